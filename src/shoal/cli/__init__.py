@@ -1,0 +1,1 @@
+"""Command-line tools: `shoal serve` and the admin and console tools."""

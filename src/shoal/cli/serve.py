@@ -1,0 +1,88 @@
+"""`shoal serve`: run the broker with a properties file and overrides.
+
+Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VALUE`
+(repeatable), then the explicit flags `--host`, `--port`, `--data-dir`, `--node-id`.
+An unknown key or an out-of-range value stops start-up with a message naming the key
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from shoal.config import BrokerConfig, ConfigError
+
+log = logging.getLogger("shoal")
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("serve", help="run the broker", description=__doc__)
+    parser.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="listen port (default 9092)")
+    parser.add_argument("--data-dir", default=None, help="data directory (default ./shoal-data)")
+    parser.add_argument("--node-id", type=int, default=None, help="node id (default 1)")
+    parser.add_argument("--config", type=Path, default=None, help="server.properties file")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE",
+        help="set a config key (repeatable)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(item, "--override takes KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    if args.host is not None or args.port is not None:
+        host = args.host if args.host is not None else "127.0.0.1"
+        port = args.port if args.port is not None else 9092
+        bracketed = f"[{host}]" if ":" in host else host
+        overrides["listeners"] = f"PLAINTEXT://{bracketed}:{port}"
+    if args.data_dir is not None:
+        overrides["log.dirs"] = args.data_dir
+    if args.node_id is not None:
+        overrides["node.id"] = str(args.node_id)
+    return overrides
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = BrokerConfig.load(file=args.config, overrides=_overrides(args))
+    except ConfigError as exc:
+        print(f"shoal serve: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"shoal serve: cannot read config file: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(config["log.level"])
+    from shoal.server.broker import run_broker
+
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:
+        log.info("uvloop not available; using the default event loop")
+        runner = asyncio.run
+    try:
+        runner(run_broker(config))
+    except OSError as exc:
+        log.error("cannot start: %s", exc)
+        return 1
+    return 0

@@ -1,0 +1,497 @@
+"""Typed configuration: every key Shoal understands, with its default and bounds.
+
+One table (`DEFINITIONS`) describes each key: its type, default, bounds and whether
+it is a broker key, a topic key (with the broker key it falls back to), or a share
+group key. Everything else reads configs through it:
+
+- `BrokerConfig.load` parses a `server.properties`-style file plus overrides and
+  refuses unknown keys and out-of-range values, naming the key.
+- `validate_topic_configs` checks a topic's overrides (CreateTopics,
+  IncrementalAlterConfigs) and `effective_topic_config` resolves a topic's values.
+
+Values are held as Python values (int, bool, str, float, list[str]); the wire form is
+the string Kafka would show, produced by `render`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shoal import limits
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigType(enum.IntEnum):
+    """Kafka's DescribeConfigs ConfigType ids."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class Scope(enum.Enum):
+    BROKER = "broker"
+    TOPIC = "topic"
+    GROUP = "group"
+
+
+class ConfigError(ValueError):
+    """A config key is unknown or its value is invalid; the message names the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: Any
+    scope: Scope
+    doc: str
+    min: int | float | None = None
+    max: int | float | None = None
+    choices: tuple[str, ...] | None = None
+    synonym: str | None = None
+    """For a topic key: the broker key whose value it defaults to."""
+    read_only: bool = False
+    nullable: bool = False
+    check: Callable[[Any], str | None] | None = None
+    """Extra validation: returns an error message or None."""
+
+    def parse(self, raw: object) -> Any:
+        """Turn a raw value (string from a file or the wire, or a Python value) into
+        this key's typed value, or raise ConfigError."""
+        if raw is None or (isinstance(raw, str) and raw.strip() == "" and self.nullable):
+            if self.nullable:
+                return None
+            raise ConfigError(self.name, "a value is required")
+        value = self._coerce(raw)
+        self._check_bounds(value)
+        return value
+
+    def _coerce(self, raw: object) -> Any:
+        text = raw.strip() if isinstance(raw, str) else raw
+        try:
+            match self.type:
+                case ConfigType.BOOLEAN:
+                    if isinstance(text, bool):
+                        return text
+                    lowered = str(text).lower()
+                    if lowered not in ("true", "false"):
+                        raise ValueError
+                    return lowered == "true"
+                case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
+                    if isinstance(text, bool):
+                        raise ValueError
+                    return int(str(text))
+                case ConfigType.DOUBLE:
+                    return float(str(text))
+                case ConfigType.LIST:
+                    if isinstance(text, list | tuple):
+                        return [str(v) for v in text]
+                    return [part.strip() for part in str(text).split(",") if part.strip()]
+                case _:
+                    return str(text)
+        except ValueError:
+            kind = self.type.name.lower()
+            raise ConfigError(self.name, f"value {raw!r} is not a valid {kind}") from None
+
+    def _check_bounds(self, value: Any) -> None:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if self.min is not None and value < self.min:
+                raise ConfigError(self.name, f"value {value} is below the minimum {self.min}")
+            if self.max is not None and value > self.max:
+                raise ConfigError(self.name, f"value {value} is above the maximum {self.max}")
+            if self.type is ConfigType.INT and not -(2**31) <= value <= INT_MAX:
+                raise ConfigError(self.name, f"value {value} does not fit an int")
+        if self.choices is not None:
+            values = value if isinstance(value, list) else [value]
+            for v in values:
+                if v not in self.choices:
+                    raise ConfigError(
+                        self.name, f"value {v!r} is not one of {', '.join(self.choices)}"
+                    )
+        if self.check is not None:
+            problem = self.check(value)
+            if problem is not None:
+                raise ConfigError(self.name, problem)
+
+
+def render(definition: ConfigDef, value: Any) -> str | None:
+    """The string Kafka shows for a value (DescribeConfigs)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+def _check_listeners(value: Any) -> str | None:
+    for listener in value:
+        if "://" not in listener or ":" not in listener.split("://", 1)[1]:
+            return f"listener {listener!r} is not of the form NAME://host:port"
+    return None
+
+
+def _check_by_duration(value: Any) -> str | None:
+    from shoal.iso_duration import parse_iso_duration_ms
+
+    if value in ("latest", "earliest"):
+        return None
+    if isinstance(value, str) and value.startswith("by_duration:"):
+        try:
+            parse_iso_duration_ms(value.removeprefix("by_duration:"))
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return f"value {value!r} must be latest, earliest or by_duration:<ISO-8601 duration>"
+
+
+_B, _T, _G = Scope.BROKER, Scope.TOPIC, Scope.GROUP
+_INT, _LONG, _BOOL, _STR, _LIST = (
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.LIST,
+)
+_DAY_MS = 24 * 3600 * 1000
+
+_DEFS: list[ConfigDef] = [
+    # ---- broker: identity and listeners
+    ConfigDef("node.id", _INT, 1, _B, "This broker's node id.", min=0, read_only=True),
+    ConfigDef("broker.id", _INT, -1, _B, "Synonym of node.id (Kafka's older name).", min=-1),
+    ConfigDef(
+        "listeners", _LIST, ["PLAINTEXT://127.0.0.1:9092"], _B,
+        "Where the broker listens.", read_only=True, check=_check_listeners,
+    ),
+    ConfigDef(
+        "advertised.listeners", _LIST, None, _B,
+        "What clients are told to connect to; defaults to listeners.",
+        nullable=True, read_only=True, check=_check_listeners,
+    ),
+    ConfigDef("log.dirs", _STR, "./shoal-data", _B, "Data directory.", read_only=True),
+    ConfigDef("log.dir", _STR, None, _B, "Synonym of log.dirs.", nullable=True, read_only=True),
+    ConfigDef("cluster.id", _STR, None, _B, "Cluster id; generated on first start.", nullable=True),
+    ConfigDef("log.level", _STR, "INFO", _B, "Log level.",
+              choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    # ---- broker: network and limits
+    ConfigDef("socket.request.max.bytes", _INT, 104_857_600, _B,
+              "Largest request frame; a larger one closes the connection.", min=1),
+    ConfigDef("max.connections", _INT, limits.CONNECTIONS_MAX_DEFAULT, _B,
+              "Open client connections at most; more are closed at accept.", min=1),
+    ConfigDef("shoal.max.topics", _INT, limits.TOPICS_MAX_DEFAULT, _B,
+              "Topics at most; CreateTopics beyond gets POLICY_VIOLATION.", min=1),
+    ConfigDef("shoal.max.partitions", _INT, limits.PARTITIONS_MAX_DEFAULT, _B,
+              "Partitions at most across all topics; more gets INVALID_PARTITIONS.", min=1),
+    ConfigDef("shoal.fetch.max.wait.ms", _INT, limits.FETCH_WAIT_MS_MAX, _B,
+              "A Fetch's MaxWaitMs is clamped to this.", min=0, max=limits.FETCH_WAIT_MS_MAX),
+    ConfigDef("queued.max.requests", _INT, 500, _B,
+              "Requests read ahead per connection before the broker stops reading it.", min=1),
+    ConfigDef("shoal.shutdown.timeout.ms", _INT, limits.SHUTDOWN_DRAIN_MS, _B,
+              "How long shutdown waits for in-flight requests.", min=0),
+    # ---- broker: topics
+    ConfigDef("num.partitions", _INT, 1, _B, "Partitions of auto-created topics.",
+              min=1, max=limits.PARTITIONS_PER_TOPIC_MAX),
+    ConfigDef("default.replication.factor", _INT, 1, _B,
+              "Replication factor; a single node supports only 1.", min=1, max=1),
+    ConfigDef("auto.create.topics.enable", _BOOL, True, _B,
+              "Create a topic when Metadata or Produce names an unknown one."),
+    ConfigDef("delete.topic.enable", _BOOL, True, _B, "Allow DeleteTopics."),
+    # ---- broker: log (each has a topic-level synonym below)
+    ConfigDef("log.segment.bytes", _INT, 1_073_741_824, _B, "Segment size.", min=14),
+    ConfigDef("log.roll.ms", _LONG, 7 * _DAY_MS, _B, "Roll a segment after this age.", min=1),
+    ConfigDef("log.roll.hours", _INT, 168, _B, "Roll after hours (if log.roll.ms unset).", min=1),
+    ConfigDef("log.retention.ms", _LONG, 7 * _DAY_MS, _B,
+              "Delete segments older than this; -1 keeps forever.", min=-1),
+    ConfigDef("log.retention.minutes", _INT, None, _B, "Retention in minutes.", nullable=True),
+    ConfigDef("log.retention.hours", _INT, 168, _B, "Retention in hours.", min=-1),
+    ConfigDef("log.retention.bytes", _LONG, -1, _B,
+              "Delete oldest segments past this partition size; -1 no limit.", min=-1),
+    ConfigDef("log.retention.check.interval.ms", _LONG, 300_000, _B,
+              "How often retention runs.", min=1),
+    ConfigDef("log.flush.interval.messages", _LONG, LONG_MAX, _B,
+              "fsync after this many records; 1 = every write.", min=1),
+    ConfigDef("log.flush.interval.ms", _LONG, None, _B,
+              "fsync data older than this; unset = page cache only.", nullable=True, min=0),
+    ConfigDef("log.flush.scheduler.interval.ms", _LONG, LONG_MAX, _B,
+              "How often the flusher looks.", min=1),
+    ConfigDef("log.index.interval.bytes", _INT, 4096, _B, "Bytes between index entries.", min=0),
+    ConfigDef("log.index.size.max.bytes", _INT, 10_485_760, _B, "Max index size.", min=4),
+    ConfigDef("log.cleanup.policy", _LIST, ["delete"], _B, "Only delete is supported.",
+              choices=("delete",)),
+    ConfigDef("log.message.timestamp.type", _STR, "CreateTime", _B, "Timestamp type.",
+              choices=("CreateTime", "LogAppendTime")),
+    ConfigDef("message.max.bytes", _INT, 1_048_588, _B, "Largest record batch.", min=0),
+    ConfigDef("min.insync.replicas", _INT, 1, _B, "Single node: always 1.", min=1, max=1),
+    ConfigDef("compression.type", _STR, "producer", _B, "Stored as produced.",
+              choices=("producer",)),
+    # ---- broker: producers and transactions
+    ConfigDef("transaction.max.timeout.ms", _INT, 900_000, _B, "Largest txn timeout.", min=1),
+    ConfigDef("producer.id.expiration.ms", _INT, _DAY_MS, _B,
+              "Forget idle producer ids after this.", min=1),
+    # ---- broker: share groups (see configs.md)
+    ConfigDef("share.version", _INT, 1, _B, "0 disables share groups.", min=0, max=1),
+    ConfigDef("group.share.session.timeout.ms", _INT, 45_000, _B, "Member expiry.", min=1),
+    ConfigDef("group.share.min.session.timeout.ms", _INT, 45_000, _B, "Bound.", min=1),
+    ConfigDef("group.share.max.session.timeout.ms", _INT, 60_000, _B, "Bound.", min=1),
+    ConfigDef("group.share.heartbeat.interval.ms", _INT, 5_000, _B, "Heartbeat.", min=1),
+    ConfigDef("group.share.min.heartbeat.interval.ms", _INT, 5_000, _B, "Bound.", min=1),
+    ConfigDef("group.share.max.heartbeat.interval.ms", _INT, 15_000, _B, "Bound.", min=1),
+    ConfigDef("group.share.max.size", _INT, 200, _B, "Members per group.", min=1, max=1000),
+    ConfigDef("group.share.assignors", _LIST, ["simple"], _B, "Assignor.", choices=("simple",)),
+    ConfigDef("group.share.initialize.retry.interval.ms", _INT, 30_000, _B, "Retry.", min=1),
+    ConfigDef("group.share.assignment.interval.ms", _INT, 0, _B, "Assignment rate.", min=0),
+    ConfigDef("group.share.delivery.count.limit", _INT, 5, _B, "Deliveries.", min=2, max=10),
+    ConfigDef("group.share.min.delivery.count.limit", _INT, 2, _B, "Bound.", min=2, max=5),
+    ConfigDef("group.share.max.delivery.count.limit", _INT, 10, _B, "Bound.", min=5, max=25),
+    ConfigDef("group.share.record.lock.duration.ms", _INT, 30_000, _B, "Lock.",
+              min=1000, max=3_600_000),
+    ConfigDef("group.share.min.record.lock.duration.ms", _INT, 15_000, _B, "Bound.",
+              min=1000, max=30_000),
+    ConfigDef("group.share.max.record.lock.duration.ms", _INT, 60_000, _B, "Bound.",
+              min=30_000, max=3_600_000),
+    ConfigDef("group.share.partition.max.record.locks", _INT, 2000, _B, "In-flight window.",
+              min=100, max=10_000),
+    ConfigDef("group.share.min.partition.max.record.locks", _INT, 100, _B, "Bound.",
+              min=100, max=2000),
+    ConfigDef("group.share.max.partition.max.record.locks", _INT, 4000, _B, "Bound.",
+              min=2000, max=10_000),
+    ConfigDef("group.share.max.share.sessions", _INT, 2000, _B, "Sessions per broker.", min=1),
+    ConfigDef("share.coordinator.state.topic.num.partitions", _INT, 50, _B, "State topic.",
+              min=1),
+    ConfigDef("share.coordinator.state.topic.replication.factor", _INT, 1, _B, "Single node.",
+              min=1, max=1),
+    ConfigDef("share.coordinator.state.topic.min.isr", _INT, 1, _B, "Single node.", min=1, max=1),
+    ConfigDef("share.coordinator.state.topic.segment.bytes", _INT, 104_857_600, _B, "Seg.", min=1),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _INT, 500, _B,
+              "Updates between snapshots.", min=0),
+    ConfigDef("share.coordinator.write.timeout.ms", _INT, 5000, _B, "Write timeout.", min=1),
+    ConfigDef("share.coordinator.load.buffer.size", _INT, 5_242_880, _B, "Replay buffer.", min=1),
+    ConfigDef("share.coordinator.append.linger.ms", _INT, -1, _B, "Append linger.", min=-1),
+    ConfigDef("share.coordinator.state.topic.prune.interval.ms", _INT, 300_000, _B, "Prune.",
+              min=1),
+    ConfigDef("share.coordinator.cold.partition.snapshot.interval.ms", _INT, 300_000, _B,
+              "Cold snapshot.", min=1),
+    # ---- topic keys (fall back to their broker synonym)
+    ConfigDef("cleanup.policy", _LIST, ["delete"], _T, "Only delete is supported.",
+              choices=("delete",), synonym="log.cleanup.policy"),
+    ConfigDef("retention.ms", _LONG, 7 * _DAY_MS, _T, "Time retention; -1 forever.", min=-1,
+              synonym="log.retention.ms"),
+    ConfigDef("retention.bytes", _LONG, -1, _T, "Size retention; -1 none.", min=-1,
+              synonym="log.retention.bytes"),
+    ConfigDef("segment.bytes", _INT, 1_073_741_824, _T, "Segment size.", min=14,
+              synonym="log.segment.bytes"),
+    ConfigDef("segment.ms", _LONG, 7 * _DAY_MS, _T, "Segment age before roll.", min=1,
+              synonym="log.roll.ms"),
+    ConfigDef("max.message.bytes", _INT, 1_048_588, _T, "Largest batch.", min=0,
+              synonym="message.max.bytes"),
+    ConfigDef("flush.messages", _LONG, LONG_MAX, _T, "fsync after N records.", min=1,
+              synonym="log.flush.interval.messages"),
+    ConfigDef("flush.ms", _LONG, LONG_MAX, _T, "fsync after ms.", min=0,
+              synonym="log.flush.interval.ms"),
+    ConfigDef("index.interval.bytes", _INT, 4096, _T, "Index spacing.", min=0,
+              synonym="log.index.interval.bytes"),
+    ConfigDef("segment.index.bytes", _INT, 10_485_760, _T, "Index size.", min=4,
+              synonym="log.index.size.max.bytes"),
+    ConfigDef("message.timestamp.type", _STR, "CreateTime", _T, "Timestamp type.",
+              choices=("CreateTime", "LogAppendTime"), synonym="log.message.timestamp.type"),
+    ConfigDef("min.insync.replicas", _INT, 1, _T, "Single node.", min=1, max=1,
+              synonym="min.insync.replicas"),
+    ConfigDef("compression.type", _STR, "producer", _T, "Stored as produced.",
+              choices=("producer",), synonym="compression.type"),
+    # ---- share group keys (resource type GROUP); bounds are checked against the broker
+    ConfigDef("share.session.timeout.ms", _INT, None, _G, "Member expiry.", min=1,
+              synonym="group.share.session.timeout.ms"),
+    ConfigDef("share.heartbeat.interval.ms", _INT, None, _G, "Heartbeat.", min=1,
+              synonym="group.share.heartbeat.interval.ms"),
+    ConfigDef("share.record.lock.duration.ms", _INT, None, _G, "Lock.", min=1000,
+              synonym="group.share.record.lock.duration.ms"),
+    ConfigDef("share.auto.offset.reset", _STR, "latest", _G, "Start of a new share-partition.",
+              check=_check_by_duration),
+    ConfigDef("share.isolation.level", _STR, "read_uncommitted", _G, "Isolation.",
+              choices=("read_committed", "read_uncommitted")),
+    ConfigDef("share.delivery.count.limit", _INT, None, _G, "Deliveries.", min=2,
+              synonym="group.share.delivery.count.limit"),
+    ConfigDef("share.partition.max.record.locks", _INT, None, _G, "Window.", min=100,
+              synonym="group.share.partition.max.record.locks"),
+    ConfigDef("share.renew.acknowledge.enable", _BOOL, True, _G, "Allow RENEW."),
+    ConfigDef("share.assignment.interval.ms", _INT, None, _G, "Assignment rate.", min=0,
+              synonym="group.share.assignment.interval.ms"),
+    ConfigDef("share.assignor.offload.enable", _BOOL, True, _G, "Accepted, no effect."),
+]
+
+DEFINITIONS: dict[tuple[Scope, str], ConfigDef] = {(d.scope, d.name): d for d in _DEFS}
+BROKER_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.BROKER}
+TOPIC_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.TOPIC}
+GROUP_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.GROUP}
+
+# (min key, default key, max key): checked at start-up, as Kafka does.
+_ORDERED_TRIPLES = [
+    ("group.share.min.session.timeout.ms", "group.share.session.timeout.ms",
+     "group.share.max.session.timeout.ms"),
+    ("group.share.min.heartbeat.interval.ms", "group.share.heartbeat.interval.ms",
+     "group.share.max.heartbeat.interval.ms"),
+    ("group.share.min.record.lock.duration.ms", "group.share.record.lock.duration.ms",
+     "group.share.max.record.lock.duration.ms"),
+    ("group.share.min.delivery.count.limit", "group.share.delivery.count.limit",
+     "group.share.max.delivery.count.limit"),
+    ("group.share.min.partition.max.record.locks", "group.share.partition.max.record.locks",
+     "group.share.max.partition.max.record.locks"),
+]
+
+
+def parse_properties(text: str, *, source: str = "properties") -> dict[str, str]:
+    """Parse `key=value` lines (Kafka's server.properties style: `#`/`!` comments,
+    `=` or `:` separators, blank lines ignored)."""
+    result: dict[str, str] = {}
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        line = raw_line.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            raise ConfigError(line, f"{source} line {number} has no '=' separator")
+        cut = min(separators)
+        result[line[:cut].strip()] = line[cut + 1 :].strip()
+    return result
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    """Validated broker configuration. `values` holds every broker key's typed value;
+    `explicit` the keys that were set (for DescribeConfigs' source)."""
+
+    values: dict[str, Any]
+    explicit: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        file: Path | None = None,
+        overrides: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    ) -> BrokerConfig:
+        raw: dict[str, str] = {}
+        if file is not None:
+            raw.update(parse_properties(file.read_text(), source=str(file)))
+        raw.update(dict(overrides))
+        return cls.from_raw(raw)
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, object]) -> BrokerConfig:
+        values = {name: d.default for name, d in BROKER_KEYS.items()}
+        for key, value in raw.items():
+            definition = BROKER_KEYS.get(key)
+            if definition is None:
+                raise ConfigError(key, "unknown broker config key")
+            values[key] = definition.parse(value)
+        _apply_kafka_synonyms(values, set(raw))
+        config = cls(values=values, explicit=set(raw))
+        config._check_consistency()
+        return config
+
+    def _check_consistency(self) -> None:
+        for low_key, mid_key, high_key in _ORDERED_TRIPLES:
+            low, mid, high = self[low_key], self[mid_key], self[high_key]
+            if not low <= mid <= high:
+                raise ConfigError(
+                    mid_key, f"value {mid} must lie within {low_key}={low} and {high_key}={high}"
+                )
+        if self["group.share.heartbeat.interval.ms"] >= self["group.share.session.timeout.ms"]:
+            raise ConfigError(
+                "group.share.heartbeat.interval.ms",
+                "must be lower than group.share.session.timeout.ms",
+            )
+        if self["group.share.max.share.sessions"] < self["group.share.max.size"]:
+            raise ConfigError(
+                "group.share.max.share.sessions", "must be at least group.share.max.size"
+            )
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> BrokerConfig:
+        """A new validated config with some keys changed (IncrementalAlterConfigs)."""
+        raw: dict[str, object] = {k: self.values[k] for k in self.explicit}
+        raw.update(overrides)
+        return BrokerConfig.from_raw(raw)
+
+    # Convenience accessors for values derived from several keys.
+    @property
+    def node_id(self) -> int:
+        return int(self["node.id"])
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self["log.dir"] or self["log.dirs"])
+
+    @property
+    def listener(self) -> tuple[str, int]:
+        return _host_port(self["listeners"][0])
+
+    @property
+    def advertised_listener(self) -> tuple[str, int]:
+        advertised = self["advertised.listeners"]
+        return _host_port(advertised[0]) if advertised else self.listener
+
+
+def _host_port(listener: str) -> tuple[str, int]:
+    address = listener.split("://", 1)[1]
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _apply_kafka_synonyms(values: dict[str, Any], explicit: set[str]) -> None:
+    """Kafka's broker keys with several spellings resolve to one value."""
+    if "broker.id" in explicit and "node.id" not in explicit:
+        values["node.id"] = values["broker.id"]
+    if "log.retention.ms" not in explicit:
+        if values["log.retention.minutes"] is not None:
+            values["log.retention.ms"] = values["log.retention.minutes"] * 60_000
+        elif "log.retention.hours" in explicit:
+            hours = values["log.retention.hours"]
+            values["log.retention.ms"] = -1 if hours < 0 else hours * 3_600_000
+    if "log.roll.ms" not in explicit and "log.roll.hours" in explicit:
+        values["log.roll.ms"] = values["log.roll.hours"] * 3_600_000
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
+    """Check topic-level overrides; returns typed values or raises ConfigError."""
+    typed: dict[str, Any] = {}
+    for key, value in configs.items():
+        definition = TOPIC_KEYS.get(key)
+        if definition is None:
+            raise ConfigError(key, "unknown topic config key")
+        typed[key] = definition.parse(value)
+    return typed
+
+
+def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Every topic key's value for one topic: its override, else the broker value."""
+    result: dict[str, Any] = {}
+    for key, definition in TOPIC_KEYS.items():
+        if key in overrides:
+            result[key] = overrides[key]
+        elif definition.synonym is not None and definition.synonym in broker.values:
+            value = broker.values[definition.synonym]
+            result[key] = definition.default if value is None else value
+        else:
+            result[key] = definition.default
+    return result

@@ -1,0 +1,1 @@
+"""Partition logs: segments of Kafka v2 record batches stored verbatim."""

@@ -1,0 +1,59 @@
+"""The public face of the log package: value types and errors shared by its users.
+
+Handlers, and later share-partitions, use only what this module and
+`PartitionLog` / `LogManager` expose. Errors carry the Kafka error name their
+callers turn into a response code.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.protocol.record_batch import BatchHeader
+
+
+class LogError(Exception):
+    """A log operation failed in a way the client must hear about.
+
+    `code` is the Kafka error name (e.g. "OFFSET_OUT_OF_RANGE",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "TOPIC_ALREADY_EXISTS",
+    "INVALID_TOPIC_EXCEPTION", "INVALID_PARTITIONS", "UNKNOWN_TOPIC_OR_PARTITION",
+    "POLICY_VIOLATION", "KAFKA_STORAGE_ERROR")."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    """Offset of the first record appended (or, for a duplicate batch, first stored)."""
+    last_offset: int
+    log_append_time_ms: int
+    """-1 unless the topic uses LogAppendTime."""
+    log_start_offset: int
+    duplicate: bool = False
+    """The batch repeated one already stored (idempotent retry): nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: bytes
+    """Whole record batches, stored bytes as they are (possibly empty)."""
+    headers: list[BatchHeader]
+    """Headers of the batches in `records`; positions are relative to `records`."""
+    high_watermark: int
+    log_start_offset: int
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, Any] = field(default_factory=dict)
+    """Typed topic-level overrides (see shoal.config.TOPIC_KEYS)."""
+    internal: bool = False

@@ -1,0 +1,168 @@
+"""Request and response encoding through kio, with Kafka's header rules. Sans-I/O.
+
+A request frame (after the int32 size) is a request header followed by the body.
+The header version follows the body's: v2 (tagged fields) for flexible versions, v1
+otherwise. A response header is v1 for flexible versions and v0 otherwise, except
+that ApiVersions responses always use v0, so a client that does not yet know the
+broker's versions can read them.
+
+Errors raised here are the peer's fault (`ProtocolError`): the server closes the
+connection and logs the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from kio.index import load_entity_module
+from kio.schema.index import api_key_map, schema_name_map
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+from kio.static.primitive import i32
+
+API_VERSIONS_KEY = 18
+_KEY_AND_VERSION = struct.Struct(">hh")
+_SIZE = struct.Struct(">i")
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not valid Kafka protocol; close the connection."""
+
+
+@cache
+def api_name(api_key: int) -> str | None:
+    return api_key_map.get(api_key)
+
+
+@cache
+def _entity_class(api_key: int, version: int, entity_type: EntityType) -> Any:
+    name = api_key_map.get(api_key)
+    if name is None or version not in schema_name_map[name]:
+        return None
+    module = load_entity_module(name, version, entity_type)  # type: ignore[arg-type]
+    path = schema_name_map[name][version][entity_type]  # type: ignore[index]
+    return getattr(module, path.split(":", 1)[1])
+
+
+def request_class(api_key: int, version: int) -> Any:
+    """The kio request dataclass for (key, version), or None if kio has none."""
+    return _entity_class(api_key, version, EntityType.request)
+
+
+def response_class(api_key: int, version: int) -> Any:
+    """The kio response dataclass for (key, version)."""
+    cls = _entity_class(api_key, version, EntityType.response)
+    assert cls is not None, f"no response schema for api {api_key} v{version}"
+    return cls
+
+
+@cache
+def _reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
+    return entity_reader(cls)  # type: ignore[no-any-return]
+
+
+@cache
+def _writer(cls: Any) -> Callable[[Any, Any], None]:
+    return entity_writer(cls)
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    cls = request_class(api_key, version)
+    if cls is None:
+        # Unknown version: Kafka assumes the newest header for versions past the
+        # newest it knows, so that it can answer ApiVersions with UNSUPPORTED_VERSION.
+        return version >= 3 if api_key == API_VERSIONS_KEY else False
+    return bool(cls.__flexible__)
+
+
+def peek_key_version(frame: bytes) -> tuple[int, int]:
+    """The api key and version at the start of a request frame."""
+    if len(frame) < 8:
+        raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
+    key, version = _KEY_AND_VERSION.unpack_from(frame, 0)
+    return int(key), int(version)
+
+
+def decode_header(frame: bytes, api_key: int, version: int) -> tuple[Any, int]:
+    """Decode the request header; returns (header, offset of the body)."""
+    header_cls = RequestHeaderV2 if is_flexible(api_key, version) else RequestHeaderV1
+    try:
+        header, size = _reader(header_cls)(frame, 0)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise ProtocolError(f"malformed request header: {exc}") from exc
+    return header, size
+
+
+def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
+    """Decode a request body of a known (key, version)."""
+    cls = request_class(api_key, version)
+    assert cls is not None
+    try:
+        body, size = _reader(cls)(memoryview(frame)[offset:], 0)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
+    if offset + size != len(frame):
+        raise ProtocolError(
+            f"{api_name(api_key)} v{version} body left {len(frame) - offset - size} bytes unread"
+        )
+    return body
+
+
+def encode_response(
+    api_key: int, version: int, correlation_id: int, response: Any
+) -> memoryview:
+    """Size-prefixed response frame: response header + body (a view of the encoded
+    buffer, so large fetch responses are not copied once more)."""
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    flexible_header = response.__flexible__ and api_key != API_VERSIONS_KEY
+    if flexible_header:
+        _writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    else:
+        _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+    _writer(type(response))(buffer, response)
+    frame = buffer.getbuffer()
+    _SIZE.pack_into(frame, 0, len(frame) - 4)
+    return frame
+
+
+def encode_request(header: Any, request: Any) -> bytes:
+    """Size-prefixed request frame; used by Shoal's own client and tests."""
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    _writer(type(header))(buffer, header)
+    _writer(type(request))(buffer, request)
+    frame = buffer.getbuffer()
+    _SIZE.pack_into(frame, 0, len(frame) - 4)
+    return bytes(frame)
+
+
+def decode_response(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+    """Decode a response frame (without its size prefix): (correlation id, body)."""
+    cls = response_class(api_key, version)
+    flexible_header = cls.__flexible__ and api_key != API_VERSIONS_KEY
+    header_cls = ResponseHeaderV1 if flexible_header else ResponseHeaderV0
+    header, offset = _reader(header_cls)(frame, 0)
+    body, _ = _reader(cls)(memoryview(frame)[offset:], 0)
+    return int(header.correlation_id), body
+
+
+def request_header_for(api_key: int, version: int, correlation_id: int, client_id: str) -> Any:
+    """A request header of the right version for (key, version)."""
+    from kio.static.primitive import i16
+
+    header_cls = RequestHeaderV2 if is_flexible(api_key, version) else RequestHeaderV1
+    return header_cls(
+        request_api_key=i16(api_key),
+        request_api_version=i16(version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )

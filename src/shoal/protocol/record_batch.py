@@ -1,0 +1,216 @@
+"""Kafka v2 record batch headers: parse, validate, re-stamp. Records stay bytes.
+
+A record batch (magic 2) starts with a 61-byte header:
+
+    offset  field                 type    covered by CRC
+    0       base_offset           int64   no
+    8       batch_length          int32   no   (bytes after this field)
+    12      partition_leader_epoch int32  no
+    16      magic                 int8    no
+    17      crc                   uint32  no   (CRC-32C of bytes 21..end)
+    21      attributes            int16   yes
+    23      last_offset_delta     int32   yes
+    27      base_timestamp        int64   yes
+    35      max_timestamp         int64   yes
+    43      producer_id           int64   yes
+    51      producer_epoch        int16   yes
+    53      base_sequence         int32   yes
+    57      records_count         int32   yes
+    61      records...
+
+Shoal validates and assigns offsets by reading and patching this header only; the
+records inside are never decoded on the hot path. Everything here is per batch.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import crc32c
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12
+"""base_offset + batch_length: the bytes before what batch_length counts."""
+MAGIC_V2 = 2
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+_LENGTH_AND_MAGIC = struct.Struct(">qiib")
+_MAX_TIMESTAMP = struct.Struct(">q")
+_ATTRIBUTES = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+
+
+class BatchError(ValueError):
+    """A batch is malformed. `code` is the Kafka error name the producer gets."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class BatchHeader(NamedTuple):
+    """A parsed batch header, plus where the batch lies in the buffer it came from."""
+
+    position: int
+    """Byte position of the batch in its buffer (or segment file)."""
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+
+def parse_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    """Parse the header at `position`; the caller has checked 61 bytes are there."""
+    return BatchHeader(position, *_HEADER.unpack_from(buffer, position))
+
+
+def peek_size(buffer: bytes | bytearray | memoryview, position: int) -> int | None:
+    """Total size of the batch at `position`, or None if its length field is incomplete."""
+    if len(buffer) - position < LOG_OVERHEAD:
+        return None
+    return int.from_bytes(buffer[position + 8 : position + 12], "big", signed=True) + LOG_OVERHEAD
+
+
+def compute_crc(buffer: bytes | bytearray | memoryview, header: BatchHeader) -> int:
+    start = header.position + 21
+    end = header.position + header.size
+    return int(crc32c.crc32c(memoryview(buffer)[start:end]))
+
+
+def iter_headers(
+    buffer: bytes | bytearray | memoryview, *, base_position: int = 0
+) -> list[BatchHeader]:
+    """Headers of the complete batches in `buffer`, in order; a trailing partial batch
+    is left out. Positions are `base_position` plus the offset within the buffer. No
+    validation beyond the length field: for data already in the log."""
+    headers = []
+    position = 0
+    end = len(buffer)
+    while end - position >= HEADER_SIZE:
+        header = BatchHeader(position + base_position, *_HEADER.unpack_from(buffer, position))
+        size = header.batch_length + LOG_OVERHEAD
+        if header.batch_length < MIN_BATCH_LENGTH or position + size > end:
+            break
+        headers.append(header)
+        position += size
+    return headers
+
+
+def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHeader]:
+    """Validate the record batches of one partition of a Produce request.
+
+    Checks what Kafka checks without decoding records: complete batches, magic 2,
+    CRC-32C, a sane record count, size within `max_batch_bytes`. Raises BatchError
+    with the Kafka error name: CORRUPT_MESSAGE, INVALID_RECORD or MESSAGE_TOO_LARGE.
+    """
+    if not records:
+        raise BatchError("INVALID_RECORD", "produce carried no record batch")
+    view = memoryview(records)
+    headers: list[BatchHeader] = []
+    position = 0
+    while position < len(records):
+        remaining = len(records) - position
+        if remaining < HEADER_SIZE:
+            raise BatchError("CORRUPT_MESSAGE", f"truncated batch header ({remaining} bytes)")
+        header = parse_header(view, position)
+        if header.magic != MAGIC_V2:
+            raise BatchError("INVALID_RECORD", f"record batch magic {header.magic} is not 2")
+        if header.batch_length < MIN_BATCH_LENGTH or header.size > remaining:
+            raise BatchError(
+                "CORRUPT_MESSAGE",
+                f"batch length {header.batch_length} does not fit the {remaining} bytes left",
+            )
+        if header.size > max_batch_bytes:
+            raise BatchError(
+                "MESSAGE_TOO_LARGE",
+                f"batch of {header.size} bytes exceeds max.message.bytes {max_batch_bytes}",
+            )
+        if compute_crc(view, header) != header.crc:
+            raise BatchError("CORRUPT_MESSAGE", "record batch CRC-32C mismatch")
+        if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
+            raise BatchError(
+                "INVALID_RECORD",
+                f"batch has {header.records_count} records but last offset delta "
+                f"{header.last_offset_delta}",
+            )
+        if header.is_control:
+            raise BatchError("INVALID_RECORD", "clients may not produce control batches")
+        headers.append(header)
+        position += header.size
+    return headers
+
+
+def stamp_prefix(header: BatchHeader, *, base_offset: int, leader_epoch: int) -> bytes:
+    """The first 17 bytes of the batch re-stamped with its assigned base offset and
+    leader epoch. These bytes are outside the CRC, so the rest of the batch is written
+    unchanged after them: `stamp_prefix(...) + batch[17:]`."""
+    return _LENGTH_AND_MAGIC.pack(base_offset, header.batch_length, leader_epoch, header.magic)
+
+
+STAMPED_PREFIX_SIZE = 17
+
+
+def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> bytes:
+    """A copy of `batch` (starting at offset 0) with LogAppendTime: the timestamp-type
+    bit set and max_timestamp = now; the CRC is recomputed."""
+    patched = bytearray(batch)
+    _ATTRIBUTES.pack_into(patched, 21, header.attributes | TIMESTAMP_TYPE_MASK)
+    _MAX_TIMESTAMP.pack_into(patched, 35, now_ms)
+    _CRC.pack_into(patched, 17, int(crc32c.crc32c(memoryview(patched)[21:])))
+    return bytes(patched)
+
+
+def set_base_offset(batch: bytearray, base_offset: int) -> None:
+    """Patch the base offset of a batch held in a bytearray, in place."""
+    _BASE_OFFSET.pack_into(batch, 0, base_offset)

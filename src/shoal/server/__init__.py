@@ -1,0 +1,1 @@
+"""The I/O shell: the only package with asyncio and sockets."""

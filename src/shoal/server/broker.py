@@ -1,0 +1,178 @@
+"""The broker process: wiring, listener, background timers and shutdown.
+
+`Broker` holds what handlers need (config, clock, logs, purgatory, node identity) and
+runs the listener. Timers are driven here from the clock: retention every
+`log.retention.check.interval.ms`, the time-based flush check every second.
+
+Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
+in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
+then flush and close every log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Coroutine
+from typing import Any
+
+from shoal.clock import Clock, SystemClock
+from shoal.config import BrokerConfig
+from shoal.log.manager import LogManager
+from shoal.server.connection import serve_connection
+from shoal.server.context import ConnectionInfo
+from shoal.server.purgatory import Purgatory
+from shoal.server.registry import ApiHandler, load_all_handlers
+
+log = logging.getLogger(__name__)
+_FLUSH_CHECK_INTERVAL_MS = 1000
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.node_id = config.node_id
+        self.handlers: dict[int, ApiHandler] = load_all_handlers()
+        self.purgatory = Purgatory()
+        self.logs = LogManager.open(
+            data_dir=config.data_dir, broker_config=config, clock=self.clock
+        )
+        self.cluster_id = self.logs.cluster_id
+        self.stopping = False
+        self._server: asyncio.Server | None = None
+        self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
+        self._next_connection_id = 0
+        self._background: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+        self.bound_port: int = 0
+
+    # ---- identity advertised to clients
+    @property
+    def advertised_host(self) -> str:
+        return self.config.advertised_listener[0]
+
+    @property
+    def advertised_port(self) -> int:
+        host, port = self.config.advertised_listener
+        return self.bound_port if port == 0 else port
+
+    # ---- lifecycle
+    async def start(self) -> None:
+        host, port = self.config.listener
+        self._server = await asyncio.start_server(
+            self._accept, host=host, port=port, reuse_address=True, limit=2**20
+        )
+        sockets = self._server.sockets
+        self.bound_port = sockets[0].getsockname()[1] if sockets else port
+        for sock in sockets:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._spawn(self._retention_loop(), "retention")
+        self._spawn(self._flush_loop(), "flush")
+        log.info(
+            "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
+            self.node_id, host, self.bound_port, self.advertised_host, self.advertised_port,
+            self.config.data_dir, self.cluster_id,
+        )
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def shutdown(self) -> None:
+        if self.stopping:
+            await self._stopped.wait()
+            return
+        self.stopping = True
+        log.info("shutting down: %d connections open", len(self._connections))
+        if self._server is not None:
+            self._server.close()
+        self.purgatory.close()
+        tasks = [task for _, task in self._connections.values()]
+        timeout_s = int(self.config["shoal.shutdown.timeout.ms"]) / 1000
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("shutdown: cancelled %d connections still busy", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self.logs.close()
+        log.info("shutdown complete")
+        self._stopped.set()
+
+    # ---- connections
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        if self.stopping:
+            writer.close()
+            return
+        max_connections = int(self.config["max.connections"])
+        if len(self._connections) >= max_connections:
+            log.warning(
+                "refusing connection from %s:%s: max.connections=%d reached",
+                peer[0], peer[1], max_connections,
+            )
+            writer.close()
+            return
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._next_connection_id += 1
+        info = ConnectionInfo(self._next_connection_id, str(peer[0]), int(peer[1]))
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[info.connection_id] = (info, task)
+        await serve_connection(self, info, reader, writer)
+
+    def connection_closed(self, info: ConnectionInfo) -> None:
+        self._connections.pop(info.connection_id, None)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    # ---- background timers
+    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        self._background.append(asyncio.create_task(coroutine, name=name))
+
+    async def _retention_loop(self) -> None:
+        interval_s = int(self.config["log.retention.check.interval.ms"]) / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
+                if freed:
+                    log.info("retention freed %d bytes", freed)
+            except Exception:  # keep the loop alive; the failure is logged with context
+                log.exception("retention pass failed")
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_FLUSH_CHECK_INTERVAL_MS / 1000)
+            try:
+                self.logs.flush_if_due(now_ms=self.clock.monotonic_ms())
+            except Exception:  # keep the loop alive; the failure is logged with context
+                log.exception("flush pass failed")
+
+
+async def run_broker(config: BrokerConfig) -> None:
+    """Run a broker until SIGTERM or SIGINT, then shut down gracefully."""
+    import signal
+
+    broker = Broker(config)
+    await broker.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, lambda s=sig: _on_signal(broker, s))
+    await broker.wait_stopped()
+
+
+def _on_signal(broker: Broker, sig: int) -> None:
+    log.info("received signal %d", sig)
+    asyncio.get_running_loop().create_task(broker.shutdown())

@@ -1,0 +1,168 @@
+"""Fetch (1) v4-v16: read stored batches from partition logs, with long-poll.
+
+Topics are named up to v12 and identified by topic id from v13. Each partition reads
+whole stored batches from its fetch offset, bounded by PartitionMaxBytes and what is
+left of MaxBytes; the first batch of the response is always sent whole even when it
+exceeds the limits, so a large record never stalls a consumer. When fewer than
+MinBytes are ready the request parks in purgatory until a produce to one of its
+partitions wakes it or MaxWaitMs passes (clamped to `shoal.fetch.max.wait.ms`).
+
+No incremental fetch sessions: SessionId is always 0. Without transactions the last
+stable offset is the high watermark.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.log.api import LogError
+from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+API_KEY = 1
+_ZERO = datetime.timedelta(0)
+READ_COMMITTED = 1
+_EMPTY = b""
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str | None
+    topic_id: Any
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+@api(API_KEY, 4, 16)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    schema = response_schema(API_KEY, ctx.api_version)
+    by_id = ctx.api_version >= 13
+    wanted = [
+        _Wanted(
+            topic=_topic_name(ctx, t, by_id),
+            topic_id=t.topic_id if by_id else None,
+            partition=int(p.partition),
+            fetch_offset=int(p.fetch_offset),
+            partition_max_bytes=int(p.partition_max_bytes),
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    max_wait_ms = min(
+        int(request.max_wait.total_seconds() * 1000), int(broker.config["shoal.fetch.max.wait.ms"])
+    )
+    deadline_ms = broker.clock.monotonic_ms() + max_wait_ms
+    min_bytes = int(request.min_bytes)
+    max_bytes = int(request.max_bytes)
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    while True:
+        results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes)
+        remaining_ms = deadline_ms - broker.clock.monotonic_ms()
+        if total_bytes >= min_bytes or any_error or remaining_ms <= 0 or broker.stopping:
+            break
+        await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+    return _response(schema, ctx, request, wanted, results, by_id)
+
+
+def _topic_name(ctx: RequestContext, topic: Any, by_id: bool) -> str | None:
+    if not by_id:
+        return str(topic.topic)
+    info = ctx.broker.logs.topic_by_id(topic.topic_id)
+    return None if info is None else info.name
+
+
+@dataclass(slots=True)
+class _Result:
+    error: ErrorCode
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+def _read_all(
+    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int
+) -> tuple[list[_Result], int, bool]:
+    logs = ctx.broker.logs
+    results: list[_Result] = []
+    total = 0
+    any_error = False
+    for w in wanted:
+        partition_log = None if w.topic is None else logs.partition(w.topic, w.partition)
+        if partition_log is None:
+            missing = (
+                ErrorCode.unknown_topic_id
+                if w.topic is None
+                else ErrorCode.unknown_topic_or_partition
+            )
+            results.append(_Result(missing, _EMPTY, -1, -1))
+            any_error = True
+            continue
+        budget = min(w.partition_max_bytes, max_bytes - total)
+        result = _read_one(partition_log, w.fetch_offset, budget, first=total == 0)
+        any_error = any_error or result.error is not ErrorCode.none
+        total += len(result.records)
+        results.append(result)
+    return results, total, any_error
+
+
+def _read_one(partition_log: PartitionLog, offset: int, budget: int, *, first: bool) -> _Result:
+    try:
+        read = partition_log.read(offset, max_bytes=max(budget, 0), min_one_batch=first)
+    except LogError as exc:
+        return _Result(
+            code_for(exc.code), _EMPTY, partition_log.log_end_offset,
+            partition_log.log_start_offset,
+        )
+    return _Result(ErrorCode.none, read.records, read.high_watermark, read.log_start_offset)
+
+
+def _response(
+    schema: Schema,
+    ctx: RequestContext,
+    request: Any,
+    wanted: list[_Wanted],
+    results: list[_Result],
+    by_id: bool,
+) -> Any:
+    read_committed = int(request.isolation_level) == READ_COMMITTED
+    aborted: tuple[Any, ...] | None = () if read_committed else None
+    topics: list[Any] = []
+    current_key: Any = object()
+    partitions: list[Any] = []
+    for w, r in zip(wanted, results, strict=True):
+        key = w.topic_id if by_id else w.topic
+        if key != current_key:
+            if partitions:
+                topics.append(_topic(schema, current_key, partitions))
+            current_key, partitions = key, []
+        partitions.append(
+            schema.make(
+                "PartitionData",
+                partition_index=w.partition,
+                error_code=r.error,
+                high_watermark=r.high_watermark,
+                last_stable_offset=r.high_watermark,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=aborted,
+                preferred_read_replica=-1,
+                records=r.records,
+            )
+        )
+    if partitions:
+        topics.append(_topic(schema, current_key, partitions))
+    return schema.response(
+        throttle_time=_ZERO, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
+    )
+
+
+def _topic(schema: Schema, key: Any, partitions: list[Any]) -> Any:
+    if schema.has("FetchableTopicResponse", "topic_id"):
+        return schema.make("FetchableTopicResponse", topic_id=key, partitions=tuple(partitions))
+    return schema.make("FetchableTopicResponse", topic=key, partitions=tuple(partitions))

@@ -1,0 +1,131 @@
+"""Produce (0) v3-v10: append record batches to partition logs.
+
+Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
+never decoded), append them (offsets assigned by re-stamping the header; idempotent
+producers' sequences checked), then wake parked fetches of that partition. Acks 0
+gets no response; 1 and -1 are the same on a single node (the flush policy decides
+when data reaches the disk). Errors are per partition, with Kafka's codes:
+UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
+acks value is INVALID_REQUIRED_ACKS and transactional produce is not served yet.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.log.api import AppendResult, LogError
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 0
+_ZERO = datetime.timedelta(0)
+_LEADER_EPOCH = 0
+
+
+@api(API_KEY, 3, 10)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    acks = int(request.acks)
+    if acks not in (-1, 0, 1):
+        return _all_failed(schema, request, ErrorCode.invalid_required_acks, f"acks={acks}")
+    if request.transactional_id is not None:
+        return _all_failed(
+            schema, request, ErrorCode.transactional_id_authorization_failed,
+            "transactions are not supported yet",
+        )
+    topics = []
+    for topic_data in request.topic_data:
+        partitions = [
+            _produce_partition(ctx, schema, topic_data.name, int(p.index), p.records)
+            for p in topic_data.partition_data
+        ]
+        topics.append(
+            schema.make("TopicProduceResponse", name=topic_data.name,
+                        partition_responses=tuple(partitions))
+        )
+    if acks == 0:
+        return None
+    return schema.response(responses=tuple(topics), throttle_time=_ZERO)
+
+
+def _produce_partition(
+    ctx: RequestContext, schema: Schema, topic: str, index: int, records: bytes | None
+) -> Any:
+    broker = ctx.broker
+    partition_log = broker.logs.partition(topic, index)
+    if partition_log is None:
+        return _partition_error(schema, index, ErrorCode.unknown_topic_or_partition, None)
+    topic_info = broker.logs.topic(topic)
+    assert topic_info is not None
+    max_batch_bytes = int(
+        topic_info.configs.get("max.message.bytes", broker.config["message.max.bytes"])
+    )
+    try:
+        headers = validate_produced(records or b"", max_batch_bytes=max_batch_bytes)
+        result = partition_log.append(records or b"", headers, leader_epoch=_LEADER_EPOCH)
+    except BatchError as exc:
+        log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code, exc)
+        return _partition_error(schema, index, code_for(exc.code), str(exc))
+    except LogError as exc:
+        log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code, exc)
+        return _partition_error(schema, index, code_for(exc.code), str(exc))
+    if not result.duplicate:
+        broker.purgatory.notify((topic, index))
+    return _partition_ok(schema, index, result)
+
+
+def _partition_ok(schema: Schema, index: int, result: AppendResult) -> Any:
+    append_time = None
+    if result.log_append_time_ms >= 0:
+        append_time = datetime.datetime.fromtimestamp(
+            result.log_append_time_ms / 1000, tz=datetime.UTC
+        )
+    return schema.make(
+        "PartitionProduceResponse",
+        index=index,
+        error_code=ErrorCode.none,
+        base_offset=result.base_offset,
+        log_append_time=append_time,
+        log_start_offset=result.log_start_offset,
+        record_errors=(),
+        error_message=None,
+    )
+
+
+def _partition_error(schema: Schema, index: int, code: ErrorCode, message: str | None) -> Any:
+    return schema.make(
+        "PartitionProduceResponse",
+        index=index,
+        error_code=code,
+        base_offset=-1,
+        log_append_time=None,
+        log_start_offset=-1,
+        record_errors=(),
+        error_message=message,
+    )
+
+
+def _all_failed(schema: Schema, request: Any, code: ErrorCode, message: str) -> Any:
+    if int(request.acks) == 0:
+        return None
+    return schema.response(
+        responses=tuple(
+            schema.make(
+                "TopicProduceResponse",
+                name=t.name,
+                partition_responses=tuple(
+                    _partition_error(schema, int(p.index), code, message)
+                    for p in t.partition_data
+                ),
+            )
+            for t in request.topic_data
+        ),
+        throttle_time=_ZERO,
+    )
