@@ -45,14 +45,24 @@ class BrokerProcess:
     def start(self) -> BrokerProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         args = [
-            sys.executable, "-m", "shoal.cli.main", "serve",
-            "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir),
+            sys.executable,
+            "-m",
+            "shoal.cli.main",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
         ]
         for item in self.overrides:
             args += ["--override", item]
         self._ready.clear()
         self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()

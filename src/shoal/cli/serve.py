@@ -28,7 +28,10 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--node-id", type=int, default=None, help="node id (default 1)")
     parser.add_argument("--config", type=Path, default=None, help="server.properties file")
     parser.add_argument(
-        "--override", action="append", default=[], metavar="KEY=VALUE",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="set a config key (repeatable)",
     )
     parser.set_defaults(run=run)

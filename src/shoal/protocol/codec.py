@@ -64,14 +64,22 @@ def response_class(api_key: int, version: int) -> Any:
     return cls
 
 
-@cache
+_READERS: dict[Any, Callable[[Any, int], tuple[Any, int]]] = {}
+_WRITERS: dict[Any, Callable[[Any, Any], None]] = {}
+
+
 def _reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
-    return entity_reader(cls)  # type: ignore[no-any-return]
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
 
 
-@cache
 def _writer(cls: Any) -> Callable[[Any, Any], None]:
-    return entity_writer(cls)
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = entity_writer(cls)
+    return writer
 
 
 def is_flexible(api_key: int, version: int) -> bool:
@@ -116,9 +124,7 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     return body
 
 
-def encode_response(
-    api_key: int, version: int, correlation_id: int, response: Any
-) -> memoryview:
+def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> memoryview:
     """Size-prefixed response frame: response header + body (a view of the encoded
     buffer, so large fetch responses are not copied once more)."""
     buffer = io.BytesIO()

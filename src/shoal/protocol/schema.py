@@ -37,10 +37,10 @@ class Schema:
             self._fields[name] = names
         return names
 
-    def make(self, name: str, **values: Any) -> Any:
-        """An instance of nested type `name` with the fields this version has."""
-        names = self._field_names(name)
-        return self.cls(name)(**{k: v for k, v in values.items() if k in names})
+    def make(self, type_name: str, /, **values: Any) -> Any:
+        """An instance of nested type `type_name` with the fields this version has."""
+        names = self._field_names(type_name)
+        return self.cls(type_name)(**{k: v for k, v in values.items() if k in names})
 
     def response(self, **values: Any) -> Any:
         return self.make(self.root.__name__, **values)

@@ -56,7 +56,7 @@ class Broker:
 
     @property
     def advertised_port(self) -> int:
-        host, port = self.config.advertised_listener
+        _host, port = self.config.advertised_listener
         return self.bound_port if port == 0 else port
 
     # ---- lifecycle
@@ -73,8 +73,13 @@ class Broker:
         self._spawn(self._flush_loop(), "flush")
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
-            self.node_id, host, self.bound_port, self.advertised_host, self.advertised_port,
-            self.config.data_dir, self.cluster_id,
+            self.node_id,
+            host,
+            self.bound_port,
+            self.advertised_host,
+            self.advertised_port,
+            self.config.data_dir,
+            self.cluster_id,
         )
 
     async def wait_stopped(self) -> None:
@@ -115,7 +120,9 @@ class Broker:
         if len(self._connections) >= max_connections:
             log.warning(
                 "refusing connection from %s:%s: max.connections=%d reached",
-                peer[0], peer[1], max_connections,
+                peer[0],
+                peer[1],
+                max_connections,
             )
             writer.close()
             return
@@ -169,7 +176,7 @@ async def run_broker(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, lambda s=sig: _on_signal(broker, s))
+            loop.add_signal_handler(sig, _on_signal, broker, sig)
     await broker.wait_stopped()
 
 

@@ -51,8 +51,9 @@ async def serve_connection(
                 size_bytes = await reader.readexactly(4)
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    log.info("connection %d from %s: closed mid size prefix", info.connection_id,
-                             peer)
+                    log.info(
+                        "connection %d from %s: closed mid size prefix", info.connection_id, peer
+                    )
                 return
             (size,) = _SIZE.unpack(size_bytes)
             if size < _MIN_FRAME_BYTES or size > max_frame_bytes:
@@ -63,8 +64,12 @@ async def serve_connection(
             try:
                 frame = await reader.readexactly(size)
             except asyncio.IncompleteReadError:
-                log.info("connection %d from %s: closed mid frame of %d bytes",
-                         info.connection_id, peer, size)
+                log.info(
+                    "connection %d from %s: closed mid frame of %d bytes",
+                    info.connection_id,
+                    peer,
+                    size,
+                )
                 return
             response = await _dispatch(broker, info, frame)
             if response is not None:
@@ -116,7 +121,10 @@ async def _dispatch(
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",
-            codec.api_name(api_key), version, info.connection_id, correlation_id,
+            codec.api_name(api_key),
+            version,
+            info.connection_id,
+            correlation_id,
             header.client_id,
         )
         raise ConnectionClosed(f"internal error in {codec.api_name(api_key)}") from exc

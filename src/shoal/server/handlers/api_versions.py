@@ -44,18 +44,24 @@ def api_versions_response(broker: Broker, version: int, *, error: ErrorCode) -> 
         fields["throttle_time"] = _ZERO
     if version >= 3:
         share_level = int(broker.config["share.version"])
-        supported = ()
+        supported: tuple[Any, ...] = ()
         if version >= 4:  # v0-v3 omit features whose minimum is 0
             supported = (
-                module.SupportedFeatureKey(name="share.version", min_version=i16(0),
-                                           max_version=i16(1)),
+                module.SupportedFeatureKey(
+                    name="share.version", min_version=i16(0), max_version=i16(1)
+                ),
             )
         fields["supported_features"] = supported
         fields["finalized_features_epoch"] = i64(1)
         fields["finalized_features"] = (
-            module.FinalizedFeatureKey(
-                name="share.version", max_version_level=i16(share_level),
-                min_version_level=i16(share_level),
-            ),
-        ) if share_level > 0 else ()
+            (
+                module.FinalizedFeatureKey(
+                    name="share.version",
+                    max_version_level=i16(share_level),
+                    min_version_level=i16(share_level),
+                ),
+            )
+            if share_level > 0
+            else ()
+        )
     return cls(**fields)

@@ -117,7 +117,9 @@ def _read_one(partition_log: PartitionLog, offset: int, budget: int, *, first: b
         read = partition_log.read(offset, max_bytes=max(budget, 0), min_one_batch=first)
     except LogError as exc:
         return _Result(
-            code_for(exc.code), _EMPTY, partition_log.log_end_offset,
+            code_for(exc.code),
+            _EMPTY,
+            partition_log.log_end_offset,
             partition_log.log_start_offset,
         )
     return _Result(ErrorCode.none, read.records, read.high_watermark, read.log_start_offset)

@@ -37,7 +37,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _all_failed(schema, request, ErrorCode.invalid_required_acks, f"acks={acks}")
     if request.transactional_id is not None:
         return _all_failed(
-            schema, request, ErrorCode.transactional_id_authorization_failed,
+            schema,
+            request,
+            ErrorCode.transactional_id_authorization_failed,
             "transactions are not supported yet",
         )
     topics = []
@@ -47,8 +49,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for p in topic_data.partition_data
         ]
         topics.append(
-            schema.make("TopicProduceResponse", name=topic_data.name,
-                        partition_responses=tuple(partitions))
+            schema.make(
+                "TopicProduceResponse", name=topic_data.name, partition_responses=tuple(partitions)
+            )
         )
     if acks == 0:
         return None
@@ -121,8 +124,7 @@ def _all_failed(schema: Schema, request: Any, code: ErrorCode, message: str) -> 
                 "TopicProduceResponse",
                 name=t.name,
                 partition_responses=tuple(
-                    _partition_error(schema, int(p.index), code, message)
-                    for p in t.partition_data
+                    _partition_error(schema, int(p.index), code, message) for p in t.partition_data
                 ),
             )
             for t in request.topic_data

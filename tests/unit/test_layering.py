@@ -1,0 +1,110 @@
+"""The layering rule, checked: imports point down only, and core packages never touch
+asyncio, sockets or the wall clock (see shared/design/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "shoal"
+
+# Each package with the packages it may import (besides itself and the leaf modules).
+LEAVES = {"shoal.limits", "shoal.clock", "shoal.config", "shoal.iso_duration", "shoal"}
+ALLOWED: dict[str, set[str]] = {
+    "protocol": set(),
+    "log": {"protocol"},
+    "coordinator": {"log", "protocol"},
+    "share_coordinator": {"coordinator", "log", "protocol"},
+    "share": {"coordinator", "share_coordinator", "log", "protocol"},
+    "group": {"coordinator", "share", "log", "protocol"},
+    "server": {"group", "share", "share_coordinator", "coordinator", "log", "protocol"},
+    "client": {"protocol"},
+    "cli": {"client", "server", "protocol"},
+}
+CORES = ["protocol", "log", "coordinator", "share_coordinator", "share", "group"]
+BANNED_IN_CORES = {"asyncio", "socket", "selectors", "threading"}
+WALL_CLOCK_CALLS = {
+    ("time", "time"),
+    ("time", "monotonic"),
+    ("time", "time_ns"),
+    ("time", "monotonic_ns"),
+    ("time", "perf_counter"),
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("datetime", "today"),
+}
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((SRC / package).rglob("*.py")) if (SRC / package).exists() else []
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_imports_point_down(package: str) -> None:
+    allowed = {f"shoal.{p}" for p in ALLOWED[package] | {package}}
+    bad = []
+    for path in _modules(package):
+        for name in _imports(path):
+            if not name.startswith("shoal.") or name in LEAVES:
+                continue
+            top = ".".join(name.split(".")[:2])
+            if top not in allowed:
+                bad.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not bad, "layering violated:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", CORES)
+def test_cores_have_no_io_loop_or_sockets(package: str) -> None:
+    bad = []
+    for path in _modules(package):
+        for name in _imports(path):
+            if name.split(".")[0] in BANNED_IN_CORES:
+                bad.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def _wall_clock_calls(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and (node.func.value.id, node.func.attr) in WALL_CLOCK_CALLS
+        ):
+            found.append(f"{path.name}:{node.lineno} {node.func.value.id}.{node.func.attr}()")
+    return found
+
+
+def test_only_clock_module_reads_the_wall_clock() -> None:
+    offenders = [
+        call
+        for path in sorted(SRC.rglob("*.py"))
+        if path.name != "clock.py"
+        for call in _wall_clock_calls(path)
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_checker_sees_violations(tmp_path: Path) -> None:
+    """Guard against a checker that passes vacuously."""
+    sample = tmp_path / "x.py"
+    sample.write_text("import asyncio\nimport time\nfrom shoal.server import broker\ntime.time()\n")
+    assert "asyncio" in _imports(sample)
+    assert "shoal.server" in _imports(sample)
+    assert len(_wall_clock_calls(sample)) == 1
+    assert _modules("protocol"), "the protocol package should exist"
