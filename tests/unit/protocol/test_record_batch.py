@@ -1,0 +1,100 @@
+"""Record-batch header parsing, validation and re-stamping (protocol/record_batch.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.protocol import record_batch as rb
+from tests.support.batches import Record, build_batch, decode_records, values_batch
+
+
+def test_parse_header_fields() -> None:
+    batch = build_batch(
+        [Record(b"a", key=b"k"), Record(b"b", timestamp_delta=5)],
+        base_offset=7,
+        base_timestamp=1000,
+        producer_id=42,
+        producer_epoch=3,
+        base_sequence=9,
+    )
+    header = rb.parse_header(batch)
+    assert (header.base_offset, header.last_offset, header.next_offset) == (7, 8, 9)
+    assert header.records_count == 2
+    assert (header.base_timestamp, header.max_timestamp) == (1000, 1005)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (42, 3, 9)
+    assert header.last_sequence == 10
+    assert header.size == len(batch)
+    assert not header.is_control and not header.is_transactional
+    assert rb.compute_crc(batch, header) == header.crc
+
+
+def test_last_sequence_wraps() -> None:
+    batch = values_batch(3, producer_id=1, producer_epoch=0, base_sequence=2**31 - 2)
+    assert rb.parse_header(batch).last_sequence == 0
+
+
+def test_validate_accepts_several_batches() -> None:
+    data = values_batch(3) + values_batch(2, prefix=b"w")
+    headers = rb.validate_produced(data, max_batch_bytes=1 << 20)
+    assert [h.records_count for h in headers] == [3, 2]
+    assert headers[1].position == headers[0].size
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"", "INVALID_RECORD"),
+        (values_batch(2)[:40], "CORRUPT_MESSAGE"),
+        (values_batch(2)[:-3], "CORRUPT_MESSAGE"),
+        (values_batch(2, corrupt_crc=True), "CORRUPT_MESSAGE"),
+        (values_batch(2, magic=1), "INVALID_RECORD"),
+        (values_batch(2, control=True), "INVALID_RECORD"),
+        (build_batch([b"x" * 2000]), "MESSAGE_TOO_LARGE"),
+    ],
+    ids=["empty", "short-header", "truncated", "bad-crc", "magic-1", "control", "too-large"],
+)
+def test_validate_refuses(data: bytes, code: str) -> None:
+    with pytest.raises(rb.BatchError) as info:
+        rb.validate_produced(data, max_batch_bytes=1024)
+    assert info.value.code == code
+
+
+def test_records_count_must_match_offset_delta() -> None:
+    batch = bytearray(values_batch(3))
+    batch[57:61] = (5).to_bytes(4, "big")  # records_count inside the CRC: fix the CRC too
+    header = rb.parse_header(batch)
+    batch[17:21] = rb.compute_crc(batch, header).to_bytes(4, "big")
+    with pytest.raises(rb.BatchError, match="5 records"):
+        rb.validate_produced(bytes(batch), max_batch_bytes=1 << 20)
+
+
+def test_stamp_prefix_keeps_crc_valid_and_records_intact() -> None:
+    batch = build_batch([Record(b"hello", key=b"k", headers=[("h", b"v")])])
+    header = rb.parse_header(batch)
+    stamped = (
+        rb.stamp_prefix(header, base_offset=1234, leader_epoch=7) + batch[rb.STAMPED_PREFIX_SIZE :]
+    )
+    restamped = rb.parse_header(stamped)
+    assert (restamped.base_offset, restamped.partition_leader_epoch) == (1234, 7)
+    assert rb.compute_crc(stamped, restamped) == restamped.crc
+    assert decode_records(stamped)[0].offset == 1234
+    assert decode_records(stamped)[0].headers == (("h", b"v"),)
+
+
+def test_log_append_time_rewrites_crc() -> None:
+    batch = values_batch(2, base_timestamp=10)
+    header = rb.parse_header(batch)
+    patched = rb.with_log_append_time(batch, header, now_ms=99_999)
+    new = rb.parse_header(patched)
+    assert new.max_timestamp == 99_999
+    assert new.attributes & rb.TIMESTAMP_TYPE_MASK
+    assert rb.compute_crc(patched, new) == new.crc
+
+
+def test_iter_headers_stops_at_partial_batch() -> None:
+    data = values_batch(2) + values_batch(3)
+    full = rb.iter_headers(data, base_position=100)
+    assert [h.position for h in full] == [100, 100 + rb.parse_header(data).size]
+    assert len(rb.iter_headers(data[:-1])) == 1
+    assert rb.peek_size(data, 0) == rb.parse_header(data).size
+    assert rb.peek_size(data[:5], 0) is None
