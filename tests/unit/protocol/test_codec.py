@@ -1,0 +1,81 @@
+"""Header versions and framing of the kio codec, checked against golden bytes."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.api_versions.v3.response import ApiVersionsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
+from kio.schema.metadata.v12.response import MetadataResponse as MetadataResponseV12
+
+from shoal.protocol import codec
+
+
+def test_flexible_request_uses_header_v2() -> None:
+    header = codec.request_header_for(18, 3, 7, "c")
+    frame = codec.encode_request(
+        header, ApiVersionsRequest(client_software_name="n", client_software_version="1")
+    )
+    # size, key 18, version 3, correlation 7, client id "c" (int16 length), tags 0,
+    # then compact strings "n" and "1" and the body's empty tag section.
+    assert frame == struct.pack(">ihhih", 17, 18, 3, 7, 1) + b"c\x00" + b"\x02n\x021\x00"
+
+
+def test_non_flexible_request_uses_header_v1() -> None:
+    header = codec.request_header_for(3, 1, 9, "c")
+    frame = codec.encode_request(header, MetadataV1(topics=None))
+    assert frame == struct.pack(">ihhih", 15, 3, 1, 9, 1) + b"c" + struct.pack(">i", -1)
+    key, version = codec.peek_key_version(frame[4:])
+    decoded, offset = codec.decode_header(frame[4:], key, version)
+    assert (decoded.correlation_id, decoded.client_id, offset) == (9, "c", 11)
+    assert codec.decode_body(frame[4:], offset, key, version).topics is None
+
+
+def test_api_versions_response_header_is_always_v0() -> None:
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0)
+    )
+    frame = bytes(codec.encode_response(18, 3, 5, response))
+    # No tagged-field byte after the correlation id, although v3 is flexible.
+    assert frame[:10] == struct.pack(">iih", len(frame) - 4, 5, 0)
+    assert codec.decode_response(frame[4:], 18, 3) == (5, response)
+
+
+def test_flexible_response_header_has_tags() -> None:
+    response = MetadataResponseV12(
+        throttle_time=datetime.timedelta(0),
+        brokers=(),
+        cluster_id=None,
+        controller_id=1,
+        topics=(),
+    )
+    frame = bytes(codec.encode_response(3, 12, 5, response))
+    assert frame[4:9] == struct.pack(">i", 5) + b"\x00"
+
+
+def test_trailing_bytes_are_a_protocol_error() -> None:
+    header = codec.request_header_for(3, 1, 9, "c")
+    frame = codec.encode_request(header, MetadataV1(topics=None))[4:] + b"junk"
+    key, version = codec.peek_key_version(frame)
+    _, offset = codec.decode_header(frame, key, version)
+    with pytest.raises(codec.ProtocolError, match="unread"):
+        codec.decode_body(frame, offset, key, version)
+
+
+def test_garbage_body_is_a_protocol_error() -> None:
+    header = codec.request_header_for(18, 3, 1, "c")
+    frame = codec.encode_request(
+        header, ApiVersionsRequest(client_software_name="n", client_software_version="1")
+    )[4:]
+    frame = frame[:12] + b"\xff\xff\xff\xff\xff"
+    with pytest.raises(codec.ProtocolError):
+        codec.decode_body(frame, 12, 18, 3)
+
+
+def test_short_frame_is_a_protocol_error() -> None:
+    with pytest.raises(codec.ProtocolError):
+        codec.peek_key_version(b"\x00\x01")
