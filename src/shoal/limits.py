@@ -19,13 +19,31 @@ CONNECTIONS_MAX_DEFAULT: Final = 1_000
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000
-"""Default for `shoal.max.topics`: CreateTopics beyond it gets POLICY_VIOLATION... see config."""
+"""Default for `shoal.max.topics`: a CreateTopics that would exceed it gets
+POLICY_VIOLATION with a message naming `shoal.max.topics`. Internal topics count
+towards it but their creation is never refused by it."""
 PARTITIONS_PER_TOPIC_MAX: Final = 10_000
 """A topic may have at most this many partitions (INVALID_PARTITIONS beyond)."""
 PARTITIONS_MAX_DEFAULT: Final = 100_000
-"""Default for `shoal.max.partitions`, across all topics."""
+"""Default for `shoal.max.partitions`, across all topics: a CreateTopics or
+CreatePartitions that would exceed it gets INVALID_PARTITIONS with a message naming
+`shoal.max.partitions`. Internal topics count towards it but their creation is never
+refused by it."""
 TOPIC_NAME_LENGTH_MAX: Final = 249
 """Kafka's limit on a topic name's length (INVALID_TOPIC_EXCEPTION beyond)."""
+
+# Partition logs
+PRODUCER_BATCHES_RETAINED: Final = 5
+"""Batches remembered per idempotent producer for duplicate detection (Kafka keeps 5,
+matching max.in.flight.requests.per.connection=5); an older retry gets
+OUT_OF_ORDER_SEQUENCE_NUMBER."""
+PRODUCER_ID_BLOCK_SIZE: Final = 1_000
+"""Producer ids reserved on disk at a time; a crash skips at most this many ids."""
+READ_POSITIONS_CACHED: Final = 16
+"""Per partition log: remembered (offset -> file position) ends of recent reads and
+appends, so a sequential consumer's next read needs no index lookup."""
+PRODUCER_SNAPSHOTS_KEPT: Final = 2
+"""Producer-state snapshot files kept per partition (older ones are deleted)."""
 
 # Fetch
 FETCH_WAIT_MS_MAX: Final = 60_000

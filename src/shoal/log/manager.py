@@ -1,71 +1,412 @@
-"""All topics and partition logs of one data directory. (INTERFACE STUB: to be implemented.)
+"""All topics and partition logs of one data directory.
 
 Owns: the data directory layout, durable topic metadata (name, topic id, partition
-count, config overrides), the cluster id, opening/recovering every partition log on
-start, creating and deleting topics and partitions, and the producer-id allocator.
+count, config overrides, internal flag), the cluster id, opening and recovering every
+partition log on start, creating and deleting topics and partitions, per-topic
+effective configs, and the producer-id allocator.
+
+Layout of `<data_dir>`:
+    meta.properties        cluster.id and node.id (topics.py)
+    topics.json            every topic (topics.py)
+    producer-ids           producer-id high-water mark (producer_ids.py)
+    <topic>-<partition>/   one partition log (partition.py), with partition.metadata
+    <dir>.<hex>-delete     a deleted partition being removed (removed again on start)
+    <dir>.<hex>-stray      a partition directory of another topic id, set aside
+
+Error codes (LogError.code): INVALID_TOPIC_EXCEPTION (bad or colliding name),
+TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (count < 1, above
+limits.PARTITIONS_PER_TOPIC_MAX, not above the current count, or beyond
+`shoal.max.partitions`), POLICY_VIOLATION (beyond `shoal.max.topics`), INVALID_CONFIG,
+UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR. The topic and partition limits count
+every topic, internal ones included, but never refuse creating an internal topic.
+
+Durability order: creating a topic writes topics.json first (a crash leaves a topic
+whose partition directories are created on the next start); deleting renames the
+partition directories away first, then rewrites topics.json, then removes them (a
+crash leaves at worst an empty topic, never old data under a new topic).
 """
 
 from __future__ import annotations
 
+import logging
+import re
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
+from shoal import limits
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
-from shoal.log.api import TopicInfo
+from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
+from shoal.log.api import LogError, TopicInfo
+from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.partition import PartitionLog
+from shoal.log.producer_ids import ProducerIdAllocator
+from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
+from shoal.log.topics import (
+    UuidSource,
+    collision_key,
+    load_or_create_meta,
+    load_topics,
+    random_uuid,
+    read_partition_metadata,
+    save_topics,
+    validate_topic_name,
+    write_partition_metadata,
+)
+
+logger = logging.getLogger(__name__)
+
+_DELETED_DIR = re.compile(r".+\.[0-9a-f]{32}-delete")
+
+
+def partition_dir_name(topic: str, index: int) -> str:
+    return f"{topic}-{index}"
 
 
 class LogManager:
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        broker_config: BrokerConfig,
+        clock: Clock,
+        cluster_id: str,
+        topics: dict[str, TopicInfo],
+        producer_ids: ProducerIdAllocator,
+        uuid_source: UuidSource,
+    ) -> None:
+        self._data_dir = data_dir
+        self._broker_config = broker_config
+        self._clock = clock
+        self._cluster_id = cluster_id
+        self._topics = topics
+        self._topics_by_id = {info.topic_id: info for info in topics.values()}
+        self._producer_ids = producer_ids
+        self._uuid_source = uuid_source
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+
     @classmethod
-    def open(cls, *, data_dir: Path, broker_config: BrokerConfig, clock: Clock) -> LogManager:
-        raise NotImplementedError
+    def open(
+        cls,
+        *,
+        data_dir: Path,
+        broker_config: BrokerConfig,
+        clock: Clock,
+        uuid_source: UuidSource = uuid.uuid4,
+    ) -> LogManager:
+        """Open (creating if absent) the data directory and recover every partition
+        log. `uuid_source` draws topic and cluster ids (inject it for simulation)."""
+        with storage_errors(f"opening data directory {data_dir}"):
+            data_dir.mkdir(parents=True, exist_ok=True)
+            cluster_id = load_or_create_meta(
+                data_dir,
+                cluster_id=broker_config["cluster.id"],
+                node_id=broker_config.node_id,
+                uuid_source=uuid_source,
+            )
+            manager = cls(
+                data_dir=data_dir,
+                broker_config=broker_config,
+                clock=clock,
+                cluster_id=cluster_id,
+                topics=load_topics(data_dir),
+                producer_ids=ProducerIdAllocator.open(data_dir),
+                uuid_source=uuid_source,
+            )
+            manager._open_all_partitions()
+        return manager
+
+    def _open_all_partitions(self) -> None:
+        expected = {
+            partition_dir_name(info.name, index): (info, index)
+            for info in self._topics.values()
+            for index in range(info.partitions)
+        }
+        for entry in sorted(self._data_dir.iterdir()):
+            if not entry.is_dir():
+                continue
+            if _DELETED_DIR.fullmatch(entry.name):
+                logger.info("removing %s, left by an unfinished topic deletion", entry)
+                _remove_tree(entry)
+            elif entry.name not in expected and not entry.name.endswith("-stray"):
+                logger.warning("leaving alone %s: no known topic partition owns it", entry)
+        try:
+            for info, index in expected.values():
+                self._logs[(info.name, index)] = self._open_partition(info, index)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def _open_partition(self, info: TopicInfo, index: int) -> PartitionLog:
+        directory = self._data_dir / partition_dir_name(info.name, index)
+        if directory.exists():
+            recorded = read_partition_metadata(directory)
+            if recorded is not None and recorded != info.topic_id:
+                aside = self._renamed(directory, "stray")
+                logger.warning(
+                    "%s belongs to topic id %s, not %s; moving it to %s",
+                    directory,
+                    recorded,
+                    info.topic_id,
+                    aside,
+                )
+                directory.rename(aside)
+                fsync_directory(self._data_dir)
+        log = PartitionLog.open(
+            directory=directory, config=self._partition_config(info), clock=self._clock
+        )
+        if read_partition_metadata(directory) is None:
+            write_partition_metadata(directory, info.topic_id)
+        return log
+
+    def _renamed(self, directory: Path, kind: str) -> Path:
+        return directory.with_name(f"{directory.name}.{self._uuid_source().hex}-{kind}")
+
+    def _partition_config(self, info: TopicInfo) -> dict[str, Any]:
+        config = effective_topic_config(self._broker_config, info.configs)
+        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config[PRODUCER_ID_EXPIRATION_KEY]
+        return config
+
+    # -- queries
 
     @property
     def cluster_id(self) -> str:
-        raise NotImplementedError
+        return self._cluster_id
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
 
     def topics(self) -> list[TopicInfo]:
-        raise NotImplementedError
+        """Every topic (the manager's own objects: do not modify them)."""
+        return list(self._topics.values())
 
     def topic(self, name: str) -> TopicInfo | None:
-        raise NotImplementedError
+        return self._topics.get(name)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        raise NotImplementedError
+        return self._topics_by_id.get(topic_id)
 
     def partition(self, topic: str, index: int) -> PartitionLog | None:
-        raise NotImplementedError
+        return self._logs.get((topic, index))
 
-    def create_topic(self, name: str, *, partitions: int, configs: dict[str, Any],
-                     validate_only: bool = False, internal: bool = False) -> TopicInfo:
+    # -- topic changes
+
+    def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int,
+        configs: dict[str, Any],
+        validate_only: bool = False,
+        internal: bool = False,
+    ) -> TopicInfo:
         """Raises LogError TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION,
-        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits)."""
-        raise NotImplementedError
+        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
+        validate_topic_name(name)
+        if name in self._topics:
+            raise LogError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
+        key = collision_key(name)
+        for other in self._topics:
+            if collision_key(other) == key:
+                raise LogError(
+                    "INVALID_TOPIC_EXCEPTION",
+                    f"topic {name!r} collides with existing topic {other!r} "
+                    "('.' and '_' are interchangeable in metric names)",
+                )
+        if not 1 <= partitions <= limits.PARTITIONS_PER_TOPIC_MAX:
+            raise LogError(
+                "INVALID_PARTITIONS",
+                f"partition count {partitions} is not within 1..{limits.PARTITIONS_PER_TOPIC_MAX}",
+            )
+        typed = _typed_configs(configs)
+        if not internal:
+            self._check_limits(new_topics=1, new_partitions=partitions)
+        info = TopicInfo(name, random_uuid(self._uuid_source), partitions, typed, internal)
+        if validate_only:
+            return info
+        self._topics[name] = info
+        self._topics_by_id[info.topic_id] = info
+        try:
+            with storage_errors(f"creating topic {name}"):
+                self._save_topics()
+                for index in range(partitions):
+                    self._logs[(name, index)] = self._open_partition(info, index)
+        except LogError:
+            self._forget_topic(info)
+            for index in range(partitions):
+                log = self._logs.pop((name, index), None)
+                if log is not None:
+                    log.abandon()
+            raise
+        return info
 
     def delete_topic(self, name: str) -> TopicInfo:
-        raise NotImplementedError
+        """Close the topic's logs and remove its data; raises UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self._topics.get(name)
+        if info is None:
+            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+        for index in range(info.partitions):
+            log = self._logs.pop((name, index), None)
+            if log is not None:
+                log.abandon()
+        doomed = []
+        with storage_errors(f"deleting topic {name}"):
+            for index in range(info.partitions):
+                directory = self._data_dir / partition_dir_name(name, index)
+                if directory.exists():
+                    renamed = self._renamed(directory, "delete")
+                    directory.rename(renamed)
+                    doomed.append(renamed)
+            fsync_directory(self._data_dir)
+            self._forget_topic(info)
+            self._save_topics()
+        for directory in doomed:
+            _remove_tree(directory)
+        return info
 
     def create_partitions(self, name: str, *, count: int, validate_only: bool = False) -> None:
-        raise NotImplementedError
+        """Grow the topic to `count` partitions. Raises UNKNOWN_TOPIC_OR_PARTITION,
+        INVALID_PARTITIONS (not above the current count, above the per-topic maximum or
+        beyond `shoal.max.partitions`)."""
+        info = self._topics.get(name)
+        if info is None:
+            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+        if count <= info.partitions:
+            raise LogError(
+                "INVALID_PARTITIONS",
+                f"topic {name!r} already has {info.partitions} partitions; {count} would "
+                "not add any",
+            )
+        if count > limits.PARTITIONS_PER_TOPIC_MAX:
+            raise LogError(
+                "INVALID_PARTITIONS",
+                f"partition count {count} is above the maximum {limits.PARTITIONS_PER_TOPIC_MAX}",
+            )
+        if not info.internal:
+            self._check_limits(new_topics=0, new_partitions=count - info.partitions)
+        if validate_only:
+            return
+        old_count = info.partitions
+        info.partitions = count
+        try:
+            with storage_errors(f"adding partitions to {name}"):
+                self._save_topics()
+                for index in range(old_count, count):
+                    self._logs[(name, index)] = self._open_partition(info, index)
+        except LogError:
+            info.partitions = old_count
+            for index in range(old_count, count):
+                log = self._logs.pop((name, index), None)
+                if log is not None:
+                    log.abandon()
+            raise
 
     def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
         """Replace the topic's overrides (already validated) and apply them live."""
-        raise NotImplementedError
+        info = self._topics.get(name)
+        if info is None:
+            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+        typed = _typed_configs(configs)
+        previous, info.configs = info.configs, typed
+        try:
+            with storage_errors(f"altering configs of {name}"):
+                self._save_topics()
+        except LogError:
+            info.configs = previous
+            raise
+        self._apply_configs(info)
 
     def update_broker_config(self, broker_config: BrokerConfig) -> None:
-        raise NotImplementedError
+        self._broker_config = broker_config
+        for info in self._topics.values():
+            self._apply_configs(info)
+
+    def _apply_configs(self, info: TopicInfo) -> None:
+        config = self._partition_config(info)
+        for index in range(info.partitions):
+            log = self._logs.get((info.name, index))
+            if log is not None:
+                log.update_config(config)
+
+    def _check_limits(self, *, new_topics: int, new_partitions: int) -> None:
+        topics_max = int(self._broker_config["shoal.max.topics"])
+        if len(self._topics) + new_topics > topics_max:
+            raise LogError(
+                "POLICY_VIOLATION",
+                f"the broker holds {len(self._topics)} topics, the limit set by "
+                f"shoal.max.topics={topics_max}",
+            )
+        partitions_max = int(self._broker_config["shoal.max.partitions"])
+        total = sum(info.partitions for info in self._topics.values())
+        if total + new_partitions > partitions_max:
+            raise LogError(
+                "INVALID_PARTITIONS",
+                f"{new_partitions} more partitions would exceed "
+                f"shoal.max.partitions={partitions_max} (the broker holds {total})",
+            )
+
+    def _forget_topic(self, info: TopicInfo) -> None:
+        self._topics.pop(info.name, None)
+        self._topics_by_id.pop(info.topic_id, None)
+
+    def _save_topics(self) -> None:
+        save_topics(self._data_dir, self._topics.values())
+
+    # -- producers, housekeeping, shutdown
 
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, even across restarts."""
-        raise NotImplementedError
+        return self._producer_ids.allocate()
 
     def enforce_retention(self, *, now_wall_ms: int) -> int:
-        raise NotImplementedError
+        """Apply retention to every partition; returns bytes freed. A partition that
+        fails is logged and skipped."""
+        freed = 0
+        for key, log in list(self._logs.items()):
+            try:
+                freed += log.enforce_retention(now_wall_ms=now_wall_ms)
+            except LogError as exc:
+                logger.warning("retention of %s-%d failed: %s", key[0], key[1], exc)
+        return freed
 
     def flush_if_due(self, *, now_ms: int) -> None:
-        raise NotImplementedError
+        for key, log in list(self._logs.items()):
+            try:
+                log.flush_if_due(now_ms=now_ms)
+            except LogError as exc:
+                logger.warning("flush of %s-%d failed: %s", key[0], key[1], exc)
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Close every partition log cleanly; raises the first failure after trying all."""
+        first_error: LogError | None = None
+        for log in self._logs.values():
+            try:
+                log.close()
+            except LogError as exc:
+                logger.error("closing %s failed: %s", log.directory, exc)
+                first_error = first_error or exc
+        self._logs.clear()
+        if first_error is not None:
+            raise first_error
+
+    def abandon(self) -> None:
+        """Let go of every file without shutdown steps, as a crash would (tests)."""
+        for log in self._logs.values():
+            log.abandon()
+        self._logs.clear()
+
+
+def _typed_configs(configs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return validate_topic_configs(configs)
+    except ConfigError as exc:
+        raise LogError("INVALID_CONFIG", str(exc)) from exc
+
+
+def _remove_tree(directory: Path) -> None:
+    try:
+        shutil.rmtree(directory)
+    except OSError as exc:
+        logger.warning("could not remove %s (will retry on next start): %s", directory, exc)

@@ -1,77 +1,496 @@
-"""One partition's log: segments of stored record batches. (INTERFACE STUB: to be implemented.)
+"""One partition's log: segments of stored record batches.
 
-Owns: the segment files of one partition directory, their offset and time indexes,
-the log start and end offsets, the flush policy, retention, recovery on open, and the
-idempotent-producer state of the partition. Batches are stored verbatim after offset
-assignment (base offset and leader epoch patched in the header; records untouched).
+Owns: the segments of one partition directory (oldest first, the last one active),
+the log start and end offsets, offset assignment, segment rolling, reads, the flush
+policy, retention, DeleteRecords, and the idempotent-producer state of the partition.
+Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
+
+Batches are stored verbatim after offset assignment: base offset and leader epoch are
+patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
+is handed to the kernel as received (with LogAppendTime the batch is copied once to
+set its timestamp and CRC). Appends and reads are per batch; no record is decoded.
+
+Invariants:
+- offsets are contiguous within a segment; segments are ordered by base offset and
+  the active segment is never deleted, so `log_end_offset` never decreases;
+- `log_start_offset` lies in [first segment's base, log_end_offset] and only grows;
+  it is checkpointed before any segment below it is deleted;
+- every segment but the active one is fsynced (data and indexes) when it is rolled,
+  so recovery checks the active segment batch by batch and trusts the others' shape;
+- a producer-state snapshot is written at every roll and at a clean close.
+
+Costs to know: a roll fsyncs the sealed segment synchronously (once per
+`segment.bytes`, Kafka does this in the background); `flush.messages=1` fsyncs every
+append before it returns.
 """
 
 from __future__ import annotations
 
+import logging
+from bisect import bisect_right
 from pathlib import Path
 from typing import Any
 
+from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import AppendResult, ReadResult
-from shoal.protocol.record_batch import BatchHeader
+from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.fileio import fsync_directory
+from shoal.log.producer_state import write_snapshot
+from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
+from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
+from shoal.log.settings import LogConfig
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, iter_headers, peek_size
+
+logger = logging.getLogger(__name__)
+
+_RELATIVE_OFFSET_MAX = 2**31 - 1
 
 
 class PartitionLog:
+    def __init__(
+        self, *, directory: Path, config: LogConfig, clock: Clock, loaded: LoadedLog
+    ) -> None:
+        self._directory = directory
+        self._config = config
+        self._clock = clock
+        self._segments: list[Segment] = loaded.segments
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start_offset: int = loaded.log_start_offset
+        self._producers = loaded.producers
+        self._size_bytes = sum(s.size_bytes for s in self._segments)
+        self._read_positions: dict[int, tuple[Segment, int]] = {}
+        self._unflushed_records = 0
+        self._unflushed_since_ms: int | None = None
+        self._offline_reason: str | None = None
+        self._closed = False
+
     @classmethod
     def open(cls, *, directory: Path, config: dict[str, Any], clock: Clock) -> PartitionLog:
         """Open (creating if absent) and recover the log in `directory`. `config` is the
-        topic's effective config (shoal.config.effective_topic_config)."""
-        raise NotImplementedError
+        topic's effective config (shoal.config.effective_topic_config), optionally with
+        the broker's `producer.id.expiration.ms`."""
+        settings = LogConfig.from_config(config)
+        try:
+            loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
+        except OSError as exc:
+            raise LogError("KAFKA_STORAGE_ERROR", f"opening {directory}: {exc}") from exc
+        return cls(directory=directory, config=settings, clock=clock, loaded=loaded)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self._directory.name}, offsets {self._log_start_offset}.."
+            f"{self.log_end_offset}, {len(self._segments)} segments)"
+        )
+
+    # -- state
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
 
     @property
     def log_start_offset(self) -> int:
-        raise NotImplementedError
+        return self._log_start_offset
 
     @property
     def log_end_offset(self) -> int:
         """Next offset to assign; the high watermark on a single node."""
-        raise NotImplementedError
+        return self._segments[-1].next_offset
 
     @property
     def size_bytes(self) -> int:
-        raise NotImplementedError
+        return self._size_bytes
+
+    def segment_base_offsets(self) -> list[int]:
+        """Base offsets of the segments, oldest first (the last is active)."""
+        return list(self._bases)
 
     def update_config(self, config: dict[str, Any]) -> None:
-        raise NotImplementedError
+        self._config = LogConfig.from_config(config)
 
-    def append(self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int) -> AppendResult:
+    # -- append
+
+    def append(
+        self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int
+    ) -> AppendResult:
         """Append validated batches (`headers` from validate_produced over `records`).
         Checks idempotent-producer sequences; raises LogError on a sequence gap or a
         fenced epoch; a duplicate batch returns its stored offsets with duplicate=True."""
-        raise NotImplementedError
+        self._check_usable()
+        assert headers, "an append needs at least one batch"
+        duplicate = self._producers.check(headers)
+        if duplicate is not None:
+            return AppendResult(
+                base_offset=duplicate.base_offset,
+                last_offset=duplicate.last_offset,
+                log_append_time_ms=-1,
+                log_start_offset=self._log_start_offset,
+                duplicate=True,
+            )
+        config = self._config
+        now_ms = self._clock.monotonic_ms()
+        append_time_ms = self._clock.wall_ms() if config.log_append_time else None
+        size = sum(h.size for h in headers)
+        count = sum(h.last_offset_delta + 1 for h in headers)
+        base_offset = self.log_end_offset
+        if self._should_roll(size_bytes=size, last_offset=base_offset + count - 1, now_ms=now_ms):
+            self._roll()
+        try:
+            active = self._segments[-1]
+            position = active.size_bytes
+            stored = active.append(
+                records,
+                headers,
+                base_offset=base_offset,
+                leader_epoch=leader_epoch,
+                log_append_time_ms=append_time_ms,
+                index_interval_bytes=config.index_interval_bytes,
+                now_ms=now_ms,
+            )
+        except OSError as exc:
+            fatal = isinstance(exc, WriteNotUndone)
+            raise self._storage_error(exc, "append", fatal=fatal) from exc
+        self._size_bytes += size
+        self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
+        self._remember_position(base_offset, active, position)
+        self._unflushed_records += count
+        if self._unflushed_since_ms is None:
+            self._unflushed_since_ms = now_ms
+        if (
+            self._unflushed_records >= config.flush_messages
+            or now_ms - self._unflushed_since_ms >= config.flush_ms
+        ):
+            self.flush()
+        return AppendResult(
+            base_offset=base_offset,
+            last_offset=base_offset + count - 1,
+            log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
+            log_start_offset=self._log_start_offset,
+        )
+
+    def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
+        active = self._segments[-1]
+        if active.is_empty:
+            return False
+        config = self._config
+        first_append_ms = active.first_append_ms
+        return (
+            active.size_bytes + size_bytes > config.segment_bytes
+            or (first_append_ms is not None and now_ms - first_append_ms >= config.segment_ms)
+            or last_offset - active.base_offset > _RELATIVE_OFFSET_MAX
+            or len(active.index) >= config.index_entries_max
+        )
+
+    def _roll(self) -> None:
+        """Seal the active segment (indexes written, everything fsynced), snapshot the
+        producer state at the log end, and start a new active segment there. A failure
+        takes the partition offline: what reached the disk is unknown."""
+        try:
+            self._roll_segment()
+        except OSError as exc:
+            raise self._storage_error(exc, "segment roll", fatal=True) from exc
+
+    def _roll_segment(self) -> None:
+        active = self._segments[-1]
+        new_base = active.next_offset
+        active.write_indexes(sync=True)
+        active.flush()
+        active.close()
+        self._producers.expire(
+            now_ms=self._clock.wall_ms(), expiration_ms=self._config.producer_id_expiration_ms
+        )
+        write_snapshot(self._directory, new_base, self._producers)
+        segment = Segment.create(self._directory, new_base)
+        self._segments.append(segment)
+        self._bases.append(new_base)
+        fsync_directory(self._directory)
+        self._unflushed_records = 0
+        self._unflushed_since_ms = None
+
+    # -- read
 
     def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
         """Whole batches from the batch containing `offset`, up to `max_bytes` (the
-        first batch whole even if larger, when min_one_batch). Raises LogError
-        OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset]."""
-        raise NotImplementedError
+        first batch whole even if larger, when min_one_batch), across segments. Raises
+        LogError OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset]."""
+        self._check_usable()
+        log_end = self.log_end_offset
+        if not self._log_start_offset <= offset <= log_end:
+            raise LogError(
+                "OFFSET_OUT_OF_RANGE",
+                f"offset {offset} is outside {self._log_start_offset}..{log_end} "
+                f"of {self._directory.name}",
+            )
+        if offset == log_end:
+            return ReadResult(b"", [], log_end, self._log_start_offset)
+        try:
+            parts, headers = self._read_batches(offset, max(0, max_bytes), min_one_batch)
+        except OSError as exc:
+            raise self._storage_error(exc, "read", fatal=False) from exc
+        records = parts[0] if len(parts) == 1 else b"".join(parts)
+        return ReadResult(records, headers, log_end, self._log_start_offset)
+
+    def _read_batches(
+        self, offset: int, budget: int, min_one_batch: bool
+    ) -> tuple[list[bytes], list[BatchHeader]]:
+        index, position = self._position_of(offset)
+        segment = self._segments[index]
+        parts: list[bytes] = []
+        headers: list[BatchHeader] = []
+        total = 0
+        while True:
+            available = segment.size_bytes - position
+            if available > 0:
+                data = segment.read(position, min(available, budget))
+                found = iter_headers(data, base_position=total)
+                if not found and not headers and min_one_batch:
+                    data = self._read_first_batch(segment, position, data)
+                    found = iter_headers(data, base_position=total)
+                if not found:
+                    break
+                end = found[-1].position - total + found[-1].size
+                if end < len(data):
+                    data = data[:end]
+                parts.append(data)
+                headers.extend(found)
+                total += end
+                budget -= end
+                position += end
+                if position < segment.size_bytes:
+                    break
+            if index + 1 >= len(self._segments) or budget <= LOG_OVERHEAD:
+                break
+            index += 1
+            segment, position = self._segments[index], 0
+        if headers:
+            self._remember_position(headers[-1].next_offset, segment, position)
+        return parts, headers
+
+    @staticmethod
+    def _read_first_batch(segment: Segment, position: int, data: bytes) -> bytes:
+        """The whole batch at `position`, though larger than the read budget."""
+        if len(data) < LOG_OVERHEAD:
+            data = segment.read(position, LOG_OVERHEAD)
+        size = peek_size(data, 0)
+        assert size is not None
+        return segment.read(position, size)
+
+    def _position_of(self, offset: int) -> tuple[int, int]:
+        """(segment index, file position) of the batch holding `offset` (which is in
+        [log start, log end)), or of the next batch if `offset` was lost in a gap."""
+        index = bisect_right(self._bases, offset) - 1
+        segment = self._segments[index]
+        cached = self._read_positions.get(offset)
+        if cached is not None and cached[0] is segment:
+            return index, cached[1]
+        position = segment.locate(offset)
+        if position is not None:
+            return index, position
+        for later in range(index + 1, len(self._segments)):
+            if not self._segments[later].is_empty:
+                return later, 0
+        return len(self._segments) - 1, self._segments[-1].size_bytes
+
+    def _remember_position(self, offset: int, segment: Segment, position: int) -> None:
+        positions = self._read_positions
+        positions.pop(offset, None)
+        if len(positions) >= limits.READ_POSITIONS_CACHED:
+            del positions[next(iter(positions))]
+        positions[offset] = (segment, position)
+
+    # -- timestamps
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch with max timestamp >= timestamp_ms."""
-        raise NotImplementedError
+        """(offset, max timestamp) of the first batch with max timestamp >=
+        timestamp_ms: the batch's base offset (or the log start offset, if that lies
+        inside the batch). Batch granularity: records are not decoded."""
+        self._check_usable()
+        log_start = self._log_start_offset
+        try:
+            for segment in self._segments:
+                if segment.next_offset <= log_start or segment.max_timestamp < timestamp_ms:
+                    continue
+                header = segment.find_timestamp(timestamp_ms)
+                if header is not None and header.next_offset <= log_start:
+                    header = self._first_batch_at_or_after(segment, log_start, timestamp_ms)
+                if header is not None:
+                    return max(header.base_offset, log_start), header.max_timestamp
+        except OSError as exc:
+            raise self._storage_error(exc, "timestamp lookup", fatal=False) from exc
+        return None
+
+    @staticmethod
+    def _first_batch_at_or_after(
+        segment: Segment, offset: int, timestamp_ms: int
+    ) -> BatchHeader | None:
+        position = segment.locate(offset) or 0
+        for header in segment.headers(position):
+            if header.next_offset > offset and header.max_timestamp >= timestamp_ms:
+                return header
+        return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp."""
-        raise NotImplementedError
+        """(offset, timestamp) of the batch with the largest timestamp: its base offset
+        (clamped to the log start offset), batch granularity."""
+        self._check_usable()
+        best: tuple[int, int] | None = None
+        for segment in self._segments:
+            if segment.max_timestamp == NO_TIMESTAMP:
+                continue
+            if segment.next_offset <= self._log_start_offset:
+                continue
+            if best is None or segment.max_timestamp > best[1]:
+                offset = max(segment.offset_of_max_timestamp, self._log_start_offset)
+                best = (offset, segment.max_timestamp)
+        return best
+
+    # -- deletion
 
     def delete_records_before(self, offset: int) -> int:
-        """Move the log start offset up to `offset`; returns the new log start offset."""
-        raise NotImplementedError
+        """Move the log start offset up to `offset`; returns the new log start offset.
+        Whole segments below it are deleted. Raises OFFSET_OUT_OF_RANGE beyond the log
+        end offset or below zero."""
+        self._check_usable()
+        if not 0 <= offset <= self.log_end_offset:
+            raise LogError(
+                "OFFSET_OUT_OF_RANGE",
+                f"cannot delete records before {offset}: log end offset is {self.log_end_offset}",
+            )
+        if offset <= self._log_start_offset:
+            return self._log_start_offset
+        count = bisect_right(self._bases, offset) - 1
+        try:
+            self._advance_log_start(offset, segments_to_delete=count)
+        except OSError as exc:
+            raise self._storage_error(exc, "delete records", fatal=False) from exc
+        return self._log_start_offset
 
     def enforce_retention(self, *, now_wall_ms: int) -> int:
-        """Delete segments past retention.ms / retention.bytes; returns bytes freed."""
-        raise NotImplementedError
+        """Delete segments past retention.ms / retention.bytes; returns bytes freed.
+        When every segment is past retention.ms, the active segment is rolled first so
+        it can go too; an empty active segment at the log end offset always remains."""
+        self._check_usable()
+        config = self._config
+        segments = self._segments
+        try:
+            count = 0
+            if config.retention_ms >= 0:
+                while (
+                    count < len(segments) - 1
+                    and now_wall_ms - segments[count].max_timestamp > config.retention_ms
+                ):
+                    count += 1
+                active = segments[-1]
+                if (
+                    count == len(segments) - 1
+                    and not active.is_empty
+                    and now_wall_ms - active.max_timestamp > config.retention_ms
+                ):
+                    self._roll()
+                    count += 1
+            if config.retention_bytes >= 0:
+                excess = self._size_bytes - sum(s.size_bytes for s in segments[:count])
+                excess -= config.retention_bytes
+                while count < len(segments) - 1 and excess >= segments[count].size_bytes:
+                    excess -= segments[count].size_bytes
+                    count += 1
+            freed = 0
+            if count:
+                new_start = max(self._log_start_offset, segments[count].base_offset)
+                freed = self._advance_log_start(new_start, segments_to_delete=count)
+            self._producers.expire(
+                now_ms=now_wall_ms, expiration_ms=config.producer_id_expiration_ms
+            )
+        except OSError as exc:
+            raise self._storage_error(exc, "retention", fatal=False) from exc
+        return freed
+
+    def _advance_log_start(self, offset: int, *, segments_to_delete: int) -> int:
+        """Checkpoint the new log start offset, then delete the oldest segments (never
+        the active one). Returns the bytes freed."""
+        assert segments_to_delete < len(self._segments), "the active segment stays"
+        if offset > self._log_start_offset:
+            write_log_start_offset(self._directory, offset)
+            self._log_start_offset = offset
+        freed = 0
+        for _ in range(segments_to_delete):
+            segment = self._segments.pop(0)
+            self._bases.pop(0)
+            self._size_bytes -= segment.size_bytes
+            freed += segment.size_bytes
+            segment.delete()
+        if segments_to_delete:
+            self._read_positions = {
+                k: v for k, v in self._read_positions.items() if not v[0].deleted
+            }
+        self._producers.evict_before(self._log_start_offset)
+        return freed
+
+    # -- durability
 
     def flush(self) -> None:
-        raise NotImplementedError
+        """fsync everything written so far."""
+        if self._closed or self._offline_reason is not None:
+            return
+        try:
+            self._segments[-1].flush()
+        except OSError as exc:
+            raise self._storage_error(exc, "flush", fatal=True) from exc
+        self._unflushed_records = 0
+        self._unflushed_since_ms = None
 
     def flush_if_due(self, *, now_ms: int) -> None:
-        raise NotImplementedError
+        """fsync if unflushed data is older than flush.ms (monotonic `now_ms`)."""
+        since = self._unflushed_since_ms
+        if since is not None and now_ms - since >= self._config.flush_ms:
+            self.flush()
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Flush, save the active segment's indexes and the producer state, and mark
+        the directory cleanly shut down, so the next open skips the CRC scan."""
+        if self._closed:
+            return
+        if self._offline_reason is not None:
+            self.abandon()
+            return
+        active = self._segments[-1]
+        try:
+            active.flush()
+            active.write_indexes(sync=True)
+            write_snapshot(self._directory, self.log_end_offset, self._producers)
+            mark_clean_shutdown(self._directory)
+        except OSError as exc:
+            raise self._storage_error(exc, "close", fatal=True) from exc
+        finally:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Let go of the files without any shutdown step, as a crash would: no flush,
+        no index or snapshot written, no clean-shutdown marker (for deleting a topic,
+        and for tests and simulation of crashes)."""
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    # -- errors
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise LogError(
+                "UNKNOWN_TOPIC_OR_PARTITION", f"partition log {self._directory.name} is closed"
+            )
+        if self._offline_reason is not None:
+            raise LogError(
+                "KAFKA_STORAGE_ERROR",
+                f"partition log {self._directory.name} is offline after an earlier storage "
+                f"error: {self._offline_reason}",
+            )
+
+    def _storage_error(self, exc: OSError, operation: str, *, fatal: bool) -> LogError:
+        message = f"{operation} on {self._directory.name} failed: {exc}"
+        if fatal:
+            self._offline_reason = message
+            logger.error("%s; the partition is offline until restart", message)
+        else:
+            logger.warning("%s", message)
+        return LogError("KAFKA_STORAGE_ERROR", message)

@@ -1,0 +1,58 @@
+"""The settings a partition log obeys, read once from a topic's effective config.
+
+Owns: the translation from config keys (`segment.bytes`, `retention.ms`, ...) to one
+typed, immutable value the log consults on its hot paths. A key missing from the
+mapping takes its default from `shoal.config`, so tests may pass partial dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.config import BROKER_KEYS, TOPIC_KEYS
+from shoal.log.index import OffsetIndex
+
+PRODUCER_ID_EXPIRATION_KEY = "producer.id.expiration.ms"
+"""A broker key the log also reads; LogManager adds it to the topic config it passes."""
+
+
+def _value(config: Mapping[str, Any], key: str) -> Any:
+    value = config.get(key)
+    if value is not None:
+        return value
+    definition = TOPIC_KEYS.get(key) or BROKER_KEYS[key]
+    return definition.default
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int
+    segment_ms: int
+    index_entries_max: int
+    """segment.index.bytes in entries: a segment rolls when its offset index is full."""
+    index_interval_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    flush_messages: int
+    flush_ms: int
+    log_append_time: bool
+    producer_id_expiration_ms: int
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> LogConfig:
+        return cls(
+            segment_bytes=int(_value(config, "segment.bytes")),
+            segment_ms=int(_value(config, "segment.ms")),
+            index_entries_max=max(
+                1, int(_value(config, "segment.index.bytes")) // OffsetIndex.ENTRY_SIZE
+            ),
+            index_interval_bytes=int(_value(config, "index.interval.bytes")),
+            retention_ms=int(_value(config, "retention.ms")),
+            retention_bytes=int(_value(config, "retention.bytes")),
+            flush_messages=int(_value(config, "flush.messages")),
+            flush_ms=int(_value(config, "flush.ms")),
+            log_append_time=_value(config, "message.timestamp.type") == "LogAppendTime",
+            producer_id_expiration_ms=int(_value(config, PRODUCER_ID_EXPIRATION_KEY)),
+        )

@@ -1,0 +1,198 @@
+"""Topic names, ids, and the durable metadata files of a data directory.
+
+Owns:
+- Kafka's topic-name rules (`validate_topic_name`, `collision_key`);
+- id generation as Kafka does it (`random_uuid`): never the zero id or the reserved
+  metadata-topic id 1, and redrawn while its URL-safe base64 form starts with '-';
+- `topics.json`, the list of topics: {"version": 1, "topics": [{"name", "topic_id"
+  (canonical UUID text), "partitions", "configs" (overrides as the strings Kafka
+  shows; re-parsed with `validate_topic_configs` on load), "internal"}]};
+- `meta.properties` (Kafka's KRaft form: version=1, cluster.id, node.id);
+- `partition.metadata` in each partition directory (Kafka's form: "version: 0",
+  "topic_id: <base64>"), so a directory left by another topic is never adopted.
+
+Every one of these files is replaced atomically (temp file, fsync, rename, directory
+fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR rather than
+silently forgetting topics.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from shoal import limits
+from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
+from shoal.log.api import LogError, TopicInfo
+from shoal.log.fileio import read_file, write_atomic
+
+logger = logging.getLogger(__name__)
+
+TOPICS_FILE = "topics.json"
+META_FILE = "meta.properties"
+PARTITION_METADATA_FILE = "partition.metadata"
+_TOPICS_VERSION = 1
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+UuidSource = Callable[[], uuid.UUID]
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise INVALID_TOPIC_EXCEPTION unless `name` is a legal Kafka topic name."""
+    if not name:
+        raise LogError("INVALID_TOPIC_EXCEPTION", "topic name is empty")
+    if name in (".", ".."):
+        raise LogError("INVALID_TOPIC_EXCEPTION", f"topic name cannot be {name!r}")
+    if len(name) > limits.TOPIC_NAME_LENGTH_MAX:
+        raise LogError(
+            "INVALID_TOPIC_EXCEPTION",
+            f"topic name is {len(name)} characters long, more than the maximum "
+            f"{limits.TOPIC_NAME_LENGTH_MAX}",
+        )
+    if not _LEGAL_NAME.fullmatch(name):
+        raise LogError(
+            "INVALID_TOPIC_EXCEPTION",
+            f"topic name {name!r} has characters other than ASCII letters, digits, "
+            "'.', '_' and '-'",
+        )
+
+
+def collision_key(name: str) -> str:
+    """Kafka refuses two topics whose names differ only by '.' versus '_' (their
+    metric names would collide)."""
+    return name.replace(".", "_")
+
+
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka's text form of a UUID: URL-safe base64 of its 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
+def uuid_from_base64(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def random_uuid(source: UuidSource = uuid.uuid4) -> uuid.UUID:
+    """A random id as Kafka's Uuid.randomUuid draws it."""
+    while True:
+        value = source()
+        if value.int > 1 and not uuid_to_base64(value).startswith("-"):
+            return value
+
+
+# -- topics.json
+
+
+def save_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> None:
+    entries = [
+        {
+            "name": info.name,
+            "topic_id": str(info.topic_id),
+            "partitions": info.partitions,
+            "configs": {k: render(TOPIC_KEYS[k], v) for k, v in sorted(info.configs.items())},
+            "internal": info.internal,
+        }
+        for info in topics
+    ]
+    text = json.dumps({"version": _TOPICS_VERSION, "topics": entries}, indent=1)
+    write_atomic(data_dir / TOPICS_FILE, text.encode())
+
+
+def load_topics(data_dir: Path) -> dict[str, TopicInfo]:
+    path = data_dir / TOPICS_FILE
+    data = read_file(path)
+    if data is None:
+        return {}
+    try:
+        document = json.loads(data)
+        if document.get("version") != _TOPICS_VERSION:
+            raise ValueError(f"unknown version {document.get('version')!r}")
+        topics = {}
+        for entry in document["topics"]:
+            info = TopicInfo(
+                name=str(entry["name"]),
+                topic_id=uuid.UUID(entry["topic_id"]),
+                partitions=int(entry["partitions"]),
+                configs=_load_configs(entry["name"], entry.get("configs", {})),
+                internal=bool(entry.get("internal", False)),
+            )
+            topics[info.name] = info
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LogError("KAFKA_STORAGE_ERROR", f"{path} is unreadable: {exc}") from exc
+    return topics
+
+
+def _load_configs(topic: str, stored: dict[str, str | None]) -> dict[str, Any]:
+    typed: dict[str, Any] = {}
+    for key, value in stored.items():
+        try:
+            typed.update(validate_topic_configs({key: value}))
+        except ConfigError as exc:
+            logger.warning("topic %s: dropping stored config override (%s)", topic, exc)
+    return typed
+
+
+# -- meta.properties
+
+
+def load_or_create_meta(
+    data_dir: Path, *, cluster_id: str | None, node_id: int, uuid_source: UuidSource
+) -> str:
+    """The data directory's cluster id: the stored one, else the configured one, else
+    a new random one. Raises if the stored identity disagrees with the config."""
+    path = data_dir / META_FILE
+    data = read_file(path)
+    if data is None:
+        chosen = cluster_id or uuid_to_base64(random_uuid(uuid_source))
+        text = f"version=1\ncluster.id={chosen}\nnode.id={node_id}\n"
+        write_atomic(path, text.encode())
+        return chosen
+    try:
+        properties = parse_properties(data.decode(), source=str(path))
+    except (ConfigError, UnicodeDecodeError) as exc:
+        raise LogError("KAFKA_STORAGE_ERROR", f"{path} is unreadable: {exc}") from exc
+    stored = properties.get("cluster.id")
+    if not stored:
+        raise LogError("KAFKA_STORAGE_ERROR", f"{path} has no cluster.id")
+    if cluster_id is not None and cluster_id != stored:
+        raise LogError(
+            "INCONSISTENT_CLUSTER_ID",
+            f"cluster.id {cluster_id} is configured but {path} holds {stored}",
+        )
+    stored_node = properties.get("node.id")
+    if stored_node is not None and stored_node != str(node_id):
+        raise LogError(
+            "KAFKA_STORAGE_ERROR",
+            f"node.id {node_id} is configured but {path} holds node.id {stored_node}",
+        )
+    return stored
+
+
+# -- partition.metadata
+
+
+def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+    text = f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
+    write_atomic(directory / PARTITION_METADATA_FILE, text.encode())
+
+
+def read_partition_metadata(directory: Path) -> uuid.UUID | None:
+    """The topic id recorded in a partition directory, or None if none is readable."""
+    data = read_file(directory / PARTITION_METADATA_FILE)
+    if data is None:
+        return None
+    for line in data.decode("ascii", errors="replace").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            try:
+                return uuid_from_base64(value.strip())
+            except (ValueError, binascii.Error):
+                return None
+    return None

@@ -1,0 +1,314 @@
+"""LogManager: topics, metadata, limits, ids, and the producer-id allocator."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from shoal import limits
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.log.api import LogError
+from shoal.log.manager import LogManager
+from shoal.log.producer_ids import ProducerIdAllocator
+from shoal.log.topics import random_uuid, uuid_to_base64, validate_topic_name
+from tests.unit.log.batches import append, make_batch, stored
+
+Opener = Callable[..., LogManager]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def open_manager(data_dir: Path, clock: ManualClock) -> Iterator[Opener]:
+    opened: list[LogManager] = []
+
+    def opener(**overrides: str) -> LogManager:
+        config = BrokerConfig.from_raw(overrides)
+        manager = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+        opened.append(manager)
+        return manager
+
+    yield opener
+    for manager in opened:
+        manager.abandon()
+
+
+def _code(call: Callable[[], object]) -> str:
+    with pytest.raises(LogError) as info:
+        call()
+    return info.value.code
+
+
+def test_create_write_reopen(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    info = manager.create_topic("orders", partitions=3, configs={"retention.ms": "1000"})
+    assert info.partitions == 3 and info.configs == {"retention.ms": 1000}
+    assert manager.topic("orders") is info
+    assert manager.topic_by_id(info.topic_id) is info
+    log = manager.partition("orders", 2)
+    assert log is not None and manager.partition("orders", 3) is None
+    batch = make_batch(2)
+    append(log, batch)
+    cluster_id = manager.cluster_id
+    manager.close()
+
+    reopened = open_manager()
+    assert reopened.cluster_id == cluster_id
+    again = reopened.topic("orders")
+    assert again is not None
+    assert (again.topic_id, again.partitions, again.configs) == (
+        info.topic_id,
+        3,
+        {"retention.ms": 1000},
+    )
+    log = reopened.partition("orders", 2)
+    assert log is not None
+    assert log.read(0, max_bytes=1000).records == stored(batch, base_offset=0)
+    assert sorted(p.name for p in data_dir.iterdir() if p.is_dir()) == [
+        "orders-0",
+        "orders-1",
+        "orders-2",
+    ]
+    assert (data_dir / "orders-0" / "partition.metadata").read_text().startswith("version: 0\n")
+
+
+def test_topic_configs_apply_to_partitions(open_manager: Opener) -> None:
+    manager = open_manager(**{"log.segment.bytes": "1000000"})
+    manager.create_topic("t", partitions=1, configs={"segment.bytes": "500"})
+    log = manager.partition("t", 0)
+    assert log is not None
+    append(log, make_batch(2, value_size=400))
+    append(log, make_batch(2, value_size=400, seed=1))
+    assert log.segment_base_offsets() == [0, 2]
+    manager.alter_topic_configs("t", {})
+    append(log, make_batch(2, value_size=400, seed=2))
+    assert log.segment_base_offsets() == [0, 2]
+    manager.update_broker_config(BrokerConfig.from_raw({"log.segment.bytes": "600"}))
+    append(log, make_batch(2, value_size=400, seed=3))
+    assert log.segment_base_offsets() == [0, 2, 6]
+
+
+def test_configs_are_stored_as_strings_and_reparsed(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    manager.create_topic(
+        "t", partitions=1, configs={"retention.bytes": 12345, "cleanup.policy": ["delete"]}
+    )
+    stored_topics = json.loads((data_dir / "topics.json").read_text())["topics"]
+    assert stored_topics[0]["configs"] == {"cleanup.policy": "delete", "retention.bytes": "12345"}
+    manager.close()
+    info = open_manager().topic("t")
+    assert info is not None
+    assert info.configs == {"retention.bytes": 12345, "cleanup.policy": ["delete"]}
+    assert _code(lambda: open_manager().create_topic("u", partitions=1, configs={"nope": "1"})) == (
+        "INVALID_CONFIG"
+    )
+
+
+def test_delete_and_recreate_topic(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    old = manager.create_topic("t", partitions=2, configs={})
+    log = manager.partition("t", 0)
+    assert log is not None
+    append(log, make_batch(3))
+    assert manager.delete_topic("t") is old
+    assert manager.topic("t") is None and manager.topic_by_id(old.topic_id) is None
+    assert manager.partition("t", 0) is None
+    assert [p.name for p in data_dir.iterdir() if p.is_dir()] == []
+    assert _code(lambda: manager.delete_topic("t")) == "UNKNOWN_TOPIC_OR_PARTITION"
+    new = manager.create_topic("t", partitions=1, configs={})
+    assert new.topic_id != old.topic_id
+    fresh = manager.partition("t", 0)
+    assert fresh is not None and fresh.log_end_offset == 0
+    manager.close()
+    reopened = open_manager()
+    info = reopened.topic("t")
+    assert info is not None and info.topic_id == new.topic_id and info.partitions == 1
+
+
+def test_create_partitions(open_manager: Opener) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=2, configs={})
+    assert _code(lambda: manager.create_partitions("t", count=2)) == "INVALID_PARTITIONS"
+    assert _code(lambda: manager.create_partitions("t", count=1)) == "INVALID_PARTITIONS"
+    assert _code(lambda: manager.create_partitions("x", count=5)) == "UNKNOWN_TOPIC_OR_PARTITION"
+    manager.create_partitions("t", count=4, validate_only=True)
+    assert manager.partition("t", 2) is None
+    manager.create_partitions("t", count=4)
+    assert manager.partition("t", 3) is not None
+    manager.close()
+    info = open_manager().topic("t")
+    assert info is not None and info.partitions == 4
+
+
+def test_validate_only_changes_nothing(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    info = manager.create_topic("t", partitions=2, configs={}, validate_only=True)
+    assert info.name == "t" and info.partitions == 2
+    assert manager.topic("t") is None and manager.partition("t", 0) is None
+    assert not (data_dir / "t-0").exists()
+
+
+def test_creation_errors(open_manager: Opener) -> None:
+    manager = open_manager()
+    manager.create_topic("exists", partitions=1, configs={})
+    manager.create_topic("a.b", partitions=1, configs={})
+    cases = {
+        "": "INVALID_TOPIC_EXCEPTION",
+        ".": "INVALID_TOPIC_EXCEPTION",
+        "..": "INVALID_TOPIC_EXCEPTION",
+        "bad name": "INVALID_TOPIC_EXCEPTION",
+        "slash/no": "INVALID_TOPIC_EXCEPTION",
+        "ü": "INVALID_TOPIC_EXCEPTION",
+        "x" * (limits.TOPIC_NAME_LENGTH_MAX + 1): "INVALID_TOPIC_EXCEPTION",
+        "exists": "TOPIC_ALREADY_EXISTS",
+        "a_b": "INVALID_TOPIC_EXCEPTION",  # collides with a.b
+    }
+    for name, code in cases.items():
+        with pytest.raises(LogError) as info:
+            manager.create_topic(name, partitions=1, configs={})
+        assert info.value.code == code, name
+    validate_topic_name("x" * limits.TOPIC_NAME_LENGTH_MAX)
+    validate_topic_name("Az09._-")
+    for count in (0, -1, limits.PARTITIONS_PER_TOPIC_MAX + 1):
+        with pytest.raises(LogError) as bad_count:
+            manager.create_topic("p", partitions=count, configs={})
+        assert bad_count.value.code == "INVALID_PARTITIONS"
+
+
+def test_topic_and_partition_limits(open_manager: Opener) -> None:
+    manager = open_manager(**{"shoal.max.topics": "2", "shoal.max.partitions": "5"})
+    manager.create_topic("a", partitions=2, configs={})
+    with pytest.raises(LogError) as too_many_partitions:
+        manager.create_topic("b", partitions=4, configs={})
+    assert too_many_partitions.value.code == "INVALID_PARTITIONS"
+    assert "shoal.max.partitions=5" in str(too_many_partitions.value)
+    manager.create_topic("b", partitions=3, configs={})
+    with pytest.raises(LogError) as too_many_topics:
+        manager.create_topic("c", partitions=1, configs={})
+    assert too_many_topics.value.code == "POLICY_VIOLATION"
+    assert "shoal.max.topics=2" in str(too_many_topics.value)
+    assert _code(lambda: manager.create_partitions("a", count=3)) == "INVALID_PARTITIONS"
+    # Internal topics count but are never refused.
+    manager.create_topic("__internal", partitions=3, configs={}, internal=True)
+    manager.delete_topic("b")
+    assert _code(lambda: manager.create_topic("c", partitions=1, configs={})) == "POLICY_VIOLATION"
+
+
+def test_topic_ids_follow_kafka_rules() -> None:
+    draws = iter(
+        [
+            uuid.UUID(int=0),
+            uuid.UUID(int=1),
+            uuid.UUID(bytes=base64.urlsafe_b64decode("-" + "A" * 21 + "==")),
+            uuid.UUID("12345678-1234-4234-8234-123456789abc"),
+        ]
+    )
+    chosen = random_uuid(lambda: next(draws))
+    assert chosen == uuid.UUID("12345678-1234-4234-8234-123456789abc")
+    for _ in range(200):
+        value = random_uuid()
+        text = uuid_to_base64(value)
+        assert len(text) == 22 and not text.startswith("-") and value.int > 1
+
+
+def test_cluster_id_generated_once_or_from_config(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    cluster_id = manager.cluster_id
+    assert len(cluster_id) == 22 and "=" not in cluster_id
+    manager.close()
+    assert open_manager().cluster_id == cluster_id
+    meta = (data_dir / "meta.properties").read_text()
+    assert f"cluster.id={cluster_id}" in meta and "node.id=1" in meta
+    assert _code(lambda: open_manager(**{"cluster.id": "someOtherClusterId0000"})) == (
+        "INCONSISTENT_CLUSTER_ID"
+    )
+
+
+def test_configured_cluster_id_is_used(tmp_path: Path, clock: ManualClock) -> None:
+    config = BrokerConfig.from_raw({"cluster.id": "MkU3OEVBNTcwNTJENDM2Qk"})
+    manager = LogManager.open(data_dir=tmp_path / "d", broker_config=config, clock=clock)
+    assert manager.cluster_id == "MkU3OEVBNTcwNTJENDM2Qk"
+    manager.close()
+
+
+def test_unknown_and_deleted_dirs_on_open(
+    open_manager: Opener, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=1, configs={})
+    manager.close()
+    (data_dir / "mystery-0").mkdir()
+    (data_dir / f"t-0.{uuid.uuid4().hex}-delete").mkdir()
+    (data_dir / f"t-0.{uuid.uuid4().hex}-delete" / "x").parent.mkdir()
+    with caplog.at_level("WARNING"):
+        open_manager()
+    names = sorted(p.name for p in data_dir.iterdir() if p.is_dir())
+    assert names == ["mystery-0", "t-0"]
+    assert any("mystery-0" in r.getMessage() for r in caplog.records)
+
+
+def test_partition_dir_of_another_topic_id_is_set_aside(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=1, configs={})
+    log = manager.partition("t", 0)
+    assert log is not None
+    append(log, make_batch(1))
+    manager.close()
+    document = json.loads((data_dir / "topics.json").read_text())
+    document["topics"][0]["topic_id"] = str(uuid.uuid4())
+    (data_dir / "topics.json").write_text(json.dumps(document))
+    reopened = open_manager()
+    fresh = reopened.partition("t", 0)
+    assert fresh is not None and fresh.log_end_offset == 0
+    assert any(p.name.endswith("-stray") for p in data_dir.iterdir())
+
+
+def test_producer_ids_never_repeat(open_manager: Opener, data_dir: Path) -> None:
+    manager = open_manager()
+    seen = [manager.allocate_producer_id() for _ in range(10)]
+    manager.close()
+    manager = open_manager()
+    seen += [manager.allocate_producer_id() for _ in range(1500)]
+    manager.abandon()  # crash
+    manager = open_manager()
+    seen += [manager.allocate_producer_id() for _ in range(10)]
+    assert len(set(seen)) == len(seen)
+    assert seen == sorted(seen)
+
+
+def test_producer_id_blocks_are_reserved_before_use(tmp_path: Path) -> None:
+    allocator = ProducerIdAllocator.open(tmp_path)
+    assert allocator.allocate() == 0
+    assert (tmp_path / "producer-ids").read_text() == f"1\n{limits.PRODUCER_ID_BLOCK_SIZE}\n"
+    for _ in range(limits.PRODUCER_ID_BLOCK_SIZE):
+        allocator.allocate()
+    assert (tmp_path / "producer-ids").read_text() == f"1\n{2 * limits.PRODUCER_ID_BLOCK_SIZE}\n"
+    assert ProducerIdAllocator.open(tmp_path).allocate() == 2 * limits.PRODUCER_ID_BLOCK_SIZE
+
+
+def test_retention_and_flush_run_over_all_partitions(
+    open_manager: Opener, clock: ManualClock
+) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=2, configs={"retention.ms": "1000", "flush.ms": "10"})
+    for index in range(2):
+        log = manager.partition("t", index)
+        assert log is not None
+        append(log, make_batch(2))
+    manager.flush_if_due(now_ms=clock.monotonic_ms() + 10)
+    freed = manager.enforce_retention(now_wall_ms=clock.wall_ms() + 10**6)
+    assert freed > 0
+    for index in range(2):
+        log = manager.partition("t", index)
+        assert log is not None and log.log_start_offset == log.log_end_offset == 2
