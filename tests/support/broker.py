@@ -29,14 +29,17 @@ class BrokerProcess:
         overrides: Sequence[str] = (),
         port: int = 0,
         log_path: Path | None = None,
+        config_file: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.overrides = list(overrides)
+        self.config_file = config_file
         self.port = port
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}-broker.log"
         self.process: subprocess.Popen[bytes] | None = None
         self._log_lines: list[str] = []
         self._ready = threading.Event()
+        self._pump_done = threading.Event()
 
     @property
     def bootstrap(self) -> str:
@@ -56,6 +59,8 @@ class BrokerProcess:
             "--data-dir",
             str(self.data_dir),
         ]
+        if self.config_file is not None:
+            args += ["--config", str(self.config_file)]
         for item in self.overrides:
             args += ["--override", item]
         self._ready.clear()
@@ -65,13 +70,28 @@ class BrokerProcess:
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+        self._pump_done = threading.Event()
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()
-        if not self._ready.wait(START_TIMEOUT_S):
-            self.kill()
-            raise RuntimeError(f"broker did not start; log:\n{self.log_text()}")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._ready.wait(0.05):
+            exited = self.process.poll() is not None
+            if exited or time.monotonic() > deadline:
+                self.kill()
+                self._pump_done.wait(5)
+                raise RuntimeError(
+                    f"broker did not start (exit code {self.process.returncode}); "
+                    f"log:\n{self.log_text()}"
+                )
         return self
 
     def _pump(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stderr is not None
+        try:
+            self._pump_lines(process)
+        finally:
+            self._pump_done.set()
+
+    def _pump_lines(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stderr is not None
         with open(self.log_path, "a", encoding="utf-8") as sink:
             for raw in process.stderr:
@@ -87,11 +107,39 @@ class BrokerProcess:
     def log_text(self) -> str:
         return "".join(self._log_lines)
 
+    def wait_for_log(self, pattern: str, *, timeout_s: float = 10.0) -> re.Match[str] | None:
+        """The first match of `pattern` in the log, waiting up to `timeout_s` for it."""
+        compiled = re.compile(pattern)
+        found: list[re.Match[str]] = []
+
+        def seen() -> bool:
+            match = compiled.search(self.log_text())
+            if match is not None:
+                found.append(match)
+            return match is not None
+
+        wait_until(seen, timeout_s=timeout_s)
+        return found[0] if found else None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
     def kill(self) -> None:
         """SIGKILL: the broker gets no chance to flush or close anything."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(30)
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        """Once the process is gone and its log read to the end, close the pipe (an
+        unclosed pipe is a ResourceWarning, an error under the test settings)."""
+        if self.process is not None and self.process.poll() is not None:
+            self._pump_done.wait(5)
+            if self.process.stderr is not None and self._pump_done.is_set():
+                self.process.stderr.close()
 
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM and wait for a graceful exit; returns the exit code."""
@@ -104,6 +152,7 @@ class BrokerProcess:
                 self.process.kill()
                 self.process.wait(30)
                 raise
+        self._close_pipe()
         return int(self.process.returncode)
 
     def restart(self) -> BrokerProcess:
@@ -113,6 +162,25 @@ class BrokerProcess:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+class Brokers:
+    """Starts brokers, each on its own data directory under `root`; `kill_all` ends
+    them (the e2e `brokers` fixture does so when its test ends)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.started: list[BrokerProcess] = []
+
+    def start(self, *overrides: str, config_file: Path | None = None) -> BrokerProcess:
+        data_dir = self.root / f"data{len(self.started)}"
+        process = BrokerProcess(data_dir, overrides=overrides, config_file=config_file)
+        self.started.append(process)
+        return process.start()
+
+    def kill_all(self) -> None:
+        for process in self.started:
+            process.kill()
 
 
 def wait_until(predicate: object, *, timeout_s: float, interval_s: float = 0.05) -> bool:

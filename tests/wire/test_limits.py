@@ -121,5 +121,5 @@ def test_request_size_limit_closes_only_that_connection(small: BrokerProcess) ->
         return data
 
     assert asyncio.run(go()) == b""  # closed without an answer
-    assert "socket.request.max.bytes" in small.log_text()
+    assert small.wait_for_log(r"socket\.request\.max\.bytes", timeout_s=30) is not None
     assert _create(small.bootstrap, "lim-after", 1)[0] == ErrorCode.none

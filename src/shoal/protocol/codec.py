@@ -13,6 +13,7 @@ connection and logs the reason.
 from __future__ import annotations
 
 import io
+import logging
 import struct
 from collections.abc import Callable
 from functools import cache
@@ -28,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
+log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
 _SIZE = struct.Struct(">i")
@@ -118,8 +120,12 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
     if offset + size != len(frame):
-        raise ProtocolError(
-            f"{api_name(api_key)} v{version} body left {len(frame) - offset - size} bytes unread"
+        # Kafka ignores bytes after the last field, and librdkafka 2.16 relies on it: its
+        # all-topics Metadata v13 carries the null topic array as a varint padded to four
+        # bytes, leaving three bytes over. Every field has been read at this point.
+        log.debug(
+            "%s v%d body left %d bytes unread; ignored as Kafka does",
+            api_name(api_key), version, len(frame) - offset - size,
         )
     return body
 

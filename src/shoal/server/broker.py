@@ -2,7 +2,8 @@
 
 `Broker` holds what handlers need (config, clock, logs, purgatory, node identity) and
 runs the listener. Timers are driven here from the clock: retention every
-`log.retention.check.interval.ms`, the time-based flush check every second.
+`log.retention.check.interval.ms`, the time-based flush check every second. Dynamic
+configs (server/dynamic_config.py) are applied at start and replaced by `reconfigure`.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
@@ -23,6 +24,7 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.server.connection import serve_connection
 from shoal.server.context import ConnectionInfo
+from shoal.server.dynamic_config import DynamicBrokerConfig
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, load_all_handlers
 
@@ -32,6 +34,9 @@ _FLUSH_CHECK_INTERVAL_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
+        self.dynamic_config = DynamicBrokerConfig.load(config)
+        """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
+        config = self.dynamic_config.effective
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
@@ -48,6 +53,14 @@ class Broker:
         self._background: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
         self.bound_port: int = 0
+
+    def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
+        """Adopt new dynamic broker configs: persisted first (raises OSError), then live
+        for the handlers and the logs."""
+        dynamic.save()
+        self.dynamic_config = dynamic
+        self.config = dynamic.effective
+        self.logs.update_broker_config(dynamic.effective)
 
     # ---- identity advertised to clients
     @property

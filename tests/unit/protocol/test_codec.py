@@ -57,13 +57,23 @@ def test_flexible_response_header_has_tags() -> None:
     assert frame[4:9] == struct.pack(">i", 5) + b"\x00"
 
 
-def test_trailing_bytes_are_a_protocol_error() -> None:
+def test_trailing_bytes_are_ignored_as_kafka_does() -> None:
     header = codec.request_header_for(3, 1, 9, "c")
     frame = codec.encode_request(header, MetadataV1(topics=None))[4:] + b"junk"
     key, version = codec.peek_key_version(frame)
     _, offset = codec.decode_header(frame, key, version)
-    with pytest.raises(codec.ProtocolError, match="unread"):
-        codec.decode_body(frame, offset, key, version)
+    assert codec.decode_body(frame, offset, key, version) == MetadataV1(topics=None)
+
+
+def test_librdkafka_all_topics_metadata_v13() -> None:
+    """librdkafka 2.16 pads the null topic array of an all-topics Metadata v13 to four
+    bytes (observed on the wire); Kafka reads the fields and ignores the rest."""
+    frame = bytes.fromhex("0003000d00000003000772646b61666b61" "00" "00000000010000")
+    key, version = codec.peek_key_version(frame)
+    header, offset = codec.decode_header(frame, key, version)
+    assert header.client_id == "rdkafka"
+    body = codec.decode_body(frame, offset, key, version)
+    assert body.topics is None
 
 
 def test_garbage_body_is_a_protocol_error() -> None:

@@ -1,0 +1,244 @@
+"""Config resources as the admin APIs show and change them.
+
+Shared by DescribeConfigs, IncrementalAlterConfigs and CreateTopics (v5+ returns the
+new topic's configs). A `ConfigEntry` is one key of one resource: its value, where the
+value comes from (Kafka's ConfigSource) and its synonyms, highest precedence first:
+
+    topic key   topic override (1) > broker synonym: per-broker dynamic (2) >
+                cluster-wide dynamic (3) > static (4) > built-in default (5)
+    broker key  per-broker dynamic (2) > cluster-wide dynamic (3) > static (4) > default (5)
+
+A broker key's synonyms include Kafka's alternative spellings (log.retention.ms also
+looks at log.retention.minutes and log.retention.hours). The source of an entry is the
+source of its first synonym, DEFAULT_CONFIG when it has none. Values are the strings
+`config.render` gives; nothing is sensitive.
+
+`apply_ops` applies IncrementalAlterConfigs' four operations to one resource's own
+settings (strings by key); the caller validates the result as a whole.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.config import (
+    BROKER_KEYS,
+    TOPIC_KEYS,
+    ConfigDef,
+    ConfigType,
+    effective_topic_config,
+    render,
+)
+from shoal.protocol.errors import ErrorCode
+from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, DynamicBrokerConfig, DynamicLayer
+from shoal.server.refused import Refused
+
+
+class ResourceType(enum.IntEnum):
+    TOPIC = 2
+    BROKER = 4
+    GROUP = 32
+
+
+class ConfigSource(enum.IntEnum):
+    TOPIC = 1
+    DYNAMIC_BROKER = 2
+    DYNAMIC_DEFAULT_BROKER = 3
+    STATIC_BROKER = 4
+    DEFAULT = 5
+    GROUP = 8
+
+
+class AlterOp(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+GROUP_CONFIGS_LATER = "group configs come with share groups"
+"""Answer (INVALID_REQUEST) to GROUP resources until the group coordinator exists."""
+
+BROKER_KEY_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.dirs": ("log.dirs", "log.dir"),
+    "node.id": ("node.id", "broker.id"),
+}
+"""Kafka's spellings of one broker setting, the preferred one first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    definition: ConfigDef
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    synonyms: tuple[Synonym, ...]
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def config_type(self) -> ConfigType:
+        return self.definition.type
+
+
+Layers = list[tuple[ConfigSource, Mapping[str, str | None]]]
+
+
+def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
+    """Every source of broker values, highest precedence first."""
+    static = dynamic.static
+    return [
+        (ConfigSource.DYNAMIC_BROKER, dynamic.broker),
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER, dynamic.cluster_default),
+        (
+            ConfigSource.STATIC_BROKER,
+            {k: render(BROKER_KEYS[k], static.values[k]) for k in static.explicit},
+        ),
+        (
+            ConfigSource.DEFAULT,
+            {k: render(d, d.default) for k, d in BROKER_KEYS.items() if d.default is not None},
+        ),
+    ]
+
+
+def _broker_synonyms(key: str, layers: Layers) -> list[Synonym]:
+    names = BROKER_KEY_SYNONYMS.get(key, (key,))
+    return [
+        Synonym(n, values[n], source) for source, values in layers for n in names if n in values
+    ]
+
+
+def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
+    """Every topic key of a topic with these (typed) overrides."""
+    layers = broker_layers(dynamic)
+    effective = effective_topic_config(dynamic.effective, overrides)
+    entries = []
+    for key, definition in TOPIC_KEYS.items():
+        synonyms: list[Synonym] = []
+        if key in overrides:
+            synonyms.append(Synonym(key, render(definition, overrides[key]), ConfigSource.TOPIC))
+        if definition.synonym is not None:
+            synonyms += _broker_synonyms(definition.synonym, layers)
+        entries.append(
+            ConfigEntry(
+                definition=definition,
+                value=render(definition, effective[key]),
+                source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
+                read_only=False,
+                synonyms=tuple(synonyms),
+            )
+        )
+    return entries
+
+
+def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[ConfigEntry]:
+    """The broker resource: every broker key for this node (`DynamicLayer.BROKER`), or,
+    as Kafka shows the "" resource, only the cluster-wide dynamic settings."""
+    layers = broker_layers(dynamic)
+    if layer is DynamicLayer.CLUSTER_DEFAULT:
+        layers = [(s, v) for s, v in layers if s is ConfigSource.DYNAMIC_DEFAULT_BROKER]
+        values: Mapping[str, str | None] = dynamic.cluster_default
+    else:
+        values = {k: render(d, dynamic.effective[k]) for k, d in BROKER_KEYS.items()}
+    entries = []
+    for key, value in values.items():
+        synonyms = _broker_synonyms(key, layers)
+        entries.append(
+            ConfigEntry(
+                definition=BROKER_KEYS[key],
+                value=value,
+                source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
+                read_only=key not in DYNAMIC_BROKER_KEYS,
+                synonyms=tuple(synonyms),
+            )
+        )
+    return entries
+
+
+def broker_layer_for(resource_name: str, node_id: int) -> DynamicLayer:
+    """Which layer a BROKER resource name addresses: "" the cluster-wide defaults, this
+    node's id the node itself; anything else is INVALID_REQUEST, as in Kafka."""
+    if resource_name == "":
+        return DynamicLayer.CLUSTER_DEFAULT
+    try:
+        broker_id = int(resource_name)
+    except ValueError:
+        raise Refused(
+            ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {resource_name}"
+        ) from None
+    if broker_id != node_id:
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node_id} or empty string, "
+            f"but received {resource_name}",
+        )
+    return DynamicLayer.BROKER
+
+
+def apply_ops(
+    current: Mapping[str, str],
+    ops: Sequence[tuple[str, int, str | None]],
+    *,
+    definitions: Mapping[str, ConfigDef],
+    effective_value: Callable[[str], str | None],
+    kind: str,
+) -> dict[str, str]:
+    """`current` (a resource's own settings) after the (name, operation, value) ops.
+    APPEND and SUBTRACT work on LIST keys and start from the key's effective value when
+    the resource does not set it. Raises Refused; validates no values."""
+    repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
+    if repeated:
+        raise Refused(
+            ErrorCode.invalid_request, f"Error due to duplicate config keys: {', '.join(repeated)}"
+        )
+    result = dict(current)
+    for name, op, value in ops:
+        definition = definitions.get(name)
+        if definition is None:
+            raise Refused(ErrorCode.invalid_config, f"{name}: unknown {kind} config key")
+        if op == AlterOp.DELETE:
+            result.pop(name, None)
+            continue
+        if op not in (AlterOp.SET, AlterOp.APPEND, AlterOp.SUBTRACT):
+            raise Refused(ErrorCode.invalid_request, f"{name}: unknown config operation {op}")
+        if value is None:
+            raise Refused(
+                ErrorCode.invalid_request,
+                f"{name}: null value not supported for {AlterOp(op).name}",
+            )
+        if op == AlterOp.SET:
+            result[name] = value
+            continue
+        if definition.type is not ConfigType.LIST:
+            raise Refused(
+                ErrorCode.invalid_config,
+                f"{name}: can't {AlterOp(op).name} to key {name} because its type is not LIST",
+            )
+        base = result[name] if name in result else effective_value(name)
+        result[name] = ",".join(_list_op(_split(base), _split(value), AlterOp(op)))
+    return result
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _list_op(items: list[str], operand: list[str], op: AlterOp) -> list[str]:
+    if op is AlterOp.APPEND:
+        return items + [v for v in dict.fromkeys(operand) if v not in items]
+    return [v for v in items if v not in operand]

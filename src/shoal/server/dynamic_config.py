@@ -1,0 +1,172 @@
+"""Dynamic broker configs: what IncrementalAlterConfigs changes on a running broker.
+
+As in Kafka, two dynamic layers sit above the static configuration (properties file and
+command-line overrides); the highest layer that sets a key wins:
+
+    layer           resource name      DescribeConfigs source
+    per-broker      this node's id     DYNAMIC_BROKER_CONFIG (2)
+    cluster-wide    ""                 DYNAMIC_DEFAULT_BROKER_CONFIG (3)
+    static          -                  STATIC_BROKER_CONFIG (4)
+    built-in        -                  DEFAULT_CONFIG (5)
+
+Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time. Layer values are kept as the
+canonical strings `config.render` gives. Each layer is persisted as a properties file in
+the data directory, written atomically (temporary file, fsync, rename), and applied again
+at start-up; an entry that no longer validates (say the static bounds changed) is dropped
+with a warning instead of stopping the broker, as Kafka skips invalid dynamic configs.
+
+Invariant: `effective` is `static` with both layers applied and fully validated.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal.config import (
+    BROKER_KEYS,
+    TOPIC_KEYS,
+    BrokerConfig,
+    ConfigError,
+    parse_properties,
+    render,
+)
+
+log = logging.getLogger(__name__)
+
+_LOG_KEYS = {d.synonym for d in TOPIC_KEYS.values() if d.synonym is not None} | {
+    "log.roll.hours",
+    "log.retention.minutes",
+    "log.retention.hours",
+}
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+    _LOG_KEYS
+    | {"num.partitions", "auto.create.topics.enable", "max.connections"}
+    | {key for key in BROKER_KEYS if key.startswith("group.share.")}
+)
+"""Broker keys IncrementalAlterConfigs may change: the log defaults behind topic configs
+(Kafka's DynamicLogConfig), max.connections, topic auto-creation and the share-group
+settings. Everything else needs a restart (e.g. log.retention.check.interval.ms, which
+is not dynamic in Kafka either)."""
+
+
+class DynamicLayer(enum.Enum):
+    BROKER = "dynamic-broker.properties"
+    """This node (resource name = node id)."""
+    CLUSTER_DEFAULT = "dynamic-cluster-default.properties"
+    """Every broker of the cluster (resource name "")."""
+
+
+def check_dynamic_key(key: str) -> None:
+    """Raise ConfigError unless `key` may be changed at run time."""
+    if key not in BROKER_KEYS:
+        raise ConfigError(key, "unknown broker config key")
+    if key not in DYNAMIC_BROKER_KEYS:
+        raise ConfigError(key, "cannot be updated dynamically; change it in the static config")
+
+
+def canonical(key: str, raw: str) -> str:
+    """The stored form of a dynamic value: parsed, checked against the key's bounds and
+    rendered back (raises ConfigError)."""
+    definition = BROKER_KEYS[key]
+    rendered = render(definition, definition.parse(raw))
+    if rendered is None:
+        raise ConfigError(key, "a value is required")
+    return rendered
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicBrokerConfig:
+    static: BrokerConfig
+    broker: Mapping[str, str]
+    cluster_default: Mapping[str, str]
+    effective: BrokerConfig
+
+    @classmethod
+    def build(
+        cls,
+        static: BrokerConfig,
+        *,
+        broker: Mapping[str, str],
+        cluster_default: Mapping[str, str],
+    ) -> DynamicBrokerConfig:
+        """Apply both layers onto `static`; raises ConfigError naming the offending key."""
+        for key in (*broker, *cluster_default):
+            check_dynamic_key(key)
+        merged = {**cluster_default, **broker}
+        effective = static.with_overrides(merged) if merged else static
+        return cls(static, dict(broker), dict(cluster_default), effective)
+
+    @classmethod
+    def load(cls, static: BrokerConfig) -> DynamicBrokerConfig:
+        """The static config with the persisted layers of its data directory applied."""
+        layers = {layer: _read_layer(static.data_dir / layer.value) for layer in DynamicLayer}
+        while True:
+            try:
+                loaded = cls.build(
+                    static,
+                    broker=layers[DynamicLayer.BROKER],
+                    cluster_default=layers[DynamicLayer.CLUSTER_DEFAULT],
+                )
+            except ConfigError as exc:
+                dropped = [values.pop(exc.key) for values in layers.values() if exc.key in values]
+                log.warning("ignoring persisted dynamic broker config: %s", exc)
+                if not dropped:  # the conflict is not one key's fault: drop everything
+                    return cls.build(static, broker={}, cluster_default={})
+                continue
+            if loaded.broker or loaded.cluster_default:
+                log.info(
+                    "dynamic broker configs applied: per-broker %s, cluster-wide %s",
+                    dict(loaded.broker),
+                    dict(loaded.cluster_default),
+                )
+            return loaded
+
+    def layer(self, layer: DynamicLayer) -> Mapping[str, str]:
+        return self.broker if layer is DynamicLayer.BROKER else self.cluster_default
+
+    def with_layer(self, layer: DynamicLayer, values: Mapping[str, str]) -> DynamicBrokerConfig:
+        """A new validated config with one layer replaced (raises ConfigError)."""
+        broker = values if layer is DynamicLayer.BROKER else self.broker
+        cluster_default = values if layer is DynamicLayer.CLUSTER_DEFAULT else self.cluster_default
+        return DynamicBrokerConfig.build(
+            self.static, broker=broker, cluster_default=cluster_default
+        )
+
+    def save(self) -> None:
+        """Persist both layers atomically (raises OSError)."""
+        for layer in DynamicLayer:
+            _write_layer(self.static.data_dir / layer.value, self.layer(layer))
+
+
+def _read_layer(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        return parse_properties(text, source=str(path))
+    except ConfigError as exc:
+        log.warning("ignoring unreadable %s: %s", path, exc)
+        return {}
+
+
+def _write_layer(path: Path, values: Mapping[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Dynamic broker configs set through IncrementalAlterConfigs; managed by Shoal."]
+    lines += [f"{key}={value}" for key, value in sorted(values.items())]
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as sink:
+        sink.write("\n".join(lines) + "\n")
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

@@ -1,0 +1,107 @@
+"""CreatePartitions (37) v0-v3: grow topics to a new partition count.
+
+Per topic: a name repeated in the request gets INVALID_REQUEST, an unknown topic
+UNKNOWN_TOPIC_OR_PARTITION, a count not above the current one INVALID_PARTITIONS.
+Assignments, when given, must list one replica list per new partition, each exactly
+[this node] (else INVALID_REPLICA_ASSIGNMENT, as Kafka answers for an unregistered
+broker). The log manager enforces Shoal's partition limits (INVALID_PARTITIONS). With
+ValidateOnly nothing changes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from typing import Any
+
+from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import response_schema
+from shoal.server.assignments import replica_list_problem
+from shoal.server.context import RequestContext
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 37
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 3)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    answered: set[str] = set()
+    for topic in request.topics:
+        if topic.name in answered:
+            continue
+        answered.add(topic.name)
+        code, message = ErrorCode.none, None
+        try:
+            if counts[topic.name] > 1:
+                raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+            _grow(ctx, topic, validate_only=bool(request.validate_only))
+        except Refused as exc:
+            log.info(
+                "CreatePartitions of %r refused (%s): %s (client %s)",
+                topic.name,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            code, message = exc.code, exc.message
+        results.append(
+            schema.make(
+                "CreatePartitionsTopicResult",
+                name=topic.name,
+                error_code=code,
+                error_message=message,
+            )
+        )
+    return schema.response(throttle_time=_ZERO, results=tuple(results))
+
+
+def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
+    logs = ctx.broker.logs
+    info = logs.topic(topic.name)
+    if info is None:
+        raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {topic.name} does not exist.")
+    count = int(topic.count)
+    if count == info.partitions:
+        raise Refused(
+            ErrorCode.invalid_partitions, f"Topic already has {info.partitions} partition(s)."
+        )
+    if count < info.partitions:
+        raise Refused(
+            ErrorCode.invalid_partitions,
+            f"The topic {topic.name} currently has {info.partitions} partition(s); {count} "
+            "would not be an increase.",
+        )
+    if topic.assignments is not None:
+        added = count - info.partitions
+        if len(topic.assignments) != added:
+            raise Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"Attempted to add {added} additional partition(s), but only "
+                f"{len(topic.assignments)} assignment(s) were specified.",
+            )
+        for assignment in topic.assignments:
+            problem = replica_list_problem(
+                [int(b) for b in assignment.broker_ids], node_id=ctx.broker.node_id
+            )
+            if problem is not None:
+                raise Refused(ErrorCode.invalid_replica_assignment, problem)
+    try:
+        logs.create_partitions(topic.name, count=count, validate_only=validate_only)
+    except LogError as exc:
+        raise Refused(code_for(exc.code), str(exc)) from exc
+    if not validate_only:
+        log.info(
+            "topic %s grown from %d to %d partitions for %s",
+            topic.name,
+            info.partitions,
+            count,
+            ctx.client_id,
+        )

@@ -1,0 +1,223 @@
+"""CreateTopics (19) v2-v7: create topics, or with ValidateOnly check that they could be.
+
+Per topic, in Kafka's order: a name repeated in the request gets INVALID_REQUEST, an
+existing topic TOPIC_ALREADY_EXISTS; NumPartitions -1 means `num.partitions` and any
+other value below 1 is INVALID_PARTITIONS; ReplicationFactor -1 or 1 is accepted, 0 or
+below INVALID_REPLICATION_FACTOR, above 1 too (a single node). Manual Assignments need
+NumPartitions and ReplicationFactor at -1 (else INVALID_REQUEST), partition indexes 0..n-1
+and every replica list exactly [this node] (else INVALID_REPLICA_ASSIGNMENT); they give
+the partition count. Configs are topic keys validated as a whole (INVALID_CONFIG naming
+the key). Then the log manager creates the topic: INVALID_TOPIC_EXCEPTION for a bad
+name, INVALID_PARTITIONS / POLICY_VIOLATION at Shoal's limits.
+
+From v5 a success carries the partition count, replication factor 1 and every config
+of the topic with its source (as DescribeConfigs shows it); v7 adds the topic id.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.config import ConfigError, validate_topic_configs
+from shoal.log.api import LogError, TopicInfo
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.assignments import replica_list_problem
+from shoal.server.configs import topic_entries
+from shoal.server.context import RequestContext
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 19
+_ZERO = datetime.timedelta(0)
+_DEFAULT = -1
+_REPLICATION_FACTOR = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    partitions: int
+    configs: dict[str, Any]
+
+
+@api(API_KEY, 2, 7)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    answered: set[str] = set()
+    for topic in request.topics:
+        if topic.name in answered:
+            continue
+        answered.add(topic.name)
+        try:
+            if counts[topic.name] > 1:
+                raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+            info = _create(ctx, topic, validate_only=bool(request.validate_only))
+        except Refused as exc:
+            log.info(
+                "CreateTopics of %r refused (%s): %s (client %s)",
+                topic.name,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            results.append(_failed(schema, topic.name, exc.code, exc.message))
+            continue
+        results.append(_created(schema, ctx, info))
+    return schema.response(throttle_time=_ZERO, topics=tuple(results))
+
+
+def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInfo:
+    logs = ctx.broker.logs
+    if logs.topic(topic.name) is not None:
+        raise Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    plan = _plan(ctx, topic)
+    try:
+        info = logs.create_topic(
+            topic.name,
+            partitions=plan.partitions,
+            configs=plan.configs,
+            validate_only=validate_only,
+        )
+    except LogError as exc:
+        raise Refused(code_for(exc.code), str(exc)) from exc
+    if not validate_only:
+        log.info(
+            "created topic %s (id %s, %d partitions, configs %s) for %s",
+            info.name,
+            info.topic_id,
+            info.partitions,
+            info.configs,
+            ctx.client_id,
+        )
+    return info
+
+
+def _plan(ctx: RequestContext, topic: Any) -> _Plan:
+    configs = _configs(topic)
+    partitions = int(topic.num_partitions)
+    replication_factor = int(topic.replication_factor)
+    if topic.assignments:
+        partitions = _assigned_partitions(ctx, topic)
+    else:
+        if partitions == _DEFAULT:
+            partitions = int(ctx.broker.config["num.partitions"])
+        if partitions < 1:
+            raise Refused(
+                ErrorCode.invalid_partitions,
+                "Number of partitions was set to an invalid non-positive value.",
+            )
+        if replication_factor == _DEFAULT:
+            replication_factor = int(ctx.broker.config["default.replication.factor"])
+        if replication_factor < 1:
+            raise Refused(
+                ErrorCode.invalid_replication_factor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if replication_factor > _REPLICATION_FACTOR:
+            raise Refused(
+                ErrorCode.invalid_replication_factor,
+                f"Unable to replicate the partition {replication_factor} time(s): the target "
+                f"replication factor of {replication_factor} cannot be reached because only "
+                f"{_REPLICATION_FACTOR} broker(s) are registered.",
+            )
+    return _Plan(partitions=partitions, configs=configs)
+
+
+def _assigned_partitions(ctx: RequestContext, topic: Any) -> int:
+    if int(topic.replication_factor) != _DEFAULT:
+        raise Refused(
+            ErrorCode.invalid_request,
+            "A manual partition assignment was specified, but replication factor was not "
+            "set to -1.",
+        )
+    if int(topic.num_partitions) != _DEFAULT:
+        raise Refused(
+            ErrorCode.invalid_request,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        )
+    indexes: set[int] = set()
+    for assignment in topic.assignments:
+        index = int(assignment.partition_index)
+        if index in indexes:
+            raise Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
+        indexes.add(index)
+        problem = replica_list_problem(
+            [int(b) for b in assignment.broker_ids], node_id=ctx.broker.node_id
+        )
+        if problem is not None:
+            raise Refused(ErrorCode.invalid_replica_assignment, problem)
+    if indexes != set(range(len(indexes))):
+        raise Refused(
+            ErrorCode.invalid_replica_assignment,
+            "Partitions should be a consecutive 0-based integer sequence, but "
+            f"{sorted(indexes)} was given.",
+        )
+    return len(indexes)
+
+
+def _configs(topic: Any) -> dict[str, Any]:
+    raw: dict[str, str | None] = {}
+    for config in topic.configs:
+        if config.value is None:
+            raise Refused(
+                ErrorCode.invalid_config,
+                f"Null value not supported for topic configs: {config.name}",
+            )
+        raw[config.name] = config.value
+    try:
+        return validate_topic_configs(raw)
+    except ConfigError as exc:
+        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+
+
+def _created(schema: Schema, ctx: RequestContext, info: TopicInfo) -> Any:
+    if not schema.has("CreatableTopicResult", "configs"):  # before v5
+        return schema.make(
+            "CreatableTopicResult", name=info.name, error_code=ErrorCode.none, error_message=None
+        )
+    configs = tuple(
+        schema.make(
+            "CreatableTopicConfigs",
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=int(entry.source),
+            is_sensitive=False,
+        )
+        for entry in topic_entries(info.configs, ctx.broker.dynamic_config)
+    )
+    return schema.make(
+        "CreatableTopicResult",
+        name=info.name,
+        topic_id=info.topic_id,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topic_config_error_code=0,
+        num_partitions=info.partitions,
+        replication_factor=_REPLICATION_FACTOR,
+        configs=configs,
+    )
+
+
+def _failed(schema: Schema, name: str, code: ErrorCode, message: str) -> Any:
+    return schema.make(
+        "CreatableTopicResult",
+        name=name,
+        topic_id=None,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )

@@ -1,0 +1,92 @@
+"""DeleteRecords (21) v0-v2: move partitions' log start offsets up.
+
+Offset -1 means the high watermark (delete everything); another negative offset or one
+beyond the high watermark gets OFFSET_OUT_OF_RANGE, an unknown partition
+UNKNOWN_TOPIC_OR_PARTITION, an internal topic INVALID_TOPIC_EXCEPTION (as Kafka's
+ReplicaManager refuses). An offset below the current log start offset changes nothing.
+The answer carries the partition's low watermark (log start offset) afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 21
+_ZERO = datetime.timedelta(0)
+HIGH_WATERMARK = -1
+
+
+@api(API_KEY, 0, 2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    topics = tuple(
+        schema.make(
+            "DeleteRecordsTopicResult",
+            name=topic.name,
+            partitions=tuple(
+                _partition(ctx, schema, topic.name, int(p.partition_index), int(p.offset))
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return schema.response(throttle_time=_ZERO, topics=topics)
+
+
+def _partition(ctx: RequestContext, schema: Schema, topic: str, index: int, offset: int) -> Any:
+    code, low_watermark = ErrorCode.none, -1
+    try:
+        low_watermark = _delete_before(ctx, topic, index, offset)
+    except Refused as exc:
+        log.info(
+            "DeleteRecords of %s-%d before %d refused (%s): %s (client %s)",
+            topic,
+            index,
+            offset,
+            exc.code.name,
+            exc.message,
+            ctx.client_id,
+        )
+        code = exc.code
+    return schema.make(
+        "DeleteRecordsPartitionResult",
+        partition_index=index,
+        low_watermark=low_watermark,
+        error_code=code,
+    )
+
+
+def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
+    logs = ctx.broker.logs
+    partition_log = logs.partition(topic, index)
+    info = logs.topic(topic)
+    if partition_log is None or info is None:
+        raise Refused(ErrorCode.unknown_topic_or_partition, "no such partition")
+    if info.internal:
+        raise Refused(
+            ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {topic}"
+        )
+    high_watermark = partition_log.log_end_offset
+    if offset == HIGH_WATERMARK:
+        offset = high_watermark
+    if offset < 0 or offset > high_watermark:
+        raise Refused(
+            ErrorCode.offset_out_of_range,
+            f"offset {offset} is outside [0, high watermark {high_watermark}]",
+        )
+    try:
+        low_watermark = partition_log.delete_records_before(offset)
+    except LogError as exc:
+        raise Refused(code_for(exc.code), str(exc)) from exc
+    log.info("records of %s-%d before %d deleted for %s", topic, index, offset, ctx.client_id)
+    return low_watermark

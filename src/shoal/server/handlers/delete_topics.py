@@ -1,0 +1,128 @@
+"""DeleteTopics (20) v1-v6: delete topics by name (v1-v5) or by name or id (v6).
+
+v6 entries name a topic or give its id, not both (INVALID_REQUEST either way); a name
+or id repeated in the request gets INVALID_REQUEST. An unknown name gets
+UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
+`delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
+before v3, which predates that code, as in Kafka). Internal topics are refused with
+INVALID_REQUEST: Kafka's broker would delete them and only its CLI refuses, but Shoal's
+internal topics hold share-group state that must not vanish under a running broker.
+
+After a deletion every parked Fetch of the topic's partitions is woken, so it answers
+UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 20
+_ZERO = datetime.timedelta(0)
+_DELETION_DISABLED_CODE_MIN_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    name: str | None
+    topic_id: uuid.UUID | None
+
+
+@api(API_KEY, 1, 6)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    if ctx.api_version >= 6:
+        targets = [_Target(t.name, t.topic_id) for t in request.topics]
+    else:
+        targets = [_Target(name, None) for name in request.topic_names]
+    counts = Counter(targets)
+    results = []
+    for target in dict.fromkeys(targets):
+        try:
+            if counts[target] > 1:
+                what = "name" if target.topic_id is None else "id"
+                raise Refused(ErrorCode.invalid_request, f"Duplicate topic {what}.")
+            name, topic_id = _delete(ctx, target)
+        except Refused as exc:
+            log.info(
+                "DeleteTopics of %s refused (%s): %s (client %s)",
+                target.name or target.topic_id,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            results.append(_result(schema, target.name, target.topic_id, exc.code, exc.message))
+            continue
+        results.append(_result(schema, name, topic_id, ErrorCode.none, None))
+    return schema.response(throttle_time=_ZERO, responses=tuple(results))
+
+
+def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
+    broker = ctx.broker
+    if not broker.config["delete.topic.enable"]:
+        if ctx.api_version < _DELETION_DISABLED_CODE_MIN_VERSION:
+            raise Refused(ErrorCode.invalid_request, "Topic deletion is disabled.")
+        raise Refused(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
+    if target.name is not None and target.topic_id is not None:
+        raise Refused(
+            ErrorCode.invalid_request, "You may not specify both topic name and topic id."
+        )
+    if target.name is not None:
+        info = broker.logs.topic(target.name)
+        if info is None:
+            raise Refused(
+                ErrorCode.unknown_topic_or_partition, f"Topic {target.name} does not exist."
+            )
+    elif target.topic_id is not None:
+        info = broker.logs.topic_by_id(target.topic_id)
+        if info is None:
+            raise Refused(ErrorCode.unknown_topic_id, f"No topic with id {target.topic_id}.")
+    else:
+        raise Refused(ErrorCode.invalid_request, "Neither topic name nor id were specified.")
+    if info.internal:
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"Topic {info.name} is an internal topic and is not allowed to be deleted.",
+        )
+    try:
+        deleted = broker.logs.delete_topic(info.name)
+    except LogError as exc:
+        raise Refused(code_for(exc.code), str(exc)) from exc
+    for partition in range(deleted.partitions):
+        broker.purgatory.notify((deleted.name, partition))
+    log.info(
+        "deleted topic %s (id %s, %d partitions) for %s",
+        deleted.name,
+        deleted.topic_id,
+        deleted.partitions,
+        ctx.client_id,
+    )
+    return deleted.name, deleted.topic_id
+
+
+def _result(
+    schema: Schema,
+    name: str | None,
+    topic_id: uuid.UUID | None,
+    code: ErrorCode,
+    message: str | None,
+) -> Any:
+    return schema.make(
+        "DeletableTopicResult",
+        name=name,
+        topic_id=topic_id,
+        error_code=code,
+        error_message=message,
+    )

@@ -1,0 +1,72 @@
+"""DescribeCluster (60) v0-v2: the cluster id, the controller and the brokers (this node).
+
+This listener is a broker endpoint (EndpointType 1, v1+). Asking it for controllers
+(type 2) gets MISMATCHED_ENDPOINT_TYPE and any other type UNSUPPORTED_ENDPOINT_TYPE, as
+Kafka's brokers answer. No broker is ever fenced. Cluster authorized operations are
+every cluster operation when asked for (no authorizer), INT32_MIN otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server import authorized_operations as ops
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 60
+_ZERO = datetime.timedelta(0)
+BROKERS, CONTROLLERS = 1, 2
+
+
+@api(API_KEY, 0, 2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    schema = response_schema(API_KEY, ctx.api_version)
+    endpoint_type = int(getattr(request, "endpoint_type", BROKERS))
+    if endpoint_type != BROKERS:
+        if endpoint_type == CONTROLLERS:
+            code = ErrorCode.mismatched_endpoint_type
+            message = (
+                "The request was sent to an endpoint of type BROKER, but we wanted an "
+                "endpoint of type CONTROLLER"
+            )
+        else:
+            code = ErrorCode.unsupported_endpoint_type
+            message = f"Unsupported endpoint type {endpoint_type}"
+        log.info("DescribeCluster refused (%s): %s (client %s)", code.name, message, ctx.client_id)
+        return schema.response(
+            throttle_time=_ZERO,
+            error_code=code,
+            error_message=message,
+            cluster_id="",
+            controller_id=-1,
+            brokers=(),
+            cluster_authorized_operations=ops.NOT_REQUESTED,
+            endpoint_type=BROKERS,
+        )
+    node = schema.make(
+        "DescribeClusterBroker",
+        broker_id=broker.node_id,
+        host=broker.advertised_host,
+        port=broker.advertised_port,
+        rack=None,
+        is_fenced=False,
+    )
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        brokers=(node,),
+        cluster_authorized_operations=ops.authorized(
+            ops.CLUSTER, requested=bool(request.include_cluster_authorized_operations)
+        ),
+        endpoint_type=BROKERS,
+    )

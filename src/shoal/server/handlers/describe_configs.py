@@ -1,0 +1,120 @@
+"""DescribeConfigs (32) v1-v4: the configs of topics and of the broker.
+
+Resource types (see server/configs.py for values, sources and synonyms):
+- TOPIC (2), name = topic: every topic key with its effective value; an unknown topic
+  gets UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4), name = this node's id: every broker key (read-only unless it can change
+  dynamically, as Kafka marks them); name "": only the cluster-wide dynamic settings, as
+  Kafka shows its cluster defaults; any other name INVALID_REQUEST.
+- GROUP (32): not yet (INVALID_REQUEST); share-group configs add a branch here.
+
+ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
+Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
+with IncludeDocumentation.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.configs import (
+    GROUP_CONFIGS_LATER,
+    ConfigEntry,
+    ResourceType,
+    broker_entries,
+    broker_layer_for,
+    topic_entries,
+)
+from shoal.server.context import RequestContext
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 32
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 1, 4)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    include_synonyms = bool(request.include_synonyms)
+    include_documentation = bool(getattr(request, "include_documentation", False))
+    results = []
+    for resource in request.resources:
+        resource_type, name = int(resource.resource_type), resource.resource_name
+        try:
+            entries = _entries(ctx, resource_type, name)
+        except Refused as exc:
+            log.info(
+                "DescribeConfigs of resource %d %r refused (%s): %s (client %s)",
+                resource_type,
+                name,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            results.append(_result(schema, resource, exc.code, exc.message, ()))
+            continue
+        wanted = set(resource.configuration_keys or ())
+        configs = tuple(
+            _config(schema, entry, include_synonyms, include_documentation)
+            for entry in entries
+            if not wanted or entry.name in wanted
+        )
+        results.append(_result(schema, resource, ErrorCode.none, None, configs))
+    return schema.response(throttle_time=_ZERO, results=tuple(results))
+
+
+def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigEntry]:
+    broker = ctx.broker
+    if resource_type == ResourceType.TOPIC:
+        info = broker.logs.topic(name)
+        if info is None:
+            raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+        return topic_entries(info.configs, broker.dynamic_config)
+    if resource_type == ResourceType.BROKER:
+        return broker_entries(broker.dynamic_config, broker_layer_for(name, broker.node_id))
+    if resource_type == ResourceType.GROUP:
+        raise Refused(ErrorCode.invalid_request, GROUP_CONFIGS_LATER)
+    raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
+
+
+def _config(
+    schema: Schema, entry: ConfigEntry, include_synonyms: bool, include_documentation: bool
+) -> Any:
+    synonyms = tuple(
+        schema.make("DescribeConfigsSynonym", name=s.name, value=s.value, source=int(s.source))
+        for s in (entry.synonyms if include_synonyms else ())
+    )
+    return schema.make(
+        "DescribeConfigsResourceResult",
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=int(entry.source),
+        is_sensitive=False,
+        synonyms=synonyms,
+        config_type=int(entry.config_type),
+        documentation=entry.definition.doc if include_documentation else None,
+    )
+
+
+def _result(
+    schema: Schema,
+    resource: Any,
+    code: ErrorCode,
+    message: str | None,
+    configs: tuple[Any, ...],
+) -> Any:
+    return schema.make(
+        "DescribeConfigsResult",
+        error_code=code,
+        error_message=message,
+        resource_type=int(resource.resource_type),
+        resource_name=resource.resource_name,
+        configs=configs,
+    )

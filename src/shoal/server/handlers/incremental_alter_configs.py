@@ -1,0 +1,156 @@
+"""IncrementalAlterConfigs (44) v0-v1: change topic and broker configs.
+
+Each resource's operations (SET, DELETE, APPEND and SUBTRACT on LIST keys) are applied
+to its current settings and the result is validated as a whole; any problem refuses
+the whole resource and nothing of it changes (INVALID_CONFIG naming the key for an
+unknown key or a bad value, INVALID_REQUEST for a repeated key, a null value or an
+unknown operation). A resource named twice in one request gets INVALID_REQUEST. With
+ValidateOnly nothing changes.
+
+- TOPIC (2): the topic's overrides are replaced through the log manager, which applies
+  them live; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
+  cluster-wide one (server/dynamic_config.py); only dynamic keys may be set ("cannot be
+  updated dynamically" otherwise). The new configuration is persisted, then adopted.
+- GROUP (32): not yet (INVALID_REQUEST); share-group configs add a branch here.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from typing import Any
+
+from shoal.config import (
+    BROKER_KEYS,
+    TOPIC_KEYS,
+    ConfigError,
+    effective_topic_config,
+    render,
+    validate_topic_configs,
+)
+from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import response_schema
+from shoal.server.configs import GROUP_CONFIGS_LATER, ResourceType, apply_ops, broker_layer_for
+from shoal.server.context import RequestContext
+from shoal.server.dynamic_config import canonical, check_dynamic_key
+from shoal.server.refused import Refused
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 44
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        resource_type, name = int(resource.resource_type), resource.resource_name
+        code, message = ErrorCode.none, None
+        try:
+            if counts[resource_type, name] > 1:
+                raise Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
+            ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+            _alter(ctx, resource_type, name, ops, validate_only=bool(request.validate_only))
+        except Refused as exc:
+            log.info(
+                "IncrementalAlterConfigs of resource %d %r refused (%s): %s (client %s)",
+                resource_type,
+                name,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            code, message = exc.code, exc.message
+        responses.append(
+            schema.make(
+                "AlterConfigsResourceResponse",
+                error_code=code,
+                error_message=message,
+                resource_type=resource_type,
+                resource_name=name,
+            )
+        )
+    return schema.response(throttle_time=_ZERO, responses=tuple(responses))
+
+
+Ops = list[tuple[str, int, str | None]]
+
+
+def _alter(
+    ctx: RequestContext, resource_type: int, name: str, ops: Ops, *, validate_only: bool
+) -> None:
+    if resource_type == ResourceType.TOPIC:
+        _alter_topic(ctx, name, ops, validate_only=validate_only)
+    elif resource_type == ResourceType.BROKER:
+        _alter_broker(ctx, name, ops, validate_only=validate_only)
+    elif resource_type == ResourceType.GROUP:
+        raise Refused(ErrorCode.invalid_request, GROUP_CONFIGS_LATER)
+    else:
+        raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
+
+
+def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+    broker = ctx.broker
+    info = broker.logs.topic(name)
+    if info is None:
+        raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+    effective = effective_topic_config(broker.config, info.configs)
+    current = {key: render(TOPIC_KEYS[key], value) or "" for key, value in info.configs.items()}
+    updated = apply_ops(
+        current,
+        ops,
+        definitions=TOPIC_KEYS,
+        effective_value=lambda key: render(TOPIC_KEYS[key], effective[key]),
+        kind="topic",
+    )
+    try:
+        typed = validate_topic_configs(updated)
+    except ConfigError as exc:
+        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+    if validate_only:
+        return
+    try:
+        broker.logs.alter_topic_configs(name, typed)
+    except LogError as exc:
+        raise Refused(code_for(exc.code), str(exc)) from exc
+    log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
+
+
+def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+    broker = ctx.broker
+    layer = broker_layer_for(name, broker.node_id)
+    dynamic = broker.dynamic_config
+    try:
+        for key, _, _ in ops:
+            check_dynamic_key(key)
+        updated = apply_ops(
+            dynamic.layer(layer),
+            ops,
+            definitions=BROKER_KEYS,
+            effective_value=lambda key: render(BROKER_KEYS[key], dynamic.effective[key]),
+            kind="broker",
+        )
+        reconfigured = dynamic.with_layer(
+            layer, {key: canonical(key, value) for key, value in updated.items()}
+        )
+    except ConfigError as exc:
+        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+    if validate_only:
+        return
+    try:
+        broker.reconfigure(reconfigured)
+    except OSError as exc:
+        log.error("could not persist dynamic broker configs: %s", exc)
+        raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
+    log.info(
+        "dynamic broker configs (%s layer) now %s (client %s)",
+        layer.name.lower(),
+        dict(reconfigured.layer(layer)),
+        ctx.client_id,
+    )

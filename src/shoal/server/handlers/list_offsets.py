@@ -1,0 +1,126 @@
+"""ListOffsets (2) v1-v7: offsets by timestamp, and the ends of partitions.
+
+Timestamp -1 (latest) answers the log end offset, which on a single node is the high
+watermark; read_committed would stop at the last stable offset, the same offset until
+transactions exist. -2 (earliest) answers the log start offset; both answer timestamp
+-1. -3 (max timestamp, v7) answers the offset and timestamp of the record with the
+largest timestamp, or -1/-1 for an empty partition. Any other value finds the first
+offset whose timestamp is at least that value, or -1/-1 if there is none. The log
+finds the batch; the record within it is found by decoding that one batch
+(protocol/records.py), so the answer is exact as in Kafka. The leader
+epoch is 0 (-1 with no offset). A partition named twice in one request gets
+INVALID_REQUEST, an unknown one UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from typing import Any
+
+from shoal.log.api import LogError
+from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.record_batch import BatchError
+from shoal.protocol.records import first_at_or_after
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 2
+_ZERO = datetime.timedelta(0)
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+_LEADER_EPOCH = 0
+_NOT_FOUND = (-1, -1)
+
+
+@api(API_KEY, 1, 7)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    counts = Counter((t.name, int(p.partition_index)) for t in request.topics for p in t.partitions)
+    topics = tuple(
+        schema.make(
+            "ListOffsetsTopicResponse",
+            name=topic.name,
+            partitions=tuple(
+                _partition(
+                    ctx,
+                    schema,
+                    topic.name,
+                    p,
+                    repeated=counts[topic.name, int(p.partition_index)] > 1,
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return schema.response(throttle_time=_ZERO, topics=topics)
+
+
+def _partition(
+    ctx: RequestContext, schema: Schema, topic: str, asked: Any, *, repeated: bool
+) -> Any:
+    index = int(asked.partition_index)
+    timestamp = int(asked.timestamp)
+    partition_log = ctx.broker.logs.partition(topic, index)
+    if repeated or partition_log is None:
+        code = ErrorCode.invalid_request if repeated else ErrorCode.unknown_topic_or_partition
+        log.info(
+            "ListOffsets of %s-%d refused (%s) (client %s)", topic, index, code.name, ctx.client_id
+        )
+        return _answer(schema, index, code, _NOT_FOUND)
+    try:
+        found = _lookup(partition_log, timestamp)
+    except LogError as exc:
+        log.info(
+            "ListOffsets of %s-%d at %d failed (%s): %s", topic, index, timestamp, exc.code, exc
+        )
+        return _answer(schema, index, code_for(exc.code), _NOT_FOUND)
+    return _answer(schema, index, ErrorCode.none, found)
+
+
+def _lookup(partition_log: PartitionLog, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) answered for a query timestamp."""
+    if timestamp == LATEST:
+        return partition_log.log_end_offset, -1
+    if timestamp == EARLIEST:
+        return partition_log.log_start_offset, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = partition_log.max_timestamp()
+        return _NOT_FOUND if found is None else _exact(partition_log, found, found[1])
+    found = partition_log.offset_for_timestamp(timestamp)
+    return _NOT_FOUND if found is None else _exact(partition_log, found, timestamp)
+
+
+def _exact(partition_log: PartitionLog, found: tuple[int, int], timestamp: int) -> tuple[int, int]:
+    """The log's indexes find the batch; Kafka answers the record, so look inside that
+    one batch (if it cannot be decoded, the batch-level answer stands)."""
+    offset = found[0]
+    read = partition_log.read(offset, max_bytes=0, min_one_batch=True)
+    if not read.headers:
+        return found
+    try:
+        exact = first_at_or_after(
+            read.records, read.headers[0], timestamp_ms=timestamp, min_offset=offset
+        )
+    except BatchError as exc:
+        log.warning("ListOffsets answers batch offset %d: %s", offset, exc)
+        return found
+    return found if exact is None else exact
+
+
+def _answer(schema: Schema, index: int, code: ErrorCode, found: tuple[int, int]) -> Any:
+    offset, timestamp = found
+    return schema.make(
+        "ListOffsetsPartitionResponse",
+        partition_index=index,
+        error_code=code,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=_LEADER_EPOCH if offset >= 0 else -1,
+    )

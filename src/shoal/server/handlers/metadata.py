@@ -1,0 +1,182 @@
+"""Metadata (3) v0-v13: the broker, the cluster id and the topics a client asks about.
+
+One broker (this node) leads every partition at leader epoch 0 with itself as the only
+replica. Topics are asked for by name, or from v12 by topic id with a null name (an
+unknown id gets UNKNOWN_TOPIC_ID and a null name; v10-v11 may not use ids, as in Kafka,
+and get INVALID_REQUEST). v0 with an empty list and v1+ with a null list mean every
+topic, internal ones included; v1+ with an empty list means none.
+
+An unknown named topic is created with `num.partitions` partitions when the request
+allows it (always up to v3, `allow_auto_topic_creation` from v4) and
+`auto.create.topics.enable` is on; otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An
+invalid name gets INVALID_TOPIC_EXCEPTION either way, as in Kafka. Unlike Kafka (which
+answers LEADER_NOT_AVAILABLE until the new topic is ready) the topic is usable at once,
+so it is described like any other.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from typing import Any
+
+from shoal.log.api import LogError, TopicInfo
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server import authorized_operations as ops
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 3
+_ZERO = datetime.timedelta(0)
+_LEADER_EPOCH = 0
+_BY_ID_MIN_VERSION = 12
+_TOPIC_IDS_MIN_VERSION = 10
+
+
+@api(API_KEY, 0, 13)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    schema = response_schema(API_KEY, ctx.api_version)
+    topic_operations = ops.authorized(
+        ops.TOPIC, requested=bool(getattr(request, "include_topic_authorized_operations", False))
+    )
+    if _wants_all(ctx.api_version, request.topics):
+        topics = [_described(schema, ctx, info, topic_operations) for info in broker.logs.topics()]
+    else:
+        topics = [
+            _one_topic(ctx, schema, request, t, topic_operations) for t in _unique(request.topics)
+        ]
+    node = schema.make(
+        "MetadataResponseBroker",
+        node_id=ctx.broker.node_id,
+        host=broker.advertised_host,
+        port=broker.advertised_port,
+        rack=None,
+    )
+    return schema.response(
+        throttle_time=_ZERO,
+        brokers=(node,),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=ops.authorized(
+            ops.CLUSTER,
+            requested=bool(getattr(request, "include_cluster_authorized_operations", False)),
+        ),
+        error_code=ErrorCode.none,
+    )
+
+
+def _wants_all(version: int, topics: tuple[Any, ...] | None) -> bool:
+    if version == 0:
+        return not topics
+    return topics is None
+
+
+def _unique(topics: tuple[Any, ...]) -> list[Any]:
+    """Each asked-for topic once (Kafka answers a repeated topic once)."""
+    seen: set[tuple[str | None, uuid.UUID | None]] = set()
+    unique = []
+    for topic in topics:
+        key = (topic.name, getattr(topic, "topic_id", None))
+        if key not in seen:
+            seen.add(key)
+            unique.append(topic)
+    return unique
+
+
+def _one_topic(
+    ctx: RequestContext, schema: Schema, request: Any, topic: Any, topic_operations: int
+) -> Any:
+    version = ctx.api_version
+    logs = ctx.broker.logs
+    name: str | None = topic.name
+    topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
+    if (
+        version >= _TOPIC_IDS_MIN_VERSION
+        and version < _BY_ID_MIN_VERSION
+        and (name is None or topic_id is not None)
+    ):
+        log.info("Metadata v%d refused topic id %s: ids need v12+", version, topic_id)
+        return _error(schema, ErrorCode.invalid_request, name or "", topic_id)
+    if name is None:
+        info = None if topic_id is None else logs.topic_by_id(topic_id)
+        if info is None:
+            return _error(schema, ErrorCode.unknown_topic_id, None, topic_id)
+        return _described(schema, ctx, info, topic_operations)
+    info = logs.topic(name)
+    if info is None:
+        allowed = version < 4 or bool(request.allow_auto_topic_creation)
+        info_or_error = _auto_create(ctx, name, allowed=allowed)
+        if isinstance(info_or_error, ErrorCode):
+            return _error(schema, info_or_error, name, None)
+        info = info_or_error
+    return _described(schema, ctx, info, topic_operations)
+
+
+def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo | ErrorCode:
+    broker = ctx.broker
+    enabled = allowed and bool(broker.config["auto.create.topics.enable"])
+    partitions = int(broker.config["num.partitions"])
+    # With creation off, a dry run still tells an invalid name from a merely unknown one.
+    try:
+        info = broker.logs.create_topic(
+            name, partitions=partitions, configs={}, validate_only=not enabled
+        )
+    except LogError as exc:
+        if not enabled and exc.code != "INVALID_TOPIC_EXCEPTION":
+            return ErrorCode.unknown_topic_or_partition
+        log.info(
+            "Metadata refused topic %r (%s): %s (client %s)", name, exc.code, exc, ctx.client_id
+        )
+        return code_for(exc.code)
+    if not enabled:
+        return ErrorCode.unknown_topic_or_partition
+    log.info(
+        "auto-created topic %s (%d partitions) for Metadata from %s",
+        name,
+        partitions,
+        ctx.client_id,
+    )
+    return info
+
+
+def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: int) -> Any:
+    node = ctx.broker.node_id
+    partitions = tuple(
+        schema.make(
+            "MetadataResponsePartition",
+            error_code=ErrorCode.none,
+            partition_index=index,
+            leader_id=node,
+            leader_epoch=_LEADER_EPOCH,
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+            offline_replicas=(),
+        )
+        for index in range(info.partitions)
+    )
+    return schema.make(
+        "MetadataResponseTopic",
+        error_code=ErrorCode.none,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.internal,
+        partitions=partitions,
+        topic_authorized_operations=topic_operations,
+    )
+
+
+def _error(schema: Schema, code: ErrorCode, name: str | None, topic_id: uuid.UUID | None) -> Any:
+    return schema.make(
+        "MetadataResponseTopic",
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=ops.NOT_REQUESTED,
+    )
