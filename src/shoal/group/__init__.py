@@ -1,0 +1,30 @@
+"""Group coordinator for KIP-932 share groups (sans-I/O, event-sourced).
+
+Modules: `records` (the `__consumer_offsets` record types 10-15), `share_group`
+(replayed state of one group), `assignor` (the simple assignor), `membership`
+(heartbeat rules), `lifecycle` (share-partition initialisation and deletion),
+`results` (responses and effects), `settings`, `topics`, and `coordinator` (the
+`GroupCoordinatorShard` tying them together). See `coordinator`'s docstring for how
+a caller drives the shard.
+"""
+
+from shoal.group.coordinator import DurableState, GroupCoordinatorShard
+from shoal.group.results import (
+    CoordinatorResult,
+    DeleteShareState,
+    GroupError,
+    InitializeShareState,
+)
+from shoal.group.settings import ShareGroupSettings
+from shoal.group.topics import TopicMetadata
+
+__all__ = [
+    "CoordinatorResult",
+    "DeleteShareState",
+    "DurableState",
+    "GroupCoordinatorShard",
+    "GroupError",
+    "InitializeShareState",
+    "ShareGroupSettings",
+    "TopicMetadata",
+]

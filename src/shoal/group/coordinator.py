@@ -1,0 +1,576 @@
+"""The group coordinator shard: share-group membership, assignment and lifecycle.
+
+Theory of operation. The shard is an event-sourced state machine over the records
+of `records.py` (one `__consumer_offsets` partition's worth of groups). Every write
+operation returns a `CoordinatorResult` (records, response, effects) and changes no
+group state; the caller appends the records, calls `replay` for each, performs the
+effects, then sends the response. Loading after a restart replays the same records
+through the same `replay`, then calls `on_loaded`.
+
+State the shard holds:
+
+- *durable* (built only by `replay`): the share groups (`ShareGroup`) and the ids
+  taken by other group types (the namespace shared with consumer and classic
+  groups). `durable_state()` exposes it for comparison.
+- *soft* (never persisted, like Kafka's coordinator timers): the topic image given
+  by `on_topics_changed`, each member's session deadline, each group's
+  initialisation-retry deadline, and the groups whose deletion is in progress.
+  Operations arm and cancel these timers as Kafka's do; `next_deadline()` tells the
+  runtime when to call `expire_sessions` / `retry_initializations`, and a firing
+  timer is an ordinary write that re-validates before changing anything.
+
+No I/O, no wall clock, no randomness: time is the `now_ms` given to an operation,
+or the injected clock's `monotonic_ms()` when omitted.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from shoal.clock import Clock
+from shoal.group import lifecycle, membership, queries
+from shoal.group import records as r
+from shoal.group.results import (
+    CoordinatorResult,
+    DeleteGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    Effect,
+    GroupEpochResponse,
+    GroupError,
+    GroupsChanged,
+    ListedGroup,
+    ShareGroupHeartbeatResponse,
+)
+from shoal.group.settings import GroupConfigSource, GroupSettings, ShareGroupSettings
+from shoal.group.share_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    STATE_DEAD,
+    ShareGroup,
+    StatePartitionMetadata,
+    apply,
+)
+from shoal.group.topics import TopicImage, TopicMetadata, metadata_hash
+
+GROUP_TYPE_CONSUMER = "consumer"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DurableState:
+    """Everything `replay` builds; equal for a live shard and one that replayed
+    its records."""
+
+    share_groups: dict[str, ShareGroup]
+    other_groups: dict[str, str]
+
+
+class GroupCoordinatorShard:
+    """Share groups of one coordinator partition. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        settings: ShareGroupSettings | None = None,
+        group_configs: GroupConfigSource = None,
+    ) -> None:
+        self._clock = clock
+        self._settings = GroupSettings(
+            broker=settings or ShareGroupSettings(), group_configs=group_configs
+        )
+        self._groups: dict[str, ShareGroup] = {}
+        self._other_groups: dict[str, str] = {}
+        self._image = TopicImage()
+        self._session_deadlines: dict[tuple[str, str], int] = {}
+        self._init_retry_deadlines: dict[str, int] = {}
+        self._deleting_groups: set[str] = set()
+
+    # ---- replay ---------------------------------------------------------------------
+
+    def replay(self, record: r.CoordinatorRecord) -> None:
+        """Apply one record: the only way group state changes."""
+        key = record.key
+        if isinstance(key, r.ConsumerGroupMetadataKey):
+            if record.value is None:
+                self._other_groups.pop(key.group_id, None)
+            else:
+                assert key.group_id not in self._groups, f"{key.group_id} is a share group"
+                self._other_groups[key.group_id] = GROUP_TYPE_CONSUMER
+            return
+        group_id = key.group_id
+        assert group_id not in self._other_groups, f"{group_id} is a {self.group_type(group_id)}"
+        group = self._groups.get(group_id)
+        if isinstance(key, r.ShareGroupMetadataKey):
+            if record.value is None:
+                assert group is None or group.is_empty, f"deleting {group_id} with members"
+                self._groups.pop(group_id, None)
+                self._deleting_groups.discard(group_id)
+                self._init_retry_deadlines.pop(group_id, None)
+                return
+            assert isinstance(record.value, r.ShareGroupMetadataValue)
+            group = self._group_for_value(group_id)
+            group.group_epoch = record.value.epoch
+            group.metadata_hash = record.value.metadata_hash
+            return
+        if group is None:
+            if record.value is None:
+                return  # a tombstone of a group already gone (compacted log)
+            group = self._group_for_value(group_id)
+        apply(group, record)
+        if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
+            self._session_deadlines.pop((group_id, key.member_id), None)
+
+    def _group_for_value(self, group_id: str) -> ShareGroup:
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._groups[group_id] = ShareGroup(group_id=group_id)
+        return group
+
+    def durable_state(self) -> DurableState:
+        """A snapshot (deep copy) of the replayed state, for comparisons."""
+        return DurableState(
+            share_groups=copy.deepcopy(self._groups), other_groups=dict(self._other_groups)
+        )
+
+    def on_loaded(self, *, now_ms: int | None = None) -> CoordinatorResult[None]:
+        """After replaying a loaded partition: give every member a full session
+        (as Kafka's onLoaded) and re-issue the initialisations and deletions that
+        were in progress (as Kafka's onElected)."""
+        now = self._now(now_ms)
+        effects: list[Effect] = []
+        for group_id, group in sorted(self._groups.items()):
+            timeout = self._settings.session_timeout_ms(group_id)
+            for member_id in group.members:
+                self._session_deadlines[(group_id, member_id)] = now + timeout
+            metadata = group.state_metadata
+            pending = lifecycle.pending_from_initializing(metadata)
+            if pending:
+                effects.append(
+                    lifecycle.initialize_effect(
+                        group_id=group_id, state_epoch=group.group_epoch, pending=pending
+                    )
+                )
+            if metadata.deleting:
+                effects.append(self._retry_deletion_effect(group_id, metadata))
+        return CoordinatorResult(records=(), response=None, effects=tuple(effects))
+
+    # ---- heartbeat ------------------------------------------------------------------
+
+    def share_group_heartbeat(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed_topic_names: Collection[str] | None,
+        client_id: str,
+        client_host: str,
+        now_ms: int | None = None,
+    ) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+        """ShareGroupHeartbeat (76): join at epoch 0, heartbeat at the member's
+        epoch, leave at -1. Arms the member's session timer when accepted."""
+        now = self._now(now_ms)
+        request = membership.HeartbeatRequest(
+            group_id=group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            rack_id=rack_id,
+            subscribed_topic_names=(
+                tuple(subscribed_topic_names) if subscribed_topic_names is not None else None
+            ),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        message = membership.validation_error(request)
+        if message is not None:
+            return membership.error_result(GroupError.INVALID_REQUEST, message)
+        if group_id in self._other_groups:
+            return membership.error_result(
+                GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+        group = self._groups.get(group_id)
+        interval = self._settings.heartbeat_interval_ms(group_id)
+        if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if group is None:
+                return membership.error_result(
+                    GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                )
+            result = membership.leave(
+                group=group, member_id=member_id, image=self._image, heartbeat_interval_ms=interval
+            )
+            if result.response.error is None:
+                self._session_deadlines.pop((group_id, member_id), None)
+            return result
+        retry_at = self._init_retry_deadlines.get(group_id)
+        result = membership.heartbeat(
+            group=group,
+            request=request,
+            image=self._image,
+            max_size=self._settings.broker.max_size,
+            heartbeat_interval_ms=interval,
+            may_initialize=retry_at is None or retry_at <= now,
+        )
+        if result.response.error is None:
+            if retry_at is not None and retry_at <= now:
+                del self._init_retry_deadlines[group_id]
+            deadline = now + self._settings.session_timeout_ms(group_id)
+            self._session_deadlines[(group_id, member_id)] = deadline
+        return result
+
+    # ---- timers ---------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest armed timer (session expiry or initialisation retry)."""
+        deadlines = [*self._session_deadlines.values(), *self._init_retry_deadlines.values()]
+        return min(deadlines) if deadlines else None
+
+    def expire_sessions(self, *, now_ms: int | None = None) -> CoordinatorResult[GroupsChanged]:
+        """Remove members whose session deadline has passed: their records, then one
+        epoch bump per group. Reassignment follows at the others' next heartbeat."""
+        now = self._now(now_ms)
+        due = sorted(key for key, deadline in self._session_deadlines.items() if deadline <= now)
+        by_group: dict[str, list[str]] = {}
+        for group_id, member_id in due:
+            del self._session_deadlines[(group_id, member_id)]
+            group = self._groups.get(group_id)
+            if group is not None and member_id in group.members:
+                by_group.setdefault(group_id, []).append(member_id)
+        records: list[r.CoordinatorRecord] = []
+        for group_id, member_ids in sorted(by_group.items()):
+            group = self._groups[group_id]
+            records.extend(
+                membership.fence_records(group=group, member_ids=member_ids, image=self._image)
+            )
+        expired = tuple((g, m) for g, ms in sorted(by_group.items()) for m in ms)
+        return CoordinatorResult(
+            records=tuple(records),
+            response=GroupsChanged(bumped_groups=tuple(sorted(by_group)), expired_members=expired),
+        )
+
+    def retry_initializations(
+        self, *, now_ms: int | None = None
+    ) -> CoordinatorResult[GroupsChanged]:
+        """Re-send initialisations that failed at least
+        `group.share.initialize.retry.interval.ms` ago."""
+        now = self._now(now_ms)
+        records: list[r.CoordinatorRecord] = []
+        effects: list[Effect] = []
+        for group_id, deadline in sorted(self._init_retry_deadlines.items()):
+            if deadline > now:
+                continue
+            del self._init_retry_deadlines[group_id]
+            group = self._groups.get(group_id)
+            if group is None:
+                continue
+            more_records, more_effects = membership.initialize(
+                group_id=group_id,
+                metadata=group.state_metadata,
+                subscribed_topic_names=group.subscribed_topic_names(),
+                image=self._image,
+                state_epoch=group.group_epoch,
+            )
+            records.extend(more_records)
+            effects.extend(more_effects)
+        return CoordinatorResult(
+            records=tuple(records), response=GroupsChanged(), effects=tuple(effects)
+        )
+
+    # ---- topic metadata and share-partition state -------------------------------------
+
+    def on_topics_changed(
+        self, *, topics: Iterable[TopicMetadata], now_ms: int | None = None
+    ) -> CoordinatorResult[GroupsChanged]:
+        """Take the cluster's current topics. Groups whose subscribed topics appeared,
+        vanished, were recreated or grew get an epoch bump; deleted topics with
+        state move to deleting (and their state is sent for deletion); new
+        partitions of subscribed topics are sent for initialisation."""
+        now = self._now(now_ms)
+        self._image = TopicImage(topics)
+        records: list[r.CoordinatorRecord] = []
+        effects: list[Effect] = []
+        bumped: list[str] = []
+        for group_id, group in sorted(self._groups.items()):
+            metadata = group.state_metadata
+            vanished = lifecycle.vanished_topics(metadata, self._image)
+            if vanished:
+                metadata, deletes = lifecycle.move_to_deleting(metadata, vanished, self._image)
+                effects.append(lifecycle.delete_effect(group_id=group_id, topics=deletes))
+            subscribed = group.subscribed_topic_names()
+            new_hash = metadata_hash(subscribed_topic_names=subscribed, image=self._image)
+            epoch = group.group_epoch
+            if new_hash != group.metadata_hash:
+                epoch += 1
+                bumped.append(group_id)
+                records.append(membership.epoch_record(group_id, epoch, new_hash))
+            retry_at = self._init_retry_deadlines.get(group_id)
+            if retry_at is None or retry_at <= now:
+                pending = lifecycle.initialization_needed(
+                    metadata=metadata, subscribed_topic_names=subscribed, image=self._image
+                )
+                if pending:
+                    metadata = lifecycle.add_initializing(metadata, pending)
+                    effects.append(
+                        lifecycle.initialize_effect(
+                            group_id=group_id, state_epoch=epoch, pending=pending
+                        )
+                    )
+            if metadata != group.state_metadata:
+                records.append(membership.state_metadata_record(group_id, metadata))
+        return CoordinatorResult(
+            records=tuple(records),
+            response=GroupsChanged(bumped_groups=tuple(bumped)),
+            effects=tuple(effects),
+        )
+
+    def complete_initialization(
+        self,
+        *,
+        group_id: str,
+        topic_partitions: Mapping[uuid.UUID, Iterable[int]],
+        success: bool,
+        now_ms: int | None = None,
+    ) -> CoordinatorResult[GroupEpochResponse]:
+        """The outcome of an `InitializeShareState` effect. Success: the partitions
+        become initialized and the group epoch is bumped, so the next heartbeat
+        assigns them. Failure: they are forgotten and retried after
+        `group.share.initialize.retry.interval.ms`."""
+        now = self._now(now_ms)
+        group = self._groups.get(group_id)
+        if group is None:
+            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+        if not success:
+            metadata = lifecycle.remove_initializing(group.state_metadata, topic_partitions)
+            retry = now + self._settings.broker.initialize_retry_interval_ms
+            self._init_retry_deadlines[group_id] = retry
+            records = (
+                [membership.state_metadata_record(group_id, metadata)]
+                if metadata != group.state_metadata
+                else []
+            )
+            return CoordinatorResult(
+                records=tuple(records),
+                response=GroupEpochResponse(group_id=group_id, group_epoch=group.group_epoch),
+            )
+        metadata, moved = lifecycle.mark_initialized(group.state_metadata, topic_partitions)
+        if not moved:
+            return self._epoch_response(group_id, None, group.group_epoch)
+        epoch = group.group_epoch + 1
+        return CoordinatorResult(
+            records=(
+                membership.state_metadata_record(group_id, metadata),
+                membership.epoch_record(group_id, epoch, group.metadata_hash),
+            ),
+            response=GroupEpochResponse(group_id=group_id, group_epoch=epoch),
+        )
+
+    def complete_state_deletion(
+        self, *, group_id: str, topic_ids: Iterable[uuid.UUID], success: bool
+    ) -> CoordinatorResult[GroupEpochResponse]:
+        """The outcome of a `DeleteShareState` effect (not for group deletion):
+        on success the topics leave `deleting`; on failure they stay, and are sent
+        again by the next `on_loaded` or DeleteGroups."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+        metadata = group.state_metadata
+        if success:
+            metadata = lifecycle.remove_deleting(metadata, topic_ids)
+        records = (
+            (membership.state_metadata_record(group_id, metadata),)
+            if metadata != group.state_metadata
+            else ()
+        )
+        return CoordinatorResult(
+            records=records,
+            response=GroupEpochResponse(
+                group_id=group_id,
+                error=None if success else GroupError.UNKNOWN_SERVER_ERROR,
+                group_epoch=group.group_epoch,
+            ),
+        )
+
+    def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, tuple[int, ...]]:
+        """Topic id -> initialised partitions of a share group ({} if unknown)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return {}
+        return {
+            topic_id: tuple(sorted(entry.partitions))
+            for topic_id, entry in sorted(group.state_metadata.initialized.items())
+        }
+
+    # ---- administration ---------------------------------------------------------------
+
+    def delete_groups(self, *, group_ids: Iterable[str]) -> CoordinatorResult[DeleteGroupsResponse]:
+        """DeleteGroups for share groups. An empty group without state is deleted at
+        once; one with state first moves its topics to deleting and returns a
+        `DeleteShareState` effect (`for_group_deletion`); the deletion finishes in
+        `complete_group_deletion`."""
+        records: list[r.CoordinatorRecord] = []
+        effects: list[Effect] = []
+        results: list[DeleteGroupResult] = []
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if group is None:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=GroupError.GROUP_ID_NOT_FOUND)
+                )
+                continue
+            if not group.is_empty:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=GroupError.NON_EMPTY_GROUP)
+                )
+                continue
+            metadata = group.state_metadata
+            if metadata.is_empty:
+                records.extend(membership.group_tombstones(group))
+                results.append(DeleteGroupResult(group_id=group_id))
+                continue
+            new_metadata, deletes = lifecycle.move_to_deleting(
+                metadata, lifecycle.topics_with_state(metadata), self._image
+            )
+            if new_metadata != metadata:
+                records.append(membership.state_metadata_record(group_id, new_metadata))
+            effects.append(
+                lifecycle.delete_effect(group_id=group_id, topics=deletes, for_group_deletion=True)
+            )
+            self._deleting_groups.add(group_id)
+            results.append(DeleteGroupResult(group_id=group_id, pending=True))
+        return CoordinatorResult(
+            records=tuple(records),
+            response=DeleteGroupsResponse(results=tuple(results)),
+            effects=tuple(effects),
+        )
+
+    def complete_group_deletion(
+        self, *, group_id: str, success: bool
+    ) -> CoordinatorResult[GroupEpochResponse]:
+        """The outcome of a group deletion's `DeleteShareState`. Success: tombstones
+        of every group record, ShareGroupMetadata last (NON_EMPTY_GROUP if a member
+        joined meanwhile: only the deleted topics leave `deleting`). Failure: the
+        group stays, its topics still deleting, until DeleteGroups is retried."""
+        self._deleting_groups.discard(group_id)
+        group = self._groups.get(group_id)
+        if group is None:
+            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+        if not success:
+            return self._epoch_response(
+                group_id, GroupError.UNKNOWN_SERVER_ERROR, group.group_epoch
+            )
+        if group.is_empty:
+            return CoordinatorResult(
+                records=tuple(membership.group_tombstones(group)),
+                response=GroupEpochResponse(group_id=group_id),
+            )
+        metadata = StatePartitionMetadata(
+            initializing=dict(group.state_metadata.initializing),
+            initialized=dict(group.state_metadata.initialized),
+        )
+        records = (
+            (membership.state_metadata_record(group_id, metadata),)
+            if metadata != group.state_metadata
+            else ()
+        )
+        return CoordinatorResult(
+            records=records,
+            response=GroupEpochResponse(
+                group_id=group_id, error=GroupError.NON_EMPTY_GROUP, group_epoch=group.group_epoch
+            ),
+        )
+
+    def reset_epoch(self, *, group_id: str) -> CoordinatorResult[GroupEpochResponse]:
+        """An offset reset bumps the group epoch (fencing older state writers). Only
+        for an empty group; a missing group is created empty."""
+        if group_id in self._other_groups:
+            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+        group = self._groups.get(group_id)
+        if group is not None and not group.is_empty:
+            return self._epoch_response(group_id, GroupError.NON_EMPTY_GROUP, group.group_epoch)
+        epoch = (group.group_epoch if group is not None else 0) + 1
+        hash_value = group.metadata_hash if group is not None else 0
+        return CoordinatorResult(
+            records=(membership.epoch_record(group_id, epoch, hash_value),),
+            response=GroupEpochResponse(group_id=group_id, group_epoch=epoch),
+        )
+
+    # ---- reads ------------------------------------------------------------------------
+
+    def group_type(self, group_id: str) -> str | None:
+        """ "share", "consumer" or None: a classic JoinGroup on a share group answers
+        INCONSISTENT_GROUP_PROTOCOL, a share request on another type
+        GROUP_ID_NOT_FOUND."""
+        if group_id in self._groups:
+            return queries.GROUP_TYPE_SHARE
+        return self._other_groups.get(group_id)
+
+    def group_state(self, group_id: str) -> str | None:
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        if group_id in self._deleting_groups and group.is_empty:
+            return STATE_DEAD
+        return group.state
+
+    def share_group_describe(self, *, group_ids: Iterable[str]) -> list[DescribedGroup]:
+        """ShareGroupDescribe (77); read-only. Unknown or other-type ids answer
+        GROUP_ID_NOT_FOUND."""
+        described: list[DescribedGroup] = []
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            state = self.group_state(group_id)
+            if group is None or state is None:
+                other_type = self._other_groups.get(group_id)
+                described.append(queries.describe_missing(group_id, other_type=other_type))
+            else:
+                described.append(queries.describe(group, state=state, image=self._image))
+        return described
+
+    def list_groups(
+        self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[ListedGroup]:
+        """ListGroups over share groups (type and protocol type "share"); filters
+        are case-insensitive, empty = all."""
+        states = [(group_id, self.group_state(group_id) or "") for group_id in self._groups]
+        return queries.list_share_groups(
+            states, states_filter=states_filter, types_filter=types_filter
+        )
+
+    def session_deadline(self, group_id: str, member_id: str) -> int | None:
+        """When the member's session expires unless it heartbeats (None: no timer)."""
+        return self._session_deadlines.get((group_id, member_id))
+
+    @property
+    def topic_image(self) -> TopicImage:
+        """The topics last given to `on_topics_changed`."""
+        return self._image
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        """The replayed state of a share group (read-only by convention)."""
+        return self._groups.get(group_id)
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _now(self, now_ms: int | None) -> int:
+        return self._clock.monotonic_ms() if now_ms is None else now_ms
+
+    def _retry_deletion_effect(self, group_id: str, metadata: StatePartitionMetadata) -> Effect:
+        return lifecycle.delete_effect(
+            group_id=group_id,
+            topics=[
+                lifecycle.retry_delete_topic(topic_id, name, self._image)
+                for topic_id, name in sorted(metadata.deleting.items())
+            ],
+        )
+
+    @staticmethod
+    def _epoch_response(
+        group_id: str, error: GroupError | None, group_epoch: int = 0
+    ) -> CoordinatorResult[GroupEpochResponse]:
+        return CoordinatorResult(
+            records=(),
+            response=GroupEpochResponse(group_id=group_id, error=error, group_epoch=group_epoch),
+        )

@@ -1,0 +1,191 @@
+"""What the group coordinator's operations return: records, a response, effects.
+
+Every operation returns a `CoordinatorResult`. The caller (the coordinator runtime):
+
+1. appends `records` to `__consumer_offsets` and replays each into the shard;
+2. performs the `effects` against the share coordinator (the persister) and reports
+   each outcome back to the shard (`complete_initialization`,
+   `complete_state_deletion`, `complete_group_deletion`);
+3. sends `response`.
+
+Effects are requests to the outside world, never performed here:
+`InitializeShareState` mirrors an InitializeShareGroupState request (StateEpoch =
+group epoch; StartOffset -1 = resolve by `share.auto.offset.reset`, 0 = from the
+start of the partition); `DeleteShareState` mirrors a DeleteShareGroupState request.
+
+Errors are Kafka error names (`GroupError`, a `StrEnum`), mapped to codes by the
+wire layer; this package never imports the codec.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from shoal.group.records import CoordinatorRecord, TopicPartitions
+
+
+class GroupError(enum.StrEnum):
+    """Kafka error names the group coordinator answers with."""
+
+    INVALID_REQUEST = "INVALID_REQUEST"
+    UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+    FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
+    GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
+    GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
+    NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
+    UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+
+
+# ---- effects ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitializePartition:
+    partition: int
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitializeTopic:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[InitializePartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitializeShareState:
+    """Initialise these share-partitions, then call `complete_initialization`."""
+
+    group_id: str
+    state_epoch: int
+    topics: tuple[InitializeTopic, ...]
+
+    def partitions_by_topic(self) -> dict[uuid.UUID, tuple[int, ...]]:
+        return {t.topic_id: tuple(p.partition for p in t.partitions) for t in self.topics}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopic:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...] | None
+    """None only for a topic found deleting after a reload whose topic no longer
+    exists: delete every partition the persister holds for (group, topic)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteShareState:
+    """Delete these share-partitions' state, then call `complete_state_deletion`
+    (or `complete_group_deletion` when `for_group_deletion`)."""
+
+    group_id: str
+    topics: tuple[DeleteTopic, ...]
+    for_group_deletion: bool = False
+
+
+Effect = InitializeShareState | DeleteShareState
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoordinatorResult(Generic[R]):
+    """Records to write (then replay), the response, and effects to perform."""
+
+    records: tuple[CoordinatorRecord, ...]
+    response: R
+    effects: tuple[Effect, ...] = ()
+
+
+# ---- responses ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroupHeartbeatResponse:
+    """ShareGroupHeartbeat (76) response fields; `assignment` None = unchanged."""
+
+    error: GroupError | None = None
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartitions, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTopicPartitions:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedMember:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[DescribedTopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroup:
+    """One group of a ShareGroupDescribe (77) response."""
+
+    group_id: str
+    error: GroupError | None = None
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedGroup:
+    """One group of a ListGroups response."""
+
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupResult:
+    """`pending`: the group's state is being deleted (a `DeleteShareState` effect
+    with `for_group_deletion`); its final result comes from
+    `complete_group_deletion`."""
+
+    group_id: str
+    error: GroupError | None = None
+    pending: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsResponse:
+    results: tuple[DeleteGroupResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupEpochResponse:
+    """Answer of `reset_epoch`, `complete_initialization`, `complete_*_deletion`."""
+
+    group_id: str
+    error: GroupError | None = None
+    group_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupsChanged:
+    """Answer of timer and metadata operations: the groups whose epoch moved and
+    the members removed."""
+
+    bumped_groups: tuple[str, ...] = ()
+    expired_members: tuple[tuple[str, str], ...] = ()

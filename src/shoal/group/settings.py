@@ -1,0 +1,107 @@
+"""The group coordinator's settings: broker defaults plus per-group overrides.
+
+Broker keys (`group.share.*`) give the defaults and bounds; a group's own
+`share.session.timeout.ms` and `share.heartbeat.interval.ms` (resource type GROUP,
+stored by the config layer and handed in as a lookup) override them. An override is
+clamped into the broker's current min/max, so a later change of the broker bounds
+applies to values set earlier (configs.md §3 item 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from shoal.config import BrokerConfig
+
+GroupConfigLookup = Callable[[str], Mapping[str, object]]
+"""Group id -> that group's set config keys (absent or None = use the broker value)."""
+
+GroupConfigSource = GroupConfigLookup | Mapping[str, Mapping[str, object]] | None
+
+SESSION_TIMEOUT_KEY = "share.session.timeout.ms"
+HEARTBEAT_INTERVAL_KEY = "share.heartbeat.interval.ms"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroupSettings:
+    """Broker-level share-group settings the coordinator uses (configs.md §2)."""
+
+    session_timeout_ms: int = 45_000
+    min_session_timeout_ms: int = 45_000
+    max_session_timeout_ms: int = 60_000
+    heartbeat_interval_ms: int = 5_000
+    min_heartbeat_interval_ms: int = 5_000
+    max_heartbeat_interval_ms: int = 15_000
+    max_size: int = 200
+    initialize_retry_interval_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        assert self.min_session_timeout_ms <= self.session_timeout_ms, self
+        assert self.session_timeout_ms <= self.max_session_timeout_ms, self
+        assert self.min_heartbeat_interval_ms <= self.heartbeat_interval_ms, self
+        assert self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms, self
+        assert self.max_size >= 1 and self.initialize_retry_interval_ms >= 1, self
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> ShareGroupSettings:
+        return cls(
+            session_timeout_ms=int(config["group.share.session.timeout.ms"]),
+            min_session_timeout_ms=int(config["group.share.min.session.timeout.ms"]),
+            max_session_timeout_ms=int(config["group.share.max.session.timeout.ms"]),
+            heartbeat_interval_ms=int(config["group.share.heartbeat.interval.ms"]),
+            min_heartbeat_interval_ms=int(config["group.share.min.heartbeat.interval.ms"]),
+            max_heartbeat_interval_ms=int(config["group.share.max.heartbeat.interval.ms"]),
+            max_size=int(config["group.share.max.size"]),
+            initialize_retry_interval_ms=int(config["group.share.initialize.retry.interval.ms"]),
+        )
+
+
+class GroupSettings:
+    """Effective per-group values: the group's override, clamped, else the default."""
+
+    __slots__ = ("_broker", "_lookup")
+
+    def __init__(self, *, broker: ShareGroupSettings, group_configs: GroupConfigSource) -> None:
+        self._broker = broker
+        self._lookup = _as_lookup(group_configs)
+
+    @property
+    def broker(self) -> ShareGroupSettings:
+        return self._broker
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        b = self._broker
+        return self._value(
+            group_id,
+            SESSION_TIMEOUT_KEY,
+            b.session_timeout_ms,
+            b.min_session_timeout_ms,
+            b.max_session_timeout_ms,
+        )
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        b = self._broker
+        return self._value(
+            group_id,
+            HEARTBEAT_INTERVAL_KEY,
+            b.heartbeat_interval_ms,
+            b.min_heartbeat_interval_ms,
+            b.max_heartbeat_interval_ms,
+        )
+
+    def _value(self, group_id: str, key: str, default: int, low: int, high: int) -> int:
+        raw = self._lookup(group_id).get(key)
+        if raw is None:
+            return default
+        assert isinstance(raw, int | str) and not isinstance(raw, bool), (key, raw)
+        return min(max(int(raw), low), high)
+
+
+def _as_lookup(source: GroupConfigSource) -> GroupConfigLookup:
+    if source is None:
+        return lambda _group_id: {}
+    if isinstance(source, Mapping):
+        table = source
+        return lambda group_id: table.get(group_id, {})
+    return source
