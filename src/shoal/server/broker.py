@@ -107,6 +107,11 @@ class Broker:
         if self._server is not None:
             self._server.close()
         self.purgatory.close()
+        # Idle connections (waiting for a request) close at once; busy ones may finish
+        # the request in hand and then stop reading (the loop checks `stopping`).
+        for info, task in list(self._connections.values()):
+            if not info.busy:
+                task.cancel()
         tasks = [task for _, task in self._connections.values()]
         timeout_s = int(self.config["shoal.shutdown.timeout.ms"]) / 1000
         if tasks:

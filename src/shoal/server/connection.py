@@ -61,6 +61,7 @@ async def serve_connection(
                     f"frame size {size} outside [{_MIN_FRAME_BYTES}, {max_frame_bytes}] "
                     "(socket.request.max.bytes)"
                 )
+            info.busy = True
             try:
                 frame = await reader.readexactly(size)
             except asyncio.IncompleteReadError:
@@ -75,12 +76,15 @@ async def serve_connection(
             if response is not None:
                 writer.write(response)
                 await writer.drain()
+            info.busy = False
     except ConnectionClosed as exc:
         log.warning("closing connection %d from %s: %s", info.connection_id, peer, exc)
     except codec.ProtocolError as exc:
         log.warning("closing connection %d from %s: %s", info.connection_id, peer, exc)
     except (ConnectionError, TimeoutError) as exc:
         log.info("connection %d from %s lost: %s", info.connection_id, peer, exc)
+    except asyncio.CancelledError:
+        log.debug("connection %d from %s closed by shutdown", info.connection_id, peer)
     finally:
         info.closed = True
         broker.connection_closed(info)

@@ -15,6 +15,8 @@ class ConnectionInfo:
     peer_host: str
     peer_port: int
     closed: bool = False
+    busy: bool = False
+    """A request has been read and its response is not yet written."""
 
 
 @dataclass(slots=True)
