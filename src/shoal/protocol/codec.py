@@ -125,7 +125,9 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
         # bytes, leaving three bytes over. Every field has been read at this point.
         log.debug(
             "%s v%d body left %d bytes unread; ignored as Kafka does",
-            api_name(api_key), version, len(frame) - offset - size,
+            api_name(api_key),
+            version,
+            len(frame) - offset - size,
         )
     return body
 

@@ -68,7 +68,7 @@ def test_trailing_bytes_are_ignored_as_kafka_does() -> None:
 def test_librdkafka_all_topics_metadata_v13() -> None:
     """librdkafka 2.16 pads the null topic array of an all-topics Metadata v13 to four
     bytes (observed on the wire); Kafka reads the fields and ignores the rest."""
-    frame = bytes.fromhex("0003000d00000003000772646b61666b61" "00" "00000000010000")
+    frame = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
     key, version = codec.peek_key_version(frame)
     header, offset = codec.decode_header(frame, key, version)
     assert header.client_id == "rdkafka"
