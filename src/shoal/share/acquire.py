@@ -1,0 +1,361 @@
+"""Acquisition: turning a log read (batch headers only) into AcquiredRecords ranges.
+
+One `Acquisition` serves one ShareFetch on one share-partition. It walks the offsets
+the read covers, in order, through three kinds of territory (share-partition.md §7):
+
+1. cached batches inside the window: AVAILABLE ones without a pending write are
+   re-acquired, a whole unsplit batch at once, otherwise per offset (§7.3);
+2. holes of an open gap window (§10.4): acquired as new records;
+3. offsets past the end offset: new records, in whole log batches (§7.4), cut into
+   ranges at log-batch boundaries by BatchSize (§7.5), or in record-limit mode one
+   range of at most MaxRecords with the rest of the log batch left AVAILABLE (§7.9).
+
+Budgets: MaxRecords is one soft budget for cached and new records alike (checked
+before each cached batch in batch-optimized mode, per record in record-limit mode);
+new records beyond the end are further limited by the in-flight limit minus the
+window size measured before the walk (§5), stretched to the end of a log batch.
+
+Poison-record throttling (§7, 4.2): a cached batch holding an AVAILABLE record with
+count >= T is taken only if nothing was taken before it, is cut to
+max(1, n >> (count - T + 1)) records, and ends the walk; a record on its last attempt
+(count = limit - 1, limit > 2) goes out alone. An AVAILABLE record whose count already
+reached a lowered limit is archived instead of acquired (§2).
+
+Adjacent per-offset acquisitions with the same delivery count within one cached batch
+come back as one range (§7.7); ranges of different cache entries are never joined, so
+BatchSize boundaries survive.
+
+Hook: `archive_aborted` archives acquired offsets of aborted transactions and removes
+them from the result (read_committed, §9). Deciding which batches are aborted is the
+caller's job (it needs the log's aborted-transaction index); Shoal does not do it yet.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shoal.protocol.record_batch import BatchHeader
+from shoal.share.inflight import InFlightBatch, InFlightState
+from shoal.share.persister import StateBatch
+from shoal.share.states import AcquireMode, Event, RecordState, throttle_threshold
+from shoal.share.window import InFlightWindow
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+    @property
+    def count(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+class Acquisition:
+    """One acquisition pass; read `acquired`, `count` and `archived` after `run`."""
+
+    def __init__(
+        self,
+        window: InFlightWindow,
+        *,
+        member_id: str,
+        headers: Sequence[BatchHeader],
+        max_records: int,
+        batch_size: int,
+        mode: AcquireMode,
+        limit: int,
+        deadline_ms: int,
+        window_room: int,
+    ) -> None:
+        assert headers and max_records > 0
+        self.window = window
+        self.member_id = member_id
+        self.headers = headers
+        self._bases = [h.base_offset for h in headers]
+        self.batch_size = max(1, batch_size)
+        self.mode = mode
+        self.limit = limit
+        self.threshold = throttle_threshold(limit)
+        self.deadline_ms = deadline_ms
+        self.window_room = window_room
+        self.remaining = max_records
+        self.count = 0
+        self.acquired: list[AcquiredRecords] = []
+        self.archived: list[StateBatch] = []
+        self.stopped = False
+        self.scanned_to = -1
+        """Every offset below this was examined (acquired, skipped or found empty)."""
+
+    # ---- the walk
+
+    def run(self, *, first_offset: int, last_offset: int) -> None:
+        window = self.window
+        new_from = window.new_records_from()
+        cache = window.cache
+        position = first_offset
+        index = cache.index_from(position)
+        self.scanned_to = first_offset
+        while position <= last_offset and not self.stopped:
+            if position >= new_from:
+                self._take_new(position, last_offset, beyond_end=True)
+                break
+            batch = cache[index] if index < len(cache) else None
+            if batch is None or batch.first_offset > position:
+                hole_last = min(
+                    last_offset, batch.first_offset - 1 if batch is not None else new_from - 1
+                )
+                self._take_hole(position, hole_last)
+                position = hole_last + 1
+                continue
+            self._take_cached(batch, position, min(last_offset, batch.last_offset))
+            position = batch.last_offset + 1
+            index += 1
+
+    def _stop(self, at: int) -> None:
+        self.stopped = True
+        self.scanned_to = max(self.scanned_to, at)
+
+    def _done_through(self, offset: int) -> None:
+        self.scanned_to = max(self.scanned_to, offset + 1)
+
+    # ---- cached batches
+
+    def _take_cached(self, batch: InFlightBatch, first: int, last: int) -> None:
+        if self.remaining <= 0:
+            self._stop(first)
+            return
+        whole = batch.whole
+        if whole is not None:
+            if not whole.is_acquirable:
+                self._done_through(last)
+                return
+            if whole.delivery_count >= self.limit:
+                self._archive(whole, batch.first_offset, batch.last_offset, Event.OVER_LIMIT)
+                self._done_through(last)
+                return
+            throttled = whole.delivery_count >= self.threshold
+            if throttled and self.count > 0:
+                self._stop(first)
+                return
+            full = first == batch.first_offset and last == batch.last_offset
+            too_big = self.mode is AcquireMode.RECORD_LIMIT and batch.size > self.remaining
+            if full and not throttled and not too_big:
+                self.window.acquire(
+                    whole,
+                    batch.first_offset,
+                    batch.last_offset,
+                    member_id=self.member_id,
+                    deadline_ms=self.deadline_ms,
+                )
+                self._add(batch.first_offset, batch.last_offset, whole.delivery_count)
+                self._done_through(last)
+                return
+            self.window.split(batch)
+        self._take_offsets(batch, first, last)
+
+    def _take_offsets(self, batch: InFlightBatch, first: int, last: int) -> None:
+        offsets = batch.offsets
+        assert offsets is not None
+        base = batch.first_offset
+        throttled = any(
+            self.threshold <= st.delivery_count < self.limit
+            for st in offsets[first - base : last - base + 1]
+            if st.is_acquirable
+        )
+        if throttled and self.count > 0:
+            self._stop(first)
+            return
+        cap: int | None = None
+        taken = 0
+        run: list[int] = []  # [first, last, count] of the current range
+        for offset in range(first, last + 1):
+            st = offsets[offset - base]
+            if not st.is_acquirable:
+                continue
+            count = st.delivery_count
+            if count >= self.limit:
+                self._archive(st, offset, offset, Event.OVER_LIMIT)
+                continue
+            last_attempt = self.limit > 2 and count == self.limit - 1
+            if last_attempt and self.count + taken > 0:
+                self._stop(offset)
+                break
+            if cap is None and count >= self.threshold:
+                cap = max(1, batch.size >> (count - self.threshold + 1))
+            self.window.acquire(
+                st, offset, offset, member_id=self.member_id, deadline_ms=self.deadline_ms
+            )
+            taken += 1
+            if run and run[1] == offset - 1 and run[2] == st.delivery_count:
+                run[1] = offset
+            else:
+                self._flush(run)
+                run = [offset, offset, st.delivery_count]
+            record_limit_full = (
+                self.mode is AcquireMode.RECORD_LIMIT and self.remaining - taken <= 0
+            )
+            if last_attempt or record_limit_full or (cap is not None and taken >= cap):
+                self._stop(offset + 1)
+                break
+        self._flush(run)
+        self.remaining -= taken
+        self.count += taken
+        if throttled and taken > 0:
+            self._stop(last + 1 if not self.stopped else self.scanned_to)
+        if not self.stopped:
+            self._done_through(last)
+
+    def _flush(self, run: list[int]) -> None:
+        if run:
+            self.acquired.append(AcquiredRecords(run[0], run[1], run[2]))
+
+    # ---- new records
+
+    def _take_hole(self, first: int, last: int) -> None:
+        gap = self.window.gap_start
+        if gap is None or gap > last:
+            self._done_through(last)  # a natural hole: no records there
+            return
+        self._take_new(max(first, gap), last, beyond_end=False)
+
+    def _take_new(self, first: int, last: int, *, beyond_end: bool) -> None:
+        allowed = self.remaining
+        if beyond_end:
+            allowed = min(allowed, self.window_room)
+        if allowed <= 0:
+            self._stop(first)
+            return
+        headers = self.headers
+        index = self._header_index_from(first)
+        if index == len(headers) or headers[index].base_offset > last:
+            self._done_through(last)
+            return
+        first = max(first, headers[index].base_offset)
+        end = last
+        target = first + allowed - 1
+        if target < last:
+            containing = bisect_right(self._bases, target) - 1
+            header_last = headers[containing].last_offset
+            end = min(last, header_last if header_last >= target else target)
+        if self.mode is AcquireMode.RECORD_LIMIT:
+            self._new_range(first, end, acquire_count=min(allowed, end - first + 1))
+        else:
+            start = first
+            for header in headers[index + 1 :]:
+                if header.base_offset > end:
+                    break
+                if header.base_offset - start >= self.batch_size:
+                    self._new_range(start, header.base_offset - 1)
+                    start = header.base_offset
+            self._new_range(start, end)
+        if end < last:
+            self._stop(end + 1)  # out of budget: the rest is not examined
+        else:
+            self._done_through(last)
+
+    def _new_range(self, first: int, last: int, *, acquire_count: int | None = None) -> None:
+        batch = InFlightBatch(first, last, InFlightState(RecordState.AVAILABLE, 0))
+        window = self.window
+        window.cache.add(batch)
+        window.end_offset = max(window.end_offset, last)
+        size = last - first + 1
+        if acquire_count is None or acquire_count == size:
+            assert batch.whole is not None
+            window.acquire(
+                batch.whole, first, last, member_id=self.member_id, deadline_ms=self.deadline_ms
+            )
+            self._add(first, last, 1)
+            return
+        window.split(batch)
+        assert batch.offsets is not None
+        for offset in range(first, first + acquire_count):
+            window.acquire(
+                batch.offsets[offset - first],
+                offset,
+                offset,
+                member_id=self.member_id,
+                deadline_ms=self.deadline_ms,
+            )
+        window.note_available(first + acquire_count)
+        self._add(first, first + acquire_count - 1, 1)
+        self._stop(first + acquire_count)
+
+    def _header_index_from(self, offset: int) -> int:
+        index = bisect_right(self._bases, offset) - 1
+        if index >= 0 and self.headers[index].last_offset >= offset:
+            return index
+        return index + 1
+
+    # ---- bookkeeping
+
+    def _add(self, first: int, last: int, delivery_count: int) -> None:
+        self.acquired.append(AcquiredRecords(first, last, delivery_count))
+        self.remaining -= last - first + 1
+        self.count += last - first + 1
+
+    def _archive(self, st: InFlightState, first: int, last: int, event: Event) -> None:
+        self.window.move(st, first, last, event, limit=self.limit)
+        self.archived.append(StateBatch(first, last, int(st.state), st.delivery_count))
+
+    # ---- before and after the walk
+
+    def archive_compacted(self, *, fetch_offset: int, first_base_offset: int) -> None:
+        """§4.5: cached AVAILABLE records between the fetch offset and the first batch
+        the log returned are gone (compaction, retention): archive them."""
+        window = self.window
+        first = max(fetch_offset, window.start_offset)
+        last = first_base_offset - 1
+        if first > last:
+            return
+        self._archive_range(first, last, Event.COMPACTED, acquirable_only=True)
+
+    def archive_aborted(self, aborted: Sequence[tuple[int, int]]) -> None:
+        """Hook for read_committed (§9): archive the acquired offsets inside `aborted`
+        ranges (delivery count kept) and leave them out of `acquired`."""
+        if not aborted or not self.acquired:
+            return
+        kept: list[AcquiredRecords] = []
+        for records in self.acquired:
+            pieces = [(records.first_offset, records.last_offset)]
+            for first, last in aborted:
+                next_pieces = []
+                for lo, hi in pieces:
+                    if last < lo or first > hi:
+                        next_pieces.append((lo, hi))
+                        continue
+                    self._archive_range(max(lo, first), min(hi, last), Event.ABORTED)
+                    if lo < first:
+                        next_pieces.append((lo, first - 1))
+                    if hi > last:
+                        next_pieces.append((last + 1, hi))
+                pieces = next_pieces
+            kept.extend(AcquiredRecords(lo, hi, records.delivery_count) for lo, hi in pieces)
+        self.acquired = kept
+
+    def _archive_range(
+        self, first: int, last: int, event: Event, *, acquirable_only: bool = False
+    ) -> None:
+        cache = self.window.cache
+        for edge in (first, last + 1):
+            batch = cache.batch_at(edge)
+            if batch is not None and batch.first_offset < edge <= batch.last_offset:
+                self.window.split(batch)
+        index = cache.index_from(first)
+        while index < len(cache) and cache[index].first_offset <= last:
+            for lo, hi, st in cache[index].states():
+                if lo < first or hi > last:
+                    continue
+                if acquirable_only and not st.is_acquirable:
+                    continue
+                if st.pending is None and (st.state, event) in _ARCHIVABLE:
+                    self._archive(st, lo, hi, event)
+            index += 1
+
+
+_ARCHIVABLE = {
+    (RecordState.AVAILABLE, Event.COMPACTED),
+    (RecordState.ACQUIRED, Event.ABORTED),
+}

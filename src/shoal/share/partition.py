@@ -1,0 +1,496 @@
+"""`SharePartition`: the share-partition leader of one (group, topic, partition).
+
+A sans-I/O state machine. Inputs are method calls with keyword arguments; effects
+come back as values:
+
+- `acquire` returns AcquiredRecords ranges and the log batches to send; it may also
+  return a `StateWrite` for records it archived on the way (compaction holes, a
+  lowered delivery limit, aborted transactions) - those transitions stand whether or
+  not the write succeeds, like expiries.
+- `acknowledge` and `release_member` return a pending `StateWrite` and a handle. The
+  caller persists the write and then calls `commit_write` (the SPSO may advance) or
+  `rollback_write` (the records return to ACQUIRED, or to AVAILABLE / ARCHIVED when
+  their lock expired meanwhile). Until then those records can be neither acquired
+  nor acknowledged.
+- `expire_locks(now_ms)` returns one write per expired lock; the server calls it when
+  `next_lock_deadline()` passes. Transitions stand even if the writes fail.
+- `wake` flags say when parked share fetches should be retried.
+
+Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
+`expire_locks`. Group configuration is read through a callable on every operation.
+See share-partition.md for the semantics; the window's invariants are listed in
+`window.py` and checked by `check_invariants`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from shoal.clock import Clock
+from shoal.protocol.record_batch import BatchHeader
+from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
+from shoal.share.acquire import AcquiredRecords, Acquisition
+from shoal.share.inflight import InFlightBatch, InFlightState, Lock
+from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
+from shoal.share.settings import IsolationLevel, SharePartitionConfig
+from shoal.share.states import AcknowledgeType, AcquireMode, Event, RecordState
+from shoal.share.window import InFlightWindow
+
+INT32_MAX = 2**31 - 1
+
+
+class StateLoadError(ValueError):
+    """Persisted state that cannot be loaded (§10.3): the load fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteHandle:
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """A state write to persist, then `commit_write` or `rollback_write` its handle."""
+
+    write: StateWrite
+    handle: WriteHandle
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireResult:
+    acquired: tuple[AcquiredRecords, ...]
+    count: int
+    """Records acquired (to subtract from the request's MaxRecords budget)."""
+    batches: tuple[BatchHeader, ...]
+    """The log batches overlapping [first acquired, last acquired] (§7.8), in order."""
+    write: StateWrite | None
+    """Archivals made while acquiring; they stand whatever happens to the write."""
+    lock_duration_ms: int
+    """AcquisitionLockTimeoutMs for the response."""
+
+    @property
+    def byte_range(self) -> tuple[int, int] | None:
+        """[start, end) of `batches` in the buffer their positions refer to."""
+        if not self.batches:
+            return None
+        last = self.batches[-1]
+        return self.batches[0].position, last.position + last.size
+
+
+@dataclass(frozen=True, slots=True)
+class AckResult:
+    error: str | None = None
+    """INVALID_REQUEST or INVALID_RECORD_STATE for the partition; nothing changed."""
+    pending: PendingWrite | None = None
+    """None when nothing needs writing (RENEW only, or wholly below the SPSO)."""
+    renewed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WriteCompletion:
+    start_offset_moved: bool
+    wake: bool
+    """Records became acquirable or the SPSO moved: retry parked share fetches."""
+    writes: tuple[StateWrite, ...] = ()
+    """Follow-up writes (locks that expired while a rolled-back write was pending)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiryResult:
+    writes: tuple[StateWrite, ...]
+    """One per expired lock, in deadline order."""
+    wake: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    """One cache entry (a whole batch, or one offset of a split batch), for describe
+    and tests."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+    member_id: str
+    pending: bool
+    lock_deadline_ms: int | None
+
+
+class SharePartition:
+    """The in-flight state machine of one share-partition. Call `initialize` first."""
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        clock: Clock,
+        config: Callable[[], SharePartitionConfig],
+        leader_epoch: int = 0,
+    ) -> None:
+        self.key = SharePartitionKey(group_id, topic_id, partition)
+        self._clock = clock
+        self._config = config
+        self.leader_epoch = leader_epoch
+        self.state_epoch = 0
+        self._window: InFlightWindow | None = None
+
+    # ---- loading
+
+    def initialize(
+        self, *, state: PersistedState, log_start_offset: int, reset_offset: int
+    ) -> None:
+        """Load persisted state (§10). A start offset of -1 means `reset_offset` (the
+        group's `share.auto.offset.reset`, see settings.resolve_reset_offset); it is
+        kept in memory and persisted with the next write."""
+        assert self._window is None, "already initialized"
+        start = state.start_offset if state.start_offset >= 0 else reset_offset
+        if start < 0:
+            raise StateLoadError(f"start offset {start} is negative")
+        window = InFlightWindow(start_offset=start)
+        previous_last = start - 1
+        gap_start = None
+        for batch in state.state_batches:
+            if batch.first_offset < start:
+                raise StateLoadError(f"{batch} lies below the start offset {start}")
+            if batch.first_offset <= previous_last:
+                raise StateLoadError(f"{batch} overlaps the batch before it")
+            if batch.state is RecordState.ACQUIRED or batch.state is RecordState.ARCHIVING:
+                raise StateLoadError(f"{batch} has a state that is never persisted")
+            if gap_start is None and batch.first_offset > previous_last + 1:
+                gap_start = previous_last + 1
+            previous_last = batch.last_offset
+            st = InFlightState(batch.state, batch.delivery_count)
+            window.cache.add(InFlightBatch(batch.first_offset, batch.last_offset, st))
+            if batch.state.is_terminal:
+                window.delivery_complete_count += batch.last_offset - batch.first_offset + 1
+            elif batch.state is RecordState.AVAILABLE:
+                window.note_available(batch.first_offset)
+        if state.state_batches:
+            window.end_offset = previous_last
+            if gap_start is not None:
+                window.open_gap_window(gap_start=gap_start, gap_end=previous_last)
+            window.advance_start()
+        self.state_epoch = state.state_epoch
+        self._window = window
+        if log_start_offset > window.start_offset:
+            window.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+        self._check_boundary()
+
+    @property
+    def initialized(self) -> bool:
+        return self._window is not None
+
+    @property
+    def _w(self) -> InFlightWindow:
+        assert self._window is not None, "share-partition not initialized"
+        return self._window
+
+    # ---- reading
+
+    @property
+    def start_offset(self) -> int:
+        return self._w.start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._w.end_offset
+
+    @property
+    def delivery_complete_count(self) -> int:
+        return self._w.delivery_complete_count
+
+    @property
+    def record_lock_duration_ms(self) -> int:
+        return self._config().record_lock_duration_ms
+
+    def next_fetch_offset(self) -> int:
+        """Where the caller reads the log from for the next `acquire`."""
+        return self._w.next_fetch_offset()
+
+    def can_acquire(self) -> bool:
+        """Worth reading the log: something cached or in a gap is acquirable, or the
+        window is below the in-flight limit."""
+        window = self._w
+        if window.next_fetch_offset() != window.end_offset + 1:
+            return True
+        return window.size() < self._config().max_record_locks
+
+    def next_lock_deadline(self) -> int | None:
+        """Monotonic time at which `expire_locks` has work, or None."""
+        return self._w.timers.next_deadline_ms()
+
+    def in_flight(self) -> list[RecordView]:
+        views = []
+        for batch in self._w.cache:
+            for first, last, st in batch.states():
+                lock = st.lock
+                views.append(
+                    RecordView(
+                        first,
+                        last,
+                        st.state,
+                        st.delivery_count,
+                        st.member_id,
+                        st.pending is not None,
+                        None if lock is None else lock.deadline_ms,
+                    )
+                )
+        return views
+
+    def check_invariants(self) -> None:
+        self._w.check_invariants()
+
+    # ---- acquisition
+
+    def acquire(
+        self,
+        *,
+        member_id: str,
+        fetch_offset: int,
+        headers: Sequence[BatchHeader],
+        max_records: int,
+        batch_size: int,
+        acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+        max_bytes: int = INT32_MAX,
+        end_offset_limit: int | None = None,
+        aborted: Sequence[tuple[int, int]] = (),
+    ) -> AcquireResult:
+        """Acquire records for `member_id` from `headers`, the batch headers of a log
+        read starting at `fetch_offset` (normally `next_fetch_offset()`).
+
+        `end_offset_limit` (exclusive) bounds what may be acquired: the high watermark
+        by default (the read already stops there), the last stable offset under
+        read_committed. `aborted` lists the (first, last) offsets of aborted
+        transactional batches in the read; under read_committed they are archived
+        after acquisition (`Acquisition.archive_aborted`)."""
+        assert member_id, "a member id is required"
+        config = self._config()
+        window = self._w
+        nothing = AcquireResult((), 0, (), None, config.record_lock_duration_ms)
+        if max_bytes <= 0 or max_records <= 0:
+            return nothing
+        usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
+        if not usable:
+            return nothing
+        start_before = window.start_offset
+        acquisition = Acquisition(
+            window,
+            member_id=member_id,
+            headers=usable,
+            max_records=max_records,
+            batch_size=batch_size,
+            mode=acquire_mode,
+            limit=config.delivery_count_limit,
+            deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
+            window_room=config.max_record_locks - window.size(),
+        )
+        acquisition.archive_compacted(
+            fetch_offset=fetch_offset, first_base_offset=usable[0].base_offset
+        )
+        gap = window.first_gap_offset()
+        acquisition.run(
+            first_offset=max(usable[0].base_offset, window.start_offset),
+            last_offset=usable[-1].last_offset,
+        )
+        if config.isolation_level is IsolationLevel.READ_COMMITTED:
+            acquisition.archive_aborted(aborted)
+        gap_closed = False
+        if gap is not None and fetch_offset <= gap:
+            window.mark_scanned(acquisition.scanned_to)
+            gap_closed = window.gap_start != gap
+        write = None
+        if acquisition.archived:
+            write = self._state_write(acquisition.archived)
+        if acquisition.archived or gap_closed:
+            window.advance_start()
+        acquired = tuple(acquisition.acquired)
+        assert window.start_offset >= start_before
+        self._check_boundary()
+        return AcquireResult(
+            acquired,
+            sum(r.count for r in acquired),
+            _overlapping(usable, acquired),
+            write,
+            config.record_lock_duration_ms,
+        )
+
+    # ---- acknowledgement
+
+    def acknowledge(self, *, member_id: str, batches: Sequence[AckBatch]) -> AckResult:
+        """Apply one partition's acknowledgement batches atomically (§8)."""
+        config = self._config()
+        window = self._w
+        error = validate_batches(batches)
+        if error is not None:
+            return AckResult(error)
+        if not config.renew_enabled and any(
+            AcknowledgeType.RENEW in batch.types for batch in batches
+        ):
+            return AckResult("INVALID_RECORD_STATE")
+        plan = plan_acknowledgement(window, member_id=member_id, batches=batches)
+        if isinstance(plan, str):
+            return AckResult(plan)
+        handle = window.new_handle()
+        applied = apply_plan(
+            window,
+            plan,
+            member_id=member_id,
+            handle=handle,
+            limit=config.delivery_count_limit,
+            renew_deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
+        )
+        window.drop_settled_below_start()
+        self._check_boundary()
+        if not applied.entries:
+            return AckResult(renewed=applied.renewed)
+        pending = PendingWrite(self._state_write(applied.entries), WriteHandle(handle))
+        return AckResult(pending=pending, renewed=applied.renewed)
+
+    def release_member(self, *, member_id: str) -> PendingWrite | None:
+        """The member's share session closed or its connection dropped: its ACQUIRED
+        records become AVAILABLE, or ARCHIVED at the delivery limit or below the
+        SPSO; delivery counts are kept (4.2). Pending like an acknowledgement."""
+        window = self._w
+        limit = self._config().delivery_count_limit
+        handle = window.new_handle()
+        entries = []
+        for batch in window.cache:
+            for first, last, st in batch.states():
+                if (
+                    st.state is RecordState.ACQUIRED
+                    and st.pending is None
+                    and st.member_id == member_id
+                ):
+                    entries.append(
+                        window.begin(
+                            st, first, last, Event.SESSION_RELEASE, limit=limit, handle=handle
+                        )
+                    )
+        self._check_boundary()
+        if not entries:
+            return None
+        return PendingWrite(self._state_write(entries), WriteHandle(handle))
+
+    def commit_write(self, *, handle: WriteHandle) -> WriteCompletion:
+        """The write of `handle` succeeded: complete its transitions, advance the SPSO."""
+        window = self._w
+        limit = self._config().delivery_count_limit
+        states = window.states_of_handle(handle.id)
+        assert states, f"unknown or finished write {handle}"
+        available = False
+        for first, last, st in states:
+            window.commit(st, first, last, limit=limit)
+            available = available or st.state is RecordState.AVAILABLE
+        moved = window.advance_start()
+        self._check_boundary()
+        return WriteCompletion(moved, moved or available)
+
+    def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
+        """The write of `handle` failed: undo its transitions (§8.5)."""
+        window = self._w
+        limit = self._config().delivery_count_limit
+        now_ms = self._clock.monotonic_ms()
+        states = window.states_of_handle(handle.id)
+        assert states, f"unknown or finished write {handle}"
+        expired = [
+            entry
+            for first, last, st in states
+            if (entry := window.rollback(st, first, last, now_ms=now_ms, limit=limit)) is not None
+        ]
+        if not expired:
+            self._check_boundary()
+            return WriteCompletion(False, False)
+        write = self._state_write(expired)
+        moved = window.advance_start()
+        self._check_boundary()
+        return WriteCompletion(moved, True, (write,))
+
+    # ---- time
+
+    def expire_locks(self, *, now_ms: int) -> ExpiryResult:
+        """Fire every lock whose deadline is <= now_ms (§3.2)."""
+        window = self._w
+        limit = self._config().delivery_count_limit
+        writes = []
+        for lock in window.timers.pop_expired(now_ms):
+            entry = self._expire(lock, limit)
+            if entry is not None:
+                writes.append(self._state_write([entry]))
+                window.advance_start()
+        self._check_boundary()
+        return ExpiryResult(tuple(writes), bool(writes))
+
+    def _expire(self, lock: Lock, limit: int) -> StateBatch | None:
+        window = self._w
+        batch = window.cache.batch_at(lock.first_offset)
+        if batch is None:
+            return None
+        st = batch.state_at(lock.first_offset)
+        if st.lock is not lock or st.state is not RecordState.ACQUIRED:
+            return None  # cancelled meanwhile, or a write is pending (rollback checks)
+        first, last = lock.first_offset, lock.last_offset
+        window.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
+        return StateBatch(first, last, int(st.state), st.delivery_count)
+
+    # ---- the log
+
+    def on_log_start_offset(self, *, log_start_offset: int) -> bool:
+        """The log start offset moved (retention, DeleteRecords) (§4.4). Nothing is
+        written now; the next write carries the new SPSO. Returns whether it moved."""
+        moved = self._w.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+        self._check_boundary()
+        return moved
+
+    # ---- helpers
+
+    def _state_write(self, entries: Sequence[StateBatch]) -> StateWrite:
+        window = self._w
+        return StateWrite(
+            key=self.key,
+            state_epoch=self.state_epoch,
+            leader_epoch=self.leader_epoch,
+            start_offset=window.start_offset,
+            delivery_complete_count=window.delivery_complete_count,
+            state_batches=tuple(entries),
+        )
+
+    def _check_boundary(self) -> None:
+        """Cheap invariants at every method boundary (the O(window) ones are in
+        `check_invariants`)."""
+        window = self._w
+        assert window.delivery_complete_count >= 0
+        assert window.end_offset >= window.start_offset or window.has_inflight()
+        assert window.has_inflight() or window.end_offset == window.start_offset
+
+
+def _usable_headers(
+    headers: Sequence[BatchHeader], start_offset: int, end_offset_limit: int | None, max_bytes: int
+) -> list[BatchHeader]:
+    """Headers at or above the SPSO, below `end_offset_limit`, within `max_bytes`
+    (the first always goes, whatever its size: §7.10)."""
+    usable: list[BatchHeader] = []
+    total = 0
+    for header in headers:
+        if header.last_offset < start_offset:
+            continue
+        if end_offset_limit is not None and header.last_offset >= end_offset_limit:
+            break
+        if usable and total + header.size > max_bytes:
+            break
+        total += header.size
+        usable.append(header)
+    return usable
+
+
+def _overlapping(
+    headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords]
+) -> tuple[BatchHeader, ...]:
+    if not acquired:
+        return ()
+    first = min(r.first_offset for r in acquired)
+    last = max(r.last_offset for r in acquired)
+    return tuple(h for h in headers if h.last_offset >= first and h.base_offset <= last)

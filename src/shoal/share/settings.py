@@ -1,0 +1,107 @@
+"""The group configuration a share-partition reads on every operation.
+
+`SharePartitionConfig` holds the effective values of the group's share configs
+(configs.md §3), each already falling back to its broker default and clamped into
+the broker's bounds. The share-partition is handed a zero-argument callable returning
+the current value and reads it per operation, so a group config change takes effect
+where the spec says: lock duration for locks armed afterwards, delivery limit at the
+next transition, in-flight limit at the next acquisition, isolation level at the next
+fetch, RENEW permission at the next acknowledgement.
+
+`resolve_reset_offset` turns `share.auto.offset.reset` into the start offset of a
+share-partition whose persisted start offset is -1 (share-partition.md §10.2).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.clock import Clock
+from shoal.iso_duration import parse_iso_duration_ms
+
+
+class IsolationLevel(enum.Enum):
+    READ_UNCOMMITTED = "read_uncommitted"
+    READ_COMMITTED = "read_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionConfig:
+    """Effective share-group settings; defaults are Kafka 4.2's."""
+
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+    renew_enabled: bool = True
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+
+    def __post_init__(self) -> None:
+        assert self.record_lock_duration_ms > 0
+        assert self.delivery_count_limit >= 2
+        assert self.max_record_locks > 0
+
+    @classmethod
+    def resolve(
+        cls, *, broker: Mapping[str, Any], group: Mapping[str, Any]
+    ) -> SharePartitionConfig:
+        """Group overrides (None or absent = unset) over broker values, clamped into
+        the broker's min/max (configs.md §3.3)."""
+
+        def pick(group_key: str, broker_key: str, low_key: str, high_key: str) -> int:
+            value = group.get(group_key)
+            value = broker[broker_key] if value is None else value
+            return int(min(max(value, broker[low_key]), broker[high_key]))
+
+        renew = group.get("share.renew.acknowledge.enable")
+        isolation = group.get("share.isolation.level") or IsolationLevel.READ_UNCOMMITTED.value
+        return cls(
+            record_lock_duration_ms=pick(
+                "share.record.lock.duration.ms",
+                "group.share.record.lock.duration.ms",
+                "group.share.min.record.lock.duration.ms",
+                "group.share.max.record.lock.duration.ms",
+            ),
+            delivery_count_limit=pick(
+                "share.delivery.count.limit",
+                "group.share.delivery.count.limit",
+                "group.share.min.delivery.count.limit",
+                "group.share.max.delivery.count.limit",
+            ),
+            max_record_locks=pick(
+                "share.partition.max.record.locks",
+                "group.share.partition.max.record.locks",
+                "group.share.min.partition.max.record.locks",
+                "group.share.max.partition.max.record.locks",
+            ),
+            renew_enabled=True if renew is None else bool(renew),
+            isolation_level=IsolationLevel(isolation),
+        )
+
+
+BY_DURATION_PREFIX = "by_duration:"
+
+
+def resolve_reset_offset(
+    strategy: str,
+    *,
+    clock: Clock,
+    log_start_offset: Callable[[], int],
+    high_watermark: Callable[[], int],
+    offset_for_timestamp: Callable[[int], int | None],
+) -> int:
+    """The start offset `share.auto.offset.reset` gives: `latest` = high watermark,
+    `earliest` = log start offset, `by_duration:<ISO-8601>` = first offset whose
+    timestamp is >= now - duration (wall clock), or the high watermark when every
+    record is older. Only the callable the strategy needs is called."""
+    if strategy == "latest":
+        return high_watermark()
+    if strategy == "earliest":
+        return log_start_offset()
+    if strategy.startswith(BY_DURATION_PREFIX):
+        duration_ms = parse_iso_duration_ms(strategy.removeprefix(BY_DURATION_PREFIX))
+        offset = offset_for_timestamp(clock.wall_ms() - duration_ms)
+        return high_watermark() if offset is None else offset
+    raise ValueError(f"share.auto.offset.reset {strategy!r} is not latest, earliest or by_duration")

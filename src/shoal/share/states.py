@@ -1,0 +1,157 @@
+"""Record states, acknowledgement types and the legal transitions, as one table.
+
+Theory of operation. Every offset a share-partition has handed out (or learnt about
+from persisted state) has a `RecordState`, a delivery count and, while ACQUIRED, an
+owner and an acquisition lock. Records change state only through an `Event`; the
+table `TRANSITIONS` lists, for each (state, event) pair that is legal, the states it
+may lead to. Where an event has two possible outcomes (a release, a lock expiry or a
+session release leads to AVAILABLE, or to ARCHIVED once the delivery limit is reached
+or the offset lies below the start offset) `target_state` chooses between them. Any
+pair missing from the table is illegal; terminal states (ACKNOWLEDGED, ARCHIVED)
+appear on no left-hand side, so they never change.
+
+Only the delivery count rule lives beside the table: ACQUIRE adds one, every other
+event keeps it (Kafka 4.2 no longer decrements on session release).
+
+The numeric ids are the persisted ones (`DeliveryState` in share-group state records):
+0 AVAILABLE, 1 ACQUIRED (never persisted), 2 ACKNOWLEDGED, 3 ARCHIVING (dead-letter
+queues, unused in Shoal), 4 ARCHIVED.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+
+class RecordState(enum.IntEnum):
+    """State of one in-flight record; values are the persisted ids."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVING = 3
+    """Kafka 4.4 dead-letter queues only; Shoal never enters it."""
+    ARCHIVED = 4
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES: Final = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
+PERSISTED_STATES: Final = frozenset(
+    {RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}
+)
+"""States a StateBatch may carry (ACQUIRED is never written)."""
+
+
+class AcknowledgeType(enum.IntEnum):
+    """`AcknowledgeTypes` values of ShareFetch / ShareAcknowledge."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+    """ShareFetch/ShareAcknowledge v2 (KIP-1222): re-arm the lock, change nothing else."""
+
+
+class AcquireMode(enum.IntEnum):
+    """`ShareAcquireMode` of ShareFetch v2."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
+
+
+class Event(enum.Enum):
+    """What can happen to a record."""
+
+    ACQUIRE = "acquired by a member"
+    ACCEPT = "acknowledged ACCEPT by its owner"
+    REJECT = "acknowledged REJECT by its owner"
+    GAP = "acknowledged GAP by its owner"
+    RELEASE = "acknowledged RELEASE by its owner"
+    RENEW = "acknowledged RENEW by its owner (lock re-armed)"
+    LOCK_EXPIRED = "acquisition lock expired"
+    SESSION_RELEASE = "owner's share session closed or connection dropped"
+    LOG_START_PASSED = "log start offset moved past it"
+    COMPACTED = "no longer in the log (compaction hole)"
+    OVER_LIMIT = "delivery limit lowered below its count"
+    ABORTED = "part of an aborted transaction (read_committed)"
+
+
+_S = RecordState
+_E = Event
+
+TRANSITIONS: Final[Mapping[tuple[RecordState, Event], tuple[RecordState, ...]]] = MappingProxyType(
+    {
+        (_S.AVAILABLE, _E.ACQUIRE): (_S.ACQUIRED,),
+        (_S.ACQUIRED, _E.ACCEPT): (_S.ACKNOWLEDGED,),
+        (_S.ACQUIRED, _E.REJECT): (_S.ARCHIVED,),
+        (_S.ACQUIRED, _E.GAP): (_S.ARCHIVED,),
+        (_S.ACQUIRED, _E.RELEASE): (_S.AVAILABLE, _S.ARCHIVED),
+        (_S.ACQUIRED, _E.RENEW): (_S.ACQUIRED,),
+        (_S.ACQUIRED, _E.LOCK_EXPIRED): (_S.AVAILABLE, _S.ARCHIVED),
+        (_S.ACQUIRED, _E.SESSION_RELEASE): (_S.AVAILABLE, _S.ARCHIVED),
+        (_S.ACQUIRED, _E.ABORTED): (_S.ARCHIVED,),
+        (_S.AVAILABLE, _E.LOG_START_PASSED): (_S.ARCHIVED,),
+        (_S.AVAILABLE, _E.COMPACTED): (_S.ARCHIVED,),
+        (_S.AVAILABLE, _E.OVER_LIMIT): (_S.ARCHIVED,),
+    }
+)
+"""(from, event) -> possible targets. RENEW is the one same-state entry: it is not a
+state change, only a fresh lock; every other target differs from its source."""
+
+DELIVERY_COUNT_DELTA: Final[Mapping[Event, int]] = MappingProxyType({_E.ACQUIRE: 1})
+"""Events not listed keep the delivery count."""
+
+ACK_TYPE_EVENTS: Final[Mapping[AcknowledgeType, Event]] = MappingProxyType(
+    {
+        AcknowledgeType.GAP: _E.GAP,
+        AcknowledgeType.ACCEPT: _E.ACCEPT,
+        AcknowledgeType.RELEASE: _E.RELEASE,
+        AcknowledgeType.REJECT: _E.REJECT,
+        AcknowledgeType.RENEW: _E.RENEW,
+    }
+)
+
+
+class IllegalTransition(AssertionError):
+    """Our own bug: the state machine tried a transition the table does not allow."""
+
+
+def is_legal(state: RecordState, event: Event) -> bool:
+    return (state, event) in TRANSITIONS
+
+
+def target_state(
+    state: RecordState, event: Event, *, delivery_count: int, limit: int, below_start: bool
+) -> RecordState:
+    """The state `event` moves a record in `state` to.
+
+    For the two-way events the record is ARCHIVED when its delivery count has reached
+    `limit` (the group's current delivery count limit) or it lies below the start
+    offset, AVAILABLE otherwise. Raises IllegalTransition for a pair not in the table.
+    """
+    targets = TRANSITIONS.get((state, event))
+    if targets is None:
+        raise IllegalTransition(f"{state.name} does not accept {event.name}")
+    if len(targets) == 1:
+        return targets[0]
+    assert targets == (RecordState.AVAILABLE, RecordState.ARCHIVED)
+    if delivery_count >= limit or below_start:
+        return RecordState.ARCHIVED
+    return RecordState.AVAILABLE
+
+
+def next_delivery_count(delivery_count: int, event: Event) -> int:
+    return delivery_count + DELIVERY_COUNT_DELTA.get(event, 0)
+
+
+def throttle_threshold(limit: int) -> int:
+    """Delivery count from which an AVAILABLE run is delivered on its own and cut:
+    max(2, ceil(limit / 2)) (share-partition.md §7, poison-record throttling)."""
+    return max(2, -(-limit // 2))

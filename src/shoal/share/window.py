@@ -1,0 +1,417 @@
+"""The in-flight window of one share-partition: cache, locks, start and end offsets,
+DeliveryCompleteCount, gap window, and the primitives that change record states.
+
+Every state change goes through `move` (a transition that stands), `begin` (a
+transition whose state write is pending), `commit` or `rollback`; each consults the
+transition table in `states.py` and keeps the DeliveryCompleteCount in step.
+
+Invariants (checked by `check_invariants`, which tests call after every operation):
+- the cache is sorted and non-overlapping; no unsplit batch straddles the start
+  offset (the SPSO), so a batch is either wholly at/above it or wholly below;
+- `delivery_complete_count` = terminal offsets (tentative states included) >= SPSO;
+- if any cached offset is >= SPSO, `end_offset` is the last cached offset, else
+  `end_offset` == SPSO (Kafka's convention: the next offset to fetch);
+- no offset below the SPSO is AVAILABLE without a pending write;
+- an ACQUIRED record without a pending write has an owner and a lock; other records
+  have neither; a pending write was started from ACQUIRED;
+- the gap window, when open, starts at or after the SPSO.
+
+The gap window (share-partition.md §10.4): after loading persisted state with holes
+between the SPSO and the last persisted offset, offsets >= `gap_start` that no batch
+covers may still hold records nobody acquired; they are fetched and acquired like new
+ones. Holes below `gap_start`, and all holes once the window closes, are natural (no
+data, e.g. compaction) and count as archived.
+"""
+
+from __future__ import annotations
+
+from shoal.share.inflight import (
+    NO_MEMBER,
+    InFlightBatch,
+    InFlightCache,
+    InFlightState,
+    LockTimers,
+    Pending,
+)
+from shoal.share.persister import StateBatch
+from shoal.share.states import (
+    Event,
+    RecordState,
+    next_delivery_count,
+    target_state,
+)
+
+Span = tuple[int, int]
+
+
+class InFlightWindow:
+    """Mutable state of one share-partition's records; see the module docstring."""
+
+    def __init__(self, *, start_offset: int) -> None:
+        self.cache = InFlightCache()
+        self.timers = LockTimers()
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.delivery_complete_count = 0
+        self.gap_start: int | None = None
+        self.gap_end = -1
+        self._available_from: int | None = None
+        """Lower bound of the offsets that may be AVAILABLE without a pending write."""
+        self._next_handle = 1
+        self.pending_writes: dict[int, list[Span]] = {}
+
+    # ---- shape of the window
+
+    def has_inflight(self) -> bool:
+        last = self.cache.last
+        return last is not None and last.last_offset >= self.start_offset
+
+    def size(self) -> int:
+        """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
+        return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
+
+    def new_records_from(self) -> int:
+        """First offset no batch or hole of the window accounts for."""
+        return self.end_offset + 1 if self.has_inflight() else self.start_offset
+
+    def gap_active(self) -> bool:
+        return self.gap_start is not None
+
+    def open_gap_window(self, *, gap_start: int, gap_end: int) -> None:
+        self.gap_start = gap_start
+        self.gap_end = gap_end
+
+    def mark_scanned(self, offset: int) -> None:
+        """Every offset below `offset` has been read from the log: holes there that are
+        still uncovered hold no records."""
+        if self.gap_start is not None and offset > self.gap_start:
+            self.gap_start = offset
+            if self.gap_start > self.gap_end:
+                self.gap_start = None
+
+    # ---- state changes
+
+    def n_at_or_above_start(self, first: int, last: int) -> int:
+        return max(0, last - max(first, self.start_offset) + 1)
+
+    def _retally(self, old: RecordState, new: RecordState, first: int, last: int) -> None:
+        if old.is_terminal != new.is_terminal:
+            n = self.n_at_or_above_start(first, last)
+            self.delivery_complete_count += n if new.is_terminal else -n
+
+    def move(self, st: InFlightState, first: int, last: int, event: Event, *, limit: int) -> None:
+        """A transition that stands at once (expiry, archival, renew-free paths)."""
+        assert st.pending is None, f"{st} has a write pending"
+        new = target_state(
+            st.state,
+            event,
+            delivery_count=st.delivery_count,
+            limit=limit,
+            below_start=last < self.start_offset,
+        )
+        self._retally(st.state, new, first, last)
+        st.state = new
+        st.delivery_count = next_delivery_count(st.delivery_count, event)
+        if st.lock is not None:
+            self.timers.cancel(st.lock)
+            st.lock = None
+        st.member_id = NO_MEMBER
+        if new is RecordState.AVAILABLE:
+            self.note_available(first)
+
+    def acquire(
+        self, st: InFlightState, first: int, last: int, *, member_id: str, deadline_ms: int
+    ) -> None:
+        assert st.is_acquirable and st.lock is None
+        assert first >= self.start_offset
+        st.state = target_state(
+            st.state, Event.ACQUIRE, delivery_count=st.delivery_count, limit=0, below_start=False
+        )
+        st.delivery_count = next_delivery_count(st.delivery_count, Event.ACQUIRE)
+        st.member_id = member_id
+        st.lock = self.timers.arm(
+            member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
+        )
+
+    def renew(self, st: InFlightState, first: int, last: int, *, deadline_ms: int) -> None:
+        assert st.state is RecordState.ACQUIRED and st.pending is None and st.lock is not None
+        target_state(st.state, Event.RENEW, delivery_count=0, limit=0, below_start=False)
+        self.timers.cancel(st.lock)
+        st.lock = self.timers.arm(
+            member_id=st.member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
+        )
+
+    def new_handle(self) -> int:
+        handle = self._next_handle
+        self._next_handle += 1
+        return handle
+
+    def begin(
+        self, st: InFlightState, first: int, last: int, event: Event, *, limit: int, handle: int
+    ) -> StateBatch:
+        """Start a transition whose state write is pending; returns what to write."""
+        assert st.state is RecordState.ACQUIRED and st.pending is None
+        new = target_state(
+            st.state,
+            event,
+            delivery_count=st.delivery_count,
+            limit=limit,
+            below_start=last < self.start_offset,
+        )
+        st.pending = Pending(
+            handle=handle,
+            state=st.state,
+            delivery_count=st.delivery_count,
+            member_id=st.member_id,
+            lock=st.lock,
+        )
+        self._retally(st.state, new, first, last)
+        st.state = new
+        st.delivery_count = next_delivery_count(st.delivery_count, event)
+        st.member_id = NO_MEMBER
+        st.lock = None
+        self.pending_writes.setdefault(handle, []).append((first, last))
+        return StateBatch(first, last, int(new), st.delivery_count)
+
+    def commit(self, st: InFlightState, first: int, last: int, *, limit: int) -> None:
+        backup = st.pending
+        assert backup is not None
+        if backup.lock is not None:
+            self.timers.cancel(backup.lock)
+        st.pending = None
+        if st.state is RecordState.AVAILABLE:
+            if last < self.start_offset:
+                self.move(st, first, last, Event.LOG_START_PASSED, limit=limit)
+            else:
+                self.note_available(first)
+
+    def rollback(
+        self, st: InFlightState, first: int, last: int, *, now_ms: int, limit: int
+    ) -> StateBatch | None:
+        """Undo a pending transition. If the lock expired meanwhile the record becomes
+        AVAILABLE (or ARCHIVED) instead; that transition stands and is returned to be
+        written."""
+        backup = st.pending
+        assert backup is not None and backup.state is RecordState.ACQUIRED
+        self._retally(st.state, backup.state, first, last)
+        st.state = backup.state
+        st.delivery_count = backup.delivery_count
+        st.member_id = backup.member_id
+        st.lock = backup.lock
+        st.pending = None
+        if st.lock is None or not st.lock.has_expired(now_ms):
+            return None
+        self.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
+        return StateBatch(first, last, int(st.state), st.delivery_count)
+
+    def states_of_handle(self, handle: int) -> list[tuple[int, int, InFlightState]]:
+        """The (first, last, state) entries whose pending write is `handle`."""
+        found = []
+        for first, last in self.pending_writes.pop(handle, []):
+            index = self.cache.index_from(first)
+            while index < len(self.cache) and self.cache[index].first_offset <= last:
+                batch = self.cache[index]
+                for lo, hi, st in batch.states():
+                    pending = st.pending
+                    if lo >= first and hi <= last and pending and pending.handle == handle:
+                        found.append((lo, hi, st))
+                index += 1
+        return found
+
+    def split(self, batch: InFlightBatch) -> None:
+        batch.split(self.timers)
+
+    def note_available(self, offset: int) -> None:
+        if self._available_from is None or offset < self._available_from:
+            self._available_from = offset
+
+    # ---- start offset
+
+    def advance_start(self) -> bool:
+        """Move the SPSO across the prefix of terminal offsets with no write pending
+        (§4.1-4.2); drop whole settled batches below it. Returns whether it moved."""
+        old = self.start_offset
+        cache = self.cache
+        position = old
+        passed = 0
+        index = cache.index_from(position)
+        while index < len(cache):
+            batch = cache[index]
+            if batch.first_offset > position:
+                gap = self.gap_start
+                if gap is not None and gap < batch.first_offset:
+                    position = max(position, gap)
+                    break
+                position = batch.first_offset
+            if batch.offsets is None:
+                assert batch.whole is not None and batch.first_offset >= old
+                if not batch.whole.is_settled:
+                    break
+                passed += batch.size
+                position = batch.last_offset + 1
+            else:
+                stop = False
+                for offset in range(position, batch.last_offset + 1):
+                    if not batch.offsets[offset - batch.first_offset].is_settled:
+                        stop = True
+                        break
+                    passed += 1
+                    position = offset + 1
+                if stop:
+                    break
+            index += 1
+        if position == old:
+            return False
+        self.delivery_complete_count -= passed
+        self._set_start(position)
+        return True
+
+    def move_log_start(self, log_start_offset: int, *, limit: int) -> bool:
+        """§4.4: AVAILABLE records below the new log start are archived in memory,
+        terminal ones stop counting, ACQUIRED ones wait for expiry or an ack."""
+        if log_start_offset <= self.start_offset:
+            return False
+        cache = self.cache
+        straddler = cache.batch_at(log_start_offset)
+        if straddler is not None and straddler.first_offset < log_start_offset:
+            self.split(straddler)
+        index = cache.index_from(self.start_offset)
+        while index < len(cache) and cache[index].first_offset < log_start_offset:
+            for first, last, st in cache[index].states():
+                if first >= log_start_offset:
+                    break
+                if st.state.is_terminal:
+                    self.delivery_complete_count -= self.n_at_or_above_start(first, last)
+                elif st.is_acquirable:
+                    # Not counted: it is about to fall below the start offset.
+                    st.state = target_state(
+                        st.state,
+                        Event.LOG_START_PASSED,
+                        delivery_count=st.delivery_count,
+                        limit=limit,
+                        below_start=True,
+                    )
+            index += 1
+        self._set_start(log_start_offset)
+        return True
+
+    def drop_settled_below_start(self) -> None:
+        """Drop whole settled batches below the SPSO (after in-memory archivals)."""
+        self._set_start(self.start_offset)
+
+    def _set_start(self, new_start: int) -> None:
+        self.start_offset = new_start
+        cache = self.cache
+        drop = 0
+        while drop < len(cache):
+            batch = cache[drop]
+            if batch.last_offset >= new_start or not batch.is_settled():
+                break
+            drop += 1
+        cache.drop_front(drop)
+        if not self.has_inflight():
+            self.end_offset = new_start
+        if self.gap_start is not None and self.gap_start < new_start:
+            self.mark_scanned(new_start)
+        if self._available_from is not None and self._available_from < new_start:
+            self._available_from = new_start
+
+    # ---- where to fetch next
+
+    def first_acquirable(self) -> int | None:
+        """The first AVAILABLE offset >= SPSO without a pending write."""
+        lower = self._available_from
+        if lower is None:
+            return None
+        lower = max(lower, self.start_offset)
+        cache = self.cache
+        for index in range(cache.index_from(lower), len(cache)):
+            batch = cache[index]
+            if batch.offsets is None:
+                assert batch.whole is not None
+                if batch.whole.is_acquirable:
+                    self._available_from = batch.first_offset
+                    return batch.first_offset
+                continue
+            for offset in range(max(lower, batch.first_offset), batch.last_offset + 1):
+                if batch.offsets[offset - batch.first_offset].is_acquirable:
+                    self._available_from = offset
+                    return offset
+        self._available_from = None
+        return None
+
+    def first_gap_offset(self) -> int | None:
+        """The first uncovered offset of the open gap window, closing it if none."""
+        if self.gap_start is None:
+            return None
+        offset = max(self.gap_start, self.start_offset)
+        cache = self.cache
+        index = cache.index_from(offset)
+        while index < len(cache) and cache[index].first_offset <= offset:
+            offset = cache[index].last_offset + 1
+            index += 1
+        if offset > self.gap_end:
+            self.gap_start = None
+            return None
+        self.gap_start = offset
+        return offset
+
+    def next_fetch_offset(self) -> int:
+        """§4.3: SPSO when nothing is in flight; else the first acquirable offset or
+        gap-window hole, or end + 1."""
+        if not self.has_inflight():
+            return self.start_offset
+        found = (self.first_acquirable(), self.first_gap_offset())
+        candidates = [offset for offset in found if offset is not None]
+        return min(candidates) if candidates else self.end_offset + 1
+
+    # ---- checking
+
+    def check_invariants(self, *, now_ms: int | None = None) -> None:
+        """Recompute what is kept incrementally and assert every invariant. O(window)."""
+        previous_last = None
+        terminal = 0
+        start = self.start_offset
+        for batch in self.cache:
+            assert previous_last is None or batch.first_offset > previous_last, self.cache
+            previous_last = batch.last_offset
+            if batch.offsets is None:
+                assert batch.whole is not None
+                assert not batch.first_offset < start <= batch.last_offset, (
+                    f"unsplit {batch} straddles SPSO {start}"
+                )
+            else:
+                assert batch.whole is None and len(batch.offsets) == batch.size
+            for first, last, st in batch.states():
+                _check_state(st, first, last)
+                if st.state.is_terminal:
+                    terminal += self.n_at_or_above_start(first, last)
+                if last < start:
+                    assert st.state is not RecordState.AVAILABLE or st.pending is not None, (
+                        f"{batch}: AVAILABLE below SPSO {start}"
+                    )
+        assert terminal == self.delivery_complete_count, (
+            f"DeliveryCompleteCount {self.delivery_complete_count}, recomputed {terminal}"
+        )
+        tail = self.cache.last
+        if self.has_inflight():
+            assert tail is not None and self.end_offset == tail.last_offset
+        else:
+            assert self.end_offset == start, (self.end_offset, start)
+        if self.gap_start is not None:
+            assert self.gap_start >= start and self.gap_start <= self.gap_end
+
+
+def _check_state(st: InFlightState, first: int, last: int) -> None:
+    where = f"{first}-{last} {st}"
+    if st.pending is not None:
+        assert st.pending.state is RecordState.ACQUIRED, where
+        assert st.lock is None and st.member_id == NO_MEMBER, where
+        return
+    if st.state is RecordState.ACQUIRED:
+        assert st.member_id != NO_MEMBER, where
+        assert st.lock is not None and (st.lock.live or st.lock.fired), where
+        assert (st.lock.first_offset, st.lock.last_offset) == (first, last), where
+    else:
+        assert st.lock is None and st.member_id == NO_MEMBER, where
+    assert st.state is not RecordState.ARCHIVING, where

@@ -1,0 +1,153 @@
+"""InMemoryPersister: the share coordinator's state RPC semantics (coordinators.md §2).
+
+Conformance items covered here: 63, 64, 65, 67 (no-op / replace), 68, 69, 70.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shoal.share.persister import (
+    InMemoryPersister,
+    SharePartitionKey,
+    StateBatch,
+    StateWrite,
+    merge_state_batches,
+)
+
+KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)
+AV, ACK, ARC = 0, 2, 4
+
+
+def write(
+    *batches: StateBatch,
+    start: int = 0,
+    state_epoch: int = 0,
+    leader_epoch: int = 0,
+    count: int = -1,
+) -> StateWrite:
+    return StateWrite(KEY, state_epoch, leader_epoch, start, count, tuple(batches))
+
+
+def test_uninitialised_key() -> None:
+    """63: write or read of an uninitialised key -> INVALID_REQUEST."""
+    persister = InMemoryPersister()
+    assert persister.write(write=write()) == "INVALID_REQUEST"
+    assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
+
+
+def test_fencing() -> None:
+    """64: lower leader epoch -> FENCED_LEADER_EPOCH; lower state epoch ->
+    FENCED_STATE_EPOCH. 69: a read with a higher leader epoch records it."""
+    persister = InMemoryPersister()
+    assert persister.initialize(key=KEY, state_epoch=3, start_offset=0) is None
+    assert persister.read(key=KEY, leader_epoch=5).error is None
+    assert persister.write(write=write(state_epoch=3, leader_epoch=4)) == "FENCED_LEADER_EPOCH"
+    assert persister.read(key=KEY, leader_epoch=4).error == "FENCED_LEADER_EPOCH"
+    assert persister.write(write=write(state_epoch=2, leader_epoch=5)) == "FENCED_STATE_EPOCH"
+    assert persister.write(write=write(state_epoch=3, leader_epoch=5)) is None
+    assert persister.initialize(key=KEY, state_epoch=2, start_offset=0) == "FENCED_STATE_EPOCH"
+    assert persister.read_summary(key=KEY, leader_epoch=0).leader_epoch == 5
+
+
+def test_start_offset_never_moves_back() -> None:
+    """65: a start offset below the stored one keeps the stored one (and its
+    DeliveryCompleteCount); -1 keeps it too."""
+    persister = InMemoryPersister()
+    persister.initialize(key=KEY, state_epoch=0, start_offset=-1)
+    assert persister.write(write=write(StateBatch(10, 14, ACK, 1), start=10, count=5)) is None
+    assert persister.write(write=write(StateBatch(15, 15, ACK, 1), start=7, count=9)) is None
+    summary = persister.read_summary(key=KEY, leader_epoch=0)
+    assert (summary.start_offset, summary.delivery_complete_count) == (10, 5)
+    state = persister.read(key=KEY, leader_epoch=0).state
+    assert state is not None and state.start_offset == 10
+    assert state.state_batches == (StateBatch(10, 15, ACK, 1),)
+    assert persister.write(write=write(start=-1, count=3)) is None
+    assert persister.read_summary(key=KEY, leader_epoch=0).start_offset == 10
+
+
+def test_initialize_is_idempotent_and_replaces() -> None:
+    """67 (semantics): same epoch and start -> nothing changes; a new start replaces
+    all state."""
+    persister = InMemoryPersister()
+    persister.initialize(key=KEY, state_epoch=1, start_offset=0)
+    persister.write(write=write(StateBatch(0, 4, ACK, 1), state_epoch=1, count=5))
+    assert persister.initialize(key=KEY, state_epoch=1, start_offset=0) is None
+    state = persister.read(key=KEY, leader_epoch=0).state
+    assert state is not None and state.state_batches == (StateBatch(0, 4, ACK, 1),)
+    assert persister.initialize(key=KEY, state_epoch=2, start_offset=3) is None
+    state = persister.read(key=KEY, leader_epoch=0).state
+    assert state is not None
+    assert (state.state_epoch, state.start_offset, state.state_batches) == (2, 3, ())
+
+
+def test_merge_rule() -> None:
+    """68: 0-20 AVAILABLE dc1 + 11-20 ARCHIVED dc1, start 5 -> 5-10 AVAILABLE,
+    11-20 ARCHIVED. The higher count wins first, then the higher state."""
+    merged = merge_state_batches(
+        [StateBatch(0, 20, AV, 1)], [StateBatch(11, 20, ARC, 1)], start_offset=5
+    )
+    assert merged == [StateBatch(5, 10, AV, 1), StateBatch(11, 20, ARC, 1)]
+    merged = merge_state_batches(
+        [StateBatch(0, 9, ACK, 1)], [StateBatch(3, 4, AV, 2)], start_offset=0
+    )
+    assert merged == [StateBatch(0, 2, ACK, 1), StateBatch(3, 4, AV, 2), StateBatch(5, 9, ACK, 1)]
+
+
+def test_delete_and_summary_of_unknown_key() -> None:
+    """70: summary of an unknown key -> -1 / -1, no error; delete makes it unknown."""
+    persister = InMemoryPersister()
+    summary = persister.read_summary(key=KEY, leader_epoch=0)
+    assert (summary.error, summary.start_offset, summary.delivery_complete_count) == (None, -1, -1)
+    assert (summary.leader_epoch, summary.state_epoch) == (0, 0)
+    persister.initialize(key=KEY, state_epoch=0, start_offset=0)
+    assert persister.delete(key=KEY) is None
+    assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
+
+
+def test_negative_partition_or_epochs() -> None:
+    persister = InMemoryPersister()
+    bad = SharePartitionKey("g", KEY.topic_id, -1)
+    assert persister.initialize(key=bad, state_epoch=0, start_offset=0) == "INVALID_REQUEST"
+    assert persister.initialize(key=KEY, state_epoch=-1, start_offset=0) == "INVALID_REQUEST"
+    persister.initialize(key=KEY, state_epoch=0, start_offset=0)
+    assert persister.write(write=write(leader_epoch=-2)) == "INVALID_REQUEST"
+
+
+_batch = st.builds(
+    lambda first, length, state, count: StateBatch(first, first + length, state, count),
+    st.integers(0, 40),
+    st.integers(0, 10),
+    st.sampled_from([AV, ACK, ARC]),
+    st.integers(0, 4),
+)
+
+
+@given(st.lists(_batch, max_size=6), st.lists(_batch, max_size=6), st.integers(0, 20))
+def test_merge_matches_a_per_offset_model(
+    current: list[StateBatch], incoming: list[StateBatch], start: int
+) -> None:
+    """The sweep equals the rule applied offset by offset, and comes out coalesced."""
+    expected: dict[int, tuple[int, int]] = {}
+    for b in (*current, *incoming):
+        for offset in range(max(b.first_offset, start), b.last_offset + 1):
+            candidate = (b.delivery_count, b.delivery_state)
+            expected[offset] = max(expected.get(offset, candidate), candidate)
+    merged = merge_state_batches(current, incoming, start_offset=start)
+    got = {
+        offset: (b.delivery_count, b.delivery_state)
+        for b in merged
+        for offset in range(b.first_offset, b.last_offset + 1)
+    }
+    assert got == expected
+    for left, right in itertools.pairwise(merged):
+        assert left.last_offset < right.first_offset
+        if left.last_offset + 1 == right.first_offset:
+            assert (left.delivery_state, left.delivery_count) != (
+                right.delivery_state,
+                right.delivery_count,
+            )

@@ -1,0 +1,70 @@
+"""The transition table (share-partition.md §2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.share.states import (
+    TRANSITIONS,
+    Event,
+    IllegalTransition,
+    RecordState,
+    is_legal,
+    next_delivery_count,
+    target_state,
+    throttle_threshold,
+)
+
+S = RecordState
+
+
+def test_persisted_ids() -> None:
+    assert [(s.name, int(s)) for s in RecordState] == [
+        ("AVAILABLE", 0),
+        ("ACQUIRED", 1),
+        ("ACKNOWLEDGED", 2),
+        ("ARCHIVING", 3),
+        ("ARCHIVED", 4),
+    ]
+
+
+def test_terminal_states_never_change() -> None:
+    for state in (S.ACKNOWLEDGED, S.ARCHIVED, S.ARCHIVING):
+        for event in Event:
+            assert not is_legal(state, event)
+            with pytest.raises(IllegalTransition):
+                target_state(state, event, delivery_count=1, limit=5, below_start=False)
+
+
+def test_only_renew_keeps_the_state() -> None:
+    for (source, event), targets in TRANSITIONS.items():
+        assert (source in targets) == (event is Event.RENEW), (source, event)
+
+
+@pytest.mark.parametrize("event", [Event.RELEASE, Event.LOCK_EXPIRED, Event.SESSION_RELEASE])
+def test_two_way_events(event: Event) -> None:
+    def target(count: int, *, below: bool = False) -> RecordState:
+        return target_state(S.ACQUIRED, event, delivery_count=count, limit=3, below_start=below)
+
+    assert target(2) is S.AVAILABLE
+    assert target(3) is S.ARCHIVED
+    assert target(4) is S.ARCHIVED  # a lowered limit
+    assert target(1, below=True) is S.ARCHIVED
+
+
+def test_available_accepts_only_acquisition_and_archival() -> None:
+    legal = {event for (source, event) in TRANSITIONS if source is S.AVAILABLE}
+    assert legal == {Event.ACQUIRE, Event.LOG_START_PASSED, Event.COMPACTED, Event.OVER_LIMIT}
+    with pytest.raises(IllegalTransition):
+        target_state(S.AVAILABLE, Event.ACCEPT, delivery_count=1, limit=5, below_start=False)
+
+
+def test_only_acquisition_counts_a_delivery() -> None:
+    assert [next_delivery_count(2, e) for e in Event] == [
+        3 if e is Event.ACQUIRE else 2 for e in Event
+    ]
+
+
+@pytest.mark.parametrize(("limit", "threshold"), [(2, 2), (3, 2), (4, 2), (5, 3), (7, 4), (10, 5)])
+def test_throttle_threshold(limit: int, threshold: int) -> None:
+    assert throttle_threshold(limit) == threshold
