@@ -53,3 +53,11 @@ client's socket timeout (librdkafka closes a connection at 60 s)."""
 # Shutdown
 SHUTDOWN_DRAIN_MS: Final = 5_000
 """How long graceful shutdown waits for in-flight requests before closing."""
+
+# Coordinators
+COORDINATOR_RECORDS_IN_MEMORY_MAX: Final = 250_000
+"""Records the in-memory coordinator log (coordinator/runtime.py `InMemoryRecordSink`)
+keeps before it refuses writes: a write beyond it fails as a whole, nothing is
+replayed, and the group coordinator answers COORDINATOR_NOT_AVAILABLE. Steady
+heartbeats write nothing; joins, leaves, expiries and topic changes write a few
+records each."""

@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs (44) v0-v1: topic and broker configs, validation, persistence."""
+"""IncrementalAlterConfigs (44) v0-v1: topic and broker configs, validation, persistence
+(share-group configs: test_group_configs.py)."""
 
 from __future__ import annotations
 
@@ -147,7 +148,7 @@ def test_resource_refusals(broker: BrokerProcess) -> None:
     results = alter(
         broker.bootstrap, 1,
         (TOPIC, name, op), (TOPIC, name, op), (TOPIC, topic_name("iac-missing"), op),
-        (GROUP, "some-group", [("share.auto.offset.reset", SET, "earliest")]),
+        (GROUP, "", [("share.auto.offset.reset", SET, "earliest")]),
         (BROKER, "7", [("num.partitions", SET, "2")]),
         (99, "x", []),
     )  # fmt: skip
@@ -159,7 +160,7 @@ def test_resource_refusals(broker: BrokerProcess) -> None:
         ErrorCode.invalid_request,
         ErrorCode.invalid_request,
     ]
-    assert "share groups" in results[3].error_message
+    assert "Default group resources are not allowed" in results[3].error_message
     assert described(broker.bootstrap, TOPIC, name)["retention.ms"] == ("604800000", DEFAULT)
 
 

@@ -78,6 +78,7 @@ class GroupCoordinatorShard:
         group_configs: GroupConfigSource = None,
     ) -> None:
         self._clock = clock
+        self._group_configs = group_configs
         self._settings = GroupSettings(
             broker=settings or ShareGroupSettings(), group_configs=group_configs
         )
@@ -156,6 +157,12 @@ class GroupCoordinatorShard:
             if metadata.deleting:
                 effects.append(self._retry_deletion_effect(group_id, metadata))
         return CoordinatorResult(records=(), response=None, effects=tuple(effects))
+
+    def update_settings(self, settings: ShareGroupSettings) -> None:
+        """Adopt new broker-level settings (the dynamic `group.share.*` configs).
+        Soft state: they apply from the next operation (the next heartbeat re-arms a
+        member's session with the new timeout); armed deadlines are kept."""
+        self._settings = GroupSettings(broker=settings, group_configs=self._group_configs)
 
     # ---- heartbeat ------------------------------------------------------------------
 

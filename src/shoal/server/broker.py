@@ -3,7 +3,8 @@
 `Broker` holds what handlers need (config, clock, logs, purgatory, node identity) and
 runs the listener. Timers are driven here from the clock: retention every
 `log.retention.check.interval.ms`, the time-based flush check every second. Dynamic
-configs (server/dynamic_config.py) are applied at start and replaced by `reconfigure`.
+configs (server/dynamic_config.py) are applied at start and replaced by `reconfigure`;
+share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from shoal.clock import Clock, SystemClock
@@ -25,8 +26,11 @@ from shoal.log.manager import LogManager
 from shoal.server.connection import serve_connection
 from shoal.server.context import ConnectionInfo
 from shoal.server.dynamic_config import DynamicBrokerConfig
+from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, GroupConfigStore
+from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, load_all_handlers
+from shoal.share.persister import InMemoryPersister
 
 log = logging.getLogger(__name__)
 _FLUSH_CHECK_INTERVAL_MS = 1000
@@ -46,6 +50,24 @@ class Broker:
             data_dir=config.data_dir, broker_config=config, clock=self.clock
         )
         self.cluster_id = self.logs.cluster_id
+        self.group_configs = GroupConfigStore(
+            persistence=GroupConfigFile(config.data_dir), broker_config=lambda: self.config
+        )
+        """Share-group configs (GROUP resources), the one store the group coordinator
+        (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
+        self.on_group_config_changed: list[GroupConfigListener] = self.group_configs.listeners
+        """Callbacks called with a group id after IncrementalAlterConfigs changed it."""
+        self.persister = InMemoryPersister()
+        """Share-partition state (the share coordinator's role), in process."""
+        self.group_service = GroupService(
+            clock=self.clock,
+            config=config,
+            persister=self.persister,
+            topic_source=lambda: topics_of(self.logs),
+            group_configs=self.group_configs.overrides,
+        )
+        self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = []
+        """Called with each connection's info once it has closed (share sessions)."""
         self.stopping = False
         self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
@@ -61,6 +83,11 @@ class Broker:
         self.dynamic_config = dynamic
         self.config = dynamic.effective
         self.logs.update_broker_config(dynamic.effective)
+        self.group_service.reconfigure(dynamic.effective)
+
+    def topics_changed(self) -> None:
+        """A topic was created, deleted or grown: the group coordinator re-reads them."""
+        self.group_service.topics_changed()
 
     # ---- identity advertised to clients
     @property
@@ -84,6 +111,7 @@ class Broker:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._spawn(self._retention_loop(), "retention")
         self._spawn(self._flush_loop(), "flush")
+        self.group_service.start()
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,
@@ -121,6 +149,7 @@ class Broker:
             if pending:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
+        await self.group_service.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -156,6 +185,11 @@ class Broker:
 
     def connection_closed(self, info: ConnectionInfo) -> None:
         self._connections.pop(info.connection_id, None)
+        for callback in list(self.on_connection_closed):
+            try:
+                callback(info)
+            except Exception:  # one failing subscriber must not skip the others
+                log.exception("connection-closed hook %r failed", callback)
 
     @property
     def connection_count(self) -> int:

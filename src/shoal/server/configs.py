@@ -7,6 +7,8 @@ value comes from (Kafka's ConfigSource) and its synonyms, highest precedence fir
     topic key   topic override (1) > broker synonym: per-broker dynamic (2) >
                 cluster-wide dynamic (3) > static (4) > built-in default (5)
     broker key  per-broker dynamic (2) > cluster-wide dynamic (3) > static (4) > default (5)
+    group key   group override (8) > its broker synonym's sources as above; a key with
+                no broker synonym (share.auto.offset.reset, ...) > its own default (5)
 
 A broker key's synonyms include Kafka's alternative spellings (log.retention.ms also
 looks at log.retention.minutes and log.retention.hours). The source of an entry is the
@@ -27,12 +29,14 @@ from typing import Any
 
 from shoal.config import (
     BROKER_KEYS,
+    GROUP_KEYS,
     TOPIC_KEYS,
     ConfigDef,
     ConfigType,
     effective_topic_config,
     render,
 )
+from shoal.group.configs import effective_group_config
 from shoal.protocol.errors import ErrorCode
 from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, DynamicBrokerConfig, DynamicLayer
 from shoal.server.refused import Refused
@@ -59,9 +63,6 @@ class AlterOp(enum.IntEnum):
     APPEND = 2
     SUBTRACT = 3
 
-
-GROUP_CONFIGS_LATER = "group configs come with share groups"
-"""Answer (INVALID_REQUEST) to GROUP resources until the group coordinator exists."""
 
 BROKER_KEY_SYNONYMS: dict[str, tuple[str, ...]] = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -134,6 +135,35 @@ def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
             synonyms.append(Synonym(key, render(definition, overrides[key]), ConfigSource.TOPIC))
         if definition.synonym is not None:
             synonyms += _broker_synonyms(definition.synonym, layers)
+        entries.append(
+            ConfigEntry(
+                definition=definition,
+                value=render(definition, effective[key]),
+                source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
+                read_only=False,
+                synonyms=tuple(synonyms),
+            )
+        )
+    return entries
+
+
+def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
+    """Every share-group key of a group with these (typed) overrides. The value is the
+    effective one (an override clamped into the current broker bounds); the GROUP_CONFIG
+    synonym shows the override as set."""
+    layers = broker_layers(dynamic)
+    effective = effective_group_config(overrides, dynamic.effective)
+    entries = []
+    for key, definition in GROUP_KEYS.items():
+        synonyms: list[Synonym] = []
+        if key in overrides:
+            synonyms.append(Synonym(key, render(definition, overrides[key]), ConfigSource.GROUP))
+        if definition.synonym is not None and definition.synonym in BROKER_KEYS:
+            synonyms += _broker_synonyms(definition.synonym, layers)
+        elif definition.default is not None:
+            synonyms.append(
+                Synonym(key, render(definition, definition.default), ConfigSource.DEFAULT)
+            )
         entries.append(
             ConfigEntry(
                 definition=definition,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from shoal.config import (
     parse_properties,
     render,
 )
+from shoal.log.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -159,14 +159,4 @@ def _write_layer(path: Path, values: Mapping[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Dynamic broker configs set through IncrementalAlterConfigs; managed by Shoal."]
     lines += [f"{key}={value}" for key, value in sorted(values.items())]
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as sink:
-        sink.write("\n".join(lines) + "\n")
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))

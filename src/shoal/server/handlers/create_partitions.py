@@ -98,6 +98,7 @@ def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     if not validate_only:
+        ctx.broker.topics_changed()
         log.info(
             "topic %s grown from %d to %d partitions for %s",
             topic.name,

@@ -88,6 +88,7 @@ def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInf
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     if not validate_only:
+        ctx.broker.topics_changed()
         log.info(
             "created topic %s (id %s, %d partitions, configs %s) for %s",
             info.name,

@@ -102,6 +102,7 @@ def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
         raise Refused(code_for(exc.code), str(exc)) from exc
     for partition in range(deleted.partitions):
         broker.purgatory.notify((deleted.name, partition))
+    broker.topics_changed()
     log.info(
         "deleted topic %s (id %s, %d partitions) for %s",
         deleted.name,

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32) v1-v4: the configs of topics and of the broker.
+"""DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of share groups.
 
 Resource types (see server/configs.py for values, sources and synonyms):
 - TOPIC (2), name = topic: every topic key with its effective value; an unknown topic
@@ -6,7 +6,11 @@ Resource types (see server/configs.py for values, sources and synonyms):
 - BROKER (4), name = this node's id: every broker key (read-only unless it can change
   dynamically, as Kafka marks them); name "": only the cluster-wide dynamic settings, as
   Kafka shows its cluster defaults; any other name INVALID_REQUEST.
-- GROUP (32): not yet (INVALID_REQUEST); share-group configs add a branch here.
+- GROUP (32), name = group id (the group need not exist): every share-group key with
+  its effective value, source GROUP_CONFIG when the group sets it, else that of the
+  broker key it falls back to (DEFAULT_CONFIG unless the broker sets it); never
+  read-only. An empty name is INVALID_REQUEST ("Group name must not be empty"), as in
+  Kafka's ConfigHelper.
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
@@ -22,11 +26,11 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.configs import (
-    GROUP_CONFIGS_LATER,
     ConfigEntry,
     ResourceType,
     broker_entries,
     broker_layer_for,
+    group_entries,
     topic_entries,
 )
 from shoal.server.context import RequestContext
@@ -79,7 +83,9 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
     if resource_type == ResourceType.BROKER:
         return broker_entries(broker.dynamic_config, broker_layer_for(name, broker.node_id))
     if resource_type == ResourceType.GROUP:
-        raise Refused(ErrorCode.invalid_request, GROUP_CONFIGS_LATER)
+        if not name:
+            raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
+        return group_entries(broker.group_configs.overrides(name), broker.dynamic_config)
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 

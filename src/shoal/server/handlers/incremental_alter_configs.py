@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44) v0-v1: change topic and broker configs.
+"""IncrementalAlterConfigs (44) v0-v1: change topic, broker and share-group configs.
 
 Each resource's operations (SET, DELETE, APPEND and SUBTRACT on LIST keys) are applied
 to its current settings and the result is validated as a whole; any problem refuses
@@ -12,7 +12,13 @@ ValidateOnly nothing changes.
 - BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
   cluster-wide one (server/dynamic_config.py); only dynamic keys may be set ("cannot be
   updated dynamically" otherwise). The new configuration is persisted, then adopted.
-- GROUP (32): not yet (INVALID_REQUEST); share-group configs add a branch here.
+- GROUP (32): name = group id (the group need not exist; "" is INVALID_REQUEST, as
+  Kafka's controller answers "Default group resources are not allowed."). SET and
+  DELETE (APPEND/SUBTRACT: INVALID_CONFIG, no share key is a LIST); the group's whole
+  resulting set is checked against the current broker bounds (group/configs.py), then
+  persisted and adopted by the broker's group config store, whose listeners
+  (`broker.on_group_config_changed`) are then called with the group id. DELETE makes
+  the key fall back to the broker default.
 """
 
 from __future__ import annotations
@@ -24,16 +30,18 @@ from typing import Any
 
 from shoal.config import (
     BROKER_KEYS,
+    GROUP_KEYS,
     TOPIC_KEYS,
     ConfigError,
     effective_topic_config,
     render,
     validate_topic_configs,
 )
+from shoal.group.configs import GroupConfigError
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode, code_for
 from shoal.protocol.schema import response_schema
-from shoal.server.configs import GROUP_CONFIGS_LATER, ResourceType, apply_ops, broker_layer_for
+from shoal.server.configs import ResourceType, apply_ops, broker_layer_for
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import canonical, check_dynamic_key
 from shoal.server.refused import Refused
@@ -90,7 +98,7 @@ def _alter(
     elif resource_type == ResourceType.BROKER:
         _alter_broker(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.GROUP:
-        raise Refused(ErrorCode.invalid_request, GROUP_CONFIGS_LATER)
+        _alter_group(ctx, name, ops, validate_only=validate_only)
     else:
         raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
@@ -154,3 +162,26 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
         dict(reconfigured.layer(layer)),
         ctx.client_id,
     )
+
+
+def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool) -> None:
+    if not group_id:
+        raise Refused(ErrorCode.invalid_request, "Default group resources are not allowed.")
+    store = ctx.broker.group_configs
+    effective = store.effective(group_id)
+    updated = apply_ops(
+        store.rendered_overrides(group_id),
+        ops,
+        definitions=GROUP_KEYS,
+        effective_value=lambda key: render(GROUP_KEYS[key], effective[key]),
+        kind="group",
+    )
+    try:
+        typed = store.alter(group_id, updated, validate_only=validate_only)
+    except GroupConfigError as exc:
+        raise Refused(code_for(exc.error), exc.message) from exc
+    except OSError as exc:
+        log.error("could not persist group configs: %s", exc)
+        raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
+    if not validate_only:
+        log.info("group %s configs now %s (client %s)", group_id, dict(typed), ctx.client_id)

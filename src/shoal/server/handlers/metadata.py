@@ -135,6 +135,7 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
         return code_for(exc.code)
     if not enabled:
         return ErrorCode.unknown_topic_or_partition
+    broker.topics_changed()
     log.info(
         "auto-created topic %s (%d partitions) for Metadata from %s",
         name,

@@ -1,0 +1,26 @@
+"""Hosting of event-sourced coordinator shards (sans-I/O).
+
+`runtime.CoordinatorRuntime` writes a shard's records to a `RecordSink`, replays them
+into the shard, and only then hands back the response; `load` rebuilds a shard by
+replaying a record stream through the same `replay`. The shards themselves (group
+coordinator, share coordinator) live in their own packages and know nothing of the
+runtime: any object with `replay(record)` is a shard.
+"""
+
+from shoal.coordinator.runtime import (
+    CoordinatorRuntime,
+    InMemoryRecordSink,
+    RecordSink,
+    RecordSinkFull,
+    Shard,
+    WriteResult,
+)
+
+__all__ = [
+    "CoordinatorRuntime",
+    "InMemoryRecordSink",
+    "RecordSink",
+    "RecordSinkFull",
+    "Shard",
+    "WriteResult",
+]

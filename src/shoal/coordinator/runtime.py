@@ -1,0 +1,134 @@
+"""The coordinator runtime: write a shard's records, replay them, then answer.
+
+Theory of operation. A coordinator shard is an event-sourced state machine: its write
+operations return a result carrying `records` and a `response` and change nothing;
+only `shard.replay(record)` changes state. `CoordinatorRuntime.apply(result)`:
+
+1. appends the result's records to the `RecordSink` (all of them or, if the sink
+   refuses, none: `RecordSinkFull` propagates and the shard is untouched);
+2. replays them into the shard, in order;
+3. only then returns the response, so nothing a client is told is ahead of what
+   was written.
+
+`load(records)` builds a fresh shard (from the factory) and replays a record stream
+into it through the same `replay`: start-up and live operation share one code path,
+and a shard loaded from everything the sink holds equals the live one.
+
+Invariants: the shard only ever sees records that the sink accepted, in sink order;
+a result without records touches neither. Effects a result may carry (requests to the
+outside world) are the caller's business, after `apply` returns.
+
+The sink is a Protocol: `InMemoryRecordSink` (a bounded list) for now, a durable
+sink on an internal topic later. No I/O, no clock here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from shoal import limits
+
+RecordT = TypeVar("RecordT")
+RecordT_co = TypeVar("RecordT_co", covariant=True)
+RecordT_contra = TypeVar("RecordT_contra", contravariant=True)
+ResponseT = TypeVar("ResponseT")
+ResponseT_co = TypeVar("ResponseT_co", covariant=True)
+
+
+class Shard(Protocol[RecordT_contra]):
+    """Anything whose state changes only through `replay`."""
+
+    def replay(self, record: RecordT_contra, /) -> None: ...
+
+
+ShardT = TypeVar("ShardT", bound=Shard[Any])
+
+
+class WriteResult(Protocol[RecordT_co, ResponseT_co]):
+    """What a shard's write operation returns (effects, if any, are not read here)."""
+
+    @property
+    def records(self) -> Sequence[RecordT_co]: ...
+
+    @property
+    def response(self) -> ResponseT_co: ...
+
+
+class RecordSink(Protocol[RecordT_contra]):
+    """Where a shard's records go before they are replayed."""
+
+    def append(self, records: Sequence[RecordT_contra], /) -> None:
+        """Store every record in order, or none (raise `RecordSinkFull` or another
+        error): a partial append is never allowed."""
+        ...
+
+
+class RecordSinkFull(Exception):
+    """The sink refused an append because it would exceed its bound."""
+
+
+class InMemoryRecordSink(Generic[RecordT]):
+    """A list of records bounded by `records_max` (default
+    `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`). An append that would exceed the
+    bound raises `RecordSinkFull` and stores nothing."""
+
+    def __init__(self, *, records_max: int = limits.COORDINATOR_RECORDS_IN_MEMORY_MAX) -> None:
+        assert records_max >= 1, records_max
+        self._records: list[RecordT] = []
+        self._records_max = records_max
+
+    def append(self, records: Sequence[RecordT], /) -> None:
+        if len(self._records) + len(records) > self._records_max:
+            raise RecordSinkFull(
+                f"in-memory coordinator log holds {len(self._records)} records; "
+                f"{len(records)} more would exceed its bound of {self._records_max}"
+            )
+        self._records.extend(records)
+
+    @property
+    def records(self) -> tuple[RecordT, ...]:
+        """Everything appended so far, in order."""
+        return tuple(self._records)
+
+    @property
+    def records_max(self) -> int:
+        return self._records_max
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+class CoordinatorRuntime(Generic[ShardT, RecordT]):
+    """Hosts one shard: `apply` writes then replays then answers; `load` rebuilds the
+    shard from a record stream. See the module docstring."""
+
+    def __init__(self, *, shard_factory: Callable[[], ShardT], sink: RecordSink[RecordT]) -> None:
+        self._shard_factory = shard_factory
+        self._sink = sink
+        self._shard = shard_factory()
+
+    @property
+    def shard(self) -> ShardT:
+        """The live shard: read it freely, change it only through `apply`."""
+        return self._shard
+
+    def apply(self, result: WriteResult[RecordT, ResponseT]) -> ResponseT:
+        """Append the result's records, replay them into the shard, then return the
+        response. Raises what the sink raises (then nothing was replayed)."""
+        records = tuple(result.records)
+        if records:
+            self._sink.append(records)
+            for record in records:
+                self._shard.replay(record)
+        return result.response
+
+    def load(self, records: Iterable[RecordT]) -> ShardT:
+        """Replace the shard by a fresh one that replayed `records` (records already
+        in the log: they are not appended to the sink again). Returns the new shard;
+        the caller then runs the shard's own after-load step, if it has one."""
+        shard = self._shard_factory()
+        for record in records:
+            shard.replay(record)
+        self._shard = shard
+        return shard

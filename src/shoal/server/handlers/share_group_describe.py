@@ -1,0 +1,98 @@
+"""ShareGroupDescribe (77) v1: state, epochs, assignor and members of share groups.
+
+Read-only: the group coordinator's `share_group_describe` answers each id, in request
+order; an unknown id, or one taken by another group type, gets GROUP_ID_NOT_FOUND.
+Assigned topics carry their id and their name as the log manager knows it (falling
+back to the name the group remembers for a topic deleted since). AuthorizedOperations
+is INT32_MIN unless asked for, then every operation a group supports (no authorizer).
+
+With `share.version`=0 every group answers UNSUPPORTED_VERSION (35).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from shoal.group.results import DescribedGroup, DescribedMember
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server import authorized_operations as ops
+from shoal.server.context import RequestContext
+from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.registry import api
+
+API_KEY = 77
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 1, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    if not share_groups_enabled(ctx.broker.config):
+        groups = tuple(
+            _group(
+                schema,
+                ctx,
+                DescribedGroup(group_id=group_id, error_message=SHARE_GROUPS_DISABLED),
+                code=ErrorCode.unsupported_version,
+                operations=ops.NOT_REQUESTED,
+            )
+            for group_id in request.group_ids
+        )
+        return schema.response(throttle_time=_ZERO, groups=groups)
+    operations = ops.authorized(ops.GROUP, requested=bool(request.include_authorized_operations))
+    described = ctx.broker.group_service.describe(request.group_ids)
+    groups = tuple(
+        _group(
+            schema,
+            ctx,
+            group,
+            code=ErrorCode.none if group.error is None else code_for(group.error),
+            operations=operations if group.error is None else ops.NOT_REQUESTED,
+        )
+        for group in described
+    )
+    return schema.response(throttle_time=_ZERO, groups=groups)
+
+
+def _group(
+    schema: Schema, ctx: RequestContext, group: DescribedGroup, *, code: ErrorCode, operations: int
+) -> Any:
+    return schema.make(
+        "DescribedGroup",
+        error_code=code,
+        error_message=group.error_message,
+        group_id=group.group_id,
+        group_state=group.group_state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor_name,
+        members=tuple(_member(schema, ctx, member) for member in group.members),
+        authorized_operations=operations,
+    )
+
+
+def _member(schema: Schema, ctx: RequestContext, member: DescribedMember) -> Any:
+    logs = ctx.broker.logs
+    topics = []
+    for assigned in member.assignment:
+        info = logs.topic_by_id(assigned.topic_id)
+        topics.append(
+            schema.make(
+                "TopicPartitions",
+                topic_id=assigned.topic_id,
+                topic_name=info.name if info is not None else assigned.topic_name,
+                partitions=assigned.partitions,
+            )
+        )
+    return schema.make(
+        "Member",
+        member_id=member.member_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=member.subscribed_topic_names,
+        assignment=schema.make("Assignment", topic_partitions=tuple(topics)),
+    )

@@ -1,0 +1,153 @@
+"""GroupService on a manual clock: effects reach the persister, the join reply carries
+the assignment after the in-process initialisation, the timer task expires sessions,
+topic changes delete share state, and dynamic broker settings apply."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.coordinator import InMemoryRecordSink
+from shoal.group import TopicMetadata
+from shoal.group.records import CoordinatorRecord
+from shoal.group.results import ShareGroupHeartbeatResponse
+from shoal.server.group_service import GroupService
+from shoal.share.persister import InMemoryPersister, SharePartitionKey
+
+TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x76), name="t", partition_count=2)
+
+
+class Fixture:
+    def __init__(self, **overrides: object) -> None:
+        self.clock = ManualClock()
+        self.persister = InMemoryPersister()
+        self.topics = [TOPIC]
+        self.sink: InMemoryRecordSink[CoordinatorRecord] = InMemoryRecordSink()
+        self.service = GroupService(
+            clock=self.clock,
+            config=BrokerConfig.from_raw(dict(overrides)),
+            persister=self.persister,
+            topic_source=lambda: list(self.topics),
+            sink=self.sink,
+        )
+
+    def heartbeat(
+        self, member_id: str, epoch: int, subscribed: list[str] | None = None
+    ) -> ShareGroupHeartbeatResponse:
+        return self.service.heartbeat(
+            group_id="g",
+            member_id=member_id,
+            member_epoch=epoch,
+            rack_id=None,
+            subscribed_topic_names=subscribed,
+            client_id="client",
+            client_host="/127.0.0.1",
+        )
+
+    def summary(self, partition: int) -> tuple[int, int]:
+        state = self.persister.read_summary(
+            key=SharePartitionKey("g", TOPIC.topic_id, partition), leader_epoch=0
+        )
+        return state.state_epoch, state.start_offset
+
+
+def run(fixture: Fixture, body: Callable[[], Awaitable[None]]) -> None:
+    async def main() -> None:
+        fixture.service.start()
+        try:
+            await body()
+        finally:
+            await fixture.service.stop()
+
+    asyncio.run(main())
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_join_reply_carries_the_assignment_after_in_process_initialisation() -> None:
+    f = Fixture()
+
+    async def body() -> None:
+        response = f.heartbeat("m1", 0, ["t"])
+        assert response.error is None
+        assert response.member_epoch == 2, "join bump, then the initialisation bump"
+        assert response.assignment is not None
+        assert [(tp.topic_id, tp.partitions) for tp in response.assignment] == [
+            (TOPIC.topic_id, (0, 1))
+        ]
+        assert f.summary(0) == f.summary(1) == (1, -1), "StateEpoch = group epoch at join"
+        assert f.service.shard.initialized_partitions("g") == {TOPIC.topic_id: (0, 1)}
+        # The client heartbeats at the epoch it was given: nothing changes.
+        again = f.heartbeat("m1", 2)
+        assert (again.error, again.member_epoch, again.assignment) == (None, 2, None)
+
+    run(f, body)
+    loaded = f.service.runtime.load(f.sink.records)
+    assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 2
+
+
+def test_timer_task_expires_silent_members() -> None:
+    f = Fixture()
+
+    async def body() -> None:
+        f.heartbeat("m1", 0, ["t"])
+        f.clock.advance(30_000)
+        m2 = f.heartbeat("m2", 0, ["t"])
+        assert m2.member_epoch == 3
+        f.clock.advance(16_000)  # m1 silent for 46 s, m2 for 16 s
+        await settle()
+        # The loop sleeps on the real clock; a write re-arms it and it sees the deadline.
+        f.service.topics_changed()
+        await settle()
+        group = f.service.shard.share_group("g")
+        assert group is not None
+        assert sorted(group.members) == ["m2"]
+        assert group.group_epoch == 4
+        response = f.heartbeat("m2", 3)
+        assert response.member_epoch == 4
+        assert response.assignment is not None
+        assert response.assignment[0].partitions == (0, 1)
+
+    run(f, body)
+
+
+def test_deleted_topic_state_is_deleted() -> None:
+    f = Fixture()
+
+    async def body() -> None:
+        f.heartbeat("m1", 0, ["t"])
+        assert f.summary(0) == (1, -1)
+        f.topics = []
+        f.service.topics_changed()
+        assert f.summary(0) == (0, -1), "deleted: reads as unknown"
+        group = f.service.shard.share_group("g")
+        assert group is not None and group.state_metadata.is_empty
+        response = f.heartbeat("m1", group.members["m1"].member_epoch)
+        assert response.error is None
+        assert response.assignment == ()
+
+    run(f, body)
+
+
+def test_reconfigure_applies_the_new_heartbeat_interval() -> None:
+    f = Fixture()
+
+    async def body() -> None:
+        assert f.heartbeat("m1", 0, ["t"]).heartbeat_interval_ms == 5_000
+        f.service.reconfigure(
+            BrokerConfig.from_raw(
+                {
+                    "group.share.min.heartbeat.interval.ms": "100",
+                    "group.share.heartbeat.interval.ms": "700",
+                }
+            )
+        )
+        assert f.heartbeat("m1", 2).heartbeat_interval_ms == 700
+
+    run(f, body)
