@@ -3,8 +3,7 @@
 Two ShareConsumers subscribe to a one-partition topic: ShareGroupDescribe shows the
 group Stable with both members, each assigned the partition (share groups share
 partitions). Closing one leaves one member (its leave heartbeat); closing both leaves
-the group Empty. ShareFetch is not served yet, so the consumers log fetch errors and
-receive nothing; only membership is checked here.
+the group Empty. Nothing is produced; only membership is checked here.
 """
 
 from __future__ import annotations
@@ -59,6 +58,9 @@ def test_two_share_consumers_share_one_partition(brokers: Brokers) -> None:
                 described.group_state == "Stable"
                 and len(described.members) == 2
                 and all(described_assignment(m) == {topic: (0,)} for m in described.members)
+                # The first member reaches the epoch of the second join at its next
+                # heartbeat (HeartbeatIntervalMs), as in Kafka.
+                and all(m.member_epoch == described.assignment_epoch for m in described.members)
             )
 
         wait_for("two members sharing partition 0", both_assigned, open_consumers)

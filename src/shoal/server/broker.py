@@ -2,7 +2,8 @@
 
 `Broker` holds what handlers need (config, clock, logs, purgatory, node identity) and
 runs the listener. Timers are driven here from the clock: retention every
-`log.retention.check.interval.ms`, the time-based flush check every second. Dynamic
+`log.retention.check.interval.ms`, the time-based flush check every second; share
+acquisition locks by `share_service` (server/share_service.py). Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced by `reconfigure`;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
@@ -30,6 +31,7 @@ from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, Gro
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, load_all_handlers
+from shoal.server.share_service import ShareService
 from shoal.share.persister import InMemoryPersister
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,9 @@ class Broker:
         )
         self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = []
         """Called with each connection's info once it has closed (share sessions)."""
+        self.share_service = ShareService(self)
+        """Share sessions and share-partitions (ShareFetch, ShareAcknowledge); it
+        subscribes to `on_connection_closed` and `on_group_config_changed`."""
         self.stopping = False
         self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
@@ -88,6 +93,7 @@ class Broker:
     def topics_changed(self) -> None:
         """A topic was created, deleted or grown: the group coordinator re-reads them."""
         self.group_service.topics_changed()
+        self.share_service.topics_changed()
 
     # ---- identity advertised to clients
     @property
@@ -112,6 +118,7 @@ class Broker:
         self._spawn(self._retention_loop(), "retention")
         self._spawn(self._flush_loop(), "flush")
         self.group_service.start()
+        self.share_service.start()
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,
@@ -150,6 +157,7 @@ class Broker:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.group_service.stop()
+        await self.share_service.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -207,6 +215,7 @@ class Broker:
                 freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
                 if freed:
                     log.info("retention freed %d bytes", freed)
+                    self.share_service.log_start_offsets_changed()
             except Exception:  # keep the loop alive; the failure is logged with context
                 log.exception("retention pass failed")
 

@@ -259,3 +259,24 @@ def coalesce(batches: Sequence[StateBatch]) -> list[StateBatch]:
     for batch in batches:
         _append_coalesced(merged, batch)
     return merged
+
+
+FENCING_ERRORS = frozenset({"FENCED_LEADER_EPOCH", "FENCED_STATE_EPOCH"})
+"""A write failing with one of these means another leader or a newer state epoch
+owns the share-partition: drop it from memory and reload (§8.5)."""
+
+_PARTITION_ERRORS = {
+    "FENCED_LEADER_EPOCH": "NOT_LEADER_OR_FOLLOWER",
+    "FENCED_STATE_EPOCH": "NOT_LEADER_OR_FOLLOWER",
+    "NOT_COORDINATOR": "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_NOT_AVAILABLE": "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS": "COORDINATOR_NOT_AVAILABLE",
+    "GROUP_ID_NOT_FOUND": "GROUP_ID_NOT_FOUND",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PARTITION",
+}
+
+
+def partition_error(state_error: str) -> str:
+    """The error a share-partition reports to clients when a state RPC failed with
+    `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
+    return _PARTITION_ERRORS.get(state_error, "UNKNOWN_SERVER_ERROR")

@@ -151,3 +151,15 @@ def test_merge_matches_a_per_offset_model(
                 right.delivery_state,
                 right.delivery_count,
             )
+
+
+def test_partition_error_for_failed_state_rpcs() -> None:
+    """§8.5: fenced -> NOT_LEADER_OR_FOLLOWER (and reload); coordinator errors ->
+    COORDINATOR_NOT_AVAILABLE."""
+    from shoal.share.persister import FENCING_ERRORS, partition_error
+
+    assert partition_error("FENCED_STATE_EPOCH") == "NOT_LEADER_OR_FOLLOWER"
+    assert partition_error("FENCED_LEADER_EPOCH") == "NOT_LEADER_OR_FOLLOWER"
+    assert partition_error("COORDINATOR_LOAD_IN_PROGRESS") == "COORDINATOR_NOT_AVAILABLE"
+    assert partition_error("REQUEST_TIMED_OUT") == "UNKNOWN_SERVER_ERROR"
+    assert "FENCED_STATE_EPOCH" in FENCING_ERRORS

@@ -4,7 +4,8 @@ Offset -1 means the high watermark (delete everything); another negative offset 
 beyond the high watermark gets OFFSET_OUT_OF_RANGE, an unknown partition
 UNKNOWN_TOPIC_OR_PARTITION, an internal topic INVALID_TOPIC_EXCEPTION (as Kafka's
 ReplicaManager refuses). An offset below the current log start offset changes nothing.
-The answer carries the partition's low watermark (log start offset) afterwards.
+The answer carries the partition's low watermark (log start offset) afterwards. Every
+share group's share-partition of the partition follows the new log start offset.
 """
 
 from __future__ import annotations
@@ -89,4 +90,5 @@ def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> 
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     log.info("records of %s-%d before %d deleted for %s", topic, index, offset, ctx.client_id)
+    ctx.broker.share_service.log_start_moved(topic, index)
     return low_watermark

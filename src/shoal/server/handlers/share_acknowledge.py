@@ -1,0 +1,117 @@
+"""ShareAcknowledge (79) v1-v2: acknowledge acquired records through the member's
+share session, without fetching (KIP-932).
+
+Checked here: GroupId non-empty and MemberId of 1-36 characters (else top-level
+INVALID_REQUEST). Duplicate TopicId entries are merged. The broker's `ShareService`
+checks the session (epoch 0 -> INVALID_SHARE_SESSION_EPOCH; no session ->
+SHARE_SESSION_NOT_FOUND; wrong epoch -> INVALID_SHARE_SESSION_EPOCH), advances it,
+applies each partition's batches atomically, and for epoch -1 closes the session and
+releases the member's records. Every requested partition is answered with its own
+error code (INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE, ...). v2 adds
+IsRenewAck (RENEW, type 4) and AcquisitionLockTimeoutMs.
+
+With `share.version`=0 every request answers UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.share_fetch import ack_batches, invalid_identity
+from shoal.server.registry import api
+from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
+from shoal.share.acknowledge import AckBatch
+from shoal.share.sessions import TopicIdPartition
+
+API_KEY = 79
+_ZERO = datetime.timedelta(0)
+_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
+_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+
+
+@api(API_KEY, 1, 2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    if not share_groups_enabled(ctx.broker.config):
+        return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    invalid = invalid_identity(request.group_id, request.member_id)
+    if invalid is not None:
+        return _error(schema, ErrorCode.invalid_request, invalid)
+    outcome = ctx.broker.share_service.share_acknowledge(_decode(request))
+    if outcome.error is not None:
+        return _error(schema, code_for(outcome.error), None)
+    return _response(schema, ctx, outcome)
+
+
+def _decode(request: Any) -> ShareAcknowledgeCall:
+    acknowledgements: dict[TopicIdPartition, list[AckBatch]] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = TopicIdPartition(topic.topic_id, int(p.partition_index))
+            acknowledgements.setdefault(tp, []).extend(ack_batches(p.acknowledgement_batches))
+    return ShareAcknowledgeCall(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        epoch=int(request.share_session_epoch),
+        is_renew_ack=bool(getattr(request, "is_renew_ack", False)),
+        acknowledgements=acknowledgements,
+    )
+
+
+def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any:
+    broker = ctx.broker
+    by_topic: dict[Any, list[Any]] = {}
+    hint = False
+    for p in outcome.partitions:
+        error = ErrorCode.none if p.error is None else code_for(p.error)
+        hint = hint or error in _LEADER_HINT_ERRORS
+        leader = (-1, -1) if error in _NO_LEADER_ERRORS else (broker.node_id, 0)
+        by_topic.setdefault(p.partition.topic_id, []).append(
+            schema.make(
+                "PartitionData",
+                partition_index=p.partition.partition,
+                error_code=error,
+                error_message=None,
+                current_leader=schema.make(
+                    "LeaderIdAndEpoch", leader_id=leader[0], leader_epoch=leader[1]
+                ),
+            )
+        )
+    endpoints: tuple[Any, ...] = ()
+    if hint:
+        endpoints = (
+            schema.make(
+                "NodeEndpoint",
+                node_id=broker.node_id,
+                host=broker.advertised_host,
+                port=broker.advertised_port,
+                rack=None,
+            ),
+        )
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=outcome.lock_duration_ms),
+        responses=tuple(
+            schema.make("ShareAcknowledgeTopicResponse", topic_id=topic_id, partitions=tuple(ps))
+            for topic_id, ps in by_topic.items()
+        ),
+        node_endpoints=endpoints,
+    )
+
+
+def _error(schema: Schema, code: ErrorCode, message: str | None) -> Any:
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=code,
+        error_message=message,
+        acquisition_lock_timeout=_ZERO,
+        responses=(),
+        node_endpoints=(),
+    )

@@ -1,0 +1,188 @@
+"""ShareFetch (78) v1-v2: a share-group member's fetch, with piggy-backed
+acknowledgements, through its share session (KIP-932).
+
+The request is checked here (top-level INVALID_REQUEST for a null or empty GroupId,
+a MemberId that is null or not 1-36 characters, an unknown ShareAcquireMode, or
+IsRenewAck with a non-zero MaxWaitMs, MinBytes, MaxBytes or MaxRecords), decoded
+(duplicate TopicId entries merged, wire.md §6.7) and handed to the broker's
+`ShareService` (server/share_service.py), which runs the session step, the
+acknowledgements and the long-polled acquisition. Every partition that carried
+acknowledgements is answered, with its AcknowledgeErrorCode. Records are never null
+(empty bytes); CurrentLeader is this node at leader epoch 0 (-1/-1 for a partition
+that does not exist); NodeEndpoints lists this node when a partition answers
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH. AcquisitionLockTimeoutMs is the
+group's `share.record.lock.duration.ms`, 0 on top-level errors. v2 adds
+ShareAcquireMode (record-limit) and IsRenewAck (RENEW, type 4).
+
+With `share.version`=0 every request answers UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.registry import api
+from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
+from shoal.share.acknowledge import AckBatch
+from shoal.share.sessions import TopicIdPartition
+from shoal.share.states import AcquireMode
+
+API_KEY = 78
+_ZERO = datetime.timedelta(0)
+MEMBER_ID_LENGTH_MAX = 36
+_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
+
+
+@api(API_KEY, 1, 2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    if not share_groups_enabled(ctx.broker.config):
+        return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    invalid = invalid_identity(request.group_id, request.member_id) or _invalid_fetch(request)
+    if invalid is not None:
+        return _error(schema, ErrorCode.invalid_request, invalid)
+    outcome = await ctx.broker.share_service.share_fetch(
+        _decode(request), connection_id=ctx.connection.connection_id
+    )
+    if outcome.error is not None:
+        return _error(schema, code_for(outcome.error), None)
+    return _response(schema, ctx, outcome)
+
+
+def invalid_identity(group_id: str | None, member_id: str | None) -> str | None:
+    """Why GroupId / MemberId make a share request invalid, or None."""
+    if not group_id:
+        return "GroupId must be a non-empty string."
+    if not member_id or len(member_id) > MEMBER_ID_LENGTH_MAX:
+        return f"MemberId must have 1 to {MEMBER_ID_LENGTH_MAX} characters."
+    return None
+
+
+def _invalid_fetch(request: Any) -> str | None:
+    mode = int(getattr(request, "share_acquire_mode", 0))
+    if mode not in {int(m) for m in AcquireMode}:
+        return f"Unknown ShareAcquireMode {mode}."
+    if getattr(request, "is_renew_ack", False) and (
+        _ms(request.max_wait) or request.min_bytes or request.max_bytes or request.max_records
+    ):
+        return "A renew request must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0."
+    return None
+
+
+def _decode(request: Any) -> ShareFetchCall:
+    partitions: dict[TopicIdPartition, None] = {}
+    acknowledgements: dict[TopicIdPartition, list[AckBatch]] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = TopicIdPartition(topic.topic_id, int(p.partition_index))
+            partitions[tp] = None
+            if p.acknowledgement_batches:
+                acknowledgements.setdefault(tp, []).extend(ack_batches(p.acknowledgement_batches))
+    forgotten = dict.fromkeys(
+        TopicIdPartition(topic.topic_id, int(index))
+        for topic in request.forgotten_topics_data
+        for index in topic.partitions
+    )
+    return ShareFetchCall(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        epoch=int(request.share_session_epoch),
+        max_wait_ms=_ms(request.max_wait),
+        min_bytes=int(request.min_bytes),
+        max_bytes=int(request.max_bytes),
+        max_records=int(request.max_records),
+        batch_size=int(request.batch_size),
+        acquire_mode=AcquireMode(int(getattr(request, "share_acquire_mode", 0))),
+        is_renew_ack=bool(getattr(request, "is_renew_ack", False)),
+        partitions=tuple(partitions),
+        acknowledgements=acknowledgements,
+        forgotten=tuple(forgotten),
+    )
+
+
+def ack_batches(batches: Iterable[Any]) -> list[AckBatch]:
+    return [
+        AckBatch(
+            int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types)
+        )
+        for b in batches
+    ]
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any:
+    broker = ctx.broker
+    by_topic: dict[Any, list[Any]] = {}
+    hint = False
+    for p in outcome.partitions:
+        data = _partition(schema, broker.node_id, p)
+        hint = hint or data.error_code in _LEADER_HINT_ERRORS
+        by_topic.setdefault(p.partition.topic_id, []).append(data)
+    endpoints: tuple[Any, ...] = ()
+    if hint:
+        endpoints = (
+            schema.make(
+                "NodeEndpoint",
+                node_id=broker.node_id,
+                host=broker.advertised_host,
+                port=broker.advertised_port,
+                rack=None,
+            ),
+        )
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=outcome.lock_duration_ms),
+        responses=tuple(
+            schema.make("ShareFetchableTopicResponse", topic_id=topic_id, partitions=tuple(ps))
+            for topic_id, ps in by_topic.items()
+        ),
+        node_endpoints=endpoints,
+    )
+
+
+def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
+    error = ErrorCode.none if p.error is None else code_for(p.error)
+    ack_error = ErrorCode.none if p.acknowledge_error is None else code_for(p.acknowledge_error)
+    leader = (-1, -1) if error in _NO_LEADER_ERRORS else (node_id, 0)
+    return schema.make(
+        "PartitionData",
+        partition_index=p.partition.partition,
+        error_code=error,
+        error_message=None,
+        acknowledge_error_code=int(ack_error.value),
+        acknowledge_error_message=None,
+        current_leader=schema.make("LeaderIdAndEpoch", leader_id=leader[0], leader_epoch=leader[1]),
+        records=p.records,
+        acquired_records=tuple(
+            schema.make(
+                "AcquiredRecords",
+                first_offset=r.first_offset,
+                last_offset=r.last_offset,
+                delivery_count=r.delivery_count,
+            )
+            for r in p.acquired
+        ),
+    )
+
+
+def _error(schema: Schema, code: ErrorCode, message: str | None) -> Any:
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=code,
+        error_message=message,
+        acquisition_lock_timeout=_ZERO,
+        responses=(),
+        node_endpoints=(),
+    )

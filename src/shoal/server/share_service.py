@@ -1,0 +1,457 @@
+"""The share-partition leader in the running broker: sessions, share-partitions,
+long-poll and lock timers.
+
+`ShareService` owns the `ShareSessionCache` (share/sessions.py) and the
+`SharePartitionManager` (share/manager.py) and drives what they leave to the server:
+
+- **Requests.** `share_fetch` and `share_acknowledge` take a decoded request
+  (`ShareFetchCall`, `ShareAcknowledgeCall`) and return a `ShareOutcome` the handlers
+  encode. Order (share-partition.md §11.2): session update, acknowledgements, fetch.
+  A final request (epoch -1) applies its acknowledgements, fetches nothing, closes
+  the session and releases the member's records in the session's partitions; a
+  renew-only ShareFetch (IsRenewAck) fetches nothing.
+- **Long-poll.** A ShareFetch answers at once when records were acquired, a partition
+  has an error, MinBytes <= 0, the session has no partitions, MaxBytes or MaxRecords
+  is 0, or MaxWaitMs (clamped to `shoal.fetch.max.wait.ms`) is 0. Otherwise it parks
+  in the broker purgatory on `(topic name, partition)` of each session partition
+  (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
+  (notified by the manager's `wake`: acks, releases, expiries, start-offset moves,
+  config changes), and acquires when woken; at MaxWaitMs it answers with what is
+  there. With MinBytes above 1 it acquires only once the logs hold that many bytes
+  (or at MaxWaitMs). A new epoch-0 session beyond `group.share.max.share.sessions`
+  is answered SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked
+  fetch whose session was closed or replaced meanwhile, or that shutdown woke,
+  answers without acquiring.
+- **Timers.** One task sleeps until the earliest acquisition-lock deadline over all
+  share-partitions and fires `expire_locks`; every request re-arms it.
+- **Hooks.** A closed connection ends the sessions it opened (records released); a
+  group whose last session ended has its share-partitions dropped (reloaded on next
+  use); group config changes wake the group's parked fetches (settings are re-read at
+  each operation); deleted topics drop their share-partitions (`topics_changed`);
+  DeleteRecords and retention move share-partition start offsets.
+
+Group settings are resolved per group from the broker config and the group's
+overrides, cached while neither object changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from shoal.share.acknowledge import AckBatch
+from shoal.share.acquire import AcquiredRecords
+from shoal.share.manager import FetchedPartition, ShareLog, SharePartitionManager
+from shoal.share.persister import SharePartitionKey
+from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
+from shoal.share.settings import SharePartitionConfig
+from shoal.share.states import AcquireMode
+
+if TYPE_CHECKING:
+    from shoal.server.broker import Broker
+    from shoal.server.context import ConnectionInfo
+
+log = logging.getLogger(__name__)
+
+_TIMER_FAILURE_BACKOFF_MS = 1_000
+_SETTINGS_CACHED_GROUPS_MAX = 10_000
+"""Resolved group settings kept; beyond this the cache starts afresh."""
+_SESSION_LIMIT_KEY = ("share-session-limit",)
+"""Purgatory key of requests delayed by SHARE_SESSION_LIMIT_REACHED (woken only by
+shutdown)."""
+
+
+def share_wait_key(key: SharePartitionKey) -> Hashable:
+    """Purgatory key that wakes share fetches parked on a share-partition."""
+    return ("share", key.group_id, key.topic_id, key.partition)
+
+
+# ---- decoded requests and their outcome ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchCall:
+    group_id: str
+    member_id: str
+    epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED
+    is_renew_ack: bool = False
+    partitions: Sequence[TopicIdPartition] = ()
+    """Every partition listed in `Topics`, duplicates merged, in request order."""
+    acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]] = field(default_factory=dict)
+    """Partitions that carried acknowledgement batches."""
+    forgotten: Sequence[TopicIdPartition] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcknowledgeCall:
+    group_id: str
+    member_id: str
+    epoch: int
+    is_renew_ack: bool = False
+    acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOutcome:
+    partition: TopicIdPartition
+    error: str | None = None
+    acknowledge_error: str | None = None
+    records: bytes = b""
+    acquired: tuple[AcquiredRecords, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareOutcome:
+    error: str | None = None
+    """Top-level error; nothing else is answered."""
+    lock_duration_ms: int = 0
+    partitions: tuple[PartitionOutcome, ...] = ()
+
+
+# ---- the service ------------------------------------------------------------------------
+
+
+class ShareService:
+    """Share sessions and share-partitions of one broker. See the module docstring."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self.sessions = ShareSessionCache(
+            max_sessions=lambda: int(broker.config["group.share.max.share.sessions"])
+        )
+        self.partitions = SharePartitionManager(
+            clock=broker.clock,
+            persister=broker.persister,
+            logs=self._log_for,
+            config=self.settings_for,
+            auto_offset_reset=self._auto_offset_reset,
+            wake=self._wake,
+        )
+        self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
+        self._rearm = asyncio.Event()
+        self._timer: asyncio.Task[None] | None = None
+        broker.on_connection_closed.append(self.connection_closed)
+        broker.on_group_config_changed.append(self.group_config_changed)
+
+    # ---- lifecycle
+
+    def start(self) -> None:
+        """Start the lock timer; call inside the running loop."""
+        self._timer = asyncio.create_task(self._timer_loop(), name="share-lock-timers")
+
+    async def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+            self._timer = None
+
+    # ---- ShareFetch
+
+    async def share_fetch(self, call: ShareFetchCall, *, connection_id: int) -> ShareOutcome:
+        step = self.sessions.share_fetch(
+            group_id=call.group_id,
+            member_id=call.member_id,
+            epoch=call.epoch,
+            connection_id=connection_id,
+            partitions=call.partitions,
+            forgotten=call.forgotten,
+            has_acknowledgements=bool(call.acknowledgements),
+        )
+        if step.dropped is not None:
+            self._session_ended(step.dropped, release=False)
+        if step.error is not None:
+            self._log_refused("ShareFetch", call.group_id, call.member_id, call.epoch, step)
+            if step.error == "SHARE_SESSION_LIMIT_REACHED":
+                await self._broker.purgatory.wait(
+                    [_SESSION_LIMIT_KEY], timeout_ms=self._max_wait_ms(call.max_wait_ms)
+                )
+            return ShareOutcome(error=step.error)
+        session = step.session
+        assert session is not None
+        lock_duration_ms = self.settings_for(call.group_id).record_lock_duration_ms
+        ack_errors = self._acknowledge_all(
+            call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
+        )
+        fetched: list[FetchedPartition] = []
+        if step.final:
+            self._close(session)
+        elif not call.is_renew_ack:
+            fetched = await self._long_poll(session, call)
+        self._rearm.set()
+        by_partition = {f.partition: f for f in fetched}
+        notable = {f.partition for f in fetched if f.records or f.error is not None}
+        listed = ShareSessionCache.response_partitions(
+            session,
+            full=step.full,
+            final=step.final,
+            notable=notable,
+            acknowledged=ack_errors,
+        )
+        outcomes = []
+        for tp in listed:
+            data = by_partition.get(tp)
+            outcomes.append(
+                PartitionOutcome(
+                    tp,
+                    error=None if data is None else data.error,
+                    acknowledge_error=ack_errors.get(tp),
+                    records=b"" if data is None else data.records,
+                    acquired=() if data is None else data.acquired,
+                )
+            )
+        return ShareOutcome(lock_duration_ms=lock_duration_ms, partitions=tuple(outcomes))
+
+    async def _long_poll(
+        self, session: ShareSession, call: ShareFetchCall
+    ) -> list[FetchedPartition]:
+        broker = self._broker
+        partitions = list(session.partitions)
+        clock = broker.clock
+        deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
+        keys = self._wait_keys(session.group_id, partitions)
+        nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
+        while True:
+            remaining_ms = deadline_ms - clock.monotonic_ms()
+            last_round = remaining_ms <= 0 or nothing_wanted
+            if self.sessions.get(session.group_id, session.member_id) is not session:
+                return []  # closed or replaced meanwhile: nobody will read the answer
+            if broker.stopping:
+                return []  # records acquired now would only be released at the close
+            if call.min_bytes > 1 and not last_round:
+                available = self.partitions.available_bytes(
+                    group_id=session.group_id, partitions=partitions, cap=call.min_bytes
+                )
+                if available < call.min_bytes:
+                    await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+                    continue
+            fetched = self.partitions.acquire(
+                group_id=session.group_id,
+                member_id=session.member_id,
+                partitions=partitions,
+                max_records=call.max_records,
+                batch_size=call.batch_size,
+                max_bytes=call.max_bytes,
+                acquire_mode=call.acquire_mode,
+                rotation=max(call.epoch, 0),
+            )
+            done = any(f.count or f.error is not None for f in fetched)
+            if done or last_round or call.min_bytes <= 0:
+                return fetched
+            await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+
+    def _wait_keys(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> list[Hashable]:
+        logs = self._broker.logs
+        keys: list[Hashable] = []
+        for tp in partitions:
+            keys.append(share_wait_key(SharePartitionKey(group_id, tp.topic_id, tp.partition)))
+            info = logs.topic_by_id(tp.topic_id)
+            if info is not None:
+                keys.append((info.name, tp.partition))
+        return keys
+
+    def _max_wait_ms(self, requested_ms: int) -> int:
+        return max(0, min(requested_ms, int(self._broker.config["shoal.fetch.max.wait.ms"])))
+
+    # ---- ShareAcknowledge
+
+    def share_acknowledge(self, call: ShareAcknowledgeCall) -> ShareOutcome:
+        step = self.sessions.share_acknowledge(
+            group_id=call.group_id, member_id=call.member_id, epoch=call.epoch
+        )
+        if step.error is not None:
+            self._log_refused("ShareAcknowledge", call.group_id, call.member_id, call.epoch, step)
+            return ShareOutcome(error=step.error)
+        session = step.session
+        assert session is not None
+        ack_errors = self._acknowledge_all(
+            call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
+        )
+        if step.final:
+            self._close(session)
+        self._rearm.set()
+        return ShareOutcome(
+            lock_duration_ms=self.settings_for(call.group_id).record_lock_duration_ms,
+            partitions=tuple(
+                PartitionOutcome(tp, error=error, acknowledge_error=error)
+                for tp, error in ack_errors.items()
+            ),
+        )
+
+    def _acknowledge_all(
+        self,
+        group_id: str,
+        member_id: str,
+        acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
+        *,
+        renew_allowed: bool,
+    ) -> dict[TopicIdPartition, str | None]:
+        errors: dict[TopicIdPartition, str | None] = {}
+        for tp, batches in acknowledgements.items():
+            error = self.partitions.acknowledge(
+                group_id=group_id,
+                member_id=member_id,
+                partition=tp,
+                batches=batches,
+                renew_allowed=renew_allowed,
+            )
+            if error is not None:
+                log.info(
+                    "acknowledgement of %s-%d by member %s of group %s failed: %s",
+                    tp.topic_id,
+                    tp.partition,
+                    member_id,
+                    group_id,
+                    error,
+                )
+            errors[tp] = error
+        return errors
+
+    # ---- sessions ending
+
+    def _close(self, session: ShareSession) -> None:
+        if self.sessions.close(session):
+            self._session_ended(session, release=True)
+
+    def connection_closed(self, info: ConnectionInfo) -> None:
+        """Hook: a connection closed; the sessions it opened end."""
+        ended = self.sessions.connection_closed(info.connection_id)
+        for session in ended:
+            log.info(
+                "share session of member %s of group %s ended with connection %d",
+                session.member_id,
+                session.group_id,
+                info.connection_id,
+            )
+            self._session_ended(session, release=True)
+        if ended:
+            self._rearm.set()
+
+    def _session_ended(self, session: ShareSession, *, release: bool) -> None:
+        if release:
+            self.partitions.release(
+                group_id=session.group_id,
+                member_id=session.member_id,
+                partitions=list(session.partitions),
+            )
+        if self.sessions.group_session_count(session.group_id) == 0:
+            dropped = self.partitions.drop_group(session.group_id)
+            if dropped:
+                log.info(
+                    "share group %s has no share sessions left: %d share-partitions unloaded",
+                    session.group_id,
+                    len(dropped),
+                )
+
+    # ---- hooks
+
+    def group_config_changed(self, group_id: str) -> None:
+        """Hook: the group's configs changed; parked fetches retry with them."""
+        self._settings.pop(group_id, None)
+        self.partitions.wake_group(group_id)
+        self._rearm.set()
+
+    def topics_changed(self) -> None:
+        """Topics were created, deleted or grown: deleted ones drop their share state."""
+        existing = {info.topic_id for info in self._broker.logs.topics()}
+        gone = self.partitions.retain_topics(existing)
+        if gone:
+            log.info("dropped %d share-partitions of deleted topics", len(gone))
+        self._rearm.set()
+
+    def log_start_moved(self, topic: str, partition: int) -> None:
+        """DeleteRecords moved the log start offset of `topic`-`partition`."""
+        logs = self._broker.logs
+        info = logs.topic(topic)
+        partition_log = logs.partition(topic, partition)
+        if info is None or partition_log is None:
+            return
+        self.partitions.on_log_start_offset(
+            topic_id=info.topic_id,
+            partition=partition,
+            log_start_offset=partition_log.log_start_offset,
+        )
+
+    def log_start_offsets_changed(self) -> None:
+        """Retention deleted segments somewhere: share-partitions catch up."""
+        self.partitions.check_log_start_offsets()
+
+    # ---- settings, logs and wake-ups for the manager
+
+    def settings_for(self, group_id: str) -> SharePartitionConfig:
+        """The group's effective share settings, re-resolved when the broker config or
+        the group's overrides change."""
+        broker_config = self._broker.config
+        overrides = self._broker.group_configs.overrides(group_id)
+        cached = self._settings.get(group_id)
+        if cached is not None and cached[0] is broker_config and cached[1] is overrides:
+            return cached[2]
+        settings = SharePartitionConfig.resolve(broker=broker_config.values, group=overrides)
+        if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
+            self._settings.clear()
+        self._settings[group_id] = (broker_config, overrides, settings)
+        return settings
+
+    def _auto_offset_reset(self, group_id: str) -> str:
+        value: Any = self._broker.group_configs.effective(group_id)["share.auto.offset.reset"]
+        return str(value)
+
+    def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | str:
+        logs = self._broker.logs
+        info = logs.topic_by_id(topic_id)
+        if info is None:
+            return "UNKNOWN_TOPIC_ID"
+        partition_log = logs.partition(info.name, partition)
+        if partition_log is None:
+            return "UNKNOWN_TOPIC_OR_PARTITION"
+        return partition_log
+
+    def _wake(self, key: SharePartitionKey) -> None:
+        self._broker.purgatory.notify(share_wait_key(key))
+
+    # ---- timers
+
+    async def _timer_loop(self) -> None:
+        """Sleep until the earliest lock deadline (or a request re-arms), then fire."""
+        clock = self._broker.clock
+        while True:
+            self._rearm.clear()
+            deadline = self.partitions.next_lock_deadline()
+            now = clock.monotonic_ms()
+            if deadline is not None and deadline <= now:
+                try:
+                    self.partitions.expire_locks(now_ms=now)
+                except Exception:  # keep the timers alive; logged with context
+                    log.exception("share lock expiry failed")
+                    await asyncio.sleep(_TIMER_FAILURE_BACKOFF_MS / 1000)
+                continue
+            timeout_s = None if deadline is None else (deadline - now) / 1000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout_s):
+                    await self._rearm.wait()
+
+    # ---- logging
+
+    @staticmethod
+    def _log_refused(
+        api: str, group_id: str, member_id: str, epoch: int, step: SessionStep
+    ) -> None:
+        log.info(
+            "%s of member %s of group %s at epoch %d refused: %s",
+            api,
+            member_id,
+            group_id,
+            epoch,
+            step.error,
+        )

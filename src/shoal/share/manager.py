@@ -1,0 +1,523 @@
+"""`SharePartitionManager`: every share-partition this broker leads, loaded on demand,
+and the operations a share request performs across them.
+
+Sans-I/O and synchronous. The caller injects the clock, the persister, a log lookup
+(topic id, partition -> a partition log or a Kafka error name), the group settings
+(`SharePartitionConfig` and `share.auto.offset.reset`, read at each use) and a `wake`
+callback, called with a share-partition key whenever records there may have become
+acquirable (acknowledgements and releases committed, locks expired, start offset or
+log start offset moved, archivals) so that parked share fetches retry.
+
+- **Loading** (share-partition.md §10): the first fetch or acknowledgement of a
+  (group, topic id, partition) reads the persisted state; StartOffset -1 means the
+  group's `share.auto.offset.reset` (latest = high watermark, earliest = log start,
+  by_duration = first batch with a timestamp >= now - duration). A failed load caches
+  nothing, so the next request retries; persister errors become partition errors
+  through `persister.partition_error` (Kafka's `fetchPersisterError`): an
+  uninitialised key (INVALID_REQUEST) answers UNKNOWN_SERVER_ERROR, fenced epochs
+  NOT_LEADER_OR_FOLLOWER, coordinator errors COORDINATOR_NOT_AVAILABLE.
+- **Acquisition for a session** (§7.1): partitions are visited from a rotation point
+  that moves with each request (Kafka rotates by the session epoch), MaxBytes is split
+  evenly among the partitions that can acquire and have data to read, MaxRecords is
+  one budget for the request, the first batch of the request goes out even if larger
+  than the limits. Each partition reads its log from `next_fetch_offset`; a read below
+  the log start offset moves the share-partition's start first (§4.4) and reads again.
+  `Records` is the slice of the read covering the log batches that overlap the
+  acquired offsets (never null: empty bytes).
+- **Acknowledgements** are checked for shape (wire.md §3: INVALID_REQUEST, RENEW only
+  with IsRenewAck), applied atomically per partition by the core, then persisted:
+  a successful write commits, a failed one rolls back and answers the mapped error
+  (fenced -> NOT_LEADER_OR_FOLLOWER, and the share-partition is dropped to reload).
+- **Releases** (session closed, connection dropped) go through the same write path.
+- **Lock expiry**: `next_lock_deadline` is the earliest deadline over all
+  share-partitions; `expire_locks` fires what is due and persists each expiry (the
+  transition stands if the write fails).
+- **Dropping**: deleted topics (`retain_topics`) and groups whose last share session
+  ended (`drop_group`) leave memory; nothing is written.
+
+Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from shoal.clock import Clock
+from shoal.log.api import LogError, ReadResult
+from shoal.share.acknowledge import AckBatch, validate_batches
+from shoal.share.acquire import AcquiredRecords
+from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
+from shoal.share.persister import (
+    FENCING_ERRORS,
+    Persister,
+    SharePartitionKey,
+    StateWrite,
+    partition_error,
+)
+from shoal.share.sessions import TopicIdPartition
+from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
+from shoal.share.states import AcknowledgeType, AcquireMode
+
+log = logging.getLogger(__name__)
+
+LEADER_EPOCH = 0
+"""Shoal is a single node: every partition's leader epoch is 0."""
+
+
+def describe_key(key: SharePartitionKey) -> str:
+    """`group:topic-id:partition`, the share coordinator's key string, for logs."""
+    return f"{key.group_id}:{key.topic_id}:{key.partition}"
+
+
+class ShareLog(Protocol):
+    """What a share-partition needs of its partition log (`PartitionLog` has it)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult: ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
+
+
+LogLookup = Callable[[uuid.UUID, int], "ShareLog | str"]
+"""(topic id, partition) -> the partition log, or UNKNOWN_TOPIC_ID /
+UNKNOWN_TOPIC_OR_PARTITION."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    """One partition's part of a share fetch."""
+
+    partition: TopicIdPartition
+    error: str | None = None
+    records: bytes = b""
+    acquired: tuple[AcquiredRecords, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return sum(r.count for r in self.acquired)
+
+
+def validate_acknowledgements(batches: Sequence[AckBatch], *, renew_allowed: bool) -> str | None:
+    """wire.md §3 ack batch validation: INVALID_REQUEST or None. RENEW (4) only in a
+    request with IsRenewAck."""
+    error = validate_batches(batches)
+    if error is not None:
+        return error
+    if not renew_allowed and any(AcknowledgeType.RENEW in batch.types for batch in batches):
+        return "INVALID_REQUEST"
+    return None
+
+
+class SharePartitionManager:
+    """The share-partitions of this broker. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        persister: Persister,
+        logs: LogLookup,
+        config: Callable[[str], SharePartitionConfig],
+        auto_offset_reset: Callable[[str], str],
+        wake: Callable[[SharePartitionKey], None] = lambda _key: None,
+    ) -> None:
+        self._clock = clock
+        self._persister = persister
+        self._logs = logs
+        self._config = config
+        self._auto_offset_reset = auto_offset_reset
+        self._wake = wake
+        self._partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._by_group: dict[str, set[SharePartitionKey]] = {}
+        self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def get(self, key: SharePartitionKey) -> SharePartition | None:
+        """The loaded share-partition of `key`, if any (never loads)."""
+        return self._partitions.get(key)
+
+    def keys(self) -> list[SharePartitionKey]:
+        return list(self._partitions)
+
+    # ---- loading
+
+    def load(self, key: SharePartitionKey) -> SharePartition | str:
+        """The share-partition of `key`, loaded now if needed, or an error name."""
+        loaded = self._partitions.get(key)
+        if loaded is not None:
+            return loaded
+        found = self._logs(key.topic_id, key.partition)
+        if isinstance(found, str):
+            return found
+        return self._load(key, found)
+
+    def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | str:
+        read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
+        if read.error is not None or read.state is None:
+            error = partition_error(read.error or "UNKNOWN_SERVER_ERROR")
+            log.info(
+                "share-partition %s not loaded: state read failed (%s)",
+                describe_key(key),
+                read.error,
+            )
+            return error
+        group_id = key.group_id
+        sp = SharePartition(
+            group_id=group_id,
+            topic_id=key.topic_id,
+            partition=key.partition,
+            clock=self._clock,
+            config=lambda: self._config(group_id),
+            leader_epoch=LEADER_EPOCH,
+        )
+        state = read.state
+        try:
+            reset_offset = state.start_offset
+            if reset_offset < 0:
+                reset_offset = self._reset_offset(group_id, partition_log)
+            sp.initialize(
+                state=state,
+                log_start_offset=partition_log.log_start_offset,
+                reset_offset=reset_offset,
+            )
+        except (StateLoadError, ValueError, LogError) as exc:
+            log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
+            return "UNKNOWN_SERVER_ERROR"
+        self._partitions[key] = sp
+        self._by_group.setdefault(group_id, set()).add(key)
+        tp = TopicIdPartition(key.topic_id, key.partition)
+        self._by_partition.setdefault(tp, set()).add(key)
+        log.info(
+            "share-partition %s loaded: start offset %d (persisted %d), end offset %d",
+            describe_key(key),
+            sp.start_offset,
+            state.start_offset,
+            sp.end_offset,
+        )
+        return sp
+
+    def _reset_offset(self, group_id: str, partition_log: ShareLog) -> int:
+        def by_timestamp(timestamp_ms: int) -> int | None:
+            found = partition_log.offset_for_timestamp(timestamp_ms)
+            return None if found is None else found[0]
+
+        return resolve_reset_offset(
+            self._auto_offset_reset(group_id),
+            clock=self._clock,
+            log_start_offset=lambda: partition_log.log_start_offset,
+            high_watermark=lambda: partition_log.log_end_offset,
+            offset_for_timestamp=by_timestamp,
+        )
+
+    # ---- acquisition
+
+    def acquire(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        partitions: Sequence[TopicIdPartition],
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+        rotation: int = 0,
+    ) -> list[FetchedPartition]:
+        """Acquire records for `member_id` across `partitions` (one share fetch).
+        Returns one entry per partition, in the order given; load and log errors are
+        per partition. `rotation` picks the partition visited first (mod the count)."""
+        results: dict[TopicIdPartition, FetchedPartition] = {}
+        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog]] = []
+        for tp in _rotated(partitions, rotation):
+            found = self._logs(tp.topic_id, tp.partition)
+            if isinstance(found, str):
+                results[tp] = FetchedPartition(tp, error=found)
+                continue
+            key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
+            sp = self._partitions.get(key) or self._load(key, found)
+            if isinstance(sp, str):
+                results[tp] = FetchedPartition(tp, error=sp)
+                continue
+            results[tp] = FetchedPartition(tp)
+            if sp.can_acquire() and sp.next_fetch_offset() < found.log_end_offset:
+                ready.append((tp, sp, found))
+        if ready and max_bytes > 0 and max_records > 0:
+            share_bytes = max(1, max_bytes // len(ready))
+            remaining = max_records
+            first = True
+            for tp, sp, partition_log in ready:
+                if remaining <= 0:
+                    break
+                fetched = self._acquire_one(
+                    sp,
+                    partition_log,
+                    tp,
+                    member_id=member_id,
+                    max_records=remaining,
+                    batch_size=batch_size,
+                    max_bytes=share_bytes,
+                    acquire_mode=acquire_mode,
+                    min_one_batch=first,
+                )
+                results[tp] = fetched
+                remaining -= fetched.count
+                first = first and not fetched.records
+        return [results[tp] for tp in partitions]
+
+    def _acquire_one(
+        self,
+        sp: SharePartition,
+        partition_log: ShareLog,
+        tp: TopicIdPartition,
+        *,
+        member_id: str,
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode,
+        min_one_batch: bool,
+    ) -> FetchedPartition:
+        offset = sp.next_fetch_offset()
+        try:
+            read = partition_log.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch)
+        except LogError as exc:
+            if exc.code != "OFFSET_OUT_OF_RANGE" or offset >= partition_log.log_start_offset:
+                return FetchedPartition(tp, error=exc.code)
+            # Retention or DeleteRecords moved the log start past the fetch offset.
+            self._log_start_moved(sp, partition_log.log_start_offset)
+            offset = sp.next_fetch_offset()
+            if offset >= partition_log.log_end_offset:
+                return FetchedPartition(tp)
+            try:
+                read = partition_log.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch)
+            except LogError as again:
+                return FetchedPartition(tp, error=again.code)
+        if not read.headers:
+            return FetchedPartition(tp)
+        result = sp.acquire(
+            member_id=member_id,
+            fetch_offset=offset,
+            headers=read.headers,
+            max_records=max_records,
+            batch_size=batch_size,
+            acquire_mode=acquire_mode,
+            max_bytes=max_bytes,
+        )
+        if result.write is not None:
+            self._write_standing(result.write)
+            self._wake(sp.key)
+        span = result.byte_range
+        records = b"" if span is None else read.records[span[0] : span[1]]
+        return FetchedPartition(tp, records=records, acquired=result.acquired)
+
+    def available_bytes(
+        self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int
+    ) -> int:
+        """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
+        from each acquirable share-partition's next fetch offset (for MinBytes above 1).
+        Loads share-partitions as a fetch would; a partition that cannot be loaded
+        counts as `cap`, so that the fetch answers its error at once."""
+        total = 0
+        for tp in partitions:
+            sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
+            found = self._logs(tp.topic_id, tp.partition)
+            if isinstance(sp, str) or isinstance(found, str):
+                return cap
+            offset = sp.next_fetch_offset()
+            if not sp.can_acquire() or offset >= found.log_end_offset:
+                continue
+            if offset < found.log_start_offset:
+                return cap  # the fetch moves the start offset first
+            try:
+                read = found.read(offset, max_bytes=cap - total)
+            except LogError:
+                return cap
+            if read.headers and read.headers[-1].next_offset < read.high_watermark:
+                return cap  # the read stopped at the budget: more is there
+            total += len(read.records)
+            if total >= cap:
+                break
+        return min(total, cap)
+
+    # ---- acknowledgement and release
+
+    def acknowledge(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        partition: TopicIdPartition,
+        batches: Sequence[AckBatch],
+        renew_allowed: bool = False,
+    ) -> str | None:
+        """Apply one partition's acknowledgement batches (atomic) and persist them.
+        Returns the partition's error name, or None."""
+        found = self._logs(partition.topic_id, partition.partition)
+        if isinstance(found, str):
+            return found
+        invalid = validate_acknowledgements(batches, renew_allowed=renew_allowed)
+        if invalid is not None:
+            return invalid
+        key = SharePartitionKey(group_id, partition.topic_id, partition.partition)
+        sp = self._partitions.get(key) or self._load(key, found)
+        if isinstance(sp, str):
+            return sp
+        result = sp.acknowledge(member_id=member_id, batches=batches)
+        if result.error is not None:
+            return result.error
+        if result.pending is None:
+            return None
+        return self._persist(sp, result.pending)
+
+    def release(
+        self, *, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]
+    ) -> None:
+        """The member's share session ended: its ACQUIRED records in `partitions`
+        become available again (or archived), persisted like acknowledgements."""
+        for tp in partitions:
+            sp = self._partitions.get(SharePartitionKey(group_id, tp.topic_id, tp.partition))
+            if sp is None:
+                continue
+            pending = sp.release_member(member_id=member_id)
+            if pending is not None:
+                error = self._persist(sp, pending)
+                if error is not None:
+                    log.warning(
+                        "release of %s for member %s failed: %s",
+                        describe_key(sp.key),
+                        member_id,
+                        error,
+                    )
+
+    def _persist(self, sp: SharePartition, pending: PendingWrite) -> str | None:
+        error = self._persister.write(write=pending.write)
+        if error is None:
+            completion = sp.commit_write(handle=pending.handle)
+        else:
+            log.warning("state write of %s failed (%s): rolled back", describe_key(sp.key), error)
+            completion = sp.rollback_write(handle=pending.handle)
+        for write in completion.writes:
+            self._write_standing(write)
+        if completion.wake:
+            self._wake(sp.key)
+        if error is None:
+            return None
+        if error in FENCING_ERRORS:
+            self._drop(sp.key)
+            self._wake(sp.key)
+        return partition_error(error)
+
+    def _write_standing(self, write: StateWrite) -> None:
+        """Persist a write whose transitions stand whatever happens (expiries,
+        archivals); a failure is logged."""
+        error = self._persister.write(write=write)
+        if error is not None:
+            log.warning(
+                "state write of %s failed (%s); the transition stands",
+                describe_key(write.key),
+                error,
+            )
+
+    # ---- time
+
+    def next_lock_deadline(self) -> int | None:
+        """The earliest acquisition-lock deadline over every share-partition."""
+        deadlines = [
+            d for sp in self._partitions.values() if (d := sp.next_lock_deadline()) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def expire_locks(self, *, now_ms: int) -> int:
+        """Fire every lock due at `now_ms`; returns the number of expiry writes."""
+        writes = 0
+        for sp in list(self._partitions.values()):
+            deadline = sp.next_lock_deadline()
+            if deadline is None or deadline > now_ms:
+                continue
+            expired = sp.expire_locks(now_ms=now_ms)
+            for write in expired.writes:
+                self._write_standing(write)
+            writes += len(expired.writes)
+            if expired.wake:
+                self._wake(sp.key)
+        return writes
+
+    # ---- the log
+
+    def on_log_start_offset(
+        self, *, topic_id: uuid.UUID, partition: int, log_start_offset: int
+    ) -> None:
+        """The log start offset of (topic id, partition) moved (DeleteRecords,
+        retention): every group's share-partition of it follows (§4.4)."""
+        for key in list(self._by_partition.get(TopicIdPartition(topic_id, partition), ())):
+            self._log_start_moved(self._partitions[key], log_start_offset)
+
+    def check_log_start_offsets(self) -> None:
+        """Compare every share-partition with its log's start offset (after retention)."""
+        for sp in list(self._partitions.values()):
+            found = self._logs(sp.key.topic_id, sp.key.partition)
+            if not isinstance(found, str) and found.log_start_offset > sp.start_offset:
+                self._log_start_moved(sp, found.log_start_offset)
+
+    def _log_start_moved(self, sp: SharePartition, log_start_offset: int) -> None:
+        if sp.on_log_start_offset(log_start_offset=log_start_offset):
+            log.info(
+                "share-partition %s: log start offset moved to %d",
+                describe_key(sp.key),
+                log_start_offset,
+            )
+            self._wake(sp.key)
+
+    # ---- dropping
+
+    def retain_topics(self, topic_ids: Collection[uuid.UUID]) -> list[SharePartitionKey]:
+        """Drop the share-partitions of every topic not in `topic_ids` (deleted)."""
+        gone = [key for key in self._partitions if key.topic_id not in topic_ids]
+        for key in gone:
+            self._drop(key)
+            self._wake(key)
+        return gone
+
+    def drop_group(self, group_id: str) -> list[SharePartitionKey]:
+        """Forget the group's share-partitions (its last share session ended); they
+        reload from the persisted state on next use."""
+        keys = sorted(self._by_group.get(group_id, ()), key=str)
+        for key in keys:
+            self._drop(key)
+        return keys
+
+    def wake_group(self, group_id: str) -> None:
+        """Retry the group's parked fetches (its configs changed)."""
+        for key in list(self._by_group.get(group_id, ())):
+            self._wake(key)
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        if self._partitions.pop(key, None) is None:
+            return
+        keys = self._by_group[key.group_id]
+        keys.discard(key)
+        if not keys:
+            del self._by_group[key.group_id]
+        tp = TopicIdPartition(key.topic_id, key.partition)
+        keys = self._by_partition[tp]
+        keys.discard(key)
+        if not keys:
+            del self._by_partition[tp]
+
+
+def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:
+    if not partitions:
+        return []
+    start = rotation % len(partitions)
+    return [*partitions[start:], *partitions[:start]]

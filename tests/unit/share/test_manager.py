@@ -1,0 +1,510 @@
+"""SharePartitionManager (share-partition.md §7.1, §8, §10, §11): loading with each
+`share.auto.offset.reset`, acquisition across a session (round-robin, MaxBytes split,
+one MaxRecords budget, record slices), acknowledgements persisted or rolled back,
+release on session end, lock expiry, log start moves, dropping.
+
+Conformance items covered here (manager half): 11, 12, 14 (release), 15, 19 (empty
+records), 25, 30, 72 (an untouched partition stays at -1 durably).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from shoal.clock import ManualClock
+from shoal.log.api import LogError, ReadResult
+from shoal.protocol.record_batch import BatchHeader, iter_headers
+from shoal.share.acknowledge import AckBatch
+from shoal.share.manager import FetchedPartition, SharePartitionManager
+from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
+from shoal.share.sessions import TopicIdPartition
+from shoal.share.settings import SharePartitionConfig
+from shoal.share.states import AcquireMode, RecordState
+from tests.support.batches import values_batch
+
+T = uuid.UUID("00000000-0000-0000-0000-00000000000a")
+U = uuid.UUID("00000000-0000-0000-0000-00000000000b")
+P0, P1, Q0 = TopicIdPartition(T, 0), TopicIdPartition(T, 1), TopicIdPartition(U, 0)
+GROUP = "g"
+BASE_WALL_MS = 1_700_000_000_000
+ACCEPT, RELEASE, RENEW = 1, 2, 4
+
+
+class FakeLog:
+    """A partition log in memory holding real v2 batches (values `v0`, `v1`, ...)."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[BatchHeader, bytes]] = []
+        self.log_start_offset = 0
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.batches[-1][0].next_offset if self.batches else 0
+
+    def append(self, count: int, *, timestamp_ms: int = BASE_WALL_MS) -> None:
+        data = values_batch(count, base_offset=self.log_end_offset, base_timestamp=timestamp_ms)
+        (header,) = iter_headers(data)
+        self.batches.append((header, data))
+
+    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
+        if not self.log_start_offset <= offset <= self.log_end_offset:
+            raise LogError("OFFSET_OUT_OF_RANGE", f"{offset} outside the log")
+        parts: list[bytes] = []
+        total = 0
+        for header, data in self.batches:
+            if header.last_offset < offset:
+                continue
+            if total + len(data) > max_bytes and (parts or not min_one_batch):
+                break
+            parts.append(data)
+            total += len(data)
+        records = b"".join(parts)
+        return ReadResult(
+            records, iter_headers(records), self.log_end_offset, self.log_start_offset
+        )
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        for header, _ in self.batches:
+            if header.max_timestamp >= timestamp_ms and header.last_offset >= self.log_start_offset:
+                return max(header.base_offset, self.log_start_offset), header.max_timestamp
+        return None
+
+    def bytes_of(self, first: int, last: int) -> bytes:
+        return b"".join(
+            data
+            for header, data in self.batches
+            if header.last_offset >= first and header.base_offset <= last
+        )
+
+
+class FailingPersister(InMemoryPersister):
+    def __init__(self) -> None:
+        super().__init__()
+        self.write_error: str | None = None
+        self.writes: list[StateWrite] = []
+
+    def write(self, *, write: StateWrite) -> str | None:
+        self.writes.append(write)
+        if self.write_error is not None:
+            return self.write_error
+        return super().write(write=write)
+
+
+@dataclass
+class Rig:
+    clock: ManualClock = field(default_factory=lambda: ManualClock(wall_offset_ms=BASE_WALL_MS))
+    persister: FailingPersister = field(default_factory=FailingPersister)
+    logs: dict[TopicIdPartition, FakeLog] = field(default_factory=dict)
+    config: SharePartitionConfig = field(default_factory=SharePartitionConfig)
+    reset: str = "earliest"
+    woken: list[SharePartitionKey] = field(default_factory=list)
+    manager: SharePartitionManager = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.manager = SharePartitionManager(
+            clock=self.clock,
+            persister=self.persister,
+            logs=self.lookup,
+            config=lambda _group: self.config,
+            auto_offset_reset=lambda _group: self.reset,
+            wake=self.woken.append,
+        )
+
+    def lookup(self, topic_id: uuid.UUID, partition: int) -> FakeLog | str:
+        if not any(tp.topic_id == topic_id for tp in self.logs):
+            return "UNKNOWN_TOPIC_ID"
+        return self.logs.get(TopicIdPartition(topic_id, partition), "UNKNOWN_TOPIC_OR_PARTITION")
+
+    def topic(self, *partitions: TopicIdPartition, group: str = GROUP) -> None:
+        """Create logs and initialise the group's state, as the group coordinator does."""
+        for tp in partitions:
+            self.logs[tp] = FakeLog()
+            key = SharePartitionKey(group, tp.topic_id, tp.partition)
+            assert self.persister.initialize(key=key, state_epoch=0, start_offset=-1) is None
+
+    def fetch(
+        self,
+        member: str,
+        *partitions: TopicIdPartition,
+        max_records: int = 500,
+        batch_size: int = 500,
+        max_bytes: int = 2**31 - 1,
+        rotation: int = 0,
+        mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    ) -> list[FetchedPartition]:
+        return self.manager.acquire(
+            group_id=GROUP,
+            member_id=member,
+            partitions=partitions or (P0,),
+            max_records=max_records,
+            batch_size=batch_size,
+            max_bytes=max_bytes,
+            acquire_mode=mode,
+            rotation=rotation,
+        )
+
+    def ack(
+        self, member: str, tp: TopicIdPartition, *batches: AckBatch, renew: bool = False
+    ) -> str | None:
+        return self.manager.acknowledge(
+            group_id=GROUP, member_id=member, partition=tp, batches=batches, renew_allowed=renew
+        )
+
+    def key(self, tp: TopicIdPartition = P0) -> SharePartitionKey:
+        return SharePartitionKey(GROUP, tp.topic_id, tp.partition)
+
+
+def ranges(fetched: FetchedPartition) -> list[tuple[int, int, int]]:
+    return [(r.first_offset, r.last_offset, r.delivery_count) for r in fetched.acquired]
+
+
+# ---- loading (§10) -------------------------------------------------------------------------
+
+
+def test_loading_with_earliest_latest_and_by_duration() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    log = rig.logs[P0]
+    log.append(5, timestamp_ms=BASE_WALL_MS - 3_600_000)  # 0-4, an hour old
+    log.append(5, timestamp_ms=BASE_WALL_MS - 60_000)  # 5-9, a minute old
+    log.log_start_offset = 2
+    expected = {"earliest": 2, "latest": 10, "by_duration:PT10M": 5, "by_duration:PT1S": 10}
+    for strategy, start in expected.items():
+        rig.reset = strategy
+        rig.manager.drop_group(GROUP)
+        sp = rig.manager.load(rig.key())
+        assert not isinstance(sp, str)
+        assert sp.start_offset == start, strategy
+    summary = rig.persister.read_summary(key=rig.key(), leader_epoch=0)
+    assert summary.start_offset == -1, "the reset start offset is kept in memory only"
+
+
+def test_a_persisted_start_offset_wins_over_the_reset() -> None:
+    rig = Rig(reset="latest")
+    rig.logs[P0] = FakeLog()
+    rig.logs[P0].append(10)
+    assert rig.persister.initialize(key=rig.key(), state_epoch=0, start_offset=3) is None
+    sp = rig.manager.load(rig.key())
+    assert not isinstance(sp, str) and sp.start_offset == 3
+
+
+def test_an_uninitialised_state_is_not_loaded_and_retried() -> None:
+    rig = Rig()
+    rig.logs[P0] = FakeLog()
+    rig.logs[P0].append(3)
+    (fetched,) = rig.fetch("a")
+    assert fetched.error == "UNKNOWN_SERVER_ERROR" and fetched.records == b""
+    assert rig.manager.get(rig.key()) is None
+    assert rig.persister.initialize(key=rig.key(), state_epoch=0, start_offset=-1) is None
+    (fetched,) = rig.fetch("a")
+    assert fetched.error is None and ranges(fetched) == [(0, 2, 1)]
+
+
+def test_unknown_topics_and_partitions_are_errors_per_partition() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(2)
+    results = rig.fetch("a", P0, P1, Q0)
+    assert [(f.partition, f.error) for f in results] == [
+        (P0, None),
+        (P1, "UNKNOWN_TOPIC_OR_PARTITION"),
+        (Q0, "UNKNOWN_TOPIC_ID"),
+    ]
+    assert ranges(results[0]) == [(0, 1, 1)]
+    assert rig.ack("a", Q0, AckBatch(0, 0, (ACCEPT,))) == "UNKNOWN_TOPIC_ID"
+
+
+# ---- acquisition (§7) ------------------------------------------------------------------------
+
+
+def test_11_records_are_the_overlapping_batches() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    log = rig.logs[P0]
+    log.append(10)
+    (fetched,) = rig.fetch("a")
+    assert ranges(fetched) == [(0, 9, 1)]
+    assert fetched.records == log.bytes_of(0, 9)
+
+
+def test_19_nothing_to_acquire_gives_empty_records() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    (fetched,) = rig.fetch("a")
+    assert (fetched.error, fetched.records, fetched.acquired) == (None, b"", ())
+
+
+def test_12_max_records_and_batch_size() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    for _ in range(5):
+        rig.logs[P0].append(1)
+    (first,) = rig.fetch("a", max_records=1, batch_size=1)
+    assert ranges(first) == [(0, 0, 1)]
+    assert first.records == rig.logs[P0].bytes_of(0, 0)
+    (rest,) = rig.fetch("a", max_records=5, batch_size=1)
+    assert ranges(rest) == [(1, 1, 1), (2, 2, 1), (3, 3, 1), (4, 4, 1)]
+
+
+def test_15_members_get_disjoint_records_and_groups_all_of_them() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.topic(P0, group="other")
+    for _ in range(2):
+        rig.logs[P0].append(5)
+    (a,) = rig.fetch("a", max_records=5)
+    (b,) = rig.fetch("b", max_records=5)
+    assert (ranges(a), ranges(b)) == ([(0, 4, 1)], [(5, 9, 1)])
+    (c,) = rig.manager.acquire(
+        group_id="other",
+        member_id="c",
+        partitions=[P0],
+        max_records=500,
+        batch_size=500,
+        max_bytes=2**31 - 1,
+    )
+    assert ranges(c) == [(0, 9, 1)]
+
+
+def test_partitions_are_visited_round_robin() -> None:
+    rig = Rig()
+    rig.topic(P0, P1)
+    for tp in (P0, P1):
+        for _ in range(3):
+            rig.logs[tp].append(5)
+    # MaxRecords 5 is one budget: only the partition visited first acquires.
+    first = rig.fetch("a", P0, P1, max_records=5, rotation=0)
+    assert [ranges(f) for f in first] == [[(0, 4, 1)], []]
+    second = rig.fetch("a", P0, P1, max_records=5, rotation=1)
+    assert [ranges(f) for f in second] == [[], [(0, 4, 1)]]
+    third = rig.fetch("a", P0, P1, max_records=5, rotation=2)
+    assert [ranges(f) for f in third] == [[(5, 9, 1)], []]
+
+
+def test_max_bytes_is_split_evenly_among_partitions_that_can_acquire() -> None:
+    rig = Rig()
+    rig.topic(P0, P1, Q0)
+    for tp in (P0, P1):
+        for _ in range(3):
+            rig.logs[tp].append(5)
+    batch_bytes = len(rig.logs[P0].batches[0][1])
+    # Q0 has no data: it takes no share, so each of P0 and P1 gets one batch.
+    results = rig.fetch("a", P0, P1, Q0, max_bytes=2 * batch_bytes)
+    assert [ranges(f) for f in results] == [[(0, 4, 1)], [(0, 4, 1)], []]
+    assert [len(f.records) for f in results] == [batch_bytes, batch_bytes, 0]
+    # Once P1 has nothing left to acquire, P0 gets the whole budget.
+    rig.fetch("b", P1, max_bytes=2**31 - 1)
+    p0, p1 = rig.fetch("a", P0, P1, max_bytes=2 * batch_bytes)
+    assert p1.acquired == ()
+    assert ranges(p0) == [(5, 14, 1)]
+
+
+def test_the_first_batch_goes_out_whatever_max_bytes() -> None:
+    rig = Rig()
+    rig.topic(P0, P1)
+    rig.logs[P0].append(5)
+    rig.logs[P1].append(5)
+    results = rig.fetch("a", P0, P1, max_bytes=10)
+    assert [ranges(f) for f in results] == [[(0, 4, 1)], []]
+
+
+def test_max_bytes_zero_acquires_nothing() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(5)
+    (fetched,) = rig.fetch("a", max_bytes=0)
+    assert fetched.acquired == ()
+
+
+def test_record_limit_mode_leaves_the_rest_of_the_batch() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    (a,) = rig.fetch("a", max_records=5, mode=AcquireMode.RECORD_LIMIT)
+    (b,) = rig.fetch("b", max_records=5, mode=AcquireMode.RECORD_LIMIT)
+    assert (ranges(a), ranges(b)) == ([(0, 4, 1)], [(5, 9, 1)])
+    assert a.records == b.records == rig.logs[P0].bytes_of(0, 9)
+
+
+# ---- acknowledgement (§8) -------------------------------------------------------------------
+
+
+def test_accepted_records_are_persisted_and_the_start_offset_moves() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) is None
+    durable = rig.persister.read(key=rig.key(), leader_epoch=0).state
+    assert durable is not None
+    # The write carries the start offset as it was before the ack (§8.4).
+    assert (
+        durable.start_offset,
+        [(b.first_offset, b.last_offset) for b in durable.state_batches],
+    ) == (
+        0,
+        [(0, 9)],
+    )
+    sp = rig.manager.get(rig.key())
+    assert sp is not None and sp.start_offset == 10
+    assert rig.key() in rig.woken
+
+
+def test_malformed_batches_and_renew_without_is_renew_ack_are_invalid() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+    assert rig.ack("a", P0, AckBatch(5, 4, (ACCEPT,))) == "INVALID_REQUEST"
+    assert rig.ack("a", P0, AckBatch(0, 2, (ACCEPT, ACCEPT))) == "INVALID_REQUEST"
+    assert rig.ack("a", P0, AckBatch(0, 2, ())) == "INVALID_REQUEST"
+    assert rig.ack("a", P0, AckBatch(0, 2, (RENEW,))) == "INVALID_REQUEST"
+    assert rig.ack("a", P0, AckBatch(0, 2, (RENEW,)), renew=True) is None
+    assert rig.ack("a", P0, AckBatch(0, 3, (ACCEPT,)), AckBatch(3, 4, (ACCEPT,))) == (
+        "INVALID_REQUEST"
+    )
+
+
+def test_acks_of_records_not_held_are_invalid_record_state() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    assert rig.ack("a", P0, AckBatch(0, 0, (ACCEPT,))) == "INVALID_RECORD_STATE"  # loads
+    rig.fetch("a")
+    assert rig.ack("b", P0, AckBatch(0, 9, (ACCEPT,))) == "INVALID_RECORD_STATE"
+
+
+def test_a_fenced_write_rolls_back_and_unloads() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+    rig.persister.write_error = "FENCED_STATE_EPOCH"
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == "NOT_LEADER_OR_FOLLOWER"
+    assert rig.manager.get(rig.key()) is None
+    rig.persister.write_error = None
+    (again,) = rig.fetch("b")
+    assert ranges(again) == [(0, 9, 1)], "reloaded from the durable state"
+
+
+def test_a_coordinator_error_rolls_back_and_keeps_the_partition() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+    rig.persister.write_error = "COORDINATOR_LOAD_IN_PROGRESS"
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == "COORDINATOR_NOT_AVAILABLE"
+    sp = rig.manager.get(rig.key())
+    assert sp is not None
+    assert {(v.state, v.member_id) for v in sp.in_flight()} == {(RecordState.ACQUIRED, "a")}
+    rig.persister.write_error = None
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) is None
+
+
+# ---- release, expiry (§3, §11) --------------------------------------------------------------
+
+
+def test_14_release_hands_records_to_others_with_their_count() -> None:
+    rig = Rig()
+    rig.topic(P0, P1)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+    assert rig.ack("a", P0, AckBatch(0, 4, (ACCEPT,))) is None
+    rig.manager.release(group_id=GROUP, member_id="a", partitions=[P0, P1])
+    (b,) = rig.fetch("b")
+    assert ranges(b) == [(5, 9, 2)]
+
+
+def test_30_released_records_come_back_with_a_higher_count() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(3)
+    rig.fetch("a")
+    assert rig.ack("a", P0, AckBatch(0, 2, (RELEASE,))) is None
+    (again,) = rig.fetch("b")
+    assert ranges(again) == [(0, 2, 2)]
+
+
+def test_25_locks_expire_on_the_clock() -> None:
+    rig = Rig(config=SharePartitionConfig(record_lock_duration_ms=1_000))
+    rig.topic(P0)
+    rig.logs[P0].append(4)
+    rig.fetch("a")
+    assert rig.manager.next_lock_deadline() == 1_000
+    assert rig.manager.expire_locks(now_ms=999) == 0
+    rig.clock.advance(1_000)
+    rig.woken.clear()
+    assert rig.manager.expire_locks(now_ms=rig.clock.monotonic_ms()) == 1
+    assert rig.woken == [rig.key()]
+    assert rig.manager.next_lock_deadline() is None
+    assert rig.ack("a", P0, AckBatch(0, 3, (ACCEPT,))) == "INVALID_RECORD_STATE"
+    (again,) = rig.fetch("b")
+    assert ranges(again) == [(0, 3, 2)]
+    assert rig.manager.next_lock_deadline() == 2_000
+
+
+def test_the_earliest_deadline_over_partitions() -> None:
+    rig = Rig(config=SharePartitionConfig(record_lock_duration_ms=1_000))
+    rig.topic(P0, P1)
+    rig.logs[P0].append(1)
+    rig.logs[P1].append(1)
+    rig.fetch("a", P0)
+    rig.clock.advance(300)
+    rig.fetch("a", P1)
+    assert rig.manager.next_lock_deadline() == 1_000
+
+
+# ---- the log start offset (§4.4) ------------------------------------------------------------
+
+
+def test_log_start_moves_reach_the_share_partition() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    log = rig.logs[P0]
+    log.append(5)
+    log.append(5)
+    rig.manager.load(rig.key())
+    log.log_start_offset = 5
+    rig.manager.on_log_start_offset(topic_id=T, partition=0, log_start_offset=5)
+    sp = rig.manager.get(rig.key())
+    assert sp is not None and sp.start_offset == 5
+    assert rig.key() in rig.woken
+
+
+def test_a_read_below_the_log_start_catches_up_and_reads_again() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    log = rig.logs[P0]
+    log.append(5)
+    log.append(5)
+    rig.manager.load(rig.key())
+    log.log_start_offset = 5  # retention, unnoticed so far
+    (fetched,) = rig.fetch("a")
+    assert ranges(fetched) == [(5, 9, 1)]
+    assert fetched.records == log.bytes_of(5, 9)
+
+
+# ---- dropping ------------------------------------------------------------------------------
+
+
+def test_deleted_topics_and_empty_groups_are_dropped() -> None:
+    rig = Rig()
+    rig.topic(P0, Q0)
+    rig.fetch("a", P0, Q0)
+    assert len(rig.manager) == 2
+    assert rig.manager.retain_topics({T}) == [SharePartitionKey(GROUP, U, 0)]
+    assert rig.manager.drop_group(GROUP) == [rig.key()]
+    assert len(rig.manager) == 0
+
+
+def test_available_bytes_estimates_what_a_fetch_could_get() -> None:
+    rig = Rig()
+    rig.topic(P0, P1)
+    rig.logs[P0].append(5)
+    rig.manager.load(rig.key(P0))
+    rig.manager.load(rig.key(P1))
+    size = len(rig.logs[P0].batches[0][1])
+    assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0, P1], cap=10**6) == size
+    rig.fetch("a", P0)
+    assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0, P1], cap=10**6) == 0
