@@ -109,6 +109,7 @@ class Acquisition:
                 )
                 self._take_hole(position, hole_last)
                 position = hole_last + 1
+                index = cache.index_from(position)  # the hole may have gained batches
                 continue
             self._take_cached(batch, position, min(last_offset, batch.last_offset))
             position = batch.last_offset + 1

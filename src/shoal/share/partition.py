@@ -178,6 +178,7 @@ class SharePartition:
         self._window = window
         if log_start_offset > window.start_offset:
             window.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+            window.advance_start()
         self._check_boundary()
 
     @property
@@ -440,8 +441,12 @@ class SharePartition:
 
     def on_log_start_offset(self, *, log_start_offset: int) -> bool:
         """The log start offset moved (retention, DeleteRecords) (§4.4). Nothing is
-        written now; the next write carries the new SPSO. Returns whether it moved."""
-        moved = self._w.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+        written now; the next write carries the new SPSO, which also moves on across
+        settled terminal records above the new log start. Returns whether it moved."""
+        window = self._w
+        moved = window.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+        if moved:
+            window.advance_start()
         self._check_boundary()
         return moved
 

@@ -170,7 +170,11 @@ class InFlightWindow:
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         st.member_id = NO_MEMBER
         st.lock = None
-        self.pending_writes.setdefault(handle, []).append((first, last))
+        spans = self.pending_writes.setdefault(handle, [])
+        if spans and spans[-1][1] == first - 1:
+            spans[-1] = (spans[-1][0], last)  # adjacent: one span
+        else:
+            spans.append((first, last))
         return StateBatch(first, last, int(new), st.delivery_count)
 
     def commit(self, st: InFlightState, first: int, last: int, *, limit: int) -> None:
@@ -205,16 +209,26 @@ class InFlightWindow:
         return StateBatch(first, last, int(st.state), st.delivery_count)
 
     def states_of_handle(self, handle: int) -> list[tuple[int, int, InFlightState]]:
-        """The (first, last, state) entries whose pending write is `handle`."""
+        """The (first, last, state) entries whose pending write is `handle`. O(offsets
+        written): a span only visits the states it covers."""
         found = []
+        cache = self.cache
         for first, last in self.pending_writes.pop(handle, []):
-            index = self.cache.index_from(first)
-            while index < len(self.cache) and self.cache[index].first_offset <= last:
-                batch = self.cache[index]
-                for lo, hi, st in batch.states():
-                    pending = st.pending
-                    if lo >= first and hi <= last and pending and pending.handle == handle:
-                        found.append((lo, hi, st))
+            index = cache.index_from(first)
+            while index < len(cache) and cache[index].first_offset <= last:
+                batch = cache[index]
+                if batch.offsets is None:
+                    st = batch.whole
+                    assert st is not None
+                    if st.pending is not None and st.pending.handle == handle:
+                        assert first <= batch.first_offset and batch.last_offset <= last
+                        found.append((batch.first_offset, batch.last_offset, st))
+                else:
+                    base = batch.first_offset
+                    for offset in range(max(first, base), min(last, batch.last_offset) + 1):
+                        st = batch.offsets[offset - base]
+                        if st.pending is not None and st.pending.handle == handle:
+                            found.append((offset, offset, st))
                 index += 1
         return found
 
