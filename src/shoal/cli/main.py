@@ -10,13 +10,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shoal.cli import serve
+from shoal.cli import console_share_consumer, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(commands)
+    console_share_consumer.add_parser(commands)
     return parser
 
 

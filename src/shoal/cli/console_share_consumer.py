@@ -1,0 +1,427 @@
+"""`shoal console-share-consumer`: read a topic through a share group and print it.
+
+Modelled on Kafka's `kafka-console-share-consumer.sh`: joins share group `--group`
+(default "console-share-consumer") on `--topic`, prints each record's value (UTF-8,
+undecodable bytes replaced) on its own line, and acknowledges every record it
+printed with `--ack` (accept by default; `--release` and `--reject` are Kafka's
+spellings). Acknowledgements are explicit, per record, and reach the broker with
+the next poll or at close.
+
+Exit: after `--max-messages` records, after `--timeout-ms` without a record, or on
+Ctrl-C / SIGTERM; the consumer is always closed (pending acknowledgements sent,
+group left, records held but not printed released). "Processed a total of N
+messages" goes to stderr as Kafka's tool prints it. Status 0 then; 1 when the
+broker cannot be reached, a fatal client error occurs, or confluent-kafka is not
+installed (`pip install 'shoal[clients]'`); 2 for bad arguments.
+
+Formatting follows Kafka's DefaultMessageFormatter: `--property print.key=true`
+(also print.value, print.partition, print.offset, print.delivery, print.headers,
+print.timestamp, key.separator, line.separator, headers.separator, null.literal);
+`--print-key` and `--print-delivery-count` are shortcuts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO, Any
+
+from shoal.clock import Clock, SystemClock
+
+PROG = "shoal console-share-consumer"
+DEFAULT_GROUP = "console-share-consumer"
+INSTALL_HINT = "pip install 'shoal[clients]'"
+_ACKS = ("accept", "release", "reject")
+_BOOL_PROPERTIES = {
+    "print.timestamp": "print_timestamp",
+    "print.key": "print_key",
+    "print.value": "print_value",
+    "print.partition": "print_partition",
+    "print.offset": "print_offset",
+    "print.delivery": "print_delivery",
+    "print.headers": "print_headers",
+}
+_TEXT_PROPERTIES = {
+    "key.separator": "key_separator",
+    "line.separator": "line_separator",
+    "headers.separator": "headers_separator",
+    "null.literal": "null_literal",
+}
+# librdkafka's TIMESTAMP_* values: 0 none, 1 create time, 2 log append time.
+_TIMESTAMP_NAMES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
+class UsageError(Exception):
+    pass
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "console-share-consumer",
+        help="consume a topic through a share group and print it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument("--topic", required=True, help="the topic to consume from")
+    parser.add_argument(
+        "--group", default=DEFAULT_GROUP, help=f"share group id (default {DEFAULT_GROUP})"
+    )
+    parser.add_argument(
+        "--ack",
+        choices=_ACKS,
+        default=None,
+        help="how each printed record is acknowledged (default accept)",
+    )
+    parser.add_argument("--release", action="store_true", help="same as --ack release")
+    parser.add_argument("--reject", action="store_true", help="same as --ack reject")
+    parser.add_argument(
+        "--max-messages", type=int, default=None, help="exit after this many records"
+    )
+    parser.add_argument(
+        "--timeout-ms", type=int, default=None, help="exit after this long without a record"
+    )
+    parser.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="formatter property, e.g. print.key=true (repeatable)",
+    )
+    parser.add_argument("--print-key", action="store_true", help="same as print.key=true")
+    parser.add_argument(
+        "--print-delivery-count", action="store_true", help="same as print.delivery=true"
+    )
+    parser.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka share-consumer setting (repeatable)",
+    )
+    parser.add_argument(
+        "--connect-timeout-ms",
+        type=int,
+        default=10_000,
+        help="give up when the broker cannot be reached within this (default 10000)",
+    )
+    parser.set_defaults(run=run)
+
+
+@dataclass
+class Formatter:
+    """Kafka's DefaultMessageFormatter: fields in a fixed order, separated by
+    key.separator, then the line separator."""
+
+    print_timestamp: bool = False
+    print_key: bool = False
+    print_value: bool = True
+    print_partition: bool = False
+    print_offset: bool = False
+    print_delivery: bool = False
+    print_headers: bool = False
+    key_separator: str = "\t"
+    line_separator: str = "\n"
+    headers_separator: str = ","
+    null_literal: str = "null"
+
+    def format(self, message: Any) -> str:
+        fields: list[str] = []
+        if self.print_timestamp:
+            kind, stamp = message.timestamp()
+            name = _TIMESTAMP_NAMES.get(kind)
+            fields.append(f"{name}:{stamp}" if name else "NO_TIMESTAMP")
+        if self.print_partition:
+            fields.append(f"Partition:{message.partition()}")
+        if self.print_offset:
+            fields.append(f"Offset:{message.offset()}")
+        if self.print_delivery:
+            count = message.delivery_count()
+            fields.append("NO_DELIVERY" if count is None else f"Delivery:{count}")
+        if self.print_headers:
+            headers = message.headers()
+            if headers:
+                fields.append(
+                    self.headers_separator.join(
+                        f"{name}:{self._text(value)}" for name, value in headers
+                    )
+                )
+            else:
+                fields.append("NO_HEADERS")
+        if self.print_key:
+            fields.append(self._text(message.key()))
+        if self.print_value:
+            fields.append(self._text(message.value()))
+        return self.key_separator.join(fields) + self.line_separator
+
+    def _text(self, data: bytes | str | None) -> str:
+        if data is None:
+            return self.null_literal
+        if isinstance(data, str):
+            return data
+        return data.decode("utf-8", errors="replace")
+
+
+def _unescape(text: str) -> str:
+    """`\\t`, `\\n` and friends as typed on a command line."""
+    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{what} takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def build_formatter(args: argparse.Namespace) -> Formatter:
+    formatter = Formatter()
+    for key, value in _pairs(args.property, "--property").items():
+        if key in _BOOL_PROPERTIES:
+            if value.strip().lower() not in ("true", "false"):
+                raise UsageError(f"--property {key} must be true or false, got {value!r}")
+            setattr(formatter, _BOOL_PROPERTIES[key], value.strip().lower() == "true")
+        elif key in _TEXT_PROPERTIES:
+            setattr(formatter, _TEXT_PROPERTIES[key], _unescape(value))
+        else:
+            known = ", ".join([*_BOOL_PROPERTIES, *_TEXT_PROPERTIES])
+            raise UsageError(f"unknown --property {key!r} (known: {known})")
+    if args.print_key:
+        formatter.print_key = True
+    if args.print_delivery_count:
+        formatter.print_delivery = True
+    return formatter
+
+
+def ack_name(args: argparse.Namespace) -> str:
+    chosen = {name for name, flag in (("release", args.release), ("reject", args.reject)) if flag}
+    if args.ack is not None:
+        chosen.add(args.ack)
+    if len(chosen) > 1:
+        raise UsageError("at most one of --ack, --release and --reject may be given")
+    return chosen.pop() if chosen else "accept"
+
+
+def _import_client() -> Any:
+    try:
+        import confluent_kafka
+        import confluent_kafka.admin
+    except ImportError as exc:
+        raise ClientMissing(
+            f"{PROG} needs confluent-kafka ({exc}); install it with: {INSTALL_HINT}"
+        ) from exc
+    return confluent_kafka
+
+
+class ClientMissing(Exception):
+    pass
+
+
+def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
+    out = sys.stdout if out is None else out
+    try:
+        formatter = build_formatter(args)
+        ack = ack_name(args)
+        consumer_properties = _pairs(args.consumer_property, "--consumer-property")
+        if args.max_messages is not None and args.max_messages < 1:
+            raise UsageError("--max-messages must be at least 1")
+        if args.timeout_ms is not None and args.timeout_ms < 0:
+            raise UsageError("--timeout-ms must not be negative")
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        ck = _import_client()
+    except ClientMissing as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+
+    try:
+        topics = _list_topics(ck, args.bootstrap_server, args.connect_timeout_ms / 1000)
+    except KeyboardInterrupt:
+        print("Processed a total of 0 messages", file=sys.stderr)
+        return 0
+    if isinstance(topics, str):
+        print(
+            f"{PROG}: cannot reach the broker at {args.bootstrap_server}: {topics}",
+            file=sys.stderr,
+        )
+        return 1
+    if args.topic not in topics:
+        print(f"{PROG}: warning: topic {args.topic!r} does not exist (yet)", file=sys.stderr)
+
+    fatal: list[str] = []
+
+    def on_error(error: Any) -> None:
+        if error.fatal():
+            fatal.append(str(error))
+        else:
+            print(f"{PROG}: warning: {error}", file=sys.stderr)
+
+    settings: dict[str, Any] = {
+        "client.id": "console-share-consumer",
+        **consumer_properties,
+        "bootstrap.servers": args.bootstrap_server,
+        "group.id": args.group,
+        "share.acknowledgement.mode": "explicit",
+        "error_cb": on_error,
+        "log_level": 3,  # librdkafka's own log: errors only; the rest via on_error
+    }
+    if args.max_messages is not None and "max.poll.records" not in consumer_properties:
+        settings["max.poll.records"] = min(500, args.max_messages)
+    try:
+        consumer = ck.ShareConsumer(settings)
+        consumer.subscribe([args.topic])
+    except (ck.KafkaException, ValueError, TypeError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    ack_type = getattr(ck.AcknowledgeType, ack.upper())
+    release = ck.AcknowledgeType.RELEASE
+    loop = _Loop(
+        consumer,
+        formatter,
+        ack_type,
+        release,
+        out,
+        args.max_messages,
+        args.timeout_ms,
+        SystemClock(),
+    )
+    # Ctrl-C and SIGTERM only raise a flag, seen between records and after each poll
+    # (at most 0.5 s away): a record printed is always acknowledged.
+    previous = {
+        signum: signal.signal(signum, loop.stop) for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    status = 0
+    try:
+        loop.run(lambda: bool(fatal))
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly; later writes to the closed
+        # pipe (the interpreter's final flush) go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except ck.KafkaException as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        status = 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        loop.release_unprinted()
+        try:
+            consumer.close()
+        except (ck.KafkaException, RuntimeError) as exc:
+            print(f"{PROG}: close failed: {exc}", file=sys.stderr)
+            status = 1
+    if fatal:
+        print(f"{PROG}: fatal error: {fatal[0]}", file=sys.stderr)
+        status = 1
+    print(f"Processed a total of {loop.count} messages", file=sys.stderr)
+    return status
+
+
+def _list_topics(ck: Any, bootstrap: str, timeout_s: float) -> set[str] | str:
+    """The cluster's topic names if a Metadata request is answered within
+    `timeout_s`, else why not.
+
+    librdkafka retries unreachable brokers forever and a share consumer's poll just
+    stays empty, so this asks once, up front, with a separate admin client."""
+    errors: list[str] = []
+    admin = ck.admin.AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "error_cb": lambda error: errors.append(error.str()),
+            "reconnect.backoff.max.ms": 1000,
+            "log_level": 0,  # the error callback and the exception say it all
+        }
+    )
+    try:
+        metadata = admin.list_topics(timeout=max(timeout_s, 0.1))
+    except ck.KafkaException as exc:
+        return "; ".join(dict.fromkeys([*errors, exc.args[0].str()]))
+    return set(metadata.topics)
+
+
+class _Loop:
+    def __init__(
+        self,
+        consumer: Any,
+        formatter: Formatter,
+        ack_type: Any,
+        release: Any,
+        out: IO[str],
+        max_messages: int | None,
+        timeout_ms: int | None,
+        clock: Clock,
+    ) -> None:
+        self.consumer = consumer
+        self.formatter = formatter
+        self.ack_type = ack_type
+        self.release = release
+        self.out = out
+        self.max_messages = max_messages
+        self.timeout_ms = timeout_ms
+        self.clock = clock
+        self.count = 0
+        self.batch: list[Any] = []
+        self.unprinted_from = 0  # batch[unprinted_from:] is taken but not printed
+        self.stopped = False
+
+    def stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped = True
+
+    def run(self, failed: Callable[[], bool]) -> None:
+        last = self.clock.monotonic_ms()
+        while not failed() and not self.stopped:
+            if self.max_messages is not None and self.count >= self.max_messages:
+                return
+            wait = 0.5
+            if self.timeout_ms is not None:
+                left = self.timeout_ms - (self.clock.monotonic_ms() - last)
+                if left <= 0:
+                    return
+                wait = min(wait, left / 1000)
+            self.batch, self.unprinted_from = list(self.consumer.poll(wait)), 0
+            if self.batch:
+                last = self.clock.monotonic_ms()
+            for index, message in enumerate(self.batch):
+                error = message.error()
+                if error is not None:
+                    self.unprinted_from = index + 1
+                    if error.fatal():
+                        raise _kafka_exception(error)
+                    print(f"{PROG}: warning: {error}", file=sys.stderr)
+                    continue
+                if self.stopped or (
+                    self.max_messages is not None and self.count >= self.max_messages
+                ):
+                    return  # the rest is released at exit
+                self.out.write(self.formatter.format(message))
+                self.out.flush()
+                self.count += 1
+                # Marked printed before the acknowledgement: interrupted in between,
+                # the record is left unacknowledged, and close() releases it.
+                self.unprinted_from = index + 1
+                self.consumer.acknowledge(message, self.ack_type)
+
+    def release_unprinted(self) -> None:
+        """Records taken but not printed go back to the group at once."""
+        pending = self.batch[self.unprinted_from :]
+        self.batch, self.unprinted_from = [], 0
+        for message in pending:
+            if message.error() is None:
+                self.consumer.acknowledge(message, self.release)
+
+
+def _kafka_exception(error: Any) -> Exception:
+    import confluent_kafka
+
+    return confluent_kafka.KafkaException(error)
