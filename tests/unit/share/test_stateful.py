@@ -1,7 +1,9 @@
 """A randomised state machine: several members against one SharePartition over a log
 of random batches (holes and control batches included), with every acknowledgement
 type, invalid acks, pending writes that commit or roll back, lock expiry, session
-releases, log start moves, and a delivery limit lowered on the fly.
+releases, log start moves, log compaction, reloads from the persister (with pending
+writes lost or applied), and a delivery limit lowered on the fly. Common operations
+are registered twice and rare ones fire on a 1-in-N draw, so a run goes deep.
 
 An independent model tracks which member holds which offset and how many times each
 offset was delivered. Checked after every step:
