@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -251,14 +251,6 @@ def _append_coalesced(merged: list[StateBatch], batch: StateBatch) -> None:
             )
             return
     merged.append(batch)
-
-
-def coalesce(batches: Sequence[StateBatch]) -> list[StateBatch]:
-    """`batches` (sorted, non-overlapping) with adjacent equal runs joined."""
-    merged: list[StateBatch] = []
-    for batch in batches:
-        _append_coalesced(merged, batch)
-    return merged
 
 
 FENCING_ERRORS = frozenset({"FENCED_LEADER_EPOCH", "FENCED_STATE_EPOCH"})
