@@ -45,6 +45,13 @@ appends, so a sequential consumer's next read needs no index lookup."""
 PRODUCER_SNAPSHOTS_KEPT: Final = 2
 """Producer-state snapshot files kept per partition (older ones are deleted)."""
 
+# Share fetch
+SHARE_FETCH_PROBE_BYTES: Final = 64 * 1024
+"""A share-partition's acquisition first reads this much of the log to learn the
+record size, then reads only what MaxRecords can use (plus one batch), not the whole
+MaxBytes: librdkafka asks for 50 MiB per ShareFetch while a share-partition hands out
+at most MaxRecords and its in-flight window per request."""
+
 # Fetch
 FETCH_WAIT_MS_MAX: Final = 60_000
 """A Fetch's MaxWaitMs is clamped to this so a parked request never outlives the

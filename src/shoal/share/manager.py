@@ -46,6 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import LogError, ReadResult
 from shoal.share.acknowledge import AckBatch, validate_batches
@@ -290,7 +291,13 @@ class SharePartitionManager:
     ) -> FetchedPartition:
         offset = sp.next_fetch_offset()
         try:
-            read = partition_log.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch)
+            read = _read_for_acquisition(
+                partition_log,
+                offset,
+                max_bytes=max_bytes,
+                max_records=max_records,
+                min_one_batch=min_one_batch,
+            )
         except LogError as exc:
             if exc.code != "OFFSET_OUT_OF_RANGE" or offset >= partition_log.log_start_offset:
                 return FetchedPartition(tp, error=exc.code)
@@ -300,7 +307,13 @@ class SharePartitionManager:
             if offset >= partition_log.log_end_offset:
                 return FetchedPartition(tp)
             try:
-                read = partition_log.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch)
+                read = _read_for_acquisition(
+                    partition_log,
+                    offset,
+                    max_bytes=max_bytes,
+                    max_records=max_records,
+                    min_one_batch=min_one_batch,
+                )
             except LogError as again:
                 return FetchedPartition(tp, error=again.code)
         if not read.headers:
@@ -521,3 +534,34 @@ def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[Topi
         return []
     start = rotation % len(partitions)
     return [*partitions[start:], *partitions[:start]]
+
+
+def _read_for_acquisition(
+    partition_log: ShareLog,
+    offset: int,
+    *,
+    max_bytes: int,
+    max_records: int,
+    min_one_batch: bool,
+) -> ReadResult:
+    """Read what one acquisition of at most `max_records` records can use, within
+    `max_bytes`: a probe of `SHARE_FETCH_PROBE_BYTES` gives the bytes per record, then
+    one more read covers `max_records` of them plus the largest batch seen (batch mode
+    stretches to whole log batches). Reading the whole MaxBytes every time would cost
+    tens of MiB per request for a few hundred records."""
+    probe_bytes = min(max_bytes, limits.SHARE_FETCH_PROBE_BYTES)
+    probe = partition_log.read(offset, max_bytes=probe_bytes, min_one_batch=True)
+    if not probe.headers:
+        return probe
+    if probe.headers[0].size > max_bytes and not min_one_batch:
+        return ReadResult(b"", [], probe.high_watermark, probe.log_start_offset)
+    offsets_seen = probe.headers[-1].next_offset - offset
+    if offsets_seen >= max_records or probe.headers[-1].next_offset >= probe.high_watermark:
+        return probe  # enough records, or the log ends within the probe
+    records_seen = sum(h.records_count for h in probe.headers)
+    bytes_per_record = len(probe.records) / max(1, records_seen)
+    largest = max(h.size for h in probe.headers)
+    wanted = min(max_bytes, int(bytes_per_record * max_records) + largest)
+    if wanted <= len(probe.records):
+        return probe
+    return partition_log.read(offset, max_bytes=wanted, min_one_batch=min_one_batch)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from shoal import limits
 from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.record_batch import BatchHeader, iter_headers
@@ -508,3 +509,45 @@ def test_available_bytes_estimates_what_a_fetch_could_get() -> None:
     assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0, P1], cap=10**6) == size
     rig.fetch("a", P0)
     assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0, P1], cap=10**6) == 0
+
+
+class CountingLog(FakeLog):
+    """FakeLog that records how many bytes each read returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes_read: list[int] = []
+
+    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
+        result = super().read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch)
+        self.bytes_read.append(len(result.records))
+        return result
+
+
+def test_acquisition_reads_what_max_records_can_use_not_all_of_max_bytes() -> None:
+    """librdkafka asks for 50 MiB; a share-partition hands out MaxRecords at a time, so
+    reading the whole MaxBytes each request would be wasted work (limits.py)."""
+    rig = Rig()
+    rig.topic(P0)
+    log = CountingLog()
+    rig.logs[P0] = log
+    for _ in range(200):
+        log.append(50)  # 200 batches of 50 records, ~10k records in all
+    batch_bytes = len(log.batches[0][1])
+    (fetched,) = rig.fetch("m1", max_records=100, max_bytes=50 * 1024 * 1024)
+    assert fetched.acquired and fetched.acquired[0].first_offset == 0
+    assert 100 <= fetched.count <= 150  # whole batches: stretched to a batch end
+    # A probe plus one bounded read, never the 200 batches MaxBytes would allow.
+    assert sum(log.bytes_read) <= 2 * limits.SHARE_FETCH_PROBE_BYTES + 4 * batch_bytes
+    assert fetched.records == log.bytes_of(0, fetched.acquired[-1].last_offset)
+
+
+def test_acquisition_still_sends_a_batch_larger_than_the_probe() -> None:
+    rig = Rig()
+    rig.topic(P0)
+    log = CountingLog()
+    rig.logs[P0] = log
+    log.batches.append((iter_headers(big := values_batch(1, prefix=b"x" * 200_000))[0], big))
+    (fetched,) = rig.fetch("m1", max_records=500, max_bytes=50 * 1024 * 1024)
+    assert [(a.first_offset, a.last_offset) for a in fetched.acquired] == [(0, 0)]
+    assert fetched.records == big
