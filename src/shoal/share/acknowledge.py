@@ -122,9 +122,9 @@ def _check_targets(
     window: InFlightWindow, batch: InFlightBatch, first: int, last: int, member_id: str
 ) -> str | None:
     start = window.start_offset
-    for lo, hi, st in batch.states():
-        if hi < first or lo > last or hi < start:
-            continue  # outside the range, or below the SPSO (acked silently)
+    for _lo, hi, st in batch.states_in(first, last):
+        if hi < start:
+            continue  # below the SPSO (acked silently)
         if st.state is not RecordState.ACQUIRED or st.pending is not None:
             return "INVALID_RECORD_STATE"
         if st.member_id != member_id:
@@ -172,9 +172,7 @@ def apply_plan(
         batch = step.batch
         if not step.whole:
             window.split(batch)
-        for lo, hi, st in list(batch.states()):
-            if hi < step.first or lo > step.last:
-                continue
+        for lo, hi, st in list(batch.states_in(step.first, step.last)):
             event = ACK_TYPE_EVENTS[step.ack.type_at(lo)]
             if hi < window.start_offset:
                 owned = st.state is RecordState.ACQUIRED and st.pending is None

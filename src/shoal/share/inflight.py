@@ -229,6 +229,19 @@ class InFlightBatch:
                 offset = self.first_offset + index
                 yield offset, offset, state
 
+    def states_in(self, first: int, last: int) -> Iterator[tuple[int, int, InFlightState]]:
+        """Like `states`, but only the entries overlapping [first, last]: an ack range
+        inside a split batch visits its own offsets, not the whole batch."""
+        if self.offsets is None:
+            assert self.whole is not None
+            if first <= self.last_offset and last >= self.first_offset:
+                yield self.first_offset, self.last_offset, self.whole
+            return
+        base = self.first_offset
+        offsets = self.offsets
+        for offset in range(max(first, base), min(last, self.last_offset) + 1):
+            yield offset, offset, offsets[offset - base]
+
     def split(self, timers: LockTimers) -> None:
         """Give every offset its own copy of the batch state (a no-op once split)."""
         whole = self.whole
