@@ -33,10 +33,13 @@ partition count P in the combinations it produces R records of V-byte random val
     other work). Percentiles are per record; the commit_sync round trip per commit
     is also given.
 
-Timing: records/s = R / (last record received - first record received), over all
-consumers (CLOCK_MONOTONIC is one clock for all processes); "start" is the time from
-subscribe (or assign) to the first record, group join included. MB/s counts value
-bytes. Broker CPU is from /proc; client CPU includes the consumer processes.
+Timing: "seconds" runs from subscribe (the first consumer's, for share groups) or
+assign to the last record received by any consumer (CLOCK_MONOTONIC is one clock for
+all processes), so the group join is included; "start s" is the part before the
+first record. records/s = R / seconds; MB/s counts value bytes. Broker CPU is from
+/proc; client CPU includes the consumer processes (counted when they exit). The
+consumer processes are started and have imported confluent_kafka before the clock
+and the CPU meters start.
 
 Results: an aligned table on stdout and JSON in bench/results/share_consume-<ts>.json
 with machine information.
