@@ -11,6 +11,10 @@ group key. Everything else reads configs through it:
 
 Values are held as Python values (int, bool, str, float, list[str]); the wire form is
 the string Kafka would show, produced by `render`.
+
+Longer than 600 lines on purpose: `DEFINITIONS` is one table with a row per key
+(broker, topic and group), and keeping every key, default and bound in one place is
+the point of this module.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
+from shoal.server.share_responses import share_response
 from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
@@ -128,27 +129,13 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         data = _partition(schema, broker.node_id, p)
         hint = hint or data.error_code in _LEADER_HINT_ERRORS
         by_topic.setdefault(p.partition.topic_id, []).append(data)
-    endpoints: tuple[Any, ...] = ()
-    if hint:
-        endpoints = (
-            schema.make(
-                "NodeEndpoint",
-                node_id=broker.node_id,
-                host=broker.advertised_host,
-                port=broker.advertised_port,
-                rack=None,
-            ),
-        )
-    return schema.response(
-        throttle_time=_ZERO,
-        error_code=ErrorCode.none,
-        error_message=None,
-        acquisition_lock_timeout=datetime.timedelta(milliseconds=outcome.lock_duration_ms),
-        responses=tuple(
-            schema.make("ShareFetchableTopicResponse", topic_id=topic_id, partitions=tuple(ps))
-            for topic_id, ps in by_topic.items()
-        ),
-        node_endpoints=endpoints,
+    return share_response(
+        schema,
+        broker,
+        topic_type="ShareFetchableTopicResponse",
+        by_topic=by_topic,
+        leader_hint=hint,
+        lock_duration_ms=outcome.lock_duration_ms,
     )
 
 

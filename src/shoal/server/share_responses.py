@@ -1,0 +1,49 @@
+"""The top-level response both share RPCs end with (ShareFetch 78, ShareAcknowledge 79):
+partitions grouped by topic id, the acquisition lock duration, and the node endpoint
+librdkafka needs when a partition carries a leader hint (wire.md §6.21)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import Schema
+
+if TYPE_CHECKING:
+    from shoal.server.broker import Broker
+
+_ZERO = datetime.timedelta(0)
+
+
+def share_response(
+    schema: Schema,
+    broker: Broker,
+    *,
+    topic_type: str,
+    by_topic: dict[Any, list[Any]],
+    leader_hint: bool,
+    lock_duration_ms: int,
+) -> Any:
+    endpoints: tuple[Any, ...] = ()
+    if leader_hint:
+        endpoints = (
+            schema.make(
+                "NodeEndpoint",
+                node_id=broker.node_id,
+                host=broker.advertised_host,
+                port=broker.advertised_port,
+                rack=None,
+            ),
+        )
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_duration_ms),
+        responses=tuple(
+            schema.make(topic_type, topic_id=topic_id, partitions=tuple(ps))
+            for topic_id, ps in by_topic.items()
+        ),
+        node_endpoints=endpoints,
+    )
