@@ -252,6 +252,15 @@ class Rig:
         return result.state
 
 
+def started(*log: tuple[int, int], **config: object) -> Rig:
+    """A Rig whose log holds batches `log` and whose share-partition starts at 0."""
+    rig = Rig()
+    rig.set(**config)
+    rig.produce(*log)
+    rig.start(reset_offset=0)
+    return rig
+
+
 def durable_batches(state: PersistedState) -> list[tuple[int, int, RecordState, int]]:
     return [
         (b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)

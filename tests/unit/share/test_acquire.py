@@ -19,19 +19,12 @@ from tests.unit.share.support import (
     header,
     headers,
     ranges,
+    started,
     state_of,
     view,
 )
 
 RECORD_LIMIT = AcquireMode.RECORD_LIMIT
-
-
-def started(*log: tuple[int, int], **config: object) -> Rig:
-    rig = Rig()
-    rig.set(**config)
-    rig.produce(*log)
-    rig.start(reset_offset=0)
-    return rig
 
 
 def test_first_fetch_takes_the_whole_batch() -> None:

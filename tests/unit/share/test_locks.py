@@ -13,21 +13,13 @@ from tests.unit.share.support import (
     ARC,
     AV,
     RELEASE,
-    Rig,
     ack,
     batches,
     ranges,
+    started,
     state_of,
     view,
 )
-
-
-def started(*log: tuple[int, int], **config: object) -> Rig:
-    rig = Rig()
-    rig.set(**config)
-    rig.produce(*log)
-    rig.start(reset_offset=0)
-    return rig
 
 
 def test_ack_after_lock_expiry() -> None:

@@ -25,17 +25,10 @@ from tests.unit.share.support import (
     batches,
     durable_batches,
     ranges,
+    started,
     state_of,
     view,
 )
-
-
-def started(*log: tuple[int, int], **config: object) -> Rig:
-    rig = Rig()
-    rig.set(**config)
-    rig.produce(*log)
-    rig.start(reset_offset=0)
-    return rig
 
 
 def test_released_twice_at_limit_two_empties_the_cache() -> None:
