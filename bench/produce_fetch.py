@@ -66,30 +66,37 @@ class Phase:
 
 
 class CpuMeter:
-    """CPU seconds used by the broker process and by this process over a phase."""
+    """CPU over a phase: the broker process (from /proc) and the client, which is this
+    process, plus its finished child processes when `include_children` (consumers run
+    as subprocesses in the share benchmark)."""
 
-    def __init__(self, broker_pid: int) -> None:
+    def __init__(self, broker_pid: int, *, include_children: bool = False) -> None:
         self.broker_pid = broker_pid
+        self._who = [resource.RUSAGE_SELF]
+        if include_children:
+            self._who.append(resource.RUSAGE_CHILDREN)
 
     def _broker_cpu_s(self) -> float:
         fields = Path(f"/proc/{self.broker_pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
 
-    @staticmethod
-    def _own_cpu_s() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
+    def _client_cpu_s(self) -> float:
+        total = 0.0
+        for who in self._who:
+            usage = resource.getrusage(who)
+            total += usage.ru_utime + usage.ru_stime
+        return total
 
     def __enter__(self) -> CpuMeter:
         self.started = time.perf_counter()
         self.broker_start = self._broker_cpu_s()
-        self.own_start = self._own_cpu_s()
+        self.client_start = self._client_cpu_s()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.started
         self.broker_percent = 100 * (self._broker_cpu_s() - self.broker_start) / self.seconds
-        self.client_percent = 100 * (self._own_cpu_s() - self.own_start) / self.seconds
+        self.client_percent = 100 * (self._client_cpu_s() - self.client_start) / self.seconds
 
 
 def produce(bootstrap: str, topic: str, *, records: int, value_bytes: int, acks: str) -> None:

@@ -51,7 +51,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -66,14 +65,13 @@ from confluent_kafka.admin import ResourceType as AdminResourceType
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import machine
+from bench.produce_fetch import CpuMeter, machine
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BROKER_OVERRIDES = (
     "group.share.min.heartbeat.interval.ms=100",
     "group.share.heartbeat.interval.ms=500",
 )
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PHASE_TIMEOUT_S = 900.0
 LATENCY_TOPIC = "bench-share-latency"
 LATENCY_BATCH_RECORDS = 10
@@ -100,37 +98,6 @@ class Phase:
     @property
     def mb_per_s(self) -> float:
         return self.records_per_s * self.value_bytes / 1e6
-
-
-class Meter:
-    """Broker CPU (from /proc) and client CPU (this process and its finished
-    children) over a phase."""
-
-    def __init__(self, broker_pid: int) -> None:
-        self.broker_pid = broker_pid
-
-    def _broker_cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.broker_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-    @staticmethod
-    def _client_cpu_s() -> float:
-        total = 0.0
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-            usage = resource.getrusage(who)
-            total += usage.ru_utime + usage.ru_stime
-        return total
-
-    def __enter__(self) -> Meter:
-        self.started = time.monotonic()
-        self.broker_start = self._broker_cpu_s()
-        self.client_start = self._client_cpu_s()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.monotonic() - self.started
-        self.broker_percent = 100 * (self._broker_cpu_s() - self.broker_start) / self.seconds
-        self.client_percent = 100 * (self._client_cpu_s() - self.client_start) / self.seconds
 
 
 def produce(
@@ -169,7 +136,7 @@ def produce(
 
 
 def fetch_phase(
-    bootstrap: str, topic: str, *, partitions: int, records: int, value_bytes: int, meter: Meter
+    bootstrap: str, topic: str, *, partitions: int, records: int, value_bytes: int, meter: CpuMeter
 ) -> Phase:
     consumer = Consumer(
         {
@@ -304,7 +271,7 @@ def share_phase(
     partitions: int,
     records: int,
     value_bytes: int,
-    meter: Meter,
+    meter: CpuMeter,
 ) -> Phase:
     context = mp.get_context("spawn")  # never fork a process with librdkafka threads
     group = f"bench-share-{consumers}x{partitions}-{time.monotonic_ns()}"
@@ -359,7 +326,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def latency_phase(
-    bootstrap: str, topic: str, *, records: int, max_poll_records: int, meter: Meter
+    bootstrap: str, topic: str, *, records: int, max_poll_records: int, meter: CpuMeter
 ) -> dict[str, Any]:
     group = f"bench-latency-{max_poll_records}-{time.monotonic_ns()}"
     set_group(bootstrap, group)
@@ -458,7 +425,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         broker = BrokerProcess(Path(tmp) / "data", overrides=BROKER_OVERRIDES).start()
         try:
             bootstrap = broker.bootstrap
-            meter = Meter(broker.pid)
+            meter = CpuMeter(broker.pid, include_children=True)
             topics = {p: f"bench-share-p{p}" for p in partition_counts}
             for p, topic in topics.items():
                 create_topic(bootstrap, topic, partitions=p)
