@@ -8,6 +8,7 @@ runtime: any object with `replay(record)` is a shard.
 """
 
 from shoal.coordinator.runtime import (
+    NO_OFFSET,
     CoordinatorRuntime,
     InMemoryRecordSink,
     RecordSink,
@@ -17,6 +18,7 @@ from shoal.coordinator.runtime import (
 )
 
 __all__ = [
+    "NO_OFFSET",
     "CoordinatorRuntime",
     "InMemoryRecordSink",
     "RecordSink",

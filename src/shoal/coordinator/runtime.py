@@ -18,8 +18,8 @@ Invariants: the shard only ever sees records that the sink accepted, in sink ord
 a result without records touches neither. Effects a result may carry (requests to the
 outside world) are the caller's business, after `apply` returns.
 
-The sink is a Protocol: `InMemoryRecordSink` (a bounded list) for now, a durable
-sink on an internal topic later. No I/O, no clock here.
+The sink is a Protocol: `InMemoryRecordSink` (a bounded list) for tests, the log
+sink on an internal topic (`coordinator/log_sink.py`) in the broker. No I/O, no clock here.
 """
 
 from __future__ import annotations
@@ -36,10 +36,17 @@ ResponseT = TypeVar("ResponseT")
 ResponseT_co = TypeVar("ResponseT_co", covariant=True)
 
 
-class Shard(Protocol[RecordT_contra]):
-    """Anything whose state changes only through `replay`."""
+NO_OFFSET = -1
+"""The offset replayed records get when the sink assigns none (in-memory sinks that
+do not count, routed sinks spanning several partitions)."""
 
-    def replay(self, record: RecordT_contra, /) -> None: ...
+
+class Shard(Protocol[RecordT_contra]):
+    """Anything whose state changes only through `replay`. `offset` is the record's
+    offset in the coordinator's log (`NO_OFFSET` if the sink has none): shards that
+    prune their log (the share coordinator) remember where their snapshots are."""
+
+    def replay(self, record: RecordT_contra, offset: int = NO_OFFSET, /) -> None: ...
 
 
 ShardT = TypeVar("ShardT", bound=Shard[Any])
@@ -58,9 +65,10 @@ class WriteResult(Protocol[RecordT_co, ResponseT_co]):
 class RecordSink(Protocol[RecordT_contra]):
     """Where a shard's records go before they are replayed."""
 
-    def append(self, records: Sequence[RecordT_contra], /) -> None:
+    def append(self, records: Sequence[RecordT_contra], /) -> int:
         """Store every record in order, or none (raise `RecordSinkFull` or another
-        error): a partial append is never allowed."""
+        error): a partial append is never allowed. Returns the offset of the first
+        record (the i-th has that offset + i), or `NO_OFFSET`."""
         ...
 
 
@@ -78,13 +86,15 @@ class InMemoryRecordSink(Generic[RecordT]):
         self._records: list[RecordT] = []
         self._records_max = records_max
 
-    def append(self, records: Sequence[RecordT], /) -> None:
+    def append(self, records: Sequence[RecordT], /) -> int:
         if len(self._records) + len(records) > self._records_max:
             raise RecordSinkFull(
                 f"in-memory coordinator log holds {len(self._records)} records; "
                 f"{len(records)} more would exceed its bound of {self._records_max}"
             )
+        first = len(self._records)
         self._records.extend(records)
+        return first
 
     @property
     def records(self) -> tuple[RecordT, ...]:
@@ -118,17 +128,21 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         response. Raises what the sink raises (then nothing was replayed)."""
         records = tuple(result.records)
         if records:
-            self._sink.append(records)
-            for record in records:
-                self._shard.replay(record)
+            first = self._sink.append(records)
+            for index, record in enumerate(records):
+                self._shard.replay(record, NO_OFFSET if first == NO_OFFSET else first + index)
         return result.response
 
     def load(self, records: Iterable[RecordT]) -> ShardT:
         """Replace the shard by a fresh one that replayed `records` (records already
         in the log: they are not appended to the sink again). Returns the new shard;
         the caller then runs the shard's own after-load step, if it has one."""
+        return self.load_at((offset, record) for offset, record in enumerate(records))
+
+    def load_at(self, records: Iterable[tuple[int, RecordT]]) -> ShardT:
+        """`load` from `(offset, record)` pairs read back from a log."""
         shard = self._shard_factory()
-        for record in records:
-            shard.replay(record)
+        for offset, record in records:
+            shard.replay(record, offset)
         self._shard = shard
         return shard

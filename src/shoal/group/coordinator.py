@@ -91,8 +91,9 @@ class GroupCoordinatorShard:
 
     # ---- replay ---------------------------------------------------------------------
 
-    def replay(self, record: r.CoordinatorRecord) -> None:
-        """Apply one record: the only way group state changes."""
+    def replay(self, record: r.CoordinatorRecord, offset: int = -1, /) -> None:
+        """Apply one record: the only way group state changes (its log offset is not
+        needed: group records are never pruned by offset)."""
         key = record.key
         if isinstance(key, r.ConsumerGroupMetadataKey):
             if record.value is None:

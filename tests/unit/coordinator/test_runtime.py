@@ -32,7 +32,7 @@ class CountingShard:
         self.events = events
         self.total = 0
 
-    def replay(self, record: int) -> None:
+    def replay(self, record: int, offset: int = -1, /) -> None:
         self.events.seen.append(f"replay {record}")
         self.total += record
 
@@ -43,12 +43,14 @@ class LoggingSink:
         self.refuse = refuse
         self.records: list[int] = []
 
-    def append(self, records: Sequence[int], /) -> None:
+    def append(self, records: Sequence[int], /) -> int:
         if self.refuse:
             self.events.seen.append("refused")
             raise RecordSinkFull("no room")
         self.events.seen.append(f"append {list(records)}")
+        first = len(self.records)
         self.records.extend(records)
+        return first
 
 
 @dataclass(frozen=True)
