@@ -228,7 +228,7 @@ _DEFS: list[ConfigDef] = [
         _INT,
         limits.TOPICS_MAX_DEFAULT,
         _B,
-        "Topics at most; CreateTopics beyond gets POLICY_VIOLATION.",
+        "User topics at most (internal ones not counted); CreateTopics beyond gets POLICY_VIOLATION.",
         min=1,
     ),
     ConfigDef(
@@ -236,7 +236,7 @@ _DEFS: list[ConfigDef] = [
         _INT,
         limits.PARTITIONS_MAX_DEFAULT,
         _B,
-        "Partitions at most across all topics; more gets INVALID_PARTITIONS.",
+        "Partitions at most across all user topics; more gets INVALID_PARTITIONS.",
         min=1,
     ),
     ConfigDef(
@@ -420,6 +420,28 @@ _DEFS: list[ConfigDef] = [
         "group.share.max.partition.max.record.locks", _INT, 4000, _B, "Bound.", min=2000, max=10_000
     ),
     ConfigDef("group.share.max.share.sessions", _INT, 2000, _B, "Sessions per broker.", min=1),
+    ConfigDef(
+        "offsets.topic.num.partitions", _INT, 50, _B, "Partitions of __consumer_offsets.", min=1
+    ),
+    ConfigDef(
+        "offsets.topic.replication.factor", ConfigType.SHORT, 1, _B, "Single node.", min=1, max=1
+    ),
+    ConfigDef(
+        "offsets.topic.segment.bytes",
+        _INT,
+        104_857_600,
+        _B,
+        "Segment size of __consumer_offsets (at least Shoal's smallest segment, 14).",
+        min=14,
+    ),
+    ConfigDef(
+        "offsets.load.buffer.size",
+        _INT,
+        5_242_880,
+        _B,
+        "Read size when replaying __consumer_offsets.",
+        min=1,
+    ),
     ConfigDef("share.coordinator.state.topic.num.partitions", _INT, 50, _B, "State topic.", min=1),
     ConfigDef(
         "share.coordinator.state.topic.replication.factor",
@@ -453,6 +475,28 @@ _DEFS: list[ConfigDef] = [
         _B,
         "Cold snapshot.",
         min=1,
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.compression.codec",
+        _INT,
+        0,
+        _B,
+        "Codec id of state records; Shoal writes them uncompressed.",
+    ),
+    ConfigDef("share.coordinator.threads", _INT, 1, _B, "Kafka knob; no Shoal meaning.", min=1),
+    ConfigDef(
+        "share.fetch.purgatory.purge.interval.requests",
+        _INT,
+        1000,
+        _B,
+        "Kafka knob; no Shoal meaning.",
+    ),
+    ConfigDef(
+        "group.share.persister.class.name",
+        _STR,
+        "org.apache.kafka.server.share.persister.DefaultStatePersister",
+        _B,
+        "Kafka knob; Shoal always persists through its share coordinator.",
     ),
     # ---- topic keys (fall back to their broker synonym)
     ConfigDef(

@@ -68,3 +68,9 @@ keeps before it refuses writes: a write beyond it fails as a whole, nothing is
 replayed, and the group coordinator answers COORDINATOR_NOT_AVAILABLE. Steady
 heartbeats write nothing; joins, leaves, expiries and topic changes write a few
 records each."""
+COORDINATOR_BATCH_BYTES_MAX: Final = 1_048_588
+"""Bytes of the one record batch a coordinator append becomes on its internal topic
+(coordinator/log_sink.py), Kafka's default `max.message.bytes`: Kafka writes a
+coordinator operation's records atomically in one batch bounded by that size. An
+append beyond it raises `CoordinatorBatchTooLarge` (a `RecordSinkFull`): nothing is
+written or replayed and the caller answers as for a full sink."""

@@ -18,7 +18,8 @@ TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (count < 1, above
 limits.PARTITIONS_PER_TOPIC_MAX, not above the current count, or beyond
 `shoal.max.partitions`), POLICY_VIOLATION (beyond `shoal.max.topics`), INVALID_CONFIG,
 UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR. The topic and partition limits count
-every topic, internal ones included, but never refuse creating an internal topic.
+user topics only: the coordinators' internal topics (100 partitions by default) are
+neither counted nor refused.
 
 Durability order: creating a topic writes topics.json first (a crash leaves a topic
 whose partition directories are created on the next start); deleting renames the
@@ -331,15 +332,16 @@ class LogManager:
                 log.update_config(config)
 
     def _check_limits(self, *, new_topics: int, new_partitions: int) -> None:
+        user_topics = [info for info in self._topics.values() if not info.internal]
         topics_max = int(self._broker_config["shoal.max.topics"])
-        if len(self._topics) + new_topics > topics_max:
+        if len(user_topics) + new_topics > topics_max:
             raise LogError(
                 "POLICY_VIOLATION",
-                f"the broker holds {len(self._topics)} topics, the limit set by "
+                f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
         partitions_max = int(self._broker_config["shoal.max.partitions"])
-        total = sum(info.partitions for info in self._topics.values())
+        total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(
                 "INVALID_PARTITIONS",

@@ -28,6 +28,7 @@ from shoal.server.connection import serve_connection
 from shoal.server.context import ConnectionInfo
 from shoal.server.dynamic_config import DynamicBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, GroupConfigStore
+from shoal.server.group_persistence import open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, load_all_handlers
@@ -61,13 +62,17 @@ class Broker:
         """Callbacks called with a group id after IncrementalAlterConfigs changed it."""
         self.persister = InMemoryPersister()
         """Share-partition state (the share coordinator's role), in process."""
+        group_sink, group_records = open_group_log(self.logs, config, self.clock)
         self.group_service = GroupService(
             clock=self.clock,
             config=config,
             persister=self.persister,
             topic_source=lambda: topics_of(self.logs),
             group_configs=self.group_configs.overrides,
+            sink=group_sink,
         )
+        """The group coordinator, its shard rebuilt from `__consumer_offsets`."""
+        self.group_service.runtime.load_at(group_records)
         self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = []
         """Called with each connection's info once it has closed (share sessions)."""
         self.share_service = ShareService(self)

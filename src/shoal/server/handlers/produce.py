@@ -8,6 +8,10 @@ when data reaches the disk). Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS and transactional produce is not served yet.
+An internal topic (`__consumer_offsets`, `__share_group_state`) gets
+INVALID_TOPIC_EXCEPTION "Cannot append to internal topic", as from Kafka's
+ReplicaManager; only the coordinators write there (Kafka's `__admin_client`
+exception is not kept: a foreign record would stop the coordinator from loading).
 """
 
 from __future__ import annotations
@@ -67,6 +71,14 @@ def _produce_partition(
         return _partition_error(schema, index, ErrorCode.unknown_topic_or_partition, None)
     topic_info = broker.logs.topic(topic)
     assert topic_info is not None
+    if topic_info.internal:
+        log.info("produce to internal topic %s-%d refused (client %s)", topic, index, ctx.client_id)
+        return _partition_error(
+            schema,
+            index,
+            ErrorCode.invalid_topic_exception,
+            f"Cannot append to internal topic {topic}",
+        )
     max_batch_bytes = int(
         topic_info.configs.get("max.message.bytes", broker.config["message.max.bytes"])
     )

@@ -1,0 +1,252 @@
+"""Coordinator records on an internal topic: the durable `RecordSink`, and loading.
+
+Owns the bytes a coordinator's records become in a partition log and back:
+
+- `LogRecordSink` writes one append (all records of one coordinator write) as ONE
+  magic-2 record batch on one partition: no compression, producer id -1, every
+  record stamped with the clock's wall time, built by kio's batch writer. One batch
+  makes the append all-or-nothing on disk: recovery keeps a batch whole or drops it.
+  A batch above `batch_bytes_max` (default `limits.COORDINATOR_BATCH_BYTES_MAX`)
+  raises `CoordinatorBatchTooLarge` before anything is written; a storage failure
+  raises the log's `LogError`. Either way the runtime replays nothing.
+- `RoutedRecordSink` spans several partitions of one topic (the single group
+  coordinator shard over every `__consumer_offsets` partition): each record goes to
+  the partition `route(record)` names, the records of one append that share a
+  partition form one batch, and every batch is built and size-checked before the
+  first is written. It returns `NO_OFFSET`: offsets of different partitions do not
+  compare.
+- `read_log` reads a partition from its log start to its end and yields
+  `(offset, record)` in offset order, decoding batches with kio's batch reader.
+  Control batches and records below the log start offset (a start inside a batch)
+  are skipped. A record type the decoder does not know (`UnknownRecordType`) is
+  logged and skipped, as Kafka's coordinator loader does; any other record that
+  fails to decode raises `CoordinatorLogCorrupt` naming partition and offset.
+
+Sans-I/O in the layering sense: no asyncio; the partition log does the file work.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_new_batch
+from kio.serial.errors import SerialError
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+from shoal import limits
+from shoal.clock import Clock
+from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull
+from shoal.log.partition import PartitionLog
+from shoal.protocol.record_batch import (
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchError,
+    BatchHeader,
+    validate_produced,
+)
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+Encode = Callable[[R], tuple[bytes, bytes | None]]
+"""A record's (key, value) bytes; value None is a tombstone."""
+Decode = Callable[[bytes, bytes | None], R]
+"""The record of (key, value) bytes; raises `UnknownRecordType` or `ValueError`."""
+
+_LEADER_EPOCH = 0
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+class UnknownRecordType(ValueError):
+    """A record of a type the decoder does not know (another coordinator's, a newer
+    version's): loading logs it and goes on."""
+
+
+class CoordinatorBatchTooLarge(RecordSinkFull):
+    """One append would make a record batch above the sink's byte bound."""
+
+
+class CoordinatorLogCorrupt(Exception):
+    """A batch or record of an internal topic cannot be read back."""
+
+    def __init__(self, message: str, *, partition: str, offset: int) -> None:
+        super().__init__(f"{partition} at offset {offset}: {message}")
+        self.partition = partition
+        self.offset = offset
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """An append built and checked, not yet written."""
+
+    records: bytes
+    headers: list[BatchHeader]
+
+
+class LogRecordSink(Generic[R]):
+    """A `RecordSink` on one partition log of an internal topic (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        log: PartitionLog,
+        encode: Encode[R],
+        clock: Clock,
+        batch_bytes_max: int = limits.COORDINATOR_BATCH_BYTES_MAX,
+    ) -> None:
+        assert batch_bytes_max > 0, batch_bytes_max
+        self._log = log
+        self._encode = encode
+        self._clock = clock
+        self._batch_bytes_max = batch_bytes_max
+
+    @property
+    def log(self) -> PartitionLog:
+        return self._log
+
+    def append(self, records: Sequence[R], /) -> int:
+        """Write `records` as one batch; returns the offset of the first."""
+        return self.write(self.prepare(records))
+
+    def prepare(self, records: Sequence[R]) -> PreparedBatch:
+        """Encode `records` into one batch and check its size. Raises
+        `CoordinatorBatchTooLarge`; writes nothing."""
+        assert records, "a coordinator append has at least one record"
+        timestamp = TZAwareMicros.parse(
+            _EPOCH_UTC + datetime.timedelta(milliseconds=self._clock.wall_ms())
+        )
+        entries = []
+        for index, record in enumerate(records):
+            key, value = self._encode(record)
+            entries.append(
+                Record(
+                    attributes=i8(0),
+                    timestamp=timestamp,
+                    offset=i64(index),
+                    key=key,
+                    value=value,
+                    headers=(),
+                )
+            )
+        batch = NewRecordBatch(
+            producer_id=i64(NO_PRODUCER_ID),
+            producer_epoch=i16(-1),
+            partition_leader_epoch=i32(_LEADER_EPOCH),
+            base_sequence=i32(NO_SEQUENCE),
+            records=tuple(entries),
+            attributes=i16(0),
+        )
+        buffer = io.BytesIO()
+        write_new_batch(buffer, batch)
+        data = buffer.getvalue()
+        if len(data) > self._batch_bytes_max:
+            raise CoordinatorBatchTooLarge(
+                f"{len(records)} coordinator records make a {len(data)}-byte batch for "
+                f"{self._log.directory.name}, above the bound of {self._batch_bytes_max} "
+                "bytes (limits.COORDINATOR_BATCH_BYTES_MAX)"
+            )
+        try:
+            headers = validate_produced(data, max_batch_bytes=self._batch_bytes_max)
+        except BatchError as exc:  # our own batch: a bug, not the peer's fault
+            raise AssertionError(f"coordinator batch is invalid: {exc}") from exc
+        return PreparedBatch(data, headers)
+
+    def write(self, batch: PreparedBatch) -> int:
+        """Append a prepared batch; returns its base offset. Raises `LogError`."""
+        result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+        assert not result.duplicate, "coordinator batches carry no producer id"
+        return result.base_offset
+
+
+class RoutedRecordSink(Generic[R]):
+    """A `RecordSink` over several `LogRecordSink`s of one topic (module docstring)."""
+
+    def __init__(self, *, sinks: Sequence[LogRecordSink[R]], route: Callable[[R], int]) -> None:
+        assert sinks, "a routed sink needs at least one partition"
+        self._sinks = tuple(sinks)
+        self._route = route
+
+    @property
+    def sinks(self) -> tuple[LogRecordSink[R], ...]:
+        return self._sinks
+
+    def append(self, records: Sequence[R], /) -> int:
+        """Write each partition's share of `records` as one batch there. Every batch
+        is prepared (and size-checked) before the first is written; a storage error
+        after the first write leaves the earlier partitions written and their log
+        offline. Returns `NO_OFFSET`."""
+        by_partition: dict[int, list[R]] = {}
+        for record in records:
+            partition = self._route(record)
+            assert 0 <= partition < len(self._sinks), (partition, len(self._sinks))
+            by_partition.setdefault(partition, []).append(record)
+        prepared = [
+            (self._sinks[partition], self._sinks[partition].prepare(share))
+            for partition, share in by_partition.items()
+        ]
+        for sink, batch in prepared:
+            sink.write(batch)
+        return NO_OFFSET
+
+
+def read_log(log: PartitionLog, decode: Decode[R], *, buffer_bytes: int) -> Iterator[tuple[int, R]]:
+    """Every record of `log` from its log start to its end, in offset order, reading
+    `buffer_bytes` at a time (a larger batch is still read whole). Raises
+    `CoordinatorLogCorrupt` (module docstring) and the log's `LogError`."""
+    assert buffer_bytes > 0, buffer_bytes
+    name = log.directory.name
+    start = log.log_start_offset
+    offset = start
+    while offset < log.log_end_offset:
+        result = log.read(offset, max_bytes=buffer_bytes)
+        if not result.headers:
+            raise CoordinatorLogCorrupt(
+                f"no batch to read below the log end offset {log.log_end_offset}",
+                partition=name,
+                offset=offset,
+            )
+        for header in result.headers:
+            if not header.is_control:
+                yield from _records_of(name, result.records, header, decode, start=start)
+        offset = result.headers[-1].next_offset
+
+
+def _records_of(
+    name: str, buffer: bytes, header: BatchHeader, decode: Decode[R], *, start: int
+) -> Iterator[tuple[int, R]]:
+    if header.compression:
+        raise CoordinatorLogCorrupt(
+            f"compressed batch (codec {header.compression}); coordinators write none",
+            partition=name,
+            offset=header.base_offset,
+        )
+    try:
+        batch, _ = read_batch(buffer, header.position)
+    except (ValueError, SerialError) as exc:
+        raise CoordinatorLogCorrupt(
+            f"unreadable batch: {exc}", partition=name, offset=header.base_offset
+        ) from exc
+    for entry in batch.records:
+        offset = int(entry.offset)
+        if offset < start:
+            continue
+        if entry.key is None:
+            raise CoordinatorLogCorrupt("record without a key", partition=name, offset=offset)
+        try:
+            record = decode(entry.key, entry.value)
+        except UnknownRecordType as exc:
+            logger.warning("skipping record at %s offset %d: %s", name, offset, exc)
+            continue
+        except (ValueError, SerialError) as exc:
+            raise CoordinatorLogCorrupt(
+                f"undecodable record: {exc}", partition=name, offset=offset
+            ) from exc
+        yield offset, record

@@ -1,0 +1,37 @@
+"""Which partition of a coordinator topic owns a key: Kafka's placement, bit for bit.
+
+Kafka places a group id (on `__consumer_offsets`) and a share-partition key
+`groupId:topicId:partition` (on `__share_group_state`) with Java's `String.hashCode`
+made non-negative the Kafka way (`Utils.abs`: Integer.MIN_VALUE -> 0, else the
+absolute value) modulo the topic's partition count (coordinators.md §2.1).
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+_INT32_MIN = -(2**31)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` (over UTF-16 code units) as a signed int32."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of a coordinator topic with `partitions` partitions owning `key`."""
+    assert partitions >= 1, partitions
+    h = java_string_hash(key)
+    return (0 if h == _INT32_MIN else abs(h)) % partitions
+
+
+def share_partition_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
+    """The share coordinator key `groupId:topicId:partition`, the topic id in Kafka's
+    URL-safe base64 without padding."""
+    encoded = base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+    return f"{group_id}:{encoded}:{partition}"
