@@ -158,16 +158,17 @@ class SharePartition:
                 raise StateLoadError(f"{batch} lies below the start offset {start}")
             if batch.first_offset <= previous_last:
                 raise StateLoadError(f"{batch} overlaps the batch before it")
-            if batch.state is RecordState.ACQUIRED or batch.state is RecordState.ARCHIVING:
+            delivery = RecordState(batch.delivery_state)
+            if delivery is RecordState.ACQUIRED or delivery is RecordState.ARCHIVING:
                 raise StateLoadError(f"{batch} has a state that is never persisted")
             if gap_start is None and batch.first_offset > previous_last + 1:
                 gap_start = previous_last + 1
             previous_last = batch.last_offset
-            st = InFlightState(batch.state, batch.delivery_count)
+            st = InFlightState(delivery, batch.delivery_count)
             window.cache.add(InFlightBatch(batch.first_offset, batch.last_offset, st))
-            if batch.state.is_terminal:
+            if delivery.is_terminal:
                 window.delivery_complete_count += batch.last_offset - batch.first_offset + 1
-            elif batch.state is RecordState.AVAILABLE:
+            elif delivery is RecordState.AVAILABLE:
                 window.note_available(batch.first_offset)
         if state.state_batches:
             window.end_offset = previous_last

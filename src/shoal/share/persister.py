@@ -1,5 +1,6 @@
-"""Durable share-partition state: the values a state write carries, the `Persister`
-protocol the share-partition leader talks to, and `InMemoryPersister`.
+"""Durable share-partition state: the `Persister` protocol the share-partition leader
+talks to, and `InMemoryPersister`. The values a state write carries and the merge
+rule live in `shoal.share_coordinator.state` and are re-exported here.
 
 The semantics are those of the share coordinator's state RPCs (coordinators.md §2):
 
@@ -11,89 +12,61 @@ The semantics are those of the share coordinator's state RPCs (coordinators.md �
 - write: uninitialised -> INVALID_REQUEST; stale leader epoch -> FENCED_LEADER_EPOCH;
   stale state epoch -> FENCED_STATE_EPOCH. The start offset never moves back (-1
   keeps it); a DeliveryCompleteCount sent with a start offset behind the stored one
-  is ignored. Batches are merged (`merge_state_batches`).
+  is ignored. Batches are merged (`merge_state_batches`). A write never changes the
+  stored epochs: only initialize sets the state epoch and only read raises the
+  leader epoch (Kafka 4.2, KAFKA-19456).
 - delete: the key reads as uninitialised afterwards.
 - read_summary: an unknown key gives start offset -1 and DeliveryCompleteCount -1,
   leader and state epoch 0, no error.
 - negative partitions or epochs -> INVALID_REQUEST.
 
 Errors are Kafka error names (strings), None on success. Every method is synchronous;
-the durable share coordinator implements the same protocol later.
+`shoal.share_coordinator.ShareCoordinator` is the durable implementation.
 """
 
 from __future__ import annotations
 
-import heapq
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shoal.share.states import PERSISTED_STATES, RecordState
+from shoal.share_coordinator.state import (
+    DELIVERY_STATE_ACKNOWLEDGED,
+    DELIVERY_STATE_ARCHIVED,
+    DELIVERY_STATE_AVAILABLE,
+    PERSISTED_DELIVERY_STATES,
+    UNINITIALIZED_START_OFFSET,
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
+    PersistedState,
+    ReadResult,
+    SharePartitionKey,
+    StateBatch,
+    StateSummary,
+    StateWrite,
+    _append_coalesced,
+    merge_state_batches,
+)
 
-UNINITIALIZED_START_OFFSET = -1
-UNKNOWN_DELIVERY_COMPLETE_COUNT = -1
-
-
-@dataclass(frozen=True, slots=True)
-class SharePartitionKey:
-    group_id: str
-    topic_id: uuid.UUID
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A persisted range: `delivery_state` is a RecordState id (0, 2 or 4)."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-    def __post_init__(self) -> None:
-        assert self.first_offset <= self.last_offset, self
-        assert self.delivery_state in PERSISTED_STATES, self
-
-    @property
-    def state(self) -> RecordState:
-        return RecordState(self.delivery_state)
-
-
-@dataclass(frozen=True, slots=True)
-class PersistedState:
-    """What a read returns: state epoch, start offset (-1 if never set), batches."""
-
-    state_epoch: int
-    start_offset: int
-    state_batches: tuple[StateBatch, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class StateWrite:
-    """One WriteShareGroupState for one share-partition."""
-
-    key: SharePartitionKey
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
-    delivery_complete_count: int
-    state_batches: tuple[StateBatch, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    error: str | None
-    state: PersistedState | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StateSummary:
-    error: str | None
-    state_epoch: int = 0
-    leader_epoch: int = 0
-    start_offset: int = UNINITIALIZED_START_OFFSET
-    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
+__all__ = [
+    "DELIVERY_STATE_ACKNOWLEDGED",
+    "DELIVERY_STATE_ARCHIVED",
+    "DELIVERY_STATE_AVAILABLE",
+    "FENCING_ERRORS",
+    "PERSISTED_DELIVERY_STATES",
+    "UNINITIALIZED_START_OFFSET",
+    "UNKNOWN_DELIVERY_COMPLETE_COUNT",
+    "InMemoryPersister",
+    "PersistedState",
+    "Persister",
+    "ReadResult",
+    "SharePartitionKey",
+    "StateBatch",
+    "StateSummary",
+    "StateWrite",
+    "_append_coalesced",
+    "merge_state_batches",
+    "partition_error",
+]
 
 
 class Persister(Protocol):
@@ -110,6 +83,10 @@ class Persister(Protocol):
     def delete(self, *, key: SharePartitionKey) -> str | None: ...
 
     def read_summary(self, *, key: SharePartitionKey, leader_epoch: int) -> StateSummary: ...
+
+    def partitions_with_state(self, *, group_id: str, topic_id: uuid.UUID) -> tuple[int, ...]:
+        """The partitions of (group, topic) that have state, ascending."""
+        ...
 
 
 @dataclass(slots=True)
@@ -159,6 +136,8 @@ class InMemoryPersister:
         key = write.key
         if key.partition < 0 or write.state_epoch < 0 or write.leader_epoch < 0:
             return "INVALID_REQUEST"
+        if write.start_offset < UNINITIALIZED_START_OFFSET:
+            return "INVALID_REQUEST"
         stored = self._states.get(key)
         if stored is None:
             return "INVALID_REQUEST"
@@ -166,8 +145,6 @@ class InMemoryPersister:
             return "FENCED_LEADER_EPOCH"
         if write.state_epoch < stored.state_epoch:
             return "FENCED_STATE_EPOCH"
-        stored.leader_epoch = write.leader_epoch
-        stored.state_epoch = write.state_epoch
         if write.start_offset >= stored.start_offset:
             if write.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
                 stored.delivery_complete_count = write.delivery_complete_count
@@ -197,60 +174,14 @@ class InMemoryPersister:
             delivery_complete_count=stored.delivery_complete_count,
         )
 
-
-def merge_state_batches(
-    current: Iterable[StateBatch], incoming: Iterable[StateBatch], *, start_offset: int
-) -> list[StateBatch]:
-    """The share coordinator's merge (coordinators.md §2.4, Kafka's
-    PersisterStateBatchCombiner): drop batches below `start_offset` and clip those
-    straddling it; where ranges overlap the higher delivery count wins, then the higher
-    delivery state; adjacent ranges with equal (state, count) coalesce.
-
-    A sweep over range boundaries with a heap of the covering batches: O(n log n).
-    """
-    batches = sorted(
-        (
-            StateBatch(
-                max(b.first_offset, start_offset), b.last_offset, b.delivery_state, b.delivery_count
+    def partitions_with_state(self, *, group_id: str, topic_id: uuid.UUID) -> tuple[int, ...]:
+        return tuple(
+            sorted(
+                key.partition
+                for key in self._states
+                if key.group_id == group_id and key.topic_id == topic_id
             )
-            for b in (*current, *incoming)
-            if b.last_offset >= start_offset
-        ),
-        key=lambda b: b.first_offset,
-    )
-    boundaries = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
-    merged: list[StateBatch] = []
-    covering: list[tuple[int, int, int, int]] = []  # (-count, -state, seq, last)
-    next_batch = 0
-    for index, point in enumerate(boundaries[:-1]):
-        while next_batch < len(batches) and batches[next_batch].first_offset == point:
-            b = batches[next_batch]
-            heapq.heappush(
-                covering, (-b.delivery_count, -b.delivery_state, next_batch, b.last_offset)
-            )
-            next_batch += 1
-        while covering and covering[0][3] < point:
-            heapq.heappop(covering)
-        if not covering:
-            continue
-        count, state = -covering[0][0], -covering[0][1]
-        _append_coalesced(merged, StateBatch(point, boundaries[index + 1] - 1, state, count))
-    return merged
-
-
-def _append_coalesced(merged: list[StateBatch], batch: StateBatch) -> None:
-    if merged:
-        tail = merged[-1]
-        if (
-            tail.last_offset + 1 == batch.first_offset
-            and tail.delivery_state == batch.delivery_state
-            and tail.delivery_count == batch.delivery_count
-        ):
-            merged[-1] = StateBatch(
-                tail.first_offset, batch.last_offset, tail.delivery_state, tail.delivery_count
-            )
-            return
-    merged.append(batch)
+        )
 
 
 FENCING_ERRORS = frozenset({"FENCED_LEADER_EPOCH", "FENCED_STATE_EPOCH"})

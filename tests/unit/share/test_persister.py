@@ -1,4 +1,6 @@
-"""InMemoryPersister: the share coordinator's state RPC semantics (coordinators.md §2).
+"""The share coordinator's state RPC semantics (coordinators.md §2), checked against
+both `Persister`s: `InMemoryPersister` and the durable `ShareCoordinator` (over
+in-memory record sinks, with a snapshot every 2 updates so both record kinds occur).
 
 Conformance items covered here: 63, 64, 65, 67 (no-op / replace), 68, 69, 70.
 """
@@ -8,19 +10,41 @@ from __future__ import annotations
 import itertools
 import uuid
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shoal.clock import ManualClock
+from shoal.coordinator.runtime import InMemoryRecordSink
 from shoal.share.persister import (
     InMemoryPersister,
+    Persister,
     SharePartitionKey,
     StateBatch,
     StateWrite,
     merge_state_batches,
 )
+from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)
 AV, ACK, ARC = 0, 2, 4
+
+
+def _share_coordinator() -> Persister:
+    return ShareCoordinator(
+        sink_for=lambda _partition: InMemoryRecordSink(),
+        clock=ManualClock(),
+        settings=ShareCoordinatorSettings(num_partitions=3, records_per_snapshot=2),
+    )
+
+
+_PERSISTERS = {"in_memory": InMemoryPersister, "share_coordinator": _share_coordinator}
+
+
+@pytest.fixture(params=sorted(_PERSISTERS))
+def persister(request: pytest.FixtureRequest) -> Persister:
+    factory = _PERSISTERS[request.param]
+    return factory()
 
 
 def write(
@@ -33,17 +57,15 @@ def write(
     return StateWrite(KEY, state_epoch, leader_epoch, start, count, tuple(batches))
 
 
-def test_uninitialised_key() -> None:
+def test_uninitialised_key(persister: Persister) -> None:
     """63: write or read of an uninitialised key -> INVALID_REQUEST."""
-    persister = InMemoryPersister()
     assert persister.write(write=write()) == "INVALID_REQUEST"
     assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
 
 
-def test_fencing() -> None:
+def test_fencing(persister: Persister) -> None:
     """64: lower leader epoch -> FENCED_LEADER_EPOCH; lower state epoch ->
     FENCED_STATE_EPOCH. 69: a read with a higher leader epoch records it."""
-    persister = InMemoryPersister()
     assert persister.initialize(key=KEY, state_epoch=3, start_offset=0) is None
     assert persister.read(key=KEY, leader_epoch=5).error is None
     assert persister.write(write=write(state_epoch=3, leader_epoch=4)) == "FENCED_LEADER_EPOCH"
@@ -54,10 +76,9 @@ def test_fencing() -> None:
     assert persister.read_summary(key=KEY, leader_epoch=0).leader_epoch == 5
 
 
-def test_start_offset_never_moves_back() -> None:
+def test_start_offset_never_moves_back(persister: Persister) -> None:
     """65: a start offset below the stored one keeps the stored one (and its
     DeliveryCompleteCount); -1 keeps it too."""
-    persister = InMemoryPersister()
     persister.initialize(key=KEY, state_epoch=0, start_offset=-1)
     assert persister.write(write=write(StateBatch(10, 14, ACK, 1), start=10, count=5)) is None
     assert persister.write(write=write(StateBatch(15, 15, ACK, 1), start=7, count=9)) is None
@@ -70,10 +91,9 @@ def test_start_offset_never_moves_back() -> None:
     assert persister.read_summary(key=KEY, leader_epoch=0).start_offset == 10
 
 
-def test_initialize_is_idempotent_and_replaces() -> None:
+def test_initialize_is_idempotent_and_replaces(persister: Persister) -> None:
     """67 (semantics): same epoch and start -> nothing changes; a new start replaces
     all state."""
-    persister = InMemoryPersister()
     persister.initialize(key=KEY, state_epoch=1, start_offset=0)
     persister.write(write=write(StateBatch(0, 4, ACK, 1), state_epoch=1, count=5))
     assert persister.initialize(key=KEY, state_epoch=1, start_offset=0) is None
@@ -98,9 +118,8 @@ def test_merge_rule() -> None:
     assert merged == [StateBatch(0, 2, ACK, 1), StateBatch(3, 4, AV, 2), StateBatch(5, 9, ACK, 1)]
 
 
-def test_delete_and_summary_of_unknown_key() -> None:
+def test_delete_and_summary_of_unknown_key(persister: Persister) -> None:
     """70: summary of an unknown key -> -1 / -1, no error; delete makes it unknown."""
-    persister = InMemoryPersister()
     summary = persister.read_summary(key=KEY, leader_epoch=0)
     assert (summary.error, summary.start_offset, summary.delivery_complete_count) == (None, -1, -1)
     assert (summary.leader_epoch, summary.state_epoch) == (0, 0)
@@ -109,13 +128,38 @@ def test_delete_and_summary_of_unknown_key() -> None:
     assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
 
 
-def test_negative_partition_or_epochs() -> None:
-    persister = InMemoryPersister()
+def test_negative_partition_or_epochs(persister: Persister) -> None:
     bad = SharePartitionKey("g", KEY.topic_id, -1)
     assert persister.initialize(key=bad, state_epoch=0, start_offset=0) == "INVALID_REQUEST"
     assert persister.initialize(key=KEY, state_epoch=-1, start_offset=0) == "INVALID_REQUEST"
     persister.initialize(key=KEY, state_epoch=0, start_offset=0)
     assert persister.write(write=write(leader_epoch=-2)) == "INVALID_REQUEST"
+
+
+def test_writes_never_change_the_epochs(persister: Persister) -> None:
+    """Kafka 4.2 (KAFKA-19456): only initialize sets the state epoch and only read
+    raises the leader epoch; a write with higher epochs is accepted, changing neither."""
+    persister.initialize(key=KEY, state_epoch=1, start_offset=0)
+    assert persister.read(key=KEY, leader_epoch=2).error is None
+    assert persister.write(write=write(state_epoch=4, leader_epoch=7)) is None
+    summary = persister.read_summary(key=KEY, leader_epoch=0)
+    assert (summary.state_epoch, summary.leader_epoch) == (1, 2)
+    assert persister.write(write=write(state_epoch=1, leader_epoch=2)) is None
+
+
+def test_partitions_with_state(persister: Persister) -> None:
+    """The partitions of one (group, topic) that hold state; deleted ones drop out."""
+    topic = KEY.topic_id
+    for partition in (4, 0, 2):
+        key = SharePartitionKey("g", topic, partition)
+        assert persister.initialize(key=key, state_epoch=0, start_offset=0) is None
+    other_group = SharePartitionKey("other", topic, 1)
+    other_topic = SharePartitionKey("g", uuid.UUID(int=8), 3)
+    for key in (other_group, other_topic):
+        assert persister.initialize(key=key, state_epoch=0, start_offset=0) is None
+    assert persister.delete(key=SharePartitionKey("g", topic, 2)) is None
+    assert persister.partitions_with_state(group_id="g", topic_id=topic) == (0, 4)
+    assert persister.partitions_with_state(group_id="none", topic_id=topic) == ()
 
 
 _batch = st.builds(

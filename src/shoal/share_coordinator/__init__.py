@@ -1,0 +1,26 @@
+"""The share coordinator (KIP-932): durable share-partition state on `__share_group_state`.
+
+Modules, bottom up:
+- `state`: the values state RPCs carry (`SharePartitionKey`, `StateBatch`,
+  `StateWrite`, ...) and the batch merge rule.
+- `records`: the ShareSnapshot / ShareUpdate records as kio entity dataclasses;
+  `codec`: their bytes (Kafka's coordinator record format).
+- `shard`: `ShareCoordinatorShard`, one partition's event-sourced state machine.
+- `settings`: `ShareCoordinatorSettings` from the `share.coordinator.*` keys.
+- `coordinator`: `ShareCoordinator`, the durable `Persister` over one coordinator
+  runtime per partition, with cold snapshots and pruning offsets.
+"""
+
+from shoal.share_coordinator.coordinator import COORDINATOR_NOT_AVAILABLE, ShareCoordinator
+from shoal.share_coordinator.records import ShareCoordinatorRecord
+from shoal.share_coordinator.settings import ShareCoordinatorSettings
+from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
+
+__all__ = [
+    "COORDINATOR_NOT_AVAILABLE",
+    "ShardResult",
+    "ShareCoordinator",
+    "ShareCoordinatorRecord",
+    "ShareCoordinatorSettings",
+    "ShareCoordinatorShard",
+]

@@ -1,0 +1,483 @@
+"""`ShareCoordinatorShard`: the durable state of the share-partitions placed on one
+partition of `__share_group_state` (Kafka's ShareCoordinatorShard).
+
+Theory of operation. The shard is event-sourced. Each operation (`initialize`,
+`read`, `write`, `delete`, `read_summary`, `cold_snapshots`) validates, decides, and
+returns a `ShardResult` of records to write plus the response, changing nothing;
+`replay(record, offset)` is the only mutator, run by the coordinator runtime after
+the records are in the log, and by a reload over the log. Semantics
+(coordinators.md §2.3-2.5):
+
+- initialize: state epoch below the stored one -> FENCED_STATE_EPOCH; same state
+  epoch and start offset -> success, no record; else a ShareSnapshot replacing all
+  state (SnapshotEpoch 0, or the stored one + 1; the stored leader epoch is kept).
+- read: uninitialised -> INVALID_REQUEST; leader epoch below the stored one ->
+  FENCED_LEADER_EPOCH; above it -> a ShareUpdate carrying only the new LeaderEpoch
+  (StartOffset -1, DeliveryCompleteCount -1, no batches), as Kafka's
+  readStateAndMaybeUpdateLeaderEpoch writes.
+- write: uninitialised -> INVALID_REQUEST; stale leader epoch -> FENCED_LEADER_EPOCH;
+  stale state epoch -> FENCED_STATE_EPOCH. The start offset never moves back (an
+  incoming one below the stored one, or -1, keeps it, and its DeliveryCompleteCount
+  is ignored). Writes never change the epochs (Kafka 4.2: only initialize sets the
+  state epoch, only read raises the leader epoch). Once a key has had
+  `records_per_snapshot` updates since its snapshot the write is a ShareSnapshot of
+  the whole merged state (SnapshotEpoch + 1), otherwise a ShareUpdate of the incoming
+  batches merged among themselves (StartOffset / DeliveryCompleteCount -1 when not
+  moving). Replaying a snapshot resets the count; each update adds one.
+- delete: one tombstone on the ShareSnapshot key (Kafka writes the same single
+  tombstone); the key reads as uninitialised afterwards. Unknown key: no record.
+- read_summary: never writes; unknown key -> start offset -1, DeliveryCompleteCount
+  -1, epochs 0, no error.
+- negative partition or epochs, a start offset below -1, a null topic id, a delivery
+  count that does not fit an int16 -> INVALID_REQUEST.
+
+Timestamps (CreateTimestamp, WriteTimestamp) come from the injected clock's wall
+time and are data only: nothing decides on them but `cold_snapshots`, which is handed
+`now_ms`.
+
+Pruning. The log below `prune_offset()` is not needed to rebuild this shard: a live
+key needs its latest snapshot and the updates after it, so the answer is the lowest
+latest-snapshot offset over live keys (a key whose latest record is an update still
+needs that snapshot; a key deleted by a tombstone needs nothing). With no live key
+everything up to the end of the log may go. Records of deleted keys left above the
+prune offset are harmless on reload: an update of an unknown key builds a partial
+state that the key's tombstone, further on, removes.
+
+Memory: per key only its merged state (`KeyState`), never the record history.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Generic, TypeVar
+
+from kio.static.primitive import i8, i16, i32, i64
+
+from shoal.clock import Clock
+from shoal.coordinator.runtime import NO_OFFSET
+from shoal.share_coordinator.records import (
+    ShareCoordinatorRecord,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareUpdateKey,
+    ShareUpdateValue,
+    StateBatchEntry,
+)
+from shoal.share_coordinator.state import (
+    UNINITIALIZED_START_OFFSET,
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
+    PersistedState,
+    ReadResult,
+    SharePartitionKey,
+    StateBatch,
+    StateSummary,
+    StateWrite,
+    merge_state_batches,
+)
+
+log = logging.getLogger(__name__)
+
+INVALID_REQUEST = "INVALID_REQUEST"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+FENCED_STATE_EPOCH = "FENCED_STATE_EPOCH"
+
+NO_LEADER_EPOCH = -1
+"""The leader epoch of a key no leader has read yet."""
+UNKNOWN_TIMESTAMP = -1
+"""Timestamps of a key rebuilt from an update alone (its snapshot was pruned)."""
+_DELIVERY_COUNT_MAX = 2**15 - 1
+
+ResponseT = TypeVar("ResponseT")
+
+
+@dataclass(frozen=True, slots=True)
+class ShardResult(Generic[ResponseT]):
+    """Records to append (then replay), and the answer to give once they are."""
+
+    records: tuple[ShareCoordinatorRecord, ...]
+    response: ResponseT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeyState:
+    """What the shard holds for one share-partition: its merged state, plus where and
+    when its latest snapshot was written and how many updates followed it."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    state_batches: tuple[StateBatch, ...]
+    create_timestamp_ms: int
+    write_timestamp_ms: int
+    updates_since_snapshot: int
+    snapshot_offset: int
+    """Log offset of the latest snapshot (of the first record seen, if the key was
+    rebuilt from updates alone); `NO_OFFSET` if the sink gave none."""
+
+
+class ShareCoordinatorShard:
+    """One `__share_group_state` partition's share-partition states. See the module
+    docstring."""
+
+    def __init__(
+        self, *, clock: Clock, records_per_snapshot: int, cold_partition_snapshot_interval_ms: int
+    ) -> None:
+        assert records_per_snapshot >= 0, records_per_snapshot
+        assert cold_partition_snapshot_interval_ms >= 1, cold_partition_snapshot_interval_ms
+        self._clock = clock
+        self._records_per_snapshot = records_per_snapshot
+        self._cold_interval_ms = cold_partition_snapshot_interval_ms
+        self._states: dict[SharePartitionKey, KeyState] = {}
+        self._end_offset = 0
+
+    # ---- reads of the shard itself
+
+    @property
+    def states(self) -> Mapping[SharePartitionKey, KeyState]:
+        """Every live key's state (read-only view)."""
+        return MappingProxyType(self._states)
+
+    @property
+    def end_offset(self) -> int:
+        """One past the highest log offset replayed (0 if none)."""
+        return self._end_offset
+
+    def partitions_with_state(self, *, group_id: str, topic_id: uuid.UUID) -> tuple[int, ...]:
+        """The partitions of (group, topic) with state on this shard, ascending."""
+        return tuple(
+            sorted(
+                key.partition
+                for key in self._states
+                if key.group_id == group_id and key.topic_id == topic_id
+            )
+        )
+
+    def prune_offset(self) -> int | None:
+        """The lowest log offset still needed to rebuild this shard, or None if that
+        is unknown (a live key whose snapshot has no offset) or nothing was replayed.
+        See the module docstring."""
+        if not self._states:
+            return self._end_offset if self._end_offset > 0 else None
+        offsets = [state.snapshot_offset for state in self._states.values()]
+        if NO_OFFSET in offsets:
+            return None
+        return min(offsets)
+
+    # ---- operations: records plus a response, no state change
+
+    def initialize(
+        self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
+    ) -> ShardResult[str | None]:
+        if _key_invalid(key) or state_epoch < 0 or start_offset < UNINITIALIZED_START_OFFSET:
+            return ShardResult((), INVALID_REQUEST)
+        stored = self._states.get(key)
+        if stored is not None:
+            if state_epoch < stored.state_epoch:
+                return ShardResult((), FENCED_STATE_EPOCH)
+            if state_epoch == stored.state_epoch and start_offset == stored.start_offset:
+                return ShardResult((), None)
+        now_ms = self._clock.wall_ms()
+        record = _snapshot_record(
+            key,
+            snapshot_epoch=0 if stored is None else stored.snapshot_epoch + 1,
+            state_epoch=state_epoch,
+            leader_epoch=NO_LEADER_EPOCH if stored is None else stored.leader_epoch,
+            start_offset=start_offset,
+            delivery_complete_count=UNKNOWN_DELIVERY_COMPLETE_COUNT if start_offset < 0 else 0,
+            state_batches=(),
+            create_timestamp_ms=now_ms,
+            write_timestamp_ms=now_ms,
+        )
+        return ShardResult((record,), None)
+
+    def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ShardResult[ReadResult]:
+        if _key_invalid(key) or leader_epoch < 0:
+            return ShardResult((), ReadResult(INVALID_REQUEST))
+        stored = self._states.get(key)
+        if stored is None:
+            return ShardResult((), ReadResult(INVALID_REQUEST))
+        if leader_epoch < stored.leader_epoch:
+            return ShardResult((), ReadResult(FENCED_LEADER_EPOCH))
+        records: tuple[ShareCoordinatorRecord, ...] = ()
+        if leader_epoch > stored.leader_epoch:
+            update = _update_record(
+                key,
+                snapshot_epoch=stored.snapshot_epoch,
+                leader_epoch=leader_epoch,
+                start_offset=UNINITIALIZED_START_OFFSET,
+                delivery_complete_count=UNKNOWN_DELIVERY_COMPLETE_COUNT,
+                state_batches=(),
+            )
+            records = (update,)
+        state = PersistedState(stored.state_epoch, stored.start_offset, stored.state_batches)
+        return ShardResult(records, ReadResult(None, state))
+
+    def write(self, *, write: StateWrite) -> ShardResult[str | None]:
+        key = write.key
+        if (
+            _key_invalid(key)
+            or write.state_epoch < 0
+            or write.leader_epoch < 0
+            or write.start_offset < UNINITIALIZED_START_OFFSET
+            or any(not 0 <= b.delivery_count <= _DELIVERY_COUNT_MAX for b in write.state_batches)
+        ):
+            return ShardResult((), INVALID_REQUEST)
+        stored = self._states.get(key)
+        if stored is None:
+            return ShardResult((), INVALID_REQUEST)
+        if write.leader_epoch < stored.leader_epoch:
+            return ShardResult((), FENCED_LEADER_EPOCH)
+        if write.state_epoch < stored.state_epoch:
+            return ShardResult((), FENCED_STATE_EPOCH)
+        moves = write.start_offset >= stored.start_offset
+        start_offset = write.start_offset if moves else stored.start_offset
+        count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
+        if stored.updates_since_snapshot >= self._records_per_snapshot:
+            now_ms = self._clock.wall_ms()
+            record = _snapshot_record(
+                key,
+                snapshot_epoch=stored.snapshot_epoch + 1,
+                state_epoch=stored.state_epoch,
+                leader_epoch=stored.leader_epoch,
+                start_offset=start_offset,
+                delivery_complete_count=(
+                    stored.delivery_complete_count
+                    if count == UNKNOWN_DELIVERY_COMPLETE_COUNT
+                    else count
+                ),
+                state_batches=merge_state_batches(
+                    stored.state_batches, write.state_batches, start_offset=start_offset
+                ),
+                create_timestamp_ms=now_ms,
+                write_timestamp_ms=now_ms,
+            )
+        else:
+            record = _update_record(
+                key,
+                snapshot_epoch=stored.snapshot_epoch,
+                leader_epoch=stored.leader_epoch,
+                start_offset=write.start_offset if moves else UNINITIALIZED_START_OFFSET,
+                delivery_complete_count=count,
+                state_batches=merge_state_batches(
+                    (), write.state_batches, start_offset=start_offset
+                ),
+            )
+        return ShardResult((record,), None)
+
+    def delete(self, *, key: SharePartitionKey) -> ShardResult[str | None]:
+        if _key_invalid(key):
+            return ShardResult((), INVALID_REQUEST)
+        if key not in self._states:
+            return ShardResult((), None)
+        tombstone = ShareCoordinatorRecord(key=_snapshot_key(key), value=None)
+        return ShardResult((tombstone,), None)
+
+    def read_summary(
+        self, *, key: SharePartitionKey, leader_epoch: int
+    ) -> ShardResult[StateSummary]:
+        """Never writes (no records); the leader epoch is not checked."""
+        if _key_invalid(key):
+            return ShardResult((), StateSummary(INVALID_REQUEST))
+        stored = self._states.get(key)
+        if stored is None:
+            return ShardResult((), StateSummary(None))
+        summary = StateSummary(
+            None,
+            state_epoch=stored.state_epoch,
+            leader_epoch=stored.leader_epoch,
+            start_offset=stored.start_offset,
+            delivery_complete_count=stored.delivery_complete_count,
+        )
+        return ShardResult((), summary)
+
+    def cold_snapshots(self, now_ms: int) -> ShardResult[int]:
+        """A snapshot of every key that has had updates since its last snapshot and
+        whose last snapshot was written at least `cold_partition_snapshot_interval_ms`
+        before `now_ms` (wall-clock ms). The snapshot keeps CreateTimestamp and sets
+        WriteTimestamp to `now_ms`. The response is the number of snapshots."""
+        records = tuple(
+            _snapshot_record(
+                key,
+                snapshot_epoch=state.snapshot_epoch + 1,
+                state_epoch=state.state_epoch,
+                leader_epoch=state.leader_epoch,
+                start_offset=state.start_offset,
+                delivery_complete_count=state.delivery_complete_count,
+                state_batches=state.state_batches,
+                create_timestamp_ms=state.create_timestamp_ms,
+                write_timestamp_ms=now_ms,
+            )
+            for key, state in sorted(self._states.items(), key=lambda item: _order(item[0]))
+            if state.updates_since_snapshot > 0
+            and now_ms - state.write_timestamp_ms >= self._cold_interval_ms
+        )
+        return ShardResult(records, len(records))
+
+    # ---- the only mutator
+
+    def replay(self, record: ShareCoordinatorRecord, offset: int = NO_OFFSET, /) -> None:
+        """Apply one record read from (or just appended to) the log at `offset`."""
+        if offset != NO_OFFSET:
+            assert offset >= 0, offset
+            self._end_offset = max(self._end_offset, offset + 1)
+        key = SharePartitionKey(record.key.group_id, record.key.topic_id, int(record.key.partition))
+        value = record.value
+        if value is None:
+            self._states.pop(key, None)
+        elif isinstance(value, ShareSnapshotValue):
+            self._replay_snapshot(key, value, offset)
+        else:
+            self._replay_update(key, value, offset)
+
+    def _replay_snapshot(
+        self, key: SharePartitionKey, value: ShareSnapshotValue, offset: int
+    ) -> None:
+        previous = self._states.get(key)
+        leader_epoch = int(value.leader_epoch)
+        state_epoch = int(value.state_epoch)
+        if previous is not None:
+            # Kafka keeps the highest epochs seen for a live key.
+            leader_epoch = max(leader_epoch, previous.leader_epoch)
+            state_epoch = max(state_epoch, previous.state_epoch)
+        self._states[key] = KeyState(
+            snapshot_epoch=int(value.snapshot_epoch),
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=int(value.start_offset),
+            delivery_complete_count=int(value.delivery_complete_count),
+            state_batches=_batches_of(value.state_batches),
+            create_timestamp_ms=int(value.create_timestamp),
+            write_timestamp_ms=int(value.write_timestamp),
+            updates_since_snapshot=0,
+            snapshot_offset=offset,
+        )
+
+    def _replay_update(self, key: SharePartitionKey, value: ShareUpdateValue, offset: int) -> None:
+        previous = self._states.get(key)
+        if previous is None:
+            log.info(
+                "share state update at offset %d for %s has no snapshot before it; "
+                "rebuilding from the update (its snapshot was pruned)",
+                offset,
+                key,
+            )
+            previous = KeyState(
+                snapshot_epoch=int(value.snapshot_epoch),
+                state_epoch=0,
+                leader_epoch=NO_LEADER_EPOCH,
+                start_offset=UNINITIALIZED_START_OFFSET,
+                delivery_complete_count=UNKNOWN_DELIVERY_COMPLETE_COUNT,
+                state_batches=(),
+                create_timestamp_ms=UNKNOWN_TIMESTAMP,
+                write_timestamp_ms=UNKNOWN_TIMESTAMP,
+                updates_since_snapshot=0,
+                snapshot_offset=offset,
+            )
+        start_offset = previous.start_offset
+        if value.start_offset != UNINITIALIZED_START_OFFSET:
+            start_offset = int(value.start_offset)
+        count = previous.delivery_complete_count
+        if value.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
+            count = int(value.delivery_complete_count)
+        batches = merge_state_batches(
+            previous.state_batches, _batches_of(value.state_batches), start_offset=start_offset
+        )
+        self._states[key] = replace(
+            previous,
+            leader_epoch=max(previous.leader_epoch, int(value.leader_epoch)),
+            start_offset=start_offset,
+            delivery_complete_count=count,
+            state_batches=tuple(batches),
+            updates_since_snapshot=previous.updates_since_snapshot + 1,
+        )
+
+
+# ---- record building --------------------------------------------------------------------
+
+
+def _key_invalid(key: SharePartitionKey) -> bool:
+    return key.partition < 0 or key.topic_id.int == 0
+
+
+def _order(key: SharePartitionKey) -> tuple[str, bytes, int]:
+    return key.group_id, key.topic_id.bytes, key.partition
+
+
+def _snapshot_key(key: SharePartitionKey) -> ShareSnapshotKey:
+    return ShareSnapshotKey(
+        group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
+    )
+
+
+def _entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry, ...]:
+    return tuple(
+        StateBatchEntry(
+            first_offset=i64(b.first_offset),
+            last_offset=i64(b.last_offset),
+            delivery_state=i8(b.delivery_state),
+            delivery_count=i16(b.delivery_count),
+        )
+        for b in batches
+    )
+
+
+def _batches_of(entries: Iterable[StateBatchEntry]) -> tuple[StateBatch, ...]:
+    return tuple(
+        StateBatch(
+            int(e.first_offset), int(e.last_offset), int(e.delivery_state), int(e.delivery_count)
+        )
+        for e in entries
+    )
+
+
+def _snapshot_record(
+    key: SharePartitionKey,
+    *,
+    snapshot_epoch: int,
+    state_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    delivery_complete_count: int,
+    state_batches: Iterable[StateBatch],
+    create_timestamp_ms: int,
+    write_timestamp_ms: int,
+) -> ShareCoordinatorRecord:
+    value = ShareSnapshotValue(
+        snapshot_epoch=i32(snapshot_epoch),
+        state_epoch=i32(state_epoch),
+        leader_epoch=i32(leader_epoch),
+        start_offset=i64(start_offset),
+        delivery_complete_count=i32(delivery_complete_count),
+        create_timestamp=i64(create_timestamp_ms),
+        write_timestamp=i64(write_timestamp_ms),
+        state_batches=_entries(state_batches),
+    )
+    return ShareCoordinatorRecord(key=_snapshot_key(key), value=value)
+
+
+def _update_record(
+    key: SharePartitionKey,
+    *,
+    snapshot_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    delivery_complete_count: int,
+    state_batches: Iterable[StateBatch],
+) -> ShareCoordinatorRecord:
+    update_key = ShareUpdateKey(
+        group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
+    )
+    value = ShareUpdateValue(
+        snapshot_epoch=i32(snapshot_epoch),
+        leader_epoch=i32(leader_epoch),
+        start_offset=i64(start_offset),
+        delivery_complete_count=i32(delivery_complete_count),
+        state_batches=_entries(state_batches),
+    )
+    return ShareCoordinatorRecord(key=update_key, value=value)

@@ -1,0 +1,149 @@
+"""The values of durable share-partition state, and the merge rule for its batches.
+
+These are the words the share-partition leader and the share coordinator share: a
+`SharePartitionKey` names a share-partition, a `StateBatch` is a persisted offset
+range with its delivery state and count, a `StateWrite` is one WriteShareGroupState,
+and `PersistedState`, `ReadResult` and `StateSummary` are what reads answer.
+
+Invariants: a `StateBatch` never spans backwards (first <= last) and carries only a
+persisted delivery state (`PERSISTED_DELIVERY_STATES`: 0 AVAILABLE, 2 ACKNOWLEDGED,
+4 ARCHIVED; ACQUIRED is never written). `merge_state_batches` returns batches sorted,
+disjoint and coalesced.
+
+The delivery-state ids are the persisted ones; `shoal.share.states.RecordState`
+names them for the share-partition leader (this package sits below `shoal.share`
+and must not import it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+UNINITIALIZED_START_OFFSET: Final = -1
+"""A start offset not yet known (StartOffset -1): the leader resolves it itself."""
+UNKNOWN_DELIVERY_COMPLETE_COUNT: Final = -1
+"""DeliveryCompleteCount -1: not known, or (in a write) not being updated."""
+
+DELIVERY_STATE_AVAILABLE: Final = 0
+DELIVERY_STATE_ACKNOWLEDGED: Final = 2
+DELIVERY_STATE_ARCHIVED: Final = 4
+PERSISTED_DELIVERY_STATES: Final = frozenset(
+    {DELIVERY_STATE_AVAILABLE, DELIVERY_STATE_ACKNOWLEDGED, DELIVERY_STATE_ARCHIVED}
+)
+"""The DeliveryState values a StateBatch may carry."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionKey:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A persisted range: `delivery_state` is a persisted state id (0, 2 or 4)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+    def __post_init__(self) -> None:
+        assert self.first_offset <= self.last_offset, self
+        assert self.delivery_state in PERSISTED_DELIVERY_STATES, self
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedState:
+    """What a read returns: state epoch, start offset (-1 if never set), batches."""
+
+    state_epoch: int
+    start_offset: int
+    state_batches: tuple[StateBatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StateWrite:
+    """One WriteShareGroupState for one share-partition."""
+
+    key: SharePartitionKey
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    error: str | None
+    state: PersistedState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateSummary:
+    error: str | None
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    start_offset: int = UNINITIALIZED_START_OFFSET
+    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
+
+
+def merge_state_batches(
+    current: Iterable[StateBatch], incoming: Iterable[StateBatch], *, start_offset: int
+) -> list[StateBatch]:
+    """The share coordinator's merge (coordinators.md §2.4, Kafka's
+    PersisterStateBatchCombiner): drop batches below `start_offset` and clip those
+    straddling it; where ranges overlap the higher delivery count wins, then the higher
+    delivery state; adjacent ranges with equal (state, count) coalesce.
+
+    A sweep over range boundaries with a heap of the covering batches: O(n log n).
+    """
+    batches = sorted(
+        (
+            StateBatch(
+                max(b.first_offset, start_offset), b.last_offset, b.delivery_state, b.delivery_count
+            )
+            for b in (*current, *incoming)
+            if b.last_offset >= start_offset
+        ),
+        key=lambda b: b.first_offset,
+    )
+    boundaries = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
+    merged: list[StateBatch] = []
+    covering: list[tuple[int, int, int, int]] = []  # (-count, -state, seq, last)
+    next_batch = 0
+    for index, point in enumerate(boundaries[:-1]):
+        while next_batch < len(batches) and batches[next_batch].first_offset == point:
+            b = batches[next_batch]
+            heapq.heappush(
+                covering, (-b.delivery_count, -b.delivery_state, next_batch, b.last_offset)
+            )
+            next_batch += 1
+        while covering and covering[0][3] < point:
+            heapq.heappop(covering)
+        if not covering:
+            continue
+        count, state = -covering[0][0], -covering[0][1]
+        _append_coalesced(merged, StateBatch(point, boundaries[index + 1] - 1, state, count))
+    return merged
+
+
+def _append_coalesced(merged: list[StateBatch], batch: StateBatch) -> None:
+    if merged:
+        tail = merged[-1]
+        if (
+            tail.last_offset + 1 == batch.first_offset
+            and tail.delivery_state == batch.delivery_state
+            and tail.delivery_count == batch.delivery_count
+        ):
+            merged[-1] = StateBatch(
+                tail.first_offset, batch.last_offset, tail.delivery_state, tail.delivery_count
+            )
+            return
+    merged.append(batch)
