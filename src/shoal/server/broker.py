@@ -33,7 +33,7 @@ from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, load_all_handlers
 from shoal.server.share_service import ShareService
-from shoal.share.persister import InMemoryPersister
+from shoal.server.share_state import ShareStateService
 
 log = logging.getLogger(__name__)
 _FLUSH_CHECK_INTERVAL_MS = 1000
@@ -60,8 +60,10 @@ class Broker:
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
         self.on_group_config_changed: list[GroupConfigListener] = self.group_configs.listeners
         """Callbacks called with a group id after IncrementalAlterConfigs changed it."""
-        self.persister = InMemoryPersister()
-        """Share-partition state (the share coordinator's role), in process."""
+        self.share_state = ShareStateService.open(self.logs, config, self.clock)
+        """The share coordinator on `__share_group_state`, loaded."""
+        self.persister = self.share_state.coordinator
+        """Share-partition state (the Persister), in process and durable."""
         group_sink, group_records = open_group_log(self.logs, config, self.clock)
         self.group_service = GroupService(
             clock=self.clock,
@@ -122,6 +124,7 @@ class Broker:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._spawn(self._retention_loop(), "retention")
         self._spawn(self._flush_loop(), "flush")
+        self.share_state.start()
         self.group_service.start()
         self.share_service.start()
         log.info(
@@ -163,6 +166,7 @@ class Broker:
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.group_service.stop()
         await self.share_service.stop()
+        await self.share_state.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

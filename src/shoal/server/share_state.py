@@ -1,0 +1,149 @@
+"""The share coordinator in the running broker: `__share_group_state`, loading and
+maintenance timers.
+
+`ShareStateService.open` ensures the state topic (coordinators.md §2.6:
+`share.coordinator.state.topic.num.partitions` partitions, infinite retention, no
+compression; an existing topic keeps its partition count), builds the
+`ShareCoordinator` (share_coordinator/) with one `LogRecordSink` per partition, and
+replays every partition into its shard before the broker serves anything. The
+coordinator is the broker's `Persister`: the share-partition leader, the group
+coordinator's initialise/delete effects and the state RPCs (83-87) all call it
+synchronously, and a state write is in the log (page cache; fsync per the topic's
+flush settings, like every Kafka log) before its caller answers anyone.
+
+Timers (started by `start`, on the broker's clock):
+
+- every `share.coordinator.cold.partition.snapshot.interval.ms`: a snapshot for every
+  key left on updates for that long (`write_cold_snapshots`);
+- every `share.coordinator.state.topic.prune.interval.ms`: each partition's log is
+  deleted below the lowest offset any key's latest snapshot still needs
+  (`prune_offsets`, then `PartitionLog.delete_records_before`: the log start offset
+  moves there and whole segments below it are removed). Replay after a restart
+  starts at the log start offset and so still sees every key's latest snapshot and
+  the updates after it.
+
+A timer failure is logged with context and the timer goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+
+from shoal.clock import Clock
+from shoal.config import BrokerConfig
+from shoal.coordinator.internal_topics import ensure_internal_topic
+from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
+from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
+from shoal.share_coordinator.codec import decode, encode
+
+log = logging.getLogger(__name__)
+
+SHARE_STATE_TOPIC = "__share_group_state"
+
+
+class ShareStateService:
+    """The durable share coordinator of this broker. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        coordinator: ShareCoordinator,
+        partitions: list[PartitionLog],
+        clock: Clock,
+        config: BrokerConfig,
+    ) -> None:
+        self.coordinator = coordinator
+        self.partitions = partitions
+        self._clock = clock
+        self._prune_interval_ms = int(config["share.coordinator.state.topic.prune.interval.ms"])
+        self._cold_interval_ms = int(
+            config["share.coordinator.cold.partition.snapshot.interval.ms"]
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    def open(cls, logs: LogManager, config: BrokerConfig, clock: Clock) -> ShareStateService:
+        """Ensure `__share_group_state`, then load every partition's shard."""
+        partitions = ensure_internal_topic(
+            logs,
+            name=SHARE_STATE_TOPIC,
+            partitions=int(config["share.coordinator.state.topic.num.partitions"]),
+            configs={
+                "segment.bytes": int(config["share.coordinator.state.topic.segment.bytes"]),
+            },
+        )
+        settings = dataclasses.replace(
+            ShareCoordinatorSettings.from_config(config), num_partitions=len(partitions)
+        )
+        sinks = [LogRecordSink(log=p, encode=encode, clock=clock) for p in partitions]
+        coordinator = ShareCoordinator(sink_for=sinks.__getitem__, clock=clock, settings=settings)
+        buffer_bytes = int(config["share.coordinator.load.buffer.size"])
+        started = time.perf_counter()
+        records = 0
+        for index, partition in enumerate(partitions):
+            pairs = list(read_log(partition, decode, buffer_bytes=buffer_bytes))
+            records += len(pairs)
+            coordinator.load_partition(index, pairs)
+        log.info(
+            "share coordinator loaded %d records from %d partitions of %s in %.0f ms",
+            records,
+            len(partitions),
+            SHARE_STATE_TOPIC,
+            (time.perf_counter() - started) * 1000,
+        )
+        return cls(coordinator=coordinator, partitions=partitions, clock=clock, config=config)
+
+    # ---- maintenance --------------------------------------------------------------------
+
+    def prune(self) -> int:
+        """Delete each partition's records below what its shard still needs; returns
+        the number of partitions whose log start moved."""
+        moved = 0
+        for index, offset in sorted(self.coordinator.prune_offsets().items()):
+            partition = self.partitions[index]
+            target = min(offset, partition.log_end_offset)
+            if target > partition.log_start_offset:
+                partition.delete_records_before(target)
+                moved += 1
+        return moved
+
+    def write_cold_snapshots(self) -> int:
+        return self.coordinator.write_cold_snapshots(self._clock.wall_ms())
+
+    def start(self) -> None:
+        """Start the prune and cold-snapshot timers. Call inside the running loop."""
+        self._tasks = [
+            asyncio.create_task(
+                self._every(self._cold_interval_ms, self.write_cold_snapshots, "cold snapshots"),
+                name="share-coordinator-cold-snapshots",
+            ),
+            asyncio.create_task(
+                self._every(self._prune_interval_ms, self.prune, "pruning"),
+                name="share-coordinator-prune",
+            ),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def _every(self, interval_ms: int, action: Callable[[], int], what: str) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                done = action()
+                if done:
+                    log.info("share coordinator %s: %s partitions or keys", what, done)
+            except Exception:  # keep the timer alive; the failure is logged with context
+                log.exception("share coordinator %s failed", what)

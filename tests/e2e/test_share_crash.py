@@ -1,0 +1,238 @@
+"""Share-group state survives broker crashes (issue 4's crash test).
+
+A producer streams sequence-numbered records into a 3-partition topic while three
+confluent-kafka ShareConsumers (explicit mode) acknowledge them: most ACCEPT, some
+REJECT, some RELEASE once then ACCEPT, and "poison" records RELEASE every time until
+the delivery limit archives them. Meanwhile the broker is SIGKILLed at random moments
+(at least 20 times) and restarted on the same data directory and port.
+
+What must hold at the end:
+
+- every record the producer was told is stored has been accepted or rejected (or,
+  for poison records, released at the delivery limit) with the client told so;
+- no record whose ACCEPT or REJECT was confirmed to a client (commit_sync answered
+  without error for its partition) is ever delivered again, crash or not;
+- delivery counts carry across restarts: a poison record's counts never go down,
+  reach the limit exactly, and it is never delivered after its release at the limit
+  was confirmed.
+
+An acquisition is not persisted (as in Kafka), so a record acquired but not yet
+acknowledged when the broker dies comes back with the count it was delivered with;
+the counts seen are therefore non-decreasing, not strictly increasing.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pytest
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message, ShareConsumer
+
+from tests.support.broker import BrokerProcess, Brokers
+from tests.support.clients import create_topic, producer
+from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES, share_consumer, share_group
+from tests.support.topics import topic_name
+
+PARTITIONS = 3
+CONSUMERS = 3
+KILLS = 20
+DELIVERY_LIMIT = 5
+LOCK_MS = 5_000
+PRODUCE_PER_S = 300
+DRAIN_TIMEOUT_S = 180.0
+
+POISON, REJECT, RELEASE_ONCE = 0, 1, 2
+"""`seq % 10` picks the fate of a record; every other remainder is accepted."""
+
+
+def fate(seq: int) -> int:
+    return seq % 10
+
+
+@dataclass
+class Ledger:
+    """What the clients were told, in the order they were told it."""
+
+    produced: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """seq -> (partition, offset) the producer was told."""
+    done: set[int] = field(default_factory=set)
+    """seqs whose ACCEPT/REJECT (or, for poison, the release at the limit) was confirmed."""
+    deliveries: dict[int, list[int]] = field(default_factory=dict)
+    """seq -> delivery counts seen, in order."""
+    violations: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Producing(threading.Thread):
+    def __init__(self, bootstrap: str, topic: str, ledger: Ledger) -> None:
+        super().__init__(name="producer", daemon=True)
+        self.topic = topic
+        self.ledger = ledger
+        self.stop = threading.Event()
+        self.sent = 0
+        self.errors: list[KafkaError] = []
+        self.producer = producer(
+            bootstrap,
+            enable_idempotence=True,
+            message_timeout_ms=300_000,
+            reconnect_backoff_ms=20,
+            reconnect_backoff_max_ms=500,
+        )
+
+    def _on_delivery(self, err: KafkaError | None, message: Message) -> None:
+        seq = int(message.value() or b"-1")
+        if err is not None:
+            self.errors.append(err)
+            return
+        with self.ledger.lock:
+            self.ledger.produced[seq] = (int(message.partition() or 0), int(message.offset() or 0))
+
+    def run(self) -> None:
+        interval = 1.0 / PRODUCE_PER_S
+        next_at = time.monotonic()
+        while not self.stop.is_set():
+            value = str(self.sent).encode()
+            self.producer.produce(self.topic, value=value, key=value, on_delivery=self._on_delivery)
+            self.sent += 1
+            self.producer.poll(0)
+            next_at += interval
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        remaining = self.producer.flush(300)
+        assert remaining == 0, f"{remaining} records never confirmed"
+
+
+class Killing(threading.Thread):
+    def __init__(self, broker: BrokerProcess, rng: random.Random) -> None:
+        super().__init__(name="killer", daemon=True)
+        self.broker = broker
+        self.rng = rng
+        self.kills = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for _ in range(KILLS):
+                time.sleep(self.rng.uniform(0.3, 2.5))
+                self.broker.kill()
+                self.kills += 1
+                self.broker.start()
+        except (AssertionError, OSError, RuntimeError) as exc:  # reported by the test
+            self.error = exc
+
+
+def _messages(batch: Iterable[Message]) -> list[Message]:
+    out = []
+    for message in batch:
+        if message.error() is None:
+            out.append(message)
+    return out
+
+
+def consume_round(consumers: list[ShareConsumer], ledger: Ledger) -> None:
+    """One poll per consumer: acknowledge everything received, then commit_sync and
+    record what was confirmed."""
+    for consumer in consumers:
+        try:
+            batch = _messages(consumer.poll(0.1))
+        except KafkaException:
+            continue  # a broker restart surfaces here; the records come back later
+        if not batch:
+            continue
+        pending: dict[int, list[tuple[int, bool]]] = {}
+        with ledger.lock:
+            for message in batch:
+                seq = int(message.value() or b"-1")
+                count = int(message.delivery_count() or 0)
+                if seq in ledger.done:
+                    ledger.violations.append(
+                        f"seq {seq} delivered (count {count}) after its final ack was confirmed"
+                    )
+                ledger.deliveries.setdefault(seq, []).append(count)
+                kind = fate(seq)
+                if kind == POISON or (kind == RELEASE_ONCE and count == 1):
+                    ack = AcknowledgeType.RELEASE
+                elif kind == REJECT:
+                    ack = AcknowledgeType.REJECT
+                else:
+                    ack = AcknowledgeType.ACCEPT
+                consumer.acknowledge(message, ack)
+                final = ack != AcknowledgeType.RELEASE or count >= DELIVERY_LIMIT
+                pending.setdefault(int(message.partition() or 0), []).append((seq, final))
+        try:
+            results = consumer.commit_sync(10.0)
+        except KafkaException:
+            continue
+        with ledger.lock:
+            for tp, error in (results or {}).items():
+                if error is not None:
+                    continue
+                for seq, final in pending.get(int(tp.partition), []):
+                    if final:
+                        ledger.done.add(seq)
+
+
+@pytest.mark.timeout(600)
+def test_share_state_survives_repeated_sigkills(brokers: Brokers) -> None:
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES)
+    topic = topic_name("crash")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    group = share_group(
+        broker.bootstrap,
+        "crash-group",
+        reset="earliest",
+        lock_ms=LOCK_MS,
+        delivery_limit=DELIVERY_LIMIT,
+    )
+    ledger = Ledger()
+    consumers = [
+        share_consumer(broker.bootstrap, group, [topic], explicit=True, max_poll_records=50)
+        for _ in range(CONSUMERS)
+    ]
+    producing = Producing(broker.bootstrap, topic, ledger)
+    killing = Killing(broker, rng)
+    try:
+        producing.start()
+        killing.start()
+        while killing.is_alive():
+            consume_round(consumers, ledger)
+        assert killing.error is None, f"restart failed (seed {seed}): {killing.error!r}"
+        producing.stop.set()
+        producing.join(320)
+        assert not producing.is_alive()
+        assert not producing.errors, producing.errors[:5]
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        while True:
+            with ledger.lock:
+                missing = set(ledger.produced) - ledger.done
+            if not missing:
+                break
+            assert time.monotonic() < deadline, (
+                f"seed {seed}: {len(missing)} of {len(ledger.produced)} records never "
+                f"finished, e.g. {sorted(missing)[:10]} "
+                f"(deliveries {[ledger.deliveries.get(s) for s in sorted(missing)[:10]]})"
+            )
+            consume_round(consumers, ledger)
+    finally:
+        producing.stop.set()
+        for consumer in consumers:
+            consumer.close()
+
+    assert killing.kills >= KILLS
+    assert len(ledger.produced) == producing.sent
+    assert not ledger.violations, f"seed {seed}: {ledger.violations[:10]}"
+    poison = [seq for seq in ledger.produced if fate(seq) == POISON]
+    assert poison
+    for seq in poison:
+        counts = ledger.deliveries[seq]
+        assert counts == sorted(counts), f"seed {seed}: counts of {seq} went down: {counts}"
+        assert max(counts) == DELIVERY_LIMIT, f"seed {seed}: {seq} saw counts {counts}"
+    released_once = [seq for seq in ledger.produced if fate(seq) == RELEASE_ONCE]
+    assert all(max(ledger.deliveries[s]) >= 2 for s in released_once)
