@@ -228,7 +228,7 @@ _DEFS: list[ConfigDef] = [
         _INT,
         limits.TOPICS_MAX_DEFAULT,
         _B,
-        "User topics at most (internal ones not counted); CreateTopics beyond gets POLICY_VIOLATION.",
+        "User topics at most (internal ones not counted); more gets POLICY_VIOLATION.",
         min=1,
     ),
     ConfigDef(
@@ -263,6 +263,15 @@ _DEFS: list[ConfigDef] = [
         _B,
         "How long shutdown waits for in-flight requests.",
         min=0,
+    ),
+    ConfigDef(
+        "shoal.share.partition.idle.unload.ms",
+        _INT,
+        limits.SHARE_PARTITION_IDLE_UNLOAD_MS,
+        _B,
+        "A share-partition unused this long with nothing acquired leaves memory; "
+        "its next use reloads it from the share coordinator.",
+        min=100,
     ),
     # ---- broker: topics
     ConfigDef(

@@ -74,3 +74,7 @@ COORDINATOR_BATCH_BYTES_MAX: Final = 1_048_588
 coordinator operation's records atomically in one batch bounded by that size. An
 append beyond it raises `CoordinatorBatchTooLarge` (a `RecordSinkFull`): nothing is
 written or replayed and the caller answers as for a full sink."""
+SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
+"""Default of `shoal.share.partition.idle.unload.ms`: how long a loaded share-partition
+may sit unused (nothing acquired) before it is unloaded, so memory follows the
+share-partitions in use rather than every one ever touched."""

@@ -33,9 +33,16 @@ log start offset moved, archivals) so that parked share fetches retry.
   share-partitions; `expire_locks` fires what is due and persists each expiry (the
   transition stands if the write fails).
 - **Dropping**: deleted topics (`retain_topics`) and groups whose last share session
-  ended (`drop_group`) leave memory; nothing is written.
+  ended (`drop_group`) leave memory, and so do share-partitions idle for
+  `shoal.share.partition.idle.unload.ms` with nothing acquired (`unload_idle`, run by
+  the server's timer). Everything they hold is already persisted, except a start
+  offset resolved from `share.auto.offset.reset` (persisted -1) and never written
+  since: that one is written before the share-partition leaves (a reload must not
+  resolve `latest` again and skip what arrived meanwhile). They reload from the
+  share coordinator on next use.
 
-Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`.
+Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
+`_touched` holds exactly their keys.
 """
 
 from __future__ import annotations
@@ -140,6 +147,10 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
+        self._touched: dict[SharePartitionKey, int] = {}
+        """Monotonic ms of each loaded share-partition's last use."""
+        self._start_unpersisted: set[SharePartitionKey] = set()
+        """Loaded with persisted start offset -1 and not written since."""
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -157,6 +168,7 @@ class SharePartitionManager:
         """The share-partition of `key`, loaded now if needed, or an error name."""
         loaded = self._partitions.get(key)
         if loaded is not None:
+            self._touched[key] = self._clock.monotonic_ms()
             return loaded
         found = self._logs(key.topic_id, key.partition)
         if isinstance(found, str):
@@ -196,6 +208,9 @@ class SharePartitionManager:
             log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
             return "UNKNOWN_SERVER_ERROR"
         self._partitions[key] = sp
+        self._touched[key] = self._clock.monotonic_ms()
+        if state.start_offset < 0:
+            self._start_unpersisted.add(key)
         self._by_group.setdefault(group_id, set()).add(key)
         tp = TopicIdPartition(key.topic_id, key.partition)
         self._by_partition.setdefault(tp, set()).add(key)
@@ -386,6 +401,7 @@ class SharePartitionManager:
         sp = self._partitions.get(key) or self._load(key, found)
         if isinstance(sp, str):
             return sp
+        self._touched[key] = self._clock.monotonic_ms()
         result = sp.acknowledge(member_id=member_id, batches=batches)
         if result.error is not None:
             return result.error
@@ -416,6 +432,7 @@ class SharePartitionManager:
     def _persist(self, sp: SharePartition, pending: PendingWrite) -> str | None:
         error = self._persister.write(write=pending.write)
         if error is None:
+            self._start_unpersisted.discard(sp.key)
             completion = sp.commit_write(handle=pending.handle)
         else:
             log.warning("state write of %s failed (%s): rolled back", describe_key(sp.key), error)
@@ -435,7 +452,9 @@ class SharePartitionManager:
         """Persist a write whose transitions stand whatever happens (expiries,
         archivals); a failure is logged."""
         error = self._persister.write(write=write)
-        if error is not None:
+        if error is None:
+            self._start_unpersisted.discard(write.key)
+        else:
             log.warning(
                 "state write of %s failed (%s); the transition stands",
                 describe_key(write.key),
@@ -507,8 +526,53 @@ class SharePartitionManager:
         reload from the persisted state on next use."""
         keys = sorted(self._by_group.get(group_id, ()), key=str)
         for key in keys:
+            self._unload(key)
+        return keys
+
+    def forget_group(self, group_id: str) -> list[SharePartitionKey]:
+        """Drop the group's share-partitions without writing anything: their
+        persisted state was replaced or deleted (AlterShareGroupOffsets,
+        DeleteShareGroupOffsets, DeleteGroups)."""
+        keys = sorted(self._by_group.get(group_id, ()), key=str)
+        for key in keys:
             self._drop(key)
         return keys
+
+    def unload_idle(self, *, now_ms: int, idle_ms: int) -> list[SharePartitionKey]:
+        """Unload every share-partition unused for `idle_ms` that holds no acquired
+        records (no lock armed); see the module docstring. Returns the keys."""
+        idle = sorted(
+            (
+                key
+                for key, touched in self._touched.items()
+                if now_ms - touched >= idle_ms
+                and self._partitions[key].next_lock_deadline() is None
+            ),
+            key=str,
+        )
+        for key in idle:
+            self._unload(key)
+        if idle:
+            log.info("unloaded %d idle share-partitions", len(idle))
+        return idle
+
+    def _unload(self, key: SharePartitionKey) -> None:
+        """Drop a share-partition that may reload later: first persist a start offset
+        that was resolved in memory only. If that write fails, it stays loaded."""
+        sp = self._partitions.get(key)
+        if sp is None:
+            return
+        if key in self._start_unpersisted:
+            error = self._persister.write(write=sp.start_offset_write())
+            if error is not None:
+                log.warning(
+                    "share-partition %s kept loaded: writing its start offset %d failed (%s)",
+                    describe_key(key),
+                    sp.start_offset,
+                    error,
+                )
+                return
+        self._drop(key)
 
     def wake_group(self, group_id: str) -> None:
         """Retry the group's parked fetches (its configs changed)."""
@@ -518,6 +582,8 @@ class SharePartitionManager:
     def _drop(self, key: SharePartitionKey) -> None:
         if self._partitions.pop(key, None) is None:
             return
+        del self._touched[key]
+        self._start_unpersisted.discard(key)
         keys = self._by_group[key.group_id]
         keys.discard(key)
         if not keys:

@@ -451,6 +451,11 @@ class SharePartition:
         self._check_boundary()
         return moved
 
+    def start_offset_write(self) -> StateWrite:
+        """A state write carrying only the start offset and DeliveryCompleteCount
+        (no batches): persists a start offset resolved from the reset policy."""
+        return self._state_write(())
+
     # ---- helpers
 
     def _state_write(self, entries: Sequence[StateBatch]) -> StateWrite:

@@ -173,12 +173,53 @@ def test_loading_with_earliest_latest_and_by_duration() -> None:
     expected = {"earliest": 2, "latest": 10, "by_duration:PT10M": 5, "by_duration:PT1S": 10}
     for strategy, start in expected.items():
         rig.reset = strategy
-        rig.manager.drop_group(GROUP)
+        rig.manager.forget_group(GROUP)
         sp = rig.manager.load(rig.key())
         assert not isinstance(sp, str)
         assert sp.start_offset == start, strategy
     summary = rig.persister.read_summary(key=rig.key(), leader_epoch=0)
     assert summary.start_offset == -1, "the reset start offset is kept in memory only"
+
+
+def test_unloading_persists_a_start_offset_resolved_from_the_reset_first() -> None:
+    """A `latest` start resolved in memory is written before the share-partition
+    leaves memory, so a reload does not resolve `latest` again and skip records."""
+    rig = Rig(reset="latest")
+    rig.topic(P0)
+    rig.logs[P0].append(5)
+    sp = rig.manager.load(rig.key())
+    assert not isinstance(sp, str) and sp.start_offset == 5
+    rig.manager.drop_group(GROUP)
+    assert rig.manager.get(rig.key()) is None
+    assert rig.persister.read_summary(key=rig.key(), leader_epoch=0).start_offset == 5
+    rig.logs[P0].append(3)  # 5-7 arrive while unloaded
+    (fetched,) = rig.fetch("m", P0)
+    assert ranges(fetched) == [(5, 7, 1)]
+
+
+def test_idle_share_partitions_unload_unless_records_are_acquired() -> None:
+    rig = Rig()
+    rig.topic(P0, P1)
+    rig.logs[P0].append(4)
+    rig.logs[P1].append(4)
+    (held,) = rig.fetch("m", P0)  # P0 has acquired records, P1 is merely loaded
+    assert ranges(held) == [(0, 3, 1)]
+    assert not isinstance(rig.manager.load(rig.key(P1)), str)
+    rig.clock.advance(999)
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == []
+    rig.clock.advance(1)
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [
+        rig.key(P1)
+    ]
+    assert rig.manager.get(rig.key(P0)) is not None
+    # Once acknowledged, P0 unloads too; its state comes back from the persister.
+    assert rig.ack("m", P0, AckBatch(0, 1, (ACCEPT,)), AckBatch(2, 3, (RELEASE,))) is None
+    rig.clock.advance(1_000)
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [
+        rig.key(P0)
+    ]
+    (again,) = rig.fetch("m2", P0)
+    assert ranges(again) == [(2, 3, 2)]
 
 
 def test_a_persisted_start_offset_wins_over_the_reset() -> None:
