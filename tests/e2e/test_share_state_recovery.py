@@ -140,3 +140,32 @@ def test_torn_state_write_recovers_to_last_complete_state(brokers: Brokers) -> N
     finally:
         after.close()
     assert _batch_starts(segment)[-1] < size, "the torn batch should be gone"
+
+
+def test_idle_share_partition_reloads_its_state(brokers: Brokers) -> None:
+    broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES, "shoal.share.partition.idle.unload.ms=500")
+    topic = topic_name("idle")
+    create_topic(broker.bootstrap, topic, partitions=1)
+    group = share_group(broker.bootstrap, "idle-group", lock_ms=60_000)
+    produce_values(broker.bootstrap, topic, [f"v{i}".encode() for i in range(6)])
+    consumer = share_consumer(broker.bootstrap, group, [topic], explicit=True)
+    try:
+        batch = first_batch(consumer)
+        for message in batch:
+            offset = int(message.offset() or 0)
+            how = AcknowledgeType.ACCEPT if offset < 3 else AcknowledgeType.RELEASE
+            consumer.acknowledge(message, how)
+        results = consumer.commit_sync(30.0)
+        assert results and all(error is None for error in results.values()), results
+        # The member stays in the group but stops polling: the share-partition has
+        # nothing acquired and goes idle, is unloaded, and reloads on the next poll.
+        unloaded = broker.wait_for_log(r"unloaded 1 idle share-partitions", timeout_s=30)
+        assert unloaded is not None, "the idle share-partition was not unloaded"
+        again = first_batch(consumer)
+        assert [(int(m.offset() or 0), m.delivery_count()) for m in again] == [
+            (3, 2),
+            (4, 2),
+            (5, 2),
+        ]
+    finally:
+        consumer.close()
