@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shoal.cli import console_share_consumer, serve
+from shoal.cli import console_share_consumer, serve, share_groups, topics
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(commands)
     console_share_consumer.add_parser(commands)
+    topics.add_parser(commands)
+    share_groups.add_parser(commands)
     return parser
 
 

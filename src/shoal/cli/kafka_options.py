@@ -1,0 +1,207 @@
+"""What `shoal topics` and `shoal share-groups` share: Kafka-tool option checks,
+`--command-config` files, and the run wrapper that turns failures into messages
+and exit codes.
+
+Option checks word their messages as Kafka's tools do (`Option "[group]" can't be
+used with option "[list]"`, `Missing required argument "[topic]"`). Exit status: 0
+on success, 1 when the operation failed (the broker refused, could not be reached,
+or a group or topic is unknown), 2 for a bad command line (message and usage on
+stderr, as argparse does for its own errors).
+
+A `--command-config` file holds admin-client properties in Java properties syntax.
+Used: `request.timeout.ms`, `default.api.timeout.ms`, `client.id`;
+`bootstrap.servers` yields to `--bootstrap-server`; `security.protocol` must be
+PLAINTEXT (Shoal serves nothing else). Other keys are reported and ignored, as
+Kafka's clients warn about unknown configs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from shoal.cli.admin_client import (
+    API_TIMEOUT_MS_DEFAULT,
+    CLIENT_ID_DEFAULT,
+    REQUEST_TIMEOUT_MS_DEFAULT,
+    AdminClient,
+    AdminError,
+    parse_bootstrap,
+)
+
+COMMAND_CONFIG_BYTES_MAX = 1 << 20
+"""A `--command-config` file larger than this is refused (it is a handful of
+properties; anything bigger is the wrong file)."""
+_IGNORED_KEYS = frozenset({"bootstrap.servers"})
+
+
+class UsageError(Exception):
+    """The command line is wrong; the message says how."""
+
+
+class ToolFailed(Exception):
+    """The operation failed for a reason already worded for the user (exit 1)."""
+
+
+def opt(name: str) -> str:
+    """An option as Kafka's messages show it: "[group]"."""
+    return f"[{name}]"
+
+
+def present(args: argparse.Namespace, dest: str) -> bool:
+    """Whether an option was given (options default to None or False)."""
+    value = getattr(args, dest)
+    return value is not None and value is not False
+
+
+def check_invalid(args: argparse.Namespace, used: str, invalid: Iterable[str]) -> None:
+    """Kafka's CommandLineUtils.checkInvalidArgs: with `used`, none of `invalid`."""
+    if not present(args, _dest(used)):
+        return
+    for name in invalid:
+        if present(args, _dest(name)):
+            raise UsageError(f'Option "{opt(used)}" can\'t be used with option "{opt(name)}"')
+
+
+def require(args: argparse.Namespace, name: str) -> None:
+    if not present(args, _dest(name)):
+        raise UsageError(f'Missing required argument "{opt(name)}"')
+
+
+def check_bootstrap(args: argparse.Namespace) -> None:
+    """--bootstrap-server is required and must read HOST:PORT[,HOST:PORT...]."""
+    require(args, "bootstrap-server")
+    try:
+        parse_bootstrap(args.bootstrap_server)
+    except ValueError as exc:
+        raise UsageError(f"--bootstrap-server: {exc}") from None
+
+
+def _dest(name: str) -> str:
+    return name.replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    api_timeout_ms: int = API_TIMEOUT_MS_DEFAULT
+    request_timeout_ms: int = REQUEST_TIMEOUT_MS_DEFAULT
+    client_id: str = CLIENT_ID_DEFAULT
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java properties, the common subset: `key=value`, `key: value` or `key value`
+    lines; `#` and `!` comments; surrounding blanks trimmed."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min(
+            (i for i in (line.find("="), line.find(":"), line.find(" ")) if i >= 0), default=-1
+        )
+        if cut < 0:
+            out[line] = ""
+            continue
+        key, value = line[:cut].strip(), line[cut + 1 :].strip()
+        out[key] = value.lstrip("=:").strip() if line[cut] == " " else value
+    return out
+
+
+def load_command_config(path: str | None, *, warn: IO[str]) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        file = Path(path)
+        if file.stat().st_size > COMMAND_CONFIG_BYTES_MAX:
+            raise ToolFailed(
+                f"--command-config file {path} is larger than {COMMAND_CONFIG_BYTES_MAX} bytes"
+            )
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ToolFailed(f"cannot read --command-config file {path}: {exc}") from exc
+    properties = parse_properties(text)
+    known = {"request.timeout.ms", "default.api.timeout.ms", "client.id", "security.protocol"}
+    for key in properties:
+        if key not in known and key not in _IGNORED_KEYS:
+            print(
+                f"WARN The configuration '{key}' was supplied but isn't a known config.",
+                file=warn,
+            )
+    return properties
+
+
+def client_settings(
+    properties: dict[str, str], *, api_timeout_ms: int | None = None
+) -> ClientSettings:
+    """Settings from command-config properties; `api_timeout_ms` (a tool's
+    `--timeout`) wins over `default.api.timeout.ms`."""
+    protocol = properties.get("security.protocol", "PLAINTEXT")
+    if protocol.upper() != "PLAINTEXT":
+        raise ToolFailed(f"security.protocol={protocol} is not supported: Shoal serves PLAINTEXT")
+    request_ms = _positive_ms(properties, "request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
+    default_api_ms = _positive_ms(properties, "default.api.timeout.ms", API_TIMEOUT_MS_DEFAULT)
+    return ClientSettings(
+        api_timeout_ms=api_timeout_ms if api_timeout_ms is not None else default_api_ms,
+        request_timeout_ms=request_ms,
+        client_id=properties.get("client.id") or CLIENT_ID_DEFAULT,
+    )
+
+
+def _positive_ms(properties: dict[str, str], key: str, default: int) -> int:
+    text = properties.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ToolFailed(f"{key} must be a positive number of milliseconds, got {text!r}")
+    return value
+
+
+def run_tool(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    *,
+    validate: Callable[[argparse.Namespace], None],
+    api_timeout_ms: Callable[[argparse.Namespace], int | None],
+    action: Callable[[AdminClient, argparse.Namespace, IO[str]], int],
+    out: IO[str] | None = None,
+    error_prefix: str = "Error: ",
+) -> int:
+    """Validate, connect, act; failures become a message on stderr and an exit code."""
+    out = sys.stdout if out is None else out
+    try:
+        validate(args)
+    except UsageError as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        parser.print_usage(sys.stderr)
+        return 2
+    try:
+        properties = load_command_config(args.command_config, warn=sys.stderr)
+        settings = client_settings(properties, api_timeout_ms=api_timeout_ms(args))
+        with AdminClient(
+            args.bootstrap_server,
+            api_timeout_ms=settings.api_timeout_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            client_id=settings.client_id,
+        ) as client:
+            return action(client, args, out)
+    except (AdminError, ToolFailed) as exc:
+        out.flush()
+        print(f"{error_prefix}{exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly; the interpreter's final flush
+        # of stdout goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
