@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Callable
 
 from shoal.clock import Clock
@@ -85,18 +84,18 @@ class ShareStateService:
         sinks = [LogRecordSink(log=p, encode=encode, clock=clock) for p in partitions]
         coordinator = ShareCoordinator(sink_for=sinks.__getitem__, clock=clock, settings=settings)
         buffer_bytes = int(config["share.coordinator.load.buffer.size"])
-        started = time.perf_counter()
+        started = clock.monotonic_ms()
         records = 0
         for index, partition in enumerate(partitions):
             pairs = list(read_log(partition, decode, buffer_bytes=buffer_bytes))
             records += len(pairs)
             coordinator.load_partition(index, pairs)
         log.info(
-            "share coordinator loaded %d records from %d partitions of %s in %.0f ms",
+            "share coordinator loaded %d records from %d partitions of %s in %d ms",
             records,
             len(partitions),
             SHARE_STATE_TOPIC,
-            (time.perf_counter() - started) * 1000,
+            clock.monotonic_ms() - started,
         )
         return cls(coordinator=coordinator, partitions=partitions, clock=clock, config=config)
 
