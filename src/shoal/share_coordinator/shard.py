@@ -76,6 +76,7 @@ from shoal.share_coordinator.state import (
     StateBatch,
     StateSummary,
     StateWrite,
+    merge_into_state,
     merge_state_batches,
 )
 
@@ -251,7 +252,7 @@ class ShareCoordinatorShard:
                     if count == UNKNOWN_DELIVERY_COMPLETE_COUNT
                     else count
                 ),
-                state_batches=merge_state_batches(
+                state_batches=merge_into_state(
                     stored.state_batches, write.state_batches, start_offset=start_offset
                 ),
                 create_timestamp_ms=now_ms,
@@ -385,7 +386,7 @@ class ShareCoordinatorShard:
         count = previous.delivery_complete_count
         if value.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
             count = int(value.delivery_complete_count)
-        batches = merge_state_batches(
+        batches = merge_into_state(
             previous.state_batches, _batches_of(value.state_batches), start_offset=start_offset
         )
         self._states[key] = replace(

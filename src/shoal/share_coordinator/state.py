@@ -17,9 +17,10 @@ and must not import it).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -132,6 +133,45 @@ def merge_state_batches(
         count, state = -covering[0][0], -covering[0][1]
         _append_coalesced(merged, StateBatch(point, boundaries[index + 1] - 1, state, count))
     return merged
+
+
+def merge_into_state(
+    state: Sequence[StateBatch], incoming: Iterable[StateBatch], *, start_offset: int
+) -> list[StateBatch]:
+    """`merge_state_batches(state, incoming, start_offset=...)` for a `state` that is
+    already merged (sorted, non-overlapping, coalesced: what a shard stores), in time
+    proportional to the incoming batches and the stored ones they touch rather than to
+    the whole state: replaying an update of a few ranges into a state of thousands
+    costs a few bisections. Each incoming batch is merged into the stored batches it
+    overlaps or adjoins (the per-offset maximum of (count, state) is associative, so
+    one at a time equals all at once)."""
+    result = list(state)
+    below = bisect.bisect_left(result, start_offset, key=_last_offset)
+    if below:
+        del result[:below]
+    if result and result[0].first_offset < start_offset:
+        head = result[0]
+        result[0] = StateBatch(
+            start_offset, head.last_offset, head.delivery_state, head.delivery_count
+        )
+    for batch in sorted(incoming, key=_first_offset):
+        if batch.last_offset < start_offset:
+            continue
+        low = max(batch.first_offset, start_offset)
+        first = bisect.bisect_left(result, low - 1, key=_last_offset)
+        end = bisect.bisect_right(result, batch.last_offset + 1, key=_first_offset)
+        result[first:end] = merge_state_batches(
+            result[first:end], (batch,), start_offset=start_offset
+        )
+    return result
+
+
+def _first_offset(batch: StateBatch) -> int:
+    return batch.first_offset
+
+
+def _last_offset(batch: StateBatch) -> int:
+    return batch.last_offset
 
 
 def _append_coalesced(merged: list[StateBatch], batch: StateBatch) -> None:

@@ -25,6 +25,7 @@ from shoal.share.persister import (
     merge_state_batches,
 )
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
+from shoal.share_coordinator.state import merge_into_state
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)
 AV, ACK, ARC = 0, 2, 4
@@ -195,6 +196,24 @@ def test_merge_matches_a_per_offset_model(
                 right.delivery_state,
                 right.delivery_count,
             )
+
+
+@given(
+    st.lists(_batch, max_size=12),
+    st.lists(_batch, max_size=6),
+    st.integers(0, 20),
+    st.integers(0, 20),
+)
+def test_merge_into_a_merged_state_equals_the_full_merge(
+    history: list[StateBatch], incoming: list[StateBatch], first_start: int, more: int
+) -> None:
+    """The incremental merge a shard replays with gives exactly the full sweep's
+    result, start offset moves included."""
+    state = merge_state_batches((), history, start_offset=first_start)
+    start = first_start + more
+    assert merge_into_state(state, incoming, start_offset=start) == merge_state_batches(
+        state, incoming, start_offset=start
+    )
 
 
 def test_partition_error_for_failed_state_rpcs() -> None:
