@@ -21,6 +21,9 @@ State the shard holds:
 
 No I/O, no wall clock, no randomness: time is the `now_ms` given to an operation,
 or the injected clock's `monotonic_ms()` when omitted.
+
+(Past 600 lines because it is one entry point per operation of the shard; each
+delegates its rules to `membership`, `lifecycle`, `offsets` or `queries`.)
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from shoal.clock import Clock
-from shoal.group import lifecycle, membership, queries
+from shoal.group import lifecycle, membership, offsets, queries
 from shoal.group import records as r
 from shoal.group.results import (
+    AlterOffsetsResponse,
     CoordinatorResult,
     DeleteGroupResult,
     DeleteGroupsResponse,
+    DeleteOffsetsResponse,
     DescribedGroup,
     Effect,
     GroupEpochResponse,
@@ -139,15 +144,20 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, *, now_ms: int | None = None) -> CoordinatorResult[None]:
         """After replaying a loaded partition: give every member a full session
-        (as Kafka's onLoaded) and re-issue the initialisations and deletions that
-        were in progress (as Kafka's onElected)."""
+        (as Kafka's onLoaded), re-issue the initialisations and deletions that were
+        in progress (as Kafka's onElected), and settle offset resets a restart
+        interrupted (`lifecycle.interrupted_resets`)."""
         now = self._now(now_ms)
+        records: list[r.CoordinatorRecord] = []
         effects: list[Effect] = []
         for group_id, group in sorted(self._groups.items()):
             timeout = self._settings.session_timeout_ms(group_id)
             for member_id in group.members:
                 self._session_deadlines[(group_id, member_id)] = now + timeout
             metadata = group.state_metadata
+            settled = lifecycle.interrupted_resets(metadata)
+            if settled != metadata:
+                records.append(membership.state_metadata_record(group_id, settled))
             pending = lifecycle.pending_from_initializing(metadata)
             if pending:
                 effects.append(
@@ -157,7 +167,7 @@ class GroupCoordinatorShard:
                 )
             if metadata.deleting:
                 effects.append(self._retry_deletion_effect(group_id, metadata))
-        return CoordinatorResult(records=(), response=None, effects=tuple(effects))
+        return CoordinatorResult(records=tuple(records), response=None, effects=tuple(effects))
 
     def update_settings(self, settings: ShareGroupSettings) -> None:
         """Adopt new broker-level settings (the dynamic `group.share.*` configs).
@@ -504,6 +514,53 @@ class GroupCoordinatorShard:
             records=(membership.epoch_record(group_id, epoch, hash_value),),
             response=GroupEpochResponse(group_id=group_id, group_epoch=epoch),
         )
+
+    def alter_share_group_offsets(
+        self, *, group_id: str, topics: Iterable[offsets.TopicOffsets]
+    ) -> CoordinatorResult[AlterOffsetsResponse]:
+        """AlterShareGroupOffsets (91): reset the start offsets of an empty (or
+        missing, then created) share group; the `InitializeShareState` effect
+        completes through `complete_initialization` (rules in group/offsets.py)."""
+        error = self._offsets_group_error(group_id, missing_ok=True)
+        if error is not None:
+            code, message = error
+            return CoordinatorResult(
+                records=(), response=AlterOffsetsResponse(error=code, error_message=message)
+            )
+        return offsets.alter(
+            group_id=group_id, group=self._groups.get(group_id), topics=topics, image=self._image
+        )
+
+    def delete_share_group_offsets(
+        self, *, group_id: str, topic_names: Iterable[str]
+    ) -> CoordinatorResult[DeleteOffsetsResponse]:
+        """DeleteShareGroupOffsets (92): delete the state of topics of an empty share
+        group; the `DeleteShareState` effect completes through
+        `complete_state_deletion` (rules in group/offsets.py)."""
+        error = self._offsets_group_error(group_id, missing_ok=False)
+        if error is not None:
+            code, message = error
+            return CoordinatorResult(
+                records=(), response=DeleteOffsetsResponse(error=code, error_message=message)
+            )
+        group = self._groups[group_id]
+        return offsets.delete(
+            group_id=group_id, group=group, topic_names=topic_names, image=self._image
+        )
+
+    def _offsets_group_error(
+        self, group_id: str, *, missing_ok: bool
+    ) -> tuple[GroupError, str] | None:
+        if group_id in self._other_groups:
+            return GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        group = self._groups.get(group_id)
+        if group is None:
+            if missing_ok:
+                return None
+            return GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        if not group.is_empty:
+            return GroupError.NON_EMPTY_GROUP, offsets.NOT_EMPTY_MESSAGE
+        return None
 
     # ---- reads ------------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ image. A partition becomes assignable only once it is *initialized*:
     initializing --complete_initialization(success)--> initialized (+ epoch bump)
     initializing --complete_initialization(failure)--> no state, retried later
     initialized --topic deleted / DeleteGroups--> deleting --deleted--> no state
+    initialized --AlterShareGroupOffsets--> initialized + initializing (new start
+        offsets, new state epoch) --success--> initialized
+    initialized --DeleteShareGroupOffsets--> deleting --deleted--> no state
 
 Start offsets follow Kafka (KAFKA-20742): -1 (resolved by `share.auto.offset.reset`)
 for a topic new to the group, 0 for partitions added to a topic the group already
@@ -71,8 +74,22 @@ def initialization_needed(
     return needed
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetReset:
+    """Partitions of one topic an AlterShareGroupOffsets sets, each with its own
+    start offset: (partition, start offset) pairs in ascending partition order."""
+
+    topic_id: uuid.UUID
+    topic_name: str
+    start_offsets: tuple[tuple[int, int], ...]
+
+    @property
+    def partitions(self) -> frozenset[int]:
+        return frozenset(partition for partition, _ in self.start_offsets)
+
+
 def add_initializing(
-    metadata: StatePartitionMetadata, pending: Iterable[PendingInit]
+    metadata: StatePartitionMetadata, pending: Iterable[PendingInit | OffsetReset]
 ) -> StatePartitionMetadata:
     """Mark partitions initializing; a topic initialising again leaves `deleting`
     (as Kafka's `addInitializingTopicsRecords`)."""
@@ -108,23 +125,68 @@ def initialize_effect(
     )
 
 
+def reset_effect(
+    *, group_id: str, state_epoch: int, resets: Iterable[OffsetReset]
+) -> InitializeShareState:
+    """The initialisation an offset reset sends: every partition at its own start
+    offset, under the new state epoch (which fences the previous state's writers)."""
+    return InitializeShareState(
+        group_id=group_id,
+        state_epoch=state_epoch,
+        topics=tuple(
+            InitializeTopic(
+                topic_id=reset.topic_id,
+                topic_name=reset.topic_name,
+                partitions=tuple(
+                    InitializePartition(partition=p, start_offset=offset)
+                    for p, offset in reset.start_offsets
+                ),
+            )
+            for reset in sorted(resets, key=lambda r: r.topic_id)
+        ),
+    )
+
+
 def pending_from_initializing(metadata: StatePartitionMetadata) -> list[PendingInit]:
     """Re-issue what a reload found initializing (Kafka's onElected does the same):
-    0 for a topic that already has initialized partitions, else -1."""
-    return [
-        PendingInit(
-            topic_id=topic_id,
-            topic_name=entry.name,
-            partitions=entry.partitions,
-            start_offset=(
-                START_OFFSET_EARLIEST
-                if metadata.initialized_partitions(topic_id)
-                else START_OFFSET_UNKNOWN
-            ),
-        )
-        for topic_id, entry in sorted(metadata.initializing.items())
-        if entry.partitions
-    ]
+    0 for a topic that already has initialized partitions, else -1. Partitions both
+    initialized and initializing were being reset by an AlterShareGroupOffsets whose
+    requested offsets are not in the records: they are left out (see
+    `interrupted_resets`), never re-initialised at a guessed offset."""
+    pending = []
+    for topic_id, entry in sorted(metadata.initializing.items()):
+        partitions = entry.partitions - metadata.initialized_partitions(topic_id)
+        if partitions:
+            pending.append(
+                PendingInit(
+                    topic_id=topic_id,
+                    topic_name=entry.name,
+                    partitions=partitions,
+                    start_offset=(
+                        START_OFFSET_EARLIEST
+                        if metadata.initialized_partitions(topic_id)
+                        else START_OFFSET_UNKNOWN
+                    ),
+                )
+            )
+    return pending
+
+
+def interrupted_resets(metadata: StatePartitionMetadata) -> StatePartitionMetadata:
+    """The metadata without the initializing marks of an offset reset a restart
+    interrupted (partitions both initialized and initializing): they keep whatever
+    state the persister holds, the old or the reset one, and the reset's caller, who
+    got no answer, retries."""
+    initializing: dict[uuid.UUID, TopicState] = {}
+    for topic_id, entry in metadata.initializing.items():
+        remaining = entry.partitions - metadata.initialized_partitions(topic_id)
+        if remaining:
+            initializing[topic_id] = TopicState(name=entry.name, partitions=remaining)
+    return StatePartitionMetadata(
+        initializing=initializing,
+        initialized=dict(metadata.initialized),
+        deleting=dict(metadata.deleting),
+    )
 
 
 def mark_initialized(

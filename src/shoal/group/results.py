@@ -36,6 +36,7 @@ class GroupError(enum.StrEnum):
     GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
     GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
     NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
+    UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
     UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
 
 
@@ -180,6 +181,79 @@ class GroupEpochResponse:
     group_id: str
     error: GroupError | None = None
     group_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetPartitionResult:
+    """One partition of an AlterShareGroupOffsets (91) answer. `error` is a Kafka
+    error name: a `GroupError`, or the persister's error name when its
+    initialisation failed."""
+
+    partition: int
+    error: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterOffsetsTopic:
+    topic_name: str
+    topic_id: uuid.UUID | None
+    """None for a topic the cluster does not have."""
+    partitions: tuple[OffsetPartitionResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterOffsetsResponse:
+    """AlterShareGroupOffsets (91): a group-level error, else one row per requested
+    topic (request order, duplicates merged) and the group epoch after the reset."""
+
+    error: GroupError | None = None
+    error_message: str | None = None
+    group_epoch: int = 0
+    topics: tuple[AlterOffsetsTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteOffsetsTopic:
+    """One topic of a DeleteShareGroupOffsets (92) answer (`error` as in
+    `OffsetPartitionResult`)."""
+
+    topic_name: str
+    topic_id: uuid.UUID | None
+    error: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteOffsetsResponse:
+    """DeleteShareGroupOffsets (92): a group-level error, else one row per requested
+    topic (request order, duplicates merged)."""
+
+    error: GroupError | None = None
+    error_message: str | None = None
+    topics: tuple[DeleteOffsetsTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedOffsetsPartition:
+    """One partition of a DescribeShareGroupOffsets (90) answer: the share
+    coordinator's summary, and the lag (-1 unless both the start offset and the
+    delivery-complete count are known)."""
+
+    partition: int
+    start_offset: int = -1
+    leader_epoch: int = 0
+    lag: int = -1
+    error: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedOffsetsTopic:
+    topic_name: str
+    topic_id: uuid.UUID | None
+    """None for a topic the cluster does not have."""
+    partitions: tuple[DescribedOffsetsPartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,15 @@ drives everything the shard leaves to its caller:
   only if every partition succeeded) -> written like any result.
   `DeleteShareState` -> `persister.delete` -> `complete_state_deletion`, or
   `complete_group_deletion` for a DeleteGroups.
+- **Administration.** DeleteGroups, AlterShareGroupOffsets and
+  DeleteShareGroupOffsets are shard operations like any other; their effects'
+  outcomes (persister errors per share-partition, the end of a group deletion) are
+  folded into the answer. After any of them changed a group's share state, every
+  `on_share_state_reset` listener is called with the group id (the share service
+  drops the group's cached share-partitions, which reload the new state).
+  DescribeShareGroupOffsets is a read: the shard's initialised partitions (or the
+  requested ones), the persister's summaries, and the lag against the high
+  watermark (coordinators.md §3).
 - **Join follow-up.** Kafka initialises asynchronously, so its join reply usually
   has an empty assignment. Here the persister answers in-process, so when a
   heartbeat's initialisation completes, an internal heartbeat at the member's new
@@ -40,7 +49,8 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from shoal.clock import Clock
@@ -54,12 +64,21 @@ from shoal.group import (
     ShareGroupSettings,
     TopicMetadata,
 )
+from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import (
+    AlterOffsetsResponse,
+    AlterOffsetsTopic,
+    DeleteGroupResult,
+    DeleteOffsetsResponse,
     DescribedGroup,
+    DescribedOffsetsPartition,
+    DescribedOffsetsTopic,
     Effect,
     GroupEpochResponse,
+    GroupError,
     ListedGroup,
+    OffsetPartitionResult,
     ShareGroupHeartbeatResponse,
 )
 from shoal.group.settings import GroupConfigLookup
@@ -74,6 +93,12 @@ _TIMER_FAILURE_BACKOFF_MS = 1_000
 """After a timer write fails (say the sink is full), wait this long before retrying."""
 _EFFECTS_PER_WRITE_MAX = 10_000
 """Guard against an effect loop: completions never produce further effects today."""
+_SUMMARY_LEADER_EPOCH = 0
+"""Leader epoch sent with a state summary read (Kafka's request default; a summary
+never fences)."""
+
+HighWatermark = Callable[[uuid.UUID, int], int | None]
+"""(topic id, partition) -> the partition's high watermark, None if it has no log."""
 
 SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version=0)."
 
@@ -118,6 +143,9 @@ class GroupService:
         )
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self.on_share_state_reset: list[Callable[[str], None]] = []
+        """Called with a group id after an admin operation replaced or deleted share
+        state of the group (the share service drops its cached share-partitions)."""
 
     def _new_shard(self) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(
@@ -132,10 +160,12 @@ class GroupService:
     # ---- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Finish loading (nothing to replay from the in-memory sink yet), take the
-        current topics and start the timer task. Call inside the running loop."""
-        self._write(self.shard.on_loaded())
+        """Finish loading (the broker replayed `__consumer_offsets` into the runtime
+        first): take the current topics (so re-issued deletions know their
+        partitions), re-arm sessions and re-issue interrupted initialisations and
+        deletions, then start the timer task. Call inside the running loop."""
         self.topics_changed()
+        self._write(self.shard.on_loaded())
         self._timer = asyncio.create_task(self._timer_loop(), name="group-coordinator-timers")
 
     async def stop(self) -> None:
@@ -190,13 +220,13 @@ class GroupService:
             client_id=client_id,
             client_host=client_host,
         )
-        response, initialized = self._write_tracked(result)
+        response, outcomes = self._write_tracked(result)
         if response.error is not None:
             return response
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
-        if group_id in initialized:
+        if group_id in outcomes.initialized:
             response = self._follow_up(
                 response, group_id=group_id, client_id=client_id, host=client_host
             )
@@ -248,25 +278,163 @@ class GroupService:
         """ListGroups over the share groups; read-only."""
         return self.shard.list_groups(states_filter=states_filter, types_filter=types_filter)
 
+    # ---- administration ---------------------------------------------------------------
+
+    def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
+        """DeleteGroups (42) of share groups: one final result per distinct id, in
+        request order (state deleted, then the group's records tombstoned). Raises
+        `RecordSinkFull` if nothing could be written."""
+        ids = list(dict.fromkeys(group_ids))
+        response, outcomes = self._write_tracked(self.shard.delete_groups(group_ids=ids))
+        results: list[DeleteGroupResult] = []
+        for shard_result in response.results:
+            group_id, error = shard_result.group_id, shard_result.error
+            if shard_result.pending:
+                error = outcomes.deleted_groups.get(group_id, GroupError.UNKNOWN_SERVER_ERROR)
+            if error is None:
+                log.info("share group %s deleted", group_id)
+                self._state_reset(group_id)
+            results.append(DeleteGroupResult(group_id=group_id, error=error))
+        return results
+
+    def alter_offsets(
+        self, *, group_id: str, topics: Iterable[TopicOffsets]
+    ) -> AlterOffsetsResponse:
+        """AlterShareGroupOffsets (91). A partition whose state the persister did not
+        initialise answers the persister's error. Raises `RecordSinkFull` if nothing
+        could be written."""
+        result = self.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
+        response, outcomes = self._write_tracked(result)
+        if response.error is not None or not result.effects:
+            return response
+        failed = outcomes.errors_of(group_id)
+        rows = tuple(_with_init_errors(row, failed) for row in response.topics)
+        log.info(
+            "share group %s: start offsets reset at epoch %d (%d share-partitions failed)",
+            group_id,
+            response.group_epoch,
+            len(failed),
+        )
+        self._state_reset(group_id)
+        return dataclasses.replace(response, topics=rows)
+
+    def delete_offsets(self, *, group_id: str, topic_names: Iterable[str]) -> DeleteOffsetsResponse:
+        """DeleteShareGroupOffsets (92). A topic whose state the persister did not
+        delete answers the persister's error (and stays deleting, retried by the next
+        request). Raises `RecordSinkFull` if nothing could be written."""
+        result = self.shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
+        response, outcomes = self._write_tracked(result)
+        if response.error is not None or not result.effects:
+            return response
+        failed_topics = {key[0]: error for key, error in outcomes.errors_of(group_id).items()}
+        rows = tuple(
+            dataclasses.replace(
+                row,
+                error=failed_topics[row.topic_id],
+                error_message=f"Deleting the share-partition state failed: "
+                f"{failed_topics[row.topic_id]}.",
+            )
+            if row.error is None and row.topic_id in failed_topics
+            else row
+            for row in response.topics
+        )
+        log.info(
+            "share group %s: share state of %s deleted",
+            group_id,
+            [row.topic_name for row in rows if row.error is None],
+        )
+        self._state_reset(group_id)
+        return dataclasses.replace(response, topics=rows)
+
+    def describe_offsets(
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]] | None,
+        high_watermark: HighWatermark,
+    ) -> list[DescribedOffsetsTopic]:
+        """DescribeShareGroupOffsets (90) of one group; read-only. `topics` None =
+        every initialised partition. As Kafka, nothing here is a group-level error: a
+        group, topic or partition without state answers StartOffset -1."""
+        image = self.shard.topic_image
+        wanted: list[tuple[str, uuid.UUID | None, Sequence[int]]] = []
+        if topics is None:
+            for known_id, initialized in self.shard.initialized_partitions(group_id).items():
+                topic = image.by_id(known_id)
+                if topic is not None:
+                    wanted.append((topic.name, known_id, initialized))
+            wanted.sort(key=lambda item: item[0])
+        else:
+            for requested, indexes in topics:
+                topic = image.by_name(requested)
+                wanted.append((requested, None if topic is None else topic.topic_id, indexes))
+        return [
+            DescribedOffsetsTopic(
+                topic_name=name,
+                topic_id=topic_id,
+                partitions=tuple(
+                    DescribedOffsetsPartition(partition=p)
+                    if topic_id is None
+                    else self._describe_partition(group_id, topic_id, p, high_watermark)
+                    for p in partitions
+                ),
+            )
+            for name, topic_id, partitions in wanted
+        ]
+
+    def _describe_partition(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, high_watermark: HighWatermark
+    ) -> DescribedOffsetsPartition:
+        key = SharePartitionKey(group_id, topic_id, partition)
+        summary = self._persister.read_summary(key=key, leader_epoch=_SUMMARY_LEADER_EPOCH)
+        if summary.error is not None:
+            log.info("share group %s: no state summary of %s: %s", group_id, key, summary.error)
+            return DescribedOffsetsPartition(partition=partition)
+        described = DescribedOffsetsPartition(
+            partition=partition,
+            start_offset=summary.start_offset,
+            # Never read by a leader: the persisters keep -1, Kafka answers its default 0.
+            leader_epoch=max(summary.leader_epoch, 0),
+        )
+        if summary.start_offset < 0 or summary.delivery_complete_count < 0:
+            return described
+        end = high_watermark(topic_id, partition)
+        if end is None:
+            return dataclasses.replace(
+                described,
+                error=GroupError.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message=f"No log for partition {partition} of topic {topic_id}.",
+            )
+        lag = end - summary.start_offset - summary.delivery_complete_count
+        return dataclasses.replace(described, lag=lag)
+
+    def _state_reset(self, group_id: str) -> None:
+        for listener in list(self.on_share_state_reset):
+            try:
+                listener(group_id)
+            except Exception:  # one failing listener must not skip the others
+                log.exception("share-state-reset listener %r failed for %s", listener, group_id)
+
     # ---- writes and effects -------------------------------------------------------------
 
     def _write(self, result: CoordinatorResult[R]) -> R:
         response, _ = self._write_tracked(result)
         return response
 
-    def _write_tracked(self, result: CoordinatorResult[R]) -> tuple[R, set[str]]:
+    def _write_tracked(self, result: CoordinatorResult[R]) -> tuple[R, _Outcomes]:
         """Apply `result`, perform its effects, re-arm the timer. Returns the response
-        and the groups whose initialisation completed successfully meanwhile."""
+        and what the effects came to."""
         try:
             response = self.runtime.apply(result)
-            initialized = self._perform(result.effects)
+            outcomes = self._perform(result.effects)
         finally:
             self._wake.set()
-        return response, initialized
+        return response, outcomes
 
-    def _perform(self, effects: Iterable[Effect]) -> set[str]:
+    def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
         pending = list(effects)
-        initialized: set[str] = set()
+        outcomes = _Outcomes()
+        initialized = outcomes.initialized
         performed = 0
         while pending:
             performed += 1
@@ -274,7 +442,7 @@ class GroupService:
             effect = pending.pop(0)
             outcome: CoordinatorResult[GroupEpochResponse]
             if isinstance(effect, InitializeShareState):
-                success = self._initialize_state(effect)
+                success = self._initialize_state(effect, outcomes.state_errors)
                 outcome = self.shard.complete_initialization(
                     group_id=effect.group_id,
                     topic_partitions=effect.partitions_by_topic(),
@@ -283,16 +451,20 @@ class GroupService:
                 if success:
                     initialized.add(effect.group_id)
             else:
-                success = self._delete_state(effect)
+                errors = outcomes.state_errors
+                failed_before = len(errors)
+                self._delete_state(effect, errors)
+                success = len(errors) == failed_before
                 if effect.for_group_deletion:
                     outcome = self.shard.complete_group_deletion(
                         group_id=effect.group_id, success=success
                     )
                 else:
+                    failed = {key.topic_id for key in errors if key.group_id == effect.group_id}
                     outcome = self.shard.complete_state_deletion(
                         group_id=effect.group_id,
-                        topic_ids=[t.topic_id for t in effect.topics],
-                        success=success,
+                        topic_ids=[t.topic_id for t in effect.topics if t.topic_id not in failed],
+                        success=True,
                     )
             try:
                 self.runtime.apply(outcome)
@@ -300,10 +472,14 @@ class GroupService:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 initialized.discard(effect.group_id)
                 continue
+            if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
+                outcomes.deleted_groups[effect.group_id] = outcome.response.error
             pending.extend(outcome.effects)
-        return initialized
+        return outcomes
 
-    def _initialize_state(self, effect: InitializeShareState) -> bool:
+    def _initialize_state(
+        self, effect: InitializeShareState, errors: dict[SharePartitionKey, str]
+    ) -> bool:
         ok = True
         for topic in effect.topics:
             for partition in topic.partitions:
@@ -312,6 +488,7 @@ class GroupService:
                     key=key, state_epoch=effect.state_epoch, start_offset=partition.start_offset
                 )
                 if error is not None:
+                    errors[key] = error
                     log.warning(
                         "share group %s: initialising %s-%d (state epoch %d) failed: %s",
                         effect.group_id,
@@ -323,24 +500,20 @@ class GroupService:
                     ok = False
         return ok
 
-    def _delete_state(self, effect: DeleteShareState) -> bool:
-        ok = True
+    def _delete_state(self, effect: DeleteShareState, errors: dict[SharePartitionKey, str]) -> None:
         for topic in effect.topics:
-            if topic.partitions is None:
-                # Only after a reload, for a topic gone meanwhile. The in-memory
-                # persister does not outlive the process, so it holds nothing to delete.
-                log.info(
-                    "share group %s: no partitions known for deleted topic %s (%s)",
-                    effect.group_id,
-                    topic.topic_name,
-                    topic.topic_id,
+            partitions = topic.partitions
+            if partitions is None:
+                # After a reload, for a topic deleted meanwhile: its partition count
+                # is gone with it, but the share coordinator knows its keys.
+                partitions = self._persister.partitions_with_state(
+                    group_id=effect.group_id, topic_id=topic.topic_id
                 )
-                continue
-            for partition in topic.partitions:
-                error = self._persister.delete(
-                    key=SharePartitionKey(effect.group_id, topic.topic_id, partition)
-                )
+            for partition in partitions:
+                key = SharePartitionKey(effect.group_id, topic.topic_id, partition)
+                error = self._persister.delete(key=key)
                 if error is not None:
+                    errors[key] = error
                     log.warning(
                         "share group %s: deleting the state of %s-%d failed: %s",
                         effect.group_id,
@@ -348,8 +521,6 @@ class GroupService:
                         partition,
                         error,
                     )
-                    ok = False
-        return ok
 
     # ---- timers -----------------------------------------------------------------------
 
@@ -386,3 +557,44 @@ class GroupService:
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:
     return {}
+
+
+@dataclasses.dataclass(slots=True)
+class _Outcomes:
+    """What performing one write's effects came to."""
+
+    initialized: set[str] = dataclasses.field(default_factory=set)
+    """Groups whose initialisation completed successfully."""
+    state_errors: dict[SharePartitionKey, str] = dataclasses.field(default_factory=dict)
+    """Persister errors by share-partition."""
+    deleted_groups: dict[str, GroupError | None] = dataclasses.field(default_factory=dict)
+    """Each group deletion that finished: None = deleted, else why it was not."""
+
+    def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], str]:
+        return {
+            (key.topic_id, key.partition): error
+            for key, error in self.state_errors.items()
+            if key.group_id == group_id
+        }
+
+
+def _with_init_errors(
+    row: AlterOffsetsTopic, failed: Mapping[tuple[uuid.UUID, int], str]
+) -> AlterOffsetsTopic:
+    if row.topic_id is None:
+        return row
+    topic_id = row.topic_id
+    return dataclasses.replace(
+        row,
+        partitions=tuple(
+            OffsetPartitionResult(
+                partition=p.partition,
+                error=failed[(topic_id, p.partition)],
+                error_message="Initialising the share-partition state failed: "
+                f"{failed[(topic_id, p.partition)]}.",
+            )
+            if p.error is None and (topic_id, p.partition) in failed
+            else p
+            for p in row.partitions
+        ),
+    )

@@ -27,7 +27,10 @@ long-poll and lock timers.
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
   use); group config changes wake the group's parked fetches (settings are re-read at
-  each operation); deleted topics drop their share-partitions (`topics_changed`);
+  each operation); deleted topics drop their share-partitions (`topics_changed`), and
+  so does a group whose share state an admin operation replaced or deleted
+  (`share_state_reset`: AlterShareGroupOffsets, DeleteShareGroupOffsets,
+  DeleteGroups), so the next fetch reloads the new state;
   DeleteRecords and retention move share-partition start offsets.
 
 Group settings are resolved per group from the broker config and the group's
@@ -141,21 +144,25 @@ class ShareService:
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._rearm = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._idle_timer: asyncio.Task[None] | None = None
         broker.on_connection_closed.append(self.connection_closed)
         broker.on_group_config_changed.append(self.group_config_changed)
+        broker.group_service.on_share_state_reset.append(self.share_state_reset)
 
     # ---- lifecycle
 
     def start(self) -> None:
-        """Start the lock timer; call inside the running loop."""
+        """Start the lock and idle-unload timers; call inside the running loop."""
         self._timer = asyncio.create_task(self._timer_loop(), name="share-lock-timers")
+        self._idle_timer = asyncio.create_task(self._idle_loop(), name="share-idle-unload")
 
     async def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        for task in (self._timer, self._idle_timer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._timer = self._idle_timer = None
 
     # ---- ShareFetch
 
@@ -362,6 +369,21 @@ class ShareService:
         self.partitions.wake_group(group_id)
         self._rearm.set()
 
+    def share_state_reset(self, group_id: str) -> None:
+        """Hook: an admin operation replaced or deleted the group's share state. Its
+        cached share-partitions are dropped (the next use reloads from the persister)
+        and the fetches parked on them retry."""
+        dropped = self.partitions.forget_group(group_id)
+        for key in dropped:
+            self._wake(key)
+        if dropped:
+            log.info(
+                "share group %s: share state reset, %d share-partitions unloaded",
+                group_id,
+                len(dropped),
+            )
+        self._rearm.set()
+
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
         existing = {info.topic_id for info in self._broker.logs.topics()}
@@ -440,6 +462,18 @@ class ShareService:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):
                     await self._rearm.wait()
+
+    async def _idle_loop(self) -> None:
+        """Every half idle period (at most a minute), unload idle share-partitions."""
+        while True:
+            idle_ms = int(self._broker.config["shoal.share.partition.idle.unload.ms"])
+            await asyncio.sleep(min(idle_ms / 2, 60_000) / 1000)
+            try:
+                self.partitions.unload_idle(
+                    now_ms=self._broker.clock.monotonic_ms(), idle_ms=idle_ms
+                )
+            except Exception:  # keep the timer alive; logged with context
+                log.exception("unloading idle share-partitions failed")
 
     # ---- logging
 

@@ -1,0 +1,111 @@
+"""AlterShareGroupOffsets (91) v0: set the start offsets of an empty share group.
+
+The group coordinator decides (group/offsets.py rules, run by
+server/group_service.py): the group must be empty (NON_EMPTY_GROUP) or missing (it is
+then created empty); another group type is GROUP_ID_NOT_FOUND; a topic or partition
+the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION for that partition. The rest
+are reset under a bumped group epoch: their state is re-initialised at the requested
+start offsets (in-flight records and delivery counts discarded, writers of the old
+state epoch fenced), and the share service drops the group's cached share-partitions
+so the next member reads the new state. A partition the share coordinator failed to
+initialise answers its error.
+
+A group-level error is sent both at the top level and on every requested partition
+(Kafka's admin client reads either). An empty group id is INVALID_GROUP_ID, a
+coordinator that cannot write its records COORDINATOR_NOT_AVAILABLE; with
+`share.version`=0 the answer is UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.coordinator import RecordSinkFull
+from shoal.group.results import AlterOffsetsTopic
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 91
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 0)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    if not share_groups_enabled(ctx.broker.config):
+        return _error(schema, request, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not request.group_id:
+        return _error(schema, request, ErrorCode.invalid_group_id, "Empty group id.")
+    topics = [
+        (t.topic_name, [(int(p.partition_index), int(p.start_offset)) for p in t.partitions])
+        for t in request.topics
+    ]
+    try:
+        response = ctx.broker.group_service.alter_offsets(group_id=request.group_id, topics=topics)
+    except RecordSinkFull as exc:
+        log.error("AlterShareGroupOffsets of group %r not written: %s", request.group_id, exc)
+        return _error(schema, request, ErrorCode.coordinator_not_available, str(exc))
+    if response.error is not None:
+        log.info(
+            "AlterShareGroupOffsets of group %r refused (%s): %s (client %s)",
+            request.group_id,
+            response.error,
+            response.error_message,
+            ctx.client_id,
+        )
+        return _error(schema, request, code_for(response.error), response.error_message)
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        responses=tuple(_topic(schema, topic) for topic in response.topics),
+    )
+
+
+def _topic(schema: Schema, topic: AlterOffsetsTopic) -> Any:
+    return schema.make(
+        "AlterShareGroupOffsetsResponseTopic",
+        topic_name=topic.topic_name,
+        topic_id=topic.topic_id,
+        partitions=tuple(
+            schema.make(
+                "AlterShareGroupOffsetsResponsePartition",
+                partition_index=p.partition,
+                error_code=ErrorCode.none if p.error is None else code_for(p.error),
+                error_message=p.error_message,
+            )
+            for p in topic.partitions
+        ),
+    )
+
+
+def _error(schema: Schema, request: Any, code: ErrorCode, message: str | None) -> Any:
+    """The group-level error, repeated on every requested partition."""
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=code,
+        error_message=message,
+        responses=tuple(
+            schema.make(
+                "AlterShareGroupOffsetsResponseTopic",
+                topic_name=t.topic_name,
+                topic_id=None,
+                partitions=tuple(
+                    schema.make(
+                        "AlterShareGroupOffsetsResponsePartition",
+                        partition_index=p.partition_index,
+                        error_code=code,
+                        error_message=message,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+    )

@@ -1,0 +1,53 @@
+"""DeleteGroups (42) v0-v2: delete empty share groups.
+
+Only share groups live here, so an id that names no share group (unknown, or of
+another group type) is GROUP_ID_NOT_FOUND and an empty id INVALID_GROUP_ID; a group
+with members is NON_EMPTY_GROUP. An empty group's share-partition state is deleted
+first, then every record of the group is tombstoned (ShareGroupMetadata last), and
+the share service drops its cached share-partitions: the same id then starts afresh.
+Each distinct id is answered once, in request order. A coordinator that cannot write
+its records answers COORDINATOR_NOT_AVAILABLE for every group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.coordinator import RecordSinkFull
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 42
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    ids = list(dict.fromkeys(request.groups_names))
+    codes: dict[str, ErrorCode] = {g: ErrorCode.invalid_group_id for g in ids if not g}
+    wanted = [g for g in ids if g]
+    try:
+        results = ctx.broker.group_service.delete_groups(wanted)
+    except RecordSinkFull as exc:
+        log.error("DeleteGroups of %s not written: %s", wanted, exc)
+        codes.update({g: ErrorCode.coordinator_not_available for g in wanted})
+    else:
+        for result in results:
+            codes[result.group_id] = (
+                ErrorCode.none if result.error is None else code_for(result.error)
+            )
+    refused = {g: code.name for g, code in codes.items() if code != ErrorCode.none}
+    if refused:
+        log.info("DeleteGroups refused for %s (client %s)", refused, ctx.client_id)
+    return schema.response(
+        throttle_time=_ZERO,
+        results=tuple(
+            schema.make("DeletableGroupResult", group_id=g, error_code=codes[g]) for g in ids
+        ),
+    )

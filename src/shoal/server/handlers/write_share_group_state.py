@@ -1,0 +1,97 @@
+"""WriteShareGroupState (85) v0-v1: write share-partitions' state.
+
+Served against `broker.persister` (the share coordinator's role) after the checks of
+server/state_rpc.py (StateEpoch and LeaderEpoch must be non-negative) and of each
+state batch (FirstOffset <= LastOffset, both non-negative, DeliveryState 0, 2 or 4,
+DeliveryCount non-negative; else INVALID_REQUEST). A key never initialised is
+INVALID_REQUEST; stale epochs are FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH. The start
+offset never moves back (-1 keeps it); batches merge with the stored ones. v1 adds
+DeliveryCompleteCount (v0 = -1, unknown). Every requested partition is answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+from shoal.server.state_rpc import PartitionError, checked_key, log_refused, persister_error
+from shoal.share.persister import (
+    PERSISTED_DELIVERY_STATES,
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
+    SharePartitionKey,
+    StateBatch,
+    StateWrite,
+)
+
+API_KEY = 85
+
+
+@api(API_KEY, 0, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    persister = ctx.broker.persister
+    refused: dict[str, PartitionError] = {}
+    results = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            key = checked_key(
+                ctx,
+                group_id=request.group_id,
+                topic_id=topic.topic_id,
+                partition=p.partition,
+                epochs={"StateEpoch": p.state_epoch, "LeaderEpoch": p.leader_epoch},
+            )
+            error: PartitionError | None = key if isinstance(key, tuple) else None
+            if not isinstance(key, tuple):
+                invalid = _invalid_batch(p.state_batches)
+                if invalid is not None:
+                    error = ErrorCode.invalid_request, invalid
+                else:
+                    failed = persister.write(write=_write(key, p))
+                    error = None if failed is None else persister_error(failed)
+            if error is not None:
+                refused[f"{topic.topic_id}-{p.partition}"] = error
+            partitions.append(
+                schema.make(
+                    "PartitionResult",
+                    partition=p.partition,
+                    error_code=ErrorCode.none if error is None else error[0],
+                    error_message=None if error is None else error[1],
+                )
+            )
+        results.append(
+            schema.make("WriteStateResult", topic_id=topic.topic_id, partitions=tuple(partitions))
+        )
+    log_refused(ctx, "WriteShareGroupState", request.group_id, refused)
+    return schema.response(results=tuple(results))
+
+
+def _invalid_batch(batches: Any) -> str | None:
+    for b in batches:
+        if not 0 <= b.first_offset <= b.last_offset:
+            return f"Invalid state batch offsets {b.first_offset}-{b.last_offset}."
+        if b.delivery_state not in PERSISTED_DELIVERY_STATES:
+            return f"Invalid delivery state {b.delivery_state} (0, 2 or 4)."
+        if b.delivery_count < 0:
+            return f"Invalid delivery count {b.delivery_count}."
+    return None
+
+
+def _write(key: SharePartitionKey, p: Any) -> StateWrite:
+    return StateWrite(
+        key=key,
+        state_epoch=p.state_epoch,
+        leader_epoch=p.leader_epoch,
+        start_offset=p.start_offset,
+        delivery_complete_count=getattr(
+            p, "delivery_complete_count", UNKNOWN_DELIVERY_COMPLETE_COUNT
+        ),
+        state_batches=tuple(
+            StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in p.state_batches
+        ),
+    )

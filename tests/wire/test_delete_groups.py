@@ -1,0 +1,87 @@
+"""DeleteGroups (42) v0-v2 against a broker process.
+
+Conformance (shared/spec/conformance.md): 76 (a group with members ->
+NON_EMPTY_GROUP; an empty group -> the group and its share state are gone and the
+same name starts afresh); unknown ids -> GROUP_ID_NOT_FOUND, an empty id ->
+INVALID_GROUP_ID, each id answered once; every version served.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from shoal.client import KafkaConnection
+from tests.support.broker import BrokerProcess
+from tests.support.share_admin import (
+    Consumer,
+    delete_groups,
+    delete_groups_request,
+    describe_offsets,
+)
+from tests.support.share_groups import describe_one
+from tests.support.share_wire import ACCEPT, produce_values, set_group_configs
+from tests.support.topics import create_topic, topic_name
+from tests.support.wire import with_connection
+
+
+def test_76_delete_needs_an_empty_group_and_the_name_starts_afresh(
+    broker: BrokerProcess,
+) -> None:
+    topic, group = topic_name("dg"), topic_name("dg-group")
+    topic_id = create_topic(broker.bootstrap, topic)
+    set_group_configs(broker.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce_values(broker.bootstrap, topic, 3)
+    tp = (topic_id, 0)
+
+    async def consume_then_leave(conn: KafkaConnection) -> None:
+        consumer = Consumer(conn, group)
+        await consumer.join(topic)
+        assert await consumer.acquire([tp]) == {tp: [(0, 2, 1)]}
+        await consumer.acknowledge({tp: [(0, 2, (ACCEPT,))]})
+        busy = await conn.request(delete_groups_request(group))
+        assert [(r.group_id, r.error_code) for r in busy.results] == [
+            (group, ErrorCode.non_empty_group)
+        ]
+        await consumer.close_and_leave()
+
+    with_connection(broker.bootstrap, consume_then_leave)
+    assert describe_offsets(broker.bootstrap, group)[topic][0][2] == 0, "all delivered"
+    assert delete_groups(broker.bootstrap, group) == {group: ErrorCode.none}
+    assert describe_offsets(broker.bootstrap, group) == {}, "state gone"
+
+    async def afresh(conn: KafkaConnection) -> None:
+        gone = await describe_one(conn, group)
+        assert gone.error_code == ErrorCode.group_id_not_found
+        consumer = Consumer(conn, group)
+        await consumer.join(topic)
+        described = await describe_one(conn, group)
+        assert described.group_state == "Stable"
+        assert consumer.member.epoch <= 2, "a new group: epochs start again"
+        # The group config (earliest) is not part of the group: it stays.
+        assert await consumer.acquire([tp]) == {tp: [(0, 2, 1)]}, "redelivered, count 1"
+        await consumer.close_and_leave()
+
+    with_connection(broker.bootstrap, afresh)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_unknown_empty_and_repeated_ids(broker: BrokerProcess, version: int) -> None:
+    topic, group = topic_name("dg-v"), topic_name("dg-group")
+    create_topic(broker.bootstrap, topic)
+
+    async def go(conn: KafkaConnection) -> None:
+        consumer = Consumer(conn, group)
+        await consumer.join(topic)
+        await consumer.close_and_leave()
+
+    with_connection(broker.bootstrap, go)
+    nobody = topic_name("dg-nobody")
+    assert delete_groups(broker.bootstrap, nobody, group, "", group, version=version) == {
+        nobody: ErrorCode.group_id_not_found,
+        group: ErrorCode.none,
+        "": ErrorCode.invalid_group_id,
+    }
+    assert delete_groups(broker.bootstrap, group, version=version) == {
+        group: ErrorCode.group_id_not_found
+    }
