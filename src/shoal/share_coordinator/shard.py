@@ -298,10 +298,14 @@ class ShareCoordinatorShard:
         return ShardResult((), summary)
 
     def cold_snapshots(self, now_ms: int) -> ShardResult[int]:
-        """A snapshot of every key that has had updates since its last snapshot and
-        whose last snapshot was written at least `cold_partition_snapshot_interval_ms`
-        before `now_ms` (wall-clock ms). The snapshot keeps CreateTimestamp and sets
-        WriteTimestamp to `now_ms`. The response is the number of snapshots."""
+        """A snapshot of every key whose last snapshot was written at least
+        `cold_partition_snapshot_interval_ms` before `now_ms` (wall-clock ms) and that
+        either has had updates since, or lies more than `records_per_snapshot` records
+        below the end of the log: an idle key's old snapshot would otherwise hold the
+        prune offset down for ever while other keys keep writing (an idle partition
+        writes nothing). The snapshot keeps CreateTimestamp and sets WriteTimestamp
+        to `now_ms`. The response is the number of snapshots."""
+        pinning = max(self._records_per_snapshot, 1)
         records = tuple(
             _snapshot_record(
                 key,
@@ -315,8 +319,14 @@ class ShareCoordinatorShard:
                 write_timestamp_ms=now_ms,
             )
             for key, state in sorted(self._states.items(), key=lambda item: _order(item[0]))
-            if state.updates_since_snapshot > 0
-            and now_ms - state.write_timestamp_ms >= self._cold_interval_ms
+            if now_ms - state.write_timestamp_ms >= self._cold_interval_ms
+            and (
+                state.updates_since_snapshot > 0
+                or (
+                    state.snapshot_offset != NO_OFFSET
+                    and self._end_offset - state.snapshot_offset > pinning
+                )
+            )
         )
         return ShardResult(records, len(records))
 

@@ -318,6 +318,27 @@ def test_prune_offset_follows_the_oldest_live_snapshot() -> None:
     assert rig.shard.prune_offset() == 8
 
 
+def test_cold_snapshot_moves_an_idle_key_that_pins_pruning() -> None:
+    """A key with nothing but an old snapshot, far below the end of the log, is
+    snapshotted again once cold, so the partition's prune offset can pass it."""
+    rig = Rig(records_per_snapshot=2, cold_interval_ms=10_000)
+    idle, busy = SharePartitionKey("g", TOPIC, 0), SharePartitionKey("g", TOPIC, 1)
+    rig.init(idle)  # offset 0
+    rig.init(busy)  # offset 1
+    for offset in range(3):  # offsets 2-4: update, update, snapshot
+        rig.write(StateBatch(offset, offset, ACK, 1), key=busy, start=offset + 1)
+    assert rig.shard.prune_offset() == 0, "the idle key's snapshot pins the log"
+    rig.clock.advance(10_000)
+    cold = rig.shard.cold_snapshots(rig.clock.wall_ms())
+    assert [(type(r.key).__name__, r.key.partition) for r in cold.records] == [
+        ("ShareSnapshotKey", 0)
+    ]
+    rig.apply(cold)
+    assert rig.shard.prune_offset() == 4, "now the busy key's snapshot is the oldest needed"
+    rig.clock.advance(10_000)
+    assert rig.shard.cold_snapshots(rig.clock.wall_ms()).records == (), "nothing pins now"
+
+
 def test_cold_snapshots() -> None:
     """A key left on updates for the cold-partition interval gets a snapshot keeping
     its CreateTimestamp; keys without updates since their snapshot, or with a recent
