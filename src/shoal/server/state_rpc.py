@@ -10,21 +10,31 @@ is INVALID_REQUEST; a topic id the log manager does not know, or a partition bey
 the topic's, is UNKNOWN_TOPIC_OR_PARTITION. The persister's own error names (fencing,
 uninitialised keys) map to their codes here, with a message saying what failed.
 With `share.version`=0 every partition answers UNSUPPORTED_VERSION.
+
+`serve` is the loop all five handlers share: check each partition, call the
+handler's persister operation for the valid ones, answer every partition with its
+error and the operation's extra fields, and log what was refused in one line.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.share.persister import SharePartitionKey
 
 log = logging.getLogger(__name__)
 PartitionError = tuple[ErrorCode, str]
+Fields = dict[str, Any]
+Operation = Callable[[SharePartitionKey, Any], tuple[PartitionError | None, Fields]]
+"""A handler's persister call for one checked partition of the request: its error
+(None on success) and the extra fields of its PartitionResult."""
 
 _MESSAGES = {
     "INVALID_REQUEST": "The share-partition state is not initialised, or the request is invalid.",
@@ -82,3 +92,58 @@ def persister_error(name: str) -> PartitionError:
     except KeyError:
         return ErrorCode.unknown_server_error, f"Share-partition state operation failed: {name}."
     return code, _MESSAGES.get(name, f"Share-partition state operation failed: {name}.")
+
+
+def serve(
+    ctx: RequestContext,
+    request: Any,
+    *,
+    api_key: int,
+    api_name: str,
+    result_type: str,
+    epochs: Callable[[Any], Mapping[str, int]],
+    operation: Operation,
+    refused_fields: Callable[[], Fields] = dict,
+) -> Any:
+    """Answer a state RPC: every requested partition is checked (`checked_key` with
+    the request partition's `epochs`), valid ones go to `operation`, refused ones get
+    `refused_fields()`; the response lists `result_type` entries per topic."""
+    schema = response_schema(api_key, ctx.api_version)
+    refused: dict[str, PartitionError] = {}
+    results = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            key = checked_key(
+                ctx,
+                group_id=request.group_id,
+                topic_id=topic.topic_id,
+                partition=p.partition,
+                epochs=epochs(p),
+            )
+            if isinstance(key, tuple):
+                error: PartitionError | None = key
+                fields = refused_fields()
+            else:
+                error, fields = operation(key, p)
+            if error is not None:
+                refused[f"{topic.topic_id}-{p.partition}"] = error
+            partitions.append(
+                schema.make(
+                    "PartitionResult",
+                    partition=p.partition,
+                    error_code=ErrorCode.none if error is None else error[0],
+                    error_message=None if error is None else error[1],
+                    **fields,
+                )
+            )
+        results.append(
+            schema.make(result_type, topic_id=topic.topic_id, partitions=tuple(partitions))
+        )
+    log_refused(ctx, api_name, request.group_id, refused)
+    return schema.response(results=tuple(results))
+
+
+def outcome(error_name: str | None) -> tuple[PartitionError | None, Fields]:
+    """The result of a persister call answering only an error name (or None)."""
+    return (None if error_name is None else persister_error(error_name)), {}

@@ -12,70 +12,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
-from shoal.server.state_rpc import PartitionError, checked_key, log_refused, persister_error
-from shoal.share.persister import PersistedState
+from shoal.server.state_rpc import Fields, PartitionError, persister_error, serve
+from shoal.share.persister import PersistedState, SharePartitionKey
 
 API_KEY = 84
 
 
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    schema = response_schema(API_KEY, ctx.api_version)
     persister = ctx.broker.persister
-    refused: dict[str, PartitionError] = {}
-    results = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            key = checked_key(
-                ctx,
-                group_id=request.group_id,
-                topic_id=topic.topic_id,
-                partition=p.partition,
-                epochs={"LeaderEpoch": p.leader_epoch},
-            )
-            error: PartitionError | None = key if isinstance(key, tuple) else None
-            state: PersistedState | None = None
-            if not isinstance(key, tuple):
-                read = persister.read(key=key, leader_epoch=p.leader_epoch)
-                state = read.state
-                if read.error is not None or state is None:
-                    error = persister_error(read.error or "UNKNOWN_SERVER_ERROR")
-            if error is not None:
-                refused[f"{topic.topic_id}-{p.partition}"] = error
-            partitions.append(_partition(schema, p.partition, error, state))
-        results.append(
-            schema.make("ReadStateResult", topic_id=topic.topic_id, partitions=tuple(partitions))
-        )
-    log_refused(ctx, "ReadShareGroupState", request.group_id, refused)
-    return schema.response(results=tuple(results))
+    schema = response_schema(API_KEY, ctx.api_version)
+
+    def read(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:
+        found = persister.read(key=key, leader_epoch=p.leader_epoch)
+        if found.error is not None or found.state is None:
+            return persister_error(found.error or "UNKNOWN_SERVER_ERROR"), _unread()
+        return None, _fields(schema, found.state)
+
+    return serve(
+        ctx,
+        request,
+        api_key=API_KEY,
+        api_name="ReadShareGroupState",
+        result_type="ReadStateResult",
+        epochs=lambda p: {"LeaderEpoch": p.leader_epoch},
+        operation=read,
+        refused_fields=_unread,
+    )
 
 
-def _partition(
-    schema: Schema, partition: int, error: PartitionError | None, state: PersistedState | None
-) -> Any:
-    if error is not None or state is None:
-        return schema.make(
-            "PartitionResult",
-            partition=partition,
-            error_code=ErrorCode.unknown_server_error if error is None else error[0],
-            error_message=None if error is None else error[1],
-            state_epoch=0,
-            start_offset=-1,
-            state_batches=(),
-        )
-    return schema.make(
-        "PartitionResult",
-        partition=partition,
-        error_code=ErrorCode.none,
-        error_message=None,
-        state_epoch=state.state_epoch,
-        start_offset=state.start_offset,
-        state_batches=tuple(
+def _unread() -> Fields:
+    return {"state_epoch": 0, "start_offset": -1, "state_batches": ()}
+
+
+def _fields(schema: Schema, state: PersistedState) -> Fields:
+    return {
+        "state_epoch": state.state_epoch,
+        "start_offset": state.start_offset,
+        "state_batches": tuple(
             schema.make(
                 "StateBatch",
                 first_offset=b.first_offset,
@@ -85,4 +62,4 @@ def _partition(
             )
             for b in state.state_batches
         ),
-    )
+    }

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
-from shoal.server.state_rpc import PartitionError, checked_key, log_refused, persister_error
+from shoal.server.state_rpc import Fields, PartitionError, outcome, serve
 from shoal.share.persister import (
     PERSISTED_DELIVERY_STATES,
     UNKNOWN_DELIVERY_COMPLETE_COUNT,
@@ -31,43 +30,23 @@ API_KEY = 85
 
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    schema = response_schema(API_KEY, ctx.api_version)
     persister = ctx.broker.persister
-    refused: dict[str, PartitionError] = {}
-    results = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            key = checked_key(
-                ctx,
-                group_id=request.group_id,
-                topic_id=topic.topic_id,
-                partition=p.partition,
-                epochs={"StateEpoch": p.state_epoch, "LeaderEpoch": p.leader_epoch},
-            )
-            error: PartitionError | None = key if isinstance(key, tuple) else None
-            if not isinstance(key, tuple):
-                invalid = _invalid_batch(p.state_batches)
-                if invalid is not None:
-                    error = ErrorCode.invalid_request, invalid
-                else:
-                    failed = persister.write(write=_write(key, p))
-                    error = None if failed is None else persister_error(failed)
-            if error is not None:
-                refused[f"{topic.topic_id}-{p.partition}"] = error
-            partitions.append(
-                schema.make(
-                    "PartitionResult",
-                    partition=p.partition,
-                    error_code=ErrorCode.none if error is None else error[0],
-                    error_message=None if error is None else error[1],
-                )
-            )
-        results.append(
-            schema.make("WriteStateResult", topic_id=topic.topic_id, partitions=tuple(partitions))
-        )
-    log_refused(ctx, "WriteShareGroupState", request.group_id, refused)
-    return schema.response(results=tuple(results))
+
+    def write(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:
+        invalid = _invalid_batch(p.state_batches)
+        if invalid is not None:
+            return (ErrorCode.invalid_request, invalid), {}
+        return outcome(persister.write(write=_write(key, p)))
+
+    return serve(
+        ctx,
+        request,
+        api_key=API_KEY,
+        api_name="WriteShareGroupState",
+        result_type="WriteStateResult",
+        epochs=lambda p: {"StateEpoch": p.state_epoch, "LeaderEpoch": p.leader_epoch},
+        operation=write,
+    )
 
 
 def _invalid_batch(batches: Any) -> str | None:
