@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"group", "share", "share_coordinator", "coordinator", "log", "protocol"},
     "client": {"protocol"},
     "cli": {"client", "server", "protocol"},
+    "spark": {"client", "protocol"},
 }
 CORES = ["protocol", "log", "coordinator", "share_coordinator", "share", "group"]
 BANNED_IN_CORES = {"asyncio", "socket", "selectors", "threading"}

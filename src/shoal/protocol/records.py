@@ -117,3 +117,16 @@ def first_at_or_after(
         if offset >= min_offset and timestamp >= timestamp_ms:
             return offset, timestamp
     return None
+
+
+def decompressed(payload: bytes, header: BatchHeader) -> bytes:
+    """The records of a batch (its bytes after the 61-byte header) inflated per the
+    header's codec; BatchError("CORRUPT_MESSAGE") if they do not inflate. Public for
+    readers that decode records themselves (the Spark connector)."""
+    return _decompressed(payload, header)
+
+
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """A zigzag varint (or varlong) at `position`: (value, position after it); raises
+    IndexError when the data ends inside it or it is longer than 64 bits."""
+    return _varint(data, position)

@@ -1,0 +1,271 @@
+"""`format("shoal")`: the batch source (topics by offset range) and the sink's entry point.
+
+Reading: `spark.read.format("shoal").option("bootstrap.servers", ...).option("topic",
+...).load()`. On the driver, `schema()` and `reader()` check the options and that the
+brokers answer; `reader()` resolves `startingOffsets`/`endingOffsets` with ListOffsets
+(as Spark's Kafka source: "earliest", "latest" or JSON per partition, -2 earliest and
+-1 latest) and splits each partition's range into `OffsetRange` tasks (one per
+partition by default; more with `minPartitions` or `maxRecordsPerPartition`).
+Executors run `read()`, which is `reading.read_range` over one range.
+
+Writing (`df.write` / `writeStream`) is `ShoalDataSource.writer()` /
+`streamWriter()`, implemented in `shoal.spark.sink`.
+
+The resolved ranges are fixed when the query is planned, so a task retried or
+speculated reads exactly the same records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from shoal.spark.options import (
+    BOOTSTRAP_SERVERS,
+    OFFSETS_HELP,
+    REQUIRED,
+    OffsetSpec,
+    OptionError,
+    OptionSpec,
+    int_parser,
+    parse_offsets,
+    parse_options,
+    parse_topic_list,
+    require_reachable,
+)
+from shoal.spark.reading import (
+    FETCH_BYTES_DEFAULT,
+    MAX_ROWS_PER_BATCH_DEFAULT,
+    SCHEMA_DDL,
+    read_range,
+)
+from shoal.spark.wire import EARLIEST, FETCH_MAX_BYTES_CAP, LATEST, KafkaError, client_for
+
+NAME: Final = "shoal"
+
+READ_OPTIONS: Final = (
+    BOOTSTRAP_SERVERS,
+    OptionSpec(
+        "topic",
+        parse_topic_list,
+        REQUIRED,
+        aliases=("topics", "subscribe"),
+        help="a topic name or a comma-separated list",
+    ),
+    OptionSpec("startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP),
+    OptionSpec("endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
+    OptionSpec("minPartitions", int_parser(1, 1_000_000), None, help="a positive integer"),
+    OptionSpec("maxRecordsPerPartition", int_parser(1), None, help="a positive number of records"),
+    OptionSpec(
+        "fetchMaxBytes",
+        int_parser(1, FETCH_MAX_BYTES_CAP),
+        FETCH_BYTES_DEFAULT,
+        help=f"bytes per Fetch, at most {FETCH_MAX_BYTES_CAP}",
+    ),
+    OptionSpec(
+        "maxRowsPerBatch",
+        int_parser(1, 1_000_000),
+        MAX_ROWS_PER_BATCH_DEFAULT,
+        help="rows per Arrow batch a task yields",
+    ),
+)
+
+
+class ShoalDataSource(DataSource):
+    """Batch reads of topics and batch/streaming writes to them."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        read_options(self.options)
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return ShoalBatchReader(read_options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from shoal.spark.sink import ShoalBatchWriter
+
+        return ShoalBatchWriter.create(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from shoal.spark.sink import ShoalStreamWriter
+
+        return ShoalStreamWriter.create(self.options, schema)
+
+
+def read_options(raw: Mapping[str, str]) -> dict[str, Any]:
+    """The parsed read options, with the batch-only rules of Spark's Kafka source and a
+    reachability check of the bootstrap servers."""
+    options = parse_options(raw, READ_OPTIONS, source=NAME)
+    _reject(options["startingOffsets"], "startingOffsets", "latest", LATEST)
+    _reject(options["endingOffsets"], "endingOffsets", "earliest", EARLIEST)
+    require_reachable(options["bootstrap.servers"])
+    return options
+
+
+def _reject(spec: OffsetSpec, option: str, word: str, sentinel: int) -> None:
+    if spec == word:
+        raise OptionError(f"option '{option}' cannot be \"{word}\" for a batch query")
+    if isinstance(spec, dict):
+        for topic, partitions in spec.items():
+            for partition, offset in partitions.items():
+                if offset == sentinel:
+                    raise OptionError(
+                        f"option '{option}': {topic}-{partition} is {sentinel} (\"{word}\"), "
+                        "which a batch query cannot use"
+                    )
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    """One task: offsets [start, end) of one partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+class ShoalBatchReader(DataSourceReader):
+    """Plans the offset ranges on the driver; reads one range per task."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._bootstrap: str = options["bootstrap.servers"]
+        self._fetch_max_bytes: int = options["fetchMaxBytes"]
+        self._max_rows_per_batch: int = options["maxRowsPerBatch"]
+        self._ranges = split_ranges(
+            resolve_ranges(self._bootstrap, options),
+            min_partitions=options["minPartitions"],
+            max_records_per_partition=options["maxRecordsPerPartition"],
+        )
+
+    def partitions(self) -> list[InputPartition]:
+        return list(self._ranges)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRange):
+            return  # Spark's stand-in partition when there is nothing to read
+        yield from read_range(
+            self._bootstrap,
+            partition.topic,
+            partition.partition,
+            partition.start,
+            partition.end,
+            max_rows_per_batch=self._max_rows_per_batch,
+            fetch_max_bytes=self._fetch_max_bytes,
+        )
+
+
+def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRange]:
+    """Every partition of the topics with its [start, end) resolved; OptionError when
+    a topic does not exist or an offset is outside the log."""
+    topics: tuple[str, ...] = options["topic"]
+    client = client_for(bootstrap)
+    try:
+        partitions = client.partitions(topics)
+    except KafkaError as exc:
+        raise OptionError(f"option 'topic' = {','.join(topics)!r}: {exc}") from exc
+    starting: OffsetSpec = options["startingOffsets"]
+    ending: OffsetSpec = options["endingOffsets"]
+    for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+        _check_covers(option, spec, partitions)
+    ranges = []
+    for topic in topics:
+        ids = partitions[topic]
+        earliest = client.list_offsets(topic, dict.fromkeys(ids, EARLIEST))
+        latest = client.list_offsets(topic, dict.fromkeys(ids, LATEST))
+        for partition in ids:
+            bounds = (earliest[partition], latest[partition])
+            start = _resolve("startingOffsets", starting, topic, partition, bounds)
+            end = _resolve("endingOffsets", ending, topic, partition, bounds)
+            if start > end:
+                raise OptionError(
+                    f"startingOffsets {start} is after endingOffsets {end} for {topic}-{partition}"
+                )
+            ranges.append(OffsetRange(topic, partition, start, end))
+    return ranges
+
+
+def _check_covers(option: str, spec: OffsetSpec, partitions: Mapping[str, list[int]]) -> None:
+    """A JSON offset map must name exactly the partitions read (as Spark's Kafka source
+    requires for batch queries)."""
+    if not isinstance(spec, dict):
+        return
+    for topic in spec:
+        if topic not in partitions:
+            raise OptionError(f"option '{option}' names topic {topic!r}, which is not read")
+    for topic, ids in partitions.items():
+        given = set(spec.get(topic, {}))
+        if given != set(ids):
+            raise OptionError(
+                f"option '{option}' must give an offset for every partition of {topic!r} "
+                f"(partitions {sorted(ids)}, given {sorted(given)}); use -2 for earliest"
+                + (", -1 for latest" if option == "endingOffsets" else "")
+            )
+
+
+def _resolve(
+    option: str, spec: OffsetSpec, topic: str, partition: int, bounds: tuple[int, int]
+) -> int:
+    earliest, latest = bounds
+    if spec == "earliest":
+        return earliest
+    if spec == "latest":
+        return latest
+    assert isinstance(spec, dict)
+    offset = spec[topic][partition]
+    if offset == EARLIEST:
+        return earliest
+    if offset == LATEST:
+        return latest
+    if not earliest <= offset <= latest:
+        raise OptionError(
+            f"option '{option}': offset {offset} of {topic}-{partition} is outside the log "
+            f"[{earliest}, {latest}]"
+        )
+    return offset
+
+
+def split_ranges(
+    ranges: list[OffsetRange],
+    *,
+    min_partitions: int | None,
+    max_records_per_partition: int | None,
+) -> list[OffsetRange]:
+    """Split non-empty ranges into tasks: a range gets a share of `min_partitions`
+    proportional to its size (at least one), and no task exceeds
+    `max_records_per_partition` records. Empty ranges are dropped."""
+    ranges = [r for r in ranges if r.size > 0]
+    total = sum(r.size for r in ranges)
+    tasks = []
+    for r in ranges:
+        parts = 1
+        if min_partitions is not None and min_partitions > len(ranges):
+            parts = max(1, round(r.size * min_partitions / total))
+        if max_records_per_partition is not None:
+            parts = max(parts, math.ceil(r.size / max_records_per_partition))
+        parts = min(parts, r.size)
+        for i in range(parts):
+            start = r.start + r.size * i // parts
+            end = r.start + r.size * (i + 1) // parts
+            tasks.append(OffsetRange(r.topic, r.partition, start, end))
+    return tasks

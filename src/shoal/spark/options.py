@@ -1,0 +1,188 @@
+"""Options of the Shoal data sources: declared, parsed and checked on the driver.
+
+Each source declares its options as `OptionSpec`s; `parse_options` turns Spark's
+option map (its keys arrive lower-cased: Spark passes a case-insensitive dict) into a
+dict keyed by canonical option name. Anything wrong raises `OptionError` naming the
+option: an unknown option (with the closest known names), a missing required one, two
+spellings of the same one, a malformed value. `require_reachable` checks that the
+bootstrap servers answer. Sources call both from `schema()`, `reader()` and
+`writer()`, which Spark runs on the driver, so a mistake is reported before any task
+is scheduled.
+
+Pure Python: no pyspark import, so the parsing is testable without a JVM.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shoal.spark.wire import BrokerUnreachable, parse_bootstrap
+
+REQUIRED: Final = object()
+"""Default of an option that must be given."""
+
+SPARK_OPTIONS: Final = frozenset({"path", "checkpointlocation"})
+"""Options Spark itself may pass to a source or sink; accepted and ignored."""
+
+
+class OptionError(ValueError):
+    """A data source option is unknown, missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    """Canonical spelling, used in messages and as the key of the parsed dict."""
+    parse: Callable[[str], Any]
+    """Turns the string value into the parsed one; raises ValueError when malformed."""
+    default: Any = None
+    """Parsed value when absent; `REQUIRED` makes absence an error."""
+    aliases: tuple[str, ...] = ()
+    """Other accepted spellings (e.g. Spark Kafka's `kafka.bootstrap.servers`)."""
+    help: str = ""
+    """What the option expects, shown when its value is malformed."""
+
+
+def parse_options(
+    raw: Mapping[str, str], specs: Sequence[OptionSpec], *, source: str
+) -> dict[str, Any]:
+    """The parsed options, keyed by canonical name (every spec present); OptionError
+    when an option is unknown, missing, given twice or malformed."""
+    by_key: dict[str, OptionSpec] = {}
+    for spec in specs:
+        for spelling in (spec.name, *spec.aliases):
+            by_key[spelling.lower()] = spec
+    given: dict[str, tuple[str, str]] = {}  # canonical name -> (spelling used, value)
+    for key, value in raw.items():
+        found = by_key.get(key.lower())
+        if found is None:
+            if key.lower() in SPARK_OPTIONS:
+                continue
+            raise OptionError(_unknown(key, specs, source))
+        spec = found
+        if spec.name in given:
+            raise OptionError(
+                f"options '{given[spec.name][0]}' and '{key}' of format(\"{source}\") are the "
+                f"same option ({spec.name}); give one"
+            )
+        given[spec.name] = (key, value)
+    parsed: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name not in given:
+            if spec.default is REQUIRED:
+                raise OptionError(f"option '{spec.name}' is required by format(\"{source}\")")
+            parsed[spec.name] = spec.default
+            continue
+        key, value = given[spec.name]
+        try:
+            parsed[spec.name] = spec.parse(value)
+        except (ValueError, TypeError) as exc:
+            expected = f"; expected {spec.help}" if spec.help else ""
+            raise OptionError(
+                f"option '{spec.name}' = {value!r} is invalid: {exc}{expected}"
+            ) from exc
+    return parsed
+
+
+def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
+    names = sorted(spec.name for spec in specs)
+    lowered = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(key.lower(), list(lowered), n=2)
+    hint = f" (did you mean {' or '.join(repr(lowered[c]) for c in close)}?)" if close else ""
+    return f"unknown option '{key}' for format(\"{source}\"){hint}; known options: " + ", ".join(
+        names
+    )
+
+
+def require_reachable(bootstrap: str, *, option: str = "bootstrap.servers") -> None:
+    """OptionError naming `option` unless a broker of `bootstrap` answers Metadata."""
+    from shoal.spark.wire import client_for
+
+    try:
+        client_for(bootstrap).check_reachable()
+    except BrokerUnreachable as exc:
+        raise OptionError(f"option '{option}' = {bootstrap!r}: {exc}") from exc
+
+
+# ---- value parsers
+
+
+def parse_bootstrap_servers(value: str) -> str:
+    """A bootstrap list, checked for shape (host:port, comma separated); kept as text."""
+    parse_bootstrap(value)
+    return ",".join(item.strip() for item in value.split(","))
+
+
+def parse_topic_list(value: str) -> tuple[str, ...]:
+    topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+    if not topics:
+        raise ValueError("no topic name")
+    return topics
+
+
+def parse_topic(value: str) -> str:
+    topic = value.strip()
+    if not topic or "," in topic:
+        raise ValueError("one topic name is expected")
+    return topic
+
+
+def int_parser(minimum: int, maximum: int = 2**63 - 1) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        number = int(value.strip())
+        if not minimum <= number <= maximum:
+            raise ValueError(f"must be between {minimum} and {maximum}")
+        return number
+
+    return parse
+
+
+def parse_bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return lowered == "true"
+
+
+OffsetSpec = str | dict[str, dict[int, int]]
+"""`"earliest"`, `"latest"`, or per topic and partition an offset (-2 earliest,
+-1 latest), as Spark's Kafka source takes `startingOffsets`/`endingOffsets`."""
+
+
+def parse_offsets(value: str) -> OffsetSpec:
+    text = value.strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or not document:
+        raise ValueError("the JSON must be a non-empty object of topics")
+    result: dict[str, dict[int, int]] = {}
+    for topic, partitions in document.items():
+        if not isinstance(partitions, dict) or not partitions:
+            raise ValueError(f"topic {topic!r} must map to an object of partitions")
+        result[topic] = {}
+        for partition, offset in partitions.items():
+            if not str(partition).isdigit():
+                raise ValueError(f"partition {partition!r} of {topic!r} is not a number")
+            if not isinstance(offset, int) or isinstance(offset, bool) or offset < -2:
+                raise ValueError(f"offset of {topic}-{partition} must be an integer >= -2")
+            result[topic][int(partition)] = offset
+    return result
+
+
+OFFSETS_HELP: Final = '"earliest", "latest" or JSON like {"topic":{"0":23,"1":-2}}'
+
+BOOTSTRAP_SERVERS: Final = OptionSpec(
+    "bootstrap.servers",
+    parse_bootstrap_servers,
+    REQUIRED,
+    aliases=("kafka.bootstrap.servers",),
+    help="host:port[,host:port...]",
+)

@@ -1,0 +1,355 @@
+"""`format("shoal")` as a sink: `df.write` and `writeStream` produce rows as records.
+
+Columns, as Spark's Kafka sink takes them: `value` (binary or string, required), and
+optionally `key` (binary or string), `headers` (array<struct<key string, value
+binary>>), `partition` (int; null lets the producer choose) and `topic` (string, used
+when the `topic` option is not given). Other columns are ignored. The schema and the
+options are checked on the driver (`create`), so a mistake fails before any task.
+
+Each task produces its Arrow batches through its worker process's confluent-kafka
+Producer (idempotent, acks=all; cached per process and options, since Spark reuses
+Python workers), flushes at the end and raises if any record's delivery failed or did
+not complete within `deliveryTimeoutMs`: the task fails and Spark retries it. A retry
+produces its rows again, so the sink is at least once. Streaming writes add the
+headers `spark.queryId`, `spark.batchId` and `spark.partition` so that consumers can
+drop the duplicates of a replayed micro-batch; `commit()` has nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from shoal.spark.options import (
+    BOOTSTRAP_SERVERS,
+    OptionError,
+    OptionSpec,
+    int_parser,
+    parse_options,
+    parse_topic,
+    require_reachable,
+)
+
+log = logging.getLogger(__name__)
+
+NAME: Final = "shoal"
+DELIVERY_TIMEOUT_MS_DEFAULT: Final = 120_000
+"""Default of `deliveryTimeoutMs` (librdkafka's `message.timeout.ms`): a record not
+acknowledged by then fails its task."""
+FLUSH_MARGIN_S: Final = 30.0
+"""Flush waits this much beyond the delivery timeout (librdkafka fails every record by
+then) before giving up on the producer."""
+POLL_EVERY_ROWS: Final = 1_000
+"""Rows produced between serving delivery callbacks."""
+
+WRITE_OPTIONS: Final = (
+    BOOTSTRAP_SERVERS,
+    OptionSpec("topic", parse_topic, None, help="one topic name"),
+    OptionSpec(
+        "deliveryTimeoutMs",
+        int_parser(1, 3_600_000),
+        DELIVERY_TIMEOUT_MS_DEFAULT,
+        help="milliseconds, at most 3600000",
+    ),
+)
+
+
+class SinkError(RuntimeError):
+    """Records of a task were not all delivered."""
+
+
+@dataclass(frozen=True)
+class SinkCommit(WriterCommitMessage):
+    """What one task wrote."""
+
+    records: int
+
+
+@dataclass(frozen=True)
+class SinkPlan:
+    """What every task of a write needs, checked on the driver (`_plan`)."""
+
+    bootstrap: str
+    topic: str | None
+    delivery_timeout_ms: int
+    columns: frozenset[str]
+
+
+def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
+    options = parse_options(raw, WRITE_OPTIONS, source=NAME)
+    types: dict[str, DataType] = {field.name: field.dataType for field in schema.fields}
+    _check_column(types, "value", (BinaryType, StringType), required=True)
+    _check_column(types, "key", (BinaryType, StringType))
+    _check_column(types, "partition", (IntegerType,))
+    _check_column(types, "topic", (StringType,))
+    if "headers" in types and not _is_headers_type(types["headers"]):
+        raise OptionError(
+            f"column 'headers' is {types['headers'].simpleString()}; the sink needs "
+            "array<struct<key:string,value:binary>>"
+        )
+    if options["topic"] is None and "topic" not in types:
+        raise OptionError(
+            f"option 'topic' is required by format(\"{NAME}\") when the data has no 'topic' column"
+        )
+    require_reachable(options["bootstrap.servers"])
+    used = {"value", "key", "partition", "headers"} | ({"topic"} if not options["topic"] else set())
+    return SinkPlan(
+        bootstrap=options["bootstrap.servers"],
+        topic=options["topic"],
+        delivery_timeout_ms=options["deliveryTimeoutMs"],
+        columns=frozenset(used & set(types)),
+    )
+
+
+def _check_column(
+    types: Mapping[str, DataType], name: str, allowed: tuple[type, ...], *, required: bool = False
+) -> None:
+    if name not in types:
+        if required:
+            raise OptionError(
+                f"the data written to format(\"{NAME}\") needs a '{name}' column; it has "
+                + ", ".join(repr(n) for n in types)
+            )
+        return
+    if not isinstance(types[name], allowed):
+        expected = " or ".join(t().simpleString() for t in allowed)
+        raise OptionError(
+            f"column '{name}' is {types[name].simpleString()}; the sink needs {expected}"
+        )
+
+
+def _is_headers_type(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in data_type.elementType.fields}
+    return (
+        set(fields) == {"key", "value"}
+        and isinstance(fields["key"], StringType)
+        and isinstance(fields["value"], BinaryType)
+    )
+
+
+class ShoalBatchWriter(DataSourceArrowWriter):
+    """`df.write.format("shoal")`: each task produces its rows."""
+
+    def __init__(self, plan: SinkPlan) -> None:
+        self._plan = plan
+
+    @classmethod
+    def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalBatchWriter:
+        return cls(_plan(raw, schema))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return SinkCommit(records=produce_batches(self._plan, iterator, ()))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.info("wrote %d records", sum(m.records for m in messages if isinstance(m, SinkCommit)))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.warning("write aborted; records of finished tasks stay in their topics")
+
+
+class ShoalStreamWriter(DataSourceStreamArrowWriter):
+    """`writeStream.format("shoal")`: each micro-batch's tasks produce their rows, with
+    headers identifying the query, batch and partition."""
+
+    def __init__(self, plan: SinkPlan) -> None:
+        self._plan = plan
+
+    @classmethod
+    def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalStreamWriter:
+        return cls(_plan(raw, schema))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return SinkCommit(records=produce_batches(self._plan, iterator, _stream_headers()))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total = sum(m.records for m in messages if isinstance(m, SinkCommit))
+        log.info("micro-batch %d: wrote %d records", batchId, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning("micro-batch %d aborted; it is written again when replayed", batchId)
+
+
+def _stream_headers() -> tuple[tuple[str, bytes], ...]:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return ()
+    return (
+        ("spark.queryId", (context.getLocalProperty("sql.streaming.queryId") or "").encode()),
+        ("spark.batchId", (context.getLocalProperty("streaming.sql.batchId") or "").encode()),
+        ("spark.partition", str(context.partitionId()).encode()),
+    )
+
+
+# ---- producing
+
+
+class _Deliveries:
+    """Counts one task's failed records. The producer reports failures only
+    (`delivery.report.only.error`), in poll()/flush(); a record whose flush() completed
+    without a report was acknowledged."""
+
+    def __init__(self) -> None:
+        self.failed = 0
+        self.first_error: str | None = None
+
+    def report(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.refused(error, message.topic(), message.partition())
+
+    def refused(self, error: KafkaError, topic: str | None, partition: int | None) -> None:
+        """A record failed: in its delivery report, or refused by produce() itself
+        (which librdkafka does when it already knows, e.g. of a missing partition)."""
+        self.failed += 1
+        if self.first_error is None:
+            self.first_error = f"{topic}-{partition}: {error.str()} ({error.name()})"
+
+
+_PRODUCERS: dict[tuple[int, str, int], Producer] = {}
+_PRODUCERS_LOCK = threading.Lock()
+
+
+def _producer(plan: SinkPlan) -> Producer:
+    key = (os.getpid(), plan.bootstrap, plan.delivery_timeout_ms)  # never a parent's producer
+    with _PRODUCERS_LOCK:
+        producer = _PRODUCERS.get(key)
+        if producer is None:
+            producer = _PRODUCERS[key] = Producer(
+                {
+                    "bootstrap.servers": plan.bootstrap,
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "message.timeout.ms": plan.delivery_timeout_ms,
+                    "linger.ms": 5,
+                    "delivery.report.only.error": True,
+                    "client.id": "shoal-spark-sink",
+                }
+            )
+        return producer
+
+
+def _discard_producer(plan: SinkPlan) -> None:
+    """After a failure the producer may be fatally errored (idempotence): drop it."""
+    with _PRODUCERS_LOCK:
+        _PRODUCERS.pop((os.getpid(), plan.bootstrap, plan.delivery_timeout_ms), None)
+
+
+def produce_batches(
+    plan: SinkPlan, batches: Iterator[pa.RecordBatch], extra_headers: tuple[tuple[str, bytes], ...]
+) -> int:
+    """Produce every row, wait for all deliveries; the number of records, or SinkError."""
+    producer = _producer(plan)
+    deliveries = _Deliveries()
+    produced = 0
+    try:
+        for batch in batches:
+            produced += _produce_batch(producer, plan, batch, extra_headers, deliveries)
+            if deliveries.failed:
+                break  # the task fails anyway: stop producing, report what failed
+    except (BufferError, TypeError, ValueError) as exc:  # e.g. a null topic
+        _discard_producer(plan)
+        producer.flush(plan.delivery_timeout_ms / 1000 + FLUSH_MARGIN_S)
+        raise SinkError(
+            f"producing to {plan.bootstrap} failed after {produced} records: {exc}"
+        ) from exc
+    undelivered = producer.flush(plan.delivery_timeout_ms / 1000 + FLUSH_MARGIN_S)
+    if deliveries.failed or undelivered:
+        _discard_producer(plan)
+        unacknowledged = (
+            f", {undelivered} not acknowledged within deliveryTimeoutMs "
+            f"{plan.delivery_timeout_ms} + {FLUSH_MARGIN_S:.0f} s"
+            if undelivered
+            else ""
+        )
+        raise SinkError(
+            f"{deliveries.failed} of {produced} records failed{unacknowledged} "
+            f"(deliveryTimeoutMs {plan.delivery_timeout_ms}); first error: "
+            f"{deliveries.first_error}"
+        )
+    return produced
+
+
+def _produce_batch(
+    producer: Producer,
+    plan: SinkPlan,
+    batch: pa.RecordBatch,
+    extra_headers: tuple[tuple[str, bytes], ...],
+    deliveries: _Deliveries,
+) -> int:
+    rows = int(batch.num_rows)
+    names = set(batch.schema.names)
+    values = batch.column("value").to_pylist()
+    keys = _column(batch, "key", names, plan.columns, rows)
+    partitions = _column(batch, "partition", names, plan.columns, rows)
+    topics = [plan.topic] * rows if plan.topic else batch.column("topic").to_pylist()
+    headers = _headers(batch, names, plan.columns, rows, extra_headers)
+    report = deliveries.report
+    produce = producer.produce
+    for i in range(rows):
+        partition = partitions[i]
+        while True:
+            try:
+                produce(
+                    topics[i],
+                    values[i],
+                    keys[i],
+                    partition=-1 if partition is None else partition,
+                    headers=headers[i],
+                    on_delivery=report,
+                )
+                break
+            except BufferError:
+                producer.poll(0.1)  # the local queue is full: let deliveries drain it
+            except KafkaException as exc:
+                deliveries.refused(exc.args[0], topics[i], partition)
+                return i + 1
+        if i % POLL_EVERY_ROWS == 0:
+            producer.poll(0)
+    return rows
+
+
+def _column(
+    batch: pa.RecordBatch, name: str, names: set[str], used: frozenset[str], rows: int
+) -> list[Any]:
+    if name in used and name in names:
+        return list(batch.column(name).to_pylist())
+    return [None] * rows
+
+
+def _headers(
+    batch: pa.RecordBatch,
+    names: set[str],
+    used: frozenset[str],
+    rows: int,
+    extra: tuple[tuple[str, bytes], ...],
+) -> list[Any]:
+    if "headers" not in used or "headers" not in names:
+        return [list(extra) if extra else None] * rows
+    result: list[Any] = []
+    for row in batch.column("headers").to_pylist():
+        pairs = [(h["key"], h["value"]) for h in row] if row else []
+        result.append(pairs + list(extra) if pairs or extra else None)
+    return result
