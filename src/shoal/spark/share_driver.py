@@ -1,0 +1,218 @@
+"""The driver side of the `shoal-share` source: what latestOffset, partitions, commit,
+prepareForTriggerAvailableNow and stop do, over a `ShareMember` (I/O) and a
+`ShareLedger` (bookkeeping). It lives in Spark's long-lived source runner process.
+
+At least once (spark.md §6):
+
+- `latest_offset(start)`: first ACCEPT the batch ending at `start` if this process
+  planned (or replayed) it: Spark calls latestOffset(start=end of N) only once commits/N
+  is durable. Then acquire up to the limit and plan batch `start.seq + 1` from the
+  acquired records, or answer None (no new batch) when nothing was acquired.
+- `batch(end)`: the records of the batch `end` names. For a batch this process planned,
+  exactly the offset JSON's spans (pure on `end`). For a batch of an earlier run that
+  Spark replays after a restart (never planned here), the driver first *reclaims* it:
+  the dead run's records went back to the group when its session ended, so they are
+  acquired again (each delivery counted by the broker) and the replay reads those of
+  them the group handed back. A record that keeps failing its batch is therefore
+  redelivered with a rising delivery count until the group archives it at
+  `share.delivery.count.limit`; the replay then leaves it out, and the number of
+  records left out is added to `arch` in the next offset JSON (and reported by
+  `status()`). The group cannot tell which record of a failing batch is bad, so the
+  whole batch shares that fate. With other consumers in the same group, a record one
+  of them took meanwhile is also left out (and counted): it is theirs now, not lost.
+- Records of a committed batch that an earlier run never acknowledged (it died or was
+  stopped between commits/N and the next trigger) are ACCEPTed when the group hands
+  them back to the restarted query instead of being delivered again
+  (`ShareLedger.remember_delivered`).
+- Acquisition uses ShareFetch's record-limit mode and asks only for what the batch
+  needs: every acquisition counts as a delivery, so records acquired and then released
+  unread would lose one of their `share.delivery.count.limit` attempts.
+- `commit(end)` ACCEPTs idempotently; `stop()` RELEASEs acquired-but-unplanned records,
+  closes the session (the broker releases the rest) and leaves the group; idempotent.
+- AvailableNow: `bound()` records the partitions' end offsets; records acquired at or
+  beyond them are RELEASEd, their partition is not fetched from again in this run, and
+  the run ends when an acquisition yields nothing below the bound. (Such a record's
+  next delivery shows a delivery count one higher.)
+
+ACCEPT, RELEASE and RENEW failures are logged with context and never raised: the
+broker redelivers whatever was not acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from shoal.spark.share_ledger import ShareLedger, SpanMap
+from shoal.spark.share_member import ACCEPT, RELEASE, ShareMember
+from shoal.spark.share_offsets import ShareOffset, Spans, record_count
+
+log = logging.getLogger(__name__)
+
+ACQUIRE_ROUNDS_MAX: Final = 64
+"""ShareFetches one latestOffset (or one reclaim) makes at most; the first waits up to
+`acquireMaxWaitMs`, the following ones only while records keep coming."""
+
+
+class ShareDriver:
+    """See the module docstring. Not thread-safe: Spark's runner calls it from one
+    thread."""
+
+    def __init__(self, member: ShareMember, *, acquire_wait_ms: int) -> None:
+        self.member = member
+        self.ledger = ShareLedger()
+        self._acquire_wait_ms = acquire_wait_ms
+        self._seen_start = False
+        self._archived_unreported = 0
+        self._archived_reported = 0
+        self._last_seq = 0
+        self._replays: dict[int, Spans] = {}
+        self._stopped = False
+        self.counters = {"acquired": 0, "accepted": 0, "released": 0, "ackFailed": 0}
+
+    # ---- Spark's calls
+
+    def latest_offset(self, start: ShareOffset, *, records_max: int) -> ShareOffset | None:
+        """The next batch's end offset, or None when nothing was acquired."""
+        self._forget_lost()
+        self._settle(start)
+        self._archived_reported = start.archived
+        self._fill(records_max)
+        seq = start.seq + 1
+        planned = self.ledger.plan(seq=seq, records_max=records_max)
+        if not planned:
+            return None
+        self._archived_reported += self._archived_unreported
+        self._archived_unreported = 0
+        self._last_seq = seq
+        return ShareOffset(seq=seq, archived=self._archived_reported, spans=planned)
+
+    def batch(self, end: ShareOffset) -> Spans:
+        """The spans the batch `end` reads (see the module docstring)."""
+        replay = self._replays.get(end.seq)
+        if replay is not None:
+            return replay
+        if end.seq <= max(self._last_seq, self.ledger.settled_seq):
+            return end.spans  # planned here: exactly what the offset JSON names
+        replay = self._reclaim(end)
+        self._replays = {end.seq: replay}
+        return replay
+
+    def commit(self, end: ShareOffset) -> None:
+        self._acknowledge(self.ledger.settle(end.seq), ACCEPT, "ACCEPT")
+
+    def bound(self) -> None:
+        """AvailableNow: only records below the current end offsets are read."""
+        ends = self.member.end_offsets()
+        self._acknowledge(self.ledger.bound(ends), RELEASE, "RELEASE")
+        log.info(
+            "share group %s: AvailableNow bound at %s",
+            self.member.settings.group_id,
+            {f"{tp.topic}-{tp.partition}": end for tp, end in sorted(ends.items())},
+        )
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._acknowledge(self.ledger.release_pending(), RELEASE, "RELEASE")
+        except Exception:  # the session close below releases them anyway
+            log.warning("RELEASE at stop failed", exc_info=True)
+        finally:
+            self.member.close()
+
+    def status(self) -> dict[str, Any]:
+        """What `reportLatestOffset` shows in the query progress."""
+        return {
+            "seq": self._last_seq,
+            "archived": self._archived_reported + self._archived_unreported,
+            "pending": self.ledger.pending_count,
+            "lockDurationMs": self.member.lock_duration_ms,
+            **self.counters,
+        }
+
+    # ---- internals
+
+    def _settle(self, start: ShareOffset) -> None:
+        if not self._seen_start:
+            self._seen_start = True
+            if start.spans and self.ledger.planned(start.seq) is None:
+                # committed by an earlier run, maybe never acknowledged
+                self.ledger.remember_delivered(start.spans)
+        self._acknowledge(self.ledger.settle(start.seq), ACCEPT, "ACCEPT")
+
+    def _fill(self, records_max: int) -> None:
+        wait_ms = self._acquire_wait_ms
+        for _ in range(ACQUIRE_ROUNDS_MAX):
+            wanted = records_max - self.ledger.pending_count
+            if wanted <= 0:
+                return
+            if not self._acquire(wanted, wait_ms):
+                return
+            wait_ms = 0
+
+    def _reclaim(self, end: ShareOffset) -> Spans:
+        wait_ms = self._acquire_wait_ms
+        for _ in range(ACQUIRE_ROUNDS_MAX):
+            missing = self.ledger.missing(end.spans)
+            if missing == 0 or not self._acquire(missing, wait_ms):
+                break
+            wait_ms = 0
+        replay = self.ledger.reclaim(seq=end.seq, spans=end.spans)
+        left_out = end.record_count - record_count(replay)
+        self._archived_unreported += left_out
+        log.info(
+            "share group %s: replaying batch seq %d of an earlier run: %d of its %d records "
+            "handed back by the group, %d left out (archived at the delivery limit, or taken "
+            "by another consumer)",
+            self.member.settings.group_id,
+            end.seq,
+            record_count(replay),
+            end.record_count,
+            left_out,
+        )
+        return replay
+
+    def _acquire(self, records_max: int, wait_ms: int) -> int:
+        """One ShareFetch; returns how many records it acquired that were not handed
+        straight back as beyond the AvailableNow bound (fetching again would only
+        acquire those again, each time raising their delivery count)."""
+        acquired = self.member.acquire(
+            records_max=records_max, wait_ms=wait_ms, skip=self.ledger.exhausted
+        )
+        self.counters["acquired"] += record_count(acquired)
+        admission = self.ledger.admit(acquired)
+        if admission.relocked:
+            log.warning(
+                "share group %s: %d records were handed out again after their lock expired "
+                "(a batch ran longer than the lock); they will be delivered again",
+                self.member.settings.group_id,
+                admission.relocked,
+            )
+        self._acknowledge(admission.accept, ACCEPT, "ACCEPT (already delivered)")
+        self._acknowledge(admission.release, RELEASE, "RELEASE (beyond the AvailableNow end)")
+        return admission.pending + record_count(admission.accept)
+
+    def _acknowledge(self, spans: SpanMap, ack_type: int, what: str) -> None:
+        if not spans:
+            return
+        failed = self.member.acknowledge(spans, ack_type)
+        count = record_count(spans)
+        self.counters["accepted" if ack_type == ACCEPT else "released"] += count
+        for tp, error in sorted(failed.items()):
+            self.counters["ackFailed"] += record_count({tp: spans.get(tp, ())})
+            log.warning(
+                "share group %s: %s of %s-%d %s failed: %s (the group redelivers them)",
+                self.member.settings.group_id,
+                what,
+                tp.topic,
+                tp.partition,
+                [list(s) for s in spans.get(tp, ())][:8],
+                error,
+            )
+
+    def _forget_lost(self) -> None:
+        lost = self.member.take_lost()
+        if lost:
+            self.ledger.forget(lost)

@@ -1,0 +1,135 @@
+"""Options of the `shoal-share` streaming source, parsed and checked (pure; no pyspark).
+
+| option | default | meaning |
+|---|---|---|
+| `bootstrap.servers` (or `kafka.bootstrap.servers`) | required | brokers |
+| `topic` (or `topics`) | required | a topic, or a comma-separated list |
+| `group.id` | required | the share group |
+| `maxRecordsPerBatch` | 10000 | records acquired per micro-batch (Spark's `ReadMaxRows`) |
+| `numPartitions` | topic-partitions in the batch | Spark tasks per micro-batch, any number |
+| `acquireMaxWaitMs` | 500 | how long one acquisition waits for records |
+| `lockRenewIntervalMs` | half the lock | how often held records are RENEWed |
+| `share.*` group configs | broker's | SET on the group before joining (configs.md §3) |
+
+The `share.*` keys are the group configs Shoal knows (`shoal.config.GROUP_KEYS`); their
+values are checked by the broker, whose refusal names the key. Spark lower-cases
+option names; matching is case-insensitive. Every problem raises `OptionError` naming
+the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from shoal.config import GROUP_KEYS
+from shoal.spark.options import (
+    BOOTSTRAP_SERVERS,
+    REQUIRED,
+    OptionError,
+    OptionSpec,
+    int_parser,
+    parse_options,
+    parse_topic_list,
+)
+
+SOURCE_NAME: Final = "shoal-share"
+RECORDS_PER_BATCH_DEFAULT: Final = 10_000
+RECORDS_PER_BATCH_MAX: Final = 1_000_000
+"""Ceiling of `maxRecordsPerBatch`, and what a batch acquires at most when Spark asks
+for everything available (`ReadAllAvailable`): the records of a batch are named in its
+offset JSON and held locked until the batch commits."""
+TASKS_PER_BATCH_MAX: Final = 10_000
+"""Ceiling of `numPartitions`."""
+ACQUIRE_WAIT_MS_DEFAULT: Final = 500
+ACQUIRE_WAIT_MS_MAX: Final = 60_000
+"""Ceiling of `acquireMaxWaitMs` (the broker clamps a ShareFetch's wait to this too)."""
+LOCK_RENEW_INTERVAL_MS_MIN: Final = 100
+LOCK_RENEW_INTERVAL_MS_MAX: Final = 1_800_000
+"""`lockRenewIntervalMs` bounds: half of the largest lock duration Kafka allows."""
+
+
+def _group_id(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+SPECS: Final = (
+    BOOTSTRAP_SERVERS,
+    OptionSpec(
+        "topic",
+        parse_topic_list,
+        REQUIRED,
+        aliases=("topics",),
+        help="a topic name or a comma-separated list",
+    ),
+    OptionSpec("group.id", _group_id, REQUIRED, help="the share group's id"),
+    OptionSpec(
+        "maxRecordsPerBatch",
+        int_parser(1, RECORDS_PER_BATCH_MAX),
+        RECORDS_PER_BATCH_DEFAULT,
+        help="records per micro-batch",
+    ),
+    OptionSpec(
+        "numPartitions",
+        int_parser(1, TASKS_PER_BATCH_MAX),
+        None,
+        help="Spark tasks per micro-batch",
+    ),
+    OptionSpec(
+        "acquireMaxWaitMs",
+        int_parser(0, ACQUIRE_WAIT_MS_MAX),
+        ACQUIRE_WAIT_MS_DEFAULT,
+        help="milliseconds",
+    ),
+    OptionSpec(
+        "lockRenewIntervalMs",
+        int_parser(LOCK_RENEW_INTERVAL_MS_MIN, LOCK_RENEW_INTERVAL_MS_MAX),
+        None,
+        help="milliseconds",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareOptions:
+    bootstrap: str
+    topics: tuple[str, ...]
+    group_id: str
+    records_per_batch: int = RECORDS_PER_BATCH_DEFAULT
+    tasks_per_batch: int | None = None
+    acquire_wait_ms: int = ACQUIRE_WAIT_MS_DEFAULT
+    lock_renew_interval_ms: int | None = None
+    group_configs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def read_committed(self) -> bool:
+        return self.group_configs.get("share.isolation.level", "").lower() == "read_committed"
+
+
+def parse_share_options(raw: Mapping[str, str]) -> ShareOptions:
+    """The source's options; OptionError naming the option when one is wrong."""
+    group_keys = {key.lower(): key for key in GROUP_KEYS}
+    group_configs: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for key, value in raw.items():
+        canonical = group_keys.get(key.lower())
+        if canonical is None:
+            rest[key] = value
+        elif not str(value).strip():
+            raise OptionError(f"option '{canonical}' must not be empty")
+        else:
+            group_configs[canonical] = str(value).strip()
+    parsed = parse_options(rest, SPECS, source=SOURCE_NAME)
+    return ShareOptions(
+        bootstrap=parsed["bootstrap.servers"],
+        topics=parsed["topic"],
+        group_id=parsed["group.id"],
+        records_per_batch=parsed["maxRecordsPerBatch"],
+        tasks_per_batch=parsed["numPartitions"],
+        acquire_wait_ms=parsed["acquireMaxWaitMs"],
+        lock_renew_interval_ms=parsed["lockRenewIntervalMs"],
+        group_configs=group_configs,
+    )
