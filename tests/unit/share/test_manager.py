@@ -208,16 +208,12 @@ def test_idle_share_partitions_unload_unless_records_are_acquired() -> None:
     rig.clock.advance(999)
     assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == []
     rig.clock.advance(1)
-    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [
-        rig.key(P1)
-    ]
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [rig.key(P1)]
     assert rig.manager.get(rig.key(P0)) is not None
     # Once acknowledged, P0 unloads too; its state comes back from the persister.
     assert rig.ack("m", P0, AckBatch(0, 1, (ACCEPT,)), AckBatch(2, 3, (RELEASE,))) is None
     rig.clock.advance(1_000)
-    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [
-        rig.key(P0)
-    ]
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1_000) == [rig.key(P0)]
     (again,) = rig.fetch("m2", P0)
     assert ranges(again) == [(2, 3, 2)]
 
