@@ -43,6 +43,11 @@ log start offset moved, archivals) so that parked share fetches retry.
 
 Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
 `_touched` holds exactly their keys.
+
+(Past 600 lines because it is the one place where a share request meets every
+share-partition: loading, acquisition across a session, acknowledgement and its
+persistence, expiry and unloading share the indexes above; the per-partition logic
+lives in partition.py, acquire.py and acknowledge.py.)
 """
 
 from __future__ import annotations
