@@ -9,7 +9,12 @@ the delivery limit archives them. Meanwhile the broker is SIGKILLed at random mo
 What must hold at the end:
 
 - every record the producer was told is stored has been accepted or rejected (or,
-  for poison records, released at the delivery limit) with the client told so;
+  for poison records, released at the delivery limit) with the client told so, or
+  its final acknowledgement was sent and its outcome never reported (the broker died
+  before answering, so the ack may or may not have been applied); for those the
+  broker must report nothing left to deliver: once consumption is drained, the lag of
+  every partition (DescribeShareGroupOffsets) is 0, so an ack that was lost would have
+  brought the record back and a stuck record would fail the test;
 - no record whose ACCEPT or REJECT was confirmed to a client (commit_sync answered
   without error for its partition) is ever delivered again, crash or not;
 - delivery counts carry across restarts: a poison record's counts never go down,
@@ -34,6 +39,7 @@ from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message
 
 from tests.support.broker import BrokerProcess, Brokers
 from tests.support.clients import create_topic, producer
+from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES, share_consumer, share_group
 from tests.support.topics import topic_name
 
@@ -61,6 +67,8 @@ class Ledger:
     """seq -> (partition, offset) the producer was told."""
     done: set[int] = field(default_factory=set)
     """seqs whose ACCEPT/REJECT (or, for poison, the release at the limit) was confirmed."""
+    unconfirmed: set[int] = field(default_factory=set)
+    """seqs whose final acknowledgement was sent but whose outcome was never reported."""
     deliveries: dict[int, list[int]] = field(default_factory=dict)
     """seq -> delivery counts seen, in order."""
     violations: list[str] = field(default_factory=list)
@@ -167,14 +175,28 @@ def consume_round(consumers: list[ShareConsumer], ledger: Ledger) -> None:
         try:
             results = consumer.commit_sync(10.0)
         except KafkaException:
-            continue
+            results = None
+        confirmed = {int(tp.partition) for tp, error in (results or {}).items() if error is None}
         with ledger.lock:
-            for tp, error in (results or {}).items():
-                if error is not None:
-                    continue
-                for seq, final in pending.get(int(tp.partition), []):
-                    if final:
+            for partition, acks in pending.items():
+                for seq, final in acks:
+                    if not final:
+                        continue
+                    if partition in confirmed:
                         ledger.done.add(seq)
+                        ledger.unconfirmed.discard(seq)
+                    else:
+                        ledger.unconfirmed.add(seq)
+
+
+def drained(bootstrap: str, group: str, topic: str) -> tuple[bool, dict[int, int]]:
+    """Whether the group has nothing left to deliver: every partition's lag is 0."""
+    try:
+        offsets = describe_offsets(bootstrap, group, {topic: list(range(PARTITIONS))})
+    except (OSError, ConnectionError):
+        return False, {}
+    lags = {partition: lag for partition, (_, _, lag) in offsets.get(topic, {}).items()}
+    return len(lags) == PARTITIONS and all(lag == 0 for lag in lags.values()), lags
 
 
 @pytest.mark.timeout(600)
@@ -209,15 +231,22 @@ def test_share_state_survives_repeated_sigkills(brokers: Brokers) -> None:
         assert not producing.is_alive()
         assert not producing.errors, producing.errors[:5]
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        next_check = 0.0
+        lags: dict[int, int] = {}
         while True:
             with ledger.lock:
                 missing = set(ledger.produced) - ledger.done
-            if not missing:
-                break
+                unreported = missing - ledger.unconfirmed
+            if not unreported and time.monotonic() >= next_check:
+                finished, lags = drained(broker.bootstrap, group, topic)
+                if finished:
+                    break
+                next_check = time.monotonic() + 1.0
             assert time.monotonic() < deadline, (
                 f"seed {seed}: {len(missing)} of {len(ledger.produced)} records never "
-                f"finished, e.g. {sorted(missing)[:10]} "
-                f"(deliveries {[ledger.deliveries.get(s) for s in sorted(missing)[:10]]})"
+                f"finished ({len(unreported)} never acknowledged), e.g. "
+                f"{sorted(missing)[:10]} (deliveries "
+                f"{[ledger.deliveries.get(s) for s in sorted(missing)[:10]]}); lags {lags}"
             )
             consume_round(consumers, ledger)
     finally:
@@ -225,6 +254,10 @@ def test_share_state_survives_repeated_sigkills(brokers: Brokers) -> None:
         for consumer in consumers:
             consumer.close()
 
+    print(
+        f"seed {seed}: {len(ledger.produced)} records, {killing.kills} kills, "
+        f"{len(ledger.unconfirmed)} final acks whose outcome was never reported"
+    )
     assert killing.kills >= KILLS
     assert len(ledger.produced) == producing.sent
     assert not ledger.violations, f"seed {seed}: {ledger.violations[:10]}"
