@@ -53,7 +53,14 @@ def spark_session(app_name: str = "orders-pipeline") -> Any:
 
 
 def order_events(
-    spark: Any, *, bootstrap: str, topic: str, group: str, tasks: int, batch_records: int
+    spark: Any,
+    *,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    tasks: int,
+    batch_records: int,
+    checkpoint: str,
 ) -> Any:
     """The share group's events as a streaming DataFrame (`shoal-share` columns)."""
     return (
@@ -64,6 +71,8 @@ def order_events(
         .option("numPartitions", str(tasks))
         .option("maxRecordsPerBatch", str(batch_records))
         .option("share.auto.offset.reset", "earliest")  # a new group starts at the beginning
+        # the query's own checkpoint: a stop right after a batch still acknowledges it
+        .option("checkpointLocation", checkpoint)
         .load()
     )
 
@@ -145,6 +154,7 @@ def start(
         group=group,
         tasks=tasks,
         batch_records=batch_records,
+        checkpoint=checkpoint,
     )
     writer = (
         events.writeStream.foreachBatch(batch_writer(out))

@@ -4,7 +4,9 @@ Spark session, Parquet output.
 What is checked: an AvailableNow stream copies every record and leaves the group's
 start offset at the end; a batch runs more tasks than the topic has partitions; a
 second group reads everything again on its own; a query killed in the middle of a batch
-and restarted from its checkpoint loses nothing and duplicates only that batch; a
+and restarted from its checkpoint loses nothing and duplicates only that batch; a query
+stopped after Spark committed a batch, before the next trigger, has acknowledged it
+when the source is given the checkpoint; a
 record that keeps failing is archived at the delivery limit and counted; mistakes are
 reported, naming the option, before any task runs.
 """
@@ -273,6 +275,50 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
     redelivered = {(p, o): n for p, o, n in rows if (p, o) in interrupted_offsets}
     assert set(redelivered) == interrupted_offsets
     assert set(redelivered.values()) == {2}  # the replay's records were redelivered
+
+
+@pytest.mark.parametrize("source_knows_checkpoint", [True, False], ids=["checkpoint", "none"])
+def test_a_query_stopped_after_a_committed_batch_has_acknowledged_it(
+    spark: Any, broker: BrokerProcess, tmp_path: Path, source_knows_checkpoint: bool
+) -> None:
+    """Spark commits batch 0 and would tell the source at the next trigger, an hour
+    later; the query is stopped before. Given the checkpoint, the source finds the
+    commit at stop and ACCEPTs the batch: the group hands out only what the query did
+    not process. Without it, the batch's records go back to the group."""
+    topic = topic_name("share-stop")
+    topic_id = create_topic(broker.bootstrap, topic, partitions=2)
+    for partition in (0, 1):
+        produce_values(broker.bootstrap, topic, 60, partition=partition)
+    group = f"stopped-{source_knows_checkpoint}"
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    options = {"checkpointLocation": str(checkpoint)} if source_knows_checkpoint else {}
+    stream = _source(spark, broker.bootstrap, topic, group, maxRecordsPerBatch="1000", **options)
+    query = (
+        stream.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="1 hour")
+        .start()
+    )
+    try:
+        committed = wait_until((checkpoint / "commits" / "0").exists, timeout_s=QUERY_TIMEOUT_S)
+        assert committed, query.exception()
+    finally:
+        query.stop()
+    _wait_group_empty(broker.bootstrap, group)  # stop() ran: the member left
+
+    processed = {(p, o) for p, o, _ in _output(spark, out)}
+    assert processed, "batch 0 read nothing"
+    handed_out = {
+        (partition, o)
+        for partition, first, last in _next_deliveries(broker.bootstrap, group, topic_id, 2)
+        for o in range(first, last + 1)
+    }
+    everything = set(_all_offsets({0: 60, 1: 60}))
+    if source_knows_checkpoint:
+        assert handed_out == everything - processed
+    else:
+        assert handed_out == everything
 
 
 def _last_batch(offsets_dir: Path) -> int:

@@ -29,6 +29,12 @@ At least once (spark.md §6):
   unread would lose one of their `share.delivery.count.limit` attempts.
 - `commit(end)` ACCEPTs idempotently; `stop()` RELEASEs acquired-but-unplanned records,
   closes the session (the broker releases the rest) and leaves the group; idempotent.
+  Spark commits a batch (`commits/N`) and calls commit()/latestOffset() about it only
+  at the next trigger, which a stopped query never runs. Given the query's checkpoint
+  (`committed`, reading share_checkpoint.py), `stop()` first ACCEPTs the batches it
+  finds committed there, so the group's start offset reaches the end of what the
+  query processed; without it those records go back to the group (and a restart from
+  the checkpoint ACCEPTs them when they are handed back).
 - AvailableNow: `bound()` records the partitions' end offsets; records acquired at or
   beyond them are RELEASEd, their partition is not fetched from again in this run, and
   the run ends when an acquisition yields nothing below the bound. (Such a record's
@@ -41,11 +47,12 @@ broker redelivers whatever was not acknowledged.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from shoal.spark.share_ledger import ShareLedger, SpanMap
 from shoal.spark.share_member import ACCEPT, RELEASE, ShareMember
-from shoal.spark.share_offsets import ShareOffset, Spans, record_count
+from shoal.spark.share_offsets import ShareOffset, Spans, covers, record_count
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +65,17 @@ class ShareDriver:
     """See the module docstring. Not thread-safe: Spark's runner calls it from one
     thread."""
 
-    def __init__(self, member: ShareMember, *, acquire_wait_ms: int) -> None:
+    def __init__(
+        self,
+        member: ShareMember,
+        *,
+        acquire_wait_ms: int,
+        committed: Callable[[], Sequence[ShareOffset]] | None = None,
+    ) -> None:
+        """`committed` reads the end offsets of the batches Spark committed (see the
+        module docstring), or None when the query's checkpoint is unknown."""
         self.member = member
+        self._committed = committed
         self.ledger = ShareLedger()
         self._acquire_wait_ms = acquire_wait_ms
         self._seen_start = False
@@ -116,6 +132,7 @@ class ShareDriver:
             return
         self._stopped = True
         try:
+            self._accept_committed()
             self._acknowledge(self.ledger.release_pending(), RELEASE, "RELEASE")
         except Exception:  # the session close below releases them anyway
             log.warning("RELEASE at stop failed", exc_info=True)
@@ -133,6 +150,36 @@ class ShareDriver:
         }
 
     # ---- internals
+
+    def _accept_committed(self) -> None:
+        """ACCEPT the planned batches the checkpoint shows committed. A batch matches
+        by seq and by its records lying within the checkpointed end offset, so a
+        checkpoint of another query never ACCEPTs anything."""
+        if self._committed is None or self.ledger.planned_count == 0:
+            return
+        try:
+            offsets = self._committed()
+        except OSError:
+            log.warning(
+                "share group %s: the checkpoint could not be read at stop; the records of "
+                "batches committed since the last trigger go back to the group",
+                self.member.settings.group_id,
+                exc_info=True,
+            )
+            return
+        done = [
+            end.seq
+            for end in offsets
+            if (planned := self.ledger.planned(end.seq)) is not None and covers(end.spans, planned)
+        ]
+        if done:
+            log.info(
+                "share group %s: batches up to seq %d committed by Spark after the last "
+                "trigger; accepting them at stop",
+                self.member.settings.group_id,
+                max(done),
+            )
+            self._acknowledge(self.ledger.settle(max(done)), ACCEPT, "ACCEPT")
 
     def _settle(self, start: ShareOffset) -> None:
         if not self._seen_start:

@@ -116,6 +116,11 @@ class ShareLedger:
         return record_count(self._pending)
 
     @property
+    def planned_count(self) -> int:
+        """Batches planned (or replayed) here and not settled yet."""
+        return len(self._planned)
+
+    @property
     def settled_seq(self) -> int:
         """The highest seq settled so far (-1 before any)."""
         return self._settled_seq

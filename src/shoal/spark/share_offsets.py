@@ -92,6 +92,20 @@ def record_count(spans: Spans) -> int:
     return sum(span.size for items in spans.values() for span in items)
 
 
+def covers(outer: Spans, inner: Spans) -> bool:
+    """Whether every offset of `inner` lies in a span of `outer` for the same
+    topic-partition (delivery counts aside: a replay redelivers with higher counts)."""
+    for tp, items in inner.items():
+        around = sorted(outer.get(tp, ()))
+        i = 0
+        for span in sorted(items):
+            while i < len(around) and around[i].last < span.first:
+                i += 1
+            if i == len(around) or around[i].first > span.first or around[i].last < span.last:
+                return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class ShareOffset:
     """One end offset of the share source (see the module docstring)."""

@@ -9,7 +9,12 @@
 | `numPartitions` | topic-partitions in the batch | Spark tasks per micro-batch, any number |
 | `acquireMaxWaitMs` | 500 | how long one acquisition waits for records |
 | `lockRenewIntervalMs` | half the lock | how often held records are RENEWed |
+| `checkpointLocation` | none | the query's checkpoint directory (see below) |
 | `share.*` group configs | broker's | SET on the group before joining (configs.md §3) |
+
+`checkpointLocation` is the same local directory as the query's own: reading which
+batches Spark committed there lets the source ACCEPT, when the query stops, a batch
+committed after the last trigger (share_checkpoint.py).
 
 The `share.*` keys are the group configs Shoal knows (`shoal.config.GROUP_KEYS`); their
 values are checked by the broker, whose refusal names the key. Spark lower-cases
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from shoal.config import GROUP_KEYS
@@ -33,6 +39,7 @@ from shoal.spark.options import (
     parse_options,
     parse_topic_list,
 )
+from shoal.spark.share_checkpoint import local_checkpoint
 
 SOURCE_NAME: Final = "shoal-share"
 RECORDS_PER_BATCH_DEFAULT: Final = 10_000
@@ -90,6 +97,12 @@ SPECS: Final = (
         None,
         help="milliseconds",
     ),
+    OptionSpec(
+        "checkpointLocation",
+        local_checkpoint,
+        None,
+        help="the query's checkpoint directory, a local path or file: URI",
+    ),
 )
 
 
@@ -102,6 +115,7 @@ class ShareOptions:
     tasks_per_batch: int | None = None
     acquire_wait_ms: int = ACQUIRE_WAIT_MS_DEFAULT
     lock_renew_interval_ms: int | None = None
+    checkpoint: Path | None = None
     group_configs: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -131,5 +145,6 @@ def parse_share_options(raw: Mapping[str, str]) -> ShareOptions:
         tasks_per_batch=parsed["numPartitions"],
         acquire_wait_ms=parsed["acquireMaxWaitMs"],
         lock_renew_interval_ms=parsed["lockRenewIntervalMs"],
+        checkpoint=parsed["checkpointLocation"],
         group_configs=group_configs,
     )

@@ -15,7 +15,9 @@ executors for `read()`) and in the query's long-lived source runner, which alone
 the offset methods. The reader therefore starts its `ShareDriver` lazily, at its first
 offset call, and never pickles it. That first call also installs a SIGTERM handler
 raising SystemExit, so that the runner's `finally: reader.stop()` runs when Spark ends
-the runner (query stop, end of AvailableNow); `stop()` is idempotent.
+the runner (query stop, end of AvailableNow); `stop()` is idempotent. Given the
+query's checkpoint as the `checkpointLocation` option, `stop()` also ACCEPTs the
+batches Spark committed after the last trigger (share_checkpoint.py).
 
 How many records the group archived after they kept failing: `arch` in every offset
 JSON (durable, visible as the source's `endOffset` in the query progress) and
@@ -27,6 +29,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Iterator, Sequence
+from functools import partial
 from types import FrameType
 from typing import Any, Final
 
@@ -42,6 +45,7 @@ from pyspark.sql.streaming.datasource import (
 
 from shoal.spark.options import require_reachable
 from shoal.spark.reading import ARROW_SCHEMA, SCHEMA_DDL, read_range
+from shoal.spark.share_checkpoint import committed_offsets
 from shoal.spark.share_driver import ShareDriver
 from shoal.spark.share_member import MemberSettings, ShareMember
 from shoal.spark.share_offsets import INITIAL_OFFSET, ChunkPart, ShareOffset, split
@@ -108,7 +112,12 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
             )
             member.start()
-            self._driver = ShareDriver(member, acquire_wait_ms=options.acquire_wait_ms)
+            checkpoint = options.checkpoint
+            self._driver = ShareDriver(
+                member,
+                acquire_wait_ms=options.acquire_wait_ms,
+                committed=None if checkpoint is None else partial(committed_offsets, checkpoint),
+            )
             _install_sigterm_handler()
             log.info(
                 "shoal-share source joined group %s as member %s (topics %s)",

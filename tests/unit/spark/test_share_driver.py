@@ -5,11 +5,17 @@ tests/spark/test_share_member.py)."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from shoal.spark.share_checkpoint import committed_offsets
 from shoal.spark.share_driver import ACQUIRE_ROUNDS_MAX, ShareDriver
 from shoal.spark.share_member import ACCEPT, MemberSettings
-from shoal.spark.share_offsets import INITIAL_OFFSET, Span, Spans, TopicPartition
+from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, Span, Spans, TopicPartition
+from tests.unit.spark.test_share_checkpoint import write_batch
 
 TP = TopicPartition("t", 0)
 
@@ -23,6 +29,7 @@ class OneRecordAtATime:
         self.next_offset = 0
         self.fetches = 0
         self.acks: list[tuple[int, Spans]] = []
+        self.closed = False
 
     def acquire(
         self, *, records_max: int, wait_ms: int, skip: Collection[TopicPartition] = ()
@@ -38,6 +45,9 @@ class OneRecordAtATime:
     def take_lost(self) -> dict[TopicPartition, Any]:
         return {}
 
+    def close(self) -> None:
+        self.closed = True
+
 
 def test_one_latest_offset_makes_at_most_the_round_limit_of_fetches() -> None:
     member = OneRecordAtATime()
@@ -52,3 +62,74 @@ def test_one_latest_offset_makes_at_most_the_round_limit_of_fetches() -> None:
     assert member.acks == [(ACCEPT, {TP: (Span(0, ACQUIRE_ROUNDS_MAX - 1, 1),)})]
     assert again is not None and again.record_count == 5
     assert member.fetches == 5
+
+
+def _driver(checkpoint: Path | None) -> tuple[OneRecordAtATime, ShareDriver]:
+    member = OneRecordAtATime()
+    committed = None if checkpoint is None else partial(committed_offsets, checkpoint)
+    driver = ShareDriver(member, acquire_wait_ms=0, committed=committed)  # type: ignore[arg-type]
+    return member, driver
+
+
+def _plan(driver: ShareDriver, start: ShareOffset, records: int) -> ShareOffset:
+    end = driver.latest_offset(start, records_max=records)
+    assert end is not None
+    return end
+
+
+def test_stop_accepts_a_batch_spark_committed_after_the_last_trigger(tmp_path: Path) -> None:
+    member, driver = _driver(tmp_path)
+    end1 = _plan(driver, INITIAL_OFFSET, 2)
+    write_batch(tmp_path, 0, end1, committed=True)
+    driver.stop()
+    assert member.acks == [(ACCEPT, {TP: (Span(0, 1, 1),)})]
+    assert driver.status()["accepted"] == 2
+    driver.stop()  # idempotent: nothing acknowledged twice
+    assert len(member.acks) == 1
+
+
+def test_stop_accepts_only_what_was_not_accepted_yet(tmp_path: Path) -> None:
+    member, driver = _driver(tmp_path)
+    end1 = _plan(driver, INITIAL_OFFSET, 2)
+    end2 = _plan(driver, end1, 3)  # the trigger of batch 2 accepted batch 1
+    write_batch(tmp_path, 0, end1, committed=True)
+    write_batch(tmp_path, 1, end2, committed=True)
+    driver.stop()
+    assert member.acks == [(ACCEPT, {TP: (Span(0, 1, 1),)}), (ACCEPT, {TP: (Span(2, 4, 1),)})]
+
+
+def test_stop_leaves_an_uncommitted_batch_to_the_group(tmp_path: Path) -> None:
+    member, driver = _driver(tmp_path)
+    end1 = _plan(driver, INITIAL_OFFSET, 2)
+    write_batch(tmp_path, 0, end1, committed=False)  # Spark stopped inside batch 1
+    driver.stop()
+    assert member.acks == []
+    assert member.closed  # closing the session hands its records back
+
+
+def test_another_querys_checkpoint_accepts_nothing(tmp_path: Path) -> None:
+    member, driver = _driver(tmp_path)
+    _plan(driver, INITIAL_OFFSET, 2)
+    other = ShareOffset(seq=1, spans={TP: (Span(100, 101, 1),)})  # same seq, other records
+    write_batch(tmp_path, 0, other, committed=True)
+    driver.stop()
+    assert member.acks == []
+
+
+def test_without_the_checkpoint_stop_accepts_nothing() -> None:
+    member, driver = _driver(None)
+    _plan(driver, INITIAL_OFFSET, 2)
+    driver.stop()
+    assert member.acks == []
+
+
+def test_an_unreadable_checkpoint_is_logged_and_the_member_still_leaves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    member, driver = _driver(tmp_path)
+    _plan(driver, INITIAL_OFFSET, 2)
+    (tmp_path / "commits").write_text("a file where Spark keeps a directory")
+    driver.stop()
+    assert member.acks == []
+    assert member.closed
+    assert "checkpoint could not be read" in caplog.text

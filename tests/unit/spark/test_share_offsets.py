@@ -14,6 +14,7 @@ from shoal.spark.share_offsets import (
     ShareOffset,
     Span,
     TopicPartition,
+    covers,
     normalized,
     record_count,
     split,
@@ -140,3 +141,29 @@ def test_split_covers_every_record_once_in_balanced_chunks(raw: dict, parts: int
         for o in range(s.first, s.last + 1)
     ]
     assert seen == expected
+
+
+def test_covers_ignores_delivery_counts_and_needs_every_offset() -> None:
+    outer = {A0: (Span(0, 9, 1), Span(20, 29, 2)), A1: (Span(5, 5, 1),)}
+    assert covers(outer, {A0: (Span(2, 4, 3), Span(20, 29, 3))})  # a replay's subset
+    assert covers(outer, {A1: (Span(5, 5, 2),)})
+    assert covers(outer, {})
+    assert not covers(outer, {A0: (Span(8, 12, 1),)})  # runs past a span
+    assert not covers(outer, {A0: (Span(10, 10, 1),)})  # in a hole
+    assert not covers(outer, {B0: (Span(0, 0, 1),)})  # another partition
+    assert not covers({}, {A0: (Span(0, 0, 1),)})
+
+
+@given(spans_strategy, spans_strategy)
+def test_covers_is_offset_set_inclusion(raw_outer: dict, raw_inner: dict) -> None:
+    outer, inner = _as_spans(raw_outer), _as_spans(raw_inner)
+
+    def offsets(spans: dict[TopicPartition, list[Span]]) -> set[tuple[TopicPartition, int]]:
+        return {
+            (tp, o)
+            for tp, items in spans.items()
+            for s in items
+            for o in range(s.first, s.last + 1)
+        }
+
+    assert covers(outer, inner) == (offsets(inner) <= offsets(outer))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from shoal.spark.options import OptionError
@@ -33,7 +35,13 @@ def test_defaults_and_lower_cased_names_as_spark_passes_them() -> None:
         "share.record.lock.duration.ms": "60000",
     }
     assert not options.read_committed
+    assert options.checkpoint is None
     assert parse_share_options(BASE).tasks_per_batch is None
+
+
+def test_checkpoint_location_is_the_local_directory() -> None:
+    options = parse_share_options({**BASE, "checkpointlocation": "file:///tmp/q/cp"})
+    assert options.checkpoint == Path("/tmp/q/cp")
 
 
 def test_topics_takes_a_list() -> None:
@@ -57,6 +65,7 @@ def test_topics_takes_a_list() -> None:
         ({**BASE, "numPartitions": str(TASKS_PER_BATCH_MAX + 1)}, "'numPartitions'"),
         ({**BASE, "acquireMaxWaitMs": str(ACQUIRE_WAIT_MS_MAX + 1)}, "'acquireMaxWaitMs'"),
         ({**BASE, "lockRenewIntervalMs": "10"}, "'lockRenewIntervalMs'"),
+        ({**BASE, "checkpointLocation": "hdfs://nn/cp"}, "'checkpointLocation'"),
         ({**BASE, "maxRecordsPerBatchh": "1"}, "unknown option 'maxRecordsPerBatchh'"),
         ({**BASE, "share.no.such.config": "1"}, "unknown option 'share.no.such.config'"),
         ({**BASE, "share.auto.offset.reset": ""}, "'share.auto.offset.reset'"),
