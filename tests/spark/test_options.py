@@ -24,7 +24,7 @@ from shoal.spark.options import (
     parse_topic_list,
     require_reachable,
 )
-from shoal.spark.wire import BrokerUnreachable, ClusterClient
+from shoal.spark.wire import BrokerUnreachable, ClusterClient, client_for, close_cached_clients
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic, flush_all, producer
 from tests.support.topics import topic_name
@@ -142,6 +142,20 @@ def test_request_timeout_limit_closes_a_silent_connection() -> None:
                 client.check_reachable()
         finally:
             client.close()
+
+
+def test_cached_clients_are_closed_at_exit(spark_broker: BrokerProcess) -> None:
+    """`close_cached_clients` (registered with atexit) closes this process's cached
+    connections; the next `client_for` opens a fresh client."""
+    client = client_for(spark_broker.bootstrap)
+    client.check_reachable()
+    connections = list(client._connections.values())
+    assert connections and not any(c.closed for c in connections)
+    close_cached_clients()
+    assert all(c.closed for c in connections)
+    fresh = client_for(spark_broker.bootstrap)
+    assert fresh is not client
+    fresh.check_reachable()
 
 
 # ---- through Spark: reported at planning, before any job

@@ -8,8 +8,9 @@ connection (a lock serialises callers, so a reader's helper thread may share it)
 
 `client_for(bootstrap)` caches one `ClusterClient` per bootstrap string and worker
 process: Spark reuses Python workers across tasks, so a task finds its connections
-open. A connection that fails mid-request is closed and the (idempotent) request is
-retried once on a fresh one; the broker may have closed an idle socket meanwhile.
+open; they are closed when the process exits normally (`close_cached_clients`). A
+connection that fails mid-request is closed and the (idempotent) request is retried
+once on a fresh one; the broker may have closed an idle socket meanwhile.
 
 Errors: `BrokerUnreachable` when no connection can be made or a request times out,
 `KafkaError` when the broker answers with an error code (its Kafka name in `.code`).
@@ -17,6 +18,7 @@ Errors: `BrokerUnreachable` when no connection can be made or a request times ou
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import logging
 import os
@@ -448,3 +450,12 @@ def client_for(bootstrap: str) -> ClusterClient:
         if client is None:
             client = _CLIENTS[key] = ClusterClient(bootstrap)
         return client
+
+
+@atexit.register
+def close_cached_clients() -> None:
+    """Close this process's cached clients (a forked child leaves its parent's alone)."""
+    pid = os.getpid()
+    with _CLIENTS_LOCK:
+        for key in [key for key in _CLIENTS if key[0] == pid]:
+            _CLIENTS.pop(key).close()
