@@ -43,6 +43,16 @@ from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def save_result(bench: str, stamp: str, result: Any) -> Path:
+    """Write a bench's result as `bench/results/<bench>-<stamp>.json`; returns the path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = RESULTS_DIR / f"{bench}-{stamp}.json"
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return out
+
+
 PARTITIONS = 3
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -350,9 +360,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(HEADER, flush=True)
     result = run(args)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"produce_fetch-{result['timestamp']}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = save_result("produce_fetch", result["timestamp"], result)
     info = result["machine"]
     print(
         f"\n{info['cores']} cores ({info['cpu']}), {info['ram_gib']} GiB RAM, "

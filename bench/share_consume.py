@@ -48,7 +48,6 @@ with machine information.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import sys
@@ -65,9 +64,8 @@ from confluent_kafka.admin import ResourceType as AdminResourceType
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import CpuMeter, machine
+from bench.produce_fetch import CpuMeter, machine, save_result
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BROKER_OVERRIDES = (
     "group.share.min.heartbeat.interval.ms=100",
     "group.share.heartbeat.interval.ms=500",
@@ -523,9 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.records % p:
             parser.error(f"--records must be a multiple of every partition count ({p})")
     result = run(args)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"share_consume-{result['timestamp']}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = save_result("share_consume", result["timestamp"], result)
     print(
         "\nacquisition-to-acknowledgement latency: poll() returning a record -> "
         "commit_sync() returning\n(explicit mode, ACCEPT of every record, one partition, "

@@ -48,7 +48,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.produce_fetch import RESULTS_DIR, machine
+from bench.produce_fetch import machine, save_result
 from shoal.clock import SystemClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
@@ -263,24 +263,20 @@ def main() -> int:
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"share_recovery-{stamp}.json"
-    out.write_text(
-        json.dumps(
-            {
-                "machine": machine(),
-                "args": {k: v for k, v in vars(args).items() if k != "child"},
-                "build": built,
-                "prune": pruned,
-                "recovery_unpruned": unpruned,
-                "recovery": loaded,
-                "recovery_traced": traced,
-                "baseline": baseline,
-                "recovery_memory_kib": memory_kib,
-            },
-            indent=2,
-            default=str,
-        )
+    out = save_result(
+        "share_recovery",
+        stamp,
+        {
+            "machine": machine(),
+            "args": {k: v for k, v in vars(args).items() if k != "child"},
+            "build": built,
+            "prune": pruned,
+            "recovery_unpruned": unpruned,
+            "recovery": loaded,
+            "recovery_traced": traced,
+            "baseline": baseline,
+            "recovery_memory_kib": memory_kib,
+        },
     )
     print(f"\nresults: {out}")
     return 0

@@ -24,7 +24,6 @@ bench/results/spark_read-<timestamp>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from typing import Any
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import RESULTS_DIR, CpuMeter, machine, produce
+from bench.produce_fetch import CpuMeter, machine, produce, save_result
 
 VALUE_BYTES = 100
 
@@ -201,10 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records = 100_000
     result = run(args)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"spark_read-{result['timestamp']}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nresults: {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    print(f"\nresults: {save_result('spark_read', result['timestamp'], result)}")
     return 0
 
 

@@ -27,7 +27,6 @@ in bench/results/spark_share-<timestamp>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -38,7 +37,7 @@ from typing import Any
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import RESULTS_DIR, machine, produce
+from bench.produce_fetch import machine, produce, save_result
 from bench.spark_read import HEADER, VALUE_BYTES, Phase, measure, spark_session
 
 WINDOW_RECORDS = 10_000
@@ -177,11 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records = 100_000
     result = run(args)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"spark_share-{result['timestamp']}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
-    print(f"\nresults: {shown}")
+    print(f"\nresults: {save_result('spark_share', result['timestamp'], result)}")
     return 0
 
 
