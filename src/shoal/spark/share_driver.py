@@ -135,7 +135,7 @@ class ShareDriver:
             self._accept_committed()
             self._acknowledge(self.ledger.release_pending(), RELEASE, "RELEASE")
         except Exception:  # the session close below releases them anyway
-            log.warning("RELEASE at stop failed", exc_info=True)
+            log.warning("acknowledgement at stop failed", exc_info=True)
         finally:
             self.member.close()
 
