@@ -800,6 +800,43 @@ class BrokerConfig:
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
+    # Typed accessors: the key's declared type is checked, so a typo'd key or a key read
+    # as the wrong type fails loudly at the call (not as a silent `int(...)` cast).
+    def get_int(self, key: str) -> int:
+        """An INT, SHORT or LONG key's value."""
+        value = self._typed(key, (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG))
+        assert isinstance(value, int)
+        return value
+
+    def get_bool(self, key: str) -> bool:
+        value = self._typed(key, (ConfigType.BOOLEAN,))
+        assert isinstance(value, bool)
+        return value
+
+    def get_str(self, key: str) -> str | None:
+        """A STRING, CLASS or PASSWORD key's value (None where the key is nullable)."""
+        value = self._typed(key, (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD))
+        assert value is None or isinstance(value, str)
+        return value
+
+    def get_list(self, key: str) -> list[str]:
+        value = self._typed(key, (ConfigType.LIST,))
+        assert isinstance(value, list)
+        return value
+
+    def get_float(self, key: str) -> float:
+        value = self._typed(key, (ConfigType.DOUBLE,))
+        assert isinstance(value, int | float)
+        return float(value)
+
+    def _typed(self, key: str, types: tuple[ConfigType, ...]) -> Any:
+        definition = BROKER_KEYS.get(key)
+        if definition is None:
+            raise KeyError(f"unknown broker config key {key!r}")
+        if definition.type not in types:
+            raise TypeError(f"{key} is a {definition.type.name}, not {types[0].name}")
+        return self.values[key]
+
     def with_overrides(self, overrides: Mapping[str, object]) -> BrokerConfig:
         """A new validated config with some keys changed (IncrementalAlterConfigs)."""
         raw: dict[str, object] = {k: self.values[k] for k in self.explicit}

@@ -133,3 +133,14 @@ def test_iso_durations(text: str, ms: int) -> None:
 def test_bad_iso_durations(text: str) -> None:
     with pytest.raises(ValueError):
         parse_iso_duration_ms(text)
+
+
+def test_typed_accessors_check_the_declared_type() -> None:
+    config = BrokerConfig.from_raw({"num.partitions": "3"})
+    assert config.get_int("num.partitions") == 3
+    assert config.get_bool("auto.create.topics.enable") is True
+    assert config.get_list("listeners") == ["PLAINTEXT://127.0.0.1:9092"]
+    with pytest.raises(KeyError, match="no.such.key"):
+        config.get_int("no.such.key")
+    with pytest.raises(TypeError, match="num.partitions is a INT"):
+        config.get_bool("num.partitions")
