@@ -140,7 +140,7 @@ def test_typed_accessors_check_the_declared_type() -> None:
     assert config.get_int("num.partitions") == 3
     assert config.get_bool("auto.create.topics.enable") is True
     assert config.get_list("listeners") == ["PLAINTEXT://127.0.0.1:9092"]
-    with pytest.raises(KeyError, match="no.such.key"):
+    with pytest.raises(KeyError, match=r"no\.such\.key"):
         config.get_int("no.such.key")
-    with pytest.raises(TypeError, match="num.partitions is a INT"):
+    with pytest.raises(TypeError, match=r"num\.partitions is a INT"):
         config.get_bool("num.partitions")
