@@ -109,7 +109,7 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
             cluster_id = load_or_create_meta(
                 data_dir,
-                cluster_id=broker_config["cluster.id"],
+                cluster_id=broker_config.get_str("cluster.id"),
                 node_id=broker_config.node_id,
                 uuid_source=uuid_source,
             )
@@ -176,7 +176,7 @@ class LogManager:
 
     def _partition_config(self, info: TopicInfo) -> dict[str, Any]:
         config = effective_topic_config(self._broker_config, info.configs)
-        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config[PRODUCER_ID_EXPIRATION_KEY]
+        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config.get_int(PRODUCER_ID_EXPIRATION_KEY)
         return config
 
     # -- queries
