@@ -162,7 +162,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_server_has_no_import_cycle() -> None:
     graph = _server_graph()
-    assert "shoal.server.broker" in graph and graph["shoal.server.broker"]
+    assert graph.get("shoal.server.broker"), "the graph should see the broker's imports"
     cycle = _cycle(graph)
     assert cycle is None, "import cycle in server/: " + " -> ".join(cycle or [])
 
