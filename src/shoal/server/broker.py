@@ -2,9 +2,9 @@
 
 `Broker` builds the services and hands handlers only those (`Services`,
 server/services.py, as `ctx.services`), subscribes them to the log's change events
-(log/events.py), and runs the listener. Timers are driven here from the clock: retention every
-`log.retention.check.interval.ms`, the time-based flush check every second; share
-acquisition locks by `share_service` (server/share_service.py). Dynamic
+(log/events.py), and runs the listener. Timers are driven here from the clock:
+retention every `log.retention.check.interval.ms`, the time-based flush check every
+second; share acquisition locks by `share_service` (server/share_service.py). Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.

@@ -16,8 +16,8 @@ ValidateOnly nothing changes.
   Kafka's controller answers "Default group resources are not allowed."). SET and
   DELETE (APPEND/SUBTRACT: INVALID_CONFIG, no share key is a LIST); the group's whole
   resulting set is checked against the current broker bounds (group/configs.py), then
-  persisted and adopted by the broker's group config store, whose listeners
-  (`services.on_group_config_changed`) are then called with the group id. DELETE makes
+  persisted and adopted by the group config store (`services.group_configs`), whose
+  listeners (the share service) are then called with the group id. DELETE makes
   the key fall back to the broker default.
 """
 
