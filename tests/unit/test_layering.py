@@ -109,3 +109,83 @@ def test_the_checker_sees_violations(tmp_path: Path) -> None:
     assert "shoal.server" in _imports(sample)
     assert len(_wall_clock_calls(sample)) == 1
     assert _modules("protocol"), "the protocol package should exist"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _server_graph() -> dict[str, set[str]]:
+    """Every `shoal.server` module with the `shoal.server` modules it imports, counting
+    imports under `if TYPE_CHECKING:` and inside functions (the whole AST), and
+    `from shoal.server import x` as an import of the module `shoal.server.x`."""
+    modules = {_module_name(path): path for path in _modules("server")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                edges.add(node.module)
+                edges.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of `graph` (as a path that ends where it starts), or None."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return None
+        path.append(module)
+        for target in sorted(graph[module]):
+            found = visit(target)
+            if found is not None:
+                return found
+        path.pop()
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        found = visit(module)
+        if found is not None:
+            return found
+    return None
+
+
+def test_server_has_no_import_cycle() -> None:
+    graph = _server_graph()
+    assert graph.get("shoal.server.broker"), "the graph should see the broker's imports"
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle in server/: " + " -> ".join(cycle or [])
+
+
+def test_only_the_cli_imports_the_broker() -> None:
+    importers = sorted(
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*.py")
+        if "shoal.server.broker" in _imports(path)
+    )
+    assert importers == ["cli/serve.py"]
+
+
+def test_no_handler_references_the_broker() -> None:
+    offenders = []
+    for path in _modules("server/handlers"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+            if name in {"Broker", "broker"}:
+                offenders.append(f"{path.name}:{getattr(node, 'lineno', '?')} {name}")
+    assert not offenders, "handlers get services, not the broker:\n" + "\n".join(offenders)
+
+
+def test_the_cycle_finder_sees_cycles() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None

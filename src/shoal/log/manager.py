@@ -25,6 +25,10 @@ Durability order: creating a topic writes topics.json first (a crash leaves a to
 whose partition directories are created on the next start); deleting renames the
 partition directories away first, then rewrites topics.json, then removes them (a
 crash leaves at worst an empty topic, never old data under a new topic).
+
+Change events (log/events.py): `events` tells its subscribers of every append and log
+start move of a partition (the partition logs emit them) and of every topic created,
+deleted or grown (emitted here once the change is durable).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
+from shoal.log.events import LogEvents, TopicsChanged
 from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
@@ -86,6 +91,8 @@ class LogManager:
         self._producer_ids = producer_ids
         self._uuid_source = uuid_source
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self.events = LogEvents()
+        """Subscribe here to appends, log start moves and topic changes."""
 
     @classmethod
     def open(
@@ -102,7 +109,7 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
             cluster_id = load_or_create_meta(
                 data_dir,
-                cluster_id=broker_config["cluster.id"],
+                cluster_id=broker_config.get_str("cluster.id"),
                 node_id=broker_config.node_id,
                 uuid_source=uuid_source,
             )
@@ -155,7 +162,10 @@ class LogManager:
                 directory.rename(aside)
                 fsync_directory(self._data_dir)
         log = PartitionLog.open(
-            directory=directory, config=self._partition_config(info), clock=self._clock
+            directory=directory,
+            config=self._partition_config(info),
+            clock=self._clock,
+            events=self.events.for_partition(info.name, index),
         )
         if read_partition_metadata(directory) is None:
             write_partition_metadata(directory, info.topic_id)
@@ -166,7 +176,7 @@ class LogManager:
 
     def _partition_config(self, info: TopicInfo) -> dict[str, Any]:
         config = effective_topic_config(self._broker_config, info.configs)
-        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config[PRODUCER_ID_EXPIRATION_KEY]
+        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config.get_int(PRODUCER_ID_EXPIRATION_KEY)
         return config
 
     # -- queries
@@ -241,6 +251,7 @@ class LogManager:
                 if log is not None:
                     log.abandon()
             raise
+        self.events.topics_changed(TopicsChanged(created=(name,)))
         return info
 
     def delete_topic(self, name: str) -> TopicInfo:
@@ -265,6 +276,7 @@ class LogManager:
             self._save_topics()
         for directory in doomed:
             _remove_tree(directory)
+        self.events.topics_changed(TopicsChanged(deleted=((name, info.partitions),)))
         return info
 
     def create_partitions(self, name: str, *, count: int, validate_only: bool = False) -> None:
@@ -303,6 +315,7 @@ class LogManager:
                 if log is not None:
                     log.abandon()
             raise
+        self.events.topics_changed(TopicsChanged(grown=(name,)))
 
     def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
         """Replace the topic's overrides (already validated) and apply them live."""
@@ -333,14 +346,14 @@ class LogManager:
 
     def _check_limits(self, *, new_topics: int, new_partitions: int) -> None:
         user_topics = [info for info in self._topics.values() if not info.internal]
-        topics_max = int(self._broker_config["shoal.max.topics"])
+        topics_max = self._broker_config.get_int("shoal.max.topics")
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
                 "POLICY_VIOLATION",
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
-        partitions_max = int(self._broker_config["shoal.max.partitions"])
+        partitions_max = self._broker_config.get_int("shoal.max.partitions")
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(

@@ -34,6 +34,7 @@ from typing import Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory
 from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
@@ -48,9 +49,17 @@ _RELATIVE_OFFSET_MAX = 2**31 - 1
 
 class PartitionLog:
     def __init__(
-        self, *, directory: Path, config: LogConfig, clock: Clock, loaded: LoadedLog
+        self,
+        *,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        loaded: LoadedLog,
+        events: PartitionEvents | None = None,
     ) -> None:
         self._directory = directory
+        self._events = events
+        """Told of appends and log start moves (log/events.py); None for a bare log."""
         self._config = config
         self._clock = clock
         self._segments: list[Segment] = loaded.segments
@@ -65,16 +74,24 @@ class PartitionLog:
         self._closed = False
 
     @classmethod
-    def open(cls, *, directory: Path, config: dict[str, Any], clock: Clock) -> PartitionLog:
+    def open(
+        cls,
+        *,
+        directory: Path,
+        config: dict[str, Any],
+        clock: Clock,
+        events: PartitionEvents | None = None,
+    ) -> PartitionLog:
         """Open (creating if absent) and recover the log in `directory`. `config` is the
         topic's effective config (shoal.config.effective_topic_config), optionally with
-        the broker's `producer.id.expiration.ms`."""
+        the broker's `producer.id.expiration.ms`. `events` hears of appends and log
+        start moves."""
         settings = LogConfig.from_config(config)
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
         except OSError as exc:
             raise LogError("KAFKA_STORAGE_ERROR", f"opening {directory}: {exc}") from exc
-        return cls(directory=directory, config=settings, clock=clock, loaded=loaded)
+        return cls(directory=directory, config=settings, clock=clock, loaded=loaded, events=events)
 
     def __repr__(self) -> str:
         return (
@@ -161,6 +178,8 @@ class PartitionLog:
             or now_ms - self._unflushed_since_ms >= config.flush_ms
         ):
             self.flush()
+        if self._events is not None:
+            self._events.appended()
         return AppendResult(
             base_offset=base_offset,
             last_offset=base_offset + count - 1,
@@ -409,7 +428,8 @@ class PartitionLog:
         """Checkpoint the new log start offset, then delete the oldest segments (never
         the active one). Returns the bytes freed."""
         assert segments_to_delete < len(self._segments), "the active segment stays"
-        if offset > self._log_start_offset:
+        moved = offset > self._log_start_offset
+        if moved:
             write_log_start_offset(self._directory, offset)
             self._log_start_offset = offset
         freed = 0
@@ -424,6 +444,8 @@ class PartitionLog:
                 k: v for k, v in self._read_positions.items() if not v[0].deleted
             }
         self._producers.evict_before(self._log_start_offset)
+        if moved and self._events is not None:
+            self._events.log_start_moved()
         return freed
 
     # -- durability

@@ -1,10 +1,12 @@
 """The broker process: wiring, listener, background timers and shutdown.
 
-`Broker` holds what handlers need (config, clock, logs, purgatory, node identity) and
-runs the listener. Timers are driven here from the clock: retention every
-`log.retention.check.interval.ms`, the time-based flush check every second; share
-acquisition locks by `share_service` (server/share_service.py). Dynamic
-configs (server/dynamic_config.py) are applied at start and replaced by `reconfigure`;
+`Broker` builds the services and hands handlers only those (`Services`,
+server/services.py, as `ctx.services`), subscribes them to the log's change events
+(log/events.py), and runs the listener. Timers are driven here from the clock:
+retention every `log.retention.check.interval.ms`, the time-based flush check every
+second; share acquisition locks by `share_service` (server/share_service.py). Dynamic
+configs (server/dynamic_config.py) are applied at start and replaced through
+`live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
@@ -23,15 +25,17 @@ from typing import Any
 
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig
+from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
 from shoal.server.connection import serve_connection
-from shoal.server.context import ConnectionInfo
-from shoal.server.dynamic_config import DynamicBrokerConfig
+from shoal.server.connection_info import ConnectionInfo
+from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, GroupConfigStore
 from shoal.server.group_persistence import open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
-from shoal.server.registry import ApiHandler, load_all_handlers
+from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
+from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
 
@@ -41,10 +45,9 @@ _FLUSH_CHECK_INTERVAL_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
-        self.dynamic_config = DynamicBrokerConfig.load(config)
+        self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config))
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
-        config = self.dynamic_config.effective
-        self.config = config
+        config = self.live_config.current
         self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
         self.handlers: dict[int, ApiHandler] = load_all_handlers()
@@ -54,7 +57,8 @@ class Broker:
         )
         self.cluster_id = self.logs.cluster_id
         self.group_configs = GroupConfigStore(
-            persistence=GroupConfigFile(config.data_dir), broker_config=lambda: self.config
+            persistence=GroupConfigFile(config.data_dir),
+            broker_config=lambda: self.live_config.current,
         )
         """Share-group configs (GROUP resources), the one store the group coordinator
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
@@ -81,6 +85,27 @@ class Broker:
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge); it
         subscribes to `on_connection_closed` and `on_group_config_changed`."""
         self.stopping = False
+        self.live_config.listeners.append(self.logs.update_broker_config)
+        self.live_config.listeners.append(self.group_service.reconfigure)
+        self._subscribe_to_log_changes()
+        self.services = Services(
+            node=NodeIdentity(
+                node_id=self.node_id,
+                cluster_id=self.cluster_id,
+                advertised=lambda: (self.advertised_host, self.advertised_port),
+            ),
+            config=self.live_config,
+            clock=self.clock,
+            logs=self.logs,
+            purgatory=self.purgatory,
+            group_service=self.group_service,
+            share_service=self.share_service,
+            persister=self.persister,
+            group_configs=self.group_configs,
+            api_versions=api_ranges(self.handlers),
+            stopping=lambda: self.stopping,
+        )
+        """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
@@ -88,17 +113,24 @@ class Broker:
         self._stopped = asyncio.Event()
         self.bound_port: int = 0
 
-    def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
-        """Adopt new dynamic broker configs: persisted first (raises OSError), then live
-        for the handlers and the logs."""
-        dynamic.save()
-        self.dynamic_config = dynamic
-        self.config = dynamic.effective
-        self.logs.update_broker_config(dynamic.effective)
-        self.group_service.reconfigure(dynamic.effective)
+    @property
+    def config(self) -> BrokerConfig:
+        """The current effective config (changes on reconfigure)."""
+        return self.live_config.current
 
-    def topics_changed(self) -> None:
-        """A topic was created, deleted or grown: the group coordinator re-reads them."""
+    def _subscribe_to_log_changes(self) -> None:
+        """The log announces its changes; here is who hears of them. An append or a
+        deleted partition wakes parked fetches; a topic change makes the group
+        coordinator and the share-partitions re-read the topics; a log start move makes
+        the partition's share-partitions follow it."""
+        events = self.logs.events
+        events.on_appended(lambda topic, partition: self.purgatory.notify((topic, partition)))
+        events.on_topics_changed(self._topics_changed)
+        events.on_log_start_moved(self.share_service.log_start_moved)
+
+    def _topics_changed(self, change: TopicsChanged) -> None:
+        for key in change.deleted_partitions():
+            self.purgatory.notify(key)
         self.group_service.topics_changed()
         self.share_service.topics_changed()
 
@@ -156,7 +188,7 @@ class Broker:
             if not info.busy:
                 task.cancel()
         tasks = [task for _, task in self._connections.values()]
-        timeout_s = int(self.config["shoal.shutdown.timeout.ms"]) / 1000
+        timeout_s = self.config.get_int("shoal.shutdown.timeout.ms") / 1000
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=timeout_s)
             for task in pending:
@@ -180,7 +212,7 @@ class Broker:
         if self.stopping:
             writer.close()
             return
-        max_connections = int(self.config["max.connections"])
+        max_connections = self.config.get_int("max.connections")
         if len(self._connections) >= max_connections:
             log.warning(
                 "refusing connection from %s:%s: max.connections=%d reached",
@@ -198,7 +230,14 @@ class Broker:
         task = asyncio.current_task()
         assert task is not None
         self._connections[info.connection_id] = (info, task)
-        await serve_connection(self, info, reader, writer)
+        await serve_connection(
+            services=self.services,
+            handlers=self.handlers,
+            info=info,
+            reader=reader,
+            writer=writer,
+            on_closed=self.connection_closed,
+        )
 
     def connection_closed(self, info: ConnectionInfo) -> None:
         self._connections.pop(info.connection_id, None)
@@ -217,14 +256,13 @@ class Broker:
         self._background.append(asyncio.create_task(coroutine, name=name))
 
     async def _retention_loop(self) -> None:
-        interval_s = int(self.config["log.retention.check.interval.ms"]) / 1000
+        interval_s = self.config.get_int("log.retention.check.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval_s)
             try:
                 freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
-                if freed:
+                if freed:  # share-partitions heard of each log start move (log events)
                     log.info("retention freed %d bytes", freed)
-                    self.share_service.log_start_offsets_changed()
             except Exception:  # keep the loop alive; the failure is logged with context
                 log.exception("retention pass failed")
 

@@ -4,33 +4,34 @@ As in Kafka, a connection is served one request at a time: the next frame is rea
 only after the previous response is written, so responses leave in request order and
 a client's pipelined requests queue in the socket (the client's own in-flight limit
 bounds them). Connections are independent tasks, so a parked Fetch on one never
-delays another.
+delays another. Frames are read with the one size-prefix reader,
+`shoal.protocol.framing.FrameDecoder`, asking the socket for exactly the bytes the
+frame in hand still needs.
 
-Peer errors close the connection with a logged reason: a frame size below a header or
-above `socket.request.max.bytes`, an unknown API key or version (except ApiVersions,
-which is answered in v0 with UNSUPPORTED_VERSION), a request that fails to decode.
-A handler that raises is our bug: it is logged with its context and the connection is
-closed; the broker and other connections carry on.
+Peer errors close the connection with a logged reason: a frame size below a header
+(`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
+the API does not serve (unless its module declared a fallback in the registry, as
+ApiVersions does), a request that fails to decode. A handler that raises is our bug:
+it is logged with its context and the connection is closed; the broker and other
+connections carry on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
-from typing import TYPE_CHECKING
-
-from kio.schema.errors import ErrorCode
+from collections.abc import Callable, Mapping
 
 from shoal.protocol import codec
-from shoal.server.context import ConnectionInfo, RequestContext
-
-if TYPE_CHECKING:
-    from shoal.server.broker import Broker
+from shoal.protocol.framing import FrameDecoder
+from shoal.server.connection_info import ConnectionInfo
+from shoal.server.context import RequestContext
+from shoal.server.registry import ApiHandler
+from shoal.server.services import Services
 
 log = logging.getLogger(__name__)
-_SIZE = struct.Struct(">i")
-_MIN_FRAME_BYTES = 8
+MIN_FRAME_BYTES = 8
+"""The smallest request frame: api key, api version and correlation id (a header)."""
 
 
 class ConnectionClosed(Exception):
@@ -38,41 +39,27 @@ class ConnectionClosed(Exception):
 
 
 async def serve_connection(
-    broker: Broker,
+    *,
+    services: Services,
+    handlers: Mapping[int, ApiHandler],
     info: ConnectionInfo,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
+    on_closed: Callable[[ConnectionInfo], None],
 ) -> None:
+    """Serve `info`'s requests until the peer leaves, breaks the protocol or the broker
+    stops; `on_closed(info)` is called once the connection is done."""
     peer = f"{info.peer_host}:{info.peer_port}"
-    max_frame_bytes = int(broker.config["socket.request.max.bytes"])
+    decoder = FrameDecoder(
+        max_bytes=services.config.current.get_int("socket.request.max.bytes"),
+        min_bytes=MIN_FRAME_BYTES,
+    )
     try:
-        while not broker.stopping:
-            try:
-                size_bytes = await reader.readexactly(4)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    log.info(
-                        "connection %d from %s: closed mid size prefix", info.connection_id, peer
-                    )
+        while not services.stopping():
+            frame = await _read_frame(reader, decoder, info, peer)
+            if frame is None:
                 return
-            (size,) = _SIZE.unpack(size_bytes)
-            if size < _MIN_FRAME_BYTES or size > max_frame_bytes:
-                raise ConnectionClosed(
-                    f"frame size {size} outside [{_MIN_FRAME_BYTES}, {max_frame_bytes}] "
-                    "(socket.request.max.bytes)"
-                )
-            info.busy = True
-            try:
-                frame = await reader.readexactly(size)
-            except asyncio.IncompleteReadError:
-                log.info(
-                    "connection %d from %s: closed mid frame of %d bytes",
-                    info.connection_id,
-                    peer,
-                    size,
-                )
-                return
-            response = await _dispatch(broker, info, frame)
+            response = await _dispatch(services, handlers, info, frame)
             if response is not None:
                 writer.write(response)
                 await writer.drain()
@@ -87,7 +74,7 @@ async def serve_connection(
         log.debug("connection %d from %s closed by shutdown", info.connection_id, peer)
     finally:
         info.closed = True
-        broker.connection_closed(info)
+        on_closed(info)
         writer.close()
         try:
             await writer.wait_closed()
@@ -95,31 +82,63 @@ async def serve_connection(
             pass
 
 
+async def _read_frame(
+    reader: asyncio.StreamReader, decoder: FrameDecoder, info: ConnectionInfo, peer: str
+) -> bytes | None:
+    """The next request frame, or None when the peer closed. `info.busy` is set once a
+    frame's size is read (its request is then in hand until the response is written)."""
+    while (frame := _next_frame(decoder)) is None:
+        if decoder.pending_size is not None:
+            info.busy = True
+        try:
+            decoder.feed(await reader.readexactly(decoder.wanted))
+        except asyncio.IncompleteReadError as exc:
+            if decoder.pending_size is not None:
+                log.info(
+                    "connection %d from %s: closed mid frame of %d bytes",
+                    info.connection_id,
+                    peer,
+                    decoder.pending_size,
+                )
+            elif exc.partial or decoder.mid_frame:
+                log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
+            return None
+    return frame
+
+
+def _next_frame(decoder: FrameDecoder) -> bytes | None:
+    try:
+        return decoder.next_frame()
+    except codec.ProtocolError as exc:
+        raise ConnectionClosed(f"{exc} (socket.request.max.bytes)") from exc
+
+
 async def _dispatch(
-    broker: Broker, info: ConnectionInfo, frame: bytes
+    services: Services, handlers: Mapping[int, ApiHandler], info: ConnectionInfo, frame: bytes
 ) -> bytes | memoryview | None:
     api_key, version = codec.peek_key_version(frame)
-    handler = broker.handlers.get(api_key)
+    handler = handlers.get(api_key)
     if handler is None:
         raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
     header, body_offset = codec.decode_header(frame, api_key, version)
     correlation_id = int(header.correlation_id)
-    if not handler.supports(version) or codec.request_class(api_key, version) is None:
-        if api_key == codec.API_VERSIONS_KEY:
-            return _unsupported_api_versions(broker, correlation_id, version)
-        raise ConnectionClosed(
-            f"unsupported version {version} of {codec.api_name(api_key)} "
-            f"(serving {handler.min_version}-{handler.max_version})"
-        )
-    request = codec.decode_body(frame, body_offset, api_key, version)
     ctx = RequestContext(
-        broker=broker,
+        services=services,
         connection=info,
         api_key=api_key,
         api_version=version,
         correlation_id=correlation_id,
         client_id=header.client_id,
     )
+    if not handler.supports(version) or codec.request_class(api_key, version) is None:
+        if handler.unsupported is None:
+            raise ConnectionClosed(
+                f"unsupported version {version} of {codec.api_name(api_key)} "
+                f"(serving {handler.min_version}-{handler.max_version})"
+            )
+        response_version, fallback = handler.unsupported(ctx)
+        return codec.encode_response(api_key, response_version, correlation_id, fallback)
+    request = codec.decode_body(frame, body_offset, api_key, version)
     try:
         response = await handler.handle(ctx, request)
     except Exception as exc:  # our bug: log with context, close this connection only
@@ -135,13 +154,3 @@ async def _dispatch(
     if response is None:
         return None
     return codec.encode_response(api_key, version, correlation_id, response)
-
-
-def _unsupported_api_versions(broker: Broker, correlation_id: int, version: int) -> memoryview:
-    """Kafka's answer to ApiVersions at a version it does not know: a v0 body with
-    UNSUPPORTED_VERSION and the full key list, so the client can pick a version."""
-    from shoal.server.handlers.api_versions import api_versions_response
-
-    log.info("ApiVersions v%d is not supported; answering in v0", version)
-    response = api_versions_response(broker, 0, error=ErrorCode.unsupported_version)
-    return codec.encode_response(codec.API_VERSIONS_KEY, 0, correlation_id, response)

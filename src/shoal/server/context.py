@@ -1,27 +1,20 @@
-"""What a handler is given: the request's header, its connection and the broker."""
+"""What a handler is given: the request's header, its connection and the services.
+
+A handler never sees the broker: `services` (server/services.py) holds the narrow
+collaborators handlers use.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from shoal.server.broker import Broker
-
-
-@dataclass(slots=True)
-class ConnectionInfo:
-    connection_id: int
-    peer_host: str
-    peer_port: int
-    closed: bool = False
-    busy: bool = False
-    """A request has been read and its response is not yet written."""
+from shoal.server.connection_info import ConnectionInfo
+from shoal.server.services import Services
 
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
+    services: Services
     connection: ConnectionInfo
     api_key: int
     api_version: int

@@ -16,13 +16,17 @@ at start-up; an entry that no longer validates (say the static bounds changed) i
 with a warning instead of stopping the broker, as Kafka skips invalid dynamic configs.
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
+
+`LiveBrokerConfig` is the running broker's one holder of the current layers: handlers
+read `current` (the effective `BrokerConfig`) at each use; `reconfigure` persists new
+layers, adopts them and then tells its listeners (the logs, the group coordinator).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,6 +145,35 @@ class DynamicBrokerConfig:
         """Persist both layers atomically (raises OSError)."""
         for layer in DynamicLayer:
             _write_layer(self.static.data_dir / layer.value, self.layer(layer))
+
+
+ConfigListener = Callable[[BrokerConfig], None]
+
+
+class LiveBrokerConfig:
+    """The broker's current dynamic config; replaced only through `reconfigure`."""
+
+    def __init__(self, dynamic: DynamicBrokerConfig) -> None:
+        self._dynamic = dynamic
+        self.listeners: list[ConfigListener] = []
+        """Called with the new effective config after each `reconfigure`."""
+
+    @property
+    def dynamic(self) -> DynamicBrokerConfig:
+        return self._dynamic
+
+    @property
+    def current(self) -> BrokerConfig:
+        """The effective config now (static plus the dynamic layers)."""
+        return self._dynamic.effective
+
+    def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
+        """Persist `dynamic` (raises OSError, changing nothing), then adopt it and
+        tell the listeners."""
+        dynamic.save()
+        self._dynamic = dynamic
+        for listener in self.listeners:
+            listener(dynamic.effective)
 
 
 def _read_layer(path: Path) -> dict[str, str]:

@@ -40,8 +40,8 @@ def open_group_log(
     partitions = ensure_internal_topic(
         logs,
         name=GROUP_METADATA_TOPIC,
-        partitions=int(config["offsets.topic.num.partitions"]),
-        configs={"segment.bytes": int(config["offsets.topic.segment.bytes"])},
+        partitions=config.get_int("offsets.topic.num.partitions"),
+        configs={"segment.bytes": config.get_int("offsets.topic.segment.bytes")},
     )
     count = len(partitions)
 
@@ -52,7 +52,7 @@ def open_group_log(
         sinks=[LogRecordSink(log=log, encode=encode_record, clock=clock) for log in partitions],
         route=route,
     )
-    replay = _replay(partitions, buffer_bytes=int(config["offsets.load.buffer.size"]))
+    replay = _replay(partitions, buffer_bytes=config.get_int("offsets.load.buffer.size"))
     return sink, replay
 
 

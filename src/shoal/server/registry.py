@@ -1,21 +1,32 @@
 """Which APIs the broker serves, at which versions, and by which handler.
 
 A handler module registers itself with `@api(key, min_version, max_version)`; the
-ApiVersions response is built from this registry, so what is advertised is exactly
-what is served. A handler is `async def handle(ctx, request) -> response | None`
-(None = send no response, as for Produce with acks=0).
+ApiVersions response is built from this registry (`api_ranges`), so what is advertised
+is exactly what is served. A handler is `async def handle(ctx, request) -> response |
+None` (None = send no response, as for Produce with acks=0).
+
+A request at a version outside the range closes the connection, unless the API's
+module declared a fallback with `@unsupported_version(key)`: it is called with the
+context (the body is not decoded) and returns the version to encode its response in
+and the response. ApiVersions declares one (Kafka answers an unknown ApiVersions
+version in v0 with UNSUPPORTED_VERSION and the key list).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from shoal.server.services import ApiRange
 
 if TYPE_CHECKING:
     from shoal.server.context import RequestContext
 
 HandlerFn = Callable[["RequestContext", Any], Awaitable[Any]]
+UnsupportedFn = Callable[["RequestContext"], tuple[int, Any]]
+"""A fallback for unsupported versions: returns (response version, response)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +35,7 @@ class ApiHandler:
     min_version: int
     max_version: int
     handle: HandlerFn
+    unsupported: UnsupportedFn | None = None
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -43,6 +55,20 @@ def api(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn
     return register
 
 
+def unsupported_version(api_key: int) -> Callable[[UnsupportedFn], UnsupportedFn]:
+    """Register the decorated function as `api_key`'s answer to unsupported versions
+    (the API's handler must be registered first)."""
+
+    def register(fn: UnsupportedFn) -> UnsupportedFn:
+        handler = REGISTRY.get(api_key)
+        assert handler is not None, f"api {api_key} has no handler"
+        assert handler.unsupported is None, f"api {api_key} has two fallbacks"
+        REGISTRY[api_key] = dataclasses.replace(handler, unsupported=fn)
+        return fn
+
+    return register
+
+
 def load_all_handlers() -> dict[int, ApiHandler]:
     """Import every handler module so each registers itself."""
     import importlib
@@ -53,3 +79,11 @@ def load_all_handlers() -> dict[int, ApiHandler]:
     for module in pkgutil.iter_modules(handlers.__path__):
         importlib.import_module(f"{handlers.__name__}.{module.name}")
     return REGISTRY
+
+
+def api_ranges(handlers: Mapping[int, ApiHandler]) -> tuple[ApiRange, ...]:
+    """What ApiVersions advertises, by API key."""
+    return tuple(
+        ApiRange(h.api_key, h.min_version, h.max_version)
+        for h in sorted(handlers.values(), key=lambda h: h.api_key)
+    )

@@ -11,14 +11,14 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema
 
 if TYPE_CHECKING:
-    from shoal.server.broker import Broker
+    from shoal.server.services import NodeIdentity
 
 _ZERO = datetime.timedelta(0)
 
 
 def share_response(
     schema: Schema,
-    broker: Broker,
+    node: NodeIdentity,
     *,
     topic_type: str,
     by_topic: dict[Any, list[Any]],
@@ -30,9 +30,9 @@ def share_response(
         endpoints = (
             schema.make(
                 "NodeEndpoint",
-                node_id=broker.node_id,
-                host=broker.advertised_host,
-                port=broker.advertised_port,
+                node_id=node.node_id,
+                host=node.host,
+                port=node.port,
                 rack=None,
             ),
         )

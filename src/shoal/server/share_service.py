@@ -56,8 +56,43 @@ from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import AcquireMode
 
 if TYPE_CHECKING:
-    from shoal.server.broker import Broker
-    from shoal.server.context import ConnectionInfo
+    from collections.abc import Callable
+    from typing import Protocol
+
+    from shoal.clock import Clock
+    from shoal.config import BrokerConfig
+    from shoal.log.manager import LogManager
+    from shoal.server.connection_info import ConnectionInfo
+    from shoal.server.group_configs import GroupConfigListener, GroupConfigStore
+    from shoal.server.group_service import GroupService
+    from shoal.server.purgatory import Purgatory
+    from shoal.share.persister import Persister
+
+    class Broker(Protocol):
+        """What this service reads of the broker (no import of server/broker.py, so
+        server/ has no import cycle) until its collaborators come in explicitly."""
+
+        @property
+        def config(self) -> BrokerConfig: ...
+        @property
+        def clock(self) -> Clock: ...
+        @property
+        def persister(self) -> Persister: ...
+        @property
+        def logs(self) -> LogManager: ...
+        @property
+        def purgatory(self) -> Purgatory: ...
+        @property
+        def group_service(self) -> GroupService: ...
+        @property
+        def group_configs(self) -> GroupConfigStore: ...
+        @property
+        def stopping(self) -> bool: ...
+        @property
+        def on_connection_closed(self) -> list[Callable[[ConnectionInfo], None]]: ...
+        @property
+        def on_group_config_changed(self) -> list[GroupConfigListener]: ...
+
 
 log = logging.getLogger(__name__)
 

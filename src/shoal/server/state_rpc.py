@@ -3,7 +3,7 @@ error mapping of one requested share-partition.
 
 Each of InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState,
 DeleteShareGroupState and ReadShareGroupStateSummary answers every requested
-partition. Before `broker.persister` (the `Persister` protocol: the in-process or the
+partition. Before `services.persister` (the `Persister` protocol: the in-process or the
 durable share coordinator) sees a partition, it is checked here (coordinators.md §2.3
 item 6): an empty group id, a null topic id, a negative partition or a negative epoch
 is INVALID_REQUEST; a topic id the log manager does not know, or a partition beyond
@@ -54,7 +54,7 @@ def checked_key(
 ) -> SharePartitionKey | PartitionError:
     """The share-partition's key, or why it is refused before the persister.
     `epochs` names the request's epoch fields (e.g. {"StateEpoch": 3})."""
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED
     if not group_id:
         return ErrorCode.invalid_request, "GroupId must be non-empty."
@@ -65,7 +65,7 @@ def checked_key(
     for name, value in (epochs or {}).items():
         if value < 0:
             return ErrorCode.invalid_request, f"{name} must be non-negative."
-    info = ctx.broker.logs.topic_by_id(topic_id)
+    info = ctx.services.logs.topic_by_id(topic_id)
     if info is None or partition >= info.partitions:
         return ErrorCode.unknown_topic_or_partition, _MESSAGES["UNKNOWN_TOPIC_OR_PARTITION"]
     return SharePartitionKey(group_id, topic_id, partition)

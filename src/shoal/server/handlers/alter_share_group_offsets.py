@@ -38,7 +38,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, request, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
     if not request.group_id:
         return _error(schema, request, ErrorCode.invalid_group_id, "Empty group id.")
@@ -47,7 +47,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for t in request.topics
     ]
     try:
-        response = ctx.broker.group_service.alter_offsets(group_id=request.group_id, topics=topics)
+        response = ctx.services.group_service.alter_offsets(
+            group_id=request.group_id, topics=topics
+        )
     except RecordSinkFull as exc:
         log.error("AlterShareGroupOffsets of group %r not written: %s", request.group_id, exc)
         return _error(schema, request, ErrorCode.coordinator_not_available, str(exc))

@@ -1,49 +1,68 @@
 """ApiVersions (18) v0-v4: which APIs and versions this broker serves.
 
-Built from the handler registry, so the advertised table is exactly what is served.
-v3+ also carries the `share.version` feature (supported 0-1, finalized per config).
-An unknown ApiVersions version is answered by the connection in v0 with
-UNSUPPORTED_VERSION (see connection.py), as Kafka does.
+Built from the handler registry (`services.api_versions`), so the advertised table is
+exactly what is served. v3+ also carries the `share.version` feature (supported 0-1,
+finalized per config). An unknown ApiVersions version is answered in v0 with
+UNSUPPORTED_VERSION and the key list, as Kafka does, so the client can pick a version
+(the registry's fallback, declared here).
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+import logging
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i64
 
 from shoal.protocol.codec import response_class
 from shoal.server.context import RequestContext
-from shoal.server.registry import api
+from shoal.server.registry import api, unsupported_version
+from shoal.server.services import Services
 
-if TYPE_CHECKING:
-    from shoal.server.broker import Broker
-
+log = logging.getLogger(__name__)
 API_KEY = 18
+_FALLBACK_VERSION = 0
 _ZERO = datetime.timedelta(0)
 
 
 @api(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return api_versions_response(ctx.broker, ctx.api_version, error=ErrorCode.none)
+    return api_versions_response(ctx.services, ctx.api_version, error=ErrorCode.none)
 
 
-def api_versions_response(broker: Broker, version: int, *, error: ErrorCode) -> Any:
+@unsupported_version(API_KEY)
+def unsupported(ctx: RequestContext) -> tuple[int, Any]:
+    """Kafka's answer to ApiVersions at a version it does not know: a v0 body with
+    UNSUPPORTED_VERSION and the full key list."""
+    log.info(
+        "ApiVersions v%d is not supported; answering in v%d (connection %d, client %r)",
+        ctx.api_version,
+        _FALLBACK_VERSION,
+        ctx.connection.connection_id,
+        ctx.client_id,
+    )
+    response = api_versions_response(
+        ctx.services, _FALLBACK_VERSION, error=ErrorCode.unsupported_version
+    )
+    return _FALLBACK_VERSION, response
+
+
+def api_versions_response(services: Services, version: int, *, error: ErrorCode) -> Any:
     cls = response_class(API_KEY, version)
     module = __import__(cls.__module__, fromlist=["ApiVersion"])
     keys = tuple(
         module.ApiVersion(
-            api_key=i16(h.api_key), min_version=i16(h.min_version), max_version=i16(h.max_version)
+            api_key=i16(r.api_key), min_version=i16(r.min_version), max_version=i16(r.max_version)
         )
-        for h in sorted(broker.handlers.values(), key=lambda h: h.api_key)
+        for r in services.api_versions
     )
     fields: dict[str, Any] = {"error_code": error, "api_keys": keys}
     if version >= 1:
         fields["throttle_time"] = _ZERO
     if version >= 3:
-        share_level = int(broker.config["share.version"])
+        share_level = services.config.current.get_int("share.version")
         supported: tuple[Any, ...] = ()
         if version >= 4:  # v0-v3 omit features whose minimum is 0
             supported = (

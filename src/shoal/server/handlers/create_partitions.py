@@ -64,7 +64,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     info = logs.topic(topic.name)
     if info is None:
         raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {topic.name} does not exist.")
@@ -89,7 +89,7 @@ def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
             )
         for assignment in topic.assignments:
             problem = replica_list_problem(
-                [int(b) for b in assignment.broker_ids], node_id=ctx.broker.node_id
+                [int(b) for b in assignment.broker_ids], node_id=ctx.services.node.node_id
             )
             if problem is not None:
                 raise Refused(ErrorCode.invalid_replica_assignment, problem)
@@ -98,7 +98,6 @@ def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     if not validate_only:
-        ctx.broker.topics_changed()
         log.info(
             "topic %s grown from %d to %d partitions for %s",
             topic.name,

@@ -74,7 +74,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInfo:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     if logs.topic(topic.name) is not None:
         raise Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
     plan = _plan(ctx, topic)
@@ -88,7 +88,6 @@ def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInf
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     if not validate_only:
-        ctx.broker.topics_changed()
         log.info(
             "created topic %s (id %s, %d partitions, configs %s) for %s",
             info.name,
@@ -108,14 +107,14 @@ def _plan(ctx: RequestContext, topic: Any) -> _Plan:
         partitions = _assigned_partitions(ctx, topic)
     else:
         if partitions == _DEFAULT:
-            partitions = int(ctx.broker.config["num.partitions"])
+            partitions = ctx.services.config.current.get_int("num.partitions")
         if partitions < 1:
             raise Refused(
                 ErrorCode.invalid_partitions,
                 "Number of partitions was set to an invalid non-positive value.",
             )
         if replication_factor == _DEFAULT:
-            replication_factor = int(ctx.broker.config["default.replication.factor"])
+            replication_factor = ctx.services.config.current.get_int("default.replication.factor")
         if replication_factor < 1:
             raise Refused(
                 ErrorCode.invalid_replication_factor,
@@ -153,7 +152,7 @@ def _assigned_partitions(ctx: RequestContext, topic: Any) -> int:
             )
         indexes.add(index)
         problem = replica_list_problem(
-            [int(b) for b in assignment.broker_ids], node_id=ctx.broker.node_id
+            [int(b) for b in assignment.broker_ids], node_id=ctx.services.node.node_id
         )
         if problem is not None:
             raise Refused(ErrorCode.invalid_replica_assignment, problem)
@@ -195,7 +194,7 @@ def _created(schema: Schema, ctx: RequestContext, info: TopicInfo) -> Any:
             config_source=int(entry.source),
             is_sensitive=False,
         )
-        for entry in topic_entries(info.configs, ctx.broker.dynamic_config)
+        for entry in topic_entries(info.configs, ctx.services.config.dynamic)
     )
     return schema.make(
         "CreatableTopicResult",

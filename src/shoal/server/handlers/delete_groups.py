@@ -33,7 +33,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     codes: dict[str, ErrorCode] = {g: ErrorCode.invalid_group_id for g in ids if not g}
     wanted = [g for g in ids if g]
     try:
-        results = ctx.broker.group_service.delete_groups(wanted)
+        results = ctx.services.group_service.delete_groups(wanted)
     except RecordSinkFull as exc:
         log.error("DeleteGroups of %s not written: %s", wanted, exc)
         codes.update({g: ErrorCode.coordinator_not_available for g in wanted})

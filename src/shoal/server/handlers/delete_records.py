@@ -5,7 +5,8 @@ beyond the high watermark gets OFFSET_OUT_OF_RANGE, an unknown partition
 UNKNOWN_TOPIC_OR_PARTITION, an internal topic INVALID_TOPIC_EXCEPTION (as Kafka's
 ReplicaManager refuses). An offset below the current log start offset changes nothing.
 The answer carries the partition's low watermark (log start offset) afterwards. Every
-share group's share-partition of the partition follows the new log start offset.
+share group's share-partition of the partition follows the new log start offset (the
+log announces the move; the broker subscribed the share service).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _partition(ctx: RequestContext, schema: Schema, topic: str, index: int, offs
 
 
 def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     partition_log = logs.partition(topic, index)
     info = logs.topic(topic)
     if partition_log is None or info is None:
@@ -90,5 +91,4 @@ def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> 
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     log.info("records of %s-%d before %d deleted for %s", topic, index, offset, ctx.client_id)
-    ctx.broker.share_service.log_start_moved(topic, index)
     return low_watermark

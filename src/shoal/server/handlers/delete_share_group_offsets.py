@@ -34,12 +34,12 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
     if not request.group_id:
         return _error(schema, ErrorCode.invalid_group_id, "Empty group id.")
     try:
-        response = ctx.broker.group_service.delete_offsets(
+        response = ctx.services.group_service.delete_offsets(
             group_id=request.group_id, topic_names=[t.topic_name for t in request.topics]
         )
     except RecordSinkFull as exc:

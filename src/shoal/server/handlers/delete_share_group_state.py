@@ -1,6 +1,6 @@
 """DeleteShareGroupState (86) v0: delete share-partitions' state.
 
-Served against `broker.persister` (the share coordinator's role) after the checks of
+Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py. A deleted key reads as uninitialised afterwards (deleting one
 without state succeeds). Every requested partition is answered.
 """
@@ -18,7 +18,7 @@ API_KEY = 86
 
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    persister = ctx.broker.persister
+    persister = ctx.services.persister
     return serve(
         ctx,
         request,

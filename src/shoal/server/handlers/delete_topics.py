@@ -8,7 +8,8 @@ before v3, which predates that code, as in Kafka). Internal topics are refused w
 INVALID_REQUEST: Kafka's broker would delete them and only its CLI refuses, but Shoal's
 internal topics hold share-group state that must not vanish under a running broker.
 
-After a deletion every parked Fetch of the topic's partitions is woken, so it answers
+After a deletion every parked Fetch of the topic's partitions is woken (the log
+announces the deletion and the broker wakes them), so it answers
 UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
 """
 
@@ -70,8 +71,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
-    broker = ctx.broker
-    if not broker.config["delete.topic.enable"]:
+    services = ctx.services
+    if not services.config.current.get_bool("delete.topic.enable"):
         if ctx.api_version < _DELETION_DISABLED_CODE_MIN_VERSION:
             raise Refused(ErrorCode.invalid_request, "Topic deletion is disabled.")
         raise Refused(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
@@ -80,13 +81,13 @@ def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
             ErrorCode.invalid_request, "You may not specify both topic name and topic id."
         )
     if target.name is not None:
-        info = broker.logs.topic(target.name)
+        info = services.logs.topic(target.name)
         if info is None:
             raise Refused(
                 ErrorCode.unknown_topic_or_partition, f"Topic {target.name} does not exist."
             )
     elif target.topic_id is not None:
-        info = broker.logs.topic_by_id(target.topic_id)
+        info = services.logs.topic_by_id(target.topic_id)
         if info is None:
             raise Refused(ErrorCode.unknown_topic_id, f"No topic with id {target.topic_id}.")
     else:
@@ -97,12 +98,9 @@ def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
             f"Topic {info.name} is an internal topic and is not allowed to be deleted.",
         )
     try:
-        deleted = broker.logs.delete_topic(info.name)
+        deleted = services.logs.delete_topic(info.name)
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
-    for partition in range(deleted.partitions):
-        broker.purgatory.notify((deleted.name, partition))
-    broker.topics_changed()
     log.info(
         "deleted topic %s (id %s, %d partitions) for %s",
         deleted.name,

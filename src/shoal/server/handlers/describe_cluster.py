@@ -26,7 +26,7 @@ BROKERS, CONTROLLERS = 1, 2
 
 @api(API_KEY, 0, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
     endpoint_type = int(getattr(request, "endpoint_type", BROKERS))
     if endpoint_type != BROKERS:
@@ -52,9 +52,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     node = schema.make(
         "DescribeClusterBroker",
-        broker_id=broker.node_id,
-        host=broker.advertised_host,
-        port=broker.advertised_port,
+        broker_id=services.node.node_id,
+        host=services.node.host,
+        port=services.node.port,
         rack=None,
         is_fenced=False,
     )
@@ -62,8 +62,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time=_ZERO,
         error_code=ErrorCode.none,
         error_message=None,
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=services.node.cluster_id,
+        controller_id=services.node.node_id,
         brokers=(node,),
         cluster_authorized_operations=ops.authorized(
             ops.CLUSTER, requested=bool(request.include_cluster_authorized_operations)

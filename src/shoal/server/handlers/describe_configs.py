@@ -74,18 +74,20 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigEntry]:
-    broker = ctx.broker
+    services = ctx.services
     if resource_type == ResourceType.TOPIC:
-        info = broker.logs.topic(name)
+        info = services.logs.topic(name)
         if info is None:
             raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
-        return topic_entries(info.configs, broker.dynamic_config)
+        return topic_entries(info.configs, services.config.dynamic)
     if resource_type == ResourceType.BROKER:
-        return broker_entries(broker.dynamic_config, broker_layer_for(name, broker.node_id))
+        return broker_entries(
+            services.config.dynamic, broker_layer_for(name, services.node.node_id)
+        )
     if resource_type == ResourceType.GROUP:
         if not name:
             raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
-        return group_entries(broker.group_configs.overrides(name), broker.dynamic_config)
+        return group_entries(services.group_configs.overrides(name), services.config.dynamic)
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 

@@ -31,7 +31,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    enabled = share_groups_enabled(ctx.broker.config)
+    enabled = share_groups_enabled(ctx.services.config.current)
     groups = []
     for group in request.groups:
         if not enabled:
@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 _group_error(schema, group.group_id, ErrorCode.invalid_group_id, "Empty group id.")
             )
         else:
-            topics = ctx.broker.group_service.describe_offsets(
+            topics = ctx.services.group_service.describe_offsets(
                 group_id=group.group_id,
                 topics=None
                 if group.topics is None
@@ -67,7 +67,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _high_watermark(ctx: RequestContext, topic_id: uuid.UUID, partition: int) -> int | None:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     info = logs.topic_by_id(topic_id)
     partition_log = None if info is None else logs.partition(info.name, partition)
     return None if partition_log is None else partition_log.log_end_offset

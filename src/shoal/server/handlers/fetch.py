@@ -41,7 +41,7 @@ class _Wanted:
 
 @api(API_KEY, 4, 16)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
     by_id = ctx.api_version >= 13
     wanted = [
@@ -56,25 +56,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions
     ]
     max_wait_ms = min(
-        int(request.max_wait.total_seconds() * 1000), int(broker.config["shoal.fetch.max.wait.ms"])
+        int(request.max_wait.total_seconds() * 1000),
+        services.config.current.get_int("shoal.fetch.max.wait.ms"),
     )
-    deadline_ms = broker.clock.monotonic_ms() + max_wait_ms
+    deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)
     max_bytes = int(request.max_bytes)
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
     while True:
         results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes)
-        remaining_ms = deadline_ms - broker.clock.monotonic_ms()
-        if total_bytes >= min_bytes or any_error or remaining_ms <= 0 or broker.stopping:
+        remaining_ms = deadline_ms - services.clock.monotonic_ms()
+        if total_bytes >= min_bytes or any_error or remaining_ms <= 0 or services.stopping():
             break
-        await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+        await services.purgatory.wait(keys, timeout_ms=remaining_ms)
     return _response(schema, ctx, request, wanted, results, by_id)
 
 
 def _topic_name(ctx: RequestContext, topic: Any, by_id: bool) -> str | None:
     if not by_id:
         return str(topic.topic)
-    info = ctx.broker.logs.topic_by_id(topic.topic_id)
+    info = ctx.services.logs.topic_by_id(topic.topic_id)
     return None if info is None else info.name
 
 
@@ -89,7 +90,7 @@ class _Result:
 def _read_all(
     ctx: RequestContext, wanted: list[_Wanted], max_bytes: int
 ) -> tuple[list[_Result], int, bool]:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     results: list[_Result] = []
     total = 0
     any_error = False

@@ -61,13 +61,13 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
             "host": "",
             "port": -1,
         }
-    broker = ctx.broker
+    services = ctx.services
     return {
         "error_code": ErrorCode.none,
         "error_message": None,
-        "node_id": broker.node_id,
-        "host": broker.advertised_host,
-        "port": broker.advertised_port,
+        "node_id": services.node.node_id,
+        "host": services.node.host,
+        "port": services.node.port,
     }
 
 

@@ -16,8 +16,8 @@ ValidateOnly nothing changes.
   Kafka's controller answers "Default group resources are not allowed."). SET and
   DELETE (APPEND/SUBTRACT: INVALID_CONFIG, no share key is a LIST); the group's whole
   resulting set is checked against the current broker bounds (group/configs.py), then
-  persisted and adopted by the broker's group config store, whose listeners
-  (`broker.on_group_config_changed`) are then called with the group id. DELETE makes
+  persisted and adopted by the group config store (`services.group_configs`), whose
+  listeners (the share service) are then called with the group id. DELETE makes
   the key fall back to the broker default.
 """
 
@@ -104,11 +104,11 @@ def _alter(
 
 
 def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
-    broker = ctx.broker
-    info = broker.logs.topic(name)
+    services = ctx.services
+    info = services.logs.topic(name)
     if info is None:
         raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
-    effective = effective_topic_config(broker.config, info.configs)
+    effective = effective_topic_config(services.config.current, info.configs)
     current = {key: render(TOPIC_KEYS[key], value) or "" for key, value in info.configs.items()}
     updated = apply_ops(
         current,
@@ -124,16 +124,16 @@ def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: boo
     if validate_only:
         return
     try:
-        broker.logs.alter_topic_configs(name, typed)
+        services.logs.alter_topic_configs(name, typed)
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
     log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
 
 
 def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
-    broker = ctx.broker
-    layer = broker_layer_for(name, broker.node_id)
-    dynamic = broker.dynamic_config
+    services = ctx.services
+    layer = broker_layer_for(name, services.node.node_id)
+    dynamic = services.config.dynamic
     try:
         for key, _, _ in ops:
             check_dynamic_key(key)
@@ -152,7 +152,7 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
     if validate_only:
         return
     try:
-        broker.reconfigure(reconfigured)
+        services.config.reconfigure(reconfigured)
     except OSError as exc:
         log.error("could not persist dynamic broker configs: %s", exc)
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
@@ -167,7 +167,7 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
 def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool) -> None:
     if not group_id:
         raise Refused(ErrorCode.invalid_request, "Default group resources are not allowed.")
-    store = ctx.broker.group_configs
+    store = ctx.services.group_configs
     effective = store.effective(group_id)
     updated = apply_ops(
         store.rendered_overrides(group_id),

@@ -39,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         return _failed(schema, ErrorCode.invalid_request)
     try:
-        producer_id = ctx.broker.logs.allocate_producer_id()
+        producer_id = ctx.services.logs.allocate_producer_id()
     except LogError as exc:
         log.warning("InitProducerId failed (%s): %s (client %s)", exc.code, exc, ctx.client_id)
         return _failed(schema, code_for(exc.code))

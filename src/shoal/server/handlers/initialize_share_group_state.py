@@ -1,6 +1,6 @@
 """InitializeShareGroupState (83) v0: set share-partitions' state epoch and start offset.
 
-Served against `broker.persister` (the share coordinator's role) after the checks of
+Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py (StateEpoch must be non-negative). A StateEpoch below the stored
 one is FENCED_STATE_EPOCH; the same epoch and start offset is a no-op; anything else
 replaces the whole state (no in-flight batches). StartOffset -1 leaves the start to
@@ -20,7 +20,7 @@ API_KEY = 83
 
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    persister = ctx.broker.persister
+    persister = ctx.services.persister
     return serve(
         ctx,
         request,

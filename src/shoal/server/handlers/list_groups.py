@@ -23,7 +23,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    listed = ctx.broker.group_service.list_groups(
+    listed = ctx.services.group_service.list_groups(
         states_filter=getattr(request, "states_filter", ()),
         types_filter=getattr(request, "types_filter", ()),
     )

@@ -67,7 +67,7 @@ def _partition(
 ) -> Any:
     index = int(asked.partition_index)
     timestamp = int(asked.timestamp)
-    partition_log = ctx.broker.logs.partition(topic, index)
+    partition_log = ctx.services.logs.partition(topic, index)
     if repeated or partition_log is None:
         code = ErrorCode.invalid_request if repeated else ErrorCode.unknown_topic_or_partition
         log.info(

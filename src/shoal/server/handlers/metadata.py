@@ -38,29 +38,31 @@ _TOPIC_IDS_MIN_VERSION = 10
 
 @api(API_KEY, 0, 13)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
     topic_operations = ops.authorized(
         ops.TOPIC, requested=bool(getattr(request, "include_topic_authorized_operations", False))
     )
     if _wants_all(ctx.api_version, request.topics):
-        topics = [_described(schema, ctx, info, topic_operations) for info in broker.logs.topics()]
+        topics = [
+            _described(schema, ctx, info, topic_operations) for info in services.logs.topics()
+        ]
     else:
         topics = [
             _one_topic(ctx, schema, request, t, topic_operations) for t in _unique(request.topics)
         ]
     node = schema.make(
         "MetadataResponseBroker",
-        node_id=ctx.broker.node_id,
-        host=broker.advertised_host,
-        port=broker.advertised_port,
+        node_id=ctx.services.node.node_id,
+        host=services.node.host,
+        port=services.node.port,
         rack=None,
     )
     return schema.response(
         throttle_time=_ZERO,
         brokers=(node,),
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=services.node.cluster_id,
+        controller_id=services.node.node_id,
         topics=tuple(topics),
         cluster_authorized_operations=ops.authorized(
             ops.CLUSTER,
@@ -92,7 +94,7 @@ def _one_topic(
     ctx: RequestContext, schema: Schema, request: Any, topic: Any, topic_operations: int
 ) -> Any:
     version = ctx.api_version
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     name: str | None = topic.name
     topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
     if (
@@ -118,12 +120,12 @@ def _one_topic(
 
 
 def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo | ErrorCode:
-    broker = ctx.broker
-    enabled = allowed and bool(broker.config["auto.create.topics.enable"])
-    partitions = int(broker.config["num.partitions"])
+    services = ctx.services
+    enabled = allowed and services.config.current.get_bool("auto.create.topics.enable")
+    partitions = services.config.current.get_int("num.partitions")
     # With creation off, a dry run still tells an invalid name from a merely unknown one.
     try:
-        info = broker.logs.create_topic(
+        info = services.logs.create_topic(
             name, partitions=partitions, configs={}, validate_only=not enabled
         )
     except LogError as exc:
@@ -135,7 +137,6 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
         return code_for(exc.code)
     if not enabled:
         return ErrorCode.unknown_topic_or_partition
-    broker.topics_changed()
     log.info(
         "auto-created topic %s (%d partitions) for Metadata from %s",
         name,
@@ -146,7 +147,7 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
 
 
 def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: int) -> Any:
-    node = ctx.broker.node_id
+    node = ctx.services.node.node_id
     partitions = tuple(
         schema.make(
             "MetadataResponsePartition",

@@ -2,7 +2,8 @@
 
 Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
 never decoded), append them (offsets assigned by re-stamping the header; idempotent
-producers' sequences checked), then wake parked fetches of that partition. Acks 0
+producers' sequences checked); the log announces the append, which wakes parked
+fetches of that partition. Acks 0
 gets no response; 1 and -1 are the same on a single node (the flush policy decides
 when data reaches the disk). Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
@@ -65,11 +66,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 def _produce_partition(
     ctx: RequestContext, schema: Schema, topic: str, index: int, records: bytes | None
 ) -> Any:
-    broker = ctx.broker
-    partition_log = broker.logs.partition(topic, index)
+    services = ctx.services
+    partition_log = services.logs.partition(topic, index)
     if partition_log is None:
         return _partition_error(schema, index, ErrorCode.unknown_topic_or_partition, None)
-    topic_info = broker.logs.topic(topic)
+    topic_info = services.logs.topic(topic)
     assert topic_info is not None
     if topic_info.internal:
         log.info("produce to internal topic %s-%d refused (client %s)", topic, index, ctx.client_id)
@@ -80,7 +81,9 @@ def _produce_partition(
             f"Cannot append to internal topic {topic}",
         )
     max_batch_bytes = int(
-        topic_info.configs.get("max.message.bytes", broker.config["message.max.bytes"])
+        topic_info.configs.get(
+            "max.message.bytes", services.config.current.get_int("message.max.bytes")
+        )
     )
     try:
         headers = validate_produced(records or b"", max_batch_bytes=max_batch_bytes)
@@ -91,8 +94,6 @@ def _produce_partition(
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code, exc)
         return _partition_error(schema, index, code_for(exc.code), str(exc))
-    if not result.duplicate:
-        broker.purgatory.notify((topic, index))
     return _partition_ok(schema, index, result)
 
 

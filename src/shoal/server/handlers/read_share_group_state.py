@@ -1,6 +1,6 @@
 """ReadShareGroupState (84) v0: read share-partitions' state.
 
-Served against `broker.persister` (the share coordinator's role) after the checks of
+Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py (LeaderEpoch must be non-negative). A key never initialised is
 INVALID_REQUEST; a LeaderEpoch below the stored one is FENCED_LEADER_EPOCH, a higher
 one is recorded first. Answers StateEpoch, StartOffset (may be -1) and the merged
@@ -23,7 +23,7 @@ API_KEY = 84
 
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    persister = ctx.broker.persister
+    persister = ctx.services.persister
     schema = response_schema(API_KEY, ctx.api_version)
 
     def read(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:

@@ -1,6 +1,6 @@
 """ReadShareGroupStateSummary (87) v0-v1: share-partitions' state in brief.
 
-Served against `broker.persister` (the share coordinator's role) after the checks of
+Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py (LeaderEpoch must be non-negative). Answers StateEpoch,
 LeaderEpoch, StartOffset and (v1) DeliveryCompleteCount; a key without state answers
 StartOffset -1, DeliveryCompleteCount -1, epochs 0 and no error. A refused partition
@@ -21,7 +21,7 @@ API_KEY = 87
 
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    persister = ctx.broker.persister
+    persister = ctx.services.persister
 
     def summarize(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:
         found = persister.read_summary(key=key, leader_epoch=p.leader_epoch)

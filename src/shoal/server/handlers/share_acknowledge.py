@@ -38,12 +38,12 @@ _LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fen
 @api(API_KEY, 1, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
     invalid = invalid_identity(request.group_id, request.member_id)
     if invalid is not None:
         return _error(schema, ErrorCode.invalid_request, invalid)
-    outcome = ctx.broker.share_service.share_acknowledge(_decode(request))
+    outcome = ctx.services.share_service.share_acknowledge(_decode(request))
     if outcome.error is not None:
         return _error(schema, code_for(outcome.error), None)
     return _response(schema, ctx, outcome)
@@ -65,13 +65,13 @@ def _decode(request: Any) -> ShareAcknowledgeCall:
 
 
 def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     by_topic: dict[Any, list[Any]] = {}
     hint = False
     for p in outcome.partitions:
         error = ErrorCode.none if p.error is None else code_for(p.error)
         hint = hint or error in _LEADER_HINT_ERRORS
-        leader = (-1, -1) if error in _NO_LEADER_ERRORS else (broker.node_id, 0)
+        leader = (-1, -1) if error in _NO_LEADER_ERRORS else (services.node.node_id, 0)
         by_topic.setdefault(p.partition.topic_id, []).append(
             schema.make(
                 "PartitionData",
@@ -85,7 +85,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         )
     return share_response(
         schema,
-        broker,
+        services.node,
         topic_type="ShareAcknowledgeTopicResponse",
         by_topic=by_topic,
         leader_hint=hint,

@@ -44,12 +44,12 @@ _NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_top
 @api(API_KEY, 1, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
     invalid = invalid_identity(request.group_id, request.member_id) or _invalid_fetch(request)
     if invalid is not None:
         return _error(schema, ErrorCode.invalid_request, invalid)
-    outcome = await ctx.broker.share_service.share_fetch(
+    outcome = await ctx.services.share_service.share_fetch(
         _decode(request), connection_id=ctx.connection.connection_id
     )
     if outcome.error is not None:
@@ -122,16 +122,16 @@ def _ms(value: datetime.timedelta) -> int:
 
 
 def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     by_topic: dict[Any, list[Any]] = {}
     hint = False
     for p in outcome.partitions:
-        data = _partition(schema, broker.node_id, p)
+        data = _partition(schema, services.node.node_id, p)
         hint = hint or data.error_code in _LEADER_HINT_ERRORS
         by_topic.setdefault(p.partition.topic_id, []).append(data)
     return share_response(
         schema,
-        broker,
+        services.node,
         topic_type="ShareFetchableTopicResponse",
         by_topic=by_topic,
         leader_hint=hint,

@@ -29,7 +29,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 1, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         groups = tuple(
             _group(
                 schema,
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         return schema.response(throttle_time=_ZERO, groups=groups)
     operations = ops.authorized(ops.GROUP, requested=bool(request.include_authorized_operations))
-    described = ctx.broker.group_service.describe(request.group_ids)
+    described = ctx.services.group_service.describe(request.group_ids)
     groups = tuple(
         _group(
             schema,
@@ -74,7 +74,7 @@ def _group(
 
 
 def _member(schema: Schema, ctx: RequestContext, member: DescribedMember) -> Any:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     topics = []
     for assigned in member.assignment:
         info = logs.topic_by_id(assigned.topic_id)

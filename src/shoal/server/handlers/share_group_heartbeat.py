@@ -39,10 +39,10 @@ def client_host(ctx: RequestContext) -> str:
 @api(API_KEY, 1, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.broker.config):
+    if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
     try:
-        response = ctx.broker.group_service.heartbeat(
+        response = ctx.services.group_service.heartbeat(
             group_id=request.group_id,
             member_id=request.member_id,
             member_epoch=int(request.member_epoch),

@@ -1,6 +1,6 @@
 """WriteShareGroupState (85) v0-v1: write share-partitions' state.
 
-Served against `broker.persister` (the share coordinator's role) after the checks of
+Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py (StateEpoch and LeaderEpoch must be non-negative) and of each
 state batch (FirstOffset <= LastOffset, both non-negative, DeliveryState 0, 2 or 4,
 DeliveryCount non-negative; else INVALID_REQUEST). A key never initialised is
@@ -30,7 +30,7 @@ API_KEY = 85
 
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    persister = ctx.broker.persister
+    persister = ctx.services.persister
 
     def write(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:
         invalid = _invalid_batch(p.state_batches)

@@ -1,0 +1,78 @@
+"""The services handlers are given (`ctx.services`), instead of the broker.
+
+`Services` is a frozen bundle of the broker's collaborators, built once by the broker
+and handed to every connection:
+
+    node           this node's identity: id, cluster id, advertised endpoint (the
+                   port is known only after the listener binds, so it is read late)
+    config         the live broker config (`config.current`, `config.reconfigure`)
+    clock          the one clock
+    logs           every topic and partition log
+    purgatory      where long polls wait (Fetch, ShareFetch)
+    group_service  the group coordinator (share groups)
+    share_service  share sessions and share-partitions (ShareFetch, ShareAcknowledge)
+    persister      share-partition state (the share coordinator's role)
+    group_configs  the share-group config store
+    api_versions   what ApiVersions advertises: the registry's served ranges
+    stopping       whether shutdown has begun (long polls answer at once)
+
+Nothing here imports the broker, the registry or the connection, so `server/` has no
+import cycle; handlers do not notify anyone of log changes, the log announces them
+(log/events.py) and the broker subscribed the services.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shoal.clock import Clock
+from shoal.log.manager import LogManager
+from shoal.server.dynamic_config import LiveBrokerConfig
+from shoal.server.group_configs import GroupConfigStore
+from shoal.server.group_service import GroupService
+from shoal.server.purgatory import Purgatory
+from shoal.server.share_service import ShareService
+from shoal.share.persister import Persister
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    """This node as clients see it."""
+
+    node_id: int
+    cluster_id: str
+    advertised: Callable[[], tuple[str, int]]
+    """The advertised (host, port), read at each use: the port is bound at start."""
+
+    @property
+    def host(self) -> str:
+        return self.advertised()[0]
+
+    @property
+    def port(self) -> int:
+        return self.advertised()[1]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRange:
+    """One API this broker serves and its version range (ApiVersions' entries)."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    node: NodeIdentity
+    config: LiveBrokerConfig
+    clock: Clock
+    logs: LogManager
+    purgatory: Purgatory
+    group_service: GroupService
+    share_service: ShareService
+    persister: Persister
+    group_configs: GroupConfigStore
+    api_versions: tuple[ApiRange, ...]
+    stopping: Callable[[], bool]

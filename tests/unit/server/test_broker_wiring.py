@@ -1,0 +1,83 @@
+"""The broker's wiring without sockets: the services it hands handlers, the log change
+events it subscribed (handlers no longer notify), the live config and the registry's
+ApiVersions fallback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.server.broker import Broker
+from shoal.server.dynamic_config import DynamicLayer
+from shoal.server.registry import api_ranges, load_all_handlers
+from shoal.server.services import ApiRange
+from tests.unit.log.batches import append, make_batch
+
+API_VERSIONS_KEY = 18
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    raw = {
+        "log.dirs": str(tmp_path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.num.partitions": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
+    }
+    built = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+    yield built
+    built.logs.close()
+
+
+async def _woken(broker: Broker, key: tuple[str, int], change: object) -> bool:
+    """Park on `key`, make the change, and say whether the waiter woke."""
+    waiter = asyncio.create_task(broker.purgatory.wait([key], timeout_ms=5_000))
+    await asyncio.sleep(0)
+    assert broker.purgatory.parked == 1
+    assert callable(change)
+    change()
+    return await asyncio.wait_for(waiter, 1)
+
+
+def test_an_append_wakes_fetches_parked_on_its_partition(broker: Broker) -> None:
+    broker.logs.create_topic("t", partitions=2, configs={})
+    log = broker.logs.partition("t", 1)
+    assert log is not None
+    assert asyncio.run(_woken(broker, ("t", 1), lambda: append(log, make_batch(1))))
+
+
+def test_a_deleted_topic_wakes_fetches_of_each_partition(broker: Broker) -> None:
+    broker.logs.create_topic("t", partitions=3, configs={})
+    assert asyncio.run(_woken(broker, ("t", 2), lambda: broker.logs.delete_topic("t")))
+
+
+def test_reconfigure_is_seen_by_services_and_listeners(broker: Broker, tmp_path: Path) -> None:
+    live = broker.services.config
+    heard: list[int] = []
+    live.listeners.append(lambda config: heard.append(config.get_int("num.partitions")))
+    live.reconfigure(live.dynamic.with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "4"}))
+    assert live.current.get_int("num.partitions") == 4
+    assert broker.config is live.current
+    assert heard == [4]
+    assert "num.partitions=4" in (tmp_path / DynamicLayer.CLUSTER_DEFAULT.value).read_text()
+
+
+def test_node_identity_reads_the_bound_port_late(broker: Broker) -> None:
+    node = broker.services.node
+    assert (node.node_id, node.cluster_id) == (broker.node_id, broker.logs.cluster_id)
+    broker.bound_port = 49_152
+    assert node.port == 49_152
+
+
+def test_api_versions_advertises_the_registry_and_only_it_has_a_fallback() -> None:
+    handlers = load_all_handlers()
+    ranges = api_ranges(handlers)
+    assert [r.api_key for r in ranges] == sorted(handlers)
+    assert ApiRange(API_VERSIONS_KEY, 0, 4) in ranges
+    with_fallback = [h.api_key for h in handlers.values() if h.unsupported is not None]
+    assert with_fallback == [API_VERSIONS_KEY]
