@@ -6,9 +6,10 @@ Kafka's coordinator-record schemas do:
 
 - a record is a `CoordinatorRecord(key, value)`: `value=None` is a tombstone;
 - a key and a value are kio entity dataclasses mirroring Kafka's JSON schema field
-  for field and in order (`kafka_type` metadata on each field, `__flexible__` as in
-  the schema), read and written by kio's `entity_reader` / `entity_writer`: no field
-  is coded by hand;
+  for field and in order (`kafka_type` metadata on each field), read and written by
+  kio's `entity_reader` / `entity_writer`: no field is coded by hand. They derive
+  from `KeyStruct`, `ValueStruct` and `NestedStruct`, which carry what kio reads
+  besides the fields (entity kind, version, flexibility as in Kafka's schemas);
 - a key class names its record type (`RECORD_TYPE`, the schema's apiKey) and the
   value class that goes with it (`VALUE`); the value's `__version__` is the value
   version written.
@@ -34,20 +35,46 @@ import io
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.static.constants import EntityType
+from kio.static.primitive import i16
 
 
-class KeyEntity(Protocol):
-    """What a key entity class declares besides its fields."""
+class KeyStruct:
+    """Base of key entities: Kafka's coordinator keys are not flexible. A key class
+    sets `RECORD_TYPE` (the int16 before the struct) and `VALUE` (its value class)."""
 
+    __slots__ = ()
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = False
     RECORD_TYPE: ClassVar[int]
     VALUE: ClassVar[type[Any]]
 
 
-K = TypeVar("K", bound=KeyEntity)
+class ValueStruct:
+    """Base of value entities: flexible; `__version__` is the value version written
+    (0 unless a value class sets another)."""
+
+    __slots__ = ()
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+
+
+class NestedStruct:
+    """Base of the structs nested in values (flexible, as their value)."""
+
+    __slots__ = ()
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+
+
+K = TypeVar("K", bound=KeyStruct)
 V = TypeVar("V")
 
 
@@ -97,7 +124,7 @@ _Writer = Callable[[Any, Any], None]
 
 @dataclass(frozen=True, slots=True)
 class _RecordType:
-    key_class: type[KeyEntity]
+    key_class: type[KeyStruct]
     value_class: type[Any]
     value_version: int
     read_key: _Reader

@@ -26,45 +26,33 @@ import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from kio.static.constants import EntityType
-from kio.static.primitive import i16
-
 from shoal.coordinator import records
 
 # ---- nested structs of the values (flexible) ------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
+class TopicPartitions(records.NestedStruct):
     """`{TopicId, Partitions}` of types 13 (TopicPartition) and 14 (TopicPartitions);
     also the heartbeat's assignment."""
 
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[int, ...] = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitionsInfo:
+class TopicPartitionsInfo(records.NestedStruct):
     """`TopicPartitionsInfo {TopicId, TopicName, Partitions}` of type 15."""
 
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     topic_name: str = field(metadata={"kafka_type": "string"})
     partitions: tuple[int, ...] = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicInfo:
+class TopicInfo(records.NestedStruct):
     """`TopicInfo {TopicId, TopicName}` of type 15 (deleting topics)."""
 
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     topic_name: str = field(metadata={"kafka_type": "string"})
 
@@ -73,20 +61,14 @@ class TopicInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupMetadataValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ConsumerGroupMetadataValue(records.ValueStruct):
     epoch: int = field(metadata={"kafka_type": "int32"})
     metadata_hash: int = field(metadata={"kafka_type": "int64", "tag": 0}, default=0)
     """Tagged (tag 0, default 0) since Kafka 4.1 (KIP-1101)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupMetadataKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ConsumerGroupMetadataKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 3
     VALUE: ClassVar[type[ConsumerGroupMetadataValue]] = ConsumerGroupMetadataValue
     group_id: str = field(metadata={"kafka_type": "string"})
@@ -96,10 +78,7 @@ class ConsumerGroupMetadataKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMemberMetadataValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareGroupMemberMetadataValue(records.ValueStruct):
     rack_id: str | None = field(metadata={"kafka_type": "string"})
     client_id: str = field(metadata={"kafka_type": "string"})
     client_host: str = field(metadata={"kafka_type": "string"})
@@ -107,10 +86,7 @@ class ShareGroupMemberMetadataValue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMemberMetadataKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupMemberMetadataKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 10
     VALUE: ClassVar[type[ShareGroupMemberMetadataValue]] = ShareGroupMemberMetadataValue
     group_id: str = field(metadata={"kafka_type": "string"})
@@ -121,19 +97,13 @@ class ShareGroupMemberMetadataKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMetadataValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareGroupMetadataValue(records.ValueStruct):
     epoch: int = field(metadata={"kafka_type": "int32"})
     metadata_hash: int = field(metadata={"kafka_type": "int64"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMetadataKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupMetadataKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 11
     VALUE: ClassVar[type[ShareGroupMetadataValue]] = ShareGroupMetadataValue
     group_id: str = field(metadata={"kafka_type": "string"})
@@ -143,20 +113,14 @@ class ShareGroupMetadataKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMetadataValue:
+class ShareGroupTargetAssignmentMetadataValue(records.ValueStruct):
     """Kafka 4.3 adds a tagged AssignmentTimestamp (tag 0); Shoal writes 4.2's form."""
 
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
     assignment_epoch: int = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMetadataKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupTargetAssignmentMetadataKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 12
     VALUE: ClassVar[type[ShareGroupTargetAssignmentMetadataValue]] = (
         ShareGroupTargetAssignmentMetadataValue
@@ -168,18 +132,12 @@ class ShareGroupTargetAssignmentMetadataKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMemberValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareGroupTargetAssignmentMemberValue(records.ValueStruct):
     topic_partitions: tuple[TopicPartitions, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMemberKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupTargetAssignmentMemberKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 13
     VALUE: ClassVar[type[ShareGroupTargetAssignmentMemberValue]] = (
         ShareGroupTargetAssignmentMemberValue
@@ -195,10 +153,7 @@ MEMBER_STATE_STABLE = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupCurrentMemberAssignmentValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareGroupCurrentMemberAssignmentValue(records.ValueStruct):
     member_epoch: int = field(metadata={"kafka_type": "int32"})
     previous_member_epoch: int = field(metadata={"kafka_type": "int32"})
     state: int = field(metadata={"kafka_type": "int8"})
@@ -206,10 +161,7 @@ class ShareGroupCurrentMemberAssignmentValue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupCurrentMemberAssignmentKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupCurrentMemberAssignmentKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 14
     VALUE: ClassVar[type[ShareGroupCurrentMemberAssignmentValue]] = (
         ShareGroupCurrentMemberAssignmentValue
@@ -222,20 +174,14 @@ class ShareGroupCurrentMemberAssignmentKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupStatePartitionMetadataValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareGroupStatePartitionMetadataValue(records.ValueStruct):
     initializing_topics: tuple[TopicPartitionsInfo, ...]
     initialized_topics: tuple[TopicPartitionsInfo, ...]
     deleting_topics: tuple[TopicInfo, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupStatePartitionMetadataKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareGroupStatePartitionMetadataKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 15
     VALUE: ClassVar[type[ShareGroupStatePartitionMetadataValue]] = (
         ShareGroupStatePartitionMetadataValue

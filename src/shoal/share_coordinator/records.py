@@ -31,9 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from kio.static.constants import EntityType
-from kio.static.primitive import i16
-
 from shoal.coordinator import records
 from shoal.share_coordinator.state import SharePartitionKey, StateBatch
 
@@ -41,13 +38,10 @@ from shoal.share_coordinator.state import SharePartitionKey, StateBatch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StateBatchEntry:
+class StateBatchEntry(records.NestedStruct):
     """`StateBatch {FirstOffset, LastOffset, DeliveryState, DeliveryCount}` of both
     values (Kafka generates one class per value; the bytes are the same)."""
 
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
     first_offset: int = field(metadata={"kafka_type": "int64"})
     last_offset: int = field(metadata={"kafka_type": "int64"})
     delivery_state: int = field(metadata={"kafka_type": "int8"})
@@ -59,10 +53,7 @@ class StateBatchEntry:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareSnapshotValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareSnapshotValue(records.ValueStruct):
     snapshot_epoch: int = field(metadata={"kafka_type": "int32"})
     state_epoch: int = field(metadata={"kafka_type": "int32"})
     leader_epoch: int = field(metadata={"kafka_type": "int32"})
@@ -77,10 +68,7 @@ class ShareSnapshotValue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareSnapshotKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareSnapshotKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 0
     VALUE: ClassVar[type[ShareSnapshotValue]] = ShareSnapshotValue
     group_id: str = field(metadata={"kafka_type": "string"})
@@ -92,10 +80,7 @@ class ShareSnapshotKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareUpdateValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
+class ShareUpdateValue(records.ValueStruct):
     snapshot_epoch: int = field(metadata={"kafka_type": "int32"})
     """The snapshot this update applies on top of."""
     leader_epoch: int = field(metadata={"kafka_type": "int32"})
@@ -108,10 +93,7 @@ class ShareUpdateValue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareUpdateKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
+class ShareUpdateKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 1
     VALUE: ClassVar[type[ShareUpdateValue]] = ShareUpdateValue
     group_id: str = field(metadata={"kafka_type": "string"})
