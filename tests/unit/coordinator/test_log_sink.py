@@ -23,6 +23,7 @@ from shoal.coordinator.log_sink import (
 )
 from shoal.coordinator.placement import partition_for
 from shoal.group import records as r
+from shoal.group.membership import epoch_record
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import iter_headers
 from tests.support.batches import Record, build_batch
@@ -56,10 +57,7 @@ def open_log(tmp_path: Path, clock: ManualClock) -> Iterator[Opener]:
 
 
 def epoch(group: str, value: int) -> r.CoordinatorRecord:
-    return r.CoordinatorRecord(
-        key=r.ShareGroupMetadataKey(group_id=group),
-        value=r.ShareGroupMetadataValue(epoch=value, metadata_hash=value * 31),
-    )
+    return epoch_record(group, value, value * 31)
 
 
 def member(group: str, member_id: str) -> r.CoordinatorRecord:
