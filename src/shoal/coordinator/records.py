@@ -28,8 +28,8 @@ left over, an unknown value version, a tagged field the schema does not declare
 no coordinator field may be null there) raise `RecordDecodeError`.
 """
 
-# No `from __future__ import annotations`: the entity modules that follow this model
-# leave field types as run-time objects for kio, and `CoordinatorRecord` is generic.
+from __future__ import annotations
+
 import dataclasses
 import io
 import struct
