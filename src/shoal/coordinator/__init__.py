@@ -4,7 +4,8 @@
 into the shard, and only then hands back the response; `load` rebuilds a shard by
 replaying a record stream through the same `replay`. The shards themselves (group
 coordinator, share coordinator) live in their own packages and know nothing of the
-runtime: any object with `replay(record)` is a shard.
+runtime: any object with `replay(record)` is a shard. `records` is the one record model and
+framing (`CoordinatorRecord`, `RecordCodec`) both coordinators' records use.
 """
 
 from shoal.coordinator.runtime import (

@@ -18,9 +18,10 @@ Owns the bytes a coordinator's records become in a partition log and back:
 - `read_log` reads a partition from its log start to its end and yields
   `(offset, record)` in offset order, decoding batches with kio's batch reader.
   Control batches and records below the log start offset (a start inside a batch)
-  are skipped. A record type the decoder does not know (`UnknownRecordType`) is
-  logged and skipped, as Kafka's coordinator loader does; any other record that
-  fails to decode raises `CoordinatorLogCorrupt` naming partition and offset.
+  are skipped. A record type the decoder does not know (`UnknownRecordType`, from
+  `coordinator.records`) is logged and skipped, as Kafka's coordinator loader does;
+  any other record that fails to decode raises `CoordinatorLogCorrupt` naming
+  partition and offset.
 
 Sans-I/O in the layering sense: no asyncio; the partition log does the file work.
 """
@@ -42,6 +43,7 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal import limits
 from shoal.clock import Clock
+from shoal.coordinator.records import UnknownRecordType
 from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import (
@@ -63,11 +65,6 @@ Decode = Callable[[bytes, bytes | None], R]
 
 _LEADER_EPOCH = 0
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-class UnknownRecordType(ValueError):
-    """A record of a type the decoder does not know (another coordinator's, a newer
-    version's): loading logs it and goes on."""
 
 
 class CoordinatorBatchTooLarge(RecordSinkFull):

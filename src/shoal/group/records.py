@@ -1,135 +1,149 @@
-"""The group coordinator's records on `__consumer_offsets`, as typed dataclasses.
+"""The group coordinator's records on `__consumer_offsets`: kio entities and `CODEC`.
 
-Each record is a key (record type = the key's version on the wire, then the key
-struct) and a value (value version 0, then the value struct), or no value: a
-tombstone. The share-group types 10-15 mirror Apache Kafka's schemas
-(`group-coordinator/src/main/resources/common/message/ShareGroup*.json`) field for
-field, in the same order, so a serialiser can write them with Kafka's schemas
-unchanged; names are the schema names in snake case. Type 3 (ConsumerGroupMetadata)
-is here only so the shard's group-id namespace can hold a consumer group: replaying
-it marks the id as taken by another group type.
+The record model is `shoal.coordinator.records`' (a key entity and a value entity,
+or no value: a tombstone; framed by `RecordCodec`). The entities here mirror Apache
+Kafka 4.2's `group-coordinator/src/main/resources/common/message/*.json` field for
+field and in order; names are the schema names in snake case. Keys are not flexible
+(int16-length strings), values are flexible version 0 (compact strings and arrays,
+a tagged-field section per struct). Kafka's per-message copies of one nested shape
+(TopicPartition, TopicPartitions) share one entity here, as their bytes are
+identical. Kafka 4.3's tagged AssignmentTimestamp of type 12 is not declared, so a
+record carrying it is refused on read.
+
+Type 3 (ConsumerGroupMetadata) is here only so the shard's group-id namespace can
+hold a consumer group: replaying it marks the id as taken by another group type.
+Other `__consumer_offsets` types (offset commits, consumer and streams group
+records) are unknown to `CODEC`: loading logs and skips them.
 
 Invariants: partitions inside a record are sorted ascending and topics sorted by
 topic id, so the same state always produces equal records (deterministic replay and
-comparable logs).
+comparable logs); the builders in `membership`, `share_group` and `topics` keep them.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: kio reads the entities' field types at
+# run time, as in its generated schema modules.
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-# ---- shared structs -------------------------------------------------------------
+from shoal.coordinator import records
+
+# ---- nested structs of the values (flexible) ------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
-    """`{TopicId, Partitions}` of records 13 and 14 (also the heartbeat assignment)."""
+class TopicPartitions(records.NestedStruct):
+    """`{TopicId, Partitions}` of types 13 (TopicPartition) and 14 (TopicPartitions);
+    also the heartbeat's assignment."""
 
-    topic_id: uuid.UUID
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitionsInfo:
-    """`TopicPartitionsInfo {TopicId, TopicName, Partitions}` of record 15."""
-
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[int, ...] = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicInfo:
-    """`TopicInfo {TopicId, TopicName}` of record 15 (deleting topics)."""
+class TopicPartitionsInfo(records.NestedStruct):
+    """`TopicPartitionsInfo {TopicId, TopicName, Partitions}` of type 15."""
 
-    topic_id: uuid.UUID
-    topic_name: str
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    topic_name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[int, ...] = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicInfo(records.NestedStruct):
+    """`TopicInfo {TopicId, TopicName}` of type 15 (deleting topics)."""
+
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    topic_name: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 3: ConsumerGroupMetadata (namespace only) -------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupMetadataKey:
-    TYPE: ClassVar[int] = 3
-    group_id: str
+class ConsumerGroupMetadataValue(records.ValueStruct):
+    epoch: int = field(metadata={"kafka_type": "int32"})
+    metadata_hash: int = field(metadata={"kafka_type": "int64", "tag": 0}, default=0)
+    """Tagged (tag 0, default 0) since Kafka 4.1 (KIP-1101)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupMetadataValue:
-    VERSION: ClassVar[int] = 0
-    epoch: int
-    metadata_hash: int = 0
+class ConsumerGroupMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 3
+    VALUE: ClassVar[type[ConsumerGroupMetadataValue]] = ConsumerGroupMetadataValue
+    group_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 10: ShareGroupMemberMetadata --------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMemberMetadataKey:
-    TYPE: ClassVar[int] = 10
-    group_id: str
-    member_id: str
+class ShareGroupMemberMetadataValue(records.ValueStruct):
+    rack_id: str | None = field(metadata={"kafka_type": "string"})
+    client_id: str = field(metadata={"kafka_type": "string"})
+    client_host: str = field(metadata={"kafka_type": "string"})
+    subscribed_topic_names: tuple[str, ...] = field(metadata={"kafka_type": "string"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMemberMetadataValue:
-    VERSION: ClassVar[int] = 0
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
+class ShareGroupMemberMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 10
+    VALUE: ClassVar[type[ShareGroupMemberMetadataValue]] = ShareGroupMemberMetadataValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 11: ShareGroupMetadata --------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMetadataKey:
-    TYPE: ClassVar[int] = 11
-    group_id: str
+class ShareGroupMetadataValue(records.ValueStruct):
+    epoch: int = field(metadata={"kafka_type": "int32"})
+    metadata_hash: int = field(metadata={"kafka_type": "int64"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupMetadataValue:
-    VERSION: ClassVar[int] = 0
-    epoch: int
-    metadata_hash: int
+class ShareGroupMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 11
+    VALUE: ClassVar[type[ShareGroupMetadataValue]] = ShareGroupMetadataValue
+    group_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 12: ShareGroupTargetAssignmentMetadata ----------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMetadataKey:
-    TYPE: ClassVar[int] = 12
-    group_id: str
+class ShareGroupTargetAssignmentMetadataValue(records.ValueStruct):
+    """Kafka 4.3 adds a tagged AssignmentTimestamp (tag 0); Shoal writes 4.2's form."""
+
+    assignment_epoch: int = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMetadataValue:
-    """Kafka 4.3 adds a tagged AssignmentTimestamp (tag 0); Shoal writes 4.2's form."""
-
-    VERSION: ClassVar[int] = 0
-    assignment_epoch: int
+class ShareGroupTargetAssignmentMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 12
+    VALUE: ClassVar[type[ShareGroupTargetAssignmentMetadataValue]] = (
+        ShareGroupTargetAssignmentMetadataValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 13: ShareGroupTargetAssignmentMember ------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMemberKey:
-    TYPE: ClassVar[int] = 13
-    group_id: str
-    member_id: str
+class ShareGroupTargetAssignmentMemberValue(records.ValueStruct):
+    topic_partitions: tuple[TopicPartitions, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupTargetAssignmentMemberValue:
-    VERSION: ClassVar[int] = 0
-    topic_partitions: tuple[TopicPartitions, ...]
+class ShareGroupTargetAssignmentMemberKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 13
+    VALUE: ClassVar[type[ShareGroupTargetAssignmentMemberValue]] = (
+        ShareGroupTargetAssignmentMemberValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 14: ShareGroupCurrentMemberAssignment -----------------------------------
@@ -139,39 +153,43 @@ MEMBER_STATE_STABLE = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupCurrentMemberAssignmentKey:
-    TYPE: ClassVar[int] = 14
-    group_id: str
-    member_id: str
+class ShareGroupCurrentMemberAssignmentValue(records.ValueStruct):
+    member_epoch: int = field(metadata={"kafka_type": "int32"})
+    previous_member_epoch: int = field(metadata={"kafka_type": "int32"})
+    state: int = field(metadata={"kafka_type": "int8"})
+    assigned_partitions: tuple[TopicPartitions, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupCurrentMemberAssignmentValue:
-    VERSION: ClassVar[int] = 0
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned_partitions: tuple[TopicPartitions, ...]
+class ShareGroupCurrentMemberAssignmentKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 14
+    VALUE: ClassVar[type[ShareGroupCurrentMemberAssignmentValue]] = (
+        ShareGroupCurrentMemberAssignmentValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 15: ShareGroupStatePartitionMetadata ------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupStatePartitionMetadataKey:
-    TYPE: ClassVar[int] = 15
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShareGroupStatePartitionMetadataValue:
-    VERSION: ClassVar[int] = 0
+class ShareGroupStatePartitionMetadataValue(records.ValueStruct):
     initializing_topics: tuple[TopicPartitionsInfo, ...]
     initialized_topics: tuple[TopicPartitionsInfo, ...]
     deleting_topics: tuple[TopicInfo, ...]
 
 
-# ---- the record ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroupStatePartitionMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 15
+    VALUE: ClassVar[type[ShareGroupStatePartitionMetadataValue]] = (
+        ShareGroupStatePartitionMetadataValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+
+
+# ---- the record and its codec ---------------------------------------------------------
 
 RecordKey = (
     ConsumerGroupMetadataKey
@@ -192,35 +210,19 @@ RecordValue = (
     | ShareGroupStatePartitionMetadataValue
 )
 
-_VALUE_TYPE_OF_KEY: dict[type, type] = {
-    ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
-    ShareGroupMemberMetadataKey: ShareGroupMemberMetadataValue,
-    ShareGroupMetadataKey: ShareGroupMetadataValue,
-    ShareGroupTargetAssignmentMetadataKey: ShareGroupTargetAssignmentMetadataValue,
-    ShareGroupTargetAssignmentMemberKey: ShareGroupTargetAssignmentMemberValue,
-    ShareGroupCurrentMemberAssignmentKey: ShareGroupCurrentMemberAssignmentValue,
-    ShareGroupStatePartitionMetadataKey: ShareGroupStatePartitionMetadataValue,
-}
+CoordinatorRecord = records.CoordinatorRecord[RecordKey, RecordValue]
+"""A group coordinator record: `CoordinatorRecord(key=..., value=... or None)`."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CoordinatorRecord:
-    """One record: a key and its value, or `value=None` for a tombstone."""
-
-    key: RecordKey
-    value: RecordValue | None
-
-    def __post_init__(self) -> None:
-        expected = _VALUE_TYPE_OF_KEY[type(self.key)]
-        assert self.value is None or isinstance(self.value, expected), (
-            f"{type(self.value).__name__} is not the value of {type(self.key).__name__}"
-        )
-
-    @property
-    def record_type(self) -> int:
-        """The int16 written before the key struct on `__consumer_offsets`."""
-        return self.key.TYPE
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.value is None
+CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
+    topic="__consumer_offsets",
+    keys=(
+        ConsumerGroupMetadataKey,
+        ShareGroupMemberMetadataKey,
+        ShareGroupMetadataKey,
+        ShareGroupTargetAssignmentMetadataKey,
+        ShareGroupTargetAssignmentMemberKey,
+        ShareGroupCurrentMemberAssignmentKey,
+        ShareGroupStatePartitionMetadataKey,
+    ),
+)
+"""Bytes of the group coordinator's records (types 3 and 10-15), Kafka's exactly."""

@@ -23,8 +23,7 @@ from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, RoutedRecordSink, read_log
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.runtime import NO_OFFSET
-from shoal.group.codec import decode_record, encode_record
-from shoal.group.records import CoordinatorRecord
+from shoal.group.records import CODEC, CoordinatorRecord
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 
@@ -49,7 +48,7 @@ def open_group_log(
         return partition_for(record.key.group_id, count)
 
     sink = RoutedRecordSink(
-        sinks=[LogRecordSink(log=log, encode=encode_record, clock=clock) for log in partitions],
+        sinks=[LogRecordSink(log=log, encode=CODEC.encode, clock=clock) for log in partitions],
         route=route,
     )
     replay = _replay(partitions, buffer_bytes=config.get_int("offsets.load.buffer.size"))
@@ -60,5 +59,5 @@ def _replay(
     partitions: list[PartitionLog], *, buffer_bytes: int
 ) -> Iterator[tuple[int, CoordinatorRecord]]:
     for log in partitions:
-        for _offset, record in read_log(log, decode_record, buffer_bytes=buffer_bytes):
+        for _offset, record in read_log(log, CODEC.decode, buffer_bytes=buffer_bytes):
             yield NO_OFFSET, record

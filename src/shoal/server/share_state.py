@@ -40,7 +40,7 @@ from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
-from shoal.share_coordinator.codec import decode, encode
+from shoal.share_coordinator.records import CODEC
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +81,13 @@ class ShareStateService:
         settings = dataclasses.replace(
             ShareCoordinatorSettings.from_config(config), num_partitions=len(partitions)
         )
-        sinks = [LogRecordSink(log=p, encode=encode, clock=clock) for p in partitions]
+        sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
         coordinator = ShareCoordinator(sink_for=sinks.__getitem__, clock=clock, settings=settings)
         buffer_bytes = int(config["share.coordinator.load.buffer.size"])
         started = clock.monotonic_ms()
         records = 0
         for index, partition in enumerate(partitions):
-            pairs = list(read_log(partition, decode, buffer_bytes=buffer_bytes))
+            pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
             records += len(pairs)
             coordinator.load_partition(index, pairs)
         log.info(

@@ -3,8 +3,9 @@
 Modules, bottom up:
 - `state`: the values state RPCs carry (`SharePartitionKey`, `StateBatch`,
   `StateWrite`, ...) and the batch merge rule.
-- `records`: the ShareSnapshot / ShareUpdate records as kio entity dataclasses;
-  `codec`: their bytes (Kafka's coordinator record format).
+- `records`: the ShareSnapshot / ShareUpdate records as kio entity dataclasses in
+  the one coordinator record model (`shoal.coordinator.records`), their `CODEC`
+  (Kafka's bytes) and their builders.
 - `shard`: `ShareCoordinatorShard`, one partition's event-sourced state machine.
 - `settings`: `ShareCoordinatorSettings` from the `share.coordinator.*` keys.
 - `coordinator`: `ShareCoordinator`, the durable `Persister` over one coordinator

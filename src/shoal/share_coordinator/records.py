@@ -1,9 +1,9 @@
-"""The records of `__share_group_state`, as kio entity dataclasses.
+"""The records of `__share_group_state`: kio entities, `CODEC`, and their builders.
 
-Two record types, each a key and a value (or no value: a tombstone), mirroring
-Apache Kafka's schemas (`share-coordinator/src/main/resources/common/message/
-Share{Snapshot,Update}{Key,Value}.json`) field for field and in the same order, so
-`kio.serial` writes exactly Kafka's bytes (see `codec`):
+The record model is `shoal.coordinator.records`' (a key entity and a value entity,
+or no value: a tombstone; framed by `RecordCodec`). Two record types mirror Apache
+Kafka's schemas (`share-coordinator/src/main/resources/common/message/
+Share{Snapshot,Update}{Key,Value}.json`) field for field and in the same order:
 
 - type 0 `ShareSnapshotKey` -> `ShareSnapshotValue`: the whole state of one
   share-partition (SnapshotEpoch, StateEpoch, LeaderEpoch, StartOffset,
@@ -16,138 +16,180 @@ Share{Snapshot,Update}{Key,Value}.json`) field for field and in the same order, 
 Keys are not flexible (a record type then GroupId, TopicId, Partition); values are
 flexible version 0. Names are the schema names in snake case.
 
-Invariants: a `ShareCoordinatorRecord` pairs a key with the value of its own type;
-state batches inside a value are sorted and disjoint (the shard writes them merged).
-This module defines no `from __future__ import annotations`: kio reads the field
-types at runtime, as in its generated code.
+The builders (`snapshot_record`, `update_record`, `tombstone`, `snapshot_key`,
+`state_batch_entries`, `state_batches_of`) translate between the records and the
+words of `state` (`SharePartitionKey`, `StateBatch`); the shard writes records
+only through them. Invariant: state batches inside a value are sorted and disjoint
+(the shard writes them merged).
+
+No `from __future__ import annotations`: kio reads the field types at run time, as
+in its generated code.
 """
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32, i64
-
-SHARE_SNAPSHOT_RECORD_TYPE = 0
-SHARE_UPDATE_RECORD_TYPE = 1
-VALUE_VERSION = 0
-"""The only value version of both record types."""
-
+from shoal.coordinator import records
+from shoal.share_coordinator.state import SharePartitionKey, StateBatch
 
 # ---- shared nested struct -------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StateBatchEntry:
+class StateBatchEntry(records.NestedStruct):
     """`StateBatch {FirstOffset, LastOffset, DeliveryState, DeliveryCount}` of both
     values (Kafka generates one class per value; the bytes are the same)."""
 
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    first_offset: i64 = field(metadata={"kafka_type": "int64"})
-    last_offset: i64 = field(metadata={"kafka_type": "int64"})
-    delivery_state: i8 = field(metadata={"kafka_type": "int8"})
+    first_offset: int = field(metadata={"kafka_type": "int64"})
+    last_offset: int = field(metadata={"kafka_type": "int64"})
+    delivery_state: int = field(metadata={"kafka_type": "int8"})
     """0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED."""
-    delivery_count: i16 = field(metadata={"kafka_type": "int16"})
+    delivery_count: int = field(metadata={"kafka_type": "int16"})
 
 
 # ---- type 0: ShareSnapshot ------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareSnapshotKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    RECORD_TYPE: ClassVar[int] = SHARE_SNAPSHOT_RECORD_TYPE
-    group_id: str = field(metadata={"kafka_type": "string"})
-    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
-    partition: i32 = field(metadata={"kafka_type": "int32"})
+class ShareSnapshotValue(records.ValueStruct):
+    snapshot_epoch: int = field(metadata={"kafka_type": "int32"})
+    state_epoch: int = field(metadata={"kafka_type": "int32"})
+    leader_epoch: int = field(metadata={"kafka_type": "int32"})
+    start_offset: int = field(metadata={"kafka_type": "int64"})
+    delivery_complete_count: int = field(metadata={"kafka_type": "int32", "tag": 0}, default=-1)
+    """Offsets at or above the start offset whose delivery is complete (KIP-1226)."""
+    create_timestamp: int = field(metadata={"kafka_type": "int64"})
+    """When an RPC last wrote a snapshot of this key (epoch ms)."""
+    write_timestamp: int = field(metadata={"kafka_type": "int64"})
+    """When any snapshot of this key was last written, cold snapshots included."""
+    state_batches: tuple[StateBatchEntry, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareSnapshotValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(VALUE_VERSION)
-    __flexible__: ClassVar[bool] = True
-    snapshot_epoch: i32 = field(metadata={"kafka_type": "int32"})
-    state_epoch: i32 = field(metadata={"kafka_type": "int32"})
-    leader_epoch: i32 = field(metadata={"kafka_type": "int32"})
-    start_offset: i64 = field(metadata={"kafka_type": "int64"})
-    delivery_complete_count: i32 = field(
-        metadata={"kafka_type": "int32", "tag": 0}, default=i32(-1)
-    )
-    """Offsets at or above the start offset whose delivery is complete (KIP-1226)."""
-    create_timestamp: i64 = field(metadata={"kafka_type": "int64"})
-    """When an RPC last wrote a snapshot of this key (epoch ms)."""
-    write_timestamp: i64 = field(metadata={"kafka_type": "int64"})
-    """When any snapshot of this key was last written, cold snapshots included."""
-    state_batches: tuple[StateBatchEntry, ...]
+class ShareSnapshotKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 0
+    VALUE: ClassVar[type[ShareSnapshotValue]] = ShareSnapshotValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    partition: int = field(metadata={"kafka_type": "int32"})
 
 
 # ---- type 1: ShareUpdate --------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShareUpdateKey:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    RECORD_TYPE: ClassVar[int] = SHARE_UPDATE_RECORD_TYPE
-    group_id: str = field(metadata={"kafka_type": "string"})
-    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
-    partition: i32 = field(metadata={"kafka_type": "int32"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShareUpdateValue:
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(VALUE_VERSION)
-    __flexible__: ClassVar[bool] = True
-    snapshot_epoch: i32 = field(metadata={"kafka_type": "int32"})
+class ShareUpdateValue(records.ValueStruct):
+    snapshot_epoch: int = field(metadata={"kafka_type": "int32"})
     """The snapshot this update applies on top of."""
-    leader_epoch: i32 = field(metadata={"kafka_type": "int32"})
-    start_offset: i64 = field(metadata={"kafka_type": "int64"})
+    leader_epoch: int = field(metadata={"kafka_type": "int32"})
+    start_offset: int = field(metadata={"kafka_type": "int64"})
     """-1: the start offset is not changing."""
-    delivery_complete_count: i32 = field(
-        metadata={"kafka_type": "int32", "tag": 0}, default=i32(-1)
-    )
+    delivery_complete_count: int = field(metadata={"kafka_type": "int32", "tag": 0}, default=-1)
     """-1: not changing."""
     state_batches: tuple[StateBatchEntry, ...]
     """The changed ranges only."""
 
 
-# ---- the record -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareUpdateKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 1
+    VALUE: ClassVar[type[ShareUpdateValue]] = ShareUpdateValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    partition: int = field(metadata={"kafka_type": "int32"})
+
+
+# ---- the record and its codec -----------------------------------------------------------
 
 ShareRecordKey = ShareSnapshotKey | ShareUpdateKey
 ShareRecordValue = ShareSnapshotValue | ShareUpdateValue
 
-_VALUE_TYPE_OF_KEY: dict[type, type] = {
-    ShareSnapshotKey: ShareSnapshotValue,
-    ShareUpdateKey: ShareUpdateValue,
-}
+ShareCoordinatorRecord = records.CoordinatorRecord[ShareRecordKey, ShareRecordValue]
+"""A share coordinator record: `ShareCoordinatorRecord(key=..., value=... or None)`."""
+
+CODEC: records.RecordCodec[ShareRecordKey, ShareRecordValue] = records.RecordCodec(
+    topic="__share_group_state", keys=(ShareSnapshotKey, ShareUpdateKey)
+)
+"""Bytes of `__share_group_state` records (types 0 and 1), Kafka's exactly."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShareCoordinatorRecord:
-    """One record: a key and its value, or `value=None` for a tombstone."""
+# ---- builders ---------------------------------------------------------------------------
 
-    key: ShareRecordKey
-    value: ShareRecordValue | None
 
-    def __post_init__(self) -> None:
-        expected = _VALUE_TYPE_OF_KEY[type(self.key)]
-        assert self.value is None or isinstance(self.value, expected), (
-            f"{type(self.value).__name__} is not the value of {type(self.key).__name__}"
+def snapshot_key(key: SharePartitionKey) -> ShareSnapshotKey:
+    return ShareSnapshotKey(group_id=key.group_id, topic_id=key.topic_id, partition=key.partition)
+
+
+def state_batch_entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry, ...]:
+    return tuple(
+        StateBatchEntry(
+            first_offset=b.first_offset,
+            last_offset=b.last_offset,
+            delivery_state=b.delivery_state,
+            delivery_count=b.delivery_count,
         )
+        for b in batches
+    )
 
-    @property
-    def record_type(self) -> int:
-        """The int16 written before the key struct on `__share_group_state`."""
-        return self.key.RECORD_TYPE
 
-    @property
-    def is_tombstone(self) -> bool:
-        return self.value is None
+def state_batches_of(entries: Iterable[StateBatchEntry]) -> tuple[StateBatch, ...]:
+    return tuple(
+        StateBatch(e.first_offset, e.last_offset, e.delivery_state, e.delivery_count)
+        for e in entries
+    )
+
+
+def snapshot_record(
+    key: SharePartitionKey,
+    *,
+    snapshot_epoch: int,
+    state_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    delivery_complete_count: int,
+    state_batches: Iterable[StateBatch],
+    create_timestamp_ms: int,
+    write_timestamp_ms: int,
+) -> ShareCoordinatorRecord:
+    """A ShareSnapshot: the whole state of `key`."""
+    value = ShareSnapshotValue(
+        snapshot_epoch=snapshot_epoch,
+        state_epoch=state_epoch,
+        leader_epoch=leader_epoch,
+        start_offset=start_offset,
+        delivery_complete_count=delivery_complete_count,
+        create_timestamp=create_timestamp_ms,
+        write_timestamp=write_timestamp_ms,
+        state_batches=state_batch_entries(state_batches),
+    )
+    return ShareCoordinatorRecord(key=snapshot_key(key), value=value)
+
+
+def update_record(
+    key: SharePartitionKey,
+    *,
+    snapshot_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    delivery_complete_count: int,
+    state_batches: Iterable[StateBatch],
+) -> ShareCoordinatorRecord:
+    """A ShareUpdate: a delta on top of snapshot `snapshot_epoch` of `key`."""
+    update_key = ShareUpdateKey(
+        group_id=key.group_id, topic_id=key.topic_id, partition=key.partition
+    )
+    value = ShareUpdateValue(
+        snapshot_epoch=snapshot_epoch,
+        leader_epoch=leader_epoch,
+        start_offset=start_offset,
+        delivery_complete_count=delivery_complete_count,
+        state_batches=state_batch_entries(state_batches),
+    )
+    return ShareCoordinatorRecord(key=update_key, value=value)
+
+
+def tombstone(key: SharePartitionKey) -> ShareCoordinatorRecord:
+    """The one tombstone that deletes `key` (on its ShareSnapshot key, as Kafka)."""
+    return ShareCoordinatorRecord(key=snapshot_key(key), value=None)

@@ -50,22 +50,21 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Generic, TypeVar
-
-from kio.static.primitive import i8, i16, i32, i64
 
 from shoal.clock import Clock
 from shoal.coordinator.runtime import NO_OFFSET
 from shoal.share_coordinator.records import (
     ShareCoordinatorRecord,
-    ShareSnapshotKey,
     ShareSnapshotValue,
-    ShareUpdateKey,
     ShareUpdateValue,
-    StateBatchEntry,
+    snapshot_record,
+    state_batches_of,
+    tombstone,
+    update_record,
 )
 from shoal.share_coordinator.state import (
     UNINITIALIZED_START_OFFSET,
@@ -184,7 +183,7 @@ class ShareCoordinatorShard:
             if state_epoch == stored.state_epoch and start_offset == stored.start_offset:
                 return ShardResult((), None)
         now_ms = self._clock.wall_ms()
-        record = _snapshot_record(
+        record = snapshot_record(
             key,
             snapshot_epoch=0 if stored is None else stored.snapshot_epoch + 1,
             state_epoch=state_epoch,
@@ -207,7 +206,7 @@ class ShareCoordinatorShard:
             return ShardResult((), ReadResult(FENCED_LEADER_EPOCH))
         records: tuple[ShareCoordinatorRecord, ...] = ()
         if leader_epoch > stored.leader_epoch:
-            update = _update_record(
+            update = update_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch,
                 leader_epoch=leader_epoch,
@@ -241,7 +240,7 @@ class ShareCoordinatorShard:
         count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
         if stored.updates_since_snapshot >= self._records_per_snapshot:
             now_ms = self._clock.wall_ms()
-            record = _snapshot_record(
+            record = snapshot_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch + 1,
                 state_epoch=stored.state_epoch,
@@ -259,7 +258,7 @@ class ShareCoordinatorShard:
                 write_timestamp_ms=now_ms,
             )
         else:
-            record = _update_record(
+            record = update_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch,
                 leader_epoch=stored.leader_epoch,
@@ -276,8 +275,7 @@ class ShareCoordinatorShard:
             return ShardResult((), INVALID_REQUEST)
         if key not in self._states:
             return ShardResult((), None)
-        tombstone = ShareCoordinatorRecord(key=_snapshot_key(key), value=None)
-        return ShardResult((tombstone,), None)
+        return ShardResult((tombstone(key),), None)
 
     def read_summary(
         self, *, key: SharePartitionKey, leader_epoch: int
@@ -307,7 +305,7 @@ class ShareCoordinatorShard:
         to `now_ms`. The response is the number of snapshots."""
         pinning = max(self._records_per_snapshot, 1)
         records = tuple(
-            _snapshot_record(
+            snapshot_record(
                 key,
                 snapshot_epoch=state.snapshot_epoch + 1,
                 state_epoch=state.state_epoch,
@@ -362,7 +360,7 @@ class ShareCoordinatorShard:
             leader_epoch=leader_epoch,
             start_offset=int(value.start_offset),
             delivery_complete_count=int(value.delivery_complete_count),
-            state_batches=_batches_of(value.state_batches),
+            state_batches=state_batches_of(value.state_batches),
             create_timestamp_ms=int(value.create_timestamp),
             write_timestamp_ms=int(value.write_timestamp),
             updates_since_snapshot=0,
@@ -397,7 +395,7 @@ class ShareCoordinatorShard:
         if value.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
             count = int(value.delivery_complete_count)
         batches = merge_into_state(
-            previous.state_batches, _batches_of(value.state_batches), start_offset=start_offset
+            previous.state_batches, state_batches_of(value.state_batches), start_offset=start_offset
         )
         self._states[key] = replace(
             previous,
@@ -409,7 +407,7 @@ class ShareCoordinatorShard:
         )
 
 
-# ---- record building --------------------------------------------------------------------
+# ---- helpers ----------------------------------------------------------------------------
 
 
 def _key_invalid(key: SharePartitionKey) -> bool:
@@ -418,77 +416,3 @@ def _key_invalid(key: SharePartitionKey) -> bool:
 
 def _order(key: SharePartitionKey) -> tuple[str, bytes, int]:
     return key.group_id, key.topic_id.bytes, key.partition
-
-
-def _snapshot_key(key: SharePartitionKey) -> ShareSnapshotKey:
-    return ShareSnapshotKey(
-        group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
-    )
-
-
-def _entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry, ...]:
-    return tuple(
-        StateBatchEntry(
-            first_offset=i64(b.first_offset),
-            last_offset=i64(b.last_offset),
-            delivery_state=i8(b.delivery_state),
-            delivery_count=i16(b.delivery_count),
-        )
-        for b in batches
-    )
-
-
-def _batches_of(entries: Iterable[StateBatchEntry]) -> tuple[StateBatch, ...]:
-    return tuple(
-        StateBatch(
-            int(e.first_offset), int(e.last_offset), int(e.delivery_state), int(e.delivery_count)
-        )
-        for e in entries
-    )
-
-
-def _snapshot_record(
-    key: SharePartitionKey,
-    *,
-    snapshot_epoch: int,
-    state_epoch: int,
-    leader_epoch: int,
-    start_offset: int,
-    delivery_complete_count: int,
-    state_batches: Iterable[StateBatch],
-    create_timestamp_ms: int,
-    write_timestamp_ms: int,
-) -> ShareCoordinatorRecord:
-    value = ShareSnapshotValue(
-        snapshot_epoch=i32(snapshot_epoch),
-        state_epoch=i32(state_epoch),
-        leader_epoch=i32(leader_epoch),
-        start_offset=i64(start_offset),
-        delivery_complete_count=i32(delivery_complete_count),
-        create_timestamp=i64(create_timestamp_ms),
-        write_timestamp=i64(write_timestamp_ms),
-        state_batches=_entries(state_batches),
-    )
-    return ShareCoordinatorRecord(key=_snapshot_key(key), value=value)
-
-
-def _update_record(
-    key: SharePartitionKey,
-    *,
-    snapshot_epoch: int,
-    leader_epoch: int,
-    start_offset: int,
-    delivery_complete_count: int,
-    state_batches: Iterable[StateBatch],
-) -> ShareCoordinatorRecord:
-    update_key = ShareUpdateKey(
-        group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
-    )
-    value = ShareUpdateValue(
-        snapshot_epoch=i32(snapshot_epoch),
-        leader_epoch=i32(leader_epoch),
-        start_offset=i64(start_offset),
-        delivery_complete_count=i32(delivery_complete_count),
-        state_batches=_entries(state_batches),
-    )
-    return ShareCoordinatorRecord(key=update_key, value=value)

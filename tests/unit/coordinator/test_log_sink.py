@@ -23,7 +23,7 @@ from shoal.coordinator.log_sink import (
 )
 from shoal.coordinator.placement import partition_for
 from shoal.group import records as r
-from shoal.group.codec import decode_record, encode_record
+from shoal.group.membership import epoch_record
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import iter_headers
 from tests.support.batches import Record, build_batch
@@ -57,10 +57,7 @@ def open_log(tmp_path: Path, clock: ManualClock) -> Iterator[Opener]:
 
 
 def epoch(group: str, value: int) -> r.CoordinatorRecord:
-    return r.CoordinatorRecord(
-        key=r.ShareGroupMetadataKey(group_id=group),
-        value=r.ShareGroupMetadataValue(epoch=value, metadata_hash=value * 31),
-    )
+    return epoch_record(group, value, value * 31)
 
 
 def member(group: str, member_id: str) -> r.CoordinatorRecord:
@@ -75,13 +72,13 @@ def member(group: str, member_id: str) -> r.CoordinatorRecord:
 def sink_on(
     log: PartitionLog, clock: ManualClock, **kwargs: int
 ) -> LogRecordSink[r.CoordinatorRecord]:
-    return LogRecordSink(log=log, encode=encode_record, clock=clock, **kwargs)
+    return LogRecordSink(log=log, encode=r.CODEC.encode, clock=clock, **kwargs)
 
 
 def read_back(
     log: PartitionLog, *, buffer_bytes: int = BUFFER
 ) -> list[tuple[int, r.CoordinatorRecord]]:
-    return list(read_log(log, decode_record, buffer_bytes=buffer_bytes))
+    return list(read_log(log, r.CODEC.decode, buffer_bytes=buffer_bytes))
 
 
 def batch_count(log: PartitionLog) -> int:
@@ -220,9 +217,9 @@ def test_unknown_record_type_is_logged_and_skipped(
     raw = LogRecordSink(log=log, encode=lambda kv: kv, clock=clock)
     raw.append(
         [
-            encode_record(epoch("g", 1)),
+            r.CODEC.encode(epoch("g", 1)),
             (offset_commit_key, b"\x00\x03"),
-            encode_record(epoch("g", 2)),
+            r.CODEC.encode(epoch("g", 2)),
         ]
     )
     with caplog.at_level(logging.WARNING, logger="shoal.coordinator.log_sink"):
@@ -236,10 +233,10 @@ def test_undecodable_record_raises_with_partition_and_offset(
 ) -> None:
     log = open_log()
     raw = LogRecordSink(log=log, encode=lambda kv: kv, clock=clock)
-    key, value = encode_record(epoch("g", 1))
+    key, value = r.CODEC.encode(epoch("g", 1))
     assert value is not None
     raw.append([(key, value), (key, value[:-2])])
-    records = read_log(log, decode_record, buffer_bytes=BUFFER)
+    records = read_log(log, r.CODEC.decode, buffer_bytes=BUFFER)
     assert next(records) == (0, epoch("g", 1))
     with pytest.raises(CoordinatorLogCorrupt, match="__consumer_offsets-0 at offset 1") as info:
         next(records)
@@ -248,7 +245,7 @@ def test_undecodable_record_raises_with_partition_and_offset(
 
 def test_compressed_batch_is_refused_not_misread(open_log: Opener, clock: ManualClock) -> None:
     log = open_log()
-    key, value = encode_record(epoch("g", 1))
+    key, value = r.CODEC.encode(epoch("g", 1))
     batch = build_batch([Record(key=key, value=value)], compression=1)
     log.append(batch, iter_headers(batch), leader_epoch=0)
     with pytest.raises(CoordinatorLogCorrupt, match="compressed batch"):

@@ -1,4 +1,4 @@
-"""Record dataclasses mirror Kafka's `__consumer_offsets` share-group schemas, and the
+"""Record entities mirror Kafka's `__consumer_offsets` share-group schemas, and the
 settings read the broker config.
 
 Conformance items covered: none directly (the record layout behind 46-62).
@@ -57,9 +57,10 @@ def test_records_mirror_kafka_schemas(cls: type) -> None:
     record_type, fields = KAFKA_SCHEMAS[cls]
     assert [f.name for f in dataclasses.fields(cls)] == [snake(f) for f in fields]
     if record_type is not None:
-        assert record_type == cls.TYPE  # type: ignore[attr-defined]
+        assert record_type == cls.RECORD_TYPE  # type: ignore[attr-defined]
+        assert cls.VALUE.__name__ == cls.__name__.removesuffix("Key") + "Value"  # type: ignore[attr-defined]
     if cls.__name__.endswith("Value"):
-        assert cls.VERSION == 0  # type: ignore[attr-defined]
+        assert cls.__version__ == 0  # type: ignore[attr-defined]
 
 
 def test_record_checks_its_value_type() -> None:

@@ -14,7 +14,7 @@ from shoal.config import BrokerConfig, ConfigError
 from shoal.coordinator import NO_OFFSET
 from shoal.coordinator.log_sink import read_log
 from shoal.coordinator.placement import partition_for
-from shoal.group.codec import decode_record
+from shoal.group.records import CODEC
 from shoal.log.manager import LogManager
 from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.unit.group.conftest import Harness
@@ -113,6 +113,6 @@ def test_a_reloaded_shard_equals_the_one_that_wrote(open_manager: Opener) -> Non
     for group in ("alpha", "beta", "gamma"):
         home = reopened.partition(GROUP_METADATA_TOPIC, partition_for(group, partitions))
         assert home is not None
-        on_home = [rec for _, rec in read_log(home, decode_record, buffer_bytes=4096)]
+        on_home = [rec for _, rec in read_log(home, CODEC.decode, buffer_bytes=4096)]
         written = [rec for rec in harness.log if rec.key.group_id == group]
         assert written and [rec for rec in on_home if rec.key.group_id == group] == written

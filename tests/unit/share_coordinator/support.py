@@ -1,5 +1,6 @@
 """A share coordinator shard hosted by the real coordinator runtime over an in-memory
-sink (offsets = list positions), plus builders of the records tests expect."""
+sink (offsets = list positions), plus the public record builders of `records` with
+the defaults these tests start from."""
 
 from __future__ import annotations
 
@@ -8,18 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from kio.static.primitive import i8, i16, i32, i64
-
 from shoal.clock import ManualClock
 from shoal.coordinator.runtime import CoordinatorRuntime, InMemoryRecordSink
-from shoal.share_coordinator.records import (
-    ShareCoordinatorRecord,
-    ShareSnapshotKey,
-    ShareSnapshotValue,
-    ShareUpdateKey,
-    ShareUpdateValue,
-    StateBatchEntry,
-)
+from shoal.share_coordinator import records
+from shoal.share_coordinator.records import ShareCoordinatorRecord, snapshot_record, update_record
 from shoal.share_coordinator.shard import KeyState, ShardResult, ShareCoordinatorShard
 from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWrite
 
@@ -84,18 +77,6 @@ def state_write(
     return StateWrite(key, state_epoch, leader_epoch, start, count, tuple(batches))
 
 
-def entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry, ...]:
-    return tuple(
-        StateBatchEntry(
-            first_offset=i64(b.first_offset),
-            last_offset=i64(b.last_offset),
-            delivery_state=i8(b.delivery_state),
-            delivery_count=i16(b.delivery_count),
-        )
-        for b in batches
-    )
-
-
 def snapshot(
     key: SharePartitionKey = KEY,
     *,
@@ -108,20 +89,17 @@ def snapshot(
     create: int = T0,
     write: int = T0,
 ) -> ShareCoordinatorRecord:
-    return ShareCoordinatorRecord(
-        key=ShareSnapshotKey(
-            group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
-        ),
-        value=ShareSnapshotValue(
-            snapshot_epoch=i32(snapshot_epoch),
-            state_epoch=i32(state_epoch),
-            leader_epoch=i32(leader_epoch),
-            start_offset=i64(start),
-            delivery_complete_count=i32(count),
-            create_timestamp=i64(create),
-            write_timestamp=i64(write),
-            state_batches=entries(batches),
-        ),
+    """`records.snapshot_record` with the defaults these tests start from."""
+    return snapshot_record(
+        key,
+        snapshot_epoch=snapshot_epoch,
+        state_epoch=state_epoch,
+        leader_epoch=leader_epoch,
+        start_offset=start,
+        delivery_complete_count=count,
+        state_batches=batches,
+        create_timestamp_ms=create,
+        write_timestamp_ms=write,
     )
 
 
@@ -134,24 +112,16 @@ def update(
     count: int = -1,
     batches: Iterable[StateBatch] = (),
 ) -> ShareCoordinatorRecord:
-    return ShareCoordinatorRecord(
-        key=ShareUpdateKey(
-            group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
-        ),
-        value=ShareUpdateValue(
-            snapshot_epoch=i32(snapshot_epoch),
-            leader_epoch=i32(leader_epoch),
-            start_offset=i64(start),
-            delivery_complete_count=i32(count),
-            state_batches=entries(batches),
-        ),
+    """`records.update_record` with the defaults these tests start from."""
+    return update_record(
+        key,
+        snapshot_epoch=snapshot_epoch,
+        leader_epoch=leader_epoch,
+        start_offset=start,
+        delivery_complete_count=count,
+        state_batches=batches,
     )
 
 
 def tombstone(key: SharePartitionKey = KEY) -> ShareCoordinatorRecord:
-    return ShareCoordinatorRecord(
-        key=ShareSnapshotKey(
-            group_id=key.group_id, topic_id=key.topic_id, partition=i32(key.partition)
-        ),
-        value=None,
-    )
+    return records.tombstone(key)

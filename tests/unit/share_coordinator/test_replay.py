@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoal.share.persister import InMemoryPersister
-from shoal.share_coordinator.codec import decode, encode
+from shoal.share_coordinator.records import CODEC
 from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
 from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWrite
 from tests.unit.share_coordinator.support import ACK, ARC, AV, TOPIC, Rig
@@ -109,7 +109,7 @@ def test_reload_and_model_agree_after_random_operations(
 
     logged = rig.logged()
     full = Rig(records_per_snapshot=per_snapshot)
-    full.runtime.load_at((offset, decode(*encode(record))) for offset, record in logged)
+    full.runtime.load_at((offset, CODEC.decode(*CODEC.encode(record))) for offset, record in logged)
     assert full.shard.states == rig.shard.states
     assert full.shard.end_offset == rig.shard.end_offset == len(logged)
 
