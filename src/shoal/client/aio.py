@@ -81,10 +81,13 @@ class Connection:
     ) -> BrokerVersions:
         """ApiVersions; the broker's versions (kept for `call`). `KafkaError` if refused."""
         s = settings or ClientSettings()
-        request = self.core.api_versions_request(
-            software_name=s.client_software_name, software_version=s.client_software_version
-        )
-        return self.core.learn_versions(await self.request(request, timeout_s=timeout_s))
+        while True:
+            request = self.core.api_versions_request(
+                software_name=s.client_software_name, software_version=s.client_software_version
+            )
+            versions = self.core.learn_versions(await self.request(request, timeout_s=timeout_s))
+            if versions is not None:
+                return versions
 
     @property
     def versions(self) -> BrokerVersions:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.client.calls import Call
-from shoal.client.errors import check
+from shoal.client.errors import ErrorCode, check
 from shoal.client.settings import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION
 from shoal.client.versions import BrokerVersions, choose_version, parse_api_versions
 from shoal.protocol import codec
@@ -33,8 +33,10 @@ from shoal.protocol.framing import FrameDecoder
 from shoal.protocol.schema import request_schema
 
 API_VERSIONS_VERSION = 3
-"""The ApiVersions version the handshake speaks: the first flexible one (it carries the
-client software name), served by every Kafka broker since 2.4 and by Shoal."""
+"""The ApiVersions version the handshake tries first: the first flexible one (it carries
+the client software name), served by Kafka brokers since 2.4 and by Shoal. A broker
+that refuses it with UNSUPPORTED_VERSION is asked again at the highest version its
+answer names, or at v0, which every broker serves (KIP-511)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,7 @@ class ClientConnection:
         self._in_flight: deque[InFlight] = deque()
         self._last_correlation_id = 0
         self.versions: BrokerVersions | None = None
+        self._api_versions_version = API_VERSIONS_VERSION
         self.closed_reason: str | None = None
 
     # ---- handshake and versions
@@ -74,15 +77,21 @@ class ClientConnection:
         software_name: str = CLIENT_SOFTWARE_NAME,
         software_version: str = CLIENT_SOFTWARE_VERSION,
     ) -> Any:
-        return request_schema(codec.API_VERSIONS_KEY, API_VERSIONS_VERSION).make(
+        return request_schema(codec.API_VERSIONS_KEY, self._api_versions_version).make(
             "ApiVersionsRequest",
             client_software_name=software_name,
             client_software_version=software_version,
         )
 
-    def learn_versions(self, response: Any) -> BrokerVersions:
-        """Keep the broker's versions from its ApiVersions response; `KafkaError` if it
-        refused the handshake."""
+    def learn_versions(self, response: Any) -> BrokerVersions | None:
+        """Keep the broker's versions from its ApiVersions response. None when the broker
+        refused our ApiVersions version: send `api_versions_request()` again (it is now
+        at a version the broker serves). `KafkaError` if it refused the handshake."""
+        refused = response.error_code == ErrorCode.unsupported_version
+        if refused and self._api_versions_version > 0:
+            served = parse_api_versions(response).get(codec.API_VERSIONS_KEY, (0, 0))[1]
+            self._api_versions_version = min(served, self._api_versions_version - 1)
+            return None
         check(response.error_code, None, context=f"ApiVersions to {self.address or 'broker'}")
         self.versions = parse_api_versions(response)
         return self.versions

@@ -85,11 +85,13 @@ class Connection:
         connection = cls(sock, core, node, clock)
         if handshake:
             left_ms = max(1, timeout_ms - (clock.monotonic_ms() - start_ms))
-            request = core.api_versions_request(
-                software_name=s.client_software_name, software_version=s.client_software_version
-            )
             try:
-                core.learn_versions(connection.request(request, timeout_ms=left_ms))
+                while core.versions is None:
+                    request = core.api_versions_request(
+                        software_name=s.client_software_name,
+                        software_version=s.client_software_version,
+                    )
+                    core.learn_versions(connection.request(request, timeout_ms=left_ms))
             except (Disconnected, KafkaError) as exc:
                 connection.close()
                 raise Disconnected(node, f"ApiVersions failed: {exc}", phase="connect") from exc

@@ -132,8 +132,8 @@ def test_request_without_response_leaves_nothing_in_flight() -> None:
 def test_refused_handshake_raises() -> None:
     core = connection()
     core.send(core.api_versions_request())
-    (one,) = core.receive(api_versions_response(1, ErrorCode.unsupported_version))
-    with pytest.raises(KafkaError, match="UNSUPPORTED_VERSION"):
+    (one,) = core.receive(api_versions_response(1, ErrorCode.cluster_authorization_failed))
+    with pytest.raises(KafkaError, match="CLUSTER_AUTHORIZATION_FAILED"):
         core.learn_versions(one.response)
 
 
@@ -145,3 +145,16 @@ def test_build_picks_the_version_from_the_broker() -> None:
         core.build(requests.list_groups(types=["share"]))
     exact = Call.exact(requests.list_groups().build(1))
     assert int(core.build(exact).__version__) == 1
+
+
+def test_a_broker_refusing_api_versions_v3_is_asked_at_v0() -> None:
+    core = connection()
+    core.send(core.api_versions_request())
+    (one,) = core.receive(api_versions_response(1, ErrorCode.unsupported_version))
+    # kio reads the old broker's v0 error body as v3 without api keys: fall back to v0
+    object.__setattr__(one.response, "api_keys", ())
+    assert core.learn_versions(one.response) is None
+    retry = core.api_versions_request()
+    assert int(retry.__version__) == 0
+    _, frame = core.send(retry)
+    assert codec.peek_key_version(frame[4:]) == (18, 0)
