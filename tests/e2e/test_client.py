@@ -5,17 +5,20 @@ leader, FindCoordinator, versions chosen from ApiVersions, the raw connection.""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import AsyncClient, Client, KafkaError, requests
+from shoal.client import AsyncClient, BrokerUnreachable, Client, KafkaError, requests, sync
 from shoal.client.aio import Connection
 from shoal.client.calls import Call
 from shoal.client.metadata import TopicPartition
-from tests.support.broker import BrokerProcess
+from tests.support.batches import values_batch
+from tests.support.broker import BrokerProcess, wait_until
 from tests.support.mock_cluster import MOCK_PARTITIONS, MockCluster
 
 TOPIC = "client-e2e"
@@ -117,6 +120,65 @@ def test_raw_async_connection_pipelines_and_sees_the_broker_close(broker: Broker
     asyncio.run(go())
 
 
+def test_sync_connection_and_a_produce_without_response(broker: BrokerProcess) -> None:
+    topic = TOPIC + "-acks0"
+    with Client(broker.bootstrap) as client:
+        client.call(requests.create_topic(topic, partitions=1))
+        (node,) = client.brokers()
+    connection = sync.Connection.open(node, timeout_ms=10_000)
+    try:
+        produce = requests.produce({(topic, 0): values_batch(3)}, acks=0)
+        assert connection.call(produce, timeout_ms=10_000) is None
+        assert connection.core.in_flight == 0
+        call = requests.list_offsets({(topic, 0): requests.LATEST_TIMESTAMP})
+
+        def written() -> bool:
+            response = connection.call(call, timeout_ms=10_000)
+            return offsets_by_partition(response)[(topic, 0)] == (0, 3)
+
+        assert wait_until(written, timeout_s=10)
+    finally:
+        connection.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_broker_is_reported_by_both_drivers() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    with Client(address, api_timeout_ms=300) as client, pytest.raises(BrokerUnreachable) as info:
+        client.metadata()
+    assert str(info.value).startswith(f"cannot reach the broker at {address} within 300 ms")
+
+    async def go() -> None:
+        async with AsyncClient(address, api_timeout_ms=300) as client:
+            with pytest.raises(BrokerUnreachable, match=f"cannot reach the broker at {address}"):
+                await client.brokers()
+
+    asyncio.run(go())
+
+
+def test_both_drivers_reconnect_after_the_broker_restarts(fresh_broker: BrokerProcess) -> None:
+    sync_client = Client(fresh_broker.bootstrap, api_timeout_ms=20_000)
+    async_client = AsyncClient(fresh_broker.bootstrap, api_timeout_ms=20_000)
+
+    async def go() -> None:
+        await async_client.brokers()
+        sync_client.brokers()
+        fresh_broker.restart()
+        assert len(sync_client.brokers()) == 1, "the dropped connection was replaced"
+        assert len(await async_client.brokers()) == 1
+        await async_client.close()
+
+    try:
+        asyncio.run(go())
+    finally:
+        sync_client.close()
+
+
 # ---- librdkafka's 3-broker mock cluster
 
 
@@ -175,3 +237,23 @@ def test_async_client_routes_to_each_leader(cluster: tuple[MockCluster, str]) ->
             assert not await client.supports(requests.API_LIST_GROUPS)
 
     asyncio.run(go())
+
+
+def test_threads_share_one_sync_client(cluster: tuple[MockCluster, str]) -> None:
+    mock, topic = cluster
+    leaders = mock.leaders(topic)
+    with Client(mock.bootstrap, api_timeout_ms=10_000) as client:
+
+        def latest(partition: int) -> tuple[int, int]:
+            call = requests.list_offsets({(topic, partition): requests.LATEST_TIMESTAMP})
+            response = client.to_leader(
+                topic, partition, call, lambda r: int(r.topics[0].partitions[0].error_code)
+            )
+            node = client.cache.leader(topic, partition)
+            assert node is not None
+            return node.node_id, offsets_by_partition(response)[(topic, partition)][1]
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(latest, [p % MOCK_PARTITIONS for p in range(32)]))
+    assert {p % MOCK_PARTITIONS: leader for p, (leader, _) in enumerate(results)} == leaders
+    assert sum(offset for _, offset in results[:MOCK_PARTITIONS]) == RECORDS
