@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "spark": {"client", "protocol"},
 }
 CORES = ["protocol", "log", "coordinator", "share_coordinator", "share", "group"]
+CLIENT_DRIVERS = {"sync.py", "aio.py", "connection.py"}
+"""The client's only modules with I/O; the rest of `client/` is its sans-I/O core."""
 BANNED_IN_CORES = {"asyncio", "socket", "selectors", "threading"}
 WALL_CLOCK_CALLS = {
     ("time", "time"),
@@ -74,6 +76,18 @@ def test_cores_have_no_io_loop_or_sockets(package: str) -> None:
         for name in _imports(path):
             if name.split(".")[0] in BANNED_IN_CORES:
                 bad.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_client_core_has_no_io_loop_or_sockets() -> None:
+    core = [p for p in _modules("client") if p.name not in CLIENT_DRIVERS]
+    assert any(p.name == "operations.py" for p in core), "the client core should exist"
+    bad = [
+        f"{path.relative_to(SRC)} imports {name}"
+        for path in core
+        for name in _imports(path)
+        if name.split(".")[0] in BANNED_IN_CORES
+    ]
     assert not bad, "\n".join(bad)
 
 

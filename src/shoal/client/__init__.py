@@ -1,5 +1,38 @@
-"""A small async Kafka client on Shoal's protocol layer, for the CLI, admin and tests."""
+"""Shoal's one Kafka client: a sans-I/O core with a blocking and an asyncio driver.
 
+- `Client` (sync.py) and `AsyncClient` (aio.py): calls to any broker, to a partition's
+  leader, to a group's coordinator, with retries, backoff and deadlines.
+- `requests`: the `Call` builders, one per API; `Call.exact(kio_request)` pins a version.
+- `sync.Connection` / `aio.Connection`: one raw connection (tests, hostile input).
+- Errors: `KafkaError`, `BrokerUnreachable`, `RequestTimeout` (all `ClientError`).
+
+`KafkaConnection` and `ResponseError` (connection.py) remain until their users move.
+"""
+
+from shoal.client.aio import AsyncClient
+from shoal.client.bootstrap import Node, parse_bootstrap
+from shoal.client.calls import Call
 from shoal.client.connection import KafkaConnection, ResponseError
+from shoal.client.errors import BrokerUnreachable, ClientError, KafkaError, RequestTimeout, check
+from shoal.client.metadata import ClusterView, PartitionView, TopicView
+from shoal.client.settings import ClientSettings
+from shoal.client.sync import Client
 
-__all__ = ["KafkaConnection", "ResponseError"]
+__all__ = [
+    "AsyncClient",
+    "BrokerUnreachable",
+    "Call",
+    "Client",
+    "ClientError",
+    "ClientSettings",
+    "ClusterView",
+    "KafkaConnection",
+    "KafkaError",
+    "Node",
+    "PartitionView",
+    "RequestTimeout",
+    "ResponseError",
+    "TopicView",
+    "check",
+    "parse_bootstrap",
+]
