@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from shoal.protocol.errors import ErrorCode
-
 from shoal.share_coordinator.state import (
     DELIVERY_STATE_ACKNOWLEDGED,
     DELIVERY_STATE_ARCHIVED,

@@ -5,10 +5,9 @@ Conformance items covered here: 23, 24, 26, 27, 41, 43 (the acknowledgement half
 
 from __future__ import annotations
 
-from shoal.protocol.errors import ErrorCode
-
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.acknowledge import AckBatch
 from tests.unit.share.support import (
     ACCEPT,

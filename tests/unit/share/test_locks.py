@@ -6,7 +6,6 @@ Conformance items covered here: 25, 28, 36, 43 (the expiry half).
 from __future__ import annotations
 
 from shoal.protocol.errors import ErrorCode
-
 from shoal.share.acknowledge import AckBatch
 from tests.unit.share.support import (
     ACCEPT,

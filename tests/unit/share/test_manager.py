@@ -9,14 +9,13 @@ records), 25, 30, 72 (an untouched partition stays at -1 durably).
 
 from __future__ import annotations
 
-from shoal.protocol.errors import ErrorCode
-
 import uuid
 from dataclasses import dataclass, field
 
 from shoal import limits
 from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.share.acknowledge import AckBatch
 from shoal.share.manager import Effects, FetchedPartition, SharePartitionManager

@@ -7,12 +7,11 @@ Conformance items covered here (session half): 4, 5, 6, 7, 8, 9, 10 (limit), 13
 
 from __future__ import annotations
 
-from shoal.protocol.errors import ErrorCode
-
 import uuid
 
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.sessions import (
     FINAL_EPOCH,
     INT32_MAX,
