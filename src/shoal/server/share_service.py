@@ -463,7 +463,7 @@ class ShareService:
         cached = self._settings.get(group_id)
         if cached is not None and cached[0] is broker_config and cached[1] is overrides:
             return cached[2]
-        settings = SharePartitionConfig.resolve(broker=broker_config.values, group=overrides)
+        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
         if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
             self._settings.clear()
         self._settings[group_id] = (broker_config, overrides, settings)
