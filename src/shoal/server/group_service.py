@@ -394,6 +394,7 @@ class GroupService:
     def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
         pending = list(effects)
         outcomes = _Outcomes()
+        follow_ups = outcomes.follow_ups
         performed = 0
         while pending:
             performed += 1
@@ -408,7 +409,7 @@ class GroupService:
                     success=success,
                 )
                 if success and effect.follow_up is not None:
-                    outcomes.follow_ups.append(effect.follow_up)
+                    follow_ups.append(effect.follow_up)
             else:
                 errors = outcomes.state_errors
                 failed_before = len(errors)
@@ -429,8 +430,8 @@ class GroupService:
                 self.runtime.apply(outcome)
             except RecordSinkFull:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
-                if isinstance(effect, InitializeShareState) and effect.follow_up is not None:
-                    outcomes.follow_ups.remove(effect.follow_up)
+                if isinstance(effect, InitializeShareState) and effect.follow_up in follow_ups:
+                    follow_ups.remove(effect.follow_up)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = outcome.response.error

@@ -17,8 +17,7 @@ long-poll and lock timers.
   (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
   (notified from the `Effects` the manager returns: acks, releases, expiries,
   start-offset moves, config changes, dropped share-partitions), and acquires when
-  woken; at MaxWaitMs it answers with what is
-  there. With MinBytes above 1 it acquires only once the logs hold that many bytes
+  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it acquires only once the logs hold that many bytes
   (or at MaxWaitMs). A new epoch-0 session beyond `group.share.max.share.sessions`
   is answered SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked
   fetch whose session was closed or replaced meanwhile, or that shutdown woke,
