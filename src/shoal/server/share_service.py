@@ -17,11 +17,12 @@ long-poll and lock timers.
   (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
   (notified from the `Effects` the manager returns: acks, releases, expiries,
   start-offset moves, config changes, dropped share-partitions), and acquires when
-  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it acquires only once the logs hold that many bytes
-  (or at MaxWaitMs). A new epoch-0 session beyond `group.share.max.share.sessions`
-  is answered SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked
-  fetch whose session was closed or replaced meanwhile, or that shutdown woke,
-  answers without acquiring.
+  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it
+  acquires only once the logs hold that many bytes (or at MaxWaitMs). A new epoch-0
+  session beyond `group.share.max.share.sessions` is answered
+  SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked fetch whose
+  session was closed or replaced meanwhile, or that shutdown woke, answers without
+  acquiring.
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
   the acquisition-lock expiry (earliest deadline over all share-partitions) and the
   idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
