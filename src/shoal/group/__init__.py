@@ -13,7 +13,6 @@ from shoal.group.coordinator import DurableState, GroupCoordinatorShard
 from shoal.group.results import (
     CoordinatorResult,
     DeleteShareState,
-    GroupError,
     InitializeShareState,
 )
 from shoal.group.settings import ShareGroupSettings
@@ -24,7 +23,6 @@ __all__ = [
     "DeleteShareState",
     "DurableState",
     "GroupCoordinatorShard",
-    "GroupError",
     "InitializeShareState",
     "ShareGroupSettings",
     "TopicMetadata",

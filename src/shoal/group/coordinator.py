@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
@@ -44,8 +44,8 @@ from shoal.group.results import (
     DeleteOffsetsResponse,
     DescribedGroup,
     Effect,
+    FollowUpHeartbeat,
     GroupEpochResponse,
-    GroupError,
     GroupsChanged,
     ListedGroup,
     ShareGroupHeartbeatResponse,
@@ -59,6 +59,7 @@ from shoal.group.share_group import (
     apply,
 )
 from shoal.group.topics import TopicImage, TopicMetadata, metadata_hash
+from shoal.protocol.errors import ErrorCode
 
 GROUP_TYPE_CONSUMER = "consumer"
 
@@ -205,17 +206,17 @@ class GroupCoordinatorShard:
         )
         message = membership.validation_error(request)
         if message is not None:
-            return membership.error_result(GroupError.INVALID_REQUEST, message)
+            return membership.error_result(ErrorCode.invalid_request, message)
         if group_id in self._other_groups:
             return membership.error_result(
-                GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
             )
         group = self._groups.get(group_id)
         interval = self._settings.heartbeat_interval_ms(group_id)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is None:
                 return membership.error_result(
-                    GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                    ErrorCode.group_id_not_found, f"Group {group_id} not found."
                 )
             result = membership.leave(
                 group=group, member_id=member_id, image=self._image, heartbeat_interval_ms=interval
@@ -237,7 +238,25 @@ class GroupCoordinatorShard:
                 del self._init_retry_deadlines[group_id]
             deadline = now + self._settings.session_timeout_ms(group_id)
             self._session_deadlines[(group_id, member_id)] = deadline
+            result = membership.with_follow_up(result, client_id=client_id, client_host=client_host)
         return result
+
+    def follow_up_heartbeat(
+        self, *, group_id: str, follow_up: FollowUpHeartbeat, member_epoch: int
+    ) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+        """The internal heartbeat `follow_up` asks for once its initialisation
+        succeeded: the member at its new epoch, null subscription, same client
+        (coordinators.md §1, initialisation item 4); merge its answer with
+        `membership.merge_follow_up`."""
+        return self.share_group_heartbeat(
+            group_id=group_id,
+            member_id=follow_up.member_id,
+            member_epoch=member_epoch,
+            rack_id=None,
+            subscribed_topic_names=None,
+            client_id=follow_up.client_id,
+            client_host=follow_up.client_host,
+        )
 
     # ---- timers ---------------------------------------------------------------------
 
@@ -359,7 +378,7 @@ class GroupCoordinatorShard:
         now = self._now(now_ms)
         group = self._groups.get(group_id)
         if group is None:
-            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+            return self._epoch_response(group_id, ErrorCode.group_id_not_found)
         if not success:
             metadata = lifecycle.remove_initializing(group.state_metadata, topic_partitions)
             retry = now + self._settings.broker.initialize_retry_interval_ms
@@ -393,7 +412,7 @@ class GroupCoordinatorShard:
         again by the next `on_loaded` or DeleteGroups."""
         group = self._groups.get(group_id)
         if group is None:
-            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+            return self._epoch_response(group_id, ErrorCode.group_id_not_found)
         metadata = group.state_metadata
         if success:
             metadata = lifecycle.remove_deleting(metadata, topic_ids)
@@ -406,7 +425,7 @@ class GroupCoordinatorShard:
             records=records,
             response=GroupEpochResponse(
                 group_id=group_id,
-                error=None if success else GroupError.UNKNOWN_SERVER_ERROR,
+                error=None if success else ErrorCode.unknown_server_error,
                 group_epoch=group.group_epoch,
             ),
         )
@@ -420,6 +439,27 @@ class GroupCoordinatorShard:
             topic_id: tuple(sorted(entry.partitions))
             for topic_id, entry in sorted(group.state_metadata.initialized.items())
         }
+
+    def offsets_to_describe(
+        self, *, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[tuple[str, uuid.UUID | None, tuple[int, ...]]]:
+        """What DescribeShareGroupOffsets (90) answers for: (topic name, topic id or
+        None for a topic the cluster does not have, partitions). `topics` None =
+        every initialised partition of the group, by topic name; else the request's
+        topics in order."""
+        image = self._image
+        if topics is None:
+            wanted = []
+            for topic_id, initialized in self.initialized_partitions(group_id).items():
+                topic = image.by_id(topic_id)
+                if topic is not None:
+                    wanted.append((topic.name, topic_id, initialized))
+            return sorted(wanted, key=lambda item: item[0])
+        described: list[tuple[str, uuid.UUID | None, tuple[int, ...]]] = []
+        for name, partitions in topics:
+            topic = image.by_name(name)
+            described.append((name, None if topic is None else topic.topic_id, tuple(partitions)))
+        return described
 
     # ---- administration ---------------------------------------------------------------
 
@@ -435,12 +475,12 @@ class GroupCoordinatorShard:
             group = self._groups.get(group_id)
             if group is None:
                 results.append(
-                    DeleteGroupResult(group_id=group_id, error=GroupError.GROUP_ID_NOT_FOUND)
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.group_id_not_found)
                 )
                 continue
             if not group.is_empty:
                 results.append(
-                    DeleteGroupResult(group_id=group_id, error=GroupError.NON_EMPTY_GROUP)
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.non_empty_group)
                 )
                 continue
             metadata = group.state_metadata
@@ -474,11 +514,9 @@ class GroupCoordinatorShard:
         self._deleting_groups.discard(group_id)
         group = self._groups.get(group_id)
         if group is None:
-            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+            return self._epoch_response(group_id, ErrorCode.group_id_not_found)
         if not success:
-            return self._epoch_response(
-                group_id, GroupError.UNKNOWN_SERVER_ERROR, group.group_epoch
-            )
+            return self._epoch_response(group_id, ErrorCode.unknown_server_error, group.group_epoch)
         if group.is_empty:
             return CoordinatorResult(
                 records=tuple(membership.group_tombstones(group)),
@@ -496,7 +534,7 @@ class GroupCoordinatorShard:
         return CoordinatorResult(
             records=records,
             response=GroupEpochResponse(
-                group_id=group_id, error=GroupError.NON_EMPTY_GROUP, group_epoch=group.group_epoch
+                group_id=group_id, error=ErrorCode.non_empty_group, group_epoch=group.group_epoch
             ),
         )
 
@@ -504,10 +542,10 @@ class GroupCoordinatorShard:
         """An offset reset bumps the group epoch (fencing older state writers). Only
         for an empty group; a missing group is created empty."""
         if group_id in self._other_groups:
-            return self._epoch_response(group_id, GroupError.GROUP_ID_NOT_FOUND)
+            return self._epoch_response(group_id, ErrorCode.group_id_not_found)
         group = self._groups.get(group_id)
         if group is not None and not group.is_empty:
-            return self._epoch_response(group_id, GroupError.NON_EMPTY_GROUP, group.group_epoch)
+            return self._epoch_response(group_id, ErrorCode.non_empty_group, group.group_epoch)
         epoch = (group.group_epoch if group is not None else 0) + 1
         hash_value = group.metadata_hash if group is not None else 0
         return CoordinatorResult(
@@ -550,16 +588,16 @@ class GroupCoordinatorShard:
 
     def _offsets_group_error(
         self, group_id: str, *, missing_ok: bool
-    ) -> tuple[GroupError, str] | None:
+    ) -> tuple[ErrorCode, str] | None:
         if group_id in self._other_groups:
-            return GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
         group = self._groups.get(group_id)
         if group is None:
             if missing_ok:
                 return None
-            return GroupError.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            return ErrorCode.group_id_not_found, f"Group {group_id} not found."
         if not group.is_empty:
-            return GroupError.NON_EMPTY_GROUP, offsets.NOT_EMPTY_MESSAGE
+            return ErrorCode.non_empty_group, offsets.NOT_EMPTY_MESSAGE
         return None
 
     # ---- reads ------------------------------------------------------------------------
@@ -633,7 +671,7 @@ class GroupCoordinatorShard:
 
     @staticmethod
     def _epoch_response(
-        group_id: str, error: GroupError | None, group_epoch: int = 0
+        group_id: str, error: ErrorCode | None, group_epoch: int = 0
     ) -> CoordinatorResult[GroupEpochResponse]:
         return CoordinatorResult(
             records=(),

@@ -30,7 +30,8 @@ from shoal.group.assignor import assign
 from shoal.group.results import (
     CoordinatorResult,
     Effect,
-    GroupError,
+    FollowUpHeartbeat,
+    InitializeShareState,
     ShareGroupHeartbeatResponse,
 )
 from shoal.group.share_group import (
@@ -40,6 +41,7 @@ from shoal.group.share_group import (
     StatePartitionMetadata,
 )
 from shoal.group.topics import Assignment, TopicImage, metadata_hash, to_topic_partitions
+from shoal.protocol.errors import ErrorCode
 
 MEMBER_ID_LENGTH_MAX = 36
 """Member ids are client-generated (librdkafka: a 22-character base64 UUID) and
@@ -83,7 +85,7 @@ def validation_error(request: HeartbeatRequest) -> str | None:
 
 
 def error_result(
-    error: GroupError, message: str | None = None, *, member_id: str | None = None
+    error: ErrorCode, message: str | None = None, *, member_id: str | None = None
 ) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
     return CoordinatorResult(
         records=(),
@@ -126,23 +128,23 @@ def heartbeat(
     if group is None:
         if not joining:
             return error_result(
-                GroupError.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found."
+                ErrorCode.group_id_not_found, f"Group {request.group_id} not found."
             )
         group = ShareGroup(group_id=request.group_id)
     old = group.members.get(request.member_id)
     if old is None:
         if not joining:
             return error_result(
-                GroupError.UNKNOWN_MEMBER_ID,
+                ErrorCode.unknown_member_id,
                 f"Member {request.member_id} is not a member of group {request.group_id}.",
             )
         if len(group.members) >= max_size:
             return error_result(
-                GroupError.GROUP_MAX_SIZE_REACHED,
+                ErrorCode.group_max_size_reached,
                 f"The share group has reached its maximum capacity of {max_size} members.",
             )
     elif not joining and (message := fencing_error(old, request.member_epoch)) is not None:
-        return error_result(GroupError.FENCED_MEMBER_EPOCH, message)
+        return error_result(ErrorCode.fenced_member_epoch, message)
 
     before = old if old is not None else ShareGroupMember(member_id=request.member_id)
     member = replace(
@@ -243,7 +245,7 @@ def leave(
     are released by its share session ending, not here."""
     if member_id not in group.members:
         return error_result(
-            GroupError.UNKNOWN_MEMBER_ID,
+            ErrorCode.unknown_member_id,
             f"Member {member_id} is not a member of group {group.group_id}.",
         )
     return CoordinatorResult(
@@ -429,3 +431,42 @@ def group_tombstones(group: ShareGroup) -> list[r.CoordinatorRecord]:
     )
     records.append(r.CoordinatorRecord(key=r.ShareGroupMetadataKey(group_id=gid), value=None))
     return records
+
+
+# ---- the join follow-up ---------------------------------------------------------------
+
+
+def with_follow_up(
+    result: CoordinatorResult[ShareGroupHeartbeatResponse], *, client_id: str, client_host: str
+) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+    """An accepted heartbeat that starts initialising its group's share-partitions:
+    its `InitializeShareState` asks for a follow-up heartbeat of this member. Kafka
+    initialises asynchronously, so its reply usually carries an empty assignment;
+    here the persister answers in-process, and the follow-up's reply (with the
+    assignment) is what the member gets."""
+    member_id = result.response.member_id
+    if member_id is None or not result.effects:
+        return result
+    follow_up = FollowUpHeartbeat(member_id=member_id, client_id=client_id, client_host=client_host)
+    return replace(
+        result,
+        effects=tuple(
+            replace(effect, follow_up=follow_up)
+            if isinstance(effect, InitializeShareState)
+            else effect
+            for effect in result.effects
+        ),
+    )
+
+
+def merge_follow_up(
+    first: ShareGroupHeartbeatResponse, follow: ShareGroupHeartbeatResponse
+) -> ShareGroupHeartbeatResponse:
+    """The reply to a heartbeat that had a follow-up: the follow-up's, keeping the
+    first reply's assignment when the follow-up left it unchanged; the first reply
+    when the follow-up failed."""
+    if follow.error is not None:
+        return first
+    if follow.assignment is None:
+        return replace(follow, assignment=first.assignment)
+    return follow

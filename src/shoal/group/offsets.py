@@ -1,4 +1,5 @@
-"""Share-group offset administration: AlterShareGroupOffsets and DeleteShareGroupOffsets.
+"""Share-group offset administration: AlterShareGroupOffsets, DeleteShareGroupOffsets
+and DescribeShareGroupOffsets.
 
 Pure functions from a share group's replayed state (never changed here), the topic
 image and a request to the records, effects and response of the operation, like
@@ -21,6 +22,10 @@ follow (coordinators.md §3, Kafka 4.2 where the spec is silent):
   is UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.". The
   others move to deleting (record 15) and a `DeleteShareState` deletes their state;
   `complete_state_deletion` then drops them from the metadata. No epoch bump.
+- **Outcomes.** Once the effects ran, `with_initialization_errors` and
+  `with_deletion_errors` fold the persister's per-partition errors into the answer.
+- **Describe.** `describe_partition`: a partition's StartOffset, LeaderEpoch and lag
+  from the share coordinator's summary and the high watermark.
 
 Topics are answered once each, in request order (a name repeated merges into its
 first row); an alter's partitions likewise (the last start offset given wins).
@@ -29,7 +34,8 @@ first row); an alter's partitions likewise (the last start offset given wins).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from shoal.group import lifecycle
 from shoal.group.membership import epoch_record, state_metadata_record
@@ -39,11 +45,13 @@ from shoal.group.results import (
     CoordinatorResult,
     DeleteOffsetsResponse,
     DeleteOffsetsTopic,
-    GroupError,
+    DescribedOffsetsPartition,
     OffsetPartitionResult,
 )
 from shoal.group.share_group import ShareGroup, StatePartitionMetadata
 from shoal.group.topics import TopicImage
+from shoal.protocol.errors import ErrorCode, code_for
+from shoal.share.persister import StateSummary
 
 NOT_EMPTY_MESSAGE = "The group is not empty."
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
@@ -100,12 +108,12 @@ def _alter_topic(
     results: list[OffsetPartitionResult] = []
     valid: list[tuple[int, int]] = []
     for partition, start_offset in offsets.items():
-        error: GroupError | None = None
+        error: ErrorCode | None = None
         message: str | None = None
         if topic is None or not 0 <= partition < topic.partition_count:
-            error, message = GroupError.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE
+            error, message = ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE
         elif start_offset < lifecycle.START_OFFSET_UNKNOWN:
-            error = GroupError.INVALID_REQUEST
+            error = ErrorCode.invalid_request
             message = f"Invalid start offset {start_offset} for partition {partition}."
         else:
             valid.append((partition, start_offset))
@@ -160,6 +168,101 @@ def _delete_row(name: str, topic_id: uuid.UUID | None, message: str) -> DeleteOf
     return DeleteOffsetsTopic(
         topic_name=name,
         topic_id=topic_id,
-        error=GroupError.UNKNOWN_TOPIC_OR_PARTITION,
+        error=ErrorCode.unknown_topic_or_partition,
         error_message=message,
     )
+
+
+# ---- folding the persister's outcomes into the answers ------------------------------
+
+
+def with_initialization_errors(
+    response: AlterOffsetsResponse, failed: Mapping[tuple[uuid.UUID, int], str]
+) -> AlterOffsetsResponse:
+    """An alter's answer after its `InitializeShareState` ran: each partition the
+    persister did not initialise answers the persister's error (`failed`: (topic id,
+    partition) -> the persister's error name)."""
+    if not failed:
+        return response
+    return replace(
+        response, topics=tuple(_topic_with_init_errors(row, failed) for row in response.topics)
+    )
+
+
+def _topic_with_init_errors(
+    row: AlterOffsetsTopic, failed: Mapping[tuple[uuid.UUID, int], str]
+) -> AlterOffsetsTopic:
+    topic_id = row.topic_id
+    if topic_id is None:
+        return row
+    return replace(
+        row,
+        partitions=tuple(
+            OffsetPartitionResult(
+                partition=p.partition,
+                error=code_for(failed[(topic_id, p.partition)]),
+                error_message="Initialising the share-partition state failed: "
+                f"{failed[(topic_id, p.partition)]}.",
+            )
+            if p.error is None and (topic_id, p.partition) in failed
+            else p
+            for p in row.partitions
+        ),
+    )
+
+
+def with_deletion_errors(
+    response: DeleteOffsetsResponse, failed: Mapping[uuid.UUID, str]
+) -> DeleteOffsetsResponse:
+    """A delete's answer after its `DeleteShareState` ran: each topic whose state
+    the persister did not delete answers the persister's error (`failed`: topic id ->
+    the persister's error name); it stays deleting, retried by the next request."""
+    if not failed:
+        return response
+    return replace(
+        response,
+        topics=tuple(
+            replace(
+                row,
+                error=code_for(failed[row.topic_id]),
+                error_message=f"Deleting the share-partition state failed: {failed[row.topic_id]}.",
+            )
+            if row.error is None and row.topic_id is not None and row.topic_id in failed
+            else row
+            for row in response.topics
+        ),
+    )
+
+
+# ---- DescribeShareGroupOffsets -------------------------------------------------------
+
+
+def describe_partition(
+    *,
+    topic_id: uuid.UUID,
+    partition: int,
+    summary: StateSummary,
+    high_watermark: int | None,
+) -> DescribedOffsetsPartition:
+    """One partition of DescribeShareGroupOffsets (90) from the share coordinator's
+    summary and the partition's high watermark (None = no log): the lag is the high
+    watermark minus the start offset minus the delivery-complete count, -1 unless
+    both are known (coordinators.md §3). A summary error answers StartOffset -1."""
+    if summary.error is not None:
+        return DescribedOffsetsPartition(partition=partition)
+    described = DescribedOffsetsPartition(
+        partition=partition,
+        start_offset=summary.start_offset,
+        # Never read by a leader: the persisters keep -1, Kafka answers its default 0.
+        leader_epoch=max(summary.leader_epoch, 0),
+    )
+    if summary.start_offset < 0 or summary.delivery_complete_count < 0:
+        return described
+    if high_watermark is None:
+        return replace(
+            described,
+            error=ErrorCode.unknown_topic_or_partition,
+            error_message=f"No log for partition {partition} of topic {topic_id}.",
+        )
+    lag = high_watermark - summary.start_offset - summary.delivery_complete_count
+    return replace(described, lag=lag)

@@ -14,11 +14,11 @@ from shoal.group.results import (
     DescribedGroup,
     DescribedMember,
     DescribedTopicPartitions,
-    GroupError,
     ListedGroup,
 )
 from shoal.group.share_group import ShareGroup, ShareGroupMember
 from shoal.group.topics import TopicImage
+from shoal.protocol.errors import ErrorCode
 
 GROUP_TYPE_SHARE = "share"
 PROTOCOL_TYPE_SHARE = "share"
@@ -33,7 +33,7 @@ def describe_missing(group_id: str, *, other_type: str | None) -> DescribedGroup
         else f"Group {group_id} not found."
     )
     return DescribedGroup(
-        group_id=group_id, error=GroupError.GROUP_ID_NOT_FOUND, error_message=message
+        group_id=group_id, error=ErrorCode.group_id_not_found, error_message=message
     )
 
 

@@ -13,32 +13,18 @@ Effects are requests to the outside world, never performed here:
 group epoch; StartOffset -1 = resolve by `share.auto.offset.reset`, 0 = from the
 start of the partition); `DeleteShareState` mirrors a DeleteShareGroupState request.
 
-Errors are Kafka error names (`GroupError`, a `StrEnum`), mapped to codes by the
-wire layer; this package never imports the codec.
+Errors are Kafka error codes (`ErrorCode`, kio's enum re-exported by
+`shoal.protocol.errors`), which the wire layer encodes as they are.
 """
 
 from __future__ import annotations
 
-import enum
 import uuid
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from shoal.group.records import CoordinatorRecord, TopicPartitions
-
-
-class GroupError(enum.StrEnum):
-    """Kafka error names the group coordinator answers with."""
-
-    INVALID_REQUEST = "INVALID_REQUEST"
-    UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
-    FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
-    GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
-    GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
-    NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
-    UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
-    UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
-
+from shoal.protocol.errors import ErrorCode
 
 # ---- effects ------------------------------------------------------------------------
 
@@ -57,12 +43,25 @@ class InitializeTopic:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FollowUpHeartbeat:
+    """The member whose heartbeat started an initialisation: once it succeeds, the
+    caller sends `GroupCoordinatorShard.follow_up_heartbeat` for it and answers the
+    member with the merged reply (the assignment the initialisation made ready)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InitializeShareState:
-    """Initialise these share-partitions, then call `complete_initialization`."""
+    """Initialise these share-partitions, then call `complete_initialization`;
+    on success, perform `follow_up` if set."""
 
     group_id: str
     state_epoch: int
     topics: tuple[InitializeTopic, ...]
+    follow_up: FollowUpHeartbeat | None = None
 
     def partitions_by_topic(self) -> dict[uuid.UUID, tuple[int, ...]]:
         return {t.topic_id: tuple(p.partition for p in t.partitions) for t in self.topics}
@@ -108,7 +107,7 @@ class CoordinatorResult(Generic[R]):
 class ShareGroupHeartbeatResponse:
     """ShareGroupHeartbeat (76) response fields; `assignment` None = unchanged."""
 
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
@@ -139,7 +138,7 @@ class DescribedGroup:
     """One group of a ShareGroupDescribe (77) response."""
 
     group_id: str
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
     group_state: str = ""
     group_epoch: int = 0
@@ -165,7 +164,7 @@ class DeleteGroupResult:
     `complete_group_deletion`."""
 
     group_id: str
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     pending: bool = False
 
 
@@ -179,18 +178,18 @@ class GroupEpochResponse:
     """Answer of `reset_epoch`, `complete_initialization`, `complete_*_deletion`."""
 
     group_id: str
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     group_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OffsetPartitionResult:
-    """One partition of an AlterShareGroupOffsets (91) answer. `error` is a Kafka
-    error name: a `GroupError`, or the persister's error name when its
-    initialisation failed."""
+    """One partition of an AlterShareGroupOffsets (91) answer. `error` is the
+    coordinator's own, or the code of the persister's error when its initialisation
+    failed."""
 
     partition: int
-    error: str | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
 
 
@@ -207,7 +206,7 @@ class AlterOffsetsResponse:
     """AlterShareGroupOffsets (91): a group-level error, else one row per requested
     topic (request order, duplicates merged) and the group epoch after the reset."""
 
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
     group_epoch: int = 0
     topics: tuple[AlterOffsetsTopic, ...] = ()
@@ -220,7 +219,7 @@ class DeleteOffsetsTopic:
 
     topic_name: str
     topic_id: uuid.UUID | None
-    error: str | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
 
 
@@ -229,7 +228,7 @@ class DeleteOffsetsResponse:
     """DeleteShareGroupOffsets (92): a group-level error, else one row per requested
     topic (request order, duplicates merged)."""
 
-    error: GroupError | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
     topics: tuple[DeleteOffsetsTopic, ...] = ()
 
@@ -244,7 +243,7 @@ class DescribedOffsetsPartition:
     start_offset: int = -1
     leader_epoch: int = 0
     lag: int = -1
-    error: str | None = None
+    error: ErrorCode | None = None
     error_message: str | None = None
 
 

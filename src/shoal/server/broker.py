@@ -2,9 +2,10 @@
 
 `Broker` builds the services and hands handlers only those (`Services`,
 server/services.py, as `ctx.services`), subscribes them to the log's change events
-(log/events.py), and runs the listener. Timers are driven here from the clock:
-retention every `log.retention.check.interval.ms`, the time-based flush check every
-second; share acquisition locks by `share_service` (server/share_service.py). Dynamic
+(log/events.py), and runs the listener. Every timer is fired by one driver on the clock (`timers`,
+server/timers.py): retention every `log.retention.check.interval.ms`, the
+time-based flush check every second, and the sources of the share service, the
+group service and the share coordinator. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
@@ -20,8 +21,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig
@@ -38,9 +38,9 @@ from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
+from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 
 log = logging.getLogger(__name__)
-_FLUSH_CHECK_INTERVAL_MS = 1000
 
 
 class Broker:
@@ -64,10 +64,42 @@ class Broker:
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
         self.on_group_config_changed: list[GroupConfigListener] = self.group_configs.listeners
         """Callbacks called with a group id after IncrementalAlterConfigs changed it."""
+        self.timers = TimerDriver(clock=self.clock)
+        """The one timer driver; services call its `rearm` after each operation."""
+        self.timers.add(
+            PeriodicTimer(
+                "log-retention",
+                interval_ms=lambda: self.config.get_int("log.retention.check.interval.ms"),
+                action=self._enforce_retention,
+            ),
+            PeriodicTimer(
+                "log-flush",
+                interval_ms=lambda: FLUSH_CHECK_INTERVAL_MS,
+                action=lambda now_ms: self.logs.flush_if_due(now_ms=now_ms),
+            ),
+        )
         self.share_state = ShareStateService.open(self.logs, config, self.clock)
         """The share coordinator on `__share_group_state`, loaded."""
         self.persister = self.share_state.coordinator
         """Share-partition state (the Persister), in process and durable."""
+        self.timers.add(*self.share_state.timer_sources())
+        self.share_service = ShareService(
+            clock=self.clock,
+            config=lambda: self.config,
+            logs=self.logs,
+            group_configs=self.group_configs,
+            persister=self.persister,
+            purgatory=self.purgatory,
+            stopping=lambda: self.stopping,
+            rearm=self.timers.rearm,
+        )
+        """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
+        self.timers.add(*self.share_service.timer_sources())
+        self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = [
+            self.share_service.connection_closed
+        ]
+        """Called with each connection's info once it has closed (share sessions)."""
+        self.on_group_config_changed.append(self.share_service.group_config_changed)
         group_sink, group_records = open_group_log(self.logs, config, self.clock)
         self.group_service = GroupService(
             clock=self.clock,
@@ -76,14 +108,12 @@ class Broker:
             topic_source=lambda: topics_of(self.logs),
             group_configs=self.group_configs.overrides,
             sink=group_sink,
+            share_state_listeners=[self.share_service.share_state_reset],
+            rearm=self.timers.rearm,
         )
         """The group coordinator, its shard rebuilt from `__consumer_offsets`."""
         self.group_service.runtime.load_at(group_records)
-        self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = []
-        """Called with each connection's info once it has closed (share sessions)."""
-        self.share_service = ShareService(self)
-        """Share sessions and share-partitions (ShareFetch, ShareAcknowledge); it
-        subscribes to `on_connection_closed` and `on_group_config_changed`."""
+        self.timers.add(*self.group_service.timer_sources())
         self.stopping = False
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
@@ -109,7 +139,6 @@ class Broker:
         self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
-        self._background: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
         self.bound_port: int = 0
 
@@ -154,11 +183,8 @@ class Broker:
         self.bound_port = sockets[0].getsockname()[1] if sockets else port
         for sock in sockets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._spawn(self._retention_loop(), "retention")
-        self._spawn(self._flush_loop(), "flush")
-        self.share_state.start()
         self.group_service.start()
-        self.share_service.start()
+        self.timers.start()
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,
@@ -196,12 +222,7 @@ class Broker:
             if pending:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
-        await self.group_service.stop()
-        await self.share_service.stop()
-        await self.share_state.stop()
-        for task in self._background:
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.timers.stop()
         self.logs.close()
         log.info("shutdown complete")
         self._stopped.set()
@@ -251,28 +272,11 @@ class Broker:
     def connection_count(self) -> int:
         return len(self._connections)
 
-    # ---- background timers
-    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
-        self._background.append(asyncio.create_task(coroutine, name=name))
-
-    async def _retention_loop(self) -> None:
-        interval_s = self.config.get_int("log.retention.check.interval.ms") / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
-                if freed:  # share-partitions heard of each log start move (log events)
-                    log.info("retention freed %d bytes", freed)
-            except Exception:  # keep the loop alive; the failure is logged with context
-                log.exception("retention pass failed")
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(_FLUSH_CHECK_INTERVAL_MS / 1000)
-            try:
-                self.logs.flush_if_due(now_ms=self.clock.monotonic_ms())
-            except Exception:  # keep the loop alive; the failure is logged with context
-                log.exception("flush pass failed")
+    # ---- timers
+    def _enforce_retention(self, now_ms: int) -> None:
+        freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
+        if freed:  # share-partitions hear of each log start move (log events)
+            log.info("retention freed %d bytes", freed)
 
 
 async def run_broker(config: BrokerConfig) -> None:

@@ -16,20 +16,20 @@ drives everything the shard leaves to its caller:
 - **Administration.** DeleteGroups, AlterShareGroupOffsets and
   DeleteShareGroupOffsets are shard operations like any other; their effects'
   outcomes (persister errors per share-partition, the end of a group deletion) are
-  folded into the answer. After any of them changed a group's share state, every
+  folded into the answer by group/offsets.py (`with_initialization_errors`,
+  `with_deletion_errors`). After any of them changed a group's share state, every
   `on_share_state_reset` listener is called with the group id (the share service
   drops the group's cached share-partitions, which reload the new state).
-  DescribeShareGroupOffsets is a read: the shard's initialised partitions (or the
-  requested ones), the persister's summaries, and the lag against the high
-  watermark (coordinators.md §3).
-- **Join follow-up.** Kafka initialises asynchronously, so its join reply usually
-  has an empty assignment. Here the persister answers in-process, so when a
-  heartbeat's initialisation completes, an internal heartbeat at the member's new
-  epoch (null subscription, same client) follows at once and its reply, carrying the
-  assignment, is what the member gets (coordinators.md §1, initialisation item 4).
-- **Timers.** One asyncio task sleeps until `shard.next_deadline()` (session expiry,
-  initialisation retry) on the broker clock's `monotonic_ms`, fires
-  `expire_sessions` and `retry_initializations`, and is re-armed after every write.
+  DescribeShareGroupOffsets is a read: the shard says which partitions
+  (`offsets_to_describe`), the persister gives their summaries, and
+  `offsets.describe_partition` computes the lag against the high watermark.
+- **Join follow-up.** The shard marks an `InitializeShareState` started by a
+  member's heartbeat with a `FollowUpHeartbeat`; once it succeeded, the service
+  writes `shard.follow_up_heartbeat` and answers `membership.merge_follow_up` of
+  the two replies (coordinators.md §1, initialisation item 4).
+- **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
+  `shard.next_deadline()` (session expiry, initialisation retry); firing runs
+  `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
 - **Topics.** `topics_changed()` hands the shard every topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation).
@@ -45,8 +45,6 @@ out of `heartbeat`, which the handler answers with COORDINATOR_NOT_AVAILABLE.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import uuid
@@ -64,33 +62,33 @@ from shoal.group import (
     ShareGroupSettings,
     TopicMetadata,
 )
+from shoal.group import offsets as group_offsets
+from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import (
     AlterOffsetsResponse,
-    AlterOffsetsTopic,
     DeleteGroupResult,
     DeleteOffsetsResponse,
     DescribedGroup,
     DescribedOffsetsPartition,
     DescribedOffsetsTopic,
     Effect,
+    FollowUpHeartbeat,
     GroupEpochResponse,
-    GroupError,
     ListedGroup,
-    OffsetPartitionResult,
     ShareGroupHeartbeatResponse,
 )
 from shoal.group.settings import GroupConfigLookup
 from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
+from shoal.protocol.errors import ErrorCode
+from shoal.server.timers import DeadlineTimer, TimerSource
 from shoal.share.persister import Persister, SharePartitionKey
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 
-_TIMER_FAILURE_BACKOFF_MS = 1_000
-"""After a timer write fails (say the sink is full), wait this long before retrying."""
 _EFFECTS_PER_WRITE_MAX = 10_000
 """Guard against an effect loop: completions never produce further effects today."""
 _SUMMARY_LEADER_EPOCH = 0
@@ -106,7 +104,7 @@ SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version
 def share_groups_enabled(config: BrokerConfig) -> bool:
     """`share.version` >= 1 (configs.md §1); at 0 the share APIs stay advertised but
     answer UNSUPPORTED_VERSION."""
-    return int(config["share.version"]) >= 1
+    return config.get_int("share.version") >= 1
 
 
 def topics_of(logs: LogManager) -> list[TopicMetadata]:
@@ -129,6 +127,8 @@ class GroupService:
         topic_source: Callable[[], Iterable[TopicMetadata]],
         group_configs: GroupConfigLookup | None = None,
         sink: RecordSink[CoordinatorRecord] | None = None,
+        share_state_listeners: Iterable[Callable[[str], None]] = (),
+        rearm: Callable[[], None] = lambda: None,
     ) -> None:
         self._clock = clock
         self._persister = persister
@@ -141,9 +141,8 @@ class GroupService:
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = (
             CoordinatorRuntime(shard_factory=self._new_shard, sink=self._sink)
         )
-        self._wake = asyncio.Event()
-        self._timer: asyncio.Task[None] | None = None
-        self.on_share_state_reset: list[Callable[[str], None]] = []
+        self._rearm = rearm
+        self.on_share_state_reset: list[Callable[[str], None]] = list(share_state_listeners)
         """Called with a group id after an admin operation replaced or deleted share
         state of the group (the share service drops its cached share-partitions)."""
 
@@ -163,17 +162,19 @@ class GroupService:
         """Finish loading (the broker replayed `__consumer_offsets` into the runtime
         first): take the current topics (so re-issued deletions know their
         partitions), re-arm sessions and re-issue interrupted initialisations and
-        deletions, then start the timer task. Call inside the running loop."""
+        deletions (the timer driver then fires the re-armed deadlines)."""
         self.topics_changed()
         self._write(self.shard.on_loaded())
-        self._timer = asyncio.create_task(self._timer_loop(), name="group-coordinator-timers")
 
-    async def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+    def timer_sources(self) -> list[TimerSource]:
+        """Session expiry and initialisation retry, for the broker's timer driver."""
+        return [
+            DeadlineTimer(
+                "group-coordinator",
+                deadline=lambda _now: self.shard.next_deadline(),
+                action=self.fire_timers,
+            )
+        ]
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
@@ -182,7 +183,7 @@ class GroupService:
             return
         self._settings = settings
         self.shard.update_settings(settings)
-        self._wake.set()
+        self._rearm()
 
     def topics_changed(self) -> None:
         """Tell the shard the current topics; call after any topic is created,
@@ -226,10 +227,9 @@ class GroupService:
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
-        if group_id in outcomes.initialized:
-            response = self._follow_up(
-                response, group_id=group_id, client_id=client_id, host=client_host
-            )
+        for follow_up in outcomes.follow_ups:
+            if follow_up.member_id == response.member_id:
+                response = self._follow_up(response, group_id=group_id, follow_up=follow_up)
         if member_epoch == 0:
             log.info(
                 "share group %s: member %s (client %s, %s) joined, epoch %d, %d partitions",
@@ -243,18 +243,15 @@ class GroupService:
         return response
 
     def _follow_up(
-        self, response: ShareGroupHeartbeatResponse, *, group_id: str, client_id: str, host: str
+        self,
+        response: ShareGroupHeartbeatResponse,
+        *,
+        group_id: str,
+        follow_up: FollowUpHeartbeat,
     ) -> ShareGroupHeartbeatResponse:
         """The internal heartbeat after an in-process initialisation (module docstring)."""
-        assert response.member_id is not None
-        result = self.shard.share_group_heartbeat(
-            group_id=group_id,
-            member_id=response.member_id,
-            member_epoch=response.member_epoch,
-            rack_id=None,
-            subscribed_topic_names=None,
-            client_id=client_id,
-            client_host=host,
+        result = self.shard.follow_up_heartbeat(
+            group_id=group_id, follow_up=follow_up, member_epoch=response.member_epoch
         )
         try:
             follow = self._write(result)
@@ -263,10 +260,7 @@ class GroupService:
             return response
         if follow.error is not None:
             log.warning("share group %s: follow-up heartbeat failed: %s", group_id, follow)
-            return response
-        if follow.assignment is None:
-            follow = dataclasses.replace(follow, assignment=response.assignment)
-        return follow
+        return merge_follow_up(response, follow)
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """ShareGroupDescribe (77); read-only."""
@@ -290,7 +284,7 @@ class GroupService:
         for shard_result in response.results:
             group_id, error = shard_result.group_id, shard_result.error
             if shard_result.pending:
-                error = outcomes.deleted_groups.get(group_id, GroupError.UNKNOWN_SERVER_ERROR)
+                error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
             if error is None:
                 log.info("share group %s deleted", group_id)
                 self._state_reset(group_id)
@@ -308,7 +302,6 @@ class GroupService:
         if response.error is not None or not result.effects:
             return response
         failed = outcomes.errors_of(group_id)
-        rows = tuple(_with_init_errors(row, failed) for row in response.topics)
         log.info(
             "share group %s: start offsets reset at epoch %d (%d share-partitions failed)",
             group_id,
@@ -316,7 +309,7 @@ class GroupService:
             len(failed),
         )
         self._state_reset(group_id)
-        return dataclasses.replace(response, topics=rows)
+        return group_offsets.with_initialization_errors(response, failed)
 
     def delete_offsets(self, *, group_id: str, topic_names: Iterable[str]) -> DeleteOffsetsResponse:
         """DeleteShareGroupOffsets (92). A topic whose state the persister did not
@@ -327,24 +320,14 @@ class GroupService:
         if response.error is not None or not result.effects:
             return response
         failed_topics = {key[0]: error for key, error in outcomes.errors_of(group_id).items()}
-        rows = tuple(
-            dataclasses.replace(
-                row,
-                error=failed_topics[row.topic_id],
-                error_message=f"Deleting the share-partition state failed: "
-                f"{failed_topics[row.topic_id]}.",
-            )
-            if row.error is None and row.topic_id in failed_topics
-            else row
-            for row in response.topics
-        )
+        response = group_offsets.with_deletion_errors(response, failed_topics)
         log.info(
             "share group %s: share state of %s deleted",
             group_id,
-            [row.topic_name for row in rows if row.error is None],
+            [row.topic_name for row in response.topics if row.error is None],
         )
         self._state_reset(group_id)
-        return dataclasses.replace(response, topics=rows)
+        return response
 
     def describe_offsets(
         self,
@@ -356,18 +339,7 @@ class GroupService:
         """DescribeShareGroupOffsets (90) of one group; read-only. `topics` None =
         every initialised partition. As Kafka, nothing here is a group-level error: a
         group, topic or partition without state answers StartOffset -1."""
-        image = self.shard.topic_image
-        wanted: list[tuple[str, uuid.UUID | None, Sequence[int]]] = []
-        if topics is None:
-            for known_id, initialized in self.shard.initialized_partitions(group_id).items():
-                topic = image.by_id(known_id)
-                if topic is not None:
-                    wanted.append((topic.name, known_id, initialized))
-            wanted.sort(key=lambda item: item[0])
-        else:
-            for requested, indexes in topics:
-                topic = image.by_name(requested)
-                wanted.append((requested, None if topic is None else topic.topic_id, indexes))
+        wanted = self.shard.offsets_to_describe(group_id=group_id, topics=topics)
         return [
             DescribedOffsetsTopic(
                 topic_name=name,
@@ -389,24 +361,12 @@ class GroupService:
         summary = self._persister.read_summary(key=key, leader_epoch=_SUMMARY_LEADER_EPOCH)
         if summary.error is not None:
             log.info("share group %s: no state summary of %s: %s", group_id, key, summary.error)
-            return DescribedOffsetsPartition(partition=partition)
-        described = DescribedOffsetsPartition(
+        return group_offsets.describe_partition(
+            topic_id=topic_id,
             partition=partition,
-            start_offset=summary.start_offset,
-            # Never read by a leader: the persisters keep -1, Kafka answers its default 0.
-            leader_epoch=max(summary.leader_epoch, 0),
+            summary=summary,
+            high_watermark=high_watermark(topic_id, partition),
         )
-        if summary.start_offset < 0 or summary.delivery_complete_count < 0:
-            return described
-        end = high_watermark(topic_id, partition)
-        if end is None:
-            return dataclasses.replace(
-                described,
-                error=GroupError.UNKNOWN_TOPIC_OR_PARTITION,
-                error_message=f"No log for partition {partition} of topic {topic_id}.",
-            )
-        lag = end - summary.start_offset - summary.delivery_complete_count
-        return dataclasses.replace(described, lag=lag)
 
     def _state_reset(self, group_id: str) -> None:
         for listener in list(self.on_share_state_reset):
@@ -428,13 +388,13 @@ class GroupService:
             response = self.runtime.apply(result)
             outcomes = self._perform(result.effects)
         finally:
-            self._wake.set()
+            self._rearm()
         return response, outcomes
 
     def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
         pending = list(effects)
         outcomes = _Outcomes()
-        initialized = outcomes.initialized
+        follow_ups = outcomes.follow_ups
         performed = 0
         while pending:
             performed += 1
@@ -448,8 +408,8 @@ class GroupService:
                     topic_partitions=effect.partitions_by_topic(),
                     success=success,
                 )
-                if success:
-                    initialized.add(effect.group_id)
+                if success and effect.follow_up is not None:
+                    follow_ups.append(effect.follow_up)
             else:
                 errors = outcomes.state_errors
                 failed_before = len(errors)
@@ -470,7 +430,8 @@ class GroupService:
                 self.runtime.apply(outcome)
             except RecordSinkFull:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
-                initialized.discard(effect.group_id)
+                if isinstance(effect, InitializeShareState) and effect.follow_up in follow_ups:
+                    follow_ups.remove(effect.follow_up)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = outcome.response.error
@@ -524,35 +485,13 @@ class GroupService:
 
     # ---- timers -----------------------------------------------------------------------
 
-    async def _timer_loop(self) -> None:
-        """Sleep until the shard's earliest deadline (or a write re-arms), then fire."""
-        while True:
-            self._wake.clear()
-            deadline = self.shard.next_deadline()
-            now = self._clock.monotonic_ms()
-            if deadline is not None and deadline <= now:
-                if not self._fire(now):
-                    await asyncio.sleep(_TIMER_FAILURE_BACKOFF_MS / 1000)
-                continue
-            # asyncio.timeout, not wait_for: 3.11's wait_for swallows a cancellation
-            # that arrives just as the event is set, and stop() would hang.
-            timeout_s = None if deadline is None else (deadline - now) / 1000
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout_s):
-                    await self._wake.wait()
-
-    def _fire(self, now_ms: int) -> bool:
-        try:
-            changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
-            for group_id, member_id in changed.expired_members:
-                log.info(
-                    "share group %s: member %s removed, session timed out", group_id, member_id
-                )
-            self._write(self.shard.retry_initializations(now_ms=now_ms))
-        except Exception:  # keep the timers alive; the failure is logged with context
-            log.exception("group coordinator timers failed")
-            return False
-        return True
+    def fire_timers(self, now_ms: int) -> None:
+        """Expire silent members' sessions and retry failed initialisations due at
+        `now_ms` (a failure propagates to the timer driver, which backs off)."""
+        changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
+        for group_id, member_id in changed.expired_members:
+            log.info("share group %s: member %s removed, session timed out", group_id, member_id)
+        self._write(self.shard.retry_initializations(now_ms=now_ms))
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:
@@ -563,11 +502,11 @@ def _no_group_configs(_group_id: str) -> Mapping[str, object]:
 class _Outcomes:
     """What performing one write's effects came to."""
 
-    initialized: set[str] = dataclasses.field(default_factory=set)
-    """Groups whose initialisation completed successfully."""
+    follow_ups: list[FollowUpHeartbeat] = dataclasses.field(default_factory=list)
+    """Follow-up heartbeats of initialisations that completed successfully."""
     state_errors: dict[SharePartitionKey, str] = dataclasses.field(default_factory=dict)
     """Persister errors by share-partition."""
-    deleted_groups: dict[str, GroupError | None] = dataclasses.field(default_factory=dict)
+    deleted_groups: dict[str, ErrorCode | None] = dataclasses.field(default_factory=dict)
     """Each group deletion that finished: None = deleted, else why it was not."""
 
     def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], str]:
@@ -576,25 +515,3 @@ class _Outcomes:
             for key, error in self.state_errors.items()
             if key.group_id == group_id
         }
-
-
-def _with_init_errors(
-    row: AlterOffsetsTopic, failed: Mapping[tuple[uuid.UUID, int], str]
-) -> AlterOffsetsTopic:
-    if row.topic_id is None:
-        return row
-    topic_id = row.topic_id
-    return dataclasses.replace(
-        row,
-        partitions=tuple(
-            OffsetPartitionResult(
-                partition=p.partition,
-                error=failed[(topic_id, p.partition)],
-                error_message="Initialising the share-partition state failed: "
-                f"{failed[(topic_id, p.partition)]}.",
-            )
-            if p.error is None and (topic_id, p.partition) in failed
-            else p
-            for p in row.partitions
-        ),
-    )

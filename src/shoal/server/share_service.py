@@ -15,15 +15,20 @@ long-poll and lock timers.
   is 0, or MaxWaitMs (clamped to `shoal.fetch.max.wait.ms`) is 0. Otherwise it parks
   in the broker purgatory on `(topic name, partition)` of each session partition
   (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
-  (notified by the manager's `wake`: acks, releases, expiries, start-offset moves,
-  config changes), and acquires when woken; at MaxWaitMs it answers with what is
-  there. With MinBytes above 1 it acquires only once the logs hold that many bytes
-  (or at MaxWaitMs). A new epoch-0 session beyond `group.share.max.share.sessions`
-  is answered SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked
-  fetch whose session was closed or replaced meanwhile, or that shutdown woke,
-  answers without acquiring.
-- **Timers.** One task sleeps until the earliest acquisition-lock deadline over all
-  share-partitions and fires `expire_locks`; every request re-arms it.
+  (notified from the `Effects` the manager returns: acks, releases, expiries,
+  start-offset moves, config changes, dropped share-partitions), and acquires when
+  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it
+  acquires only once the logs hold that many bytes (or at MaxWaitMs). A new epoch-0
+  session beyond `group.share.max.share.sessions` is answered
+  SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked fetch whose
+  session was closed or replaced meanwhile, or that shutdown woke, answers without
+  acquiring.
+- **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
+  the acquisition-lock expiry (earliest deadline over all share-partitions) and the
+  idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
+  every operation that may move a lock deadline calls `rearm`.
+- **Effects.** Every manager operation returns `Effects`; `_perform` wakes the share
+  fetches parked on the named share-partitions (purgatory notify).
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
   use); group config changes wake the group's parked fetches (settings are re-read at
@@ -35,68 +40,44 @@ long-poll and lock timers.
 
 Group settings are resolved per group from the broker config and the group's
 overrides, cached while neither object changes.
+
+Collaborators come in through the constructor (never the broker): the clock, the
+broker config getter, the log manager, the group config store, the persister, the
+purgatory, a `stopping` flag and the timer driver's `rearm`. The broker subscribes
+`connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import uuid
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from shoal.clock import Clock
+from shoal.config import BrokerConfig
+from shoal.log.manager import LogManager
+from shoal.protocol.errors import ErrorCode
+from shoal.server.group_configs import GroupConfigStore
+from shoal.server.purgatory import Purgatory
+from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
-from shoal.share.manager import FetchedPartition, ShareLog, SharePartitionManager
-from shoal.share.persister import SharePartitionKey
+from shoal.share.manager import Effects, FetchedPartition, ShareLog, SharePartitionManager
+from shoal.share.persister import Persister, SharePartitionKey
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import AcquireMode
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Protocol
-
-    from shoal.clock import Clock
-    from shoal.config import BrokerConfig
-    from shoal.log.manager import LogManager
     from shoal.server.connection_info import ConnectionInfo
-    from shoal.server.group_configs import GroupConfigListener, GroupConfigStore
-    from shoal.server.group_service import GroupService
-    from shoal.server.purgatory import Purgatory
-    from shoal.share.persister import Persister
-
-    class Broker(Protocol):
-        """What this service reads of the broker (no import of server/broker.py, so
-        server/ has no import cycle) until its collaborators come in explicitly."""
-
-        @property
-        def config(self) -> BrokerConfig: ...
-        @property
-        def clock(self) -> Clock: ...
-        @property
-        def persister(self) -> Persister: ...
-        @property
-        def logs(self) -> LogManager: ...
-        @property
-        def purgatory(self) -> Purgatory: ...
-        @property
-        def group_service(self) -> GroupService: ...
-        @property
-        def group_configs(self) -> GroupConfigStore: ...
-        @property
-        def stopping(self) -> bool: ...
-        @property
-        def on_connection_closed(self) -> list[Callable[[ConnectionInfo], None]]: ...
-        @property
-        def on_group_config_changed(self) -> list[GroupConfigListener]: ...
-
 
 log = logging.getLogger(__name__)
 
-_TIMER_FAILURE_BACKOFF_MS = 1_000
+_IDLE_CHECK_INTERVAL_MAX_MS = 60_000
+"""Idle share-partitions are looked for every half idle period, at most this often
+apart."""
 _SETTINGS_CACHED_GROUPS_MAX = 10_000
 """Resolved group settings kept; beyond this the cache starts afresh."""
 _SESSION_LIMIT_KEY = ("share-session-limit",)
@@ -143,15 +124,15 @@ class ShareAcknowledgeCall:
 @dataclass(frozen=True, slots=True)
 class PartitionOutcome:
     partition: TopicIdPartition
-    error: str | None = None
-    acknowledge_error: str | None = None
+    error: ErrorCode | None = None
+    acknowledge_error: ErrorCode | None = None
     records: bytes = b""
     acquired: tuple[AcquiredRecords, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ShareOutcome:
-    error: str | None = None
+    error: ErrorCode | None = None
     """Top-level error; nothing else is answered."""
     lock_duration_ms: int = 0
     partitions: tuple[PartitionOutcome, ...] = ()
@@ -163,41 +144,64 @@ class ShareOutcome:
 class ShareService:
     """Share sessions and share-partitions of one broker. See the module docstring."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        config: Callable[[], BrokerConfig],
+        logs: LogManager,
+        group_configs: GroupConfigStore,
+        persister: Persister,
+        purgatory: Purgatory,
+        stopping: Callable[[], bool] = lambda: False,
+        rearm: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._clock = clock
+        self._config = config
+        self._logs = logs
+        self._group_configs = group_configs
+        self._purgatory = purgatory
+        self._stopping = stopping
+        self._rearm = rearm
         self.sessions = ShareSessionCache(
-            max_sessions=lambda: int(broker.config["group.share.max.share.sessions"])
+            max_sessions=lambda: config().get_int("group.share.max.share.sessions")
         )
         self.partitions = SharePartitionManager(
-            clock=broker.clock,
-            persister=broker.persister,
+            clock=clock,
+            persister=persister,
             logs=self._log_for,
             config=self.settings_for,
             auto_offset_reset=self._auto_offset_reset,
-            wake=self._wake,
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
-        self._rearm = asyncio.Event()
-        self._timer: asyncio.Task[None] | None = None
-        self._idle_timer: asyncio.Task[None] | None = None
-        broker.on_connection_closed.append(self.connection_closed)
-        broker.on_group_config_changed.append(self.group_config_changed)
-        broker.group_service.on_share_state_reset.append(self.share_state_reset)
 
-    # ---- lifecycle
+    # ---- timers
 
-    def start(self) -> None:
-        """Start the lock and idle-unload timers; call inside the running loop."""
-        self._timer = asyncio.create_task(self._timer_loop(), name="share-lock-timers")
-        self._idle_timer = asyncio.create_task(self._idle_loop(), name="share-idle-unload")
+    def timer_sources(self) -> list[TimerSource]:
+        """Lock expiry and idle unload, for the broker's timer driver."""
+        return [
+            DeadlineTimer(
+                "share-lock-expiry",
+                deadline=lambda _now: self.partitions.next_lock_deadline(),
+                action=self.expire_locks,
+            ),
+            PeriodicTimer(
+                "share-idle-unload",
+                interval_ms=lambda: min(self._idle_unload_ms() // 2, _IDLE_CHECK_INTERVAL_MAX_MS),
+                action=self.unload_idle,
+            ),
+        ]
 
-    async def stop(self) -> None:
-        for task in (self._timer, self._idle_timer):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._timer = self._idle_timer = None
+    def expire_locks(self, now_ms: int) -> None:
+        """Fire the acquisition locks due at `now_ms` and wake what they freed."""
+        self._perform(self.partitions.expire_locks(now_ms=now_ms).effects)
+
+    def unload_idle(self, now_ms: int) -> None:
+        """Unload the share-partitions idle for `shoal.share.partition.idle.unload.ms`."""
+        self.partitions.unload_idle(now_ms=now_ms, idle_ms=self._idle_unload_ms())
+
+    def _idle_unload_ms(self) -> int:
+        return self._config().get_int("shoal.share.partition.idle.unload.ms")
 
     # ---- ShareFetch
 
@@ -215,8 +219,8 @@ class ShareService:
             self._session_ended(step.dropped, release=False)
         if step.error is not None:
             self._log_refused("ShareFetch", call.group_id, call.member_id, call.epoch, step)
-            if step.error == "SHARE_SESSION_LIMIT_REACHED":
-                await self._broker.purgatory.wait(
+            if step.error is ErrorCode.share_session_limit_reached:
+                await self._purgatory.wait(
                     [_SESSION_LIMIT_KEY], timeout_ms=self._max_wait_ms(call.max_wait_ms)
                 )
             return ShareOutcome(error=step.error)
@@ -231,7 +235,7 @@ class ShareService:
             self._close(session)
         elif not call.is_renew_ack:
             fetched = await self._long_poll(session, call)
-        self._rearm.set()
+        self._rearm()
         by_partition = {f.partition: f for f in fetched}
         notable = {f.partition for f in fetched if f.records or f.error is not None}
         listed = ShareSessionCache.response_partitions(
@@ -258,9 +262,8 @@ class ShareService:
     async def _long_poll(
         self, session: ShareSession, call: ShareFetchCall
     ) -> list[FetchedPartition]:
-        broker = self._broker
         partitions = list(session.partitions)
-        clock = broker.clock
+        clock = self._clock
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
         keys = self._wait_keys(session.group_id, partitions)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
@@ -269,16 +272,16 @@ class ShareService:
             last_round = remaining_ms <= 0 or nothing_wanted
             if self.sessions.get(session.group_id, session.member_id) is not session:
                 return []  # closed or replaced meanwhile: nobody will read the answer
-            if broker.stopping:
+            if self._stopping():
                 return []  # records acquired now would only be released at the close
             if call.min_bytes > 1 and not last_round:
                 available = self.partitions.available_bytes(
                     group_id=session.group_id, partitions=partitions, cap=call.min_bytes
                 )
                 if available < call.min_bytes:
-                    await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+                    await self._purgatory.wait(keys, timeout_ms=remaining_ms)
                     continue
-            fetched = self.partitions.acquire(
+            acquired = self.partitions.acquire(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=partitions,
@@ -288,13 +291,15 @@ class ShareService:
                 acquire_mode=call.acquire_mode,
                 rotation=max(call.epoch, 0),
             )
+            self._perform(acquired.effects)
+            fetched = acquired.partitions
             done = any(f.count or f.error is not None for f in fetched)
             if done or last_round or call.min_bytes <= 0:
                 return fetched
-            await broker.purgatory.wait(keys, timeout_ms=remaining_ms)
+            await self._purgatory.wait(keys, timeout_ms=remaining_ms)
 
     def _wait_keys(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> list[Hashable]:
-        logs = self._broker.logs
+        logs = self._logs
         keys: list[Hashable] = []
         for tp in partitions:
             keys.append(share_wait_key(SharePartitionKey(group_id, tp.topic_id, tp.partition)))
@@ -304,7 +309,7 @@ class ShareService:
         return keys
 
     def _max_wait_ms(self, requested_ms: int) -> int:
-        return max(0, min(requested_ms, int(self._broker.config["shoal.fetch.max.wait.ms"])))
+        return max(0, min(requested_ms, self._config().get_int("shoal.fetch.max.wait.ms")))
 
     # ---- ShareAcknowledge
 
@@ -322,7 +327,7 @@ class ShareService:
         )
         if step.final:
             self._close(session)
-        self._rearm.set()
+        self._rearm()
         return ShareOutcome(
             lock_duration_ms=self.settings_for(call.group_id).record_lock_duration_ms,
             partitions=tuple(
@@ -338,16 +343,18 @@ class ShareService:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
         *,
         renew_allowed: bool,
-    ) -> dict[TopicIdPartition, str | None]:
-        errors: dict[TopicIdPartition, str | None] = {}
+    ) -> dict[TopicIdPartition, ErrorCode | None]:
+        errors: dict[TopicIdPartition, ErrorCode | None] = {}
         for tp, batches in acknowledgements.items():
-            error = self.partitions.acknowledge(
+            acknowledged = self.partitions.acknowledge(
                 group_id=group_id,
                 member_id=member_id,
                 partition=tp,
                 batches=batches,
                 renew_allowed=renew_allowed,
             )
+            self._perform(acknowledged.effects)
+            error = acknowledged.error
             if error is not None:
                 log.info(
                     "acknowledgement of %s-%d by member %s of group %s failed: %s",
@@ -355,7 +362,7 @@ class ShareService:
                     tp.partition,
                     member_id,
                     group_id,
-                    error,
+                    error.name,
                 )
             errors[tp] = error
         return errors
@@ -378,15 +385,16 @@ class ShareService:
             )
             self._session_ended(session, release=True)
         if ended:
-            self._rearm.set()
+            self._rearm()
 
     def _session_ended(self, session: ShareSession, *, release: bool) -> None:
         if release:
-            self.partitions.release(
+            released = self.partitions.release(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=list(session.partitions),
             )
+            self._perform(released)
         if self.sessions.group_session_count(session.group_id) == 0:
             dropped = self.partitions.drop_group(session.group_id)
             if dropped:
@@ -401,114 +409,81 @@ class ShareService:
     def group_config_changed(self, group_id: str) -> None:
         """Hook: the group's configs changed; parked fetches retry with them."""
         self._settings.pop(group_id, None)
-        self.partitions.wake_group(group_id)
-        self._rearm.set()
+        self._perform(self.partitions.group_changed(group_id))
+        self._rearm()
 
     def share_state_reset(self, group_id: str) -> None:
         """Hook: an admin operation replaced or deleted the group's share state. Its
         cached share-partitions are dropped (the next use reloads from the persister)
         and the fetches parked on them retry."""
         dropped = self.partitions.forget_group(group_id)
-        for key in dropped:
-            self._wake(key)
-        if dropped:
+        self._perform(dropped)
+        if dropped.wake:
             log.info(
                 "share group %s: share state reset, %d share-partitions unloaded",
                 group_id,
-                len(dropped),
+                len(dropped.wake),
             )
-        self._rearm.set()
+        self._rearm()
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
-        existing = {info.topic_id for info in self._broker.logs.topics()}
+        existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
-        if gone:
-            log.info("dropped %d share-partitions of deleted topics", len(gone))
-        self._rearm.set()
+        self._perform(gone)
+        if gone.wake:
+            log.info("dropped %d share-partitions of deleted topics", len(gone.wake))
+        self._rearm()
 
     def log_start_moved(self, topic: str, partition: int) -> None:
-        """DeleteRecords moved the log start offset of `topic`-`partition`."""
-        logs = self._broker.logs
+        """DeleteRecords or retention moved the log start offset of `topic`-`partition`
+        (a log change event)."""
+        logs = self._logs
         info = logs.topic(topic)
         partition_log = logs.partition(topic, partition)
         if info is None or partition_log is None:
             return
-        self.partitions.on_log_start_offset(
+        moved = self.partitions.on_log_start_offset(
             topic_id=info.topic_id,
             partition=partition,
             log_start_offset=partition_log.log_start_offset,
         )
-
-    def log_start_offsets_changed(self) -> None:
-        """Retention deleted segments somewhere: share-partitions catch up."""
-        self.partitions.check_log_start_offsets()
+        self._perform(moved)
 
     # ---- settings, logs and wake-ups for the manager
 
     def settings_for(self, group_id: str) -> SharePartitionConfig:
         """The group's effective share settings, re-resolved when the broker config or
         the group's overrides change."""
-        broker_config = self._broker.config
-        overrides = self._broker.group_configs.overrides(group_id)
+        broker_config = self._config()
+        overrides = self._group_configs.overrides(group_id)
         cached = self._settings.get(group_id)
         if cached is not None and cached[0] is broker_config and cached[1] is overrides:
             return cached[2]
-        settings = SharePartitionConfig.resolve(broker=broker_config.values, group=overrides)
+        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
         if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
             self._settings.clear()
         self._settings[group_id] = (broker_config, overrides, settings)
         return settings
 
     def _auto_offset_reset(self, group_id: str) -> str:
-        value: Any = self._broker.group_configs.effective(group_id)["share.auto.offset.reset"]
+        value: Any = self._group_configs.effective(group_id)["share.auto.offset.reset"]
         return str(value)
 
-    def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | str:
-        logs = self._broker.logs
+    def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
+        logs = self._logs
         info = logs.topic_by_id(topic_id)
         if info is None:
-            return "UNKNOWN_TOPIC_ID"
+            return ErrorCode.unknown_topic_id
         partition_log = logs.partition(info.name, partition)
         if partition_log is None:
-            return "UNKNOWN_TOPIC_OR_PARTITION"
+            return ErrorCode.unknown_topic_or_partition
         return partition_log
 
-    def _wake(self, key: SharePartitionKey) -> None:
-        self._broker.purgatory.notify(share_wait_key(key))
-
-    # ---- timers
-
-    async def _timer_loop(self) -> None:
-        """Sleep until the earliest lock deadline (or a request re-arms), then fire."""
-        clock = self._broker.clock
-        while True:
-            self._rearm.clear()
-            deadline = self.partitions.next_lock_deadline()
-            now = clock.monotonic_ms()
-            if deadline is not None and deadline <= now:
-                try:
-                    self.partitions.expire_locks(now_ms=now)
-                except Exception:  # keep the timers alive; logged with context
-                    log.exception("share lock expiry failed")
-                    await asyncio.sleep(_TIMER_FAILURE_BACKOFF_MS / 1000)
-                continue
-            timeout_s = None if deadline is None else (deadline - now) / 1000
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout_s):
-                    await self._rearm.wait()
-
-    async def _idle_loop(self) -> None:
-        """Every half idle period (at most a minute), unload idle share-partitions."""
-        while True:
-            idle_ms = int(self._broker.config["shoal.share.partition.idle.unload.ms"])
-            await asyncio.sleep(min(idle_ms / 2, 60_000) / 1000)
-            try:
-                self.partitions.unload_idle(
-                    now_ms=self._broker.clock.monotonic_ms(), idle_ms=idle_ms
-                )
-            except Exception:  # keep the timer alive; logged with context
-                log.exception("unloading idle share-partitions failed")
+    def _perform(self, effects: Effects) -> None:
+        """Wake the share fetches parked on the share-partitions `effects` names."""
+        for key in sorted(effects.wake, key=str):
+            self._purgatory.notify(share_wait_key(key))
 
     # ---- logging
 
@@ -522,5 +497,5 @@ class ShareService:
             member_id,
             group_id,
             epoch,
-            step.error,
+            None if step.error is None else step.error.name,
         )

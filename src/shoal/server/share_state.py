@@ -11,7 +11,7 @@ coordinator's initialise/delete effects and the state RPCs (83-87) all call it
 synchronously, and a state write is in the log (page cache; fsync per the topic's
 flush settings, like every Kafka log) before its caller answers anyone.
 
-Timers (started by `start`, on the broker's clock):
+Timers (`timer_sources()`, fired by the broker's timer driver, server/timers.py):
 
 - every `share.coordinator.cold.partition.snapshot.interval.ms`: a snapshot for every
   key left on updates for that long (`write_cold_snapshots`);
@@ -22,16 +22,14 @@ Timers (started by `start`, on the broker's clock):
   starts at the log start offset and so still sees every key's latest snapshot and
   the updates after it.
 
-A timer failure is logged with context and the timer goes on.
+A timer failure is logged with context by the driver and the timer goes on after
+its backoff.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
@@ -39,6 +37,7 @@ from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.timers import PeriodicTimer, TimerSource
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from shoal.share_coordinator.records import CODEC
 
@@ -61,11 +60,10 @@ class ShareStateService:
         self.coordinator = coordinator
         self.partitions = partitions
         self._clock = clock
-        self._prune_interval_ms = int(config["share.coordinator.state.topic.prune.interval.ms"])
-        self._cold_interval_ms = int(
-            config["share.coordinator.cold.partition.snapshot.interval.ms"]
+        self._prune_interval_ms = config.get_int("share.coordinator.state.topic.prune.interval.ms")
+        self._cold_interval_ms = config.get_int(
+            "share.coordinator.cold.partition.snapshot.interval.ms"
         )
-        self._tasks: list[asyncio.Task[None]] = []
 
     @classmethod
     def open(cls, logs: LogManager, config: BrokerConfig, clock: Clock) -> ShareStateService:
@@ -73,9 +71,9 @@ class ShareStateService:
         partitions = ensure_internal_topic(
             logs,
             name=SHARE_STATE_TOPIC,
-            partitions=int(config["share.coordinator.state.topic.num.partitions"]),
+            partitions=config.get_int("share.coordinator.state.topic.num.partitions"),
             configs={
-                "segment.bytes": int(config["share.coordinator.state.topic.segment.bytes"]),
+                "segment.bytes": config.get_int("share.coordinator.state.topic.segment.bytes"),
             },
         )
         settings = dataclasses.replace(
@@ -83,7 +81,7 @@ class ShareStateService:
         )
         sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
         coordinator = ShareCoordinator(sink_for=sinks.__getitem__, clock=clock, settings=settings)
-        buffer_bytes = int(config["share.coordinator.load.buffer.size"])
+        buffer_bytes = config.get_int("share.coordinator.load.buffer.size")
         started = clock.monotonic_ms()
         records = 0
         for index, partition in enumerate(partitions):
@@ -116,33 +114,22 @@ class ShareStateService:
     def write_cold_snapshots(self) -> int:
         return self.coordinator.write_cold_snapshots(self._clock.wall_ms())
 
-    def start(self) -> None:
-        """Start the prune and cold-snapshot timers. Call inside the running loop."""
-        self._tasks = [
-            asyncio.create_task(
-                self._every(self._cold_interval_ms, self.write_cold_snapshots, "cold snapshots"),
-                name="share-coordinator-cold-snapshots",
+    def timer_sources(self) -> list[TimerSource]:
+        """Cold snapshots and pruning, for the broker's timer driver."""
+        return [
+            PeriodicTimer(
+                "share-coordinator-cold-snapshots",
+                interval_ms=lambda: self._cold_interval_ms,
+                action=lambda _now: self._logged(self.write_cold_snapshots(), "cold snapshots"),
             ),
-            asyncio.create_task(
-                self._every(self._prune_interval_ms, self.prune, "pruning"),
-                name="share-coordinator-prune",
+            PeriodicTimer(
+                "share-coordinator-prune",
+                interval_ms=lambda: self._prune_interval_ms,
+                action=lambda _now: self._logged(self.prune(), "pruning"),
             ),
         ]
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
-
-    async def _every(self, interval_ms: int, action: Callable[[], int], what: str) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                done = action()
-                if done:
-                    log.info("share coordinator %s: %s partitions or keys", what, done)
-            except Exception:  # keep the timer alive; the failure is logged with context
-                log.exception("share coordinator %s failed", what)
+    @staticmethod
+    def _logged(done: int, what: str) -> None:
+        if done:
+            log.info("share coordinator %s: %s partitions or keys", what, done)

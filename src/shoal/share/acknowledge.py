@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.inflight import InFlightBatch
 from shoal.share.persister import StateBatch
 from shoal.share.states import ACK_TYPE_EVENTS, AcknowledgeType, Event, RecordState
@@ -43,21 +44,21 @@ class AckBatch:
         return AcknowledgeType(self.types[offset - self.first_offset])
 
 
-def validate_batches(batches: Sequence[AckBatch]) -> str | None:
+def validate_batches(batches: Sequence[AckBatch]) -> ErrorCode | None:
     """INVALID_REQUEST for a malformed request (wire.md §3), else None. Whether RENEW
     is allowed by the request version and IsRenewAck is the handler's check."""
     previous_last: int | None = None
     for batch in batches:
         if batch.first_offset < 0 or batch.first_offset > batch.last_offset:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         if previous_last is not None and batch.first_offset <= previous_last:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         previous_last = batch.last_offset
         size = batch.last_offset - batch.first_offset + 1
         if len(batch.types) not in (1, size):
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         if any(t not in _ACK_TYPE_IDS for t in batch.types):
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
     return None
 
 
@@ -77,8 +78,8 @@ class _Step:
 
 def plan_acknowledgement(
     window: InFlightWindow, *, member_id: str, batches: Sequence[AckBatch]
-) -> list[_Step] | str:
-    """The steps to apply, or the Kafka error name of the first failing batch."""
+) -> list[_Step] | ErrorCode:
+    """The steps to apply, or the Kafka error code of the first failing batch."""
     steps: list[_Step] = []
     cache = window.cache
     start = window.start_offset
@@ -89,14 +90,14 @@ def plan_acknowledgement(
         first_index = cache.floor_index(ack.first_offset)
         if first_index < 0:
             if not ack.first_offset < start <= ack.last_offset:
-                return "INVALID_RECORD_STATE"
+                return ErrorCode.invalid_record_state
             first_index = cache.floor_index(start)
             if first_index < 0:
-                return "INVALID_RECORD_STATE"
+                return ErrorCode.invalid_record_state
         last_index = cache.floor_index(ack.last_offset)
         reached = cache[last_index]
         if reached.last_offset < ack.first_offset or ack.last_offset > reached.last_offset:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         per_offset_types = len(ack.types) > 1
         for index in range(first_index, last_index + 1):
             batch = cache[index]
@@ -120,15 +121,15 @@ def plan_acknowledgement(
 
 def _check_targets(
     window: InFlightWindow, batch: InFlightBatch, first: int, last: int, member_id: str
-) -> str | None:
+) -> ErrorCode | None:
     start = window.start_offset
     for _lo, hi, st in batch.states_in(first, last):
         if hi < start:
             continue  # below the SPSO (acked silently)
         if st.state is not RecordState.ACQUIRED or st.pending is not None:
-            return "INVALID_RECORD_STATE"
+            return ErrorCode.invalid_record_state
         if st.member_id != member_id:
-            return "INVALID_RECORD_STATE"
+            return ErrorCode.invalid_record_state
     return None
 
 

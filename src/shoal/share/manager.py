@@ -2,11 +2,12 @@
 and the operations a share request performs across them.
 
 Sans-I/O and synchronous. The caller injects the clock, the persister, a log lookup
-(topic id, partition -> a partition log or a Kafka error name), the group settings
-(`SharePartitionConfig` and `share.auto.offset.reset`, read at each use) and a `wake`
-callback, called with a share-partition key whenever records there may have become
-acquirable (acknowledgements and releases committed, locks expired, start offset or
-log start offset moved, archivals) so that parked share fetches retry.
+(topic id, partition -> a partition log or an `ErrorCode`), the group settings
+(`SharePartitionConfig` and `share.auto.offset.reset`, read at each use). It calls
+nothing above it: every operation that may have made records acquirable
+(acknowledgements and releases committed, locks expired, start offset or log start
+offset moved, archivals, share-partitions dropped) returns `Effects` naming the
+share-partitions whose parked share fetches the caller must wake.
 
 - **Loading** (share-partition.md §10): the first fetch or acknowledgement of a
   (group, topic id, partition) reads the persisted state; StartOffset -1 means the
@@ -42,7 +43,7 @@ log start offset moved, archivals) so that parked share fetches retry.
   share coordinator on next use.
 
 Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
-`_touched` holds exactly their keys.
+`_touched` holds exactly their keys; `_woken` is empty between operations.
 
 (Past 600 lines because it is the one place where a share request meets every
 share-partition: loading, acquisition across a session, acknowledgement and its
@@ -61,6 +62,7 @@ from typing import Protocol
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import LogError, ReadResult
+from shoal.protocol.errors import ErrorCode, code_for
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
@@ -100,9 +102,24 @@ class ShareLog(Protocol):
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
 
 
-LogLookup = Callable[[uuid.UUID, int], "ShareLog | str"]
+LogLookup = Callable[[uuid.UUID, int], "ShareLog | ErrorCode"]
 """(topic id, partition) -> the partition log, or UNKNOWN_TOPIC_ID /
 UNKNOWN_TOPIC_OR_PARTITION."""
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What the caller performs after a manager operation."""
+
+    wake: frozenset[SharePartitionKey] = frozenset()
+    """Share-partitions whose parked share fetches should retry (records may have
+    become acquirable there, or the share-partition left memory)."""
+
+    def __or__(self, other: Effects) -> Effects:
+        return Effects(wake=self.wake | other.wake)
+
+
+NO_EFFECTS = Effects()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +127,7 @@ class FetchedPartition:
     """One partition's part of a share fetch."""
 
     partition: TopicIdPartition
-    error: str | None = None
+    error: ErrorCode | None = None
     records: bytes = b""
     acquired: tuple[AcquiredRecords, ...] = ()
 
@@ -119,14 +136,40 @@ class FetchedPartition:
         return sum(r.count for r in self.acquired)
 
 
-def validate_acknowledgements(batches: Sequence[AckBatch], *, renew_allowed: bool) -> str | None:
+@dataclass(frozen=True, slots=True)
+class ShareFetched:
+    """`SharePartitionManager.acquire`'s answer: one entry per partition, and effects."""
+
+    partitions: list[FetchedPartition]
+    effects: Effects = NO_EFFECTS
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """`SharePartitionManager.acknowledge`'s answer: the partition's error, and effects."""
+
+    error: ErrorCode | None = None
+    effects: Effects = NO_EFFECTS
+
+
+@dataclass(frozen=True, slots=True)
+class LocksExpired:
+    """`SharePartitionManager.expire_locks`'s answer: expiry writes made, and effects."""
+
+    writes: int = 0
+    effects: Effects = NO_EFFECTS
+
+
+def validate_acknowledgements(
+    batches: Sequence[AckBatch], *, renew_allowed: bool
+) -> ErrorCode | None:
     """wire.md §3 ack batch validation: INVALID_REQUEST or None. RENEW (4) only in a
     request with IsRenewAck."""
     error = validate_batches(batches)
     if error is not None:
         return error
     if not renew_allowed and any(AcknowledgeType.RENEW in batch.types for batch in batches):
-        return "INVALID_REQUEST"
+        return ErrorCode.invalid_request
     return None
 
 
@@ -141,14 +184,12 @@ class SharePartitionManager:
         logs: LogLookup,
         config: Callable[[str], SharePartitionConfig],
         auto_offset_reset: Callable[[str], str],
-        wake: Callable[[SharePartitionKey], None] = lambda _key: None,
     ) -> None:
         self._clock = clock
         self._persister = persister
         self._logs = logs
         self._config = config
         self._auto_offset_reset = auto_offset_reset
-        self._wake = wake
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
@@ -156,6 +197,8 @@ class SharePartitionManager:
         """Monotonic ms of each loaded share-partition's last use."""
         self._start_unpersisted: set[SharePartitionKey] = set()
         """Loaded with persisted start offset -1 and not written since."""
+        self._woken: set[SharePartitionKey] = set()
+        """Wake-ups collected during the operation in progress (`_effects` takes them)."""
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -169,18 +212,18 @@ class SharePartitionManager:
 
     # ---- loading
 
-    def load(self, key: SharePartitionKey) -> SharePartition | str:
-        """The share-partition of `key`, loaded now if needed, or an error name."""
+    def load(self, key: SharePartitionKey) -> SharePartition | ErrorCode:
+        """The share-partition of `key`, loaded now if needed, or an error code."""
         loaded = self._partitions.get(key)
         if loaded is not None:
             self._touched[key] = self._clock.monotonic_ms()
             return loaded
         found = self._logs(key.topic_id, key.partition)
-        if isinstance(found, str):
+        if isinstance(found, ErrorCode):
             return found
         return self._load(key, found)
 
-    def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | str:
+    def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | ErrorCode:
         read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
         if read.error is not None or read.state is None:
             error = partition_error(read.error or "UNKNOWN_SERVER_ERROR")
@@ -211,7 +254,7 @@ class SharePartitionManager:
             )
         except (StateLoadError, ValueError, LogError) as exc:
             log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
-            return "UNKNOWN_SERVER_ERROR"
+            return ErrorCode.unknown_server_error
         self._partitions[key] = sp
         self._touched[key] = self._clock.monotonic_ms()
         if state.start_offset < 0:
@@ -254,7 +297,7 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
-    ) -> list[FetchedPartition]:
+    ) -> ShareFetched:
         """Acquire records for `member_id` across `partitions` (one share fetch).
         Returns one entry per partition, in the order given; load and log errors are
         per partition. `rotation` picks the partition visited first (mod the count)."""
@@ -262,12 +305,12 @@ class SharePartitionManager:
         ready: list[tuple[TopicIdPartition, SharePartition, ShareLog]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
-            if isinstance(found, str):
+            if isinstance(found, ErrorCode):
                 results[tp] = FetchedPartition(tp, error=found)
                 continue
             key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
             sp = self._partitions.get(key) or self._load(key, found)
-            if isinstance(sp, str):
+            if isinstance(sp, ErrorCode):
                 results[tp] = FetchedPartition(tp, error=sp)
                 continue
             results[tp] = FetchedPartition(tp)
@@ -294,7 +337,7 @@ class SharePartitionManager:
                 results[tp] = fetched
                 remaining -= fetched.count
                 first = first and not fetched.records
-        return [results[tp] for tp in partitions]
+        return ShareFetched([results[tp] for tp in partitions], self._effects())
 
     def _acquire_one(
         self,
@@ -320,7 +363,7 @@ class SharePartitionManager:
             )
         except LogError as exc:
             if exc.code != "OFFSET_OUT_OF_RANGE" or offset >= partition_log.log_start_offset:
-                return FetchedPartition(tp, error=exc.code)
+                return FetchedPartition(tp, error=code_for(exc.code))
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
@@ -335,7 +378,7 @@ class SharePartitionManager:
                     min_one_batch=min_one_batch,
                 )
             except LogError as again:
-                return FetchedPartition(tp, error=again.code)
+                return FetchedPartition(tp, error=code_for(again.code))
         if not read.headers:
             return FetchedPartition(tp)
         result = sp.acquire(
@@ -349,7 +392,7 @@ class SharePartitionManager:
         )
         if result.write is not None:
             self._write_standing(result.write)
-            self._wake(sp.key)
+            self._woken.add(sp.key)
         span = result.byte_range
         records = b"" if span is None else read.records[span[0] : span[1]]
         return FetchedPartition(tp, records=records, acquired=result.acquired)
@@ -359,13 +402,14 @@ class SharePartitionManager:
     ) -> int:
         """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
         from each acquirable share-partition's next fetch offset (for MinBytes above 1).
-        Loads share-partitions as a fetch would; a partition that cannot be loaded
-        counts as `cap`, so that the fetch answers its error at once."""
+        Loads share-partitions as a fetch would (a load wakes nobody); a partition
+        that cannot be loaded counts as `cap`, so that the fetch answers its error at
+        once."""
         total = 0
         for tp in partitions:
             sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             found = self._logs(tp.topic_id, tp.partition)
-            if isinstance(sp, str) or isinstance(found, str):
+            if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
                 return cap
             offset = sp.next_fetch_offset()
             if not sp.can_acquire() or offset >= found.log_end_offset:
@@ -393,30 +437,31 @@ class SharePartitionManager:
         partition: TopicIdPartition,
         batches: Sequence[AckBatch],
         renew_allowed: bool = False,
-    ) -> str | None:
+    ) -> Acknowledged:
         """Apply one partition's acknowledgement batches (atomic) and persist them.
-        Returns the partition's error name, or None."""
+        Returns the partition's error code (None = success) and the effects."""
         found = self._logs(partition.topic_id, partition.partition)
-        if isinstance(found, str):
-            return found
+        if isinstance(found, ErrorCode):
+            return Acknowledged(found)
         invalid = validate_acknowledgements(batches, renew_allowed=renew_allowed)
         if invalid is not None:
-            return invalid
+            return Acknowledged(invalid)
         key = SharePartitionKey(group_id, partition.topic_id, partition.partition)
         sp = self._partitions.get(key) or self._load(key, found)
-        if isinstance(sp, str):
-            return sp
+        if isinstance(sp, ErrorCode):
+            return Acknowledged(sp)
         self._touched[key] = self._clock.monotonic_ms()
         result = sp.acknowledge(member_id=member_id, batches=batches)
         if result.error is not None:
-            return result.error
+            return Acknowledged(result.error)
         if result.pending is None:
-            return None
-        return self._persist(sp, result.pending)
+            return Acknowledged()
+        error = self._persist(sp, result.pending)
+        return Acknowledged(error, self._effects())
 
     def release(
         self, *, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]
-    ) -> None:
+    ) -> Effects:
         """The member's share session ended: its ACQUIRED records in `partitions`
         become available again (or archived), persisted like acknowledgements."""
         for tp in partitions:
@@ -431,10 +476,11 @@ class SharePartitionManager:
                         "release of %s for member %s failed: %s",
                         describe_key(sp.key),
                         member_id,
-                        error,
+                        error.name,
                     )
+        return self._effects()
 
-    def _persist(self, sp: SharePartition, pending: PendingWrite) -> str | None:
+    def _persist(self, sp: SharePartition, pending: PendingWrite) -> ErrorCode | None:
         error = self._persister.write(write=pending.write)
         if error is None:
             self._start_unpersisted.discard(sp.key)
@@ -445,12 +491,12 @@ class SharePartitionManager:
         for write in completion.writes:
             self._write_standing(write)
         if completion.wake:
-            self._wake(sp.key)
+            self._woken.add(sp.key)
         if error is None:
             return None
         if error in FENCING_ERRORS:
             self._drop(sp.key)
-            self._wake(sp.key)
+            self._woken.add(sp.key)
         return partition_error(error)
 
     def _write_standing(self, write: StateWrite) -> None:
@@ -475,7 +521,7 @@ class SharePartitionManager:
         ]
         return min(deadlines, default=None)
 
-    def expire_locks(self, *, now_ms: int) -> int:
+    def expire_locks(self, *, now_ms: int) -> LocksExpired:
         """Fire every lock due at `now_ms`; returns the number of expiry writes."""
         writes = 0
         for sp in list(self._partitions.values()):
@@ -487,25 +533,19 @@ class SharePartitionManager:
                 self._write_standing(write)
             writes += len(expired.writes)
             if expired.wake:
-                self._wake(sp.key)
-        return writes
+                self._woken.add(sp.key)
+        return LocksExpired(writes, self._effects())
 
     # ---- the log
 
     def on_log_start_offset(
         self, *, topic_id: uuid.UUID, partition: int, log_start_offset: int
-    ) -> None:
+    ) -> Effects:
         """The log start offset of (topic id, partition) moved (DeleteRecords,
         retention): every group's share-partition of it follows (§4.4)."""
         for key in list(self._by_partition.get(TopicIdPartition(topic_id, partition), ())):
             self._log_start_moved(self._partitions[key], log_start_offset)
-
-    def check_log_start_offsets(self) -> None:
-        """Compare every share-partition with its log's start offset (after retention)."""
-        for sp in list(self._partitions.values()):
-            found = self._logs(sp.key.topic_id, sp.key.partition)
-            if not isinstance(found, str) and found.log_start_offset > sp.start_offset:
-                self._log_start_moved(sp, found.log_start_offset)
+        return self._effects()
 
     def _log_start_moved(self, sp: SharePartition, log_start_offset: int) -> None:
         if sp.on_log_start_offset(log_start_offset=log_start_offset):
@@ -514,17 +554,17 @@ class SharePartitionManager:
                 describe_key(sp.key),
                 log_start_offset,
             )
-            self._wake(sp.key)
+            self._woken.add(sp.key)
 
     # ---- dropping
 
-    def retain_topics(self, topic_ids: Collection[uuid.UUID]) -> list[SharePartitionKey]:
-        """Drop the share-partitions of every topic not in `topic_ids` (deleted)."""
+    def retain_topics(self, topic_ids: Collection[uuid.UUID]) -> Effects:
+        """Drop the share-partitions of every topic not in `topic_ids` (deleted);
+        the fetches parked on them are to be woken."""
         gone = [key for key in self._partitions if key.topic_id not in topic_ids]
         for key in gone:
             self._drop(key)
-            self._wake(key)
-        return gone
+        return Effects(wake=frozenset(gone))
 
     def drop_group(self, group_id: str) -> list[SharePartitionKey]:
         """Forget the group's share-partitions (its last share session ended); they
@@ -534,14 +574,15 @@ class SharePartitionManager:
             self._unload(key)
         return keys
 
-    def forget_group(self, group_id: str) -> list[SharePartitionKey]:
+    def forget_group(self, group_id: str) -> Effects:
         """Drop the group's share-partitions without writing anything: their
         persisted state was replaced or deleted (AlterShareGroupOffsets,
-        DeleteShareGroupOffsets, DeleteGroups)."""
+        DeleteShareGroupOffsets, DeleteGroups). The fetches parked on them are to
+        be woken (the next fetch reloads the new state)."""
         keys = sorted(self._by_group.get(group_id, ()), key=str)
         for key in keys:
             self._drop(key)
-        return keys
+        return Effects(wake=frozenset(keys))
 
     def unload_idle(self, *, now_ms: int, idle_ms: int) -> list[SharePartitionKey]:
         """Unload every share-partition unused for `idle_ms` that holds no acquired
@@ -579,10 +620,16 @@ class SharePartitionManager:
                 return
         self._drop(key)
 
-    def wake_group(self, group_id: str) -> None:
-        """Retry the group's parked fetches (its configs changed)."""
-        for key in list(self._by_group.get(group_id, ())):
-            self._wake(key)
+    def group_changed(self, group_id: str) -> Effects:
+        """The group's configs changed: its parked fetches retry with them."""
+        return Effects(wake=frozenset(self._by_group.get(group_id, ())))
+
+    def _effects(self) -> Effects:
+        """Take the wake-ups collected by the operation in progress."""
+        if not self._woken:
+            return NO_EFFECTS
+        woken, self._woken = frozenset(self._woken), set()
+        return Effects(wake=woken)
 
     def _drop(self, key: SharePartitionKey) -> None:
         if self._partitions.pop(key, None) is None:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
 from shoal.share.acquire import AcquiredRecords, Acquisition
@@ -81,7 +82,7 @@ class AcquireResult:
 
 @dataclass(frozen=True, slots=True)
 class AckResult:
-    error: str | None = None
+    error: ErrorCode | None = None
     """INVALID_REQUEST or INVALID_RECORD_STATE for the partition; nothing changed."""
     pending: PendingWrite | None = None
     """None when nothing needs writing (RENEW only, or wholly below the SPSO)."""
@@ -332,9 +333,9 @@ class SharePartition:
         if not config.renew_enabled and any(
             AcknowledgeType.RENEW in batch.types for batch in batches
         ):
-            return AckResult("INVALID_RECORD_STATE")
+            return AckResult(ErrorCode.invalid_record_state)
         plan = plan_acknowledgement(window, member_id=member_id, batches=batches)
-        if isinstance(plan, str):
+        if isinstance(plan, ErrorCode):
             return AckResult(plan)
         handle = window.new_handle()
         applied = apply_plan(

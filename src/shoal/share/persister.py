@@ -20,7 +20,9 @@ The semantics are those of the share coordinator's state RPCs (coordinators.md �
   leader and state epoch 0, no error.
 - negative partitions or epochs -> INVALID_REQUEST.
 
-Errors are Kafka error names (strings), None on success. Every method is synchronous;
+Errors are Kafka error names (strings, as the share coordinator records them), None
+on success; `partition_error` maps them to the `ErrorCode` a share-partition answers.
+Every method is synchronous;
 `shoal.share_coordinator.ShareCoordinator` is the durable implementation.
 """
 
@@ -30,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.state import (
     DELIVERY_STATE_ACKNOWLEDGED,
     DELIVERY_STATE_ARCHIVED,
@@ -189,17 +192,18 @@ FENCING_ERRORS = frozenset({"FENCED_LEADER_EPOCH", "FENCED_STATE_EPOCH"})
 owns the share-partition: drop it from memory and reload (§8.5)."""
 
 _PARTITION_ERRORS = {
-    "FENCED_LEADER_EPOCH": "NOT_LEADER_OR_FOLLOWER",
-    "FENCED_STATE_EPOCH": "NOT_LEADER_OR_FOLLOWER",
-    "NOT_COORDINATOR": "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_NOT_AVAILABLE": "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_LOAD_IN_PROGRESS": "COORDINATOR_NOT_AVAILABLE",
-    "GROUP_ID_NOT_FOUND": "GROUP_ID_NOT_FOUND",
-    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PARTITION",
+    "FENCED_LEADER_EPOCH": ErrorCode.not_leader_or_follower,
+    "FENCED_STATE_EPOCH": ErrorCode.not_leader_or_follower,
+    "NOT_COORDINATOR": ErrorCode.coordinator_not_available,
+    "COORDINATOR_NOT_AVAILABLE": ErrorCode.coordinator_not_available,
+    "COORDINATOR_LOAD_IN_PROGRESS": ErrorCode.coordinator_not_available,
+    "GROUP_ID_NOT_FOUND": ErrorCode.group_id_not_found,
+    "UNKNOWN_TOPIC_OR_PARTITION": ErrorCode.unknown_topic_or_partition,
 }
 
 
-def partition_error(state_error: str) -> str:
+def partition_error(state_error: str) -> ErrorCode:
     """The error a share-partition reports to clients when a state RPC failed with
-    `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
-    return _PARTITION_ERRORS.get(state_error, "UNKNOWN_SERVER_ERROR")
+    the error name `state_error` (share-partition.md §8.5; Kafka's
+    SharePartition.fetchPersisterError)."""
+    return _PARTITION_ERRORS.get(state_error, ErrorCode.unknown_server_error)

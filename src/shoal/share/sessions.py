@@ -42,6 +42,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from shoal.protocol.errors import ErrorCode
+
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 INT32_MAX = 2**31 - 1
@@ -83,8 +85,8 @@ class ShareSession:
 class SessionStep:
     """What the session check decided for one request."""
 
-    error: str | None = None
-    """Top-level error name; nothing else in the request is processed."""
+    error: ErrorCode | None = None
+    """Top-level error code; nothing else in the request is processed."""
     session: ShareSession | None = None
     full: bool = False
     """Epoch 0: a new session; the response lists every partition."""
@@ -131,12 +133,12 @@ class ShareSessionCache:
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             if has_acknowledgements:
-                return SessionStep(error="INVALID_REQUEST")
+                return SessionStep(error=ErrorCode.invalid_request)
             dropped = self._sessions.get(key)
             if dropped is not None:
                 self._remove(dropped)
             if len(self._sessions) >= self._max_sessions():
-                return SessionStep(error="SHARE_SESSION_LIMIT_REACHED", dropped=dropped)
+                return SessionStep(error=ErrorCode.share_session_limit_reached, dropped=dropped)
             session = ShareSession(
                 group_id,
                 member_id,
@@ -148,11 +150,11 @@ class ShareSessionCache:
             return SessionStep(session=session, full=True, dropped=dropped)
         current = self._sessions.get(key)
         if current is None:
-            return SessionStep(error="SHARE_SESSION_NOT_FOUND")
+            return SessionStep(error=ErrorCode.share_session_not_found)
         if epoch == FINAL_EPOCH:
             return SessionStep(session=current, final=True)
         if epoch != current.epoch:
-            return SessionStep(error="INVALID_SHARE_SESSION_EPOCH")
+            return SessionStep(error=ErrorCode.invalid_share_session_epoch)
         session = current
         for tp in partitions:
             session.partitions.setdefault(tp, True)
@@ -164,14 +166,14 @@ class ShareSessionCache:
     def share_acknowledge(self, *, group_id: str, member_id: str, epoch: int) -> SessionStep:
         """The session step of a ShareAcknowledge: it never changes the partitions."""
         if epoch == INITIAL_EPOCH:
-            return SessionStep(error="INVALID_SHARE_SESSION_EPOCH")
+            return SessionStep(error=ErrorCode.invalid_share_session_epoch)
         session = self._sessions.get((group_id, member_id))
         if session is None:
-            return SessionStep(error="SHARE_SESSION_NOT_FOUND")
+            return SessionStep(error=ErrorCode.share_session_not_found)
         if epoch == FINAL_EPOCH:
             return SessionStep(session=session, final=True)
         if epoch != session.epoch:
-            return SessionStep(error="INVALID_SHARE_SESSION_EPOCH")
+            return SessionStep(error=ErrorCode.invalid_share_session_epoch)
         session.epoch = next_epoch(epoch)
         return SessionStep(session=session)
 

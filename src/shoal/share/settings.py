@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.clock import Clock
+from shoal.config import BrokerConfig
 from shoal.iso_duration import parse_iso_duration_ms
 
 
@@ -44,16 +45,14 @@ class SharePartitionConfig:
         assert self.max_record_locks > 0
 
     @classmethod
-    def resolve(
-        cls, *, broker: Mapping[str, Any], group: Mapping[str, Any]
-    ) -> SharePartitionConfig:
+    def resolve(cls, *, broker: BrokerConfig, group: Mapping[str, Any]) -> SharePartitionConfig:
         """Group overrides (None or absent = unset) over broker values, clamped into
         the broker's min/max (configs.md §3.3)."""
 
         def pick(group_key: str, broker_key: str, low_key: str, high_key: str) -> int:
             value = group.get(group_key)
-            value = broker[broker_key] if value is None else value
-            return int(min(max(value, broker[low_key]), broker[high_key]))
+            value = broker.get_int(broker_key) if value is None else int(value)
+            return min(max(value, broker.get_int(low_key)), broker.get_int(high_key))
 
         renew = group.get("share.renew.acknowledge.enable")
         isolation = group.get("share.isolation.level") or IsolationLevel.READ_UNCOMMITTED.value

@@ -6,9 +6,9 @@ Every test's records are checked for replay equivalence by the harness fixture.
 
 from __future__ import annotations
 
-from shoal.group import GroupError
 from shoal.group import records as r
 from shoal.group.results import DeleteShareState, DescribedTopicPartitions
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, topic_id
 
 M1, M2 = "member-one", "member-two"
@@ -27,7 +27,7 @@ def test_59_describe_unknown_and_live_groups(harness: Harness) -> None:
     assignor "simple", members with their assignment and its topic names."""
     populated(harness)
     unknown, live = harness.shard.share_group_describe(group_ids=["nope", "g"])
-    assert unknown.group_id == "nope" and unknown.error is GroupError.GROUP_ID_NOT_FOUND
+    assert unknown.group_id == "nope" and unknown.error is ErrorCode.group_id_not_found
     assert live.error is None
     assert (live.group_state, live.assignor_name) == ("Stable", "simple")
     group = harness.shard.share_group("g")
@@ -91,8 +91,8 @@ def test_delete_groups_errors(harness: Harness) -> None:
     populated(harness)
     result = harness.run(harness.shard.delete_groups(group_ids=["g", "nope"]))
     assert [(x.group_id, x.error) for x in result.response.results] == [
-        ("g", GroupError.NON_EMPTY_GROUP),
-        ("nope", GroupError.GROUP_ID_NOT_FOUND),
+        ("g", ErrorCode.non_empty_group),
+        ("nope", ErrorCode.group_id_not_found),
     ]
     assert result.records == () and result.effects == ()
 
@@ -164,7 +164,7 @@ def test_failed_group_deletion_keeps_the_group(harness: Harness) -> None:
     harness.heartbeat("g", M2, -1)
     harness.run(harness.shard.delete_groups(group_ids=["g"]))
     failed = harness.run(harness.shard.complete_group_deletion(group_id="g", success=False))
-    assert failed.response.error is GroupError.UNKNOWN_SERVER_ERROR and failed.records == ()
+    assert failed.response.error is ErrorCode.unknown_server_error and failed.records == ()
     assert harness.shard.group_state("g") == "Empty"
 
 
@@ -175,7 +175,7 @@ def test_member_joining_during_deletion_keeps_the_group(harness: Harness) -> Non
     harness.run(harness.shard.delete_groups(group_ids=["g"]))
     harness.join("g", M1, ["t"])
     result = harness.run(harness.shard.complete_group_deletion(group_id="g", success=True))
-    assert result.response.error is GroupError.NON_EMPTY_GROUP
+    assert result.response.error is ErrorCode.non_empty_group
     group = harness.shard.share_group("g")
     assert group is not None and group.state_metadata.deleting == {}
 
@@ -186,7 +186,7 @@ def test_reset_epoch(harness: Harness) -> None:
     assert group is not None
     epoch = group.group_epoch
     busy = harness.run(harness.shard.reset_epoch(group_id="g"))
-    assert busy.response.error is GroupError.NON_EMPTY_GROUP and busy.records == ()
+    assert busy.response.error is ErrorCode.non_empty_group and busy.records == ()
     harness.heartbeat("g", M1, -1)
     harness.heartbeat("g", M2, -1)
     reset = harness.run(harness.shard.reset_epoch(group_id="g"))
@@ -201,4 +201,4 @@ def test_reset_epoch(harness: Harness) -> None:
         )
     )
     other = harness.run(harness.shard.reset_epoch(group_id="cg"))
-    assert other.response.error is GroupError.GROUP_ID_NOT_FOUND
+    assert other.response.error is ErrorCode.group_id_not_found

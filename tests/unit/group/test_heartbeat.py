@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
-from shoal.group import GroupError, ShareGroupSettings
+from shoal.group import ShareGroupSettings
 from shoal.group import records as r
 from shoal.group.records import ConsumerGroupMetadataKey, CoordinatorRecord
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, assignment_of, topic_id
 
 MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"  # a librdkafka-style 22-character base64 id
@@ -37,8 +38,8 @@ def joined_and_initialised(harness: Harness, *members: str, partitions: int = 4)
 
 def test_46_epoch_zero_with_empty_subscription_is_invalid(harness: Harness) -> None:
     """Conformance 46: epoch 0 with an empty (or null) subscription -> INVALID_REQUEST."""
-    assert harness.heartbeat("g", MEMBER, 0, []).error is GroupError.INVALID_REQUEST
-    assert harness.heartbeat("g", MEMBER, 0, None).error is GroupError.INVALID_REQUEST
+    assert harness.heartbeat("g", MEMBER, 0, []).error is ErrorCode.invalid_request
+    assert harness.heartbeat("g", MEMBER, 0, None).error is ErrorCode.invalid_request
     assert harness.shard.share_group("g") is None
     assert harness.log == []
 
@@ -58,7 +59,7 @@ def test_invalid_requests(
     harness: Harness, group_id: str, member_id: str, epoch: int, rack: str | None
 ) -> None:
     response = harness.heartbeat(group_id, member_id, epoch, ["t"], rack_id=rack)
-    assert response.error is GroupError.INVALID_REQUEST
+    assert response.error is ErrorCode.invalid_request
     assert response.error_message
 
 
@@ -116,15 +117,15 @@ def test_assignment_is_null_when_nothing_changed(harness: Harness) -> None:
 
 def test_48_heartbeat_on_unknown_group(harness: Harness) -> None:
     """Conformance 48: epoch 3 on an unknown group -> GROUP_ID_NOT_FOUND."""
-    assert harness.heartbeat("nope", MEMBER, 3).error is GroupError.GROUP_ID_NOT_FOUND
-    assert harness.heartbeat("nope", MEMBER, -1).error is GroupError.GROUP_ID_NOT_FOUND
+    assert harness.heartbeat("nope", MEMBER, 3).error is ErrorCode.group_id_not_found
+    assert harness.heartbeat("nope", MEMBER, -1).error is ErrorCode.group_id_not_found
 
 
 def test_47_heartbeat_of_unknown_member(harness: Harness) -> None:
     """Conformance 47: epoch 3, unknown member -> UNKNOWN_MEMBER_ID."""
     joined_and_initialised(harness, MEMBER)
-    assert harness.heartbeat("g", OTHER, 3).error is GroupError.UNKNOWN_MEMBER_ID
-    assert harness.heartbeat("g", OTHER, -1).error is GroupError.UNKNOWN_MEMBER_ID
+    assert harness.heartbeat("g", OTHER, 3).error is ErrorCode.unknown_member_id
+    assert harness.heartbeat("g", OTHER, -1).error is ErrorCode.unknown_member_id
 
 
 def test_49_fencing_and_the_previous_epoch(harness: Harness) -> None:
@@ -138,8 +139,8 @@ def test_49_fencing_and_the_previous_epoch(harness: Harness) -> None:
     harness.join("g", OTHER, ["t"])  # group epoch 3
     third = harness.heartbeat("g", MEMBER, 2)
     assert third.member_epoch == 3
-    assert harness.heartbeat("g", MEMBER, 4).error is GroupError.FENCED_MEMBER_EPOCH
-    assert harness.heartbeat("g", MEMBER, 1).error is GroupError.FENCED_MEMBER_EPOCH
+    assert harness.heartbeat("g", MEMBER, 4).error is ErrorCode.fenced_member_epoch
+    assert harness.heartbeat("g", MEMBER, 1).error is ErrorCode.fenced_member_epoch
     lost = harness.heartbeat("g", MEMBER, 2)  # the previous epoch: the reply to 2 was lost
     assert lost.error is None and lost.member_epoch == 3
     assert lost.assignment is not None, "a member on its previous epoch gets the assignment"
@@ -152,7 +153,7 @@ def test_50_fenced_member_rejoins_at_zero_with_its_id(harness: Harness) -> None:
     group = harness.shard.share_group("g")
     assert group is not None
     epoch, group_epoch = group.members[MEMBER].member_epoch, group.group_epoch
-    assert harness.heartbeat("g", MEMBER, epoch + 5).error is GroupError.FENCED_MEMBER_EPOCH
+    assert harness.heartbeat("g", MEMBER, epoch + 5).error is ErrorCode.fenced_member_epoch
     rejoined = harness.join("g", MEMBER, ["t"])
     assert rejoined.member_epoch == epoch
     assert assignment_of(rejoined) == {topic_id("t"): (0, 1, 2, 3)}
@@ -168,13 +169,13 @@ def test_51_member_beyond_the_maximum_size(make_harness: Callable[..., Harness])
     for i in range(200):
         harness.join("g", f"member-{i:03d}", ["t"])
     response = harness.heartbeat("g", "member-200", 0, ["t"])
-    assert response.error is GroupError.GROUP_MAX_SIZE_REACHED
+    assert response.error is ErrorCode.group_max_size_reached
     assert harness.join("g", "member-000", ["t"]).error is None
     small = make_harness(settings=ShareGroupSettings(max_size=2))
     ready(small)
     small.join("g", "a", ["t"])
     small.join("g", "b", ["t"])
-    assert small.heartbeat("g", "c", 0, ["t"]).error is GroupError.GROUP_MAX_SIZE_REACHED
+    assert small.heartbeat("g", "c", 0, ["t"]).error is ErrorCode.group_max_size_reached
 
 
 def test_52_leave_bumps_the_epoch_and_others_are_reassigned(harness: Harness) -> None:
@@ -214,7 +215,7 @@ def test_53_silent_member_expires_punctual_member_does_not(harness: Harness) -> 
     group = harness.shard.share_group("g")
     assert group is not None and set(group.members) == {MEMBER}
     assert group.members[MEMBER].assigned_partitions == {topic_id("t"): frozenset(range(4))}
-    assert harness.heartbeat("g", OTHER, 3).error is GroupError.UNKNOWN_MEMBER_ID
+    assert harness.heartbeat("g", OTHER, 3).error is ErrorCode.unknown_member_id
 
 
 def test_session_deadline_and_group_session_timeout(make_harness: Callable[..., Harness]) -> None:
@@ -289,11 +290,11 @@ def test_58_share_heartbeat_on_a_consumer_group(harness: Harness) -> None:
         )
     )
     ready(harness)
-    assert harness.heartbeat("cg", MEMBER, 0, ["t"]).error is GroupError.GROUP_ID_NOT_FOUND
-    assert harness.heartbeat("cg", MEMBER, 2).error is GroupError.GROUP_ID_NOT_FOUND
+    assert harness.heartbeat("cg", MEMBER, 0, ["t"]).error is ErrorCode.group_id_not_found
+    assert harness.heartbeat("cg", MEMBER, 2).error is ErrorCode.group_id_not_found
     assert harness.shard.group_type("cg") == "consumer"
     [described] = harness.shard.share_group_describe(group_ids=["cg"])
-    assert described.error is GroupError.GROUP_ID_NOT_FOUND
+    assert described.error is ErrorCode.group_id_not_found
     harness.join("sg", MEMBER, ["t"])
     assert harness.shard.group_type("sg") == "share"
     assert harness.shard.group_type("unknown") is None

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from shoal.group import ShareGroupSettings
 from shoal.group.results import DeleteShareState, InitializeShareState
 from shoal.group.share_group import ShareGroup
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, assignment_of, topic_id
 
 M1, M2 = "member-one", "member-two"
@@ -123,7 +124,7 @@ def test_completion_of_something_not_initializing_changes_nothing(harness: Harne
     missing = harness.shard.complete_initialization(
         group_id="nope", topic_partitions={}, success=True
     )
-    assert missing.response.error == "GROUP_ID_NOT_FOUND"
+    assert missing.response.error is ErrorCode.group_id_not_found
 
 
 def test_new_topic_subscribed_later_starts_at_minus_one(harness: Harness) -> None:
@@ -200,7 +201,7 @@ def test_failed_state_deletion_keeps_the_topic_deleting(harness: Harness) -> Non
             group_id="g", topic_ids=[topic_id("t")], success=False
         )
     )
-    assert failed.records == () and failed.response.error == "UNKNOWN_SERVER_ERROR"
+    assert failed.records == () and failed.response.error is ErrorCode.unknown_server_error
     assert group_of(harness).state_metadata.deleting == {topic_id("t"): "t"}
 
 

@@ -9,10 +9,10 @@ are checked for replay equivalence by the harness fixture.
 
 from __future__ import annotations
 
-from shoal.group import GroupError
 from shoal.group import records as r
 from shoal.group.offsets import NO_OFFSETS_MESSAGE, NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 from shoal.group.results import DeleteShareState, InitializeShareState
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, topic_id
 
 M1 = "member-one"
@@ -36,7 +36,7 @@ def test_74_alter_needs_an_empty_share_group(harness: Harness) -> None:
         harness.shard.alter_share_group_offsets(group_id="g", topics=[("t", [(0, 0)])])
     )
     assert (busy.response.error, busy.response.error_message) == (
-        GroupError.NON_EMPTY_GROUP,
+        ErrorCode.non_empty_group,
         NOT_EMPTY_MESSAGE,
     )
     assert busy.records == () and busy.effects == ()
@@ -49,7 +49,7 @@ def test_74_alter_needs_an_empty_share_group(harness: Harness) -> None:
     other = harness.run(
         harness.shard.alter_share_group_offsets(group_id="cg", topics=[("t", [(0, 0)])])
     )
-    assert other.response.error is GroupError.GROUP_ID_NOT_FOUND
+    assert other.response.error is ErrorCode.group_id_not_found
     assert other.response.error_message == "Group cg is not a share group."
     assert other.records == ()
 
@@ -120,14 +120,14 @@ def test_alter_unknown_topics_partitions_and_bad_offsets(harness: Harness) -> No
     assert list(rows) == ["t", "missing"]
     assert rows["missing"].topic_id is None
     assert [(p.partition, p.error, p.error_message) for p in rows["missing"].partitions] == [
-        (0, GroupError.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+        (0, ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE)
     ]
     errors = {p.partition: p.error for p in rows["t"].partitions}
     assert errors == {
         0: None,
-        2: GroupError.UNKNOWN_TOPIC_OR_PARTITION,
-        -1: GroupError.UNKNOWN_TOPIC_OR_PARTITION,
-        1: GroupError.INVALID_REQUEST,
+        2: ErrorCode.unknown_topic_or_partition,
+        -1: ErrorCode.unknown_topic_or_partition,
+        1: ErrorCode.invalid_request,
     }
     [init] = result.effects
     assert isinstance(init, InitializeShareState)
@@ -166,8 +166,8 @@ def test_75_delete_offsets_moves_topics_through_deleting(harness: Harness) -> No
     assert response.error is None
     assert [(t.topic_name, t.topic_id, t.error, t.error_message) for t in response.topics] == [
         ("t", topic_id("t"), None, None),
-        ("idle", None, GroupError.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS_MESSAGE),
-        ("missing", None, GroupError.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE),
+        ("idle", None, ErrorCode.unknown_topic_or_partition, NO_OFFSETS_MESSAGE),
+        ("missing", None, ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE),
     ]
     [record] = result.records
     assert isinstance(record.key, r.ShareGroupStatePartitionMetadataKey)
@@ -208,12 +208,12 @@ def test_delete_offsets_group_errors(harness: Harness) -> None:
     harness.set_topics(t=1)
     missing = harness.run(harness.shard.delete_share_group_offsets(group_id="g", topic_names=["t"]))
     assert (missing.response.error, missing.response.error_message) == (
-        GroupError.GROUP_ID_NOT_FOUND,
+        ErrorCode.group_id_not_found,
         "Group g not found.",
     )
     harness.join("g", M1, ["t"])
     busy = harness.run(harness.shard.delete_share_group_offsets(group_id="g", topic_names=["t"]))
-    assert busy.response.error is GroupError.NON_EMPTY_GROUP
+    assert busy.response.error is ErrorCode.non_empty_group
     assert busy.records == () and busy.effects == ()
 
 

@@ -17,9 +17,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from shoal.group import GroupError
 from shoal.group.results import DeleteShareState, InitializeShareState
 from shoal.group.share_group import ShareGroup
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, compacted
 
 GROUPS = ["g1", "g2"]
@@ -64,19 +64,19 @@ class ShareGroupMachine(RuleBasedStateMachine):
         epoch = current.member_epoch + 1 if ahead else current.previous_member_epoch - 1
         if epoch <= 0:
             return
-        assert self.h.heartbeat(group, member, epoch).error is GroupError.FENCED_MEMBER_EPOCH
+        assert self.h.heartbeat(group, member, epoch).error is ErrorCode.fenced_member_epoch
 
     @rule(group=st.sampled_from(GROUPS), member=st.sampled_from(MEMBERS))
     def leave(self, group: str, member: str) -> None:
         response = self.h.heartbeat(group, member, -1)
         self.client_epochs.pop((group, member), None)
-        assert response.error in (None, GroupError.UNKNOWN_MEMBER_ID, GroupError.GROUP_ID_NOT_FOUND)
+        assert response.error in (None, ErrorCode.unknown_member_id, ErrorCode.group_id_not_found)
 
-    def _observe(self, group: str, member: str, error: GroupError | None, epoch: int) -> None:
+    def _observe(self, group: str, member: str, error: ErrorCode | None, epoch: int) -> None:
         if error is None:
             self.client_epochs[(group, member)] = epoch
         else:
-            assert error in (GroupError.UNKNOWN_MEMBER_ID, GroupError.FENCED_MEMBER_EPOCH), error
+            assert error in (ErrorCode.unknown_member_id, ErrorCode.fenced_member_epoch), error
             self.client_epochs.pop((group, member), None)
 
     # ---- time ---------------------------------------------------------------------
@@ -149,7 +149,7 @@ class ShareGroupMachine(RuleBasedStateMachine):
     @rule(group=st.sampled_from(GROUPS))
     def reset_epoch(self, group: str) -> None:
         response = self.h.run(self.h.shard.reset_epoch(group_id=group)).response
-        assert response.error in (None, GroupError.NON_EMPTY_GROUP)
+        assert response.error in (None, ErrorCode.non_empty_group)
 
     @rule()
     def reload(self) -> None:

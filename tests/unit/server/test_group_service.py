@@ -1,6 +1,6 @@
 """GroupService on a manual clock: effects reach the persister, the join reply carries
-the assignment after the in-process initialisation, the timer task expires sessions,
-topic changes delete share state, and dynamic broker settings apply."""
+the assignment after the in-process initialisation, the timer driver expires
+sessions, topic changes delete share state, and dynamic broker settings apply."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from shoal.group import TopicMetadata
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.server.group_service import GroupService
+from shoal.server.timers import TimerDriver
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 
 TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x76), name="t", partition_count=2)
@@ -26,13 +27,21 @@ class Fixture:
         self.persister = InMemoryPersister()
         self.topics = [TOPIC]
         self.sink: InMemoryRecordSink[CoordinatorRecord] = InMemoryRecordSink()
+        self.rearms = 0
         self.service = GroupService(
             clock=self.clock,
             config=BrokerConfig.from_raw(dict(overrides)),
             persister=self.persister,
             topic_source=lambda: list(self.topics),
             sink=self.sink,
+            rearm=self.rearm,
         )
+        self.timers: TimerDriver | None = None
+
+    def rearm(self) -> None:
+        self.rearms += 1
+        if self.timers is not None:
+            self.timers.rearm()
 
     def heartbeat(
         self, member_id: str, epoch: int, subscribed: list[str] | None = None
@@ -56,11 +65,14 @@ class Fixture:
 
 def run(fixture: Fixture, body: Callable[[], Awaitable[None]]) -> None:
     async def main() -> None:
+        fixture.timers = TimerDriver(clock=fixture.clock)
+        fixture.timers.add(*fixture.service.timer_sources())
         fixture.service.start()
+        fixture.timers.start()
         try:
             await body()
         finally:
-            await fixture.service.stop()
+            await fixture.timers.stop()
 
     asyncio.run(main())
 
@@ -90,6 +102,24 @@ def test_join_reply_carries_the_assignment_after_in_process_initialisation() -> 
     run(f, body)
     loaded = f.service.runtime.load(f.sink.records)
     assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 2
+
+
+def test_timer_source_is_the_shard_deadline_and_fires_expiry() -> None:
+    """Sans-I/O: the source's deadline is the session deadline; firing it removes
+    the silent member; every write re-arms."""
+    f = Fixture()
+    f.service.start()
+    (source,) = f.service.timer_sources()
+    before = f.rearms
+    f.heartbeat("m1", 0, ["t"])
+    assert f.rearms > before
+    deadline = source.next_deadline_ms(f.clock.monotonic_ms())
+    assert deadline == f.service.shard.session_deadline("g", "m1")
+    assert deadline is not None
+    f.clock.advance(deadline)
+    source.fire(f.clock.monotonic_ms())
+    group = f.service.shard.share_group("g")
+    assert group is not None and group.members == {}
 
 
 def test_timer_task_expires_silent_members() -> None:

@@ -9,7 +9,8 @@ import uuid
 
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
-from shoal.group import GroupError, TopicMetadata
+from shoal.group import TopicMetadata
+from shoal.protocol.errors import ErrorCode
 from shoal.server.group_service import GroupService
 from shoal.share.persister import (
     InMemoryPersister,
@@ -105,8 +106,8 @@ def test_delete_groups_deletes_state_and_tells_listeners() -> None:
     results = f.service.delete_groups(["g", "busy", "nope", "g"])
     assert [(r.group_id, r.error) for r in results] == [
         ("g", None),
-        ("busy", GroupError.NON_EMPTY_GROUP),
-        ("nope", GroupError.GROUP_ID_NOT_FOUND),
+        ("busy", ErrorCode.non_empty_group),
+        ("nope", ErrorCode.group_id_not_found),
     ]
     assert f.service.shard.share_group("g") is None
     assert f.summary(TOPIC, 0) == (0, -1), "state deleted"
@@ -118,7 +119,7 @@ def test_failed_state_deletion_keeps_the_group() -> None:
     f.emptied()
     f.persister.failing.add(f.key(TOPIC, 1))
     [result] = f.service.delete_groups(["g"])
-    assert result.error is GroupError.UNKNOWN_SERVER_ERROR
+    assert result.error is ErrorCode.unknown_server_error
     assert f.service.shard.share_group("g") is not None
     assert f.reset == []
 
@@ -145,7 +146,7 @@ def test_alter_reports_a_failed_initialisation_per_partition() -> None:
     [row] = response.topics
     assert [(p.partition, p.error) for p in row.partitions] == [
         (0, None),
-        (1, "COORDINATOR_NOT_AVAILABLE"),
+        (1, ErrorCode.coordinator_not_available),
     ]
     assert f.summary(TOPIC, 0)[1] == 3
     assert f.summary(TOPIC, 1)[1] == -1, "the old state stays"
@@ -176,7 +177,7 @@ def test_delete_offsets_reports_a_failed_deletion_per_topic() -> None:
     f.persister.failing.add(f.key(TOPIC, 0))
     response = f.service.delete_offsets(group_id="g", topic_names=["t", "u"])
     errors = {t.topic_name: t.error for t in response.topics}
-    assert errors == {"t": "COORDINATOR_NOT_AVAILABLE", "u": None}
+    assert errors == {"t": ErrorCode.coordinator_not_available, "u": None}
     group = f.service.shard.share_group("g")
     assert group is not None
     assert group.state_metadata.deleting == {TOPIC.topic_id: "t"}, "kept for a retry"

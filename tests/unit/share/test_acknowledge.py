@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.acknowledge import AckBatch
 from tests.unit.share.support import (
     ACCEPT,
@@ -40,12 +41,12 @@ def test_ack_of_other_members_released_or_acked_records(rig: Rig) -> None:
     INVALID_RECORD_STATE."""
     assert ranges(rig.fetch("a", max_records=1)) == [(0, 9, 1)]
     assert ranges(rig.fetch("b", max_records=1)) == [(10, 19, 1)]
-    assert rig.ack("a", ack(10, 12)).error == "INVALID_RECORD_STATE"
+    assert rig.ack("a", ack(10, 12)).error == ErrorCode.invalid_record_state
     assert rig.ack("a", ack(0, 1, RELEASE)).error is None
-    assert rig.ack("a", ack(0, 0)).error == "INVALID_RECORD_STATE"  # released
+    assert rig.ack("a", ack(0, 0)).error == ErrorCode.invalid_record_state  # released
     assert rig.ack("a", ack(2, 3)).error is None
-    assert rig.ack("a", ack(3, 3)).error == "INVALID_RECORD_STATE"  # acked
-    assert rig.ack("b", ack(4, 4)).error == "INVALID_RECORD_STATE"  # a's record
+    assert rig.ack("a", ack(3, 3)).error == ErrorCode.invalid_record_state  # acked
+    assert rig.ack("b", ack(4, 4)).error == ErrorCode.invalid_record_state  # a's record
 
 
 def test_ack_empty_cache_and_past_the_last_cached_offset() -> None:
@@ -54,10 +55,10 @@ def test_ack_empty_cache_and_past_the_last_cached_offset() -> None:
     rig = Rig()
     rig.produce((0, 9))
     rig.start(reset_offset=0)
-    assert rig.ack("a", ack(0, 4)).error == "INVALID_RECORD_STATE"
+    assert rig.ack("a", ack(0, 4)).error == ErrorCode.invalid_record_state
     rig.fetch("a")
-    assert rig.ack("a", ack(5, 12)).error == "INVALID_REQUEST"
-    assert rig.ack("a", ack(10, 12)).error == "INVALID_REQUEST"
+    assert rig.ack("a", ack(5, 12)).error == ErrorCode.invalid_request
+    assert rig.ack("a", ack(10, 12)).error == ErrorCode.invalid_request
     assert view(rig.sp) == [(0, 9, ACQ, 1, "a")]
 
 
@@ -95,13 +96,13 @@ def test_one_failing_batch_changes_nothing(rig: Rig) -> None:
     result = rig.sp.acknowledge(
         member_id="a", batches=[ack(0, 4), ack(5, 6, RELEASE), ack(9, 9, RENEW), ack(12, 12)]
     )
-    assert result.error == "INVALID_RECORD_STATE"
+    assert result.error == ErrorCode.invalid_record_state
     assert rig.sp.in_flight() == before
     assert rig.sp.delivery_complete_count == 0
     rig.sp.check_invariants()
     # A malformed later batch fails the partition with INVALID_REQUEST, same story.
     bad = [ack(0, 4), AckBatch(5, 6, (ACCEPT, ACCEPT, ACCEPT))]
-    assert rig.sp.acknowledge(member_id="a", batches=bad).error == "INVALID_REQUEST"
+    assert rig.sp.acknowledge(member_id="a", batches=bad).error == ErrorCode.invalid_request
     assert rig.sp.in_flight() == before
 
 
@@ -119,7 +120,7 @@ def test_one_failing_batch_changes_nothing(rig: Rig) -> None:
 def test_malformed_batches_are_invalid_request(rig: Rig, bad: list[AckBatch]) -> None:
     """21 (the core's share): first > last, overlap, order, type counts, unknown type."""
     rig.fetch("a")
-    assert rig.sp.acknowledge(member_id="a", batches=bad).error == "INVALID_REQUEST"
+    assert rig.sp.acknowledge(member_id="a", batches=bad).error == ErrorCode.invalid_request
 
 
 def test_renew_rearms_the_lock_and_writes_nothing(rig: Rig) -> None:
@@ -138,14 +139,14 @@ def test_renew_rearms_the_lock_and_writes_nothing(rig: Rig) -> None:
     assert batches(result.pending.write) == [(1, 1, ACK, 1)]
     rig.complete(result.pending)
     rig.set(renew_enabled=False)
-    assert rig.ack("a", ack(3, 3, RENEW)).error == "INVALID_RECORD_STATE"
-    assert rig.ack("a", AckBatch(3, 4, (ACCEPT, RENEW))).error == "INVALID_RECORD_STATE"
+    assert rig.ack("a", ack(3, 3, RENEW)).error == ErrorCode.invalid_record_state
+    assert rig.ack("a", AckBatch(3, 4, (ACCEPT, RENEW))).error == ErrorCode.invalid_record_state
     assert state_of(rig.sp, 3).state is ACQ
 
 
 def test_renew_of_someone_elses_record_is_invalid(rig: Rig) -> None:
     rig.fetch("a", max_records=1)
-    assert rig.ack("b", ack(0, 9, RENEW)).error == "INVALID_RECORD_STATE"
+    assert rig.ack("b", ack(0, 9, RENEW)).error == ErrorCode.invalid_record_state
 
 
 def test_write_failure_rolls_back_and_reports(rig: Rig) -> None:
@@ -168,7 +169,7 @@ def test_pending_records_can_be_neither_acquired_nor_acknowledged(rig: Rig) -> N
     result = rig.sp.acknowledge(member_id="a", batches=[ack(0, 9, RELEASE)])
     assert result.pending is not None
     assert rig.sp.next_fetch_offset() == 10
-    assert rig.ack("a", ack(0, 0)).error == "INVALID_RECORD_STATE"
+    assert rig.ack("a", ack(0, 0)).error == ErrorCode.invalid_record_state
     offset = 0  # even a read forced from 0 acquires nothing pending
     got = rig.sp.acquire(
         member_id="b", fetch_offset=offset, headers=rig.read(offset), max_records=5, batch_size=5

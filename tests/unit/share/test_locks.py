@@ -5,6 +5,7 @@ Conformance items covered here: 25, 28, 36, 43 (the expiry half).
 
 from __future__ import annotations
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.acknowledge import AckBatch
 from tests.unit.share.support import (
     ACCEPT,
@@ -29,7 +30,7 @@ def test_ack_after_lock_expiry() -> None:
     assert rig.sp.next_lock_deadline() == 30_000
     writes = rig.expire(30_000)
     assert [batches(w) for w in writes] == [[(0, 9, AV, 1)]]
-    assert rig.ack("a", ack(0, 9)).error == "INVALID_RECORD_STATE"
+    assert rig.ack("a", ack(0, 9)).error == ErrorCode.invalid_record_state
     assert rig.sp.next_lock_deadline() is None
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from shoal import limits
 from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import FetchedPartition, SharePartitionManager
+from shoal.share.manager import Effects, FetchedPartition, SharePartitionManager
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -109,13 +110,18 @@ class Rig:
             logs=self.lookup,
             config=lambda _group: self.config,
             auto_offset_reset=lambda _group: self.reset,
-            wake=self.woken.append,
         )
 
-    def lookup(self, topic_id: uuid.UUID, partition: int) -> FakeLog | str:
+    def lookup(self, topic_id: uuid.UUID, partition: int) -> FakeLog | ErrorCode:
         if not any(tp.topic_id == topic_id for tp in self.logs):
-            return "UNKNOWN_TOPIC_ID"
-        return self.logs.get(TopicIdPartition(topic_id, partition), "UNKNOWN_TOPIC_OR_PARTITION")
+            return ErrorCode.unknown_topic_id
+        return self.logs.get(
+            TopicIdPartition(topic_id, partition), ErrorCode.unknown_topic_or_partition
+        )
+
+    def effects(self, effects: Effects) -> None:
+        """Record what the service would wake."""
+        self.woken.extend(sorted(effects.wake, key=str))
 
     def topic(self, *partitions: TopicIdPartition, group: str = GROUP) -> None:
         """Create logs and initialise the group's state, as the group coordinator does."""
@@ -134,7 +140,7 @@ class Rig:
         rotation: int = 0,
         mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
     ) -> list[FetchedPartition]:
-        return self.manager.acquire(
+        fetched = self.manager.acquire(
             group_id=GROUP,
             member_id=member,
             partitions=partitions or (P0,),
@@ -144,13 +150,17 @@ class Rig:
             acquire_mode=mode,
             rotation=rotation,
         )
+        self.effects(fetched.effects)
+        return fetched.partitions
 
     def ack(
         self, member: str, tp: TopicIdPartition, *batches: AckBatch, renew: bool = False
-    ) -> str | None:
-        return self.manager.acknowledge(
+    ) -> ErrorCode | None:
+        acked = self.manager.acknowledge(
             group_id=GROUP, member_id=member, partition=tp, batches=batches, renew_allowed=renew
         )
+        self.effects(acked.effects)
+        return acked.error
 
     def key(self, tp: TopicIdPartition = P0) -> SharePartitionKey:
         return SharePartitionKey(GROUP, tp.topic_id, tp.partition)
@@ -232,7 +242,7 @@ def test_an_uninitialised_state_is_not_loaded_and_retried() -> None:
     rig.logs[P0] = FakeLog()
     rig.logs[P0].append(3)
     (fetched,) = rig.fetch("a")
-    assert fetched.error == "UNKNOWN_SERVER_ERROR" and fetched.records == b""
+    assert fetched.error == ErrorCode.unknown_server_error and fetched.records == b""
     assert rig.manager.get(rig.key()) is None
     assert rig.persister.initialize(key=rig.key(), state_epoch=0, start_offset=-1) is None
     (fetched,) = rig.fetch("a")
@@ -246,11 +256,11 @@ def test_unknown_topics_and_partitions_are_errors_per_partition() -> None:
     results = rig.fetch("a", P0, P1, Q0)
     assert [(f.partition, f.error) for f in results] == [
         (P0, None),
-        (P1, "UNKNOWN_TOPIC_OR_PARTITION"),
-        (Q0, "UNKNOWN_TOPIC_ID"),
+        (P1, ErrorCode.unknown_topic_or_partition),
+        (Q0, ErrorCode.unknown_topic_id),
     ]
     assert ranges(results[0]) == [(0, 1, 1)]
-    assert rig.ack("a", Q0, AckBatch(0, 0, (ACCEPT,))) == "UNKNOWN_TOPIC_ID"
+    assert rig.ack("a", Q0, AckBatch(0, 0, (ACCEPT,))) == ErrorCode.unknown_topic_id
 
 
 # ---- acquisition (§7) ------------------------------------------------------------------------
@@ -301,7 +311,7 @@ def test_15_members_get_disjoint_records_and_groups_all_of_them() -> None:
         max_records=500,
         batch_size=500,
         max_bytes=2**31 - 1,
-    )
+    ).partitions
     assert ranges(c) == [(0, 9, 1)]
 
 
@@ -394,13 +404,13 @@ def test_malformed_batches_and_renew_without_is_renew_ack_are_invalid() -> None:
     rig.topic(P0)
     rig.logs[P0].append(10)
     rig.fetch("a")
-    assert rig.ack("a", P0, AckBatch(5, 4, (ACCEPT,))) == "INVALID_REQUEST"
-    assert rig.ack("a", P0, AckBatch(0, 2, (ACCEPT, ACCEPT))) == "INVALID_REQUEST"
-    assert rig.ack("a", P0, AckBatch(0, 2, ())) == "INVALID_REQUEST"
-    assert rig.ack("a", P0, AckBatch(0, 2, (RENEW,))) == "INVALID_REQUEST"
+    assert rig.ack("a", P0, AckBatch(5, 4, (ACCEPT,))) == ErrorCode.invalid_request
+    assert rig.ack("a", P0, AckBatch(0, 2, (ACCEPT, ACCEPT))) == ErrorCode.invalid_request
+    assert rig.ack("a", P0, AckBatch(0, 2, ())) == ErrorCode.invalid_request
+    assert rig.ack("a", P0, AckBatch(0, 2, (RENEW,))) == ErrorCode.invalid_request
     assert rig.ack("a", P0, AckBatch(0, 2, (RENEW,)), renew=True) is None
     assert rig.ack("a", P0, AckBatch(0, 3, (ACCEPT,)), AckBatch(3, 4, (ACCEPT,))) == (
-        "INVALID_REQUEST"
+        ErrorCode.invalid_request
     )
 
 
@@ -408,9 +418,9 @@ def test_acks_of_records_not_held_are_invalid_record_state() -> None:
     rig = Rig()
     rig.topic(P0)
     rig.logs[P0].append(10)
-    assert rig.ack("a", P0, AckBatch(0, 0, (ACCEPT,))) == "INVALID_RECORD_STATE"  # loads
+    assert rig.ack("a", P0, AckBatch(0, 0, (ACCEPT,))) == ErrorCode.invalid_record_state  # loads
     rig.fetch("a")
-    assert rig.ack("b", P0, AckBatch(0, 9, (ACCEPT,))) == "INVALID_RECORD_STATE"
+    assert rig.ack("b", P0, AckBatch(0, 9, (ACCEPT,))) == ErrorCode.invalid_record_state
 
 
 def test_a_fenced_write_rolls_back_and_unloads() -> None:
@@ -419,7 +429,7 @@ def test_a_fenced_write_rolls_back_and_unloads() -> None:
     rig.logs[P0].append(10)
     rig.fetch("a")
     rig.persister.write_error = "FENCED_STATE_EPOCH"
-    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == "NOT_LEADER_OR_FOLLOWER"
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == ErrorCode.not_leader_or_follower
     assert rig.manager.get(rig.key()) is None
     rig.persister.write_error = None
     (again,) = rig.fetch("b")
@@ -432,7 +442,7 @@ def test_a_coordinator_error_rolls_back_and_keeps_the_partition() -> None:
     rig.logs[P0].append(10)
     rig.fetch("a")
     rig.persister.write_error = "COORDINATOR_LOAD_IN_PROGRESS"
-    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == "COORDINATOR_NOT_AVAILABLE"
+    assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == ErrorCode.coordinator_not_available
     sp = rig.manager.get(rig.key())
     assert sp is not None
     assert {(v.state, v.member_id) for v in sp.in_flight()} == {(RecordState.ACQUIRED, "a")}
@@ -470,13 +480,13 @@ def test_25_locks_expire_on_the_clock() -> None:
     rig.logs[P0].append(4)
     rig.fetch("a")
     assert rig.manager.next_lock_deadline() == 1_000
-    assert rig.manager.expire_locks(now_ms=999) == 0
+    assert rig.manager.expire_locks(now_ms=999).writes == 0
     rig.clock.advance(1_000)
-    rig.woken.clear()
-    assert rig.manager.expire_locks(now_ms=rig.clock.monotonic_ms()) == 1
-    assert rig.woken == [rig.key()]
+    expired = rig.manager.expire_locks(now_ms=rig.clock.monotonic_ms())
+    assert expired.writes == 1
+    assert expired.effects.wake == {rig.key()}
     assert rig.manager.next_lock_deadline() is None
-    assert rig.ack("a", P0, AckBatch(0, 3, (ACCEPT,))) == "INVALID_RECORD_STATE"
+    assert rig.ack("a", P0, AckBatch(0, 3, (ACCEPT,))) == ErrorCode.invalid_record_state
     (again,) = rig.fetch("b")
     assert ranges(again) == [(0, 3, 2)]
     assert rig.manager.next_lock_deadline() == 2_000
@@ -504,10 +514,10 @@ def test_log_start_moves_reach_the_share_partition() -> None:
     log.append(5)
     rig.manager.load(rig.key())
     log.log_start_offset = 5
-    rig.manager.on_log_start_offset(topic_id=T, partition=0, log_start_offset=5)
+    effects = rig.manager.on_log_start_offset(topic_id=T, partition=0, log_start_offset=5)
     sp = rig.manager.get(rig.key())
     assert sp is not None and sp.start_offset == 5
-    assert rig.key() in rig.woken
+    assert effects.wake == {rig.key()}
 
 
 def test_a_read_below_the_log_start_catches_up_and_reads_again() -> None:
@@ -531,7 +541,7 @@ def test_deleted_topics_and_empty_groups_are_dropped() -> None:
     rig.topic(P0, Q0)
     rig.fetch("a", P0, Q0)
     assert len(rig.manager) == 2
-    assert rig.manager.retain_topics({T}) == [SharePartitionKey(GROUP, U, 0)]
+    assert rig.manager.retain_topics({T}).wake == {SharePartitionKey(GROUP, U, 0)}
     assert rig.manager.drop_group(GROUP) == [rig.key()]
     assert len(rig.manager) == 0
 

@@ -219,10 +219,11 @@ def test_merge_into_a_merged_state_equals_the_full_merge(
 def test_partition_error_for_failed_state_rpcs() -> None:
     """§8.5: fenced -> NOT_LEADER_OR_FOLLOWER (and reload); coordinator errors ->
     COORDINATOR_NOT_AVAILABLE."""
+    from shoal.protocol.errors import ErrorCode
     from shoal.share.persister import FENCING_ERRORS, partition_error
 
-    assert partition_error("FENCED_STATE_EPOCH") == "NOT_LEADER_OR_FOLLOWER"
-    assert partition_error("FENCED_LEADER_EPOCH") == "NOT_LEADER_OR_FOLLOWER"
-    assert partition_error("COORDINATOR_LOAD_IN_PROGRESS") == "COORDINATOR_NOT_AVAILABLE"
-    assert partition_error("REQUEST_TIMED_OUT") == "UNKNOWN_SERVER_ERROR"
+    assert partition_error("FENCED_STATE_EPOCH") is ErrorCode.not_leader_or_follower
+    assert partition_error("FENCED_LEADER_EPOCH") is ErrorCode.not_leader_or_follower
+    assert partition_error("COORDINATOR_LOAD_IN_PROGRESS") is ErrorCode.coordinator_not_available
+    assert partition_error("REQUEST_TIMED_OUT") is ErrorCode.unknown_server_error
     assert "FENCED_STATE_EPOCH" in FENCING_ERRORS

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share.sessions import (
     FINAL_EPOCH,
     INT32_MAX,
@@ -77,7 +78,7 @@ def test_4_acknowledgements_at_epoch_zero_are_an_invalid_request() -> None:
         partitions=[P0],
         has_acknowledgements=True,
     )
-    assert step.error == "INVALID_REQUEST"
+    assert step.error == ErrorCode.invalid_request
     assert len(c) == 0
 
 
@@ -92,7 +93,7 @@ def test_4_acknowledgements_at_epoch_zero_keep_an_existing_session() -> None:
         partitions=[P0],
         has_acknowledgements=True,
     )
-    assert step.error == "INVALID_REQUEST"
+    assert step.error == ErrorCode.invalid_request
     assert c.get(GROUP, "m") is session
 
 
@@ -100,7 +101,7 @@ def test_5_share_acknowledge_at_epoch_zero() -> None:
     c = cache()
     open_session(c)
     step = c.share_acknowledge(group_id=GROUP, member_id="m", epoch=0)
-    assert step.error == "INVALID_SHARE_SESSION_EPOCH"
+    assert step.error == ErrorCode.invalid_share_session_epoch
 
 
 def test_6_wrong_epoch_is_refused_and_changes_nothing() -> None:
@@ -108,7 +109,7 @@ def test_6_wrong_epoch_is_refused_and_changes_nothing() -> None:
     session = open_session(c)
     assert fetch(c, 1, partitions=[P1]) is None
     assert session.epoch == 2
-    assert fetch(c, 3, partitions=[Q0]) == "INVALID_SHARE_SESSION_EPOCH"
+    assert fetch(c, 3, partitions=[Q0]) == ErrorCode.invalid_share_session_epoch
     assert session.epoch == 2 and list(session.partitions) == [P0, P1]
     assert fetch(c, 2) is None
 
@@ -116,9 +117,9 @@ def test_6_wrong_epoch_is_refused_and_changes_nothing() -> None:
 @pytest.mark.parametrize("epoch", [5, FINAL_EPOCH])
 def test_7_no_session(epoch: int) -> None:
     c = cache()
-    assert fetch(c, epoch) == "SHARE_SESSION_NOT_FOUND"
+    assert fetch(c, epoch) == ErrorCode.share_session_not_found
     step = c.share_acknowledge(group_id=GROUP, member_id="m", epoch=epoch)
-    assert step.error == "SHARE_SESSION_NOT_FOUND"
+    assert step.error == ErrorCode.share_session_not_found
 
 
 def test_8_share_acknowledge_advances_the_epoch_too() -> None:
@@ -126,7 +127,7 @@ def test_8_share_acknowledge_advances_the_epoch_too() -> None:
     session = open_session(c)
     step = c.share_acknowledge(group_id=GROUP, member_id="m", epoch=1)
     assert step.error is None and step.session is session and not step.final
-    assert fetch(c, 1) == "INVALID_SHARE_SESSION_EPOCH"
+    assert fetch(c, 1) == ErrorCode.invalid_share_session_epoch
     assert fetch(c, 2) is None
     assert session.epoch == 3
 
@@ -149,7 +150,7 @@ def test_9_a_second_epoch_zero_replaces_the_session() -> None:
     assert step.error is None and step.dropped is old
     assert step.session is not old and step.session is c.get(GROUP, "m")
     assert list(step.session.partitions) == [P1]
-    assert fetch(c, 2) == "INVALID_SHARE_SESSION_EPOCH"
+    assert fetch(c, 2) == ErrorCode.invalid_share_session_epoch
     assert fetch(c, 1) is None
     assert len(c) == 1 and c.group_session_count(GROUP) == 1
 
@@ -158,7 +159,7 @@ def test_10_the_session_limit() -> None:
     c = cache(limit=1)
     open_session(c, "a")
     step = c.share_fetch(group_id=GROUP, member_id="b", epoch=0, connection_id=2, partitions=[P0])
-    assert step.error == "SHARE_SESSION_LIMIT_REACHED"
+    assert step.error == ErrorCode.share_session_limit_reached
     assert c.get(GROUP, "b") is None
     # The member at the limit may replace its own session.
     assert open_session(c, "a").epoch == 1
@@ -171,7 +172,7 @@ def test_the_limit_is_read_at_each_open() -> None:
     limit = [1]
     c = ShareSessionCache(max_sessions=lambda: limit[0])
     open_session(c, "a")
-    assert fetch(c, 0, member="b", partitions=[P0]) == "SHARE_SESSION_LIMIT_REACHED"
+    assert fetch(c, 0, member="b", partitions=[P0]) == ErrorCode.share_session_limit_reached
     limit[0] = 2
     assert fetch(c, 0, member="b", partitions=[P0]) is None
 

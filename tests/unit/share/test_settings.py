@@ -7,7 +7,7 @@ from shoal.share.settings import IsolationLevel, SharePartitionConfig
 
 
 def test_broker_defaults_and_group_overrides() -> None:
-    broker = BrokerConfig.from_raw({}).values
+    broker = BrokerConfig.from_raw({})
     assert SharePartitionConfig.resolve(broker=broker, group={}) == SharePartitionConfig()
     resolved = SharePartitionConfig.resolve(
         broker=broker,
@@ -27,7 +27,7 @@ def test_broker_defaults_and_group_overrides() -> None:
 
 def test_overrides_are_clamped_into_broker_bounds() -> None:
     """configs.md §3.3: effective values are clamped when broker bounds change later."""
-    broker = BrokerConfig.from_raw({}).values
+    broker = BrokerConfig.from_raw({})
     resolved = SharePartitionConfig.resolve(
         broker=broker,
         group={

@@ -24,7 +24,7 @@ from typing import Any
 
 from shoal.coordinator import RecordSinkFull
 from shoal.group.results import AlterOffsetsTopic
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -61,7 +61,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             response.error_message,
             ctx.client_id,
         )
-        return _error(schema, request, code_for(response.error), response.error_message)
+        return _error(schema, request, response.error, response.error_message)
     return schema.response(
         throttle_time=_ZERO,
         error_code=ErrorCode.none,
@@ -79,7 +79,7 @@ def _topic(schema: Schema, topic: AlterOffsetsTopic) -> Any:
             schema.make(
                 "AlterShareGroupOffsetsResponsePartition",
                 partition_index=p.partition,
-                error_code=ErrorCode.none if p.error is None else code_for(p.error),
+                error_code=ErrorCode.none if p.error is None else p.error,
                 error_message=p.error_message,
             )
             for p in topic.partitions

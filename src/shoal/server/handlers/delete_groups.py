@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -39,9 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         codes.update({g: ErrorCode.coordinator_not_available for g in wanted})
     else:
         for result in results:
-            codes[result.group_id] = (
-                ErrorCode.none if result.error is None else code_for(result.error)
-            )
+            codes[result.group_id] = ErrorCode.none if result.error is None else result.error
     refused = {g: code.name for g, code in codes.items() if code != ErrorCode.none}
     if refused:
         log.info("DeleteGroups refused for %s (client %s)", refused, ctx.client_id)

@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             response.error_message,
             ctx.client_id,
         )
-        return _error(schema, code_for(response.error), response.error_message)
+        return _error(schema, response.error, response.error_message)
     return schema.response(
         throttle_time=_ZERO,
         error_code=ErrorCode.none,
@@ -63,7 +63,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 "DeleteShareGroupOffsetsResponseTopic",
                 topic_name=topic.topic_name,
                 topic_id=topic.topic_id,
-                error_code=ErrorCode.none if topic.error is None else code_for(topic.error),
+                error_code=ErrorCode.none if topic.error is None else topic.error,
                 error_message=topic.error_message,
             )
             for topic in response.topics

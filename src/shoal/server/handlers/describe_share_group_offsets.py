@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from shoal.group.results import DescribedOffsetsTopic
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -85,7 +85,7 @@ def _topic(schema: Schema, topic: DescribedOffsetsTopic) -> Any:
                 start_offset=p.start_offset,
                 leader_epoch=p.leader_epoch,
                 lag=p.lag,
-                error_code=ErrorCode.none if p.error is None else code_for(p.error),
+                error_code=ErrorCode.none if p.error is None else p.error,
                 error_message=p.error_message,
             )
             for p in topic.partitions

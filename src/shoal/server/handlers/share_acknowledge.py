@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(schema, ErrorCode.invalid_request, invalid)
     outcome = ctx.services.share_service.share_acknowledge(_decode(request))
     if outcome.error is not None:
-        return _error(schema, code_for(outcome.error), None)
+        return _error(schema, outcome.error, None)
     return _response(schema, ctx, outcome)
 
 
@@ -69,7 +69,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     by_topic: dict[Any, list[Any]] = {}
     hint = False
     for p in outcome.partitions:
-        error = ErrorCode.none if p.error is None else code_for(p.error)
+        error = ErrorCode.none if p.error is None else p.error
         hint = hint or error in _LEADER_HINT_ERRORS
         leader = (-1, -1) if error in _NO_LEADER_ERRORS else (services.node.node_id, 0)
         by_topic.setdefault(p.partition.topic_id, []).append(

@@ -23,7 +23,7 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         _decode(request), connection_id=ctx.connection.connection_id
     )
     if outcome.error is not None:
-        return _error(schema, code_for(outcome.error), None)
+        return _error(schema, outcome.error, None)
     return _response(schema, ctx, outcome)
 
 
@@ -140,8 +140,8 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
 
 
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
-    error = ErrorCode.none if p.error is None else code_for(p.error)
-    ack_error = ErrorCode.none if p.acknowledge_error is None else code_for(p.acknowledge_error)
+    error = ErrorCode.none if p.error is None else p.error
+    ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
     leader = (-1, -1) if error in _NO_LEADER_ERRORS else (node_id, 0)
     return schema.make(
         "PartitionData",

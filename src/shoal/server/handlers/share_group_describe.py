@@ -15,7 +15,7 @@ import datetime
 from typing import Any
 
 from shoal.group.results import DescribedGroup, DescribedMember
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
@@ -48,7 +48,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             schema,
             ctx,
             group,
-            code=ErrorCode.none if group.error is None else code_for(group.error),
+            code=ErrorCode.none if group.error is None else group.error,
             operations=operations if group.error is None else ops.NOT_REQUESTED,
         )
         for group in described

@@ -20,7 +20,7 @@ from typing import Any
 
 from shoal.coordinator import RecordSinkFull
 from shoal.group.results import ShareGroupHeartbeatResponse
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -79,7 +79,7 @@ def _response(schema: Schema, response: ShareGroupHeartbeatResponse) -> Any:
         )
     return schema.response(
         throttle_time=_ZERO,
-        error_code=ErrorCode.none if response.error is None else code_for(response.error),
+        error_code=ErrorCode.none if response.error is None else response.error,
         error_message=response.error_message,
         member_id=response.member_id,
         member_epoch=response.member_epoch,

@@ -1,0 +1,131 @@
+"""ShareService built from its collaborators (no broker): a share fetch acquires,
+lock expiry fired through its timer source wakes the parked fetches of that
+share-partition (the manager's Effects performed as purgatory notifies), the idle
+unload is a periodic source on the configured interval, and operations re-arm."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+from pathlib import Path
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.log.manager import LogManager
+from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.purgatory import Purgatory
+from shoal.server.share_service import (
+    ShareAcknowledgeCall,
+    ShareFetchCall,
+    ShareService,
+    share_wait_key,
+)
+from shoal.share.acknowledge import AckBatch
+from shoal.share.persister import InMemoryPersister, SharePartitionKey
+from shoal.share.sessions import TopicIdPartition
+from shoal.share.states import AcknowledgeType
+from tests.unit.log.batches import append, make_batch
+
+
+class RecordingPurgatory(Purgatory):
+    """The real purgatory, recording the keys notified."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notified: list[Hashable] = []
+
+    def notify(self, key: Hashable) -> None:
+        self.notified.append(key)
+        super().notify(key)
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, **raw: object) -> None:
+        self.clock = ManualClock()
+        self.config = BrokerConfig.from_raw({"log.dirs": str(tmp_path / "data"), **raw})
+        self.logs = LogManager.open(
+            data_dir=tmp_path / "data", broker_config=self.config, clock=self.clock
+        )
+        info = self.logs.create_topic("t", partitions=1, configs={})
+        self.tp = TopicIdPartition(info.topic_id, 0)
+        self.key = SharePartitionKey("g", info.topic_id, 0)
+        self.persister = InMemoryPersister()
+        assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
+        self.purgatory = RecordingPurgatory()
+        self.rearms = 0
+        self.service = ShareService(
+            clock=self.clock,
+            config=lambda: self.config,
+            logs=self.logs,
+            group_configs=GroupConfigStore(
+                persistence=GroupConfigFile(tmp_path / "data"), broker_config=lambda: self.config
+            ),
+            persister=self.persister,
+            purgatory=self.purgatory,
+            rearm=self.rearm,
+        )
+
+    def rearm(self) -> None:
+        self.rearms += 1
+
+    def produce(self, count: int) -> None:
+        partition = self.logs.partition("t", 0)
+        assert partition is not None
+        append(partition, make_batch(count))
+
+    def fetch(self, epoch: int = 0) -> int:
+        call = ShareFetchCall(
+            group_id="g",
+            member_id="m",
+            epoch=epoch,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=500,
+            batch_size=500,
+            partitions=(self.tp,),
+        )
+        outcome = asyncio.run(self.service.share_fetch(call, connection_id=1))
+        assert outcome.error is None
+        return sum(r.count for p in outcome.partitions for r in p.acquired)
+
+
+def test_lock_expiry_fired_by_its_source_wakes_the_share_partition(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, **{"group.share.record.lock.duration.ms": "15000"})
+    rig.produce(3)
+    before = rig.rearms
+    assert rig.fetch() == 3
+    assert rig.rearms > before, "a fetch re-arms the timer driver"
+    lock_source = next(s for s in rig.service.timer_sources() if s.name == "share-lock-expiry")
+    now = rig.clock.monotonic_ms()
+    assert lock_source.next_deadline_ms(now) == 15_000
+    rig.purgatory.notified.clear()
+    rig.clock.advance(15_000)
+    lock_source.fire(rig.clock.monotonic_ms())
+    assert rig.purgatory.notified == [share_wait_key(rig.key)]
+    assert lock_source.next_deadline_ms(rig.clock.monotonic_ms()) is None
+    assert rig.fetch(epoch=1) == 3, "expired records are acquirable again"
+
+
+def test_idle_unload_is_periodic_on_half_the_idle_period(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, **{"shoal.share.partition.idle.unload.ms": "4000"})
+    rig.produce(1)
+    assert rig.fetch() == 1
+    idle = next(s for s in rig.service.timer_sources() if s.name == "share-idle-unload")
+    assert idle.next_deadline_ms(0) == 2_000
+    rig.clock.advance(5_000)
+    idle.fire(rig.clock.monotonic_ms())
+    assert rig.service.partitions.get(rig.key) is not None, "acquired records keep it loaded"
+    outcome = rig.service.share_acknowledge(
+        ShareAcknowledgeCall(
+            group_id="g",
+            member_id="m",
+            epoch=1,
+            acknowledgements={rig.tp: [AckBatch(0, 0, (AcknowledgeType.ACCEPT,))]},
+        )
+    )
+    assert outcome.error is None and outcome.partitions[0].acknowledge_error is None
+    assert idle.next_deadline_ms(rig.clock.monotonic_ms()) == 7_000
+    rig.clock.advance(4_000)
+    idle.fire(rig.clock.monotonic_ms())
+    assert rig.service.partitions.get(rig.key) is None, "idle and nothing acquired: unloaded"

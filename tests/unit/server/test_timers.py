@@ -1,0 +1,134 @@
+"""The timer driver: the sans-I/O `Schedule` on a manual clock (which sources fire
+when, periodic re-arming, failure backoff), and one asyncio run of `TimerDriver`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from shoal.clock import ManualClock
+from shoal.server.timers import (
+    TIMER_FAILURE_BACKOFF_MS,
+    DeadlineTimer,
+    PeriodicTimer,
+    Schedule,
+    TimerDriver,
+)
+
+
+class Deadlines:
+    """A source with a settable deadline that records its firings."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.deadline: int | None = None
+        self.fired: list[int] = []
+        self.fail = False
+
+    def next_deadline_ms(self, now_ms: int) -> int | None:
+        return self.deadline
+
+    def fire(self, now_ms: int) -> None:
+        self.fired.append(now_ms)
+        if self.fail:
+            raise RuntimeError("boom")
+        self.deadline = None
+
+
+def test_only_due_sources_fire_and_the_earliest_deadline_wins() -> None:
+    a, b, idle = Deadlines("a"), Deadlines("b"), Deadlines("idle")
+    schedule = Schedule()
+    schedule.add(a, b, idle)
+    a.deadline, b.deadline = 300, 100
+    assert schedule.next_deadline_ms(0) == 100
+    assert schedule.fire_due(99) == []
+    assert schedule.fire_due(100) == ["b"]
+    assert schedule.next_deadline_ms(100) == 300
+    assert schedule.fire_due(500) == ["a"]
+    assert a.fired == [500] and b.fired == [100] and idle.fired == []
+    assert schedule.next_deadline_ms(500) is None
+
+
+def test_a_moved_deadline_is_seen_at_the_next_query() -> None:
+    a = Deadlines("a")
+    schedule = Schedule()
+    schedule.add(a)
+    assert schedule.next_deadline_ms(0) is None
+    a.deadline = 40  # an operation armed a lock; the service calls rearm()
+    assert schedule.next_deadline_ms(0) == 40
+
+
+def test_periodic_timer_fires_every_interval_from_its_last_firing() -> None:
+    fired: list[int] = []
+    interval = [1000]
+    periodic = PeriodicTimer("p", interval_ms=lambda: interval[0], action=fired.append)
+    schedule = Schedule()
+    schedule.add(periodic)
+    assert schedule.next_deadline_ms(50) == 1050
+    assert schedule.fire_due(1049) == []
+    assert schedule.fire_due(1200) == ["p"]  # late: the next period starts now
+    assert schedule.next_deadline_ms(1200) == 2200
+    interval[0] = 10  # a changed interval applies from the next period
+    assert schedule.fire_due(2200) == ["p"]
+    assert schedule.next_deadline_ms(2200) == 2210
+    assert fired == [1200, 2200]
+
+
+def test_a_failing_source_is_logged_backed_off_and_the_others_still_fire(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad, good = Deadlines("bad"), Deadlines("good")
+    bad.deadline, good.deadline, bad.fail = 10, 10, True
+    schedule = Schedule()
+    schedule.add(bad, good)
+    with caplog.at_level(logging.ERROR):
+        assert schedule.fire_due(10) == ["bad", "good"]
+    assert "timer bad failed" in caplog.text
+    assert schedule.next_deadline_ms(10) == 10 + TIMER_FAILURE_BACKOFF_MS
+    assert schedule.fire_due(10 + TIMER_FAILURE_BACKOFF_MS - 1) == []
+    bad.fail = False
+    assert schedule.fire_due(10 + TIMER_FAILURE_BACKOFF_MS) == ["bad"]
+    assert bad.deadline is None and schedule.next_deadline_ms(2000) is None
+    bad.deadline = 2000  # backoff ended with the success
+    assert schedule.next_deadline_ms(2000) == 2000
+
+
+def test_driver_fires_on_the_clock_and_wakes_on_rearm() -> None:
+    clock = ManualClock()
+    fired: list[int] = []
+    deadline: list[int | None] = [None]
+
+    def action(now_ms: int) -> None:
+        fired.append(now_ms)
+        deadline[0] = None
+
+    async def main() -> None:
+        driver = TimerDriver(clock=clock)
+        driver.add(DeadlineTimer("t", deadline=lambda _now: deadline[0], action=action))
+        driver.start()
+        try:
+            await asyncio.sleep(0.01)
+            assert fired == []
+            deadline[0] = 500
+            clock.advance(500)
+            driver.rearm()
+            for _ in range(20):
+                await asyncio.sleep(0)
+                if fired:
+                    break
+            assert fired == [500]
+            # Armed 5 ms ahead: the driver sleeps (real time) and re-checks the
+            # clock, firing only once the clock has reached the deadline.
+            deadline[0] = 505
+            driver.rearm()
+            await asyncio.sleep(0.03)
+            assert fired == [500]
+            clock.advance(5)
+            await asyncio.sleep(0.03)
+            assert fired == [500, 505]
+        finally:
+            await driver.stop()
+
+    asyncio.run(main())
