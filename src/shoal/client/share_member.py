@@ -40,9 +40,20 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from shoal.client import share_requests as rq
-from shoal.client.calls import Call
 from shoal.client.errors import LEADERSHIP_MOVED, ClientError, ErrorCode, KafkaError, error_name
 from shoal.client.ranges import Span, SpanMap, TopicIdPartition, merge, normalized, split_by
+from shoal.client.share_effects import (
+    COORDINATOR,
+    Acknowledged,
+    Acquired,
+    Closed,
+    Effect,
+    FindCoordinator,
+    FindLeaders,
+    Outcome,
+    Send,
+    SessionLost,
+)
 from shoal.client.share_membership import HeartbeatOutcome, HeartbeatSettings, Membership
 from shoal.client.share_session import (
     SESSION_RESET_ACKNOWLEDGE,
@@ -50,6 +61,7 @@ from shoal.client.share_session import (
     AckOp,
     CloseOp,
     FetchOp,
+    InFlight,
     RenewOp,
     SessionOp,
     ShareSession,
@@ -58,9 +70,6 @@ from shoal.clock import Clock
 
 log = logging.getLogger(__name__)
 
-COORDINATOR: Final = "coordinator"
-Target = int | Literal["coordinator"]
-"""A broker's node id, or the group coordinator (the driver resolves it)."""
 NOT_HELD: Final = error_name(ErrorCode.invalid_record_state)
 """The failure of an acknowledgement of records the member does not hold."""
 LOCK_DURATION_DEFAULT_MS: Final = 30_000
@@ -83,72 +92,6 @@ class MemberSettings:
         assert self.fetch_max_bytes > 0, self
 
 
-# ---- effects and outcomes
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    request_id: int
-    target: Target
-    call: Call
-    what: str
-    """For logs: e.g. "ShareFetch epoch 3 to node 2"."""
-
-
-@dataclass(frozen=True, slots=True)
-class FindLeaders:
-    """The member needs the leaders of these assigned partitions (`set_leaders`)."""
-
-    partitions: frozenset[TopicIdPartition]
-
-
-@dataclass(frozen=True, slots=True)
-class FindCoordinator:
-    """The coordinator moved or is unreachable: look it up again before the next
-    COORDINATOR send."""
-
-    reason: str
-
-
-Effect = Send | FindLeaders | FindCoordinator
-
-
-@dataclass(frozen=True, slots=True)
-class Acquired:
-    records: SpanMap
-    """Newly acquired records by partition."""
-    errors: dict[TopicIdPartition, str]
-    """Partitions whose fetch failed, with Kafka's error name."""
-
-
-@dataclass(frozen=True, slots=True)
-class Acknowledged:
-    failed: dict[TopicIdPartition, str]
-    """Partitions whose acknowledgement failed, with Kafka's error name (the records
-    are no longer held either way: the broker redelivers what it did not take)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    pass
-
-
-Outcome = Acquired | Acknowledged | Closed
-
-
-class SessionLost(ClientError):
-    """A broker dropped this member's share session: it released the records held there."""
-
-    def __init__(self, node_id: int, reason: str, released: SpanMap) -> None:
-        self.node_id = node_id
-        self.released = released
-        count = sum(s.size for spans in released.values() for s in spans)
-        super().__init__(
-            f"share session with node {node_id} lost ({reason}); the broker released the "
-            f"{count} records held there (they will be redelivered)"
-        )
-
-
 @dataclass(slots=True)
 class _Ticket:
     kind: Literal["acquire", "acknowledge", "close"]
@@ -164,18 +107,6 @@ class _Ticket:
         if self.kind == "acknowledge":
             return Acknowledged(dict(sorted(self.errors.items())))
         return Closed()
-
-
-@dataclass(slots=True)
-class _Pending:
-    node_id: int
-    op: SessionOp
-    wanted: tuple[TopicIdPartition, ...] = ()
-    """The partitions a ShareFetch fetches from."""
-    listed: tuple[TopicIdPartition, ...] = ()
-    forgotten: tuple[TopicIdPartition, ...] = ()
-    spans: SpanMap = field(default_factory=dict)
-    """The records an acknowledgement or RENEW covers."""
 
 
 class ShareMember:
@@ -203,7 +134,8 @@ class ShareMember:
         self._leaders_asked: set[TopicIdPartition] = set()
         self._leaders_asked_ms = 0
         self._sessions: dict[int, ShareSession] = {}
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, int] = {}
+        """Request id of a session request -> its node id."""
         self._tickets: dict[int, _Ticket] = {}
         self._effects: list[Effect] = []
         self._lost: dict[TopicIdPartition, list[Span]] = {}
@@ -395,9 +327,8 @@ class ShareMember:
         if request_id == self.membership.in_flight:
             self._after_heartbeat(self.membership.on_response(request_id, response, now))
             return
-        pending = self._pending.pop(request_id)
-        session = self._sessions[pending.node_id]
-        session.in_flight = None
+        session = self._sessions[self._pending.pop(request_id)]
+        pending = session.finish(request_id)
         op = pending.op
         code = ErrorCode(response.error_code)
         if isinstance(op, CloseOp):  # whatever the answer, the session is over
@@ -407,7 +338,7 @@ class ShareMember:
         resets = SESSION_RESET_FETCH if isinstance(op, FetchOp) else SESSION_RESET_ACKNOWLEDGE
         if code in resets:
             self._session_lost(session, error_name(code))
-            self._fail_op(pending, error_name(code))
+            self._fail_op(session, pending, error_name(code))
             return
         session.advance()
         lock_ms = rq.lock_timeout_ms(response)
@@ -421,7 +352,7 @@ class ShareMember:
                 error_name(code),
                 response.error_message,
             )
-            self._fail_op(pending, error_name(code))
+            self._fail_op(session, pending, error_name(code))
         elif isinstance(op, FetchOp):
             self._fetched(session, pending, op, response)
         elif isinstance(op, AckOp):
@@ -437,9 +368,8 @@ class ShareMember:
         if request_id == self.membership.in_flight:
             self._after_heartbeat(self.membership.on_failure(request_id, error, now))
             return
-        pending = self._pending.pop(request_id)
-        session = self._sessions[pending.node_id]
-        session.in_flight = None
+        session = self._sessions[self._pending.pop(request_id)]
+        pending = session.finish(request_id)
         if isinstance(pending.op, CloseOp):
             session.reset()
         elif isinstance(error, rq.FeatureUnsupported | KafkaError):  # never sent
@@ -455,88 +385,62 @@ class ShareMember:
                 return
         else:
             self._session_lost(session, f"{type(error).__name__}: {error}")
-        self._fail_op(pending, _failure_name(error))
+        self._fail_op(session, pending, _failure_name(error))
 
     # ---- session requests
 
     def _start(self, session: ShareSession, op: SessionOp) -> Send | None:
         """The request for `op`, or None when it completes without one."""
-        if isinstance(op, FetchOp):
-            return self._start_fetch(session, op)
-        if isinstance(op, CloseOp):
-            if not session.is_open:
-                self._part_done(op.ticket)
-                return None
-            call = rq.share_acknowledge(
-                group_id=self.group_id,
-                member_id=self.member_id,
-                session_epoch=rq.LEAVE_EPOCH,
-            )
-            return self._send(session, _Pending(session.node_id, op), call, "close")
-        if not session.is_open:  # dropped since: the broker released these records
-            if isinstance(op, AckOp):
-                for tp in op.spans:
-                    self._tickets[op.ticket].errors[tp] = NOT_HELD
-                self._part_done(op.ticket)
-            return None
-        if isinstance(op, AckOp):
-            spans, ack_type = op.spans, op.ack_type
-        else:
-            spans, ack_type = normalized(session.held), rq.AcknowledgeType.RENEW
-            if not spans:
-                return None
-        call = rq.share_acknowledge(
-            group_id=self.group_id,
-            member_id=self.member_id,
-            session_epoch=session.epoch,
-            acks={tp: rq.ack_batches(s, ack_type) for tp, s in spans.items()},
-        )
-        what = rq.AcknowledgeType(ack_type).name
-        return self._send(session, _Pending(session.node_id, op, spans=spans), call, what)
-
-    def _start_fetch(self, session: ShareSession, op: FetchOp) -> Send | None:
-        wanted = {
-            tp for tp in self.assignment - op.skip if self._leaders.get(tp) == session.node_id
-        }
-        if not wanted:  # nothing led here any more: forgotten by the next fetch
-            self._part_done(op.ticket)
-            return None
-        if session.is_open:
-            listed = sorted(wanted - session.partitions)
-            forgotten = sorted(session.partitions - wanted)
-        else:
-            listed, forgotten = sorted(wanted), []
-        call = rq.share_fetch(
-            group_id=self.group_id,
-            member_id=self.member_id,
-            session_epoch=session.epoch,
-            partitions=listed,
-            forgotten=forgotten,
-            max_wait_ms=op.wait_ms,
-            max_bytes=self.settings.fetch_max_bytes,
-            max_records=op.records_max,
-            acquire_mode=self.settings.acquire_mode,
-        )
-        pending = _Pending(
-            session.node_id, op, tuple(sorted(wanted)), tuple(listed), tuple(forgotten)
-        )
-        return self._send(session, pending, call, "ShareFetch")
-
-    def _send(self, session: ShareSession, pending: _Pending, call: Call, what: str) -> Send:
         request_id = self._request_id()
-        session.in_flight = request_id
-        self._pending[request_id] = pending
-        epoch = rq.LEAVE_EPOCH if isinstance(pending.op, CloseOp) else session.epoch
-        what = f"{what} epoch {epoch} to node {session.node_id}"
+        ids = {"group_id": self.group_id, "member_id": self.member_id}
+        if isinstance(op, FetchOp):
+            led_here = {tp for tp, node in self._leaders.items() if node == session.node_id}
+            wanted = (self.assignment - op.skip) & led_here
+            if not wanted:  # nothing led here any more: forgotten by the next fetch
+                self._part_done(op.ticket)
+                return None
+            call = session.start_fetch(
+                request_id,
+                op,
+                **ids,
+                wanted=wanted,
+                acquire_mode=self.settings.acquire_mode,
+                max_bytes=self.settings.fetch_max_bytes,
+            )
+        elif not session.is_open:  # never opened, or dropped (releasing what was held)
+            if isinstance(op, AckOp):
+                self._tickets[op.ticket].errors.update(dict.fromkeys(op.spans, NOT_HELD))
+            if isinstance(op, AckOp | CloseOp):
+                self._part_done(op.ticket)
+            return None
+        elif isinstance(op, CloseOp):
+            call = session.start_close(request_id, op, **ids)
+        elif isinstance(op, AckOp):
+            call = session.start_acknowledge(
+                request_id, op, **ids, spans=op.spans, ack_type=op.ack_type
+            )
+        elif session.held:
+            call = session.start_acknowledge(
+                request_id,
+                op,
+                **ids,
+                spans=normalized(session.held),
+                ack_type=rq.AcknowledgeType.RENEW,
+            )
+        else:
+            return None
+        self._pending[request_id] = session.node_id
+        epoch = rq.LEAVE_EPOCH if isinstance(op, CloseOp) else session.epoch
+        assert session.in_flight is not None
+        what = f"{session.in_flight.what} epoch {epoch} to node {session.node_id}"
         return Send(request_id, session.node_id, call, what)
 
     # ---- session replies
 
     def _fetched(
-        self, session: ShareSession, pending: _Pending, op: FetchOp, response: Any
+        self, session: ShareSession, pending: InFlight, op: FetchOp, response: Any
     ) -> None:
-        session.partitions.update(pending.listed)
-        session.partitions.difference_update(pending.forgotten)
+        session.fetched(pending)
         ticket = self._tickets[op.ticket]
         for tp, spans in rq.acquired_of(response).items():
             session.hold(tp, spans)
@@ -558,7 +462,7 @@ class ShareMember:
     def _renewed(
         self,
         session: ShareSession,
-        pending: _Pending,
+        pending: InFlight,
         errors: Mapping[TopicIdPartition, ErrorCode],
     ) -> None:
         for tp, code in errors.items():
@@ -573,14 +477,13 @@ class ShareMember:
             )
             self._lose(tp, lost)
 
-    def _fail_op(self, pending: _Pending, name: str) -> None:
+    def _fail_op(self, session: ShareSession, pending: InFlight, name: str) -> None:
         op = pending.op
         if isinstance(op, FetchOp):
             for tp in pending.wanted:
                 self._tickets[op.ticket].errors[tp] = name
             self._part_done(op.ticket)
         elif isinstance(op, RenewOp):
-            session = self._sessions[pending.node_id]
             for tp, spans in pending.spans.items():
                 self._lose(tp, session.take(tp, spans))
         elif isinstance(op, AckOp):

@@ -24,6 +24,8 @@ from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from shoal.client import share_requests as rq
+from shoal.client.calls import Call
 from shoal.client.ranges import Span, SpanMap, TopicIdPartition, merge, normalized, split_by
 
 INT32_MAX: Final = 2**31 - 1
@@ -76,6 +78,30 @@ class CloseOp:
 SessionOp = FetchOp | AckOp | RenewOp | CloseOp
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """The request out on a session, and what its reply settles."""
+
+    request_id: int
+    op: SessionOp
+    wanted: tuple[TopicIdPartition, ...] = ()
+    """The partitions a ShareFetch fetches from."""
+    listed: tuple[TopicIdPartition, ...] = ()
+    forgotten: tuple[TopicIdPartition, ...] = ()
+    spans: SpanMap = field(default_factory=dict)
+    """The records an acknowledgement or RENEW covers."""
+
+    @property
+    def what(self) -> str:
+        """For logs."""
+        op = self.op
+        if isinstance(op, FetchOp):
+            return "ShareFetch"
+        if isinstance(op, AckOp):
+            return rq.AcknowledgeType(op.ack_type).name
+        return "RENEW" if isinstance(op, RenewOp) else "close"
+
+
 @dataclass(slots=True)
 class ShareSession:
     node_id: int
@@ -83,8 +109,7 @@ class ShareSession:
     partitions: set[TopicIdPartition] = field(default_factory=set)
     held: dict[TopicIdPartition, list[Span]] = field(default_factory=dict)
     queue: deque[SessionOp] = field(default_factory=deque)
-    in_flight: int | None = None
-    """The request id of the request out on this session, if any."""
+    in_flight: InFlight | None = None
 
     @property
     def is_open(self) -> bool:
@@ -121,3 +146,81 @@ class ShareSession:
 
     def has_queued(self, kind: type[SessionOp]) -> bool:
         return any(isinstance(op, kind) for op in self.queue)
+
+    # ---- requests (one at a time: each sets `in_flight`, `finish` clears it)
+
+    def start_fetch(
+        self,
+        request_id: int,
+        op: FetchOp,
+        *,
+        group_id: str,
+        member_id: str,
+        wanted: Iterable[TopicIdPartition],
+        acquire_mode: rq.AcquireMode,
+        max_bytes: int,
+    ) -> Call:
+        """A ShareFetch from `wanted`: at epoch 0 listing them all, else incremental
+        (new partitions listed, the others forgotten; an empty list fetches the whole
+        session)."""
+        wanted = set(wanted)
+        if self.is_open:
+            listed, forgotten = sorted(wanted - self.partitions), sorted(self.partitions - wanted)
+        else:
+            listed, forgotten = sorted(wanted), []
+        self._start(
+            InFlight(request_id, op, tuple(sorted(wanted)), tuple(listed), tuple(forgotten))
+        )
+        return rq.share_fetch(
+            group_id=group_id,
+            member_id=member_id,
+            session_epoch=self.epoch,
+            partitions=listed,
+            forgotten=forgotten,
+            max_wait_ms=op.wait_ms,
+            max_bytes=max_bytes,
+            max_records=op.records_max,
+            acquire_mode=acquire_mode,
+        )
+
+    def start_acknowledge(
+        self,
+        request_id: int,
+        op: AckOp | RenewOp,
+        *,
+        group_id: str,
+        member_id: str,
+        spans: SpanMap,
+        ack_type: int,
+    ) -> Call:
+        assert self.is_open, self.node_id
+        self._start(InFlight(request_id, op, spans=spans))
+        return rq.share_acknowledge(
+            group_id=group_id,
+            member_id=member_id,
+            session_epoch=self.epoch,
+            acks={tp: rq.ack_batches(s, ack_type) for tp, s in spans.items()},
+        )
+
+    def start_close(self, request_id: int, op: CloseOp, *, group_id: str, member_id: str) -> Call:
+        assert self.is_open, self.node_id
+        self._start(InFlight(request_id, op))
+        return rq.share_acknowledge(
+            group_id=group_id, member_id=member_id, session_epoch=rq.LEAVE_EPOCH
+        )
+
+    def finish(self, request_id: int) -> InFlight:
+        """The reply (or failure) of the request in flight came."""
+        request = self.in_flight
+        assert request is not None and request.request_id == request_id, (request, request_id)
+        self.in_flight = None
+        return request
+
+    def fetched(self, request: InFlight) -> None:
+        """A ShareFetch succeeded: the broker's session has its partitions now."""
+        self.partitions.update(request.listed)
+        self.partitions.difference_update(request.forgotten)
+
+    def _start(self, request: InFlight) -> None:
+        assert self.in_flight is None, (self.node_id, self.in_flight)
+        self.in_flight = request

@@ -15,19 +15,21 @@ from kio.schema.errors import ErrorCode
 from shoal.client import share_requests as rq
 from shoal.client.errors import ClientError, KafkaError
 from shoal.client.ranges import Span, TopicIdPartition
-from shoal.client.share_member import (
+from shoal.client.share_effects import (
     COORDINATOR,
-    LOCK_DURATION_DEFAULT_MS,
-    NOT_HELD,
     Acknowledged,
     Acquired,
     Closed,
     Effect,
     FindCoordinator,
     FindLeaders,
-    MemberSettings,
     Send,
     SessionLost,
+)
+from shoal.client.share_member import (
+    LOCK_DURATION_DEFAULT_MS,
+    NOT_HELD,
+    MemberSettings,
     ShareMember,
 )
 from shoal.client.share_membership import HeartbeatSettings
