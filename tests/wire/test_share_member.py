@@ -1,31 +1,27 @@
 """The sans-I/O share member (client/share_member.py) against a broker process, through
-a minimal asyncio driver written here (the client's own drivers are elsewhere): it
-joins, acquires from two partitions, keeps its records locked past the lock duration by
-RENEW, acknowledges them, closes its session and leaves."""
+a minimal test driver (tests/support/share_member_driver.py): it joins, acquires from
+two partitions, keeps its records locked past the lock duration by RENEW, acknowledges
+them, closes its session and leaves."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-from shoal.client import KafkaConnection
 from shoal.client.ranges import Span, TopicIdPartition
 from shoal.client.share_effects import (
     Acknowledged,
     Acquired,
     Closed,
-    FindCoordinator,
-    FindLeaders,
-    Send,
 )
 from shoal.client.share_member import ShareMember
 from shoal.client.share_requests import AcknowledgeType
 from shoal.clock import SystemClock
 from tests.support.broker import BrokerProcess
+from tests.support.share_member_driver import MemberDriver
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, metadata_request
@@ -42,76 +38,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         yield process
     finally:
         process.kill()
-
-
-class Driver:
-    """One connection to the coordinator, one per leader (all one broker here); the
-    highest version of every call (Shoal serves them all)."""
-
-    def __init__(
-        self, member: ShareMember, bootstrap: str, leaders: dict[TopicIdPartition, int]
-    ) -> None:
-        self.member = member
-        self.bootstrap = bootstrap
-        self.leaders = leaders
-        self.conns: dict[Any, KafkaConnection] = {}
-        self.tasks: dict[asyncio.Task[Any], int] = {}
-
-    async def conn(self, target: Any) -> KafkaConnection:
-        if target not in self.conns:
-            host, _, port = self.bootstrap.rpartition(":")
-            self.conns[target] = await KafkaConnection.open(host, int(port))
-        return self.conns[target]
-
-    async def run_until(self, done: Callable[[], bool], *, timeout_s: float = 20.0) -> None:
-        async with asyncio.timeout(timeout_s):
-            while True:
-                for effect in self.member.poll():
-                    if isinstance(effect, Send):
-                        conn = await self.conn(effect.target)
-                        body = effect.call.build(effect.call.max_version)
-                        self.tasks[asyncio.create_task(conn.request(body))] = effect.request_id
-                    elif isinstance(effect, FindLeaders):
-                        self.member.set_leaders({tp: self.leaders[tp] for tp in effect.partitions})
-                    else:
-                        assert not isinstance(effect, FindCoordinator), effect
-                if done():
-                    return
-                deadline = self.member.next_deadline_ms()
-                wait_s = 0.05
-                if deadline is not None:
-                    wait_s = max(0.0, min(wait_s, (deadline - SystemClock().monotonic_ms()) / 1000))
-                finished, _ = await asyncio.wait(
-                    self.tasks or [asyncio.create_task(asyncio.sleep(wait_s))],
-                    timeout=wait_s,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                for task in finished:
-                    request_id = self.tasks.pop(task, None)
-                    if request_id is None:
-                        continue
-                    error = task.exception()
-                    if error is None:
-                        self.member.on_response(request_id, task.result())
-                    else:
-                        self.member.on_failure(request_id, error)
-
-    async def result(self, ticket: int) -> Any:
-        outcome: list[Any] = []
-
-        def ready() -> bool:
-            if not outcome:
-                got = self.member.take_result(ticket)
-                if got is not None:
-                    outcome.append(got)
-            return bool(outcome)
-
-        await self.run_until(ready)
-        return outcome[0]
-
-    async def close(self) -> None:
-        for conn in self.conns.values():
-            await conn.close()
 
 
 def test_member_acquires_renews_acknowledges_and_leaves(broker: BrokerProcess) -> None:
@@ -133,7 +59,8 @@ def test_member_acquires_renews_acknowledges_and_leaves(broker: BrokerProcess) -
     )
 
     async def scenario() -> None:
-        driver = Driver(member, broker.bootstrap, leaders)
+        host, _, port = broker.bootstrap.rpartition(":")
+        driver = MemberDriver(member, address=lambda _target: (host, int(port)), leaders=leaders)
         try:
             await driver.run_until(lambda: member.assignment == set(leaders))
             held: dict[TopicIdPartition, tuple[Span, ...]] = {}
