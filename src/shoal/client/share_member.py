@@ -208,13 +208,14 @@ class ShareMember:
         return state.outcome()
 
     def set_leaders(self, leaders: Mapping[TopicIdPartition, int]) -> None:
-        """The leader node of partitions (-1: unknown), from the driver's metadata."""
+        """The leader node of partitions (-1: unknown, asked for again after the retry
+        backoff), from the driver's metadata."""
         for tp, node_id in leaders.items():
-            self._leaders_asked.discard(tp)
             if node_id < 0:
                 self._leaders.pop(tp, None)
             else:
                 self._leaders[tp] = node_id
+                self._leaders_asked.discard(tp)
 
     # ---- intents
 
@@ -319,6 +320,8 @@ class ShareMember:
         intent can give it work)."""
         deadlines = [self.membership.deadline_ms(), self._next_renew_ms]
         deadlines += [t.deadline_ms for t in self._tickets.values()]
+        if self.assignment - self._leaders.keys():  # ask for them again
+            deadlines.append(self._leaders_asked_ms + self.settings.heartbeat.retry_backoff_ms)
         return min((d for d in deadlines if d is not None), default=None)
 
     def on_response(self, request_id: int, response: Any) -> None:

@@ -242,6 +242,8 @@ def test_join_with_subscription_then_heartbeat_at_the_interval_given() -> None:
     assert (rig.member.member_epoch, rig.member.assignment) == (3, frozenset({P10, P20}))
     effects = rig.poll()
     assert effects == [FindLeaders(frozenset({P10, P20}))]
+    assert rig.member.next_deadline_ms() == 500  # asks again unless answered
+    rig.member.set_leaders({P10: 1, P20: 2})
     assert rig.member.next_deadline_ms() == 5_000
     rig.clock.advance(4_999)
     assert rig.sends() == {}
@@ -260,6 +262,7 @@ def test_no_assignment_yet_heartbeats_sooner_and_every_assignment_is_adopted() -
     beat = rig.one(COORDINATOR)
     rig.member.on_response(beat.request_id, heartbeat_response(2, assigned=[P11]))
     assert rig.member.assignment == {P11}
+    rig.member.set_leaders({P11: 2})
     assert rig.member.next_deadline_ms() == 150 + 5_000
 
 
@@ -643,3 +646,56 @@ def test_a_member_that_failed_sends_no_leave() -> None:
     ticket = rig.member.close()
     assert rig.poll() == []
     assert rig.member.take_result(ticket) == Closed()
+
+
+def test_close_while_joining_leaves_once_the_join_is_answered() -> None:
+    rig = Rig()
+    join = rig.one(COORDINATOR)
+    ticket = rig.member.close()
+    assert rig.poll() == []
+    rig.member.on_response(join.request_id, heartbeat_response(1, assigned=[P10]))
+    leave = rig.one(COORDINATOR)
+    assert body(leave).member_epoch == -1
+    rig.member.on_response(leave.request_id, heartbeat_response(-1))
+    assert rig.member.take_result(ticket) == Closed()
+
+
+def test_an_acknowledgement_queued_on_a_session_that_is_then_lost_fails() -> None:
+    rig = Rig()
+    rig.holding()
+    rig.member.acquire(records_max=10, wait_ms=500, skip={P11, P20})
+    (fetch,) = rig.sends().values()
+    ticket = rig.member.acknowledge({P10: [Span(0, 1)]}, ACCEPT)  # queued behind the fetch
+    assert rig.sends() == {}
+    rig.member.on_failure(fetch.request_id, TimeoutError("request timed out"))
+    assert rig.sends() == {}  # nothing left to acknowledge on: the broker released them
+    assert rig.member.take_result(ticket) == Acknowledged({P10: NOT_HELD})
+    assert rig.member.take_lost() == {P10: (Span(2, 4, 1),)}
+
+
+def test_unknown_leaders_are_asked_for_again_after_the_backoff() -> None:
+    rig = Rig(MemberSettings(heartbeat=HeartbeatSettings(retry_backoff_ms=300)))
+    join = rig.one(COORDINATOR)
+    rig.member.on_response(join.request_id, heartbeat_response(1, assigned=[P10, P11]))
+    assert rig.poll() == [FindLeaders(frozenset({P10, P11}))]
+    rig.member.set_leaders({P10: 1, P11: -1})
+    assert rig.member.next_deadline_ms() == 300
+    rig.clock.advance(299)
+    assert rig.poll() == []
+    rig.clock.advance(1)
+    assert rig.poll() == [FindLeaders(frozenset({P11}))]
+
+
+def test_batch_optimized_acquisition_can_be_chosen() -> None:
+    rig = Rig(MemberSettings(acquire_mode=rq.AcquireMode.BATCH_OPTIMIZED))
+    rig.joined([P10])
+    rig.member.acquire(records_max=7, wait_ms=0)
+    request = body(rig.one(1))
+    assert (request.share_acquire_mode, request.max_records, request.batch_size) == (0, 7, 7)
+
+
+def test_settings_refuse_nonsense() -> None:
+    with pytest.raises(AssertionError):
+        MemberSettings(lock_renew_interval_ms=0)
+    with pytest.raises(AssertionError):
+        HeartbeatSettings(retry_backoff_ms=0)
