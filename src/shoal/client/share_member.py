@@ -251,6 +251,7 @@ class ShareMember:
         """ACCEPT, RELEASE or REJECT `spans`, each to the broker whose session acquired
         them; they are no longer held, whatever the outcome. Records not held fail at
         once (INVALID_RECORD_STATE). Outcome: `Acknowledged`."""
+        ack_type = rq.AcknowledgeType(ack_type)
         if ack_type in (rq.AcknowledgeType.RENEW, rq.AcknowledgeType.GAP):
             raise ValueError(f"{ack_type.name} is not an acknowledgement the caller makes")
         self._check_open()
@@ -453,7 +454,8 @@ class ShareMember:
             if code in LEADERSHIP_MOVED:
                 self._leaders.pop(tp, None)
                 self._leaders_asked.discard(tp)
-        if session.held and self._next_renew_ms is None and self._renew_supported:
+        renewing = self._renew_supported and self._close_ticket is None
+        if session.held and renewing and self._next_renew_ms is None:
             self._next_renew_ms = self._clock.monotonic_ms() + self._renew_interval_ms()
         self._part_done(op.ticket)
 

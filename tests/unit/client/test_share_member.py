@@ -450,6 +450,8 @@ def test_renew_and_gap_are_not_the_callers_to_send() -> None:
     rig.holding()
     with pytest.raises(ValueError, match="RENEW"):
         rig.member.acknowledge({P10: [Span(0, 0)]}, rq.AcknowledgeType.RENEW)
+    with pytest.raises(ValueError, match="GAP"):
+        rig.member.acknowledge({P10: [Span(0, 0)]}, 0)  # type: ignore[arg-type]
 
 
 # ---- renewals
@@ -628,8 +630,9 @@ def test_close_cancels_queued_fetches_and_skips_nodes_without_a_session() -> Non
     queued = rig.member.acquire(records_max=5, wait_ms=500)
     ticket = rig.member.close()
     assert rig.member.take_result(queued) == Acquired({}, {})
-    rig.member.on_response(fetch.request_id, fetch_response({P10: [(0, 0, 1)]}))
+    rig.member.on_response(fetch.request_id, fetch_response({P10: [(0, 0, 1)]}, lock_ms=2_000))
     assert rig.member.take_result(first) == Acquired({P10: (Span(0, 0, 1),)}, {})
+    assert rig.member.next_deadline_ms() == 5_000  # closing: no RENEW armed
     close = rig.one(1)
     assert body(close).share_session_epoch == -1
     rig.member.on_failure(close.request_id, ConnectionError("gone"))
