@@ -31,7 +31,6 @@ import uuid
 from collections.abc import Sequence
 from typing import IO, Any
 
-from shoal.cli.admin_client import AdminClient, KafkaError
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
@@ -43,13 +42,13 @@ from shoal.cli.kafka_options import (
     run_tool,
 )
 from shoal.cli.topic_admin import (
-    TopicInfo,
     create_partitions,
     create_topic,
     delete_topics,
     describe_topics,
     topic_configs,
 )
+from shoal.client import Client, KafkaError, TopicView
 
 PROG = "shoal topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -191,7 +190,7 @@ def topic_id_text(topic_id: uuid.UUID) -> str:
 # ---- the actions
 
 
-def act(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.create:
         return _create(client, args, out)
     if args.list:
@@ -205,7 +204,7 @@ def act(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return _delete(client, args, out)
 
 
-def _matching(client: AdminClient, args: argparse.Namespace) -> dict[str, TopicInfo]:
+def _matching(client: Client, args: argparse.Namespace) -> dict[str, TopicView]:
     """Every topic allowed by --topic and --exclude-internal, by name."""
     topics, _ = describe_topics(client, None)
     pattern: re.Pattern[str] | None = getattr(args, "topic_pattern", None)
@@ -217,7 +216,7 @@ def _matching(client: AdminClient, args: argparse.Namespace) -> dict[str, TopicI
     }
 
 
-def _create(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     name = args.topic
     if "." in name or "_" in name:
         print(_COLLISION_WARNING, file=out)
@@ -239,7 +238,7 @@ def _create(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     found = _matching(client, args)
     if args.topic and not found and not args.if_exists:
         raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
@@ -248,14 +247,15 @@ def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> in
     for name in names:
         info = found[name]
         shown = ",".join(f"{c.name}={c.value}" for c in configs.get(name, []) if not c.is_default)
-        replication = len(info.partitions[0].replicas) if info.partitions else 0
+        partitions = [info.partitions[p] for p in sorted(info.partitions)]
+        replication = len(partitions[0].replicas) if partitions else 0
         head = f"Topic: {name}"
         if info.topic_id is not None and info.topic_id.int != 0:
             head += f"\tTopicId: {topic_id_text(info.topic_id)}"
         head += f"\tPartitionCount: {len(info.partitions)}"
         head += f"\tReplicationFactor: {replication}\tConfigs: {shown}"
         print(head, file=out)
-        for p in info.partitions:
+        for p in partitions:
             leader = str(p.leader) if p.leader >= 0 else "none"
             print(
                 f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}"
@@ -266,7 +266,7 @@ def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> in
     return 0
 
 
-def _alter(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _alter(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     found = _matching(client, args)
     if args.topic and not found and not args.if_exists:
         raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
@@ -278,7 +278,7 @@ def _alter(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return _report(results, "alter")
 
 
-def _delete(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     found = _matching(client, args)
     if args.topic and not found and not args.if_exists:
         raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
