@@ -14,7 +14,9 @@ Mirrors Kafka's kafka-topics.sh (options, messages, output):
 --topic takes a regular expression (matched against the whole name; commas separate
 alternatives) except with --create. Internal topics are listed and described unless
 --exclude-internal is given, as in Kafka. Configs shown are those not at their
-default. Topic ids print as Kafka prints them (URL-safe base64, 22 characters).
+default; against a cluster that does not serve DescribeConfigs (API 32), --describe
+says so on stderr and shows the topics without configs (Kafka's tool would fail).
+Topic ids print as Kafka prints them (URL-safe base64, 22 characters).
 
 --command-config names a file of admin-client properties (request.timeout.ms,
 default.api.timeout.ms, client.id). Exit status: 0 done, 1 failed (message on
@@ -42,6 +44,7 @@ from shoal.cli.kafka_options import (
     run_tool,
 )
 from shoal.cli.topic_admin import (
+    ConfigValue,
     create_partitions,
     create_topic,
     delete_topics,
@@ -49,6 +52,7 @@ from shoal.cli.topic_admin import (
     topic_configs,
 )
 from shoal.client import Client, KafkaError, TopicView
+from shoal.client.errors import ErrorCode
 
 PROG = "shoal topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -243,7 +247,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.topic and not found and not args.if_exists:
         raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
     names = sorted(found)
-    configs = topic_configs(client, names)
+    configs = _configs_if_served(client, names)
     for name in names:
         info = found[name]
         shown = ",".join(f"{c.name}={c.value}" for c in configs.get(name, []) if not c.is_default)
@@ -264,6 +268,16 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
                 file=out,
             )
     return 0
+
+
+def _configs_if_served(client: Client, names: list[str]) -> dict[str, list[ConfigValue]]:
+    try:
+        return topic_configs(client, names)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.unsupported_version:
+            raise
+        print(f"WARN {exc}: configs are not shown", file=sys.stderr)
+        return {}
 
 
 def _alter(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
