@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from shoal.client import Client, ClientError, ClientSettings, parse_bootstrap
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT
@@ -45,6 +45,22 @@ class UsageError(Exception):
 
 class ToolFailed(Exception):
     """The operation failed for a reason already worded for the user (exit 1)."""
+
+
+def add_tool_parser(commands: Any, name: str, *, help_text: str, description: str) -> Any:
+    """The sub-command parser of an admin tool, with the options every tool has:
+    --bootstrap-server and --command-config."""
+    parser = commands.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
+    parser.add_argument(
+        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
+    )
+    return parser
 
 
 def opt(name: str) -> str:

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
-from shoal.cli.kafka_options import ToolFailed, run_tool
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
 from shoal.cli.share_group_admin import (
     GroupDescription,
     PartitionOffset,
@@ -56,13 +56,12 @@ _GROUP_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_tool_parser(
+        commands,
         "share-groups",
-        help="list, describe, reset and delete share groups (kafka-share-groups.sh)",
+        help_text="list, describe, reset and delete share groups (kafka-share-groups.sh)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
     for action, text in (
         ("--list", "list all share groups"),
         ("--describe", "describe share groups, members and offset information"),
@@ -106,9 +105,6 @@ def add_parser(commands: Any) -> None:
         default=API_TIMEOUT_MS_DEFAULT,
         metavar="MS",
         help=f"timeout of each admin call (default {API_TIMEOUT_MS_DEFAULT})",
-    )
-    parser.add_argument(
-        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
     )
     parser.set_defaults(run=run, parser=parser)
 

@@ -36,6 +36,7 @@ from typing import IO, Any
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
+    add_tool_parser,
     check_bootstrap,
     check_invalid,
     opt,
@@ -72,15 +73,11 @@ _COLLISION_WARNING = (
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_tool_parser(
+        commands,
         "topics",
-        help="create, list, describe, alter and delete topics (kafka-topics.sh)",
+        help_text="create, list, describe, alter and delete topics (kafka-topics.sh)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
-    parser.add_argument(
-        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
     )
     for action, text in (
         ("--create", "create a new topic"),
