@@ -217,6 +217,15 @@ def _matching(client: Client, args: argparse.Namespace) -> dict[str, TopicView]:
     }
 
 
+def _existing(client: Client, args: argparse.Namespace) -> dict[str, TopicView]:
+    """The matching topics; none for a --topic without --if-exists fails (Kafka's
+    ensureTopicExists)."""
+    found = _matching(client, args)
+    if args.topic and not found and not args.if_exists:
+        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+    return found
+
+
 def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     name = args.topic
     if "." in name or "_" in name:
@@ -240,9 +249,7 @@ def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+    found = _existing(client, args)
     names = sorted(found)
     configs = _configs_if_served(client, names)
     for name in names:
@@ -278,9 +285,7 @@ def _configs_if_served(client: Client, names: list[str]) -> dict[str, list[Confi
 
 
 def _alter(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+    found = _existing(client, args)
     if not found:
         return 0
     results = create_partitions(
@@ -290,9 +295,7 @@ def _alter(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+    found = _existing(client, args)
     if not found:
         return 0
     results = delete_topics(client, sorted(found), timeout_ms=OPERATION_TIMEOUT_MS)
