@@ -8,6 +8,10 @@ on success, 1 when the operation failed (the broker refused, could not be reache
 or a group or topic is unknown), 2 for a bad command line (message and usage on
 stderr, as argparse does for its own errors).
 
+The tools talk to the cluster through `shoal.client.Client`; its `ClientError`s
+(`KafkaError`, `BrokerUnreachable`, `RequestTimeout`) are already worded for the user
+and become exit 1 with that message.
+
 A `--command-config` file holds admin-client properties in Java properties syntax.
 Used: `request.timeout.ms`, `default.api.timeout.ms`, `client.id`;
 `bootstrap.servers` yields to `--bootstrap-server`; `security.protocol` must be
@@ -21,19 +25,14 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from shoal.cli.admin_client import (
-    API_TIMEOUT_MS_DEFAULT,
-    CLIENT_ID_DEFAULT,
-    REQUEST_TIMEOUT_MS_DEFAULT,
-    AdminClient,
-    AdminError,
-    parse_bootstrap,
-)
+from shoal.client import Client, ClientError, ClientSettings, parse_bootstrap
+from shoal.client.settings import API_TIMEOUT_MS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT
 
+CLIENT_ID_DEFAULT = "shoal-admin"
+"""`client.id` of the admin tools unless `--command-config` names another."""
 COMMAND_CONFIG_BYTES_MAX = 1 << 20
 """A `--command-config` file larger than this is refused (it is a handful of
 properties; anything bigger is the wrong file)."""
@@ -46,6 +45,22 @@ class UsageError(Exception):
 
 class ToolFailed(Exception):
     """The operation failed for a reason already worded for the user (exit 1)."""
+
+
+def add_tool_parser(commands: Any, name: str, *, help_text: str, description: str) -> Any:
+    """The sub-command parser of an admin tool, with the options every tool has:
+    --bootstrap-server and --command-config."""
+    parser = commands.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
+    parser.add_argument(
+        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
+    )
+    return parser
 
 
 def opt(name: str) -> str:
@@ -84,13 +99,6 @@ def check_bootstrap(args: argparse.Namespace) -> None:
 
 def _dest(name: str) -> str:
     return name.replace("-", "_")
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSettings:
-    api_timeout_ms: int = API_TIMEOUT_MS_DEFAULT
-    request_timeout_ms: int = REQUEST_TIMEOUT_MS_DEFAULT
-    client_id: str = CLIENT_ID_DEFAULT
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -138,8 +146,8 @@ def load_command_config(path: str | None, *, warn: IO[str]) -> dict[str, str]:
 def client_settings(
     properties: dict[str, str], *, api_timeout_ms: int | None = None
 ) -> ClientSettings:
-    """Settings from command-config properties; `api_timeout_ms` (a tool's
-    `--timeout`) wins over `default.api.timeout.ms`."""
+    """The client's settings from command-config properties; `api_timeout_ms` (a
+    tool's `--timeout`) wins over `default.api.timeout.ms`."""
     protocol = properties.get("security.protocol", "PLAINTEXT")
     if protocol.upper() != "PLAINTEXT":
         raise ToolFailed(f"security.protocol={protocol} is not supported: Shoal serves PLAINTEXT")
@@ -171,7 +179,7 @@ def run_tool(
     *,
     validate: Callable[[argparse.Namespace], None],
     api_timeout_ms: Callable[[argparse.Namespace], int | None],
-    action: Callable[[AdminClient, argparse.Namespace, IO[str]], int],
+    action: Callable[[Client, argparse.Namespace, IO[str]], int],
     out: IO[str] | None = None,
     error_prefix: str = "Error: ",
 ) -> int:
@@ -186,14 +194,9 @@ def run_tool(
     try:
         properties = load_command_config(args.command_config, warn=sys.stderr)
         settings = client_settings(properties, api_timeout_ms=api_timeout_ms(args))
-        with AdminClient(
-            args.bootstrap_server,
-            api_timeout_ms=settings.api_timeout_ms,
-            request_timeout_ms=settings.request_timeout_ms,
-            client_id=settings.client_id,
-        ) as client:
+        with Client(args.bootstrap_server, settings=settings) as client:
             return action(client, args, out)
-    except (AdminError, ToolFailed) as exc:
+    except (ClientError, ToolFailed) as exc:
         out.flush()
         print(f"{error_prefix}{exc}", file=sys.stderr)
         return 1

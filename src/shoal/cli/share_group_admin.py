@@ -1,10 +1,14 @@
-"""Share-group admin calls for `shoal share-groups`, as typed results.
+"""Share-group admin calls for `shoal share-groups`, as typed results, over
+`shoal.client.Client`.
 
-ListGroups (16) v5 filtered to type "share" (sent to every broker, merged),
-ShareGroupDescribe (77) v1, DescribeShareGroupOffsets (90) v1 (v0 when the broker
-serves only that: no lag), AlterShareGroupOffsets (91) v0, DeleteShareGroupOffsets
-(92) v0 and DeleteGroups (42) v2. Group requests go to the group's coordinator
-(`AdminClient.send_to_coordinator` follows it while it loads or moves).
+ListGroups (16) filtered to type "share" is sent to every broker of the cluster and
+the answers merged. ShareGroupDescribe (77), DescribeShareGroupOffsets (90; the
+broker's lag from v1), AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92) and
+DeleteGroups (42) go to the group's coordinator, found with FindCoordinator and
+followed while it loads or moves (`Client.to_coordinator`). Every request is built
+by `shoal.client.requests` at the version the client picks from ApiVersions; an API
+the cluster does not serve fails with UNSUPPORTED_VERSION naming it
+("ListGroups (API 16)").
 
 A start offset of -1 from DescribeShareGroupOffsets means the partition has no
 state yet; it, its leader epoch and its lag are then unknown (None), as Kafka's
@@ -13,34 +17,13 @@ admin client reports them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.alter_share_group_offsets.v0.request import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsRequestPartition,
-    AlterShareGroupOffsetsRequestTopic,
-)
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.delete_share_group_offsets.v0.request import (
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsRequestTopic,
-)
-from kio.schema.describe_share_group_offsets.v0 import request as describe_offsets_v0
-from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets_v1
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
-
-from shoal.cli.admin_client import AdminClient, KafkaError, Node, check
-from shoal.protocol.errors import ErrorCode
-
-SHARE_GROUP_TYPE = "share"
-DESCRIBE_OFFSETS_KEY = 90
-TopicPartition = tuple[str, int]
+from shoal.client import Client, KafkaError, Node, check, requests
+from shoal.client.errors import ErrorCode
+from shoal.client.metadata import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,26 +64,30 @@ class PartitionOffset:
     lag: int | None
 
 
-def list_share_groups(client: AdminClient, states: Sequence[str] = ()) -> list[ListedGroup]:
+def list_share_groups(client: Client, states: Sequence[str] = ()) -> list[ListedGroup]:
     """Share groups (in `states` if given), from every broker, sorted by id."""
-    request = ListGroupsRequest(states_filter=tuple(states), types_filter=(SHARE_GROUP_TYPE,))
+    call = requests.list_groups(types=(requests.SHARE_GROUP_TYPE,), states=states)
     found: dict[str, ListedGroup] = {}
     for node in client.brokers():
-        response = client.send(request, node=node)
+        response = client.call(call, node)
         check(response.error_code, None, context=f"listing groups on {node.address}")
         for group in response.groups:
             found[group.group_id] = ListedGroup(str(group.group_id), group.group_state)
     return [found[g] for g in sorted(found)]
 
 
-def describe_group(client: AdminClient, group_id: str) -> GroupDescription:
+def _first_group_error(response: Any) -> int:
+    return int(response.groups[0].error_code)
+
+
+def _top_level_error(response: Any) -> int:
+    return int(response.error_code)
+
+
+def describe_group(client: Client, group_id: str) -> GroupDescription:
     """ShareGroupDescribe of one group; GROUP_ID_NOT_FOUND and others raise."""
-    response = client.send_to_coordinator(
-        group_id,
-        ShareGroupDescribeRequest(
-            group_ids=(GroupId(group_id),), include_authorized_operations=False
-        ),
-        error_of=lambda r: int(r.groups[0].error_code),
+    response = client.to_coordinator(
+        group_id, requests.share_group_describe([group_id]), _first_group_error
     )
     (group,) = response.groups
     check(group.error_code, group.error_message, context=f"share group '{group_id}'")
@@ -128,28 +115,13 @@ def describe_group(client: AdminClient, group_id: str) -> GroupDescription:
 
 
 def describe_offsets(
-    client: AdminClient, group_id: str, topics: Sequence[str] | None = None
+    client: Client, group_id: str, topics: Sequence[str] | None = None
 ) -> list[PartitionOffset]:
     """The share-partition state of the group (every partition with state when
     `topics` is None), sorted by topic and partition. A group-level error raises;
     so does a partition-level one, naming the partition."""
-    v1 = client.supports(DESCRIBE_OFFSETS_KEY, 1)
-    module: Any = describe_offsets_v1 if v1 else describe_offsets_v0
-    request = module.DescribeShareGroupOffsetsRequest(
-        groups=(
-            module.DescribeShareGroupOffsetsRequestGroup(
-                group_id=GroupId(group_id),
-                topics=None
-                if topics is None
-                else tuple(
-                    module.DescribeShareGroupOffsetsRequestTopic(topic_name=TopicName(t))
-                    for t in topics
-                ),
-            ),
-        )
-    )
-    response = client.send_to_coordinator(
-        group_id, request, error_of=lambda r: int(r.groups[0].error_code)
+    response = client.to_coordinator(
+        group_id, requests.describe_share_group_offsets(group_id, topics), _first_group_error
     )
     (group,) = response.groups
     check(group.error_code, group.error_message, context=f"share group '{group_id}'")
@@ -175,31 +147,10 @@ def describe_offsets(
     return sorted(out, key=lambda o: (o.topic, o.partition))
 
 
-def alter_offsets(
-    client: AdminClient, group_id: str, offsets: Mapping[TopicPartition, int]
-) -> None:
+def alter_offsets(client: Client, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
     """Set the start offset of each partition (the group must be empty)."""
-    by_topic: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for (topic, partition), offset in sorted(offsets.items()):
-        by_topic[topic].append((partition, offset))
-    response = client.send_to_coordinator(
-        group_id,
-        AlterShareGroupOffsetsRequest(
-            group_id=GroupId(group_id),
-            topics=tuple(
-                AlterShareGroupOffsetsRequestTopic(
-                    topic_name=TopicName(topic),
-                    partitions=tuple(
-                        AlterShareGroupOffsetsRequestPartition(
-                            partition_index=i32(p), start_offset=i64(o)
-                        )
-                        for p, o in parts
-                    ),
-                )
-                for topic, parts in by_topic.items()
-            ),
-        ),
-        error_of=lambda r: int(r.error_code),
+    response = client.to_coordinator(
+        group_id, requests.alter_share_group_offsets(group_id, offsets), _top_level_error
     )
     check(response.error_code, response.error_message, context=f"share group '{group_id}'")
     for topic in response.responses:
@@ -212,19 +163,12 @@ def alter_offsets(
 
 
 def delete_offsets(
-    client: AdminClient, group_id: str, topics: Sequence[str]
+    client: Client, group_id: str, topics: Sequence[str]
 ) -> dict[str, KafkaError | None]:
     """Delete the group's state of each topic; per-topic results. A group-level
     error (unknown group, non-empty group) raises."""
-    response = client.send_to_coordinator(
-        group_id,
-        DeleteShareGroupOffsetsRequest(
-            group_id=GroupId(group_id),
-            topics=tuple(
-                DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName(t)) for t in topics
-            ),
-        ),
-        error_of=lambda r: int(r.error_code),
+    response = client.to_coordinator(
+        group_id, requests.delete_share_group_offsets(group_id, topics), _top_level_error
     )
     check(response.error_code, response.error_message, context=f"share group '{group_id}'")
     return {
@@ -235,12 +179,12 @@ def delete_offsets(
     }
 
 
-def delete_group(client: AdminClient, group_id: str) -> KafkaError | None:
+def delete_group(client: Client, group_id: str) -> KafkaError | None:
     """DeleteGroups of one group at its coordinator; its error, if any."""
-    response = client.send_to_coordinator(
+    response = client.to_coordinator(
         group_id,
-        DeleteGroupsRequest(groups_names=(GroupId(group_id),)),
-        error_of=lambda r: int(r.results[0].error_code),
+        requests.delete_groups([group_id]),
+        lambda r: int(r.results[0].error_code),
     )
     (result,) = response.results
     return None if result.error_code == ErrorCode.none else KafkaError(result.error_code)

@@ -32,8 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
-from shoal.cli.admin_client import API_TIMEOUT_MS_DEFAULT, AdminClient, KafkaError
-from shoal.cli.kafka_options import ToolFailed, run_tool
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
 from shoal.cli.share_group_admin import (
     GroupDescription,
     PartitionOffset,
@@ -46,26 +45,23 @@ from shoal.cli.share_group_admin import (
 )
 from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, format_table
-from shoal.cli.topic_admin import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    TopicPartition,
-    describe_topics,
-    list_offsets,
-)
+from shoal.cli.topic_admin import describe_topics, list_offsets
+from shoal.client import Client, KafkaError
+from shoal.client.metadata import TopicPartition
+from shoal.client.requests import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 PROG = "shoal share-groups"
 _GROUP_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_tool_parser(
+        commands,
         "share-groups",
-        help="list, describe, reset and delete share groups (kafka-share-groups.sh)",
+        help_text="list, describe, reset and delete share groups (kafka-share-groups.sh)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
     for action, text in (
         ("--list", "list all share groups"),
         ("--describe", "describe share groups, members and offset information"),
@@ -110,9 +106,6 @@ def add_parser(commands: Any) -> None:
         metavar="MS",
         help=f"timeout of each admin call (default {API_TIMEOUT_MS_DEFAULT})",
     )
-    parser.add_argument(
-        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
-    )
     parser.set_defaults(run=run, parser=parser)
 
 
@@ -130,7 +123,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
 # ---- the actions
 
 
-def act(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.list:
         return _list(client, args, out)
     if args.describe:
@@ -150,7 +143,7 @@ def _print_table(
         print(line, file=out)
 
 
-def _list(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     groups = list_share_groups(client, args.state_filter)
     rows = [(g.group_id, g.state) for g in groups]
     for line in format_table(("GROUP", "STATE"), rows, min_widths=(NAME_WIDTH_MIN,)):
@@ -158,7 +151,7 @@ def _list(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.all_groups:
         group_ids = [g.group_id for g in list_share_groups(client)]
     else:
@@ -272,7 +265,7 @@ def _print_state(description: GroupDescription, verbose: bool, out: IO[str]) -> 
     return True
 
 
-def _delete(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     listed = {g.group_id: g for g in list_share_groups(client)}
     targets = list(dict.fromkeys(args.group)) if args.group else sorted(listed)
     deleted: list[str] = []
@@ -303,7 +296,7 @@ def _delete(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return 1
 
 
-def _delete_offsets(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     group_id = args.group[0]
     topics = list(dict.fromkeys(args.topic))
     try:
@@ -328,7 +321,7 @@ def _group_error(group_id: str, exc: KafkaError) -> str:
     return str(exc)
 
 
-def _reset(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     group_id = args.group[0]
     try:
         state: str | None = describe_group(client, group_id).state
@@ -354,7 +347,7 @@ def _reset(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _partitions_to_reset(
-    client: AdminClient,
+    client: Client,
     scope: dict[str, tuple[int, ...] | None] | None,
     group_id: str,
     *,
@@ -378,20 +371,16 @@ def _partitions_to_reset(
         raise next(iter(failed.values()))
     if scope is not None:
         for topic, partitions in scope.items():
-            every = [p.partition for p in found[topic].partitions]
+            every = sorted(found[topic].partitions)
             wanted += [(topic, p) for p in (every if partitions is None else partitions)]
-    missing = [
-        f"{t}-{p}"
-        for t, p in wanted
-        if t not in found or p not in {i.partition for i in found[t].partitions}
-    ]
+    missing = [f"{t}-{p}" for t, p in wanted if t not in found or p not in found[t].partitions]
     if missing:
         raise ToolFailed(f'The partitions "{",".join(missing)}" do not exist')
     return sorted(set(wanted))
 
 
 def _new_offsets(
-    client: AdminClient, args: argparse.Namespace, partitions: list[TopicPartition]
+    client: Client, args: argparse.Namespace, partitions: list[TopicPartition]
 ) -> dict[TopicPartition, int]:
     if args.to_earliest:
         return list_offsets(client, partitions, EARLIEST_TIMESTAMP)
@@ -403,7 +392,7 @@ def _new_offsets(
 
 
 def _offsets_for_time(
-    client: AdminClient, partitions: list[TopicPartition], timestamp_ms: int
+    client: Client, partitions: list[TopicPartition], timestamp_ms: int
 ) -> dict[TopicPartition, int]:
     found = list_offsets(client, partitions, timestamp_ms)
     empty = [tp for tp in partitions if found.get(tp, -1) < 0]
@@ -419,7 +408,7 @@ def _offsets_for_time(
 
 
 def _clamped(
-    client: AdminClient, partitions: list[TopicPartition], offset: int
+    client: Client, partitions: list[TopicPartition], offset: int
 ) -> dict[TopicPartition, int]:
     """--to-offset: the offset, moved into [log start, log end] as Kafka does."""
     starts = list_offsets(client, partitions, EARLIEST_TIMESTAMP)

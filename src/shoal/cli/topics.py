@@ -14,7 +14,9 @@ Mirrors Kafka's kafka-topics.sh (options, messages, output):
 --topic takes a regular expression (matched against the whole name; commas separate
 alternatives) except with --create. Internal topics are listed and described unless
 --exclude-internal is given, as in Kafka. Configs shown are those not at their
-default. Topic ids print as Kafka prints them (URL-safe base64, 22 characters).
+default; against a cluster that does not serve DescribeConfigs (API 32), --describe
+says so on stderr and shows the topics without configs (Kafka's tool would fail).
+Topic ids print as Kafka prints them (URL-safe base64, 22 characters).
 
 --command-config names a file of admin-client properties (request.timeout.ms,
 default.api.timeout.ms, client.id). Exit status: 0 done, 1 failed (message on
@@ -31,10 +33,10 @@ import uuid
 from collections.abc import Sequence
 from typing import IO, Any
 
-from shoal.cli.admin_client import AdminClient, KafkaError
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
+    add_tool_parser,
     check_bootstrap,
     check_invalid,
     opt,
@@ -43,13 +45,15 @@ from shoal.cli.kafka_options import (
     run_tool,
 )
 from shoal.cli.topic_admin import (
-    TopicInfo,
+    ConfigValue,
     create_partitions,
     create_topic,
     delete_topics,
     describe_topics,
     topic_configs,
 )
+from shoal.client import Client, KafkaError, TopicView
+from shoal.client.errors import ErrorCode
 
 PROG = "shoal topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -69,15 +73,11 @@ _COLLISION_WARNING = (
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_tool_parser(
+        commands,
         "topics",
-        help="create, list, describe, alter and delete topics (kafka-topics.sh)",
+        help_text="create, list, describe, alter and delete topics (kafka-topics.sh)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED")
-    parser.add_argument(
-        "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
     )
     for action, text in (
         ("--create", "create a new topic"),
@@ -191,7 +191,7 @@ def topic_id_text(topic_id: uuid.UUID) -> str:
 # ---- the actions
 
 
-def act(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.create:
         return _create(client, args, out)
     if args.list:
@@ -205,7 +205,7 @@ def act(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return _delete(client, args, out)
 
 
-def _matching(client: AdminClient, args: argparse.Namespace) -> dict[str, TopicInfo]:
+def _matching(client: Client, args: argparse.Namespace) -> dict[str, TopicView]:
     """Every topic allowed by --topic and --exclude-internal, by name."""
     topics, _ = describe_topics(client, None)
     pattern: re.Pattern[str] | None = getattr(args, "topic_pattern", None)
@@ -217,7 +217,16 @@ def _matching(client: AdminClient, args: argparse.Namespace) -> dict[str, TopicI
     }
 
 
-def _create(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
+def _existing(client: Client, args: argparse.Namespace) -> dict[str, TopicView]:
+    """The matching topics; none for a --topic without --if-exists fails (Kafka's
+    ensureTopicExists)."""
+    found = _matching(client, args)
+    if args.topic and not found and not args.if_exists:
+        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+    return found
+
+
+def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     name = args.topic
     if "." in name or "_" in name:
         print(_COLLISION_WARNING, file=out)
@@ -239,23 +248,22 @@ def _create(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    found = _existing(client, args)
     names = sorted(found)
-    configs = topic_configs(client, names)
+    configs = _configs_if_served(client, names)
     for name in names:
         info = found[name]
         shown = ",".join(f"{c.name}={c.value}" for c in configs.get(name, []) if not c.is_default)
-        replication = len(info.partitions[0].replicas) if info.partitions else 0
+        partitions = [info.partitions[p] for p in sorted(info.partitions)]
+        replication = len(partitions[0].replicas) if partitions else 0
         head = f"Topic: {name}"
         if info.topic_id is not None and info.topic_id.int != 0:
             head += f"\tTopicId: {topic_id_text(info.topic_id)}"
         head += f"\tPartitionCount: {len(info.partitions)}"
         head += f"\tReplicationFactor: {replication}\tConfigs: {shown}"
         print(head, file=out)
-        for p in info.partitions:
+        for p in partitions:
             leader = str(p.leader) if p.leader >= 0 else "none"
             print(
                 f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}"
@@ -266,10 +274,18 @@ def _describe(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> in
     return 0
 
 
-def _alter(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+def _configs_if_served(client: Client, names: list[str]) -> dict[str, list[ConfigValue]]:
+    try:
+        return topic_configs(client, names)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.unsupported_version:
+            raise
+        print(f"WARN {exc}: configs are not shown", file=sys.stderr)
+        return {}
+
+
+def _alter(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    found = _existing(client, args)
     if not found:
         return 0
     results = create_partitions(
@@ -278,10 +294,8 @@ def _alter(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
     return _report(results, "alter")
 
 
-def _delete(client: AdminClient, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _matching(client, args)
-    if args.topic and not found and not args.if_exists:
-        raise ToolFailed(f"Topic '{args.topic}' does not exist as expected")
+def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    found = _existing(client, args)
     if not found:
         return 0
     results = delete_topics(client, sorted(found), timeout_ms=OPERATION_TIMEOUT_MS)

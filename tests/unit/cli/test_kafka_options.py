@@ -1,5 +1,5 @@
-"""--command-config files, admin-client settings, bootstrap parsing and error names
-shared by the admin tools. No broker involved."""
+"""--command-config files and the client settings the admin tools build from them.
+No broker involved."""
 
 from __future__ import annotations
 
@@ -8,22 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cli.admin_client import (
-    API_TIMEOUT_MS_DEFAULT,
-    CLIENT_ID_DEFAULT,
-    REQUEST_TIMEOUT_MS_DEFAULT,
-    KafkaError,
-    Node,
-    error_name,
-    parse_bootstrap,
-)
 from shoal.cli.kafka_options import (
+    CLIENT_ID_DEFAULT,
     COMMAND_CONFIG_BYTES_MAX,
     ToolFailed,
     client_settings,
     load_command_config,
     parse_properties,
 )
+from shoal.client import ClientSettings
+from shoal.client.settings import API_TIMEOUT_MS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT
 
 
 def test_java_properties_syntax() -> None:
@@ -56,6 +50,7 @@ def test_settings_from_properties_and_the_tool_timeout() -> None:
         "me",
     )
     assert client_settings(properties, api_timeout_ms=5000).api_timeout_ms == 5000
+    assert isinstance(settings, ClientSettings), "the tools configure the one client"
 
 
 def test_bad_settings_are_refused() -> None:
@@ -87,26 +82,3 @@ def test_a_command_config_file_beyond_the_limit_is_refused(tmp_path: Path) -> No
         load_command_config(str(path), warn=io.StringIO())
     with pytest.raises(ToolFailed, match="cannot read --command-config file"):
         load_command_config(str(tmp_path / "missing"), warn=io.StringIO())
-
-
-def test_bootstrap_lists() -> None:
-    assert parse_bootstrap("127.0.0.1:9092, [::1]:19092") == [
-        Node("127.0.0.1", 9092),
-        Node("::1", 19092),
-    ]
-    for bad in ("localhost", "host:0", "host:port", ":9092", "a:1,"):
-        with pytest.raises(ValueError, match="expected HOST:PORT"):
-            parse_bootstrap(bad)
-
-
-def test_kafka_errors_carry_the_error_name() -> None:
-    assert error_name(69) == "GROUP_ID_NOT_FOUND"
-    assert error_name(32_000) == "UNKNOWN_ERROR_CODE_32000"
-    error = KafkaError(3, None, context="topic 't'")
-    assert error.name == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert str(error) == (
-        "topic 't': This server does not host this topic-partition. (UNKNOWN_TOPIC_OR_PARTITION)"
-    )
-    assert str(KafkaError(36, "Topic 'x' already exists.")) == (
-        "Topic 'x' already exists. (TOPIC_ALREADY_EXISTS)"
-    )
