@@ -102,7 +102,7 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
             cluster_id = load_or_create_meta(
                 data_dir,
-                cluster_id=broker_config["cluster.id"],
+                cluster_id=broker_config.get_str("cluster.id"),
                 node_id=broker_config.node_id,
                 uuid_source=uuid_source,
             )
@@ -166,7 +166,7 @@ class LogManager:
 
     def _partition_config(self, info: TopicInfo) -> dict[str, Any]:
         config = effective_topic_config(self._broker_config, info.configs)
-        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config[PRODUCER_ID_EXPIRATION_KEY]
+        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config.get_int(PRODUCER_ID_EXPIRATION_KEY)
         return config
 
     # -- queries
@@ -333,14 +333,14 @@ class LogManager:
 
     def _check_limits(self, *, new_topics: int, new_partitions: int) -> None:
         user_topics = [info for info in self._topics.values() if not info.internal]
-        topics_max = int(self._broker_config["shoal.max.topics"])
+        topics_max = self._broker_config.get_int("shoal.max.topics")
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
                 "POLICY_VIOLATION",
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
-        partitions_max = int(self._broker_config["shoal.max.partitions"])
+        partitions_max = self._broker_config.get_int("shoal.max.partitions")
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(
