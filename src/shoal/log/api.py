@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shoal.protocol.record_batch import BatchHeader
+
+if TYPE_CHECKING:
+    from shoal.log.flush import FlushPlan
 
 
 class LogError(Exception):
@@ -37,6 +40,9 @@ class AppendResult:
     log_start_offset: int
     duplicate: bool = False
     """The batch repeated one already stored (idempotent retry): nothing was written."""
+    flush_plan: FlushPlan | None = None
+    """With `append(defer_flush=True)`: the fsync the flush policy asks for, to run
+    (any thread) and finish (`PartitionLog.finish_flush`) before acknowledging."""
 
 
 @dataclass(frozen=True, slots=True)

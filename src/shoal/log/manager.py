@@ -41,6 +41,7 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.fileio import fsync_directory, storage_errors
+from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
@@ -374,11 +375,33 @@ class LogManager:
         return freed
 
     def flush_if_due(self, *, now_ms: int) -> None:
-        for key, log in list(self._logs.items()):
+        """fsync here every partition whose unflushed data is older than flush.ms."""
+        for log, plan in self.flush_plans_due(now_ms=now_ms):
+            plan.run()
+            self.finish_flush(log, plan)
+
+    def flush_plans_due(self, *, now_ms: int) -> list[tuple[PartitionLog, FlushPlan]]:
+        """The fsyncs flush.ms asks for now, as plans to run off the owner's thread:
+        run each, then `finish_flush(log, plan)` on the owner (see log/flush.py)."""
+        plans = []
+        for log in list(self._logs.values()):
             try:
-                log.flush_if_due(now_ms=now_ms)
+                plan = log.flush_plan_if_due(now_ms=now_ms)
             except LogError as exc:
-                logger.warning("flush of %s-%d failed: %s", key[0], key[1], exc)
+                logger.warning("flush of %s failed: %s", log.directory.name, exc)
+                continue
+            if plan is not None:
+                plans.append((log, plan))
+        return plans
+
+    @staticmethod
+    def finish_flush(log: PartitionLog, plan: FlushPlan) -> None:
+        """`log.finish_flush(plan)`, with a failure logged (the partition is offline
+        then) instead of raised: for the background flusher, which has no client."""
+        try:
+            log.finish_flush(plan)
+        except LogError as exc:
+            logger.warning("flush of %s failed: %s", log.directory.name, exc)
 
     def close(self) -> None:
         """Close every partition log cleanly; raises the first failure after trying all."""

@@ -19,9 +19,16 @@ Invariants:
   so recovery checks the active segment batch by batch and trusts the others' shape;
 - a producer-state snapshot is written at every roll and at a clean close.
 
-Costs to know: a roll fsyncs the sealed segment synchronously (once per
-`segment.bytes`, Kafka does this in the background); `flush.messages=1` fsyncs every
-append before it returns.
+Flushing (fsync of the active segment) is either done in place (`flush`,
+`flush_if_due`, and `append` by default) or handed to the caller as a `FlushPlan`
+(`append(defer_flush=True)`, `flush_plan`, `flush_plan_if_due`) to run on another
+thread, then `finish_flush` here; see `flush.py`. Data below a plan's end offset may
+be acknowledged only after `finish_flush` returned.
+
+Costs to know (measured in docs/disk-io.md): a roll fsyncs the sealed segment, its
+indexes, a producer-state snapshot and the directory synchronously, on the caller's
+thread (once per `segment.bytes`, Kafka does this in the background); retention
+unlinks whole segments on the caller's thread.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, ReadResult
 from shoal.log.fileio import fsync_directory
+from shoal.log.flush import FlushPlan
 from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
@@ -111,11 +119,20 @@ class PartitionLog:
     # -- append
 
     def append(
-        self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int
+        self,
+        records: bytes,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int,
+        defer_flush: bool = False,
     ) -> AppendResult:
         """Append validated batches (`headers` from validate_produced over `records`).
         Checks idempotent-producer sequences; raises LogError on a sequence gap or a
-        fenced epoch; a duplicate batch returns its stored offsets with duplicate=True."""
+        fenced epoch; a duplicate batch returns its stored offsets with duplicate=True.
+
+        When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
+        here, unless `defer_flush`: then the result carries a `flush_plan` that the
+        caller must run and finish (`finish_flush`) before acknowledging the append."""
         self._check_usable()
         assert headers, "an append needs at least one batch"
         duplicate = self._producers.check(headers)
@@ -156,16 +173,21 @@ class PartitionLog:
         self._unflushed_records += count
         if self._unflushed_since_ms is None:
             self._unflushed_since_ms = now_ms
+        plan = None
         if (
             self._unflushed_records >= config.flush_messages
             or now_ms - self._unflushed_since_ms >= config.flush_ms
         ):
-            self.flush()
+            if defer_flush:
+                plan = self.flush_plan()
+            else:
+                self.flush()
         return AppendResult(
             base_offset=base_offset,
             last_offset=base_offset + count - 1,
             log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
             log_start_offset=self._log_start_offset,
+            flush_plan=plan,
         )
 
     def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
@@ -429,21 +451,66 @@ class PartitionLog:
     # -- durability
 
     def flush(self) -> None:
-        """fsync everything written so far."""
+        """fsync everything written so far, here and now."""
+        self._flush_in_place(self.flush_plan())
+
+    def flush_if_due(self, *, now_ms: int) -> None:
+        """fsync here if unflushed data is older than flush.ms (monotonic `now_ms`)."""
+        self._flush_in_place(self.flush_plan_if_due(now_ms=now_ms))
+
+    def _flush_in_place(self, plan: FlushPlan | None) -> None:
+        if plan is not None:
+            plan.run()
+            self.finish_flush(plan)
+
+    def flush_plan(self) -> FlushPlan | None:
+        """A plan to fsync everything written so far (see flush.py), or None when there
+        is nothing to flush or the log is closed or offline. The unflushed count and
+        age restart from the plan: call `finish_flush(plan)` after running it (or
+        instead, if it will not run)."""
         if self._closed or self._offline_reason is not None:
-            return
+            return None
+        if self._unflushed_records == 0 and self._unflushed_since_ms is None:
+            return None
+        active = self._segments[-1]
         try:
-            self._segments[-1].flush()
+            plan = FlushPlan(
+                fd=active.fd,
+                path=active.log_path,
+                end_offset=self.log_end_offset,
+                records=self._unflushed_records,
+                since_ms=self._unflushed_since_ms,
+            )
         except OSError as exc:
             raise self._storage_error(exc, "flush", fatal=True) from exc
         self._unflushed_records = 0
         self._unflushed_since_ms = None
+        return plan
 
-    def flush_if_due(self, *, now_ms: int) -> None:
-        """fsync if unflushed data is older than flush.ms (monotonic `now_ms`)."""
+    def flush_plan_if_due(self, *, now_ms: int) -> FlushPlan | None:
+        """`flush_plan()` if unflushed data is older than flush.ms, else None."""
         since = self._unflushed_since_ms
         if since is not None and now_ms - since >= self._config.flush_ms:
-            self.flush()
+            return self.flush_plan()
+        return None
+
+    def finish_flush(self, plan: FlushPlan) -> None:
+        """Take a plan back on the owner after `plan.run()`. A failed fsync takes the
+        partition offline and raises LogError KAFKA_STORAGE_ERROR (what reached the
+        disk is unknown). A plan that never ran is discarded and its records count as
+        unflushed again."""
+        if not plan.done:
+            if not plan.discard():
+                logger.warning("%r is finished while still running; its outcome is lost", plan)
+            self._unflushed_records += plan.records
+            since = self._unflushed_since_ms
+            if since is None or (plan.since_ms is not None and plan.since_ms < since):
+                self._unflushed_since_ms = plan.since_ms
+            return
+        if plan.error is not None:
+            if self._offline_reason is not None:
+                raise LogError("KAFKA_STORAGE_ERROR", self._offline_reason)
+            raise self._storage_error(plan.error, f"flush of {plan.path.name}", fatal=True)
 
     def close(self) -> None:
         """Flush, save the active segment's indexes and the producer state, and mark
