@@ -31,10 +31,26 @@ from pathlib import Path
 class FlushPlan:
     """fsync of one file through a private duplicate descriptor."""
 
-    __slots__ = ("_fds", "done", "end_offset", "error", "path", "records", "since_ms")
+    __slots__ = (
+        "_fds",
+        "done",
+        "end_offset",
+        "error",
+        "path",
+        "records",
+        "since_ms",
+        "size_bytes",
+    )
 
     def __init__(
-        self, *, fd: int, path: Path, end_offset: int, records: int, since_ms: int | None
+        self,
+        *,
+        fd: int,
+        path: Path,
+        end_offset: int,
+        records: int,
+        size_bytes: int,
+        since_ms: int | None,
     ) -> None:
         self._fds = [os.dup(fd)]
         self.path = path
@@ -42,6 +58,8 @@ class FlushPlan:
         """Every record below this offset is on disk once `run` succeeded."""
         self.records = records
         """Records the plan covers that no earlier flush did (the flush policy's count)."""
+        self.size_bytes = size_bytes
+        """Bytes of those records."""
         self.since_ms = since_ms
         """Monotonic time of the oldest of those records (the flush policy's age)."""
         self.done = False

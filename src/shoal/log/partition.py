@@ -68,6 +68,7 @@ class PartitionLog:
         self._size_bytes = sum(s.size_bytes for s in self._segments)
         self._read_positions: dict[int, tuple[Segment, int]] = {}
         self._unflushed_records = 0
+        self._unflushed_bytes = 0
         self._unflushed_since_ms: int | None = None
         self._offline_reason: str | None = None
         self._closed = False
@@ -171,6 +172,7 @@ class PartitionLog:
         self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
         self._remember_position(base_offset, active, position)
         self._unflushed_records += count
+        self._unflushed_bytes += size
         if self._unflushed_since_ms is None:
             self._unflushed_since_ms = now_ms
         plan = None
@@ -227,6 +229,7 @@ class PartitionLog:
         self._bases.append(new_base)
         fsync_directory(self._directory)
         self._unflushed_records = 0
+        self._unflushed_bytes = 0
         self._unflushed_since_ms = None
 
     # -- read
@@ -455,7 +458,7 @@ class PartitionLog:
         self._flush_in_place(self.flush_plan())
 
     def flush_if_due(self, *, now_ms: int) -> None:
-        """fsync here if unflushed data is older than flush.ms (monotonic `now_ms`)."""
+        """fsync here if a flush is due (see `flush_plan_if_due`; monotonic `now_ms`)."""
         self._flush_in_place(self.flush_plan_if_due(now_ms=now_ms))
 
     def _flush_in_place(self, plan: FlushPlan | None) -> None:
@@ -479,18 +482,23 @@ class PartitionLog:
                 path=active.log_path,
                 end_offset=self.log_end_offset,
                 records=self._unflushed_records,
+                size_bytes=self._unflushed_bytes,
                 since_ms=self._unflushed_since_ms,
             )
         except OSError as exc:
             raise self._storage_error(exc, "flush", fatal=True) from exc
         self._unflushed_records = 0
+        self._unflushed_bytes = 0
         self._unflushed_since_ms = None
         return plan
 
     def flush_plan_if_due(self, *, now_ms: int) -> FlushPlan | None:
-        """`flush_plan()` if unflushed data is older than flush.ms, else None."""
+        """`flush_plan()` if unflushed data is older than flush.ms or larger than
+        `limits.LOG_UNFLUSHED_BYTES_MAX`, else None."""
         since = self._unflushed_since_ms
-        if since is not None and now_ms - since >= self._config.flush_ms:
+        if (since is not None and now_ms - since >= self._config.flush_ms) or (
+            self._unflushed_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
+        ):
             return self.flush_plan()
         return None
 
@@ -503,6 +511,7 @@ class PartitionLog:
             if not plan.discard():
                 logger.warning("%r is finished while still running; its outcome is lost", plan)
             self._unflushed_records += plan.records
+            self._unflushed_bytes += plan.size_bytes
             since = self._unflushed_since_ms
             if since is None or (plan.since_ms is not None and plan.since_ms < since):
                 self._unflushed_since_ms = plan.since_ms

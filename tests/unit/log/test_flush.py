@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from shoal import limits
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.api import LogError
@@ -167,3 +168,21 @@ def test_manager_hands_out_the_plans_flush_ms_asks_for(
         assert manager.flush_plans_due(now_ms=clock.monotonic_ms() + 10**6) == []
     finally:
         manager.close()
+
+
+def test_a_flush_is_due_once_unflushed_bytes_pass_the_limit(
+    open_log: LogOpener, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "LOG_UNFLUSHED_BYTES_MAX", 1000)
+    log = open_log()  # default policy: flush.ms and flush.messages never come due
+    batch = make_batch(1, value_size=400)
+    log.append(batch, headers_of(batch), leader_epoch=0)
+    assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
+    log.append(batch, headers_of(batch), leader_epoch=0)
+    assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
+    log.append(batch, headers_of(batch), leader_epoch=0)
+    plan = log.flush_plan_if_due(now_ms=clock.monotonic_ms())
+    assert plan is not None and plan.size_bytes == 3 * len(batch) >= 1000
+    plan.run()
+    log.finish_flush(plan)
+    assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
