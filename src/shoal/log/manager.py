@@ -363,16 +363,22 @@ class LogManager:
         """A producer id never handed out before, even across restarts."""
         return self._producer_ids.allocate()
 
-    def enforce_retention(self, *, now_wall_ms: int) -> int:
+    def enforce_retention(self, *, now_wall_ms: int, defer_delete: bool = False) -> int:
         """Apply retention to every partition; returns bytes freed. A partition that
-        fails is logged and skipped."""
+        fails is logged and skipped. With `defer_delete` the segment files are only
+        renamed here: remove `take_deleted_paths()` off the loop."""
         freed = 0
         for key, log in list(self._logs.items()):
             try:
-                freed += log.enforce_retention(now_wall_ms=now_wall_ms)
+                freed += log.enforce_retention(now_wall_ms=now_wall_ms, defer_delete=defer_delete)
             except LogError as exc:
                 logger.warning("retention of %s-%d failed: %s", key[0], key[1], exc)
         return freed
+
+    def take_deleted_paths(self) -> list[Path]:
+        """Every partition's segment files set aside by a `defer_delete` deletion, to
+        remove with `log.fileio.remove_paths` on any thread (handed over once)."""
+        return [path for log in self._logs.values() for path in log.take_deleted_paths()]
 
     def flush_if_due(self, *, now_ms: int) -> None:
         """fsync here every partition whose unflushed data is older than flush.ms."""

@@ -41,7 +41,7 @@ from typing import Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, ReadResult
-from shoal.log.fileio import fsync_directory
+from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan
 from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
@@ -67,6 +67,7 @@ class PartitionLog:
         self._producers = loaded.producers
         self._size_bytes = sum(s.size_bytes for s in self._segments)
         self._read_positions: dict[int, tuple[Segment, int]] = {}
+        self._deleted_paths: list[Path] = []
         self._unflushed_records = 0
         self._unflushed_bytes = 0
         self._unflushed_since_ms: int | None = None
@@ -371,10 +372,11 @@ class PartitionLog:
 
     # -- deletion
 
-    def delete_records_before(self, offset: int) -> int:
+    def delete_records_before(self, offset: int, *, defer_delete: bool = False) -> int:
         """Move the log start offset up to `offset`; returns the new log start offset.
-        Whole segments below it are deleted. Raises OFFSET_OUT_OF_RANGE beyond the log
-        end offset or below zero."""
+        Whole segments below it are deleted (with `defer_delete`, set aside for
+        `take_deleted_paths`). Raises OFFSET_OUT_OF_RANGE beyond the log end offset or
+        below zero."""
         self._check_usable()
         if not 0 <= offset <= self.log_end_offset:
             raise LogError(
@@ -385,15 +387,17 @@ class PartitionLog:
             return self._log_start_offset
         count = bisect_right(self._bases, offset) - 1
         try:
-            self._advance_log_start(offset, segments_to_delete=count)
+            self._advance_log_start(offset, segments_to_delete=count, defer_delete=defer_delete)
         except OSError as exc:
             raise self._storage_error(exc, "delete records", fatal=False) from exc
         return self._log_start_offset
 
-    def enforce_retention(self, *, now_wall_ms: int) -> int:
+    def enforce_retention(self, *, now_wall_ms: int, defer_delete: bool = False) -> int:
         """Delete segments past retention.ms / retention.bytes; returns bytes freed.
         When every segment is past retention.ms, the active segment is rolled first so
-        it can go too; an empty active segment at the log end offset always remains."""
+        it can go too; an empty active segment at the log end offset always remains.
+        With `defer_delete` the files are renamed here and their removal is left to
+        the caller (`take_deleted_paths`)."""
         self._check_usable()
         config = self._config
         segments = self._segments
@@ -422,7 +426,9 @@ class PartitionLog:
             freed = 0
             if count:
                 new_start = max(self._log_start_offset, segments[count].base_offset)
-                freed = self._advance_log_start(new_start, segments_to_delete=count)
+                freed = self._advance_log_start(
+                    new_start, segments_to_delete=count, defer_delete=defer_delete
+                )
             self._producers.expire(
                 now_ms=now_wall_ms, expiration_ms=config.producer_id_expiration_ms
             )
@@ -430,9 +436,12 @@ class PartitionLog:
             raise self._storage_error(exc, "retention", fatal=False) from exc
         return freed
 
-    def _advance_log_start(self, offset: int, *, segments_to_delete: int) -> int:
+    def _advance_log_start(
+        self, offset: int, *, segments_to_delete: int, defer_delete: bool
+    ) -> int:
         """Checkpoint the new log start offset, then delete the oldest segments (never
-        the active one). Returns the bytes freed."""
+        the active one): renamed now, removed now or by the caller. Returns the bytes
+        freed."""
         assert segments_to_delete < len(self._segments), "the active segment stays"
         if offset > self._log_start_offset:
             write_log_start_offset(self._directory, offset)
@@ -443,13 +452,23 @@ class PartitionLog:
             self._bases.pop(0)
             self._size_bytes -= segment.size_bytes
             freed += segment.size_bytes
-            segment.delete()
+            renamed = segment.retire()
+            if defer_delete:
+                self._deleted_paths.extend(renamed)
+            else:
+                remove_paths(renamed)
         if segments_to_delete:
             self._read_positions = {
                 k: v for k, v in self._read_positions.items() if not v[0].deleted
             }
         self._producers.evict_before(self._log_start_offset)
         return freed
+
+    def take_deleted_paths(self) -> list[Path]:
+        """Files of deleted segments left for the caller to remove (`defer_delete`),
+        with `fileio.remove_paths` on any thread; the list is handed over once."""
+        paths, self._deleted_paths = self._deleted_paths, []
+        return paths
 
     # -- durability
 
@@ -529,6 +548,7 @@ class PartitionLog:
         if self._offline_reason is not None:
             self.abandon()
             return
+        remove_paths(self.take_deleted_paths())
         active = self._segments[-1]
         try:
             active.flush()
@@ -543,7 +563,8 @@ class PartitionLog:
     def abandon(self) -> None:
         """Let go of the files without any shutdown step, as a crash would: no flush,
         no index or snapshot written, no clean-shutdown marker (for deleting a topic,
-        and for tests and simulation of crashes)."""
+        and for tests and simulation of crashes). Files set aside for deletion and not
+        taken stay; the next open removes them."""
         for segment in self._segments:
             segment.close()
         self._closed = True

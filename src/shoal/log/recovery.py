@@ -4,8 +4,9 @@ Owns: the partition directory's small durable files besides segments and snapsho
 (the log start offset checkpoint and the clean-shutdown marker), and the open-time
 procedure that turns whatever a crash left into a consistent log:
 
-1. Leftovers are removed: temp files, index files without a `.log`, segments wholly
-   below the checkpointed log start offset (a crash between checkpoint and unlink).
+1. Leftovers are removed: temp files, segment files set aside for deletion
+   (`.deleted`), index files without a `.log`, segments wholly below the
+   checkpointed log start offset (a crash between checkpoint and unlink).
 2. Sealed segments (all but the last) were fsynced when rolled: their index files are
    used if consistent with the `.log` (see `Segment.load_indexes`), else rebuilt from
    batch headers and rewritten.
@@ -32,6 +33,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from shoal.log.fileio import (
+    DELETED_SUFFIX,
     TEMP_SUFFIX,
     fsync_directory,
     parse_file_name,
@@ -132,7 +134,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
             bases.add(base)
     for name in names:
         path = directory / name
-        if name.endswith(TEMP_SUFFIX):
+        if name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
             remove_if_exists(path)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             base = parse_file_name(name, suffix)

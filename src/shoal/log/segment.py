@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from shoal.log.fileio import (
+    DELETED_SUFFIX,
     file_name,
     pread_exact,
     pwritev_all,
@@ -193,6 +194,23 @@ class Segment:
         self.deleted = True
         for path in (self.log_path, self.index_path, self.time_index_path):
             remove_if_exists(path)
+
+    def retire(self) -> list[Path]:
+        """Close the segment and rename its files (the .log first) to
+        `<name>.deleted`; returns the new paths, to remove later with
+        `fileio.remove_paths` on any thread (unlinking a large file takes long; a
+        rename does not). Recovery removes `.deleted` leftovers."""
+        self.close()
+        self.deleted = True
+        renamed = []
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            target = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                path.rename(target)
+            except FileNotFoundError:
+                continue
+            renamed.append(target)
+        return renamed
 
     def truncate(self, position: int) -> None:
         """Cut the file at `position` (a batch boundary found by a walk) and fsync."""
