@@ -39,7 +39,7 @@ from typing import Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
-from shoal.log.api import LogError, TopicInfo
+from shoal.log.api import LogError, LogErrorCode, TopicInfo
 from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
@@ -208,18 +208,18 @@ class LogManager:
         INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
         validate_topic_name(name)
         if name in self._topics:
-            raise LogError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
+            raise LogError(LogErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         key = collision_key(name)
         for other in self._topics:
             if collision_key(other) == key:
                 raise LogError(
-                    "INVALID_TOPIC_EXCEPTION",
+                    LogErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"topic {name!r} collides with existing topic {other!r} "
                     "('.' and '_' are interchangeable in metric names)",
                 )
         if not 1 <= partitions <= limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"partition count {partitions} is not within 1..{limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         typed = _typed_configs(configs)
@@ -248,7 +248,9 @@ class LogManager:
         """Close the topic's logs and remove its data; raises UNKNOWN_TOPIC_OR_PARTITION."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         for index in range(info.partitions):
             log = self._logs.pop((name, index), None)
             if log is not None:
@@ -274,16 +276,18 @@ class LogManager:
         beyond `shoal.max.partitions`)."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         if count <= info.partitions:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} already has {info.partitions} partitions; {count} would "
                 "not add any",
             )
         if count > limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"partition count {count} is above the maximum {limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         if not info.internal:
@@ -309,7 +313,9 @@ class LogManager:
         """Replace the topic's overrides (already validated) and apply them live."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         typed = _typed_configs(configs)
         previous, info.configs = info.configs, typed
         try:
@@ -337,7 +343,7 @@ class LogManager:
         topics_max = self._broker_config.get_int("shoal.max.topics")
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
-                "POLICY_VIOLATION",
+                LogErrorCode.POLICY_VIOLATION,
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
@@ -345,7 +351,7 @@ class LogManager:
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"{new_partitions} more partitions would exceed "
                 f"shoal.max.partitions={partitions_max} (the broker holds {total})",
             )
@@ -433,7 +439,7 @@ def _typed_configs(configs: dict[str, Any]) -> dict[str, Any]:
     try:
         return validate_topic_configs(configs)
     except ConfigError as exc:
-        raise LogError("INVALID_CONFIG", str(exc)) from exc
+        raise LogError(LogErrorCode.INVALID_CONFIG, str(exc)) from exc
 
 
 def _remove_tree(directory: Path) -> None:

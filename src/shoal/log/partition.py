@@ -40,7 +40,7 @@ from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.api import AppendResult, LogError, LogErrorCode, ReadResult
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan
 from shoal.log.producer_state import write_snapshot
@@ -83,7 +83,7 @@ class PartitionLog:
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
         except OSError as exc:
-            raise LogError("KAFKA_STORAGE_ERROR", f"opening {directory}: {exc}") from exc
+            raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"opening {directory}: {exc}") from exc
         return cls(directory=directory, config=settings, clock=clock, loaded=loaded)
 
     def __repr__(self) -> str:
@@ -243,7 +243,7 @@ class PartitionLog:
         log_end = self.log_end_offset
         if not self._log_start_offset <= offset <= log_end:
             raise LogError(
-                "OFFSET_OUT_OF_RANGE",
+                LogErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self._log_start_offset}..{log_end} "
                 f"of {self._directory.name}",
             )
@@ -380,7 +380,7 @@ class PartitionLog:
         self._check_usable()
         if not 0 <= offset <= self.log_end_offset:
             raise LogError(
-                "OFFSET_OUT_OF_RANGE",
+                LogErrorCode.OFFSET_OUT_OF_RANGE,
                 f"cannot delete records before {offset}: log end offset is {self.log_end_offset}",
             )
         if offset <= self._log_start_offset:
@@ -537,7 +537,7 @@ class PartitionLog:
             return
         if plan.error is not None:
             if self._offline_reason is not None:
-                raise LogError("KAFKA_STORAGE_ERROR", self._offline_reason)
+                raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, self._offline_reason)
             raise self._storage_error(plan.error, f"flush of {plan.path.name}", fatal=True)
 
     def close(self) -> None:
@@ -574,11 +574,12 @@ class PartitionLog:
     def _check_usable(self) -> None:
         if self._closed:
             raise LogError(
-                "UNKNOWN_TOPIC_OR_PARTITION", f"partition log {self._directory.name} is closed"
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition log {self._directory.name} is closed",
             )
         if self._offline_reason is not None:
             raise LogError(
-                "KAFKA_STORAGE_ERROR",
+                LogErrorCode.KAFKA_STORAGE_ERROR,
                 f"partition log {self._directory.name} is offline after an earlier storage "
                 f"error: {self._offline_reason}",
             )
@@ -590,4 +591,4 @@ class PartitionLog:
             logger.error("%s; the partition is offline until restart", message)
         else:
             logger.warning("%s", message)
-        return LogError("KAFKA_STORAGE_ERROR", message)
+        return LogError(LogErrorCode.KAFKA_STORAGE_ERROR, message)
