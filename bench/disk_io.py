@@ -17,7 +17,9 @@ under it; `--dir` picks another). Per segment size S:
    snapshot, new segment, directory fsync. What an append pays when it rolls.
 3. roll after flush: the same roll once the segment's data was fsynced: the fixed part.
 4. retention delete: `enforce_retention` (by retention.bytes) removing the sealed S
-   segment of 2.: the log start checkpoint written atomically, then the files unlinked.
+   segment of 3.: the log start checkpoint written atomically, then the files
+   unlinked; and with `defer_delete=True` on the sealed segment of 2.: checkpoint and
+   renames only, then (timed apart) `remove_paths`, which the server runs off the loop.
 
 Then small-write latencies over `--appends` appends of 1 KiB batches: an append with
 the default policy, an append with flush.messages=1 (an fsync each), and
@@ -41,7 +43,7 @@ from tests.support.batches import Record, build_batch
 
 from bench.produce_fetch import machine, save_result
 from shoal.clock import SystemClock
-from shoal.log.fileio import write_atomic
+from shoal.log.fileio import remove_paths, write_atomic
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import validate_produced
 
@@ -89,10 +91,7 @@ def measure_size(root: Path, size_mib: int) -> dict[str, Any]:
     try:
         _fill(dirty, size)
         roll_dirty_ms = roll_append(dirty)
-        dirty.update_config({"segment.bytes": size, "retention.bytes": 0})
-        now_ms = int(time.time() * 1000)
-        delete_ms = _timed(lambda: dirty.enforce_retention(now_wall_ms=now_ms))
-        assert len(dirty.segment_base_offsets()) == 1, "retention left the sealed segment"
+        deferred_ms, removal_ms = _retention(dirty, size, defer_delete=True)
     finally:
         dirty.close()
 
@@ -101,6 +100,7 @@ def measure_size(root: Path, size_mib: int) -> dict[str, Any]:
         _fill(flushed, size)
         fsync_ms = _timed(flushed.flush)
         roll_clean_ms = roll_append(flushed)
+        delete_ms, _ = _retention(flushed, size, defer_delete=False)
     finally:
         flushed.close()
     for directory in root.iterdir():
@@ -111,7 +111,20 @@ def measure_size(root: Path, size_mib: int) -> dict[str, Any]:
         "roll_dirty_ms": round(roll_dirty_ms, 1),
         "roll_after_flush_ms": round(roll_clean_ms, 1),
         "retention_delete_ms": round(delete_ms, 1),
+        "retention_deferred_ms": round(deferred_ms, 1),
+        "deferred_removal_ms": round(removal_ms, 1),
     }
+
+
+def _retention(log: PartitionLog, size: int, *, defer_delete: bool) -> tuple[float, float]:
+    """Retention (by retention.bytes) deleting the log's sealed segment: the time of
+    `enforce_retention`, and of `remove_paths` on what it left (0 unless deferred)."""
+    log.update_config({"segment.bytes": size, "retention.bytes": 0})
+    now_ms = int(time.time() * 1000)
+    ms = _timed(lambda: log.enforce_retention(now_wall_ms=now_ms, defer_delete=defer_delete))
+    assert len(log.segment_base_offsets()) == 1, "retention left the sealed segment"
+    paths = log.take_deleted_paths()
+    return ms, _timed(lambda: remove_paths(paths))
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
@@ -169,13 +182,14 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(
-        f"{'segment':>8} {'fsync dirty':>12} {'roll dirty':>11} "
-        f"{'roll flushed':>13} {'retention':>10}   (ms)"
+        f"{'segment':>8} {'fsync dirty':>12} {'roll dirty':>11} {'roll flushed':>13} "
+        f"{'retention':>10} {'deferred':>9} {'removal':>8}   (ms)"
     )
     for row in rows:
         print(
             f"{row['segment_mib']:>5} MiB {row['fsync_dirty_ms']:>12} {row['roll_dirty_ms']:>11} "
-            f"{row['roll_after_flush_ms']:>13} {row['retention_delete_ms']:>10}"
+            f"{row['roll_after_flush_ms']:>13} {row['retention_delete_ms']:>10} "
+            f"{row['retention_deferred_ms']:>9} {row['deferred_removal_ms']:>8}"
         )
     print(f"\n{'small write':<26} {'median':>8} {'p99':>8} {'max':>8}   (ms)")
     for name, figures in small.items():
