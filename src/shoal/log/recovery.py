@@ -39,6 +39,7 @@ from shoal.log.fileio import (
     parse_file_name,
     read_file,
     remove_if_exists,
+    remove_paths,
     write_atomic,
 )
 from shoal.log.producer_state import (
@@ -112,7 +113,7 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
             log_start,
         )
         for segment in segments:
-            segment.delete()
+            remove_paths(segment.retire())
         segments = [Segment.create(directory, log_start)]
         fsync_directory(directory)
     active = segments[-1]
@@ -145,7 +146,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
         # Segments whose successor starts at or below the log start hold nothing
         # readable: a crash came between the checkpoint and their deletion.
         while len(ordered) > 1 and ordered[1] <= checkpoint:
-            Segment.open_existing(directory, ordered.pop(0)).delete()
+            remove_paths(Segment.open_existing(directory, ordered.pop(0)).retire())
     if not ordered:
         segment = Segment.create(directory, checkpoint or 0)
         fsync_directory(directory)

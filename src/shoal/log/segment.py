@@ -5,7 +5,7 @@ size, next offset and largest timestamp, writing batches (vectored writes: the
 records of a produced batch are handed to the kernel as they came, only the 17-byte
 prefix is re-stamped), reading byte ranges (pread), walking batch headers, finding the
 batch that holds an offset or a timestamp, (re)building and persisting its indexes,
-truncation during recovery, and deleting its files.
+truncation during recovery, and setting its files aside for deletion (`retire`).
 
 Invariants: the `.log` file holds whole batches back to back from position 0, with
 contiguous offsets starting at `base_offset`; `size_bytes` is the file's size; every
@@ -187,13 +187,6 @@ class Segment:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
-
-    def delete(self) -> None:
-        """Close and remove the segment's files (the .log first)."""
-        self.close()
-        self.deleted = True
-        for path in (self.log_path, self.index_path, self.time_index_path):
-            remove_if_exists(path)
 
     def retire(self) -> list[Path]:
         """Close the segment and rename its files (the .log first) to
