@@ -1,8 +1,9 @@
 """An fsync as data: made on the log's owner, run on any thread, finished on the owner.
 
-Owns `FlushPlan`, the one way the log package lets its caller move an fsync of a
-partition's active segment off the event loop (the log itself stays free of threads
-and asyncio):
+Owns `Unflushed` (what a partition wrote since its last fsync began: the flush
+policy's inputs) and `FlushPlan`, the one way the log package lets its caller move an
+fsync of a partition's active segment off the event loop (the log itself stays free
+of threads and asyncio):
 
     plan = log.flush_plan()                  # owner (event loop): cheap, dup()s the fd
     if plan is not None:
@@ -28,40 +29,49 @@ import os
 from pathlib import Path
 
 
+class Unflushed:
+    """Records, bytes and the monotonic time of the oldest of them, written since the
+    last fsync began (a plan made takes them; a plan never run gives them back)."""
+
+    __slots__ = ("records", "since_ms", "size_bytes")
+
+    def __init__(self, *, records: int = 0, size_bytes: int = 0, since_ms: int | None = None):
+        self.records = records
+        self.size_bytes = size_bytes
+        self.since_ms = since_ms
+
+    @property
+    def empty(self) -> bool:
+        return self.records == 0 and self.since_ms is None
+
+    def add(self, *, records: int, size_bytes: int, since_ms: int | None) -> None:
+        self.records += records
+        self.size_bytes += size_bytes
+        if self.since_ms is None or (since_ms is not None and since_ms < self.since_ms):
+            self.since_ms = since_ms
+
+    def older_than(self, *, age_ms: int, now_ms: int) -> bool:
+        return self.since_ms is not None and now_ms - self.since_ms >= age_ms
+
+    def take(self) -> Unflushed:
+        """A copy of the counts, which restart from zero."""
+        taken = Unflushed(records=self.records, size_bytes=self.size_bytes, since_ms=self.since_ms)
+        self.records, self.size_bytes, self.since_ms = 0, 0, None
+        return taken
+
+
 class FlushPlan:
     """fsync of one file through a private duplicate descriptor."""
 
-    __slots__ = (
-        "_fds",
-        "done",
-        "end_offset",
-        "error",
-        "path",
-        "records",
-        "since_ms",
-        "size_bytes",
-    )
+    __slots__ = ("_fds", "covers", "done", "end_offset", "error", "path")
 
-    def __init__(
-        self,
-        *,
-        fd: int,
-        path: Path,
-        end_offset: int,
-        records: int,
-        size_bytes: int,
-        since_ms: int | None,
-    ) -> None:
+    def __init__(self, *, fd: int, path: Path, end_offset: int, covers: Unflushed) -> None:
         self._fds = [os.dup(fd)]
         self.path = path
         self.end_offset = end_offset
         """Every record below this offset is on disk once `run` succeeded."""
-        self.records = records
-        """Records the plan covers that no earlier flush did (the flush policy's count)."""
-        self.size_bytes = size_bytes
-        """Bytes of those records."""
-        self.since_ms = since_ms
-        """Monotonic time of the oldest of those records (the flush policy's age)."""
+        self.covers = covers
+        """What the plan makes durable that no earlier flush did (the policy's inputs)."""
         self.done = False
         """`run` completed (successfully or with `error`)."""
         self.error: OSError | None = None

@@ -42,7 +42,7 @@ from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, LogErrorCode, ReadResult
 from shoal.log.fileio import fsync_directory, remove_paths
-from shoal.log.flush import FlushPlan
+from shoal.log.flush import FlushPlan, Unflushed
 from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
@@ -68,9 +68,7 @@ class PartitionLog:
         self._size_bytes = sum(s.size_bytes for s in self._segments)
         self._read_positions: dict[int, tuple[Segment, int]] = {}
         self._deleted_paths: list[Path] = []
-        self._unflushed_records = 0
-        self._unflushed_bytes = 0
-        self._unflushed_since_ms: int | None = None
+        self._unflushed = Unflushed()
         self._offline_reason: str | None = None
         self._closed = False
 
@@ -172,14 +170,11 @@ class PartitionLog:
         self._size_bytes += size
         self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
         self._remember_position(base_offset, active, position)
-        self._unflushed_records += count
-        self._unflushed_bytes += size
-        if self._unflushed_since_ms is None:
-            self._unflushed_since_ms = now_ms
+        unflushed = self._unflushed
+        unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
         plan = None
-        if (
-            self._unflushed_records >= config.flush_messages
-            or now_ms - self._unflushed_since_ms >= config.flush_ms
+        if unflushed.records >= config.flush_messages or unflushed.older_than(
+            age_ms=config.flush_ms, now_ms=now_ms
         ):
             if defer_flush:
                 plan = self.flush_plan()
@@ -229,9 +224,7 @@ class PartitionLog:
         self._segments.append(segment)
         self._bases.append(new_base)
         fsync_directory(self._directory)
-        self._unflushed_records = 0
-        self._unflushed_bytes = 0
-        self._unflushed_since_ms = None
+        self._unflushed = Unflushed()
 
     # -- read
 
@@ -492,31 +485,24 @@ class PartitionLog:
         instead, if it will not run)."""
         if self._closed or self._offline_reason is not None:
             return None
-        if self._unflushed_records == 0 and self._unflushed_since_ms is None:
+        if self._unflushed.empty:
             return None
         active = self._segments[-1]
+        covers = self._unflushed.take()
         try:
-            plan = FlushPlan(
-                fd=active.fd,
-                path=active.log_path,
-                end_offset=self.log_end_offset,
-                records=self._unflushed_records,
-                size_bytes=self._unflushed_bytes,
-                since_ms=self._unflushed_since_ms,
+            return FlushPlan(
+                fd=active.fd, path=active.log_path, end_offset=self.log_end_offset, covers=covers
             )
-        except OSError as exc:
+        except OSError as exc:  # opening or duplicating the descriptor
             raise self._storage_error(exc, "flush", fatal=True) from exc
-        self._unflushed_records = 0
-        self._unflushed_bytes = 0
-        self._unflushed_since_ms = None
-        return plan
 
     def flush_plan_if_due(self, *, now_ms: int) -> FlushPlan | None:
         """`flush_plan()` if unflushed data is older than flush.ms or larger than
         `limits.LOG_UNFLUSHED_BYTES_MAX`, else None."""
-        since = self._unflushed_since_ms
-        if (since is not None and now_ms - since >= self._config.flush_ms) or (
-            self._unflushed_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
+        unflushed = self._unflushed
+        if (
+            unflushed.older_than(age_ms=self._config.flush_ms, now_ms=now_ms)
+            or unflushed.size_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
         ):
             return self.flush_plan()
         return None
@@ -529,11 +515,10 @@ class PartitionLog:
         if not plan.done:
             if not plan.discard():
                 logger.warning("%r is finished while still running; its outcome is lost", plan)
-            self._unflushed_records += plan.records
-            self._unflushed_bytes += plan.size_bytes
-            since = self._unflushed_since_ms
-            if since is None or (plan.since_ms is not None and plan.since_ms < since):
-                self._unflushed_since_ms = plan.since_ms
+            covers = plan.covers
+            self._unflushed.add(
+                records=covers.records, size_bytes=covers.size_bytes, since_ms=covers.since_ms
+            )
             return
         if plan.error is not None:
             if self._offline_reason is not None:

@@ -38,7 +38,7 @@ def test_deferred_append_returns_the_fsync_instead_of_doing_it(
     fsync_calls.clear()
     plan = deferred_append(log, make_batch(3))
     assert plan is not None and fsync_calls == []
-    assert plan.end_offset == 3 and plan.records == 3
+    assert plan.end_offset == 3 and plan.covers.records == 3
     plan.run()
     assert len(fsync_calls) == 1
     assert plan.done and plan.error is None
@@ -66,7 +66,7 @@ def test_below_the_flush_policy_no_plan_is_made(open_log: LogOpener) -> None:
     assert deferred_append(log, make_batch(4)) is None
     assert deferred_append(log, make_batch(4, seed=1)) is None
     plan = deferred_append(log, make_batch(4, seed=2))
-    assert plan is not None and plan.records == 12
+    assert plan is not None and plan.covers.records == 12
     plan.run()
     log.finish_flush(plan)
     assert log.flush_plan() is None  # nothing left unflushed
@@ -120,14 +120,14 @@ def test_finishing_a_plan_never_run_discards_it_and_counts_its_records_again(
     log.append(make_batch(2), headers_of(make_batch(2)), leader_epoch=0)
     clock.advance(1000)
     plan = log.flush_plan_if_due(now_ms=clock.monotonic_ms())
-    assert plan is not None and plan.since_ms == 0
+    assert plan is not None and plan.covers.since_ms == 0
     assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None  # taken by the plan
     fsync_calls.clear()
     log.finish_flush(plan)  # e.g. the waiting request was cancelled before it ran
     assert fsync_calls == []
     assert plan.discard() is False  # already closed
     again = log.flush_plan_if_due(now_ms=clock.monotonic_ms())
-    assert again is not None and again.records == 2 and again.since_ms == 0
+    assert again is not None and again.covers.records == 2 and again.covers.since_ms == 0
     again.run()
     log.finish_flush(again)
 
@@ -182,7 +182,7 @@ def test_a_flush_is_due_once_unflushed_bytes_pass_the_limit(
     assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
     log.append(batch, headers_of(batch), leader_epoch=0)
     plan = log.flush_plan_if_due(now_ms=clock.monotonic_ms())
-    assert plan is not None and plan.size_bytes == 3 * len(batch) >= 1000
+    assert plan is not None and plan.covers.size_bytes == 3 * len(batch) >= 1000
     plan.run()
     log.finish_flush(plan)
     assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
