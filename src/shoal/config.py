@@ -882,6 +882,32 @@ def _apply_kafka_synonyms(values: dict[str, Any], explicit: set[str]) -> None:
         values["log.roll.ms"] = values["log.roll.hours"] * 3_600_000
 
 
+def config_int(values: Mapping[str, Any], key: str) -> int:
+    """An INT, SHORT or LONG topic (or broker) key's value in a resolved config mapping
+    such as `effective_topic_config`'s; absent or None takes the key's default."""
+    value = _mapping_value(values, key, (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG))
+    assert isinstance(value, int) and not isinstance(value, bool), (key, value)
+    return value
+
+
+def config_str(values: Mapping[str, Any], key: str) -> str:
+    """A STRING topic (or broker) key's value in a resolved config mapping; absent or
+    None takes the key's default."""
+    value = _mapping_value(values, key, (ConfigType.STRING,))
+    assert isinstance(value, str), (key, value)
+    return value
+
+
+def _mapping_value(values: Mapping[str, Any], key: str, types: tuple[ConfigType, ...]) -> Any:
+    definition = TOPIC_KEYS.get(key) or BROKER_KEYS.get(key)
+    if definition is None:
+        raise KeyError(f"unknown topic or broker config key {key!r}")
+    if definition.type not in types:
+        raise TypeError(f"{key} is a {definition.type.name}, not {types[0].name}")
+    value = values.get(key)
+    return definition.default if value is None else value
+
+
 def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     """Check topic-level overrides; returns typed values or raises ConfigError."""
     typed: dict[str, Any] = {}

@@ -44,6 +44,11 @@ READ_POSITIONS_CACHED: Final = 16
 appends, so a sequential consumer's next read needs no index lookup."""
 PRODUCER_SNAPSHOTS_KEPT: Final = 2
 """Producer-state snapshot files kept per partition (older ones are deleted)."""
+LOG_UNFLUSHED_BYTES_MAX: Final = 64 * 1024 * 1024
+"""Per partition log: bytes appended since the last fsync beyond which a flush is due
+whatever flush.ms says. The flusher runs it off the event loop, so a segment roll
+(which fsyncs the sealed segment on the appending thread) finds little left to write;
+see docs/disk-io.md."""
 
 # Share fetch
 SHARE_FETCH_PROBE_BYTES: Final = 64 * 1024

@@ -144,3 +144,24 @@ def test_typed_accessors_check_the_declared_type() -> None:
         config.get_int("no.such.key")
     with pytest.raises(TypeError, match=r"num\.partitions is a INT"):
         config.get_bool("num.partitions")
+
+
+def test_config_int_reads_a_resolved_mapping_with_defaults() -> None:
+    from shoal.config import TOPIC_KEYS, config_int, config_str
+
+    assert config_int({"segment.bytes": 2048}, "segment.bytes") == 2048
+    assert config_int({}, "segment.bytes") == TOPIC_KEYS["segment.bytes"].default
+    assert config_int({"flush.ms": None}, "flush.ms") == TOPIC_KEYS["flush.ms"].default
+    assert config_int({"producer.id.expiration.ms": 7}, "producer.id.expiration.ms") == 7
+    assert config_str({}, "message.timestamp.type") == "CreateTime"
+
+
+def test_config_int_refuses_unknown_keys_and_wrong_types() -> None:
+    from shoal.config import config_int, config_str
+
+    with pytest.raises(KeyError, match=r"segment\.byte"):
+        config_int({}, "segment.byte")
+    with pytest.raises(TypeError, match=r"message\.timestamp\.type is a STRING"):
+        config_int({}, "message.timestamp.type")
+    with pytest.raises(TypeError, match=r"segment\.bytes is a INT"):
+        config_str({}, "segment.bytes")

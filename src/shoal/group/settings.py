@@ -46,14 +46,14 @@ class ShareGroupSettings:
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> ShareGroupSettings:
         return cls(
-            session_timeout_ms=int(config["group.share.session.timeout.ms"]),
-            min_session_timeout_ms=int(config["group.share.min.session.timeout.ms"]),
-            max_session_timeout_ms=int(config["group.share.max.session.timeout.ms"]),
-            heartbeat_interval_ms=int(config["group.share.heartbeat.interval.ms"]),
-            min_heartbeat_interval_ms=int(config["group.share.min.heartbeat.interval.ms"]),
-            max_heartbeat_interval_ms=int(config["group.share.max.heartbeat.interval.ms"]),
-            max_size=int(config["group.share.max.size"]),
-            initialize_retry_interval_ms=int(config["group.share.initialize.retry.interval.ms"]),
+            session_timeout_ms=config.get_int("group.share.session.timeout.ms"),
+            min_session_timeout_ms=config.get_int("group.share.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get_int("group.share.max.session.timeout.ms"),
+            heartbeat_interval_ms=config.get_int("group.share.heartbeat.interval.ms"),
+            min_heartbeat_interval_ms=config.get_int("group.share.min.heartbeat.interval.ms"),
+            max_heartbeat_interval_ms=config.get_int("group.share.max.heartbeat.interval.ms"),
+            max_size=config.get_int("group.share.max.size"),
+            initialize_retry_interval_ms=config.get_int("group.share.initialize.retry.interval.ms"),
         )
 
 

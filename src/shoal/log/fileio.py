@@ -6,8 +6,10 @@ Owns:
   (`write_atomic`);
 - positional whole reads and vectored writes (`pread_exact`, `pwritev_all`), the
   latter never copying the buffers it is given;
-- turning an `OSError` into `LogError("KAFKA_STORAGE_ERROR")` with context
-  (`storage_errors`).
+- turning an `OSError` into `LogError(LogErrorCode.KAFKA_STORAGE_ERROR)` with context
+  (`storage_errors`);
+- removing files and directory trees set aside for deletion (`remove_paths`): plain
+  unlinks by name, no descriptor shared with anyone, so safe on any thread.
 
 Every fsync of the package goes through `os.fsync` at call time, so a test may count
 or stub them by monkeypatching `os.fsync`.
@@ -17,13 +19,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
-from collections.abc import Iterator, Sequence
+import shutil
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from shoal.log.api import LogError
+from shoal.log.api import LogError, LogErrorCode
+
+logger = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".tmp"
+DELETED_SUFFIX = ".deleted"
+"""Suffix of a segment file set aside for deletion; recovery removes leftovers."""
 
 
 def _iov_max() -> int:
@@ -46,7 +54,7 @@ def storage_errors(context: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise LogError("KAFKA_STORAGE_ERROR", f"{context}: {exc}") from exc
+        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{context}: {exc}") from exc
 
 
 def file_name(offset: int, suffix: str) -> str:
@@ -142,6 +150,20 @@ def pwritev_all(fd: int, buffers: Sequence[Buffer], position: int) -> int:
                 pending[index] = memoryview(pending[index])[written:]
                 written = 0
     return total
+
+
+def remove_paths(paths: Iterable[Path]) -> None:
+    """Remove files and directory trees set aside for deletion. A failure is logged
+    and skipped: the leftover keeps its deletion name, and opening the data directory
+    removes it again."""
+    for path in paths:
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            logger.warning("could not remove %s (removed again on next start): %s", path, exc)
 
 
 def remove_if_exists(path: Path) -> bool:

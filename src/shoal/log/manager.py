@@ -43,9 +43,10 @@ from typing import Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
-from shoal.log.api import LogError, TopicInfo
+from shoal.log.api import LogError, LogErrorCode, TopicInfo
 from shoal.log.events import LogEvents, TopicsChanged
 from shoal.log.fileio import fsync_directory, storage_errors
+from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
@@ -217,18 +218,18 @@ class LogManager:
         INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
         validate_topic_name(name)
         if name in self._topics:
-            raise LogError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
+            raise LogError(LogErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         key = collision_key(name)
         for other in self._topics:
             if collision_key(other) == key:
                 raise LogError(
-                    "INVALID_TOPIC_EXCEPTION",
+                    LogErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"topic {name!r} collides with existing topic {other!r} "
                     "('.' and '_' are interchangeable in metric names)",
                 )
         if not 1 <= partitions <= limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"partition count {partitions} is not within 1..{limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         typed = _typed_configs(configs)
@@ -258,7 +259,9 @@ class LogManager:
         """Close the topic's logs and remove its data; raises UNKNOWN_TOPIC_OR_PARTITION."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         for index in range(info.partitions):
             log = self._logs.pop((name, index), None)
             if log is not None:
@@ -285,16 +288,18 @@ class LogManager:
         beyond `shoal.max.partitions`)."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         if count <= info.partitions:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} already has {info.partitions} partitions; {count} would "
                 "not add any",
             )
         if count > limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"partition count {count} is above the maximum {limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         if not info.internal:
@@ -321,7 +326,9 @@ class LogManager:
         """Replace the topic's overrides (already validated) and apply them live."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+            raise LogError(
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
         typed = _typed_configs(configs)
         previous, info.configs = info.configs, typed
         try:
@@ -349,7 +356,7 @@ class LogManager:
         topics_max = self._broker_config.get_int("shoal.max.topics")
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
-                "POLICY_VIOLATION",
+                LogErrorCode.POLICY_VIOLATION,
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
@@ -357,7 +364,7 @@ class LogManager:
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(
-                "INVALID_PARTITIONS",
+                LogErrorCode.INVALID_PARTITIONS,
                 f"{new_partitions} more partitions would exceed "
                 f"shoal.max.partitions={partitions_max} (the broker holds {total})",
             )
@@ -375,23 +382,51 @@ class LogManager:
         """A producer id never handed out before, even across restarts."""
         return self._producer_ids.allocate()
 
-    def enforce_retention(self, *, now_wall_ms: int) -> int:
+    def enforce_retention(self, *, now_wall_ms: int, defer_delete: bool = False) -> int:
         """Apply retention to every partition; returns bytes freed. A partition that
-        fails is logged and skipped."""
+        fails is logged and skipped. With `defer_delete` the segment files are only
+        renamed here: remove `take_deleted_paths()` off the loop."""
         freed = 0
         for key, log in list(self._logs.items()):
             try:
-                freed += log.enforce_retention(now_wall_ms=now_wall_ms)
+                freed += log.enforce_retention(now_wall_ms=now_wall_ms, defer_delete=defer_delete)
             except LogError as exc:
                 logger.warning("retention of %s-%d failed: %s", key[0], key[1], exc)
         return freed
 
+    def take_deleted_paths(self) -> list[Path]:
+        """Every partition's segment files set aside by a `defer_delete` deletion, to
+        remove with `log.fileio.remove_paths` on any thread (handed over once)."""
+        return [path for log in self._logs.values() for path in log.take_deleted_paths()]
+
     def flush_if_due(self, *, now_ms: int) -> None:
-        for key, log in list(self._logs.items()):
+        """fsync here every partition whose unflushed data is older than flush.ms."""
+        for log, plan in self.flush_plans_due(now_ms=now_ms):
+            plan.run()
+            self.finish_flush(log, plan)
+
+    def flush_plans_due(self, *, now_ms: int) -> list[tuple[PartitionLog, FlushPlan]]:
+        """The fsyncs flush.ms asks for now, as plans to run off the owner's thread:
+        run each, then `finish_flush(log, plan)` on the owner (see log/flush.py)."""
+        plans = []
+        for log in list(self._logs.values()):
             try:
-                log.flush_if_due(now_ms=now_ms)
+                plan = log.flush_plan_if_due(now_ms=now_ms)
             except LogError as exc:
-                logger.warning("flush of %s-%d failed: %s", key[0], key[1], exc)
+                logger.warning("flush of %s failed: %s", log.directory.name, exc)
+                continue
+            if plan is not None:
+                plans.append((log, plan))
+        return plans
+
+    @staticmethod
+    def finish_flush(log: PartitionLog, plan: FlushPlan) -> None:
+        """`log.finish_flush(plan)`, with a failure logged (the partition is offline
+        then) instead of raised: for the background flusher, which has no client."""
+        try:
+            log.finish_flush(plan)
+        except LogError as exc:
+            logger.warning("flush of %s failed: %s", log.directory.name, exc)
 
     def close(self) -> None:
         """Close every partition log cleanly; raises the first failure after trying all."""
@@ -417,7 +452,7 @@ def _typed_configs(configs: dict[str, Any]) -> dict[str, Any]:
     try:
         return validate_topic_configs(configs)
     except ConfigError as exc:
-        raise LogError("INVALID_CONFIG", str(exc)) from exc
+        raise LogError(LogErrorCode.INVALID_CONFIG, str(exc)) from exc
 
 
 def _remove_tree(directory: Path) -> None:

@@ -19,9 +19,16 @@ Invariants:
   so recovery checks the active segment batch by batch and trusts the others' shape;
 - a producer-state snapshot is written at every roll and at a clean close.
 
-Costs to know: a roll fsyncs the sealed segment synchronously (once per
-`segment.bytes`, Kafka does this in the background); `flush.messages=1` fsyncs every
-append before it returns.
+Flushing (fsync of the active segment) is either done in place (`flush`,
+`flush_if_due`, and `append` by default) or handed to the caller as a `FlushPlan`
+(`append(defer_flush=True)`, `flush_plan`, `flush_plan_if_due`) to run on another
+thread, then `finish_flush` here; see `flush.py`. Data below a plan's end offset may
+be acknowledged only after `finish_flush` returned.
+
+Costs to know (measured in docs/disk-io.md): a roll fsyncs the sealed segment, its
+indexes, a producer-state snapshot and the directory synchronously, on the caller's
+thread (once per `segment.bytes`, Kafka does this in the background); retention
+unlinks whole segments on the caller's thread.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.api import AppendResult, LogError, LogErrorCode, ReadResult
 from shoal.log.events import PartitionEvents
-from shoal.log.fileio import fsync_directory
+from shoal.log.fileio import fsync_directory, remove_paths
+from shoal.log.flush import FlushPlan, Unflushed
 from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
@@ -68,8 +76,8 @@ class PartitionLog:
         self._producers = loaded.producers
         self._size_bytes = sum(s.size_bytes for s in self._segments)
         self._read_positions: dict[int, tuple[Segment, int]] = {}
-        self._unflushed_records = 0
-        self._unflushed_since_ms: int | None = None
+        self._deleted_paths: list[Path] = []
+        self._unflushed = Unflushed()
         self._offline_reason: str | None = None
         self._closed = False
 
@@ -90,7 +98,7 @@ class PartitionLog:
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
         except OSError as exc:
-            raise LogError("KAFKA_STORAGE_ERROR", f"opening {directory}: {exc}") from exc
+            raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"opening {directory}: {exc}") from exc
         return cls(directory=directory, config=settings, clock=clock, loaded=loaded, events=events)
 
     def __repr__(self) -> str:
@@ -128,11 +136,20 @@ class PartitionLog:
     # -- append
 
     def append(
-        self, records: bytes, headers: list[BatchHeader], *, leader_epoch: int
+        self,
+        records: bytes,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int,
+        defer_flush: bool = False,
     ) -> AppendResult:
         """Append validated batches (`headers` from validate_produced over `records`).
         Checks idempotent-producer sequences; raises LogError on a sequence gap or a
-        fenced epoch; a duplicate batch returns its stored offsets with duplicate=True."""
+        fenced epoch; a duplicate batch returns its stored offsets with duplicate=True.
+
+        When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
+        here, unless `defer_flush`: then the result carries a `flush_plan` that the
+        caller must run and finish (`finish_flush`) before acknowledging the append."""
         self._check_usable()
         assert headers, "an append needs at least one batch"
         duplicate = self._producers.check(headers)
@@ -170,14 +187,16 @@ class PartitionLog:
         self._size_bytes += size
         self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
         self._remember_position(base_offset, active, position)
-        self._unflushed_records += count
-        if self._unflushed_since_ms is None:
-            self._unflushed_since_ms = now_ms
-        if (
-            self._unflushed_records >= config.flush_messages
-            or now_ms - self._unflushed_since_ms >= config.flush_ms
+        unflushed = self._unflushed
+        unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
+        plan = None
+        if unflushed.records >= config.flush_messages or unflushed.older_than(
+            age_ms=config.flush_ms, now_ms=now_ms
         ):
-            self.flush()
+            if defer_flush:
+                plan = self.flush_plan()
+            else:
+                self.flush()
         if self._events is not None:
             self._events.appended()
         return AppendResult(
@@ -185,6 +204,7 @@ class PartitionLog:
             last_offset=base_offset + count - 1,
             log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
             log_start_offset=self._log_start_offset,
+            flush_plan=plan,
         )
 
     def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
@@ -223,8 +243,7 @@ class PartitionLog:
         self._segments.append(segment)
         self._bases.append(new_base)
         fsync_directory(self._directory)
-        self._unflushed_records = 0
-        self._unflushed_since_ms = None
+        self._unflushed = Unflushed()
 
     # -- read
 
@@ -236,7 +255,7 @@ class PartitionLog:
         log_end = self.log_end_offset
         if not self._log_start_offset <= offset <= log_end:
             raise LogError(
-                "OFFSET_OUT_OF_RANGE",
+                LogErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self._log_start_offset}..{log_end} "
                 f"of {self._directory.name}",
             )
@@ -365,29 +384,32 @@ class PartitionLog:
 
     # -- deletion
 
-    def delete_records_before(self, offset: int) -> int:
+    def delete_records_before(self, offset: int, *, defer_delete: bool = False) -> int:
         """Move the log start offset up to `offset`; returns the new log start offset.
-        Whole segments below it are deleted. Raises OFFSET_OUT_OF_RANGE beyond the log
-        end offset or below zero."""
+        Whole segments below it are deleted (with `defer_delete`, set aside for
+        `take_deleted_paths`). Raises OFFSET_OUT_OF_RANGE beyond the log end offset or
+        below zero."""
         self._check_usable()
         if not 0 <= offset <= self.log_end_offset:
             raise LogError(
-                "OFFSET_OUT_OF_RANGE",
+                LogErrorCode.OFFSET_OUT_OF_RANGE,
                 f"cannot delete records before {offset}: log end offset is {self.log_end_offset}",
             )
         if offset <= self._log_start_offset:
             return self._log_start_offset
         count = bisect_right(self._bases, offset) - 1
         try:
-            self._advance_log_start(offset, segments_to_delete=count)
+            self._advance_log_start(offset, segments_to_delete=count, defer_delete=defer_delete)
         except OSError as exc:
             raise self._storage_error(exc, "delete records", fatal=False) from exc
         return self._log_start_offset
 
-    def enforce_retention(self, *, now_wall_ms: int) -> int:
+    def enforce_retention(self, *, now_wall_ms: int, defer_delete: bool = False) -> int:
         """Delete segments past retention.ms / retention.bytes; returns bytes freed.
         When every segment is past retention.ms, the active segment is rolled first so
-        it can go too; an empty active segment at the log end offset always remains."""
+        it can go too; an empty active segment at the log end offset always remains.
+        With `defer_delete` the files are renamed here and their removal is left to
+        the caller (`take_deleted_paths`)."""
         self._check_usable()
         config = self._config
         segments = self._segments
@@ -416,7 +438,9 @@ class PartitionLog:
             freed = 0
             if count:
                 new_start = max(self._log_start_offset, segments[count].base_offset)
-                freed = self._advance_log_start(new_start, segments_to_delete=count)
+                freed = self._advance_log_start(
+                    new_start, segments_to_delete=count, defer_delete=defer_delete
+                )
             self._producers.expire(
                 now_ms=now_wall_ms, expiration_ms=config.producer_id_expiration_ms
             )
@@ -424,9 +448,12 @@ class PartitionLog:
             raise self._storage_error(exc, "retention", fatal=False) from exc
         return freed
 
-    def _advance_log_start(self, offset: int, *, segments_to_delete: int) -> int:
+    def _advance_log_start(
+        self, offset: int, *, segments_to_delete: int, defer_delete: bool
+    ) -> int:
         """Checkpoint the new log start offset, then delete the oldest segments (never
-        the active one). Returns the bytes freed."""
+        the active one): renamed now, removed now or by the caller. Returns the bytes
+        freed."""
         assert segments_to_delete < len(self._segments), "the active segment stays"
         moved = offset > self._log_start_offset
         if moved:
@@ -438,7 +465,11 @@ class PartitionLog:
             self._bases.pop(0)
             self._size_bytes -= segment.size_bytes
             freed += segment.size_bytes
-            segment.delete()
+            renamed = segment.retire()
+            if defer_delete:
+                self._deleted_paths.extend(renamed)
+            else:
+                remove_paths(renamed)
         if segments_to_delete:
             self._read_positions = {
                 k: v for k, v in self._read_positions.items() if not v[0].deleted
@@ -448,24 +479,73 @@ class PartitionLog:
             self._events.log_start_moved()
         return freed
 
+    def take_deleted_paths(self) -> list[Path]:
+        """Files of deleted segments left for the caller to remove (`defer_delete`),
+        with `fileio.remove_paths` on any thread; the list is handed over once."""
+        paths, self._deleted_paths = self._deleted_paths, []
+        return paths
+
     # -- durability
 
     def flush(self) -> None:
-        """fsync everything written so far."""
-        if self._closed or self._offline_reason is not None:
-            return
-        try:
-            self._segments[-1].flush()
-        except OSError as exc:
-            raise self._storage_error(exc, "flush", fatal=True) from exc
-        self._unflushed_records = 0
-        self._unflushed_since_ms = None
+        """fsync everything written so far, here and now."""
+        self._flush_in_place(self.flush_plan())
 
     def flush_if_due(self, *, now_ms: int) -> None:
-        """fsync if unflushed data is older than flush.ms (monotonic `now_ms`)."""
-        since = self._unflushed_since_ms
-        if since is not None and now_ms - since >= self._config.flush_ms:
-            self.flush()
+        """fsync here if a flush is due (see `flush_plan_if_due`; monotonic `now_ms`)."""
+        self._flush_in_place(self.flush_plan_if_due(now_ms=now_ms))
+
+    def _flush_in_place(self, plan: FlushPlan | None) -> None:
+        if plan is not None:
+            plan.run()
+            self.finish_flush(plan)
+
+    def flush_plan(self) -> FlushPlan | None:
+        """A plan to fsync everything written so far (see flush.py), or None when there
+        is nothing to flush or the log is closed or offline. The unflushed count and
+        age restart from the plan: call `finish_flush(plan)` after running it (or
+        instead, if it will not run)."""
+        if self._closed or self._offline_reason is not None:
+            return None
+        if self._unflushed.empty:
+            return None
+        active = self._segments[-1]
+        covers = self._unflushed.take()
+        try:
+            return FlushPlan(
+                fd=active.fd, path=active.log_path, end_offset=self.log_end_offset, covers=covers
+            )
+        except OSError as exc:  # opening or duplicating the descriptor
+            raise self._storage_error(exc, "flush", fatal=True) from exc
+
+    def flush_plan_if_due(self, *, now_ms: int) -> FlushPlan | None:
+        """`flush_plan()` if unflushed data is older than flush.ms or larger than
+        `limits.LOG_UNFLUSHED_BYTES_MAX`, else None."""
+        unflushed = self._unflushed
+        if (
+            unflushed.older_than(age_ms=self._config.flush_ms, now_ms=now_ms)
+            or unflushed.size_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
+        ):
+            return self.flush_plan()
+        return None
+
+    def finish_flush(self, plan: FlushPlan) -> None:
+        """Take a plan back on the owner after `plan.run()`. A failed fsync takes the
+        partition offline and raises LogError KAFKA_STORAGE_ERROR (what reached the
+        disk is unknown). A plan that never ran is discarded and its records count as
+        unflushed again."""
+        if not plan.done:
+            if not plan.discard():
+                logger.warning("%r is finished while still running; its outcome is lost", plan)
+            covers = plan.covers
+            self._unflushed.add(
+                records=covers.records, size_bytes=covers.size_bytes, since_ms=covers.since_ms
+            )
+            return
+        if plan.error is not None:
+            if self._offline_reason is not None:
+                raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, self._offline_reason)
+            raise self._storage_error(plan.error, f"flush of {plan.path.name}", fatal=True)
 
     def close(self) -> None:
         """Flush, save the active segment's indexes and the producer state, and mark
@@ -475,6 +555,7 @@ class PartitionLog:
         if self._offline_reason is not None:
             self.abandon()
             return
+        remove_paths(self.take_deleted_paths())
         active = self._segments[-1]
         try:
             active.flush()
@@ -489,7 +570,8 @@ class PartitionLog:
     def abandon(self) -> None:
         """Let go of the files without any shutdown step, as a crash would: no flush,
         no index or snapshot written, no clean-shutdown marker (for deleting a topic,
-        and for tests and simulation of crashes)."""
+        and for tests and simulation of crashes). Files set aside for deletion and not
+        taken stay; the next open removes them."""
         for segment in self._segments:
             segment.close()
         self._closed = True
@@ -499,11 +581,12 @@ class PartitionLog:
     def _check_usable(self) -> None:
         if self._closed:
             raise LogError(
-                "UNKNOWN_TOPIC_OR_PARTITION", f"partition log {self._directory.name} is closed"
+                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition log {self._directory.name} is closed",
             )
         if self._offline_reason is not None:
             raise LogError(
-                "KAFKA_STORAGE_ERROR",
+                LogErrorCode.KAFKA_STORAGE_ERROR,
                 f"partition log {self._directory.name} is offline after an earlier storage "
                 f"error: {self._offline_reason}",
             )
@@ -515,4 +598,4 @@ class PartitionLog:
             logger.error("%s; the partition is offline until restart", message)
         else:
             logger.warning("%s", message)
-        return LogError("KAFKA_STORAGE_ERROR", message)
+        return LogError(LogErrorCode.KAFKA_STORAGE_ERROR, message)

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import crc32c
 
 from shoal import limits
-from shoal.log.api import LogError
+from shoal.log.api import LogError, LogErrorCode
 from shoal.log.fileio import file_name, parse_file_name, remove_if_exists, write_atomic
 from shoal.protocol.record_batch import BatchHeader
 
@@ -213,21 +213,21 @@ class ProducerStateTable:
 def _check_sequence(header: BatchHeader, *, epoch: int, last_sequence: int) -> None:
     if header.producer_epoch < epoch:
         raise LogError(
-            "INVALID_PRODUCER_EPOCH",
+            LogErrorCode.INVALID_PRODUCER_EPOCH,
             f"producer {header.producer_id} epoch {header.producer_epoch} is older than "
             f"the current epoch {epoch}",
         )
     if header.producer_epoch > epoch:
         if header.base_sequence != 0:
             raise LogError(
-                "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                LogErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"producer {header.producer_id} new epoch {header.producer_epoch} must "
                 f"start at sequence 0, not {header.base_sequence}",
             )
         return
     if last_sequence >= 0 and header.base_sequence != (last_sequence + 1) % _SEQUENCE_MODULUS:
         raise LogError(
-            "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            LogErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
             f"producer {header.producer_id} epoch {epoch}: sequence {header.base_sequence} "
             f"does not follow {last_sequence}",
         )

@@ -4,8 +4,9 @@ Owns: the partition directory's small durable files besides segments and snapsho
 (the log start offset checkpoint and the clean-shutdown marker), and the open-time
 procedure that turns whatever a crash left into a consistent log:
 
-1. Leftovers are removed: temp files, index files without a `.log`, segments wholly
-   below the checkpointed log start offset (a crash between checkpoint and unlink).
+1. Leftovers are removed: temp files, segment files set aside for deletion
+   (`.deleted`), index files without a `.log`, segments wholly below the
+   checkpointed log start offset (a crash between checkpoint and unlink).
 2. Sealed segments (all but the last) were fsynced when rolled: their index files are
    used if consistent with the `.log` (see `Segment.load_indexes`), else rebuilt from
    batch headers and rewritten.
@@ -32,11 +33,13 @@ from itertools import pairwise
 from pathlib import Path
 
 from shoal.log.fileio import (
+    DELETED_SUFFIX,
     TEMP_SUFFIX,
     fsync_directory,
     parse_file_name,
     read_file,
     remove_if_exists,
+    remove_paths,
     write_atomic,
 )
 from shoal.log.producer_state import (
@@ -110,7 +113,7 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
             log_start,
         )
         for segment in segments:
-            segment.delete()
+            remove_paths(segment.retire())
         segments = [Segment.create(directory, log_start)]
         fsync_directory(directory)
     active = segments[-1]
@@ -132,7 +135,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
             bases.add(base)
     for name in names:
         path = directory / name
-        if name.endswith(TEMP_SUFFIX):
+        if name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
             remove_if_exists(path)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             base = parse_file_name(name, suffix)
@@ -143,7 +146,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
         # Segments whose successor starts at or below the log start hold nothing
         # readable: a crash came between the checkpoint and their deletion.
         while len(ordered) > 1 and ordered[1] <= checkpoint:
-            Segment.open_existing(directory, ordered.pop(0)).delete()
+            remove_paths(Segment.open_existing(directory, ordered.pop(0)).retire())
     if not ordered:
         segment = Segment.create(directory, checkpoint or 0)
         fsync_directory(directory)

@@ -5,7 +5,7 @@ size, next offset and largest timestamp, writing batches (vectored writes: the
 records of a produced batch are handed to the kernel as they came, only the 17-byte
 prefix is re-stamped), reading byte ranges (pread), walking batch headers, finding the
 batch that holds an offset or a timestamp, (re)building and persisting its indexes,
-truncation during recovery, and deleting its files.
+truncation during recovery, and setting its files aside for deletion (`retire`).
 
 Invariants: the `.log` file holds whole batches back to back from position 0, with
 contiguous offsets starting at `base_offset`; `size_bytes` is the file's size; every
@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from shoal.log.fileio import (
+    DELETED_SUFFIX,
     file_name,
     pread_exact,
     pwritev_all,
@@ -187,12 +188,22 @@ class Segment:
             fd, self._fd = self._fd, None
             os.close(fd)
 
-    def delete(self) -> None:
-        """Close and remove the segment's files (the .log first)."""
+    def retire(self) -> list[Path]:
+        """Close the segment and rename its files (the .log first) to
+        `<name>.deleted`; returns the new paths, to remove later with
+        `fileio.remove_paths` on any thread (unlinking a large file takes long; a
+        rename does not). Recovery removes `.deleted` leftovers."""
         self.close()
         self.deleted = True
+        renamed = []
         for path in (self.log_path, self.index_path, self.time_index_path):
-            remove_if_exists(path)
+            target = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                path.rename(target)
+            except FileNotFoundError:
+                continue
+            renamed.append(target)
+        return renamed
 
     def truncate(self, position: int) -> None:
         """Cut the file at `position` (a batch boundary found by a walk) and fsync."""

@@ -11,19 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.config import BROKER_KEYS, TOPIC_KEYS
+from shoal.config import config_int, config_str
 from shoal.log.index import OffsetIndex
 
 PRODUCER_ID_EXPIRATION_KEY = "producer.id.expiration.ms"
 """A broker key the log also reads; LogManager adds it to the topic config it passes."""
-
-
-def _value(config: Mapping[str, Any], key: str) -> Any:
-    value = config.get(key)
-    if value is not None:
-        return value
-    definition = TOPIC_KEYS.get(key) or BROKER_KEYS[key]
-    return definition.default
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +35,16 @@ class LogConfig:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> LogConfig:
         return cls(
-            segment_bytes=int(_value(config, "segment.bytes")),
-            segment_ms=int(_value(config, "segment.ms")),
+            segment_bytes=config_int(config, "segment.bytes"),
+            segment_ms=config_int(config, "segment.ms"),
             index_entries_max=max(
-                1, int(_value(config, "segment.index.bytes")) // OffsetIndex.ENTRY_SIZE
+                1, config_int(config, "segment.index.bytes") // OffsetIndex.ENTRY_SIZE
             ),
-            index_interval_bytes=int(_value(config, "index.interval.bytes")),
-            retention_ms=int(_value(config, "retention.ms")),
-            retention_bytes=int(_value(config, "retention.bytes")),
-            flush_messages=int(_value(config, "flush.messages")),
-            flush_ms=int(_value(config, "flush.ms")),
-            log_append_time=_value(config, "message.timestamp.type") == "LogAppendTime",
-            producer_id_expiration_ms=int(_value(config, PRODUCER_ID_EXPIRATION_KEY)),
+            index_interval_bytes=config_int(config, "index.interval.bytes"),
+            retention_ms=config_int(config, "retention.ms"),
+            retention_bytes=config_int(config, "retention.bytes"),
+            flush_messages=config_int(config, "flush.messages"),
+            flush_ms=config_int(config, "flush.ms"),
+            log_append_time=config_str(config, "message.timestamp.type") == "LogAppendTime",
+            producer_id_expiration_ms=config_int(config, PRODUCER_ID_EXPIRATION_KEY),
         )

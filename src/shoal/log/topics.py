@@ -30,7 +30,7 @@ from typing import Any
 
 from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
-from shoal.log.api import LogError, TopicInfo
+from shoal.log.api import LogError, LogErrorCode, TopicInfo
 from shoal.log.fileio import read_file, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -47,18 +47,18 @@ UuidSource = Callable[[], uuid.UUID]
 def validate_topic_name(name: str) -> None:
     """Raise INVALID_TOPIC_EXCEPTION unless `name` is a legal Kafka topic name."""
     if not name:
-        raise LogError("INVALID_TOPIC_EXCEPTION", "topic name is empty")
+        raise LogError(LogErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
     if name in (".", ".."):
-        raise LogError("INVALID_TOPIC_EXCEPTION", f"topic name cannot be {name!r}")
+        raise LogError(LogErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
     if len(name) > limits.TOPIC_NAME_LENGTH_MAX:
         raise LogError(
-            "INVALID_TOPIC_EXCEPTION",
+            LogErrorCode.INVALID_TOPIC_EXCEPTION,
             f"topic name is {len(name)} characters long, more than the maximum "
             f"{limits.TOPIC_NAME_LENGTH_MAX}",
         )
     if not _LEGAL_NAME.fullmatch(name):
         raise LogError(
-            "INVALID_TOPIC_EXCEPTION",
+            LogErrorCode.INVALID_TOPIC_EXCEPTION,
             f"topic name {name!r} has characters other than ASCII letters, digits, "
             "'.', '_' and '-'",
         )
@@ -125,7 +125,7 @@ def load_topics(data_dir: Path) -> dict[str, TopicInfo]:
             )
             topics[info.name] = info
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LogError("KAFKA_STORAGE_ERROR", f"{path} is unreadable: {exc}") from exc
+        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} is unreadable: {exc}") from exc
     return topics
 
 
@@ -157,19 +157,19 @@ def load_or_create_meta(
     try:
         properties = parse_properties(data.decode(), source=str(path))
     except (ConfigError, UnicodeDecodeError) as exc:
-        raise LogError("KAFKA_STORAGE_ERROR", f"{path} is unreadable: {exc}") from exc
+        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} is unreadable: {exc}") from exc
     stored = properties.get("cluster.id")
     if not stored:
-        raise LogError("KAFKA_STORAGE_ERROR", f"{path} has no cluster.id")
+        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} has no cluster.id")
     if cluster_id is not None and cluster_id != stored:
         raise LogError(
-            "INCONSISTENT_CLUSTER_ID",
+            LogErrorCode.INCONSISTENT_CLUSTER_ID,
             f"cluster.id {cluster_id} is configured but {path} holds {stored}",
         )
     stored_node = properties.get("node.id")
     if stored_node is not None and stored_node != str(node_id):
         raise LogError(
-            "KAFKA_STORAGE_ERROR",
+            LogErrorCode.KAFKA_STORAGE_ERROR,
             f"node.id {node_id} is configured but {path} holds node.id {stored_node}",
         )
     return stored

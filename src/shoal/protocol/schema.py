@@ -2,9 +2,14 @@
 
 Kafka messages gain fields with versions. Handlers describe a response once, with
 every field they know, and `Schema.make` keeps only the fields the negotiated
-version has. Nested types are looked up by their kio class name in the version's
-module. Cached per (api key, version, direction); the cost is per object built
-(per topic or partition), never per record.
+version has. A field name that no version of that message type has (a typo, a field
+given to the wrong nested type) is our bug, not a version difference: `make` raises
+TypeError naming the type, the field and the API, so it cannot be dropped silently.
+
+Nested types are looked up by their kio class name in the version's module. Cached
+per (api key, version, direction); the union of field names across versions is
+cached per (api key, direction). The cost is per object built (per topic or
+partition), never per record.
 """
 
 from __future__ import annotations
@@ -14,13 +19,18 @@ import sys
 from functools import cache
 from typing import Any
 
-from shoal.protocol.codec import request_class, response_class
+from kio.schema.index import schema_name_map
+from kio.static.constants import EntityType
+
+from shoal.protocol.codec import api_name, request_class, response_class
 
 
 class Schema:
     def __init__(self, root: Any) -> None:
         self.root = root
         self.version = int(root.__version__)
+        self.api_key = int(root.__api_key__)
+        self.entity_type: EntityType = root.__type__
         self._module = sys.modules[root.__module__]
         self._fields: dict[str, frozenset[str]] = {}
 
@@ -38,12 +48,42 @@ class Schema:
         return names
 
     def make(self, type_name: str, /, **values: Any) -> Any:
-        """An instance of nested type `type_name` with the fields this version has."""
+        """An instance of nested type `type_name` with the fields this version has.
+
+        Fields other versions of the type have are dropped; a field no version has
+        raises TypeError (naming the type, the field and the API)."""
         names = self._field_names(type_name)
-        return self.cls(type_name)(**{k: v for k, v in values.items() if k in names})
+        kept = {k: v for k, v in values.items() if k in names}
+        if len(kept) != len(values):
+            known = known_field_names(self.api_key, self.entity_type, type_name)
+            for key in values:
+                if key not in known:
+                    raise TypeError(
+                        f"{type_name} has no field {key!r} in any version of "
+                        f"{api_name(self.api_key)} (api {self.api_key}) {self.entity_type.name}"
+                    )
+        return self.cls(type_name)(**kept)
 
     def response(self, **values: Any) -> Any:
         return self.make(self.root.__name__, **values)
+
+
+@cache
+def known_field_names(api_key: int, entity_type: EntityType, type_name: str) -> frozenset[str]:
+    """Every field name `type_name` has in any version kio knows of this api key and
+    direction (empty if no version defines the type)."""
+    name = api_name(api_key)
+    assert name is not None, f"unknown api key {api_key}"
+    of_version = request_class if entity_type is EntityType.request else response_class
+    names: set[str] = set()
+    for version in schema_name_map[name]:
+        cls = of_version(api_key, version)
+        if cls is None:
+            continue
+        nested = getattr(sys.modules[cls.__module__], type_name, None)
+        if nested is not None and dataclasses.is_dataclass(nested):
+            names.update(f.name for f in dataclasses.fields(nested))
+    return frozenset(names)
 
 
 @cache

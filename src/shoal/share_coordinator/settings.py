@@ -30,11 +30,11 @@ class ShareCoordinatorSettings:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ShareCoordinatorSettings:
         return cls(
-            num_partitions=int(config["share.coordinator.state.topic.num.partitions"]),
-            records_per_snapshot=int(
-                config["share.coordinator.snapshot.update.records.per.snapshot"]
+            num_partitions=config.get_int("share.coordinator.state.topic.num.partitions"),
+            records_per_snapshot=config.get_int(
+                "share.coordinator.snapshot.update.records.per.snapshot"
             ),
-            cold_partition_snapshot_interval_ms=int(
-                config["share.coordinator.cold.partition.snapshot.interval.ms"]
+            cold_partition_snapshot_interval_ms=config.get_int(
+                "share.coordinator.cold.partition.snapshot.interval.ms"
             ),
         )
