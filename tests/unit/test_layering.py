@@ -203,3 +203,56 @@ def test_no_handler_references_the_broker() -> None:
 def test_the_cycle_finder_sees_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+# ---- the documented layers match the code
+
+README = SRC.parents[1] / "README.md"
+ARCHITECTURE = SRC.parents[2] / "shared" / "design" / "architecture.md"
+
+
+def _packages() -> set[str]:
+    return {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+
+
+def _readme_layers() -> dict[str, set[str]]:
+    """The README's "Layers" table: one row per package, `| pkg/ | may import |`."""
+    text = README.read_text()
+    section = text.split("### Layers", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].startswith("`"):
+            continue
+        package = cells[0].strip("`/")
+        imports = {c.strip().strip("`/") for c in cells[1].split(",") if c.strip() not in {"", "—"}}
+        table[package] = imports
+    return table
+
+
+def test_every_package_is_in_the_layer_table() -> None:
+    assert _packages() == set(ALLOWED), "a new package needs its row in ALLOWED and the README"
+
+
+def test_the_readme_layer_table_is_the_checked_one() -> None:
+    """README.md's Layers table is exactly ALLOWED: an edge added to the code fails
+    test_imports_point_down until it is in ALLOWED, and this test until the README says it."""
+    assert _readme_layers() == ALLOWED
+
+
+def test_the_readme_layout_names_every_package() -> None:
+    layout = README.read_text().split("## Layout", 1)[1].split("```", 2)[1]
+    listed = {
+        line.split()[0].rstrip("/")
+        for line in layout.splitlines()[2:]
+        if line.startswith("  ") and line.split()[0].endswith("/")
+    }
+    assert listed == _packages()
+
+
+@pytest.mark.skipif(not ARCHITECTURE.exists(), reason="../shared is not beside this checkout")
+def test_the_architecture_names_every_package() -> None:
+    text = ARCHITECTURE.read_text().split("## The layers", 1)[1].split("\n## ", 1)[0]
+    named = {word.rstrip("/") for word in text.split() if word.endswith("/") and word[0].isalpha()}
+    missing = _packages() - named
+    assert not missing, f"architecture.md's layer list lacks {sorted(missing)}"
