@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"shoal serve: cannot read config file: {exc}", file=sys.stderr)
         return 2
-    configure_logging(config.get_str("log.level"))
+    configure_logging(config.get_str("log.level") or "INFO")
     from shoal.server.broker import run_broker
 
     try:
