@@ -20,7 +20,6 @@ from shoal.client import requests
 from shoal.client.aio import Connection
 from shoal.client.share_requests import (
     LEAVE_EPOCH,
-    AckBatch,
     Acks,
     heartbeat,
     share_acknowledge,
@@ -194,11 +193,6 @@ def state_results(response: Any) -> dict[tuple[uuid.UUID | None, int], Any]:
 # ---- a consuming member on one connection
 
 
-def _batches(acks: Acks | None) -> Acks:
-    """Acknowledgements given as plain (first, last, types) tuples, as `AckBatch`es."""
-    return {tp: [AckBatch(*batch) for batch in batches] for tp, batches in (acks or {}).items()}
-
-
 class Consumer:
     """A share-group member that joins, fetches and acknowledges over one connection,
     tracking its share-session epoch."""
@@ -223,7 +217,7 @@ class Consumer:
                 member_id=self.member.member_id,
                 session_epoch=self.session_epoch,
                 partitions=partitions,
-                acks=_batches(acks),
+                acks=acks,
                 max_wait_ms=5_000,
                 max_records=MAX_RECORDS,
                 batch_size=MAX_RECORDS,
@@ -243,7 +237,7 @@ class Consumer:
                 group_id=self.group_id,
                 member_id=self.member.member_id,
                 session_epoch=self.session_epoch,
-                acks=_batches(acks),
+                acks=acks,
             ),
         )
         assert response.error_code == ErrorCode.none, response

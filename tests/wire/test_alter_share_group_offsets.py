@@ -180,7 +180,6 @@ def test_reset_replaces_state_cached_for_an_open_share_session(broker: BrokerPro
                 member_id=first.member.member_id,
                 session_epoch=first.session_epoch,
                 acks={tp: [(2, 3, (AcknowledgeType.ACCEPT,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert stale.error_code == ErrorCode.none

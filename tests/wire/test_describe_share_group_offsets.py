@@ -68,8 +68,6 @@ def test_72_empty_partition_polled_once_has_no_start_offset(broker: BrokerProces
                 partitions=[(topic_id, 0)],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert response.error_code == ErrorCode.none

@@ -94,7 +94,6 @@ def test_a5_share_acknowledge_at_epoch_zero(broker: BrokerProcess) -> None:
                 member_id=member,
                 session_epoch=0,
                 acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert response.error_code == ErrorCode.invalid_share_session_epoch
@@ -116,19 +115,12 @@ def test_a8_share_acknowledge_advances_the_session_epoch(broker: BrokerProcess) 
                 member_id=member,
                 session_epoch=1,
                 acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert errors_of(acked) == {tp: 0}
         stale = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert stale.error_code == ErrorCode.invalid_share_session_epoch
@@ -140,8 +132,6 @@ def test_a8_share_acknowledge_advances_the_session_epoch(broker: BrokerProcess) 
                     session_epoch=2,
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ).error_code == 0
@@ -159,32 +149,25 @@ def test_share_acknowledge_errors_of_the_session(broker: BrokerProcess) -> None:
             member_id=member,
             session_epoch=1,
             acks={tp: [(0, 0, (AcknowledgeType.ACCEPT,))]},
-            is_renew_ack=False,
         ).build(1),
     )
     assert none.error_code == ErrorCode.share_session_not_found
     final = call1(
         broker.bootstrap,
-        share_acknowledge(
-            group_id=group, member_id=member, session_epoch=-1, is_renew_ack=False
-        ).build(1),
+        share_acknowledge(group_id=group, member_id=member, session_epoch=-1).build(1),
     )
     assert final.error_code == ErrorCode.share_session_not_found
 
     async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
         wrong = await conn.request(
-            share_acknowledge(
-                group_id=group, member_id=member, session_epoch=2, is_renew_ack=False
-            ).build(1)
+            share_acknowledge(group_id=group, member_id=member, session_epoch=2).build(1)
         )
         assert wrong.error_code == ErrorCode.invalid_share_session_epoch
         assert (
             errors_of(
                 await conn.request(
-                    share_acknowledge(
-                        group_id=group, member_id=member, session_epoch=1, is_renew_ack=False
-                    ).build(1)
+                    share_acknowledge(group_id=group, member_id=member, session_epoch=1).build(1)
                 )
             )
             == {}
@@ -213,7 +196,6 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
                     acks=acks,
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
                     is_renew_ack=False,
                 ).build(1)
             )
@@ -234,13 +216,7 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
             assert errors_of(final) == {tp: 0}
         gone = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert gone.error_code == ErrorCode.share_session_not_found
@@ -252,8 +228,6 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(other) == {tp: [(5, 9, 2)]}
@@ -277,7 +251,6 @@ def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) ->
                 member_id=member,
                 session_epoch=-1,
                 acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert errors_of(final) == {tp: 0}
@@ -289,8 +262,6 @@ def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) ->
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(after) == {}
@@ -337,8 +308,6 @@ def test_a21_malformed_batches_are_invalid_for_their_partition(
                 acks={tp: batches},
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert partitions_of(piggy)[tp].acknowledge_error_code == ErrorCode.invalid_request, why
@@ -349,7 +318,6 @@ def test_a21_malformed_batches_are_invalid_for_their_partition(
                 member_id=member,
                 session_epoch=3,
                 acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert errors_of(accepted) == {tp: 0}
@@ -392,8 +360,6 @@ def test_per_offset_types_gap_reject_release(broker: BrokerProcess) -> None:
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(other) == {tp: [(3, 3, 2)]}
@@ -430,8 +396,6 @@ def test_v2_renew_keeps_the_records_locked(broker: BrokerProcess) -> None:
                     partitions=[tp],
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
             assert acquired(taken) == {}
@@ -442,7 +406,6 @@ def test_v2_renew_keeps_the_records_locked(broker: BrokerProcess) -> None:
             member_id=member,
             session_epoch=2,
             acks={tp: [(0, 2, (AcknowledgeType.ACCEPT,))]},
-            is_renew_ack=False,
         ).build(2)
         assert errors_of(await conn.request(accept)) == {tp: 0}
 
@@ -481,15 +444,12 @@ def test_v1_has_no_lock_timeout_and_v2_reports_it(broker: BrokerProcess) -> None
                 member_id=member,
                 session_epoch=1,
                 acks={tp: [(0, 0, (AcknowledgeType.RELEASE,))]},
-                is_renew_ack=False,
             ).build(1)
         )
         assert errors_of(v1) == {tp: 0}
         assert not hasattr(v1, "acquisition_lock_timeout")
         v2 = await conn.request(
-            share_acknowledge(
-                group_id=group, member_id=member, session_epoch=2, is_renew_ack=False
-            ).build(2)
+            share_acknowledge(group_id=group, member_id=member, session_epoch=2).build(2)
         )
         assert v2.acquisition_lock_timeout.total_seconds() == 2
 
@@ -502,8 +462,6 @@ def test_group_and_member_ids_are_checked(
 ) -> None:
     response = call1(
         broker.bootstrap,
-        share_acknowledge(
-            group_id=group_id, member_id=member_id, session_epoch=1, is_renew_ack=False
-        ).build(1),
+        share_acknowledge(group_id=group_id, member_id=member_id, session_epoch=1).build(1),
     )
     assert response.error_code == ErrorCode.invalid_request

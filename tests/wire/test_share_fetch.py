@@ -92,8 +92,6 @@ def test_a4_acknowledgements_at_epoch_zero_are_an_invalid_request(broker: Broker
         acks={(topic_id, 0): [(0, 2, (AcknowledgeType.ACCEPT,))]},
         max_wait_ms=0,
         max_records=500,
-        batch_size=500,
-        is_renew_ack=False,
     ).build(1)
     response = call1(broker.bootstrap, request)
     assert response.error_code == ErrorCode.invalid_request
@@ -114,8 +112,6 @@ def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) 
                     partitions=[(topic_id, 0)],
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ).error_code == 0
@@ -127,20 +123,12 @@ def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) 
                     session_epoch=1,
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ).error_code == 0
         wrong = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=3,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert wrong.error_code == ErrorCode.invalid_share_session_epoch
@@ -153,8 +141,6 @@ def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) 
                     session_epoch=2,
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ).error_code == 0
@@ -174,8 +160,6 @@ def test_a7_no_session_is_share_session_not_found(broker: BrokerProcess, epoch: 
             partitions=[(topic_id, 0)],
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1),
     )
     assert response.error_code == ErrorCode.share_session_not_found
@@ -196,8 +180,6 @@ def test_a9_a_second_epoch_zero_opens_a_new_session(broker: BrokerProcess) -> No
                         partitions=[tp],
                         max_wait_ms=0,
                         max_records=500,
-                        batch_size=500,
-                        is_renew_ack=False,
                     ).build(1)
                 )
             ).error_code == 0
@@ -209,20 +191,12 @@ def test_a9_a_second_epoch_zero_opens_a_new_session(broker: BrokerProcess) -> No
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert reopened.error_code == 0 and tp in partitions_of(reopened)
         old = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=3,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert old.error_code == ErrorCode.invalid_share_session_epoch
@@ -234,8 +208,6 @@ def test_a9_a_second_epoch_zero_opens_a_new_session(broker: BrokerProcess) -> No
                     session_epoch=1,
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ).error_code == 0
@@ -260,8 +232,6 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert opened.error_code == ErrorCode.none
@@ -276,8 +246,6 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
                     partitions=[tp],
                     max_wait_ms=400,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
             assert refused.error_code == ErrorCode.share_session_limit_reached
@@ -293,8 +261,6 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
                         partitions=[tp],
                         max_wait_ms=0,
                         max_records=500,
-                        batch_size=500,
-                        is_renew_ack=False,
                     ).build(1)
                 )
                 if retry.error_code == ErrorCode.none:
@@ -323,8 +289,6 @@ def test_a11_ten_records_are_acquired_at_once(broker: BrokerProcess) -> None:
             partitions=[(topic_id, 0)],
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1),
     )
     assert response.error_code == ErrorCode.none
@@ -349,9 +313,7 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
             session_epoch=0,
             partitions=[tp],
             max_records=1,
-            batch_size=1,
             max_wait_ms=0,
-            is_renew_ack=False,
         ).build(1),
     )
     assert acquired(one) == {tp: [(0, 0, 1)]}
@@ -368,7 +330,6 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
             max_records=5,
             batch_size=1,
             max_wait_ms=0,
-            is_renew_ack=False,
         ).build(1),
     )
     assert acquired(five) == {tp: [(i, i, 1) for i in range(5)]}
@@ -390,8 +351,6 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(first) == {tp: [(0, 3, 1)]}
@@ -403,21 +362,13 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
                 forgotten=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert forgot.error_code == 0 and partitions_of(forgot) == {}
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 2)
         later = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=2,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert later.error_code == 0 and partitions_of(later) == {}
@@ -431,8 +382,6 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
                     partitions=[tp],
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
             assert acquired(taken) == {tp: [(4, 5, 1)]}, "0-3 are still locked"
@@ -452,8 +401,6 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
                     session_epoch=2,
                     max_wait_ms=2000,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
             assert acquired(expired) == {tp: [(0, 3, 2)]}
@@ -482,7 +429,6 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
                 max_records=5,
                 max_wait_ms=0,
                 batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         b = await conn.request(
@@ -494,7 +440,6 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
                 max_records=5,
                 max_wait_ms=0,
                 batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(a) == {tp: [(0, 4, 1)]}
@@ -507,8 +452,6 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(c) == {tp: [(0, 9, 1)]}
@@ -529,8 +472,6 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
             partitions=[tp],
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1),
     )
     assert acquired(first) == {tp: [(0, 4, 1)]}
@@ -545,8 +486,6 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1),
         )
         if acquired(again):
@@ -564,17 +503,13 @@ def test_a16_share_fetch_with_share_groups_disabled(disabled_broker: BrokerProce
         partitions=[(uuid.uuid4(), 0)],
         max_wait_ms=0,
         max_records=500,
-        batch_size=500,
-        is_renew_ack=False,
     ).build(1)
     response = call1(disabled_broker.bootstrap, request)
     assert response.error_code == ErrorCode.unsupported_version
     assert response.responses == ()
     ack = call1(
         disabled_broker.bootstrap,
-        share_acknowledge(group_id="g", member_id="m", session_epoch=1, is_renew_ack=False).build(
-            1
-        ),
+        share_acknowledge(group_id="g", member_id="m", session_epoch=1).build(1),
     )
     assert ack.error_code == ErrorCode.unsupported_version
 
@@ -594,8 +529,6 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
                 partitions=[p1],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(first) == {p1: [(0, 1, 1)]}
@@ -608,8 +541,6 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
             split_topics=True,
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1)
         assert [t.topic_id for t in request.topics] == [topic_id, topic_id]
         both = await conn.request(request)
@@ -626,8 +557,6 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
                 partitions=[p1],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(again) == {}
@@ -649,8 +578,6 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
                 partitions=[p0, (topic_id, 1)],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(first) == {p0: [(0, 2, 1)]}
@@ -662,8 +589,6 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
                 acks={p0: [(0, 2, (AcknowledgeType.ACCEPT,))]},
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         listed = partitions_of(acked)
@@ -679,7 +604,6 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
                 acks=not_held,
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
                 is_renew_ack=False,
             ).build(1)
         )
@@ -701,8 +625,6 @@ def test_a19_records_are_empty_bytes_never_null(broker: BrokerProcess) -> None:
             partitions=[(topic_id, 0)],
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1),
     )
     (partition,) = partitions_of(response).values()
@@ -724,8 +646,6 @@ def test_a20_long_poll_waits_for_max_wait_or_a_produce(broker: BrokerProcess) ->
                 partitions=[tp],
                 max_wait_ms=500,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         elapsed = time.monotonic() - started
@@ -740,8 +660,6 @@ def test_a20_long_poll_waits_for_max_wait_or_a_produce(broker: BrokerProcess) ->
                     session_epoch=1,
                     max_wait_ms=10_000,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         )
@@ -770,8 +688,6 @@ def test_min_bytes_waits_for_enough_data_or_max_wait(broker: BrokerProcess) -> N
             max_wait_ms=500,
             min_bytes=10_000,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1)
         waited = await conn.request(request)
         assert time.monotonic() - started >= 0.45, "too few bytes: answered at MaxWaitMs"
@@ -786,8 +702,6 @@ def test_min_bytes_waits_for_enough_data_or_max_wait(broker: BrokerProcess) -> N
                     max_wait_ms=10_000,
                     min_bytes=300,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         )
@@ -815,34 +729,20 @@ def test_a22_later_responses_list_only_partitions_with_data(broker: BrokerProces
                 partitions=[p0, p1],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert set(partitions_of(first)) == {p0, p1}, "epoch 0 lists every partition"
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 3, partition=0)
         second = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert list(partitions_of(second)) == [p0]
         assert acquired(second) == {p0: [(2, 4, 1)]}
         idle = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=2,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert idle.error_code == 0 and partitions_of(idle) == {}
@@ -865,8 +765,6 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
                 max_bytes=0,
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(1)
         )
         assert acquired(loaded) == {}, "MaxBytes 0 loads the share-partition, acquires nothing"
@@ -889,13 +787,7 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
         assert deleted.topics[0].partitions[0].low_watermark == 5
         after = await conn.request(
             share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                max_wait_ms=0,
-                max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
             ).build(1)
         )
         assert acquired(after) == {tp: [(5, 9, 1)]}
@@ -918,8 +810,6 @@ def test_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None
                     partitions=[tp],
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         ) == {tp: [(0, 2, 1)]}
@@ -931,8 +821,6 @@ def test_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None
                     session_epoch=1,
                     max_wait_ms=10_000,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(1)
             )
         )
@@ -974,8 +862,6 @@ def test_an_unknown_topic_id_is_answered_per_partition(broker: BrokerProcess) ->
             partitions=[(topic_id, 0), unknown],
             max_wait_ms=0,
             max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
         ).build(1),
     )
     listed = partitions_of(response)
@@ -1004,7 +890,6 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
                     acquire_mode=1,
                     max_wait_ms=0,
                     batch_size=500,
-                    is_renew_ack=False,
                 ).build(2)
             )
             for m in (member, "member-b")
@@ -1026,8 +911,6 @@ def test_v2_an_unknown_acquire_mode_is_invalid(broker: BrokerProcess) -> None:
         acquire_mode=7,
         max_wait_ms=0,
         max_records=500,
-        batch_size=500,
-        is_renew_ack=False,
     ).build(2)
     assert call1(broker.bootstrap, request).error_code == ErrorCode.invalid_request
 
@@ -1068,8 +951,6 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
                 partitions=[tp],
                 max_wait_ms=0,
                 max_records=500,
-                batch_size=500,
-                is_renew_ack=False,
             ).build(2)
         )
         assert acquired(first) == {tp: [(0, 2, 1)]}
@@ -1100,8 +981,6 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
                     partitions=[tp],
                     max_wait_ms=0,
                     max_records=500,
-                    batch_size=500,
-                    is_renew_ack=False,
                 ).build(2)
             )
             assert acquired(taken) == {tp: [(3, 4, 1)]}
@@ -1112,7 +991,6 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
             member_id=member,
             session_epoch=2,
             acks={tp: [(0, 2, (AcknowledgeType.ACCEPT,))]},
-            is_renew_ack=False,
         ).build(2)
         accepted = await conn.request(accept)
         assert [p.error_code for t in accepted.responses for p in t.partitions] == [0]
@@ -1133,13 +1011,7 @@ def test_group_and_member_ids_are_checked(
     response = call1(
         broker.bootstrap,
         share_fetch(
-            group_id=group_id,
-            member_id=member_id,
-            session_epoch=0,
-            max_wait_ms=0,
-            max_records=500,
-            batch_size=500,
-            is_renew_ack=False,
+            group_id=group_id, member_id=member_id, session_epoch=0, max_wait_ms=0, max_records=500
         ).build(1),
     )
     assert response.error_code == ErrorCode.invalid_request

@@ -67,7 +67,9 @@ def ack_batches(spans: Iterable[Span], ack_type: int) -> tuple[AckBatch, ...]:
 
 
 def _has_renew(acks: Acks) -> bool:
-    return any(AcknowledgeType.RENEW in b.types for batches in acks.values() for b in batches)
+    return any(
+        AcknowledgeType.RENEW in types for batches in acks.values() for _f, _l, types in batches
+    )
 
 
 def _check_renew(api: str, version: int, renew: bool) -> None:
