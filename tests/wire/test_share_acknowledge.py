@@ -308,6 +308,7 @@ def test_a21_malformed_batches_are_invalid_for_their_partition(
                 acks={tp: batches},
                 max_wait_ms=0,
                 max_records=500,
+                is_renew_ack=False,
             ).build(1)
         )
         assert partitions_of(piggy)[tp].acknowledge_error_code == ErrorCode.invalid_request, why
