@@ -11,34 +11,20 @@ version pins it with `builder(...).build(version)` or builds the kio object itse
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
 from shoal.client.aio import Connection
 from shoal.client.calls import Call
-from shoal.client.requests import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets, metadata
+from shoal.client.requests import LATEST_TIMESTAMP, list_offsets, metadata
 
 T = TypeVar("T")
 CLIENT_ID = "shoal-test"
 REQUEST_TIMEOUT_S = 30.0
-
-__all__ = [
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "api_versions_request",
-    "call",
-    "call1",
-    "fetched",
-    "init_producer_id_request",
-    "log_end_offset",
-    "metadata_request",
-    "open_connection",
-    "produced",
-    "send",
-    "with_connection",
-]
 
 
 async def open_connection(bootstrap: str, *, timeout_s: float = 10.0) -> Connection:
@@ -93,10 +79,6 @@ def api_versions_request() -> Any:
 
 def init_producer_id_request() -> Any:
     """InitProducerId v4 for an idempotent (not transactional) producer."""
-    import datetime
-
-    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-
     return InitProducerIdRequest(
         transactional_id=None, transaction_timeout=datetime.timedelta(seconds=30)
     )
