@@ -54,11 +54,12 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.server.share_state import SHARE_STATE_TOPIC, ShareStateService
 from shoal.share.persister import SharePartitionKey, StateBatch, StateWrite
+from shoal.share.states import RecordState
 
 GROUP = "bench-group"
 TOPIC_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
 KEY = SharePartitionKey(GROUP, TOPIC_ID, 0)
-ACKNOWLEDGED, AVAILABLE = 2, 0
+ACKNOWLEDGED, AVAILABLE = int(RecordState.ACKNOWLEDGED), int(RecordState.AVAILABLE)
 
 
 def _config(data_dir: Path, segment_bytes: int) -> BrokerConfig:

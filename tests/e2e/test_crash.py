@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import KafkaError, Message
 from kio.schema.errors import ErrorCode
 
+from shoal.client import requests
 from shoal.protocol.record_batch import compute_crc, iter_headers
 from tests.support.batches import decode_records, values_batch
 from tests.support.broker import BrokerProcess, wait_until
@@ -29,15 +30,7 @@ from tests.support.clients import (
     watermarks,
 )
 from tests.support.topics import topic_name
-from tests.support.wire import (
-    call,
-    call1,
-    fetch_request,
-    fetched,
-    log_end_offset,
-    produce_request,
-    produced,
-)
+from tests.support.wire import call, call1, fetched, log_end_offset, produced
 
 PARTITIONS = 3
 ACKED_PER_ROUND = 3_000
@@ -232,7 +225,9 @@ def test_torn_tail_is_recovered(fresh_broker: BrokerProcess, case: str) -> None:
     answers = call(
         bootstrap,
         *(
-            produce_request(topic, 0, values_batch(RECORDS_PER_BATCH, prefix=b"b%02d-" % b))
+            requests.produce(
+                {(topic, 0): values_batch(RECORDS_PER_BATCH, prefix=b"b%02d-" % b)}
+            ).build(9)
             for b in range(BATCHES)
         ),
     )
@@ -248,12 +243,19 @@ def test_torn_tail_is_recovered(fresh_broker: BrokerProcess, case: str) -> None:
     assert log_end_offset(bootstrap, topic, 0) == kept
 
     new_batch = values_batch(4, prefix=b"new-")
-    appended = produced(call1(bootstrap, produce_request(topic, 0, new_batch)))
+    appended = produced(call1(bootstrap, requests.produce({(topic, 0): new_batch}).build(9)))
     assert appended.error_code == ErrorCode.none, appended
     assert int(appended.base_offset) == kept
     assert log_end_offset(bootstrap, topic, 0) == kept + 4
 
-    partition = fetched(call1(bootstrap, fetch_request(topic, 0, 0, max_bytes=2**24)))
+    partition = fetched(
+        call1(
+            bootstrap,
+            requests.fetch(
+                {(topic, 0): requests.FetchPosition(0, 10 * 2**20)}, max_bytes=2**24, max_wait_ms=0
+            ).build(12),
+        )
+    )
     assert partition.error_code == ErrorCode.none, partition
     stored = bytes(partition.records)
     headers = iter_headers(stored)

@@ -18,19 +18,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
+from shoal.client import requests
 from shoal.protocol import codec
 from tests.support.batches import build_batch, values_batch
 from tests.support.broker import BrokerProcess
 from tests.support.clients import consumer, create_topic, flush_all, producer
 from tests.support.topics import topic_name
-from tests.support.wire import (
-    api_versions_request,
-    call,
-    call1,
-    log_end_offset,
-    produce_request,
-    produced,
-)
+from tests.support.wire import api_versions_request, call, call1, log_end_offset, produced
 
 CLOSE_BOUND_S = 10.0
 HEALTH_TOPIC = "hostile-health"
@@ -254,7 +248,7 @@ def test_api_versions_unknown_version_answers_v0(raw: Raw) -> None:
 def _produce_error(bootstrap: str, topic: str, partition: int, records: bytes) -> ErrorCode:
     """Produce `records` on a connection, then check that connection still serves."""
     answer, versions = call(
-        bootstrap, produce_request(topic, partition, records), api_versions_request()
+        bootstrap, requests.produce({(topic, partition): records}).build(9), api_versions_request()
     )
     assert versions.error_code == ErrorCode.none
     return produced(answer).error_code  # type: ignore[no-any-return]

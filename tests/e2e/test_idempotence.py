@@ -8,6 +8,7 @@ import functools
 from confluent_kafka import KafkaError, Message
 from kio.schema.errors import ErrorCode
 
+from shoal.client import requests
 from shoal.protocol.record_batch import iter_headers
 from tests.support.batches import decode_records, values_batch
 from tests.support.broker import BrokerProcess
@@ -16,11 +17,9 @@ from tests.support.topics import topic_name
 from tests.support.wire import (
     call,
     call1,
-    fetch_request,
     fetched,
     init_producer_id_request,
     log_end_offset,
-    produce_request,
     produced,
 )
 
@@ -86,7 +85,16 @@ def _init_producer(bootstrap: str) -> tuple[int, int]:
 
 
 def _fetch_all(bootstrap: str, topic: str) -> bytes:
-    partition = fetched(call1(bootstrap, fetch_request(topic, 0, 0)))
+    partition = fetched(
+        call1(
+            bootstrap,
+            requests.fetch(
+                {(topic, 0): requests.FetchPosition(0, 10 * 2**20)},
+                max_wait_ms=0,
+                max_bytes=50 * 2**20,
+            ).build(12),
+        )
+    )
     assert partition.error_code == ErrorCode.none, partition
     return bytes(partition.records or b"")
 
@@ -103,7 +111,11 @@ def test_retried_batch_is_stored_once(fresh_broker: BrokerProcess) -> None:
     )
     original, retry = (
         produced(r)
-        for r in call(bootstrap, produce_request(topic, 0, first), produce_request(topic, 0, first))
+        for r in call(
+            bootstrap,
+            requests.produce({(topic, 0): first}).build(9),
+            requests.produce({(topic, 0): first}).build(9),
+        )
     )
     assert original.error_code == ErrorCode.none, original
     assert retry.error_code == ErrorCode.none, retry
@@ -117,21 +129,21 @@ def test_retried_batch_is_stored_once(fresh_broker: BrokerProcess) -> None:
     ahead = values_batch(
         3, prefix=b"ahead-", producer_id=producer_id, producer_epoch=epoch, base_sequence=10
     )
-    gap = produced(call1(bootstrap, produce_request(topic, 0, ahead)))
+    gap = produced(call1(bootstrap, requests.produce({(topic, 0): ahead}).build(9)))
     assert gap.error_code == ErrorCode.out_of_order_sequence_number, gap
     assert log_end_offset(bootstrap, topic, 0) == 5
 
     # After a crash the producer state comes back from the log: the retry is still
     # recognised, the next sequence still fits, and producer ids are never reused.
     fresh_broker.restart()
-    after_crash = produced(call1(bootstrap, produce_request(topic, 0, first)))
+    after_crash = produced(call1(bootstrap, requests.produce({(topic, 0): first}).build(9)))
     assert after_crash.error_code == ErrorCode.none, after_crash
     assert int(after_crash.base_offset) == 0
     assert log_end_offset(bootstrap, topic, 0) == 5, "the retry after a crash was appended"
     following = values_batch(
         2, prefix=b"next-", producer_id=producer_id, producer_epoch=epoch, base_sequence=5
     )
-    appended = produced(call1(bootstrap, produce_request(topic, 0, following)))
+    appended = produced(call1(bootstrap, requests.produce({(topic, 0): following}).build(9)))
     assert appended.error_code == ErrorCode.none, appended
     assert int(appended.base_offset) == 5
     assert log_end_offset(bootstrap, topic, 0) == 7

@@ -14,8 +14,9 @@ from typing import Any
 
 from confluent_kafka import ShareConsumer
 
+from shoal.client import requests
 from tests.support.broker import Brokers
-from tests.support.share_groups import describe_request, described_assignment
+from tests.support.share_groups import described_assignment
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -23,7 +24,7 @@ WAIT_S = 30.0
 
 
 def describe(bootstrap: str, group: str) -> Any:
-    (described,) = call1(bootstrap, describe_request(group)).groups
+    (described,) = call1(bootstrap, requests.share_group_describe([group]).build(1)).groups
     return described
 
 

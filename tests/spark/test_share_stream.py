@@ -28,16 +28,12 @@ from typing import Any
 
 import pytest
 
+from shoal.client.share_requests import share_acknowledge, share_fetch
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess, wait_until
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_groups import describe_one, new_member_id
-from tests.support.share_wire import (
-    acquired,
-    produce_values,
-    share_ack_request,
-    share_fetch_request,
-)
+from tests.support.share_wire import acquired, produce_values
 from tests.support.topics import create_topic, produce, topic_name
 from tests.support.wire import log_end_offset, with_connection
 
@@ -124,10 +120,19 @@ def _next_deliveries(bootstrap: str, group: str, topic_id: uuid.UUID, partitions
         member_id = new_member_id()  # share requests need no membership
         tps = [(topic_id, p) for p in range(partitions)]
         response = await conn.request(
-            share_fetch_request(group, member_id, 0, tps, max_wait_ms=1000)
+            share_fetch(
+                group_id=group,
+                member_id=member_id,
+                session_epoch=0,
+                partitions=tps,
+                max_wait_ms=1000,
+                max_records=500,
+            ).build(1)
         )
         got = acquired(response)
-        await conn.request(share_ack_request(group, member_id, -1))
+        await conn.request(
+            share_acknowledge(group_id=group, member_id=member_id, session_epoch=-1).build(1)
+        )
         return sorted((tp[1], first, last) for tp, spans in got.items() for first, last, _ in spans)
 
     return with_connection(bootstrap, go)

@@ -1,7 +1,9 @@
-"""Share-group administration at the wire: request builders and readers for
-DeleteGroups (42), DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91),
-DeleteShareGroupOffsets (92) and the share coordinator's state RPCs (83-87), plus a
-member that consumes and acknowledges through one connection.
+"""Share-group administration at the wire: readers of DeleteGroups (42),
+DescribeShareGroupOffsets (90) and AlterShareGroupOffsets (91) answers (their
+requests are the client's, `shoal.client.requests`), the requests the client has no
+builder for (DescribeShareGroupOffsets of chosen partitions or several groups, the
+share coordinator's state RPCs 83-87), and a member that consumes and acknowledges
+through one connection.
 
 Offsets read back as `{topic name: {partition: (start offset, leader epoch, lag)}}`.
 """
@@ -14,26 +16,31 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
+from shoal.client.share_requests import (
+    LEAVE_EPOCH,
+    Acks,
+    heartbeat,
+    share_acknowledge,
+    share_fetch,
+)
 from shoal.protocol.schema import request_schema
-from tests.support.share_groups import Member, heartbeat_request
-from tests.support.share_wire import TP, Acks, acquired, share_ack_request, share_fetch_request
-from tests.support.wire import call1
+from tests.support.share_groups import Member
+from tests.support.share_wire import TP, acquired
+from tests.support.wire import call1, send
 
 Offsets = dict[str, dict[int, tuple[int, int, int]]]
+MAX_RECORDS = 500
+"""MaxRecords (and BatchSize) of the consuming member's ShareFetch."""
 
 
 # ---- DeleteGroups (42)
 
 
-def delete_groups_request(*group_ids: str, version: int = 2) -> Any:
-    schema = request_schema(42, version)
-    return schema.make("DeleteGroupsRequest", groups_names=group_ids)
-
-
 def delete_groups(bootstrap: str, *group_ids: str, version: int = 2) -> dict[str, int]:
     """{group id: error code}."""
-    response = call1(bootstrap, delete_groups_request(*group_ids, version=version))
+    response = call1(bootstrap, requests.delete_groups(group_ids).build(version))
     return {r.group_id: int(r.error_code) for r in response.results}
 
 
@@ -43,7 +50,9 @@ def delete_groups(bootstrap: str, *group_ids: str, version: int = 2) -> dict[str
 def describe_offsets_request(
     groups: Mapping[str, Mapping[str, Sequence[int]] | None], *, version: int = 1
 ) -> Any:
-    """Topics None = every partition with state."""
+    """Several groups, or chosen partitions (the client's
+    `requests.describe_share_group_offsets` asks of one group, whole topics); topics
+    None = every partition with state."""
     schema = request_schema(90, version)
     return schema.make(
         "DescribeShareGroupOffsetsRequest",
@@ -86,17 +95,22 @@ def offsets_of(group: Any) -> Offsets:
 def describe_offsets(
     bootstrap: str, group_id: str, topics: Mapping[str, Sequence[int]] | None = None
 ) -> Offsets:
-    response = call1(bootstrap, describe_offsets_request({group_id: topics}))
+    """The group's offsets (of `topics`' listed partitions, or every partition)."""
+    request = (
+        requests.describe_share_group_offsets(group_id)
+        if topics is None
+        else describe_offsets_request({group_id: topics})
+    )
+    response = call1(bootstrap, request)
     (group,) = response.groups
     assert group.group_id == group_id
     return offsets_of(group)
 
 
-async def describe_offsets_on(
-    conn: KafkaConnection, group_id: str, topics: Mapping[str, Sequence[int]] | None = None
-) -> Offsets:
-    """`describe_offsets` on an open connection (inside a running event loop)."""
-    response = await conn.request(describe_offsets_request({group_id: topics}))
+async def describe_offsets_on(conn: Connection, group_id: str) -> Offsets:
+    """The group's offsets of every partition, on an open connection (inside a running
+    event loop)."""
+    response = await send(conn, requests.describe_share_group_offsets(group_id))
     (group,) = response.groups
     return offsets_of(group)
 
@@ -104,52 +118,16 @@ async def describe_offsets_on(
 # ---- AlterShareGroupOffsets (91)
 
 
-def alter_offsets_request(group_id: str, offsets: Mapping[str, Mapping[int, int]]) -> Any:
-    schema = request_schema(91, 0)
-    return schema.make(
-        "AlterShareGroupOffsetsRequest",
-        group_id=group_id,
-        topics=tuple(
-            schema.make(
-                "AlterShareGroupOffsetsRequestTopic",
-                topic_name=name,
-                partitions=tuple(
-                    schema.make(
-                        "AlterShareGroupOffsetsRequestPartition",
-                        partition_index=p,
-                        start_offset=offset,
-                    )
-                    for p, offset in partitions.items()
-                ),
-            )
-            for name, partitions in offsets.items()
-        ),
-    )
-
-
 def alter_offsets(
     bootstrap: str, group_id: str, offsets: Mapping[str, Mapping[int, int]]
 ) -> tuple[int, dict[str, dict[int, int]]]:
     """(top-level error code, {topic: {partition: error code}})."""
-    response = call1(bootstrap, alter_offsets_request(group_id, offsets))
+    flat = {(t, p): offset for t, partitions in offsets.items() for p, offset in partitions.items()}
+    response = call1(bootstrap, requests.alter_share_group_offsets(group_id, flat))
     return int(response.error_code), {
         t.topic_name: {int(p.partition_index): int(p.error_code) for p in t.partitions}
         for t in response.responses
     }
-
-
-# ---- DeleteShareGroupOffsets (92)
-
-
-def delete_offsets_request(group_id: str, *topics: str) -> Any:
-    schema = request_schema(92, 0)
-    return schema.make(
-        "DeleteShareGroupOffsetsRequest",
-        group_id=group_id,
-        topics=tuple(
-            schema.make("DeleteShareGroupOffsetsRequestTopic", topic_name=t) for t in topics
-        ),
-    )
 
 
 # ---- state RPCs (83-87)
@@ -219,7 +197,7 @@ class Consumer:
     """A share-group member that joins, fetches and acknowledges over one connection,
     tracking its share-session epoch."""
 
-    def __init__(self, conn: KafkaConnection, group_id: str) -> None:
+    def __init__(self, conn: Connection, group_id: str) -> None:
         self.conn = conn
         self.member = Member(group_id)
         self.session_epoch = 0
@@ -232,15 +210,18 @@ class Consumer:
         await self.member.join(self.conn, list(topics))
 
     async def fetch(self, partitions: Iterable[TP], acks: Acks | None = None) -> Any:
-        response = await self.conn.request(
-            share_fetch_request(
-                self.group_id,
-                self.member.member_id,
-                self.session_epoch,
-                partitions,
+        response = await send(
+            self.conn,
+            share_fetch(
+                group_id=self.group_id,
+                member_id=self.member.member_id,
+                session_epoch=self.session_epoch,
+                partitions=partitions,
                 acks=acks,
                 max_wait_ms=5_000,
-            )
+                max_records=MAX_RECORDS,
+                batch_size=MAX_RECORDS,
+            ),
         )
         assert response.error_code == ErrorCode.none, response
         self.session_epoch += 1
@@ -250,8 +231,14 @@ class Consumer:
         return acquired(await self.fetch(partitions))
 
     async def acknowledge(self, acks: Acks) -> None:
-        response = await self.conn.request(
-            share_ack_request(self.group_id, self.member.member_id, self.session_epoch, acks)
+        response = await send(
+            self.conn,
+            share_acknowledge(
+                group_id=self.group_id,
+                member_id=self.member.member_id,
+                session_epoch=self.session_epoch,
+                acks=acks,
+            ),
         )
         assert response.error_code == ErrorCode.none, response
         for topic in response.responses:
@@ -262,11 +249,16 @@ class Consumer:
     async def close_and_leave(self) -> None:
         """End the share session (releasing nothing acknowledged) and leave."""
         if self.session_epoch > 0:
-            response = await self.conn.request(
-                share_ack_request(self.group_id, self.member.member_id, -1)
+            response = await send(
+                self.conn,
+                share_acknowledge(
+                    group_id=self.group_id,
+                    member_id=self.member.member_id,
+                    session_epoch=LEAVE_EPOCH,
+                ),
             )
             assert response.error_code == ErrorCode.none, response
-        response = await self.conn.request(
-            heartbeat_request(self.group_id, self.member.member_id, -1)
+        response = await send(
+            self.conn, heartbeat(self.group_id, self.member.member_id, LEAVE_EPOCH, None)
         )
         assert response.error_code == ErrorCode.none, response

@@ -30,7 +30,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Share
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin import ResourceType as AdminResourceType
 
-from tests.support.share_groups import describe_request, described_assignment
+from shoal.client.requests import share_group_describe
+from tests.support.share_groups import described_assignment
 from tests.support.wire import call1
 
 # Broker settings for share-group end-to-end tests: locks may be as short as 1 s,
@@ -182,7 +183,7 @@ def first_batch(consumer: ShareConsumer, *, timeout_s: float = WAIT_S) -> list[M
 
 
 def describe(bootstrap: str, group: str) -> Any:
-    (described,) = call1(bootstrap, describe_request(group)).groups
+    (described,) = call1(bootstrap, share_group_describe([group])).groups
     return described
 
 

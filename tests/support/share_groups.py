@@ -1,4 +1,6 @@
-"""Share-group wire helpers: request builders and a member that tracks its epoch.
+"""Share-group wire helpers: a member that tracks its epoch, and readers of
+ShareGroupHeartbeat / ShareGroupDescribe answers (the requests are the client's
+`share_requests.heartbeat` and `requests.share_group_describe`).
 
 `Member` plays the client side of ShareGroupHeartbeat the way librdkafka does: join
 at epoch 0 with a subscription, then heartbeat at the epoch it was given with a null
@@ -13,10 +15,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
+from shoal.client.requests import share_group_describe
+from shoal.client.share_requests import LEAVE_EPOCH, heartbeat
+from tests.support.wire import send
 
 Assignment = dict[uuid.UUID, tuple[int, ...]]
 
@@ -25,29 +28,6 @@ def new_member_id() -> str:
     """A member id as librdkafka makes one: a 22-character base64 UUID (standard
     alphabet, so `+` and `/` may occur), unpadded."""
     return base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def heartbeat_request(
-    group_id: str,
-    member_id: str,
-    member_epoch: int,
-    subscribed: Sequence[str] | None = None,
-    *,
-    rack_id: str | None = None,
-) -> ShareGroupHeartbeatRequest:
-    return ShareGroupHeartbeatRequest(
-        group_id=group_id,
-        member_id=member_id,
-        member_epoch=member_epoch,
-        rack_id=rack_id,
-        subscribed_topic_names=None if subscribed is None else tuple(subscribed),
-    )
-
-
-def describe_request(*group_ids: str, authorized_operations: bool = False) -> Any:
-    return ShareGroupDescribeRequest(
-        group_ids=group_ids, include_authorized_operations=authorized_operations
-    )
 
 
 def assignment_of(response: Any) -> Assignment | None:
@@ -62,8 +42,8 @@ def described_assignment(member: Any) -> dict[str, tuple[int, ...]]:
     return {tp.topic_name: tuple(tp.partitions) for tp in member.assignment.topic_partitions}
 
 
-async def describe_one(conn: KafkaConnection, group_id: str) -> Any:
-    response = await conn.request(describe_request(group_id))
+async def describe_one(conn: Connection, group_id: str) -> Any:
+    response = await send(conn, share_group_describe([group_id]))
     (group,) = response.groups
     return group
 
@@ -79,15 +59,15 @@ class Member:
 
     async def send(
         self,
-        conn: KafkaConnection,
+        conn: Connection,
         epoch: int,
         subscribed: Sequence[str] | None = None,
         *,
         rack_id: str | None = None,
     ) -> Any:
         """One heartbeat at `epoch`; adopts the epoch and assignment on success."""
-        response = await conn.request(
-            heartbeat_request(self.group_id, self.member_id, epoch, subscribed, rack_id=rack_id)
+        response = await send(
+            conn, heartbeat(self.group_id, self.member_id, epoch, subscribed, rack_id=rack_id)
         )
         if response.error_code == ErrorCode.none:
             assert response.member_id == self.member_id, response
@@ -97,21 +77,21 @@ class Member:
                 self.assignment = assigned
         return response
 
-    async def join(self, conn: KafkaConnection, topics: Sequence[str], **kw: Any) -> Any:
+    async def join(self, conn: Connection, topics: Sequence[str], **kw: Any) -> Any:
         response = await self.send(conn, 0, topics, **kw)
         assert response.error_code == ErrorCode.none, response
         return response
 
-    async def beat(self, conn: KafkaConnection) -> Any:
+    async def beat(self, conn: Connection) -> Any:
         response = await self.send(conn, self.epoch)
         assert response.error_code == ErrorCode.none, response
         return response
 
-    async def leave(self, conn: KafkaConnection) -> Any:
-        response = await conn.request(heartbeat_request(self.group_id, self.member_id, -1))
+    async def leave(self, conn: Connection) -> Any:
+        response = await send(conn, heartbeat(self.group_id, self.member_id, LEAVE_EPOCH, None))
         assert response.error_code == ErrorCode.none, response
-        assert response.member_epoch == -1, response
-        self.epoch = -1
+        assert response.member_epoch == LEAVE_EPOCH, response
+        self.epoch = LEAVE_EPOCH
         self.assignment = {}
         return response
 
@@ -119,7 +99,7 @@ class Member:
         return self.assignment.get(topic_id, ())
 
 
-async def settle(conn: KafkaConnection, members: Iterable[Member], *, rounds: int = 10) -> None:
+async def settle(conn: Connection, members: Iterable[Member], *, rounds: int = 10) -> None:
     """Heartbeat every member at its epoch until no epoch moves."""
     members = list(members)
     for _ in range(rounds):

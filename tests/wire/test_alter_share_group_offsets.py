@@ -14,22 +14,14 @@ from collections.abc import Iterator
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
+from shoal.client.share_requests import share_acknowledge
+from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
-from tests.support.share_admin import (
-    Consumer,
-    alter_offsets,
-    alter_offsets_request,
-    describe_offsets,
-)
+from tests.support.share_admin import Consumer, alter_offsets, describe_offsets
 from tests.support.share_groups import describe_one
-from tests.support.share_wire import (
-    ACCEPT,
-    RELEASE,
-    produce_values,
-    set_group_configs,
-    share_ack_request,
-)
+from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
@@ -51,19 +43,25 @@ def test_74_reset_to_zero_redelivers_from_zero_with_count_one(broker: BrokerProc
     produce_values(broker.bootstrap, topic, 5)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         first = Consumer(conn, group)
         await first.join(topic)
         assert await first.acquire([tp]) == {tp: [(0, 4, 1)]}
-        await first.acknowledge({tp: [(0, 2, (ACCEPT,)), (3, 4, (RELEASE,))]})
+        await first.acknowledge(
+            {tp: [(0, 2, (AcknowledgeType.ACCEPT,)), (3, 4, (AcknowledgeType.RELEASE,))]}
+        )
         assert await first.acquire([tp]) == {tp: [(3, 4, 2)]}
-        busy = await conn.request(alter_offsets_request(group, {topic: {0: 0}}))
+        busy = await conn.request(
+            requests.alter_share_group_offsets(group, {(topic, 0): 0}).build(0)
+        )
         assert busy.error_code == ErrorCode.non_empty_group
         assert busy.error_message == "The group is not empty."
         assert [p.error_code for p in busy.responses[0].partitions] == [ErrorCode.non_empty_group]
         await first.close_and_leave()
         before = await describe_one(conn, group)
-        reset = await conn.request(alter_offsets_request(group, {topic: {0: 0}}))
+        reset = await conn.request(
+            requests.alter_share_group_offsets(group, {(topic, 0): 0}).build(0)
+        )
         assert reset.error_code == ErrorCode.none, reset
         [row] = reset.responses
         assert (row.topic_name, row.topic_id) == (topic, topic_id)
@@ -94,10 +92,12 @@ def test_missing_group_is_created_empty(broker: BrokerProcess) -> None:
     topic, group = topic_name("asgo-new"), topic_name("asgo-group")
     create_topic(broker.bootstrap, topic)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         missing = await describe_one(conn, group)
         assert missing.error_code == ErrorCode.group_id_not_found
-        reset = await conn.request(alter_offsets_request(group, {topic: {0: 0}}))
+        reset = await conn.request(
+            requests.alter_share_group_offsets(group, {(topic, 0): 0}).build(0)
+        )
         assert reset.error_code == ErrorCode.none
         created = await describe_one(conn, group)
         assert (created.error_code, created.group_state, created.members) == (
@@ -116,7 +116,9 @@ def test_unknown_topics_and_partitions_per_partition(broker: BrokerProcess) -> N
     missing = topic_name("asgo-missing")
     response = call1(
         broker.bootstrap,
-        alter_offsets_request(group, {topic: {0: 1, 1: 0, 2: 0}, missing: {0: 0}}),
+        requests.alter_share_group_offsets(
+            group, {(topic, 0): 1, (topic, 1): 0, (topic, 2): 0, (missing, 0): 0}
+        ).build(0),
     )
     assert response.error_code == ErrorCode.none
     rows = {t.topic_name: t for t in response.responses}
@@ -159,21 +161,26 @@ def test_reset_replaces_state_cached_for_an_open_share_session(broker: BrokerPro
     produce_values(broker.bootstrap, topic, 4)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         first = Consumer(conn, group)
         await first.join(topic)
         assert await first.acquire([tp]) == {tp: [(0, 3, 1)]}
-        await first.acknowledge({tp: [(0, 1, (ACCEPT,))]})
+        await first.acknowledge({tp: [(0, 1, (AcknowledgeType.ACCEPT,))]})
         await first.member.leave(conn)  # the share session stays open
-        reset = await conn.request(alter_offsets_request(group, {topic: {0: 0}}))
+        reset = await conn.request(
+            requests.alter_share_group_offsets(group, {(topic, 0): 0}).build(0)
+        )
         assert reset.error_code == ErrorCode.none, reset
         second = Consumer(conn, group)
         await second.join(topic)
         assert await second.acquire([tp]) == {tp: [(0, 3, 1)]}
         stale = await conn.request(
-            share_ack_request(
-                group, first.member.member_id, first.session_epoch, {tp: [(2, 3, (ACCEPT,))]}
-            )
+            share_acknowledge(
+                group_id=group,
+                member_id=first.member.member_id,
+                session_epoch=first.session_epoch,
+                acks={tp: [(2, 3, (AcknowledgeType.ACCEPT,))]},
+            ).build(1)
         )
         assert stale.error_code == ErrorCode.none
         [partition] = stale.responses[0].partitions

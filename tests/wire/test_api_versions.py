@@ -10,7 +10,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsRequestV4
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
 from shoal.protocol import codec
 from tests.support.broker import BrokerProcess
 from tests.support.wire import call1
@@ -84,7 +84,7 @@ def test_connection_survives_many_requests(broker: BrokerProcess) -> None:
     host, port = broker.bootstrap.split(":")
 
     async def go() -> int:
-        conn = await KafkaConnection.open(host, int(port))
+        conn = await Connection.open(host, int(port))
         futures = [
             await conn.send(
                 ApiVersionsRequest(client_software_name="t", client_software_version="1")

@@ -11,16 +11,13 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
+from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
-from tests.support.share_admin import (
-    Consumer,
-    delete_groups,
-    delete_groups_request,
-    describe_offsets,
-)
+from tests.support.share_admin import Consumer, delete_groups, describe_offsets
 from tests.support.share_groups import describe_one
-from tests.support.share_wire import ACCEPT, produce_values, set_group_configs
+from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import with_connection
 
@@ -34,12 +31,12 @@ def test_76_delete_needs_an_empty_group_and_the_name_starts_afresh(
     produce_values(broker.bootstrap, topic, 3)
     tp = (topic_id, 0)
 
-    async def consume_then_leave(conn: KafkaConnection) -> None:
+    async def consume_then_leave(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(topic)
         assert await consumer.acquire([tp]) == {tp: [(0, 2, 1)]}
-        await consumer.acknowledge({tp: [(0, 2, (ACCEPT,))]})
-        busy = await conn.request(delete_groups_request(group))
+        await consumer.acknowledge({tp: [(0, 2, (AcknowledgeType.ACCEPT,))]})
+        busy = await conn.request(requests.delete_groups([group]).build(2))
         assert [(r.group_id, r.error_code) for r in busy.results] == [
             (group, ErrorCode.non_empty_group)
         ]
@@ -50,7 +47,7 @@ def test_76_delete_needs_an_empty_group_and_the_name_starts_afresh(
     assert delete_groups(broker.bootstrap, group) == {group: ErrorCode.none}
     assert describe_offsets(broker.bootstrap, group) == {}, "state gone"
 
-    async def afresh(conn: KafkaConnection) -> None:
+    async def afresh(conn: Connection) -> None:
         gone = await describe_one(conn, group)
         assert gone.error_code == ErrorCode.group_id_not_found
         consumer = Consumer(conn, group)
@@ -70,7 +67,7 @@ def test_unknown_empty_and_repeated_ids(broker: BrokerProcess, version: int) -> 
     topic, group = topic_name("dg-v"), topic_name("dg-group")
     create_topic(broker.bootstrap, topic)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(topic)
         await consumer.close_and_leave()

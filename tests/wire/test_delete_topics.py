@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
 from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
@@ -124,8 +124,8 @@ def test_deletion_wakes_parked_fetches(broker: BrokerProcess) -> None:
     )
 
     async def go() -> tuple[Any, float]:
-        fetcher = await KafkaConnection.open(host, int(port))
-        admin = await KafkaConnection.open(host, int(port))
+        fetcher = await Connection.open(host, int(port))
+        admin = await Connection.open(host, int(port))
         try:
             parked = await fetcher.send(fetch)
             assert parked is not None

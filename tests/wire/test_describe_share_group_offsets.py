@@ -11,15 +11,15 @@ the topic's share state in every group and a recreated topic starts afresh;
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 
 import pytest
-from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
+from shoal.client.share_requests import share_fetch
+from shoal.protocol.share import AcknowledgeType
 from tests.support.batches import values_batch
 from tests.support.broker import BrokerProcess
 from tests.support.share_admin import (
@@ -29,16 +29,9 @@ from tests.support.share_admin import (
     describe_offsets_request,
     offsets_of,
 )
-from tests.support.share_wire import (
-    ACCEPT,
-    REJECT,
-    RELEASE,
-    produce_values,
-    set_group_configs,
-    share_fetch_request,
-)
-from tests.support.topics import TIMEOUT, create_topic, topic_name
-from tests.support.wire import call1, produce_request, with_connection
+from tests.support.share_wire import produce_values, set_group_configs
+from tests.support.topics import create_topic, topic_name
+from tests.support.wire import call1, send, with_connection
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +56,19 @@ def test_72_empty_partition_polled_once_has_no_start_offset(broker: BrokerProces
     topic, group = topic_name("dsgo-empty"), topic_name("dsgo-group")
     topic_id = create_topic(broker.bootstrap, topic)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(topic)
         # One poll of the empty partition: it loads, acquires nothing.
         response = await conn.request(
-            share_fetch_request(group, consumer.member.member_id, 0, [(topic_id, 0)])
+            share_fetch(
+                group_id=group,
+                member_id=consumer.member.member_id,
+                session_epoch=0,
+                partitions=[(topic_id, 0)],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
         )
         assert response.error_code == ErrorCode.none
         assert await describe_offsets_on(conn, group) == {topic: {0: (-1, 0, -1)}}
@@ -83,7 +83,7 @@ def test_73_lag_moves_with_accept_reject_and_release(broker: BrokerProcess) -> N
     produce_values(broker.bootstrap, topic, 10)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         async def lag() -> int:
             start, _epoch, lag = (await describe_offsets_on(conn, group))[topic][0]
             # The persisted start offset may trail the share-partition's (Kafka's
@@ -94,16 +94,18 @@ def test_73_lag_moves_with_accept_reject_and_release(broker: BrokerProcess) -> N
         consumer = Consumer(conn, group)
         await consumer.join(topic)
         assert await consumer.acquire([tp]) == {tp: [(0, 9, 1)]}
-        await consumer.acknowledge({tp: [(0, 3, (ACCEPT,))]})
+        await consumer.acknowledge({tp: [(0, 3, (AcknowledgeType.ACCEPT,))]})
         assert await lag() == 6
-        await consumer.acknowledge({tp: [(4, 5, (RELEASE,))]})
+        await consumer.acknowledge({tp: [(4, 5, (AcknowledgeType.RELEASE,))]})
         assert await lag() == 6, "released records are still to deliver"
-        await consumer.acknowledge({tp: [(6, 7, (REJECT,)), (8, 9, (ACCEPT,))]})
+        await consumer.acknowledge(
+            {tp: [(6, 7, (AcknowledgeType.REJECT,)), (8, 9, (AcknowledgeType.ACCEPT,))]}
+        )
         assert await lag() == 2, "10 records, 8 of them delivered: 4 and 5 are left"
         assert await consumer.acquire([tp]) == {tp: [(4, 5, 2)]}
-        await consumer.acknowledge({tp: [(4, 5, (ACCEPT,))]})
+        await consumer.acknowledge({tp: [(4, 5, (AcknowledgeType.ACCEPT,))]})
         assert await lag() == 0
-        produced = await conn.request(produce_request(topic, 0, values_batch(3)))
+        produced = await conn.request(requests.produce({(topic, 0): values_batch(3)}).build(9))
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.none
         assert await lag() == 3, "new records are lag"
         await consumer.close_and_leave()
@@ -117,7 +119,7 @@ def test_v0_has_no_lag_and_unknowns_are_no_errors(broker: BrokerProcess) -> None
     group = earliest_group(broker)
     produce_values(broker.bootstrap, topic, 4)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await Consumer(conn, group).join(topic)
 
     with_connection(broker.bootstrap, go)
@@ -152,11 +154,11 @@ def test_null_topics_lists_every_initialised_partition(broker: BrokerProcess) ->
     group = earliest_group(broker)
     produce_values(broker.bootstrap, a, 5)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(a, b)
         assert await consumer.acquire([(a_id, 0)]) == {(a_id, 0): [(0, 4, 1)]}
-        await consumer.acknowledge({(a_id, 0): [(0, 4, (ACCEPT,))]})
+        await consumer.acknowledge({(a_id, 0): [(0, 4, (AcknowledgeType.ACCEPT,))]})
 
     with_connection(broker.bootstrap, go)
     response = call1(broker.bootstrap, describe_offsets_request({group: None}))
@@ -175,16 +177,10 @@ def test_57_added_partition_is_initialised_at_zero(broker: BrokerProcess) -> Non
     create_topic(broker.bootstrap, topic)
     group = topic_name("dsgo-group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(topic)
-        grown = await conn.request(
-            CreatePartitionsRequest(
-                topics=(CreatePartitionsTopic(name=topic, count=2, assignments=None),),
-                timeout=TIMEOUT,
-                validate_only=False,
-            )
-        )
+        grown = await send(conn, requests.create_partitions({topic: 2}))
         assert grown.results[0].error_code == ErrorCode.none
         await consumer.member.beat(conn)
 
@@ -202,25 +198,19 @@ def test_deleted_topic_loses_its_state_and_a_recreated_one_starts_afresh(
     groups = [earliest_group(broker), earliest_group(broker)]
     produce_values(broker.bootstrap, topic, 3)
 
-    async def consume(conn: KafkaConnection) -> None:
+    async def consume(conn: Connection) -> None:
         for group in groups:
             consumer = Consumer(conn, group)
             await consumer.join(topic)
             assert await consumer.acquire([(topic_id, 0)]) == {(topic_id, 0): [(0, 2, 1)]}
-            await consumer.acknowledge({(topic_id, 0): [(0, 2, (ACCEPT,))]})
+            await consumer.acknowledge({(topic_id, 0): [(0, 2, (AcknowledgeType.ACCEPT,))]})
             await consumer.close_and_leave()
 
     with_connection(broker.bootstrap, consume)
     for group in groups:
         [(start, _leader_epoch, lag)] = describe_offsets(broker.bootstrap, group)[topic].values()
         assert start >= 0 and lag == 0, "all 3 records delivered"
-    deleted = call1(
-        broker.bootstrap,
-        DeleteTopicsRequest(
-            topics=(DeleteTopicState(name=topic, topic_id=None),),
-            timeout=datetime.timedelta(seconds=30),
-        ),
-    )
+    deleted = call1(broker.bootstrap, requests.delete_topics([topic]))
     assert deleted.responses[0].error_code == ErrorCode.none
     for group in groups:
         assert describe_offsets(broker.bootstrap, group) == {}
@@ -228,7 +218,7 @@ def test_deleted_topic_loses_its_state_and_a_recreated_one_starts_afresh(
     assert new_id != topic_id
     produce_values(broker.bootstrap, topic, 2)
 
-    async def again(conn: KafkaConnection) -> None:
+    async def again(conn: Connection) -> None:
         consumer = Consumer(conn, groups[0])
         await consumer.join(topic)
         assert await consumer.acquire([(new_id, 0)]) == {(new_id, 0): [(0, 1, 1)]}

@@ -15,6 +15,7 @@ import pytest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.errors import ErrorCode
 
+from shoal.client import requests
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
@@ -22,13 +23,7 @@ from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import (
-    call1,
-    log_end_offset,
-    metadata_request,
-    produce_request,
-    produced,
-)
+from tests.support.wire import call1, log_end_offset, produced
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +43,9 @@ def internal_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
 def test_metadata_marks_the_topic_internal(internal_broker: BrokerProcess) -> None:
     user_topic = topic_name("plain")
     create_topic(internal_broker.bootstrap, user_topic)
-    response = call1(internal_broker.bootstrap, metadata_request(GROUP_METADATA_TOPIC, user_topic))
+    response = call1(
+        internal_broker.bootstrap, requests.metadata([GROUP_METADATA_TOPIC, user_topic]).build(12)
+    )
     by_name = {t.name: t for t in response.topics}
     internal = by_name[GROUP_METADATA_TOPIC]
     assert internal.error_code == ErrorCode.none and internal.is_internal
@@ -60,7 +57,8 @@ def test_produce_to_an_internal_topic_is_refused(internal_broker: BrokerProcess)
     batch = build_batch([b"not a coordinator record"])
     for acks in (-1, 1):
         response = call1(
-            internal_broker.bootstrap, produce_request(GROUP_METADATA_TOPIC, 0, batch, acks=acks)
+            internal_broker.bootstrap,
+            requests.produce({(GROUP_METADATA_TOPIC, 0): batch}, acks=acks).build(9),
         )
         partition = produced(response)
         assert partition.error_code == ErrorCode.invalid_topic_exception
@@ -70,7 +68,9 @@ def test_produce_to_an_internal_topic_is_refused(internal_broker: BrokerProcess)
     # An ordinary topic on the same broker still takes the same batch.
     user_topic = topic_name("plain")
     create_topic(internal_broker.bootstrap, user_topic)
-    ok = produced(call1(internal_broker.bootstrap, produce_request(user_topic, 0, batch)))
+    ok = produced(
+        call1(internal_broker.bootstrap, requests.produce({(user_topic, 0): batch}).build(9))
+    )
     assert ok.error_code == ErrorCode.none and ok.base_offset == 0
 
 
@@ -82,12 +82,12 @@ def test_delete_topics_refuses_an_internal_topic(internal_broker: BrokerProcess)
     (result,) = call1(internal_broker.bootstrap, request).responses
     assert result.error_code == ErrorCode.invalid_request
     assert "internal topic" in (result.error_message or "")
-    response = call1(internal_broker.bootstrap, metadata_request(GROUP_METADATA_TOPIC))
+    response = call1(internal_broker.bootstrap, requests.metadata([GROUP_METADATA_TOPIC]).build(12))
     assert response.topics[0].error_code == ErrorCode.none
 
 
 def test_internal_topic_survives_a_restart_as_internal(internal_broker: BrokerProcess) -> None:
     internal_broker.kill()
     internal_broker.start()
-    response = call1(internal_broker.bootstrap, metadata_request(GROUP_METADATA_TOPIC))
+    response = call1(internal_broker.bootstrap, requests.metadata([GROUP_METADATA_TOPIC]).build(12))
     assert response.topics[0].is_internal

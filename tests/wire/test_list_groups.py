@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.share_groups import Member
@@ -35,7 +35,7 @@ def groups(broker: BrokerProcess) -> tuple[str, str]:
     create_topic(broker.bootstrap, topic)
     stable, empty = topic_name("stable"), topic_name("empty")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await Member(stable).join(conn, [topic])
         leaver = Member(empty)
         await leaver.join(conn, [topic])

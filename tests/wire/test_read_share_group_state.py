@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
+from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
 from tests.support.share_admin import Consumer, state_request, state_results
-from tests.support.share_wire import ACCEPT, produce_values, set_group_configs
+from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
@@ -85,11 +86,11 @@ def test_reads_the_state_of_the_brokers_own_share_groups(broker: BrokerProcess) 
     produce_values(broker.bootstrap, topic, 4)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         consumer = Consumer(conn, group)
         await consumer.join(topic)
         assert await consumer.acquire([tp]) == {tp: [(0, 3, 1)]}
-        await consumer.acknowledge({tp: [(1, 2, (ACCEPT,))]})
+        await consumer.acknowledge({tp: [(1, 2, (AcknowledgeType.ACCEPT,))]})
 
     with_connection(broker.bootstrap, go)
     state = read(broker, group, topic_id)

@@ -18,25 +18,17 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
-from tests.support.broker import BrokerProcess
-from tests.support.share_groups import heartbeat_request
-from tests.support.share_wire import (
-    ACCEPT,
-    GAP,
-    REJECT,
-    RELEASE,
-    RENEW,
-    TP,
+from shoal.client.aio import Connection
+from shoal.client.share_requests import (
     Acks,
-    acquired,
-    join,
+    heartbeat,
     partitions_of,
-    produce_values,
-    set_group_configs,
-    share_ack_request,
-    share_fetch_request,
+    share_acknowledge,
+    share_fetch,
 )
+from shoal.protocol.share import AcknowledgeType
+from tests.support.broker import BrokerProcess
+from tests.support.share_wire import TP, acquired, join, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
@@ -78,8 +70,14 @@ def errors_of(response: Any) -> dict[TP, int]:
     return {tp: int(p.error_code) for tp, p in partitions_of(response).items()}
 
 
-async def open_and_fetch(conn: KafkaConnection, group: str, member: str, tp: TP, **kw: Any) -> Any:
-    response = await conn.request(share_fetch_request(group, member, 0, [tp], **kw))
+async def open_and_fetch(conn: Connection, group: str, member: str, tp: TP, **kw: Any) -> Any:
+    fields: dict[str, Any] = {"max_wait_ms": 0, "max_records": 500, "batch_size": 500, **kw}
+    version = fields.pop("version", 1)
+    fields.setdefault("is_renew_ack", False)
+    request = share_fetch(
+        group_id=group, member_id=member, session_epoch=0, partitions=[tp], **fields
+    ).build(version)
+    response = await conn.request(request)
     assert response.error_code == ErrorCode.none, response
     return response
 
@@ -88,10 +86,15 @@ def test_a5_share_acknowledge_at_epoch_zero(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
         response = await conn.request(
-            share_ack_request(group, member, 0, {tp: [(0, 9, (ACCEPT,))]})
+            share_acknowledge(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
+            ).build(1)
         )
         assert response.error_code == ErrorCode.invalid_share_session_epoch
         assert response.responses == ()
@@ -103,14 +106,35 @@ def test_a8_share_acknowledge_advances_the_session_epoch(broker: BrokerProcess) 
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         fetched = await open_and_fetch(conn, group, member, tp)
         assert acquired(fetched) == {tp: [(0, 9, 1)]}
-        acked = await conn.request(share_ack_request(group, member, 1, {tp: [(0, 9, (ACCEPT,))]}))
+        acked = await conn.request(
+            share_acknowledge(
+                group_id=group,
+                member_id=member,
+                session_epoch=1,
+                acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
+            ).build(1)
+        )
         assert errors_of(acked) == {tp: 0}
-        stale = await conn.request(share_fetch_request(group, member, 1))
+        stale = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert stale.error_code == ErrorCode.invalid_share_session_epoch
-        assert (await conn.request(share_fetch_request(group, member, 2))).error_code == 0
+        assert (
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=2,
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
+        ).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -118,16 +142,36 @@ def test_a8_share_acknowledge_advances_the_session_epoch(broker: BrokerProcess) 
 def test_share_acknowledge_errors_of_the_session(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker, records=0)
     tp = (topic_id, 0)
-    none = call1(broker.bootstrap, share_ack_request(group, member, 1, {tp: [(0, 0, (ACCEPT,))]}))
+    none = call1(
+        broker.bootstrap,
+        share_acknowledge(
+            group_id=group,
+            member_id=member,
+            session_epoch=1,
+            acks={tp: [(0, 0, (AcknowledgeType.ACCEPT,))]},
+        ).build(1),
+    )
     assert none.error_code == ErrorCode.share_session_not_found
-    final = call1(broker.bootstrap, share_ack_request(group, member, -1))
+    final = call1(
+        broker.bootstrap,
+        share_acknowledge(group_id=group, member_id=member, session_epoch=-1).build(1),
+    )
     assert final.error_code == ErrorCode.share_session_not_found
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
-        wrong = await conn.request(share_ack_request(group, member, 2))
+        wrong = await conn.request(
+            share_acknowledge(group_id=group, member_id=member, session_epoch=2).build(1)
+        )
         assert wrong.error_code == ErrorCode.invalid_share_session_epoch
-        assert errors_of(await conn.request(share_ack_request(group, member, 1))) == {}
+        assert (
+            errors_of(
+                await conn.request(
+                    share_acknowledge(group_id=group, member_id=member, session_epoch=1).build(1)
+                )
+            )
+            == {}
+        )
 
     with_connection(broker.bootstrap, go)
 
@@ -138,23 +182,54 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
 ) -> None:
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
-    acks: Acks = {tp: [(0, 4, (ACCEPT,))]}
+    acks: Acks = {tp: [(0, 4, (AcknowledgeType.ACCEPT,))]}
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         fetched = await open_and_fetch(conn, group, member, tp)
         assert acquired(fetched) == {tp: [(0, 9, 1)]}
         if api == "ShareFetch":
-            final = await conn.request(share_fetch_request(group, member, -1, acks=acks))
+            final = await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=-1,
+                    acks=acks,
+                    max_wait_ms=0,
+                    max_records=500,
+                    is_renew_ack=False,
+                ).build(1)
+            )
             listed = partitions_of(final)
             assert list(listed) == [tp]
             assert listed[tp].acknowledge_error_code == 0
             assert listed[tp].acquired_records == () and listed[tp].records == b""
         else:
-            final = await conn.request(share_ack_request(group, member, -1, acks))
+            final = await conn.request(
+                share_acknowledge(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=-1,
+                    acks=acks,
+                    is_renew_ack=False,
+                ).build(1)
+            )
             assert errors_of(final) == {tp: 0}
-        gone = await conn.request(share_fetch_request(group, member, 1))
+        gone = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert gone.error_code == ErrorCode.share_session_not_found
-        other = await conn.request(share_fetch_request(group, "other", 0, [tp]))
+        other = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id="other",
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(other) == {tp: [(5, 9, 2)]}
 
     with_connection(broker.bootstrap, go)
@@ -166,13 +241,29 @@ def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) ->
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
-        left = await conn.request(heartbeat_request(group, member, -1))
+        left = await conn.request(heartbeat(group, member, -1, None).build(1))
         assert left.error_code == ErrorCode.none
-        final = await conn.request(share_ack_request(group, member, -1, {tp: [(0, 9, (ACCEPT,))]}))
+        final = await conn.request(
+            share_acknowledge(
+                group_id=group,
+                member_id=member,
+                session_epoch=-1,
+                acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
+            ).build(1)
+        )
         assert errors_of(final) == {tp: 0}
-        after = await conn.request(share_fetch_request(group, "other", 0, [tp]))
+        after = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id="other",
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(after) == {}
 
     with_connection(broker.bootstrap, go)
@@ -181,12 +272,12 @@ def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) ->
 @pytest.mark.parametrize(
     ("batches", "why"),
     [
-        ([(5, 4, (ACCEPT,))], "first > last"),
-        ([(0, 5, (ACCEPT,)), (5, 9, (ACCEPT,))], "overlap"),
-        ([(5, 9, (ACCEPT,)), (0, 4, (ACCEPT,))], "descending"),
+        ([(5, 4, (AcknowledgeType.ACCEPT,))], "first > last"),
+        ([(0, 5, (AcknowledgeType.ACCEPT,)), (5, 9, (AcknowledgeType.ACCEPT,))], "overlap"),
+        ([(5, 9, (AcknowledgeType.ACCEPT,)), (0, 4, (AcknowledgeType.ACCEPT,))], "descending"),
         ([(0, 9, ())], "no types"),
-        ([(0, 2, (ACCEPT, ACCEPT))], "wrong type count"),
-        ([(0, 9, (RENEW,))], "RENEW without IsRenewAck"),
+        ([(0, 2, (AcknowledgeType.ACCEPT, AcknowledgeType.ACCEPT))], "wrong type count"),
+        ([(0, 9, (AcknowledgeType.RENEW,))], "RENEW without IsRenewAck"),
         ([(0, 9, (7,))], "unknown type"),
     ],
 )
@@ -197,19 +288,38 @@ def test_a21_malformed_batches_are_invalid_for_their_partition(
     tp = (topic_id, 0)
     unknown: TP = (uuid.uuid4(), 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
-        acks = {tp: batches, unknown: [(0, 0, (ACCEPT,))]}
-        response = await conn.request(share_ack_request(group, member, 1, acks, version=2))
+        acks = {tp: batches, unknown: [(0, 0, (AcknowledgeType.ACCEPT,))]}
+        response = await conn.request(
+            share_acknowledge(
+                group_id=group, member_id=member, session_epoch=1, acks=acks, is_renew_ack=False
+            ).build(2)
+        )
         assert errors_of(response) == {
             tp: ErrorCode.invalid_request,
             unknown: ErrorCode.unknown_topic_id,
         }, why
-        piggy = await conn.request(share_fetch_request(group, member, 2, acks={tp: batches}))
+        piggy = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=2,
+                acks={tp: batches},
+                max_wait_ms=0,
+                max_records=500,
+                is_renew_ack=False,
+            ).build(1)
+        )
         assert partitions_of(piggy)[tp].acknowledge_error_code == ErrorCode.invalid_request, why
         # Nothing changed: the records are still the member's to accept.
         accepted = await conn.request(
-            share_ack_request(group, member, 3, {tp: [(0, 9, (ACCEPT,))]})
+            share_acknowledge(
+                group_id=group,
+                member_id=member,
+                session_epoch=3,
+                acks={tp: [(0, 9, (AcknowledgeType.ACCEPT,))]},
+            ).build(1)
         )
         assert errors_of(accepted) == {tp: 0}
 
@@ -220,11 +330,39 @@ def test_per_offset_types_gap_reject_release(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker, records=4)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
-        acks: Acks = {tp: [(0, 3, (ACCEPT, GAP, REJECT, RELEASE))]}
-        assert errors_of(await conn.request(share_ack_request(group, member, 1, acks))) == {tp: 0}
-        other = await conn.request(share_fetch_request(group, "other", 0, [tp]))
+        acks: Acks = {
+            tp: [
+                (
+                    0,
+                    3,
+                    (
+                        AcknowledgeType.ACCEPT,
+                        AcknowledgeType.GAP,
+                        AcknowledgeType.REJECT,
+                        AcknowledgeType.RELEASE,
+                    ),
+                )
+            ]
+        }
+        assert errors_of(
+            await conn.request(
+                share_acknowledge(
+                    group_id=group, member_id=member, session_epoch=1, acks=acks, is_renew_ack=False
+                ).build(1)
+            )
+        ) == {tp: 0}
+        other = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id="other",
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(other) == {tp: [(3, 3, 2)]}
 
     with_connection(broker.bootstrap, go)
@@ -234,24 +372,42 @@ def test_v2_renew_keeps_the_records_locked(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker, records=3, share_record_lock_duration_ms="1000")
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         fetched = await open_and_fetch(conn, group, member, tp, version=2)
         assert acquired(fetched) == {tp: [(0, 2, 1)]}
         await asyncio.sleep(0.6)
-        renew = share_ack_request(
-            group, member, 1, {tp: [(0, 2, (RENEW,))]}, version=2, is_renew_ack=True
-        )
+        renew = share_acknowledge(
+            group_id=group,
+            member_id=member,
+            session_epoch=1,
+            acks={tp: [(0, 2, (AcknowledgeType.RENEW,))]},
+            is_renew_ack=True,
+        ).build(2)
         renewed = await conn.request(renew)
         assert errors_of(renewed) == {tp: 0}
         assert renewed.acquisition_lock_timeout.total_seconds() == 1
         await asyncio.sleep(0.6)  # past the first lock, within the renewed one
-        other = await KafkaConnection.open("127.0.0.1", broker.port)
+        other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(share_fetch_request(group, "other", 0, [tp]))
+            taken = await other.request(
+                share_fetch(
+                    group_id=group,
+                    member_id="other",
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
             assert acquired(taken) == {}
         finally:
             await other.close()
-        accept = share_ack_request(group, member, 2, {tp: [(0, 2, (ACCEPT,))]}, version=2)
+        accept = share_acknowledge(
+            group_id=group,
+            member_id=member,
+            session_epoch=2,
+            acks={tp: [(0, 2, (AcknowledgeType.ACCEPT,))]},
+        ).build(2)
         assert errors_of(await conn.request(accept)) == {tp: 0}
 
     with_connection(broker.bootstrap, go)
@@ -263,11 +419,15 @@ def test_v2_renew_disabled_by_the_group(broker: BrokerProcess) -> None:
     )
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp, version=2)
-        renew = share_ack_request(
-            group, member, 1, {tp: [(0, 2, (RENEW,))]}, version=2, is_renew_ack=True
-        )
+        renew = share_acknowledge(
+            group_id=group,
+            member_id=member,
+            session_epoch=1,
+            acks={tp: [(0, 2, (AcknowledgeType.RENEW,))]},
+            is_renew_ack=True,
+        ).build(2)
         assert errors_of(await conn.request(renew)) == {tp: ErrorCode.invalid_record_state}
 
     with_connection(broker.bootstrap, go)
@@ -277,12 +437,21 @@ def test_v1_has_no_lock_timeout_and_v2_reports_it(broker: BrokerProcess) -> None
     _topic, topic_id, group, member = setup(broker, records=1, share_record_lock_duration_ms="2000")
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await open_and_fetch(conn, group, member, tp)
-        v1 = await conn.request(share_ack_request(group, member, 1, {tp: [(0, 0, (RELEASE,))]}))
+        v1 = await conn.request(
+            share_acknowledge(
+                group_id=group,
+                member_id=member,
+                session_epoch=1,
+                acks={tp: [(0, 0, (AcknowledgeType.RELEASE,))]},
+            ).build(1)
+        )
         assert errors_of(v1) == {tp: 0}
         assert not hasattr(v1, "acquisition_lock_timeout")
-        v2 = await conn.request(share_ack_request(group, member, 2, version=2))
+        v2 = await conn.request(
+            share_acknowledge(group_id=group, member_id=member, session_epoch=2).build(2)
+        )
         assert v2.acquisition_lock_timeout.total_seconds() == 2
 
     with_connection(broker.bootstrap, go)
@@ -292,5 +461,8 @@ def test_v1_has_no_lock_timeout_and_v2_reports_it(broker: BrokerProcess) -> None
 def test_group_and_member_ids_are_checked(
     broker: BrokerProcess, group_id: str | None, member_id: str | None
 ) -> None:
-    response = call1(broker.bootstrap, share_ack_request(group_id, member_id, 1))
+    response = call1(
+        broker.bootstrap,
+        share_acknowledge(group_id=group_id, member_id=member_id, session_epoch=1).build(1),
+    )
     assert response.error_code == ErrorCode.invalid_request

@@ -26,20 +26,12 @@ from collections.abc import Iterator
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.client import KafkaConnection
+from shoal.client.aio import Connection
+from shoal.client.share_requests import partitions_of, share_acknowledge, share_fetch
 from shoal.protocol.schema import request_schema
+from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
-from tests.support.share_wire import (
-    ACCEPT,
-    TP,
-    acquired,
-    join,
-    partitions_of,
-    produce_values,
-    set_group_configs,
-    share_ack_request,
-    share_fetch_request,
-)
+from tests.support.share_wire import TP, acquired, join, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
@@ -93,7 +85,14 @@ def setup(
 def test_a4_acknowledgements_at_epoch_zero_are_an_invalid_request(broker: BrokerProcess) -> None:
     topic, topic_id, group, member = setup(broker)
     produce_values(broker.bootstrap, topic, 3)
-    request = share_fetch_request(group, member, 0, acks={(topic_id, 0): [(0, 2, (ACCEPT,))]})
+    request = share_fetch(
+        group_id=group,
+        member_id=member,
+        session_epoch=0,
+        acks={(topic_id, 0): [(0, 2, (AcknowledgeType.ACCEPT,))]},
+        max_wait_ms=0,
+        max_records=500,
+    ).build(1)
     response = call1(broker.bootstrap, request)
     assert response.error_code == ErrorCode.invalid_request
     assert response.acquisition_lock_timeout.total_seconds() == 0
@@ -103,15 +102,48 @@ def test_a4_acknowledgements_at_epoch_zero_are_an_invalid_request(broker: Broker
 def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         assert (
-            await conn.request(share_fetch_request(group, member, 0, [(topic_id, 0)]))
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=0,
+                    partitions=[(topic_id, 0)],
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
         ).error_code == 0
-        assert (await conn.request(share_fetch_request(group, member, 1))).error_code == 0
-        wrong = await conn.request(share_fetch_request(group, member, 3))
+        assert (
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=1,
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
+        ).error_code == 0
+        wrong = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert wrong.error_code == ErrorCode.invalid_share_session_epoch
         assert wrong.acquisition_lock_timeout.total_seconds() == 0
-        assert (await conn.request(share_fetch_request(group, member, 2))).error_code == 0
+        assert (
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=2,
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
+        ).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -119,7 +151,17 @@ def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) 
 @pytest.mark.parametrize("epoch", [5, -1])
 def test_a7_no_session_is_share_session_not_found(broker: BrokerProcess, epoch: int) -> None:
     _topic, topic_id, group, member = setup(broker)
-    response = call1(broker.bootstrap, share_fetch_request(group, member, epoch, [(topic_id, 0)]))
+    response = call1(
+        broker.bootstrap,
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=epoch,
+            partitions=[(topic_id, 0)],
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1),
+    )
     assert response.error_code == ErrorCode.share_session_not_found
 
 
@@ -127,16 +169,48 @@ def test_a9_a_second_epoch_zero_opens_a_new_session(broker: BrokerProcess) -> No
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         for epoch in (0, 1, 2):
             assert (
-                await conn.request(share_fetch_request(group, member, epoch, [tp]))
+                await conn.request(
+                    share_fetch(
+                        group_id=group,
+                        member_id=member,
+                        session_epoch=epoch,
+                        partitions=[tp],
+                        max_wait_ms=0,
+                        max_records=500,
+                    ).build(1)
+                )
             ).error_code == 0
-        reopened = await conn.request(share_fetch_request(group, member, 0, [tp]))
+        reopened = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert reopened.error_code == 0 and tp in partitions_of(reopened)
-        old = await conn.request(share_fetch_request(group, member, 3))
+        old = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert old.error_code == ErrorCode.invalid_share_session_epoch
-        assert (await conn.request(share_fetch_request(group, member, 1))).error_code == 0
+        assert (
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=1,
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
+        ).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -149,21 +223,46 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
     second = "second-member"
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
-        opened = await conn.request(share_fetch_request(group, first, 0, [tp]))
+    async def go(conn: Connection) -> None:
+        opened = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=first,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert opened.error_code == ErrorCode.none
-        other = await KafkaConnection.open("127.0.0.1", one_session_broker.port)
+        other = await Connection.open("127.0.0.1", one_session_broker.port)
         try:
             started = time.monotonic()
             refused = await other.request(
-                share_fetch_request(group, second, 0, [tp], max_wait_ms=400)
+                share_fetch(
+                    group_id=group,
+                    member_id=second,
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_wait_ms=400,
+                    max_records=500,
+                ).build(1)
             )
             assert refused.error_code == ErrorCode.share_session_limit_reached
             assert time.monotonic() - started >= 0.38, "answered after MaxWaitMs"
             await conn.close()  # the first session ends with its connection
             deadline = time.monotonic() + 10
             while True:
-                retry = await other.request(share_fetch_request(group, second, 0, [tp]))
+                retry = await other.request(
+                    share_fetch(
+                        group_id=group,
+                        member_id=second,
+                        session_epoch=0,
+                        partitions=[tp],
+                        max_wait_ms=0,
+                        max_records=500,
+                    ).build(1)
+                )
                 if retry.error_code == ErrorCode.none:
                     break
                 assert retry.error_code == ErrorCode.share_session_limit_reached
@@ -181,7 +280,17 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
 def test_a11_ten_records_are_acquired_at_once(broker: BrokerProcess) -> None:
     topic, topic_id, group, member = setup(broker)
     produce_values(broker.bootstrap, topic, 10)
-    response = call1(broker.bootstrap, share_fetch_request(group, member, 0, [(topic_id, 0)]))
+    response = call1(
+        broker.bootstrap,
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[(topic_id, 0)],
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1),
+    )
     assert response.error_code == ErrorCode.none
     assert response.acquisition_lock_timeout.total_seconds() * 1000 == 30_000
     (partition,) = partitions_of(response).values()
@@ -198,7 +307,14 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     tp = (topic_id, 0)
     one = call1(
         broker.bootstrap,
-        share_fetch_request(group, member, 0, [tp], max_records=1, batch_size=1),
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[tp],
+            max_records=1,
+            max_wait_ms=0,
+        ).build(1),
     )
     assert acquired(one) == {tp: [(0, 0, 1)]}
     other_group = topic_name("sf-group")
@@ -206,7 +322,15 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     other = join(broker.bootstrap, other_group, topic)
     five = call1(
         broker.bootstrap,
-        share_fetch_request(other_group, other, 0, [tp], max_records=5, batch_size=1),
+        share_fetch(
+            group_id=other_group,
+            member_id=other,
+            session_epoch=0,
+            partitions=[tp],
+            max_records=5,
+            batch_size=1,
+            max_wait_ms=0,
+        ).build(1),
     )
     assert acquired(five) == {tp: [(i, i, 1) for i in range(5)]}
 
@@ -218,22 +342,67 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
     produce_values(broker.bootstrap, topic, 4)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
-        first = await conn.request(share_fetch_request(group, member, 0, [tp]))
+    async def go(conn: Connection) -> None:
+        first = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(first) == {tp: [(0, 3, 1)]}
-        forgot = await conn.request(share_fetch_request(group, member, 1, forgotten=[tp]))
+        forgot = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=1,
+                forgotten=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert forgot.error_code == 0 and partitions_of(forgot) == {}
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 2)
-        later = await conn.request(share_fetch_request(group, member, 2))
+        later = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert later.error_code == 0 and partitions_of(later) == {}
-        other = await KafkaConnection.open("127.0.0.1", broker.port)
+        other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(share_fetch_request(group, "other", 0, [tp]))
+            taken = await other.request(
+                share_fetch(
+                    group_id=group,
+                    member_id="other",
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
             assert acquired(taken) == {tp: [(4, 5, 1)]}, "0-3 are still locked"
-            accept = share_ack_request(group, "other", 1, {tp: [(4, 5, (ACCEPT,))]})
+            accept = share_acknowledge(
+                group_id=group,
+                member_id="other",
+                session_epoch=1,
+                acks={tp: [(4, 5, (AcknowledgeType.ACCEPT,))]},
+                is_renew_ack=False,
+            ).build(1)
             assert (await other.request(accept)).error_code == 0
             await asyncio.sleep(1.1)
-            expired = await other.request(share_fetch_request(group, "other", 2, max_wait_ms=2000))
+            expired = await other.request(
+                share_fetch(
+                    group_id=group,
+                    member_id="other",
+                    session_epoch=2,
+                    max_wait_ms=2000,
+                    max_records=500,
+                ).build(1)
+            )
             assert acquired(expired) == {tp: [(0, 3, 2)]}
         finally:
             await other.close()
@@ -249,13 +418,42 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
     set_group_configs(broker.bootstrap, other_group, {"share.auto.offset.reset": "earliest"})
     other_member = join(broker.bootstrap, other_group, topic)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         # Sessions (and their records) live as long as their connection: keep it open.
-        a = await conn.request(share_fetch_request(group, member, 0, [tp], max_records=5))
-        b = await conn.request(share_fetch_request(group, "member-b", 0, [tp], max_records=5))
+        a = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_records=5,
+                max_wait_ms=0,
+                batch_size=500,
+            ).build(1)
+        )
+        b = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id="member-b",
+                session_epoch=0,
+                partitions=[tp],
+                max_records=5,
+                max_wait_ms=0,
+                batch_size=500,
+            ).build(1)
+        )
         assert acquired(a) == {tp: [(0, 4, 1)]}
         assert acquired(b) == {tp: [(5, 9, 1)]}
-        c = await conn.request(share_fetch_request(other_group, other_member, 0, [tp]))
+        c = await conn.request(
+            share_fetch(
+                group_id=other_group,
+                member_id=other_member,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(c) == {tp: [(0, 9, 1)]}
 
     with_connection(broker.bootstrap, go)
@@ -265,11 +463,31 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
     topic, topic_id, group, member = setup(broker)
     produce_values(broker.bootstrap, topic, 5)
     tp = (topic_id, 0)
-    first = call1(broker.bootstrap, share_fetch_request(group, member, 0, [tp]))
+    first = call1(
+        broker.bootstrap,
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[tp],
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1),
+    )
     assert acquired(first) == {tp: [(0, 4, 1)]}
     deadline = time.monotonic() + 10
     while True:  # the broker notices the closed connection asynchronously
-        again = call1(broker.bootstrap, share_fetch_request(group, "member-b", 0, [tp]))
+        again = call1(
+            broker.bootstrap,
+            share_fetch(
+                group_id=group,
+                member_id="member-b",
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1),
+        )
         if acquired(again):
             break
         assert time.monotonic() < deadline
@@ -278,11 +496,21 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
 
 
 def test_a16_share_fetch_with_share_groups_disabled(disabled_broker: BrokerProcess) -> None:
-    request = share_fetch_request("g", "m", 0, [(uuid.uuid4(), 0)])
+    request = share_fetch(
+        group_id="g",
+        member_id="m",
+        session_epoch=0,
+        partitions=[(uuid.uuid4(), 0)],
+        max_wait_ms=0,
+        max_records=500,
+    ).build(1)
     response = call1(disabled_broker.bootstrap, request)
     assert response.error_code == ErrorCode.unsupported_version
     assert response.responses == ()
-    ack = call1(disabled_broker.bootstrap, share_ack_request("g", "m", 1))
+    ack = call1(
+        disabled_broker.bootstrap,
+        share_acknowledge(group_id="g", member_id="m", session_epoch=1).build(1),
+    )
     assert ack.error_code == ErrorCode.unsupported_version
 
 
@@ -292,12 +520,28 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
     produce_values(broker.bootstrap, topic, 2, partition=1)
     p0, p1 = (topic_id, 0), (topic_id, 1)
 
-    async def go(conn: KafkaConnection) -> None:
-        first = await conn.request(share_fetch_request(group, member, 0, [p1]))
-        assert acquired(first) == {p1: [(0, 1, 1)]}
-        request = share_fetch_request(
-            group, member, 1, [p0], acks={p1: [(0, 1, (ACCEPT,))]}, split_topics=True
+    async def go(conn: Connection) -> None:
+        first = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[p1],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
         )
+        assert acquired(first) == {p1: [(0, 1, 1)]}
+        request = share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=1,
+            partitions=[p0],
+            acks={p1: [(0, 1, (AcknowledgeType.ACCEPT,))]},
+            split_topics=True,
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1)
         assert [t.topic_id for t in request.topics] == [topic_id, topic_id]
         both = await conn.request(request)
         listed = partitions_of(both)
@@ -305,7 +549,16 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
         assert acquired(both) == {p0: [(0, 2, 1)]}
         assert listed[p1].acknowledge_error_code == 0
         # The acknowledgement was applied: a new member gets nothing from partition 1.
-        again = await conn.request(share_fetch_request(group, member, 2, [p1]))
+        again = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=2,
+                partitions=[p1],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(again) == {}
 
     with_connection(broker.bootstrap, go)
@@ -316,18 +569,44 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
     produce_values(broker.bootstrap, topic, 3)
     p0 = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
-        first = await conn.request(share_fetch_request(group, member, 0, [p0, (topic_id, 1)]))
+    async def go(conn: Connection) -> None:
+        first = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[p0, (topic_id, 1)],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(first) == {p0: [(0, 2, 1)]}
         acked = await conn.request(
-            share_fetch_request(group, member, 1, acks={p0: [(0, 2, (ACCEPT,))]})
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=1,
+                acks={p0: [(0, 2, (AcknowledgeType.ACCEPT,))]},
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
         )
         listed = partitions_of(acked)
         assert list(listed) == [p0]
         assert listed[p0].acknowledge_error_code == 0 and listed[p0].acquired_records == ()
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 3)
-        not_held = {p0: [(3, 5, (ACCEPT,))]}  # produced, never acquired
-        failed = await conn.request(share_fetch_request(group, member, 2, acks=not_held))
+        not_held = {p0: [(3, 5, (AcknowledgeType.ACCEPT,))]}  # produced, never acquired
+        failed = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=2,
+                acks=not_held,
+                max_wait_ms=0,
+                max_records=500,
+                is_renew_ack=False,
+            ).build(1)
+        )
         listed = partitions_of(failed)
         assert listed[p0].acknowledge_error_code == ErrorCode.invalid_record_state
         assert acquired(failed) == {p0: [(3, 5, 1)]}, "the fetch after the acks"
@@ -337,7 +616,17 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
 
 def test_a19_records_are_empty_bytes_never_null(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
-    response = call1(broker.bootstrap, share_fetch_request(group, member, 0, [(topic_id, 0)]))
+    response = call1(
+        broker.bootstrap,
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[(topic_id, 0)],
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1),
+    )
     (partition,) = partitions_of(response).values()
     assert partition.records == b""
     assert partition.acquired_records == ()
@@ -347,15 +636,32 @@ def test_a20_long_poll_waits_for_max_wait_or_a_produce(broker: BrokerProcess) ->
     topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         started = time.monotonic()
-        empty = await conn.request(share_fetch_request(group, member, 0, [tp], max_wait_ms=500))
+        empty = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=500,
+                max_records=500,
+            ).build(1)
+        )
         elapsed = time.monotonic() - started
         assert 0.45 <= elapsed < 3, elapsed
         assert acquired(empty) == {}
         started = time.monotonic()
         parked = asyncio.ensure_future(
-            conn.request(share_fetch_request(group, member, 1, max_wait_ms=10_000))
+            conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=1,
+                    max_wait_ms=10_000,
+                    max_records=500,
+                ).build(1)
+            )
         )
         await asyncio.sleep(0.3)
         assert not parked.done()
@@ -372,15 +678,32 @@ def test_min_bytes_waits_for_enough_data_or_max_wait(broker: BrokerProcess) -> N
     produce_values(broker.bootstrap, topic, 1)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         started = time.monotonic()
-        request = share_fetch_request(group, member, 0, [tp], max_wait_ms=500, min_bytes=10_000)
+        request = share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[tp],
+            max_wait_ms=500,
+            min_bytes=10_000,
+            max_records=500,
+        ).build(1)
         waited = await conn.request(request)
         assert time.monotonic() - started >= 0.45, "too few bytes: answered at MaxWaitMs"
         assert acquired(waited) == {tp: [(0, 0, 1)]}, "with what was there"
         started = time.monotonic()
         parked = asyncio.ensure_future(
-            conn.request(share_fetch_request(group, member, 1, max_wait_ms=10_000, min_bytes=300))
+            conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=1,
+                    max_wait_ms=10_000,
+                    min_bytes=300,
+                    max_records=500,
+                ).build(1)
+            )
         )
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 1)
         await asyncio.sleep(0.2)
@@ -397,14 +720,31 @@ def test_a22_later_responses_list_only_partitions_with_data(broker: BrokerProces
     p0, p1 = (topic_id, 0), (topic_id, 1)
     produce_values(broker.bootstrap, topic, 2, partition=0)
 
-    async def go(conn: KafkaConnection) -> None:
-        first = await conn.request(share_fetch_request(group, member, 0, [p0, p1]))
+    async def go(conn: Connection) -> None:
+        first = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[p0, p1],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert set(partitions_of(first)) == {p0, p1}, "epoch 0 lists every partition"
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 3, partition=0)
-        second = await conn.request(share_fetch_request(group, member, 1))
+        second = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert list(partitions_of(second)) == [p0]
         assert acquired(second) == {p0: [(2, 4, 1)]}
-        idle = await conn.request(share_fetch_request(group, member, 2))
+        idle = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert idle.error_code == 0 and partitions_of(idle) == {}
 
     with_connection(broker.bootstrap, go)
@@ -415,8 +755,18 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
     produce_values(broker.bootstrap, topic, 5, 5)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
-        loaded = await conn.request(share_fetch_request(group, member, 0, [tp], max_bytes=0))
+    async def go(conn: Connection) -> None:
+        loaded = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_bytes=0,
+                max_wait_ms=0,
+                max_records=500,
+            ).build(1)
+        )
         assert acquired(loaded) == {}, "MaxBytes 0 loads the share-partition, acquires nothing"
         schema = request_schema(21, 2)
         deleted = await conn.request(
@@ -435,7 +785,11 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
             )
         )
         assert deleted.topics[0].partitions[0].low_watermark == 5
-        after = await conn.request(share_fetch_request(group, member, 1))
+        after = await conn.request(
+            share_fetch(
+                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
+            ).build(1)
+        )
         assert acquired(after) == {tp: [(5, 9, 1)]}
 
     with_connection(broker.bootstrap, go)
@@ -446,12 +800,29 @@ def test_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None
     produce_values(broker.bootstrap, topic, 3)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
-        assert acquired(await conn.request(share_fetch_request(group, member, 0, [tp]))) == {
-            tp: [(0, 2, 1)]
-        }
+    async def go(conn: Connection) -> None:
+        assert acquired(
+            await conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(1)
+            )
+        ) == {tp: [(0, 2, 1)]}
         parked = asyncio.ensure_future(
-            conn.request(share_fetch_request(group, member, 1, max_wait_ms=10_000))
+            conn.request(
+                share_fetch(
+                    group_id=group,
+                    member_id=member,
+                    session_epoch=1,
+                    max_wait_ms=10_000,
+                    max_records=500,
+                ).build(1)
+            )
         )
         await asyncio.sleep(0.2)
         schema = request_schema(20, 6)
@@ -466,8 +837,12 @@ def test_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None
         woken = await parked
         assert time.monotonic() - started < 5, "the deletion woke the parked fetch"
         assert partitions_of(woken)[tp].error_code == ErrorCode.unknown_topic_id
-        acks = {tp: [(0, 2, (ACCEPT,))]}
-        acked = await conn.request(share_ack_request(group, member, 2, acks))
+        acks = {tp: [(0, 2, (AcknowledgeType.ACCEPT,))]}
+        acked = await conn.request(
+            share_acknowledge(
+                group_id=group, member_id=member, session_epoch=2, acks=acks, is_renew_ack=False
+            ).build(1)
+        )
         assert [p.error_code for t in acked.responses for p in t.partitions] == [
             ErrorCode.unknown_topic_id
         ]
@@ -479,7 +854,15 @@ def test_an_unknown_topic_id_is_answered_per_partition(broker: BrokerProcess) ->
     _topic, topic_id, group, member = setup(broker)
     unknown: TP = (uuid.uuid4(), 0)
     response = call1(
-        broker.bootstrap, share_fetch_request(group, member, 0, [(topic_id, 0), unknown])
+        broker.bootstrap,
+        share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=0,
+            partitions=[(topic_id, 0), unknown],
+            max_wait_ms=0,
+            max_records=500,
+        ).build(1),
     )
     listed = partitions_of(response)
     assert listed[unknown].error_code == ErrorCode.unknown_topic_id
@@ -495,10 +878,19 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
     produce_values(broker.bootstrap, topic, 10)
     tp = (topic_id, 0)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         a, b = [
             await conn.request(
-                share_fetch_request(group, m, 0, [tp], max_records=5, version=2, acquire_mode=1)
+                share_fetch(
+                    group_id=group,
+                    member_id=m,
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_records=5,
+                    acquire_mode=1,
+                    max_wait_ms=0,
+                    batch_size=500,
+                ).build(2)
             )
             for m in (member, "member-b")
         ]
@@ -511,7 +903,15 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
 
 def test_v2_an_unknown_acquire_mode_is_invalid(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
-    request = share_fetch_request(group, member, 0, [(topic_id, 0)], version=2, acquire_mode=7)
+    request = share_fetch(
+        group_id=group,
+        member_id=member,
+        session_epoch=0,
+        partitions=[(topic_id, 0)],
+        acquire_mode=7,
+        max_wait_ms=0,
+        max_records=500,
+    ).build(2)
     assert call1(broker.bootstrap, request).error_code == ErrorCode.invalid_request
 
 
@@ -523,14 +923,14 @@ def test_v2_renew_with_fetch_limits_is_invalid(
     broker: BrokerProcess, limits: dict[str, int]
 ) -> None:
     zero = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
-    request = share_fetch_request(
-        "g",
-        "m",
-        1,
-        version=2,
+    request = share_fetch(
+        group_id="g",
+        member_id="m",
+        session_epoch=1,
         is_renew_ack=True,
+        batch_size=500,
         **{**zero, **limits},
-    )
+    ).build(2)
     response = call1(broker.bootstrap, request)
     assert response.error_code == ErrorCode.invalid_request
     assert response.acquisition_lock_timeout.total_seconds() == 0
@@ -542,33 +942,56 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
     tp = (topic_id, 0)
     zero = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
 
-    async def go(conn: KafkaConnection) -> None:
-        first = await conn.request(share_fetch_request(group, member, 0, [tp], version=2))
+    async def go(conn: Connection) -> None:
+        first = await conn.request(
+            share_fetch(
+                group_id=group,
+                member_id=member,
+                session_epoch=0,
+                partitions=[tp],
+                max_wait_ms=0,
+                max_records=500,
+            ).build(2)
+        )
         assert acquired(first) == {tp: [(0, 2, 1)]}
         assert first.acquisition_lock_timeout.total_seconds() == 1
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 2)
         await asyncio.sleep(0.6)
-        renew = share_fetch_request(
-            group,
-            member,
-            1,
-            acks={tp: [(0, 2, (4,))]},
-            version=2,
+        renew = share_fetch(
+            group_id=group,
+            member_id=member,
+            session_epoch=1,
+            acks={tp: [(0, 2, (AcknowledgeType.RENEW,))]},
+            batch_size=500,
             is_renew_ack=True,
             **zero,
-        )
+        ).build(2)
         renewed = await conn.request(renew)
         assert renewed.error_code == 0
         assert partitions_of(renewed)[tp].acknowledge_error_code == 0
         assert acquired(renewed) == {}, "a renew fetch acquires nothing"
         await asyncio.sleep(0.6)  # past the first lock, within the renewed one
-        other = await KafkaConnection.open("127.0.0.1", broker.port)
+        other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(share_fetch_request(group, "other", 0, [tp], version=2))
+            taken = await other.request(
+                share_fetch(
+                    group_id=group,
+                    member_id="other",
+                    session_epoch=0,
+                    partitions=[tp],
+                    max_wait_ms=0,
+                    max_records=500,
+                ).build(2)
+            )
             assert acquired(taken) == {tp: [(3, 4, 1)]}
         finally:
             await other.close()
-        accept = share_ack_request(group, member, 2, {tp: [(0, 2, (ACCEPT,))]}, version=2)
+        accept = share_acknowledge(
+            group_id=group,
+            member_id=member,
+            session_epoch=2,
+            acks={tp: [(0, 2, (AcknowledgeType.ACCEPT,))]},
+        ).build(2)
         accepted = await conn.request(accept)
         assert [p.error_code for t in accepted.responses for p in t.partitions] == [0]
 
@@ -585,6 +1008,11 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
 def test_group_and_member_ids_are_checked(
     broker: BrokerProcess, group_id: str | None, member_id: str | None
 ) -> None:
-    response = call1(broker.bootstrap, share_fetch_request(group_id, member_id, 0))
+    response = call1(
+        broker.bootstrap,
+        share_fetch(
+            group_id=group_id, member_id=member_id, session_epoch=0, max_wait_ms=0, max_records=500
+        ).build(1),
+    )
     assert response.error_code == ErrorCode.invalid_request
     assert response.acquisition_lock_timeout.total_seconds() == 0

@@ -8,21 +8,16 @@ test_share_group_heartbeat.py (the `share.version`=0 broker).
 
 from __future__ import annotations
 
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.errors import ErrorCode
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
 from shoal.server import authorized_operations as ops
 from tests.support.broker import BrokerProcess
-from tests.support.share_groups import (
-    Member,
-    describe_one,
-    describe_request,
-    described_assignment,
-    settle,
-)
-from tests.support.topics import TIMEOUT, create_topic, topic_name
-from tests.support.wire import call1, with_connection
+from tests.support.share_groups import Member, describe_one, described_assignment, settle
+from tests.support.topics import create_topic, topic_name
+from tests.support.wire import call1, send, with_connection
 
 INT32_MIN = -(2**31)
 # AclOperation codes a group supports (Kafka's AclEntry.supportedOperations(GROUP)).
@@ -30,7 +25,9 @@ READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3, 6, 8, 10, 11
 
 
 def test_59_unknown_group_is_not_found(broker: BrokerProcess) -> None:
-    response = call1(broker.bootstrap, describe_request(topic_name("nobody")))
+    response = call1(
+        broker.bootstrap, requests.share_group_describe([topic_name("nobody")]).build(1)
+    )
     (group,) = response.groups
     assert group.error_code == ErrorCode.group_id_not_found
     assert group.error_message
@@ -44,7 +41,7 @@ def test_59_live_group(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, b, partitions=1)
     group = topic_name("group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m1, m2 = Member(group), Member(group)
         await m1.join(conn, [b, a], rack_id="rack-1")
         await m2.join(conn, [a])
@@ -82,11 +79,12 @@ def test_authorized_operations_when_asked(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, topic)
     group = topic_name("group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await Member(group).join(conn, [topic])
-        response = await conn.request(
-            describe_request(group, topic_name("missing"), authorized_operations=True)
-        )
+        request = ShareGroupDescribeRequest(
+            group_ids=(group, topic_name("missing")), include_authorized_operations=True
+        )  # the client's builder never asks for authorized operations
+        response = await conn.request(request)
         live, missing = response.groups
         expected = sum(1 << op for op in (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS))
         assert live.authorized_operations == expected == ops.GROUP
@@ -100,16 +98,18 @@ def test_several_groups_answer_in_request_order(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, topic)
     first, second = topic_name("group"), topic_name("group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         await Member(first).join(conn, [topic])
         await Member(second).join(conn, [topic])
-        response = await conn.request(describe_request(second, "absent", first))
+        response = await conn.request(
+            requests.share_group_describe([second, "absent", first]).build(1)
+        )
         assert [(g.group_id, g.error_code) for g in response.groups] == [
             (second, ErrorCode.none),
             ("absent", ErrorCode.group_id_not_found),
             (first, ErrorCode.none),
         ]
-        assert (await conn.request(describe_request())).groups == ()
+        assert (await conn.request(requests.share_group_describe([]).build(1))).groups == ()
 
     with_connection(broker.bootstrap, go)
 
@@ -119,7 +119,7 @@ def test_62_empty_after_every_member_left(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, topic)
     group = topic_name("group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [topic])
         epoch = (await describe_one(conn, group)).group_epoch
@@ -139,16 +139,12 @@ def test_deleted_topic_leaves_the_assignment(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, doomed)
     group = topic_name("group")
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [kept, doomed])
         before = await describe_one(conn, group)
         assert described_assignment(before.members[0]) == {kept: (0,), doomed: (0,)}
-        response = await conn.request(
-            DeleteTopicsRequest(
-                topics=(DeleteTopicState(name=doomed, topic_id=None),), timeout=TIMEOUT
-            )
-        )
+        response = await send(conn, requests.delete_topics([doomed]))
         assert response.responses[0].error_code == ErrorCode.none
         await m.beat(conn)
         after = await describe_one(conn, group)

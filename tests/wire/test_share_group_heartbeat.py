@@ -22,17 +22,12 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from shoal.client import KafkaConnection
+from shoal.client import requests
+from shoal.client.aio import Connection
+from shoal.client.share_requests import heartbeat
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
-from tests.support.share_groups import (
-    Member,
-    assignment_of,
-    describe_one,
-    describe_request,
-    heartbeat_request,
-    settle,
-)
+from tests.support.share_groups import Member, assignment_of, describe_one, settle
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import api_versions_request, call1, with_connection
 
@@ -96,7 +91,7 @@ def test_46_malformed_heartbeats_are_invalid_requests(
     subscribed: list[str] | None,
     rack_id: str | None,
 ) -> None:
-    request = heartbeat_request(group_id, member_id, epoch, subscribed, rack_id=rack_id)
+    request = heartbeat(group_id, member_id, epoch, subscribed, rack_id=rack_id).build(1)
     response = call1(broker.bootstrap, request)
     assert response.error_code == ErrorCode.invalid_request
     assert response.error_message
@@ -108,15 +103,15 @@ def test_47_48_unknown_member_and_unknown_group(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, topic)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
-        unknown_group = await conn.request(heartbeat_request(group, "m", 3))
+    async def go(conn: Connection) -> None:
+        unknown_group = await conn.request(heartbeat(group, "m", 3, None).build(1))
         assert unknown_group.error_code == ErrorCode.group_id_not_found
-        leave_unknown = await conn.request(heartbeat_request(group, "m", -1))
+        leave_unknown = await conn.request(heartbeat(group, "m", -1, None).build(1))
         assert leave_unknown.error_code == ErrorCode.group_id_not_found
         await Member(group).join(conn, [topic])
-        unknown_member = await conn.request(heartbeat_request(group, "stranger", 3))
+        unknown_member = await conn.request(heartbeat(group, "stranger", 3, None).build(1))
         assert unknown_member.error_code == ErrorCode.unknown_member_id
-        leave_stranger = await conn.request(heartbeat_request(group, "stranger", -1))
+        leave_stranger = await conn.request(heartbeat(group, "stranger", -1, None).build(1))
         assert leave_stranger.error_code == ErrorCode.unknown_member_id
 
     with_connection(broker.bootstrap, go)
@@ -134,14 +129,14 @@ def test_56_join_reply_carries_the_initialised_assignment(broker: BrokerProcess)
     group = group_name()
     member_id = "A+b/C+d/E+f/G+h/I+j/K1"  # librdkafka's form: 22 chars of base64
 
-    async def go(conn: KafkaConnection) -> None:
-        response = await conn.request(heartbeat_request(group, member_id, 0, [topic]))
+    async def go(conn: Connection) -> None:
+        response = await conn.request(heartbeat(group, member_id, 0, [topic]).build(1))
         assert response.error_code == ErrorCode.none
         assert response.member_id == member_id, "kept verbatim"
         assert response.member_epoch == 2
         assert response.heartbeat_interval == datetime.timedelta(milliseconds=5000)
         assert assignment_of(response) == {topic_id: (0, 1, 2)}
-        steady = await conn.request(heartbeat_request(group, member_id, 2))
+        steady = await conn.request(heartbeat(group, member_id, 2, None).build(1))
         assert (steady.error_code, steady.member_epoch) == (ErrorCode.none, 2)
         assert steady.assignment is None, "unchanged: null"
         described = await describe_one(conn, group)
@@ -155,22 +150,22 @@ def test_49_50_fencing_and_rejoin_at_epoch_zero(broker: BrokerProcess) -> None:
     topic_id = create_topic(broker.bootstrap, topic, partitions=2)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m1, m2 = Member(group), Member(group)
         await m1.join(conn, [topic])  # epoch 2, previous 1
-        above = await conn.request(heartbeat_request(group, m1.member_id, 3))
+        above = await conn.request(heartbeat(group, m1.member_id, 3, None).build(1))
         assert above.error_code == ErrorCode.fenced_member_epoch
-        previous = await conn.request(heartbeat_request(group, m1.member_id, 1))
+        previous = await conn.request(heartbeat(group, m1.member_id, 1, None).build(1))
         assert (previous.error_code, previous.member_epoch) == (ErrorCode.none, 2)
         await m2.join(conn, [topic])  # group epoch 3
         await settle(conn, [m1, m2])  # m1: epoch 3, previous 2
         assert m1.epoch == 3
-        older = await conn.request(heartbeat_request(group, m1.member_id, 1))
+        older = await conn.request(heartbeat(group, m1.member_id, 1, None).build(1))
         assert older.error_code == ErrorCode.fenced_member_epoch
-        accepted = await conn.request(heartbeat_request(group, m1.member_id, 2))
+        accepted = await conn.request(heartbeat(group, m1.member_id, 2, None).build(1))
         assert (accepted.error_code, accepted.member_epoch) == (ErrorCode.none, 3)
         # 50: the fenced member rejoins with its id and gets its epoch and assignment.
-        rejoined = await conn.request(heartbeat_request(group, m1.member_id, 0, [topic]))
+        rejoined = await conn.request(heartbeat(group, m1.member_id, 0, [topic]).build(1))
         assert (rejoined.error_code, rejoined.member_epoch) == (ErrorCode.none, 3)
         assert assignment_of(rejoined) == {topic_id: m1.partitions(topic_id)}
         assert len(m1.partitions(topic_id)) == 1
@@ -190,7 +185,7 @@ def test_54_two_members_four_partitions_and_four_members_one_partition(
     wide_id = create_topic(broker.bootstrap, wide, partitions=4)
     narrow_id = create_topic(broker.bootstrap, narrow, partitions=1)
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         pair_group = group_name()
         pair = [Member(pair_group) for _ in range(2)]
         for member in pair:
@@ -216,7 +211,7 @@ def test_55_mixed_subscriptions_balance_per_topic(broker: BrokerProcess) -> None
     b_id = create_topic(broker.bootstrap, b, partitions=2)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         c1, c2, c3 = Member(group), Member(group), Member(group)
         await c1.join(conn, [a, b])
         await c2.join(conn, [a])
@@ -237,7 +232,7 @@ def test_52_leave_bumps_the_epoch_and_reassigns(broker: BrokerProcess) -> None:
     topic_id = create_topic(broker.bootstrap, topic, partitions=2)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m1, m2 = Member(group), Member(group)
         await m1.join(conn, [topic])
         await m2.join(conn, [topic])
@@ -264,7 +259,7 @@ def test_61_subscription_change_unsubscribe_resubscribe_and_leave(broker: Broker
     b_id = create_topic(broker.bootstrap, b, partitions=2)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [a])
         assert m.assignment == {a_id: (0,)}
@@ -289,7 +284,7 @@ def test_62_all_members_leave_and_the_state_is_kept(broker: BrokerProcess) -> No
     topic_id = create_topic(broker.bootstrap, topic, partitions=1)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m1, m2 = Member(group), Member(group)
         await m1.join(conn, [topic])
         await m2.join(conn, [topic])
@@ -317,7 +312,7 @@ def test_57_grown_deleted_and_auto_created_topics(broker: BrokerProcess) -> None
     doomed_id = create_topic(broker.bootstrap, doomed, partitions=1)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [grown, doomed, later])
         assert m.assignment == {grown_id: (0,), doomed_id: (0,)}, "unknown names are ignored"
@@ -391,11 +386,11 @@ def test_heartbeat_interval_follows_the_group_config(broker: BrokerProcess) -> N
     alter_group_config(broker.bootstrap, group, key, "6000")
     m = Member(group)
 
-    async def join(conn: KafkaConnection) -> None:
+    async def join(conn: Connection) -> None:
         response = await m.join(conn, [topic])
         assert response.heartbeat_interval == datetime.timedelta(milliseconds=6000)
 
-    async def beat(conn: KafkaConnection, expected_ms: int) -> None:
+    async def beat(conn: Connection, expected_ms: int) -> None:
         response = await m.beat(conn)
         assert response.heartbeat_interval == datetime.timedelta(milliseconds=expected_ms)
 
@@ -417,10 +412,10 @@ def test_13_heartbeats_on_any_connection(broker: BrokerProcess) -> None:
     group = group_name()
     m = Member(group)
 
-    async def join(conn: KafkaConnection) -> None:
+    async def join(conn: Connection) -> None:
         await m.join(conn, [topic])
 
-    async def beat(conn: KafkaConnection) -> None:
+    async def beat(conn: Connection) -> None:
         response = await m.beat(conn)
         assert response.member_epoch == 2
         assert [x.member_id for x in (await describe_one(conn, group)).members] == [m.member_id]
@@ -440,10 +435,10 @@ def test_53_silent_member_expires_punctual_member_is_never_fenced(
     group = group_name()
     punctual, silent = Member(group), Member(group)
 
-    async def join_silent(conn: KafkaConnection) -> None:
+    async def join_silent(conn: Connection) -> None:
         await silent.join(conn, [topic])
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         response = await punctual.join(conn, [topic])
         assert response.heartbeat_interval == datetime.timedelta(milliseconds=500)
         await asyncio.to_thread(with_connection, short_broker.bootstrap, join_silent)
@@ -470,7 +465,7 @@ def test_51_group_max_size_reached(small_broker: BrokerProcess) -> None:
     create_topic(small_broker.bootstrap, topic)
     group = group_name()
 
-    async def go(conn: KafkaConnection) -> None:
+    async def go(conn: Connection) -> None:
         first, second, third = Member(group), Member(group), Member(group)
         await first.join(conn, [topic])
         await second.join(conn, [topic])
@@ -502,11 +497,11 @@ def test_a16_share_version_zero_answers_unsupported_version(
     served = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
     assert served[76] == (1, 1) and served[77] == (1, 1), "still advertised"
 
-    async def go(conn: KafkaConnection) -> None:
-        response = await conn.request(heartbeat_request("g", "m", 0, [topic]))
+    async def go(conn: Connection) -> None:
+        response = await conn.request(heartbeat("g", "m", 0, [topic]).build(1))
         assert response.error_code == ErrorCode.unsupported_version
         assert response.assignment is None
-        described = await conn.request(describe_request("g", "h"))
+        described = await conn.request(requests.share_group_describe(["g", "h"]).build(1))
         assert [(g.group_id, g.error_code) for g in described.groups] == [
             ("g", ErrorCode.unsupported_version),
             ("h", ErrorCode.unsupported_version),

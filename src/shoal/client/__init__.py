@@ -5,14 +5,11 @@
 - `requests`: the `Call` builders, one per API; `Call.exact(kio_request)` pins a version.
 - `sync.Connection` / `aio.Connection`: one raw connection (tests, hostile input).
 - Errors: `KafkaError`, `BrokerUnreachable`, `RequestTimeout` (all `ClientError`).
-
-`KafkaConnection` and `ResponseError` (connection.py) remain until their users move.
 """
 
 from shoal.client.aio import AsyncClient
 from shoal.client.bootstrap import Node, parse_bootstrap
 from shoal.client.calls import Call
-from shoal.client.connection import KafkaConnection, ResponseError
 from shoal.client.errors import BrokerUnreachable, ClientError, KafkaError, RequestTimeout, check
 from shoal.client.metadata import ClusterView, PartitionView, TopicView
 from shoal.client.settings import ClientSettings
@@ -26,12 +23,10 @@ __all__ = [
     "ClientError",
     "ClientSettings",
     "ClusterView",
-    "KafkaConnection",
     "KafkaError",
     "Node",
     "PartitionView",
     "RequestTimeout",
-    "ResponseError",
     "TopicView",
     "check",
     "parse_bootstrap",

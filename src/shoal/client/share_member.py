@@ -67,6 +67,7 @@ from shoal.client.share_session import (
     ShareSession,
 )
 from shoal.clock import Clock
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class MemberSettings:
     heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
     lock_renew_interval_ms: int | None = None
     """None: half the lock duration the brokers report."""
-    acquire_mode: rq.AcquireMode = rq.AcquireMode.RECORD_LIMIT
+    acquire_mode: AcquireMode = AcquireMode.RECORD_LIMIT
     """Record-limit mode takes no more records than asked (ShareFetch v2; a v1 broker
     acquires in batch-optimized mode)."""
     fetch_max_bytes: int = rq.FETCH_MAX_BYTES_DEFAULT
@@ -246,13 +247,13 @@ class ShareMember:
         return ticket
 
     def acknowledge(
-        self, spans: Mapping[TopicIdPartition, Iterable[Span]], ack_type: rq.AcknowledgeType
+        self, spans: Mapping[TopicIdPartition, Iterable[Span]], ack_type: AcknowledgeType
     ) -> int:
         """ACCEPT, RELEASE or REJECT `spans`, each to the broker whose session acquired
         them; they are no longer held, whatever the outcome. Records not held fail at
         once (INVALID_RECORD_STATE). Outcome: `Acknowledged`."""
-        ack_type = rq.AcknowledgeType(ack_type)
-        if ack_type in (rq.AcknowledgeType.RENEW, rq.AcknowledgeType.GAP):
+        ack_type = AcknowledgeType(ack_type)
+        if ack_type in (AcknowledgeType.RENEW, AcknowledgeType.GAP):
             raise ValueError(f"{ack_type.name} is not an acknowledgement the caller makes")
         self._check_open()
         ticket = self._ticket("acknowledge")
@@ -429,7 +430,7 @@ class ShareMember:
                 op,
                 **ids,
                 spans=normalized(session.held),
-                ack_type=rq.AcknowledgeType.RENEW,
+                ack_type=AcknowledgeType.RENEW,
             )
         else:
             return None

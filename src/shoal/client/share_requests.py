@@ -19,7 +19,6 @@ validates, so tests can send hostile requests through them too.
 from __future__ import annotations
 
 import datetime
-import enum
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
@@ -30,6 +29,7 @@ from shoal.client.calls import Call
 from shoal.client.errors import ClientError
 from shoal.client.ranges import Span, TopicIdPartition
 from shoal.protocol.schema import request_schema
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 SHARE_GROUP_HEARTBEAT: Final = 76
 SHARE_FETCH: Final = 78
@@ -43,26 +43,6 @@ FETCH_MAX_BYTES_DEFAULT: Final = 52_428_800
 """MaxBytes of a ShareFetch unless told otherwise (librdkafka's fetch.max.bytes)."""
 LEAVE_EPOCH: Final = -1
 """MemberEpoch of a leave heartbeat, and ShareSessionEpoch of a session close."""
-
-
-class AcknowledgeType(enum.IntEnum):
-    """`AcknowledgeTypes` values of ShareFetch / ShareAcknowledge (the client's copy of
-    `shoal.share.states.AcknowledgeType`: `client/` may import only `protocol/`)."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4
-    """v2 only, with IsRenewAck: re-arm the acquisition lock, change nothing else."""
-
-
-class AcquireMode(enum.IntEnum):
-    """`ShareAcquireMode` of ShareFetch v2."""
-
-    BATCH_OPTIMIZED = 0
-    RECORD_LIMIT = 1
-    """Never more records than MaxRecords."""
 
 
 class AckBatch(NamedTuple):
@@ -87,7 +67,9 @@ def ack_batches(spans: Iterable[Span], ack_type: int) -> tuple[AckBatch, ...]:
 
 
 def _has_renew(acks: Acks) -> bool:
-    return any(AcknowledgeType.RENEW in b.types for batches in acks.values() for b in batches)
+    return any(
+        AcknowledgeType.RENEW in types for batches in acks.values() for _f, _l, types in batches
+    )
 
 
 def _check_renew(api: str, version: int, renew: bool) -> None:

@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from shoal.client import share_requests as rq
 from shoal.client.calls import Call
 from shoal.client.ranges import Span, SpanMap, TopicIdPartition, merge, normalized, split_by
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 INT32_MAX: Final = 2**31 - 1
 OPEN_EPOCH: Final = 0
@@ -98,7 +99,7 @@ class InFlight:
         if isinstance(op, FetchOp):
             return "ShareFetch"
         if isinstance(op, AckOp):
-            return rq.AcknowledgeType(op.ack_type).name
+            return AcknowledgeType(op.ack_type).name
         return "RENEW" if isinstance(op, RenewOp) else "close"
 
 
@@ -157,7 +158,7 @@ class ShareSession:
         group_id: str,
         member_id: str,
         wanted: Iterable[TopicIdPartition],
-        acquire_mode: rq.AcquireMode,
+        acquire_mode: AcquireMode,
         max_bytes: int,
     ) -> Call:
         """A ShareFetch from `wanted`: at epoch 0 listing them all, else incremental

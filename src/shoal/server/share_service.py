@@ -59,6 +59,7 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
+from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
@@ -68,7 +69,6 @@ from shoal.share.manager import Effects, FetchedPartition, ShareLog, SharePartit
 from shoal.share.persister import Persister, SharePartitionKey
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
-from shoal.share.states import AcquireMode
 
 if TYPE_CHECKING:
     from shoal.server.connection_info import ConnectionInfo

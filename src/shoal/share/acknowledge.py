@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shoal.protocol.errors import ErrorCode
+from shoal.protocol.share import AcknowledgeType
 from shoal.share.inflight import InFlightBatch
 from shoal.share.persister import StateBatch
-from shoal.share.states import ACK_TYPE_EVENTS, AcknowledgeType, Event, RecordState
+from shoal.share.states import ACK_TYPE_EVENTS, Event, RecordState
 from shoal.share.window import InFlightWindow
 
 

@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shoal.protocol.record_batch import BatchHeader
+from shoal.protocol.share import AcquireMode
 from shoal.share.inflight import InFlightBatch, InFlightState
 from shoal.share.persister import StateBatch
-from shoal.share.states import AcquireMode, Event, RecordState, throttle_threshold
+from shoal.share.states import Event, RecordState, throttle_threshold
 from shoal.share.window import InFlightWindow
 
 

@@ -63,6 +63,7 @@ from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
@@ -75,7 +76,6 @@ from shoal.share.persister import (
 )
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
-from shoal.share.states import AcknowledgeType, AcquireMode
 
 log = logging.getLogger(__name__)
 

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
 from shoal.share.acquire import AcquiredRecords, Acquisition
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
-from shoal.share.states import AcknowledgeType, AcquireMode, Event, RecordState
+from shoal.share.states import Event, RecordState
 from shoal.share.window import InFlightWindow
 
 INT32_MAX = 2**31 - 1

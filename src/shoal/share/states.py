@@ -1,4 +1,6 @@
-"""Record states, acknowledgement types and the legal transitions, as one table.
+"""Record states, the events acknowledgement types map to, and the legal transitions,
+as one table. (`AcknowledgeType` and `AcquireMode` are wire enums, defined in
+`shoal.protocol.share` and re-exported here.)
 
 Theory of operation. Every offset a share-partition has handed out (or learnt about
 from persisted state) has a `RecordState`, a delivery count and, while ACQUIRED, an
@@ -25,6 +27,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from shoal.protocol.share import AcknowledgeType
+
 
 class RecordState(enum.IntEnum):
     """State of one in-flight record; values are the persisted ids."""
@@ -46,24 +50,6 @@ PERSISTED_STATES: Final = frozenset(
     {RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}
 )
 """States a StateBatch may carry (ACQUIRED is never written)."""
-
-
-class AcknowledgeType(enum.IntEnum):
-    """`AcknowledgeTypes` values of ShareFetch / ShareAcknowledge."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4
-    """ShareFetch/ShareAcknowledge v2 (KIP-1222): re-arm the lock, change nothing else."""
-
-
-class AcquireMode(enum.IntEnum):
-    """`ShareAcquireMode` of ShareFetch v2."""
-
-    BATCH_OPTIMIZED = 0
-    RECORD_LIMIT = 1
 
 
 class Event(enum.Enum):

@@ -32,17 +32,6 @@ def wire(call: Any, version: int) -> Any:
     return decoded
 
 
-def test_ack_type_values_are_kafkas() -> None:
-    assert [(t.name, int(t)) for t in rq.AcknowledgeType] == [
-        ("GAP", 0),
-        ("ACCEPT", 1),
-        ("RELEASE", 2),
-        ("REJECT", 3),
-        ("RENEW", 4),
-    ]
-    assert (rq.AcquireMode.BATCH_OPTIMIZED, rq.AcquireMode.RECORD_LIMIT) == (0, 1)
-
-
 def test_heartbeat_join_beat_and_leave() -> None:
     join = rq.heartbeat("g", "m", 0, ["a", "b"])
     assert (join.api_key, join.min_version, join.max_version) == (76, 1, 1)
@@ -120,6 +109,21 @@ def test_renew_needs_v2_and_is_refused_at_v1() -> None:
     assert wire(fetch_renew, 2).is_renew_ack is True
     with pytest.raises(rq.FeatureUnsupported, match=r"ShareFetch v1 cannot RENEW"):
         fetch_renew.build(1)
+
+
+def test_renew_in_plain_tuples_is_seen() -> None:
+    """Acknowledgements as plain (first, last, types) tuples, as tests write them."""
+    plain = {P10: [(0, 4, (1,)), (5, 9, (int(rq.AcknowledgeType.RENEW),))]}
+    ack = rq.share_acknowledge(group_id="g", member_id="m", session_epoch=3, acks=plain)
+    assert ack.min_version == 2
+    assert fetch(acks=plain).min_version == 2
+    accepted = {P10: [(0, 4, (1,))]}
+    assert (
+        rq.share_acknowledge(
+            group_id="g", member_id="m", session_epoch=3, acks=accepted
+        ).min_version
+        == 1
+    )
 
 
 def test_share_acknowledge_without_renew_serves_both_versions() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
+from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import (
@@ -23,7 +24,6 @@ from shoal.server.share_service import (
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.states import AcknowledgeType
 from tests.unit.log.batches import append, make_batch
 
 

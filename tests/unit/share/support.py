@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from shoal.clock import ManualClock
 from shoal.protocol.record_batch import CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.partition import (
     AckResult,
@@ -27,7 +28,7 @@ from shoal.share.persister import (
     StateWrite,
 )
 from shoal.share.settings import SharePartitionConfig
-from shoal.share.states import AcknowledgeType, AcquireMode, RecordState
+from shoal.share.states import RecordState
 
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
 GROUP = "group-1"

@@ -5,8 +5,9 @@ Conformance items covered here: 11, 12, 15 (core share), 30, 31, 32, 33, 34, 35,
 
 from __future__ import annotations
 
+from shoal.protocol.share import AcquireMode
 from shoal.share.persister import StateBatch
-from shoal.share.states import AcquireMode, RecordState
+from shoal.share.states import RecordState
 from tests.unit.share.support import (
     ACQ,
     ARC,

@@ -17,12 +17,13 @@ from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
+from shoal.protocol.share import AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.manager import Effects, FetchedPartition, SharePartitionManager
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
-from shoal.share.states import AcquireMode, RecordState
+from shoal.share.states import RecordState
 from tests.support.batches import values_batch
 
 T = uuid.UUID("00000000-0000-0000-0000-00000000000a")

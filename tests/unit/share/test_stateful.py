@@ -33,10 +33,11 @@ from hypothesis.stateful import (
     rule,
 )
 
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.partition import AcquireResult, PendingWrite, WriteCompletion
 from shoal.share.persister import StateWrite
-from shoal.share.states import AcknowledgeType, AcquireMode, RecordState
+from shoal.share.states import RecordState
 from tests.unit.share.support import Rig, header
 
 MEMBERS = ("m0", "m1", "m2")

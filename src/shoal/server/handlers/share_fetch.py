@@ -25,6 +25,7 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.protocol.share import AcquireMode
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -32,7 +33,6 @@ from shoal.server.share_responses import share_response
 from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.states import AcquireMode
 
 API_KEY = 78
 _ZERO = datetime.timedelta(0)
