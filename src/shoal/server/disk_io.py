@@ -12,6 +12,9 @@ run at once, the rest queue in order) and is the one way the server uses them:
   thread is done, whoever waits: a caller cancelled meanwhile (its connection closed
   mid-request) leaves nothing half done. A caller that acknowledges the append awaits
   the future first.
+- `flushed(log)` waits for every flush of `log` started so far (an idempotent
+  producer's retry answered as a duplicate must not be acknowledged before the
+  original append's fsync, still running for a request whose connection was lost).
 - `remove(paths)` removes files and directories set aside for deletion
   (`log.fileio.remove_paths`, which logs and skips what it cannot remove: opening the
   data directory removes leftovers again). Cancelling the returned future does not
@@ -58,6 +61,8 @@ class DiskIO:
             max_workers=threads_max, thread_name_prefix="shoal-disk-io"
         )
         self._running: set[asyncio.Future[None]] = set()
+        self._flushing: dict[PartitionLog, set[asyncio.Future[None]]] = {}
+        """Per log, the flushes started and not yet finished."""
         self._flush_pass: asyncio.Future[list[BaseException | None]] | None = None
         self._closed = False
 
@@ -68,7 +73,8 @@ class DiskIO:
 
     def flush(self, log: PartitionLog, plan: FlushPlan) -> asyncio.Future[None]:
         """Run `plan` in a worker, then `log.finish_flush(plan)` on the loop; the future
-        resolves after that finish (or raises its LogError). Call on the loop."""
+        resolves after that finish (or raises its LogError); cancelling it cancels
+        nothing else. Call on the loop."""
         loop = asyncio.get_running_loop()
         finished: asyncio.Future[None] = loop.create_future()
         finished.add_done_callback(_mark_retrieved)
@@ -84,7 +90,37 @@ class DiskIO:
                 finished.set_result(None)
 
         self._start(plan.run).add_done_callback(finish)
-        return finished
+        self._flushing.setdefault(log, set()).add(finished)
+        finished.add_done_callback(lambda done: self._flushed(log, done))
+        waiter = asyncio.shield(finished)  # a cancelled waiter leaves `finished` pending
+        waiter.add_done_callback(_mark_retrieved)
+        return waiter
+
+    def flushed(self, log: PartitionLog) -> asyncio.Future[None]:
+        """Resolves when every flush of `log` started so far is finished, or raises
+        the LogError of the first that failed. Call on the loop."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter.add_done_callback(_mark_retrieved)
+
+        def settle(flushes: asyncio.Future[list[BaseException | None]]) -> None:
+            if waiter.done():  # its awaiter was cancelled
+                return
+            failures = [outcome for outcome in flushes.result() if outcome is not None]
+            if failures:
+                waiter.set_exception(failures[0])
+            else:
+                waiter.set_result(None)
+
+        pending = self._flushing.get(log, set())
+        asyncio.gather(*pending, return_exceptions=True).add_done_callback(settle)
+        return waiter
+
+    def _flushed(self, log: PartitionLog, done: asyncio.Future[None]) -> None:
+        flushing = self._flushing.get(log)
+        if flushing is not None:
+            flushing.discard(done)
+            if not flushing:
+                del self._flushing[log]
 
     def remove(self, paths: list[Path]) -> asyncio.Future[None]:
         """Remove `paths` in a worker; the future resolves when they are gone (or the

@@ -196,6 +196,45 @@ def test_a_request_cancelled_during_its_fsync_still_finishes_the_plan(
         append(log, make_batch(1, seed=2))
 
 
+def test_a_retried_duplicate_is_answered_only_after_the_originals_fsync(
+    broker: Broker, gate: FsyncGate
+) -> None:
+    """The original request's connection was lost while its fsync ran; the producer's
+    retry (same producer id and sequence) is a duplicate and must wait for that fsync,
+    and shares its failure."""
+    batch = make_batch(2, producer_id=broker.logs.allocate_producer_id(), base_sequence=0)
+    gate.fail = True
+
+    async def scenario() -> Any:
+        original = asyncio.create_task(produce(broker, "durable", batch))
+        assert await gate.entered_async(1)
+        original.cancel()
+        retry = asyncio.create_task(produce(broker, "durable", batch))
+        await asyncio.sleep(0.05)
+        assert not retry.done(), "a duplicate was acknowledged before the original's fsync"
+        gate.open()
+        response = answer(await retry)
+        await broker.disk.close()
+        return response
+
+    response = asyncio.run(scenario())
+    assert response.error_code == ErrorCode.kafka_storage_error
+
+
+def test_a_duplicate_with_no_fsync_running_is_answered_at_once(broker: Broker) -> None:
+    batch = make_batch(2, producer_id=broker.logs.allocate_producer_id(), base_sequence=0)
+
+    async def scenario() -> tuple[Any, Any]:
+        first = answer(await produce(broker, "durable", batch))
+        second = answer(await produce(broker, "durable", batch))
+        await broker.disk.close()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first.error_code == second.error_code == ErrorCode.none
+    assert first.base_offset == second.base_offset == 0
+
+
 # ---- the background flusher
 
 

@@ -12,7 +12,9 @@ for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync
 in a disk worker thread (`services.disk`, server/disk_io.py) while the loop serves
 others. Every partition's append is made first and their fsyncs run together; a
 partition is answered only once its plan is finished on the loop (`finish_flush`), and
-a failed fsync answers KAFKA_STORAGE_ERROR. With acks 0 the request still waits for
+a failed fsync answers KAFKA_STORAGE_ERROR. An idempotent producer's retry answered
+as a duplicate waits for the partition's fsyncs still running (the original request's,
+if its connection was lost). With acks 0 the request still waits for
 its fsyncs before the connection reads the next one (no unbounded queue of fsyncs). A
 request cancelled while waiting (its connection closed) leaves each plan to be
 finished when its thread is done. Errors are per partition, with Kafka's codes:
@@ -144,6 +146,8 @@ def _produce_partition(
     flushed = None
     if result.flush_plan is not None:
         flushed = services.disk.flush(partition_log, result.flush_plan)
+    elif result.duplicate:  # stored by an earlier request: answered once its fsync is done
+        flushed = services.disk.flushed(partition_log)
     return _Appended(index, _partition_ok(schema, index, result), flushed)
 
 
