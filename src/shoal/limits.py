@@ -49,6 +49,10 @@ LOG_UNFLUSHED_BYTES_MAX: Final = 64 * 1024 * 1024
 whatever flush.ms says. The flusher runs it off the event loop, so a segment roll
 (which fsyncs the sealed segment on the appending thread) finds little left to write;
 see docs/disk-io.md."""
+DISK_IO_THREADS_MAX: Final = 4
+"""Worker threads the broker runs the logs' blocking disk work in (fsyncs of flush
+plans, removal of deleted segments and topic directories): at most this many run at
+once, the rest wait their turn in order (server/disk_io.py)."""
 
 # Share fetch
 SHARE_FETCH_PROBE_BYTES: Final = 64 * 1024

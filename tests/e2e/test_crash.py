@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from shoal.client import requests
 from shoal.protocol.record_batch import compute_crc, iter_headers
 from tests.support.batches import decode_records, values_batch
-from tests.support.broker import BrokerProcess, wait_until
+from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import (
     create_topic,
     producer,
@@ -168,6 +168,39 @@ def test_acknowledged_records_survive_sigkill(fresh_broker: BrokerProcess) -> No
     assert len(stream.acked) == stream.sent
     ends = {p: high for p, (_, high) in watermarks(bootstrap, topic, PARTITIONS).items()}
     assert sum(ends.values()) == stream.sent, f"log ends {ends} for {stream.sent} records"
+    verify_log(bootstrap, topic, stream.acked)
+
+
+def test_with_an_fsync_per_message_acknowledged_records_survive_sigkill(
+    brokers: Brokers,
+) -> None:
+    """`log.flush.interval.messages=1`: every produce waits for its fsync, which runs in
+    a disk worker thread (server/disk_io.py); acknowledgements keep coming and what was
+    acknowledged survives SIGKILL, exactly once."""
+    broker = brokers.start("log.flush.interval.messages=1")
+    bootstrap = broker.bootstrap
+    topic = topic_name("crash-fsync")
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    stream = Stream(bootstrap, topic)
+    stream.start()
+    try:
+        target = ACKED_PER_ROUND
+        assert wait_until(lambda: stream.acked_count() >= target, timeout_s=60), (
+            f"only {stream.acked_count()} acknowledged, fatal={stream.fatal} "
+            f"failed={stream.failed[:3]}"
+        )
+        broker.kill()
+        acked_before_kill = stream.snapshot()
+        broker.start()
+        verify_log(bootstrap, topic, acked_before_kill)
+        target = stream.acked_count() + ACKED_PER_ROUND
+        assert wait_until(lambda: stream.acked_count() >= target, timeout_s=60)
+    finally:
+        undelivered = stream.stop_and_flush()
+    assert not stream.fatal, stream.fatal
+    assert not stream.failed, f"{len(stream.failed)} failed, e.g. {stream.failed[:3]}"
+    assert undelivered == 0
+    assert len(stream.acked) == stream.sent
     verify_log(bootstrap, topic, stream.acked)
 
 

@@ -92,6 +92,8 @@ class LogManager:
         self._producer_ids = producer_ids
         self._uuid_source = uuid_source
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._deleted_dirs: list[Path] = []
+        """Renamed partition directories of deleted topics (`defer_delete`), not taken."""
         self.events = LogEvents()
         """Subscribe here to appends, log start moves and topic changes."""
 
@@ -255,8 +257,10 @@ class LogManager:
         self.events.topics_changed(TopicsChanged(created=(name,)))
         return info
 
-    def delete_topic(self, name: str) -> TopicInfo:
-        """Close the topic's logs and remove its data; raises UNKNOWN_TOPIC_OR_PARTITION."""
+    def delete_topic(self, name: str, *, defer_delete: bool = False) -> TopicInfo:
+        """Close the topic's logs and remove its data; raises UNKNOWN_TOPIC_OR_PARTITION.
+        With `defer_delete` the partition directories are only renamed here (the
+        deletion is durable then): remove `take_deleted_paths()` off the loop."""
         info = self._topics.get(name)
         if info is None:
             raise LogError(
@@ -277,8 +281,11 @@ class LogManager:
             fsync_directory(self._data_dir)
             self._forget_topic(info)
             self._save_topics()
-        for directory in doomed:
-            _remove_tree(directory)
+        if defer_delete:
+            self._deleted_dirs.extend(doomed)
+        else:
+            for directory in doomed:
+                _remove_tree(directory)
         self.events.topics_changed(TopicsChanged(deleted=((name, info.partitions),)))
         return info
 
@@ -395,9 +402,11 @@ class LogManager:
         return freed
 
     def take_deleted_paths(self) -> list[Path]:
-        """Every partition's segment files set aside by a `defer_delete` deletion, to
-        remove with `log.fileio.remove_paths` on any thread (handed over once)."""
-        return [path for log in self._logs.values() for path in log.take_deleted_paths()]
+        """Every partition's segment files and every deleted topic's directories set
+        aside by a `defer_delete` deletion, to remove with `log.fileio.remove_paths` on
+        any thread (handed over once)."""
+        paths, self._deleted_dirs = self._deleted_dirs, []
+        return paths + [path for log in self._logs.values() for path in log.take_deleted_paths()]
 
     def flush_if_due(self, *, now_ms: int) -> None:
         """fsync here every partition whose unflushed data is older than flush.ms."""
@@ -430,6 +439,9 @@ class LogManager:
 
     def close(self) -> None:
         """Close every partition log cleanly; raises the first failure after trying all."""
+        doomed, self._deleted_dirs = self._deleted_dirs, []
+        for directory in doomed:
+            _remove_tree(directory)
         first_error: LogError | None = None
         for log in self._logs.values():
             try:

@@ -5,14 +5,16 @@ server/services.py, as `ctx.services`), subscribes them to the log's change even
 (log/events.py), and runs the listener. Every timer is fired by one driver on the clock (`timers`,
 server/timers.py): retention every `log.retention.check.interval.ms`, the
 time-based flush check every second, and the sources of the share service, the
-group service and the share coordinator. Dynamic
+group service and the share coordinator. The logs' blocking disk work (fsyncs,
+removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
+the flush check and retention only start it. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
-then flush and close every log.
+stop the timers, wait for the disk work started, then flush and close every log.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, GroupConfigStore
 from shoal.server.group_persistence import open_group_log
@@ -56,6 +59,8 @@ class Broker:
             data_dir=config.data_dir, broker_config=config, clock=self.clock
         )
         self.cluster_id = self.logs.cluster_id
+        self.disk = DiskIO()
+        """Worker threads for the logs' fsyncs and removals (off the event loop)."""
         self.group_configs = GroupConfigStore(
             persistence=GroupConfigFile(config.data_dir),
             broker_config=lambda: self.live_config.current,
@@ -75,10 +80,12 @@ class Broker:
             PeriodicTimer(
                 "log-flush",
                 interval_ms=lambda: FLUSH_CHECK_INTERVAL_MS,
-                action=lambda now_ms: self.logs.flush_if_due(now_ms=now_ms),
+                action=lambda now_ms: self.disk.flush_due(self.logs, now_ms=now_ms),
             ),
         )
-        self.share_state = ShareStateService.open(self.logs, config, self.clock)
+        self.share_state = ShareStateService.open(
+            self.logs, config, self.clock, remove_paths=self.disk.remove
+        )
         """The share coordinator on `__share_group_state`, loaded."""
         self.persister = self.share_state.coordinator
         """Share-partition state (the Persister), in process and durable."""
@@ -127,6 +134,7 @@ class Broker:
             config=self.live_config,
             clock=self.clock,
             logs=self.logs,
+            disk=self.disk,
             purgatory=self.purgatory,
             group_service=self.group_service,
             share_service=self.share_service,
@@ -223,6 +231,7 @@ class Broker:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.timers.stop()
+        await self.disk.close()
         self.logs.close()
         log.info("shutdown complete")
         self._stopped.set()
@@ -274,7 +283,8 @@ class Broker:
 
     # ---- timers
     def _enforce_retention(self, now_ms: int) -> None:
-        freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms())
+        freed = self.logs.enforce_retention(now_wall_ms=self.clock.wall_ms(), defer_delete=True)
+        self.disk.remove(self.logs.take_deleted_paths())
         if freed:  # share-partitions hear of each log start move (log events)
             log.info("retention freed %d bytes", freed)
 

@@ -8,6 +8,7 @@ and handed to every connection:
     config         the live broker config (`config.current`, `config.reconfigure`)
     clock          the one clock
     logs           every topic and partition log
+    disk           worker threads for the logs' fsyncs and removals (server/disk_io.py)
     purgatory      where long polls wait (Fetch, ShareFetch)
     group_service  the group coordinator (share groups)
     share_service  share sessions and share-partitions (ShareFetch, ShareAcknowledge)
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 from shoal.clock import Clock
 from shoal.log.manager import LogManager
+from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_service import GroupService
@@ -69,6 +71,7 @@ class Services:
     config: LiveBrokerConfig
     clock: Clock
     logs: LogManager
+    disk: DiskIO
     purgatory: Purgatory
     group_service: GroupService
     share_service: ShareService

@@ -18,7 +18,9 @@ Timers (`timer_sources()`, fired by the broker's timer driver, server/timers.py)
 - every `share.coordinator.state.topic.prune.interval.ms`: each partition's log is
   deleted below the lowest offset any key's latest snapshot still needs
   (`prune_offsets`, then `PartitionLog.delete_records_before`: the log start offset
-  moves there and whole segments below it are removed). Replay after a restart
+  moves there and whole segments below it are set aside, then removed by the
+  `remove_paths` the service was given: the broker's disk worker threads, so the
+  unlinks do not block the loop). Replay after a restart
   starts at the log start offset and so still sees every key's latest snapshot and
   the updates after it.
 
@@ -30,11 +32,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
+from pathlib import Path
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.server.timers import PeriodicTimer, TimerSource
@@ -44,6 +49,10 @@ from shoal.share_coordinator.records import CODEC
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
+
+RemovePaths = Callable[[list[Path]], object]
+"""Removes files set aside by a deferred deletion (`fileio.remove_paths`, or the
+broker's `DiskIO.remove`, which does it in a worker thread)."""
 
 
 class ShareStateService:
@@ -56,17 +65,26 @@ class ShareStateService:
         partitions: list[PartitionLog],
         clock: Clock,
         config: BrokerConfig,
+        remove_paths: RemovePaths = fileio.remove_paths,
     ) -> None:
         self.coordinator = coordinator
         self.partitions = partitions
         self._clock = clock
+        self._remove_paths = remove_paths
         self._prune_interval_ms = config.get_int("share.coordinator.state.topic.prune.interval.ms")
         self._cold_interval_ms = config.get_int(
             "share.coordinator.cold.partition.snapshot.interval.ms"
         )
 
     @classmethod
-    def open(cls, logs: LogManager, config: BrokerConfig, clock: Clock) -> ShareStateService:
+    def open(
+        cls,
+        logs: LogManager,
+        config: BrokerConfig,
+        clock: Clock,
+        *,
+        remove_paths: RemovePaths = fileio.remove_paths,
+    ) -> ShareStateService:
         """Ensure `__share_group_state`, then load every partition's shard."""
         partitions = ensure_internal_topic(
             logs,
@@ -95,7 +113,13 @@ class ShareStateService:
             SHARE_STATE_TOPIC,
             clock.monotonic_ms() - started,
         )
-        return cls(coordinator=coordinator, partitions=partitions, clock=clock, config=config)
+        return cls(
+            coordinator=coordinator,
+            partitions=partitions,
+            clock=clock,
+            config=config,
+            remove_paths=remove_paths,
+        )
 
     # ---- maintenance --------------------------------------------------------------------
 
@@ -107,7 +131,8 @@ class ShareStateService:
             partition = self.partitions[index]
             target = min(offset, partition.log_end_offset)
             if target > partition.log_start_offset:
-                partition.delete_records_before(target)
+                partition.delete_records_before(target, defer_delete=True)
+                self._remove_paths(partition.take_deleted_paths())
                 moved += 1
         return moved
 

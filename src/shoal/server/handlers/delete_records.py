@@ -7,6 +7,10 @@ ReplicaManager refuses). An offset below the current log start offset changes no
 The answer carries the partition's low watermark (log start offset) afterwards. Every
 share group's share-partition of the partition follows the new log start offset (the
 log announces the move; the broker subscribed the share service).
+
+The log start offset moves and the whole segments below it are renamed on the loop
+(`defer_delete=True`); their files are unlinked in a disk worker thread
+(`services.disk`, server/disk_io.py) and the partition is answered once they are gone.
 """
 
 from __future__ import annotations
@@ -31,24 +35,24 @@ HIGH_WATERMARK = -1
 @api(API_KEY, 0, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    topics = tuple(
-        schema.make(
-            "DeleteRecordsTopicResult",
-            name=topic.name,
-            partitions=tuple(
-                _partition(ctx, schema, topic.name, int(p.partition_index), int(p.offset))
-                for p in topic.partitions
-            ),
+    topics = []
+    for topic in request.topics:
+        partitions = [
+            await _partition(ctx, schema, topic.name, int(p.partition_index), int(p.offset))
+            for p in topic.partitions
+        ]
+        topics.append(
+            schema.make("DeleteRecordsTopicResult", name=topic.name, partitions=tuple(partitions))
         )
-        for topic in request.topics
-    )
-    return schema.response(throttle_time=_ZERO, topics=topics)
+    return schema.response(throttle_time=_ZERO, topics=tuple(topics))
 
 
-def _partition(ctx: RequestContext, schema: Schema, topic: str, index: int, offset: int) -> Any:
+async def _partition(
+    ctx: RequestContext, schema: Schema, topic: str, index: int, offset: int
+) -> Any:
     code, low_watermark = ErrorCode.none, -1
     try:
-        low_watermark = _delete_before(ctx, topic, index, offset)
+        low_watermark = await _delete_before(ctx, topic, index, offset)
     except Refused as exc:
         log.info(
             "DeleteRecords of %s-%d before %d refused (%s): %s (client %s)",
@@ -68,7 +72,7 @@ def _partition(ctx: RequestContext, schema: Schema, topic: str, index: int, offs
     )
 
 
-def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
+async def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
     logs = ctx.services.logs
     partition_log = logs.partition(topic, index)
     info = logs.topic(topic)
@@ -87,8 +91,11 @@ def _delete_before(ctx: RequestContext, topic: str, index: int, offset: int) -> 
             f"offset {offset} is outside [0, high watermark {high_watermark}]",
         )
     try:
-        low_watermark = partition_log.delete_records_before(offset)
+        low_watermark = partition_log.delete_records_before(offset, defer_delete=True)
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
+    finally:
+        removed = ctx.services.disk.remove(partition_log.take_deleted_paths())
+    await removed
     log.info("records of %s-%d before %d deleted for %s", topic, index, offset, ctx.client_id)
     return low_watermark

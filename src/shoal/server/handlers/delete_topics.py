@@ -11,6 +11,10 @@ internal topics hold share-group state that must not vanish under a running brok
 After a deletion every parked Fetch of the topic's partitions is woken (the log
 announces the deletion and the broker wakes them), so it answers
 UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
+
+The partition directories are renamed on the loop (the deletion is durable then) and
+removed in a disk worker thread (`services.disk`, server/disk_io.py); the topic is
+answered once they are gone.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if counts[target] > 1:
                 what = "name" if target.topic_id is None else "id"
                 raise Refused(ErrorCode.invalid_request, f"Duplicate topic {what}.")
-            name, topic_id = _delete(ctx, target)
+            name, topic_id = await _delete(ctx, target)
         except Refused as exc:
             log.info(
                 "DeleteTopics of %s refused (%s): %s (client %s)",
@@ -70,7 +74,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return schema.response(throttle_time=_ZERO, responses=tuple(results))
 
 
-def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
+async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
     services = ctx.services
     if not services.config.current.get_bool("delete.topic.enable"):
         if ctx.api_version < _DELETION_DISABLED_CODE_MIN_VERSION:
@@ -98,9 +102,12 @@ def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
             f"Topic {info.name} is an internal topic and is not allowed to be deleted.",
         )
     try:
-        deleted = services.logs.delete_topic(info.name)
+        deleted = services.logs.delete_topic(info.name, defer_delete=True)
     except LogError as exc:
         raise Refused(code_for(exc.code), str(exc)) from exc
+    finally:
+        removed = services.disk.remove(services.logs.take_deleted_paths())
+    await removed
     log.info(
         "deleted topic %s (id %s, %d partitions) for %s",
         deleted.name,

@@ -5,7 +5,19 @@ never decoded), append them (offsets assigned by re-stamping the header; idempot
 producers' sequences checked); the log announces the append, which wakes parked
 fetches of that partition. Acks 0
 gets no response; 1 and -1 are the same on a single node (the flush policy decides
-when data reaches the disk). Errors are per partition, with Kafka's codes:
+when data reaches the disk).
+
+Durability before the answer: when the flush policy (flush.messages, flush.ms) calls
+for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync runs
+in a disk worker thread (`services.disk`, server/disk_io.py) while the loop serves
+others. Every partition's append is made first and their fsyncs run together; a
+partition is answered only once its plan is finished on the loop (`finish_flush`), and
+a failed fsync answers KAFKA_STORAGE_ERROR. An idempotent producer's retry answered
+as a duplicate waits for the partition's fsyncs still running (the original request's,
+if its connection was lost). With acks 0 the request still waits for
+its fsyncs before the connection reads the next one (no unbounded queue of fsyncs). A
+request cancelled while waiting (its connection closed) leaves each plan to be
+finished when its thread is done. Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS and transactional produce is not served yet.
@@ -17,8 +29,10 @@ exception is not kept: a foreign record would stop the coordinator from loading)
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from shoal.log.api import AppendResult, LogError
@@ -47,38 +61,71 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ErrorCode.transactional_id_authorization_failed,
             "transactions are not supported yet",
         )
+    appended = [
+        (
+            topic_data.name,
+            [
+                _produce_partition(ctx, schema, topic_data.name, int(p.index), p.records)
+                for p in topic_data.partition_data
+            ],
+        )
+        for topic_data in request.topic_data
+    ]
     topics = []
-    for topic_data in request.topic_data:
-        partitions = [
-            _produce_partition(ctx, schema, topic_data.name, int(p.index), p.records)
-            for p in topic_data.partition_data
-        ]
+    for name, partitions in appended:
+        responses = [await _durable(schema, name, partition) for partition in partitions]
         topics.append(
-            schema.make(
-                "TopicProduceResponse", name=topic_data.name, partition_responses=tuple(partitions)
-            )
+            schema.make("TopicProduceResponse", name=name, partition_responses=tuple(responses))
         )
     if acks == 0:
         return None
     return schema.response(responses=tuple(topics), throttle_time=_ZERO)
 
 
+@dataclass(frozen=True, slots=True)
+class _Appended:
+    """One partition's answer, valid once `flushed` (the fsync the flush policy asked
+    for, if any) has resolved."""
+
+    index: int
+    response: Any
+    flushed: asyncio.Future[None] | None = None
+
+
+async def _durable(schema: Schema, topic: str, appended: _Appended) -> Any:
+    """The partition's answer once its fsync is finished: KAFKA_STORAGE_ERROR if it
+    failed (the partition is offline then)."""
+    if appended.flushed is not None:
+        try:
+            await appended.flushed
+        except LogError as exc:
+            log.info("produce to %s-%d failed (%s): %s", topic, appended.index, exc.code, exc)
+            return _partition_error(schema, appended.index, code_for(exc.code), str(exc))
+    return appended.response
+
+
 def _produce_partition(
     ctx: RequestContext, schema: Schema, topic: str, index: int, records: bytes | None
-) -> Any:
+) -> _Appended:
+    """Append to one partition, and start the fsync the flush policy asks for."""
     services = ctx.services
     partition_log = services.logs.partition(topic, index)
     if partition_log is None:
-        return _partition_error(schema, index, ErrorCode.unknown_topic_or_partition, None)
+        return _Appended(
+            index, _partition_error(schema, index, ErrorCode.unknown_topic_or_partition, None)
+        )
     topic_info = services.logs.topic(topic)
     assert topic_info is not None
     if topic_info.internal:
         log.info("produce to internal topic %s-%d refused (client %s)", topic, index, ctx.client_id)
-        return _partition_error(
-            schema,
+        return _Appended(
             index,
-            ErrorCode.invalid_topic_exception,
-            f"Cannot append to internal topic {topic}",
+            _partition_error(
+                schema,
+                index,
+                ErrorCode.invalid_topic_exception,
+                f"Cannot append to internal topic {topic}",
+            ),
         )
     max_batch_bytes = int(
         topic_info.configs.get(
@@ -87,14 +134,21 @@ def _produce_partition(
     )
     try:
         headers = validate_produced(records or b"", max_batch_bytes=max_batch_bytes)
-        result = partition_log.append(records or b"", headers, leader_epoch=_LEADER_EPOCH)
+        result = partition_log.append(
+            records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
+        )
     except BatchError as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code, exc)
-        return _partition_error(schema, index, code_for(exc.code), str(exc))
+        return _Appended(index, _partition_error(schema, index, code_for(exc.code), str(exc)))
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code, exc)
-        return _partition_error(schema, index, code_for(exc.code), str(exc))
-    return _partition_ok(schema, index, result)
+        return _Appended(index, _partition_error(schema, index, code_for(exc.code), str(exc)))
+    flushed = None
+    if result.flush_plan is not None:
+        flushed = services.disk.flush(partition_log, result.flush_plan)
+    elif result.duplicate:  # stored by an earlier request: answered once its fsync is done
+        flushed = services.disk.flushed(partition_log)
+    return _Appended(index, _partition_ok(schema, index, result), flushed)
 
 
 def _partition_ok(schema: Schema, index: int, result: AppendResult) -> Any:
