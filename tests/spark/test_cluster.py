@@ -35,18 +35,28 @@ def cluster() -> Iterator[MockCluster]:
         yield mock
 
 
-def _spread(cluster: MockCluster, topic: str) -> None:
-    leaders = cluster.leaders(topic)
-    assert len(leaders) == MOCK_PARTITIONS and len(set(leaders.values())) > 1, leaders
+SPREAD_TRIES = 10
+"""Topics `_spread` creates at most: the mock places each partition's leader at random,
+all four on one broker about one time in 27."""
+
+
+def _spread(cluster: MockCluster, prefix: str) -> str:
+    """A new topic whose partition leaders are on more than one broker."""
+    for i in range(SPREAD_TRIES):
+        topic = f"{prefix}-{i}"
+        leaders = cluster.leaders(topic)  # creates the topic
+        assert len(leaders) == MOCK_PARTITIONS, leaders
+        if len(set(leaders.values())) > 1:
+            return topic
+    raise AssertionError(f"{SPREAD_TRIES} topics, each with every leader on one broker")
 
 
 def test_batch_source_reads_every_partition_from_its_leader(
     spark: Any, cluster: MockCluster
 ) -> None:
-    topic = "cluster-read"
+    topic = _spread(cluster, "cluster-read")
     values = [b"read-%d" % i for i in range(1000)]
     assert cluster.produce(topic, values) == len(values)
-    _spread(cluster, topic)
     frame = (
         spark.read.format("shoal")
         .option("bootstrap.servers", cluster.bootstrap)
@@ -64,8 +74,7 @@ def test_batch_source_reads_every_partition_from_its_leader(
 
 
 def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCluster) -> None:
-    topic = "cluster-sink"
-    _spread(cluster, topic)
+    topic = _spread(cluster, "cluster-sink")
     rows = [(b"k%d" % i, b"sink-%d" % i, i % MOCK_PARTITIONS) for i in range(400)]
     spark.createDataFrame(rows, "key binary, value binary, partition int").write.format(
         "shoal"
@@ -84,8 +93,7 @@ def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCl
 def test_share_stream_acquires_from_every_leader(
     spark: Any, cluster: MockCluster, tmp_path: Path
 ) -> None:
-    topic = "cluster-share"
-    _spread(cluster, topic)
+    topic = _spread(cluster, "cluster-share")
     out = tmp_path / "out"
     query = (
         spark.readStream.format("shoal-share")

@@ -60,14 +60,20 @@ class ShareMemberThread:
 
     # ---- life cycle
 
-    def start(self) -> None:
-        """Start the loop thread, the client and the runner (the member joins)."""
+    def start(self, prepare: Callable[[AsyncClient], Awaitable[None]] | None = None) -> None:
+        """Start the loop thread and the client, `await prepare(client)` if given (what
+        must happen before the member joins: group configs, topic ids), then start the
+        runner (the member joins). What `prepare` raises is raised here, and the
+        member does not join."""
         assert not self._thread.is_alive() and not self._closed, "started twice"
         self._thread.start()
-        self._submit(self._start(), timeout_ms=self._settings.request_timeout_ms)
+        timeout_ms = self._settings.api_timeout_ms + self._settings.request_timeout_ms
+        self._submit(self._start(prepare), timeout_ms=timeout_ms)
 
-    async def _start(self) -> None:
+    async def _start(self, prepare: Callable[[AsyncClient], Awaitable[None]] | None) -> None:
         self._client = AsyncClient(self._bootstrap, settings=self._settings, clock=self._clock)
+        if prepare is not None:
+            await prepare(self._client)
         self._runner = ShareRunner(self.member, self._client, clock=self._clock)
         self._runner.start()
 
@@ -143,7 +149,8 @@ class ShareMemberThread:
 
     def run(self, call: Callable[[AsyncClient], Awaitable[T]], *, timeout_ms: int) -> T:
         """`await call(client)` on the loop, with the thread's client."""
-        self._started()
+        if self._closed or self._client is None:
+            raise ClientError(f"the client of share group {self.member.group_id!r} is closed")
 
         async def on_loop() -> T:
             assert self._client is not None
