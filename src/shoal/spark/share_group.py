@@ -98,6 +98,7 @@ class ShareGroupMember:
         try:
             check_reachable(self.settings.bootstrap)
         except ClientError as exc:
+            self.close()
             raise ShareMemberError(
                 f"cannot reach a broker at bootstrap.servers={self.settings.bootstrap!r} ({exc})"
             ) from exc
