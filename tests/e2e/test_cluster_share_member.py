@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from shoal.client import AsyncClient
+from shoal.client import AsyncClient, ClientError, requests
+from shoal.client.offsets import list_offsets_async
 from shoal.client.ranges import record_count
 from shoal.client.share_effects import COORDINATOR, Acknowledged, Closed, Target
 from shoal.client.share_member import MemberSettings, ShareMember
 from shoal.client.share_requests import AcknowledgeType
 from shoal.client.share_runner import ShareRunner
+from shoal.client.share_thread import ShareMemberThread
 from shoal.clock import SystemClock
 from tests.support.mock_cluster import MOCK_PARTITIONS, MockCluster
 
@@ -63,8 +65,10 @@ def test_member_routes_to_the_coordinator_and_to_every_leader(
                     lambda: len(member.assignment) == MOCK_PARTITIONS, timeout_ms=30_000
                 )
                 # a new share group starts at the latest offset: open every session first
-                outcome = await runner.acquire(records_max=100, wait_ms=100)
-                assert not outcome.errors, outcome
+                # (the leaders may still be being looked up: acquire until they are)
+                while any(member.session_epoch(n) == 0 for n in nodes):
+                    outcome = await runner.acquire(records_max=100, wait_ms=100)
+                    assert not outcome.errors, outcome
                 assert {n: member.session_epoch(n) for n in nodes} == dict.fromkeys(nodes, 1)
                 values = [b"member-%d" % i for i in range(40)]
                 for i, value in enumerate(values):
@@ -93,4 +97,40 @@ def test_member_routes_to_the_coordinator_and_to_every_leader(
         assert all(body.__version__ == 1 for _t, body in sent)
 
     asyncio.run(scenario())
+    producer.flush(1)
+
+
+def test_blocking_member_thread_and_end_offsets_at_each_leader(cluster: MockCluster) -> None:
+    """`ShareMemberThread`, the blocking facade, on the mock: join, acquire from every
+    leader, list end offsets at each leader on the thread's own client, ACCEPT, close."""
+    topic, group = "member-thread", "member-thread-group"
+    nodes = set(cluster.leaders(topic).values())  # creates the topic
+    member = ShareMember(
+        group_id=group,
+        member_id=base64.b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+        topics=[topic],
+        clock=SystemClock(),
+    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 3})
+    thread = ShareMemberThread(member, cluster.bootstrap)
+    thread.start()
+    try:
+        assert thread.wait_for(lambda m: len(m.assignment) == MOCK_PARTITIONS, timeout_ms=30_000)
+        while thread.read(lambda m: any(m.session_epoch(n) == 0 for n in nodes)):
+            assert not thread.acquire(records_max=100, wait_ms=100).errors  # opens sessions
+        for i in range(20):
+            producer.produce(topic, value=b"thread-%d" % i, partition=i % MOCK_PARTITIONS)
+        assert producer.flush(30) == 0
+        while record_count(held := thread.read(lambda m: m.held())) < 20:
+            assert not thread.acquire(records_max=100, wait_ms=500).errors
+        latest = {(topic, p): requests.LATEST_TIMESTAMP for p in range(MOCK_PARTITIONS)}
+        ends = thread.run(lambda client: list_offsets_async(client, latest), timeout_ms=30_000)
+        assert ends == dict.fromkeys(latest, 20 // MOCK_PARTITIONS)
+        assert thread.acknowledge(held, AcknowledgeType.ACCEPT) == Acknowledged({})
+    finally:
+        thread.close()
+        thread.close()  # idempotent
+    assert member.closed
+    with pytest.raises(ClientError, match="is closed"):
+        thread.acquire(records_max=1, wait_ms=0)
     producer.flush(1)

@@ -11,9 +11,9 @@ What this module adds for the source: the Spark side names partitions by topic n
 (`TopicPartition`, as in the offset JSON) where the share APIs name them by topic id;
 `start()` applies the `share.*` group configs (IncrementalAlterConfigs to the group's
 coordinator) and resolves the topics before joining, then waits for a first
-assignment; `end_offsets()` lists each partition's end at its leader, on the member's
-own client and connections (librdkafka's mock drops a broker's share sessions when any
-connection to it closes).
+assignment and its leaders; `end_offsets()` lists each partition's end at its leader,
+on the member's own client and connections (librdkafka's mock drops a broker's share
+sessions when any connection to it closes).
 
 Failures the source cannot go on from raise `ShareMemberError`, naming the option at
 fault where there is one: a lost share session (the broker released the records the
@@ -93,7 +93,8 @@ class ShareGroupMember:
     # ---- life cycle
 
     def start(self) -> None:
-        """Apply the group configs, resolve the topics, join and wait for an assignment.
+        """Apply the group configs, resolve the topics, join and wait for an assignment
+        whose leaders are known (so the first acquire fetches from every partition).
         Raises ShareMemberError with a clear reason (and leaves nothing running)."""
         try:
             check_reachable(self.settings.bootstrap)
@@ -105,7 +106,9 @@ class ShareGroupMember:
         try:
             self._thread.start(self._prepare)
             assigned = self._thread.wait_for(
-                lambda member: bool(member.assignment) or member.failure is not None,
+                lambda member: (
+                    bool(member.assignment and not member.leaderless) or member.failure is not None
+                ),
                 timeout_ms=ASSIGNMENT_WAIT_MS_MAX,
             )
             self._check_failure()
