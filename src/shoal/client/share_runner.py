@@ -18,8 +18,11 @@ is started in, with an `AsyncClient` for lookups:
 - timers: the loop wakes at `next_deadline_ms()`, on a reply, or on a new intent.
 
 The intents are coroutines that return the member's outcome: `acquire`,
-`acknowledge`, `close`. Once the member has failed (`member.failure`: a fatal
-heartbeat error or a lost share session), `acquire` and `acknowledge` raise it.
+`acknowledge`, `close`. Once a heartbeat error was fatal (`member.membership.fatal`),
+`acquire` and `acknowledge` raise it. A lost share session is not fatal, as in
+Kafka's share consumer: the broker released the records held there (the member
+reports them once by `take_lost()`, and logs the loss) and the next fetch to that
+broker opens a new session.
 Everything runs on the loop's thread: the member is never touched concurrently.
 (share_thread.py runs a runner on a thread of its own for blocking callers.)
 """
@@ -230,8 +233,9 @@ class ShareRunner:
 
     def _check_usable(self) -> None:
         self._check_running()
-        if self.member.failure is not None:
-            raise self.member.failure
+        fatal = self.member.membership.fatal
+        if fatal is not None:
+            raise fatal
 
     # ---- effects
 

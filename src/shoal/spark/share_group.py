@@ -16,9 +16,12 @@ on the member's own client and connections (librdkafka's mock drops a broker's s
 sessions when any connection to it closes).
 
 Failures the source cannot go on from raise `ShareMemberError`, naming the option at
-fault where there is one: a lost share session (the broker released the records the
-query held; the query restarts from its checkpoint, at least once), a fatal heartbeat
-error, an unreachable broker, a refused group config or an unknown topic.
+fault where there is one: a fatal heartbeat error, an unreachable broker, a refused
+group config or an unknown topic. A lost share session is not one of them (a broker
+restarted, or librdkafka's mock dropped it when some connection to that broker
+closed): the broker released the records held there, `take_lost()` reports them and
+the driver forgets them; the batches already planned with them are still read, and
+the group delivers those records again (at least once).
 """
 
 from __future__ import annotations
@@ -107,7 +110,8 @@ class ShareGroupMember:
             self._thread.start(self._prepare)
             assigned = self._thread.wait_for(
                 lambda member: (
-                    bool(member.assignment and not member.leaderless) or member.failure is not None
+                    bool(member.assignment and not member.leaderless)
+                    or member.membership.fatal is not None
                 ),
                 timeout_ms=ASSIGNMENT_WAIT_MS_MAX,
             )
@@ -218,7 +222,7 @@ class ShareGroupMember:
     # ---- internals
 
     def _check_failure(self) -> None:
-        failure = self._thread.read(lambda member: member.failure)
+        failure = self._thread.read(lambda member: member.membership.fatal)
         if failure is not None:
             raise self._error(failure)
 
