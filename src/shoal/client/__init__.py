@@ -5,6 +5,9 @@
 - `requests`: the `Call` builders, one per API; `Call.exact(kio_request)` pins a version.
 - `sync.Connection` / `aio.Connection`: one raw connection (tests, hostile input).
 - Errors: `KafkaError`, `BrokerUnreachable`, `RequestTimeout` (all `ClientError`).
+- The share-group member: `share_member.ShareMember` (sans-I/O), driven by
+  `share_runner.ShareRunner` (asyncio) or `share_thread.ShareMemberThread` (blocking,
+  its own loop thread); `offsets.list_offsets` asks each leader for offsets.
 
 `KafkaConnection` and `ResponseError` (connection.py) remain until their users move.
 """

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from typing import Any, Final, Literal
 
 from shoal.client.aio import AsyncClient, Connection
@@ -159,7 +159,8 @@ class ShareRunner:
                 task.cancel()
         for task in [self._loop_task, *self._tasks]:
             if task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
+                # cancelled now, or already ended and logged (_drive, _task_done)
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         self._tasks.clear()
         connections = list(self._connections.values())
@@ -184,6 +185,20 @@ class ShareRunner:
         self._wake.set()
 
     async def _drive(self) -> None:
+        try:
+            await self._steps()
+        except Exception as exc:  # a bug: the intents waiting must not hang
+            log.exception("share runner of group %s stopped", self.member.group_id)
+            for future in self._waiting.values():
+                if not future.done():
+                    future.set_exception(
+                        ClientError(
+                            f"the share runner of group {self.member.group_id!r} stopped: {exc!r}"
+                        )
+                    )
+            raise
+
+    async def _steps(self) -> None:
         assert self._wake is not None
         while True:
             self._wake.clear()
@@ -216,10 +231,19 @@ class ShareRunner:
             if outcome is not None:
                 future.set_result(outcome)
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task: asyncio.Task[None] = asyncio.create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "share member %s: a driver task failed",
+                self.member.member_id,
+                exc_info=task.exception(),
+            )
 
     def _check_running(self) -> None:
         task = self._loop_task
