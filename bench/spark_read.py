@@ -102,8 +102,8 @@ def spark_session() -> Any:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from shoal.spark.cluster import LATEST, client_for, list_offsets
     from shoal.spark.reading import read_range
-    from shoal.spark.wire import LATEST, client_for
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     load_before = os.getloadavg()[0]
@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             create_topic(bootstrap, topic, partitions=args.partitions)
             create_topic(bootstrap, written, partitions=args.partitions)
             produce(bootstrap, topic, records=args.records, value_bytes=VALUE_BYTES, acks="1")
-            ends = client_for(bootstrap).list_offsets(
-                topic, dict.fromkeys(range(args.partitions), LATEST)
+            ends = list_offsets(
+                client_for(bootstrap), topic, dict.fromkeys(range(args.partitions), LATEST)
             )
             print(HEADER, flush=True)
 

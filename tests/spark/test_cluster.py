@@ -9,7 +9,8 @@ ShareAcknowledge to each partition's leader, one share session per broker).
 
 The mock cannot set group configs (no IncrementalAlterConfigs) and starts a new share
 group at the latest offset, so the stream test starts its query first and produces
-while it runs.
+while it runs. The mock also drops a broker's share sessions whenever any connection
+to that broker closes, so that test produces through one producer kept open.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
@@ -35,18 +37,28 @@ def cluster() -> Iterator[MockCluster]:
         yield mock
 
 
-def _spread(cluster: MockCluster, topic: str) -> None:
-    leaders = cluster.leaders(topic)
-    assert len(leaders) == MOCK_PARTITIONS and len(set(leaders.values())) > 1, leaders
+SPREAD_TRIES = 10
+"""Topics `_spread` creates at most: the mock places each partition's leader at random,
+all four on one broker about one time in 27."""
+
+
+def _spread(cluster: MockCluster, prefix: str) -> str:
+    """A new topic whose partition leaders are on more than one broker."""
+    for i in range(SPREAD_TRIES):
+        topic = f"{prefix}-{i}"
+        leaders = cluster.leaders(topic)  # creates the topic
+        assert len(leaders) == MOCK_PARTITIONS, leaders
+        if len(set(leaders.values())) > 1:
+            return topic
+    raise AssertionError(f"{SPREAD_TRIES} topics, each with every leader on one broker")
 
 
 def test_batch_source_reads_every_partition_from_its_leader(
     spark: Any, cluster: MockCluster
 ) -> None:
-    topic = "cluster-read"
+    topic = _spread(cluster, "cluster-read")
     values = [b"read-%d" % i for i in range(1000)]
-    assert cluster.produce(topic, values) == len(values)
-    _spread(cluster, topic)
+    _produce_to_every_partition(cluster, topic, values)
     frame = (
         spark.read.format("shoal")
         .option("bootstrap.servers", cluster.bootstrap)
@@ -64,8 +76,7 @@ def test_batch_source_reads_every_partition_from_its_leader(
 
 
 def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCluster) -> None:
-    topic = "cluster-sink"
-    _spread(cluster, topic)
+    topic = _spread(cluster, "cluster-sink")
     rows = [(b"k%d" % i, b"sink-%d" % i, i % MOCK_PARTITIONS) for i in range(400)]
     spark.createDataFrame(rows, "key binary, value binary, partition int").write.format(
         "shoal"
@@ -84,8 +95,7 @@ def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCl
 def test_share_stream_acquires_from_every_leader(
     spark: Any, cluster: MockCluster, tmp_path: Path
 ) -> None:
-    topic = "cluster-share"
-    _spread(cluster, topic)
+    topic = _spread(cluster, "cluster-share")
     out = tmp_path / "out"
     query = (
         spark.readStream.format("shoal-share")
@@ -99,6 +109,10 @@ def test_share_stream_acquires_from_every_leader(
         .trigger(processingTime="1 second")
         .start()
     )
+    # The mock drops every share session on a broker when any connection to it closes
+    # (the records held there go back to the group): produce through one producer kept
+    # open for the whole query, so each final record is delivered once.
+    producer = _Spreader(cluster)
     try:
         # Until every partition has delivered a record, a partition may not have been
         # fetched yet and would start after records produced now: produce warm-up
@@ -108,11 +122,11 @@ def test_share_stream_acquires_from_every_leader(
         while _partitions_seen(spark, out) != set(range(MOCK_PARTITIONS)):
             assert query.exception() is None, query.exception()
             assert time.monotonic() < deadline, "no records from some partitions"
-            cluster.produce(topic, [b"warm-%d-%d" % (round_, i) for i in range(40)])
+            producer.produce(topic, [b"warm-%d-%d" % (round_, i) for i in range(40)])
             round_ += 1
             time.sleep(1)
         values = {b"final-%d" % i for i in range(400)}
-        assert cluster.produce(topic, sorted(values)) == len(values)
+        producer.produce(topic, sorted(values))
         seen: set[bytes] = set()
         while not values <= seen:
             assert query.exception() is None, query.exception()
@@ -124,9 +138,45 @@ def test_share_stream_acquires_from_every_leader(
         assert {r.partition for r in final} == set(range(MOCK_PARTITIONS))
     finally:
         query.stop()
+        producer.close()
 
 
 def _partitions_seen(spark: Any, out: Path) -> set[int]:
+    from pyspark.errors import AnalysisException
+
     if not any(out.glob("*.parquet")):
         return set()
-    return {r.partition for r in spark.read.parquet(str(out)).select("partition").collect()}
+    try:
+        return {r.partition for r in spark.read.parquet(str(out)).select("partition").collect()}
+    except AnalysisException:  # files written, the first batch not yet in _spark_metadata
+        return set()
+
+
+class _Spreader:
+    """A producer that writes round-robin over the partitions (one left to choose may
+    put a whole small batch on one partition)."""
+
+    def __init__(self, cluster: MockCluster) -> None:
+        self._producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 3}
+        )
+
+    def produce(self, topic: str, values: list[bytes]) -> None:
+        failures: list[object] = []
+        for i, value in enumerate(values):
+            self._producer.produce(
+                topic,
+                value=value,
+                partition=i % MOCK_PARTITIONS,
+                on_delivery=lambda error, _message: error is None or failures.append(error),
+            )
+        assert self._producer.flush(30) == 0 and not failures, failures
+
+    def close(self) -> None:
+        self._producer.flush(1)
+
+
+def _produce_to_every_partition(cluster: MockCluster, topic: str, values: list[bytes]) -> None:
+    spreader = _Spreader(cluster)
+    spreader.produce(topic, values)
+    spreader.close()

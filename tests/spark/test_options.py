@@ -7,12 +7,14 @@ case here sets a job group and checks that Spark started no job in it.
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from shoal.spark.cluster import PROBE_TIMEOUT_MS, client_for, close_cached_clients
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     REQUIRED,
@@ -24,7 +26,6 @@ from shoal.spark.options import (
     parse_topic_list,
     require_reachable,
 )
-from shoal.spark.wire import BrokerUnreachable, ClusterClient, client_for, close_cached_clients
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic, flush_all, producer
 from tests.support.topics import topic_name
@@ -87,7 +88,7 @@ def test_two_spellings_of_one_option_are_refused() -> None:
         ({"minPartitions": "0"}, "option 'minPartitions' = '0' is invalid: must be between 1"),
         ({"minPartitions": "x"}, "option 'minPartitions' = 'x' is invalid"),
         ({"bootstrap.servers": "nohost"}, "option 'bootstrap.servers' = 'nohost' is invalid"),
-        ({"bootstrap.servers": "h:99999"}, "'h:99999' is not host:port"),
+        ({"bootstrap.servers": "h:99999"}, "invalid bootstrap server 'h:99999'"),
         ({"topic": " , "}, "option 'topic' = ' , ' is invalid: no topic name"),
         ({"startingOffsets": "{bad"}, "option 'startingOffsets' = '{bad' is invalid: not JSON"),
         ({"startingOffsets": '{"t":{"0":-3}}'}, "offset of t-0 must be an integer >= -2"),
@@ -129,33 +130,32 @@ def test_unreachable_bootstrap_names_the_option() -> None:
     assert "Connection refused" in str(info.value)
 
 
-def test_request_timeout_limit_closes_a_silent_connection() -> None:
-    """REQUEST_TIMEOUT_S, hit: a broker that accepts but never answers."""
+def test_probe_timeout_limit_fails_a_silent_broker_in_time() -> None:
+    """PROBE_TIMEOUT_MS, hit: a broker that accepts but never answers fails the check
+    (naming the option) once the probe's time is up, not after the request timeout."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        client = ClusterClient(f"127.0.0.1:{silent.getsockname()[1]}", request_timeout_s=0.2)
-        try:
-            with pytest.raises(
-                BrokerUnreachable, match=r"metadata request to .* failed: timed out"
-            ):
-                client.check_reachable()
-        finally:
-            client.close()
+        bootstrap = f"127.0.0.1:{silent.getsockname()[1]}"
+        start = time.monotonic()
+        with pytest.raises(OptionError, match=r"option 'bootstrap.servers' = .*no answer"):
+            require_reachable(bootstrap)
+        assert time.monotonic() - start < 2 * PROBE_TIMEOUT_MS / 1000
 
 
 def test_cached_clients_are_closed_at_exit(spark_broker: BrokerProcess) -> None:
     """`close_cached_clients` (registered with atexit) closes this process's cached
     connections; the next `client_for` opens a fresh client."""
     client = client_for(spark_broker.bootstrap)
-    client.check_reachable()
+    assert client_for(spark_broker.bootstrap) is client
+    client.metadata([])
     connections = list(client._connections.values())
     assert connections and not any(c.closed for c in connections)
     close_cached_clients()
     assert all(c.closed for c in connections)
     fresh = client_for(spark_broker.bootstrap)
     assert fresh is not client
-    fresh.check_reachable()
+    fresh.metadata([])
 
 
 # ---- through Spark: reported at planning, before any job

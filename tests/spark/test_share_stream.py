@@ -234,7 +234,7 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
             "0.5",
         ],
         cwd=ROOT,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": _child_path()},
         stdout=subprocess.DEVNULL,
         stderr=child_log,
         start_new_session=True,
@@ -464,3 +464,10 @@ def _is_order(value: bytes) -> bool:
     except ValueError:
         return False
     return "item" in order and isinstance(order["quantity"], int)
+
+
+def _child_path() -> str:
+    """The repository root (for `tests.`) before the PYTHONPATH this test runs with
+    (which may put a worktree's `src` first)."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(p for p in (str(ROOT), inherited) if p)

@@ -1,5 +1,5 @@
-"""The sans-I/O share member (client/share_member.py) against a broker process, through
-a minimal test driver (tests/support/share_member_driver.py): it joins, acquires from
+"""The sans-I/O share member (client/share_member.py) against a broker process, driven by
+the client's `ShareRunner` (share_runner.py): it joins, acquires from
 two partitions, keeps its records locked past the lock duration by RENEW, acknowledges
 them, closes its session and leaves."""
 
@@ -11,17 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from shoal.client import AsyncClient
 from shoal.client.ranges import Span, TopicIdPartition
-from shoal.client.share_effects import (
-    Acknowledged,
-    Acquired,
-    Closed,
-)
+from shoal.client.share_effects import Acknowledged, Closed
 from shoal.client.share_member import ShareMember
 from shoal.client.share_requests import AcknowledgeType
+from shoal.client.share_runner import ShareRunner
 from shoal.clock import SystemClock
 from tests.support.broker import BrokerProcess
-from tests.support.share_member_driver import MemberDriver
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, metadata_request
@@ -59,26 +56,23 @@ def test_member_acquires_renews_acknowledges_and_leaves(broker: BrokerProcess) -
     )
 
     async def scenario() -> None:
-        host, _, port = broker.bootstrap.rpartition(":")
-        driver = MemberDriver(member, address=lambda _target: (host, int(port)), leaders=leaders)
-        try:
-            await driver.run_until(lambda: member.assignment == set(leaders))
+        async with AsyncClient(broker.bootstrap) as client, ShareRunner(member, client) as runner:
+            assert await runner.wait_for(
+                lambda: member.assignment == set(leaders), timeout_ms=30_000
+            )
             held: dict[TopicIdPartition, tuple[Span, ...]] = {}
             while sum(s.size for spans in held.values() for s in spans) < 10:
-                outcome = await driver.result(member.acquire(records_max=10, wait_ms=500))
-                assert isinstance(outcome, Acquired) and not outcome.errors, outcome
+                outcome = await runner.acquire(records_max=10, wait_ms=500)
+                assert not outcome.errors, outcome
                 held = member.held()
             assert held == {tp: (Span(0, 4, 1),) for tp in leaders}
             assert member.lock_duration_ms == LOCK_MS
             # wait past two lock durations: RENEWs keep the records locked
-            start = SystemClock().monotonic_ms()
-            await driver.run_until(lambda: SystemClock().monotonic_ms() - start > 2.5 * LOCK_MS)
+            await asyncio.sleep(2.5 * LOCK_MS / 1000)
             assert member.take_lost() == {} and member.failure is None
-            acked = await driver.result(member.acknowledge(held, AcknowledgeType.ACCEPT))
+            acked = await runner.acknowledge(held, AcknowledgeType.ACCEPT)
             assert acked == Acknowledged({})
-            assert await driver.result(member.close()) == Closed()
+            assert await runner.close() == Closed()
             assert member.closed
-        finally:
-            await driver.close()
 
     asyncio.run(scenario())

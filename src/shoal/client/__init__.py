@@ -4,6 +4,9 @@
   leader, to a group's coordinator, with retries, backoff and deadlines.
 - `requests`: the `Call` builders, one per API; `Call.exact(kio_request)` pins a version.
 - `sync.Connection` / `aio.Connection`: one raw connection (tests, hostile input).
+- The share-group member: `share_member.ShareMember` (sans-I/O), driven by
+  `share_runner.ShareRunner` (asyncio) or `share_thread.ShareMemberThread` (blocking,
+  its own loop thread); `offsets.list_offsets` asks each leader for offsets.
 - Errors: `KafkaError`, `BrokerUnreachable`, `RequestTimeout` (all `ClientError`).
 """
 

@@ -294,11 +294,14 @@ class AsyncClient:
                 return connection
             if connection is not None:
                 await self._drop(node, connection)
-            connection = await self._open(node, timeout_ms)
+            connection = await self.open_connection(node, timeout_ms)
             self._connections[node.key] = connection
             return connection
 
-    async def _open(self, node: Node, timeout_ms: int) -> Connection:
+    async def open_connection(self, node: Node, timeout_ms: int) -> Connection:
+        """A new connection to `node`, handshake done, with this client's settings; not
+        shared with the client's own calls (the caller closes it). `Disconnected`
+        (phase "connect") when that fails within `timeout_ms`."""
         timeout_s = timeout_ms / 1000
         try:
             connection = await Connection.open(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 
 class TopicIdPartition(NamedTuple):
@@ -31,6 +31,8 @@ class Span(NamedTuple):
 
 
 SpanMap = dict[TopicIdPartition, tuple[Span, ...]]
+Key = TypeVar("Key", bound=tuple[Any, ...])
+"""A partition named any way: by topic id here, by topic name in the Spark source."""
 
 
 def split_by(spans: Sequence[Span], ranges: Sequence[Span]) -> tuple[list[Span], list[Span]]:
@@ -64,10 +66,10 @@ def merge(spans: Iterable[Span], more: Iterable[Span]) -> list[Span]:
     return sorted([*split_by(sorted(spans), more)[1], *more])
 
 
-def normalized(spans: Mapping[TopicIdPartition, Iterable[Span]]) -> SpanMap:
+def normalized(spans: Mapping[Key, Iterable[Span]]) -> dict[Key, tuple[Span, ...]]:
     """Sorted by partition and offset, empty entries dropped, adjacent spans with the
     same delivery count merged. Overlaps are a caller bug (asserted)."""
-    out: SpanMap = {}
+    out: dict[Key, tuple[Span, ...]] = {}
     for tp in sorted(spans):
         merged: list[Span] = []
         for span in sorted(spans[tp]):
@@ -84,5 +86,5 @@ def normalized(spans: Mapping[TopicIdPartition, Iterable[Span]]) -> SpanMap:
     return out
 
 
-def record_count(spans: Mapping[TopicIdPartition, Iterable[Span]]) -> int:
+def record_count(spans: Mapping[Any, Iterable[Span]]) -> int:
     return sum(span.size for items in spans.values() for span in items)

@@ -169,6 +169,12 @@ class ShareMember:
         return self.membership.assignment
 
     @property
+    def leaderless(self) -> frozenset[TopicIdPartition]:
+        """Assigned partitions whose leader the driver has not told yet (an acquire
+        fetches nothing from them)."""
+        return frozenset(self.assignment - self._leaders.keys())
+
+    @property
     def closed(self) -> bool:
         """close() was called and is complete: nothing more will be sent."""
         return (

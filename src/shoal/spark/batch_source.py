@@ -32,6 +32,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from shoal.client import KafkaError
+from shoal.spark import cluster
+from shoal.spark.cluster import EARLIEST, FETCH_MAX_BYTES_CAP, LATEST
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     OFFSETS_HELP,
@@ -51,7 +54,6 @@ from shoal.spark.reading import (
     SCHEMA_DDL,
     read_range,
 )
-from shoal.spark.wire import EARLIEST, FETCH_MAX_BYTES_CAP, LATEST, KafkaError, client_for
 
 NAME: Final = "shoal"
 
@@ -179,20 +181,20 @@ def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRan
     """Every partition of the topics with its [start, end) resolved; OptionError when
     a topic does not exist or an offset is outside the log."""
     topics: tuple[str, ...] = options["topic"]
-    client = client_for(bootstrap)
+    client = cluster.client_for(bootstrap)
     try:
-        partitions = client.partitions(topics)
+        found = cluster.partitions(client, topics)
     except KafkaError as exc:
         raise OptionError(f"option 'topic' = {','.join(topics)!r}: {exc}") from exc
     starting: OffsetSpec = options["startingOffsets"]
     ending: OffsetSpec = options["endingOffsets"]
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
-        _check_covers(option, spec, partitions)
+        _check_covers(option, spec, found)
     ranges = []
     for topic in topics:
-        ids = partitions[topic]
-        earliest = client.list_offsets(topic, dict.fromkeys(ids, EARLIEST))
-        latest = client.list_offsets(topic, dict.fromkeys(ids, LATEST))
+        ids = found[topic]
+        earliest = cluster.list_offsets(client, topic, dict.fromkeys(ids, EARLIEST))
+        latest = cluster.list_offsets(client, topic, dict.fromkeys(ids, LATEST))
         for partition in ids:
             bounds = (earliest[partition], latest[partition])
             start = _resolve("startingOffsets", starting, topic, partition, bounds)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shoal.spark.wire import BrokerUnreachable, parse_bootstrap
+from shoal.client import ClientError, parse_bootstrap
 
 REQUIRED: Final = object()
 """Default of an option that must be given."""
@@ -100,11 +100,11 @@ def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
 
 def require_reachable(bootstrap: str, *, option: str = "bootstrap.servers") -> None:
     """OptionError naming `option` unless a broker of `bootstrap` answers Metadata."""
-    from shoal.spark.wire import client_for
+    from shoal.spark.cluster import check_reachable
 
     try:
-        client_for(bootstrap).check_reachable()
-    except BrokerUnreachable as exc:
+        check_reachable(bootstrap)
+    except ClientError as exc:
         raise OptionError(f"option '{option}' = {bootstrap!r}: {exc}") from exc
 
 

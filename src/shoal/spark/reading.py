@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 from kio.schema.errors import ErrorCode
 
+from shoal.client import ClientError, KafkaError
 from shoal.protocol.record_batch import (
     HEADER_SIZE,
     MAGIC_V2,
@@ -47,7 +48,7 @@ from shoal.protocol.record_batch import (
 )
 from shoal.protocol.records import decompressed
 from shoal.protocol.records import read_varint as _varint
-from shoal.spark.wire import EARLIEST, KafkaError, client_for
+from shoal.spark.cluster import EARLIEST, client_for, fetch, list_offsets
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ def read_range(
     offset = start
     stalls = 0
     while offset < end:
-        fetched = client.fetch(
+        fetched = fetch(
+            client,
             topic,
             partition,
             offset,
@@ -134,7 +136,7 @@ def read_range(
                 f"(OFFSET_OUT_OF_RANGE; {_log_bounds(bootstrap, topic, partition)})"
             )
         if fetched.error != ErrorCode.none:
-            raise KafkaError(fetched.error, f"Fetch {topic}-{partition} at offset {offset}")
+            raise KafkaError(fetched.error, context=f"Fetch {topic}-{partition} at offset {offset}")
         if aborted is not None:
             aborted.add(fetched.aborted)
         next_offset, kept = _kept_batches(fetched.records, offset, end, aborted)
@@ -156,8 +158,8 @@ def read_range(
 
 def _log_bounds(bootstrap: str, topic: str, partition: int) -> str:
     try:
-        earliest = client_for(bootstrap).list_offsets(topic, {partition: EARLIEST})[partition]
-    except (KafkaError, ConnectionError) as exc:
+        earliest = list_offsets(client_for(bootstrap), topic, {partition: EARLIEST})[partition]
+    except ClientError as exc:
         return f"log start offset unknown: {exc}"
     return f"the log now starts at offset {earliest}"
 

@@ -1,5 +1,5 @@
 """The driver side of the `shoal-share` source: what latestOffset, partitions, commit,
-prepareForTriggerAvailableNow and stop do, over a `ShareMember` (I/O) and a
+prepareForTriggerAvailableNow and stop do, over a `ShareGroupMember` (I/O) and a
 `ShareLedger` (bookkeeping). It lives in Spark's long-lived source runner process.
 
 At least once (spark.md §6):
@@ -50,9 +50,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from shoal.client.ranges import record_count
+from shoal.client.share_requests import AcknowledgeType
+from shoal.spark.share_group import ACCEPT, RELEASE, ShareGroupMember
 from shoal.spark.share_ledger import ShareLedger, SpanMap
-from shoal.spark.share_member import ACCEPT, RELEASE, ShareMember
-from shoal.spark.share_offsets import ShareOffset, Spans, covers, record_count
+from shoal.spark.share_offsets import ShareOffset, Spans, covers
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ class ShareDriver:
 
     def __init__(
         self,
-        member: ShareMember,
+        member: ShareGroupMember,
         *,
         acquire_wait_ms: int,
         committed: Callable[[], Sequence[ShareOffset]] | None = None,
@@ -241,7 +243,7 @@ class ShareDriver:
         self._acknowledge(admission.release, RELEASE, "RELEASE (beyond the AvailableNow end)")
         return admission.pending + record_count(admission.accept)
 
-    def _acknowledge(self, spans: SpanMap, ack_type: int, what: str) -> None:
+    def _acknowledge(self, spans: SpanMap, ack_type: AcknowledgeType, what: str) -> None:
         if not spans:
             return
         failed = self.member.acknowledge(spans, ack_type)

@@ -18,39 +18,16 @@ most once; spans per topic-partition stay sorted and non-overlapping.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from shoal.spark.share_offsets import Span, Spans, TopicPartition, normalized, record_count
+from shoal.client.ranges import Span, merge, normalized, record_count, split_by
+from shoal.spark.share_offsets import Spans, TopicPartition
 
 SpanMap = dict[TopicPartition, tuple[Span, ...]]
 
 
 # ---- span arithmetic on one topic-partition (sorted, non-overlapping lists) ---------
-
-
-def split_by(spans: Sequence[Span], ranges: Sequence[Span]) -> tuple[list[Span], list[Span]]:
-    """(`spans` inside `ranges`, `spans` outside them); delivery counts of `ranges` are
-    ignored. Both inputs sorted and non-overlapping."""
-    inside: list[Span] = []
-    outside: list[Span] = []
-    j = 0
-    for span in spans:
-        first = span.first
-        while first <= span.last:
-            while j < len(ranges) and ranges[j].last < first:
-                j += 1
-            if j == len(ranges) or ranges[j].first > span.last:
-                outside.append(Span(first, span.last, span.delivery_count))
-                break
-            r = ranges[j]
-            if r.first > first:
-                outside.append(Span(first, r.first - 1, span.delivery_count))
-                first = r.first
-            last = min(span.last, r.last)
-            inside.append(Span(first, last, span.delivery_count))
-            first = last + 1
-    return inside, outside
 
 
 def split_at(spans: Sequence[Span], bound: int) -> tuple[list[Span], list[Span]]:
@@ -73,11 +50,6 @@ def take(spans: Sequence[Span], count: int) -> tuple[list[Span], list[Span]]:
             rest.append(Span(span.first + count, span.last, span.delivery_count))
             count = 0
     return taken, rest
-
-
-def merge(spans: Iterable[Span], more: Iterable[Span]) -> list[Span]:
-    """Union of two disjoint span lists, sorted."""
-    return sorted([*spans, *more])
 
 
 # ---- the ledger ---------------------------------------------------------------------

@@ -19,14 +19,18 @@ count >= 1.
 
 `split` cuts a batch into at most `parts` chunks of nearly equal record counts,
 independent of how many topic-partitions the records come from: one partition can feed
-many tasks. Everything here is pure.
+many tasks. Spans and their arithmetic are the client's (`shoal.client.ranges`); here
+partitions are named by topic name, as the offset JSON names them. Everything here is
+pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from shoal.client.ranges import Span, normalized, record_count
 
 OFFSET_FORMAT_VERSION = 1
 
@@ -34,18 +38,6 @@ OFFSET_FORMAT_VERSION = 1
 class TopicPartition(NamedTuple):
     topic: str
     partition: int
-
-
-class Span(NamedTuple):
-    """Acquired records `first`..`last` (inclusive), all at one delivery count."""
-
-    first: int
-    last: int
-    delivery_count: int
-
-    @property
-    def size(self) -> int:
-        return self.last - self.first + 1
 
 
 Spans = Mapping[TopicPartition, Sequence[Span]]
@@ -65,31 +57,6 @@ def check_spans(spans: Spans) -> None:
             if span.first <= previous_last:
                 raise OffsetFormatError(f"overlapping spans of {tp.topic}-{tp.partition}")
             previous_last = span.last
-
-
-def normalized(
-    spans: Mapping[TopicPartition, Iterable[Span]],
-) -> dict[TopicPartition, tuple[Span, ...]]:
-    """Sorted by topic-partition and offset, empty entries dropped, adjacent spans with
-    the same delivery count merged. Overlaps are a caller bug (asserted)."""
-    out: dict[TopicPartition, tuple[Span, ...]] = {}
-    for tp in sorted(spans):
-        merged: list[Span] = []
-        for span in sorted(spans[tp]):
-            if merged:
-                last = merged[-1]
-                assert span.first > last.last, f"overlapping spans {last} {span} of {tp}"
-                if span.first == last.last + 1 and span.delivery_count == last.delivery_count:
-                    merged[-1] = Span(last.first, span.last, last.delivery_count)
-                    continue
-            merged.append(span)
-        if merged:
-            out[tp] = tuple(merged)
-    return out
-
-
-def record_count(spans: Spans) -> int:
-    return sum(span.size for items in spans.values() for span in items)
 
 
 def covers(outer: Spans, inner: Spans) -> bool:

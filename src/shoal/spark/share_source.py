@@ -47,7 +47,7 @@ from shoal.spark.options import require_reachable
 from shoal.spark.reading import ARROW_SCHEMA, SCHEMA_DDL, read_range
 from shoal.spark.share_checkpoint import committed_offsets
 from shoal.spark.share_driver import ShareDriver
-from shoal.spark.share_member import MemberSettings, ShareMember
+from shoal.spark.share_group import MemberSettings, ShareGroupMember
 from shoal.spark.share_offsets import INITIAL_OFFSET, ChunkPart, ShareOffset, split
 from shoal.spark.share_options import (
     RECORDS_PER_BATCH_MAX,
@@ -101,7 +101,7 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _drive(self) -> ShareDriver:
         if self._driver is None:
             options = self.options
-            member = ShareMember(
+            member = ShareGroupMember(
                 MemberSettings(
                     bootstrap=options.bootstrap,
                     group_id=options.group_id,

@@ -682,11 +682,14 @@ def test_unknown_leaders_are_asked_for_again_after_the_backoff() -> None:
     rig.member.on_response(join.request_id, heartbeat_response(1, assigned=[P10, P11]))
     assert rig.poll() == [FindLeaders(frozenset({P10, P11}))]
     rig.member.set_leaders({P10: 1, P11: -1})
+    assert rig.member.leaderless == {P11}
     assert rig.member.next_deadline_ms() == 300
     rig.clock.advance(299)
     assert rig.poll() == []
     rig.clock.advance(1)
     assert rig.poll() == [FindLeaders(frozenset({P11}))]
+    rig.member.set_leaders({P11: 2})
+    assert rig.member.leaderless == frozenset()
 
 
 def test_batch_optimized_acquisition_can_be_chosen() -> None:

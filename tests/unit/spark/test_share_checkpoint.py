@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from shoal.client.ranges import Span
 from shoal.spark.share_checkpoint import committed_offsets, local_checkpoint
-from shoal.spark.share_offsets import ShareOffset, Span, TopicPartition
+from shoal.spark.share_offsets import ShareOffset, TopicPartition
 
 TP = TopicPartition("orders", 0)
 METADATA = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1795303153549, "conf": {}})

@@ -1,6 +1,6 @@
 """The share source driver's bounds (share_driver.py), with a member that hands out one
 record per ShareFetch (the real member is exercised against a broker in
-tests/spark/test_share_member.py)."""
+tests/spark/test_share_group.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from shoal.client.ranges import Span
 from shoal.spark.share_checkpoint import committed_offsets
 from shoal.spark.share_driver import ACQUIRE_ROUNDS_MAX, ShareDriver
-from shoal.spark.share_member import ACCEPT, MemberSettings
-from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, Span, Spans, TopicPartition
+from shoal.spark.share_group import ACCEPT, MemberSettings
+from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, Spans, TopicPartition
 from tests.unit.spark.test_share_checkpoint import write_batch
 
 TP = TopicPartition("t", 0)

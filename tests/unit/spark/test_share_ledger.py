@@ -3,20 +3,12 @@ is, and what is acknowledged when."""
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
-from shoal.spark.share_ledger import ShareLedger, split_at, split_by, take
-from shoal.spark.share_offsets import Span, TopicPartition
+from shoal.client.ranges import Span
+from shoal.spark.share_ledger import ShareLedger, split_at, take
+from shoal.spark.share_offsets import TopicPartition
 
 A0 = TopicPartition("a", 0)
 A1 = TopicPartition("a", 1)
-
-
-def test_split_by_cuts_spans_at_range_edges_and_keeps_counts() -> None:
-    inside, outside = split_by([Span(0, 9, 2), Span(20, 25, 1)], [Span(3, 4, 9), Span(8, 21, 9)])
-    assert inside == [Span(3, 4, 2), Span(8, 9, 2), Span(20, 21, 1)]
-    assert outside == [Span(0, 2, 2), Span(5, 7, 2), Span(22, 25, 1)]
 
 
 def test_split_at_and_take() -> None:
@@ -26,19 +18,6 @@ def test_split_at_and_take() -> None:
         [Span(0, 2, 1), Span(5, 6, 2)],
         [Span(7, 9, 2)],
     )
-
-
-@given(
-    st.lists(st.integers(0, 60), unique=True, max_size=30),
-    st.lists(st.integers(0, 60), unique=True, max_size=30),
-)
-def test_split_by_is_a_partition_of_the_offsets(held: list[int], ranges: list[int]) -> None:
-    def spans(offsets: list[int]) -> list[Span]:
-        return [Span(o, o, 1) for o in sorted(offsets)]
-
-    inside, outside = split_by(spans(held), spans(ranges))
-    assert {s.first for s in inside} == set(held) & set(ranges)
-    assert {s.first for s in outside} == set(held) - set(ranges)
 
 
 def test_plan_takes_up_to_the_limit_and_keeps_the_rest_pending() -> None:

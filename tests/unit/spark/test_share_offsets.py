@@ -8,15 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shoal.client.ranges import Span, record_count
 from shoal.spark.share_offsets import (
     INITIAL_OFFSET,
     OffsetFormatError,
     ShareOffset,
-    Span,
     TopicPartition,
     covers,
-    normalized,
-    record_count,
     split,
 )
 
@@ -46,11 +44,6 @@ def test_same_batch_renders_to_same_text_whatever_the_order() -> None:
 def test_initial_offset_has_nothing_acquired() -> None:
     assert INITIAL_OFFSET.to_json() == {"v": 1, "seq": 0, "arch": 0, "acq": {}}
     assert ShareOffset.from_json(INITIAL_OFFSET.to_json()).record_count == 0
-
-
-def test_adjacent_spans_merge_only_with_equal_delivery_counts() -> None:
-    merged = normalized({A0: [Span(0, 4, 1), Span(5, 9, 1), Span(10, 12, 2), Span(14, 15, 2)]})
-    assert merged == {A0: (Span(0, 9, 1), Span(10, 12, 2), Span(14, 15, 2))}
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The shoal-share source's driver-side member and driver against a real broker, without
 Spark: acquisition, acknowledgement, RENEW keeping locks alive, replay reclaim and
-AvailableNow bounds (share_member.py, share_driver.py)."""
+AvailableNow bounds (share_group.py, share_driver.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from shoal.client.ranges import Span
 from shoal.spark.share_driver import ShareDriver
-from shoal.spark.share_member import ACCEPT, MemberSettings, ShareMember, ShareMemberError
-from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, Span, TopicPartition
+from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember, ShareMemberError
+from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, TopicPartition
 from tests.support.broker import BrokerProcess
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_wire import produce_values
@@ -32,16 +33,16 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         process.kill()
 
 
-def _member(broker: BrokerProcess, group: str, topic: str, **settings: object) -> ShareMember:
+def _member(broker: BrokerProcess, group: str, topic: str, **settings: object) -> ShareGroupMember:
     configs = settings.pop("group_configs", EARLIEST)
-    member = ShareMember(
+    member = ShareGroupMember(
         MemberSettings(broker.bootstrap, group, (topic,), configs, **settings)  # type: ignore[arg-type]
     )
     member.start()
     return member
 
 
-def _acquire_all(member: ShareMember, count: int) -> dict[TopicPartition, list[Span]]:
+def _acquire_all(member: ShareGroupMember, count: int) -> dict[TopicPartition, list[Span]]:
     got: dict[TopicPartition, list[Span]] = {}
     deadline = time.monotonic() + 30
     while sum(s.size for spans in got.values() for s in spans) < count:
@@ -190,4 +191,4 @@ def test_mistakes_are_reported_with_the_option(broker: BrokerProcess, tmp_path: 
     with pytest.raises(ShareMemberError, match=re.escape("share.auto.offset.reset")):
         _member(broker, "g", topic, group_configs={"share.auto.offset.reset": "sometimes"})
     with pytest.raises(ShareMemberError, match=re.escape("bootstrap.servers='127.0.0.1:1'")):
-        ShareMember(MemberSettings("127.0.0.1:1", "g", (topic,))).start()
+        ShareGroupMember(MemberSettings("127.0.0.1:1", "g", (topic,))).start()

@@ -1,0 +1,252 @@
+"""The `shoal-share` source's one member of its share group, in the driver's process.
+
+`ShareGroupMember` is the client's share-group member (`shoal.client.ShareMember`, a
+sans-I/O state machine) driven by `ShareMemberThread`: an event loop on a daemon thread
+of its own, so heartbeats and RENEWs go on while Spark runs a batch. Heartbeats go to
+the group's coordinator, ShareFetch and ShareAcknowledge to each partition's leader,
+one share session per broker; versions come from each broker's ApiVersions (a broker
+that cannot RENEW gets no RENEW, and the records' locks are not renewed).
+
+What this module adds for the source: the Spark side names partitions by topic name
+(`TopicPartition`, as in the offset JSON) where the share APIs name them by topic id;
+`start()` applies the `share.*` group configs (IncrementalAlterConfigs to the group's
+coordinator) and resolves the topics before joining, then waits for a first
+assignment and its leaders; `end_offsets()` lists each partition's end at its leader,
+on the member's own client and connections (librdkafka's mock drops a broker's share
+sessions when any connection to it closes).
+
+Failures the source cannot go on from raise `ShareMemberError`, naming the option at
+fault where there is one: a fatal heartbeat error, an unreachable broker, a refused
+group config or an unknown topic. A lost share session is not one of them (a broker
+restarted, or librdkafka's mock dropped it when some connection to that broker
+closed): the broker released the records held there, `take_lost()` reports them and
+the driver forgets them; the batches already planned with them are still read, and
+the group delivers those records again (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from shoal.client import AsyncClient, ClientError, ClientSettings
+from shoal.client import requests as rq
+from shoal.client.errors import ErrorCode, KafkaError, error_name
+from shoal.client.offsets import list_offsets_async
+from shoal.client.ranges import Span, TopicIdPartition
+from shoal.client.share_member import MemberSettings as ClientMemberSettings
+from shoal.client.share_member import ShareMember
+from shoal.client.share_requests import AcknowledgeType
+from shoal.client.share_thread import ShareMemberThread
+from shoal.clock import SystemClock
+from shoal.spark.cluster import check_reachable
+from shoal.spark.share_offsets import Spans, TopicPartition
+
+log = logging.getLogger(__name__)
+
+ACCEPT: Final = AcknowledgeType.ACCEPT
+RELEASE: Final = AcknowledgeType.RELEASE
+ASSIGNMENT_WAIT_MS_MAX: Final = 30_000
+"""`start()` waits this long for the first non-empty assignment before it fails."""
+
+
+class ShareMemberError(RuntimeError):
+    """The member cannot go on; the message says why, naming the source option at fault
+    where there is one."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSettings:
+    bootstrap: str
+    group_id: str
+    topics: tuple[str, ...]
+    group_configs: Mapping[str, str] = field(default_factory=dict)
+    """`share.*` group configs SET (IncrementalAlterConfigs on the GROUP) before joining."""
+    client_id: str = "shoal-spark-share"
+    lock_renew_interval_ms: int | None = None
+    """None: half the lock duration the brokers report."""
+    request_timeout_ms: int = 30_000
+    read_committed: bool = False
+
+
+class ShareGroupMember:
+    """The driver's share-group member. See the module docstring."""
+
+    def __init__(self, settings: MemberSettings) -> None:
+        self.settings = settings
+        self.member_id = uuid.uuid4().hex[:22]
+        self._member = ShareMember(
+            group_id=settings.group_id,
+            member_id=self.member_id,
+            topics=settings.topics,
+            clock=SystemClock(),
+            settings=ClientMemberSettings(lock_renew_interval_ms=settings.lock_renew_interval_ms),
+        )
+        client_settings = ClientSettings(
+            client_id=settings.client_id, request_timeout_ms=settings.request_timeout_ms
+        )
+        self._thread = ShareMemberThread(self._member, settings.bootstrap, settings=client_settings)
+        self._ids: dict[str, uuid.UUID] = {}
+        self._names: dict[uuid.UUID, str] = {}
+        self._partitions: dict[str, list[int]] = {}
+
+    # ---- life cycle
+
+    def start(self) -> None:
+        """Apply the group configs, resolve the topics, join and wait for an assignment
+        whose leaders are known (so the first acquire fetches from every partition).
+        Raises ShareMemberError with a clear reason (and leaves nothing running)."""
+        try:
+            check_reachable(self.settings.bootstrap)
+        except ClientError as exc:
+            self.close()
+            raise ShareMemberError(
+                f"cannot reach a broker at bootstrap.servers={self.settings.bootstrap!r} ({exc})"
+            ) from exc
+        try:
+            self._thread.start(self._prepare)
+            assigned = self._thread.wait_for(
+                lambda member: (
+                    bool(member.assignment and not member.leaderless)
+                    or member.membership.fatal is not None
+                ),
+                timeout_ms=ASSIGNMENT_WAIT_MS_MAX,
+            )
+            self._check_failure()
+            if not assigned:
+                raise ShareMemberError(
+                    f"share group {self.settings.group_id!r} assigned no partition of "
+                    f"{list(self.settings.topics)} within {ASSIGNMENT_WAIT_MS_MAX} ms"
+                )
+        except ClientError as exc:
+            self.close()
+            raise ShareMemberError(
+                f"share group {self.settings.group_id!r} at {self.settings.bootstrap}: {exc}"
+            ) from exc
+        except BaseException:
+            self.close()
+            raise
+
+    async def _prepare(self, client: AsyncClient) -> None:
+        if self.settings.group_configs:
+            await self._set_group_configs(client)
+        view = await client.metadata(list(self.settings.topics))
+        for name in self.settings.topics:
+            topic = view.topics.get(name)
+            code = ErrorCode.unknown_topic_or_partition if topic is None else topic.error_code
+            if code != ErrorCode.none or topic is None or topic.topic_id is None:
+                raise ShareMemberError(f"topic {name!r} (option topic/topics): {error_name(code)}")
+            self._ids[name] = topic.topic_id
+            self._names[topic.topic_id] = name
+            self._partitions[name] = sorted(topic.partitions)
+
+    async def _set_group_configs(self, client: AsyncClient) -> None:
+        group, configs = self.settings.group_id, self.settings.group_configs
+        call = rq.incremental_alter_configs(
+            {(rq.GROUP_RESOURCE, group): [rq.ConfigChange(k, v) for k, v in configs.items()]}
+        )
+        response = await client.to_coordinator(group, call, _first_resource_error)
+        (result,) = response.responses
+        if result.error_code != ErrorCode.none:
+            raise ShareMemberError(
+                f"group settings {sorted(configs)} refused for group {group!r}: "
+                f"{error_name(result.error_code)}: {result.error_message}"
+            )
+
+    def close(self) -> None:
+        """Close the share sessions (releasing what is still held), leave the group, stop
+        the thread. Idempotent; never raises."""
+        self._thread.close(timeout_ms=self.settings.request_timeout_ms)
+
+    # ---- the source's calls
+
+    def acquire(
+        self, *, records_max: int, wait_ms: int, skip: Collection[TopicPartition] = ()
+    ) -> dict[TopicPartition, list[Span]]:
+        """One round of ShareFetches (one per leader) from the assigned partitions but
+        `skip`: at most `records_max` records newly acquired (record-limit mode: every
+        acquisition counts as a delivery, so the member takes no record it will not
+        deliver), waiting up to `wait_ms` for some."""
+        skipped = [self._id_of(tp) for tp in skip if tp.topic in self._ids]
+        try:
+            outcome = self._thread.acquire(records_max=records_max, wait_ms=wait_ms, skip=skipped)
+        except ClientError as exc:
+            raise self._error(exc) from exc
+        for tp, error in outcome.errors.items():
+            log.warning(
+                "ShareFetch of %s for group %s: %s",
+                self._name_of(tp),
+                self.settings.group_id,
+                error,
+            )
+        return {self._named(tp): list(spans) for tp, spans in outcome.records.items()}
+
+    def acknowledge(self, spans: Spans, ack_type: AcknowledgeType) -> dict[TopicPartition, str]:
+        """ACCEPT or RELEASE `spans` (no longer held afterwards, whatever the outcome);
+        returns the partitions whose acknowledgement failed, with the error name."""
+        if not spans:
+            return {}
+        by_id = {self._id_of(tp): list(items) for tp, items in spans.items()}
+        try:
+            outcome = self._thread.acknowledge(by_id, ack_type)
+        except ClientError as exc:
+            raise self._error(exc) from exc
+        return {self._named(tp): error for tp, error in outcome.failed.items()}
+
+    def end_offsets(self) -> dict[TopicPartition, int]:
+        """Every partition's end offset (high watermark, or the last stable offset for
+        read_committed), asked of its leader."""
+        wanted = {(t, p): rq.LATEST_TIMESTAMP for t, ids in self._partitions.items() for p in ids}
+        level = rq.READ_COMMITTED if self.settings.read_committed else rq.READ_UNCOMMITTED
+        try:
+            ends = self._thread.run(
+                lambda client: list_offsets_async(client, wanted, isolation_level=level),
+                timeout_ms=2 * self.settings.request_timeout_ms,
+            )
+        except ClientError as exc:
+            raise ShareMemberError(f"end offsets of {sorted(self._partitions)}: {exc}") from exc
+        return {TopicPartition(t, p): offset for (t, p), offset in ends.items()}
+
+    def take_lost(self) -> dict[TopicPartition, tuple[Span, ...]]:
+        """Records lost since the last call (their lock could not be renewed)."""
+        lost = self._thread.read(lambda member: member.take_lost())
+        return {self._named(tp): spans for tp, spans in lost.items()}
+
+    @property
+    def lock_duration_ms(self) -> int:
+        return self._member.lock_duration_ms
+
+    # ---- internals
+
+    def _check_failure(self) -> None:
+        failure = self._thread.read(lambda member: member.membership.fatal)
+        if failure is not None:
+            raise self._error(failure)
+
+    def _error(self, exc: ClientError) -> ShareMemberError:
+        if isinstance(exc, KafkaError):  # a fatal heartbeat error
+            return ShareMemberError(
+                f"ShareGroupHeartbeat of group {self.settings.group_id!r} (option group.id) "
+                f"failed: {exc}"
+            )
+        return ShareMemberError(f"share group {self.settings.group_id!r}: {exc}")
+
+    def _id_of(self, tp: TopicPartition) -> TopicIdPartition:
+        return TopicIdPartition(self._ids[tp.topic], tp.partition)
+
+    def _name_of(self, tp: TopicIdPartition) -> str:
+        return f"{self._names.get(tp.topic_id, tp.topic_id)}-{tp.partition}"
+
+    def _named(self, tp: TopicIdPartition) -> TopicPartition:
+        return TopicPartition(self._names.get(tp.topic_id, str(tp.topic_id)), tp.partition)
+
+
+def _first_resource_error(response: object) -> int:
+    results = getattr(response, "responses", ())
+    return int(results[0].error_code) if results else 0
+
+
+__all__ = ["ACCEPT", "RELEASE", "MemberSettings", "ShareGroupMember", "ShareMemberError"]
