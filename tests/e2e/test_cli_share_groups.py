@@ -22,6 +22,7 @@ from kio.schema.describe_share_group_offsets.v1.request import (
     DescribeShareGroupOffsetsRequestGroup,
 )
 
+from shoal.client.requests import metadata
 from tests.support.broker import BrokerProcess, Brokers
 from tests.support.cli import rows, shoal
 from tests.support.share_consumers import (
@@ -36,7 +37,7 @@ from tests.support.share_consumers import (
     wait_for_members,
 )
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import call1, metadata_request
+from tests.support.wire import call1
 
 T = TypeVar("T")
 SETTLE_S = 30.0
@@ -218,7 +219,7 @@ def test_list_and_describe_a_live_member(share_broker: BrokerProcess) -> None:
         )
         assert verbose["MEMBER-EPOCH"] == str(member.member_epoch)
 
-        (broker_meta,) = call1(share_broker.bootstrap, metadata_request()).brokers
+        (broker_meta,) = call1(share_broker.bootstrap, metadata([])).brokers
         code, out, err = sg(share_broker, "--describe", "--group", group, "--state", "--verbose")
         assert code == 0, err
         described = describe(share_broker.bootstrap, group)

@@ -10,10 +10,11 @@ import threading
 import time
 from pathlib import Path
 
+from shoal.client.requests import metadata
 from tests.support.broker import BrokerProcess
 from tests.support.cli import shoal
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import call1, metadata_request
+from tests.support.wire import call1
 
 
 def topics(broker: BrokerProcess, *args: str) -> tuple[int, str, str]:
@@ -52,7 +53,7 @@ def test_create_then_describe_shows_the_topic_like_kafka(broker: BrokerProcess) 
     code, out, err = topics(broker, "--describe", "--topic", name)
     assert code == 0, err
     head, *partition_lines = out.splitlines()
-    (described,) = call1(broker.bootstrap, metadata_request(name)).topics
+    (described,) = call1(broker.bootstrap, metadata([name])).topics
     topic_id = base64.urlsafe_b64encode(described.topic_id.bytes).decode().rstrip("=")
     summary = fields(head)
     assert summary["Topic"] == name

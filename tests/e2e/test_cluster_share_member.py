@@ -24,10 +24,10 @@ from shoal.client.offsets import list_offsets_async
 from shoal.client.ranges import record_count
 from shoal.client.share_effects import COORDINATOR, Acknowledged, Closed, Target
 from shoal.client.share_member import MemberSettings, ShareMember
-from shoal.client.share_requests import AcknowledgeType
 from shoal.client.share_runner import ShareRunner
 from shoal.client.share_thread import ShareMemberThread
 from shoal.clock import SystemClock
+from shoal.protocol.share import AcknowledgeType
 from tests.support.mock_cluster import MOCK_PARTITIONS, MockCluster
 
 

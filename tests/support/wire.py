@@ -20,7 +20,7 @@ from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
 from shoal.client.aio import Connection
 from shoal.client.calls import Call
-from shoal.client.requests import LATEST_TIMESTAMP, list_offsets, metadata
+from shoal.client.requests import LATEST_TIMESTAMP, list_offsets
 
 T = TypeVar("T")
 CLIENT_ID = "shoal-test"
@@ -82,13 +82,6 @@ def init_producer_id_request() -> Any:
     return InitProducerIdRequest(
         transactional_id=None, transaction_timeout=datetime.timedelta(seconds=30)
     )
-
-
-def metadata_request(*topics: str) -> Any:
-    """Metadata v12 of `topics`: the client's builder at the version these tests were
-    written for (kept for the CLI and share-member tests; new tests send
-    `requests.metadata(...)`)."""
-    return metadata(topics).build(12)
 
 
 def produced(response: Any) -> Any:

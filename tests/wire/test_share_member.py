@@ -13,15 +13,16 @@ import pytest
 
 from shoal.client import AsyncClient
 from shoal.client.ranges import Span, TopicIdPartition
+from shoal.client.requests import metadata
 from shoal.client.share_effects import Acknowledged, Closed
 from shoal.client.share_member import ShareMember
-from shoal.client.share_requests import AcknowledgeType
 from shoal.client.share_runner import ShareRunner
 from shoal.clock import SystemClock
+from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import call1, metadata_request
+from tests.support.wire import call1
 
 LOCK_MS = 1_000
 
@@ -47,7 +48,7 @@ def test_member_acquires_renews_acknowledges_and_leaves(broker: BrokerProcess) -
     )
     for partition in (0, 1):
         produce_values(broker.bootstrap, topic, 5, partition=partition)
-    (described,) = call1(broker.bootstrap, metadata_request(topic)).topics
+    (described,) = call1(broker.bootstrap, metadata([topic])).topics
     leaders = {
         TopicIdPartition(topic_id, p.partition_index): p.leader_id for p in described.partitions
     }

@@ -52,8 +52,8 @@ from shoal.client.share_effects import (
     Target,
 )
 from shoal.client.share_member import ShareMember
-from shoal.client.share_requests import AcknowledgeType
 from shoal.clock import Clock, SystemClock
+from shoal.protocol.share import AcknowledgeType
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from shoal.client.ranges import Span, TopicIdPartition
 from shoal.client.settings import ClientSettings
 from shoal.client.share_effects import Acknowledged, Acquired
 from shoal.client.share_member import ShareMember
-from shoal.client.share_requests import AcknowledgeType
 from shoal.client.share_runner import CLOSE_TIMEOUT_MS_DEFAULT, ShareRunner
 from shoal.clock import Clock
+from shoal.protocol.share import AcknowledgeType
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

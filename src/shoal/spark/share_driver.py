@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from shoal.client.ranges import record_count
-from shoal.client.share_requests import AcknowledgeType
+from shoal.protocol.share import AcknowledgeType
 from shoal.spark.share_group import ACCEPT, RELEASE, ShareGroupMember
 from shoal.spark.share_ledger import ShareLedger, SpanMap
 from shoal.spark.share_offsets import ShareOffset, Spans, covers

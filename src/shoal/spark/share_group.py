@@ -39,9 +39,9 @@ from shoal.client.offsets import list_offsets_async
 from shoal.client.ranges import Span, TopicIdPartition
 from shoal.client.share_member import MemberSettings as ClientMemberSettings
 from shoal.client.share_member import ShareMember
-from shoal.client.share_requests import AcknowledgeType
 from shoal.client.share_thread import ShareMemberThread
 from shoal.clock import SystemClock
+from shoal.protocol.share import AcknowledgeType
 from shoal.spark.cluster import check_reachable
 from shoal.spark.share_offsets import Spans, TopicPartition
 
