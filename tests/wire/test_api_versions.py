@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from shoal.client.aio import Connection
 from shoal.protocol import codec
+from shoal.protocol.codec import SIZE
 from tests.support.broker import BrokerProcess
 from tests.support.wire import call1
 
@@ -60,14 +61,14 @@ def test_unknown_version_answers_v0_with_unsupported_version(broker: BrokerProce
         # Header v2 (flexible) for ApiVersions v99: key, version, correlation id,
         # client id (int16 length), empty tagged fields; then an empty flexible body.
         body = struct.pack(">hhih", 18, 99, 42, 1) + b"x" + b"\x00" + b"\x00\x00\x00"
-        writer.write(struct.pack(">i", len(body)) + body)
+        writer.write(SIZE.pack(len(body)) + body)
         await writer.drain()
-        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
         frame = await reader.readexactly(size)
         correlation_id, response = codec.decode_response(frame, 18, 0)
-        writer.write(struct.pack(">i", len(body)) + body)  # still open: answers again
+        writer.write(SIZE.pack(len(body)) + body)  # still open: answers again
         await writer.drain()
-        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
         await reader.readexactly(size)
         writer.close()
         return correlation_id, response, True

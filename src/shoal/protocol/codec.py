@@ -32,7 +32,8 @@ from kio.static.primitive import i32
 log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
-_SIZE = struct.Struct(">i")
+SIZE = struct.Struct(">i")
+"""The int32 size prefix of every Kafka message (framing.py reads it)."""
 
 
 class ProtocolError(Exception):
@@ -144,7 +145,7 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
         _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     _writer(type(response))(buffer, response)
     frame = buffer.getbuffer()
-    _SIZE.pack_into(frame, 0, len(frame) - 4)
+    SIZE.pack_into(frame, 0, len(frame) - 4)
     return frame
 
 
@@ -155,7 +156,7 @@ def encode_request(header: Any, request: Any) -> bytes:
     _writer(type(header))(buffer, header)
     _writer(type(request))(buffer, request)
     frame = buffer.getbuffer()
-    _SIZE.pack_into(frame, 0, len(frame) - 4)
+    SIZE.pack_into(frame, 0, len(frame) - 4)
     return bytes(frame)
 
 

@@ -11,13 +11,10 @@ connection closes.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
-from shoal.protocol.codec import ProtocolError
+from shoal.protocol.codec import SIZE, ProtocolError
 
-SIZE = struct.Struct(">i")
-"""The int32 size prefix."""
 SIZE_BYTES = SIZE.size
 
 

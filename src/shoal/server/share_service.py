@@ -65,7 +65,7 @@ from shoal.server.purgatory import Purgatory
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
-from shoal.share.manager import Effects, FetchedPartition, ShareLog, SharePartitionManager
+from shoal.share.manager import Effects, ShareFetchPartition, ShareLog, SharePartitionManager
 from shoal.share.persister import Persister, SharePartitionKey
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -230,7 +230,7 @@ class ShareService:
         ack_errors = self._acknowledge_all(
             call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
         )
-        fetched: list[FetchedPartition] = []
+        fetched: list[ShareFetchPartition] = []
         if step.final:
             self._close(session)
         elif not call.is_renew_ack:
@@ -261,7 +261,7 @@ class ShareService:
 
     async def _long_poll(
         self, session: ShareSession, call: ShareFetchCall
-    ) -> list[FetchedPartition]:
+    ) -> list[ShareFetchPartition]:
         partitions = list(session.partitions)
         clock = self._clock
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)

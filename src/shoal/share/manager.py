@@ -123,7 +123,7 @@ NO_EFFECTS = Effects()
 
 
 @dataclass(frozen=True, slots=True)
-class FetchedPartition:
+class ShareFetchPartition:
     """One partition's part of a share fetch."""
 
     partition: TopicIdPartition
@@ -140,7 +140,7 @@ class FetchedPartition:
 class ShareFetched:
     """`SharePartitionManager.acquire`'s answer: one entry per partition, and effects."""
 
-    partitions: list[FetchedPartition]
+    partitions: list[ShareFetchPartition]
     effects: Effects = NO_EFFECTS
 
 
@@ -301,19 +301,19 @@ class SharePartitionManager:
         """Acquire records for `member_id` across `partitions` (one share fetch).
         Returns one entry per partition, in the order given; load and log errors are
         per partition. `rotation` picks the partition visited first (mod the count)."""
-        results: dict[TopicIdPartition, FetchedPartition] = {}
+        results: dict[TopicIdPartition, ShareFetchPartition] = {}
         ready: list[tuple[TopicIdPartition, SharePartition, ShareLog]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
-                results[tp] = FetchedPartition(tp, error=found)
+                results[tp] = ShareFetchPartition(tp, error=found)
                 continue
             key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
             sp = self._partitions.get(key) or self._load(key, found)
             if isinstance(sp, ErrorCode):
-                results[tp] = FetchedPartition(tp, error=sp)
+                results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
-            results[tp] = FetchedPartition(tp)
+            results[tp] = ShareFetchPartition(tp)
             if sp.can_acquire() and sp.next_fetch_offset() < found.log_end_offset:
                 ready.append((tp, sp, found))
         if ready and max_bytes > 0 and max_records > 0:
@@ -351,7 +351,7 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode,
         min_one_batch: bool,
-    ) -> FetchedPartition:
+    ) -> ShareFetchPartition:
         offset = sp.next_fetch_offset()
         try:
             read = _read_for_acquisition(
@@ -363,12 +363,12 @@ class SharePartitionManager:
             )
         except LogError as exc:
             if exc.code != "OFFSET_OUT_OF_RANGE" or offset >= partition_log.log_start_offset:
-                return FetchedPartition(tp, error=code_for(exc.code))
+                return ShareFetchPartition(tp, error=code_for(exc.code))
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
             if offset >= partition_log.log_end_offset:
-                return FetchedPartition(tp)
+                return ShareFetchPartition(tp)
             try:
                 read = _read_for_acquisition(
                     partition_log,
@@ -378,9 +378,9 @@ class SharePartitionManager:
                     min_one_batch=min_one_batch,
                 )
             except LogError as again:
-                return FetchedPartition(tp, error=code_for(again.code))
+                return ShareFetchPartition(tp, error=code_for(again.code))
         if not read.headers:
-            return FetchedPartition(tp)
+            return ShareFetchPartition(tp)
         result = sp.acquire(
             member_id=member_id,
             fetch_offset=offset,
@@ -395,7 +395,7 @@ class SharePartitionManager:
             self._woken.add(sp.key)
         span = result.byte_range
         records = b"" if span is None else read.records[span[0] : span[1]]
-        return FetchedPartition(tp, records=records, acquired=result.acquired)
+        return ShareFetchPartition(tp, records=records, acquired=result.acquired)
 
     def available_bytes(
         self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int

@@ -17,9 +17,9 @@ from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
-from shoal.protocol.share import AcquireMode
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import Effects, FetchedPartition, SharePartitionManager
+from shoal.share.manager import Effects, ShareFetchPartition, SharePartitionManager
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -31,7 +31,7 @@ U = uuid.UUID("00000000-0000-0000-0000-00000000000b")
 P0, P1, Q0 = TopicIdPartition(T, 0), TopicIdPartition(T, 1), TopicIdPartition(U, 0)
 GROUP = "g"
 BASE_WALL_MS = 1_700_000_000_000
-ACCEPT, RELEASE, RENEW = 1, 2, 4
+ACCEPT, RELEASE, RENEW = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.RENEW
 
 
 class FakeLog:
@@ -140,7 +140,7 @@ class Rig:
         max_bytes: int = 2**31 - 1,
         rotation: int = 0,
         mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
-    ) -> list[FetchedPartition]:
+    ) -> list[ShareFetchPartition]:
         fetched = self.manager.acquire(
             group_id=GROUP,
             member_id=member,
@@ -167,7 +167,7 @@ class Rig:
         return SharePartitionKey(GROUP, tp.topic_id, tp.partition)
 
 
-def ranges(fetched: FetchedPartition) -> list[tuple[int, int, int]]:
+def ranges(fetched: ShareFetchPartition) -> list[tuple[int, int, int]]:
     return [(r.first_offset, r.last_offset, r.delivery_count) for r in fetched.acquired]
 
 
