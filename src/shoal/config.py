@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from shoal import limits
 
 LONG_MAX = 2**63 - 1
@@ -52,7 +54,10 @@ class Scope(enum.Enum):
 
 
 class ConfigError(ValueError):
-    """A config key is unknown or its value is invalid; the message names the key."""
+    """A config key is unknown or its value is invalid; the message names the key.
+    `code` is the Kafka error a request that set it is refused with."""
+
+    code = ErrorCode.invalid_config
 
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")

@@ -20,6 +20,7 @@ pytest.importorskip("pyspark")
 from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
+from shoal.protocol.errors import ErrorCode  # noqa: E402
 from shoal.protocol.record_batch import HEADER_SIZE, BatchError, iter_headers  # noqa: E402
 from shoal.spark import reading  # noqa: E402
 from shoal.spark.batch_source import OffsetRange, split_ranges  # noqa: E402
@@ -214,7 +215,7 @@ def test_read_uncommitted_keeps_every_data_record_but_no_marker() -> None:
 def test_corrupt_batches_raise_corrupt_message() -> None:
     with pytest.raises(BatchError, match="CRC-32C mismatch") as info:
         _kept_batches(build_batch([b"x"], corrupt_crc=True), 0, 1, None)
-    assert info.value.code == "CORRUPT_MESSAGE"
+    assert info.value.code == ErrorCode.corrupt_message
     batch = build_batch([b"a value"])
     (header,) = iter_headers(batch)
     for position, byte in ((0, 0x7E), (5, 0x7E)):  # record length; value length
@@ -226,7 +227,7 @@ def test_corrupt_batches_raise_corrupt_message() -> None:
                     [_Kept(header, bytes(payload))], start=0, end=1, constants=_Constants("t", 0)
                 )
             )
-        assert info.value.code == "CORRUPT_MESSAGE"
+        assert info.value.code == ErrorCode.corrupt_message
 
 
 def test_decode_bytes_limit_splits_a_response_and_refuses_a_huge_batch(

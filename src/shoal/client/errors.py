@@ -13,7 +13,7 @@ the coordinator again (it moved), or back off and resend (loading, transient).
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, error_name
 
 __all__ = [
     "COORDINATOR_LOADING",
@@ -85,14 +85,6 @@ _DEFAULT_MESSAGES = {
     "NOT_LEADER_OR_FOLLOWER": "For requests intended only for the leader, this error indicates "
     "that the broker is not the current leader.",
 }
-
-
-def error_name(code: int) -> str:
-    """Kafka's name of an error code, e.g. 69 -> "GROUP_ID_NOT_FOUND"."""
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"UNKNOWN_ERROR_CODE_{code}"
 
 
 class ClientError(Exception):

@@ -37,8 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shoal.config import GROUP_KEYS, BrokerConfig, ConfigError, render
-
-INVALID_CONFIG = "INVALID_CONFIG"
+from shoal.protocol.errors import ErrorCode
 
 SESSION_TIMEOUT_KEY = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL_KEY = "share.heartbeat.interval.ms"
@@ -69,10 +68,10 @@ BROKER_BOUNDS: dict[str, tuple[str, str]] = {
 
 
 class GroupConfigError(ValueError):
-    """A proposed group config is refused: `error` is the Kafka error name, `message`
+    """A proposed group config is refused: `code` is the Kafka error, `message`
     names the offending `key`."""
 
-    error = INVALID_CONFIG
+    code = ErrorCode.invalid_config
 
     def __init__(self, key: str, message: str) -> None:
         super().__init__(message)

@@ -50,7 +50,7 @@ from shoal.group.results import (
 )
 from shoal.group.share_group import ShareGroup, StatePartitionMetadata
 from shoal.group.topics import TopicImage
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode, error_name
 from shoal.share.persister import StateSummary
 
 NOT_EMPTY_MESSAGE = "The group is not empty."
@@ -177,11 +177,11 @@ def _delete_row(name: str, topic_id: uuid.UUID | None, message: str) -> DeleteOf
 
 
 def with_initialization_errors(
-    response: AlterOffsetsResponse, failed: Mapping[tuple[uuid.UUID, int], str]
+    response: AlterOffsetsResponse, failed: Mapping[tuple[uuid.UUID, int], ErrorCode]
 ) -> AlterOffsetsResponse:
     """An alter's answer after its `InitializeShareState` ran: each partition the
     persister did not initialise answers the persister's error (`failed`: (topic id,
-    partition) -> the persister's error name)."""
+    partition) -> the persister's error)."""
     if not failed:
         return response
     return replace(
@@ -190,7 +190,7 @@ def with_initialization_errors(
 
 
 def _topic_with_init_errors(
-    row: AlterOffsetsTopic, failed: Mapping[tuple[uuid.UUID, int], str]
+    row: AlterOffsetsTopic, failed: Mapping[tuple[uuid.UUID, int], ErrorCode]
 ) -> AlterOffsetsTopic:
     topic_id = row.topic_id
     if topic_id is None:
@@ -200,9 +200,9 @@ def _topic_with_init_errors(
         partitions=tuple(
             OffsetPartitionResult(
                 partition=p.partition,
-                error=code_for(failed[(topic_id, p.partition)]),
+                error=failed[(topic_id, p.partition)],
                 error_message="Initialising the share-partition state failed: "
-                f"{failed[(topic_id, p.partition)]}.",
+                f"{error_name(failed[(topic_id, p.partition)])}.",
             )
             if p.error is None and (topic_id, p.partition) in failed
             else p
@@ -212,11 +212,11 @@ def _topic_with_init_errors(
 
 
 def with_deletion_errors(
-    response: DeleteOffsetsResponse, failed: Mapping[uuid.UUID, str]
+    response: DeleteOffsetsResponse, failed: Mapping[uuid.UUID, ErrorCode]
 ) -> DeleteOffsetsResponse:
     """A delete's answer after its `DeleteShareState` ran: each topic whose state
     the persister did not delete answers the persister's error (`failed`: topic id ->
-    the persister's error name); it stays deleting, retried by the next request."""
+    the persister's error); it stays deleting, retried by the next request."""
     if not failed:
         return response
     return replace(
@@ -224,8 +224,9 @@ def with_deletion_errors(
         topics=tuple(
             replace(
                 row,
-                error=code_for(failed[row.topic_id]),
-                error_message=f"Deleting the share-partition state failed: {failed[row.topic_id]}.",
+                error=failed[row.topic_id],
+                error_message="Deleting the share-partition state failed: "
+                f"{error_name(failed[row.topic_id])}.",
             )
             if row.error is None and row.topic_id is not None and row.topic_id in failed
             else row

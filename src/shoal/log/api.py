@@ -1,13 +1,12 @@
 """The public face of the log package: value types and errors shared by its users.
 
 Handlers, and later share-partitions, use only what this module and
-`PartitionLog` / `LogManager` expose. Errors carry the Kafka error name their
-callers turn into a response code.
+`PartitionLog` / `LogManager` expose. Errors carry the Kafka `ErrorCode` their
+callers put in a response.
 """
 
 from __future__ import annotations
 
-import enum
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,33 +18,11 @@ if TYPE_CHECKING:
     from shoal.log.flush import FlushPlan
 
 
-class LogErrorCode(enum.StrEnum):
-    """The Kafka errors a log operation can fail with. Each value is the Kafka error
-    name, so a code also compares equal to (and formats as) that name."""
-
-    OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
-    OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
-    INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
-    TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
-    INVALID_TOPIC_EXCEPTION = "INVALID_TOPIC_EXCEPTION"
-    INVALID_PARTITIONS = "INVALID_PARTITIONS"
-    INVALID_CONFIG = "INVALID_CONFIG"
-    UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
-    POLICY_VIOLATION = "POLICY_VIOLATION"
-    KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
-    INCONSISTENT_CLUSTER_ID = "INCONSISTENT_CLUSTER_ID"
-
-    @property
-    def error_code(self) -> ErrorCode:
-        """The wire error code (Kafka's numbering, from kio)."""
-        return ErrorCode[self.value.lower()]
-
-
 class LogError(Exception):
     """A log operation failed in a way the client must hear about: `code` says which
     Kafka error, the message says what happened, naming the partition or topic."""
 
-    def __init__(self, code: LogErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 

@@ -6,7 +6,7 @@ Owns:
   (`write_atomic`);
 - positional whole reads and vectored writes (`pread_exact`, `pwritev_all`), the
   latter never copying the buffers it is given;
-- turning an `OSError` into `LogError(LogErrorCode.KAFKA_STORAGE_ERROR)` with context
+- turning an `OSError` into `LogError(ErrorCode.kafka_storage_error)` with context
   (`storage_errors`);
 - removing files and directory trees set aside for deletion (`remove_paths`): plain
   unlinks by name, no descriptor shared with anyone, so safe on any thread.
@@ -25,7 +25,8 @@ import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from shoal.log.api import LogError, LogErrorCode
+from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def storage_errors(context: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{context}: {exc}") from exc
+        raise LogError(ErrorCode.kafka_storage_error, f"{context}: {exc}") from exc
 
 
 def file_name(offset: int, suffix: str) -> str:

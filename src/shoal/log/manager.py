@@ -43,7 +43,7 @@ from typing import Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
-from shoal.log.api import LogError, LogErrorCode, TopicInfo
+from shoal.log.api import LogError, TopicInfo
 from shoal.log.events import LogEvents, TopicsChanged
 from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.flush import FlushPlan
@@ -61,6 +61,7 @@ from shoal.log.topics import (
     validate_topic_name,
     write_partition_metadata,
 )
+from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -220,18 +221,18 @@ class LogManager:
         INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
         validate_topic_name(name)
         if name in self._topics:
-            raise LogError(LogErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         key = collision_key(name)
         for other in self._topics:
             if collision_key(other) == key:
                 raise LogError(
-                    LogErrorCode.INVALID_TOPIC_EXCEPTION,
+                    ErrorCode.invalid_topic_exception,
                     f"topic {name!r} collides with existing topic {other!r} "
                     "('.' and '_' are interchangeable in metric names)",
                 )
         if not 1 <= partitions <= limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                LogErrorCode.INVALID_PARTITIONS,
+                ErrorCode.invalid_partitions,
                 f"partition count {partitions} is not within 1..{limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         typed = _typed_configs(configs)
@@ -263,9 +264,7 @@ class LogManager:
         deletion is durable then): remove `take_deleted_paths()` off the loop."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError(
-                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
-            )
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         for index in range(info.partitions):
             log = self._logs.pop((name, index), None)
             if log is not None:
@@ -295,18 +294,16 @@ class LogManager:
         beyond `shoal.max.partitions`)."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError(
-                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
-            )
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         if count <= info.partitions:
             raise LogError(
-                LogErrorCode.INVALID_PARTITIONS,
+                ErrorCode.invalid_partitions,
                 f"topic {name!r} already has {info.partitions} partitions; {count} would "
                 "not add any",
             )
         if count > limits.PARTITIONS_PER_TOPIC_MAX:
             raise LogError(
-                LogErrorCode.INVALID_PARTITIONS,
+                ErrorCode.invalid_partitions,
                 f"partition count {count} is above the maximum {limits.PARTITIONS_PER_TOPIC_MAX}",
             )
         if not info.internal:
@@ -333,9 +330,7 @@ class LogManager:
         """Replace the topic's overrides (already validated) and apply them live."""
         info = self._topics.get(name)
         if info is None:
-            raise LogError(
-                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
-            )
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         typed = _typed_configs(configs)
         previous, info.configs = info.configs, typed
         try:
@@ -363,7 +358,7 @@ class LogManager:
         topics_max = self._broker_config.get_int("shoal.max.topics")
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
-                LogErrorCode.POLICY_VIOLATION,
+                ErrorCode.policy_violation,
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
@@ -371,7 +366,7 @@ class LogManager:
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(
-                LogErrorCode.INVALID_PARTITIONS,
+                ErrorCode.invalid_partitions,
                 f"{new_partitions} more partitions would exceed "
                 f"shoal.max.partitions={partitions_max} (the broker holds {total})",
             )
@@ -464,7 +459,7 @@ def _typed_configs(configs: dict[str, Any]) -> dict[str, Any]:
     try:
         return validate_topic_configs(configs)
     except ConfigError as exc:
-        raise LogError(LogErrorCode.INVALID_CONFIG, str(exc)) from exc
+        raise LogError(exc.code, str(exc)) from exc
 
 
 def _remove_tree(directory: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import AppendResult, LogError, LogErrorCode, ReadResult
+from shoal.log.api import AppendResult, LogError, ReadResult
 from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan, Unflushed
@@ -48,6 +48,7 @@ from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
 from shoal.log.settings import LogConfig
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, iter_headers, peek_size
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class PartitionLog:
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
         except OSError as exc:
-            raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"opening {directory}: {exc}") from exc
+            raise LogError(ErrorCode.kafka_storage_error, f"opening {directory}: {exc}") from exc
         return cls(directory=directory, config=settings, clock=clock, loaded=loaded, events=events)
 
     def __repr__(self) -> str:
@@ -255,7 +256,7 @@ class PartitionLog:
         log_end = self.log_end_offset
         if not self._log_start_offset <= offset <= log_end:
             raise LogError(
-                LogErrorCode.OFFSET_OUT_OF_RANGE,
+                ErrorCode.offset_out_of_range,
                 f"offset {offset} is outside {self._log_start_offset}..{log_end} "
                 f"of {self._directory.name}",
             )
@@ -392,7 +393,7 @@ class PartitionLog:
         self._check_usable()
         if not 0 <= offset <= self.log_end_offset:
             raise LogError(
-                LogErrorCode.OFFSET_OUT_OF_RANGE,
+                ErrorCode.offset_out_of_range,
                 f"cannot delete records before {offset}: log end offset is {self.log_end_offset}",
             )
         if offset <= self._log_start_offset:
@@ -544,7 +545,7 @@ class PartitionLog:
             return
         if plan.error is not None:
             if self._offline_reason is not None:
-                raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, self._offline_reason)
+                raise LogError(ErrorCode.kafka_storage_error, self._offline_reason)
             raise self._storage_error(plan.error, f"flush of {plan.path.name}", fatal=True)
 
     def close(self) -> None:
@@ -581,12 +582,12 @@ class PartitionLog:
     def _check_usable(self) -> None:
         if self._closed:
             raise LogError(
-                LogErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode.unknown_topic_or_partition,
                 f"partition log {self._directory.name} is closed",
             )
         if self._offline_reason is not None:
             raise LogError(
-                LogErrorCode.KAFKA_STORAGE_ERROR,
+                ErrorCode.kafka_storage_error,
                 f"partition log {self._directory.name} is offline after an earlier storage "
                 f"error: {self._offline_reason}",
             )
@@ -598,4 +599,4 @@ class PartitionLog:
             logger.error("%s; the partition is offline until restart", message)
         else:
             logger.warning("%s", message)
-        return LogError(LogErrorCode.KAFKA_STORAGE_ERROR, message)
+        return LogError(ErrorCode.kafka_storage_error, message)

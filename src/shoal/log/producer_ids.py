@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from shoal import limits
-from shoal.log.api import LogError, LogErrorCode
+from shoal.log.api import LogError
 from shoal.log.fileio import read_file, storage_errors, write_atomic
+from shoal.protocol.errors import ErrorCode
 
 PRODUCER_IDS_FILE = "producer-ids"
 _VERSION = "1"
@@ -35,14 +36,14 @@ class ProducerIdAllocator:
             return cls(path, next_id=0)
         fields = data.decode("ascii", errors="replace").split()
         if len(fields) != 2 or fields[0] != _VERSION or not fields[1].isdigit():
-            raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} is unreadable: {data[:64]!r}")
+            raise LogError(ErrorCode.kafka_storage_error, f"{path} is unreadable: {data[:64]!r}")
         return cls(path, next_id=int(fields[1]))
 
     def allocate(self) -> int:
         if self._next_id >= self._reserved_end:
             end = min(self._next_id + limits.PRODUCER_ID_BLOCK_SIZE, PRODUCER_ID_MAX)
             if end <= self._next_id:
-                raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, "producer ids are exhausted")
+                raise LogError(ErrorCode.kafka_storage_error, "producer ids are exhausted")
             with storage_errors(f"reserving producer ids in {self._path}"):
                 write_atomic(self._path, f"{_VERSION}\n{end}\n".encode())
             self._reserved_end = end

@@ -33,8 +33,9 @@ from typing import NamedTuple
 import crc32c
 
 from shoal import limits
-from shoal.log.api import LogError, LogErrorCode
+from shoal.log.api import LogError
 from shoal.log.fileio import file_name, parse_file_name, remove_if_exists, write_atomic
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -213,21 +214,21 @@ class ProducerStateTable:
 def _check_sequence(header: BatchHeader, *, epoch: int, last_sequence: int) -> None:
     if header.producer_epoch < epoch:
         raise LogError(
-            LogErrorCode.INVALID_PRODUCER_EPOCH,
+            ErrorCode.invalid_producer_epoch,
             f"producer {header.producer_id} epoch {header.producer_epoch} is older than "
             f"the current epoch {epoch}",
         )
     if header.producer_epoch > epoch:
         if header.base_sequence != 0:
             raise LogError(
-                LogErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.out_of_order_sequence_number,
                 f"producer {header.producer_id} new epoch {header.producer_epoch} must "
                 f"start at sequence 0, not {header.base_sequence}",
             )
         return
     if last_sequence >= 0 and header.base_sequence != (last_sequence + 1) % _SEQUENCE_MODULUS:
         raise LogError(
-            LogErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            ErrorCode.out_of_order_sequence_number,
             f"producer {header.producer_id} epoch {epoch}: sequence {header.base_sequence} "
             f"does not follow {last_sequence}",
         )

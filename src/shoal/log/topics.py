@@ -30,8 +30,9 @@ from typing import Any
 
 from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
-from shoal.log.api import LogError, LogErrorCode, TopicInfo
+from shoal.log.api import LogError, TopicInfo
 from shoal.log.fileio import read_file, write_atomic
+from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -47,18 +48,18 @@ UuidSource = Callable[[], uuid.UUID]
 def validate_topic_name(name: str) -> None:
     """Raise INVALID_TOPIC_EXCEPTION unless `name` is a legal Kafka topic name."""
     if not name:
-        raise LogError(LogErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
+        raise LogError(ErrorCode.invalid_topic_exception, "topic name is empty")
     if name in (".", ".."):
-        raise LogError(LogErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
+        raise LogError(ErrorCode.invalid_topic_exception, f"topic name cannot be {name!r}")
     if len(name) > limits.TOPIC_NAME_LENGTH_MAX:
         raise LogError(
-            LogErrorCode.INVALID_TOPIC_EXCEPTION,
+            ErrorCode.invalid_topic_exception,
             f"topic name is {len(name)} characters long, more than the maximum "
             f"{limits.TOPIC_NAME_LENGTH_MAX}",
         )
     if not _LEGAL_NAME.fullmatch(name):
         raise LogError(
-            LogErrorCode.INVALID_TOPIC_EXCEPTION,
+            ErrorCode.invalid_topic_exception,
             f"topic name {name!r} has characters other than ASCII letters, digits, "
             "'.', '_' and '-'",
         )
@@ -125,7 +126,7 @@ def load_topics(data_dir: Path) -> dict[str, TopicInfo]:
             )
             topics[info.name] = info
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} is unreadable: {exc}") from exc
+        raise LogError(ErrorCode.kafka_storage_error, f"{path} is unreadable: {exc}") from exc
     return topics
 
 
@@ -157,19 +158,19 @@ def load_or_create_meta(
     try:
         properties = parse_properties(data.decode(), source=str(path))
     except (ConfigError, UnicodeDecodeError) as exc:
-        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} is unreadable: {exc}") from exc
+        raise LogError(ErrorCode.kafka_storage_error, f"{path} is unreadable: {exc}") from exc
     stored = properties.get("cluster.id")
     if not stored:
-        raise LogError(LogErrorCode.KAFKA_STORAGE_ERROR, f"{path} has no cluster.id")
+        raise LogError(ErrorCode.kafka_storage_error, f"{path} has no cluster.id")
     if cluster_id is not None and cluster_id != stored:
         raise LogError(
-            LogErrorCode.INCONSISTENT_CLUSTER_ID,
+            ErrorCode.inconsistent_cluster_id,
             f"cluster.id {cluster_id} is configured but {path} holds {stored}",
         )
     stored_node = properties.get("node.id")
     if stored_node is not None and stored_node != str(node_id):
         raise LogError(
-            LogErrorCode.KAFKA_STORAGE_ERROR,
+            ErrorCode.kafka_storage_error,
             f"node.id {node_id} is configured but {path} holds node.id {stored_node}",
         )
     return stored

@@ -1,16 +1,20 @@
-"""Kafka error codes by name, as kio defines them.
+"""Kafka error codes, as kio defines them, and their names.
 
-Cores raise errors carrying the Kafka error *name* (e.g. "OFFSET_OUT_OF_RANGE");
-handlers turn names into codes here. One table, Kafka's own numbering.
+Cores, the log and the coordinators carry `ErrorCode` values end to end; handlers put
+them in responses as they are. `error_name` spells a code the way Kafka's messages and
+logs do ("GROUP_ID_NOT_FOUND"). One table, Kafka's own numbering.
 """
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "code_for"]
+__all__ = ["ErrorCode", "error_name"]
 
 
-def code_for(name: str) -> ErrorCode:
-    """The ErrorCode for a Kafka error name such as "CORRUPT_MESSAGE"."""
-    return ErrorCode[name.lower()]
+def error_name(code: int) -> str:
+    """Kafka's name of an error code, e.g. 69 -> "GROUP_ID_NOT_FOUND"."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{code}"

@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import crc32c
 
+from shoal.protocol.errors import ErrorCode
+
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12
 """base_offset + batch_length: the bytes before what batch_length counts."""
@@ -52,9 +54,9 @@ _CRC = struct.Struct(">I")
 
 
 class BatchError(ValueError):
-    """A batch is malformed. `code` is the Kafka error name the producer gets."""
+    """A batch is malformed. `code` is the Kafka error the producer gets."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -155,37 +157,41 @@ def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHead
     with the Kafka error name: CORRUPT_MESSAGE, INVALID_RECORD or MESSAGE_TOO_LARGE.
     """
     if not records:
-        raise BatchError("INVALID_RECORD", "produce carried no record batch")
+        raise BatchError(ErrorCode.invalid_record, "produce carried no record batch")
     view = memoryview(records)
     headers: list[BatchHeader] = []
     position = 0
     while position < len(records):
         remaining = len(records) - position
         if remaining < HEADER_SIZE:
-            raise BatchError("CORRUPT_MESSAGE", f"truncated batch header ({remaining} bytes)")
+            raise BatchError(
+                ErrorCode.corrupt_message, f"truncated batch header ({remaining} bytes)"
+            )
         header = parse_header(view, position)
         if header.magic != MAGIC_V2:
-            raise BatchError("INVALID_RECORD", f"record batch magic {header.magic} is not 2")
+            raise BatchError(
+                ErrorCode.invalid_record, f"record batch magic {header.magic} is not 2"
+            )
         if header.batch_length < MIN_BATCH_LENGTH or header.size > remaining:
             raise BatchError(
-                "CORRUPT_MESSAGE",
+                ErrorCode.corrupt_message,
                 f"batch length {header.batch_length} does not fit the {remaining} bytes left",
             )
         if header.size > max_batch_bytes:
             raise BatchError(
-                "MESSAGE_TOO_LARGE",
+                ErrorCode.message_too_large,
                 f"batch of {header.size} bytes exceeds max.message.bytes {max_batch_bytes}",
             )
         if compute_crc(view, header) != header.crc:
-            raise BatchError("CORRUPT_MESSAGE", "record batch CRC-32C mismatch")
+            raise BatchError(ErrorCode.corrupt_message, "record batch CRC-32C mismatch")
         if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
             raise BatchError(
-                "INVALID_RECORD",
+                ErrorCode.invalid_record,
                 f"batch has {header.records_count} records but last offset delta "
                 f"{header.last_offset_delta}",
             )
         if header.is_control:
-            raise BatchError("INVALID_RECORD", "clients may not produce control batches")
+            raise BatchError(ErrorCode.invalid_record, "clients may not produce control batches")
         headers.append(header)
         position += header.size
     return headers

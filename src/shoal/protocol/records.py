@@ -13,7 +13,7 @@ A record (after the batch header, possibly compressed):
 
 Compression codecs (attributes & 7): 1 gzip, 2 snappy (raw, or Kafka's Java clients'
 xerial framing), 3 lz4 (frame), 4 zstd, decoded with cramjam. Malformed data raises
-BatchError("CORRUPT_MESSAGE").
+BatchError(ErrorCode.corrupt_message).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 import cramjam
 
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
     HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
@@ -56,7 +57,8 @@ def record_timestamps(buffer: bytes | memoryview, header: BatchHeader) -> Iterat
             position = end
     except IndexError:
         raise BatchError(
-            "CORRUPT_MESSAGE", f"records of the batch at offset {header.base_offset} are truncated"
+            ErrorCode.corrupt_message,
+            f"records of the batch at offset {header.base_offset} are truncated",
         ) from None
 
 
@@ -76,9 +78,10 @@ def _decompressed(payload: bytes, header: BatchHeader) -> bytes:
                 return bytes(cramjam.zstd.decompress(payload))
     except (cramjam.DecompressionError, struct.error) as exc:
         raise BatchError(
-            "CORRUPT_MESSAGE", f"batch at offset {header.base_offset} does not decompress: {exc}"
+            ErrorCode.corrupt_message,
+            f"batch at offset {header.base_offset} does not decompress: {exc}",
         ) from exc
-    raise BatchError("CORRUPT_MESSAGE", f"unknown compression codec {codec}")
+    raise BatchError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
 
 
 def _snappy(payload: bytes) -> bytes:
@@ -121,7 +124,7 @@ def first_at_or_after(
 
 def decompressed(payload: bytes, header: BatchHeader) -> bytes:
     """The records of a batch (its bytes after the 61-byte header) inflated per the
-    header's codec; BatchError("CORRUPT_MESSAGE") if they do not inflate. Public for
+    header's codec; BatchError(ErrorCode.corrupt_message) if they do not inflate. Public for
     readers that decode records themselves (the Spark connector)."""
     return _decompressed(payload, header)
 

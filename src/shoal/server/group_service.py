@@ -360,7 +360,9 @@ class GroupService:
         key = SharePartitionKey(group_id, topic_id, partition)
         summary = self._persister.read_summary(key=key, leader_epoch=_SUMMARY_LEADER_EPOCH)
         if summary.error is not None:
-            log.info("share group %s: no state summary of %s: %s", group_id, key, summary.error)
+            log.info(
+                "share group %s: no state summary of %s: %s", group_id, key, summary.error.name
+            )
         return group_offsets.describe_partition(
             topic_id=topic_id,
             partition=partition,
@@ -439,7 +441,7 @@ class GroupService:
         return outcomes
 
     def _initialize_state(
-        self, effect: InitializeShareState, errors: dict[SharePartitionKey, str]
+        self, effect: InitializeShareState, errors: dict[SharePartitionKey, ErrorCode]
     ) -> bool:
         ok = True
         for topic in effect.topics:
@@ -456,12 +458,14 @@ class GroupService:
                         topic.topic_name,
                         partition.partition,
                         effect.state_epoch,
-                        error,
+                        error.name,
                     )
                     ok = False
         return ok
 
-    def _delete_state(self, effect: DeleteShareState, errors: dict[SharePartitionKey, str]) -> None:
+    def _delete_state(
+        self, effect: DeleteShareState, errors: dict[SharePartitionKey, ErrorCode]
+    ) -> None:
         for topic in effect.topics:
             partitions = topic.partitions
             if partitions is None:
@@ -480,7 +484,7 @@ class GroupService:
                         effect.group_id,
                         topic.topic_name,
                         partition,
-                        error,
+                        error.name,
                     )
 
     # ---- timers -----------------------------------------------------------------------
@@ -504,12 +508,12 @@ class _Outcomes:
 
     follow_ups: list[FollowUpHeartbeat] = dataclasses.field(default_factory=list)
     """Follow-up heartbeats of initialisations that completed successfully."""
-    state_errors: dict[SharePartitionKey, str] = dataclasses.field(default_factory=dict)
+    state_errors: dict[SharePartitionKey, ErrorCode] = dataclasses.field(default_factory=dict)
     """Persister errors by share-partition."""
     deleted_groups: dict[str, ErrorCode | None] = dataclasses.field(default_factory=dict)
     """Each group deletion that finished: None = deleted, else why it was not."""
 
-    def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], str]:
+    def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], ErrorCode]:
         return {
             (key.topic_id, key.partition): error
             for key, error in self.state_errors.items()

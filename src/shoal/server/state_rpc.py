@@ -7,8 +7,8 @@ partition. Before `services.persister` (the `Persister` protocol: the in-process
 durable share coordinator) sees a partition, it is checked here (coordinators.md §2.3
 item 6): an empty group id, a null topic id, a negative partition or a negative epoch
 is INVALID_REQUEST; a topic id the log manager does not know, or a partition beyond
-the topic's, is UNKNOWN_TOPIC_OR_PARTITION. The persister's own error names (fencing,
-uninitialised keys) map to their codes here, with a message saying what failed.
+the topic's, is UNKNOWN_TOPIC_OR_PARTITION. The persister's own errors (fencing,
+uninitialised keys) get a message here saying what failed.
 With `share.version`=0 every partition answers UNSUPPORTED_VERSION.
 
 `serve` is the loop all five handlers share: check each partition, call the
@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode, error_name
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
@@ -37,10 +37,12 @@ Operation = Callable[[SharePartitionKey, Any], tuple[PartitionError | None, Fiel
 (None on success) and the extra fields of its PartitionResult."""
 
 _MESSAGES = {
-    "INVALID_REQUEST": "The share-partition state is not initialised, or the request is invalid.",
-    "FENCED_STATE_EPOCH": "The state epoch is older than the stored one.",
-    "FENCED_LEADER_EPOCH": "The leader epoch is older than the stored one.",
-    "UNKNOWN_TOPIC_OR_PARTITION": "This server does not host this topic-partition.",
+    ErrorCode.invalid_request: (
+        "The share-partition state is not initialised, or the request is invalid."
+    ),
+    ErrorCode.fenced_state_epoch: "The state epoch is older than the stored one.",
+    ErrorCode.fenced_leader_epoch: "The leader epoch is older than the stored one.",
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
 }
 
 
@@ -67,7 +69,7 @@ def checked_key(
             return ErrorCode.invalid_request, f"{name} must be non-negative."
     info = ctx.services.logs.topic_by_id(topic_id)
     if info is None or partition >= info.partitions:
-        return ErrorCode.unknown_topic_or_partition, _MESSAGES["UNKNOWN_TOPIC_OR_PARTITION"]
+        return ErrorCode.unknown_topic_or_partition, _MESSAGES[ErrorCode.unknown_topic_or_partition]
     return SharePartitionKey(group_id, topic_id, partition)
 
 
@@ -85,13 +87,10 @@ def log_refused(
         )
 
 
-def persister_error(name: str) -> PartitionError:
-    """The code and message of an error name the persister answered."""
-    try:
-        code = code_for(name)
-    except KeyError:
-        return ErrorCode.unknown_server_error, f"Share-partition state operation failed: {name}."
-    return code, _MESSAGES.get(name, f"Share-partition state operation failed: {name}.")
+def persister_error(code: ErrorCode) -> PartitionError:
+    """The code and message of an error the persister answered."""
+    failed = f"Share-partition state operation failed: {error_name(code)}."
+    return code, _MESSAGES.get(code, failed)
 
 
 def serve(
@@ -144,6 +143,6 @@ def serve(
     return schema.response(results=tuple(results))
 
 
-def outcome(error_name: str | None) -> tuple[PartitionError | None, Fields]:
-    """The result of a persister call answering only an error name (or None)."""
-    return (None if error_name is None else persister_error(error_name)), {}
+def outcome(error: ErrorCode | None) -> tuple[PartitionError | None, Fields]:
+    """The result of a persister call answering only an error (or None)."""
+    return (None if error is None else persister_error(error)), {}

@@ -62,7 +62,7 @@ from typing import Protocol
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import LogError, ReadResult
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
@@ -226,11 +226,12 @@ class SharePartitionManager:
     def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | ErrorCode:
         read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
         if read.error is not None or read.state is None:
-            error = partition_error(read.error or "UNKNOWN_SERVER_ERROR")
+            failed = ErrorCode.unknown_server_error if read.error is None else read.error
+            error = partition_error(failed)
             log.info(
                 "share-partition %s not loaded: state read failed (%s)",
                 describe_key(key),
-                read.error,
+                failed.name,
             )
             return error
         group_id = key.group_id
@@ -362,8 +363,11 @@ class SharePartitionManager:
                 min_one_batch=min_one_batch,
             )
         except LogError as exc:
-            if exc.code != "OFFSET_OUT_OF_RANGE" or offset >= partition_log.log_start_offset:
-                return ShareFetchPartition(tp, error=code_for(exc.code))
+            if (
+                exc.code is not ErrorCode.offset_out_of_range
+                or offset >= partition_log.log_start_offset
+            ):
+                return ShareFetchPartition(tp, error=exc.code)
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
@@ -378,7 +382,7 @@ class SharePartitionManager:
                     min_one_batch=min_one_batch,
                 )
             except LogError as again:
-                return ShareFetchPartition(tp, error=code_for(again.code))
+                return ShareFetchPartition(tp, error=again.code)
         if not read.headers:
             return ShareFetchPartition(tp)
         result = sp.acquire(
@@ -486,7 +490,9 @@ class SharePartitionManager:
             self._start_unpersisted.discard(sp.key)
             completion = sp.commit_write(handle=pending.handle)
         else:
-            log.warning("state write of %s failed (%s): rolled back", describe_key(sp.key), error)
+            log.warning(
+                "state write of %s failed (%s): rolled back", describe_key(sp.key), error.name
+            )
             completion = sp.rollback_write(handle=pending.handle)
         for write in completion.writes:
             self._write_standing(write)
@@ -509,7 +515,7 @@ class SharePartitionManager:
             log.warning(
                 "state write of %s failed (%s); the transition stands",
                 describe_key(write.key),
-                error,
+                error.name,
             )
 
     # ---- time
@@ -615,7 +621,7 @@ class SharePartitionManager:
                     "share-partition %s kept loaded: writing its start offset %d failed (%s)",
                     describe_key(key),
                     sp.start_offset,
-                    error,
+                    error.name,
                 )
                 return
         self._drop(key)

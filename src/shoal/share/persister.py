@@ -20,8 +20,8 @@ The semantics are those of the share coordinator's state RPCs (coordinators.md �
   leader and state epoch 0, no error.
 - negative partitions or epochs -> INVALID_REQUEST.
 
-Errors are Kafka error names (strings, as the share coordinator records them), None
-on success; `partition_error` maps them to the `ErrorCode` a share-partition answers.
+Errors are `ErrorCode`s (as the share coordinator answers them), None on success;
+`partition_error` maps them to the `ErrorCode` a share-partition answers.
 Every method is synchronous;
 `shoal.share_coordinator.ShareCoordinator` is the durable implementation.
 """
@@ -77,13 +77,13 @@ class Persister(Protocol):
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> str | None: ...
+    ) -> ErrorCode | None: ...
 
     def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ReadResult: ...
 
-    def write(self, *, write: StateWrite) -> str | None: ...
+    def write(self, *, write: StateWrite) -> ErrorCode | None: ...
 
-    def delete(self, *, key: SharePartitionKey) -> str | None: ...
+    def delete(self, *, key: SharePartitionKey) -> ErrorCode | None: ...
 
     def read_summary(self, *, key: SharePartitionKey, leader_epoch: int) -> StateSummary: ...
 
@@ -109,13 +109,13 @@ class InMemoryPersister:
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> str | None:
+    ) -> ErrorCode | None:
         if key.partition < 0 or state_epoch < 0 or start_offset < UNINITIALIZED_START_OFFSET:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         stored = self._states.get(key)
         if stored is not None:
             if state_epoch < stored.state_epoch:
-                return "FENCED_STATE_EPOCH"
+                return ErrorCode.fenced_state_epoch
             if state_epoch == stored.state_epoch and start_offset == stored.start_offset:
                 return None
         leader_epoch = -1 if stored is None else stored.leader_epoch
@@ -125,29 +125,29 @@ class InMemoryPersister:
 
     def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ReadResult:
         if key.partition < 0 or leader_epoch < 0:
-            return ReadResult("INVALID_REQUEST")
+            return ReadResult(ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is None:
-            return ReadResult("INVALID_REQUEST")
+            return ReadResult(ErrorCode.invalid_request)
         if leader_epoch < stored.leader_epoch:
-            return ReadResult("FENCED_LEADER_EPOCH")
+            return ReadResult(ErrorCode.fenced_leader_epoch)
         stored.leader_epoch = leader_epoch
         state = PersistedState(stored.state_epoch, stored.start_offset, tuple(stored.batches))
         return ReadResult(None, state)
 
-    def write(self, *, write: StateWrite) -> str | None:
+    def write(self, *, write: StateWrite) -> ErrorCode | None:
         key = write.key
         if key.partition < 0 or write.state_epoch < 0 or write.leader_epoch < 0:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         if write.start_offset < UNINITIALIZED_START_OFFSET:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         stored = self._states.get(key)
         if stored is None:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         if write.leader_epoch < stored.leader_epoch:
-            return "FENCED_LEADER_EPOCH"
+            return ErrorCode.fenced_leader_epoch
         if write.state_epoch < stored.state_epoch:
-            return "FENCED_STATE_EPOCH"
+            return ErrorCode.fenced_state_epoch
         if write.start_offset >= stored.start_offset:
             if write.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
                 stored.delivery_complete_count = write.delivery_complete_count
@@ -157,15 +157,15 @@ class InMemoryPersister:
         )
         return None
 
-    def delete(self, *, key: SharePartitionKey) -> str | None:
+    def delete(self, *, key: SharePartitionKey) -> ErrorCode | None:
         if key.partition < 0:
-            return "INVALID_REQUEST"
+            return ErrorCode.invalid_request
         self._states.pop(key, None)
         return None
 
     def read_summary(self, *, key: SharePartitionKey, leader_epoch: int) -> StateSummary:
         if key.partition < 0:
-            return StateSummary("INVALID_REQUEST")
+            return StateSummary(ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is None:
             return StateSummary(None)
@@ -187,23 +187,22 @@ class InMemoryPersister:
         )
 
 
-FENCING_ERRORS = frozenset({"FENCED_LEADER_EPOCH", "FENCED_STATE_EPOCH"})
+FENCING_ERRORS = frozenset({ErrorCode.fenced_leader_epoch, ErrorCode.fenced_state_epoch})
 """A write failing with one of these means another leader or a newer state epoch
 owns the share-partition: drop it from memory and reload (§8.5)."""
 
 _PARTITION_ERRORS = {
-    "FENCED_LEADER_EPOCH": ErrorCode.not_leader_or_follower,
-    "FENCED_STATE_EPOCH": ErrorCode.not_leader_or_follower,
-    "NOT_COORDINATOR": ErrorCode.coordinator_not_available,
-    "COORDINATOR_NOT_AVAILABLE": ErrorCode.coordinator_not_available,
-    "COORDINATOR_LOAD_IN_PROGRESS": ErrorCode.coordinator_not_available,
-    "GROUP_ID_NOT_FOUND": ErrorCode.group_id_not_found,
-    "UNKNOWN_TOPIC_OR_PARTITION": ErrorCode.unknown_topic_or_partition,
+    ErrorCode.fenced_leader_epoch: ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_state_epoch: ErrorCode.not_leader_or_follower,
+    ErrorCode.not_coordinator: ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_not_available: ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_load_in_progress: ErrorCode.coordinator_not_available,
+    ErrorCode.group_id_not_found: ErrorCode.group_id_not_found,
+    ErrorCode.unknown_topic_or_partition: ErrorCode.unknown_topic_or_partition,
 }
 
 
-def partition_error(state_error: str) -> ErrorCode:
+def partition_error(state_error: ErrorCode) -> ErrorCode:
     """The error a share-partition reports to clients when a state RPC failed with
-    the error name `state_error` (share-partition.md §8.5; Kafka's
-    SharePartition.fetchPersisterError)."""
+    `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
     return _PARTITION_ERRORS.get(state_error, ErrorCode.unknown_server_error)

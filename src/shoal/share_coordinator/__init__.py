@@ -12,13 +12,12 @@ Modules, bottom up:
   runtime per partition, with cold snapshots and pruning offsets.
 """
 
-from shoal.share_coordinator.coordinator import COORDINATOR_NOT_AVAILABLE, ShareCoordinator
+from shoal.share_coordinator.coordinator import ShareCoordinator
 from shoal.share_coordinator.records import ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings
 from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
 
 __all__ = [
-    "COORDINATOR_NOT_AVAILABLE",
     "ShardResult",
     "ShareCoordinator",
     "ShareCoordinatorRecord",

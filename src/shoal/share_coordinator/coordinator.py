@@ -27,6 +27,7 @@ from typing import TypeVar
 from shoal.clock import Clock
 from shoal.coordinator.placement import partition_for, share_partition_key
 from shoal.coordinator.runtime import CoordinatorRuntime, RecordSink
+from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.records import ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings
 from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
@@ -38,8 +39,6 @@ from shoal.share_coordinator.state import (
 )
 
 log = logging.getLogger(__name__)
-
-COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 
 ResponseT = TypeVar("ResponseT")
 
@@ -111,32 +110,38 @@ class ShareCoordinator:
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> str | None:
+    ) -> ErrorCode | None:
         partition = self.partition_of(key)
         result = self.shard(partition).initialize(
             key=key, state_epoch=state_epoch, start_offset=start_offset
         )
-        return self._apply(partition, result, COORDINATOR_NOT_AVAILABLE, "initialize", key)
+        return self._apply(
+            partition, result, ErrorCode.coordinator_not_available, "initialize", key
+        )
 
     def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ReadResult:
         partition = self.partition_of(key)
         result = self.shard(partition).read(key=key, leader_epoch=leader_epoch)
-        return self._apply(partition, result, ReadResult(COORDINATOR_NOT_AVAILABLE), "read", key)
+        return self._apply(
+            partition, result, ReadResult(ErrorCode.coordinator_not_available), "read", key
+        )
 
-    def write(self, *, write: StateWrite) -> str | None:
+    def write(self, *, write: StateWrite) -> ErrorCode | None:
         partition = self.partition_of(write.key)
         result = self.shard(partition).write(write=write)
-        return self._apply(partition, result, COORDINATOR_NOT_AVAILABLE, "write", write.key)
+        return self._apply(
+            partition, result, ErrorCode.coordinator_not_available, "write", write.key
+        )
 
-    def delete(self, *, key: SharePartitionKey) -> str | None:
+    def delete(self, *, key: SharePartitionKey) -> ErrorCode | None:
         partition = self.partition_of(key)
         result = self.shard(partition).delete(key=key)
-        return self._apply(partition, result, COORDINATOR_NOT_AVAILABLE, "delete", key)
+        return self._apply(partition, result, ErrorCode.coordinator_not_available, "delete", key)
 
     def read_summary(self, *, key: SharePartitionKey, leader_epoch: int) -> StateSummary:
         partition = self.partition_of(key)
         result = self.shard(partition).read_summary(key=key, leader_epoch=leader_epoch)
-        failed = StateSummary(COORDINATOR_NOT_AVAILABLE)
+        failed = StateSummary(ErrorCode.coordinator_not_available)
         return self._apply(partition, result, failed, "read_summary", key)
 
     def partitions_with_state(self, *, group_id: str, topic_id: uuid.UUID) -> tuple[int, ...]:

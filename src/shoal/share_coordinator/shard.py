@@ -57,6 +57,7 @@ from typing import Generic, TypeVar
 
 from shoal.clock import Clock
 from shoal.coordinator.runtime import NO_OFFSET
+from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.records import (
     ShareCoordinatorRecord,
     ShareSnapshotValue,
@@ -80,10 +81,6 @@ from shoal.share_coordinator.state import (
 )
 
 log = logging.getLogger(__name__)
-
-INVALID_REQUEST = "INVALID_REQUEST"
-FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
-FENCED_STATE_EPOCH = "FENCED_STATE_EPOCH"
 
 NO_LEADER_EPOCH = -1
 """The leader epoch of a key no leader has read yet."""
@@ -173,13 +170,13 @@ class ShareCoordinatorShard:
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> ShardResult[str | None]:
+    ) -> ShardResult[ErrorCode | None]:
         if _key_invalid(key) or state_epoch < 0 or start_offset < UNINITIALIZED_START_OFFSET:
-            return ShardResult((), INVALID_REQUEST)
+            return ShardResult((), ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is not None:
             if state_epoch < stored.state_epoch:
-                return ShardResult((), FENCED_STATE_EPOCH)
+                return ShardResult((), ErrorCode.fenced_state_epoch)
             if state_epoch == stored.state_epoch and start_offset == stored.start_offset:
                 return ShardResult((), None)
         now_ms = self._clock.wall_ms()
@@ -198,12 +195,12 @@ class ShareCoordinatorShard:
 
     def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ShardResult[ReadResult]:
         if _key_invalid(key) or leader_epoch < 0:
-            return ShardResult((), ReadResult(INVALID_REQUEST))
+            return ShardResult((), ReadResult(ErrorCode.invalid_request))
         stored = self._states.get(key)
         if stored is None:
-            return ShardResult((), ReadResult(INVALID_REQUEST))
+            return ShardResult((), ReadResult(ErrorCode.invalid_request))
         if leader_epoch < stored.leader_epoch:
-            return ShardResult((), ReadResult(FENCED_LEADER_EPOCH))
+            return ShardResult((), ReadResult(ErrorCode.fenced_leader_epoch))
         records: tuple[ShareCoordinatorRecord, ...] = ()
         if leader_epoch > stored.leader_epoch:
             update = update_record(
@@ -218,7 +215,7 @@ class ShareCoordinatorShard:
         state = PersistedState(stored.state_epoch, stored.start_offset, stored.state_batches)
         return ShardResult(records, ReadResult(None, state))
 
-    def write(self, *, write: StateWrite) -> ShardResult[str | None]:
+    def write(self, *, write: StateWrite) -> ShardResult[ErrorCode | None]:
         key = write.key
         if (
             _key_invalid(key)
@@ -227,14 +224,14 @@ class ShareCoordinatorShard:
             or write.start_offset < UNINITIALIZED_START_OFFSET
             or any(not 0 <= b.delivery_count <= _DELIVERY_COUNT_MAX for b in write.state_batches)
         ):
-            return ShardResult((), INVALID_REQUEST)
+            return ShardResult((), ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is None:
-            return ShardResult((), INVALID_REQUEST)
+            return ShardResult((), ErrorCode.invalid_request)
         if write.leader_epoch < stored.leader_epoch:
-            return ShardResult((), FENCED_LEADER_EPOCH)
+            return ShardResult((), ErrorCode.fenced_leader_epoch)
         if write.state_epoch < stored.state_epoch:
-            return ShardResult((), FENCED_STATE_EPOCH)
+            return ShardResult((), ErrorCode.fenced_state_epoch)
         moves = write.start_offset >= stored.start_offset
         start_offset = write.start_offset if moves else stored.start_offset
         count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
@@ -270,9 +267,9 @@ class ShareCoordinatorShard:
             )
         return ShardResult((record,), None)
 
-    def delete(self, *, key: SharePartitionKey) -> ShardResult[str | None]:
+    def delete(self, *, key: SharePartitionKey) -> ShardResult[ErrorCode | None]:
         if _key_invalid(key):
-            return ShardResult((), INVALID_REQUEST)
+            return ShardResult((), ErrorCode.invalid_request)
         if key not in self._states:
             return ShardResult((), None)
         return ShardResult((tombstone(key),), None)
@@ -282,7 +279,7 @@ class ShareCoordinatorShard:
     ) -> ShardResult[StateSummary]:
         """Never writes (no records); the leader epoch is not checked."""
         if _key_invalid(key):
-            return ShardResult((), StateSummary(INVALID_REQUEST))
+            return ShardResult((), StateSummary(ErrorCode.invalid_request))
         stored = self._states.get(key)
         if stored is None:
             return ShardResult((), StateSummary(None))

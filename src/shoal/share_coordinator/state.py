@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from shoal.protocol.errors import ErrorCode
+
 UNINITIALIZED_START_OFFSET: Final = -1
 """A start offset not yet known (StartOffset -1): the leader resolves it itself."""
 UNKNOWN_DELIVERY_COMPLETE_COUNT: Final = -1
@@ -82,13 +84,13 @@ class StateWrite:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    error: str | None
+    error: ErrorCode | None
     state: PersistedState | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class StateSummary:
-    error: str | None
+    error: ErrorCode | None
     state_epoch: int = 0
     leader_epoch: int = 0
     start_offset: int = UNINITIALIZED_START_OFFSET

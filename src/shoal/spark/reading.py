@@ -204,7 +204,9 @@ def _control_type(payload: bytes) -> int:
     except IndexError:
         key_length = -1
     if key_length < 4 or position + 4 > len(payload):
-        raise BatchError("CORRUPT_MESSAGE", "a control record's key is shorter than 4 bytes")
+        raise BatchError(
+            ErrorCode.corrupt_message, "a control record's key is shorter than 4 bytes"
+        )
     return int.from_bytes(payload[position + 2 : position + 4], "big", signed=True)
 
 
@@ -231,11 +233,12 @@ def _kept_batches(
         next_offset = header.next_offset
         if header.magic != MAGIC_V2:
             raise BatchError(
-                "CORRUPT_MESSAGE", f"batch at {header.base_offset} has magic {header.magic}"
+                ErrorCode.corrupt_message, f"batch at {header.base_offset} has magic {header.magic}"
             )
         if compute_crc(view, header) != header.crc:
             raise BatchError(
-                "CORRUPT_MESSAGE", f"CRC-32C mismatch in the batch at offset {header.base_offset}"
+                ErrorCode.corrupt_message,
+                f"CRC-32C mismatch in the batch at offset {header.base_offset}",
             )
         if aborted is None and header.is_control:
             continue
@@ -269,7 +272,7 @@ def decode_batches(
             batch = _decode(data, group, start, end, constants)
         except IndexError:
             raise BatchError(
-                "CORRUPT_MESSAGE",
+                ErrorCode.corrupt_message,
                 f"records of the batches at offsets {group[0].header.base_offset}.."
                 f"{group[-1].header.last_offset} are malformed",
             ) from None
@@ -283,13 +286,13 @@ def _groups(kept: list[_Kept]) -> Iterator[list[_Kept]]:
     for k in kept:
         if len(k.payload) > DECODE_BYTES_MAX:
             raise BatchError(
-                "CORRUPT_MESSAGE",
+                ErrorCode.corrupt_message,
                 f"the batch at offset {k.header.base_offset} holds {len(k.payload)} bytes of "
                 f"records, more than DECODE_BYTES_MAX {DECODE_BYTES_MAX}",
             )
         if k.header.records_count > len(k.payload) or k.header.records_count <= 0:
             raise BatchError(
-                "CORRUPT_MESSAGE",
+                ErrorCode.corrupt_message,
                 f"the batch at offset {k.header.base_offset} claims "
                 f"{k.header.records_count} records in {len(k.payload)} bytes",
             )

@@ -99,7 +99,8 @@ def test_failed_initialisations_answer_the_persister_error_per_partition() -> No
     )
     assert with_initialization_errors(response, {}) is response
     folded = with_initialization_errors(
-        response, {(T, 1): "COORDINATOR_NOT_AVAILABLE", (T, 2): "FENCED_STATE_EPOCH"}
+        response,
+        {(T, 1): ErrorCode.coordinator_not_available, (T, 2): ErrorCode.fenced_state_epoch},
     )
     rows = folded.topics[0].partitions
     assert [(p.partition, p.error) for p in rows] == [
@@ -122,7 +123,7 @@ def test_failed_deletions_answer_the_persister_error_per_topic() -> None:
             DeleteOffsetsTopic(topic_name="x", topic_id=None),
         )
     )
-    folded = with_deletion_errors(response, {T: "COORDINATOR_NOT_AVAILABLE"})
+    folded = with_deletion_errors(response, {T: ErrorCode.coordinator_not_available})
     assert [(t.topic_name, t.error) for t in folded.topics] == [
         ("t", ErrorCode.coordinator_not_available),
         ("u", None),
@@ -153,7 +154,7 @@ def test_unknown_counts_give_no_lag_and_errors_give_no_offset() -> None:
     assert describe_partition(topic_id=T, partition=1, summary=unknown, high_watermark=9) == (
         DescribedOffsetsPartition(partition=1, start_offset=-1, lag=-1)
     )
-    failed = StateSummary("INVALID_REQUEST")
+    failed = StateSummary(ErrorCode.invalid_request)
     assert describe_partition(
         topic_id=T, partition=2, summary=failed, high_watermark=9
     ) == DescribedOffsetsPartition(partition=2)

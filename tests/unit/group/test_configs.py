@@ -9,13 +9,13 @@ import pytest
 
 from shoal.config import GROUP_KEYS, BrokerConfig
 from shoal.group.configs import (
-    INVALID_CONFIG,
     GroupConfigError,
     GroupConfigs,
     effective_group_config,
     render_overrides,
     validate_overrides,
 )
+from shoal.protocol.errors import ErrorCode
 
 DEFAULT_BROKER = BrokerConfig.from_raw({})
 LOCK = "share.record.lock.duration.ms"
@@ -31,7 +31,7 @@ def broker(**raw: object) -> BrokerConfig:
 def refused(proposed: dict[str, Any], config: BrokerConfig = DEFAULT_BROKER) -> GroupConfigError:
     with pytest.raises(GroupConfigError) as caught:
         validate_overrides(proposed, config)
-    assert caught.value.error == INVALID_CONFIG
+    assert caught.value.code is ErrorCode.invalid_config
     return caught.value
 
 

@@ -15,6 +15,7 @@ from shoal.log.api import LogError
 from shoal.log.flush import FlushPlan
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode
 from tests.unit.log.batches import headers_of, make_batch
 from tests.unit.log.conftest import LogOpener
 
@@ -107,7 +108,7 @@ def test_a_failed_fsync_in_a_plan_takes_the_partition_offline(
     assert isinstance(plan.error, OSError)
     with pytest.raises(LogError) as info:
         log.finish_flush(plan)
-    assert info.value.code == "KAFKA_STORAGE_ERROR"
+    assert info.value.code == ErrorCode.kafka_storage_error
     assert "Input/output error" in str(info.value)
     with pytest.raises(LogError, match="offline"):
         log.read(0, max_bytes=100)

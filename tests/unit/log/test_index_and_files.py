@@ -12,6 +12,7 @@ import pytest
 from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.index import OffsetIndex, TimeIndex
+from shoal.protocol.errors import ErrorCode
 
 
 def test_offset_index_round_trip_in_kafka_format() -> None:
@@ -78,5 +79,5 @@ def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
 def test_storage_errors_name_the_context() -> None:
     with pytest.raises(LogError) as info, fileio.storage_errors("reading thing"):
         raise OSError(5, "Input/output error")
-    assert info.value.code == "KAFKA_STORAGE_ERROR"
+    assert info.value.code == ErrorCode.kafka_storage_error
     assert "reading thing" in str(info.value)

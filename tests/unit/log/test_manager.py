@@ -17,6 +17,7 @@ from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.topics import random_uuid, uuid_to_base64, validate_topic_name
+from shoal.protocol.errors import ErrorCode
 from tests.unit.log.batches import append, make_batch, stored
 
 Opener = Callable[..., LogManager]
@@ -109,7 +110,7 @@ def test_configs_are_stored_as_strings_and_reparsed(open_manager: Opener, data_d
     assert info is not None
     assert info.configs == {"retention.bytes": 12345, "cleanup.policy": ["delete"]}
     assert _code(lambda: open_manager().create_topic("u", partitions=1, configs={"nope": "1"})) == (
-        "INVALID_CONFIG"
+        ErrorCode.invalid_config
     )
 
 
@@ -123,7 +124,7 @@ def test_delete_and_recreate_topic(open_manager: Opener, data_dir: Path) -> None
     assert manager.topic("t") is None and manager.topic_by_id(old.topic_id) is None
     assert manager.partition("t", 0) is None
     assert [p.name for p in data_dir.iterdir() if p.is_dir()] == []
-    assert _code(lambda: manager.delete_topic("t")) == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert _code(lambda: manager.delete_topic("t")) == ErrorCode.unknown_topic_or_partition
     new = manager.create_topic("t", partitions=1, configs={})
     assert new.topic_id != old.topic_id
     fresh = manager.partition("t", 0)
@@ -137,9 +138,12 @@ def test_delete_and_recreate_topic(open_manager: Opener, data_dir: Path) -> None
 def test_create_partitions(open_manager: Opener) -> None:
     manager = open_manager()
     manager.create_topic("t", partitions=2, configs={})
-    assert _code(lambda: manager.create_partitions("t", count=2)) == "INVALID_PARTITIONS"
-    assert _code(lambda: manager.create_partitions("t", count=1)) == "INVALID_PARTITIONS"
-    assert _code(lambda: manager.create_partitions("x", count=5)) == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert _code(lambda: manager.create_partitions("t", count=2)) == ErrorCode.invalid_partitions
+    assert _code(lambda: manager.create_partitions("t", count=1)) == ErrorCode.invalid_partitions
+    assert (
+        _code(lambda: manager.create_partitions("x", count=5))
+        == ErrorCode.unknown_topic_or_partition
+    )
     manager.create_partitions("t", count=4, validate_only=True)
     assert manager.partition("t", 2) is None
     manager.create_partitions("t", count=4)
@@ -162,15 +166,15 @@ def test_creation_errors(open_manager: Opener) -> None:
     manager.create_topic("exists", partitions=1, configs={})
     manager.create_topic("a.b", partitions=1, configs={})
     cases = {
-        "": "INVALID_TOPIC_EXCEPTION",
-        ".": "INVALID_TOPIC_EXCEPTION",
-        "..": "INVALID_TOPIC_EXCEPTION",
-        "bad name": "INVALID_TOPIC_EXCEPTION",
-        "slash/no": "INVALID_TOPIC_EXCEPTION",
-        "ü": "INVALID_TOPIC_EXCEPTION",
-        "x" * (limits.TOPIC_NAME_LENGTH_MAX + 1): "INVALID_TOPIC_EXCEPTION",
-        "exists": "TOPIC_ALREADY_EXISTS",
-        "a_b": "INVALID_TOPIC_EXCEPTION",  # collides with a.b
+        "": ErrorCode.invalid_topic_exception,
+        ".": ErrorCode.invalid_topic_exception,
+        "..": ErrorCode.invalid_topic_exception,
+        "bad name": ErrorCode.invalid_topic_exception,
+        "slash/no": ErrorCode.invalid_topic_exception,
+        "ü": ErrorCode.invalid_topic_exception,
+        "x" * (limits.TOPIC_NAME_LENGTH_MAX + 1): ErrorCode.invalid_topic_exception,
+        "exists": ErrorCode.topic_already_exists,
+        "a_b": ErrorCode.invalid_topic_exception,  # collides with a.b
     }
     for name, code in cases.items():
         with pytest.raises(LogError) as info:
@@ -181,7 +185,7 @@ def test_creation_errors(open_manager: Opener) -> None:
     for count in (0, -1, limits.PARTITIONS_PER_TOPIC_MAX + 1):
         with pytest.raises(LogError) as bad_count:
             manager.create_topic("p", partitions=count, configs={})
-        assert bad_count.value.code == "INVALID_PARTITIONS"
+        assert bad_count.value.code == ErrorCode.invalid_partitions
 
 
 def test_topic_and_partition_limits(open_manager: Opener) -> None:
@@ -189,20 +193,23 @@ def test_topic_and_partition_limits(open_manager: Opener) -> None:
     manager.create_topic("a", partitions=2, configs={})
     with pytest.raises(LogError) as too_many_partitions:
         manager.create_topic("b", partitions=4, configs={})
-    assert too_many_partitions.value.code == "INVALID_PARTITIONS"
+    assert too_many_partitions.value.code == ErrorCode.invalid_partitions
     assert "shoal.max.partitions=5" in str(too_many_partitions.value)
     manager.create_topic("b", partitions=3, configs={})
     with pytest.raises(LogError) as too_many_topics:
         manager.create_topic("c", partitions=1, configs={})
-    assert too_many_topics.value.code == "POLICY_VIOLATION"
+    assert too_many_topics.value.code == ErrorCode.policy_violation
     assert "shoal.max.topics=2" in str(too_many_topics.value)
-    assert _code(lambda: manager.create_partitions("a", count=3)) == "INVALID_PARTITIONS"
+    assert _code(lambda: manager.create_partitions("a", count=3)) == ErrorCode.invalid_partitions
     # Internal topics are never refused and not counted: with one user topic left,
     # another fits beside a 50-partition internal topic.
     manager.create_topic("__internal", partitions=50, configs={}, internal=True)
     manager.delete_topic("b")
     manager.create_topic("c", partitions=1, configs={})
-    assert _code(lambda: manager.create_topic("d", partitions=1, configs={})) == "POLICY_VIOLATION"
+    assert (
+        _code(lambda: manager.create_topic("d", partitions=1, configs={}))
+        == ErrorCode.policy_violation
+    )
 
 
 def test_topic_ids_follow_kafka_rules() -> None:
@@ -231,7 +238,7 @@ def test_cluster_id_generated_once_or_from_config(open_manager: Opener, data_dir
     meta = (data_dir / "meta.properties").read_text()
     assert f"cluster.id={cluster_id}" in meta and "node.id=1" in meta
     assert _code(lambda: open_manager(**{"cluster.id": "someOtherClusterId0000"})) == (
-        "INCONSISTENT_CLUSTER_ID"
+        ErrorCode.inconsistent_cluster_id
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TIMESTAMP_TYPE_MASK, compute_crc, iter_headers
 from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch, stored
 from tests.unit.log.conftest import LogOpener
@@ -85,7 +86,7 @@ def test_read_at_log_end_is_empty_and_outside_is_out_of_range(open_log: LogOpene
     for offset in (3, -1, 100):
         with pytest.raises(LogError) as info:
             log.read(offset, max_bytes=100)
-        assert info.value.code == "OFFSET_OUT_OF_RANGE"
+        assert info.value.code == ErrorCode.offset_out_of_range
 
 
 def test_segment_rolls_by_bytes_and_reads_cross_segments(open_log: LogOpener) -> None:
@@ -212,7 +213,7 @@ def test_a_failed_write_is_a_storage_error_and_leaves_the_log_intact(
         patch.setattr(os, "pwritev", failing_pwritev)
         with pytest.raises(LogError) as info:
             append(log, make_batch(1, seed=1))
-    assert info.value.code == "KAFKA_STORAGE_ERROR"
+    assert info.value.code == ErrorCode.kafka_storage_error
     assert "No space left" in str(info.value)
     assert log.log_end_offset == 1
     append(log, make_batch(1, seed=2))
@@ -231,10 +232,10 @@ def test_a_failed_fsync_takes_the_partition_offline(
         patch.setattr(os, "fsync", failing_fsync)
         with pytest.raises(LogError) as info:
             append(log, make_batch(1))
-    assert info.value.code == "KAFKA_STORAGE_ERROR"
+    assert info.value.code == ErrorCode.kafka_storage_error
     with pytest.raises(LogError) as again:
         log.read(0, max_bytes=100)
-    assert again.value.code == "KAFKA_STORAGE_ERROR"
+    assert again.value.code == ErrorCode.kafka_storage_error
     assert "offline" in str(again.value)
 
 
@@ -243,7 +244,7 @@ def test_closed_log_refuses_use(open_log: LogOpener) -> None:
     log.close()
     with pytest.raises(LogError) as info:
         append(log, make_batch(1))
-    assert info.value.code == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert info.value.code == ErrorCode.unknown_topic_or_partition
 
 
 def test_files_are_kafka_style(open_log: LogOpener, log_dir: Path) -> None:

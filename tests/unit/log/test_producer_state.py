@@ -9,6 +9,7 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.log.api import LogError
 from shoal.log.producer_state import ProducerStateTable
+from shoal.protocol.errors import ErrorCode
 from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch
 from tests.unit.log.conftest import LogOpener
 
@@ -49,14 +50,16 @@ def test_only_the_last_five_batches_are_remembered(open_log: LogOpener) -> None:
     for i in range(6):
         append(log, batch(2 * i))
     assert append(log, batch(2)).duplicate  # second batch: among the last five
-    assert _codes(log, batch(0)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # sixth back: forgotten
+    assert _codes(log, batch(0)) == ErrorCode.out_of_order_sequence_number  # sixth back: forgotten
 
 
 def test_sequence_gap_is_out_of_order(open_log: LogOpener) -> None:
     log = open_log()
     append(log, batch(0))
-    assert _codes(log, batch(3)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
-    assert _codes(log, batch(1)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # overlaps, not a duplicate
+    assert _codes(log, batch(3)) == ErrorCode.out_of_order_sequence_number
+    assert (
+        _codes(log, batch(1)) == ErrorCode.out_of_order_sequence_number
+    )  # overlaps, not a duplicate
     assert log.log_end_offset == 2
     assert not append(log, batch(2)).duplicate
 
@@ -64,10 +67,10 @@ def test_sequence_gap_is_out_of_order(open_log: LogOpener) -> None:
 def test_old_epoch_is_fenced_and_new_epoch_starts_at_zero(open_log: LogOpener) -> None:
     log = open_log()
     append(log, batch(0, epoch=3))
-    assert _codes(log, batch(2, epoch=2)) == "INVALID_PRODUCER_EPOCH"
-    assert _codes(log, batch(5, epoch=4)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert _codes(log, batch(2, epoch=2)) == ErrorCode.invalid_producer_epoch
+    assert _codes(log, batch(5, epoch=4)) == ErrorCode.out_of_order_sequence_number
     append(log, batch(0, epoch=4))
-    assert _codes(log, batch(2, epoch=3)) == "INVALID_PRODUCER_EPOCH"
+    assert _codes(log, batch(2, epoch=3)) == ErrorCode.invalid_producer_epoch
     append(log, batch(2, epoch=4))
 
 
@@ -90,7 +93,10 @@ def test_sequence_wraps_around(open_log: LogOpener) -> None:
 def test_all_batches_of_an_append_are_checked_before_any_is_written(open_log: LogOpener) -> None:
     log = open_log()
     append(log, batch(0))
-    assert _codes(log, batch(2), batch(4, pid=PID + 1), batch(9)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert (
+        _codes(log, batch(2), batch(4, pid=PID + 1), batch(9))
+        == ErrorCode.out_of_order_sequence_number
+    )
     assert log.log_end_offset == 2
     result = append(log, batch(2), batch(4), batch(0, pid=PID + 1))
     assert (result.base_offset, result.last_offset) == (2, 7)
@@ -113,8 +119,8 @@ def _produce_history(log: object) -> None:
 def _assert_state_survived(log: object) -> None:
     retry = append(log, batch(14, seed=7))  # type: ignore[arg-type]
     assert retry.duplicate and retry.base_offset == 35
-    assert _codes(log, batch(17)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
-    assert _codes(log, batch(0, pid=PID + 1, epoch=1)) == "INVALID_PRODUCER_EPOCH"
+    assert _codes(log, batch(17)) == ErrorCode.out_of_order_sequence_number
+    assert _codes(log, batch(0, pid=PID + 1, epoch=1)) == ErrorCode.invalid_producer_epoch
     assert not append(log, batch(16)).duplicate  # type: ignore[arg-type]
 
 
@@ -160,7 +166,7 @@ def test_idle_producers_expire(open_log: LogOpener, clock: ManualClock) -> None:
     log.enforce_retention(now_wall_ms=BASE_TIMESTAMP_MS + 70_000)
     # PID expired, so it is unknown again and may start anywhere; PID+1 is remembered.
     append(log, batch(100))
-    assert _codes(log, batch(100, pid=PID + 1)) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert _codes(log, batch(100, pid=PID + 1)) == ErrorCode.out_of_order_sequence_number
 
 
 def test_producers_whose_data_was_deleted_are_forgotten(open_log: LogOpener) -> None:

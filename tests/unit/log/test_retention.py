@@ -9,6 +9,7 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.config import LONG_MAX
 from shoal.log.api import LogError
+from shoal.protocol.errors import ErrorCode
 from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch, stored
 from tests.unit.log.conftest import LogOpener
 
@@ -32,7 +33,7 @@ def test_delete_records_before_moves_log_start_and_deletes_whole_segments(
     assert not (log_dir / f"{bases[0]:020d}.log").exists()
     with pytest.raises(LogError) as info:
         log.read(target - 1, max_bytes=100)
-    assert info.value.code == "OFFSET_OUT_OF_RANGE"
+    assert info.value.code == ErrorCode.offset_out_of_range
     # A read at the log start returns its whole containing batch.
     read = log.read(target, max_bytes=1)
     assert read.records == stored(batches[bases[2] // 2], base_offset=bases[2])
@@ -41,7 +42,7 @@ def test_delete_records_before_moves_log_start_and_deletes_whole_segments(
     assert log.delete_records_before(3) == target
     with pytest.raises(LogError) as beyond:
         log.delete_records_before(log.log_end_offset + 1)
-    assert beyond.value.code == "OFFSET_OUT_OF_RANGE"
+    assert beyond.value.code == ErrorCode.offset_out_of_range
     assert log.delete_records_before(log.log_end_offset) == 40
     assert log.read(40, max_bytes=100).records == b""
     assert append(log, make_batch(1)).log_start_offset == 40

@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 from shoal.clock import ManualClock
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode
 from tests.unit.log.batches import append, make_batch, stored
 
 CONFIG = {"segment.bytes": 900, "index.interval.bytes": 200}
@@ -120,7 +121,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         )
         with pytest.raises(LogError) as info:
             self.log.read(offset, max_bytes=1000)
-        assert info.value.code == "OFFSET_OUT_OF_RANGE"
+        assert info.value.code == ErrorCode.offset_out_of_range
 
     @rule(data=st.data())
     def delete_records_before(self, data: st.DataObject) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shoal.protocol import record_batch as rb
+from shoal.protocol.errors import ErrorCode
 from tests.support.batches import Record, build_batch, decode_records, values_batch
 
 
@@ -43,13 +44,13 @@ def test_validate_accepts_several_batches() -> None:
 @pytest.mark.parametrize(
     ("data", "code"),
     [
-        (b"", "INVALID_RECORD"),
-        (values_batch(2)[:40], "CORRUPT_MESSAGE"),
-        (values_batch(2)[:-3], "CORRUPT_MESSAGE"),
-        (values_batch(2, corrupt_crc=True), "CORRUPT_MESSAGE"),
-        (values_batch(2, magic=1), "INVALID_RECORD"),
-        (values_batch(2, control=True), "INVALID_RECORD"),
-        (build_batch([b"x" * 2000]), "MESSAGE_TOO_LARGE"),
+        (b"", ErrorCode.invalid_record),
+        (values_batch(2)[:40], ErrorCode.corrupt_message),
+        (values_batch(2)[:-3], ErrorCode.corrupt_message),
+        (values_batch(2, corrupt_crc=True), ErrorCode.corrupt_message),
+        (values_batch(2, magic=1), ErrorCode.invalid_record),
+        (values_batch(2, control=True), ErrorCode.invalid_record),
+        (build_batch([b"x" * 2000]), ErrorCode.message_too_large),
     ],
     ids=["empty", "short-header", "truncated", "bad-crc", "magic-1", "control", "too-large"],
 )

@@ -7,6 +7,7 @@ import struct
 import cramjam
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, parse_header
 from shoal.protocol.records import first_at_or_after, record_timestamps
 from tests.support.batches import HEADER, Record, build_batch, encode_record
@@ -93,7 +94,7 @@ def test_corrupt_payloads(payload: bytes) -> None:
     batch = compressed_batch(codec, payload)
     with pytest.raises(BatchError) as raised:
         list(record_timestamps(batch, parse_header(batch)))
-    assert raised.value.code == "CORRUPT_MESSAGE"
+    assert raised.value.code == ErrorCode.corrupt_message
 
 
 def test_truncated_records() -> None:

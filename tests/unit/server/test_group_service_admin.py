@@ -33,14 +33,14 @@ class FailingPersister(InMemoryPersister):
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> str | None:
+    ) -> ErrorCode | None:
         if key in self.failing:
-            return "COORDINATOR_NOT_AVAILABLE"
+            return ErrorCode.coordinator_not_available
         return super().initialize(key=key, state_epoch=state_epoch, start_offset=start_offset)
 
-    def delete(self, *, key: SharePartitionKey) -> str | None:
+    def delete(self, *, key: SharePartitionKey) -> ErrorCode | None:
         if key in self.failing:
-            return "COORDINATOR_NOT_AVAILABLE"
+            return ErrorCode.coordinator_not_available
         return super().delete(key=key)
 
 

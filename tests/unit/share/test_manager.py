@@ -52,7 +52,7 @@ class FakeLog:
 
     def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
         if not self.log_start_offset <= offset <= self.log_end_offset:
-            raise LogError("OFFSET_OUT_OF_RANGE", f"{offset} outside the log")
+            raise LogError(ErrorCode.offset_out_of_range, f"{offset} outside the log")
         parts: list[bytes] = []
         total = 0
         for header, data in self.batches:
@@ -84,10 +84,10 @@ class FakeLog:
 class FailingPersister(InMemoryPersister):
     def __init__(self) -> None:
         super().__init__()
-        self.write_error: str | None = None
+        self.write_error: ErrorCode | None = None
         self.writes: list[StateWrite] = []
 
-    def write(self, *, write: StateWrite) -> str | None:
+    def write(self, *, write: StateWrite) -> ErrorCode | None:
         self.writes.append(write)
         if self.write_error is not None:
             return self.write_error
@@ -429,7 +429,7 @@ def test_a_fenced_write_rolls_back_and_unloads() -> None:
     rig.topic(P0)
     rig.logs[P0].append(10)
     rig.fetch("a")
-    rig.persister.write_error = "FENCED_STATE_EPOCH"
+    rig.persister.write_error = ErrorCode.fenced_state_epoch
     assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == ErrorCode.not_leader_or_follower
     assert rig.manager.get(rig.key()) is None
     rig.persister.write_error = None
@@ -442,7 +442,7 @@ def test_a_coordinator_error_rolls_back_and_keeps_the_partition() -> None:
     rig.topic(P0)
     rig.logs[P0].append(10)
     rig.fetch("a")
-    rig.persister.write_error = "COORDINATOR_LOAD_IN_PROGRESS"
+    rig.persister.write_error = ErrorCode.coordinator_load_in_progress
     assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) == ErrorCode.coordinator_not_available
     sp = rig.manager.get(rig.key())
     assert sp is not None

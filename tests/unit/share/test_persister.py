@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from shoal.clock import ManualClock
 from shoal.coordinator.runtime import InMemoryRecordSink
+from shoal.protocol.errors import ErrorCode
 from shoal.share.persister import (
     InMemoryPersister,
     Persister,
@@ -60,8 +61,8 @@ def write(
 
 def test_uninitialised_key(persister: Persister) -> None:
     """63: write or read of an uninitialised key -> INVALID_REQUEST."""
-    assert persister.write(write=write()) == "INVALID_REQUEST"
-    assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
+    assert persister.write(write=write()) == ErrorCode.invalid_request
+    assert persister.read(key=KEY, leader_epoch=0).error == ErrorCode.invalid_request
 
 
 def test_fencing(persister: Persister) -> None:
@@ -69,11 +70,17 @@ def test_fencing(persister: Persister) -> None:
     FENCED_STATE_EPOCH. 69: a read with a higher leader epoch records it."""
     assert persister.initialize(key=KEY, state_epoch=3, start_offset=0) is None
     assert persister.read(key=KEY, leader_epoch=5).error is None
-    assert persister.write(write=write(state_epoch=3, leader_epoch=4)) == "FENCED_LEADER_EPOCH"
-    assert persister.read(key=KEY, leader_epoch=4).error == "FENCED_LEADER_EPOCH"
-    assert persister.write(write=write(state_epoch=2, leader_epoch=5)) == "FENCED_STATE_EPOCH"
+    assert (
+        persister.write(write=write(state_epoch=3, leader_epoch=4)) == ErrorCode.fenced_leader_epoch
+    )
+    assert persister.read(key=KEY, leader_epoch=4).error == ErrorCode.fenced_leader_epoch
+    assert (
+        persister.write(write=write(state_epoch=2, leader_epoch=5)) == ErrorCode.fenced_state_epoch
+    )
     assert persister.write(write=write(state_epoch=3, leader_epoch=5)) is None
-    assert persister.initialize(key=KEY, state_epoch=2, start_offset=0) == "FENCED_STATE_EPOCH"
+    assert (
+        persister.initialize(key=KEY, state_epoch=2, start_offset=0) == ErrorCode.fenced_state_epoch
+    )
     assert persister.read_summary(key=KEY, leader_epoch=0).leader_epoch == 5
 
 
@@ -126,15 +133,17 @@ def test_delete_and_summary_of_unknown_key(persister: Persister) -> None:
     assert (summary.leader_epoch, summary.state_epoch) == (0, 0)
     persister.initialize(key=KEY, state_epoch=0, start_offset=0)
     assert persister.delete(key=KEY) is None
-    assert persister.read(key=KEY, leader_epoch=0).error == "INVALID_REQUEST"
+    assert persister.read(key=KEY, leader_epoch=0).error == ErrorCode.invalid_request
 
 
 def test_negative_partition_or_epochs(persister: Persister) -> None:
     bad = SharePartitionKey("g", KEY.topic_id, -1)
-    assert persister.initialize(key=bad, state_epoch=0, start_offset=0) == "INVALID_REQUEST"
-    assert persister.initialize(key=KEY, state_epoch=-1, start_offset=0) == "INVALID_REQUEST"
+    assert persister.initialize(key=bad, state_epoch=0, start_offset=0) == ErrorCode.invalid_request
+    assert (
+        persister.initialize(key=KEY, state_epoch=-1, start_offset=0) == ErrorCode.invalid_request
+    )
     persister.initialize(key=KEY, state_epoch=0, start_offset=0)
-    assert persister.write(write=write(leader_epoch=-2)) == "INVALID_REQUEST"
+    assert persister.write(write=write(leader_epoch=-2)) == ErrorCode.invalid_request
 
 
 def test_writes_never_change_the_epochs(persister: Persister) -> None:
@@ -222,8 +231,11 @@ def test_partition_error_for_failed_state_rpcs() -> None:
     from shoal.protocol.errors import ErrorCode
     from shoal.share.persister import FENCING_ERRORS, partition_error
 
-    assert partition_error("FENCED_STATE_EPOCH") is ErrorCode.not_leader_or_follower
-    assert partition_error("FENCED_LEADER_EPOCH") is ErrorCode.not_leader_or_follower
-    assert partition_error("COORDINATOR_LOAD_IN_PROGRESS") is ErrorCode.coordinator_not_available
-    assert partition_error("REQUEST_TIMED_OUT") is ErrorCode.unknown_server_error
-    assert "FENCED_STATE_EPOCH" in FENCING_ERRORS
+    assert partition_error(ErrorCode.fenced_state_epoch) is ErrorCode.not_leader_or_follower
+    assert partition_error(ErrorCode.fenced_leader_epoch) is ErrorCode.not_leader_or_follower
+    assert (
+        partition_error(ErrorCode.coordinator_load_in_progress)
+        is ErrorCode.coordinator_not_available
+    )
+    assert partition_error(ErrorCode.request_timed_out) is ErrorCode.unknown_server_error
+    assert ErrorCode.fenced_state_epoch in FENCING_ERRORS

@@ -14,9 +14,9 @@ from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
 from shoal.coordinator.placement import partition_for, share_partition_key
 from shoal.coordinator.runtime import InMemoryRecordSink
+from shoal.protocol.errors import ErrorCode
 from shoal.share.persister import Persister
 from shoal.share_coordinator import (
-    COORDINATOR_NOT_AVAILABLE,
     ShareCoordinator,
     ShareCoordinatorRecord,
     ShareCoordinatorSettings,
@@ -94,11 +94,14 @@ def test_a_full_sink_answers_coordinator_not_available_and_changes_nothing() -> 
     assert share.write(write=state_write(StateBatch(0, 4, ACK, 1), key=key, count=5)) is None
     before = share.shard(0).states[key]
     assert share.write(write=state_write(StateBatch(5, 9, ACK, 1), key=key)) == (
-        COORDINATOR_NOT_AVAILABLE
+        ErrorCode.coordinator_not_available
     )
-    assert share.read(key=key, leader_epoch=1) == ReadResult(COORDINATOR_NOT_AVAILABLE)
-    assert share.delete(key=key) == COORDINATOR_NOT_AVAILABLE
-    assert share.initialize(key=key, state_epoch=1, start_offset=0) == COORDINATOR_NOT_AVAILABLE
+    assert share.read(key=key, leader_epoch=1) == ReadResult(ErrorCode.coordinator_not_available)
+    assert share.delete(key=key) == ErrorCode.coordinator_not_available
+    assert (
+        share.initialize(key=key, state_epoch=1, start_offset=0)
+        == ErrorCode.coordinator_not_available
+    )
     assert share.shard(0).states[key] == before
     assert len(sinks[0]) == 2
     summary = share.read_summary(key=key, leader_epoch=0)
@@ -115,10 +118,13 @@ def test_a_failing_sink_is_logged_and_answered_with_coordinator_not_available(
     )
     key = KEYS[0]
     with caplog.at_level(logging.WARNING, logger="shoal.share_coordinator.coordinator"):
-        assert share.initialize(key=key, state_epoch=0, start_offset=0) == COORDINATOR_NOT_AVAILABLE
+        assert (
+            share.initialize(key=key, state_epoch=0, start_offset=0)
+            == ErrorCode.coordinator_not_available
+        )
     assert "initialize" in caplog.text and "disk gone" in caplog.text
     assert share.read_summary(key=key, leader_epoch=0) == StateSummary(None)
-    assert share.read(key=key, leader_epoch=0) == ReadResult("INVALID_REQUEST")
+    assert share.read(key=key, leader_epoch=0) == ReadResult(ErrorCode.invalid_request)
 
 
 def test_a_coordinator_loaded_from_the_logs_answers_like_the_live_one() -> None:

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.shard import KeyState
 from shoal.share_coordinator.state import (
     PersistedState,
@@ -37,9 +38,9 @@ def test_write_or_read_of_an_uninitialised_key_is_invalid() -> None:
     """63: write or read of an uninitialised key -> INVALID_REQUEST, nothing written."""
     rig = Rig()
     written = rig.shard.write(write=state_write(StateBatch(0, 10, AV, 1)))
-    assert (written.records, written.response) == ((), "INVALID_REQUEST")
+    assert (written.records, written.response) == ((), ErrorCode.invalid_request)
     read = rig.shard.read(key=KEY, leader_epoch=1)
-    assert (read.records, read.response) == ((), ReadResult("INVALID_REQUEST"))
+    assert (read.records, read.response) == ((), ReadResult(ErrorCode.invalid_request))
     assert rig.state() is None and len(rig.sink) == 0
 
 
@@ -50,9 +51,9 @@ def test_lower_leader_epoch_is_fenced() -> None:
     rig.init()
     assert rig.apply(rig.shard.read(key=KEY, leader_epoch=5)).error is None
     written = rig.shard.write(write=state_write(StateBatch(0, 10, AV, 1), leader_epoch=4))
-    assert (written.records, written.response) == ((), "FENCED_LEADER_EPOCH")
+    assert (written.records, written.response) == ((), ErrorCode.fenced_leader_epoch)
     read = rig.shard.read(key=KEY, leader_epoch=4)
-    assert (read.records, read.response) == ((), ReadResult("FENCED_LEADER_EPOCH"))
+    assert (read.records, read.response) == ((), ReadResult(ErrorCode.fenced_leader_epoch))
     state = rig.state()
     assert state is not None and state.leader_epoch == 5 and state.state_batches == ()
 
@@ -63,9 +64,9 @@ def test_lower_state_epoch_is_fenced() -> None:
     rig = Rig()
     rig.init(state_epoch=1)
     written = rig.shard.write(write=state_write(StateBatch(11, 20, AV, 1), state_epoch=0))
-    assert (written.records, written.response) == ((), "FENCED_STATE_EPOCH")
+    assert (written.records, written.response) == ((), ErrorCode.fenced_state_epoch)
     again = rig.shard.initialize(key=KEY, state_epoch=0, start_offset=0)
-    assert (again.records, again.response) == ((), "FENCED_STATE_EPOCH")
+    assert (again.records, again.response) == ((), ErrorCode.fenced_state_epoch)
     state = rig.state()
     assert state is not None and state.state_epoch == 1 and state.state_batches == ()
 
@@ -218,7 +219,7 @@ def test_delete_writes_one_tombstone_then_the_key_is_uninitialised() -> None:
     assert (result.records, result.response) == ((tombstone(),), None)
     rig.apply(result)
     assert rig.state() is None
-    assert rig.shard.read(key=KEY, leader_epoch=0).response == ReadResult("INVALID_REQUEST")
+    assert rig.shard.read(key=KEY, leader_epoch=0).response == ReadResult(ErrorCode.invalid_request)
     assert rig.shard.read_summary(key=KEY, leader_epoch=0).response == StateSummary(None)
     again = rig.shard.delete(key=KEY)
     assert (again.records, again.response) == ((), None)
@@ -254,9 +255,13 @@ def test_invalid_arguments_are_refused(call: object) -> None:
     result = call(rig.shard)  # type: ignore[operator]
     assert result.records == ()
     response = result.response
-    assert (response if isinstance(response, str) else response.error) == "INVALID_REQUEST"
+    assert (
+        response if isinstance(response, ErrorCode) else response.error
+    ) == ErrorCode.invalid_request
     bad = SharePartitionKey("g", TOPIC, -1)
-    assert rig.shard.read_summary(key=bad, leader_epoch=0).response.error == "INVALID_REQUEST"
+    assert (
+        rig.shard.read_summary(key=bad, leader_epoch=0).response.error == ErrorCode.invalid_request
+    )
 
 
 def test_snapshot_timestamps_come_from_the_clock() -> None:

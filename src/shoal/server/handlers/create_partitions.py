@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.assignments import replica_list_problem
 from shoal.server.context import RequestContext
@@ -96,7 +96,7 @@ def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
     try:
         logs.create_partitions(topic.name, count=count, validate_only=validate_only)
     except LogError as exc:
-        raise Refused(code_for(exc.code), str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     if not validate_only:
         log.info(
             "topic %s grown from %d to %d partitions for %s",

@@ -24,7 +24,7 @@ from typing import Any
 
 from shoal.config import ConfigError, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.assignments import replica_list_problem
 from shoal.server.configs import topic_entries
@@ -86,7 +86,7 @@ def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInf
             validate_only=validate_only,
         )
     except LogError as exc:
-        raise Refused(code_for(exc.code), str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     if not validate_only:
         log.info(
             "created topic %s (id %s, %d partitions, configs %s) for %s",
@@ -177,7 +177,7 @@ def _configs(topic: Any) -> dict[str, Any]:
     try:
         return validate_topic_configs(raw)
     except ConfigError as exc:
-        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
 
 
 def _created(schema: Schema, ctx: RequestContext, info: TopicInfo) -> Any:

@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
@@ -93,7 +93,7 @@ async def _delete_before(ctx: RequestContext, topic: str, index: int, offset: in
     try:
         low_watermark = partition_log.delete_records_before(offset, defer_delete=True)
     except LogError as exc:
-        raise Refused(code_for(exc.code), str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     finally:
         removed = ctx.services.disk.remove(partition_log.take_deleted_paths())
     await removed

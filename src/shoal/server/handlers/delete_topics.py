@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
@@ -104,7 +104,7 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
     try:
         deleted = services.logs.delete_topic(info.name, defer_delete=True)
     except LogError as exc:
-        raise Refused(code_for(exc.code), str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     finally:
         removed = services.disk.remove(services.logs.take_deleted_paths())
     await removed

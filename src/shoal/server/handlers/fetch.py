@@ -19,7 +19,7 @@ from typing import Any
 
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -118,7 +118,7 @@ def _read_one(partition_log: PartitionLog, offset: int, budget: int, *, first: b
         read = partition_log.read(offset, max_bytes=max(budget, 0), min_one_batch=first)
     except LogError as exc:
         return _Result(
-            code_for(exc.code),
+            exc.code,
             _EMPTY,
             partition_log.log_end_offset,
             partition_log.log_start_offset,

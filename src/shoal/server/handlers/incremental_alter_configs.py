@@ -39,7 +39,7 @@ from shoal.config import (
 )
 from shoal.group.configs import GroupConfigError
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.configs import ResourceType, apply_ops, broker_layer_for
 from shoal.server.context import RequestContext
@@ -120,13 +120,13 @@ def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: boo
     try:
         typed = validate_topic_configs(updated)
     except ConfigError as exc:
-        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     if validate_only:
         return
     try:
         services.logs.alter_topic_configs(name, typed)
     except LogError as exc:
-        raise Refused(code_for(exc.code), str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
 
 
@@ -148,7 +148,7 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
             layer, {key: canonical(key, value) for key, value in updated.items()}
         )
     except ConfigError as exc:
-        raise Refused(ErrorCode.invalid_config, str(exc)) from exc
+        raise Refused(exc.code, str(exc)) from exc
     if validate_only:
         return
     try:
@@ -179,7 +179,7 @@ def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only:
     try:
         typed = store.alter(group_id, updated, validate_only=validate_only)
     except GroupConfigError as exc:
-        raise Refused(code_for(exc.error), exc.message) from exc
+        raise Refused(exc.code, exc.message) from exc
     except OSError as exc:
         log.error("could not persist group configs: %s", exc)
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -41,8 +41,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         producer_id = ctx.services.logs.allocate_producer_id()
     except LogError as exc:
-        log.warning("InitProducerId failed (%s): %s (client %s)", exc.code, exc, ctx.client_id)
-        return _failed(schema, code_for(exc.code))
+        log.warning("InitProducerId failed (%s): %s (client %s)", exc.code.name, exc, ctx.client_id)
+        return _failed(schema, exc.code)
     return schema.response(
         throttle_time=_ZERO, error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=0
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError
 from shoal.protocol.records import first_at_or_after
 from shoal.protocol.schema import Schema, response_schema
@@ -78,9 +78,14 @@ def _partition(
         found = _lookup(partition_log, timestamp)
     except LogError as exc:
         log.info(
-            "ListOffsets of %s-%d at %d failed (%s): %s", topic, index, timestamp, exc.code, exc
+            "ListOffsets of %s-%d at %d failed (%s): %s",
+            topic,
+            index,
+            timestamp,
+            exc.code.name,
+            exc,
         )
-        return _answer(schema, index, code_for(exc.code), _NOT_FOUND)
+        return _answer(schema, index, exc.code, _NOT_FOUND)
     return _answer(schema, index, ErrorCode.none, found)
 
 

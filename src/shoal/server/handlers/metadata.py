@@ -22,7 +22,7 @@ import uuid
 from typing import Any
 
 from shoal.log.api import LogError, TopicInfo
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
@@ -129,12 +129,16 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
             name, partitions=partitions, configs={}, validate_only=not enabled
         )
     except LogError as exc:
-        if not enabled and exc.code != "INVALID_TOPIC_EXCEPTION":
+        if not enabled and exc.code is not ErrorCode.invalid_topic_exception:
             return ErrorCode.unknown_topic_or_partition
         log.info(
-            "Metadata refused topic %r (%s): %s (client %s)", name, exc.code, exc, ctx.client_id
+            "Metadata refused topic %r (%s): %s (client %s)",
+            name,
+            exc.code.name,
+            exc,
+            ctx.client_id,
         )
-        return code_for(exc.code)
+        return exc.code
     if not enabled:
         return ErrorCode.unknown_topic_or_partition
     log.info(

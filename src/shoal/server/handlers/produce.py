@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.log.api import AppendResult, LogError
-from shoal.protocol.errors import ErrorCode, code_for
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, validate_produced
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
@@ -99,8 +99,8 @@ async def _durable(schema: Schema, topic: str, appended: _Appended) -> Any:
         try:
             await appended.flushed
         except LogError as exc:
-            log.info("produce to %s-%d failed (%s): %s", topic, appended.index, exc.code, exc)
-            return _partition_error(schema, appended.index, code_for(exc.code), str(exc))
+            log.info("produce to %s-%d failed (%s): %s", topic, appended.index, exc.code.name, exc)
+            return _partition_error(schema, appended.index, exc.code, str(exc))
     return appended.response
 
 
@@ -138,11 +138,11 @@ def _produce_partition(
             records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
         )
     except BatchError as exc:
-        log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code, exc)
-        return _Appended(index, _partition_error(schema, index, code_for(exc.code), str(exc)))
+        log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
+        return _Appended(index, _partition_error(schema, index, exc.code, str(exc)))
     except LogError as exc:
-        log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code, exc)
-        return _Appended(index, _partition_error(schema, index, code_for(exc.code), str(exc)))
+        log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
+        return _Appended(index, _partition_error(schema, index, exc.code, str(exc)))
     flushed = None
     if result.flush_plan is not None:
         flushed = services.disk.flush(partition_log, result.flush_plan)

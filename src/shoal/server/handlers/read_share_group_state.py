@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -29,7 +30,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     def read(key: SharePartitionKey, p: Any) -> tuple[PartitionError | None, Fields]:
         found = persister.read(key=key, leader_epoch=p.leader_epoch)
         if found.error is not None or found.state is None:
-            return persister_error(found.error or "UNKNOWN_SERVER_ERROR"), _unread()
+            error = ErrorCode.unknown_server_error if found.error is None else found.error
+            return persister_error(error), _unread()
         return None, _fields(schema, found.state)
 
     return serve(
