@@ -47,12 +47,12 @@ from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, format_table
 from shoal.cli.topic_admin import describe_topics, list_offsets
 from shoal.client import Client, KafkaError
+from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
 from shoal.client.requests import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 PROG = "shoal share-groups"
-_GROUP_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 
 
 def add_parser(commands: Any) -> None:
@@ -161,7 +161,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         try:
             description = describe_group(client, group_id)
         except KafkaError as exc:
-            if exc.name != _GROUP_NOT_FOUND:
+            if exc.code != ErrorCode.group_id_not_found:
                 raise
             print(f"Error: Share group '{group_id}' does not exist.", file=sys.stderr)
             status = 1
@@ -314,9 +314,9 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
 
 
 def _group_error(group_id: str, exc: KafkaError) -> str:
-    if exc.name == _GROUP_NOT_FOUND:
+    if exc.code == ErrorCode.group_id_not_found:
         return f"Share group '{group_id}' does not exist."
-    if exc.name == "NON_EMPTY_GROUP":
+    if exc.code == ErrorCode.non_empty_group:
         return f"Share group '{group_id}' is not empty."
     return str(exc)
 
@@ -326,7 +326,7 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     try:
         state: str | None = describe_group(client, group_id).state
     except KafkaError as exc:
-        if exc.name != _GROUP_NOT_FOUND:
+        if exc.code != ErrorCode.group_id_not_found:
             raise
         state = None
     if state not in (None, "Empty", "Dead"):

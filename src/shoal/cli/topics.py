@@ -241,7 +241,7 @@ def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             timeout_ms=OPERATION_TIMEOUT_MS,
         )
     except KafkaError as exc:
-        if exc.name == "TOPIC_ALREADY_EXISTS" and args.if_not_exists:
+        if exc.code == ErrorCode.topic_already_exists and args.if_not_exists:
             return 0
         raise
     print(f"Created topic {name}.", file=out)
