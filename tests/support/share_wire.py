@@ -32,15 +32,6 @@ def acquired(response: Any) -> dict[TP, list[tuple[int, int, int]]]:
     return {tp: list(spans) for tp, spans in acquired_of(response).items()}
 
 
-def acquired_offsets(response: Any) -> list[int]:
-    return sorted(
-        offset
-        for ranges in acquired(response).values()
-        for first, last, _count in ranges
-        for offset in range(first, last + 1)
-    )
-
-
 # ---- set-up
 
 
