@@ -34,15 +34,17 @@ def acquired(response: Any) -> dict[TP, list[tuple[int, int, int]]]:
     return {tp: list(spans) for tp, spans in acquired_of(response).items()}
 
 
-def fetch_now(group_id: str, member_id: str, session_epoch: int, **fields: Any) -> Call:
-    """`share_fetch` that answers at once (MaxWaitMs 0) with room for 500 records;
-    `fields` are its other arguments (`partitions`, `acks`, `forgotten`, ...)."""
+def fetch_now(
+    group_id: str, member_id: str, session_epoch: int, *, max_records: int = 500, **fields: Any
+) -> Call:
+    """`share_fetch` that answers at once (MaxWaitMs 0), by default with room for 500
+    records; `fields` are its other arguments (`partitions`, `acks`, `batch_size`, ...)."""
     return share_fetch(
         group_id=group_id,
         member_id=member_id,
         session_epoch=session_epoch,
         max_wait_ms=0,
-        max_records=500,
+        max_records=max_records,
         **fields,
     )
 

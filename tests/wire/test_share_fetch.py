@@ -13,6 +13,9 @@ Each test uses its own topic and group; the group's `share.auto.offset.reset` is
 to earliest and a member joins (initialising the share state) before any ShareFetch.
 The module broker lowers `group.share.min.record.lock.duration.ms` to 1000 so tests
 can set 1 s locks (configs.md §2).
+
+(Past 600 lines: one test per conformance item of ShareFetch, sharing three module
+brokers; the ShareAcknowledge items are already in their own file.)
 """
 
 from __future__ import annotations
@@ -212,14 +215,7 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     tp = (topic_id, 0)
     one = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[tp],
-            max_records=1,
-            max_wait_ms=0,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[tp], max_records=1).build(1),
     )
     assert acquired(one) == {tp: [(0, 0, 1)]}
     other_group = topic_name("sf-group")
@@ -227,15 +223,7 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     other = join(broker.bootstrap, other_group, topic)
     five = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=other_group,
-            member_id=other,
-            session_epoch=0,
-            partitions=[tp],
-            max_records=5,
-            batch_size=1,
-            max_wait_ms=0,
-        ).build(1),
+        fetch_now(other_group, other, 0, partitions=[tp], max_records=5, batch_size=1).build(1),
     )
     assert acquired(five) == {tp: [(i, i, 1) for i in range(5)]}
 
@@ -295,26 +283,10 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
     async def go(conn: Connection) -> None:
         # Sessions (and their records) live as long as their connection: keep it open.
         a = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_records=5,
-                max_wait_ms=0,
-                batch_size=500,
-            ).build(1)
+            fetch_now(group, member, 0, partitions=[tp], max_records=5, batch_size=500).build(1)
         )
         b = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id="member-b",
-                session_epoch=0,
-                partitions=[tp],
-                max_records=5,
-                max_wait_ms=0,
-                batch_size=500,
-            ).build(1)
+            fetch_now(group, "member-b", 0, partitions=[tp], max_records=5, batch_size=500).build(1)
         )
         assert acquired(a) == {tp: [(0, 4, 1)]}
         assert acquired(b) == {tp: [(5, 9, 1)]}
@@ -631,15 +603,8 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
     async def go(conn: Connection) -> None:
         a, b = [
             await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=m,
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_records=5,
-                    acquire_mode=1,
-                    max_wait_ms=0,
-                    batch_size=500,
+                fetch_now(
+                    group, m, 0, partitions=[tp], max_records=5, acquire_mode=1, batch_size=500
                 ).build(2)
             )
             for m in (member, "member-b")

@@ -1,6 +1,6 @@
 """The `shoal-share` source's one member of its share group, in the driver's process.
 
-`ShareGroupMember` is the client's share-group member (`shoal.client.ShareMember`, a
+`ShareGroupMember` is the client's share-group member (`shoal.client.share_member.ShareMember`, a
 sans-I/O state machine) driven by `ShareMemberThread`: an event loop on a daemon thread
 of its own, so heartbeats and RENEWs go on while Spark runs a batch. Heartbeats go to
 the group's coordinator, ShareFetch and ShareAcknowledge to each partition's leader,
