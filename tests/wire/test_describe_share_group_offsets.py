@@ -11,9 +11,6 @@ the topic's share state in every group and a recreated topic starts afresh;
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
@@ -31,16 +28,6 @@ from tests.support.share_admin import (
 from tests.support.share_wire import fetch_now, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, send, with_connection
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-disabled") / "data"
-    process = BrokerProcess(data_dir, overrides=("share.version=0",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def earliest_group(broker: BrokerProcess) -> str:

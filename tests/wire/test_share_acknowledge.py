@@ -27,7 +27,7 @@ from shoal.client.share_requests import (
     share_fetch,
 )
 from shoal.protocol.share import AcknowledgeType
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_wire import (
     TP,
     acquired,
@@ -42,13 +42,10 @@ from tests.support.wire import call1, with_connection
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = ("group.share.min.record.lock.duration.ms=1000",)
-    data_dir = tmp_path_factory.mktemp("share-ack") / "data"
-    process = BrokerProcess(data_dir, overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-ack") / "data",
+        "group.share.min.record.lock.duration.ms=1000",
+    )
 
 
 def setup(

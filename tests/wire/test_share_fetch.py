@@ -33,7 +33,7 @@ from shoal.client.aio import Connection
 from shoal.client.share_requests import partitions_of, share_acknowledge, share_fetch
 from shoal.protocol.schema import request_schema
 from shoal.protocol.share import AcknowledgeType
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_wire import (
     TP,
     acquired,
@@ -48,32 +48,18 @@ from tests.support.wire import call1, with_connection
 SHORT_LOCKS = "group.share.min.record.lock.duration.ms=1000"
 
 
-def _start(factory: pytest.TempPathFactory, name: str, *overrides: str) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(factory.mktemp(name) / "data", overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "share-fetch", SHORT_LOCKS)
+    yield from running(tmp_path_factory.mktemp("share-fetch") / "data", SHORT_LOCKS)
 
 
 @pytest.fixture(scope="module")
 def one_session_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(
-        tmp_path_factory,
-        "one-session",
+    yield from running(
+        tmp_path_factory.mktemp("one-session") / "data",
         "group.share.max.share.sessions=1",
         "group.share.max.size=1",
     )
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "share-disabled", "share.version=0")
 
 
 def setup(
