@@ -19,8 +19,4 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A broker of the test's own, for tests that restart or crash it."""
-    process = BrokerProcess(tmp_path / "data").start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path / "data")
