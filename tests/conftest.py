@@ -7,25 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for the whole test module (tests use distinct topic names)."""
-    data_dir = tmp_path_factory.mktemp("broker") / "data"
-    process = BrokerProcess(data_dir).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path_factory.mktemp("broker") / "data")
 
 
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A broker of the test's own, for tests that restart or crash it."""
-    process = BrokerProcess(tmp_path / "data").start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path / "data")

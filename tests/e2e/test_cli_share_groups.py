@@ -23,7 +23,7 @@ from kio.schema.describe_share_group_offsets.v1.request import (
 )
 
 from shoal.client.requests import metadata
-from tests.support.broker import BrokerProcess, Brokers
+from tests.support.broker import BrokerProcess, Brokers, running
 from tests.support.cli import rows, shoal
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -46,12 +46,9 @@ BASE_TIMESTAMP_MS = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("cli-share-groups") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("cli-share-groups") / "data", *SHARE_TEST_BROKER_OVERRIDES
+    )
 
 
 # ---- helpers

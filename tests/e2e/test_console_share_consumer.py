@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     producer,
@@ -29,12 +29,7 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("console") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path_factory.mktemp("console") / "data", *SHARE_TEST_BROKER_OVERRIDES)
 
 
 def tool_args(bootstrap: str, topic: str, group: str, *extra: str) -> list[str]:

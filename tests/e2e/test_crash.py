@@ -137,25 +137,27 @@ def verify_log(bootstrap: str, topic: str, acked: dict[bytes, tuple[int, int]]) 
     )
 
 
-def test_acknowledged_records_survive_sigkill(fresh_broker: BrokerProcess) -> None:
-    bootstrap = fresh_broker.bootstrap
-    topic = topic_name("crash")
+def produce_through_kills(broker: BrokerProcess, topic: str, *, kills: int) -> Stream:
+    """Stream into a new `topic` while `broker` is SIGKILLed `kills` times, each after
+    ACKED_PER_ROUND more acknowledgements; after each restart, what was acknowledged
+    before the kill is checked, and new writes continue the offsets after the last.
+    Returns the stopped stream once nothing failed or went undelivered and the log
+    holds every value sent, acknowledged, exactly once."""
+    bootstrap = broker.bootstrap
     create_topic(bootstrap, topic, partitions=PARTITIONS)
     stream = Stream(bootstrap, topic)
     stream.start()
     try:
-        for round_number in range(KILLS):
+        for round_number in range(kills):
             target = stream.acked_count() + ACKED_PER_ROUND
             assert wait_until(lambda t=target: stream.acked_count() >= t, timeout_s=60), (
                 f"round {round_number}: only {stream.acked_count()} acknowledged, "
                 f"fatal={stream.fatal} failed={stream.failed[:3]}"
             )
-            fresh_broker.kill()
+            broker.kill()
             acked_before_kill = stream.snapshot()
-            fresh_broker.start()
+            broker.start()
             verify_log(bootstrap, topic, acked_before_kill)
-
-        # New writes succeed after the last restart and continue the offsets.
         target = stream.acked_count() + ACKED_PER_ROUND
         assert wait_until(lambda: stream.acked_count() >= target, timeout_s=60)
     finally:
@@ -166,9 +168,17 @@ def test_acknowledged_records_survive_sigkill(fresh_broker: BrokerProcess) -> No
     # An idempotent producer retried everything in flight: every value is acknowledged,
     # so the log holds exactly the values sent, each once.
     assert len(stream.acked) == stream.sent
-    ends = {p: high for p, (_, high) in watermarks(bootstrap, topic, PARTITIONS).items()}
-    assert sum(ends.values()) == stream.sent, f"log ends {ends} for {stream.sent} records"
     verify_log(bootstrap, topic, stream.acked)
+    return stream
+
+
+def test_acknowledged_records_survive_sigkill(fresh_broker: BrokerProcess) -> None:
+    topic = topic_name("crash")
+    stream = produce_through_kills(fresh_broker, topic, kills=KILLS)
+    ends = {
+        p: high for p, (_, high) in watermarks(fresh_broker.bootstrap, topic, PARTITIONS).items()
+    }
+    assert sum(ends.values()) == stream.sent, f"log ends {ends} for {stream.sent} records"
 
 
 def test_with_an_fsync_per_message_acknowledged_records_survive_sigkill(
@@ -178,30 +188,7 @@ def test_with_an_fsync_per_message_acknowledged_records_survive_sigkill(
     a disk worker thread (server/disk_io.py); acknowledgements keep coming and what was
     acknowledged survives SIGKILL, exactly once."""
     broker = brokers.start("log.flush.interval.messages=1")
-    bootstrap = broker.bootstrap
-    topic = topic_name("crash-fsync")
-    create_topic(bootstrap, topic, partitions=PARTITIONS)
-    stream = Stream(bootstrap, topic)
-    stream.start()
-    try:
-        target = ACKED_PER_ROUND
-        assert wait_until(lambda: stream.acked_count() >= target, timeout_s=60), (
-            f"only {stream.acked_count()} acknowledged, fatal={stream.fatal} "
-            f"failed={stream.failed[:3]}"
-        )
-        broker.kill()
-        acked_before_kill = stream.snapshot()
-        broker.start()
-        verify_log(bootstrap, topic, acked_before_kill)
-        target = stream.acked_count() + ACKED_PER_ROUND
-        assert wait_until(lambda: stream.acked_count() >= target, timeout_s=60)
-    finally:
-        undelivered = stream.stop_and_flush()
-    assert not stream.fatal, stream.fatal
-    assert not stream.failed, f"{len(stream.failed)} failed, e.g. {stream.failed[:3]}"
-    assert undelivered == 0
-    assert len(stream.acked) == stream.sent
-    verify_log(bootstrap, topic, stream.acked)
+    produce_through_kills(broker, topic_name("crash-fsync"), kills=1)
 
 
 # ---- torn tails

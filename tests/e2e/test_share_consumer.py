@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, IllegalStateException, Message, ShareConsumer
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     AckLog,
@@ -43,12 +42,9 @@ MARKER = b"marker"
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("share-broker") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-broker") / "data", *SHARE_TEST_BROKER_OVERRIDES
+    )
 
 
 def new_topic(broker: BrokerProcess, prefix: str, partitions: int = 1) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 from confluent_kafka import AcknowledgeType, Message
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     AckLog,
@@ -39,12 +39,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-data") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path_factory.mktemp("share-data") / "data", *SHARE_TEST_BROKER_OVERRIDES)
 
 
 Headers = list[tuple[str, bytes | None]]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaError, Message
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     Got,
@@ -45,12 +45,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-locks") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-locks") / "data", *SHARE_TEST_BROKER_OVERRIDES
+    )
 
 
 def setup(broker: BrokerProcess, prefix: str, *, lock_ms: int) -> tuple[str, str]:

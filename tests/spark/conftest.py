@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 
 
 def spark_missing() -> str | None:
@@ -72,9 +72,4 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for every Spark test (each test uses topics of its own)."""
-    data_dir = tmp_path_factory.mktemp("spark-broker") / "data"
-    process = BrokerProcess(data_dir).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path_factory.mktemp("spark-broker") / "data")

@@ -15,7 +15,7 @@ from shoal.client.ranges import Span
 from shoal.spark.share_driver import ShareDriver
 from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember, ShareMemberError
 from shoal.spark.share_offsets import INITIAL_OFFSET, ShareOffset, TopicPartition
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_wire import produce_values
 from tests.support.topics import create_topic, topic_name
@@ -25,12 +25,9 @@ EARLIEST = {"share.auto.offset.reset": "earliest"}
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-member") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-member") / "data", *SHARE_TEST_BROKER_OVERRIDES
+    )
 
 
 def _member(broker: BrokerProcess, group: str, topic: str, **settings: object) -> ShareGroupMember:

@@ -30,7 +30,7 @@ import pytest
 
 from shoal.client.share_requests import share_acknowledge, share_fetch
 from tests.support.batches import build_batch
-from tests.support.broker import BrokerProcess, wait_until
+from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_groups import describe_one, new_member_id
 from tests.support.share_wire import acquired, produce_values
@@ -49,12 +49,9 @@ GROUP_SETTINGS = {
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker of this module's own: short share-group session timeouts allowed."""
-    data_dir = tmp_path_factory.mktemp("share-stream") / "data"
-    process = BrokerProcess(data_dir, overrides=SHARE_TEST_BROKER_OVERRIDES).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-stream") / "data", *SHARE_TEST_BROKER_OVERRIDES
+    )
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 
 The broker is started with `--port 0`; the port it bound is read from its start-up log
 line. Restarts reuse that port, so clients reconnect to the same bootstrap address.
-`kill()` sends SIGKILL (a crash), `stop()` SIGTERM (graceful shutdown).
+`kill()` sends SIGKILL (a crash), `stop()` SIGTERM (graceful shutdown). `running` is
+the body of a broker fixture.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 _LISTENING = re.compile(r"listening on \S+:(\d+)")
@@ -181,6 +182,16 @@ class Brokers:
     def kill_all(self) -> None:
         for process in self.started:
             process.kill()
+
+
+def running(data_dir: Path, *overrides: str) -> Iterator[BrokerProcess]:
+    """A started broker on `data_dir` with config `overrides`, for a fixture to
+    `yield from`: SIGKILLed when the fixture ends."""
+    process = BrokerProcess(data_dir, overrides=overrides).start()
+    try:
+        yield process
+    finally:
+        process.kill()
 
 
 def wait_until(predicate: object, *, timeout_s: float, interval_s: float = 0.05) -> bool:

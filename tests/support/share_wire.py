@@ -2,7 +2,8 @@
 shape tests compare against, and set-up helpers (group configs, a joined member,
 produced records). The requests are the client's (`shoal.client.share_requests`:
 `share_fetch`, `share_acknowledge`, `AckBatch`; acknowledge types are
-`shoal.protocol.share.AcknowledgeType`).
+`shoal.protocol.share.AcknowledgeType`); `fetch_now` is the `share_fetch` most tests
+send.
 
 Partitions are `(topic id, partition)` pairs.
 """
@@ -15,8 +16,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from shoal.client.aio import Connection
+from shoal.client.calls import Call
 from shoal.client.requests import GROUP_RESOURCE, ConfigChange, incremental_alter_configs
-from shoal.client.share_requests import IdPartition, acquired_of
+from shoal.client.share_requests import IdPartition, acquired_of, share_fetch
 from tests.support.batches import values_batch
 from tests.support.share_groups import Member
 from tests.support.topics import produce
@@ -32,12 +34,18 @@ def acquired(response: Any) -> dict[TP, list[tuple[int, int, int]]]:
     return {tp: list(spans) for tp, spans in acquired_of(response).items()}
 
 
-def acquired_offsets(response: Any) -> list[int]:
-    return sorted(
-        offset
-        for ranges in acquired(response).values()
-        for first, last, _count in ranges
-        for offset in range(first, last + 1)
+def fetch_now(
+    group_id: str, member_id: str, session_epoch: int, *, max_records: int = 500, **fields: Any
+) -> Call:
+    """`share_fetch` that answers at once (MaxWaitMs 0), by default with room for 500
+    records; `fields` are its other arguments (`partitions`, `acks`, `batch_size`, ...)."""
+    return share_fetch(
+        group_id=group_id,
+        member_id=member_id,
+        session_epoch=session_epoch,
+        max_wait_ms=0,
+        max_records=max_records,
+        **fields,
     )
 
 

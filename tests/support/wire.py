@@ -19,6 +19,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
 from shoal.client.aio import Connection
+from shoal.client.bootstrap import parse_bootstrap
 from shoal.client.calls import Call
 from shoal.client.requests import LATEST_TIMESTAMP, list_offsets
 
@@ -28,9 +29,10 @@ REQUEST_TIMEOUT_S = 30.0
 
 
 async def open_connection(bootstrap: str, *, timeout_s: float = 10.0) -> Connection:
-    """A raw connection to `bootstrap` (no handshake until the first `Call`)."""
-    host, _, port = bootstrap.rpartition(":")
-    return await Connection.open(host, int(port), client_id=CLIENT_ID, timeout_s=timeout_s)
+    """A raw connection to the first broker of `bootstrap` (no handshake until the
+    first `Call`)."""
+    node = parse_bootstrap(bootstrap)[0]
+    return await Connection.open(node.host, node.port, client_id=CLIENT_ID, timeout_s=timeout_s)
 
 
 async def send(conn: Connection, request: Any, *, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:

@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "spark": {"client", "protocol"},
 }
 CORES = ["protocol", "log", "coordinator", "share_coordinator", "share", "group"]
-CLIENT_DRIVERS = {"sync.py", "aio.py", "connection.py", "share_runner.py", "share_thread.py"}
+CLIENT_DRIVERS = {"sync.py", "aio.py", "share_runner.py", "share_thread.py"}
 """The client's only modules with I/O; the rest of `client/` is its sans-I/O core."""
 BANNED_IN_CORES = {"asyncio", "socket", "selectors", "threading"}
 WALL_CLOCK_CALLS = {

@@ -9,9 +9,6 @@ reset); another group type, an empty group id and `share.version`=0 are refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
@@ -24,16 +21,6 @@ from tests.support.share_groups import describe_one
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-disabled") / "data"
-    process = BrokerProcess(data_dir, overrides=("share.version=0",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def test_74_reset_to_zero_redelivers_from_zero_with_count_one(broker: BrokerProcess) -> None:

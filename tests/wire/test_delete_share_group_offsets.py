@@ -9,9 +9,6 @@ topic rows; a member joining afterwards starts by `share.auto.offset.reset`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
@@ -22,16 +19,6 @@ from tests.support.share_admin import Consumer, describe_offsets
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-disabled") / "data"
-    process = BrokerProcess(data_dir, overrides=("share.version=0",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def consumed(broker: BrokerProcess, group: str, *topics: str) -> None:

@@ -7,7 +7,6 @@ import datetime
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from shoal.client.aio import Connection
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -147,12 +146,7 @@ def test_deletion_wakes_parked_fetches(broker: BrokerProcess) -> None:
 
 @pytest.fixture(scope="module")
 def no_delete(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("no-delete") / "data"
-    process = BrokerProcess(data_dir, overrides=["delete.topic.enable=false"]).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(tmp_path_factory.mktemp("no-delete") / "data", "delete.topic.enable=false")
 
 
 def test_deletion_disabled(no_delete: BrokerProcess) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from shoal.config import BROKER_KEYS, TOPIC_KEYS, ConfigType
 from shoal.protocol.schema import request_schema
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -53,13 +52,11 @@ def configs_of(result: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def static_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker with a static log.retention.bytes and log.retention.hours."""
-    data_dir: Path = tmp_path_factory.mktemp("static") / "data"
-    overrides = ["log.retention.bytes=123456", "log.retention.hours=24"]
-    process = BrokerProcess(data_dir, overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("static") / "data",
+        "log.retention.bytes=123456",
+        "log.retention.hours=24",
+    )
 
 
 @pytest.mark.parametrize("version", [1, 4])

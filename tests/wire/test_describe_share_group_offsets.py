@@ -11,14 +11,10 @@ the topic's share state in every group and a recreated topic starts afresh;
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from shoal.client.aio import Connection
-from shoal.client.share_requests import share_fetch
 from shoal.protocol.share import AcknowledgeType
 from tests.support.batches import values_batch
 from tests.support.broker import BrokerProcess
@@ -29,19 +25,9 @@ from tests.support.share_admin import (
     describe_offsets_request,
     offsets_of,
 )
-from tests.support.share_wire import produce_values, set_group_configs
+from tests.support.share_wire import fetch_now, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, send, with_connection
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-disabled") / "data"
-    process = BrokerProcess(data_dir, overrides=("share.version=0",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def earliest_group(broker: BrokerProcess) -> str:
@@ -61,14 +47,7 @@ def test_72_empty_partition_polled_once_has_no_start_offset(broker: BrokerProces
         await consumer.join(topic)
         # One poll of the empty partition: it loads, acquires nothing.
         response = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=consumer.member.member_id,
-                session_epoch=0,
-                partitions=[(topic_id, 0)],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
+            fetch_now(group, consumer.member.member_id, 0, partitions=[(topic_id, 0)]).build(1)
         )
         assert response.error_code == ErrorCode.none
         assert await describe_offsets_on(conn, group) == {topic: {0: (-1, 0, -1)}}

@@ -5,7 +5,6 @@ persistence across a crash, broker bounds, and confluent-kafka's AdminClient."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from shoal.config import GROUP_KEYS
 from shoal.protocol.schema import request_schema
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import topic_name
 from tests.support.wire import call1
 
@@ -257,13 +256,10 @@ def test_group_configs_survive_a_crash(fresh_broker: BrokerProcess) -> None:
 @pytest.fixture(scope="module")
 def short_lock_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker whose group lock minimum is lowered to 1000 ms (configs.md §2)."""
-    data_dir: Path = tmp_path_factory.mktemp("short-lock") / "data"
-    overrides = ["group.share.min.record.lock.duration.ms=1000"]
-    process = BrokerProcess(data_dir, overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("short-lock") / "data",
+        "group.share.min.record.lock.duration.ms=1000",
+    )
 
 
 def test_the_broker_minimum_decides_whether_a_short_lock_is_accepted(

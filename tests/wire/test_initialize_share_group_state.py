@@ -11,7 +11,6 @@ answers UNSUPPORTED_VERSION per partition.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -22,16 +21,6 @@ from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
 INITIALIZE, READ = 83, 84
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("share-disabled") / "data"
-    process = BrokerProcess(data_dir, overrides=("share.version=0",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def initialize(

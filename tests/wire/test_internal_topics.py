@@ -21,7 +21,7 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.support.batches import build_batch
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, log_end_offset, produced
 
@@ -33,11 +33,7 @@ def internal_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
     logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=ManualClock())
     open_group_log(logs, config, ManualClock())
     logs.close()
-    process = BrokerProcess(data_dir).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(data_dir)
 
 
 def test_metadata_marks_the_topic_internal(internal_broker: BrokerProcess) -> None:

@@ -11,7 +11,6 @@ import datetime
 import struct
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
@@ -19,21 +18,15 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.static.primitive import i16, i32, i64
 
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.wire import call1
 
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("limited") / "data"
-    process = BrokerProcess(
-        data_dir,
-        overrides=["shoal.max.topics=3", "shoal.max.partitions=5"],
-    ).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("limited") / "data", "shoal.max.topics=3", "shoal.max.partitions=5"
+    )
 
 
 def _create(bootstrap: str, name: str, partitions: int) -> tuple[ErrorCode, str | None]:
@@ -71,13 +64,11 @@ def test_topic_and_partition_limits(limited: BrokerProcess) -> None:
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("small") / "data"
-    overrides = ["shoal.fetch.max.wait.ms=1000", "socket.request.max.bytes=4096"]
-    process = BrokerProcess(data_dir, overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("small") / "data",
+        "shoal.fetch.max.wait.ms=1000",
+        "socket.request.max.bytes=4096",
+    )
 
 
 def test_fetch_wait_is_clamped(small: BrokerProcess) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import request_schema
 from shoal.server import authorized_operations
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -160,12 +159,9 @@ def test_authorized_operations_when_asked(broker: BrokerProcess) -> None:
 
 @pytest.fixture(scope="module")
 def no_auto_create(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("no-auto") / "data"
-    process = BrokerProcess(data_dir, overrides=["auto.create.topics.enable=false"]).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("no-auto") / "data", "auto.create.topics.enable=false"
+    )
 
 
 @pytest.mark.parametrize("version", [0, 13])

@@ -27,21 +27,25 @@ from shoal.client.share_requests import (
     share_fetch,
 )
 from shoal.protocol.share import AcknowledgeType
-from tests.support.broker import BrokerProcess
-from tests.support.share_wire import TP, acquired, join, produce_values, set_group_configs
+from tests.support.broker import BrokerProcess, running
+from tests.support.share_wire import (
+    TP,
+    acquired,
+    fetch_now,
+    join,
+    produce_values,
+    set_group_configs,
+)
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = ("group.share.min.record.lock.duration.ms=1000",)
-    data_dir = tmp_path_factory.mktemp("share-ack") / "data"
-    process = BrokerProcess(data_dir, overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("share-ack") / "data",
+        "group.share.min.record.lock.duration.ms=1000",
+    )
 
 
 def setup(
@@ -118,23 +122,9 @@ def test_a8_share_acknowledge_advances_the_session_epoch(broker: BrokerProcess) 
             ).build(1)
         )
         assert errors_of(acked) == {tp: 0}
-        stale = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        stale = await conn.request(fetch_now(group, member, 1).build(1))
         assert stale.error_code == ErrorCode.invalid_share_session_epoch
-        assert (
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=2,
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
-        ).error_code == 0
+        assert (await conn.request(fetch_now(group, member, 2).build(1))).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -189,15 +179,7 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
         assert acquired(fetched) == {tp: [(0, 9, 1)]}
         if api == "ShareFetch":
             final = await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=-1,
-                    acks=acks,
-                    max_wait_ms=0,
-                    max_records=500,
-                    is_renew_ack=False,
-                ).build(1)
+                fetch_now(group, member, -1, acks=acks, is_renew_ack=False).build(1)
             )
             listed = partitions_of(final)
             assert list(listed) == [tp]
@@ -214,22 +196,9 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
                 ).build(1)
             )
             assert errors_of(final) == {tp: 0}
-        gone = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        gone = await conn.request(fetch_now(group, member, 1).build(1))
         assert gone.error_code == ErrorCode.share_session_not_found
-        other = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id="other",
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        other = await conn.request(fetch_now(group, "other", 0, partitions=[tp]).build(1))
         assert acquired(other) == {tp: [(5, 9, 2)]}
 
     with_connection(broker.bootstrap, go)
@@ -254,16 +223,7 @@ def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) ->
             ).build(1)
         )
         assert errors_of(final) == {tp: 0}
-        after = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id="other",
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        after = await conn.request(fetch_now(group, "other", 0, partitions=[tp]).build(1))
         assert acquired(after) == {}
 
     with_connection(broker.bootstrap, go)
@@ -301,15 +261,7 @@ def test_a21_malformed_batches_are_invalid_for_their_partition(
             unknown: ErrorCode.unknown_topic_id,
         }, why
         piggy = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=2,
-                acks={tp: batches},
-                max_wait_ms=0,
-                max_records=500,
-                is_renew_ack=False,
-            ).build(1)
+            fetch_now(group, member, 2, acks={tp: batches}, is_renew_ack=False).build(1)
         )
         assert partitions_of(piggy)[tp].acknowledge_error_code == ErrorCode.invalid_request, why
         # Nothing changed: the records are still the member's to accept.
@@ -353,16 +305,7 @@ def test_per_offset_types_gap_reject_release(broker: BrokerProcess) -> None:
                 ).build(1)
             )
         ) == {tp: 0}
-        other = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id="other",
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        other = await conn.request(fetch_now(group, "other", 0, partitions=[tp]).build(1))
         assert acquired(other) == {tp: [(3, 3, 2)]}
 
     with_connection(broker.bootstrap, go)
@@ -389,16 +332,7 @@ def test_v2_renew_keeps_the_records_locked(broker: BrokerProcess) -> None:
         await asyncio.sleep(0.6)  # past the first lock, within the renewed one
         other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(
-                share_fetch(
-                    group_id=group,
-                    member_id="other",
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
+            taken = await other.request(fetch_now(group, "other", 0, partitions=[tp]).build(1))
             assert acquired(taken) == {}
         finally:
             await other.close()

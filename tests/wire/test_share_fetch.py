@@ -13,6 +13,9 @@ Each test uses its own topic and group; the group's `share.auto.offset.reset` is
 to earliest and a member joins (initialising the share state) before any ShareFetch.
 The module broker lowers `group.share.min.record.lock.duration.ms` to 1000 so tests
 can set 1 s locks (configs.md §2).
+
+(Past 600 lines: one test per conformance item of ShareFetch, sharing three module
+brokers; the ShareAcknowledge items are already in their own file.)
 """
 
 from __future__ import annotations
@@ -30,40 +33,33 @@ from shoal.client.aio import Connection
 from shoal.client.share_requests import partitions_of, share_acknowledge, share_fetch
 from shoal.protocol.schema import request_schema
 from shoal.protocol.share import AcknowledgeType
-from tests.support.broker import BrokerProcess
-from tests.support.share_wire import TP, acquired, join, produce_values, set_group_configs
+from tests.support.broker import BrokerProcess, running
+from tests.support.share_wire import (
+    TP,
+    acquired,
+    fetch_now,
+    join,
+    produce_values,
+    set_group_configs,
+)
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
 
 SHORT_LOCKS = "group.share.min.record.lock.duration.ms=1000"
 
 
-def _start(factory: pytest.TempPathFactory, name: str, *overrides: str) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(factory.mktemp(name) / "data", overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "share-fetch", SHORT_LOCKS)
+    yield from running(tmp_path_factory.mktemp("share-fetch") / "data", SHORT_LOCKS)
 
 
 @pytest.fixture(scope="module")
 def one_session_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(
-        tmp_path_factory,
-        "one-session",
+    yield from running(
+        tmp_path_factory.mktemp("one-session") / "data",
         "group.share.max.share.sessions=1",
         "group.share.max.size=1",
     )
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "share-disabled", "share.version=0")
 
 
 def setup(
@@ -85,13 +81,8 @@ def setup(
 def test_a4_acknowledgements_at_epoch_zero_are_an_invalid_request(broker: BrokerProcess) -> None:
     topic, topic_id, group, member = setup(broker)
     produce_values(broker.bootstrap, topic, 3)
-    request = share_fetch(
-        group_id=group,
-        member_id=member,
-        session_epoch=0,
-        acks={(topic_id, 0): [(0, 2, (AcknowledgeType.ACCEPT,))]},
-        max_wait_ms=0,
-        max_records=500,
+    request = fetch_now(
+        group, member, 0, acks={(topic_id, 0): [(0, 2, (AcknowledgeType.ACCEPT,))]}
     ).build(1)
     response = call1(broker.bootstrap, request)
     assert response.error_code == ErrorCode.invalid_request
@@ -104,46 +95,13 @@ def test_a6_a_wrong_epoch_is_invalid_share_session_epoch(broker: BrokerProcess) 
 
     async def go(conn: Connection) -> None:
         assert (
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=0,
-                    partitions=[(topic_id, 0)],
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
+            await conn.request(fetch_now(group, member, 0, partitions=[(topic_id, 0)]).build(1))
         ).error_code == 0
-        assert (
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=1,
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
-        ).error_code == 0
-        wrong = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        assert (await conn.request(fetch_now(group, member, 1).build(1))).error_code == 0
+        wrong = await conn.request(fetch_now(group, member, 3).build(1))
         assert wrong.error_code == ErrorCode.invalid_share_session_epoch
         assert wrong.acquisition_lock_timeout.total_seconds() == 0
-        assert (
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=2,
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
-        ).error_code == 0
+        assert (await conn.request(fetch_now(group, member, 2).build(1))).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -153,14 +111,7 @@ def test_a7_no_session_is_share_session_not_found(broker: BrokerProcess, epoch: 
     _topic, topic_id, group, member = setup(broker)
     response = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=epoch,
-            partitions=[(topic_id, 0)],
-            max_wait_ms=0,
-            max_records=500,
-        ).build(1),
+        fetch_now(group, member, epoch, partitions=[(topic_id, 0)]).build(1),
     )
     assert response.error_code == ErrorCode.share_session_not_found
 
@@ -172,45 +123,13 @@ def test_a9_a_second_epoch_zero_opens_a_new_session(broker: BrokerProcess) -> No
     async def go(conn: Connection) -> None:
         for epoch in (0, 1, 2):
             assert (
-                await conn.request(
-                    share_fetch(
-                        group_id=group,
-                        member_id=member,
-                        session_epoch=epoch,
-                        partitions=[tp],
-                        max_wait_ms=0,
-                        max_records=500,
-                    ).build(1)
-                )
+                await conn.request(fetch_now(group, member, epoch, partitions=[tp]).build(1))
             ).error_code == 0
-        reopened = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        reopened = await conn.request(fetch_now(group, member, 0, partitions=[tp]).build(1))
         assert reopened.error_code == 0 and tp in partitions_of(reopened)
-        old = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=3, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        old = await conn.request(fetch_now(group, member, 3).build(1))
         assert old.error_code == ErrorCode.invalid_share_session_epoch
-        assert (
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=1,
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
-        ).error_code == 0
+        assert (await conn.request(fetch_now(group, member, 1).build(1))).error_code == 0
 
     with_connection(broker.bootstrap, go)
 
@@ -224,16 +143,7 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
     tp = (topic_id, 0)
 
     async def go(conn: Connection) -> None:
-        opened = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=first,
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        opened = await conn.request(fetch_now(group, first, 0, partitions=[tp]).build(1))
         assert opened.error_code == ErrorCode.none
         other = await Connection.open("127.0.0.1", one_session_broker.port)
         try:
@@ -253,16 +163,7 @@ def test_a10_the_session_limit_and_a_closed_connection(one_session_broker: Broke
             await conn.close()  # the first session ends with its connection
             deadline = time.monotonic() + 10
             while True:
-                retry = await other.request(
-                    share_fetch(
-                        group_id=group,
-                        member_id=second,
-                        session_epoch=0,
-                        partitions=[tp],
-                        max_wait_ms=0,
-                        max_records=500,
-                    ).build(1)
-                )
+                retry = await other.request(fetch_now(group, second, 0, partitions=[tp]).build(1))
                 if retry.error_code == ErrorCode.none:
                     break
                 assert retry.error_code == ErrorCode.share_session_limit_reached
@@ -282,14 +183,7 @@ def test_a11_ten_records_are_acquired_at_once(broker: BrokerProcess) -> None:
     produce_values(broker.bootstrap, topic, 10)
     response = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[(topic_id, 0)],
-            max_wait_ms=0,
-            max_records=500,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[(topic_id, 0)]).build(1),
     )
     assert response.error_code == ErrorCode.none
     assert response.acquisition_lock_timeout.total_seconds() * 1000 == 30_000
@@ -307,14 +201,7 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     tp = (topic_id, 0)
     one = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[tp],
-            max_records=1,
-            max_wait_ms=0,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[tp], max_records=1).build(1),
     )
     assert acquired(one) == {tp: [(0, 0, 1)]}
     other_group = topic_name("sf-group")
@@ -322,15 +209,7 @@ def test_a12_max_records_and_batch_size(broker: BrokerProcess) -> None:
     other = join(broker.bootstrap, other_group, topic)
     five = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=other_group,
-            member_id=other,
-            session_epoch=0,
-            partitions=[tp],
-            max_records=5,
-            batch_size=1,
-            max_wait_ms=0,
-        ).build(1),
+        fetch_now(other_group, other, 0, partitions=[tp], max_records=5, batch_size=1).build(1),
     )
     assert acquired(five) == {tp: [(i, i, 1) for i in range(5)]}
 
@@ -343,47 +222,16 @@ def test_a13_a_forgotten_partition_is_omitted_and_its_records_stay_locked(
     tp = (topic_id, 0)
 
     async def go(conn: Connection) -> None:
-        first = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        first = await conn.request(fetch_now(group, member, 0, partitions=[tp]).build(1))
         assert acquired(first) == {tp: [(0, 3, 1)]}
-        forgot = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                forgotten=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        forgot = await conn.request(fetch_now(group, member, 1, forgotten=[tp]).build(1))
         assert forgot.error_code == 0 and partitions_of(forgot) == {}
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 2)
-        later = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        later = await conn.request(fetch_now(group, member, 2).build(1))
         assert later.error_code == 0 and partitions_of(later) == {}
         other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(
-                share_fetch(
-                    group_id=group,
-                    member_id="other",
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
+            taken = await other.request(fetch_now(group, "other", 0, partitions=[tp]).build(1))
             assert acquired(taken) == {tp: [(4, 5, 1)]}, "0-3 are still locked"
             accept = share_acknowledge(
                 group_id=group,
@@ -421,39 +269,14 @@ def test_a15_members_share_a_partition_and_groups_are_independent(broker: Broker
     async def go(conn: Connection) -> None:
         # Sessions (and their records) live as long as their connection: keep it open.
         a = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_records=5,
-                max_wait_ms=0,
-                batch_size=500,
-            ).build(1)
+            fetch_now(group, member, 0, partitions=[tp], max_records=5, batch_size=500).build(1)
         )
         b = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id="member-b",
-                session_epoch=0,
-                partitions=[tp],
-                max_records=5,
-                max_wait_ms=0,
-                batch_size=500,
-            ).build(1)
+            fetch_now(group, "member-b", 0, partitions=[tp], max_records=5, batch_size=500).build(1)
         )
         assert acquired(a) == {tp: [(0, 4, 1)]}
         assert acquired(b) == {tp: [(5, 9, 1)]}
-        c = await conn.request(
-            share_fetch(
-                group_id=other_group,
-                member_id=other_member,
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        c = await conn.request(fetch_now(other_group, other_member, 0, partitions=[tp]).build(1))
         assert acquired(c) == {tp: [(0, 9, 1)]}
 
     with_connection(broker.bootstrap, go)
@@ -465,28 +288,14 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
     tp = (topic_id, 0)
     first = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[tp],
-            max_wait_ms=0,
-            max_records=500,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[tp]).build(1),
     )
     assert acquired(first) == {tp: [(0, 4, 1)]}
     deadline = time.monotonic() + 10
     while True:  # the broker notices the closed connection asynchronously
         again = call1(
             broker.bootstrap,
-            share_fetch(
-                group_id=group,
-                member_id="member-b",
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1),
+            fetch_now(group, "member-b", 0, partitions=[tp]).build(1),
         )
         if acquired(again):
             break
@@ -496,14 +305,7 @@ def test_a_closed_connection_releases_its_records(broker: BrokerProcess) -> None
 
 
 def test_a16_share_fetch_with_share_groups_disabled(disabled_broker: BrokerProcess) -> None:
-    request = share_fetch(
-        group_id="g",
-        member_id="m",
-        session_epoch=0,
-        partitions=[(uuid.uuid4(), 0)],
-        max_wait_ms=0,
-        max_records=500,
-    ).build(1)
+    request = fetch_now("g", "m", 0, partitions=[(uuid.uuid4(), 0)]).build(1)
     response = call1(disabled_broker.bootstrap, request)
     assert response.error_code == ErrorCode.unsupported_version
     assert response.responses == ()
@@ -521,26 +323,15 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
     p0, p1 = (topic_id, 0), (topic_id, 1)
 
     async def go(conn: Connection) -> None:
-        first = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[p1],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        first = await conn.request(fetch_now(group, member, 0, partitions=[p1]).build(1))
         assert acquired(first) == {p1: [(0, 1, 1)]}
-        request = share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=1,
+        request = fetch_now(
+            group,
+            member,
+            1,
             partitions=[p0],
             acks={p1: [(0, 1, (AcknowledgeType.ACCEPT,))]},
             split_topics=True,
-            max_wait_ms=0,
-            max_records=500,
         ).build(1)
         assert [t.topic_id for t in request.topics] == [topic_id, topic_id]
         both = await conn.request(request)
@@ -549,16 +340,7 @@ def test_a17_duplicate_topic_entries_are_merged(broker: BrokerProcess) -> None:
         assert acquired(both) == {p0: [(0, 2, 1)]}
         assert listed[p1].acknowledge_error_code == 0
         # The acknowledgement was applied: a new member gets nothing from partition 1.
-        again = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=2,
-                partitions=[p1],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        again = await conn.request(fetch_now(group, member, 2, partitions=[p1]).build(1))
         assert acquired(again) == {}
 
     with_connection(broker.bootstrap, go)
@@ -571,25 +353,11 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
 
     async def go(conn: Connection) -> None:
         first = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[p0, (topic_id, 1)],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
+            fetch_now(group, member, 0, partitions=[p0, (topic_id, 1)]).build(1)
         )
         assert acquired(first) == {p0: [(0, 2, 1)]}
         acked = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=1,
-                acks={p0: [(0, 2, (AcknowledgeType.ACCEPT,))]},
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
+            fetch_now(group, member, 1, acks={p0: [(0, 2, (AcknowledgeType.ACCEPT,))]}).build(1)
         )
         listed = partitions_of(acked)
         assert list(listed) == [p0]
@@ -597,15 +365,7 @@ def test_a18_partitions_with_acknowledgements_are_always_answered(broker: Broker
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 3)
         not_held = {p0: [(3, 5, (AcknowledgeType.ACCEPT,))]}  # produced, never acquired
         failed = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=2,
-                acks=not_held,
-                max_wait_ms=0,
-                max_records=500,
-                is_renew_ack=False,
-            ).build(1)
+            fetch_now(group, member, 2, acks=not_held, is_renew_ack=False).build(1)
         )
         listed = partitions_of(failed)
         assert listed[p0].acknowledge_error_code == ErrorCode.invalid_record_state
@@ -618,14 +378,7 @@ def test_a19_records_are_empty_bytes_never_null(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
     response = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[(topic_id, 0)],
-            max_wait_ms=0,
-            max_records=500,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[(topic_id, 0)]).build(1),
     )
     (partition,) = partitions_of(response).values()
     assert partition.records == b""
@@ -721,30 +474,13 @@ def test_a22_later_responses_list_only_partitions_with_data(broker: BrokerProces
     produce_values(broker.bootstrap, topic, 2, partition=0)
 
     async def go(conn: Connection) -> None:
-        first = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[p0, p1],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
-        )
+        first = await conn.request(fetch_now(group, member, 0, partitions=[p0, p1]).build(1))
         assert set(partitions_of(first)) == {p0, p1}, "epoch 0 lists every partition"
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 3, partition=0)
-        second = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        second = await conn.request(fetch_now(group, member, 1).build(1))
         assert list(partitions_of(second)) == [p0]
         assert acquired(second) == {p0: [(2, 4, 1)]}
-        idle = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=2, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        idle = await conn.request(fetch_now(group, member, 2).build(1))
         assert idle.error_code == 0 and partitions_of(idle) == {}
 
     with_connection(broker.bootstrap, go)
@@ -757,15 +493,7 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
 
     async def go(conn: Connection) -> None:
         loaded = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_bytes=0,
-                max_wait_ms=0,
-                max_records=500,
-            ).build(1)
+            fetch_now(group, member, 0, partitions=[tp], max_bytes=0).build(1)
         )
         assert acquired(loaded) == {}, "MaxBytes 0 loads the share-partition, acquires nothing"
         schema = request_schema(21, 2)
@@ -785,11 +513,7 @@ def test_delete_records_moves_the_share_partition_start(broker: BrokerProcess) -
             )
         )
         assert deleted.topics[0].partitions[0].low_watermark == 5
-        after = await conn.request(
-            share_fetch(
-                group_id=group, member_id=member, session_epoch=1, max_wait_ms=0, max_records=500
-            ).build(1)
-        )
+        after = await conn.request(fetch_now(group, member, 1).build(1))
         assert acquired(after) == {tp: [(5, 9, 1)]}
 
     with_connection(broker.bootstrap, go)
@@ -802,16 +526,7 @@ def test_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None
 
     async def go(conn: Connection) -> None:
         assert acquired(
-            await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=member,
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(1)
-            )
+            await conn.request(fetch_now(group, member, 0, partitions=[tp]).build(1))
         ) == {tp: [(0, 2, 1)]}
         parked = asyncio.ensure_future(
             conn.request(
@@ -855,14 +570,7 @@ def test_an_unknown_topic_id_is_answered_per_partition(broker: BrokerProcess) ->
     unknown: TP = (uuid.uuid4(), 0)
     response = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group,
-            member_id=member,
-            session_epoch=0,
-            partitions=[(topic_id, 0), unknown],
-            max_wait_ms=0,
-            max_records=500,
-        ).build(1),
+        fetch_now(group, member, 0, partitions=[(topic_id, 0), unknown]).build(1),
     )
     listed = partitions_of(response)
     assert listed[unknown].error_code == ErrorCode.unknown_topic_id
@@ -881,15 +589,8 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
     async def go(conn: Connection) -> None:
         a, b = [
             await conn.request(
-                share_fetch(
-                    group_id=group,
-                    member_id=m,
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_records=5,
-                    acquire_mode=1,
-                    max_wait_ms=0,
-                    batch_size=500,
+                fetch_now(
+                    group, m, 0, partitions=[tp], max_records=5, acquire_mode=1, batch_size=500
                 ).build(2)
             )
             for m in (member, "member-b")
@@ -903,15 +604,7 @@ def test_v2_record_limit_mode(broker: BrokerProcess) -> None:
 
 def test_v2_an_unknown_acquire_mode_is_invalid(broker: BrokerProcess) -> None:
     _topic, topic_id, group, member = setup(broker)
-    request = share_fetch(
-        group_id=group,
-        member_id=member,
-        session_epoch=0,
-        partitions=[(topic_id, 0)],
-        acquire_mode=7,
-        max_wait_ms=0,
-        max_records=500,
-    ).build(2)
+    request = fetch_now(group, member, 0, partitions=[(topic_id, 0)], acquire_mode=7).build(2)
     assert call1(broker.bootstrap, request).error_code == ErrorCode.invalid_request
 
 
@@ -943,16 +636,7 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
     zero = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
 
     async def go(conn: Connection) -> None:
-        first = await conn.request(
-            share_fetch(
-                group_id=group,
-                member_id=member,
-                session_epoch=0,
-                partitions=[tp],
-                max_wait_ms=0,
-                max_records=500,
-            ).build(2)
-        )
+        first = await conn.request(fetch_now(group, member, 0, partitions=[tp]).build(2))
         assert acquired(first) == {tp: [(0, 2, 1)]}
         assert first.acquisition_lock_timeout.total_seconds() == 1
         await asyncio.to_thread(produce_values, broker.bootstrap, topic, 2)
@@ -973,16 +657,7 @@ def test_v2_a_renew_fetch_renews_and_fetches_nothing(broker: BrokerProcess) -> N
         await asyncio.sleep(0.6)  # past the first lock, within the renewed one
         other = await Connection.open("127.0.0.1", broker.port)
         try:
-            taken = await other.request(
-                share_fetch(
-                    group_id=group,
-                    member_id="other",
-                    session_epoch=0,
-                    partitions=[tp],
-                    max_wait_ms=0,
-                    max_records=500,
-                ).build(2)
-            )
+            taken = await other.request(fetch_now(group, "other", 0, partitions=[tp]).build(2))
             assert acquired(taken) == {tp: [(3, 4, 1)]}
         finally:
             await other.close()
@@ -1010,9 +685,7 @@ def test_group_and_member_ids_are_checked(
 ) -> None:
     response = call1(
         broker.bootstrap,
-        share_fetch(
-            group_id=group_id, member_id=member_id, session_epoch=0, max_wait_ms=0, max_records=500
-        ).build(1),
+        fetch_now(group_id, member_id, 0).build(1),
     )
     assert response.error_code == ErrorCode.invalid_request
     assert response.acquisition_lock_timeout.total_seconds() == 0

@@ -26,7 +26,7 @@ from shoal.client import requests
 from shoal.client.aio import Connection
 from shoal.client.share_requests import heartbeat
 from shoal.protocol.schema import request_schema
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_groups import Member, assignment_of, describe_one, settle
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import api_versions_request, call1, with_connection
@@ -41,27 +41,14 @@ SHORT_SESSION_OVERRIDES = (
 )
 
 
-def _start(factory: pytest.TempPathFactory, name: str, *overrides: str) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(factory.mktemp(name) / "data", overrides=overrides).start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
 @pytest.fixture(scope="module")
 def short_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "short-sessions", *SHORT_SESSION_OVERRIDES)
+    yield from running(tmp_path_factory.mktemp("short-sessions") / "data", *SHORT_SESSION_OVERRIDES)
 
 
 @pytest.fixture(scope="module")
 def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "small-groups", "group.share.max.size=2")
-
-
-@pytest.fixture(scope="module")
-def disabled_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from _start(tmp_path_factory, "share-disabled", "share.version=0")
+    yield from running(tmp_path_factory.mktemp("small-groups") / "data", "group.share.max.size=2")
 
 
 def group_name() -> str:

@@ -19,7 +19,7 @@ from shoal.client.share_member import ShareMember
 from shoal.client.share_runner import ShareRunner
 from shoal.clock import SystemClock
 from shoal.protocol.share import AcknowledgeType
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
@@ -29,13 +29,9 @@ LOCK_MS = 1_000
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = ("group.share.min.record.lock.duration.ms=1000",)
-    process = BrokerProcess(tmp_path_factory.mktemp("member") / "data", overrides=overrides)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.kill()
+    yield from running(
+        tmp_path_factory.mktemp("member") / "data", "group.share.min.record.lock.duration.ms=1000"
+    )
 
 
 def test_member_acquires_renews_acknowledges_and_leaves(broker: BrokerProcess) -> None:

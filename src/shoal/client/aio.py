@@ -27,11 +27,13 @@ from shoal.client.metadata import GROUP_KEY_TYPE, ClusterView, MetadataCache, To
 from shoal.client.operations import (
     Connect,
     Disconnected,
+    Done,
     Effect,
     ErrorOf,
     Op,
     Send,
     Sleep,
+    resume,
     router_for,
 )
 from shoal.client.settings import CLIENT_ID_DEFAULT, ClientSettings, settings_with
@@ -253,19 +255,16 @@ class AsyncClient:
     # ---- effects
 
     async def _run(self, op: Op[T]) -> T:
-        value: Any = None
-        error: ClientError | None = None
-        while True:
+        """`operations.drive`, awaiting each effect."""
+        step = resume(op)
+        while not isinstance(step, Done):
             try:
-                effect = op.send(value) if error is None else op.throw(error)
-            except StopIteration as stop:
-                result: T = stop.value
-                return result
-            value, error = None, None
-            try:
-                value = await self._execute(effect)
+                value = await self._execute(step)
             except ClientError as exc:
-                error = exc
+                step = resume(op, error=exc)
+            else:
+                step = resume(op, value)
+        return step.value
 
     async def _execute(self, effect: Effect) -> Any:
         if isinstance(effect, Sleep):

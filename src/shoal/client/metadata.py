@@ -19,7 +19,6 @@ TopicPartition = tuple[str, int]
 
 GROUP_KEY_TYPE = 0
 """FindCoordinator key type of a consumer or share group."""
-TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
 """FindCoordinator key type of a share-coordinator key ("group:topic_id:partition")."""
 

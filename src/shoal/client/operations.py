@@ -12,7 +12,7 @@ An operation is a generator: it yields effects and receives their results.
 A driver (sync.py, aio.py) executes effects and sends each result back, or throws
 the `ClientError` the effect raised into the operation: `Disconnected` when the node
 cannot be reached, the connection dropped, or no answer came within `timeout_ms`.
-`drive` is that loop for a blocking driver.
+`resume` steps an operation once; `drive` is the loop of a blocking driver.
 
 What the operations do on their own, within one API deadline (`api_timeout_ms`,
 on the injected clock), pausing with exponential backoff between tries:
@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from shoal.client import requests
 from shoal.client.bootstrap import Node, parse_bootstrap
@@ -103,21 +103,34 @@ class Disconnected(ClientError):
         self.phase = phase
 
 
+@dataclass(frozen=True, slots=True)
+class Done(Generic[T]):
+    """What an operation returned: it has no more effects."""
+
+    value: T
+
+
+def resume(op: Op[T], value: Any = None, error: ClientError | None = None) -> Effect | Done[T]:
+    """Step `op` once: send it the last effect's result, or throw in the `ClientError`
+    the effect raised. Its next effect, or `Done` with its result; any other error it
+    raises propagates. Both drivers run operations through this."""
+    try:
+        return op.send(value) if error is None else op.throw(error)
+    except StopIteration as stop:
+        return Done(stop.value)
+
+
 def drive(op: Op[T], execute: Callable[[Effect], Any]) -> T:
     """Run an operation with a blocking effect executor."""
-    value: Any = None
-    error: ClientError | None = None
-    while True:
+    step = resume(op)
+    while not isinstance(step, Done):
         try:
-            effect = op.send(value) if error is None else op.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            value = execute(effect)
+            value = execute(step)
         except ClientError as exc:
-            error = exc
+            step = resume(op, error=exc)
+        else:
+            step = resume(op, value)
+    return step.value
 
 
 class Router:

@@ -35,7 +35,6 @@ LATEST_TIMESTAMP = -1
 """ListOffsets timestamp for the high watermark (read_uncommitted) or the last stable
 offset (read_committed)."""
 TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 GROUP_RESOURCE = 32
 """DescribeConfigs / IncrementalAlterConfigs resource types."""
 CONFIG_SET, CONFIG_DELETE, CONFIG_APPEND, CONFIG_SUBTRACT = 0, 1, 2, 3

@@ -284,15 +284,6 @@ def partition_errors(response: Any) -> dict[TopicIdPartition, ErrorCode]:
     }
 
 
-def acknowledge_errors(response: Any) -> dict[TopicIdPartition, ErrorCode]:
-    """Partitions of a ShareFetch response whose piggy-backed acknowledgements failed."""
-    return {
-        tp: ErrorCode(p.acknowledge_error_code)
-        for tp, p in partitions_of(response).items()
-        if p.acknowledge_error_code != ErrorCode.none
-    }
-
-
 def lock_timeout_ms(response: Any) -> int | None:
     """AcquisitionLockTimeoutMs of the response, None where absent (ShareAcknowledge
     v1) or 0 (top-level errors)."""

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Callable
 
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig
@@ -33,7 +32,7 @@ from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
-from shoal.server.group_configs import GroupConfigFile, GroupConfigListener, GroupConfigStore
+from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.group_persistence import open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
@@ -67,8 +66,6 @@ class Broker:
         )
         """Share-group configs (GROUP resources), the one store the group coordinator
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
-        self.on_group_config_changed: list[GroupConfigListener] = self.group_configs.listeners
-        """Callbacks called with a group id after IncrementalAlterConfigs changed it."""
         self.timers = TimerDriver(clock=self.clock)
         """The one timer driver; services call its `rearm` after each operation."""
         self.timers.add(
@@ -102,11 +99,7 @@ class Broker:
         )
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())
-        self.on_connection_closed: list[Callable[[ConnectionInfo], None]] = [
-            self.share_service.connection_closed
-        ]
-        """Called with each connection's info once it has closed (share sessions)."""
-        self.on_group_config_changed.append(self.share_service.group_config_changed)
+        self.group_configs.listeners.append(self.share_service.group_config_changed)
         group_sink, group_records = open_group_log(self.logs, config, self.clock)
         self.group_service = GroupService(
             clock=self.clock,
@@ -270,16 +263,12 @@ class Broker:
         )
 
     def connection_closed(self, info: ConnectionInfo) -> None:
+        """A connection ended: forget it and end the share sessions it opened."""
         self._connections.pop(info.connection_id, None)
-        for callback in list(self.on_connection_closed):
-            try:
-                callback(info)
-            except Exception:  # one failing subscriber must not skip the others
-                log.exception("connection-closed hook %r failed", callback)
-
-    @property
-    def connection_count(self) -> int:
-        return len(self._connections)
+        try:
+            self.share_service.connection_closed(info)
+        except Exception:  # a bug there must not stop the connection's clean-up
+            log.exception("closing the share sessions of connection %d failed", info.connection_id)
 
     # ---- timers
     def _enforce_retention(self, now_ms: int) -> None:

@@ -38,9 +38,11 @@ drives everything the shard leaves to its caller:
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
   through `reconfigure`.
 
-The record sink is in memory for now (`InMemoryRecordSink`, bounded by
-`limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`): a full sink raises `RecordSinkFull`
-out of `heartbeat`, which the handler answers with COORDINATOR_NOT_AVAILABLE.
+The record sink is given by the broker: `__consumer_offsets`, the shard rebuilt from
+it at start (server/group_persistence.py); without one (tests) it is an
+`InMemoryRecordSink` bounded by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`. A sink
+that refuses a write raises `RecordSinkFull` (a batch too large is one) out of the
+operation, which the handler answers with COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations

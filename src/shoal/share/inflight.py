@@ -208,10 +208,6 @@ class InFlightBatch:
     def size(self) -> int:
         return self.last_offset - self.first_offset + 1
 
-    @property
-    def is_split(self) -> bool:
-        return self.offsets is not None
-
     def state_at(self, offset: int) -> InFlightState:
         assert self.first_offset <= offset <= self.last_offset
         if self.offsets is not None:

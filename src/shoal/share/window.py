@@ -74,9 +74,6 @@ class InFlightWindow:
         """First offset no batch or hole of the window accounts for."""
         return self.end_offset + 1 if self.has_inflight() else self.start_offset
 
-    def gap_active(self) -> bool:
-        return self.gap_start is not None
-
     def open_gap_window(self, *, gap_start: int, gap_end: int) -> None:
         self.gap_start = gap_start
         self.gap_end = gap_end

@@ -141,13 +141,6 @@ def int_parser(minimum: int, maximum: int = 2**63 - 1) -> Callable[[str], int]:
     return parse
 
 
-def parse_bool(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return lowered == "true"
-
-
 OffsetSpec = str | dict[str, dict[int, int]]
 """`"earliest"`, `"latest"`, or per topic and partition an offset (-2 earliest,
 -1 latest), as Spark's Kafka source takes `startingOffsets`/`endingOffsets`."""

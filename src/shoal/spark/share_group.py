@@ -1,11 +1,12 @@
 """The `shoal-share` source's one member of its share group, in the driver's process.
 
-`ShareGroupMember` is the client's share-group member (`shoal.client.ShareMember`, a
-sans-I/O state machine) driven by `ShareMemberThread`: an event loop on a daemon thread
-of its own, so heartbeats and RENEWs go on while Spark runs a batch. Heartbeats go to
-the group's coordinator, ShareFetch and ShareAcknowledge to each partition's leader,
-one share session per broker; versions come from each broker's ApiVersions (a broker
-that cannot RENEW gets no RENEW, and the records' locks are not renewed).
+`ShareGroupMember` is the client's share-group member
+(`shoal.client.share_member.ShareMember`, a sans-I/O state machine) driven by
+`ShareMemberThread`: an event loop on a daemon thread of its own, so heartbeats and
+RENEWs go on while Spark runs a batch. Heartbeats go to the group's coordinator,
+ShareFetch and ShareAcknowledge to each partition's leader, one share session per
+broker; versions come from each broker's ApiVersions (a broker that cannot RENEW gets
+no RENEW, and the records' locks are not renewed).
 
 What this module adds for the source: the Spark side names partitions by topic name
 (`TopicPartition`, as in the offset JSON) where the share APIs name them by topic id;

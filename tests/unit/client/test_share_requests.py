@@ -193,7 +193,6 @@ def test_response_readers() -> None:
     assert set(rq.partitions_of(response)) == {P10, P11, P20}
     assert rq.acquired_of(response) == {P10: (Span(0, 4, 1), Span(7, 7, 2))}
     assert rq.partition_errors(response) == {P20: ErrorCode.not_leader_or_follower}
-    assert rq.acknowledge_errors(response) == {P11: ErrorCode.invalid_record_state}
     assert rq.lock_timeout_ms(response) == 15_000
     assert rq.lock_timeout_ms(fetch_response(lock_ms=0)) is None
     v1_ack = response_schema(79, 1).response(

@@ -5,13 +5,8 @@ ApiVersions fallback."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from shoal.clock import ManualClock
-from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
 from shoal.server.dynamic_config import DynamicLayer
 from shoal.server.registry import api_ranges, load_all_handlers
@@ -19,19 +14,6 @@ from shoal.server.services import ApiRange
 from tests.unit.log.batches import append, make_batch
 
 API_VERSIONS_KEY = 18
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    raw = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-    }
-    built = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
-    yield built
-    built.logs.close()
 
 
 async def _woken(broker: Broker, key: tuple[str, int], change: object) -> bool:

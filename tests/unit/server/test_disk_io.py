@@ -81,18 +81,12 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[FsyncGate]:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    raw = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-    }
-    built = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
-    built.logs.create_topic("durable", partitions=1, configs={"flush.messages": "1"})
-    built.logs.create_topic("lazy", partitions=1, configs={})
-    yield built
-    built.logs.close()
+def broker(broker: Broker) -> Broker:
+    """The server tests' broker (conftest.py) with a topic flushed at every append
+    ("durable") and one left to the flush policy ("lazy")."""
+    broker.logs.create_topic("durable", partitions=1, configs={"flush.messages": "1"})
+    broker.logs.create_topic("lazy", partitions=1, configs={})
+    return broker
 
 
 def produce(broker: Broker, topic: str, batch: bytes, *, acks: int = -1) -> Any:
