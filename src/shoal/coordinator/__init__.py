@@ -13,7 +13,9 @@ from shoal.coordinator.runtime import (
     CoordinatorRuntime,
     InMemoryRecordSink,
     RecordSink,
+    RecordSinkError,
     RecordSinkFull,
+    RecordSinkUnavailable,
     Shard,
     WriteResult,
 )
@@ -23,7 +25,9 @@ __all__ = [
     "CoordinatorRuntime",
     "InMemoryRecordSink",
     "RecordSink",
+    "RecordSinkError",
     "RecordSinkFull",
+    "RecordSinkUnavailable",
     "Shard",
     "WriteResult",
 ]

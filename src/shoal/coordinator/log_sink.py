@@ -8,7 +8,8 @@ Owns the bytes a coordinator's records become in a partition log and back:
   makes the append all-or-nothing on disk: recovery keeps a batch whole or drops it.
   A batch above `batch_bytes_max` (default `limits.COORDINATOR_BATCH_BYTES_MAX`)
   raises `CoordinatorBatchTooLarge` before anything is written; a storage failure
-  raises the log's `LogError`. Either way the runtime replays nothing.
+  raises `RecordSinkUnavailable`. Both are `RecordSinkError`s: the runtime replays
+  nothing and the caller answers COORDINATOR_NOT_AVAILABLE.
 - `RoutedRecordSink` spans several partitions of one topic (the single group
   coordinator shard over every `__consumer_offsets` partition): each record goes to
   the partition `route(record)` names, the records of one append that share a
@@ -44,7 +45,8 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.records import UnknownRecordType
-from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull
+from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
+from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import (
     NO_PRODUCER_ID,
@@ -157,8 +159,14 @@ class LogRecordSink(Generic[R]):
         return PreparedBatch(data, headers)
 
     def write(self, batch: PreparedBatch) -> int:
-        """Append a prepared batch; returns its base offset. Raises `LogError`."""
-        result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+        """Append a prepared batch; returns its base offset. A storage failure raises
+        `RecordSinkUnavailable` (the log's `LogError` as its cause)."""
+        try:
+            result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+        except LogError as exc:
+            raise RecordSinkUnavailable(
+                f"{self._log.directory.name}: append failed: {exc}"
+            ) from exc
         assert not result.duplicate, "coordinator batches carry no producer id"
         return result.base_offset
 

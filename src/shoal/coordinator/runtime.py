@@ -66,14 +66,24 @@ class RecordSink(Protocol[RecordT_contra]):
     """Where a shard's records go before they are replayed."""
 
     def append(self, records: Sequence[RecordT_contra], /) -> int:
-        """Store every record in order, or none (raise `RecordSinkFull` or another
-        error): a partial append is never allowed. Returns the offset of the first
+        """Store every record in order, or none (raise a `RecordSinkError`): a
+        partial append is never allowed. Returns the offset of the first
         record (the i-th has that offset + i), or `NO_OFFSET`."""
         ...
 
 
-class RecordSinkFull(Exception):
+class RecordSinkError(Exception):
+    """The sink stored none of the records; nothing was replayed, so the shard is as it
+    was. Callers answer COORDINATOR_NOT_AVAILABLE (the client retries)."""
+
+
+class RecordSinkFull(RecordSinkError):
     """The sink refused an append because it would exceed its bound."""
+
+
+class RecordSinkUnavailable(RecordSinkError):
+    """The sink's storage failed the append (for a log sink: the partition is offline
+    or closed)."""
 
 
 class InMemoryRecordSink(Generic[RecordT]):

@@ -41,7 +41,7 @@ drives everything the shard leaves to its caller:
 The record sink is given by the broker: `__consumer_offsets`, the shard rebuilt from
 it at start (server/group_persistence.py); without one (tests) it is an
 `InMemoryRecordSink` bounded by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`. A sink
-that refuses a write raises `RecordSinkFull` (a batch too large is one) out of the
+that refuses a write raises `RecordSinkError` (a batch too large is one) out of the
 operation, which the handler answers with COORDINATOR_NOT_AVAILABLE.
 """
 
@@ -55,7 +55,7 @@ from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
-from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink, RecordSink, RecordSinkFull
+from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.group import (
     CoordinatorResult,
     DeleteShareState,
@@ -193,7 +193,7 @@ class GroupService:
         topics = list(self._topic_source())
         try:
             changed = self._write(self.shard.on_topics_changed(topics=topics))
-        except RecordSinkFull:  # the topic change itself stands; groups catch up later
+        except RecordSinkError:  # the topic change itself stands; groups catch up later
             log.exception("group coordinator could not record a topic change")
             return
         if changed.bumped_groups:
@@ -212,7 +212,7 @@ class GroupService:
         client_id: str,
         client_host: str,
     ) -> ShareGroupHeartbeatResponse:
-        """ShareGroupHeartbeat (76). Raises `RecordSinkFull` if nothing could be
+        """ShareGroupHeartbeat (76). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
         result = self.shard.share_group_heartbeat(
             group_id=group_id,
@@ -257,7 +257,7 @@ class GroupService:
         )
         try:
             follow = self._write(result)
-        except RecordSinkFull:
+        except RecordSinkError:
             log.exception("share group %s: follow-up heartbeat not written", group_id)
             return response
         if follow.error is not None:
@@ -279,7 +279,7 @@ class GroupService:
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
         """DeleteGroups (42) of share groups: one final result per distinct id, in
         request order (state deleted, then the group's records tombstoned). Raises
-        `RecordSinkFull` if nothing could be written."""
+        `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
         response, outcomes = self._write_tracked(self.shard.delete_groups(group_ids=ids))
         results: list[DeleteGroupResult] = []
@@ -297,7 +297,7 @@ class GroupService:
         self, *, group_id: str, topics: Iterable[TopicOffsets]
     ) -> AlterOffsetsResponse:
         """AlterShareGroupOffsets (91). A partition whose state the persister did not
-        initialise answers the persister's error. Raises `RecordSinkFull` if nothing
+        initialise answers the persister's error. Raises `RecordSinkError` if nothing
         could be written."""
         result = self.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
         response, outcomes = self._write_tracked(result)
@@ -316,7 +316,7 @@ class GroupService:
     def delete_offsets(self, *, group_id: str, topic_names: Iterable[str]) -> DeleteOffsetsResponse:
         """DeleteShareGroupOffsets (92). A topic whose state the persister did not
         delete answers the persister's error (and stays deleting, retried by the next
-        request). Raises `RecordSinkFull` if nothing could be written."""
+        request). Raises `RecordSinkError` if nothing could be written."""
         result = self.shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
         response, outcomes = self._write_tracked(result)
         if response.error is not None or not result.effects:
@@ -432,7 +432,7 @@ class GroupService:
                     )
             try:
                 self.runtime.apply(outcome)
-            except RecordSinkFull:
+            except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 if isinstance(effect, InitializeShareState) and effect.follow_up in follow_ups:
                     follow_ups.remove(effect.follow_up)

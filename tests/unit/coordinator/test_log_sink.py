@@ -13,7 +13,13 @@ import pytest
 
 from shoal import limits
 from shoal.clock import ManualClock
-from shoal.coordinator import NO_OFFSET, CoordinatorRuntime, RecordSinkFull
+from shoal.coordinator import (
+    NO_OFFSET,
+    CoordinatorRuntime,
+    RecordSinkError,
+    RecordSinkFull,
+    RecordSinkUnavailable,
+)
 from shoal.coordinator.log_sink import (
     CoordinatorBatchTooLarge,
     CoordinatorLogCorrupt,
@@ -24,6 +30,7 @@ from shoal.coordinator.log_sink import (
 from shoal.coordinator.placement import partition_for
 from shoal.group import records as r
 from shoal.group.membership import epoch_record
+from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import iter_headers
 from tests.support.batches import Record, build_batch
@@ -182,6 +189,24 @@ def test_too_large_is_a_full_sink_so_the_runtime_replays_nothing(
     assert len(runtime.shard.records) == 2 and log.log_end_offset == 2
     loaded = runtime.load_at(read_back(log))
     assert loaded.records == [(0, epoch("g", 1)), (1, member("g", "a"))]
+
+
+def test_a_failed_storage_write_is_a_sink_error_with_nothing_written(
+    open_log: Opener, clock: ManualClock
+) -> None:
+    """A log that cannot take the append (here closed, as after a storage error took
+    it offline) makes the sink raise RecordSinkUnavailable, a RecordSinkError the
+    handlers answer with COORDINATOR_NOT_AVAILABLE, never the log's own LogError."""
+    log = open_log()
+    sink = sink_on(log, clock)
+    assert sink.append([epoch("g", 1)]) == 0
+    log.close()
+    with pytest.raises(
+        RecordSinkUnavailable, match="__consumer_offsets-0: append failed"
+    ) as caught:
+        sink.append([epoch("g", 2)])
+    assert isinstance(caught.value, RecordSinkError)
+    assert isinstance(caught.value.__cause__, LogError)
 
 
 # ---- read_log -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.coordinator import RecordSinkFull
+from shoal.coordinator import RecordSinkError
 from shoal.group.results import AlterOffsetsTopic
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -50,7 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         response = ctx.services.group_service.alter_offsets(
             group_id=request.group_id, topics=topics
         )
-    except RecordSinkFull as exc:
+    except RecordSinkError as exc:
         log.error("AlterShareGroupOffsets of group %r not written: %s", request.group_id, exc)
         return _error(schema, request, ErrorCode.coordinator_not_available, str(exc))
     if response.error is not None:

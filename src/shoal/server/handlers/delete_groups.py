@@ -15,7 +15,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.coordinator import RecordSinkFull
+from shoal.coordinator import RecordSinkError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
@@ -34,7 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted = [g for g in ids if g]
     try:
         results = ctx.services.group_service.delete_groups(wanted)
-    except RecordSinkFull as exc:
+    except RecordSinkError as exc:
         log.error("DeleteGroups of %s not written: %s", wanted, exc)
         codes.update({g: ErrorCode.coordinator_not_available for g in wanted})
     else:

@@ -19,7 +19,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.coordinator import RecordSinkFull
+from shoal.coordinator import RecordSinkError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         response = ctx.services.group_service.delete_offsets(
             group_id=request.group_id, topic_names=[t.topic_name for t in request.topics]
         )
-    except RecordSinkFull as exc:
+    except RecordSinkError as exc:
         log.error("DeleteShareGroupOffsets of group %r not written: %s", request.group_id, exc)
         return _error(schema, ErrorCode.coordinator_not_available, str(exc))
     if response.error is not None:

@@ -18,7 +18,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.coordinator import RecordSinkFull
+from shoal.coordinator import RecordSinkError
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -51,7 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             client_id=ctx.client_id or "",
             client_host=client_host(ctx),
         )
-    except RecordSinkFull as exc:
+    except RecordSinkError as exc:
         log.error("ShareGroupHeartbeat of group %r not written: %s", request.group_id, exc)
         return _error(schema, ErrorCode.coordinator_not_available, str(exc))
     if response.error is not None:
