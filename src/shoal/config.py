@@ -829,11 +829,6 @@ class BrokerConfig:
         assert isinstance(value, list)
         return value
 
-    def get_float(self, key: str) -> float:
-        value = self._typed(key, (ConfigType.DOUBLE,))
-        assert isinstance(value, int | float)
-        return float(value)
-
     def _typed(self, key: str, types: tuple[ConfigType, ...]) -> Any:
         definition = BROKER_KEYS.get(key)
         if definition is None:

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 from typing import Final
 
-# Wire
-REQUEST_HEADER_CLIENT_ID_BYTES_MAX: Final = 32_767
-"""A client id is an int16-length string; longer cannot be encoded."""
-
 # Connections
 CONNECTIONS_MAX_DEFAULT: Final = 1_000
 """Default for `max.connections`: accepted sockets beyond this are closed at once."""

@@ -215,8 +215,3 @@ def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> b
     _MAX_TIMESTAMP.pack_into(patched, 35, now_ms)
     _CRC.pack_into(patched, 17, int(crc32c.crc32c(memoryview(patched)[21:])))
     return bytes(patched)
-
-
-def set_base_offset(batch: bytearray, base_offset: int) -> None:
-    """Patch the base offset of a batch held in a bytearray, in place."""
-    _BASE_OFFSET.pack_into(batch, 0, base_offset)
