@@ -46,7 +46,6 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
 _LENGTH_AND_MAGIC = struct.Struct(">qiib")
 _MAX_TIMESTAMP = struct.Struct(">q")
 _ATTRIBUTES = struct.Struct(">h")
