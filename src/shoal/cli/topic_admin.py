@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.client import Client, KafkaError, TopicView, check, requests
+from shoal.client import Client, KafkaError, TopicView, check, offsets, requests
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
 
@@ -112,36 +112,5 @@ def list_offsets(
 ) -> dict[TopicPartition, int]:
     """The offset of each partition for `timestamp` (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
     else the first offset whose timestamp is at least it; -1 when there is none), asked
-    of each partition's leader."""
-    wanted = sorted(set(partitions))
-    if not wanted:
-        return {}
-    answered = client.to_leaders(
-        wanted,
-        lambda led: requests.list_offsets(dict.fromkeys(led, timestamp)),
-        _partition_answers_errors,
-    )
-    out: dict[TopicPartition, int] = {}
-    for tp in wanted:
-        answer = _partition_answers(answered[tp]).get(tp)
-        if answer is None:
-            raise KafkaError(
-                ErrorCode.unknown_server_error,
-                "the leader sent no answer for this partition",
-                context=f"listing offsets of {tp[0]}-{tp[1]}",
-            )
-        check(answer.error_code, None, context=f"listing offsets of {tp[0]}-{tp[1]}")
-        out[tp] = int(answer.offset)
-    return out
-
-
-def _partition_answers(response: Any) -> dict[TopicPartition, Any]:
-    return {
-        (str(topic.name), int(p.partition_index)): p
-        for topic in response.topics
-        for p in topic.partitions
-    }
-
-
-def _partition_answers_errors(response: Any) -> dict[TopicPartition, int]:
-    return {tp: int(p.error_code) for tp, p in _partition_answers(response).items()}
+    of each partition's leader (`client.offsets`)."""
+    return offsets.list_offsets(client, dict.fromkeys(sorted(set(partitions)), timestamp))

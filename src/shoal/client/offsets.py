@@ -14,7 +14,7 @@ from typing import Any
 
 from shoal.client import requests
 from shoal.client.aio import AsyncClient
-from shoal.client.errors import check
+from shoal.client.errors import ErrorCode, KafkaError, check
 from shoal.client.metadata import TopicPartition
 from shoal.client.sync import Client
 
@@ -32,15 +32,22 @@ def offsets_of(
     answered: Mapping[TopicPartition, Any], wanted: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, int]:
     """The offset of each wanted partition from the response that answered it;
-    `KafkaError` for a partition answered with an error."""
+    `KafkaError` for a partition answered with an error, or not answered."""
     offsets: dict[TopicPartition, int] = {}
     for tp in sorted(wanted):
+        context = f"ListOffsets of {tp[0]}-{tp[1]}"
         response = answered[tp]
         for topic in response.topics:
             for p in topic.partitions:
                 if (str(topic.name), int(p.partition_index)) == tp:
-                    check(p.error_code, None, context=f"ListOffsets of {tp[0]}-{tp[1]}")
+                    check(p.error_code, None, context=context)
                     offsets[tp] = int(p.offset)
+        if tp not in offsets:
+            raise KafkaError(
+                ErrorCode.unknown_server_error,
+                "the leader sent no answer for this partition",
+                context=context,
+            )
     return offsets
 
 

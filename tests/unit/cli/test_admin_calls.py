@@ -75,7 +75,7 @@ def test_list_offsets_follows_a_moved_leader() -> None:
 def test_a_partition_error_names_the_partition() -> None:
     cluster = FakeCluster(leaders={("t", 0): 2})
     cluster.offset_error = lambda target, topic, p: ErrorCode.offset_not_available  # type: ignore[method-assign]
-    with pytest.raises(KafkaError, match=r"listing offsets of t-0: .*OFFSET_NOT_AVAILABLE"):
+    with pytest.raises(KafkaError, match=r"ListOffsets of t-0: .*OFFSET_NOT_AVAILABLE"):
         list_offsets(FakeClusterClient(cluster), [("t", 0)], LATEST_TIMESTAMP)
 
 
