@@ -64,7 +64,8 @@ GROUP_TYPE_CLASSIC = "classic"
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 SKIP_ASSIGNMENT_MIN_VERSION = 9
-"""JoinGroup v9 (KIP-814) lets a rejoining static leader skip the assignment."""
+"""JoinGroup v9 (KIP-814) tells a rejoining static leader to skip the assignment;
+before v9 it assigns, and its SyncGroup in a Stable group gets the stored assignment."""
 
 R = TypeVar("R")
 
@@ -455,11 +456,9 @@ class ClassicGroups:
         was_leader = group.leader_id == old_id
         if was_leader:
             group.leader_id = new_id
-        selected = group.protocol_name
-        unchanged = selected is not None and old.metadata(selected) == member.metadata(selected)
-        quiet = group.state == STABLE and unchanged
-        if quiet and was_leader and api_version < SKIP_ASSIGNMENT_MIN_VERSION:
-            quiet = False
+        # Kafka's rule: no rebalance while the protocol the group would select stays
+        # the one it runs (member metadata, e.g. owned partitions, may differ).
+        quiet = group.state == STABLE and group.select_protocol() == group.protocol_name
         if not quiet:
             result = self._park_join(group, member, now_ms=now_ms)
             return ClassicResult(
@@ -469,7 +468,8 @@ class ClassicGroups:
                 completions=(*completions, *result.completions),
             )
         self._session_deadlines[(group.group_id, new_id)] = now_ms + member.session_timeout_ms
-        response = self._join_response(group, member, skip_assignment=was_leader)
+        skip = was_leader and api_version >= SKIP_ASSIGNMENT_MIN_VERSION
+        response = self._join_response(group, member, skip_assignment=skip)
         return ClassicResult(
             records=(self._metadata_record(group, now_ms=now_ms),),
             response=response,
