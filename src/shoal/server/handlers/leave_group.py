@@ -44,6 +44,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     top = response.error
     if not batch and top is None and response.members:
         top = response.members[0][1]
+    if not batch:
+        return schema.response(
+            throttle_time=_ZERO, error_code=ErrorCode.none if top is None else top
+        )
     return schema.response(
         throttle_time=_ZERO,
         error_code=ErrorCode.none if top is None else top,

@@ -1,0 +1,41 @@
+"""OffsetCommit (8) v2-v9 against a broker process: simple commits, group commits
+with generation checks, metadata too large."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tests.support.broker import BrokerProcess
+from tests.support.classic_groups import commit_request, stable_group
+from tests.support.topics import topic_name
+from tests.support.wire import call1
+
+
+def errors(response: object) -> list[ErrorCode]:
+    return [p.error_code for t in response.topics for p in t.partitions]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("version", [2, 5, 8, 9])
+def test_simple_commit(broker: BrokerProcess, version: int) -> None:
+    group = topic_name("simple")
+    response = call1(broker.bootstrap, commit_request(version, group, {("t", 0): 5, ("t", 1): 6}))
+    assert errors(response) == [ErrorCode.none, ErrorCode.none]
+
+
+def test_group_commit_checks(broker: BrokerProcess) -> None:
+    m = stable_group(broker.bootstrap, topic_name("commit"))
+    ok = commit_request(
+        8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=m.generation
+    )
+    assert errors(call1(broker.bootstrap, ok)) == [ErrorCode.none]
+    stale = commit_request(8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=0)
+    assert errors(call1(broker.bootstrap, stale)) == [ErrorCode.illegal_generation]
+    simple = commit_request(8, m.group_id, {("t", 0): 1})
+    assert errors(call1(broker.bootstrap, simple)) == [ErrorCode.unknown_member_id]
+    big = commit_request(
+        8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=1, metadata="x" * 5000
+    )
+    assert errors(call1(broker.bootstrap, big)) == [ErrorCode.offset_metadata_too_large]
+    unknown = commit_request(9, topic_name("none"), {("t", 0): 1}, member_id="m", generation=1)
+    assert errors(call1(broker.bootstrap, unknown)) == [ErrorCode.group_id_not_found]
