@@ -17,7 +17,9 @@ matters to clients). A group moves through
   answered (the leader's answer carries the members' metadata). A join that ends
   with no members bumps the generation of the now Empty group.
 - *CompletingRebalance* waits for the leader's SyncGroup: its assignments are
-  stored, the group becomes *Stable* and every waiting SyncGroup is answered.
+  stored, the group becomes *Stable* and every waiting SyncGroup is answered. If it
+  does not come within the rebalance timeout, members that sent no SyncGroup are
+  removed and the group rebalances.
 - A member that leaves or misses its session timeout is removed; a Stable or
   CompletingRebalance group then rebalances.
 - Static members (`group.instance.id`) keep their place across restarts: a rejoin
@@ -529,6 +531,7 @@ class ClassicGroups:
             return (self._metadata_record(group, now_ms=now_ms),), completions
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
+        group.rebalance_deadline_ms = now_ms + group.max_rebalance_timeout_ms()
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         for member in group.members.values():
@@ -672,6 +675,7 @@ class ClassicGroups:
         for other in group.members.values():
             other.assignment = assignments.get(other.member_id, b"")
         group.state = STABLE
+        group.rebalance_deadline_ms = None
         completions = []
         for other in group.members.values():
             if other.awaiting_sync and other.member_id != member_id:
@@ -808,7 +812,14 @@ class ClassicGroups:
             completions.extend(more)
         for group in list(self.groups.values()):
             deadline = group.rebalance_deadline_ms
-            if group.state != PREPARING_REBALANCE or deadline is None or deadline > now_ms:
+            if deadline is None or deadline > now_ms:
+                continue
+            if group.state == COMPLETING_REBALANCE:
+                more_records, more = self._sync_timed_out(group, now_ms=now_ms)
+                records.extend(more_records)
+                completions.extend(more)
+                continue
+            if group.state != PREPARING_REBALANCE:
                 continue
             remaining = group.initial_delay_remaining_ms
             if remaining is not None and group.new_member_added and remaining > 0:
@@ -823,6 +834,19 @@ class ClassicGroups:
         return ClassicResult(
             records=tuple(records), response=tuple(expired), completions=tuple(completions)
         )
+
+    def _sync_timed_out(
+        self, group: ClassicGroup, *, now_ms: int
+    ) -> tuple[tuple[r.CoordinatorRecord, ...], list[Completion]]:
+        """The leader's SyncGroup did not come within the rebalance timeout: members
+        that sent no SyncGroup are removed and the group rebalances (Kafka's sync
+        timeout)."""
+        group.rebalance_deadline_ms = None
+        completions: list[Completion] = []
+        for member in [m for m in group.members.values() if not m.awaiting_sync]:
+            completions.extend(self._remove_member(group, member.member_id))
+        records, more = self._after_removal(group, now_ms=now_ms)
+        return records, completions + more
 
     # ---- reads and deletion ---------------------------------------------------------
 

@@ -192,7 +192,8 @@ class ClassicCoordinator:
         return self.groups.leave(group_id=group_id, members=members, now_ms=now_ms)
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:
-        """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead."""
+        """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead; a
+        group with only committed offsets is Empty."""
         described = []
         for group_id in group_ids:
             if self._share_type(group_id) is not None:
@@ -200,6 +201,16 @@ class ClassicCoordinator:
                     DescribedClassicGroup(
                         group_id=group_id,
                         state=DEAD,
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+            elif group_id not in self.groups.groups and self.offsets.has_group(group_id):
+                described.append(
+                    DescribedClassicGroup(
+                        group_id=group_id,
+                        state=EMPTY,
                         protocol_type="",
                         protocol_data="",
                         members=(),

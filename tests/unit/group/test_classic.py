@@ -429,3 +429,26 @@ def test_records_have_kafkas_bytes() -> None:
     assert key.hex() == "0001" + "00016700017400000001"
     assert value is not None
     assert value.hex() == "0003" + "0000000000000005" + "ffffffff" + "0000" + "0000000000000007"
+
+
+def test_missing_leader_sync_removes_the_silent_and_rebalances(c: Classic) -> None:
+    assert c.join(client="a", version=3) is None
+    assert c.join(client="b", version=3) is None
+    c.advance(DELAY_MS)
+    c.advance(DELAY_MS)
+    assert c.state() == COMPLETING_REBALANCE
+    assert c.sync("b-2", 1) is None  # the follower waits; the leader never syncs
+    for _ in range(REBALANCE_MS // 5_000):  # both stay alive meanwhile
+        assert c.heartbeat("a-1", 1) is None and c.heartbeat("b-2", 1) is None
+        c.advance(5_000)
+    assert c.syncs["b-2"].error == ErrorCode.rebalance_in_progress
+    assert set(c.classic.groups.groups["g"].members) == {"b-2"}  # the leader is gone
+    assert c.state() == PREPARING_REBALANCE
+    assert c.join("b-2") is not None  # alone: the join completes at once
+    assert c.state() == COMPLETING_REBALANCE
+
+
+def test_offsets_only_group_is_described_empty(c: Classic) -> None:
+    assert _commit(c, "", -1, 7, group="simple") == [None]
+    (described,) = c.classic.describe(["simple"])
+    assert (described.state, described.members) == ("Empty", ())
