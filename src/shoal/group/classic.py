@@ -39,8 +39,8 @@ is replaced. `replay` keeps those records (`stored`); `on_loaded` rebuilds the l
 groups from them (Stable with their members, or Empty) and arms every member's
 session. Timers (session, pending member, rebalance) are soft state, as Kafka's.
 
-No I/O, no clock: every operation takes `now_ms`; member ids come from the injected
-`new_member_id`.
+No I/O, no clock: every operation takes `now_ms` (monotonic, for timers); records'
+epoch timestamps come from the injected `wall_ms`, member ids from `new_member_id`.
 
 (Past 600 lines: the four operations share the group state machine and its helpers;
 splitting them would scatter one state machine over several files.)
@@ -259,8 +259,11 @@ class ClassicGroups:
         *,
         settings: ClassicSettings | None = None,
         new_member_id: Callable[[str], str] = _default_member_id,
+        wall_ms: Callable[[], int] = lambda: 0,
     ) -> None:
         self.settings = settings or ClassicSettings()
+        self._wall_ms = wall_ms
+        """Epoch time for GroupMetadata's CurrentStateTimestamp (the injected clock's)."""
         self._new_member_id = new_member_id
         self.stored: dict[str, r.GroupMetadataValue] = {}
         self.groups: dict[str, ClassicGroup] = {}
@@ -610,6 +613,7 @@ class ClassicGroups:
         return records, completions + more
 
     def _metadata_record(self, group: ClassicGroup, *, now_ms: int) -> r.CoordinatorRecord:
+        del now_ms  # timers run on monotonic time; the record carries epoch time
         protocol = group.protocol_name
         return r.CoordinatorRecord(
             key=r.GroupMetadataKey(group_id=group.group_id),
@@ -618,7 +622,7 @@ class ClassicGroups:
                 generation=group.generation,
                 protocol=protocol,
                 leader=group.leader_id,
-                current_state_timestamp=now_ms,
+                current_state_timestamp=self._wall_ms(),
                 members=tuple(
                     r.MemberMetadata(
                         member_id=m.member_id,
@@ -875,6 +879,14 @@ class ClassicGroups:
                 for m in group.members.values()
             ),
         )
+
+    def empty_since_ms(self, group_id: str) -> int | None:
+        """Epoch ms of the stored generation of an Empty group (when it emptied)."""
+        group = self.groups.get(group_id)
+        stored = self.stored.get(group_id)
+        if group is not None and not group.is_empty:
+            return None
+        return None if stored is None else stored.current_state_timestamp
 
     def state_of(self, group_id: str) -> str | None:
         group = self.groups.get(group_id)

@@ -62,14 +62,10 @@ class ClassicCoordinator:
         *,
         share_type: Callable[[str], str | None],
         settings: ClassicSettings | None = None,
-        new_member_id: Callable[[str], str] | None = None,
+        wall_ms: Callable[[], int] = lambda: 0,
     ) -> None:
         self._share_type = share_type
-        self.groups = (
-            ClassicGroups(settings=settings)
-            if new_member_id is None
-            else ClassicGroups(settings=settings, new_member_id=new_member_id)
-        )
+        self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms)
         self.offsets = CommittedOffsets()
 
     # ---- replay -----------------------------------------------------------------------
@@ -270,6 +266,25 @@ class ClassicCoordinator:
         if self._share_type(group_id) is not None:
             return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
         return self.offsets.delete(groups=self.groups, group_id=group_id, partitions=partitions)
+
+    def expire_offsets(self, *, now_ms: int, retention_ms: int) -> tuple[r.CoordinatorRecord, ...]:
+        """Tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), as
+        Kafka: only in groups without members, counted from when the group emptied
+        (a group with a protocol) or from the commit (offsets-only groups); a group
+        left with no offsets and no members is deleted too."""
+        records: list[r.CoordinatorRecord] = []
+        for group_id in sorted(self.offsets.group_ids()):
+            state = self.groups.state_of(group_id)
+            if state not in (None, EMPTY):
+                continue
+            emptied = self.groups.empty_since_ms(group_id)
+            expired = self.offsets.expired(
+                group_id, now_ms=now_ms, retention_ms=retention_ms, base_ms=emptied
+            )
+            records.extend(expired)
+            if len(expired) == self.offsets.count(group_id):
+                records.append(self.groups.delete_record(group_id))
+        return tuple(records)
 
     # ---- list and delete --------------------------------------------------------------
 

@@ -108,6 +108,21 @@ class CommittedOffsets:
     def group_ids(self) -> Iterable[str]:
         return self._offsets.keys()
 
+    def count(self, group_id: str) -> int:
+        return len(self._offsets.get(group_id, {}))
+
+    def expired(
+        self, group_id: str, *, now_ms: int, retention_ms: int, base_ms: int | None
+    ) -> list[r.CoordinatorRecord]:
+        """Tombstones of the group's offsets older than `retention_ms`, counted from
+        `base_ms` (when the group emptied) or else each offset's commit time."""
+        out = []
+        for (topic, partition), committed in sorted(self._offsets.get(group_id, {}).items()):
+            since = committed.commit_timestamp_ms if base_ms is None else base_ms
+            if now_ms - since >= retention_ms:
+                out.append(_tombstone(group_id, topic, partition))
+        return out
+
     def snapshot(self) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
         return {g: dict(p) for g, p in self._offsets.items()}
 

@@ -94,7 +94,9 @@ class GroupCoordinatorShard:
         )
         self._groups: dict[str, ShareGroup] = {}
         self._other_groups: dict[str, str] = {}
-        self.classic = ClassicCoordinator(share_type=self._share_type, settings=classic_settings)
+        self.classic = ClassicCoordinator(
+            share_type=self._share_type, settings=classic_settings, wall_ms=clock.wall_ms
+        )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
         self._session_deadlines: dict[tuple[str, str], int] = {}

@@ -12,7 +12,9 @@ this module drives them:
   a later operation's completion (or a timer's) resolves it. A client that went away
   leaves a future nobody awaits: resolving it is harmless.
 - **Timers.** One source (`timer_sources`) for session expiry, pending members and
-  rebalance deadlines: `ClassicGroups.next_deadline` / `expire`.
+  rebalance deadlines (`ClassicGroups.next_deadline` / `expire`), and one every
+  `offsets.retention.check.interval.ms` expiring offsets past
+  `offsets.retention.minutes` (`ClassicCoordinator.expire_offsets`).
 
 Time: membership uses the monotonic clock; commit timestamps the wall clock.
 A full record sink raises `RecordSinkFull` to the handler (COORDINATOR_NOT_AVAILABLE).
@@ -40,7 +42,7 @@ from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
 from shoal.group.records import CoordinatorRecord
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import DeadlineTimer, TimerSource
+from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -56,8 +58,11 @@ class ClassicService:
         runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord],
         clock: Clock,
         rearm: Callable[[], None],
+        retention: Callable[[], tuple[int, int]] = lambda: (10_080 * 60_000, 600_000),
     ) -> None:
         self._runtime = runtime
+        self._retention = retention
+        """(offsets retention ms, check interval ms), read at each check."""
         self._clock = clock
         self._rearm = rearm
         self._joins: dict[_Key, list[asyncio.Future[JoinResponse]]] = {}
@@ -73,13 +78,27 @@ class ClassicService:
                 "classic-groups",
                 deadline=lambda _now: self._classic.groups.next_deadline(),
                 action=self.fire_timers,
-            )
+            ),
+            PeriodicTimer(
+                "offsets-retention",
+                interval_ms=lambda: self._retention()[1],
+                action=self.expire_offsets,
+            ),
         ]
 
     def fire_timers(self, now_ms: int) -> None:
         result = self._classic.groups.expire(now_ms=now_ms)
         for group_id, member_id in self._apply(result):
             log.info("classic group %s: member %s removed, session timed out", group_id, member_id)
+
+    def expire_offsets(self, _now_ms: int) -> None:
+        """Tombstone offsets past `offsets.retention.minutes` (epoch time)."""
+        records = self._classic.expire_offsets(
+            now_ms=self._clock.wall_ms(), retention_ms=self._retention()[0]
+        )
+        if records:
+            self._runtime.apply(ClassicResult(records=records, response=None))
+            log.info("offsets retention: %d offsets and groups expired", len(records))
 
     # ---- membership -----------------------------------------------------------------
 

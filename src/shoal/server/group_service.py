@@ -145,7 +145,15 @@ class GroupService:
             CoordinatorRuntime(shard_factory=self._new_shard, sink=self._sink)
         )
         self._rearm = rearm
-        self.classic = ClassicService(runtime=self.runtime, clock=clock, rearm=rearm)
+        self.classic = ClassicService(
+            runtime=self.runtime,
+            clock=clock,
+            rearm=rearm,
+            retention=lambda: (
+                config.get_int("offsets.retention.minutes") * 60_000,
+                config.get_int("offsets.retention.check.interval.ms"),
+            ),
+        )
         """Classic consumer groups and committed offsets (server/classic_service.py)."""
         self.on_share_state_reset: list[Callable[[str], None]] = list(share_state_listeners)
         """Called with a group id after an admin operation replaced or deleted share

@@ -452,3 +452,37 @@ def test_offsets_only_group_is_described_empty(c: Classic) -> None:
     assert _commit(c, "", -1, 7, group="simple") == [None]
     (described,) = c.classic.describe(["simple"])
     assert (described.state, described.members) == ("Empty", ())
+
+
+def test_offsets_retention_only_for_groups_without_members(c: Classic) -> None:
+    retention = 60_000
+    leader, _follower = c.stable_pair()
+    committed_at = c.now  # the harness passes its time as the commit timestamp
+    assert _commit(c, leader, 1, 5) == [None]
+    assert _commit(c, "", -1, 7, group="simple") == [None]
+    due = committed_at + retention
+    assert c.classic.expire_offsets(now_ms=due - 1, retention_ms=retention) == ()
+    records = c.apply(
+        ClassicResult(
+            records=c.classic.expire_offsets(now_ms=due, retention_ms=retention),
+            response=None,
+        )
+    )
+    assert records is None
+    assert c.classic.fetch_offsets(group_id="simple", partitions=None)[1] == ()
+    assert not c.classic.has_group("simple")  # no offsets, no members: gone
+    assert c.classic.fetch_offsets(group_id="g", partitions=[("t", 0)])[1][0].offset == 5
+
+
+def test_settings_are_kafkas_defaults_and_configurable() -> None:
+    from shoal.config import BrokerConfig, ConfigError
+
+    defaults = ClassicSettings.from_values(BrokerConfig.from_raw({}).get_int)
+    assert defaults == ClassicSettings()
+    assert (defaults.initial_rebalance_delay_ms, defaults.min_session_timeout_ms) == (3_000, 6_000)
+    assert (defaults.max_session_timeout_ms, defaults.max_size) == (1_800_000, 2**31 - 1)
+    small = BrokerConfig.from_raw({"group.max.size": "2", "group.initial.rebalance.delay.ms": "0"})
+    assert ClassicSettings.from_values(small.get_int).max_size == 2
+    with pytest.raises(ConfigError, match=r"group\.max\.size"):
+        BrokerConfig.from_raw({"group.max.size": "0"})
+    assert BrokerConfig.from_raw({}).get_int("offsets.retention.minutes") == 7 * 24 * 60
