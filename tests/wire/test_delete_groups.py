@@ -89,8 +89,9 @@ def test_unknown_empty_and_repeated_ids(broker: BrokerProcess, version: int) -> 
 def test_classic_groups_are_deleted_when_empty(broker: BrokerProcess) -> None:
     """An Empty classic group goes with its committed offsets; one with members is
     NON_EMPTY_GROUP."""
-    simple, busy = topic_name("dg-simple"), topic_name("dg-busy")
-    call1(broker.bootstrap, commit_request(8, simple, {("t", 0): 4}))
+    simple, busy, topic = topic_name("dg-simple"), topic_name("dg-busy"), topic_name("dg-t")
+    create_topic(broker.bootstrap, topic)
+    call1(broker.bootstrap, commit_request(8, simple, {(topic, 0): 4}))
     stable_group(broker.bootstrap, busy)
     assert delete_groups(broker.bootstrap, simple, busy) == {
         simple: ErrorCode.none,

@@ -97,9 +97,10 @@ def test_v5_states_and_types_together(broker: BrokerProcess, groups: tuple[str, 
 
 
 def test_classic_groups_list_with_type_and_state(broker: BrokerProcess) -> None:
-    stable, simple = topic_name("lg-stable"), topic_name("lg-simple")
+    stable, simple, topic = topic_name("lg-stable"), topic_name("lg-simple"), topic_name("lg-t")
+    create_topic(broker.bootstrap, topic)
     stable_group(broker.bootstrap, stable)
-    call1(broker.bootstrap, commit_request(8, simple, {("t", 0): 1}))
+    call1(broker.bootstrap, commit_request(8, simple, {(topic, 0): 1}))
     found = listed(broker, list_groups(5, types=["Classic"]), (stable, simple))
     assert {g: (x.protocol_type, x.group_state, x.group_type) for g, x in found.items()} == {
         stable: ("consumer", "Stable", "classic"),

@@ -8,8 +8,16 @@ from kio.schema.errors import ErrorCode
 
 from tests.support.broker import BrokerProcess
 from tests.support.classic_groups import commit_request, stable_group
-from tests.support.topics import topic_name
+from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
+
+
+@pytest.fixture(scope="module")
+def topic(broker: BrokerProcess) -> str:
+    """A topic with three partitions: commits to partitions that do not exist fail."""
+    name = topic_name("offsets")
+    create_topic(broker.bootstrap, name, partitions=3)
+    return name
 
 
 def errors(response: object) -> list[ErrorCode]:
@@ -17,25 +25,37 @@ def errors(response: object) -> list[ErrorCode]:
 
 
 @pytest.mark.parametrize("version", [2, 5, 8, 9])
-def test_simple_commit(broker: BrokerProcess, version: int) -> None:
+def test_simple_commit(broker: BrokerProcess, topic: str, version: int) -> None:
     group = topic_name("simple")
-    response = call1(broker.bootstrap, commit_request(version, group, {("t", 0): 5, ("t", 1): 6}))
+    response = call1(
+        broker.bootstrap, commit_request(version, group, {(topic, 0): 5, (topic, 1): 6})
+    )
     assert errors(response) == [ErrorCode.none, ErrorCode.none]
 
 
-def test_group_commit_checks(broker: BrokerProcess) -> None:
+def test_group_commit_checks(broker: BrokerProcess, topic: str) -> None:
     m = stable_group(broker.bootstrap, topic_name("commit"))
     ok = commit_request(
-        8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=m.generation
+        8, m.group_id, {(topic, 0): 1}, member_id=m.member_id, generation=m.generation
     )
     assert errors(call1(broker.bootstrap, ok)) == [ErrorCode.none]
-    stale = commit_request(8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=0)
+    stale = commit_request(8, m.group_id, {(topic, 0): 1}, member_id=m.member_id, generation=0)
     assert errors(call1(broker.bootstrap, stale)) == [ErrorCode.illegal_generation]
-    simple = commit_request(8, m.group_id, {("t", 0): 1})
+    simple = commit_request(8, m.group_id, {(topic, 0): 1})
     assert errors(call1(broker.bootstrap, simple)) == [ErrorCode.unknown_member_id]
     big = commit_request(
-        8, m.group_id, {("t", 0): 1}, member_id=m.member_id, generation=1, metadata="x" * 5000
+        8, m.group_id, {(topic, 0): 1}, member_id=m.member_id, generation=1, metadata="x" * 5000
     )
     assert errors(call1(broker.bootstrap, big)) == [ErrorCode.offset_metadata_too_large]
-    unknown = commit_request(9, topic_name("none"), {("t", 0): 1}, member_id="m", generation=1)
+    unknown = commit_request(9, topic_name("none"), {(topic, 0): 1}, member_id="m", generation=1)
     assert errors(call1(broker.bootstrap, unknown)) == [ErrorCode.group_id_not_found]
+
+
+def test_partitions_that_do_not_exist(broker: BrokerProcess, topic: str) -> None:
+    group = topic_name("unknown-partitions")
+    request = commit_request(8, group, {(topic, 0): 1, (topic, 3): 1, (topic_name("no"), 0): 1})
+    assert errors(call1(broker.bootstrap, request)) == [
+        ErrorCode.none,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_or_partition,
+    ]

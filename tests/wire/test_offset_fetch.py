@@ -9,25 +9,33 @@ from kio.schema.errors import ErrorCode
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.classic_groups import commit_request
-from tests.support.topics import topic_name
+from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
 
 @pytest.fixture(scope="module")
-def committed(broker: BrokerProcess) -> str:
+def topic(broker: BrokerProcess) -> str:
+    """A topic with three partitions: commits to partitions that do not exist fail."""
+    name = topic_name("offsets")
+    create_topic(broker.bootstrap, name, partitions=3)
+    return name
+
+
+@pytest.fixture(scope="module")
+def committed(broker: BrokerProcess, topic: str) -> str:
     group = topic_name("fetch")
-    response = call1(broker.bootstrap, commit_request(8, group, {("t", 0): 10, ("t", 2): 12}))
+    response = call1(broker.bootstrap, commit_request(8, group, {(topic, 0): 10, (topic, 2): 12}))
     assert all(p.error_code == ErrorCode.none for t in response.topics for p in t.partitions)
     return group
 
 
 @pytest.mark.parametrize("version", [1, 5, 7])
-def test_one_group(broker: BrokerProcess, committed: str, version: int) -> None:
+def test_one_group(broker: BrokerProcess, topic: str, committed: str, version: int) -> None:
     schema = request_schema(9, version)
     request = schema.make(
         "OffsetFetchRequest",
         group_id=committed,
-        topics=(schema.make("OffsetFetchRequestTopic", name="t", partition_indexes=(0, 1)),),
+        topics=(schema.make("OffsetFetchRequestTopic", name=topic, partition_indexes=(0, 1)),),
         require_stable=True,
     )
     (topic,) = call1(broker.bootstrap, request).topics
@@ -37,7 +45,7 @@ def test_one_group(broker: BrokerProcess, committed: str, version: int) -> None:
         assert [p.committed_leader_epoch for p in topic.partitions] == [5, -1]
 
 
-def test_all_partitions_with_null_topics(broker: BrokerProcess, committed: str) -> None:
+def test_all_partitions_with_null_topics(broker: BrokerProcess, topic: str, committed: str) -> None:
     request = request_schema(9, 7).make(
         "OffsetFetchRequest", group_id=committed, topics=None, require_stable=False
     )

@@ -2,9 +2,10 @@
 
 GenerationId -1 with no member is a simple commit (`assign()` users), accepted while
 the group has no members. CommittedLeaderEpoch (v6+) is stored; -1 before. v2-v4's
-RetentionTime is ignored (Kafka 4.2 ignores it too). A share group id answers
-GROUP_ID_NOT_FOUND for every partition; a coordinator that cannot write answers
-COORDINATOR_NOT_AVAILABLE.
+RetentionTime is ignored (Kafka 4.2 ignores it too). A partition that does not exist
+answers UNKNOWN_TOPIC_OR_PARTITION and is not committed, as Kafka's KafkaApis. A
+share group id answers GROUP_ID_NOT_FOUND for every partition; a coordinator that
+cannot write answers COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
@@ -38,6 +39,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for topic in request.topics
         for p in topic.partitions
     )
+    requested = offsets
+    logs = ctx.services.logs
+    unknown = tuple(
+        PartitionError(
+            topic=o.topic, partition=o.partition, error=ErrorCode.unknown_topic_or_partition
+        )
+        for o in offsets
+        if logs.partition(o.topic, o.partition) is None
+    )
+    if unknown:
+        missing = {(u.topic, u.partition) for u in unknown}
+        offsets = tuple(o for o in offsets if (o.topic, o.partition) not in missing)
     try:
         answers = ctx.services.group_service.classic.commit_offsets(
             group_id=request.group_id,
@@ -55,6 +68,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
             for o in offsets
         )
+    by_partition = {(a.topic, a.partition): a for a in (*unknown, *answers)}
+    answers = tuple(by_partition[(o.topic, o.partition)] for o in requested)
     errors = {a.error for a in answers if a.error is not None}
     if errors:
         log.info(
