@@ -8,6 +8,7 @@ member that restarts gets its partitions back without a rebalance of the others.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from typing import Any
@@ -209,6 +210,54 @@ def test_static_member_restart_does_not_rebalance(broker: BrokerProcess) -> None
     finally:
         restarted.close()
         b.close()
+
+
+def test_three_kafka_python_consumers_share_six_partitions(broker: BrokerProcess) -> None:
+    """kafka-python's poll blocks in JoinGroup, so each consumer polls in its own thread."""
+    topic = topic_name("classic-kp-three")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="kp3")
+    stop = threading.Event()
+    lock = threading.Lock()
+    received: list[bytes] = []
+    owned: dict[int, set[int]] = {}
+
+    def run(index: int) -> None:
+        c = KafkaConsumer(
+            topic,
+            bootstrap_servers=broker.bootstrap,
+            group_id="g-kafka-python-three",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        try:
+            while not stop.is_set():
+                batch = c.poll(timeout_ms=100)
+                with lock:
+                    received.extend(r.value for records in batch.values() for r in records)
+                    owned[index] = {tp.partition for tp in c.assignment()}
+        finally:
+            c.close()
+
+    def settled() -> bool:
+        with lock:
+            every = [p for parts in owned.values() for p in parts]
+            spread = len(owned) == 3 and all(owned.values())
+            return (
+                spread and sorted(every) == list(range(PARTITIONS)) and len(received) >= len(sent)
+            )
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        assert wait_until(settled, timeout_s=90), owned
+        with lock:
+            assert sorted(received) == sorted(sent)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
 
 
 def test_kafka_python_consumer_group_commits(broker: BrokerProcess) -> None:
