@@ -44,7 +44,13 @@ def join_request(
 
 
 def sync_request(
-    version: int, group_id: str, member_id: str, generation: int, assignments: dict[str, bytes]
+    version: int,
+    group_id: str,
+    member_id: str,
+    generation: int,
+    assignments: dict[str, bytes],
+    *,
+    instance: str | None = None,
 ) -> Any:
     schema = request_schema(14, version)
     return schema.make(
@@ -52,7 +58,7 @@ def sync_request(
         group_id=group_id,
         generation_id=generation,
         member_id=member_id,
-        group_instance_id=None,
+        group_instance_id=instance,
         protocol_type="consumer",
         protocol_name="range",
         assignments=tuple(
@@ -80,6 +86,7 @@ def commit_request(
     member_id: str = "",
     generation: int = -1,
     metadata: str = "meta",
+    instance: str | None = None,
 ) -> Any:
     schema = request_schema(8, version)
     topics: dict[str, list[Any]] = {}
@@ -98,7 +105,7 @@ def commit_request(
         group_id=group_id,
         generation_id_or_member_epoch=generation,
         member_id=member_id,
-        group_instance_id=None,
+        group_instance_id=instance,
         retention_time=datetime.timedelta(milliseconds=-1),
         topics=tuple(
             schema.make("OffsetCommitRequestTopic", name=name, partitions=tuple(parts))

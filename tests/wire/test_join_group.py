@@ -89,3 +89,11 @@ def test_a_share_group_id_is_inconsistent(broker: BrokerProcess) -> None:
 def _host_port(broker: BrokerProcess) -> tuple[str, int]:
     host, _, port = broker.bootstrap.rpartition(":")
     return host, int(port)
+
+
+def test_ten_thousand_protocols_get_an_answer(broker: BrokerProcess) -> None:
+    """Hostile input: a huge protocol list is answered, the connection stays."""
+    protocols = tuple((f"p{i}", b"") for i in range(10_000))
+    joined = call1(broker.bootstrap, join_request(3, topic_name("many"), protocols=protocols))
+    assert joined.error_code == ErrorCode.none and joined.protocol_name == "p0"
+    assert len(joined.members) == 1

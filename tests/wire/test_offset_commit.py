@@ -7,7 +7,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tests.support.broker import BrokerProcess
-from tests.support.classic_groups import commit_request, stable_group
+from tests.support.classic_groups import (
+    commit_request,
+    join_request,
+    stable_group,
+    sync_request,
+)
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -59,3 +64,24 @@ def test_partitions_that_do_not_exist(broker: BrokerProcess, topic: str) -> None
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.unknown_topic_or_partition,
     ]
+
+
+def test_commit_after_a_fence_fails(broker: BrokerProcess, topic: str) -> None:
+    """A static member replaced by a restart of its instance can no longer commit."""
+    group = topic_name("fenced")
+    joined = call1(broker.bootstrap, join_request(5, group, instance="i"))
+    call1(
+        broker.bootstrap,
+        sync_request(5, group, joined.member_id, joined.generation_id, {joined.member_id: b""}),
+    )
+    replaced = call1(broker.bootstrap, join_request(5, group, instance="i"))
+    assert replaced.error_code == ErrorCode.none and replaced.member_id != joined.member_id
+    request = commit_request(
+        7,
+        group,
+        {(topic, 0): 1},
+        member_id=joined.member_id,
+        generation=joined.generation_id,
+        instance="i",
+    )
+    assert errors(call1(broker.bootstrap, request)) == [ErrorCode.fenced_instance_id]
