@@ -1,7 +1,11 @@
-"""Group coordinator for KIP-932 share groups (sans-I/O, event-sourced).
+"""Group coordinator for KIP-932 share groups and classic consumer groups (sans-I/O,
+event-sourced).
 
-Modules: `records` (the `__consumer_offsets` record types 3 and 10-15 as kio
-entities in the one coordinator record model, and their `CODEC`), `share_group`
+Modules: `records` (the `__consumer_offsets` record types 1-3 and 10-15 as kio
+entities in the one coordinator record model, and their `CODEC`), `classic` (classic
+group membership), `committed_offsets` (offset commits), `classic_coordinator` (both,
+behind the group-id namespace), `subscriptions` (topics of a consumer subscription),
+`share_group`
 (replayed state of one group), `assignor` (the simple assignor), `membership`
 (heartbeat rules), `lifecycle` (share-partition initialisation and deletion),
 `results` (responses and effects), `settings`, `topics`, and `coordinator` (the

@@ -12,6 +12,9 @@ State the shard holds:
 - *durable* (built only by `replay`): the share groups (`ShareGroup`) and the ids
   taken by other group types (the namespace shared with consumer and classic
   groups). `durable_state()` exposes it for comparison.
+- *classic groups and committed offsets* (`self.classic`, group/classic_coordinator.py):
+  record types 1 and 2 are replayed there; the classic APIs are its operations, and
+  a classic group id counts as taken for share operations.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
   initialisation-retry deadline, and the groups whose deletion is in progress.
