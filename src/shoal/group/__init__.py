@@ -2,15 +2,15 @@
 event-sourced).
 
 Modules: `records` (the `__consumer_offsets` record types 1-3 and 10-15 as kio
-entities in the one coordinator record model, and their `CODEC`), `classic` (classic
-group membership), `committed_offsets` (offset commits), `classic_coordinator` (both,
-behind the group-id namespace), `subscriptions` (topics of a consumer subscription),
-`share_group`
-(replayed state of one group), `assignor` (the simple assignor), `membership`
-(heartbeat rules), `lifecycle` (share-partition initialisation and deletion),
-`results` (responses and effects), `settings`, `topics`, and `coordinator` (the
-`GroupCoordinatorShard` tying them together). See `coordinator`'s docstring for how
-a caller drives the shard.
+entities in the one coordinator record model, and their `CODEC`); for classic groups
+`classic` (membership), `classic_state` (its responses and live groups),
+`committed_offsets` (offset commits), `subscriptions` (topics of a consumer
+subscription) and `classic_coordinator` (all of them behind the group-id namespace);
+for share groups `share_group` (replayed state of one group), `assignor` (the simple
+assignor), `membership` (heartbeat rules), `lifecycle` (share-partition
+initialisation and deletion), `results` (responses and effects), `settings`,
+`topics`; and `coordinator` (the `GroupCoordinatorShard` tying them together). See
+`coordinator`'s docstring for how a caller drives the shard.
 """
 
 from shoal.group.coordinator import DurableState, GroupCoordinatorShard

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from shoal.group import records as r
 from shoal.group.classic import (
     DEAD,
-    EMPTY,
     GROUP_TYPE_CLASSIC,
     ClassicGroups,
-    ClassicResult,
     ClassicSettings,
+)
+from shoal.group.classic_state import (
+    EMPTY,
+    ClassicResult,
     DescribedClassicGroup,
     JoinResponse,
     LeaveResponse,

@@ -29,10 +29,10 @@ from shoal import limits
 from shoal.group import records as r
 from shoal.group.classic import (
     COMPLETING_REBALANCE,
-    EMPTY,
     ClassicGroups,
     fenced_error,
 )
+from shoal.group.classic_state import EMPTY
 from shoal.protocol.errors import ErrorCode
 
 NO_OFFSET = -1

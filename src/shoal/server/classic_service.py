@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 from shoal.clock import Clock
 from shoal.coordinator import CoordinatorRuntime
 from shoal.group import GroupCoordinatorShard
-from shoal.group.classic import (
+from shoal.group.classic_coordinator import ClassicCoordinator
+from shoal.group.classic_state import (
     ClassicResult,
     Completion,
     JoinResponse,
@@ -38,7 +39,6 @@ from shoal.group.classic import (
     LeavingMember,
     SyncResponse,
 )
-from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
 from shoal.group.records import CoordinatorRecord
 from shoal.protocol.errors import ErrorCode

@@ -15,11 +15,13 @@ from shoal.group import GroupCoordinatorShard
 from shoal.group import records as r
 from shoal.group.classic import (
     COMPLETING_REBALANCE,
-    EMPTY,
     PREPARING_REBALANCE,
     STABLE,
-    ClassicResult,
     ClassicSettings,
+)
+from shoal.group.classic_state import (
+    EMPTY,
+    ClassicResult,
     JoinResponse,
     LeavingMember,
     SyncResponse,

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic import JoinResponse
+from shoal.group.classic_state import JoinResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext

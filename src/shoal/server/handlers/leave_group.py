@@ -11,7 +11,10 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic import LeaveResponse, LeavingMember
+from shoal.group.classic_state import (
+    LeaveResponse,
+    LeavingMember,
+)
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
