@@ -388,6 +388,13 @@ _DEFS: list[ConfigDef] = [
         "Forget idle producer ids after this.",
         min=1,
     ),
+    # ---- broker: classic consumer groups (Kafka's defaults and bounds)
+    ConfigDef("group.initial.rebalance.delay.ms", _INT, 3_000, _B, "First join wait.", min=0),
+    ConfigDef("group.min.session.timeout.ms", _INT, 6_000, _B, "Bound.", min=1),
+    ConfigDef("group.max.session.timeout.ms", _INT, 1_800_000, _B, "Bound.", min=1),
+    ConfigDef("group.max.size", _INT, 2_147_483_647, _B, "Classic members per group.", min=1),
+    ConfigDef("offsets.retention.minutes", _INT, 10_080, _B, "Empty groups' offsets.", min=1),
+    ConfigDef("offsets.retention.check.interval.ms", _INT, 600_000, _B, "Expiry scan.", min=1),
     # ---- broker: share groups (see configs.md)
     ConfigDef("share.version", _INT, 1, _B, "0 disables share groups.", min=0, max=1),
     ConfigDef("group.share.session.timeout.ms", _INT, 45_000, _B, "Member expiry.", min=1),

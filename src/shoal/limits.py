@@ -83,3 +83,8 @@ SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
 """Default of `shoal.share.partition.idle.unload.ms`: how long a loaded share-partition
 may sit unused (nothing acquired) before it is unloaded, so memory follows the
 share-partitions in use rather than every one ever touched."""
+
+# Classic groups
+OFFSET_METADATA_BYTES_MAX: Final = 4_096
+"""Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
+with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""

@@ -13,13 +13,15 @@ from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from shoal.client.aio import Connection
+from shoal.protocol.schema import request_schema
 from shoal.protocol.share import AcknowledgeType
 from tests.support.broker import BrokerProcess
+from tests.support.classic_groups import commit_request, stable_group
 from tests.support.share_admin import Consumer, delete_groups, describe_offsets
 from tests.support.share_groups import describe_one
 from tests.support.share_wire import produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import with_connection
+from tests.support.wire import call1, with_connection
 
 
 def test_76_delete_needs_an_empty_group_and_the_name_starts_afresh(
@@ -82,3 +84,21 @@ def test_unknown_empty_and_repeated_ids(broker: BrokerProcess, version: int) -> 
     assert delete_groups(broker.bootstrap, group, version=version) == {
         group: ErrorCode.group_id_not_found
     }
+
+
+def test_classic_groups_are_deleted_when_empty(broker: BrokerProcess) -> None:
+    """An Empty classic group goes with its committed offsets; one with members is
+    NON_EMPTY_GROUP."""
+    simple, busy, topic = topic_name("dg-simple"), topic_name("dg-busy"), topic_name("dg-t")
+    create_topic(broker.bootstrap, topic)
+    call1(broker.bootstrap, commit_request(8, simple, {(topic, 0): 4}))
+    stable_group(broker.bootstrap, busy)
+    assert delete_groups(broker.bootstrap, simple, busy) == {
+        simple: ErrorCode.none,
+        busy: ErrorCode.non_empty_group,
+    }
+    fetch = request_schema(9, 7).make(
+        "OffsetFetchRequest", group_id=simple, topics=None, require_stable=False
+    )
+    assert call1(broker.bootstrap, fetch).topics == ()
+    assert delete_groups(broker.bootstrap, simple) == {simple: ErrorCode.group_id_not_found}

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from shoal.client.aio import Connection
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
+from tests.support.classic_groups import commit_request, stable_group
 from tests.support.share_groups import Member
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, with_connection
@@ -93,3 +94,17 @@ def test_v5_states_and_types_together(broker: BrokerProcess, groups: tuple[str, 
     found = listed(broker, list_groups(5, states=["sTaBlE"], types=["Share"]), groups)
     assert set(found) == {stable}
     assert found[stable].group_state == "Stable"
+
+
+def test_classic_groups_list_with_type_and_state(broker: BrokerProcess) -> None:
+    stable, simple, topic = topic_name("lg-stable"), topic_name("lg-simple"), topic_name("lg-t")
+    create_topic(broker.bootstrap, topic)
+    stable_group(broker.bootstrap, stable)
+    call1(broker.bootstrap, commit_request(8, simple, {(topic, 0): 1}))
+    found = listed(broker, list_groups(5, types=["Classic"]), (stable, simple))
+    assert {g: (x.protocol_type, x.group_state, x.group_type) for g, x in found.items()} == {
+        stable: ("consumer", "Stable", "classic"),
+        simple: ("", "Empty", "classic"),
+    }
+    only_share = listed(broker, list_groups(5, types=["share"]), (stable, simple))
+    assert only_share == {}

@@ -1,7 +1,7 @@
 """ShareGroupHeartbeat (76) v1 against a broker process.
 
 Conformance (shared/spec/conformance.md): 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56,
-57 (wire half: the grown partition is assigned), 58 (skipped: no consumer groups yet),
+57 (wire half: the grown partition is assigned), 58 (with a classic group),
 61, 62 (membership half: state kept, no re-initialisation; delivery needs ShareFetch),
 A16 (`share.version`=0, with ShareGroupDescribe). wire.md §6: 13 (heartbeats on any
 connection), 16 (member ids verbatim), 17 (error codes), 18 (leave; a closed
@@ -27,6 +27,7 @@ from shoal.client.aio import Connection
 from shoal.client.share_requests import heartbeat
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess, running
+from tests.support.classic_groups import commit_request, join_request
 from tests.support.share_groups import Member, assignment_of, describe_one, settle
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import api_versions_request, call1, with_connection
@@ -468,11 +469,24 @@ def test_51_group_max_size_reached(small_broker: BrokerProcess) -> None:
     with_connection(small_broker.bootstrap, go)
 
 
-def test_58_share_heartbeat_on_a_consumer_group() -> None:
-    pytest.skip(
-        "conformance 58 needs consumer groups (ConsumerGroupHeartbeat / JoinGroup), which "
-        "Shoal does not serve yet; the shard-level check is in tests/unit/group"
-    )
+def test_58_share_heartbeat_on_a_classic_group(broker: BrokerProcess) -> None:
+    """One group id is one type: a share heartbeat on a classic group (made by a
+    simple offset commit) is GROUP_ID_NOT_FOUND, a JoinGroup on a share group
+    INCONSISTENT_GROUP_PROTOCOL."""
+    topic, classic, share = topic_name("t"), topic_name("classic"), topic_name("share")
+    create_topic(broker.bootstrap, topic)
+    committed = call1(broker.bootstrap, commit_request(8, classic, {(topic, 0): 1}))
+    assert committed.topics[0].partitions[0].error_code == ErrorCode.none
+
+    async def go(conn: Connection) -> None:
+        refused = await Member(classic).send(conn, 0, [topic])
+        assert refused.error_code == ErrorCode.group_id_not_found
+        joined = await Member(share).join(conn, [topic])
+        assert joined.error_code == ErrorCode.none
+
+    with_connection(broker.bootstrap, go)
+    join = call1(broker.bootstrap, join_request(5, share))
+    assert join.error_code == ErrorCode.inconsistent_group_protocol
 
 
 def test_a16_share_version_zero_answers_unsupported_version(

@@ -1,12 +1,16 @@
-"""Group coordinator for KIP-932 share groups (sans-I/O, event-sourced).
+"""Group coordinator for KIP-932 share groups and classic consumer groups (sans-I/O,
+event-sourced).
 
-Modules: `records` (the `__consumer_offsets` record types 3 and 10-15 as kio
-entities in the one coordinator record model, and their `CODEC`), `share_group`
-(replayed state of one group), `assignor` (the simple assignor), `membership`
-(heartbeat rules), `lifecycle` (share-partition initialisation and deletion),
-`results` (responses and effects), `settings`, `topics`, and `coordinator` (the
-`GroupCoordinatorShard` tying them together). See `coordinator`'s docstring for how
-a caller drives the shard.
+Modules: `records` (the `__consumer_offsets` record types 1-3 and 10-15 as kio
+entities in the one coordinator record model, and their `CODEC`); for classic groups
+`classic` (membership), `classic_state` (its responses and live groups),
+`committed_offsets` (offset commits), `subscriptions` (topics of a consumer
+subscription) and `classic_coordinator` (all of them behind the group-id namespace);
+for share groups `share_group` (replayed state of one group), `assignor` (the simple
+assignor), `membership` (heartbeat rules), `lifecycle` (share-partition
+initialisation and deletion), `results` (responses and effects), `settings`,
+`topics`; and `coordinator` (the `GroupCoordinatorShard` tying them together). See
+`coordinator`'s docstring for how a caller drives the shard.
 """
 
 from shoal.group.coordinator import DurableState, GroupCoordinatorShard

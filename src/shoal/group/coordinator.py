@@ -12,6 +12,9 @@ State the shard holds:
 - *durable* (built only by `replay`): the share groups (`ShareGroup`) and the ids
   taken by other group types (the namespace shared with consumer and classic
   groups). `durable_state()` exposes it for comparison.
+- *classic groups and committed offsets* (`self.classic`, group/classic_coordinator.py):
+  record types 1 and 2 are replayed there; the classic APIs are its operations, and
+  a classic group id counts as taken for share operations.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
   initialisation-retry deadline, and the groups whose deletion is in progress.
@@ -36,6 +39,8 @@ from dataclasses import dataclass
 from shoal.clock import Clock
 from shoal.group import lifecycle, membership, offsets, queries
 from shoal.group import records as r
+from shoal.group.classic import ClassicSettings
+from shoal.group.classic_coordinator import ClassicCoordinator, ClassicDurableState
 from shoal.group.results import (
     AlterOffsetsResponse,
     CoordinatorResult,
@@ -71,6 +76,7 @@ class DurableState:
 
     share_groups: dict[str, ShareGroup]
     other_groups: dict[str, str]
+    classic: ClassicDurableState | None = None
 
 
 class GroupCoordinatorShard:
@@ -82,6 +88,7 @@ class GroupCoordinatorShard:
         clock: Clock,
         settings: ShareGroupSettings | None = None,
         group_configs: GroupConfigSource = None,
+        classic_settings: ClassicSettings | None = None,
     ) -> None:
         self._clock = clock
         self._group_configs = group_configs
@@ -90,6 +97,10 @@ class GroupCoordinatorShard:
         )
         self._groups: dict[str, ShareGroup] = {}
         self._other_groups: dict[str, str] = {}
+        self.classic = ClassicCoordinator(
+            share_type=self._share_type, settings=classic_settings, wall_ms=clock.wall_ms
+        )
+        """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
         self._session_deadlines: dict[tuple[str, str], int] = {}
         self._init_retry_deadlines: dict[str, int] = {}
@@ -100,6 +111,8 @@ class GroupCoordinatorShard:
     def replay(self, record: r.CoordinatorRecord, offset: int = -1, /) -> None:
         """Apply one record: the only way group state changes (its log offset is not
         needed: group records are never pruned by offset)."""
+        if self.classic.replay(record):
+            return
         key = record.key
         if isinstance(key, r.ConsumerGroupMetadataKey):
             if record.value is None:
@@ -140,7 +153,9 @@ class GroupCoordinatorShard:
     def durable_state(self) -> DurableState:
         """A snapshot (deep copy) of the replayed state, for comparisons."""
         return DurableState(
-            share_groups=copy.deepcopy(self._groups), other_groups=dict(self._other_groups)
+            share_groups=copy.deepcopy(self._groups),
+            other_groups=dict(self._other_groups),
+            classic=self.classic.durable_state(),
         )
 
     def on_loaded(self, *, now_ms: int | None = None) -> CoordinatorResult[None]:
@@ -149,6 +164,7 @@ class GroupCoordinatorShard:
         in progress (as Kafka's onElected), and settle offset resets a restart
         interrupted (`lifecycle.interrupted_resets`)."""
         now = self._now(now_ms)
+        self.classic.on_loaded(now_ms=now)
         records: list[r.CoordinatorRecord] = []
         effects: list[Effect] = []
         for group_id, group in sorted(self._groups.items()):
@@ -207,7 +223,7 @@ class GroupCoordinatorShard:
         message = membership.validation_error(request)
         if message is not None:
             return membership.error_result(ErrorCode.invalid_request, message)
-        if group_id in self._other_groups:
+        if group_id in self._other_groups or self.classic.has_group(group_id):
             return membership.error_result(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
             )
@@ -541,7 +557,7 @@ class GroupCoordinatorShard:
     def reset_epoch(self, *, group_id: str) -> CoordinatorResult[GroupEpochResponse]:
         """An offset reset bumps the group epoch (fencing older state writers). Only
         for an empty group; a missing group is created empty."""
-        if group_id in self._other_groups:
+        if group_id in self._other_groups or self.classic.has_group(group_id):
             return self._epoch_response(group_id, ErrorCode.group_id_not_found)
         group = self._groups.get(group_id)
         if group is not None and not group.is_empty:
@@ -589,7 +605,7 @@ class GroupCoordinatorShard:
     def _offsets_group_error(
         self, group_id: str, *, missing_ok: bool
     ) -> tuple[ErrorCode, str] | None:
-        if group_id in self._other_groups:
+        if group_id in self._other_groups or self.classic.has_group(group_id):
             return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
         group = self._groups.get(group_id)
         if group is None:
@@ -606,6 +622,12 @@ class GroupCoordinatorShard:
         """ "share", "consumer" or None: a classic JoinGroup on a share group answers
         INCONSISTENT_GROUP_PROTOCOL, a share request on another type
         GROUP_ID_NOT_FOUND."""
+        if group_id in self._groups:
+            return queries.GROUP_TYPE_SHARE
+        return self._other_groups.get(group_id) or self.classic.group_type(group_id)
+
+    def _share_type(self, group_id: str) -> str | None:
+        """The type of `group_id` if a non-classic group holds it."""
         if group_id in self._groups:
             return queries.GROUP_TYPE_SHARE
         return self._other_groups.get(group_id)
@@ -626,7 +648,7 @@ class GroupCoordinatorShard:
             group = self._groups.get(group_id)
             state = self.group_state(group_id)
             if group is None or state is None:
-                other_type = self._other_groups.get(group_id)
+                other_type = self._other_groups.get(group_id) or self.classic.group_type(group_id)
                 described.append(queries.describe_missing(group_id, other_type=other_type))
             else:
                 described.append(queries.describe(group, state=state, image=self._image))

@@ -10,10 +10,13 @@ a tagged-field section per struct). Kafka's per-message copies of one nested sha
 identical. Kafka 4.3's tagged AssignmentTimestamp of type 12 is not declared, so a
 record carrying it is refused on read.
 
-Type 3 (ConsumerGroupMetadata) is here only so the shard's group-id namespace can
-hold a consumer group: replaying it marks the id as taken by another group type.
-Other `__consumer_offsets` types (offset commits, consumer and streams group
-records) are unknown to `CODEC`: loading logs and skips them.
+Types 1 (OffsetCommit) and 2 (GroupMetadata) are classic groups' records, in the
+non-flexible version 3 values Kafka 4.2 writes (group/classic.py,
+group/committed_offsets.py). Type 3 (ConsumerGroupMetadata) is here only so the
+shard's group-id namespace can hold a consumer group: replaying it marks the id as
+taken by another group type. Other `__consumer_offsets` types (legacy type 0
+commits, consumer and streams group records) are unknown to `CODEC`: loading logs
+and skips them.
 
 Invariants: partitions inside a record are sorted ascending and topics sorted by
 topic id, so the same state always produces equal records (deterministic replay and
@@ -25,6 +28,8 @@ comparable logs); the builders in `membership`, `share_group` and `topics` keep 
 import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
+
+from kio.static.primitive import i16
 
 from shoal.coordinator import records
 
@@ -55,6 +60,75 @@ class TopicInfo(records.NestedStruct):
 
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     topic_name: str = field(metadata={"kafka_type": "string"})
+
+
+# ---- type 1: OffsetCommit (committed offsets of classic groups) -------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitValue(records.ValueStruct):
+    """Version 3, not flexible: what Kafka 4.2 writes for a commit without an
+    explicit expire timestamp (version 1 carries ExpireTimestamp, 4 is flexible)."""
+
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = False
+    offset: int = field(metadata={"kafka_type": "int64"})
+    leader_epoch: int = field(metadata={"kafka_type": "int32"})
+    metadata: str = field(metadata={"kafka_type": "string"})
+    commit_timestamp: int = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitKey(records.KeyStruct):
+    """Schema fields `group`, `topic`, `partition`; `group_id` here, as every key."""
+
+    RECORD_TYPE: ClassVar[int] = 1
+    VALUE: ClassVar[type[OffsetCommitValue]] = OffsetCommitValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    topic: str = field(metadata={"kafka_type": "string"})
+    partition: int = field(metadata={"kafka_type": "int32"})
+
+
+# ---- type 2: GroupMetadata (classic groups) -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberMetadata(records.NestedStruct):
+    """A classic member in GroupMetadataValue version 3 (not flexible)."""
+
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = False
+    member_id: str = field(metadata={"kafka_type": "string"})
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"})
+    client_id: str = field(metadata={"kafka_type": "string"})
+    client_host: str = field(metadata={"kafka_type": "string"})
+    rebalance_timeout: int = field(metadata={"kafka_type": "int32"})
+    session_timeout: int = field(metadata={"kafka_type": "int32"})
+    subscription: bytes = field(metadata={"kafka_type": "bytes"})
+    assignment: bytes = field(metadata={"kafka_type": "bytes"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMetadataValue(records.ValueStruct):
+    """Version 3, not flexible, as Kafka 4.2 writes it."""
+
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = False
+    protocol_type: str = field(metadata={"kafka_type": "string"})
+    generation: int = field(metadata={"kafka_type": "int32"})
+    protocol: str | None = field(metadata={"kafka_type": "string"})
+    leader: str | None = field(metadata={"kafka_type": "string"})
+    current_state_timestamp: int = field(metadata={"kafka_type": "int64"})
+    members: tuple[MemberMetadata, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMetadataKey(records.KeyStruct):
+    """Schema field `group`; `group_id` here, as every key."""
+
+    RECORD_TYPE: ClassVar[int] = 2
+    VALUE: ClassVar[type[GroupMetadataValue]] = GroupMetadataValue
+    group_id: str = field(metadata={"kafka_type": "string"})
 
 
 # ---- type 3: ConsumerGroupMetadata (namespace only) -------------------------------
@@ -192,7 +266,9 @@ class ShareGroupStatePartitionMetadataKey(records.KeyStruct):
 # ---- the record and its codec ---------------------------------------------------------
 
 RecordKey = (
-    ConsumerGroupMetadataKey
+    OffsetCommitKey
+    | GroupMetadataKey
+    | ConsumerGroupMetadataKey
     | ShareGroupMemberMetadataKey
     | ShareGroupMetadataKey
     | ShareGroupTargetAssignmentMetadataKey
@@ -201,7 +277,9 @@ RecordKey = (
     | ShareGroupStatePartitionMetadataKey
 )
 RecordValue = (
-    ConsumerGroupMetadataValue
+    OffsetCommitValue
+    | GroupMetadataValue
+    | ConsumerGroupMetadataValue
     | ShareGroupMemberMetadataValue
     | ShareGroupMetadataValue
     | ShareGroupTargetAssignmentMetadataValue
@@ -216,6 +294,8 @@ CoordinatorRecord = records.CoordinatorRecord[RecordKey, RecordValue]
 CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
     topic="__consumer_offsets",
     keys=(
+        OffsetCommitKey,
+        GroupMetadataKey,
         ConsumerGroupMetadataKey,
         ShareGroupMemberMetadataKey,
         ShareGroupMetadataKey,
@@ -225,4 +305,4 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         ShareGroupStatePartitionMetadataKey,
     ),
 )
-"""Bytes of the group coordinator's records (types 3 and 10-15), Kafka's exactly."""
+"""Bytes of the group coordinator's records (types 1-3 and 10-15), Kafka's exactly."""

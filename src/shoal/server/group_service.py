@@ -65,6 +65,7 @@ from shoal.group import (
     TopicMetadata,
 )
 from shoal.group import offsets as group_offsets
+from shoal.group.classic import ClassicSettings
 from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
@@ -85,6 +86,7 @@ from shoal.group.settings import GroupConfigLookup
 from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
+from shoal.server.classic_service import ClassicService
 from shoal.server.timers import DeadlineTimer, TimerSource
 from shoal.share.persister import Persister, SharePartitionKey
 
@@ -137,6 +139,7 @@ class GroupService:
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
+        self._classic_settings = ClassicSettings.from_values(config.get_int)
         self._sink: RecordSink[CoordinatorRecord] = (
             sink if sink is not None else InMemoryRecordSink()
         )
@@ -144,13 +147,26 @@ class GroupService:
             CoordinatorRuntime(shard_factory=self._new_shard, sink=self._sink)
         )
         self._rearm = rearm
+        self.classic = ClassicService(
+            runtime=self.runtime,
+            clock=clock,
+            rearm=rearm,
+            retention=lambda: (
+                config.get_int("offsets.retention.minutes") * 60_000,
+                config.get_int("offsets.retention.check.interval.ms"),
+            ),
+        )
+        """Classic consumer groups and committed offsets (server/classic_service.py)."""
         self.on_share_state_reset: list[Callable[[str], None]] = list(share_state_listeners)
         """Called with a group id after an admin operation replaced or deleted share
         state of the group (the share service drops its cached share-partitions)."""
 
     def _new_shard(self) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(
-            clock=self._clock, settings=self._settings, group_configs=self._group_configs
+            clock=self._clock,
+            settings=self._settings,
+            group_configs=self._group_configs,
+            classic_settings=self._classic_settings,
         )
 
     @property
@@ -175,7 +191,8 @@ class GroupService:
                 "group-coordinator",
                 deadline=lambda _now: self.shard.next_deadline(),
                 action=self.fire_timers,
-            )
+            ),
+            *self.classic.timer_sources(),
         ]
 
     def reconfigure(self, config: BrokerConfig) -> None:
@@ -271,8 +288,11 @@ class GroupService:
     def list_groups(
         self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        """ListGroups over the share groups; read-only."""
-        return self.shard.list_groups(states_filter=states_filter, types_filter=types_filter)
+        """ListGroups over share and classic groups; read-only."""
+        states, types = list(states_filter), list(types_filter)
+        listed = self.shard.list_groups(states_filter=states, types_filter=types)
+        listed += self.shard.classic.list_groups(states_filter=states, types_filter=types)
+        return sorted(listed, key=lambda group: group.group_id)
 
     # ---- administration ---------------------------------------------------------------
 
@@ -281,6 +301,18 @@ class GroupService:
         request order (state deleted, then the group's records tombstoned). Raises
         `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
+        classic_ids = [g for g in ids if self.shard.classic.has_group(g)]
+        if classic_ids:
+            records, classic_results = self.shard.classic.delete_groups(classic_ids)
+            self.runtime.apply(CoordinatorResult(records=records, response=None))
+            for deleted in classic_results:
+                if deleted.error is None:
+                    log.info("classic group %s deleted", deleted.group_id)
+            done = {result.group_id: result for result in classic_results}
+            rest_ids = [g for g in ids if g not in done]
+            rest = self.delete_groups(rest_ids) if rest_ids else []
+            by_id = {result.group_id: result for result in rest} | done
+            return [by_id[g] for g in ids]
         response, outcomes = self._write_tracked(self.shard.delete_groups(group_ids=ids))
         results: list[DeleteGroupResult] = []
         for shard_result in response.results:

@@ -238,19 +238,19 @@ def test_unknown_record_type_is_logged_and_skipped(
     open_log: Opener, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     log = open_log()
-    offset_commit_key = b"\x00\x01" + b"\x00\x01g"  # Kafka's type 1: not a share-group record
+    legacy_commit_key = b"\x00\x00" + b"\x00\x01g"  # Kafka's legacy type 0: not read by Shoal
     raw = LogRecordSink(log=log, encode=lambda kv: kv, clock=clock)
     raw.append(
         [
             r.CODEC.encode(epoch("g", 1)),
-            (offset_commit_key, b"\x00\x03"),
+            (legacy_commit_key, b"\x00\x03"),
             r.CODEC.encode(epoch("g", 2)),
         ]
     )
     with caplog.at_level(logging.WARNING, logger="shoal.coordinator.log_sink"):
         assert read_back(log) == [(0, epoch("g", 1)), (2, epoch("g", 2))]
     assert "__consumer_offsets-0 offset 1" in caplog.text
-    assert "record type 1" in caplog.text
+    assert "record type 0" in caplog.text
 
 
 def test_undecodable_record_raises_with_partition_and_offset(

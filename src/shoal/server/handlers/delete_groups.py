@@ -1,10 +1,12 @@
-"""DeleteGroups (42) v0-v2: delete empty share groups.
+"""DeleteGroups (42) v0-v2: delete empty classic and share groups.
 
-Only share groups live here, so an id that names no share group (unknown, or of
-another group type) is GROUP_ID_NOT_FOUND and an empty id INVALID_GROUP_ID; a group
-with members is NON_EMPTY_GROUP. An empty group's share-partition state is deleted
-first, then every record of the group is tombstoned (ShareGroupMetadata last), and
-the share service drops its cached share-partitions: the same id then starts afresh.
+A classic group (group/classic_coordinator.py) must be Empty (else NON_EMPTY_GROUP):
+its GroupMetadata and every committed offset are tombstoned. For share groups: an id
+that names no group (unknown, or a consumer group) is GROUP_ID_NOT_FOUND and an empty
+id INVALID_GROUP_ID; a group with members is NON_EMPTY_GROUP. An empty share group's
+share-partition state is deleted first, then every record of the group is tombstoned
+(ShareGroupMetadata last), and the share service drops its cached share-partitions:
+the same id then starts afresh.
 Each distinct id is answered once, in request order. A coordinator that cannot write
 its records answers COORDINATOR_NOT_AVAILABLE for every group.
 """

@@ -1,8 +1,10 @@
 """ListGroups (16) v0-v5: the groups this coordinator holds.
 
-Only share groups exist here so far: each lists with ProtocolType "share", GroupState
-"Empty" or "Stable" (v4+; "Dead" while a deletion finishes) and GroupType "share"
-(v5+). StatesFilter (v4+) and TypesFilter (v5+) are case-insensitive; empty = all.
+Share groups list with ProtocolType "share", GroupState "Empty" or "Stable" (v4+;
+"Dead" while a deletion finishes) and GroupType "share" (v5+); classic groups with
+their protocol type (e.g. "consumer", "" for offsets-only groups), their state
+(Empty, PreparingRebalance, CompletingRebalance, Stable) and GroupType "classic".
+StatesFilter (v4+) and TypesFilter (v5+) are case-insensitive; empty = all.
 Versions before the filters list every group, share groups included, as Kafka does.
 """
 

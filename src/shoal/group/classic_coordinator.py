@@ -1,0 +1,334 @@
+"""Classic groups and their committed offsets inside the group coordinator shard.
+
+`ClassicCoordinator` owns the replay of record types 1 (OffsetCommit) and 2
+(GroupMetadata) and the entry points of the classic APIs, applying the group-id
+namespace first: one id is one group type. `share_type(group_id)` (given by the
+shard) says whether an id is taken by a share or consumer group; then, as Kafka 4.2:
+
+- JoinGroup answers INCONSISTENT_GROUP_PROTOCOL;
+- SyncGroup, Heartbeat and LeaveGroup answer UNKNOWN_MEMBER_ID (no such classic
+  member);
+- OffsetCommit, OffsetFetch and OffsetDelete answer GROUP_ID_NOT_FOUND;
+- DescribeGroups (v0-5) describes it as Dead; DeleteGroups is the shard's.
+
+Rules are in `classic` (membership) and `committed_offsets` (offsets); results carry
+records for the runtime to write and replay, as every shard operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from shoal.group import records as r
+from shoal.group.classic import (
+    DEAD,
+    GROUP_TYPE_CLASSIC,
+    ClassicGroups,
+    ClassicSettings,
+)
+from shoal.group.classic_state import (
+    EMPTY,
+    ClassicResult,
+    DescribedClassicGroup,
+    JoinResponse,
+    LeaveResponse,
+    LeavingMember,
+    SyncResponse,
+)
+from shoal.group.committed_offsets import (
+    CommitResult,
+    CommittedOffset,
+    CommittedOffsets,
+    FetchedOffset,
+    OffsetToCommit,
+    PartitionError,
+)
+from shoal.group.results import DeleteGroupResult, ListedGroup
+from shoal.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicDurableState:
+    """What replay built: stored generations and committed offsets."""
+
+    groups: dict[str, r.GroupMetadataValue]
+    offsets: dict[str, dict[tuple[str, int], CommittedOffset]]
+
+
+class ClassicCoordinator:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        share_type: Callable[[str], str | None],
+        settings: ClassicSettings | None = None,
+        wall_ms: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self._share_type = share_type
+        self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms)
+        self.offsets = CommittedOffsets()
+
+    # ---- replay -----------------------------------------------------------------------
+
+    def replay(self, record: r.CoordinatorRecord) -> bool:
+        """Apply a record of type 1 or 2; False if it is of another type."""
+        key = record.key
+        if isinstance(key, r.OffsetCommitKey):
+            assert record.value is None or isinstance(record.value, r.OffsetCommitValue)
+            self.offsets.replay(key, record.value)
+            return True
+        if isinstance(key, r.GroupMetadataKey):
+            assert record.value is None or isinstance(record.value, r.GroupMetadataValue)
+            self.groups.replay(key, record.value)
+            return True
+        return False
+
+    def on_loaded(self, *, now_ms: int) -> None:
+        self.groups.on_loaded(now_ms=now_ms)
+
+    def durable_state(self) -> ClassicDurableState:
+        return ClassicDurableState(groups=dict(self.groups.stored), offsets=self.offsets.snapshot())
+
+    def has_group(self, group_id: str) -> bool:
+        return (
+            group_id in self.groups.groups
+            or group_id in self.groups.stored
+            or self.offsets.has_group(group_id)
+        )
+
+    def group_type(self, group_id: str) -> str | None:
+        return GROUP_TYPE_CLASSIC if self.has_group(group_id) else None
+
+    # ---- membership -----------------------------------------------------------------
+
+    def join(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        client_id: str,
+        client_host: str,
+        api_version: int,
+        now_ms: int,
+    ) -> ClassicResult[JoinResponse | None]:
+        if self._share_type(group_id) is not None:
+            return ClassicResult(
+                response=JoinResponse(
+                    error=ErrorCode.inconsistent_group_protocol, member_id=member_id
+                )
+            )
+        return self.groups.join(
+            group_id=group_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            protocol_type=protocol_type,
+            protocols=protocols,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            client_id=client_id,
+            client_host=client_host,
+            api_version=api_version,
+            now_ms=now_ms,
+        )
+
+    def sync(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+        now_ms: int,
+    ) -> ClassicResult[SyncResponse | None]:
+        if self._share_type(group_id) is not None:
+            return ClassicResult(response=SyncResponse(error=ErrorCode.unknown_member_id))
+        return self.groups.sync(
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=assignments,
+            now_ms=now_ms,
+        )
+
+    def heartbeat(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        now_ms: int,
+    ) -> ErrorCode | None:
+        if self._share_type(group_id) is not None:
+            return ErrorCode.unknown_member_id
+        return self.groups.heartbeat(
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            now_ms=now_ms,
+        )
+
+    def leave(
+        self, *, group_id: str, members: Sequence[LeavingMember], now_ms: int
+    ) -> ClassicResult[LeaveResponse]:
+        if self._share_type(group_id) is not None:
+            return ClassicResult(response=LeaveResponse(error=ErrorCode.unknown_member_id))
+        return self.groups.leave(group_id=group_id, members=members, now_ms=now_ms)
+
+    def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:
+        """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead; a
+        group with only committed offsets is Empty."""
+        described = []
+        for group_id in group_ids:
+            if self._share_type(group_id) is not None:
+                described.append(
+                    DescribedClassicGroup(
+                        group_id=group_id,
+                        state=DEAD,
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+            elif group_id not in self.groups.groups and self.offsets.has_group(group_id):
+                described.append(
+                    DescribedClassicGroup(
+                        group_id=group_id,
+                        state=EMPTY,
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+            else:
+                described.append(self.groups.describe(group_id))
+        return described
+
+    # ---- offsets ----------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+        api_version: int,
+        now_ms: int,
+    ) -> CommitResult:
+        """OffsetCommit (8)."""
+        if self._share_type(group_id) is not None:
+            return CommitResult(
+                records=(),
+                response=tuple(
+                    PartitionError(
+                        topic=o.topic, partition=o.partition, error=ErrorCode.group_id_not_found
+                    )
+                    for o in offsets
+                ),
+            )
+        return self.offsets.commit(
+            groups=self.groups,
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            offsets=offsets,
+            api_version=api_version,
+            now_ms=now_ms,
+        )
+
+    def fetch_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]] | None
+    ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
+        """OffsetFetch (9) of one group: (group error, offsets)."""
+        if self._share_type(group_id) is not None:
+            return ErrorCode.group_id_not_found, ()
+        return None, self.offsets.fetch(group_id=group_id, partitions=partitions)
+
+    def delete_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> tuple[ErrorCode | None, CommitResult]:
+        """OffsetDelete (47)."""
+        if self._share_type(group_id) is not None:
+            return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
+        return self.offsets.delete(groups=self.groups, group_id=group_id, partitions=partitions)
+
+    def expire_offsets(self, *, now_ms: int, retention_ms: int) -> tuple[r.CoordinatorRecord, ...]:
+        """Tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), as
+        Kafka: only in groups without members, counted from when the group emptied
+        (a group with a protocol) or from the commit (offsets-only groups); a group
+        left with no offsets and no members is deleted too."""
+        records: list[r.CoordinatorRecord] = []
+        for group_id in sorted(self.offsets.group_ids()):
+            state = self.groups.state_of(group_id)
+            if state not in (None, EMPTY):
+                continue
+            emptied = self.groups.empty_since_ms(group_id)
+            expired = self.offsets.expired(
+                group_id, now_ms=now_ms, retention_ms=retention_ms, base_ms=emptied
+            )
+            records.extend(expired)
+            if len(expired) == self.offsets.count(group_id):
+                records.append(self.groups.delete_record(group_id))
+        return tuple(records)
+
+    # ---- list and delete --------------------------------------------------------------
+
+    def list_groups(
+        self, *, states_filter: Iterable[str], types_filter: Iterable[str]
+    ) -> list[ListedGroup]:
+        """ListGroups rows of classic groups (type "classic")."""
+        states = {s.lower() for s in states_filter}
+        types = {t.lower() for t in types_filter}
+        if types and GROUP_TYPE_CLASSIC not in types:
+            return []
+        ids = set(self.groups.group_ids()) | set(self.offsets.group_ids())
+        listed = []
+        for group_id in sorted(ids):
+            state = self.groups.state_of(group_id) or EMPTY
+            if states and state.lower() not in states:
+                continue
+            listed.append(
+                ListedGroup(
+                    group_id=group_id,
+                    protocol_type=self.groups.protocol_type_of(group_id),
+                    group_state=state,
+                    group_type=GROUP_TYPE_CLASSIC,
+                )
+            )
+        return listed
+
+    def delete_groups(
+        self, group_ids: Iterable[str]
+    ) -> tuple[tuple[r.CoordinatorRecord, ...], list[DeleteGroupResult]]:
+        """DeleteGroups of classic groups: only Empty ones (NON_EMPTY_GROUP), their
+        metadata and offsets tombstoned."""
+        records: list[r.CoordinatorRecord] = []
+        results = []
+        for group_id in group_ids:
+            state = self.groups.state_of(group_id)
+            if state not in (None, EMPTY):
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.non_empty_group)
+                )
+                continue
+            records.extend(self.offsets.delete_group_records(group_id))
+            records.append(self.groups.delete_record(group_id))
+            results.append(DeleteGroupResult(group_id=group_id))
+        return tuple(records), results

@@ -1,0 +1,230 @@
+"""Classic consumer groups in the running broker: writes, parked answers, timers.
+
+The rules are the shard's (`GroupCoordinatorShard.classic`, group/classic_coordinator.py);
+this module drives them:
+
+- **Writes.** Every operation's records go through the group coordinator's runtime
+  (appended to `__consumer_offsets`, replayed), then its `completions` are delivered,
+  then the timer driver is re-armed. Everything is synchronous on the event loop, so
+  operations never interleave.
+- **Parked answers.** A JoinGroup that must wait for the rebalance, and a follower's
+  SyncGroup that must wait for the leader, get a future keyed by (group, member);
+  a later operation's completion (or a timer's) resolves it. A client that went away
+  leaves a future nobody awaits: resolving it is harmless.
+- **Timers.** One source (`timer_sources`) for session expiry, pending members and
+  rebalance deadlines (`ClassicGroups.next_deadline` / `expire`), and one every
+  `offsets.retention.check.interval.ms` expiring offsets past
+  `offsets.retention.minutes` (`ClassicCoordinator.expire_offsets`).
+
+Time: membership uses the monotonic clock; commit timestamps the wall clock.
+A full record sink raises `RecordSinkFull` to the handler (COORDINATOR_NOT_AVAILABLE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from shoal.clock import Clock
+from shoal.coordinator import CoordinatorRuntime
+from shoal.group import GroupCoordinatorShard
+from shoal.group.classic_coordinator import ClassicCoordinator
+from shoal.group.classic_state import (
+    ClassicResult,
+    Completion,
+    JoinResponse,
+    LeaveResponse,
+    LeavingMember,
+    SyncResponse,
+)
+from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
+from shoal.group.records import CoordinatorRecord
+from shoal.protocol.errors import ErrorCode
+from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+_Key = tuple[str, str]
+
+
+class ClassicService:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord],
+        clock: Clock,
+        rearm: Callable[[], None],
+        retention: Callable[[], tuple[int, int]] = lambda: (10_080 * 60_000, 600_000),
+    ) -> None:
+        self._runtime = runtime
+        self._retention = retention
+        """(offsets retention ms, check interval ms), read at each check."""
+        self._clock = clock
+        self._rearm = rearm
+        self._joins: dict[_Key, list[asyncio.Future[JoinResponse]]] = {}
+        self._syncs: dict[_Key, list[asyncio.Future[SyncResponse]]] = {}
+
+    @property
+    def _classic(self) -> ClassicCoordinator:
+        return self._runtime.shard.classic
+
+    def timer_sources(self) -> list[TimerSource]:
+        return [
+            DeadlineTimer(
+                "classic-groups",
+                deadline=lambda _now: self._classic.groups.next_deadline(),
+                action=self.fire_timers,
+            ),
+            PeriodicTimer(
+                "offsets-retention",
+                interval_ms=lambda: self._retention()[1],
+                action=self.expire_offsets,
+            ),
+        ]
+
+    def fire_timers(self, now_ms: int) -> None:
+        result = self._classic.groups.expire(now_ms=now_ms)
+        for group_id, member_id in self._apply(result):
+            log.info("classic group %s: member %s removed, session timed out", group_id, member_id)
+
+    def expire_offsets(self, _now_ms: int) -> None:
+        """Tombstone offsets past `offsets.retention.minutes` (epoch time)."""
+        records = self._classic.expire_offsets(
+            now_ms=self._clock.wall_ms(), retention_ms=self._retention()[0]
+        )
+        if records:
+            self._runtime.apply(ClassicResult(records=records, response=None))
+            log.info("offsets retention: %d offsets and groups expired", len(records))
+
+    # ---- membership -----------------------------------------------------------------
+
+    async def join(self, **request: Any) -> JoinResponse:
+        """JoinGroup: the answer, once the rebalance completes if it must wait."""
+        result = self._classic.join(now_ms=self._clock.monotonic_ms(), **request)
+        future = self._park(self._joins, request["group_id"], result)
+        response = self._apply(result)
+        if future is None:
+            assert response is not None
+            return response
+        parked: JoinResponse = await future
+        return parked
+
+    async def sync(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+    ) -> SyncResponse:
+        """SyncGroup: the member's assignment, once the leader's arrived."""
+        result = self._classic.sync(
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=assignments,
+            now_ms=self._clock.monotonic_ms(),
+        )
+        future = self._park(self._syncs, group_id, result)
+        response = self._apply(result)
+        if future is None:
+            assert response is not None
+            return response
+        parked: SyncResponse = await future
+        return parked
+
+    def heartbeat(
+        self, *, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
+    ) -> ErrorCode | None:
+        return self._classic.heartbeat(
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            now_ms=self._clock.monotonic_ms(),
+        )
+
+    def leave(self, *, group_id: str, members: Sequence[LeavingMember]) -> LeaveResponse:
+        result = self._classic.leave(
+            group_id=group_id, members=members, now_ms=self._clock.monotonic_ms()
+        )
+        response: LeaveResponse = self._apply(result)
+        left = [m.member_id or m.group_instance_id for m, error in response.members if not error]
+        if left:
+            log.info("classic group %s: members %s left", group_id, left)
+        return response
+
+    # ---- offsets ----------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+        api_version: int,
+    ) -> tuple[PartitionError, ...]:
+        result = self._classic.commit_offsets(
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            offsets=offsets,
+            api_version=api_version,
+            now_ms=self._clock.wall_ms(),
+        )
+        return self._runtime.apply(result)
+
+    def fetch_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]] | None
+    ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
+        return self._classic.fetch_offsets(group_id=group_id, partitions=partitions)
+
+    def delete_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> tuple[ErrorCode | None, tuple[PartitionError, ...]]:
+        error, result = self._classic.delete_offsets(group_id=group_id, partitions=partitions)
+        if error is not None:
+            return error, ()
+        return None, self._runtime.apply(result)
+
+    # ---- plumbing ---------------------------------------------------------------------
+
+    def _park(
+        self, waiters: dict[_Key, list[Any]], group_id: str, result: ClassicResult[Any]
+    ) -> asyncio.Future[Any] | None:
+        if result.parked is None:
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        waiters.setdefault((group_id, result.parked), []).append(future)
+        return future
+
+    def _apply(self, result: ClassicResult[R]) -> R:
+        response = self._runtime.apply(result)
+        for completion in result.completions:
+            self._complete(completion)
+        self._rearm()
+        return response
+
+    def _complete(self, completion: Completion) -> None:
+        key = (completion.group_id, completion.member_id)
+        if completion.join is not None:
+            for future in self._joins.pop(key, []):
+                if not future.done():
+                    future.set_result(completion.join)
+        if completion.sync is not None:
+            for sync_future in self._syncs.pop(key, []):
+                if not sync_future.done():
+                    sync_future.set_result(completion.sync)

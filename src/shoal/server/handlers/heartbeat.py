@@ -1,0 +1,32 @@
+"""Heartbeat (12) v0-v4: a classic member says it is alive (group/classic.py).
+
+REBALANCE_IN_PROGRESS tells the member to rejoin; ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID that it is no longer (or not) a member.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+API_KEY = 12
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 4)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    error = ctx.services.group_service.classic.heartbeat(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        generation_id=int(request.generation_id),
+        group_instance_id=getattr(request, "group_instance_id", None),
+    )
+    schema = response_schema(API_KEY, ctx.api_version)
+    return schema.response(
+        throttle_time=_ZERO, error_code=ErrorCode.none if error is None else error
+    )

@@ -1,0 +1,78 @@
+"""OffsetFetch (9) v1-v9: committed offsets of classic groups.
+
+v1-v7 ask for one group (Topics null = every committed partition, from v2); v8+ for
+several groups at once, each answered on its own. A partition without a committed
+offset answers offset -1, leader epoch -1, metadata "". RequireStable (v7+) waits
+for no pending transactional commit: Shoal has no transactional offset commits, so
+every offset is stable. A share group id answers GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from shoal.group.committed_offsets import FetchedOffset
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+API_KEY = 9
+_ZERO = datetime.timedelta(0)
+_MULTI_GROUP_MIN_VERSION = 8
+
+
+@api(API_KEY, 1, 9)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    classic = ctx.services.group_service.classic
+    if ctx.api_version < _MULTI_GROUP_MIN_VERSION:
+        error, fetched = classic.fetch_offsets(
+            group_id=request.group_id, partitions=_partitions(request.topics)
+        )
+        return schema.response(
+            throttle_time=_ZERO,
+            error_code=ErrorCode.none if error is None else error,
+            topics=_topics(schema, fetched, suffix=""),
+        )
+    groups = []
+    for group in request.groups:
+        error, fetched = classic.fetch_offsets(
+            group_id=group.group_id, partitions=_partitions(group.topics)
+        )
+        groups.append(
+            schema.make(
+                "OffsetFetchResponseGroup",
+                group_id=group.group_id,
+                error_code=ErrorCode.none if error is None else error,
+                topics=_topics(schema, fetched, suffix="s"),
+            )
+        )
+    return schema.response(throttle_time=_ZERO, groups=tuple(groups))
+
+
+def _partitions(topics: Any) -> list[tuple[str, int]] | None:
+    if topics is None:
+        return None
+    return [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+
+
+def _topics(schema: Schema, fetched: tuple[FetchedOffset, ...], *, suffix: str) -> tuple[Any, ...]:
+    """v8+ names its nested types OffsetFetchResponseTopics/Partitions (plural)."""
+    by_topic: dict[str, list[Any]] = {}
+    for f in fetched:
+        by_topic.setdefault(f.topic, []).append(
+            schema.make(
+                f"OffsetFetchResponsePartition{suffix}",
+                partition_index=f.partition,
+                committed_offset=f.offset,
+                committed_leader_epoch=f.leader_epoch,
+                metadata=f.metadata,
+                error_code=ErrorCode.none,
+            )
+        )
+    return tuple(
+        schema.make(f"OffsetFetchResponseTopic{suffix}", name=name, partitions=tuple(parts))
+        for name, parts in by_topic.items()
+    )

@@ -1,0 +1,349 @@
+"""Classic consumer groups with real clients: confluent-kafka `Consumer` with
+`group.protocol=classic` and kafka-python `KafkaConsumer(group_id=...)`.
+
+Three consumers share six partitions, each partition owned exactly once, for each of
+librdkafka's assignors and with kafka-python; a fourth joins and one leaves while
+records flow, and nothing is missed; committed offsets survive SIGKILL and restart; a
+static member that restarts gets its partitions back without a rebalance of the others.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from tests.support.broker import BrokerProcess, Brokers, wait_until
+from tests.support.clients import create_topic, flush_all, producer
+from tests.support.topics import topic_name
+
+with warnings.catch_warnings():
+    # kafka-python 3.0 reads its schemas with deprecated importlib.resources calls.
+    warnings.filterwarnings("ignore", r"(read|open)_text is deprecated", DeprecationWarning)
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+PARTITIONS = 6
+PER_PARTITION = 10
+FAST_JOIN = "group.initial.rebalance.delay.ms=200"
+
+
+@pytest.fixture
+def broker(brokers: Brokers) -> BrokerProcess:
+    return brokers.start(FAST_JOIN)
+
+
+def _produce(bootstrap: str, topic: str, *, per_partition: int, tag: str) -> set[bytes]:
+    p = producer(bootstrap)
+    values = set()
+    for partition in range(PARTITIONS):
+        for i in range(per_partition):
+            value = f"{tag}-{partition}-{i}".encode()
+            p.produce(topic, value=value, partition=partition)
+            values.add(value)
+    flush_all(p)
+    return values
+
+
+def _group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": "classic",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 500,
+        "fetch.wait.max.ms": 100,
+        "reconnect.backoff.ms": 20,
+        "reconnect.backoff.max.ms": 500,
+    }
+    settings.update(extra)
+    return Consumer(settings)
+
+
+def _poll_all(consumers: list[Consumer], seen: dict[int, list[bytes]]) -> None:
+    for index, c in enumerate(consumers):
+        message = c.poll(0.05)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            assert error.code() == KafkaError._PARTITION_EOF, error
+            continue
+        value = message.value()
+        assert value is not None
+        seen.setdefault(index, []).append(value)
+
+
+def _owners(consumers: list[Consumer]) -> list[set[int]]:
+    return [{tp.partition for tp in c.assignment()} for c in consumers]
+
+
+def _settled(consumers: list[Consumer]) -> bool:
+    owned = _owners(consumers)
+    every = [p for parts in owned for p in parts]
+    return sorted(every) == list(range(PARTITIONS)) and all(owned)
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
+def test_three_consumers_share_six_partitions(broker: BrokerProcess, assignor: str) -> None:
+    topic = topic_name(f"classic-{assignor}")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
+    group = f"g-{assignor}"
+    consumers = [
+        _group_consumer(broker.bootstrap, group, **{"partition.assignment.strategy": assignor})
+        for _ in range(3)
+    ]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        seen: dict[int, list[bytes]] = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            _poll_all(consumers, seen)
+            received = [v for values in seen.values() for v in values]
+            if _settled(consumers) and len(received) >= len(sent):
+                break
+        owned = _owners(consumers)
+        assert sorted(p for parts in owned for p in parts) == list(range(PARTITIONS)), owned
+        assert all(len(parts) == 2 for parts in owned), owned
+        received = [v for values in seen.values() for v in values]
+        assert sorted(received) == sorted(sent)
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None:
+    """Records keep flowing while the group grows to four and shrinks to three:
+    nothing produced is missed, and each settled step has one owner per partition."""
+    topic = topic_name("classic-churn")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    stop = threading.Event()
+    sent: list[bytes] = []
+
+    def produce() -> None:
+        p = producer(broker.bootstrap)
+        i = 0
+        while not stop.is_set():
+            value = f"churn-{i}".encode()
+            p.produce(topic, value=value, partition=i % PARTITIONS)
+            sent.append(value)
+            i += 1
+            p.poll(0)
+            time.sleep(0.002)
+        flush_all(p)
+
+    def member() -> Consumer:
+        c = _group_consumer(
+            broker.bootstrap,
+            "g-churn",
+            **{"enable.auto.commit": True, "auto.commit.interval.ms": 100},
+        )
+        c.subscribe([topic])
+        return c
+
+    writer = threading.Thread(target=produce, daemon=True)
+    writer.start()
+    consumers = [member() for _ in range(3)]
+    seen: dict[int, list[bytes]] = {}
+
+    def settle(group: list[Consumer]) -> None:
+        assert wait_until(lambda: _poll_all(group, seen) or _settled(group), timeout_s=60)
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            _poll_all(group, seen)
+        assert _settled(group), _owners(group)
+
+    try:
+        settle(consumers)
+        consumers.append(member())
+        settle(consumers)
+        consumers.pop(0).close()
+        settle(consumers)
+        stop.set()
+        writer.join(timeout=60)
+
+        def everything() -> bool:
+            _poll_all(consumers, seen)
+            got = {v for values in seen.values() for v in values}
+            return got >= set(sent)
+
+        assert wait_until(everything, timeout_s=60)
+    finally:
+        stop.set()
+        for c in consumers:
+            c.close()
+
+
+def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
+    broker = brokers.start(FAST_JOIN)
+    topic = topic_name("classic-commit")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    first = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
+    c = _group_consumer(broker.bootstrap, "g-commit")
+    c.subscribe([topic])
+    got: dict[int, list[bytes]] = {}
+    assert wait_until(
+        lambda: _poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=60
+    )
+    assert sorted(got[0]) == sorted(first)
+    committed = c.commit(asynchronous=False)
+    assert committed is not None
+    assert sorted((tp.partition, tp.offset) for tp in committed) == [
+        (p, PER_PARTITION) for p in range(PARTITIONS)
+    ]
+    c.close()
+    broker.kill()
+    broker.restart()
+    second = _produce(broker.bootstrap, topic, per_partition=2, tag="second")
+    again = _group_consumer(broker.bootstrap, "g-commit")
+    try:
+        stored = again.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
+        assert sorted((tp.partition, tp.offset) for tp in stored) == [
+            (p, PER_PARTITION) for p in range(PARTITIONS)
+        ]
+        again.subscribe([topic])
+        more: dict[int, list[bytes]] = {}
+        assert wait_until(
+            lambda: _poll_all([again], more) or len(more.get(0, [])) >= len(second),
+            timeout_s=60,
+        )
+        time.sleep(1)  # nothing older may follow
+        _poll_all([again], more)
+        assert sorted(more[0]) == sorted(second)
+    finally:
+        again.close()
+
+
+def _static_consumer(bootstrap: str, instance: str, events: list[str]) -> Consumer:
+    return _group_consumer(
+        bootstrap,
+        "g-static",
+        **{"group.instance.id": instance, "session.timeout.ms": 30_000},
+    )
+
+
+def _subscribe_tracking(c: Consumer, topic: str, events: list[str]) -> None:
+    def on_assign(_c: Consumer, parts: list[TopicPartition]) -> None:
+        events.append("assign")
+
+    def on_revoke(_c: Consumer, parts: list[TopicPartition]) -> None:
+        events.append("revoke")
+
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+
+
+def test_static_member_restart_does_not_rebalance(broker: BrokerProcess) -> None:
+    topic = topic_name("classic-static")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    events_a: list[str] = []
+    events_b: list[str] = []
+    a = _static_consumer(broker.bootstrap, "a", events_a)
+    b = _static_consumer(broker.bootstrap, "b", events_b)
+    _subscribe_tracking(a, topic, events_a)
+    _subscribe_tracking(b, topic, events_b)
+    seen: dict[int, list[bytes]] = {}
+    assert wait_until(lambda: _poll_all([a, b], seen) or _settled([a, b]), timeout_s=60)
+    # Let the group settle: no more assignment changes for a while.
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        _poll_all([a, b], seen)
+    before = _owners([a, b])
+    b_events = list(events_b)
+    a.close()  # a static member leaves no LeaveGroup behind
+    restarted = _static_consumer(broker.bootstrap, "a", events_a)
+    events_restarted: list[str] = []
+    _subscribe_tracking(restarted, topic, events_restarted)
+    assert wait_until(
+        lambda: _poll_all([restarted, b], seen) or bool(restarted.assignment()), timeout_s=60
+    )
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        _poll_all([restarted, b], seen)
+    try:
+        assert _owners([restarted, b]) == before
+        assert events_b == b_events, "the other static member was rebalanced"
+    finally:
+        restarted.close()
+        b.close()
+
+
+def test_three_kafka_python_consumers_share_six_partitions(broker: BrokerProcess) -> None:
+    """kafka-python's poll blocks in JoinGroup, so each consumer polls in its own thread."""
+    topic = topic_name("classic-kp-three")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="kp3")
+    stop = threading.Event()
+    lock = threading.Lock()
+    received: list[bytes] = []
+    owned: dict[int, set[int]] = {}
+
+    def run(index: int) -> None:
+        c = KafkaConsumer(
+            topic,
+            bootstrap_servers=broker.bootstrap,
+            group_id="g-kafka-python-three",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        try:
+            while not stop.is_set():
+                batch = c.poll(timeout_ms=100)
+                with lock:
+                    received.extend(r.value for records in batch.values() for r in records)
+                    owned[index] = {tp.partition for tp in c.assignment()}
+        finally:
+            c.close()
+
+    def settled() -> bool:
+        with lock:
+            every = [p for parts in owned.values() for p in parts]
+            spread = len(owned) == 3 and all(owned.values())
+            return (
+                spread and sorted(every) == list(range(PARTITIONS)) and len(received) >= len(sent)
+            )
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        assert wait_until(settled, timeout_s=90), owned
+        with lock:
+            assert sorted(received) == sorted(sent)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+
+
+def test_kafka_python_consumer_group_commits(broker: BrokerProcess) -> None:
+    topic = topic_name("classic-kafka-python")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    sent = _produce(broker.bootstrap, topic, per_partition=3, tag="kp")
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id="g-kafka-python",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=1_000,
+    )
+    try:
+        received: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(received) < len(sent) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                received.extend(r.value for r in records)
+        assert sorted(received) == sorted(sent)
+        consumer.commit()
+        for p in range(PARTITIONS):
+            assert consumer.committed(KafkaTopicPartition(topic, p)) == 3
+    finally:
+        consumer.close()
