@@ -38,6 +38,11 @@ CALLS: dict[str, Call] = {
     "describe_share_group_offsets": requests.describe_share_group_offsets("g", ["t"]),
     "alter_share_group_offsets": requests.alter_share_group_offsets("g", {("t", 0): 7}),
     "delete_share_group_offsets": requests.delete_share_group_offsets("g", ["t"]),
+    "describe_groups": requests.describe_groups(["g", "h"]),
+    "offset_fetch": requests.offset_fetch("g", {"t": [0, 1]}),
+    "offset_fetch_all": requests.offset_fetch("g"),
+    "offset_commit": requests.offset_commit("g", {("t", 1): 9, ("t", 0): 7, ("u", 0): 3}),
+    "offset_delete": requests.offset_delete("g", [("t", 1), ("t", 0), ("u", 2)]),
 }
 
 
@@ -76,3 +81,27 @@ def test_fields_carry_the_values_given() -> None:
     alter = round_trip(CALLS["incremental_alter_configs"], 1)
     assert int(alter.resources[0].resource_type) == 32
     assert not requests.produce({}, acks=0).expect_response
+
+
+def test_consumer_group_builders_carry_the_values_given() -> None:
+    assert round_trip(CALLS["describe_groups"], 0).groups == ("g", "h")
+    old = round_trip(CALLS["offset_fetch"], 1)
+    assert old.group_id == "g" and [int(p) for p in old.topics[0].partition_indexes] == [0, 1]
+    assert CALLS["offset_fetch"].min_version == 1 and CALLS["offset_fetch_all"].min_version == 2
+    (group,) = round_trip(CALLS["offset_fetch_all"], 9).groups
+    assert group.group_id == "g" and group.topics is None
+    assert round_trip(CALLS["offset_fetch_all"], 7).topics is None
+    for version in (2, 9):
+        commit = round_trip(CALLS["offset_commit"], version)
+        assert commit.group_id == "g" and int(commit.generation_id_or_member_epoch) == -1
+        committed = {
+            (t.name, int(p.partition_index)): int(p.committed_offset)
+            for t in commit.topics
+            for p in t.partitions
+        }
+        assert committed == {("t", 0): 7, ("t", 1): 9, ("u", 0): 3}
+    delete = round_trip(CALLS["offset_delete"], 0)
+    assert [(t.name, [int(p.partition_index) for p in t.partitions]) for t in delete.topics] == [
+        ("t", [0, 1]),
+        ("u", [2]),
+    ]
