@@ -135,7 +135,7 @@ def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     return _delete_offsets(client, args, out)
 
 
-def _print_table(
+def print_table(
     out: IO[str], headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]
 ) -> None:
     print(file=out)
@@ -207,7 +207,7 @@ def _print_offsets(
             row.append(_cell(o.leader_epoch))
         row += [_cell(o.start_offset), _cell(o.lag)]
         rows.append(row)
-    _print_table(out, headers, rows, widths)
+    print_table(out, headers, rows, widths)
     return True
 
 
@@ -234,7 +234,7 @@ def _print_members(description: GroupDescription, verbose: bool, out: IO[str]) -
             row.append(str(m.member_epoch))
         row.append(assignment_text(m.assignment))
         rows.append(row)
-    _print_table(out, headers, rows, widths)
+    print_table(out, headers, rows, widths)
     return True
 
 
@@ -261,7 +261,7 @@ def _print_state(description: GroupDescription, verbose: bool, out: IO[str]) -> 
         widths += [12, 17]
     headers.append("#MEMBERS")
     row.append(str(len(description.members)))
-    _print_table(out, headers, [row], widths)
+    print_table(out, headers, [row], widths)
     return True
 
 
@@ -309,7 +309,7 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
         error = results.get(topic, KafkaError(-1, "the broker sent no result for this topic"))
         rows.append((topic, "Successful" if error is None else f"Error: {error}"))
         status = status if error is None else 1
-    _print_table(out, ("TOPIC", "STATUS"), rows, (NAME_WIDTH_MIN,))
+    print_table(out, ("TOPIC", "STATUS"), rows, (NAME_WIDTH_MIN,))
     return status
 
 
@@ -335,14 +335,14 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if not partitions:
         print(f"\nShare group '{group_id}' has no offset information.", file=out)
         return 0
-    offsets = _new_offsets(client, args, partitions)
+    offsets = new_offsets(client, args, partitions)
     if args.execute:
         try:
             alter_offsets(client, group_id, offsets)
         except KafkaError as exc:
             raise ToolFailed(_group_error(group_id, exc)) from None
     rows = [(group_id, t, str(p), str(offsets[(t, p)])) for t, p in sorted(offsets)]
-    _print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
+    print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
     return 0
 
 
@@ -379,7 +379,7 @@ def _partitions_to_reset(
     return sorted(set(wanted))
 
 
-def _new_offsets(
+def new_offsets(
     client: Client, args: argparse.Namespace, partitions: list[TopicPartition]
 ) -> dict[TopicPartition, int]:
     if args.to_earliest:
@@ -388,7 +388,7 @@ def _new_offsets(
         return list_offsets(client, partitions, LATEST_TIMESTAMP)
     if args.reset_timestamp_ms is not None:
         return _offsets_for_time(client, partitions, args.reset_timestamp_ms)
-    return _clamped(client, partitions, int(args.to_offset))
+    return clamped(client, {tp: int(args.to_offset) for tp in partitions})
 
 
 def _offsets_for_time(
@@ -407,15 +407,16 @@ def _offsets_for_time(
     return found
 
 
-def _clamped(
-    client: Client, partitions: list[TopicPartition], offset: int
-) -> dict[TopicPartition, int]:
-    """--to-offset: the offset, moved into [log start, log end] as Kafka does."""
+def clamped(client: Client, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """--to-offset, --shift-by, --from-file: each offset moved into [log start, log
+    end] as Kafka does, with a notice for each one moved."""
+    partitions = sorted(wanted)
     starts = list_offsets(client, partitions, EARLIEST_TIMESTAMP)
     ends = list_offsets(client, partitions, LATEST_TIMESTAMP)
     out = {}
     for topic, partition in partitions:
         start, end = starts[(topic, partition)], ends[(topic, partition)]
+        offset = wanted[(topic, partition)]
         chosen = offset
         if offset > end:
             chosen = end

@@ -607,8 +607,7 @@ def offset_delete(group_id: str, partitions: Iterable[TopicPartition]) -> Call:
                     "OffsetDeleteRequestTopic",
                     name=topic,
                     partitions=tuple(
-                        s.make("OffsetDeleteRequestPartition", partition_index=p)
-                        for p, _ in parts
+                        s.make("OffsetDeleteRequestPartition", partition_index=p) for p, _ in parts
                     ),
                 )
                 for topic, parts in _by_topic((tp, None) for tp in partitions).items()
