@@ -3,6 +3,7 @@ the broker's own decoder with the values it was given."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from shoal.client import requests
 from shoal.client.calls import Call
 from shoal.client.metadata import SHARE_KEY_TYPE
 from shoal.protocol import codec
+from shoal.protocol.schema import response_schema
 
 CALLS: dict[str, Call] = {
     "metadata": requests.metadata(["a", "b"]),
@@ -105,3 +107,37 @@ def test_consumer_group_builders_carry_the_values_given() -> None:
         ("t", [0, 1]),
         ("u", [2]),
     ]
+
+
+@pytest.mark.parametrize("version", [2, 7, 8, 9])
+def test_fetched_offsets_reads_either_response_shape(version: int) -> None:
+    s = response_schema(requests.API_OFFSET_FETCH, version)
+    partition_type = (
+        "OffsetFetchResponsePartitions" if version >= 8 else "OffsetFetchResponsePartition"
+    )
+    topic_type = "OffsetFetchResponseTopics" if version >= 8 else "OffsetFetchResponseTopic"
+    partitions = tuple(
+        s.make(
+            partition_type,
+            partition_index=i,
+            committed_offset=offset,
+            committed_leader_epoch=-1,
+            metadata="",
+            error_code=code,
+        )
+        for i, offset, code in ((0, 5, 0), (1, -1, 0), (2, -1, 3))
+    )
+    topics = (s.make(topic_type, name="t", partitions=partitions),)
+    if version >= 8:
+        group = s.make("OffsetFetchResponseGroup", group_id="g", topics=topics, error_code=16)
+        response = s.make("OffsetFetchResponse", throttle_time=_ms0(), groups=(group,))
+    else:
+        response = s.make("OffsetFetchResponse", throttle_time=_ms0(), topics=topics, error_code=16)
+    fetched = requests.fetched_offsets(response)
+    assert fetched.offsets == {("t", 0): 5, ("t", 1): -1}
+    assert fetched.errors == {("t", 2): 3}
+    assert fetched.error_code == 16
+
+
+def _ms0() -> Any:
+    return datetime.timedelta(0)
