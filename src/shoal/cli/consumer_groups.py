@@ -42,10 +42,10 @@ from shoal.cli.consumer_group_admin import (
 )
 from shoal.cli.consumer_groups_options import validate
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.offset_reset import clamped, expand_partitions, new_offsets
 from shoal.cli.share_group_admin import delete_group
-from shoal.cli.share_groups import assignment_text, clamped, new_offsets, print_table
-from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, format_table
-from shoal.cli.topic_admin import describe_topics, list_offsets
+from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, assignment_text, format_table, print_table
+from shoal.cli.topic_admin import list_offsets
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
@@ -216,7 +216,6 @@ def _print_offsets(client: Client, description: ConsumerGroupDescription, out: I
     }
     partitions = sorted(set(committed) | set(owner))
     if not partitions:
-        print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
         return
     ends = list_offsets(client, partitions, LATEST_TIMESTAMP)
     rows = []
@@ -311,25 +310,9 @@ def _group_error(group_id: str, exc: KafkaError) -> str:
     return str(exc)
 
 
-def _expand(client: Client, scope: dict[str, tuple[int, ...] | None]) -> list[TopicPartition]:
-    """The partitions of `--topic` specs; each must exist (checkAllTopicPartitionsValid)."""
-    found, failed = describe_topics(client, sorted(scope))
-    if failed:
-        raise next(iter(failed.values()))
-    wanted = [
-        (topic, p)
-        for topic, partitions in scope.items()
-        for p in (sorted(found[topic].partitions) if partitions is None else partitions)
-    ]
-    missing = [f"{t}-{p}" for t, p in wanted if p not in found[t].partitions]
-    if missing:
-        raise ToolFailed(f'The partitions "{",".join(missing)}" do not exist')
-    return sorted(set(wanted))
-
-
 def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     group_id = args.group[0]
-    partitions = _expand(client, args.delete_scope)
+    partitions = expand_partitions(client, args.delete_scope)
     try:
         results = delete_offsets(client, group_id, partitions)
     except KafkaError as exc:
@@ -371,13 +354,13 @@ def _plan(
     if args.reset_file is not None:
         file = args.reset_file
         if args.reset_scope is not None:
-            keep = set(_expand(client, args.reset_scope))
+            keep = set(expand_partitions(client, args.reset_scope))
             file = {tp: o for tp, o in file.items() if tp in keep}
         return clamped(client, file) if file else {}
     if args.reset_scope is None:
         partitions = sorted(committed)
     else:
-        partitions = _expand(client, args.reset_scope)
+        partitions = expand_partitions(client, args.reset_scope)
     if not partitions:
         return {}
     if args.shift_by is not None:

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import IO, Any
 
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
     GroupDescription,
     PartitionOffset,
@@ -44,12 +44,10 @@ from shoal.cli.share_group_admin import (
     list_share_groups,
 )
 from shoal.cli.share_groups_options import validate
-from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, format_table
-from shoal.cli.topic_admin import describe_topics, list_offsets
+from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, assignment_text, format_table, print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
-from shoal.client.requests import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 PROG = "shoal share-groups"
@@ -133,14 +131,6 @@ def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.reset_offsets:
         return _reset(client, args, out)
     return _delete_offsets(client, args, out)
-
-
-def print_table(
-    out: IO[str], headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]
-) -> None:
-    print(file=out)
-    for line in format_table(headers, rows, min_widths=widths):
-        print(line, file=out)
 
 
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -236,15 +226,6 @@ def _print_members(description: GroupDescription, verbose: bool, out: IO[str]) -
         rows.append(row)
     print_table(out, headers, rows, widths)
     return True
-
-
-def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
-    """`topic:0,1;other:3`, topics and partitions sorted, as Kafka prints it."""
-    return ";".join(
-        f"{topic}:{','.join(str(p) for p in sorted(partitions))}"
-        for topic, partitions in sorted(assignment.items())
-        if partitions
-    )
 
 
 def _print_state(description: GroupDescription, verbose: bool, out: IO[str]) -> bool:
@@ -355,80 +336,11 @@ def _partitions_to_reset(
 ) -> list[TopicPartition]:
     """The named partitions, or every partition the group has state for; each must
     exist (Kafka's checkAllTopicPartitionsValid)."""
-    if scope is None:
-        if not known:
-            raise ToolFailed(
-                f"Share group '{group_id}' does not exist: name the partitions to reset "
-                "with --topic"
-            )
-        wanted = [(o.topic, o.partition) for o in describe_offsets(client, group_id)]
-        topics = sorted({t for t, _ in wanted})
-    else:
-        topics = sorted(scope)
-        wanted = []
-    found, failed = describe_topics(client, topics) if topics else ({}, {})
-    if failed:
-        raise next(iter(failed.values()))
     if scope is not None:
-        for topic, partitions in scope.items():
-            every = sorted(found[topic].partitions)
-            wanted += [(topic, p) for p in (every if partitions is None else partitions)]
-    missing = [f"{t}-{p}" for t, p in wanted if t not in found or p not in found[t].partitions]
-    if missing:
-        raise ToolFailed(f'The partitions "{",".join(missing)}" do not exist')
-    return sorted(set(wanted))
-
-
-def new_offsets(
-    client: Client, args: argparse.Namespace, partitions: list[TopicPartition]
-) -> dict[TopicPartition, int]:
-    if args.to_earliest:
-        return list_offsets(client, partitions, EARLIEST_TIMESTAMP)
-    if args.to_latest:
-        return list_offsets(client, partitions, LATEST_TIMESTAMP)
-    if args.reset_timestamp_ms is not None:
-        return _offsets_for_time(client, partitions, args.reset_timestamp_ms)
-    return clamped(client, {tp: int(args.to_offset) for tp in partitions})
-
-
-def _offsets_for_time(
-    client: Client, partitions: list[TopicPartition], timestamp_ms: int
-) -> dict[TopicPartition, int]:
-    found = list_offsets(client, partitions, timestamp_ms)
-    empty = [tp for tp in partitions if found.get(tp, -1) < 0]
-    for topic, partition in empty:
-        print(
-            f"Warn: Partition {partition} from topic {topic} is empty. "
-            "Falling back to latest known offset.",
-            file=sys.stderr,
+        return expand_partitions(client, scope)
+    if not known:
+        raise ToolFailed(
+            f"Share group '{group_id}' does not exist: name the partitions to reset with --topic"
         )
-    if empty:
-        found.update(list_offsets(client, empty, LATEST_TIMESTAMP))
-    return found
-
-
-def clamped(client: Client, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """--to-offset, --shift-by, --from-file: each offset moved into [log start, log
-    end] as Kafka does, with a notice for each one moved."""
-    partitions = sorted(wanted)
-    starts = list_offsets(client, partitions, EARLIEST_TIMESTAMP)
-    ends = list_offsets(client, partitions, LATEST_TIMESTAMP)
-    out = {}
-    for topic, partition in partitions:
-        start, end = starts[(topic, partition)], ends[(topic, partition)]
-        offset = wanted[(topic, partition)]
-        chosen = offset
-        if offset > end:
-            chosen = end
-            side = "higher than latest"
-        elif offset < start:
-            chosen = start
-            side = "lower than earliest"
-        if chosen != offset:
-            print(
-                f"New offset ({offset}) is {side} offset for topic partition "
-                f"{topic}-{partition}. Value will be set to {chosen}.",
-                file=sys.stderr,
-            )
-        out[(topic, partition)] = chosen
-    return out
+    wanted = sorted({(o.topic, o.partition) for o in describe_offsets(client, group_id)})
+    return expand_partitions(client, {}, wanted)
