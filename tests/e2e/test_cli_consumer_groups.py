@@ -156,6 +156,15 @@ def test_active_group_listed_and_described_then_reset_refused(broker: BrokerProc
             f"Error: Assignments can only be reset if the group '{group}' is inactive, "
             "but the current state is Stable."
         )
+        # with --all-groups the active group is refused, any others are planned
+        code, out, err = cg(
+            broker, "--reset-offsets", "--all-groups", "--all-topics", "--to-earliest"
+        )
+        assert code == 1 and group not in {r["GROUP"] for r in rows(out)}
+        assert f"if the group '{group}' is inactive, but the current state is Stable." in err
+        code, out, err = cg(broker, "--describe", "--all-groups")
+        assert code == 0, err
+        assert {r["PARTITION"] for r in rows(out) if r["GROUP"] == group} == {"0", "1"}
         code, _, err = cg(broker, "--delete", "--group", group)
         assert code == 1 and "NON_EMPTY_GROUP" in err
     finally:

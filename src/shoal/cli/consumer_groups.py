@@ -328,24 +328,30 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
 
 
 def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    """Plan (and with --execute commit) each group's reset; a group with members is
+    refused with Kafka's message and the others go on (exit 1 if any was refused)."""
     rows: list[tuple[str, str, str, str]] = []
+    refused = False
     for group_id in _group_ids(client, args):
         state = describe_consumer_group(client, group_id).state
         if state not in _INACTIVE:
-            raise ToolFailed(
-                f"Assignments can only be reset if the group '{group_id}' is inactive, "
-                f"but the current state is {state}."
+            print(
+                f"Error: Assignments can only be reset if the group '{group_id}' is inactive, "
+                f"but the current state is {state}.",
+                file=sys.stderr,
             )
-        committed = committed_offsets(client, group_id)
-        offsets = _plan(client, args, committed)
+            refused = True
+            continue
+        offsets = _plan(client, args, committed_offsets(client, group_id))
         if args.execute and offsets:
             try:
                 commit_offsets(client, group_id, offsets)
             except KafkaError as exc:
                 raise ToolFailed(_group_error(group_id, exc)) from None
         rows += [(group_id, t, str(p), str(offsets[(t, p)])) for t, p in sorted(offsets)]
-    print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
-    return 0
+    if rows or not refused:
+        print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
+    return 1 if refused else 0
 
 
 def _plan(

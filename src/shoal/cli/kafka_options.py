@@ -1,4 +1,4 @@
-"""What `shoal topics` and `shoal share-groups` share: Kafka-tool option checks,
+"""What `shoal topics`, `shoal share-groups` and `shoal consumer-groups` share: Kafka-tool
 `--command-config` files, and the run wrapper that turns failures into messages
 and exit codes.
 
