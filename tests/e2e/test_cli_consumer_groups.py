@@ -260,3 +260,18 @@ def test_bad_command_lines_exit_2(broker: BrokerProcess) -> None:
     assert "Command must include exactly one action" in err and "usage:" in err
     code, _, err = cg(broker, "--reset-offsets", "--group", "g", "--topic", "t")
     assert code == 2 and "requires one of the following scenarios" in err
+
+
+def test_command_config_and_timeout(broker: BrokerProcess, tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("client.id=cg-admin\nrequest.timeout.ms=5000\nfoo.bar=1\n")
+    code, _, err = cg(broker, "--list", "--command-config", str(config), "--timeout", "20000")
+    assert code == 0
+    assert "WARN The configuration 'foo.bar' was supplied but isn't a known config." in err
+    started = time.monotonic()
+    done = shoal(
+        "consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "1500"
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "Error: cannot reach the broker at 127.0.0.1:1 within 1500 ms" in done.stderr
+    assert time.monotonic() - started < 30
