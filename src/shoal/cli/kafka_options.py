@@ -1,6 +1,6 @@
-"""What `shoal topics` and `shoal share-groups` share: Kafka-tool option checks,
-`--command-config` files, and the run wrapper that turns failures into messages
-and exit codes.
+"""What `shoal topics`, `shoal share-groups` and `shoal consumer-groups` share:
+Kafka-tool option checks, `--command-config` files, and the run wrapper that turns
+failures into messages and exit codes.
 
 Option checks word their messages as Kafka's tools do (`Option "[group]" can't be
 used with option "[list]"`, `Missing required argument "[topic]"`). Exit status: 0

@@ -1,7 +1,7 @@
 """The `shoal` command: dispatches to subcommands.
 
 `shoal serve` runs the broker; other subcommands are client tools shaped like Kafka's
-(`kafka-topics.sh`, `kafka-share-groups.sh`, console consumers).
+(`kafka-topics.sh`, `kafka-share-groups.sh`, `kafka-consumer-groups.sh`, console consumers).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shoal.cli import console_share_consumer, serve, share_groups, topics
+from shoal.cli import console_share_consumer, consumer_groups, serve, share_groups, topics
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_share_consumer.add_parser(commands)
     topics.add_parser(commands)
     share_groups.add_parser(commands)
+    consumer_groups.add_parser(commands)
     return parser
 
 

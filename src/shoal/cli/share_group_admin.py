@@ -30,6 +30,8 @@ from shoal.client.metadata import TopicPartition
 class ListedGroup:
     group_id: str
     state: str
+    group_type: str = ""
+    protocol_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +68,25 @@ class PartitionOffset:
 
 def list_share_groups(client: Client, states: Sequence[str] = ()) -> list[ListedGroup]:
     """Share groups (in `states` if given), from every broker, sorted by id."""
-    call = requests.list_groups(types=(requests.SHARE_GROUP_TYPE,), states=states)
+    return list_groups(client, (requests.SHARE_GROUP_TYPE,), states)
+
+
+def list_groups(
+    client: Client, types: Sequence[str], states: Sequence[str] = ()
+) -> list[ListedGroup]:
+    """Groups of `types` (in `states` if given), from every broker, sorted by id."""
+    call = requests.list_groups(types=types, states=states)
     found: dict[str, ListedGroup] = {}
     for node in client.brokers():
         response = client.call(call, node)
         check(response.error_code, None, context=f"listing groups on {node.address}")
         for group in response.groups:
-            found[group.group_id] = ListedGroup(str(group.group_id), group.group_state)
+            found[group.group_id] = ListedGroup(
+                str(group.group_id),
+                str(getattr(group, "group_state", "")),
+                str(getattr(group, "group_type", "")),
+                str(group.protocol_type),
+            )
     return [found[g] for g in sorted(found)]
 
 

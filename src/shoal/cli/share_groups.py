@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import IO, Any
 
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
     GroupDescription,
     PartitionOffset,
@@ -44,12 +44,10 @@ from shoal.cli.share_group_admin import (
     list_share_groups,
 )
 from shoal.cli.share_groups_options import validate
-from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, format_table
-from shoal.cli.topic_admin import describe_topics, list_offsets
+from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, assignment_text, format_table, print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
-from shoal.client.requests import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 PROG = "shoal share-groups"
@@ -135,14 +133,6 @@ def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     return _delete_offsets(client, args, out)
 
 
-def _print_table(
-    out: IO[str], headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]
-) -> None:
-    print(file=out)
-    for line in format_table(headers, rows, min_widths=widths):
-        print(line, file=out)
-
-
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     groups = list_share_groups(client, args.state_filter)
     rows = [(g.group_id, g.state) for g in groups]
@@ -207,7 +197,7 @@ def _print_offsets(
             row.append(_cell(o.leader_epoch))
         row += [_cell(o.start_offset), _cell(o.lag)]
         rows.append(row)
-    _print_table(out, headers, rows, widths)
+    print_table(out, headers, rows, widths)
     return True
 
 
@@ -234,17 +224,8 @@ def _print_members(description: GroupDescription, verbose: bool, out: IO[str]) -
             row.append(str(m.member_epoch))
         row.append(assignment_text(m.assignment))
         rows.append(row)
-    _print_table(out, headers, rows, widths)
+    print_table(out, headers, rows, widths)
     return True
-
-
-def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
-    """`topic:0,1;other:3`, topics and partitions sorted, as Kafka prints it."""
-    return ";".join(
-        f"{topic}:{','.join(str(p) for p in sorted(partitions))}"
-        for topic, partitions in sorted(assignment.items())
-        if partitions
-    )
 
 
 def _print_state(description: GroupDescription, verbose: bool, out: IO[str]) -> bool:
@@ -261,7 +242,7 @@ def _print_state(description: GroupDescription, verbose: bool, out: IO[str]) -> 
         widths += [12, 17]
     headers.append("#MEMBERS")
     row.append(str(len(description.members)))
-    _print_table(out, headers, [row], widths)
+    print_table(out, headers, [row], widths)
     return True
 
 
@@ -309,7 +290,7 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
         error = results.get(topic, KafkaError(-1, "the broker sent no result for this topic"))
         rows.append((topic, "Successful" if error is None else f"Error: {error}"))
         status = status if error is None else 1
-    _print_table(out, ("TOPIC", "STATUS"), rows, (NAME_WIDTH_MIN,))
+    print_table(out, ("TOPIC", "STATUS"), rows, (NAME_WIDTH_MIN,))
     return status
 
 
@@ -335,14 +316,14 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if not partitions:
         print(f"\nShare group '{group_id}' has no offset information.", file=out)
         return 0
-    offsets = _new_offsets(client, args, partitions)
+    offsets = new_offsets(client, args, partitions)
     if args.execute:
         try:
             alter_offsets(client, group_id, offsets)
         except KafkaError as exc:
             raise ToolFailed(_group_error(group_id, exc)) from None
     rows = [(group_id, t, str(p), str(offsets[(t, p)])) for t, p in sorted(offsets)]
-    _print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
+    print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
     return 0
 
 
@@ -355,79 +336,11 @@ def _partitions_to_reset(
 ) -> list[TopicPartition]:
     """The named partitions, or every partition the group has state for; each must
     exist (Kafka's checkAllTopicPartitionsValid)."""
-    if scope is None:
-        if not known:
-            raise ToolFailed(
-                f"Share group '{group_id}' does not exist: name the partitions to reset "
-                "with --topic"
-            )
-        wanted = [(o.topic, o.partition) for o in describe_offsets(client, group_id)]
-        topics = sorted({t for t, _ in wanted})
-    else:
-        topics = sorted(scope)
-        wanted = []
-    found, failed = describe_topics(client, topics) if topics else ({}, {})
-    if failed:
-        raise next(iter(failed.values()))
     if scope is not None:
-        for topic, partitions in scope.items():
-            every = sorted(found[topic].partitions)
-            wanted += [(topic, p) for p in (every if partitions is None else partitions)]
-    missing = [f"{t}-{p}" for t, p in wanted if t not in found or p not in found[t].partitions]
-    if missing:
-        raise ToolFailed(f'The partitions "{",".join(missing)}" do not exist')
-    return sorted(set(wanted))
-
-
-def _new_offsets(
-    client: Client, args: argparse.Namespace, partitions: list[TopicPartition]
-) -> dict[TopicPartition, int]:
-    if args.to_earliest:
-        return list_offsets(client, partitions, EARLIEST_TIMESTAMP)
-    if args.to_latest:
-        return list_offsets(client, partitions, LATEST_TIMESTAMP)
-    if args.reset_timestamp_ms is not None:
-        return _offsets_for_time(client, partitions, args.reset_timestamp_ms)
-    return _clamped(client, partitions, int(args.to_offset))
-
-
-def _offsets_for_time(
-    client: Client, partitions: list[TopicPartition], timestamp_ms: int
-) -> dict[TopicPartition, int]:
-    found = list_offsets(client, partitions, timestamp_ms)
-    empty = [tp for tp in partitions if found.get(tp, -1) < 0]
-    for topic, partition in empty:
-        print(
-            f"Warn: Partition {partition} from topic {topic} is empty. "
-            "Falling back to latest known offset.",
-            file=sys.stderr,
+        return expand_partitions(client, scope)
+    if not known:
+        raise ToolFailed(
+            f"Share group '{group_id}' does not exist: name the partitions to reset with --topic"
         )
-    if empty:
-        found.update(list_offsets(client, empty, LATEST_TIMESTAMP))
-    return found
-
-
-def _clamped(
-    client: Client, partitions: list[TopicPartition], offset: int
-) -> dict[TopicPartition, int]:
-    """--to-offset: the offset, moved into [log start, log end] as Kafka does."""
-    starts = list_offsets(client, partitions, EARLIEST_TIMESTAMP)
-    ends = list_offsets(client, partitions, LATEST_TIMESTAMP)
-    out = {}
-    for topic, partition in partitions:
-        start, end = starts[(topic, partition)], ends[(topic, partition)]
-        chosen = offset
-        if offset > end:
-            chosen = end
-            side = "higher than latest"
-        elif offset < start:
-            chosen = start
-            side = "lower than earliest"
-        if chosen != offset:
-            print(
-                f"New offset ({offset}) is {side} offset for topic partition "
-                f"{topic}-{partition}. Value will be set to {chosen}.",
-                file=sys.stderr,
-            )
-        out[(topic, partition)] = chosen
-    return out
+    wanted = sorted({(o.topic, o.partition) for o in describe_offsets(client, group_id)})
+    return expand_partitions(client, {}, wanted)

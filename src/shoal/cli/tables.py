@@ -11,6 +11,7 @@ its minimum widens the column instead of pushing the rest of its row out of line
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import IO
 
 NAME_WIDTH_MIN = 15
 """Kafka's minimum width of free-text columns (group, topic, consumer id, host)."""
@@ -40,3 +41,21 @@ def format_table(
 def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     padded = [cell.ljust(width) for cell, width in zip(cells[:-1], widths[:-1], strict=True)]
     return " ".join([*padded, cells[-1]]).rstrip()
+
+
+def print_table(
+    out: IO[str], headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]
+) -> None:
+    """A blank line, then the table (how Kafka's group tools print each table)."""
+    print(file=out)
+    for line in format_table(headers, rows, min_widths=widths):
+        print(line, file=out)
+
+
+def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
+    """`topic:0,1;other:3`, topics and partitions sorted, as Kafka prints it."""
+    return ";".join(
+        f"{topic}:{','.join(str(p) for p in sorted(partitions))}"
+        for topic, partitions in sorted(assignment.items())
+        if partitions
+    )

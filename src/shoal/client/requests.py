@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kio.static.primitive import i32Timedelta
+from kio.static.primitive import i32Timedelta, i64Timedelta
 
 from shoal.client.bootstrap import Node
 from shoal.client.calls import Call
@@ -41,12 +41,18 @@ CONFIG_SET, CONFIG_DELETE, CONFIG_APPEND, CONFIG_SUBTRACT = 0, 1, 2, 3
 """IncrementalAlterConfigs operations."""
 SHARE_GROUP_TYPE = "share"
 """ListGroups types filter of share groups."""
+CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE = "classic", "consumer"
+"""ListGroups types of consumer groups (the classic and the KIP-848 protocol)."""
+NO_GENERATION = -1
+"""OffsetCommit generation of a commit from outside the group (admin tools): the
+coordinator takes it only while the group has no members."""
 
 API_PRODUCE, API_FETCH, API_LIST_OFFSETS, API_METADATA = 0, 1, 2, 3
 API_FIND_COORDINATOR, API_LIST_GROUPS, API_API_VERSIONS = 10, 16, 18
 API_CREATE_TOPICS, API_DELETE_TOPICS, API_DESCRIBE_CONFIGS = 19, 20, 32
 API_CREATE_PARTITIONS, API_DELETE_GROUPS, API_INCREMENTAL_ALTER_CONFIGS = 37, 42, 44
 API_DESCRIBE_CLUSTER, API_SHARE_GROUP_DESCRIBE = 60, 77
+API_OFFSET_COMMIT, API_OFFSET_FETCH, API_DESCRIBE_GROUPS, API_OFFSET_DELETE = 8, 9, 15, 47
 API_DESCRIBE_SHARE_GROUP_OFFSETS = 90
 API_ALTER_SHARE_GROUP_OFFSETS = 91
 API_DELETE_SHARE_GROUP_OFFSETS = 92
@@ -476,3 +482,136 @@ def delete_share_group_offsets(group_id: str, topics: Sequence[str]) -> Call:
         )
 
     return _call(API_DELETE_SHARE_GROUP_OFFSETS, 0, 0, build)
+
+
+# ---- consumer groups
+
+
+def describe_groups(group_ids: Sequence[str]) -> Call:
+    """DescribeGroups (15) v0-v5: state, protocol and members of classic groups."""
+    return _call(
+        API_DESCRIBE_GROUPS,
+        0,
+        5,
+        lambda s: s.make(
+            "DescribeGroupsRequest", groups=tuple(group_ids), include_authorized_operations=False
+        ),
+    )
+
+
+def offset_fetch(group_id: str, topics: Mapping[str, Sequence[int]] | None = None) -> Call:
+    """OffsetFetch (9) v1-v9 of one group: the committed offsets of the partitions of
+    `topics`, or of every partition with a commit when None (v2+). v8+ carry it in
+    the multi-group form; read either shape with `fetched_offsets`."""
+
+    def build(s: Schema) -> Any:
+        topic_type = "OffsetFetchRequestTopics" if s.version >= 8 else "OffsetFetchRequestTopic"
+        wanted = (
+            None
+            if topics is None
+            else tuple(
+                s.make(topic_type, name=t, partition_indexes=tuple(ps))
+                for t, ps in sorted(topics.items())
+            )
+        )
+        if s.version < 8:
+            return s.make(
+                "OffsetFetchRequest", group_id=group_id, topics=wanted, require_stable=False
+            )
+        group = s.make(
+            "OffsetFetchRequestGroup",
+            group_id=group_id,
+            member_id=None,
+            member_epoch=-1,
+            topics=wanted,
+        )
+        return s.make("OffsetFetchRequest", groups=(group,), require_stable=False)
+
+    return _call(API_OFFSET_FETCH, 1 if topics is not None else 2, 9, build)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffsets:
+    error_code: int
+    """The group-level error (0 none)."""
+    offsets: dict[TopicPartition, int]
+    """Committed offset of each partition answered without error (-1: none)."""
+    errors: dict[TopicPartition, int]
+    """Error code of each partition answered with one."""
+
+
+def fetched_offsets(response: Any) -> FetchedOffsets:
+    """The one group of an OffsetFetch answer, whatever its version."""
+    group = response.groups[0] if hasattr(response, "groups") else response
+    offsets: dict[TopicPartition, int] = {}
+    errors: dict[TopicPartition, int] = {}
+    for topic in group.topics:
+        for p in topic.partitions:
+            tp = (str(topic.name), int(p.partition_index))
+            if int(p.error_code) != 0:
+                errors[tp] = int(p.error_code)
+            else:
+                offsets[tp] = int(p.committed_offset)
+    return FetchedOffsets(int(getattr(group, "error_code", 0)), offsets, errors)
+
+
+def offset_commit(
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    generation: int = NO_GENERATION,
+    member_id: str = "",
+) -> Call:
+    """OffsetCommit (8) v2-v9: commit each partition's offset (no metadata, no leader
+    epoch); by default as an admin tool does, from outside the group."""
+
+    def build(s: Schema) -> Any:
+        return s.make(
+            "OffsetCommitRequest",
+            group_id=group_id,
+            generation_id_or_member_epoch=generation,
+            member_id=member_id,
+            group_instance_id=None,
+            retention_time=i64Timedelta.parse(datetime.timedelta(milliseconds=-1)),
+            topics=tuple(
+                s.make(
+                    "OffsetCommitRequestTopic",
+                    name=topic,
+                    partitions=tuple(
+                        s.make(
+                            "OffsetCommitRequestPartition",
+                            partition_index=p,
+                            committed_offset=o,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        )
+                        for p, o in parts
+                    ),
+                )
+                for topic, parts in _by_topic(offsets.items()).items()
+            ),
+        )
+
+    return _call(API_OFFSET_COMMIT, 2, 9, build)
+
+
+def offset_delete(group_id: str, partitions: Iterable[TopicPartition]) -> Call:
+    """OffsetDelete (47) v0: forget the group's committed offset of each partition."""
+
+    def build(s: Schema) -> Any:
+        return s.make(
+            "OffsetDeleteRequest",
+            group_id=group_id,
+            topics=tuple(
+                s.make(
+                    "OffsetDeleteRequestTopic",
+                    name=topic,
+                    partitions=tuple(
+                        s.make("OffsetDeleteRequestPartition", partition_index=p) for p, _ in parts
+                    ),
+                )
+                for topic, parts in _by_topic((tp, None) for tp in partitions).items()
+            ),
+        )
+
+    return _call(API_OFFSET_DELETE, 0, 0, build)

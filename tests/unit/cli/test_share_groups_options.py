@@ -10,13 +10,13 @@ import pytest
 
 from shoal.cli.kafka_options import UsageError
 from shoal.cli.main import build_parser, main
-from shoal.cli.share_groups import assignment_text
 from shoal.cli.share_groups_options import (
     parse_datetime_ms,
     parse_states,
     parse_topic_specs,
     validate,
 )
+from shoal.cli.tables import assignment_text
 
 B = ("--bootstrap-server", "127.0.0.1:9092")
 
