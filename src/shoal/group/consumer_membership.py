@@ -113,17 +113,13 @@ def validation_error(
                 invalid,
                 "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
             )
-    if request.subscribed_topic_names is not None and request.subscribed_topic_regex is not None:
-        return invalid, "SubscribedTopicNames and SubscribedTopicRegex are mutually exclusive."
     if request.server_assignor is not None and request.server_assignor not in set(assignors):
         return ErrorCode.unsupported_assignor, (
             f"ServerAssignor {request.server_assignor} is not supported. "
             f"Supported assignors: {', '.join(assignors)}."
         )
     regex = request.subscribed_topic_regex
-    if regex is not None and (
-        len(regex) > SUBSCRIBED_TOPIC_REGEX_LENGTH_MAX or _compile(regex) is None
-    ):
+    if regex and (len(regex) > SUBSCRIBED_TOPIC_REGEX_LENGTH_MAX or _compile(regex) is None):
         return (
             ErrorCode.invalid_regular_expression,
             f"SubscribedTopicRegex `{regex}` is not a valid regular expression.",
@@ -139,14 +135,14 @@ def _compile(regex: str) -> re.Pattern[str] | None:
 
 
 def subscribed_names(member: ConsumerGroupMember, image: TopicImage) -> frozenset[str]:
-    """The topic names the member subscribes to: its names, or the existing topics
-    its regex matches in full (internal topics excluded)."""
-    if member.subscribed_topic_regex is None:
+    """The topic names the member subscribes to: its names and the existing topics
+    its regex matches in full (internal topics excluded), as Kafka's union."""
+    if not member.subscribed_topic_regex:
         return member.subscribed_topic_names
     pattern = _compile(member.subscribed_topic_regex)
     if pattern is None:
-        return frozenset()
-    return frozenset(
+        return member.subscribed_topic_names
+    return member.subscribed_topic_names | frozenset(
         topic.name
         for topic in image.topics()
         if not topic.name.startswith("__") and pattern.fullmatch(topic.name)
@@ -285,9 +281,9 @@ def _updated_metadata(
 ) -> ConsumerGroupMember:
     names, regex = member.subscribed_topic_names, member.subscribed_topic_regex
     if request.subscribed_topic_names is not None:
-        names, regex = frozenset(request.subscribed_topic_names), None
-    elif request.subscribed_topic_regex is not None:
-        names, regex = frozenset(), request.subscribed_topic_regex
+        names = frozenset(request.subscribed_topic_names)
+    if request.subscribed_topic_regex is not None:
+        regex = request.subscribed_topic_regex or None  # "" clears it
     return replace(
         member,
         instance_id=request.instance_id if request.instance_id is not None else member.instance_id,

@@ -66,6 +66,7 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
+from shoal.group.consumer_membership import HeartbeatRequest, HeartbeatResponse
 from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
@@ -82,7 +83,7 @@ from shoal.group.results import (
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
-from shoal.group.settings import GroupConfigLookup
+from shoal.group.settings import ConsumerGroupSettings, GroupConfigLookup
 from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
@@ -139,6 +140,7 @@ class GroupService:
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
+        self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         self._classic_settings = ClassicSettings.from_values(config.get_int)
         self._sink: RecordSink[CoordinatorRecord] = (
             sink if sink is not None else InMemoryRecordSink()
@@ -167,6 +169,7 @@ class GroupService:
             settings=self._settings,
             group_configs=self._group_configs,
             classic_settings=self._classic_settings,
+            consumer_settings=self._consumer_settings,
         )
 
     @property
@@ -197,6 +200,10 @@ class GroupService:
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
+        consumer_settings = ConsumerGroupSettings.from_broker_config(config)
+        if consumer_settings != self._consumer_settings:
+            self._consumer_settings = consumer_settings
+            self.shard.update_consumer_settings(consumer_settings)
         settings = ShareGroupSettings.from_broker_config(config)
         if settings == self._settings:
             return
@@ -261,6 +268,25 @@ class GroupService:
             )
         return response
 
+    def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
+        written (the request then changed nothing)."""
+        response = self._write(self.shard.consumer_group_heartbeat(request=request))
+        if response.error is not None:
+            return response
+        if request.member_epoch < 0:
+            log.info("consumer group %s: member %s left", request.group_id, request.member_id)
+        elif request.member_epoch == 0:
+            log.info(
+                "consumer group %s: member %s (client %s, %s) joined at epoch %d",
+                request.group_id,
+                request.member_id,
+                request.client_id,
+                request.client_host,
+                response.member_epoch,
+            )
+        return response
+
     def _follow_up(
         self,
         response: ShareGroupHeartbeatResponse,
@@ -292,6 +318,7 @@ class GroupService:
         states, types = list(states_filter), list(types_filter)
         listed = self.shard.list_groups(states_filter=states, types_filter=types)
         listed += self.shard.classic.list_groups(states_filter=states, types_filter=types)
+        listed += self.shard.list_consumer_groups(states_filter=states, types_filter=types)
         return sorted(listed, key=lambda group: group.group_id)
 
     # ---- administration ---------------------------------------------------------------
@@ -528,7 +555,7 @@ class GroupService:
         `now_ms` (a failure propagates to the timer driver, which backs off)."""
         changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
         for group_id, member_id in changed.expired_members:
-            log.info("share group %s: member %s removed, session timed out", group_id, member_id)
+            log.info("group %s: member %s removed, session timed out", group_id, member_id)
         self._write(self.shard.retry_initializations(now_ms=now_ms))
 
 
