@@ -373,6 +373,27 @@ class GroupCoordinatorShard:
         """The replayed state of a consumer group (read-only by convention)."""
         return self._consumer_groups.get(group_id)
 
+    def consumer_group_describe(
+        self, *, group_ids: Iterable[str]
+    ) -> list[tuple[str, ConsumerGroup | None, str | None]]:
+        """ConsumerGroupDescribe (69), read-only: per id (id, group or None, error
+        message when None: unknown, or taken by another group type), and the
+        assignor it uses is `consumer_default_assignor` unless a member names one."""
+        described: list[tuple[str, ConsumerGroup | None, str | None]] = []
+        for group_id in group_ids:
+            group = self._consumer_groups.get(group_id)
+            if group is not None:
+                described.append((group_id, group, None))
+            elif self.group_type(group_id) is not None:
+                described.append((group_id, None, f"Group {group_id} is not a consumer group."))
+            else:
+                described.append((group_id, None, f"Group {group_id} not found."))
+        return described
+
+    @property
+    def consumer_default_assignor(self) -> str:
+        return self._consumer_settings.assignors[0]
+
     def consumer_commit_error(
         self, group_id: str, member_id: str, member_epoch: int
     ) -> ErrorCode | None:
