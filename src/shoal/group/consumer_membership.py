@@ -202,7 +202,14 @@ def heartbeat(
 
     before = old if old is not None else ConsumerGroupMember(member_id=request.member_id)
     if joining and old is not None:
-        before = replace(before, member_epoch=0, previous_member_epoch=0, assigned={}, revoking={})
+        before = replace(
+            before,
+            member_epoch=0,
+            previous_member_epoch=0,
+            state=MEMBER_STATE_STABLE,
+            assigned={},
+            revoking={},
+        )
     member = _updated_metadata(before, request)
     records: list[r.CoordinatorRecord] = []
     gid = group.group_id

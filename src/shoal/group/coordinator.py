@@ -41,7 +41,11 @@ from shoal.group import consumer_membership, lifecycle, membership, offsets, que
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
 from shoal.group.classic_coordinator import ClassicCoordinator, ClassicDurableState
-from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
+from shoal.group.consumer_group import (
+    GROUP_TYPE_CONSUMER,
+    MEMBER_STATE_UNREVOKED_PARTITIONS,
+    ConsumerGroup,
+)
 from shoal.group.consumer_group import apply as apply_consumer
 from shoal.group.results import (
     AlterOffsetsResponse,
@@ -107,6 +111,9 @@ class GroupCoordinatorShard:
         self._consumer_groups: dict[str, ConsumerGroup] = {}
         self._consumer_settings = consumer_settings or ConsumerGroupSettings()
         self._consumer_deadlines: dict[tuple[str, str], int] = {}
+        self._revocation_deadlines: dict[tuple[str, str], int] = {}
+        """Soft: when a consumer member told to revoke partitions is fenced unless it
+        has (its rebalance timeout, armed when it enters UNREVOKED_PARTITIONS)."""
         self.classic = ClassicCoordinator(
             share_type=self._share_type,
             settings=classic_settings,
@@ -148,6 +155,8 @@ class GroupCoordinatorShard:
             apply_consumer(consumer, record)
             if isinstance(key, r.ConsumerGroupMemberMetadataKey) and record.value is None:
                 self._consumer_deadlines.pop((key.group_id, key.member_id), None)
+            if isinstance(key, r.ConsumerGroupCurrentMemberAssignmentKey):
+                self._arm_revocation(consumer, key.member_id)
             return
         group_id = key.group_id
         assert group_id not in self._other_groups, f"{group_id} is a {self.group_type(group_id)}"
@@ -171,6 +180,17 @@ class GroupCoordinatorShard:
         apply(group, record)
         if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
             self._session_deadlines.pop((group_id, key.member_id), None)
+
+    def _arm_revocation(self, group: ConsumerGroup, member_id: str) -> None:
+        member = group.members.get(member_id)
+        key = (group.group_id, member_id)
+        if member is None or member.state != MEMBER_STATE_UNREVOKED_PARTITIONS:
+            self._revocation_deadlines.pop(key, None)
+        elif key not in self._revocation_deadlines:
+            timeout = member.rebalance_timeout_ms
+            if timeout <= 0:
+                timeout = self._consumer_settings.session_timeout_ms
+            self._revocation_deadlines[key] = self._clock.monotonic_ms() + timeout
 
     def _replay_consumer_epoch(self, group_id: str, value: r.RecordValue | None) -> None:
         if value is None:
@@ -420,6 +440,7 @@ class GroupCoordinatorShard:
             *self._session_deadlines.values(),
             *self._init_retry_deadlines.values(),
             *self._consumer_deadlines.values(),
+            *self._revocation_deadlines.values(),
         ]
         return min(deadlines) if deadlines else None
 
@@ -441,11 +462,13 @@ class GroupCoordinatorShard:
                 membership.fence_records(group=group, member_ids=member_ids, image=self._image)
             )
         consumer_due = sorted(
-            k for k, deadline in self._consumer_deadlines.items() if deadline <= now
+            {k for k, deadline in self._consumer_deadlines.items() if deadline <= now}
+            | {k for k, deadline in self._revocation_deadlines.items() if deadline <= now}
         )
         consumer_by_group: dict[str, list[str]] = {}
         for group_id, member_id in consumer_due:
-            del self._consumer_deadlines[(group_id, member_id)]
+            self._consumer_deadlines.pop((group_id, member_id), None)
+            self._revocation_deadlines.pop((group_id, member_id), None)
             consumer = self._consumer_groups.get(group_id)
             if consumer is not None and member_id in consumer.members:
                 consumer_by_group.setdefault(group_id, []).append(member_id)

@@ -328,3 +328,39 @@ def test_record_bytes_are_kafkas() -> None:
     ]
     for sample in samples:
         assert r.CODEC.decode(*r.CODEC.encode(sample)) == sample
+
+
+def test_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(
+    harness: Harness,
+) -> None:
+    harness.set_topics(t=2)
+    a = Client(harness, A, ["t"])
+    a.beat()
+    b = Client(harness, B, ["t"])
+    b.beat()
+    told = beat(harness, A, a.epoch, owned=a.owned)  # A must revoke one partition
+    assert told.member_epoch == 1
+    deadline = harness.shard.next_deadline()
+    assert deadline == harness.clock.monotonic_ms() + 30_000  # its rebalance timeout
+    harness.clock.advance(29_000)
+    b.beat()  # B keeps its session alive; A heartbeats but never revokes
+    beat(harness, A, 1, owned=a.owned)
+    harness.clock.advance(1_000)
+    changed = harness.run(harness.shard.expire_sessions(now_ms=harness.clock.monotonic_ms()))
+    assert changed.response.expired_members == (("cg", A),)
+    assert beat(harness, A, 1, owned=a.owned).error is ErrorCode.unknown_member_id
+    settle([b])
+    assert partitions([b]) == [(topic_id("t"), 0), (topic_id("t"), 1)]
+
+
+def test_a_member_fenced_while_revoking_rejoins_afresh(harness: Harness) -> None:
+    harness.set_topics(t=2)
+    a = Client(harness, A, ["t"])
+    a.beat()
+    Client(harness, B, ["t"]).beat()
+    told = beat(harness, A, 1, owned=a.owned)  # A is now revoking one partition
+    assert told.member_epoch == 1
+    rejoined = beat(harness, A, 0, ["t"])  # it lost track and rejoins with its id
+    assert rejoined.error is None and rejoined.member_epoch == 2
+    member = harness.shard.consumer_group("cg").members[A]  # type: ignore[union-attr]
+    assert member.state == MEMBER_STATE_STABLE and not member.revoking

@@ -59,9 +59,11 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def _heartbeat(self, member: str, *, lost: bool = False) -> None:
         response = self._beat(member, self.epochs[member], None, self.owned[member])
         if response.error is not None:
-            # Fenced or expired: the client gives up everything and rejoins later.
+            # Fenced or expired: the client gives up everything and rejoins at
+            # epoch 0 with the same member id, as librdkafka does.
             assert response.error in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id)
             del self.epochs[member], self.owned[member]
+            self.join(member, set(self.subscriptions[member]))
             return
         if lost:
             return
@@ -100,7 +102,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def expire_one(self, data: st.DataObject) -> None:
         """Time passes beyond the session timeout; all but one member heartbeat
-        in between (the silent one is dropped by the coordinator)."""
+        in between (the silent one is dropped by the coordinator, and so is a member
+        that had to revoke and did not heartbeat again within its rebalance timeout)."""
         silent = data.draw(st.sampled_from(MEMBERS))
         self.h.clock.advance(30_000)
         for member in sorted(self.epochs):
@@ -108,10 +111,14 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
                 self._heartbeat(member)
         self.h.clock.advance(30_000)
         self.h.run(self.h.shard.expire_sessions(now_ms=self.h.clock.monotonic_ms()))
+        group = self.h.shard.consumer_group(GROUP)
         if silent in self.epochs:
-            group = self.h.shard.consumer_group(GROUP)
             assert group is None or silent not in group.members
-            del self.epochs[silent], self.owned[silent]  # it would be fenced
+        # The silent member, and any that sat on a revocation past its rebalance
+        # timeout, are gone: their next heartbeat is refused and they rejoin.
+        for member in sorted(self.epochs):
+            if group is None or member not in group.members:
+                del self.epochs[member], self.owned[member]
 
     @rule(topic=st.sampled_from(TOPICS))
     def grow(self, topic: str) -> None:
@@ -164,6 +171,6 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
 
 ConsumerGroupMachine.TestCase.settings = settings(
-    max_examples=80, stateful_step_count=40, deadline=None
+    max_examples=200, stateful_step_count=40, deadline=None
 )
 TestConsumerGroupMachine = ConsumerGroupMachine.TestCase
