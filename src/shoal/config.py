@@ -816,6 +816,14 @@ class BrokerConfig:
                 "group.share.heartbeat.interval.ms",
                 "must be lower than group.share.session.timeout.ms",
             )
+        if (
+            self["group.consumer.heartbeat.interval.ms"]
+            >= self["group.consumer.session.timeout.ms"]
+        ):
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms",
+                "must be lower than group.consumer.session.timeout.ms",
+            )
         if self["group.share.max.share.sessions"] < self["group.share.max.size"]:
             raise ConfigError(
                 "group.share.max.share.sessions", "must be at least group.share.max.size"

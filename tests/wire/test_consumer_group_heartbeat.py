@@ -156,3 +156,23 @@ def test_validation_and_namespace(broker: BrokerProcess) -> None:
     (unknown, share) = call1(broker.bootstrap, describe(1, "no-such-group", share_group)).groups
     assert unknown.error_code == ErrorCode.group_id_not_found
     assert share.error_code == ErrorCode.group_id_not_found
+
+
+def test_delete_groups_deletes_only_an_empty_consumer_group(broker: BrokerProcess) -> None:
+    topic = topic_name("cg")
+    create_topic(broker.bootstrap, topic)
+    group = topic_name("g")
+    joined = call1(broker.bootstrap, beat(1, group, "member-a", 0, [topic]))
+    commit = call1(
+        broker.bootstrap,
+        commit_request(9, group, {(topic, 0): 3}, member_id="member-a", generation=1),
+    )
+    assert commit.topics[0].partitions[0].error_code == ErrorCode.none
+    delete = request_schema(42, 2).make("DeleteGroupsRequest", groups_names=(group,))
+    (busy,) = call1(broker.bootstrap, delete).results
+    assert busy.error_code == ErrorCode.non_empty_group
+    assert call1(broker.bootstrap, beat(1, group, joined.member_id, -1)).error_code == 0
+    (done,) = call1(broker.bootstrap, delete).results
+    assert done.error_code == ErrorCode.none
+    (gone,) = call1(broker.bootstrap, describe(1, group)).groups
+    assert gone.error_code == ErrorCode.group_id_not_found

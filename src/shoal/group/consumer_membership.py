@@ -522,3 +522,23 @@ def _all_names(members: Iterable[ConsumerGroupMember], image: TopicImage) -> fro
     for member in members:
         names |= subscribed_names(member, image)
     return frozenset(names)
+
+
+def group_tombstones(group: ConsumerGroup) -> list[r.CoordinatorRecord]:
+    """Every record of an empty group, tombstoned; ConsumerGroupMetadata last."""
+    assert group.is_empty, group.group_id
+    gid = group.group_id
+    records = [
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=member_id),
+            value=None,
+        )
+        for member_id in sorted(group.target_assignment)
+    ]
+    records.append(
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupTargetAssignmentMetadataKey(group_id=gid), value=None
+        )
+    )
+    records.append(r.CoordinatorRecord(key=r.ConsumerGroupMetadataKey(group_id=gid), value=None))
+    return records

@@ -410,6 +410,32 @@ class GroupCoordinatorShard:
                 described.append((group_id, None, f"Group {group_id} not found."))
         return described
 
+    def delete_consumer_groups(
+        self, *, group_ids: Iterable[str]
+    ) -> CoordinatorResult[DeleteGroupsResponse]:
+        """DeleteGroups of consumer groups: only empty ones (NON_EMPTY_GROUP), their
+        committed offsets, target records and ConsumerGroupMetadata (last) tombstoned."""
+        records: list[r.CoordinatorRecord] = []
+        results: list[DeleteGroupResult] = []
+        for group_id in group_ids:
+            group = self._consumer_groups.get(group_id)
+            if group is None:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.group_id_not_found)
+                )
+                continue
+            if not group.is_empty:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.non_empty_group)
+                )
+                continue
+            records.extend(self.classic.offsets.delete_group_records(group_id))
+            records.extend(consumer_membership.group_tombstones(group))
+            results.append(DeleteGroupResult(group_id=group_id))
+        return CoordinatorResult(
+            records=tuple(records), response=DeleteGroupsResponse(results=tuple(results))
+        )
+
     @property
     def consumer_default_assignor(self) -> str:
         return self._consumer_settings.assignors[0]

@@ -324,10 +324,22 @@ class GroupService:
     # ---- administration ---------------------------------------------------------------
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
-        """DeleteGroups (42) of share groups: one final result per distinct id, in
+        """DeleteGroups (42) of consumer, classic and share groups: one final result
+        per distinct id, in
         request order (state deleted, then the group's records tombstoned). Raises
         `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
+        consumer_ids = [g for g in ids if self.shard.consumer_group(g) is not None]
+        if consumer_ids:
+            consumer = self._write(self.shard.delete_consumer_groups(group_ids=consumer_ids))
+            done = {result.group_id: result for result in consumer.results}
+            for result in consumer.results:
+                if result.error is None:
+                    log.info("consumer group %s deleted", result.group_id)
+            rest_ids = [g for g in ids if g not in done]
+            rest = self.delete_groups(rest_ids) if rest_ids else []
+            by_id = {result.group_id: result for result in rest} | done
+            return [by_id[g] for g in ids]
         classic_ids = [g for g in ids if self.shard.classic.has_group(g)]
         if classic_ids:
             records, classic_results = self.shard.classic.delete_groups(classic_ids)

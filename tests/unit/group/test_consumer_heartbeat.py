@@ -9,8 +9,9 @@ import uuid
 from collections.abc import Collection
 
 from shoal.group import consumer_membership as cm
+from shoal.group.committed_offsets import OffsetToCommit
 from shoal.group.consumer_group import MEMBER_STATE_STABLE, MEMBER_STATE_UNREVOKED_PARTITIONS
-from shoal.group.results import ShareGroupHeartbeatResponse
+from shoal.group.results import CoordinatorResult, ShareGroupHeartbeatResponse
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, topic_id
@@ -364,3 +365,31 @@ def test_a_member_fenced_while_revoking_rejoins_afresh(harness: Harness) -> None
     assert rejoined.error is None and rejoined.member_epoch == 2
     member = harness.shard.consumer_group("cg").members[A]  # type: ignore[union-attr]
     assert member.state == MEMBER_STATE_STABLE and not member.revoking
+
+
+def test_only_an_empty_group_is_deleted_with_its_offsets(harness: Harness) -> None:
+    harness.set_topics(t=1)
+    joined = beat(harness, A, 0, ["t"])
+    commit = harness.shard.classic.commit_offsets(
+        group_id="cg",
+        member_id=A,
+        generation_id=joined.member_epoch,
+        group_instance_id=None,
+        offsets=[OffsetToCommit(topic="t", partition=0, offset=7, leader_epoch=-1, metadata="")],
+        api_version=9,
+        now_ms=0,
+    )
+    assert [p.error for p in commit.response] == [None]
+    harness.run(CoordinatorResult(records=commit.records, response=None))
+    busy = harness.run(harness.shard.delete_consumer_groups(group_ids=["cg", "nope"]))
+    assert [x.error for x in busy.response.results] == [
+        ErrorCode.non_empty_group,
+        ErrorCode.group_id_not_found,
+    ]
+    assert harness.shard.classic.fetch_offsets(group_id="cg", partitions=None)[1]
+    beat(harness, A, -1)
+    deleted = harness.run(harness.shard.delete_consumer_groups(group_ids=["cg"]))
+    assert [x.error for x in deleted.response.results] == [None]
+    assert harness.shard.consumer_group("cg") is None
+    assert harness.shard.group_type("cg") is None
+    assert harness.shard.classic.fetch_offsets(group_id="cg", partitions=None) == (None, ())
