@@ -185,6 +185,17 @@ def heartbeat(
         if not joining:
             return error_result(ErrorCode.unknown_member_id, f"Group {request.group_id} not found.")
         group = ConsumerGroup(group_id=request.group_id)
+    replaced: list[r.CoordinatorRecord] = []
+    if joining and request.instance_id is not None:
+        static = _static_member(group, request)
+        if static is not None:
+            if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                return error_result(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {static.member_id} with instance id "
+                    f"{request.instance_id} is not released yet.",
+                )
+            replaced, group = _replace_static(group, static, request.member_id)
     old = group.members.get(request.member_id)
     if old is None:
         if not joining:
@@ -201,7 +212,7 @@ def heartbeat(
         return error_result(ErrorCode.fenced_member_epoch, message)
 
     before = old if old is not None else ConsumerGroupMember(member_id=request.member_id)
-    if joining and old is not None:
+    if joining and old is not None and not replaced:
         before = replace(
             before,
             member_epoch=0,
@@ -211,9 +222,9 @@ def heartbeat(
             revoking={},
         )
     member = _updated_metadata(before, request)
-    records: list[r.CoordinatorRecord] = []
+    records: list[r.CoordinatorRecord] = list(replaced)
     gid = group.group_id
-    if old is None or member.metadata_value() != old.metadata_value():
+    if replaced or old is None or member.metadata_value() != old.metadata_value():
         records.append(
             r.CoordinatorRecord(
                 key=r.ConsumerGroupMemberMetadataKey(group_id=gid, member_id=member.member_id),
@@ -248,6 +259,10 @@ def heartbeat(
         records.extend(target_records)
         assignment_epoch = group_epoch
 
+    if replaced and group_epoch == group.assignment_epoch:
+        records.append(
+            _target_record(gid, member.member_id, group.target_assignment.get(member.member_id, {}))
+        )
     owners = {tp: owner for tp, owner in group.owners().items() if owner != member.member_id}
     updated = reconcile(
         member,
@@ -279,6 +294,62 @@ def heartbeat(
             member_epoch=updated.member_epoch,
             heartbeat_interval_ms=heartbeat_interval_ms,
             assignment=to_topic_partitions(updated.assigned) if send_assignment else None,
+        ),
+    )
+
+
+def _static_member(group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember | None:
+    """Another member of the group with the request's instance id."""
+    for member in group.members.values():
+        if member.instance_id == request.instance_id and member.member_id != request.member_id:
+            return member
+    return None
+
+
+def _replace_static(
+    group: ConsumerGroup, static: ConsumerGroupMember, member_id: str
+) -> tuple[list[r.CoordinatorRecord], ConsumerGroup]:
+    """A static member rejoining under a new member id after leaving with epoch -2:
+    the old id's records are tombstoned and the new id takes over its assignment,
+    target and epoch (the one before it left), without a group epoch bump. Returns
+    the tombstones and a view of the group with the member renamed."""
+    gid = group.group_id
+    tombstones = [
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupCurrentMemberAssignmentKey(group_id=gid, member_id=static.member_id),
+            value=None,
+        ),
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=static.member_id),
+            value=None,
+        ),
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupMemberMetadataKey(group_id=gid, member_id=static.member_id),
+            value=None,
+        ),
+    ]
+    members = {mid: m for mid, m in group.members.items() if mid != static.member_id}
+    members[member_id] = replace(
+        static, member_id=member_id, member_epoch=static.previous_member_epoch
+    )
+    targets = {mid: t for mid, t in group.target_assignment.items() if mid != static.member_id}
+    targets[member_id] = group.target_assignment.get(static.member_id, {})
+    view = ConsumerGroup(
+        group_id=gid,
+        group_epoch=group.group_epoch,
+        metadata_hash=group.metadata_hash,
+        assignment_epoch=group.assignment_epoch,
+        members=members,
+        target_assignment=targets,
+    )
+    return tombstones, view
+
+
+def _target_record(group_id: str, member_id: str, target: Assignment) -> r.CoordinatorRecord:
+    return r.CoordinatorRecord(
+        key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
+        value=r.ConsumerGroupTargetAssignmentMemberValue(
+            topic_partitions=to_topic_partitions(target)
         ),
     )
 
@@ -464,11 +535,31 @@ def range_assign(
 def leave(
     *, group: ConsumerGroup, member_id: str, member_epoch: int, image: TopicImage
 ) -> CoordinatorResult[HeartbeatResponse]:
-    """Epoch -1 (or -2 for a static member): remove the member, bump the epoch."""
-    if member_id not in group.members:
+    """Epoch -1: remove the member, bump the epoch. Epoch -2 (a static member):
+    keep it, its partitions reserved, at epoch -2 until a member with its instance
+    id replaces it or its session expires."""
+    member = group.members.get(member_id)
+    if member is None:
         return error_result(
             ErrorCode.unknown_member_id,
             f"Member {member_id} is not a member of group {group.group_id}.",
+        )
+    if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        gone = replace(
+            member,
+            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+            previous_member_epoch=member.member_epoch,
+        )
+        return CoordinatorResult(
+            records=(
+                r.CoordinatorRecord(
+                    key=r.ConsumerGroupCurrentMemberAssignmentKey(
+                        group_id=group.group_id, member_id=member_id
+                    ),
+                    value=gone.assignment_value(),
+                ),
+            ),
+            response=HeartbeatResponse(member_id=member_id, member_epoch=member_epoch),
         )
     return CoordinatorResult(
         records=tuple(fence_records(group=group, member_ids=[member_id], image=image)),

@@ -374,7 +374,10 @@ class GroupCoordinatorShard:
                 member_epoch=request.member_epoch,
                 image=self._image,
             )
-            if result.response.error is None:
+            static_leave = (
+                request.member_epoch == consumer_membership.LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            )
+            if result.response.error is None and not static_leave:
                 self._consumer_deadlines.pop((group_id, member_id), None)
             return result
         result = consumer_membership.heartbeat(

@@ -393,3 +393,58 @@ def test_only_an_empty_group_is_deleted_with_its_offsets(harness: Harness) -> No
     assert harness.shard.consumer_group("cg") is None
     assert harness.shard.group_type("cg") is None
     assert harness.shard.classic.fetch_offsets(group_id="cg", partitions=None) == (None, ())
+
+
+def static_beat(
+    harness: Harness, member: str, epoch: int, instance: str, topics: list[str] | None = None
+) -> ShareGroupHeartbeatResponse:
+    request = cm.HeartbeatRequest(
+        group_id="cg",
+        member_id=member,
+        member_epoch=epoch,
+        instance_id=instance,
+        rebalance_timeout_ms=30_000 if epoch == 0 else -1,
+        subscribed_topic_names=tuple(topics) if topics is not None else None,
+        owned=None if epoch <= 0 else {},
+    )
+    return harness.run(
+        harness.shard.consumer_group_heartbeat(request=request, now_ms=harness.clock.monotonic_ms())
+    ).response
+
+
+def test_static_member_is_replaced_without_a_rebalance(harness: Harness) -> None:
+    harness.set_topics(t=4)
+    first = static_beat(harness, A, 0, "instance-1", ["t"])
+    b = Client(harness, B, ["t"])
+    b.beat()
+    a = Client(harness, A, ["t"])
+    a.epoch, a.owned = first.member_epoch, owned_of(first)
+    settle([a, b])
+    group = harness.shard.consumer_group("cg")
+    assert group is not None
+    epoch_before, owned_before = group.group_epoch, dict(a.owned)
+    # Another process with the same instance id while A is alive: refused.
+    assert static_beat(harness, C, 0, "instance-1", ["t"]).error is ErrorCode.unreleased_instance_id
+    left = static_beat(harness, A, -2, "instance-1")
+    assert left.error is None and left.member_epoch == -2
+    assert harness.shard.consumer_group("cg").members[A].member_epoch == -2  # type: ignore[union-attr]
+    # Its partitions stay reserved: B gets nothing more.
+    for _ in range(5):
+        b.beat()
+    assert not set(b.owned[topic_id("t")]) & set(owned_before[topic_id("t")])
+    # The restarted process (new member id, same instance id) takes A's place.
+    back = static_beat(harness, C, 0, "instance-1", ["t"])
+    assert back.error is None and back.member_epoch == a.epoch
+    assert owned_of(back) == owned_before
+    group = harness.shard.consumer_group("cg")
+    assert group is not None and A not in group.members and group.group_epoch == epoch_before
+
+
+def test_static_member_that_never_returns_expires(harness: Harness) -> None:
+    harness.set_topics(t=2)
+    static_beat(harness, A, 0, "instance-1", ["t"])
+    static_beat(harness, A, -2, "instance-1")
+    harness.clock.advance(45_000)
+    changed = harness.run(harness.shard.expire_sessions(now_ms=harness.clock.monotonic_ms()))
+    assert changed.response.expired_members == (("cg", A),)
+    assert harness.shard.consumer_group("cg").is_empty  # type: ignore[union-attr]
