@@ -166,3 +166,30 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
         assert sorted(more[0]) == sorted(second)
     finally:
         again.close()
+
+
+def test_static_member_restart_keeps_its_partitions(brokers: Brokers) -> None:
+    broker = brokers.start(FAST)
+    topic = topic_name("kip848-static")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    a = _consumer(broker.bootstrap, "g848-static", **{"group.instance.id": "a"})
+    b = _consumer(broker.bootstrap, "g848-static", **{"group.instance.id": "b"})
+    a.subscribe([topic])
+    b.subscribe([topic])
+    seen: dict[int, list[bytes]] = {}
+    assert wait_until(lambda: _poll_all([a, b], seen) or _settled([a, b]), timeout_s=90)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        _poll_all([a, b], seen)
+    before = _owners([a, b])
+    a.close()  # a static member leaves with epoch -2
+    restarted = _consumer(broker.bootstrap, "g848-static", **{"group.instance.id": "a"})
+    restarted.subscribe([topic])
+    try:
+        assert wait_until(
+            lambda: _poll_all([restarted, b], seen) or _settled([restarted, b]), timeout_s=90
+        )
+        assert _owners([restarted, b]) == before
+    finally:
+        restarted.close()
+        b.close()

@@ -66,7 +66,11 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
-from shoal.group.consumer_membership import HeartbeatRequest, HeartbeatResponse
+from shoal.group.consumer_membership import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
 from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
@@ -274,7 +278,14 @@ class GroupService:
         response = self._write(self.shard.consumer_group_heartbeat(request=request))
         if response.error is not None:
             return response
-        if request.member_epoch < 0:
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            log.info(
+                "consumer group %s: static member %s (instance %s) left, its partitions kept",
+                request.group_id,
+                request.member_id,
+                request.instance_id,
+            )
+        elif request.member_epoch < 0:
             log.info("consumer group %s: member %s left", request.group_id, request.member_id)
         elif request.member_epoch == 0:
             log.info(
