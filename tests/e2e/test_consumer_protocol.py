@@ -5,7 +5,9 @@ assignment, incremental reconciliation).
 Three consumers share six partitions, each owned exactly once; a fourth joins and
 one leaves while records flow, nothing is missed and each settled step has one owner
 per partition; committed offsets (member epoch as generation) survive SIGKILL and a
-restart, and the group resumes exactly there.
+restart, and the group resumes exactly there; a static member (`group.instance.id`)
+restarts into its partitions without a group epoch bump; a regex subscription picks up
+a topic created later.
 """
 
 from __future__ import annotations
@@ -193,3 +195,23 @@ def test_static_member_restart_keeps_its_partitions(brokers: Brokers) -> None:
     finally:
         restarted.close()
         b.close()
+
+
+def test_regex_subscription_picks_up_a_new_topic(brokers: Brokers) -> None:
+    broker = brokers.start(FAST)
+    prefix = topic_name("kip848rx")
+    first, second = f"{prefix}-one", f"{prefix}-two"
+    create_topic(broker.bootstrap, first, partitions=2)
+    c = _consumer(broker.bootstrap, "g848-regex", **{"topic.metadata.refresh.interval.ms": 500})
+    c.subscribe([f"^{prefix}-.*"])
+
+    def owned() -> set[tuple[str, int]]:
+        c.poll(0.05)
+        return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+    try:
+        assert wait_until(lambda: owned() == {(first, 0), (first, 1)}, timeout_s=60)
+        create_topic(broker.bootstrap, second, partitions=1)
+        assert wait_until(lambda: owned() == {(first, 0), (first, 1), (second, 0)}, timeout_s=60)
+    finally:
+        c.close()
