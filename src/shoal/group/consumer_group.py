@@ -18,10 +18,10 @@ Invariant kept by `consumer_membership.reconcile`: no partition is in two member
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field, replace
 
 from shoal.group import records as r
+from shoal.group.assignor import TopicPartition
 from shoal.group.topics import Assignment, from_topic_partitions, to_topic_partitions
 
 GROUP_TYPE_CONSUMER = "consumer"
@@ -34,8 +34,6 @@ STATE_EMPTY = "Empty"
 STATE_ASSIGNING = "Assigning"
 STATE_RECONCILING = "Reconciling"
 STATE_STABLE = "Stable"
-
-TopicPartition = tuple[uuid.UUID, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,14 +32,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from shoal.group import records as r
-from shoal.group.assignor import assign
+from shoal.group.assignor import TopicPartition, assign
 from shoal.group.consumer_group import (
     MEMBER_STATE_STABLE,
     MEMBER_STATE_UNRELEASED_PARTITIONS,
     MEMBER_STATE_UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerGroupMember,
-    TopicPartition,
 )
 from shoal.group.results import CoordinatorResult
 from shoal.group.results import ShareGroupHeartbeatResponse as HeartbeatResponse
