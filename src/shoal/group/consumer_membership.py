@@ -12,7 +12,8 @@ that express the change and the response the member gets once they are written
    FENCED_MEMBER_EPOCH); an unknown member id is UNKNOWN_MEMBER_ID; -1 leaves;
 3. a new member, a changed subscription or a changed metadata hash of the subscribed
    topics bumps the group epoch, and the target assignment is recomputed by the
-   server assignor (`uniform`: group/assignor.py in exclusive mode; `range`);
+   server assignor (`uniform`: group/assignor.py in exclusive mode; `range`:
+   group/range_assignor.py);
 4. `reconcile` moves the member towards its target incrementally: partitions it
    must lose are revoked first (the member keeps its epoch until it reports, in
    `TopicPartitions`, that it no longer owns them); partitions still owned by
@@ -22,6 +23,9 @@ that express the change and the response the member gets once they are written
 Records are written as Kafka does: member metadata (5), group epoch (3), target
 members (7), target epoch (6), current assignment (8); leave/expiry: 8, 7, 5
 tombstones per member, then 3.
+
+(Slightly past 600 lines: join, reconciliation, static replacement and leave share
+the record builders here; the assignors live in assignor.py and range_assignor.py.)
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from shoal.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
 )
+from shoal.group.range_assignor import range_assign
 from shoal.group.results import CoordinatorResult
 from shoal.group.results import ShareGroupHeartbeatResponse as HeartbeatResponse
 from shoal.group.topics import Assignment, TopicImage, metadata_hash, normalise, to_topic_partitions
@@ -507,28 +512,6 @@ def target_assignment(
         )
     )
     return records, new_target
-
-
-def range_assign(
-    *,
-    subscriptions: Mapping[str, Iterable[uuid.UUID]],
-    assignable: Mapping[uuid.UUID, Iterable[int]],
-) -> dict[str, Assignment]:
-    """Kafka's `range`: per topic, its subscribers in member-id order take
-    contiguous ranges; the first P mod M members take one more."""
-    result: dict[str, dict[uuid.UUID, frozenset[int]]] = {m: {} for m in subscriptions}
-    topics = sorted({t for ts in subscriptions.values() for t in ts})
-    for topic_id in topics:
-        subscribers = sorted(m for m, ts in subscriptions.items() if topic_id in set(ts))
-        partitions = sorted(set(assignable.get(topic_id, ())))
-        base, extra = divmod(len(partitions), len(subscribers))
-        start = 0
-        for i, member_id in enumerate(subscribers):
-            count = base + (1 if i < extra else 0)
-            if count:
-                result[member_id][topic_id] = frozenset(partitions[start : start + count])
-            start += count
-    return {m: dict(a) for m, a in result.items()}
 
 
 def leave(
