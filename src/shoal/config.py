@@ -395,6 +395,18 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("group.max.size", _INT, 2_147_483_647, _B, "Classic members per group.", min=1),
     ConfigDef("offsets.retention.minutes", _INT, 10_080, _B, "Empty groups' offsets.", min=1),
     ConfigDef("offsets.retention.check.interval.ms", _INT, 600_000, _B, "Expiry scan.", min=1),
+    # ---- broker: consumer groups, KIP-848 protocol (Kafka's defaults)
+    ConfigDef("group.consumer.session.timeout.ms", _INT, 45_000, _B, "Member expiry.", min=1),
+    ConfigDef("group.consumer.heartbeat.interval.ms", _INT, 5_000, _B, "Heartbeat.", min=1),
+    ConfigDef("group.consumer.max.size", _INT, 2_147_483_647, _B, "Members per group.", min=1),
+    ConfigDef(
+        "group.consumer.assignors",
+        _LIST,
+        ["uniform", "range"],
+        _B,
+        "Server assignors, the first is the default.",
+        choices=("uniform", "range"),
+    ),
     # ---- broker: share groups (see configs.md)
     ConfigDef("share.version", _INT, 1, _B, "0 disables share groups.", min=0, max=1),
     ConfigDef("group.share.session.timeout.ms", _INT, 45_000, _B, "Member expiry.", min=1),
@@ -803,6 +815,14 @@ class BrokerConfig:
             raise ConfigError(
                 "group.share.heartbeat.interval.ms",
                 "must be lower than group.share.session.timeout.ms",
+            )
+        if (
+            self["group.consumer.heartbeat.interval.ms"]
+            >= self["group.consumer.session.timeout.ms"]
+        ):
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms",
+                "must be lower than group.consumer.session.timeout.ms",
             )
         if self["group.share.max.share.sessions"] < self["group.share.max.size"]:
             raise ConfigError(

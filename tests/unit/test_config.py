@@ -48,6 +48,9 @@ def test_unknown_key_is_refused_by_name() -> None:
         ("socket.request.max.bytes", "lots", "not a valid int"),
         ("log.cleanup.policy", "compact", "not one of delete"),
         ("listeners", "127.0.0.1:9092", "not of the form"),
+        ("group.consumer.max.size", "0", "below the minimum 1"),
+        ("group.consumer.assignors", "sticky", "not one of"),
+        ("group.consumer.heartbeat.interval.ms", "45000", "lower than group.consumer.session"),
     ],
 )
 def test_bad_values_are_refused_by_name(key: str, value: str, message: str) -> None:

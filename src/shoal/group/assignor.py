@@ -35,9 +35,13 @@ def assign(
     subscriptions: Mapping[str, Collection[uuid.UUID]],
     current: Mapping[str, Assignment],
     assignable: Mapping[uuid.UUID, Collection[int]],
+    exclusive: bool = False,
 ) -> dict[str, dict[uuid.UUID, frozenset[int]]]:
     """The new target assignment: every member of `subscriptions` gets an entry
     (possibly empty).
+
+    `exclusive`: a partition goes to at most one member (consumer groups' `uniform`
+    assignor); with more members than partitions some members get none.
 
     `subscriptions`: member id -> subscribed topic ids (existing topics only).
     `current`: the current target assignment (members missing are new).
@@ -51,7 +55,7 @@ def assign(
     load: dict[str, int] = dict.fromkeys(members, 0)
     for subscribers, pool in _pools(members, subscriptions, assignable, len(topic_sets) == 1):
         held = _current_holdings(subscribers, current, set(pool))
-        for member, partitions in _balance(subscribers, pool, held, load).items():
+        for member, partitions in _balance(subscribers, pool, held, load, exclusive).items():
             for topic_id, partition in partitions:
                 result[member].setdefault(topic_id, set()).add(partition)
             load[member] += len(partitions)
@@ -102,6 +106,7 @@ def _balance(
     pool: list[TopicPartition],
     held: Mapping[str, list[TopicPartition]],
     load: Mapping[str, int],
+    exclusive: bool,
 ) -> dict[str, list[TopicPartition]]:
     """Assign one pool. Capacities are fixed first (balance), then current holdings
     are kept where capacity allows (stickiness), then the rest is handed out."""
@@ -109,7 +114,7 @@ def _balance(
     result: dict[str, list[TopicPartition]] = {member: [] for member in subscribers}
     if m == 0 or p == 0:
         return result
-    member_room, partition_room = _capacities(subscribers, pool, held, load)
+    member_room, partition_room = _capacities(subscribers, pool, held, load, exclusive)
     holders: dict[TopicPartition, set[str]] = {tp: set() for tp in pool}
 
     def give(member: str, tp: TopicPartition) -> None:
@@ -141,11 +146,13 @@ def _capacities(
     pool: list[TopicPartition],
     held: Mapping[str, list[TopicPartition]],
     load: Mapping[str, int],
+    exclusive: bool,
 ) -> tuple[dict[str, int], dict[TopicPartition, int]]:
     """How many partitions each member takes and how many members share each
-    partition. The larger quota goes to those already holding the most."""
+    partition. The larger quota goes to those already holding the most. Exclusive
+    pools with M > P give P members one partition each (base quota 0)."""
     m, p = len(subscribers), len(pool)
-    if m <= p:
+    if m <= p or exclusive:
         base, extra = divmod(p, m)
         ranked = sorted(subscribers, key=lambda s: (-len(held[s]), load[s], s))
         member_room = {s: base + (1 if i < extra else 0) for i, s in enumerate(ranked)}

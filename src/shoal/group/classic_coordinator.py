@@ -8,7 +8,9 @@ shard) says whether an id is taken by a share or consumer group; then, as Kafka 
 - JoinGroup answers INCONSISTENT_GROUP_PROTOCOL;
 - SyncGroup, Heartbeat and LeaveGroup answer UNKNOWN_MEMBER_ID (no such classic
   member);
-- OffsetCommit, OffsetFetch and OffsetDelete answer GROUP_ID_NOT_FOUND;
+- OffsetCommit, OffsetFetch and OffsetDelete answer GROUP_ID_NOT_FOUND, except
+  that a consumer group (KIP-848) commits and fetches here: its member is checked by
+  `consumer_commit_error` (member epoch as generation), its offsets are these;
 - DescribeGroups (v0-5) describes it as Dead; DeleteGroups is the shard's.
 
 Rules are in `classic` (membership) and `committed_offsets` (offsets); results carry
@@ -44,6 +46,7 @@ from shoal.group.committed_offsets import (
     OffsetToCommit,
     PartitionError,
 )
+from shoal.group.consumer_group import GROUP_TYPE_CONSUMER
 from shoal.group.results import DeleteGroupResult, ListedGroup
 from shoal.protocol.errors import ErrorCode
 
@@ -65,8 +68,12 @@ class ClassicCoordinator:
         share_type: Callable[[str], str | None],
         settings: ClassicSettings | None = None,
         wall_ms: Callable[[], int] = lambda: 0,
+        consumer_commit_error: Callable[[str, str, int], ErrorCode | None] | None = None,
     ) -> None:
         self._share_type = share_type
+        self._consumer_commit_error = consumer_commit_error
+        """(group, member id, member epoch) -> why a consumer group's member may not
+        commit, or None (the shard's `consumer_commit_error`)."""
         self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms)
         self.offsets = CommittedOffsets()
 
@@ -90,6 +97,10 @@ class ClassicCoordinator:
 
     def durable_state(self) -> ClassicDurableState:
         return ClassicDurableState(groups=dict(self.groups.stored), offsets=self.offsets.snapshot())
+
+    def has_members(self, group_id: str) -> bool:
+        """A classic group with a membership (not only committed offsets)."""
+        return group_id in self.groups.groups or group_id in self.groups.stored
 
     def has_group(self, group_id: str) -> bool:
         return (
@@ -232,7 +243,28 @@ class ClassicCoordinator:
         now_ms: int,
     ) -> CommitResult:
         """OffsetCommit (8)."""
-        if self._share_type(group_id) is not None:
+        kind = self._share_type(group_id)
+        if kind == GROUP_TYPE_CONSUMER and self._consumer_commit_error is not None:
+            error = self._consumer_commit_error(group_id, member_id, generation_id)
+            if error is None:
+                return self.offsets.commit(
+                    groups=self.groups,
+                    group_id=group_id,
+                    member_id="",
+                    generation_id=-1,
+                    group_instance_id=None,
+                    offsets=offsets,
+                    api_version=api_version,
+                    now_ms=now_ms,
+                )
+            return CommitResult(
+                records=(),
+                response=tuple(
+                    PartitionError(topic=o.topic, partition=o.partition, error=error)
+                    for o in offsets
+                ),
+            )
+        if kind is not None:
             return CommitResult(
                 records=(),
                 response=tuple(
@@ -257,7 +289,7 @@ class ClassicCoordinator:
         self, *, group_id: str, partitions: Sequence[tuple[str, int]] | None
     ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
         """OffsetFetch (9) of one group: (group error, offsets)."""
-        if self._share_type(group_id) is not None:
+        if self._share_type(group_id) not in (None, GROUP_TYPE_CONSUMER):
             return ErrorCode.group_id_not_found, ()
         return None, self.offsets.fetch(group_id=group_id, partitions=partitions)
 
@@ -301,6 +333,8 @@ class ClassicCoordinator:
         ids = set(self.groups.group_ids()) | set(self.offsets.group_ids())
         listed = []
         for group_id in sorted(ids):
+            if self._share_type(group_id) is not None:
+                continue  # offsets of a consumer group, listed by the shard
             state = self.groups.state_of(group_id) or EMPTY
             if states and state.lower() not in states:
                 continue

@@ -37,10 +37,16 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
-from shoal.group import lifecycle, membership, offsets, queries
+from shoal.group import consumer_membership, lifecycle, membership, offsets, queries
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
 from shoal.group.classic_coordinator import ClassicCoordinator, ClassicDurableState
+from shoal.group.consumer_group import (
+    GROUP_TYPE_CONSUMER,
+    MEMBER_STATE_UNREVOKED_PARTITIONS,
+    ConsumerGroup,
+)
+from shoal.group.consumer_group import apply as apply_consumer
 from shoal.group.results import (
     AlterOffsetsResponse,
     CoordinatorResult,
@@ -55,7 +61,12 @@ from shoal.group.results import (
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
-from shoal.group.settings import GroupConfigSource, GroupSettings, ShareGroupSettings
+from shoal.group.settings import (
+    ConsumerGroupSettings,
+    GroupConfigSource,
+    GroupSettings,
+    ShareGroupSettings,
+)
 from shoal.group.share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     STATE_DEAD,
@@ -66,8 +77,6 @@ from shoal.group.share_group import (
 from shoal.group.topics import TopicImage, TopicMetadata, metadata_hash
 from shoal.protocol.errors import ErrorCode
 
-GROUP_TYPE_CONSUMER = "consumer"
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DurableState:
@@ -77,6 +86,7 @@ class DurableState:
     share_groups: dict[str, ShareGroup]
     other_groups: dict[str, str]
     classic: ClassicDurableState | None = None
+    consumer_groups: dict[str, ConsumerGroup] | None = None
 
 
 class GroupCoordinatorShard:
@@ -89,6 +99,7 @@ class GroupCoordinatorShard:
         settings: ShareGroupSettings | None = None,
         group_configs: GroupConfigSource = None,
         classic_settings: ClassicSettings | None = None,
+        consumer_settings: ConsumerGroupSettings | None = None,
     ) -> None:
         self._clock = clock
         self._group_configs = group_configs
@@ -97,8 +108,17 @@ class GroupCoordinatorShard:
         )
         self._groups: dict[str, ShareGroup] = {}
         self._other_groups: dict[str, str] = {}
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._consumer_settings = consumer_settings or ConsumerGroupSettings()
+        self._consumer_deadlines: dict[tuple[str, str], int] = {}
+        self._revocation_deadlines: dict[tuple[str, str], int] = {}
+        """Soft: when a consumer member told to revoke partitions is fenced unless it
+        has (its rebalance timeout, armed when it enters UNREVOKED_PARTITIONS)."""
         self.classic = ClassicCoordinator(
-            share_type=self._share_type, settings=classic_settings, wall_ms=clock.wall_ms
+            share_type=self._share_type,
+            settings=classic_settings,
+            wall_ms=clock.wall_ms,
+            consumer_commit_error=self.consumer_commit_error,
         )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
@@ -115,11 +135,28 @@ class GroupCoordinatorShard:
             return
         key = record.key
         if isinstance(key, r.ConsumerGroupMetadataKey):
-            if record.value is None:
-                self._other_groups.pop(key.group_id, None)
-            else:
-                assert key.group_id not in self._groups, f"{key.group_id} is a share group"
+            self._replay_consumer_epoch(key.group_id, record.value)
+            return
+        if isinstance(
+            key,
+            r.ConsumerGroupMemberMetadataKey
+            | r.ConsumerGroupTargetAssignmentMetadataKey
+            | r.ConsumerGroupTargetAssignmentMemberKey
+            | r.ConsumerGroupCurrentMemberAssignmentKey,
+        ):
+            consumer = self._consumer_groups.get(key.group_id)
+            if consumer is None:
+                if record.value is None:
+                    return
+                consumer = self._consumer_groups[key.group_id] = ConsumerGroup(
+                    group_id=key.group_id
+                )
                 self._other_groups[key.group_id] = GROUP_TYPE_CONSUMER
+            apply_consumer(consumer, record)
+            if isinstance(key, r.ConsumerGroupMemberMetadataKey) and record.value is None:
+                self._consumer_deadlines.pop((key.group_id, key.member_id), None)
+            if isinstance(key, r.ConsumerGroupCurrentMemberAssignmentKey):
+                self._arm_revocation(consumer, key.member_id)
             return
         group_id = key.group_id
         assert group_id not in self._other_groups, f"{group_id} is a {self.group_type(group_id)}"
@@ -144,6 +181,30 @@ class GroupCoordinatorShard:
         if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
             self._session_deadlines.pop((group_id, key.member_id), None)
 
+    def _arm_revocation(self, group: ConsumerGroup, member_id: str) -> None:
+        member = group.members.get(member_id)
+        key = (group.group_id, member_id)
+        if member is None or member.state != MEMBER_STATE_UNREVOKED_PARTITIONS:
+            self._revocation_deadlines.pop(key, None)
+        elif key not in self._revocation_deadlines:
+            timeout = member.rebalance_timeout_ms
+            if timeout <= 0:
+                timeout = self._consumer_settings.session_timeout_ms
+            self._revocation_deadlines[key] = self._clock.monotonic_ms() + timeout
+
+    def _replay_consumer_epoch(self, group_id: str, value: r.RecordValue | None) -> None:
+        if value is None:
+            group = self._consumer_groups.pop(group_id, None)
+            assert group is None or group.is_empty, f"deleting {group_id} with members"
+            self._other_groups.pop(group_id, None)
+            return
+        assert group_id not in self._groups, f"{group_id} is a share group"
+        assert isinstance(value, r.ConsumerGroupMetadataValue)
+        self._other_groups[group_id] = GROUP_TYPE_CONSUMER
+        group = self._consumer_groups.setdefault(group_id, ConsumerGroup(group_id=group_id))
+        group.group_epoch = value.epoch
+        group.metadata_hash = value.metadata_hash
+
     def _group_for_value(self, group_id: str) -> ShareGroup:
         group = self._groups.get(group_id)
         if group is None:
@@ -156,6 +217,7 @@ class GroupCoordinatorShard:
             share_groups=copy.deepcopy(self._groups),
             other_groups=dict(self._other_groups),
             classic=self.classic.durable_state(),
+            consumer_groups=copy.deepcopy(self._consumer_groups),
         )
 
     def on_loaded(self, *, now_ms: int | None = None) -> CoordinatorResult[None]:
@@ -167,6 +229,10 @@ class GroupCoordinatorShard:
         self.classic.on_loaded(now_ms=now)
         records: list[r.CoordinatorRecord] = []
         effects: list[Effect] = []
+        for group_id, consumer in self._consumer_groups.items():
+            for member_id in consumer.members:
+                deadline = now + self._consumer_settings.session_timeout_ms
+                self._consumer_deadlines[(group_id, member_id)] = deadline
         for group_id, group in sorted(self._groups.items()):
             timeout = self._settings.session_timeout_ms(group_id)
             for member_id in group.members:
@@ -274,11 +340,137 @@ class GroupCoordinatorShard:
             client_host=follow_up.client_host,
         )
 
+    def update_consumer_settings(self, settings: ConsumerGroupSettings) -> None:
+        """Adopt new `group.consumer.*` settings from the next operation on."""
+        self._consumer_settings = settings
+
+    def consumer_group_heartbeat(
+        self, *, request: consumer_membership.HeartbeatRequest, now_ms: int | None = None
+    ) -> CoordinatorResult[consumer_membership.HeartbeatResponse]:
+        """ConsumerGroupHeartbeat (68): join at epoch 0 (with a member id: v0 callers
+        generate one first), heartbeat at the member's epoch, leave at -1 / -2.
+        Arms the member's session timer when accepted."""
+        now = self._now(now_ms)
+        settings = self._consumer_settings
+        error = consumer_membership.validation_error(request, assignors=settings.assignors)
+        if error is not None:
+            return consumer_membership.error_result(*error)
+        group_id, member_id = request.group_id, request.member_id
+        if group_id in self._groups or (
+            group_id not in self._consumer_groups and self.classic.has_members(group_id)
+        ):
+            return consumer_membership.error_result(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+            )
+        group = self._consumer_groups.get(group_id)
+        if request.member_epoch < 0:
+            if group is None:
+                return consumer_membership.error_result(
+                    ErrorCode.unknown_member_id, f"Group {group_id} not found."
+                )
+            result = consumer_membership.leave(
+                group=group,
+                member_id=member_id,
+                member_epoch=request.member_epoch,
+                image=self._image,
+            )
+            static_leave = (
+                request.member_epoch == consumer_membership.LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            )
+            if result.response.error is None and not static_leave:
+                self._consumer_deadlines.pop((group_id, member_id), None)
+            return result
+        result = consumer_membership.heartbeat(
+            group=group,
+            request=request,
+            image=self._image,
+            max_size=settings.max_size,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            default_assignor=settings.assignors[0],
+        )
+        if result.response.error is None:
+            self._consumer_deadlines[(group_id, member_id)] = now + settings.session_timeout_ms
+        return result
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The replayed state of a consumer group (read-only by convention)."""
+        return self._consumer_groups.get(group_id)
+
+    def consumer_group_describe(
+        self, *, group_ids: Iterable[str]
+    ) -> list[tuple[str, ConsumerGroup | None, str | None]]:
+        """ConsumerGroupDescribe (69), read-only: per id (id, group or None, error
+        message when None: unknown, or taken by another group type), and the
+        assignor it uses is `consumer_default_assignor` unless a member names one."""
+        described: list[tuple[str, ConsumerGroup | None, str | None]] = []
+        for group_id in group_ids:
+            group = self._consumer_groups.get(group_id)
+            if group is not None:
+                described.append((group_id, group, None))
+            elif self.group_type(group_id) is not None:
+                described.append((group_id, None, f"Group {group_id} is not a consumer group."))
+            else:
+                described.append((group_id, None, f"Group {group_id} not found."))
+        return described
+
+    def delete_consumer_groups(
+        self, *, group_ids: Iterable[str]
+    ) -> CoordinatorResult[DeleteGroupsResponse]:
+        """DeleteGroups of consumer groups: only empty ones (NON_EMPTY_GROUP), their
+        committed offsets, target records and ConsumerGroupMetadata (last) tombstoned."""
+        records: list[r.CoordinatorRecord] = []
+        results: list[DeleteGroupResult] = []
+        for group_id in group_ids:
+            group = self._consumer_groups.get(group_id)
+            if group is None:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.group_id_not_found)
+                )
+                continue
+            if not group.is_empty:
+                results.append(
+                    DeleteGroupResult(group_id=group_id, error=ErrorCode.non_empty_group)
+                )
+                continue
+            records.extend(self.classic.offsets.delete_group_records(group_id))
+            records.extend(consumer_membership.group_tombstones(group))
+            results.append(DeleteGroupResult(group_id=group_id))
+        return CoordinatorResult(
+            records=tuple(records), response=DeleteGroupsResponse(results=tuple(results))
+        )
+
+    @property
+    def consumer_default_assignor(self) -> str:
+        return self._consumer_settings.assignors[0]
+
+    def consumer_commit_error(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> ErrorCode | None:
+        """Whether a consumer-group OffsetCommit may write: an admin commit (epoch < 0,
+        no member id) only to an empty group; a member only at its current epoch
+        (STALE_MEMBER_EPOCH otherwise, as Kafka 4.2)."""
+        group = self._consumer_groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found
+        if member_epoch < 0 and not member_id:
+            return None if group.is_empty else ErrorCode.unknown_member_id
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return None
+
     # ---- timers ---------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
         """The earliest armed timer (session expiry or initialisation retry)."""
-        deadlines = [*self._session_deadlines.values(), *self._init_retry_deadlines.values()]
+        deadlines = [
+            *self._session_deadlines.values(),
+            *self._init_retry_deadlines.values(),
+            *self._consumer_deadlines.values(),
+            *self._revocation_deadlines.values(),
+        ]
         return min(deadlines) if deadlines else None
 
     def expire_sessions(self, *, now_ms: int | None = None) -> CoordinatorResult[GroupsChanged]:
@@ -298,10 +490,35 @@ class GroupCoordinatorShard:
             records.extend(
                 membership.fence_records(group=group, member_ids=member_ids, image=self._image)
             )
-        expired = tuple((g, m) for g, ms in sorted(by_group.items()) for m in ms)
+        consumer_due = sorted(
+            {k for k, deadline in self._consumer_deadlines.items() if deadline <= now}
+            | {k for k, deadline in self._revocation_deadlines.items() if deadline <= now}
+        )
+        consumer_by_group: dict[str, list[str]] = {}
+        for group_id, member_id in consumer_due:
+            self._consumer_deadlines.pop((group_id, member_id), None)
+            self._revocation_deadlines.pop((group_id, member_id), None)
+            consumer = self._consumer_groups.get(group_id)
+            if consumer is not None and member_id in consumer.members:
+                consumer_by_group.setdefault(group_id, []).append(member_id)
+        for group_id, member_ids in sorted(consumer_by_group.items()):
+            records.extend(
+                consumer_membership.fence_records(
+                    group=self._consumer_groups[group_id], member_ids=member_ids, image=self._image
+                )
+            )
+        expired = tuple(
+            (g, m)
+            for groups in (by_group, consumer_by_group)
+            for g, ms in sorted(groups.items())
+            for m in ms
+        )
         return CoordinatorResult(
             records=tuple(records),
-            response=GroupsChanged(bumped_groups=tuple(sorted(by_group)), expired_members=expired),
+            response=GroupsChanged(
+                bumped_groups=tuple(sorted({*by_group, *consumer_by_group})),
+                expired_members=expired,
+            ),
         )
 
     def retry_initializations(
@@ -663,6 +880,28 @@ class GroupCoordinatorShard:
         return queries.list_share_groups(
             states, states_filter=states_filter, types_filter=types_filter
         )
+
+    def list_consumer_groups(
+        self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[ListedGroup]:
+        """ListGroups rows of consumer groups (type and protocol type "consumer")."""
+        states = {s.lower() for s in states_filter}
+        types = {t.lower() for t in types_filter}
+        if types and GROUP_TYPE_CONSUMER not in types:
+            return []
+        return [
+            ListedGroup(
+                group_id=group_id,
+                protocol_type=GROUP_TYPE_CONSUMER,
+                group_state=group.state,
+                group_type=GROUP_TYPE_CONSUMER,
+            )
+            for group_id, group in sorted(self._consumer_groups.items())
+            if not states or group.state.lower() in states
+        ]
+
+    def consumer_session_deadline(self, group_id: str, member_id: str) -> int | None:
+        return self._consumer_deadlines.get((group_id, member_id))
 
     def session_deadline(self, group_id: str, member_id: str) -> int | None:
         """When the member's session expires unless it heartbeats (None: no timer)."""

@@ -12,11 +12,10 @@ record carrying it is refused on read.
 
 Types 1 (OffsetCommit) and 2 (GroupMetadata) are classic groups' records, in the
 non-flexible version 3 values Kafka 4.2 writes (group/classic.py,
-group/committed_offsets.py). Type 3 (ConsumerGroupMetadata) is here only so the
-shard's group-id namespace can hold a consumer group: replaying it marks the id as
-taken by another group type. Other `__consumer_offsets` types (legacy type 0
-commits, consumer and streams group records) are unknown to `CODEC`: loading logs
-and skips them.
+group/committed_offsets.py). Types 3 and 5-8 are consumer groups (KIP-848,
+group/consumer_group.py). Type 4 (ConsumerGroupPartitionMetadata) is deprecated
+since Kafka 4.1 and not written; it, legacy type 0 commits, type 9 and streams group
+records are unknown to `CODEC`: loading logs and skips them.
 
 Invariants: partitions inside a record are sorted ascending and topics sorted by
 topic id, so the same state always produces equal records (deterministic replay and
@@ -148,6 +147,91 @@ class ConsumerGroupMetadataKey(records.KeyStruct):
     group_id: str = field(metadata={"kafka_type": "string"})
 
 
+# ---- type 5: ConsumerGroupMemberMetadata ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMemberMetadataValue(records.ValueStruct):
+    """Kafka 4.2's schema without the tagged ClassicMemberMetadata (tag 0): Shoal's
+    consumer-group members all speak the consumer protocol."""
+
+    instance_id: str | None = field(metadata={"kafka_type": "string"})
+    rack_id: str | None = field(metadata={"kafka_type": "string"})
+    client_id: str = field(metadata={"kafka_type": "string"})
+    client_host: str = field(metadata={"kafka_type": "string"})
+    subscribed_topic_names: tuple[str, ...] = field(metadata={"kafka_type": "string"})
+    subscribed_topic_regex: str | None = field(metadata={"kafka_type": "string"})
+    rebalance_timeout_ms: int = field(metadata={"kafka_type": "int32"})
+    server_assignor: str | None = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMemberMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 5
+    VALUE: ClassVar[type[ConsumerGroupMemberMetadataValue]] = ConsumerGroupMemberMetadataValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+
+
+# ---- type 6: ConsumerGroupTargetAssignmentMetadata -------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMetadataValue(records.ValueStruct):
+    assignment_epoch: int = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMetadataKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 6
+    VALUE: ClassVar[type[ConsumerGroupTargetAssignmentMetadataValue]] = (
+        ConsumerGroupTargetAssignmentMetadataValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+
+
+# ---- type 7: ConsumerGroupTargetAssignmentMember ---------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMemberValue(records.ValueStruct):
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMemberKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 7
+    VALUE: ClassVar[type[ConsumerGroupTargetAssignmentMemberValue]] = (
+        ConsumerGroupTargetAssignmentMemberValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+
+
+# ---- type 8: ConsumerGroupCurrentMemberAssignment --------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupCurrentMemberAssignmentValue(records.ValueStruct):
+    """Without 4.3's tagged AssignmentEpochs of TopicPartitions."""
+
+    member_epoch: int = field(metadata={"kafka_type": "int32"})
+    previous_member_epoch: int = field(metadata={"kafka_type": "int32"})
+    state: int = field(metadata={"kafka_type": "int8"})
+    assigned_partitions: tuple[TopicPartitions, ...]
+    partitions_pending_revocation: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupCurrentMemberAssignmentKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 8
+    VALUE: ClassVar[type[ConsumerGroupCurrentMemberAssignmentValue]] = (
+        ConsumerGroupCurrentMemberAssignmentValue
+    )
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+
+
 # ---- type 10: ShareGroupMemberMetadata --------------------------------------------
 
 
@@ -269,6 +353,10 @@ RecordKey = (
     OffsetCommitKey
     | GroupMetadataKey
     | ConsumerGroupMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
     | ShareGroupMemberMetadataKey
     | ShareGroupMetadataKey
     | ShareGroupTargetAssignmentMetadataKey
@@ -280,6 +368,10 @@ RecordValue = (
     OffsetCommitValue
     | GroupMetadataValue
     | ConsumerGroupMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
     | ShareGroupMemberMetadataValue
     | ShareGroupMetadataValue
     | ShareGroupTargetAssignmentMetadataValue
@@ -297,6 +389,10 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         OffsetCommitKey,
         GroupMetadataKey,
         ConsumerGroupMetadataKey,
+        ConsumerGroupMemberMetadataKey,
+        ConsumerGroupTargetAssignmentMetadataKey,
+        ConsumerGroupTargetAssignmentMemberKey,
+        ConsumerGroupCurrentMemberAssignmentKey,
         ShareGroupMemberMetadataKey,
         ShareGroupMetadataKey,
         ShareGroupTargetAssignmentMetadataKey,
@@ -305,4 +401,4 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         ShareGroupStatePartitionMetadataKey,
     ),
 )
-"""Bytes of the group coordinator's records (types 1-3 and 10-15), Kafka's exactly."""
+"""Bytes of the group coordinator's records (types 1-3, 5-8 and 10-15), Kafka's exactly."""

@@ -57,6 +57,30 @@ class ShareGroupSettings:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupSettings:
+    """Broker-level settings of KIP-848 consumer groups (`group.consumer.*`)."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2_147_483_647
+    assignors: tuple[str, ...] = ("uniform", "range")
+    """The server assignors offered; the first is the default."""
+
+    def __post_init__(self) -> None:
+        assert self.heartbeat_interval_ms >= 1 and self.session_timeout_ms >= 1, self
+        assert self.max_size >= 1 and self.assignors, self
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> ConsumerGroupSettings:
+        return cls(
+            session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+            heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+            max_size=config.get_int("group.consumer.max.size"),
+            assignors=tuple(config.get_list("group.consumer.assignors")),
+        )
+
+
 class GroupSettings:
     """Effective per-group values: the group's override, clamped, else the default."""
 

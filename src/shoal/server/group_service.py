@@ -66,6 +66,11 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
+from shoal.group.consumer_membership import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
 from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
@@ -82,7 +87,7 @@ from shoal.group.results import (
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
-from shoal.group.settings import GroupConfigLookup
+from shoal.group.settings import ConsumerGroupSettings, GroupConfigLookup
 from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
@@ -139,6 +144,7 @@ class GroupService:
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
+        self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         self._classic_settings = ClassicSettings.from_values(config.get_int)
         self._sink: RecordSink[CoordinatorRecord] = (
             sink if sink is not None else InMemoryRecordSink()
@@ -167,6 +173,7 @@ class GroupService:
             settings=self._settings,
             group_configs=self._group_configs,
             classic_settings=self._classic_settings,
+            consumer_settings=self._consumer_settings,
         )
 
     @property
@@ -197,6 +204,10 @@ class GroupService:
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
+        consumer_settings = ConsumerGroupSettings.from_broker_config(config)
+        if consumer_settings != self._consumer_settings:
+            self._consumer_settings = consumer_settings
+            self.shard.update_consumer_settings(consumer_settings)
         settings = ShareGroupSettings.from_broker_config(config)
         if settings == self._settings:
             return
@@ -261,6 +272,32 @@ class GroupService:
             )
         return response
 
+    def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
+        written (the request then changed nothing)."""
+        response = self._write(self.shard.consumer_group_heartbeat(request=request))
+        if response.error is not None:
+            return response
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            log.info(
+                "consumer group %s: static member %s (instance %s) left, its partitions kept",
+                request.group_id,
+                request.member_id,
+                request.instance_id,
+            )
+        elif request.member_epoch < 0:
+            log.info("consumer group %s: member %s left", request.group_id, request.member_id)
+        elif request.member_epoch == 0:
+            log.info(
+                "consumer group %s: member %s (client %s, %s) joined at epoch %d",
+                request.group_id,
+                request.member_id,
+                request.client_id,
+                request.client_host,
+                response.member_epoch,
+            )
+        return response
+
     def _follow_up(
         self,
         response: ShareGroupHeartbeatResponse,
@@ -292,15 +329,28 @@ class GroupService:
         states, types = list(states_filter), list(types_filter)
         listed = self.shard.list_groups(states_filter=states, types_filter=types)
         listed += self.shard.classic.list_groups(states_filter=states, types_filter=types)
+        listed += self.shard.list_consumer_groups(states_filter=states, types_filter=types)
         return sorted(listed, key=lambda group: group.group_id)
 
     # ---- administration ---------------------------------------------------------------
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
-        """DeleteGroups (42) of share groups: one final result per distinct id, in
+        """DeleteGroups (42) of consumer, classic and share groups: one final result
+        per distinct id, in
         request order (state deleted, then the group's records tombstoned). Raises
         `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
+        consumer_ids = [g for g in ids if self.shard.consumer_group(g) is not None]
+        if consumer_ids:
+            consumer = self._write(self.shard.delete_consumer_groups(group_ids=consumer_ids))
+            done = {result.group_id: result for result in consumer.results}
+            for result in consumer.results:
+                if result.error is None:
+                    log.info("consumer group %s deleted", result.group_id)
+            rest_ids = [g for g in ids if g not in done]
+            rest = self.delete_groups(rest_ids) if rest_ids else []
+            by_id = {result.group_id: result for result in rest} | done
+            return [by_id[g] for g in ids]
         classic_ids = [g for g in ids if self.shard.classic.has_group(g)]
         if classic_ids:
             records, classic_results = self.shard.classic.delete_groups(classic_ids)
@@ -528,7 +578,7 @@ class GroupService:
         `now_ms` (a failure propagates to the timer driver, which backs off)."""
         changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
         for group_id, member_id in changed.expired_members:
-            log.info("share group %s: member %s removed, session timed out", group_id, member_id)
+            log.info("group %s: member %s removed, session timed out", group_id, member_id)
         self._write(self.shard.retry_initializations(now_ms=now_ms))
 
 

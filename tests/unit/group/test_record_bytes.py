@@ -189,8 +189,8 @@ def test_pinned_bytes(record: r.CoordinatorRecord, key_hex: str, value_hex: str 
 
 
 def test_unknown_record_type_is_its_own_error() -> None:
-    # Type 0 is Kafka's legacy offset commit, type 5 a consumer-group member: not ours.
-    for record_type in (0, 5, 16, 99):
+    # Type 0 is the legacy offset commit, 4 and 9 consumer-group records not written.
+    for record_type in (0, 4, 9, 16, 99):
         with pytest.raises(UnknownRecordType, match=f"record type {record_type}"):
             decode_record(record_type.to_bytes(2, "big") + b"\x00\x01g", b"\x00\x00")
 

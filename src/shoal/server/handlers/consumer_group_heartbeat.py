@@ -1,0 +1,110 @@
+"""ConsumerGroupHeartbeat (68) v0-1: join, heartbeat and leave a consumer group (KIP-848).
+
+The group coordinator decides (group/consumer_membership.py rules, run by
+server/group_service.py); this module maps the request in and the response out. v0
+members join with an empty MemberId and the coordinator gives them one (a random
+UUID, made here: cores take no randomness); v1 members bring their own (librdkafka:
+a 22-character base64 UUID), kept verbatim. `SubscribedTopicRegex` exists from v1.
+ClientId comes from the request header, ClientHost is the peer address. The
+Assignment is sent as topic ids with partitions, or null when unchanged. A
+coordinator that cannot write its records answers COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from typing import Any
+
+from shoal.coordinator import RecordSinkError
+from shoal.group.consumer_membership import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
+from shoal.group.records import TopicPartitions
+from shoal.group.topics import from_topic_partitions
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import Schema, response_schema
+from shoal.server.context import RequestContext
+from shoal.server.handlers.share_group_heartbeat import client_host
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 68
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    member_id = request.member_id
+    if int(request.member_epoch) == JOIN_GROUP_MEMBER_EPOCH and not member_id:
+        member_id = str(uuid.uuid4())
+    owned = None
+    if request.topic_partitions is not None:
+        owned = from_topic_partitions(
+            TopicPartitions(topic_id=tp.topic_id, partitions=tuple(int(p) for p in tp.partitions))
+            for tp in request.topic_partitions
+        )
+    timeout = request.rebalance_timeout
+    core_request = HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=member_id,
+        member_epoch=int(request.member_epoch),
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=int(timeout.total_seconds() * 1000),
+        subscribed_topic_names=(
+            tuple(request.subscribed_topic_names)
+            if request.subscribed_topic_names is not None
+            else None
+        ),
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor,
+        owned=owned,
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx),
+    )
+    try:
+        response = ctx.services.group_service.consumer_heartbeat(core_request)
+    except RecordSinkError as exc:
+        log.error("ConsumerGroupHeartbeat of group %r not written: %s", request.group_id, exc)
+        return _response(
+            schema,
+            HeartbeatResponse(error=ErrorCode.coordinator_not_available, error_message=str(exc)),
+        )
+    if response.error is not None:
+        log.info(
+            "ConsumerGroupHeartbeat of member %r of group %r at epoch %d refused (%s): %s "
+            "(client %s)",
+            request.member_id,
+            request.group_id,
+            request.member_epoch,
+            response.error,
+            response.error_message,
+            ctx.client_id,
+        )
+    return _response(schema, response)
+
+
+def _response(schema: Schema, response: HeartbeatResponse) -> Any:
+    assignment = None
+    if response.assignment is not None:
+        assignment = schema.make(
+            "Assignment",
+            topic_partitions=tuple(
+                schema.make("TopicPartitions", topic_id=tp.topic_id, partitions=tp.partitions)
+                for tp in response.assignment
+            ),
+        )
+    return schema.response(
+        throttle_time=_ZERO,
+        error_code=ErrorCode.none if response.error is None else response.error,
+        error_message=response.error_message,
+        member_id=response.member_id,
+        member_epoch=response.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=response.heartbeat_interval_ms),
+        assignment=assignment,
+    )
