@@ -15,10 +15,11 @@ import warnings
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer
+from tests.support.consumer_groups import PARTITIONS, owners, poll_all, produce_spread, settled
 from tests.support.topics import topic_name
 
 with warnings.catch_warnings():
@@ -27,7 +28,6 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
 
-PARTITIONS = 6
 PER_PARTITION = 10
 FAST_JOIN = "group.initial.rebalance.delay.ms=200"
 
@@ -35,18 +35,6 @@ FAST_JOIN = "group.initial.rebalance.delay.ms=200"
 @pytest.fixture
 def broker(brokers: Brokers) -> BrokerProcess:
     return brokers.start(FAST_JOIN)
-
-
-def _produce(bootstrap: str, topic: str, *, per_partition: int, tag: str) -> set[bytes]:
-    p = producer(bootstrap)
-    values = set()
-    for partition in range(PARTITIONS):
-        for i in range(per_partition):
-            value = f"{tag}-{partition}-{i}".encode()
-            p.produce(topic, value=value, partition=partition)
-            values.add(value)
-    flush_all(p)
-    return values
 
 
 def _group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
@@ -66,35 +54,11 @@ def _group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
     return Consumer(settings)
 
 
-def _poll_all(consumers: list[Consumer], seen: dict[int, list[bytes]]) -> None:
-    for index, c in enumerate(consumers):
-        message = c.poll(0.05)
-        if message is None:
-            continue
-        error = message.error()
-        if error is not None:
-            assert error.code() == KafkaError._PARTITION_EOF, error
-            continue
-        value = message.value()
-        assert value is not None
-        seen.setdefault(index, []).append(value)
-
-
-def _owners(consumers: list[Consumer]) -> list[set[int]]:
-    return [{tp.partition for tp in c.assignment()} for c in consumers]
-
-
-def _settled(consumers: list[Consumer]) -> bool:
-    owned = _owners(consumers)
-    every = [p for parts in owned for p in parts]
-    return sorted(every) == list(range(PARTITIONS)) and all(owned)
-
-
 @pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
 def test_three_consumers_share_six_partitions(broker: BrokerProcess, assignor: str) -> None:
     topic = topic_name(f"classic-{assignor}")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
+    sent = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
     group = f"g-{assignor}"
     consumers = [
         _group_consumer(broker.bootstrap, group, **{"partition.assignment.strategy": assignor})
@@ -106,11 +70,11 @@ def test_three_consumers_share_six_partitions(broker: BrokerProcess, assignor: s
         seen: dict[int, list[bytes]] = {}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            _poll_all(consumers, seen)
+            poll_all(consumers, seen)
             received = [v for values in seen.values() for v in values]
-            if _settled(consumers) and len(received) >= len(sent):
+            if settled(consumers) and len(received) >= len(sent):
                 break
-        owned = _owners(consumers)
+        owned = owners(consumers)
         assert sorted(p for parts in owned for p in parts) == list(range(PARTITIONS)), owned
         assert all(len(parts) == 2 for parts in owned), owned
         received = [v for values in seen.values() for v in values]
@@ -155,11 +119,11 @@ def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None
     seen: dict[int, list[bytes]] = {}
 
     def settle(group: list[Consumer]) -> None:
-        assert wait_until(lambda: _poll_all(group, seen) or _settled(group), timeout_s=60)
+        assert wait_until(lambda: poll_all(group, seen) or settled(group), timeout_s=60)
         end = time.monotonic() + 2
         while time.monotonic() < end:
-            _poll_all(group, seen)
-        assert _settled(group), _owners(group)
+            poll_all(group, seen)
+        assert settled(group), owners(group)
 
     try:
         settle(consumers)
@@ -171,7 +135,7 @@ def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None
         writer.join(timeout=60)
 
         def everything() -> bool:
-            _poll_all(consumers, seen)
+            poll_all(consumers, seen)
             got = {v for values in seen.values() for v in values}
             return got >= set(sent)
 
@@ -186,13 +150,11 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
     broker = brokers.start(FAST_JOIN)
     topic = topic_name("classic-commit")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    first = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
+    first = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
     c = _group_consumer(broker.bootstrap, "g-commit")
     c.subscribe([topic])
     got: dict[int, list[bytes]] = {}
-    assert wait_until(
-        lambda: _poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=60
-    )
+    assert wait_until(lambda: poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=60)
     assert sorted(got[0]) == sorted(first)
     committed = c.commit(asynchronous=False)
     assert committed is not None
@@ -202,7 +164,7 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
     c.close()
     broker.kill()
     broker.restart()
-    second = _produce(broker.bootstrap, topic, per_partition=2, tag="second")
+    second = produce_spread(broker.bootstrap, topic, per_partition=2, tag="second")
     again = _group_consumer(broker.bootstrap, "g-commit")
     try:
         stored = again.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
@@ -212,11 +174,11 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
         again.subscribe([topic])
         more: dict[int, list[bytes]] = {}
         assert wait_until(
-            lambda: _poll_all([again], more) or len(more.get(0, [])) >= len(second),
+            lambda: poll_all([again], more) or len(more.get(0, [])) >= len(second),
             timeout_s=60,
         )
         time.sleep(1)  # nothing older may follow
-        _poll_all([again], more)
+        poll_all([again], more)
         assert sorted(more[0]) == sorted(second)
     finally:
         again.close()
@@ -250,25 +212,25 @@ def test_static_member_restart_does_not_rebalance(broker: BrokerProcess) -> None
     _subscribe_tracking(a, topic, events_a)
     _subscribe_tracking(b, topic, events_b)
     seen: dict[int, list[bytes]] = {}
-    assert wait_until(lambda: _poll_all([a, b], seen) or _settled([a, b]), timeout_s=60)
+    assert wait_until(lambda: poll_all([a, b], seen) or settled([a, b]), timeout_s=60)
     # Let the group settle: no more assignment changes for a while.
     end = time.monotonic() + 3
     while time.monotonic() < end:
-        _poll_all([a, b], seen)
-    before = _owners([a, b])
+        poll_all([a, b], seen)
+    before = owners([a, b])
     b_events = list(events_b)
     a.close()  # a static member leaves no LeaveGroup behind
     restarted = _static_consumer(broker.bootstrap, "a", events_a)
     events_restarted: list[str] = []
     _subscribe_tracking(restarted, topic, events_restarted)
     assert wait_until(
-        lambda: _poll_all([restarted, b], seen) or bool(restarted.assignment()), timeout_s=60
+        lambda: poll_all([restarted, b], seen) or bool(restarted.assignment()), timeout_s=60
     )
     end = time.monotonic() + 3
     while time.monotonic() < end:
-        _poll_all([restarted, b], seen)
+        poll_all([restarted, b], seen)
     try:
-        assert _owners([restarted, b]) == before
+        assert owners([restarted, b]) == before
         assert events_b == b_events, "the other static member was rebalanced"
     finally:
         restarted.close()
@@ -279,7 +241,7 @@ def test_three_kafka_python_consumers_share_six_partitions(broker: BrokerProcess
     """kafka-python's poll blocks in JoinGroup, so each consumer polls in its own thread."""
     topic = topic_name("classic-kp-three")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="kp3")
+    sent = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="kp3")
     stop = threading.Event()
     lock = threading.Lock()
     received: list[bytes] = []
@@ -326,7 +288,7 @@ def test_three_kafka_python_consumers_share_six_partitions(broker: BrokerProcess
 def test_kafka_python_consumer_group_commits(broker: BrokerProcess) -> None:
     topic = topic_name("classic-kafka-python")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    sent = _produce(broker.bootstrap, topic, per_partition=3, tag="kp")
+    sent = produce_spread(broker.bootstrap, topic, per_partition=3, tag="kp")
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=broker.bootstrap,

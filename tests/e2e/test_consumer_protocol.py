@@ -18,9 +18,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.e2e.test_consumer_groups import PARTITIONS, _owners, _poll_all, _produce, _settled
 from tests.support.broker import Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer
+from tests.support.consumer_groups import PARTITIONS, owners, poll_all, produce_spread, settled
 from tests.support.topics import topic_name
 
 PER_PARTITION = 10
@@ -46,7 +46,7 @@ def test_three_consumers_share_six_partitions(brokers: Brokers) -> None:
     broker = brokers.start(FAST)
     topic = topic_name("kip848-three")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    sent = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
+    sent = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
     consumers = [_consumer(broker.bootstrap, "g848-three") for _ in range(3)]
     try:
         for c in consumers:
@@ -54,11 +54,11 @@ def test_three_consumers_share_six_partitions(brokers: Brokers) -> None:
         seen: dict[int, list[bytes]] = {}
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            _poll_all(consumers, seen)
+            poll_all(consumers, seen)
             received = {v for values in seen.values() for v in values}
-            if _settled(consumers) and received >= sent:
+            if settled(consumers) and received >= sent:
                 break
-        owned = _owners(consumers)
+        owned = owners(consumers)
         assert sorted(p for parts in owned for p in parts) == list(range(PARTITIONS)), owned
         assert all(len(parts) == 2 for parts in owned), owned
         # Without commits a partition moving mid-read is read again by its new
@@ -103,11 +103,11 @@ def test_a_fourth_joins_and_one_leaves_under_load(brokers: Brokers) -> None:
     seen: dict[int, list[bytes]] = {}
 
     def settle(group: list[Consumer]) -> None:
-        assert wait_until(lambda: _poll_all(group, seen) or _settled(group), timeout_s=90)
+        assert wait_until(lambda: poll_all(group, seen) or settled(group), timeout_s=90)
         end = time.monotonic() + 2
         while time.monotonic() < end:
-            _poll_all(group, seen)
-        assert _settled(group), _owners(group)
+            poll_all(group, seen)
+        assert settled(group), owners(group)
 
     try:
         settle(consumers)
@@ -119,7 +119,7 @@ def test_a_fourth_joins_and_one_leaves_under_load(brokers: Brokers) -> None:
         writer.join(timeout=60)
 
         def everything() -> bool:
-            _poll_all(consumers, seen)
+            poll_all(consumers, seen)
             got = {v for values in seen.values() for v in values}
             return got >= set(sent)
 
@@ -134,13 +134,11 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
     broker = brokers.start(FAST)
     topic = topic_name("kip848-commit")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
-    first = _produce(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
+    first = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
     c = _consumer(broker.bootstrap, "g848-commit")
     c.subscribe([topic])
     got: dict[int, list[bytes]] = {}
-    assert wait_until(
-        lambda: _poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=90
-    )
+    assert wait_until(lambda: poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=90)
     assert sorted(got[0]) == sorted(first)
     committed = c.commit(asynchronous=False)
     assert committed is not None
@@ -150,7 +148,7 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
     c.close()
     broker.kill()
     broker.restart()
-    second = _produce(broker.bootstrap, topic, per_partition=2, tag="second")
+    second = produce_spread(broker.bootstrap, topic, per_partition=2, tag="second")
     again = _consumer(broker.bootstrap, "g848-commit")
     try:
         stored = again.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
@@ -160,11 +158,11 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
         again.subscribe([topic])
         more: dict[int, list[bytes]] = {}
         assert wait_until(
-            lambda: _poll_all([again], more) or len(more.get(0, [])) >= len(second),
+            lambda: poll_all([again], more) or len(more.get(0, [])) >= len(second),
             timeout_s=90,
         )
         time.sleep(1)  # nothing older may follow
-        _poll_all([again], more)
+        poll_all([again], more)
         assert sorted(more[0]) == sorted(second)
     finally:
         again.close()
@@ -179,19 +177,19 @@ def test_static_member_restart_keeps_its_partitions(brokers: Brokers) -> None:
     a.subscribe([topic])
     b.subscribe([topic])
     seen: dict[int, list[bytes]] = {}
-    assert wait_until(lambda: _poll_all([a, b], seen) or _settled([a, b]), timeout_s=90)
+    assert wait_until(lambda: poll_all([a, b], seen) or settled([a, b]), timeout_s=90)
     end = time.monotonic() + 3
     while time.monotonic() < end:
-        _poll_all([a, b], seen)
-    before = _owners([a, b])
+        poll_all([a, b], seen)
+    before = owners([a, b])
     a.close()  # a static member leaves with epoch -2
     restarted = _consumer(broker.bootstrap, "g848-static", **{"group.instance.id": "a"})
     restarted.subscribe([topic])
     try:
         assert wait_until(
-            lambda: _poll_all([restarted, b], seen) or _settled([restarted, b]), timeout_s=90
+            lambda: poll_all([restarted, b], seen) or settled([restarted, b]), timeout_s=90
         )
-        assert _owners([restarted, b]) == before
+        assert owners([restarted, b]) == before
     finally:
         restarted.close()
         b.close()
