@@ -47,7 +47,14 @@ from shoal.group.consumer_group import (
 from shoal.group.range_assignor import range_assign
 from shoal.group.results import CoordinatorResult
 from shoal.group.results import ShareGroupHeartbeatResponse as HeartbeatResponse
-from shoal.group.topics import Assignment, TopicImage, metadata_hash, normalise, to_topic_partitions
+from shoal.group.topics import (
+    Assignment,
+    TopicImage,
+    metadata_hash,
+    normalise,
+    target_records,
+    to_topic_partitions,
+)
 from shoal.protocol.errors import ErrorCode
 
 JOIN_GROUP_MEMBER_EPOCH = 0
@@ -349,10 +356,13 @@ def _replace_static(
     return tombstones, view
 
 
-def _target_record(group_id: str, member_id: str, target: Assignment) -> r.CoordinatorRecord:
+def _target_record(group_id: str, member_id: str, target: Assignment | None) -> r.CoordinatorRecord:
+    """A member's target assignment record; None: its tombstone."""
     return r.CoordinatorRecord(
         key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
-        value=r.ConsumerGroupTargetAssignmentMemberValue(
+        value=None
+        if target is None
+        else r.ConsumerGroupTargetAssignmentMemberValue(
             topic_partitions=to_topic_partitions(target)
         ),
     )
@@ -482,34 +492,15 @@ def target_assignment(
                 exclusive=True,
             )
         )
-    records: list[r.CoordinatorRecord] = []
-    for member_id in sorted(set(current_target) - set(members)):
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupTargetAssignmentMemberKey(
-                    group_id=group_id, member_id=member_id
-                ),
-                value=None,
-            )
-        )
-    for member_id in sorted(members):
-        assigned = new_target.get(member_id, {})
-        if member_id not in current_target or current_target[member_id] != assigned:
-            records.append(
-                r.CoordinatorRecord(
-                    key=r.ConsumerGroupTargetAssignmentMemberKey(
-                        group_id=group_id, member_id=member_id
-                    ),
-                    value=r.ConsumerGroupTargetAssignmentMemberValue(
-                        topic_partitions=to_topic_partitions(assigned)
-                    ),
-                )
-            )
-    records.append(
-        r.CoordinatorRecord(
+    records = target_records(
+        members=members,
+        current_target=current_target,
+        new_target=new_target,
+        member_record=lambda member_id, assigned: _target_record(group_id, member_id, assigned),
+        epoch_record=r.CoordinatorRecord(
             key=r.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
             value=r.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch),
-        )
+        ),
     )
     return records, new_target
 

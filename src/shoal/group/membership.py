@@ -40,7 +40,13 @@ from shoal.group.share_group import (
     ShareGroupMember,
     StatePartitionMetadata,
 )
-from shoal.group.topics import Assignment, TopicImage, metadata_hash, to_topic_partitions
+from shoal.group.topics import (
+    Assignment,
+    TopicImage,
+    metadata_hash,
+    target_records,
+    to_topic_partitions,
+)
 from shoal.protocol.errors import ErrorCode
 
 MEMBER_ID_LENGTH_MAX = 36
@@ -344,32 +350,22 @@ def target_assignment(
     new_target: dict[str, Assignment] = dict(
         assign(subscriptions=subscriptions, current=current_target, assignable=assignable)
     )
-    records: list[r.CoordinatorRecord] = []
-    for member_id in sorted(set(current_target) - set(members)):
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
-                value=None,
-            )
-        )
-    for member_id in sorted(members):
-        assigned = new_target[member_id]
-        if member_id not in current_target or current_target[member_id] != assigned:
-            records.append(
-                r.CoordinatorRecord(
-                    key=r.ShareGroupTargetAssignmentMemberKey(
-                        group_id=group_id, member_id=member_id
-                    ),
-                    value=r.ShareGroupTargetAssignmentMemberValue(
-                        topic_partitions=to_topic_partitions(assigned)
-                    ),
-                )
-            )
-    records.append(
-        r.CoordinatorRecord(
+    records = target_records(
+        members=members,
+        current_target=current_target,
+        new_target=new_target,
+        member_record=lambda member_id, assigned: r.CoordinatorRecord(
+            key=r.ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
+            value=None
+            if assigned is None
+            else r.ShareGroupTargetAssignmentMemberValue(
+                topic_partitions=to_topic_partitions(assigned)
+            ),
+        ),
+        epoch_record=r.CoordinatorRecord(
             key=r.ShareGroupTargetAssignmentMetadataKey(group_id=group_id),
             value=r.ShareGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch),
-        )
+        ),
     )
     return records, new_target
 

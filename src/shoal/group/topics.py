@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from shoal.group import records as r
 from shoal.group.records import TopicPartitions
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
@@ -94,6 +95,28 @@ def to_topic_partitions(assignment: Assignment) -> tuple[TopicPartitions, ...]:
         for topic_id, partitions in sorted(assignment.items())
         if partitions
     )
+
+
+def target_records(
+    *,
+    members: Iterable[str],
+    current_target: Mapping[str, Assignment],
+    new_target: Mapping[str, Assignment],
+    member_record: Callable[[str, Assignment | None], r.CoordinatorRecord],
+    epoch_record: r.CoordinatorRecord,
+) -> list[r.CoordinatorRecord]:
+    """The records that move a group's target assignment from `current_target` to
+    `new_target`, for share and consumer groups alike: a tombstone for each member
+    gone, a record for each member whose target is new or changed, then the
+    assignment epoch. `member_record(member_id, None)` is a tombstone."""
+    wanted = set(members)
+    records = [member_record(m, None) for m in sorted(set(current_target) - wanted)]
+    for member_id in sorted(wanted):
+        assigned = new_target.get(member_id, {})
+        if current_target.get(member_id) != assigned:
+            records.append(member_record(member_id, assigned))
+    records.append(epoch_record)
+    return records
 
 
 def from_topic_partitions(topics: Iterable[TopicPartitions]) -> dict[uuid.UUID, frozenset[int]]:
