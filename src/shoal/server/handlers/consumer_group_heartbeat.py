@@ -12,7 +12,6 @@ coordinator that cannot write its records answers COORDINATOR_NOT_AVAILABLE.
 
 from __future__ import annotations
 
-import datetime
 import logging
 import uuid
 from typing import Any
@@ -26,14 +25,13 @@ from shoal.group.consumer_membership import (
 from shoal.group.records import TopicPartitions
 from shoal.group.topics import from_topic_partitions
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.schema import Schema, response_schema
+from shoal.protocol.schema import response_schema
 from shoal.server.context import RequestContext
-from shoal.server.handlers.share_group_heartbeat import client_host
+from shoal.server.handlers.share_group_heartbeat import client_host, heartbeat_response
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)
 API_KEY = 68
-_ZERO = datetime.timedelta(0)
 
 
 @api(API_KEY, 0, 1)
@@ -71,7 +69,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         response = ctx.services.group_service.consumer_heartbeat(core_request)
     except RecordSinkError as exc:
         log.error("ConsumerGroupHeartbeat of group %r not written: %s", request.group_id, exc)
-        return _response(
+        return heartbeat_response(
             schema,
             HeartbeatResponse(error=ErrorCode.coordinator_not_available, error_message=str(exc)),
         )
@@ -86,25 +84,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             response.error_message,
             ctx.client_id,
         )
-    return _response(schema, response)
-
-
-def _response(schema: Schema, response: HeartbeatResponse) -> Any:
-    assignment = None
-    if response.assignment is not None:
-        assignment = schema.make(
-            "Assignment",
-            topic_partitions=tuple(
-                schema.make("TopicPartitions", topic_id=tp.topic_id, partitions=tp.partitions)
-                for tp in response.assignment
-            ),
-        )
-    return schema.response(
-        throttle_time=_ZERO,
-        error_code=ErrorCode.none if response.error is None else response.error,
-        error_message=response.error_message,
-        member_id=response.member_id,
-        member_epoch=response.member_epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=response.heartbeat_interval_ms),
-        assignment=assignment,
-    )
+    return heartbeat_response(schema, response)

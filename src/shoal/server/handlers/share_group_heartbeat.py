@@ -64,10 +64,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             response.error_message,
             ctx.client_id,
         )
-    return _response(schema, response)
+    return heartbeat_response(schema, response)
 
 
-def _response(schema: Schema, response: ShareGroupHeartbeatResponse) -> Any:
+def heartbeat_response(schema: Schema, response: ShareGroupHeartbeatResponse) -> Any:
+    """A group heartbeat's answer (share or consumer: the same fields) from the core's."""
     assignment = None
     if response.assignment is not None:
         assignment = schema.make(
