@@ -4,7 +4,8 @@ Spark session, Parquet output.
 What is checked: an AvailableNow stream copies every record and leaves the group's
 start offset at the end; a batch runs more tasks than the topic has partitions; a
 second group reads everything again on its own; a query killed in the middle of a batch
-and restarted from its checkpoint loses nothing and duplicates only that batch; a query
+and restarted from its checkpoint loses nothing, duplicates only that batch and rejoins
+as the member it was (no ghost member); a query
 stopped after Spark committed a batch, before the next trigger, has acknowledged it
 when the source is given the checkpoint; a
 record that keeps failing is archived at the delivery limit and counted; mistakes are
@@ -20,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -29,8 +31,11 @@ from typing import Any
 import pytest
 
 from shoal.client.share_requests import share_acknowledge, share_fetch
+from shoal.spark.share_checkpoint import member_id_path
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.cli import rows as rows_of
+from tests.support.cli import shoal
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_groups import describe_one, new_member_id
 from tests.support.share_wire import acquired, produce_values
@@ -44,6 +49,8 @@ GROUP_SETTINGS = {
     # a killed driver's member leaves the group 2 s after its last heartbeat
     "share.session.timeout.ms": "2000",
 }
+GHOST_SESSION_TIMEOUT_MS = 60_000
+"""A killed query's member stays this long (the broker's maximum by default)."""
 
 
 @pytest.fixture(scope="module")
@@ -201,9 +208,13 @@ def test_a_second_group_reads_everything_on_its_own(
     _assert_groups_at_end(broker.bootstrap, ["first", "second"], topic, topic_id, ends)
 
 
-def test_a_query_killed_in_a_batch_restarts_without_loss(
+def test_a_killed_query_restarts_without_loss_as_the_member_it_was(
     spark: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
+    """SIGKILL in the middle of a batch: the member never leaves, so it stays in the
+    group until its session (60 s here) times out. The restarted query rejoins with the
+    member id kept in its checkpoint: the group shows one member, not a ghost beside a
+    new one, and the replayed batch is the only one delivered twice."""
     topic = topic_name("share-kill")
     create_topic(broker.bootstrap, topic, partitions=2)
     for partition in (0, 1):
@@ -216,7 +227,9 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
         "group.id": "killed",
         "maxRecordsPerBatch": "150",
         "numPartitions": "3",
+        "checkpointLocation": str(checkpoint),
         **GROUP_SETTINGS,
+        "share.session.timeout.ms": str(GHOST_SESSION_TIMEOUT_MS),
     }
     log_path = tmp_path / "child.log"
     child_log = log_path.open("wb")
@@ -248,6 +261,7 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
             + (log_path.read_text(errors="replace")[-5000:])
         )
         os.killpg(child.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
@@ -256,18 +270,39 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
     interrupted = _last_batch(checkpoint / "offsets")
     assert not (checkpoint / "commits" / str(interrupted)).exists()
     interrupted_offsets = _offsets_of_batch(checkpoint / "offsets" / str(interrupted))
-    _wait_group_empty(broker.bootstrap, "killed")
+    kept = member_id_path(checkpoint, "killed").read_text().strip()
+    assert _members(broker, "killed") == [kept]  # the dead query's member, not gone yet
 
-    stream = _source(spark, broker.bootstrap, topic, "killed", maxRecordsPerBatch="150")
+    stream = _source(
+        spark,
+        broker.bootstrap,
+        topic,
+        "killed",
+        maxRecordsPerBatch="150",
+        checkpointLocation=str(checkpoint),
+        **{"share.session.timeout.ms": str(GHOST_SESSION_TIMEOUT_MS)},
+    )
     query = (
         stream.writeStream.format("parquet")
         .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
+        .trigger(processingTime="200 milliseconds")
         .start()
     )
-    assert query.awaitTermination(QUERY_TIMEOUT_S)
-    assert query.exception() is None, query.exception()
+    try:
+
+        def read_all() -> bool:
+            assert query.exception() is None, query.exception()
+            return sum(p["numInputRows"] for p in query.recentProgress) >= 800 - len(
+                _committed_offsets(checkpoint, before=interrupted)
+            )
+
+        assert wait_until(read_all, timeout_s=QUERY_TIMEOUT_S, interval_s=0.2)
+        members = _members(broker, "killed")
+        assert time.monotonic() - killed_at < GHOST_SESSION_TIMEOUT_MS / 1000, "too slow to tell"
+        assert members == [kept]  # one member: the restarted query is the member it was
+    finally:
+        query.stop()
 
     rows = _output(spark, out)
     counts = Counter((p, o) for p, o, _ in rows)
@@ -277,6 +312,31 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
     redelivered = {(p, o): n for p, o, n in rows if (p, o) in interrupted_offsets}
     assert set(redelivered) == interrupted_offsets
     assert set(redelivered.values()) == {2}  # the replay's records were redelivered
+
+
+def _members(broker: BrokerProcess, group: str) -> list[str]:
+    """The member ids `shoal share-groups --describe --members` lists."""
+    done = shoal(
+        "share-groups",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--describe",
+        "--group",
+        group,
+        "--members",
+    )
+    assert done.returncode == 0, done.stderr
+    return [row["CONSUMER-ID"] for row in rows_of(done.stdout)]
+
+
+def _committed_offsets(checkpoint: Path, *, before: int) -> set[tuple[int, int]]:
+    """The records of the batches committed before batch `before`."""
+    return {
+        key
+        for batch in range(before)
+        if (checkpoint / "commits" / str(batch)).exists()
+        for key in _offsets_of_batch(checkpoint / "offsets" / str(batch))
+    }
 
 
 @pytest.mark.parametrize("source_knows_checkpoint", [True, False], ids=["checkpoint", "none"])
