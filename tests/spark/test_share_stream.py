@@ -8,7 +8,8 @@ and restarted from its checkpoint loses nothing, duplicates only that batch and 
 as the member it was (no ghost member); a query
 stopped after Spark committed a batch, before the next trigger, has acknowledged it
 when the source is given the checkpoint; a
-record that keeps failing is archived at the delivery limit and counted; mistakes are
+poison record among 2,000 is archived alone (the failing batch split by delivery count)
+and counted; mistakes are
 reported, naming the option, before any task runs.
 """
 
@@ -401,16 +402,27 @@ def _offsets_of_batch(path: Path) -> set[tuple[int, int]]:
     }
 
 
-def test_a_record_that_keeps_failing_is_archived_and_counted(
+def test_a_poison_record_among_2000_is_archived_alone_and_the_rest_processed(
     spark: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
+    """One batch of 2,000 records holds a record that fails its task, and so the query,
+    at every delivery. Each restart replays the failed batch split smaller by delivery
+    count (share_bisect.py: 2000, 300, 45, 7, 1 at the default limit of 5 deliveries),
+    so the poison record ends alone in its batch and is archived alone; the other 1,999
+    are processed, each once."""
     from pyspark.sql import functions as F
 
     topic = topic_name("share-poison")
-    create_topic(broker.bootstrap, topic)
-    values = [b"ok0", b"ok1", b"ok2", b"ok3", b"ok4", b"poison", b"ok6", b"ok7", b"ok8", b"ok9"]
+    topic_id = create_topic(broker.bootstrap, topic)
+    poison = 1234
+    values = [b"poison" if i == poison else b"ok%d" % i for i in range(2000)]
     produce(broker.bootstrap, topic, build_batch(values))
-    settings = {"maxRecordsPerBatch": "2", "share.delivery.count.limit": "2"}
+    checkpoint = tmp_path / "checkpoint"
+    settings = {
+        "maxRecordsPerBatch": "2000",
+        "share.delivery.count.limit": "5",
+        "checkpointLocation": str(checkpoint),
+    }
 
     def run() -> Any:
         stream = _source(spark, broker.bootstrap, topic, "poisoned", **settings)
@@ -423,7 +435,7 @@ def test_a_record_that_keeps_failing_is_archived_and_counted(
         query = (
             checked.writeStream.format("parquet")
             .option("path", str(tmp_path / "out"))
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
             .start()
         )
@@ -431,21 +443,18 @@ def test_a_record_that_keeps_failing_is_archived_and_counted(
         _wait_group_empty(broker.bootstrap, "poisoned")
         return query
 
-    # The batch [4, 5] fails: delivered at count 1, then replayed and redelivered at
-    # count 2, the limit. The group cannot tell which record of a failing batch is bad:
-    # both are archived.
-    for attempt in (1, 2):
+    for attempt in range(1, 6):  # one failure per delivery of the poison record
         failed = run()
         assert failed.exception() is not None, f"attempt {attempt} did not fail"
         assert "poison!" in str(failed.exception())
-    query = run()  # the replay of [4, 5] gets nothing back
+    query = run()  # the replay of the poison record's batch gets nothing back
     assert query.exception() is None, query.exception()
 
-    rows = sorted(_output(spark, tmp_path / "out"))
-    assert [(o, n) for _, o, n in rows] == [(o, 1) for o in (0, 1, 2, 3, 6, 7, 8, 9)]
+    rows = _output(spark, tmp_path / "out")
+    assert sorted(o for _, o, _ in rows) == [o for o in range(2000) if o != poison]
     last = query.recentProgress[-1]["sources"][0]
-    assert json.loads(last["endOffset"])["arch"] == 2
-    assert json.loads(last["latestOffset"])["archived"] == 2
+    assert json.loads(last["endOffset"])["arch"] == 1
+    assert _next_deliveries(broker.bootstrap, "poisoned", topic_id, 1) == []
 
 
 def test_mistakes_are_reported_with_the_option_before_any_task(
