@@ -31,9 +31,13 @@ At least once (spark.md §6):
   stopped between commits/N and the next trigger) are ACCEPTed when the group hands
   them back to the restarted query instead of being delivered again
   (`ShareLedger.remember_delivered`).
-- Acquisition uses ShareFetch's record-limit mode and asks only for what the batch
-  needs: every acquisition counts as a delivery, so records acquired and then released
-  unread would lose one of their `share.delivery.count.limit` attempts.
+- Acquisition asks only for what the batch needs: every acquisition counts as a
+  delivery, so records acquired and then released unread would lose one of their
+  `share.delivery.count.limit` attempts. It uses ShareFetch's batch-optimized mode
+  (whole log batches: the broker's cheap path, several times faster than acquiring
+  record by record) while no suspect of a failing batch is about; the records beyond
+  the batch stay pending for the next one (only a stop or the AvailableNow bound
+  releases them). Suspects and replays are acquired in record-limit mode, exactly.
 - `commit(end)` ACCEPTs idempotently; `stop()` RELEASEs acquired-but-unplanned records,
   closes the session (the broker releases the rest) and leaves the group; idempotent.
   Spark commits a batch (`commits/N`) and calls commit()/latestOffset() about it only
@@ -229,10 +233,11 @@ class ShareDriver:
         wait_ms = self._acquire_wait_ms
         for _ in range(ACQUIRE_ROUNDS_MAX):
             count = max(self._count_hint, self.ledger.pending_delivery_count_max())
-            wanted = min(records_max, self._batch_limit(count)) - self.ledger.pending_count
+            limit = self._batch_limit(count)
+            wanted = min(records_max, limit) - self.ledger.pending_count
             if wanted <= 0:
                 return
-            if not self._acquire(wanted, wait_ms):
+            if not self._acquire(wanted, wait_ms, exact=limit < records_max):
                 return
             wait_ms = 0
 
@@ -287,12 +292,12 @@ class ShareDriver:
         )
         return replay
 
-    def _acquire(self, records_max: int, wait_ms: int) -> int:
+    def _acquire(self, records_max: int, wait_ms: int, *, exact: bool = True) -> int:
         """One ShareFetch; returns how many records it acquired that were not handed
         straight back as beyond the AvailableNow bound (fetching again would only
         acquire those again, each time raising their delivery count)."""
         acquired = self.member.acquire(
-            records_max=records_max, wait_ms=wait_ms, skip=self.ledger.exhausted
+            records_max=records_max, wait_ms=wait_ms, skip=self.ledger.exhausted, exact=exact
         )
         self.counters["acquired"] += record_count(acquired)
         counts = [s.delivery_count for spans in acquired.values() for s in spans]
