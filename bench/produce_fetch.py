@@ -109,7 +109,17 @@ class CpuMeter:
         self.client_percent = 100 * (self._client_cpu_s() - self.client_start) / self.seconds
 
 
-def produce(bootstrap: str, topic: str, *, records: int, value_bytes: int, acks: str) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    *,
+    records: int,
+    value_bytes: int,
+    acks: str,
+    partitions: int | None = None,
+) -> None:
+    """`partitions`: spread the records evenly over that many partitions (round robin)
+    instead of leaving it to the producer's sticky partitioner."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -125,12 +135,13 @@ def produce(bootstrap: str, topic: str, *, records: int, value_bytes: int, acks:
     )
     value = os.urandom(value_bytes)
     send = producer.produce
-    for _ in range(records):
+    for i in range(records):
+        extra = {} if partitions is None else {"partition": i % partitions}
         try:
-            send(topic, value)
+            send(topic, value, **extra)
         except BufferError:
             producer.poll(0.01)
-            send(topic, value)
+            send(topic, value, **extra)
     remaining = producer.flush(300)
     if remaining:
         raise RuntimeError(f"{remaining} records not delivered")

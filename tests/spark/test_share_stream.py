@@ -4,10 +4,12 @@ Spark session, Parquet output.
 What is checked: an AvailableNow stream copies every record and leaves the group's
 start offset at the end; a batch runs more tasks than the topic has partitions; a
 second group reads everything again on its own; a query killed in the middle of a batch
-and restarted from its checkpoint loses nothing and duplicates only that batch; a query
+and restarted from its checkpoint loses nothing, duplicates only that batch and rejoins
+as the member it was (no ghost member); a query
 stopped after Spark committed a batch, before the next trigger, has acknowledged it
 when the source is given the checkpoint; a
-record that keeps failing is archived at the delivery limit and counted; mistakes are
+poison record among 2,000 is archived alone (the failing batch split by delivery count)
+and counted; mistakes are
 reported, naming the option, before any task runs.
 """
 
@@ -20,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -29,8 +32,11 @@ from typing import Any
 import pytest
 
 from shoal.client.share_requests import share_acknowledge, share_fetch
+from shoal.spark.share_checkpoint import member_id_path
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.cli import rows as rows_of
+from tests.support.cli import shoal
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.share_groups import describe_one, new_member_id
 from tests.support.share_wire import acquired, produce_values
@@ -44,6 +50,8 @@ GROUP_SETTINGS = {
     # a killed driver's member leaves the group 2 s after its last heartbeat
     "share.session.timeout.ms": "2000",
 }
+GHOST_SESSION_TIMEOUT_MS = 60_000
+"""A killed query's member stays this long (the broker's maximum by default)."""
 
 
 @pytest.fixture(scope="module")
@@ -201,9 +209,13 @@ def test_a_second_group_reads_everything_on_its_own(
     _assert_groups_at_end(broker.bootstrap, ["first", "second"], topic, topic_id, ends)
 
 
-def test_a_query_killed_in_a_batch_restarts_without_loss(
+def test_a_killed_query_restarts_without_loss_as_the_member_it_was(
     spark: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
+    """SIGKILL in the middle of a batch: the member never leaves, so it stays in the
+    group until its session (60 s here) times out. The restarted query rejoins with the
+    member id kept in its checkpoint: the group shows one member, not a ghost beside a
+    new one, and the replayed batch is the only one delivered twice."""
     topic = topic_name("share-kill")
     create_topic(broker.bootstrap, topic, partitions=2)
     for partition in (0, 1):
@@ -216,7 +228,9 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
         "group.id": "killed",
         "maxRecordsPerBatch": "150",
         "numPartitions": "3",
+        "checkpointLocation": str(checkpoint),
         **GROUP_SETTINGS,
+        "share.session.timeout.ms": str(GHOST_SESSION_TIMEOUT_MS),
     }
     log_path = tmp_path / "child.log"
     child_log = log_path.open("wb")
@@ -248,6 +262,7 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
             + (log_path.read_text(errors="replace")[-5000:])
         )
         os.killpg(child.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
@@ -256,18 +271,39 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
     interrupted = _last_batch(checkpoint / "offsets")
     assert not (checkpoint / "commits" / str(interrupted)).exists()
     interrupted_offsets = _offsets_of_batch(checkpoint / "offsets" / str(interrupted))
-    _wait_group_empty(broker.bootstrap, "killed")
+    kept = member_id_path(checkpoint, "killed").read_text().strip()
+    assert _members(broker, "killed") == [kept]  # the dead query's member, not gone yet
 
-    stream = _source(spark, broker.bootstrap, topic, "killed", maxRecordsPerBatch="150")
+    stream = _source(
+        spark,
+        broker.bootstrap,
+        topic,
+        "killed",
+        maxRecordsPerBatch="150",
+        checkpointLocation=str(checkpoint),
+        **{"share.session.timeout.ms": str(GHOST_SESSION_TIMEOUT_MS)},
+    )
     query = (
         stream.writeStream.format("parquet")
         .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
+        .trigger(processingTime="200 milliseconds")
         .start()
     )
-    assert query.awaitTermination(QUERY_TIMEOUT_S)
-    assert query.exception() is None, query.exception()
+    try:
+
+        def read_all() -> bool:
+            assert query.exception() is None, query.exception()
+            return sum(p["numInputRows"] for p in query.recentProgress) >= 800 - len(
+                _committed_offsets(checkpoint, before=interrupted)
+            )
+
+        assert wait_until(read_all, timeout_s=QUERY_TIMEOUT_S, interval_s=0.2)
+        members = _members(broker, "killed")
+        assert time.monotonic() - killed_at < GHOST_SESSION_TIMEOUT_MS / 1000, "too slow to tell"
+        assert members == [kept]  # one member: the restarted query is the member it was
+    finally:
+        query.stop()
 
     rows = _output(spark, out)
     counts = Counter((p, o) for p, o, _ in rows)
@@ -277,6 +313,31 @@ def test_a_query_killed_in_a_batch_restarts_without_loss(
     redelivered = {(p, o): n for p, o, n in rows if (p, o) in interrupted_offsets}
     assert set(redelivered) == interrupted_offsets
     assert set(redelivered.values()) == {2}  # the replay's records were redelivered
+
+
+def _members(broker: BrokerProcess, group: str) -> list[str]:
+    """The member ids `shoal share-groups --describe --members` lists."""
+    done = shoal(
+        "share-groups",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--describe",
+        "--group",
+        group,
+        "--members",
+    )
+    assert done.returncode == 0, done.stderr
+    return [row["CONSUMER-ID"] for row in rows_of(done.stdout)]
+
+
+def _committed_offsets(checkpoint: Path, *, before: int) -> set[tuple[int, int]]:
+    """The records of the batches committed before batch `before`."""
+    return {
+        key
+        for batch in range(before)
+        if (checkpoint / "commits" / str(batch)).exists()
+        for key in _offsets_of_batch(checkpoint / "offsets" / str(batch))
+    }
 
 
 @pytest.mark.parametrize("source_knows_checkpoint", [True, False], ids=["checkpoint", "none"])
@@ -341,16 +402,27 @@ def _offsets_of_batch(path: Path) -> set[tuple[int, int]]:
     }
 
 
-def test_a_record_that_keeps_failing_is_archived_and_counted(
+def test_a_poison_record_among_2000_is_archived_alone_and_the_rest_processed(
     spark: Any, broker: BrokerProcess, tmp_path: Path
 ) -> None:
+    """One batch of 2,000 records holds a record that fails its task, and so the query,
+    at every delivery. Each restart replays the failed batch split smaller by delivery
+    count (share_bisect.py: 2000, 300, 45, 7, 1 at the default limit of 5 deliveries),
+    so the poison record ends alone in its batch and is archived alone; the other 1,999
+    are processed, each once."""
     from pyspark.sql import functions as F
 
     topic = topic_name("share-poison")
-    create_topic(broker.bootstrap, topic)
-    values = [b"ok0", b"ok1", b"ok2", b"ok3", b"ok4", b"poison", b"ok6", b"ok7", b"ok8", b"ok9"]
+    topic_id = create_topic(broker.bootstrap, topic)
+    poison = 1234
+    values = [b"poison" if i == poison else b"ok%d" % i for i in range(2000)]
     produce(broker.bootstrap, topic, build_batch(values))
-    settings = {"maxRecordsPerBatch": "2", "share.delivery.count.limit": "2"}
+    checkpoint = tmp_path / "checkpoint"
+    settings = {
+        "maxRecordsPerBatch": "2000",
+        "share.delivery.count.limit": "5",
+        "checkpointLocation": str(checkpoint),
+    }
 
     def run() -> Any:
         stream = _source(spark, broker.bootstrap, topic, "poisoned", **settings)
@@ -363,7 +435,7 @@ def test_a_record_that_keeps_failing_is_archived_and_counted(
         query = (
             checked.writeStream.format("parquet")
             .option("path", str(tmp_path / "out"))
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
             .start()
         )
@@ -371,21 +443,18 @@ def test_a_record_that_keeps_failing_is_archived_and_counted(
         _wait_group_empty(broker.bootstrap, "poisoned")
         return query
 
-    # The batch [4, 5] fails: delivered at count 1, then replayed and redelivered at
-    # count 2, the limit. The group cannot tell which record of a failing batch is bad:
-    # both are archived.
-    for attempt in (1, 2):
+    for attempt in range(1, 6):  # one failure per delivery of the poison record
         failed = run()
         assert failed.exception() is not None, f"attempt {attempt} did not fail"
         assert "poison!" in str(failed.exception())
-    query = run()  # the replay of [4, 5] gets nothing back
+    query = run()  # the replay of the poison record's batch gets nothing back
     assert query.exception() is None, query.exception()
 
-    rows = sorted(_output(spark, tmp_path / "out"))
-    assert [(o, n) for _, o, n in rows] == [(o, 1) for o in (0, 1, 2, 3, 6, 7, 8, 9)]
+    rows = _output(spark, tmp_path / "out")
+    assert sorted(o for _, o, _ in rows) == [o for o in range(2000) if o != poison]
     last = query.recentProgress[-1]["sources"][0]
-    assert json.loads(last["endOffset"])["arch"] == 2
-    assert json.loads(last["latestOffset"])["archived"] == 2
+    assert json.loads(last["endOffset"])["arch"] == 1
+    assert _next_deliveries(broker.bootstrap, "poisoned", topic_id, 1) == []
 
 
 def test_mistakes_are_reported_with_the_option_before_any_task(

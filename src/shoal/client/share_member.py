@@ -227,11 +227,17 @@ class ShareMember:
     # ---- intents
 
     def acquire(
-        self, *, records_max: int, wait_ms: int, skip: Collection[TopicIdPartition] = ()
+        self,
+        *,
+        records_max: int,
+        wait_ms: int,
+        skip: Collection[TopicIdPartition] = (),
+        acquire_mode: AcquireMode | None = None,
     ) -> int:
         """One round of ShareFetches, one per leader of the assigned partitions but
-        `skip`, together acquiring at most `records_max` records (record-limit mode),
-        each waiting up to `wait_ms`. Outcome: `Acquired`."""
+        `skip`, together acquiring at most `records_max` records (in record-limit mode;
+        in batch-optimized mode whole batches, so maybe more), each waiting up to
+        `wait_ms`. `acquire_mode` None: the settings'. Outcome: `Acquired`."""
         assert records_max > 0 and wait_ms >= 0, (records_max, wait_ms)
         self._check_open()
         ticket = self._ticket("acquire")
@@ -246,7 +252,9 @@ class ShareMember:
         for i, node_id in enumerate(nodes):
             share = records_max // len(nodes) + (1 if i < records_max % len(nodes) else 0)
             if share > 0:
-                self._session(node_id).queue.append(FetchOp(ticket, share, wait_ms, skipped))
+                self._session(node_id).queue.append(
+                    FetchOp(ticket, share, wait_ms, skipped, acquire_mode)
+                )
                 self._tickets[ticket].parts += 1
         if self._tickets[ticket].parts == 0:
             self._tickets[ticket].deadline_ms = self._clock.monotonic_ms() + wait_ms
@@ -415,7 +423,9 @@ class ShareMember:
                 op,
                 **ids,
                 wanted=wanted,
-                acquire_mode=self.settings.acquire_mode,
+                acquire_mode=(
+                    self.settings.acquire_mode if op.acquire_mode is None else op.acquire_mode
+                ),
                 max_bytes=self.settings.fetch_max_bytes,
             )
         elif not session.is_open:  # never opened, or dropped (releasing what was held)

@@ -53,7 +53,7 @@ from shoal.client.share_effects import (
 )
 from shoal.client.share_member import ShareMember
 from shoal.clock import Clock, SystemClock
-from shoal.protocol.share import AcknowledgeType
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +116,18 @@ class ShareRunner:
     # ---- intents
 
     async def acquire(
-        self, *, records_max: int, wait_ms: int, skip: Collection[TopicIdPartition] = ()
+        self,
+        *,
+        records_max: int,
+        wait_ms: int,
+        skip: Collection[TopicIdPartition] = (),
+        acquire_mode: AcquireMode | None = None,
     ) -> Acquired:
         self._check_usable()
         outcome = await self._outcome(
-            self.member.acquire(records_max=records_max, wait_ms=wait_ms, skip=skip)
+            self.member.acquire(
+                records_max=records_max, wait_ms=wait_ms, skip=skip, acquire_mode=acquire_mode
+            )
         )
         assert isinstance(outcome, Acquired), outcome
         return outcome

@@ -57,6 +57,8 @@ class FetchOp:
     records_max: int
     wait_ms: int
     skip: frozenset[TopicIdPartition]
+    acquire_mode: AcquireMode | None = None
+    """None: the member's `MemberSettings.acquire_mode`."""
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from shoal.client.share_effects import Acknowledged, Acquired
 from shoal.client.share_member import ShareMember
 from shoal.client.share_runner import CLOSE_TIMEOUT_MS_DEFAULT, ShareRunner
 from shoal.clock import Clock
-from shoal.protocol.share import AcknowledgeType
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,10 +115,13 @@ class ShareMemberThread:
         records_max: int,
         wait_ms: int,
         skip: Collection[TopicIdPartition] = (),
+        acquire_mode: AcquireMode | None = None,
     ) -> Acquired:
         runner = self._started()
         return self._submit(
-            runner.acquire(records_max=records_max, wait_ms=wait_ms, skip=skip),
+            runner.acquire(
+                records_max=records_max, wait_ms=wait_ms, skip=skip, acquire_mode=acquire_mode
+            ),
             timeout_ms=wait_ms + self._settings.request_timeout_ms,
         )
 

@@ -17,16 +17,27 @@ At least once (spark.md §6):
   redelivered with a rising delivery count until the group archives it at
   `share.delivery.count.limit`; the replay then leaves it out, and the number of
   records left out is added to `arch` in the next offset JSON (and reported by
-  `status()`). The group cannot tell which record of a failing batch is bad, so the
-  whole batch shares that fate. With other consumers in the same group, a record one
-  of them took meanwhile is also left out (and counted): it is theirs now, not lost.
+  `status()`). With other consumers in the same group, a record one of them took
+  meanwhile is also left out (and counted): it is theirs now, not lost.
+- A batch that keeps failing is split (share_bisect.py): records at delivery count `d`
+  go into batches of at most `batch_records_for(d)` records, the replay of a failed
+  batch included (it reads its lowest records, the others stay pending for the next
+  batches), so a poison record ends alone in its batch and is archived alone at the
+  group's `share.delivery.count.limit`. While suspects are about, the driver acquires
+  no more than the next batch takes: a record held unplanned when a batch fails has its
+  delivery count raised too, and is archived if that was its last delivery. A replay
+  first acquires one record to learn the delivery count it is at.
 - Records of a committed batch that an earlier run never acknowledged (it died or was
   stopped between commits/N and the next trigger) are ACCEPTed when the group hands
   them back to the restarted query instead of being delivered again
   (`ShareLedger.remember_delivered`).
-- Acquisition uses ShareFetch's record-limit mode and asks only for what the batch
-  needs: every acquisition counts as a delivery, so records acquired and then released
-  unread would lose one of their `share.delivery.count.limit` attempts.
+- Acquisition asks only for what the batch needs: every acquisition counts as a
+  delivery, so records acquired and then released unread would lose one of their
+  `share.delivery.count.limit` attempts. It uses ShareFetch's batch-optimized mode
+  (whole log batches: the broker's cheap path, several times faster than acquiring
+  record by record) while no suspect of a failing batch is about; the records beyond
+  the batch stay pending for the next one (only a stop or the AvailableNow bound
+  releases them). Suspects and replays are acquired in record-limit mode, exactly.
 - `commit(end)` ACCEPTs idempotently; `stop()` RELEASEs acquired-but-unplanned records,
   closes the session (the broker releases the rest) and leaves the group; idempotent.
   Spark commits a batch (`commits/N`) and calls commit()/latestOffset() about it only
@@ -52,9 +63,12 @@ from typing import Any, Final
 
 from shoal.client.ranges import record_count
 from shoal.protocol.share import AcknowledgeType
+from shoal.spark.share_bisect import DELIVERY_COUNT_LIMIT_DEFAULT, batch_records_for
+from shoal.spark.share_checkpoint import ReplayLog
 from shoal.spark.share_group import ACCEPT, RELEASE, ShareGroupMember
 from shoal.spark.share_ledger import ShareLedger, SpanMap
 from shoal.spark.share_offsets import ShareOffset, Spans, covers
+from shoal.spark.share_options import RECORDS_PER_BATCH_DEFAULT
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +87,23 @@ class ShareDriver:
         *,
         acquire_wait_ms: int,
         committed: Callable[[], Sequence[ShareOffset]] | None = None,
+        replay_log: ReplayLog | None = None,
+        records_per_batch: int = RECORDS_PER_BATCH_DEFAULT,
+        delivery_count_limit: int = DELIVERY_COUNT_LIMIT_DEFAULT,
     ) -> None:
         """`committed` reads the end offsets of the batches Spark committed (see the
-        module docstring), or None when the query's checkpoint is unknown."""
+        module docstring), or None when the query's checkpoint is unknown;
+        `replay_log` keeps what a split replay read (None: replays are not split).
+        `records_per_batch` sizes the split of a failing batch until Spark names its
+        limit; `delivery_count_limit` is the group's `share.delivery.count.limit`."""
         self.member = member
+        self._records_max = records_per_batch
+        self._delivery_count_limit = delivery_count_limit
+        self._count_hint = 1
+        """The highest delivery count the last acquisition brought: what the next
+        records are likely at."""
         self._committed = committed
+        self._replay_log = replay_log
         self.ledger = ShareLedger()
         self._acquire_wait_ms = acquire_wait_ms
         self._seen_start = False
@@ -95,9 +121,10 @@ class ShareDriver:
         self._forget_lost()
         self._settle(start)
         self._archived_reported = start.archived
+        self._records_max = records_max
         self._fill(records_max)
         seq = start.seq + 1
-        planned = self.ledger.plan(seq=seq, records_max=records_max)
+        planned = self.ledger.plan(seq=seq, records_max=records_max, limit_for=self._batch_limit)
         if not planned:
             return None
         self._archived_reported += self._archived_unreported
@@ -188,49 +215,94 @@ class ShareDriver:
             self._seen_start = True
             if start.spans and self.ledger.planned(start.seq) is None:
                 # committed by an earlier run, maybe never acknowledged
-                self.ledger.remember_delivered(start.spans)
+                self.ledger.remember_delivered(self._read_by(start))
         self._acknowledge(self.ledger.settle(start.seq), ACCEPT, "ACCEPT")
+
+    def _read_by(self, end: ShareOffset) -> Spans:
+        """The records batch `end` read: those of its offset JSON, or fewer when it was a
+        split replay."""
+        replay = None if self._replay_log is None else self._replay_log.load()
+        return end.spans if replay is None or replay.seq != end.seq else replay.spans
+
+    def _batch_limit(self, delivery_count: int) -> int:
+        return batch_records_for(
+            delivery_count, records_max=self._records_max, limit=self._delivery_count_limit
+        )
 
     def _fill(self, records_max: int) -> None:
         wait_ms = self._acquire_wait_ms
         for _ in range(ACQUIRE_ROUNDS_MAX):
-            wanted = records_max - self.ledger.pending_count
+            count = max(self._count_hint, self.ledger.pending_delivery_count_max())
+            limit = self._batch_limit(count)
+            wanted = min(records_max, limit) - self.ledger.pending_count
             if wanted <= 0:
                 return
-            if not self._acquire(wanted, wait_ms):
+            if not self._acquire(wanted, wait_ms, exact=limit < records_max):
                 return
             wait_ms = 0
 
     def _reclaim(self, end: ShareOffset) -> Spans:
+        """Acquire the records of the batch `end` back and make the replay of those the
+        split allows (see the module docstring): a first acquisition of one record
+        tells the delivery count, then up to the batch limit for it. Without a replay
+        log the replay is not split (all that comes back is read)."""
         wait_ms = self._acquire_wait_ms
+        split = self._replay_log is not None
+        limit: int | None = None
+        complete = False
         for _ in range(ACQUIRE_ROUNDS_MAX):
             missing = self.ledger.missing(end.spans)
-            if missing == 0 or not self._acquire(missing, wait_ms):
+            if missing == 0:
+                complete = True
                 break
+            if not split:
+                wanted = missing
+            elif limit is None:
+                wanted = 1
+            else:
+                wanted = limit - (end.record_count - missing)
+            if wanted <= 0:
+                complete = True  # the rest is left for later batches, not lost
+                break
+            acquired = self._acquire(min(wanted, missing), wait_ms)
             wait_ms = 0
-        replay = self.ledger.reclaim(seq=end.seq, spans=end.spans)
-        left_out = end.record_count - record_count(replay)
+            if split:
+                count = self._batch_limit(self._count_hint)
+                limit = count if limit is None else min(limit, count)
+            if not acquired or self.ledger.missing(end.spans) == missing:
+                break  # nothing of the batch came back: the rest is gone
+        replay = self.ledger.reclaim(seq=end.seq, spans=end.spans, records_max=limit)
+        if self._replay_log is not None and record_count(replay) < end.record_count:
+            self._replay_log.save(ShareOffset(seq=end.seq, spans=replay))
+        missing = self.ledger.missing(end.spans) - record_count(replay)
+        left_out = 0 if complete else missing
         self._archived_unreported += left_out
         log.info(
             "share group %s: replaying batch seq %d of an earlier run: %d of its %d records "
-            "handed back by the group, %d left out (archived at the delivery limit, or taken "
-            "by another consumer)",
+            "(delivery count %d, batch limit %s), %d left out (archived at the delivery "
+            "limit, or taken by another consumer), %d left for the next batches",
             self.member.settings.group_id,
             end.seq,
             record_count(replay),
             end.record_count,
+            self._count_hint,
+            limit,
             left_out,
+            end.record_count - record_count(replay) - left_out,
         )
         return replay
 
-    def _acquire(self, records_max: int, wait_ms: int) -> int:
+    def _acquire(self, records_max: int, wait_ms: int, *, exact: bool = True) -> int:
         """One ShareFetch; returns how many records it acquired that were not handed
         straight back as beyond the AvailableNow bound (fetching again would only
         acquire those again, each time raising their delivery count)."""
         acquired = self.member.acquire(
-            records_max=records_max, wait_ms=wait_ms, skip=self.ledger.exhausted
+            records_max=records_max, wait_ms=wait_ms, skip=self.ledger.exhausted, exact=exact
         )
         self.counters["acquired"] += record_count(acquired)
+        counts = [s.delivery_count for spans in acquired.values() for s in spans]
+        if counts:
+            self._count_hint = max(counts)
         admission = self.ledger.admit(acquired)
         if admission.relocked:
             log.warning(

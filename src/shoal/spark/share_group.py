@@ -42,14 +42,17 @@ from shoal.client.share_member import MemberSettings as ClientMemberSettings
 from shoal.client.share_member import ShareMember
 from shoal.client.share_thread import ShareMemberThread
 from shoal.clock import SystemClock
-from shoal.protocol.share import AcknowledgeType
+from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.spark.cluster import check_reachable
+from shoal.spark.share_bisect import DELIVERY_COUNT_LIMIT_DEFAULT
+from shoal.spark.share_checkpoint import new_member_id
 from shoal.spark.share_offsets import Spans, TopicPartition
 
 log = logging.getLogger(__name__)
 
 ACCEPT: Final = AcknowledgeType.ACCEPT
 RELEASE: Final = AcknowledgeType.RELEASE
+DELIVERY_COUNT_LIMIT_KEY: Final = "share.delivery.count.limit"
 ASSIGNMENT_WAIT_MS_MAX: Final = 30_000
 """`start()` waits this long for the first non-empty assignment before it fails."""
 
@@ -71,6 +74,8 @@ class MemberSettings:
     """None: half the lock duration the brokers report."""
     request_timeout_ms: int = 30_000
     read_committed: bool = False
+    member_id: str | None = None
+    """The member id to join (or rejoin) with; None: a new one."""
 
 
 class ShareGroupMember:
@@ -78,7 +83,7 @@ class ShareGroupMember:
 
     def __init__(self, settings: MemberSettings) -> None:
         self.settings = settings
-        self.member_id = uuid.uuid4().hex[:22]
+        self.member_id = settings.member_id or new_member_id()
         self._member = ShareMember(
             group_id=settings.group_id,
             member_id=self.member_id,
@@ -93,6 +98,8 @@ class ShareGroupMember:
         self._ids: dict[str, uuid.UUID] = {}
         self._names: dict[uuid.UUID, str] = {}
         self._partitions: dict[str, list[int]] = {}
+        self.delivery_count_limit = DELIVERY_COUNT_LIMIT_DEFAULT
+        """The group's `share.delivery.count.limit`, read at `start()`."""
 
     # ---- life cycle
 
@@ -134,6 +141,7 @@ class ShareGroupMember:
     async def _prepare(self, client: AsyncClient) -> None:
         if self.settings.group_configs:
             await self._set_group_configs(client)
+        await self._read_delivery_count_limit(client)
         view = await client.metadata(list(self.settings.topics))
         for name in self.settings.topics:
             topic = view.topics.get(name)
@@ -157,6 +165,28 @@ class ShareGroupMember:
                 f"{error_name(result.error_code)}: {result.error_message}"
             )
 
+    async def _read_delivery_count_limit(self, client: AsyncClient) -> None:
+        """The group's effective `share.delivery.count.limit` (DescribeConfigs of the
+        GROUP); on failure the default stays, logged (it only sizes the split of a
+        failing batch, share_bisect.py)."""
+        group = self.settings.group_id
+        call = rq.describe_configs(rq.GROUP_RESOURCE, [group], keys=[DELIVERY_COUNT_LIMIT_KEY])
+        try:
+            response = await client.call(call)
+            (result,) = response.results
+            if result.error_code != ErrorCode.none:
+                raise ShareMemberError(f"{error_name(result.error_code)}: {result.error_message}")
+            values = [c.value for c in result.configs if c.name == DELIVERY_COUNT_LIMIT_KEY]
+            self.delivery_count_limit = max(2, int(values[0]))
+        except (ClientError, ShareMemberError, IndexError, TypeError, ValueError) as exc:
+            log.warning(
+                "share group %s: %s not read (%s); assuming %d",
+                group,
+                DELIVERY_COUNT_LIMIT_KEY,
+                exc,
+                self.delivery_count_limit,
+            )
+
     def close(self) -> None:
         """Close the share sessions (releasing what is still held), leave the group, stop
         the thread. Idempotent; never raises."""
@@ -165,15 +195,24 @@ class ShareGroupMember:
     # ---- the source's calls
 
     def acquire(
-        self, *, records_max: int, wait_ms: int, skip: Collection[TopicPartition] = ()
+        self,
+        *,
+        records_max: int,
+        wait_ms: int,
+        skip: Collection[TopicPartition] = (),
+        exact: bool = True,
     ) -> dict[TopicPartition, list[Span]]:
         """One round of ShareFetches (one per leader) from the assigned partitions but
-        `skip`: at most `records_max` records newly acquired (record-limit mode: every
-        acquisition counts as a delivery, so the member takes no record it will not
-        deliver), waiting up to `wait_ms` for some."""
+        `skip`, waiting up to `wait_ms` for records. `exact`: at most `records_max`
+        records (record-limit mode); else whole log batches up to about `records_max`
+        (batch-optimized mode: maybe more records, but the broker neither splits its
+        in-flight batches nor tracks their records one by one, several times cheaper)."""
         skipped = [self._id_of(tp) for tp in skip if tp.topic in self._ids]
+        mode = AcquireMode.RECORD_LIMIT if exact else AcquireMode.BATCH_OPTIMIZED
         try:
-            outcome = self._thread.acquire(records_max=records_max, wait_ms=wait_ms, skip=skipped)
+            outcome = self._thread.acquire(
+                records_max=records_max, wait_ms=wait_ms, skip=skipped, acquire_mode=mode
+            )
         except ClientError as exc:
             raise self._error(exc) from exc
         for tp, error in outcome.errors.items():

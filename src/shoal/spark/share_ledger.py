@@ -6,7 +6,8 @@ Every acquired record is in exactly one place:
 - **pending**: acquired, not yet part of a batch (kept locked by RENEW until planned,
   or RELEASEd at stop);
 - **planned[seq]**: part of the batch whose end offset has that `seq`, planned (or, on
-  a restart, reclaimed for a replay) by this process; ACCEPTed by `settle(seq)` once
+  a restart, reclaimed for a replay, maybe only its lowest records: share_bisect.py)
+  by this process; ACCEPTed by `settle(seq)` once
   Spark has durably committed the batch (latestOffset(start=that end) or commit(end));
 - or handed back at once by `admit`: ACCEPT for records an earlier run of the query
   already delivered in a committed batch (`remember_delivered`), RELEASE for records
@@ -18,7 +19,7 @@ most once; spans per topic-partition stay sorted and non-overlapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shoal.client.ranges import Span, merge, normalized, record_count, split_by
@@ -168,10 +169,14 @@ class ShareLedger:
         admission.release = normalized(release)
         return admission
 
-    def plan(self, *, seq: int, records_max: int) -> SpanMap:
+    def plan(
+        self, *, seq: int, records_max: int, limit_for: Callable[[int], int] | None = None
+    ) -> SpanMap:
         """Move up to `records_max` pending records, lowest offsets first, into the batch
         `seq`; topic-partitions take turns starting at a place that rotates with `seq`
-        so none starves."""
+        so none starves. `limit_for(delivery_count)` caps the batch further: it holds
+        at most `limit_for(c)` records, `c` the highest delivery count in it (a failing
+        batch is split, share_bisect.py)."""
         assert seq not in self._planned, seq
         assert records_max >= 1, records_max
         order = sorted(self._pending)
@@ -179,19 +184,34 @@ class ShareLedger:
             shift = seq % len(order)
             order = order[shift:] + order[:shift]
         batch: dict[TopicPartition, list[Span]] = {}
-        room = records_max
+        cap, taken_count = records_max, 0
         for tp in order:
-            taken, rest = take(self._pending[tp], room)
+            taken: list[Span] = []
+            rest = list(self._pending[tp])
+            while rest:
+                span = rest[0]
+                if limit_for is not None:
+                    cap = min(cap, limit_for(span.delivery_count))
+                room = cap - taken_count
+                if room <= 0:
+                    break
+                head, tail = take([span], room)
+                taken.extend(head)
+                taken_count += sum(s.size for s in head)
+                rest = tail + rest[1:]
             if taken:
                 batch[tp] = taken
-                room -= sum(s.size for s in taken)
                 self._set_pending(tp, rest)
-            if room == 0:
+            if taken_count >= cap:
                 break
         planned = normalized(batch)
         if planned:
             self._planned[seq] = planned
         return planned
+
+    def pending_delivery_count_max(self) -> int:
+        """The highest delivery count of a pending record (0 when none is pending)."""
+        return max((s.delivery_count for spans in self._pending.values() for s in spans), default=0)
 
     def missing(self, spans: Spans) -> int:
         """Records of `spans` not (yet) pending here."""
@@ -200,14 +220,21 @@ class ShareLedger:
             for tp, items in spans.items()
         )
 
-    def reclaim(self, *, seq: int, spans: Spans) -> SpanMap:
+    def reclaim(self, *, seq: int, spans: Spans, records_max: int | None = None) -> SpanMap:
         """A restarted query replays the uncommitted batch `seq` of an earlier run: the
         pending records inside its `spans` (re-acquired, with their new delivery counts)
-        become batch `seq`. Records of `spans` that are not pending are left out."""
+        become batch `seq`, the lowest `records_max` of them at most (the others stay
+        pending, for later batches: a batch that failed is split, share_bisect.py).
+        Records of `spans` that are not pending are left out."""
         assert seq not in self._planned, seq
+        room = records_max
         batch: dict[TopicPartition, list[Span]] = {}
         for tp, items in spans.items():
             inside, outside = split_by(self._pending.get(tp, ()), items)
+            if room is not None:
+                inside, beyond = take(inside, room)
+                room -= sum(s.size for s in inside)
+                outside = merge(outside, beyond)
             if inside:
                 batch[tp] = inside
                 self._set_pending(tp, outside)

@@ -14,7 +14,9 @@
 
 `checkpointLocation` is the same local directory as the query's own: reading which
 batches Spark committed there lets the source ACCEPT, when the query stops, a batch
-committed after the last trigger (share_checkpoint.py).
+committed after the last trigger; keeping its member id there lets a restarted query
+rejoin as the member it was; keeping what a split replay read there lets it split a
+failing batch (share_checkpoint.py, share_bisect.py).
 
 The `share.*` keys are the group configs Shoal knows (`shoal.config.GROUP_KEYS`); their
 values are checked by the broker, whose refusal names the key. Spark lower-cases

@@ -16,8 +16,9 @@ the offset methods. The reader therefore starts its `ShareDriver` lazily, at its
 offset call, and never pickles it. That first call also installs a SIGTERM handler
 raising SystemExit, so that the runner's `finally: reader.stop()` runs when Spark ends
 the runner (query stop, end of AvailableNow); `stop()` is idempotent. Given the
-query's checkpoint as the `checkpointLocation` option, `stop()` also ACCEPTs the
-batches Spark committed after the last trigger (share_checkpoint.py).
+query's checkpoint as the `checkpointLocation` option, the member joins with the member
+id kept there (a restarted query rejoins as the member it was) and `stop()` also
+ACCEPTs the batches Spark committed after the last trigger (share_checkpoint.py).
 
 How many records the group archived after they kept failing: `arch` in every offset
 JSON (durable, visible as the source's `endOffset` in the query progress) and
@@ -30,6 +31,7 @@ import logging
 import signal
 from collections.abc import Iterator, Sequence
 from functools import partial
+from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
@@ -45,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 
 from shoal.spark.options import require_reachable
 from shoal.spark.reading import ARROW_SCHEMA, SCHEMA_DDL, read_range
-from shoal.spark.share_checkpoint import committed_offsets
+from shoal.spark.share_checkpoint import ReplayLog, committed_offsets, kept_member_id
 from shoal.spark.share_driver import ShareDriver
 from shoal.spark.share_group import MemberSettings, ShareGroupMember
 from shoal.spark.share_offsets import INITIAL_OFFSET, ChunkPart, ShareOffset, split
@@ -101,6 +103,7 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _drive(self) -> ShareDriver:
         if self._driver is None:
             options = self.options
+            checkpoint = options.checkpoint
             member = ShareGroupMember(
                 MemberSettings(
                     bootstrap=options.bootstrap,
@@ -109,14 +112,17 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     group_configs=options.group_configs,
                     lock_renew_interval_ms=options.lock_renew_interval_ms,
                     read_committed=options.read_committed,
+                    member_id=_kept_member_id(checkpoint, options.group_id),
                 )
             )
             member.start()
-            checkpoint = options.checkpoint
             self._driver = ShareDriver(
                 member,
                 acquire_wait_ms=options.acquire_wait_ms,
                 committed=None if checkpoint is None else partial(committed_offsets, checkpoint),
+                replay_log=None if checkpoint is None else ReplayLog(checkpoint, options.group_id),
+                records_per_batch=options.records_per_batch,
+                delivery_count_limit=member.delivery_count_limit,
             )
             _install_sigterm_handler()
             log.info(
@@ -203,6 +209,24 @@ def _keep_acquired(
     return pa.RecordBatch.from_arrays(
         [*batch.columns, pa.array(counts[clipped], pa.int32())], schema=SHARE_ARROW_SCHEMA
     )
+
+
+def _kept_member_id(checkpoint: Path | None, group_id: str) -> str | None:
+    """The member id kept with the query's checkpoint (None: no checkpoint given, or it
+    cannot be written; the member then joins with a new id)."""
+    if checkpoint is None:
+        return None
+    try:
+        return kept_member_id(checkpoint, group_id)
+    except OSError:
+        log.warning(
+            "share group %s: the member id cannot be kept in checkpoint %s; joining as a new "
+            "member (a restarted query leaves a ghost member until its session times out)",
+            group_id,
+            checkpoint,
+            exc_info=True,
+        )
+        return None
 
 
 def _install_sigterm_handler() -> None:

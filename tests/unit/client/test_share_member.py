@@ -704,6 +704,13 @@ def test_batch_optimized_acquisition_can_be_chosen() -> None:
     assert (request.share_acquire_mode, request.max_records, request.batch_size) == (0, 7, 7)
 
 
+def test_one_acquisition_can_choose_its_own_mode() -> None:
+    rig = Rig()  # record-limit by default
+    rig.joined([P10])
+    rig.member.acquire(records_max=7, wait_ms=0, acquire_mode=rq.AcquireMode.BATCH_OPTIMIZED)
+    assert body(rig.one(1)).share_acquire_mode == 0
+
+
 def test_settings_refuse_nonsense() -> None:
     with pytest.raises(AssertionError):
         MemberSettings(lock_renew_interval_ms=0)

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from shoal.client.ranges import Span
-from shoal.spark.share_checkpoint import committed_offsets, local_checkpoint
+from shoal.spark.share_checkpoint import (
+    committed_offsets,
+    kept_member_id,
+    local_checkpoint,
+    member_id_path,
+)
 from shoal.spark.share_offsets import ShareOffset, TopicPartition
 
 TP = TopicPartition("orders", 0)
@@ -99,3 +104,30 @@ def test_local_locations_resolve_to_absolute_directories(tmp_path: Path) -> None
 def test_remote_or_empty_locations_are_refused(value: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         local_checkpoint(value)
+
+
+def test_the_member_id_is_kept_per_group_and_read_back_at_the_next_start(tmp_path: Path) -> None:
+    first = kept_member_id(tmp_path / "cp", "orders/eu")
+    assert len(first) == 22
+    assert kept_member_id(tmp_path / "cp", "orders/eu") == first  # the restarted query's
+    other = kept_member_id(tmp_path / "cp", "audit")
+    assert other != first
+    path = member_id_path(tmp_path / "cp", "orders/eu")
+    assert path.parent == tmp_path / "cp" / "shoal-share"  # one file per group, '/' quoted
+    assert path.read_text() == first + "\n"
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("content", [b"", b"two words", b"x" * 65, b"\xff\xfe"])
+def test_a_member_id_file_that_is_not_ours_is_replaced(tmp_path: Path, content: bytes) -> None:
+    path = member_id_path(tmp_path, "g")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    member_id = kept_member_id(tmp_path, "g")
+    assert len(member_id) == 22 and path.read_text() == member_id + "\n"
+
+
+def test_an_unwritable_checkpoint_raises_oserror(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(OSError):
+        kept_member_id(tmp_path / "file", "g")

@@ -33,7 +33,12 @@ class OneRecordAtATime:
         self.closed = False
 
     def acquire(
-        self, *, records_max: int, wait_ms: int, skip: Collection[TopicPartition] = ()
+        self,
+        *,
+        records_max: int,
+        wait_ms: int,
+        skip: Collection[TopicPartition] = (),
+        exact: bool = True,
     ) -> dict[TopicPartition, list[Span]]:
         self.fetches += 1
         offset, self.next_offset = self.next_offset, self.next_offset + 1

@@ -102,3 +102,27 @@ def test_forget_drops_lost_records_everywhere() -> None:
     assert ledger.held() == {A0: (Span(0, 2, 1), Span(8, 9, 1))}
     assert ledger.release_pending() == {A0: (Span(8, 9, 1),)}
     assert ledger.pending_count == 0
+
+
+def test_plan_caps_a_batch_by_the_highest_delivery_count_in_it() -> None:
+    ledger = ShareLedger()
+    ledger.admit({A0: [Span(0, 4, 1), Span(5, 9, 3), Span(10, 19, 1)]})
+    limit_for = {1: 100, 2: 10, 3: 3}.__getitem__
+    # 0-4 fit (count 1), then a count-3 record caps the batch at 3: already past it
+    assert ledger.plan(seq=1, records_max=100, limit_for=limit_for) == {A0: (Span(0, 4, 1),)}
+    assert ledger.plan(seq=2, records_max=100, limit_for=limit_for) == {A0: (Span(5, 7, 3),)}
+    third = ledger.plan(seq=3, records_max=100, limit_for=limit_for)
+    assert third == {A0: (Span(8, 9, 3), Span(10, 10, 1))}  # 3 records, a count-3 among them
+    assert ledger.plan(seq=4, records_max=100, limit_for=limit_for) == {A0: (Span(11, 19, 1),)}
+    assert ledger.pending_delivery_count_max() == 0
+
+
+def test_a_split_replay_reads_the_lowest_records_and_leaves_the_rest_pending() -> None:
+    ledger = ShareLedger()
+    failed = {A0: (Span(0, 9, 1),), A1: (Span(0, 9, 1),)}
+    ledger.admit({A0: [Span(0, 9, 2)], A1: [Span(0, 9, 2)]})
+    batch = ledger.reclaim(seq=5, spans=failed, records_max=12)
+    assert batch == {A0: (Span(0, 9, 2),), A1: (Span(0, 1, 2),)}
+    assert ledger.pending_count == 8
+    assert ledger.pending_delivery_count_max() == 2
+    assert ledger.settle(5) == batch
