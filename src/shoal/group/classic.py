@@ -51,10 +51,16 @@ reads here (`ClassicGroups`, the class the coordinator uses).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from shoal.group import records as r
 from shoal.group.classic_join import SKIP_ASSIGNMENT_MIN_VERSION, ClassicJoins
-from shoal.group.classic_rebalance import ClassicSettings, fenced_error, sync_error
+from shoal.group.classic_rebalance import (
+    ClassicSettings,
+    abandon_waiters,
+    fenced_error,
+    sync_error,
+)
 from shoal.group.classic_state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -92,49 +98,80 @@ __all__ = [
 class ClassicGroups(ClassicJoins):
     """The classic groups of one coordinator shard. See the module docstring."""
 
+    _loaded = False
+    """Set by `on_loaded`: replay is live (not loading a partition)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._abandoned: list[Completion] = []
+
     # ---- replay and load --------------------------------------------------------------
 
     def replay(self, key: r.GroupMetadataKey, value: r.GroupMetadataValue | None) -> None:
-        """Keep the last stored generation (a tombstone forgets the group)."""
+        """Keep the last stored generation. A tombstone forgets the group: its live
+        state too (an upgrade to a consumer group tombstones a group with members,
+        whose parked JoinGroup/SyncGroup then get REBALANCE_IN_PROGRESS, see
+        `take_abandoned`). After loading, a generation with members for a group not
+        live (a consumer group downgraded) brings it to life and starts a rebalance."""
+        group_id = key.group_id
         if value is None:
-            self.stored.pop(key.group_id, None)
-            group = self.groups.get(key.group_id)
-            if group is not None and group.is_empty:
-                del self.groups[key.group_id]
+            self.stored.pop(group_id, None)
+            group = self.groups.pop(group_id, None)
+            if group is not None:
+                for member_id in list(group.members):
+                    self._session_deadlines.pop((group_id, member_id), None)
+                    self._abandoned.extend(abandon_waiters(group_id, group.members[member_id]))
+                for member_id in group.pending_members:
+                    self._session_deadlines.pop((group_id, member_id), None)
             return
-        self.stored[key.group_id] = value
+        self.stored[group_id] = value
+        if self._loaded and group_id not in self.groups and value.members:
+            now_ms = self._monotonic_ms()
+            group = self._materialise(group_id, value, now_ms=now_ms)
+            self._abandoned.extend(self.prepare_rebalance(group, now_ms=now_ms))
+
+    def take_abandoned(self) -> list[Completion]:
+        """The answers owed to parked requests of groups replay removed."""
+        abandoned, self._abandoned = self._abandoned, []
+        return abandoned
 
     def on_loaded(self, *, now_ms: int) -> None:
         """Rebuild the live groups from their stored generation; arm every session."""
+        self._loaded = True
         for group_id, value in sorted(self.stored.items()):
-            if group_id in self.groups:
-                continue
-            group = ClassicGroup(
-                group_id=group_id,
-                state=STABLE if value.members else EMPTY,
-                protocol_type=value.protocol_type or None,
-                generation=value.generation,
-                protocol_name=value.protocol,
-                leader_id=value.leader,
+            if group_id not in self.groups:
+                self._materialise(group_id, value, now_ms=now_ms)
+
+    def _materialise(
+        self, group_id: str, value: r.GroupMetadataValue, *, now_ms: int
+    ) -> ClassicGroup:
+        """The live group of a stored generation (Stable with its members, or Empty),
+        every member's session armed."""
+        group = ClassicGroup(
+            group_id=group_id,
+            state=STABLE if value.members else EMPTY,
+            protocol_type=value.protocol_type or None,
+            generation=value.generation,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+        )
+        for stored in value.members:
+            protocols = ((value.protocol, stored.subscription),) if value.protocol else ()
+            group.members[stored.member_id] = ClassicMember(
+                member_id=stored.member_id,
+                group_instance_id=stored.group_instance_id,
+                client_id=stored.client_id,
+                client_host=stored.client_host,
+                rebalance_timeout_ms=stored.rebalance_timeout,
+                session_timeout_ms=stored.session_timeout,
+                protocols=protocols,
+                assignment=stored.assignment,
             )
-            for stored in value.members:
-                protocols = ((value.protocol, stored.subscription),) if value.protocol else ()
-                group.members[stored.member_id] = ClassicMember(
-                    member_id=stored.member_id,
-                    group_instance_id=stored.group_instance_id,
-                    client_id=stored.client_id,
-                    client_host=stored.client_host,
-                    rebalance_timeout_ms=stored.rebalance_timeout,
-                    session_timeout_ms=stored.session_timeout,
-                    protocols=protocols,
-                    assignment=stored.assignment,
-                )
-                if stored.group_instance_id is not None:
-                    group.static_members[stored.group_instance_id] = stored.member_id
-                self._session_deadlines[(group_id, stored.member_id)] = (
-                    now_ms + stored.session_timeout
-                )
-            self.groups[group_id] = group
+            if stored.group_instance_id is not None:
+                group.static_members[stored.group_instance_id] = stored.member_id
+            self._session_deadlines[(group_id, stored.member_id)] = now_ms + stored.session_timeout
+        self.groups[group_id] = group
+        return group
 
     # ---- SyncGroup --------------------------------------------------------------------
 

@@ -101,7 +101,7 @@ class ClassicJoins(ClassicRebalancer):
             )
         if len(group.members) + len(group.pending_members) >= self.settings.max_size:
             return join_error(ErrorCode.group_max_size_reached, UNKNOWN_MEMBER_ID)
-        member.member_id = self._new_member_id(member.client_id)
+        member.member_id = self.new_member_id(member.client_id)
         if instance_id is None and api_version >= 4:
             group.pending_members.add(member.member_id)
             self._session_deadlines[(group.group_id, member.member_id)] = (
@@ -156,7 +156,7 @@ class ClassicJoins(ClassicRebalancer):
         old = group.members.pop(old_id)
         self._session_deadlines.pop((group.group_id, old_id), None)
         completions = list(fence_waiters(group.group_id, old))
-        new_id = self._new_member_id(member.client_id)
+        new_id = self.new_member_id(member.client_id)
         member.member_id = new_id
         member.assignment = old.assignment
         group.members[new_id] = member

@@ -66,11 +66,14 @@ class ClassicRebalancer:
         settings: ClassicSettings | None = None,
         new_member_id: Callable[[str], str] = _default_member_id,
         wall_ms: Callable[[], int] = lambda: 0,
+        monotonic_ms: Callable[[], int] = lambda: 0,
     ) -> None:
         self.settings = settings or ClassicSettings()
         self._wall_ms = wall_ms
         """Epoch time for GroupMetadata's CurrentStateTimestamp (the injected clock's)."""
-        self._new_member_id = new_member_id
+        self._monotonic_ms = monotonic_ms
+        """Timer time for groups a replayed record brings to life (a downgrade)."""
+        self.new_member_id = new_member_id
         self.stored: dict[str, r.GroupMetadataValue] = {}
         self.groups: dict[str, ClassicGroup] = {}
         self._session_deadlines: dict[tuple[str, str], int] = {}
@@ -279,6 +282,31 @@ def fence_waiters(group_id: str, member: ClassicMember) -> list[Completion]:
                 group_id=group_id,
                 member_id=member.member_id,
                 sync=SyncResponse(error=ErrorCode.fenced_instance_id),
+            )
+        )
+    return out
+
+
+def abandon_waiters(group_id: str, member: ClassicMember) -> list[Completion]:
+    """REBALANCE_IN_PROGRESS for a member's parked JoinGroup and SyncGroup (its group
+    became a consumer group: the member rejoins there)."""
+    out = []
+    if member.awaiting_join:
+        out.append(
+            Completion(
+                group_id=group_id,
+                member_id=member.member_id,
+                join=JoinResponse(
+                    error=ErrorCode.rebalance_in_progress, member_id=member.member_id
+                ),
+            )
+        )
+    if member.awaiting_sync:
+        out.append(
+            Completion(
+                group_id=group_id,
+                member_id=member.member_id,
+                sync=SyncResponse(error=ErrorCode.rebalance_in_progress),
             )
         )
     return out
