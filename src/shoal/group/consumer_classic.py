@@ -127,8 +127,6 @@ def join(
                 )
             )
             group = migration.replayed(group, records)
-    elif not unknown and old is None:
-        return _join_error(ErrorCode.unknown_member_id, member_id)
     if old is not None and old.classic is None:
         return _join_error(ErrorCode.unknown_member_id, member_id)
     subscription = read_subscription(protocols[0][1])

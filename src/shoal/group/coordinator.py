@@ -412,7 +412,11 @@ class GroupCoordinatorShard:
         )
         if result.response.error is None:
             self._consumer_deadlines[(group_id, member_id)] = now + settings.session_timeout_ms
-        if upgrade:
+        if upgrade and result.response.error is None:
+            for other_id, other in (group.members if group is not None else {}).items():
+                if other.classic is not None:  # Kafka: sessions of the converted members
+                    timeout = other.classic.session_timeout_ms
+                    self._consumer_deadlines[(group_id, other_id)] = now + timeout
             result = CoordinatorResult(
                 records=(*upgrade, *result.records), response=result.response
             )

@@ -1,0 +1,473 @@
+"""Online classic <-> consumer group conversion on the shard, with a manual clock:
+upgrade by a ConsumerGroupHeartbeat, classic members served by the consumer group
+(JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, session expiry),
+downgrade when the last consumer-protocol member leaves, the migration policy, and
+replay equal to live (checked by the harness at teardown of every test)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+import pytest
+
+from shoal.config import BrokerConfig, ConfigError
+from shoal.group import consumer_membership as cm
+from shoal.group import records as r
+from shoal.group.classic_state import (
+    COMPLETING_REBALANCE,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicResult,
+    JoinResponse,
+    LeavingMember,
+    SyncResponse,
+)
+from shoal.group.committed_offsets import OffsetToCommit
+from shoal.group.consumer_group import ConsumerGroup
+from shoal.group.results import ShareGroupHeartbeatResponse
+from shoal.group.settings import ConsumerGroupSettings
+from shoal.group.subscriptions import read_assignment, write_assignment
+from shoal.protocol.errors import ErrorCode
+from tests.support.classic_groups import consumer_subscription
+from tests.unit.group.conftest import Harness
+
+SESSION_MS = 10_000
+REBALANCE_MS = 30_000
+DELAY_MS = 3_000
+C = "consumer-c"
+
+
+class Mixed:
+    """The harness's shard driven with classic requests too: their records are
+    written and replayed like the rest, parked answers collected."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.h = harness
+        harness.run(harness.shard.on_loaded(now_ms=0))
+        counter = iter(range(1, 1000))
+        harness.shard.classic.groups.new_member_id = lambda client: f"{client}-{next(counter)}"
+        self.joins: dict[str, JoinResponse] = {}
+        self.syncs: dict[str, SyncResponse] = {}
+
+    @property
+    def now(self) -> int:
+        return self.h.clock.monotonic_ms()
+
+    def apply(self, result: ClassicResult[Any]) -> Any:
+        for record in result.records:
+            self.h.write(record)
+        for c in [*result.completions, *self.h.shard.classic.groups.take_abandoned()]:
+            if c.join is not None:
+                self.joins[c.member_id] = c.join
+            if c.sync is not None:
+                self.syncs[c.member_id] = c.sync
+        return result.response
+
+    def join(
+        self,
+        member_id: str = "",
+        *,
+        client: str = "k",
+        topics: Collection[str] = ("t",),
+        owned: dict[str, list[int]] | None = None,
+        version: int = 5,
+        protocol_type: str = "consumer",
+    ) -> JoinResponse | None:
+        return self.apply(  # type: ignore[no-any-return]
+            self.h.shard.classic.join(
+                group_id="g",
+                member_id=member_id,
+                group_instance_id=None,
+                protocol_type=protocol_type,
+                protocols=(("range", consumer_subscription(list(topics), owned)),),
+                session_timeout_ms=SESSION_MS,
+                rebalance_timeout_ms=REBALANCE_MS,
+                client_id=client,
+                client_host="/127.0.0.1",
+                api_version=version,
+                now_ms=self.now,
+            )
+        )
+
+    def sync(
+        self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None
+    ) -> SyncResponse | None:
+        return self.apply(  # type: ignore[no-any-return]
+            self.h.shard.classic.sync(
+                group_id="g",
+                member_id=member_id,
+                generation_id=generation,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=assignments or {},
+                now_ms=self.now,
+            )
+        )
+
+    def heartbeat(self, member_id: str, generation: int) -> ErrorCode | None:
+        return self.h.shard.classic.heartbeat(  # type: ignore[no-any-return]
+            group_id="g",
+            member_id=member_id,
+            generation_id=generation,
+            group_instance_id=None,
+            now_ms=self.now,
+        )
+
+    def leave(self, member_id: str) -> Any:
+        return self.apply(
+            self.h.shard.classic.leave(
+                group_id="g",
+                members=[LeavingMember(member_id=member_id, group_instance_id=None)],
+                now_ms=self.now,
+            )
+        )
+
+    def advance(self, ms: int) -> None:
+        self.h.advance(ms)
+        self.apply(self.h.shard.classic.groups.expire(now_ms=self.now))
+        self.h.run(self.h.shard.expire_sessions(now_ms=self.now))
+
+    def beat(
+        self, member: str, epoch: int, topics: Collection[str] | None = None, **kw: Any
+    ) -> ShareGroupHeartbeatResponse:
+        request = cm.HeartbeatRequest(
+            group_id="g",
+            member_id=member,
+            member_epoch=epoch,
+            rebalance_timeout_ms=REBALANCE_MS if epoch == 0 else -1,
+            subscribed_topic_names=tuple(topics) if topics is not None else None,
+            client_id="rdkafka",
+            client_host="/127.0.0.1",
+            **kw,
+        )
+        response = self.h.run(
+            self.h.shard.consumer_group_heartbeat(request=request, now_ms=self.now)
+        ).response
+        self.apply(ClassicResult(response=None))  # collect answers owed to parked requests
+        return response
+
+    def stable_classic_pair(self) -> tuple[str, str]:
+        """Two classic members (a leads) Stable at generation 1, a owning t-0,1 and
+        b owning t-2,3 (range assignments as a client leader sends them)."""
+        assert self.join(client="a", version=3) is None
+        assert self.join(client="b", version=3) is None
+        self.advance(DELAY_MS)
+        self.advance(DELAY_MS)
+        a, b = "a-1", "b-2"
+        assert self.joins[a].generation_id == 1 and self.joins[a].leader == a
+        assert self.sync(b, 1) is None
+        self.sync(
+            a,
+            1,
+            {
+                a: write_assignment({"t": [0, 1]}, version=1),
+                b: write_assignment({"t": [2, 3]}, version=1),
+            },
+        )
+        assert self.h.shard.classic.groups.state_of("g") == STABLE
+        assert read_assignment(self.syncs[b].assignment) == {"t": frozenset({2, 3})}
+        return a, b
+
+    def consumer(self) -> ConsumerGroup:
+        group = self.h.shard.consumer_group("g")
+        assert group is not None
+        return group
+
+
+@pytest.fixture
+def m(harness: Harness) -> Mixed:
+    harness.set_topics(t=4)
+    return Mixed(harness)
+
+
+def owners(group: ConsumerGroup) -> dict[tuple[uuid.UUID, int], str]:
+    return group.owners()
+
+
+# ---- upgrade --------------------------------------------------------------------------
+
+
+def test_a_consumer_heartbeat_upgrades_a_classic_group(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    start = len(m.h.log)
+    joined = m.beat(C, 0, ["t"])
+    assert joined.error is None and joined.member_epoch == 2
+    written = [type(record.key).__name__ for record in m.h.log[start:]]
+    # Kafka's order: GroupMetadata tombstone, then createConsumerGroupRecords, then
+    # the joining member's own records.
+    assert written[:9] == [
+        "GroupMetadataKey",
+        "ConsumerGroupMemberMetadataKey",
+        "ConsumerGroupMemberMetadataKey",
+        "ConsumerGroupMetadataKey",
+        "ConsumerGroupTargetAssignmentMemberKey",
+        "ConsumerGroupTargetAssignmentMemberKey",
+        "ConsumerGroupTargetAssignmentMetadataKey",
+        "ConsumerGroupCurrentMemberAssignmentKey",
+        "ConsumerGroupCurrentMemberAssignmentKey",
+    ]
+    assert m.h.log[start].value is None
+    assert m.h.shard.group_type("g") == "consumer"
+    assert "g" not in m.h.shard.classic.groups.groups
+    group = m.consumer()
+    assert set(group.members) == {a, b, C} and group.group_epoch == 2
+    classic_a = group.members[a].classic
+    assert classic_a is not None and classic_a.session_timeout_ms == SESSION_MS
+    assert group.members[C].classic is None
+    # The classic members keep their partitions until they rejoin: C waits.
+    assert sorted(p for (_, p), owner in owners(group).items() if owner == a) == [0, 1]
+    assert joined.assignment is not None and all(not tp.partitions for tp in joined.assignment)
+
+
+def test_classic_members_rejoin_and_the_group_settles_with_one_owner_each(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    assert m.heartbeat(a, 1) == ErrorCode.rebalance_in_progress
+    assert m.heartbeat(b, 1) == ErrorCode.rebalance_in_progress
+    assert m.sync(a, 1) == SyncResponse(error=ErrorCode.rebalance_in_progress)
+    generations = {a: 1, b: 1}
+    c_epoch = 2
+    for _ in range(4):
+        # Eager clients: told to rebalance, they give everything up and rejoin.
+        for member in (a, b):
+            if m.heartbeat(member, generations[member]) is None:
+                continue
+            rejoined = m.join(member)
+            assert rejoined is not None and rejoined.error is None, rejoined
+            assert rejoined.leader == "" and not rejoined.members
+            assert rejoined.protocol_type == "consumer" and rejoined.protocol_name == "range"
+            generations[member] = rejoined.generation_id
+            synced = m.sync(member, rejoined.generation_id)
+            assert synced is not None and synced.error is None, synced
+        c_epoch = m.beat(C, c_epoch).member_epoch
+    group = m.consumer()
+    assert group.state == "Stable", group
+    held = owners(group)
+    assert len(held) == 4 and set(held.values()) == {a, b, C}
+    for member in (a, b):
+        assert m.heartbeat(member, generations[member]) is None
+        synced = m.sync(member, generations[member])
+        assert synced is not None
+        mine = read_assignment(synced.assignment)
+        assert mine == {"t": frozenset(p for (_, p), o in held.items() if o == member)}
+
+
+def test_an_empty_classic_group_is_replaced_even_when_upgrades_are_disabled(m: Mixed) -> None:
+    m.h.shard.update_consumer_settings(ConsumerGroupSettings(migration_policy="disabled"))
+    a, b = m.stable_classic_pair()
+    m.leave(a)
+    m.leave(b)
+    m.advance(1)
+    assert m.h.shard.classic.groups.state_of("g") == "Empty"
+    joined = m.beat(C, 0, ["t"])
+    assert joined.error is None and m.h.shard.group_type("g") == "consumer"
+    assert m.consumer().group_epoch == 1
+
+
+def test_the_policy_can_forbid_the_upgrade(m: Mixed) -> None:
+    m.h.shard.update_consumer_settings(ConsumerGroupSettings(migration_policy="downgrade"))
+    m.stable_classic_pair()
+    refused = m.beat(C, 0, ["t"])
+    assert refused.error == ErrorCode.group_id_not_found
+    assert refused.error_message == (
+        "Cannot upgrade classic group g to consumer group because the online upgrade is disabled."
+    )
+    assert m.h.shard.group_type("g") == "classic"
+    assert m.h.shard.classic.groups.state_of("g") == STABLE
+
+
+def test_a_group_not_using_the_consumer_protocol_is_not_upgraded(m: Mixed) -> None:
+    assert m.join(client="a", version=3, protocol_type="connect") is None
+    m.advance(DELAY_MS)
+    refused = m.beat(C, 0, ["t"])
+    assert refused.error == ErrorCode.group_id_not_found
+    assert refused.error_message is not None and "consumer embedded protocol" in (
+        refused.error_message
+    )
+
+
+def test_a_heartbeat_above_epoch_zero_on_a_classic_group_is_refused(m: Mixed) -> None:
+    m.stable_classic_pair()
+    assert m.beat(C, 3, owned={}).error == ErrorCode.group_id_not_found
+
+
+def test_parked_joins_of_an_upgraded_group_are_told_to_rejoin(m: Mixed) -> None:
+    a, _ = m.stable_classic_pair()
+    assert m.join(a) is None  # the leader rejoins: a rebalance starts, a waits
+    assert m.h.shard.classic.groups.state_of("g") == PREPARING_REBALANCE
+    m.beat(C, 0, ["t"])
+    assert m.joins[a].error == ErrorCode.rebalance_in_progress
+    assert m.h.shard.group_type("g") == "consumer"
+
+
+def test_upgrade_during_completing_rebalance_answers_the_parked_sync(m: Mixed) -> None:
+    assert m.join(client="a", version=3) is None
+    assert m.join(client="b", version=3) is None
+    m.advance(DELAY_MS)
+    m.advance(DELAY_MS)
+    assert m.h.shard.classic.groups.state_of("g") == COMPLETING_REBALANCE
+    assert m.sync("b-2", 1) is None  # the follower waits for the leader's assignment
+    m.beat(C, 0, ["t"])
+    assert m.syncs["b-2"] == SyncResponse(error=ErrorCode.rebalance_in_progress)
+    group = m.consumer()
+    assert set(group.members) == {"a-1", "b-2", C}
+    # Their empty assignments are accepted: C can take partitions at once.
+    assert group.members["a-1"].assigned == {}
+    assert sum(len(p) for p in group.members[C].assigned.values()) > 0
+
+
+# ---- classic members of a consumer group ---------------------------------------------
+
+
+def test_a_classic_consumer_joins_a_consumer_group(m: Mixed) -> None:
+    m.beat(C, 0, ["t"])
+    first = m.join(client="k")
+    assert first is not None and first.error == ErrorCode.member_id_required
+    member = first.member_id
+    joined = m.join(member)
+    assert joined is not None and joined.error is None and joined.generation_id == 2
+    assert m.consumer().members[member].classic is not None
+    synced = m.sync(member, 2)
+    assert synced is not None and synced.error is None
+    assert read_assignment(synced.assignment) == {}  # C still owns everything
+    assert m.sync(member, 1) == SyncResponse(error=ErrorCode.illegal_generation)
+    assert m.heartbeat(member, 2) is None  # waiting on C: no rejoin yet
+    assert m.heartbeat("nobody", 2) == ErrorCode.unknown_member_id
+    # C revokes; the classic member is told to rejoin and gets its half.
+    revoke = m.beat(C, 1)
+    assert revoke.assignment is not None
+    kept = {tp.topic_id: frozenset(tp.partitions) for tp in revoke.assignment}
+    assert m.beat(C, 1, owned=kept).member_epoch == 2
+    assert m.heartbeat(member, 2) == ErrorCode.rebalance_in_progress
+    again = m.join(member)
+    assert again is not None and again.error is None
+    synced = m.sync(member, again.generation_id)
+    assert synced is not None
+    assert len(read_assignment(synced.assignment)["t"]) == 2  # type: ignore[index]
+
+
+def test_a_classic_join_with_another_protocol_type_is_inconsistent(m: Mixed) -> None:
+    m.beat(C, 0, ["t"])
+    refused = m.join(protocol_type="connect", version=3)
+    assert refused is not None and refused.error == ErrorCode.inconsistent_group_protocol
+
+
+def test_a_classic_join_to_an_empty_consumer_group_makes_it_classic(m: Mixed) -> None:
+    m.beat(C, 0, ["t"])
+    m.beat(C, -1)
+    assert m.consumer().is_empty
+    assert m.join(client="a", version=3) is None
+    assert m.h.shard.group_type("g") == "classic"
+    assert m.h.shard.consumer_group("g") is None
+
+
+def test_classic_member_commits_with_its_generation(m: Mixed) -> None:
+    a, _ = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    offsets = [OffsetToCommit(topic="t", partition=0, offset=5, leader_epoch=-1, metadata="")]
+
+    def commit(generation: int) -> ErrorCode | None:
+        result = m.h.shard.classic.commit_offsets(
+            group_id="g",
+            member_id=a,
+            generation_id=generation,
+            group_instance_id=None,
+            offsets=offsets,
+            api_version=8,
+            now_ms=0,
+        )
+        for record in result.records:
+            m.h.write(record)
+        return result.response[0].error
+
+    assert commit(1) is None
+    assert commit(7) == ErrorCode.illegal_generation
+
+
+def test_an_expired_classic_member_is_removed(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    for _ in range(3):
+        m.advance(SESSION_MS // 2)
+        assert m.heartbeat(b, 1) == ErrorCode.rebalance_in_progress
+        m.beat(C, 2)
+    assert set(m.consumer().members) == {b, C}
+    assert a not in m.consumer().target_assignment
+
+
+# ---- downgrade ------------------------------------------------------------------------
+
+
+def test_the_last_consumer_member_leaving_downgrades_the_group(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    epoch = m.consumer().group_epoch
+    start = len(m.h.log)
+    left = m.beat(C, -1)
+    assert left.error is None and left.member_epoch == -1
+    last = m.h.log[-1]
+    assert isinstance(last.key, r.GroupMetadataKey)
+    assert isinstance(last.value, r.GroupMetadataValue)
+    assert last.value.generation == epoch and last.value.protocol == "range"
+    assert {x.member_id for x in last.value.members} == {a, b}
+    stored = {x.member_id: read_assignment(x.assignment) for x in last.value.members}
+    assert stored == {a: {"t": frozenset({0, 1})}, b: {"t": frozenset({2, 3})}}
+    assert all(record.value is None for record in m.h.log[start:-1])
+    assert m.h.shard.group_type("g") == "classic" and m.h.shard.consumer_group("g") is None
+    # The classic group lives again and rebalances: its members rejoin.
+    assert m.h.shard.classic.groups.state_of("g") == PREPARING_REBALANCE
+    assert m.heartbeat(a, epoch) == ErrorCode.rebalance_in_progress
+    assert m.join(a) is None
+    assert m.join(b) is not None
+    assert m.joins[a].generation_id == epoch + 1 and m.joins[a].leader in (a, b)
+
+
+def test_upgrade_only_policy_keeps_a_consumer_group_of_classic_members(m: Mixed) -> None:
+    m.h.shard.update_consumer_settings(ConsumerGroupSettings(migration_policy="upgrade"))
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    m.beat(C, -1)
+    assert m.h.shard.group_type("g") == "consumer"
+    assert set(m.consumer().members) == {a, b}
+
+
+def test_the_consumer_member_expiring_downgrades_the_group(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    for _ in range(12):  # C is silent past its 45 s session; a and b heartbeat
+        m.advance(4_000)
+        m.heartbeat(a, 1)
+        m.heartbeat(b, 1)
+    assert m.h.shard.group_type("g") == "classic"
+    assert set(m.h.shard.classic.groups.groups["g"].members) <= {a, b}
+
+
+def test_a_restarted_shard_serves_the_converted_group(m: Mixed) -> None:
+    a, _ = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    fresh = m.h.new_shard()
+    for record in m.h.log:
+        fresh.replay(record)
+    fresh.on_loaded(now_ms=m.now)
+    group = fresh.consumer_group("g")
+    assert group is not None and group.members[a].classic is not None
+    assert fresh.classic.heartbeat(
+        group_id="g", member_id=a, generation_id=1, group_instance_id=None, now_ms=m.now
+    ) == (ErrorCode.rebalance_in_progress)
+    assert fresh.consumer_session_deadline("g", a) == m.now + SESSION_MS
+
+
+# ---- the config -----------------------------------------------------------------------
+
+
+def test_migration_policy_config_is_checked_and_case_insensitive() -> None:
+    config = BrokerConfig.from_raw({"group.consumer.migration.policy": "UPGRADE"})
+    assert ConsumerGroupSettings.from_broker_config(config).migration_policy == "upgrade"
+    assert ConsumerGroupSettings.from_broker_config(BrokerConfig.from_raw({})).migration_policy == (
+        "bidirectional"
+    )
+    with pytest.raises(ConfigError):
+        BrokerConfig.from_raw({"group.consumer.migration.policy": "sideways"})
