@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69) requests for wire
-tests, built with kio at a pinned version."""
+tests, built with kio at a pinned version, and the groups ListGroups reports."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from shoal.protocol.schema import request_schema
+from tests.support.wire import call1
 
 TIMEOUT = datetime.timedelta(seconds=30)
 
@@ -50,3 +51,10 @@ def describe(version: int, *groups: str) -> Any:
     return schema.make(
         "ConsumerGroupDescribeRequest", group_ids=groups, include_authorized_operations=False
     )
+
+
+def listed_groups(bootstrap: str) -> dict[str, tuple[str, str, str]]:
+    """ListGroups v5, every type and state: group id -> (type, protocol type, state)."""
+    request = request_schema(16, 5).make("ListGroupsRequest", states_filter=(), types_filter=())
+    response = call1(bootstrap, request)
+    return {g.group_id: (g.group_type, g.protocol_type, g.group_state) for g in response.groups}

@@ -23,7 +23,7 @@ from tests.support.classic_groups import (
     join_request,
     sync_request,
 )
-from tests.support.consumer_wire import beat, describe
+from tests.support.consumer_wire import beat, describe, listed_groups
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
@@ -42,12 +42,6 @@ def no_migration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
         NO_DELAY,
         "group.consumer.migration.policy=DISABLED",
     )
-
-
-def list_groups(bootstrap: str) -> dict[str, tuple[str, str, str]]:
-    request = request_schema(16, 5).make("ListGroupsRequest", states_filter=(), types_filter=())
-    response = call1(bootstrap, request)
-    return {g.group_id: (g.group_type, g.protocol_type, g.group_state) for g in response.groups}
 
 
 def describe_classic(bootstrap: str, group: str) -> Any:
@@ -78,12 +72,12 @@ def test_upgrade_and_downgrade_on_the_wire(migrating: BrokerProcess) -> None:
     create_topic(bootstrap, topic, partitions=3)
     group = topic_name("g")
     member, generation = classic_member(bootstrap, group, topic)
-    assert list_groups(bootstrap)[group] == ("classic", "consumer", "Stable")
+    assert listed_groups(bootstrap)[group] == ("classic", "consumer", "Stable")
 
     joined = call1(bootstrap, beat(1, group, "consumer-member-0000001", 0, [topic]))
     assert joined.error_code == ErrorCode.none, joined
     assert joined.member_epoch == generation + 1
-    assert list_groups(bootstrap)[group][:2] == ("consumer", "consumer")
+    assert listed_groups(bootstrap)[group][:2] == ("consumer", "consumer")
     described = call1(bootstrap, describe(1, group)).groups[0]
     assert described.error_code == ErrorCode.none
     types = {m.member_id: m.member_type for m in described.members}
@@ -111,7 +105,7 @@ def test_upgrade_and_downgrade_on_the_wire(migrating: BrokerProcess) -> None:
     # The consumer member leaves: the group is classic again, rebalancing.
     left = call1(bootstrap, beat(1, group, "consumer-member-0000001", -1))
     assert left.error_code == ErrorCode.none, left
-    assert list_groups(bootstrap)[group] == ("classic", "consumer", "PreparingRebalance")
+    assert listed_groups(bootstrap)[group] == ("classic", "consumer", "PreparingRebalance")
     again = describe_classic(bootstrap, group)
     assert [m.member_id for m in again.members] == [member]
 
@@ -125,7 +119,7 @@ def test_the_disabled_policy_refuses_the_upgrade(no_migration: BrokerProcess) ->
     refused = call1(bootstrap, beat(1, group, "consumer-member-0000002", 0, [topic]))
     assert refused.error_code == ErrorCode.group_id_not_found
     assert "online upgrade is disabled" in refused.error_message
-    assert list_groups(bootstrap)[group] == ("classic", "consumer", "Stable")
+    assert listed_groups(bootstrap)[group] == ("classic", "consumer", "Stable")
 
 
 def test_a_classic_member_joins_a_consumer_group(migrating: BrokerProcess) -> None:
@@ -145,4 +139,4 @@ def test_a_classic_member_joins_a_consumer_group(migrating: BrokerProcess) -> No
     roundrobin = [("roundrobin", consumer_subscription([topic]))]
     wrong = call1(bootstrap, join_request(5, group, member_id="x", protocols=roundrobin))
     assert wrong.error_code == ErrorCode.inconsistent_group_protocol
-    assert list_groups(bootstrap)[group][0] == "consumer"
+    assert listed_groups(bootstrap)[group][0] == "consumer"

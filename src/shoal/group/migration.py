@@ -31,6 +31,7 @@ them and write what they return.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterable, Sequence
 
 from shoal.group import consumer_membership
@@ -53,6 +54,7 @@ from shoal.group.topics import (
 )
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+log = logging.getLogger(__name__)
 
 
 # ---- upgrade ------------------------------------------------------------------------
@@ -114,6 +116,12 @@ def upgrade(
                 value=member.assignment_value(),
             )
         )
+    log.info(
+        "group %s: converting the classic group (generation %d, members %s) to a consumer group",
+        gid,
+        generation,
+        sorted(members),
+    )
     return records, replayed(ConsumerGroup(group_id=gid), records)
 
 
@@ -289,6 +297,12 @@ def downgrade(
     records.append(r.CoordinatorRecord(key=r.ConsumerGroupMetadataKey(group_id=gid), value=None))
     remaining = [m for mid, m in group.members.items() if mid not in gone]
     records.append(_group_metadata(group, remaining, image=image, wall_ms=wall_ms))
+    log.info(
+        "group %s: converting the consumer group (epoch %d, classic members %s) to a classic group",
+        gid,
+        group.group_epoch,
+        sorted(m.member_id for m in remaining),
+    )
     return records
 
 

@@ -165,7 +165,7 @@ class ClassicService:
         response: LeaveResponse = self._apply(result)
         left = [m.member_id or m.group_instance_id for m, error in response.members if not error]
         if left:
-            log.info("classic group %s: members %s left", group_id, left)
+            log.info("group %s: classic members %s left", group_id, left)
         return response
 
     # ---- offsets ----------------------------------------------------------------------
