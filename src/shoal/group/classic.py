@@ -51,7 +51,6 @@ reads here (`ClassicGroups`, the class the coordinator uses).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from shoal.group import records as r
 from shoal.group.classic_join import SKIP_ASSIGNMENT_MIN_VERSION, ClassicJoins
@@ -98,12 +97,6 @@ __all__ = [
 class ClassicGroups(ClassicJoins):
     """The classic groups of one coordinator shard. See the module docstring."""
 
-    _loaded = False
-    """Set by `on_loaded`: replay is live (not loading a partition)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._abandoned: list[Completion] = []
 
     # ---- replay and load --------------------------------------------------------------
 

@@ -77,6 +77,10 @@ class ClassicRebalancer:
         self.stored: dict[str, r.GroupMetadataValue] = {}
         self.groups: dict[str, ClassicGroup] = {}
         self._session_deadlines: dict[tuple[str, str], int] = {}
+        self._loaded = False
+        """Set by `on_loaded`: replay is live (not loading a partition)."""
+        self._abandoned: list[Completion] = []
+        """Answers owed to parked requests of groups replay removed or restarted."""
 
     def park_join(
         self, group: ClassicGroup, member: ClassicMember, *, now_ms: int

@@ -7,7 +7,7 @@ replay equal to live (checked by the harness at teardown of every test)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ import pytest
 from shoal.config import BrokerConfig, ConfigError
 from shoal.group import consumer_membership as cm
 from shoal.group import records as r
+from shoal.group.classic import ClassicSettings
 from shoal.group.classic_state import (
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,
@@ -319,6 +320,37 @@ def test_upgrade_during_completing_rebalance_answers_the_parked_sync(m: Mixed) -
     assert sum(len(p) for p in group.members[C].assigned.values()) > 0
 
 
+def test_a_group_larger_than_group_consumer_max_size_is_not_upgraded(m: Mixed) -> None:
+    m.h.shard.update_consumer_settings(ConsumerGroupSettings(max_size=1))
+    m.stable_classic_pair()
+    refused = m.beat(C, 0, ["t"])
+    assert refused.error == ErrorCode.group_id_not_found
+    assert refused.error_message is not None and "maximum size" in refused.error_message
+    assert m.h.shard.group_type("g") == "classic"
+
+
+def test_unreadable_member_metadata_blocks_the_upgrade(m: Mixed) -> None:
+    result = m.h.shard.classic.join(
+        group_id="g",
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=(("range", b"\x00"),),  # not a ConsumerProtocolSubscription
+        session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=REBALANCE_MS,
+        client_id="a",
+        client_host="/127.0.0.1",
+        api_version=3,
+        now_ms=m.now,
+    )
+    m.apply(result)
+    m.advance(DELAY_MS)
+    refused = m.beat(C, 0, ["t"])
+    assert refused.error == ErrorCode.group_id_not_found
+    assert refused.error_message is not None and "malformed" in refused.error_message
+    assert m.h.shard.group_type("g") == "classic"
+
+
 # ---- classic members of a consumer group ---------------------------------------------
 
 
@@ -398,6 +430,13 @@ def test_an_expired_classic_member_is_removed(m: Mixed) -> None:
     assert a not in m.consumer().target_assignment
 
 
+def test_a_full_consumer_group_refuses_another_classic_member(m: Mixed) -> None:
+    m.h.shard.update_consumer_settings(ConsumerGroupSettings(max_size=1))
+    m.beat(C, 0, ["t"])
+    refused = m.join(version=3)
+    assert refused is not None and refused.error == ErrorCode.group_max_size_reached
+
+
 # ---- downgrade ------------------------------------------------------------------------
 
 
@@ -432,6 +471,20 @@ def test_upgrade_only_policy_keeps_a_consumer_group_of_classic_members(m: Mixed)
     m.beat(C, -1)
     assert m.h.shard.group_type("g") == "consumer"
     assert set(m.consumer().members) == {a, b}
+
+
+def test_classic_members_beyond_group_max_size_keep_the_consumer_group(
+    make_harness: Callable[..., Harness],
+) -> None:
+    harness = make_harness(classic_settings=ClassicSettings(max_size=1))
+    harness.set_topics(t=4)
+    m = Mixed(harness)
+    m.beat(C, 0, ["t"])
+    a, b = (m.join(client=name, version=3) for name in ("a", "b"))
+    assert a is not None and b is not None and not a.error and not b.error
+    m.beat(C, -1)  # two classic members do not fit a classic group of at most one
+    assert m.h.shard.group_type("g") == "consumer"
+    assert set(m.consumer().members) == {a.member_id, b.member_id}
 
 
 def test_the_consumer_member_expiring_downgrades_the_group(m: Mixed) -> None:
