@@ -97,7 +97,6 @@ __all__ = [
 class ClassicGroups(ClassicJoins):
     """The classic groups of one coordinator shard. See the module docstring."""
 
-
     # ---- replay and load --------------------------------------------------------------
 
     def replay(self, key: r.GroupMetadataKey, value: r.GroupMetadataValue | None) -> None:
