@@ -38,9 +38,14 @@ assignment is stored, when a join leaves the group empty, and when a static memb
 is replaced. `replay` keeps those records (`stored`); `on_loaded` rebuilds the live
 groups from them (Stable with their members, or Empty) and arms every member's
 session. Timers (session, pending member, rebalance) are soft state, as Kafka's.
+Conversions to and from consumer groups (group/migration.py) act through replay: a
+GroupMetadata tombstone removes the live group (its parked requests are owed
+REBALANCE_IN_PROGRESS, `take_abandoned`), and a stored generation with members for a
+group not live after loading (a downgrade) brings it to life in a rebalance.
 
 No I/O, no clock: every operation takes `now_ms` (monotonic, for timers); records'
-epoch timestamps come from the injected `wall_ms`, member ids from `new_member_id`.
+epoch timestamps come from the injected `wall_ms`, member ids from `new_member_id`,
+and a group that replay brings to life takes its timers from `monotonic_ms`.
 
 Modules: the responses and the live group state are in `classic_state`; the
 rebalance steps every operation shares (and the settings) in `classic_rebalance`;

@@ -385,22 +385,19 @@ class GroupCoordinatorShard:
                 return consumer_membership.error_result(
                     ErrorCode.unknown_member_id, f"Group {group_id} not found."
                 )
-            static_leave = (
-                request.member_epoch == consumer_membership.LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            )
             result = consumer_membership.leave(
                 group=group,
                 member_id=member_id,
                 member_epoch=request.member_epoch,
                 image=self._image,
             )
-            if result.response.error is None and not static_leave:
-                result = CoordinatorResult(
-                    records=tuple(self._remove_consumer_members(group, [member_id])),
-                    response=result.response,
-                )
+            static_leave = (
+                request.member_epoch == consumer_membership.LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            )
             if result.response.error is None and not static_leave:
                 self._consumer_deadlines.pop((group_id, member_id), None)
+                removal = self._remove_consumer_members(group, [member_id])  # maybe a downgrade
+                result = CoordinatorResult(records=tuple(removal), response=result.response)
             return result
         result = consumer_membership.heartbeat(
             group=group,
