@@ -1,6 +1,10 @@
 """Online migration of a consumer group between the classic and the consumer
 protocol with real clients (confluent-kafka), while records flow.
 
+kafka-python (a classic-only client) also joins a consumer group: the coordinator
+assigns it, it commits with its generation, and when the consumer-protocol member
+leaves, the group is classic again and the kafka-python consumer takes everything.
+
 Upgrade: three `group.protocol=classic` consumers share a topic; they are restarted
 one by one with `group.protocol=consumer`. The first ConsumerGroupHeartbeat turns the
 classic group into a consumer group whose classic members keep working (served by
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +26,15 @@ from confluent_kafka import Consumer
 
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer
-from tests.support.consumer_groups import PARTITIONS, owners, poll_all, settled
+from tests.support.consumer_groups import PARTITIONS, owners, poll_all, produce_spread, settled
 from tests.support.consumer_wire import listed_groups
 from tests.support.topics import topic_name
+
+with warnings.catch_warnings():
+    # kafka-python 3.0 reads its schemas with deprecated importlib.resources calls.
+    warnings.filterwarnings("ignore", r"(read|open)_text is deprecated", DeprecationWarning)
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
 
 BROKER = ("group.consumer.heartbeat.interval.ms=500", "group.initial.rebalance.delay.ms=200")
 SETTLE_S = 60
@@ -151,3 +162,60 @@ def test_cooperative_classic_consumers_upgraded(brokers: Brokers) -> None:
 
 def test_consumer_protocol_members_restarted_as_classic(brokers: Brokers) -> None:
     _migrate(brokers, "downgrade", "consumer", "classic")
+
+
+def test_kafka_python_in_a_consumer_group_then_alone_in_a_classic_one(brokers: Brokers) -> None:
+    broker = brokers.start(*BROKER)
+    topic = topic_name("kafka-python-mixed")
+    group = topic_name("kafka-python-mixed-g")
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+    sent = produce_spread(broker.bootstrap, topic, per_partition=5, tag="kp")
+    modern = _consumer(broker.bootstrap, group, "consumer", "")
+    modern.subscribe([topic])
+    classic = KafkaConsumer(
+        topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        heartbeat_interval_ms=300,
+        session_timeout_ms=10_000,
+    )
+    seen: set[bytes] = set()
+
+    def poll_classic() -> set[int]:
+        for records in classic.poll(timeout_ms=100).values():
+            seen.update(r.value for r in records)
+        return {tp.partition for tp in classic.assignment()}
+
+    def shared() -> bool:
+        got: dict[int, list[bytes]] = {}
+        poll_all([modern], got)
+        for values in got.values():
+            seen.update(values)
+        mine = poll_classic()
+        theirs = {tp.partition for tp in modern.assignment()}
+        return (
+            bool(mine)
+            and bool(theirs)
+            and sorted(mine | theirs) == list(range(PARTITIONS))
+            and (not mine & theirs)
+        )
+
+    try:
+        assert wait_until(shared, timeout_s=SETTLE_S), (classic.assignment(), modern.assignment())
+        assert listed_groups(broker.bootstrap)[group][0] == "consumer"
+        classic.commit()  # generation = its member epoch: accepted
+        mine = poll_classic()
+        assert all(classic.committed(KafkaTopicPartition(topic, p)) is not None for p in mine)
+        modern.close()
+        assert wait_until(lambda: poll_classic() == set(range(PARTITIONS)), timeout_s=SETTLE_S)
+        assert listed_groups(broker.bootstrap)[group][0] == "classic"
+
+        def everything() -> bool:
+            poll_classic()
+            return seen >= sent
+
+        assert wait_until(everything, timeout_s=SETTLE_S), len(sent - seen)
+    finally:
+        classic.close()
