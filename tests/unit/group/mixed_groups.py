@@ -62,12 +62,13 @@ class Mixed:
         owned: dict[str, list[int]] | None = None,
         version: int = 5,
         protocol_type: str = "consumer",
+        instance: str | None = None,
     ) -> JoinResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.h.shard.classic.join(
                 group_id="g",
                 member_id=member_id,
-                group_instance_id=None,
+                group_instance_id=instance,
                 protocol_type=protocol_type,
                 protocols=(("range", consumer_subscription(list(topics), owned)),),
                 session_timeout_ms=SESSION_MS,
@@ -95,12 +96,14 @@ class Mixed:
             )
         )
 
-    def heartbeat(self, member_id: str, generation: int) -> ErrorCode | None:
+    def heartbeat(
+        self, member_id: str, generation: int, *, instance: str | None = None
+    ) -> ErrorCode | None:
         return self.h.shard.classic.heartbeat(  # type: ignore[no-any-return]
             group_id="g",
             member_id=member_id,
             generation_id=generation,
-            group_instance_id=None,
+            group_instance_id=instance,
             now_ms=self.now,
         )
 

@@ -232,6 +232,21 @@ def test_a_classic_consumer_joins_a_consumer_group(m: Mixed) -> None:
     assert len(read_assignment(synced.assignment)["t"]) == 2  # type: ignore[index]
 
 
+def test_a_restarted_static_classic_member_replaces_its_old_id(m: Mixed) -> None:
+    m.beat(C, 0, ["t"])
+    first = m.join(client="s", instance="i1")
+    assert first is not None and first.error is None
+    old = first.member_id
+    again = m.join(client="s", instance="i1")  # restarted: no member id
+    assert again is not None and again.error is None and again.member_id != old
+    group = m.consumer()
+    assert old not in group.members and again.member_id in group.members
+    assert group.members[again.member_id].instance_id == "i1"
+    assert m.heartbeat(old, first.generation_id, instance="i1") == ErrorCode.fenced_instance_id
+    stale = m.join(old, client="s", instance="i1")
+    assert stale is not None and stale.error == ErrorCode.fenced_instance_id
+
+
 def test_a_classic_join_with_another_protocol_type_is_inconsistent(m: Mixed) -> None:
     m.beat(C, 0, ["t"])
     refused = m.join(protocol_type="connect", version=3)
