@@ -25,7 +25,9 @@ classic members as ordinary consumer-group members carrying `ClassicMemberMetada
 Errors for members that are not classic members of the group: UNKNOWN_MEMBER_ID;
 a wrong generation ILLEGAL_GENERATION; an instance id held by another member
 FENCED_INSTANCE_ID. Each accepted request re-arms the member's session with its
-own classic session timeout.
+own classic session timeout. As Kafka's join and sync timeouts, a member told to
+rejoin must rejoin, and one that joined must sync, within its rebalance timeout, or
+it is removed like an expired one.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class ConsumerGroupsAccess(Protocol):
     def consumer_settings(self) -> ConsumerGroupSettings: ...
 
     def arm_consumer_session(self, group_id: str, member_id: str, deadline_ms: int) -> None: ...
+
+    def arm_rejoin_timeout(
+        self, group_id: str, member_id: str, deadline_ms: int | None, *, replace: bool
+    ) -> None: ...
 
 
 def supports_protocols(
@@ -158,6 +164,8 @@ def join(
     if response.error is not None:
         return _join_error(response.error, member_id)
     access.arm_consumer_session(group.group_id, member_id, now_ms + session_timeout_ms)
+    sync_deadline_ms = now_ms + rebalance_timeout_ms  # Kafka's sync timeout
+    access.arm_rejoin_timeout(group.group_id, member_id, sync_deadline_ms, replace=True)
     return ClassicResult(
         records=(*records, *result.records),
         response=JoinResponse(
@@ -198,6 +206,7 @@ def sync(
     access.arm_consumer_session(
         group.group_id, member_id, now_ms + member.classic.session_timeout_ms
     )
+    access.arm_rejoin_timeout(group.group_id, member_id, None, replace=True)
     chosen = protocol_name or member.classic.supported_protocols[0].name
     metadata = next(p.metadata for p in member.classic.supported_protocols if p.name == chosen)
     subscription = read_subscription(metadata)
@@ -234,6 +243,8 @@ def heartbeat(
             and not _waiting_on_unreleased(group, member)
         )
     ):
+        rejoin_deadline_ms = now_ms + member.rebalance_timeout_ms  # Kafka's join timeout
+        access.arm_rejoin_timeout(group.group_id, member_id, rejoin_deadline_ms, replace=False)
         return ErrorCode.rebalance_in_progress
     return None
 

@@ -114,6 +114,9 @@ class GroupCoordinatorShard:
         self._revocation_deadlines: dict[tuple[str, str], int] = {}
         """Soft: when a consumer member told to revoke partitions is fenced unless it
         has (its rebalance timeout, armed when it enters UNREVOKED_PARTITIONS)."""
+        self._rejoin_deadlines: dict[tuple[str, str], int] = {}
+        """Soft: when a classic member of a consumer group is fenced unless it rejoins
+        (told to) or syncs (after joining), as Kafka's join and sync timeouts."""
         self.classic = ClassicCoordinator(
             share_type=self._share_type,
             settings=classic_settings,
@@ -157,6 +160,7 @@ class GroupCoordinatorShard:
             apply_consumer(consumer, record)
             if isinstance(key, r.ConsumerGroupMemberMetadataKey) and record.value is None:
                 self._consumer_deadlines.pop((key.group_id, key.member_id), None)
+                self._rejoin_deadlines.pop((key.group_id, key.member_id), None)
             if isinstance(key, r.ConsumerGroupCurrentMemberAssignmentKey):
                 self._arm_revocation(consumer, key.member_id)
             return
@@ -356,6 +360,17 @@ class GroupCoordinatorShard:
         """(Re)arm a consumer-group member's session (classic members' requests)."""
         self._consumer_deadlines[(group_id, member_id)] = deadline_ms
 
+    def arm_rejoin_timeout(
+        self, group_id: str, member_id: str, deadline_ms: int | None, *, replace: bool
+    ) -> None:
+        """A classic member's join or sync timeout: set (`replace`, or only if none is
+        armed) or cancelled (None)."""
+        key = (group_id, member_id)
+        if deadline_ms is None:
+            self._rejoin_deadlines.pop(key, None)
+        elif replace or key not in self._rejoin_deadlines:
+            self._rejoin_deadlines[key] = deadline_ms
+
     def consumer_group_heartbeat(
         self, *, request: consumer_membership.HeartbeatRequest, now_ms: int | None = None
     ) -> CoordinatorResult[consumer_membership.HeartbeatResponse]:
@@ -512,6 +527,7 @@ class GroupCoordinatorShard:
             *self._init_retry_deadlines.values(),
             *self._consumer_deadlines.values(),
             *self._revocation_deadlines.values(),
+            *self._rejoin_deadlines.values(),
         ]
         return min(deadlines) if deadlines else None
 
@@ -535,11 +551,13 @@ class GroupCoordinatorShard:
         consumer_due = sorted(
             {k for k, deadline in self._consumer_deadlines.items() if deadline <= now}
             | {k for k, deadline in self._revocation_deadlines.items() if deadline <= now}
+            | {k for k, deadline in self._rejoin_deadlines.items() if deadline <= now}
         )
         consumer_by_group: dict[str, list[str]] = {}
         for group_id, member_id in consumer_due:
             self._consumer_deadlines.pop((group_id, member_id), None)
             self._revocation_deadlines.pop((group_id, member_id), None)
+            self._rejoin_deadlines.pop((group_id, member_id), None)
             consumer = self._consumer_groups.get(group_id)
             if consumer is not None and member_id in consumer.members:
                 consumer_by_group.setdefault(group_id, []).append(member_id)

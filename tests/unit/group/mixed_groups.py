@@ -162,6 +162,23 @@ class Mixed:
         assert read_assignment(self.syncs[b].assignment) == {"t": frozenset({2, 3})}
         return a, b
 
+    def keep_alive(self, member_id: str) -> None:
+        """A classic member of the consumer group heartbeats; told to, it rejoins
+        (eager: owning nothing) and syncs, as librdkafka does."""
+        group = self.h.shard.consumer_group("g")
+        if group is None or member_id not in group.members:
+            return
+        if self.heartbeat(member_id, group.members[member_id].member_epoch) is None:
+            return
+        joined = self.join(member_id)
+        if joined is not None and joined.error is None:
+            self.sync(member_id, joined.generation_id)
+
+    def keep_consumer_alive(self, member_id: str) -> None:
+        """A consumer-protocol member heartbeats, reporting what it may keep."""
+        member = self.consumer().members[member_id]
+        self.beat(member_id, member.member_epoch, owned=dict(member.assigned))
+
     def consumer(self) -> ConsumerGroup:
         group = self.h.shard.consumer_group("g")
         assert group is not None

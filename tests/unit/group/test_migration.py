@@ -303,6 +303,30 @@ def test_a_full_consumer_group_refuses_another_classic_member(m: Mixed) -> None:
     assert refused is not None and refused.error == ErrorCode.group_max_size_reached
 
 
+def test_a_classic_member_that_does_not_rejoin_when_told_is_removed(m: Mixed) -> None:
+    a, b = m.stable_classic_pair()
+    m.beat(C, 0, ["t"])
+    assert m.heartbeat(a, 1) == ErrorCode.rebalance_in_progress  # join timeout armed
+    for _ in range(7):  # a keeps heartbeating but never rejoins; b rejoins and syncs
+        m.advance(5_000)
+        assert m.heartbeat(a, 1) in (ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id)
+        m.keep_alive(b)
+        m.keep_consumer_alive(C)
+    assert a not in m.consumer().members  # past its 30 s rebalance timeout
+    assert b in m.consumer().members
+
+
+def test_a_classic_member_that_joins_but_never_syncs_is_removed(m: Mixed) -> None:
+    m.beat(C, 0, ["t"])
+    joined = m.join(client="k", version=3)
+    assert joined is not None and joined.error is None
+    for _ in range(7):  # it heartbeats, but never sends its SyncGroup
+        m.advance(5_000)
+        m.heartbeat(joined.member_id, joined.generation_id)
+        m.keep_consumer_alive(C)
+    assert set(m.consumer().members) == {C}
+
+
 # ---- downgrade ------------------------------------------------------------------------
 
 
@@ -358,8 +382,8 @@ def test_the_consumer_member_expiring_downgrades_the_group(m: Mixed) -> None:
     m.beat(C, 0, ["t"])
     for _ in range(12):  # C is silent past its 45 s session; a and b heartbeat
         m.advance(4_000)
-        m.heartbeat(a, 1)
-        m.heartbeat(b, 1)
+        m.keep_alive(a)
+        m.keep_alive(b)
     assert m.h.shard.group_type("g") == "classic"
     assert set(m.h.shard.classic.groups.groups["g"].members) <= {a, b}
 
