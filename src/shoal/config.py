@@ -173,6 +173,9 @@ def _check_by_duration(value: Any) -> str | None:
 
 
 _B, _T, _G = Scope.BROKER, Scope.TOPIC, Scope.GROUP
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+"""`group.consumer.migration.policy` values (Kafka's ConsumerGroupMigrationPolicy)."""
+
 _INT, _LONG, _BOOL, _STR, _LIST = (
     ConfigType.INT,
     ConfigType.LONG,
@@ -406,6 +409,19 @@ _DEFS: list[ConfigDef] = [
         _B,
         "Server assignors, the first is the default.",
         choices=("uniform", "range"),
+    ),
+    ConfigDef(
+        "group.consumer.migration.policy",
+        _STR,
+        "bidirectional",
+        _B,
+        "Online classic<->consumer group conversion: disabled, upgrade, downgrade or "
+        "bidirectional (case-insensitive).",
+        check=lambda v: (
+            None
+            if str(v).lower() in MIGRATION_POLICIES
+            else f"value {v!r} is not one of {', '.join(MIGRATION_POLICIES)}"
+        ),
     ),
     # ---- broker: share groups (see configs.md)
     ConfigDef("share.version", _INT, 1, _B, "0 disables share groups.", min=0, max=1),

@@ -1,14 +1,19 @@
-"""Classic-group requests for wire tests, built with kio at a pinned version, and a
-helper that makes a one-member Stable group."""
+"""Classic-group requests for wire tests, built with kio at a pinned version, a
+helper that makes a one-member Stable group, and the embedded consumer protocol's
+subscription bytes (JoinGroup metadata) for tests that need real ones."""
 
 from __future__ import annotations
 
 import datetime
+import io
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.consumer_protocol_subscription import v1 as subscription_v1
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_writer
 
 from shoal.protocol.schema import request_schema
 from tests.support.wire import call1
@@ -16,6 +21,26 @@ from tests.support.wire import call1
 SESSION = datetime.timedelta(seconds=10)
 PROTOCOL = ("range", b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff")
 """A consumer-protocol v0 subscription to no topics."""
+
+
+def consumer_subscription(
+    topics: Sequence[str], owned: dict[str, Sequence[int]] | None = None
+) -> bytes:
+    """A ConsumerProtocolSubscription v1 (topics, owned partitions), as a client
+    sends in JoinGroup."""
+    data = subscription_v1.data
+    entity = data.ConsumerProtocolSubscription(
+        topics=tuple(topics),
+        user_data=None,
+        owned_partitions=tuple(
+            data.TopicPartition(topic=name, partitions=tuple(partitions))
+            for name, partitions in sorted((owned or {}).items())
+        ),
+    )
+    buffer = io.BytesIO()
+    buffer.write(struct.pack(">h", 1))
+    entity_writer(data.ConsumerProtocolSubscription)(buffer, entity)
+    return buffer.getvalue()
 
 
 def join_request(

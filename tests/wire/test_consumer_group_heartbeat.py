@@ -21,50 +21,11 @@ from shoal.client.share_requests import heartbeat as share_heartbeat
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.classic_groups import commit_request
+from tests.support.consumer_wire import beat, describe
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call, call1
 
 TIMEOUT = datetime.timedelta(seconds=30)
-
-
-def beat(
-    version: int,
-    group: str,
-    member: str,
-    epoch: int,
-    topics: list[str] | None = None,
-    *,
-    owned: dict[uuid.UUID, list[int]] | None = None,
-    assignor: str | None = None,
-) -> Any:
-    schema = request_schema(68, version)
-    return schema.make(
-        "ConsumerGroupHeartbeatRequest",
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        instance_id=None,
-        rack_id=None,
-        rebalance_timeout=TIMEOUT if epoch == 0 else datetime.timedelta(milliseconds=-1),
-        subscribed_topic_names=tuple(topics) if topics is not None else None,
-        subscribed_topic_regex=None,
-        server_assignor=assignor,
-        topic_partitions=(
-            None
-            if owned is None
-            else tuple(
-                schema.make("TopicPartitions", topic_id=t, partitions=tuple(ps))
-                for t, ps in owned.items()
-            )
-        ),
-    )
-
-
-def describe(version: int, *groups: str) -> Any:
-    schema = request_schema(69, version)
-    return schema.make(
-        "ConsumerGroupDescribeRequest", group_ids=groups, include_authorized_operations=False
-    )
 
 
 def assigned(response: Any) -> dict[uuid.UUID, list[int]]:

@@ -1,4 +1,4 @@
-"""Classic consumer groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (sans-I/O).
+"""Classic consumer groups: SyncGroup, Heartbeat, LeaveGroup, timers (sans-I/O).
 
 Theory of operation (Kafka 4.2's classic group coordinator, rule for rule where it
 matters to clients). A group moves through
@@ -38,24 +38,40 @@ assignment is stored, when a join leaves the group empty, and when a static memb
 is replaced. `replay` keeps those records (`stored`); `on_loaded` rebuilds the live
 groups from them (Stable with their members, or Empty) and arms every member's
 session. Timers (session, pending member, rebalance) are soft state, as Kafka's.
+Conversions to and from consumer groups (group/migration.py) act through replay: a
+GroupMetadata tombstone removes the live group (its parked requests are owed
+REBALANCE_IN_PROGRESS, `take_abandoned`), and a stored generation with members for a
+group not live after loading (a downgrade) brings it to life in a rebalance.
 
 No I/O, no clock: every operation takes `now_ms` (monotonic, for timers); records'
-epoch timestamps come from the injected `wall_ms`, member ids from `new_member_id`.
+epoch timestamps come from the injected `wall_ms`, member ids from `new_member_id`,
+and a group that replay brings to life takes its timers from `monotonic_ms`.
 
-Responses and the live group state are in `classic_state`. (Past 600 lines: the
-four operations and the timers share one state machine and its helpers; splitting
-them would scatter it over several files.)
+Modules: the responses and the live group state are in `classic_state`; the
+rebalance steps every operation shares (and the settings) in `classic_rebalance`;
+JoinGroup in `classic_join`; SyncGroup, Heartbeat, LeaveGroup, timers, replay and
+reads here (`ClassicGroups`, the class the coordinator uses).
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
 from shoal.group import records as r
+from shoal.group.classic_join import SKIP_ASSIGNMENT_MIN_VERSION, ClassicJoins
+from shoal.group.classic_rebalance import (
+    ClassicSettings,
+    abandon_waiters,
+    fenced_error,
+    sync_error,
+)
 from shoal.group.classic_state import (
+    COMPLETING_REBALANCE,
+    DEAD,
     EMPTY,
+    GROUP_TYPE_CLASSIC,
+    PREPARING_REBALANCE,
+    STABLE,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicMember,
@@ -63,8 +79,6 @@ from shoal.group.classic_state import (
     Completion,
     DescribedClassicGroup,
     DescribedClassicMember,
-    JoinedMember,
-    JoinResponse,
     LeaveResponse,
     LeavingMember,
     SyncResponse,
@@ -72,428 +86,89 @@ from shoal.group.classic_state import (
 from shoal.group.subscriptions import subscribed_topics
 from shoal.protocol.errors import ErrorCode
 
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
-GROUP_TYPE_CLASSIC = "classic"
-SKIP_ASSIGNMENT_MIN_VERSION = 9
-"""JoinGroup v9 (KIP-814) tells a rejoining static leader to skip the assignment;
-before v9 it assigns, and its SyncGroup in a Stable group gets the stored assignment."""
+__all__ = [
+    "COMPLETING_REBALANCE",
+    "DEAD",
+    "GROUP_TYPE_CLASSIC",
+    "PREPARING_REBALANCE",
+    "SKIP_ASSIGNMENT_MIN_VERSION",
+    "STABLE",
+    "ClassicGroups",
+    "ClassicSettings",
+    "fenced_error",
+]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClassicSettings:
-    """Broker configs of classic groups, with Kafka's defaults."""
-
-    initial_rebalance_delay_ms: int = 3_000
-    min_session_timeout_ms: int = 6_000
-    max_session_timeout_ms: int = 1_800_000
-    max_size: int = 2_147_483_647
-
-    @classmethod
-    def from_values(cls, get_int: Callable[[str], int]) -> ClassicSettings:
-        """From the broker configs `group.initial.rebalance.delay.ms`,
-        `group.{min,max}.session.timeout.ms` and `group.max.size`."""
-        return cls(
-            initial_rebalance_delay_ms=get_int("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=get_int("group.max.session.timeout.ms"),
-            max_size=get_int("group.max.size"),
-        )
-
-
-def _default_member_id(client_id: str) -> str:
-    return f"{client_id}-{uuid.uuid4()}"
-
-
-class ClassicGroups:
+class ClassicGroups(ClassicJoins):
     """The classic groups of one coordinator shard. See the module docstring."""
-
-    def __init__(
-        self,
-        *,
-        settings: ClassicSettings | None = None,
-        new_member_id: Callable[[str], str] = _default_member_id,
-        wall_ms: Callable[[], int] = lambda: 0,
-    ) -> None:
-        self.settings = settings or ClassicSettings()
-        self._wall_ms = wall_ms
-        """Epoch time for GroupMetadata's CurrentStateTimestamp (the injected clock's)."""
-        self._new_member_id = new_member_id
-        self.stored: dict[str, r.GroupMetadataValue] = {}
-        self.groups: dict[str, ClassicGroup] = {}
-        self._session_deadlines: dict[tuple[str, str], int] = {}
 
     # ---- replay and load --------------------------------------------------------------
 
     def replay(self, key: r.GroupMetadataKey, value: r.GroupMetadataValue | None) -> None:
-        """Keep the last stored generation (a tombstone forgets the group)."""
+        """Keep the last stored generation. A tombstone forgets the group: its live
+        state too (an upgrade to a consumer group tombstones a group with members,
+        whose parked JoinGroup/SyncGroup then get REBALANCE_IN_PROGRESS, see
+        `take_abandoned`). After loading, a generation with members for a group not
+        live (a consumer group downgraded) brings it to life and starts a rebalance."""
+        group_id = key.group_id
         if value is None:
-            self.stored.pop(key.group_id, None)
-            group = self.groups.get(key.group_id)
-            if group is not None and group.is_empty:
-                del self.groups[key.group_id]
+            self.stored.pop(group_id, None)
+            group = self.groups.pop(group_id, None)
+            if group is not None:
+                for member_id in list(group.members):
+                    self._session_deadlines.pop((group_id, member_id), None)
+                    self._abandoned.extend(abandon_waiters(group_id, group.members[member_id]))
+                for member_id in group.pending_members:
+                    self._session_deadlines.pop((group_id, member_id), None)
             return
-        self.stored[key.group_id] = value
+        self.stored[group_id] = value
+        if self._loaded and group_id not in self.groups and value.members:
+            now_ms = self._monotonic_ms()
+            group = self._materialise(group_id, value, now_ms=now_ms)
+            self._abandoned.extend(self.prepare_rebalance(group, now_ms=now_ms))
+
+    def take_abandoned(self) -> list[Completion]:
+        """The answers owed to parked requests of groups replay removed."""
+        abandoned, self._abandoned = self._abandoned, []
+        return abandoned
 
     def on_loaded(self, *, now_ms: int) -> None:
         """Rebuild the live groups from their stored generation; arm every session."""
+        self._loaded = True
         for group_id, value in sorted(self.stored.items()):
-            if group_id in self.groups:
-                continue
-            group = ClassicGroup(
-                group_id=group_id,
-                state=STABLE if value.members else EMPTY,
-                protocol_type=value.protocol_type or None,
-                generation=value.generation,
-                protocol_name=value.protocol,
-                leader_id=value.leader,
-            )
-            for stored in value.members:
-                protocols = ((value.protocol, stored.subscription),) if value.protocol else ()
-                group.members[stored.member_id] = ClassicMember(
-                    member_id=stored.member_id,
-                    group_instance_id=stored.group_instance_id,
-                    client_id=stored.client_id,
-                    client_host=stored.client_host,
-                    rebalance_timeout_ms=stored.rebalance_timeout,
-                    session_timeout_ms=stored.session_timeout,
-                    protocols=protocols,
-                    assignment=stored.assignment,
-                )
-                if stored.group_instance_id is not None:
-                    group.static_members[stored.group_instance_id] = stored.member_id
-                self._session_deadlines[(group_id, stored.member_id)] = (
-                    now_ms + stored.session_timeout
-                )
-            self.groups[group_id] = group
+            if group_id not in self.groups:
+                self._materialise(group_id, value, now_ms=now_ms)
 
-    # ---- JoinGroup --------------------------------------------------------------------
-
-    def join(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        api_version: int,
-        now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
-        """JoinGroup (11). A v4+ new dynamic member first gets MEMBER_ID_REQUIRED."""
-        settings = self.settings
-        if not group_id:
-            return _join_error(ErrorCode.invalid_group_id, member_id)
-        if (
-            not settings.min_session_timeout_ms
-            <= session_timeout_ms
-            <= (settings.max_session_timeout_ms)
-        ):
-            return _join_error(ErrorCode.invalid_session_timeout, member_id)
-        group = self.groups.get(group_id)
-        if group is None:
-            if member_id != UNKNOWN_MEMBER_ID:
-                return _join_error(ErrorCode.unknown_member_id, member_id)
-            group = ClassicGroup(group_id=group_id)
-        if not group.supports(protocol_type, protocols):
-            return _join_error(ErrorCode.inconsistent_group_protocol, member_id)
-        self.groups.setdefault(group_id, group)
-        member = ClassicMember(
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms,
-            protocols=tuple(protocols),
+    def _materialise(
+        self, group_id: str, value: r.GroupMetadataValue, *, now_ms: int
+    ) -> ClassicGroup:
+        """The live group of a stored generation (Stable with its members, or Empty),
+        every member's session armed."""
+        group = ClassicGroup(
+            group_id=group_id,
+            state=STABLE if value.members else EMPTY,
+            protocol_type=value.protocol_type or None,
+            generation=value.generation,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
         )
-        if member_id == UNKNOWN_MEMBER_ID:
-            return self._join_new_member(
-                group, member, protocol_type, api_version=api_version, now_ms=now_ms
+        for stored in value.members:
+            protocols = ((value.protocol, stored.subscription),) if value.protocol else ()
+            group.members[stored.member_id] = ClassicMember(
+                member_id=stored.member_id,
+                group_instance_id=stored.group_instance_id,
+                client_id=stored.client_id,
+                client_host=stored.client_host,
+                rebalance_timeout_ms=stored.rebalance_timeout,
+                session_timeout_ms=stored.session_timeout,
+                protocols=protocols,
+                assignment=stored.assignment,
             )
-        return self._join_known_member(group, member, protocol_type, now_ms=now_ms)
-
-    def _join_new_member(
-        self,
-        group: ClassicGroup,
-        member: ClassicMember,
-        protocol_type: str,
-        *,
-        api_version: int,
-        now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
-        instance_id = member.group_instance_id
-        if instance_id is not None and instance_id in group.static_members:
-            return self._replace_static_member(
-                group, member, api_version=api_version, now_ms=now_ms
-            )
-        if len(group.members) + len(group.pending_members) >= self.settings.max_size:
-            return _join_error(ErrorCode.group_max_size_reached, UNKNOWN_MEMBER_ID)
-        member.member_id = self._new_member_id(member.client_id)
-        if instance_id is None and api_version >= 4:
-            group.pending_members.add(member.member_id)
-            self._session_deadlines[(group.group_id, member.member_id)] = (
-                now_ms + member.session_timeout_ms
-            )
-            return _join_error(ErrorCode.member_id_required, member.member_id)
-        return self._add_member_and_rebalance(group, member, protocol_type, now_ms=now_ms)
-
-    def _join_known_member(
-        self, group: ClassicGroup, member: ClassicMember, protocol_type: str, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
-        member_id = member.member_id
-        if member_id in group.pending_members:
-            group.pending_members.discard(member_id)
-            self._session_deadlines.pop((group.group_id, member_id), None)
-            return self._add_member_and_rebalance(group, member, protocol_type, now_ms=now_ms)
-        fenced = fenced_error(group, member_id, member.group_instance_id)
-        if fenced is not None:
-            return _join_error(fenced, member_id)
-        current = group.members.get(member_id)
-        if current is None or group.state in (EMPTY, DEAD):
-            return _join_error(ErrorCode.unknown_member_id, member_id)
-        unchanged = current.protocols == member.protocols
-        if group.state == COMPLETING_REBALANCE and unchanged:
-            return ClassicResult(response=self._join_response(group, current))
-        if group.state == STABLE and unchanged and member_id != group.leader_id:
-            return ClassicResult(response=self._join_response(group, current))
-        current.protocols = member.protocols
-        current.session_timeout_ms = member.session_timeout_ms
-        current.rebalance_timeout_ms = member.rebalance_timeout_ms
-        return self._park_join(group, current, now_ms=now_ms)
-
-    def _add_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicMember, protocol_type: str, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
-        group.members[member.member_id] = member
-        if member.group_instance_id is not None:
-            group.static_members[member.group_instance_id] = member.member_id
-        if group.leader_id is None:
-            group.leader_id = member.member_id
-        if group.protocol_type is None:
-            group.protocol_type = protocol_type
-        group.new_member_added = True
-        return self._park_join(group, member, now_ms=now_ms)
-
-    def _park_join(
-        self, group: ClassicGroup, member: ClassicMember, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
-        """Mark `member` waiting for the join, start or advance the rebalance."""
-        member.awaiting_join = True
-        self._session_deadlines.pop((group.group_id, member.member_id), None)
-        completions: list[Completion] = []
-        if group.state != PREPARING_REBALANCE:
-            completions.extend(self._prepare_rebalance(group, now_ms=now_ms))
-        records, more = self._maybe_complete_join(group, now_ms=now_ms)
-        completions.extend(more)
-        own = [c for c in completions if c.member_id == member.member_id and c.join is not None]
-        if own:
-            others = tuple(c for c in completions if c not in own)
-            return ClassicResult(records=records, response=own[0].join, completions=others)
-        return ClassicResult(
-            records=records, response=None, parked=member.member_id, completions=tuple(completions)
-        )
-
-    def _replace_static_member(
-        self, group: ClassicGroup, member: ClassicMember, *, api_version: int, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
-        instance_id = member.group_instance_id
-        assert instance_id is not None
-        old_id = group.static_members[instance_id]
-        old = group.members.pop(old_id)
-        self._session_deadlines.pop((group.group_id, old_id), None)
-        completions = list(_fence_waiters(group.group_id, old))
-        new_id = self._new_member_id(member.client_id)
-        member.member_id = new_id
-        member.assignment = old.assignment
-        group.members[new_id] = member
-        group.static_members[instance_id] = new_id
-        was_leader = group.leader_id == old_id
-        if was_leader:
-            group.leader_id = new_id
-        # Kafka's rule: no rebalance while the protocol the group would select stays
-        # the one it runs (member metadata, e.g. owned partitions, may differ).
-        quiet = group.state == STABLE and group.select_protocol() == group.protocol_name
-        if not quiet:
-            result = self._park_join(group, member, now_ms=now_ms)
-            return ClassicResult(
-                records=result.records,
-                response=result.response,
-                parked=result.parked,
-                completions=(*completions, *result.completions),
-            )
-        self._session_deadlines[(group.group_id, new_id)] = now_ms + member.session_timeout_ms
-        skip = was_leader and api_version >= SKIP_ASSIGNMENT_MIN_VERSION
-        response = self._join_response(group, member, skip_assignment=skip)
-        return ClassicResult(
-            records=(self._metadata_record(group, now_ms=now_ms),),
-            response=response,
-            completions=tuple(completions),
-        )
-
-    # ---- rebalance ------------------------------------------------------------------
-
-    def _prepare_rebalance(self, group: ClassicGroup, *, now_ms: int) -> list[Completion]:
-        completions: list[Completion] = []
-        if group.state == COMPLETING_REBALANCE:
-            for member in group.members.values():
-                if member.awaiting_sync:
-                    member.awaiting_sync = False
-                    completions.append(
-                        Completion(
-                            group_id=group.group_id,
-                            member_id=member.member_id,
-                            sync=SyncResponse(error=ErrorCode.rebalance_in_progress),
-                        )
-                    )
-        timeout = group.max_rebalance_timeout_ms()
-        if group.state == EMPTY:
-            delay = min(self.settings.initial_rebalance_delay_ms, timeout)
-            group.initial_delay_remaining_ms = max(timeout - delay, 0)
-            group.rebalance_deadline_ms = now_ms + delay
-            group.new_member_added = False
-        else:
-            group.initial_delay_remaining_ms = None
-            group.rebalance_deadline_ms = now_ms + timeout
-        group.state = PREPARING_REBALANCE
-        return completions
-
-    def _maybe_complete_join(
-        self, group: ClassicGroup, *, now_ms: int
-    ) -> tuple[tuple[r.CoordinatorRecord, ...], list[Completion]]:
-        if group.state != PREPARING_REBALANCE or group.initial_delay_remaining_ms is not None:
-            return (), []
-        all_joined = all(m.awaiting_join for m in group.members.values())
-        if all_joined and not group.pending_members:
-            return self._complete_join(group, now_ms=now_ms)
-        return (), []
-
-    def _complete_join(
-        self, group: ClassicGroup, *, now_ms: int
-    ) -> tuple[tuple[r.CoordinatorRecord, ...], list[Completion]]:
-        completions: list[Completion] = []
-        for member in [m for m in group.members.values() if not m.awaiting_join]:
-            completions.extend(self._remove_member(group, member.member_id))
-        group.rebalance_deadline_ms = None
-        group.initial_delay_remaining_ms = None
-        group.generation += 1
-        if group.is_empty:
-            group.state = EMPTY
-            group.protocol_name = None
-            group.leader_id = None
-            return (self._metadata_record(group, now_ms=now_ms),), completions
-        group.protocol_name = group.select_protocol()
-        group.state = COMPLETING_REBALANCE
-        group.rebalance_deadline_ms = now_ms + group.max_rebalance_timeout_ms()
-        if group.leader_id not in group.members:
-            group.leader_id = next(iter(group.members))
-        for member in group.members.values():
-            member.awaiting_join = False
-            member.assignment = b""
-            self._session_deadlines[(group.group_id, member.member_id)] = (
-                now_ms + member.session_timeout_ms
-            )
-            completions.append(
-                Completion(
-                    group_id=group.group_id,
-                    member_id=member.member_id,
-                    join=self._join_response(group, member),
-                )
-            )
-        return (), completions
-
-    def _join_response(
-        self, group: ClassicGroup, member: ClassicMember, *, skip_assignment: bool = False
-    ) -> JoinResponse:
-        is_leader = member.member_id == group.leader_id
-        members: tuple[JoinedMember, ...] = ()
-        if is_leader:
-            members = tuple(
-                JoinedMember(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    metadata=m.metadata(group.protocol_name),
-                )
-                for m in group.members.values()
-            )
-        return JoinResponse(
-            generation_id=group.generation,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=group.leader_id or "",
-            skip_assignment=skip_assignment,
-            member_id=member.member_id,
-            members=members,
-        )
-
-    def _remove_member(self, group: ClassicGroup, member_id: str) -> list[Completion]:
-        member = group.members.pop(member_id)
-        self._session_deadlines.pop((group.group_id, member_id), None)
-        if member.group_instance_id is not None:
-            group.static_members.pop(member.group_instance_id, None)
-        if group.leader_id == member_id:
-            group.leader_id = next(iter(group.members), None)
-        completions: list[Completion] = []
-        if member.awaiting_join:
-            completions.append(
-                Completion(
-                    group_id=group.group_id,
-                    member_id=member_id,
-                    join=JoinResponse(error=ErrorCode.unknown_member_id, member_id=member_id),
-                )
-            )
-        if member.awaiting_sync:
-            completions.append(
-                Completion(
-                    group_id=group.group_id,
-                    member_id=member_id,
-                    sync=SyncResponse(error=ErrorCode.unknown_member_id),
-                )
-            )
-        return completions
-
-    def _after_removal(
-        self, group: ClassicGroup, *, now_ms: int
-    ) -> tuple[tuple[r.CoordinatorRecord, ...], list[Completion]]:
-        """A member left or expired: rebalance a settled group, or maybe finish a join."""
-        completions: list[Completion] = []
-        if group.state in (STABLE, COMPLETING_REBALANCE):
-            completions.extend(self._prepare_rebalance(group, now_ms=now_ms))
-        records, more = self._maybe_complete_join(group, now_ms=now_ms)
-        return records, completions + more
-
-    def _metadata_record(self, group: ClassicGroup, *, now_ms: int) -> r.CoordinatorRecord:
-        del now_ms  # timers run on monotonic time; the record carries epoch time
-        protocol = group.protocol_name
-        return r.CoordinatorRecord(
-            key=r.GroupMetadataKey(group_id=group.group_id),
-            value=r.GroupMetadataValue(
-                protocol_type=group.protocol_type or "",
-                generation=group.generation,
-                protocol=protocol,
-                leader=group.leader_id,
-                current_state_timestamp=self._wall_ms(),
-                members=tuple(
-                    r.MemberMetadata(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        rebalance_timeout=m.rebalance_timeout_ms,
-                        session_timeout=m.session_timeout_ms,
-                        subscription=m.metadata(protocol),
-                        assignment=m.assignment,
-                    )
-                    for m in group.members.values()
-                ),
-            ),
-        )
+            if stored.group_instance_id is not None:
+                group.static_members[stored.group_instance_id] = stored.member_id
+            self._session_deadlines[(group_id, stored.member_id)] = now_ms + stored.session_timeout
+        self.groups[group_id] = group
+        return group
 
     # ---- SyncGroup --------------------------------------------------------------------
 
@@ -513,18 +188,18 @@ class ClassicGroups:
         group = self.groups.get(group_id)
         if group is None or member_id not in group.members:
             fenced = None if group is None else fenced_error(group, member_id, group_instance_id)
-            return _sync_error(fenced or ErrorCode.unknown_member_id)
+            return sync_error(fenced or ErrorCode.unknown_member_id)
         fenced = fenced_error(group, member_id, group_instance_id)
         if fenced is not None:
-            return _sync_error(fenced)
+            return sync_error(fenced)
         if generation_id != group.generation:
-            return _sync_error(ErrorCode.illegal_generation)
+            return sync_error(ErrorCode.illegal_generation)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
-            return _sync_error(ErrorCode.inconsistent_group_protocol)
+            return sync_error(ErrorCode.inconsistent_group_protocol)
         if group.state == PREPARING_REBALANCE:
-            return _sync_error(ErrorCode.rebalance_in_progress)
+            return sync_error(ErrorCode.rebalance_in_progress)
         member = group.members[member_id]
         self._session_deadlines[(group_id, member_id)] = now_ms + member.session_timeout_ms
         if group.state == STABLE:
@@ -548,7 +223,7 @@ class ClassicGroups:
                 )
             other.awaiting_sync = False
         return ClassicResult(
-            records=(self._metadata_record(group, now_ms=now_ms),),
+            records=(self.metadata_record(group, now_ms=now_ms),),
             response=self._sync_response(group, member),
             completions=tuple(completions),
         )
@@ -609,10 +284,10 @@ class ClassicGroups:
                 group.pending_members.discard(target)
                 self._session_deadlines.pop((group_id, target), None)
             else:
-                completions.extend(self._remove_member(group, target))
+                completions.extend(self.remove_member(group, target))
         records: tuple[r.CoordinatorRecord, ...] = ()
         if removed:
-            records, more = self._after_removal(group, now_ms=now_ms)
+            records, more = self.after_removal(group, now_ms=now_ms)
             completions.extend(more)
         return ClassicResult(
             records=records,
@@ -661,13 +336,13 @@ class ClassicGroups:
             if member_id in group.pending_members:
                 group.pending_members.discard(member_id)
             elif member_id in group.members:
-                completions.extend(self._remove_member(group, member_id))
+                completions.extend(self.remove_member(group, member_id))
             else:
                 continue
             expired.append((group_id, member_id))
             touched.add(group_id)
         for group_id in sorted(touched):
-            more_records, more = self._after_removal(self.groups[group_id], now_ms=now_ms)
+            more_records, more = self.after_removal(self.groups[group_id], now_ms=now_ms)
             records.extend(more_records)
             completions.extend(more)
         for group in list(self.groups.values()):
@@ -688,7 +363,7 @@ class ClassicGroups:
                 group.rebalance_deadline_ms = now_ms + delay
                 group.new_member_added = False
                 continue
-            more_records, more = self._complete_join(group, now_ms=now_ms)
+            more_records, more = self.complete_join(group, now_ms=now_ms)
             records.extend(more_records)
             completions.extend(more)
         return ClassicResult(
@@ -704,8 +379,8 @@ class ClassicGroups:
         group.rebalance_deadline_ms = None
         completions: list[Completion] = []
         for member in [m for m in group.members.values() if not m.awaiting_sync]:
-            completions.extend(self._remove_member(group, member.member_id))
-        records, more = self._after_removal(group, now_ms=now_ms)
+            completions.extend(self.remove_member(group, member.member_id))
+        records, more = self.after_removal(group, now_ms=now_ms)
         return records, completions + more
 
     # ---- reads and deletion ---------------------------------------------------------
@@ -769,42 +444,3 @@ class ClassicGroups:
 
     def group_ids(self) -> Iterable[str]:
         return self.groups.keys()
-
-
-def fenced_error(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode | None:
-    """FENCED_INSTANCE_ID when `instance_id` belongs to another member id."""
-    if instance_id is None:
-        return None
-    current = group.static_members.get(instance_id)
-    if current is not None and current != member_id:
-        return ErrorCode.fenced_instance_id
-    return None
-
-
-def _fence_waiters(group_id: str, member: ClassicMember) -> list[Completion]:
-    out = []
-    if member.awaiting_join:
-        out.append(
-            Completion(
-                group_id=group_id,
-                member_id=member.member_id,
-                join=JoinResponse(error=ErrorCode.fenced_instance_id, member_id=member.member_id),
-            )
-        )
-    if member.awaiting_sync:
-        out.append(
-            Completion(
-                group_id=group_id,
-                member_id=member.member_id,
-                sync=SyncResponse(error=ErrorCode.fenced_instance_id),
-            )
-        )
-    return out
-
-
-def _join_error(error: ErrorCode, member_id: str) -> ClassicResult[JoinResponse | None]:
-    return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
-
-
-def _sync_error(error: ErrorCode) -> ClassicResult[SyncResponse | None]:
-    return ClassicResult(response=SyncResponse(error=error))

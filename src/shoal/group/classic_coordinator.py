@@ -5,13 +5,20 @@
 namespace first: one id is one group type. `share_type(group_id)` (given by the
 shard) says whether an id is taken by a share or consumer group; then, as Kafka 4.2:
 
-- JoinGroup answers INCONSISTENT_GROUP_PROTOCOL;
-- SyncGroup, Heartbeat and LeaveGroup answer UNKNOWN_MEMBER_ID (no such classic
-  member);
+- JoinGroup to a share group answers INCONSISTENT_GROUP_PROTOCOL; to a non-empty
+  consumer group it is served there, the member a classic member of the consumer
+  group (group/consumer_classic.py), and so are its SyncGroup, Heartbeat and
+  LeaveGroup; a JoinGroup to an empty consumer group replaces it by a classic group
+  (its records tombstoned first), as Kafka 4.2;
+- SyncGroup, Heartbeat and LeaveGroup on a share group answer UNKNOWN_MEMBER_ID (no
+  such classic member);
 - OffsetCommit, OffsetFetch and OffsetDelete answer GROUP_ID_NOT_FOUND, except
   that a consumer group (KIP-848) commits and fetches here: its member is checked by
   `consumer_commit_error` (member epoch as generation), its offsets are these;
 - DescribeGroups (v0-5) describes it as Dead; DeleteGroups is the shard's.
+
+`upgrade` gives the shard the records converting a classic group when a
+ConsumerGroupHeartbeat joins it (group/migration.py has the rules).
 
 Rules are in `classic` (membership) and `committed_offsets` (offsets); results carry
 records for the runtime to write and replay, as every shard operation.
@@ -22,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from shoal.group import consumer_classic, consumer_membership, migration
 from shoal.group import records as r
 from shoal.group.classic import (
     DEAD,
@@ -46,8 +54,11 @@ from shoal.group.committed_offsets import (
     OffsetToCommit,
     PartitionError,
 )
-from shoal.group.consumer_group import GROUP_TYPE_CONSUMER
+from shoal.group.consumer_classic import ConsumerGroupsAccess
+from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
 from shoal.group.results import DeleteGroupResult, ListedGroup
+from shoal.group.settings import ConsumerGroupSettings
+from shoal.group.topics import TopicImage
 from shoal.protocol.errors import ErrorCode
 
 
@@ -68,13 +79,18 @@ class ClassicCoordinator:
         share_type: Callable[[str], str | None],
         settings: ClassicSettings | None = None,
         wall_ms: Callable[[], int] = lambda: 0,
+        monotonic_ms: Callable[[], int] = lambda: 0,
         consumer_commit_error: Callable[[str, str, int], ErrorCode | None] | None = None,
+        consumers: ConsumerGroupsAccess | None = None,
     ) -> None:
         self._share_type = share_type
+        self._wall_ms = wall_ms
+        self._consumers = consumers
+        """The shard's consumer groups, for classic members of consumer groups."""
         self._consumer_commit_error = consumer_commit_error
         """(group, member id, member epoch) -> why a consumer group's member may not
         commit, or None (the shard's `consumer_commit_error`)."""
-        self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms)
+        self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms, monotonic_ms=monotonic_ms)
         self.offsets = CommittedOffsets()
 
     # ---- replay -----------------------------------------------------------------------
@@ -129,13 +145,37 @@ class ClassicCoordinator:
         api_version: int,
         now_ms: int,
     ) -> ClassicResult[JoinResponse | None]:
-        if self._share_type(group_id) is not None:
+        kind = self._share_type(group_id)
+        consumer = self._consumer_group(group_id)
+        replaced: tuple[r.CoordinatorRecord, ...] = ()
+        if kind is not None and consumer is None:
             return ClassicResult(
                 response=JoinResponse(
                     error=ErrorCode.inconsistent_group_protocol, member_id=member_id
                 )
             )
-        return self.groups.join(
+        if consumer is not None and self._consumers is not None:
+            error = self._join_request_error(group_id, session_timeout_ms)
+            if error is not None:
+                return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
+            if not consumer.is_empty:
+                return consumer_classic.join(
+                    self._consumers,
+                    consumer,
+                    member_id=member_id,
+                    group_instance_id=group_instance_id,
+                    protocol_type=protocol_type,
+                    protocols=protocols,
+                    session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    client_id=client_id,
+                    client_host=client_host,
+                    api_version=api_version,
+                    new_member_id=self.groups.new_member_id,
+                    now_ms=now_ms,
+                )
+            replaced = tuple(consumer_membership.group_tombstones(consumer))
+        result = self.groups.join(
             group_id=group_id,
             member_id=member_id,
             group_instance_id=group_instance_id,
@@ -148,6 +188,45 @@ class ClassicCoordinator:
             api_version=api_version,
             now_ms=now_ms,
         )
+        if not replaced or group_id not in self.groups.groups:
+            return result
+        return ClassicResult(
+            records=(*replaced, *result.records),
+            response=result.response,
+            parked=result.parked,
+            completions=result.completions,
+        )
+
+    def _join_request_error(self, group_id: str, session_timeout_ms: int) -> ErrorCode | None:
+        settings = self.groups.settings
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        if (
+            not settings.min_session_timeout_ms
+            <= session_timeout_ms
+            <= (settings.max_session_timeout_ms)
+        ):
+            return ErrorCode.invalid_session_timeout
+        return None
+
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        if self._consumers is None:
+            return None
+        return self._consumers.consumer_group(group_id)
+
+    def upgrade(
+        self, group_id: str, *, settings: ConsumerGroupSettings, image: TopicImage
+    ) -> tuple[list[r.CoordinatorRecord], ConsumerGroup | None] | str:
+        """A ConsumerGroupHeartbeat joins the classic group `group_id`: the records
+        that replace it (empty) or convert it (group/migration.py) and the consumer
+        group they make (None: a new one); or why it may not be converted."""
+        group = self.groups.groups.get(group_id)
+        if group is None or group.is_empty:
+            return migration.replace_empty(group_id), None
+        error = migration.upgrade_error(group, settings=settings)
+        if error is not None:
+            return error
+        return migration.upgrade(group, image=image)
 
     def sync(
         self,
@@ -161,6 +240,20 @@ class ClassicCoordinator:
         assignments: Mapping[str, bytes],
         now_ms: int,
     ) -> ClassicResult[SyncResponse | None]:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None and self._consumers is not None:
+            return ClassicResult(
+                response=consumer_classic.sync(
+                    self._consumers,
+                    consumer,
+                    member_id=member_id,
+                    generation_id=generation_id,
+                    group_instance_id=group_instance_id,
+                    protocol_type=protocol_type,
+                    protocol_name=protocol_name,
+                    now_ms=now_ms,
+                )
+            )
         if self._share_type(group_id) is not None:
             return ClassicResult(response=SyncResponse(error=ErrorCode.unknown_member_id))
         return self.groups.sync(
@@ -183,6 +276,16 @@ class ClassicCoordinator:
         group_instance_id: str | None,
         now_ms: int,
     ) -> ErrorCode | None:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None and self._consumers is not None:
+            return consumer_classic.heartbeat(
+                self._consumers,
+                consumer,
+                member_id=member_id,
+                generation_id=generation_id,
+                group_instance_id=group_instance_id,
+                now_ms=now_ms,
+            )
         if self._share_type(group_id) is not None:
             return ErrorCode.unknown_member_id
         return self.groups.heartbeat(
@@ -196,6 +299,15 @@ class ClassicCoordinator:
     def leave(
         self, *, group_id: str, members: Sequence[LeavingMember], now_ms: int
     ) -> ClassicResult[LeaveResponse]:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None and self._consumers is not None:
+            return consumer_classic.leave(
+                self._consumers,
+                consumer,
+                members=members,
+                classic_max_size=self.groups.settings.max_size,
+                wall_ms=self._wall_ms(),
+            )
         if self._share_type(group_id) is not None:
             return ClassicResult(response=LeaveResponse(error=ErrorCode.unknown_member_id))
         return self.groups.leave(group_id=group_id, members=members, now_ms=now_ms)

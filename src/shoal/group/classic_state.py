@@ -16,6 +16,11 @@ from shoal.group import records as r
 from shoal.protocol.errors import ErrorCode
 
 EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+GROUP_TYPE_CLASSIC = "classic"
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 

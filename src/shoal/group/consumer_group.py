@@ -14,6 +14,10 @@ UNREVOKED_PARTITIONS (must give up `revoking` before it moves on) and
 UNRELEASED_PARTITIONS (waits for partitions other members still own).
 Invariant kept by `consumer_membership.reconcile`: no partition is in two members'
 `assigned | revoking` at once.
+
+A member with `classic` metadata speaks the classic protocol inside the consumer
+group (after an online upgrade, or a classic JoinGroup to a non-empty consumer
+group): group/consumer_classic.py serves it, group/migration.py converts groups.
 """
 
 from __future__ import annotations
@@ -54,6 +58,13 @@ class ConsumerGroupMember:
     state: int = MEMBER_STATE_STABLE
     assigned: Assignment = field(default_factory=dict)
     revoking: Assignment = field(default_factory=dict)
+    classic: r.ClassicMemberMetadata | None = None
+    """Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/
+    Heartbeat) in a consumer group: its session timeout and JoinGroup protocols."""
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def metadata_value(self) -> r.ConsumerGroupMemberMetadataValue:
         return r.ConsumerGroupMemberMetadataValue(
@@ -65,6 +76,7 @@ class ConsumerGroupMember:
             subscribed_topic_regex=self.subscribed_topic_regex,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
+            classic_member_metadata=self.classic,
         )
 
     def assignment_value(self) -> r.ConsumerGroupCurrentMemberAssignmentValue:
@@ -138,6 +150,7 @@ def apply(group: ConsumerGroup, record: r.CoordinatorRecord) -> None:
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
                 server_assignor=value.server_assignor,
+                classic=value.classic_member_metadata,
             )
         case r.ConsumerGroupTargetAssignmentMetadataKey():
             if value is None:

@@ -86,6 +86,9 @@ class HeartbeatRequest:
     """The partitions the member reports it owns (null: not reported)."""
     client_id: str = ""
     client_host: str = ""
+    classic: r.ClassicMemberMetadata | None = None
+    """Set when a classic member's JoinGroup is served as this heartbeat
+    (group/consumer_classic.py)."""
 
 
 def error_result(
@@ -394,6 +397,7 @@ def _updated_metadata(
             if request.server_assignor is not None
             else member.server_assignor
         ),
+        classic=request.classic if request.classic is not None else member.classic,
     )
 
 

@@ -37,7 +37,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
-from shoal.group import consumer_membership, lifecycle, membership, offsets, queries
+from shoal.group import consumer_membership, lifecycle, membership, migration, offsets, queries
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
 from shoal.group.classic_coordinator import ClassicCoordinator, ClassicDurableState
@@ -114,11 +114,16 @@ class GroupCoordinatorShard:
         self._revocation_deadlines: dict[tuple[str, str], int] = {}
         """Soft: when a consumer member told to revoke partitions is fenced unless it
         has (its rebalance timeout, armed when it enters UNREVOKED_PARTITIONS)."""
+        self._rejoin_deadlines: dict[tuple[str, str], int] = {}
+        """Soft: when a classic member of a consumer group is fenced unless it rejoins
+        (told to) or syncs (after joining), as Kafka's join and sync timeouts."""
         self.classic = ClassicCoordinator(
             share_type=self._share_type,
             settings=classic_settings,
             wall_ms=clock.wall_ms,
+            monotonic_ms=clock.monotonic_ms,
             consumer_commit_error=self.consumer_commit_error,
+            consumers=self,
         )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
@@ -155,6 +160,7 @@ class GroupCoordinatorShard:
             apply_consumer(consumer, record)
             if isinstance(key, r.ConsumerGroupMemberMetadataKey) and record.value is None:
                 self._consumer_deadlines.pop((key.group_id, key.member_id), None)
+                self._rejoin_deadlines.pop((key.group_id, key.member_id), None)
             if isinstance(key, r.ConsumerGroupCurrentMemberAssignmentKey):
                 self._arm_revocation(consumer, key.member_id)
             return
@@ -230,9 +236,11 @@ class GroupCoordinatorShard:
         records: list[r.CoordinatorRecord] = []
         effects: list[Effect] = []
         for group_id, consumer in self._consumer_groups.items():
-            for member_id in consumer.members:
-                deadline = now + self._consumer_settings.session_timeout_ms
-                self._consumer_deadlines[(group_id, member_id)] = deadline
+            for member_id, member in consumer.members.items():
+                timeout = self._consumer_settings.session_timeout_ms
+                if member.classic is not None:
+                    timeout = member.classic.session_timeout_ms
+                self._consumer_deadlines[(group_id, member_id)] = now + timeout
         for group_id, group in sorted(self._groups.items()):
             timeout = self._settings.session_timeout_ms(group_id)
             for member_id in group.members:
@@ -344,6 +352,25 @@ class GroupCoordinatorShard:
         """Adopt new `group.consumer.*` settings from the next operation on."""
         self._consumer_settings = settings
 
+    @property
+    def consumer_settings(self) -> ConsumerGroupSettings:
+        return self._consumer_settings
+
+    def arm_consumer_session(self, group_id: str, member_id: str, deadline_ms: int) -> None:
+        """(Re)arm a consumer-group member's session (classic members' requests)."""
+        self._consumer_deadlines[(group_id, member_id)] = deadline_ms
+
+    def arm_rejoin_timeout(
+        self, group_id: str, member_id: str, deadline_ms: int | None, *, replace: bool
+    ) -> None:
+        """A classic member's join or sync timeout: set (`replace`, or only if none is
+        armed) or cancelled (None)."""
+        key = (group_id, member_id)
+        if deadline_ms is None:
+            self._rejoin_deadlines.pop(key, None)
+        elif replace or key not in self._rejoin_deadlines:
+            self._rejoin_deadlines[key] = deadline_ms
+
     def consumer_group_heartbeat(
         self, *, request: consumer_membership.HeartbeatRequest, now_ms: int | None = None
     ) -> CoordinatorResult[consumer_membership.HeartbeatResponse]:
@@ -356,13 +383,18 @@ class GroupCoordinatorShard:
         if error is not None:
             return consumer_membership.error_result(*error)
         group_id, member_id = request.group_id, request.member_id
-        if group_id in self._groups or (
-            group_id not in self._consumer_groups and self.classic.has_members(group_id)
-        ):
-            return consumer_membership.error_result(
-                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
-            )
+        not_consumer = f"Group {group_id} is not a consumer group."
         group = self._consumer_groups.get(group_id)
+        upgrade: list[r.CoordinatorRecord] = []
+        if group_id in self._groups:
+            return consumer_membership.error_result(ErrorCode.group_id_not_found, not_consumer)
+        if group is None and self.classic.has_members(group_id):
+            if request.member_epoch != consumer_membership.JOIN_GROUP_MEMBER_EPOCH:
+                return consumer_membership.error_result(ErrorCode.group_id_not_found, not_consumer)
+            converted = self.classic.upgrade(group_id, settings=settings, image=self._image)
+            if isinstance(converted, str):
+                return consumer_membership.error_result(ErrorCode.group_id_not_found, converted)
+            upgrade, group = converted
         if request.member_epoch < 0:
             if group is None:
                 return consumer_membership.error_result(
@@ -379,6 +411,8 @@ class GroupCoordinatorShard:
             )
             if result.response.error is None and not static_leave:
                 self._consumer_deadlines.pop((group_id, member_id), None)
+                removal = self._remove_consumer_members(group, [member_id])  # maybe a downgrade
+                result = CoordinatorResult(records=tuple(removal), response=result.response)
             return result
         result = consumer_membership.heartbeat(
             group=group,
@@ -390,7 +424,28 @@ class GroupCoordinatorShard:
         )
         if result.response.error is None:
             self._consumer_deadlines[(group_id, member_id)] = now + settings.session_timeout_ms
+        if upgrade and result.response.error is None:
+            for other_id, other in (group.members if group is not None else {}).items():
+                if other.classic is not None:  # Kafka: sessions of the converted members
+                    timeout = other.classic.session_timeout_ms
+                    self._consumer_deadlines[(group_id, other_id)] = now + timeout
+            result = CoordinatorResult(
+                records=(*upgrade, *result.records), response=result.response
+            )
         return result
+
+    def _remove_consumer_members(
+        self, group: ConsumerGroup, member_ids: Sequence[str]
+    ) -> list[r.CoordinatorRecord]:
+        """Members leave or expire: fenced, or the group downgraded (group/migration.py)."""
+        return migration.remove_members(
+            group,
+            member_ids,
+            image=self._image,
+            settings=self._consumer_settings,
+            classic_max_size=self.classic.groups.settings.max_size,
+            wall_ms=self._clock.wall_ms(),
+        )
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The replayed state of a consumer group (read-only by convention)."""
@@ -458,7 +513,9 @@ class GroupCoordinatorShard:
         if member is None:
             return ErrorCode.unknown_member_id
         if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+            # A classic member's generation is its epoch: Kafka answers as classic.
+            classic = member.classic is not None
+            return ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
         return None
 
     # ---- timers ---------------------------------------------------------------------
@@ -470,6 +527,7 @@ class GroupCoordinatorShard:
             *self._init_retry_deadlines.values(),
             *self._consumer_deadlines.values(),
             *self._revocation_deadlines.values(),
+            *self._rejoin_deadlines.values(),
         ]
         return min(deadlines) if deadlines else None
 
@@ -493,19 +551,19 @@ class GroupCoordinatorShard:
         consumer_due = sorted(
             {k for k, deadline in self._consumer_deadlines.items() if deadline <= now}
             | {k for k, deadline in self._revocation_deadlines.items() if deadline <= now}
+            | {k for k, deadline in self._rejoin_deadlines.items() if deadline <= now}
         )
         consumer_by_group: dict[str, list[str]] = {}
         for group_id, member_id in consumer_due:
             self._consumer_deadlines.pop((group_id, member_id), None)
             self._revocation_deadlines.pop((group_id, member_id), None)
+            self._rejoin_deadlines.pop((group_id, member_id), None)
             consumer = self._consumer_groups.get(group_id)
             if consumer is not None and member_id in consumer.members:
                 consumer_by_group.setdefault(group_id, []).append(member_id)
         for group_id, member_ids in sorted(consumer_by_group.items()):
             records.extend(
-                consumer_membership.fence_records(
-                    group=self._consumer_groups[group_id], member_ids=member_ids, image=self._image
-                )
+                self._remove_consumer_members(self._consumer_groups[group_id], member_ids)
             )
         expired = tuple(
             (g, m)

@@ -26,7 +26,7 @@ comparable logs); the builders in `membership`, `share_group` and `topics` keep 
 # run time, as in its generated schema modules.
 import uuid
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kio.static.primitive import i16
 
@@ -151,9 +151,34 @@ class ConsumerGroupMetadataKey(records.KeyStruct):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicProtocol(records.NestedStruct):
+    """`ClassicProtocol {Name, Metadata}`: one JoinGroup protocol of a classic member."""
+
+    name: str = field(metadata={"kafka_type": "string"})
+    metadata: bytes = field(metadata={"kafka_type": "bytes"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicMemberMetadata(records.NestedStruct):
+    """`ClassicMemberMetadata {SessionTimeoutMs, SupportedProtocols}`: set on a member
+    of a consumer group that speaks the classic protocol (upgrade/downgrade)."""
+
+    session_timeout_ms: int = field(metadata={"kafka_type": "int32"})
+    supported_protocols: tuple[ClassicProtocol, ...]
+
+
+# kio reads a tagged struct only when its annotation is the bare struct type (a null
+# tagged field is simply absent); type checkers see the nullable field it really is.
+if TYPE_CHECKING:
+    _NullableClassicMemberMetadata = ClassicMemberMetadata | None
+else:
+    _NullableClassicMemberMetadata = ClassicMemberMetadata
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupMemberMetadataValue(records.ValueStruct):
-    """Kafka 4.2's schema without the tagged ClassicMemberMetadata (tag 0): Shoal's
-    consumer-group members all speak the consumer protocol."""
+    """Kafka 4.2's schema, with the tagged ClassicMemberMetadata (tag 0, null for a
+    member that speaks the consumer protocol)."""
 
     instance_id: str | None = field(metadata={"kafka_type": "string"})
     rack_id: str | None = field(metadata={"kafka_type": "string"})
@@ -163,6 +188,9 @@ class ConsumerGroupMemberMetadataValue(records.ValueStruct):
     subscribed_topic_regex: str | None = field(metadata={"kafka_type": "string"})
     rebalance_timeout_ms: int = field(metadata={"kafka_type": "int32"})
     server_assignor: str | None = field(metadata={"kafka_type": "string"})
+    classic_member_metadata: _NullableClassicMemberMetadata = field(
+        metadata={"tag": 0}, default=None
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -66,6 +66,17 @@ class ConsumerGroupSettings:
     max_size: int = 2_147_483_647
     assignors: tuple[str, ...] = ("uniform", "range")
     """The server assignors offered; the first is the default."""
+    migration_policy: str = "bidirectional"
+    """`group.consumer.migration.policy` (lower case): which online conversions
+    between classic and consumer groups are allowed (group/migration.py)."""
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
 
     def __post_init__(self) -> None:
         assert self.heartbeat_interval_ms >= 1 and self.session_timeout_ms >= 1, self
@@ -78,6 +89,7 @@ class ConsumerGroupSettings:
             heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
             max_size=config.get_int("group.consumer.max.size"),
             assignors=tuple(config.get_list("group.consumer.assignors")),
+            migration_policy=(config.get_str("group.consumer.migration.policy") or "").lower(),
         )
 
 

@@ -11,6 +11,10 @@ this module drives them:
   SyncGroup that must wait for the leader, get a future keyed by (group, member);
   a later operation's completion (or a timer's) resolves it. A client that went away
   leaves a future nobody awaits: resolving it is harmless.
+- **Conversions.** A classic group upgraded to a consumer group (by a
+  ConsumerGroupHeartbeat, group_service.py) answers its parked requests with
+  REBALANCE_IN_PROGRESS through `answer_abandoned`; its members then rejoin the
+  consumer group, whose classic members the shard serves (group/consumer_classic.py).
 - **Timers.** One source (`timer_sources`) for session expiry, pending members and
   rebalance deadlines (`ClassicGroups.next_deadline` / `expire`), and one every
   `offsets.retention.check.interval.ms` expiring offsets past
@@ -161,7 +165,7 @@ class ClassicService:
         response: LeaveResponse = self._apply(result)
         left = [m.member_id or m.group_instance_id for m, error in response.members if not error]
         if left:
-            log.info("classic group %s: members %s left", group_id, left)
+            log.info("group %s: classic members %s left", group_id, left)
         return response
 
     # ---- offsets ----------------------------------------------------------------------
@@ -215,8 +219,19 @@ class ClassicService:
         response = self._runtime.apply(result)
         for completion in result.completions:
             self._complete(completion)
+        self.answer_abandoned()
         self._rearm()
         return response
+
+    def answer_abandoned(self) -> None:
+        """Answer the parked requests of classic groups that replay removed or
+        restarted (an upgrade to a consumer group, a downgrade's rebalance):
+        REBALANCE_IN_PROGRESS, so the members rejoin."""
+        abandoned = self._classic.groups.take_abandoned()
+        for completion in abandoned:
+            self._complete(completion)
+        if abandoned:
+            log.info("classic groups: %d parked requests answered after conversion", len(abandoned))
 
     def _complete(self, completion: Completion) -> None:
         key = (completion.group_id, completion.member_id)

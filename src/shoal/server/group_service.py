@@ -280,6 +280,7 @@ class GroupService:
         """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
         response = self._write(self.shard.consumer_group_heartbeat(request=request))
+        self.classic.answer_abandoned()  # an upgraded classic group's parked requests
         if response.error is not None:
             return response
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:

@@ -17,6 +17,7 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.group import GroupCoordinatorShard, ShareGroupSettings, TopicMetadata
+from shoal.group.classic import ClassicSettings
 from shoal.group.records import CoordinatorRecord, RecordKey, TopicPartitions
 from shoal.group.results import (
     CoordinatorResult,
@@ -63,10 +64,12 @@ class Harness:
         *,
         settings: ShareGroupSettings | None = None,
         group_configs: GroupConfigSource = None,
+        classic_settings: ClassicSettings | None = None,
     ) -> None:
         self.clock = ManualClock()
         self._settings = settings
         self._group_configs = group_configs
+        self._classic_settings = classic_settings
         self.shard = self.new_shard()
         self.log: list[CoordinatorRecord] = []
         self.effects: list[Effect] = []
@@ -76,7 +79,10 @@ class Harness:
 
     def new_shard(self) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(
-            clock=self.clock, settings=self._settings, group_configs=self._group_configs
+            clock=self.clock,
+            settings=self._settings,
+            group_configs=self._group_configs,
+            classic_settings=self._classic_settings,
         )
 
     # ---- driving ------------------------------------------------------------------

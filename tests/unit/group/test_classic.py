@@ -56,7 +56,7 @@ class Classic:
         from shoal.clock import ManualClock
 
         shard = GroupCoordinatorShard(clock=ManualClock(), classic_settings=self.settings)
-        shard.classic.groups._new_member_id = self._ids  # deterministic member ids
+        shard.classic.groups.new_member_id = self._ids  # deterministic member ids
         return shard
 
     @property

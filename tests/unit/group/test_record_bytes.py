@@ -172,6 +172,48 @@ PINNED = [
         "0000" + "00000001" + "00",
     ),
     (
+        # ClassicMemberMetadata is a tagged (tag 0) nullable struct: absent when null;
+        # else count 1, tag 0, the struct's size, then the struct (SessionTimeoutMs,
+        # SupportedProtocols [Name, Metadata], each struct with its tag count).
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupMemberMetadataKey(group_id="g", member_id="m"),
+            value=r.ConsumerGroupMemberMetadataValue(
+                instance_id=None,
+                rack_id=None,
+                client_id="c",
+                client_host="h",
+                subscribed_topic_names=("t",),
+                subscribed_topic_regex=None,
+                rebalance_timeout_ms=5,
+                server_assignor=None,
+                classic_member_metadata=r.ClassicMemberMetadata(
+                    session_timeout_ms=10,
+                    supported_protocols=(r.ClassicProtocol(name="range", metadata=b"ab"),),
+                ),
+            ),
+        ),
+        "0005" + "0001" + "67" + "0001" + "6d",
+        "0000"
+        + "00"
+        + "00"
+        + "0263"
+        + "0268"
+        + "02"
+        + "0274"
+        + "00"
+        + "00000005"
+        + "00"
+        + "01"
+        + "00"
+        + "10"
+        + "0000000a"
+        + "02"
+        + "0672616e6765"
+        + "036162"
+        + "00"
+        + "00",
+    ),
+    (
         r.CoordinatorRecord(key=r.ShareGroupStatePartitionMetadataKey(group_id="ab"), value=None),
         "000f" + "0002" + "6162",
         None,

@@ -5,7 +5,8 @@ Read-only: the shard's `consumer_group_describe` answers each id in request orde
 an unknown id, or one taken by another group type, gets GROUP_ID_NOT_FOUND. Each
 member shows its current assignment and its target, topics with id and name (as the
 log manager knows them; a topic deleted since keeps an empty name). v1 adds
-MemberType (1: consumer protocol). AuthorizedOperations is INT32_MIN unless asked
+MemberType (1: consumer protocol, 0: a classic member of the group, as after an
+online upgrade). AuthorizedOperations is INT32_MIN unless asked
 for, then every operation a group supports (no authorizer).
 """
 
@@ -24,6 +25,7 @@ from shoal.server.registry import api
 
 API_KEY = 69
 _ZERO = datetime.timedelta(0)
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 
 
@@ -90,7 +92,7 @@ def _member(
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_assignment(schema, ctx, member.assigned),
         target_assignment=_assignment(schema, ctx, target),
-        member_type=MEMBER_TYPE_CONSUMER,
+        member_type=MEMBER_TYPE_CLASSIC if member.uses_classic else MEMBER_TYPE_CONSUMER,
     )
 
 

@@ -2,6 +2,8 @@
 
 REBALANCE_IN_PROGRESS tells the member to rejoin; ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID that it is no longer (or not) a member.
+A classic member of a consumer group is told to rejoin when its assignment changes
+(group/consumer_classic.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 The answer waits until the rebalance completes (the group service parks it), except
 for errors and v4+ new members, who first get MEMBER_ID_REQUIRED with their id.
-RebalanceTimeout is the session timeout before v1, as Kafka reads it. A share group
-id answers INCONSISTENT_GROUP_PROTOCOL; a coordinator that cannot write answers
+A non-empty consumer group answers at once: the member becomes a classic member of
+it, assigned by the coordinator (group/consumer_classic.py). RebalanceTimeout is the
+session timeout before v1, as Kafka reads it. A share group id answers
+INCONSISTENT_GROUP_PROTOCOL; a coordinator that cannot write answers
 COORDINATOR_NOT_AVAILABLE.
 """
 

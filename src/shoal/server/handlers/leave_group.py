@@ -2,6 +2,8 @@
 
 v0-v2 name one member (MemberId) and answer one error; v3+ name a batch of members
 (MemberId and/or GroupInstanceId) and answer one error each. The group rebalances.
+Classic members of a consumer group leave it the same way; the group may then become
+classic again (group/migration.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 A follower's answer waits for the leader's SyncGroup (parked by the group service);
 rules in group/classic.py. ProtocolType and ProtocolName (v5) must match the
-group's, else INCONSISTENT_GROUP_PROTOCOL.
+group's, else INCONSISTENT_GROUP_PROTOCOL. A classic member of a consumer group
+gets the assignment the coordinator computed, at once (group/consumer_classic.py).
 """
 
 from __future__ import annotations
