@@ -306,11 +306,11 @@ class SharePartition:
         if gap is not None and fetch_offset <= gap:
             window.mark_scanned(acquisition.scanned_to)
             gap_closed = window.gap_start != gap
+        if acquisition.archived or gap_closed:
+            window.advance_start()
         write = None
         if acquisition.archived:
             write = self._state_write(acquisition.archived)
-        if acquisition.archived or gap_closed:
-            window.advance_start()
         acquired = tuple(acquisition.acquired)
         assert window.start_offset >= start_before
         self._check_boundary()
@@ -351,7 +351,7 @@ class SharePartition:
         self._check_boundary()
         if not applied.entries:
             return AckResult(renewed=applied.renewed)
-        pending = PendingWrite(self._state_write(applied.entries), WriteHandle(handle))
+        pending = self._pending_write(applied.entries, handle)
         return AckResult(pending=pending, renewed=applied.renewed)
 
     def release_member(self, *, member_id: str) -> PendingWrite | None:
@@ -377,7 +377,7 @@ class SharePartition:
         self._check_boundary()
         if not entries:
             return None
-        return PendingWrite(self._state_write(entries), WriteHandle(handle))
+        return self._pending_write(entries, handle)
 
     def commit_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` succeeded: complete its transitions, advance the SPSO."""
@@ -408,8 +408,8 @@ class SharePartition:
         if not expired:
             self._check_boundary()
             return WriteCompletion(False, False)
-        write = self._state_write(expired)
         moved = window.advance_start()
+        write = self._state_write(expired)
         self._check_boundary()
         return WriteCompletion(moved, True, (write,))
 
@@ -423,8 +423,8 @@ class SharePartition:
         for lock in window.timers.pop_expired(now_ms):
             entry = self._expire(lock, limit)
             if entry is not None:
-                writes.append(self._state_write([entry]))
                 window.advance_start()
+                writes.append(self._state_write([entry]))
         self._check_boundary()
         return ExpiryResult(tuple(writes), bool(writes))
 
@@ -460,16 +460,30 @@ class SharePartition:
 
     # ---- helpers
 
-    def _state_write(self, entries: Sequence[StateBatch]) -> StateWrite:
+    def _state_write(
+        self, entries: Sequence[StateBatch], *, start: tuple[int, int] | None = None
+    ) -> StateWrite:
+        """The write of `entries` with the current SPSO and DeliveryCompleteCount, or
+        with `start` = (SPSO, DeliveryCompleteCount) when given."""
         window = self._w
+        start_offset, complete = (
+            (window.start_offset, window.delivery_complete_count) if start is None else start
+        )
         return StateWrite(
             key=self.key,
             state_epoch=self.state_epoch,
             leader_epoch=self.leader_epoch,
-            start_offset=window.start_offset,
-            delivery_complete_count=window.delivery_complete_count,
+            start_offset=start_offset,
+            delivery_complete_count=complete,
             state_batches=tuple(entries),
         )
+
+    def _pending_write(self, entries: Sequence[StateBatch], handle: int) -> PendingWrite:
+        """A pending write carries the SPSO its own commit will give (§4.1): records
+        it completes at the start of the window are persisted below the start offset
+        they move, in the same write. Memory moves only at `commit_write`."""
+        start = self._w.tentative_start(handle)
+        return PendingWrite(self._state_write(entries, start=start), WriteHandle(handle))
 
     def _check_boundary(self) -> None:
         """Cheap invariants at every method boundary (the O(window) ones are in
