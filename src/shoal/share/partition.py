@@ -280,17 +280,21 @@ class SharePartition:
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:
             return nothing
+        room = config.max_record_locks - window.size()
+        budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
+        if budget <= 0:
+            return nothing
         start_before = window.start_offset
         acquisition = Acquisition(
             window,
             member_id=member_id,
             headers=usable,
-            max_records=max_records,
+            max_records=budget,
             batch_size=batch_size,
             mode=acquire_mode,
             limit=config.delivery_count_limit,
             deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
-            window_room=config.max_record_locks - window.size(),
+            window_room=room,
         )
         acquisition.archive_compacted(
             fetch_offset=fetch_offset, first_base_offset=usable[0].base_offset
@@ -492,6 +496,22 @@ class SharePartition:
         assert window.delivery_complete_count >= 0
         assert window.end_offset >= window.start_offset or window.has_inflight()
         assert window.has_inflight() or window.end_offset == window.start_offset
+
+
+def _records_to_acquire(
+    window: InFlightWindow, fetch_offset: int, *, max_records: int, room: int
+) -> int:
+    """The acquisition budget under the in-flight limit (§5, Kafka's
+    lastOffsetAndMaxRecordsToAcquire): MaxRecords, at most the room left in the
+    window (`room` = limit - window size), for cached and new records alike. With no
+    room left, only records inside the window can be taken (released or expired ones,
+    gap-window holes): at most those from the fetch offset to the end offset; a
+    fetch beyond the window gets nothing."""
+    if room > 0:
+        return min(max_records, room)
+    if fetch_offset > window.end_offset:
+        return 0
+    return min(max_records, window.end_offset - fetch_offset + 1)
 
 
 def _usable_headers(
