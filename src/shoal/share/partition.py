@@ -96,7 +96,9 @@ class WriteCompletion:
     wake: bool
     """Records became acquirable or the SPSO moved: retry parked share fetches."""
     writes: tuple[StateWrite, ...] = ()
-    """Follow-up writes (locks that expired while a rolled-back write was pending)."""
+    """Follow-up writes: locks that expired while a rolled-back write was pending, or
+    the start offset when a commit moved it past what its write carried (another
+    write was pending when it was computed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,8 @@ class SharePartition:
         self.leader_epoch = leader_epoch
         self.state_epoch = 0
         self._window: InFlightWindow | None = None
+        self._carried: dict[int, int] = {}
+        """Start offset each pending write carries, by handle."""
 
     # ---- loading
 
@@ -394,8 +398,10 @@ class SharePartition:
             window.commit(st, first, last, limit=limit)
             available = available or st.state is RecordState.AVAILABLE
         moved = window.advance_start()
+        carried = self._carried.pop(handle.id)
+        writes = () if window.start_offset <= carried else (self._state_write(()),)
         self._check_boundary()
-        return WriteCompletion(moved, moved or available)
+        return WriteCompletion(moved, moved or available, writes)
 
     def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` failed: undo its transitions (§8.5)."""
@@ -404,6 +410,7 @@ class SharePartition:
         now_ms = self._clock.monotonic_ms()
         states = window.states_of_handle(handle.id)
         assert states, f"unknown or finished write {handle}"
+        del self._carried[handle.id]
         expired = [
             entry
             for first, last, st in states
@@ -487,6 +494,7 @@ class SharePartition:
         it completes at the start of the window are persisted below the start offset
         they move, in the same write. Memory moves only at `commit_write`."""
         start = self._w.tentative_start(handle)
+        self._carried[handle] = start[0]
         return PendingWrite(self._state_write(entries, start=start), WriteHandle(handle))
 
     def _check_boundary(self) -> None:

@@ -422,3 +422,23 @@ def test_a_write_never_carries_offsets_another_pending_write_holds() -> None:
     assert (rig.sp.start_offset, rig.durable().start_offset) == (10, 10)
     rig.ack("c", ack(10, 14))
     assert (rig.sp.start_offset, rig.durable().start_offset) == (15, 15)
+
+
+def test_a_commit_past_what_its_write_carried_writes_the_start_offset() -> None:
+    """Two writes pending at once, committed in order: the second one's write was
+    computed while the first held 0-4 (it carries 0); its commit moves memory to 10,
+    so a follow-up write carries 10 (no acknowledgement's start offset is left
+    unpersisted). A commit that moves no further than its write adds nothing."""
+    rig = started((0, 4), (5, 9))
+    rig.fetch("a", max_records=1)
+    rig.fetch("b", max_records=1)
+    first = rig.sp.acknowledge(member_id="a", batches=[ack(0, 4)])
+    second = rig.sp.acknowledge(member_id="b", batches=[ack(5, 9)])
+    assert first.pending is not None and second.pending is not None
+    assert rig.complete(first.pending).writes == ()
+    assert rig.durable().start_offset == 5
+    follow = rig.complete(second.pending).writes
+    assert [(w.start_offset, w.delivery_complete_count, w.state_batches) for w in follow] == [
+        (10, 0, ())
+    ]
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (10, 10)
