@@ -11,13 +11,16 @@ come back as values:
   caller persists the write and then calls `commit_write` (the SPSO may advance) or
   `rollback_write` (the records return to ACQUIRED, or to AVAILABLE / ARCHIVED when
   their lock expired meanwhile). Until then those records can be neither acquired
-  nor acknowledged.
+  nor acknowledged. The write carries the SPSO and DeliveryCompleteCount its own
+  commit gives (computed on the tentative state), so a persisted start offset never
+  trails the acknowledgement that moved it; memory moves only at `commit_write`.
 - `expire_locks(now_ms)` returns one write per expired lock; the server calls it when
   `next_lock_deadline()` passes. Transitions stand even if the writes fail.
 - `wake` flags say when parked share fetches should be retried.
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
-`expire_locks`. Group configuration is read through a callable on every operation.
+`expire_locks`. Group configuration is read through a callable on every operation;
+the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 """
