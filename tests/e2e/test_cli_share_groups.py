@@ -30,6 +30,7 @@ from tests.support.share_consumers import (
     Got,
     describe,
     got,
+    produce_values,
     producer,
     records_of,
     share_consumer,
@@ -106,9 +107,8 @@ def expect_lags(
     broker: BrokerProcess, group: str, lags: dict[tuple[str, int], int]
 ) -> list[dict[str, str]]:
     """Poll the describe table until it lists exactly these partitions with these
-    lags; each START-OFFSET must be what the broker reports (after an ACCEPT the
-    start offset may stay put while the delivery-complete count grows: the lag is
-    what the spec fixes). Returns the table."""
+    lags; each START-OFFSET must be what the broker reports (the start offset an
+    acceptance moves to is persisted with it). Returns the table."""
 
     def lags_of(table: list[dict[str, str]]) -> dict[tuple[str, int], int]:
         return {(r["TOPIC"], int(r["PARTITION"])): int(r["LAG"]) for r in table}
@@ -265,10 +265,41 @@ def test_describe_offsets_shows_start_offset_and_lag(share_broker: BrokerProcess
     accepted = consume(share_broker, group, [topic], accept=4)
     assert [r.offset for r in accepted] == [0, 1, 2, 3]
     (row,) = expect_lags(share_broker, group, {(topic, 0): 6})
-    assert 0 <= int(row["START-OFFSET"]) <= 4
+    assert row["START-OFFSET"] == "4", "the write accepting 0-3 carried the start offset 4"
     (verbose,) = offsets_table(share_broker, group, "--offsets", "--verbose")
     assert verbose["LEADER-EPOCH"].isdigit()
     assert (verbose["START-OFFSET"], verbose["LAG"]) == (row["START-OFFSET"], "6")
+
+
+def test_everything_accepted_shows_the_log_end_as_start_offset(
+    share_broker: BrokerProcess,
+) -> None:
+    """Issue 14's pipeline symptom: once every record is accepted (batches confirmed
+    with commit_sync), START-OFFSET is the log end offset of each partition and LAG 0:
+    the last acceptance's write carries the start offset it moves to."""
+    topic = topic_name("cli-drained")
+    create_topic(share_broker.bootstrap, topic, partitions=2)
+    group = share_group(share_broker.bootstrap, topic_name("cli-drained-group"))
+    for partition in (0, 1):
+        values = [b"e%d" % i for i in range(1_000)]
+        produce_values(share_broker.bootstrap, topic, values, partition=partition, flush_every=200)
+    consumer = share_consumer(share_broker.bootstrap, group, [topic], explicit=True)
+    accepted = 0
+    try:
+        deadline = time.monotonic() + 60
+        while accepted < 2_000:
+            assert time.monotonic() < deadline, f"only {accepted} of 2000 records came"
+            batch = records_of(consumer.poll(0.2))
+            for message in batch:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            if batch:
+                results = consumer.commit_sync(30)
+                assert all(error is None for error in results.values()), results
+            accepted += len(batch)
+    finally:
+        consumer.close()
+    table = expect_lags(share_broker, group, {(topic, 0): 0, (topic, 1): 0})
+    assert [r["START-OFFSET"] for r in table] == ["1000", "1000"]
 
 
 def test_describe_an_unknown_group_fails(share_broker: BrokerProcess) -> None:

@@ -7,7 +7,9 @@ a share session belongs to its connection); a member acknowledging after its loc
 expired and another member took the records gets INVALID_RECORD_STATE for the
 partition, and none of its acknowledgements apply.
 
-These tests are about time: they wait for locks of 1-3 s to expire.
+These tests are about time: they wait for locks of 1-3 s to expire. The last one is
+about how many records may be locked at once: the group's
+`share.partition.max.record.locks`, changed live.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tests.support.broker import BrokerProcess, running
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     Got,
+    alter_group_configs,
     close_all,
     error_code,
     first_batch,
@@ -220,5 +223,47 @@ def test_ack_after_lock_expiry_fails_for_the_whole_partition(
         for message in back:
             b.acknowledge(message, AcknowledgeType.ACCEPT)
         assert list(b.commit_sync(30).values()) == [None]
+    finally:
+        close_all(consumers)
+
+
+def test_group_record_lock_cap_bounds_a_poll_and_changes_live(
+    share_broker: BrokerProcess,
+) -> None:
+    """Issue 14 item 0: the group config `share.partition.max.record.locks` = 100 on
+    a one-partition topic with 200 records (log batches of 10): a poll with
+    max.poll.records=200 gets 100; while they are held another member gets nothing;
+    raising the cap to 200 (IncrementalAlterConfigs on the group) lets it take the
+    other 100 without any record being acknowledged. (A single 200-record log batch
+    would go out whole, as Kafka acquires whole batches: share-partition.md section 5.)"""
+    bootstrap = share_broker.bootstrap
+    topic, group = setup(share_broker, "cap", lock_ms=30_000)
+    alter_group_configs(bootstrap, group, {"share.partition.max.record.locks": 100})
+    produce_values(bootstrap, topic, [b"c%d" % i for i in range(200)], flush_every=10)
+    a = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=200)
+    consumers = [a]
+    try:
+        held = first_batch(a)
+        assert [m.offset() for m in held] == list(range(100))
+        b = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=200)
+        consumers.append(b)
+        wait_for_members(bootstrap, group, [b], topic, partitions=1, members=2)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            assert not [m for m in b.poll(0.2)], "the cap is reached: nothing for B"
+        alter_group_configs(bootstrap, group, {"share.partition.max.record.locks": 200})
+        taken: list[Message] = []
+        poll_until(
+            [b],
+            lambda: len(taken) >= 100,
+            on_message=lambda _, m: taken.append(m),
+            timeout_s=30,
+            what="B taking the rest once the cap is raised",
+        )
+        assert sorted(m.offset() for m in taken) == list(range(100, 200))
+        for consumer, messages in ((a, held), (b, taken)):
+            for message in messages:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            assert list(consumer.commit_sync(30).values()) == [None]
     finally:
         close_all(consumers)

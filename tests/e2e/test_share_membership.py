@@ -3,7 +3,13 @@
 Two ShareConsumers subscribe to a one-partition topic: ShareGroupDescribe shows the
 group Stable with both members, each assigned the partition (share groups share
 partitions). Closing one leaves one member (its leave heartbeat); closing both leaves
-the group Empty. Nothing is produced; only membership is checked here.
+the group Empty. Nothing is produced there; only membership is checked.
+
+Group formation (issue 14 item 2): two ShareConsumers subscribing together to a fresh
+4-partition topic with records split the partitions 2/2 and both get records from
+their first polls on: the join that starts the share-state initialisation is not
+given the partitions it initialises (as in Kafka), so the first member cannot take
+every partition before the second one is in the group.
 """
 
 from __future__ import annotations
@@ -16,6 +22,14 @@ from confluent_kafka import ShareConsumer
 
 from shoal.client import requests
 from tests.support.broker import Brokers
+from tests.support.share_consumers import (
+    SHARE_TEST_BROKER_OVERRIDES,
+    close_all,
+    poll_until,
+    produce_values,
+    share_consumer,
+    share_group,
+)
 from tests.support.share_groups import described_assignment
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
@@ -95,3 +109,44 @@ def test_two_share_consumers_share_one_partition(brokers: Brokers) -> None:
     finally:
         for consumer in open_consumers:
             consumer.close()
+
+
+def test_two_consumers_forming_a_group_split_a_fresh_topic(brokers: Brokers) -> None:
+    """Both members are in the group when the first assignment lands: each is given
+    two of the four partitions and receives only their records, and both receive
+    records. The heartbeat interval (2 s) is the window in which the second member
+    must join; the two are created back to back."""
+    broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES, "group.share.heartbeat.interval.ms=2000")
+    topic = topic_name("formation")
+    create_topic(broker.bootstrap, topic, partitions=4)
+    group = share_group(broker.bootstrap, topic_name("formation-group"))
+    for partition in range(4):
+        produce_values(
+            broker.bootstrap, topic, [b"%d" % i for i in range(100)], partition=partition
+        )
+    consumers = [share_consumer(broker.bootstrap, group, [topic]) for _ in range(2)]
+    received: list[set[tuple[int, int]]] = [set(), set()]
+
+    def on_message(index: int, message: Any) -> None:
+        received[index].add((int(message.partition()), int(message.offset())))
+
+    try:
+        poll_until(
+            consumers,
+            lambda: len(received[0] | received[1]) == 400,
+            on_message=on_message,
+            timeout_s=WAIT_S * 2,
+            what="all 400 records",
+        )
+        described = describe(broker.bootstrap, group)
+        assigned = sorted(described_assignment(m).get(topic, ()) for m in described.members)
+    finally:
+        close_all(consumers)
+    partitions = [{partition for partition, _ in got} for got in received]
+    assert all(received), f"a member got nothing: {[len(got) for got in received]}"
+    assert len(assigned) == 2 and sorted(len(a) for a in assigned) == [2, 2], assigned
+    assert set(assigned[0]).isdisjoint(assigned[1])
+    assert sorted(sorted(p) for p in partitions) == [list(a) for a in assigned], (
+        "each member received exactly the records of its two partitions"
+    )
+    assert received[0].isdisjoint(received[1])

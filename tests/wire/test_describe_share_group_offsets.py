@@ -27,7 +27,7 @@ from tests.support.share_admin import (
 )
 from tests.support.share_wire import fetch_now, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import call1, send, with_connection
+from tests.support.wire import call1, open_connection, send, with_connection
 
 
 def earliest_group(broker: BrokerProcess) -> str:
@@ -65,8 +65,8 @@ def test_73_lag_moves_with_accept_reject_and_release(broker: BrokerProcess) -> N
     async def go(conn: Connection) -> None:
         async def lag() -> int:
             start, _epoch, lag = (await describe_offsets_on(conn, group))[topic][0]
-            # The persisted start offset may trail the share-partition's (Kafka's
-            # does too); the lag counts the records delivered beyond it either way.
+            # The lag counts the records delivered beyond the start offset; the
+            # start offsets themselves are the worked example's test below.
             assert 0 <= start <= 10
             return lag
 
@@ -215,3 +215,83 @@ def test_share_version_zero_answers_unsupported_version(disabled_broker: BrokerP
         ("h", ErrorCode.unsupported_version),
     ]
     assert all(g.error_message and g.topics == () for g in response.groups)
+
+
+def test_worked_example_start_offsets(broker: BrokerProcess) -> None:
+    """share-partition.md §12 on the wire (issue 14 item 1): DescribeShareGroupOffsets
+    answers StartOffset 110 after "C1 accepts 100-109" (step 2), 111 after "C1 accepts
+    110" (step 10) and 120 after "C3 accepts 111-112" (step 11): the write that
+    completes records at the start of the window carries the start offset it moves to.
+    Step 7's lock expiry of 111-112 is played as C1 releasing them (the same transition,
+    ACQUIRED -> AVAILABLE keeping delivery count 1, and the same write), so the test
+    waits for no timer. Lag = high watermark - start offset - DeliveryCompleteCount."""
+    topic = topic_name("dsgo-worked")
+    topic_id = create_topic(broker.bootstrap, topic)
+    group = topic_name("dsgo-worked-group")  # share.auto.offset.reset = latest
+    tp = (topic_id, 0)
+    accept, release = (AcknowledgeType.ACCEPT,), (AcknowledgeType.RELEASE,)
+    produce_values(broker.bootstrap, topic, 100)  # log end 100 before the group starts
+
+    async def go(conn: Connection) -> None:
+        others = [await open_connection(broker.bootstrap) for _ in range(2)]
+        try:
+            await play(conn, *others)
+        finally:
+            for other in others:
+                await other.close()
+
+    async def play(conn: Connection, conn2: Connection, conn3: Connection) -> None:
+        # One connection each: a share session belongs to its connection.
+        c1, c2, c3 = Consumer(conn, group), Consumer(conn2, group), Consumer(conn3, group)
+        for consumer in (c1, c2, c3):
+            await consumer.join(topic)
+
+        async def described() -> tuple[int, int]:
+            start, _epoch, lag = (await describe_offsets_on(conn, group))[topic][0]
+            return start, lag
+
+        async def produce_batch(count: int) -> None:
+            produced = await conn.request(
+                requests.produce({(topic, 0): values_batch(count)}).build(9)
+            )
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+        # 0: the partition loads at `latest` = 100; nothing is written.
+        loaded = await send(conn, fetch_now(group, c1.member.member_id, 0, partitions=[tp]))
+        assert loaded.error_code == ErrorCode.none
+        c1.session_epoch = 1
+        assert await described() == (-1, -1)
+        # 1, 2: C1 fetches 100-109 and accepts them.
+        await produce_batch(10)
+        assert await c1.acquire([tp]) == {tp: [(100, 109, 1)]}
+        await c1.acknowledge({tp: [(100, 109, accept)]})
+        assert await described() == (110, 0), "step 2"
+        # 3: C1 gets 110-112, C2 113-118, C3 119.
+        for consumer, count, span in (
+            (c1, 3, (110, 112)),
+            (c2, 6, (113, 118)),
+            (c3, 1, (119, 119)),
+        ):
+            await produce_batch(count)
+            assert await consumer.acquire([tp]) == {tp: [(*span, 1)]}
+        # 4: C1 releases 110; 5: C3 accepts 119.
+        await c1.acknowledge({tp: [(110, 110, release)]})
+        assert await described() == (110, 10)
+        await c3.acknowledge({tp: [(119, 119, accept)]})
+        assert await described() == (110, 9), "step 5: DeliveryCompleteCount 1"
+        # 6: C1 fetches 110 (again) and 120.
+        await produce_batch(1)
+        assert await c1.acquire([tp]) == {tp: [(110, 110, 2), (120, 120, 1)]}
+        # 7: 111-112 become AVAILABLE (played as a release); 8: C2 accepts 113-118.
+        await c1.acknowledge({tp: [(111, 112, release)]})
+        await c2.acknowledge({tp: [(113, 118, accept)]})
+        assert await described() == (110, 4), "step 8: DeliveryCompleteCount 7"
+        # 9: C3 fetches 111-112; 10: C1 accepts 110.
+        assert await c3.acquire([tp]) == {tp: [(111, 112, 2)]}
+        await c1.acknowledge({tp: [(110, 110, accept)]})
+        assert await described() == (111, 3), "step 10"
+        # 11: C3 accepts 111-112; 120 stays acquired by C1.
+        await c3.acknowledge({tp: [(111, 112, accept)]})
+        assert await described() == (120, 1), "step 11"
+
+    with_connection(broker.bootstrap, go)

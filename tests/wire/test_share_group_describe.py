@@ -142,6 +142,7 @@ def test_deleted_topic_leaves_the_assignment(broker: BrokerProcess) -> None:
     async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [kept, doomed])
+        await m.beat(conn)  # the partitions come once initialised
         before = await describe_one(conn, group)
         assert described_assignment(before.members[0]) == {kept: (0,), doomed: (0,)}
         response = await send(conn, requests.delete_topics([doomed]))

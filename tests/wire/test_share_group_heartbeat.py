@@ -108,10 +108,13 @@ def test_47_48_unknown_member_and_unknown_group(broker: BrokerProcess) -> None:
 # ---- joining, initialisation, epochs (16, 56, 49, 50) -----------------------------------
 
 
-def test_56_join_reply_carries_the_initialised_assignment(broker: BrokerProcess) -> None:
-    """The join writes the partitions as initializing, the in-process persister
-    initialises them (group epoch 1 -> 2), and only then are they assigned: the join
-    reply already carries them at member epoch 2."""
+def test_56_partitions_come_with_the_heartbeat_after_their_initialisation(
+    broker: BrokerProcess,
+) -> None:
+    """The join writes the partitions as initializing and is answered without them
+    (member epoch 1, empty assignment: nothing was assignable yet), as in Kafka; the
+    in-process persister then initialises them (group epoch 1 -> 2) and the member's
+    next heartbeat brings them at member epoch 2."""
     topic = topic_name("t")
     topic_id = create_topic(broker.bootstrap, topic, partitions=3)
     group = group_name()
@@ -121,9 +124,14 @@ def test_56_join_reply_carries_the_initialised_assignment(broker: BrokerProcess)
         response = await conn.request(heartbeat(group, member_id, 0, [topic]).build(1))
         assert response.error_code == ErrorCode.none
         assert response.member_id == member_id, "kept verbatim"
-        assert response.member_epoch == 2
+        assert response.member_epoch == 1
         assert response.heartbeat_interval == datetime.timedelta(milliseconds=5000)
-        assert assignment_of(response) == {topic_id: (0, 1, 2)}
+        assert assignment_of(response) == {}
+        described = await describe_one(conn, group)
+        assert (described.group_epoch, described.assignment_epoch) == (2, 1)
+        assigned = await conn.request(heartbeat(group, member_id, 1, None).build(1))
+        assert (assigned.error_code, assigned.member_epoch) == (ErrorCode.none, 2)
+        assert assignment_of(assigned) == {topic_id: (0, 1, 2)}
         steady = await conn.request(heartbeat(group, member_id, 2, None).build(1))
         assert (steady.error_code, steady.member_epoch) == (ErrorCode.none, 2)
         assert steady.assignment is None, "unchanged: null"
@@ -140,7 +148,7 @@ def test_49_50_fencing_and_rejoin_at_epoch_zero(broker: BrokerProcess) -> None:
 
     async def go(conn: Connection) -> None:
         m1, m2 = Member(group), Member(group)
-        await m1.join(conn, [topic])  # epoch 2, previous 1
+        await m1.join(conn, [topic])  # epoch 1; the initialisation makes the group epoch 2
         above = await conn.request(heartbeat(group, m1.member_id, 3, None).build(1))
         assert above.error_code == ErrorCode.fenced_member_epoch
         previous = await conn.request(heartbeat(group, m1.member_id, 1, None).build(1))
@@ -250,9 +258,12 @@ def test_61_subscription_change_unsubscribe_resubscribe_and_leave(broker: Broker
     async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [a])
+        await m.beat(conn)  # a's partition comes once initialised (test 56)
         assert m.assignment == {a_id: (0,)}
         moved = await m.send(conn, m.epoch, [b])
         assert moved.error_code == ErrorCode.none
+        assert assignment_of(moved) == {}, "b is initialising: not assignable yet"
+        moved = await m.beat(conn)
         assert assignment_of(moved) == {b_id: (0, 1)}, "changed subscription: new assignment"
         emptied = await m.send(conn, m.epoch, [])
         assert emptied.error_code == ErrorCode.none
@@ -303,6 +314,7 @@ def test_57_grown_deleted_and_auto_created_topics(broker: BrokerProcess) -> None
     async def go(conn: Connection) -> None:
         m = Member(group)
         await m.join(conn, [grown, doomed, later])
+        await m.beat(conn)  # the partitions come once initialised (test 56)
         assert m.assignment == {grown_id: (0,), doomed_id: (0,)}, "unknown names are ignored"
         result = await conn.request(
             CreatePartitionsRequest(

@@ -55,7 +55,6 @@ from shoal.group.results import (
     DeleteOffsetsResponse,
     DescribedGroup,
     Effect,
-    FollowUpHeartbeat,
     GroupEpochResponse,
     GroupsChanged,
     ListedGroup,
@@ -328,25 +327,7 @@ class GroupCoordinatorShard:
                 del self._init_retry_deadlines[group_id]
             deadline = now + self._settings.session_timeout_ms(group_id)
             self._session_deadlines[(group_id, member_id)] = deadline
-            result = membership.with_follow_up(result, client_id=client_id, client_host=client_host)
         return result
-
-    def follow_up_heartbeat(
-        self, *, group_id: str, follow_up: FollowUpHeartbeat, member_epoch: int
-    ) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
-        """The internal heartbeat `follow_up` asks for once its initialisation
-        succeeded: the member at its new epoch, null subscription, same client
-        (coordinators.md §1, initialisation item 4); merge its answer with
-        `membership.merge_follow_up`."""
-        return self.share_group_heartbeat(
-            group_id=group_id,
-            member_id=follow_up.member_id,
-            member_epoch=member_epoch,
-            rack_id=None,
-            subscribed_topic_names=None,
-            client_id=follow_up.client_id,
-            client_host=follow_up.client_host,
-        )
 
     def update_consumer_settings(self, settings: ConsumerGroupSettings) -> None:
         """Adopt new `group.consumer.*` settings from the next operation on."""

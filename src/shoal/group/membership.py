@@ -30,8 +30,6 @@ from shoal.group.assignor import assign
 from shoal.group.results import (
     CoordinatorResult,
     Effect,
-    FollowUpHeartbeat,
-    InitializeShareState,
     ShareGroupHeartbeatResponse,
 )
 from shoal.group.share_group import (
@@ -427,42 +425,3 @@ def group_tombstones(group: ShareGroup) -> list[r.CoordinatorRecord]:
     )
     records.append(r.CoordinatorRecord(key=r.ShareGroupMetadataKey(group_id=gid), value=None))
     return records
-
-
-# ---- the join follow-up ---------------------------------------------------------------
-
-
-def with_follow_up(
-    result: CoordinatorResult[ShareGroupHeartbeatResponse], *, client_id: str, client_host: str
-) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
-    """An accepted heartbeat that starts initialising its group's share-partitions:
-    its `InitializeShareState` asks for a follow-up heartbeat of this member. Kafka
-    initialises asynchronously, so its reply usually carries an empty assignment;
-    here the persister answers in-process, and the follow-up's reply (with the
-    assignment) is what the member gets."""
-    member_id = result.response.member_id
-    if member_id is None or not result.effects:
-        return result
-    follow_up = FollowUpHeartbeat(member_id=member_id, client_id=client_id, client_host=client_host)
-    return replace(
-        result,
-        effects=tuple(
-            replace(effect, follow_up=follow_up)
-            if isinstance(effect, InitializeShareState)
-            else effect
-            for effect in result.effects
-        ),
-    )
-
-
-def merge_follow_up(
-    first: ShareGroupHeartbeatResponse, follow: ShareGroupHeartbeatResponse
-) -> ShareGroupHeartbeatResponse:
-    """The reply to a heartbeat that had a follow-up: the follow-up's, keeping the
-    first reply's assignment when the follow-up left it unchanged; the first reply
-    when the follow-up failed."""
-    if follow.error is not None:
-        return first
-    if follow.assignment is None:
-        return replace(follow, assignment=first.assignment)
-    return follow

@@ -43,25 +43,12 @@ class InitializeTopic:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FollowUpHeartbeat:
-    """The member whose heartbeat started an initialisation: once it succeeds, the
-    caller sends `GroupCoordinatorShard.follow_up_heartbeat` for it and answers the
-    member with the merged reply (the assignment the initialisation made ready)."""
-
-    member_id: str
-    client_id: str
-    client_host: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class InitializeShareState:
-    """Initialise these share-partitions, then call `complete_initialization`;
-    on success, perform `follow_up` if set."""
+    """Initialise these share-partitions, then call `complete_initialization`."""
 
     group_id: str
     state_epoch: int
     topics: tuple[InitializeTopic, ...]
-    follow_up: FollowUpHeartbeat | None = None
 
     def partitions_by_topic(self) -> dict[uuid.UUID, tuple[int, ...]]:
         return {t.topic_id: tuple(p.partition for p in t.partitions) for t in self.topics}

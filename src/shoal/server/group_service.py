@@ -23,10 +23,12 @@ drives everything the shard leaves to its caller:
   DescribeShareGroupOffsets is a read: the shard says which partitions
   (`offsets_to_describe`), the persister gives their summaries, and
   `offsets.describe_partition` computes the lag against the high watermark.
-- **Join follow-up.** The shard marks an `InitializeShareState` started by a
-  member's heartbeat with a `FollowUpHeartbeat`; once it succeeded, the service
-  writes `shard.follow_up_heartbeat` and answers `membership.merge_follow_up` of
-  the two replies (coordinators.md §1, initialisation item 4).
+- **Initialisation and assignment.** An initialisation a heartbeat starts is
+  performed right after that heartbeat's records, but the heartbeat's reply does
+  not carry the partitions it initialised: as in Kafka, they are assignable only
+  once initialised and reach the members with their next heartbeats (the group
+  epoch moved), so members joining together share them (coordinators.md §1,
+  initialisation items 3-4).
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
   `shard.next_deadline()` (session expiry, initialisation retry); firing runs
   `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
@@ -75,7 +77,6 @@ from shoal.group.consumer_membership import (
     HeartbeatRequest,
     HeartbeatResponse,
 )
-from shoal.group.membership import merge_follow_up
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import (
@@ -86,7 +87,6 @@ from shoal.group.results import (
     DescribedOffsetsPartition,
     DescribedOffsetsTopic,
     Effect,
-    FollowUpHeartbeat,
     GroupEpochResponse,
     ListedGroup,
     ShareGroupHeartbeatResponse,
@@ -255,15 +255,12 @@ class GroupService:
             client_id=client_id,
             client_host=client_host,
         )
-        response, outcomes = self._write_tracked(result)
+        response = self._write(result)
         if response.error is not None:
             return response
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
-        for follow_up in outcomes.follow_ups:
-            if follow_up.member_id == response.member_id:
-                response = self._follow_up(response, group_id=group_id, follow_up=follow_up)
         if member_epoch == 0:
             log.info(
                 "share group %s: member %s (client %s, %s) joined, epoch %d, %d partitions",
@@ -302,26 +299,6 @@ class GroupService:
                 response.member_epoch,
             )
         return response
-
-    def _follow_up(
-        self,
-        response: ShareGroupHeartbeatResponse,
-        *,
-        group_id: str,
-        follow_up: FollowUpHeartbeat,
-    ) -> ShareGroupHeartbeatResponse:
-        """The internal heartbeat after an in-process initialisation (module docstring)."""
-        result = self.shard.follow_up_heartbeat(
-            group_id=group_id, follow_up=follow_up, member_epoch=response.member_epoch
-        )
-        try:
-            follow = self._write(result)
-        except RecordSinkError:
-            log.exception("share group %s: follow-up heartbeat not written", group_id)
-            return response
-        if follow.error is not None:
-            log.warning("share group %s: follow-up heartbeat failed: %s", group_id, follow)
-        return merge_follow_up(response, follow)
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """ShareGroupDescribe (77); read-only."""
@@ -485,7 +462,6 @@ class GroupService:
     def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
         pending = list(effects)
         outcomes = _Outcomes()
-        follow_ups = outcomes.follow_ups
         performed = 0
         while pending:
             performed += 1
@@ -499,8 +475,6 @@ class GroupService:
                     topic_partitions=effect.partitions_by_topic(),
                     success=success,
                 )
-                if success and effect.follow_up is not None:
-                    follow_ups.append(effect.follow_up)
             else:
                 errors = outcomes.state_errors
                 failed_before = len(errors)
@@ -521,8 +495,6 @@ class GroupService:
                 self.runtime.apply(outcome)
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
-                if isinstance(effect, InitializeShareState) and effect.follow_up in follow_ups:
-                    follow_ups.remove(effect.follow_up)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = outcome.response.error
@@ -595,8 +567,6 @@ def _no_group_configs(_group_id: str) -> Mapping[str, object]:
 class _Outcomes:
     """What performing one write's effects came to."""
 
-    follow_ups: list[FollowUpHeartbeat] = dataclasses.field(default_factory=list)
-    """Follow-up heartbeats of initialisations that completed successfully."""
     state_errors: dict[SharePartitionKey, ErrorCode] = dataclasses.field(default_factory=dict)
     """Persister errors by share-partition."""
     deleted_groups: dict[str, ErrorCode | None] = dataclasses.field(default_factory=dict)

@@ -11,13 +11,16 @@ come back as values:
   caller persists the write and then calls `commit_write` (the SPSO may advance) or
   `rollback_write` (the records return to ACQUIRED, or to AVAILABLE / ARCHIVED when
   their lock expired meanwhile). Until then those records can be neither acquired
-  nor acknowledged.
+  nor acknowledged. The write carries the SPSO and DeliveryCompleteCount its own
+  commit gives (computed on the tentative state), so a persisted start offset never
+  trails the acknowledgement that moved it; memory moves only at `commit_write`.
 - `expire_locks(now_ms)` returns one write per expired lock; the server calls it when
   `next_lock_deadline()` passes. Transitions stand even if the writes fail.
 - `wake` flags say when parked share fetches should be retried.
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
-`expire_locks`. Group configuration is read through a callable on every operation.
+`expire_locks`. Group configuration is read through a callable on every operation;
+the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 """
@@ -96,7 +99,9 @@ class WriteCompletion:
     wake: bool
     """Records became acquirable or the SPSO moved: retry parked share fetches."""
     writes: tuple[StateWrite, ...] = ()
-    """Follow-up writes (locks that expired while a rolled-back write was pending)."""
+    """Follow-up writes: locks that expired while a rolled-back write was pending, or
+    the start offset when a commit moved it past what its write carried (another
+    write was pending when it was computed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +144,8 @@ class SharePartition:
         self.leader_epoch = leader_epoch
         self.state_epoch = 0
         self._window: InFlightWindow | None = None
+        self._carried: dict[int, int] = {}
+        """Start offset each pending write carries, by handle."""
 
     # ---- loading
 
@@ -280,17 +287,21 @@ class SharePartition:
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:
             return nothing
+        room = config.max_record_locks - window.size()
+        budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
+        if budget <= 0:
+            return nothing
         start_before = window.start_offset
         acquisition = Acquisition(
             window,
             member_id=member_id,
             headers=usable,
-            max_records=max_records,
+            max_records=budget,
             batch_size=batch_size,
             mode=acquire_mode,
             limit=config.delivery_count_limit,
             deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
-            window_room=config.max_record_locks - window.size(),
+            window_room=room,
         )
         acquisition.archive_compacted(
             fetch_offset=fetch_offset, first_base_offset=usable[0].base_offset
@@ -306,11 +317,11 @@ class SharePartition:
         if gap is not None and fetch_offset <= gap:
             window.mark_scanned(acquisition.scanned_to)
             gap_closed = window.gap_start != gap
+        if acquisition.archived or gap_closed:
+            window.advance_start()
         write = None
         if acquisition.archived:
             write = self._state_write(acquisition.archived)
-        if acquisition.archived or gap_closed:
-            window.advance_start()
         acquired = tuple(acquisition.acquired)
         assert window.start_offset >= start_before
         self._check_boundary()
@@ -351,7 +362,7 @@ class SharePartition:
         self._check_boundary()
         if not applied.entries:
             return AckResult(renewed=applied.renewed)
-        pending = PendingWrite(self._state_write(applied.entries), WriteHandle(handle))
+        pending = self._pending_write(applied.entries, handle)
         return AckResult(pending=pending, renewed=applied.renewed)
 
     def release_member(self, *, member_id: str) -> PendingWrite | None:
@@ -377,7 +388,7 @@ class SharePartition:
         self._check_boundary()
         if not entries:
             return None
-        return PendingWrite(self._state_write(entries), WriteHandle(handle))
+        return self._pending_write(entries, handle)
 
     def commit_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` succeeded: complete its transitions, advance the SPSO."""
@@ -390,8 +401,10 @@ class SharePartition:
             window.commit(st, first, last, limit=limit)
             available = available or st.state is RecordState.AVAILABLE
         moved = window.advance_start()
+        carried = self._carried.pop(handle.id)
+        writes = () if window.start_offset <= carried else (self._state_write(()),)
         self._check_boundary()
-        return WriteCompletion(moved, moved or available)
+        return WriteCompletion(moved, moved or available, writes)
 
     def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` failed: undo its transitions (§8.5)."""
@@ -400,6 +413,7 @@ class SharePartition:
         now_ms = self._clock.monotonic_ms()
         states = window.states_of_handle(handle.id)
         assert states, f"unknown or finished write {handle}"
+        del self._carried[handle.id]
         expired = [
             entry
             for first, last, st in states
@@ -408,8 +422,8 @@ class SharePartition:
         if not expired:
             self._check_boundary()
             return WriteCompletion(False, False)
-        write = self._state_write(expired)
         moved = window.advance_start()
+        write = self._state_write(expired)
         self._check_boundary()
         return WriteCompletion(moved, True, (write,))
 
@@ -423,8 +437,8 @@ class SharePartition:
         for lock in window.timers.pop_expired(now_ms):
             entry = self._expire(lock, limit)
             if entry is not None:
-                writes.append(self._state_write([entry]))
                 window.advance_start()
+                writes.append(self._state_write([entry]))
         self._check_boundary()
         return ExpiryResult(tuple(writes), bool(writes))
 
@@ -460,16 +474,31 @@ class SharePartition:
 
     # ---- helpers
 
-    def _state_write(self, entries: Sequence[StateBatch]) -> StateWrite:
+    def _state_write(
+        self, entries: Sequence[StateBatch], *, start: tuple[int, int] | None = None
+    ) -> StateWrite:
+        """The write of `entries` with the current SPSO and DeliveryCompleteCount, or
+        with `start` = (SPSO, DeliveryCompleteCount) when given."""
         window = self._w
+        start_offset, complete = (
+            (window.start_offset, window.delivery_complete_count) if start is None else start
+        )
         return StateWrite(
             key=self.key,
             state_epoch=self.state_epoch,
             leader_epoch=self.leader_epoch,
-            start_offset=window.start_offset,
-            delivery_complete_count=window.delivery_complete_count,
+            start_offset=start_offset,
+            delivery_complete_count=complete,
             state_batches=tuple(entries),
         )
+
+    def _pending_write(self, entries: Sequence[StateBatch], handle: int) -> PendingWrite:
+        """A pending write carries the SPSO its own commit will give (§4.1): records
+        it completes at the start of the window are persisted below the start offset
+        they move, in the same write. Memory moves only at `commit_write`."""
+        start = self._w.tentative_start(handle)
+        self._carried[handle] = start[0]
+        return PendingWrite(self._state_write(entries, start=start), WriteHandle(handle))
 
     def _check_boundary(self) -> None:
         """Cheap invariants at every method boundary (the O(window) ones are in
@@ -478,6 +507,22 @@ class SharePartition:
         assert window.delivery_complete_count >= 0
         assert window.end_offset >= window.start_offset or window.has_inflight()
         assert window.has_inflight() or window.end_offset == window.start_offset
+
+
+def _records_to_acquire(
+    window: InFlightWindow, fetch_offset: int, *, max_records: int, room: int
+) -> int:
+    """The acquisition budget under the in-flight limit (§5, Kafka's
+    lastOffsetAndMaxRecordsToAcquire): MaxRecords, at most the room left in the
+    window (`room` = limit - window size), for cached and new records alike. With no
+    room left, only records inside the window can be taken (released or expired ones,
+    gap-window holes): at most those from the fetch offset to the end offset; a
+    fetch beyond the window gets nothing."""
+    if room > 0:
+        return min(max_records, room)
+    if fetch_offset > window.end_offset:
+        return 0
+    return min(max_records, window.end_offset - fetch_offset + 1)
 
 
 def _usable_headers(

@@ -241,6 +241,31 @@ class InFlightWindow:
     def advance_start(self) -> bool:
         """Move the SPSO across the prefix of terminal offsets with no write pending
         (§4.1-4.2); drop whole settled batches below it. Returns whether it moved."""
+        position, passed = self._settled_prefix(handle=None)
+        if position == self.start_offset:
+            return False
+        self.delivery_complete_count -= passed
+        self._set_start(position)
+        return True
+
+    def tentative_start(self, handle: int) -> tuple[int, int]:
+        """(SPSO, DeliveryCompleteCount) as they will be once the pending write of
+        `handle` commits and nothing else changes: what that write carries, so the
+        persisted start offset moves with the acknowledgement that moves it. Changes
+        nothing; if the write fails both stay where they are."""
+        position, passed = self._settled_prefix(handle=handle)
+        return position, self.delivery_complete_count - passed
+
+    def _settled_prefix(self, *, handle: int | None) -> tuple[int, int]:
+        """Where the SPSO can move to, and how many terminal offsets >= SPSO it
+        passes. An offset whose pending write is `handle` counts as settled when its
+        tentative state is terminal."""
+
+        def settled(st: InFlightState) -> bool:
+            if st.pending is None:
+                return st.state.is_terminal
+            return st.pending.handle == handle and st.state.is_terminal
+
         old = self.start_offset
         cache = self.cache
         position = old
@@ -256,14 +281,14 @@ class InFlightWindow:
                 position = batch.first_offset
             if batch.offsets is None:
                 assert batch.whole is not None and batch.first_offset >= old
-                if not batch.whole.is_settled:
+                if not settled(batch.whole):
                     break
                 passed += batch.size
                 position = batch.last_offset + 1
             else:
                 stop = False
                 for offset in range(position, batch.last_offset + 1):
-                    if not batch.offsets[offset - batch.first_offset].is_settled:
+                    if not settled(batch.offsets[offset - batch.first_offset]):
                         stop = True
                         break
                     passed += 1
@@ -271,11 +296,7 @@ class InFlightWindow:
                 if stop:
                     break
             index += 1
-        if position == old:
-            return False
-        self.delivery_complete_count -= passed
-        self._set_start(position)
-        return True
+        return position, passed
 
     def move_log_start(self, log_start_offset: int, *, limit: int) -> bool:
         """§4.4: AVAILABLE records below the new log start are archived in memory,

@@ -1,81 +1,30 @@
-"""The synchronous rules the group service used to hold, now in the core: the join
-follow-up heartbeat (decided by the shard), folding the persister's outcomes into
-AlterShareGroupOffsets / DeleteShareGroupOffsets answers, and the
-DescribeShareGroupOffsets partition answer with its lag."""
+"""The synchronous rules the group service used to hold, now in the core: folding the
+persister's outcomes into AlterShareGroupOffsets / DeleteShareGroupOffsets answers,
+and the DescribeShareGroupOffsets partition answer with its lag."""
 
 from __future__ import annotations
 
 import uuid
 
-from shoal.group import membership
 from shoal.group.offsets import (
     describe_partition,
     with_deletion_errors,
     with_initialization_errors,
 )
-from shoal.group.records import TopicPartitions
 from shoal.group.results import (
     AlterOffsetsResponse,
     AlterOffsetsTopic,
     DeleteOffsetsResponse,
     DeleteOffsetsTopic,
     DescribedOffsetsPartition,
-    FollowUpHeartbeat,
     OffsetPartitionResult,
-    ShareGroupHeartbeatResponse,
 )
 from shoal.protocol.errors import ErrorCode
 from shoal.share.persister import StateSummary
-from tests.unit.group.conftest import HOST, Harness, topic_id
+from tests.unit.group.conftest import Harness, topic_id
 
 M1 = "member-one"
 T = uuid.UUID(int=7)
-
-
-# ---- the join follow-up -----------------------------------------------------------------
-
-
-def test_a_join_that_starts_initialisation_asks_for_a_follow_up(harness: Harness) -> None:
-    harness.set_topics(t=2)
-    harness.join("g", M1, ["t"])
-    [init] = harness.pending_inits()
-    assert init.follow_up == FollowUpHeartbeat(member_id=M1, client_id="rdkafka", client_host=HOST)
-
-
-def test_initialisations_not_started_by_a_heartbeat_have_no_follow_up(harness: Harness) -> None:
-    harness.set_topics(t=1)
-    harness.join("g", M1, ["t"])
-    harness.complete_inits()
-    harness.set_topics(t=2)  # grown: initialised from the topic change, not a member
-    [init] = harness.pending_inits()
-    assert init.follow_up is None
-
-
-def test_the_follow_up_heartbeat_carries_the_assignment(harness: Harness) -> None:
-    harness.set_topics(t=2)
-    joined = harness.join("g", M1, ["t"])
-    [init] = harness.complete_inits()
-    assert init.follow_up is not None
-    follow = harness.run(
-        harness.shard.follow_up_heartbeat(
-            group_id="g", follow_up=init.follow_up, member_epoch=joined.member_epoch
-        )
-    ).response
-    merged = membership.merge_follow_up(joined, follow)
-    assert merged.member_epoch == 2
-    assert merged.assignment is not None
-    assert [(tp.topic_id, tp.partitions) for tp in merged.assignment] == [(topic_id("t"), (0, 1))]
-
-
-def test_merge_follow_up_keeps_the_first_reply_when_the_follow_up_failed() -> None:
-    first = ShareGroupHeartbeatResponse(
-        member_id=M1, member_epoch=1, assignment=(TopicPartitions(topic_id=T, partitions=(0,)),)
-    )
-    failed = ShareGroupHeartbeatResponse(error=ErrorCode.fenced_member_epoch)
-    assert membership.merge_follow_up(first, failed) is first
-    unchanged = ShareGroupHeartbeatResponse(member_id=M1, member_epoch=2, assignment=None)
-    merged = membership.merge_follow_up(first, unchanged)
-    assert (merged.member_epoch, merged.assignment) == (2, first.assignment)
 
 
 # ---- persister outcomes folded into admin answers ------------------------------------------

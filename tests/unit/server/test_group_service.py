@@ -1,5 +1,5 @@
-"""GroupService on a manual clock: effects reach the persister, the join reply carries
-the assignment after the in-process initialisation, the timer driver expires
+"""GroupService on a manual clock: effects reach the persister, the join reply leaves
+out the partitions its in-process initialisation made, the timer driver expires
 sessions, topic changes delete share state, and dynamic broker settings apply."""
 
 from __future__ import annotations
@@ -82,26 +82,33 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def test_join_reply_carries_the_assignment_after_in_process_initialisation() -> None:
+def test_join_reply_leaves_out_the_partitions_it_initialises() -> None:
+    """As in Kafka: the join that starts the initialisation gets none of those
+    partitions (they were not assignable when it was answered); the in-process
+    initialisation bumps the group epoch, so a member joining next and the first
+    member's next heartbeat share them."""
     f = Fixture()
 
     async def body() -> None:
         response = f.heartbeat("m1", 0, ["t"])
         assert response.error is None
-        assert response.member_epoch == 2, "join bump, then the initialisation bump"
-        assert response.assignment is not None
-        assert [(tp.topic_id, tp.partitions) for tp in response.assignment] == [
-            (TOPIC.topic_id, (0, 1))
-        ]
+        assert (response.member_epoch, response.assignment) == (1, ()), "nothing assignable yet"
         assert f.summary(0) == f.summary(1) == (1, -1), "StateEpoch = group epoch at join"
         assert f.service.shard.initialized_partitions("g") == {TOPIC.topic_id: (0, 1)}
+        m2 = f.heartbeat("m2", 0, ["t"])
+        assert m2.member_epoch == 3, "join, initialisation and second join bumps"
+        assert m2.assignment is not None and len(m2.assignment[0].partitions) == 1
+        m1 = f.heartbeat("m1", 1)
+        assert m1.member_epoch == 3
+        assert m1.assignment is not None
+        assert {*m1.assignment[0].partitions, *m2.assignment[0].partitions} == {0, 1}
         # The client heartbeats at the epoch it was given: nothing changes.
-        again = f.heartbeat("m1", 2)
-        assert (again.error, again.member_epoch, again.assignment) == (None, 2, None)
+        again = f.heartbeat("m1", 3)
+        assert (again.error, again.member_epoch, again.assignment) == (None, 3, None)
 
     run(f, body)
     loaded = f.service.runtime.load(f.sink.records)
-    assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 2
+    assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 3
 
 
 def test_timer_source_is_the_shard_deadline_and_fires_expiry() -> None:
@@ -178,6 +185,6 @@ def test_reconfigure_applies_the_new_heartbeat_interval() -> None:
                 }
             )
         )
-        assert f.heartbeat("m1", 2).heartbeat_interval_ms == 700
+        assert f.heartbeat("m1", 1).heartbeat_interval_ms == 700
 
     run(f, body)

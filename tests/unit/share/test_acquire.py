@@ -116,6 +116,38 @@ def test_in_flight_limit_overshoots_by_a_whole_batch() -> None:
     assert ranges(rig.fetch("c")) == [(25, 29, 1)]
 
 
+def test_group_record_lock_cap_bounds_every_fetch_and_applies_live() -> None:
+    """Issue 14 item 0: `share.partition.max.record.locks` = 100 (the group's value,
+    read at every acquisition) on 200 records in log batches of 10: a fetch for 200
+    takes 100, then nothing until the cap is raised (live) or records leave the
+    window; lowering it stops new acquisitions without touching held records."""
+    rig = started(*[(first, first + 9) for first in range(0, 200, 10)], max_record_locks=100)
+    assert ranges(rig.fetch("a", max_records=200, batch_size=200)) == [(0, 99, 1)]
+    assert not rig.sp.can_acquire()
+    assert ranges(rig.fetch("b", max_records=200)) == []
+    rig.set(max_record_locks=150)  # IncrementalAlterConfigs on the group
+    assert rig.sp.can_acquire()
+    assert ranges(rig.fetch("b", max_records=200, batch_size=200)) == [(100, 149, 1)]
+    rig.set(max_record_locks=100)
+    assert not rig.sp.can_acquire()
+    assert ranges(rig.fetch("c", max_records=200)) == []
+    rig.ack("a", ack(0, 99))  # window 100-149: 50 in flight, room 50
+    assert ranges(rig.fetch("c", max_records=200, batch_size=200)) == [(150, 199, 1)]
+
+
+def test_room_in_the_window_bounds_reacquisition_too() -> None:
+    """§5 as Kafka's lastOffsetAndMaxRecordsToAcquire: the budget is min(MaxRecords,
+    limit - window) for cached and new records alike (whole cached batches may
+    overshoot it). Limit 20, window 0-14 with 0-9 released: room 5, so 0-9 is
+    re-acquired and nothing new joins it; the next fetch takes 15-19."""
+    rig = started((0, 9), (10, 14), (15, 19), (20, 29), max_record_locks=20)
+    assert ranges(rig.fetch("a", max_records=15)) == [(0, 14, 1)]
+    rig.ack("a", ack(0, 9, RELEASE))
+    assert ranges(rig.fetch("b")) == [(0, 9, 2)]
+    assert ranges(rig.fetch("b")) == [(15, 19, 1)]
+    assert not rig.sp.can_acquire()
+
+
 def test_released_offset_is_reacquired_at_the_limit() -> None:
     """33: at the in-flight limit a released offset inside the window is re-acquired."""
     rig = started((0, 19), (20, 29), max_record_locks=20)

@@ -388,14 +388,9 @@ def test_accepted_records_are_persisted_and_the_start_offset_moves() -> None:
     assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) is None
     durable = rig.persister.read(key=rig.key(), leader_epoch=0).state
     assert durable is not None
-    # The write carries the start offset as it was before the ack (§8.4).
-    assert (
-        durable.start_offset,
-        [(b.first_offset, b.last_offset) for b in durable.state_batches],
-    ) == (
-        0,
-        [(0, 9)],
-    )
+    # The write carries the start offset the ack moves to; the share coordinator
+    # keeps no batch below it.
+    assert (durable.start_offset, list(durable.state_batches)) == (10, [])
     sp = rig.manager.get(rig.key())
     assert sp is not None and sp.start_offset == 10
     assert rig.key() in rig.woken

@@ -72,9 +72,9 @@ def test_log_start_offset_move() -> None:
     assert ranges(rig.fetch("b")) == [(5, 9, 1)]
     result = rig.ack("b", ack(5, 9))
     assert result.error is None
-    # The SPSO is persisted with the next write (as it was before that ack).
-    assert rig.durable().start_offset == 5
-    assert durable_batches(rig.durable()) == [(5, 9, ACK, 1)]
+    # The write carries the SPSO that ack moves to (past 5-9).
+    assert rig.durable().start_offset == 10
+    assert durable_batches(rig.durable()) == []
 
 
 def test_log_start_offset_archives_available_and_splits_a_straddler() -> None:
@@ -253,8 +253,8 @@ def test_delivery_complete_count_tracks_terminal_offsets() -> None:
     rig.ack("a", ack(0, 4))
     assert (rig.sp.delivery_complete_count, rig.sp.start_offset) == (0, 10)
     summary = rig.persister.read_summary(key=rig.key, leader_epoch=0)
-    # The last write carried the SPSO before that ack (0) and 10 terminal offsets.
-    assert (summary.start_offset, summary.delivery_complete_count) == (0, 10)
+    # The last write carried the SPSO that ack moved to, and no terminal offset above.
+    assert (summary.start_offset, summary.delivery_complete_count) == (10, 0)
 
 
 def test_restart_keeps_acked_and_released_records() -> None:
@@ -265,7 +265,8 @@ def test_restart_keeps_acked_and_released_records() -> None:
     rig.fetch("a", max_records=1)
     rig.fetch("a", max_records=1)
     rig.ack("a", ack(0, 4), ack(5, 9, RELEASE))
-    assert durable_batches(rig.durable()) == [(0, 4, ACK, 1), (5, 9, AV, 1)]
+    assert rig.durable().start_offset == 5, "0-4 accepted: the write moved the start"
+    assert durable_batches(rig.durable()) == [(5, 9, AV, 1)]
     rig.load()
     assert ranges(rig.fetch("b")) == [(5, 9, 2), (10, 14, 1)]
 
@@ -377,3 +378,67 @@ def test_ack_straddling_the_start_offset_with_nothing_cached_below() -> None:
     assert rig.ack("a", ack(2, 7)).error is None
     assert [state_of(rig.sp, o).state for o in (5, 7, 8)] == [ACK, ACK, ACQ]
     assert rig.ack("a", ack(1, 2)).error is None  # wholly below: silently fine
+
+
+def test_a_write_carries_the_start_offset_its_commit_gives() -> None:
+    """Issue 14 item 1: the write that completes records at the start of the window
+    carries the new SPSO (computed on the tentative state); if it fails, neither the
+    durable nor the in-memory SPSO moves, and the retried ack moves both."""
+    rig = started((0, 4), (5, 9))
+    rig.fetch("a", max_records=1)
+    rig.fetch("b", max_records=1)
+    rig.ack("b", ack(5, 9, RELEASE))  # 5-9 AVAILABLE: not terminal
+    assert rig.durable().start_offset == 0
+    result = rig.sp.acknowledge(member_id="a", batches=[ack(0, 4)])
+    assert result.pending is not None
+    write = result.pending.write
+    assert (write.start_offset, write.delivery_complete_count) == (5, 0)
+    assert (rig.sp.start_offset, rig.sp.delivery_complete_count) == (0, 5)
+    rig.complete(result.pending, fail=True)
+    assert (rig.sp.start_offset, rig.sp.delivery_complete_count) == (0, 0)
+    assert rig.durable().start_offset == 0
+    assert view(rig.sp)[0] == (0, 4, ACQ, 1, "a")
+    rig.ack("a", ack(0, 4))
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (5, 5)
+    assert durable_batches(rig.durable()) == [(5, 9, AV, 1)]
+
+
+def test_a_write_never_carries_offsets_another_pending_write_holds() -> None:
+    """Two writes pending at once: the later one (5-9) stops at the earlier one's
+    records (0-4), whose write may still fail; the earlier one carries only its own
+    progress. Committed, memory and the next write catch up."""
+    rig = started((0, 4), (5, 9), (10, 14))
+    for member in ("a", "b", "c"):
+        rig.fetch(member, max_records=1)
+    first = rig.sp.acknowledge(member_id="a", batches=[ack(0, 4)])
+    second = rig.sp.acknowledge(member_id="b", batches=[ack(5, 9)])
+    assert first.pending is not None and second.pending is not None
+    assert first.pending.write.start_offset == 5
+    assert second.pending.write.start_offset == 0
+    rig.complete(second.pending)
+    rig.complete(first.pending, fail=True)
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (0, 0)
+    rig.ack("a", ack(0, 4))
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (10, 10)
+    rig.ack("c", ack(10, 14))
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (15, 15)
+
+
+def test_a_commit_past_what_its_write_carried_writes_the_start_offset() -> None:
+    """Two writes pending at once, committed in order: the second one's write was
+    computed while the first held 0-4 (it carries 0); its commit moves memory to 10,
+    so a follow-up write carries 10 (no acknowledgement's start offset is left
+    unpersisted). A commit that moves no further than its write adds nothing."""
+    rig = started((0, 4), (5, 9))
+    rig.fetch("a", max_records=1)
+    rig.fetch("b", max_records=1)
+    first = rig.sp.acknowledge(member_id="a", batches=[ack(0, 4)])
+    second = rig.sp.acknowledge(member_id="b", batches=[ack(5, 9)])
+    assert first.pending is not None and second.pending is not None
+    assert rig.complete(first.pending).writes == ()
+    assert rig.durable().start_offset == 5
+    follow = rig.complete(second.pending).writes
+    assert [(w.start_offset, w.delivery_complete_count, w.state_batches) for w in follow] == [
+        (10, 0, ())
+    ]
+    assert (rig.sp.start_offset, rig.durable().start_offset) == (10, 10)

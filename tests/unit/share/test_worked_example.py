@@ -1,7 +1,12 @@
 """share-partition.md §12, the worked example (offsets 100-121, consumers C1-C3), step
-by step: in-memory states, SPSO, SPEO (exclusive), every WriteShareGroupState exactly
-as the table gives it, and the share coordinator's merged durable state after it.
-Then recovery from the final durable state."""
+by step: in-memory states, SPSO, SPEO (exclusive), every WriteShareGroupState, and the
+share coordinator's merged durable state after it. Then recovery from the final
+durable state.
+
+A write carries the SPSO its own commit gives (issue 14 item 1), as the design
+documents' table does: StartOffset 110 at step 2, 111 at step 10, 120 at step 11
+(Kafka 4.2 sends the SPSO from before the acknowledgement, one write behind). The
+DeliveryCompleteCount sent with it counts terminal offsets at or above that SPSO."""
 
 from __future__ import annotations
 
@@ -42,16 +47,17 @@ def test_worked_example() -> None:
     assert view(sp) == [(100, 109, ACQ, 1, C1)]
     assert (sp.start_offset, speo(sp)) == (100, 110)
 
-    # 2: C1 accepts 100-109 -> write 100, 10, [100-109 ACK dc1]; empty, SPSO 110.
+    # 2: C1 accepts 100-109 -> write 110, 0, [100-109 ACK dc1]; empty, SPSO 110.
     result = sp.acknowledge(member_id=C1, batches=[ack(100, 109)])
     assert result.pending is not None
     write = result.pending.write
-    assert (write.start_offset, write.delivery_complete_count) == (100, 10)
+    assert (write.start_offset, write.delivery_complete_count) == (110, 0)
     assert batches(write) == [(100, 109, ACK, 1)]
+    assert sp.start_offset == 100, "memory moves when the write commits"
     rig.complete(result.pending)
     assert (view(sp), sp.start_offset, speo(sp)) == ([], 110, 110)
-    assert rig.durable().start_offset == 100
-    assert durable_batches(rig.durable()) == [(100, 109, ACK, 1)]
+    assert rig.durable().start_offset == 110
+    assert durable_batches(rig.durable()) == []
 
     # 3: C1 gets 110-112, C2 113-118, C3 119 (a second apart, so their locks differ).
     rig.produce((110, 112), (113, 118), (119, 119))
@@ -122,31 +128,28 @@ def test_worked_example() -> None:
     assert [state_tuple(sp, o) for o in (111, 112)] == [(ACQ, 2, C3), (ACQ, 2, C3)]
     assert (sp.start_offset, speo(sp)) == (110, 121)
 
-    # 10: C1 accepts 110 -> write 110, 8, [110 ACK dc2]; SPSO 111.
+    # 10: C1 accepts 110 -> write 111, 7, [110 ACK dc2]; SPSO 111.
     result = sp.acknowledge(member_id=C1, batches=[ack(110, 110)])
     assert result.pending is not None
     write = result.pending.write
-    assert (write.start_offset, write.delivery_complete_count) == (110, 8)
+    assert (write.start_offset, write.delivery_complete_count) == (111, 7)
     assert batches(write) == [(110, 110, ACK, 2)]
     rig.complete(result.pending)
     assert (sp.start_offset, speo(sp)) == (111, 121)
-    assert durable_batches(rig.durable()) == [
-        (110, 110, ACK, 2),
-        (111, 112, AV, 1),
-        (113, 119, ACK, 1),
-    ]
+    assert rig.durable().start_offset == 111
+    assert durable_batches(rig.durable()) == [(111, 112, AV, 1), (113, 119, ACK, 1)]
 
-    # 11: C3 accepts 111-112 -> write 111, 9, [111 ACK dc2], [112 ACK dc2]; SPSO 120.
+    # 11: C3 accepts 111-112 -> write 120, 0, [111 ACK dc2], [112 ACK dc2]; SPSO 120.
     result = sp.acknowledge(member_id=C3, batches=[ack(111, 112)])
     assert result.pending is not None
     write = result.pending.write
-    assert (write.start_offset, write.delivery_complete_count) == (111, 9)
+    assert (write.start_offset, write.delivery_complete_count) == (120, 0)
     assert batches(write) == [(111, 111, ACK, 2), (112, 112, ACK, 2)]
     rig.complete(result.pending)
     assert view(sp) == [(120, 120, ACQ, 1, C1)]
     assert (sp.start_offset, speo(sp)) == (120, 121)
-    assert rig.durable().start_offset == 111
-    assert durable_batches(rig.durable()) == [(111, 112, ACK, 2), (113, 119, ACK, 1)]
+    assert rig.durable().start_offset == 120
+    assert durable_batches(rig.durable()) == []
 
     # Recovery from the last durable state: SPSO 120; 120 is delivered again as a
     # first delivery.
