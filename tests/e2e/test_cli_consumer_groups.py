@@ -1,9 +1,9 @@
 """`shoal consumer-groups` as a subprocess against a real broker, with confluent-kafka
 `Consumer`s (classic protocol) as the group's members: list (states, types), describe
 (offsets with lag and the owning member, members, state) while a consumer is active,
-reset refused while it is, reset dry-run then execute (each scenario) on the empty
-group and a consumer resuming at the reset offset, delete-offsets, delete, and the
-exits on errors.
+reset refused while it is, reset dry-run then execute (each scenario, --export read
+back with --from-file) on the empty group and a consumer resuming at the reset
+offset, delete-offsets, delete, and the exits on errors.
 
 Tables are read by column (tests/support/cli.py). Values that settle asynchronously
 (a consumer joining or leaving) are polled with a generous bound.
@@ -208,6 +208,39 @@ def test_reset_on_empty_group_then_consumer_resumes_there(
     plan = tmp_path / "offsets.csv"
     plan.write_text(f"{topic},0,1\n{topic},1,2\n")
     assert reset("--from-file", str(plan)) == {"0": "1", "1": "2"}
+    # --to-current: the committed offset, or the log end where there is none
+    assert reset("--all-topics", "--to-current") == {"0": "6", "1": "4"}
+    uncommitted = topic_name("cg-reset-new")
+    create_topic(broker.bootstrap, uncommitted, partitions=1)
+    produce(broker.bootstrap, uncommitted, {0: 3})
+    code, out, err = cg(
+        broker, "--reset-offsets", "--group", group, "--topic", uncommitted, "--to-current"
+    )
+    assert code == 0, err
+    assert [(r["TOPIC"], r["NEW-OFFSET"]) for r in rows(out)] == [(uncommitted, "3")]
+
+    # --export prints Kafka's CSV, which --from-file reads back
+    code, out, err = cg(
+        broker, "--reset-offsets", "--group", group, "--all-topics", "--to-offset", "3", "--export"
+    )
+    assert code == 0, err
+    assert out == f"{topic},0,3\n{topic},1,3\n\n"
+    plan.write_text(out)
+    assert reset("--from-file", str(plan)) == {"0": "3", "1": "3"}
+    other = topic_name("cg-none")
+    code, out, err = cg(
+        broker,
+        "--reset-offsets",
+        *("--group", group, "--group", other),
+        "--all-topics",
+        *("--shift-by", "-1", "--export"),
+    )
+    assert code == 0, err
+    assert out == f"{group},{topic},0,5\n{group},{topic},1,3\n\n"
+    plan.write_text(out)
+    assert reset("--from-file", str(plan)) == {"0": "5", "1": "3"}
+    code, out, err = cg(broker, "--reset-offsets", "--group", other, "--from-file", str(plan))
+    assert code == 0 and f"No reset plan for group {other} found" in err
 
     # execute, then a consumer of the group resumes at the reset offsets
     assert reset("--topic", f"{topic}:0", "--to-offset", "2", "--execute") == {"0": "2"}
