@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from tests.support.broker import BrokerProcess, running
 from tests.support.cli import rows, shoal
 from tests.support.clients import create_topic, flush_all, producer
+from tests.support.consumer_groups import group_consumer as consumer_of
 from tests.support.topics import topic_name
 
 T = TypeVar("T")
@@ -53,18 +54,7 @@ def eventually(run: Callable[[], T], ok: Callable[[T], bool], *, timeout_s: floa
 
 
 def group_consumer(bootstrap: str, group: str) -> Consumer:
-    settings: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "group.protocol": "classic",
-        "client.id": CLIENT_ID,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "session.timeout.ms": 10_000,
-        "heartbeat.interval.ms": 500,
-        "fetch.wait.max.ms": 100,
-    }
-    return Consumer(settings)
+    return consumer_of(bootstrap, group, protocol="classic", **{"client.id": CLIENT_ID})
 
 
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
