@@ -22,9 +22,12 @@ median, the JSON every run), for `group.protocol=classic` and `consumer` (KIP-84
   offsets committed per second and calls per second.
 - consume: `--records` x 100 B in 3 partitions, read from offset 0 by a Consumer that
   `assign()`s the partitions and by one that `subscribe()`s in a group (same
-  settings, auto-commit off): records/s from the moment it has its partitions
-  (assign(), or the group's on_assign callback) to its last record, and the time it
-  took to get them (the group join for subscribe()).
+  settings, auto-commit off): records/s from its first record to its last (so
+  connecting and joining are left out of the rate), and the time to its partitions
+  (assign(), or the group's on_assign callback: the join) and to its first record;
+  and the broker's CPU time per 100k records over the whole run (less sensitive to
+  a shared machine than wall time: it says whether the broker works harder for a
+  group's consumer).
 
 Results: an aligned table on stdout and JSON in bench/results/consumer_groups-<ts>.json
 with machine information (the load average says how shared the machine was). With
@@ -223,7 +226,8 @@ def consume_run(
             assigned.append(started)
         else:
             consumer.subscribe([topic], on_assign=on_assign)
-        seen = 0
+        seen = first_batch = 0
+        first = 0.0
         deadline = time.monotonic() + 600
         while seen < records:
             if time.monotonic() > deadline:
@@ -232,11 +236,14 @@ def consume_run(
             for message in batch:
                 if message.error() is not None:
                     raise RuntimeError(str(message.error()))
+            if batch and not seen:
+                first, first_batch = time.perf_counter(), len(batch)
             seen += len(batch)
         last = time.perf_counter()
         return {
             "assigned_s": assigned[0] - started,
-            "records_per_s": records / (last - assigned[0]),
+            "first_record_s": first - started,
+            "records_per_s": (records - first_batch) / (last - first),
             "total_s": last - started,
         }
     finally:
@@ -262,12 +269,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         os.environ.pop(PROFILE_ENV, None)
         try:
             bootstrap = broker.bootstrap
-            meter = CpuMeter(broker.pid)
-            result["rebalance"] = _rebalance(bootstrap, args)
-            result["commit"] = _commit(bootstrap, args)
-            with meter:
-                result["consume"] = _consume(bootstrap, args)
-            result["consume_broker_cpu_percent"] = meter.broker_percent
+            if "rebalance" in args.only:
+                result["rebalance"] = _rebalance(bootstrap, args)
+            if "commit" in args.only:
+                result["commit"] = _commit(bootstrap, args)
+            if "consume" in args.only:
+                result["consume"] = _consume(bootstrap, broker.pid, args)
         finally:
             if args.profile:
                 broker.stop()
@@ -289,16 +296,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _rebalance(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"\nrebalance: seconds from subscribe() to a stable assignment (median of {args.runs})")
-    print(f"{'members':>7} " + " ".join(f"{p:>9}" for p in PROTOCOLS), flush=True)
+    print(f"{'members':>7} " + " ".join(f"{p:>9}" for p in args.protocols), flush=True)
     runs = {
         p: [rebalance_run(bootstrap, p, r, args.members) for r in range(args.runs)]
-        for p in PROTOCOLS
+        for p in args.protocols
     }
     medians = {
-        p: [_median([run[i] for run in runs[p]]) for i in range(args.members)] for p in PROTOCOLS
+        p: [_median([run[i] for run in done]) for i in range(args.members)]
+        for p, done in runs.items()
     }
     for i in range(args.members):
-        print(f"{i + 1:>7} " + " ".join(f"{medians[p][i]:>9.3f}" for p in PROTOCOLS))
+        print(f"{i + 1:>7} " + " ".join(f"{medians[p][i]:>9.3f}" for p in args.protocols))
     return {"runs_s": runs, "median_s": medians}
 
 
@@ -306,7 +314,7 @@ def _commit(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"\ncommit: {COMMIT_PARTITIONS} partitions, synchronous commits, median of {args.runs}")
     print(f"{'protocol':<9} {'all/call offsets/s':>18} {'calls/s':>8} {'one/call offsets/s':>18}")
     out: dict[str, Any] = {}
-    for protocol in PROTOCOLS:
+    for protocol in args.protocols:
         runs = [commit_run(bootstrap, protocol, r, args.commit_seconds) for r in range(args.runs)]
         median = {k: _median([r[k] for r in runs]) for k in runs[0]}
         out[protocol] = {"runs": runs, "median": median}
@@ -318,21 +326,27 @@ def _commit(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _consume(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
+def _consume(bootstrap: str, broker_pid: int, args: argparse.Namespace) -> dict[str, Any]:
     topic = "bench-consume"
     create_topic(bootstrap, topic, partitions=CONSUME_PARTITIONS)
     produce(bootstrap, topic, records=args.records, value_bytes=VALUE_BYTES, acks="1")
     print(f"\nconsume: {args.records:,} x {VALUE_BYTES} B, median of {args.runs}")
-    print(f"{'mode':<20} {'records/s':>11} {'assigned after s':>16} {'vs assign()':>11}")
+    print(
+        f"{'mode':<20} {'records/s':>11} {'assigned after s':>16} {'first record s':>14} "
+        f"{'vs assign()':>11} {'broker CPU ms/100k':>18}"
+    )
     cases: list[tuple[str, str | None]] = [("assign()", None)]
-    cases += [(f"subscribe() {p}", p) for p in PROTOCOLS]
+    cases += [(f"subscribe() {p}", p) for p in args.protocols]
     runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in cases}
-    for r in range(args.runs):  # interleaved, so drifting load hits every mode alike
-        for name, protocol in cases:
+    for r in range(args.runs):  # interleaved and rotated, so load and order hit all alike
+        for name, protocol in cases[r % len(cases) :] + cases[: r % len(cases)]:
             group = f"bench-consume-{r}-{protocol or 'assign'}"
-            runs[name].append(
-                consume_run(bootstrap, topic, args.records, protocol=protocol, group=group)
-            )
+            meter = CpuMeter(broker_pid)
+            with meter:
+                run = consume_run(bootstrap, topic, args.records, protocol=protocol, group=group)
+            broker_cpu_s = meter.broker_percent * meter.seconds / 100
+            run["broker_cpu_ms_per_100k"] = 1e8 * broker_cpu_s / args.records
+            runs[name].append(run)
     medians = {
         name: {k: _median([x[k] for x in runs[name]]) for k in runs[name][0]} for name in runs
     }
@@ -340,7 +354,9 @@ def _consume(bootstrap: str, args: argparse.Namespace) -> dict[str, Any]:
     for name, median in medians.items():
         print(
             f"{name:<20} {median['records_per_s']:>11,.0f} {median['assigned_s']:>16.3f} "
-            f"{100 * median['records_per_s'] / base:>10.0f}%",
+            f"{median['first_record_s']:>14.3f} "
+            f"{100 * median['records_per_s'] / base:>10.0f}% "
+            f"{median['broker_cpu_ms_per_100k']:>18.1f}",
             flush=True,
         )
     return {"runs": runs, "median": medians}
@@ -367,9 +383,19 @@ def main(argv: list[str] | None = None) -> int:
         "--commit-seconds", type=float, default=3.0, help="seconds per commit mode (3)"
     )
     parser.add_argument("--records", type=int, default=500_000, help="records to consume (500,000)")
+    parser.add_argument(
+        "--only",
+        default="rebalance,commit,consume",
+        help="comma-separated measurements to run (rebalance,commit,consume)",
+    )
+    parser.add_argument(
+        "--protocols", default=",".join(PROTOCOLS), help="group.protocol values (both)"
+    )
     parser.add_argument("--quick", action="store_true", help="1 run, 4 members, 50,000 records")
     parser.add_argument("--profile", action="store_true", help="cProfile the broker")
     args = parser.parse_args(argv)
+    args.only = set(args.only.split(","))
+    args.protocols = tuple(args.protocols.split(","))
     if args.quick:
         args.runs, args.members, args.commit_seconds, args.records = 1, 4, 1.0, 50_000
     result = run(args)
