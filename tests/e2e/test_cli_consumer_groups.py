@@ -1,9 +1,9 @@
 """`shoal consumer-groups` as a subprocess against a real broker, with confluent-kafka
 `Consumer`s (classic protocol) as the group's members: list (states, types), describe
 (offsets with lag and the owning member, members, state) while a consumer is active,
-reset refused while it is, reset dry-run then execute (each scenario) on the empty
-group and a consumer resuming at the reset offset, delete-offsets, delete, and the
-exits on errors.
+reset refused while it is, reset dry-run then execute (each scenario, --export read
+back with --from-file) on the empty group and a consumer resuming at the reset
+offset, delete-offsets, delete, and the exits on errors.
 
 Tables are read by column (tests/support/cli.py). Values that settle asynchronously
 (a consumer joining or leaving) are polled with a generous bound.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from tests.support.broker import BrokerProcess, running
 from tests.support.cli import rows, shoal
 from tests.support.clients import create_topic, flush_all, producer
+from tests.support.consumer_groups import group_consumer as consumer_of
 from tests.support.topics import topic_name
 
 T = TypeVar("T")
@@ -53,18 +54,7 @@ def eventually(run: Callable[[], T], ok: Callable[[T], bool], *, timeout_s: floa
 
 
 def group_consumer(bootstrap: str, group: str) -> Consumer:
-    settings: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "group.protocol": "classic",
-        "client.id": CLIENT_ID,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "session.timeout.ms": 10_000,
-        "heartbeat.interval.ms": 500,
-        "fetch.wait.max.ms": 100,
-    }
-    return Consumer(settings)
+    return consumer_of(bootstrap, group, protocol="classic", **{"client.id": CLIENT_ID})
 
 
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
@@ -208,6 +198,39 @@ def test_reset_on_empty_group_then_consumer_resumes_there(
     plan = tmp_path / "offsets.csv"
     plan.write_text(f"{topic},0,1\n{topic},1,2\n")
     assert reset("--from-file", str(plan)) == {"0": "1", "1": "2"}
+    # --to-current: the committed offset, or the log end where there is none
+    assert reset("--all-topics", "--to-current") == {"0": "6", "1": "4"}
+    uncommitted = topic_name("cg-reset-new")
+    create_topic(broker.bootstrap, uncommitted, partitions=1)
+    produce(broker.bootstrap, uncommitted, {0: 3})
+    code, out, err = cg(
+        broker, "--reset-offsets", "--group", group, "--topic", uncommitted, "--to-current"
+    )
+    assert code == 0, err
+    assert [(r["TOPIC"], r["NEW-OFFSET"]) for r in rows(out)] == [(uncommitted, "3")]
+
+    # --export prints Kafka's CSV, which --from-file reads back
+    code, out, err = cg(
+        broker, "--reset-offsets", "--group", group, "--all-topics", "--to-offset", "3", "--export"
+    )
+    assert code == 0, err
+    assert out == f"{topic},0,3\n{topic},1,3\n\n"
+    plan.write_text(out)
+    assert reset("--from-file", str(plan)) == {"0": "3", "1": "3"}
+    other = topic_name("cg-none")
+    code, out, err = cg(
+        broker,
+        "--reset-offsets",
+        *("--group", group, "--group", other),
+        "--all-topics",
+        *("--shift-by", "-1", "--export"),
+    )
+    assert code == 0, err
+    assert out == f"{group},{topic},0,5\n{group},{topic},1,3\n\n"
+    plan.write_text(out)
+    assert reset("--from-file", str(plan)) == {"0": "5", "1": "3"}
+    code, out, err = cg(broker, "--reset-offsets", "--group", other, "--from-file", str(plan))
+    assert code == 0 and f"No reset plan for group {other} found" in err
 
     # execute, then a consumer of the group resumes at the reset offsets
     assert reset("--topic", f"{topic}:0", "--to-offset", "2", "--execute") == {"0": "2"}

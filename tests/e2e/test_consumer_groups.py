@@ -1,10 +1,16 @@
-"""Classic consumer groups with real clients: confluent-kafka `Consumer` with
-`group.protocol=classic` and kafka-python `KafkaConsumer(group_id=...)`.
+"""Consumer groups with real clients, for both group protocols: confluent-kafka
+`Consumer` with `group.protocol=classic` (JoinGroup/SyncGroup, client-side assignors)
+and `consumer` (KIP-848: ConsumerGroupHeartbeat, server-side assignment, incremental
+reconciliation), and kafka-python `KafkaConsumer(group_id=...)` (classic).
 
-Three consumers share six partitions, each partition owned exactly once, for each of
-librdkafka's assignors and with kafka-python; a fourth joins and one leaves while
-records flow, and nothing is missed; committed offsets survive SIGKILL and restart; a
-static member that restarts gets its partitions back without a rebalance of the others.
+The scenarios both protocols must pass are written once and parametrised: three
+consumers share six partitions, each owned exactly once (classic: with each of
+librdkafka's assignors); a fourth joins and one leaves while records flow, nothing
+is missed and each settled step has one owner per partition; committed offsets
+(generation or member epoch) survive SIGKILL and a restart, and the group resumes
+exactly there. Classic only: a static member that restarts gets its partitions back
+without a rebalance of the others; kafka-python consumers share and commit.
+KIP-848 only (static members, regex subscriptions): test_consumer_protocol.py.
 """
 
 from __future__ import annotations
@@ -12,14 +18,23 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.broker import BrokerProcess, Brokers, wait_until
+from tests.support.broker import BrokerProcess, Brokers, running, wait_until
 from tests.support.clients import create_topic, flush_all, producer
-from tests.support.consumer_groups import PARTITIONS, owners, poll_all, produce_spread, settled
+from tests.support.consumer_groups import (
+    FAST_GROUPS,
+    PARTITIONS,
+    PROTOCOLS,
+    group_consumer,
+    owners,
+    poll_all,
+    produce_spread,
+    settled,
+)
 from tests.support.topics import topic_name
 
 with warnings.catch_warnings():
@@ -29,65 +44,66 @@ with warnings.catch_warnings():
     from kafka import TopicPartition as KafkaTopicPartition
 
 PER_PARTITION = 10
-FAST_JOIN = "group.initial.rebalance.delay.ms=200"
+SETTLE_S = 90.0
+SHARING = [
+    *(
+        pytest.param("classic", a, id=f"classic-{a}")
+        for a in ("range", "roundrobin", "cooperative-sticky")
+    ),
+    pytest.param("consumer", None, id="consumer"),
+]
 
 
-@pytest.fixture
-def broker(brokers: Brokers) -> BrokerProcess:
-    return brokers.start(FAST_JOIN)
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the scenarios that do not restart it (each uses its own topic
+    and group)."""
+    yield from running(tmp_path_factory.mktemp("consumer-groups") / "data", *FAST_GROUPS)
 
 
-def _group_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
-    settings: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "group.protocol": "classic",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "session.timeout.ms": 10_000,
-        "heartbeat.interval.ms": 500,
-        "fetch.wait.max.ms": 100,
-        "reconnect.backoff.ms": 20,
-        "reconnect.backoff.max.ms": 500,
-    }
-    settings.update(extra)
-    return Consumer(settings)
-
-
-@pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
-def test_three_consumers_share_six_partitions(broker: BrokerProcess, assignor: str) -> None:
-    topic = topic_name(f"classic-{assignor}")
+@pytest.mark.parametrize(("protocol", "assignor"), SHARING)
+def test_three_consumers_share_six_partitions(
+    broker: BrokerProcess, protocol: str, assignor: str | None
+) -> None:
+    name = f"{protocol}-{assignor or 'server'}"
+    topic = topic_name(f"share6-{name}")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
     sent = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="a")
-    group = f"g-{assignor}"
+    extra = {} if assignor is None else {"partition.assignment.strategy": assignor}
     consumers = [
-        _group_consumer(broker.bootstrap, group, **{"partition.assignment.strategy": assignor})
-        for _ in range(3)
+        group_consumer(broker.bootstrap, f"g-{name}", protocol=protocol, **extra) for _ in range(3)
     ]
     try:
         for c in consumers:
             c.subscribe([topic])
         seen: dict[int, list[bytes]] = {}
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_S
         while time.monotonic() < deadline:
             poll_all(consumers, seen)
             received = [v for values in seen.values() for v in values]
-            if settled(consumers) and len(received) >= len(sent):
+            if settled(consumers) and set(received) >= sent:
                 break
         owned = owners(consumers)
         assert sorted(p for parts in owned for p in parts) == list(range(PARTITIONS)), owned
         assert all(len(parts) == 2 for parts in owned), owned
         received = [v for values in seen.values() for v in values]
-        assert sorted(received) == sorted(sent)
+        if protocol == "classic":
+            # The three join within the first rebalance's delay: each record once.
+            assert sorted(received) == sorted(sent)
+        else:
+            # Members join one heartbeat apart and, without commits, a partition
+            # moving mid-read is read again by its new owner (at-least-once).
+            assert set(received) == sent
     finally:
         for c in consumers:
             c.close()
 
 
-def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess, protocol: str) -> None:
     """Records keep flowing while the group grows to four and shrinks to three:
     nothing produced is missed, and each settled step has one owner per partition."""
-    topic = topic_name("classic-churn")
+    topic = topic_name(f"churn-{protocol}")
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
     stop = threading.Event()
     sent: list[bytes] = []
@@ -105,9 +121,10 @@ def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None
         flush_all(p)
 
     def member() -> Consumer:
-        c = _group_consumer(
+        c = group_consumer(
             broker.bootstrap,
-            "g-churn",
+            f"g-churn-{protocol}",
+            protocol=protocol,
             **{"enable.auto.commit": True, "auto.commit.interval.ms": 100},
         )
         c.subscribe([topic])
@@ -119,7 +136,7 @@ def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None
     seen: dict[int, list[bytes]] = {}
 
     def settle(group: list[Consumer]) -> None:
-        assert wait_until(lambda: poll_all(group, seen) or settled(group), timeout_s=60)
+        assert wait_until(lambda: poll_all(group, seen) or settled(group), timeout_s=SETTLE_S)
         end = time.monotonic() + 2
         while time.monotonic() < end:
             poll_all(group, seen)
@@ -139,22 +156,26 @@ def test_a_fourth_joins_and_one_leaves_under_load(broker: BrokerProcess) -> None
             got = {v for values in seen.values() for v in values}
             return got >= set(sent)
 
-        assert wait_until(everything, timeout_s=60)
+        assert wait_until(everything, timeout_s=SETTLE_S)
     finally:
         stop.set()
         for c in consumers:
             c.close()
 
 
-def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
-    broker = brokers.start(FAST_JOIN)
-    topic = topic_name("classic-commit")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_committed_offsets_survive_sigkill(brokers: Brokers, protocol: str) -> None:
+    broker = brokers.start(*FAST_GROUPS)
+    topic = topic_name(f"commit-{protocol}")
+    group = f"g-commit-{protocol}"
     create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
     first = produce_spread(broker.bootstrap, topic, per_partition=PER_PARTITION, tag="first")
-    c = _group_consumer(broker.bootstrap, "g-commit")
+    c = group_consumer(broker.bootstrap, group, protocol=protocol)
     c.subscribe([topic])
     got: dict[int, list[bytes]] = {}
-    assert wait_until(lambda: poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=60)
+    assert wait_until(
+        lambda: poll_all([c], got) or len(got.get(0, [])) >= len(first), timeout_s=SETTLE_S
+    )
     assert sorted(got[0]) == sorted(first)
     committed = c.commit(asynchronous=False)
     assert committed is not None
@@ -165,7 +186,7 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
     broker.kill()
     broker.restart()
     second = produce_spread(broker.bootstrap, topic, per_partition=2, tag="second")
-    again = _group_consumer(broker.bootstrap, "g-commit")
+    again = group_consumer(broker.bootstrap, group, protocol=protocol)
     try:
         stored = again.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
         assert sorted((tp.partition, tp.offset) for tp in stored) == [
@@ -175,7 +196,7 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
         more: dict[int, list[bytes]] = {}
         assert wait_until(
             lambda: poll_all([again], more) or len(more.get(0, [])) >= len(second),
-            timeout_s=60,
+            timeout_s=SETTLE_S,
         )
         time.sleep(1)  # nothing older may follow
         poll_all([again], more)
@@ -185,9 +206,10 @@ def test_committed_offsets_survive_sigkill(brokers: Brokers) -> None:
 
 
 def _static_consumer(bootstrap: str, instance: str, events: list[str]) -> Consumer:
-    return _group_consumer(
+    return group_consumer(
         bootstrap,
         "g-static",
+        protocol="classic",
         **{"group.instance.id": instance, "session.timeout.ms": 30_000},
     )
 

@@ -3,6 +3,7 @@ graceful SIGTERM, and the connection limit."""
 
 from __future__ import annotations
 
+import pstats
 import socket
 import struct
 import subprocess
@@ -152,3 +153,18 @@ def test_max_connections(brokers: Brokers) -> None:
     finally:
         for sock in admitted + extra:
             sock.close()
+
+
+def test_shoal_profile_writes_cprofile_statistics_on_stop(
+    tmp_path: Path, brokers: Brokers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SHOAL_PROFILE=PATH (for benchmarks): the broker runs under cProfile and writes
+    statistics that name its request handlers when it stops."""
+    stats_path = tmp_path / "broker.pstats"
+    monkeypatch.setenv("SHOAL_PROFILE", str(stats_path))
+    broker = brokers.start()
+    monkeypatch.delenv("SHOAL_PROFILE")
+    create_topic(broker.bootstrap, topic_name("profiled"))
+    assert broker.stop() == 0
+    functions = {name for _, _, name in pstats.Stats(str(stats_path)).stats}  # type: ignore[attr-defined]
+    assert "run_broker" in functions

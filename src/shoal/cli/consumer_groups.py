@@ -9,17 +9,24 @@ Mirrors Kafka's kafka-consumer-groups.sh (options, messages, columns):
       --members    GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT]
       --state      GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
       (--verbose adds the bracketed columns)
-  --reset-offsets (--group G | --all-groups) (--topic T[:P,P...] ... | --all-topics)
-      (--to-earliest | --to-latest | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |
+  --reset-offsets (--group G ... | --all-groups) (--topic T[:P,P...] ... | --all-topics)
+      (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |
        --by-duration PnDTnHnMnS | --to-offset N | --shift-by N | --from-file CSV)
-      [--dry-run | --execute]                   GROUP TOPIC PARTITION NEW-OFFSET
+      [--dry-run | --execute] [--export]        GROUP TOPIC PARTITION NEW-OFFSET
   --delete (--group G ... | --all-groups)
   --delete-offsets --group G --topic T[:P,P...] ...   TOPIC PARTITION STATUS
 
 A reset plans the new committed offsets (ListOffsets; --to-offset, --shift-by and
 --from-file are clamped to the log's range) and commits them only with --execute;
 it is refused while the group has members. --all-topics covers every partition the
-group has committed offsets for. --from-file reads `topic,partition,offset` lines.
+group has committed offsets for. --to-current keeps each committed offset and sets
+a partition without one to the log end (Kafka's resetToCurrent).
+
+--export prints the plan as CSV instead of the table, as Kafka does: `topic,
+partition,offset` lines when one --group is named, `group,topic,partition,offset`
+lines otherwise, then an empty line. --from-file reads either form back (a file of
+the first form resets the one --group named; with the second, a group the file does
+not name gets "No reset plan" and is left alone).
 
 --timeout bounds each admin call in ms (default 30000); --command-config names a
 file of admin-client properties. Exit status: 0 done, 1 failed (message on stderr),
@@ -41,21 +48,37 @@ from shoal.cli.consumer_group_admin import (
     list_consumer_groups,
 )
 from shoal.cli.consumer_groups_options import validate
-from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.group_tool import (
+    add_group_arguments,
+    group_error,
+    group_ids,
+    print_deletion,
+    print_reset_plan,
+    print_statuses,
+    report_group_state,
+    run_group_command,
+)
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser
 from shoal.cli.offset_reset import clamped, expand_partitions, new_offsets
 from shoal.cli.share_group_admin import delete_group
-from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, assignment_text, format_table, print_table
+from shoal.cli.tables import (
+    MISSING,
+    NAME_WIDTH_MIN,
+    assignment_text,
+    cell,
+    format_table,
+    print_table,
+)
 from shoal.cli.topic_admin import list_offsets
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
 from shoal.client.requests import LATEST_TIMESTAMP
-from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 from shoal.clock import SystemClock
 
 PROG = "shoal consumer-groups"
+KIND = "consumer group"
 _INACTIVE = ("Empty", "Dead")
-_REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
 def add_parser(commands: Any) -> None:
@@ -65,29 +88,17 @@ def add_parser(commands: Any) -> None:
         help_text="list, describe, reset and delete consumer groups (kafka-consumer-groups.sh)",
         description=__doc__,
     )
-    for action, text in (
-        ("--list", "list all consumer groups"),
-        ("--describe", "describe consumer groups, members and offset lag"),
-        ("--delete", "delete consumer groups"),
-        ("--reset-offsets", "reset the committed offsets of a consumer group"),
-        ("--delete-offsets", "delete the committed offsets of a consumer group"),
-    ):
-        parser.add_argument(action, action="store_true", help=text)
-    parser.add_argument("--group", action="append", metavar="GROUP", help="group (repeatable)")
-    parser.add_argument("--all-groups", action="store_true", help="apply to all consumer groups")
-    parser.add_argument(
-        "--topic", action="append", metavar="TOPIC[:P,P...]", help="topic (repeatable)"
-    )
-    parser.add_argument("--all-topics", action="store_true", help="reset every committed topic")
-    parser.add_argument("--members", action="store_true", help="describe the members")
-    parser.add_argument("--offsets", action="store_true", help="describe offsets and lag (default)")
-    parser.add_argument(
-        "--state",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="STATE[,STATE...]",
-        help="with --describe: the group state; with --list: show or filter by state",
+    add_group_arguments(
+        parser,
+        kind=KIND,
+        action_help={
+            "--list": "list all consumer groups",
+            "--describe": "describe consumer groups, members and offset lag",
+            "--delete": "delete consumer groups",
+            "--reset-offsets": "reset the committed offsets of a consumer group",
+            "--delete-offsets": "delete the committed offsets of a consumer group",
+        },
+        all_topics_help="reset every committed topic",
     )
     parser.add_argument(
         "--type",
@@ -97,53 +108,31 @@ def add_parser(commands: Any) -> None:
         metavar="TYPE[,TYPE...]",
         help="with --list: show or filter by group type (classic, consumer)",
     )
-    parser.add_argument("--verbose", action="store_true", help="more columns with --describe")
-    parser.add_argument("--dry-run", action="store_true", help="plan a reset only (default)")
-    parser.add_argument("--execute", action="store_true", help="apply the reset")
-    parser.add_argument("--to-earliest", action="store_true", help="reset to the log start")
-    parser.add_argument("--to-latest", action="store_true", help="reset to the log end")
-    parser.add_argument(
-        "--to-datetime",
-        metavar="YYYY-MM-DDTHH:mm:SS.sss",
-        help="reset to the first record at or after",
-    )
     parser.add_argument(
         "--by-duration", metavar="PnDTnHnMnS", help="reset to the first record this long ago"
     )
-    parser.add_argument("--to-offset", type=int, metavar="N", help="reset to this offset")
     parser.add_argument("--shift-by", type=int, metavar="N", help="move the committed offset by N")
-    parser.add_argument("--from-file", metavar="CSV", help="topic,partition,offset lines")
     parser.add_argument(
-        "--timeout",
-        type=int,
-        default=API_TIMEOUT_MS_DEFAULT,
-        metavar="MS",
-        help=f"timeout of each admin call (default {API_TIMEOUT_MS_DEFAULT})",
+        "--to-current", action="store_true", help="reset to the committed offset (else log end)"
     )
+    parser.add_argument("--from-file", metavar="CSV", help="a plan as --export writes it")
+    parser.add_argument("--export", action="store_true", help="print the reset plan as CSV")
     parser.set_defaults(run=run, parser=parser)
 
 
 def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
-    return run_tool(
-        args.parser,
+    return run_group_command(
         args,
-        validate=validate,
-        api_timeout_ms=lambda a: int(a.timeout),
-        action=act,
         out=out,
+        validate=validate,
+        actions={
+            "list": _list,
+            "describe": _describe,
+            "delete": _delete,
+            "reset-offsets": _reset,
+            "delete-offsets": _delete_offsets,
+        },
     )
-
-
-def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    if args.list:
-        return _list(client, args, out)
-    if args.describe:
-        return _describe(client, args, out)
-    if args.delete:
-        return _delete(client, args, out)
-    if args.reset_offsets:
-        return _reset(client, args, out)
-    return _delete_offsets(client, args, out)
 
 
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -165,17 +154,15 @@ def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _group_ids(client: Client, args: argparse.Namespace) -> list[str]:
-    if args.all_groups:
-        return [g.group_id for g in list_consumer_groups(client)]
-    return list(dict.fromkeys(args.group))
+def _all_group_ids(client: Client) -> list[str]:
+    return [g.group_id for g in list_consumer_groups(client)]
 
 
 def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     status = 0
-    for group_id in _group_ids(client, args):
+    for group_id in group_ids(args, lambda: _all_group_ids(client)):
         description = describe_consumer_group(client, group_id)
-        if _dead(description):
+        if report_group_state(KIND, group_id, description.state):
             status = 1
             continue
         if args.members:
@@ -185,24 +172,6 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         else:
             _print_offsets(client, description, out)
     return status
-
-
-def _dead(description: ConsumerGroupDescription) -> bool:
-    """Kafka's maybePrintEmptyGroupState: an error for a dead (unknown) group, a
-    notice for an empty or rebalancing one; True if dead."""
-    group_id = description.group_id
-    if description.state == "Dead":
-        print(f"Error: Consumer group '{group_id}' does not exist.", file=sys.stderr)
-        return True
-    if description.state == "Empty":
-        print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
-    elif description.state in _REBALANCING:
-        print(f"\nWarning: Consumer group '{group_id}' is rebalancing.", file=sys.stderr)
-    return False
-
-
-def _cell(value: int | None) -> str:
-    return MISSING if value is None else str(value)
 
 
 def _print_offsets(client: Client, description: ConsumerGroupDescription, out: IO[str]) -> None:
@@ -228,9 +197,9 @@ def _print_offsets(client: Client, description: ConsumerGroupDescription, out: I
                 group_id,
                 tp[0],
                 str(tp[1]),
-                _cell(current),
-                _cell(end),
-                _cell(lag),
+                cell(current),
+                cell(end),
+                cell(lag),
                 member.member_id if member else MISSING,
                 member.host if member else MISSING,
                 member.client_id if member else MISSING,
@@ -276,7 +245,7 @@ def _print_state(description: ConsumerGroupDescription, out: IO[str]) -> None:
 def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     deleted: list[str] = []
     failed: dict[str, str] = {}
-    for group_id in _group_ids(client, args):
+    for group_id in group_ids(args, lambda: _all_group_ids(client)):
         error = delete_group(client, group_id)
         if error is None:
             deleted.append(group_id)
@@ -286,28 +255,7 @@ def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             failed[group_id] = f"Group '{group_id}' is not empty. (NON_EMPTY_GROUP)"
         else:
             failed[group_id] = str(error)
-    quoted = ", ".join(f"'{g}'" for g in deleted)
-    if not failed:
-        print(f"Deletion of requested consumer groups ({quoted}) was successful.", file=out)
-        return 0
-    print("Error: Deletion of some consumer groups failed:", file=sys.stderr)
-    for group_id, reason in failed.items():
-        print(f"* Group '{group_id}' could not be deleted due to: {reason}", file=sys.stderr)
-    if deleted:
-        print(f"\nThese consumer groups were deleted successfully: {quoted}", file=out)
-    return 1
-
-
-def _group_error(group_id: str, exc: KafkaError) -> str:
-    if exc.code == ErrorCode.group_id_not_found:
-        return f"Consumer group '{group_id}' does not exist."
-    if exc.code == ErrorCode.non_empty_group:
-        return f"Consumer group '{group_id}' is not empty."
-    if exc.code == ErrorCode.group_subscribed_to_topic:
-        return (
-            f"Consumer group '{group_id}' is subscribed to the topic. (GROUP_SUBSCRIBED_TO_TOPIC)"
-        )
-    return str(exc)
+    return print_deletion(out, KIND, deleted, failed)
 
 
 def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -316,23 +264,18 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
     try:
         results = delete_offsets(client, group_id, partitions)
     except KafkaError as exc:
-        raise ToolFailed(_group_error(group_id, exc)) from None
-    rows = []
-    status = 0
-    for tp in partitions:
-        error = results.get(tp, KafkaError(-1, "the broker sent no result for this partition"))
-        rows.append((tp[0], str(tp[1]), "Successful" if error is None else f"Error: {error}"))
-        status = status if error is None else 1
-    print_table(out, ("TOPIC", "PARTITION", "STATUS"), rows, (30, 15))
-    return status
+        raise ToolFailed(group_error(KIND, group_id, exc)) from None
+    missing = KafkaError(-1, "the broker sent no result for this partition")
+    statuses = [((t, str(p)), results.get((t, p), missing)) for t, p in partitions]
+    return print_statuses(out, ("TOPIC", "PARTITION", "STATUS"), statuses, (30, 15))
 
 
 def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     """Plan (and with --execute commit) each group's reset; a group with members is
     refused with Kafka's message and the others go on (exit 1 if any was refused)."""
-    rows: list[tuple[str, str, str, str]] = []
+    plans: dict[str, dict[TopicPartition, int]] = {}
     refused = False
-    for group_id in _group_ids(client, args):
+    for group_id in group_ids(args, lambda: _all_group_ids(client)):
         state = describe_consumer_group(client, group_id).state
         if state not in _INACTIVE:
             print(
@@ -342,33 +285,45 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             )
             refused = True
             continue
-        offsets = _plan(client, args, committed_offsets(client, group_id))
+        offsets = _plan(client, args, group_id)
         if args.execute and offsets:
             try:
                 commit_offsets(client, group_id, offsets)
             except KafkaError as exc:
-                raise ToolFailed(_group_error(group_id, exc)) from None
-        rows += [(group_id, t, str(p), str(offsets[(t, p)])) for t, p in sorted(offsets)]
-    if rows or not refused:
-        print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
+                raise ToolFailed(group_error(KIND, group_id, exc)) from None
+        plans[group_id] = offsets
+    if args.export:
+        print(_csv(plans, with_group=args.all_groups or len(set(args.group)) != 1), file=out)
+    elif plans or not refused:
+        print_reset_plan(
+            out, [(g, t, p, o) for g, plan in plans.items() for (t, p), o in sorted(plan.items())]
+        )
     return 1 if refused else 0
 
 
-def _plan(
-    client: Client, args: argparse.Namespace, committed: dict[TopicPartition, int]
-) -> dict[TopicPartition, int]:
+def _csv(plans: dict[str, dict[TopicPartition, int]], *, with_group: bool) -> str:
+    """Kafka's exportOffsetsToCsv: a line a partition, each ending in a newline."""
+    return "".join(
+        (f"{g}," if with_group else "") + f"{t},{p},{o}\n"
+        for g, offsets in plans.items()
+        for (t, p), o in sorted(offsets.items())
+    )
+
+
+def _plan(client: Client, args: argparse.Namespace, group_id: str) -> dict[TopicPartition, int]:
     if args.reset_file is not None:
-        file = args.reset_file
-        if args.reset_scope is not None:
-            keep = set(expand_partitions(client, args.reset_scope))
-            file = {tp: o for tp, o in file.items() if tp in keep}
-        return clamped(client, file) if file else {}
+        return _plan_from_file(client, args, group_id)
+    committed = committed_offsets(client, group_id)
     if args.reset_scope is None:
         partitions = sorted(committed)
     else:
         partitions = expand_partitions(client, args.reset_scope)
     if not partitions:
         return {}
+    if args.to_current:
+        uncommitted = [tp for tp in partitions if tp not in committed]
+        ends = list_offsets(client, uncommitted, LATEST_TIMESTAMP) if uncommitted else {}
+        return {tp: committed[tp] if tp in committed else ends[tp] for tp in partitions}
     if args.shift_by is not None:
         ends = list_offsets(client, partitions, LATEST_TIMESTAMP)
         return clamped(
@@ -377,3 +332,18 @@ def _plan(
     if args.reset_duration_ms is not None:
         args.reset_timestamp_ms = SystemClock().wall_ms() - int(args.reset_duration_ms)
     return new_offsets(client, args, partitions)
+
+
+def _plan_from_file(
+    client: Client, args: argparse.Namespace, group_id: str
+) -> dict[TopicPartition, int]:
+    """The group's lines of the --from-file plan (the group-less lines when the file
+    has no group column), within --topic if given, clamped to the logs."""
+    plan = args.reset_file.get(group_id, args.reset_file.get(None))
+    if plan is None:
+        print(f"Error: No reset plan for group {group_id} found", file=sys.stderr)
+        return {}
+    if args.reset_scope is not None:
+        keep = set(expand_partitions(client, args.reset_scope))
+        plan = {tp: o for tp, o in plan.items() if tp in keep}
+    return clamped(client, plan) if plan else {}

@@ -76,15 +76,15 @@ def present(args: argparse.Namespace, dest: str) -> bool:
 
 def check_invalid(args: argparse.Namespace, used: str, invalid: Iterable[str]) -> None:
     """Kafka's CommandLineUtils.checkInvalidArgs: with `used`, none of `invalid`."""
-    if not present(args, _dest(used)):
+    if not present(args, dest(used)):
         return
     for name in invalid:
-        if present(args, _dest(name)):
+        if present(args, dest(name)):
             raise UsageError(f'Option "{opt(used)}" can\'t be used with option "{opt(name)}"')
 
 
 def require(args: argparse.Namespace, name: str) -> None:
-    if not present(args, _dest(name)):
+    if not present(args, dest(name)):
         raise UsageError(f'Missing required argument "{opt(name)}"')
 
 
@@ -97,7 +97,8 @@ def check_bootstrap(args: argparse.Namespace) -> None:
         raise UsageError(f"--bootstrap-server: {exc}") from None
 
 
-def _dest(name: str) -> str:
+def dest(name: str) -> str:
+    """The argparse attribute of an option: "to-datetime" -> "to_datetime"."""
     return name.replace("-", "_")
 
 

@@ -4,13 +4,18 @@ Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VA
 (repeatable), then the explicit flags `--host`, `--port`, `--data-dir`, `--node-id`.
 An unknown key or an out-of-range value stops start-up with a message naming the key
 and exit status 2.
+
+With the environment variable SHOAL_PROFILE=PATH the broker runs under cProfile and
+writes its statistics to PATH when it stops (for benchmarks; cProfile slows it down).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +23,7 @@ from typing import Any
 from shoal.config import BrokerConfig, ConfigError
 
 log = logging.getLogger("shoal")
+PROFILE_ENV = "SHOAL_PROFILE"
 
 
 def add_parser(commands: Any) -> None:
@@ -83,9 +89,18 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         log.info("uvloop not available; using the default event loop")
         runner = asyncio.run
+    profile_path = os.environ.get(PROFILE_ENV)
+    profiler = cProfile.Profile() if profile_path else None
     try:
+        if profiler is not None:
+            profiler.enable()
         runner(run_broker(config))
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1
+    finally:
+        if profiler is not None and profile_path:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
+            log.info("cProfile statistics written to %s", profile_path)
     return 0

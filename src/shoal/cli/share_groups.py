@@ -28,10 +28,19 @@ file of admin-client properties. Exit status: 0 done, 1 failed (message on stder
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import IO, Any
 
-from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.group_tool import (
+    add_group_arguments,
+    group_error,
+    group_ids,
+    print_deletion,
+    print_reset_plan,
+    print_statuses,
+    report_group_state,
+    run_group_command,
+)
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser
 from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
     GroupDescription,
@@ -44,13 +53,15 @@ from shoal.cli.share_group_admin import (
     list_share_groups,
 )
 from shoal.cli.share_groups_options import validate
-from shoal.cli.tables import MISSING, NAME_WIDTH_MIN, assignment_text, format_table, print_table
+from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
-from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 PROG = "shoal share-groups"
+
+
+KIND = "share group"
 
 
 def add_parser(commands: Any) -> None:
@@ -60,77 +71,37 @@ def add_parser(commands: Any) -> None:
         help_text="list, describe, reset and delete share groups (kafka-share-groups.sh)",
         description=__doc__,
     )
-    for action, text in (
-        ("--list", "list all share groups"),
-        ("--describe", "describe share groups, members and offset information"),
-        ("--delete", "delete share groups"),
-        ("--reset-offsets", "reset the start offsets of one share group"),
-        ("--delete-offsets", "delete the offset information of one share group"),
-    ):
-        parser.add_argument(action, action="store_true", help=text)
-    parser.add_argument(
-        "--group", action="append", metavar="GROUP", help="share group (repeatable)"
-    )
-    parser.add_argument("--all-groups", action="store_true", help="apply to all share groups")
-    parser.add_argument(
-        "--topic", action="append", metavar="TOPIC[:P,P...]", help="topic (repeatable)"
-    )
-    parser.add_argument("--all-topics", action="store_true", help="reset every topic with state")
-    parser.add_argument("--members", action="store_true", help="describe the members")
-    parser.add_argument("--offsets", action="store_true", help="describe offsets (default)")
-    parser.add_argument(
-        "--state",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="STATE[,STATE...]",
-        help="with --describe: the group state; with --list: show or filter by state",
-    )
-    parser.add_argument("--verbose", action="store_true", help="more columns with --describe")
-    parser.add_argument("--dry-run", action="store_true", help="plan a reset only (default)")
-    parser.add_argument("--execute", action="store_true", help="apply the reset")
-    parser.add_argument("--to-earliest", action="store_true", help="reset to the log start")
-    parser.add_argument("--to-latest", action="store_true", help="reset to the log end")
-    parser.add_argument(
-        "--to-datetime",
-        metavar="YYYY-MM-DDTHH:mm:SS.sss",
-        help="reset to the first record at or after",
-    )
-    parser.add_argument("--to-offset", type=int, metavar="N", help="reset to this offset")
-    parser.add_argument(
-        "--timeout",
-        type=int,
-        default=API_TIMEOUT_MS_DEFAULT,
-        metavar="MS",
-        help=f"timeout of each admin call (default {API_TIMEOUT_MS_DEFAULT})",
+    add_group_arguments(
+        parser,
+        kind=KIND,
+        action_help={
+            "--list": "list all share groups",
+            "--describe": "describe share groups, members and offset information",
+            "--delete": "delete share groups",
+            "--reset-offsets": "reset the start offsets of one share group",
+            "--delete-offsets": "delete the offset information of one share group",
+        },
+        all_topics_help="reset every topic with state",
     )
     parser.set_defaults(run=run, parser=parser)
 
 
 def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
-    return run_tool(
-        args.parser,
+    return run_group_command(
         args,
-        validate=validate,
-        api_timeout_ms=lambda a: int(a.timeout),
-        action=act,
         out=out,
+        validate=validate,
+        actions={
+            "list": _list,
+            "describe": _describe,
+            "delete": _delete,
+            "reset-offsets": _reset,
+            "delete-offsets": _delete_offsets,
+        },
     )
 
 
 # ---- the actions
-
-
-def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    if args.list:
-        return _list(client, args, out)
-    if args.describe:
-        return _describe(client, args, out)
-    if args.delete:
-        return _delete(client, args, out)
-    if args.reset_offsets:
-        return _reset(client, args, out)
-    return _delete_offsets(client, args, out)
 
 
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -142,18 +113,15 @@ def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    if args.all_groups:
-        group_ids = [g.group_id for g in list_share_groups(client)]
-    else:
-        group_ids = sorted(set(args.group))
+    listed = lambda: [g.group_id for g in list_share_groups(client)]  # noqa: E731
     status = 0
-    for group_id in group_ids:
+    for group_id in sorted(group_ids(args, listed)):
         try:
             description = describe_group(client, group_id)
         except KafkaError as exc:
             if exc.code != ErrorCode.group_id_not_found:
                 raise
-            print(f"Error: Share group '{group_id}' does not exist.", file=sys.stderr)
+            report_group_state(KIND, group_id, "Dead")
             status = 1
             continue
         if args.members:
@@ -167,14 +135,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _empty_or_dead(description: GroupDescription) -> bool:
-    """Kafka's maybePrintEmptyGroupState: a notice for an empty group, an error for a
-    dead one; True if the group is dead."""
-    if description.state == "Dead":
-        print(f"Error: Share group '{description.group_id}' does not exist.", file=sys.stderr)
-        return True
-    if description.state == "Empty":
-        print(f"\nShare group '{description.group_id}' has no active members.", file=sys.stderr)
-    return False
+    return report_group_state(KIND, description.group_id, description.state)
 
 
 def _print_offsets(
@@ -194,15 +155,11 @@ def _print_offsets(
     for o in offsets:
         row = [group_id, o.topic, str(o.partition)]
         if verbose:
-            row.append(_cell(o.leader_epoch))
-        row += [_cell(o.start_offset), _cell(o.lag)]
+            row.append(cell(o.leader_epoch))
+        row += [cell(o.start_offset), cell(o.lag)]
         rows.append(row)
     print_table(out, headers, rows, widths)
     return True
-
-
-def _cell(value: int | None) -> str:
-    return MISSING if value is None else str(value)
 
 
 def _print_members(description: GroupDescription, verbose: bool, out: IO[str]) -> bool:
@@ -265,16 +222,7 @@ def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
                 deleted.append(group_id)
             else:
                 failed[group_id] = str(error)
-    quoted = ", ".join(f"'{g}'" for g in deleted)
-    if not failed:
-        print(f"Deletion of requested share groups ({quoted}) was successful.", file=out)
-        return 0
-    print("Error: Deletion of some share groups failed:", file=sys.stderr)
-    for group_id, reason in failed.items():
-        print(f"* Group '{group_id}' could not be deleted due to: {reason}", file=sys.stderr)
-    if deleted:
-        print(f"\nThese share groups were deleted successfully: {quoted}", file=out)
-    return 1
+    return print_deletion(out, KIND, deleted, failed)
 
 
 def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -283,23 +231,10 @@ def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> i
     try:
         results = delete_offsets(client, group_id, topics)
     except KafkaError as exc:
-        raise ToolFailed(_group_error(group_id, exc)) from None
-    rows = []
-    status = 0
-    for topic in sorted(topics):
-        error = results.get(topic, KafkaError(-1, "the broker sent no result for this topic"))
-        rows.append((topic, "Successful" if error is None else f"Error: {error}"))
-        status = status if error is None else 1
-    print_table(out, ("TOPIC", "STATUS"), rows, (NAME_WIDTH_MIN,))
-    return status
-
-
-def _group_error(group_id: str, exc: KafkaError) -> str:
-    if exc.code == ErrorCode.group_id_not_found:
-        return f"Share group '{group_id}' does not exist."
-    if exc.code == ErrorCode.non_empty_group:
-        return f"Share group '{group_id}' is not empty."
-    return str(exc)
+        raise ToolFailed(group_error(KIND, group_id, exc)) from None
+    missing = KafkaError(-1, "the broker sent no result for this topic")
+    statuses = [((topic,), results.get(topic, missing)) for topic in sorted(topics)]
+    return print_statuses(out, ("TOPIC", "STATUS"), statuses, (NAME_WIDTH_MIN,))
 
 
 def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -321,9 +256,8 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         try:
             alter_offsets(client, group_id, offsets)
         except KafkaError as exc:
-            raise ToolFailed(_group_error(group_id, exc)) from None
-    rows = [(group_id, t, str(p), str(offsets[(t, p)])) for t, p in sorted(offsets)]
-    print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (15, 15, 10))
+            raise ToolFailed(group_error(KIND, group_id, exc)) from None
+    print_reset_plan(out, [(group_id, t, p, offsets[(t, p)]) for t, p in sorted(offsets)])
     return 0
 
 

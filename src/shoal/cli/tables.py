@@ -59,3 +59,8 @@ def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
         for topic, partitions in sorted(assignment.items())
         if partitions
     )
+
+
+def cell(value: int | None) -> str:
+    """A number's cell, or MISSING when it is unknown."""
+    return MISSING if value is None else str(value)

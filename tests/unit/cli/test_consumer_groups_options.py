@@ -108,7 +108,16 @@ def test_reset_offsets_checks() -> None:
     reset = (*B, "--reset-offsets", "--group", "g")
     assert refused(*reset, "--topic", "t").startswith(
         "Option [reset-offsets] requires one of the following scenarios: [to-datetime], "
-        "[by-duration], [to-earliest], [to-latest], [shift-by], [from-file], [to-offset]"
+        "[by-duration], [to-earliest], [to-latest], [shift-by], [from-file], [to-current], "
+        "[to-offset]"
+    )
+    assert (
+        refused(*reset, "--topic", "t", "--to-current", "--to-latest")
+        == 'Option "[to-latest]" can\'t be used with option "[to-current]"'
+    )
+    assert parsed(*reset, "--all-topics", "--to-current", "--export").export
+    assert refused(*B, "--describe", "--group", "g", "--export") == (
+        "Option [export] can only be used with [reset-offsets]"
     )
     assert (
         refused(*reset, "--topic", "t", "--to-earliest", "--shift-by", "2")
@@ -154,16 +163,27 @@ def test_list_filters_are_case_insensitive() -> None:
 
 def test_from_file(tmp_path: Path) -> None:
     plan = tmp_path / "plan.csv"
-    plan.write_text("t,0,5\n\nt,1,7\ng,u,0,3\n")
-    assert read_reset_file(str(plan)) == {("t", 0): 5, ("t", 1): 7, ("u", 0): 3}
+    plan.write_text("t,0,5\n\nt,1,7\nu,0,3\n")
+    one_group = {None: {("t", 0): 5, ("t", 1): 7, ("u", 0): 3}}
+    assert read_reset_file(str(plan)) == one_group
     args = parsed(*B, "--reset-offsets", "--group", "g", "--from-file", str(plan))
-    assert args.reset_file == {("t", 0): 5, ("t", 1): 7, ("u", 0): 3}
-    plan.write_text("t,zero,5\n")
-    with pytest.raises(UsageError, match="Invalid line 1"):
-        read_reset_file(str(plan))
-    plan.write_text("t,0,five\n")
-    with pytest.raises(UsageError, match="Invalid offset 'five'"):
-        read_reset_file(str(plan))
+    assert args.reset_file == one_group
+    assert "has no group column" in refused(
+        *B, "--reset-offsets", "--all-groups", "--from-file", str(plan)
+    )
+    plan.write_text("g,t,0,5\nh,t,0,6\n")
+    assert read_reset_file(str(plan)) == {"g": {("t", 0): 5}, "h": {("t", 0): 6}}
+    args = parsed(*B, "--reset-offsets", "--all-groups", "--from-file", str(plan))
+    assert args.reset_file == {"g": {("t", 0): 5}, "h": {("t", 0): 6}}
+    for bad, message in (
+        ("t,zero,5\n", "Invalid line 1"),
+        ("t,0,five\n", "Invalid offset 'five'"),
+        ("g,t,0,5\nt,1,7\n", "Invalid line 2 .* \\(expected group,topic,partition,offset\\)"),
+        ("t,1,7\ng,t,0,5\n", "Invalid line 2 .* \\(expected topic,partition,offset\\)"),
+    ):
+        plan.write_text(bad)
+        with pytest.raises(UsageError, match=message):
+            read_reset_file(str(plan))
     with pytest.raises(UsageError, match="cannot read --from-file"):
         read_reset_file(str(tmp_path / "missing.csv"))
 

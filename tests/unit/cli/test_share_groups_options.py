@@ -8,14 +8,10 @@ import datetime
 
 import pytest
 
+from shoal.cli.group_options import parse_datetime_ms, parse_list, parse_topic_specs
 from shoal.cli.kafka_options import UsageError
 from shoal.cli.main import build_parser, main
-from shoal.cli.share_groups_options import (
-    parse_datetime_ms,
-    parse_states,
-    parse_topic_specs,
-    validate,
-)
+from shoal.cli.share_groups_options import SHARE_GROUP_STATES, validate
 from shoal.cli.tables import assignment_text
 
 B = ("--bootstrap-server", "127.0.0.1:9092")
@@ -134,9 +130,9 @@ def test_timeout_must_be_positive() -> None:
 
 
 def test_states_are_case_insensitive_and_checked() -> None:
-    assert parse_states("stable, EMPTY") == ("Stable", "Empty")
+    assert parse_list("stable, EMPTY", SHARE_GROUP_STATES, "state") == ("Stable", "Empty")
     with pytest.raises(UsageError) as caught:
-        parse_states("Stable,Rebalancing")
+        parse_list("Stable,Rebalancing", SHARE_GROUP_STATES, "state")
     assert str(caught.value) == (
         "Invalid state list 'Stable,Rebalancing'. Valid states are: Empty, Stable, Dead"
     )
