@@ -278,6 +278,16 @@ class CommittedOffsets:
             answers.append(PartitionError(topic=topic, partition=partition))
         return None, CommitResult(records=tuple(records), response=tuple(answers))
 
+    def topic_tombstones(self, topics: Iterable[str]) -> tuple[r.CoordinatorRecord, ...]:
+        """Tombstones of every group's offsets of `topics` (the topics were deleted)."""
+        names = frozenset(topics)
+        return tuple(
+            _tombstone(group_id, topic, partition)
+            for group_id, partitions in sorted(self._offsets.items())
+            for topic, partition in sorted(partitions)
+            if topic in names
+        )
+
     def delete_group_records(self, group_id: str) -> list[r.CoordinatorRecord]:
         """Tombstones of every offset of a group being deleted."""
         return [_tombstone(group_id, t, p) for t, p in sorted(self._offsets.get(group_id, {}))]

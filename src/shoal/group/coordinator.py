@@ -37,6 +37,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
+from shoal.coordinator.runtime import NO_OFFSET
 from shoal.group import consumer_membership, lifecycle, membership, offsets, queries
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
@@ -47,6 +48,7 @@ from shoal.group.consumer_group import (
     ConsumerGroup,
 )
 from shoal.group.consumer_group import apply as apply_consumer
+from shoal.group.log_bound import GroupLogKeys
 from shoal.group.results import (
     AlterOffsetsResponse,
     CoordinatorResult,
@@ -100,8 +102,12 @@ class GroupCoordinatorShard:
         group_configs: GroupConfigSource = None,
         classic_settings: ClassicSettings | None = None,
         consumer_settings: ConsumerGroupSettings | None = None,
+        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
+        self.log_keys = GroupLogKeys(partitions=log_partitions)
+        """Where each live key's latest record is, per `__consumer_offsets` partition
+        (group/log_bound.py): what pruning and re-writing read."""
         self._group_configs = group_configs
         self._settings = GroupSettings(
             broker=settings or ShareGroupSettings(), group_configs=group_configs
@@ -128,9 +134,10 @@ class GroupCoordinatorShard:
 
     # ---- replay ---------------------------------------------------------------------
 
-    def replay(self, record: r.CoordinatorRecord, offset: int = -1, /) -> None:
-        """Apply one record: the only way group state changes (its log offset is not
-        needed: group records are never pruned by offset)."""
+    def replay(self, record: r.CoordinatorRecord, offset: int = NO_OFFSET, /) -> None:
+        """Apply one record: the only way group state changes. `offset` is its offset
+        in its group's `__consumer_offsets` partition (`log_keys` notes it)."""
+        self.log_keys.replayed(record, offset)
         if self.classic.replay(record):
             return
         key = record.key
@@ -693,6 +700,30 @@ class GroupCoordinatorShard:
             topic = image.by_name(name)
             described.append((name, None if topic is None else topic.topic_id, tuple(partitions)))
         return described
+
+    # ---- the log's bound ----------------------------------------------------------------
+
+    def rewrite_old_records(
+        self, *, window_records: int, records_max: int
+    ) -> CoordinatorResult[int]:
+        """Re-append the latest records of groups with a live key more than
+        `window_records` below its partition's end (group/log_bound.py), so the log
+        below can be pruned; replaying them changes no state. Response: how many."""
+        records = self.log_keys.rewrite_records(
+            window_records=window_records, records_max=records_max
+        )
+        return CoordinatorResult(records=records, response=len(records))
+
+    def prune_offsets(self) -> dict[int, int]:
+        """`__consumer_offsets` partition -> the offset below which its log is not
+        needed to rebuild this shard."""
+        return self.log_keys.prune_offsets()
+
+    def on_topics_deleted(self, *, topic_names: Iterable[str]) -> CoordinatorResult[int]:
+        """Tombstones of every group's committed offsets of deleted topics (Kafka's
+        `onPartitionsDeleted`), whatever the group's state. Response: how many."""
+        records = self.classic.offsets.topic_tombstones(topic_names)
+        return CoordinatorResult(records=records, response=len(records))
 
     # ---- administration ---------------------------------------------------------------
 
