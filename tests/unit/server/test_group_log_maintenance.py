@@ -1,0 +1,232 @@
+"""`__consumer_offsets` stays bounded (issue 9 item 4): the group coordinator re-writes
+keys that would pin its log and prunes what no live key needs, on the manual clock's
+timer, and a coordinator reloaded from the pruned log (after a crash) has exactly the
+same groups and offsets. Deleted topics lose their committed offsets."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.group import TopicMetadata
+from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
+from shoal.log import fileio
+from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
+from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
+from shoal.server.group_service import GroupService
+from shoal.server.timers import Schedule
+from shoal.share.persister import InMemoryPersister
+
+INTERVAL_MS = 1_000
+TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x99), name="orders", partition_count=100)
+
+
+class Coordinator:
+    """A group coordinator on a real `__consumer_offsets` in `data_dir`, with its
+    maintenance timer on a manual clock, wired as the broker wires it."""
+
+    def __init__(self, data_dir: Path, clock: ManualClock, **overrides: str) -> None:
+        raw = {
+            "offsets.topic.num.partitions": "2",
+            "offsets.topic.segment.bytes": "16384",
+            "offsets.topic.prune.interval.ms": str(INTERVAL_MS),
+            **overrides,
+        }
+        self.config = BrokerConfig.from_raw(raw)
+        self.clock = clock
+        self.logs = LogManager.open(data_dir=data_dir, broker_config=self.config, clock=clock)
+        sink, records = open_group_log(self.logs, self.config, clock)
+        self.partitions: list[PartitionLog] = [s.log for s in sink.sinks]
+        self.service = GroupService(
+            clock=clock,
+            config=self.config,
+            persister=InMemoryPersister(),
+            topic_source=lambda: [TOPIC],
+            sink=sink,
+            log_partitions=len(sink.sinks),
+        )
+        self.service.runtime.load_at(records)
+        self.service.start()
+        self.maintenance = GroupLogMaintenance(
+            runtime=self.service.runtime,
+            partitions=self.partitions,
+            config=lambda: self.config,
+            remove_paths=fileio.remove_paths,
+        )
+        self.schedule = Schedule()
+        self.schedule.add(*self.maintenance.timer_sources())
+        self.schedule.next_deadline_ms(clock.monotonic_ms())  # arm, as the driver does
+
+    def commit(self, group_id: str, offsets: dict[int, int]) -> None:
+        answers = self.service.classic.commit_offsets(
+            group_id=group_id,
+            member_id="",
+            generation_id=-1,
+            group_instance_id=None,
+            offsets=[
+                OffsetToCommit(
+                    topic=TOPIC.name, partition=p, offset=o, leader_epoch=-1, metadata="m"
+                )
+                for p, o in offsets.items()
+            ],
+            api_version=9,
+        )
+        assert all(answer.error is None for answer in answers), answers
+
+    def fetch(self, group_id: str) -> tuple[FetchedOffset, ...]:
+        error, offsets = self.service.classic.fetch_offsets(group_id=group_id, partitions=None)
+        assert error is None
+        return offsets
+
+    def tick(self) -> list[str]:
+        """Advance one maintenance interval and fire what is due."""
+        self.clock.advance(INTERVAL_MS)
+        return self.schedule.fire_due(self.clock.monotonic_ms())
+
+    def home(self, group_id: str) -> PartitionLog:
+        return self.partitions[self.service.shard.log_keys.partition_of(group_id)]
+
+    @staticmethod
+    def retained(log: PartitionLog) -> int:
+        return log.log_end_offset - log.log_start_offset
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def opened(tmp_path: Path, clock: ManualClock) -> Iterator[list[Coordinator]]:
+    coordinators: list[Coordinator] = []
+    yield coordinators
+    for coordinator in coordinators:
+        coordinator.logs.abandon()
+
+
+def open_coordinator(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock, **overrides: str
+) -> Coordinator:
+    coordinator = Coordinator(tmp_path / "data", clock, **overrides)
+    opened.append(coordinator)
+    return coordinator
+
+
+def crash_and_reload(
+    opened: list[Coordinator], tmp_path: Path, coordinator: Coordinator, **overrides: str
+) -> Coordinator:
+    """Drop the coordinator's files as a crash would, and load a new one from them."""
+    opened.remove(coordinator)
+    coordinator.logs.abandon()
+    return open_coordinator(opened, tmp_path, coordinator.clock, **overrides)
+
+
+def test_fifty_thousand_commits_over_100_partitions_stay_below_the_bound(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    window = 2_000
+    c = open_coordinator(
+        opened, tmp_path, clock, **{"offsets.topic.rewrite.window.records": str(window)}
+    )
+    c.commit("once", {0: 1, 1: 2, 2: 3})  # never again: its records must be re-written
+    busy = c.home("busy")
+    written = 0
+    for round_ in range(500):
+        c.commit("busy", {p: round_ for p in range(100)})
+        written += 100
+        if round_ % 10 == 9:  # a pass every 1000 commits
+            assert "group-coordinator-log-maintenance" in c.tick()
+            live = c.service.shard.log_keys.live_keys(c.partitions.index(busy))
+            # after a pass: no live key further than the window below the end, and
+            # nothing below the lowest live key
+            assert c.retained(busy) <= window + live, (round_, c.retained(busy))
+    assert written == 50_000 and busy.log_end_offset >= written
+    assert c.retained(busy) <= window + 103
+    segments = sorted(busy.directory.glob("*.log"))
+    assert sum(path.stat().st_size for path in segments) < 40 * 16_384  # not 50k records
+    once = c.fetch("once")
+    latest = c.fetch("busy")
+    state = c.service.shard.durable_state()
+
+    again = crash_and_reload(opened, tmp_path, c)
+    assert again.fetch("once") == once == c.fetch("once")
+    assert [(o.partition, o.offset) for o in once] == [(0, 1), (1, 2), (2, 3)]
+    assert again.fetch("busy") == latest
+    assert [o.offset for o in latest] == [499] * 100
+    assert again.service.shard.durable_state() == state
+
+
+def test_a_key_written_once_is_re_written_before_the_log_below_it_goes(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(
+        opened,
+        tmp_path,
+        clock,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
+    )
+    log = c.partitions[0]
+    c.commit("once", {7: 70})
+    assert log.log_end_offset == 1
+    for round_ in range(40):
+        c.commit("busy", {0: round_})
+    c.tick()  # 40 records behind the end: inside the window, nothing re-written
+    assert log.log_end_offset == 41
+    assert log.log_start_offset == 0  # "once" at offset 0 pins the log
+    for round_ in range(40, 80):
+        c.commit("busy", {0: round_})
+    c.tick()  # now 80 behind: re-written at the end, and the log below goes
+    assert log.log_end_offset == 82
+    assert log.log_start_offset == 80  # busy's latest commit, then once's copy
+    again = crash_and_reload(
+        opened,
+        tmp_path,
+        c,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
+    )
+    assert [(o.partition, o.offset) for o in again.fetch("once")] == [(7, 70)]
+    assert [(o.partition, o.offset) for o in again.fetch("busy")] == [(0, 79)]
+
+
+def test_deleted_groups_and_tombstoned_offsets_need_nothing(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "1"})
+    log = c.partitions[0]
+    c.commit("gone", {0: 5, 1: 6})
+    c.service.topics_deleted([TOPIC.name])  # tombstones both offsets
+    assert c.fetch("gone") == ()
+    c.tick()
+    assert log.log_start_offset == log.log_end_offset == 4  # nothing live: all of it goes
+    again = crash_and_reload(opened, tmp_path, c, **{"offsets.topic.num.partitions": "1"})
+    assert again.fetch("gone") == ()
+    assert again.service.shard.durable_state() == c.service.shard.durable_state()
+
+
+def test_deleting_a_topic_deletes_every_groups_offsets_of_it(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(opened, tmp_path, clock)
+    c.commit("a", {0: 1, 1: 1})
+    c.commit("b", {0: 2})
+    other = OffsetToCommit(topic="kept", partition=0, offset=9, leader_epoch=-1, metadata="")
+    c.service.classic.commit_offsets(
+        group_id="a",
+        member_id="",
+        generation_id=-1,
+        group_instance_id=None,
+        offsets=[other],
+        api_version=9,
+    )
+    c.service.topics_deleted([TOPIC.name])
+    assert [(o.topic, o.offset) for o in c.fetch("a")] == [("kept", 9)]
+    assert c.fetch("b") == ()
+    again = crash_and_reload(opened, tmp_path, c)
+    assert [(o.topic, o.offset) for o in again.fetch("a")] == [("kept", 9)]
+    assert again.fetch("b") == ()
