@@ -112,12 +112,21 @@ class CommittedOffsets:
         return len(self._offsets.get(group_id, {}))
 
     def expired(
-        self, group_id: str, *, now_ms: int, retention_ms: int, base_ms: int | None
+        self,
+        group_id: str,
+        *,
+        now_ms: int,
+        retention_ms: int,
+        base_ms: int | None,
+        keep_topics: frozenset[str] = frozenset(),
     ) -> list[r.CoordinatorRecord]:
         """Tombstones of the group's offsets older than `retention_ms`, counted from
-        `base_ms` (when the group emptied) or else each offset's commit time."""
+        `base_ms` (when the group emptied) or else each offset's commit time; offsets
+        of `keep_topics` (subscribed to) never expire."""
         out = []
         for (topic, partition), committed in sorted(self._offsets.get(group_id, {}).items()):
+            if topic in keep_topics:
+                continue
             since = committed.commit_timestamp_ms if base_ms is None else base_ms
             if now_ms - since >= retention_ms:
                 out.append(_tombstone(group_id, topic, partition))

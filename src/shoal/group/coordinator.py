@@ -125,6 +125,7 @@ class GroupCoordinatorShard:
             settings=classic_settings,
             wall_ms=clock.wall_ms,
             consumer_commit_error=self.consumer_commit_error,
+            consumer_subscriptions=self._consumer_subscriptions,
         )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
@@ -187,6 +188,19 @@ class GroupCoordinatorShard:
         apply(group, record)
         if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
             self._session_deadlines.pop((group_id, key.member_id), None)
+
+    def _consumer_subscriptions(self, group_id: str) -> frozenset[str] | None:
+        """Topics the members of consumer group `group_id` subscribe to (None: not a
+        consumer group), for offsets retention."""
+        group = self._consumer_groups.get(group_id)
+        if group is None:
+            return None
+        return frozenset().union(
+            *(
+                consumer_membership.subscribed_names(member, self._image)
+                for member in group.members.values()
+            )
+        )
 
     def _arm_revocation(self, group: ConsumerGroup, member_id: str) -> None:
         member = group.members.get(member_id)
