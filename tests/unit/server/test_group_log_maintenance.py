@@ -230,3 +230,23 @@ def test_deleting_a_topic_deletes_every_groups_offsets_of_it(
     again = crash_and_reload(opened, tmp_path, c)
     assert [(o.topic, o.offset) for o in again.fetch("a")] == [("kept", 9)]
     assert again.fetch("b") == ()
+
+
+def test_offsets_retention_is_driven_by_the_shells_timer_and_survives_a_reload(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    settings = {
+        "offsets.retention.minutes": "1",
+        "offsets.retention.check.interval.ms": str(INTERVAL_MS),
+    }
+    c = open_coordinator(opened, tmp_path, clock, **settings)
+    c.schedule.add(*c.service.timer_sources())
+    c.commit("idle", {0: 4})
+    for _ in range(59):
+        c.tick()
+    assert [o.offset for o in c.fetch("idle")] == [4]  # 59 s after the commit: kept
+    c.tick()  # 60 s: past offsets.retention.minutes
+    assert c.fetch("idle") == ()
+    assert c.service.shard.group_type("idle") is None  # no offsets, no members: gone
+    again = crash_and_reload(opened, tmp_path, c, **settings)
+    assert again.fetch("idle") == ()
