@@ -32,7 +32,8 @@ drives everything the shard leaves to its caller:
   `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
 - **Topics.** `topics_changed()` hands the shard every topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
-  and Metadata auto-creation).
+  and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
+  offsets of deleted topics (Kafka's `onPartitionsDeleted`).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
