@@ -12,9 +12,17 @@ from pathlib import Path
 import pytest
 
 from shoal.clock import ManualClock
-from shoal.config import BrokerConfig
-from shoal.group import TopicMetadata
+from shoal.config import BrokerConfig, ConfigError
+from shoal.coordinator.log_sink import LogRecordSink, RoutedRecordSink, read_log
+from shoal.coordinator.runtime import CoordinatorRuntime
+from shoal.group import CoordinatorResult, GroupCoordinatorShard, TopicMetadata
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
+from shoal.group.records import (
+    CODEC,
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
@@ -250,3 +258,64 @@ def test_offsets_retention_is_driven_by_the_shells_timer_and_survives_a_reload(
     assert c.service.shard.group_type("idle") is None  # no offsets, no members: gone
     again = crash_and_reload(opened, tmp_path, c, **settings)
     assert again.fetch("idle") == ()
+
+
+def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "1"})
+    log = c.partitions[0]
+    small = RoutedRecordSink(
+        sinks=[LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)],
+        route=lambda _record: 0,
+    )
+    runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
+        shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
+    )
+    metadata = "m" * 200
+    for partition in range(60):  # one commit each: every batch fits
+        runtime.apply(
+            CoordinatorResult(
+                records=(
+                    CoordinatorRecord(
+                        key=OffsetCommitKey(group_id="g", topic="t", partition=partition),
+                        value=OffsetCommitValue(
+                            offset=partition, leader_epoch=-1, metadata=metadata, commit_timestamp=0
+                        ),
+                    ),
+                ),
+                response=None,
+            )
+        )
+    state = runtime.shard.durable_state()
+    maintenance = GroupLogMaintenance(
+        runtime=runtime,
+        partitions=[log],
+        config=lambda: BrokerConfig.from_raw({"offsets.topic.rewrite.window.records": "0"}),
+    )
+    assert maintenance.run() == (60, 1)  # 60 x ~260 bytes: far above one 4000-byte batch
+    assert (log.log_start_offset, log.log_end_offset) == (60, 120)
+    batches = log.read(60, max_bytes=1 << 20).headers
+    # halved until each part fits (60 -> 30 -> 15), not one batch per record
+    assert [batch.records_count for batch in batches] == [15, 15, 15, 15]
+    assert runtime.shard.durable_state() == state
+    reloaded = runtime.load_at(read_log(log, CODEC.decode, buffer_bytes=1 << 20))
+    assert reloaded.durable_state() == state
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("offsets.topic.prune.interval.ms", "0", "below the minimum 1"),
+        ("offsets.topic.rewrite.window.records", "-1", "below the minimum 0"),
+    ],
+)
+def test_log_bound_configs_out_of_bounds_are_refused_by_name(
+    key: str, value: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem) as info:
+        BrokerConfig.from_raw({key: value})
+    assert info.value.key == key
+    defaults = BrokerConfig.from_raw({})
+    assert defaults.get_int("offsets.topic.prune.interval.ms") == 30_000
+    assert defaults.get_int("offsets.topic.rewrite.window.records") == 10_000
