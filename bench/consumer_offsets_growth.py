@@ -9,9 +9,9 @@ Run from the repository root:
 The script starts its own broker (tests/support/broker.py) on a temporary data
 directory, with the broker's defaults unless told otherwise (`offsets.topic.*`:
 50 partitions, 100 MiB segments, a maintenance pass every
-`offsets.topic.prune.interval.ms` = 30 s that re-writes keys more than
-`offsets.topic.rewrite.window.records` = 10 000 records below their partition's end
-and deletes what no live key needs). `--segment-bytes` sets smaller segments so the
+`offsets.topic.prune.interval.ms` = 30 s and after every
+`offsets.topic.rewrite.window.records` = 10 000 appended records, that re-writes keys
+more than a window below their partition's end and deletes what no live key needs). `--segment-bytes` sets smaller segments so the
 disk figure follows the log start offset at this scale (only whole segments are
 removed; the default 1 MiB is smaller than the broker's default for that reason).
 
@@ -23,7 +23,7 @@ round trip's). Every `--sample-s` seconds the script records: commits acknowledg
 so far, records ever written to `__consumer_offsets` (sum of high watermarks),
 records retained (high - low watermark, by ListOffsets) and bytes of its segment
 files on disk. Without the bound the retained count would track the commits; with
-it it stays near window + live keys + one interval's commits.
+it it stays below live keys + two windows.
 
 Results: an aligned table on stdout and JSON in
 bench/results/consumer_offsets_growth-<ts>.json with machine information. Figures

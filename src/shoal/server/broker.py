@@ -120,6 +120,7 @@ class Broker:
             partitions=[sink.log for sink in group_sink.sinks],
             config=lambda: self.config,
             remove_paths=self.disk.remove,
+            rearm=self.timers.rearm,
         )
         """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes)."""
         self.timers.add(*self.group_log.timer_sources())
@@ -164,6 +165,7 @@ class Broker:
         the partition's share-partitions follow it."""
         events = self.logs.events
         events.on_appended(lambda topic, partition: self.purgatory.notify((topic, partition)))
+        events.on_appended(self.group_log.appended)
         events.on_topics_changed(self._topics_changed)
         events.on_log_start_moved(self.share_service.log_start_moved)
 

@@ -15,13 +15,16 @@ routed sink do (the shard maps a group to its partition with the same
 where each key's latest record is (coordinator/pruning.py).
 
 `GroupLogMaintenance` keeps the topic bounded (issue 9 item 4; Shoal has no
-compaction): every `offsets.topic.prune.interval.ms` it writes what the shard's
-`rewrite_old_records` returns (live keys more than `offsets.topic.rewrite.window.records`
-below their partition's end, re-appended; at most
-`limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass, in appends of
+compaction). A pass runs every `offsets.topic.prune.interval.ms`, and as soon as a
+window (`offsets.topic.rewrite.window.records`) of records was appended since the
+last one (the log's `appended` events re-arm the timer; the pass itself runs from
+the timer, never inside an append). It writes what the shard's `rewrite_old_records`
+returns (live keys more than a window below their partition's end, re-appended; at
+most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass, in appends of
 `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then deletes each partition below
 the shard's `prune_offsets` with the shared `prune_log` step (as the share
-coordinator prunes `__share_group_state`). A re-write that fails leaves the old
+coordinator prunes `__share_group_state`). So a partition holds about its live keys
+plus two windows, whatever the commit rate. A re-write that fails leaves the old
 records in place (nothing is pruned past them), so a crash at any point loses no key.
 """
 
@@ -48,7 +51,7 @@ from shoal.group.records import CODEC, CoordinatorRecord
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
-from shoal.server.timers import PeriodicTimer, TimerSource
+from shoal.server.timers import DeadlineTimer, TimerSource
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,7 @@ class GroupLogMaintenance:
         config: Callable[[], BrokerConfig],
         remove_paths: RemovePaths = fileio.remove_paths,
         records_per_pass_max: int = limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX,
+        rearm: Callable[[], None] = lambda: None,
     ) -> None:
         assert records_per_pass_max >= 1, records_per_pass_max
         self._runtime = runtime
@@ -105,11 +109,35 @@ class GroupLogMaintenance:
         self._config = config
         self._remove_paths = remove_paths
         self._records_per_pass_max = records_per_pass_max
+        self._rearm = rearm
+        self._seen_ends = [p.log_end_offset for p in self._partitions]
+        self._grown = 0
+        """Records appended to the topic since the last pass."""
+        self._next_ms: int | None = None
+
+    def appended(self, topic: str, partition: int) -> None:
+        """The log's `appended` event: once a window's worth of records was appended
+        since the last pass, the pass is due now (the timer driver is re-armed; the
+        pass runs from the timer, never inside the append that announced this)."""
+        if topic != GROUP_METADATA_TOPIC or partition >= len(self._partitions):
+            return
+        end = self._partitions[partition].log_end_offset
+        self._grown += max(0, end - self._seen_ends[partition])
+        self._seen_ends[partition] = end
+        if self._due():
+            self._rearm()
+
+    def _window(self) -> int:
+        return self._config().get_int("offsets.topic.rewrite.window.records")
+
+    def _due(self) -> bool:
+        return self._grown >= max(1, self._window())
 
     def run(self) -> tuple[int, int]:
         """One pass: re-write old keys, then prune. Returns (records re-written,
         partitions whose log start moved). A sink error propagates (nothing pruned)."""
-        window = self._config().get_int("offsets.topic.rewrite.window.records")
+        self._grown = 0
+        window = self._window()
         result = self._runtime.shard.rewrite_old_records(
             window_records=window, records_max=self._records_per_pass_max
         )
@@ -136,14 +164,25 @@ class GroupLogMaintenance:
             self._append(records[half:])
 
     def timer_sources(self) -> list[TimerSource]:
-        """The pass, every `offsets.topic.prune.interval.ms`."""
+        """The pass: every `offsets.topic.prune.interval.ms`, and as soon as a window
+        of records was appended since the last one (`appended`)."""
         return [
-            PeriodicTimer(
-                "group-coordinator-log-maintenance",
-                interval_ms=lambda: self._config().get_int("offsets.topic.prune.interval.ms"),
-                action=lambda _now: self._logged(*self.run()),
+            DeadlineTimer(
+                "group-coordinator-log-maintenance", deadline=self._deadline, action=self._fire
             )
         ]
+
+    def _interval_ms(self) -> int:
+        return self._config().get_int("offsets.topic.prune.interval.ms")
+
+    def _deadline(self, now_ms: int) -> int:
+        if self._next_ms is None:
+            self._next_ms = now_ms + self._interval_ms()
+        return now_ms if self._due() else self._next_ms
+
+    def _fire(self, now_ms: int) -> None:
+        self._next_ms = now_ms + self._interval_ms()
+        self._logged(*self.run())
 
     def _logged(self, rewritten: int, moved: int) -> None:
         if rewritten or moved:

@@ -61,15 +61,21 @@ class Coordinator:
         )
         self.service.runtime.load_at(records)
         self.service.start()
+        self.rearms = 0
         self.maintenance = GroupLogMaintenance(
             runtime=self.service.runtime,
             partitions=self.partitions,
             config=lambda: self.config,
             remove_paths=fileio.remove_paths,
+            rearm=self._rearm,
         )
+        self.logs.events.on_appended(self.maintenance.appended)
         self.schedule = Schedule()
         self.schedule.add(*self.maintenance.timer_sources())
         self.schedule.next_deadline_ms(clock.monotonic_ms())  # arm, as the driver does
+
+    def _rearm(self) -> None:
+        self.rearms += 1
 
     def commit(self, group_id: str, offsets: dict[int, int]) -> None:
         answers = self.service.classic.commit_offsets(
@@ -319,3 +325,27 @@ def test_log_bound_configs_out_of_bounds_are_refused_by_name(
     defaults = BrokerConfig.from_raw({})
     assert defaults.get_int("offsets.topic.prune.interval.ms") == 30_000
     assert defaults.get_int("offsets.topic.rewrite.window.records") == 10_000
+
+
+def test_a_window_of_appended_records_makes_the_pass_due_at_once(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(
+        opened,
+        tmp_path,
+        clock,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "100"},
+    )
+    log = c.partitions[0]
+    now = clock.monotonic_ms()
+    for n in range(99):
+        c.commit("busy", {0: n})
+    assert c.rearms == 0
+    assert c.schedule.next_deadline_ms(now) == now + INTERVAL_MS  # not yet: 99 < 100
+    c.commit("busy", {0: 99})
+    assert c.rearms == 1 and c.schedule.next_deadline_ms(now) == now  # due now
+    assert c.schedule.fire_due(now) == ["group-coordinator-log-maintenance"]
+    assert (log.log_start_offset, log.log_end_offset) == (99, 100)
+    assert c.schedule.next_deadline_ms(now) == now + INTERVAL_MS  # the count starts again
+    c.tick()  # the periodic pass still runs (nothing more to prune)
+    assert log.log_start_offset == 99
