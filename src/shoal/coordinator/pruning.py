@@ -13,11 +13,13 @@ coordinator prunes its own log. The rule both coordinators follow:
   offset moves; whole segments below it are set aside and removed by the caller's
   `remove_paths`, the broker's disk worker threads).
 - A key written once and never again (an offset committed long ago) would pin the
-  log for ever. `LiveKeys.stale` names the live keys whose latest record lies more
-  than a window of records below the end of their partition; the coordinator
-  re-appends their current value (replay is an upsert: state is unchanged), after
-  which the old record is garbage too. Each coordinator decides what it re-appends
-  (the group coordinator: its latest records; the share coordinator: a snapshot).
+  log for ever, so each coordinator re-appends such a key's current value (replay is
+  an upsert: state is unchanged), after which the old record is garbage too. The
+  group coordinator keeps `LiveKeys` per partition (`stale` names the keys more than
+  a window of records below the end; group/log_bound.py re-appends their latest
+  records); the share coordinator keeps each key's snapshot offset in its own state
+  and writes cold snapshots (share_coordinator/shard.py). Both prune with
+  `lowest_needed_offset` and `prune_log`.
 
 Invariant: pruning at `lowest_needed_offset` never removes a record a live key's
 replay starts from, so a shard reloaded from the pruned log equals the live one.

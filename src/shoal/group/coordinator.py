@@ -15,6 +15,9 @@ State the shard holds:
 - *classic groups and committed offsets* (`self.classic`, group/classic_coordinator.py):
   record types 1 and 2 are replayed there; the classic APIs are its operations, and
   a classic group id counts as taken for share operations.
+- *log bookkeeping* (`log_keys`, group/log_bound.py): where each live key's latest
+  record is in its `__consumer_offsets` partition, from the offsets `replay` is
+  given; `rewrite_old_records` and `prune_offsets` keep the log bounded.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
   initialisation-retry deadline, and the groups whose deletion is in progress.
