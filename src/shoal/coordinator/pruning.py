@@ -106,10 +106,15 @@ class LiveKeys(Generic[K, R]):
             key=lambda entry: entry[0],
         )
 
-    def latest(self) -> list[tuple[int, K, R]]:
-        """(offset, key, latest record) of every live key, in offset order."""
+    def latest(self, where: Callable[[K, int], bool] | None = None) -> list[tuple[int, K, R]]:
+        """(offset, key, latest record) of every live key (for which `where(key,
+        offset)` holds, if given), in offset order."""
         return sorted(
-            ((offset, key, record) for key, (offset, record) in self._latest.items()),
+            (
+                (offset, key, record)
+                for key, (offset, record) in self._latest.items()
+                if where is None or where(key, offset)
+            ),
             key=lambda entry: entry[0],
         )
 

@@ -76,19 +76,29 @@ class GroupLogKeys:
         assert records_max >= 1, records_max
         chosen: list[r.CoordinatorRecord] = []
         for live in self._live:
-            stale = live.stale(window_records=window_records)
-            if not stale:
-                continue
-            oldest: dict[str, int] = {}
-            for offset, key, _record in stale:
-                oldest.setdefault(key.group_id, offset)
-            suffixes: dict[str, list[r.CoordinatorRecord]] = {}
-            for offset, key, record in live.latest():
-                since = oldest.get(key.group_id)
-                if since is not None and offset >= since:
-                    suffixes.setdefault(key.group_id, []).append(record)
-            for group_id in sorted(suffixes, key=oldest.__getitem__):
-                chosen.extend(suffixes[group_id])
+            for suffix in _stale_group_suffixes(live, window_records=window_records):
+                chosen.extend(suffix)
                 if len(chosen) >= records_max:
                     return tuple(chosen)
         return tuple(chosen)
+
+
+def _stale_group_suffixes(
+    live: LiveKeys[r.RecordKey, r.CoordinatorRecord], *, window_records: int
+) -> list[list[r.CoordinatorRecord]]:
+    """For each group with a key more than `window_records` below the end: its live
+    records from that oldest key onward, in log order; oldest group first."""
+    oldest: dict[str, int] = {}
+    for offset, key, _record in live.stale(window_records=window_records):
+        oldest.setdefault(key.group_id, offset)
+    if not oldest:
+        return []
+
+    def in_suffix(key: r.RecordKey, offset: int) -> bool:
+        since = oldest.get(key.group_id)
+        return since is not None and offset >= since
+
+    suffixes: dict[str, list[r.CoordinatorRecord]] = {}
+    for _offset, key, record in live.latest(in_suffix):
+        suffixes.setdefault(key.group_id, []).append(record)
+    return [suffixes[group_id] for group_id in sorted(suffixes, key=oldest.__getitem__)]
