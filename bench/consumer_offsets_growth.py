@@ -11,9 +11,10 @@ directory, with the broker's defaults unless told otherwise (`offsets.topic.*`:
 50 partitions, 100 MiB segments, a maintenance pass every
 `offsets.topic.prune.interval.ms` = 30 s and after every
 `offsets.topic.rewrite.window.records` = 10 000 appended records, that re-writes keys
-more than a window below their partition's end and deletes what no live key needs). `--segment-bytes` sets smaller segments so the
-disk figure follows the log start offset at this scale (only whole segments are
-removed; the default 1 MiB is smaller than the broker's default for that reason).
+more than a window below their partition's end and deletes what no live key needs).
+`--segment-bytes` sets smaller segments so the disk figure follows the log start
+offset at this scale (only whole segments are removed; the default 1 MiB is smaller
+than the broker's default for that reason).
 
 One confluent-kafka Consumer per group (`--groups`, default 1: every commit lands
 on one partition, the worst case) commits one offset per OffsetCommit, round-robin
