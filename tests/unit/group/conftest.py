@@ -221,6 +221,21 @@ class Harness:
         assert self.shard.durable_state() == live
         self._assert_equivalent(live)
 
+    def maintain_log(self, *, window_records: int, records_max: int) -> None:
+        """A `__consumer_offsets` maintenance pass: re-write old keys (the state must
+        not change), then check that a shard loaded from the log as pruning leaves it
+        (from `prune_offsets`, with offsets, as the broker reloads) equals the live one."""
+        live = self.shard.durable_state()
+        self.run(
+            self.shard.rewrite_old_records(window_records=window_records, records_max=records_max)
+        )
+        assert self.shard.durable_state() == live
+        start = self.shard.prune_offsets().get(0, 0)
+        pruned = self.new_shard()
+        for offset, record in enumerate(self.log[start:], start):
+            pruned.replay(record, offset)
+        assert pruned.durable_state() == live
+
     def _assert_equivalent(self, live: object) -> None:
         start = self.shard.prune_offsets().get(0, 0)
         for log in (self.log, compacted(self.log), self.log[start:]):
