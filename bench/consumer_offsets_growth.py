@@ -24,7 +24,7 @@ round trip's). Every `--sample-s` seconds the script records: commits acknowledg
 so far, records ever written to `__consumer_offsets` (sum of high watermarks),
 records retained (high - low watermark, by ListOffsets) and bytes of its segment
 files on disk. Without the bound the retained count would track the commits; with
-it it stays below live keys + two windows.
+it it stays below twice the live keys + two windows.
 
 Results: an aligned table on stdout and JSON in
 bench/results/consumer_offsets_growth-<ts>.json with machine information. Figures

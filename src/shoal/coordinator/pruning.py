@@ -16,8 +16,8 @@ coordinator prunes its own log. The rule both coordinators follow:
   log for ever, so each coordinator re-appends such a key's current value (replay is
   an upsert: state is unchanged), after which the old record is garbage too. The
   group coordinator keeps `LiveKeys` per partition (`stale` names the keys more than
-  a window of records below the end; group/log_bound.py re-appends their latest
-  records); the share coordinator keeps each key's snapshot offset in its own state
+  a window plus the live key count below the end; group/log_bound.py re-appends
+  their latest records); the share coordinator keeps each key's snapshot offset in its own state
   and writes cold snapshots (share_coordinator/shard.py). Both prune with
   `lowest_needed_offset` and `prune_log`.
 
@@ -94,9 +94,12 @@ class LiveKeys(Generic[K, R]):
 
     def stale(self, *, window_records: int) -> list[tuple[int, K, R]]:
         """(offset, key, latest record) of every live key whose latest record lies
-        more than `window_records` below the end offset, in offset order."""
+        more than `window_records` plus the number of live keys below the end
+        offset, in offset order. Counting the live keys in makes re-writing
+        converge: right after every live key was re-written, their copies span at
+        most that many records, so none is stale again until a window has passed."""
         assert window_records >= 0, window_records
-        below = self._end_offset - window_records
+        below = self._end_offset - window_records - len(self._latest)
         return sorted(
             (
                 (offset, key, record)

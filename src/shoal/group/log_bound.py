@@ -10,16 +10,17 @@ partition (`partition_for(group_id, partitions)`, as the routed sink places it).
 
 Re-writing. A key written once and never again would pin its partition's log for
 ever, so `rewrite_records` returns records to re-append: for each group that has a
-live key more than `window_records` below its partition's end, the group's live
-records from the oldest such key onward, in their log order. Re-appending the suffix
+live key more than `window_records` plus the partition's live key count below its
+end (`LiveKeys.stale`: so re-writing converges), the group's live records from the
+oldest such key onward, in their log order. Re-appending the suffix
 (not only the old key) keeps the relative order of the group's latest records, so the
 log's latest-record-per-key view, which is what a reload rebuilds, is the same as
 before, and replaying the re-appended records leaves the state unchanged (each is an
 upsert of the value the key already has). Whole groups only, until `records_max`
 records are chosen (at least one group per pass): the rest waits for the next pass.
 
-Bound: after a pass and a prune, a partition holds at most `window_records` + its live
-keys' records + what was appended since. Memory: one record per live key, which is
+Bound: after a pass and a prune, a partition holds at most `window_records` + twice
+its live keys + what was appended since. Memory: one record per live key, which is
 what the state holds anyway. Sans-I/O; no clock (the shell decides when to call).
 """
 

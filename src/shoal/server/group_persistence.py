@@ -19,13 +19,14 @@ compaction). A pass runs every `offsets.topic.prune.interval.ms`, and as soon as
 window (`offsets.topic.rewrite.window.records`) of records was appended since the
 last one (the log's `appended` events re-arm the timer; the pass itself runs from
 the timer, never inside an append). It writes what the shard's `rewrite_old_records`
-returns (live keys more than a window below their partition's end, re-appended; at
-most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass, in appends of
-`limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then deletes each partition below
-the shard's `prune_offsets` with the shared `prune_log` step (as the share
-coordinator prunes `__share_group_state`). So a partition holds about its live keys
-plus two windows, whatever the commit rate. A re-write that fails leaves the old
-records in place (nothing is pruned past them), so a crash at any point loses no key.
+returns (live keys more than a window plus the live key count below their
+partition's end, re-appended; at most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX`
+per pass, in appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then
+deletes each partition below the shard's `prune_offsets` with the shared `prune_log`
+step (as the share coordinator prunes `__share_group_state`). So a partition holds at
+most about twice its live keys plus two windows, whatever the commit rate. A
+re-write that fails leaves the old records in place (nothing is pruned past them),
+so a crash at any point loses no key.
 """
 
 from __future__ import annotations
@@ -135,16 +136,19 @@ class GroupLogMaintenance:
 
     def run(self) -> tuple[int, int]:
         """One pass: re-write old keys, then prune. Returns (records re-written,
-        partitions whose log start moved). A sink error propagates (nothing pruned)."""
-        self._grown = 0
+        partitions whose log start moved). A sink error propagates (nothing pruned).
+        The pass's own re-writes do not count towards the next one."""
         window = self._window()
         result = self._runtime.shard.rewrite_old_records(
             window_records=window, records_max=self._records_per_pass_max
         )
         records = result.records
         step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
-        for start in range(0, len(records), step):
-            self._append(records[start : start + step])
+        try:
+            for start in range(0, len(records), step):
+                self._append(records[start : start + step])
+        finally:
+            self._grown = 0
         moved = 0
         for index, offset in sorted(self._runtime.shard.prune_offsets().items()):
             if index < len(self._partitions) and prune_log(

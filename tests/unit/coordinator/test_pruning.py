@@ -40,15 +40,35 @@ def test_live_keys_follow_the_latest_record_and_forget_tombstones() -> None:
     assert live.prune_offset() is None  # a key without an offset pins everything
 
 
-def test_stale_names_keys_further_than_the_window_below_the_end_in_log_order() -> None:
+def test_stale_names_keys_further_than_window_plus_live_keys_below_the_end() -> None:
     live: LiveKeys[str, str] = LiveKeys()
     for offset, key in enumerate(["old", "older-but-rewritten", "mid", "new"]):
         live.replayed(key, f"{key}@{offset}", offset, tombstone=False)
-    live.replayed("older-but-rewritten", "again", 10, tombstone=False)  # end is 11
-    assert live.stale(window_records=8) == [(0, "old", "old@0"), (2, "mid", "mid@2")]
-    assert live.stale(window_records=10) == [(0, "old", "old@0")]
-    assert live.stale(window_records=11) == []
+    live.replayed("older-but-rewritten", "again", 10, tombstone=False)  # end 11, 4 live
+    assert live.stale(window_records=4) == [(0, "old", "old@0"), (2, "mid", "mid@2")]
+    assert live.stale(window_records=6) == [(0, "old", "old@0")]
+    assert live.stale(window_records=7) == []
     assert [key for _, key, _ in live.latest()] == ["old", "mid", "new", "older-but-rewritten"]
+    assert [key for _, key, _ in live.latest(lambda _key, offset: offset >= 2)] == [
+        "mid",
+        "new",
+        "older-but-rewritten",
+    ]
+
+
+def test_right_after_every_key_was_re_written_none_is_stale() -> None:
+    """Counting the live keys in makes re-writing converge: their copies span the
+    last `len(live)` records, inside any window."""
+    live: LiveKeys[str, str] = LiveKeys()
+    keys = [f"k{i}" for i in range(50)]
+    for offset, key in enumerate(keys):
+        live.replayed(key, key, offset, tombstone=False)
+    live.replayed("gone", "x", 200, tombstone=True)  # the end moves far on
+    assert len(live.stale(window_records=0)) == 50
+    for offset, key in enumerate(keys, start=201):  # all re-written at the end
+        live.replayed(key, key, offset, tombstone=False)
+    assert live.stale(window_records=0) == []
+    assert live.prune_offset() == 201
 
 
 @pytest.fixture

@@ -30,32 +30,34 @@ def replay_all(keys: GroupLogKeys, records: list[r.CoordinatorRecord]) -> None:
 
 def test_a_groups_suffix_from_its_oldest_old_key_is_re_written_in_log_order() -> None:
     keys = GroupLogKeys(partitions=1)
-    log = [
-        epoch("a", 1),  # 0: old
-        commit("b", 0, 1),  # 1: old
-        commit("a", 0, 5),  # 2: old
-        commit("b", 0, 2),  # 3: b's latest, inside the window
-        commit("a", 1, 6),  # 4: inside the window, but after a's old keys
-    ]
-    replay_all(keys, log)
-    assert keys.rewrite_records(window_records=3, records_max=100) == (
+    for offset, record in [
+        (0, epoch("a", 1)),  # old
+        (1, commit("b", 0, 1)),  # superseded at 13
+        (2, commit("a", 0, 5)),  # old
+        (13, commit("b", 0, 2)),  # b's latest, inside the window
+        (14, commit("a", 1, 6)),  # inside the window, but after a's old keys
+    ]:
+        keys.replayed(record, offset)
+    # end 15, 4 live keys: with a window of 8, stale means below 15 - 8 - 4 = 3
+    assert keys.rewrite_records(window_records=8, records_max=100) == (
         epoch("a", 1),
         commit("a", 0, 5),
         commit("a", 1, 6),
     )
     assert keys.prune_offsets() == {0: 0}
-    assert keys.rewrite_records(window_records=5, records_max=100) == ()
+    assert keys.rewrite_records(window_records=11, records_max=100) == ()
 
 
 def test_records_max_stops_between_groups_never_inside_one() -> None:
     keys = GroupLogKeys(partitions=1)
     log = [commit("a", p, 1) for p in range(3)] + [commit("b", p, 1) for p in range(3)]
-    replay_all(keys, [*log, epoch("c", 1)])
+    replay_all(keys, log)
+    keys.replayed(epoch("c", 1), 30)  # end 31, 7 live keys
     first = keys.rewrite_records(window_records=1, records_max=2)
     assert first == tuple(log[:3])  # all of a (past the max), none of b
-    for offset, record in enumerate(first, start=7):  # the shell appends them
+    for offset, record in enumerate(first, start=31):  # the shell appends them
         keys.replayed(record, offset)
-    # the next pass picks b up (c, at offset 6, is inside the window of 4)
+    # the next pass picks b up (stale: below 34 - 4 - 7 = 23; c at 30 is not)
     assert keys.rewrite_records(window_records=4, records_max=2) == tuple(log[3:])
 
 
@@ -64,7 +66,7 @@ def test_tombstoned_keys_are_neither_re_written_nor_needed() -> None:
     gone = r.CoordinatorRecord(key=commit("a", 0, 0).key, value=None)
     replay_all(keys, [commit("a", 0, 1), commit("b", 0, 1), gone])
     assert keys.rewrite_records(window_records=0, records_max=100) == (commit("b", 0, 1),)
-    assert keys.prune_offsets() == {0: 1}
+    assert keys.prune_offsets() == {0: 1}  # (stale: below 3 - 0 - 1 live key = 2)
     assert keys.live_keys(0) == 1
 
 

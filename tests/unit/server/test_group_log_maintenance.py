@@ -278,21 +278,17 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
     runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
         shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
     )
-    metadata = "m" * 200
-    for partition in range(60):  # one commit each: every batch fits
-        runtime.apply(
-            CoordinatorResult(
-                records=(
-                    CoordinatorRecord(
-                        key=OffsetCommitKey(group_id="g", topic="t", partition=partition),
-                        value=OffsetCommitValue(
-                            offset=partition, leader_epoch=-1, metadata=metadata, commit_timestamp=0
-                        ),
-                    ),
-                ),
-                response=None,
-            )
-        )
+
+    def commit(group: str, partition: int) -> None:  # one commit each: every batch fits
+        key = OffsetCommitKey(group_id=group, topic="t", partition=partition)
+        value = OffsetCommitValue(offset=1, leader_epoch=-1, metadata="m" * 200, commit_timestamp=0)
+        record = CoordinatorRecord(key=key, value=value)
+        runtime.apply(CoordinatorResult(records=(record,), response=None))
+
+    for partition in range(60):
+        commit("g", partition)
+    for _ in range(60):  # pushes g's 60 keys out of the window (0 + 61 live keys)
+        commit("other", 0)
     state = runtime.shard.durable_state()
     maintenance = GroupLogMaintenance(
         runtime=runtime,
@@ -300,8 +296,8 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
         config=lambda: BrokerConfig.from_raw({"offsets.topic.rewrite.window.records": "0"}),
     )
     assert maintenance.run() == (60, 1)  # 60 x ~260 bytes: far above one 4000-byte batch
-    assert (log.log_start_offset, log.log_end_offset) == (60, 120)
-    batches = log.read(60, max_bytes=1 << 20).headers
+    assert (log.log_start_offset, log.log_end_offset) == (119, 180)  # other's, then g's
+    batches = log.read(120, max_bytes=1 << 20).headers
     # halved until each part fits (60 -> 30 -> 15), not one batch per record
     assert [batch.records_count for batch in batches] == [15, 15, 15, 15]
     assert runtime.shard.durable_state() == state
@@ -349,3 +345,31 @@ def test_a_window_of_appended_records_makes_the_pass_due_at_once(
     assert c.schedule.next_deadline_ms(now) == now + INTERVAL_MS  # the count starts again
     c.tick()  # the periodic pass still runs (nothing more to prune)
     assert log.log_start_offset == 99
+
+
+def test_more_live_keys_than_the_window_are_re_written_once_not_in_a_loop(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(
+        opened,
+        tmp_path,
+        clock,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "10"},
+    )
+    log = c.partitions[0]
+    c.commit("once", {p: p for p in range(50)})  # 50 live keys, five windows' worth
+    for n in range(100):
+        c.commit("busy", {0: n})
+    now = clock.monotonic_ms()
+    assert c.schedule.next_deadline_ms(now) == now  # 150 appended: due
+    assert c.maintenance.run() == (50, 1)  # the 50 old keys, once
+    assert (log.log_start_offset, log.log_end_offset) == (149, 200)
+    assert c.schedule.next_deadline_ms(now) > now  # its own re-writes do not count
+    assert c.maintenance.run() == (0, 0)  # and nothing is stale again right after
+    again = crash_and_reload(
+        opened,
+        tmp_path,
+        c,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "10"},
+    )
+    assert [o.offset for o in again.fetch("once")] == list(range(50))
