@@ -491,6 +491,24 @@ _DEFS: list[ConfigDef] = [
         "Read size when replaying __consumer_offsets.",
         min=1,
     ),
+    ConfigDef(
+        "offsets.topic.prune.interval.ms",
+        _INT,
+        30_000,
+        _B,
+        "Shoal: how often the group coordinator re-writes old records and deletes the "
+        "__consumer_offsets records no live key needs.",
+        min=1,
+    ),
+    ConfigDef(
+        "offsets.topic.rewrite.window.records",
+        _INT,
+        10_000,
+        _B,
+        "Shoal: a live key whose latest record lies more records than this below its "
+        "__consumer_offsets partition's end is re-written, so old keys do not pin the log.",
+        min=0,
+    ),
     ConfigDef("share.coordinator.state.topic.num.partitions", _INT, 50, _B, "State topic.", min=1),
     ConfigDef(
         "share.coordinator.state.topic.replication.factor",

@@ -79,6 +79,13 @@ COORDINATOR_BATCH_BYTES_MAX: Final = 1_048_588
 coordinator operation's records atomically in one batch bounded by that size. An
 append beyond it raises `CoordinatorBatchTooLarge` (a `RecordSinkFull`): nothing is
 written or replayed and the caller answers as for a full sink."""
+GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX: Final = 50_000
+"""Records one `__consumer_offsets` maintenance pass re-appends at most (whole groups,
+at least one: group/log_bound.py); old keys beyond it wait for the next pass, and the
+log stays pinned until then."""
+COORDINATOR_REWRITE_RECORDS_PER_APPEND: Final = 200
+"""Records of a maintenance re-write appended together (one batch per partition);
+a chunk whose batch would pass `COORDINATOR_BATCH_BYTES_MAX` is halved."""
 SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
 """Default of `shoal.share.partition.idle.unload.ms`: how long a loaded share-partition
 may sit unused (nothing acquired) before it is unloaded, so memory follows the

@@ -14,8 +14,8 @@ Owns the bytes a coordinator's records become in a partition log and back:
   coordinator shard over every `__consumer_offsets` partition): each record goes to
   the partition `route(record)` names, the records of one append that share a
   partition form one batch, and every batch is built and size-checked before the
-  first is written. It returns `NO_OFFSET`: offsets of different partitions do not
-  compare.
+  first is written. It returns each record's offset in its own partition (offsets
+  of different partitions do not compare: the shard knows each record's partition).
 - `read_log` reads a partition from its log start to its end and yields
   `(offset, record)` in offset order, decoding batches with kio's batch reader.
   Control batches and records below the log start offset (a start inside a batch)
@@ -183,23 +183,30 @@ class RoutedRecordSink(Generic[R]):
     def sinks(self) -> tuple[LogRecordSink[R], ...]:
         return self._sinks
 
-    def append(self, records: Sequence[R], /) -> int:
+    def append(self, records: Sequence[R], /) -> list[int]:
         """Write each partition's share of `records` as one batch there. Every batch
         is prepared (and size-checked) before the first is written; a storage error
         after the first write leaves the earlier partitions written and their log
-        offline. Returns `NO_OFFSET`."""
-        by_partition: dict[int, list[R]] = {}
-        for record in records:
+        offline. Returns each record's offset in its partition, in `records` order."""
+        by_partition: dict[int, list[int]] = {}
+        for index, record in enumerate(records):
             partition = self._route(record)
             assert 0 <= partition < len(self._sinks), (partition, len(self._sinks))
-            by_partition.setdefault(partition, []).append(record)
+            by_partition.setdefault(partition, []).append(index)
         prepared = [
-            (self._sinks[partition], self._sinks[partition].prepare(share))
-            for partition, share in by_partition.items()
+            (
+                indexes,
+                self._sinks[partition],
+                self._sinks[partition].prepare([records[i] for i in indexes]),
+            )
+            for partition, indexes in by_partition.items()
         ]
-        for sink, batch in prepared:
-            sink.write(batch)
-        return NO_OFFSET
+        offsets = [NO_OFFSET] * len(records)
+        for indexes, sink, batch in prepared:
+            base = sink.write(batch)
+            for position, index in enumerate(indexes):
+                offsets[index] = base + position
+        return offsets
 
 
 def read_log(log: PartitionLog, decode: Decode[R], *, buffer_bytes: int) -> Iterator[tuple[int, R]]:

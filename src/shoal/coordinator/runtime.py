@@ -65,10 +65,11 @@ class WriteResult(Protocol[RecordT_co, ResponseT_co]):
 class RecordSink(Protocol[RecordT_contra]):
     """Where a shard's records go before they are replayed."""
 
-    def append(self, records: Sequence[RecordT_contra], /) -> int:
+    def append(self, records: Sequence[RecordT_contra], /) -> int | Sequence[int]:
         """Store every record in order, or none (raise a `RecordSinkError`): a
         partial append is never allowed. Returns the offset of the first
-        record (the i-th has that offset + i), or `NO_OFFSET`."""
+        record (the i-th has that offset + i), each record's offset (a sink over
+        several partitions: each in its own partition), or `NO_OFFSET`."""
         ...
 
 
@@ -119,6 +120,16 @@ class InMemoryRecordSink(Generic[RecordT]):
         return len(self._records)
 
 
+def record_offsets(appended: int | Sequence[int], count: int) -> Sequence[int]:
+    """The offset of each of `count` records from what `RecordSink.append` returned."""
+    if isinstance(appended, int):
+        if appended == NO_OFFSET:
+            return [NO_OFFSET] * count
+        return range(appended, appended + count)
+    assert len(appended) == count, (len(appended), count)
+    return appended
+
+
 class CoordinatorRuntime(Generic[ShardT, RecordT]):
     """Hosts one shard: `apply` writes then replays then answers; `load` rebuilds the
     shard from a record stream. See the module docstring."""
@@ -138,9 +149,9 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         response. Raises what the sink raises (then nothing was replayed)."""
         records = tuple(result.records)
         if records:
-            first = self._sink.append(records)
-            for index, record in enumerate(records):
-                self._shard.replay(record, NO_OFFSET if first == NO_OFFSET else first + index)
+            offsets = record_offsets(self._sink.append(records), len(records))
+            for record, offset in zip(records, offsets, strict=True):
+                self._shard.replay(record, offset)
         return result.response
 
     def load(self, records: Iterable[RecordT]) -> ShardT:

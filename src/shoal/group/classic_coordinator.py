@@ -82,12 +82,16 @@ class ClassicCoordinator:
         monotonic_ms: Callable[[], int] = lambda: 0,
         consumer_commit_error: Callable[[str, str, int], ErrorCode | None] | None = None,
         consumers: ConsumerGroupsAccess | None = None,
+        consumer_subscriptions: Callable[[str], frozenset[str] | None] = lambda _group: None,
     ) -> None:
         self._share_type = share_type
         self._wall_ms = wall_ms
         self._consumers = consumers
         """The shard's consumer groups, for classic members of consumer groups."""
         self._consumer_commit_error = consumer_commit_error
+        self._consumer_subscriptions = consumer_subscriptions
+        """group -> the topics a consumer group's (KIP-848) members subscribe to, or
+        None if the id is not a consumer group (the shard's)."""
         """(group, member id, member epoch) -> why a consumer group's member may not
         commit, or None (the shard's `consumer_commit_error`)."""
         self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms, monotonic_ms=monotonic_ms)
@@ -417,9 +421,23 @@ class ClassicCoordinator:
         """Tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), as
         Kafka: only in groups without members, counted from when the group emptied
         (a group with a protocol) or from the commit (offsets-only groups); a group
-        left with no offsets and no members is deleted too."""
+        left with no offsets and no members is deleted too. A consumer group
+        (KIP-848) is Kafka's ConsumerGroup case: an offset expires from its commit
+        unless a member subscribes to its topic, and the group itself stays."""
         records: list[r.CoordinatorRecord] = []
         for group_id in sorted(self.offsets.group_ids()):
+            subscribed = self._consumer_subscriptions(group_id)
+            if subscribed is not None:
+                records.extend(
+                    self.offsets.expired(
+                        group_id,
+                        now_ms=now_ms,
+                        retention_ms=retention_ms,
+                        base_ms=None,
+                        keep_topics=subscribed,
+                    )
+                )
+                continue
             state = self.groups.state_of(group_id)
             if state not in (None, EMPTY):
                 continue

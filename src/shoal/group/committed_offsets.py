@@ -112,12 +112,21 @@ class CommittedOffsets:
         return len(self._offsets.get(group_id, {}))
 
     def expired(
-        self, group_id: str, *, now_ms: int, retention_ms: int, base_ms: int | None
+        self,
+        group_id: str,
+        *,
+        now_ms: int,
+        retention_ms: int,
+        base_ms: int | None,
+        keep_topics: frozenset[str] = frozenset(),
     ) -> list[r.CoordinatorRecord]:
         """Tombstones of the group's offsets older than `retention_ms`, counted from
-        `base_ms` (when the group emptied) or else each offset's commit time."""
+        `base_ms` (when the group emptied) or else each offset's commit time; offsets
+        of `keep_topics` (subscribed to) never expire."""
         out = []
         for (topic, partition), committed in sorted(self._offsets.get(group_id, {}).items()):
+            if topic in keep_topics:
+                continue
             since = committed.commit_timestamp_ms if base_ms is None else base_ms
             if now_ms - since >= retention_ms:
                 out.append(_tombstone(group_id, topic, partition))
@@ -277,6 +286,16 @@ class CommittedOffsets:
                 records.append(_tombstone(group_id, topic, partition))
             answers.append(PartitionError(topic=topic, partition=partition))
         return None, CommitResult(records=tuple(records), response=tuple(answers))
+
+    def topic_tombstones(self, topics: Iterable[str]) -> tuple[r.CoordinatorRecord, ...]:
+        """Tombstones of every group's offsets of `topics` (the topics were deleted)."""
+        names = frozenset(topics)
+        return tuple(
+            _tombstone(group_id, topic, partition)
+            for group_id, partitions in sorted(self._offsets.items())
+            for topic, partition in sorted(partitions)
+            if topic in names
+        )
 
     def delete_group_records(self, group_id: str) -> list[r.CoordinatorRecord]:
         """Tombstones of every offset of a group being deleted."""

@@ -15,6 +15,9 @@ State the shard holds:
 - *classic groups and committed offsets* (`self.classic`, group/classic_coordinator.py):
   record types 1 and 2 are replayed there; the classic APIs are its operations, and
   a classic group id counts as taken for share operations.
+- *log bookkeeping* (`log_keys`, group/log_bound.py): where each live key's latest
+  record is in its `__consumer_offsets` partition, from the offsets `replay` is
+  given; `rewrite_old_records` and `prune_offsets` keep the log bounded.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
   initialisation-retry deadline, and the groups whose deletion is in progress.
@@ -37,6 +40,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
+from shoal.coordinator.runtime import NO_OFFSET
 from shoal.group import consumer_membership, lifecycle, membership, migration, offsets, queries
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
@@ -47,6 +51,7 @@ from shoal.group.consumer_group import (
     ConsumerGroup,
 )
 from shoal.group.consumer_group import apply as apply_consumer
+from shoal.group.log_bound import GroupLogKeys
 from shoal.group.results import (
     AlterOffsetsResponse,
     CoordinatorResult,
@@ -99,8 +104,12 @@ class GroupCoordinatorShard:
         group_configs: GroupConfigSource = None,
         classic_settings: ClassicSettings | None = None,
         consumer_settings: ConsumerGroupSettings | None = None,
+        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
+        self.log_keys = GroupLogKeys(partitions=log_partitions)
+        """Where each live key's latest record is, per `__consumer_offsets` partition
+        (group/log_bound.py): what pruning and re-writing read."""
         self._group_configs = group_configs
         self._settings = GroupSettings(
             broker=settings or ShareGroupSettings(), group_configs=group_configs
@@ -123,6 +132,7 @@ class GroupCoordinatorShard:
             monotonic_ms=clock.monotonic_ms,
             consumer_commit_error=self.consumer_commit_error,
             consumers=self,
+            consumer_subscriptions=self._consumer_subscriptions,
         )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
@@ -132,9 +142,10 @@ class GroupCoordinatorShard:
 
     # ---- replay ---------------------------------------------------------------------
 
-    def replay(self, record: r.CoordinatorRecord, offset: int = -1, /) -> None:
-        """Apply one record: the only way group state changes (its log offset is not
-        needed: group records are never pruned by offset)."""
+    def replay(self, record: r.CoordinatorRecord, offset: int = NO_OFFSET, /) -> None:
+        """Apply one record: the only way group state changes. `offset` is its offset
+        in its group's `__consumer_offsets` partition (`log_keys` notes it)."""
+        self.log_keys.replayed(record, offset)
         if self.classic.replay(record):
             return
         key = record.key
@@ -185,6 +196,19 @@ class GroupCoordinatorShard:
         apply(group, record)
         if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
             self._session_deadlines.pop((group_id, key.member_id), None)
+
+    def _consumer_subscriptions(self, group_id: str) -> frozenset[str] | None:
+        """Topics the members of consumer group `group_id` subscribe to (None: not a
+        consumer group), for offsets retention."""
+        group = self._consumer_groups.get(group_id)
+        if group is None:
+            return None
+        return frozenset().union(
+            *(
+                consumer_membership.subscribed_names(member, self._image)
+                for member in group.members.values()
+            )
+        )
 
     def _arm_revocation(self, group: ConsumerGroup, member_id: str) -> None:
         member = group.members.get(member_id)
@@ -732,6 +756,30 @@ class GroupCoordinatorShard:
             topic = image.by_name(name)
             described.append((name, None if topic is None else topic.topic_id, tuple(partitions)))
         return described
+
+    # ---- the log's bound ----------------------------------------------------------------
+
+    def rewrite_old_records(
+        self, *, window_records: int, records_max: int
+    ) -> CoordinatorResult[int]:
+        """Re-append the latest records of groups with a live key more than
+        `window_records` below its partition's end (group/log_bound.py), so the log
+        below can be pruned; replaying them changes no state. Response: how many."""
+        records = self.log_keys.rewrite_records(
+            window_records=window_records, records_max=records_max
+        )
+        return CoordinatorResult(records=records, response=len(records))
+
+    def prune_offsets(self) -> dict[int, int]:
+        """`__consumer_offsets` partition -> the offset below which its log is not
+        needed to rebuild this shard."""
+        return self.log_keys.prune_offsets()
+
+    def on_topics_deleted(self, *, topic_names: Iterable[str]) -> CoordinatorResult[int]:
+        """Tombstones of every group's committed offsets of deleted topics (Kafka's
+        `onPartitionsDeleted`), whatever the group's state. Response: how many."""
+        records = self.classic.offsets.topic_tombstones(topic_names)
+        return CoordinatorResult(records=records, response=len(records))
 
     # ---- administration ---------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
-from shoal.server.group_persistence import open_group_log
+from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
@@ -110,10 +110,20 @@ class Broker:
             sink=group_sink,
             share_state_listeners=[self.share_service.share_state_reset],
             rearm=self.timers.rearm,
+            log_partitions=len(group_sink.sinks),
         )
         """The group coordinator, its shard rebuilt from `__consumer_offsets`."""
         self.group_service.runtime.load_at(group_records)
         self.timers.add(*self.group_service.timer_sources())
+        self.group_log = GroupLogMaintenance(
+            runtime=self.group_service.runtime,
+            partitions=[sink.log for sink in group_sink.sinks],
+            config=lambda: self.config,
+            remove_paths=self.disk.remove,
+            rearm=self.timers.rearm,
+        )
+        """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes)."""
+        self.timers.add(*self.group_log.timer_sources())
         self.stopping = False
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
@@ -155,6 +165,7 @@ class Broker:
         the partition's share-partitions follow it."""
         events = self.logs.events
         events.on_appended(lambda topic, partition: self.purgatory.notify((topic, partition)))
+        events.on_appended(self.group_log.appended)
         events.on_topics_changed(self._topics_changed)
         events.on_log_start_moved(self.share_service.log_start_moved)
 
@@ -162,6 +173,8 @@ class Broker:
         for key in change.deleted_partitions():
             self.purgatory.notify(key)
         self.group_service.topics_changed()
+        if change.deleted:
+            self.group_service.topics_deleted([name for name, _count in change.deleted])
         self.share_service.topics_changed()
 
     # ---- identity advertised to clients

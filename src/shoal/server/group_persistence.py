@@ -9,23 +9,52 @@ as Kafka places groups: a group's records stay in order within one partition.
 
 Replay goes partition by partition, each in offset order; records of different
 groups do not depend on one another, so that order rebuilds every group as written.
-Replayed records carry `NO_OFFSET`, as live writes through the routed sink do, so a
-loaded shard sees exactly what the live one saw.
+Replayed records carry their offset in their partition, as live writes through the
+routed sink do (the shard maps a group to its partition with the same
+`partition_for`), so a loaded shard sees exactly what the live one saw and knows
+where each key's latest record is (coordinator/pruning.py).
+
+`GroupLogMaintenance` keeps the topic bounded (issue 9 item 4; Shoal has no
+compaction). A pass runs every `offsets.topic.prune.interval.ms`, and as soon as a
+window (`offsets.topic.rewrite.window.records`) of records was appended since the
+last one (the log's `appended` events re-arm the timer; the pass itself runs from
+the timer, never inside an append). It writes what the shard's `rewrite_old_records`
+returns (live keys more than a window plus the live key count below their
+partition's end, re-appended; at most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX`
+per pass, in appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then
+deletes each partition below the shard's `prune_offsets` with the shared `prune_log`
+step (as the share coordinator prunes `__share_group_state`). So a partition holds at
+most about twice its live keys plus two windows, whatever the commit rate. A
+re-write that fails leaves the old records in place (nothing is pruned past them),
+so a crash at any point loses no key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, RoutedRecordSink, read_log
+from shoal.coordinator.log_sink import (
+    CoordinatorBatchTooLarge,
+    LogRecordSink,
+    RoutedRecordSink,
+    read_log,
+)
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.runtime import NO_OFFSET
+from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.runtime import CoordinatorRuntime
+from shoal.group import CoordinatorResult, GroupCoordinatorShard
 from shoal.group.records import CODEC, CoordinatorRecord
+from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.timers import DeadlineTimer, TimerSource
+
+log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
@@ -59,5 +88,114 @@ def _replay(
     partitions: list[PartitionLog], *, buffer_bytes: int
 ) -> Iterator[tuple[int, CoordinatorRecord]]:
     for log in partitions:
-        for _offset, record in read_log(log, CODEC.decode, buffer_bytes=buffer_bytes):
-            yield NO_OFFSET, record
+        yield from read_log(log, CODEC.decode, buffer_bytes=buffer_bytes)
+
+
+class GroupLogMaintenance:
+    """Re-writes old keys and prunes `__consumer_offsets` (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord],
+        partitions: Sequence[PartitionLog],
+        config: Callable[[], BrokerConfig],
+        remove_paths: RemovePaths = fileio.remove_paths,
+        records_per_pass_max: int = limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX,
+        rearm: Callable[[], None] = lambda: None,
+    ) -> None:
+        assert records_per_pass_max >= 1, records_per_pass_max
+        self._runtime = runtime
+        self._partitions = tuple(partitions)
+        self._config = config
+        self._remove_paths = remove_paths
+        self._records_per_pass_max = records_per_pass_max
+        self._rearm = rearm
+        self._seen_ends = [p.log_end_offset for p in self._partitions]
+        self._grown = 0
+        """Records appended to the topic since the last pass."""
+        self._next_ms: int | None = None
+
+    def appended(self, topic: str, partition: int) -> None:
+        """The log's `appended` event: once a window's worth of records was appended
+        since the last pass, the pass is due now (the timer driver is re-armed; the
+        pass runs from the timer, never inside the append that announced this)."""
+        if topic != GROUP_METADATA_TOPIC or partition >= len(self._partitions):
+            return
+        end = self._partitions[partition].log_end_offset
+        self._grown += max(0, end - self._seen_ends[partition])
+        self._seen_ends[partition] = end
+        if self._due():
+            self._rearm()
+
+    def _window(self) -> int:
+        return self._config().get_int("offsets.topic.rewrite.window.records")
+
+    def _due(self) -> bool:
+        return self._grown >= max(1, self._window())
+
+    def run(self) -> tuple[int, int]:
+        """One pass: re-write old keys, then prune. Returns (records re-written,
+        partitions whose log start moved). A sink error propagates (nothing pruned).
+        The pass's own re-writes do not count towards the next one."""
+        window = self._window()
+        result = self._runtime.shard.rewrite_old_records(
+            window_records=window, records_max=self._records_per_pass_max
+        )
+        records = result.records
+        step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
+        try:
+            for start in range(0, len(records), step):
+                self._append(records[start : start + step])
+        finally:
+            self._grown = 0
+        moved = 0
+        for index, offset in sorted(self._runtime.shard.prune_offsets().items()):
+            if index < len(self._partitions) and prune_log(
+                self._partitions[index], offset, remove_paths=self._remove_paths
+            ):
+                moved += 1
+        return len(records), moved
+
+    def _append(self, records: Sequence[CoordinatorRecord]) -> None:
+        try:
+            self._runtime.apply(CoordinatorResult(records=tuple(records), response=None))
+        except CoordinatorBatchTooLarge:
+            if len(records) == 1:
+                raise  # written once as one record: cannot happen unless limits shrank
+            half = len(records) // 2
+            self._append(records[:half])
+            self._append(records[half:])
+
+    def timer_sources(self) -> list[TimerSource]:
+        """The pass: every `offsets.topic.prune.interval.ms`, and as soon as a window
+        of records was appended since the last one (`appended`)."""
+        return [
+            DeadlineTimer(
+                "group-coordinator-log-maintenance", deadline=self._deadline, action=self._fire
+            )
+        ]
+
+    def _interval_ms(self) -> int:
+        return self._config().get_int("offsets.topic.prune.interval.ms")
+
+    def _deadline(self, now_ms: int) -> int:
+        if self._next_ms is None:
+            self._next_ms = now_ms + self._interval_ms()
+        return now_ms if self._due() else self._next_ms
+
+    def _fire(self, now_ms: int) -> None:
+        self._next_ms = now_ms + self._interval_ms()
+        self._logged(*self.run())
+
+    def _logged(self, rewritten: int, moved: int) -> None:
+        if rewritten or moved:
+            sizes = [p.log_end_offset - p.log_start_offset for p in self._partitions]
+            log.info(
+                "%s maintenance: %d old records re-written, %d partitions pruned, "
+                "%d records retained",
+                GROUP_METADATA_TOPIC,
+                rewritten,
+                moved,
+                sum(sizes),
+            )

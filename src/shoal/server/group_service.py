@@ -34,7 +34,8 @@ drives everything the shard leaves to its caller:
   `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
 - **Topics.** `topics_changed()` hands the shard every topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
-  and Metadata auto-creation).
+  and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
+  offsets of deleted topics (Kafka's `onPartitionsDeleted`).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
@@ -142,8 +143,11 @@ class GroupService:
         sink: RecordSink[CoordinatorRecord] | None = None,
         share_state_listeners: Iterable[Callable[[str], None]] = (),
         rearm: Callable[[], None] = lambda: None,
+        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
+        self._log_partitions = log_partitions
+        """Partitions of the sink's `__consumer_offsets` (1 for an in-memory sink)."""
         self._persister = persister
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
@@ -178,6 +182,7 @@ class GroupService:
             group_configs=self._group_configs,
             classic_settings=self._classic_settings,
             consumer_settings=self._consumer_settings,
+            log_partitions=self._log_partitions,
         )
 
     @property
@@ -230,6 +235,17 @@ class GroupService:
             return
         if changed.bumped_groups:
             log.info("topic change bumped the epoch of share groups %s", changed.bumped_groups)
+
+    def topics_deleted(self, names: Collection[str]) -> None:
+        """Tombstone every group's committed offsets of deleted topics (Kafka's
+        `onPartitionsDeleted`); call after DeleteTopics."""
+        try:
+            deleted = self._write(self.shard.on_topics_deleted(topic_names=names))
+        except RecordSinkError:  # the deletion stands; the offsets stay until deleted
+            log.exception("group coordinator could not delete offsets of deleted topics")
+            return
+        if deleted:
+            log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
 
     # ---- operations -------------------------------------------------------------------
 

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
-from pathlib import Path
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
@@ -49,10 +48,6 @@ from shoal.share_coordinator.records import CODEC
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
-
-RemovePaths = Callable[[list[Path]], object]
-"""Removes files set aside by a deferred deletion (`fileio.remove_paths`, or the
-broker's `DiskIO.remove`, which does it in a worker thread)."""
 
 
 class ShareStateService:
@@ -128,11 +123,7 @@ class ShareStateService:
         the number of partitions whose log start moved."""
         moved = 0
         for index, offset in sorted(self.coordinator.prune_offsets().items()):
-            partition = self.partitions[index]
-            target = min(offset, partition.log_end_offset)
-            if target > partition.log_start_offset:
-                partition.delete_records_before(target, defer_delete=True)
-                self._remove_paths(partition.take_deleted_paths())
+            if prune_log(self.partitions[index], offset, remove_paths=self._remove_paths):
                 moved += 1
         return moved
 

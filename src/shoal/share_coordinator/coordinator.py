@@ -59,7 +59,7 @@ class _GuardedSink:
         self._sink = sink
         self._partition = partition
 
-    def append(self, records: Sequence[ShareCoordinatorRecord], /) -> int:
+    def append(self, records: Sequence[ShareCoordinatorRecord], /) -> int | Sequence[int]:
         try:
             return self._sink.append(records)
         except Exception as exc:

@@ -56,6 +56,7 @@ from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from shoal.clock import Clock
+from shoal.coordinator.pruning import lowest_needed_offset
 from shoal.coordinator.runtime import NO_OFFSET
 from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.records import (
@@ -159,12 +160,10 @@ class ShareCoordinatorShard:
         """The lowest log offset still needed to rebuild this shard, or None if that
         is unknown (a live key whose snapshot has no offset) or nothing was replayed.
         See the module docstring."""
-        if not self._states:
-            return self._end_offset if self._end_offset > 0 else None
-        offsets = [state.snapshot_offset for state in self._states.values()]
-        if NO_OFFSET in offsets:
-            return None
-        return min(offsets)
+        return lowest_needed_offset(
+            (state.snapshot_offset for state in self._states.values()),
+            end_offset=self._end_offset,
+        )
 
     # ---- operations: records plus a response, no state change
 

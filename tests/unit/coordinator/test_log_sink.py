@@ -307,8 +307,14 @@ def test_routed_sink_writes_one_batch_per_partition(open_log: Opener, clock: Man
     logs = [open_log(i) for i in range(PARTITIONS)]
     g0, g1, g2 = groups_on_distinct_partitions()
     sink = routed(logs, clock)
-    assert sink.append([epoch(g2, 1), epoch(g0, 1), member(g2, "a"), member(g0, "b")]) == NO_OFFSET
-    assert sink.append([epoch(g2, 2)]) == NO_OFFSET
+    # each record's offset in its own partition, in the order given
+    assert sink.append([epoch(g2, 1), epoch(g0, 1), member(g2, "a"), member(g0, "b")]) == [
+        0,
+        0,
+        1,
+        1,
+    ]
+    assert sink.append([epoch(g2, 2)]) == [2]
     assert read_back(logs[0]) == [(0, epoch(g0, 1)), (1, member(g0, "b"))]
     assert read_back(logs[1]) == []
     assert read_back(logs[2]) == [(0, epoch(g2, 1)), (1, member(g2, "a")), (2, epoch(g2, 2))]

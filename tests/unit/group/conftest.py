@@ -18,7 +18,7 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.group import GroupCoordinatorShard, ShareGroupSettings, TopicMetadata
 from shoal.group.classic import ClassicSettings
-from shoal.group.records import CoordinatorRecord, RecordKey, TopicPartitions
+from shoal.group.records import CoordinatorRecord, OffsetCommitKey, RecordKey, TopicPartitions
 from shoal.group.results import (
     CoordinatorResult,
     DeleteShareState,
@@ -56,6 +56,12 @@ def compacted(log: list[CoordinatorRecord]) -> list[CoordinatorRecord]:
     return [record for index, record in enumerate(log) if last[record.key] == index]
 
 
+def _filler_tombstone(index: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        key=OffsetCommitKey(group_id="~filler", topic="~", partition=index), value=None
+    )
+
+
 class Harness:
     """A shard, its record log, a manual clock and the topics of a fake cluster."""
 
@@ -89,15 +95,15 @@ class Harness:
 
     def run(self, result: CoordinatorResult[R]) -> CoordinatorResult[R]:
         for record in result.records:
-            self.log.append(record)
-            self.shard.replay(record)
+            self.write(record)
         self.effects.extend(result.effects)
         return result
 
     def write(self, record: CoordinatorRecord) -> None:
-        """Append and replay a record written by someone else (another group type)."""
+        """Append and replay a record written by someone else (another group type).
+        The log's index is the record's offset (one partition)."""
         self.log.append(record)
-        self.shard.replay(record)
+        self.shard.replay(record, len(self.log) - 1)
 
     def heartbeat(
         self,
@@ -215,8 +221,41 @@ class Harness:
     # ---- checking -----------------------------------------------------------------
 
     def assert_replay_equivalent(self) -> None:
+        """A fresh shard equals the live one after replaying the whole log, the log
+        as compaction would leave it, and the log as pruning leaves it; then again
+        after every live key was re-written (log bound, group/log_bound.py), which
+        must not change the live state either."""
         live = self.shard.durable_state()
-        for log in (self.log, compacted(self.log)):
+        self._assert_equivalent(live)
+        # Push every live key out of the window: tombstones of keys never written
+        # (replay ignores them, and they are not live keys).
+        for index in range(self.shard.log_keys.live_keys(0)):
+            self.write(_filler_tombstone(index))
+        rewrite = self.shard.rewrite_old_records(window_records=0, records_max=10**9)
+        if 0 in self.shard.prune_offsets():  # every live key's offset is known
+            assert rewrite.response == self.shard.log_keys.live_keys(0)
+        self.run(rewrite)
+        assert self.shard.durable_state() == live
+        self._assert_equivalent(live)
+
+    def maintain_log(self, *, window_records: int, records_max: int) -> None:
+        """A `__consumer_offsets` maintenance pass: re-write old keys (the state must
+        not change), then check that a shard loaded from the log as pruning leaves it
+        (from `prune_offsets`, with offsets, as the broker reloads) equals the live one."""
+        live = self.shard.durable_state()
+        self.run(
+            self.shard.rewrite_old_records(window_records=window_records, records_max=records_max)
+        )
+        assert self.shard.durable_state() == live
+        start = self.shard.prune_offsets().get(0, 0)
+        pruned = self.new_shard()
+        for offset, record in enumerate(self.log[start:], start):
+            pruned.replay(record, offset)
+        assert pruned.durable_state() == live
+
+    def _assert_equivalent(self, live: object) -> None:
+        start = self.shard.prune_offsets().get(0, 0)
+        for log in (self.log, compacted(self.log), self.log[start:]):
             fresh = self.new_shard()
             for record in log:
                 fresh.replay(record)

@@ -448,3 +448,41 @@ def test_static_member_that_never_returns_expires(harness: Harness) -> None:
     changed = harness.run(harness.shard.expire_sessions(now_ms=harness.clock.monotonic_ms()))
     assert changed.response.expired_members == (("cg", A),)
     assert harness.shard.consumer_group("cg").is_empty  # type: ignore[union-attr]
+
+
+def test_offsets_retention_keeps_subscribed_topics_of_a_consumer_group(harness: Harness) -> None:
+    """Kafka's ConsumerGroup expiry condition: an offset expires `retention` after its
+    commit unless a member subscribes to its topic; the consumer group itself is not
+    a classic group (no classic tombstone is written for it)."""
+    harness.set_topics(t=1, gone=1)
+    joined = beat(harness, A, 0, ["t"])
+    commit = harness.shard.classic.commit_offsets(
+        group_id="cg",
+        member_id=A,
+        generation_id=joined.member_epoch,
+        group_instance_id=None,
+        offsets=[
+            OffsetToCommit(topic=name, partition=0, offset=7, leader_epoch=-1, metadata="")
+            for name in ("t", "gone")
+        ],
+        api_version=9,
+        now_ms=1_000,
+    )
+    harness.run(CoordinatorResult(records=commit.records, response=None))
+    retention = 60_000
+    classic = harness.shard.classic
+    assert classic.expire_offsets(now_ms=1_000 + retention - 1, retention_ms=retention) == ()
+    expired = classic.expire_offsets(now_ms=1_000 + retention, retention_ms=retention)
+    assert [(type(x.key).__name__, getattr(x.key, "topic", None)) for x in expired] == [
+        ("OffsetCommitKey", "gone")
+    ]
+    harness.run(CoordinatorResult(records=expired, response=None))
+    fetched = classic.fetch_offsets(group_id="cg", partitions=None)[1]
+    assert [(o.topic, o.offset) for o in fetched] == [("t", 7)]
+    beat(harness, A, -1)  # the group empties: its last offset may go now
+    expired = classic.expire_offsets(now_ms=1_000 + retention, retention_ms=retention)
+    assert [(type(x.key).__name__, getattr(x.key, "topic", None)) for x in expired] == [
+        ("OffsetCommitKey", "t")
+    ]
+    harness.run(CoordinatorResult(records=expired, response=None))
+    assert harness.shard.group_type("cg") == "consumer"

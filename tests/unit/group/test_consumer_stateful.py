@@ -126,6 +126,10 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             self.partitions[topic] += 1
             self.h.set_topics(**self.partitions)
 
+    @rule(window=st.integers(min_value=0, max_value=30), records_max=st.integers(1, 40))
+    def maintain_log(self, window: int, records_max: int) -> None:
+        self.h.maintain_log(window_records=window, records_max=records_max)
+
     @invariant()
     def no_partition_has_two_owners(self) -> None:
         group = self.h.shard.consumer_group(GROUP)

@@ -226,8 +226,8 @@ def test_reset_interrupted_by_a_restart_is_settled_not_guessed(harness: Harness)
     harness.run(harness.shard.alter_share_group_offsets(group_id="g", topics=[("t", [(0, 9)])]))
     harness.take_effects()
     reloaded = harness.new_shard()
-    for record in harness.log:
-        reloaded.replay(record)
+    for offset, record in enumerate(harness.log):
+        reloaded.replay(record, offset)
     reloaded.on_topics_changed(topics=list(harness.cluster.values()))
     harness.shard = reloaded
     loaded = harness.run(reloaded.on_loaded())

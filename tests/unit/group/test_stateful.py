@@ -162,6 +162,10 @@ class ShareGroupMachine(RuleBasedStateMachine):
         self.h.run(shard.on_topics_changed(topics=list(self.h.cluster.values())))
         self.h.run(shard.on_loaded())
 
+    @rule(window=st.integers(min_value=0, max_value=30), records_max=st.integers(1, 40))
+    def maintain_log(self, window: int, records_max: int) -> None:
+        self.h.maintain_log(window_records=window, records_max=records_max)
+
     # ---- invariants ---------------------------------------------------------------
 
     @invariant()

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.group.committed_offsets import OffsetToCommit
 from shoal.server.broker import Broker
 from shoal.server.dynamic_config import DynamicLayer
 from shoal.server.registry import api_ranges, load_all_handlers
@@ -63,3 +66,57 @@ def test_api_versions_advertises_the_registry_and_only_it_has_a_fallback() -> No
     assert ApiRange(API_VERSIONS_KEY, 0, 4) in ranges
     with_fallback = [h.api_key for h in handlers.values() if h.unsupported is not None]
     assert with_fallback == [API_VERSIONS_KEY]
+
+
+def _commit(broker: Broker, group: str, topic: str, offset: int) -> None:
+    broker.group_service.classic.commit_offsets(
+        group_id=group,
+        member_id="",
+        generation_id=-1,
+        group_instance_id=None,
+        offsets=[
+            OffsetToCommit(topic=topic, partition=0, offset=offset, leader_epoch=-1, metadata="")
+        ],
+        api_version=9,
+    )
+
+
+def test_a_deleted_topic_takes_every_groups_committed_offsets_with_it(broker: Broker) -> None:
+    broker.logs.create_topic("t", partitions=1, configs={})
+    for group in ("a", "b"):
+        _commit(broker, group, "t", 3)
+    classic = broker.group_service.classic
+    assert classic.fetch_offsets(group_id="a", partitions=None)[1][0].offset == 3
+    broker.logs.delete_topic("t")  # the log's topics-changed event reaches the coordinator
+    for group in ("a", "b"):
+        assert classic.fetch_offsets(group_id=group, partitions=None) == (None, ())
+
+
+def test_a_window_of_commits_makes_the_consumer_offsets_pass_due(tmp_path: Path) -> None:
+    raw = {
+        "log.dirs": str(tmp_path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.num.partitions": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
+        "offsets.topic.rewrite.window.records": "5",
+    }
+    broker = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+    schedule = broker.timers.schedule
+    now = broker.clock.monotonic_ms()
+
+    async def commit_five_then_fire() -> list[str]:
+        schedule.next_deadline_ms(now)  # the driver's first look arms every timer
+        for offset in range(4):
+            _commit(broker, "g", "t", offset)
+        assert schedule.next_deadline_ms(now) > now  # four appended: not yet
+        _commit(broker, "g", "t", 4)
+        assert schedule.next_deadline_ms(now) == now  # five: due at once (appended events)
+        return schedule.fire_due(now)  # in a loop: the broker's disk worker removes files
+
+    try:
+        assert "group-coordinator-log-maintenance" in asyncio.run(commit_five_then_fire())
+        offsets = broker.logs.partition("__consumer_offsets", 0)
+        assert offsets is not None
+        assert (offsets.log_start_offset, offsets.log_end_offset) == (4, 5)
+    finally:
+        broker.logs.close()

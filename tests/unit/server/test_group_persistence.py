@@ -11,7 +11,6 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
-from shoal.coordinator import NO_OFFSET
 from shoal.coordinator.log_sink import read_log
 from shoal.coordinator.placement import partition_for
 from shoal.group.records import CODEC
@@ -97,13 +96,16 @@ def test_a_reloaded_shard_equals_the_one_that_wrote(open_manager: Opener) -> Non
     partitions = 4
     logs, config = open_manager(**{"offsets.topic.num.partitions": str(partitions)})
     sink, _ = open_group_log(logs, config, harness.clock)
-    assert sink.append(harness.log) == NO_OFFSET
+    written_at = sink.append(harness.log)
     logs.close()
 
     reopened, config = open_manager(**{"offsets.topic.num.partitions": str(partitions)})
     _, replay = open_group_log(reopened, config, harness.clock)
     replayed = list(replay)
-    assert {offset for offset, _ in replayed} == {NO_OFFSET}
+    # each record comes back at the offset the live append gave it in its partition
+    assert sorted((offset, repr(rec)) for offset, rec in replayed) == sorted(
+        (offset, repr(rec)) for offset, rec in zip(written_at, harness.log, strict=True)
+    )
     assert sorted(map(repr, (rec for _, rec in replayed))) == sorted(map(repr, harness.log))
     fresh = harness.new_shard()
     for offset, record in replayed:

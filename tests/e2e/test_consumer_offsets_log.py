@@ -1,0 +1,157 @@
+"""`__consumer_offsets` with real clients: it stays bounded under steady commits and a
+broker killed after pruning comes back with exactly the committed offsets; deleting a
+topic deletes every group's committed offsets of it, for good (issue 9 item 4); and
+offsets retention (slow: its minimum is a minute)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.support.broker import Brokers, wait_until
+from tests.support.clients import consumer, create_topic, watermarks
+from tests.support.topics import topic_name
+
+OFFSETS_TOPIC = "__consumer_offsets"
+WINDOW = 20
+TIGHT_BOUND = (
+    "offsets.topic.num.partitions=1",
+    "offsets.topic.segment.bytes=4096",
+    "offsets.topic.prune.interval.ms=100",
+    f"offsets.topic.rewrite.window.records={WINDOW}",
+)
+
+
+def _committer(bootstrap: str, group: str) -> Consumer:
+    return consumer(bootstrap, **{"group.id": group, "enable.auto.commit": False})
+
+
+def _commit(c: Consumer, topic: str, offsets: dict[int, int]) -> None:
+    done = c.commit(
+        offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+    )
+    assert done is not None and all(tp.error is None for tp in done), done
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    c = _committer(bootstrap, group)
+    try:
+        stored = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        return {tp.partition: tp.offset for tp in stored}
+    finally:
+        c.close()
+
+
+def _group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """Every committed offset of the group (OffsetFetch without topics, as describe)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+    result = futures[group].result(timeout=30)
+    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+
+
+def test_steady_commits_stay_bounded_and_a_pruned_log_recovers_after_sigkill(
+    brokers: Brokers,
+) -> None:
+    broker = brokers.start(*TIGHT_BOUND)
+    topic = topic_name("bounded")
+    create_topic(broker.bootstrap, topic, partitions=4)
+    once = _committer(broker.bootstrap, "once")
+    _commit(once, topic, {0: 11, 1: 12, 2: 13})  # never again: re-written, not lost
+    once.close()
+    busy = _committer(broker.bootstrap, "busy")
+    commits = 400
+    try:
+        for n in range(commits):
+            _commit(busy, topic, {3: n})
+    finally:
+        busy.close()
+    live_keys = 4  # three of "once", one of "busy"
+    bound = WINDOW + 2 * live_keys  # the window, the live keys' span, their re-writes
+
+    def pruned() -> bool:
+        low, high = watermarks(broker.bootstrap, OFFSETS_TOPIC, 1)[0]
+        return high >= commits + 3 and low > 3 and high - low <= bound
+
+    assert wait_until(pruned, timeout_s=60, interval_s=0.2), watermarks(
+        broker.bootstrap, OFFSETS_TOPIC, 1
+    )
+    broker.kill()
+    broker.restart()
+    assert _committed(broker.bootstrap, "once", topic, 4) == {0: 11, 1: 12, 2: 13, 3: -1001}
+    assert _committed(broker.bootstrap, "busy", topic, 4)[3] == commits - 1
+    assert _group_offsets(broker.bootstrap, "once") == {
+        (topic, 0): 11,
+        (topic, 1): 12,
+        (topic, 2): 13,
+    }
+
+
+def test_deleting_a_topic_deletes_its_committed_offsets_for_good(brokers: Brokers) -> None:
+    broker = brokers.start()
+    doomed, kept = topic_name("doomed"), topic_name("kept")
+    for name in (doomed, kept):
+        create_topic(broker.bootstrap, name, partitions=2)
+    for group in ("g1", "g2"):
+        c = _committer(broker.bootstrap, group)
+        _commit(c, doomed, {0: 5, 1: 6})
+        _commit(c, kept, {0: 7})
+        c.close()
+    assert _group_offsets(broker.bootstrap, "g1") == {(doomed, 0): 5, (doomed, 1): 6, (kept, 0): 7}
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([doomed], operation_timeout=30)[doomed].result(timeout=30)
+    for group in ("g1", "g2"):
+        assert _group_offsets(broker.bootstrap, group) == {(kept, 0): 7}
+        assert _committed(broker.bootstrap, group, doomed, 2) == {0: -1001, 1: -1001}
+    broker.kill()
+    broker.restart()
+    for group in ("g1", "g2"):
+        assert _group_offsets(broker.bootstrap, group) == {(kept, 0): 7}
+
+
+@pytest.mark.slow
+def test_offsets_retention_expires_idle_groups_offsets_not_a_live_consumer_groups(
+    brokers: Brokers,
+) -> None:
+    """`offsets.retention.minutes` (its minimum, one minute): the offsets of a group
+    without members are gone after it, and stay gone after a restart; a KIP-848
+    consumer group whose member subscribes to the topic keeps its offset."""
+    broker = brokers.start(
+        "offsets.retention.minutes=1",
+        "offsets.retention.check.interval.ms=500",
+        "group.consumer.heartbeat.interval.ms=500",
+    )
+    topic = topic_name("retained")
+    create_topic(broker.bootstrap, topic, partitions=1)
+    idle = _committer(broker.bootstrap, "idle")
+    _commit(idle, topic, {0: 4})
+    idle.close()
+    live = consumer(
+        broker.bootstrap,
+        **{"group.id": "live", "group.protocol": "consumer", "enable.auto.commit": False},
+    )
+    try:
+        live.subscribe([topic])
+        assert wait_until(lambda: live.poll(0.1) is None and bool(live.assignment()), timeout_s=30)
+        _commit(live, topic, {0: 9})
+        started = time.monotonic()
+        while time.monotonic() - started < 50:  # well inside the minute: both kept
+            live.poll(0.2)
+        assert _committed(broker.bootstrap, "idle", topic, 1) == {0: 4}
+        assert wait_until(
+            lambda: (
+                live.poll(0.1) is None
+                and _committed(broker.bootstrap, "idle", topic, 1) == {0: -1001}
+            ),
+            timeout_s=30,
+        )
+        assert _group_offsets(broker.bootstrap, "live") == {(topic, 0): 9}
+    finally:
+        live.close()
+    broker.kill()
+    broker.restart()
+    assert _committed(broker.bootstrap, "idle", topic, 1) == {0: -1001}
