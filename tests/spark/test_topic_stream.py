@@ -219,6 +219,7 @@ def test_option_mistakes_are_named(spark: Any, spark_broker: BrokerProcess) -> N
     assert "'endingOffsets' is not valid in streaming queries" in str(query.exception())
 
 
+@pytest.mark.timeout(600)  # two Spark sessions at once; minutes on a loaded machine
 def test_a_query_killed_in_a_batch_restarts_exactly_once_with_lag_zero(
     spark: Any, spark_broker: BrokerProcess, tmp_path: Path
 ) -> None:
