@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from shoal.client import requests
 from tests.spark.stream_child import kill_in_a_batch
 from tests.support.broker import BrokerProcess
 from tests.support.cli import rows, shoal
-from tests.support.clients import create_topic, flush_all, make_records, producer
+from tests.support.clients import consumer, create_topic, flush_all, make_records, producer
 from tests.support.share_wire import produce_values
 from tests.support.topics import topic_name
 from tests.support.wire import call1
@@ -256,3 +258,40 @@ def test_a_query_killed_in_a_batch_restarts_exactly_once_with_lag_zero(
     assert set(copied) == _offsets(ends)  # nothing lost
     assert set(copied.values()) == {1}  # nothing twice
     assert _lag(bootstrap, "killed-copier") == _at_end(ends)
+
+
+def test_commit_to_a_group_with_active_members_is_logged_not_fatal(
+    spark_broker: BrokerProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The source's own commit path (no Spark session needed): an active consumer
+    group refuses an outside commit; the stream must go on, with a warning."""
+    from shoal.spark.topic_stream import TopicStreamReader
+    from shoal.spark.topic_stream_options import StreamOptions
+
+    bootstrap = spark_broker.bootstrap
+    topic = topic_name("topic-stream-busy")
+    create_topic(bootstrap, topic)
+    produce_values(bootstrap, topic, 5)
+    member = consumer(
+        bootstrap,
+        group_id="busy",
+        group_protocol="classic",
+        auto_offset_reset="earliest",
+        session_timeout_ms=10_000,
+    )
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment(), "the consumer never joined"
+        reader = TopicStreamReader(
+            StreamOptions(bootstrap=bootstrap, topics=(topic,), commit_group="busy")
+        )
+        with caplog.at_level(logging.WARNING, logger="shoal.spark.topic_stream"):
+            reader.commit({topic: {"0": 5}})  # no exception
+        assert "could not commit" in caplog.text and "'busy'" in caplog.text
+        assert "UNKNOWN_MEMBER_ID" in caplog.text or "ILLEGAL_GENERATION" in caplog.text
+        assert _lag(bootstrap, "busy").get(0, ("-",))[0] in ("-", "")  # nothing committed
+    finally:
+        member.close()
