@@ -15,7 +15,9 @@ which alone calls the offset methods:
 - `initialOffset()`: `startingOffsets` resolved with ListOffsets, once per runner (a
   stream that starts at `latest` must not skip what arrives between two idle
   triggers). It only matters for a new query: afterwards Spark starts from the
-  checkpoint's offsets.
+  checkpoint's offsets. Unlike Spark's Kafka source, which writes its initial offsets
+  into the checkpoint at once, a Python source has no place there: a query restarted
+  before it planned its first batch resolves `startingOffsets` again.
 - `latestOffset(start, limit)`: the partitions of the topics and their log bounds,
   then `topic_offsets.plan_end`: new partitions from earliest, data losses (fail or
   log, `failOnDataLoss`), the read limit (`maxOffsetsPerTrigger` is the default
