@@ -1,4 +1,5 @@
-"""Throughput of the PySpark connector's batch source (and sink) against a Shoal broker.
+"""Throughput of the PySpark connector's batch source, topic stream and sink against a
+Shoal broker.
 
 Run from the repository root (needs the spark extra and Java):
 
@@ -14,6 +15,10 @@ partitions, then measures:
 - `spark read`: `spark.read.format("shoal")` of the whole topic on a `local[2]`
   session, materialised with the `noop` sink (no rows collected); run twice, the
   first including the session's warm-up (Python workers, JIT);
+- `spark stream`: `spark.readStream.format("shoal")` of the whole topic with
+  `trigger(availableNow=True)` into the `noop` sink, in one micro-batch, then in
+  `--stream-batches` micro-batches (`maxOffsetsPerTrigger`): the stream's cost over
+  the batch source is its per-batch planning and commit;
 - `spark write`: `df.write.format("shoal")` of as many rows of the same size.
 
 The broker's CPU and the whole machine's CPU (over all cores, from /proc/stat) show
@@ -145,6 +150,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         lambda: frame.write.format("noop").mode("overwrite").save(),
                     )
                 )
+            for batches in (1, args.stream_batches):
+                phases.append(
+                    measure(
+                        f"spark stream x{batches}",
+                        args.records,
+                        tasks,
+                        broker.pid,
+                        lambda batches=batches: stream_all(
+                            spark, bootstrap, topic, args, batches, Path(tmp) / f"cp{batches}"
+                        ),
+                    )
+                )
             values = spark.range(args.records, numPartitions=2).selectExpr(
                 f"cast(repeat('x', {VALUE_BYTES}) as binary) as value"
             )
@@ -166,9 +183,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "partitions": args.partitions,
             "min_partitions": args.min_partitions,
             "spark": "local[2], Arrow batches, noop sink for reads",
+            "stream_batches": args.stream_batches,
         },
         "phases": [{**asdict(p), "records_per_s": p.records_per_s} for p in phases],
     }
+
+
+def stream_all(
+    spark: Any, bootstrap: str, topic: str, args: argparse.Namespace, batches: int, cp: Path
+) -> None:
+    """The whole topic through an AvailableNow stream in about `batches` micro-batches."""
+    stream = (
+        spark.readStream.format("shoal")
+        .option("bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("minPartitions", str(args.min_partitions))
+        .option("maxOffsetsPerTrigger", str(-(-args.records // batches)))
+        .load()
+    )
+    query = (
+        stream.writeStream.format("noop")
+        .option("checkpointLocation", str(cp))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+    read = sum(int(p["numInputRows"]) for p in query.recentProgress)
+    assert read == args.records, f"the stream read {read} of {args.records} records"
 
 
 HEADER = (
@@ -194,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=2, help="topic partitions (default 2)")
     parser.add_argument(
         "--min-partitions", type=int, default=2, help="the source's minPartitions (default 2)"
+    )
+    parser.add_argument(
+        "--stream-batches", type=int, default=10, help="micro-batches of the limited stream"
     )
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     args = parser.parse_args(argv)

@@ -350,3 +350,21 @@ def test_source_reads_an_empty_topic_as_no_rows(spark: Any, spark_broker: Broker
         .load()
     )
     assert read.count() == 0
+
+
+def test_source_without_headers_has_no_headers_column(
+    spark: Any, spark_broker: BrokerProcess
+) -> None:
+    topic = topic_name("spark-no-headers")
+    create_topic(spark_broker.bootstrap, topic)
+    sent = make_records(30, seed=23)
+    produce(spark_broker.bootstrap, topic, sent, 1)
+    read = (
+        spark.read.format("shoal")
+        .option("bootstrap.servers", spark_broker.bootstrap)
+        .option("topic", topic)
+        .option("includeHeaders", "false")
+        .load()
+    )
+    assert "headers" not in read.columns
+    assert [bytes(r.value) for r in read.orderBy("offset").collect()] == [s.value for s in sent]

@@ -3,8 +3,9 @@
 The mock (an independent Kafka implementation inside confluent-kafka) puts a topic's
 four partition leaders on different brokers and a group's coordinator on one of them,
 so every leg of the connector must route: the batch source's planner and executors
-(Metadata, ListOffsets, Fetch to each leader), the sink (confluent-kafka's producer)
-and the `shoal-share` stream (heartbeats to the group coordinator, ShareFetch and
+(Metadata, ListOffsets, Fetch to each leader), the sink (confluent-kafka's producer),
+the topic stream (its `commitToGroup` OffsetCommit to the group coordinator) and the
+`shoal-share` stream (heartbeats to the group coordinator, ShareFetch and
 ShareAcknowledge to each partition's leader, one share session per broker).
 
 The mock cannot set group configs (no IncrementalAlterConfigs) and starts a new share
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
@@ -90,6 +91,42 @@ def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCl
         .collect()
     )
     assert sorted((bytes(r.key), bytes(r.value), r.partition) for r in read) == sorted(rows)
+
+
+def test_topic_stream_reads_every_leader_and_commits_to_the_coordinator(
+    spark: Any, cluster: MockCluster, tmp_path: Path
+) -> None:
+    topic = _spread(cluster, "cluster-stream")
+    values = [b"stream-%d" % i for i in range(600)]
+    _produce_to_every_partition(cluster, topic, values)
+    out = tmp_path / "out"
+    query = (
+        spark.readStream.format("shoal")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "250")
+        .option("commitToGroup", "cluster-stream-group")
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(QUERY_TIMEOUT_S)
+    assert query.exception() is None, query.exception()
+    rows = spark.read.parquet(str(out)).select("partition", "offset", "value").collect()
+    assert sorted(bytes(r.value) for r in rows) == sorted(values)  # each once
+    ends = {p: 1 + max(r.offset for r in rows if r.partition == p) for p in range(MOCK_PARTITIONS)}
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cluster-stream-group"})
+    try:
+        committed = reader.committed(
+            [TopicPartition(topic, p) for p in range(MOCK_PARTITIONS)], timeout=30
+        )
+    finally:
+        reader.close()
+    assert {tp.partition: tp.offset for tp in committed} == ends
 
 
 def test_share_stream_acquires_from_every_leader(

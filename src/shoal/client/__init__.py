@@ -6,7 +6,8 @@
 - `sync.Connection` / `aio.Connection`: one raw connection (tests, hostile input).
 - The share-group member: `share_member.ShareMember` (sans-I/O), driven by
   `share_runner.ShareRunner` (asyncio) or `share_thread.ShareMemberThread` (blocking,
-  its own loop thread); `offsets.list_offsets` asks each leader for offsets.
+  its own loop thread); `offsets.list_offsets` asks each leader for offsets;
+  `group_offsets.commit_offsets` commits a consumer group's offsets from outside it.
 - Errors: `KafkaError`, `BrokerUnreachable`, `RequestTimeout` (all `ClientError`).
 """
 

@@ -2,8 +2,8 @@
 
 `register(spark)` makes them available to a session:
 
-- `format("shoal")`: batch reads of topics by offset range (`batch_source`), batch and
-  streaming writes (`sink`);
+- `format("shoal")`: batch reads of topics by offset range (`batch_source`), the
+  offset-based topic stream (`topic_stream`), batch and streaming writes (`sink`);
 - `format("shoal-share")`: the share-group streaming source (`share_source`).
 
 Install with `pip install -e '.[spark]'` (pyspark >= 4.2, pyarrow, Java 17 or 21).

@@ -1,4 +1,5 @@
-"""`format("shoal")`: the batch source (topics by offset range) and the sink's entry point.
+"""`format("shoal")`: the batch source (topics by offset range), the entry point of the
+topic stream (`readStream`, `topic_stream`) and of the sink.
 
 Reading: `spark.read.format("shoal").option("bootstrap.servers", ...).option("topic",
 ...).load()`. On the driver, `schema()` and `reader()` check the options and that the
@@ -7,6 +8,11 @@ brokers answer; `reader()` resolves `startingOffsets`/`endingOffsets` with ListO
 -1 latest) and splits each partition's range into `OffsetRange` tasks (one per
 partition by default; more with `minPartitions` or `maxRecordsPerPartition`).
 Executors run `read()`, which is `reading.read_range` over one range.
+
+Streaming (`spark.readStream.format("shoal")`) is `ShoalDataSource.streamReader()`,
+implemented in `shoal.spark.topic_stream`. `schema()` runs for batch and stream reads
+alike, so it checks only the options both accept (`topic_stream_options`), and the
+readers apply their own rules.
 
 Writing (`df.write` / `writeStream`) is `ShoalDataSource.writer()` /
 `streamWriter()`, implemented in `shoal.spark.sink`.
@@ -26,6 +32,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
@@ -34,70 +41,60 @@ from pyspark.sql.types import StructType
 
 from shoal.client import KafkaError
 from shoal.spark import cluster
-from shoal.spark.cluster import EARLIEST, FETCH_MAX_BYTES_CAP, LATEST
+from shoal.spark.cluster import EARLIEST, LATEST
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
+    FETCH_MAX_BYTES,
+    INCLUDE_HEADERS,
+    MAX_RECORDS_PER_PARTITION,
+    MAX_ROWS_PER_BATCH,
+    MIN_PARTITIONS,
     OFFSETS_HELP,
-    REQUIRED,
+    TOPICS,
     OffsetSpec,
     OptionError,
     OptionSpec,
-    int_parser,
     parse_offsets,
     parse_options,
-    parse_topic_list,
     require_reachable,
 )
-from shoal.spark.reading import (
-    FETCH_BYTES_DEFAULT,
-    MAX_ROWS_PER_BATCH_DEFAULT,
-    SCHEMA_DDL,
-    read_range,
-)
+from shoal.spark.reading import SCHEMA_DDL, SCHEMA_DDL_WITHOUT_HEADERS, read_range
+from shoal.spark.topic_stream_options import STREAM_OPTIONS, parse_stream_options
 
 NAME: Final = "shoal"
 
 READ_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
-    OptionSpec(
-        "topic",
-        parse_topic_list,
-        REQUIRED,
-        aliases=("topics", "subscribe"),
-        help="a topic name or a comma-separated list",
-    ),
+    TOPICS,
     OptionSpec("startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP),
     OptionSpec("endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
-    OptionSpec("minPartitions", int_parser(1, 1_000_000), None, help="a positive integer"),
-    OptionSpec("maxRecordsPerPartition", int_parser(1), None, help="a positive number of records"),
-    OptionSpec(
-        "fetchMaxBytes",
-        int_parser(1, FETCH_MAX_BYTES_CAP),
-        FETCH_BYTES_DEFAULT,
-        help=f"bytes per Fetch, at most {FETCH_MAX_BYTES_CAP}",
-    ),
-    OptionSpec(
-        "maxRowsPerBatch",
-        int_parser(1, 1_000_000),
-        MAX_ROWS_PER_BATCH_DEFAULT,
-        help="rows per Arrow batch a task yields",
-    ),
+    MIN_PARTITIONS,
+    MAX_RECORDS_PER_PARTITION,
+    FETCH_MAX_BYTES,
+    MAX_ROWS_PER_BATCH,
+    INCLUDE_HEADERS,
 )
 
 
 class ShoalDataSource(DataSource):
-    """Batch reads of topics and batch/streaming writes to them."""
+    """Batch and streaming reads of topics, batch and streaming writes to them."""
 
     @classmethod
     def name(cls) -> str:
         return NAME
 
     def schema(self) -> str:
-        read_options(self.options)
-        return SCHEMA_DDL
+        options = parse_options(self.options, STREAM_OPTIONS, source=NAME)
+        require_reachable(options["bootstrap.servers"])
+        return SCHEMA_DDL if options["includeHeaders"] else SCHEMA_DDL_WITHOUT_HEADERS
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ShoalBatchReader(read_options(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from shoal.spark.topic_stream import TopicStreamReader
+
+        return TopicStreamReader(parse_stream_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from shoal.spark.sink import ShoalBatchWriter
@@ -154,6 +151,7 @@ class ShoalBatchReader(DataSourceReader):
         self._bootstrap: str = options["bootstrap.servers"]
         self._fetch_max_bytes: int = options["fetchMaxBytes"]
         self._max_rows_per_batch: int = options["maxRowsPerBatch"]
+        self._include_headers: bool = options["includeHeaders"]
         self._ranges = split_ranges(
             resolve_ranges(self._bootstrap, options),
             min_partitions=options["minPartitions"],
@@ -174,6 +172,7 @@ class ShoalBatchReader(DataSourceReader):
             partition.end,
             max_rows_per_batch=self._max_rows_per_batch,
             fetch_max_bytes=self._fetch_max_bytes,
+            include_headers=self._include_headers,
         )
 
 

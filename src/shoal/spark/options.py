@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shoal.client import ClientError, parse_bootstrap
+from shoal.spark.cluster import FETCH_MAX_BYTES_CAP, check_reachable
 
 REQUIRED: Final = object()
 """Default of an option that must be given."""
@@ -100,8 +101,6 @@ def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
 
 def require_reachable(bootstrap: str, *, option: str = "bootstrap.servers") -> None:
     """OptionError naming `option` unless a broker of `bootstrap` answers Metadata."""
-    from shoal.spark.cluster import check_reachable
-
     try:
         check_reachable(bootstrap)
     except ClientError as exc:
@@ -129,6 +128,20 @@ def parse_topic(value: str) -> str:
     if not topic or "," in topic:
         raise ValueError("one topic name is expected")
     return topic
+
+
+def parse_bool(value: str) -> bool:
+    """`true` or `false` (any case), as Spark's options take booleans."""
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return text == "true"
+
+
+def parse_group_id(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
 
 
 def int_parser(minimum: int, maximum: int = 2**63 - 1) -> Callable[[str], int]:
@@ -178,4 +191,45 @@ BOOTSTRAP_SERVERS: Final = OptionSpec(
     REQUIRED,
     aliases=("kafka.bootstrap.servers",),
     help="host:port[,host:port...]",
+)
+
+# ---- options the topic batch source and the topic stream share (format("shoal"))
+
+MAX_ROWS_PER_BATCH_DEFAULT: Final = 65_536
+"""Rows per Arrow batch `reading.read_range` yields at most (bigger batches amortise the
+cost of crossing into the JVM; Spark's own default is 10k)."""
+FETCH_BYTES_DEFAULT: Final = 8 * 2**20
+"""Bytes asked for per Fetch (`partition_max_bytes`); a larger first batch still comes
+whole."""
+
+TOPICS: Final = OptionSpec(
+    "topic",
+    parse_topic_list,
+    REQUIRED,
+    aliases=("topics", "subscribe"),
+    help="a topic name or a comma-separated list",
+)
+MIN_PARTITIONS: Final = OptionSpec(
+    "minPartitions", int_parser(1, 1_000_000), None, help="a positive integer"
+)
+MAX_RECORDS_PER_PARTITION: Final = OptionSpec(
+    "maxRecordsPerPartition", int_parser(1), None, help="a positive number of records"
+)
+FETCH_MAX_BYTES: Final = OptionSpec(
+    "fetchMaxBytes",
+    int_parser(1, FETCH_MAX_BYTES_CAP),
+    FETCH_BYTES_DEFAULT,
+    help=f"bytes per Fetch, at most {FETCH_MAX_BYTES_CAP}",
+)
+MAX_ROWS_PER_BATCH: Final = OptionSpec(
+    "maxRowsPerBatch",
+    int_parser(1, 1_000_000),
+    MAX_ROWS_PER_BATCH_DEFAULT,
+    help="rows per Arrow batch a task yields",
+)
+INCLUDE_HEADERS: Final = OptionSpec(
+    "includeHeaders",
+    parse_bool,
+    True,
+    help="true (a `headers` column, Shoal's default) or false (no such column)",
 )

@@ -20,9 +20,11 @@ Dropped: control batches (transaction markers); with isolation_level=1
 AbortedTransactions as Kafka's consumer does; offsets outside [start, end) (a Fetch
 starts at the batch holding `start`). CRCs are checked, as Kafka's consumers do.
 
-The output schema is Spark's Kafka source's with headers always included: `SCHEMA_DDL`
-for Spark, `ARROW_SCHEMA` for the batches (they must match exactly). A record without
-headers has null `headers`, as in Spark.
+The output schema is Spark's Kafka source's with headers included (`includeHeaders`,
+true by default in Shoal): `SCHEMA_DDL` for Spark, `ARROW_SCHEMA` for the batches (they
+must match exactly); without headers `SCHEMA_DDL_WITHOUT_HEADERS` and
+`ARROW_SCHEMA_WITHOUT_HEADERS`. A record without headers has null `headers`, as in
+Spark.
 """
 
 from __future__ import annotations
@@ -49,13 +51,15 @@ from shoal.protocol.record_batch import (
 from shoal.protocol.records import decompressed
 from shoal.protocol.records import read_varint as _varint
 from shoal.spark.cluster import EARLIEST, client_for, fetch, list_offsets
+from shoal.spark.options import FETCH_BYTES_DEFAULT, MAX_ROWS_PER_BATCH_DEFAULT
 
 log = logging.getLogger(__name__)
 
-SCHEMA_DDL: Final = (
+SCHEMA_DDL_WITHOUT_HEADERS: Final = (
     "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int, headers array<struct<key:string,value:binary>>"
+    "timestamp timestamp, timestampType int"
 )
+SCHEMA_DDL: Final = SCHEMA_DDL_WITHOUT_HEADERS + ", headers array<struct<key:string,value:binary>>"
 HEADERS_TYPE: Final = pa.list_(
     pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())]))
 )
@@ -72,13 +76,8 @@ ARROW_SCHEMA: Final = pa.schema(
         ("headers", HEADERS_TYPE),
     ]
 )
+ARROW_SCHEMA_WITHOUT_HEADERS: Final = ARROW_SCHEMA.remove(ARROW_SCHEMA.get_field_index("headers"))
 
-MAX_ROWS_PER_BATCH_DEFAULT: Final = 65_536
-"""Rows per Arrow batch `read_range` yields at most (bigger batches amortise the cost of
-crossing into the JVM; Spark's own default is 10k)."""
-FETCH_BYTES_DEFAULT: Final = 8 * 2**20
-"""Bytes asked for per Fetch (`partition_max_bytes`); a larger first batch still comes
-whole. Option `fetchMaxBytes` of the batch source."""
 FETCH_STALLS_MAX: Final = 20
 """Fetches in a row that return nothing new while the partition's high watermark (or
 last stable offset) says the data is there, before `read_range` gives up."""
@@ -108,11 +107,13 @@ def read_range(
     isolation_level: int = 0,
     max_rows_per_batch: int = MAX_ROWS_PER_BATCH_DEFAULT,
     fetch_max_bytes: int = FETCH_BYTES_DEFAULT,
+    include_headers: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Records with start <= offset < end via Fetch (decoded straight into Arrow
     columns; control records dropped; with isolation_level=1 aborted-transaction
-    records dropped using AbortedTransactions), in offset order. Raises a clear error
-    if the range is no longer in the log (OFFSET_OUT_OF_RANGE)."""
+    records dropped using AbortedTransactions), in offset order; without the `headers`
+    column unless `include_headers`. Raises a clear error if the range is no longer in
+    the log (OFFSET_OUT_OF_RANGE)."""
     assert 0 <= start <= end, f"bad range [{start}, {end})"
     assert max_rows_per_batch > 0 and fetch_max_bytes > 0
     client = client_for(bootstrap)
@@ -140,7 +141,14 @@ def read_range(
         if aborted is not None:
             aborted.add(fetched.aborted)
         next_offset, kept = _kept_batches(fetched.records, offset, end, aborted)
-        for batch in decode_batches(kept, start=offset, end=end, constants=constants):
+        for decoded in decode_batches(kept, start=offset, end=end, constants=constants):
+            batch = (
+                decoded
+                if include_headers
+                else pa.RecordBatch.from_arrays(
+                    decoded.columns[:-1], schema=ARROW_SCHEMA_WITHOUT_HEADERS
+                )
+            )
             for first in range(0, batch.num_rows, max_rows_per_batch):
                 yield batch.slice(first, max_rows_per_batch)
         if next_offset > offset:

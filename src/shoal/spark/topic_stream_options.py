@@ -1,0 +1,115 @@
+"""Options of `spark.readStream.format("shoal")`, parsed and checked (pure; no pyspark).
+
+Spark's Kafka source's names and meanings, where it has them:
+
+- `bootstrap.servers` (or `kafka.bootstrap.servers`), required: the brokers.
+- `subscribe` (or `topic`, `topics`), required: a topic or a comma-separated list.
+- `startingOffsets` (`latest`): where a new query starts: `earliest`, `latest` or JSON
+  `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest; every partition of the topics).
+  Ignored once the checkpoint has an offset.
+- `maxOffsetsPerTrigger` (none): records per micro-batch at most, split across the
+  partitions by backlog.
+- `minPartitions` (one task per partition with records): Spark tasks per micro-batch at
+  least (big ranges are split); `maxRecordsPerPartition` (none): records per task at most.
+- `failOnDataLoss` (`true`): fail the query when records were deleted (or a partition
+  went away) before it read them; `false` logs and skips them.
+- `includeHeaders` (`true`, Spark's default is false): the `headers` column; `false`
+  drops it.
+- `commitToGroup` (none): a consumer group the end offsets of finished batches are
+  committed to (topic_stream.py says when).
+- `fetchMaxBytes`, `maxRowsPerBatch` (8 MiB, 65536): as for the batch source.
+
+`endingOffsets` is refused, as Spark's Kafka source refuses it for streams: a stream
+reads on, and `trigger(availableNow=True)` stops at the end offsets the topics have
+when the query starts. Every problem raises `OptionError` naming the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from shoal.spark.options import (
+    BOOTSTRAP_SERVERS,
+    FETCH_BYTES_DEFAULT,
+    FETCH_MAX_BYTES,
+    INCLUDE_HEADERS,
+    MAX_RECORDS_PER_PARTITION,
+    MAX_ROWS_PER_BATCH,
+    MAX_ROWS_PER_BATCH_DEFAULT,
+    MIN_PARTITIONS,
+    OFFSETS_HELP,
+    TOPICS,
+    OffsetSpec,
+    OptionError,
+    OptionSpec,
+    int_parser,
+    parse_bool,
+    parse_group_id,
+    parse_offsets,
+    parse_options,
+)
+
+SOURCE_NAME: Final = "shoal"
+RECORDS_PER_TRIGGER_MAX: Final = 2**31 - 1
+"""Ceiling of `maxOffsetsPerTrigger` (Spark's `ReadMaxRows` holds an int)."""
+
+STREAM_OPTIONS: Final = (
+    BOOTSTRAP_SERVERS,
+    TOPICS,
+    OptionSpec("startingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
+    OptionSpec("endingOffsets", parse_offsets, None, help=OFFSETS_HELP),
+    OptionSpec(
+        "maxOffsetsPerTrigger",
+        int_parser(1, RECORDS_PER_TRIGGER_MAX),
+        None,
+        help="a positive number of records per micro-batch",
+    ),
+    MIN_PARTITIONS,
+    MAX_RECORDS_PER_PARTITION,
+    OptionSpec("failOnDataLoss", parse_bool, True, help="true or false"),
+    INCLUDE_HEADERS,
+    OptionSpec("commitToGroup", parse_group_id, None, help="a consumer group id"),
+    FETCH_MAX_BYTES,
+    MAX_ROWS_PER_BATCH,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    bootstrap: str
+    topics: tuple[str, ...]
+    starting: OffsetSpec = "latest"
+    records_per_trigger: int | None = None
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = True
+    commit_group: str | None = None
+    fetch_max_bytes: int = FETCH_BYTES_DEFAULT
+    max_rows_per_batch: int = MAX_ROWS_PER_BATCH_DEFAULT
+
+
+def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
+    """The stream's options; OptionError naming the option when one is wrong."""
+    parsed = parse_options(raw, STREAM_OPTIONS, source=SOURCE_NAME)
+    if parsed["endingOffsets"] is not None:
+        raise OptionError(
+            "option 'endingOffsets' is not valid in streaming queries (as in Spark's Kafka "
+            "source): a stream reads on; with trigger(availableNow=True) it stops at the end "
+            "offsets the topics have when the query starts. For a fixed range use spark.read"
+        )
+    return StreamOptions(
+        bootstrap=parsed["bootstrap.servers"],
+        topics=parsed["topic"],
+        starting=parsed["startingOffsets"],
+        records_per_trigger=parsed["maxOffsetsPerTrigger"],
+        min_partitions=parsed["minPartitions"],
+        max_records_per_partition=parsed["maxRecordsPerPartition"],
+        fail_on_data_loss=parsed["failOnDataLoss"],
+        include_headers=parsed["includeHeaders"],
+        commit_group=parsed["commitToGroup"],
+        fetch_max_bytes=parsed["fetchMaxBytes"],
+        max_rows_per_batch=parsed["maxRowsPerBatch"],
+    )
