@@ -16,13 +16,14 @@ of its own (the per-record Python work holds the GIL; see bench/share_consume.py
 explicit acknowledgement mode: after each poll a consumer ACCEPTs every record and
 calls commit_sync. One confluent-kafka Producer (acks=all, `--linger-ms`, default 0,
 no compression) then sends V-byte records round-robin over the partitions, paced at R
-records/s for a warm-up second and then `--duration` seconds.
+records/s for a warm-up and then `--duration` seconds. The warm-up lasts at least a second and until
+every consumer has received records and the group keeps up with the producer (the
+join and the first assignment are over; at most 20 s).
 
 Each payload starts with CLOCK_MONOTONIC nanoseconds read just before `produce()` and
 a sequence number; a record's latency is the consumer's clock when `poll()` returned
 it minus that stamp (one clock for every process on the machine). Records of the
-warm-up second are not counted (the group forms and the partitions get assigned
-then). Percentiles are per record, over every record of the measured window; the
+warm-up are not counted. Percentiles are per record, over every record of the measured window; the
 phase fails if a measured record never arrives.
 
 librdkafka's own default is linger.ms=5 (queue.buffering.max.ms): at a paced rate a
@@ -45,6 +46,7 @@ import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,9 @@ BROKER_OVERRIDES = (
     "group.share.heartbeat.interval.ms=500",
 )
 CONSUMERS = 4
-WARMUP_S = 1.0
+WARMUP_MIN_S = 1.0
+WARMUP_MAX_S = 20.0
+CAUGHT_UP_S = 0.05  # the warm-up ends once the consumers are at most this far behind
 STAMP = struct.Struct(">qq")  # monotonic ns before produce(), sequence number
 DRAIN_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
@@ -71,14 +75,14 @@ def consumer_worker(
     bootstrap: str,
     group: str,
     topic: str,
-    warmup_records: int,
+    index: int,
     ready: Any,  # multiprocessing.Barrier
     stop: Any,  # multiprocessing.Event
-    received: Any,  # multiprocessing.Value("q")
+    received: Any,  # multiprocessing.Array("q"), records received per consumer
     results: Any,  # multiprocessing.Queue
 ) -> None:
     """One ShareConsumer process: explicit mode, ACCEPT every record, commit_sync per
-    poll; records the latency (µs) of every record past the warm-up."""
+    poll; returns the sequence number and latency (µs) of every record."""
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
@@ -91,6 +95,7 @@ def consumer_worker(
     latencies_us = array("q")
     sequences = array("q")
     redelivered = 0
+    polls = 0
     error = None
     try:
         while not stop.is_set():
@@ -98,6 +103,7 @@ def consumer_worker(
             if not batch:
                 continue
             now_ns = time.monotonic_ns()
+            polls += 1
             for message in batch:
                 if message.error() is not None:
                     error = str(message.error())
@@ -105,15 +111,13 @@ def consumer_worker(
                 stamp_ns, sequence = STAMP.unpack_from(message.value() or b"")
                 if message.delivery_count() != 1:
                     redelivered += 1
-                if sequence >= warmup_records:
-                    latencies_us.append((now_ns - stamp_ns) // 1000)
-                    sequences.append(sequence)
+                latencies_us.append((now_ns - stamp_ns) // 1000)
+                sequences.append(sequence)
                 consumer.acknowledge(message, AcknowledgeType.ACCEPT)
             if error:
                 break
             consumer.commit_sync(60)
-            with received.get_lock():
-                received.value += len(batch)
+            received[index] += len(batch)
     except KafkaException as exc:  # reported to the parent, which fails the phase
         error = repr(exc)
     finally:
@@ -123,6 +127,7 @@ def consumer_worker(
             "latencies_us": latencies_us.tobytes(),
             "sequences": sequences.tobytes(),
             "redelivered": redelivered,
+            "polls": polls,
             "error": error,
         }
     )
@@ -134,12 +139,14 @@ def produce_paced(
     *,
     partitions: int,
     rate: int,
-    records: int,
+    measured: int,
     value_bytes: int,
     linger_ms: float,
-) -> float:
-    """Send `records` records at `rate` records/s, round-robin over the partitions;
-    returns the seconds the sending took (the schedule's, if kept)."""
+    warm: Callable[[int, float], bool],
+) -> tuple[int, float]:
+    """Send records at `rate` records/s, round-robin over the partitions: a warm-up
+    until `warm(sent, elapsed_s)` says it is over (asked every 10 ms), then `measured`
+    more. Returns the first measured sequence number and the measured window's rate."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -158,25 +165,33 @@ def produce_paced(
 
     padding = os.urandom(max(0, value_bytes - STAMP.size))
     interval_s = 1.0 / rate
+    check_every = max(1, rate // 100)
     started = time.monotonic()
-    for sequence in range(records):
+    first_measured: int | None = None
+    measured_from_s = 0.0
+    sequence = 0
+    while first_measured is None or sequence < first_measured + measured:
         due = started + sequence * interval_s
         while True:
-            ahead_s = due - time.monotonic()
-            if ahead_s <= 0:
+            now = time.monotonic()
+            if now >= due:
                 break
             producer.poll(0)
-            time.sleep(min(ahead_s, PACE_SLICE_S))
+            time.sleep(min(due - now, PACE_SLICE_S))
         value = STAMP.pack(time.monotonic_ns(), sequence) + padding
         producer.produce(topic, value, partition=sequence % partitions, on_delivery=delivered)
-        if sequence % 64 == 0:
+        sequence += 1
+        if sequence % check_every == 0:
             producer.poll(0)
-    took = time.monotonic() - started
+            if first_measured is None and warm(sequence, time.monotonic() - started):
+                first_measured, measured_from_s = sequence, time.monotonic()
+    sent_rate = measured / (time.monotonic() - measured_from_s)
     if producer.flush(120):
         raise RuntimeError("records not delivered")
     if failures:
         raise RuntimeError(f"{len(failures)} records failed: {failures[:3]}")
-    return took
+    assert first_measured is not None
+    return first_measured, sent_rate
 
 
 def phase(
@@ -186,43 +201,51 @@ def phase(
     group = f"{topic}-group"
     create_topic(bootstrap, topic, partitions=partitions)
     set_group(bootstrap, group)
-    warmup_records = int(rate * WARMUP_S)
     measured = int(rate * args.duration)
-    total = warmup_records + measured
     context = mp.get_context("spawn")  # never fork a process with librdkafka threads
     ready = context.Barrier(CONSUMERS + 1)
     stop = context.Event()
-    received = context.Value("q", 0)
+    received = context.Array("q", CONSUMERS)
     results = context.Queue()
     workers = [
         context.Process(
             target=consumer_worker,
-            args=(bootstrap, group, topic, warmup_records, ready, stop, received, results),
+            args=(bootstrap, group, topic, index, ready, stop, received, results),
         )
-        for _ in range(CONSUMERS)
+        for index in range(CONSUMERS)
     ]
     for worker in workers:
         worker.start()
-    try:
-        ready.wait(START_TIMEOUT_S)
-        with meter:
-            sent_s = produce_paced(
+
+    def warm(sent: int, elapsed_s: float) -> bool:
+        """Warm once every consumer has records and the group keeps up (the join and
+        the first assignment are over), or after WARMUP_MAX_S regardless."""
+        counts = list(received)
+        caught_up = sum(counts) >= sent - rate * CAUGHT_UP_S
+        settled = min(counts) > 0 and caught_up and elapsed_s >= WARMUP_MIN_S
+        return settled or elapsed_s >= WARMUP_MAX_S
+
+    ready.wait(START_TIMEOUT_S)
+    with meter:  # client CPU counts the consumer processes once they have exited
+        try:
+            first, sent_rate = produce_paced(
                 bootstrap,
                 topic,
                 partitions=partitions,
                 rate=rate,
-                records=total,
+                measured=measured,
                 value_bytes=args.value_bytes,
                 linger_ms=args.linger_ms,
+                warm=warm,
             )
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            while received.value < total and time.monotonic() < deadline:
+            while sum(received) < first + measured and time.monotonic() < deadline:
                 time.sleep(0.05)
-    finally:
-        stop.set()
-    outcomes = [results.get(timeout=DRAIN_TIMEOUT_S) for _ in workers]
-    for worker in workers:
-        worker.join(30)
+        finally:
+            stop.set()
+        outcomes = [results.get(timeout=DRAIN_TIMEOUT_S) for _ in workers]
+        for worker in workers:
+            worker.join(30)
     errors = [o["error"] for o in outcomes if o["error"]]
     if errors:
         raise RuntimeError(f"{partitions} partitions at {rate}/s: {errors}")
@@ -231,20 +254,25 @@ def phase(
     for outcome in outcomes:
         latencies.frombytes(outcome["latencies_us"])
         sequences.frombytes(outcome["sequences"])
-    missing = measured - len(set(sequences))
+    window = [(q, v) for q, v in zip(sequences, latencies, strict=True) if q >= first]
+    missing = measured - len({q for q, _ in window})
     if missing:
         raise RuntimeError(f"{partitions} partitions at {rate}/s: {missing} records never arrived")
-    values = sorted(v / 1000 for v in latencies)
+    values = sorted(v / 1000 for _, v in window)
     return {
         "partitions": partitions,
         "rate": rate,
         "records": measured,
-        "sent_rate": total / sent_s,
+        "warmup_records": first,
+        "sent_rate": sent_rate,
         "p50_ms": percentile(values, 50),
         "p99_ms": percentile(values, 99),
         "p999_ms": percentile(values, 99.9),
         "max_ms": values[-1],
-        "redelivered": sum(o["redelivered"] for o in outcomes) + len(sequences) - measured,
+        "redelivered": sum(o["redelivered"] for o in outcomes)
+        + len(sequences)
+        - len(set(sequences)),
+        "mean_poll_records": len(sequences) / max(1, sum(o["polls"] for o in outcomes)),
         "broker_cpu_percent": meter.broker_percent,
         "client_cpu_percent": meter.client_percent,
     }
@@ -252,7 +280,8 @@ def phase(
 
 HEADER = (
     f"{'P':>2} {'rate/s':>7} {'sent/s':>8} {'records':>8} {'p50 ms':>7} {'p99 ms':>7} "
-    f"{'p99.9 ms':>8} {'max ms':>7} {'redeliv':>7} {'broker CPU':>10}"
+    f"{'p99.9 ms':>8} {'max ms':>7} {'redeliv':>7} {'per poll':>8} {'broker CPU':>10} "
+    f"{'client CPU':>10}"
 )
 
 
@@ -260,7 +289,8 @@ def row(r: dict[str, Any]) -> str:
     return (
         f"{r['partitions']:>2} {r['rate']:>7,} {r['sent_rate']:>8,.0f} {r['records']:>8,} "
         f"{r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['p999_ms']:>8.2f} {r['max_ms']:>7.1f} "
-        f"{r['redelivered']:>7} {r['broker_cpu_percent']:>9.0f}%"
+        f"{r['redelivered']:>7} {r['mean_poll_records']:>8.1f} {r['broker_cpu_percent']:>9.0f}% "
+        f"{r['client_cpu_percent']:>9.0f}%"
     )
 
 
@@ -293,7 +323,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {**machine(), "load_average_1m_before": load_before},
         "settings": {
             "duration_s": args.duration,
-            "warmup_s": WARMUP_S,
+            "warmup": f"at least {WARMUP_MIN_S} s, until every consumer has records and "
+            f"the group is within {CAUGHT_UP_S} s of the producer (at most {WARMUP_MAX_S} s)",
             "value_bytes": args.value_bytes,
             "consumers": CONSUMERS,
             "producer": f"acks=all linger.ms={args.linger_ms} compression=none, paced, no keys",
