@@ -81,7 +81,7 @@ class Broker:
             ),
         )
         self.share_state = ShareStateService.open(
-            self.logs, config, self.clock, remove_paths=self.disk.remove
+            self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
         """The share coordinator on `__share_group_state`, loaded."""
         self.persister = self.share_state.coordinator
@@ -135,6 +135,7 @@ class Broker:
             group_configs=self.group_configs,
             api_versions=api_ranges(self.handlers),
             stopping=lambda: self.stopping,
+            state_writes=self.share_state.append_linger,
         )
         """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None
@@ -224,6 +225,7 @@ class Broker:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.timers.stop()
+        self.share_state.append_linger.flush_all()
         await self.disk.close()
         self.logs.close()
         log.info("shutdown complete")
