@@ -300,7 +300,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     overrides = (*BROKER_OVERRIDES, *args.broker_config)
     phases: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="shoal-bench-") as tmp:
-        broker = BrokerProcess(Path(tmp) / "data", overrides=overrides).start()
+        broker = BrokerProcess(
+            Path(tmp) / "data", overrides=overrides, log_path=args.broker_log
+        ).start()
         try:
             meter = CpuMeter(broker.pid, include_children=True)
             print(HEADER, flush=True)
@@ -353,6 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger-ms", type=float, default=0.0, help="producer linger.ms")
     parser.add_argument(
         "--broker-config", action="append", default=[], metavar="K=V", help="broker override"
+    )
+    parser.add_argument(
+        "--broker-log",
+        type=Path,
+        default=None,
+        help="keep the broker's log here (with SHOAL_LATENCY_TRACE=<s> set, it has the "
+        "per-stage timings and the loop lag: server/latency_trace.py)",
     )
     args = parser.parse_args(argv)
     if args.value_bytes < STAMP.size:

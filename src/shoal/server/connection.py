@@ -31,6 +31,7 @@ from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
+from shoal.server.latency_trace import TRACE
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -146,7 +147,8 @@ async def _dispatch(
     request = codec.decode_body(frame, body_offset, api_key, version)
     staged = services.state_writes.mark()
     try:
-        response = await handler.handle(ctx, request)
+        with TRACE.stage(f"handle {codec.api_name(api_key)}"):
+            response = await handler.handle(ctx, request)
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",
@@ -158,7 +160,8 @@ async def _dispatch(
         )
         raise ConnectionClosed(f"internal error in {codec.api_name(api_key)}") from exc
     try:
-        await services.state_writes.written(staged)
+        with TRACE.stage("state write barrier"):
+            await services.state_writes.written(staged)
     except RecordSinkError as exc:
         raise ConnectionClosed(
             f"share state written by {codec.api_name(api_key)} was lost: {exc}"
