@@ -159,13 +159,14 @@ async def _dispatch(
             header.client_id,
         )
         raise ConnectionClosed(f"internal error in {codec.api_name(api_key)}") from exc
-    try:
-        with TRACE.stage("state write barrier"):
-            await services.state_writes.written(staged)
-    except RecordSinkError as exc:
-        raise ConnectionClosed(
-            f"share state written by {codec.api_name(api_key)} was lost: {exc}"
-        ) from exc
+    if services.state_writes.mark() != staged:
+        try:
+            with TRACE.stage("state write barrier"):
+                await services.state_writes.written(staged)
+        except RecordSinkError as exc:
+            raise ConnectionClosed(
+                f"share state written by {codec.api_name(api_key)} was lost: {exc}"
+            ) from exc
     if response is None:
         return None
     return codec.encode_response(api_key, version, correlation_id, response)
