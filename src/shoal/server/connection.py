@@ -147,7 +147,10 @@ async def _dispatch(
     request = codec.decode_body(frame, body_offset, api_key, version)
     staged = services.state_writes.mark()
     try:
-        with TRACE.stage(f"handle {codec.api_name(api_key)}"):
+        if TRACE.enabled:
+            with TRACE.stage(f"handle {codec.api_name(api_key)}"):
+                response = await handler.handle(ctx, request)
+        else:
             response = await handler.handle(ctx, request)
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
