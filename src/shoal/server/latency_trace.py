@@ -12,8 +12,11 @@ are measurements, not behaviour, and no core sees them):
   loop's scheduling delay);
 - `state write barrier`: a response waiting for the share state writes it made
   (server/state_linger.py; only with an append linger);
+- `timer <name>`: one firing of a timer source (server/timers.py);
+- `gc pause gen<N>`: a garbage collection of generation N (`gc.callbacks`);
 - `loop lag`: how late the probe's `sleep(PROBE_INTERVAL_S)` wakes: anything
-  blocking the loop (disk I/O, big synchronous work) shows here.
+  blocking the loop (disk I/O, big synchronous work, a long collection, the process
+  waiting for a CPU) shows here.
 
 Every interval one INFO line per stage gives count, p50, p99 and max, and the
 samples start again. At most `SAMPLES_PER_STAGE_MAX` samples are kept per stage
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 from collections.abc import Iterator
@@ -47,6 +51,7 @@ class LatencyTrace:
         self._samples: dict[str, list[float]] = {}
         self._dropped: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
+        self._gc_started_ns = 0
 
     @classmethod
     def from_environment(cls) -> LatencyTrace:
@@ -106,13 +111,24 @@ class LatencyTrace:
         if self.interval_s is None or self._task is not None:
             return
         self._task = asyncio.create_task(self._probe(self.interval_s), name="latency-trace")
+        gc.callbacks.append(self._gc)
 
     async def stop(self) -> None:
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started_ns = measure_ns()
+        elif self._gc_started_ns:
+            self.record(
+                f"gc pause gen{info['generation']}", (measure_ns() - self._gc_started_ns) / 1e6
+            )
 
     async def _probe(self, interval_s: float) -> None:
         next_report = measure_ns() / 1e9 + interval_s
