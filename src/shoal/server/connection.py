@@ -3,11 +3,7 @@
 As in Kafka, a connection is served one request at a time: the next frame is read
 only after the previous response is written, so responses leave in request order and
 a client's pipelined requests queue in the socket (the client's own in-flight limit
-bounds them). After each response the connection yields to the loop, so connections
-take turns request by request: pipelined requests already in a connection's buffer
-would otherwise run back to back without a yield (none of their awaits suspends) and
-hold every other connection, and the long polls they wake, for as long.
-Connections are independent tasks, so a parked Fetch on one never
+bounds them). Connections are independent tasks, so a parked Fetch on one never
 delays another. Frames are read with the one size-prefix reader,
 `shoal.protocol.framing.FrameDecoder`, asking the socket for exactly the bytes the
 frame in hand still needs.
@@ -74,10 +70,6 @@ async def serve_connection(
                 writer.write(response)
                 await writer.drain()
             info.busy = False
-            # Let every other connection have its turn before the next request: one
-            # whose requests are already buffered (a producer pipelining many) would
-            # otherwise be served back to back without yielding, starving the rest.
-            await asyncio.sleep(0)
     except ConnectionClosed as exc:
         log.warning("closing connection %d from %s: %s", info.connection_id, peer, exc)
     except codec.ProtocolError as exc:
