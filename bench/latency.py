@@ -5,7 +5,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.latency               # 1k/10k/50k x 1 and 4 partitions, 5 s
     .venv/bin/python -m bench.latency --rates 10000 --partitions 1 --duration 20
-    .venv/bin/python -m bench.latency --linger-ms 5 # librdkafka's default linger
+    .venv/bin/python -m bench.latency --linger-ms 0 # each record sent at once
 
 The script starts its own broker (tests/support/broker.py) on a temporary data
 directory, with 500 ms share heartbeats (joins settle fast) and otherwise default
@@ -14,7 +14,7 @@ R it creates a topic of P partitions and a share group of its own
 (share.auto.offset.reset=earliest), and starts four ShareConsumers, each in a process
 of its own (the per-record Python work holds the GIL; see bench/share_consume.py), in
 explicit acknowledgement mode: after each poll a consumer ACCEPTs every record and
-calls commit_sync. One confluent-kafka Producer (acks=all, `--linger-ms`, default 0,
+calls commit_sync. One confluent-kafka Producer (acks=all, `--linger-ms`, default 5,
 no compression) then sends V-byte records round-robin over the partitions, paced at R
 records/s for a warm-up and then `--duration` seconds. The warm-up lasts at least a second and until
 every consumer has received records and the group keeps up with the producer (the
@@ -26,10 +26,12 @@ it minus that stamp (one clock for every process on the machine). Records of the
 warm-up are not counted. Percentiles are per record, over every record of the measured window; the
 phase fails if a measured record never arrives.
 
-librdkafka's own default is linger.ms=5 (queue.buffering.max.ms): at a paced rate a
-record then waits up to 5 ms in the producer before it is even sent, which is the
-whole p50 at low rates. The bench defaults to 0 (send at once; records that arrive
-while a produce request is in flight still share the next one).
+The producer's linger decides most of the result. The bench uses librdkafka's own
+default, linger.ms=5 (queue.buffering.max.ms): a record waits up to 5 ms before it is
+sent, which is most of the p50 at low rates, but the broker sees one Produce request
+per 5 ms instead of one per record or two. With linger 0 at 10k records/s the broker
+spends a whole core on Produce requests and the tail grows (docs/latency.md has the
+figures); linger 0 gives the lowest latency at 1k-3k/s.
 
 Results: an aligned table on stdout and JSON in bench/results/latency-<ts>.json with
 machine information. On a machine shared with other work the tail is noisy: compare
@@ -355,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per phase")
     parser.add_argument("--value-bytes", type=int, default=1024)
-    parser.add_argument("--linger-ms", type=float, default=0.0, help="producer linger.ms")
+    parser.add_argument(
+        "--linger-ms", type=float, default=5.0, help="producer linger.ms (default 5)"
+    )
     parser.add_argument(
         "--broker-config", action="append", default=[], metavar="K=V", help="broker override"
     )
