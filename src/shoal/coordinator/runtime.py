@@ -19,7 +19,11 @@ a result without records touches neither. Effects a result may carry (requests t
 outside world) are the caller's business, after `apply` returns.
 
 The sink is a Protocol: `InMemoryRecordSink` (a bounded list) for tests, the log
-sink on an internal topic (`coordinator/log_sink.py`) in the broker. No I/O, no clock here.
+sink on an internal topic (`coordinator/log_sink.py`) in the broker, or the lingering
+sink (`coordinator/append_linger.py`), which stages the records of several writes and
+appends them as one batch later: then "written" in step 3 means staged, and whoever
+answers a client waits for the sink's flush first (server/state_linger.py), so the
+rule holds at the wire. No I/O, no clock here.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
+from shoal.server.latency_trace import TRACE
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.services import NodeIdentity, Services
@@ -81,7 +82,7 @@ class Broker:
             ),
         )
         self.share_state = ShareStateService.open(
-            self.logs, config, self.clock, remove_paths=self.disk.remove
+            self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
         """The share coordinator on `__share_group_state`, loaded."""
         self.persister = self.share_state.coordinator
@@ -145,6 +146,7 @@ class Broker:
             group_configs=self.group_configs,
             api_versions=api_ranges(self.handlers),
             stopping=lambda: self.stopping,
+            state_writes=self.share_state.append_linger,
         )
         """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None
@@ -199,6 +201,7 @@ class Broker:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.group_service.start()
         self.timers.start()
+        TRACE.start()
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,
@@ -237,6 +240,8 @@ class Broker:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.timers.stop()
+        await TRACE.stop()
+        self.share_state.append_linger.flush_all()
         await self.disk.close()
         self.logs.close()
         log.info("shutdown complete")

@@ -14,6 +14,10 @@ the API does not serve (unless its module declared a fallback in the registry, a
 ApiVersions does), a request that fails to decode. A handler that raises is our bug:
 it is logged with its context and the connection is closed; the broker and other
 connections carry on.
+
+With a share coordinator append linger (server/state_linger.py), a response waits
+until the share state writes its request made are in the log; if they were lost
+(the state partition went offline) the connection closes instead of answering.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
+from shoal.server.latency_trace import TRACE
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -139,8 +145,13 @@ async def _dispatch(
         response_version, fallback = handler.unsupported(ctx)
         return codec.encode_response(api_key, response_version, correlation_id, fallback)
     request = codec.decode_body(frame, body_offset, api_key, version)
+    staged = services.state_writes.mark()
     try:
-        response = await handler.handle(ctx, request)
+        if TRACE.enabled:
+            with TRACE.stage(f"handle {codec.api_name(api_key)}"):
+                response = await handler.handle(ctx, request)
+        else:
+            response = await handler.handle(ctx, request)
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",
@@ -151,6 +162,14 @@ async def _dispatch(
             header.client_id,
         )
         raise ConnectionClosed(f"internal error in {codec.api_name(api_key)}") from exc
+    if services.state_writes.mark() != staged:
+        try:
+            with TRACE.stage("state write barrier"):
+                await services.state_writes.written(staged)
+        except RecordSinkError as exc:
+            raise ConnectionClosed(
+                f"share state written by {codec.api_name(api_key)} was lost: {exc}"
+            ) from exc
     if response is None:
         return None
     return codec.encode_response(api_key, version, correlation_id, response)

@@ -16,6 +16,8 @@ and handed to every connection:
     group_configs  the share-group config store
     api_versions   what ApiVersions advertises: the registry's served ranges
     stopping       whether shutdown has begun (long polls answer at once)
+    state_writes   the share coordinator's append linger: a response waits until
+                   the state writes its request made are in the log
 
 Nothing here imports the broker, the registry or the connection, so `server/` has no
 import cycle; handlers do not notify anyone of log changes, the log announces them
@@ -35,6 +37,7 @@ from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_service import GroupService
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import ShareService
+from shoal.server.state_linger import StateAppendLinger
 from shoal.share.persister import Persister
 
 
@@ -79,3 +82,4 @@ class Services:
     group_configs: GroupConfigStore
     api_versions: tuple[ApiRange, ...]
     stopping: Callable[[], bool]
+    state_writes: StateAppendLinger

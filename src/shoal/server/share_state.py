@@ -9,12 +9,16 @@ replays every partition into its shard before the broker serves anything. The
 coordinator is the broker's `Persister`: the share-partition leader, the group
 coordinator's initialise/delete effects and the state RPCs (83-87) all call it
 synchronously, and a state write is in the log (page cache; fsync per the topic's
-flush settings, like every Kafka log) before its caller answers anyone.
+flush settings, like every Kafka log) before its caller answers anyone: at once, or,
+with an append linger, staged and written before any response that made it leaves.
 
 Timers (`timer_sources()`, fired by the broker's timer driver, server/timers.py):
 
 - every `share.coordinator.cold.partition.snapshot.interval.ms`: a snapshot for every
   key left on updates for that long (`write_cold_snapshots`);
+- the append linger (`share.coordinator.append.linger.ms`, server/state_linger.py):
+  with a linger of 0 or more, state writes are staged and written as one batch per
+  partition when it has passed, and requests wait for their writes before answering;
 - every `share.coordinator.state.topic.prune.interval.ms`: each partition's log is
   deleted below the lowest offset any key's latest snapshot still needs
   (`prune_offsets`, then `PartitionLog.delete_records_before`: the log start offset
@@ -32,15 +36,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.log_sink import read_log
 from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.state_linger import NO_LINGER, StateAppendLinger
 from shoal.server.timers import PeriodicTimer, TimerSource
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from shoal.share_coordinator.records import CODEC
@@ -61,8 +67,11 @@ class ShareStateService:
         clock: Clock,
         config: BrokerConfig,
         remove_paths: RemovePaths = fileio.remove_paths,
+        append_linger: StateAppendLinger | None = None,
     ) -> None:
         self.coordinator = coordinator
+        self.append_linger = append_linger or StateAppendLinger(clock=clock, linger_ms=NO_LINGER)
+        """Batching of state writes (`share.coordinator.append.linger.ms`)."""
         self.partitions = partitions
         self._clock = clock
         self._remove_paths = remove_paths
@@ -79,8 +88,10 @@ class ShareStateService:
         clock: Clock,
         *,
         remove_paths: RemovePaths = fileio.remove_paths,
+        rearm: Callable[[], None] = lambda: None,
     ) -> ShareStateService:
-        """Ensure `__share_group_state`, then load every partition's shard."""
+        """Ensure `__share_group_state`, then load every partition's shard. `rearm`
+        tells the timer driver that a state write started a lingering batch."""
         partitions = ensure_internal_topic(
             logs,
             name=SHARE_STATE_TOPIC,
@@ -92,9 +103,15 @@ class ShareStateService:
         settings = dataclasses.replace(
             ShareCoordinatorSettings.from_config(config), num_partitions=len(partitions)
         )
-        sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
+        linger = StateAppendLinger(
+            clock=clock, linger_ms=config.get_int("share.coordinator.append.linger.ms"), rearm=rearm
+        )
+        sinks = linger.sinks(partitions, encode=CODEC.encode)
         coordinator = ShareCoordinator(sink_for=sinks.__getitem__, clock=clock, settings=settings)
         buffer_bytes = config.get_int("share.coordinator.load.buffer.size")
+        linger.reload = lambda index: coordinator.load_partition(
+            index, read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes)
+        )
         started = clock.monotonic_ms()
         records = 0
         for index, partition in enumerate(partitions):
@@ -114,15 +131,20 @@ class ShareStateService:
             clock=clock,
             config=config,
             remove_paths=remove_paths,
+            append_linger=linger,
         )
 
     # ---- maintenance --------------------------------------------------------------------
 
     def prune(self) -> int:
         """Delete each partition's records below what its shard still needs; returns
-        the number of partitions whose log start moved."""
+        the number of partitions whose log start moved. A partition with state writes
+        staged under the append linger is skipped: its shard is ahead of its log, and
+        if that batch were lost the shard reloads from records below its offset."""
         moved = 0
         for index, offset in sorted(self.coordinator.prune_offsets().items()):
+            if self.append_linger.staged(index):
+                continue
             if prune_log(self.partitions[index], offset, remove_paths=self._remove_paths):
                 moved += 1
         return moved
@@ -131,8 +153,10 @@ class ShareStateService:
         return self.coordinator.write_cold_snapshots(self._clock.wall_ms())
 
     def timer_sources(self) -> list[TimerSource]:
-        """Cold snapshots and pruning, for the broker's timer driver."""
+        """Cold snapshots, pruning and the append linger, for the broker's timer driver."""
+        linger = [self.append_linger.timer_source()] if self.append_linger.enabled else []
         return [
+            *linger,
             PeriodicTimer(
                 "share-coordinator-cold-snapshots",
                 interval_ms=lambda: self._cold_interval_ms,

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from shoal.clock import Clock
+from shoal.server.latency_trace import TRACE
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,11 @@ class Schedule:
                 continue
             fired.append(source.name)
             try:
-                source.fire(now_ms)
+                if TRACE.enabled:
+                    with TRACE.stage(f"timer {source.name}"):
+                        source.fire(now_ms)
+                else:
+                    source.fire(now_ms)
             except Exception:  # keep the other timers alive; logged with context
                 log.exception(
                     "timer %s failed at %d ms; next try in %d ms",
