@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -140,22 +140,6 @@ def committed_offsets(client: Client, group_id: str) -> dict[TopicPartition, int
     for (topic, partition), code in sorted(fetched.errors.items()):
         check(code, None, context=f"offset of {topic}-{partition} in '{group_id}'")
     return {tp: o for tp, o in fetched.offsets.items() if o >= 0}
-
-
-def commit_offsets(client: Client, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
-    """Commit each partition's offset from outside the group (it must be empty)."""
-    response = client.to_coordinator(
-        group_id,
-        requests.offset_commit(group_id, offsets),
-        lambda r: int(r.topics[0].partitions[0].error_code) if r.topics else 0,
-    )
-    for topic in response.topics:
-        for p in topic.partitions:
-            check(
-                p.error_code,
-                None,
-                context=f"committing {topic.name}-{p.partition_index} in '{group_id}'",
-            )
 
 
 def delete_offsets(

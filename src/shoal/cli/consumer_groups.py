@@ -41,7 +41,6 @@ from typing import IO, Any
 
 from shoal.cli.consumer_group_admin import (
     ConsumerGroupDescription,
-    commit_offsets,
     committed_offsets,
     delete_offsets,
     describe_consumer_group,
@@ -72,6 +71,7 @@ from shoal.cli.tables import (
 from shoal.cli.topic_admin import list_offsets
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
+from shoal.client.group_offsets import commit_offsets
 from shoal.client.metadata import TopicPartition
 from shoal.client.requests import LATEST_TIMESTAMP
 from shoal.clock import SystemClock

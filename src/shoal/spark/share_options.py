@@ -38,6 +38,7 @@ from shoal.spark.options import (
     OptionError,
     OptionSpec,
     int_parser,
+    parse_group_id,
     parse_options,
     parse_topic_list,
 )
@@ -59,12 +60,6 @@ LOCK_RENEW_INTERVAL_MS_MAX: Final = 1_800_000
 """`lockRenewIntervalMs` bounds: half of the largest lock duration Kafka allows."""
 
 
-def _group_id(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
 SPECS: Final = (
     BOOTSTRAP_SERVERS,
     OptionSpec(
@@ -74,7 +69,7 @@ SPECS: Final = (
         aliases=("topics",),
         help="a topic name or a comma-separated list",
     ),
-    OptionSpec("group.id", _group_id, REQUIRED, help="the share group's id"),
+    OptionSpec("group.id", parse_group_id, REQUIRED, help="the share group's id"),
     OptionSpec(
         "maxRecordsPerBatch",
         int_parser(1, RECORDS_PER_BATCH_MAX),
