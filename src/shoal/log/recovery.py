@@ -17,9 +17,15 @@ procedure that turns whatever a crash left into a consistent log:
    consistent and the tail is complete.
 4. Offsets must continue across segments: a gap (a lost unflushed tail) is logged and
    kept; an overlap is cut off the earlier segment.
-5. Producer state is the newest readable snapshot at or below the log end offset plus
-   a replay of the batch headers after it (all segments when there is no snapshot).
-6. The clean-shutdown marker is removed, durably, before the log is used.
+5. Aborted-transaction indexes (`.txnindex`) are used for sealed segments, and for
+   the active one after a clean shutdown, when readable; the others are rebuilt by the
+   replay of step 6, which then starts at or below the first of them.
+6. Producer state (with open transactions) is the newest readable snapshot at or
+   below the log end offset (and below every segment whose aborted index is rebuilt)
+   plus a replay of the batch headers after it (all segments when there is no such
+   snapshot). Markers met in the replay end transactions; an ABORT adds its entry to
+   its segment's aborted index when that index is being rebuilt.
+7. The clean-shutdown marker is removed, durably, before the log is used.
 
 Files: `log-start-offset.checkpoint` holds "1\\n<offset>\\n" (version, value), written
 atomically; `clean-shutdown` is empty.
@@ -28,6 +34,7 @@ atomically; `clean-shutdown` is empty.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -49,6 +56,8 @@ from shoal.log.producer_state import (
 )
 from shoal.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 from shoal.log.settings import LogConfig
+from shoal.log.transactions import TXN_INDEX_SUFFIX, read_marker, read_txn_index
+from shoal.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +128,8 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
     active = segments[-1]
     if not active.is_empty:
         active.first_append_ms = now_ms
-    producers = _load_producer_state(directory, segments, log_start)
+    rebuild = _load_txn_indexes(segments, clean=clean)
+    producers = _load_producer_state(directory, segments, log_start, rebuild)
     if clean:
         marker.unlink()
         fsync_directory(directory)
@@ -137,7 +147,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
         path = directory / name
         if name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
             remove_if_exists(path)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = parse_file_name(name, suffix)
             if base is not None and base not in bases:
                 remove_if_exists(path)
@@ -201,16 +211,35 @@ def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
             earlier.write_indexes(sync=True)
 
 
+def _load_txn_indexes(segments: list[Segment], *, clean: bool) -> set[int]:
+    """Load the aborted indexes that can be trusted; returns the base offsets of the
+    segments whose index must be rebuilt by the replay."""
+    rebuild: set[int] = set()
+    for segment in segments:
+        trusted = clean or segment is not segments[-1]
+        entries = read_txn_index(segment.txn_index_path) if trusted else None
+        if entries is None:
+            segment.aborted = []
+            if not segment.is_empty:
+                rebuild.add(segment.base_offset)
+            continue
+        segment.aborted = [e for e in entries if e.last_offset < segment.next_offset]
+    return rebuild
+
+
 def _load_producer_state(
-    directory: Path, segments: list[Segment], log_start: int
+    directory: Path, segments: list[Segment], log_start: int, rebuild: set[int]
 ) -> ProducerStateTable:
     log_end = segments[-1].next_offset
+    replay_from_max = min(rebuild, default=log_end)
     table: ProducerStateTable | None = None
     start = segments[0].base_offset
     for offset in reversed(snapshot_offsets(directory)):
         path = snapshot_path(directory, offset)
         if offset > log_end:
             remove_if_exists(path)
+            continue
+        if offset > replay_from_max:
             continue
         try:
             table = ProducerStateTable.from_snapshot(path.read_bytes())
@@ -226,7 +255,39 @@ def _load_producer_state(
         if segment.next_offset <= start:
             continue
         position = segment.locate(start) if segment.base_offset < start else 0
-        batches = segment.headers(position or 0)
-        table.record((h for h in batches if h.base_offset >= start), timestamp_ms=None)
+        batches = (h for h in segment.headers(position or 0) if h.base_offset >= start)
+        _replay(table, segment, batches, rebuild_index=segment.base_offset in rebuild)
     table.evict_before(log_start)
     return table
+
+
+def _replay(
+    table: ProducerStateTable,
+    segment: Segment,
+    headers: Iterable[BatchHeader],
+    *,
+    rebuild_index: bool,
+) -> None:
+    """Replay stored batches into the producer state; markers end transactions."""
+    for header in headers:
+        if not header.is_control:
+            table.record((header,), timestamp_ms=None)
+            continue
+        marker = read_marker(segment.read(header.position, header.size), header)
+        if marker is None:
+            logger.warning(
+                "%s: control batch at offset %d has no readable marker; skipped",
+                segment.log_path,
+                header.base_offset,
+            )
+            continue
+        aborted = table.end_transaction(
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            coordinator_epoch=marker[1],
+            control=marker[0],
+            offset=header.base_offset,
+            timestamp_ms=header.max_timestamp,
+        )
+        if aborted is not None and rebuild_index:
+            segment.aborted.append(aborted)
