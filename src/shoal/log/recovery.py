@@ -19,7 +19,8 @@ procedure that turns whatever a crash left into a consistent log:
    kept; an overlap is cut off the earlier segment.
 5. Aborted-transaction indexes (`.txnindex`) are used for sealed segments, and for
    the active one after a clean shutdown, when readable; the others are rebuilt by the
-   replay of step 6, which then starts at or below the first of them.
+   replay of step 6, which then starts at or below the first of them (and the
+   rebuilt files of sealed segments are written).
 6. Producer state (with open transactions) is the newest readable snapshot at or
    below the log end offset (and below every segment whose aborted index is rebuilt)
    plus a replay of the batch headers after it (all segments when there is no such
@@ -56,7 +57,12 @@ from shoal.log.producer_state import (
 )
 from shoal.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 from shoal.log.settings import LogConfig
-from shoal.log.transactions import TXN_INDEX_SUFFIX, read_marker, read_txn_index
+from shoal.log.transactions import (
+    TXN_INDEX_SUFFIX,
+    read_marker,
+    read_txn_index,
+    write_txn_index,
+)
 from shoal.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
@@ -130,6 +136,9 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
         active.first_append_ms = now_ms
     rebuild = _load_txn_indexes(segments, clean=clean)
     producers = _load_producer_state(directory, segments, log_start, rebuild)
+    for segment in segments[:-1]:
+        if segment.base_offset in rebuild:
+            write_txn_index(segment.txn_index_path, segment.aborted, sync=True)
     if clean:
         marker.unlink()
         fsync_directory(directory)
