@@ -43,7 +43,8 @@ READ_COMMITTED = 1
 @api(API_KEY, 1, 7)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    read_committed = int(request.isolation_level) == READ_COMMITTED
+    # IsolationLevel is in the request from v2.
+    read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     counts = Counter((t.name, int(p.partition_index)) for t in request.topics for p in t.partitions)
     topics = tuple(
         schema.make(
