@@ -104,6 +104,8 @@ class ProducerStateTable:
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
+        self._open: dict[int, int] = {}
+        """Producer id -> first offset of its open transaction (mirrors the entries)."""
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -168,6 +170,7 @@ class ProducerStateTable:
             entry.last_offset = header.last_offset
             if header.is_transactional and entry.txn_first_offset == NO_TXN:
                 entry.txn_first_offset = header.base_offset
+                self._open[header.producer_id] = header.base_offset
             entry.batches.append(
                 BatchMetadata(
                     header.base_sequence,
@@ -223,23 +226,18 @@ class ProducerStateTable:
         entry.last_offset = offset
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         first, entry.txn_first_offset = entry.txn_first_offset, NO_TXN
+        self._open.pop(producer_id, None)
         if control is ControlType.ABORT and first != NO_TXN:
             return AbortedTxn(producer_id, first, offset)
         return None
 
     def open_transactions(self) -> list[tuple[int, int]]:
         """(producer id, first offset) of the open transactions, by first offset."""
-        found = [
-            (pid, entry.txn_first_offset)
-            for pid, entry in self._producers.items()
-            if entry.txn_first_offset != NO_TXN
-        ]
-        return sorted(found, key=lambda item: (item[1], item[0]))
+        return sorted(self._open.items(), key=lambda item: (item[1], item[0]))
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest open transaction, or None."""
-        firsts = [e.txn_first_offset for e in self._producers.values() if e.txn_first_offset >= 0]
-        return min(firsts) if firsts else None
+        return min(self._open.values()) if self._open else None
 
     def expire(self, *, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for `expiration_ms` (not those with an open
@@ -310,6 +308,8 @@ class ProducerStateTable:
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
                     position += _BATCH.size
                 table._producers[pid] = entry
+                if entry.txn_first_offset != NO_TXN:
+                    table._open[pid] = entry.txn_first_offset
         except struct.error as exc:
             raise ValueError(f"snapshot is malformed: {exc}") from None
         if position != len(body):

@@ -17,10 +17,14 @@ procedure that turns whatever a crash left into a consistent log:
    consistent and the tail is complete.
 4. Offsets must continue across segments: a gap (a lost unflushed tail) is logged and
    kept; an overlap is cut off the earlier segment.
-5. Aborted-transaction indexes (`.txnindex`) are used for sealed segments, and for
-   the active one after a clean shutdown, when readable; the others are rebuilt by the
-   replay of step 6, which then starts at or below the first of them (and the
-   rebuilt files of sealed segments are written).
+5. Aborted-transaction indexes (`.txnindex`) give their entries below the offset
+   they cover (the segment's end when written: at its roll, or at a clean close for
+   the active one); what they do not cover (all of a segment whose file is missing
+   or damaged) is found by the replay of step 6, which then starts at or below the
+   first uncovered offset (and the completed files of sealed segments are written).
+   A transaction begun below the first segment and aborted in an uncovered part,
+   with no producer snapshot below it left, cannot be indexed: its records are gone
+   and consumers never see them.
 6. Producer state (with open transactions) is the newest readable snapshot at or
    below the log end offset (and below every segment whose aborted index is rebuilt)
    plus a replay of the batch headers after it (all segments when there is no such
@@ -61,7 +65,6 @@ from shoal.log.transactions import (
     TXN_INDEX_SUFFIX,
     read_marker,
     read_txn_index,
-    write_txn_index,
 )
 from shoal.protocol.record_batch import BatchHeader
 
@@ -134,11 +137,11 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
     active = segments[-1]
     if not active.is_empty:
         active.first_append_ms = now_ms
-    rebuild = _load_txn_indexes(segments, clean=clean)
+    rebuild = _load_txn_indexes(segments)
     producers = _load_producer_state(directory, segments, log_start, rebuild)
     for segment in segments[:-1]:
         if segment.base_offset in rebuild:
-            write_txn_index(segment.txn_index_path, segment.aborted, sync=True)
+            segment.write_indexes(sync=True)
     if clean:
         marker.unlink()
         fsync_directory(directory)
@@ -220,27 +223,25 @@ def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
             earlier.write_indexes(sync=True)
 
 
-def _load_txn_indexes(segments: list[Segment], *, clean: bool) -> set[int]:
-    """Load the aborted indexes that can be trusted; returns the base offsets of the
-    segments whose index must be rebuilt by the replay."""
-    rebuild: set[int] = set()
+def _load_txn_indexes(segments: list[Segment]) -> dict[int, int]:
+    """Load the aborted indexes; returns, per segment base offset whose index does not
+    cover the whole segment, the offset from which the replay must complete it."""
+    uncovered: dict[int, int] = {}
     for segment in segments:
-        trusted = clean or segment is not segments[-1]
-        entries = read_txn_index(segment.txn_index_path) if trusted else None
-        if entries is None:
-            segment.aborted = []
-            if not segment.is_empty:
-                rebuild.add(segment.base_offset)
-            continue
-        segment.aborted = [e for e in entries if e.last_offset < segment.next_offset]
-    return rebuild
+        loaded = read_txn_index(segment.txn_index_path)
+        entries, covered_end = loaded if loaded is not None else ([], segment.base_offset)
+        covered_end = min(covered_end, segment.next_offset)
+        segment.aborted = [e for e in entries if e.last_offset < covered_end]
+        if covered_end < segment.next_offset:
+            uncovered[segment.base_offset] = max(covered_end, segment.base_offset)
+    return uncovered
 
 
 def _load_producer_state(
-    directory: Path, segments: list[Segment], log_start: int, rebuild: set[int]
+    directory: Path, segments: list[Segment], log_start: int, rebuild: dict[int, int]
 ) -> ProducerStateTable:
     log_end = segments[-1].next_offset
-    replay_from_max = min(rebuild, default=log_end)
+    replay_from_max = min(rebuild.values(), default=log_end)
     table: ProducerStateTable | None = None
     start = segments[0].base_offset
     for offset in reversed(snapshot_offsets(directory)):
@@ -265,7 +266,7 @@ def _load_producer_state(
             continue
         position = segment.locate(start) if segment.base_offset < start else 0
         batches = (h for h in segment.headers(position or 0) if h.base_offset >= start)
-        _replay(table, segment, batches, rebuild_index=segment.base_offset in rebuild)
+        _replay(table, segment, batches, index_from=rebuild.get(segment.base_offset))
     table.evict_before(log_start)
     return table
 
@@ -275,9 +276,10 @@ def _replay(
     segment: Segment,
     headers: Iterable[BatchHeader],
     *,
-    rebuild_index: bool,
+    index_from: int | None,
 ) -> None:
-    """Replay stored batches into the producer state; markers end transactions."""
+    """Replay stored batches into the producer state; markers end transactions, and
+    an ABORT at or after `index_from` enters the segment's aborted index."""
     for header in headers:
         if not header.is_control:
             table.record((header,), timestamp_ms=None)
@@ -298,5 +300,5 @@ def _replay(
             offset=header.base_offset,
             timestamp_ms=header.max_timestamp,
         )
-        if aborted is not None and rebuild_index:
+        if aborted is not None and index_from is not None and aborted.last_offset >= index_from:
             segment.aborted.append(aborted)

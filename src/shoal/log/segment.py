@@ -369,7 +369,7 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         write_file(self.index_path, self.index.to_bytes(), sync=sync)
         write_file(self.time_index_path, self.time_index.to_bytes(), sync=sync)
-        write_txn_index(self.txn_index_path, self.aborted, sync=sync)
+        write_txn_index(self.txn_index_path, self.aborted, covered_end=self.next_offset, sync=sync)
 
     def load_indexes(self) -> bool:
         """Use the index files if they are consistent with the `.log` file: well

@@ -13,10 +13,12 @@ a marker stored in that segment: (producer id, first offset of the transaction, 
 of the ABORT marker). Kafka keeps the same facts in its `.txnindex` files.
 
 File `<base_offset:020d>.txnindex`: magic b"SHTX", int16 version 1, uint32 CRC-32C
-of the entries, then per entry int64 producer id, int64 first offset, int64 last
-offset (big-endian). Written when a segment is sealed and at a clean close, like the
-other indexes; recovery trusts it only for sealed segments (and for the active one
-after a clean shutdown), otherwise it rebuilds it by replaying the segment's batches.
+of the rest, int64 covered end offset, then per entry int64 producer id, int64 first
+offset, int64 last offset (big-endian). The entries are complete for the markers
+below the covered end (the segment's next offset when the file was written). Written
+when a segment is sealed and at a clean close, like the other indexes; recovery
+takes the entries below the covered end and finds the rest by replaying the
+segment's batches from there (from its base when the file is missing or damaged).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ _INDEX_HEAD = struct.Struct(">4shI")
 _INDEX_MAGIC = b"SHTX"
 _INDEX_VERSION = 1
 _ENTRY = struct.Struct(">qqq")
+_COVERED = struct.Struct(">q")
 
 
 class ControlType(enum.IntEnum):
@@ -130,24 +133,30 @@ def txn_index_path(directory: Path, base_offset: int) -> Path:
     return directory / file_name(base_offset, TXN_INDEX_SUFFIX)
 
 
-def write_txn_index(path: Path, entries: list[AbortedTxn], *, sync: bool) -> None:
-    body = b"".join(_ENTRY.pack(*entry) for entry in entries)
+def write_txn_index(path: Path, entries: list[AbortedTxn], *, covered_end: int, sync: bool) -> None:
+    body = _COVERED.pack(covered_end) + b"".join(_ENTRY.pack(*entry) for entry in entries)
     head = _INDEX_HEAD.pack(_INDEX_MAGIC, _INDEX_VERSION, crc32c.crc32c(body))
     write_file(path, head + body, sync=sync)
 
 
-def read_txn_index(path: Path) -> list[AbortedTxn] | None:
-    """The entries of a `.txnindex` file, or None if it is missing or damaged."""
+def read_txn_index(path: Path) -> tuple[list[AbortedTxn], int] | None:
+    """(entries, covered end offset) of a `.txnindex` file, or None if it is missing
+    or damaged."""
     data = read_file(path)
-    if data is None or len(data) < _INDEX_HEAD.size:
+    if data is None or len(data) < _INDEX_HEAD.size + _COVERED.size:
         return None
     magic, version, crc = _INDEX_HEAD.unpack_from(data, 0)
     body = data[_INDEX_HEAD.size :]
-    if magic != _INDEX_MAGIC or version != _INDEX_VERSION or len(body) % _ENTRY.size:
+    if magic != _INDEX_MAGIC or version != _INDEX_VERSION:
         return None
-    if crc32c.crc32c(body) != crc:
+    if (len(body) - _COVERED.size) % _ENTRY.size or crc32c.crc32c(body) != crc:
         return None
-    return [AbortedTxn(*_ENTRY.unpack_from(body, at)) for at in range(0, len(body), _ENTRY.size)]
+    (covered_end,) = _COVERED.unpack_from(body, 0)
+    entries = [
+        AbortedTxn(*_ENTRY.unpack_from(body, at))
+        for at in range(_COVERED.size, len(body), _ENTRY.size)
+    ]
+    return entries, covered_end
 
 
 def _varint(value: int) -> bytes:

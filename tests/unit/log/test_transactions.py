@@ -11,6 +11,7 @@ from shoal.clock import ManualClock
 from shoal.log.api import LogError
 from shoal.log.events import LogEvents
 from shoal.log.partition import PartitionLog
+from shoal.log.producer_state import ProducerStateTable
 from shoal.log.transactions import (
     AbortedTxn,
     ControlType,
@@ -20,7 +21,7 @@ from shoal.log.transactions import (
 )
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import parse_header
-from tests.unit.log.batches import append, make_batch
+from tests.unit.log.batches import append, headers_of, make_batch
 from tests.unit.log.conftest import LogOpener
 
 HOUR_MS = 3_600_000
@@ -263,7 +264,8 @@ def test_sealed_segments_keep_their_txnindex_and_a_lost_one_is_rebuilt(
     assert len(bases) >= 3
     holding = max(b for b in bases if b <= 4)
     index_file = log_dir / f"{holding:020d}.txnindex"
-    assert read_txn_index(index_file) == [AbortedTxn(1, 0, 4)]
+    sealed_end = bases[bases.index(holding) + 1]
+    assert read_txn_index(index_file) == ([AbortedTxn(1, 0, 4)], sealed_end)
     log.close()
     index_file.unlink()
     if snapshots == "lost":
@@ -272,7 +274,7 @@ def test_sealed_segments_keep_their_txnindex_and_a_lost_one_is_rebuilt(
     reopened = open_log(segment_bytes=300)
     assert reopened.aborted_transactions(0, 100) == [AbortedTxn(1, 0, 4)]
     assert reopened.open_transactions() == [(3, 6)]
-    assert read_txn_index(index_file) == [AbortedTxn(1, 0, 4)]  # rewritten
+    assert read_txn_index(index_file) == ([AbortedTxn(1, 0, 4)], sealed_end)  # rewritten
 
 
 def test_damaged_txnindex_is_rebuilt(open_log: LogOpener, log_dir: Path) -> None:
@@ -286,3 +288,51 @@ def test_damaged_txnindex_is_rebuilt(open_log: LogOpener, log_dir: Path) -> None
     index_file.write_bytes(index_file.read_bytes()[:-3])
     reopened = open_log(segment_bytes=300)
     assert reopened.aborted_transactions(0, 100) == [AbortedTxn(1, 0, 4)]
+
+
+def test_snapshot_keeps_open_transactions_and_coordinator_epochs() -> None:
+    table = ProducerStateTable()
+    opened = headers_of(Producer(1).batch())[0]._replace(base_offset=40)
+    table.record([opened], timestamp_ms=5)
+    ended = Producer(2)
+    table.record([headers_of(ended.batch())[0]._replace(base_offset=10)], timestamp_ms=5)
+    table.end_transaction(
+        producer_id=2,
+        producer_epoch=0,
+        coordinator_epoch=9,
+        control=ControlType.COMMIT,
+        offset=12,
+        timestamp_ms=6,
+    )
+    copy = ProducerStateTable.from_snapshot(table.to_snapshot())
+    assert copy.open_transactions() == [(1, 40)]
+    assert copy.first_unstable_offset() == 40
+    entry = copy.get(2)
+    assert entry is not None and entry.coordinator_epoch == 9
+    with pytest.raises(LogError) as info:
+        copy.check_marker(producer_id=2, producer_epoch=0, coordinator_epoch=8)
+    assert info.value.code == ErrorCode.transaction_coordinator_fenced
+
+
+def test_crash_keeps_the_index_entry_of_a_transaction_begun_in_a_deleted_segment(
+    open_log: LogOpener,
+) -> None:
+    """Found by the state machine: the active segment's .txnindex from the last clean
+    close covers its markers, so a crash does not need the (pruned) snapshot from
+    before the transaction to rebuild them."""
+    log = open_log(segment_bytes=500)
+    append(log, make_batch(3, value_size=40))  # 0-2
+    producer = Producer(1)
+    append(log, producer.batch(3, value_size=40))  # 3-5
+    append(log, make_batch(3, value_size=40, seed=1))  # 6-8, a new segment at 6
+    assert log.segment_base_offsets() == [0, 6]
+    log.close()
+    log = open_log(segment_bytes=500)
+    assert marker(log, producer, ControlType.ABORT) == 9
+    log.close()
+    log = open_log(segment_bytes=500)
+    assert log.delete_records_before(7) == 7
+    log.abandon()
+    reopened = open_log(segment_bytes=500)
+    assert reopened.segment_base_offsets() == [6]
+    assert reopened.aborted_transactions(7, 10) == [AbortedTxn(1, 3, 9)]
