@@ -6,7 +6,8 @@ policy, retention, DeleteRecords, the idempotent-producer state of the partition
 its transactions: markers (`append_control`), the last stable offset and the
 aborted-transaction index (log/transactions.py).
 Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
-(About 600 lines: every operation above moves the same offsets and segment list.)
+(About 730 lines: every operation above moves the same offsets and segment list;
+markers append through the same write path as produced batches.)
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -184,6 +185,7 @@ class PartitionLog:
         """Append validated batches (`headers` from validate_produced over `records`).
         Checks idempotent-producer sequences; raises LogError on a sequence gap or a
         fenced epoch; a duplicate batch returns its stored offsets with duplicate=True.
+        A transactional batch opens a transaction for its producer if none is open.
 
         When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
         here, unless `defer_flush`: then the result carries a `flush_plan` that the
@@ -199,47 +201,22 @@ class PartitionLog:
                 log_start_offset=self._log_start_offset,
                 duplicate=True,
             )
-        config = self._config
-        now_ms = self._clock.monotonic_ms()
-        append_time_ms = self._clock.wall_ms() if config.log_append_time else None
-        size = sum(h.size for h in headers)
-        count = sum(h.last_offset_delta + 1 for h in headers)
+        append_time_ms = self._clock.wall_ms() if self._config.log_append_time else None
         base_offset = self.log_end_offset
-        if self._should_roll(size_bytes=size, last_offset=base_offset + count - 1, now_ms=now_ms):
-            self._roll()
-        try:
-            active = self._segments[-1]
-            position = active.size_bytes
-            stored = active.append(
-                records,
-                headers,
-                base_offset=base_offset,
-                leader_epoch=leader_epoch,
-                log_append_time_ms=append_time_ms,
-                index_interval_bytes=config.index_interval_bytes,
-                now_ms=now_ms,
-            )
-        except OSError as exc:
-            fatal = isinstance(exc, WriteNotUndone)
-            raise self._storage_error(exc, "append", fatal=fatal) from exc
-        self._size_bytes += size
+        stored = self._write(
+            records,
+            headers,
+            leader_epoch=leader_epoch,
+            log_append_time_ms=append_time_ms,
+            operation="append",
+        )
         self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
-        self._remember_position(base_offset, active, position)
-        unflushed = self._unflushed
-        unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
-        plan = None
-        if unflushed.records >= config.flush_messages or unflushed.older_than(
-            age_ms=config.flush_ms, now_ms=now_ms
-        ):
-            if defer_flush:
-                plan = self.flush_plan()
-            else:
-                self.flush()
+        plan = self._apply_flush_policy(defer_flush=defer_flush)
         if self._events is not None:
             self._events.appended()
         return AppendResult(
             base_offset=base_offset,
-            last_offset=base_offset + count - 1,
+            last_offset=stored[-1].last_offset,
             log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
             log_start_offset=self._log_start_offset,
             flush_plan=plan,
@@ -259,7 +236,7 @@ class PartitionLog:
         does), the last stable offset moves, an ABORT enters the aborted index.
         Returns the marker's offset. Raises LogError INVALID_PRODUCER_EPOCH for an
         epoch below the producer's, TRANSACTION_COORDINATOR_FENCED for a coordinator
-        epoch below the last one seen. Flushed per the flush policy, in place."""
+        epoch below the last one seen. The flush policy runs in place."""
         self._check_usable()
         self._producers.check_marker(
             producer_id=producer_id,
@@ -273,46 +250,78 @@ class PartitionLog:
             coordinator_epoch=coordinator_epoch,
             timestamp_ms=timestamp_ms,
         )
-        now_ms = self._clock.monotonic_ms()
-        offset = self.log_end_offset
-        if self._should_roll(size_bytes=len(batch), last_offset=offset, now_ms=now_ms):
-            self._roll()
-        active = self._segments[-1]
-        position = active.size_bytes
-        try:
-            active.append(
-                batch,
-                [parse_header(batch)],
-                base_offset=offset,
-                leader_epoch=0,
-                log_append_time_ms=None,
-                index_interval_bytes=self._config.index_interval_bytes,
-                now_ms=now_ms,
-            )
-        except OSError as exc:
-            fatal = isinstance(exc, WriteNotUndone)
-            raise self._storage_error(exc, "marker append", fatal=fatal) from exc
-        self._size_bytes += len(batch)
+        (stored,) = self._write(
+            batch,
+            [parse_header(batch)],
+            leader_epoch=0,
+            log_append_time_ms=None,
+            operation="marker append",
+        )
         aborted = self._producers.end_transaction(
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch,
             control=control,
-            offset=offset,
+            offset=stored.base_offset,
             timestamp_ms=self._clock.wall_ms(),
         )
         if aborted is not None:
-            active.aborted.append(aborted)
-        self._remember_position(offset, active, position)
-        unflushed = self._unflushed
-        unflushed.add(records=1, size_bytes=len(batch), since_ms=now_ms)
-        if unflushed.records >= self._config.flush_messages or unflushed.older_than(
-            age_ms=self._config.flush_ms, now_ms=now_ms
-        ):
-            self.flush()
+            self._segments[-1].aborted.append(aborted)
+        self._apply_flush_policy(defer_flush=False)
         if self._events is not None:
             self._events.appended()
-        return offset
+        return stored.base_offset
+
+    def _write(
+        self,
+        records: bytes,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int,
+        log_append_time_ms: int | None,
+        operation: str,
+    ) -> list[BatchHeader]:
+        """Write batches at the log end (rolling first if due); returns their stored
+        headers. Counts them as unflushed; the caller applies the flush policy."""
+        config = self._config
+        now_ms = self._clock.monotonic_ms()
+        size = sum(h.size for h in headers)
+        count = sum(h.last_offset_delta + 1 for h in headers)
+        base_offset = self.log_end_offset
+        if self._should_roll(size_bytes=size, last_offset=base_offset + count - 1, now_ms=now_ms):
+            self._roll()
+        try:
+            active = self._segments[-1]
+            position = active.size_bytes
+            stored = active.append(
+                records,
+                headers,
+                base_offset=base_offset,
+                leader_epoch=leader_epoch,
+                log_append_time_ms=log_append_time_ms,
+                index_interval_bytes=config.index_interval_bytes,
+                now_ms=now_ms,
+            )
+        except OSError as exc:
+            fatal = isinstance(exc, WriteNotUndone)
+            raise self._storage_error(exc, operation, fatal=fatal) from exc
+        self._size_bytes += size
+        self._remember_position(base_offset, active, position)
+        self._unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
+        return stored
+
+    def _apply_flush_policy(self, *, defer_flush: bool) -> FlushPlan | None:
+        """fsync now (or, with `defer_flush`, return the plan) if flush.messages or
+        flush.ms calls for it."""
+        unflushed = self._unflushed
+        if unflushed.records < self._config.flush_messages and not unflushed.older_than(
+            age_ms=self._config.flush_ms, now_ms=self._clock.monotonic_ms()
+        ):
+            return None
+        if defer_flush:
+            return self.flush_plan()
+        self.flush()
+        return None
 
     def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
         active = self._segments[-1]
