@@ -3,8 +3,10 @@ index, fencing, reads bounded by the LSO, deletion bounds, and recovery."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
+import crc32c
 import pytest
 
 from shoal.clock import ManualClock
@@ -336,3 +338,15 @@ def test_crash_keeps_the_index_entry_of_a_transaction_begun_in_a_deleted_segment
     reopened = open_log(segment_bytes=500)
     assert reopened.segment_base_offsets() == [6]
     assert reopened.aborted_transactions(7, 10) == [AbortedTxn(1, 3, 9)]
+
+
+def test_version_1_snapshots_are_still_read() -> None:
+    """Written before transactions: no open transaction, sequences intact."""
+    body = struct.pack(">i", 1) + struct.pack(">qhqqb", 5, 2, 1000, 41, 1)
+    body += struct.pack(">iiqq", 0, 1, 40, 41)
+    data = struct.pack(">4shI", b"SHPS", 1, crc32c.crc32c(body)) + body
+    table = ProducerStateTable.from_snapshot(data)
+    entry = table.get(5)
+    assert entry is not None and (entry.epoch, entry.last_offset) == (2, 41)
+    assert entry.batches[-1].last_sequence == 1
+    assert table.open_transactions() == [] and table.first_unstable_offset() is None
