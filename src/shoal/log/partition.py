@@ -56,7 +56,7 @@ from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
 from shoal.log.settings import LogConfig
-from shoal.log.transactions import AbortedTxn, ControlType, encode_control_batch
+from shoal.log.transactions import AbortedTxn, AbortEntry, ControlType, encode_control_batch
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
     LOG_OVERHEAD,
@@ -155,13 +155,16 @@ class PartitionLog:
     def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Aborted transactions whose records overlap [start_offset, upper_offset),
         ordered by first offset. Segments before the one holding `start_offset` are
-        skipped: a transaction's marker is never below its records."""
+        skipped (a transaction's marker is never below its records), and the search
+        ends at the first abort that left the LSO above `upper_offset`."""
         found: list[AbortedTxn] = []
         first_segment = max(0, bisect_right(self._bases, start_offset) - 1)
         for segment in self._segments[first_segment:]:
-            for entry in segment.aborted:
-                if entry.last_offset >= start_offset and entry.first_offset < upper_offset:
-                    found.append(entry)
+            for txn, stable_offset in segment.aborted:
+                if txn.last_offset >= start_offset and txn.first_offset < upper_offset:
+                    found.append(txn)
+                if stable_offset > upper_offset:
+                    return sorted(found, key=lambda entry: (entry.first_offset, entry.last_offset))
         found.sort(key=lambda entry: (entry.first_offset, entry.last_offset))
         return found
 
@@ -266,7 +269,7 @@ class PartitionLog:
             timestamp_ms=self._clock.wall_ms(),
         )
         if aborted is not None:
-            self._segments[-1].aborted.append(aborted)
+            self._segments[-1].aborted.append(AbortEntry(aborted, self.last_stable_offset))
         self._apply_flush_policy(defer_flush=False)
         if self._events is not None:
             self._events.appended()

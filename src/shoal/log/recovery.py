@@ -63,6 +63,7 @@ from shoal.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segme
 from shoal.log.settings import LogConfig
 from shoal.log.transactions import (
     TXN_INDEX_SUFFIX,
+    AbortEntry,
     read_marker,
     read_txn_index,
 )
@@ -231,7 +232,7 @@ def _load_txn_indexes(segments: list[Segment]) -> dict[int, int]:
         loaded = read_txn_index(segment.txn_index_path)
         entries, covered_end = loaded if loaded is not None else ([], segment.base_offset)
         covered_end = min(covered_end, segment.next_offset)
-        segment.aborted = [e for e in entries if e.last_offset < covered_end]
+        segment.aborted = [e for e in entries if e.txn.last_offset < covered_end]
         if covered_end < segment.next_offset:
             uncovered[segment.base_offset] = max(covered_end, segment.base_offset)
     return uncovered
@@ -301,4 +302,6 @@ def _replay(
             timestamp_ms=header.max_timestamp,
         )
         if aborted is not None and index_from is not None and aborted.last_offset >= index_from:
-            segment.aborted.append(aborted)
+            stable = table.first_unstable_offset()
+            stable = header.next_offset if stable is None else stable
+            segment.aborted.append(AbortEntry(aborted, stable))

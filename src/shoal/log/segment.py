@@ -33,7 +33,7 @@ from shoal.log.fileio import (
     write_file,
 )
 from shoal.log.index import OffsetIndex, TimeIndex
-from shoal.log.transactions import TXN_INDEX_SUFFIX, AbortedTxn, write_txn_index
+from shoal.log.transactions import TXN_INDEX_SUFFIX, AbortEntry, write_txn_index
 from shoal.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -133,7 +133,7 @@ class Segment:
         self.deleted = False
         self.index = OffsetIndex(base_offset)
         self.time_index = TimeIndex(base_offset)
-        self.aborted: list[AbortedTxn] = []
+        self.aborted: list[AbortEntry] = []
         """Transactions aborted by markers in this segment, in marker order."""
         self._bytes_since_index_entry = 0
         self._fd: int | None = None

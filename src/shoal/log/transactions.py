@@ -1,8 +1,9 @@
 """Transactions in a partition log: control batches and the aborted-transaction index.
 
 Owns: the control-record types (`ControlType`), the aborted-transaction entry
-(`AbortedTxn`), building a transaction marker (one control batch, as Kafka writes it),
-reading a stored marker's type back, and each segment's `.txnindex` file.
+(`AbortedTxn`) and its index entry (`AbortEntry`), building a transaction marker (one
+control batch, as Kafka writes it), reading a stored marker back, and each segment's
+`.txnindex` file.
 
 A marker is a magic-2 batch with the transactional and control attributes, no
 sequence, and one record: key = int16 version 0, int16 type (0 ABORT, 1 COMMIT);
@@ -10,15 +11,19 @@ value = int16 version 0, int32 coordinator epoch.
 
 The aborted index of a segment lists, in marker order, every transaction aborted by
 a marker stored in that segment: (producer id, first offset of the transaction, offset
-of the ABORT marker). Kafka keeps the same facts in its `.txnindex` files.
+of the ABORT marker, last stable offset just after the marker). Kafka keeps the same
+facts in its `.txnindex` files. The stable offset bounds a search: once an abort left
+the LSO above an offset, every transaction begun below that offset had ended, so no
+later abort concerns records below it.
 
 File `<base_offset:020d>.txnindex`: magic b"SHTX", int16 version 1, uint32 CRC-32C
 of the rest, int64 covered end offset, then per entry int64 producer id, int64 first
-offset, int64 last offset (big-endian). The entries are complete for the markers
-below the covered end (the segment's next offset when the file was written). Written
-when a segment is sealed and at a clean close, like the other indexes; recovery
-takes the entries below the covered end and finds the rest by replaying the
-segment's batches from there (from its base when the file is missing or damaged).
+offset, int64 last offset, int64 stable offset (big-endian). The entries are complete
+for the markers below the covered end (the segment's next offset when the file was
+written). Written when a segment is sealed and at a clean close, like the other
+indexes; recovery takes the entries below the covered end and finds the rest by
+replaying the segment's batches from there (from its base when the file is missing
+or damaged).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ _CONTROL_VERSION = 0
 _INDEX_HEAD = struct.Struct(">4shI")
 _INDEX_MAGIC = b"SHTX"
 _INDEX_VERSION = 1
-_ENTRY = struct.Struct(">qqq")
+_ENTRY = struct.Struct(">qqqq")
 _COVERED = struct.Struct(">q")
 
 
@@ -64,6 +69,14 @@ class AbortedTxn(NamedTuple):
     first_offset: int
     last_offset: int
     """Offset of the ABORT marker."""
+
+
+class AbortEntry(NamedTuple):
+    """An aborted transaction as its segment's index keeps it."""
+
+    txn: AbortedTxn
+    stable_offset: int
+    """The last stable offset just after the marker was appended."""
 
 
 def encode_control_batch(
@@ -133,13 +146,15 @@ def txn_index_path(directory: Path, base_offset: int) -> Path:
     return directory / file_name(base_offset, TXN_INDEX_SUFFIX)
 
 
-def write_txn_index(path: Path, entries: list[AbortedTxn], *, covered_end: int, sync: bool) -> None:
-    body = _COVERED.pack(covered_end) + b"".join(_ENTRY.pack(*entry) for entry in entries)
+def write_txn_index(path: Path, entries: list[AbortEntry], *, covered_end: int, sync: bool) -> None:
+    body = _COVERED.pack(covered_end) + b"".join(
+        _ENTRY.pack(*entry.txn, entry.stable_offset) for entry in entries
+    )
     head = _INDEX_HEAD.pack(_INDEX_MAGIC, _INDEX_VERSION, crc32c.crc32c(body))
     write_file(path, head + body, sync=sync)
 
 
-def read_txn_index(path: Path) -> tuple[list[AbortedTxn], int] | None:
+def read_txn_index(path: Path) -> tuple[list[AbortEntry], int] | None:
     """(entries, covered end offset) of a `.txnindex` file, or None if it is missing
     or damaged."""
     data = read_file(path)
@@ -153,8 +168,7 @@ def read_txn_index(path: Path) -> tuple[list[AbortedTxn], int] | None:
         return None
     (covered_end,) = _COVERED.unpack_from(body, 0)
     entries = [
-        AbortedTxn(*_ENTRY.unpack_from(body, at))
-        for at in range(_COVERED.size, len(body), _ENTRY.size)
+        _entry(*_ENTRY.unpack_from(body, at)) for at in range(_COVERED.size, len(body), _ENTRY.size)
     ]
     return entries, covered_end
 
@@ -167,3 +181,7 @@ def _varint(value: int) -> bytes:
         zigzag >>= 7
     out.append(zigzag)
     return bytes(out)
+
+
+def _entry(producer_id: int, first_offset: int, last_offset: int, stable_offset: int) -> AbortEntry:
+    return AbortEntry(AbortedTxn(producer_id, first_offset, last_offset), stable_offset)

@@ -16,6 +16,7 @@ from shoal.log.partition import PartitionLog
 from shoal.log.producer_state import ProducerStateTable
 from shoal.log.transactions import (
     AbortedTxn,
+    AbortEntry,
     ControlType,
     encode_control_batch,
     read_marker,
@@ -267,7 +268,7 @@ def test_sealed_segments_keep_their_txnindex_and_a_lost_one_is_rebuilt(
     holding = max(b for b in bases if b <= 4)
     index_file = log_dir / f"{holding:020d}.txnindex"
     sealed_end = bases[bases.index(holding) + 1]
-    assert read_txn_index(index_file) == ([AbortedTxn(1, 0, 4)], sealed_end)
+    assert read_txn_index(index_file) == ([AbortEntry(AbortedTxn(1, 0, 4), 2)], sealed_end)
     log.close()
     index_file.unlink()
     if snapshots == "lost":
@@ -276,7 +277,10 @@ def test_sealed_segments_keep_their_txnindex_and_a_lost_one_is_rebuilt(
     reopened = open_log(segment_bytes=300)
     assert reopened.aborted_transactions(0, 100) == [AbortedTxn(1, 0, 4)]
     assert reopened.open_transactions() == [(3, 6)]
-    assert read_txn_index(index_file) == ([AbortedTxn(1, 0, 4)], sealed_end)  # rewritten
+    assert read_txn_index(index_file) == (
+        [AbortEntry(AbortedTxn(1, 0, 4), 2)],
+        sealed_end,
+    )  # rewritten
 
 
 def test_damaged_txnindex_is_rebuilt(open_log: LogOpener, log_dir: Path) -> None:

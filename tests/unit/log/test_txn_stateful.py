@@ -112,7 +112,9 @@ class TransactionLogMachine(RuleBasedStateMachine):
         expected_open = sorted(self.open.items(), key=lambda item: (item[1], item[0]))
         assert log.open_transactions() == expected_open
         start = log.log_start_offset
-        for low, high in ((start, end), (start, log.last_stable_offset), (end, end + 1)):
+        mid = (start + end) // 2
+        ranges = ((start, end), (start, log.last_stable_offset), (end, end + 1), (start, mid))
+        for low, high in (*ranges, (mid, end), (mid, mid + 2)):
             expected = sorted(
                 (a for a in self.aborted if a.last_offset >= low and a.first_offset < high),
                 key=lambda a: (a.first_offset, a.last_offset),
