@@ -2,9 +2,12 @@
 
 Owns: the segments of one partition directory (oldest first, the last one active),
 the log start and end offsets, offset assignment, segment rolling, reads, the flush
-policy, retention, DeleteRecords, and the idempotent-producer state of the partition.
+policy, retention, DeleteRecords, the idempotent-producer state of the partition, and
+its transactions: markers (`append_control`), the last stable offset and the
+aborted-transaction index (log/transactions.py).
 Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
-(About 600 lines: every operation above moves the same offsets and segment list.)
+(About 730 lines: every operation above moves the same offsets and segment list;
+markers append through the same write path as produced batches.)
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -18,7 +21,11 @@ Invariants:
   it is checkpointed before any segment below it is deleted;
 - every segment but the active one is fsynced (data and indexes) when it is rolled,
   so recovery checks the active segment batch by batch and trusts the others' shape;
-- a producer-state snapshot is written at every roll and at a clean close.
+- a producer-state snapshot is written at every roll and at a clean close;
+- the last stable offset is the first offset of the earliest open transaction, else
+  the log end offset; DeleteRecords and retention never move the log start offset
+  past it (Kafka: DeleteRecords beyond it is OFFSET_OUT_OF_RANGE; retention stops at
+  the segment holding it).
 
 Flushing (fsync of the active segment) is either done in place (`flush`,
 `flush_if_due`, and `append` by default) or handed to the caller as a `FlushPlan`
@@ -49,8 +56,15 @@ from shoal.log.producer_state import write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
 from shoal.log.settings import LogConfig
+from shoal.log.transactions import AbortedTxn, AbortEntry, ControlType, encode_control_batch
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, iter_headers, peek_size
+from shoal.protocol.record_batch import (
+    LOG_OVERHEAD,
+    BatchHeader,
+    iter_headers,
+    parse_header,
+    peek_size,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +142,32 @@ class PartitionLog:
     def size_bytes(self) -> int:
         return self._size_bytes
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the log end offset."""
+        first = self._producers.first_unstable_offset()
+        return self.log_end_offset if first is None else first
+
+    def open_transactions(self) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the open transactions, by first offset."""
+        return self._producers.open_transactions()
+
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions whose records overlap [start_offset, upper_offset),
+        ordered by first offset. Segments before the one holding `start_offset` are
+        skipped (a transaction's marker is never below its records), and the search
+        ends at the first abort that left the LSO above `upper_offset`."""
+        found: list[AbortedTxn] = []
+        first_segment = max(0, bisect_right(self._bases, start_offset) - 1)
+        for segment in self._segments[first_segment:]:
+            for txn, stable_offset in segment.aborted:
+                if txn.last_offset >= start_offset and txn.first_offset < upper_offset:
+                    found.append(txn)
+                if stable_offset > upper_offset:
+                    return sorted(found, key=lambda entry: (entry.first_offset, entry.last_offset))
+        found.sort(key=lambda entry: (entry.first_offset, entry.last_offset))
+        return found
+
     def segment_base_offsets(self) -> list[int]:
         """Base offsets of the segments, oldest first (the last is active)."""
         return list(self._bases)
@@ -148,6 +188,7 @@ class PartitionLog:
         """Append validated batches (`headers` from validate_produced over `records`).
         Checks idempotent-producer sequences; raises LogError on a sequence gap or a
         fenced epoch; a duplicate batch returns its stored offsets with duplicate=True.
+        A transactional batch opens a transaction for its producer if none is open.
 
         When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
         here, unless `defer_flush`: then the result carries a `flush_plan` that the
@@ -163,9 +204,90 @@ class PartitionLog:
                 log_start_offset=self._log_start_offset,
                 duplicate=True,
             )
+        append_time_ms = self._clock.wall_ms() if self._config.log_append_time else None
+        base_offset = self.log_end_offset
+        stored = self._write(
+            records,
+            headers,
+            leader_epoch=leader_epoch,
+            log_append_time_ms=append_time_ms,
+            operation="append",
+        )
+        self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
+        plan = self._apply_flush_policy(defer_flush=defer_flush)
+        if self._events is not None:
+            self._events.appended()
+        return AppendResult(
+            base_offset=base_offset,
+            last_offset=stored[-1].last_offset,
+            log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
+            log_start_offset=self._log_start_offset,
+            flush_plan=plan,
+        )
+
+    def append_control(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        control: ControlType,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+    ) -> int:
+        """Append a transaction marker for `producer_id`: its open transaction on
+        this partition ends (a marker with none open is written anyway, as Kafka
+        does), the last stable offset moves, an ABORT enters the aborted index.
+        Returns the marker's offset. Raises LogError INVALID_PRODUCER_EPOCH for an
+        epoch below the producer's, TRANSACTION_COORDINATOR_FENCED for a coordinator
+        epoch below the last one seen. The flush policy runs in place."""
+        self._check_usable()
+        self._producers.check_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+        )
+        batch = encode_control_batch(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            control=control,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=timestamp_ms,
+        )
+        (stored,) = self._write(
+            batch,
+            [parse_header(batch)],
+            leader_epoch=0,
+            log_append_time_ms=None,
+            operation="marker append",
+        )
+        aborted = self._producers.end_transaction(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            control=control,
+            offset=stored.base_offset,
+            timestamp_ms=self._clock.wall_ms(),
+        )
+        if aborted is not None:
+            self._segments[-1].aborted.append(AbortEntry(aborted, self.last_stable_offset))
+        self._apply_flush_policy(defer_flush=False)
+        if self._events is not None:
+            self._events.appended()
+        return stored.base_offset
+
+    def _write(
+        self,
+        records: bytes,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int,
+        log_append_time_ms: int | None,
+        operation: str,
+    ) -> list[BatchHeader]:
+        """Write batches at the log end (rolling first if due); returns their stored
+        headers. Counts them as unflushed; the caller applies the flush policy."""
         config = self._config
         now_ms = self._clock.monotonic_ms()
-        append_time_ms = self._clock.wall_ms() if config.log_append_time else None
         size = sum(h.size for h in headers)
         count = sum(h.last_offset_delta + 1 for h in headers)
         base_offset = self.log_end_offset
@@ -179,35 +301,30 @@ class PartitionLog:
                 headers,
                 base_offset=base_offset,
                 leader_epoch=leader_epoch,
-                log_append_time_ms=append_time_ms,
+                log_append_time_ms=log_append_time_ms,
                 index_interval_bytes=config.index_interval_bytes,
                 now_ms=now_ms,
             )
         except OSError as exc:
             fatal = isinstance(exc, WriteNotUndone)
-            raise self._storage_error(exc, "append", fatal=fatal) from exc
+            raise self._storage_error(exc, operation, fatal=fatal) from exc
         self._size_bytes += size
-        self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
         self._remember_position(base_offset, active, position)
+        self._unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
+        return stored
+
+    def _apply_flush_policy(self, *, defer_flush: bool) -> FlushPlan | None:
+        """fsync now (or, with `defer_flush`, return the plan) if flush.messages or
+        flush.ms calls for it."""
         unflushed = self._unflushed
-        unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
-        plan = None
-        if unflushed.records >= config.flush_messages or unflushed.older_than(
-            age_ms=config.flush_ms, now_ms=now_ms
+        if unflushed.records < self._config.flush_messages and not unflushed.older_than(
+            age_ms=self._config.flush_ms, now_ms=self._clock.monotonic_ms()
         ):
-            if defer_flush:
-                plan = self.flush_plan()
-            else:
-                self.flush()
-        if self._events is not None:
-            self._events.appended()
-        return AppendResult(
-            base_offset=base_offset,
-            last_offset=base_offset + count - 1,
-            log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
-            log_start_offset=self._log_start_offset,
-            flush_plan=plan,
-        )
+            return None
+        if defer_flush:
+            return self.flush_plan()
+        self.flush()
+        return None
 
     def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
         active = self._segments[-1]
@@ -249,10 +366,19 @@ class PartitionLog:
 
     # -- read
 
-    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
+    def read(
+        self,
+        offset: int,
+        *,
+        max_bytes: int,
+        min_one_batch: bool = True,
+        max_offset: int | None = None,
+    ) -> ReadResult:
         """Whole batches from the batch containing `offset`, up to `max_bytes` (the
-        first batch whole even if larger, when min_one_batch), across segments. Raises
-        LogError OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset]."""
+        first batch whole even if larger, when min_one_batch), across segments; with
+        `max_offset` (read_committed: the last stable offset) only batches starting
+        below it. Raises LogError OFFSET_OUT_OF_RANGE outside [log_start_offset,
+        log_end_offset]."""
         self._check_usable()
         log_end = self.log_end_offset
         if not self._log_start_offset <= offset <= log_end:
@@ -261,13 +387,17 @@ class PartitionLog:
                 f"offset {offset} is outside {self._log_start_offset}..{log_end} "
                 f"of {self._directory.name}",
             )
-        if offset == log_end:
+        if offset == log_end or (max_offset is not None and offset >= max_offset):
             return ReadResult(b"", [], log_end, self._log_start_offset)
         try:
             parts, headers = self._read_batches(offset, max(0, max_bytes), min_one_batch)
         except OSError as exc:
             raise self._storage_error(exc, "read", fatal=False) from exc
         records = parts[0] if len(parts) == 1 else b"".join(parts)
+        if max_offset is not None and headers and headers[-1].base_offset >= max_offset:
+            kept = [h for h in headers if h.base_offset < max_offset]
+            end = kept[-1].position + kept[-1].size if kept else 0
+            records, headers = records[:end], kept
         return ReadResult(records, headers, log_end, self._log_start_offset)
 
     def _read_batches(
@@ -389,13 +519,14 @@ class PartitionLog:
     def delete_records_before(self, offset: int, *, defer_delete: bool = False) -> int:
         """Move the log start offset up to `offset`; returns the new log start offset.
         Whole segments below it are deleted (with `defer_delete`, set aside for
-        `take_deleted_paths`). Raises OFFSET_OUT_OF_RANGE beyond the log end offset or
-        below zero."""
+        `take_deleted_paths`). Raises OFFSET_OUT_OF_RANGE beyond the last stable offset (the log end
+        offset when no transaction is open) or below zero."""
         self._check_usable()
-        if not 0 <= offset <= self.log_end_offset:
+        if not 0 <= offset <= self.last_stable_offset:
             raise LogError(
                 ErrorCode.offset_out_of_range,
-                f"cannot delete records before {offset}: log end offset is {self.log_end_offset}",
+                f"cannot delete records before {offset}: log end offset is "
+                f"{self.log_end_offset}, last stable offset {self.last_stable_offset}",
             )
         if offset <= self._log_start_offset:
             return self._log_start_offset
@@ -415,6 +546,7 @@ class PartitionLog:
         self._check_usable()
         config = self._config
         segments = self._segments
+        stable = self.last_stable_offset
         try:
             count = 0
             if config.retention_ms >= 0:
@@ -426,6 +558,7 @@ class PartitionLog:
                 active = segments[-1]
                 if (
                     count == len(segments) - 1
+                    and stable == self.log_end_offset
                     and not active.is_empty
                     and now_wall_ms - active.max_timestamp > config.retention_ms
                 ):
@@ -437,6 +570,9 @@ class PartitionLog:
                 while count < len(segments) - 1 and excess >= segments[count].size_bytes:
                     excess -= segments[count].size_bytes
                     count += 1
+            # Retention stops at the segment holding the last stable offset.
+            while count and segments[count - 1].next_offset > stable:
+                count -= 1
             freed = 0
             if count:
                 new_start = max(self._log_start_offset, segments[count].base_offset)

@@ -1,9 +1,15 @@
 """Idempotent-producer state of one partition: epochs, recent batches, snapshots.
 
 Owns: for every producer id seen in the partition, its current epoch, the sequence and
-offset ranges of its last `PRODUCER_BATCHES_RETAINED` batches and when it last wrote;
-the checks an append must pass (`check`), recording appended or replayed batches
-(`record`), dropping idle producers, and the snapshot file format.
+offset ranges of its last `PRODUCER_BATCHES_RETAINED` batches, when it last wrote, its
+open transaction (first offset) and the last transaction coordinator epoch seen in
+its markers; the checks an append must pass (`check`, `check_marker`), recording
+appended or replayed batches (`record`) and markers (`end_transaction`), dropping idle
+producers (never one with an open transaction), and the snapshot file format.
+
+Transactions: a transactional batch opens a transaction for its producer at its base
+offset when none is open; a marker (control batch) ends it. The first offsets of the
+open transactions bound the last stable offset (`first_unstable_offset`).
 
 Rules (Kafka's, for batches with producer_id >= 0 and base_sequence >= 0):
 - an epoch below the producer's current one -> INVALID_PRODUCER_EPOCH;
@@ -12,13 +18,18 @@ Rules (Kafka's, for batches with producer_id >= 0 and base_sequence >= 0):
 - same epoch: a batch whose (first, last) sequence equals a remembered batch's is a
   duplicate (answered with the original offsets, nothing written); otherwise its first
   sequence must follow the last one (mod 2**31), else OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a producer id the partition has no state for may start at any sequence and epoch.
+- a producer id the partition has no state for may start at any sequence and epoch;
+- a non-transactional batch from a producer with an open transaction -> INVALID_TXN_STATE;
+- a marker with an epoch below the producer's -> INVALID_PRODUCER_EPOCH, with a
+  coordinator epoch below the last one seen -> TRANSACTION_COORDINATOR_FENCED.
 
 Snapshot file `<offset:020d>.snapshot`: the state of every producer after all
-batches below `offset`. Big-endian: magic b"SHPS", int16 version 1, uint32 CRC-32C
+batches below `offset`. Big-endian: magic b"SHPS", int16 version 2, uint32 CRC-32C
 of the rest, int32 producer count; per producer: int64 id, int16 epoch, int64 last
-write time (ms), int64 last offset, int8 batch count, then per batch int32 first
-sequence, int32 last sequence, int64 base offset, int64 last offset.
+write time (ms), int64 last offset, int8 batch count, int64 first offset of the open
+transaction (-1: none), int32 coordinator epoch (-1: none), then per batch int32 first
+sequence, int32 last sequence, int64 base offset, int64 last offset. Version 1 (no
+transaction fields) is still read.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import crc32c
 from shoal import limits
 from shoal.log.api import LogError
 from shoal.log.fileio import file_name, parse_file_name, remove_if_exists, write_atomic
+from shoal.log.transactions import AbortedTxn, ControlType
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader
 
@@ -42,10 +54,12 @@ SNAPSHOT_SUFFIX = ".snapshot"
 _SEQUENCE_MODULUS = 2**31
 
 _SNAPSHOT_MAGIC = b"SHPS"
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2
 _SNAPSHOT_HEAD = struct.Struct(">4shI")
 _COUNT = struct.Struct(">i")
-_PRODUCER = struct.Struct(">qhqqb")
+_PRODUCER_V1 = struct.Struct(">qhqqb")
+_PRODUCER = struct.Struct(">qhqqbqi")
+NO_TXN = -1
 _BATCH = struct.Struct(">iiqq")
 
 
@@ -65,6 +79,9 @@ class ProducerEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=limits.PRODUCER_BATCHES_RETAINED)
     )
+    txn_first_offset: int = NO_TXN
+    """First offset of the producer's open transaction in this partition, or -1."""
+    coordinator_epoch: int = -1
 
     def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         if header.producer_epoch != self.epoch:
@@ -87,6 +104,8 @@ class ProducerStateTable:
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
+        self._open: dict[int, int] = {}
+        """Producer id -> first offset of its open transaction (mirrors the entries)."""
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -104,6 +123,17 @@ class ProducerStateTable:
             if not _is_idempotent(header):
                 continue
             entry = self._producers.get(header.producer_id)
+            if (
+                entry is not None
+                and entry.txn_first_offset != NO_TXN
+                and not header.is_transactional
+                and header.producer_epoch == entry.epoch
+            ):
+                raise LogError(
+                    ErrorCode.invalid_txn_state,
+                    f"producer {header.producer_id} has a transaction open at offset "
+                    f"{entry.txn_first_offset} and sent a non-transactional batch",
+                )
             if header.producer_id in pending:
                 epoch, last_sequence = pending[header.producer_id]
             elif entry is not None:
@@ -138,6 +168,9 @@ class ProducerStateTable:
                 entry.batches.clear()
             entry.last_timestamp_ms = max(entry.last_timestamp_ms, when)
             entry.last_offset = header.last_offset
+            if header.is_transactional and entry.txn_first_offset == NO_TXN:
+                entry.txn_first_offset = header.base_offset
+                self._open[header.producer_id] = header.base_offset
             entry.batches.append(
                 BatchMetadata(
                     header.base_sequence,
@@ -147,12 +180,73 @@ class ProducerStateTable:
                 )
             )
 
+    def check_marker(
+        self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> None:
+        """Raise LogError if a marker from this producer epoch and coordinator epoch
+        is fenced; changes nothing."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise LogError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker for producer {producer_id} has epoch {producer_epoch}, older than "
+                f"the current epoch {entry.epoch}",
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise LogError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker for producer {producer_id} comes from coordinator epoch "
+                f"{coordinator_epoch}, older than {entry.coordinator_epoch}",
+            )
+
+    def end_transaction(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        control: ControlType,
+        offset: int,
+        timestamp_ms: int,
+    ) -> AbortedTxn | None:
+        """Record a marker stored at `offset` (appended or replayed): the producer's
+        open transaction ends. Returns the aborted transaction to index (an ABORT that
+        ended an open transaction), else None (a COMMIT, or a marker with nothing
+        open, which Kafka writes anyway)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerEntry(producer_id, producer_epoch, timestamp_ms, offset)
+            self._producers[producer_id] = entry
+        elif producer_epoch != entry.epoch:
+            entry.epoch = producer_epoch
+            entry.batches.clear()
+        entry.last_timestamp_ms = max(entry.last_timestamp_ms, timestamp_ms)
+        entry.last_offset = offset
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        first, entry.txn_first_offset = entry.txn_first_offset, NO_TXN
+        self._open.pop(producer_id, None)
+        if control is ControlType.ABORT and first != NO_TXN:
+            return AbortedTxn(producer_id, first, offset)
+        return None
+
+    def open_transactions(self) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the open transactions, by first offset."""
+        return sorted(self._open.items(), key=lambda item: (item[1], item[0]))
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction, or None."""
+        return min(self._open.values()) if self._open else None
+
     def expire(self, *, now_ms: int, expiration_ms: int) -> int:
-        """Forget producers idle for `expiration_ms`; returns how many."""
+        """Forget producers idle for `expiration_ms` (not those with an open
+        transaction, as in Kafka); returns how many."""
         idle = [
             pid
             for pid, entry in self._producers.items()
             if now_ms - entry.last_timestamp_ms >= expiration_ms
+            and entry.txn_first_offset == NO_TXN
         ]
         for pid in idle:
             del self._producers[pid]
@@ -160,7 +254,11 @@ class ProducerStateTable:
 
     def evict_before(self, log_start_offset: int) -> None:
         """Forget producers whose every batch lies below the log start offset."""
-        gone = [p for p, e in self._producers.items() if e.last_offset < log_start_offset]
+        gone = [
+            p
+            for p, e in self._producers.items()
+            if e.last_offset < log_start_offset and e.txn_first_offset == NO_TXN
+        ]
         for pid in gone:
             del self._producers[pid]
 
@@ -174,6 +272,8 @@ class ProducerStateTable:
                     entry.last_timestamp_ms,
                     entry.last_offset,
                     len(entry.batches),
+                    entry.txn_first_offset,
+                    entry.coordinator_epoch,
                 )
             )
             parts.extend(_BATCH.pack(*batch) for batch in entry.batches)
@@ -188,8 +288,9 @@ class ProducerStateTable:
             raise ValueError("snapshot is truncated")
         magic, version, crc = _SNAPSHOT_HEAD.unpack_from(data, 0)
         body = memoryview(data)[_SNAPSHOT_HEAD.size :]
-        if magic != _SNAPSHOT_MAGIC or version != _SNAPSHOT_VERSION:
-            raise ValueError(f"not a version {_SNAPSHOT_VERSION} producer snapshot")
+        if magic != _SNAPSHOT_MAGIC or version not in (1, _SNAPSHOT_VERSION):
+            raise ValueError(f"not a version 1 or {_SNAPSHOT_VERSION} producer snapshot")
+        layout = _PRODUCER if version == _SNAPSHOT_VERSION else _PRODUCER_V1
         if crc32c.crc32c(body) != crc:
             raise ValueError("snapshot CRC mismatch")
         table = cls()
@@ -197,13 +298,18 @@ class ProducerStateTable:
             (count,) = _COUNT.unpack_from(body, 0)
             position = _COUNT.size
             for _ in range(count):
-                pid, epoch, when, last_offset, batches = _PRODUCER.unpack_from(body, position)
-                position += _PRODUCER.size
+                fields = layout.unpack_from(body, position)
+                position += layout.size
+                pid, epoch, when, last_offset, batches = fields[:5]
                 entry = ProducerEntry(pid, epoch, when, last_offset)
+                if len(fields) > 5:
+                    entry.txn_first_offset, entry.coordinator_epoch = fields[5:]
                 for _ in range(batches):
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
                     position += _BATCH.size
                 table._producers[pid] = entry
+                if entry.txn_first_offset != NO_TXN:
+                    table._open[pid] = entry.txn_first_offset
         except struct.error as exc:
             raise ValueError(f"snapshot is malformed: {exc}") from None
         if position != len(body):

@@ -17,9 +17,20 @@ procedure that turns whatever a crash left into a consistent log:
    consistent and the tail is complete.
 4. Offsets must continue across segments: a gap (a lost unflushed tail) is logged and
    kept; an overlap is cut off the earlier segment.
-5. Producer state is the newest readable snapshot at or below the log end offset plus
-   a replay of the batch headers after it (all segments when there is no snapshot).
-6. The clean-shutdown marker is removed, durably, before the log is used.
+5. Aborted-transaction indexes (`.txnindex`) give their entries below the offset
+   they cover (the segment's end when written: at its roll, or at a clean close for
+   the active one); what they do not cover (all of a segment whose file is missing
+   or damaged) is found by the replay of step 6, which then starts at or below the
+   first uncovered offset (and the completed files of sealed segments are written).
+   A transaction begun below the first segment and aborted in an uncovered part,
+   with no producer snapshot below it left, cannot be indexed: its records are gone
+   and consumers never see them.
+6. Producer state (with open transactions) is the newest readable snapshot at or
+   below the log end offset (and below every segment whose aborted index is rebuilt)
+   plus a replay of the batch headers after it (all segments when there is no such
+   snapshot). Markers met in the replay end transactions; an ABORT adds its entry to
+   its segment's aborted index when that index is being rebuilt.
+7. The clean-shutdown marker is removed, durably, before the log is used.
 
 Files: `log-start-offset.checkpoint` holds "1\\n<offset>\\n" (version, value), written
 atomically; `clean-shutdown` is empty.
@@ -28,6 +39,7 @@ atomically; `clean-shutdown` is empty.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -49,6 +61,13 @@ from shoal.log.producer_state import (
 )
 from shoal.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 from shoal.log.settings import LogConfig
+from shoal.log.transactions import (
+    TXN_INDEX_SUFFIX,
+    AbortEntry,
+    read_marker,
+    read_txn_index,
+)
+from shoal.protocol.record_batch import BatchHeader
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +138,11 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
     active = segments[-1]
     if not active.is_empty:
         active.first_append_ms = now_ms
-    producers = _load_producer_state(directory, segments, log_start)
+    rebuild = _load_txn_indexes(segments)
+    producers = _load_producer_state(directory, segments, log_start, rebuild)
+    for segment in segments[:-1]:
+        if segment.base_offset in rebuild:
+            segment.write_indexes(sync=True)
     if clean:
         marker.unlink()
         fsync_directory(directory)
@@ -137,7 +160,7 @@ def _open_segments(directory: Path, checkpoint: int | None) -> list[Segment]:
         path = directory / name
         if name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
             remove_if_exists(path)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = parse_file_name(name, suffix)
             if base is not None and base not in bases:
                 remove_if_exists(path)
@@ -201,16 +224,33 @@ def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
             earlier.write_indexes(sync=True)
 
 
+def _load_txn_indexes(segments: list[Segment]) -> dict[int, int]:
+    """Load the aborted indexes; returns, per segment base offset whose index does not
+    cover the whole segment, the offset from which the replay must complete it."""
+    uncovered: dict[int, int] = {}
+    for segment in segments:
+        loaded = read_txn_index(segment.txn_index_path)
+        entries, covered_end = loaded if loaded is not None else ([], segment.base_offset)
+        covered_end = min(covered_end, segment.next_offset)
+        segment.aborted = [e for e in entries if e.txn.last_offset < covered_end]
+        if covered_end < segment.next_offset:
+            uncovered[segment.base_offset] = max(covered_end, segment.base_offset)
+    return uncovered
+
+
 def _load_producer_state(
-    directory: Path, segments: list[Segment], log_start: int
+    directory: Path, segments: list[Segment], log_start: int, rebuild: dict[int, int]
 ) -> ProducerStateTable:
     log_end = segments[-1].next_offset
+    replay_from_max = min(rebuild.values(), default=log_end)
     table: ProducerStateTable | None = None
     start = segments[0].base_offset
     for offset in reversed(snapshot_offsets(directory)):
         path = snapshot_path(directory, offset)
         if offset > log_end:
             remove_if_exists(path)
+            continue
+        if offset > replay_from_max:
             continue
         try:
             table = ProducerStateTable.from_snapshot(path.read_bytes())
@@ -226,7 +266,42 @@ def _load_producer_state(
         if segment.next_offset <= start:
             continue
         position = segment.locate(start) if segment.base_offset < start else 0
-        batches = segment.headers(position or 0)
-        table.record((h for h in batches if h.base_offset >= start), timestamp_ms=None)
+        batches = (h for h in segment.headers(position or 0) if h.base_offset >= start)
+        _replay(table, segment, batches, index_from=rebuild.get(segment.base_offset))
     table.evict_before(log_start)
     return table
+
+
+def _replay(
+    table: ProducerStateTable,
+    segment: Segment,
+    headers: Iterable[BatchHeader],
+    *,
+    index_from: int | None,
+) -> None:
+    """Replay stored batches into the producer state; markers end transactions, and
+    an ABORT at or after `index_from` enters the segment's aborted index."""
+    for header in headers:
+        if not header.is_control:
+            table.record((header,), timestamp_ms=None)
+            continue
+        marker = read_marker(segment.read(header.position, header.size), header)
+        if marker is None:
+            logger.warning(
+                "%s: control batch at offset %d has no readable marker; skipped",
+                segment.log_path,
+                header.base_offset,
+            )
+            continue
+        aborted = table.end_transaction(
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            coordinator_epoch=marker[1],
+            control=marker[0],
+            offset=header.base_offset,
+            timestamp_ms=header.max_timestamp,
+        )
+        if aborted is not None and index_from is not None and aborted.last_offset >= index_from:
+            stable = table.first_unstable_offset()
+            stable = header.next_offset if stable is None else stable
+            segment.aborted.append(AbortEntry(aborted, stable))

@@ -1,6 +1,7 @@
 """One segment of a partition log: a `.log` file of stored batches and its indexes.
 
-Owns: the segment's files (`<base_offset:020d>.log`, `.index`, `.timeindex`), its
+Owns: the segment's files (`<base_offset:020d>.log`, `.index`, `.timeindex`,
+`.txnindex` (log/transactions.py): the transactions aborted by markers in it), its
 size, next offset and largest timestamp, writing batches (vectored writes: the
 records of a produced batch are handed to the kernel as they came, only the 17-byte
 prefix is re-stamped), reading byte ranges (pread), walking batch headers, finding the
@@ -32,6 +33,7 @@ from shoal.log.fileio import (
     write_file,
 )
 from shoal.log.index import OffsetIndex, TimeIndex
+from shoal.log.transactions import TXN_INDEX_SUFFIX, AbortEntry, write_txn_index
 from shoal.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -131,6 +133,8 @@ class Segment:
         self.deleted = False
         self.index = OffsetIndex(base_offset)
         self.time_index = TimeIndex(base_offset)
+        self.aborted: list[AbortEntry] = []
+        """Transactions aborted by markers in this segment, in marker order."""
         self._bytes_since_index_entry = 0
         self._fd: int | None = None
 
@@ -148,6 +152,7 @@ class Segment:
         segment = cls(directory, base_offset, size_bytes=0)
         remove_if_exists(segment.index_path)
         remove_if_exists(segment.time_index_path)
+        remove_if_exists(segment.txn_index_path)
         segment._fd = os.open(segment.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         return segment
 
@@ -168,6 +173,10 @@ class Segment:
     @property
     def time_index_path(self) -> Path:
         return self.directory / file_name(self.base_offset, TIME_INDEX_SUFFIX)
+
+    @property
+    def txn_index_path(self) -> Path:
+        return self.directory / file_name(self.base_offset, TXN_INDEX_SUFFIX)
 
     @property
     def fd(self) -> int:
@@ -196,7 +205,7 @@ class Segment:
         self.close()
         self.deleted = True
         renamed = []
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        for path in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
             target = path.with_name(path.name + DELETED_SUFFIX)
             try:
                 path.rename(target)
@@ -353,12 +362,14 @@ class Segment:
             logger.warning("%s has an unreadable batch at position %d", self.log_path, bad)
 
     def write_indexes(self, *, sync: bool) -> None:
-        """Persist both indexes; the time index gains a final entry for the segment's
-        largest timestamp first, so that entry is the segment's max on reload."""
+        """Persist the indexes (offset, time, aborted transactions); the time index
+        gains a final entry for the segment's largest timestamp first, so that entry
+        is the segment's max on reload."""
         if self.max_timestamp != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         write_file(self.index_path, self.index.to_bytes(), sync=sync)
         write_file(self.time_index_path, self.time_index.to_bytes(), sync=sync)
+        write_txn_index(self.txn_index_path, self.aborted, covered_end=self.next_offset, sync=sync)
 
     def load_indexes(self) -> bool:
         """Use the index files if they are consistent with the `.log` file: well

@@ -22,6 +22,7 @@ def make_batch(
     producer_epoch: int = 0,
     base_sequence: int = -1,
     seed: int = 0,
+    transactional: bool = False,
 ) -> bytes:
     """A batch of `count` records with distinct keys and `value_size`-byte values."""
     records = [
@@ -38,6 +39,7 @@ def make_batch(
         producer_id=producer_id,
         producer_epoch=producer_epoch if producer_id >= 0 else -1,
         base_sequence=base_sequence,
+        transactional=transactional,
     )
 
 

@@ -32,6 +32,7 @@ def test_deferred_delete_renames_the_files_and_hands_them_over(
         f"{bases[0]:020d}.log.deleted",
         f"{bases[0]:020d}.index.deleted",
         f"{bases[0]:020d}.timeindex.deleted",
+        f"{bases[0]:020d}.txnindex.deleted",
     }
     paths = log.take_deleted_paths()
     assert {p.name for p in paths} == _segment_files(log_dir, bases[0]) | _segment_files(

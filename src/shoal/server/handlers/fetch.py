@@ -7,8 +7,12 @@ exceeds the limits, so a large record never stalls a consumer. When fewer than
 MinBytes are ready the request parks in purgatory until a produce to one of its
 partitions wakes it or MaxWaitMs passes (clamped to `shoal.fetch.max.wait.ms`).
 
-No incremental fetch sessions: SessionId is always 0. Without transactions the last
-stable offset is the high watermark.
+No incremental fetch sessions: SessionId is always 0. IsolationLevel 1
+(read_committed) reads only batches below the last stable offset and lists the aborted
+transactions overlapping the returned records (from the fetch offset to the end of the
+last batch returned), as Kafka does; the consumer drops their records. A marker moving
+the last stable offset wakes parked fetches like an append. LastStableOffset is always
+the partition's LSO.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
+from shoal.log.transactions import AbortedTxn
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
@@ -62,14 +67,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)
     max_bytes = int(request.max_bytes)
+    read_committed = int(request.isolation_level) == READ_COMMITTED
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
     while True:
-        results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes)
+        results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes, read_committed)
         remaining_ms = deadline_ms - services.clock.monotonic_ms()
         if total_bytes >= min_bytes or any_error or remaining_ms <= 0 or services.stopping():
             break
         await services.purgatory.wait(keys, timeout_ms=remaining_ms)
-    return _response(schema, ctx, request, wanted, results, by_id)
+    return _response(schema, wanted, results, by_id, read_committed)
 
 
 def _topic_name(ctx: RequestContext, topic: Any, by_id: bool) -> str | None:
@@ -85,10 +91,12 @@ class _Result:
     records: bytes
     high_watermark: int
     log_start_offset: int
+    last_stable_offset: int
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 def _read_all(
-    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int
+    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int, read_committed: bool
 ) -> tuple[list[_Result], int, bool]:
     logs = ctx.services.logs
     results: list[_Result] = []
@@ -102,40 +110,54 @@ def _read_all(
                 if w.topic is None
                 else ErrorCode.unknown_topic_or_partition
             )
-            results.append(_Result(missing, _EMPTY, -1, -1))
+            results.append(_Result(missing, _EMPTY, -1, -1, -1))
             any_error = True
             continue
         budget = min(w.partition_max_bytes, max_bytes - total)
-        result = _read_one(partition_log, w.fetch_offset, budget, first=total == 0)
+        result = _read_one(
+            partition_log, w.fetch_offset, budget, first=total == 0, read_committed=read_committed
+        )
         any_error = any_error or result.error is not ErrorCode.none
         total += len(result.records)
         results.append(result)
     return results, total, any_error
 
 
-def _read_one(partition_log: PartitionLog, offset: int, budget: int, *, first: bool) -> _Result:
+def _read_one(
+    partition_log: PartitionLog, offset: int, budget: int, *, first: bool, read_committed: bool
+) -> _Result:
+    stable = partition_log.last_stable_offset
     try:
-        read = partition_log.read(offset, max_bytes=max(budget, 0), min_one_batch=first)
+        read = partition_log.read(
+            offset,
+            max_bytes=max(budget, 0),
+            min_one_batch=first,
+            max_offset=stable if read_committed else None,
+        )
     except LogError as exc:
         return _Result(
             exc.code,
             _EMPTY,
             partition_log.log_end_offset,
             partition_log.log_start_offset,
+            stable,
         )
-    return _Result(ErrorCode.none, read.records, read.high_watermark, read.log_start_offset)
+    aborted: tuple[AbortedTxn, ...] = ()
+    if read_committed and read.headers:
+        upper = read.headers[-1].next_offset
+        aborted = tuple(partition_log.aborted_transactions(offset, upper))
+    return _Result(
+        ErrorCode.none, read.records, read.high_watermark, read.log_start_offset, stable, aborted
+    )
 
 
 def _response(
     schema: Schema,
-    ctx: RequestContext,
-    request: Any,
     wanted: list[_Wanted],
     results: list[_Result],
     by_id: bool,
+    read_committed: bool,
 ) -> Any:
-    read_committed = int(request.isolation_level) == READ_COMMITTED
-    aborted: tuple[Any, ...] | None = () if read_committed else None
     topics: list[Any] = []
     current_key: Any = object()
     partitions: list[Any] = []
@@ -151,9 +173,9 @@ def _response(
                 partition_index=w.partition,
                 error_code=r.error,
                 high_watermark=r.high_watermark,
-                last_stable_offset=r.high_watermark,
+                last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=aborted,
+                aborted_transactions=_aborted(schema, r, read_committed),
                 preferred_read_replica=-1,
                 records=r.records,
             )
@@ -162,6 +184,18 @@ def _response(
         topics.append(_topic(schema, current_key, partitions))
     return schema.response(
         throttle_time=_ZERO, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
+    )
+
+
+def _aborted(schema: Schema, result: _Result, read_committed: bool) -> tuple[Any, ...] | None:
+    """Kafka answers null for read_uncommitted, a (possibly empty) list otherwise."""
+    if not read_committed:
+        return None
+    return tuple(
+        schema.make(
+            "AbortedTransaction", producer_id=entry.producer_id, first_offset=entry.first_offset
+        )
+        for entry in result.aborted
     )
 
 

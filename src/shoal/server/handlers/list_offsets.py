@@ -1,9 +1,10 @@
 """ListOffsets (2) v1-v7: offsets by timestamp, and the ends of partitions.
 
 Timestamp -1 (latest) answers the log end offset, which on a single node is the high
-watermark; read_committed would stop at the last stable offset, the same offset until
-transactions exist. -2 (earliest) answers the log start offset; both answer timestamp
--1. -3 (max timestamp, v7) answers the offset and timestamp of the record with the
+watermark, or with IsolationLevel 1 (read_committed) the last stable offset; as in
+Kafka, under read_committed a timestamp or max-timestamp answer at or beyond the last
+stable offset is not found (-1/-1). -2 (earliest) answers the log start offset; both
+answer timestamp -1. -3 (max timestamp, v7) answers the offset and timestamp of the record with the
 largest timestamp, or -1/-1 for an empty partition. Any other value finds the first
 offset whose timestamp is at least that value, or -1/-1 if there is none. The log
 finds the batch; the record within it is found by decoding that one batch
@@ -36,11 +37,14 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 _LEADER_EPOCH = 0
 _NOT_FOUND = (-1, -1)
+READ_COMMITTED = 1
 
 
 @api(API_KEY, 1, 7)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    # IsolationLevel is in the request from v2.
+    read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     counts = Counter((t.name, int(p.partition_index)) for t in request.topics for p in t.partitions)
     topics = tuple(
         schema.make(
@@ -53,6 +57,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     topic.name,
                     p,
                     repeated=counts[topic.name, int(p.partition_index)] > 1,
+                    read_committed=read_committed,
                 )
                 for p in topic.partitions
             ),
@@ -63,7 +68,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _partition(
-    ctx: RequestContext, schema: Schema, topic: str, asked: Any, *, repeated: bool
+    ctx: RequestContext,
+    schema: Schema,
+    topic: str,
+    asked: Any,
+    *,
+    repeated: bool,
+    read_committed: bool,
 ) -> Any:
     index = int(asked.partition_index)
     timestamp = int(asked.timestamp)
@@ -75,7 +86,7 @@ def _partition(
         )
         return _answer(schema, index, code, _NOT_FOUND)
     try:
-        found = _lookup(partition_log, timestamp)
+        found = _lookup(partition_log, timestamp, read_committed=read_committed)
     except LogError as exc:
         log.info(
             "ListOffsets of %s-%d at %d failed (%s): %s",
@@ -89,17 +100,25 @@ def _partition(
     return _answer(schema, index, ErrorCode.none, found)
 
 
-def _lookup(partition_log: PartitionLog, timestamp: int) -> tuple[int, int]:
+def _lookup(
+    partition_log: PartitionLog, timestamp: int, *, read_committed: bool
+) -> tuple[int, int]:
     """(offset, timestamp) answered for a query timestamp."""
     if timestamp == LATEST:
+        if read_committed:
+            return partition_log.last_stable_offset, -1
         return partition_log.log_end_offset, -1
     if timestamp == EARLIEST:
         return partition_log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
         found = partition_log.max_timestamp()
-        return _NOT_FOUND if found is None else _exact(partition_log, found, found[1])
-    found = partition_log.offset_for_timestamp(timestamp)
-    return _NOT_FOUND if found is None else _exact(partition_log, found, timestamp)
+        answer = _NOT_FOUND if found is None else _exact(partition_log, found, found[1])
+    else:
+        found = partition_log.offset_for_timestamp(timestamp)
+        answer = _NOT_FOUND if found is None else _exact(partition_log, found, timestamp)
+    if read_committed and answer[0] >= partition_log.last_stable_offset:
+        return _NOT_FOUND
+    return answer
 
 
 def _exact(partition_log: PartitionLog, found: tuple[int, int], timestamp: int) -> tuple[int, int]:
