@@ -80,8 +80,8 @@ from shoal.share.persister import (
     partition_error,
 )
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import IsolationLevel, SharePartitionConfig, resolve_reset_offset
-from shoal.share.transactions import AbortedRange, aborted_batches, has_transactional
+from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
+from shoal.share.transactions import StableLog, isolation_inputs, read_limit
 
 log = logging.getLogger(__name__)
 
@@ -94,25 +94,15 @@ def describe_key(key: SharePartitionKey) -> str:
     return f"{key.group_id}:{key.topic_id}:{key.partition}"
 
 
-class ShareLog(Protocol):
+class ShareLog(StableLog, Protocol):
     """What a share-partition needs of its partition log (`PartitionLog` has it)."""
 
     @property
     def log_start_offset(self) -> int: ...
 
-    @property
-    def log_end_offset(self) -> int: ...
-
     def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult: ...
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
-
-    @property
-    def last_stable_offset(self) -> int: ...
-
-    def aborted_transactions(
-        self, start_offset: int, upper_offset: int
-    ) -> Sequence[AbortedRange]: ...
 
 
 LogLookup = Callable[[uuid.UUID, int], "ShareLog | ErrorCode"]
@@ -398,7 +388,9 @@ class SharePartitionManager:
                 return ShareFetchPartition(tp, error=again.code)
         if not read.headers:
             return ShareFetchPartition(tp)
-        end_offset_limit, aborted = self._isolation(sp, partition_log, offset, read)
+        end_offset_limit, aborted = isolation_inputs(
+            self._config(sp.key.group_id).isolation_level, partition_log, offset, read.headers
+        )
         result = sp.acquire(
             member_id=member_id,
             fetch_offset=offset,
@@ -418,27 +410,7 @@ class SharePartitionManager:
         return ShareFetchPartition(tp, records=records, acquired=result.acquired)
 
     def _read_limit(self, group_id: str, partition_log: ShareLog) -> int:
-        """Where a read for the group stops (exclusive, §7.2): the last stable offset
-        under read_committed, else the high watermark (= log end on one node).
-        The isolation level is read per fetch (configs.md)."""
-        if self._config(group_id).isolation_level is IsolationLevel.READ_COMMITTED:
-            return partition_log.last_stable_offset
-        return partition_log.log_end_offset
-
-    def _isolation(
-        self, sp: SharePartition, partition_log: ShareLog, offset: int, read: ReadResult
-    ) -> tuple[int | None, list[tuple[int, int]]]:
-        """`SharePartition.acquire`'s isolation inputs for a read from `offset` (§9):
-        under read_committed the LSO as the end-offset limit and the aborted
-        transactional batches of the read (the log's aborted index is asked only when
-        the read holds transactional data); under read_uncommitted nothing."""
-        if self._config(sp.key.group_id).isolation_level is not IsolationLevel.READ_COMMITTED:
-            return None, []
-        upper = partition_log.last_stable_offset
-        usable = [h for h in read.headers if h.last_offset < upper]
-        if not has_transactional(usable):
-            return upper, []
-        return upper, aborted_batches(usable, partition_log.aborted_transactions(offset, upper))
+        return read_limit(self._config(group_id).isolation_level, partition_log)
 
     def available_bytes(
         self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from shoal.protocol.record_batch import BatchHeader
+from shoal.share.settings import IsolationLevel
 
 
 class AbortedRange(Protocol):
@@ -47,6 +48,51 @@ class AbortedRange(Protocol):
     def last_offset(self) -> int:
         """The offset of the transaction's ABORT marker."""
         ...
+
+
+class StableLog(Protocol):
+    """What isolation needs of a partition log (`PartitionLog` has it)."""
+
+    @property
+    def log_end_offset(self) -> int:
+        """The high watermark on one node."""
+        ...
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the log end."""
+        ...
+
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> Sequence[AbortedRange]:
+        """Aborted transactions overlapping [start_offset, upper_offset), by first offset."""
+        ...
+
+
+def read_limit(level: IsolationLevel, partition_log: StableLog) -> int:
+    """Where a read for a group at `level` stops (exclusive, §7.2): the last stable
+    offset under read_committed, else the high watermark."""
+    if level is IsolationLevel.READ_COMMITTED:
+        return partition_log.last_stable_offset
+    return partition_log.log_end_offset
+
+
+def isolation_inputs(
+    level: IsolationLevel,
+    partition_log: StableLog,
+    offset: int,
+    headers: Sequence[BatchHeader],
+) -> tuple[int | None, list[tuple[int, int]]]:
+    """`SharePartition.acquire`'s `end_offset_limit` and `aborted` for a read from
+    `offset` returning `headers`: under read_committed the LSO and the aborted
+    transactional batches below it (the aborted index is asked only when the read
+    holds transactional data below the LSO); under read_uncommitted (None, [])."""
+    if level is not IsolationLevel.READ_COMMITTED:
+        return None, []
+    upper = partition_log.last_stable_offset
+    usable = [h for h in headers if h.last_offset < upper]
+    if not has_transactional(usable):
+        return upper, []
+    return upper, aborted_batches(usable, partition_log.aborted_transactions(offset, upper))
 
 
 def aborted_batches(
