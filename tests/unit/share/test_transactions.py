@@ -10,6 +10,9 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from shoal.clock import ManualClock
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
@@ -378,3 +381,89 @@ def test_read_committed_released_aborted_records_are_never_redelivered() -> None
     again = rig.fetch("g", member="n")
     assert ranges(again) == [(0, 5), (9, 11)]
     assert [r.delivery_count for r in again.acquired] == [2, 2]
+
+
+# ---- against a model -----------------------------------------------------------------------
+
+PRODUCERS = (101, 102, 103)
+Step = tuple[str, int, int]
+"""("plain", -, count) | ("txn", producer, count) | ("commit"/"abort", producer, -) |
+("fetch", max_records, -)."""
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("plain"), st.just(0), st.integers(1, 3)),
+        st.tuples(st.just("txn"), st.sampled_from(PRODUCERS), st.integers(1, 3)),
+        st.tuples(st.sampled_from(["commit", "abort"]), st.sampled_from(PRODUCERS), st.just(0)),
+        st.tuples(st.just("fetch"), st.integers(1, 6), st.just(0)),
+    ),
+    max_size=30,
+)
+
+
+@given(steps)
+@settings(max_examples=150, deadline=None)
+def test_read_committed_delivers_exactly_the_committed_and_plain_records(
+    script: list[Step],
+) -> None:
+    """Interleaved transactions of three producers, plain records and fetches: a
+    read_committed group acquires nothing at or past the LSO, its start offset never
+    passes the LSO, and once every transaction ended it has delivered exactly the
+    plain and committed records, each once, in offset order; aborted ones are archived
+    and markers GAP-acknowledged."""
+    rig = Rig()
+    rig.group("g", COMMITTED)
+    outcome: dict[bytes, str] = {}
+    """Value prefix of each data batch -> "plain", "open", "commit" or "abort"."""
+    batch_of: dict[int, list[bytes]] = {pid: [] for pid in PRODUCERS}
+    seen: list[bytes] = []
+
+    def fetch(max_records: int) -> None:
+        lso = rig.log.last_stable_offset
+        fetched = rig.fetch("g", max_records=max_records)
+        acquired = [o for r in fetched.acquired for o in range(r.first_offset, r.last_offset + 1)]
+        assert all(o < lso for o in acquired), (acquired, lso)
+        control = {
+            o
+            for h in iter_headers(fetched.records)
+            if h.is_control
+            for o in range(h.base_offset, h.last_offset + 1)
+        }
+        seen.extend(delivered(fetched))
+        acks = [AckBatch(o, o, (GAP if o in control else ACCEPT,)) for o in acquired]
+        if acks:
+            rig.ack("g", *acks)
+        assert rig.start_offset("g") <= lso
+
+    for serial, (action, arg, count) in enumerate(script):
+        if action == "plain":
+            prefix = b"p%d." % serial
+            rig.log.plain(count, prefix)
+            outcome[prefix] = "plain"
+        elif action == "txn":
+            prefix = b"t%d." % serial
+            rig.log.txn(arg, count, prefix)
+            outcome[prefix] = "open"
+            batch_of[arg].append(prefix)
+        elif action in ("commit", "abort"):
+            rig.log.end(arg, commit=action == "commit")
+            for prefix in batch_of[arg]:
+                outcome[prefix] = action
+            batch_of[arg] = []
+        else:
+            fetch(arg)
+    for pid in PRODUCERS:
+        rig.log.end(pid, commit=True)
+        for prefix in batch_of[pid]:
+            outcome[prefix] = "commit"
+    for _ in range(rig.log.log_end_offset + 1):
+        fetch(500)
+    expected = [
+        value
+        for h, data in rig.log.batches
+        if not h.is_control
+        for value in (r.value for r in decode_records(data))
+        if value is not None and outcome[value.split(b".")[0] + b"."] in ("plain", "commit")
+    ]
+    assert seen == expected
+    assert rig.start_offset("g") == rig.log.log_end_offset
