@@ -158,3 +158,17 @@ def test_g94_switching_the_level_applies_to_records_acquired_afterwards(
         assert consume(consumer, 1) == [b"p0"], "aborted records skipped after the switch"
     finally:
         close_all([consumer])
+
+
+def test_read_committed_over_plain_records_delivers_them_all(share_broker: BrokerProcess) -> None:
+    """Without transactions the LSO is the log end: a read_committed group sees
+    every record, as a read_uncommitted one does."""
+    bootstrap = share_broker.bootstrap
+    topic = topic_name("txn-none")
+    create_topic(bootstrap, topic)
+    plain(bootstrap, topic, *(b"v%d" % i for i in range(20)))
+    consumer = share_consumer(bootstrap, level_group(bootstrap, "none", COMMITTED), [topic])
+    try:
+        assert consume(consumer, 20) == [b"v%d" % i for i in range(20)]
+    finally:
+        close_all([consumer])
