@@ -25,9 +25,10 @@ Adjacent per-offset acquisitions with the same delivery count within one cached 
 come back as one range (§7.7); ranges of different cache entries are never joined, so
 BatchSize boundaries survive.
 
-Hook: `archive_aborted` archives acquired offsets of aborted transactions and removes
-them from the result (read_committed, §9). Deciding which batches are aborted is the
-caller's job (it needs the log's aborted-transaction index); Shoal does not do it yet.
+Read_committed (§9): `archive_aborted` archives acquired offsets of aborted
+transactions and removes them from the result. Which batches are aborted is decided
+by `transactions.aborted_batches` from the log's aborted-transaction index, which the
+manager asks for.
 """
 
 from __future__ import annotations

@@ -25,6 +25,11 @@ share-partitions whose parked share fetches the caller must wake.
   the log start offset moves the share-partition's start first (§4.4) and reads again.
   `Records` is the slice of the read covering the log batches that overlap the
   acquired offsets (never null: empty bytes).
+- **Isolation** (§9): under the group's `share.isolation.level=read_committed`, read
+  per fetch, acquisition stops at the partition's last stable offset and the aborted
+  transactional batches of the read (`transactions.aborted_batches` over the log's
+  aborted index) are archived right after acquisition; read_uncommitted reads to the
+  high watermark. Control batches are acquired either way and GAP-acknowledged.
 - **Acknowledgements** are checked for shape (wire.md §3: INVALID_REQUEST, RENEW only
   with IsRenewAck), applied atomically per partition by the core, then persisted:
   a successful write commits, a failed one rolls back and answers the mapped error
@@ -76,6 +81,7 @@ from shoal.share.persister import (
 )
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
+from shoal.share.transactions import StableLog, isolation_inputs, read_limit
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +94,11 @@ def describe_key(key: SharePartitionKey) -> str:
     return f"{key.group_id}:{key.topic_id}:{key.partition}"
 
 
-class ShareLog(Protocol):
+class ShareLog(StableLog, Protocol):
     """What a share-partition needs of its partition log (`PartitionLog` has it)."""
 
     @property
     def log_start_offset(self) -> int: ...
-
-    @property
-    def log_end_offset(self) -> int: ...
 
     def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult: ...
 
@@ -315,7 +318,7 @@ class SharePartitionManager:
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
             results[tp] = ShareFetchPartition(tp)
-            if sp.can_acquire() and sp.next_fetch_offset() < found.log_end_offset:
+            if sp.can_acquire() and sp.next_fetch_offset() < self._read_limit(group_id, found):
                 ready.append((tp, sp, found))
         if ready and max_bytes > 0 and max_records > 0:
             share_bytes = max(1, max_bytes // len(ready))
@@ -371,7 +374,7 @@ class SharePartitionManager:
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
-            if offset >= partition_log.log_end_offset:
+            if offset >= self._read_limit(sp.key.group_id, partition_log):
                 return ShareFetchPartition(tp)
             try:
                 read = _read_for_acquisition(
@@ -385,6 +388,9 @@ class SharePartitionManager:
                 return ShareFetchPartition(tp, error=again.code)
         if not read.headers:
             return ShareFetchPartition(tp)
+        end_offset_limit, aborted = isolation_inputs(
+            self._config(sp.key.group_id).isolation_level, partition_log, offset, read.headers
+        )
         result = sp.acquire(
             member_id=member_id,
             fetch_offset=offset,
@@ -393,6 +399,8 @@ class SharePartitionManager:
             batch_size=batch_size,
             acquire_mode=acquire_mode,
             max_bytes=max_bytes,
+            end_offset_limit=end_offset_limit,
+            aborted=aborted,
         )
         if result.write is not None:
             self._write_standing(result.write)
@@ -400,6 +408,9 @@ class SharePartitionManager:
         span = result.byte_range
         records = b"" if span is None else read.records[span[0] : span[1]]
         return ShareFetchPartition(tp, records=records, acquired=result.acquired)
+
+    def _read_limit(self, group_id: str, partition_log: ShareLog) -> int:
+        return read_limit(self._config(group_id).isolation_level, partition_log)
 
     def available_bytes(
         self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int
@@ -416,7 +427,8 @@ class SharePartitionManager:
             if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
                 return cap
             offset = sp.next_fetch_offset()
-            if not sp.can_acquire() or offset >= found.log_end_offset:
+            limit = self._read_limit(group_id, found)
+            if not sp.can_acquire() or offset >= limit:
                 continue
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
@@ -424,9 +436,10 @@ class SharePartitionManager:
                 read = found.read(offset, max_bytes=cap - total)
             except LogError:
                 return cap
-            if read.headers and read.headers[-1].next_offset < read.high_watermark:
+            below = [h for h in read.headers if h.last_offset < limit]
+            if below and len(below) == len(read.headers) and below[-1].next_offset < limit:
                 return cap  # the read stopped at the budget: more is there
-            total += len(read.records)
+            total += sum(h.size for h in below)
             if total >= cap:
                 break
         return min(total, cap)
