@@ -117,7 +117,9 @@ def test_partitions_that_do_not_exist(broker: BrokerProcess, topic: str) -> None
         offsets={(topic, 0): 1, (topic, 7): 1, ("no-such-topic", 0): 1},
     )
     response = call1(broker.bootstrap, call)
-    rows = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    rows = {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
     assert rows == {
         (topic, 0): ErrorCode.none,
         (topic, 7): ErrorCode.unknown_topic_or_partition,
