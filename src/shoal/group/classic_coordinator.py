@@ -336,7 +336,7 @@ class ClassicCoordinator:
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:
         """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead; a
-        group with only committed offsets is Empty."""
+        group with only committed (or pending transactional) offsets is Empty."""
         described = []
         for group_id in group_ids:
             if self._share_type(group_id) is not None:
@@ -349,7 +349,9 @@ class ClassicCoordinator:
                         members=(),
                     )
                 )
-            elif group_id not in self.groups.groups and self.offsets.has_group(group_id):
+            elif group_id not in self.groups.groups and (
+                self.offsets.has_group(group_id) or self.txn_offsets.has_group(group_id)
+            ):
                 described.append(
                     DescribedClassicGroup(
                         group_id=group_id,
@@ -552,6 +554,7 @@ class ClassicCoordinator:
         if types and GROUP_TYPE_CLASSIC not in types:
             return []
         ids = set(self.groups.group_ids()) | set(self.offsets.group_ids())
+        ids |= self.txn_offsets.group_ids()
         listed = []
         for group_id in sorted(ids):
             if self._share_type(group_id) is not None:

@@ -123,6 +123,9 @@ class PendingTxnOffsets:
     def has_group(self, group_id: str) -> bool:
         return any(group == group_id for group, _producer in self._pending)
 
+    def group_ids(self) -> set[str]:
+        return {group for group, _producer in self._pending}
+
     def pending_partitions(self, group_id: str) -> frozenset[_Partition]:
         """The group's partitions with a pending transactional offset."""
         return frozenset(

@@ -18,6 +18,7 @@ from shoal.group.txn_offsets import PendingOffset
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness
 from tests.unit.group.test_classic import Classic
+from tests.unit.group.test_consumer_heartbeat import beat
 
 PID = 4000
 OTHER_PID = 4001
@@ -216,6 +217,10 @@ def test_retention_keeps_partitions_with_pending_offsets(harness: Harness) -> No
 def test_pending_only_group_exists_and_deleting_it_drops_them(harness: Harness) -> None:
     assert txn_commit(harness, ("t", 0, 10), group="solo") == [None]
     assert harness.shard.classic.has_group("solo")
+    listed = harness.shard.classic.list_groups(states_filter=(), types_filter=())
+    assert [(g.group_id, g.group_state) for g in listed] == [("solo", "Empty")]
+    [described] = harness.shard.classic.describe(["solo"])
+    assert described.state == "Empty"
     records, results = harness.shard.classic.delete_groups(["solo"])
     assert [res.error for res in results] == [None]
     assert (
@@ -342,3 +347,21 @@ def test_share_and_consumer_group_ids(harness: Harness) -> None:
     assert txn_commit(harness, ("t", 0, 1), group="cg", member_id="ghost", generation_id=1) == [
         ErrorCode.unknown_member_id
     ]
+
+
+def test_consumer_group_members_commit_at_their_epoch(harness: Harness) -> None:
+    """A KIP-848 member's epoch is its generation; a stale one is ILLEGAL_GENERATION
+    for TxnOffsetCommit (Kafka turns STALE_MEMBER_EPOCH into it)."""
+    harness.set_topics(t=1)
+    joined = beat(harness, "member-a", 0, ["t"])
+    assert joined.error is None
+    epoch = joined.member_epoch
+
+    def commit(generation_id: int) -> list[ErrorCode | None]:
+        return txn_commit(
+            harness, ("t", 0, 1), group="cg", member_id="member-a", generation_id=generation_id
+        )
+
+    assert commit(epoch) == [None]
+    assert commit(epoch - 1) == [ErrorCode.illegal_generation]
+    assert txn_commit(harness, ("t", 0, 1), group="cg") == [None]  # no member fields
