@@ -36,7 +36,9 @@ UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION (no REBALANCE_IN_PROGRESS check); a
 consumer group (KIP-848) checks the member and its epoch (a stale epoch answers
 ILLEGAL_GENERATION); generation >= 0 for an unknown group is ILLEGAL_GENERATION; a
 share group id is GROUP_ID_NOT_FOUND. The transactional id, producer id and epoch
-are the transaction coordinator's to check (txn/), not this module's.
+are the transaction coordinator's to check (txn/), not this module's; only a
+request at an epoch older than the producer's offsets pending in the group (a zombie)
+is refused here, INVALID_PRODUCER_EPOCH, as the log's producer state would.
 
 Limits: the metadata bound of OffsetCommit (`limits.OFFSET_METADATA_BYTES_MAX`,
 OFFSET_METADATA_TOO_LARGE for that partition). Pending offsets are bounded by the
@@ -149,7 +151,20 @@ class PendingTxnOffsets:
         offsets: Sequence[OffsetToCommit],
         now_ms: int,
     ) -> CommitResult:
-        """The pending records of a validated TxnOffsetCommit (`txn_commit_error`)."""
+        """The pending records of a validated TxnOffsetCommit (`txn_commit_error`);
+        INVALID_PRODUCER_EPOCH for every partition if the producer already has
+        offsets pending in this group at a newer epoch (a zombie's request)."""
+        held = self._pending.get((group_id, producer_id), {})
+        if any(p.producer_epoch > producer_epoch for p in held.values()):
+            return CommitResult(
+                records=(),
+                response=tuple(
+                    PartitionError(
+                        topic=o.topic, partition=o.partition, error=ErrorCode.invalid_producer_epoch
+                    )
+                    for o in offsets
+                ),
+            )
         records: list[r.CoordinatorRecord] = []
         answers: list[PartitionError] = []
         for o in offsets:

@@ -171,6 +171,9 @@ def test_a_plain_commit_after_the_transactional_one_wins(harness: Harness) -> No
 
 def test_a_zombie_marker_with_an_older_epoch_is_ignored(harness: Harness) -> None:
     assert txn_commit(harness, ("t", 0, 10), producer_epoch=EPOCH + 1) == [None]
+    assert txn_commit(harness, ("t", 1, 10), producer_epoch=EPOCH) == [
+        ErrorCode.invalid_producer_epoch
+    ]
     assert marker(harness, commit=True, producer_epoch=EPOCH) == ()
     assert fetch(harness, [("t", 0)], stable=True) == [(-1, ErrorCode.unstable_offset_commit)]
     # Transaction V2 ends with the epoch bumped: a marker above the offsets' epoch settles them.

@@ -11,7 +11,8 @@ is v2+ (-1 before). A partition that does not exist answers
 UNKNOWN_TOPIC_OR_PARTITION and is not committed; a share group id answers
 GROUP_ID_NOT_FOUND; a coordinator that cannot write answers COORDINATOR_NOT_AVAILABLE.
 TransactionalId, ProducerId and ProducerEpoch are the transaction coordinator's to
-check (txn/): here they only key the pending offsets.
+check (txn/): here they key the pending offsets, and an epoch older than the one the
+producer's pending offsets in the group carry answers INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
