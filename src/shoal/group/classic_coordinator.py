@@ -64,7 +64,7 @@ from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
 from shoal.group.results import DeleteGroupResult, ListedGroup
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.topics import TopicImage
-from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, txn_commit_error
+from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, refused, txn_commit_error
 from shoal.protocol.errors import ErrorCode
 
 
@@ -444,13 +444,7 @@ class ClassicCoordinator:
             group_instance_id=group_instance_id,
         )
         if error is not None:
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(topic=o.topic, partition=o.partition, error=error)
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, error)
         return self.txn_offsets.commit(
             group_id=group_id,
             producer_id=producer_id,
@@ -472,17 +466,9 @@ class ClassicCoordinator:
         if self._share_type(group_id) not in (None, GROUP_TYPE_CONSUMER):
             return ErrorCode.group_id_not_found, ()
         fetched = self.offsets.fetch(group_id=group_id, partitions=partitions)
-        unstable = self.txn_offsets.pending_partitions(group_id) if require_stable else ()
-        if not unstable:
-            return None, fetched
-        return None, tuple(
-            FetchedOffset(
-                topic=f.topic, partition=f.partition, error=ErrorCode.unstable_offset_commit
-            )
-            if (f.topic, f.partition) in unstable
-            else f
-            for f in fetched
-        )
+        if require_stable:
+            return None, self.txn_offsets.stable_only(group_id, fetched)
+        return None, fetched
 
     def delete_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]

@@ -54,7 +54,12 @@ from shoal import limits
 from shoal.group import records as r
 from shoal.group.classic import ClassicGroups, fenced_error
 from shoal.group.classic_state import EMPTY
-from shoal.group.committed_offsets import CommitResult, OffsetToCommit, PartitionError
+from shoal.group.committed_offsets import (
+    CommitResult,
+    FetchedOffset,
+    OffsetToCommit,
+    PartitionError,
+)
 from shoal.protocol.errors import ErrorCode
 
 _NO_GENERATION = -1
@@ -137,6 +142,23 @@ class PendingTxnOffsets:
             for where in partitions
         )
 
+    def stable_only(
+        self, group_id: str, fetched: tuple[FetchedOffset, ...]
+    ) -> tuple[FetchedOffset, ...]:
+        """OffsetFetch with `require_stable`: each partition with a pending offset
+        answers UNSTABLE_OFFSET_COMMIT (offset -1) instead of its committed offset."""
+        unstable = self.pending_partitions(group_id)
+        if not unstable:
+            return fetched
+        return tuple(
+            FetchedOffset(
+                topic=f.topic, partition=f.partition, error=ErrorCode.unstable_offset_commit
+            )
+            if (f.topic, f.partition) in unstable
+            else f
+            for f in fetched
+        )
+
     def snapshot(self) -> dict[_GroupProducer, dict[_Partition, PendingOffset]]:
         return {owner: dict(partitions) for owner, partitions in self._pending.items()}
 
@@ -156,15 +178,7 @@ class PendingTxnOffsets:
         offsets pending in this group at a newer epoch (a zombie's request)."""
         held = self._pending.get((group_id, producer_id), {})
         if any(p.producer_epoch > producer_epoch for p in held.values()):
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(
-                        topic=o.topic, partition=o.partition, error=ErrorCode.invalid_producer_epoch
-                    )
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, ErrorCode.invalid_producer_epoch)
         records: list[r.CoordinatorRecord] = []
         answers: list[PartitionError] = []
         for o in offsets:
@@ -267,6 +281,16 @@ class PendingTxnOffsets:
             for topic, partition in sorted(partitions)
             if topic in names
         )
+
+
+def refused(offsets: Sequence[OffsetToCommit], error: ErrorCode) -> CommitResult:
+    """A commit refused as a whole: `error` for every partition, no records."""
+    return CommitResult(
+        records=(),
+        response=tuple(
+            PartitionError(topic=o.topic, partition=o.partition, error=error) for o in offsets
+        ),
+    )
 
 
 def _committed_record(

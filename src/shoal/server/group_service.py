@@ -276,6 +276,11 @@ class GroupService:
             offsets=offsets,
         )
 
+    def offsets_partition(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition holding `group_id`'s records: the one a
+        transaction that committed the group's offsets must send its marker to."""
+        return self.shard.log_keys.partition_of(group_id)
+
     async def complete_transaction(
         self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
     ) -> None:

@@ -435,3 +435,38 @@ def test_pending_transactional_offsets_survive_pruning_and_a_crash(
     )
     assert again.service.shard.durable_state() == state
     assert [(o.partition, o.offset) for o in again.fetch("tx")] == [(0, 10), (1, 11)]
+
+
+def test_the_marker_goes_to_the_groups_offsets_partition(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "4"})
+    groups = {c.service.offsets_partition(f"g{i}"): f"g{i}" for i in range(40)}
+    assert sorted(groups) == [0, 1, 2, 3]
+    for partition, group_id in groups.items():
+        assert c.home(group_id) is c.partitions[partition]
+        answers = c.service.txn_offset_commit(
+            group_id=group_id,
+            producer_id=7,
+            producer_epoch=0,
+            member_id="",
+            generation_id=-1,
+            group_instance_id=None,
+            offsets=[
+                OffsetToCommit(
+                    topic=TOPIC.name, partition=0, offset=5, leader_epoch=-1, metadata=""
+                )
+            ],
+        )
+        assert [a.error for a in answers] == [None]
+    before = [log.log_end_offset for log in c.partitions]
+    asyncio.run(
+        c.service.complete_transaction(
+            offsets_partition=2, producer_id=7, producer_epoch=0, commit=False
+        )
+    )
+    after = [log.log_end_offset for log in c.partitions]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 1, 0]  # one tombstone
+    assert set(c.service.shard.classic.txn_offsets.snapshot()) == {
+        (groups[p], 7) for p in (0, 1, 3)
+    }
