@@ -56,6 +56,9 @@ API_OFFSET_COMMIT, API_OFFSET_FETCH, API_DESCRIBE_GROUPS, API_OFFSET_DELETE = 8,
 API_DESCRIBE_SHARE_GROUP_OFFSETS = 90
 API_ALTER_SHARE_GROUP_OFFSETS = 91
 API_DELETE_SHARE_GROUP_OFFSETS = 92
+API_TXN_OFFSET_COMMIT = 28
+REQUIRE_STABLE_MIN_VERSION = 7
+"""OffsetFetch's RequireStable field exists from v7."""
 
 
 def _ms(ms: int) -> Any:
@@ -499,10 +502,17 @@ def describe_groups(group_ids: Sequence[str]) -> Call:
     )
 
 
-def offset_fetch(group_id: str, topics: Mapping[str, Sequence[int]] | None = None) -> Call:
+def offset_fetch(
+    group_id: str,
+    topics: Mapping[str, Sequence[int]] | None = None,
+    *,
+    require_stable: bool = False,
+) -> Call:
     """OffsetFetch (9) v1-v9 of one group: the committed offsets of the partitions of
     `topics`, or of every partition with a commit when None (v2+). v8+ carry it in
-    the multi-group form; read either shape with `fetched_offsets`."""
+    the multi-group form; read either shape with `fetched_offsets`. `require_stable`
+    (v7+): a partition with a pending transactional offset answers
+    UNSTABLE_OFFSET_COMMIT instead of its offset."""
 
     def build(s: Schema) -> Any:
         topic_type = "OffsetFetchRequestTopics" if s.version >= 8 else "OffsetFetchRequestTopic"
@@ -516,7 +526,10 @@ def offset_fetch(group_id: str, topics: Mapping[str, Sequence[int]] | None = Non
         )
         if s.version < 8:
             return s.make(
-                "OffsetFetchRequest", group_id=group_id, topics=wanted, require_stable=False
+                "OffsetFetchRequest",
+                group_id=group_id,
+                topics=wanted,
+                require_stable=require_stable,
             )
         group = s.make(
             "OffsetFetchRequestGroup",
@@ -525,9 +538,10 @@ def offset_fetch(group_id: str, topics: Mapping[str, Sequence[int]] | None = Non
             member_epoch=-1,
             topics=wanted,
         )
-        return s.make("OffsetFetchRequest", groups=(group,), require_stable=False)
+        return s.make("OffsetFetchRequest", groups=(group,), require_stable=require_stable)
 
-    return _call(API_OFFSET_FETCH, 1 if topics is not None else 2, 9, build)
+    low = REQUIRE_STABLE_MIN_VERSION if require_stable else 1 if topics is not None else 2
+    return _call(API_OFFSET_FETCH, low, 9, build)
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,3 +629,51 @@ def offset_delete(group_id: str, partitions: Iterable[TopicPartition]) -> Call:
         )
 
     return _call(API_OFFSET_DELETE, 0, 0, build)
+
+
+def txn_offset_commit(
+    *,
+    transactional_id: str,
+    group_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    offsets: Mapping[TopicPartition, int],
+    generation: int = NO_GENERATION,
+    member_id: str = "",
+    group_instance_id: str | None = None,
+    metadata: str = "",
+) -> Call:
+    """TxnOffsetCommit (28) v0-v5: commit each partition's offset inside the producer's
+    transaction (visible once the transaction commits). The member fields (v3+) are
+    the consumer's group membership; by default none (a consumer outside a group)."""
+
+    def build(s: Schema) -> Any:
+        return s.make(
+            "TxnOffsetCommitRequest",
+            transactional_id=transactional_id,
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            topics=tuple(
+                s.make(
+                    "TxnOffsetCommitRequestTopic",
+                    name=topic,
+                    partitions=tuple(
+                        s.make(
+                            "TxnOffsetCommitRequestPartition",
+                            partition_index=p,
+                            committed_offset=o,
+                            committed_leader_epoch=-1,
+                            committed_metadata=metadata,
+                        )
+                        for p, o in parts
+                    ),
+                )
+                for topic, parts in _by_topic(offsets.items()).items()
+            ),
+        )
+
+    return _call(API_TXN_OFFSET_COMMIT, 0, 5, build)

@@ -17,6 +17,11 @@ shard) says whether an id is taken by a share or consumer group; then, as Kafka 
   `consumer_commit_error` (member epoch as generation), its offsets are these;
 - DescribeGroups (v0-5) describes it as Dead; DeleteGroups is the shard's.
 
+TxnOffsetCommit (28) commits offsets pending their transaction's marker
+(`txn_offsets`, group/txn_offsets.py: its own rules and records, type 1000);
+OffsetFetch with `require_stable` answers UNSTABLE_OFFSET_COMMIT for them, offsets
+retention keeps them, deleting a group, a topic or an offset drops them.
+
 `upgrade` gives the shard the records converting a classic group when a
 ConsumerGroupHeartbeat joins it (group/migration.py has the rules).
 
@@ -59,6 +64,7 @@ from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
 from shoal.group.results import DeleteGroupResult, ListedGroup
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.topics import TopicImage
+from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, refused, txn_commit_error
 from shoal.protocol.errors import ErrorCode
 
 
@@ -68,6 +74,7 @@ class ClassicDurableState:
 
     groups: dict[str, r.GroupMetadataValue]
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]]
+    pending_txn_offsets: dict[tuple[str, int], dict[tuple[str, int], PendingOffset]]
 
 
 class ClassicCoordinator:
@@ -96,15 +103,21 @@ class ClassicCoordinator:
         commit, or None (the shard's `consumer_commit_error`)."""
         self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms, monotonic_ms=monotonic_ms)
         self.offsets = CommittedOffsets()
+        self.txn_offsets = PendingTxnOffsets()
 
     # ---- replay -----------------------------------------------------------------------
 
     def replay(self, record: r.CoordinatorRecord) -> bool:
-        """Apply a record of type 1 or 2; False if it is of another type."""
+        """Apply a record of type 1, 2 or 1000; False if it is of another type."""
         key = record.key
         if isinstance(key, r.OffsetCommitKey):
             assert record.value is None or isinstance(record.value, r.OffsetCommitValue)
             self.offsets.replay(key, record.value)
+            self.txn_offsets.replayed_commit(key, record.value)
+            return True
+        if isinstance(key, r.PendingTxnOffsetKey):
+            assert record.value is None or isinstance(record.value, r.PendingTxnOffsetValue)
+            self.txn_offsets.replay(key, record.value)
             return True
         if isinstance(key, r.GroupMetadataKey):
             assert record.value is None or isinstance(record.value, r.GroupMetadataValue)
@@ -116,7 +129,11 @@ class ClassicCoordinator:
         self.groups.on_loaded(now_ms=now_ms)
 
     def durable_state(self) -> ClassicDurableState:
-        return ClassicDurableState(groups=dict(self.groups.stored), offsets=self.offsets.snapshot())
+        return ClassicDurableState(
+            groups=dict(self.groups.stored),
+            offsets=self.offsets.snapshot(),
+            pending_txn_offsets=self.txn_offsets.snapshot(),
+        )
 
     def has_members(self, group_id: str) -> bool:
         """A classic group with a membership (not only committed offsets)."""
@@ -127,6 +144,7 @@ class ClassicCoordinator:
             group_id in self.groups.groups
             or group_id in self.groups.stored
             or self.offsets.has_group(group_id)
+            or self.txn_offsets.has_group(group_id)
         )
 
     def group_type(self, group_id: str) -> str | None:
@@ -318,7 +336,7 @@ class ClassicCoordinator:
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:
         """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead; a
-        group with only committed offsets is Empty."""
+        group with only committed (or pending transactional) offsets is Empty."""
         described = []
         for group_id in group_ids:
             if self._share_type(group_id) is not None:
@@ -331,7 +349,9 @@ class ClassicCoordinator:
                         members=(),
                     )
                 )
-            elif group_id not in self.groups.groups and self.offsets.has_group(group_id):
+            elif group_id not in self.groups.groups and (
+                self.offsets.has_group(group_id) or self.txn_offsets.has_group(group_id)
+            ):
                 described.append(
                     DescribedClassicGroup(
                         group_id=group_id,
@@ -401,13 +421,54 @@ class ClassicCoordinator:
             now_ms=now_ms,
         )
 
+    def txn_commit_offsets(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+        now_ms: int,
+    ) -> CommitResult:
+        """TxnOffsetCommit (28): offsets pending the transaction's marker."""
+        error = txn_commit_error(
+            groups=self.groups,
+            group_type=self._share_type(group_id),
+            consumer_commit_error=self._consumer_commit_error,
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+        )
+        if error is not None:
+            return refused(offsets, error)
+        return self.txn_offsets.commit(
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            offsets=offsets,
+            now_ms=now_ms,
+        )
+
     def fetch_offsets(
-        self, *, group_id: str, partitions: Sequence[tuple[str, int]] | None
+        self,
+        *,
+        group_id: str,
+        partitions: Sequence[tuple[str, int]] | None,
+        require_stable: bool = False,
     ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
-        """OffsetFetch (9) of one group: (group error, offsets)."""
+        """OffsetFetch (9) of one group: (group error, offsets). With
+        `require_stable`, a partition with a pending transactional offset answers
+        UNSTABLE_OFFSET_COMMIT (offset -1)."""
         if self._share_type(group_id) not in (None, GROUP_TYPE_CONSUMER):
             return ErrorCode.group_id_not_found, ()
-        return None, self.offsets.fetch(group_id=group_id, partitions=partitions)
+        fetched = self.offsets.fetch(group_id=group_id, partitions=partitions)
+        if require_stable:
+            return None, self.txn_offsets.stable_only(group_id, fetched)
+        return None, fetched
 
     def delete_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]
@@ -415,7 +476,18 @@ class ClassicCoordinator:
         """OffsetDelete (47)."""
         if self._share_type(group_id) is not None:
             return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
-        return self.offsets.delete(groups=self.groups, group_id=group_id, partitions=partitions)
+        error, result = self.offsets.delete(
+            groups=self.groups, group_id=group_id, partitions=partitions
+        )
+        deleted = [
+            (rec.key.topic, rec.key.partition)
+            for rec in result.records
+            if isinstance(rec.key, r.OffsetCommitKey)
+        ]
+        pending = self.txn_offsets.partition_tombstones(group_id, deleted)
+        if pending:
+            result = CommitResult(records=(*result.records, *pending), response=result.response)
+        return error, result
 
     def expire_offsets(self, *, now_ms: int, retention_ms: int) -> tuple[r.CoordinatorRecord, ...]:
         """Tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), as
@@ -435,6 +507,7 @@ class ClassicCoordinator:
                         retention_ms=retention_ms,
                         base_ms=None,
                         keep_topics=subscribed,
+                        keep_partitions=self.txn_offsets.pending_partitions(group_id),
                     )
                 )
                 continue
@@ -443,10 +516,16 @@ class ClassicCoordinator:
                 continue
             emptied = self.groups.empty_since_ms(group_id)
             expired = self.offsets.expired(
-                group_id, now_ms=now_ms, retention_ms=retention_ms, base_ms=emptied
+                group_id,
+                now_ms=now_ms,
+                retention_ms=retention_ms,
+                base_ms=emptied,
+                keep_partitions=self.txn_offsets.pending_partitions(group_id),
             )
             records.extend(expired)
-            if len(expired) == self.offsets.count(group_id):
+            if len(expired) == self.offsets.count(group_id) and not (
+                self.txn_offsets.has_group(group_id)
+            ):
                 records.append(self.groups.delete_record(group_id))
         return tuple(records)
 
@@ -461,6 +540,7 @@ class ClassicCoordinator:
         if types and GROUP_TYPE_CLASSIC not in types:
             return []
         ids = set(self.groups.group_ids()) | set(self.offsets.group_ids())
+        ids |= self.txn_offsets.group_ids()
         listed = []
         for group_id in sorted(ids):
             if self._share_type(group_id) is not None:
@@ -493,6 +573,7 @@ class ClassicCoordinator:
                 )
                 continue
             records.extend(self.offsets.delete_group_records(group_id))
+            records.extend(self.txn_offsets.group_tombstones(group_id))
             records.append(self.groups.delete_record(group_id))
             results.append(DeleteGroupResult(group_id=group_id))
         return tuple(records), results

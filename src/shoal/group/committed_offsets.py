@@ -79,6 +79,7 @@ class FetchedOffset:
     offset: int = NO_OFFSET
     leader_epoch: int = NO_LEADER_EPOCH
     metadata: str | None = ""
+    error: ErrorCode | None = None
 
 
 class CommittedOffsets:
@@ -119,13 +120,15 @@ class CommittedOffsets:
         retention_ms: int,
         base_ms: int | None,
         keep_topics: frozenset[str] = frozenset(),
+        keep_partitions: frozenset[tuple[str, int]] = frozenset(),
     ) -> list[r.CoordinatorRecord]:
         """Tombstones of the group's offsets older than `retention_ms`, counted from
         `base_ms` (when the group emptied) or else each offset's commit time; offsets
-        of `keep_topics` (subscribed to) never expire."""
+        of `keep_topics` (subscribed to) and `keep_partitions` (with a pending
+        transactional offset) never expire."""
         out = []
         for (topic, partition), committed in sorted(self._offsets.get(group_id, {}).items()):
-            if topic in keep_topics:
+            if topic in keep_topics or (topic, partition) in keep_partitions:
                 continue
             since = committed.commit_timestamp_ms if base_ms is None else base_ms
             if now_ms - since >= retention_ms:

@@ -13,8 +13,9 @@ State the shard holds:
   taken by other group types (the namespace shared with consumer and classic
   groups). `durable_state()` exposes it for comparison.
 - *classic groups and committed offsets* (`self.classic`, group/classic_coordinator.py):
-  record types 1 and 2 are replayed there; the classic APIs are its operations, and
-  a classic group id counts as taken for share operations.
+  record types 1, 2 and 1000 (pending transactional offsets, group/txn_offsets.py,
+  settled by `complete_transaction`) are replayed there; the classic APIs are its
+  operations, and a classic group id counts as taken for share operations.
 - *log bookkeeping* (`log_keys`, group/log_bound.py): where each live key's latest
   record is in its `__consumer_offsets` partition, from the offsets `replay` is
   given; `rewrite_old_records` and `prune_offsets` keep the log bounded.
@@ -493,6 +494,7 @@ class GroupCoordinatorShard:
                 )
                 continue
             records.extend(self.classic.offsets.delete_group_records(group_id))
+            records.extend(self.classic.txn_offsets.group_tombstones(group_id))
             records.extend(consumer_membership.group_tombstones(group))
             results.append(DeleteGroupResult(group_id=group_id))
         return CoordinatorResult(
@@ -778,7 +780,26 @@ class GroupCoordinatorShard:
     def on_topics_deleted(self, *, topic_names: Iterable[str]) -> CoordinatorResult[int]:
         """Tombstones of every group's committed offsets of deleted topics (Kafka's
         `onPartitionsDeleted`), whatever the group's state. Response: how many."""
-        records = self.classic.offsets.topic_tombstones(topic_names)
+        names = frozenset(topic_names)
+        records = (
+            *self.classic.offsets.topic_tombstones(names),
+            *self.classic.txn_offsets.topic_tombstones(names),
+        )
+        return CoordinatorResult(records=records, response=len(records))
+
+    def complete_transaction(
+        self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> CoordinatorResult[int]:
+        """A transaction marker on `__consumer_offsets` partition `offsets_partition`:
+        `producer_id`'s pending offsets of the groups there materialised (`commit`) or
+        dropped (group/txn_offsets.py). Response: how many records."""
+        assert 0 <= offsets_partition < self.log_keys.partitions, offsets_partition
+        records = self.classic.txn_offsets.complete(
+            in_partition=lambda group_id: self.log_keys.partition_of(group_id) == offsets_partition,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+        )
         return CoordinatorResult(records=records, response=len(records))
 
     # ---- administration ---------------------------------------------------------------

@@ -15,7 +15,9 @@ non-flexible version 3 values Kafka 4.2 writes (group/classic.py,
 group/committed_offsets.py). Types 3 and 5-8 are consumer groups (KIP-848,
 group/consumer_group.py). Type 4 (ConsumerGroupPartitionMetadata) is deprecated
 since Kafka 4.1 and not written; it, legacy type 0 commits, type 9 and streams group
-records are unknown to `CODEC`: loading logs and skips them.
+records are unknown to `CODEC`: loading logs and skips them. Type 1000
+(PendingTxnOffset) is Shoal's own: transactional offsets waiting for their marker
+(group/txn_offsets.py).
 
 Invariants: partitions inside a record are sorted ascending and topics sorted by
 topic id, so the same state always produces equal records (deterministic replay and
@@ -84,6 +86,35 @@ class OffsetCommitKey(records.KeyStruct):
     RECORD_TYPE: ClassVar[int] = 1
     VALUE: ClassVar[type[OffsetCommitValue]] = OffsetCommitValue
     group_id: str = field(metadata={"kafka_type": "string"})
+    topic: str = field(metadata={"kafka_type": "string"})
+    partition: int = field(metadata={"kafka_type": "int32"})
+
+
+# ---- type 1000: Shoal's pending transactional offset commits -------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingTxnOffsetValue(records.ValueStruct):
+    """An offset a transaction committed (TxnOffsetCommit), pending its marker."""
+
+    producer_epoch: int = field(metadata={"kafka_type": "int16"})
+    offset: int = field(metadata={"kafka_type": "int64"})
+    leader_epoch: int = field(metadata={"kafka_type": "int32"})
+    metadata: str = field(metadata={"kafka_type": "string"})
+    commit_timestamp: int = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingTxnOffsetKey(records.KeyStruct):
+    """Shoal's own record type (Kafka writes OffsetCommit records in a transactional
+    batch instead; group/txn_offsets.py says why): one partition's pending offset of
+    one producer id in one group. A tombstone drops it (marker written, or the
+    group or topic deleted)."""
+
+    RECORD_TYPE: ClassVar[int] = 1000
+    VALUE: ClassVar[type[PendingTxnOffsetValue]] = PendingTxnOffsetValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    producer_id: int = field(metadata={"kafka_type": "int64"})
     topic: str = field(metadata={"kafka_type": "string"})
     partition: int = field(metadata={"kafka_type": "int32"})
 
@@ -379,6 +410,7 @@ class ShareGroupStatePartitionMetadataKey(records.KeyStruct):
 
 RecordKey = (
     OffsetCommitKey
+    | PendingTxnOffsetKey
     | GroupMetadataKey
     | ConsumerGroupMetadataKey
     | ConsumerGroupMemberMetadataKey
@@ -394,6 +426,7 @@ RecordKey = (
 )
 RecordValue = (
     OffsetCommitValue
+    | PendingTxnOffsetValue
     | GroupMetadataValue
     | ConsumerGroupMetadataValue
     | ConsumerGroupMemberMetadataValue
@@ -415,6 +448,7 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
     topic="__consumer_offsets",
     keys=(
         OffsetCommitKey,
+        PendingTxnOffsetKey,
         GroupMetadataKey,
         ConsumerGroupMetadataKey,
         ConsumerGroupMemberMetadataKey,
@@ -429,4 +463,5 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         ShareGroupStatePartitionMetadataKey,
     ),
 )
-"""Bytes of the group coordinator's records (types 1-3, 5-8 and 10-15), Kafka's exactly."""
+"""Bytes of the group coordinator's records (types 1-3, 5-8 and 10-15), Kafka's exactly,
+and Shoal's type 1000 (pending transactional offsets)."""

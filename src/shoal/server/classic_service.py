@@ -191,10 +191,41 @@ class ClassicService:
         )
         return self._runtime.apply(result)
 
+    def txn_commit_offsets(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> tuple[PartitionError, ...]:
+        """TxnOffsetCommit (28): the offsets written pending their transaction's
+        marker (group/txn_offsets.py)."""
+        result = self._classic.txn_commit_offsets(
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            offsets=offsets,
+            now_ms=self._clock.wall_ms(),
+        )
+        return self._runtime.apply(result)
+
     def fetch_offsets(
-        self, *, group_id: str, partitions: Sequence[tuple[str, int]] | None
+        self,
+        *,
+        group_id: str,
+        partitions: Sequence[tuple[str, int]] | None,
+        require_stable: bool = False,
     ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
-        return self._classic.fetch_offsets(group_id=group_id, partitions=partitions)
+        return self._classic.fetch_offsets(
+            group_id=group_id, partitions=partitions, require_stable=require_stable
+        )
 
     def delete_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]

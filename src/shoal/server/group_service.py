@@ -36,6 +36,9 @@ drives everything the shard leaves to its caller:
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
   offsets of deleted topics (Kafka's `onPartitionsDeleted`).
+- **Transactions.** `txn_offset_commit` (TxnOffsetCommit) and `complete_transaction`
+  (the transaction shell's marker on a `__consumer_offsets` partition) write the
+  pending transactional offsets and settle them (group/txn_offsets.py).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
@@ -73,6 +76,7 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
+from shoal.group.committed_offsets import OffsetToCommit, PartitionError
 from shoal.group.consumer_membership import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     HeartbeatRequest,
@@ -246,6 +250,63 @@ class GroupService:
             return
         if deleted:
             log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
+
+    # ---- transactions -----------------------------------------------------------------
+
+    def txn_offset_commit(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> tuple[PartitionError, ...]:
+        """TxnOffsetCommit (28): offsets held pending per (group, producer id) until
+        `complete_transaction` (classic_service.py, group/txn_offsets.py)."""
+        return self.classic.txn_commit_offsets(
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=group_instance_id,
+            offsets=offsets,
+        )
+
+    def offsets_partition(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition holding `group_id`'s records: the one a
+        transaction that committed the group's offsets must send its marker to."""
+        return self.shard.log_keys.partition_of(group_id)
+
+    async def complete_transaction(
+        self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        """A transaction marker for `__consumer_offsets` partition `offsets_partition`:
+        the producer's pending offsets there become committed (`commit`) or are
+        dropped, the records written before this returns. Idempotent (a repeated
+        marker writes nothing). A sink that refuses the write raises
+        `RecordSinkError`: the marker is not done, the caller retries it."""
+        written = self._write(
+            self.shard.complete_transaction(
+                offsets_partition=offsets_partition,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+            )
+        )
+        if written:
+            log.info(
+                "transaction marker (%s) of producer %d epoch %d on __consumer_offsets-%d: "
+                "%d records",
+                "commit" if commit else "abort",
+                producer_id,
+                producer_epoch,
+                offsets_partition,
+                written,
+            )
 
     # ---- operations -------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ same groups and offsets. Deleted topics lose their committed offsets."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from shoal.group.records import (
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService
 from shoal.server.timers import Schedule
@@ -373,3 +375,98 @@ def test_more_live_keys_than_the_window_are_re_written_once_not_in_a_loop(
         **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "10"},
     )
     assert [o.offset for o in again.fetch("once")] == list(range(50))
+
+
+def test_pending_transactional_offsets_survive_pruning_and_a_crash(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    """TxnOffsetCommit's pending offsets are records like any other: re-written and
+    kept by pruning, reloaded after a crash, then settled by the marker."""
+    c = open_coordinator(
+        opened,
+        tmp_path,
+        clock,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
+    )
+    c.commit("tx", {0: 1})
+    answers = c.service.txn_offset_commit(
+        group_id="tx",
+        producer_id=7,
+        producer_epoch=0,
+        member_id="",
+        generation_id=-1,
+        group_instance_id=None,
+        offsets=[
+            OffsetToCommit(
+                topic=TOPIC.name, partition=p, offset=10 + p, leader_epoch=-1, metadata=""
+            )
+            for p in (0, 1)
+        ],
+    )
+    assert [a.error for a in answers] == [None, None]
+    for round_ in range(80):
+        c.commit("busy", {0: round_})
+    c.tick()
+    log = c.partitions[0]
+    assert log.log_start_offset > 0  # the first records are gone, re-written above
+    c = crash_and_reload(
+        opened,
+        tmp_path,
+        c,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
+    )
+    error, fetched = c.service.classic.fetch_offsets(
+        group_id="tx", partitions=[(TOPIC.name, 0), (TOPIC.name, 1)], require_stable=True
+    )
+    assert error is None
+    assert [(f.offset, f.error) for f in fetched] == [(-1, ErrorCode.unstable_offset_commit)] * 2
+    assert [(o.partition, o.offset) for o in c.fetch("tx")] == [(0, 1)]
+    marker = c.service.complete_transaction(
+        offsets_partition=0, producer_id=7, producer_epoch=0, commit=True
+    )
+    asyncio.run(marker)
+    assert [(o.partition, o.offset) for o in c.fetch("tx")] == [(0, 10), (1, 11)]
+    state = c.service.shard.durable_state()
+    again = crash_and_reload(
+        opened,
+        tmp_path,
+        c,
+        **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
+    )
+    assert again.service.shard.durable_state() == state
+    assert [(o.partition, o.offset) for o in again.fetch("tx")] == [(0, 10), (1, 11)]
+
+
+def test_the_marker_goes_to_the_groups_offsets_partition(
+    opened: list[Coordinator], tmp_path: Path, clock: ManualClock
+) -> None:
+    c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "4"})
+    groups = {c.service.offsets_partition(f"g{i}"): f"g{i}" for i in range(40)}
+    assert sorted(groups) == [0, 1, 2, 3]
+    for partition, group_id in groups.items():
+        assert c.home(group_id) is c.partitions[partition]
+        answers = c.service.txn_offset_commit(
+            group_id=group_id,
+            producer_id=7,
+            producer_epoch=0,
+            member_id="",
+            generation_id=-1,
+            group_instance_id=None,
+            offsets=[
+                OffsetToCommit(
+                    topic=TOPIC.name, partition=0, offset=5, leader_epoch=-1, metadata=""
+                )
+            ],
+        )
+        assert [a.error for a in answers] == [None]
+    before = [log.log_end_offset for log in c.partitions]
+    asyncio.run(
+        c.service.complete_transaction(
+            offsets_partition=2, producer_id=7, producer_epoch=0, commit=False
+        )
+    )
+    after = [log.log_end_offset for log in c.partitions]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 1, 0]  # one tombstone
+    assert set(c.service.shard.classic.txn_offsets.snapshot()) == {
+        (groups[p], 7) for p in (0, 1, 3)
+    }

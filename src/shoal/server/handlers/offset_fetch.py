@@ -2,9 +2,10 @@
 
 v1-v7 ask for one group (Topics null = every committed partition, from v2); v8+ for
 several groups at once, each answered on its own. A partition without a committed
-offset answers offset -1, leader epoch -1, metadata "". RequireStable (v7+) waits
-for no pending transactional commit: Shoal has no transactional offset commits, so
-every offset is stable. A share group id answers GROUP_ID_NOT_FOUND.
+offset answers offset -1, leader epoch -1, metadata "". Offsets a transaction
+committed (TxnOffsetCommit) are invisible until its marker; with RequireStable (v7+)
+a partition that has one answers UNSTABLE_OFFSET_COMMIT (offset -1) instead, as
+Kafka 4.2 (the client retries). A share group id answers GROUP_ID_NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     classic = ctx.services.group_service.classic
     if ctx.api_version < _MULTI_GROUP_MIN_VERSION:
         error, fetched = classic.fetch_offsets(
-            group_id=request.group_id, partitions=_partitions(request.topics)
+            group_id=request.group_id,
+            partitions=_partitions(request.topics),
+            require_stable=bool(getattr(request, "require_stable", False)),
         )
         return schema.response(
             throttle_time=_ZERO,
@@ -39,7 +42,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = []
     for group in request.groups:
         error, fetched = classic.fetch_offsets(
-            group_id=group.group_id, partitions=_partitions(group.topics)
+            group_id=group.group_id,
+            partitions=_partitions(group.topics),
+            require_stable=bool(request.require_stable),
         )
         groups.append(
             schema.make(
@@ -69,7 +74,7 @@ def _topics(schema: Schema, fetched: tuple[FetchedOffset, ...], *, suffix: str) 
                 committed_offset=f.offset,
                 committed_leader_epoch=f.leader_epoch,
                 metadata=f.metadata,
-                error_code=ErrorCode.none,
+                error_code=ErrorCode.none if f.error is None else f.error,
             )
         )
     return tuple(
