@@ -103,7 +103,7 @@ class TxnService:
         self._offsets_partitions = offsets_partitions
         self._in_flight: set[str] = set()
         """Transactional ids whose markers are being written."""
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[bool]] = set()
 
     @classmethod
     def open(
@@ -171,10 +171,14 @@ class TxnService:
 
     async def complete(self, markers: WriteMarkers) -> bool:
         """Write `markers`, then record the transaction complete; False if a partition
-        failed (the transaction stays preparing and is retried by the timer)."""
+        failed (the transaction stays preparing and is retried by the timer) or the
+        markers are being written already."""
         if markers.transactional_id in self._in_flight:
             return False
         self._in_flight.add(markers.transactional_id)
+        return await self._complete_and_release(markers)
+
+    async def _complete_and_release(self, markers: WriteMarkers) -> bool:
         try:
             errors = await self.write_markers(markers)
         finally:
@@ -244,12 +248,10 @@ class TxnService:
         for markers in effects:
             if markers.transactional_id in self._in_flight:
                 continue
-            task = asyncio.get_running_loop().create_task(self._completed(markers))
+            self._in_flight.add(markers.transactional_id)
+            task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-
-    async def _completed(self, markers: WriteMarkers) -> None:
-        await self.complete(markers)
 
     def abort_timed_out(self) -> int:
         """Abort timed-out transactions; resend markers of stuck preparing ones."""
