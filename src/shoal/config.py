@@ -388,6 +388,23 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("transaction.state.log.load.buffer.size", _INT, 5_242_880, _B, "Load.", min=1),
     ConfigDef("transactional.id.expiration.ms", _INT, 7 * _DAY_MS, _B, "Idle ids.", min=1),
     ConfigDef(
+        "transaction.state.log.prune.interval.ms",
+        _INT,
+        300_000,
+        _B,
+        "Shoal: how often __transaction_state is re-written and pruned (Kafka compacts).",
+        min=1,
+    ),
+    ConfigDef(
+        "transaction.state.log.rewrite.window.records",
+        _INT,
+        10_000,
+        _B,
+        "Shoal: a transactional id whose latest record lies more records than this below "
+        "its __transaction_state partition's end is re-written, so idle ids do not pin the log.",
+        min=0,
+    ),
+    ConfigDef(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         _INT,
         10_000,

@@ -136,6 +136,7 @@ class Broker:
             self.clock,
             control_target=cast(Callable[[str, int], ControlAppender | None], self.logs.partition),
             group_transactions=cast(GroupTransactions, self.group_service),
+            remove_paths=self.disk.remove,
         )
         """The transaction coordinator on `__transaction_state`, loaded."""
         self.timers.add(*self.txn.timer_sources())

@@ -25,7 +25,12 @@ Timers (fired by the broker's timer driver):
   transactions past their timeout are aborted (epoch bumped: the producer is fenced)
   and the markers of transactions left preparing are sent again;
 - every `transaction.remove.expired.transaction.cleanup.interval.ms`: transactional
-  ids idle for `transactional.id.expiration.ms` are removed (a tombstone).
+  ids idle for `transactional.id.expiration.ms` are removed (a tombstone);
+- every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
+  than `transaction.state.log.rewrite.window.records` below their partition's end are
+  re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
+  and pass), then each partition's log is deleted below the lowest latest record
+  (Kafka compacts this topic; Shoal prunes it as its other coordinator topics).
 
 The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
 offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
@@ -39,13 +44,17 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.placement import partition_for
+from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.server.timers import PeriodicTimer, TimerSource
 from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
@@ -93,8 +102,12 @@ class TxnService:
         group_transactions: GroupTransactions,
         allocate_producer_id: Callable[[], int],
         offsets_partitions: Callable[[], int],
+        partitions: list[PartitionLog] | None = None,
+        remove_paths: RemovePaths = fileio.remove_paths,
     ) -> None:
         self.coordinator = coordinator
+        self._partitions = partitions or []
+        self._remove_paths = remove_paths
         self._clock = clock
         self._config = config
         self._control_target = control_target
@@ -114,6 +127,7 @@ class TxnService:
         *,
         control_target: Callable[[str, int], ControlAppender | None],
         group_transactions: GroupTransactions,
+        remove_paths: RemovePaths = fileio.remove_paths,
     ) -> TxnService:
         """Ensure `__transaction_state` and load every partition's shard."""
         current = config()
@@ -156,6 +170,8 @@ class TxnService:
             group_transactions=group_transactions,
             allocate_producer_id=logs.allocate_producer_id,
             offsets_partitions=offsets_partitions,
+            partitions=partitions,
+            remove_paths=remove_paths,
         )
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
@@ -260,6 +276,20 @@ class TxnService:
         self._spawn(self.coordinator.pending_markers())
         return len(aborted)
 
+    def maintain_log(self) -> int:
+        """Re-write stale ids, then prune each partition; partitions pruned."""
+        self.coordinator.rewrite_stale(
+            window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
+            records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
+        )
+        moved = 0
+        for index, offset in sorted(self.coordinator.prune_offsets().items()):
+            if index < len(self._partitions) and prune_log(
+                self._partitions[index], offset, remove_paths=self._remove_paths
+            ):
+                moved += 1
+        return moved
+
     def timer_sources(self) -> list[TimerSource]:
         def interval(key: str) -> Callable[[], int]:
             return lambda: self._config().get_int(key)
@@ -277,6 +307,11 @@ class TxnService:
                     self.coordinator.expire_transactional_ids(self._clock.wall_ms()),
                     "transactional ids expired",
                 ),
+            ),
+            PeriodicTimer(
+                "txn-state-log-maintenance",
+                interval_ms=interval("transaction.state.log.prune.interval.ms"),
+                action=lambda _now: self._logged(self.maintain_log(), "state partitions pruned"),
             ),
         ]
 

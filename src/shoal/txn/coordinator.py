@@ -151,6 +151,28 @@ class TransactionCoordinator:
                 expired += result.response
         return expired
 
+    def prune_offsets(self) -> dict[int, int]:
+        """Per partition, the offset below which its log is no longer needed."""
+        offsets: dict[int, int] = {}
+        for partition, runtime in enumerate(self._runtimes):
+            offset = runtime.shard.prune_offset()
+            if offset is not None:
+                offsets[partition] = offset
+        return offsets
+
+    def rewrite_stale(self, *, window_records: int, records_per_append: int) -> int:
+        """Re-append the latest record of ids left more than the window below their
+        partition's end (one append of at most `records_per_append` per partition);
+        how many were re-written."""
+        written = 0
+        for partition, runtime in enumerate(self._runtimes):
+            result = runtime.shard.rewrite_stale(
+                window_records=window_records, records_max=records_per_append
+            )
+            if result.records and self._applied(partition, runtime, result):
+                written += result.response
+        return written
+
     def pending_markers(self) -> tuple[WriteMarkers, ...]:
         return tuple(m for shard in self.shards() for m in shard.pending_markers())
 

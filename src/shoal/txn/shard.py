@@ -41,6 +41,12 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
 - `pending_markers()`: after a load, the markers of every Prepare* transaction (the
   shell writes them again: markers are idempotent).
 
+Bounding the log (Kafka compacts `__transaction_state`; Shoal prunes it, as the other
+coordinators do, coordinator/pruning.py): a reload needs only each live id's latest
+record, so `prune_offset()` is the lowest of those offsets; `rewrite_stale(window)`
+re-appends the latest record of ids left more than the window below the end (the
+same metadata: a replay of it changes nothing), so idle ids do not pin the log.
+
 Invariants (asserted in `replay`): a record moves an id only along `TRANSITIONS`;
 the producer epoch of one producer id never goes down.
 """
@@ -53,6 +59,7 @@ from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from shoal.clock import Clock
+from shoal.coordinator.pruning import LiveKeys
 from shoal.protocol.errors import ErrorCode
 from shoal.txn.records import TxnRecord, metadata_of, metadata_record, tombstone
 from shoal.txn.state import (
@@ -105,6 +112,7 @@ class TxnShard:
         self._max_timeout_ms = max_timeout_ms
         self._expiration_ms = transactional_id_expiration_ms
         self._txns: dict[str, TxnMetadata] = {}
+        self._live: LiveKeys[str, TxnRecord] = LiveKeys()
 
     @property
     def transactions(self) -> Mapping[str, TxnMetadata]:
@@ -115,6 +123,7 @@ class TxnShard:
     def replay(self, record: TxnRecord, offset: int = -1, /) -> None:
         transactional_id = record.key.transactional_id
         stored = self._txns.get(transactional_id)
+        self._live.replayed(transactional_id, record, offset, tombstone=record.value is None)
         if record.value is None:
             self._txns.pop(transactional_id, None)
             return
@@ -305,6 +314,16 @@ class TxnShard:
             if t.state in _COMPLETE and t.last_update_ms + self._expiration_ms <= now_ms
         )
         return TxnResult(expired, len(expired))
+
+    def prune_offset(self) -> int | None:
+        """The lowest log offset a reload still needs (None: unknown or empty)."""
+        return self._live.prune_offset()
+
+    def rewrite_stale(self, *, window_records: int, records_max: int) -> TxnResult[int]:
+        """The latest records of ids more than `window_records` below the end, again
+        (at most `records_max`, oldest first)."""
+        stale = self._live.stale(window_records=window_records)[:records_max]
+        return TxnResult(tuple(record for _offset, _tid, record in stale), len(stale))
 
     def pending_markers(self) -> tuple[WriteMarkers, ...]:
         return tuple(_markers(t) for t in self._txns.values() if t.state in _PREPARING)

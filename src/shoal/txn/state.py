@@ -73,14 +73,15 @@ TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ONGOING: frozenset(
         {TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT}
     ),
-    TxnState.PREPARE_COMMIT: frozenset({TxnState.COMPLETE_COMMIT}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_COMMIT: frozenset({TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT}),
+    TxnState.PREPARE_ABORT: frozenset({TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT}),
     TxnState.COMPLETE_COMMIT: _COMPLETE | {TxnState.ONGOING, TxnState.DEAD},
     TxnState.COMPLETE_ABORT: _COMPLETE | {TxnState.ONGOING, TxnState.DEAD},
     TxnState.DEAD: frozenset(),
     TxnState.PREPARE_EPOCH_FENCE: frozenset({TxnState.PREPARE_ABORT}),
 }
-"""state -> the states a record may move it to (Kafka's validPreviousStates, inverted)."""
+"""state -> the states a record may move it to (Kafka's validPreviousStates, inverted;
+plus staying put, which a maintenance re-write of the latest record does)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

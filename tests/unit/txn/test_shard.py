@@ -206,3 +206,24 @@ def test_record_bytes_round_trip() -> None:
     key, value = CODEC.encode(metadata_record(metadata))
     assert key[:2] == b"\x00\x00" and value is not None and value[:2] == b"\x00\x01"
     assert CODEC.decode(key, value) == metadata_record(metadata)
+
+
+def test_pruning_keeps_each_ids_latest_record_and_rewrites_idle_ones() -> None:
+    rig = Rig()
+    shard_of = rig.coordinator.shard_of
+    rig.init("a")
+    partition = rig.coordinator.partition_of("a")
+    same = next(
+        tid
+        for tid in (f"b{i}" for i in range(100))
+        if rig.coordinator.partition_of(tid) == partition
+    )
+    for _ in range(5):
+        rig.init(same)
+    assert rig.coordinator.prune_offsets()[partition] == 0  # "a" is pinned at 0
+    assert shard_of("a").rewrite_stale(window_records=10, records_max=10).records == ()
+    assert rig.coordinator.rewrite_stale(window_records=1, records_per_append=10) == 1
+    before = rig.coordinator.metadata("a")
+    assert rig.coordinator.prune_offsets()[partition] == 5  # the last init of `same`
+    rig.restart()
+    assert rig.coordinator.metadata("a") == before
