@@ -76,13 +76,9 @@ def test_commit_abort_and_fencing(broker: BrokerProcess) -> None:
     p.abort_transaction(30)
     assert _described(broker.bootstrap, tid).transaction_state == "CompleteAbort"
 
-    ends = {
-        partition: high
-        for partition, (_low, high) in watermarks(broker.bootstrap, topic, 2).items()
-    }
-    read = read_partitions(broker.bootstrap, topic, ends, isolation_level="read_committed")
-    values = sorted(r.value for records in read.values() for r in records)
-    assert values == sorted(f"committed-{i}".encode() for i in range(10))
+    assert sorted(_read_committed(broker.bootstrap, topic, want=10)) == sorted(
+        f"committed-{i}".encode() for i in range(10)
+    )
 
     zombie = p
     fresh = producer(broker.bootstrap, transactional_id=tid)
