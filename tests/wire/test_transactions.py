@@ -179,3 +179,38 @@ def test_find_coordinator_for_a_transactional_id(txn_broker: BrokerProcess) -> N
     )
     (coordinator,) = call1(txn_broker.bootstrap, request).coordinators
     assert coordinator.error_code == ErrorCode.none and coordinator.port == txn_broker.port
+
+
+def test_write_txn_markers_to_an_unknown_partition(txn_broker: BrokerProcess) -> None:
+    schema = request_schema(27, 1)
+    request = schema.make(
+        "WriteTxnMarkersRequest",
+        markers=(
+            schema.make(
+                "WritableTxnMarker",
+                producer_id=5,
+                producer_epoch=0,
+                transaction_result=True,
+                topics=(
+                    schema.make("WritableTxnMarkerTopic", name="absent", partition_indexes=(0, 1)),
+                ),
+                coordinator_epoch=0,
+            ),
+        ),
+    )
+    (result,) = call1(txn_broker.bootstrap, request).markers
+    assert result.producer_id == 5
+    (topic,) = result.topics
+    assert {(p.partition_index, p.error_code) for p in topic.partitions} == {
+        (0, ErrorCode.unknown_topic_or_partition),
+        (1, ErrorCode.unknown_topic_or_partition),
+    }
+
+
+def test_list_transactions_v0_filters_by_producer(txn_broker: BrokerProcess) -> None:
+    pid = call1(txn_broker.bootstrap, init("by-producer")).producer_id
+    request = request_schema(66, 0).make(
+        "ListTransactionsRequest", state_filters=(), producer_id_filters=(pid,)
+    )
+    states = call1(txn_broker.bootstrap, request).transaction_states
+    assert [(s.transactional_id, s.transaction_state) for s in states] == [("by-producer", "Empty")]

@@ -100,6 +100,28 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.fenced[markers.transactional_id].append(self.latest[markers.transactional_id])
         self.pending.extend(effects)
 
+    @rule(window=st.integers(0, 5))
+    def rewrite_idle_ids(self, window: int) -> None:
+        before = {tid: self.rig.coordinator.metadata(tid) for tid in IDS}
+        self.rig.coordinator.rewrite_stale(window_records=window, records_per_append=10)
+        assert {tid: self.rig.coordinator.metadata(tid) for tid in IDS} == before
+
+    @rule()
+    def ids_expire(self) -> None:
+        self.rig.clock.advance(604_800_000)
+        self.rig.coordinator.expire_transactional_ids(self.rig.clock.wall_ms())
+        for tid in IDS:
+            metadata = self.rig.coordinator.metadata(tid)
+            if metadata is None:
+                if tid in self.latest:
+                    self.fenced[tid].append(self.latest.pop(tid))
+            else:
+                assert metadata.state in (
+                    TxnState.ONGOING,
+                    TxnState.PREPARE_COMMIT,
+                    TxnState.PREPARE_ABORT,
+                )
+
     @rule()
     def restart(self) -> None:
         before = {tid: self.rig.coordinator.metadata(tid) for tid in IDS}
