@@ -6,6 +6,7 @@ surviving a SIGKILL (replayed from `__transaction_state`)."""
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
 import pytest
@@ -214,3 +215,23 @@ def test_list_transactions_v0_filters_by_producer(txn_broker: BrokerProcess) -> 
     )
     states = call1(txn_broker.bootstrap, request).transaction_states
     assert [(s.transactional_id, s.transaction_state) for s in states] == [("by-producer", "Empty")]
+
+
+def test_coordinator_aborts_a_timed_out_transaction(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Aborted (PrepareAbort at epoch + 1); with the log side merged also completed."""
+    done = "CompleteAbort" if _MARKERS_WRITABLE else "PrepareAbort"
+    data = tmp_path_factory.mktemp("txn-timeout") / "data"
+    for broker in running(data, "transaction.abort.timed.out.transaction.cleanup.interval.ms=100"):
+        topic = topic_name("timeout")
+        create_topic(broker.bootstrap, topic)
+        pid = call1(broker.bootstrap, init("late", timeout_ms=500)).producer_id
+        call1(broker.bootstrap, add_v3("late", pid, 0, topic, 0))
+        deadline = time.monotonic() + 30
+        while describe(broker.bootstrap, "late")[0].transaction_state != done:
+            assert time.monotonic() < deadline, describe(broker.bootstrap, "late")
+            time.sleep(0.1)
+        assert describe(broker.bootstrap, "late")[0].producer_epoch == 1
+        fenced = errors_v3(call1(broker.bootstrap, add_v3("late", pid, 0, topic, 0)))
+        assert fenced == {(topic, 0): ErrorCode.producer_fenced}
