@@ -267,7 +267,15 @@ class TxnService:
             self._in_flight.add(markers.transactional_id)
             task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[bool]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "writing transaction markers failed; retried by the abort timer",
+                exc_info=task.exception(),
+            )
 
     def abort_timed_out(self) -> int:
         """Abort timed-out transactions; resend markers of stuck preparing ones."""
