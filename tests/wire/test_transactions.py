@@ -151,10 +151,14 @@ def test_reinit_during_a_transaction_aborts_it_and_fences(txn_broker: BrokerProc
 
 
 def test_state_survives_a_kill(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Also: the state topic is created on first use, not by a broker never asked."""
     for broker in running(tmp_path_factory.mktemp("txn-kill") / "data"):
         topic = topic_name("kill")
         create_topic(broker.bootstrap, topic)
+        state_partition = broker.data_dir / "__transaction_state-0"
+        assert not state_partition.exists()
         pid = call1(broker.bootstrap, init("k1")).producer_id
+        assert state_partition.exists()
         call1(broker.bootstrap, add_v3("k1", pid, 0, topic, 0))
         broker.restart()
         (state,) = describe(broker.bootstrap, "k1")

@@ -1,10 +1,12 @@
 """The transaction coordinator in the running broker: `__transaction_state`, loading,
 marker writing and its timers.
 
-`TxnService.open` ensures the state topic (`transaction.state.log.num.partitions`
-partitions, internal, infinite retention; an existing topic keeps its count), builds
-the `TransactionCoordinator` (txn/) with one `LogRecordSink` per partition and replays
-every partition before the broker serves anything.
+`TxnService.open` loads an existing state topic before the broker serves anything:
+the `TransactionCoordinator` (txn/) with one `LogRecordSink` per partition, every
+partition replayed. A broker without the topic creates it on first use of the
+coordinator (`transaction.state.log.num.partitions` partitions, internal, infinite
+retention), as Kafka creates it on first need, so brokers that never see a
+transaction do not carry its 50 partitions.
 
 Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
 one: for each partition of the transaction, a `__consumer_offsets` partition goes to
@@ -95,7 +97,8 @@ class TxnService:
     def __init__(
         self,
         *,
-        coordinator: TransactionCoordinator,
+        coordinator: TransactionCoordinator | None = None,
+        open_state: Callable[[], tuple[TransactionCoordinator, list[PartitionLog]]] | None = None,
         clock: Clock,
         config: Callable[[], BrokerConfig],
         control_target: Callable[[str, int], ControlAppender | None],
@@ -105,7 +108,9 @@ class TxnService:
         partitions: list[PartitionLog] | None = None,
         remove_paths: RemovePaths = fileio.remove_paths,
     ) -> None:
-        self.coordinator = coordinator
+        assert (coordinator is None) != (open_state is None), "a coordinator or its opener"
+        self._coordinator = coordinator
+        self._open_state = open_state
         self._partitions = partitions or []
         self._remove_paths = remove_paths
         self._clock = clock
@@ -129,50 +134,41 @@ class TxnService:
         group_transactions: GroupTransactions,
         remove_paths: RemovePaths = fileio.remove_paths,
     ) -> TxnService:
-        """Ensure `__transaction_state` and load every partition's shard."""
-        current = config()
-        partitions = ensure_internal_topic(
-            logs,
-            name=TRANSACTION_STATE_TOPIC,
-            partitions=current.get_int("transaction.state.log.num.partitions"),
-            configs={"segment.bytes": current.get_int("transaction.state.log.segment.bytes")},
-        )
-        sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
-        coordinator = TransactionCoordinator(
-            sink_for=sinks.__getitem__,
-            partitions=len(partitions),
-            clock=clock,
-            max_timeout_ms=current.get_int("transaction.max.timeout.ms"),
-            transactional_id_expiration_ms=current.get_int("transactional.id.expiration.ms"),
-        )
-        buffer_bytes = current.get_int("transaction.state.log.load.buffer.size")
-        records = 0
-        for index, partition in enumerate(partitions):
-            pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
-            records += len(pairs)
-            coordinator.load_partition(index, pairs)
-        log.info(
-            "transaction coordinator loaded %d records from %d partitions of %s",
-            records,
-            len(partitions),
-            TRANSACTION_STATE_TOPIC,
-        )
+        """The service; `__transaction_state` is loaded now if it exists, else created
+        and opened on first use."""
+
+        def open_state() -> tuple[TransactionCoordinator, list[PartitionLog]]:
+            return _open_state(logs, config(), clock)
 
         def offsets_partitions() -> int:
             info = logs.topic(CONSUMER_OFFSETS_TOPIC)
             return info.partitions if info is not None else 1
 
-        return cls(
-            coordinator=coordinator,
+        service = cls(
+            open_state=open_state,
             clock=clock,
             config=config,
             control_target=control_target,
             group_transactions=group_transactions,
             allocate_producer_id=logs.allocate_producer_id,
             offsets_partitions=offsets_partitions,
-            partitions=partitions,
             remove_paths=remove_paths,
         )
+        if logs.topic(TRANSACTION_STATE_TOPIC) is not None:
+            _ = service.coordinator
+        return service
+
+    @property
+    def opened(self) -> bool:
+        return self._coordinator is not None
+
+    @property
+    def coordinator(self) -> TransactionCoordinator:
+        """The coordinator, opening `__transaction_state` first if it is not yet."""
+        if self._coordinator is None:
+            assert self._open_state is not None
+            self._coordinator, self._partitions = self._open_state()
+        return self._coordinator
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it)."""
@@ -253,7 +249,8 @@ class TxnService:
 
     def start(self) -> None:
         """Send the markers of transactions a restart found preparing."""
-        self._spawn(self.coordinator.pending_markers())
+        if self.opened:
+            self._spawn(self.coordinator.pending_markers())
 
     async def stop(self) -> None:
         for task in list(self._tasks):
@@ -279,13 +276,22 @@ class TxnService:
 
     def abort_timed_out(self) -> int:
         """Abort timed-out transactions; resend markers of stuck preparing ones."""
+        if not self.opened:
+            return 0
         aborted = self.coordinator.abort_timed_out(self._clock.wall_ms())
         self._spawn(aborted)
         self._spawn(self.coordinator.pending_markers())
         return len(aborted)
 
+    def expire_ids(self) -> int:
+        if not self.opened:
+            return 0
+        return self.coordinator.expire_transactional_ids(self._clock.wall_ms())
+
     def maintain_log(self) -> int:
         """Re-write stale ids, then prune each partition; partitions pruned."""
+        if not self.opened:
+            return 0
         self.coordinator.rewrite_stale(
             window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
             records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
@@ -311,10 +317,7 @@ class TxnService:
             PeriodicTimer(
                 "txn-expire-ids",
                 interval_ms=interval("transaction.remove.expired.transaction.cleanup.interval.ms"),
-                action=lambda _now: self._logged(
-                    self.coordinator.expire_transactional_ids(self._clock.wall_ms()),
-                    "transactional ids expired",
-                ),
+                action=lambda _now: self._logged(self.expire_ids(), "transactional ids expired"),
             ),
             PeriodicTimer(
                 "txn-state-log-maintenance",
@@ -327,6 +330,39 @@ class TxnService:
     def _logged(count: int, what: str) -> None:
         if count:
             log.info("transaction coordinator: %d %s", count, what)
+
+
+def _open_state(
+    logs: LogManager, config: BrokerConfig, clock: Clock
+) -> tuple[TransactionCoordinator, list[PartitionLog]]:
+    """Ensure `__transaction_state`, then load every partition's shard."""
+    partitions = ensure_internal_topic(
+        logs,
+        name=TRANSACTION_STATE_TOPIC,
+        partitions=config.get_int("transaction.state.log.num.partitions"),
+        configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
+    )
+    sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
+    coordinator = TransactionCoordinator(
+        sink_for=sinks.__getitem__,
+        partitions=len(partitions),
+        clock=clock,
+        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+    )
+    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
+    records = 0
+    for index, partition in enumerate(partitions):
+        pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
+        records += len(pairs)
+        coordinator.load_partition(index, pairs)
+    log.info(
+        "transaction coordinator loaded %d records from %d partitions of %s",
+        records,
+        len(partitions),
+        TRANSACTION_STATE_TOPIC,
+    )
+    return coordinator, partitions
 
 
 _DONE = frozenset({ErrorCode.none, ErrorCode.unknown_topic_or_partition})
