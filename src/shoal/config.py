@@ -383,6 +383,43 @@ _DEFS: list[ConfigDef] = [
     ),
     # ---- broker: producers and transactions
     ConfigDef("transaction.max.timeout.ms", _INT, 900_000, _B, "Largest txn timeout.", min=1),
+    ConfigDef("transaction.state.log.num.partitions", _INT, 50, _B, "Txn state topic.", min=1),
+    ConfigDef("transaction.state.log.segment.bytes", _INT, 104_857_600, _B, "Segment.", min=1),
+    ConfigDef("transaction.state.log.load.buffer.size", _INT, 5_242_880, _B, "Load.", min=1),
+    ConfigDef("transactional.id.expiration.ms", _INT, 7 * _DAY_MS, _B, "Idle ids.", min=1),
+    ConfigDef(
+        "transaction.state.log.prune.interval.ms",
+        _INT,
+        300_000,
+        _B,
+        "Shoal: how often __transaction_state is re-written and pruned (Kafka compacts).",
+        min=1,
+    ),
+    ConfigDef(
+        "transaction.state.log.rewrite.window.records",
+        _INT,
+        10_000,
+        _B,
+        "Shoal: a transactional id whose latest record lies more records than this below "
+        "its __transaction_state partition's end is re-written, so idle ids do not pin the log.",
+        min=0,
+    ),
+    ConfigDef(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        _INT,
+        10_000,
+        _B,
+        "How often timed-out transactions are aborted.",
+        min=1,
+    ),
+    ConfigDef(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        _INT,
+        3_600_000,
+        _B,
+        "How often expired transactional ids are removed.",
+        min=1,
+    ),
     ConfigDef(
         "producer.id.expiration.ms",
         _INT,

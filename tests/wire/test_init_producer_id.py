@@ -1,4 +1,5 @@
-"""InitProducerId (22) v0-v4: fresh producer ids at epoch 0, rising across restarts."""
+"""InitProducerId (22) v0-v5: fresh producer ids at epoch 0, rising across restarts;
+transactional ids (more in test_transactions.py)."""
 
 from __future__ import annotations
 
@@ -52,19 +53,11 @@ def test_bump_after_an_error_gets_a_fresh_id(broker: BrokerProcess) -> None:
     assert again > first
 
 
-@pytest.mark.parametrize("version", [0, 4])
-def test_transactional_ids_are_refused_for_now(broker: BrokerProcess, version: int) -> None:
-    response = call1(broker.bootstrap, init(version, transactional_id="txn-1"))
-    assert response.error_code == ErrorCode.invalid_request
-    assert (response.producer_id, response.producer_epoch) == (-1, -1)
-    assert broker.wait_for_log("transactions are not supported yet") is not None
-
-
-def test_ids_keep_rising_across_restarts(fresh_broker: BrokerProcess) -> None:
-    before = [producer_id(fresh_broker.bootstrap) for _ in range(3)]
-    fresh_broker.restart()  # SIGKILL: no clean shutdown
-    after = producer_id(fresh_broker.bootstrap)
-    assert after > max(before)
-    fresh_broker.stop()
-    fresh_broker.start()
-    assert producer_id(fresh_broker.bootstrap) > after
+@pytest.mark.parametrize("version", [0, 3, 5])
+def test_transactional_ids_get_bumped_epochs(broker: BrokerProcess, version: int) -> None:
+    tid = f"init-{version}"
+    first = call1(broker.bootstrap, init(version, transactional_id=tid))
+    assert (first.error_code, first.producer_epoch) == (ErrorCode.none, 0)
+    second = call1(broker.bootstrap, init(version, transactional_id=tid))
+    assert (second.error_code, second.producer_id) == (ErrorCode.none, first.producer_id)
+    assert second.producer_epoch == 1

@@ -10,7 +10,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shoal.cli import console_share_consumer, consumer_groups, serve, share_groups, topics
+from shoal.cli import (
+    console_share_consumer,
+    consumer_groups,
+    serve,
+    share_groups,
+    topics,
+    transactions,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parser(commands)
     share_groups.add_parser(commands)
     consumer_groups.add_parser(commands)
+    transactions.add_parser(commands)
     return parser
 
 

@@ -677,3 +677,32 @@ def txn_offset_commit(
         )
 
     return _call(API_TXN_OFFSET_COMMIT, 0, 5, build)
+
+
+API_DESCRIBE_TRANSACTIONS, API_LIST_TRANSACTIONS = 65, 66
+TRANSACTION_KEY_TYPE = 1
+"""FindCoordinator key type of a transactional id."""
+
+
+def list_transactions(*, states: Sequence[str] = (), producer_ids: Sequence[int] = ()) -> Call:
+    """ListTransactions (66) v0-v2."""
+    return _call(
+        API_LIST_TRANSACTIONS,
+        0,
+        2,
+        lambda s: s.make(
+            "ListTransactionsRequest",
+            state_filters=tuple(states),
+            producer_id_filters=tuple(producer_ids),
+        ),
+    )
+
+
+def describe_transactions(transactional_ids: Sequence[str]) -> Call:
+    """DescribeTransactions (65) v0."""
+    return _call(
+        API_DESCRIBE_TRANSACTIONS,
+        0,
+        0,
+        lambda s: s.make("DescribeTransactionsRequest", transactional_ids=tuple(transactional_ids)),
+    )

@@ -42,6 +42,7 @@ from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
+from shoal.server.txn_service import TxnService
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,18 @@ class Broker:
         )
         """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes)."""
         self.timers.add(*self.group_log.timer_sources())
+        # The casts stand until wt-txlog (PartitionLog.append_control) and wt-txoffsets
+        # (GroupService.complete_transaction) are merged; then they are dropped.
+        self.txn = TxnService.open(
+            self.logs,
+            lambda: self.config,
+            self.clock,
+            control_target=self.logs.partition,
+            group_transactions=self.group_service,
+            remove_paths=self.disk.remove,
+        )
+        """The transaction coordinator on `__transaction_state`, loaded."""
+        self.timers.add(*self.txn.timer_sources())
         self.stopping = False
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
@@ -147,6 +160,7 @@ class Broker:
             api_versions=api_ranges(self.handlers),
             stopping=lambda: self.stopping,
             state_writes=self.share_state.append_linger,
+            txn=self.txn,
         )
         """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None
@@ -200,6 +214,7 @@ class Broker:
         for sock in sockets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.group_service.start()
+        self.txn.start()
         self.timers.start()
         TRACE.start()
         log.info(
@@ -240,6 +255,7 @@ class Broker:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
         await self.timers.stop()
+        await self.txn.stop()
         await TRACE.stop()
         self.share_state.append_linger.flush_all()
         await self.disk.close()

@@ -18,6 +18,7 @@ and handed to every connection:
     stopping       whether shutdown has begun (long polls answer at once)
     state_writes   the share coordinator's append linger: a response waits until
                    the state writes its request made are in the log
+    txn            the transaction coordinator and its marker writer
 
 Nothing here imports the broker, the registry or the connection, so `server/` has no
 import cycle; handlers do not notify anyone of log changes, the log announces them
@@ -38,6 +39,7 @@ from shoal.server.group_service import GroupService
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import ShareService
 from shoal.server.state_linger import StateAppendLinger
+from shoal.server.txn_service import TxnService
 from shoal.share.persister import Persister
 
 
@@ -83,3 +85,4 @@ class Services:
     api_versions: tuple[ApiRange, ...]
     stopping: Callable[[], bool]
     state_writes: StateAppendLinger
+    txn: TxnService

@@ -20,7 +20,13 @@ request cancelled while waiting (its connection closed) leaves each plan to be
 finished when its thread is done. Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
-acks value is INVALID_REQUIRED_ACKS and transactional produce is not served yet.
+acks value is INVALID_REQUIRED_ACKS.
+
+Transactional produce (a request with a `transactional_id`): every batch must be
+transactional, and the transaction coordinator must confirm that the batch's producer
+id and epoch have an ongoing transaction holding the partition (the verify-only
+AddPartitionsToTxn of KIP-890, asked in-process); otherwise the partition answers
+INVALID_TXN_STATE (or the coordinator's fencing error) and nothing is appended.
 An internal topic (`__consumer_offsets`, `__share_group_state`) gets
 INVALID_TOPIC_EXCEPTION "Cannot append to internal topic", as from Kafka's
 ReplicaManager; only the coordinators write there (Kafka's `__admin_client`
@@ -37,7 +43,7 @@ from typing import Any
 
 from shoal.log.api import AppendResult, LogError
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -54,18 +60,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     if acks not in (-1, 0, 1):
         return _all_failed(schema, request, ErrorCode.invalid_required_acks, f"acks={acks}")
-    if request.transactional_id is not None:
-        return _all_failed(
-            schema,
-            request,
-            ErrorCode.transactional_id_authorization_failed,
-            "transactions are not supported yet",
-        )
+    transactional_id = request.transactional_id
     appended = [
         (
             topic_data.name,
             [
-                _produce_partition(ctx, schema, topic_data.name, int(p.index), p.records)
+                _produce_partition(
+                    ctx, schema, topic_data.name, int(p.index), p.records, transactional_id
+                )
                 for p in topic_data.partition_data
             ],
         )
@@ -105,7 +107,12 @@ async def _durable(schema: Schema, topic: str, appended: _Appended) -> Any:
 
 
 def _produce_partition(
-    ctx: RequestContext, schema: Schema, topic: str, index: int, records: bytes | None
+    ctx: RequestContext,
+    schema: Schema,
+    topic: str,
+    index: int,
+    records: bytes | None,
+    transactional_id: str | None,
 ) -> _Appended:
     """Append to one partition, and start the fsync the flush policy asks for."""
     services = ctx.services
@@ -134,6 +141,17 @@ def _produce_partition(
     )
     try:
         headers = validate_produced(records or b"", max_batch_bytes=max_batch_bytes)
+        if transactional_id is not None:
+            refused = _unverified(ctx, transactional_id, topic, index, headers)
+            if refused is not None:
+                log.info(
+                    "transactional produce to %s-%d by %r refused (%s)",
+                    topic,
+                    index,
+                    transactional_id,
+                    refused.name,
+                )
+                return _Appended(index, _partition_error(schema, index, refused, None))
         result = partition_log.append(
             records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
         )
@@ -149,6 +167,34 @@ def _produce_partition(
     elif result.duplicate:  # stored by an earlier request: answered once its fsync is done
         flushed = services.disk.flushed(partition_log)
     return _Appended(index, _partition_ok(schema, index, result), flushed)
+
+
+def _unverified(
+    ctx: RequestContext,
+    transactional_id: str,
+    topic: str,
+    index: int,
+    headers: list[BatchHeader],
+) -> ErrorCode | None:
+    """Why the transactional batches may not be appended, or None: each must be
+    transactional with one producer id and epoch, whose transaction is ongoing with
+    this partition added (the coordinator's verify-only AddPartitionsToTxn)."""
+    ids = {(h.producer_id, h.producer_epoch) for h in headers}
+    if len(ids) != 1 or not all(h.is_transactional for h in headers):
+        return ErrorCode.invalid_record
+    ((producer_id, producer_epoch),) = ids
+    txn = ctx.services.txn
+    if not txn.opened:
+        return ErrorCode.invalid_txn_state
+    errors = txn.coordinator.add_partitions(
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        partitions=[(topic, index)],
+        verify_only=True,
+    )
+    error = errors.get((topic, index), ErrorCode.invalid_txn_state)
+    return None if error == ErrorCode.none else error
 
 
 def _partition_ok(schema: Schema, index: int, result: AppendResult) -> Any:

@@ -1,0 +1,43 @@
+"""AddOffsetsToTxn (25) v0-v4: add a group's `__consumer_offsets` partition to the
+producer's transaction, so that its TxnOffsetCommit offsets are completed by the
+transaction's markers. The partition is the group's (Kafka's placement); the
+coordinator's checks are AddPartitionsToTxn's (txn/shard.py), one error for the call.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 25
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 0, 4)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    txn = ctx.services.txn
+    offsets_partition = txn.offsets_partition(request.group_id)
+    errors = txn.coordinator.add_partitions(
+        transactional_id=request.transactional_id,
+        producer_id=int(request.producer_id),
+        producer_epoch=int(request.producer_epoch),
+        partitions=(offsets_partition,),
+    )
+    error = errors[offsets_partition]
+    if error != ErrorCode.none:
+        log.info(
+            "AddOffsetsToTxn of %r for group %r: %s (client %s)",
+            request.transactional_id,
+            request.group_id,
+            error.name,
+            ctx.client_id,
+        )
+    return schema.response(throttle_time=_ZERO, error_code=error)

@@ -1,0 +1,370 @@
+"""The transaction coordinator in the running broker: `__transaction_state`, loading,
+marker writing and its timers.
+
+`TxnService.open` loads an existing state topic before the broker serves anything:
+the `TransactionCoordinator` (txn/) with one `LogRecordSink` per partition, every
+partition replayed. A broker without the topic creates it on first use of the
+coordinator (`transaction.state.log.num.partitions` partitions, internal, infinite
+retention), as Kafka creates it on first need, so brokers that never see a
+transaction do not carry its 50 partitions.
+
+Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
+one: for each partition of the transaction, a `__consumer_offsets` partition goes to
+the group coordinator (`complete_transaction`, which materialises or drops that
+producer's pending offsets), any other to the partition's log (`append_control`, one
+control batch). Once every partition has its marker (a partition whose topic is gone
+counts as done, as in Kafka), `markers_written` writes CompleteCommit/CompleteAbort.
+A partition that fails leaves the transaction preparing; the abort timer sends its
+markers again (markers are idempotent on the log side). WriteTxnMarkers (API 27)
+goes through the same `write_markers`.
+
+Shoal writes the markers before it answers EndTxn (Kafka answers once the prepare
+record is written and sends markers afterwards): on one node they are local appends,
+and the producer's next transaction then does not meet CONCURRENT_TRANSACTIONS.
+
+Timers (fired by the broker's timer driver):
+- every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: ongoing
+  transactions past their timeout are aborted (epoch bumped: the producer is fenced)
+  and the markers of transactions left preparing are sent again;
+- every `transaction.remove.expired.transaction.cleanup.interval.ms`: transactional
+  ids idle for `transactional.id.expiration.ms` are removed (a tombstone);
+- every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
+  than `transaction.state.log.rewrite.window.records` below their partition's end are
+  re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
+  and pass), then each partition's log is deleted below the lowest latest record
+  (Kafka compacts this topic; Shoal prunes it as its other coordinator topics).
+
+The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
+offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
+`GroupService.complete_transaction` offers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from shoal import limits
+from shoal.clock import Clock
+from shoal.config import BrokerConfig
+from shoal.coordinator.internal_topics import ensure_internal_topic
+from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.placement import partition_for
+from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.log import fileio
+from shoal.log.api import LogError
+from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
+from shoal.log.transactions import ControlType
+from shoal.protocol.errors import ErrorCode
+from shoal.server.timers import PeriodicTimer, TimerSource
+from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
+from shoal.txn.records import CODEC
+from shoal.txn.state import TopicPartition
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class ControlAppender(Protocol):
+    """A data partition's log as the marker writer uses it."""
+
+    def append_control(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        control: ControlType,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+    ) -> int: ...
+
+
+class GroupTransactions(Protocol):
+    """The group coordinator as the marker writer uses it."""
+
+    async def complete_transaction(
+        self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None: ...
+
+
+class TxnService:
+    """The broker's transaction coordinator. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        coordinator: TransactionCoordinator | None = None,
+        open_state: Callable[[], tuple[TransactionCoordinator, list[PartitionLog]]] | None = None,
+        clock: Clock,
+        config: Callable[[], BrokerConfig],
+        control_target: Callable[[str, int], ControlAppender | None],
+        group_transactions: GroupTransactions,
+        allocate_producer_id: Callable[[], int],
+        offsets_partitions: Callable[[], int],
+        partitions: list[PartitionLog] | None = None,
+        remove_paths: RemovePaths = fileio.remove_paths,
+    ) -> None:
+        assert (coordinator is None) != (open_state is None), "a coordinator or its opener"
+        self._coordinator = coordinator
+        self._open_state = open_state
+        self._partitions = partitions or []
+        self._remove_paths = remove_paths
+        self._clock = clock
+        self._config = config
+        self._control_target = control_target
+        self._group = group_transactions
+        self.allocate_producer_id = allocate_producer_id
+        self._offsets_partitions = offsets_partitions
+        self._in_flight: set[str] = set()
+        """Transactional ids whose markers are being written."""
+        self._tasks: set[asyncio.Task[bool]] = set()
+
+    @classmethod
+    def open(
+        cls,
+        logs: LogManager,
+        config: Callable[[], BrokerConfig],
+        clock: Clock,
+        *,
+        control_target: Callable[[str, int], ControlAppender | None],
+        group_transactions: GroupTransactions,
+        remove_paths: RemovePaths = fileio.remove_paths,
+    ) -> TxnService:
+        """The service; `__transaction_state` is loaded now if it exists, else created
+        and opened on first use."""
+
+        def open_state() -> tuple[TransactionCoordinator, list[PartitionLog]]:
+            return _open_state(logs, config(), clock)
+
+        def offsets_partitions() -> int:
+            info = logs.topic(CONSUMER_OFFSETS_TOPIC)
+            return info.partitions if info is not None else 1
+
+        service = cls(
+            open_state=open_state,
+            clock=clock,
+            config=config,
+            control_target=control_target,
+            group_transactions=group_transactions,
+            allocate_producer_id=logs.allocate_producer_id,
+            offsets_partitions=offsets_partitions,
+            remove_paths=remove_paths,
+        )
+        if logs.topic(TRANSACTION_STATE_TOPIC) is not None:
+            _ = service.coordinator
+        return service
+
+    @property
+    def opened(self) -> bool:
+        return self._coordinator is not None
+
+    @property
+    def coordinator(self) -> TransactionCoordinator:
+        """The coordinator, opening `__transaction_state` first if it is not yet."""
+        if self._coordinator is None:
+            assert self._open_state is not None
+            self._coordinator, self._partitions = self._open_state()
+        return self._coordinator
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
+        """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it)."""
+        return CONSUMER_OFFSETS_TOPIC, partition_for(group_id, self._offsets_partitions())
+
+    # ---- markers
+
+    async def complete_all(self, effects: tuple[WriteMarkers, ...]) -> None:
+        """Write the markers of every effect and complete their transactions."""
+        for markers in effects:
+            await self.complete(markers)
+
+    async def complete(self, markers: WriteMarkers) -> bool:
+        """Write `markers`, then record the transaction complete; False if a partition
+        failed (the transaction stays preparing and is retried by the timer) or the
+        markers are being written already."""
+        if markers.transactional_id in self._in_flight:
+            return False
+        self._in_flight.add(markers.transactional_id)
+        return await self._complete_and_release(markers)
+
+    async def _complete_and_release(self, markers: WriteMarkers) -> bool:
+        try:
+            errors = await self.write_markers(markers)
+        finally:
+            self._in_flight.discard(markers.transactional_id)
+        failed = {tp: e for tp, e in errors.items() if e not in _DONE}
+        if failed:
+            log.warning(
+                "markers of transactional id %r (producer %d epoch %d) not all written, "
+                "retried later: %s",
+                markers.transactional_id,
+                markers.producer_id,
+                markers.producer_epoch,
+                {f"{t}-{p}": e.name for (t, p), e in failed.items()},
+            )
+            return False
+        self.coordinator.markers_written(markers)
+        return True
+
+    async def write_markers(self, markers: WriteMarkers) -> dict[TopicPartition, ErrorCode]:
+        """One marker per partition; each partition's error (NONE when written)."""
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for topic, partition in markers.partitions:
+            errors[(topic, partition)] = await self._write_one(markers, topic, partition)
+        return errors
+
+    async def _write_one(self, markers: WriteMarkers, topic: str, partition: int) -> ErrorCode:
+        if topic == CONSUMER_OFFSETS_TOPIC:
+            try:
+                await self._group.complete_transaction(
+                    offsets_partition=partition,
+                    producer_id=markers.producer_id,
+                    producer_epoch=markers.producer_epoch,
+                    commit=markers.control == COMMIT,
+                )
+            except LogError as exc:
+                log.warning("offsets marker on %s-%d failed: %s", topic, partition, exc)
+                return exc.code
+            return ErrorCode.none
+        target = self._control_target(topic, partition)
+        if target is None:
+            return ErrorCode.unknown_topic_or_partition
+        try:
+            target.append_control(
+                producer_id=markers.producer_id,
+                producer_epoch=markers.producer_epoch,
+                control=ControlType(markers.control),
+                coordinator_epoch=markers.coordinator_epoch,
+                timestamp_ms=self._clock.wall_ms(),
+            )
+        except LogError as exc:
+            log.warning("marker on %s-%d failed: %s", topic, partition, exc)
+            return exc.code
+        return ErrorCode.none
+
+    # ---- background work
+
+    def start(self) -> None:
+        """Send the markers of transactions a restart found preparing."""
+        if self.opened:
+            self._spawn(self.coordinator.pending_markers())
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, effects: tuple[WriteMarkers, ...]) -> None:
+        for markers in effects:
+            if markers.transactional_id in self._in_flight:
+                continue
+            self._in_flight.add(markers.transactional_id)
+            task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[bool]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "writing transaction markers failed; retried by the abort timer",
+                exc_info=task.exception(),
+            )
+
+    def abort_timed_out(self) -> int:
+        """Abort timed-out transactions; resend markers of stuck preparing ones."""
+        if not self.opened:
+            return 0
+        aborted = self.coordinator.abort_timed_out(self._clock.wall_ms())
+        self._spawn(aborted)
+        self._spawn(self.coordinator.pending_markers())
+        return len(aborted)
+
+    def expire_ids(self) -> int:
+        if not self.opened:
+            return 0
+        return self.coordinator.expire_transactional_ids(self._clock.wall_ms())
+
+    def maintain_log(self) -> int:
+        """Re-write stale ids, then prune each partition; partitions pruned."""
+        if not self.opened:
+            return 0
+        self.coordinator.rewrite_stale(
+            window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
+            records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
+        )
+        moved = 0
+        for index, offset in sorted(self.coordinator.prune_offsets().items()):
+            if index < len(self._partitions) and prune_log(
+                self._partitions[index], offset, remove_paths=self._remove_paths
+            ):
+                moved += 1
+        return moved
+
+    def timer_sources(self) -> list[TimerSource]:
+        def interval(key: str) -> Callable[[], int]:
+            return lambda: self._config().get_int(key)
+
+        return [
+            PeriodicTimer(
+                "txn-abort-timed-out",
+                interval_ms=interval("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+                action=lambda _now: self._logged(self.abort_timed_out(), "aborted (timed out)"),
+            ),
+            PeriodicTimer(
+                "txn-expire-ids",
+                interval_ms=interval("transaction.remove.expired.transaction.cleanup.interval.ms"),
+                action=lambda _now: self._logged(self.expire_ids(), "transactional ids expired"),
+            ),
+            PeriodicTimer(
+                "txn-state-log-maintenance",
+                interval_ms=interval("transaction.state.log.prune.interval.ms"),
+                action=lambda _now: self._logged(self.maintain_log(), "state partitions pruned"),
+            ),
+        ]
+
+    @staticmethod
+    def _logged(count: int, what: str) -> None:
+        if count:
+            log.info("transaction coordinator: %d %s", count, what)
+
+
+def _open_state(
+    logs: LogManager, config: BrokerConfig, clock: Clock
+) -> tuple[TransactionCoordinator, list[PartitionLog]]:
+    """Ensure `__transaction_state`, then load every partition's shard."""
+    partitions = ensure_internal_topic(
+        logs,
+        name=TRANSACTION_STATE_TOPIC,
+        partitions=config.get_int("transaction.state.log.num.partitions"),
+        configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
+    )
+    sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
+    coordinator = TransactionCoordinator(
+        sink_for=sinks.__getitem__,
+        partitions=len(partitions),
+        clock=clock,
+        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+    )
+    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
+    records = 0
+    for index, partition in enumerate(partitions):
+        pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
+        records += len(pairs)
+        coordinator.load_partition(index, pairs)
+    log.info(
+        "transaction coordinator loaded %d records from %d partitions of %s",
+        records,
+        len(partitions),
+        TRANSACTION_STATE_TOPIC,
+    )
+    return coordinator, partitions
+
+
+_DONE = frozenset({ErrorCode.none, ErrorCode.unknown_topic_or_partition})
+"""Marker outcomes that complete a partition (a deleted partition needs no marker)."""

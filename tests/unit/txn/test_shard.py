@@ -1,0 +1,229 @@
+"""The transaction coordinator's operations, on the manual clock."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shoal.protocol.errors import ErrorCode
+from shoal.txn import ABORT, COMMIT, TxnState
+from shoal.txn.records import CODEC, metadata_record
+from tests.unit.txn.support import MAX_TIMEOUT_MS, Rig
+
+TP = ("t", 0)
+TP2 = ("t", 1)
+
+
+def test_new_transactional_id_gets_a_producer_id_at_epoch_zero() -> None:
+    rig = Rig()
+    answer, effects = rig.init("a")
+    assert (answer.error, answer.producer_id, answer.producer_epoch) == (ErrorCode.none, 1000, 0)
+    assert effects == ()
+    assert rig.coordinator.metadata("a").state == TxnState.EMPTY  # type: ignore[union-attr]
+
+
+def test_reinit_bumps_the_epoch_and_fences_the_old_producer() -> None:
+    rig = Rig()
+    first, _ = rig.init("a")
+    second, _ = rig.init("a")
+    assert (second.producer_id, second.producer_epoch) == (first.producer_id, 1)
+    stale = rig.add("a", first.producer_id, 0, TP)
+    assert stale == {TP: ErrorCode.producer_fenced}
+    answer, _ = rig.end("a", first.producer_id, 0, commit=True)
+    assert answer.error == ErrorCode.producer_fenced
+
+
+def test_timeout_outside_bounds_is_invalid() -> None:
+    rig = Rig()
+    assert (
+        rig.init("a", timeout_ms=MAX_TIMEOUT_MS + 1)[0].error
+        == ErrorCode.invalid_transaction_timeout
+    )
+    assert rig.init("a", timeout_ms=0)[0].error == ErrorCode.invalid_transaction_timeout
+    assert rig.init("", timeout_ms=1000)[0].error == ErrorCode.invalid_request
+    assert rig.coordinator.metadata("a") is None
+
+
+def test_commit_prepares_then_markers_complete_it() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    assert rig.add("a", p.producer_id, 0, TP, TP2) == {TP: ErrorCode.none, TP2: ErrorCode.none}
+    answer, effects = rig.end("a", p.producer_id, 0, commit=True)
+    assert answer.error == ErrorCode.none
+    (markers,) = effects
+    assert (markers.control, markers.partitions, markers.producer_epoch) == (COMMIT, (TP, TP2), 0)
+    assert rig.coordinator.metadata("a").state == TxnState.PREPARE_COMMIT  # type: ignore[union-attr]
+    # while markers are pending, the next transaction must wait
+    assert rig.add("a", p.producer_id, 0, TP) == {TP: ErrorCode.concurrent_transactions}
+    assert rig.end("a", p.producer_id, 0, commit=True)[0].error == ErrorCode.concurrent_transactions
+    rig.complete(effects)
+    done = rig.coordinator.metadata("a")
+    assert done is not None and done.state == TxnState.COMPLETE_COMMIT and not done.partitions
+    assert rig.end("a", p.producer_id, 0, commit=True)[0].error == ErrorCode.none  # retry
+    assert rig.end("a", p.producer_id, 0, commit=False)[0].error == ErrorCode.invalid_txn_state
+
+
+def test_end_without_a_transaction_is_invalid_state() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    assert rig.end("a", p.producer_id, 0, commit=True)[0].error == ErrorCode.invalid_txn_state
+    assert rig.end("b", 5, 0, commit=True)[0].error == ErrorCode.invalid_producer_id_mapping
+    assert rig.end("a", p.producer_id + 1, 0, commit=True)[0].error == (
+        ErrorCode.invalid_producer_id_mapping
+    )
+
+
+def test_reinit_during_a_transaction_aborts_it_first() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    rig.add("a", p.producer_id, 0, TP)
+    answer, effects = rig.init("a")
+    assert answer.error == ErrorCode.concurrent_transactions
+    (markers,) = effects
+    assert (markers.control, markers.producer_epoch, markers.partitions) == (ABORT, 1, (TP,))
+    assert rig.init("a")[0].error == ErrorCode.concurrent_transactions
+    rig.complete(effects)
+    again, _ = rig.init("a")
+    assert (again.error, again.producer_epoch) == (ErrorCode.none, 2)
+
+
+def test_expected_producer_checks() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    assert rig.init("a", pid=p.producer_id + 7, epoch=0)[0].error == (
+        ErrorCode.invalid_producer_id_mapping
+    )
+    bumped, _ = rig.init("a", pid=p.producer_id, epoch=0)
+    assert bumped.producer_epoch == 1
+    retry, _ = rig.init("a", pid=p.producer_id, epoch=0)  # the same request again
+    assert (retry.error, retry.producer_epoch) == (ErrorCode.none, 1)
+    rig.init("a")
+    assert rig.init("a", pid=p.producer_id, epoch=0)[0].error == ErrorCode.producer_fenced
+
+
+def test_epoch_exhaustion_gives_a_new_producer_id() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    metadata = rig.coordinator.metadata("a")
+    assert metadata is not None
+    shard = rig.coordinator.shard_of("a")
+    shard.replay(metadata_record(replace(metadata, producer_epoch=32766)))
+    answer, _ = rig.init("a")
+    assert answer.producer_id != p.producer_id and answer.producer_epoch == 0
+    assert rig.coordinator.metadata("a").previous_producer_id == p.producer_id  # type: ignore[union-attr]
+
+
+def test_verify_only_reports_membership_without_writing() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    rig.add("a", p.producer_id, 0, TP)
+    written = sum(len(s) for s in rig.sinks)
+    assert rig.add("a", p.producer_id, 0, TP, TP2, verify=True) == {
+        TP: ErrorCode.none,
+        TP2: ErrorCode.invalid_txn_state,
+    }
+    assert sum(len(s) for s in rig.sinks) == written
+
+
+def test_adding_known_partitions_writes_nothing() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    rig.add("a", p.producer_id, 0, TP)
+    written = sum(len(s) for s in rig.sinks)
+    assert rig.add("a", p.producer_id, 0, TP) == {TP: ErrorCode.none}
+    assert sum(len(s) for s in rig.sinks) == written
+
+
+def test_timed_out_transaction_is_aborted_and_its_producer_fenced() -> None:
+    rig = Rig()
+    p, _ = rig.init("a", timeout_ms=10_000)
+    rig.add("a", p.producer_id, 0, TP)
+    rig.clock.advance(9_999)
+    assert rig.coordinator.abort_timed_out(rig.clock.wall_ms()) == ()
+    rig.clock.advance(1)
+    (markers,) = rig.coordinator.abort_timed_out(rig.clock.wall_ms())
+    assert (markers.control, markers.producer_epoch) == (ABORT, 1)
+    rig.complete((markers,))
+    assert rig.coordinator.metadata("a").state == TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+    assert rig.add("a", p.producer_id, 0, TP) == {TP: ErrorCode.producer_fenced}
+    assert rig.end("a", p.producer_id, 0, commit=True)[0].error == ErrorCode.producer_fenced
+    # the producer whose transaction was aborted may re-initialise with its old epoch
+    again, _ = rig.init("a", pid=p.producer_id, epoch=0)
+    assert (again.error, again.producer_epoch) == (ErrorCode.none, 2)
+
+
+def test_idle_transactional_ids_expire() -> None:
+    rig = Rig()
+    rig.init("a")
+    rig.clock.advance(604_800_000 - 1)
+    assert rig.coordinator.expire_transactional_ids(rig.clock.wall_ms()) == 0
+    rig.clock.advance(1)
+    assert rig.coordinator.expire_transactional_ids(rig.clock.wall_ms()) == 1
+    assert rig.coordinator.metadata("a") is None
+    rig.restart()
+    assert rig.coordinator.metadata("a") is None
+
+
+def test_ongoing_transactions_do_not_expire() -> None:
+    rig = Rig()
+    p, _ = rig.init("a", timeout_ms=MAX_TIMEOUT_MS)
+    rig.add("a", p.producer_id, 0, TP)
+    rig.clock.advance(604_800_000)
+    assert rig.coordinator.expire_transactional_ids(rig.clock.wall_ms()) == 0
+
+
+def test_end_txn_v5_bumps_the_epoch() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    rig.add("a", p.producer_id, 0, TP)
+    answer, effects = rig.end("a", p.producer_id, 0, commit=True, bump=True)
+    assert (answer.error, answer.producer_epoch) == (ErrorCode.none, 1)
+    assert effects[0].producer_epoch == 1
+    rig.complete(effects)
+    retry, _ = rig.end("a", p.producer_id, 0, commit=True, bump=True)
+    assert (retry.error, retry.producer_epoch) == (ErrorCode.none, 1)
+    assert rig.add("a", p.producer_id, 1, TP) == {TP: ErrorCode.none}
+
+
+def test_restart_replays_state_and_reports_pending_markers() -> None:
+    rig = Rig()
+    p, _ = rig.init("a")
+    rig.add("a", p.producer_id, 0, TP)
+    q, _ = rig.init("b")
+    rig.add("b", q.producer_id, 0, TP2)
+    _answer, effects = rig.end("b", q.producer_id, 0, commit=False)
+    before = {tid: rig.coordinator.metadata(tid) for tid in ("a", "b")}
+    rig.restart()
+    assert {tid: rig.coordinator.metadata(tid) for tid in ("a", "b")} == before
+    assert rig.coordinator.pending_markers() == effects
+
+
+def test_record_bytes_round_trip() -> None:
+    rig = Rig()
+    p, _ = rig.init("tx-é")
+    rig.add("tx-é", p.producer_id, 0, ("b", 2), ("a", 1), ("a", 0))
+    metadata = rig.coordinator.metadata("tx-é")
+    assert metadata is not None
+    key, value = CODEC.encode(metadata_record(metadata))
+    assert key[:2] == b"\x00\x00" and value is not None and value[:2] == b"\x00\x01"
+    assert CODEC.decode(key, value) == metadata_record(metadata)
+
+
+def test_pruning_keeps_each_ids_latest_record_and_rewrites_idle_ones() -> None:
+    rig = Rig()
+    shard_of = rig.coordinator.shard_of
+    rig.init("a")
+    partition = rig.coordinator.partition_of("a")
+    same = next(
+        tid
+        for tid in (f"b{i}" for i in range(100))
+        if rig.coordinator.partition_of(tid) == partition
+    )
+    for _ in range(5):
+        rig.init(same)
+    assert rig.coordinator.prune_offsets()[partition] == 0  # "a" is pinned at 0
+    assert shard_of("a").rewrite_stale(window_records=10, records_max=10).records == ()
+    assert rig.coordinator.rewrite_stale(window_records=1, records_per_append=10) == 1
+    before = rig.coordinator.metadata("a")
+    assert rig.coordinator.prune_offsets()[partition] == 5  # the last init of `same`
+    rig.restart()
+    assert rig.coordinator.metadata("a") == before
