@@ -331,3 +331,50 @@ def test_kafka_python_consumer_group_commits(broker: BrokerProcess) -> None:
             assert consumer.committed(KafkaTopicPartition(topic, p)) == 3
     finally:
         consumer.close()
+
+
+def test_commit_after_a_fence_fails_with_fenced_instance_id(broker: BrokerProcess) -> None:
+    """A static member replaced by a newer instance with the same group.instance.id is
+    fenced: its next synchronous commit fails with FENCED_INSTANCE_ID (and librdkafka
+    makes it the consumer's fatal error), while the new instance owns the partitions."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    topic = topic_name("fenced")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    produce_spread(broker.bootstrap, topic, per_partition=5, tag="f")
+    group = topic_name("g-fenced")
+
+    def static() -> Consumer:
+        return group_consumer(
+            broker.bootstrap,
+            group,
+            protocol="classic",
+            **{"group.instance.id": "only", "session.timeout.ms": 30_000},
+        )
+
+    old = static()
+    old.subscribe([topic])
+    seen: dict[int, list[bytes]] = {}
+    assert wait_until(lambda: poll_all([old], seen) or len(old.assignment()) == 2, timeout_s=60)
+    new = static()
+    new.subscribe([topic])
+    try:
+        assert wait_until(
+            lambda: poll_all([new], seen) or len(new.assignment()) == 2, timeout_s=60
+        ), "the new instance did not take over"
+        codes: list[int] = []
+
+        def commit_fails() -> bool:
+            try:
+                old.poll(0.1)
+                old.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+            except KafkaException as exc:
+                error = exc.args[0]
+                codes.append(error.code())
+                return bool(error.code() == KafkaError.FENCED_INSTANCE_ID)
+            return False
+
+        assert wait_until(commit_fails, timeout_s=60), f"commit errors seen: {codes}"
+    finally:
+        new.close()
+        old.close()
