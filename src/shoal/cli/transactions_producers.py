@@ -268,6 +268,8 @@ def _partitions_to_search(client: Client, args: argparse.Namespace) -> list[Topi
     cluster = client.metadata([args.topic] if args.topic is not None else None)
     found: list[TopicPartition] = []
     for name, view in sorted(cluster.topics.items()):
+        if args.topic is None and view.internal:
+            continue  # Kafka's tool lists topics without internal ones
         if view.error_code != ErrorCode.none:
             raise ToolFailed(f"Failed to describe 1 topics: {error_name(view.error_code)}")
         found.extend(
