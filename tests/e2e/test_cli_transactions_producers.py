@@ -116,6 +116,34 @@ def test_find_hanging_and_abort(broker: BrokerProcess) -> None:
             bootstrap, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0"
         )
         assert (code, rows) == (0, []), err
+
+        # The pre-3.0 form names the producer itself.
+        second = call1(bootstrap, init_producer_id_request())
+        batch = build_batch(
+            [b"h2"],
+            producer_id=int(second.producer_id),
+            producer_epoch=int(second.producer_epoch),
+            base_sequence=0,
+            transactional=True,
+        )
+        assert produce(bootstrap, topic, batch) == 6
+        assert _latest(bootstrap, topic, 0, requests.READ_COMMITTED) == 6
+        code, _, err = _tx(
+            bootstrap,
+            "abort",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--producer-id",
+            str(second.producer_id),
+            "--producer-epoch",
+            str(second.producer_epoch),
+            "--coordinator-epoch",
+            "-1",
+        )
+        assert code == 0, err
+        assert _latest(bootstrap, topic, 0, requests.READ_COMMITTED) == 8
     finally:
         live.abort_transaction(30)
 

@@ -50,6 +50,7 @@ def add_parser(commands: Any) -> None:
             validate=check_bootstrap,
             api_timeout_ms=lambda a: a.timeout,
             action=_act,
+            error_prefix="",  # kafka-transactions.sh prints its messages bare
         )
     )
 
