@@ -8,8 +8,8 @@ kafka-transactions.sh does (sub-commands, columns):
       TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions
 
 `list` asks every broker; `describe` asks the id's coordinator (FindCoordinator key
-type 1). Start time and duration read "None" when no transaction is ongoing. Not yet:
-describe-producers, abort and find-hanging (they need DescribeProducers, API 61).
+type 1). Start time and duration read "None" when no transaction is ongoing.
+describe-producers, abort and find-hanging: see transactions_producers.py.
 Exit status: 0 done, 1 failed (message on stderr), 2 bad command line.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
+from shoal.cli import transactions_producers
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser, check_bootstrap, run_tool
 from shoal.cli.tables import format_table
 from shoal.client import Client, requests
@@ -31,7 +32,7 @@ def add_parser(commands: Any) -> None:
     parser = add_tool_parser(
         commands,
         "transactions",
-        help_text="list and describe transactions (kafka-transactions.sh)",
+        help_text="list, describe and abort transactions (kafka-transactions.sh)",
         description=__doc__ or "",
     )
     parser.add_argument("--timeout", type=int, metavar="MS", help="admin call timeout (ms)")
@@ -41,6 +42,7 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--producer-id", action="append", type=int, default=[], metavar="ID")
     describing = sub.add_parser("describe", help="describe one transactional id")
     describing.add_argument("--transactional-id", required=True, metavar="ID")
+    transactions_producers.add_subparsers(sub)
     parser.set_defaults(
         run=lambda args: run_tool(
             parser,
@@ -48,6 +50,7 @@ def add_parser(commands: Any) -> None:
             validate=check_bootstrap,
             api_timeout_ms=lambda a: a.timeout,
             action=_act,
+            error_prefix="",  # kafka-transactions.sh prints its messages bare
         )
     )
 
@@ -55,6 +58,8 @@ def add_parser(commands: Any) -> None:
 def _act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.action == "list":
         return _list(client, args, out)
+    if args.action != "describe":
+        return transactions_producers.act(client, args, out)
     return _describe(client, args.transactional_id, out)
 
 

@@ -706,3 +706,62 @@ def describe_transactions(transactional_ids: Sequence[str]) -> Call:
         0,
         lambda s: s.make("DescribeTransactionsRequest", transactional_ids=tuple(transactional_ids)),
     )
+
+
+API_DESCRIBE_PRODUCERS, API_WRITE_TXN_MARKERS = 61, 27
+
+
+def describe_producers(partitions: Iterable[TopicPartition]) -> Call:
+    """DescribeProducers (61) v0: the active producers of partitions (their leader
+    answers)."""
+    by_topic = _by_topic((tp, None) for tp in set(partitions))
+    return _call(
+        API_DESCRIBE_PRODUCERS,
+        0,
+        0,
+        lambda s: s.make(
+            "DescribeProducersRequest",
+            topics=tuple(
+                s.make("TopicRequest", name=t, partition_indexes=tuple(p for p, _ in parts))
+                for t, parts in by_topic.items()
+            ),
+        ),
+    )
+
+
+def write_txn_markers(
+    partitions: Iterable[TopicPartition],
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+) -> Call:
+    """WriteTxnMarkers (27) v1-v2: one COMMIT or ABORT marker for a producer on
+    partitions (what `kafka-transactions.sh abort` sends to the partition leader)."""
+    by_topic = _by_topic((tp, None) for tp in set(partitions))
+    return _call(
+        API_WRITE_TXN_MARKERS,
+        1,
+        2,
+        lambda s: s.make(
+            "WriteTxnMarkersRequest",
+            markers=(
+                s.make(
+                    "WritableTxnMarker",
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transaction_result=commit,
+                    coordinator_epoch=coordinator_epoch,
+                    topics=tuple(
+                        s.make(
+                            "WritableTxnMarkerTopic",
+                            name=t,
+                            partition_indexes=tuple(p for p, _ in parts),
+                        )
+                        for t, parts in by_topic.items()
+                    ),
+                ),
+            ),
+        ),
+    )

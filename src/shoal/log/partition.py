@@ -52,7 +52,7 @@ from shoal.log.api import AppendResult, LogError, ReadResult
 from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan, Unflushed
-from shoal.log.producer_state import write_snapshot
+from shoal.log.producer_state import ProducerEntry, write_snapshot
 from shoal.log.recovery import LoadedLog, load_log, mark_clean_shutdown, write_log_start_offset
 from shoal.log.segment import NO_TIMESTAMP, Segment, WriteNotUndone
 from shoal.log.settings import LogConfig
@@ -147,6 +147,11 @@ class PartitionLog:
         """The first offset of the earliest open transaction, else the log end offset."""
         first = self._producers.first_unstable_offset()
         return self.log_end_offset if first is None else first
+
+    def producers(self) -> list[ProducerEntry]:
+        """The state of every producer the partition remembers, by producer id
+        (DescribeProducers); read-only."""
+        return self._producers.entries()
 
     def open_transactions(self) -> list[tuple[int, int]]:
         """(producer id, first offset) of the open transactions, by first offset."""

@@ -113,6 +113,10 @@ class ProducerStateTable:
     def get(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def entries(self) -> list[ProducerEntry]:
+        """Every producer's entry, by producer id (callers must not change them)."""
+        return [self._producers[pid] for pid in sorted(self._producers)]
+
     def check(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
         """Check the batches of one append, in order, against the state and each other.
         Returns the stored batch the first duplicate repeats (the append must then

@@ -354,3 +354,16 @@ def test_version_1_snapshots_are_still_read() -> None:
     assert entry is not None and (entry.epoch, entry.last_offset) == (2, 41)
     assert entry.batches[-1].last_sequence == 1
     assert table.open_transactions() == [] and table.first_unstable_offset() is None
+
+
+def test_producers_show_open_transactions_and_marker_epochs(open_log: LogOpener) -> None:
+    log = open_log()
+    a, b = Producer(2), Producer(1)
+    append(log, a.batch(3))  # 0-2 a
+    append(log, b.batch())  # 3-4 b
+    assert marker(log, a, ControlType.COMMIT, coordinator_epoch=4) == 5
+    states = [
+        (p.producer_id, p.batches[-1].last_sequence, p.txn_first_offset, p.coordinator_epoch)
+        for p in log.producers()
+    ]
+    assert states == [(1, 1, 3, -1), (2, 2, -1, 4)]
