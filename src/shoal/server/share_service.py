@@ -267,10 +267,16 @@ class ShareService:
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
         keys = self._wait_keys(session.group_id, partitions)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
+        # The fetches of one group compete for the same records: an append wakes one of
+        # them (purgatory queue), which passes the wake on if it leaves records behind.
+        # A MinBytes fetch may decline what another would take, so it waits as before.
+        queue = session.group_id if call.min_bytes <= 1 else None
+        woken = False
         while True:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             last_round = remaining_ms <= 0 or nothing_wanted
             if self.sessions.get(session.group_id, session.member_id) is not session:
+                self._pass_on(keys, woken and queue is not None)
                 return []  # closed or replaced meanwhile: nobody will read the answer
             if self._stopping():
                 return []  # records acquired now would only be released at the close
@@ -295,8 +301,20 @@ class ShareService:
             fetched = acquired.partitions
             done = any(f.count or f.error is not None for f in fetched)
             if done or last_round or call.min_bytes <= 0:
+                if queue is not None and any(f.count for f in fetched):
+                    left = self.partitions.available_bytes(
+                        group_id=session.group_id, partitions=partitions, cap=1
+                    )
+                    self._pass_on(keys, left > 0)
                 return fetched
-            await self._purgatory.wait(keys, timeout_ms=remaining_ms)
+            woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+
+    def _pass_on(self, keys: Sequence[Hashable], wanted: bool) -> None:
+        """Wake the next parked fetch of the group on `keys` (records are left for it,
+        or this fetch was woken for them and leaves without taking them)."""
+        if wanted:
+            for key in keys:
+                self._purgatory.notify(key)
 
     def _wait_keys(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> list[Hashable]:
         logs = self._logs
