@@ -371,7 +371,7 @@ class ShareService:
                 batches=batches,
                 renew_allowed=renew_allowed,
             )
-            self._perform(acknowledged.effects)
+            self._perform_acknowledged(group_id, tp, acknowledged.effects)
             error = acknowledged.error
             if error is not None:
                 log.info(
@@ -497,6 +497,20 @@ class ShareService:
         if partition_log is None:
             return ErrorCode.unknown_topic_or_partition
         return partition_log
+
+    def _perform_acknowledged(self, group_id: str, tp: TopicIdPartition, effects: Effects) -> None:
+        """`_perform` for an acknowledgement of `tp`: its share-partition's wake (its
+        start offset moved, or records were released) is skipped when nothing there is
+        acquirable now, e.g. an ACCEPT at the head with every record after it already
+        acquired; the parked fetch would only find nothing and park again."""
+        key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
+        if (
+            key in effects.wake
+            and self.partitions.get(key) is not None
+            and self.partitions.available_bytes(group_id=group_id, partitions=(tp,), cap=1) <= 0
+        ):
+            effects = Effects(wake=effects.wake - {key})
+        self._perform(effects)
 
     def _perform(self, effects: Effects) -> None:
         """Wake the share fetches parked on the share-partitions `effects` names."""

@@ -193,3 +193,35 @@ def test_a_woken_fetch_that_leaves_records_wakes_the_next(tmp_path: Path) -> Non
         assert _acquired(await asyncio.wait_for(second, 2)) == 4, "the wake was passed on"
 
     asyncio.run(run())
+
+
+def _acknowledge(rig: Rig, epoch: int, first: int, last: int, kind: AcknowledgeType) -> None:
+    outcome = rig.service.share_acknowledge(
+        ShareAcknowledgeCall(
+            group_id="g",
+            member_id="m",
+            epoch=epoch,
+            acknowledgements={rig.tp: [AckBatch(first, last, (kind,))]},
+        )
+    )
+    assert outcome.error is None and outcome.partitions[0].acknowledge_error is None
+
+
+def test_an_acknowledgement_wakes_the_share_partition_only_when_records_are_acquirable(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.produce(3)
+    assert rig.fetch() == 3
+    rig.purgatory.notified.clear()
+    _acknowledge(rig, 1, 0, 0, AcknowledgeType.ACCEPT)
+    partition = rig.service.partitions.get(rig.key)
+    assert partition is not None and partition.start_offset == 1, "the start offset moved"
+    assert rig.purgatory.notified == [], "nothing is acquirable: no fetch is woken for nothing"
+    rig.produce(1)
+    _acknowledge(rig, 2, 1, 1, AcknowledgeType.ACCEPT)
+    assert rig.purgatory.notified == [share_wait_key(rig.key)], "record 3 is acquirable"
+    rig.purgatory.notified.clear()
+    assert rig.fetch(epoch=3) == 1
+    _acknowledge(rig, 4, 2, 2, AcknowledgeType.RELEASE)
+    assert rig.purgatory.notified == [share_wait_key(rig.key)], "released records are acquirable"
