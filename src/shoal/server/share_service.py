@@ -17,8 +17,12 @@ long-poll and lock timers.
   (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
   (notified from the `Effects` the manager returns: acks, releases, expiries,
   start-offset moves, config changes, dropped share-partitions), and acquires when
-  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it
-  acquires only once the logs hold that many bytes (or at MaxWaitMs). A new epoch-0
+  woken; at MaxWaitMs it answers with what is there. The parked fetches of one group
+  form a purgatory queue: a notify wakes the longest-parked one, which passes the
+  wake on when it leaves acquirable records (or leaves without acquiring), and an
+  acknowledgement wakes its share-partition only when something there is acquirable.
+  With MinBytes above 1 it acquires only once the logs hold that many bytes (or at
+  MaxWaitMs), and waits outside the queue (it may decline what another would take). A new epoch-0
   session beyond `group.share.max.share.sessions` is answered
   SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked fetch whose
   session was closed or replaced meanwhile, or that shutdown woke, answers without
