@@ -2,10 +2,20 @@
 
 A parked request waits on a set of keys (for Fetch, `(topic, partition)`) until one of
 them is notified or its deadline passes. Producers notify the partitions they appended
-to. Waiters are futures; notifying wakes every waiter of the key once. The number of
-parked requests is bounded by connections (one request in flight per connection).
+to. Waiters are futures, kept per key in the order they parked. The number of parked
+requests is bounded by connections (one request in flight per connection).
+
+A notify wakes every plain waiter of the key (each Fetch reads the records for
+itself), but only the longest-parked waiter of each *queue* (`wait(queue=...)`): the
+ShareFetches of one share group compete for the same records, and waking all of them
+for one batch made all but one find nothing and park again. A queue waiter that was
+woken (by any key) and has not run yet stands for its queue: a second notify does not
+wake another. Whoever takes records in queue mode passes the wake on when some are
+left (`ShareService`), so nothing waits for the next append.
+
 A waiter's result is the `shoal.clock.measure_ns` of its notify, for the latency trace's
-"purgatory wake" (server/latency_trace.py).
+"purgatory wake" (server/latency_trace.py); the deadline is a loop timer on the future
+itself, so a notify wakes the waiting task in one loop pass (no `wait_for` wrapper).
 """
 
 from __future__ import annotations
@@ -16,37 +26,51 @@ from collections.abc import Hashable, Iterable
 from shoal.clock import measure_ns
 from shoal.server.latency_trace import TRACE
 
+_TIMED_OUT = -1
+
+
+def _expire(future: asyncio.Future[int]) -> None:
+    if not future.done():
+        future.set_result(_TIMED_OUT)
+
 
 class Purgatory:
     def __init__(self) -> None:
-        self._waiters: dict[Hashable, set[asyncio.Future[int]]] = {}
+        # key -> {waiter: its queue (None: a plain waiter)}, in parking order
+        self._waiters: dict[Hashable, dict[asyncio.Future[int], Hashable | None]] = {}
         self._closed = False
 
     @property
     def parked(self) -> int:
         return len({id(f) for fs in self._waiters.values() for f in fs})
 
-    async def wait(self, keys: Iterable[Hashable], *, timeout_ms: int) -> bool:
-        """Wait until one of `keys` is notified (True) or `timeout_ms` passes (False)."""
+    async def wait(
+        self, keys: Iterable[Hashable], *, timeout_ms: int, queue: Hashable | None = None
+    ) -> bool:
+        """Wait until one of `keys` is notified (True) or `timeout_ms` passes (False).
+        With a `queue`, a notify wakes only the longest-parked waiter of that queue."""
         if self._closed or timeout_ms <= 0:
             return False
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
         keys = list(keys)
         for key in keys:
-            self._waiters.setdefault(key, set()).add(future)
+            self._waiters.setdefault(key, {})[future] = queue
+        timer = loop.call_later(timeout_ms / 1000, _expire, future)
         try:
             with TRACE.stage("purgatory parked"):
-                notified_ns = await asyncio.wait_for(future, timeout_ms / 1000)
+                notified_ns = await future
+            if notified_ns == _TIMED_OUT:
+                return False
             if TRACE.enabled:
                 TRACE.record("purgatory wake", (measure_ns() - notified_ns) / 1e6)
             return True
-        except TimeoutError:
-            return False
         finally:
+            timer.cancel()
             for key in keys:
                 waiters = self._waiters.get(key)
                 if waiters is not None:
-                    waiters.discard(future)
+                    waiters.pop(future, None)
                     if not waiters:
                         del self._waiters[key]
 
@@ -55,9 +79,17 @@ class Purgatory:
         if not waiters:
             return
         now_ns = measure_ns()
-        for future in waiters:
-            if not future.done():
-                future.set_result(now_ns)
+        served: set[Hashable] = set()
+        for future, queue in waiters.items():
+            if queue is None:
+                if not future.done():
+                    future.set_result(now_ns)
+            elif queue not in served:
+                if not future.done():
+                    future.set_result(now_ns)
+                    served.add(queue)
+                elif not future.cancelled() and future.result() != _TIMED_OUT:
+                    served.add(queue)  # woken and not run yet: it stands for its queue
 
     def close(self) -> None:
         """Wake everything now (shutdown): parked requests answer with what they have."""

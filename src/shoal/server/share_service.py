@@ -17,8 +17,12 @@ long-poll and lock timers.
   (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
   (notified from the `Effects` the manager returns: acks, releases, expiries,
   start-offset moves, config changes, dropped share-partitions), and acquires when
-  woken; at MaxWaitMs it answers with what is there. With MinBytes above 1 it
-  acquires only once the logs hold that many bytes (or at MaxWaitMs). A new epoch-0
+  woken; at MaxWaitMs it answers with what is there. The parked fetches of one group
+  form a purgatory queue: a notify wakes the longest-parked one, which passes the
+  wake on when it leaves acquirable records (or leaves without acquiring), and an
+  acknowledgement wakes its share-partition only when something there is acquirable.
+  With MinBytes above 1 it acquires only once the logs hold that many bytes (or at
+  MaxWaitMs), and waits outside the queue (it may decline what another would take). A new epoch-0
   session beyond `group.share.max.share.sessions` is answered
   SHARE_SESSION_LIMIT_REACHED after MaxWaitMs, as Kafka does. A parked fetch whose
   session was closed or replaced meanwhile, or that shutdown woke, answers without
@@ -267,10 +271,16 @@ class ShareService:
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
         keys = self._wait_keys(session.group_id, partitions)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
+        # The fetches of one group compete for the same records: an append wakes one of
+        # them (purgatory queue), which passes the wake on if it leaves records behind.
+        # A MinBytes fetch may decline what another would take, so it waits as before.
+        queue = session.group_id if call.min_bytes <= 1 else None
+        woken = False
         while True:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             last_round = remaining_ms <= 0 or nothing_wanted
             if self.sessions.get(session.group_id, session.member_id) is not session:
+                self._pass_on(keys, woken and queue is not None)
                 return []  # closed or replaced meanwhile: nobody will read the answer
             if self._stopping():
                 return []  # records acquired now would only be released at the close
@@ -295,8 +305,20 @@ class ShareService:
             fetched = acquired.partitions
             done = any(f.count or f.error is not None for f in fetched)
             if done or last_round or call.min_bytes <= 0:
+                if queue is not None and any(f.count for f in fetched):
+                    left = self.partitions.available_bytes(
+                        group_id=session.group_id, partitions=partitions, cap=1
+                    )
+                    self._pass_on(keys, left > 0)
                 return fetched
-            await self._purgatory.wait(keys, timeout_ms=remaining_ms)
+            woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+
+    def _pass_on(self, keys: Sequence[Hashable], wanted: bool) -> None:
+        """Wake the next parked fetch of the group on `keys` (records are left for it,
+        or this fetch was woken for them and leaves without taking them)."""
+        if wanted:
+            for key in keys:
+                self._purgatory.notify(key)
 
     def _wait_keys(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> list[Hashable]:
         logs = self._logs
@@ -353,7 +375,7 @@ class ShareService:
                 batches=batches,
                 renew_allowed=renew_allowed,
             )
-            self._perform(acknowledged.effects)
+            self._perform_acknowledged(group_id, tp, acknowledged.effects)
             error = acknowledged.error
             if error is not None:
                 log.info(
@@ -479,6 +501,20 @@ class ShareService:
         if partition_log is None:
             return ErrorCode.unknown_topic_or_partition
         return partition_log
+
+    def _perform_acknowledged(self, group_id: str, tp: TopicIdPartition, effects: Effects) -> None:
+        """`_perform` for an acknowledgement of `tp`: its share-partition's wake (its
+        start offset moved, or records were released) is skipped when nothing there is
+        acquirable now, e.g. an ACCEPT at the head with every record after it already
+        acquired; the parked fetch would only find nothing and park again."""
+        key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
+        if (
+            key in effects.wake
+            and self.partitions.get(key) is not None
+            and self.partitions.available_bytes(group_id=group_id, partitions=(tp,), cap=1) <= 0
+        ):
+            effects = Effects(wake=effects.wake - {key})
+        self._perform(effects)
 
     def _perform(self, effects: Effects) -> None:
         """Wake the share fetches parked on the share-partitions `effects` names."""

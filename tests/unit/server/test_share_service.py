@@ -18,6 +18,7 @@ from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import (
     ShareAcknowledgeCall,
     ShareFetchCall,
+    ShareOutcome,
     ShareService,
     share_wait_key,
 )
@@ -129,3 +130,98 @@ def test_idle_unload_is_periodic_on_half_the_idle_period(tmp_path: Path) -> None
     rig.clock.advance(4_000)
     idle.fire(rig.clock.monotonic_ms())
     assert rig.service.partitions.get(rig.key) is None, "idle and nothing acquired: unloaded"
+
+
+def _parked_fetch(rig: Rig, member_id: str, max_records: int) -> ShareFetchCall:
+    return ShareFetchCall(
+        group_id="g",
+        member_id=member_id,
+        epoch=0,
+        max_wait_ms=5_000,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=max_records,
+        batch_size=max_records,
+        partitions=(rig.tp,),
+    )
+
+
+def _acquired(outcome: ShareOutcome) -> int:
+    return sum(r.count for p in outcome.partitions for r in p.acquired)
+
+
+def test_an_append_wakes_one_parked_fetch_of_the_group(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+
+    async def run() -> None:
+        first = asyncio.create_task(
+            rig.service.share_fetch(_parked_fetch(rig, "m1", 500), connection_id=1)
+        )
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(
+            rig.service.share_fetch(_parked_fetch(rig, "m2", 500), connection_id=2)
+        )
+        await asyncio.sleep(0.01)
+        rig.produce(3)
+        rig.purgatory.notify(("t", 0))
+        assert _acquired(await first) == 3
+        await asyncio.sleep(0.01)
+        assert not second.done(), "the other fetch is not woken to find nothing"
+        rig.produce(2)
+        rig.purgatory.notify(("t", 0))
+        assert _acquired(await second) == 2
+
+    asyncio.run(run())
+
+
+def test_a_woken_fetch_that_leaves_records_wakes_the_next(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+
+    async def run() -> None:
+        first = asyncio.create_task(
+            rig.service.share_fetch(_parked_fetch(rig, "m1", 6), connection_id=1)
+        )
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(
+            rig.service.share_fetch(_parked_fetch(rig, "m2", 6), connection_id=2)
+        )
+        await asyncio.sleep(0.01)
+        for _ in range(10):
+            rig.produce(1)  # one-record batches: the first fetch stops at 6
+        rig.purgatory.notify(("t", 0))
+        assert _acquired(await first) == 6
+        assert _acquired(await asyncio.wait_for(second, 2)) == 4, "the wake was passed on"
+
+    asyncio.run(run())
+
+
+def _acknowledge(rig: Rig, epoch: int, first: int, last: int, kind: AcknowledgeType) -> None:
+    outcome = rig.service.share_acknowledge(
+        ShareAcknowledgeCall(
+            group_id="g",
+            member_id="m",
+            epoch=epoch,
+            acknowledgements={rig.tp: [AckBatch(first, last, (kind,))]},
+        )
+    )
+    assert outcome.error is None and outcome.partitions[0].acknowledge_error is None
+
+
+def test_an_acknowledgement_wakes_the_share_partition_only_when_records_are_acquirable(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.produce(3)
+    assert rig.fetch() == 3
+    rig.purgatory.notified.clear()
+    _acknowledge(rig, 1, 0, 0, AcknowledgeType.ACCEPT)
+    partition = rig.service.partitions.get(rig.key)
+    assert partition is not None and partition.start_offset == 1, "the start offset moved"
+    assert rig.purgatory.notified == [], "nothing is acquirable: no fetch is woken for nothing"
+    rig.produce(1)
+    _acknowledge(rig, 2, 1, 1, AcknowledgeType.ACCEPT)
+    assert rig.purgatory.notified == [share_wait_key(rig.key)], "record 3 is acquirable"
+    rig.purgatory.notified.clear()
+    assert rig.fetch(epoch=3) == 1
+    _acknowledge(rig, 4, 2, 2, AcknowledgeType.RELEASE)
+    assert rig.purgatory.notified == [share_wait_key(rig.key)], "released records are acquirable"
