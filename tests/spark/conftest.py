@@ -71,5 +71,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for every Spark test (each test uses topics of its own)."""
-    yield from running(tmp_path_factory.mktemp("spark-broker") / "data")
+    """One broker for every Spark test (each test uses topics of its own). Retention is
+    off: the tests' hand-built batches carry 2023 timestamps, and this broker outlives
+    `log.retention.check.interval.ms` (5 min) in a full run, when retention.ms (7 days)
+    would rightly delete them under a running test's feet."""
+    yield from running(tmp_path_factory.mktemp("spark-broker") / "data", "log.retention.ms=-1")
