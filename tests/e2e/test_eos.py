@@ -18,7 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import TopicPartition
+import pytest
+from confluent_kafka import KafkaException, TopicPartition
 
 from tests.support.broker import Brokers, wait_until
 from tests.support.clients import (
@@ -139,8 +140,10 @@ def test_consume_transform_produce_survives_20_sigkills(brokers: Brokers) -> Non
     assert len(_read_all(bootstrap, sink, isolation_level="read_uncommitted")) > RECORDS
 
 
-def _read_all(bootstrap: str, topic: str, *, isolation_level: str) -> list[bytes]:
-    """Every value from the start until RECORDS came (bounded) and one more second, so
+def _read_all(
+    bootstrap: str, topic: str, *, isolation_level: str, want: int = RECORDS
+) -> list[bytes]:
+    """Every value from the start until `want` came (bounded) and one more second, so
     that duplicates would show; read_partitions cannot be used: a read_committed
     reader never sees the final commit marker's offset."""
     c = consumer(bootstrap, isolation_level=isolation_level, auto_offset_reset="earliest")
@@ -153,8 +156,36 @@ def _read_all(bootstrap: str, topic: str, *, isolation_level: str) -> list[bytes
             for message in c.consume(num_messages=1000, timeout=0.2):
                 assert message.error() is None, message.error()
                 values.append(message.value() or b"")
-            if settle_until is None and len(values) >= RECORDS:
+            if settle_until is None and len(values) >= want:
                 settle_until = time.monotonic() + 1
     finally:
         c.close()
     return values
+
+
+def test_zombie_worker_is_fenced(brokers: Brokers) -> None:
+    """A worker that lost its place (a new one with the same transactional.id ran
+    init_transactions) can neither commit nor write: its open transaction was aborted,
+    and its later Produce with the old epoch is refused, not appended."""
+    broker = brokers.start()
+    bootstrap = broker.bootstrap
+    topic, tid = topic_name("eos-zombie"), topic_name("eos-zombie-tx")
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    zombie = producer(bootstrap, transactional_id=tid)
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic, value=b"zombie-open", partition=0)
+    flush_all(zombie)  # in the log, its transaction open
+    fresh = producer(bootstrap, transactional_id=tid)
+    fresh.init_transactions(30)  # fences the zombie, aborts its open transaction
+    fresh.begin_transaction()
+    fresh.produce(topic, value=b"fresh", partition=0)
+    fresh.commit_transaction(30)
+
+    zombie.produce(topic, value=b"zombie-late", partition=0)
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
+
+    assert _read_all(bootstrap, topic, isolation_level="read_committed", want=1) == [b"fresh"]
+    every = _read_all(bootstrap, topic, isolation_level="read_uncommitted", want=2)
+    assert sorted(every) == [b"fresh", b"zombie-open"]
