@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         producer, f"bench-tx{k}", per_transaction=k, transactions=transactions
                     )
                 record(f"produce tx x{k}", counts[k], transactions, meter)
+                del producer  # closed before the broker stops
             fetched = PER_TRANSACTION[-1]
             for level in ("read_uncommitted", "read_committed"):
                 with meter:
