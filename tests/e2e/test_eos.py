@@ -80,6 +80,7 @@ def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         c.close()
 
 
+@pytest.mark.slow  # ~40 s: 21 worker runs
 def test_consume_transform_produce_survives_20_sigkills(brokers: Brokers) -> None:
     broker = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
