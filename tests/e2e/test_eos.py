@@ -5,7 +5,8 @@ random points 20 times and restarted; once a last run has committed the group's 
 up to the end of the input, each input record is in the output topic exactly once as
 read with read_committed. Kills land before, inside and between transactions: the
 restarted worker's init_transactions aborts the open one, and the group's committed
-offsets (written by the same transactions) say where to resume."""
+offsets (written by the same transactions) say where to resume. Every fifth round the
+broker is SIGKILLed and restarted too, under the running worker, which carries on."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         c.close()
 
 
-@pytest.mark.slow  # ~40 s: 21 worker runs
+@pytest.mark.slow  # ~50 s: 21 worker runs, 4 broker restarts
 def test_consume_transform_produce_survives_20_sigkills(brokers: Brokers) -> None:
     broker = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
@@ -110,11 +111,14 @@ def test_consume_transform_produce_survives_20_sigkills(brokers: Brokers) -> Non
     group = args[3]
     rng = random.Random(SEED)
     outputs: list[str] = []
-    for _ in range(KILLS):
+    for n in range(KILLS):
         worker = _Worker(args)
         try:
             assert wait_until(worker.ready, timeout_s=60), "worker never initialised"
             time.sleep(rng.uniform(0.0, 2.0))
+            if n % 5 == 4:  # the broker is SIGKILLed too, under the running worker
+                broker.restart()
+                time.sleep(rng.uniform(0.5, 2.0))
         finally:
             worker.kill()
             outputs.extend(worker.lines)
