@@ -13,6 +13,26 @@ not complete within `deliveryTimeoutMs`: the task fails and Spark retries it. A 
 produces its rows again, so the sink is at least once. Streaming writes add the
 headers `spark.queryId`, `spark.batchId` and `spark.partition` so that consumers can
 drop the duplicates of a replayed micro-batch; `commit()` has nothing to do.
+
+`exactlyOnce=true` (opt in) writes each task's rows in one Kafka transaction, with a
+`transactional.id` of `shoal-spark-<query id>-<partition>` for a stream
+(`shoal-spark-<write id>-<partition>` for `df.write`, the write id drawn once on the
+driver): the task calls `init_transactions` (which fences any earlier attempt of the
+same task and aborts its open transaction), produces, and commits the transaction at
+the end of `write()`. A read_committed consumer therefore sees a task's rows all at
+once or not at all: a task that fails, or an attempt fenced by its retry (a zombie
+executor, a speculative copy), leaves nothing visible.
+
+What it cannot do: commit the transactions when Spark commits the epoch. Spark's
+Python writer API runs `write()` on executors and `commit(messages, batchId)` on the
+driver in another process with a fresh writer; a Kafka transaction is committed only
+by the producer that holds its producer id and epoch, and Kafka has no "commit another
+producer's transaction" short of KIP-939's two-phase commit (`InitProducerId` with
+`keepPreparedTxn`), which Shoal does not serve. So the guarantee is per task, not per
+epoch: if a micro-batch is replayed after some of its tasks committed (the driver
+died before writing `commits/N`, or another task of the batch failed the batch for
+good), those tasks' rows appear twice, each copy committed. The `spark.queryId` /
+`spark.batchId` / `spark.partition` headers identify such duplicates.
 """
 
 from __future__ import annotations
@@ -20,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -45,6 +66,7 @@ from shoal.spark.options import (
     OptionError,
     OptionSpec,
     int_parser,
+    parse_bool,
     parse_options,
     parse_topic,
     require_reachable,
@@ -61,6 +83,10 @@ FLUSH_MARGIN_S: Final = 30.0
 then) before giving up on the producer."""
 POLL_EVERY_ROWS: Final = 1_000
 """Rows produced between serving delivery callbacks."""
+TRANSACTION_TIMEOUT_MS_DEFAULT: Final = 60_000
+"""Default of `transactionTimeoutMs` (the producer's `transaction.timeout.ms`): the
+coordinator aborts a task's transaction left open longer (a task that died)."""
+TRANSACTIONAL_ID_PREFIX: Final = "shoal-spark-"
 
 WRITE_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
@@ -70,6 +96,18 @@ WRITE_OPTIONS: Final = (
         int_parser(1, 3_600_000),
         DELIVERY_TIMEOUT_MS_DEFAULT,
         help="milliseconds, at most 3600000",
+    ),
+    OptionSpec(
+        "exactlyOnce",
+        parse_bool,
+        False,
+        help="true (one transaction per task, see the module docstring) or false",
+    ),
+    OptionSpec(
+        "transactionTimeoutMs",
+        int_parser(1_000, 900_000),
+        TRANSACTION_TIMEOUT_MS_DEFAULT,
+        help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
     ),
 )
 
@@ -93,6 +131,10 @@ class SinkPlan:
     topic: str | None
     delivery_timeout_ms: int
     columns: frozenset[str]
+    exactly_once: bool = False
+    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
+    write_id: str = ""
+    """Names a batch write's transactional ids (a stream uses its query id)."""
 
 
 def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
@@ -118,6 +160,9 @@ def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
         topic=options["topic"],
         delivery_timeout_ms=options["deliveryTimeoutMs"],
         columns=frozenset(used & set(types)),
+        exactly_once=options["exactlyOnce"],
+        transaction_timeout_ms=options["transactionTimeoutMs"],
+        write_id=uuid.uuid4().hex,
     )
 
 
@@ -160,7 +205,10 @@ class ShoalBatchWriter(DataSourceArrowWriter):
         return cls(_plan(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return SinkCommit(records=produce_batches(self._plan, iterator, ()))
+        transactional_id = _transactional_id(self._plan, stream=False)
+        return SinkCommit(
+            records=produce_batches(self._plan, iterator, (), transactional_id=transactional_id)
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("wrote %d records", sum(m.records for m in messages if isinstance(m, SinkCommit)))
@@ -181,7 +229,12 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
         return cls(_plan(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return SinkCommit(records=produce_batches(self._plan, iterator, _stream_headers()))
+        transactional_id = _transactional_id(self._plan, stream=True)
+        return SinkCommit(
+            records=produce_batches(
+                self._plan, iterator, _stream_headers(), transactional_id=transactional_id
+            )
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.records for m in messages if isinstance(m, SinkCommit))
@@ -202,6 +255,20 @@ def _stream_headers() -> tuple[tuple[str, bytes], ...]:
         ("spark.batchId", (context.getLocalProperty("streaming.sql.batchId") or "").encode()),
         ("spark.partition", str(context.partitionId()).encode()),
     )
+
+
+def _transactional_id(plan: SinkPlan, *, stream: bool) -> str | None:
+    """The task's transactional.id in exactlyOnce mode (None otherwise): the same for
+    every attempt of a task, so a retry fences the attempt before it."""
+    if not plan.exactly_once:
+        return None
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        raise SinkError("exactlyOnce needs a Spark task context (write() runs in a task)")
+    owner = (context.getLocalProperty("sql.streaming.queryId") or "") if stream else ""
+    return f"{TRANSACTIONAL_ID_PREFIX}{owner or plan.write_id}-{context.partitionId()}"
 
 
 # ---- producing
@@ -258,9 +325,16 @@ def _discard_producer(plan: SinkPlan) -> None:
 
 
 def produce_batches(
-    plan: SinkPlan, batches: Iterator[pa.RecordBatch], extra_headers: tuple[tuple[str, bytes], ...]
+    plan: SinkPlan,
+    batches: Iterator[pa.RecordBatch],
+    extra_headers: tuple[tuple[str, bytes], ...],
+    *,
+    transactional_id: str | None = None,
 ) -> int:
-    """Produce every row, wait for all deliveries; the number of records, or SinkError."""
+    """Produce every row, wait for all deliveries; the number of records, or SinkError.
+    With a `transactional_id`, in one transaction committed at the end."""
+    if transactional_id is not None:
+        return _produce_in_transaction(plan, batches, extra_headers, transactional_id)
     producer = _producer(plan)
     deliveries = _Deliveries()
     produced = 0
@@ -290,6 +364,64 @@ def produce_batches(
             f"{deliveries.first_error}"
         )
     return produced
+
+
+def _produce_in_transaction(
+    plan: SinkPlan,
+    batches: Iterator[pa.RecordBatch],
+    extra_headers: tuple[tuple[str, bytes], ...],
+    transactional_id: str,
+) -> int:
+    """One transaction for the task: fence earlier attempts, produce, commit; any
+    failure aborts (when the producer still can) and raises SinkError."""
+    timeout_s = plan.delivery_timeout_ms / 1000 + FLUSH_MARGIN_S
+    producer = Producer(
+        {
+            "bootstrap.servers": plan.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": plan.transaction_timeout_ms,
+            "message.timeout.ms": min(plan.delivery_timeout_ms, plan.transaction_timeout_ms),
+            "linger.ms": 5,
+            "delivery.report.only.error": True,
+            "client.id": "shoal-spark-sink",
+        }
+    )
+    deliveries = _Deliveries()
+    produced = 0
+    try:
+        producer.init_transactions(timeout_s)
+        producer.begin_transaction()
+        for batch in batches:
+            produced += _produce_batch(producer, plan, batch, extra_headers, deliveries)
+            if deliveries.failed:
+                break
+        if producer.flush(timeout_s) or deliveries.failed:
+            raise SinkError(
+                f"{deliveries.failed} of {produced} records failed in transaction "
+                f"{transactional_id}; first error: {deliveries.first_error}"
+            )
+        producer.commit_transaction(timeout_s)
+    except (KafkaException, SinkError, BufferError, TypeError, ValueError) as exc:
+        _abort_quietly(producer, transactional_id, timeout_s)
+        raise SinkError(
+            f"transaction {transactional_id} to {plan.bootstrap} failed after {produced} "
+            f"records: {exc}"
+        ) from exc
+    finally:
+        producer.close()
+    log.info("transaction %s committed %d records", transactional_id, produced)
+    return produced
+
+
+def _abort_quietly(producer: Producer, transactional_id: str, timeout_s: float) -> None:
+    """Abort after a failure; a fenced or fatally failed producer cannot, and then the
+    next attempt's init_transactions or the transaction timeout aborts it."""
+    try:
+        producer.abort_transaction(timeout_s)
+    except KafkaException as exc:
+        log.warning(
+            "could not abort transaction %s (left to fencing/timeout): %s", transactional_id, exc
+        )
 
 
 def _produce_batch(
