@@ -14,6 +14,7 @@ tasks committed is written twice) is documented in `shoal.spark.sink`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,15 @@ pytest.importorskip("pyspark")
 
 from confluent_kafka import KafkaException, Producer  # noqa: E402
 
+from shoal.protocol.schema import request_schema  # noqa: E402
 from shoal.spark.options import OptionError  # noqa: E402
 from shoal.spark.reading import read_range  # noqa: E402
-from shoal.spark.sink import SinkError, SinkPlan, produce_batches  # noqa: E402
+from shoal.spark.sink import (  # noqa: E402
+    SinkError,
+    SinkPlan,
+    plan_write,
+    produce_batches,
+)
 from shoal.spark.topic_stream_options import parse_stream_options  # noqa: E402
 from tests.support.broker import BrokerProcess  # noqa: E402
 from tests.support.clients import (  # noqa: E402
@@ -37,6 +44,7 @@ from tests.support.clients import (  # noqa: E402
     watermarks,
 )
 from tests.support.topics import topic_name  # noqa: E402
+from tests.support.wire import call1  # noqa: E402
 
 TXN_TIMEOUT_S = 30
 QUERY_TIMEOUT_S = 240
@@ -185,6 +193,60 @@ def test_exactly_once_batch_write_commits_one_transaction_per_task(
     assert high == 200 + 2, "one COMMIT marker per task"
     got = read_partitions(bootstrap, topic, {0: 201}, isolation_level="read_committed")[0]
     assert sorted(r.value for r in got) == sorted(v for (v,) in rows)
+
+
+def test_exactly_once_stream_uses_one_transactional_id_per_query_and_partition(
+    spark: Any, spark_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bootstrap = spark_broker.bootstrap
+    topic = topic_name("spark-txn-stream-sink")
+    create_topic(bootstrap, topic)
+    source = tmp_path / "in"
+    source.mkdir()
+    for part in range(2):  # two files, one per micro-batch
+        lines = [json.dumps({"value": f"v{part}-{i}"}) for i in range(50)]
+        (source / f"part-{part}.json").write_text("\n".join(lines))
+    query = (
+        spark.readStream.schema("value string")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .coalesce(1)
+        .writeStream.format("shoal")
+        .option("bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("exactlyOnce", "true")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(QUERY_TIMEOUT_S)
+    assert query.exception() is None, query.exception()
+    assert watermarks(bootstrap, topic, 1)[0][1] == 100 + 2, "a COMMIT marker per batch"
+    got = read_partitions(bootstrap, topic, {0: 101}, isolation_level="read_committed")[0]
+    assert sorted(r.value for r in got) == sorted(
+        f"v{part}-{i}".encode() for part in range(2) for i in range(50)
+    )
+    assert {dict(r.headers or ())["spark.batchId"] for r in got} == {b"0", b"1"}
+    request = request_schema(65, 0).make(
+        "DescribeTransactionsRequest", transactional_ids=(f"shoal-spark-{query.id}-0",)
+    )
+    (state,) = call1(bootstrap, request).transaction_states
+    # Each batch's task called init_transactions once: epochs 0 then 1, both committed.
+    assert (state.producer_epoch, state.transaction_state) == (1, "CompleteCommit")
+
+
+def test_transaction_timeout_option_bounds(spark_broker: BrokerProcess) -> None:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    schema = StructType([StructField("value", BinaryType())])
+    raw = {"bootstrap.servers": spark_broker.bootstrap, "topic": "t", "exactlyOnce": "true"}
+    plan = plan_write(raw, schema)
+    assert (plan.exactly_once, plan.transaction_timeout_ms) == (True, 60_000)
+    assert plan_write({**raw, "transactionTimeoutMs": "900000"}, schema).transaction_timeout_ms == (
+        900_000
+    )
+    with pytest.raises(OptionError, match="transactionTimeoutMs"):
+        plan_write({**raw, "transactionTimeoutMs": "900001"}, schema)
 
 
 def _plan(bootstrap: str, topic: str) -> SinkPlan:

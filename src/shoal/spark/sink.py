@@ -125,7 +125,7 @@ class SinkCommit(WriterCommitMessage):
 
 @dataclass(frozen=True)
 class SinkPlan:
-    """What every task of a write needs, checked on the driver (`_plan`)."""
+    """What every task of a write needs, checked on the driver (`plan_write`)."""
 
     bootstrap: str
     topic: str | None
@@ -137,7 +137,7 @@ class SinkPlan:
     """Names a batch write's transactional ids (a stream uses its query id)."""
 
 
-def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
+def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
     options = parse_options(raw, WRITE_OPTIONS, source=NAME)
     types: dict[str, DataType] = {field.name: field.dataType for field in schema.fields}
     _check_column(types, "value", (BinaryType, StringType), required=True)
@@ -202,7 +202,7 @@ class ShoalBatchWriter(DataSourceArrowWriter):
 
     @classmethod
     def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalBatchWriter:
-        return cls(_plan(raw, schema))
+        return cls(plan_write(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         transactional_id = _transactional_id(self._plan, stream=False)
@@ -226,7 +226,7 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
 
     @classmethod
     def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalStreamWriter:
-        return cls(_plan(raw, schema))
+        return cls(plan_write(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         transactional_id = _transactional_id(self._plan, stream=True)
