@@ -10,11 +10,11 @@ partition by default; more with `minPartitions` or `maxRecordsPerPartition`).
 Executors run `read()`, which is `reading.read_range` over one range.
 
 `kafka.isolation.level` (or `isolation.level`) defaults to `read_uncommitted` for
-batch reads, the Kafka consumer's default, which Spark's Kafka source keeps for batch
-queries: "latest" is the high watermark and aborted records are rows. With
+batch reads, the Kafka consumer's default, which Spark's Kafka source passes through
+unchanged: "latest" is the high watermark and aborted records are rows. With
 `read_committed`, "latest" is the last stable offset (ListOffsets with
 read_committed) and aborted transactions are dropped. (The stream defaults to
-read_committed; see `topic_stream_options`.)
+read_committed, unlike Spark's; see `topic_stream_options`.)
 
 Streaming (`spark.readStream.format("shoal")`) is `ShoalDataSource.streamReader()`,
 implemented in `shoal.spark.topic_stream`. `schema()` runs for batch and stream reads

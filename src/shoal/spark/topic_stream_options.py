@@ -21,7 +21,10 @@ Spark's Kafka source's names and meanings, where it has them:
 - `kafka.isolation.level` (or `isolation.level`; `read_committed`): `read_committed`
   plans batches up to each partition's last stable offset and drops aborted
   transactions; `read_uncommitted` reads up to the high watermark, aborted records
-  included. Transaction markers are never rows.
+  included. Transaction markers are never rows. Spark's Kafka source leaves this to
+  the Kafka consumer's default (read_uncommitted); Shoal's stream defaults to
+  read_committed (issue 10), so it never emits records of an aborted or open
+  transaction unless asked to.
 
 `endingOffsets` is refused, as Spark's Kafka source refuses it for streams: a stream
 reads on, and `trigger(availableNow=True)` stops at the end offsets the topics have
