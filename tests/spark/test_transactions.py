@@ -195,21 +195,11 @@ def test_exactly_once_batch_write_commits_one_transaction_per_task(
     assert sorted(r.value for r in got) == sorted(v for (v,) in rows)
 
 
-def test_exactly_once_stream_uses_one_transactional_id_per_query_and_partition(
-    spark: Any, spark_broker: BrokerProcess, tmp_path: Path
-) -> None:
-    bootstrap = spark_broker.bootstrap
-    topic = topic_name("spark-txn-stream-sink")
-    create_topic(bootstrap, topic)
-    source = tmp_path / "in"
-    source.mkdir()
-    for part in range(2):  # two files, one per micro-batch
-        lines = [json.dumps({"value": f"v{part}-{i}"}) for i in range(50)]
-        (source / f"part-{part}.json").write_text("\n".join(lines))
+def _exactly_once_stream(spark: Any, bootstrap: str, topic: str, tmp_path: Path) -> Any:
     query = (
         spark.readStream.schema("value string")
         .option("maxFilesPerTrigger", 1)
-        .json(str(source))
+        .json(str(tmp_path / "in"))
         .coalesce(1)
         .writeStream.format("shoal")
         .option("bootstrap.servers", bootstrap)
@@ -221,6 +211,21 @@ def test_exactly_once_stream_uses_one_transactional_id_per_query_and_partition(
     )
     assert query.awaitTermination(QUERY_TIMEOUT_S)
     assert query.exception() is None, query.exception()
+    return query
+
+
+def test_exactly_once_stream_uses_one_transactional_id_per_query_and_partition(
+    spark: Any, spark_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bootstrap = spark_broker.bootstrap
+    topic = topic_name("spark-txn-stream-sink")
+    create_topic(bootstrap, topic)
+    source = tmp_path / "in"
+    source.mkdir()
+    for part in range(2):  # two files, one per micro-batch
+        lines = [json.dumps({"value": f"v{part}-{i}"}) for i in range(50)]
+        (source / f"part-{part}.json").write_text("\n".join(lines))
+    query = _exactly_once_stream(spark, bootstrap, topic, tmp_path)
     assert watermarks(bootstrap, topic, 1)[0][1] == 100 + 2, "a COMMIT marker per batch"
     got = read_partitions(bootstrap, topic, {0: 101}, isolation_level="read_committed")[0]
     assert sorted(r.value for r in got) == sorted(
@@ -233,6 +238,16 @@ def test_exactly_once_stream_uses_one_transactional_id_per_query_and_partition(
     (state,) = call1(bootstrap, request).transaction_states
     # Each batch's task called init_transactions once: epochs 0 then 1, both committed.
     assert (state.producer_epoch, state.transaction_state) == (1, "CompleteCommit")
+
+    # A crash after the tasks committed but before Spark recorded batch 1 done: Spark
+    # replays batch 1 on restart; its task finds the batch's marker and writes nothing.
+    for name in ("1", ".1.crc"):
+        (tmp_path / "checkpoint" / "commits" / name).unlink()
+    _exactly_once_stream(spark, bootstrap, topic, tmp_path)
+    assert (tmp_path / "checkpoint" / "commits" / "1").exists(), "batch 1 was replayed"
+    assert watermarks(bootstrap, topic, 1)[0][1] == 100 + 2, "the replay wrote nothing"
+    again = read_partitions(bootstrap, topic, {0: 101}, isolation_level="read_committed")[0]
+    assert [r.value for r in again] == [r.value for r in got]
 
 
 def test_transaction_timeout_option_bounds(spark_broker: BrokerProcess) -> None:
@@ -288,6 +303,29 @@ def test_a_retried_task_fences_its_zombie_attempt(spark_broker: BrokerProcess) -
     assert watermarks(bootstrap, topic, 1)[0][1] == 7
     got = read_partitions(bootstrap, topic, {0: 6}, isolation_level="read_committed")[0]
     assert [r.value for r in got] == retry
+
+
+def test_a_batch_already_written_by_its_task_is_not_written_again(
+    spark_broker: BrokerProcess,
+) -> None:
+    bootstrap = spark_broker.bootstrap
+    topic = topic_name("spark-txn-replay")
+    create_topic(bootstrap, topic)
+    tid = f"shoal-spark-{topic}-0"
+    plan = _plan(bootstrap, topic)
+
+    def write(values: list[bytes], batch_id: int) -> int:
+        batch = _batch(values, [0] * len(values))
+        return produce_batches(plan, iter([batch]), (), transactional_id=tid, batch_id=batch_id)
+
+    assert write([b"b0-0", b"b0-1"], 0) == 2
+    assert write([b"b0-0", b"b0-1"], 0) == 0  # batch 0 replayed
+    assert write([b"b1-0"], 1) == 1
+    assert write([b"b0-0", b"b0-1"], 0) == 0  # an older batch is never rewritten
+    # 0..1 batch 0, 2 COMMIT, 3 batch 1, 4 COMMIT.
+    assert watermarks(bootstrap, topic, 1)[0][1] == 5
+    got = read_partitions(bootstrap, topic, {0: 4}, isolation_level="read_committed")[0]
+    assert [r.value for r in got] == [b"b0-0", b"b0-1", b"b1-0"]
 
 
 def test_a_failed_task_leaves_nothing_visible(spark_broker: BrokerProcess) -> None:

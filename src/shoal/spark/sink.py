@@ -29,10 +29,11 @@ driver in another process with a fresh writer; a Kafka transaction is committed 
 by the producer that holds its producer id and epoch, and Kafka has no "commit another
 producer's transaction" short of KIP-939's two-phase commit (`InitProducerId` with
 `keepPreparedTxn`), which Shoal does not serve. So the guarantee is per task, not per
-epoch: if a micro-batch is replayed after some of its tasks committed (the driver
-died before writing `commits/N`, or another task of the batch failed the batch for
-good), those tasks' rows appear twice, each copy committed. The `spark.queryId` /
-`spark.batchId` / `spark.partition` headers identify such duplicates.
+epoch. A stream task therefore also commits, in its transaction, a marker that its
+batch is written, and a replayed batch's task that finds the marker writes nothing
+(`sink_transactions`, which says what that needs: the same rows per task on replay).
+The `spark.queryId` / `spark.batchId` / `spark.partition` headers still identify the
+origin of every record.
 """
 
 from __future__ import annotations
@@ -232,7 +233,11 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
         transactional_id = _transactional_id(self._plan, stream=True)
         return SinkCommit(
             records=produce_batches(
-                self._plan, iterator, _stream_headers(), transactional_id=transactional_id
+                self._plan,
+                iterator,
+                _stream_headers(),
+                transactional_id=transactional_id,
+                batch_id=_stream_batch_id(),
             )
         )
 
@@ -242,6 +247,14 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("micro-batch %d aborted; it is written again when replayed", batchId)
+
+
+def _stream_batch_id() -> int | None:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    batch_id = None if context is None else context.getLocalProperty("streaming.sql.batchId")
+    return int(batch_id) if batch_id else None
 
 
 def _stream_headers() -> tuple[tuple[str, bytes], ...]:
@@ -330,11 +343,18 @@ def produce_batches(
     extra_headers: tuple[tuple[str, bytes], ...],
     *,
     transactional_id: str | None = None,
+    batch_id: int | None = None,
 ) -> int:
     """Produce every row, wait for all deliveries; the number of records, or SinkError.
-    With a `transactional_id`, in one transaction committed at the end."""
+    With a `transactional_id`, in one transaction committed at the end (and, with the
+    stream's `batch_id`, skipped when that batch's task already committed:
+    `sink_transactions`)."""
     if transactional_id is not None:
-        return _produce_in_transaction(plan, batches, extra_headers, transactional_id)
+        from shoal.spark.sink_transactions import produce_in_transaction
+
+        return produce_in_transaction(
+            plan, batches, extra_headers, transactional_id=transactional_id, batch_id=batch_id
+        )
     producer = _producer(plan)
     deliveries = _Deliveries()
     produced = 0
@@ -364,64 +384,6 @@ def produce_batches(
             f"{deliveries.first_error}"
         )
     return produced
-
-
-def _produce_in_transaction(
-    plan: SinkPlan,
-    batches: Iterator[pa.RecordBatch],
-    extra_headers: tuple[tuple[str, bytes], ...],
-    transactional_id: str,
-) -> int:
-    """One transaction for the task: fence earlier attempts, produce, commit; any
-    failure aborts (when the producer still can) and raises SinkError."""
-    timeout_s = plan.delivery_timeout_ms / 1000 + FLUSH_MARGIN_S
-    producer = Producer(
-        {
-            "bootstrap.servers": plan.bootstrap,
-            "transactional.id": transactional_id,
-            "transaction.timeout.ms": plan.transaction_timeout_ms,
-            "message.timeout.ms": min(plan.delivery_timeout_ms, plan.transaction_timeout_ms),
-            "linger.ms": 5,
-            "delivery.report.only.error": True,
-            "client.id": "shoal-spark-sink",
-        }
-    )
-    deliveries = _Deliveries()
-    produced = 0
-    try:
-        producer.init_transactions(timeout_s)
-        producer.begin_transaction()
-        for batch in batches:
-            produced += _produce_batch(producer, plan, batch, extra_headers, deliveries)
-            if deliveries.failed:
-                break
-        if producer.flush(timeout_s) or deliveries.failed:
-            raise SinkError(
-                f"{deliveries.failed} of {produced} records failed in transaction "
-                f"{transactional_id}; first error: {deliveries.first_error}"
-            )
-        producer.commit_transaction(timeout_s)
-    except (KafkaException, SinkError, BufferError, TypeError, ValueError) as exc:
-        _abort_quietly(producer, transactional_id, timeout_s)
-        raise SinkError(
-            f"transaction {transactional_id} to {plan.bootstrap} failed after {produced} "
-            f"records: {exc}"
-        ) from exc
-    finally:
-        producer.close()
-    log.info("transaction %s committed %d records", transactional_id, produced)
-    return produced
-
-
-def _abort_quietly(producer: Producer, transactional_id: str, timeout_s: float) -> None:
-    """Abort after a failure; a fenced or fatally failed producer cannot, and then the
-    next attempt's init_transactions or the transaction timeout aborts it."""
-    try:
-        producer.abort_transaction(timeout_s)
-    except KafkaException as exc:
-        log.warning(
-            "could not abort transaction %s (left to fencing/timeout): %s", transactional_id, exc
-        )
 
 
 def _produce_batch(
