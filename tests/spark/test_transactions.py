@@ -8,8 +8,8 @@ offset and drops aborted transactions; markers are never rows.
 Sink `exactlyOnce=true`: a task's rows are committed in one transaction (a
 read_committed reader sees them all, and the log holds a marker per task); a task that
 fails leaves nothing visible; an earlier attempt of the same task (a zombie) is fenced
-and its open transaction aborted. What it does not promise (a batch replayed after its
-tasks committed is written twice) is documented in `shoal.spark.sink`.
+and its open transaction aborted; a micro-batch Spark replays after its tasks
+committed (commits/N deleted, as a driver crash leaves it) writes nothing again.
 """
 
 from __future__ import annotations
