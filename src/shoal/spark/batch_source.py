@@ -9,6 +9,13 @@ brokers answer; `reader()` resolves `startingOffsets`/`endingOffsets` with ListO
 partition by default; more with `minPartitions` or `maxRecordsPerPartition`).
 Executors run `read()`, which is `reading.read_range` over one range.
 
+`kafka.isolation.level` (or `isolation.level`) defaults to `read_uncommitted` for
+batch reads, the Kafka consumer's default, which Spark's Kafka source passes through
+unchanged: "latest" is the high watermark and aborted records are rows. With
+`read_committed`, "latest" is the last stable offset (ListOffsets with
+read_committed) and aborted transactions are dropped. (The stream defaults to
+read_committed, unlike Spark's; see `topic_stream_options`.)
+
 Streaming (`spark.readStream.format("shoal")`) is `ShoalDataSource.streamReader()`,
 implemented in `shoal.spark.topic_stream`. `schema()` runs for batch and stream reads
 alike, so it checks only the options both accept (`topic_stream_options`), and the
@@ -50,10 +57,12 @@ from shoal.spark.options import (
     MAX_ROWS_PER_BATCH,
     MIN_PARTITIONS,
     OFFSETS_HELP,
+    READ_UNCOMMITTED,
     TOPICS,
     OffsetSpec,
     OptionError,
     OptionSpec,
+    isolation_level_option,
     parse_offsets,
     parse_options,
     require_reachable,
@@ -73,6 +82,7 @@ READ_OPTIONS: Final = (
     FETCH_MAX_BYTES,
     MAX_ROWS_PER_BATCH,
     INCLUDE_HEADERS,
+    isolation_level_option(READ_UNCOMMITTED),
 )
 
 
@@ -152,6 +162,7 @@ class ShoalBatchReader(DataSourceReader):
         self._fetch_max_bytes: int = options["fetchMaxBytes"]
         self._max_rows_per_batch: int = options["maxRowsPerBatch"]
         self._include_headers: bool = options["includeHeaders"]
+        self._isolation_level: int = options["isolation.level"]
         self._ranges = split_ranges(
             resolve_ranges(self._bootstrap, options),
             min_partitions=options["minPartitions"],
@@ -170,6 +181,7 @@ class ShoalBatchReader(DataSourceReader):
             partition.partition,
             partition.start,
             partition.end,
+            isolation_level=self._isolation_level,
             max_rows_per_batch=self._max_rows_per_batch,
             fetch_max_bytes=self._fetch_max_bytes,
             include_headers=self._include_headers,
@@ -178,7 +190,8 @@ class ShoalBatchReader(DataSourceReader):
 
 def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRange]:
     """Every partition of the topics with its [start, end) resolved; OptionError when
-    a topic does not exist or an offset is outside the log."""
+    a topic does not exist or an offset is outside the log. "latest" is the last
+    stable offset when `options["isolation.level"]` is read_committed."""
     topics: tuple[str, ...] = options["topic"]
     client = cluster.client_for(bootstrap)
     try:
@@ -187,13 +200,16 @@ def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRan
         raise OptionError(f"option 'topic' = {','.join(topics)!r}: {exc}") from exc
     starting: OffsetSpec = options["startingOffsets"]
     ending: OffsetSpec = options["endingOffsets"]
+    isolation_level: int = options.get("isolation.level", READ_UNCOMMITTED)
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
         _check_covers(option, spec, found)
     ranges = []
     for topic in topics:
         ids = found[topic]
         earliest = cluster.list_offsets(client, topic, dict.fromkeys(ids, EARLIEST))
-        latest = cluster.list_offsets(client, topic, dict.fromkeys(ids, LATEST))
+        latest = cluster.list_offsets(
+            client, topic, dict.fromkeys(ids, LATEST), isolation_level=isolation_level
+        )
         for partition in ids:
             bounds = (earliest[partition], latest[partition])
             start = _resolve("startingOffsets", starting, topic, partition, bounds)

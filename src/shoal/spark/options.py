@@ -227,6 +227,32 @@ MAX_ROWS_PER_BATCH: Final = OptionSpec(
     MAX_ROWS_PER_BATCH_DEFAULT,
     help="rows per Arrow batch a task yields",
 )
+READ_UNCOMMITTED: Final = 0
+READ_COMMITTED: Final = 1
+ISOLATION_LEVELS: Final = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+
+
+def parse_isolation_level(value: str) -> int:
+    """`read_uncommitted` (0) or `read_committed` (1), as Kafka's `isolation.level`."""
+    level = ISOLATION_LEVELS.get(value.strip().lower())
+    if level is None:
+        raise ValueError("must be read_uncommitted or read_committed")
+    return level
+
+
+def isolation_level_option(default: int) -> OptionSpec:
+    """`isolation.level` (or Spark's `kafka.isolation.level`): read_committed reads up
+    to the last stable offset and drops aborted transactions; read_uncommitted reads up
+    to the high watermark and keeps them. Control records are dropped either way."""
+    return OptionSpec(
+        "isolation.level",
+        parse_isolation_level,
+        default,
+        aliases=("kafka.isolation.level",),
+        help="read_uncommitted or read_committed",
+    )
+
+
 INCLUDE_HEADERS: Final = OptionSpec(
     "includeHeaders",
     parse_bool,

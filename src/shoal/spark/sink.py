@@ -13,6 +13,27 @@ not complete within `deliveryTimeoutMs`: the task fails and Spark retries it. A 
 produces its rows again, so the sink is at least once. Streaming writes add the
 headers `spark.queryId`, `spark.batchId` and `spark.partition` so that consumers can
 drop the duplicates of a replayed micro-batch; `commit()` has nothing to do.
+
+`exactlyOnce=true` (opt in) writes each task's rows in one Kafka transaction, with a
+`transactional.id` of `shoal-spark-<query id>-<partition>` for a stream
+(`shoal-spark-<write id>-<partition>` for `df.write`, the write id drawn once on the
+driver): the task calls `init_transactions` (which fences any earlier attempt of the
+same task and aborts its open transaction), produces, and commits the transaction at
+the end of `write()`. A read_committed consumer therefore sees a task's rows all at
+once or not at all: a task that fails, or an attempt fenced by its retry (a zombie
+executor, a speculative copy), leaves nothing visible.
+
+What it cannot do: commit the transactions when Spark commits the epoch. Spark's
+Python writer API runs `write()` on executors and `commit(messages, batchId)` on the
+driver in another process with a fresh writer; a Kafka transaction is committed only
+by the producer that holds its producer id and epoch, and Kafka has no "commit another
+producer's transaction" short of KIP-939's two-phase commit (`InitProducerId` with
+`keepPreparedTxn`), which Shoal does not serve. So the guarantee is per task, not per
+epoch. A stream task therefore also commits, in its transaction, a marker that its
+batch is written, and a replayed batch's task that finds the marker writes nothing
+(`sink_transactions`, which says what that needs: the same rows per task on replay).
+The `spark.queryId` / `spark.batchId` / `spark.partition` headers still identify the
+origin of every record.
 """
 
 from __future__ import annotations
@@ -20,6 +41,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -45,6 +67,7 @@ from shoal.spark.options import (
     OptionError,
     OptionSpec,
     int_parser,
+    parse_bool,
     parse_options,
     parse_topic,
     require_reachable,
@@ -61,6 +84,10 @@ FLUSH_MARGIN_S: Final = 30.0
 then) before giving up on the producer."""
 POLL_EVERY_ROWS: Final = 1_000
 """Rows produced between serving delivery callbacks."""
+TRANSACTION_TIMEOUT_MS_DEFAULT: Final = 60_000
+"""Default of `transactionTimeoutMs` (the producer's `transaction.timeout.ms`): the
+coordinator aborts a task's transaction left open longer (a task that died)."""
+TRANSACTIONAL_ID_PREFIX: Final = "shoal-spark-"
 
 WRITE_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
@@ -70,6 +97,18 @@ WRITE_OPTIONS: Final = (
         int_parser(1, 3_600_000),
         DELIVERY_TIMEOUT_MS_DEFAULT,
         help="milliseconds, at most 3600000",
+    ),
+    OptionSpec(
+        "exactlyOnce",
+        parse_bool,
+        False,
+        help="true (one transaction per task, see the module docstring) or false",
+    ),
+    OptionSpec(
+        "transactionTimeoutMs",
+        int_parser(1_000, 900_000),
+        TRANSACTION_TIMEOUT_MS_DEFAULT,
+        help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
     ),
 )
 
@@ -87,15 +126,19 @@ class SinkCommit(WriterCommitMessage):
 
 @dataclass(frozen=True)
 class SinkPlan:
-    """What every task of a write needs, checked on the driver (`_plan`)."""
+    """What every task of a write needs, checked on the driver (`plan_write`)."""
 
     bootstrap: str
     topic: str | None
     delivery_timeout_ms: int
     columns: frozenset[str]
+    exactly_once: bool = False
+    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
+    write_id: str = ""
+    """Names a batch write's transactional ids (a stream uses its query id)."""
 
 
-def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
+def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
     options = parse_options(raw, WRITE_OPTIONS, source=NAME)
     types: dict[str, DataType] = {field.name: field.dataType for field in schema.fields}
     _check_column(types, "value", (BinaryType, StringType), required=True)
@@ -118,6 +161,9 @@ def _plan(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
         topic=options["topic"],
         delivery_timeout_ms=options["deliveryTimeoutMs"],
         columns=frozenset(used & set(types)),
+        exactly_once=options["exactlyOnce"],
+        transaction_timeout_ms=options["transactionTimeoutMs"],
+        write_id=uuid.uuid4().hex,
     )
 
 
@@ -157,10 +203,13 @@ class ShoalBatchWriter(DataSourceArrowWriter):
 
     @classmethod
     def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalBatchWriter:
-        return cls(_plan(raw, schema))
+        return cls(plan_write(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return SinkCommit(records=produce_batches(self._plan, iterator, ()))
+        transactional_id = _transactional_id(self._plan, stream=False)
+        return SinkCommit(
+            records=produce_batches(self._plan, iterator, (), transactional_id=transactional_id)
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("wrote %d records", sum(m.records for m in messages if isinstance(m, SinkCommit)))
@@ -178,10 +227,19 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
 
     @classmethod
     def create(cls, raw: Mapping[str, str], schema: StructType) -> ShoalStreamWriter:
-        return cls(_plan(raw, schema))
+        return cls(plan_write(raw, schema))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return SinkCommit(records=produce_batches(self._plan, iterator, _stream_headers()))
+        transactional_id = _transactional_id(self._plan, stream=True)
+        return SinkCommit(
+            records=produce_batches(
+                self._plan,
+                iterator,
+                _stream_headers(),
+                transactional_id=transactional_id,
+                batch_id=_stream_batch_id(),
+            )
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.records for m in messages if isinstance(m, SinkCommit))
@@ -189,6 +247,14 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("micro-batch %d aborted; it is written again when replayed", batchId)
+
+
+def _stream_batch_id() -> int | None:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    batch_id = None if context is None else context.getLocalProperty("streaming.sql.batchId")
+    return int(batch_id) if batch_id else None
 
 
 def _stream_headers() -> tuple[tuple[str, bytes], ...]:
@@ -202,6 +268,20 @@ def _stream_headers() -> tuple[tuple[str, bytes], ...]:
         ("spark.batchId", (context.getLocalProperty("streaming.sql.batchId") or "").encode()),
         ("spark.partition", str(context.partitionId()).encode()),
     )
+
+
+def _transactional_id(plan: SinkPlan, *, stream: bool) -> str | None:
+    """The task's transactional.id in exactlyOnce mode (None otherwise): the same for
+    every attempt of a task, so a retry fences the attempt before it."""
+    if not plan.exactly_once:
+        return None
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        raise SinkError("exactlyOnce needs a Spark task context (write() runs in a task)")
+    owner = (context.getLocalProperty("sql.streaming.queryId") or "") if stream else ""
+    return f"{TRANSACTIONAL_ID_PREFIX}{owner or plan.write_id}-{context.partitionId()}"
 
 
 # ---- producing
@@ -258,9 +338,23 @@ def _discard_producer(plan: SinkPlan) -> None:
 
 
 def produce_batches(
-    plan: SinkPlan, batches: Iterator[pa.RecordBatch], extra_headers: tuple[tuple[str, bytes], ...]
+    plan: SinkPlan,
+    batches: Iterator[pa.RecordBatch],
+    extra_headers: tuple[tuple[str, bytes], ...],
+    *,
+    transactional_id: str | None = None,
+    batch_id: int | None = None,
 ) -> int:
-    """Produce every row, wait for all deliveries; the number of records, or SinkError."""
+    """Produce every row, wait for all deliveries; the number of records, or SinkError.
+    With a `transactional_id`, in one transaction committed at the end (and, with the
+    stream's `batch_id`, skipped when that batch's task already committed:
+    `sink_transactions`)."""
+    if transactional_id is not None:
+        from shoal.spark.sink_transactions import produce_in_transaction
+
+        return produce_in_transaction(
+            plan, batches, extra_headers, transactional_id=transactional_id, batch_id=batch_id
+        )
     producer = _producer(plan)
     deliveries = _Deliveries()
     produced = 0

@@ -122,6 +122,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "topic": self.options.topics,
                     "startingOffsets": self.options.starting,
                     "endingOffsets": "latest",
+                    "isolation.level": self.options.isolation_level,
                 },
             )
             self._initial = to_json({(r.topic, r.partition): r.start for r in found})
@@ -206,7 +207,10 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found: Offsets = {}
         for topic in sorted({t for t, _ in partitions}):
             wanted = {p: timestamp for t, p in partitions if t == topic}
-            for p, offset in cluster.list_offsets(client, topic, wanted).items():
+            found_offsets = cluster.list_offsets(
+                client, topic, wanted, isolation_level=self.options.isolation_level
+            )
+            for p, offset in found_offsets.items():
                 found[(topic, p)] = offset
         return found
 
@@ -256,6 +260,7 @@ def read_stream_range(options: StreamOptions, task: OffsetRange) -> Iterator[pa.
                 task.partition,
                 offset,
                 task.end,
+                isolation_level=options.isolation_level,
                 max_rows_per_batch=options.max_rows_per_batch,
                 fetch_max_bytes=options.fetch_max_bytes,
                 include_headers=options.include_headers,

@@ -18,6 +18,13 @@ Spark's Kafka source's names and meanings, where it has them:
 - `commitToGroup` (none): a consumer group the end offsets of finished batches are
   committed to (topic_stream.py says when).
 - `fetchMaxBytes`, `maxRowsPerBatch` (8 MiB, 65536): as for the batch source.
+- `kafka.isolation.level` (or `isolation.level`; `read_committed`): `read_committed`
+  plans batches up to each partition's last stable offset and drops aborted
+  transactions; `read_uncommitted` reads up to the high watermark, aborted records
+  included. Transaction markers are never rows. Spark's Kafka source leaves this to
+  the Kafka consumer's default (read_uncommitted); Shoal's stream defaults to
+  read_committed (issue 10), so it never emits records of an aborted or open
+  transaction unless asked to.
 
 `endingOffsets` is refused, as Spark's Kafka source refuses it for streams: a stream
 reads on, and `trigger(availableNow=True)` stops at the end offsets the topics have
@@ -40,11 +47,13 @@ from shoal.spark.options import (
     MAX_ROWS_PER_BATCH_DEFAULT,
     MIN_PARTITIONS,
     OFFSETS_HELP,
+    READ_COMMITTED,
     TOPICS,
     OffsetSpec,
     OptionError,
     OptionSpec,
     int_parser,
+    isolation_level_option,
     parse_bool,
     parse_group_id,
     parse_offsets,
@@ -73,6 +82,7 @@ STREAM_OPTIONS: Final = (
     OptionSpec("commitToGroup", parse_group_id, None, help="a consumer group id"),
     FETCH_MAX_BYTES,
     MAX_ROWS_PER_BATCH,
+    isolation_level_option(READ_COMMITTED),
 )
 
 
@@ -89,6 +99,7 @@ class StreamOptions:
     commit_group: str | None = None
     fetch_max_bytes: int = FETCH_BYTES_DEFAULT
     max_rows_per_batch: int = MAX_ROWS_PER_BATCH_DEFAULT
+    isolation_level: int = READ_COMMITTED
 
 
 def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
@@ -112,4 +123,5 @@ def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
         commit_group=parsed["commitToGroup"],
         fetch_max_bytes=parsed["fetchMaxBytes"],
         max_rows_per_batch=parsed["maxRowsPerBatch"],
+        isolation_level=parsed["isolation.level"],
     )
