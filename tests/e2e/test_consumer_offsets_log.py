@@ -1,13 +1,13 @@
 """`__consumer_offsets` with real clients: it stays bounded under steady commits and a
 broker killed after pruning comes back with exactly the committed offsets; deleting a
-topic deletes every group's committed offsets of it, for good (issue 9 item 4); and
-offsets retention (slow: its minimum is a minute)."""
+topic deletes every group's committed offsets of it, for good (issue 9 item 4).
+Offsets retention (`offsets.retention.minutes`, at least a minute) is tested on the
+manual clock: tests/unit/server/test_group_log_maintenance.py drives it through the
+broker's timers and a reload, tests/unit/group/ the rules (idle classic groups only,
+subscribed topics of consumer groups kept, pending transactional offsets kept)."""
 
 from __future__ import annotations
 
-import time
-
-import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -111,47 +111,3 @@ def test_deleting_a_topic_deletes_its_committed_offsets_for_good(brokers: Broker
     broker.restart()
     for group in ("g1", "g2"):
         assert _group_offsets(broker.bootstrap, group) == {(kept, 0): 7}
-
-
-@pytest.mark.slow
-def test_offsets_retention_expires_idle_groups_offsets_not_a_live_consumer_groups(
-    brokers: Brokers,
-) -> None:
-    """`offsets.retention.minutes` (its minimum, one minute): the offsets of a group
-    without members are gone after it, and stay gone after a restart; a KIP-848
-    consumer group whose member subscribes to the topic keeps its offset."""
-    broker = brokers.start(
-        "offsets.retention.minutes=1",
-        "offsets.retention.check.interval.ms=500",
-        "group.consumer.heartbeat.interval.ms=500",
-    )
-    topic = topic_name("retained")
-    create_topic(broker.bootstrap, topic, partitions=1)
-    idle = _committer(broker.bootstrap, "idle")
-    _commit(idle, topic, {0: 4})
-    idle.close()
-    live = consumer(
-        broker.bootstrap,
-        **{"group.id": "live", "group.protocol": "consumer", "enable.auto.commit": False},
-    )
-    try:
-        live.subscribe([topic])
-        assert wait_until(lambda: live.poll(0.1) is None and bool(live.assignment()), timeout_s=30)
-        _commit(live, topic, {0: 9})
-        started = time.monotonic()
-        while time.monotonic() - started < 50:  # well inside the minute: both kept
-            live.poll(0.2)
-        assert _committed(broker.bootstrap, "idle", topic, 1) == {0: 4}
-        assert wait_until(
-            lambda: (
-                live.poll(0.1) is None
-                and _committed(broker.bootstrap, "idle", topic, 1) == {0: -1001}
-            ),
-            timeout_s=30,
-        )
-        assert _group_offsets(broker.bootstrap, "live") == {(topic, 0): 9}
-    finally:
-        live.close()
-    broker.kill()
-    broker.restart()
-    assert _committed(broker.bootstrap, "idle", topic, 1) == {0: -1001}
