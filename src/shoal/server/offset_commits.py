@@ -1,0 +1,86 @@
+"""The steps OffsetCommit (8) and TxnOffsetCommit (28) share: read the requested
+offsets, answer partitions that do not exist UNKNOWN_TOPIC_OR_PARTITION without
+committing them, write the rest (a coordinator that cannot write answers
+COORDINATOR_NOT_AVAILABLE for each), log what was refused, and build the per-topic
+response in request order. The handlers differ only in what they write and log.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from shoal.coordinator import RecordSinkFull
+from shoal.group.committed_offsets import NO_LEADER_EPOCH, OffsetToCommit, PartitionError
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.context import RequestContext
+
+log = logging.getLogger(__name__)
+_ZERO = datetime.timedelta(0)
+
+Write = Callable[[tuple[OffsetToCommit, ...]], Sequence[PartitionError]]
+"""Commit the offsets of existing partitions; one answer per partition."""
+
+
+def commit(
+    ctx: RequestContext, request: Any, *, api_key: int, api_name: str, what: str, write: Write
+) -> Any:
+    """Run one (Txn)OffsetCommit request; `what` names it in the log ("OffsetCommit
+    of group 'g' member 'm'"); `api_key` picks the response schema, whose structs are
+    named after `api_name` (the two APIs' responses differ only in their names)."""
+    requested = tuple(
+        OffsetToCommit(
+            topic=topic.name,
+            partition=int(p.partition_index),
+            offset=int(p.committed_offset),
+            leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
+            metadata=p.committed_metadata,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    )
+    logs = ctx.services.logs
+    unknown = tuple(
+        PartitionError(
+            topic=o.topic, partition=o.partition, error=ErrorCode.unknown_topic_or_partition
+        )
+        for o in requested
+        if logs.partition(o.topic, o.partition) is None
+    )
+    missing = {(u.topic, u.partition) for u in unknown}
+    offsets = tuple(o for o in requested if (o.topic, o.partition) not in missing)
+    try:
+        answers = tuple(write(offsets))
+    except RecordSinkFull as exc:
+        log.error("%s not written: %s", what, exc)
+        answers = tuple(
+            PartitionError(
+                topic=o.topic, partition=o.partition, error=ErrorCode.coordinator_not_available
+            )
+            for o in offsets
+        )
+    by_partition = {(a.topic, a.partition): a for a in (*unknown, *answers)}
+    ordered = tuple(by_partition[(o.topic, o.partition)] for o in requested)
+    errors = {a.error for a in ordered if a.error is not None}
+    if errors:
+        log.info("%s: %s (client %s)", what, sorted(e.name for e in errors), ctx.client_id)
+    schema = response_schema(api_key, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for a in ordered:
+        by_topic.setdefault(a.topic, []).append(
+            schema.make(
+                f"{api_name}ResponsePartition",
+                partition_index=a.partition,
+                error_code=ErrorCode.none if a.error is None else a.error,
+            )
+        )
+    return schema.response(
+        throttle_time=_ZERO,
+        topics=tuple(
+            schema.make(f"{api_name}ResponseTopic", name=topic, partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )
