@@ -554,24 +554,7 @@ def fence_records(
     gid = group.group_id
     records: list[r.CoordinatorRecord] = []
     for member_id in removed:
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupCurrentMemberAssignmentKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupMemberMetadataKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
+        records.extend(member_tombstones(gid, member_id))
     remaining = [m for mid, m in group.members.items() if mid not in removed]
     new_hash = metadata_hash(subscribed_topic_names=_all_names(remaining, image), image=image)
     records.append(epoch_record(gid, group.group_epoch + 1, new_hash))
@@ -610,3 +593,16 @@ def group_tombstones(group: ConsumerGroup) -> list[r.CoordinatorRecord]:
     )
     records.append(r.CoordinatorRecord(key=r.ConsumerGroupMetadataKey(group_id=gid), value=None))
     return records
+
+
+def member_tombstones(group_id: str, member_id: str) -> tuple[r.CoordinatorRecord, ...]:
+    """The tombstones that remove a consumer-group member: its current assignment, its
+    target assignment, then its metadata (Kafka's order)."""
+    return tuple(
+        r.CoordinatorRecord(key=key, value=None)
+        for key in (
+            r.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id),
+            r.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
+            r.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id),
+        )
+    )

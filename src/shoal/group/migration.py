@@ -264,24 +264,7 @@ def downgrade(
     gid = group.group_id
     records: list[r.CoordinatorRecord] = []
     for member_id in sorted(group.members):
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupCurrentMemberAssignmentKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
-        records.append(
-            r.CoordinatorRecord(
-                key=r.ConsumerGroupMemberMetadataKey(group_id=gid, member_id=member_id),
-                value=None,
-            )
-        )
+        records.extend(consumer_membership.member_tombstones(gid, member_id))
     for member_id in sorted(set(group.target_assignment) - set(group.members)):
         records.append(
             r.CoordinatorRecord(
