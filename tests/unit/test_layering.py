@@ -19,13 +19,32 @@ ALLOWED: dict[str, set[str]] = {
     "share_coordinator": {"coordinator", "log", "protocol"},
     "share": {"coordinator", "share_coordinator", "log", "protocol"},
     "group": {"coordinator", "share", "log", "protocol"},
+    "security": {"protocol"},
     "txn": {"coordinator", "log", "protocol"},
-    "server": {"group", "share", "share_coordinator", "txn", "coordinator", "log", "protocol"},
-    "client": {"protocol"},
-    "cli": {"client", "server", "protocol"},
-    "spark": {"client", "protocol"},
+    "server": {
+        "group",
+        "share",
+        "share_coordinator",
+        "txn",
+        "coordinator",
+        "log",
+        "protocol",
+        "security",
+    },
+    "client": {"protocol", "security"},
+    "cli": {"client", "server", "protocol", "security"},
+    "spark": {"client", "protocol", "security"},
 }
-CORES = ["protocol", "log", "coordinator", "share_coordinator", "share", "group", "txn"]
+CORES = [
+    "protocol",
+    "log",
+    "coordinator",
+    "share_coordinator",
+    "share",
+    "group",
+    "txn",
+    "security",
+]
 CLIENT_DRIVERS = {"sync.py", "aio.py", "share_runner.py", "share_thread.py"}
 """The client's only modules with I/O; the rest of `client/` is its sans-I/O core."""
 BANNED_IN_CORES = {"asyncio", "socket", "selectors", "threading"}

@@ -8,8 +8,9 @@ the retry logic runs on a manual clock in tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from shoal.client.security import ClientSecurity
 from shoal.clock import Clock
 
 API_TIMEOUT_MS_DEFAULT = 30_000
@@ -46,6 +47,7 @@ class ClientSettings:
     response_bytes_max: int = RESPONSE_BYTES_MAX_DEFAULT
     client_software_name: str = CLIENT_SOFTWARE_NAME
     client_software_version: str = CLIENT_SOFTWARE_VERSION
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
     def __post_init__(self) -> None:
         assert self.api_timeout_ms > 0, self

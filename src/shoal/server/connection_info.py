@@ -2,12 +2,14 @@
 
 A leaf module: the connection loop, the request context and the services that track
 per-connection state (share sessions) all import it, and it imports nothing of
-`server/`.
+`server/` (only the principal type of `security/`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from shoal.security.acl import ANONYMOUS, KafkaPrincipal
 
 
 @dataclass(slots=True)
@@ -18,3 +20,9 @@ class ConnectionInfo:
     closed: bool = False
     busy: bool = False
     """A request has been read and its response is not yet written."""
+    listener_name: str = "PLAINTEXT"
+    """The listener the connection arrived on (`listeners`' NAME)."""
+    security_protocol: str = "PLAINTEXT"
+    """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (`listener.security.protocol.map`)."""
+    principal: KafkaPrincipal = ANONYMOUS
+    """Who is on the other end: set by TLS client authentication or SASL."""

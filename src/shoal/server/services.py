@@ -19,6 +19,8 @@ and handed to every connection:
     state_writes   the share coordinator's append linger: a response waits until
                    the state writes its request made are in the log
     txn            the transaction coordinator and its marker writer
+    authorizer     who may do what (`security/acl.py`); ALLOW_ALL unless
+                   `authorizer.class.name` names one
 
 Nothing here imports the broker, the registry or the connection, so `server/` has no
 import cycle; handlers do not notify anyone of log changes, the log announces them
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 from shoal.clock import Clock
 from shoal.log.manager import LogManager
+from shoal.security.acl import ALLOW_ALL, Authorizer
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigStore
@@ -86,3 +89,4 @@ class Services:
     stopping: Callable[[], bool]
     state_writes: StateAppendLinger
     txn: TxnService
+    authorizer: Authorizer = ALLOW_ALL
