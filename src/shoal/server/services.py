@@ -19,6 +19,7 @@ and handed to every connection:
     state_writes   the share coordinator's append linger: a response waits until
                    the state writes its request made are in the log
     txn            the transaction coordinator and its marker writer
+    metrics        the broker's metrics registry (server/metrics.py)
     authorizer     who may do what (`security/acl.py`); ALLOW_ALL unless
                    `authorizer.class.name` names one
 
@@ -30,7 +31,7 @@ import cycle; handlers do not notify anyone of log changes, the log announces th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shoal.clock import Clock
 from shoal.log.manager import LogManager
@@ -39,6 +40,7 @@ from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_service import GroupService
+from shoal.server.metrics import BrokerMetrics
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import ShareService
 from shoal.server.state_linger import StateAppendLinger
@@ -89,4 +91,5 @@ class Services:
     stopping: Callable[[], bool]
     state_writes: StateAppendLinger
     txn: TxnService
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     authorizer: Authorizer = ALLOW_ALL
