@@ -100,18 +100,38 @@ def _offsets(cells: list[tuple[int, int, str, int]], state: str, dc: int | None 
 
 
 def _wait_for(driver: object, what: str, check: object) -> list[tuple[int, int, str, int]]:
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + WAIT_S
     cells: list[tuple[int, int, str, int]] = []
     while time.monotonic() < deadline:
         try:
             cells = _cells(driver)
-        except Exception:  # a cell replaced while read (the page re-rendered): read again
+        except StaleElementReferenceException:  # the page re-rendered while read: again
             time.sleep(0.1)
             continue
         if callable(check) and check(cells):
             return cells
         time.sleep(0.2)
     raise AssertionError(f"the page never showed {what}; last cells {cells}")
+
+
+def _wait_for_text(driver: object, selector: str) -> list[str]:
+    """The texts of the elements `selector` finds, once there are some (the records
+    table stays open across re-renders)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            texts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, selector)]  # type: ignore[attr-defined]
+        except StaleElementReferenceException:
+            continue
+        if texts and all(texts):
+            return texts
+        time.sleep(0.2)
+    raise AssertionError(f"the page never showed {selector}")
 
 
 def _screenshot(driver: object, tmp_path: Path, name: str) -> Path:
@@ -145,7 +165,9 @@ def test_console_shows_in_flight_records_change_state(
         assert _offsets(cells, "available") == set(range(len(batch), RECORDS))
         holder = browser.find_element(By.CSS_SELECTOR, ".strip .cell")  # type: ignore[attr-defined]
         assert holder.get_attribute("data-holder"), "an acquired record shows its holder"
-        assert browser.find_elements(By.CSS_SELECTOR, "td.lock")  # type: ignore[attr-defined]
+        browser.find_element(By.CSS_SELECTOR, ".sp details summary").click()  # type: ignore[attr-defined]
+        locks = _wait_for_text(browser, "td.lock")
+        assert all(text.endswith(" s") for text in locks), f"lock expiries shown: {locks}"
         _screenshot(browser, tmp_path, "console-acquired")
 
         released = {m for m in held if m < 2}

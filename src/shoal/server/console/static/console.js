@@ -8,6 +8,13 @@ const STATES = ["available", "acquired", "acknowledged", "archived"];
 let stream = null;      // the open EventSource, closed when the page changes
 let chartTimer = null;  // the charts page's refresh timer
 let overview = { allow_writes: false };
+const openRecords = new Set();  // share-partitions whose records table is open
+
+document.addEventListener("toggle", (event) => {
+  const details = event.target;
+  if (!details.dataset || !details.dataset.records) return;
+  if (details.open) openRecords.add(details.dataset.records); else openRecords.delete(details.dataset.records);
+}, true);
 
 const main = document.getElementById("main");
 
@@ -135,7 +142,7 @@ function renderSharePartition(p) {
     const title = `${label}: ${e.state}, delivery ${e.delivery_count}${e.holder ? `, held by ${e.holder}` : ""}`;
     return `<span class="cell ${e.pending_write ? "pending" : ""}" style="flex-grow: ${Math.min(count, 20)}"
       data-state="${e.state}" data-first="${e.first_offset}" data-last="${e.last_offset}"
-      data-dc="${e.delivery_count}" data-holder="${esc(e.holder ?? "")}" title="${esc(title)}">${e.delivery_count}</span>`;
+      data-dc="${e.delivery_count}" data-holder="${esc(e.holder ?? "")}" title="${esc(title)}">${label}${e.delivery_count > 1 ? ` ×${e.delivery_count}` : ""}</span>`;
   }).join("");
   const now = Date.now();
   const rows = p.inflight.map((e) => `
@@ -146,7 +153,7 @@ function renderSharePartition(p) {
   return `<div class="card sp" data-sp="${esc(id)}">${head}
     <div class="strip">${cells || '<span class="muted">Nothing in flight.</span>'}</div>
     ${p.inflight_truncated ? `<p class="muted">Showing the first ${p.inflight.length} entries (console.inflight.max.records).</p>` : ""}
-    <details><summary>Records (${p.inflight.length} entries, ${p.delivery_complete_count} complete)</summary>
+    <details data-records="${esc(id)}" ${openRecords.has(id) ? "open" : ""}><summary>Records (${p.inflight.length} entries, ${p.delivery_complete_count} complete)</summary>
     ${table([{ label: "Offsets" }, { label: "State" }, { label: "Deliveries", num: 1 }, { label: "Holder" }, { label: "Lock expires in", num: 1 }], rows)}</details></div>`;
 }
 
