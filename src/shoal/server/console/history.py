@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,13 +68,13 @@ class ChartHistory:
 
 
 async def run_sampler(
-    history: ChartHistory, take: Callable[[], Sample], *, interval_ms: int
+    history: ChartHistory, take: Callable[[], Awaitable[Sample]], *, interval_ms: int
 ) -> None:
     """Record `take()` every `interval_ms` until cancelled; a failed sample is logged
     and skipped (the chart shows a gap, the console keeps serving)."""
     while True:
         try:
-            history.record(take())
+            history.record(await take())
         except Exception:  # a bug in one sample must not stop the charts for good
             log.exception("console chart sample failed")
         await asyncio.sleep(interval_ms / 1000)

@@ -253,21 +253,27 @@ def _committed(services: Services, group_id: str) -> list[Json]:
     return rows
 
 
-def total_lag(services: Services) -> tuple[int, int]:
-    """(share-group lag, consumer-group lag) summed over every group, for the charts."""
-    share = 0
-    for g in services.group_service.list_groups(types_filter=[SHARE_TYPE]):
-        offsets = services.group_service.describe_offsets(
-            group_id=g.group_id,
-            topics=None,
-            high_watermark=lambda tid, p: _log_end(services, tid, p),
-        )
-        rows = _share_partitions(services, g.group_id, offsets, max_entries=0)
-        share += sum(max(0, row["lag"]) for row in rows)
-    consumer = 0
-    for g in services.group_service.list_groups(types_filter=CONSUMER_TYPES):
-        consumer += sum(p["lag"] or 0 for p in _committed(services, g.group_id))
-    return share, consumer
+def lag_groups(services: Services) -> tuple[list[str], list[str]]:
+    """(share group ids, consumer and classic group ids), for `group_lag`."""
+    share = services.group_service.list_groups(types_filter=[SHARE_TYPE])
+    consumer = services.group_service.list_groups(types_filter=CONSUMER_TYPES)
+    return [g.group_id for g in share], [g.group_id for g in consumer]
+
+
+def share_group_lag(services: Services, group_id: str) -> int:
+    """The group's lag summed over its share-partitions (live where loaded)."""
+    offsets = services.group_service.describe_offsets(
+        group_id=group_id,
+        topics=None,
+        high_watermark=lambda tid, p: _log_end(services, tid, p),
+    )
+    rows = _share_partitions(services, group_id, offsets, max_entries=0)
+    return sum(max(0, row["lag"]) for row in rows)
+
+
+def consumer_group_lag(services: Services, group_id: str) -> int:
+    """The group's lag summed over its committed partitions."""
+    return sum(p["lag"] or 0 for p in _committed(services, group_id))
 
 
 def _log_end(services: Services, topic_id: uuid.UUID, partition: int) -> int | None:

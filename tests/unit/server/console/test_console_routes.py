@@ -330,7 +330,7 @@ def test_charts_sample_rates_and_lag(broker: Broker) -> None:
     totals = iter([0.0, 50.0, 50.0])
     samples = []
     for _ in range(3):
-        sample = console.sample()
+        sample = asyncio.run(console.sample())
         sample = dataclasses.replace(sample, totals=sample.totals | {"records_in": next(totals)})
         samples.append(sample)
         broker.clock.advance(5_000)  # type: ignore[attr-defined]
