@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
@@ -134,6 +135,34 @@ def _wait_for_text(driver: object, selector: str) -> list[str]:
     raise AssertionError(f"the page never showed {selector}")
 
 
+def _other_pages(driver: Any, broker: InProcessBroker, topic: str, tmp_path: Path) -> None:
+    """The topics page lists the topic with its log end; the charts page draws its
+    four charts; at a phone's width the group page does not overflow sideways."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{broker.http_url}/console/#/topics")
+    _wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, f'tr[data-topic="{topic}"]'))
+    row = driver.find_element(By.CSS_SELECTOR, f'tr[data-topic="{topic}"]')
+    assert str(RECORDS) in row.text, row.text
+    driver.get(f"{broker.http_url}/console/#/charts")
+    _wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "svg.chart")) == 4)
+    driver.set_window_size(390, 844)
+    driver.get(f"{broker.http_url}/console/#/share-groups")
+    _wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "main table"))
+    overflow = driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"the page is {overflow} px wider than a phone's screen"
+    _screenshot(driver, tmp_path, "console-phone")
+
+
+def _wait_until(check: Callable[[], object]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, "the page never showed what was expected"
+        time.sleep(0.2)
+
+
 def _screenshot(driver: object, tmp_path: Path, name: str) -> Path:
     path = tmp_path / f"{name}.png"
     driver.save_screenshot(str(path))  # type: ignore[attr-defined]
@@ -197,5 +226,6 @@ def test_console_shows_in_flight_records_change_state(
         _wait_for(browser, "an empty window", lambda c: c == [])
         spso = browser.find_element(By.CSS_SELECTOR, ".sp .spso")  # type: ignore[attr-defined]
         assert spso.text == str(RECORDS), "the SPSO moved past every accepted record"
+        _other_pages(browser, broker, topic, tmp_path)
     finally:
         consumer.close()
