@@ -4,7 +4,8 @@ no reload, as a confluent-kafka ShareConsumer acquires, releases and accepts the
 
 The broker runs in this process with the HTTP app served by uvicorn in its event loop
 (tests/support/http_broker.py; the stand-in for `metrics.listener`). Screenshots of
-the page go to the test's tmp dir and to bench/results/console-*.png. Skipped, saying
+the page go to the test's tmp dir and to bench/results/console-acquired.png,
+console-released.png and console-phone.png (overwritten by each run). Skipped, saying
 why, where chromium or chromedriver is missing (scripts/setup installs them as root).
 """
 
@@ -167,7 +168,7 @@ def _screenshot(driver: object, tmp_path: Path, name: str) -> Path:
     path = tmp_path / f"{name}.png"
     driver.save_screenshot(str(path))  # type: ignore[attr-defined]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.png")
+    shutil.copy(path, RESULTS / f"{name}.png")  # the latest run's, overwritten
     return path
 
 
