@@ -281,6 +281,24 @@ _DEFS: list[ConfigDef] = [
         "its next use reloads it from the share coordinator.",
         min=100,
     ),
+    # ---- broker: web console (issue 13, server/console/)
+    ConfigDef(
+        "console.allow.writes",
+        _BOOL,
+        False,
+        _B,
+        "Let the web console reset offsets of and delete empty groups (POST actions).",
+    ),
+    ConfigDef(
+        "console.inflight.max.records",
+        _INT,
+        limits.CONSOLE_INFLIGHT_ENTRIES_MAX,
+        _B,
+        "Entries (a batch range or one record) of a share-partition's in-flight window "
+        "one console view shows; the rest is counted as truncated.",
+        min=1,
+        max=100_000,
+    ),
     # ---- broker: topics
     ConfigDef(
         "num.partitions",

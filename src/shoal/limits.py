@@ -95,3 +95,15 @@ share-partitions in use rather than every one ever touched."""
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
 with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""
+
+# ---- web console (server/console/)
+CONSOLE_INFLIGHT_ENTRIES_MAX: Final = 1_000
+"""Default of `console.inflight.max.records`: in-flight entries per share-partition view."""
+CONSOLE_HISTORY_SAMPLES_MAX: Final = 720
+"""Chart samples the console keeps (an hour at one every 5 s)."""
+CONSOLE_SAMPLE_INTERVAL_MS: Final = 5_000
+"""How often the console samples `BrokerMetrics.chart_series` and the lag."""
+CONSOLE_EVENT_INTERVAL_MS: Final = 1_000
+"""How often a share group's server-sent event stream pushes a new picture."""
+CONSOLE_EVENT_STREAMS_MAX: Final = 64
+"""Open server-sent event streams at once; one more is answered 503."""

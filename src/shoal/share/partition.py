@@ -27,8 +27,9 @@ See share-partition.md for the semantics; the window's invariants are listed in
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
@@ -123,6 +124,20 @@ class RecordView:
     member_id: str
     pending: bool
     lock_deadline_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightSnapshot:
+    """A read-only picture of the window for observers (the web console): plain data,
+    at most `max_entries` entries from the start offset on (`truncated` says more
+    existed). Lock deadlines are on the monotonic clock of `taken_at_ms`."""
+
+    start_offset: int
+    end_offset: int
+    delivery_complete_count: int
+    taken_at_ms: int
+    entries: tuple[RecordView, ...]
+    truncated: bool
 
 
 class SharePartition:
@@ -235,22 +250,40 @@ class SharePartition:
         return self._w.timers.next_deadline_ms()
 
     def in_flight(self) -> list[RecordView]:
-        views = []
+        return list(self._views())
+
+    def _views(self) -> Iterator[RecordView]:
         for batch in self._w.cache:
             for first, last, st in batch.states():
                 lock = st.lock
-                views.append(
-                    RecordView(
-                        first,
-                        last,
-                        st.state,
-                        st.delivery_count,
-                        st.member_id,
-                        st.pending is not None,
-                        None if lock is None else lock.deadline_ms,
-                    )
+                yield RecordView(
+                    first,
+                    last,
+                    st.state,
+                    st.delivery_count,
+                    st.member_id,
+                    st.pending is not None,
+                    None if lock is None else lock.deadline_ms,
                 )
-        return views
+
+    def snapshot(self, *, max_entries: int) -> InFlightSnapshot:
+        """The first `max_entries` entries of the window from the start offset on (a
+        whole batch, or one offset of a split batch, each; settled offsets of a split
+        batch below the start offset are left out), read without changing anything."""
+        assert max_entries >= 0, max_entries
+        window = self._w
+        start = window.start_offset
+        views = itertools.dropwhile(lambda view: view.last_offset < start, self._views())
+        entries = tuple(itertools.islice(views, max_entries))
+        truncated = next(views, None) is not None
+        return InFlightSnapshot(
+            start_offset=window.start_offset,
+            end_offset=window.end_offset,
+            delivery_complete_count=window.delivery_complete_count,
+            taken_at_ms=self._clock.monotonic_ms(),
+            entries=entries,
+            truncated=truncated,
+        )
 
     def check_invariants(self) -> None:
         self._w.check_invariants()
