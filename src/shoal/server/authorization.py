@@ -1,0 +1,78 @@
+"""The one way a handler asks whether its request is authorized.
+
+Every helper reads `ctx.services.authorizer`, `ctx.connection.principal` and
+`ctx.connection.peer_host`. With the default `ALLOW_ALL` (no `authorizer.class.name`)
+the helpers answer without calling anything, and `enabled(ctx)` lets hot paths
+(Produce, Fetch, ShareFetch, ShareAcknowledge) skip the work entirely, so responses
+stay byte-identical to a broker without authorization.
+
+Which operation each API needs follows Kafka 4.2's KafkaApis / AuthHelper and the group
+and share coordinators' request handling; the README's "What each API needs" lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from shoal.security.acl import (
+    ALLOW_ALL,
+    CLUSTER_NAME,
+    Action,
+    AclOperation,
+    ResourceType,
+)
+from shoal.server.context import RequestContext
+
+TOPIC = ResourceType.TOPIC
+GROUP = ResourceType.GROUP
+CLUSTER = ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+
+
+def enabled(ctx: RequestContext) -> bool:
+    """Whether an authorizer is configured (anything but ALLOW_ALL)."""
+    return ctx.services.authorizer is not ALLOW_ALL
+
+
+def allowed(
+    ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str
+) -> bool:
+    """Whether the connection's principal may perform `operation` on the named resource."""
+    authorizer = ctx.services.authorizer
+    if authorizer is ALLOW_ALL:
+        return True
+    connection = ctx.connection
+    return authorizer.authorize(
+        connection.principal, connection.peer_host, Action(operation, resource_type, name)
+    )
+
+
+def cluster_allowed(ctx: RequestContext, operation: AclOperation) -> bool:
+    """Whether the principal may perform `operation` on the cluster resource."""
+    return allowed(ctx, operation, CLUSTER, CLUSTER_NAME)
+
+
+def allowed_any(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:
+    """Whether some resource of `resource_type` allows `operation` (Kafka's
+    `authorizeByResourceType`)."""
+    authorizer = ctx.services.authorizer
+    if authorizer is ALLOW_ALL:
+        return True
+    connection = ctx.connection
+    return authorizer.authorize_any(
+        connection.principal, connection.peer_host, operation, resource_type
+    )
+
+
+def filter_allowed(
+    ctx: RequestContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    names: Iterable[str],
+) -> frozenset[str]:
+    """The names among `names` the principal may perform `operation` on; each distinct
+    name is asked once (a request repeating a topic costs one check)."""
+    distinct = frozenset(names)
+    if ctx.services.authorizer is ALLOW_ALL:
+        return distinct
+    return frozenset(name for name in distinct if allowed(ctx, operation, resource_type, name))
