@@ -12,13 +12,14 @@ and share coordinators' request handling; the README's "What each API needs" lis
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from shoal.security.acl import (
     ALLOW_ALL,
     CLUSTER_NAME,
-    Action,
     AclOperation,
+    Action,
     ResourceType,
 )
 from shoal.server.context import RequestContext
@@ -76,3 +77,19 @@ def filter_allowed(
     if ctx.services.authorizer is ALLOW_ALL:
         return distinct
     return frozenset(name for name in distinct if allowed(ctx, operation, resource_type, name))
+
+
+def denied_topic_ids(
+    ctx: RequestContext, operation: AclOperation, topic_ids: Iterable[uuid.UUID]
+) -> frozenset[uuid.UUID]:
+    """The ids among `topic_ids` of known topics the principal may not perform
+    `operation` on (an unknown id is left to the handler's UNKNOWN_TOPIC_ID)."""
+    if ctx.services.authorizer is ALLOW_ALL:
+        return frozenset()
+    logs = ctx.services.logs
+    denied = set()
+    for topic_id in frozenset(topic_ids):
+        info = logs.topic_by_id(topic_id)
+        if info is not None and not allowed(ctx, operation, TOPIC, info.name):
+            denied.add(topic_id)
+    return frozenset(denied)

@@ -180,9 +180,7 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
     return info
 
 
-def _described(
-    schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: bool
-) -> Any:
+def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: bool) -> Any:
     node = ctx.services.node.node_id
     partitions = tuple(
         schema.make(

@@ -49,10 +49,10 @@ from typing import Any
 
 from shoal.log.api import AppendResult, LogError
 from shoal.protocol.errors import ErrorCode
-from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
