@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
+from shoal.protocol.errors import ErrorCode
 from shoal.security.acl import (
     ALLOW_ALL,
     CLUSTER_NAME,
@@ -93,3 +94,43 @@ def denied_topic_ids(
         if info is not None and not allowed(ctx, operation, TOPIC, info.name):
             denied.add(topic_id)
     return frozenset(denied)
+
+
+def config_resource_denied(
+    ctx: RequestContext, operation: AclOperation, config_resource_type: int, name: str
+) -> ErrorCode | None:
+    """DescribeConfigs / IncrementalAlterConfigs: the error for a config resource the
+    principal may not `operation` (a broker's configs are the cluster's), or None. A
+    config resource type without an ACL resource is left to the handler."""
+    if config_resource_type in _CLUSTER_CONFIG_TYPES:
+        if cluster_allowed(ctx, operation):
+            return None
+        return ErrorCode.cluster_authorization_failed
+    if config_resource_type == _TOPIC_CONFIG:
+        return (
+            None if allowed(ctx, operation, TOPIC, name) else ErrorCode.topic_authorization_failed
+        )
+    if config_resource_type == _GROUP_CONFIG:
+        return (
+            None if allowed(ctx, operation, GROUP, name) else ErrorCode.group_authorization_failed
+        )
+    return None
+
+
+# Kafka's ConfigResource.Type codes (not the ACL ResourceType's).
+_TOPIC_CONFIG, _BROKER_CONFIG, _BROKER_LOGGER_CONFIG, _CLIENT_METRICS_CONFIG, _GROUP_CONFIG = (
+    2,
+    4,
+    8,
+    16,
+    32,
+)
+_CLUSTER_CONFIG_TYPES = frozenset({_BROKER_CONFIG, _BROKER_LOGGER_CONFIG, _CLIENT_METRICS_CONFIG})
+
+DENIED_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
+"""Kafka's default message of each authorization error (`Errors.message()`)."""
