@@ -4,6 +4,7 @@ as a given principal, with a `GrantTable` authorizer (tests/support/grants.py) i
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -49,3 +50,13 @@ class Harness:
             client_id="authz-test",
         )
         return await handler.handle(ctx, call.build(version))
+
+
+def send(h: Harness, principal: Any, call: Call, *, version: int | None = None) -> Any:
+    return asyncio.run(h.send(principal, call, version=version))
+
+
+def topic_id(h: Harness, name: str) -> Any:
+    info = h.broker.logs.topic(name)
+    assert info is not None
+    return info.topic_id

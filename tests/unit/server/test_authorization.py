@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from shoal.client import requests
 from shoal.client.calls import Call
@@ -30,38 +27,10 @@ from shoal.security.acl import ResourceType as RT
 from shoal.server import authorized_operations as ops
 from shoal.server.broker import Broker
 from tests.support.batches import values_batch
-from tests.unit.server.authz_harness import ALICE, BOB, Harness
+from tests.unit.server.authz_harness import ALICE, BOB, Harness, send, topic_id
 
 MEMBER = "m" * 22
 NOT_REQUESTED = -(2**31)
-
-
-@pytest.fixture
-def h(tmp_path: Path) -> Iterator[Harness]:
-    raw = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-    }
-    broker = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
-    broker.group_service.start()
-    broker.txn.start()
-    broker.logs.create_topic("t", partitions=1, configs={})
-    broker.logs.create_topic("secret", partitions=1, configs={})
-    yield Harness(broker)
-    asyncio.run(broker.txn.stop())
-    broker.logs.close()
-
-
-def send(h: Harness, principal: Any, call: Call, *, version: int | None = None) -> Any:
-    return asyncio.run(h.send(principal, call, version=version))
-
-
-def topic_id(h: Harness, name: str) -> Any:
-    info = h.broker.logs.topic(name)
-    assert info is not None
-    return info.topic_id
 
 
 def _bits(*operations: Op) -> int:
