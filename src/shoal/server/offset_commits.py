@@ -3,6 +3,11 @@ offsets, answer partitions that do not exist UNKNOWN_TOPIC_OR_PARTITION without
 committing them, write the rest (a coordinator that cannot write answers
 COORDINATOR_NOT_AVAILABLE for each), log what was refused, and build the per-topic
 response in request order. The handlers differ only in what they write and log.
+
+Authorization: the handler passes `refused` when the request as a whole is not
+authorized (every partition answers that code, nothing is written); each topic needs
+READ (TOPIC_AUTHORIZATION_FAILED for its partitions, before their existence is looked
+at), as in Kafka's handleOffsetCommitRequest / handleTxnOffsetCommitRequest.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from shoal.coordinator import RecordSinkFull
 from shoal.group.committed_offsets import NO_LEADER_EPOCH, OffsetToCommit, PartitionError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 
 log = logging.getLogger(__name__)
@@ -26,11 +33,19 @@ Write = Callable[[tuple[OffsetToCommit, ...]], Sequence[PartitionError]]
 
 
 def commit(
-    ctx: RequestContext, request: Any, *, api_key: int, api_name: str, what: str, write: Write
+    ctx: RequestContext,
+    request: Any,
+    *,
+    api_key: int,
+    api_name: str,
+    what: str,
+    write: Write,
+    refused: ErrorCode | None = None,
 ) -> Any:
     """Run one (Txn)OffsetCommit request; `what` names it in the log ("OffsetCommit
     of group 'g' member 'm'"); `api_key` picks the response schema, whose structs are
-    named after `api_name` (the two APIs' responses differ only in their names)."""
+    named after `api_name` (the two APIs' responses differ only in their names);
+    `refused` answers every partition with that code."""
     requested = tuple(
         OffsetToCommit(
             topic=topic.name,
@@ -43,17 +58,21 @@ def commit(
         for p in topic.partitions
     )
     logs = ctx.services.logs
+    topics = [o.topic for o in requested]
+    denied = frozenset(topics) - authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, topics)
     unknown = tuple(
-        PartitionError(
+        PartitionError(topic=o.topic, partition=o.partition, error=_refusal(o, refused, denied))
+        if refused is not None or o.topic in denied
+        else PartitionError(
             topic=o.topic, partition=o.partition, error=ErrorCode.unknown_topic_or_partition
         )
         for o in requested
-        if logs.partition(o.topic, o.partition) is None
+        if refused is not None or o.topic in denied or logs.partition(o.topic, o.partition) is None
     )
     missing = {(u.topic, u.partition) for u in unknown}
     offsets = tuple(o for o in requested if (o.topic, o.partition) not in missing)
     try:
-        answers = tuple(write(offsets))
+        answers = tuple(write(offsets)) if refused is None else ()
     except RecordSinkFull as exc:
         log.error("%s not written: %s", what, exc)
         answers = tuple(
@@ -84,3 +103,12 @@ def commit(
             for topic, parts in by_topic.items()
         ),
     )
+
+
+def _refusal(
+    offset: OffsetToCommit, refused: ErrorCode | None, denied: frozenset[str]
+) -> ErrorCode:
+    if refused is not None:
+        return refused
+    assert offset.topic in denied
+    return ErrorCode.topic_authorization_failed

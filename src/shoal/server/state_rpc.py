@@ -9,7 +9,9 @@ item 6): an empty group id, a null topic id, a negative partition or a negative 
 is INVALID_REQUEST; a topic id the log manager does not know, or a partition beyond
 the topic's, is UNKNOWN_TOPIC_OR_PARTITION. The persister's own errors (fencing,
 uninitialised keys) get a message here saying what failed.
-With `share.version`=0 every partition answers UNSUPPORTED_VERSION.
+With `share.version`=0 every partition answers UNSUPPORTED_VERSION. These are
+broker-to-coordinator RPCs: a principal without CLUSTER_ACTION on the cluster gets
+CLUSTER_AUTHORIZATION_FAILED on every partition (Kafka's `authorizeClusterOperation`).
 
 `serve` is the loop all five handlers share: check each partition, call the
 handler's persister operation for the valid ones, answer every partition with its
@@ -25,6 +27,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode, error_name
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.share.persister import SharePartitionKey
@@ -44,6 +48,8 @@ _MESSAGES = {
     ErrorCode.fenced_leader_epoch: "The leader epoch is older than the stored one.",
     ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
 }
+
+_CLUSTER_ACTION_DENIED = "Cluster authorization failed: CLUSTER_ACTION on the cluster is needed."
 
 
 def checked_key(
@@ -110,10 +116,13 @@ def serve(
     schema = response_schema(api_key, ctx.api_version)
     refused: dict[str, PartitionError] = {}
     results = []
+    denied: PartitionError | None = None
+    if not authz.cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        denied = ErrorCode.cluster_authorization_failed, _CLUSTER_ACTION_DENIED
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            key = checked_key(
+            key = denied or checked_key(
                 ctx,
                 group_id=request.group_id,
                 topic_id=topic.topic_id,

@@ -2,6 +2,9 @@
 producer's transaction, so that its TxnOffsetCommit offsets are completed by the
 transaction's markers. The partition is the group's (Kafka's placement); the
 coordinator's checks are AddPartitionsToTxn's (txn/shard.py), one error for the call.
+
+Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+then READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -23,6 +28,12 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    if not authz.allowed(ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+        return schema.response(
+            throttle_time=_ZERO, error_code=ErrorCode.transactional_id_authorization_failed
+        )
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        return schema.response(throttle_time=_ZERO, error_code=ErrorCode.group_authorization_failed)
     txn = ctx.services.txn
     offsets_partition = txn.offsets_partition(request.group_id)
     errors = txn.coordinator.add_partitions(

@@ -7,6 +7,13 @@ have answers UNKNOWN_TOPIC_OR_PARTITION and the others of that transaction
 OPERATION_NOT_ATTEMPTED (Kafka's rule); otherwise the coordinator answers every
 partition alike (txn/shard.py: PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
 CONCURRENT_TRANSACTIONS, or NONE).
+
+Authorization (Kafka's handleAddPartitionsToTxnRequest): v4+ (the brokers' batched
+form) needs CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED); each
+transaction needs WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+on every partition); a partition of a topic without WRITE answers
+TOPIC_AUTHORIZATION_FAILED and fails the whole transaction's request like an unknown
+partition (the others OPERATION_NOT_ATTEMPTED).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -41,6 +50,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         return schema.response(
             throttle_time=_ZERO, results_by_topic_v3_and_below=_topic_results(schema, errors)
+        )
+    if not authz.cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return schema.response(
+            throttle_time=_ZERO,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results_by_transaction=(),
         )
     results = []
     for txn in request.transactions:
@@ -74,14 +89,18 @@ def _add(
     verify_only: bool,
 ) -> dict[tuple[str, int], ErrorCode]:
     wanted = [(t.name, int(p)) for t in topics for p in t.partitions]
-    unknown = {tp for tp in wanted if ctx.services.logs.partition(*tp) is None}
-    if unknown:
-        errors = {
-            tp: ErrorCode.unknown_topic_or_partition
-            if tp in unknown
-            else ErrorCode.operation_not_attempted
-            for tp in wanted
-        }
+    if not authz.allowed(ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(wanted, ErrorCode.transactional_id_authorization_failed)
+    writable = authz.filter_allowed(ctx, AclOperation.WRITE, authz.TOPIC, (t for t, _ in wanted))
+    failed = {
+        tp: ErrorCode.topic_authorization_failed
+        if tp[0] not in writable
+        else ErrorCode.unknown_topic_or_partition
+        for tp in wanted
+        if tp[0] not in writable or ctx.services.logs.partition(*tp) is None
+    }
+    if failed:
+        errors = {tp: failed.get(tp, ErrorCode.operation_not_attempted) for tp in wanted}
     else:
         errors = ctx.services.txn.coordinator.add_partitions(
             transactional_id=transactional_id,

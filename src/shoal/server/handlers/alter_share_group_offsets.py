@@ -14,6 +14,10 @@ A group-level error is sent both at the top level and on every requested partiti
 (Kafka's admin client reads either). An empty group id is INVALID_GROUP_ID, a
 coordinator that cannot write its records COORDINATOR_NOT_AVAILABLE; with
 `share.version`=0 the answer is UNSUPPORTED_VERSION.
+
+Authorization (Kafka's handleAlterShareGroupOffsetsRequest): READ on the group
+(GROUP_AUTHORIZATION_FAILED, on every partition too) and READ on each topic
+(TOPIC_AUTHORIZATION_FAILED on its partitions, which are not altered).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from shoal.coordinator import RecordSinkError
 from shoal.group.results import AlterOffsetsTopic
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -40,11 +46,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, request, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        code = ErrorCode.group_authorization_failed
+        return _error(schema, request, code, authz.DENIED_MESSAGES[code])
     if not request.group_id:
         return _error(schema, request, ErrorCode.invalid_group_id, "Empty group id.")
+    readable = authz.filter_allowed(
+        ctx, AclOperation.READ, authz.TOPIC, (t.topic_name for t in request.topics)
+    )
     topics = [
         (t.topic_name, [(int(p.partition_index), int(p.start_offset)) for p in t.partitions])
         for t in request.topics
+        if t.topic_name in readable
     ]
     try:
         response = ctx.services.group_service.alter_offsets(
@@ -66,7 +79,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time=_ZERO,
         error_code=ErrorCode.none,
         error_message=None,
-        responses=tuple(_topic(schema, topic) for topic in response.topics),
+        responses=tuple(_topic(schema, topic) for topic in response.topics)
+        + tuple(
+            _topic_error(schema, t, ErrorCode.topic_authorization_failed)
+            for t in request.topics
+            if t.topic_name not in readable
+        ),
     )
 
 
@@ -93,21 +111,25 @@ def _error(schema: Schema, request: Any, code: ErrorCode, message: str | None) -
         throttle_time=_ZERO,
         error_code=code,
         error_message=message,
-        responses=tuple(
+        responses=tuple(_topic_error(schema, t, code, message) for t in request.topics),
+    )
+
+
+def _topic_error(schema: Schema, topic: Any, code: ErrorCode, message: str | None = None) -> Any:
+    """`code` on every requested partition of `topic` (Kafka's message unless given)."""
+    if message is None:
+        message = authz.DENIED_MESSAGES.get(code)
+    return schema.make(
+        "AlterShareGroupOffsetsResponseTopic",
+        topic_name=topic.topic_name,
+        topic_id=None,
+        partitions=tuple(
             schema.make(
-                "AlterShareGroupOffsetsResponseTopic",
-                topic_name=t.topic_name,
-                topic_id=None,
-                partitions=tuple(
-                    schema.make(
-                        "AlterShareGroupOffsetsResponsePartition",
-                        partition_index=p.partition_index,
-                        error_code=code,
-                        error_message=message,
-                    )
-                    for p in t.partitions
-                ),
+                "AlterShareGroupOffsetsResponsePartition",
+                partition_index=p.partition_index,
+                error_code=code,
+                error_message=message,
             )
-            for t in request.topics
+            for p in topic.partitions
         ),
     )

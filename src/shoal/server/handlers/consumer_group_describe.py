@@ -7,7 +7,13 @@ member shows its current assignment and its target, topics with id and name (as 
 log manager knows them; a topic deleted since keeps an empty name). v1 adds
 MemberType (1: consumer protocol, 0: a classic member of the group, as after an
 online upgrade). AuthorizedOperations is INT32_MIN unless asked
-for, then every operation a group supports (no authorizer).
+for, then the principal's operations on the group (every one a group supports without
+an authorizer).
+
+Authorization (Kafka's handleConsumerGroupDescribe): DESCRIBE on each group
+(GROUP_AUTHORIZATION_FAILED, listed before the described groups); a group with a
+member assigned or targeted at a topic the principal may not DESCRIBE answers
+TOPIC_AUTHORIZATION_FAILED without members.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from shoal.group.consumer_group import ConsumerGroup, ConsumerGroupMember
 from shoal.group.topics import Assignment
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -33,9 +41,14 @@ MEMBER_TYPE_CONSUMER = 1
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     shard = ctx.services.group_service.shard
-    operations = ops.authorized(ops.GROUP, requested=bool(request.include_authorized_operations))
+    requested = bool(request.include_authorized_operations)
     groups = []
-    for group_id, group, message in shard.consumer_group_describe(group_ids=request.group_ids):
+    allowed = authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, request.group_ids)
+    for group_id in request.group_ids:  # Kafka lists the refused groups first
+        if group_id not in allowed:
+            groups.append(_denied(schema, group_id, ErrorCode.group_authorization_failed, None))
+    wanted = [group_id for group_id in request.group_ids if group_id in allowed]
+    for group_id, group, message in shard.consumer_group_describe(group_ids=wanted):
         if group is None:
             groups.append(
                 schema.make(
@@ -52,8 +65,55 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
             continue
+        operations = ops.for_resource(ctx, authz.GROUP, group_id, requested=requested)
         groups.append(_group(schema, ctx, group, shard.consumer_default_assignor, operations))
+    if authz.enabled(ctx):
+        groups = _without_undescribable_topics(ctx, schema, groups)
     return schema.response(throttle_time=_ZERO, groups=tuple(groups))
+
+
+def _denied(schema: Schema, group_id: str, code: ErrorCode, message: str | None) -> Any:
+    return schema.make(
+        "DescribedGroup",
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=(),
+        authorized_operations=ops.NOT_REQUESTED,
+    )
+
+
+def _without_undescribable_topics(
+    ctx: RequestContext, schema: Schema, groups: list[Any]
+) -> list[Any]:
+    """Each group with a member assigned (or targeted at) a topic the principal may not
+    DESCRIBE becomes TOPIC_AUTHORIZATION_FAILED without members, as in Kafka."""
+
+    def names(group: Any) -> set[str]:
+        return {
+            tp.topic_name
+            for m in group.members
+            for assignment in (m.assignment, m.target_assignment)
+            for tp in assignment.topic_partitions
+        }
+
+    every = set().union(*(names(g) for g in groups)) if groups else set()
+    visible = authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, every)
+    return [
+        _denied(schema, g.group_id, ErrorCode.topic_authorization_failed, UNDESCRIBABLE_TOPICS)
+        if names(g) - visible
+        else g
+        for g in groups
+    ]
+
+
+UNDESCRIBABLE_TOPICS = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 
 
 def _group(

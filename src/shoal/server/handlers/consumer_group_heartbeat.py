@@ -8,6 +8,10 @@ a 22-character base64 UUID), kept verbatim. `SubscribedTopicRegex` exists from v
 ClientId comes from the request header, ClientHost is the peer address. The
 Assignment is sent as topic ids with partitions, or null when unchanged. A
 coordinator that cannot write its records answers COORDINATOR_NOT_AVAILABLE.
+
+Authorization (Kafka's handleConsumerGroupHeartbeat): READ on the group
+(GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic name
+(TOPIC_AUTHORIZATION_FAILED otherwise); nothing is written when refused.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from shoal.group.records import TopicPartitions
 from shoal.group.topics import from_topic_partitions
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.handlers.share_group_heartbeat import client_host, heartbeat_response
 from shoal.server.registry import api
@@ -37,6 +43,9 @@ API_KEY = 68
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    refused = _refused(ctx, request)
+    if refused is not None:
+        return heartbeat_response(schema, HeartbeatResponse(error=refused, error_message=None))
     member_id = request.member_id
     if int(request.member_epoch) == JOIN_GROUP_MEMBER_EPOCH and not member_id:
         member_id = str(uuid.uuid4())
@@ -85,3 +94,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx.client_id,
         )
     return heartbeat_response(schema, response)
+
+
+def _refused(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    if not authz.enabled(ctx):
+        return None
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        return ErrorCode.group_authorization_failed
+    topics = request.subscribed_topic_names or ()
+    if authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, topics) != set(topics):
+        return ErrorCode.topic_authorization_failed
+    return None

@@ -6,6 +6,9 @@ Assignments, when given, must list one replica list per new partition, each exac
 [this node] (else INVALID_REPLICA_ASSIGNMENT, as Kafka answers for an unregistered
 broker). The log manager enforces Shoal's partition limits (INVALID_PARTITIONS). With
 ValidateOnly nothing changes.
+
+Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, after the duplicate
+check), as in Kafka's ControllerApis.createPartitions.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.assignments import replica_list_problem
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
@@ -42,6 +47,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+            if not authz.allowed(ctx, AclOperation.ALTER, authz.TOPIC, topic.name):
+                raise Refused(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
             _grow(ctx, topic, validate_only=bool(request.validate_only))
         except Refused as exc:
             log.info(

@@ -12,6 +12,11 @@ name, INVALID_PARTITIONS / POLICY_VIOLATION at Shoal's limits.
 
 From v5 a success carries the partition count, replication factor 1 and every config
 of the topic with its source (as DescribeConfigs shows it); v7 adds the topic id.
+
+Authorization (Kafka's ControllerApis.createTopics): CREATE on the cluster, or on each
+topic (TOPIC_AUTHORIZATION_FAILED "Authorization failed."); a created topic the
+principal may not DESCRIBE_CONFIGS is answered without its configs, partitions or
+replication factor (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED, v5+).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from shoal.config import ConfigError, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.assignments import replica_list_problem
 from shoal.server.configs import topic_entries
 from shoal.server.context import RequestContext
@@ -49,6 +56,12 @@ class _Plan:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     counts = Counter(t.name for t in request.topics)
+    names = [t.name for t in request.topics]
+    if authz.cluster_allowed(ctx, AclOperation.CREATE):
+        creatable = frozenset(names)
+    else:
+        creatable = authz.filter_allowed(ctx, AclOperation.CREATE, authz.TOPIC, names)
+    configs_visible = authz.filter_allowed(ctx, AclOperation.DESCRIBE_CONFIGS, authz.TOPIC, names)
     results = []
     answered: set[str] = set()
     for topic in request.topics:
@@ -58,6 +71,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+            if topic.name not in creatable:
+                raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
             info = _create(ctx, topic, validate_only=bool(request.validate_only))
         except Refused as exc:
             log.info(
@@ -69,7 +84,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
             results.append(_failed(schema, topic.name, exc.code, exc.message))
             continue
-        results.append(_created(schema, ctx, info))
+        results.append(_created(schema, ctx, info, configs_visible=info.name in configs_visible))
     return schema.response(throttle_time=_ZERO, topics=tuple(results))
 
 
@@ -180,10 +195,22 @@ def _configs(topic: Any) -> dict[str, Any]:
         raise Refused(exc.code, str(exc)) from exc
 
 
-def _created(schema: Schema, ctx: RequestContext, info: TopicInfo) -> Any:
+def _created(schema: Schema, ctx: RequestContext, info: TopicInfo, *, configs_visible: bool) -> Any:
     if not schema.has("CreatableTopicResult", "configs"):  # before v5
         return schema.make(
             "CreatableTopicResult", name=info.name, error_code=ErrorCode.none, error_message=None
+        )
+    if not configs_visible:
+        return schema.make(
+            "CreatableTopicResult",
+            name=info.name,
+            topic_id=info.topic_id,
+            error_code=ErrorCode.none,
+            error_message=None,
+            topic_config_error_code=ErrorCode.topic_authorization_failed,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=None,
         )
     configs = tuple(
         schema.make(

@@ -9,6 +9,9 @@ share-partition state is deleted first, then every record of the group is tombst
 the same id then starts afresh.
 Each distinct id is answered once, in request order. A coordinator that cannot write
 its records answers COORDINATOR_NOT_AVAILABLE for every group.
+
+Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED, not deleted), as in
+Kafka's handleDeleteGroupsRequest.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 from shoal.coordinator import RecordSinkError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -32,8 +37,12 @@ _ZERO = datetime.timedelta(0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     ids = list(dict.fromkeys(request.groups_names))
-    codes: dict[str, ErrorCode] = {g: ErrorCode.invalid_group_id for g in ids if not g}
-    wanted = [g for g in ids if g]
+    deletable = authz.filter_allowed(ctx, AclOperation.DELETE, authz.GROUP, ids)
+    codes: dict[str, ErrorCode] = {
+        g: ErrorCode.group_authorization_failed for g in ids if g not in deletable
+    }
+    codes.update({g: ErrorCode.invalid_group_id for g in ids if not g and g in deletable})
+    wanted = [g for g in ids if g and g in deletable]
     try:
         results = ctx.services.group_service.delete_groups(wanted)
     except RecordSinkError as exc:

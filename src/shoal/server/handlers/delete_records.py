@@ -11,6 +11,9 @@ log announces the move; the broker subscribed the share service).
 The log start offset moves and the whole segments below it are renamed on the loop
 (`defer_delete=True`); their files are unlinked in a disk worker thread
 (`services.disk`, server/disk_io.py) and the partition is answered once they are gone.
+
+Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions,
+before their existence is looked at), as in Kafka's handleDeleteRecordsRequest.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from typing import Any
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
 from shoal.server.registry import api
@@ -36,9 +41,14 @@ HIGH_WATERMARK = -1
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     topics = []
+    deletable = authz.filter_allowed(
+        ctx, AclOperation.DELETE, authz.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         partitions = [
             await _partition(ctx, schema, topic.name, int(p.partition_index), int(p.offset))
+            if topic.name in deletable
+            else _denied(schema, int(p.partition_index))
             for p in topic.partitions
         ]
         topics.append(
@@ -99,3 +109,12 @@ async def _delete_before(ctx: RequestContext, topic: str, index: int, offset: in
     await removed
     log.info("records of %s-%d before %d deleted for %s", topic, index, offset, ctx.client_id)
     return low_watermark
+
+
+def _denied(schema: Schema, index: int) -> Any:
+    return schema.make(
+        "DeleteRecordsPartitionResult",
+        partition_index=index,
+        low_watermark=-1,
+        error_code=ErrorCode.topic_authorization_failed,
+    )

@@ -11,6 +11,10 @@ others move to deleting, have their state deleted and leave the group's metadata
 the share coordinator failed to delete answers its error. An empty group id is
 INVALID_GROUP_ID, a coordinator that cannot write its records
 COORDINATOR_NOT_AVAILABLE; with `share.version`=0 the answer is UNSUPPORTED_VERSION.
+
+Authorization (Kafka's handleDeleteShareGroupOffsetsRequest): DELETE on the group
+(GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED for the
+topic, whose offsets stay).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 from shoal.coordinator import RecordSinkError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -36,11 +42,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not authz.allowed(ctx, AclOperation.DELETE, authz.GROUP, request.group_id):
+        code = ErrorCode.group_authorization_failed
+        return _error(schema, code, authz.DENIED_MESSAGES[code])
     if not request.group_id:
         return _error(schema, ErrorCode.invalid_group_id, "Empty group id.")
+    names = [t.topic_name for t in request.topics]
+    readable = authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, names)
     try:
         response = ctx.services.group_service.delete_offsets(
-            group_id=request.group_id, topic_names=[t.topic_name for t in request.topics]
+            group_id=request.group_id, topic_names=[n for n in names if n in readable]
         )
     except RecordSinkError as exc:
         log.error("DeleteShareGroupOffsets of group %r not written: %s", request.group_id, exc)
@@ -67,6 +78,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 error_message=topic.error_message,
             )
             for topic in response.topics
+        )
+        + tuple(
+            schema.make(
+                "DeleteShareGroupOffsetsResponseTopic",
+                topic_name=name,
+                topic_id=None,
+                error_code=ErrorCode.topic_authorization_failed,
+                error_message=authz.DENIED_MESSAGES[ErrorCode.topic_authorization_failed],
+            )
+            for name in dict.fromkeys(names)
+            if name not in readable
         ),
     )
 

@@ -15,6 +15,11 @@ UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
 The partition directories are renamed on the loop (the deletion is durable then) and
 removed in a disk worker thread (`services.disk`, server/disk_io.py); the topic is
 answered once they are gone.
+
+Authorization (Kafka's ControllerApis.deleteTopics): a topic named needs DELETE
+(TOPIC_AUTHORIZATION_FAILED, whether or not it exists); a topic given by id answers
+UNKNOWN_TOPIC_ID unless the principal may DESCRIBE it, TOPIC_AUTHORIZATION_FAILED
+without DELETE.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from typing import Any
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
 from shoal.server.registry import api
@@ -85,6 +92,8 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
             ErrorCode.invalid_request, "You may not specify both topic name and topic id."
         )
     if target.name is not None:
+        if not authz.allowed(ctx, AclOperation.DELETE, authz.TOPIC, target.name):
+            raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
         info = services.logs.topic(target.name)
         if info is None:
             raise Refused(
@@ -92,8 +101,10 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
             )
     elif target.topic_id is not None:
         info = services.logs.topic_by_id(target.topic_id)
-        if info is None:
+        if info is None or not authz.allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, info.name):
             raise Refused(ErrorCode.unknown_topic_id, f"No topic with id {target.topic_id}.")
+        if not authz.allowed(ctx, AclOperation.DELETE, authz.TOPIC, info.name):
+            raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
     else:
         raise Refused(ErrorCode.invalid_request, "Neither topic name nor id were specified.")
     if info.internal:

@@ -2,8 +2,9 @@
 
 This listener is a broker endpoint (EndpointType 1, v1+). Asking it for controllers
 (type 2) gets MISMATCHED_ENDPOINT_TYPE and any other type UNSUPPORTED_ENDPOINT_TYPE, as
-Kafka's brokers answer. No broker is ever fenced. Cluster authorized operations are
-every cluster operation when asked for (no authorizer), INT32_MIN otherwise.
+Kafka's brokers answer. No broker is ever fenced. Cluster authorized operations, when
+asked for, are the principal's operations on the cluster, 0 without DESCRIBE on it (the
+request itself needs no ACL, as in Kafka); INT32_MIN otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -65,8 +68,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=services.node.cluster_id,
         controller_id=services.node.node_id,
         brokers=(node,),
-        cluster_authorized_operations=ops.authorized(
-            ops.CLUSTER, requested=bool(request.include_cluster_authorized_operations)
+        cluster_authorized_operations=_cluster_operations(
+            ctx, requested=bool(request.include_cluster_authorized_operations)
         ),
         endpoint_type=BROKERS,
     )
+
+
+def _cluster_operations(ctx: RequestContext, *, requested: bool) -> int:
+    if requested and not authz.cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return 0
+    return ops.for_cluster(ctx, requested=requested)

@@ -15,6 +15,10 @@ Resource types (see server/configs.py for values, sources and synonyms):
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
 with IncludeDocumentation.
+
+Authorization (Kafka's handleDescribeConfigsRequest): DESCRIBE_CONFIGS on the topic or
+group (TOPIC_ / GROUP_AUTHORIZATION_FAILED), on the cluster for a broker
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.configs import (
     ConfigEntry,
     ResourceType,
@@ -51,6 +57,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for resource in request.resources:
         resource_type, name = int(resource.resource_type), resource.resource_name
         try:
+            denied = authz.config_resource_denied(
+                ctx, AclOperation.DESCRIBE_CONFIGS, resource_type, name
+            )
+            if denied is not None:
+                raise Refused(denied, authz.DENIED_MESSAGES[denied])
             entries = _entries(ctx, resource_type, name)
         except Refused as exc:
             log.info(

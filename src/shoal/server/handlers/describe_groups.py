@@ -2,8 +2,11 @@
 
 An unknown id, or one of another group type, is described as Dead with no members
 and no error (Kafka's answer before v6). Member metadata and assignments are given
-while the group is Stable. AuthorizedOperations (v3+) is Kafka's "not requested"
-value (Shoal has no ACLs).
+while the group is Stable. AuthorizedOperations (v3+) is INT32_MIN unless asked for,
+then the principal's operations on the group.
+
+Authorization (Kafka's handleDescribeGroupsRequest): DESCRIBE on each group; the others
+answer GROUP_AUTHORIZATION_FAILED (listed first, empty state and no members).
 """
 
 from __future__ import annotations
@@ -13,21 +16,42 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
+from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
 API_KEY = 15
 _ZERO = datetime.timedelta(0)
-_OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    described = ctx.services.group_service.shard.classic.describe(request.groups)
+    allowed = authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, request.groups)
+    requested = bool(getattr(request, "include_authorized_operations", False))
+    refused = tuple(
+        schema.make(
+            "DescribedGroup",
+            error_code=ErrorCode.group_authorization_failed,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            authorized_operations=ops.NOT_REQUESTED,
+            members=(),
+        )
+        for group_id in request.groups
+        if group_id not in allowed
+    )
+    described = ctx.services.group_service.shard.classic.describe(
+        [group_id for group_id in request.groups if group_id in allowed]
+    )
     return schema.response(
         throttle_time=_ZERO,
-        groups=tuple(
+        groups=refused
+        + tuple(
             schema.make(
                 "DescribedGroup",
                 error_code=ErrorCode.none,
@@ -35,7 +59,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 group_state=group.state,
                 protocol_type=group.protocol_type,
                 protocol_data=group.protocol_data,
-                authorized_operations=_OPERATIONS_NOT_REQUESTED,
+                authorized_operations=ops.for_resource(
+                    ctx, authz.GROUP, group.group_id, requested=requested
+                ),
                 members=tuple(
                     schema.make(
                         "DescribedGroupMember",

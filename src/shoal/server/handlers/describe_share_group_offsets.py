@@ -9,6 +9,11 @@ partition without state answers StartOffset -1, LeaderEpoch 0, Lag -1. An explic
 empty Topics list answers no topics; an empty group id is INVALID_GROUP_ID.
 
 With `share.version`=0 every group answers UNSUPPORTED_VERSION (35).
+
+Authorization (Kafka's handleDescribeShareGroupOffsetsRequest): DESCRIBE on each group
+(GROUP_AUTHORIZATION_FAILED for it); a requested topic the principal may not DESCRIBE
+answers TOPIC_AUTHORIZATION_FAILED on each partition (start offset -1), and asking for
+every topic leaves such topics out.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any
 from shoal.group.results import DescribedOffsetsTopic
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -40,25 +47,40 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     schema, group.group_id, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED
                 )
             )
+        elif not authz.allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, group.group_id):
+            code = ErrorCode.group_authorization_failed
+            groups.append(_group_error(schema, group.group_id, code, authz.DENIED_MESSAGES[code]))
         elif not group.group_id:
             groups.append(
                 _group_error(schema, group.group_id, ErrorCode.invalid_group_id, "Empty group id.")
             )
         else:
+            asked = (
+                None
+                if group.topics is None
+                else [(t.topic_name, [int(p) for p in t.partitions]) for t in group.topics]
+            )
+            visible = authz.filter_allowed(
+                ctx, AclOperation.DESCRIBE, authz.TOPIC, (name for name, _ in asked or ())
+            )
             topics = ctx.services.group_service.describe_offsets(
                 group_id=group.group_id,
-                topics=None
-                if group.topics is None
-                else [(t.topic_name, [int(p) for p in t.partitions]) for t in group.topics],
+                topics=None if asked is None else [t for t in asked if t[0] in visible],
                 high_watermark=lambda topic_id, partition: _high_watermark(
                     ctx, topic_id, partition
                 ),
             )
+            if asked is None and authz.enabled(ctx):
+                shown = authz.filter_allowed(
+                    ctx, AclOperation.DESCRIBE, authz.TOPIC, (t.topic_name for t in topics)
+                )
+                topics = [t for t in topics if t.topic_name in shown]
+            denied = [_denied_topic(schema, t) for t in asked or () if t[0] not in visible]
             groups.append(
                 schema.make(
                     "DescribeShareGroupOffsetsResponseGroup",
                     group_id=group.group_id,
-                    topics=tuple(_topic(schema, topic) for topic in topics),
+                    topics=tuple(_topic(schema, topic) for topic in topics) + tuple(denied),
                     error_code=ErrorCode.none,
                     error_message=None,
                 )
@@ -89,6 +111,28 @@ def _topic(schema: Schema, topic: DescribedOffsetsTopic) -> Any:
                 error_message=p.error_message,
             )
             for p in topic.partitions
+        ),
+    )
+
+
+def _denied_topic(schema: Schema, asked: tuple[str, list[int]]) -> Any:
+    name, partitions = asked
+    code = ErrorCode.topic_authorization_failed
+    return schema.make(
+        "DescribeShareGroupOffsetsResponseTopic",
+        topic_name=name,
+        topic_id=None,
+        partitions=tuple(
+            schema.make(
+                "DescribeShareGroupOffsetsResponsePartition",
+                partition_index=p,
+                start_offset=-1,
+                leader_epoch=0,
+                lag=-1,
+                error_code=code,
+                error_message=authz.DENIED_MESSAGES[code],
+            )
+            for p in partitions
         ),
     )
 

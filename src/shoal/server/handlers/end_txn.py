@@ -4,6 +4,9 @@ The coordinator writes PrepareCommit/PrepareAbort (txn/shard.py), then the marke
 are written to every partition of the transaction and CompleteCommit/CompleteAbort
 recorded (server/txn_service.py) before the answer. v5 (KIP-890, transaction
 version 2) bumps the producer epoch at every end and answers the new id and epoch.
+
+Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+as in Kafka.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -26,6 +31,13 @@ _EPOCH_BUMP_MIN_VERSION = 5
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    if not authz.allowed(ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+        code = ErrorCode.transactional_id_authorization_failed
+        if ctx.api_version < _EPOCH_BUMP_MIN_VERSION:
+            return schema.response(throttle_time=_ZERO, error_code=code)
+        return schema.response(
+            throttle_time=_ZERO, error_code=code, producer_id=-1, producer_epoch=-1
+        )
     txn = ctx.services.txn
     answer, effects = txn.coordinator.end_txn(
         transactional_id=request.transactional_id,

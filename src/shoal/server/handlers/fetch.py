@@ -13,6 +13,10 @@ transactions overlapping the returned records (from the fetch offset to the end 
 last batch returned), as Kafka does; the consumer drops their records. A marker moving
 the last stable offset wakes parked fetches like an append. LastStableOffset is always
 the partition's LSO.
+
+Authorization (only with an authorizer configured): each topic needs READ; a partition
+of any other topic answers TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an
+unknown id, as in Kafka) and is not waited on.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from shoal.log.partition import PartitionLog
 from shoal.log.transactions import AbortedTxn
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -68,11 +74,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     min_bytes = int(request.min_bytes)
     max_bytes = int(request.max_bytes)
     read_committed = int(request.isolation_level) == READ_COMMITTED
-    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    denied: frozenset[str] = frozenset()
+    if authz.enabled(ctx):
+        names = [w.topic for w in wanted if w.topic is not None]
+        denied = frozenset(names) - authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, names)
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and w.topic not in denied]
     while True:
-        results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes, read_committed)
+        results, total_bytes, any_error = _read_all(ctx, wanted, max_bytes, read_committed, denied)
         remaining_ms = deadline_ms - services.clock.monotonic_ms()
-        if total_bytes >= min_bytes or any_error or remaining_ms <= 0 or services.stopping():
+        if (
+            total_bytes >= min_bytes
+            or any_error
+            or remaining_ms <= 0
+            or services.stopping()
+            or (denied and not keys)
+        ):
             break
         await services.purgatory.wait(keys, timeout_ms=remaining_ms)
     return _response(schema, wanted, results, by_id, read_committed)
@@ -96,13 +112,20 @@ class _Result:
 
 
 def _read_all(
-    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int, read_committed: bool
+    ctx: RequestContext,
+    wanted: list[_Wanted],
+    max_bytes: int,
+    read_committed: bool,
+    denied: frozenset[str],
 ) -> tuple[list[_Result], int, bool]:
     logs = ctx.services.logs
     results: list[_Result] = []
     total = 0
     any_error = False
     for w in wanted:
+        if denied and w.topic in denied:
+            results.append(_Result(ErrorCode.topic_authorization_failed, _EMPTY, -1, -1, -1))
+            continue
         partition_log = None if w.topic is None else logs.partition(w.topic, w.partition)
         if partition_log is None:
             missing = (

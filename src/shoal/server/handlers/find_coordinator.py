@@ -6,6 +6,11 @@ one type, answered one `Coordinator` each. Key types: 0 group, 1 transaction, 2 
 (only from v6, as in Kafka, which answers a lower version INVALID_REQUEST). A share key
 must read `groupId:topicId:partition` (Kafka's SharePartitionKey.validate); another
 type is INVALID_REQUEST. A refused key gets node -1, host "" and port -1.
+
+Authorization (Kafka's getCoordinator), before the key is validated: a group key needs
+DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), a share key CLUSTER_ACTION on
+the cluster (CLUSTER_AUTHORIZATION_FAILED); no node is given then.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -44,6 +51,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    denied = _denied(ctx, key, key_type)
+    if denied is not None:
+        code, message = denied
+        return {
+            "error_code": code,
+            "error_message": message if ctx.api_version < _BATCHED_MIN_VERSION else None,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
     problem = _key_problem(key, key_type, ctx.api_version)
     if problem is not None:
         log.info(
@@ -69,6 +86,21 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
         "host": services.node.host,
         "port": services.node.port,
     }
+
+
+def _denied(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str] | None:
+    if key_type == GROUP and not authz.allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, key):
+        return ErrorCode.group_authorization_failed, "Group authorization failed."
+    if key_type == TRANSACTION and not authz.allowed(
+        ctx, AclOperation.DESCRIBE, authz.TRANSACTIONAL_ID, key
+    ):
+        return (
+            ErrorCode.transactional_id_authorization_failed,
+            "Transactional Id authorization failed.",
+        )
+    if key_type == SHARE and not authz.cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+    return None
 
 
 def _key_problem(key: str, key_type: int, version: int) -> str | None:

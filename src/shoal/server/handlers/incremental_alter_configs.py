@@ -19,6 +19,10 @@ ValidateOnly nothing changes.
   persisted and adopted by the group config store (`services.group_configs`), whose
   listeners (the share service) are then called with the group id. DELETE makes
   the key fall back to the broker default.
+
+Authorization (Kafka's handleIncrementalAlterConfigsRequest), after the duplicate
+check: ALTER_CONFIGS on the topic or group (TOPIC_ / GROUP_AUTHORIZATION_FAILED), on the
+cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from shoal.group.configs import GroupConfigError
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.configs import ResourceType, apply_ops, broker_layer_for
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import canonical, check_dynamic_key
@@ -63,6 +69,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             if counts[resource_type, name] > 1:
                 raise Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
+            denied = authz.config_resource_denied(
+                ctx, AclOperation.ALTER_CONFIGS, resource_type, name
+            )
+            if denied is not None:
+                raise Refused(denied, authz.DENIED_MESSAGES[denied])
             ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
             _alter(ctx, resource_type, name, ops, validate_only=bool(request.validate_only))
         except Refused as exc:

@@ -11,6 +11,10 @@ gets a fresh producer id, a known one its epoch bumped (fencing older instances)
 an ongoing transaction is aborted first (CONCURRENT_TRANSACTIONS: the client retries);
 `TransactionTimeoutMs` above `transaction.max.timeout.ms` or below 1 is
 INVALID_TRANSACTION_TIMEOUT.
+
+Authorization (Kafka's handleInitProducerIdRequest): a transactional producer needs
+WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one
+IDEMPOTENT_WRITE on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -35,6 +41,9 @@ NO_PRODUCER_EPOCH = -1
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    denied = _denied(ctx, request.transactional_id)
+    if denied is not None:
+        return _answer(schema, denied)
     try:
         if request.transactional_id is not None:
             return await _transactional(ctx, schema, request)
@@ -43,6 +52,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         log.warning("InitProducerId failed (%s): %s (client %s)", exc.code.name, exc, ctx.client_id)
         return _answer(schema, exc.code)
     return _answer(schema, ErrorCode.none, producer_id, 0)
+
+
+def _denied(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is not None:
+        if authz.allowed(ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    if authz.cluster_allowed(ctx, AclOperation.IDEMPOTENT_WRITE) or authz.allowed_any(
+        ctx, AclOperation.WRITE, authz.TOPIC
+    ):
+        return None
+    return ErrorCode.cluster_authorization_failed
 
 
 async def _transactional(ctx: RequestContext, schema: Any, request: Any) -> Any:

@@ -7,6 +7,8 @@ it, assigned by the coordinator (group/consumer_classic.py). RebalanceTimeout is
 session timeout before v1, as Kafka reads it. A share group id answers
 INCONSISTENT_GROUP_PROTOCOL; a coordinator that cannot write answers
 COORDINATOR_NOT_AVAILABLE.
+
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED, with no member id), as in Kafka.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from shoal.coordinator import RecordSinkFull
 from shoal.group.classic_state import JoinResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.handlers.share_group_heartbeat import client_host
 from shoal.server.registry import api
@@ -36,24 +40,27 @@ def _ms(value: datetime.timedelta) -> int:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     session_timeout_ms = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
-    try:
-        response = await ctx.services.group_service.classic.join(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
-            protocol_type=request.protocol_type,
-            protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=session_timeout_ms if rebalance is None else _ms(rebalance),
-            client_id=ctx.client_id or "",
-            client_host=client_host(ctx),
-            api_version=ctx.api_version,
-        )
-    except RecordSinkFull as exc:
-        log.error("JoinGroup of group %r not written: %s", request.group_id, exc)
-        response = JoinResponse(
-            error=ErrorCode.coordinator_not_available, member_id=request.member_id
-        )
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        response = JoinResponse(error=ErrorCode.group_authorization_failed)
+    else:
+        try:
+            response = await ctx.services.group_service.classic.join(
+                group_id=request.group_id,
+                member_id=request.member_id,
+                group_instance_id=getattr(request, "group_instance_id", None),
+                protocol_type=request.protocol_type,
+                protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=session_timeout_ms if rebalance is None else _ms(rebalance),
+                client_id=ctx.client_id or "",
+                client_host=client_host(ctx),
+                api_version=ctx.api_version,
+            )
+        except RecordSinkFull as exc:
+            log.error("JoinGroup of group %r not written: %s", request.group_id, exc)
+            response = JoinResponse(
+                error=ErrorCode.coordinator_not_available, member_id=request.member_id
+            )
     if response.error not in (None, ErrorCode.member_id_required):
         log.info(
             "JoinGroup of member %r of group %r refused: %s (client %s)",

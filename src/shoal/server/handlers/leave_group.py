@@ -4,6 +4,9 @@ v0-v2 name one member (MemberId) and answer one error; v3+ name a batch of membe
 (MemberId and/or GroupInstanceId) and answer one error each. The group rebalances.
 Classic members of a consumer group leave it the same way; the group may then become
 classic again (group/migration.py).
+
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top level, no
+member results), as in Kafka.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from shoal.group.classic_state import (
 )
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -38,13 +43,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     else:
         members = (LeavingMember(member_id=request.member_id, group_instance_id=None),)
-    try:
-        response = ctx.services.group_service.classic.leave(
-            group_id=request.group_id, members=members
-        )
-    except RecordSinkFull as exc:
-        log.error("LeaveGroup of group %r not written: %s", request.group_id, exc)
-        response = LeaveResponse(error=ErrorCode.coordinator_not_available)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        response = LeaveResponse(error=ErrorCode.group_authorization_failed)
+    else:
+        try:
+            response = ctx.services.group_service.classic.leave(
+                group_id=request.group_id, members=members
+            )
+        except RecordSinkFull as exc:
+            log.error("LeaveGroup of group %r not written: %s", request.group_id, exc)
+            response = LeaveResponse(error=ErrorCode.coordinator_not_available)
     schema = response_schema(API_KEY, ctx.api_version)
     top = response.error
     if not batch and top is None and response.members:

@@ -6,6 +6,9 @@ their protocol type (e.g. "consumer", "" for offsets-only groups), their state
 (Empty, PreparingRebalance, CompletingRebalance, Stable) and GroupType "classic".
 StatesFilter (v4+) and TypesFilter (v5+) are case-insensitive; empty = all.
 Versions before the filters list every group, share groups included, as Kafka does.
+
+Authorization (Kafka's handleListGroupsRequest): with DESCRIBE on the cluster every
+group is listed, otherwise only the groups the principal may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -29,6 +34,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         states_filter=getattr(request, "states_filter", ()),
         types_filter=getattr(request, "types_filter", ()),
     )
+    if not authz.cluster_allowed(ctx, AclOperation.DESCRIBE):
+        visible = authz.filter_allowed(
+            ctx, AclOperation.DESCRIBE, authz.GROUP, (g.group_id for g in listed)
+        )
+        listed = [g for g in listed if g.group_id in visible]
     groups = tuple(
         schema.make(
             "ListedGroup",

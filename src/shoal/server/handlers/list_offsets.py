@@ -11,6 +11,9 @@ finds the batch; the record within it is found by decoding that one batch
 (protocol/records.py), so the answer is exact as in Kafka. The leader
 epoch is 0 (-1 with no offset). A partition named twice in one request gets
 INVALID_REQUEST, an unknown one UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+
+Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions,
+before anything else is checked), as in Kafka's handleListOffsetRequest.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError
 from shoal.protocol.records import first_at_or_after
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -46,6 +51,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # IsolationLevel is in the request from v2.
     read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     counts = Counter((t.name, int(p.partition_index)) for t in request.topics for p in t.partitions)
+    describable = authz.filter_allowed(
+        ctx, AclOperation.DESCRIBE, authz.TOPIC, (t.name for t in request.topics)
+    )
     topics = tuple(
         schema.make(
             "ListOffsetsTopicResponse",
@@ -58,6 +66,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     p,
                     repeated=counts[topic.name, int(p.partition_index)] > 1,
                     read_committed=read_committed,
+                )
+                if topic.name in describable
+                else _answer(
+                    schema, int(p.partition_index), ErrorCode.topic_authorization_failed, _NOT_FOUND
                 )
                 for p in topic.partitions
             ),

@@ -3,6 +3,9 @@ by state names (`StateFilters`; names Kafka does not know are echoed in
 `UnknownStateFilters`), producer ids, v1+ `DurationFilter` (ongoing for longer than
 that many ms; -1 = any) and v2+ `TransactionalIdPattern` (a regular expression the
 whole id must match; an invalid one is INVALID_REGULAR_EXPRESSION).
+
+Authorization: only the transactional ids the principal may DESCRIBE are listed, as in
+Kafka's handleListTransactionsRequest.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 from shoal.txn import TxnState
@@ -56,6 +61,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ):
                 continue
             if pattern is not None and pattern.fullmatch(tid) is None:
+                continue
+            if not authz.allowed(ctx, AclOperation.DESCRIBE, authz.TRANSACTIONAL_ID, tid):
                 continue
             found.append(
                 schema.make(

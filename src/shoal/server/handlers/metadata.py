@@ -12,6 +12,14 @@ allows it (always up to v3, `allow_auto_topic_creation` from v4) and
 invalid name gets INVALID_TOPIC_EXCEPTION either way, as in Kafka. Unlike Kafka (which
 answers LEADER_NOT_AVAILABLE until the new topic is ready) the topic is usable at once,
 so it is described like any other.
+
+Authorization (Kafka's handleTopicMetadataRequest): a topic needs DESCRIBE. Listing every
+topic silently leaves out the ones the principal may not describe; a topic asked for by
+name gets TOPIC_AUTHORIZATION_FAILED (with a null id, so as not to disclose whether it
+exists), by id TOPIC_AUTHORIZATION_FAILED with a null name. Auto-creation needs CREATE on
+the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise). Authorized-operations
+fields hold the principal's own operations (server/authorized_operations.py); the cluster
+field is 0 without DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from typing import Any
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -40,13 +50,15 @@ _TOPIC_IDS_MIN_VERSION = 10
 async def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
-    topic_operations = ops.authorized(
-        ops.TOPIC, requested=bool(getattr(request, "include_topic_authorized_operations", False))
-    )
+    topic_operations = bool(getattr(request, "include_topic_authorized_operations", False))
     if _wants_all(ctx.api_version, request.topics):
-        topics = [
-            _described(schema, ctx, info, topic_operations) for info in services.logs.topics()
-        ]
+        every = services.logs.topics()
+        if authz.enabled(ctx):
+            visible = authz.filter_allowed(
+                ctx, AclOperation.DESCRIBE, authz.TOPIC, (info.name for info in every)
+            )
+            every = [info for info in every if info.name in visible]
+        topics = [_described(schema, ctx, info, topic_operations) for info in every]
     else:
         topics = [
             _one_topic(ctx, schema, request, t, topic_operations) for t in _unique(request.topics)
@@ -64,12 +76,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=services.node.cluster_id,
         controller_id=services.node.node_id,
         topics=tuple(topics),
-        cluster_authorized_operations=ops.authorized(
-            ops.CLUSTER,
-            requested=bool(getattr(request, "include_cluster_authorized_operations", False)),
+        cluster_authorized_operations=_cluster_operations(
+            ctx, requested=bool(getattr(request, "include_cluster_authorized_operations", False))
         ),
         error_code=ErrorCode.none,
     )
+
+
+def _cluster_operations(ctx: RequestContext, *, requested: bool) -> int:
+    if requested and not authz.cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return 0
+    return ops.for_cluster(ctx, requested=requested)
 
 
 def _wants_all(version: int, topics: tuple[Any, ...] | None) -> bool:
@@ -91,7 +108,7 @@ def _unique(topics: tuple[Any, ...]) -> list[Any]:
 
 
 def _one_topic(
-    ctx: RequestContext, schema: Schema, request: Any, topic: Any, topic_operations: int
+    ctx: RequestContext, schema: Schema, request: Any, topic: Any, topic_operations: bool
 ) -> Any:
     version = ctx.api_version
     logs = ctx.services.logs
@@ -108,10 +125,21 @@ def _one_topic(
         info = None if topic_id is None else logs.topic_by_id(topic_id)
         if info is None:
             return _error(schema, ErrorCode.unknown_topic_id, None, topic_id)
+        if not authz.allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, info.name):
+            return _error(schema, ErrorCode.topic_authorization_failed, None, topic_id)
         return _described(schema, ctx, info, topic_operations)
+    if not authz.allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, name):
+        return _error(schema, ErrorCode.topic_authorization_failed, name, None)
     info = logs.topic(name)
     if info is None:
         allowed = version < 4 or bool(request.allow_auto_topic_creation)
+        if (
+            allowed
+            and ctx.services.config.current.get_bool("auto.create.topics.enable")
+            and not authz.cluster_allowed(ctx, AclOperation.CREATE)
+            and not authz.allowed(ctx, AclOperation.CREATE, authz.TOPIC, name)
+        ):
+            return _error(schema, ErrorCode.topic_authorization_failed, name, None)
         info_or_error = _auto_create(ctx, name, allowed=allowed)
         if isinstance(info_or_error, ErrorCode):
             return _error(schema, info_or_error, name, None)
@@ -150,7 +178,7 @@ def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo 
     return info
 
 
-def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: int) -> Any:
+def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: bool) -> Any:
     node = ctx.services.node.node_id
     partitions = tuple(
         schema.make(
@@ -172,7 +200,9 @@ def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_opera
         topic_id=info.topic_id,
         is_internal=info.internal,
         partitions=partitions,
-        topic_authorized_operations=topic_operations,
+        topic_authorized_operations=ops.for_resource(
+            ctx, authz.TOPIC, info.name, requested=topic_operations
+        ),
     )
 
 

@@ -6,12 +6,18 @@ RetentionTime is ignored (Kafka 4.2 ignores it too). A partition that does not e
 answers UNKNOWN_TOPIC_OR_PARTITION and is not committed, as Kafka's KafkaApis. A
 share group id answers GROUP_ID_NOT_FOUND for every partition; a coordinator that
 cannot write answers COORDINATOR_NOT_AVAILABLE.
+
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED on every partition) and
+READ on each topic (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from shoal.protocol.errors import ErrorCode
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server import offset_commits
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -21,9 +27,13 @@ API_KEY = 8
 
 @api(API_KEY, 2, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = None
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        refused = ErrorCode.group_authorization_failed
     return offset_commits.commit(
         ctx,
         request,
+        refused=refused,
         api_key=API_KEY,
         api_name="OffsetCommit",
         what=f"OffsetCommit of group {request.group_id!r} member {request.member_id!r}",

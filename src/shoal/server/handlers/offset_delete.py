@@ -3,6 +3,10 @@
 Unknown group (or a share group): GROUP_ID_NOT_FOUND. A non-empty group of another
 protocol than "consumer": NON_EMPTY_GROUP. A partition of a topic the members
 subscribe to: GROUP_SUBSCRIBED_TO_TOPIC; others are tombstoned (group/committed_offsets.py).
+
+Authorization (Kafka's handleOffsetDeleteRequest): DELETE on the group
+(GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+partitions, which are not deleted).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from shoal.coordinator import RecordSinkFull
 from shoal.group.committed_offsets import PartitionError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -26,12 +32,24 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    if not authz.allowed(ctx, AclOperation.DELETE, authz.GROUP, request.group_id):
+        return schema.response(
+            throttle_time=_ZERO, error_code=ErrorCode.group_authorization_failed, topics=()
+        )
     partitions = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
+    readable = authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, (t for t, _ in partitions))
+    denied = tuple(
+        PartitionError(topic=t, partition=p, error=ErrorCode.topic_authorization_failed)
+        for t, p in partitions
+        if t not in readable
+    )
     answers: tuple[PartitionError, ...]
     try:
         error, answers = ctx.services.group_service.classic.delete_offsets(
-            group_id=request.group_id, partitions=partitions
+            group_id=request.group_id,
+            partitions=[(t, p) for t, p in partitions if t in readable] if denied else partitions,
         )
+        answers = denied + tuple(answers)
     except RecordSinkFull as exc:
         log.error("OffsetDelete of group %r not written: %s", request.group_id, exc)
         error, answers = ErrorCode.coordinator_not_available, ()

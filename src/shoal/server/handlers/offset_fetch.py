@@ -6,6 +6,11 @@ offset answers offset -1, leader epoch -1, metadata "". Offsets a transaction
 committed (TxnOffsetCommit) are invisible until its marker; with RequireStable (v7+)
 a partition that has one answers UNSTABLE_OFFSET_COMMIT (offset -1) instead, as
 Kafka 4.2 (the client retries). A share group id answers GROUP_ID_NOT_FOUND.
+
+Authorization (Kafka's handleOffsetFetchRequest): DESCRIBE on the group
+(GROUP_AUTHORIZATION_FAILED for the group; v1 on each requested partition instead); a
+requested topic the principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED
+(offset -1) after the others, and asking for every partition leaves such topics out.
 """
 
 from __future__ import annotations
@@ -16,20 +21,23 @@ from typing import Any
 from shoal.group.committed_offsets import FetchedOffset
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
 API_KEY = 9
 _ZERO = datetime.timedelta(0)
 _MULTI_GROUP_MIN_VERSION = 8
+_GROUP_ERROR_MIN_VERSION = 2
 
 
 @api(API_KEY, 1, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    classic = ctx.services.group_service.classic
     if ctx.api_version < _MULTI_GROUP_MIN_VERSION:
-        error, fetched = classic.fetch_offsets(
+        error, fetched = _fetch(
+            ctx,
             group_id=request.group_id,
             partitions=_partitions(request.topics),
             require_stable=bool(getattr(request, "require_stable", False)),
@@ -41,7 +49,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     groups = []
     for group in request.groups:
-        error, fetched = classic.fetch_offsets(
+        error, fetched = _fetch(
+            ctx,
             group_id=group.group_id,
             partitions=_partitions(group.topics),
             require_stable=bool(request.require_stable),
@@ -55,6 +64,52 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return schema.response(throttle_time=_ZERO, groups=tuple(groups))
+
+
+def _fetch(
+    ctx: RequestContext,
+    *,
+    group_id: str,
+    partitions: list[tuple[str, int]] | None,
+    require_stable: bool,
+) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
+    """The group's error and offsets, as the principal may see them."""
+    classic = ctx.services.group_service.classic
+    if not authz.allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, group_id):
+        code = ErrorCode.group_authorization_failed
+        if ctx.api_version >= _GROUP_ERROR_MIN_VERSION:
+            return code, ()
+        return None, tuple(
+            FetchedOffset(topic=t, partition=p, error=code) for t, p in partitions or ()
+        )
+    if not authz.enabled(ctx):
+        return classic.fetch_offsets(
+            group_id=group_id, partitions=partitions, require_stable=require_stable
+        )
+    if partitions is None:
+        error, fetched = classic.fetch_offsets(
+            group_id=group_id, partitions=None, require_stable=require_stable
+        )
+        visible = authz.filter_allowed(
+            ctx, AclOperation.DESCRIBE, authz.TOPIC, (f.topic for f in fetched)
+        )
+        return error, tuple(f for f in fetched if f.topic in visible)
+    visible = authz.filter_allowed(
+        ctx, AclOperation.DESCRIBE, authz.TOPIC, (t for t, _ in partitions)
+    )
+    error, fetched = classic.fetch_offsets(
+        group_id=group_id,
+        partitions=[(t, p) for t, p in partitions if t in visible],
+        require_stable=require_stable,
+    )
+    if error is not None:
+        return error, fetched
+    denied = tuple(
+        FetchedOffset(topic=t, partition=p, error=ErrorCode.topic_authorization_failed)
+        for t, p in partitions
+        if t not in visible
+    )
+    return error, fetched + denied
 
 
 def _partitions(topics: Any) -> list[tuple[str, int]] | None:

@@ -31,6 +31,12 @@ An internal topic (`__consumer_offsets`, `__share_group_state`) gets
 INVALID_TOPIC_EXCEPTION "Cannot append to internal topic", as from Kafka's
 ReplicaManager; only the coordinators write there (Kafka's `__admin_client`
 exception is not kept: a foreign record would stop the coordinator from loading).
+
+Authorization (Kafka's handleProduceRequest), only when an authorizer is configured: a
+transactional request needs WRITE on its transactional id (every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise); each topic needs WRITE
+(TOPIC_AUTHORIZATION_FAILED per partition, before its existence is looked at).
+Idempotent produce needs nothing more (IDEMPOTENT_WRITE is checked by InitProducerId).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from shoal.log.api import AppendResult, LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -61,11 +69,33 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if acks not in (-1, 0, 1):
         return _all_failed(schema, request, ErrorCode.invalid_required_acks, f"acks={acks}")
     transactional_id = request.transactional_id
+    denied: frozenset[str] = frozenset()
+    if authz.enabled(ctx):
+        if transactional_id is not None and not authz.allowed(
+            ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, transactional_id
+        ):
+            return _all_failed(
+                schema,
+                request,
+                ErrorCode.transactional_id_authorization_failed,
+                "Transactional Id authorization failed.",
+            )
+        names = [t.name for t in request.topic_data]
+        denied = frozenset(names) - authz.filter_allowed(
+            ctx, AclOperation.WRITE, authz.TOPIC, names
+        )
     appended = [
         (
             topic_data.name,
             [
-                _produce_partition(
+                _Appended(
+                    int(p.index),
+                    _partition_error(
+                        schema, int(p.index), ErrorCode.topic_authorization_failed, None
+                    ),
+                )
+                if topic_data.name in denied
+                else _produce_partition(
                     ctx, schema, topic_data.name, int(p.index), p.records, transactional_id
                 )
                 for p in topic_data.partition_data

@@ -11,18 +11,24 @@ error code (INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE, ...). v
 IsRenewAck (RENEW, type 4) and AcquisitionLockTimeoutMs.
 
 With `share.version`=0 every request answers UNSUPPORTED_VERSION.
+
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED for the whole request) and
+READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, nothing acknowledged).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
-from shoal.server.handlers.share_fetch import ack_batches, invalid_identity
+from shoal.server.handlers.share_fetch import ack_batches, invalid_identity, with_denied_topics
 from shoal.server.registry import api
 from shoal.server.share_responses import share_response
 from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
@@ -40,12 +46,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
+        return _error(schema, ErrorCode.group_authorization_failed, None)
     invalid = invalid_identity(request.group_id, request.member_id)
     if invalid is not None:
         return _error(schema, ErrorCode.invalid_request, invalid)
-    outcome = ctx.services.share_service.share_acknowledge(_decode(request))
+    call = _decode(request)
+    requested = tuple(call.acknowledgements)
+    denied = authz.denied_topic_ids(ctx, AclOperation.READ, (tp.topic_id for tp in requested))
+    if denied:
+        call = dataclasses.replace(
+            call,
+            acknowledgements={
+                tp: b for tp, b in call.acknowledgements.items() if tp.topic_id not in denied
+            },
+        )
+    outcome = ctx.services.share_service.share_acknowledge(call)
     if outcome.error is not None:
         return _error(schema, outcome.error, None)
+    if denied:
+        outcome = with_denied_topics(outcome, requested, denied)
     return _response(schema, ctx, outcome)
 
 

@@ -15,17 +15,26 @@ group's `share.record.lock.duration.ms`, 0 on top-level errors. v2 adds
 ShareAcquireMode (record-limit) and IsRenewAck (RENEW, type 4).
 
 With `share.version`=0 every request answers UNSUPPORTED_VERSION.
+
+Authorization (Kafka's handleShareFetchRequest): READ on the group (GROUP_AUTHORIZATION_FAILED
+for the whole request); each topic needs READ: its partitions answer
+TOPIC_AUTHORIZATION_FAILED (acknowledgements too), are not acquired and do not join the
+share session.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.protocol.share import AcquireMode
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -46,15 +55,46 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
+        return _error(schema, ErrorCode.group_authorization_failed, None)
     invalid = invalid_identity(request.group_id, request.member_id) or _invalid_fetch(request)
     if invalid is not None:
         return _error(schema, ErrorCode.invalid_request, invalid)
+    call = _decode(request)
+    denied = authz.denied_topic_ids(ctx, AclOperation.READ, (tp.topic_id for tp in call.partitions))
+    if denied:
+        call = dataclasses.replace(
+            call,
+            partitions=tuple(tp for tp in call.partitions if tp.topic_id not in denied),
+            acknowledgements={
+                tp: b for tp, b in call.acknowledgements.items() if tp.topic_id not in denied
+            },
+        )
     outcome = await ctx.services.share_service.share_fetch(
-        _decode(request), connection_id=ctx.connection.connection_id
+        call, connection_id=ctx.connection.connection_id
     )
     if outcome.error is not None:
         return _error(schema, outcome.error, None)
+    if denied:
+        outcome = with_denied_topics(outcome, _decode(request).partitions, denied)
     return _response(schema, ctx, outcome)
+
+
+def with_denied_topics(
+    outcome: ShareOutcome, requested: Iterable[TopicIdPartition], denied: frozenset[uuid.UUID]
+) -> ShareOutcome:
+    """`outcome` with TOPIC_AUTHORIZATION_FAILED (fetch and acknowledge) for each
+    requested partition of a topic the principal may not READ."""
+    refused = tuple(
+        PartitionOutcome(
+            tp,
+            error=ErrorCode.topic_authorization_failed,
+            acknowledge_error=ErrorCode.topic_authorization_failed,
+        )
+        for tp in dict.fromkeys(requested)
+        if tp.topic_id in denied
+    )
+    return dataclasses.replace(outcome, partitions=outcome.partitions + refused)
 
 
 def invalid_identity(group_id: str | None, member_id: str | None) -> str | None:

@@ -10,6 +10,10 @@ with partitions, or null when unchanged. v0 (Kafka 4.0 early access) is not serv
 With `share.version`=0 share groups are off: the API stays advertised and every
 request answers UNSUPPORTED_VERSION (35). A coordinator that cannot write its records
 answers COORDINATOR_NOT_AVAILABLE, which clients retry after finding the coordinator.
+
+Authorization (Kafka's handleShareGroupHeartbeat): READ on the group
+(GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic name
+(TOPIC_AUTHORIZATION_FAILED otherwise); nothing is written when refused.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from shoal.coordinator import RecordSinkError
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
@@ -41,6 +47,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not share_groups_enabled(ctx.services.config.current):
         return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        return _error(schema, ErrorCode.group_authorization_failed, None)
+    topics = request.subscribed_topic_names or ()
+    if authz.enabled(ctx) and authz.filter_allowed(
+        ctx, AclOperation.DESCRIBE, authz.TOPIC, topics
+    ) != set(topics):
+        return _error(schema, ErrorCode.topic_authorization_failed, None)
     try:
         response = ctx.services.group_service.heartbeat(
             group_id=request.group_id,
@@ -89,7 +102,7 @@ def heartbeat_response(schema: Schema, response: ShareGroupHeartbeatResponse) ->
     )
 
 
-def _error(schema: Schema, code: ErrorCode, message: str) -> Any:
+def _error(schema: Schema, code: ErrorCode, message: str | None) -> Any:
     return schema.response(
         throttle_time=_ZERO,
         error_code=code,

@@ -4,6 +4,8 @@ A follower's answer waits for the leader's SyncGroup (parked by the group servic
 rules in group/classic.py. ProtocolType and ProtocolName (v5) must match the
 group's, else INCONSISTENT_GROUP_PROTOCOL. A classic member of a consumer group
 gets the assignment the coordinator computed, at once (group/consumer_classic.py).
+
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from shoal.coordinator import RecordSinkFull
 from shoal.group.classic_state import SyncResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -26,19 +30,22 @@ _ZERO = datetime.timedelta(0)
 
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    try:
-        response = await ctx.services.group_service.classic.sync(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            generation_id=int(request.generation_id),
-            group_instance_id=getattr(request, "group_instance_id", None),
-            protocol_type=getattr(request, "protocol_type", None),
-            protocol_name=getattr(request, "protocol_name", None),
-            assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
-        )
-    except RecordSinkFull as exc:
-        log.error("SyncGroup of group %r not written: %s", request.group_id, exc)
-        response = SyncResponse(error=ErrorCode.coordinator_not_available)
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        response = SyncResponse(error=ErrorCode.group_authorization_failed)
+    else:
+        try:
+            response = await ctx.services.group_service.classic.sync(
+                group_id=request.group_id,
+                member_id=request.member_id,
+                generation_id=int(request.generation_id),
+                group_instance_id=getattr(request, "group_instance_id", None),
+                protocol_type=getattr(request, "protocol_type", None),
+                protocol_name=getattr(request, "protocol_name", None),
+                assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+            )
+        except RecordSinkFull as exc:
+            log.error("SyncGroup of group %r not written: %s", request.group_id, exc)
+            response = SyncResponse(error=ErrorCode.coordinator_not_available)
     if response.error is not None:
         log.info(
             "SyncGroup of member %r of group %r at generation %d: %s (client %s)",

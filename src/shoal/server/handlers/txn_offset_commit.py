@@ -13,12 +13,19 @@ GROUP_ID_NOT_FOUND; a coordinator that cannot write answers COORDINATOR_NOT_AVAI
 TransactionalId, ProducerId and ProducerEpoch are the transaction coordinator's to
 check (txn/): here they key the pending offsets, and an epoch older than the one the
 producer's pending offsets in the group carry answers INVALID_PRODUCER_EPOCH.
+
+Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on
+every partition), then READ on the group (GROUP_AUTHORIZATION_FAILED), then READ on
+each topic (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from shoal.protocol.errors import ErrorCode
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server import offset_commits
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -28,9 +35,15 @@ API_KEY = 28
 
 @api(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    refused = None
+    if not authz.allowed(ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+        refused = ErrorCode.transactional_id_authorization_failed
+    elif not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
+        refused = ErrorCode.group_authorization_failed
     return offset_commits.commit(
         ctx,
         request,
+        refused=refused,
         api_key=API_KEY,
         api_name="TxnOffsetCommit",
         what=(

@@ -2,7 +2,8 @@
 coordinator's request to partition leaders; here, and for tools, served by the same
 marker writer the coordinator uses, server/txn_service.py). Each partition answers
 its own error: UNKNOWN_TOPIC_OR_PARTITION for a partition this broker does not have,
-the log's fencing errors, or NONE.
+the log's fencing errors, or NONE. A principal without CLUSTER_ACTION on the cluster
+gets CLUSTER_AUTHORIZATION_FAILED on every partition, as in Kafka.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 from shoal.txn import ABORT, COMMIT, WriteMarkers
@@ -23,7 +27,11 @@ API_KEY = 27
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     results = []
+    cluster_action = authz.cluster_allowed(ctx, AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
+        if not cluster_action:
+            results.append(_denied(schema, marker))
+            continue
         markers = WriteMarkers(
             transactional_id="",
             producer_id=int(marker.producer_id),
@@ -59,3 +67,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return schema.response(markers=tuple(results))
+
+
+def _denied(schema: Any, marker: Any) -> Any:
+    """Every partition of `marker` refused: WriteTxnMarkers needs CLUSTER_ACTION."""
+    return schema.make(
+        "WritableTxnMarkerResult",
+        producer_id=marker.producer_id,
+        topics=tuple(
+            schema.make(
+                "WritableTxnMarkerTopicResult",
+                name=t.name,
+                partitions=tuple(
+                    schema.make(
+                        "WritableTxnMarkerPartitionResult",
+                        partition_index=p,
+                        error_code=ErrorCode.cluster_authorization_failed,
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in marker.topics
+        ),
+    )
