@@ -176,6 +176,9 @@ _B, _T, _G = Scope.BROKER, Scope.TOPIC, Scope.GROUP
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 """`group.consumer.migration.policy` values (Kafka's ConsumerGroupMigrationPolicy)."""
 
+AUTHORIZER_CLASSES = ("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "standard")
+"""`authorizer.class.name` values Shoal accepts: none, Kafka's StandardAuthorizer, its
+short name."""
 _INT, _LONG, _BOOL, _STR, _LIST = (
     ConfigType.INT,
     ConfigType.LONG,
@@ -601,6 +604,34 @@ _DEFS: list[ConfigDef] = [
         "org.apache.kafka.server.share.persister.DefaultStatePersister",
         _B,
         "Kafka knob; Shoal always persists through its share coordinator.",
+    ),
+    # ---- broker: authorization (wt-acl; security/authorizer.py, server/acl_store.py)
+    ConfigDef(
+        "authorizer.class.name",
+        ConfigType.CLASS,
+        "",
+        _B,
+        "Empty: no authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED). "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer or its short name "
+        "'standard': Kafka's ACL authorizer.",
+        read_only=True,
+        check=lambda v: None if v in AUTHORIZER_CLASSES else f"unknown authorizer {v!r}",
+    ),
+    ConfigDef(
+        "super.users",
+        _STR,
+        "",
+        _B,
+        "Principals always allowed, separated by semicolons (User:admin;User:ops).",
+        read_only=True,
+    ),
+    ConfigDef(
+        "allow.everyone.if.no.acl.found",
+        _BOOL,
+        False,
+        _B,
+        "Allow an action on a resource no ACL names (with an authorizer configured).",
+        read_only=True,
     ),
     # ---- topic keys (fall back to their broker synonym)
     ConfigDef(

@@ -95,3 +95,11 @@ share-partitions in use rather than every one ever touched."""
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
 with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""
+
+# ---- authorization (wt-acl)
+ACLS_MAX: Final = 100_000
+"""ACL bindings the broker keeps at most; a CreateAcls that would pass it gets
+INVALID_REQUEST for the bindings beyond it (Kafka bounds ACL changes by its metadata
+record limits; Shoal bounds the set, which it rewrites whole on each change)."""
+ACL_FILE_BYTES_MAX: Final = 64 << 20
+"""An `acls.json` larger than this is refused at start (corrupt or not ours)."""
