@@ -151,7 +151,7 @@ class AclBindingFilter:
         if self.pattern_type is PatternType.ANY or self.pattern_type == acl.pattern_type:
             return self.name == acl.name
         if acl.pattern_type is PatternType.LITERAL:
-            return self.name == acl.name or acl.name == WILDCARD
+            return acl.name in (self.name, WILDCARD)
         return self.name.startswith(acl.name)
 
     def _matches_entry(self, acl: AclBinding) -> bool:
@@ -267,9 +267,9 @@ class StandardAuthorizer:
         for bucket in self._resource_acls(action.resource_type, action.name):
             resource_acls_found = True
             for acl in bucket:
-                if acl.principal != caller and acl.principal != WILDCARD_PRINCIPAL:
+                if acl.principal not in (caller, WILDCARD_PRINCIPAL):
                     continue
-                if acl.host != WILDCARD and acl.host != host:
+                if acl.host not in (WILDCARD, host):
                     continue
                 if acl.permission is PermissionType.DENY:
                     if acl.operation is AclOperation.ALL or acl.operation == operation:
@@ -331,7 +331,7 @@ class StandardAuthorizer:
         wildcard_allowed = False
         for who in {caller, WILDCARD_PRINCIPAL}:
             for acl in self._by_principal.get((resource_type, who), ()):
-                if acl.host != WILDCARD and acl.host != host:
+                if acl.host not in (WILDCARD, host):
                     continue
                 if acl.operation is not AclOperation.ALL and acl.operation != operation:
                     continue
@@ -346,15 +346,22 @@ class StandardAuthorizer:
                     (allow_literal if literal else allow_prefixed).add(acl.name)
         if wildcard_allowed:
             return True
+        lengths = sorted({len(prefix) for prefix in deny_prefixed})
         for name in allow_literal:
-            if name not in deny_literal and not _has_prefix_in(name, deny_prefixed):
+            if name not in deny_literal and not _has_prefix_in(name, deny_prefixed, lengths):
                 return True
-        return any(not _has_prefix_in(name, deny_prefixed) for name in allow_prefixed)
+        return any(not _has_prefix_in(name, deny_prefixed, lengths) for name in allow_prefixed)
 
 
-def _has_prefix_in(name: str, prefixes: set[str]) -> bool:
-    """Whether some non-empty prefix of `name` (itself included) is in `prefixes`."""
-    return bool(prefixes) and any(name[:end] in prefixes for end in range(1, len(name) + 1))
+def _has_prefix_in(name: str, prefixes: set[str], lengths: list[int]) -> bool:
+    """Whether some prefix of `name` (itself included) is in `prefixes`, whose distinct
+    lengths are `lengths` (sorted)."""
+    for length in lengths:
+        if length > len(name):
+            return False
+        if name[:length] in prefixes:
+            return True
+    return False
 
 
 def _discard(

@@ -28,6 +28,8 @@ from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
+from shoal.security.acl import ALLOW_ALL
+from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.disk_io import DiskIO
@@ -37,8 +39,6 @@ from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.latency_trace import TRACE
 from shoal.server.purgatory import Purgatory
-from shoal.security.acl import ALLOW_ALL
-from shoal.server.acl_store import open_acl_store
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
