@@ -5,12 +5,13 @@ Run from the repository root:
     .venv/bin/python -m bench.acl_authorize            # 10k ACLs
     .venv/bin/python -m bench.acl_authorize --acls 100000
 
-The ACL set: `--acls` bindings over as many topics, half LITERAL and half PREFIXED,
-for 50 principals, ALLOW and DENY mixed, plus a `*` wildcard.
-Measured: `authorize` of a READ on a topic with ACLs, on a topic with none, on a prefix-covered topic; and `authorize_any` (WRITE on any topic) for a
-principal with and without ACLs. Each figure is the median of 5 rounds of 20k calls,
-in microseconds per call. The target (issue 12) is under 20 us for `authorize` at 10k
-ACLs. Prints a table and writes JSON to bench/results/acl_authorize-<ts>.json.
+The ACL set: `--acls` bindings over as many topics, half LITERAL and half
+PREFIXED, for 50 principals, ALLOW and DENY mixed, plus a `*` wildcard. Measured:
+`authorize` of a READ on a topic with ACLs, on a topic with none, on a prefix-covered
+topic; and `authorize_any` (WRITE on any topic) for a principal with and without ACLs.
+Each figure is the median of 5 rounds of 20k calls, in microseconds per call. The
+target (issue 12) is under 20 us for `authorize` at 10k ACLs. Prints a table and
+writes JSON to bench/results/acl_authorize-<ts>.json.
 """
 
 from __future__ import annotations
