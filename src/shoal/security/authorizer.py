@@ -86,6 +86,15 @@ class AclBinding:
     operation: AclOperation
     permission: PermissionType
 
+    def __str__(self) -> str:
+        """As Kafka prints an AclBinding."""
+        return (
+            f"(pattern=ResourcePattern(resourceType={self.resource_type.name}, "
+            f"name={self.name}, patternType={self.pattern_type.name}), "
+            f"entry=(principal={self.principal}, host={self.host}, "
+            f"operation={self.operation.name}, permissionType={self.permission.name}))"
+        )
+
     def problem(self) -> str | None:
         """Why Kafka refuses to create this binding (INVALID_REQUEST), or None."""
         if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
