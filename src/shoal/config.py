@@ -624,6 +624,14 @@ _DEFS: list[ConfigDef] = [
         _B,
         "Principals always allowed, separated by semicolons (User:admin;User:ops).",
         read_only=True,
+        check=lambda v: next(
+            (
+                f"expected a string in format principalType:principalName but got {p.strip()}"
+                for p in str(v).split(";")
+                if p.strip() and ":" not in p
+            ),
+            None,
+        ),
     ),
     ConfigDef(
         "allow.everyone.if.no.acl.found",

@@ -115,5 +115,7 @@ def test_open_acl_store_follows_the_config(tmp_path: Path) -> None:
     assert store.authorizer.allow_everyone_if_no_acl_found
     short = open_acl_store(BrokerConfig.from_raw({**base, "authorizer.class.name": "standard"}))
     assert short is not None and not short.authorizer.super_users
+    with pytest.raises(ValueError, match="principalType:principalName"):
+        BrokerConfig.from_raw({**base, "super.users": "User:admin;ops"})
     with pytest.raises(ValueError, match="unknown authorizer"):
         BrokerConfig.from_raw({**base, "authorizer.class.name": "com.example.Other"})
