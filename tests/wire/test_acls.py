@@ -191,3 +191,29 @@ def test_anonymous_without_acls_is_refused(locked_broker: BrokerProcess) -> None
     assert [r.error_code for r in removed.filter_results] == [
         ErrorCode.cluster_authorization_failed
     ]
+
+
+def test_acls_apply_at_once_and_after_a_restart(fresh_broker: BrokerProcess) -> None:
+    """allow.everyone.if.no.acl.found lets ANONYMOUS administer while no ACL names the
+    cluster; its own DENY of ALTER on the cluster then locks it out, at once and after
+    a restart (the authorizer changes in place, the set is durable)."""
+    fresh_broker.overrides += [AUTHORIZER, "allow.everyone.if.no.acl.found=true"]
+    fresh_broker.restart()
+    deny_alter = creation(
+        3,
+        "kafka-cluster",
+        resource_type=RT.CLUSTER,
+        principal="User:ANONYMOUS",
+        operation=Op.ALTER,
+        permission_type=Perm.DENY,
+    )
+    created = call1(fresh_broker.bootstrap, create(3, deny_alter))
+    assert [r.error_code for r in created.results] == [ErrorCode.none]
+    for _ in range(2):
+        again = call1(fresh_broker.bootstrap, create(3, creation(3, "t")))
+        assert [r.error_code for r in again.results] == [ErrorCode.cluster_authorization_failed]
+        listed = call1(fresh_broker.bootstrap, describe(3))
+        assert listed.error_code == ErrorCode.cluster_authorization_failed, (
+            "an ACL now names the cluster, and none allows DESCRIBE"
+        )
+        fresh_broker.restart()
