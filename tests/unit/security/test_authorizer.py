@@ -355,7 +355,7 @@ def model_authorize(
     return everyone and not on_resource
 
 
-NAMES = st.sampled_from(["a", "ab", "abc", "b", "*", "ba"])
+NAMES = st.sampled_from(["a", "ab", "abc", "b", "*", "ba", "h"])
 OPS = st.sampled_from([Op.ALL, Op.READ, Op.WRITE, Op.DESCRIBE, Op.ALTER, Op.ALTER_CONFIGS])
 BINDINGS = st.builds(
     AclBinding,
@@ -435,3 +435,59 @@ def test_filter_match_of_a_name_lists_the_bindings_that_apply(
         or (pattern is PT.ANY and a.name == name)
         or (a.pattern_type == pattern and a.name == name)
     ]
+
+
+def model_authorize_any(
+    acls: list[AclBinding], super_users: set[str], everyone: bool, who: str, host: str,
+    op: AclOperation, rt: ResourceType,
+) -> bool:  # fmt: skip
+    """Kafka's Authorizer.authorizeByResourceType, step by step over every binding."""
+    if model_authorize(acls, super_users, everyone, who, host, Action(op, rt, "hardcode")):
+        return True
+    deny: dict[PatternType, set[str]] = {PT.LITERAL: set(), PT.PREFIXED: set()}
+    allow: dict[PatternType, set[str]] = {PT.LITERAL: set(), PT.PREFIXED: set()}
+    wildcard_allow = False
+    for a in acls:
+        if a.resource_type != rt or a.host not in (host, "*") or a.principal not in (who, "User:*"):
+            continue
+        if a.operation not in (op, Op.ALL):
+            continue
+        if a.permission == Perm.DENY:
+            if a.pattern_type == PT.LITERAL and a.name == "*":
+                return False
+            deny[a.pattern_type].add(a.name)
+        elif a.pattern_type == PT.LITERAL and a.name == "*":
+            wildcard_allow = True
+        else:
+            allow[a.pattern_type].add(a.name)
+    if wildcard_allow:
+        return True
+    for pattern, names in allow.items():
+        for name in names:
+            if pattern == PT.LITERAL and name in deny[PT.LITERAL]:
+                continue
+            if not any(name[:i] in deny[PT.PREFIXED] for i in range(1, len(name) + 1)):
+                return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    acls=st.lists(BINDINGS, max_size=12),
+    everyone=st.booleans(),
+    who=st.sampled_from(["User:alice", "User:bob"]),
+    host=st.sampled_from(["h1", "h2"]),
+    rt=st.sampled_from([RT.TOPIC, RT.GROUP]),
+    op=st.sampled_from([Op.READ, Op.WRITE, Op.DESCRIBE, Op.ALTER]),
+)
+def test_authorize_any_agrees_with_kafkas_algorithm(
+    acls: list[AclBinding],
+    everyone: bool,
+    who: str,
+    host: str,
+    rt: ResourceType,
+    op: AclOperation,
+) -> None:
+    authorizer = StandardAuthorizer(allow_everyone_if_no_acl_found=everyone, acls=acls)
+    expected = model_authorize_any(sorted(set(acls)), set(), everyone, who, host, op, rt)
+    assert authorizer.authorize_any(KafkaPrincipal.parse(who), host, op, rt) is expected
