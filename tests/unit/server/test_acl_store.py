@@ -119,3 +119,13 @@ def test_open_acl_store_follows_the_config(tmp_path: Path) -> None:
         BrokerConfig.from_raw({**base, "super.users": "User:admin;ops"})
     with pytest.raises(ValueError, match="unknown authorizer"):
         BrokerConfig.from_raw({**base, "authorizer.class.name": "com.example.Other"})
+
+
+def test_an_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store_at(tmp_path).create([READ_T, DENY_PREFIX])
+    size = (tmp_path / ACLS_FILE).stat().st_size
+    monkeypatch.setattr("shoal.limits.ACL_FILE_BYTES_MAX", size - 1)
+    with pytest.raises(OSError, match="larger than"):
+        AclFile(tmp_path).load()
+    monkeypatch.setattr("shoal.limits.ACL_FILE_BYTES_MAX", size)
+    assert len(AclFile(tmp_path).load()) == 2
