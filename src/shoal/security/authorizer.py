@@ -68,6 +68,9 @@ _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     ),
 }
 """For an operation asked for: the ALLOWed operations that grant it (besides ALL)."""
+AUTHORIZE_ANY_CACHE_MAX = 10_000
+"""`authorize_any` answers remembered at most (per principal, host, operation and
+resource type, until the ACL set changes); when full the memory is emptied and refills."""
 _AUTHORIZE_ANY_PROBE = "hardcode"
 """The literal resource name Kafka's authorizeByResourceType probes first (so super
 users and allow-everyone are honoured before the scan)."""
@@ -205,6 +208,8 @@ class StandardAuthorizer:
         self._prefix_names: dict[tuple[ResourceType, int], int] = defaultdict(int)
         """Per (type, length), how many distinct PREFIXED names have that length."""
         self._by_principal: dict[tuple[ResourceType, str], set[AclBinding]] = defaultdict(set)
+        self._any_answers: dict[tuple[str, str, AclOperation, ResourceType], bool] = {}
+        """authorize_any's answers since the set last changed (its scan is per principal)."""
         self.add(acls)
 
     # ---- the ACL set
@@ -226,6 +231,7 @@ class StandardAuthorizer:
             assert acl.problem() is None, f"invalid ACL {acl}: {acl.problem()}"
             if acl in self._all:
                 continue
+            self._any_answers.clear()
             self._all.add(acl)
             self._by_principal[acl.resource_type, acl.principal].add(acl)
             key = (acl.resource_type, acl.name)
@@ -244,6 +250,7 @@ class StandardAuthorizer:
         for acl in acls:
             if acl not in self._all:
                 continue
+            self._any_answers.clear()
             self._all.discard(acl)
             _discard(self._by_principal, (acl.resource_type, acl.principal), acl)
             key = (acl.resource_type, acl.name)
@@ -329,6 +336,23 @@ class StandardAuthorizer:
         (a LITERAL DENY never covers a PREFIXED ALLOW)."""
         assert operation not in (AclOperation.ANY, AclOperation.UNKNOWN), operation
         assert resource_type not in (ResourceType.ANY, ResourceType.UNKNOWN), resource_type
+        key = (str(principal), host, operation, resource_type)
+        answer = self._any_answers.get(key)
+        if answer is None:
+            if len(self._any_answers) >= AUTHORIZE_ANY_CACHE_MAX:
+                self._any_answers.clear()
+            answer = self._any_answers[key] = self._authorize_any(
+                principal, host, operation, resource_type
+            )
+        return answer
+
+    def _authorize_any(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
         probe = Action(operation, resource_type, _AUTHORIZE_ANY_PROBE)
         if self.authorize(principal, host, probe):
             return True

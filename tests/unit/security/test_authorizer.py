@@ -491,3 +491,18 @@ def test_authorize_any_agrees_with_kafkas_algorithm(
     authorizer = StandardAuthorizer(allow_everyone_if_no_acl_found=everyone, acls=acls)
     expected = model_authorize_any(sorted(set(acls)), set(), everyone, who, host, op, rt)
     assert authorizer.authorize_any(KafkaPrincipal.parse(who), host, op, rt) is expected
+
+
+def test_authorize_any_answers_follow_changes_and_the_memory_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    authorizer = StandardAuthorizer()
+    assert not authorizer.authorize_any(ALICE, HOST, Op.WRITE, RT.TOPIC)
+    authorizer.add([acl("t", Op.WRITE)])
+    assert authorizer.authorize_any(ALICE, HOST, Op.WRITE, RT.TOPIC), "add forgets answers"
+    authorizer.remove([acl("t", Op.WRITE)])
+    assert not authorizer.authorize_any(ALICE, HOST, Op.WRITE, RT.TOPIC), "so does remove"
+    monkeypatch.setattr("shoal.security.authorizer.AUTHORIZE_ANY_CACHE_MAX", 3)
+    for i in range(10):
+        authorizer.authorize_any(ALICE, f"10.0.0.{i}", Op.WRITE, RT.TOPIC)
+        assert len(authorizer._any_answers) <= 3
