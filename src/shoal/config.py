@@ -176,9 +176,6 @@ _B, _T, _G = Scope.BROKER, Scope.TOPIC, Scope.GROUP
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 """`group.consumer.migration.policy` values (Kafka's ConsumerGroupMigrationPolicy)."""
 
-AUTHORIZER_CLASSES = ("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "standard")
-"""`authorizer.class.name` values Shoal accepts: none, Kafka's StandardAuthorizer, its
-short name."""
 _INT, _LONG, _BOOL, _STR, _LIST = (
     ConfigType.INT,
     ConfigType.LONG,
@@ -615,7 +612,7 @@ _DEFS: list[ConfigDef] = [
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer or its short name "
         "'standard': Kafka's ACL authorizer.",
         read_only=True,
-        check=lambda v: None if v in AUTHORIZER_CLASSES else f"unknown authorizer {v!r}",
+        choices=("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "standard"),
     ),
     ConfigDef(
         "super.users",

@@ -48,11 +48,6 @@ from shoal.security.acl import (
 
 WILDCARD_PRINCIPAL = "User:*"
 """An ACL principal that matches every principal (of type User, as in Kafka)."""
-STANDARD_AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-"""`authorizer.class.name` values that select this authorizer: Kafka's class name and
-Shoal's short name."""
-STANDARD_AUTHORIZER_SHORT = "standard"
-
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(
         {
