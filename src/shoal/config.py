@@ -620,6 +620,42 @@ _DEFS: list[ConfigDef] = [
         _B,
         "Kafka knob; Shoal always persists through its share coordinator.",
     ),
+    # ---- broker: authorization (wt-acl; security/authorizer.py, server/acl_store.py)
+    ConfigDef(
+        "authorizer.class.name",
+        ConfigType.CLASS,
+        "",
+        _B,
+        "Empty: no authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED). "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer or its short name "
+        "'standard': Kafka's ACL authorizer.",
+        read_only=True,
+        choices=("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "standard"),
+    ),
+    ConfigDef(
+        "super.users",
+        _STR,
+        "",
+        _B,
+        "Principals always allowed, separated by semicolons (User:admin;User:ops).",
+        read_only=True,
+        check=lambda v: next(
+            (
+                f"expected a string in format principalType:principalName but got {p.strip()}"
+                for p in str(v).split(";")
+                if p.strip() and ":" not in p
+            ),
+            None,
+        ),
+    ),
+    ConfigDef(
+        "allow.everyone.if.no.acl.found",
+        _BOOL,
+        False,
+        _B,
+        "Allow an action on a resource no ACL names (with an authorizer configured).",
+        read_only=True,
+    ),
     # ---- topic keys (fall back to their broker synonym)
     ConfigDef(
         "cleanup.policy",

@@ -107,3 +107,11 @@ CONSOLE_EVENT_INTERVAL_MS: Final = 1_000
 """How often a share group's server-sent event stream pushes a new picture."""
 CONSOLE_EVENT_STREAMS_MAX: Final = 64
 """Open server-sent event streams at once; one more is answered 503."""
+
+# ---- authorization (security/authorizer.py, server/acl_store.py)
+ACLS_MAX: Final = 100_000
+"""ACL bindings the broker keeps at most; a CreateAcls that would pass it gets
+INVALID_REQUEST for the bindings beyond it (Kafka bounds ACL changes by its metadata
+record limits; Shoal bounds the set, which it rewrites whole on each change)."""
+ACL_FILE_BYTES_MAX: Final = 64 << 20
+"""An `acls.json` larger than this is refused at start (corrupt or not ours)."""

@@ -28,6 +28,8 @@ from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
+from shoal.security.acl import ALLOW_ALL
+from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.disk_io import DiskIO
@@ -142,6 +144,8 @@ class Broker:
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
+        self.acls = open_acl_store(config)
+        """Authorization (wt-acl): the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
                 node_id=self.node_id,
@@ -161,6 +165,8 @@ class Broker:
             stopping=lambda: self.stopping,
             state_writes=self.share_state.append_linger,
             txn=self.txn,
+            authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
+            acls=self.acls,
         )
         """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None

@@ -22,6 +22,9 @@ and handed to every connection:
     metrics        the broker's metrics registry (server/metrics.py)
     authorizer     who may do what (`security/acl.py`); ALLOW_ALL unless
                    `authorizer.class.name` names one
+    acls           the durable ACL set behind the StandardAuthorizer (server/acl_store.py);
+                   None when no authorizer is configured (the ACL APIs answer
+                   SECURITY_DISABLED)
 
 Nothing here imports the broker, the registry or the connection, so `server/` has no
 import cycle; handlers do not notify anyone of log changes, the log announces them
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from shoal.clock import Clock
 from shoal.log.manager import LogManager
 from shoal.security.acl import ALLOW_ALL, Authorizer
+from shoal.server.acl_store import AclStore
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigStore
@@ -93,3 +97,4 @@ class Services:
     txn: TxnService
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     authorizer: Authorizer = ALLOW_ALL
+    acls: AclStore | None = None

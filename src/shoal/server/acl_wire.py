@@ -1,0 +1,72 @@
+"""What the three ACL handlers share: wire fields to bindings and filters (codes Kafka
+does not know become UNKNOWN, which validation refuses), and the cluster check each
+makes first (DESCRIBE for DescribeAcls, ALTER for CreateAcls and DeleteAcls, as Kafka's
+AclApis)."""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Any, TypeVar
+
+from shoal.protocol.errors import ErrorCode
+from shoal.security.acl import (
+    CLUSTER_NAME,
+    AclOperation,
+    Action,
+    PatternType,
+    PermissionType,
+    ResourceType,
+)
+from shoal.security.authorizer import AclBinding, AclBindingFilter
+from shoal.server.context import RequestContext
+
+log = logging.getLogger(__name__)
+_E = TypeVar("_E", bound=enum.IntEnum)
+NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
+"""SECURITY_DISABLED's message, Kafka's words."""
+
+
+def code_of(kind: type[_E], value: int) -> _E:
+    """`kind`'s member for a wire code; UNKNOWN (0) for codes it does not have."""
+    try:
+        return kind(int(value))
+    except ValueError:
+        return kind(0)
+
+
+def binding_from_creation(creation: Any) -> AclBinding:
+    return AclBinding(
+        code_of(ResourceType, creation.resource_type),
+        creation.resource_name,
+        code_of(PatternType, creation.resource_pattern_type),
+        creation.principal,
+        creation.host,
+        code_of(AclOperation, creation.operation),
+        code_of(PermissionType, creation.permission_type),
+    )
+
+
+def filter_from_wire(item: Any) -> AclBindingFilter:
+    """A DescribeAcls request or a DeleteAcls filter (same field names)."""
+    return AclBindingFilter(
+        resource_type=code_of(ResourceType, item.resource_type_filter),
+        name=item.resource_name_filter,
+        pattern_type=code_of(PatternType, item.pattern_type_filter),
+        principal=item.principal_filter,
+        host=item.host_filter,
+        operation=code_of(AclOperation, item.operation),
+        permission=code_of(PermissionType, item.permission_type),
+    )
+
+
+def cluster_refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    """CLUSTER_AUTHORIZATION_FAILED and its message unless the caller may perform
+    `operation` on the cluster; None when it may."""
+    principal = ctx.connection.principal
+    action = Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    if ctx.services.authorizer.authorize(principal, ctx.connection.peer_host, action):
+        return None
+    message = f"Principal {principal} is not authorized to {operation.name} the cluster."
+    log.info("ACL request (api %d) refused: %s", ctx.api_key, message)
+    return ErrorCode.cluster_authorization_failed, message

@@ -1,0 +1,59 @@
+"""CreateAcls (30) v1-v3 (Kafka 4 removed v0): add ACL bindings, one result each.
+
+Needs ALTER on the cluster (else every result is CLUSTER_AUTHORIZATION_FAILED); without
+an authorizer every result is SECURITY_DISABLED. A binding Kafka refuses (ANY / MATCH /
+UNKNOWN codes, an empty name, a CLUSTER name other than kafka-cluster, a principal
+without `Type:`) gets INVALID_REQUEST alone; the others are created. A binding already
+present succeeds without change. The response is sent after the new set is on disk.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
+from shoal.server.acl_wire import NO_AUTHORIZER_MESSAGE, binding_from_creation, cluster_refusal
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+
+log = logging.getLogger(__name__)
+API_KEY = 30
+_ZERO = datetime.timedelta(0)
+
+
+@api(API_KEY, 1, 3)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+
+    def result(code: ErrorCode, message: str | None) -> Any:
+        return schema.make("AclCreationResult", error_code=code, error_message=message)
+
+    def respond(results: list[Any]) -> Any:
+        return schema.response(throttle_time=_ZERO, results=tuple(results))
+
+    refusal = cluster_refusal(ctx, AclOperation.ALTER)
+    if refusal is not None:
+        return respond([result(*refusal) for _ in request.creations])
+    store = ctx.services.acls
+    if store is None:
+        disabled = result(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)
+        return respond([disabled for _ in request.creations])
+    bindings = [binding_from_creation(creation) for creation in request.creations]
+    try:
+        outcome = store.create(bindings)
+    except OSError as exc:
+        log.error("CreateAcls could not persist the ACLs: %s (client %s)", exc, ctx.client_id)
+        failed = result(ErrorCode.unknown_server_error, f"ACLs not persisted: {exc}")
+        return respond([failed for _ in request.creations])
+    return respond(
+        [
+            result(ErrorCode.none, None)
+            if problem is None
+            else result(ErrorCode.invalid_request, problem)
+            for problem in outcome.problems
+        ]
+    )
