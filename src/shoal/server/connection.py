@@ -126,6 +126,12 @@ async def _dispatch(
     handler = handlers.get(api_key)
     if handler is None:
         raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
+    if services.sasl is not None and info.security_protocol.startswith("SASL_"):  # SASL gate
+        now_ms = services.clock.wall_ms()
+        name = codec.api_name(api_key)
+        refusal = services.sasl.refusal(services.config.current, info, api_key, name, now_ms)
+        if refusal is not None:
+            raise ConnectionClosed(refusal)
     header, body_offset = codec.decode_header(frame, api_key, version)
     correlation_id = int(header.correlation_id)
     ctx = RequestContext(

@@ -8,8 +8,12 @@ per-connection state (share sessions) all import it, and it imports nothing of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
+
+if TYPE_CHECKING:
+    from shoal.security.sasl import SaslSession
 
 
 @dataclass(slots=True)
@@ -26,3 +30,5 @@ class ConnectionInfo:
     """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (`listener.security.protocol.map`)."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who is on the other end: set by TLS client authentication or SASL."""
+    sasl: SaslSession | None = None
+    """The SASL authentication state on SASL listeners (server/sasl.py), else None."""
