@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from shoal.cli import (
+    configs,
     console_share_consumer,
     consumer_groups,
     serve,
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     share_groups.add_parser(commands)
     consumer_groups.add_parser(commands)
     transactions.add_parser(commands)
+    configs.add_parser(commands)  # wt-sasl
     return parser
 
 
