@@ -317,7 +317,10 @@ class AsyncClient:
             raise Disconnected(node, str(exc) or type(exc).__name__, phase="connect") from exc
         try:
             await connection.handshake(timeout_s=timeout_s, settings=self.settings)
-        except (OSError, TimeoutError, KafkaError, SaslError) as exc:
+        except SaslError:
+            await connection.close()
+            raise
+        except (OSError, TimeoutError, KafkaError) as exc:
             await connection.close()
             reason = f"ApiVersions failed: {exc or type(exc).__name__}"
             raise Disconnected(node, reason, phase="connect") from exc

@@ -10,16 +10,17 @@ A driver runs it right after ApiVersions on every new connection when
 
 Mechanisms: PLAIN, SCRAM-SHA-256/512 (the SCRAM core of security/scram.py, whose
 server signature is checked) and OAUTHBEARER with a ready token
-(`sasl_oauthbearer_token`). A refusal raises `KafkaError` (SASL_AUTHENTICATION_FAILED,
-UNSUPPORTED_SASL_MECHANISM, ...) with the broker's message; a broker that fails SCRAM's
-server check raises `SaslError`. Secrets are never part of an error message.
+(`sasl_oauthbearer_token`). A refusal raises `SaslError` naming the broker's error
+(SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ...) and message, as does a
+broker that fails SCRAM's server check; the drivers let it through unwrapped (it is
+not retried). Secrets are never part of an error message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from shoal.client.errors import ClientError, ErrorCode, check
+from shoal.client.errors import ClientError, ErrorCode, error_name
 from shoal.client.security import ClientSecurity
 from shoal.client.versions import BrokerVersions
 from shoal.protocol.schema import request_schema
@@ -32,8 +33,14 @@ SASL_AUTHENTICATE_VERSION_MAX = 2
 
 
 class SaslError(ClientError):
-    """The SASL exchange failed on the client's side (bad settings, a server that did
-    not prove it knows the SCRAM credential)."""
+    """Authentication failed: the broker refused it (its error name and message) or the
+    client could not do it (settings, a server that did not prove it knows the SCRAM
+    credential). Not retried: Kafka's clients treat an authentication failure as fatal."""
+
+
+def _check(code: int, message: str | None, context: str) -> None:
+    if code != ErrorCode.none:
+        raise SaslError(f"{context}: {error_name(code)}: {message or ''}".rstrip(": "))
 
 
 def new_nonce() -> str:
@@ -66,14 +73,10 @@ class SaslExchange:
         """The next request to send, or None when authenticated."""
         context = f"SASL {self.mechanism}"
         if self._round == 0:
-            check(
-                response.error_code,
-                f"the broker serves {list(response.mechanisms)}",
-                context=context,
-            )
+            _check(response.error_code, f"the broker serves {list(response.mechanisms)}", context)
             self._round = 1
             return self._authenticate(self._first_token())
-        check(response.error_code, response.error_message, context=context)
+        _check(response.error_code, response.error_message, context)
         lifetime = getattr(response, "session_lifetime", None)  # v1+
         self.session_lifetime_ms = 0 if lifetime is None else int(lifetime.total_seconds() * 1000)
         self._round += 1

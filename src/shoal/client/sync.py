@@ -100,7 +100,10 @@ class Connection:
                         sasl_request = exchange.step(
                             connection.request(sasl_request, timeout_ms=left_ms)
                         )
-            except (Disconnected, KafkaError, SaslError) as exc:
+            except SaslError:
+                connection.close()
+                raise
+            except (Disconnected, KafkaError) as exc:
                 connection.close()
                 raise Disconnected(node, f"ApiVersions failed: {exc}", phase="connect") from exc
         return connection
