@@ -644,6 +644,15 @@ _DEFS: list[ConfigDef] = [
         min=0,
     ),
     ConfigDef(
+        "sasl.server.max.receive.size",
+        _INT,
+        524_288,
+        _B,
+        "Largest frame a SASL listener reads before the connection is authenticated "
+        "(Kafka's default, 512 KiB); a larger one closes the connection.",
+        min=1,
+    ),
+    ConfigDef(
         "sasl.oauthbearer.jwks.endpoint.url",
         _STR,
         None,

@@ -254,6 +254,7 @@ def test_huge_token_is_refused_at_the_frame(sasl_broker: BrokerProcess) -> None:
         # a SaslAuthenticate v0 frame announcing a 100 MiB token: refused by its size
         sock.sendall(struct.pack(">i", 100 * 1024 * 1024 + 20) + struct.pack(">hhi", 36, 0, 2))
         assert _closed(sock)
+    assert sasl_broker.wait_for_log(r"size 104857620 outside \[8, 524288\]")
     roundtrip(sasl_broker, plain())
 
 

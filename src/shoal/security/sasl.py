@@ -7,8 +7,8 @@ ApiVersions and SaslHandshake (v1) may arrive; anything else closes the connecti
 IllegalSaslStateException). A handshake naming an enabled mechanism moves to
 AUTHENTICATE, where only SaslAuthenticate may arrive; the mechanism's exchange runs
 over one or more SaslAuthenticate round trips. Success sets the principal and moves to
-AUTHENTICATED; a failure moves to FAILED, where the connection is closed (after the
-failure response, which the shell delays by `connection.failed.authentication.delay.ms`).
+AUTHENTICATED; a failure moves to FAILED: the shell sends the failure response (delayed
+by `connection.failed.authentication.delay.ms`) and closes the connection.
 
 KIP-368: with `connections.max.reauth.ms` > 0 a session expires that long after it
 was authenticated (sooner for an OAUTHBEARER token that expires sooner), and
@@ -193,6 +193,11 @@ class SaslSession:
     @property
     def authenticated(self) -> bool:
         return self.state is SaslState.AUTHENTICATED
+
+    @property
+    def failed(self) -> bool:
+        """The exchange failed: the shell closes the connection after its answer."""
+        return self.state is SaslState.FAILED
 
     def refusal(self, api_key: int, api_name: str | None, *, now_ms: int) -> str | None:
         """Why a request of `api_key` may not be served now (close the connection), or None."""

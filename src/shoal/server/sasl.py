@@ -29,6 +29,15 @@ log = logging.getLogger(__name__)
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
+def frame_bytes_max(config: BrokerConfig, info: ConnectionInfo) -> int:
+    """The largest request frame `info` may send now: `sasl.server.max.receive.size`
+    on a SASL listener until it is authenticated, else `socket.request.max.bytes`."""
+    request_max = config.get_int("socket.request.max.bytes")
+    if info.security_protocol in SASL_PROTOCOLS and not (info.sasl and info.sasl.authenticated):
+        return min(request_max, config.get_int("sasl.server.max.receive.size"))
+    return request_max
+
+
 class SaslService:
     def __init__(self, scram: ScramStore) -> None:
         self.scram = scram

@@ -6,7 +6,7 @@ Success sets the connection's principal; v1+ carries SessionLifetimeMs (KIP-368,
 `connections.max.reauth.ms`). A failure is logged with the mechanism, the user name
 and the peer (never the password or token), answered after
 `connection.failed.authentication.delay.ms` with SASL_AUTHENTICATION_FAILED and
-Kafka's message, and the connection closes at its next request. Outside an exchange
+Kafka's message, and the connection closes after it. Outside an exchange
 (a non-SASL listener, an authenticated connection) the answer is ILLEGAL_SASL_STATE.
 """
 

@@ -4,8 +4,8 @@ Only v1 is served (v1 is followed by SaslAuthenticate requests; v0's raw, header
 tokens are not served). On a SASL listener the connection's session (security/sasl.py)
 decides: an enabled mechanism starts the exchange (or, on an authenticated connection,
 a KIP-368 re-authentication with the same mechanism); any other gets
-UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closes at its next
-request. On a listener without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's.
+UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closes after that
+answer. On a listener without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's.
 """
 
 from __future__ import annotations
