@@ -1066,7 +1066,7 @@ LISTENER_SUFFIXES = ("sasl.jaas.config",)
 `listener.name.<listener>.<mechanism>.sasl.jaas.config` (wt-sasl)."""
 
 
-def _parse_listener_key(key: str, value: object) -> str:
+def _parse_listener_key(key: str, value: object) -> Any:
     """A `listener.name.<listener>.<key>` value: `<key>` must be a broker key (parsed and
     kept typed) or `<mechanism>.sasl.jaas.config` (kept as its string)."""
     rest = key[len(LISTENER_PREFIX) :]
@@ -1075,7 +1075,7 @@ def _parse_listener_key(key: str, value: object) -> str:
         raise ConfigError(key, "expected listener.name.<listener>.<config>")
     definition = BROKER_KEYS.get(inner)
     if definition is not None:
-        return definition.parse(value)  # type: ignore[no-any-return]
+        return definition.parse(value)
     mechanism, _, suffix = inner.partition(".")
     if suffix not in LISTENER_SUFFIXES or not mechanism:
         raise ConfigError(key, "unknown per-listener config key")
