@@ -5,12 +5,16 @@ SASL_PLAINTEXT by librdkafka and by Shoal's own client; and KIP-368 re-authentic
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from shoal.client import Client, ClientSettings
 from shoal.client.errors import ClientError
@@ -137,3 +141,62 @@ def test_reauthentication(brokers: Brokers, tmp_path: Path) -> None:
 
     assert asyncio.run(raw_client_is_closed_after_its_session())
     assert broker.wait_for_log("the SASL session expired and the client did not re-authenticate")
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _signed_token(key: rsa.RSAPrivateKey, *, audience: str, lifetime_s: float = 300) -> str:
+    header = _b64(json.dumps({"alg": "RS256", "kid": "k1"}).encode())
+    claims = {"sub": "svc-orders", "iss": "https://idp.test", "aud": audience}
+    claims["exp"] = time.time() + lifetime_s  # type: ignore[assignment]
+    body = _b64(json.dumps(claims).encode())
+    signature = key.sign(f"{header}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{header}.{body}.{_b64(signature)}"
+
+
+def test_oauthbearer_with_a_jwks_file(brokers: Brokers, tmp_path: Path) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    numbers = key.public_key().public_numbers()
+    jwk = {
+        "kty": "RSA",
+        "kid": "k1",
+        "n": _b64(numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big")),
+        "e": _b64(numbers.e.to_bytes(3, "big")),
+    }
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [jwk]}))
+    broker = brokers.start(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=OAUTHBEARER",
+        f"sasl.oauthbearer.jwks.endpoint.url=file://{jwks}",
+        "sasl.oauthbearer.expected.audience=shoal",
+        "sasl.oauthbearer.expected.issuer=https://idp.test",
+    )
+
+    def client(audience: str, errors: list[str]) -> Producer:
+        def token(_config: str) -> tuple[str, float]:
+            return _signed_token(key, audience=audience), time.time() + 300
+
+        return Producer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "OAUTHBEARER",
+                "oauth_cb": token,
+                "error_cb": lambda e: errors.append(str(e)),
+            }
+        )
+
+    good = client("shoal", [])
+    good.poll(0.5)
+    assert good.list_topics(timeout=30).brokers
+    assert broker.wait_for_log(r"SASL authenticated User:svc-orders \(mechanism OAUTHBEARER")
+    errors: list[str] = []
+    wrong = client("another-service", errors)
+    deadline = time.monotonic() + 30
+    while not any("invalid_token" in e for e in errors) and time.monotonic() < deadline:
+        wrong.poll(0.1)
+    assert any("invalid_token" in e for e in errors), errors
+    assert broker.wait_for_log("token audience")
