@@ -95,3 +95,11 @@ share-partitions in use rather than every one ever touched."""
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
 with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""
+
+# SASL (wt-sasl; frames before authentication: `sasl.server.max.receive.size`)
+SCRAM_MESSAGE_BYTES_MAX: Final = 4_096
+"""A SCRAM message longer than this fails the exchange (real ones are a few dozen
+bytes): security/scram.py."""
+OAUTHBEARER_MESSAGE_BYTES_MAX: Final = 64 * 1024
+"""An OAUTHBEARER client message (the token and its framing) longer than this fails
+the exchange before the token is parsed: security/oauth.py."""

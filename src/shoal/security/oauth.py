@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-TOKEN_BYTES_MAX = 64 * 1024
-"""A bearer token longer than this is refused before it is parsed."""
+from shoal import limits
+
+TOKEN_BYTES_MAX = limits.OAUTHBEARER_MESSAGE_BYTES_MAX
 
 
 class TokenInvalid(Exception):

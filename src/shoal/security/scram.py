@@ -17,12 +17,13 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
+from shoal import limits
+
 ITERATIONS_MIN = 4096
 """Kafka's ScramMechanism minimum iterations (UNACCEPTABLE_CREDENTIAL below)."""
 ITERATIONS_MAX = 16384
 """Kafka's ScramMechanism maximum iterations (UNACCEPTABLE_CREDENTIAL above)."""
-SCRAM_MESSAGE_BYTES_MAX = 4096
-"""A SCRAM message longer than this is refused (it is a few dozen bytes in practice)."""
+SCRAM_MESSAGE_BYTES_MAX = limits.SCRAM_MESSAGE_BYTES_MAX
 
 
 @dataclass(frozen=True, slots=True)

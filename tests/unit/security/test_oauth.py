@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
+from shoal import limits
 from shoal.security.oauth import (
     JwksValidator,
     TokenInvalid,
@@ -38,6 +39,12 @@ def test_client_message_round_trip() -> None:
     for bad in (b"n,,auth=Bearer x", b"n,,\x01auth=Basic x\x01\x01", b"n,,\x01x=y\x01\x01"):
         with pytest.raises(TokenInvalid):
             parse_client_message(bad)
+
+
+def test_oversize_message_is_refused_before_parsing() -> None:
+    huge = client_message("a" * limits.OAUTHBEARER_MESSAGE_BYTES_MAX)
+    with pytest.raises(TokenInvalid, match="at most 65536"):
+        parse_client_message(huge)
 
 
 def test_unsecured_token_validates() -> None:
