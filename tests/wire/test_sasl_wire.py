@@ -14,10 +14,14 @@ from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+from shoal.client import Client, ClientSettings
+from shoal.client.requests import describe_configs
+from shoal.client.security import ClientSecurity
 from shoal.security.sasl_plain import plain_token
 from tests.support.broker import BrokerProcess, running
 from tests.support.wire import api_versions_request, call, call1, open_connection
 
+BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";'
 
 
@@ -144,3 +148,24 @@ def test_handshake_and_authenticate(sasl_broker: BrokerProcess) -> None:
         await conn.close()
 
     asyncio.run(go())
+
+
+def test_describe_broker_configs_hides_listener_jaas(sasl_broker: BrokerProcess) -> None:
+    """DescribeConfigs of the broker works with per-listener keys set and never shows the
+    JAAS config (it holds passwords)."""
+    settings = ClientSettings(
+        security=ClientSecurity(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_username="alice",
+            sasl_password="pw",
+        )
+    )
+    with Client(sasl_broker.bootstrap, settings=settings) as client:
+        response = client.call(describe_configs(BROKER_RESOURCE, ["1"]))
+    (result,) = response.results
+    assert result.error_code == ErrorCode.none
+    names = {c.name: c.value for c in result.configs}
+    assert names["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512"
+    assert not any(name.startswith("listener.name.") for name in names)
+    assert all(value != "pw" for value in names.values())
