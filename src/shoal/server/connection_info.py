@@ -2,7 +2,8 @@
 
 A leaf module: the connection loop, the request context and the services that track
 per-connection state (share sessions) all import it, and it imports nothing of
-`server/` (only the principal type of `security/`).
+`server/` (only the principal type of `security/`, and the SASL session's type for
+annotations).
 """
 
 from __future__ import annotations
