@@ -158,6 +158,20 @@ def _check_listeners(value: Any) -> str | None:
     return None
 
 
+def _check_sasl_mechanisms(value: Any) -> str | None:
+    served = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+    unknown = [m for m in value if m not in served]
+    if unknown:
+        return f"unsupported SASL mechanisms {unknown} (Shoal serves {', '.join(served)})"
+    return None
+
+
+def _check_jwks_url(value: Any) -> str | None:
+    if value is not None and not str(value).startswith("file:"):
+        return "only file: URLs are supported (a JWK set read from a local file)"
+    return None
+
+
 def _check_by_duration(value: Any) -> str | None:
     from shoal.iso_duration import parse_iso_duration_ms
 
@@ -656,6 +670,89 @@ _DEFS: list[ConfigDef] = [
         "Allow an action on a resource no ACL names (with an authorizer configured).",
         read_only=True,
     ),
+    # ---- broker: SASL authentication (wt-sasl; see README "### SASL")
+    ConfigDef(
+        "sasl.enabled.mechanisms",
+        _LIST,
+        ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+        _B,
+        "SASL mechanisms served on SASL listeners (Kafka's default GSSAPI is not served; "
+        "OAUTHBEARER must be enabled explicitly).",
+        check=_check_sasl_mechanisms,
+    ),
+    ConfigDef(
+        "connections.max.reauth.ms",
+        _LONG,
+        0,
+        _B,
+        "KIP-368: a SASL session's lifetime; past it only a re-authentication is served "
+        "(0: sessions never expire).",
+        min=0,
+    ),
+    ConfigDef(
+        "connection.failed.authentication.delay.ms",
+        _INT,
+        100,
+        _B,
+        "How long a failed SASL authentication's response is delayed before the close.",
+        min=0,
+    ),
+    ConfigDef(
+        "sasl.server.max.receive.size",
+        _INT,
+        524_288,
+        _B,
+        "Largest frame a SASL listener reads before the connection is authenticated "
+        "(Kafka's default, 512 KiB); a larger one closes the connection.",
+        min=1,
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.jwks.endpoint.url",
+        _STR,
+        None,
+        _B,
+        "OAUTHBEARER: a file: URL of a JWK set; tokens must be RS256/ES256-signed by one of "
+        "its keys. Unset: the unsecured (alg none) validator for development.",
+        nullable=True,
+        check=_check_jwks_url,
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.expected.audience",
+        _LIST,
+        [],
+        _B,
+        "OAUTHBEARER (JWKS): a token's 'aud' must name one of these (empty: not checked).",
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.expected.issuer",
+        _STR,
+        None,
+        _B,
+        "OAUTHBEARER (JWKS): a token's 'iss' must equal this (unset: not checked).",
+        nullable=True,
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.sub.claim.name",
+        _STR,
+        "sub",
+        _B,
+        "OAUTHBEARER (JWKS): the claim naming the principal.",
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.scope.claim.name",
+        _STR,
+        "scope",
+        _B,
+        "OAUTHBEARER (JWKS): the claim holding the scope.",
+    ),
+    ConfigDef(
+        "sasl.oauthbearer.clock.skew.seconds",
+        _INT,
+        30,
+        _B,
+        "OAUTHBEARER (JWKS): clock skew allowed when checking 'exp' and 'iat'.",
+        min=0,
+    ),
     # ---- topic keys (fall back to their broker synonym)
     ConfigDef(
         "cleanup.policy",
@@ -920,6 +1017,9 @@ class BrokerConfig:
     def from_raw(cls, raw: Mapping[str, object]) -> BrokerConfig:
         values = {name: d.default for name, d in BROKER_KEYS.items()}
         for key, value in raw.items():
+            if key.startswith(LISTENER_PREFIX):
+                values[key] = _parse_listener_key(key, value)
+                continue
             definition = BROKER_KEYS.get(key)
             if definition is None:
                 raise ConfigError(key, "unknown broker config key")
@@ -1012,6 +1112,37 @@ class BrokerConfig:
     def advertised_listener(self) -> tuple[str, int]:
         advertised = self["advertised.listeners"]
         return _host_port(advertised[0]) if advertised else self.listener
+
+
+LISTENER_PREFIX = "listener.name."
+LISTENER_SUFFIXES = ("sasl.jaas.config",)
+"""Kafka's per-listener keys that are not broker keys of their own:
+`listener.name.<listener>.<mechanism>.sasl.jaas.config` (wt-sasl)."""
+
+
+def _parse_listener_key(key: str, value: object) -> Any:
+    """A `listener.name.<listener>.<key>` value: `<key>` must be a broker key (parsed and
+    kept typed) or `<mechanism>.sasl.jaas.config` (kept as its string)."""
+    rest = key[len(LISTENER_PREFIX) :]
+    listener, _, inner = rest.partition(".")
+    if not listener or not inner:
+        raise ConfigError(key, "expected listener.name.<listener>.<config>")
+    definition = BROKER_KEYS.get(inner)
+    if definition is not None:
+        return definition.parse(value)
+    mechanism, _, suffix = inner.partition(".")
+    if suffix not in LISTENER_SUFFIXES or not mechanism:
+        raise ConfigError(key, "unknown per-listener config key")
+    return str(value)
+
+
+def listener_config(config: BrokerConfig, listener: str, key: str) -> Any:
+    """Kafka's lookup of a per-listener key: `listener.name.<listener lowercased>.<key>`,
+    else the broker key itself (None if neither is set and `key` is not a broker key)."""
+    prefixed = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+    if prefixed in config.values:
+        return config.values[prefixed]
+    return config.values.get(key)
 
 
 def _host_port(listener: str) -> tuple[str, int]:

@@ -115,3 +115,11 @@ INVALID_REQUEST for the bindings beyond it (Kafka bounds ACL changes by its meta
 record limits; Shoal bounds the set, which it rewrites whole on each change)."""
 ACL_FILE_BYTES_MAX: Final = 64 << 20
 """An `acls.json` larger than this is refused at start (corrupt or not ours)."""
+
+# SASL (wt-sasl; frames before authentication: `sasl.server.max.receive.size`)
+SCRAM_MESSAGE_BYTES_MAX: Final = 4_096
+"""A SCRAM message longer than this fails the exchange (real ones are a few dozen
+bytes): security/scram.py."""
+OAUTHBEARER_MESSAGE_BYTES_MAX: Final = 64 * 1024
+"""An OAUTHBEARER client message (the token and its framing) longer than this fails
+the exchange before the token is parsed: security/oauth.py."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from shoal.cli import (
     acls,
+    configs,
     console_share_consumer,
     consumer_groups,
     serve,
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_groups.add_parser(commands)
     transactions.add_parser(commands)
     acls.add_parser(commands)
+    configs.add_parser(commands)
     return parser
 
 

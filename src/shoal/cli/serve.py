@@ -54,7 +54,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
         host = args.host if args.host is not None else "127.0.0.1"
         port = args.port if args.port is not None else 9092
         bracketed = f"[{host}]" if ":" in host else host
-        overrides["listeners"] = f"PLAINTEXT://{bracketed}:{port}"
+        # wt-sasl: --host/--port keep an overridden listener's name (SASL_PLAINTEXT://...).
+        name = overrides.get("listeners", "PLAINTEXT://").split("://", 1)[0] or "PLAINTEXT"
+        overrides["listeners"] = f"{name}://{bracketed}:{port}"
     if args.data_dir is not None:
         overrides["log.dirs"] = args.data_dir
     if args.node_id is not None:

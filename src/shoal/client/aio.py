@@ -36,6 +36,7 @@ from shoal.client.operations import (
     resume,
     router_for,
 )
+from shoal.client.sasl import SaslError, SaslExchange, new_nonce
 from shoal.client.settings import CLIENT_ID_DEFAULT, ClientSettings, settings_with
 from shoal.client.versions import BrokerVersions
 from shoal.clock import Clock
@@ -89,6 +90,12 @@ class Connection:
             )
             versions = self.core.learn_versions(await self.request(request, timeout_s=timeout_s))
             if versions is not None:
+                if s.security.uses_sasl:  # wt-sasl: SaslHandshake + SaslAuthenticate
+                    exchange = SaslExchange(s.security, versions=versions, nonce=new_nonce())
+                    sasl_request = exchange.start()
+                    while sasl_request is not None:
+                        response = await self.request(sasl_request, timeout_s=timeout_s)
+                        sasl_request = exchange.step(response)
                 return versions
 
     @property
@@ -310,6 +317,9 @@ class AsyncClient:
             raise Disconnected(node, str(exc) or type(exc).__name__, phase="connect") from exc
         try:
             await connection.handshake(timeout_s=timeout_s, settings=self.settings)
+        except SaslError:
+            await connection.close()
+            raise
         except (OSError, TimeoutError, KafkaError) as exc:
             await connection.close()
             reason = f"ApiVersions failed: {exc or type(exc).__name__}"

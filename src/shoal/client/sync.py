@@ -36,6 +36,7 @@ from shoal.client.operations import (
     drive,
     router_for,
 )
+from shoal.client.sasl import SaslError, SaslExchange, new_nonce
 from shoal.client.settings import ClientSettings, settings_with
 from shoal.client.versions import BrokerVersions
 from shoal.clock import Clock, SystemClock
@@ -92,6 +93,16 @@ class Connection:
                         software_version=s.client_software_version,
                     )
                     core.learn_versions(connection.request(request, timeout_ms=left_ms))
+                if s.security.uses_sasl:  # wt-sasl: SaslHandshake + SaslAuthenticate
+                    exchange = SaslExchange(s.security, versions=core.versions, nonce=new_nonce())
+                    sasl_request = exchange.start()
+                    while sasl_request is not None:
+                        sasl_request = exchange.step(
+                            connection.request(sasl_request, timeout_ms=left_ms)
+                        )
+            except SaslError:
+                connection.close()
+                raise
             except (Disconnected, KafkaError) as exc:
                 connection.close()
                 raise Disconnected(node, f"ApiVersions failed: {exc}", phase="connect") from exc

@@ -40,6 +40,8 @@ from shoal.server.group_service import GroupService, topics_of
 from shoal.server.latency_trace import TRACE
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
+from shoal.server.sasl import SaslService
+from shoal.server.scram_store import ScramStore
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
@@ -167,6 +169,7 @@ class Broker:
             txn=self.txn,
             authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
             acls=self.acls,
+            sasl=SaslService(ScramStore(config.data_dir)),  # wt-sasl
         )
         """What handlers are given (`ctx.services`)."""
         self._server: asyncio.Server | None = None
@@ -290,6 +293,10 @@ class Broker:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_connection_id += 1
         info = ConnectionInfo(self._next_connection_id, str(peer[0]), int(peer[1]))
+        # wt-sasl, until wt-tls's listeners land: the one listener's name is its protocol.
+        name = self.config["listeners"][0].split("://", 1)[0].upper()
+        if name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            info.listener_name = info.security_protocol = name
         task = asyncio.current_task()
         assert task is not None
         self._connections[info.connection_id] = (info, task)

@@ -108,7 +108,12 @@ def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
         (ConfigSource.DYNAMIC_DEFAULT_BROKER, dynamic.cluster_default),
         (
             ConfigSource.STATIC_BROKER,
-            {k: render(BROKER_KEYS[k], static.values[k]) for k in static.explicit},
+            # per-listener keys (listener.name.*: JAAS configs hold secrets) are not shown
+            {
+                k: render(BROKER_KEYS[k], static.values[k])
+                for k in static.explicit
+                if k in BROKER_KEYS
+            },
         ),
         (
             ConfigSource.DEFAULT,

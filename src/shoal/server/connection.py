@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
+from shoal.server import sasl
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.latency_trace import TRACE
@@ -62,6 +63,8 @@ async def serve_connection(
     )
     try:
         while not services.stopping():
+            if info.security_protocol.startswith("SASL_"):  # wt-sasl: small frames until auth
+                decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
             frame = await _read_frame(reader, decoder, info, peer)
             if frame is None:
                 return
@@ -70,6 +73,8 @@ async def serve_connection(
                 writer.write(response)
                 await writer.drain()
             info.busy = False
+            if info.sasl is not None and info.sasl.failed:  # wt-sasl: close after the answer
+                raise ConnectionClosed("SASL authentication failed")
     except ConnectionClosed as exc:
         log.warning("closing connection %d from %s: %s", info.connection_id, peer, exc)
     except codec.ProtocolError as exc:
@@ -126,6 +131,12 @@ async def _dispatch(
     handler = handlers.get(api_key)
     if handler is None:
         raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
+    if services.sasl is not None and info.security_protocol.startswith("SASL_"):  # SASL gate
+        now_ms = services.clock.wall_ms()
+        name = codec.api_name(api_key)
+        refusal = services.sasl.refusal(services.config.current, info, api_key, name, now_ms)
+        if refusal is not None:
+            raise ConnectionClosed(refusal)
     header, body_offset = codec.decode_header(frame, api_key, version)
     correlation_id = int(header.correlation_id)
     ctx = RequestContext(

@@ -2,14 +2,19 @@
 
 A leaf module: the connection loop, the request context and the services that track
 per-connection state (share sessions) all import it, and it imports nothing of
-`server/` (only the principal type of `security/`).
+`server/` (only the principal type of `security/`, and the SASL session's type for
+annotations).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
+
+if TYPE_CHECKING:
+    from shoal.security.sasl import SaslSession
 
 
 @dataclass(slots=True)
@@ -26,3 +31,5 @@ class ConnectionInfo:
     """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (`listener.security.protocol.map`)."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who is on the other end: set by TLS client authentication or SASL."""
+    sasl: SaslSession | None = None
+    """The SASL authentication state on SASL listeners (server/sasl.py), else None."""

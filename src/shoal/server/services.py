@@ -20,6 +20,8 @@ and handed to every connection:
                    the state writes its request made are in the log
     txn            the transaction coordinator and its marker writer
     metrics        the broker's metrics registry (server/metrics.py)
+    sasl           SASL authentication on SASL listeners and the SCRAM credential store
+                   (server/sasl.py, server/scram_store.py); None in tests without it
     authorizer     who may do what (`security/acl.py`); ALLOW_ALL unless
                    `authorizer.class.name` names one
     acls           the durable ACL set behind the StandardAuthorizer (server/acl_store.py);
@@ -46,6 +48,7 @@ from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_service import GroupService
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.purgatory import Purgatory
+from shoal.server.sasl import SaslService
 from shoal.server.share_service import ShareService
 from shoal.server.state_linger import StateAppendLinger
 from shoal.server.txn_service import TxnService
@@ -98,3 +101,4 @@ class Services:
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     authorizer: Authorizer = ALLOW_ALL
     acls: AclStore | None = None
+    sasl: SaslService | None = None

@@ -1,0 +1,134 @@
+"""AlterUserScramCredentials (51) v0: add, replace or delete users' SCRAM credentials.
+
+An upsertion carries the client-salted password (Kafka's tools salt it client side);
+the broker derives StoredKey and ServerKey and keeps only those (server/scram_store.py).
+Each user's changes apply together or not at all; the response follows the durable
+write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM (unknown mechanism),
+UNACCEPTABLE_CREDENTIAL (empty user name, empty salt or salted password, iterations
+outside 4096-16384), RESOURCE_NOT_FOUND (deleting a credential that does not exist),
+DUPLICATE_RESOURCE (the same user and mechanism twice in one request).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from shoal.protocol.schema import response_schema
+from shoal.security.scram import (
+    ITERATIONS_MAX,
+    ITERATIONS_MIN,
+    MECHANISMS_BY_ID,
+    credential_from_salted,
+)
+from shoal.server.context import RequestContext
+from shoal.server.registry import api
+from shoal.server.scram_store import Deletion, ScramStore, Upsertion
+
+log = logging.getLogger(__name__)
+API_KEY = 51
+_ZERO = datetime.timedelta(0)
+Problem = tuple[ErrorCode, str]
+
+
+@api(API_KEY, 0, 0)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    schema = response_schema(API_KEY, ctx.api_version)
+    assert ctx.services.sasl is not None, "the broker wires the SASL service"
+    store = ctx.services.sasl.scram
+    pairs = Counter(
+        (str(c.name), int(c.mechanism)) for c in (*request.deletions, *request.upsertions)
+    )
+    problems: dict[str, Problem] = {}
+    upsertions: list[Upsertion] = []
+    deletions: list[Deletion] = []
+    for deletion in request.deletions:
+        name = str(deletion.name)
+        problem = _check_common(name, int(deletion.mechanism), pairs)
+        if problem is None and store.credential(_mechanism(deletion), name) is None:
+            problem = (
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
+        if problem is not None:
+            problems.setdefault(name, problem)
+        else:
+            deletions.append(Deletion(name, _mechanism(deletion)))
+    for upsertion in request.upsertions:
+        name = str(upsertion.name)
+        problem = _check_common(name, int(upsertion.mechanism), pairs) or _check_upsertion(
+            upsertion
+        )
+        if problem is not None:
+            problems.setdefault(name, problem)
+            continue
+        mechanism = MECHANISMS_BY_ID[int(upsertion.mechanism)]
+        credential = credential_from_salted(
+            mechanism, bytes(upsertion.salted_password), bytes(upsertion.salt), upsertion.iterations
+        )
+        upsertions.append(Upsertion(name, mechanism.name, credential))
+    users = list(dict.fromkeys(str(c.name) for c in (*request.deletions, *request.upsertions)))
+    write_problem = _write(
+        store,
+        [u for u in upsertions if u.user not in problems],
+        [d for d in deletions if d.user not in problems],
+    )
+    results = []
+    for user in users:
+        code, message = problems.get(user) or write_problem or (ErrorCode.none, None)
+        if code is not ErrorCode.none:
+            log.info("AlterUserScramCredentials for %r refused: %s (%s)", user, code.name, message)
+        results.append(
+            schema.make(
+                "AlterUserScramCredentialsResult", user=user, error_code=code, error_message=message
+            )
+        )
+    return schema.response(throttle_time=_ZERO, results=tuple(results))
+
+
+def _mechanism(change: Any) -> str:
+    return MECHANISMS_BY_ID[int(change.mechanism)].name
+
+
+def _check_common(name: str, mechanism: int, pairs: Counter[tuple[str, int]]) -> Problem | None:
+    if not name:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if mechanism not in MECHANISMS_BY_ID:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    if pairs[(name, mechanism)] > 1:
+        return (
+            ErrorCode.duplicate_resource,
+            "A user credential cannot be altered twice in the same request",
+        )
+    return None
+
+
+def _check_upsertion(upsertion: Any) -> Problem | None:
+    if upsertion.iterations < ITERATIONS_MIN:
+        return ErrorCode.unacceptable_credential, "Too few iterations"
+    if upsertion.iterations > ITERATIONS_MAX:
+        return ErrorCode.unacceptable_credential, "Too many iterations"
+    if not upsertion.salt or not upsertion.salted_password:
+        return ErrorCode.unacceptable_credential, "Credential must have a salt and salted password"
+    return None
+
+
+def _write(
+    store: ScramStore, upsertions: list[Upsertion], deletions: list[Deletion]
+) -> tuple[ErrorCode, str] | None:
+    if not upsertions and not deletions:
+        return None
+    try:
+        store.apply(upsertions=upsertions, deletions=deletions)
+    except OSError as exc:
+        log.error("writing the SCRAM credentials failed: %s", exc)
+        return ErrorCode.unknown_server_error, "The SCRAM credentials could not be stored"
+    for upsertion in upsertions:
+        log.info("SCRAM credential %s of user %r set", upsertion.mechanism, upsertion.user)
+    for deletion in deletions:
+        log.info("SCRAM credential %s of user %r deleted", deletion.mechanism, deletion.user)
+    return None

@@ -1,0 +1,129 @@
+"""The shell around the SASL core (security/sasl.py): per-listener settings from the
+config, the per-connection session, and the gate `_dispatch` asks before each request.
+
+A connection whose security protocol is SASL_PLAINTEXT or SASL_SSL gets a
+`SaslSession` on its first request. The settings of a listener are built from the live
+config (cached until the config object changes): the enabled mechanisms, PLAIN's users
+from `listener.name.<listener>.plain.sasl.jaas.config` (Kafka's PlainLoginModule
+`user_<name>="<password>"` options), SCRAM credentials from the store, the OAUTHBEARER
+validator (the JWK set of `sasl.oauthbearer.jwks.endpoint.url`, read here, or the
+unsecured validator with the `unsecuredValidator*` options of the listener's
+`oauthbearer.sasl.jaas.config`), `connections.max.reauth.ms`, and fresh SCRAM nonces.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from shoal.config import BrokerConfig, listener_config
+from shoal.security.oauth import JwksValidator, TokenInvalid, UnsecuredJwsValidator, load_jwks
+from shoal.security.sasl import SaslSession, SaslSettings, TokenValidator
+from shoal.security.sasl_jaas import JaasError, JaasModule, parse_jaas
+from shoal.server.connection_info import ConnectionInfo
+from shoal.server.scram_store import ScramStore
+
+log = logging.getLogger(__name__)
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def frame_bytes_max(config: BrokerConfig, info: ConnectionInfo) -> int:
+    """The largest request frame `info` may send now: `sasl.server.max.receive.size`
+    on a SASL listener until it is authenticated, else `socket.request.max.bytes`."""
+    request_max = config.get_int("socket.request.max.bytes")
+    if info.security_protocol in SASL_PROTOCOLS and not (info.sasl and info.sasl.authenticated):
+        return min(request_max, config.get_int("sasl.server.max.receive.size"))
+    return request_max
+
+
+class SaslService:
+    def __init__(self, scram: ScramStore) -> None:
+        self.scram = scram
+        self._cache: dict[str, tuple[BrokerConfig, SaslSettings]] = {}
+
+    def session(self, config: BrokerConfig, info: ConnectionInfo) -> SaslSession | None:
+        """The connection's SASL session (made on first use), None on non-SASL listeners."""
+        if info.security_protocol not in SASL_PROTOCOLS:
+            return None
+        if info.sasl is None:
+            info.sasl = SaslSession(self.settings(config, info.listener_name))
+        return info.sasl
+
+    def refusal(
+        self,
+        config: BrokerConfig,
+        info: ConnectionInfo,
+        api_key: int,
+        api_name: str | None,
+        now_ms: int,
+    ) -> str | None:
+        """Why `info` may not send a request of `api_key` now (close it), or None."""
+        session = self.session(config, info)
+        if session is None:
+            return None
+        return session.refusal(api_key, api_name, now_ms=now_ms)
+
+    def settings(self, config: BrokerConfig, listener: str) -> SaslSettings:
+        cached = self._cache.get(listener)
+        if cached is not None and cached[0] is config:
+            return cached[1]
+        settings = SaslSettings(
+            enabled_mechanisms=tuple(listener_config(config, listener, "sasl.enabled.mechanisms")),
+            plain_users=_jaas(config, listener, "plain").users()
+            if _has_jaas(config, listener, "plain")
+            else {},
+            scram_credential=self.scram.credential,
+            token_validator=_token_validator(config, listener),
+            max_reauth_ms=int(listener_config(config, listener, "connections.max.reauth.ms")),
+            server_nonce=lambda: secrets.token_urlsafe(24),
+        )
+        self._cache[listener] = (config, settings)
+        return settings
+
+
+def _has_jaas(config: BrokerConfig, listener: str, mechanism: str) -> bool:
+    return listener_config(config, listener, f"{mechanism}.sasl.jaas.config") is not None
+
+
+def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> JaasModule:
+    text = listener_config(config, listener, f"{mechanism}.sasl.jaas.config")
+    try:
+        return parse_jaas(str(text))
+    except JaasError as exc:
+        log.error("listener %s: invalid %s.sasl.jaas.config: %s", listener, mechanism, exc)
+        return JaasModule("invalid", "required")
+
+
+def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
+    url = listener_config(config, listener, "sasl.oauthbearer.jwks.endpoint.url")
+    if url is None:
+        options = (
+            _jaas(config, listener, "oauthbearer").options
+            if _has_jaas(config, listener, "oauthbearer")
+            else {}
+        )
+        return UnsecuredJwsValidator(
+            principal_claim=options.get("unsecuredValidatorPrincipalClaimName", "sub"),
+            scope_claim=options.get("unsecuredValidatorScopeClaimName", "scope"),
+            required_scope=tuple(options.get("unsecuredValidatorRequiredScope", "").split()),
+            allowable_clock_skew_ms=int(options.get("unsecuredValidatorAllowableClockSkewMs", 0)),
+        )
+    path = Path(unquote(urlparse(str(url)).path))
+    try:
+        keys = load_jwks(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TokenInvalid) as exc:
+        log.error("listener %s: cannot read the JWK set %s: %s", listener, path, exc)
+        keys = {}
+    return JwksValidator(
+        keys=keys,
+        expected_audience=tuple(
+            listener_config(config, listener, "sasl.oauthbearer.expected.audience")
+        ),
+        expected_issuer=listener_config(config, listener, "sasl.oauthbearer.expected.issuer"),
+        principal_claim=str(listener_config(config, listener, "sasl.oauthbearer.sub.claim.name")),
+        scope_claim=str(listener_config(config, listener, "sasl.oauthbearer.scope.claim.name")),
+        allowable_clock_skew_ms=1000
+        * int(listener_config(config, listener, "sasl.oauthbearer.clock.skew.seconds")),
+    )
