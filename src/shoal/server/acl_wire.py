@@ -9,17 +9,13 @@ import enum
 import logging
 from typing import Any, TypeVar
 
-from shoal.protocol.errors import ErrorCode
 from shoal.security.acl import (
-    CLUSTER_NAME,
     AclOperation,
-    Action,
     PatternType,
     PermissionType,
     ResourceType,
 )
 from shoal.security.authorizer import AclBinding, AclBindingFilter
-from shoal.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 _E = TypeVar("_E", bound=enum.IntEnum)
@@ -58,15 +54,3 @@ def filter_from_wire(item: Any) -> AclBindingFilter:
         operation=code_of(AclOperation, item.operation),
         permission=code_of(PermissionType, item.permission_type),
     )
-
-
-def cluster_refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
-    """CLUSTER_AUTHORIZATION_FAILED and its message unless the caller may perform
-    `operation` on the cluster; None when it may."""
-    principal = ctx.connection.principal
-    action = Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)
-    if ctx.services.authorizer.authorize(principal, ctx.connection.peer_host, action):
-        return None
-    message = f"Principal {principal} is not authorized to {operation.name} the cluster."
-    log.info("ACL request (api %d) refused: %s", ctx.api_key, message)
-    return ErrorCode.cluster_authorization_failed, message

@@ -12,6 +12,7 @@ and share coordinators' request handling; the README's "What each API needs" lis
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable
 
@@ -25,6 +26,7 @@ from shoal.security.acl import (
 )
 from shoal.server.context import RequestContext
 
+log = logging.getLogger(__name__)
 TOPIC = ResourceType.TOPIC
 GROUP = ResourceType.GROUP
 CLUSTER = ResourceType.CLUSTER
@@ -134,3 +136,14 @@ DENIED_MESSAGES = {
     ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
 }
 """Kafka's default message of each authorization error (`Errors.message()`)."""
+
+
+def cluster_refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    """CLUSTER_AUTHORIZATION_FAILED and its message unless the caller may perform
+    `operation` on the cluster; None when it may."""
+    principal = ctx.connection.principal
+    if cluster_allowed(ctx, operation):
+        return None
+    message = f"Principal {principal} is not authorized to {operation.name} the cluster."
+    log.info("request (api %d) refused: %s", ctx.api_key, message)
+    return ErrorCode.cluster_authorization_failed, message

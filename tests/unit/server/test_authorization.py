@@ -14,7 +14,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from shoal.client import requests
+from shoal.client import requests, scram_requests
 from shoal.client.calls import Call
 from shoal.client.requests import TOPIC_RESOURCE, FetchPosition
 from shoal.client.share_requests import heartbeat, share_acknowledge, share_fetch
@@ -424,3 +424,26 @@ def test_allow_all_grants_every_supported_operation(tmp_path: Path) -> None:
         assert ops.for_resource(ctx, RT.GROUP, "g", requested=False) == NOT_REQUESTED
     finally:
         broker.logs.close()
+
+
+# ---- SCRAM users
+
+
+def test_scram_credential_apis_need_describe_and_alter_on_the_cluster(h: Harness) -> None:
+    carol = scram_requests.upsertion(
+        "carol", "SCRAM-SHA-256", "carol-secret", iterations=4096, salt=b"0123456789abcdef"
+    )
+    alter = scram_requests.alter_user_scram_credentials(upsertions=[carol])
+    refused = send(h, ALICE, alter).results[0]
+    assert refused.error_code == ErrorCode.cluster_authorization_failed
+    assert h.broker.services.sasl is not None
+    assert not h.broker.services.sasl.scram.mechanisms("carol")  # nothing was written
+    describe = scram_requests.describe_user_scram_credentials(None)
+    assert send(h, ALICE, describe).error_code == ErrorCode.cluster_authorization_failed
+    h.allow(Op.DESCRIBE, RT.CLUSTER, "kafka-cluster")
+    described = send(h, ALICE, describe)
+    assert (described.error_code, described.results) == (ErrorCode.none, ())
+    assert send(h, ALICE, alter).results[0].error_code == ErrorCode.cluster_authorization_failed
+    h.allow(Op.ALTER, RT.CLUSTER, "kafka-cluster")
+    assert send(h, ALICE, alter).results[0].error_code == ErrorCode.none
+    assert [str(r.user) for r in send(h, ALICE, describe).results] == ["carol"]

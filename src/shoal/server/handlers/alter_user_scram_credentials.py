@@ -6,7 +6,8 @@ Each user's changes apply together or not at all; the response follows the durab
 write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM (unknown mechanism),
 UNACCEPTABLE_CREDENTIAL (empty user name, empty salt or salted password, iterations
 outside 4096-16384), RESOURCE_NOT_FOUND (deleting a credential that does not exist),
-DUPLICATE_RESOURCE (the same user and mechanism twice in one request).
+DUPLICATE_RESOURCE (the same user and mechanism twice in one request). Needs ALTER on
+the cluster (CLUSTER_AUTHORIZATION_FAILED for every user otherwise).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
 from shoal.security.scram import (
     ITERATIONS_MAX,
     ITERATIONS_MIN,
     MECHANISMS_BY_ID,
     credential_from_salted,
 )
+from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 from shoal.server.scram_store import Deletion, ScramStore, Upsertion
@@ -40,6 +43,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     assert ctx.services.sasl is not None, "the broker wires the SASL service"
     store = ctx.services.sasl.scram
+    refusal = cluster_refusal(ctx, AclOperation.ALTER)
+    if refusal is not None:
+        refused_code, refused_message = refusal
+        refused = dict.fromkeys(str(c.name) for c in (*request.deletions, *request.upsertions))
+        return schema.response(
+            throttle_time=_ZERO,
+            results=tuple(
+                schema.make(
+                    "AlterUserScramCredentialsResult",
+                    user=user,
+                    error_code=refused_code,
+                    error_message=refused_message,
+                )
+                for user in refused
+            ),
+        )
     pairs = Counter(
         (str(c.name), int(c.mechanism)) for c in (*request.deletions, *request.upsertions)
     )

@@ -16,7 +16,8 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server.acl_wire import NO_AUTHORIZER_MESSAGE, cluster_refusal, filter_from_wire
+from shoal.server.acl_wire import NO_AUTHORIZER_MESSAGE, filter_from_wire
+from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 

@@ -3,6 +3,7 @@ user has; never a salt or key.
 
 Null or empty `users` describes every user with a credential. A named user without one
 gets RESOURCE_NOT_FOUND and a user named twice DUPLICATE_RESOURCE, with Kafka's messages.
+Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED at the top level otherwise).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import response_schema
+from shoal.security.acl import AclOperation
 from shoal.security.scram import MECHANISMS
+from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -29,6 +32,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     assert ctx.services.sasl is not None, "the broker wires the SASL service"
     store = ctx.services.sasl.scram
+    refusal = cluster_refusal(ctx, AclOperation.DESCRIBE)
+    if refusal is not None:
+        refused_code, refused_message = refusal
+        return schema.response(
+            throttle_time=_ZERO,
+            error_code=refused_code,
+            error_message=refused_message,
+            results=(),
+        )
     asked = [str(u.name) for u in request.users or ()]
     names = asked or store.users()
     counts = Counter(asked)
