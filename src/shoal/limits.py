@@ -95,3 +95,11 @@ share-partitions in use rather than every one ever touched."""
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
 with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""
+
+# Listeners and TLS (issue 12, wt-tls)
+SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT: Final = 5_000
+"""Default for `shoal.ssl.reload.check.interval.ms`: how often the broker looks at the
+key and trust store files' modification times; a change builds a new SSLContext for the
+connections accepted after it."""
+SSL_HANDSHAKE_TIMEOUT_MS: Final = 10_000
+"""A TLS handshake not finished within this closes the connection (logged)."""
