@@ -162,9 +162,8 @@ def _check_protocol_map(value: Any) -> str | None:
     for entry in value:
         name, sep, protocol = entry.partition(":")
         if not sep or not name or protocol not in SECURITY_PROTOCOLS:
-            return (
-                f"entry {entry!r} is not NAME:PROTOCOL with PROTOCOL one of "
-                + ", ".join(SECURITY_PROTOCOLS)
+            return f"entry {entry!r} is not NAME:PROTOCOL with PROTOCOL one of " + ", ".join(
+                SECURITY_PROTOCOLS
             )
     return None
 

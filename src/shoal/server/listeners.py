@@ -1,0 +1,208 @@
+"""The broker's listeners: one bound server per `listeners` entry, TLS where asked.
+
+`Listeners.start` binds every endpoint of `BrokerConfig.listener_endpoints()` (port 0:
+an ephemeral port, recorded in `bound_ports` and logged) and hands each accepted
+connection to `on_connection(endpoint, reader, writer, principal)`.
+
+A PLAINTEXT or SASL_PLAINTEXT listener is an ordinary `asyncio.start_server`. An SSL
+or SASL_SSL listener accepts raw TCP with reading paused (so no byte of the ClientHello
+is read as plaintext), then runs the server-side handshake with the listener's current
+SSLContext (`ListenerTls`, reloaded when its files change). A handshake that fails
+(plaintext bytes, no client certificate under `ssl.client.auth=required`, an
+untrusted certificate, a DN no mapping rule applies to, or no handshake within
+`SSL_HANDSHAKE_TIMEOUT_MS`) closes that connection with a logged reason; the others
+are not touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.limits import SSL_HANDSHAKE_TIMEOUT_MS
+from shoal.security.acl import ANONYMOUS, KafkaPrincipal
+from shoal.security.principal_mapping import NoMatchingRule
+from shoal.server.timers import PeriodicTimer
+from shoal.server.tls import ListenerTls
+
+log = logging.getLogger(__name__)
+
+STREAM_LIMIT_BYTES = 2**20
+"""The StreamReader buffer limit of every connection."""
+
+OnConnection = Callable[
+    [ListenerEndpoint, asyncio.StreamReader, asyncio.StreamWriter, KafkaPrincipal],
+    Awaitable[None],
+]
+
+
+class Listeners:
+    def __init__(self, config: Callable[[], BrokerConfig], on_connection: OnConnection) -> None:
+        self._config = config
+        self._on_connection = on_connection
+        self.endpoints = config().listener_endpoints()
+        self.tls: dict[str, ListenerTls] = {
+            e.name: ListenerTls(e.name, config) for e in self.endpoints if e.uses_tls
+        }
+        """Each TLS listener's context holder, by listener name."""
+        self.bound_ports: dict[str, int] = {}
+        self._servers: list[asyncio.Server] = []
+        self._handshakes: set[asyncio.Task[None]] = set()
+
+    def timer_sources(self) -> list[PeriodicTimer]:
+        """The reload check of each TLS listener's key and trust store files."""
+        return [
+            PeriodicTimer(
+                f"tls-reload-{name}",
+                interval_ms=lambda: self._config().get_int("shoal.ssl.reload.check.interval.ms"),
+                action=tls.check_reload,
+            )
+            for name, tls in self.tls.items()
+        ]
+
+    def advertised(self, listener_name: str | None = None) -> tuple[str, int]:
+        """Where clients of `listener_name` (None: the first listener) are told to
+        connect; an advertised port 0 is the bound port."""
+        endpoint = self.endpoints[0]
+        for candidate in self.endpoints:
+            if candidate.name == listener_name:
+                endpoint = candidate
+        port = endpoint.advertised_port or self.bound_ports.get(endpoint.name, 0)
+        return endpoint.advertised_host, port
+
+    async def start(self) -> None:
+        for endpoint in self.endpoints:
+            server = await self._bind(endpoint)
+            self._servers.append(server)
+            sockets = list(server.sockets)
+            for sock in sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            bound = sockets[0].getsockname()[1] if sockets else endpoint.port
+            self.bound_ports[endpoint.name] = bound
+            host, port = self.advertised(endpoint.name)
+            log.info(
+                "listener %s (%s) bound to %s:%d (advertised %s:%d)",
+                endpoint.name,
+                endpoint.security_protocol,
+                endpoint.host,
+                bound,
+                host,
+                port,
+            )
+
+    async def _bind(self, endpoint: ListenerEndpoint) -> asyncio.Server:
+        if not endpoint.uses_tls:
+
+            async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await self._on_connection(endpoint, reader, writer, ANONYMOUS)
+
+            return await asyncio.start_server(
+                accepted,
+                host=endpoint.host,
+                port=endpoint.port,
+                reuse_address=True,
+                limit=STREAM_LIMIT_BYTES,
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.create_server(
+            lambda: _PausedAccept(self, endpoint),
+            host=endpoint.host,
+            port=endpoint.port,
+            reuse_address=True,
+        )
+
+    def close(self) -> None:
+        """Stop accepting on every listener; handshakes in progress are cancelled."""
+        for server in self._servers:
+            server.close()
+        for task in list(self._handshakes):
+            task.cancel()
+
+    def _handshake_later(self, endpoint: ListenerEndpoint, transport: asyncio.Transport) -> None:
+        task = asyncio.get_running_loop().create_task(self._handshake(endpoint, transport))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, endpoint: ListenerEndpoint, transport: asyncio.Transport) -> None:
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        tls = self.tls[endpoint.name]
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT_BYTES)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        try:
+            tls_transport = await loop.start_tls(
+                transport,
+                protocol,
+                tls.context,
+                server_side=True,
+                ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_MS / 1000,
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            log.warning(
+                "listener %s: TLS handshake with %s:%s failed, connection closed: %s",
+                endpoint.name,
+                peer[0],
+                peer[1],
+                _reason(exc),
+            )
+            transport.close()
+            return
+        if tls_transport is None:  # the peer left during the handshake
+            transport.close()
+            return
+        try:
+            principal = tls.principal(tls_transport.get_extra_info("ssl_object"))
+        except NoMatchingRule as exc:
+            log.warning(
+                "listener %s: connection from %s:%s closed: %s (ssl.principal.mapping.rules)",
+                endpoint.name,
+                peer[0],
+                peer[1],
+                exc,
+            )
+            tls_transport.close()
+            return
+        protocol.connection_made(tls_transport)
+        writer = asyncio.StreamWriter(tls_transport, protocol, reader, loop)
+        log.debug(
+            "listener %s: TLS connection from %s:%s as %s (%s)",
+            endpoint.name,
+            peer[0],
+            peer[1],
+            principal,
+            _cipher(tls_transport),
+        )
+        await self._on_connection(endpoint, reader, writer, principal)
+
+
+class _PausedAccept(asyncio.Protocol):
+    """Holds an accepted TCP connection of a TLS listener, reading paused, until the
+    handshake task takes it over."""
+
+    def __init__(self, listeners: Listeners, endpoint: ListenerEndpoint) -> None:
+        self._listeners = listeners
+        self._endpoint = endpoint
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()
+        self._listeners._handshake_later(self._endpoint, transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return f"{exc.reason} ({exc.library or 'ssl'})"
+    return str(exc) or type(exc).__name__
+
+
+def _cipher(transport: asyncio.BaseTransport) -> str:
+    cipher: Any = transport.get_extra_info("cipher")
+    return f"{cipher[1]} {cipher[0]}" if cipher else "?"
