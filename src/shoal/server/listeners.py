@@ -52,7 +52,10 @@ class Listeners:
         """Each TLS listener's context holder, by listener name."""
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
-        self._handshakes: set[asyncio.Task[None]] = set()
+        self._listening: list[socket.socket] = []
+        self._accept_loops: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        """TLS connections (handshake, then serving), held until they end."""
 
     def timer_sources(self) -> list[PeriodicTimer]:
         """The reload check of each TLS listener's key and trust store files."""
@@ -77,9 +80,7 @@ class Listeners:
 
     async def start(self) -> None:
         for endpoint in self.endpoints:
-            server = await self._bind(endpoint)
-            self._servers.append(server)
-            sockets = list(server.sockets)
+            sockets = await self._bind(endpoint)
             for sock in sockets:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             bound = sockets[0].getsockname()[1] if sockets else endpoint.port
@@ -95,51 +96,72 @@ class Listeners:
                 port,
             )
 
-    async def _bind(self, endpoint: ListenerEndpoint) -> asyncio.Server:
+    async def _bind(self, endpoint: ListenerEndpoint) -> list[socket.socket]:
         if not endpoint.uses_tls:
 
             async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 await self._on_connection(endpoint, reader, writer, ANONYMOUS)
 
-            return await asyncio.start_server(
+            server = await asyncio.start_server(
                 accepted,
                 host=endpoint.host,
                 port=endpoint.port,
                 reuse_address=True,
                 limit=STREAM_LIMIT_BYTES,
             )
-        loop = asyncio.get_running_loop()
-        return await loop.create_server(
-            lambda: _PausedAccept(self, endpoint),
-            host=endpoint.host,
-            port=endpoint.port,
-            reuse_address=True,
+            self._servers.append(server)
+            return list(server.sockets)
+        # A TLS listener accepts plain sockets itself and hands each to the loop with the
+        # listener's context of the moment: the handshake's outcome comes back here (to
+        # be logged), and a reloaded context serves the next connection.
+        family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
+        listening = socket.create_server(
+            (endpoint.host, endpoint.port), family=family, reuse_port=False, backlog=128
         )
+        listening.setblocking(False)
+        self._listening.append(listening)
+        loop = asyncio.get_running_loop()
+        self._accept_loops.append(loop.create_task(self._accept_loop(endpoint, listening)))
+        return [listening]
 
     def close(self) -> None:
-        """Stop accepting on every listener; handshakes in progress are cancelled."""
+        """Stop accepting on every listener. A handshake in progress goes on: the
+        broker's accept sees it is stopping and closes the connection."""
         for server in self._servers:
             server.close()
-        for task in list(self._handshakes):
+        for task in self._accept_loops:
             task.cancel()
+        for listening in self._listening:
+            listening.close()
 
-    def _handshake_later(self, endpoint: ListenerEndpoint, transport: asyncio.Transport) -> None:
-        task = asyncio.get_running_loop().create_task(self._handshake(endpoint, transport))
-        self._handshakes.add(task)
-        task.add_done_callback(self._handshakes.discard)
+    async def _accept_loop(self, endpoint: ListenerEndpoint, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _peer = await loop.sock_accept(listening)
+            except OSError as exc:  # e.g. EMFILE: wait a little, keep the listener up
+                log.error("listener %s: accept failed: %s", endpoint.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._handshake(endpoint, conn))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    async def _handshake(self, endpoint: ListenerEndpoint, transport: asyncio.Transport) -> None:
-        peer = transport.get_extra_info("peername") or ("?", 0)
+    async def _handshake(self, endpoint: ListenerEndpoint, conn: socket.socket) -> None:
+        try:
+            peer = conn.getpeername()
+        except OSError:
+            peer = ("?", 0)
         tls = self.tls[endpoint.name]
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=STREAM_LIMIT_BYTES)
         protocol = asyncio.StreamReaderProtocol(reader)
         try:
-            tls_transport = await loop.start_tls(
-                transport,
-                protocol,
-                tls.context,
-                server_side=True,
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol,
+                conn,
+                ssl=tls.context,
                 ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_MS / 1000,
             )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
@@ -150,13 +172,10 @@ class Listeners:
                 peer[1],
                 _reason(exc),
             )
-            transport.close()
-            return
-        if tls_transport is None:  # the peer left during the handshake
-            transport.close()
+            conn.close()
             return
         try:
-            principal = tls.principal(tls_transport.get_extra_info("ssl_object"))
+            principal = tls.principal(transport.get_extra_info("ssl_object"))
         except NoMatchingRule as exc:
             log.warning(
                 "listener %s: connection from %s:%s closed: %s (ssl.principal.mapping.rules)",
@@ -165,36 +184,18 @@ class Listeners:
                 peer[1],
                 exc,
             )
-            tls_transport.close()
+            transport.close()
             return
-        protocol.connection_made(tls_transport)
-        writer = asyncio.StreamWriter(tls_transport, protocol, reader, loop)
-        log.debug(
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        log.info(
             "listener %s: TLS connection from %s:%s as %s (%s)",
             endpoint.name,
             peer[0],
             peer[1],
             principal,
-            _cipher(tls_transport),
+            _cipher(transport),
         )
         await self._on_connection(endpoint, reader, writer, principal)
-
-
-class _PausedAccept(asyncio.Protocol):
-    """Holds an accepted TCP connection of a TLS listener, reading paused, until the
-    handshake task takes it over."""
-
-    def __init__(self, listeners: Listeners, endpoint: ListenerEndpoint) -> None:
-        self._listeners = listeners
-        self._endpoint = endpoint
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        transport.pause_reading()
-        self._listeners._handshake_later(self._endpoint, transport)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        return None
 
 
 def _reason(exc: BaseException) -> str:
