@@ -229,16 +229,28 @@ def test_shoal_tool_with_command_config(tls: TlsBroker, tmp_path: Path) -> None:
     listed = shoal("topics", "--list", *common)
     assert listed.returncode == 0, listed.stderr
     assert topic in listed.stdout.split()
-    without = shoal("topics", "--list", "--bootstrap-server", tls.bootstrap("MTLS"), timeout_s=60)
-    assert without.returncode != 0
+    plaintext = tmp_path / "plaintext.properties"
+    plaintext.write_text("default.api.timeout.ms=3000\nrequest.timeout.ms=1000\n")
+    without = shoal(
+        "topics",
+        "--list",
+        "--bootstrap-server",
+        tls.bootstrap("MTLS"),
+        "--command-config",
+        str(plaintext),
+        timeout_s=60,
+    )
+    assert without.returncode == 1, "plaintext to a TLS listener fails"
 
 
 def test_replaced_server_certificate_is_seen_by_new_connections(tls: TlsBroker) -> None:
     def served_serial() -> int:
         context = ssl.create_default_context(cafile=str(tls.pki.ca))
-        with socket.create_connection(("127.0.0.1", tls.ports["SSL"])) as raw:
-            with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-                der = sock.getpeercert(binary_form=True)
+        with (
+            socket.create_connection(("127.0.0.1", tls.ports["SSL"])) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+        ):
+            der = sock.getpeercert(binary_form=True)
         assert der is not None
         return x509.load_der_x509_certificate(der).serial_number
 

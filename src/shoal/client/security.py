@@ -79,6 +79,26 @@ class ClientSecurity:
                 raise ValueError(f"{key}: not a client security setting Shoal knows")
         return cls(**fields)  # type: ignore[arg-type]
 
+    def librdkafka_config(self) -> dict[str, str]:
+        """These settings in librdkafka's names (for a confluent-kafka client)."""
+        config: dict[str, str] = {"security.protocol": self.security_protocol}
+        named = {
+            "ssl.ca.location": self.ssl_cafile,
+            "ssl.ca.pem": self.ssl_cadata,
+            "ssl.certificate.location": self.ssl_certfile,
+            "ssl.key.location": self.ssl_keyfile or self.ssl_certfile,
+            "ssl.key.password": self.ssl_key_password,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+        }
+        config.update({k: v for k, v in named.items() if v})
+        if self.uses_tls:
+            check = "https" if self.ssl_check_hostname else "none"
+            config["ssl.endpoint.identification.algorithm"] = check
+        if self.uses_sasl:
+            config["sasl.mechanisms"] = self.sasl_mechanism
+        return config
+
     def ssl_context(self) -> ssl.SSLContext | None:
         """The client TLS context (None without TLS): the CA from `ssl_cafile` /
         `ssl_cadata` (else the system's), the client certificate if given, TLS 1.2+."""
@@ -144,3 +164,8 @@ def _jaas_credentials(text: str) -> dict[str, object]:
         elif name == "password":
             found["sasl_password"] = value
     return found
+
+
+def is_security_property(key: str) -> bool:
+    """Whether a client property is a security setting (`from_properties`' domain)."""
+    return key.strip().startswith(("security.", "ssl.", "sasl."))
