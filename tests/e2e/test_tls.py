@@ -278,3 +278,35 @@ def test_unmapped_listener_is_a_config_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "listener EXTERNAL has no security protocol" in result.stderr
+
+
+def test_console_share_consumer_with_command_config(tls: TlsBroker, tmp_path: Path) -> None:
+    topic = topic_name("tls-console")
+    create_topic(tls.bootstrap("PLAINTEXT"), topic, partitions=1)
+    p = producer(tls.bootstrap("PLAINTEXT"))
+    for i in range(3):
+        p.produce(topic, value=f"c{i}".encode())
+    flush_all(p)
+    group = sc.share_group(tls.bootstrap("PLAINTEXT"), topic_name("tls-console-group"))
+    config = tmp_path / "consumer.properties"
+    config.write_text(
+        "security.protocol=SSL\n"
+        f"ssl.truststore.location={tls.pki.ca}\n"
+        f"ssl.keystore.location={tls.pki.alice.keystore}\n"
+    )
+    done = shoal(
+        "console-share-consumer",
+        "--bootstrap-server",
+        tls.bootstrap("MTLS"),
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--command-config",
+        str(config),
+        "--max-messages",
+        "3",
+        timeout_s=90,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["c0", "c1", "c2"]
