@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient
 from cryptography import x509
 
 from tests.support import share_consumers as sc
-from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.broker import BrokerProcess, Brokers, running, wait_until
 from tests.support.certs import Pki, make_pki, reissue_server
 from tests.support.cli import shoal
 from tests.support.clients import consumer, create_topic, flush_all, producer
@@ -36,6 +36,7 @@ with warnings.catch_warnings():
 
 _BOUND = re.compile(r"listener (\w+) \(\w+\) bound to \S+:(\d+)")
 WAIT_S = 30.0
+KEY_PASSWORD = "unused-but-secret"
 
 
 class TlsBroker:
@@ -69,6 +70,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
         "listener.name.mtls.ssl.client.auth=required",
         "ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=clients,.*$/$1/,DEFAULT",
         "shoal.ssl.reload.check.interval.ms=200",
+        f"ssl.key.password={KEY_PASSWORD}",  # the keys are not encrypted; unused, kept secret
     )
     for process in running(root / "data", *overrides):
         yield TlsBroker(process, pki)
@@ -310,3 +312,35 @@ def test_console_share_consumer_with_command_config(tls: TlsBroker, tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["c0", "c1", "c2"]
+
+
+def test_password_configs_are_sensitive(tls: TlsBroker) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": tls.bootstrap("PLAINTEXT")})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    configs = admin.describe_configs([resource])[resource].result(WAIT_S)
+    entry = configs["ssl.key.password"]
+    assert entry.is_sensitive
+    assert entry.value is None
+    assert configs["ssl.truststore.location"].value == str(tls.pki.ca)
+    assert KEY_PASSWORD not in tls.process.log_text()
+
+
+def test_max_connections_counts_pending_handshakes(brokers: Brokers, tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    process = brokers.start(
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        f"ssl.keystore.location={pki.server.keystore}",
+        "max.connections=1",
+    )
+    port = {m.group(1): int(m.group(2)) for m in _BOUND.finditer(process.log_text())}["SSL"]
+    with (
+        socket.create_connection(("127.0.0.1", port)) as first,
+        socket.create_connection(("127.0.0.1", port)) as second,
+    ):
+        assert _closed_by_broker(second), "the second connection is over the limit"
+        assert process.wait_for_log(r"listener SSL: refusing connection .* max\.connections=1")
+        first.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            first.recv(1)  # the first one still waits for its ClientHello

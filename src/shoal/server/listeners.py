@@ -138,10 +138,21 @@ class Listeners:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                conn, _peer = await loop.sock_accept(listening)
+                conn, peer = await loop.sock_accept(listening)
             except OSError as exc:  # e.g. EMFILE: wait a little, keep the listener up
                 log.error("listener %s: accept failed: %s", endpoint.name, exc)
                 await asyncio.sleep(0.1)
+                continue
+            limit = self._config().get_int("max.connections")
+            if len(self._tasks) >= limit:  # handshakes count too, not only served ones
+                log.warning(
+                    "listener %s: refusing connection from %s:%s: max.connections=%d reached",
+                    endpoint.name,
+                    peer[0],
+                    peer[1],
+                    limit,
+                )
+                conn.close()
                 continue
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             task = loop.create_task(self._handshake(endpoint, conn))
