@@ -906,6 +906,14 @@ _DEFS: list[ConfigDef] = [
         check=_check_mapping_rules,
     ),
     ConfigDef(
+        "shoal.ssl.handshake.timeout.ms",
+        _INT,
+        limits.SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT,
+        _B,
+        "A TLS handshake not finished within this closes the connection (logged).",
+        min=100,
+    ),
+    ConfigDef(
         "shoal.ssl.reload.check.interval.ms",
         _INT,
         limits.SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT,

@@ -101,5 +101,6 @@ SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT: Final = 5_000
 """Default for `shoal.ssl.reload.check.interval.ms`: how often the broker looks at the
 key and trust store files' modification times; a change builds a new SSLContext for the
 connections accepted after it."""
-SSL_HANDSHAKE_TIMEOUT_MS: Final = 10_000
-"""A TLS handshake not finished within this closes the connection (logged)."""
+SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
+"""Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
+this closes the connection (logged)."""

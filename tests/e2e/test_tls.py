@@ -11,6 +11,7 @@ what the next connection sees.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import ssl
@@ -23,6 +24,8 @@ from confluent_kafka import TopicPartition as CkPartition
 from confluent_kafka.admin import AdminClient
 from cryptography import x509
 
+from shoal.client import AsyncClient, Client, ClientSettings
+from shoal.client.security import ClientSecurity
 from tests.support import share_consumers as sc
 from tests.support.broker import BrokerProcess, Brokers, running, wait_until
 from tests.support.certs import Pki, make_pki, reissue_server
@@ -70,6 +73,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
         "listener.name.mtls.ssl.client.auth=required",
         "ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=clients,.*$/$1/,DEFAULT",
         "shoal.ssl.reload.check.interval.ms=200",
+        "shoal.ssl.handshake.timeout.ms=3000",
         f"ssl.key.password={KEY_PASSWORD}",  # the keys are not encrypted; unused, kept secret
     )
     for process in running(root / "data", *overrides):
@@ -344,3 +348,35 @@ def test_max_connections_counts_pending_handshakes(brokers: Brokers, tmp_path: P
         first.settimeout(0.5)
         with pytest.raises(TimeoutError):
             first.recv(1)  # the first one still waits for its ClientHello
+
+
+def test_a_silent_peer_is_closed_after_the_handshake_timeout(tls: TlsBroker) -> None:
+    before = tls.process.log_text().count("taking longer than 3.0 seconds")
+    with socket.create_connection(("127.0.0.1", tls.ports["SSL"])) as sock:
+        assert _closed_by_broker(sock), "shoal.ssl.handshake.timeout.ms=3000 closes it"
+    assert wait_until(
+        lambda: tls.process.log_text().count("taking longer than 3.0 seconds") > before,
+        timeout_s=10,
+    )
+
+
+def test_shoal_clients_over_mutual_tls(tls: TlsBroker) -> None:
+    security = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SSL",
+            "ssl.truststore.location": str(tls.pki.ca),
+            "ssl.keystore.location": str(tls.pki.bob.keystore),
+        }
+    )
+    settings = ClientSettings(security=security)
+    with Client(tls.bootstrap("MTLS"), settings=settings, api_timeout_ms=20_000) as client:
+        (node,) = client.metadata([]).brokers.values()
+    assert node.port == tls.ports["MTLS"]
+
+    async def over_asyncio() -> int:
+        async with AsyncClient(tls.bootstrap("MTLS"), settings=settings) as client:
+            (node,) = (await client.metadata([])).brokers.values()
+            return node.port
+
+    assert asyncio.run(over_asyncio()) == tls.ports["MTLS"]
+    assert tls.process.wait_for_log(r"as User:CN=bob,OU=ops,O=shoal ")

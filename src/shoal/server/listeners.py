@@ -10,7 +10,7 @@ is read as plaintext), then runs the server-side handshake with the listener's c
 SSLContext (`ListenerTls`, reloaded when its files change). A handshake that fails
 (plaintext bytes, no client certificate under `ssl.client.auth=required`, an
 untrusted certificate, a DN no mapping rule applies to, or no handshake within
-`SSL_HANDSHAKE_TIMEOUT_MS`) closes that connection with a logged reason; the others
+`shoal.ssl.handshake.timeout.ms`) closes that connection with a logged reason; the others
 are not touched.
 """
 
@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from shoal.config import BrokerConfig, ListenerEndpoint
-from shoal.limits import SSL_HANDSHAKE_TIMEOUT_MS
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
 from shoal.security.principal_mapping import NoMatchingRule
 from shoal.server.timers import PeriodicTimer
@@ -173,7 +172,8 @@ class Listeners:
                 lambda: protocol,
                 conn,
                 ssl=tls.context,
-                ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_MS / 1000,
+                ssl_handshake_timeout=self._config().get_int("shoal.ssl.handshake.timeout.ms")
+                / 1000,
             )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
             log.warning(
