@@ -64,3 +64,19 @@ def test_the_topic_stream_carries_security() -> None:
         }
     )
     assert options.security.uses_tls
+
+
+def test_the_share_source_carries_security() -> None:
+    from shoal.spark.share_options import parse_share_options
+
+    options = parse_share_options(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "topic": "t",
+            "group.id": "g",
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.truststore.location": "/ca.pem",
+        }
+    )
+    assert options.security.uses_tls
+    assert options.security.ssl_cafile == "/ca.pem"
