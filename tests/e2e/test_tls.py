@@ -380,3 +380,21 @@ def test_shoal_clients_over_mutual_tls(tls: TlsBroker) -> None:
 
     assert asyncio.run(over_asyncio()) == tls.ports["MTLS"]
     assert tls.process.wait_for_log(r"as User:CN=bob,OU=ops,O=shoal ")
+
+
+def test_a_key_store_that_does_not_load_stops_start_up(tmp_path: Path) -> None:
+    (tmp_path / "broken.pem").write_text("not PEM")
+    result = shoal(
+        "serve",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--port",
+        "0",
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "--override",
+        f"ssl.keystore.location={tmp_path / 'broken.pem'}",
+        timeout_s=60,
+    )
+    assert result.returncode == 2
+    assert "invalid configuration: ssl.keystore.location" in result.stderr

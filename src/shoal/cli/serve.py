@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         if profiler is not None:
             profiler.enable()
         runner(run_broker(config))
+    except ConfigError as exc:  # e.g. a TLS key store that does not load
+        log.error("cannot start: invalid configuration: %s", exc)
+        return 2
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1

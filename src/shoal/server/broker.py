@@ -1,11 +1,13 @@
-"""The broker process: wiring, listener, background timers and shutdown.
+"""The broker process: wiring, listeners, background timers and shutdown.
 
 `Broker` builds the services and hands handlers only those (`Services`,
 server/services.py, as `ctx.services`), subscribes them to the log's change events
-(log/events.py), and runs the listener. Every timer is fired by one driver on the clock (`timers`,
-server/timers.py): retention every `log.retention.check.interval.ms`, the
-time-based flush check every second, and the sources of the share service, the
-group service and the share coordinator. The logs' blocking disk work (fsyncs,
+(log/events.py), and runs the listeners (server/listeners.py: every `listeners` entry,
+TLS where the protocol says so; each connection knows its listener and principal).
+Every timer is fired by one driver on the clock (`timers`, server/timers.py):
+retention every `log.retention.check.interval.ms`, the time-based flush check every
+second, and the sources of the share service, the group service and the share
+coordinator. The logs' blocking disk work (fsyncs,
 removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
 the flush check and retention only start it. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
