@@ -37,7 +37,6 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", r"(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-_BOUND = re.compile(r"listener (\w+) \(\w+\) bound to \S+:(\d+)")
 WAIT_S = 30.0
 KEY_PASSWORD = "unused-but-secret"
 
@@ -46,7 +45,7 @@ class TlsBroker:
     def __init__(self, process: BrokerProcess, pki: Pki) -> None:
         self.process = process
         self.pki = pki
-        self.ports = {m.group(1): int(m.group(2)) for m in _BOUND.finditer(process.log_text())}
+        self.ports = process.listener_ports()
 
     def bootstrap(self, listener: str) -> str:
         return f"127.0.0.1:{self.ports[listener]}"
@@ -338,7 +337,7 @@ def test_max_connections_counts_pending_handshakes(brokers: Brokers, tmp_path: P
         f"ssl.keystore.location={pki.server.keystore}",
         "max.connections=1",
     )
-    port = {m.group(1): int(m.group(2)) for m in _BOUND.finditer(process.log_text())}["SSL"]
+    port = process.listener_ports()["SSL"]
     with (
         socket.create_connection(("127.0.0.1", port)) as first,
         socket.create_connection(("127.0.0.1", port)) as second,

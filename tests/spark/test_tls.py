@@ -3,7 +3,6 @@ a batch write (the sink) and a batch read through the MTLS listener of a TLS bro
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,8 +14,6 @@ from tests.support.broker import BrokerProcess, running
 from tests.support.certs import Pki, make_pki
 from tests.support.clients import create_topic
 from tests.support.topics import topic_name
-
-_BOUND = re.compile(r"listener (\w+) \(\w+\) bound to \S+:(\d+)")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +33,7 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Broke
 
 def test_write_and_read_over_mutual_tls(spark: Any, tls_broker: tuple[BrokerProcess, Pki]) -> None:
     process, pki = tls_broker
-    port = {m.group(1): int(m.group(2)) for m in _BOUND.finditer(process.log_text())}["MTLS"]
+    port = process.listener_ports()["MTLS"]
     topic = topic_name("spark-tls")
     create_topic(process.bootstrap, topic, partitions=1)
     security = {
