@@ -172,6 +172,26 @@ def _check_jwks_url(value: Any) -> str | None:
     return None
 
 
+def _check_protocol_map(value: Any) -> str | None:
+    for entry in value:
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
+            return f"entry {entry!r} is not NAME:PROTOCOL with PROTOCOL one of " + ", ".join(
+                SECURITY_PROTOCOLS
+            )
+    return None
+
+
+def _check_mapping_rules(value: Any) -> str | None:
+    from shoal.security.principal_mapping import InvalidRules, PrincipalMapper
+
+    try:
+        PrincipalMapper.parse(value)
+    except InvalidRules as exc:
+        return str(exc)
+    return None
+
+
 def _check_by_duration(value: Any) -> str | None:
     from shoal.iso_duration import parse_iso_duration_ms
 
@@ -185,6 +205,20 @@ def _check_by_duration(value: Any) -> str | None:
         return None
     return f"value {value!r} must be latest, earliest or by_duration:<ISO-8601 duration>"
 
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+LISTENER_PREFIX = "listener.name."
+"""Kafka's per-listener form of a key: `listener.name.<lower-case name>.<key>`."""
+LISTENER_PREFIXABLE = (
+    "ssl.",
+    "sasl.",
+    "connections.max.reauth.ms",
+    "connection.failed.authentication.delay.ms",
+)
+"""Broker keys that may be set per listener."""
+LISTENER_SUFFIXES = ("sasl.jaas.config",)
+"""Kafka's per-listener keys that are not broker keys of their own:
+`listener.name.<listener>.<mechanism>.sasl.jaas.config`."""
 
 _B, _T, _G = Scope.BROKER, Scope.TOPIC, Scope.GROUP
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
@@ -939,6 +973,113 @@ _DEFS: list[ConfigDef] = [
         synonym="group.share.assignment.interval.ms",
     ),
     ConfigDef("share.assignor.offload.enable", _BOOL, True, _G, "Accepted, no effect."),
+    # ---- broker: listeners and TLS (issue 12, wt-tls). Each `ssl.*` key may also be set
+    # for one listener as `listener.name.<lower-case listener name>.ssl.*` (`listener_value`).
+    ConfigDef(
+        "listener.security.protocol.map",
+        _LIST,
+        ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"],
+        _B,
+        "Listener name to security protocol (NAME:PROTOCOL, comma-separated).",
+        read_only=True,
+        check=_check_protocol_map,
+    ),
+    ConfigDef(
+        "ssl.keystore.type", _STR, "PEM", _B, "Key store format (PEM only).", choices=("PEM",)
+    ),
+    ConfigDef(
+        "ssl.keystore.location",
+        _STR,
+        None,
+        _B,
+        "PEM file with the private key and the certificate chain.",
+        nullable=True,
+    ),
+    ConfigDef(
+        "ssl.keystore.certificate.chain",
+        ConfigType.PASSWORD,
+        None,
+        _B,
+        "The certificate chain in PEM, inline.",
+        nullable=True,
+    ),
+    ConfigDef(
+        "ssl.keystore.key", ConfigType.PASSWORD, None, _B, "The key in PEM, inline.", nullable=True
+    ),
+    ConfigDef(
+        "ssl.key.password",
+        ConfigType.PASSWORD,
+        None,
+        _B,
+        "Password of an encrypted private key.",
+        nullable=True,
+    ),
+    ConfigDef(
+        "ssl.truststore.type", _STR, "PEM", _B, "Trust store format (PEM only).", choices=("PEM",)
+    ),
+    ConfigDef(
+        "ssl.truststore.location",
+        _STR,
+        None,
+        _B,
+        "PEM file of the CA certificates client certificates are checked against.",
+        nullable=True,
+    ),
+    ConfigDef(
+        "ssl.truststore.certificates",
+        ConfigType.PASSWORD,
+        None,
+        _B,
+        "CA certificates in PEM, inline.",
+        nullable=True,
+    ),
+    ConfigDef(
+        "ssl.client.auth",
+        _STR,
+        "none",
+        _B,
+        "Client certificates: none, requested or required.",
+        choices=("none", "requested", "required"),
+    ),
+    ConfigDef(
+        "ssl.enabled.protocols",
+        _LIST,
+        ["TLSv1.2", "TLSv1.3"],
+        _B,
+        "TLS versions accepted (TLS 1.2 and later only).",
+        choices=("TLSv1.2", "TLSv1.3"),
+    ),
+    ConfigDef(
+        "ssl.cipher.suites",
+        _LIST,
+        [],
+        _B,
+        "TLS 1.2 cipher suites (OpenSSL names); empty: the defaults.",
+    ),
+    ConfigDef(
+        "ssl.principal.mapping.rules",
+        _STR,
+        "DEFAULT",
+        _B,
+        "Client certificate DN to user name (Kafka's RULE:pattern/replacement/[LU], DEFAULT).",
+        check=_check_mapping_rules,
+    ),
+    ConfigDef(
+        "shoal.ssl.handshake.timeout.ms",
+        _INT,
+        limits.SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT,
+        _B,
+        "A TLS handshake not finished within this closes the connection (logged).",
+        min=100,
+    ),
+    ConfigDef(
+        "shoal.ssl.reload.check.interval.ms",
+        _INT,
+        limits.SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT,
+        _B,
+        "How often the key and trust store files are checked for a change (then reloaded).",
+        min=100,
+    ),
 ]
 
 DEFINITIONS: dict[tuple[Scope, str], ConfigDef] = {(d.scope, d.name): d for d in _DEFS}
@@ -999,6 +1140,8 @@ class BrokerConfig:
 
     values: dict[str, Any]
     explicit: set[str] = field(default_factory=set)
+    prefixed: dict[str, Any] = field(default_factory=dict)
+    """Per-listener values (`listener.name.<name>.<key>`), typed; see `listener_value`."""
 
     @classmethod
     def load(
@@ -1016,20 +1159,32 @@ class BrokerConfig:
     @classmethod
     def from_raw(cls, raw: Mapping[str, object]) -> BrokerConfig:
         values = {name: d.default for name, d in BROKER_KEYS.items()}
+        prefixed: dict[str, Any] = {}
         for key, value in raw.items():
             if key.startswith(LISTENER_PREFIX):
-                values[key] = _parse_listener_key(key, value)
+                prefixed[key] = _parse_listener_key(key, value)
                 continue
             definition = BROKER_KEYS.get(key)
             if definition is None:
                 raise ConfigError(key, "unknown broker config key")
             values[key] = definition.parse(value)
-        _apply_kafka_synonyms(values, set(raw))
-        config = cls(values=values, explicit=set(raw))
+        explicit = set(raw) - set(prefixed)
+        _apply_kafka_synonyms(values, explicit)
+        config = cls(values=values, explicit=explicit, prefixed=prefixed)
         config._check_consistency()
         return config
 
     def _check_consistency(self) -> None:
+        for endpoint in self.listener_endpoints():  # ConfigError for an ill-formed set
+            if endpoint.uses_tls and not (
+                self.listener_value(endpoint.name, "ssl.keystore.location")
+                or self.listener_value(endpoint.name, "ssl.keystore.certificate.chain")
+            ):
+                raise ConfigError(
+                    "ssl.keystore.location",
+                    f"listener {endpoint.name} is {endpoint.security_protocol} and needs "
+                    "ssl.keystore.location or ssl.keystore.certificate.chain + ssl.keystore.key",
+                )
         for low_key, mid_key, high_key in _ORDERED_TRIPLES:
             low, mid, high = self[low_key], self[mid_key], self[high_key]
             if not low <= mid <= high:
@@ -1092,6 +1247,7 @@ class BrokerConfig:
     def with_overrides(self, overrides: Mapping[str, object]) -> BrokerConfig:
         """A new validated config with some keys changed (IncrementalAlterConfigs)."""
         raw: dict[str, object] = {k: self.values[k] for k in self.explicit}
+        raw.update(self.prefixed)
         raw.update(overrides)
         return BrokerConfig.from_raw(raw)
 
@@ -1113,36 +1269,97 @@ class BrokerConfig:
         advertised = self["advertised.listeners"]
         return _host_port(advertised[0]) if advertised else self.listener
 
+    # ---- listeners and TLS (issue 12, wt-tls)
+    def listener_endpoints(self) -> list[ListenerEndpoint]:
+        """Every listener with its security protocol and advertised address, in the
+        order of `listeners`; ConfigError for a name the protocol map lacks, a name or
+        a port used twice, or an advertised listener that is not a listener."""
+        protocols: dict[str, str] = {}
+        for entry in self["listener.security.protocol.map"]:
+            name, _, protocol = entry.partition(":")
+            protocols[name.strip()] = protocol.strip()
+        advertised: dict[str, tuple[str, int]] = {}
+        for listener in self["advertised.listeners"] or []:
+            name = _listener_name(listener)
+            if name in advertised:
+                raise ConfigError("advertised.listeners", f"listener name {name} appears twice")
+            advertised[name] = _host_port(listener)
+        endpoints: list[ListenerEndpoint] = []
+        for listener in self["listeners"]:
+            name = _listener_name(listener)
+            protocol = protocols.get(name)
+            if protocol is None:
+                raise ConfigError(
+                    "listeners",
+                    f"listener {name} has no security protocol in listener.security.protocol.map",
+                )
+            host, port = _host_port(listener)
+            for other in endpoints:
+                if other.name == name:
+                    raise ConfigError("listeners", f"listener name {name} appears twice")
+                if port != 0 and other.port == port and other.host == host:
+                    raise ConfigError("listeners", f"{host}:{port} is used by two listeners")
+            adv_host, adv_port = advertised.pop(name, (host, port))
+            endpoints.append(ListenerEndpoint(name, protocol, host, port, adv_host, adv_port))
+        if advertised:
+            raise ConfigError(
+                "advertised.listeners",
+                f"{', '.join(advertised)} not among the listeners",
+            )
+        return endpoints
 
-LISTENER_PREFIX = "listener.name."
-LISTENER_SUFFIXES = ("sasl.jaas.config",)
-"""Kafka's per-listener keys that are not broker keys of their own:
-`listener.name.<listener>.<mechanism>.sasl.jaas.config` (wt-sasl)."""
+    def listener_value(self, listener_name: str, key: str) -> Any:
+        """`key` for one listener: `listener.name.<lower-case name>.<key>` if set, else
+        the broker key itself (Kafka's per-listener override); None when neither is set
+        and `key` is no broker key (a mechanism's `sasl.jaas.config`)."""
+        prefixed = f"{LISTENER_PREFIX}{listener_name.lower()}.{key}"
+        if prefixed in self.prefixed:
+            return self.prefixed[prefixed]
+        return self.values.get(key)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerEndpoint:
+    """One listener: `listeners`' NAME://host:port, its protocol and where clients
+    are told to connect (`advertised.listeners`; port 0 there means the bound port)."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int
+    advertised_host: str
+    advertised_port: int
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+
+def _listener_name(listener: str) -> str:
+    return listener.split("://", 1)[0].strip()
 
 
 def _parse_listener_key(key: str, value: object) -> Any:
-    """A `listener.name.<listener>.<key>` value: `<key>` must be a broker key (parsed and
-    kept typed) or `<mechanism>.sasl.jaas.config` (kept as its string)."""
+    """A `listener.name.<name>.<key>` value: `<key>` a listener-configurable broker key
+    (typed by its definition) or `<mechanism>.sasl.jaas.config` (kept as its string)."""
     rest = key[len(LISTENER_PREFIX) :]
-    listener, _, inner = rest.partition(".")
-    if not listener or not inner:
+    name, _, inner = rest.partition(".")
+    if not name or not inner:
         raise ConfigError(key, "expected listener.name.<listener>.<config>")
+    if name != name.lower():
+        raise ConfigError(key, "the listener name in a per-listener key is lower case")
     definition = BROKER_KEYS.get(inner)
-    if definition is not None:
-        return definition.parse(value)
-    mechanism, _, suffix = inner.partition(".")
-    if suffix not in LISTENER_SUFFIXES or not mechanism:
+    if definition is None:
+        mechanism, _, suffix = inner.partition(".")
+        if suffix not in LISTENER_SUFFIXES or not mechanism:
+            raise ConfigError(key, "unknown per-listener config key")
+        return str(value)
+    if not inner.startswith(LISTENER_PREFIXABLE):
         raise ConfigError(key, "unknown per-listener config key")
-    return str(value)
-
-
-def listener_config(config: BrokerConfig, listener: str, key: str) -> Any:
-    """Kafka's lookup of a per-listener key: `listener.name.<listener lowercased>.<key>`,
-    else the broker key itself (None if neither is set and `key` is not a broker key)."""
-    prefixed = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
-    if prefixed in config.values:
-        return config.values[prefixed]
-    return config.values.get(key)
+    try:
+        return definition.parse(value)
+    except ConfigError as exc:
+        raise ConfigError(key, str(exc).split(": ", 1)[-1]) from None
 
 
 def _host_port(listener: str) -> tuple[str, int]:

@@ -123,3 +123,12 @@ bytes): security/scram.py."""
 OAUTHBEARER_MESSAGE_BYTES_MAX: Final = 64 * 1024
 """An OAUTHBEARER client message (the token and its framing) longer than this fails
 the exchange before the token is parsed: security/oauth.py."""
+
+# Listeners and TLS (issue 12, wt-tls)
+SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT: Final = 5_000
+"""Default for `shoal.ssl.reload.check.interval.ms`: how often the broker looks at the
+key and trust store files' modification times; a change builds a new SSLContext for the
+connections accepted after it."""
+SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
+"""Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
+this closes the connection (logged)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from shoal.client.security import ClientSecurity
 from shoal.spark.cluster import PROBE_TIMEOUT_MS, client_for, close_cached_clients
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
@@ -54,6 +55,7 @@ def test_options_parse_to_canonical_names_with_defaults() -> None:
         "topic": ("a", "b"),
         "startingOffsets": "earliest",
         "minPartitions": None,
+        "security": ClientSecurity(),  # PLAINTEXT: no kafka.-prefixed security option
     }
 
 

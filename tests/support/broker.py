@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 _LISTENING = re.compile(r"listening on \S+:(\d+)")
+_BOUND = re.compile(r"listener (\w+) \(\w+\) bound to \S+:(\d+)")
 START_TIMEOUT_S = 60.0
 
 
@@ -107,6 +108,10 @@ class BrokerProcess:
 
     def log_text(self) -> str:
         return "".join(self._log_lines)
+
+    def listener_ports(self) -> dict[str, int]:
+        """The bound port of each listener (`listeners`' names), from the start-up log."""
+        return {m.group(1): int(m.group(2)) for m in _BOUND.finditer(self.log_text())}
 
     def wait_for_log(self, pattern: str, *, timeout_s: float = 10.0) -> re.Match[str] | None:
         """The first match of `pattern` in the log, waiting up to `timeout_s` for it."""

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any
 
+from shoal.cli.kafka_options import ToolFailed, client_security, load_command_config
+from shoal.client.security import is_security_property
 from shoal.clock import Clock, SystemClock
 
 PROG = "shoal console-share-consumer"
@@ -103,6 +105,11 @@ def add_parser(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="librdkafka share-consumer setting (repeatable)",
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client properties (security.protocol, ssl.*, sasl.*: Java or librdkafka names)",
     )
     parser.add_argument(
         "--connect-timeout-ms",
@@ -225,12 +232,26 @@ class ClientMissing(Exception):
     pass
 
 
+def command_config_properties(path: str | None) -> dict[str, str]:
+    """A `--command-config` file as librdkafka settings: its security keys (Java or
+    librdkafka names) through `ClientSecurity`, the other keys as they are."""
+    properties = load_command_config(path, warn=sys.stderr)
+    security = client_security(properties)
+    others = {k: v for k, v in properties.items() if not is_security_property(k)}
+    if not any(is_security_property(k) for k in properties):
+        return others
+    return {**others, **security.librdkafka_config()}
+
+
 def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     out = sys.stdout if out is None else out
     try:
         formatter = build_formatter(args)
         ack = ack_name(args)
-        consumer_properties = _pairs(args.consumer_property, "--consumer-property")
+        consumer_properties = {
+            **command_config_properties(args.command_config),
+            **_pairs(args.consumer_property, "--consumer-property"),
+        }
         if args.max_messages is not None and args.max_messages < 1:
             raise UsageError("--max-messages must be at least 1")
         if args.timeout_ms is not None and args.timeout_ms < 0:
@@ -238,6 +259,9 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except ToolFailed as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     try:
         ck = _import_client()
     except ClientMissing as exc:
@@ -245,7 +269,9 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
         return 1
 
     try:
-        topics = _list_topics(ck, args.bootstrap_server, args.connect_timeout_ms / 1000)
+        topics = _list_topics(
+            ck, args.bootstrap_server, args.connect_timeout_ms / 1000, consumer_properties
+        )
     except KeyboardInterrupt:
         print("Processed a total of 0 messages", file=sys.stderr)
         return 0
@@ -328,7 +354,9 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     return status
 
 
-def _list_topics(ck: Any, bootstrap: str, timeout_s: float) -> set[str] | str:
+def _list_topics(
+    ck: Any, bootstrap: str, timeout_s: float, properties: dict[str, str]
+) -> set[str] | str:
     """The cluster's topic names if a Metadata request is answered within
     `timeout_s`, else why not.
 
@@ -337,6 +365,7 @@ def _list_topics(ck: Any, bootstrap: str, timeout_s: float) -> set[str] | str:
     errors: list[str] = []
     admin = ck.admin.AdminClient(
         {
+            **{k: v for k, v in properties.items() if is_security_property(k)},
             "bootstrap.servers": bootstrap,
             "error_cb": lambda error: errors.append(error.str()),
             "reconnect.backoff.max.ms": 1000,

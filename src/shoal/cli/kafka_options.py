@@ -13,10 +13,11 @@ The tools talk to the cluster through `shoal.client.Client`; its `ClientError`s
 and become exit 1 with that message.
 
 A `--command-config` file holds admin-client properties in Java properties syntax.
-Used: `request.timeout.ms`, `default.api.timeout.ms`, `client.id`;
-`bootstrap.servers` yields to `--bootstrap-server`; `security.protocol` must be
-PLAINTEXT (Shoal serves nothing else). Other keys are reported and ignored, as
-Kafka's clients warn about unknown configs.
+Used: `request.timeout.ms`, `default.api.timeout.ms`, `client.id`, and the security
+settings (`security.protocol`, `ssl.*`, `sasl.*`, Java or librdkafka names, read by
+`ClientSecurity.from_properties`: an unknown security key is an error naming it);
+`bootstrap.servers` yields to `--bootstrap-server`. Other keys are reported and
+ignored, as Kafka's clients warn about unknown configs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from shoal.client import Client, ClientError, ClientSettings, parse_bootstrap
+from shoal.client.security import ClientSecurity, is_security_property
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT
 
 CLIENT_ID_DEFAULT = "shoal-admin"
@@ -134,9 +136,9 @@ def load_command_config(path: str | None, *, warn: IO[str]) -> dict[str, str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ToolFailed(f"cannot read --command-config file {path}: {exc}") from exc
     properties = parse_properties(text)
-    known = {"request.timeout.ms", "default.api.timeout.ms", "client.id", "security.protocol"}
+    known = {"request.timeout.ms", "default.api.timeout.ms", "client.id"}
     for key in properties:
-        if key not in known and key not in _IGNORED_KEYS:
+        if key not in known and key not in _IGNORED_KEYS and not is_security_property(key):
             print(
                 f"WARN The configuration '{key}' was supplied but isn't a known config.",
                 file=warn,
@@ -149,16 +151,26 @@ def client_settings(
 ) -> ClientSettings:
     """The client's settings from command-config properties; `api_timeout_ms` (a
     tool's `--timeout`) wins over `default.api.timeout.ms`."""
-    protocol = properties.get("security.protocol", "PLAINTEXT")
-    if protocol.upper() != "PLAINTEXT":
-        raise ToolFailed(f"security.protocol={protocol} is not supported: Shoal serves PLAINTEXT")
+    security = client_security(properties)
     request_ms = _positive_ms(properties, "request.timeout.ms", REQUEST_TIMEOUT_MS_DEFAULT)
     default_api_ms = _positive_ms(properties, "default.api.timeout.ms", API_TIMEOUT_MS_DEFAULT)
     return ClientSettings(
         api_timeout_ms=api_timeout_ms if api_timeout_ms is not None else default_api_ms,
         request_timeout_ms=request_ms,
         client_id=properties.get("client.id") or CLIENT_ID_DEFAULT,
+        security=security,
     )
+
+
+def client_security(properties: dict[str, str]) -> ClientSecurity:
+    """The security settings among command-config properties; ToolFailed naming the key
+    for one Shoal does not know or a bad value."""
+    try:
+        return ClientSecurity.from_properties(
+            {k: v for k, v in properties.items() if is_security_property(k)}
+        )
+    except ValueError as exc:
+        raise ToolFailed(f"--command-config: {exc}") from None
 
 
 def _positive_ms(properties: dict[str, str], key: str, default: int) -> int:

@@ -2,6 +2,7 @@
 
 Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VALUE`
 (repeatable), then the explicit flags `--host`, `--port`, `--data-dir`, `--node-id`.
+`--host`/`--port` move the first of `listeners` (the only one by default).
 An unknown key or an out-of-range value stops start-up with a message naming the key
 and exit status 2.
 
@@ -50,18 +51,23 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(item, "--override takes KEY=VALUE")
         overrides[key.strip()] = value.strip()
-    if args.host is not None or args.port is not None:
-        host = args.host if args.host is not None else "127.0.0.1"
-        port = args.port if args.port is not None else 9092
-        bracketed = f"[{host}]" if ":" in host else host
-        # wt-sasl: --host/--port keep an overridden listener's name (SASL_PLAINTEXT://...).
-        name = overrides.get("listeners", "PLAINTEXT://").split("://", 1)[0] or "PLAINTEXT"
-        overrides["listeners"] = f"{name}://{bracketed}:{port}"
     if args.data_dir is not None:
         overrides["log.dirs"] = args.data_dir
     if args.node_id is not None:
         overrides["node.id"] = str(args.node_id)
     return overrides
+
+
+def _first_listener_moved(config: BrokerConfig, host: str | None, port: int | None) -> str:
+    """`listeners` with the first listener's address replaced by `--host`/`--port` (its
+    name and the other listeners kept): the flags keep meaning "the" listener."""
+    listeners = list(config.get_list("listeners"))
+    name = listeners[0].split("://", 1)[0]
+    old_host, old_port = config.listener
+    new_host = host if host is not None else old_host
+    bracketed = f"[{new_host}]" if ":" in new_host else new_host
+    listeners[0] = f"{name}://{bracketed}:{port if port is not None else old_port}"
+    return ",".join(listeners)
 
 
 def configure_logging(level: str) -> None:
@@ -74,7 +80,11 @@ def configure_logging(level: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = BrokerConfig.load(file=args.config, overrides=_overrides(args))
+        overrides = _overrides(args)
+        config = BrokerConfig.load(file=args.config, overrides=overrides)
+        if args.host is not None or args.port is not None:
+            overrides["listeners"] = _first_listener_moved(config, args.host, args.port)
+            config = BrokerConfig.load(file=args.config, overrides=overrides)
     except ConfigError as exc:
         print(f"shoal serve: invalid configuration: {exc}", file=sys.stderr)
         return 2
@@ -97,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         if profiler is not None:
             profiler.enable()
         runner(run_broker(config))
+    except ConfigError as exc:  # e.g. a TLS key store that does not load
+        log.error("cannot start: invalid configuration: %s", exc)
+        return 2
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1

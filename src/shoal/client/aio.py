@@ -73,7 +73,13 @@ class Connection:
     ) -> Connection:
         """Connect within `timeout_s` (no handshake: `handshake()` does ApiVersions)."""
         s = settings_with(settings, client_id=client_id if settings is None else None)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        tls = s.security.ssl_context()
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                host, port, ssl=tls, server_hostname=host if tls is not None else None
+            ),
+            timeout_s,
+        )
         core = ClientConnection(
             client_id=s.client_id, response_bytes_max=s.response_bytes_max, address=f"{host}:{port}"
         )

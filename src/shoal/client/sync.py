@@ -77,7 +77,10 @@ class Connection:
         start_ms = clock.monotonic_ms()
         try:
             sock = socket.create_connection((node.host, node.port), timeout=timeout_ms / 1000)
-        except OSError as exc:
+            tls = s.security.ssl_context()
+            if tls is not None:  # the handshake runs here, within the connect timeout
+                sock = tls.wrap_socket(sock, server_hostname=node.host)
+        except OSError as exc:  # ssl.SSLError included
             raise Disconnected(node, str(exc) or type(exc).__name__, phase="connect") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         core = ClientConnection(

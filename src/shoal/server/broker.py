@@ -1,11 +1,13 @@
-"""The broker process: wiring, listener, background timers and shutdown.
+"""The broker process: wiring, listeners, background timers and shutdown.
 
 `Broker` builds the services and hands handlers only those (`Services`,
 server/services.py, as `ctx.services`), subscribes them to the log's change events
-(log/events.py), and runs the listener. Every timer is fired by one driver on the clock (`timers`,
-server/timers.py): retention every `log.retention.check.interval.ms`, the
-time-based flush check every second, and the sources of the share service, the
-group service and the share coordinator. The logs' blocking disk work (fsyncs,
+(log/events.py), and runs the listeners (server/listeners.py: every `listeners` entry,
+TLS where the protocol says so; each connection knows its listener and principal).
+Every timer is fired by one driver on the clock (`timers`, server/timers.py):
+retention every `log.retention.check.interval.ms`, the time-based flush check every
+second, and the sources of the share service, the group service and the share
+coordinator. The logs' blocking disk work (fsyncs,
 removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
 the flush check and retention only start it. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
@@ -25,10 +27,10 @@ import logging
 import socket
 
 from shoal.clock import Clock, SystemClock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, ListenerEndpoint
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
-from shoal.security.acl import ALLOW_ALL
+from shoal.security.acl import ALLOW_ALL, KafkaPrincipal
 from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
@@ -38,6 +40,7 @@ from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.latency_trace import TRACE
+from shoal.server.listeners import Listeners
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.sasl import SaslService
@@ -143,6 +146,10 @@ class Broker:
         """The transaction coordinator on `__transaction_state`, loaded."""
         self.timers.add(*self.txn.timer_sources())
         self.stopping = False
+        # ---- listeners and TLS (issue 12, wt-tls)
+        self.network = Listeners(lambda: self.config, self._accept)
+        """Every `listeners` entry, bound at start; TLS contexts and their reload."""
+        self.timers.add(*self.network.timer_sources())
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
@@ -152,7 +159,7 @@ class Broker:
             node=NodeIdentity(
                 node_id=self.node_id,
                 cluster_id=self.cluster_id,
-                advertised=lambda: (self.advertised_host, self.advertised_port),
+                advertised=self.network.advertised,
             ),
             config=self.live_config,
             clock=self.clock,
@@ -172,11 +179,9 @@ class Broker:
             sasl=SaslService(ScramStore(config.data_dir)),  # wt-sasl
         )
         """What handlers are given (`ctx.services`)."""
-        self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
-        self.bound_port: int = 0
 
     @property
     def config(self) -> BrokerConfig:
@@ -204,24 +209,22 @@ class Broker:
 
     # ---- identity advertised to clients
     @property
+    def bound_port(self) -> int:
+        """The first listener's bound port (0 before start)."""
+        return self.network.bound_ports.get(self.network.endpoints[0].name, 0)
+
+    @property
     def advertised_host(self) -> str:
-        return self.config.advertised_listener[0]
+        return self.network.advertised()[0]
 
     @property
     def advertised_port(self) -> int:
-        _host, port = self.config.advertised_listener
-        return self.bound_port if port == 0 else port
+        return self.network.advertised()[1]
 
     # ---- lifecycle
     async def start(self) -> None:
-        host, port = self.config.listener
-        self._server = await asyncio.start_server(
-            self._accept, host=host, port=port, reuse_address=True, limit=2**20
-        )
-        sockets = self._server.sockets
-        self.bound_port = sockets[0].getsockname()[1] if sockets else port
-        for sock in sockets:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await self.network.start()
+        host = self.network.endpoints[0].host
         self.group_service.start()
         self.txn.start()
         self.timers.start()
@@ -246,8 +249,7 @@ class Broker:
             return
         self.stopping = True
         log.info("shutting down: %d connections open", len(self._connections))
-        if self._server is not None:
-            self._server.close()
+        self.network.close()
         self.purgatory.close()
         # Idle connections (waiting for a request) close at once; busy ones may finish
         # the request in hand and then stop reading (the loop checks `stopping`).
@@ -273,7 +275,13 @@ class Broker:
         self._stopped.set()
 
     # ---- connections
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self,
+        endpoint: ListenerEndpoint,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        principal: KafkaPrincipal,
+    ) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
         if self.stopping:
             writer.close()
@@ -292,11 +300,14 @@ class Broker:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_connection_id += 1
-        info = ConnectionInfo(self._next_connection_id, str(peer[0]), int(peer[1]))
-        # wt-sasl, until wt-tls's listeners land: the one listener's name is its protocol.
-        name = self.config["listeners"][0].split("://", 1)[0].upper()
-        if name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            info.listener_name = info.security_protocol = name
+        info = ConnectionInfo(
+            self._next_connection_id,
+            str(peer[0]),
+            int(peer[1]),
+            listener_name=endpoint.name,
+            security_protocol=endpoint.security_protocol,
+            principal=principal,
+        )
         task = asyncio.current_task()
         assert task is not None
         self._connections[info.connection_id] = (info, task)

@@ -18,7 +18,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from shoal.config import BrokerConfig, listener_config
+from shoal.config import BrokerConfig
 from shoal.security.oauth import JwksValidator, TokenInvalid, UnsecuredJwsValidator, load_jwks
 from shoal.security.sasl import SaslSession, SaslSettings, TokenValidator
 from shoal.security.sasl_jaas import JaasError, JaasModule, parse_jaas
@@ -70,13 +70,13 @@ class SaslService:
         if cached is not None and cached[0] is config:
             return cached[1]
         settings = SaslSettings(
-            enabled_mechanisms=tuple(listener_config(config, listener, "sasl.enabled.mechanisms")),
+            enabled_mechanisms=tuple(config.listener_value(listener, "sasl.enabled.mechanisms")),
             plain_users=_jaas(config, listener, "plain").users()
             if _has_jaas(config, listener, "plain")
             else {},
             scram_credential=self.scram.credential,
             token_validator=_token_validator(config, listener),
-            max_reauth_ms=int(listener_config(config, listener, "connections.max.reauth.ms")),
+            max_reauth_ms=int(config.listener_value(listener, "connections.max.reauth.ms")),
             server_nonce=lambda: secrets.token_urlsafe(24),
         )
         self._cache[listener] = (config, settings)
@@ -84,11 +84,11 @@ class SaslService:
 
 
 def _has_jaas(config: BrokerConfig, listener: str, mechanism: str) -> bool:
-    return listener_config(config, listener, f"{mechanism}.sasl.jaas.config") is not None
+    return config.listener_value(listener, f"{mechanism}.sasl.jaas.config") is not None
 
 
 def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> JaasModule:
-    text = listener_config(config, listener, f"{mechanism}.sasl.jaas.config")
+    text = config.listener_value(listener, f"{mechanism}.sasl.jaas.config")
     try:
         return parse_jaas(str(text))
     except JaasError as exc:
@@ -97,7 +97,7 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> JaasModule:
 
 
 def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
-    url = listener_config(config, listener, "sasl.oauthbearer.jwks.endpoint.url")
+    url = config.listener_value(listener, "sasl.oauthbearer.jwks.endpoint.url")
     if url is None:
         options = (
             _jaas(config, listener, "oauthbearer").options
@@ -119,11 +119,11 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
     return JwksValidator(
         keys=keys,
         expected_audience=tuple(
-            listener_config(config, listener, "sasl.oauthbearer.expected.audience")
+            config.listener_value(listener, "sasl.oauthbearer.expected.audience")
         ),
-        expected_issuer=listener_config(config, listener, "sasl.oauthbearer.expected.issuer"),
-        principal_claim=str(listener_config(config, listener, "sasl.oauthbearer.sub.claim.name")),
-        scope_claim=str(listener_config(config, listener, "sasl.oauthbearer.scope.claim.name")),
+        expected_issuer=config.listener_value(listener, "sasl.oauthbearer.expected.issuer"),
+        principal_claim=str(config.listener_value(listener, "sasl.oauthbearer.sub.claim.name")),
+        scope_claim=str(config.listener_value(listener, "sasl.oauthbearer.scope.claim.name")),
         allowable_clock_skew_ms=1000
-        * int(listener_config(config, listener, "sasl.oauthbearer.clock.skew.seconds")),
+        * int(config.listener_value(listener, "sasl.oauthbearer.clock.skew.seconds")),
     )

@@ -61,16 +61,22 @@ class NodeIdentity:
 
     node_id: int
     cluster_id: str
-    advertised: Callable[[], tuple[str, int]]
-    """The advertised (host, port), read at each use: the port is bound at start."""
+    advertised: Callable[[str | None], tuple[str, int]]
+    """The advertised (host, port) of a listener (None: the first), read at each use:
+    the port is bound at start."""
 
     @property
     def host(self) -> str:
-        return self.advertised()[0]
+        return self.advertised(None)[0]
 
     @property
     def port(self) -> int:
-        return self.advertised()[1]
+        return self.advertised(None)[1]
+
+    def endpoint(self, listener_name: str) -> tuple[str, int]:
+        """Where a client that came in on `listener_name` is told to connect (Kafka
+        answers Metadata, FindCoordinator and DescribeCluster per listener)."""
+        return self.advertised(listener_name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from shoal.client import KafkaError
+from shoal.client.security import ClientSecurity
 from shoal.spark import cluster
 from shoal.spark.cluster import EARLIEST, LATEST
 from shoal.spark.options import (
@@ -58,6 +59,7 @@ from shoal.spark.options import (
     MIN_PARTITIONS,
     OFFSETS_HELP,
     READ_UNCOMMITTED,
+    SECURITY,
     TOPICS,
     OffsetSpec,
     OptionError,
@@ -95,7 +97,7 @@ class ShoalDataSource(DataSource):
 
     def schema(self) -> str:
         options = parse_options(self.options, STREAM_OPTIONS, source=NAME)
-        require_reachable(options["bootstrap.servers"])
+        require_reachable(options["bootstrap.servers"], security=options[SECURITY])
         return SCHEMA_DDL if options["includeHeaders"] else SCHEMA_DDL_WITHOUT_HEADERS
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -123,7 +125,7 @@ def read_options(raw: Mapping[str, str]) -> dict[str, Any]:
     options = parse_options(raw, READ_OPTIONS, source=NAME)
     _reject(options["startingOffsets"], "startingOffsets", "latest", LATEST)
     _reject(options["endingOffsets"], "endingOffsets", "earliest", EARLIEST)
-    require_reachable(options["bootstrap.servers"])
+    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
     return options
 
 
@@ -163,6 +165,7 @@ class ShoalBatchReader(DataSourceReader):
         self._max_rows_per_batch: int = options["maxRowsPerBatch"]
         self._include_headers: bool = options["includeHeaders"]
         self._isolation_level: int = options["isolation.level"]
+        self._security: ClientSecurity = options[SECURITY]
         self._ranges = split_ranges(
             resolve_ranges(self._bootstrap, options),
             min_partitions=options["minPartitions"],
@@ -185,6 +188,7 @@ class ShoalBatchReader(DataSourceReader):
             max_rows_per_batch=self._max_rows_per_batch,
             fetch_max_bytes=self._fetch_max_bytes,
             include_headers=self._include_headers,
+            security=self._security,
         )
 
 
@@ -193,7 +197,7 @@ def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRan
     a topic does not exist or an offset is outside the log. "latest" is the last
     stable offset when `options["isolation.level"]` is read_committed."""
     topics: tuple[str, ...] = options["topic"]
-    client = cluster.client_for(bootstrap)
+    client = cluster.client_for(bootstrap, options.get(SECURITY))
     try:
         found = cluster.partitions(client, topics)
     except KafkaError as exc:

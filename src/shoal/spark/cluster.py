@@ -28,6 +28,8 @@ from shoal.client import Client, KafkaError, check
 from shoal.client import requests as rq
 from shoal.client.errors import ErrorCode
 from shoal.client.offsets import list_offsets as _list_offsets
+from shoal.client.security import ClientSecurity
+from shoal.client.settings import ClientSettings
 
 CLIENT_ID: Final = "shoal-spark"
 API_TIMEOUT_MS: Final = 30_000
@@ -58,10 +60,15 @@ class FetchedPartition:
     records: bytes
 
 
-def check_reachable(bootstrap: str) -> None:
+def check_reachable(bootstrap: str, security: ClientSecurity | None = None) -> None:
     """`BrokerUnreachable` unless a bootstrap broker answers Metadata within
     `PROBE_TIMEOUT_MS`."""
-    with Client(bootstrap, client_id=CLIENT_ID, api_timeout_ms=PROBE_TIMEOUT_MS) as probe:
+    with Client(
+        bootstrap,
+        client_id=CLIENT_ID,
+        api_timeout_ms=PROBE_TIMEOUT_MS,
+        settings=ClientSettings(security=security or ClientSecurity()),
+    ) as probe:
         probe.metadata([])
 
 
@@ -129,14 +136,15 @@ def _fetch_error(response: Any) -> int:
     return int(response.responses[0].partitions[0].error_code)
 
 
-_CLIENTS: dict[tuple[int, str], Client] = {}
+_CLIENTS: dict[tuple[int, str, ClientSecurity], Client] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def client_for(bootstrap: str) -> Client:
-    """The worker process's `Client` for `bootstrap` (created on first use; see the
-    module docstring)."""
-    key = (os.getpid(), bootstrap)
+def client_for(bootstrap: str, security: ClientSecurity | None = None) -> Client:
+    """The worker process's `Client` for `bootstrap` with `security` (created on first
+    use; see the module docstring)."""
+    security = security or ClientSecurity()
+    key = (os.getpid(), bootstrap, security)
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
         if client is None:
@@ -145,6 +153,7 @@ def client_for(bootstrap: str) -> Client:
                 client_id=CLIENT_ID,
                 api_timeout_ms=API_TIMEOUT_MS,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
+                settings=ClientSettings(security=security),
             )
         return client
 

@@ -5,9 +5,12 @@ option map (its keys arrive lower-cased: Spark passes a case-insensitive dict) i
 dict keyed by canonical option name. Anything wrong raises `OptionError` naming the
 option: an unknown option (with the closest known names), a missing required one, two
 spellings of the same one, a malformed value. `require_reachable` checks that the
-bootstrap servers answer. Sources call both from `schema()`, `reader()` and
-`writer()`, which Spark runs on the driver, so a mistake is reported before any task
-is scheduled.
+bootstrap servers answer. Spark Kafka's security options (`kafka.security.protocol`,
+`kafka.ssl.*`, `kafka.sasl.*`, e.g. `kafka.sasl.jaas.config`) are accepted by every
+source and become `parsed["security"]`, a `ClientSecurity` (PLAINTEXT when none is
+given; an unknown one is an OptionError naming it). Sources call both from
+`schema()`, `reader()` and `writer()`, which Spark runs on the driver, so a mistake is
+reported before any task is scheduled.
 
 Pure Python: no pyspark import, so the parsing is testable without a JVM.
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shoal.client import ClientError, parse_bootstrap
+from shoal.client.security import ClientSecurity, is_security_property
 from shoal.spark.cluster import FETCH_MAX_BYTES_CAP, check_reachable
 
 REQUIRED: Final = object()
@@ -28,6 +32,11 @@ REQUIRED: Final = object()
 
 SPARK_OPTIONS: Final = frozenset({"path", "checkpointlocation"})
 """Options Spark itself may pass to a source or sink; accepted and ignored."""
+
+KAFKA_PREFIX: Final = "kafka."
+"""Spark Kafka's prefix of client properties; its security ones are read here."""
+SECURITY: Final = "security"
+"""The key of the parsed options' `ClientSecurity`."""
 
 
 class OptionError(ValueError):
@@ -58,8 +67,13 @@ def parse_options(
         for spelling in (spec.name, *spec.aliases):
             by_key[spelling.lower()] = spec
     given: dict[str, tuple[str, str]] = {}  # canonical name -> (spelling used, value)
+    security: dict[str, str] = {}
     for key, value in raw.items():
         found = by_key.get(key.lower())
+        inner = key.lower().removeprefix(KAFKA_PREFIX)
+        if found is None and key.lower().startswith(KAFKA_PREFIX) and is_security_property(inner):
+            security[inner] = value
+            continue
         if found is None:
             if key.lower() in SPARK_OPTIONS:
                 continue
@@ -71,7 +85,7 @@ def parse_options(
                 f"same option ({spec.name}); give one"
             )
         given[spec.name] = (key, value)
-    parsed: dict[str, Any] = {}
+    parsed: dict[str, Any] = {SECURITY: _security(security)}
     for spec in specs:
         if spec.name not in given:
             if spec.default is REQUIRED:
@@ -89,6 +103,13 @@ def parse_options(
     return parsed
 
 
+def _security(properties: Mapping[str, str]) -> ClientSecurity:
+    try:
+        return ClientSecurity.from_properties(properties)
+    except ValueError as exc:
+        raise OptionError(f"option '{KAFKA_PREFIX}{exc}") from None
+
+
 def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
     names = sorted(spec.name for spec in specs)
     lowered = {name.lower(): name for name in names}
@@ -99,10 +120,15 @@ def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
     )
 
 
-def require_reachable(bootstrap: str, *, option: str = "bootstrap.servers") -> None:
+def require_reachable(
+    bootstrap: str,
+    *,
+    option: str = "bootstrap.servers",
+    security: ClientSecurity | None = None,
+) -> None:
     """OptionError naming `option` unless a broker of `bootstrap` answers Metadata."""
     try:
-        check_reachable(bootstrap)
+        check_reachable(bootstrap, security)
     except ClientError as exc:
         raise OptionError(f"option '{option}' = {bootstrap!r}: {exc}") from exc
 

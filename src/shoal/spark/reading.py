@@ -38,7 +38,8 @@ import numpy as np
 import pyarrow as pa
 from kio.schema.errors import ErrorCode
 
-from shoal.client import ClientError, KafkaError
+from shoal.client import Client, ClientError, KafkaError
+from shoal.client.security import ClientSecurity
 from shoal.protocol.record_batch import (
     HEADER_SIZE,
     MAGIC_V2,
@@ -108,6 +109,7 @@ def read_range(
     max_rows_per_batch: int = MAX_ROWS_PER_BATCH_DEFAULT,
     fetch_max_bytes: int = FETCH_BYTES_DEFAULT,
     include_headers: bool = True,
+    security: ClientSecurity | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Records with start <= offset < end via Fetch (decoded straight into Arrow
     columns; control records dropped; with isolation_level=1 aborted-transaction
@@ -116,7 +118,7 @@ def read_range(
     the log (OFFSET_OUT_OF_RANGE)."""
     assert 0 <= start <= end, f"bad range [{start}, {end})"
     assert max_rows_per_batch > 0 and fetch_max_bytes > 0
-    client = client_for(bootstrap)
+    client = client_for(bootstrap, security)
     constants = _Constants(topic, partition)
     aborted = _AbortedTransactions() if isolation_level else None
     offset = start
@@ -134,7 +136,7 @@ def read_range(
         if fetched.error == ErrorCode.offset_out_of_range:
             raise OffsetRangeError(
                 f"offsets [{offset}, {end}) of {topic}-{partition} are not in the log "
-                f"(OFFSET_OUT_OF_RANGE; {_log_bounds(bootstrap, topic, partition)})"
+                f"(OFFSET_OUT_OF_RANGE; {_log_bounds(client, topic, partition)})"
             )
         if fetched.error != ErrorCode.none:
             raise KafkaError(fetched.error, context=f"Fetch {topic}-{partition} at offset {offset}")
@@ -164,9 +166,9 @@ def read_range(
                 )
 
 
-def _log_bounds(bootstrap: str, topic: str, partition: int) -> str:
+def _log_bounds(client: Client, topic: str, partition: int) -> str:
     try:
-        earliest = list_offsets(client_for(bootstrap), topic, {partition: EARLIEST})[partition]
+        earliest = list_offsets(client, topic, {partition: EARLIEST})[partition]
     except ClientError as exc:
         return f"log start offset unknown: {exc}"
     return f"the log now starts at offset {earliest}"

@@ -38,6 +38,7 @@ from shoal.client import requests as rq
 from shoal.client.errors import ErrorCode, KafkaError, error_name
 from shoal.client.offsets import list_offsets_async
 from shoal.client.ranges import Span, TopicIdPartition
+from shoal.client.security import ClientSecurity
 from shoal.client.share_member import MemberSettings as ClientMemberSettings
 from shoal.client.share_member import ShareMember
 from shoal.client.share_thread import ShareMemberThread
@@ -76,6 +77,7 @@ class MemberSettings:
     read_committed: bool = False
     member_id: str | None = None
     """The member id to join (or rejoin) with; None: a new one."""
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
 
 class ShareGroupMember:
@@ -92,7 +94,9 @@ class ShareGroupMember:
             settings=ClientMemberSettings(lock_renew_interval_ms=settings.lock_renew_interval_ms),
         )
         client_settings = ClientSettings(
-            client_id=settings.client_id, request_timeout_ms=settings.request_timeout_ms
+            client_id=settings.client_id,
+            request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
         self._thread = ShareMemberThread(self._member, settings.bootstrap, settings=client_settings)
         self._ids: dict[str, uuid.UUID] = {}
@@ -108,7 +112,7 @@ class ShareGroupMember:
         whose leaders are known (so the first acquire fetches from every partition).
         Raises ShareMemberError with a clear reason (and leaves nothing running)."""
         try:
-            check_reachable(self.settings.bootstrap)
+            check_reachable(self.settings.bootstrap, self.settings.security)
         except ClientError as exc:
             self.close()
             raise ShareMemberError(

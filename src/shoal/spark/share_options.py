@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from shoal.client.security import ClientSecurity
 from shoal.config import GROUP_KEYS
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     REQUIRED,
+    SECURITY,
     OptionError,
     OptionSpec,
     int_parser,
@@ -114,6 +116,8 @@ class ShareOptions:
     lock_renew_interval_ms: int | None = None
     checkpoint: Path | None = None
     group_configs: Mapping[str, str] = field(default_factory=dict)
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+    """From the `kafka.`-prefixed security options (spark/options.py)."""
 
     @property
     def read_committed(self) -> bool:
@@ -144,4 +148,5 @@ def parse_share_options(raw: Mapping[str, str]) -> ShareOptions:
         lock_renew_interval_ms=parsed["lockRenewIntervalMs"],
         checkpoint=parsed["checkpointLocation"],
         group_configs=group_configs,
+        security=parsed[SECURITY],
     )

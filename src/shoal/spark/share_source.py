@@ -73,7 +73,7 @@ class ShareSourceDataSource(DataSource):
 
     def schema(self) -> str:
         options = parse_share_options(self.options)
-        require_reachable(options.bootstrap)
+        require_reachable(options.bootstrap, security=options.security)
         return SHARE_SCHEMA_DDL
 
     def streamReader(self, schema: Any) -> ShareStreamReader:
@@ -107,6 +107,7 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             member = ShareGroupMember(
                 MemberSettings(
                     bootstrap=options.bootstrap,
+                    security=options.security,
                     group_id=options.group_id,
                     topics=options.topics,
                     group_configs=options.group_configs,
@@ -190,6 +191,7 @@ class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 part.start_offset,
                 part.end_offset,
                 isolation_level=isolation_level,
+                security=self.options.security,
             ):
                 yield _keep_acquired(batch, firsts, lasts, counts)
 

@@ -43,7 +43,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pyarrow as pa
@@ -62,8 +62,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from shoal.client.security import ClientSecurity
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
+    SECURITY,
     OptionError,
     OptionSpec,
     int_parser,
@@ -136,6 +138,8 @@ class SinkPlan:
     transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
     write_id: str = ""
     """Names a batch write's transactional ids (a stream uses its query id)."""
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+    """From the `kafka.`-prefixed security options."""
 
 
 def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
@@ -154,10 +158,11 @@ def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
         raise OptionError(
             f"option 'topic' is required by format(\"{NAME}\") when the data has no 'topic' column"
         )
-    require_reachable(options["bootstrap.servers"])
+    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
     used = {"value", "key", "partition", "headers"} | ({"topic"} if not options["topic"] else set())
     return SinkPlan(
         bootstrap=options["bootstrap.servers"],
+        security=options[SECURITY],
         topic=options["topic"],
         delivery_timeout_ms=options["deliveryTimeoutMs"],
         columns=frozenset(used & set(types)),
@@ -308,12 +313,13 @@ class _Deliveries:
             self.first_error = f"{topic}-{partition}: {error.str()} ({error.name()})"
 
 
-_PRODUCERS: dict[tuple[int, str, int], Producer] = {}
+_PRODUCERS: dict[tuple[int, str, int, ClientSecurity], Producer] = {}
 _PRODUCERS_LOCK = threading.Lock()
 
 
 def _producer(plan: SinkPlan) -> Producer:
-    key = (os.getpid(), plan.bootstrap, plan.delivery_timeout_ms)  # never a parent's producer
+    # never a parent's producer
+    key = (os.getpid(), plan.bootstrap, plan.delivery_timeout_ms, plan.security)
     with _PRODUCERS_LOCK:
         producer = _PRODUCERS.get(key)
         if producer is None:
@@ -326,6 +332,7 @@ def _producer(plan: SinkPlan) -> Producer:
                     "linger.ms": 5,
                     "delivery.report.only.error": True,
                     "client.id": "shoal-spark-sink",
+                    **plan.security.librdkafka_config(),
                 }
             )
         return producer
@@ -334,7 +341,7 @@ def _producer(plan: SinkPlan) -> Producer:
 def _discard_producer(plan: SinkPlan) -> None:
     """After a failure the producer may be fatally errored (idempotence): drop it."""
     with _PRODUCERS_LOCK:
-        _PRODUCERS.pop((os.getpid(), plan.bootstrap, plan.delivery_timeout_ms), None)
+        _PRODUCERS.pop((os.getpid(), plan.bootstrap, plan.delivery_timeout_ms, plan.security), None)
 
 
 def produce_batches(

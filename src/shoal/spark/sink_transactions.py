@@ -70,6 +70,7 @@ def produce_in_transaction(
             "linger.ms": 5,
             "delivery.report.only.error": True,
             "client.id": "shoal-spark-sink",
+            **plan.security.librdkafka_config(),
         }
     )
     deliveries = _Deliveries()
@@ -137,6 +138,7 @@ class _Marker:
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",  # OffsetFetch require_stable
                 "client.id": "shoal-spark-sink",
+                **plan.security.librdkafka_config(),
             }
         )
 

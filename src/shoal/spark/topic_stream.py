@@ -189,7 +189,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _bounds(self) -> tuple[Offsets, Offsets]:
         """Earliest and latest offset of every partition the topics have now (a topic
         that no longer exists has none)."""
-        client = cluster.client_for(self.options.bootstrap)
+        client = cluster.client_for(self.options.bootstrap, self.options.security)
         partitions: list[TopicPartition] = []
         for topic in self.options.topics:
             try:
@@ -203,7 +203,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._offsets_at(partitions, EARLIEST), self._offsets_at(partitions, LATEST)
 
     def _offsets_at(self, partitions: list[TopicPartition], timestamp: int) -> Offsets:
-        client = cluster.client_for(self.options.bootstrap)
+        client = cluster.client_for(self.options.bootstrap, self.options.security)
         found: Offsets = {}
         for topic in sorted({t for t, _ in partitions}):
             wanted = {p: timestamp for t, p in partitions if t == topic}
@@ -227,7 +227,9 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if group is None or not offsets or offsets == self._committed:
             return
         try:
-            commit_offsets(cluster.client_for(self.options.bootstrap), group, offsets)
+            commit_offsets(
+                cluster.client_for(self.options.bootstrap, self.options.security), group, offsets
+            )
         except ClientError as exc:
             log.warning(
                 "shoal topic stream: could not commit %s to consumer group %r (commitToGroup; "
@@ -264,6 +266,7 @@ def read_stream_range(options: StreamOptions, task: OffsetRange) -> Iterator[pa.
                 max_rows_per_batch=options.max_rows_per_batch,
                 fetch_max_bytes=options.fetch_max_bytes,
                 include_headers=options.include_headers,
+                security=options.security,
             ):
                 if batch.num_rows:
                     offset = int(batch.column("offset")[-1].as_py()) + 1
@@ -272,7 +275,7 @@ def read_stream_range(options: StreamOptions, task: OffsetRange) -> Iterator[pa.
         except OffsetRangeError as exc:
             if options.fail_on_data_loss:
                 raise DataLossError(f"shoal topic stream: {exc}. {DATA_LOSS_HINT}") from exc
-            client = cluster.client_for(options.bootstrap)
+            client = cluster.client_for(options.bootstrap, options.security)
             first = cluster.list_offsets(client, task.topic, {task.partition: EARLIEST})
             log_start = first[task.partition]
             log.warning(

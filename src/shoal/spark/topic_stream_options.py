@@ -34,9 +34,10 @@ when the query starts. Every problem raises `OptionError` naming the option.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
+from shoal.client.security import ClientSecurity
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     FETCH_BYTES_DEFAULT,
@@ -48,6 +49,7 @@ from shoal.spark.options import (
     MIN_PARTITIONS,
     OFFSETS_HELP,
     READ_COMMITTED,
+    SECURITY,
     TOPICS,
     OffsetSpec,
     OptionError,
@@ -100,6 +102,8 @@ class StreamOptions:
     fetch_max_bytes: int = FETCH_BYTES_DEFAULT
     max_rows_per_batch: int = MAX_ROWS_PER_BATCH_DEFAULT
     isolation_level: int = READ_COMMITTED
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+    """From the `kafka.`-prefixed security options."""
 
 
 def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
@@ -124,4 +128,5 @@ def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
         fetch_max_bytes=parsed["fetchMaxBytes"],
         max_rows_per_batch=parsed["maxRowsPerBatch"],
         isolation_level=parsed["isolation.level"],
+        security=parsed[SECURITY],
     )

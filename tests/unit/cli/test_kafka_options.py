@@ -56,9 +56,23 @@ def test_settings_from_properties_and_the_tool_timeout() -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ToolFailed, match=r"request\.timeout\.ms must be a positive number"):
         client_settings({"request.timeout.ms": "soon"})
-    with pytest.raises(ToolFailed, match=r"security\.protocol=SSL is not supported"):
-        client_settings({"security.protocol": "SSL"})
+    with pytest.raises(ToolFailed, match=r"ssl\.keystore\.pasword: not a client security"):
+        client_settings({"security.protocol": "SSL", "ssl.keystore.pasword": "x"})
+    with pytest.raises(ToolFailed, match=r"security\.protocol: 'TLS' is not one of"):
+        client_settings({"security.protocol": "TLS"})
     assert client_settings({"security.protocol": "plaintext"}).client_id == CLIENT_ID_DEFAULT
+
+
+def test_security_settings_reach_the_client(tmp_path: Path) -> None:
+    path = tmp_path / "ssl.properties"
+    path.write_text(
+        "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=/ca.pem\n"
+    )
+    warnings = io.StringIO()
+    settings = client_settings(load_command_config(str(path), warn=warnings))
+    assert warnings.getvalue() == "", "security keys are known"
+    assert settings.security.uses_tls
+    assert settings.security.ssl_cafile == "/ca.pem"
 
 
 def test_unknown_keys_are_reported(tmp_path: Path) -> None:

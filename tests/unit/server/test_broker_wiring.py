@@ -55,8 +55,9 @@ def test_reconfigure_is_seen_by_services_and_listeners(broker: Broker, tmp_path:
 def test_node_identity_reads_the_bound_port_late(broker: Broker) -> None:
     node = broker.services.node
     assert (node.node_id, node.cluster_id) == (broker.node_id, broker.logs.cluster_id)
-    broker.bound_port = 49_152
+    broker.network.bound_ports["PLAINTEXT"] = 49_152
     assert node.port == 49_152
+    assert node.endpoint("PLAINTEXT")[1] == 49_152
 
 
 def test_api_versions_advertises_the_registry_and_only_it_has_a_fallback() -> None:

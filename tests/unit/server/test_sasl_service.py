@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.config import BrokerConfig, ConfigError, listener_config
+from shoal.config import BrokerConfig, ConfigError
 from shoal.security.oauth import UnsecuredJwsValidator
 from shoal.security.sasl_plain import plain_token
 from shoal.security.scram import SCRAM_SHA_256, credential_from_salted, salted_password
@@ -40,9 +40,9 @@ def connection(protocol: str = "SASL_PLAINTEXT") -> ConnectionInfo:
 
 def test_listener_keys_are_parsed_and_looked_up_per_listener(tmp_path: Path) -> None:
     cfg = config(tmp_path)
-    assert listener_config(cfg, "SASL_PLAINTEXT", "connections.max.reauth.ms") == 5000
-    assert listener_config(cfg, "OTHER", "connections.max.reauth.ms") == 0
-    assert listener_config(cfg, "SASL_PLAINTEXT", "plain.sasl.jaas.config") == JAAS
+    assert cfg.listener_value("SASL_PLAINTEXT", "connections.max.reauth.ms") == 5000
+    assert cfg.listener_value("OTHER", "connections.max.reauth.ms") == 0
+    assert cfg.listener_value("SASL_PLAINTEXT", "plain.sasl.jaas.config") == JAAS
     with pytest.raises(ConfigError, match="unknown per-listener"):
         config(tmp_path, **{"listener.name.x.not.a.key": "1"})
     with pytest.raises(ConfigError, match=r"connections\.max\.reauth\.ms"):

@@ -56,8 +56,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     node = schema.make(
         "DescribeClusterBroker",
         broker_id=services.node.node_id,
-        host=services.node.host,
-        port=services.node.port,
+        host=services.node.endpoint(ctx.connection.listener_name)[0],
+        port=services.node.endpoint(ctx.connection.listener_name)[1],
         rack=None,
         is_fenced=False,
     )

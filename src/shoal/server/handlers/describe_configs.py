@@ -27,6 +27,7 @@ import datetime
 import logging
 from typing import Any
 
+from shoal.config import ConfigType
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -105,17 +106,25 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
 def _config(
     schema: Schema, entry: ConfigEntry, include_synonyms: bool, include_documentation: bool
 ) -> Any:
+    # A PASSWORD key (ssl.key.password, ssl.keystore.key, ...) is sensitive: Kafka
+    # shows neither its value nor its synonyms' values.
+    sensitive = entry.config_type == ConfigType.PASSWORD
     synonyms = tuple(
-        schema.make("DescribeConfigsSynonym", name=s.name, value=s.value, source=int(s.source))
+        schema.make(
+            "DescribeConfigsSynonym",
+            name=s.name,
+            value=None if sensitive else s.value,
+            source=int(s.source),
+        )
         for s in (entry.synonyms if include_synonyms else ())
     )
     return schema.make(
         "DescribeConfigsResourceResult",
         name=entry.name,
-        value=entry.value,
+        value=None if sensitive else entry.value,
         read_only=entry.read_only,
         config_source=int(entry.source),
-        is_sensitive=False,
+        is_sensitive=sensitive,
         synonyms=synonyms,
         config_type=int(entry.config_type),
         documentation=entry.definition.doc if include_documentation else None,

@@ -83,8 +83,8 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
         "error_code": ErrorCode.none,
         "error_message": None,
         "node_id": services.node.node_id,
-        "host": services.node.host,
-        "port": services.node.port,
+        "host": services.node.endpoint(ctx.connection.listener_name)[0],
+        "port": services.node.endpoint(ctx.connection.listener_name)[1],
     }
 
 

@@ -66,8 +66,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     node = schema.make(
         "MetadataResponseBroker",
         node_id=ctx.services.node.node_id,
-        host=services.node.host,
-        port=services.node.port,
+        host=services.node.endpoint(ctx.connection.listener_name)[0],
+        port=services.node.endpoint(ctx.connection.listener_name)[1],
         rack=None,
     )
     return schema.response(

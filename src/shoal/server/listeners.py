@@ -1,0 +1,220 @@
+"""The broker's listeners: one bound server per `listeners` entry, TLS where asked.
+
+`Listeners.start` binds every endpoint of `BrokerConfig.listener_endpoints()` (port 0:
+an ephemeral port, recorded in `bound_ports` and logged) and hands each accepted
+connection to `on_connection(endpoint, reader, writer, principal)`.
+
+A PLAINTEXT or SASL_PLAINTEXT listener is an ordinary `asyncio.start_server`. An SSL
+or SASL_SSL listener accepts raw TCP with reading paused (so no byte of the ClientHello
+is read as plaintext), then runs the server-side handshake with the listener's current
+SSLContext (`ListenerTls`, reloaded when its files change). A handshake that fails
+(plaintext bytes, no client certificate under `ssl.client.auth=required`, an
+untrusted certificate, a DN no mapping rule applies to, or no handshake within
+`shoal.ssl.handshake.timeout.ms`) closes that connection with a logged reason; the others
+are not touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.security.acl import ANONYMOUS, KafkaPrincipal
+from shoal.security.principal_mapping import NoMatchingRule
+from shoal.server.timers import PeriodicTimer
+from shoal.server.tls import ListenerTls
+
+log = logging.getLogger(__name__)
+
+STREAM_LIMIT_BYTES = 2**20
+"""The StreamReader buffer limit of every connection."""
+
+OnConnection = Callable[
+    [ListenerEndpoint, asyncio.StreamReader, asyncio.StreamWriter, KafkaPrincipal],
+    Awaitable[None],
+]
+
+
+class Listeners:
+    def __init__(self, config: Callable[[], BrokerConfig], on_connection: OnConnection) -> None:
+        self._config = config
+        self._on_connection = on_connection
+        self.endpoints = config().listener_endpoints()
+        self.tls: dict[str, ListenerTls] = {
+            e.name: ListenerTls(e.name, config) for e in self.endpoints if e.uses_tls
+        }
+        """Each TLS listener's context holder, by listener name."""
+        self.bound_ports: dict[str, int] = {}
+        self._servers: list[asyncio.Server] = []
+        self._listening: list[socket.socket] = []
+        self._accept_loops: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        """TLS connections (handshake, then serving), held until they end."""
+
+    def timer_sources(self) -> list[PeriodicTimer]:
+        """The reload check of each TLS listener's key and trust store files."""
+        return [
+            PeriodicTimer(
+                f"tls-reload-{name}",
+                interval_ms=lambda: self._config().get_int("shoal.ssl.reload.check.interval.ms"),
+                action=tls.check_reload,
+            )
+            for name, tls in self.tls.items()
+        ]
+
+    def advertised(self, listener_name: str | None = None) -> tuple[str, int]:
+        """Where clients of `listener_name` (None: the first listener) are told to
+        connect; an advertised port 0 is the bound port."""
+        endpoint = self.endpoints[0]
+        for candidate in self.endpoints:
+            if candidate.name == listener_name:
+                endpoint = candidate
+        port = endpoint.advertised_port or self.bound_ports.get(endpoint.name, 0)
+        return endpoint.advertised_host, port
+
+    async def start(self) -> None:
+        for endpoint in self.endpoints:
+            sockets = await self._bind(endpoint)
+            for sock in sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            bound = sockets[0].getsockname()[1] if sockets else endpoint.port
+            self.bound_ports[endpoint.name] = bound
+            host, port = self.advertised(endpoint.name)
+            log.info(
+                "listener %s (%s) bound to %s:%d (advertised %s:%d)",
+                endpoint.name,
+                endpoint.security_protocol,
+                endpoint.host,
+                bound,
+                host,
+                port,
+            )
+
+    async def _bind(self, endpoint: ListenerEndpoint) -> list[socket.socket]:
+        if not endpoint.uses_tls:
+
+            async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await self._on_connection(endpoint, reader, writer, ANONYMOUS)
+
+            server = await asyncio.start_server(
+                accepted,
+                host=endpoint.host,
+                port=endpoint.port,
+                reuse_address=True,
+                limit=STREAM_LIMIT_BYTES,
+            )
+            self._servers.append(server)
+            return list(server.sockets)
+        # A TLS listener accepts plain sockets itself and hands each to the loop with the
+        # listener's context of the moment: the handshake's outcome comes back here (to
+        # be logged), and a reloaded context serves the next connection.
+        family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
+        listening = socket.create_server(
+            (endpoint.host, endpoint.port), family=family, reuse_port=False, backlog=128
+        )
+        listening.setblocking(False)
+        self._listening.append(listening)
+        loop = asyncio.get_running_loop()
+        self._accept_loops.append(loop.create_task(self._accept_loop(endpoint, listening)))
+        return [listening]
+
+    def close(self) -> None:
+        """Stop accepting on every listener. A handshake in progress goes on: the
+        broker's accept sees it is stopping and closes the connection."""
+        for server in self._servers:
+            server.close()
+        for task in self._accept_loops:
+            task.cancel()
+        for listening in self._listening:
+            listening.close()
+
+    async def _accept_loop(self, endpoint: ListenerEndpoint, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, peer = await loop.sock_accept(listening)
+            except OSError as exc:  # e.g. EMFILE: wait a little, keep the listener up
+                log.error("listener %s: accept failed: %s", endpoint.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            limit = self._config().get_int("max.connections")
+            if len(self._tasks) >= limit:  # handshakes count too, not only served ones
+                log.warning(
+                    "listener %s: refusing connection from %s:%s: max.connections=%d reached",
+                    endpoint.name,
+                    peer[0],
+                    peer[1],
+                    limit,
+                )
+                conn.close()
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._handshake(endpoint, conn))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _handshake(self, endpoint: ListenerEndpoint, conn: socket.socket) -> None:
+        try:
+            peer = conn.getpeername()
+        except OSError:
+            peer = ("?", 0)
+        tls = self.tls[endpoint.name]
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT_BYTES)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol,
+                conn,
+                ssl=tls.context,
+                ssl_handshake_timeout=self._config().get_int("shoal.ssl.handshake.timeout.ms")
+                / 1000,
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            log.warning(
+                "listener %s: TLS handshake with %s:%s failed, connection closed: %s",
+                endpoint.name,
+                peer[0],
+                peer[1],
+                _reason(exc),
+            )
+            conn.close()
+            return
+        try:
+            principal = tls.principal(transport.get_extra_info("ssl_object"))
+        except NoMatchingRule as exc:
+            log.warning(
+                "listener %s: connection from %s:%s closed: %s (ssl.principal.mapping.rules)",
+                endpoint.name,
+                peer[0],
+                peer[1],
+                exc,
+            )
+            transport.close()
+            return
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        log.info(
+            "listener %s: TLS connection from %s:%s as %s (%s)",
+            endpoint.name,
+            peer[0],
+            peer[1],
+            principal,
+            _cipher(transport),
+        )
+        await self._on_connection(endpoint, reader, writer, principal)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return f"{exc.reason} ({exc.library or 'ssl'})"
+    return str(exc) or type(exc).__name__
+
+
+def _cipher(transport: asyncio.BaseTransport) -> str:
+    cipher: Any = transport.get_extra_info("cipher")
+    return f"{cipher[1]} {cipher[0]}" if cipher else "?"
