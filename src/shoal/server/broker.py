@@ -35,9 +35,13 @@ from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
+from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
+from shoal.server.metrics import BrokerMetrics
+from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
+from shoal.server.request_metrics import instrument
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
@@ -54,13 +58,19 @@ class Broker:
         config = self.live_config.current
         self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
+        # ---- metrics (issue 13): requests are counted only with metrics.listener set
+        self.metrics = BrokerMetrics(enabled=config.metrics_listener is not None)
         self.handlers: dict[int, ApiHandler] = load_all_handlers()
+        if self.metrics.enabled:
+            self.handlers = instrument(self.handlers, self.metrics)
+        self.http: HttpListener | None = None
+        """The HTTP listener of /metrics and the console (`metrics.listener`)."""
         self.purgatory = Purgatory()
         self.logs = LogManager.open(
             data_dir=config.data_dir, broker_config=config, clock=self.clock
         )
         self.cluster_id = self.logs.cluster_id
-        self.disk = DiskIO()
+        self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
         """Worker threads for the logs' fsyncs and removals (off the event loop)."""
         self.group_configs = GroupConfigStore(
             persistence=GroupConfigFile(config.data_dir),
@@ -98,6 +108,7 @@ class Broker:
             purgatory=self.purgatory,
             stopping=lambda: self.stopping,
             rearm=self.timers.rearm,
+            locks_expired=self.metrics.lock_timeouts.inc,
         )
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())
@@ -161,8 +172,17 @@ class Broker:
             stopping=lambda: self.stopping,
             state_writes=self.share_state.append_linger,
             txn=self.txn,
+            metrics=self.metrics,
         )
         """What handlers are given (`ctx.services`)."""
+        for collector in broker_collectors(
+            logs=self.logs,
+            purgatory=self.purgatory,
+            share_service=self.share_service,
+            group_service=self.group_service,
+            txn=self.txn,
+        ):
+            self.metrics.register(collector)
         self._server: asyncio.Server | None = None
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
@@ -191,6 +211,7 @@ class Broker:
         self.group_service.topics_changed()
         if change.deleted:
             self.group_service.topics_deleted([name for name, _count in change.deleted])
+            self.metrics.forget_topics(name for name, _count in change.deleted)
         self.share_service.topics_changed()
 
     # ---- identity advertised to clients
@@ -213,6 +234,7 @@ class Broker:
         self.bound_port = sockets[0].getsockname()[1] if sockets else port
         for sock in sockets:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await self._start_http_listener()
         self.group_service.start()
         self.txn.start()
         self.timers.start()
@@ -228,6 +250,15 @@ class Broker:
             self.cluster_id,
         )
 
+    async def _start_http_listener(self) -> None:
+        address = self.config.metrics_listener
+        if address is None:
+            return
+        from shoal.server.http_app import build_app  # starlette only when asked for
+
+        self.http = HttpListener(build_app(self.services), host=address[0], port=address[1])
+        await self.http.start()
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
@@ -240,6 +271,8 @@ class Broker:
         if self._server is not None:
             self._server.close()
         self.purgatory.close()
+        if self.http is not None:
+            await self.http.stop()
         # Idle connections (waiting for a request) close at once; busy ones may finish
         # the request in hand and then stop reading (the loop checks `stopping`).
         for info, task in list(self._connections.values()):
@@ -287,6 +320,8 @@ class Broker:
         task = asyncio.current_task()
         assert task is not None
         self._connections[info.connection_id] = (info, task)
+        self.metrics.connections_created.inc()
+        self.metrics.connections.inc()
         await serve_connection(
             services=self.services,
             handlers=self.handlers,
@@ -298,7 +333,8 @@ class Broker:
 
     def connection_closed(self, info: ConnectionInfo) -> None:
         """A connection ended: forget it and end the share sessions it opened."""
-        self._connections.pop(info.connection_id, None)
+        if self._connections.pop(info.connection_id, None) is not None:
+            self.metrics.connections.dec()
         try:
             self.share_service.connection_closed(info)
         except Exception:  # a bug there must not stop the connection's clean-up
