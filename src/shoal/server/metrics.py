@@ -214,7 +214,7 @@ class BrokerMetrics:
     def request_counter(self, api_key: int, version: int) -> Any:
         child = self._by_api.get((api_key, version))
         if child is None:
-            child = self.requests.labels(codec.api_name(api_key), str(version))
+            child = self.requests.labels(request_name(api_key), str(version))
             self._by_api[(api_key, version)] = child
         return child
 
@@ -222,7 +222,7 @@ class BrokerMetrics:
         """(local time, total time) histogram children of the API."""
         times = self._times.get(api_key)
         if times is None:
-            name = codec.api_name(api_key)
+            name = request_name(api_key)
             times = (self.local_time.labels(name), self.total_time.labels(name))
             self._times[api_key] = times
         return times
@@ -241,7 +241,7 @@ class BrokerMetrics:
                 name = ErrorCode(code).name.upper()
             except ValueError:
                 name = str(code)
-            child = self.errors.labels(codec.api_name(api_key), name)
+            child = self.errors.labels(request_name(api_key), name)
             self._errors[(api_key, code)] = child
         child.inc()
 
@@ -296,6 +296,11 @@ class BrokerMetrics:
             "acks_reject": _total(self.record_acknowledgement, ack_type="reject"),
             "lock_timeouts": _total(self.lock_timeouts),
         }
+
+
+def request_name(api_key: int) -> str:
+    """Kafka's name of an API as its RequestMetrics label has it (`ShareFetch`)."""
+    return "".join(part.capitalize() for part in codec.api_name(api_key).split("_"))
 
 
 def _total(family: Counter, **labels: str) -> float:
