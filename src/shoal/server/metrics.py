@@ -300,7 +300,9 @@ class BrokerMetrics:
 
 def request_name(api_key: int) -> str:
     """Kafka's name of an API as its RequestMetrics label has it (`ShareFetch`)."""
-    return "".join(part.capitalize() for part in codec.api_name(api_key).split("_"))
+    return "".join(
+        part.capitalize() for part in (codec.api_name(api_key) or f"api_{api_key}").split("_")
+    )
 
 
 def _total(family: Counter, **labels: str) -> float:
