@@ -108,7 +108,7 @@ class Broker:
             purgatory=self.purgatory,
             stopping=lambda: self.stopping,
             rearm=self.timers.rearm,
-            locks_expired=self.metrics.lock_timeouts.inc,
+            locks_expired=self.metrics.locks_expired,
         )
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())

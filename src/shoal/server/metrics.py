@@ -11,9 +11,10 @@ Names follow Kafka's MBeans translated the way the Prometheus JMX exporter's com
 Kafka configs do (docs/metrics.md has the rule and the full list); metrics Kafka does
 not have start with `shoal_`.
 
-Cost: the request path touches only pre-bound children, looked up in plain dicts by
-(api key, version) or topic, so a request costs a few dict lookups and `inc()` /
-`observe()` calls (bench/metrics_overhead.py measures it).
+Cost: the request path's counters and histograms are loop-owned families
+(server/metric_families.py): plain dicts keyed by label tuples built once, exposed
+through prometheus-client's metric families at scrape time; a request costs a few dict
+lookups and adds (bench/metrics_overhead.py measures it).
 
 `chart_series` is the small stable view the web console samples for its charts, so
 the console does not depend on metric names.
@@ -22,13 +23,13 @@ the console does not depend on metric names.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
 from shoal.protocol import codec
 from shoal.protocol.errors import ErrorCode
+from shoal.server.metric_families import CounterFamily, HistogramFamily
 
 CHART_SERIES = (
     "records_in",
@@ -77,31 +78,25 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         # ---- kafka.network:type=RequestMetrics
-        self.requests = Counter(
+        self.requests = self._family(
             "kafka_network_requestmetrics_requests",
             "Requests served, by API and version.",
             ["request", "version"],
-            registry=r,
         )
-        self.errors = Counter(
+        self.errors = self._family(
             "kafka_network_requestmetrics_errors",
             "Error codes answered (top-level and per partition; NONE is not counted).",
             ["request", "error"],
-            registry=r,
         )
-        self.local_time = Histogram(
+        self.local_time = self._histogram(
             "kafka_network_requestmetrics_localtime_seconds",
             "Time in the handler (decode done to response built), including long polls.",
             ["request"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=r,
         )
-        self.total_time = Histogram(
+        self.total_time = self._histogram(
             "kafka_network_requestmetrics_totaltime_seconds",
             "Time from the request read to its response written to the socket.",
             ["request"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=r,
         )
         # ---- kafka.server:type=socket-server-metrics
         self.connections = Gauge(
@@ -115,85 +110,72 @@ class BrokerMetrics:
             registry=r,
         )
         # ---- kafka.server:type=BrokerTopicMetrics
-        self.messages_in = Counter(
+        self.messages_in = self._family(
             "kafka_server_brokertopicmetrics_messagesin",
             "Records appended by Produce, per topic.",
             ["topic"],
-            registry=r,
         )
-        self.bytes_in = Counter(
+        self.bytes_in = self._family(
             "kafka_server_brokertopicmetrics_bytesin",
             "Record batch bytes appended by Produce, per topic.",
             ["topic"],
-            registry=r,
         )
-        self.bytes_out = Counter(
+        self.bytes_out = self._family(
             "kafka_server_brokertopicmetrics_bytesout",
             "Record batch bytes sent by Fetch and ShareFetch, per topic.",
             ["topic"],
-            registry=r,
         )
-        self.share_fetch_requests = Counter(
+        self.share_fetch_requests = self._family(
             "kafka_server_brokertopicmetrics_totalsharefetchrequests",
             "ShareFetch requests naming the topic.",
             ["topic"],
-            registry=r,
         )
-        self.share_fetch_failed = Counter(
+        self.share_fetch_failed = self._family(
             "kafka_server_brokertopicmetrics_failedsharefetchrequests",
             "ShareFetch requests with a partition of the topic answered with an error.",
             ["topic"],
-            registry=r,
         )
-        self.share_ack_requests = Counter(
+        self.share_ack_requests = self._family(
             "kafka_server_brokertopicmetrics_totalshareacknowledgementrequests",
             "Requests carrying acknowledgements for the topic (ShareFetch, ShareAcknowledge).",
             ["topic"],
-            registry=r,
         )
-        self.share_ack_failed = Counter(
+        self.share_ack_failed = self._family(
             "kafka_server_brokertopicmetrics_failedshareacknowledgementrequests",
             "Requests whose acknowledgements for the topic were refused.",
             ["topic"],
-            registry=r,
         )
         # ---- kafka.server:type=share-group-metrics
-        self.share_acknowledgement = Counter(
+        self.share_acknowledgement = self._family(
             "kafka_server_share_group_metrics_share_acknowledgement",
             "Requests (ShareFetch, ShareAcknowledge) whose acknowledgements were applied.",
-            registry=r,
         )
-        self.record_acknowledgement = Counter(
+        self.record_acknowledgement = self._family(
             "kafka_server_share_group_metrics_record_acknowledgement",
             "Records acknowledged, by acknowledge type.",
             ["ack_type"],
-            registry=r,
         )
         # ---- kafka.server:type=SharePartitionMetrics (totals; per share-partition
         # gauges are scrape-time collectors)
-        self.lock_timeouts = Counter(
+        self.lock_timeouts = self._family(
             "kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
             "Acquisition locks that expired (each lock covers a batch or an offset range).",
-            registry=r,
         )
-        self.records_acquired = Counter(
+        self.records_acquired = self._family(
             "shoal_share_records_acquired",
             "Records acquired by share consumers (delivered in ShareFetch responses).",
             ["group", "topic"],
-            registry=r,
         )
         # ---- kafka.server:type=group-coordinator-metrics
-        self.offset_commits = Counter(
+        self.offset_commits = self._family(
             "kafka_server_group_coordinator_metrics_offset_commit",
             "Partition offsets committed (OffsetCommit, TxnOffsetCommit).",
-            registry=r,
         )
         # ---- transactions
-        self.transactions_ended = Counter(
+        self.transactions_ended = self._family(
             "shoal_transactions_ended",
             "Transactions ended by EndTxn, by result (commit or abort).",
             ["result"],
-            registry=r,
         )
         # ---- kafka.log:type=LogFlushStats
         self.log_flush = Histogram(
@@ -202,67 +184,70 @@ class BrokerMetrics:
             buckets=LATENCY_BUCKETS_S,
             registry=r,
         )
-        acks = self.record_acknowledgement
-        self._acks = {code: acks.labels(name) for code, name in ACK_TYPES.items()}
-        self._by_api: dict[tuple[int, int], Any] = {}
-        self._errors: dict[tuple[int, int], Any] = {}
-        self._times: dict[int, tuple[Any, Any]] = {}
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._ack_labels = {code: (name,) for code, name in ACK_TYPES.items()}
+        self._version_labels: dict[tuple[int, int], tuple[str, str]] = {}
+        self._error_labels: dict[tuple[int, int], tuple[str, str]] = {}
+        self._api_labels: dict[int, tuple[str]] = {}
 
-    # ---- pre-bound children (a dict lookup after the first use)
+    def _family(
+        self, name: str, documentation: str, labelnames: list[str] | None = None
+    ) -> CounterFamily:
+        family = CounterFamily(name, documentation, labelnames or ())
+        self.registry.register(family)
+        return family
 
-    def request_counter(self, api_key: int, version: int) -> Any:
-        child = self._by_api.get((api_key, version))
-        if child is None:
-            child = self.requests.labels(request_name(api_key), str(version))
-            self._by_api[(api_key, version)] = child
-        return child
+    def _histogram(self, name: str, documentation: str, labelnames: list[str]) -> HistogramFamily:
+        family = HistogramFamily(name, documentation, labelnames, buckets=LATENCY_BUCKETS_S)
+        self.registry.register(family)
+        return family
 
-    def request_times(self, api_key: int) -> tuple[Any, Any]:
-        """(local time, total time) histogram children of the API."""
-        times = self._times.get(api_key)
-        if times is None:
-            name = request_name(api_key)
-            times = (self.local_time.labels(name), self.total_time.labels(name))
-            self._times[api_key] = times
-        return times
+    # ---- the request path (label tuples built once, then dict lookups)
+
+    def api_labels(self, api_key: int) -> tuple[str]:
+        labels = self._api_labels.get(api_key)
+        if labels is None:
+            labels = self._api_labels[api_key] = (request_name(api_key),)
+        return labels
+
+    def request_handled(self, api_key: int, version: int, local_s: float) -> None:
+        """A handler of `api_key` answered a request at `version` in `local_s`."""
+        labels = self._version_labels.get((api_key, version))
+        if labels is None:
+            labels = (request_name(api_key), str(version))
+            self._version_labels[(api_key, version)] = labels
+        self.requests.inc(labels)
+        self.local_time.observe(self.api_labels(api_key), local_s)
 
     def request_done(self, frame: bytes, total_s: float) -> None:
         """The response to `frame` was written `total_s` after the request was read."""
-        self.request_times(int.from_bytes(frame[:2], "big", signed=True))[1].observe(total_s)
+        api_key = int.from_bytes(frame[:2], "big", signed=True)
+        self.total_time.observe(self.api_labels(api_key), total_s)
 
     def error(self, api_key: int, code: int) -> None:
         """Count one error code answered by `api_key` (NONE is not counted)."""
         if not code:
             return
-        child = self._errors.get((api_key, code))
-        if child is None:
+        labels = self._error_labels.get((api_key, code))
+        if labels is None:
             try:
                 name = ErrorCode(code).name.upper()
             except ValueError:
                 name = str(code)
-            child = self.errors.labels(request_name(api_key), name)
-            self._errors[(api_key, code)] = child
-        child.inc()
+            labels = self._error_labels[(api_key, code)] = (request_name(api_key), name)
+        self.errors.inc(labels)
 
-    def child(self, family: Counter, *labels: str) -> Any:
-        """The child of `family` with `labels` (e.g. a topic), bound once."""
-        key = (id(family), labels)
-        child = self._children.get(key)
-        if child is None:
-            child = family.labels(*labels)
-            self._children[key] = child
-        return child
+    def locks_expired(self, count: int) -> None:
+        """The share service's expiry pass fired `count` acquisition locks."""
+        self.lock_timeouts.inc((), count)
 
     def acknowledged(self, ack_type: int, records: int) -> None:
-        child = self._acks.get(ack_type)
-        if child is not None:
-            child.inc(records)
+        labels = self._ack_labels.get(ack_type)
+        if labels is not None:
+            self.record_acknowledgement.inc(labels, records)
 
     def forget_topics(self, names: Iterable[str]) -> None:
         """Drop the per-topic series of deleted topics (a re-created topic starts at 0)."""
         gone = set(names)
-        self._children.clear()  # bound again at the next use
         for family in (
             self.messages_in,
             self.bytes_in,
@@ -273,9 +258,7 @@ class BrokerMetrics:
             self.share_ack_failed,
             self.records_acquired,
         ):
-            for labels in list(_label_sets(family)):
-                if labels[-1] in gone:  # the topic is the last label
-                    family.remove(*labels)
+            family.remove_where(lambda labels: labels[-1] in gone)  # the topic is last
 
     # ---- scrape-time collectors
 
@@ -287,14 +270,14 @@ class BrokerMetrics:
     def chart_series(self) -> dict[str, float]:
         """The current cumulative value of each of `CHART_SERIES`."""
         return {
-            "records_in": _total(self.messages_in),
-            "bytes_in": _total(self.bytes_in),
-            "bytes_out": _total(self.bytes_out),
-            "records_acquired": _total(self.records_acquired),
-            "acks_accept": _total(self.record_acknowledgement, ack_type="accept"),
-            "acks_release": _total(self.record_acknowledgement, ack_type="release"),
-            "acks_reject": _total(self.record_acknowledgement, ack_type="reject"),
-            "lock_timeouts": _total(self.lock_timeouts),
+            "records_in": self.messages_in.total(),
+            "bytes_in": self.bytes_in.total(),
+            "bytes_out": self.bytes_out.total(),
+            "records_acquired": self.records_acquired.total(),
+            "acks_accept": self.record_acknowledgement.total(ack_type="accept"),
+            "acks_release": self.record_acknowledgement.total(ack_type="release"),
+            "acks_reject": self.record_acknowledgement.total(ack_type="reject"),
+            "lock_timeouts": self.lock_timeouts.total(),
         }
 
 
@@ -303,21 +286,3 @@ def request_name(api_key: int) -> str:
     return "".join(
         part.capitalize() for part in (codec.api_name(api_key) or f"api_{api_key}").split("_")
     )
-
-
-def _total(family: Counter, **labels: str) -> float:
-    """The sum of a counter family's `_total` samples (those with `labels`)."""
-    return sum(
-        sample.value
-        for metric in family.collect()
-        for sample in metric.samples
-        if sample.name.endswith("_total")
-        and all(sample.labels.get(k) == v for k, v in labels.items())
-    )
-
-
-def _label_sets(family: Counter) -> Iterable[tuple[str, ...]]:
-    for metric in family.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total"):
-                yield tuple(sample.labels.values())

@@ -60,8 +60,7 @@ def _wrap(handler: ApiHandler, metrics: BrokerMetrics) -> Any:
     async def handle(ctx: RequestContext, request: Any) -> Any:
         started_ns = measure_ns()
         response = await inner(ctx, request)
-        metrics.request_times(api_key)[0].observe((measure_ns() - started_ns) / 1e9)
-        metrics.request_counter(api_key, ctx.api_version).inc()
+        metrics.request_handled(api_key, ctx.api_version, (measure_ns() - started_ns) / 1e9)
         observe(metrics, ctx, request, response)
         return response
 
@@ -97,10 +96,8 @@ def _produce(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response
 def _produced(metrics: BrokerMetrics, topic: str, records: bytes | None) -> None:
     if not records:
         return
-    metrics.child(metrics.bytes_in, topic).inc(len(records))
-    metrics.child(metrics.messages_in, topic).inc(
-        sum(header.records_count for header in iter_headers(records))
-    )
+    metrics.bytes_in.inc((topic,), len(records))
+    metrics.messages_in.inc((topic,), sum(header.records_count for header in iter_headers(records)))
 
 
 def _fetch(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response: Any) -> None:
@@ -113,7 +110,7 @@ def _fetch(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response: 
             if code:
                 metrics.error(FETCH, code)
             if p.records and name is not None:
-                metrics.child(metrics.bytes_out, name).inc(len(p.records))
+                metrics.bytes_out.inc((name,), len(p.records))
 
 
 def _share_fetch(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response: Any) -> None:
@@ -145,18 +142,18 @@ def _share_fetch(metrics: BrokerMetrics, ctx: RequestContext, request: Any, resp
                     _count_acks(metrics, batches)
                     applied = True
             if p.records:
-                metrics.child(metrics.bytes_out, name).inc(len(p.records))
+                metrics.bytes_out.inc((name,), len(p.records))
             if p.acquired_records:
                 acquired = sum(_span(r) for r in p.acquired_records)
-                metrics.child(metrics.records_acquired, group, name).inc(acquired)
+                metrics.records_acquired.inc((group, name), acquired)
         if acked:
             _ack_request(metrics, name, ack_failed)
         if failed:
-            metrics.child(metrics.share_fetch_failed, name).inc()
+            metrics.share_fetch_failed.inc((name,))
     for topic in request.topics:
         name = _topic_name(ctx, topic.topic_id)
         if name is not None:
-            metrics.child(metrics.share_fetch_requests, name).inc()
+            metrics.share_fetch_requests.inc((name,))
     if applied:
         metrics.share_acknowledgement.inc()
 
@@ -189,9 +186,9 @@ def _share_acknowledge(
 
 
 def _ack_request(metrics: BrokerMetrics, topic: str, failed: bool) -> None:
-    metrics.child(metrics.share_ack_requests, topic).inc()
+    metrics.share_ack_requests.inc((topic,))
     if failed:
-        metrics.child(metrics.share_ack_failed, topic).inc()
+        metrics.share_ack_failed.inc((topic,))
 
 
 def _ack_batches(request: Any) -> dict[tuple[uuid.UUID, int], Any]:
@@ -227,7 +224,7 @@ def _offset_commit(
             else:
                 committed += 1
     if committed:
-        metrics.offset_commits.inc(committed)
+        metrics.offset_commits.inc((), committed)
 
 
 def _end_txn(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response: Any) -> None:
@@ -235,7 +232,7 @@ def _end_txn(metrics: BrokerMetrics, ctx: RequestContext, request: Any, response
     if code:
         metrics.error(END_TXN, code)
         return
-    metrics.transactions_ended.labels("commit" if request.committed else "abort").inc()
+    metrics.transactions_ended.inc(("commit",) if request.committed else ("abort",))
 
 
 def _span(offsets: Any) -> int:

@@ -70,12 +70,12 @@ def test_the_purgatory_gauge_counts_parked_requests(broker: Broker) -> None:
 
 def test_chart_series_sums_the_counters() -> None:
     metrics = BrokerMetrics(enabled=True)
-    metrics.child(metrics.messages_in, "a").inc(3)
-    metrics.child(metrics.messages_in, "b").inc(4)
-    metrics.child(metrics.records_acquired, "g", "a").inc(2)
+    metrics.messages_in.inc(("a",), 3)
+    metrics.messages_in.inc(("b",), 4)
+    metrics.records_acquired.inc(("g", "a"), 2)
     metrics.acknowledged(2, 5)
     metrics.acknowledged(1, 1)
-    metrics.lock_timeouts.inc()
+    metrics.locks_expired(1)
     series = metrics.chart_series()
     assert set(series) == set(CHART_SERIES)
     assert series["records_in"] == 7
@@ -86,8 +86,8 @@ def test_chart_series_sums_the_counters() -> None:
 
 def test_deleted_topics_lose_their_series() -> None:
     metrics = BrokerMetrics(enabled=True)
-    metrics.child(metrics.bytes_in, "gone").inc(10)
-    metrics.child(metrics.bytes_in, "kept").inc(1)
+    metrics.bytes_in.inc(("gone",), 10)
+    metrics.bytes_in.inc(("kept",), 1)
     metrics.forget_topics(["gone"])
     assert (
         metrics.registry.get_sample_value(
@@ -95,8 +95,24 @@ def test_deleted_topics_lose_their_series() -> None:
         )
         is None
     )
-    metrics.child(metrics.bytes_in, "gone").inc(2)
+    metrics.bytes_in.inc(("gone",), 2)
     assert metrics.chart_series()["bytes_in"] == 3
+
+
+def test_histograms_expose_cumulative_buckets() -> None:
+    metrics = BrokerMetrics(enabled=True)
+    for seconds in (0.00005, 0.0003, 0.0003, 50.0):
+        metrics.request_handled(78, 1, seconds)
+    sample = metrics.registry.get_sample_value
+    name = "kafka_network_requestmetrics_localtime_seconds"
+    assert sample(f"{name}_bucket", {"request": "ShareFetch", "le": "0.0001"}) == 1
+    assert sample(f"{name}_bucket", {"request": "ShareFetch", "le": "0.0005"}) == 3
+    assert sample(f"{name}_bucket", {"request": "ShareFetch", "le": "30.0"}) == 3
+    assert sample(f"{name}_bucket", {"request": "ShareFetch", "le": "+Inf"}) == 4
+    assert sample(f"{name}_count", {"request": "ShareFetch"}) == 4
+    assert sample(f"{name}_sum", {"request": "ShareFetch"}) == pytest.approx(50.00065)
+    requests = {"request": "ShareFetch", "version": "1"}
+    assert sample("kafka_network_requestmetrics_requests_total", requests) == 4
 
 
 def test_error_codes_are_counted_by_kafka_names() -> None:
