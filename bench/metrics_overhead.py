@@ -21,6 +21,13 @@ stime from /proc over the phase); the overhead is the median "on" over the media
 "off", minus one. On a shared machine the noise between rounds is often larger than
 the difference: the per-round figures and the load averages are in the JSON
 (bench/results/metrics_overhead-<ts>.json) to judge that.
+
+A second, steadier estimate: the "on" runs' final scrape says how many requests of
+each API the phase served; the cost of one request's metrics (the handler wrapper's
+timing and count, the observer, the connection's total time) is measured in this
+process on a broker built in memory with a ShareFetch answering 500 records and
+acknowledging 500 (`per_request_us`); requests x that cost / the broker CPU of the
+phase is the share of the broker's CPU the request metrics took.
 """
 
 from __future__ import annotations
@@ -91,6 +98,14 @@ def one_broker(
             if scraper is not None:
                 scraper.join(30)
         broker_cpu_s = meter.broker_percent * meter.seconds / 100
+        served = 0.0
+        if metrics_on:
+            final = scrape(url)
+            served = sum(
+                value
+                for (name, _labels), value in final.items()
+                if name == "kafka_network_requestmetrics_requests_total"
+            )
         return {
             "metrics": "on" if metrics_on else "off",
             "records": args.records,
@@ -100,11 +115,62 @@ def one_broker(
             "broker_cpu_s_per_100k": broker_cpu_s * 100_000 / args.records,
             "broker_cpu_percent": meter.broker_percent,
             "scrapes": scrapes[0],
+            "requests_served": served,
             "load_average_1m_before": load_before,
             "load_average_1m_after": os.getloadavg()[0],
         }
     finally:
         broker.kill()
+
+
+def per_request_us(samples: int = 20_000) -> float:
+    """CPU microseconds of one ShareFetch's metrics (500 records acquired, 500
+    acknowledged), measured on a broker built in memory."""
+    from types import SimpleNamespace as Fake
+
+    from shoal.clock import ManualClock
+    from shoal.config import BrokerConfig
+    from shoal.server.broker import Broker
+    from shoal.server.request_metrics import SHARE_FETCH, _share_fetch
+
+    with tempfile.TemporaryDirectory(prefix="shoal-bench-metrics-cost-") as tmp:
+        raw = {"log.dirs": tmp, "metrics.listener": "http://127.0.0.1:0"}
+        broker = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+        try:
+            broker.logs.create_topic("t", partitions=1, configs={})
+            info = broker.logs.topic("t")
+            assert info is not None
+            ack = Fake(first_offset=0, last_offset=499, acknowledge_types=[1])
+            request = Fake(
+                group_id="g",
+                topics=[
+                    Fake(
+                        topic_id=info.topic_id,
+                        partitions=[Fake(partition_index=0, acknowledgement_batches=[ack])],
+                    )
+                ],
+            )
+            answered = Fake(
+                partition_index=0,
+                error_code=0,
+                acknowledge_error_code=0,
+                records=b"x" * 100_000,
+                acquired_records=[Fake(first_offset=500, last_offset=999)],
+            )
+            response = Fake(
+                error_code=0, responses=[Fake(topic_id=info.topic_id, partitions=[answered])]
+            )
+            ctx = Fake(services=broker.services, api_key=SHARE_FETCH, api_version=1)
+            metrics = broker.metrics
+            frame = SHARE_FETCH.to_bytes(2, "big") + b"\x00\x01"
+            started = time.process_time()
+            for _ in range(samples):
+                metrics.request_handled(SHARE_FETCH, 1, 0.001)
+                _share_fetch(metrics, ctx, request, response)  # type: ignore[arg-type]
+                metrics.request_done(frame, 0.002)
+            return (time.process_time() - started) / samples * 1e6
+        finally:
+            broker.logs.close()
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -129,6 +195,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"({result['scrapes']} scrapes, load {result['load_average_1m_before']:.1f})",
                     flush=True,
                 )
+    cost_us = per_request_us()
+    for r in runs:
+        if r["metrics"] == "on" and r["broker_cpu_s"] > 0:
+            r["request_metrics_cpu_percent"] = (
+                100 * r["requests_served"] * cost_us / 1e6 / r["broker_cpu_s"]
+            )
     off = statistics.median(r["broker_cpu_s_per_100k"] for r in runs if r["metrics"] == "off")
     on = statistics.median(r["broker_cpu_s_per_100k"] for r in runs if r["metrics"] == "on")
     return {
@@ -146,6 +218,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "runs": runs,
         "median_broker_cpu_s_per_100k": {"off": off, "on": on},
         "overhead_percent": 100 * (on / off - 1) if off > 0 else None,
+        "per_request_us": cost_us,
+        "request_metrics_cpu_percent": [
+            r["request_metrics_cpu_percent"] for r in runs if "request_metrics_cpu_percent" in r
+        ],
         "note": "2-core machine shared with other engineers' test runs: see load averages",
     }
 
@@ -177,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nbroker CPU s per 100k records, median: off {medians['off']:.2f}, on "
         f"{medians['on']:.2f}; overhead {overhead:+.1f}%"
+    )
+    print(
+        f"request metrics: {result['per_request_us']:.1f} us CPU per ShareFetch; "
+        "share of the broker's CPU in the 'on' runs (requests served x that cost): "
+        + ", ".join(f"{p:.2f}%" for p in result["request_metrics_cpu_percent"])
     )
     print(f"results: {out}")
     return 0
