@@ -50,10 +50,11 @@ from bench.produce_fetch import CpuMeter, machine, save_result
 from bench.share_consume import BROKER_OVERRIDES, produce, share_phase
 
 
-def _scraping(url: str, interval_s: float, stop: threading.Event, counts: list[int]) -> None:
+def _scraping(url: str, interval_s: float, stop: threading.Event, took_s: list[float]) -> None:
     while not stop.wait(interval_s):
+        started = time.perf_counter()
         scrape(url)
-        counts[0] += 1
+        took_s.append(time.perf_counter() - started)
 
 
 def one_broker(
@@ -73,7 +74,7 @@ def one_broker(
             value_bytes=args.value_bytes,
         )
         stop = threading.Event()
-        scrapes = [0]
+        scrapes: list[float] = []
         scraper = None
         if metrics_on:
             url = metrics_url(broker)
@@ -114,7 +115,8 @@ def one_broker(
             "broker_cpu_s": broker_cpu_s,
             "broker_cpu_s_per_100k": broker_cpu_s * 100_000 / args.records,
             "broker_cpu_percent": meter.broker_percent,
-            "scrapes": scrapes[0],
+            "scrapes": len(scrapes),
+            "scrape_ms_median": 1000 * statistics.median(scrapes) if scrapes else None,
             "requests_served": served,
             "load_average_1m_before": load_before,
             "load_average_1m_after": os.getloadavg()[0],
@@ -192,7 +194,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"round {round_index} metrics {result['metrics']:>3}: "
                     f"{result['records_per_s']:>9,.0f} records/s, broker "
                     f"{result['broker_cpu_s_per_100k']:.2f} CPU s per 100k records "
-                    f"({result['scrapes']} scrapes, load {result['load_average_1m_before']:.1f})",
+                    f"({result['scrapes']} scrapes of {result['scrape_ms_median'] or 0:.0f} ms, "
+                    f"load {result['load_average_1m_before']:.1f})",
                     flush=True,
                 )
     cost_us = per_request_us()

@@ -115,19 +115,16 @@ class SharePartitionCollector(Collector):
             if sp is None or info is None or not sp.initialized:
                 continue
             values = [key.group_id, info.name, str(key.partition)]
-            views = sp.in_flight()
-            counts: Tally[RecordState] = Tally()
-            for view in views:
-                counts[view.state] += view.last_offset - view.first_offset + 1
+            counts, entries = sp.record_counts()
             messages.add_metric(values, sum(counts.values()))
-            batches.add_metric(values, len(views))
+            batches.add_metric(values, entries)
             for state in (
                 RecordState.AVAILABLE,
                 RecordState.ACQUIRED,
                 RecordState.ACKNOWLEDGED,
                 RecordState.ARCHIVED,
             ):
-                by_state.add_metric([*values, state.name.lower()], counts[state])
+                by_state.add_metric([*values, state.name.lower()], counts.get(state, 0))
             start.add_metric(values, sp.start_offset)
             end.add_metric(values, sp.end_offset)
         yield from (messages, batches, by_state, start, end)
