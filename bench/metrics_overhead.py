@@ -22,12 +22,18 @@ stime from /proc over the phase); the overhead is the median "on" over the media
 the difference: the per-round figures and the load averages are in the JSON
 (bench/results/metrics_overhead-<ts>.json) to judge that.
 
-A second, steadier estimate: the "on" runs' final scrape says how many requests of
-each API the phase served; the cost of one request's metrics (the handler wrapper's
-timing and count, the observer, the connection's total time) is measured in this
-process on a broker built in memory with a ShareFetch answering 500 records and
-acknowledging 500 (`per_request_us`); requests x that cost / the broker CPU of the
-phase is the share of the broker's CPU the request metrics took.
+The cost of a scrape is measured after each "on" phase, with the share-partitions
+still loaded: the broker's CPU over 20 scrapes, less its idle CPU (`scrape_cpu_ms`);
+at one scrape per second that is `broker_cpu_percent_of_scrapes_every_1s` of the
+phase's broker CPU (a 15 s Prometheus interval costs 15 times less).
+
+A second, steadier estimate of the per-request part: the "on" runs' final scrape
+says how many requests of each API the phase served; the cost of one request's
+metrics (the handler wrapper's timing and count, the observer, the connection's
+total time) is measured in this process on a broker built in memory with a
+ShareFetch answering 500 records and acknowledging 500 (`per_request_us`); requests
+x that cost / the broker CPU of the phase is the share of the broker's CPU the
+request metrics took.
 """
 
 from __future__ import annotations
@@ -55,6 +61,23 @@ def _scraping(url: str, interval_s: float, stop: threading.Event, took_s: list[f
         started = time.perf_counter()
         scrape(url)
         took_s.append(time.perf_counter() - started)
+
+
+SCRAPES_MEASURED = 20
+
+
+def _scrape_cpu_ms(pid: int, url: str) -> float:
+    """Broker CPU ms per scrape, measured right after the phase (the share-partitions
+    still loaded): broker CPU over SCRAPES_MEASURED scrapes, less that of as long idle."""
+    meter = CpuMeter(pid)
+    with meter:
+        time.sleep(1.0)
+    idle_s_per_s = meter.broker_percent / 100
+    with meter:
+        for _ in range(SCRAPES_MEASURED):
+            scrape(url)
+    used_s = meter.broker_percent / 100 * meter.seconds - idle_s_per_s * meter.seconds
+    return max(0.0, used_s) * 1000 / SCRAPES_MEASURED
 
 
 def one_broker(
@@ -100,7 +123,9 @@ def one_broker(
                 scraper.join(30)
         broker_cpu_s = meter.broker_percent * meter.seconds / 100
         served = 0.0
+        scrape_cpu_ms = None
         if metrics_on:
+            scrape_cpu_ms = _scrape_cpu_ms(broker.pid, url)
             final = scrape(url)
             served = sum(
                 value
@@ -118,6 +143,12 @@ def one_broker(
             "scrapes": len(scrapes),
             "scrape_ms_median": 1000 * statistics.median(scrapes) if scrapes else None,
             "requests_served": served,
+            "scrape_cpu_ms": scrape_cpu_ms,
+            "broker_cpu_percent_of_scrapes_every_1s": (
+                None
+                if scrape_cpu_ms is None
+                else scrape_cpu_ms / 1000 * 100 * meter.seconds / broker_cpu_s
+            ),
             "load_average_1m_before": load_before,
             "load_average_1m_after": os.getloadavg()[0],
         }
@@ -261,6 +292,17 @@ def main(argv: list[str] | None = None) -> int:
         f"request metrics: {result['per_request_us']:.1f} us CPU per ShareFetch; "
         "share of the broker's CPU in the 'on' runs (requests served x that cost): "
         + ", ".join(f"{p:.2f}%" for p in result["request_metrics_cpu_percent"])
+    )
+    scrape_ms = [r["scrape_cpu_ms"] for r in result["runs"] if r.get("scrape_cpu_ms") is not None]
+    print(
+        "scrape: "
+        + ", ".join(f"{ms:.1f}" for ms in scrape_ms)
+        + " ms broker CPU each; at one per second, of the phase's broker CPU: "
+        + ", ".join(
+            f"{r['broker_cpu_percent_of_scrapes_every_1s']:.2f}%"
+            for r in result["runs"]
+            if r.get("broker_cpu_percent_of_scrapes_every_1s") is not None
+        )
     )
     print(f"results: {out}")
     return 0
