@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType
+from confluent_kafka import AcknowledgeType, Consumer, Producer
 
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.metrics import METRICS_OVERRIDE, metrics_url, scrape, value
@@ -201,3 +201,56 @@ def test_the_listener_is_off_by_default(tmp_path: Path) -> None:
 def test_the_listener_binds_its_own_port(broker: BrokerProcess, url: str) -> None:
     port = int(url.rsplit(":", 1)[1])
     assert _listening_ports(broker.pid) == {broker.port, port}
+
+
+def test_fetch_commits_and_transactions_are_counted(broker: BrokerProcess, url: str) -> None:
+    """A plain Consumer reads a topic (bytes out, at least the bytes in) and commits
+    (one partition offset); a transactional producer commits one transaction and
+    aborts one."""
+    bootstrap = broker.bootstrap
+    topic = topic_name("m-fetch")
+    create_topic(bootstrap, topic)
+    produce_values(bootstrap, topic, [b"f%d" % i for i in range(4)])
+    before = scrape(url)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": topic_name("m-fetch-g"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        seen = []
+        deadline = time.monotonic() + 30
+        while len(seen) < 4 and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                seen.append(message)
+        assert len(seen) == 4
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic_name("m-tx")})
+    producer.init_transactions(30)
+    for commit in (True, False):
+        producer.begin_transaction()
+        producer.produce(topic, b"t")
+        assert producer.flush(30) == 0  # the partition joins the transaction: EndTxn follows
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    after = scrape(url)
+
+    def delta(name: str, labels: dict[str, str] | None = None) -> float:
+        return value(after, name, labels) - value(before, name, labels)
+
+    labels = {"topic": topic}
+    bytes_in = value(before, "kafka_server_brokertopicmetrics_bytesin_total", labels)
+    assert value(after, "kafka_server_brokertopicmetrics_bytesout_total", labels) >= bytes_in > 0
+    assert delta("kafka_server_group_coordinator_metrics_offset_commit_total") == 1
+    assert delta("shoal_transactions_ended_total", {"result": "commit"}) == 1
+    assert delta("shoal_transactions_ended_total", {"result": "abort"}) == 1
+    assert "counting" not in broker.log_text()

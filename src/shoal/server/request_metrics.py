@@ -17,26 +17,29 @@ path the per-partition codes and the traffic they stand for:
     TxnOffsetCommit  partition offsets committed
     EndTxn           transactions committed and aborted
 
-Nothing here changes a request or a response, and a handler that raises is not
-counted (its connection closes). The connection loop adds the total time
+Nothing here changes a request or a response; a handler that raises is not counted
+(its connection closes), and an observer that raises is logged, never passed on to
+the request. The connection loop adds the total time
 (server/connection.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from shoal.clock import measure_ns
 from shoal.protocol.record_batch import iter_headers
-from shoal.server.metrics import BrokerMetrics
+from shoal.server.metrics import BrokerMetrics, request_name
 from shoal.server.registry import ApiHandler
 
 if TYPE_CHECKING:
     from shoal.server.context import RequestContext
 
+log = logging.getLogger(__name__)
 Observer = Callable[[BrokerMetrics, "RequestContext", Any, Any], None]
 
 PRODUCE, FETCH, OFFSET_COMMIT, END_TXN, TXN_OFFSET_COMMIT = 0, 1, 8, 26, 28
@@ -61,7 +64,16 @@ def _wrap(handler: ApiHandler, metrics: BrokerMetrics) -> Any:
         started_ns = measure_ns()
         response = await inner(ctx, request)
         metrics.request_handled(api_key, ctx.api_version, (measure_ns() - started_ns) / 1e9)
-        observe(metrics, ctx, request, response)
+        try:
+            observe(metrics, ctx, request, response)
+        except Exception:  # a metrics bug must not fail the request it counts
+            log.exception(
+                "counting %s v%d failed (connection %d, correlation %d)",
+                request_name(api_key),
+                ctx.api_version,
+                ctx.connection.connection_id,
+                ctx.correlation_id,
+            )
         return response
 
     return handle
