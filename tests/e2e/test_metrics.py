@@ -111,6 +111,9 @@ def test_released_records_count_as_release_acknowledgements(
     assert delta("kafka_server_share_group_metrics_share_acknowledgement_total", {}) >= 2
     window = {"group": group, "topic": topic, "partition": "0"}
     assert value(after, "shoal_share_partition_start_offset", window) == 5
+    # the share-partition loaded once; its state was written at least per commit
+    assert delta("kafka_server_share_group_metrics_partition_load_time_seconds_count", {}) >= 1
+    assert delta("kafka_server_share_coordinator_metrics_write_latency_seconds_count", {}) >= 2
 
 
 def test_a_lock_held_past_its_duration_counts_one_timeout_per_lock(

@@ -45,8 +45,10 @@ from shoal.server.request_metrics import instrument
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
+from shoal.server.timed_persister import TimedPersister
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
+from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +98,14 @@ class Broker:
             self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
         """The share coordinator on `__share_group_state`, loaded."""
-        self.persister = self.share_state.coordinator
+        self.persister: Persister = self.share_state.coordinator
         """Share-partition state (the Persister), in process and durable."""
+        if self.metrics.enabled:  # share-partition load time, state write latency
+            self.persister = TimedPersister(
+                self.persister,
+                load_time=self.metrics.partition_load_time,
+                write_latency=self.metrics.state_write_latency,
+            )
         self.timers.add(*self.share_state.timer_sources())
         self.share_service = ShareService(
             clock=self.clock,

@@ -177,6 +177,17 @@ class BrokerMetrics:
             "Transactions ended by EndTxn, by result (commit or abort).",
             ["result"],
         )
+        self.partition_load_time = self._histogram(
+            "kafka_server_share_group_metrics_partition_load_time_seconds",
+            "Time of the share-state read that loads a share-partition.",
+            [],
+        )
+        # ---- kafka.server:type=share-coordinator-metrics
+        self.state_write_latency = self._histogram(
+            "kafka_server_share_coordinator_metrics_write_latency_seconds",
+            "Time of a share coordinator state write (WriteShareGroupState's work).",
+            [],
+        )
         # ---- kafka.log:type=LogFlushStats
         self.log_flush = Histogram(
             "kafka_log_logflushstats_logflushrateandtime_seconds",
