@@ -12,6 +12,10 @@ configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
+With `metrics.listener` set, requests are counted and timed (server/request_metrics.py)
+and the HTTP listener of /metrics and the console (server/http_listener.py) starts
+once the Kafka listener is bound; it stops first at shutdown.
+
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
 stop the timers, wait for the disk work started, then flush and close every log.
