@@ -192,6 +192,29 @@ def _check_mapping_rules(value: Any) -> str | None:
     return None
 
 
+# ---- metrics.listener (issue 13: the HTTP listener of /metrics and the console)
+
+
+def http_listener_address(value: str) -> tuple[str, int]:
+    """`http://host:port` as (host, port): no host means loopback (127.0.0.1), port 0
+    an ephemeral port. Raises ValueError for anything else."""
+    scheme, sep, address = value.strip().partition("://")
+    if not sep or scheme.lower() != "http":
+        raise ValueError(f"{value!r} is not of the form http://host:port")
+    host, colon, port_text = address.rstrip("/").rpartition(":")
+    if not colon or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{value!r} has no valid port (0-65535)")
+    return host.strip("[]") or "127.0.0.1", int(port_text)
+
+
+def _check_http_listener(value: Any) -> str | None:
+    try:
+        http_listener_address(str(value))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _check_by_duration(value: Any) -> str | None:
     from shoal.iso_duration import parse_iso_duration_ms
 
@@ -255,6 +278,18 @@ _DEFS: list[ConfigDef] = [
         nullable=True,
         read_only=True,
         check=_check_listeners,
+    ),
+    # ---- broker: metrics.listener (issue 13)
+    ConfigDef(
+        "metrics.listener",
+        _STR,
+        None,
+        _B,
+        "HTTP listener for /metrics and the web console, e.g. http://127.0.0.1:9404 "
+        "(port 0: ephemeral); off when unset. Binds only the host named.",
+        nullable=True,
+        read_only=True,
+        check=_check_http_listener,
     ),
     ConfigDef("log.dirs", _STR, "./shoal-data", _B, "Data directory.", read_only=True),
     ConfigDef("log.dir", _STR, None, _B, "Synonym of log.dirs.", nullable=True, read_only=True),
@@ -1316,6 +1351,13 @@ class BrokerConfig:
         if prefixed in self.prefixed:
             return self.prefixed[prefixed]
         return self.values.get(key)
+
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """The HTTP listener's (host, port), or None when `metrics.listener` is unset."""
+        value = self["metrics.listener"]
+        return None if value is None else http_listener_address(value)
 
 
 @dataclass(frozen=True, slots=True)

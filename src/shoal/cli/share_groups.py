@@ -28,6 +28,8 @@ file of admin-client properties. Exit status: 0 done, 1 failed (message on stder
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 from typing import IO, Any
 
 from shoal.cli.group_tool import (
@@ -57,11 +59,16 @@ from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
+from shoal.progress import Progress
 
 PROG = "shoal share-groups"
 
 
 KIND = "share group"
+RESET_PARTITIONS_PER_REQUEST = 50
+"""`--reset-offsets --execute` alters this many partitions per request and reports
+progress (stderr) when there is more than one request to send."""
+log = logging.getLogger(__name__)
 
 
 def add_parser(commands: Any) -> None:
@@ -253,12 +260,32 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         return 0
     offsets = new_offsets(client, args, partitions)
     if args.execute:
-        try:
-            alter_offsets(client, group_id, offsets)
-        except KafkaError as exc:
-            raise ToolFailed(group_error(KIND, group_id, exc)) from None
+        _alter_in_chunks(client, group_id, offsets)
     print_reset_plan(out, [(group_id, t, p, offsets[(t, p)]) for t, p in sorted(offsets)])
     return 0
+
+
+def _alter_in_chunks(client: Client, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+    """AlterShareGroupOffsets in requests of `RESET_PARTITIONS_PER_REQUEST`, with
+    progress on stderr when there is more than one."""
+    ordered = sorted(offsets)
+    progress = Progress(
+        "reset",
+        "partitions",
+        len(ordered),
+        logger=log,
+        stream=sys.stderr,
+        quiet_below=RESET_PARTITIONS_PER_REQUEST + 1,
+    )
+    for start in range(0, len(ordered), RESET_PARTITIONS_PER_REQUEST):
+        chunk = ordered[start : start + RESET_PARTITIONS_PER_REQUEST]
+        try:
+            alter_offsets(client, group_id, {tp: offsets[tp] for tp in chunk})
+        except KafkaError as exc:
+            progress.finish()
+            raise ToolFailed(group_error(KIND, group_id, exc)) from None
+        progress.advance(len(chunk))
+    progress.finish()
 
 
 def _partitions_to_reset(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import logging
 import re
 import sys
 import uuid
@@ -54,6 +55,7 @@ from shoal.cli.topic_admin import (
 )
 from shoal.client import Client, KafkaError, TopicView
 from shoal.client.errors import ErrorCode
+from shoal.progress import Progress
 
 PROG = "shoal topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -61,6 +63,10 @@ ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPLICATION_FACTOR_MAX = 32_767
 """Kafka's bound on --replication-factor (an int16 on the wire)."""
 OPERATION_TIMEOUT_MS = 30_000
+DELETE_TOPICS_PER_REQUEST = 20
+"""`--delete` sends the matching topics in DeleteTopics requests of this many, and
+reports progress (stderr) when there is more than one request to send."""
+log = logging.getLogger(__name__)
 """The CreateTopics / DeleteTopics / CreatePartitions operation timeout sent to the
 broker (Kafka's admin default)."""
 _ALTER_CONFIG_HINT = (
@@ -298,7 +304,21 @@ def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     found = _existing(client, args)
     if not found:
         return 0
-    results = delete_topics(client, sorted(found), timeout_ms=OPERATION_TIMEOUT_MS)
+    names = sorted(found)
+    progress = Progress(
+        "deleted",
+        "topics",
+        len(names),
+        logger=log,
+        stream=sys.stderr,
+        quiet_below=DELETE_TOPICS_PER_REQUEST + 1,
+    )
+    results: dict[str, Any] = {}
+    for start in range(0, len(names), DELETE_TOPICS_PER_REQUEST):
+        chunk = names[start : start + DELETE_TOPICS_PER_REQUEST]
+        results.update(delete_topics(client, chunk, timeout_ms=OPERATION_TIMEOUT_MS))
+        progress.advance(len(chunk))
+    progress.finish()
     return _report(results, "delete")
 
 

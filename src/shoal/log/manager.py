@@ -61,6 +61,7 @@ from shoal.log.topics import (
     validate_topic_name,
     write_partition_metadata,
 )
+from shoal.progress import Progress
 from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -143,9 +144,12 @@ class LogManager:
                 _remove_tree(entry)
             elif entry.name not in expected and not entry.name.endswith("-stray"):
                 logger.warning("leaving alone %s: no known topic partition owns it", entry)
+        progress = Progress("recovered", "partitions", len(expected), logger=logger)
         try:
             for info, index in expected.values():
                 self._logs[(info.name, index)] = self._open_partition(info, index)
+                progress.advance()
+            progress.finish()
         except BaseException:
             self.abandon()
             raise

@@ -14,6 +14,10 @@ configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
 
+With `metrics.listener` set, requests are counted and timed (server/request_metrics.py)
+and the HTTP listener of /metrics and the console (server/http_listener.py) starts
+once the Kafka listener is bound; it stops first at shutdown.
+
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
 stop the timers, wait for the disk work started, then flush and close every log.
@@ -39,17 +43,23 @@ from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
+from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
+from shoal.server.metrics import BrokerMetrics
+from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
+from shoal.server.request_metrics import instrument
 from shoal.server.sasl import SaslService
 from shoal.server.scram_store import ScramStore
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
+from shoal.server.timed_persister import TimedPersister
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
+from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +71,19 @@ class Broker:
         config = self.live_config.current
         self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
+        # ---- metrics (issue 13): requests are counted only with metrics.listener set
+        self.metrics = BrokerMetrics(enabled=config.metrics_listener is not None)
         self.handlers: dict[int, ApiHandler] = load_all_handlers()
+        if self.metrics.enabled:
+            self.handlers = instrument(self.handlers, self.metrics)
+        self.http: HttpListener | None = None
+        """The HTTP listener of /metrics and the console (`metrics.listener`)."""
         self.purgatory = Purgatory()
         self.logs = LogManager.open(
             data_dir=config.data_dir, broker_config=config, clock=self.clock
         )
         self.cluster_id = self.logs.cluster_id
-        self.disk = DiskIO()
+        self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
         """Worker threads for the logs' fsyncs and removals (off the event loop)."""
         self.group_configs = GroupConfigStore(
             persistence=GroupConfigFile(config.data_dir),
@@ -93,8 +109,14 @@ class Broker:
             self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
         """The share coordinator on `__share_group_state`, loaded."""
-        self.persister = self.share_state.coordinator
+        self.persister: Persister = self.share_state.coordinator
         """Share-partition state (the Persister), in process and durable."""
+        if self.metrics.enabled:  # share-partition load time, state write latency
+            self.persister = TimedPersister(
+                self.persister,
+                load_time=self.metrics.partition_load_time,
+                write_latency=self.metrics.state_write_latency,
+            )
         self.timers.add(*self.share_state.timer_sources())
         self.share_service = ShareService(
             clock=self.clock,
@@ -105,6 +127,7 @@ class Broker:
             purgatory=self.purgatory,
             stopping=lambda: self.stopping,
             rearm=self.timers.rearm,
+            locks_expired=self.metrics.locks_expired,
         )
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())
@@ -176,9 +199,18 @@ class Broker:
             txn=self.txn,
             authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
             acls=self.acls,
-            sasl=SaslService(ScramStore(config.data_dir)),  # wt-sasl
+            sasl=SaslService(ScramStore(config.data_dir)),
+            metrics=self.metrics,
         )
         """What handlers are given (`ctx.services`)."""
+        for collector in broker_collectors(
+            logs=self.logs,
+            purgatory=self.purgatory,
+            share_service=self.share_service,
+            group_service=self.group_service,
+            txn=self.txn,
+        ):
+            self.metrics.register(collector)
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
@@ -205,6 +237,7 @@ class Broker:
         self.group_service.topics_changed()
         if change.deleted:
             self.group_service.topics_deleted([name for name, _count in change.deleted])
+            self.metrics.forget_topics(name for name, _count in change.deleted)
         self.share_service.topics_changed()
 
     # ---- identity advertised to clients
@@ -225,6 +258,7 @@ class Broker:
     async def start(self) -> None:
         await self.network.start()
         host = self.network.endpoints[0].host
+        await self._start_http_listener()
         self.group_service.start()
         self.txn.start()
         self.timers.start()
@@ -240,6 +274,15 @@ class Broker:
             self.cluster_id,
         )
 
+    async def _start_http_listener(self) -> None:
+        address = self.config.metrics_listener
+        if address is None:
+            return
+        from shoal.server.http_app import build_app  # starlette only when asked for
+
+        self.http = HttpListener(build_app(self.services), host=address[0], port=address[1])
+        await self.http.start()
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
@@ -251,6 +294,8 @@ class Broker:
         log.info("shutting down: %d connections open", len(self._connections))
         self.network.close()
         self.purgatory.close()
+        if self.http is not None:
+            await self.http.stop()
         # Idle connections (waiting for a request) close at once; busy ones may finish
         # the request in hand and then stop reading (the loop checks `stopping`).
         for info, task in list(self._connections.values()):
@@ -311,6 +356,8 @@ class Broker:
         task = asyncio.current_task()
         assert task is not None
         self._connections[info.connection_id] = (info, task)
+        self.metrics.connections_created.inc()
+        self.metrics.connections.inc()
         await serve_connection(
             services=self.services,
             handlers=self.handlers,
@@ -322,7 +369,8 @@ class Broker:
 
     def connection_closed(self, info: ConnectionInfo) -> None:
         """A connection ended: forget it and end the share sessions it opened."""
-        self._connections.pop(info.connection_id, None)
+        if self._connections.pop(info.connection_id, None) is not None:
+            self.metrics.connections.dec()
         try:
             self.share_service.connection_closed(info)
         except Exception:  # a bug there must not stop the connection's clean-up

@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from shoal.clock import measure_ns
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
@@ -61,6 +62,7 @@ async def serve_connection(
         max_bytes=services.config.current.get_int("socket.request.max.bytes"),
         min_bytes=MIN_FRAME_BYTES,
     )
+    metrics = services.metrics if services.metrics.enabled else None  # metrics.listener
     try:
         while not services.stopping():
             if info.security_protocol.startswith("SASL_"):  # wt-sasl: small frames until auth
@@ -68,10 +70,13 @@ async def serve_connection(
             frame = await _read_frame(reader, decoder, info, peer)
             if frame is None:
                 return
+            started_ns = measure_ns()
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
                 writer.write(response)
                 await writer.drain()
+            if metrics is not None:
+                metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
             info.busy = False
             if info.sasl is not None and info.sasl.failed:  # wt-sasl: close after the answer
                 raise ConnectionClosed("SASL authentication failed")

@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import limits
+from shoal.clock import measure_ns
 from shoal.log.api import LogError
 from shoal.log.fileio import remove_paths
 from shoal.log.flush import FlushPlan
@@ -53,7 +54,14 @@ log = logging.getLogger(__name__)
 class DiskIO:
     """Worker threads for the logs' fsyncs and removals. See the module docstring."""
 
-    def __init__(self, *, threads_max: int = limits.DISK_IO_THREADS_MAX) -> None:
+    def __init__(
+        self,
+        *,
+        threads_max: int = limits.DISK_IO_THREADS_MAX,
+        observe_flush_s: Callable[[float], None] | None = None,
+    ) -> None:
+        """`observe_flush_s` is told each fsync's duration in seconds (metrics; called
+        in the worker thread)."""
         if threads_max < 1:
             raise ValueError(f"DiskIO needs at least one thread, not {threads_max}")
         self.threads_max = threads_max
@@ -65,6 +73,7 @@ class DiskIO:
         """Per log, the flushes started and not yet finished."""
         self._flush_pass: asyncio.Future[list[BaseException | None]] | None = None
         self._closed = False
+        self._observe_flush_s = observe_flush_s
 
     @property
     def running(self) -> int:
@@ -89,7 +98,8 @@ class DiskIO:
             if not finished.done():
                 finished.set_result(None)
 
-        self._start(plan.run).add_done_callback(finish)
+        run = plan.run if self._observe_flush_s is None else _timed(plan.run, self._observe_flush_s)
+        self._start(run).add_done_callback(finish)
         self._flushing.setdefault(log, set()).add(finished)
         finished.add_done_callback(lambda done: self._flushed(log, done))
         waiter = asyncio.shield(finished)  # a cancelled waiter leaves `finished` pending
@@ -164,6 +174,17 @@ class DiskIO:
         self._running.add(running)
         running.add_done_callback(self._running.discard)
         return running
+
+
+def _timed(work: Callable[[], None], observe_s: Callable[[float], None]) -> Callable[[], None]:
+    def run() -> None:
+        started_ns = measure_ns()
+        try:
+            work()
+        finally:
+            observe_s((measure_ns() - started_ns) / 1e9)
+
+    return run
 
 
 def _mark_retrieved(future: asyncio.Future[None]) -> None:

@@ -8,13 +8,26 @@ from __future__ import annotations
 
 from prometheus_client import make_asgi_app
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shoal.server.console.routes import Console
 from shoal.server.services import Services
 
 
 def build_app(services: Services) -> Starlette:
-    routes = [Mount("/metrics", app=make_asgi_app(registry=services.metrics.registry))]
+    metrics = _AsgiEndpoint(make_asgi_app(registry=services.metrics.registry))
+    routes = [Route("/metrics", endpoint=metrics)]
     console = Console(services)  # web console (issue 13): routes + chart sampler lifespan
     return Starlette(routes=[*routes, *console.routes()], lifespan=console.lifespan)
+
+
+class _AsgiEndpoint:
+    """An ASGI app as a route's endpoint: `/metrics` answers itself (a Mount would
+    redirect it to `/metrics/`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)

@@ -159,7 +159,10 @@ class ShareService:
         purgatory: Purgatory,
         stopping: Callable[[], bool] = lambda: False,
         rearm: Callable[[], None] = lambda: None,
+        locks_expired: Callable[[int], None] = lambda _count: None,
     ) -> None:
+        self._locks_expired = locks_expired
+        """Told how many acquisition locks each expiry pass fired (metrics)."""
         self._clock = clock
         self._config = config
         self._logs = logs
@@ -198,7 +201,10 @@ class ShareService:
 
     def expire_locks(self, now_ms: int) -> None:
         """Fire the acquisition locks due at `now_ms` and wake what they freed."""
-        self._perform(self.partitions.expire_locks(now_ms=now_ms).effects)
+        expired = self.partitions.expire_locks(now_ms=now_ms)
+        if expired.writes:
+            self._locks_expired(expired.writes)
+        self._perform(expired.effects)
 
     def unload_idle(self, now_ms: int) -> None:
         """Unload the share-partitions idle for `shoal.share.partition.idle.unload.ms`."""

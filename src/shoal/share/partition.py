@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -284,6 +285,21 @@ class SharePartition:
             entries=entries,
             truncated=truncated,
         )
+
+    def record_counts(self) -> tuple[dict[RecordState, int], int]:
+        """The window's records by state, and its entries (whole batches, or offsets of
+        split batches), without building views: read by the metrics at each scrape."""
+        counts: Counter[RecordState] = Counter()
+        entries = 0
+        for batch in self._w.cache:
+            if batch.offsets is None:
+                assert batch.whole is not None
+                counts[batch.whole.state] += batch.size
+                entries += 1
+            else:
+                counts.update(state.state for state in batch.offsets)
+                entries += len(batch.offsets)
+        return dict(counts), entries
 
     def check_invariants(self) -> None:
         self._w.check_invariants()
