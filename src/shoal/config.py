@@ -1352,7 +1352,6 @@ class BrokerConfig:
             return self.prefixed[prefixed]
         return self.values.get(key)
 
-
     @property
     def metrics_listener(self) -> tuple[str, int] | None:
         """The HTTP listener's (host, port), or None when `metrics.listener` is unset."""
