@@ -53,30 +53,6 @@ def take(spans: Sequence[Span], count: int) -> tuple[list[Span], list[Span]]:
     return taken, rest
 
 
-def fair_shares(
-    counts: Sequence[tuple[TopicPartition, int]], total: int
-) -> dict[TopicPartition, int]:
-    """How many of `total` records each topic-partition gives, given how many it has
-    (in turn order): max-min fair, so every partition gives the same number but those
-    that have fewer, which give all they have; the rounding remainder goes one record
-    each to the first in turn that have more. The shares add up to
-    min(total, all records)."""
-    shares = {tp: count for tp, count in counts}
-    left = total
-    ranked = sorted(counts, key=lambda item: item[1])
-    for place, (_, count) in enumerate(ranked):
-        level, extra = divmod(left, len(ranked) - place)
-        if count > level:  # this one and all after it have more than the level
-            above = {tp for tp, _ in ranked[place:]}
-            for tp, _ in counts:
-                if tp in above:
-                    shares[tp] = level + (1 if extra > 0 else 0)
-                    extra -= 1
-            break
-        left -= count
-    return shares
-
-
 # ---- the ledger ---------------------------------------------------------------------
 
 
@@ -197,40 +173,31 @@ class ShareLedger:
         self, *, seq: int, records_max: int, limit_for: Callable[[int], int] | None = None
     ) -> SpanMap:
         """Move up to `records_max` pending records, lowest offsets first, into the batch
-        `seq`, each topic-partition's fair share of them (`fair_shares`: the batch drains
-        the partitions evenly, so no partition is left holding more than its lock cap
-        can take back in one acquisition, which would cost a micro-batch of leftovers);
-        topic-partitions take turns, starting at a place that rotates with `seq`.
-        `limit_for(delivery_count)` caps the batch further: it holds at most
-        `limit_for(c)` records, `c` the highest delivery count in it (a failing batch
-        is split, share_bisect.py)."""
+        `seq`; topic-partitions take turns starting at a place that rotates with `seq`
+        so none starves. `limit_for(delivery_count)` caps the batch further: it holds
+        at most `limit_for(c)` records, `c` the highest delivery count in it (a failing
+        batch is split, share_bisect.py)."""
         assert seq not in self._planned, seq
         assert records_max >= 1, records_max
         order = sorted(self._pending)
         if order:
             shift = seq % len(order)
             order = order[shift:] + order[:shift]
-        shares = fair_shares(
-            [(tp, sum(s.size for s in self._pending[tp])) for tp in order], records_max
-        )
         batch: dict[TopicPartition, list[Span]] = {}
         cap, taken_count = records_max, 0
         for tp in order:
             taken: list[Span] = []
             rest = list(self._pending[tp])
-            share = shares[tp]
             while rest:
                 span = rest[0]
                 if limit_for is not None:
                     cap = min(cap, limit_for(span.delivery_count))
-                room = min(cap - taken_count, share)
+                room = cap - taken_count
                 if room <= 0:
                     break
                 head, tail = take([span], room)
                 taken.extend(head)
-                size = sum(s.size for s in head)
-                taken_count += size
-                share -= size
+                taken_count += sum(s.size for s in head)
                 rest = tail + rest[1:]
             if taken:
                 batch[tp] = taken
