@@ -17,7 +17,10 @@ session, each into the `noop` sink:
   `trigger(availableNow=True)`, `maxRecordsPerBatch` = `--batch-records` and N tasks
   per partition (`numPartitions`). Its time includes acquiring on the driver (the
   records also travel to the driver in ShareFetch), planning each micro-batch and
-  acknowledging.
+  acknowledging;
+- `batch cores` / `share cores`: the same with as many tasks as the session has cores
+  (Spark's default parallelism, 2 for `local[2]`): the README's documented sizing,
+  since every Spark task costs a fixed overhead on every micro-batch.
 
 A first untimed batch read warms the session (Python workers, JIT). The broker's CPU
 and the whole machine's show what bound each phase.
@@ -183,18 +186,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 tmp=tmp,
             )
             print(HEADER, flush=True)
-            for per_partition in (1, 4):
-                tasks = per_partition * parts
+            cores = int(spark.sparkContext.defaultParallelism)
+            for label, tasks in (("1x", parts), ("4x", 4 * parts), ("cores", cores)):
                 phases.append(
                     measure(
-                        f"batch {per_partition}x",
+                        f"batch {label}",
                         args.records,
                         tasks,
                         broker.pid,
                         lambda t=tasks: batch_read(spark, bootstrap, topic, t),
                     )
                 )
-                group = f"share-{per_partition}x"
+                group = f"share-{label}"
 
                 def stream(t: int = tasks, g: str = group) -> None:
                     streams[g] = share_read(
@@ -208,9 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         tmp=tmp,
                     )
 
-                phases.append(
-                    measure(f"share {per_partition}x", args.records, tasks, broker.pid, stream)
-                )
+                phases.append(measure(f"share {label}", args.records, tasks, broker.pid, stream))
         finally:
             spark.stop()
             broker.kill()

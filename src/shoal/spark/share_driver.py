@@ -49,7 +49,10 @@ At least once (spark.md §6):
 - AvailableNow: `bound()` records the partitions' end offsets; records acquired at or
   beyond them are RELEASEd, their partition is not fetched from again in this run, and
   the run ends when an acquisition yields nothing below the bound. (Such a record's
-  next delivery shows a delivery count one higher.)
+  next delivery shows a delivery count one higher.) Once it has acquired records, an
+  AvailableNow run's acquisitions do not wait (`acquireMaxWaitMs` is for records
+  still to be produced; these are in the log), so the last, empty one ends the run at
+  once.
 
 ACCEPT, RELEASE and RENEW failures are logged with context and never raised: the
 broker redelivers whatever was not acknowledged.
@@ -230,7 +233,9 @@ class ShareDriver:
         )
 
     def _fill(self, records_max: int) -> None:
-        wait_ms = self._acquire_wait_ms
+        # AvailableNow reads records already in the log: once some came, a fetch finds
+        # the rest at once, and waiting only delays the run's end by a whole wait
+        wait_ms = 0 if self.ledger.bounded and self.counters["acquired"] else self._acquire_wait_ms
         for _ in range(ACQUIRE_ROUNDS_MAX):
             count = max(self._count_hint, self.ledger.pending_delivery_count_max())
             limit = self._batch_limit(count)

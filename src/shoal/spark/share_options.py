@@ -6,7 +6,7 @@
 | `topic` (or `topics`) | required | a topic, or a comma-separated list |
 | `group.id` | required | the share group |
 | `maxRecordsPerBatch` | 10000 | records acquired per micro-batch (Spark's `ReadMaxRows`) |
-| `numPartitions` | topic-partitions in the batch | Spark tasks per micro-batch, any number |
+| `numPartitions` | topic-partitions in the batch | Spark tasks per micro-batch (best: the cores) |
 | `acquireMaxWaitMs` | 500 | how long one acquisition waits for records |
 | `lockRenewIntervalMs` | half the lock | how often held records are RENEWed |
 | `checkpointLocation` | none | the query's checkpoint directory (see below) |

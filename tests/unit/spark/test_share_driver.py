@@ -139,3 +139,40 @@ def test_an_unreadable_checkpoint_is_logged_and_the_member_still_leaves(
     assert member.acks == []
     assert member.closed
     assert "checkpoint could not be read" in caplog.text
+
+
+class WaitsRecorded(OneRecordAtATime):
+    """Records each acquisition's wait; the partition ends at offset 3."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[int] = []
+
+    def acquire(self, *, records_max: int, wait_ms: int, **kwargs: Any) -> Any:
+        self.waits.append(wait_ms)
+        return super().acquire(records_max=records_max, wait_ms=wait_ms, **kwargs)
+
+    def end_offsets(self) -> dict[TopicPartition, int]:
+        return {TP: 3}
+
+
+def test_an_available_now_run_waits_only_until_its_first_records() -> None:
+    member = WaitsRecorded()
+    driver = ShareDriver(member, acquire_wait_ms=500)  # type: ignore[arg-type]
+    driver.bound()
+    end = driver.latest_offset(INITIAL_OFFSET, records_max=10)
+    assert end is not None and end.spans == {TP: (Span(0, 2, 1),)}
+    assert member.waits == [500, 0, 0, 0]  # offset 3 is beyond the bound: released
+    member.waits.clear()
+    assert driver.latest_offset(end, records_max=10) is None  # the last trigger: no wait
+    assert member.waits == [0]
+
+
+def test_a_live_stream_waits_for_records_at_every_trigger() -> None:
+    member = WaitsRecorded()
+    driver = ShareDriver(member, acquire_wait_ms=500)  # type: ignore[arg-type]
+    end = driver.latest_offset(INITIAL_OFFSET, records_max=2)
+    assert end is not None and member.waits == [500, 0]
+    member.waits.clear()
+    driver.latest_offset(end, records_max=2)
+    assert member.waits == [500, 0]
