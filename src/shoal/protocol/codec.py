@@ -72,6 +72,11 @@ def response_class(api_key: int, version: int) -> Any:
 _READERS: dict[Any, Callable[[Any, int], tuple[Any, int]]] = {}
 
 
+def request_reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
+    """kio's decoder of `cls`, built once (schema.preload builds them at start)."""
+    return _reader(cls)
+
+
 def _reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
     reader = _READERS.get(cls)
     if reader is None:

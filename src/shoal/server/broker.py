@@ -43,6 +43,7 @@ from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
+from shoal.server.warmup import start_warmup
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +218,8 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
+        # issue 14 latency: load every served message schema off the loop, then gc.freeze
+        start_warmup(self.handlers, stopping=lambda: self.stopping)
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,
