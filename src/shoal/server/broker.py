@@ -43,7 +43,7 @@ from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
-from shoal.server.warmup import start_warmup
+from shoal.server.warmup import warm_up
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,10 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
-        # issue 14 latency: load every served message schema off the loop, then gc.freeze
-        start_warmup(self.handlers, stopping=lambda: self.stopping)
+        # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
+        self._warmup = asyncio.create_task(
+            warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
+        )
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,

@@ -1,23 +1,28 @@
-"""The broker's warm-up: what the first requests would otherwise pay for on the loop.
+"""The broker's warm-up: what the first requests would otherwise pay for mid-stream.
 
 kio imports a message's module the first time a (key, version) is used, and Shoal
 builds its decoders, composed writers and field-name sets lazily. Each such first use
-costs ~5-20 ms of the loop; a client's first ShareFetch or Produce took several at
-once, and on a paced stream that arrives mid-run they were the p99 (docs/latency.md).
-`start_warmup` loads them for every API and version the broker serves in a daemon
-thread right after the listener opens, so broker start is not delayed (a request that
-arrives first simply loads its own, under the import lock, as before).
+costs ~5-20 ms of the loop; a client's first ShareFetch, ShareAcknowledge or Produce
+took several at once (~0.5 s of broker CPU in one harness run), and on a paced stream
+that arrives mid-run they were the p99 (docs/latency.md).
+
+`warm_up` is a task started with the listener: for the APIs on the per-record path and
+a client's start-up (`HOT_APIS`), it loads each served version, newest first (what
+current clients negotiate), one version per loop pass, so broker start is not delayed
+and a request arriving meanwhile waits for one step at most. Other APIs (admin) load
+on first use as before. A thread was tried: competing for the GIL with the loop it
+took ~5 s on the shared machine and ran into the measured window.
 
 When it is done, `gc.freeze()` moves everything alive then (configs, loaded state,
-the ~200 message modules) to the permanent generation, so the collector's full
-passes no longer walk it: their pauses scale with what requests allocate since.
+the message modules) to the permanent generation, so the collector's full passes no
+longer walk it: their pauses scale with what requests allocated since.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
-import threading
 from collections.abc import Callable, Mapping
 
 from shoal.clock import measure_ns
@@ -26,39 +31,39 @@ from shoal.server.registry import ApiHandler
 
 log = logging.getLogger(__name__)
 
-
-def warm(handlers: Mapping[int, ApiHandler]) -> int:
-    """Load every served (key, version) (schema.preload), then freeze the heap.
-    Returns the number of versions loaded."""
-    loaded = 0
-    for handler in sorted(handlers.values(), key=lambda h: h.api_key):
-        loaded += schema.preload(
-            handler.api_key, range(handler.min_version, handler.max_version + 1)
-        )
-    gc.freeze()
-    return loaded
+HOT_APIS = (78, 79, 0, 76, 3, 18, 10, 1, 2, 8, 9, 11, 12, 13, 14, 22, 68)
+"""ShareFetch, ShareAcknowledge, Produce, ShareGroupHeartbeat, Metadata, ApiVersions,
+FindCoordinator, Fetch, ListOffsets, OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
+LeaveGroup, SyncGroup, InitProducerId, ConsumerGroupHeartbeat: in this order."""
 
 
-def start_warmup(
+def warm_steps(handlers: Mapping[int, ApiHandler]) -> list[tuple[int, int]]:
+    """The (api key, version) pairs `warm_up` loads, in order."""
+    return [
+        (key, version)
+        for key in HOT_APIS
+        if (handler := handlers.get(key)) is not None
+        for version in range(handler.max_version, handler.min_version - 1, -1)
+    ]
+
+
+async def warm_up(
     handlers: Mapping[int, ApiHandler], *, stopping: Callable[[], bool] = lambda: False
-) -> threading.Thread:
-    """Run `warm` in a daemon thread (logged when done, or if it fails)."""
-
-    def run() -> None:
-        started_ns = measure_ns()
-        try:
-            loaded = warm(handlers)
-        except Exception:  # a warm-up failure only costs latency later: log it, carry on
-            log.exception("warm-up of the message schemas failed")
-            return
-        if not stopping():
-            log.info(
-                "warm-up: %d API versions loaded in %.0f ms; %d objects frozen",
-                loaded,
-                (measure_ns() - started_ns) / 1e6,
-                gc.get_freeze_count(),
-            )
-
-    thread = threading.Thread(target=run, name="shoal-warmup", daemon=True)
-    thread.start()
-    return thread
+) -> int:
+    """Load `warm_steps` one per loop pass, then `gc.freeze()`. Returns the number of
+    versions loaded (fewer if the broker started stopping)."""
+    started_ns = measure_ns()
+    loaded = 0
+    for key, version in warm_steps(handlers):
+        if stopping():
+            return loaded
+        loaded += schema.preload(key, range(version, version + 1))
+        await asyncio.sleep(0)
+    gc.freeze()
+    log.info(
+        "warm-up: %d API versions loaded in %.0f ms; %d objects frozen",
+        loaded,
+        (measure_ns() - started_ns) / 1e6,
+        gc.get_freeze_count(),
+    )
+    return loaded
