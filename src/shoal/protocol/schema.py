@@ -55,12 +55,10 @@ class Schema:
         names = self._field_names(type_name)
         kept = {k: v for k, v in values.items() if k in names}
         if len(kept) != len(values):
-            newest = newest_field_names(self.api_key, self.entity_type, type_name)
-            if all(key in newest for key in values if key not in names):
-                return self.cls(type_name)(**kept)
-            known = known_field_names(self.api_key, self.entity_type, type_name)
             for key in values:
-                if key not in known:
+                if key not in names and not field_known(
+                    self.api_key, self.entity_type, type_name, key
+                ):
                     raise TypeError(
                         f"{type_name} has no field {key!r} in any version of "
                         f"{api_name(self.api_key)} (api {self.api_key}) {self.entity_type.name}"
@@ -72,18 +70,22 @@ class Schema:
 
 
 @cache
-def newest_field_names(api_key: int, entity_type: EntityType, type_name: str) -> frozenset[str]:
-    """The field names of `type_name` in the newest version kio knows (empty if it has
-    no such type): most fields a handler gives that its version lacks are there, and
-    looking costs one module instead of every version's (`known_field_names`)."""
+def field_known(api_key: int, entity_type: EntityType, type_name: str, field: str) -> bool:
+    """Whether some version kio knows of this api key and direction has `field` in
+    `type_name`. Versions are looked at newest first and the search stops at the first
+    that has it: a field a handler gives for newer clients is found in one module, and
+    one removed later (Metadata's ClusterAuthorizedOperations) a few versions down,
+    instead of importing every version (`known_field_names`)."""
     name = api_name(api_key)
     assert name is not None, f"unknown api key {api_key}"
     of_version = request_class if entity_type is EntityType.request else response_class
-    cls = of_version(api_key, max(schema_name_map[name]))
-    nested = None if cls is None else getattr(sys.modules[cls.__module__], type_name, None)
-    if nested is None or not dataclasses.is_dataclass(nested):
-        return frozenset()
-    return frozenset(f.name for f in dataclasses.fields(nested))
+    for version in sorted(schema_name_map[name], reverse=True):
+        cls = of_version(api_key, version)
+        nested = None if cls is None else getattr(sys.modules[cls.__module__], type_name, None)
+        if nested is not None and dataclasses.is_dataclass(nested):
+            if field in {f.name for f in dataclasses.fields(nested)}:
+                return True
+    return False
 
 
 @cache
@@ -120,8 +122,8 @@ def preload(api_key: int, versions: range) -> int:
     """Load what serving `versions` of `api_key` needs, so the first request of a
     kind does not pay for it on the broker's loop: the kio request and response
     modules (imported lazily by kio, ~5-20 ms each), their decoders and composed
-    writers, and the newest version's field names `Schema.make` checks against.
-    Returns how many versions kio knows of those asked."""
+    writers, and the field names of this version `Schema.make` keeps. Returns how
+    many versions kio knows of those asked."""
     from shoal.protocol import codec, fast_writer
 
     loaded = 0
@@ -135,6 +137,6 @@ def preload(api_key: int, versions: range) -> int:
         fast_writer.entity_writer(response.root)
         for name, nested in vars(response._module).items():
             if isinstance(nested, type) and dataclasses.is_dataclass(nested):
-                newest_field_names(api_key, EntityType.response, name)
+                response.has(name, "")
         loaded += 1
     return loaded
