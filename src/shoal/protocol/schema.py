@@ -82,9 +82,12 @@ def field_known(api_key: int, entity_type: EntityType, type_name: str, field: st
     for version in sorted(schema_name_map[name], reverse=True):
         cls = of_version(api_key, version)
         nested = None if cls is None else getattr(sys.modules[cls.__module__], type_name, None)
-        if nested is not None and dataclasses.is_dataclass(nested):
-            if field in {f.name for f in dataclasses.fields(nested)}:
-                return True
+        if (
+            nested is not None
+            and dataclasses.is_dataclass(nested)
+            and field in {f.name for f in dataclasses.fields(nested)}
+        ):
+            return True
     return False
 
 
