@@ -12,6 +12,10 @@ from typing import Final
 # Connections
 CONNECTIONS_MAX_DEFAULT: Final = 1_000
 """Default for `max.connections`: accepted sockets beyond this are closed at once."""
+CONNECTION_TURN_MS: Final = 2
+"""A connection serving requests already in its buffer (nothing suspends between
+them) lets the event loop run others once it has served for this long (issue 14:
+a producer's pipelined requests no longer hold woken share fetches for 100s of ms)."""
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000
