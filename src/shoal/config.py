@@ -703,7 +703,7 @@ _DEFS: list[ConfigDef] = [
         _B,
         "Kafka knob; Shoal always persists through its share coordinator.",
     ),
-    # ---- broker: authorization (wt-acl; security/authorizer.py, server/acl_store.py)
+    # ---- broker: authorization (security/authorizer.py, server/acl_store.py)
     ConfigDef(
         "authorizer.class.name",
         ConfigType.CLASS,
@@ -739,7 +739,7 @@ _DEFS: list[ConfigDef] = [
         "Allow an action on a resource no ACL names (with an authorizer configured).",
         read_only=True,
     ),
-    # ---- broker: SASL authentication (wt-sasl; see README "### SASL")
+    # ---- broker: SASL authentication (see README "### SASL")
     ConfigDef(
         "sasl.enabled.mechanisms",
         _LIST,
@@ -1008,7 +1008,7 @@ _DEFS: list[ConfigDef] = [
         synonym="group.share.assignment.interval.ms",
     ),
     ConfigDef("share.assignor.offload.enable", _BOOL, True, _G, "Accepted, no effect."),
-    # ---- broker: listeners and TLS (issue 12, wt-tls). Each `ssl.*` key may also be set
+    # ---- broker: listeners and TLS (issue 12). Each `ssl.*` key may also be set
     # for one listener as `listener.name.<lower-case listener name>.ssl.*` (`listener_value`).
     ConfigDef(
         "listener.security.protocol.map",
@@ -1304,7 +1304,7 @@ class BrokerConfig:
         advertised = self["advertised.listeners"]
         return _host_port(advertised[0]) if advertised else self.listener
 
-    # ---- listeners and TLS (issue 12, wt-tls)
+    # ---- listeners and TLS (issue 12)
     def listener_endpoints(self) -> list[ListenerEndpoint]:
         """Every listener with its security protocol and advertised address, in the
         order of `listeners`; ConfigError for a name the protocol map lacks, a name or

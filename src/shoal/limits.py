@@ -12,6 +12,10 @@ from typing import Final
 # Connections
 CONNECTIONS_MAX_DEFAULT: Final = 1_000
 """Default for `max.connections`: accepted sockets beyond this are closed at once."""
+CONNECTION_TURN_MS: Final = 2
+"""A connection serving requests already in its buffer (nothing suspends between
+them) lets the event loop run others once it has served for this long (issue 14:
+a producer's pipelined requests no longer hold woken share fetches for 100s of ms)."""
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000
@@ -116,7 +120,7 @@ record limits; Shoal bounds the set, which it rewrites whole on each change)."""
 ACL_FILE_BYTES_MAX: Final = 64 << 20
 """An `acls.json` larger than this is refused at start (corrupt or not ours)."""
 
-# SASL (wt-sasl; frames before authentication: `sasl.server.max.receive.size`)
+# SASL (frames before authentication: `sasl.server.max.receive.size`)
 SCRAM_MESSAGE_BYTES_MAX: Final = 4_096
 """A SCRAM message longer than this fails the exchange (real ones are a few dozen
 bytes): security/scram.py."""
@@ -124,7 +128,7 @@ OAUTHBEARER_MESSAGE_BYTES_MAX: Final = 64 * 1024
 """An OAUTHBEARER client message (the token and its framing) longer than this fails
 the exchange before the token is parsed: security/oauth.py."""
 
-# Listeners and TLS (issue 12, wt-tls)
+# Listeners and TLS (issue 12)
 SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT: Final = 5_000
 """Default for `shoal.ssl.reload.check.interval.ms`: how often the broker looks at the
 key and trust store files' modification times; a change builds a new SSLContext for the

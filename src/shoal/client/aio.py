@@ -96,7 +96,7 @@ class Connection:
             )
             versions = self.core.learn_versions(await self.request(request, timeout_s=timeout_s))
             if versions is not None:
-                if s.security.uses_sasl:  # wt-sasl: SaslHandshake + SaslAuthenticate
+                if s.security.uses_sasl:  # SaslHandshake + SaslAuthenticate
                     exchange = SaslExchange(s.security, versions=versions, nonce=new_nonce())
                     sasl_request = exchange.start()
                     while sasl_request is not None:

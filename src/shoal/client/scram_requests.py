@@ -1,4 +1,4 @@
-"""Request builders for SCRAM credential administration (wt-sasl):
+"""Request builders for SCRAM credential administration:
 DescribeUserScramCredentials (50) and AlterUserScramCredentials (51), both v0.
 
 `upsertion` salts the password client side, as Kafka's admin client does: the broker

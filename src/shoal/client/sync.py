@@ -96,7 +96,7 @@ class Connection:
                         software_version=s.client_software_version,
                     )
                     core.learn_versions(connection.request(request, timeout_ms=left_ms))
-                if s.security.uses_sasl:  # wt-sasl: SaslHandshake + SaslAuthenticate
+                if s.security.uses_sasl:  # SaslHandshake + SaslAuthenticate
                     exchange = SaslExchange(s.security, versions=core.versions, nonce=new_nonce())
                     sasl_request = exchange.start()
                     while sasl_request is not None:

@@ -7,7 +7,8 @@ Kafka's coordinator-record schemas do:
 - a record is a `CoordinatorRecord(key, value)`: `value=None` is a tombstone;
 - a key and a value are kio entity dataclasses mirroring Kafka's JSON schema field
   for field and in order (`kafka_type` metadata on each field), read and written by
-  kio's `entity_reader` / `entity_writer`: no field is coded by hand. They derive
+  kio's `entity_reader` and kio's writers (composed by protocol/fast_writer.py):
+  no field is coded by hand. They derive
   from `KeyStruct`, `ValueStruct` and `NestedStruct`, which carry what kio reads
   besides the fields (entity kind, version, flexibility as in Kafka's schemas);
 - a key class names its record type (`RECORD_TYPE`, the schema's apiKey) and the
@@ -37,10 +38,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 from kio.static.primitive import i16
+
+from shoal.protocol import fast_writer
 
 
 class KeyStruct:
@@ -150,8 +153,8 @@ class RecordCodec(Generic[K, V]):
                 read_key=entity_reader(key_class),
                 read_value=entity_reader(value_class),
             )
-            self._writers[key_class] = entity_writer(key_class)
-            self._writers[value_class] = entity_writer(value_class)
+            self._writers[key_class] = fast_writer.entity_writer(key_class)
+            self._writers[value_class] = fast_writer.entity_writer(value_class)
 
     @property
     def record_types(self) -> frozenset[int]:

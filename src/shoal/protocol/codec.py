@@ -25,9 +25,11 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
+
+from shoal.protocol import fast_writer
 
 log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
@@ -68,7 +70,11 @@ def response_class(api_key: int, version: int) -> Any:
 
 
 _READERS: dict[Any, Callable[[Any, int], tuple[Any, int]]] = {}
-_WRITERS: dict[Any, Callable[[Any, Any], None]] = {}
+
+
+def request_reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
+    """kio's decoder of `cls`, built once (schema.preload builds them at start)."""
+    return _reader(cls)
 
 
 def _reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
@@ -79,10 +85,8 @@ def _reader(cls: Any) -> Callable[[Any, int], tuple[Any, int]]:
 
 
 def _writer(cls: Any) -> Callable[[Any, Any], None]:
-    writer = _WRITERS.get(cls)
-    if writer is None:
-        writer = _WRITERS[cls] = entity_writer(cls)
-    return writer
+    """kio's encoding of `cls`, composed for speed (protocol/fast_writer.py)."""
+    return fast_writer.entity_writer(cls)
 
 
 def is_flexible(api_key: int, version: int) -> bool:

@@ -59,6 +59,7 @@ from shoal.server.share_state import ShareStateService
 from shoal.server.timed_persister import TimedPersister
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
+from shoal.server.warmup import warm_up
 from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
@@ -156,8 +157,6 @@ class Broker:
         )
         """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes)."""
         self.timers.add(*self.group_log.timer_sources())
-        # The casts stand until wt-txlog (PartitionLog.append_control) and wt-txoffsets
-        # (GroupService.complete_transaction) are merged; then they are dropped.
         self.txn = TxnService.open(
             self.logs,
             lambda: self.config,
@@ -169,7 +168,7 @@ class Broker:
         """The transaction coordinator on `__transaction_state`, loaded."""
         self.timers.add(*self.txn.timer_sources())
         self.stopping = False
-        # ---- listeners and TLS (issue 12, wt-tls)
+        # ---- listeners and TLS (issue 12)
         self.network = Listeners(lambda: self.config, self._accept)
         """Every `listeners` entry, bound at start; TLS contexts and their reload."""
         self.timers.add(*self.network.timer_sources())
@@ -177,7 +176,7 @@ class Broker:
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config)
-        """Authorization (wt-acl): the ACL store behind the StandardAuthorizer, or None."""
+        """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
                 node_id=self.node_id,
@@ -263,6 +262,10 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
+        # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
+        self._warmup = asyncio.create_task(
+            warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
+        )
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
             self.node_id,

@@ -15,6 +15,14 @@ ApiVersions does), a request that fails to decode. A handler that raises is our 
 it is logged with its context and the connection is closed; the broker and other
 connections carry on.
 
+Turns: a request whose bytes are already buffered is read without suspending, and a
+handler with nothing to wait for and a write below the high-water mark do not
+suspend either, so a client's pipelined requests would be served back to back while
+every other connection and woken fetch waits (hundreds of ms for a linger-0 producer
+that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
+without suspending yields one loop pass. (Yielding after every request, Kafka's one
+request per connection per poll, was tried and made polls small: docs/latency.md.)
+
 With a share coordinator append linger (server/state_linger.py), a response waits
 until the share state writes its request made are in the log; if they were lost
 (the state partition went offline) the connection closes instead of answering.
@@ -26,6 +34,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from shoal import limits
 from shoal.clock import measure_ns
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
@@ -63,9 +72,11 @@ async def serve_connection(
         min_bytes=MIN_FRAME_BYTES,
     )
     metrics = services.metrics if services.metrics.enabled else None  # metrics.listener
+    clock = services.clock
+    turn_started_ms = clock.monotonic_ms()
     try:
         while not services.stopping():
-            if info.security_protocol.startswith("SASL_"):  # wt-sasl: small frames until auth
+            if info.security_protocol.startswith("SASL_"):  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
             frame = await _read_frame(reader, decoder, info, peer)
             if frame is None:
@@ -78,8 +89,12 @@ async def serve_connection(
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
             info.busy = False
-            if info.sasl is not None and info.sasl.failed:  # wt-sasl: close after the answer
+            if info.sasl is not None and info.sasl.failed:  # close after the answer
                 raise ConnectionClosed("SASL authentication failed")
+            now_ms = clock.monotonic_ms()
+            if now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS:
+                await asyncio.sleep(0)  # let the loop run the others (module docstring)
+                turn_started_ms = clock.monotonic_ms()
     except ConnectionClosed as exc:
         log.warning("closing connection %d from %s: %s", info.connection_id, peer, exc)
     except codec.ProtocolError as exc:

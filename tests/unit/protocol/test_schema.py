@@ -68,3 +68,17 @@ def test_known_field_names_is_the_union_over_versions() -> None:
     names = known_field_names(METADATA, EntityType.response, "MetadataResponse")
     assert {"brokers", "topics", "cluster_authorized_operations", "throttle_time"} <= names
     assert known_field_names(METADATA, EntityType.response, "NoSuchType") == frozenset()
+
+
+def test_field_known_finds_fields_of_newer_and_of_older_versions_only() -> None:
+    from shoal.protocol.schema import field_known
+
+    # ClusterAuthorizedOperations: Metadata v8-v10 only; Acquisition lock: ShareAck v2
+    assert field_known(
+        METADATA, EntityType.response, "MetadataResponse", "cluster_authorized_operations"
+    )
+    assert field_known(
+        79, EntityType.response, "ShareAcknowledgeResponse", "acquisition_lock_timeout"
+    )
+    assert not field_known(METADATA, EntityType.response, "MetadataResponse", "no_such_field")
+    assert not field_known(METADATA, EntityType.response, "NoSuchType", "topics")

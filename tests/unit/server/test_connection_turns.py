@@ -1,0 +1,97 @@
+"""A connection serving pipelined requests gives the loop to others every
+`limits.CONNECTION_TURN_MS` (server/connection.py), on a broker built without a
+socket (conftest) whose manual clock a request moves on."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from shoal import limits
+from shoal.clock import ManualClock
+from shoal.protocol import codec
+from shoal.server.broker import Broker
+from shoal.server.connection import serve_connection
+from shoal.server.connection_info import ConnectionInfo
+
+PIPELINED = 40
+
+
+class _Writer:
+    """Collects what a connection writes, tagged with its name, in one shared list."""
+
+    def __init__(self, name: str, written: list[str]) -> None:
+        self._name = name
+        self._written = written
+
+    def write(self, data: Any) -> None:
+        self._written.append(self._name)
+
+    async def drain(self) -> None:  # below the high-water mark: never suspends
+        return None
+
+    def close(self) -> None:
+        return None
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+def _frames(count: int) -> bytes:
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    return b"".join(
+        codec.encode_request(codec.request_header_for(18, 3, i, "t"), request) for i in range(count)
+    )
+
+
+class _TickingClock(ManualClock):
+    """Each reading is `step_ms` later than the last: requests take time."""
+
+    def __init__(self, step_ms: int) -> None:
+        super().__init__()
+        self._step_ms = step_ms
+
+    def monotonic_ms(self) -> int:
+        self.advance(self._step_ms)
+        return super().monotonic_ms()
+
+
+def _serve_two(broker: Broker) -> list[str]:
+    written: list[str] = []
+
+    async def main() -> None:
+        tasks = []
+        for name, count in (("busy", PIPELINED), ("other", 1)):
+            reader = asyncio.StreamReader()
+            reader.feed_data(_frames(count))
+            reader.feed_eof()
+            tasks.append(
+                asyncio.create_task(
+                    serve_connection(
+                        services=broker.services,
+                        handlers=broker.handlers,
+                        info=ConnectionInfo(len(tasks) + 1, "127.0.0.1", 1000 + len(tasks)),
+                        reader=reader,
+                        writer=_Writer(name, written),  # type: ignore[arg-type]
+                        on_closed=lambda _info: None,
+                    )
+                )
+            )
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+    return written
+
+
+def test_pipelined_requests_give_way_once_a_turn_is_used(broker: Broker) -> None:
+    object.__setattr__(broker.services, "clock", _TickingClock(limits.CONNECTION_TURN_MS))
+    written = _serve_two(broker)
+    assert written.count("busy") == PIPELINED
+    assert written.index("other") <= 2  # served after one turn of the busy connection
+
+
+def test_within_a_turn_pipelined_requests_are_served_back_to_back(broker: Broker) -> None:
+    written = _serve_two(broker)  # the manual clock stands still: one turn
+    assert written == ["busy"] * PIPELINED + ["other"]

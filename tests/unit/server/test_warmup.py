@@ -1,0 +1,67 @@
+"""The warm-up loads what the first requests of the hot APIs would load on the loop,
+then freezes the heap. Run in a fresh interpreter: the test process has imported much
+already."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+from shoal.server.registry import load_all_handlers
+from shoal.server.warmup import HOT_APIS, warm_steps, warm_up
+
+_PROBE = textwrap.dedent(
+    """
+    import asyncio, gc, sys
+    from shoal.server.registry import load_all_handlers
+    from shoal.server.warmup import warm_steps, warm_up
+    from shoal.protocol import codec, fast_writer
+    from shoal.protocol.schema import response_schema
+
+    handlers = load_all_handlers()
+    fresh = [m for m in sys.modules if m.startswith("kio.schema.share_fetch.")]
+    assert not fresh, fresh
+    loaded = asyncio.run(warm_up(handlers))
+    assert loaded == len(warm_steps(handlers)), loaded
+    assert gc.get_freeze_count() > 0
+    before = set(sys.modules)
+    for key, version in ((0, 10), (0, 9), (78, 1), (78, 2), (79, 1), (76, 1), (3, 12)):
+        cls = codec.request_class(key, version)
+        assert codec.is_flexible(key, version) == bool(cls.__flexible__)
+        fast_writer.entity_writer(response_schema(key, version).root)
+    # ShareFetch v1 has no field that v2 added: Schema.make checks the name, loading nothing
+    response_schema(78, 1).make(
+        "PartitionData", partition_index=0, error_code=0, error_message=None,
+        acknowledge_error_code=0, acknowledge_error_message=None,
+        current_leader=None, records=b"", acquired_records=())
+    new = sorted(set(sys.modules) - before)
+    assert not new, new
+    print("ok", loaded)
+    """
+)
+
+
+def test_warm_up_loads_the_hot_apis_and_freezes() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok ")
+
+
+def test_steps_are_the_newest_served_versions_of_the_hot_apis() -> None:
+    handlers = load_all_handlers()
+    steps = warm_steps(handlers)
+    newest = [(k, handlers[k].max_version) for k in HOT_APIS if k in handlers]
+    assert steps[: len(newest)] == newest
+    assert [v for k, v in steps if k == 0] == [handlers[0].max_version - b for b in range(2)]
+    assert {k for k, _ in steps} == set(HOT_APIS) & set(handlers)
+    assert all(handlers[k].supports(v) for k, v in steps)
+
+
+def test_a_stopping_broker_stops_the_warm_up() -> None:
+    calls = iter([False, False, True])
+    loaded = asyncio.run(warm_up(load_all_handlers(), stopping=lambda: next(calls)))
+    assert loaded == 2
