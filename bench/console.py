@@ -7,7 +7,7 @@ Run from the repository root:
     .venv/bin/python -m bench.console --quick    # 100 topics, 10 groups, to try it
 
 The broker runs in this process with the HTTP app on uvicorn in its event loop
-(tests/support/http_broker.py, as the browser test). Set-up through the Kafka
+(tests/support/http_broker.py, with its HTTP listener). Set-up through the Kafka
 protocol with Shoal's client: `--topics` one-partition topics, 20 records in each of
 the topics the groups use; `--groups` share groups (share.auto.offset.reset=earliest),
 each with one member subscribed to 10 topics (group i: topics 10i..10i+9 modulo the

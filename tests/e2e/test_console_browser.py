@@ -2,26 +2,29 @@
 driven by Selenium): a share group's in-flight records change state on the page, with
 no reload, as a confluent-kafka ShareConsumer acquires, releases and accepts them.
 
-The broker runs in this process with the HTTP app served by uvicorn in its event loop
-(tests/support/http_broker.py; the stand-in for `metrics.listener`). Screenshots of
-the page go to the test's tmp dir and to bench/results/console-acquired.png,
-console-released.png and console-phone.png (overwritten by each run). Skipped, saying
+A real `shoal` broker process serves the console on its HTTP listener
+(`metrics.listener`). Screenshots of the page go to the test's tmp dir, and with
+SHOAL_CONSOLE_SCREENSHOTS=bench/results also there (console-acquired.png,
+console-released.png, console-phone.png; overwritten by each run). Skipped, saying
 why, where chromium or chromedriver is missing (scripts/setup installs them as root).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
+from tests.support.broker import running
 from tests.support.clients import create_topic
-from tests.support.http_broker import InProcessBroker, running_in_process
+from tests.support.metrics import METRICS_OVERRIDE, metrics_url
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     first_batch,
@@ -32,7 +35,9 @@ from tests.support.share_consumers import (
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+SCREENSHOTS_ENV = "SHOAL_CONSOLE_SCREENSHOTS"
+"""A directory to copy the screenshots to (e.g. bench/results), so a test run leaves the
+repository as it found it unless asked."""
 WAIT_S = 60.0
 RECORDS = 6
 
@@ -46,11 +51,16 @@ pytestmark = pytest.mark.skipif(
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 
 
+@dataclass(frozen=True)
+class ConsoleBroker:
+    bootstrap: str
+    http_url: str
+
+
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[InProcessBroker]:
-    overrides = dict(item.split("=", 1) for item in SHARE_TEST_BROKER_OVERRIDES)
-    with running_in_process(tmp_path / "data", overrides) as running:
-        yield running
+def broker(tmp_path: Path) -> Iterator[ConsoleBroker]:
+    for process in running(tmp_path / "data", *SHARE_TEST_BROKER_OVERRIDES, METRICS_OVERRIDE):
+        yield ConsoleBroker(process.bootstrap, metrics_url(process))
 
 
 @pytest.fixture
@@ -136,7 +146,7 @@ def _wait_for_text(driver: object, selector: str) -> list[str]:
     raise AssertionError(f"the page never showed {selector}")
 
 
-def _other_pages(driver: Any, broker: InProcessBroker, topic: str, tmp_path: Path) -> None:
+def _other_pages(driver: Any, broker: ConsoleBroker, topic: str, tmp_path: Path) -> None:
     """The topics page lists the topic with its log end; the charts page draws its
     four charts; at a phone's width the group page does not overflow sideways."""
     from selenium.webdriver.common.by import By
@@ -167,13 +177,14 @@ def _wait_until(check: Callable[[], object]) -> None:
 def _screenshot(driver: object, tmp_path: Path, name: str) -> Path:
     path = tmp_path / f"{name}.png"
     driver.save_screenshot(str(path))  # type: ignore[attr-defined]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, RESULTS / f"{name}.png")  # the latest run's, overwritten
+    if target := os.environ.get(SCREENSHOTS_ENV):
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(target) / f"{name}.png")  # the latest run's, overwritten
     return path
 
 
 def test_console_shows_in_flight_records_change_state(
-    broker: InProcessBroker, browser: object, tmp_path: Path
+    broker: ConsoleBroker, browser: object, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
 

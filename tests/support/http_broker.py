@@ -1,11 +1,9 @@
-"""A broker started in this process with the HTTP app (`/metrics`, the web console)
-served by uvicorn in the broker's own event loop, on a background thread.
+"""A broker started in this process, with its HTTP listener (`metrics.listener`:
+`/metrics` and the web console), on a background thread: for benchmarks that time
+work inside the broker's event loop (bench/console.py). Tests use a broker process.
 
-The stand-in for the broker's `metrics.listener` until that listener is merged: the
-same app (`server.http_app.build_app`) in the same loop as the broker, so the
-console's reads never cross threads. Both ports are bound to 127.0.0.1 port 0 and
-read back. `stop()` shuts uvicorn (the app's lifespan ends: the console sampler
-stops) and then the broker down gracefully.
+Both ports are bound to 127.0.0.1 port 0 and read back. `stop()` shuts the broker down
+gracefully (its HTTP listener first: the console sampler stops).
 """
 
 from __future__ import annotations
@@ -16,11 +14,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-import uvicorn
-
 from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
-from shoal.server.http_app import build_app
 
 START_TIMEOUT_S = 60.0
 
@@ -31,6 +26,7 @@ class InProcessBroker:
             {
                 "log.dirs": str(data_dir),
                 "listeners": "PLAINTEXT://127.0.0.1:0",
+                "metrics.listener": "http://127.0.0.1:0",
                 "offsets.topic.num.partitions": "1",
                 "share.coordinator.state.topic.num.partitions": "1",
                 "transaction.state.log.num.partitions": "1",
@@ -39,7 +35,7 @@ class InProcessBroker:
         )
         self.loop = asyncio.new_event_loop()
         self.broker: Broker | None = None
-        self.http: uvicorn.Server | None = None
+        self._stop: asyncio.Event | None = None
         self.kafka_port = 0
         self.http_port = 0
         self._ready = threading.Event()
@@ -71,34 +67,23 @@ class InProcessBroker:
 
     async def _main(self) -> None:
         try:
+            self._stop = asyncio.Event()
             broker = Broker(self.config)
             await broker.start()
+            assert broker.http is not None, "metrics.listener is set"
             self.broker, self.kafka_port = broker, broker.bound_port
-            config = uvicorn.Config(
-                build_app(broker.services),
-                host="127.0.0.1",
-                port=0,
-                lifespan="on",
-                log_level="warning",
-            )
-            self.http = uvicorn.Server(config)
-            serving = asyncio.create_task(self.http.serve())
-            while not self.http.started:
-                if serving.done():
-                    serving.result()
-                await asyncio.sleep(0.01)
-            self.http_port = self.http.servers[0].sockets[0].getsockname()[1]
+            self.http_port = broker.http.port
         except BaseException as exc:
             self._failed = exc
             self._ready.set()
             raise
         self._ready.set()
-        await serving
+        await self._stop.wait()
         await broker.shutdown()
 
     def stop(self) -> None:
-        if self.http is not None:
-            self.loop.call_soon_threadsafe(setattr, self.http, "should_exit", True)
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(START_TIMEOUT_S)
         assert not self._thread.is_alive(), "in-process broker did not stop"
 
