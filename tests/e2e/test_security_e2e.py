@@ -12,6 +12,9 @@ restart (the last test); no secret used here appears in the broker's log.
 
 from __future__ import annotations
 
+import socket
+import ssl
+import struct
 import time
 import uuid
 import warnings
@@ -355,6 +358,66 @@ def test_wrong_password_is_refused_and_others_still_served(secured: Secured) -> 
     assert produce(secured, secured.plain("alice"), b"still-served") == [None]
 
 
+def _frame(api_key: int, version: int, body: bytes) -> bytes:
+    header = struct.pack(">hhih", api_key, version, 1, 4) + b"test"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(WAIT_S)
+    try:
+        return sock.recv(4096) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True
+
+
+def _tls(secured: Secured) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(secured.pki.ca))
+    raw = socket.create_connection(("127.0.0.1", secured.process.port))
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_negatives_over_sasl_ssl_leave_the_broker_serving(secured: Secured) -> None:
+    """Unknown SCRAM user, plaintext bytes, a request before the SASL handshake and a
+    100 MiB token, each on the SASL_SSL listener; after each, alice still produces."""
+    errors: list[str] = []
+    unknown = {**secured.scram(), "sasl.username": "ghost"}
+    client = AdminClient(
+        {
+            "bootstrap.servers": secured.bootstrap,
+            **unknown,
+            "error_cb": lambda e: errors.append(str(e)),
+        }
+    )
+    deadline = time.monotonic() + WAIT_S
+    while not any("Authentication" in e for e in errors) and time.monotonic() < deadline:
+        client.poll(0.05)
+    assert any("invalid credentials with SASL mechanism SCRAM-SHA-512" in e for e in errors)
+    assert produce(secured, secured.plain("alice"), b"after-unknown") == [None]
+
+    with socket.create_connection(("127.0.0.1", secured.process.port)) as sock:
+        sock.sendall(_frame(18, 0, b""))  # ApiVersions v0 in the clear
+        assert _closed(sock)
+    assert secured.process.wait_for_log(r"TLS handshake with \S+ failed")
+    assert produce(secured, secured.plain("alice"), b"after-plaintext") == [None]
+
+    with _tls(secured) as sock:
+        sock.sendall(_frame(3, 1, struct.pack(">i", 0)))  # Metadata v1 before SaslHandshake
+        assert _closed(sock)
+    assert secured.process.wait_for_log("Unexpected Kafka request of type metadata during SASL")
+    assert produce(secured, secured.plain("alice"), b"after-early") == [None]
+
+    with _tls(secured) as sock:
+        sock.sendall(_frame(17, 1, struct.pack(">h", 5) + b"PLAIN"))
+        size = struct.unpack(">i", sock.recv(4))[0]
+        sock.recv(size)
+        # a SaslAuthenticate v0 frame announcing a 100 MiB token: refused by its size
+        sock.sendall(struct.pack(">i", 100 * 1024 * 1024 + 20) + struct.pack(">hhi", 36, 0, 2))
+        assert _closed(sock)
+    assert secured.process.wait_for_log(r"size 104857620 outside \[8, 524288\]")
+    assert produce(secured, secured.plain("alice"), b"after-huge") == [None]
+
+
 def test_zz_acls_and_scram_users_survive_a_restart(secured: Secured) -> None:
     secured.process.restart()
     assert produce(secured, secured.scram(), b"after-restart") == [None]
@@ -365,5 +428,5 @@ def test_zz_acls_and_scram_users_survive_a_restart(secured: Secured) -> None:
     values, errors = consume(secured, secured.plain("carl"), f"other-{GROUP}", 1)
     assert [e.code() for e in errors] == [KafkaError.GROUP_AUTHORIZATION_FAILED]
     text = secured.process.log_text()
-    for secret in (*PASSWORDS.values(), SCOTT, "wrong-pw-canary"):
+    for secret in (*PASSWORDS.values(), SCOTT, "wrong-pw-canary"):  # nor before the restart
         assert secret not in text
