@@ -2,7 +2,7 @@
 
 One broker for the module: one SASL_SSL listener (certificates from tests/support/certs),
 PLAIN users from the listener's JAAS config, a SCRAM-SHA-512 user created with
-AlterUserScramCredentials, User:admin a super user. Each principal gets exactly the ACLs
+`shoal configs --add-config` (AlterUserScramCredentials), User:admin a super user. Each principal gets exactly the ACLs
 `shoal acls --producer / --consumer / --operation ...` grants (the tool itself runs over
 SASL_SSL with `--command-config`). confluent-kafka (Producer, Consumer, ShareConsumer,
 AdminClient) and kafka-python connect with PLAIN and SCRAM-SHA-512; a principal without
@@ -27,9 +27,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     NewTopic,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from tests.support.broker import BrokerProcess, running
@@ -132,10 +129,19 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         s = Secured(process, pki, root)
         admin = AdminClient({"bootstrap.servers": s.bootstrap, **s.plain("admin")})
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=WAIT_S)
-        upsert = UserScramCredentialUpsertion(
-            "scott", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), SCOTT.encode()
+        created = s.tool(
+            "admin",
+            "configs",
+            "--alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "scott",
+            "--add-config",
+            f"SCRAM-SHA-512=[iterations=8192,password={SCOTT}]",
         )
-        admin.alter_user_scram_credentials([upsert])["scott"].result(timeout=WAIT_S)
+        assert created.returncode == 0, created.stderr
+        assert SCOTT not in created.stdout + created.stderr
         _acl(s, "--allow-principal", "User:alice", "--producer", "--topic", TOPIC)
         for user in ("carl", "scott"):
             for group in (GROUP, SHARE_GROUP):
