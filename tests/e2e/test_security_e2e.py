@@ -2,12 +2,13 @@
 
 One broker for the module: one SASL_SSL listener (certificates from tests/support/certs),
 PLAIN users from the listener's JAAS config, a SCRAM-SHA-512 user created with
-`shoal configs --add-config` (AlterUserScramCredentials), User:admin a super user. Each principal gets exactly the ACLs
-`shoal acls --producer / --consumer / --operation ...` grants (the tool itself runs over
-SASL_SSL with `--command-config`). confluent-kafka (Producer, Consumer, ShareConsumer,
-AdminClient) and kafka-python connect with PLAIN and SCRAM-SHA-512; a principal without
-the ACL gets Kafka's error as the client surfaces it; ACLs and SCRAM users survive a
-restart (the last test); no secret used here appears in the broker's log.
+`shoal configs --add-config` (AlterUserScramCredentials), User:admin a super user. Each
+principal gets exactly the ACLs `shoal acls --producer / --consumer / --operation ...`
+grants (the tools run over SASL_SSL with `--command-config`). confluent-kafka (Producer,
+Consumer, ShareConsumer, AdminClient) and kafka-python connect with PLAIN and
+SCRAM-SHA-512; a principal without the ACL gets Kafka's error as the client surfaces it;
+the negatives leave the broker serving; ACLs and SCRAM users survive a restart (the last
+test); no secret used here appears in the broker's log.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ PASSWORDS = {
     "admin": "admin-e2e-secret-0b1d",
     "alice": "alice-e2e-secret-5c7e",  # producer ACLs
     "carl": "carl-e2e-secret-8a2f",  # consumer ACLs (topic + group)
-    "dora": "dora-e2e-secret-3e90",  # DESCRIBE on the share group only
+    "dora": "dora-e2e-secret-3e90",  # DESCRIBE on the share group and the topic
+    "pat": "pat-e2e-secret-19b5",  # DESCRIBE on the share group only
     "sam": "sam-e2e-secret-d41c",  # READ on the topic only
     "nobody": "nobody-e2e-secret-77aa",  # no ACL at all
 }
@@ -157,7 +159,17 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
                 )
             _acl(s, "--allow-principal", f"User:{user}", "--producer", "--topic", TOPIC)
         _acl(s, "--allow-principal", "User:sam", "--operation", "Read", "--topic", TOPIC)
-        _acl(s, "--allow-principal", "User:dora", "--operation", "Describe", "--group", SHARE_GROUP)
+        for user in ("dora", "pat"):
+            _acl(
+                s,
+                "--allow-principal",
+                f"User:{user}",
+                "--operation",
+                "Describe",
+                "--group",
+                SHARE_GROUP,
+            )
+        _acl(s, "--allow-principal", "User:dora", "--operation", "Describe", "--topic", TOPIC)
         yield s
 
 
@@ -319,11 +331,23 @@ def test_share_consumer_needs_read_on_the_group(secured: Secured) -> None:
     assert b"shared" in got and codes == []
 
 
+def _offset_rows(text: str) -> list[tuple[str, ...]]:
+    return [tuple(line.split()[:3]) for line in text.splitlines() if line.startswith(SHARE_GROUP)]
+
+
 def test_describe_only_sees_the_share_group_but_cannot_reset_or_delete(secured: Secured) -> None:
-    share_poll(secured, secured.plain("carl"))  # the group exists and has state
+    share_poll(secured, secured.plain("carl"))  # the group exists, has state, and is empty
+    admin = secured.tool("admin", "share-groups", "--describe", "--group", SHARE_GROUP)
+    assert admin.returncode == 0, admin.stderr
+    assert _offset_rows(admin.stdout) == [(SHARE_GROUP, TOPIC, "0")]
+    # DESCRIBE on the group and the topic: the same description
     described = secured.tool("dora", "share-groups", "--describe", "--group", SHARE_GROUP)
     assert described.returncode == 0, described.stderr
-    assert SHARE_GROUP in described.stdout
+    assert described.stdout == admin.stdout
+    state = secured.tool("dora", "share-groups", "--describe", "--state", "--group", SHARE_GROUP)
+    assert state.returncode == 0, state.stderr
+    assert "Empty" in state.stdout
+    # ... but neither a reset (READ on the group) nor a delete (DELETE on the group)
     reset = secured.tool(
         "dora",
         "share-groups",
@@ -336,16 +360,21 @@ def test_describe_only_sees_the_share_group_but_cannot_reset_or_delete(secured: 
         "--execute",
     )
     assert reset.returncode == 1
-    assert "authoriz" in reset.stderr.lower(), reset.stderr
+    assert "GROUP_AUTHORIZATION_FAILED" in reset.stderr, reset.stderr
     deleted = secured.tool("dora", "share-groups", "--delete", "--group", SHARE_GROUP)
     assert deleted.returncode == 1
-    assert "authoriz" in deleted.stderr.lower(), deleted.stderr
-    admin = secured.tool("admin", "share-groups", "--describe", "--group", SHARE_GROUP)
-    assert admin.returncode == 0 and SHARE_GROUP in admin.stdout
+    assert "GROUP_AUTHORIZATION_FAILED" in deleted.stderr, deleted.stderr
+    after = secured.tool("admin", "share-groups", "--describe", "--group", SHARE_GROUP)
+    assert after.stdout == admin.stdout, "nothing was reset or deleted"
+    # DESCRIBE on the group only: the group, without the topic it may not DESCRIBE
+    hidden = secured.tool("pat", "share-groups", "--describe", "--group", SHARE_GROUP)
+    assert hidden.returncode == 0, hidden.stderr
+    assert _offset_rows(hidden.stdout) == []
+    assert "has no offset information" in hidden.stdout
 
 
 def test_undescribable_topics_are_not_listed(secured: Secured) -> None:
-    for user, visible in (("admin", True), ("carl", True), ("dora", False), ("nobody", False)):
+    for user, visible in (("admin", True), ("carl", True), ("pat", False), ("nobody", False)):
         listed = secured.tool(user, "topics", "--list")
         assert listed.returncode == 0, listed.stderr
         assert (TOPIC in listed.stdout.split()) is visible, (user, listed.stdout)
