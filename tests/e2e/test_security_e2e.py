@@ -38,6 +38,7 @@ from tests.support.share_consumers import share_consumer
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", r"(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import TopicAuthorizationFailedError
 
 WAIT_S = 30.0
 PASSWORDS = {
@@ -294,6 +295,16 @@ def test_kafka_python_over_sasl_ssl_plain_and_scram_512(secured: Secured) -> Non
             break
     consumer.close()
     assert b"from-kafka-python" in values
+    denied = KafkaProducer(
+        **common,
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="nobody",
+        sasl_plain_password=PASSWORDS["nobody"],
+        max_block_ms=int(WAIT_S * 1000),
+    )
+    with pytest.raises(TopicAuthorizationFailedError):
+        denied.send(TOPIC, b"denied").get(timeout=WAIT_S)
+    denied.close()
 
 
 def test_producer_acls_write_but_do_not_read(secured: Secured) -> None:
@@ -380,6 +391,18 @@ def test_undescribable_topics_are_not_listed(secured: Secured) -> None:
         assert (TOPIC in listed.stdout.split()) is visible, (user, listed.stdout)
     admin = AdminClient({"bootstrap.servers": secured.bootstrap, **secured.plain("nobody")})
     assert TOPIC not in admin.list_topics(timeout=WAIT_S).topics
+
+
+def test_admin_client_describe_needs_describe_on_the_group(secured: Secured) -> None:
+    consume(secured, secured.plain("carl"), GROUP, 1)  # the group exists
+    allowed = AdminClient({"bootstrap.servers": secured.bootstrap, **secured.plain("carl")})
+    (group,) = allowed.describe_consumer_groups([GROUP]).values()
+    assert group.result(timeout=WAIT_S).group_id == GROUP
+    denied = AdminClient({"bootstrap.servers": secured.bootstrap, **secured.plain("nobody")})
+    (group,) = denied.describe_consumer_groups([GROUP]).values()
+    with pytest.raises(KafkaException) as refused:
+        group.result(timeout=WAIT_S)
+    assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 def test_wrong_password_is_refused_and_others_still_served(secured: Secured) -> None:
