@@ -413,6 +413,19 @@ def test_admin_client_describe_needs_describe_on_the_group(secured: Secured) -> 
     assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
+def test_super_user_needs_no_acl(secured: Secured) -> None:
+    admin_security = secured.plain("admin")
+    assert produce(secured, admin_security, b"by-admin") == [None]
+    values, errors = consume(secured, admin_security, f"admin-{GROUP}", 1)
+    assert values and errors == []
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap, **admin_security})
+    scratch = f"scratch-{TOPIC}"
+    admin.create_topics([NewTopic(scratch, 1, 1)])[scratch].result(timeout=WAIT_S)
+    admin.delete_topics([scratch])[scratch].result(timeout=WAIT_S)
+    (group,) = admin.delete_consumer_groups([f"admin-{GROUP}"]).values()
+    group.result(timeout=WAIT_S)
+
+
 def test_wrong_password_is_refused_and_others_still_served(secured: Secured) -> None:
     errors: list[str] = []
     config = {"bootstrap.servers": secured.bootstrap, **secured.plain("alice", "wrong-pw-canary")}
