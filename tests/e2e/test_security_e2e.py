@@ -16,6 +16,8 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import time
 import uuid
 import warnings
@@ -32,7 +34,7 @@ from confluent_kafka.admin import (
 
 from tests.support.broker import BrokerProcess, running
 from tests.support.certs import Pki, make_pki
-from tests.support.cli import shoal
+from tests.support.cli import ENV, shoal
 from tests.support.share_consumers import share_consumer
 
 with warnings.catch_warnings():
@@ -41,6 +43,7 @@ with warnings.catch_warnings():
     from kafka.errors import TopicAuthorizationFailedError
 
 WAIT_S = 30.0
+TOOL = [sys.executable, "-m", "shoal.cli.main"]
 PASSWORDS = {
     "admin": "admin-e2e-secret-0b1d",
     "alice": "alice-e2e-secret-5c7e",  # producer ACLs
@@ -411,6 +414,41 @@ def test_admin_client_describe_needs_describe_on_the_group(secured: Secured) -> 
     with pytest.raises(KafkaException) as refused:
         group.result(timeout=WAIT_S)
     assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_console_share_consumer_with_command_config(secured: Secured) -> None:
+    """`shoal console-share-consumer` passes the Java-style SASL_SSL settings of
+    `--command-config` on to confluent-kafka's ShareConsumer."""
+    tool = subprocess.Popen(
+        [
+            *TOOL,
+            "console-share-consumer",
+            "--bootstrap-server",
+            secured.bootstrap,
+            "--topic",
+            TOPIC,
+            "--group",
+            SHARE_GROUP,
+            "--command-config",
+            secured.command_config("carl"),
+            "--max-messages",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while tool.poll() is None and time.monotonic() < deadline:
+            produce(secured, secured.plain("admin"), b"to-the-console")
+            time.sleep(0.5)
+        out, err = tool.communicate(timeout=WAIT_S)
+    finally:
+        tool.kill()
+    assert tool.returncode == 0, err
+    assert out.split() == ["to-the-console"]
 
 
 def test_super_user_needs_no_acl(secured: Secured) -> None:
