@@ -451,6 +451,30 @@ def test_console_share_consumer_with_command_config(secured: Secured) -> None:
     assert out.split() == ["to-the-console"]
 
 
+def test_transactional_producer_needs_write_on_its_transactional_id(secured: Secured) -> None:
+    txn_id = f"tx-{TOPIC}"
+    _acl(
+        secured,
+        "--allow-principal",
+        "User:carl",
+        "--producer",
+        "--topic",
+        TOPIC,
+        "--transactional-id",
+        txn_id,
+    )
+    settings = {"bootstrap.servers": secured.bootstrap, "transactional.id": txn_id}
+    producer = Producer({**settings, **secured.plain("carl")})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"in-a-transaction")
+    producer.commit_transaction(WAIT_S)
+    denied = Producer({**settings, **secured.plain("alice")})
+    with pytest.raises(KafkaException) as refused:
+        denied.init_transactions(WAIT_S)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
 def test_super_user_needs_no_acl(secured: Secured) -> None:
     admin_security = secured.plain("admin")
     assert produce(secured, admin_security, b"by-admin") == [None]
