@@ -82,7 +82,11 @@ class Secured:
         }
 
     def scram(self) -> dict[str, Any]:
-        return {**self.plain("admin"), "sasl.mechanism": "SCRAM-SHA-512"} | {
+        """User:scott's settings (SCRAM-SHA-512)."""
+        return {
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(self.pki.ca),
+            "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.username": "scott",
             "sasl.password": SCOTT,
         }
