@@ -244,6 +244,7 @@ def test_request_before_handshake_closes_the_connection(sasl_broker: BrokerProce
         sock.sendall(_frame(3, 1, 1, struct.pack(">i", 0)))  # Metadata v1, all topics
         assert _closed(sock)
     assert sasl_broker.wait_for_log("Unexpected Kafka request of type metadata during SASL")
+    roundtrip(sasl_broker, plain())  # the broker keeps serving everyone else
 
 
 def test_huge_token_is_refused_at_the_frame(sasl_broker: BrokerProcess) -> None:

@@ -141,6 +141,9 @@ def test_reauthentication(brokers: Brokers, tmp_path: Path) -> None:
 
     assert asyncio.run(raw_client_is_closed_after_its_session())
     assert broker.wait_for_log("the SASL session expired and the client did not re-authenticate")
+    producer.produce(topic, b"after")  # the broker keeps serving everyone else
+    assert producer.flush(30) == 0
+    assert "alice-pw" not in broker.log_text()
 
 
 def _b64(data: bytes) -> str:

@@ -232,12 +232,27 @@ class ClientMissing(Exception):
     pass
 
 
+JAVA_ONLY_KEYS = frozenset({"default.api.timeout.ms"})
+"""Java client keys the other tools' `--command-config` takes that librdkafka has no
+property for (it refuses unknown ones): dropped with a warning, so one file serves
+every tool."""
+
+
 def command_config_properties(path: str | None) -> dict[str, str]:
     """A `--command-config` file as librdkafka settings: its security keys (Java or
-    librdkafka names) through `ClientSecurity`, the other keys as they are."""
+    librdkafka names) through `ClientSecurity`, the other keys as they are, less
+    `JAVA_ONLY_KEYS`."""
     properties = load_command_config(path, warn=sys.stderr)
     security = client_security(properties)
-    others = {k: v for k, v in properties.items() if not is_security_property(k)}
+    others: dict[str, str] = {}
+    for key, value in properties.items():
+        if key in JAVA_ONLY_KEYS:
+            print(
+                f"WARN The configuration '{key}' has no librdkafka equivalent; ignored.",
+                file=sys.stderr,
+            )
+        elif not is_security_property(key):
+            others[key] = value
     if not any(is_security_property(k) for k in properties):
         return others
     return {**others, **security.librdkafka_config()}

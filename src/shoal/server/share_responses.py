@@ -1,6 +1,7 @@
 """The top-level response both share RPCs end with (ShareFetch 78, ShareAcknowledge 79):
 partitions grouped by topic id, the acquisition lock duration, and the node endpoint
-librdkafka needs when a partition carries a leader hint (wire.md §6.21)."""
+librdkafka needs when a partition carries a leader hint (wire.md §6.21): the endpoint of
+the listener the request came in on, as Metadata answers."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def share_response(
     schema: Schema,
     node: NodeIdentity,
     *,
+    listener_name: str,
     topic_type: str,
     by_topic: dict[Any, list[Any]],
     leader_hint: bool,
@@ -27,12 +29,13 @@ def share_response(
 ) -> Any:
     endpoints: tuple[Any, ...] = ()
     if leader_hint:
+        host, port = node.endpoint(listener_name)
         endpoints = (
             schema.make(
                 "NodeEndpoint",
                 node_id=node.node_id,
-                host=node.host,
-                port=node.port,
+                host=host,
+                port=port,
                 rack=None,
             ),
         )

@@ -1,6 +1,7 @@
 """Calls the real handlers of an in-process broker (coordinators started, no socket)
-as a given principal, with a `GrantTable` authorizer (tests/support/grants.py) in
-`services.authorizer`."""
+as a given principal, with the real `StandardAuthorizer` in `services.authorizer`
+holding the ALLOW ACLs each test grants (Kafka's implied operations and the `*`
+wildcard are the authorizer's own)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ import dataclasses
 from typing import Any
 
 from shoal.client.calls import Call
-from shoal.security.acl import AclOperation, KafkaPrincipal, ResourceType
+from shoal.security.acl import (
+    AclOperation,
+    KafkaPrincipal,
+    PatternType,
+    PermissionType,
+    ResourceType,
+)
+from shoal.security.authorizer import AclBinding, StandardAuthorizer
 from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from tests.support.grants import GrantTable
 
 ALICE = KafkaPrincipal("User", "alice")
 """Holds exactly the grants a test gives."""
@@ -24,12 +31,31 @@ BOB = KafkaPrincipal("User", "bob")
 class Harness:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.grants = GrantTable()
-        self.services = dataclasses.replace(broker.services, authorizer=self.grants)
+        self.authorizer = StandardAuthorizer()
+        self.services = dataclasses.replace(broker.services, authorizer=self.authorizer)
         self._connections: dict[KafkaPrincipal, ConnectionInfo] = {}
 
+    def grant(
+        self,
+        principal: KafkaPrincipal,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> None:
+        """An ALLOW ACL for `principal` on the LITERAL resource `name` from any host."""
+        binding = AclBinding(
+            resource_type=resource_type,
+            name=name,
+            pattern_type=PatternType.LITERAL,
+            principal=str(principal),
+            host="*",
+            operation=operation,
+            permission=PermissionType.ALLOW,
+        )
+        self.authorizer.add([binding])
+
     def allow(self, operation: AclOperation, resource_type: ResourceType, name: str) -> None:
-        self.grants.grant(ALICE, operation, resource_type, name)
+        self.grant(ALICE, operation, resource_type, name)
 
     async def send(
         self, principal: KafkaPrincipal, call: Call, *, version: int | None = None

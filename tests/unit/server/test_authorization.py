@@ -2,9 +2,9 @@
 exactly the ACLs Kafka asks for succeeds, and one without gets Kafka's error.
 
 Real handlers and services (an in-process broker with its coordinators started, no
-socket), a real `RequestContext` per principal, and a grant-table authorizer
-(tests/support/grants.py) as the collaborator. ALICE holds the grants each test gives;
-BOB holds none.
+socket), a real `RequestContext` per principal, and the real StandardAuthorizer
+holding ALLOW ACLs (authz_harness.py). ALICE holds the ACLs each test grants; BOB
+holds none.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_transactional_produce_needs_write_on_the_transactional_id(h: Harness) -
 
 def test_fetch_needs_read_on_the_topic(h: Harness) -> None:
     send(h, BOB, requests.produce({("t", 0): values_batch(2)}))  # refused: no WRITE
-    h.grants.grant(BOB, Op.WRITE, RT.TOPIC, "t")
+    h.grant(BOB, Op.WRITE, RT.TOPIC, "t")
     send(h, BOB, requests.produce({("t", 0): values_batch(2)}))
     h.allow(Op.READ, RT.TOPIC, "t")
     call = requests.fetch(
@@ -192,7 +192,7 @@ def test_share_fetch_with_read_on_group_and_topic_acquires(h: Harness) -> None:
     h.allow(Op.READ, RT.TOPIC, "t")
     assert _join(h, ALICE, ["t"]).error_code == ErrorCode.none
     assert _fetch(h, ALICE).error_code == ErrorCode.none  # the share-partition starts at the end
-    h.grants.grant(BOB, Op.WRITE, RT.TOPIC, "t")
+    h.grant(BOB, Op.WRITE, RT.TOPIC, "t")
     send(h, BOB, requests.produce({("t", 0): values_batch(3)}))
     response = _fetch(h, ALICE, epoch=1)
     assert response.error_code == ErrorCode.none
@@ -304,8 +304,8 @@ def test_offset_commit_and_fetch(h: Harness) -> None:
 
 
 def test_list_describe_and_delete_groups(h: Harness) -> None:
-    h.grants.grant(BOB, Op.READ, RT.GROUP, "cg")
-    h.grants.grant(BOB, Op.READ, RT.TOPIC, "t")
+    h.grant(BOB, Op.READ, RT.GROUP, "cg")
+    h.grant(BOB, Op.READ, RT.TOPIC, "t")
     send(h, BOB, requests.offset_commit("cg", {("t", 0): 1}))
     assert send(h, ALICE, requests.list_groups()).groups == ()
     h.allow(Op.DESCRIBE, RT.GROUP, "cg")

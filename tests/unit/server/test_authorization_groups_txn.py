@@ -1,5 +1,5 @@
 """The authorization matrix, continued: classic and consumer groups, transactions,
-WriteTxnMarkers and the remaining admin APIs (same harness and grant table as
+WriteTxnMarkers and the remaining admin APIs (same harness and StandardAuthorizer as
 test_authorization.py; ALICE holds the grants each test gives, BOB none)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_consumer_group_heartbeat_and_describe(h: Harness) -> None:
     assert [m.member_id for m in described.members] == ["m" * 22]
     (refused,) = send(h, BOB, exact(describe(0, "cg"))).groups
     assert refused.error_code == ErrorCode.group_authorization_failed
-    h.grants.grant(BOB, Op.DESCRIBE, RT.GROUP, "cg")
+    h.grant(BOB, Op.DESCRIBE, RT.GROUP, "cg")
     (hidden,) = send(h, BOB, exact(describe(0, "cg"))).groups
     assert hidden.error_code == ErrorCode.topic_authorization_failed  # assigned "t"
     assert hidden.members == ()

@@ -106,6 +106,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     return share_response(
         schema,
         services.node,
+        listener_name=ctx.connection.listener_name,
         topic_type="ShareAcknowledgeTopicResponse",
         by_topic=by_topic,
         leader_hint=hint,
