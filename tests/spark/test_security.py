@@ -1,8 +1,11 @@
-"""The Spark `shoal` sink and batch source over SASL_SSL with SCRAM-SHA-512, configured
-with Spark Kafka's `kafka.`-prefixed options (`kafka.security.protocol`,
-`kafka.sasl.mechanism`, `kafka.sasl.jaas.config`, `kafka.ssl.truststore.*`), against a
-broker with the StandardAuthorizer on: the SCRAM user holds exactly the producer and
-consumer ACLs `shoal acls` grants."""
+"""The Spark sources over TLS and SASL with Spark Kafka's `kafka.`-prefixed options:
+a batch write (the sink) and a batch read (the batch source)
+
+- over mutual TLS, through the MTLS listener of a TLS broker;
+- over SASL_SSL with SCRAM-SHA-512 (`kafka.security.protocol`, `kafka.sasl.mechanism`,
+  `kafka.sasl.jaas.config`, `kafka.ssl.truststore.*`), against a broker with the
+  StandardAuthorizer on: the SCRAM user holds exactly the producer and consumer ACLs
+  `shoal acls` grants."""
 
 from __future__ import annotations
 
@@ -24,9 +27,58 @@ from confluent_kafka.admin import (
 from tests.support.broker import BrokerProcess, running
 from tests.support.certs import Pki, make_pki
 from tests.support.cli import shoal
+from tests.support.clients import create_topic
 from tests.support.topics import topic_name
 
 PASSWORD = "spark-scram512-secret-e1"
+
+
+def _write_then_read(spark: Any, topic: str, security: dict[str, str]) -> list[str]:
+    """Ten rows written by the sink, then the topic's values read by the batch source."""
+    rows = spark.createDataFrame([(f"v{i}",) for i in range(10)], "value string")
+    rows.write.format("shoal").options(**security).option("topic", topic).mode("append").save()
+    read = (
+        spark.read.format("shoal")
+        .options(**security)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("cast(value as string) as v")
+        .collect()
+    )
+    return sorted(r.v for r in read)
+
+
+@pytest.fixture(scope="module")
+def tls_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Pki]]:
+    root = tmp_path_factory.mktemp("spark-tls")
+    pki = make_pki(root / "pki")
+    overrides = (
+        "listeners=PLAINTEXT://127.0.0.1:0,MTLS://127.0.0.1:0",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,MTLS:SSL",
+        f"ssl.keystore.location={pki.server.keystore}",
+        f"ssl.truststore.location={pki.ca}",
+        "ssl.client.auth=required",
+    )
+    for process in running(root / "data", *overrides):
+        yield process, pki
+
+
+def test_write_and_read_over_mutual_tls(spark: Any, tls_broker: tuple[BrokerProcess, Pki]) -> None:
+    process, pki = tls_broker
+    port = process.listener_ports()["MTLS"]
+    topic = topic_name("spark-tls")
+    create_topic(process.bootstrap, topic, partitions=1)
+    security = {
+        "kafka.bootstrap.servers": f"127.0.0.1:{port}",
+        "kafka.security.protocol": "SSL",
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": str(pki.ca),
+        "kafka.ssl.keystore.type": "PEM",
+        "kafka.ssl.keystore.location": str(pki.alice.keystore),
+    }
+    assert _write_then_read(spark, topic, security) == [f"v{i}" for i in range(10)]
+    assert "as User:CN=alice,OU=clients,O=shoal" in process.log_text()
 
 
 @pytest.fixture(scope="module")
@@ -81,17 +133,6 @@ def test_sink_and_batch_source_over_sasl_ssl(
         "kafka.ssl.truststore.type": "PEM",
         "kafka.ssl.truststore.location": str(pki.ca),
     }
-    rows = spark.createDataFrame([(f"v{i}",) for i in range(10)], "value string")
-    rows.write.format("shoal").options(**security).option("topic", topic).mode("append").save()
-    read = (
-        spark.read.format("shoal")
-        .options(**security)
-        .option("topic", topic)
-        .option("startingOffsets", "earliest")
-        .load()
-        .selectExpr("cast(value as string) as v")
-        .collect()
-    )
-    assert sorted(r.v for r in read) == [f"v{i}" for i in range(10)]
+    assert _write_then_read(spark, topic, security) == [f"v{i}" for i in range(10)]
     assert process.wait_for_log(r"SASL authenticated User:spark \(mechanism SCRAM-SHA-512")
     assert PASSWORD not in process.log_text()
