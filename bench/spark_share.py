@@ -3,7 +3,7 @@ same data (not a timed test: a measurement to read).
 
 Run from the repository root (needs the spark extra and Java):
 
-    .venv/bin/python -m bench.spark_share            # 400k x 100 B records
+    .venv/bin/python -m bench.spark_share            # 2M x 100 B records, 32 partitions
     .venv/bin/python -m bench.spark_share --quick    # 100k records, to try it
 
 The script starts its own broker (in-flight window raised to `--locks` records per
@@ -276,8 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--records", type=int, default=400_000, help="default 400,000")
-    parser.add_argument("--partitions", type=int, default=8, help="topic partitions (default 8)")
+    parser.add_argument(
+        "--records", type=int, default=2_000_000, help="default 2,000,000 (start-up amortised)"
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=32,
+        help="topic partitions (default 32: the README's sizing)",
+    )
     parser.add_argument(
         "--locks",
         type=int,
@@ -287,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch-records",
         type=int,
-        default=80_000,
-        help="maxRecordsPerBatch (default 80,000 = 8 partitions x 10,000 locks)",
+        default=320_000,
+        help="maxRecordsPerBatch (default 320,000 = 32 partitions x 10,000 locks)",
     )
     parser.add_argument("--quick", action="store_true", help="100,000 records")
     args = parser.parse_args(argv)
