@@ -37,6 +37,11 @@ Costs to know (measured in docs/disk-io.md): a roll fsyncs the sealed segment, i
 indexes, a producer-state snapshot and the directory synchronously, on the caller's
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
+
+Longer than 600 lines: every operation that changes a partition's files (append,
+roll, truncate, retention, DeleteRecords, markers, flush, close) keeps the one
+offline/storage-error discipline of this class; segments, indexes, producer state
+and transactions have their own modules.
 """
 
 from __future__ import annotations

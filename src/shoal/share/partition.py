@@ -23,6 +23,10 @@ Time comes only from the injected clock (lock deadlines) and from `now_ms` passe
 the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
+
+About 600 lines on purpose: one class is the whole public face of the state machine
+(acquire, acknowledge, renew, expire, the state-write completions and the read-only
+views); the mechanics live in `window.py` and the batch modules beside it.
 """
 
 from __future__ import annotations
