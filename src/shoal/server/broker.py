@@ -32,9 +32,11 @@ import socket
 
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.log.api import LogError
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
 from shoal.security.acl import ALLOW_ALL, KafkaPrincipal
+from shoal.server import idle
 from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
@@ -213,6 +215,7 @@ class Broker:
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
+        self._idle_sweep: asyncio.Task[None] | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -262,6 +265,8 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
+        # issue 15 (wt-limits): close idle, slowloris and non-reading connections
+        self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(
             warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
@@ -296,6 +301,8 @@ class Broker:
         self.stopping = True
         log.info("shutting down: %d connections open", len(self._connections))
         self.network.close()
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
         self.purgatory.close()
         if self.http is not None:
             await self.http.stop()
@@ -318,11 +325,39 @@ class Broker:
         await TRACE.stop()
         self.share_state.append_linger.flush_all()
         await self.disk.close()
-        self.logs.close()
+        try:
+            self.logs.close()
+        except LogError as exc:  # e.g. a full disk: the next start recovers those logs
+            log.error("shutdown: not every log closed cleanly (recovered on next start): %s", exc)
         log.info("shutdown complete")
         self._stopped.set()
 
     # ---- connections
+    async def _sweep_connections(self) -> None:
+        """Close connections past a deadline of server/idle.py, logging why."""
+        while True:
+            config = self.config
+            idle_ms = config.get_int("connections.max.idle.ms")
+            read_ms = config.get_int("shoal.request.read.timeout.ms")
+            await asyncio.sleep(
+                idle.sweep_interval_ms(idle_ms=idle_ms, request_read_ms=read_ms) / 1000
+            )
+            now_ms = self.clock.monotonic_ms()
+            for info, task in list(self._connections.values()):
+                reason = idle.expiry_reason(
+                    info, now_ms=now_ms, idle_ms=idle_ms, request_read_ms=read_ms
+                )
+                if reason is not None and info.close_reason is None:
+                    info.close_reason = reason
+                    log.warning(
+                        "closing connection %d from %s:%d: %s",
+                        info.connection_id,
+                        info.peer_host,
+                        info.peer_port,
+                        reason,
+                    )
+                    task.cancel()
+
     async def _accept(
         self,
         endpoint: ListenerEndpoint,
