@@ -28,6 +28,9 @@ sending a byte a second); until then it holds at most `socket.request.max.bytes`
 CONNECTION_SWEEP_INTERVAL_MS_MAX: Final = 1_000
 """The broker checks connections' idle and frame deadlines at least this often (more
 often when a deadline is shorter: a tenth of it, at least every 10 ms)."""
+LISTEN_BACKLOG: Final = 1_024
+"""Listen backlog of every listener socket: connections the kernel completes before the
+broker accepts them (asyncio's 100 made a burst of 10k connects wait on SYN retries)."""
 CONNECTION_WRITE_BUFFER_HIGH_BYTES: Final = 256 * 1024
 """Write buffer high-water mark per connection: above it the connection waits for the
 client to read before it reads the client's next request (Kafka's muting), so a
