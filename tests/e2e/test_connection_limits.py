@@ -150,7 +150,8 @@ def test_max_connections_refuses_the_one_too_many(tmp_path: Path) -> None:
         assert _closed_by_broker(extra)
         assert process.wait_for_log(r"refusing connection from \S+: max.connections=3 reached")
         held.pop().close()
-        assert wait_until(lambda: _try_served(process.bootstrap), timeout_s=CLOSE_BOUND_S)
+        bootstrap = process.bootstrap
+        assert wait_until(lambda: _try_served(bootstrap), timeout_s=CLOSE_BOUND_S)
 
 
 def _try_served(bootstrap: str) -> bool:
