@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.broker import BrokerProcess, Brokers, running, wait_until
 from tests.support.wire import api_versions_request, call1
 
 IDLE_MS = 2_000
@@ -140,18 +140,17 @@ def test_client_that_never_reads_is_muted_then_closed(broker: BrokerProcess) -> 
     assert _served(broker.bootstrap)
 
 
-def test_max_connections_refuses_the_one_too_many(tmp_path: Path) -> None:
-    for process in running(tmp_path / "data", "max.connections=3"):
-        held = [_connect(process.bootstrap) for _ in range(3)]
-        for sock in held:
-            sock.sendall(_frame(API_VERSIONS_V0))
-            assert sock.recv(4)
-        extra = _connect(process.bootstrap)
-        assert _closed_by_broker(extra)
-        assert process.wait_for_log(r"refusing connection from \S+: max.connections=3 reached")
-        held.pop().close()
-        bootstrap = process.bootstrap
-        assert wait_until(lambda: _try_served(bootstrap), timeout_s=CLOSE_BOUND_S)
+def test_max_connections_refuses_the_one_too_many(brokers: Brokers) -> None:
+    process = brokers.start("max.connections=3")
+    held = [_connect(process.bootstrap) for _ in range(3)]
+    for sock in held:
+        sock.sendall(_frame(API_VERSIONS_V0))
+        assert sock.recv(4)
+    extra = _connect(process.bootstrap)
+    assert _closed_by_broker(extra)
+    assert process.wait_for_log(r"refusing connection from \S+: max.connections=3 reached")
+    held.pop().close()
+    assert wait_until(lambda: _try_served(process.bootstrap), timeout_s=CLOSE_BOUND_S)
 
 
 def _try_served(bootstrap: str) -> bool:
