@@ -349,7 +349,8 @@ class Broker:
                 )
                 if reason is not None and info.close_reason is None:
                     info.close_reason = reason
-                    log.warning(
+                    log.log(
+                        idle.log_level(info),
                         "closing connection %d from %s:%d: %s",
                         info.connection_id,
                         info.peer_host,

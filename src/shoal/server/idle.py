@@ -18,6 +18,8 @@ closed here: its own wait bounds apply.
 
 from __future__ import annotations
 
+import logging
+
 from shoal import limits
 from shoal.server.connection_info import ConnectionInfo
 
@@ -55,3 +57,11 @@ def sweep_interval_ms(*, idle_ms: int, request_read_ms: int) -> int:
     `limits.CONNECTION_SWEEP_INTERVAL_MS_MAX`."""
     shortest_ms = min(idle_ms, request_read_ms)
     return max(10, min(limits.CONNECTION_SWEEP_INTERVAL_MS_MAX, shortest_ms // 10))
+
+
+def log_level(info: ConnectionInfo) -> int:
+    """INFO for a plain idle close (routine: clients reconnect), WARNING for a client
+    caught misbehaving (a partial frame, responses left unread)."""
+    if info.frame_started_ms is None and info.write_started_ms is None:
+        return logging.INFO
+    return logging.WARNING

@@ -3,9 +3,11 @@ connection whose request is being handled is never closed by them."""
 
 from __future__ import annotations
 
+import logging
+
 from shoal import limits
 from shoal.server.connection_info import ConnectionInfo
-from shoal.server.idle import expiry_reason, sweep_interval_ms
+from shoal.server.idle import expiry_reason, log_level, sweep_interval_ms
 
 IDLE_MS = 1_000
 READ_MS = 300
@@ -47,3 +49,9 @@ def test_sweep_interval_is_a_tenth_of_the_shortest_deadline_within_bounds() -> N
     )
     assert sweep_interval_ms(idle_ms=2_000, request_read_ms=1_500) == 150
     assert sweep_interval_ms(idle_ms=5, request_read_ms=5) == 10
+
+
+def test_an_idle_close_is_routine_a_misbehaving_client_is_a_warning() -> None:
+    assert log_level(ConnectionInfo(1, "h", 1)) == logging.INFO
+    assert log_level(ConnectionInfo(1, "h", 1, frame_started_ms=0)) == logging.WARNING
+    assert log_level(ConnectionInfo(1, "h", 1, write_started_ms=0)) == logging.WARNING
