@@ -23,6 +23,13 @@ that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
 without suspending yields one loop pass. (Yielding after every request, Kafka's one
 request per connection per poll, was tried and made polls small: docs/latency.md.)
 
+Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
+the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
+the rest has not) and `write_started_ms` (a response waits for the client to read it;
+the write buffer's high-water mark is `limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES`, and
+no further request is read meanwhile). A connection closed by the sweep is cancelled
+with `info.close_reason` set and its transport aborted (unsent bytes dropped).
+
 With a share coordinator append linger (server/state_linger.py), a response waits
 until the share state writes its request made are in the log; if they were lost
 (the state partition went offline) the connection closes instead of answering.
