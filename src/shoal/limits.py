@@ -28,6 +28,10 @@ sending a byte a second); until then it holds at most `socket.request.max.bytes`
 CONNECTION_SWEEP_INTERVAL_MS_MAX: Final = 1_000
 """The broker checks connections' idle and frame deadlines at least this often (more
 often when a deadline is shorter: a tenth of it, at least every 10 ms)."""
+FD_HEADROOM: Final = 1_000
+"""File descriptors kept beyond `max.connections` (log segments, indexes, pipes): at
+start the broker raises its soft RLIMIT_NOFILE to `max.connections` plus this (up to
+the hard limit) and warns if the hard limit is lower."""
 LISTEN_BACKLOG: Final = 1_024
 """Listen backlog of every listener socket: connections the kernel completes before the
 broker accepts them (asyncio's 100 made a burst of 10k connects wait on SYN retries)."""

@@ -28,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 
+from shoal import limits
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig, ListenerEndpoint
 from shoal.log.api import LogError
@@ -258,6 +260,7 @@ class Broker:
 
     # ---- lifecycle
     async def start(self) -> None:
+        ensure_fd_limit(self.config.get_int("max.connections"))  # issue 15
         await self.network.start()
         host = self.network.endpoints[0].host
         await self._start_http_listener()
@@ -439,3 +442,29 @@ async def run_broker(config: BrokerConfig) -> None:
 def _on_signal(broker: Broker, sig: int) -> None:
     log.info("received signal %d", sig)
     asyncio.get_running_loop().create_task(broker.shutdown())
+
+
+def ensure_fd_limit(max_connections: int) -> None:
+    """Raise the soft RLIMIT_NOFILE to `max.connections` plus `limits.FD_HEADROOM`
+    (at most the hard limit); warn when even the hard limit is below that, since
+    accepts would then fail with EMFILE before `max.connections` is reached."""
+    wanted = max_connections + limits.FD_HEADROOM
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new_soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+        log.info(
+            "raised the open-file limit from %d to %d (max.connections=%d)",
+            soft,
+            new_soft,
+            max_connections,
+        )
+        soft = new_soft
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        log.warning(
+            "open-file limit %d is below max.connections=%d plus %d for the logs: raise "
+            "`ulimit -n` or lower max.connections",
+            soft,
+            max_connections,
+            limits.FD_HEADROOM,
+        )
