@@ -28,6 +28,10 @@ sending a byte a second); until then it holds at most `socket.request.max.bytes`
 CONNECTION_SWEEP_INTERVAL_MS_MAX: Final = 1_000
 """The broker checks connections' idle and frame deadlines at least this often (more
 often when a deadline is shorter: a tenth of it, at least every 10 ms)."""
+REFUSED_CONNECTIONS_LOG_INTERVAL_MS: Final = 10_000
+"""Connections refused by `max.connections` are logged one by one at most this often;
+the ones between are counted and the count logged with the next line (a connection
+flood does not flood the log)."""
 FD_HEADROOM: Final = 1_000
 """File descriptors kept beyond `max.connections` (log segments, indexes, pipes): at
 start the broker raises its soft RLIMIT_NOFILE to `max.connections` plus this (up to

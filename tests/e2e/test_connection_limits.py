@@ -146,9 +146,12 @@ def test_max_connections_refuses_the_one_too_many(brokers: Brokers) -> None:
     for sock in held:
         sock.sendall(_frame(API_VERSIONS_V0))
         assert sock.recv(4)
-    extra = _connect(process.bootstrap)
-    assert _closed_by_broker(extra)
+    for _ in range(5):
+        extra = _connect(process.bootstrap)
+        assert _closed_by_broker(extra)
     assert process.wait_for_log(r"refusing connection from \S+: max.connections=3 reached")
+    # a flood of refusals is logged once per limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS
+    assert process.log_text().count("refusing connection") == 1
     held.pop().close()
     assert wait_until(lambda: _try_served(process.bootstrap), timeout_s=CLOSE_BOUND_S)
 

@@ -218,6 +218,8 @@ class Broker:
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
         self._idle_sweep: asyncio.Task[None] | None = None
+        self._refused_logged_ms: int | None = None  # max.connections refusals (issue 15)
+        self._refused_unlogged = 0
 
     @property
     def config(self) -> BrokerConfig:
@@ -336,6 +338,27 @@ class Broker:
         self._stopped.set()
 
     # ---- connections
+    def _log_refused(self, peer: tuple[str, int], max_connections: int) -> None:
+        """Log a refused connection, at most once per
+        `limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS` (with the count since the last)."""
+        now_ms = self.clock.monotonic_ms()
+        self._refused_unlogged += 1
+        if (
+            self._refused_logged_ms is not None
+            and now_ms - self._refused_logged_ms < limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS
+        ):
+            return
+        log.warning(
+            "refusing connection from %s:%s: max.connections=%d reached "
+            "(%d refused since the last such line)",
+            peer[0],
+            peer[1],
+            max_connections,
+            self._refused_unlogged,
+        )
+        self._refused_logged_ms = now_ms
+        self._refused_unlogged = 0
+
     async def _sweep_connections(self) -> None:
         """Close connections past a deadline of server/idle.py, logging why."""
         while True:
@@ -375,12 +398,7 @@ class Broker:
             return
         max_connections = self.config.get_int("max.connections")
         if len(self._connections) >= max_connections:
-            log.warning(
-                "refusing connection from %s:%s: max.connections=%d reached",
-                peer[0],
-                peer[1],
-                max_connections,
-            )
+            self._log_refused(peer, max_connections)
             writer.close()
             return
         sock = writer.get_extra_info("socket")
