@@ -109,7 +109,27 @@ def test_slowloris_client_is_closed_by_the_request_read_timeout(broker: BrokerPr
 
 
 def test_client_that_never_reads_is_muted_then_closed(broker: BrokerProcess) -> None:
-    sock = _connect(broker.bootstrap, rcvbuf=4096)
+    sock = _stuff_without_reading(broker.bootstrap)
+    assert broker.wait_for_log(
+        r"client has not read its response for \d+ ms \(connections.max.idle.ms=2000\)",
+        timeout_s=CLOSE_BOUND_S,
+    )
+    sock.setblocking(True)
+    sock.settimeout(CLOSE_BOUND_S)
+    assert _closed_by_broker(sock)
+    assert _served(broker.bootstrap)
+
+
+def test_a_client_that_never_reads_does_not_hold_up_shutdown(brokers: Brokers) -> None:
+    process = brokers.start("shoal.shutdown.timeout.ms=1000")
+    _stuff_without_reading(process.bootstrap)
+    assert process.stop(timeout_s=CLOSE_BOUND_S) == 0
+    assert "shutdown complete" in process.log_text()
+
+
+def _stuff_without_reading(bootstrap: str) -> socket.socket:
+    """Pipeline requests and never read, until the broker stops reading them."""
+    sock = _connect(bootstrap, rcvbuf=4096)
     sock.setblocking(False)
     sent_requests = 0
     request = _frame(API_VERSIONS_V0)
@@ -130,14 +150,7 @@ def test_client_that_never_reads_is_muted_then_closed(broker: BrokerProcess) -> 
         except (BrokenPipeError, ConnectionResetError):
             break
     assert sent_requests > 0
-    assert broker.wait_for_log(
-        r"client has not read its response for \d+ ms \(connections.max.idle.ms=2000\)",
-        timeout_s=CLOSE_BOUND_S,
-    )
-    sock.setblocking(True)
-    sock.settimeout(CLOSE_BOUND_S)
-    assert _closed_by_broker(sock)
-    assert _served(broker.bootstrap)
+    return sock
 
 
 def test_max_connections_refuses_the_one_too_many(brokers: Brokers) -> None:
