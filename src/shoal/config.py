@@ -314,6 +314,23 @@ _DEFS: list[ConfigDef] = [
         "Open client connections at most; more are closed at accept.",
         min=1,
     ),
+    # issue 15 (wt-limits): idle, slowloris and non-reading connections
+    ConfigDef(
+        "connections.max.idle.ms",
+        _INT,
+        limits.CONNECTIONS_MAX_IDLE_MS_DEFAULT,
+        _B,
+        "Close a connection idle this long, or whose client has not read a response this long.",
+        min=1,
+    ),
+    ConfigDef(
+        "shoal.request.read.timeout.ms",
+        _INT,
+        limits.REQUEST_READ_TIMEOUT_MS_DEFAULT,
+        _B,
+        "A request frame must arrive whole this soon after its size; else the connection closes.",
+        min=1,
+    ),
     ConfigDef(
         "shoal.max.topics",
         _INT,

@@ -16,6 +16,33 @@ CONNECTION_TURN_MS: Final = 2
 """A connection serving requests already in its buffer (nothing suspends between
 them) lets the event loop run others once it has served for this long (issue 14:
 a producer's pipelined requests no longer hold woken share fetches for 100s of ms)."""
+# issue 15 (wt-limits): idle, slow and non-reading connections
+CONNECTIONS_MAX_IDLE_MS_DEFAULT: Final = 600_000
+"""Default for `connections.max.idle.ms` (Kafka's broker default): a connection with
+no request in hand and none written for this long is closed; so is one whose client
+has not taken a written response for this long (it never reads)."""
+REQUEST_READ_TIMEOUT_MS_DEFAULT: Final = 30_000
+"""Default for `shoal.request.read.timeout.ms`: a request frame whose size has been
+read must arrive whole within this, or the connection closes (a slowloris client
+sending a byte a second); until then it holds at most `socket.request.max.bytes`."""
+CONNECTION_SWEEP_INTERVAL_MS_MAX: Final = 1_000
+"""The broker checks connections' idle and frame deadlines at least this often (more
+often when a deadline is shorter: a tenth of it, at least every 10 ms)."""
+REFUSED_CONNECTIONS_LOG_INTERVAL_MS: Final = 10_000
+"""Connections refused by `max.connections` are logged one by one at most this often;
+the ones between are counted and the count logged with the next line (a connection
+flood does not flood the log)."""
+FD_HEADROOM: Final = 1_000
+"""File descriptors kept beyond `max.connections` (log segments, indexes, pipes): at
+start the broker raises its soft RLIMIT_NOFILE to `max.connections` plus this (up to
+the hard limit) and warns if the hard limit is lower."""
+LISTEN_BACKLOG: Final = 1_024
+"""Listen backlog of every listener socket: connections the kernel completes before the
+broker accepts them (asyncio's 100 made a burst of 10k connects wait on SYN retries)."""
+CONNECTION_WRITE_BUFFER_HIGH_BYTES: Final = 256 * 1024
+"""Write buffer high-water mark per connection: above it the connection waits for the
+client to read before it reads the client's next request (Kafka's muting), so a
+client that never reads holds at most one response plus this much."""
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000

@@ -351,27 +351,34 @@ class PartitionLog:
 
     def _roll(self) -> None:
         """Seal the active segment (indexes written, everything fsynced), snapshot the
-        producer state at the log end, and start a new active segment there. A failure
-        takes the partition offline: what reached the disk is unknown."""
-        try:
-            self._roll_segment()
-        except OSError as exc:
-            raise self._storage_error(exc, "segment roll", fatal=True) from exc
+        producer state at the log end, and start a new active segment there.
 
-    def _roll_segment(self) -> None:
+        A failure while writing the new files (the indexes, the snapshot, the new
+        segment: ENOSPC on a full disk) leaves the active segment as it was, so the
+        append fails with KAFKA_STORAGE_ERROR and a later one rolls again once there
+        is space. A failed fsync of the active segment or of the directory takes the
+        partition offline: what reached the disk is unknown."""
         active = self._segments[-1]
         new_base = active.next_offset
-        active.write_indexes(sync=True)
-        active.flush()
-        active.close()
-        self._producers.expire(
-            now_ms=self._clock.wall_ms(), expiration_ms=self._config.producer_id_expiration_ms
-        )
-        write_snapshot(self._directory, new_base, self._producers)
-        segment = Segment.create(self._directory, new_base)
-        self._segments.append(segment)
-        self._bases.append(new_base)
-        fsync_directory(self._directory)
+        try:
+            active.write_indexes(sync=True)
+            self._producers.expire(
+                now_ms=self._clock.wall_ms(), expiration_ms=self._config.producer_id_expiration_ms
+            )
+            write_snapshot(self._directory, new_base, self._producers)
+            segment = Segment.create(self._directory, new_base)
+        except OSError as exc:
+            raise self._storage_error(exc, "segment roll", fatal=False) from exc
+        try:
+            active.flush()
+            active.close()
+            self._segments.append(segment)
+            self._bases.append(new_base)
+            fsync_directory(self._directory)
+        except OSError as exc:
+            if segment is not self._segments[-1]:
+                segment.close()
+            raise self._storage_error(exc, "segment roll", fatal=True) from exc
         self._unflushed = Unflushed()
 
     # -- read

@@ -28,13 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 
+from shoal import limits
 from shoal.clock import Clock, SystemClock
 from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.log.api import LogError
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
 from shoal.security.acl import ALLOW_ALL, KafkaPrincipal
+from shoal.server import idle
 from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
@@ -213,6 +217,9 @@ class Broker:
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
+        self._idle_sweep: asyncio.Task[None] | None = None
+        self._refused_logged_ms: int | None = None  # max.connections refusals (issue 15)
+        self._refused_unlogged = 0
 
     @property
     def config(self) -> BrokerConfig:
@@ -255,6 +262,7 @@ class Broker:
 
     # ---- lifecycle
     async def start(self) -> None:
+        ensure_fd_limit(self.config.get_int("max.connections"))  # issue 15
         await self.network.start()
         host = self.network.endpoints[0].host
         await self._start_http_listener()
@@ -262,6 +270,8 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
+        # issue 15 (wt-limits): close idle, slowloris and non-reading connections
+        self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(
             warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
@@ -296,6 +306,8 @@ class Broker:
         self.stopping = True
         log.info("shutting down: %d connections open", len(self._connections))
         self.network.close()
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
         self.purgatory.close()
         if self.http is not None:
             await self.http.stop()
@@ -318,11 +330,61 @@ class Broker:
         await TRACE.stop()
         self.share_state.append_linger.flush_all()
         await self.disk.close()
-        self.logs.close()
+        try:
+            self.logs.close()
+        except LogError as exc:  # e.g. a full disk: the next start recovers those logs
+            log.error("shutdown: not every log closed cleanly (recovered on next start): %s", exc)
         log.info("shutdown complete")
         self._stopped.set()
 
     # ---- connections
+    def _log_refused(self, peer: tuple[str, int], max_connections: int) -> None:
+        """Log a refused connection, at most once per
+        `limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS` (with the count since the last)."""
+        now_ms = self.clock.monotonic_ms()
+        self._refused_unlogged += 1
+        if (
+            self._refused_logged_ms is not None
+            and now_ms - self._refused_logged_ms < limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS
+        ):
+            return
+        log.warning(
+            "refusing connection from %s:%s: max.connections=%d reached "
+            "(%d refused since the last such line)",
+            peer[0],
+            peer[1],
+            max_connections,
+            self._refused_unlogged,
+        )
+        self._refused_logged_ms = now_ms
+        self._refused_unlogged = 0
+
+    async def _sweep_connections(self) -> None:
+        """Close connections past a deadline of server/idle.py, logging why."""
+        while True:
+            config = self.config
+            idle_ms = config.get_int("connections.max.idle.ms")
+            read_ms = config.get_int("shoal.request.read.timeout.ms")
+            await asyncio.sleep(
+                idle.sweep_interval_ms(idle_ms=idle_ms, request_read_ms=read_ms) / 1000
+            )
+            now_ms = self.clock.monotonic_ms()
+            for info, task in list(self._connections.values()):
+                reason = idle.expiry_reason(
+                    info, now_ms=now_ms, idle_ms=idle_ms, request_read_ms=read_ms
+                )
+                if reason is not None and info.close_reason is None:
+                    info.close_reason = reason
+                    log.log(
+                        idle.log_level(info),
+                        "closing connection %d from %s:%d: %s",
+                        info.connection_id,
+                        info.peer_host,
+                        info.peer_port,
+                        reason,
+                    )
+                    task.cancel()
+
     async def _accept(
         self,
         endpoint: ListenerEndpoint,
@@ -336,12 +398,7 @@ class Broker:
             return
         max_connections = self.config.get_int("max.connections")
         if len(self._connections) >= max_connections:
-            log.warning(
-                "refusing connection from %s:%s: max.connections=%d reached",
-                peer[0],
-                peer[1],
-                max_connections,
-            )
+            self._log_refused(peer, max_connections)
             writer.close()
             return
         sock = writer.get_extra_info("socket")
@@ -403,3 +460,29 @@ async def run_broker(config: BrokerConfig) -> None:
 def _on_signal(broker: Broker, sig: int) -> None:
     log.info("received signal %d", sig)
     asyncio.get_running_loop().create_task(broker.shutdown())
+
+
+def ensure_fd_limit(max_connections: int) -> None:
+    """Raise the soft RLIMIT_NOFILE to `max.connections` plus `limits.FD_HEADROOM`
+    (at most the hard limit); warn when even the hard limit is below that, since
+    accepts would then fail with EMFILE before `max.connections` is reached."""
+    wanted = max_connections + limits.FD_HEADROOM
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new_soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+        log.info(
+            "raised the open-file limit from %d to %d (max.connections=%d)",
+            soft,
+            new_soft,
+            max_connections,
+        )
+        soft = new_soft
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        log.warning(
+            "open-file limit %d is below max.connections=%d plus %d for the logs: raise "
+            "`ulimit -n` or lower max.connections",
+            soft,
+            max_connections,
+            limits.FD_HEADROOM,
+        )

@@ -23,6 +23,13 @@ that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
 without suspending yields one loop pass. (Yielding after every request, Kafka's one
 request per connection per poll, was tried and made polls small: docs/latency.md.)
 
+Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
+the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
+the rest has not) and `write_started_ms` (a response waits for the client to read it;
+the write buffer's high-water mark is `limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES`, and
+no further request is read meanwhile). A connection closed by the sweep is cancelled
+with `info.close_reason` set and its transport aborted (unsent bytes dropped).
+
 With a share coordinator append linger (server/state_linger.py), a response waits
 until the share state writes its request made are in the log; if they were lost
 (the state partition went offline) the connection closes instead of answering.
@@ -35,7 +42,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from shoal import limits
-from shoal.clock import measure_ns
+from shoal.clock import Clock, measure_ns
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
@@ -74,18 +81,24 @@ async def serve_connection(
     metrics = services.metrics if services.metrics.enabled else None  # metrics.listener
     clock = services.clock
     turn_started_ms = clock.monotonic_ms()
+    info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/idle.py
+    writer.transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
     try:
         while not services.stopping():
             if info.security_protocol.startswith("SASL_"):  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
-            frame = await _read_frame(reader, decoder, info, peer)
+            frame = await _read_frame(reader, decoder, info, peer, clock)
             if frame is None:
                 return
             started_ns = measure_ns()
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
                 writer.write(response)
-                await writer.drain()
+                if writer.transport.get_write_buffer_size() > 0:  # the client is slow
+                    info.write_started_ms = clock.monotonic_ms()
+                    await writer.drain()  # a client that never reads is closed by idle.py
+                    info.write_started_ms = None
+            info.last_active_ms = clock.monotonic_ms()
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
             info.busy = False
@@ -102,10 +115,13 @@ async def serve_connection(
     except (ConnectionError, TimeoutError) as exc:
         log.info("connection %d from %s lost: %s", info.connection_id, peer, exc)
     except asyncio.CancelledError:
-        log.debug("connection %d from %s closed by shutdown", info.connection_id, peer)
+        if info.close_reason is None:  # else the idle sweep logged why
+            log.debug("connection %d from %s closed by shutdown", info.connection_id, peer)
     finally:
         info.closed = True
         on_closed(info)
+        if info.close_reason is not None:
+            writer.transport.abort()  # unsent responses are dropped, not waited for
         writer.close()
         try:
             await writer.wait_closed()
@@ -114,13 +130,19 @@ async def serve_connection(
 
 
 async def _read_frame(
-    reader: asyncio.StreamReader, decoder: FrameDecoder, info: ConnectionInfo, peer: str
+    reader: asyncio.StreamReader,
+    decoder: FrameDecoder,
+    info: ConnectionInfo,
+    peer: str,
+    clock: Clock,
 ) -> bytes | None:
     """The next request frame, or None when the peer closed. `info.busy` is set once a
-    frame's size is read (its request is then in hand until the response is written)."""
+    frame's size is read (its request is then in hand until the response is written);
+    `info.frame_started_ms` from then until the frame is whole (server/idle.py)."""
     while (frame := _next_frame(decoder)) is None:
-        if decoder.pending_size is not None:
+        if decoder.pending_size is not None and not info.busy:
             info.busy = True
+            info.frame_started_ms = clock.monotonic_ms()
         try:
             decoder.feed(await reader.readexactly(decoder.wanted))
         except asyncio.IncompleteReadError as exc:
@@ -134,6 +156,7 @@ async def _read_frame(
             elif exc.partial or decoder.mid_frame:
                 log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
             return None
+    info.frame_started_ms = None
     return frame
 
 

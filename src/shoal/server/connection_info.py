@@ -33,3 +33,12 @@ class ConnectionInfo:
     """Who is on the other end: set by TLS client authentication or SASL."""
     sasl: SaslSession | None = None
     """The SASL authentication state on SASL listeners (server/sasl.py), else None."""
+    # issue 15 (wt-limits): deadlines checked by server/idle.py (monotonic ms)
+    last_active_ms: int = 0
+    """When the connection was accepted, last read a whole request or wrote a response."""
+    frame_started_ms: int | None = None
+    """When the size of the request being read arrived (None between frames)."""
+    write_started_ms: int | None = None
+    """When the response being written started waiting for the client (None otherwise)."""
+    close_reason: str | None = None
+    """Why the broker closed the connection (set by the idle sweep, already logged)."""

@@ -23,6 +23,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from shoal import limits
 from shoal.config import BrokerConfig, ListenerEndpoint
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
 from shoal.security.principal_mapping import NoMatchingRule
@@ -107,6 +108,7 @@ class Listeners:
                 port=endpoint.port,
                 reuse_address=True,
                 limit=STREAM_LIMIT_BYTES,
+                backlog=limits.LISTEN_BACKLOG,  # issue 15: bursts of connects
             )
             self._servers.append(server)
             return list(server.sockets)
@@ -115,7 +117,10 @@ class Listeners:
         # be logged), and a reloaded context serves the next connection.
         family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
         listening = socket.create_server(
-            (endpoint.host, endpoint.port), family=family, reuse_port=False, backlog=128
+            (endpoint.host, endpoint.port),
+            family=family,
+            reuse_port=False,
+            backlog=limits.LISTEN_BACKLOG,
         )
         listening.setblocking(False)
         self._listening.append(listening)

@@ -19,12 +19,26 @@ from shoal.server.connection_info import ConnectionInfo
 PIPELINED = 40
 
 
+class _Transport:
+    """Nothing is ever left unsent (the client reads at once)."""
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        return None
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def abort(self) -> None:
+        return None
+
+
 class _Writer:
     """Collects what a connection writes, tagged with its name, in one shared list."""
 
     def __init__(self, name: str, written: list[str]) -> None:
         self._name = name
         self._written = written
+        self.transport = _Transport()
 
     def write(self, data: Any) -> None:
         self._written.append(self._name)
