@@ -136,3 +136,13 @@ connections accepted after it."""
 SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
 """Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
 this closes the connection (logged)."""
+
+# ---- client quotas (issue 15: security/quota.py, server/quota_store.py)
+QUOTA_ENTITIES_MAX: Final = 10_000
+"""Quota entities (user / client-id combinations) the broker keeps at most; an
+AlterClientQuotas that would add one more gets INVALID_REQUEST for that entity."""
+QUOTA_SENSORS_MAX: Final = 100_000
+"""Live rate sensors per quota type; past this the idle ones (no bytes within the
+whole quota window, so a rate of 0) are dropped, and the oldest if none is idle."""
+QUOTA_FILE_BYTES_MAX: Final = 16 << 20
+"""A `client-quotas.json` larger than this is refused at start (corrupt or not ours)."""
