@@ -55,7 +55,7 @@ SensorKey = tuple[str, str]
 """(user or "", client-id or ""): the names whose requests share one rate."""
 
 
-def entity(*, user: str | None | bool = False, client_id: str | None | bool = False) -> Entity:
+def entity(*, user: str | bool | None = False, client_id: str | bool | None = False) -> Entity:
     """An entity from keyword names: False = absent, None = the default, str = named."""
     parts: list[tuple[str, str | None]] = []
     if client_id is not False:
