@@ -49,6 +49,7 @@ from shoal.server.listeners import Listeners
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
+from shoal.server.quota_store import QuotaService
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.request_metrics import instrument
 from shoal.server.sasl import SaslService
@@ -176,6 +177,8 @@ class Broker:
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config)
+        # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
+        self.quotas = QuotaService.open(lambda: self.config)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
@@ -200,6 +203,7 @@ class Broker:
             acls=self.acls,
             sasl=SaslService(ScramStore(config.data_dir)),
             metrics=self.metrics,
+            quotas=self.quotas,
         )
         """What handlers are given (`ctx.services`)."""
         for collector in broker_collectors(
