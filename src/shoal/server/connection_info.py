@@ -33,3 +33,6 @@ class ConnectionInfo:
     """Who is on the other end: set by TLS client authentication or SASL."""
     sasl: SaslSession | None = None
     """The SASL authentication state on SASL listeners (server/sasl.py), else None."""
+    mute_ms: int = 0
+    """Client quotas (issue 15): how long to read nothing more once the response in hand
+    is written (a throttled request, server/throttle.py); the connection loop resets it."""
