@@ -169,6 +169,18 @@ class QuotaService:
     def fetch_throttle_ms(self, *, user: str, client_id: str, size: int, now_ms: int) -> int:
         return self._record(self.fetch, user=user, client_id=client_id, size=size, now_ms=now_ms)
 
+    def fetch_bytes_max(self, *, user: str, client_id: str) -> int | None:
+        """The most a fetch may return (Kafka's `getMaxValueInQuotaWindow`: the quota
+        times the window less one sample), so a fetch never outgrows its own quota and
+        is answered empty for ever; None without a consumer quota."""
+        if not self.quotas:
+            return None
+        quota = resolve(self.quotas, key=CONSUMER_BYTE_RATE, user=user, client_id=client_id)
+        if quota is None:
+            return None
+        num, window_ms = self._window()
+        return max(1, int(quota.bound * max(num - 1, 1) * window_ms / 1000))
+
     def fetch_unrecord(self, *, user: str, client_id: str, size: int, now_ms: int) -> None:
         if self.quotas:
             quota = resolve(self.quotas, key=self.fetch.key, user=user, client_id=client_id)

@@ -10,7 +10,8 @@ broker reads nothing more from that client meanwhile, while KIP-219 clients also
 back on their own.
 
 As in Kafka, a throttled Fetch is answered empty and its bytes are taken back (the
-client fetches them again after the throttle time); a throttled ShareFetch still
+client fetches them again after the throttle time), and a Fetch's MaxBytes is bounded
+by the quota times the window (`fetch_bytes_max`) so it can fit; a throttled ShareFetch still
 carries its records, since they are acquired for the member already.
 
 The log: one INFO line when a client's requests of one kind start being throttled
@@ -55,6 +56,16 @@ def fetch_throttle_ms(ctx: RequestContext, size: int, *, unrecord_when_throttled
     if throttle_ms > 0 and unrecord_when_throttled:
         quotas.fetch_unrecord(user=user, client_id=client_id, size=size, now_ms=now_ms)
     return _mute(ctx, "fetch", throttle_ms)
+
+
+def fetch_bytes_max(ctx: RequestContext, max_bytes: int) -> int:
+    """`max_bytes` bounded by what the client's consumer quota allows in one window."""
+    quotas = ctx.services.quotas
+    if quotas is None:
+        return max_bytes
+    user, client_id = _names(ctx)
+    bound = quotas.fetch_bytes_max(user=user, client_id=client_id)
+    return max_bytes if bound is None else min(max_bytes, bound)
 
 
 def _names(ctx: RequestContext) -> tuple[str, str]:

@@ -34,7 +34,7 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
-from shoal.server.throttle import fetch_throttle_ms
+from shoal.server.throttle import fetch_bytes_max, fetch_throttle_ms
 
 API_KEY = 1
 _ZERO = datetime.timedelta(0)
@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
     deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)
-    max_bytes = int(request.max_bytes)
+    max_bytes = fetch_bytes_max(ctx, int(request.max_bytes))  # client quotas (issue 15)
     read_committed = int(request.isolation_level) == READ_COMMITTED
     denied: frozenset[str] = frozenset()
     if authz.enabled(ctx):
