@@ -22,6 +22,7 @@ from shoal.client.quota_requests import (
 )
 from tests.support.batches import values_batch
 from tests.support.broker import BrokerProcess, running
+from tests.support.share_wire import acquired, fetch_now, join, produce_values, set_group_configs
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import CLIENT_ID, call1, send, with_connection
 
@@ -178,3 +179,21 @@ def test_produce_and_fetch_over_quota_are_throttled_and_muted(
     # the big batch (a first batch always goes whole) is over the quota: answered empty
     assert fetch.throttle_time.total_seconds() > 0 and fetch.responses == ()
     assert "throttling produce of client 'shoal-test'" in quota_broker.log_text()
+
+
+def test_a_throttled_share_fetch_still_carries_its_acquired_records(
+    quota_broker: BrokerProcess,
+) -> None:
+    b = quota_broker.bootstrap
+    topic, group = topic_name("quota-sf"), topic_name("quota-sf-group")
+    topic_id = create_topic(b, topic)
+    set_group_configs(b, group, {"share.auto.offset.reset": "earliest"})
+    member = join(b, group, topic)
+    produce_values(b, topic, 200)
+    assert alter(b, ([("client-id", CLIENT_ID)], {C: 100.0})) == [(0, None)]
+    try:
+        response = call1(b, fetch_now(group, member, 0, partitions=[(topic_id, 0)]).build(1))
+    finally:
+        assert alter(b, ([("client-id", CLIENT_ID)], {C: None})) == [(0, None)]
+    assert acquired(response) == {(topic_id, 0): [(0, 199, 1)]}
+    assert response.throttle_time.total_seconds() > 0
