@@ -148,6 +148,8 @@ class QuotaService:
         num, window_ms = self._window()
         self.produce = QuotaManager(key=PRODUCER_BYTE_RATE, window_num=num, window_ms=window_ms)
         self.fetch = QuotaManager(key=CONSUMER_BYTE_RATE, window_num=num, window_ms=window_ms)
+        self._throttled: set[tuple[str, str, str]] = set()
+        """(kind, user, client-id) being throttled, for the start/stop log lines."""
         if self.quotas:
             log.info("client quotas: %d entities loaded from %s", len(self.quotas), file.path)
 
@@ -163,6 +165,19 @@ class QuotaService:
         )
 
     # ---- recording
+    def mark_throttled(self, key: tuple[str, str, str], *, throttled: bool) -> bool:
+        """Note that `key` is (or is no longer) throttled; True when that is a change.
+        At most `limits.QUOTA_SENSORS_MAX` are remembered (then forgotten at once)."""
+        if throttled == (key in self._throttled):
+            return False
+        if throttled:
+            if len(self._throttled) >= limits.QUOTA_SENSORS_MAX:
+                self._throttled.clear()
+            self._throttled.add(key)
+        else:
+            self._throttled.discard(key)
+        return True
+
     def produce_throttle_ms(self, *, user: str, client_id: str, size: int, now_ms: int) -> int:
         return self._record(self.produce, user=user, client_id=client_id, size=size, now_ms=now_ms)
 

@@ -23,11 +23,9 @@ from __future__ import annotations
 import logging
 
 from shoal.server.context import RequestContext
+from shoal.server.quota_store import QuotaService
 
 log = logging.getLogger(__name__)
-_THROTTLED_MAX = 10_000
-"""Clients remembered as throttled (for the start/stop log lines) at most."""
-_throttled: set[tuple[str, str, str]] = set()
 
 
 def produce_throttle_ms(ctx: RequestContext, size: int) -> int:
@@ -40,7 +38,7 @@ def produce_throttle_ms(ctx: RequestContext, size: int) -> int:
     throttle_ms = quotas.produce_throttle_ms(
         user=user, client_id=client_id, size=size, now_ms=now_ms
     )
-    return _mute(ctx, "produce", throttle_ms)
+    return _mute(ctx, quotas, "produce", throttle_ms)
 
 
 def fetch_throttle_ms(ctx: RequestContext, size: int, *, unrecord_when_throttled: bool) -> int:
@@ -55,7 +53,7 @@ def fetch_throttle_ms(ctx: RequestContext, size: int, *, unrecord_when_throttled
     throttle_ms = quotas.fetch_throttle_ms(user=user, client_id=client_id, size=size, now_ms=now_ms)
     if throttle_ms > 0 and unrecord_when_throttled:
         quotas.fetch_unrecord(user=user, client_id=client_id, size=size, now_ms=now_ms)
-    return _mute(ctx, "fetch", throttle_ms)
+    return _mute(ctx, quotas, "fetch", throttle_ms)
 
 
 def fetch_bytes_max(ctx: RequestContext, max_bytes: int) -> int:
@@ -72,15 +70,11 @@ def _names(ctx: RequestContext) -> tuple[str, str]:
     return ctx.connection.principal.name, ctx.client_id or ""
 
 
-def _mute(ctx: RequestContext, kind: str, throttle_ms: int) -> int:
+def _mute(ctx: RequestContext, quotas: QuotaService, kind: str, throttle_ms: int) -> int:
     user, client_id = _names(ctx)
-    key = (kind, user, client_id)
     if throttle_ms > 0:
         ctx.connection.mute_ms = max(ctx.connection.mute_ms, throttle_ms)
-        if key not in _throttled:
-            if len(_throttled) >= _THROTTLED_MAX:
-                _throttled.clear()
-            _throttled.add(key)
+        if quotas.mark_throttled((kind, user, client_id), throttled=True):
             log.info(
                 "throttling %s of client %r (user %r, connection %d) for %d ms: over its quota",
                 kind,
@@ -89,7 +83,6 @@ def _mute(ctx: RequestContext, kind: str, throttle_ms: int) -> int:
                 ctx.connection.connection_id,
                 throttle_ms,
             )
-    elif key in _throttled:
-        _throttled.discard(key)
+    elif quotas.mark_throttled((kind, user, client_id), throttled=False):
         log.info("%s of client %r (user %r) is within its quota again", kind, client_id, user)
     return throttle_ms
