@@ -5,61 +5,17 @@ client-id at the same time is not throttled."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from typing import Any
 
 from tests.support.broker import Brokers
 from tests.support.cli import shoal
-from tests.support.clients import create_topic, producer
+from tests.support.clients import create_topic
+from tests.support.quota_flood import VALUE, Flood
 
 QUOTA = 1 << 20  # bytes per second
-VALUE = b"q" * 10_000
 WARMUP_S = 2.0
 MEASURE_S = 4.0
-
-
-class Flood:
-    """A producer sending as fast as librdkafka will take records; it counts the bytes
-    acknowledged per moment and the throttle times its statistics report."""
-
-    def __init__(self, bootstrap: str, topic: str, client_id: str) -> None:
-        self.topic = topic
-        self.acked: list[tuple[float, int]] = []
-        self.throttle_max_ms = 0
-        self.producer = producer(
-            bootstrap,
-            client_id=client_id,
-            linger_ms=5,
-            batch_size=200_000,
-            statistics_interval_ms=500,
-            stats_cb=self._stats,
-            queue_buffering_max_kbytes=8_192,
-        )
-
-    def _stats(self, text: str) -> None:
-        for broker in json.loads(text).get("brokers", {}).values():
-            self.throttle_max_ms = max(self.throttle_max_ms, int(broker["throttle"]["max"]))
-
-    def _delivered(self, error: Any, message: Any) -> None:
-        if error is None:
-            self.acked.append((time.monotonic(), len(message.value())))
-
-    def run(self, duration_s: float, *, bytes_max: int | None = None) -> None:
-        sent = 0
-        deadline = time.monotonic() + duration_s
-        while time.monotonic() < deadline and (bytes_max is None or sent < bytes_max):
-            try:
-                self.producer.produce(self.topic, VALUE, on_delivery=self._delivered)
-                sent += len(VALUE)
-            except BufferError:
-                self.producer.poll(0.05)
-            self.producer.poll(0)
-        self.producer.flush(60)
-
-    def bytes_between(self, start: float, end: float) -> int:
-        return sum(size for at, size in self.acked if start <= at < end)
 
 
 def test_a_producer_flood_is_held_near_its_quota(brokers: Brokers) -> None:
