@@ -314,7 +314,7 @@ _DEFS: list[ConfigDef] = [
         "Open client connections at most; more are closed at accept.",
         min=1,
     ),
-    # issue 15 (wt-limits): idle, slowloris and non-reading connections
+    # ---- connections (issue 15): idle, slowloris and non-reading connections
     ConfigDef(
         "connections.max.idle.ms",
         _INT,
@@ -329,6 +329,23 @@ _DEFS: list[ConfigDef] = [
         limits.REQUEST_READ_TIMEOUT_MS_DEFAULT,
         _B,
         "A request frame must arrive whole this soon after its size; else the connection closes.",
+        min=1,
+    ),
+    # ---- client quotas (issue 15): the rate window of producer/consumer_byte_rate
+    ConfigDef(
+        "quota.window.num",
+        _INT,
+        11,
+        _B,
+        "Samples of a client quota's rate window (Kafka's default 11).",
+        min=1,
+    ),
+    ConfigDef(
+        "quota.window.size.seconds",
+        _INT,
+        1,
+        _B,
+        "Length of one sample of a client quota's rate window, in seconds.",
         min=1,
     ),
     ConfigDef(

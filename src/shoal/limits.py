@@ -16,7 +16,7 @@ CONNECTION_TURN_MS: Final = 2
 """A connection serving requests already in its buffer (nothing suspends between
 them) lets the event loop run others once it has served for this long (issue 14:
 a producer's pipelined requests no longer hold woken share fetches for 100s of ms)."""
-# issue 15 (wt-limits): idle, slow and non-reading connections
+# issue 15: idle, slow and non-reading connections
 CONNECTIONS_MAX_IDLE_MS_DEFAULT: Final = 600_000
 """Default for `connections.max.idle.ms` (Kafka's broker default): a connection with
 no request in hand and none written for this long is closed; so is one whose client
@@ -163,3 +163,13 @@ connections accepted after it."""
 SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
 """Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
 this closes the connection (logged)."""
+
+# ---- client quotas (issue 15: security/quota.py, server/quota_store.py)
+QUOTA_ENTITIES_MAX: Final = 10_000
+"""Quota entities (user / client-id combinations) the broker keeps at most; an
+AlterClientQuotas that would add one more gets INVALID_REQUEST for that entity."""
+QUOTA_SENSORS_MAX: Final = 100_000
+"""Live rate sensors per quota type; past this the idle ones (no bytes within the
+whole quota window, so a rate of 0) are dropped, and the oldest if none is idle."""
+QUOTA_FILE_BYTES_MAX: Final = 16 << 20
+"""A `client-quotas.json` larger than this is refused at start (corrupt or not ours)."""

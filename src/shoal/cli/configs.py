@@ -1,4 +1,4 @@
-"""`shoal configs`: SCRAM users, as Kafka's kafka-configs.sh manages them.
+"""`shoal configs`: SCRAM users and client quotas, as Kafka's kafka-configs.sh manages them.
 
   --alter --entity-type users --entity-name alice
       --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],
@@ -9,8 +9,12 @@
 `--add-config` salts the password here, on the client (32 random bytes of salt,
 4096 iterations unless given), and sends only the salted form. Describe prints
 `SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192`
-per user, as kafka-configs.sh does. Only `--entity-type users` with SCRAM configs is
-served (topic and broker configs are for later); exit 0 done, 1 failed, 2 bad usage.
+per user, as kafka-configs.sh does.
+
+Client quotas (`--entity-type clients`, or `users` with quota keys such as
+`producer_byte_rate`; both types together for a user and client-id entity): see
+cli/client_quotas.py. Describing users prints their quota configs, then their SCRAM
+credentials. Topic and broker configs are for later; exit 0 done, 1 failed, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import re
 from typing import IO, Any
 
+from shoal.cli import client_quotas
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
@@ -50,8 +55,21 @@ def add_parser(commands: Any) -> None:
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--alter", action="store_true", help="alter the entity's configs")
     action.add_argument("--describe", action="store_true", help="describe the entity's configs")
-    parser.add_argument("--entity-type", metavar="TYPE", help="users")
-    parser.add_argument("--entity-name", metavar="NAME")
+    parser.add_argument(
+        "--entity-type",
+        metavar="TYPE",
+        action="append",
+        choices=sorted(client_quotas.ENTITY_TYPES),
+        help="users or clients (both, in turn, for a user and client-id quota)",
+    )
+    parser.add_argument("--entity-name", metavar="NAME", dest="entity_names", action="append")
+    parser.add_argument(
+        "--entity-default",
+        dest="entity_names",
+        action="append_const",
+        const=None,
+        help="the default entity of the matching --entity-type (client quotas)",
+    )
     parser.add_argument("--add-config", metavar="CONFIGS")
     parser.add_argument("--delete-config", metavar="NAMES")
     parser.set_defaults(
@@ -70,8 +88,19 @@ def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
     if not (args.alter or args.describe):
         raise UsageError("Command must include exactly one action: --describe, --alter")
-    if args.entity_type != "users":
-        raise UsageError("--entity-type must be 'users' (the only entity type Shoal serves here)")
+    if not args.entity_type:
+        raise UsageError("--entity-type must be given (users or clients)")
+    if _quotas(args):
+        if args.alter:
+            if not args.add_config and not args.delete_config:
+                raise UsageError(
+                    "At least one of --add-config or --delete-config must be specified"
+                )
+            client_quotas.validate_alter(args)
+        else:
+            client_quotas.entity_of(args)
+        return
+    args.entity_name = (args.entity_names or [None])[0]
     if args.alter:
         if not args.entity_name:
             raise UsageError("--entity-name must be specified with --alter of users")
@@ -112,8 +141,26 @@ def parse_delete_config(text: str) -> list[str]:
     return names
 
 
+def _quotas(args: argparse.Namespace) -> bool:
+    """Client quotas rather than SCRAM credentials: clients, both entity types, or
+    users with quota keys (a SCRAM add is MECHANISM=[...], a quota add key=value)."""
+    if args.entity_type != ["users"]:
+        return True
+    if not args.alter:
+        return False
+    deletions = [n.strip() for n in (args.delete_config or "").split(",")]
+    return (bool(args.add_config) and "[" not in args.add_config) or any(
+        n in client_quotas.QUOTA_KEYS for n in deletions
+    )
+
+
 def _act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    if _quotas(args):
+        if args.alter:
+            return client_quotas.alter(client, args, out)
+        return client_quotas.describe(client, args, out)
     if args.describe:
+        client_quotas.describe(client, args, out)
         return _describe(client, args.entity_name, out)
     user = args.entity_name
     upsertions = [

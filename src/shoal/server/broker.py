@@ -53,6 +53,7 @@ from shoal.server.listeners import Listeners
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
+from shoal.server.quota_store import QuotaService
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.request_metrics import instrument
 from shoal.server.sasl import SaslService
@@ -180,6 +181,8 @@ class Broker:
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config)
+        # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
+        self.quotas = QuotaService.open(lambda: self.config)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
@@ -204,6 +207,7 @@ class Broker:
             acls=self.acls,
             sasl=SaslService(ScramStore(config.data_dir)),
             metrics=self.metrics,
+            quotas=self.quotas,
         )
         """What handlers are given (`ctx.services`)."""
         for collector in broker_collectors(
@@ -270,7 +274,7 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
-        # issue 15 (wt-limits): close idle, slowloris and non-reading connections
+        # issue 15: close idle, slowloris and non-reading connections
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(

@@ -104,6 +104,10 @@ async def serve_connection(
             info.busy = False
             if info.sasl is not None and info.sasl.failed:  # close after the answer
                 raise ConnectionClosed("SASL authentication failed")
+            if info.mute_ms > 0:  # client quotas (issue 15): KIP-219 channel muting
+                mute_s, info.mute_ms = info.mute_ms / 1000, 0
+                await asyncio.sleep(mute_s)
+                turn_started_ms = clock.monotonic_ms()
             now_ms = clock.monotonic_ms()
             if now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS:
                 await asyncio.sleep(0)  # let the loop run the others (module docstring)

@@ -33,7 +33,7 @@ class ConnectionInfo:
     """Who is on the other end: set by TLS client authentication or SASL."""
     sasl: SaslSession | None = None
     """The SASL authentication state on SASL listeners (server/sasl.py), else None."""
-    # issue 15 (wt-limits): deadlines checked by server/idle.py (monotonic ms)
+    # issue 15: deadlines checked by server/idle.py (monotonic ms)
     last_active_ms: int = 0
     """When the connection was accepted, last read a whole request or wrote a response."""
     frame_started_ms: int | None = None
@@ -42,3 +42,6 @@ class ConnectionInfo:
     """When the response being written started waiting for the client (None otherwise)."""
     close_reason: str | None = None
     """Why the broker closed the connection (set by the idle sweep, already logged)."""
+    mute_ms: int = 0
+    """Client quotas (issue 15): how long to read nothing more once the response in hand
+    is written (a throttled request, server/throttle.py); the connection loop resets it."""

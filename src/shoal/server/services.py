@@ -27,6 +27,8 @@ and handed to every connection:
     acls           the durable ACL set behind the StandardAuthorizer (server/acl_store.py);
                    None when no authorizer is configured (the ACL APIs answer
                    SECURITY_DISABLED)
+    quotas         client quotas and their byte rates (server/quota_store.py); None in
+                   tests without them
 
 Nothing here imports the broker, the registry or the connection, so `server/` has no
 import cycle; handlers do not notify anyone of log changes, the log announces them
@@ -48,6 +50,7 @@ from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_service import GroupService
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.purgatory import Purgatory
+from shoal.server.quota_store import QuotaService
 from shoal.server.sasl import SaslService
 from shoal.server.share_service import ShareService
 from shoal.server.state_linger import StateAppendLinger
@@ -108,3 +111,5 @@ class Services:
     authorizer: Authorizer = ALLOW_ALL
     acls: AclStore | None = None
     sasl: SaslService | None = None
+    quotas: QuotaService | None = None
+    """Client quotas (issue 15, server/quota_store.py); None in tests without them."""

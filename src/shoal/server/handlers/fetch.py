@@ -34,6 +34,7 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
+from shoal.server.throttle import fetch_bytes_max, fetch_throttle_ms
 
 API_KEY = 1
 _ZERO = datetime.timedelta(0)
@@ -72,7 +73,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
     deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)
-    max_bytes = int(request.max_bytes)
+    max_bytes = fetch_bytes_max(ctx, int(request.max_bytes))  # client quotas (issue 15)
     read_committed = int(request.isolation_level) == READ_COMMITTED
     denied: frozenset[str] = frozenset()
     if authz.enabled(ctx):
@@ -91,6 +92,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ):
             break
         await services.purgatory.wait(keys, timeout_ms=remaining_ms)
+    # client quotas (issue 15): a throttled fetch is answered empty, as Kafka does
+    throttle_ms = fetch_throttle_ms(ctx, total_bytes, unrecord_when_throttled=True)
+    if throttle_ms > 0:
+        return schema.response(
+            throttle_time=datetime.timedelta(milliseconds=throttle_ms),
+            error_code=ErrorCode.none,
+            session_id=0,
+            responses=(),
+        )
     return _response(schema, wanted, results, by_id, read_committed)
 
 

@@ -55,6 +55,7 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
+from shoal.server.throttle import produce_throttle_ms
 
 log = logging.getLogger(__name__)
 API_KEY = 0
@@ -109,9 +110,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topics.append(
             schema.make("TopicProduceResponse", name=name, partition_responses=tuple(responses))
         )
+    produced_bytes = sum(
+        len(p.records) for t in request.topic_data for p in t.partition_data if p.records
+    )
+    throttle_ms = produce_throttle_ms(ctx, produced_bytes)  # client quotas (issue 15)
     if acks == 0:
-        return None
-    return schema.response(responses=tuple(topics), throttle_time=_ZERO)
+        return None  # still muted when throttled, as Kafka does
+    return schema.response(
+        responses=tuple(topics), throttle_time=datetime.timedelta(milliseconds=throttle_ms)
+    )
 
 
 @dataclass(frozen=True, slots=True)

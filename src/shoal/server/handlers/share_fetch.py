@@ -40,6 +40,7 @@ from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabl
 from shoal.server.registry import api
 from shoal.server.share_responses import share_response
 from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
+from shoal.server.throttle import fetch_throttle_ms
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 
@@ -169,7 +170,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         data = _partition(schema, services.node.node_id, p)
         hint = hint or data.error_code in _LEADER_HINT_ERRORS
         by_topic.setdefault(p.partition.topic_id, []).append(data)
-    return share_response(
+    response = share_response(
         schema,
         services.node,
         listener_name=ctx.connection.listener_name,
@@ -178,6 +179,14 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         leader_hint=hint,
         lock_duration_ms=outcome.lock_duration_ms,
     )
+    # client quotas (issue 15): the records are acquired, so they go out even throttled
+    fetched_bytes = sum(len(p.records) for p in outcome.partitions if p.records)
+    throttle_ms = fetch_throttle_ms(ctx, fetched_bytes, unrecord_when_throttled=False)
+    if throttle_ms > 0:
+        response = dataclasses.replace(
+            response, throttle_time=datetime.timedelta(milliseconds=throttle_ms)
+        )
+    return response
 
 
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:

@@ -1,0 +1,303 @@
+"""Client quotas in the broker: the durable set (`client-quotas.json` in the data
+directory) and the rate managers Produce, Fetch and ShareFetch record into.
+
+Format: `{"version": 1, "quotas": [{"entity": [[type, name-or-null], ...],
+"values": {key: value}}, ...]}`, rewritten whole and atomically on each change with
+the one atomic-write helper (`log.fileio.write_atomic`), as acls.json is: quota sets
+are small (at most `limits.QUOTA_ENTITIES_MAX` entities) and change rarely, so a load
+is the replay and a crash leaves the old or the new set.
+
+Invariant: the live set equals the file's: `alter` writes the new set first and adopts
+it only once the write succeeded (a failed write raises OSError, nothing changes).
+
+Recording (the core is security/quota.py): `produce_throttle_ms` records a Produce
+request's record bytes against `producer_byte_rate`; `fetch_throttle_ms` records a
+response's record bytes against `consumer_byte_rate`; both return Kafka's throttle
+time. The window (`quota.window.num` x `quota.window.size.seconds`) is read from the
+live config at each call; a change starts the rates again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal import limits
+from shoal.config import BrokerConfig
+from shoal.log.fileio import read_file, write_atomic
+from shoal.security.quota import (
+    CONSUMER_BYTE_RATE,
+    ENTITY_TYPES,
+    PRODUCER_BYTE_RATE,
+    QUOTA_KEYS,
+    Entity,
+    QuotaManager,
+    resolve,
+)
+
+log = logging.getLogger(__name__)
+QUOTAS_FILE = "client-quotas.json"
+_FORMAT_VERSION = 1
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+"""DescribeClientQuotas' match types."""
+
+Quotas = dict[Entity, dict[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaOp:
+    key: str
+    value: float
+    remove: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MatchComponent:
+    entity_type: str
+    match_type: int
+    match: str | None
+
+
+class QuotaFile:
+    """`client-quotas.json` in a data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / QUOTAS_FILE
+
+    def load(self) -> Quotas:
+        data = read_file(self.path)
+        if data is None:
+            return {}
+        if len(data) > limits.QUOTA_FILE_BYTES_MAX:
+            raise OSError(f"{self.path} is larger than {limits.QUOTA_FILE_BYTES_MAX} bytes")
+        try:
+            document = json.loads(data)
+            if document["version"] != _FORMAT_VERSION:
+                raise ValueError(f"unsupported version {document['version']!r}")
+            quotas: Quotas = {}
+            for row in document["quotas"]:
+                entity = tuple((str(kind), name) for kind, name in row["entity"])
+                values = {str(k): float(v) for k, v in row["values"].items()}
+                problem = entity_problem(entity) or next(
+                    filter(None, (value_problem(k, v) for k, v in values.items())), None
+                )
+                if problem is not None:
+                    raise ValueError(problem)
+                quotas[entity] = values
+        except (ValueError, KeyError, TypeError) as exc:
+            raise OSError(f"{self.path} is unreadable: {exc}") from exc
+        return quotas
+
+    def save(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
+        rows = [
+            {"entity": [list(part) for part in entity], "values": dict(sorted(values.items()))}
+            for entity, values in sorted(quotas.items(), key=lambda item: repr(item[0]))
+        ]
+        document = {"version": _FORMAT_VERSION, "quotas": rows}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
+
+
+def entity_problem(entity: Entity) -> str | None:
+    """Why Kafka would refuse `entity` (INVALID_REQUEST), or None."""
+    if not entity:
+        return "Invalid empty client quota entity"
+    kinds = [kind for kind, _name in entity]
+    if len(set(kinds)) != len(kinds):
+        return f"Duplicate entity type in {entity}"
+    for kind, name in entity:
+        if kind not in ENTITY_TYPES:
+            return f"Unsupported client quota entity type {kind!r} (Shoal serves user, client-id)"
+        if name is not None and not name:
+            return f"Empty {kind} name: use the default (null) entity instead"
+    return None
+
+
+def value_problem(key: str, value: float) -> str | None:
+    if key not in QUOTA_KEYS:
+        return f"Invalid configuration key {key!r} (Shoal enforces {', '.join(QUOTA_KEYS)})"
+    if not math.isfinite(value) or value != int(value):
+        return f"Configuration {key} must be a whole number"
+    if value <= 0:
+        return f"Configuration {key} must be positive"
+    return None
+
+
+def _normalized(entity: Entity) -> Entity:
+    return tuple(sorted(entity, key=lambda part: part[0]))
+
+
+class QuotaService:
+    """The one owner of the quota set and the byte-rate managers."""
+
+    def __init__(
+        self,
+        *,
+        file: QuotaFile,
+        config: Callable[[], BrokerConfig],
+        entities_max: int = limits.QUOTA_ENTITIES_MAX,
+    ) -> None:
+        self.file = file
+        self.config = config
+        self.entities_max = entities_max
+        self.quotas: Quotas = file.load()
+        num, window_ms = self._window()
+        self.produce = QuotaManager(key=PRODUCER_BYTE_RATE, window_num=num, window_ms=window_ms)
+        self.fetch = QuotaManager(key=CONSUMER_BYTE_RATE, window_num=num, window_ms=window_ms)
+        self._throttled: set[tuple[str, str, str]] = set()
+        """(kind, user, client-id) being throttled, for the start/stop log lines."""
+        if self.quotas:
+            log.info("client quotas: %d entities loaded from %s", len(self.quotas), file.path)
+
+    @classmethod
+    def open(cls, config: Callable[[], BrokerConfig]) -> QuotaService:
+        return cls(file=QuotaFile(config().data_dir), config=config)
+
+    def _window(self) -> tuple[int, int]:
+        config = self.config()
+        return (
+            config.get_int("quota.window.num"),
+            config.get_int("quota.window.size.seconds") * 1000,
+        )
+
+    # ---- recording
+    def mark_throttled(self, key: tuple[str, str, str], *, throttled: bool) -> bool:
+        """Note that `key` is (or is no longer) throttled; True when that is a change.
+        At most `limits.QUOTA_SENSORS_MAX` are remembered (then forgotten at once)."""
+        if throttled == (key in self._throttled):
+            return False
+        if throttled:
+            if len(self._throttled) >= limits.QUOTA_SENSORS_MAX:
+                self._throttled.clear()
+            self._throttled.add(key)
+        else:
+            self._throttled.discard(key)
+        return True
+
+    def produce_throttle_ms(self, *, user: str, client_id: str, size: int, now_ms: int) -> int:
+        return self._record(self.produce, user=user, client_id=client_id, size=size, now_ms=now_ms)
+
+    def fetch_throttle_ms(self, *, user: str, client_id: str, size: int, now_ms: int) -> int:
+        return self._record(self.fetch, user=user, client_id=client_id, size=size, now_ms=now_ms)
+
+    def fetch_bytes_max(self, *, user: str, client_id: str) -> int | None:
+        """The most a fetch may return (Kafka's `getMaxValueInQuotaWindow`: the quota
+        times the window less one sample), so a fetch never outgrows its own quota and
+        is answered empty for ever; None without a consumer quota."""
+        if not self.quotas:
+            return None
+        quota = resolve(self.quotas, key=CONSUMER_BYTE_RATE, user=user, client_id=client_id)
+        if quota is None:
+            return None
+        num, window_ms = self._window()
+        return max(1, int(quota.bound * max(num - 1, 1) * window_ms / 1000))
+
+    def fetch_unrecord(self, *, user: str, client_id: str, size: int, now_ms: int) -> None:
+        if self.quotas:
+            quota = resolve(self.quotas, key=self.fetch.key, user=user, client_id=client_id)
+            self.fetch.unrecord(quota, size, now_ms=now_ms)
+
+    def _record(
+        self, manager: QuotaManager, *, user: str, client_id: str, size: int, now_ms: int
+    ) -> int:
+        if not self.quotas:  # the common case: nothing to look up
+            return 0
+        num, window_ms = self._window()
+        manager.configure_window(window_num=num, window_ms=window_ms)
+        quota = resolve(self.quotas, key=manager.key, user=user, client_id=client_id)
+        return manager.record_and_throttle_ms(quota, size, now_ms=now_ms)
+
+    # ---- DescribeClientQuotas / AlterClientQuotas
+    def describe(
+        self, components: Sequence[MatchComponent], *, strict: bool
+    ) -> list[tuple[Entity, dict[str, float]]]:
+        """The entities the filter matches (each component valid: `filter_problem`)."""
+        found = []
+        for entity, values in sorted(self.quotas.items(), key=lambda item: repr(item[0])):
+            names = dict(entity)
+            if strict and len(names) != len(components):
+                continue
+            if all(_matches(c, names) for c in components):
+                found.append((entity, dict(values)))
+        return found
+
+    def alter(
+        self, entries: Sequence[tuple[Entity, Sequence[QuotaOp]]], *, validate_only: bool
+    ) -> list[str | None]:
+        """Apply each entry's ops (each entry alone: a refused one changes nothing);
+        per entry None or the INVALID_REQUEST message. Raises OSError (nothing
+        changed) when the new set cannot be written."""
+        new: Quotas = {entity: dict(values) for entity, values in self.quotas.items()}
+        problems: list[str | None] = []
+        for raw_entity, ops in entries:
+            entity = _normalized(raw_entity)
+            problem = entity_problem(entity) or _ops_problem(ops)
+            values = dict(new.get(entity, {}))
+            for op in ops:
+                if op.remove:
+                    values.pop(op.key, None)
+                else:
+                    values[op.key] = op.value
+            if problem is None and entity not in new and values and len(new) >= self.entities_max:
+                problem = f"Too many quota entities: the broker keeps at most {self.entities_max}"
+            problems.append(problem)
+            if problem is not None:
+                continue
+            if values:
+                new[entity] = values
+            else:
+                new.pop(entity, None)
+        if not validate_only and new != self.quotas:
+            self.file.save(new)
+            changed = [e for e in set(new) | set(self.quotas) if new.get(e) != self.quotas.get(e)]
+            self.quotas = new
+            log.info("client quotas altered: %s", "; ".join(_describe(e, new) for e in changed))
+        return problems
+
+
+def _describe(entity: Entity, quotas: Quotas) -> str:
+    names = ",".join(f"{kind}={'<default>' if name is None else name}" for kind, name in entity)
+    return f"{names} -> {quotas.get(entity, 'removed')}"
+
+
+def _ops_problem(ops: Sequence[QuotaOp]) -> str | None:
+    keys = [op.key for op in ops]
+    if len(set(keys)) != len(keys):
+        return "Duplicate quota key in one entity's ops"
+    for op in ops:
+        if op.remove:
+            if op.key not in QUOTA_KEYS:
+                return f"Invalid configuration key {op.key!r}"
+        elif (problem := value_problem(op.key, op.value)) is not None:
+            return problem
+    return None
+
+
+def filter_problem(components: Sequence[MatchComponent]) -> str | None:
+    """Why Kafka would refuse a DescribeClientQuotas filter (INVALID_REQUEST), or None."""
+    kinds = [c.entity_type for c in components]
+    if len(set(kinds)) != len(kinds):
+        return "Duplicate entity type in the filter"
+    for c in components:
+        if c.entity_type not in ENTITY_TYPES:
+            return f"Unsupported client quota entity type {c.entity_type!r}"
+        if c.match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
+            return f"Unknown match type {c.match_type}"
+        if c.match_type == MATCH_EXACT and c.match is None:
+            return "An exact match needs a name"
+    return None
+
+
+def _matches(component: MatchComponent, names: Mapping[str, str | None]) -> bool:
+    if component.entity_type not in names:
+        return False
+    name = names[component.entity_type]
+    if component.match_type == MATCH_EXACT:
+        return name == component.match
+    if component.match_type == MATCH_DEFAULT:
+        return name is None
+    return True

@@ -1,0 +1,127 @@
+"""The durable client quota set (client-quotas.json) and the service Produce, Fetch and
+ShareFetch record into: alter and describe semantics, durability, the limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shoal.config import BrokerConfig
+from shoal.security.quota import entity
+from shoal.server.quota_store import (
+    MATCH_ANY,
+    MATCH_DEFAULT,
+    MATCH_EXACT,
+    MatchComponent,
+    QuotaFile,
+    QuotaOp,
+    QuotaService,
+)
+
+P, C = "producer_byte_rate", "consumer_byte_rate"
+
+
+def service(tmp_path: Path, *extra: tuple[str, str], entities_max: int = 100) -> QuotaService:
+    config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **dict(extra)})
+    return QuotaService(file=QuotaFile(tmp_path), config=lambda: config, entities_max=entities_max)
+
+
+def put(key: str, value: float) -> QuotaOp:
+    return QuotaOp(key, value, False)
+
+
+def test_alter_is_durable_and_reloaded(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    app = entity(client_id="app")
+    both = (("user", "alice"), ("client-id", None))  # any order on the wire
+    assert quotas.alter([(app, [put(P, 100)]), (both, [put(C, 5)])], validate_only=False) == [
+        None,
+        None,
+    ]
+    again = service(tmp_path)
+    assert again.quotas == {app: {P: 100.0}, entity(user="alice", client_id=None): {C: 5.0}}
+    assert again.alter([(app, [QuotaOp(P, 0, True)])], validate_only=False) == [None]
+    assert app not in service(tmp_path).quotas
+
+
+def test_describe_matches_exact_default_any_and_strict(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    named, default = entity(client_id="a"), entity(client_id=None)
+    user_client = entity(user="u", client_id="a")
+    quotas.alter([(e, [put(P, 1)]) for e in (named, default, user_client)], validate_only=False)
+
+    def found(*components: MatchComponent, strict: bool = False) -> set[object]:
+        return {e for e, _values in quotas.describe(components, strict=strict)}
+
+    assert found(MatchComponent("client-id", MATCH_EXACT, "a")) == {named, user_client}
+    assert found(MatchComponent("client-id", MATCH_EXACT, "a"), strict=True) == {named}
+    assert found(MatchComponent("client-id", MATCH_DEFAULT, None)) == {default}
+    assert found(MatchComponent("client-id", MATCH_ANY, None), strict=True) == {named, default}
+    assert found(MatchComponent("user", MATCH_ANY, None)) == {user_client}
+    assert found() == {named, default, user_client}
+
+
+def test_a_refused_entry_changes_nothing_and_the_others_apply(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    problems = quotas.alter(
+        [
+            (entity(client_id="x"), [put(P, 10), put("request_percentage", 5)]),
+            (entity(client_id="y"), [put(P, 10)]),
+        ],
+        validate_only=False,
+    )
+    assert problems[0] is not None and "request_percentage" in problems[0]
+    assert problems[1] is None
+    assert set(quotas.quotas) == {entity(client_id="y")}
+
+
+def test_validate_only_writes_nothing(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    assert quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=True) == [None]
+    assert quotas.quotas == {} and not (tmp_path / "client-quotas.json").exists()
+
+
+def test_the_entity_limit(tmp_path: Path) -> None:
+    quotas = service(tmp_path, entities_max=2)
+    problems = quotas.alter(
+        [(entity(client_id=name), [put(P, 1)]) for name in ("a", "b", "c")], validate_only=False
+    )
+    assert problems[:2] == [None, None]
+    assert problems[2] is not None and "Too many quota entities" in problems[2]
+    # changing an existing entity is not a new one
+    assert quotas.alter([(entity(client_id="a"), [put(C, 1)])], validate_only=False) == [None]
+
+
+def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    (tmp_path / "client-quotas.json").mkdir()  # the rename onto it fails
+    with pytest.raises(OSError):
+        quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=False)
+    assert quotas.quotas == {}
+
+
+def test_unreadable_and_oversized_files_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "client-quotas.json"
+    path.write_text('{"version": 1, "quotas": [{"entity": [["ip", "1.2.3.4"]], "values": {}}]}')
+    with pytest.raises(OSError, match="unreadable"):
+        QuotaFile(tmp_path).load()
+    path.write_text('{"version": 1, "quotas": []}')
+    monkeypatch.setattr("shoal.limits.QUOTA_FILE_BYTES_MAX", path.stat().st_size - 1)
+    with pytest.raises(OSError, match="larger than"):
+        QuotaFile(tmp_path).load()
+
+
+def test_recording_uses_the_configured_window(tmp_path: Path) -> None:
+    quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
+    quotas.alter([(entity(client_id="app"), [put(P, 1000), put(C, 500)])], validate_only=False)
+    # 3000 bytes over the 1 s minimum window: 3000 B/s, (3000 - 1000) / 1000 * 1000 ms
+    assert quotas.produce_throttle_ms(user="u", client_id="app", size=3000, now_ms=0) == 2000
+    assert quotas.produce_throttle_ms(user="u", client_id="other", size=10**9, now_ms=0) == 0
+    assert quotas.fetch_bytes_max(user="u", client_id="app") == 500
+    assert quotas.fetch_bytes_max(user="u", client_id="other") is None
+    assert quotas.fetch_throttle_ms(user="u", client_id="app", size=1000, now_ms=0) == 1000
+    quotas.fetch_unrecord(user="u", client_id="app", size=1000, now_ms=0)
+    assert quotas.fetch_throttle_ms(user="u", client_id="app", size=500, now_ms=0) == 0
