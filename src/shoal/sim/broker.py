@@ -56,7 +56,9 @@ STATE_LOG_CONFIG = {"segment.bytes": 16 * 1024}
 _TIMESTAMP = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
 
 
-def produced_batch(*, base_sequence: int, count: int, first_value: int) -> bytes:
+def produced_batch(
+    *, base_sequence: int, count: int, first_value: int, producer_epoch: int = 0
+) -> bytes:
     """One idempotent record batch of `count` records whose values are their numbers."""
     records = tuple(
         Record(
@@ -71,7 +73,7 @@ def produced_batch(*, base_sequence: int, count: int, first_value: int) -> bytes
     )
     batch = NewRecordBatch(
         producer_id=i64(PRODUCER_ID),
-        producer_epoch=i16(0),
+        producer_epoch=i16(producer_epoch),
         partition_leader_epoch=i32(0),
         base_sequence=i32(base_sequence),
         records=records,
@@ -84,12 +86,18 @@ def produced_batch(*, base_sequence: int, count: int, first_value: int) -> bytes
 
 class CrashingPersister:
     """The share coordinator as the manager's `Persister`, with crash points around
-    each state write (the write path is where records land before an answer)."""
+    each state write (the write path is where records land before an answer).
+    `around_write` is told before and after each call that may append records."""
 
-    def __init__(self, coordinator: ShareCoordinator, faults: Faults, on_write: Callable[[], None]):
+    def __init__(
+        self,
+        coordinator: ShareCoordinator,
+        faults: Faults,
+        around_write: Callable[[bool], None],
+    ) -> None:
         self.coordinator = coordinator
         self._faults = faults
-        self._on_write = on_write
+        self._around_write = around_write
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
@@ -99,12 +107,17 @@ class CrashingPersister:
         )
 
     def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ReadResult:
-        return self.coordinator.read(key=key, leader_epoch=leader_epoch)
+        """A read records a raised leader epoch: a write like any other."""
+        self._around_write(False)
+        result = self.coordinator.read(key=key, leader_epoch=leader_epoch)
+        self._around_write(True)
+        return result
 
     def write(self, *, write: StateWrite) -> ErrorCode | None:
         self._faults.crash_point("crash_before_state_write")
+        self._around_write(False)
         error = self.coordinator.write(write=write)
-        self._on_write()
+        self._around_write(True)
         self._faults.crash_point("crash_after_state_write")
         return error
 
@@ -140,7 +153,7 @@ class Broker:
             directory=directory / "__share_group_state-0", config=STATE_LOG_CONFIG, clock=clock
         )
         self.coordinator = self.load_coordinator()
-        self.persister = CrashingPersister(self.coordinator, faults, self._state_written)
+        self.persister = CrashingPersister(self.coordinator, faults, self._around_state_write)
         self.manager = SharePartitionManager(
             clock=clock,
             persister=self.persister,
@@ -169,13 +182,15 @@ class Broker:
             return ErrorCode.unknown_topic_or_partition
         return self.data_log
 
-    def _state_written(self) -> None:
-        end = self.state_log.log_end_offset
-        if end != self._state_end:
-            self.last_write = "state"
-            self.last_write_bytes = self.state_log.size_bytes - self._state_size
-        self._state_end = end
-        self._state_size = self.state_log.size_bytes
+    def _around_state_write(self, done: bool) -> None:
+        if not done:
+            self._state_end = self.state_log.log_end_offset
+            self._state_size = self.state_log.size_bytes
+            return
+        if self.state_log.log_end_offset == self._state_end:
+            return
+        self.last_write = "state"
+        self.last_write_bytes = self.state_log.size_bytes - self._state_size
         self.states_after_writes.append(dict(self.coordinator.shard(0).states))
 
     def append(self, records: bytes) -> AppendResult:

@@ -80,6 +80,7 @@ class World:
         error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
         assert error is None, error
         self.checker = Checker(self)
+        self.checker.check_step()
 
     def note(self, text: str) -> None:
         line = f"[{self.step:4d} t={self.clock.monotonic_ms():>8d}] {text}"
