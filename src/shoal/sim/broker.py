@@ -127,6 +127,9 @@ class CrashingPersister:
     def read_summary(self, *, key: SharePartitionKey, leader_epoch: int) -> StateSummary:
         return self.coordinator.read_summary(key=key, leader_epoch=leader_epoch)
 
+    def partitions_with_state(self, *, group_id: str, topic_id: uuid.UUID) -> tuple[int, ...]:
+        return self.coordinator.partitions_with_state(group_id=group_id, topic_id=topic_id)
+
 
 class Broker:
     """One incarnation of the simulated broker (a process lifetime)."""

@@ -128,7 +128,9 @@ class World:
 
     # ---- responses
 
-    def _respond(self, what: str, deliver: Callable[[], None], *, retry: Callable[[], None]) -> None:
+    def _respond(
+        self, what: str, deliver: Callable[[], None], *, retry: Callable[[], None]
+    ) -> None:
         """Send a response: on time, late (slow disk), or lost (the client retries)."""
         if self.faults.fires("lost_response"):
             self.note(f"  lost response: {what}")
