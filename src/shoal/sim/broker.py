@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import io
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kio.records.schema import NewRecordBatch, Record
@@ -22,6 +22,7 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal.clock import ManualClock
 from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.runtime import RecordSinkUnavailable
 from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
@@ -36,7 +37,7 @@ from shoal.share.persister import (
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 from shoal.share_coordinator import ShareCoordinator
-from shoal.share_coordinator.records import CODEC
+from shoal.share_coordinator.records import CODEC, ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings
 from shoal.share_coordinator.shard import KeyState
 from shoal.sim.faults import Faults
@@ -82,6 +83,20 @@ def produced_batch(
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
     return buffer.getvalue()
+
+
+class FailingSink:
+    """The state log's sink, failing an append when the `state_append_fails` fault
+    fires (a storage error: the coordinator answers COORDINATOR_NOT_AVAILABLE)."""
+
+    def __init__(self, sink: LogRecordSink[ShareCoordinatorRecord], faults: Faults) -> None:
+        self._sink = sink
+        self._faults = faults
+
+    def append(self, records: Sequence[ShareCoordinatorRecord], /) -> int:
+        if self._faults.fires("state_append_fails"):
+            raise RecordSinkUnavailable("simulated storage error")
+        return self._sink.append(records)
 
 
 class CrashingPersister:
@@ -155,6 +170,7 @@ class Broker:
         self.state_log = PartitionLog.open(
             directory=directory / "__share_group_state-0", config=STATE_LOG_CONFIG, clock=clock
         )
+        self._faults = faults
         self.coordinator = self.load_coordinator()
         self.persister = CrashingPersister(self.coordinator, faults, self._around_state_write)
         self.manager = SharePartitionManager(
@@ -169,7 +185,10 @@ class Broker:
 
     def load_coordinator(self) -> ShareCoordinator:
         """A share coordinator rebuilt from the state log (as at start-up)."""
-        sink = LogRecordSink(log=self.state_log, encode=CODEC.encode, clock=self.clock)
+        sink = FailingSink(
+            LogRecordSink(log=self.state_log, encode=CODEC.encode, clock=self.clock),
+            self._faults,
+        )
         coordinator = ShareCoordinator(
             sink_for=lambda _partition: sink,
             clock=self.clock,

@@ -36,12 +36,14 @@ class FaultRates:
     """At a quiet point between operations (drawn on the world's rare crash step)."""
     clock_jump: float = 0.1
     """A clock advance of one minute to an hour instead of a few seconds."""
+    state_append_fails: float = 0.03
+    """A `__share_group_state` append fails (storage error): nothing is written."""
     lost_response: float = 0.05
     late_response: float = 0.1
     """Slow disk: the response comes back after later operations ran."""
 
 
-NO_FAULTS = FaultRates(*([0.0] * 8))
+NO_FAULTS = FaultRates(*([0.0] * 9))
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ REJECTed offsets whose answer arrived) and the checks against the broker:
 - acquisition: every acquired range has a delivery count within
   `group.share.delivery.count.limit`, lies below the log end, and holds no offset
   whose ACCEPT or REJECT was confirmed (a confirmed record is never delivered again);
+- persisted delivery counts are within the limit too;
 - durability: every confirmed ACCEPT / REJECT is terminal in the share-partition and
   in the share coordinator's state (or below its start offset);
 - the SPSO never moves back within a process lifetime, nor below the durable start
@@ -177,6 +178,14 @@ class Checker:
                     sp.start_offset >= durable.start_offset,
                     "the live SPSO is at or past the durable one",
                     (sp.start_offset, durable.start_offset),
+                )
+        if durable is not None:
+            limit = self.world.share_config.delivery_count_limit
+            for batch in durable.state_batches:
+                _require(
+                    batch.delivery_count <= limit,
+                    "a persisted delivery count within the limit",
+                    (batch, limit),
                 )
         live_states = {} if sp is None else _live_states(sp.in_flight(), sp.start_offset)
         for offset in sorted(self.confirmed_terminal):

@@ -77,8 +77,10 @@ class World:
         self.step = 0
         self.crashes = 0
         self.broker = self._start()
+        self.faults.enabled = False
         error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
         assert error is None, error
+        self.faults.enabled = True
         self.checker = Checker(self)
         self.checker.check_step()
 
