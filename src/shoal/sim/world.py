@@ -35,8 +35,8 @@ class Producer:
     next_sequence: int = 0
     in_flight: tuple[int, int] | None = None
     """(base sequence, count) sent and not yet answered."""
-    acked: set[int] = field(default_factory=set)
-    """Sequences the producer was told are written."""
+    acked: dict[int, int] = field(default_factory=dict)
+    """Sequence -> offset, for the records the producer was told are written."""
 
 
 @dataclass(slots=True)
@@ -117,6 +117,7 @@ class World:
             (5, self.acknowledge),
             (2, self.advance_clock),
             (1, self.close_session),
+            (1, self.delete_records),
             (1, self.crash_now),
         ]
         op = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])[0]
@@ -174,7 +175,8 @@ class World:
 
         def deliver() -> None:
             if producer.in_flight == sent:
-                producer.acked.update(range(sequence, sequence + count))
+                for index in range(count):
+                    producer.acked[sequence + index] = result.base_offset + index
                 producer.in_flight = None
 
         self._respond(f"produce seq {sequence}+{count}", deliver, retry=self._send_produce)
@@ -239,6 +241,16 @@ class World:
         self.note(f"close session {name}: its records are released")
         self.members[name].held.clear()
         self.broker.manager.release(group_id=GROUP, member_id=name, partitions=[TP])
+
+    def delete_records(self) -> None:
+        """DeleteRecords: the log start moves up; share-partitions follow it."""
+        log = self.broker.data_log
+        target = min(log.log_end_offset, log.log_start_offset + self.rng.randint(1, 10))
+        start = log.delete_records_before(target)
+        self.note(f"delete records before {target}: log start offset {start}")
+        self.broker.manager.on_log_start_offset(
+            topic_id=TP.topic_id, partition=TP.partition, log_start_offset=start
+        )
 
     # ---- time
 
