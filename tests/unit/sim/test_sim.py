@@ -107,7 +107,10 @@ def test_an_acked_record_missing_from_the_log_is_caught(tmp_path: Path) -> None:
 def test_a_record_written_twice_is_caught(tmp_path: Path) -> None:
     """A new producer epoch restarts sequences at 0: the log takes the batch, and the
     sequences it carries are then in the log twice."""
-    world = _quiet_world(tmp_path)
+    world = World(seed=3, directory=tmp_path, rates=NO_FAULTS)
+    for _ in range(3):
+        world.produce()
+    world.checker.check_step()
     world.broker.append(produced_batch(base_sequence=0, count=1, first_value=0, producer_epoch=1))
     with pytest.raises(InvariantViolated, match="in the log once"):
         world.checker.check_step()
