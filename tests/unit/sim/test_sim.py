@@ -3,6 +3,7 @@ replays exactly, and each invariant checker fires when the broker breaks it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
+from shoal.share.acquire import AcquiredRecords
+from shoal.sim.__main__ import main
 from shoal.sim.broker import GROUP, KEY, TP, produced_batch
 from shoal.sim.faults import NO_FAULTS
 from shoal.sim.invariants import InvariantViolated
@@ -114,3 +117,36 @@ def test_a_record_written_twice_is_caught(tmp_path: Path) -> None:
     world.broker.append(produced_batch(base_sequence=0, count=1, first_value=0, producer_epoch=1))
     with pytest.raises(InvariantViolated, match="in the log once"):
         world.checker.check_step()
+
+
+def test_a_delivery_count_above_the_limit_is_caught(tmp_path: Path) -> None:
+    world = World(seed=3, directory=tmp_path, rates=NO_FAULTS)
+    world.produce()
+    limit = world.share_config.delivery_count_limit
+    world.checker.check_acquired([AcquiredRecords(0, 0, limit)])
+    with pytest.raises(InvariantViolated, match="delivery count within the limit"):
+        world.checker.check_acquired([AcquiredRecords(0, 0, limit + 1)])
+
+
+def test_an_spso_moving_back_is_caught(tmp_path: Path) -> None:
+    world = _quiet_world(tmp_path)
+    sp = world.broker.manager.get(KEY)
+    assert sp is not None
+    world.checker.spso = sp.start_offset + 1
+    with pytest.raises(InvariantViolated, match="the SPSO never moves back"):
+        world.checker.check_step()
+
+
+def test_the_command_line_writes_its_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "sim.json"
+    assert main(["--seeds", "3", "--first", "1", "--json", str(path)]) == 0
+    figures = json.loads(path.read_text())
+    assert figures["seeds"] == 3
+    assert figures["failed_seeds"] == []
+    assert figures["faults_total"] == sum(figures["faults"].values()) > 0
+    assert figures["checks"]["replay equals live"] > 0
+    assert main(["--seed", "1", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "CRASH" in out and "seed 1: ok" in out
