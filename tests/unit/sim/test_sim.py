@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.persister import StateWrite
+from shoal.share_coordinator import ShareCoordinator
 from shoal.sim.__main__ import main
 from shoal.sim.broker import GROUP, KEY, TP, produced_batch
 from shoal.sim.faults import NO_FAULTS
@@ -150,3 +153,20 @@ def test_the_command_line_writes_its_figures(
     assert main(["--seed", "1", "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "CRASH" in out and "seed 1: ok" in out
+
+
+def test_a_coordinator_that_drops_writes_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share coordinator answering success for a write it never made: the simulation
+    finds it within a few seeds (the checkers are not vacuous end to end)."""
+    honest = ShareCoordinator.write
+    calls = [0]
+
+    def lying(self: ShareCoordinator, *, write: StateWrite) -> ErrorCode | None:
+        calls[0] += 1
+        if calls[0] % 3 == 0:
+            return None
+        return honest(self, write=write)
+
+    monkeypatch.setattr(ShareCoordinator, "write", lying)
+    violations = [run_seed(seed).violation for seed in range(10)]
+    assert any(v is not None for v in violations), violations
