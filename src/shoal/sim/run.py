@@ -71,6 +71,8 @@ def run_seed(
             except InvariantViolated as exc:
                 violation = str(exc)
                 world.note(f"VIOLATED {violation}")
+            finally:
+                world.broker.crash()  # let go of the files (abandon both logs)
         finally:
             quiet.setLevel(level)
         return SeedResult(
