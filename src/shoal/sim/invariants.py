@@ -84,11 +84,14 @@ class Checker:
 
     # ---- hooks the world calls
 
-    def confirmed(self, batches: Sequence[AckBatch]) -> None:
+    def confirmed(self, batches: Sequence[AckBatch], *, at_or_above: int = 0) -> None:
+        """A successful answer to `batches` reached the client; offsets below
+        `at_or_above` (the SPSO when the ack was made) were acked silently, with no
+        promise."""
         for batch in batches:
             if batch.types[0] in CONFIRMED_TYPES:
                 name = AcknowledgeType(batch.types[0]).name
-                for offset in range(batch.first_offset, batch.last_offset + 1):
+                for offset in range(max(at_or_above, batch.first_offset), batch.last_offset + 1):
                     self.confirmed_terminal[offset] = name
 
     def check_acquired(self, acquired: Sequence[AcquiredRecords]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shoal.clock import ManualClock
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
 from shoal.share.settings import SharePartitionConfig
@@ -224,6 +225,10 @@ class World:
         self._send_ack(name, batches)
 
     def _send_ack(self, name: str, batches: list[AckBatch]) -> None:
+        # Acks below the SPSO succeed silently (share-partition.md §8): nothing is
+        # promised for those offsets, so only the ones at or above it are confirmed.
+        loaded = self.broker.manager.load(KEY)
+        spso = None if isinstance(loaded, ErrorCode) else loaded.start_offset
         answer = self.broker.manager.acknowledge(
             group_id=GROUP, member_id=name, partition=TP, batches=batches
         )
@@ -231,8 +236,8 @@ class World:
         self.note(f"ack {name} {shown}: error={answer.error}")
 
         def deliver() -> None:
-            if answer.error is None:
-                self.checker.confirmed(batches)
+            if answer.error is None and spso is not None:
+                self.checker.confirmed(batches, at_or_above=spso)
 
         self._respond(f"ack {name} {shown}", deliver, retry=lambda: self._send_ack(name, batches))
 

@@ -12,6 +12,18 @@ REGRESSION_SEEDS = {
     "simulator tore into the read's record (harness bug: reads that append were not "
     "tracked as writes)",
     299: "the same, with the torn write in the first step after a crash",
+    741: "a lock expiry archived records at the delivery limit, its state write failed "
+    "(the transition stands) and the SPSO passed them in memory; the member's late "
+    "ACCEPT of them succeeded silently (below the SPSO, share-partition.md §8) and the "
+    "checker took it for a promise (checker bug: acks below the SPSO promise nothing)",
+    798: "the same (found by the 10,000-seed run, as were the next ones)",
+    2204: "the same",
+    3150: "the same",
+    4022: "the same",
+    4830: "the same",
+    5394: "the same",
+    8678: "the same",
+    9001: "the same",
 }
 
 
