@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"protocol", "security"},
     "cli": {"client", "server", "protocol", "security"},
     "spark": {"client", "protocol", "security"},
+    # Deterministic simulation (issue 15): drives the cores and the log, never the server.
+    "sim": {"share", "share_coordinator", "coordinator", "log", "protocol"},
 }
 CORES = [
     "protocol",
@@ -51,6 +53,7 @@ CORES = [
     "group",
     "txn",
     "security",
+    "sim",
 ]
 CLIENT_DRIVERS = {"sync.py", "aio.py", "share_runner.py", "share_thread.py"}
 """The client's only modules with I/O; the rest of `client/` is its sans-I/O core."""

@@ -1,0 +1,70 @@
+"""The seeded fault plan of one simulation run.
+
+Owns: the probabilities of each fault, the draws that decide whether a fault fires
+(all from the run's one `random.Random`), and the count of faults injected per kind.
+`SimCrash` is the simulated process dying: raised at a crash point, it unwinds the
+core operation in progress; the world then drops every in-memory structure.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+class SimCrash(Exception):
+    """The simulated broker process died at this point."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(point)
+        self.point = point
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRates:
+    """Probability of each fault at each chance it has to fire."""
+
+    crash_before_state_write: float = 0.01
+    crash_after_state_write: float = 0.03
+    """State records written, the response not sent."""
+    crash_after_append: float = 0.05
+    """A produced batch appended, the produce response not sent."""
+    torn_write: float = 0.5
+    """When a crash follows a write, the share of crashes that tear its batch."""
+    crash_idle: float = 0.5
+    """At a quiet point between operations (drawn on the world's rare crash step)."""
+    clock_jump: float = 0.1
+    """A clock advance of one minute to an hour instead of a few seconds."""
+    state_append_fails: float = 0.03
+    """A `__share_group_state` append fails (storage error): nothing is written."""
+    lost_response: float = 0.05
+    late_response: float = 0.1
+    """Slow disk: the response comes back after later operations ran."""
+
+
+NO_FAULTS = FaultRates(*([0.0] * 9))
+
+
+@dataclass(slots=True)
+class Faults:
+    """Draws faults from `rng` at the given rates and counts the ones that fired."""
+
+    rng: random.Random
+    rates: FaultRates = field(default_factory=FaultRates)
+    injected: Counter[str] = field(default_factory=Counter)
+    enabled: bool = True
+
+    def fires(self, kind: str) -> bool:
+        rate: float = getattr(self.rates, kind)
+        if not self.enabled or rate <= 0.0:
+            return False
+        if self.rng.random() >= rate:
+            return False
+        self.injected[kind] += 1
+        return True
+
+    def crash_point(self, kind: str) -> None:
+        """Raise `SimCrash` here if the `kind` crash fires."""
+        if self.fires(kind):
+            raise SimCrash(kind)

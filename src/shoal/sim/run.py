@@ -1,0 +1,86 @@
+"""Running seeds: one seed in a fresh directory, or many with figures.
+
+Owns: the directory of a run (a temporary one, removed afterwards), the result of
+one seed (`SeedResult`: steps, faults injected, checks, crashes, the schedule, the
+violation if any) and the totals over many (`Summary`, written as JSON by
+`python -m shoal.sim`).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shoal.sim.faults import FaultRates
+from shoal.sim.invariants import InvariantViolated
+from shoal.sim.world import World
+
+STEPS_DEFAULT = 60
+
+
+@dataclass(slots=True)
+class SeedResult:
+    seed: int
+    steps: int
+    crashes: int
+    faults: Counter[str]
+    checks: Counter[str]
+    schedule: list[str]
+    violation: str | None = None
+
+
+@dataclass(slots=True)
+class Summary:
+    seeds: int = 0
+    failed: list[int] = field(default_factory=list)
+    crashes: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    checks: Counter[str] = field(default_factory=Counter)
+
+    def add(self, result: SeedResult) -> None:
+        self.seeds += 1
+        self.crashes += result.crashes
+        self.faults.update(result.faults)
+        self.checks.update(result.checks)
+        if result.violation is not None:
+            self.failed.append(result.seed)
+
+
+def run_seed(
+    seed: int,
+    *,
+    steps: int = STEPS_DEFAULT,
+    rates: FaultRates | None = None,
+    verbose: bool = False,
+) -> SeedResult:
+    """Simulate `seed` for `steps` operations then drain; never raises for a
+    violated invariant (it is in the result), other exceptions propagate."""
+    with tempfile.TemporaryDirectory(prefix=f"shoal-sim-{seed}-") as name:
+        quiet = logging.getLogger("shoal")
+        level = quiet.level
+        if not verbose:
+            quiet.setLevel(logging.ERROR)
+        try:
+            world = World(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
+            violation = None
+            try:
+                world.run(steps)
+            except InvariantViolated as exc:
+                violation = str(exc)
+                world.note(f"VIOLATED {violation}")
+            finally:
+                world.broker.crash()  # let go of the files (abandon both logs)
+        finally:
+            quiet.setLevel(level)
+        return SeedResult(
+            seed=seed,
+            steps=world.step,
+            crashes=world.crashes,
+            faults=world.faults.injected,
+            checks=world.checker.counts,
+            schedule=world.schedule,
+            violation=violation,
+        )

@@ -1,0 +1,365 @@
+"""One simulation run: a seeded schedule of client operations against the simulated
+broker, with faults, crashes and recoveries, and the invariant checks after each.
+
+Owns: the clients' side of the story (an idempotent producer with one batch in
+flight, share members holding acquired offsets), the responses in flight (late ones
+are delivered some steps later; lost ones never; a crash loses them all), the
+schedule log, and the crash-and-recover procedure. What the clients were told is the
+oracle the invariants compare the broker against (`shoal.sim.invariants`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shoal.clock import ManualClock
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.share import AcknowledgeType
+from shoal.share.acknowledge import AckBatch
+from shoal.share.settings import SharePartitionConfig
+from shoal.sim.broker import GROUP, KEY, TP, Broker, produced_batch
+from shoal.sim.faults import FaultRates, Faults, SimCrash
+from shoal.sim.invariants import Checker
+
+MEMBERS = ("m0", "m1", "m2")
+ACK_TYPES = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT)
+LATE_STEPS_MAX = 4
+
+
+@dataclass(slots=True)
+class Producer:
+    """An idempotent producer: one batch in flight, retried until answered."""
+
+    next_sequence: int = 0
+    in_flight: tuple[int, int] | None = None
+    """(base sequence, count) sent and not yet answered."""
+    acked: dict[int, int] = field(default_factory=dict)
+    """Sequence -> offset, for the records the producer was told are written."""
+
+
+@dataclass(slots=True)
+class Member:
+    held: dict[int, int] = field(default_factory=dict)
+    """Offsets this member was given, with their delivery count."""
+
+
+@dataclass(slots=True)
+class Late:
+    due_step: int
+    deliver: Callable[[], None]
+    what: str
+
+
+class World:
+    """A run of `steps` operations from `seed` in `directory`."""
+
+    def __init__(
+        self, *, seed: int, directory: Path, rates: FaultRates | None = None, verbose: bool = False
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.faults = Faults(self.rng, rates or FaultRates())
+        self.clock = ManualClock()
+        self.directory = directory
+        self.verbose = verbose
+        self.schedule: list[str] = []
+        self.share_config = SharePartitionConfig(
+            record_lock_duration_ms=self.rng.choice([1_000, 5_000, 30_000]),
+            delivery_count_limit=self.rng.randint(2, 5),
+            max_record_locks=self.rng.choice([10, 50, 2_000]),
+            renew_enabled=False,
+        )
+        self.producer = Producer()
+        self.members = {m: Member() for m in MEMBERS}
+        self.late: list[Late] = []
+        self.step = 0
+        self.crashes = 0
+        self.broker = self._start()
+        self.faults.enabled = False
+        error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
+        assert error is None, error
+        self.faults.enabled = True
+        self.checker = Checker(self)
+        self.checker.check_step()
+
+    def note(self, text: str) -> None:
+        line = f"[{self.step:4d} t={self.clock.monotonic_ms():>8d}] {text}"
+        self.schedule.append(line)
+        if self.verbose:
+            print(line)
+
+    def _start(self) -> Broker:
+        return Broker(
+            directory=self.directory,
+            clock=self.clock,
+            faults=self.faults,
+            share_config=self.share_config,
+        )
+
+    # ---- the run
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            self.step += 1
+            self._deliver_late()
+            self._one_step()
+        self.faults.enabled = False
+        self.note("drain: no more faults; members accept everything")
+        self._drain()
+        self.checker.check_final()
+
+    def _one_step(self) -> None:
+        ops: list[tuple[int, Callable[[], None]]] = [
+            (4, self.produce),
+            (6, self.fetch),
+            (5, self.acknowledge),
+            (2, self.advance_clock),
+            (1, self.close_session),
+            (1, self.delete_records),
+            (1, self.crash_now),
+        ]
+        op = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])[0]
+        self.broker.last_write = None
+        self.broker.states_after_writes.clear()
+        try:
+            op()
+        except SimCrash as crash:
+            self._crash_and_recover(crash.point)
+        self.checker.check_step()
+
+    # ---- responses
+
+    def _respond(
+        self, what: str, deliver: Callable[[], None], *, retry: Callable[[], None]
+    ) -> None:
+        """Send a response: on time, late (slow disk), or lost (the client retries)."""
+        if self.faults.fires("lost_response"):
+            self.note(f"  lost response: {what}")
+            retry()
+        elif self.faults.fires("late_response"):
+            due = self.step + self.rng.randint(1, LATE_STEPS_MAX)
+            self.note(f"  late response: {what} (due at step {due})")
+            self.late.append(Late(due, deliver, what))
+        else:
+            deliver()
+
+    def _deliver_late(self) -> None:
+        due = [late for late in self.late if late.due_step <= self.step]
+        self.late = [late for late in self.late if late.due_step > self.step]
+        for late in due:
+            self.note(f"late response arrives: {late.what}")
+            late.deliver()
+
+    # ---- producer
+
+    def produce(self) -> None:
+        producer = self.producer
+        if producer.in_flight is None:
+            count = self.rng.randint(1, 6)
+            producer.in_flight = (producer.next_sequence, count)
+            producer.next_sequence += count
+        self._send_produce()
+
+    def _send_produce(self) -> None:
+        producer = self.producer
+        assert producer.in_flight is not None
+        sequence, count = producer.in_flight
+        records = produced_batch(base_sequence=sequence, count=count, first_value=sequence)
+        result = self.broker.append(records)
+        kind = "duplicate of" if result.duplicate else "appended"
+        self.note(f"produce seq {sequence}+{count}: {kind} offsets {result.base_offset}..")
+        self.faults.crash_point("crash_after_append")
+        sent = producer.in_flight
+
+        def deliver() -> None:
+            if producer.in_flight == sent:
+                for index in range(count):
+                    producer.acked[sequence + index] = result.base_offset + index
+                producer.in_flight = None
+
+        self._respond(f"produce seq {sequence}+{count}", deliver, retry=self._send_produce)
+
+    # ---- share members
+
+    def fetch(self) -> None:
+        name = self.rng.choice(MEMBERS)
+        fetched = self.broker.manager.acquire(
+            group_id=GROUP,
+            member_id=name,
+            partitions=[TP],
+            max_records=self.rng.choice([1, 3, 10, 50]),
+            batch_size=self.rng.choice([1, 5, 50]),
+            max_bytes=self.rng.choice([200, 1 << 20]),
+        )
+        (part,) = fetched.partitions
+        got = [(r.first_offset, r.last_offset, r.delivery_count) for r in part.acquired]
+        self.note(f"fetch {name}: error={part.error} acquired={got}")
+        self.checker.check_acquired(part.acquired)
+        member = self.members[name]
+
+        def deliver() -> None:
+            for r in part.acquired:
+                for offset in range(r.first_offset, r.last_offset + 1):
+                    member.held[offset] = r.delivery_count
+
+        # A lost fetch response is not retried: the records stay locked until expiry.
+        self._respond(f"fetch {name} {got}", deliver, retry=lambda: None)
+
+    def acknowledge(self) -> None:
+        holders = [m for m in MEMBERS if self.members[m].held]
+        if not holders:
+            return
+        name = self.rng.choice(holders)
+        member = self.members[name]
+        offsets = sorted(member.held)
+        chosen = offsets[: self.rng.randint(1, len(offsets))]
+        batches = [
+            AckBatch(first, last, (int(self.rng.choice(ACK_TYPES)),))
+            for first, last in _runs(chosen)
+        ]
+        for offset in chosen:
+            del member.held[offset]
+        self._send_ack(name, batches)
+
+    def _send_ack(self, name: str, batches: list[AckBatch]) -> None:
+        # Acks below the SPSO succeed silently (share-partition.md §8): nothing is
+        # promised for those offsets, so only the ones at or above it are confirmed.
+        loaded = self.broker.manager.load(KEY)
+        spso = None if isinstance(loaded, ErrorCode) else loaded.start_offset
+        answer = self.broker.manager.acknowledge(
+            group_id=GROUP, member_id=name, partition=TP, batches=batches
+        )
+        shown = [(b.first_offset, b.last_offset, AcknowledgeType(b.types[0]).name) for b in batches]
+        self.note(f"ack {name} {shown}: error={answer.error}")
+
+        def deliver() -> None:
+            if answer.error is None and spso is not None:
+                self.checker.confirmed(batches, at_or_above=spso)
+
+        self._respond(f"ack {name} {shown}", deliver, retry=lambda: self._send_ack(name, batches))
+
+    def close_session(self) -> None:
+        name = self.rng.choice(MEMBERS)
+        self.note(f"close session {name}: its records are released")
+        self.members[name].held.clear()
+        self.broker.manager.release(group_id=GROUP, member_id=name, partitions=[TP])
+
+    def delete_records(self) -> None:
+        """DeleteRecords: the log start moves up; share-partitions follow it."""
+        log = self.broker.data_log
+        target = min(log.log_end_offset, log.log_start_offset + self.rng.randint(1, 10))
+        start = log.delete_records_before(target)
+        self.note(f"delete records before {target}: log start offset {start}")
+        self.broker.manager.on_log_start_offset(
+            topic_id=TP.topic_id, partition=TP.partition, log_start_offset=start
+        )
+
+    # ---- time
+
+    def advance_clock(self) -> None:
+        if self.faults.fires("clock_jump"):
+            advance = self.rng.randint(60_000, 3_600_000)
+            self.note(f"clock jumps {advance} ms")
+        else:
+            advance = self.rng.choice([0, 100, 1_000, 5_000, 31_000])
+            self.note(f"clock advances {advance} ms")
+        self.clock.advance(advance)
+        expired = self.broker.manager.expire_locks(now_ms=self.clock.monotonic_ms())
+        if expired.writes:
+            self.note(f"  {expired.writes} lock expiry writes")
+
+    # ---- crashes
+
+    def crash_now(self) -> None:
+        if self.faults.fires("crash_idle"):
+            raise SimCrash("crash_idle")
+
+    def _crash_and_recover(self, point: str) -> None:
+        self.crashes += 1
+        self.note(f"CRASH at {point}")
+        self.checker.before_crash()
+        self.broker.crash()
+        if point in ("crash_after_state_write", "crash_after_append") and self.faults.fires(
+            "torn_write"
+        ):
+            torn = self.broker.tear_last_write(self.rng.randint(1, 1 << 16))
+            if torn is not None:
+                self.note(f"  {torn}")
+        self.late.clear()
+        for member in self.members.values():
+            member.held.clear()
+        self.broker = self._start()
+        self.note(
+            f"  recovered: data log end {self.broker.data_log.log_end_offset}, "
+            f"state log end {self.broker.state_log.log_end_offset}"
+        )
+        self.checker.after_recovery()
+        if self.producer.in_flight is not None:
+            self._send_produce_after_restart()
+
+    def _send_produce_after_restart(self) -> None:
+        try:
+            self._send_produce()
+        except SimCrash as crash:
+            self._crash_and_recover(crash.point)
+
+    # ---- the end
+
+    def _drain(self) -> None:
+        self._deliver_all_late()
+        while self.producer.in_flight is not None:
+            self._send_produce()
+        for _ in range(1_000):
+            if self.broker.manager.get(KEY) is not None and self._drained():
+                return
+            for name in MEMBERS:
+                self.broker.manager.release(group_id=GROUP, member_id=name, partitions=[TP])
+                self.members[name].held.clear()
+            progressed = False
+            for name in MEMBERS:
+                fetched = self.broker.manager.acquire(
+                    group_id=GROUP,
+                    member_id=name,
+                    partitions=[TP],
+                    max_records=500,
+                    batch_size=500,
+                    max_bytes=1 << 20,
+                )
+                (part,) = fetched.partitions
+                self.checker.check_acquired(part.acquired)
+                for r in part.acquired:
+                    progressed = True
+                    batch = AckBatch(r.first_offset, r.last_offset, (int(AcknowledgeType.ACCEPT),))
+                    answer = self.broker.manager.acknowledge(
+                        group_id=GROUP, member_id=name, partition=TP, batches=[batch]
+                    )
+                    assert answer.error is None, (batch, answer)
+                    self.checker.confirmed([batch])
+            if not progressed:
+                self.clock.advance(self.share_config.record_lock_duration_ms + 1)
+                self.broker.manager.expire_locks(now_ms=self.clock.monotonic_ms())
+            self.checker.check_step()
+        raise AssertionError("the drain did not reach the log end")
+
+    def _deliver_all_late(self) -> None:
+        late, self.late = self.late, []
+        for item in late:
+            item.deliver()
+
+    def _drained(self) -> bool:
+        sp = self.broker.manager.get(KEY)
+        assert sp is not None
+        return sp.start_offset >= self.broker.data_log.log_end_offset
+
+
+def _runs(offsets: list[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for offset in offsets:
+        if runs and runs[-1][1] == offset - 1:
+            runs[-1] = (runs[-1][0], offset)
+        else:
+            runs.append((offset, offset))
+    return runs
