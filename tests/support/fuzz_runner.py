@@ -41,6 +41,7 @@ FRAMES_PER_CONNECTION_MAX = 16
 mutated or raw; the broker must answer every one it can parse."""
 RAW_SHARE = 0.1
 MUTATED_SHARE = 0.8
+HEALTH_RECORDS_PER_S = 200
 PROBLEMS = re.compile(r"Traceback|handler of \S+ v\d+ failed|Task exception|Exception in callback")
 
 
@@ -99,12 +100,15 @@ class Health:
 
     def _loop(self) -> None:
         sequence = 0
+        next_s = time.monotonic()
         while not self._stop.is_set():
-            value = b"health-%d" % sequence
-            sequence += 1
-            self.producer.produce(HEALTH_TOPIC, value=value, on_delivery=self._delivered)
+            if time.monotonic() >= next_s:  # paced: HEALTH_RECORDS_PER_S
+                value = b"health-%d" % sequence
+                sequence += 1
+                self.producer.produce(HEALTH_TOPIC, value=value, on_delivery=self._delivered)
+                next_s += 1 / HEALTH_RECORDS_PER_S
             self.producer.poll(0)
-            self._consume(0.05)
+            self._consume(0.01)
 
     def _delivered(self, error: object, message: object) -> None:
         if error is not None:

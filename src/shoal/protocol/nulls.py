@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from functools import cache
 from typing import Any
 
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
@@ -38,8 +37,17 @@ def _nullable(annotation: Any) -> bool:
     return origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(annotation)
 
 
-@cache
+_CHECKS: dict[Any, tuple[_Check, ...]] = {}
+
+
 def _checks(cls: Any) -> tuple[_Check, ...]:
+    cached = _CHECKS.get(cls)
+    if cached is None:
+        cached = _CHECKS[cls] = _work_out_checks(cls)
+    return cached
+
+
+def _work_out_checks(cls: Any) -> tuple[_Check, ...]:
     checks: list[_Check] = []
     for field in dataclasses.fields(cls):
         if "tag" in field.metadata:
