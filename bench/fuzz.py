@@ -43,59 +43,68 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="shoal-fuzz-"))
     broker = BrokerProcess(root / "data").start()
+    path = RESULTS / f"fuzz-{time.strftime('%Y%m%d-%H%M%S')}.json"
     rounds: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
         fuzz_runner.prepare(broker)
         done = 0
-        index = 0
         while done < args.frames and broker.alive:
             count = min(args.round, args.frames - done)
             result = fuzz_runner.run(
                 broker,
-                seed=args.seed + index,
+                seed=args.seed + len(rounds),
                 frames=count,
                 concurrency=args.concurrency,
-                warm_frames=args.warm if index == 0 else 0,
+                warm_frames=args.warm if not rounds else 0,
             )
             done += count
-            index += 1
             rounds.append(_round(result))
             print(json.dumps(rounds[-1]), flush=True)
+            summary = _summary(args.seed, rounds, time.monotonic() - started, broker.alive)
+            _write(path, summary)  # after every round: a long run stopped early keeps its figures
             if result.problems:
                 break
-        alive = broker.alive
     finally:
         broker.kill()
-    problems = rounds[-1]["problems"] if rounds else []
-    summary = {
-        "bench": "fuzz",
-        "seed": args.seed,
-        "frames": sum(r["frames"] for r in rounds),
-        "responses": sum(r["responses"] for r in rounds),
-        "connections": sum(r["connections"] for r in rounds),
-        "raw_frames": sum(r["raw_frames"] for r in rounds),
-        "elapsed_s": round(time.monotonic() - started, 1),
-        "broker_alive": alive,
-        "bugs": len(problems),
-        "problems": problems,
-        "health_sent": sum(r["health_sent"] for r in rounds),
-        "health_lost": sum(r["health_sent"] - r["health_received"] for r in rounds),
-        "rss_kb": [rounds[0]["rss_start_kb"], *(r["rss_end_kb"] for r in rounds)] if rounds else [],
-        "rounds": rounds,
-        "note": "shared 2-core machine (about 7 engineers running tests): frames/s indicative",
-    }
-    summary["frames_per_s"] = round(summary["frames"] / max(summary["elapsed_s"], 0.1))
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"fuzz-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     print(
         f"frames {summary['frames']} ({summary['frames_per_s']}/s), answered "
         f"{summary['responses']}, connections {summary['connections']}, bugs {summary['bugs']}, "
         f"health lost {summary['health_lost']}/{summary['health_sent']}, "
         f"RSS kB {summary['rss_kb']}; {path}"
     )
+
+
+def _summary(
+    seed: int, rounds: list[dict[str, Any]], elapsed_s: float, alive: bool
+) -> dict[str, Any]:
+    problems = rounds[-1]["problems"]
+    frames = sum(r["frames"] for r in rounds)
+    return {
+        "bench": "fuzz",
+        "seed": seed,
+        "frames": frames,
+        "responses": sum(r["responses"] for r in rounds),
+        "connections": sum(r["connections"] for r in rounds),
+        "raw_frames": sum(r["raw_frames"] for r in rounds),
+        "elapsed_s": round(elapsed_s, 1),
+        "frames_per_s": round(frames / max(elapsed_s, 0.1)),
+        "broker_alive": alive,
+        "bugs": len(problems),
+        "problems": problems,
+        "health_sent": sum(r["health_sent"] for r in rounds),
+        "health_lost": sum(r["health_sent"] - r["health_received"] for r in rounds),
+        "rss_kb": [rounds[0]["rss_start_kb"], rounds[0]["rss_warm_kb"]]
+        + [r["rss_end_kb"] for r in rounds],
+        "rounds": rounds,
+        "note": "shared 2-core machine (about 7 engineers running tests): frames/s indicative",
+    }
+
+
+def _write(path: Path, summary: dict[str, Any]) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
 def _round(result: fuzz_runner.FuzzResult) -> dict[str, Any]:
