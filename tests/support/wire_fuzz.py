@@ -229,9 +229,9 @@ class _Writer:
         if flexible:
             self.tagged_fields(tagged)
 
-    def field(self, field: dataclasses.Field[Any], *, flexible: bool) -> None:
+    def field(self, field: dataclasses.Field[Any], *, flexible: bool, tagged: bool = False) -> None:
         kind = classify_field(field)
-        nullable = _nullable(field.type)
+        nullable = _nullable(field.type) and not tagged  # a null tagged field is left out
         if isinstance(kind, EntityTupleField | PrimitiveTupleField):
             rng = self.rng
             if nullable and rng.random() < 0.1:
@@ -264,7 +264,7 @@ class _Writer:
         self.out += uvarint(len(chosen))
         for tag, field in chosen:
             inner = _Writer(rng, self.names, None)
-            inner.field(field, flexible=True)
+            inner.field(field, flexible=True, tagged=True)
             self.out += uvarint(tag) + uvarint(len(inner.out)) + inner.out
 
     def _bad_tags(self, known: list[tuple[int, Any]]) -> None:

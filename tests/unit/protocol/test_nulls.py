@@ -46,7 +46,7 @@ def test_null_nested_deeper_is_named_by_its_path() -> None:
     # coordinator epoch 0, transaction version 0).
     marker = b"\x00" * 7 + b"\x01" + b"\x00\x01" + b"\x01" + b"\x00" + b"\x00" * 4 + b"\x00\x00"
     frame = _frame(27, 2, b"\x02" + marker + b"\x00")
-    with pytest.raises(codec.ProtocolError, match="markers.topics"):
+    with pytest.raises(codec.ProtocolError, match=r"markers\.topics"):
         _decode(frame)
 
 
