@@ -204,12 +204,12 @@ def run(
     health = Health(broker.bootstrap)
     health.start()
     result.rss_start_kb = rss_kb(broker.pid)
-    started = time.monotonic()
     if warm_frames:
         asyncio.run(
             _fuzz(broker.bootstrap, fuzzer, FuzzResult(seed=seed), warm_frames, concurrency)
         )
     result.rss_warm_kb = rss_kb(broker.pid)
+    started = time.monotonic()
     asyncio.run(_fuzz(broker.bootstrap, fuzzer, result, frames, concurrency))
     result.elapsed_s = time.monotonic() - started
     result.rss_end_kb = rss_kb(broker.pid) if broker.alive else 0
