@@ -29,7 +29,7 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
-from shoal.protocol import fast_writer, nulls
+from shoal.protocol import counts, fast_writer, nulls
 
 log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
@@ -120,6 +120,10 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     """Decode a request body of a known (key, version)."""
     cls = request_class(api_key, version)
     assert cls is not None
+    try:
+        counts.check_counts(cls, frame, offset)  # before kio reserves memory by them
+    except counts.CountError as exc:
+        raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
     try:
         body, size = _reader(cls)(memoryview(frame)[offset:], 0)
     except Exception as exc:  # kio raises several types for malformed input
