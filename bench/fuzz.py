@@ -91,7 +91,7 @@ def _summary(
         "elapsed_s": round(elapsed_s, 1),
         "frames_per_s": round(frames / max(elapsed_s, 0.1)),
         "broker_alive": alive,
-        "bugs": len(problems),
+        "bugs": len(problems),  # log lines with a traceback or a failed handler, a dead broker
         "problems": problems,
         "health_sent": sum(r["health_sent"] for r in rounds),
         "health_lost": sum(r["health_sent"] - r["health_received"] for r in rounds),

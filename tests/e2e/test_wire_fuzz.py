@@ -15,10 +15,16 @@ code it broke (tests/unit/protocol/test_nulls.py).
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import time
+
+from kio.schema.errors import ErrorCode
 
 from tests.support import fuzz_runner
 from tests.support.broker import BrokerProcess
+from tests.support.wire import api_versions_request, call1
+from tests.unit.protocol.test_counts import HUGE_COUNT_FRAME
 
 FRAMES = 10_000
 WARM_FRAMES = 3_000
@@ -46,3 +52,15 @@ def test_wire_fuzz(broker: BrokerProcess) -> None:
     assert growth_kb < RSS_GROWTH_MAX_KB, (
         f"RSS grew {growth_kb} kB over {result.connections} connections; {where}"
     )
+
+
+def test_huge_array_count_closes_only_its_connection(broker: BrokerProcess) -> None:
+    """The fuzzer's broker-killing frame (tests/unit/protocol/test_counts.py): 30 bytes
+    announcing 9.4e9 array entries; now the connection closes with the reason logged."""
+    frame = HUGE_COUNT_FRAME
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        assert sock.recv(64) == b"", "the broker answered a malformed request"
+    assert broker.wait_for_log(r"closing connection \d+ .*an array of 9422884781")
+    assert broker.alive
+    assert call1(broker.bootstrap, api_versions_request()).error_code == ErrorCode.none

@@ -49,6 +49,7 @@ PROBLEMS = re.compile(r"Traceback|handler of \S+ v\d+ failed|Task exception|Exce
 class FuzzResult:
     seed: int
     frames: int = 0
+    """Frames sent on connections the broker accepted."""
     raw_frames: int = 0
     connections: int = 0
     responses: int = 0
@@ -142,6 +143,7 @@ async def _one_connection(host: str, port: int, frames: list[Frame], result: Fuz
     except OSError:
         return
     result.connections += 1
+    result.frames += len(frames)
     try:
         writer.write(b"".join(f.data for f in frames))
         await writer.drain()
@@ -186,7 +188,6 @@ async def _fuzz(
             _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
     if pending:
         await asyncio.wait(pending)
-    result.frames = made
 
 
 def prepare(broker: BrokerProcess) -> None:
@@ -218,6 +219,9 @@ def run(
     result.health_received = len(health.sent & health.received)
     text = broker.log_text()
     result.problems = [line for line in text.splitlines() if PROBLEMS.search(line)]
+    if not broker.alive:
+        last = [line for line in text.splitlines() if not line.startswith(" ")][-3:]
+        result.problems.append(f"the broker process died; its log ends: {last}")
     for match in re.finditer(r"closing connection \d+ from \S+: (.{0,60})", text):
         result.closes[re.sub(r"\d+", "N", match.group(1))] += 1
     return result
