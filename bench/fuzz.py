@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +43,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="connections at once")
     parser.add_argument("--warm", type=int, default=5_000, help="warm-up frames")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop early: broker killed, JSON kept
     root = Path(tempfile.mkdtemp(prefix="shoal-fuzz-"))
     broker = BrokerProcess(root / "data").start()
     path = RESULTS / f"fuzz-{time.strftime('%Y%m%d-%H%M%S')}.json"
