@@ -29,7 +29,7 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
-from shoal.protocol import fast_writer
+from shoal.protocol import counts, fast_writer, nulls
 
 log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
@@ -121,9 +121,16 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     cls = request_class(api_key, version)
     assert cls is not None
     try:
+        counts.check_counts(cls, frame, offset)  # before kio reserves memory by them
+    except counts.CountError as exc:
+        raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
+    try:
         body, size = _reader(cls)(memoryview(frame)[offset:], 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
+    null = nulls.null_field(body)
+    if null is not None:  # Kafka refuses these while parsing (protocol/nulls.py)
+        raise ProtocolError(f"non-nullable field {null} of {api_name(api_key)} v{version} is null")
     if offset + size != len(frame):
         # Kafka ignores bytes after the last field, and librdkafka 2.16 relies on it: its
         # all-topics Metadata v13 carries the null topic array as a varint padded to four
