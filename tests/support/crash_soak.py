@@ -33,244 +33,36 @@ violation raises `AssertionError` naming the seed.
 from __future__ import annotations
 
 import random
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import (
-    AcknowledgeType,
-    KafkaError,
-    KafkaException,
-    Message,
-    ShareConsumer,
-)
+from confluent_kafka import Message, TopicPartition
 
 from tests.support.broker import BrokerProcess
 from tests.support.cli import shoal
-from tests.support.clients import consumer, create_topic, producer, read_partitions
+from tests.support.clients import consumer, create_topic, read_partitions
+from tests.support.crash_load import (
+    DELIVERY_LIMIT,
+    PARTITIONS,
+    POISON,
+    SHARE_CONSUMERS,
+    Fetching,
+    Ledger,
+    Producing,
+    Sharing,
+    fate,
+)
 from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import share_consumer, share_group
 
-PARTITIONS = 3
-SHARE_CONSUMERS = 3
-DELIVERY_LIMIT = 5
 LOCK_MS = 5_000
-BURST_RECORDS = (20, 300)
-BURST_PAUSE_S = (0.05, 0.6)
 ROUND_DELAY_S = (0.3, 2.0)
 MOMENT_WAIT_S = 5.0
 """How long a mid-produce or mid-ack kill waits for its moment before killing anyway."""
-QUEUE_MAX = 20_000
-"""The producer stops adding records while this many are unacknowledged (broker down)."""
 DRAIN_TIMEOUT_S = 240.0
 READ_TIMEOUT_S = 120.0
-
-POISON, REJECT, RELEASE_ONCE = 0, 1, 2
-"""`seq % 10` picks the fate of a record; every other remainder is accepted."""
 MOMENTS = ("delay", "mid-produce", "mid-ack")
-
-
-def fate(seq: int) -> int:
-    return seq % 10
-
-
-def value_of(seq: int) -> bytes:
-    return b"%09d" % seq
-
-
-@dataclass
-class Ledger:
-    """What the clients were told, in the order they were told it."""
-
-    acked: list[tuple[int, int, int]] = field(default_factory=list)
-    """(seq, partition, offset) in the order the producer was told."""
-    failed: list[str] = field(default_factory=list)
-    done: set[int] = field(default_factory=set)
-    """seqs whose final share acknowledgement was confirmed by commit_sync."""
-    unconfirmed: set[int] = field(default_factory=set)
-    """seqs whose final acknowledgement was sent but whose outcome was never reported."""
-    deliveries: dict[int, list[int]] = field(default_factory=dict)
-    violations: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class Producing(threading.Thread):
-    """The idempotent producer, in bursts; `burst` is set when a burst begins."""
-
-    def __init__(self, bootstrap: str, topic: str, ledger: Ledger, rng: random.Random) -> None:
-        super().__init__(name="soak-producer", daemon=True)
-        self.topic = topic
-        self.ledger = ledger
-        self.rng = rng
-        self.stop = threading.Event()
-        self.burst = threading.Event()
-        self.sent = 0
-        self.fatal: list[str] = []
-        self.producer = producer(
-            bootstrap,
-            enable_idempotence=True,
-            acks="all",
-            linger_ms=5,
-            message_timeout_ms=600_000,
-            retry_backoff_ms=20,
-            retry_backoff_max_ms=300,
-            reconnect_backoff_ms=20,
-            reconnect_backoff_max_ms=300,
-            log_level=2,  # connection failures are expected; fatal errors come to _on_error
-            error_cb=self._on_error,
-        )
-
-    def _on_error(self, error: KafkaError) -> None:
-        if error.fatal():
-            self.fatal.append(str(error))
-
-    def _delivered(self, error: KafkaError | None, message: Message) -> None:
-        seq = int(message.value() or b"-1")
-        with self.ledger.lock:
-            if error is not None:
-                self.ledger.failed.append(f"seq {seq}: {error}")
-            else:
-                self.ledger.acked.append(
-                    (seq, int(message.partition() or 0), int(message.offset() or 0))
-                )
-
-    def run(self) -> None:
-        p = self.producer
-        while not self.stop.is_set():
-            if len(p) > QUEUE_MAX:
-                p.poll(0.05)
-                continue
-            self.burst.set()
-            for _ in range(self.rng.randint(*BURST_RECORDS)):
-                value = value_of(self.sent)
-                p.produce(self.topic, key=value, value=value, on_delivery=self._delivered)
-                self.sent += 1
-            p.poll(0)
-            deadline = time.monotonic() + self.rng.uniform(*BURST_PAUSE_S)
-            while not self.stop.is_set() and time.monotonic() < deadline:
-                p.poll(0.02)
-
-    def flush(self, timeout_s: float) -> int:
-        self.stop.set()
-        self.join(30)
-        remaining = int(self.producer.flush(timeout_s))
-        return remaining
-
-
-class Fetching(threading.Thread):
-    """A consumer-group Consumer reading the topic (auto-commit); a value seen at two
-    different offsets is a violation."""
-
-    def __init__(self, bootstrap: str, topic: str, group: str, ledger: Ledger) -> None:
-        super().__init__(name="soak-fetcher", daemon=True)
-        self.ledger = ledger
-        self.stop = threading.Event()
-        self.fetched = 0
-        self.seen: dict[int, tuple[int, int]] = {}
-        self.consumer = consumer(
-            bootstrap,
-            group_id=group,
-            auto_offset_reset="earliest",
-            group_protocol="consumer",
-            enable_auto_commit=True,
-            enable_auto_offset_store=True,
-            auto_commit_interval_ms=200,
-            reconnect_backoff_ms=20,
-            reconnect_backoff_max_ms=300,
-            log_level=2,
-        )
-        self.consumer.subscribe([topic])
-
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                try:
-                    batch = self.consumer.consume(num_messages=1_000, timeout=0.2)
-                except KafkaException:
-                    continue
-                for message in batch:
-                    if message.error() is not None:
-                        continue
-                    seq = int(message.value() or b"-1")
-                    at = (int(message.partition() or 0), int(message.offset() or 0))
-                    earlier = self.seen.setdefault(seq, at)
-                    if earlier != at:
-                        with self.ledger.lock:
-                            self.ledger.violations.append(
-                                f"fetcher saw seq {seq} at {earlier} and at {at}"
-                            )
-                    self.fetched += 1
-        finally:
-            self.consumer.close()
-
-
-class Sharing(threading.Thread):
-    """The ShareConsumers, polled in turn; `acking` is set when a commit_sync begins."""
-
-    def __init__(self, consumers: list[ShareConsumer], ledger: Ledger) -> None:
-        super().__init__(name="soak-share", daemon=True)
-        self.consumers = consumers
-        self.ledger = ledger
-        self.stop = threading.Event()
-        self.acking = threading.Event()
-        self.acks = 0
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.round()
-
-    def round(self) -> None:
-        for share in self.consumers:
-            self.poll_one(share)
-
-    def poll_one(self, share: ShareConsumer) -> None:
-        ledger = self.ledger
-        try:
-            batch = [m for m in share.poll(0.1) if m.error() is None]
-        except KafkaException:
-            return  # a broker restart surfaces here; the records come back later
-        if not batch:
-            return
-        pending: dict[int, list[tuple[int, bool]]] = {}
-        with ledger.lock:
-            for message in batch:
-                seq = int(message.value() or b"-1")
-                count = int(message.delivery_count() or 0)
-                if seq in ledger.done:
-                    ledger.violations.append(
-                        f"seq {seq} delivered (count {count}) after its final ack was confirmed"
-                    )
-                if count > DELIVERY_LIMIT:
-                    ledger.violations.append(f"seq {seq} delivered with count {count}")
-                ledger.deliveries.setdefault(seq, []).append(count)
-                kind = fate(seq)
-                if kind == POISON or (kind == RELEASE_ONCE and count == 1):
-                    ack = AcknowledgeType.RELEASE
-                elif kind == REJECT:
-                    ack = AcknowledgeType.REJECT
-                else:
-                    ack = AcknowledgeType.ACCEPT
-                share.acknowledge(message, ack)
-                final = ack != AcknowledgeType.RELEASE or count >= DELIVERY_LIMIT
-                pending.setdefault(int(message.partition() or 0), []).append((seq, final))
-        self.acking.set()
-        try:
-            results = share.commit_sync(10.0)
-        except KafkaException:
-            results = None
-        self.acks += len(batch)
-        confirmed = {int(tp.partition) for tp, error in (results or {}).items() if error is None}
-        with ledger.lock:
-            for partition, acks in pending.items():
-                for seq, final in acks:
-                    if not final:
-                        continue
-                    if partition in confirmed:
-                        ledger.done.add(seq)
-                        ledger.unconfirmed.discard(seq)
-                    else:
-                        ledger.unconfirmed.add(seq)
 
 
 @dataclass
@@ -294,6 +86,7 @@ class SoakReport:
     lost: int
     duplicated: int
     fetched: int
+    fetch_committed: int
     share_acks: int
     share_done: int
     share_unconfirmed: int
@@ -312,6 +105,7 @@ class SoakReport:
             "lost": self.lost,
             "duplicated": self.duplicated,
             "fetched_by_group_consumer": self.fetched,
+            "group_offsets_committed": self.fetch_committed,
             "share_acks_sent": self.share_acks,
             "share_final_acks_confirmed": self.share_done,
             "share_final_acks_unreported": self.share_unconfirmed,
@@ -485,7 +279,9 @@ class Soak:
             for thread in (producing, fetching, sharing):
                 thread.start()
             for kill in range(1, self.kills + 1):
-                rounds.append(self.one_round(kill, producing, sharing, log_check, reset_group))
+                rounds.append(
+                    self.one_round(kill, producing, fetching, sharing, log_check, reset_group)
+                )
                 self.assert_clean(producing)
             fetching.stop.set()
             remaining = producing.flush(300)
@@ -519,6 +315,7 @@ class Soak:
             lost=len(full.lost),
             duplicated=len(full.duplicated),
             fetched=fetching.fetched,
+            fetch_committed=sum(fetching.confirmed_commits().values()),
             share_acks=sharing.acks,
             share_done=len(self.ledger.done),
             share_unconfirmed=len(self.ledger.unconfirmed),
@@ -532,6 +329,7 @@ class Soak:
         self,
         kill: int,
         producing: Producing,
+        fetching: Fetching,
         sharing: Sharing,
         log_check: LogCheck,
         reset_group: ResetGroup,
@@ -551,6 +349,7 @@ class Soak:
         restart_s = time.monotonic() - restarted
         checking = time.monotonic()
         checked = log_check.check(self.ledger)
+        self.check_commits(fetching)
         reset_group.check()
         reset = reset_group.reset(self.rng) if self.rng.random() < 0.3 else None
         check_s = time.monotonic() - checking
@@ -563,6 +362,25 @@ class Soak:
             + (f", reset {reset}" if reset else "")
         )
         return result
+
+    def check_commits(self, fetching: Fetching) -> None:
+        """Every offset commit the fetcher was told of survived: the group's committed
+        offset of each partition is at least the highest confirmed one."""
+        confirmed = fetching.confirmed_commits()
+        reader = consumer(self.broker.bootstrap, group_id=fetching.group)
+        try:
+            stored = reader.committed(
+                [TopicPartition(self.topic, p) for p in range(PARTITIONS)], timeout=30
+            )
+        finally:
+            reader.close()
+        now = {tp.partition: tp.offset for tp in stored}
+        behind = {
+            p: (now.get(p), offset) for p, offset in confirmed.items() if now.get(p, -1) < offset
+        }
+        assert not behind, (
+            f"seed {self.seed}: committed offsets went back (now, confirmed): {behind}"
+        )
 
     def assert_clean(self, producing: Producing) -> None:
         with self.ledger.lock:
