@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -42,6 +43,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
+    # SIGTERM ends the run through the `finally` below, so the broker is killed too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     print(f"crash soak: {args.kills} kills, seed {seed}", flush=True)
