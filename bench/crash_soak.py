@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -61,6 +62,11 @@ def main() -> int:
                 log=lambda line: print(line, flush=True),
             )
             report = soak.run()
+        except AssertionError:
+            kept = Path(tempfile.gettempdir()) / f"crash_soak-{stamp}-broker.log"
+            shutil.copyfile(broker.log_path, kept)
+            print(f"broker log kept in {kept}", flush=True)
+            raise
         finally:
             broker.kill()
     summary = report.summary()
