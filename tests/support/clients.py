@@ -69,7 +69,7 @@ def partition_count(bootstrap: str, name: str, *, timeout_s: float = 30.0) -> in
 
 
 _VERBATIM_KEYS = frozenset(
-    {"error_cb", "stats_cb", "throttle_cb", "on_delivery", "logger", "log_level"}
+    {"error_cb", "stats_cb", "throttle_cb", "on_delivery", "on_commit", "logger", "log_level"}
 )
 
 

@@ -123,7 +123,7 @@ def share_consumer(
     **config: Any,
 ) -> ShareConsumer:
     """A subscribed ShareConsumer; `config` uses underscores for dots
-    (max_poll_records=10 -> max.poll.records)."""
+    (max_poll_records=10 -> max.poll.records; log_level keeps its name)."""
     settings: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -131,7 +131,7 @@ def share_consumer(
         "reconnect.backoff.ms": 20,
         "reconnect.backoff.max.ms": 500,
     }
-    settings.update({k.replace("_", "."): v for k, v in config.items()})
+    settings.update({k if k == "log_level" else k.replace("_", "."): v for k, v in config.items()})
     consumer = ShareConsumer(settings)
     consumer.subscribe(list(topics))
     return consumer
@@ -233,7 +233,7 @@ def producer(bootstrap: str, **config: Any) -> Producer:
         "enable.idempotence": True,
         "message.timeout.ms": 60_000,
     }
-    settings.update({k.replace("_", "."): v for k, v in config.items()})
+    settings.update({k if k == "log_level" else k.replace("_", "."): v for k, v in config.items()})
     return Producer(settings)
 
 

@@ -19,7 +19,8 @@ Timers (`timer_sources()`, fired by the broker's timer driver, server/timers.py)
 - the append linger (`share.coordinator.append.linger.ms`, server/state_linger.py):
   with a linger of 0 or more, state writes are staged and written as one batch per
   partition when it has passed, and requests wait for their writes before answering;
-- every `share.coordinator.state.topic.prune.interval.ms`: each partition's log is
+- once when loaded, and every `share.coordinator.state.topic.prune.interval.ms`:
+  each partition's log is
   deleted below the lowest offset any key's latest snapshot still needs
   (`prune_offsets`, then `PartitionLog.delete_records_before`: the log start offset
   moves there and whole segments below it are set aside, then removed by the
@@ -125,7 +126,7 @@ class ShareStateService:
             SHARE_STATE_TOPIC,
             clock.monotonic_ms() - started,
         )
-        return cls(
+        service = cls(
             coordinator=coordinator,
             partitions=partitions,
             clock=clock,
@@ -133,6 +134,11 @@ class ShareStateService:
             remove_paths=remove_paths,
             append_linger=linger,
         )
+        # Prune once now, not only one interval after the start: a broker that keeps
+        # crashing sooner than that would otherwise replay an ever longer log at each
+        # start (the crash soak saw load times grow to seconds).
+        service._logged(service.prune(), "pruning at load")
+        return service
 
     # ---- maintenance --------------------------------------------------------------------
 

@@ -1,0 +1,263 @@
+"""The load of the crash soak (tests/support/crash_soak.py), each part a thread, and
+the ledger of what the clients were told.
+
+- `Producing`: an idempotent producer (acks=all) sending sequence-numbered values
+  (`value_of(seq)`) in bursts of random size; `burst` is set when a burst begins.
+- `Fetching`: a consumer-group Consumer (KIP-848 protocol, auto-commit) reading the
+  topic; a value seen at two offsets is a violation, and the offsets whose commit was
+  confirmed are kept (`committed`), so the soak can check they survive a crash.
+- `Sharing`: ShareConsumers in explicit mode acknowledging by the record's fate
+  (`seq % 10`): REJECT, RELEASE once then ACCEPT, RELEASE always ("poison", archived at
+  the delivery limit), ACCEPT otherwise, then commit_sync; `acking` is set when a
+  commit_sync begins. A record redelivered after its final acknowledgement was
+  confirmed, or delivered with a count above the limit, is a violation.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import (
+    AcknowledgeType,
+    KafkaError,
+    KafkaException,
+    Message,
+    ShareConsumer,
+    TopicPartition,
+)
+
+from tests.support.clients import consumer, producer
+
+PARTITIONS = 3
+SHARE_CONSUMERS = 3
+DELIVERY_LIMIT = 5
+BURST_RECORDS = (20, 300)
+BURST_PAUSE_S = (0.05, 0.6)
+QUEUE_MAX = 20_000
+"""The producer stops adding records while this many are unacknowledged (broker down)."""
+
+POISON, REJECT, RELEASE_ONCE = 0, 1, 2
+"""`seq % 10` picks the fate of a record; every other remainder is accepted."""
+
+
+def fate(seq: int) -> int:
+    return seq % 10
+
+
+def value_of(seq: int) -> bytes:
+    return b"%09d" % seq
+
+
+@dataclass
+class Ledger:
+    """What the clients were told, in the order they were told it."""
+
+    acked: list[tuple[int, int, int]] = field(default_factory=list)
+    """(seq, partition, offset) in the order the producer was told."""
+    failed: list[str] = field(default_factory=list)
+    done: set[int] = field(default_factory=set)
+    """seqs whose final share acknowledgement was confirmed by commit_sync."""
+    unconfirmed: set[int] = field(default_factory=set)
+    """seqs whose final acknowledgement was sent but whose outcome was never reported."""
+    deliveries: dict[int, list[int]] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Producing(threading.Thread):
+    """The idempotent producer, in bursts; `burst` is set when a burst begins."""
+
+    def __init__(self, bootstrap: str, topic: str, ledger: Ledger, rng: random.Random) -> None:
+        super().__init__(name="soak-producer", daemon=True)
+        self.topic = topic
+        self.ledger = ledger
+        self.rng = rng
+        self.stop = threading.Event()
+        self.burst = threading.Event()
+        self.sent = 0
+        self.fatal: list[str] = []
+        self.producer = producer(
+            bootstrap,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            message_timeout_ms=600_000,
+            retry_backoff_ms=20,
+            retry_backoff_max_ms=300,
+            reconnect_backoff_ms=20,
+            reconnect_backoff_max_ms=300,
+            log_level=2,  # connection failures are expected; fatal errors come to _on_error
+            error_cb=self._on_error,
+        )
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal.append(str(error))
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        seq = int(message.value() or b"-1")
+        with self.ledger.lock:
+            if error is not None:
+                self.ledger.failed.append(f"seq {seq}: {error}")
+            else:
+                self.ledger.acked.append(
+                    (seq, int(message.partition() or 0), int(message.offset() or 0))
+                )
+
+    def run(self) -> None:
+        p = self.producer
+        while not self.stop.is_set():
+            if len(p) > QUEUE_MAX:
+                p.poll(0.05)
+                continue
+            self.burst.set()
+            for _ in range(self.rng.randint(*BURST_RECORDS)):
+                value = value_of(self.sent)
+                p.produce(self.topic, key=value, value=value, on_delivery=self._delivered)
+                self.sent += 1
+            p.poll(0)
+            deadline = time.monotonic() + self.rng.uniform(*BURST_PAUSE_S)
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                p.poll(0.02)
+
+    def flush(self, timeout_s: float) -> int:
+        self.stop.set()
+        self.join(30)
+        remaining = int(self.producer.flush(timeout_s))
+        return remaining
+
+
+class Fetching(threading.Thread):
+    """A consumer-group Consumer reading the topic (auto-commit); a value seen at two
+    different offsets is a violation. `committed` holds, per partition, the highest
+    offset whose commit the broker confirmed."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, ledger: Ledger) -> None:
+        super().__init__(name="soak-fetcher", daemon=True)
+        self.ledger = ledger
+        self.group = group
+        self.stop = threading.Event()
+        self.fetched = 0
+        self.seen: dict[int, tuple[int, int]] = {}
+        self.committed: dict[int, int] = {}
+        self._committed_lock = threading.Lock()
+        self.consumer = consumer(
+            bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            group_protocol="consumer",
+            enable_auto_commit=True,
+            enable_auto_offset_store=True,
+            auto_commit_interval_ms=200,
+            reconnect_backoff_ms=20,
+            reconnect_backoff_max_ms=300,
+            log_level=2,
+            on_commit=self._on_commit,
+        )
+        self.consumer.subscribe([topic])
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if error is not None:
+            return  # not confirmed: promises nothing
+        with self._committed_lock:
+            for tp in partitions:
+                if tp.error is None and tp.offset >= 0:
+                    previous = self.committed.get(tp.partition, 0)
+                    self.committed[tp.partition] = max(previous, tp.offset)
+
+    def confirmed_commits(self) -> dict[int, int]:
+        with self._committed_lock:
+            return dict(self.committed)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    batch = self.consumer.consume(num_messages=1_000, timeout=0.2)
+                except KafkaException:
+                    continue
+                for message in batch:
+                    if message.error() is not None:
+                        continue
+                    seq = int(message.value() or b"-1")
+                    at = (int(message.partition() or 0), int(message.offset() or 0))
+                    earlier = self.seen.setdefault(seq, at)
+                    if earlier != at:
+                        with self.ledger.lock:
+                            self.ledger.violations.append(
+                                f"fetcher saw seq {seq} at {earlier} and at {at}"
+                            )
+                    self.fetched += 1
+        finally:
+            self.consumer.close()
+
+
+class Sharing(threading.Thread):
+    """The ShareConsumers, polled in turn; `acking` is set when a commit_sync begins."""
+
+    def __init__(self, consumers: list[ShareConsumer], ledger: Ledger) -> None:
+        super().__init__(name="soak-share", daemon=True)
+        self.consumers = consumers
+        self.ledger = ledger
+        self.stop = threading.Event()
+        self.acking = threading.Event()
+        self.acks = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.round()
+
+    def round(self) -> None:
+        for share in self.consumers:
+            self.poll_one(share)
+
+    def poll_one(self, share: ShareConsumer) -> None:
+        ledger = self.ledger
+        try:
+            batch = [m for m in share.poll(0.1) if m.error() is None]
+        except KafkaException:
+            return  # a broker restart surfaces here; the records come back later
+        if not batch:
+            return
+        pending: dict[int, list[tuple[int, bool]]] = {}
+        with ledger.lock:
+            for message in batch:
+                seq = int(message.value() or b"-1")
+                count = int(message.delivery_count() or 0)
+                if seq in ledger.done:
+                    ledger.violations.append(
+                        f"seq {seq} delivered (count {count}) after its final ack was confirmed"
+                    )
+                if count > DELIVERY_LIMIT:
+                    ledger.violations.append(f"seq {seq} delivered with count {count}")
+                ledger.deliveries.setdefault(seq, []).append(count)
+                kind = fate(seq)
+                if kind == POISON or (kind == RELEASE_ONCE and count == 1):
+                    ack = AcknowledgeType.RELEASE
+                elif kind == REJECT:
+                    ack = AcknowledgeType.REJECT
+                else:
+                    ack = AcknowledgeType.ACCEPT
+                share.acknowledge(message, ack)
+                final = ack != AcknowledgeType.RELEASE or count >= DELIVERY_LIMIT
+                pending.setdefault(int(message.partition() or 0), []).append((seq, final))
+        self.acking.set()
+        try:
+            results = share.commit_sync(10.0)
+        except KafkaException:
+            results = None
+        self.acks += len(batch)
+        confirmed = {int(tp.partition) for tp, error in (results or {}).items() if error is None}
+        with ledger.lock:
+            for partition, acks in pending.items():
+                for seq, final in acks:
+                    if not final:
+                        continue
+                    if partition in confirmed:
+                        ledger.done.add(seq)
+                        ledger.unconfirmed.discard(seq)
+                    else:
+                        ledger.unconfirmed.add(seq)
