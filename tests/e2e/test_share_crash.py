@@ -31,48 +31,40 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message, ShareConsumer
+from confluent_kafka import KafkaError, Message, ShareConsumer
 
 from tests.support.broker import BrokerProcess, Brokers
 from tests.support.clients import create_topic, producer
 from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES, share_consumer, share_group
+from tests.support.share_ledger import (
+    DELIVERY_LIMIT,
+    POISON,
+    RELEASE_ONCE,
+    ShareLedger,
+    acknowledge_poll,
+    fate,
+)
 from tests.support.topics import topic_name
 
 PARTITIONS = 3
 CONSUMERS = 3
 KILLS = 20
-DELIVERY_LIMIT = 5
 LOCK_MS = 5_000
 PRODUCE_PER_S = 300
 DRAIN_TIMEOUT_S = 180.0
 
-POISON, REJECT, RELEASE_ONCE = 0, 1, 2
-"""`seq % 10` picks the fate of a record; every other remainder is accepted."""
-
-
-def fate(seq: int) -> int:
-    return seq % 10
-
 
 @dataclass
-class Ledger:
-    """What the clients were told, in the order they were told it."""
+class Ledger(ShareLedger):
+    """What the clients were told, in the order they were told it (the share side in
+    `ShareLedger`)."""
 
     produced: dict[int, tuple[int, int]] = field(default_factory=dict)
     """seq -> (partition, offset) the producer was told."""
-    done: set[int] = field(default_factory=set)
-    """seqs whose ACCEPT/REJECT (or, for poison, the release at the limit) was confirmed."""
-    unconfirmed: set[int] = field(default_factory=set)
-    """seqs whose final acknowledgement was sent but whose outcome was never reported."""
-    deliveries: dict[int, list[int]] = field(default_factory=dict)
-    """seq -> delivery counts seen, in order."""
-    violations: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Producing(threading.Thread):
@@ -134,59 +126,11 @@ class Killing(threading.Thread):
             self.error = exc
 
 
-def _messages(batch: Iterable[Message]) -> list[Message]:
-    out = []
-    for message in batch:
-        if message.error() is None:
-            out.append(message)
-    return out
-
-
 def consume_round(consumers: list[ShareConsumer], ledger: Ledger) -> None:
     """One poll per consumer: acknowledge everything received, then commit_sync and
     record what was confirmed."""
     for consumer in consumers:
-        try:
-            batch = _messages(consumer.poll(0.1))
-        except KafkaException:
-            continue  # a broker restart surfaces here; the records come back later
-        if not batch:
-            continue
-        pending: dict[int, list[tuple[int, bool]]] = {}
-        with ledger.lock:
-            for message in batch:
-                seq = int(message.value() or b"-1")
-                count = int(message.delivery_count() or 0)
-                if seq in ledger.done:
-                    ledger.violations.append(
-                        f"seq {seq} delivered (count {count}) after its final ack was confirmed"
-                    )
-                ledger.deliveries.setdefault(seq, []).append(count)
-                kind = fate(seq)
-                if kind == POISON or (kind == RELEASE_ONCE and count == 1):
-                    ack = AcknowledgeType.RELEASE
-                elif kind == REJECT:
-                    ack = AcknowledgeType.REJECT
-                else:
-                    ack = AcknowledgeType.ACCEPT
-                consumer.acknowledge(message, ack)
-                final = ack != AcknowledgeType.RELEASE or count >= DELIVERY_LIMIT
-                pending.setdefault(int(message.partition() or 0), []).append((seq, final))
-        try:
-            results = consumer.commit_sync(10.0)
-        except KafkaException:
-            results = None
-        confirmed = {int(tp.partition) for tp, error in (results or {}).items() if error is None}
-        with ledger.lock:
-            for partition, acks in pending.items():
-                for seq, final in acks:
-                    if not final:
-                        continue
-                    if partition in confirmed:
-                        ledger.done.add(seq)
-                        ledger.unconfirmed.discard(seq)
-                    else:
-                        ledger.unconfirmed.add(seq)
+        acknowledge_poll(consumer, ledger)
 
 
 def drained(bootstrap: str, group: str, topic: str) -> tuple[bool, dict[int, int]]:

@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
-    AcknowledgeType,
     KafkaError,
     KafkaException,
     Message,
@@ -30,21 +29,14 @@ from confluent_kafka import (
 )
 
 from tests.support.clients import consumer, producer
+from tests.support.share_ledger import DELIVERY_LIMIT, ShareLedger, acknowledge_poll
 
 PARTITIONS = 3
 SHARE_CONSUMERS = 3
-DELIVERY_LIMIT = 5
 BURST_RECORDS = (20, 300)
 BURST_PAUSE_S = (0.05, 0.6)
 QUEUE_MAX = 20_000
 """The producer stops adding records while this many are unacknowledged (broker down)."""
-
-POISON, REJECT, RELEASE_ONCE = 0, 1, 2
-"""`seq % 10` picks the fate of a record; every other remainder is accepted."""
-
-
-def fate(seq: int) -> int:
-    return seq % 10
 
 
 def value_of(seq: int) -> bytes:
@@ -52,19 +44,13 @@ def value_of(seq: int) -> bytes:
 
 
 @dataclass
-class Ledger:
-    """What the clients were told, in the order they were told it."""
+class Ledger(ShareLedger):
+    """What the clients were told, in the order they were told it (the share side in
+    `ShareLedger`)."""
 
     acked: list[tuple[int, int, int]] = field(default_factory=list)
     """(seq, partition, offset) in the order the producer was told."""
     failed: list[str] = field(default_factory=list)
-    done: set[int] = field(default_factory=set)
-    """seqs whose final share acknowledgement was confirmed by commit_sync."""
-    unconfirmed: set[int] = field(default_factory=set)
-    """seqs whose final acknowledgement was sent but whose outcome was never reported."""
-    deliveries: dict[int, list[int]] = field(default_factory=dict)
-    violations: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Producing(threading.Thread):
@@ -215,49 +201,11 @@ class Sharing(threading.Thread):
             self.poll_one(share)
 
     def poll_one(self, share: ShareConsumer) -> None:
-        ledger = self.ledger
-        try:
-            batch = [m for m in share.poll(0.1) if m.error() is None]
-        except KafkaException:
-            return  # a broker restart surfaces here; the records come back later
-        if not batch:
-            return
-        pending: dict[int, list[tuple[int, bool]]] = {}
-        with ledger.lock:
-            for message in batch:
-                seq = int(message.value() or b"-1")
-                count = int(message.delivery_count() or 0)
-                if seq in ledger.done:
-                    ledger.violations.append(
-                        f"seq {seq} delivered (count {count}) after its final ack was confirmed"
-                    )
-                if count > DELIVERY_LIMIT:
-                    ledger.violations.append(f"seq {seq} delivered with count {count}")
-                ledger.deliveries.setdefault(seq, []).append(count)
-                kind = fate(seq)
-                if kind == POISON or (kind == RELEASE_ONCE and count == 1):
-                    ack = AcknowledgeType.RELEASE
-                elif kind == REJECT:
-                    ack = AcknowledgeType.REJECT
-                else:
-                    ack = AcknowledgeType.ACCEPT
-                share.acknowledge(message, ack)
-                final = ack != AcknowledgeType.RELEASE or count >= DELIVERY_LIMIT
-                pending.setdefault(int(message.partition() or 0), []).append((seq, final))
-        self.acking.set()
-        try:
-            results = share.commit_sync(10.0)
-        except KafkaException:
-            results = None
-        self.acks += len(batch)
-        confirmed = {int(tp.partition) for tp, error in (results or {}).items() if error is None}
-        with ledger.lock:
-            for partition, acks in pending.items():
-                for seq, final in acks:
-                    if not final:
-                        continue
-                    if partition in confirmed:
-                        ledger.done.add(seq)
-                        ledger.unconfirmed.discard(seq)
-                    else:
-                        ledger.unconfirmed.add(seq)
+        delivered = acknowledge_poll(share, self.ledger, before_commit=self.acking.set)
+        self.acks += len(delivered)
+        over = [(seq, count) for seq, count in delivered if count > DELIVERY_LIMIT]
+        if over:
+            with self.ledger.lock:
+                self.ledger.violations.extend(
+                    f"seq {seq} delivered with count {count}" for seq, count in over
+                )

@@ -43,18 +43,16 @@ from tests.support.broker import BrokerProcess
 from tests.support.cli import shoal
 from tests.support.clients import consumer, create_topic, read_partitions
 from tests.support.crash_load import (
-    DELIVERY_LIMIT,
     PARTITIONS,
-    POISON,
     SHARE_CONSUMERS,
     Fetching,
     Ledger,
     Producing,
     Sharing,
-    fate,
 )
 from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import share_consumer, share_group
+from tests.support.share_ledger import DELIVERY_LIMIT, POISON, fate
 
 LOCK_MS = 5_000
 ROUND_DELAY_S = (0.3, 2.0)
