@@ -13,6 +13,8 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
       [--dry-run | --execute]                   GROUP TOPIC PARTITION NEW-OFFSET
   --delete (--group G ... | --all-groups)
   --delete-offsets --group G --topic T ...      TOPIC STATUS
+  --pause --group G ... / --resume --group G ...  (Shoal extension: stop and restart
+      delivery; the group config shoal.share.delivery.paused; --describe notes it)
 
 A reset plans the new start offsets with ListOffsets (--to-offset is clamped to the
 log's range, --to-datetime falls back to the log end where no record is that new)
@@ -42,7 +44,7 @@ from shoal.cli.group_tool import (
     report_group_state,
     run_group_command,
 )
-from shoal.cli.kafka_options import ToolFailed, add_tool_parser
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
 from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
     GroupDescription,
@@ -52,9 +54,11 @@ from shoal.cli.share_group_admin import (
     delete_offsets,
     describe_group,
     describe_offsets,
+    is_paused,
     list_share_groups,
+    set_paused,
 )
-from shoal.cli.share_groups_options import validate
+from shoal.cli.share_groups_options import pause_action, validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
@@ -90,10 +94,25 @@ def add_parser(commands: Any) -> None:
         },
         all_topics_help="reset every topic with state",
     )
+    parser.add_argument(
+        "--pause",
+        action="store_true",
+        help="stop delivering records to the group's members (Shoal extension)",
+    )
+    parser.add_argument("--resume", action="store_true", help="deliver records again after --pause")
     parser.set_defaults(run=run, parser=parser)
 
 
 def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
+    if pause_action(args) is not None:
+        return run_tool(
+            args.parser,
+            args,
+            validate=validate,
+            api_timeout_ms=lambda a: int(a.timeout),
+            action=_pause_or_resume,
+            out=out,
+        )
     return run_group_command(
         args,
         out=out,
@@ -137,8 +156,24 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             ok = _print_state(description, args.verbose, out)
         else:
             ok = _print_offsets(description, describe_offsets(client, group_id), args.verbose, out)
+        if is_paused(client, group_id):
+            print(f"\nShare group '{group_id}' is paused: no records are delivered.", file=out)
         status = status if ok else 1
     return status
+
+
+def _pause_or_resume(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    """Set (--pause) or delete (--resume) the group config `shoal.share.delivery.paused`
+    of each group; members stay, acquisitions stop or restart at once."""
+    paused = pause_action(args) == "pause"
+    for group_id in dict.fromkeys(args.group):
+        try:
+            set_paused(client, group_id, paused)
+        except KafkaError as exc:
+            raise ToolFailed(group_error(KIND, group_id, exc)) from None
+        word = "paused: its members get no records until --resume" if paused else "resumed"
+        print(f"Share group '{group_id}' {word}.", file=out)
+    return 0
 
 
 def _empty_or_dead(description: GroupDescription) -> bool:

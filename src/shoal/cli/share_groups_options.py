@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from shoal.cli.group_options import (
+    ACTIONS,
     check_action,
     check_execute_mode,
     check_scenarios,
@@ -25,7 +26,7 @@ from shoal.cli.group_options import (
     validate_delete_offsets,
     validate_describe,
 )
-from shoal.cli.kafka_options import UsageError, opt
+from shoal.cli.kafka_options import UsageError, check_bootstrap, dest, opt, present
 
 NOUN = "share group"
 SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
@@ -34,7 +35,10 @@ RESET_SCENARIOS = ("to-datetime", "to-earliest", "to-latest", "to-offset")
 
 def validate(args: argparse.Namespace) -> None:
     """Kafka's ShareGroupCommandOptions.checkArgs, plus parsing of --state, --topic
-    and --to-datetime (results stored on `args`)."""
+    and --to-datetime (results stored on `args`); --pause / --resume (Shoal's own)."""
+    if pause_action(args) is not None:
+        _validate_pause(args)
+        return
     action = check_action(args, reset_only=RESET_SCENARIOS)
     {
         "list": _validate_list,
@@ -59,3 +63,31 @@ def _validate_reset(args: argparse.Namespace) -> None:
         raise UsageError(f"Option {opt('reset-offsets')} takes the option: {opt('group')}")
     one_group(args, "reset-offsets", noun=NOUN)
     check_scenarios(args, RESET_SCENARIOS)
+
+
+PAUSE_ACTIONS = ("pause", "resume")
+"""Shoal's own actions (paused delivery, issue 16); not in kafka-share-groups.sh."""
+
+
+def pause_action(args: argparse.Namespace) -> str | None:
+    """ "pause" or "resume" when either option was given, else None."""
+    chosen = [a for a in PAUSE_ACTIONS if present(args, dest(a))]
+    return chosen[0] if chosen else None
+
+
+def _validate_pause(args: argparse.Namespace) -> None:
+    """--pause or --resume, with --group G (repeatable) and nothing but --timeout."""
+    check_bootstrap(args)
+    action = pause_action(args)
+    assert action is not None
+    others = [
+        a
+        for a in (*PAUSE_ACTIONS, *ACTIONS, "all-groups", "topic", "members", "offsets", "state")
+        if a != action and present(args, dest(a))
+    ]
+    if others:
+        raise UsageError(f"Option {opt(action)} can't be used with option {opt(others[0])}")
+    if not args.group:
+        raise UsageError(f"Option {opt(action)} takes the option: {opt('group')}")
+    if args.timeout <= 0:
+        raise UsageError(f"Option {opt('timeout')} must be a positive number of milliseconds")
