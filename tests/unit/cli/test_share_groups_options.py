@@ -173,3 +173,21 @@ def test_a_usage_error_exits_2_with_the_message_and_usage(
     err = capsys.readouterr().err
     assert "Option [describe] takes one of these options" in err
     assert "usage: shoal share-groups" in err
+
+
+def test_pause_and_resume_take_groups_and_nothing_else() -> None:
+    """Shoal's own actions (paused delivery): --group is required (repeatable); no
+    other action or describe/reset option goes with them."""
+    assert parsed(*B, "--pause", "--group", "g", "--group", "h").group == ["g", "h"]
+    assert parsed(*B, "--resume", "--group", "g").resume
+    assert refused(*B, "--pause") == "Option [pause] takes the option: [group]"
+    assert refused(*B, "--pause", "--resume", "--group", "g") == (
+        "Option [pause] can't be used with option [resume]"
+    )
+    assert refused(*B, "--resume", "--describe", "--group", "g") == (
+        "Option [resume] can't be used with option [describe]"
+    )
+    assert refused(*B, "--pause", "--all-groups") == (
+        "Option [pause] can't be used with option [all-groups]"
+    )
+    assert refused("--pause", "--group", "g") == 'Missing required argument "[bootstrap-server]"'
