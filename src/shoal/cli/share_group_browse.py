@@ -3,8 +3,9 @@ records of each share-partition's in-flight window, read from its leader's memor
 without acquiring anything (ShareGroupBrowse, Shoal's extension API;
 client/share_browse.py). Needs DESCRIBE on the group and the topic.
 
-The group must exist (ShareGroupDescribe first: an unknown group fails as
---describe says it); without --partition every partition of the topic is browsed.
+The topic and partition must exist (Metadata) and so must the group
+(ShareGroupDescribe: an unknown group fails as --describe says it); without
+--partition every partition of the topic is browsed.
 One row per in-flight entry (a whole batch, or one offset of a split batch), from the
 share-partition start offset on:
 
@@ -47,13 +48,13 @@ HEADERS = (
 def run_browse(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     group_id = args.group[0]
     (topic,) = args.topic
+    partitions = _partitions(client, topic, args.partition)
     try:
         describe_group(client, group_id)
     except KafkaError as exc:
         if exc.code == ErrorCode.group_id_not_found:
             raise ToolFailed(f"Share group '{group_id}' does not exist.") from exc
         raise
-    partitions = _partitions(client, topic, args.partition)
     browsed = browse(client, group_id, topic, partitions, max_entries=args.max)
     rows = [
         (
@@ -73,7 +74,7 @@ def run_browse(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         print(line, file=out)
     print(file=out)
     for b in browsed:
-        print(_summary(b), file=out)
+        print(summary(b), file=out)
     return 0
 
 
@@ -90,7 +91,7 @@ def _partitions(client: Client, topic: str, partition: int | None) -> list[int]:
     return [partition]
 
 
-def _summary(b: BrowsedPartition) -> str:
+def summary(b: BrowsedPartition) -> str:
     name = f"{b.topic}-{b.partition}"
     if not b.loaded:
         return f"{name}: not in the leader's memory (nothing acquired)"
