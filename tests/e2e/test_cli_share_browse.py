@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import AcknowledgeType
 
+from shoal.cli.main import main
 from tests.support.broker import BrokerProcess, running
 from tests.support.cli import rows, shoal
 from tests.support.share_consumers import (
@@ -148,15 +149,22 @@ def test_browse_shows_what_the_consumer_holds_and_acquires_nothing(
         consumer.close()
 
 
-def test_browse_an_unknown_group_topic_or_partition_fails(share_broker: BrokerProcess) -> None:
+def test_browse_an_unknown_group_topic_or_partition_fails(
+    share_broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In process (the tool's `main`), to spare three interpreter starts."""
     topic = topic_name("browse-errors")
     create_topic(share_broker.bootstrap, topic, partitions=1)
-    base = ("share-groups", "--bootstrap-server", share_broker.bootstrap, "--browse")
-    done = shoal(*base, "--group", "no-such-group", "--topic", topic)
-    assert done.returncode == 1
-    assert "Share group 'no-such-group' does not exist." in done.stderr
-    done = shoal(*base, "--group", "no-such-group", "--topic", "no-such-topic")
-    assert done.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in done.stderr, done.stderr
-    done = shoal(*base, "--group", "no-such-group", "--topic", topic, "--partition", "5")
-    assert done.returncode == 1
-    assert f"Topic '{topic}' has no partition 5." in done.stderr
+    base = ["share-groups", "--bootstrap-server", share_broker.bootstrap, "--browse"]
+
+    def refused(*argv: str) -> str:
+        assert main([*base, *argv]) == 1
+        return capsys.readouterr().err
+
+    assert "Share group 'no-such-group' does not exist." in refused(
+        "--group", "no-such-group", "--topic", topic
+    )
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in refused("--group", "g", "--topic", "no-such-topic")
+    assert f"Topic '{topic}' has no partition 5." in refused(
+        "--group", "g", "--topic", topic, "--partition", "5"
+    )
