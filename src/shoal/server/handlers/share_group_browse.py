@@ -3,7 +3,7 @@ share group's share-partitions, read without acquiring anything.
 
 The lock holder and the acquired states live only in the share-partition leader's
 memory, and no Kafka API returns them; this one does, over the Kafka listener (so
-with its authentication, quotas and framing), for `shoal share-groups --browse`. The
+with its TLS, authentication and framing), for `shoal share-groups --browse`. The
 schema is declared as kio declares Kafka's (protocol/extensions/).
 
 Per requested partition, in request order: the loaded share-partition's
