@@ -170,3 +170,13 @@ def test_describe_on_group_and_topic_lets_a_principal_browse_but_not_acquire(h: 
     assert _join_and_fetch(h, CAROL).error_code == ErrorCode.none
     (partition,) = send(h, ALICE, browse).partitions
     assert (partition.error_code, partition.loaded) == (ErrorCode.none, True)
+
+
+def test_browse_with_share_groups_off_is_unsupported(tmp_path: Path) -> None:
+    broker = _broker(tmp_path, **{"share.version": "0"})
+    try:
+        broker.logs.create_topic("t", partitions=1, configs={})
+        response = _browse(broker)
+        assert (response.error_code, response.partitions) == (ErrorCode.unsupported_version, ())
+    finally:
+        broker.logs.close()
