@@ -13,6 +13,10 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
       [--dry-run | --execute]                   GROUP TOPIC PARTITION NEW-OFFSET
   --delete (--group G ... | --all-groups)
   --delete-offsets --group G --topic T ...      TOPIC STATUS
+  --browse --group G --topic T [--partition P] [--max N]   (Shoal's own: no Kafka tool has it)
+      TOPIC PARTITION FIRST-OFFSET LAST-OFFSET STATE DELIVERY-COUNT HOLDER LOCK-EXPIRES-MS
+      the in-flight records with their state and lock holder, read without acquiring
+      anything (cli/share_group_browse.py)
 
 A reset plans the new start offsets with ListOffsets (--to-offset is clamped to the
 log's range, --to-datetime falls back to the log end where no record is that new)
@@ -32,6 +36,7 @@ import logging
 import sys
 from typing import IO, Any
 
+from shoal import limits
 from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
@@ -54,6 +59,7 @@ from shoal.cli.share_group_admin import (
     describe_offsets,
     list_share_groups,
 )
+from shoal.cli.share_group_browse import run_browse
 from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
@@ -87,8 +93,20 @@ def add_parser(commands: Any) -> None:
             "--delete": "delete share groups",
             "--reset-offsets": "reset the start offsets of one share group",
             "--delete-offsets": "delete the offset information of one share group",
+            "--browse": "show the in-flight records of one share group's topic, their "
+            "state, delivery count and lock holder, without acquiring them",
         },
         all_topics_help="reset every topic with state",
+    )
+    parser.add_argument(
+        "--partition", type=int, metavar="P", help="with --browse: only this partition"
+    )
+    parser.add_argument(
+        "--max",
+        type=int,
+        metavar="N",
+        help="with --browse: at most N in-flight entries per partition "
+        f"(default {limits.SHARE_BROWSE_ENTRIES_DEFAULT})",
     )
     parser.set_defaults(run=run, parser=parser)
 
@@ -104,6 +122,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
             "delete": _delete,
             "reset-offsets": _reset,
             "delete-offsets": _delete_offsets,
+            "browse": run_browse,
         },
     )
 

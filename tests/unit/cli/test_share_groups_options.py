@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 
+from shoal import limits
 from shoal.cli.group_options import parse_datetime_ms, parse_list, parse_topic_specs
 from shoal.cli.kafka_options import UsageError
 from shoal.cli.main import build_parser, main
@@ -37,7 +38,7 @@ def test_bootstrap_server_is_required_and_checked() -> None:
 def test_exactly_one_action() -> None:
     message = (
         "Command must include exactly one action: "
-        "--list, --describe, --delete, --reset-offsets, --delete-offsets."
+        "--list, --describe, --delete, --reset-offsets, --delete-offsets, --browse."
     )
     assert refused(*B) == message
     assert refused(*B, "--list", "--describe", "--group", "g") == message
@@ -173,3 +174,43 @@ def test_a_usage_error_exits_2_with_the_message_and_usage(
     err = capsys.readouterr().err
     assert "Option [describe] takes one of these options" in err
     assert "usage: shoal share-groups" in err
+
+
+def test_browse_takes_one_group_one_topic_and_defaults_max() -> None:
+    args = parsed(*B, "--browse", "--group", "g", "--topic", "t")
+    assert (args.group, args.topic, args.partition) == (["g"], ["t"], None)
+    assert args.max == limits.SHARE_BROWSE_ENTRIES_DEFAULT
+    args = parsed(*B, "--browse", "--group", "g", "--topic", "t", "--partition", "2", "--max", "0")
+    assert (args.partition, args.max) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--browse", "--group", "g"), "Option [browse] takes the options: [group], [topic]"),
+        (("--browse", "--topic", "t"), "Option [browse] takes the options: [group], [topic]"),
+        (
+            ("--browse", "--group", "g", "--group", "h", "--topic", "t"),
+            "Option [browse] takes one share group at a time, got ['g', 'h']",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t:0"),
+            "Option [browse] takes one [topic] (a name; choose a partition with [partition])",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t", "--max", "-1"),
+            "Option [max] must be 0 or more",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t", "--partition", "-1"),
+            "Option [partition] must be a partition number (0 or more)",
+        ),
+        (
+            ("--describe", "--group", "g", "--max", "5"),
+            "Option [max] can only be used with [browse]",
+        ),
+        (("--list", "--partition", "0"), "Option [partition] can only be used with [browse]"),
+    ],
+)
+def test_browse_refusals(argv: tuple[str, ...], message: str) -> None:
+    assert refused(*B, *argv) == message
