@@ -5,7 +5,7 @@ on the group and the topic, which lets a principal browse but not acquire).
 
 Real handlers and services of an in-process broker on a manual clock (no socket); the
 share-partition is driven through the share service as a consumer's requests would
-(`ShareRig` of the console tests).
+(`ShareRig` of `tests/support/share_rig.py`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import SharePartitionKey
+from tests.support.share_rig import ShareRig, manual_broker
 from tests.unit.server.authz_harness import ALICE, Harness, send, topic_id
-from tests.unit.server.console.test_console_routes import ShareRig, _broker
 
 CAROL = KafkaPrincipal("User", "carol")
 """A consumer: READ on the group and the topic."""
@@ -106,8 +106,8 @@ def test_browse_acquires_nothing(broker: Broker) -> None:
     assert (15, 17, "ACQUIRED", 1, "m1", 30_000) in rows
 
 
-def test_browse_is_capped_by_the_request_and_by_the_broker(tmp_path: Path) -> None:
-    broker = _broker(tmp_path, **{"shoal.share.browse.max.entries": "2"})
+def test_browse_is_capped_by_the_request_and_by_themanual_broker(tmp_path: Path) -> None:
+    broker = manual_broker(tmp_path, **{"shoal.share.browse.max.entries": "2"})
     try:
         rig = ShareRig(broker)
         rig.acknowledge(AckBatch(10, 10, (int(AcknowledgeType.RELEASE),)))  # splits 10-14
@@ -173,7 +173,7 @@ def test_describe_on_group_and_topic_lets_a_principal_browse_but_not_acquire(h: 
 
 
 def test_browse_with_share_groups_off_is_unsupported(tmp_path: Path) -> None:
-    broker = _broker(tmp_path, **{"share.version": "0"})
+    broker = manual_broker(tmp_path, **{"share.version": "0"})
     try:
         broker.logs.create_topic("t", partitions=1, configs={})
         response = _browse(broker)
