@@ -405,6 +405,17 @@ _DEFS: list[ConfigDef] = [
         "its next use reloads it from the share coordinator.",
         min=100,
     ),
+    ConfigDef(
+        "shoal.share.browse.max.entries",
+        _INT,
+        limits.SHARE_BROWSE_ENTRIES_MAX,
+        _B,
+        "In-flight entries (a batch range or one record) per share-partition that one "
+        "ShareGroupBrowse (Shoal's extension API, `shoal share-groups --browse`) returns "
+        "at most; the rest is flagged truncated.",
+        min=0,
+        max=100_000,
+    ),
     # ---- broker: web console (issue 13, server/console/)
     ConfigDef(
         "console.allow.writes",

@@ -13,7 +13,11 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
       [--dry-run | --execute]                   GROUP TOPIC PARTITION NEW-OFFSET
   --delete (--group G ... | --all-groups)
   --delete-offsets --group G --topic T ...      TOPIC STATUS
-  --pause --group G ... / --resume --group G ...  (Shoal extension: stop and restart
+  --browse --group G --topic T [--partition P] [--max N]   (Shoal's own: no Kafka tool has it)
+      TOPIC PARTITION FIRST-OFFSET LAST-OFFSET STATE DELIVERY-COUNT HOLDER LOCK-EXPIRES-MS
+      the in-flight records with their state and lock holder, read without acquiring
+      anything (cli/share_group_browse.py)
+  --pause --group G ... / --resume --group G ...   (Shoal's own: stop and restart
       delivery; the group config shoal.share.delivery.paused; --describe notes it)
 
 A reset plans the new start offsets with ListOffsets (--to-offset is clamped to the
@@ -34,6 +38,7 @@ import logging
 import sys
 from typing import IO, Any
 
+from shoal import limits
 from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
@@ -44,7 +49,7 @@ from shoal.cli.group_tool import (
     report_group_state,
     run_group_command,
 )
-from shoal.cli.kafka_options import ToolFailed, add_tool_parser, run_tool
+from shoal.cli.kafka_options import ToolFailed, add_tool_parser
 from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
     GroupDescription,
@@ -58,7 +63,8 @@ from shoal.cli.share_group_admin import (
     list_share_groups,
     set_paused,
 )
-from shoal.cli.share_groups_options import pause_action, validate
+from shoal.cli.share_group_browse import run_browse
+from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
@@ -91,28 +97,27 @@ def add_parser(commands: Any) -> None:
             "--delete": "delete share groups",
             "--reset-offsets": "reset the start offsets of one share group",
             "--delete-offsets": "delete the offset information of one share group",
+            "--browse": "show the in-flight records of one share group's topic, their "
+            "state, delivery count and lock holder, without acquiring them",
+            "--pause": "stop delivering records to the share groups' members (Shoal's own)",
+            "--resume": "deliver records again after --pause",
         },
         all_topics_help="reset every topic with state",
     )
     parser.add_argument(
-        "--pause",
-        action="store_true",
-        help="stop delivering records to the group's members (Shoal extension)",
+        "--partition", type=int, metavar="P", help="with --browse: only this partition"
     )
-    parser.add_argument("--resume", action="store_true", help="deliver records again after --pause")
+    parser.add_argument(
+        "--max",
+        type=int,
+        metavar="N",
+        help="with --browse: at most N in-flight entries per partition "
+        f"(default {limits.SHARE_BROWSE_ENTRIES_DEFAULT})",
+    )
     parser.set_defaults(run=run, parser=parser)
 
 
 def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
-    if pause_action(args) is not None:
-        return run_tool(
-            args.parser,
-            args,
-            validate=validate,
-            api_timeout_ms=lambda a: int(a.timeout),
-            action=_pause_or_resume,
-            out=out,
-        )
     return run_group_command(
         args,
         out=out,
@@ -123,6 +128,9 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
             "delete": _delete,
             "reset-offsets": _reset,
             "delete-offsets": _delete_offsets,
+            "browse": run_browse,
+            "pause": _pause_or_resume,
+            "resume": _pause_or_resume,
         },
     )
 
@@ -165,7 +173,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 def _pause_or_resume(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     """Set (--pause) or delete (--resume) the group config `shoal.share.delivery.paused`
     of each group; members stay, acquisitions stop or restart at once."""
-    paused = pause_action(args) == "pause"
+    paused = bool(args.pause)
     for group_id in dict.fromkeys(args.group):
         try:
             set_paused(client, group_id, paused)

@@ -3,6 +3,10 @@ worded as kafka-share-groups.sh words them. What it shares with `shoal
 consumer-groups` (most checks, --state, --topic and --to-datetime parsing) is
 `group_options`'.
 
+`--browse` (Shoal's own action, no Kafka tool has it) takes exactly one --group and
+one --topic (a plain name), and optionally --partition P and --max N (>= 0); those
+two only with --browse.
+
 `validate(args)` raises `UsageError` for a bad command line and stores what it parsed
 on `args`: `state_filter` (--list), `reset_scope` ({topic: partitions or None for all},
 or None for every partition with state) and `reset_timestamp_ms` (--reset-offsets).
@@ -15,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 
+from shoal import limits
 from shoal.cli.group_options import (
-    ACTIONS,
     check_action,
     check_execute_mode,
     check_scenarios,
@@ -26,26 +30,35 @@ from shoal.cli.group_options import (
     validate_delete_offsets,
     validate_describe,
 )
-from shoal.cli.kafka_options import UsageError, check_bootstrap, dest, opt, present
+from shoal.cli.kafka_options import UsageError, dest, opt, present
 
 NOUN = "share group"
+PAUSE_ACTIONS = ("pause", "resume")
+"""Shoal's own actions (paused delivery, issue 16); not in kafka-share-groups.sh."""
+BROWSE_ONLY = ("partition", "max")
 SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
 RESET_SCENARIOS = ("to-datetime", "to-earliest", "to-latest", "to-offset")
 
 
 def validate(args: argparse.Namespace) -> None:
     """Kafka's ShareGroupCommandOptions.checkArgs, plus parsing of --state, --topic
-    and --to-datetime (results stored on `args`); --pause / --resume (Shoal's own)."""
-    if pause_action(args) is not None:
-        _validate_pause(args)
-        return
-    action = check_action(args, reset_only=RESET_SCENARIOS)
+    and --to-datetime (results stored on `args`); Shoal's own --browse, --pause and
+    --resume."""
+    action = check_action(
+        args, reset_only=RESET_SCENARIOS, extra_actions=("browse", *PAUSE_ACTIONS)
+    )
+    for name in BROWSE_ONLY:
+        if present(args, dest(name)) and action != "browse":
+            raise UsageError(f"Option {opt(name)} can only be used with {opt('browse')}")
     {
         "list": _validate_list,
         "describe": validate_describe,
         "delete": validate_delete,
         "reset-offsets": _validate_reset,
         "delete-offsets": _validate_delete_offsets,
+        "browse": _validate_browse,
+        "pause": _validate_pause,
+        "resume": _validate_pause,
     }[action](args)
 
 
@@ -65,29 +78,30 @@ def _validate_reset(args: argparse.Namespace) -> None:
     check_scenarios(args, RESET_SCENARIOS)
 
 
-PAUSE_ACTIONS = ("pause", "resume")
-"""Shoal's own actions (paused delivery, issue 16); not in kafka-share-groups.sh."""
-
-
-def pause_action(args: argparse.Namespace) -> str | None:
-    """ "pause" or "resume" when either option was given, else None."""
-    chosen = [a for a in PAUSE_ACTIONS if present(args, dest(a))]
-    return chosen[0] if chosen else None
+def _validate_browse(args: argparse.Namespace) -> None:
+    if not args.group or not args.topic:
+        raise UsageError(
+            f"Option {opt('browse')} takes the options: {opt('group')}, {opt('topic')}"
+        )
+    one_group(args, "browse", noun=NOUN)
+    if len(args.topic) != 1 or ":" in args.topic[0]:
+        raise UsageError(
+            f"Option {opt('browse')} takes one {opt('topic')} (a name; "
+            f"choose a partition with {opt('partition')})"
+        )
+    if args.partition is not None and args.partition < 0:
+        raise UsageError(f"Option {opt('partition')} must be a partition number (0 or more)")
+    if args.max is None:
+        args.max = limits.SHARE_BROWSE_ENTRIES_DEFAULT
+    elif args.max < 0:
+        raise UsageError(f"Option {opt('max')} must be 0 or more")
 
 
 def _validate_pause(args: argparse.Namespace) -> None:
-    """--pause or --resume, with --group G (repeatable) and nothing but --timeout."""
-    check_bootstrap(args)
-    action = pause_action(args)
-    assert action is not None
-    others = [
-        a
-        for a in (*PAUSE_ACTIONS, *ACTIONS, "all-groups", "topic", "members", "offsets", "state")
-        if a != action and present(args, dest(a))
-    ]
-    if others:
-        raise UsageError(f"Option {opt(action)} can't be used with option {opt(others[0])}")
+    """--pause or --resume: --group G (repeatable), no --topic or --all-groups."""
+    action = "pause" if args.pause else "resume"
+    for name in ("all-groups", "topic"):
+        if present(args, dest(name)):
+            raise UsageError(f"Option {opt(action)} can't be used with option {opt(name)}")
     if not args.group:
         raise UsageError(f"Option {opt(action)} takes the option: {opt('group')}")
-    if args.timeout <= 0:
-        raise UsageError(f"Option {opt('timeout')} must be a positive number of milliseconds")
