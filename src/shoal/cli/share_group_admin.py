@@ -225,12 +225,14 @@ def set_paused(client: Client, group_id: str, paused: bool) -> None:
     check(result.error_code, result.error_message, context=f"share group '{group_id}'")
 
 
-def is_paused(client: Client, group_id: str) -> bool:
-    """Whether the group's delivery is paused. A broker that does not know the key
-    (Apache Kafka) lists no value for it: not paused."""
+def is_paused(client: Client, group_id: str) -> bool | None:
+    """Whether the group's delivery is paused; None when its configs cannot be read
+    (no DESCRIBE_CONFIGS on the group, say: `--describe` itself needs only DESCRIBE).
+    A broker that does not know the key (Apache Kafka) lists no value: not paused."""
     response = client.call(
         requests.describe_configs(requests.GROUP_RESOURCE, [group_id], keys=[PAUSED_KEY])
     )
     (result,) = response.results
-    check(result.error_code, result.error_message, context=f"configs of '{group_id}'")
+    if result.error_code != ErrorCode.none:
+        return None
     return any(c.name == PAUSED_KEY and c.value == "true" for c in result.configs)
