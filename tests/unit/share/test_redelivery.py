@@ -166,3 +166,19 @@ def test_pause_stops_acquisition_and_resume_restores_it() -> None:
     assert rig.sp.can_acquire()
     assert ranges(rig.fetch("b")) == [(2, 4, 2), (5, 9, 1)]
     assert view(rig.sp)[-1] == (5, 9, ACQ, 1, "b")
+
+
+def test_delayed_records_count_towards_the_record_locks_cap() -> None:
+    """A window full of delayed records takes no new ones; when they are due they go
+    out first, and only then does the window move on."""
+    rig = started((0, 9), **BACKOFF, max_record_locks=10)
+    assert ranges(rig.fetch("a")) == [(0, 9, 1)]
+    rig.ack("a", ack(0, 9, RELEASE))
+    rig.produce((10, 19))
+    assert ranges(rig.fetch("a")) == [], "the window is full of waiting records"
+    assert not rig.sp.can_acquire()
+    rig.clock.advance(1_000)
+    assert rig.sp.can_acquire()
+    assert ranges(rig.fetch("a")) == [(0, 9, 2)]
+    rig.ack("a", ack(0, 9, ACCEPT))
+    assert ranges(rig.fetch("a")) == [(10, 19, 1)]
