@@ -33,6 +33,8 @@ from shoal.cli.group_options import (
 from shoal.cli.kafka_options import UsageError, dest, opt, present
 
 NOUN = "share group"
+PAUSE_ACTIONS = ("pause", "resume")
+"""Shoal's own actions (paused delivery, issue 16); not in kafka-share-groups.sh."""
 BROWSE_ONLY = ("partition", "max")
 SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
 RESET_SCENARIOS = ("to-datetime", "to-earliest", "to-latest", "to-offset")
@@ -40,8 +42,11 @@ RESET_SCENARIOS = ("to-datetime", "to-earliest", "to-latest", "to-offset")
 
 def validate(args: argparse.Namespace) -> None:
     """Kafka's ShareGroupCommandOptions.checkArgs, plus parsing of --state, --topic
-    and --to-datetime (results stored on `args`)."""
-    action = check_action(args, reset_only=RESET_SCENARIOS, extra_actions=("browse",))
+    and --to-datetime (results stored on `args`); Shoal's own --browse, --pause and
+    --resume."""
+    action = check_action(
+        args, reset_only=RESET_SCENARIOS, extra_actions=("browse", *PAUSE_ACTIONS)
+    )
     for name in BROWSE_ONLY:
         if present(args, dest(name)) and action != "browse":
             raise UsageError(f"Option {opt(name)} can only be used with {opt('browse')}")
@@ -52,6 +57,8 @@ def validate(args: argparse.Namespace) -> None:
         "reset-offsets": _validate_reset,
         "delete-offsets": _validate_delete_offsets,
         "browse": _validate_browse,
+        "pause": _validate_pause,
+        "resume": _validate_pause,
     }[action](args)
 
 
@@ -88,3 +95,13 @@ def _validate_browse(args: argparse.Namespace) -> None:
         args.max = limits.SHARE_BROWSE_ENTRIES_DEFAULT
     elif args.max < 0:
         raise UsageError(f"Option {opt('max')} must be 0 or more")
+
+
+def _validate_pause(args: argparse.Namespace) -> None:
+    """--pause or --resume: --group G (repeatable), no --topic or --all-groups."""
+    action = "pause" if args.pause else "resume"
+    for name in ("all-groups", "topic"):
+        if present(args, dest(name)):
+            raise UsageError(f"Option {opt(action)} can't be used with option {opt(name)}")
+    if not args.group:
+        raise UsageError(f"Option {opt(action)} takes the option: {opt('group')}")

@@ -38,7 +38,8 @@ def test_bootstrap_server_is_required_and_checked() -> None:
 def test_exactly_one_action() -> None:
     message = (
         "Command must include exactly one action: "
-        "--list, --describe, --delete, --reset-offsets, --delete-offsets, --browse."
+        "--list, --describe, --delete, --reset-offsets, --delete-offsets, --browse, "
+        "--pause, --resume."
     )
     assert refused(*B) == message
     assert refused(*B, "--list", "--describe", "--group", "g") == message
@@ -214,3 +215,24 @@ def test_browse_takes_one_group_one_topic_and_defaults_max() -> None:
 )
 def test_browse_refusals(argv: tuple[str, ...], message: str) -> None:
     assert refused(*B, *argv) == message
+
+
+def test_pause_and_resume_take_groups_and_nothing_else() -> None:
+    """Shoal's own actions (paused delivery): --group is required (repeatable); no
+    other action, --topic or --all-groups goes with them."""
+    assert parsed(*B, "--pause", "--group", "g", "--group", "h").group == ["g", "h"]
+    assert parsed(*B, "--resume", "--group", "g").resume
+    assert refused(*B, "--pause") == "Option [pause] takes the option: [group]"
+    one_action = "Command must include exactly one action: "
+    assert refused(*B, "--pause", "--resume", "--group", "g").startswith(one_action)
+    assert refused(*B, "--resume", "--describe", "--group", "g").startswith(one_action)
+    assert refused(*B, "--pause", "--all-groups") == (
+        "Option [pause] can't be used with option [all-groups]"
+    )
+    assert refused(*B, "--pause", "--group", "g", "--topic", "t") == (
+        "Option [pause] can't be used with option [topic]"
+    )
+    assert refused(*B, "--pause", "--group", "g", "--members") == (
+        "Option [members] can only be used with [describe]"
+    )
+    assert refused("--pause", "--group", "g") == 'Missing required argument "[bootstrap-server]"'
