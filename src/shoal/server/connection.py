@@ -92,7 +92,8 @@ async def serve_connection(
                 return
             started_ns = measure_ns()
             if TRACE.enabled:
-                api = codec.api_name(codec.peek_key_version(frame)[0])
+                api_key = codec.peek_key_version(frame)[0]
+                api = codec.api_name(api_key) or f"api {api_key}"
                 trace_request_read(api, started_ns)
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
