@@ -109,3 +109,59 @@ def test_pipelined_requests_give_way_once_a_turn_is_used(broker: Broker) -> None
 def test_within_a_turn_pipelined_requests_are_served_back_to_back(broker: Broker) -> None:
     written = _serve_two(broker)  # the manual clock stands still: one turn
     assert written == ["busy"] * PIPELINED + ["other"]
+
+
+class _Notifying:
+    """ApiVersions that also notifies a purgatory key, as an append does."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._inner = broker.handlers[18]
+        self._purgatory = broker.services.purgatory
+        self.min_version = self._inner.min_version
+        self.max_version = self._inner.max_version
+        self.unsupported = self._inner.unsupported
+
+    def supports(self, version: int) -> bool:
+        return self._inner.supports(version)
+
+    async def handle(self, ctx: Any, request: Any) -> Any:
+        self._purgatory.notify("k")
+        return await self._inner.handle(ctx, request)
+
+
+def test_a_request_that_wakes_a_parked_waiter_lets_it_run_before_the_next(
+    broker: Broker,
+) -> None:
+    """Within one turn (the manual clock stands still) a producer's pipelined requests
+    are served back to back, but the long poll woken by the first runs right after
+    that first response, not after all of them."""
+    written: list[str] = []
+    woken_after: list[int] = []
+
+    async def main() -> None:
+        purgatory = broker.services.purgatory
+
+        async def parked() -> None:
+            assert await purgatory.wait(["k"], timeout_ms=60_000)
+            woken_after.append(len(written))
+
+        waiter = asyncio.create_task(parked())
+        await asyncio.sleep(0)
+        reader = asyncio.StreamReader()
+        reader.feed_data(_frames(PIPELINED))
+        reader.feed_eof()
+        handlers = dict(broker.handlers)
+        handlers[18] = _Notifying(broker)  # type: ignore[assignment]
+        await serve_connection(
+            services=broker.services,
+            handlers=handlers,
+            info=ConnectionInfo(1, "127.0.0.1", 1000),
+            reader=reader,
+            writer=_Writer("busy", written),  # type: ignore[arg-type]
+            on_closed=lambda _info: None,
+        )
+        await waiter
+
+    asyncio.run(main())
+    assert written == ["busy"] * PIPELINED
+    assert woken_after == [1]
