@@ -131,6 +131,7 @@ class LatencyTrace:
         gc.callbacks.append(self._gc)
 
     async def stop(self) -> None:
+        """Stop the probe and log what was sampled since the last report."""
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         task, self._task = self._task, None
@@ -138,6 +139,8 @@ class LatencyTrace:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            for line in self.report():
+                log.info("latency trace (at stop): %s", line)
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":

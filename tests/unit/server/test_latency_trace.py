@@ -95,3 +95,20 @@ def test_serve_and_client_stages_are_per_connection(monkeypatch: pytest.MonkeyPa
     assert "client share_fetch -> share_acknowledge: n=1 p50=5.000 p99=5.000 max=5.000 ms" in lines
     assert "client produce -> produce: n=1 p50=5.000 p99=5.000 max=5.000 ms" in lines
     assert not any("from wake" in line and "produce" in line for line in lines), lines
+
+
+def test_stop_reports_what_was_sampled_since_the_last_report(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    trace = LatencyTrace(60.0)
+
+    async def scenario() -> None:
+        trace.start()
+        trace.record("serve produce", 0.25)
+        await trace.stop()
+
+    with caplog.at_level(logging.INFO, logger=latency_trace.__name__):
+        asyncio.run(scenario())
+    assert "latency trace (at stop): serve produce: n=1 p50=0.250 p99=0.250 max=0.250 ms" in (
+        caplog.text
+    )
