@@ -22,12 +22,6 @@ every other connection and woken fetch waits (hundreds of ms for a linger-0 prod
 that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
 without suspending yields one loop pass. (Yielding after every request, Kafka's one
 request per connection per poll, was tried and made polls small: docs/latency.md.)
-A request that woke a parked request (an append waking a long-polling ShareFetch or
-Fetch: `Purgatory.woken` moved) also yields once its response is written: the woken
-fetch answers with the records now, instead of after the rest of this connection's
-turn (up to `CONNECTION_TURN_MS` of a producer's pipelined requests). Only when
-somebody waits, so a busy group whose consumers all have records in hand still
-gets a producer's burst served back to back.
 
 Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
 the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
@@ -86,7 +80,6 @@ async def serve_connection(
     )
     metrics = services.metrics if services.metrics.enabled else None  # metrics.listener
     clock = services.clock
-    purgatory = services.purgatory
     turn_started_ms = clock.monotonic_ms()
     info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/idle.py
     writer.transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
@@ -98,7 +91,6 @@ async def serve_connection(
             if frame is None:
                 return
             started_ns = measure_ns()
-            woken_before = purgatory.woken
             if TRACE.enabled:
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
@@ -123,10 +115,7 @@ async def serve_connection(
                 await asyncio.sleep(mute_s)
                 turn_started_ms = clock.monotonic_ms()
             now_ms = clock.monotonic_ms()
-            if (
-                purgatory.woken != woken_before
-                or now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS
-            ):
+            if now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS:
                 await asyncio.sleep(0)  # let the loop run the others (module docstring)
                 turn_started_ms = clock.monotonic_ms()
     except ConnectionClosed as exc:

@@ -13,11 +13,6 @@ woken (by any key) and has not run yet stands for its queue: a second notify doe
 wake another. Whoever takes records in queue mode passes the wake on when some are
 left (`ShareService`), so nothing waits for the next append.
 
-`woken` counts the waiters a notify has woken so far: a connection that woke one
-while serving a request gives the loop up before its next request
-(server/connection.py), so the woken fetch answers before a producer's pipelined
-requests are served.
-
 A waiter's result is the `shoal.clock.measure_ns` of its notify, for the latency trace's
 "purgatory wake" (server/latency_trace.py); the deadline is a loop timer on the future
 itself, so a notify wakes the waiting task in one loop pass (no `wait_for` wrapper).
@@ -44,8 +39,6 @@ class Purgatory:
         # key -> {waiter: its queue (None: a plain waiter)}, in parking order
         self._waiters: dict[Hashable, dict[asyncio.Future[int], Hashable | None]] = {}
         self._closed = False
-        self.woken = 0
-        """Waiters woken by `notify` since the start (module docstring)."""
 
     @property
     def parked(self) -> int:
@@ -92,11 +85,9 @@ class Purgatory:
             if queue is None:
                 if not future.done():
                     future.set_result(now_ns)
-                    self.woken += 1
             elif queue not in served:
                 if not future.done():
                     future.set_result(now_ns)
-                    self.woken += 1
                     served.add(queue)
                 elif not future.cancelled() and future.result() != _TIMED_OUT:
                     served.add(queue)  # woken and not run yet: it stands for its queue
