@@ -67,6 +67,17 @@ Decode = Callable[[bytes, bytes | None], R]
 
 _LEADER_EPOCH = 0
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+# kio's typed values are checked at construction (~10 us each on the state write's
+# path, seven per batch): the constant ones are built once, the record offsets up to
+# _OFFSETS_KEPT too (a state write is one record or a few).
+_ATTRIBUTES_NONE = i8(0)
+_BATCH_ATTRIBUTES = i16(0)
+_PRODUCER_ID = i64(NO_PRODUCER_ID)
+_PRODUCER_EPOCH = i16(-1)
+_LEADER_EPOCH_I32 = i32(_LEADER_EPOCH)
+_BASE_SEQUENCE = i32(NO_SEQUENCE)
+_OFFSETS_KEPT = 64
+_OFFSETS = tuple(i64(index) for index in range(_OFFSETS_KEPT))
 
 
 class CoordinatorBatchTooLarge(RecordSinkFull):
@@ -127,21 +138,21 @@ class LogRecordSink(Generic[R]):
             key, value = self._encode(record)
             entries.append(
                 Record(
-                    attributes=i8(0),
+                    attributes=_ATTRIBUTES_NONE,
                     timestamp=timestamp,
-                    offset=i64(index),
+                    offset=_OFFSETS[index] if index < _OFFSETS_KEPT else i64(index),
                     key=key,
                     value=value,
                     headers=(),
                 )
             )
         batch = NewRecordBatch(
-            producer_id=i64(NO_PRODUCER_ID),
-            producer_epoch=i16(-1),
-            partition_leader_epoch=i32(_LEADER_EPOCH),
-            base_sequence=i32(NO_SEQUENCE),
+            producer_id=_PRODUCER_ID,
+            producer_epoch=_PRODUCER_EPOCH,
+            partition_leader_epoch=_LEADER_EPOCH_I32,
+            base_sequence=_BASE_SEQUENCE,
             records=tuple(entries),
-            attributes=i16(0),
+            attributes=_BATCH_ATTRIBUTES,
         )
         buffer = io.BytesIO()
         write_new_batch(buffer, batch)

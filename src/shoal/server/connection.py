@@ -49,7 +49,7 @@ from shoal.protocol.framing import FrameDecoder
 from shoal.server import sasl
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.latency_trace import TRACE
+from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -91,6 +91,10 @@ async def serve_connection(
             if frame is None:
                 return
             started_ns = measure_ns()
+            if TRACE.enabled:
+                api_key = codec.peek_key_version(frame)[0]
+                api = codec.api_name(api_key) or f"api {api_key}"
+                trace_request_read(api, started_ns)
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
                 writer.write(response)
@@ -98,6 +102,8 @@ async def serve_connection(
                     info.write_started_ms = clock.monotonic_ms()
                     await writer.drain()  # a client that never reads is closed by idle.py
                     info.write_started_ms = None
+            if TRACE.enabled:
+                trace_response_written(api, started_ns)
             info.last_active_ms = clock.monotonic_ms()
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)

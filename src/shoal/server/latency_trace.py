@@ -16,7 +16,23 @@ are measurements, not behaviour, and no core sees them):
 - `gc pause gen<N>`: a garbage collection of generation N (`gc.callbacks`);
 - `loop lag`: how late the probe's `sleep(PROBE_INTERVAL_S)` wakes: anything
   blocking the loop (disk I/O, big synchronous work, a long collection, the process
-  waiting for a CPU) shows here.
+  waiting for a CPU) shows here;
+- `serve <api>`: one request on its connection, from its frame read whole to its
+  response handed to the socket (`writer.write` returned): the broker's whole part
+  of a round trip except the time the frame sat unread in the socket (a ShareFetch's
+  includes its park);
+- `serve share_fetch from wake`: a woken ShareFetch, from the append's notify to its
+  response handed to the socket (the broker's part of a record's path after the
+  Produce);
+- `client <api> -> <api>`: on one connection, from a response handed to the socket
+  to the next request read whole: the client's part of a round trip (its threads,
+  its application code between calls, the loopback and scheduling both ways). For a
+  ShareConsumer, `client share_fetch -> share_acknowledge` is its poll returning,
+  the application's acknowledgements and `commit_sync` sending, and
+  `client share_acknowledge -> share_fetch` its next poll's fetch.
+
+The `serve` and `client` stages are per connection, kept in context variables (each
+connection is a task with a context of its own).
 
 Every interval one INFO line per stage gives count, p50, p99 and max, and the
 samples start again. At most `SAMPLES_PER_STAGE_MAX` samples are kept per stage
@@ -32,6 +48,7 @@ import gc
 import logging
 import os
 from collections.abc import Iterator
+from contextvars import ContextVar
 
 from shoal.clock import measure_ns
 
@@ -114,6 +131,7 @@ class LatencyTrace:
         gc.callbacks.append(self._gc)
 
     async def stop(self) -> None:
+        """Stop the probe and log what was sampled since the last report."""
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         task, self._task = self._task, None
@@ -121,6 +139,8 @@ class LatencyTrace:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            for line in self.report():
+                log.info("latency trace (at stop): %s", line)
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -141,6 +161,35 @@ class LatencyTrace:
                 next_report += interval_s
                 for line in self.report():
                     log.info("latency trace: %s", line)
+
+
+_last_response: ContextVar[tuple[str, int] | None] = ContextVar("last_response", default=None)
+"""This connection's last response: its API and when it was handed to the socket."""
+_woken_ns: ContextVar[int] = ContextVar("woken_ns", default=0)
+"""When the request in hand was woken from the purgatory (its notify), 0 if never."""
+
+
+def trace_request_read(api: str, read_ns: int) -> None:
+    """A request of `api` was read whole at `read_ns` (call only when enabled)."""
+    previous = _last_response.get()
+    if previous is not None:
+        TRACE.record(f"client {previous[0]} -> {api}", (read_ns - previous[1]) / 1e6)
+    _woken_ns.set(0)
+
+
+def trace_woken(notified_ns: int) -> None:
+    """The request in hand was woken by a notify at `notified_ns`."""
+    _woken_ns.set(notified_ns)
+
+
+def trace_response_written(api: str, read_ns: int) -> None:
+    """The response to the request of `api` read at `read_ns` is in the socket."""
+    now_ns = measure_ns()
+    TRACE.record(f"serve {api}", (now_ns - read_ns) / 1e6)
+    woken_ns = _woken_ns.get()
+    if woken_ns:
+        TRACE.record(f"serve {api} from wake", (now_ns - woken_ns) / 1e6)
+    _last_response.set((api, now_ns))
 
 
 def _at(sorted_samples: list[float], q: float) -> float:

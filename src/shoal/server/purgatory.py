@@ -24,7 +24,7 @@ import asyncio
 from collections.abc import Hashable, Iterable
 
 from shoal.clock import measure_ns
-from shoal.server.latency_trace import TRACE
+from shoal.server.latency_trace import TRACE, trace_woken
 
 _TIMED_OUT = -1
 
@@ -64,6 +64,7 @@ class Purgatory:
                 return False
             if TRACE.enabled:
                 TRACE.record("purgatory wake", (measure_ns() - notified_ns) / 1e6)
+                trace_woken(notified_ns)
             return True
         finally:
             timer.cancel()

@@ -129,6 +129,19 @@ def test_records_read_back_after_reopen_with_their_offsets(
     assert read_back(reopened, buffer_bytes=1) == expected
 
 
+def test_a_batch_past_the_prebuilt_record_offsets_reads_back_in_order(
+    open_log: Opener, clock: ManualClock
+) -> None:
+    """The record offsets inside a batch are prebuilt up to a bound (log_sink's
+    `_OFFSETS_KEPT`); a longer batch builds the rest and reads back the same."""
+    log = open_log()
+    sink = sink_on(log, clock)
+    written = [member("g", f"m{i}") for i in range(150)]
+    assert sink.append(written) == 0
+    assert sink.append([epoch("g", 1)]) == 150
+    assert read_back(log) == list(enumerate([*written, epoch("g", 1)]))
+
+
 def test_torn_tail_keeps_complete_batches_only(
     open_log: Opener, clock: ManualClock, tmp_path: Path
 ) -> None:

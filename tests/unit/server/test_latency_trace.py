@@ -62,3 +62,53 @@ def test_the_probe_sees_a_blocked_loop(caplog: pytest.LogCaptureFixture) -> None
     assert lags, caplog.text
     worst = max(float(line.split("max=")[1].split()[0]) for line in lags)
     assert worst >= 40.0, lags
+
+
+def test_serve_and_client_stages_are_per_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each connection task keeps its own last response: the client stage of one
+    connection never spans another's response; a woken request also gets its part
+    from the notify."""
+    trace = LatencyTrace(1.0)
+    monkeypatch.setattr(latency_trace, "TRACE", trace)
+    ms = 1_000_000
+
+    async def connection(api_first: str, api_next: str, base_ns: int, woken: bool) -> None:
+        latency_trace.trace_request_read(api_first, base_ns)
+        if woken:
+            latency_trace.trace_woken(base_ns + 1 * ms)
+        monkeypatch.setattr(latency_trace, "measure_ns", lambda: base_ns + 3 * ms)
+        latency_trace.trace_response_written(api_first, base_ns)
+        await asyncio.sleep(0)
+        latency_trace.trace_request_read(api_next, base_ns + 8 * ms)
+
+    async def scenario() -> None:
+        await asyncio.gather(
+            asyncio.create_task(connection("share_fetch", "share_acknowledge", 0, True)),
+            asyncio.create_task(connection("produce", "produce", 100 * ms, False)),
+        )
+
+    asyncio.run(scenario())
+    lines = trace.report()
+    assert "serve share_fetch: n=1 p50=3.000 p99=3.000 max=3.000 ms" in lines
+    assert "serve share_fetch from wake: n=1 p50=2.000 p99=2.000 max=2.000 ms" in lines
+    assert "serve produce: n=1 p50=3.000 p99=3.000 max=3.000 ms" in lines
+    assert "client share_fetch -> share_acknowledge: n=1 p50=5.000 p99=5.000 max=5.000 ms" in lines
+    assert "client produce -> produce: n=1 p50=5.000 p99=5.000 max=5.000 ms" in lines
+    assert not any("from wake" in line and "produce" in line for line in lines), lines
+
+
+def test_stop_reports_what_was_sampled_since_the_last_report(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    trace = LatencyTrace(60.0)
+
+    async def scenario() -> None:
+        trace.start()
+        trace.record("serve produce", 0.25)
+        await trace.stop()
+
+    with caplog.at_level(logging.INFO, logger=latency_trace.__name__):
+        asyncio.run(scenario())
+    assert "latency trace (at stop): serve produce: n=1 p50=0.250 p99=0.250 max=0.250 ms" in (
+        caplog.text
+    )
