@@ -31,8 +31,9 @@ long-poll and lock timers.
   the acquisition-lock expiry (earliest deadline over all share-partitions) and the
   idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
   every operation that may move a lock deadline calls `rearm`.
-- **Effects.** Every manager operation returns `Effects`; `_perform` wakes the share
-  fetches parked on the named share-partitions (purgatory notify).
+- **Effects.** Every manager operation returns `Effects`; `_perform` writes the
+  dead-letter queue copies they ask for (server/share_dlq.py, KIP-1191) and wakes the
+  share fetches parked on the named share-partitions (purgatory notify).
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
   use); group config changes wake the group's parked fetches (settings are re-read at
@@ -66,6 +67,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
+from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
@@ -181,6 +183,13 @@ class ShareService:
             auto_offset_reset=self._auto_offset_reset,
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
+        self.dlq = DlqWriter(
+            clock=clock,
+            config=config,
+            logs=logs,
+            partitions=self.partitions,
+            settings_for=self.settings_for,
+        )
 
     # ---- timers
 
@@ -519,11 +528,14 @@ class ShareService:
             and self.partitions.get(key) is not None
             and self.partitions.available_bytes(group_id=group_id, partitions=(tp,), cap=1) <= 0
         ):
-            effects = Effects(wake=effects.wake - {key})
+            effects = Effects(wake=effects.wake - {key}, dlq=effects.dlq)
         self._perform(effects)
 
     def _perform(self, effects: Effects) -> None:
-        """Wake the share fetches parked on the share-partitions `effects` names."""
+        """Write the DLQ copies `effects` asks for, then wake the share fetches parked
+        on the share-partitions it names."""
+        for key in sorted(effects.dlq, key=str):
+            effects |= self.dlq.perform(key)
         for key in sorted(effects.wake, key=str):
             self._purgatory.notify(share_wait_key(key))
 

@@ -17,6 +17,14 @@ come back as values:
 - `expire_locks(now_ms)` returns one write per expired lock; the server calls it when
   `next_lock_deadline()` passes. Transitions stand even if the writes fail.
 - `wake` flags say when parked share fetches should be retried.
+- Dead-letter queues (KIP-1191): with a DLQ topic configured, REJECTed records and
+  those reaching the delivery limit go ARCHIVING (persisted, state 3) instead of
+  ARCHIVED. Once their write is done, `dlq_copies` hands them out (each once) as
+  `DlqCopy` effects: copy these offsets to the group's DLQ topic. The caller writes
+  the copies (or gives up) and calls `dlq_done`, which makes them ARCHIVED and
+  returns the write (it stands). The SPSO never passes an ARCHIVING record.
+  Persisted ARCHIVING records are handed out again after a reload (the caller
+  dedupes copies a crash left behind).
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
 `expire_locks`. Group configuration is read through a callable on every operation;
@@ -46,7 +54,7 @@ from shoal.share.acquire import AcquiredRecords, Acquisition
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
-from shoal.share.states import Event, RecordState
+from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, Event, RecordState
 from shoal.share.window import InFlightWindow
 
 INT32_MAX = 2**31 - 1
@@ -118,6 +126,21 @@ class ExpiryResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DlqCopy:
+    """Effect: copy offsets [first_offset, last_offset] of this share-partition to the
+    group's dead-letter queue topic, then call `dlq_done` with them."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    reason: str
+    """`__dlq.errors.message`: rejected, or delivery limit reached."""
+    recovered: bool
+    """Loaded as ARCHIVING from persisted state: a copy may already exist (a crash
+    between the copy and the ARCHIVED write); the caller must dedupe."""
+
+
+@dataclass(frozen=True, slots=True)
 class RecordView:
     """One cache entry (a whole batch, or one offset of a split batch), for describe
     and tests."""
@@ -166,6 +189,8 @@ class SharePartition:
         self._window: InFlightWindow | None = None
         self._carried: dict[int, int] = {}
         """Start offset each pending write carries, by handle."""
+        self._dlq_recovered: set[int] = set()
+        """ARCHIVING offsets loaded from persisted state (their copy may exist)."""
 
     # ---- loading
 
@@ -179,7 +204,8 @@ class SharePartition:
         start = state.start_offset if state.start_offset >= 0 else reset_offset
         if start < 0:
             raise StateLoadError(f"start offset {start} is negative")
-        window = InFlightWindow(start_offset=start)
+        window = InFlightWindow(start_offset=start, dlq=lambda: self._config().dlq_enabled)
+        limit = self._config().delivery_count_limit
         previous_last = start - 1
         gap_start = None
         for batch in state.state_batches:
@@ -188,8 +214,16 @@ class SharePartition:
             if batch.first_offset <= previous_last:
                 raise StateLoadError(f"{batch} overlaps the batch before it")
             delivery = RecordState(batch.delivery_state)
-            if delivery is RecordState.ACQUIRED or delivery is RecordState.ARCHIVING:
+            if delivery is RecordState.ACQUIRED:
                 raise StateLoadError(f"{batch} has a state that is never persisted")
+            if delivery is RecordState.ARCHIVING:
+                # The reason is not persisted: a reload infers it from the count.
+                reason = REASON_DELIVERY_LIMIT
+                if batch.delivery_count < limit:
+                    reason = REASON_REJECTED
+                for offset in range(batch.first_offset, batch.last_offset + 1):
+                    window.dlq_reasons[offset] = reason
+                    self._dlq_recovered.add(offset)
             if gap_start is None and batch.first_offset > previous_last + 1:
                 gap_start = previous_last + 1
             previous_last = batch.last_offset
@@ -506,6 +540,78 @@ class SharePartition:
         first, last = lock.first_offset, lock.last_offset
         window.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
         return StateBatch(first, last, int(st.state), st.delivery_count)
+
+    # ---- dead-letter queue
+
+    def has_dlq_work(self) -> bool:
+        """Some ARCHIVING record may be waiting to be handed out by `dlq_copies`."""
+        window = self._w
+        return len(window.dlq_reasons) > len(window.dlq_dispatched)
+
+    def dlq_copies(self) -> tuple[DlqCopy, ...]:
+        """The ARCHIVING records whose state write is done and which were not handed
+        out yet, as runs of equal delivery count and reason; each is handed out once
+        (until a reload)."""
+        window = self._w
+        copies: list[DlqCopy] = []
+        run: list[int] = []
+        run_key: tuple[int, str, bool] | None = None
+
+        def flush() -> None:
+            if run_key is not None and run:
+                count, reason, recovered = run_key
+                copies.append(DlqCopy(run[0], run[-1], count, reason, recovered))
+
+        for offset in sorted(window.dlq_reasons.keys() - window.dlq_dispatched):
+            batch = window.cache.batch_at(offset)
+            assert batch is not None, offset
+            st = batch.state_at(offset)
+            if st.pending is not None:
+                continue
+            assert st.state is RecordState.ARCHIVING, (offset, st)
+            key = (st.delivery_count, window.dlq_reasons[offset], offset in self._dlq_recovered)
+            if key != run_key or offset != run[-1] + 1:
+                flush()
+                run, run_key = [], key
+            run.append(offset)
+            window.dlq_dispatched.add(offset)
+        flush()
+        return tuple(copies)
+
+    def dlq_done(self, *, first_offset: int, last_offset: int) -> tuple[StateWrite | None, bool]:
+        """The copies of the handed-out ARCHIVING offsets in [first, last] were written
+        (or given up): they become ARCHIVED. Returns the write (it stands) and whether
+        the SPSO moved."""
+        window = self._w
+        limit = self._config().delivery_count_limit
+        entries: list[StateBatch] = []
+        for offset in range(first_offset, last_offset + 1):
+            if offset not in window.dlq_dispatched:
+                continue
+            batch = window.cache.batch_at(offset)
+            assert batch is not None, offset
+            if batch.offsets is None and batch.size > 1:
+                window.split(batch)
+            st = batch.state_at(offset)
+            assert st.state is RecordState.ARCHIVING and st.pending is None, (offset, st)
+            window.move(st, offset, offset, Event.DLQ_DONE, limit=limit)
+            self._dlq_recovered.discard(offset)
+            last = entries[-1] if entries else None
+            if (
+                last is not None
+                and last.last_offset == offset - 1
+                and (last.delivery_count == st.delivery_count)
+            ):
+                entries[-1] = StateBatch(
+                    last.first_offset, offset, last.delivery_state, last.delivery_count
+                )
+            else:
+                entries.append(StateBatch(offset, offset, int(st.state), st.delivery_count))
+        if not entries:
+            return None, False
+        moved = window.advance_start()
+        self._check_boundary()
+        return self._state_write(entries), moved
 
     # ---- the log
 

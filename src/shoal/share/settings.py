@@ -38,6 +38,15 @@ class SharePartitionConfig:
     max_record_locks: int = 2_000
     renew_enabled: bool = True
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    dlq_topic: str = ""
+    """KIP-1191 `errors.deadletterqueue.topic.name`; empty = no dead-letter queue."""
+    dlq_copy_record: bool = False
+    """KIP-1191 `errors.deadletterqueue.copy.record.enable`."""
+
+    @property
+    def dlq_enabled(self) -> bool:
+        """Undeliverable records go ARCHIVING (and are copied) rather than ARCHIVED."""
+        return bool(self.dlq_topic)
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0
@@ -77,6 +86,8 @@ class SharePartitionConfig:
             ),
             renew_enabled=True if renew is None else bool(renew),
             isolation_level=IsolationLevel(isolation),
+            dlq_topic=str(group.get("errors.deadletterqueue.topic.name") or ""),
+            dlq_copy_record=bool(group.get("errors.deadletterqueue.copy.record.enable")),
         )
 
 
