@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.cli import shoal
 from tests.support.clients import read_partitions, watermarks
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -121,6 +122,13 @@ def test_rejected_and_exhausted_records_land_on_the_dlq_once(broker: BrokerProce
             if rejected
             else "Record reached the delivery count limit"
         )
+    described = shoal(
+        "share-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group
+    )
+    assert described.returncode == 0, described.stderr
+    assert (
+        f"Share group '{group}' dead-letter queue topic: {dlq}, 8 DLQ records from this group"
+    ) in described.stdout
 
 
 def test_headers_only_by_default(broker: BrokerProcess) -> None:
