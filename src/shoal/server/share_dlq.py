@@ -4,7 +4,9 @@ The share-partition core moves undeliverable records (REJECTed, or at the delive
 limit) to ARCHIVING and hands them out as `DlqCopy` effects once that state is
 persisted; `DlqWriter.perform` writes the copies and reports each back with
 `SharePartitionManager.dlq_done` (ARCHIVING -> ARCHIVED, persisted). Order, per copy:
-ARCHIVING persisted -> DLQ record appended -> ARCHIVED persisted.
+ARCHIVING persisted -> DLQ record appended -> ARCHIVED persisted. (With the share
+coordinator's append linger on, the staged state writes are flushed to the log before
+a copy is appended: `flush_state`.)
 
 - **Checks** (Kafka's, in Kafka's order, re-read at every copy so config changes
   apply at once): the group's `errors.deadletterqueue.topic.name` is set, does not
@@ -28,7 +30,8 @@ ARCHIVING persisted -> DLQ record appended -> ARCHIVED persisted.
   group, source topic, partition and offset headers; offsets found are not copied
   again. A fresh ARCHIVING record was never copied (its copy starts only after its
   state was persisted), so only recovered ones need the scan.
-- **Counts**: `written` / `refused` / `failed` per group since start (metrics).
+- **Counts**: `written` / `refused` / `failed` per group since start, also reported
+  to `counted` (the `shoal_share_dlq_records` metric).
 """
 
 from __future__ import annotations
@@ -98,6 +101,11 @@ class DlqWriter:
     logs: LogManager
     partitions: SharePartitionManager
     settings_for: Callable[[str], SharePartitionConfig]
+    counted: Callable[[str, str, int], None] = lambda _group, _outcome, _records: None
+    """Told (group, "written" | "refused" | "failed", records) after each copy (metrics)."""
+    flush_state: Callable[[], None] = lambda: None
+    """Writes share state staged by the append linger to the log: called before any
+    copy, so an ARCHIVING state is in the log before its copy is."""
     counts: dict[str, DlqCounts] = field(default_factory=dict)
 
     def perform(self, key: SharePartitionKey) -> Effects:
@@ -108,11 +116,13 @@ class DlqWriter:
         copies = sp.dlq_copies()
         if not copies:
             return NO_EFFECTS
+        self.flush_state()
         counts = self.counts.setdefault(key.group_id, DlqCounts())
         records = sum(c.last_offset - c.first_offset + 1 for c in copies)
         target = self._check(key.group_id)
         if isinstance(target, str):
             counts.refused += records
+            self.counted(key.group_id, "refused", records)
             log.warning(
                 "share group %s: %d records of %s-%d archived without a DLQ copy: %s",
                 key.group_id,
@@ -123,9 +133,12 @@ class DlqWriter:
             )
         else:
             try:
-                counts.written += self._copy(key, copies, target)
+                written = self._copy(key, copies, target)
+                counts.written += written
+                self.counted(key.group_id, "written", written)
             except (LogError, BatchError) as exc:
                 counts.failed += records
+                self.counted(key.group_id, "failed", records)
                 log.warning(
                     "share group %s: DLQ append of %d records of %s-%d failed, archived "
                     "without a copy: %s",

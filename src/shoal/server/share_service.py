@@ -162,6 +162,8 @@ class ShareService:
         stopping: Callable[[], bool] = lambda: False,
         rearm: Callable[[], None] = lambda: None,
         locks_expired: Callable[[int], None] = lambda _count: None,
+        dlq_records: Callable[[str, str, int], None] = lambda _group, _outcome, _count: None,
+        flush_state: Callable[[], None] = lambda: None,
     ) -> None:
         self._locks_expired = locks_expired
         """Told how many acquisition locks each expiry pass fired (metrics)."""
@@ -189,6 +191,8 @@ class ShareService:
             logs=logs,
             partitions=self.partitions,
             settings_for=self.settings_for,
+            counted=dlq_records,
+            flush_state=flush_state,
         )
 
     # ---- timers

@@ -55,6 +55,9 @@ class Rig:
         self.dlq = dlq
         self.tp = TopicIdPartition(info.topic_id, 0)
         self.key = SharePartitionKey("g", info.topic_id, 0)
+        self.counted: list[tuple[str, str, int]] = []
+        self.flushed_at: list[int] = []
+        """DLQ records present each time staged share state was flushed."""
         self.persister = FlakyPersister()
         assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
         configs = GroupConfigStore(
@@ -68,6 +71,8 @@ class Rig:
             group_configs=configs,
             persister=self.persister,
             purgatory=Purgatory(),
+            dlq_records=lambda group, outcome, n: self.counted.append((group, outcome, n)),
+            flush_state=lambda: self.flushed_at.append(len(self.dlq_offsets())),
         )
         partition = self.logs.partition("t", 0)
         assert partition is not None
@@ -141,6 +146,8 @@ def test_copies_are_written_then_archived(tmp_path: Path) -> None:
     sp = rig.service.partitions.get(rig.key)
     assert sp is not None and sp.start_offset == 3
     assert rig.service.dlq.counts["g"].written == 3
+    assert rig.counted == [("g", "written", 3)]
+    assert rig.flushed_at == [0], "staged ARCHIVING state is flushed before the copy"
 
 
 def test_a_crash_before_the_copy_writes_it_after_the_restart(tmp_path: Path) -> None:
@@ -168,6 +175,7 @@ def test_a_crash_between_the_copy_and_the_archived_write_does_not_copy_twice(
     rig.crash()
     assert rig.fetch() == 0
     assert rig.dlq_offsets() == [0, 1, 2], "copied twice"
+    assert rig.counted == [("g", "written", 3), ("g", "written", 0)]
     assert rig.persisted_states() == []
 
 
@@ -179,3 +187,4 @@ def test_a_topic_not_enabled_gets_nothing_and_the_records_are_archived(tmp_path:
     assert rig.persisted_states() == []
     counts = rig.service.dlq.counts["g"]
     assert (counts.written, counts.refused) == (0, 3)
+    assert rig.counted == [("g", "refused", 3)]
