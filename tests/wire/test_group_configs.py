@@ -43,6 +43,8 @@ DEFAULTS = {
     "share.renew.acknowledge.enable": "true",
     "share.assignment.interval.ms": "0",
     "share.assignor.offload.enable": "true",
+    "errors.deadletterqueue.topic.name": "",
+    "errors.deadletterqueue.copy.record.enable": "false",
 }
 
 DEFAULT_VIEW = {key: (value, DEFAULT) for key, value in DEFAULTS.items()}
@@ -199,8 +201,8 @@ def test_delete_restores_the_broker_default(broker: BrokerProcess) -> None:
          "share.renew.acknowledge.enable"),
         ([("share.assignment.interval.ms", SET, "-1")], ErrorCode.invalid_config,
          "share.assignment.interval.ms"),
-        ([("errors.deadletterqueue.topic.name", SET, "dlq")], ErrorCode.invalid_config,
-         "errors.deadletterqueue.topic.name"),
+        ([("errors.deadletterqueue.copy.record.enable", SET, "yes")], ErrorCode.invalid_config,
+         "errors.deadletterqueue.copy.record.enable"),
         ([(LOCK, APPEND, "20000")], ErrorCode.invalid_config, "LIST"),
         ([(RESET, SUBTRACT, "latest")], ErrorCode.invalid_config, "LIST"),
         ([(LOCK, SET, None)], ErrorCode.invalid_request, "null"),

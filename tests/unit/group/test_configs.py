@@ -47,6 +47,8 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "share.renew.acknowledge.enable": True,
         "share.assignment.interval.ms": 0,
         "share.assignor.offload.enable": True,
+        "errors.deadletterqueue.topic.name": "",
+        "errors.deadletterqueue.copy.record.enable": False,
     }
     assert set(GroupConfigs().effective("never-seen", DEFAULT_BROKER)) == set(GROUP_KEYS)
 
@@ -135,8 +137,7 @@ def test_refused_values_name_the_key(key: str, raw: str | None, says: str) -> No
     "name",
     [
         "no.such.key",
-        "errors.deadletterqueue.topic.name",  # Kafka 4.4 dead-letter queues: not in Shoal
-        "errors.deadletterqueue.copy.record.enable",
+        "errors.deadletterqueue.group.enable",  # the KIP-1191 topic key, not a group one
         "consumer.session.timeout.ms",  # a consumer-group key, not a share-group one
         "group.share.record.lock.duration.ms",  # the broker key, not the group key
     ],
