@@ -55,8 +55,8 @@ from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.share.dlq import DlqCopy
 from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
-from shoal.share.partition import DlqCopy
 from shoal.share.persister import SharePartitionKey
 from shoal.share.settings import SharePartitionConfig
 

@@ -32,9 +32,10 @@ the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquir
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
-About 600 lines on purpose: one class is the whole public face of the state machine
-(acquire, acknowledge, renew, expire, the state-write completions and the read-only
-views); the mechanics live in `window.py` and the batch modules beside it.
+About 650 lines on purpose: one class is the whole public face of the state machine
+(acquire, acknowledge, renew, expire, the state-write completions, the DLQ hand-out
+and the read-only views); the mechanics live in `window.py`, `dlq.py` and the batch
+modules beside it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from shoal.protocol.record_batch import BatchHeader
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
 from shoal.share.acquire import AcquiredRecords, Acquisition
+from shoal.share.dlq import DlqCopy, finish_copies, take_copies
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
@@ -123,21 +125,6 @@ class ExpiryResult:
     writes: tuple[StateWrite, ...]
     """One per expired lock, in deadline order."""
     wake: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DlqCopy:
-    """Effect: copy offsets [first_offset, last_offset] of this share-partition to the
-    group's dead-letter queue topic, then call `dlq_done` with them."""
-
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-    reason: str
-    """`__dlq.errors.message`: rejected, or delivery limit reached."""
-    recovered: bool
-    """Loaded as ARCHIVING from persisted state: a copy may already exist (a crash
-    between the copy and the ARCHIVED write); the caller must dedupe."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,64 +539,22 @@ class SharePartition:
         """The ARCHIVING records whose state write is done and which were not handed
         out yet, as runs of equal delivery count and reason; each is handed out once
         (until a reload)."""
-        window = self._w
-        copies: list[DlqCopy] = []
-        run: list[int] = []
-        run_key: tuple[int, str, bool] | None = None
-
-        def flush() -> None:
-            if run_key is not None and run:
-                count, reason, recovered = run_key
-                copies.append(DlqCopy(run[0], run[-1], count, reason, recovered))
-
-        for offset in sorted(window.dlq_reasons.keys() - window.dlq_dispatched):
-            batch = window.cache.batch_at(offset)
-            assert batch is not None, offset
-            st = batch.state_at(offset)
-            if st.pending is not None:
-                continue
-            assert st.state is RecordState.ARCHIVING, (offset, st)
-            key = (st.delivery_count, window.dlq_reasons[offset], offset in self._dlq_recovered)
-            if key != run_key or offset != run[-1] + 1:
-                flush()
-                run, run_key = [], key
-            run.append(offset)
-            window.dlq_dispatched.add(offset)
-        flush()
-        return tuple(copies)
+        return take_copies(self._w, recovered=self._dlq_recovered)
 
     def dlq_done(self, *, first_offset: int, last_offset: int) -> tuple[StateWrite | None, bool]:
         """The copies of the handed-out ARCHIVING offsets in [first, last] were written
         (or given up): they become ARCHIVED. Returns the write (it stands) and whether
         the SPSO moved."""
-        window = self._w
-        limit = self._config().delivery_count_limit
-        entries: list[StateBatch] = []
-        for offset in range(first_offset, last_offset + 1):
-            if offset not in window.dlq_dispatched:
-                continue
-            batch = window.cache.batch_at(offset)
-            assert batch is not None, offset
-            if batch.offsets is None and batch.size > 1:
-                window.split(batch)
-            st = batch.state_at(offset)
-            assert st.state is RecordState.ARCHIVING and st.pending is None, (offset, st)
-            window.move(st, offset, offset, Event.DLQ_DONE, limit=limit)
-            self._dlq_recovered.discard(offset)
-            last = entries[-1] if entries else None
-            if (
-                last is not None
-                and last.last_offset == offset - 1
-                and (last.delivery_count == st.delivery_count)
-            ):
-                entries[-1] = StateBatch(
-                    last.first_offset, offset, last.delivery_state, last.delivery_count
-                )
-            else:
-                entries.append(StateBatch(offset, offset, int(st.state), st.delivery_count))
+        entries = finish_copies(
+            self._w,
+            first_offset,
+            last_offset,
+            limit=self._config().delivery_count_limit,
+            recovered=self._dlq_recovered,
+        )
         if not entries:
             return None, False
-        moved = window.advance_start()
+        moved = self._w.advance_start()
         self._check_boundary()
         return self._state_write(entries), moved
 
