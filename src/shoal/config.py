@@ -659,6 +659,14 @@ _DEFS: list[ConfigDef] = [
         "group.share.max.partition.max.record.locks", _INT, 4000, _B, "Bound.", min=2000, max=10_000
     ),
     ConfigDef("group.share.max.share.sessions", _INT, 2000, _B, "Sessions per broker.", min=1),
+    # ---- dead-letter queues for share groups (KIP-1191, Kafka 4.4)
+    ConfigDef(
+        "errors.deadletterqueue.topic.name.prefix",
+        _STR,
+        "dlq.",
+        _B,
+        "KIP-1191: prefix every share group DLQ topic name must start with (empty: any).",
+    ),
     ConfigDef(
         "offsets.topic.num.partitions", _INT, 50, _B, "Partitions of __consumer_offsets.", min=1
     ),
@@ -960,6 +968,13 @@ _DEFS: list[ConfigDef] = [
         synonym="log.index.size.max.bytes",
     ),
     ConfigDef(
+        "errors.deadletterqueue.group.enable",
+        _BOOL,
+        False,
+        _T,
+        "KIP-1191: the topic may serve as a share group's dead-letter queue topic.",
+    ),
+    ConfigDef(
         "message.timestamp.type",
         _STR,
         "CreateTime",
@@ -1050,6 +1065,20 @@ _DEFS: list[ConfigDef] = [
         synonym="group.share.partition.max.record.locks",
     ),
     ConfigDef("share.renew.acknowledge.enable", _BOOL, True, _G, "Allow RENEW."),
+    ConfigDef(
+        "errors.deadletterqueue.topic.name",
+        _STR,
+        "",
+        _G,
+        "KIP-1191: the share group's dead-letter queue topic (empty: none).",
+    ),
+    ConfigDef(
+        "errors.deadletterqueue.copy.record.enable",
+        _BOOL,
+        False,
+        _G,
+        "KIP-1191: copy key, value and headers onto the DLQ record (else context headers only).",
+    ),
     ConfigDef(
         "share.assignment.interval.ms",
         _INT,

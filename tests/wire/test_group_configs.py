@@ -47,6 +47,8 @@ DEFAULTS = {
     "shoal.share.redelivery.backoff.multiplier": "2.0",
     "shoal.share.redelivery.backoff.max.ms": "60000",
     "shoal.share.delivery.paused": "false",
+    "errors.deadletterqueue.topic.name": "",
+    "errors.deadletterqueue.copy.record.enable": "false",
 }
 
 DEFAULT_VIEW = {key: (value, DEFAULT) for key, value in DEFAULTS.items()}
@@ -224,8 +226,8 @@ def test_delete_restores_the_broker_default(broker: BrokerProcess) -> None:
          "share.renew.acknowledge.enable"),
         ([("share.assignment.interval.ms", SET, "-1")], ErrorCode.invalid_config,
          "share.assignment.interval.ms"),
-        ([("errors.deadletterqueue.topic.name", SET, "dlq")], ErrorCode.invalid_config,
-         "errors.deadletterqueue.topic.name"),
+        ([("errors.deadletterqueue.copy.record.enable", SET, "yes")], ErrorCode.invalid_config,
+         "errors.deadletterqueue.copy.record.enable"),
         ([(LOCK, APPEND, "20000")], ErrorCode.invalid_config, "LIST"),
         ([(RESET, SUBTRACT, "latest")], ErrorCode.invalid_config, "LIST"),
         ([(LOCK, SET, None)], ErrorCode.invalid_request, "null"),

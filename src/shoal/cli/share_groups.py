@@ -7,6 +7,8 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
       [--offsets]  GROUP TOPIC PARTITION [LEADER-EPOCH] START-OFFSET LAG (the default)
       --members    GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS [MEMBER-EPOCH] ASSIGNMENT
       --state      GROUP COORDINATOR (ID) STATE [GROUP-EPOCH ASSIGNMENT-EPOCH] #MEMBERS
+      the offsets view of a group with a dead-letter queue topic (KIP-1191) ends with
+      a line naming it and the DLQ records written for the group (Shoal addition)
       (--verbose adds the bracketed columns)
   --reset-offsets --group G [--topic T[:P,P...] ... | --all-topics]
       (--to-earliest | --to-latest | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --to-offset N)
@@ -64,6 +66,7 @@ from shoal.cli.share_group_admin import (
     set_paused,
 )
 from shoal.cli.share_group_browse import run_browse
+from shoal.cli.share_group_dlq import dlq_summary
 from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
@@ -164,6 +167,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             ok = _print_state(description, args.verbose, out)
         else:
             ok = _print_offsets(description, describe_offsets(client, group_id), args.verbose, out)
+            _print_dlq(client, group_id, out)
         if is_paused(client, group_id):
             print(f"\nShare group '{group_id}' is paused: no records are delivered.", file=out)
         status = status if ok else 1
@@ -210,6 +214,27 @@ def _print_offsets(
         rows.append(row)
     print_table(out, headers, rows, widths)
     return True
+
+
+def _print_dlq(client: Client, group_id: str, out: IO[str]) -> None:
+    try:
+        summary = dlq_summary(client, group_id)
+    except KafkaError as exc:  # e.g. no DESCRIBE_CONFIGS on the group: offsets still shown
+        log.info("dead-letter queue of share group '%s' not shown: %s", group_id, exc)
+        return
+    if summary is None:
+        return
+    if summary.records is None:
+        print(
+            f"\nShare group '{group_id}' dead-letter queue topic: {summary.topic} (does not exist)",
+            file=out,
+        )
+    else:
+        print(
+            f"\nShare group '{group_id}' dead-letter queue topic: {summary.topic}, "
+            f"{summary.records} DLQ records from this group",
+            file=out,
+        )
 
 
 def _print_members(description: GroupDescription, verbose: bool, out: IO[str]) -> bool:

@@ -134,6 +134,8 @@ class Broker:
             stopping=lambda: self.stopping,
             rearm=self.timers.rearm,
             locks_expired=self.metrics.locks_expired,
+            dlq_records=self.metrics.dlq_records_counted,
+            flush_state=self.share_state.append_linger.flush_all,
         )
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())

@@ -161,6 +161,13 @@ class BrokerMetrics:
             "kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
             "Acquisition locks that expired (each lock covers a batch or an offset range).",
         )
+        self.dlq_records = self._family(
+            "shoal_share_dlq_records",
+            "Records sent to a share group's dead-letter queue topic (KIP-1191), by outcome: "
+            "written, refused (a DLQ check failed) or failed (the append failed); the last "
+            "two were archived without a copy.",
+            ["group", "outcome"],
+        )
         self.records_acquired = self._family(
             "shoal_share_records_acquired",
             "Records acquired by share consumers (delivered in ShareFetch responses).",
@@ -250,6 +257,10 @@ class BrokerMetrics:
     def locks_expired(self, count: int) -> None:
         """The share service's expiry pass fired `count` acquisition locks."""
         self.lock_timeouts.inc((), count)
+
+    def dlq_records_counted(self, group: str, outcome: str, records: int) -> None:
+        """The DLQ writer settled `records` of `group` with `outcome`."""
+        self.dlq_records.inc((group, outcome), records)
 
     def acknowledged(self, ack_type: int, records: int) -> None:
         labels = self._ack_labels.get(ack_type)

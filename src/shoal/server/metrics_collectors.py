@@ -99,7 +99,7 @@ class SharePartitionCollector(Collector):
         )
         by_state = GaugeMetricFamily(
             "shoal_share_partition_records",
-            "In-flight records by state (available, acquired, acknowledged, archived).",
+            "In-flight records by state (available, acquired, acknowledged, archiving, archived).",
             labels=[*labels, "state"],
         )
         start = GaugeMetricFamily(
@@ -122,6 +122,7 @@ class SharePartitionCollector(Collector):
                 RecordState.AVAILABLE,
                 RecordState.ACQUIRED,
                 RecordState.ACKNOWLEDGED,
+                RecordState.ARCHIVING,
                 RecordState.ARCHIVED,
             ):
                 by_state.add_metric([*values, state.name.lower()], counts.get(state, 0))

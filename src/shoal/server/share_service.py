@@ -32,8 +32,9 @@ long-poll and lock timers.
   delayed-redelivery wake-up (the earliest redelivery delay ending) and the
   idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
   every operation that may move a lock deadline calls `rearm`.
-- **Effects.** Every manager operation returns `Effects`; `_perform` wakes the share
-  fetches parked on the named share-partitions (purgatory notify).
+- **Effects.** Every manager operation returns `Effects`; `_perform` writes the
+  dead-letter queue copies they ask for (server/share_dlq.py, KIP-1191) and wakes the
+  share fetches parked on the named share-partitions (purgatory notify).
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
   use); group config changes wake the group's parked fetches (settings are re-read at
@@ -67,6 +68,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
+from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
@@ -161,6 +163,8 @@ class ShareService:
         stopping: Callable[[], bool] = lambda: False,
         rearm: Callable[[], None] = lambda: None,
         locks_expired: Callable[[int], None] = lambda _count: None,
+        dlq_records: Callable[[str, str, int], None] = lambda _group, _outcome, _count: None,
+        flush_state: Callable[[], None] = lambda: None,
     ) -> None:
         self._locks_expired = locks_expired
         """Told how many acquisition locks each expiry pass fired (metrics)."""
@@ -182,6 +186,15 @@ class ShareService:
             auto_offset_reset=self._auto_offset_reset,
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
+        self.dlq = DlqWriter(
+            clock=clock,
+            config=config,
+            logs=logs,
+            partitions=self.partitions,
+            settings_for=self.settings_for,
+            counted=dlq_records,
+            flush_state=flush_state,
+        )
 
     # ---- timers
 
@@ -529,11 +542,14 @@ class ShareService:
             and self.partitions.get(key) is not None
             and self.partitions.available_bytes(group_id=group_id, partitions=(tp,), cap=1) <= 0
         ):
-            effects = Effects(wake=effects.wake - {key})
+            effects = Effects(wake=effects.wake - {key}, dlq=effects.dlq)
         self._perform(effects)
 
     def _perform(self, effects: Effects) -> None:
-        """Wake the share fetches parked on the share-partitions `effects` names."""
+        """Write the DLQ copies `effects` asks for, then wake the share fetches parked
+        on the share-partitions it names."""
+        for key in sorted(effects.dlq, key=str):
+            effects |= self.dlq.perform(key)
         for key in sorted(effects.wake, key=str):
             self._purgatory.notify(share_wait_key(key))
 

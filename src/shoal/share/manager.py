@@ -121,8 +121,12 @@ class Effects:
     """Share-partitions whose parked share fetches should retry (records may have
     become acquirable there, or the share-partition left memory)."""
 
+    dlq: frozenset[SharePartitionKey] = frozenset()
+    """Share-partitions with ARCHIVING records to copy to their group's dead-letter
+    queue topic (`SharePartition.dlq_copies`, then `dlq_done`)."""
+
     def __or__(self, other: Effects) -> Effects:
-        return Effects(wake=self.wake | other.wake)
+        return Effects(wake=self.wake | other.wake, dlq=self.dlq | other.dlq)
 
 
 NO_EFFECTS = Effects()
@@ -204,6 +208,8 @@ class SharePartitionManager:
         self._start_unpersisted: set[SharePartitionKey] = set()
         """Loaded with persisted start offset -1 and not written since."""
         self._woken: set[SharePartitionKey] = set()
+        self._dlq_due: set[SharePartitionKey] = set()
+        """Share-partitions noted with DLQ work by the operation in progress."""
         """Wake-ups collected during the operation in progress (`_effects` takes them)."""
 
     def __len__(self) -> int:
@@ -263,6 +269,7 @@ class SharePartitionManager:
             log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
             return ErrorCode.unknown_server_error
         self._partitions[key] = sp
+        self._note_dlq(sp)
         self._touched[key] = self._clock.monotonic_ms()
         if state.start_offset < 0:
             self._start_unpersisted.add(key)
@@ -514,6 +521,7 @@ class SharePartitionManager:
             self._write_standing(write)
         if completion.wake:
             self._woken.add(sp.key)
+        self._note_dlq(sp)
         if error is None:
             return None
         if error in FENCING_ERRORS:
@@ -556,6 +564,7 @@ class SharePartitionManager:
             writes += len(expired.writes)
             if expired.wake:
                 self._woken.add(sp.key)
+            self._note_dlq(sp)
         return LocksExpired(writes, self._effects())
 
     def next_redelivery_deadline(self) -> int | None:
@@ -663,11 +672,31 @@ class SharePartitionManager:
         return Effects(wake=frozenset(self._by_group.get(group_id, ())))
 
     def _effects(self) -> Effects:
-        """Take the wake-ups collected by the operation in progress."""
-        if not self._woken:
+        """Take the wake-ups and DLQ work collected by the operation in progress."""
+        if not self._woken and not self._dlq_due:
             return NO_EFFECTS
         woken, self._woken = frozenset(self._woken), set()
-        return Effects(wake=woken)
+        due, self._dlq_due = frozenset(self._dlq_due), set()
+        return Effects(wake=woken, dlq=due)
+
+    # ---- dead-letter queue
+
+    def _note_dlq(self, sp: SharePartition) -> None:
+        if sp.has_dlq_work():
+            self._dlq_due.add(sp.key)
+
+    def dlq_done(self, key: SharePartitionKey, *, first_offset: int, last_offset: int) -> Effects:
+        """The DLQ copies of [first, last] of `key` were written or given up: those
+        records become ARCHIVED (the write stands, like an expiry)."""
+        sp = self._partitions.get(key)
+        if sp is None:
+            return NO_EFFECTS  # unloaded meanwhile: the reload hands them out again
+        write, moved = sp.dlq_done(first_offset=first_offset, last_offset=last_offset)
+        if write is not None:
+            self._write_standing(write)
+        if moved:
+            self._woken.add(key)
+        return self._effects()
 
     def _drop(self, key: SharePartitionKey) -> None:
         if self._partitions.pop(key, None) is None:

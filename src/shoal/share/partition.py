@@ -21,6 +21,14 @@ come back as values:
   `redeliveries_due` when the shell should wake them.
 - While the group's `shoal.share.delivery.paused` is true, `acquire` takes nothing
   and `can_acquire` is False; everything else (acknowledgements, expiries) goes on.
+- Dead-letter queues (KIP-1191): with a DLQ topic configured, REJECTed records and
+  those reaching the delivery limit go ARCHIVING (persisted, state 3) instead of
+  ARCHIVED. Once their write is done, `dlq_copies` hands them out (each once) as
+  `DlqCopy` effects: copy these offsets to the group's DLQ topic. The caller writes
+  the copies (or gives up) and calls `dlq_done`, which makes them ARCHIVED and
+  returns the write (it stands). The SPSO never passes an ARCHIVING record.
+  Persisted ARCHIVING records are handed out again after a reload (the caller
+  dedupes copies a crash left behind).
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
 `expire_locks`. Group configuration is read through a callable on every operation;
@@ -28,9 +36,10 @@ the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquir
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
-About 600 lines on purpose: one class is the whole public face of the state machine
-(acquire, acknowledge, renew, expire, the state-write completions and the read-only
-views); the mechanics live in `window.py` and the batch modules beside it.
+About 650 lines on purpose: one class is the whole public face of the state machine
+(acquire, acknowledge, renew, expire, the state-write completions, the DLQ hand-out
+and the read-only views); the mechanics live in `window.py`, `dlq.py` and the batch
+modules beside it.
 """
 
 from __future__ import annotations
@@ -47,11 +56,12 @@ from shoal.protocol.record_batch import BatchHeader
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
 from shoal.share.acquire import AcquiredRecords, Acquisition
+from shoal.share.dlq import DlqCopy, finish_copies, take_copies
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.redelivery import Redelivery
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
-from shoal.share.states import Event, RecordState
+from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, Event, RecordState
 from shoal.share.window import InFlightWindow
 
 INT32_MAX = 2**31 - 1
@@ -171,6 +181,8 @@ class SharePartition:
         self._window: InFlightWindow | None = None
         self._carried: dict[int, int] = {}
         """Start offset each pending write carries, by handle."""
+        self._dlq_recovered: set[int] = set()
+        """ARCHIVING offsets loaded from persisted state (their copy may exist)."""
 
     # ---- loading
 
@@ -190,7 +202,9 @@ class SharePartition:
                 now_ms=self._clock.monotonic_ms,
                 delay_ms=lambda count: self._config().redelivery_delay_ms(count),
             ),
+            dlq=lambda: self._config().dlq_enabled,
         )
+        limit = self._config().delivery_count_limit
         previous_last = start - 1
         gap_start = None
         for batch in state.state_batches:
@@ -199,8 +213,16 @@ class SharePartition:
             if batch.first_offset <= previous_last:
                 raise StateLoadError(f"{batch} overlaps the batch before it")
             delivery = RecordState(batch.delivery_state)
-            if delivery is RecordState.ACQUIRED or delivery is RecordState.ARCHIVING:
+            if delivery is RecordState.ACQUIRED:
                 raise StateLoadError(f"{batch} has a state that is never persisted")
+            if delivery is RecordState.ARCHIVING:
+                # The reason is not persisted: a reload infers it from the count.
+                reason = REASON_DELIVERY_LIMIT
+                if batch.delivery_count < limit:
+                    reason = REASON_REJECTED
+                for offset in range(batch.first_offset, batch.last_offset + 1):
+                    window.dlq_reasons[offset] = reason
+                    self._dlq_recovered.add(offset)
             if gap_start is None and batch.first_offset > previous_last + 1:
                 gap_start = previous_last + 1
             previous_last = batch.last_offset
@@ -527,6 +549,36 @@ class SharePartition:
         first, last = lock.first_offset, lock.last_offset
         window.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
         return StateBatch(first, last, int(st.state), st.delivery_count)
+
+    # ---- dead-letter queue
+
+    def has_dlq_work(self) -> bool:
+        """Some ARCHIVING record may be waiting to be handed out by `dlq_copies`."""
+        window = self._w
+        return len(window.dlq_reasons) > len(window.dlq_dispatched)
+
+    def dlq_copies(self) -> tuple[DlqCopy, ...]:
+        """The ARCHIVING records whose state write is done and which were not handed
+        out yet, as runs of equal delivery count and reason; each is handed out once
+        (until a reload)."""
+        return take_copies(self._w, recovered=self._dlq_recovered)
+
+    def dlq_done(self, *, first_offset: int, last_offset: int) -> tuple[StateWrite | None, bool]:
+        """The copies of the handed-out ARCHIVING offsets in [first, last] were written
+        (or given up): they become ARCHIVED. Returns the write (it stands) and whether
+        the SPSO moved."""
+        entries = finish_copies(
+            self._w,
+            first_offset,
+            last_offset,
+            limit=self._config().delivery_count_limit,
+            recovered=self._dlq_recovered,
+        )
+        if not entries:
+            return None, False
+        moved = self._w.advance_start()
+        self._check_boundary()
+        return self._state_write(entries), moved
 
     # ---- the log
 

@@ -45,6 +45,15 @@ class SharePartitionConfig:
     redelivery_backoff_max_ms: int = 60_000
     delivery_paused: bool = False
     """Shoal extension: no acquisitions while true."""
+    dlq_topic: str = ""
+    """KIP-1191 `errors.deadletterqueue.topic.name`; empty = no dead-letter queue."""
+    dlq_copy_record: bool = False
+    """KIP-1191 `errors.deadletterqueue.copy.record.enable`."""
+
+    @property
+    def dlq_enabled(self) -> bool:
+        """Undeliverable records go ARCHIVING (and are copied) rather than ARCHIVED."""
+        return bool(self.dlq_topic)
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0
@@ -102,6 +111,8 @@ class SharePartitionConfig:
             renew_enabled=True if renew is None else bool(renew),
             isolation_level=IsolationLevel(isolation),
             **_extensions(group),
+            dlq_topic=str(group.get("errors.deadletterqueue.topic.name") or ""),
+            dlq_copy_record=bool(group.get("errors.deadletterqueue.copy.record.enable")),
         )
 
 

@@ -16,8 +16,15 @@ Only the delivery count rule lives beside the table: ACQUIRE adds one, every oth
 event keeps it (Kafka 4.2 no longer decrements on session release).
 
 The numeric ids are the persisted ones (`DeliveryState` in share-group state records):
-0 AVAILABLE, 1 ACQUIRED (never persisted), 2 ACKNOWLEDGED, 3 ARCHIVING (dead-letter
-queues, unused in Shoal), 4 ARCHIVED.
+0 AVAILABLE, 1 ACQUIRED (never persisted), 2 ACKNOWLEDGED, 3 ARCHIVING, 4 ARCHIVED.
+
+Dead-letter queues (KIP-1191). For a group with a DLQ topic, `target_state(...,
+dlq=True)` sends a REJECTed record, and one archived because its delivery count
+reached the limit, to ARCHIVING instead of ARCHIVED: it waits there (persisted, not
+terminal, so the start offset stops before it) while its copy is written to the DLQ
+topic, then DLQ_DONE makes it ARCHIVED. GAPs, records below the start offset and
+other archivals (compaction holes, aborted transactions, a lowered limit) are not
+undeliverable records and go straight to ARCHIVED.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ class RecordState(enum.IntEnum):
     ACQUIRED = 1
     ACKNOWLEDGED = 2
     ARCHIVING = 3
-    """Kafka 4.4 dead-letter queues only; Shoal never enters it."""
+    """Waiting for its copy on the group's dead-letter queue topic (KIP-1191)."""
     ARCHIVED = 4
 
     @property
@@ -47,7 +54,12 @@ class RecordState(enum.IntEnum):
 
 TERMINAL_STATES: Final = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
 PERSISTED_STATES: Final = frozenset(
-    {RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}
+    {
+        RecordState.AVAILABLE,
+        RecordState.ACKNOWLEDGED,
+        RecordState.ARCHIVING,
+        RecordState.ARCHIVED,
+    }
 )
 """States a StateBatch may carry (ACQUIRED is never written)."""
 
@@ -67,6 +79,7 @@ class Event(enum.Enum):
     COMPACTED = "no longer in the log (compaction hole)"
     OVER_LIMIT = "delivery limit lowered below its count"
     ABORTED = "part of an aborted transaction (read_committed)"
+    DLQ_DONE = "its dead-letter queue copy was written (or given up)"
 
 
 _S = RecordState
@@ -76,16 +89,17 @@ TRANSITIONS: Final[Mapping[tuple[RecordState, Event], tuple[RecordState, ...]]] 
     {
         (_S.AVAILABLE, _E.ACQUIRE): (_S.ACQUIRED,),
         (_S.ACQUIRED, _E.ACCEPT): (_S.ACKNOWLEDGED,),
-        (_S.ACQUIRED, _E.REJECT): (_S.ARCHIVED,),
+        (_S.ACQUIRED, _E.REJECT): (_S.ARCHIVED, _S.ARCHIVING),
         (_S.ACQUIRED, _E.GAP): (_S.ARCHIVED,),
-        (_S.ACQUIRED, _E.RELEASE): (_S.AVAILABLE, _S.ARCHIVED),
+        (_S.ACQUIRED, _E.RELEASE): (_S.AVAILABLE, _S.ARCHIVED, _S.ARCHIVING),
         (_S.ACQUIRED, _E.RENEW): (_S.ACQUIRED,),
-        (_S.ACQUIRED, _E.LOCK_EXPIRED): (_S.AVAILABLE, _S.ARCHIVED),
-        (_S.ACQUIRED, _E.SESSION_RELEASE): (_S.AVAILABLE, _S.ARCHIVED),
+        (_S.ACQUIRED, _E.LOCK_EXPIRED): (_S.AVAILABLE, _S.ARCHIVED, _S.ARCHIVING),
+        (_S.ACQUIRED, _E.SESSION_RELEASE): (_S.AVAILABLE, _S.ARCHIVED, _S.ARCHIVING),
         (_S.ACQUIRED, _E.ABORTED): (_S.ARCHIVED,),
         (_S.AVAILABLE, _E.LOG_START_PASSED): (_S.ARCHIVED,),
         (_S.AVAILABLE, _E.COMPACTED): (_S.ARCHIVED,),
         (_S.AVAILABLE, _E.OVER_LIMIT): (_S.ARCHIVED,),
+        (_S.ARCHIVING, _E.DLQ_DONE): (_S.ARCHIVED,),
     }
 )
 """(from, event) -> possible targets. RENEW is the one same-state entry: it is not a
@@ -114,23 +128,44 @@ def is_legal(state: RecordState, event: Event) -> bool:
 
 
 def target_state(
-    state: RecordState, event: Event, *, delivery_count: int, limit: int, below_start: bool
+    state: RecordState,
+    event: Event,
+    *,
+    delivery_count: int,
+    limit: int,
+    below_start: bool,
+    dlq: bool = False,
 ) -> RecordState:
     """The state `event` moves a record in `state` to.
 
-    For the two-way events the record is ARCHIVED when its delivery count has reached
-    `limit` (the group's current delivery count limit) or it lies below the start
-    offset, AVAILABLE otherwise. Raises IllegalTransition for a pair not in the table.
+    For the release-like events the record is ARCHIVED when its delivery count has
+    reached `limit` (the group's current delivery count limit) or it lies below the
+    start offset, AVAILABLE otherwise. With `dlq` (the group has a dead-letter queue
+    topic) a REJECT, or reaching the limit at or above the start offset, gives
+    ARCHIVING instead of ARCHIVED. Raises IllegalTransition for a pair not in the table.
     """
     targets = TRANSITIONS.get((state, event))
     if targets is None:
         raise IllegalTransition(f"{state.name} does not accept {event.name}")
     if len(targets) == 1:
         return targets[0]
-    assert targets == (RecordState.AVAILABLE, RecordState.ARCHIVED)
-    if delivery_count >= limit or below_start:
+    if event is Event.REJECT:
+        return RecordState.ARCHIVING if dlq and not below_start else RecordState.ARCHIVED
+    assert targets == (RecordState.AVAILABLE, RecordState.ARCHIVED, RecordState.ARCHIVING)
+    if below_start:
         return RecordState.ARCHIVED
+    if delivery_count >= limit:
+        return RecordState.ARCHIVING if dlq else RecordState.ARCHIVED
     return RecordState.AVAILABLE
+
+
+def dlq_reason(event: Event) -> str:
+    """Why a record entered ARCHIVING, for the `__dlq.errors.message` header."""
+    return REASON_REJECTED if event is Event.REJECT else REASON_DELIVERY_LIMIT
+
+
+REASON_REJECTED: Final = "Record rejected by the consumer"
+REASON_DELIVERY_LIMIT: Final = "Record reached the delivery count limit"
 
 
 def next_delivery_count(delivery_count: int, event: Event) -> int:

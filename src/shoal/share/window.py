@@ -14,7 +14,8 @@ Invariants (checked by `check_invariants`, which tests call after every operatio
 - no offset below the SPSO is AVAILABLE without a pending write;
 - an ACQUIRED record without a pending write has an owner and a lock; other records
   have neither; a pending write was started from ACQUIRED;
-- the gap window, when open, starts at or after the SPSO.
+- the gap window, when open, starts at or after the SPSO;
+- every ARCHIVING offset without a pending write has a reason in `dlq_reasons`.
 
 The gap window (share-partition.md §10.4): after loading persisted state with holes
 between the SPSO and the last persisted offset, offsets >= `gap_start` that no batch
@@ -24,6 +25,8 @@ data, e.g. compaction) and count as archived.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from shoal.share.inflight import (
     NO_MEMBER,
@@ -38,6 +41,7 @@ from shoal.share.redelivery import Redelivery
 from shoal.share.states import (
     Event,
     RecordState,
+    dlq_reason,
     next_delivery_count,
     target_state,
 )
@@ -48,7 +52,19 @@ Span = tuple[int, int]
 class InFlightWindow:
     """Mutable state of one share-partition's records; see the module docstring."""
 
-    def __init__(self, *, start_offset: int, redelivery: Redelivery | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        start_offset: int,
+        redelivery: Redelivery | None = None,
+        dlq: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.dlq = dlq
+        """Whether the group has a dead-letter queue topic now (read per transition)."""
+        self.dlq_reasons: dict[int, str] = {}
+        """ARCHIVING offset -> why (`__dlq.errors.message`), until DLQ_DONE."""
+        self.dlq_dispatched: set[int] = set()
+        """ARCHIVING offsets handed to the shell for copying, not yet done."""
         self.cache = InFlightCache()
         self.timers = LockTimers()
         self.redelivery = Redelivery() if redelivery is None else redelivery
@@ -107,8 +123,10 @@ class InFlightWindow:
             delivery_count=st.delivery_count,
             limit=limit,
             below_start=last < self.start_offset,
+            dlq=self.dlq(),
         )
         self._retally(st.state, new, first, last)
+        self._note_archiving(st.state, new, first, last, event)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -158,7 +176,9 @@ class InFlightWindow:
             delivery_count=st.delivery_count,
             limit=limit,
             below_start=last < self.start_offset,
+            dlq=self.dlq(),
         )
+        self._note_archiving(st.state, new, first, last, event)
         st.pending = Pending(
             handle=handle,
             state=st.state,
@@ -201,6 +221,7 @@ class InFlightWindow:
         backup = st.pending
         assert backup is not None and backup.state is RecordState.ACQUIRED
         self._retally(st.state, backup.state, first, last)
+        self._note_archiving(st.state, backup.state, first, last, Event.ACQUIRE)
         st.state = backup.state
         st.delivery_count = backup.delivery_count
         st.member_id = backup.member_id
@@ -210,6 +231,19 @@ class InFlightWindow:
             return None
         self.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
         return StateBatch(first, last, int(st.state), st.delivery_count)
+
+    def _note_archiving(
+        self, old: RecordState, new: RecordState, first: int, last: int, event: Event
+    ) -> None:
+        """Keep `dlq_reasons` in step with records entering or leaving ARCHIVING."""
+        if new is RecordState.ARCHIVING and old is not RecordState.ARCHIVING:
+            reason = dlq_reason(event)
+            for offset in range(first, last + 1):
+                self.dlq_reasons[offset] = reason
+        elif old is RecordState.ARCHIVING and new is not RecordState.ARCHIVING:
+            for offset in range(first, last + 1):
+                self.dlq_reasons.pop(offset, None)
+                self.dlq_dispatched.discard(offset)
 
     def states_of_handle(self, handle: int) -> list[tuple[int, int, InFlightState]]:
         """The (first, last, state) entries whose pending write is `handle`. O(offsets
@@ -434,6 +468,10 @@ class InFlightWindow:
                 assert batch.whole is None and len(batch.offsets) == batch.size
             for first, last, st in batch.states():
                 _check_state(st, first, last)
+                if st.state is RecordState.ARCHIVING and st.pending is None:
+                    assert all(o in self.dlq_reasons for o in range(first, last + 1)), (
+                        f"{first}-{last} ARCHIVING without a reason"
+                    )
                 if st.state.is_terminal:
                     terminal += self.n_at_or_above_start(first, last)
                 if last < start:
@@ -464,4 +502,3 @@ def _check_state(st: InFlightState, first: int, last: int) -> None:
         assert (st.lock.first_offset, st.lock.last_offset) == (first, last), where
     else:
         assert st.lock is None and st.member_id == NO_MEMBER, where
-    assert st.state is not RecordState.ARCHIVING, where

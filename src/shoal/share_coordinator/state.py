@@ -7,7 +7,8 @@ and `PersistedState`, `ReadResult` and `StateSummary` are what reads answer.
 
 Invariants: a `StateBatch` never spans backwards (first <= last) and carries only a
 persisted delivery state (`PERSISTED_DELIVERY_STATES`: 0 AVAILABLE, 2 ACKNOWLEDGED,
-4 ARCHIVED; ACQUIRED is never written). `merge_state_batches` returns batches sorted,
+3 ARCHIVING (a dead-letter queue copy outstanding, KIP-1191), 4 ARCHIVED; ACQUIRED is
+never written). `merge_state_batches` returns batches sorted,
 disjoint and coalesced.
 
 The delivery-state ids are the persisted ones; `shoal.share.states.RecordState`
@@ -33,9 +34,15 @@ UNKNOWN_DELIVERY_COMPLETE_COUNT: Final = -1
 
 DELIVERY_STATE_AVAILABLE: Final = 0
 DELIVERY_STATE_ACKNOWLEDGED: Final = 2
+DELIVERY_STATE_ARCHIVING: Final = 3
 DELIVERY_STATE_ARCHIVED: Final = 4
 PERSISTED_DELIVERY_STATES: Final = frozenset(
-    {DELIVERY_STATE_AVAILABLE, DELIVERY_STATE_ACKNOWLEDGED, DELIVERY_STATE_ARCHIVED}
+    {
+        DELIVERY_STATE_AVAILABLE,
+        DELIVERY_STATE_ACKNOWLEDGED,
+        DELIVERY_STATE_ARCHIVING,
+        DELIVERY_STATE_ARCHIVED,
+    }
 )
 """The DeliveryState values a StateBatch may carry."""
 

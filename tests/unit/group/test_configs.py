@@ -51,6 +51,8 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "shoal.share.redelivery.backoff.multiplier": 2.0,
         "shoal.share.redelivery.backoff.max.ms": 60_000,
         "shoal.share.delivery.paused": False,
+        "errors.deadletterqueue.topic.name": "",
+        "errors.deadletterqueue.copy.record.enable": False,
     }
     assert set(GroupConfigs().effective("never-seen", DEFAULT_BROKER)) == set(GROUP_KEYS)
 
@@ -139,8 +141,7 @@ def test_refused_values_name_the_key(key: str, raw: str | None, says: str) -> No
     "name",
     [
         "no.such.key",
-        "errors.deadletterqueue.topic.name",  # Kafka 4.4 dead-letter queues: not in Shoal
-        "errors.deadletterqueue.copy.record.enable",
+        "errors.deadletterqueue.group.enable",  # the KIP-1191 topic key, not a group one
         "consumer.session.timeout.ms",  # a consumer-group key, not a share-group one
         "group.share.record.lock.duration.ms",  # the broker key, not the group key
     ],

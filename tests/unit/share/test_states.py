@@ -29,11 +29,49 @@ def test_persisted_ids() -> None:
 
 
 def test_terminal_states_never_change() -> None:
-    for state in (S.ACKNOWLEDGED, S.ARCHIVED, S.ARCHIVING):
+    for state in (S.ACKNOWLEDGED, S.ARCHIVED):
+        assert state.is_terminal
         for event in Event:
             assert not is_legal(state, event)
             with pytest.raises(IllegalTransition):
                 target_state(state, event, delivery_count=1, limit=5, below_start=False)
+
+
+def test_archiving_waits_only_for_its_dlq_copy() -> None:
+    """KIP-1191: ARCHIVING is not terminal (the SPSO stops before it) and leaves only
+    for ARCHIVED once its dead-letter copy is done."""
+    assert not S.ARCHIVING.is_terminal
+    for event in Event:
+        assert is_legal(S.ARCHIVING, event) == (event is Event.DLQ_DONE), event
+    assert (
+        target_state(S.ARCHIVING, Event.DLQ_DONE, delivery_count=2, limit=5, below_start=False)
+        is S.ARCHIVED
+    )
+
+
+@pytest.mark.parametrize("event", [Event.RELEASE, Event.LOCK_EXPIRED, Event.SESSION_RELEASE])
+def test_delivery_limit_goes_archiving_with_a_dlq(event: Event) -> None:
+    def target(count: int, *, below: bool = False) -> RecordState:
+        return target_state(
+            S.ACQUIRED, event, delivery_count=count, limit=3, below_start=below, dlq=True
+        )
+
+    assert target(2) is S.AVAILABLE
+    assert target(3) is S.ARCHIVING
+    assert target(4) is S.ARCHIVING
+    assert target(3, below=True) is S.ARCHIVED  # below the SPSO: nothing to copy
+
+
+def test_reject_goes_archiving_with_a_dlq_and_gap_never() -> None:
+    def target(event: Event, *, dlq: bool) -> RecordState:
+        return target_state(
+            S.ACQUIRED, event, delivery_count=1, limit=5, below_start=False, dlq=dlq
+        )
+
+    assert target(Event.REJECT, dlq=True) is S.ARCHIVING
+    assert target(Event.REJECT, dlq=False) is S.ARCHIVED
+    assert target(Event.GAP, dlq=True) is S.ARCHIVED
+    assert target(Event.ABORTED, dlq=True) is S.ARCHIVED
 
 
 def test_only_renew_keeps_the_state() -> None:

@@ -391,4 +391,6 @@ def test_persisted_delivery_states_match_the_record_states() -> None:
     from shoal.share.states import PERSISTED_STATES
     from shoal.share_coordinator.state import PERSISTED_DELIVERY_STATES
 
-    assert {int(state) for state in PERSISTED_STATES} == PERSISTED_DELIVERY_STATES == {AV, ACK, ARC}
+    assert (
+        {int(state) for state in PERSISTED_STATES} == PERSISTED_DELIVERY_STATES == {AV, ACK, 3, ARC}
+    )

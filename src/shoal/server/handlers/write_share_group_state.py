@@ -54,7 +54,7 @@ def _invalid_batch(batches: Any) -> str | None:
         if not 0 <= b.first_offset <= b.last_offset:
             return f"Invalid state batch offsets {b.first_offset}-{b.last_offset}."
         if b.delivery_state not in PERSISTED_DELIVERY_STATES:
-            return f"Invalid delivery state {b.delivery_state} (0, 2 or 4)."
+            return f"Invalid delivery state {b.delivery_state} (0, 2, 3 or 4)."
         if b.delivery_count < 0:
             return f"Invalid delivery count {b.delivery_count}."
     return None

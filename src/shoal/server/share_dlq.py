@@ -1,0 +1,368 @@
+"""Dead-letter queue copies for share groups (KIP-1191): the shell side.
+
+The share-partition core moves undeliverable records (REJECTed, or at the delivery
+limit) to ARCHIVING and hands them out as `DlqCopy` effects once that state is
+persisted; `DlqWriter.perform` writes the copies and reports each back with
+`SharePartitionManager.dlq_done` (ARCHIVING -> ARCHIVED, persisted). Order, per copy:
+ARCHIVING persisted -> DLQ record appended -> ARCHIVED persisted. (With the share
+coordinator's append linger on, the staged state writes are flushed to the log before
+a copy is appended: `flush_state`.)
+
+- **Checks** (Kafka's, in Kafka's order, re-read at every copy so config changes
+  apply at once): the group's `errors.deadletterqueue.topic.name` is set, does not
+  start with `__`, names a topic whose `errors.deadletterqueue.group.enable` is true,
+  starts with the broker's `errors.deadletterqueue.topic.name.prefix` (default
+  `dlq.`; empty allows any) and exists (Shoal never creates it). A failed check is
+  logged with Kafka's reason and the records are archived without a copy, as Kafka
+  does when a DLQ write fails.
+- **The record**: one per source offset, on DLQ partition = source partition modulo
+  the DLQ topic's partition count, stamped with the wall clock, with the context
+  headers `__dlq.errors.topic`, `.partition`, `.offset`, `.group`,
+  `.delivery.count` and `.message` (the reason). With the group's
+  `errors.deadletterqueue.copy.record.enable` the original key, value and headers
+  come first (a source record no longer in the log, or in a compressed batch, is
+  copied as headers only, logged). Appended through `PartitionLog.append`, the path
+  producers use, in batches within the DLQ topic's `max.message.bytes`.
+- **Exactly once across crashes**: a crash after the append but before the ARCHIVED
+  write reloads the record as ARCHIVING and it is handed out again, marked
+  `recovered`. For recovered copies the DLQ partition is scanned once for records
+  this broker wrote (uncompressed batches without a producer id) carrying the same
+  group, source topic, partition and offset headers; offsets found are not copied
+  again. A fresh ARCHIVING record was never copied (its copy starts only after its
+  state was persisted), so only recovered ones need the scan.
+- **Counts**: `written` / `refused` / `failed` per group since start, also reported
+  to `counted` (the `shoal_share_dlq_records` metric).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, Record, RecordHeader
+from kio.records.writers import write_new_batch
+from kio.serial.errors import SerialError
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+from shoal.clock import Clock
+from shoal.config import BrokerConfig
+from shoal.log.api import LogError
+from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.share.dlq import DlqCopy
+from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
+from shoal.share.persister import SharePartitionKey
+from shoal.share.settings import SharePartitionConfig
+
+log = logging.getLogger(__name__)
+
+HEADER_TOPIC = "__dlq.errors.topic"
+HEADER_PARTITION = "__dlq.errors.partition"
+HEADER_OFFSET = "__dlq.errors.offset"
+HEADER_GROUP = "__dlq.errors.group"
+HEADER_DELIVERY_COUNT = "__dlq.errors.delivery.count"
+HEADER_MESSAGE = "__dlq.errors.message"
+"""KIP-1191 context headers (Kafka's ShareGroupDLQRecordHelper names)."""
+
+TOPIC_ENABLE_KEY = "errors.deadletterqueue.group.enable"
+PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
+
+_SCAN_READ_BYTES = 1 << 20
+"""Bytes per log read while scanning a DLQ partition for earlier copies."""
+_SOURCE_READ_BYTES = 1 << 20
+"""Bytes per log read of a source record to copy (Kafka's DLQ fetch size)."""
+_NO_PRODUCER = -1
+_LEADER_EPOCH = 0
+
+
+@dataclass(slots=True)
+class DlqCounts:
+    """DLQ outcomes of one group since the broker started."""
+
+    written: int = 0
+    refused: int = 0
+    """Records archived without a copy because a check failed."""
+    failed: int = 0
+    """Records archived without a copy because the append failed."""
+
+
+@dataclass(slots=True)
+class DlqWriter:
+    """Writes the DLQ copies the share-partition manager asks for (module docstring)."""
+
+    clock: Clock
+    config: Callable[[], BrokerConfig]
+    logs: LogManager
+    partitions: SharePartitionManager
+    settings_for: Callable[[str], SharePartitionConfig]
+    counted: Callable[[str, str, int], None] = lambda _group, _outcome, _records: None
+    """Told (group, "written" | "refused" | "failed", records) after each copy (metrics)."""
+    flush_state: Callable[[], None] = lambda: None
+    """Writes share state staged by the append linger to the log: called before any
+    copy, so an ARCHIVING state is in the log before its copy is."""
+    counts: dict[str, DlqCounts] = field(default_factory=dict)
+
+    def perform(self, key: SharePartitionKey) -> Effects:
+        """Copy what `key` hands out, then archive it; returns the effects."""
+        sp = self.partitions.get(key)
+        if sp is None:
+            return NO_EFFECTS
+        copies = sp.dlq_copies()
+        if not copies:
+            return NO_EFFECTS
+        self.flush_state()
+        counts = self.counts.setdefault(key.group_id, DlqCounts())
+        records = sum(c.last_offset - c.first_offset + 1 for c in copies)
+        target = self._check(key.group_id)
+        if isinstance(target, str):
+            counts.refused += records
+            self.counted(key.group_id, "refused", records)
+            log.warning(
+                "share group %s: %d records of %s-%d archived without a DLQ copy: %s",
+                key.group_id,
+                records,
+                key.topic_id,
+                key.partition,
+                target,
+            )
+        else:
+            try:
+                written = self._copy(key, copies, target)
+                counts.written += written
+                self.counted(key.group_id, "written", written)
+            except (LogError, BatchError) as exc:
+                counts.failed += records
+                self.counted(key.group_id, "failed", records)
+                log.warning(
+                    "share group %s: DLQ append of %d records of %s-%d failed, archived "
+                    "without a copy: %s",
+                    key.group_id,
+                    records,
+                    key.topic_id,
+                    key.partition,
+                    exc,
+                )
+        effects = NO_EFFECTS
+        for copy in copies:
+            effects |= self.partitions.dlq_done(
+                key, first_offset=copy.first_offset, last_offset=copy.last_offset
+            )
+        return effects
+
+    # ---- checks
+
+    def _check(self, group_id: str) -> str | tuple[str, int]:
+        """(DLQ topic, partition count), or why no copy can be written."""
+        topic = self.settings_for(group_id).dlq_topic
+        if not topic:
+            return f"Configured DLQ topic name in share group: {group_id} is empty."
+        if topic.startswith("__"):
+            return (
+                f"Configured DLQ topic name in share group: {group_id} cannot start with __, "
+                f"topic: {topic}."
+            )
+        info = self.logs.topic(topic)
+        if info is not None and not info.configs.get(TOPIC_ENABLE_KEY, False):
+            return (
+                f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
+                f"topic: {topic} (set the topic config {TOPIC_ENABLE_KEY}=true)"
+            )
+        prefix = str(self.config()[PREFIX_KEY] or "")
+        if prefix and not topic.startswith(prefix):
+            return (
+                "Configured DLQ topic name does not comply with the DLQ topic prefix in share "
+                f"group: {group_id}, topic: {topic}, prefix: {prefix}"
+            )
+        if info is None:
+            return (
+                f"DLQ topic does not exist and auto create is disabled on cluster for share "
+                f"group: {group_id}, topic: {topic}."
+            )
+        return topic, info.partitions
+
+    # ---- copying
+
+    def _copy(
+        self, key: SharePartitionKey, copies: tuple[DlqCopy, ...], target: tuple[str, int]
+    ) -> int:
+        topic, partition_count = target
+        dlq_partition = key.partition % partition_count
+        dlq_log = self.logs.partition(topic, dlq_partition)
+        if dlq_log is None:
+            raise LogError(
+                ErrorCode.unknown_topic_or_partition, f"no DLQ partition {topic}-{dlq_partition}"
+            )
+        source_info = self.logs.topic_by_id(key.topic_id)
+        source_topic = str(key.topic_id) if source_info is None else source_info.name
+        source_log = None
+        if source_info is not None:
+            source_log = self.logs.partition(source_info.name, key.partition)
+        copy_record = self.settings_for(key.group_id).dlq_copy_record
+        done: set[int] = set()
+        if any(c.recovered for c in copies):
+            done = _copied_offsets(dlq_log, key.group_id, source_topic, key.partition)
+        now = self.clock.wall_ms()
+        records: list[Record] = []
+        for copy in copies:
+            for offset in range(copy.first_offset, copy.last_offset + 1):
+                if copy.recovered and offset in done:
+                    log.info(
+                        "share group %s: DLQ copy of %s-%d offset %d found in %s-%d after a "
+                        "restart; not written again",
+                        key.group_id,
+                        source_topic,
+                        key.partition,
+                        offset,
+                        topic,
+                        dlq_partition,
+                    )
+                    continue
+                original = None
+                if copy_record and source_log is not None:
+                    original = _source_record(source_log, offset)
+                records.append(
+                    _dlq_record(
+                        original,
+                        index=len(records),
+                        headers=(
+                            (HEADER_TOPIC, source_topic),
+                            (HEADER_PARTITION, str(key.partition)),
+                            (HEADER_OFFSET, str(offset)),
+                            (HEADER_GROUP, key.group_id),
+                            (HEADER_DELIVERY_COUNT, str(copy.delivery_count)),
+                            (HEADER_MESSAGE, copy.reason),
+                        ),
+                    )
+                )
+        info = self.logs.topic(topic)
+        assert info is not None
+        max_bytes = int(
+            info.configs.get("max.message.bytes", self.config().get_int("message.max.bytes"))
+        )
+        for data in _batches(records, timestamp_ms=now, max_bytes=max_bytes):
+            headers = validate_produced(data, max_batch_bytes=max(max_bytes, len(data)))
+            dlq_log.append(data, headers, leader_epoch=_LEADER_EPOCH)
+        return len(records)
+
+
+def _dlq_record(
+    original: Record | None, *, index: int, headers: tuple[tuple[str, str], ...]
+) -> Record:
+    context = tuple(RecordHeader(key=k.encode(), value=v.encode()) for k, v in headers)
+    return Record(
+        attributes=i8(0),
+        timestamp=TZAwareMicros.parse(_EPOCH),  # stamped per batch by _encode
+        offset=i64(index),
+        key=None if original is None else original.key,
+        value=None if original is None else original.value,
+        headers=(() if original is None else original.headers) + context,
+    )
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
+    """Encode `records` as batches of at most `max_bytes` (a single record larger than
+    that goes alone; the append refuses it)."""
+    stamp = TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
+    pending: list[Record] = []
+    encoded = b""
+    for record in records:
+        candidate = [*pending, record]
+        data = _encode(candidate, stamp)
+        if len(data) > max_bytes and pending:
+            yield encoded
+            pending = [record]
+            encoded = _encode(pending, stamp)
+        else:
+            pending, encoded = candidate, data
+    if pending:
+        yield encoded
+
+
+def _encode(records: list[Record], stamp: TZAwareMicros) -> bytes:
+    entries = tuple(
+        Record(
+            attributes=r.attributes,
+            timestamp=stamp,
+            offset=i64(index),
+            key=r.key,
+            value=r.value,
+            headers=r.headers,
+        )
+        for index, r in enumerate(records)
+    )
+    batch = NewRecordBatch(
+        producer_id=i64(_NO_PRODUCER),
+        producer_epoch=i16(-1),
+        partition_leader_epoch=i32(_LEADER_EPOCH),
+        base_sequence=i32(-1),
+        records=entries,
+        attributes=i16(0),
+    )
+    buffer = io.BytesIO()
+    write_new_batch(buffer, batch)
+    return buffer.getvalue()
+
+
+def _source_record(source: PartitionLog, offset: int) -> Record | None:
+    """The record at `offset` of the source log, or None (gone, or compressed)."""
+    try:
+        read = source.read(offset, max_bytes=_SOURCE_READ_BYTES)
+    except LogError as exc:
+        log.info("DLQ copy of offset %d: source record unreadable (%s); headers only", offset, exc)
+        return None
+    for header in read.headers:
+        if header.base_offset <= offset <= header.last_offset and not header.is_control:
+            if header.compression:
+                log.info("DLQ copy of offset %d: compressed source batch; headers only", offset)
+                return None
+            try:
+                batch, _ = read_batch(read.records, header.position)
+            except (ValueError, SerialError) as exc:
+                log.warning("DLQ copy of offset %d: undecodable source batch: %s", offset, exc)
+                return None
+            for record in batch.records:
+                if int(record.offset) == offset:
+                    return record
+    return None
+
+
+def _copied_offsets(dlq: PartitionLog, group_id: str, topic: str, partition: int) -> set[int]:
+    """Source offsets of `group_id`'s `topic`-`partition` already copied to `dlq` by
+    this broker (uncompressed batches without a producer id)."""
+    wanted = {
+        HEADER_GROUP.encode(): group_id.encode(),
+        HEADER_TOPIC.encode(): topic.encode(),
+        HEADER_PARTITION.encode(): str(partition).encode(),
+    }
+    offset_key = HEADER_OFFSET.encode()
+    found: set[int] = set()
+    position = dlq.log_start_offset
+    while position < dlq.log_end_offset:
+        read = dlq.read(position, max_bytes=_SCAN_READ_BYTES)
+        if not read.headers:
+            break
+        for header in read.headers:
+            if header.is_control or header.compression or header.producer_id != _NO_PRODUCER:
+                continue
+            try:
+                batch, _ = read_batch(read.records, header.position)
+            except (ValueError, SerialError) as exc:
+                log.warning("DLQ scan of %s: undecodable batch skipped: %s", dlq, exc)
+                continue
+            for record in batch.records:
+                values = {h.key: h.value for h in record.headers}
+                if all(values.get(k) == v for k, v in wanted.items()):
+                    raw = values.get(offset_key)
+                    if raw is not None and raw.isdigit():
+                        found.add(int(raw))
+        position = read.headers[-1].next_offset
+    return found

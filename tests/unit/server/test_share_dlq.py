@@ -1,0 +1,190 @@
+"""The DLQ shell (server/share_dlq.py) on a real log, a ShareService and an in-memory
+persister, with the crash windows forced deterministically: a copy is written once
+whether the broker dies before the copy or between the copy and the ARCHIVED write,
+and a topic that may not serve as a DLQ gets nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from kio.records.readers import read_batch
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.log.manager import LogManager
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.share import AcknowledgeType
+from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.purgatory import Purgatory
+from shoal.server.share_dlq import HEADER_OFFSET
+from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
+from shoal.share.acknowledge import AckBatch
+from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
+from shoal.share.sessions import TopicIdPartition
+from shoal.share.states import RecordState
+from tests.unit.log.batches import append, make_batch
+
+
+class FlakyPersister(InMemoryPersister):
+    """Fails the writes that archive (state 4) while `fail_archived` is set."""
+
+    fail_archived = False
+
+    def write(self, *, write: StateWrite) -> ErrorCode | None:
+        if self.fail_archived and any(
+            b.delivery_state == RecordState.ARCHIVED for b in write.state_batches
+        ):
+            return ErrorCode.coordinator_not_available
+        return super().write(write=write)
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, *, enable: bool = True, dlq: str = "dlq.t") -> None:
+        self.clock = ManualClock()
+        self.config = BrokerConfig.from_raw({"log.dirs": str(tmp_path / "data")})
+        self.logs = LogManager.open(
+            data_dir=tmp_path / "data", broker_config=self.config, clock=self.clock
+        )
+        info = self.logs.create_topic("t", partitions=1, configs={})
+        self.logs.create_topic(
+            dlq,
+            partitions=1,
+            configs={"errors.deadletterqueue.group.enable": True} if enable else {},
+        )
+        self.dlq = dlq
+        self.tp = TopicIdPartition(info.topic_id, 0)
+        self.key = SharePartitionKey("g", info.topic_id, 0)
+        self.counted: list[tuple[str, str, int]] = []
+        self.flushed_at: list[int] = []
+        """DLQ records present each time staged share state was flushed."""
+        self.persister = FlakyPersister()
+        assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
+        configs = GroupConfigStore(
+            persistence=GroupConfigFile(tmp_path / "data"), broker_config=lambda: self.config
+        )
+        configs.alter("g", {"errors.deadletterqueue.topic.name": dlq})
+        self.service = ShareService(
+            clock=self.clock,
+            config=lambda: self.config,
+            logs=self.logs,
+            group_configs=configs,
+            persister=self.persister,
+            purgatory=Purgatory(),
+            dlq_records=lambda group, outcome, n: self.counted.append((group, outcome, n)),
+            flush_state=lambda: self.flushed_at.append(len(self.dlq_offsets())),
+        )
+        partition = self.logs.partition("t", 0)
+        assert partition is not None
+        append(partition, make_batch(3))
+        self.epoch = 0
+
+    def fetch(self) -> int:
+        call = ShareFetchCall(
+            group_id="g",
+            member_id="m",
+            epoch=self.epoch,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=500,
+            batch_size=500,
+            partitions=(self.tp,),
+        )
+        self.epoch += 1
+        outcome = asyncio.run(self.service.share_fetch(call, connection_id=1))
+        assert outcome.error is None
+        return sum(r.count for p in outcome.partitions for r in p.acquired)
+
+    def reject_all(self, *, crash_before_copy: bool = False) -> None:
+        """REJECT 0..2 as the ShareAcknowledge handler does; with `crash_before_copy`
+        only the share-partition manager runs (ARCHIVING is persisted) and the
+        service never performs the copies."""
+        batch = AckBatch(0, 2, (AcknowledgeType.REJECT,))
+        if crash_before_copy:
+            acked = self.service.partitions.acknowledge(
+                group_id="g", member_id="m", partition=self.tp, batches=[batch]
+            )
+            assert acked.error is None and acked.effects.dlq == {self.key}
+            return
+        outcome = self.service.share_acknowledge(
+            ShareAcknowledgeCall(
+                group_id="g", member_id="m", epoch=self.epoch, acknowledgements={self.tp: [batch]}
+            )
+        )
+        assert outcome.error is None and outcome.partitions[0].acknowledge_error is None
+
+    def crash(self) -> None:
+        """Forget the in-memory share-partition: the next use reloads it from the
+        persister, as a restarted broker would."""
+        self.service.partitions.forget_group("g")
+        self.epoch = 0
+
+    def dlq_offsets(self) -> list[int]:
+        dlq = self.logs.partition(self.dlq, 0)
+        assert dlq is not None
+        read = dlq.read(0, max_bytes=1 << 20)
+        found = []
+        for header in read.headers:
+            batch, _ = read_batch(read.records, header.position)
+            for record in batch.records:
+                values = {h.key: h.value for h in record.headers}
+                found.append(int(values[HEADER_OFFSET.encode()] or b"-1"))
+        return found
+
+    def persisted_states(self) -> list[int]:
+        state = self.persister.read(key=self.key, leader_epoch=0).state
+        assert state is not None
+        return [b.delivery_state for b in state.state_batches]
+
+
+def test_copies_are_written_then_archived(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    assert rig.fetch() == 3
+    rig.reject_all()
+    assert rig.dlq_offsets() == [0, 1, 2]
+    sp = rig.service.partitions.get(rig.key)
+    assert sp is not None and sp.start_offset == 3
+    assert rig.service.dlq.counts["g"].written == 3
+    assert rig.counted == [("g", "written", 3)]
+    assert rig.flushed_at == [0], "staged ARCHIVING state is flushed before the copy"
+
+
+def test_a_crash_before_the_copy_writes_it_after_the_restart(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    rig.fetch()
+    rig.reject_all(crash_before_copy=True)
+    assert rig.persisted_states() == [RecordState.ARCHIVING]
+    rig.crash()
+    assert rig.dlq_offsets() == []
+    assert rig.fetch() == 0  # reload: the recovered copies are written
+    assert rig.dlq_offsets() == [0, 1, 2]
+    assert rig.persisted_states() == []  # archived, start offset past them
+
+
+def test_a_crash_between_the_copy_and_the_archived_write_does_not_copy_twice(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    rig.fetch()
+    rig.persister.fail_archived = True  # the ARCHIVED write never lands
+    rig.reject_all()
+    assert rig.dlq_offsets() == [0, 1, 2]
+    assert rig.persisted_states() == [RecordState.ARCHIVING]
+    rig.persister.fail_archived = False
+    rig.crash()
+    assert rig.fetch() == 0
+    assert rig.dlq_offsets() == [0, 1, 2], "copied twice"
+    assert rig.counted == [("g", "written", 3), ("g", "written", 0)]
+    assert rig.persisted_states() == []
+
+
+def test_a_topic_not_enabled_gets_nothing_and_the_records_are_archived(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, enable=False)
+    rig.fetch()
+    rig.reject_all()
+    assert rig.dlq_offsets() == []
+    assert rig.persisted_states() == []
+    counts = rig.service.dlq.counts["g"]
+    assert (counts.written, counts.refused) == (0, 3)
+    assert rig.counted == [("g", "refused", 3)]
