@@ -26,7 +26,7 @@ from shoal.coordinator.runtime import RecordSinkUnavailable
 from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import validate_produced
+from shoal.protocol.record_batch import TRANSACTIONAL_MASK, validate_produced
 from shoal.share.manager import SharePartitionManager
 from shoal.share.persister import (
     ReadResult,
@@ -58,9 +58,16 @@ _TIMESTAMP = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.U
 
 
 def produced_batch(
-    *, base_sequence: int, count: int, first_value: int, producer_epoch: int = 0
+    *,
+    base_sequence: int,
+    count: int,
+    first_value: int,
+    producer_epoch: int = 0,
+    producer_id: int = PRODUCER_ID,
+    transactional: bool = False,
 ) -> bytes:
-    """One idempotent record batch of `count` records whose values are their numbers."""
+    """One idempotent (or transactional) record batch of `count` records whose values
+    are their numbers."""
     records = tuple(
         Record(
             attributes=i8(0),
@@ -73,12 +80,12 @@ def produced_batch(
         for index in range(count)
     )
     batch = NewRecordBatch(
-        producer_id=i64(PRODUCER_ID),
+        producer_id=i64(producer_id),
         producer_epoch=i16(producer_epoch),
         partition_leader_epoch=i32(0),
         base_sequence=i32(base_sequence),
         records=records,
-        attributes=i16(0),
+        attributes=i16(TRANSACTIONAL_MASK if transactional else 0),
     )
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
