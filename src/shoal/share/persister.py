@@ -29,7 +29,7 @@ Every method is synchronous;
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from shoal.protocol.errors import ErrorCode
@@ -69,7 +69,29 @@ __all__ = [
     "_append_coalesced",
     "merge_state_batches",
     "partition_error",
+    "within_log",
 ]
+
+
+def within_log(state: PersistedState, log_end_offset: int) -> PersistedState:
+    """`state` cut to the log it describes: a start offset past `log_end_offset` comes
+    back to it, and batches (or their parts) at or past it are dropped. A consistent
+    broker never needs this; a power loss can: with the page cache's durability
+    (Kafka's default flush policy) the state topic may keep writes whose records the
+    data log lost, and a share-partition starting past its log end would skip, and
+    never deliver, the records produced after the restart up to that offset."""
+    if state.start_offset < 0 or (
+        state.start_offset <= log_end_offset
+        and all(b.last_offset < log_end_offset for b in state.state_batches)
+    ):
+        return state
+    start = min(state.start_offset, log_end_offset)
+    batches = tuple(
+        replace(batch, last_offset=min(batch.last_offset, log_end_offset - 1))
+        for batch in state.state_batches
+        if batch.first_offset < log_end_offset
+    )
+    return replace(state, start_offset=start, state_batches=batches)
 
 
 class Persister(Protocol):

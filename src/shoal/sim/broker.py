@@ -52,6 +52,8 @@ LOAD_BUFFER_BYTES = 64 * 1024
 DATA_LOG_CONFIG = {"segment.bytes": 8 * 1024}
 """Small segments, so that runs roll segments (and recover sealed ones)."""
 STATE_LOG_CONFIG = {"segment.bytes": 16 * 1024}
+FLUSH_PER_WRITE = {"flush.messages": 1}
+"""The flush policy of a run that fsyncs every write (else Kafka's default)."""
 
 
 _TIMESTAMP = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
@@ -163,8 +165,10 @@ class Broker:
         clock: ManualClock,
         faults: Faults,
         share_config: SharePartitionConfig,
+        flush_per_write: bool = False,
     ) -> None:
         self.directory = directory
+        flush = dict(FLUSH_PER_WRITE) if flush_per_write else {}
         self.clock = clock
         self.last_write: str | None = None
         """Which log took the latest write ("data" or "state"), for tearing."""
@@ -172,10 +176,12 @@ class Broker:
         self.states_after_writes: list[dict[SharePartitionKey, KeyState]] = []
         """The coordinator's states after each state write of the current step."""
         self.data_log = PartitionLog.open(
-            directory=directory / "data-0", config=DATA_LOG_CONFIG, clock=clock
+            directory=directory / "data-0", config=DATA_LOG_CONFIG | flush, clock=clock
         )
         self.state_log = PartitionLog.open(
-            directory=directory / "__share_group_state-0", config=STATE_LOG_CONFIG, clock=clock
+            directory=directory / "__share_group_state-0",
+            config=STATE_LOG_CONFIG | flush,
+            clock=clock,
         )
         self._faults = faults
         self.coordinator = self.load_coordinator()

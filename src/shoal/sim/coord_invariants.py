@@ -270,7 +270,7 @@ class CoordChecker:
                 (serial, partition, value),
             )
         for serial, committed in self.outcome.items():
-            if not committed or not self._settled(serial):
+            if not committed or not self._whole(serial):
                 continue
             for partition, value in self.txn_written.get(serial, {}).items():
                 _require(

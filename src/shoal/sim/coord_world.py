@@ -96,6 +96,7 @@ class CoordWorld:
         self.crashes = 0
         self.note(f"flush policy: {'fsync per write' if self.flush_per_write else 'page cache'}")
         self.broker = self._start()
+        self.disk.settle()  # the set-up is on disk before the run starts
         self.checker = CoordChecker(self)
         self.checker.check_step()
 
@@ -302,6 +303,9 @@ class CoordWorld:
         def deliver() -> None:
             if answer.error != ErrorCode.none:
                 return
+            stale = answer.producer_id == producer.producer_id
+            if stale and answer.producer_epoch <= producer.epoch:
+                return  # a late answer to an earlier InitProducerId: the client moved on
             if producer.producer_id >= 0:
                 self.zombie = (producer.producer_id, producer.epoch)
             producer.producer_id, producer.epoch = answer.producer_id, answer.producer_epoch
