@@ -6,9 +6,10 @@ file's size as durable. A process crash loses nothing the kernel accepted (the p
 cache survives it); a **power loss** loses, per file, any part of what was written
 after its last fsync: the whole unflushed tail, a cut inside it, or none of it (each
 file drawn on its own, so one log may keep a write another lost). The model covers
-appended bytes (segments, indexes, snapshots are appended or replaced whole by
-`write_atomic`, whose temp file is fsynced before the rename); directory entries are
-taken as durable (the log fsyncs its directory after creating a segment).
+appended bytes, the log's own writing pattern (segments are appended; small files are
+replaced whole by `write_atomic`, whose temp file is fsynced before the rename); a
+write in place below a file's durable size, and directory entries, are taken as
+durable (the log fsyncs its directory after creating a segment).
 
 Also owns tearing: cutting the tail of a segment file, the last write of a crashed
 process half-done. No randomness here beyond the generator it is handed.
