@@ -78,6 +78,7 @@ from shoal.share.persister import (
     SharePartitionKey,
     StateWrite,
     partition_error,
+    persist_cut,
     within_log,
 )
 from shoal.share.sessions import TopicIdPartition
@@ -251,8 +252,8 @@ class SharePartitionManager:
         if state != read.state:
             log.warning(
                 "share-partition %s: persisted state (start offset %d, %d batches) reaches "
-                "past the log end offset %d, records lost in a power loss? Loaded from "
-                "start offset %d with %d batches",
+                "past the log end offset %d, records lost in a power loss? Loaded and "
+                "persisted again from start offset %d with %d batches",
                 describe_key(key),
                 read.state.start_offset,
                 len(read.state.state_batches),
@@ -260,6 +261,20 @@ class SharePartitionManager:
                 state.start_offset,
                 len(state.state_batches),
             )
+            cut_error = persist_cut(
+                self._persister,
+                key,
+                read.state,
+                state,
+                leader_epoch=LEADER_EPOCH,
+            )
+            if cut_error is not None:
+                log.warning(
+                    "share-partition %s not loaded: the cut state was not written (%s)",
+                    describe_key(key),
+                    cut_error.name,
+                )
+                return partition_error(cut_error)
         try:
             reset_offset = state.start_offset
             if reset_offset < 0:

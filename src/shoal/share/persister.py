@@ -69,6 +69,7 @@ __all__ = [
     "_append_coalesced",
     "merge_state_batches",
     "partition_error",
+    "persist_cut",
     "within_log",
 ]
 
@@ -228,3 +229,49 @@ def partition_error(state_error: ErrorCode) -> ErrorCode:
     """The error a share-partition reports to clients when a state RPC failed with
     `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
     return _PARTITION_ERRORS.get(state_error, ErrorCode.unknown_server_error)
+
+
+def persist_cut(
+    persister: Persister,
+    key: SharePartitionKey,
+    persisted: PersistedState,
+    cut: PersistedState,
+    *,
+    leader_epoch: int,
+) -> ErrorCode | None:
+    """Make durable the state `within_log` cut from `persisted`, so that a later load
+    finds neither the old start offset nor batches describing records the log lost
+    (the log gives those offsets to new records). A write can do neither (the
+    coordinator never moves a start offset back, and its merge keeps the higher
+    delivery count), so the state is initialised again at the cut start (a snapshot
+    without batches; first one offset on if the start did not change, since an
+    initialisation that changes nothing writes nothing), then the batches left are
+    written. A crash in between loses only delivery counts and acknowledgements below
+    the log end, after a power loss that could lose them anyway."""
+    if cut.start_offset == persisted.start_offset:
+        error = persister.initialize(
+            key=key, state_epoch=cut.state_epoch, start_offset=cut.start_offset + 1
+        )
+        if error is not None:
+            return error
+    error = persister.initialize(
+        key=key, state_epoch=cut.state_epoch, start_offset=cut.start_offset
+    )
+    if error is not None or not cut.state_batches:
+        return error
+    terminal = (DELIVERY_STATE_ACKNOWLEDGED, DELIVERY_STATE_ARCHIVED)
+    complete = sum(
+        b.last_offset - b.first_offset + 1
+        for b in cut.state_batches
+        if b.delivery_state in terminal
+    )
+    return persister.write(
+        write=StateWrite(
+            key=key,
+            state_epoch=cut.state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=cut.start_offset,
+            delivery_complete_count=complete,
+            state_batches=cut.state_batches,
+        )
+    )

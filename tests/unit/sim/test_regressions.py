@@ -29,6 +29,11 @@ REGRESSION_SEEDS = {
     "have skipped the records produced after the restart up to it (core bug: the load now "
     "cuts the persisted state to the log end, share/persister.py within_log)",
     157: "the same",
+    422: "after that cut, a stale persisted batch past the old log end (AVAILABLE, "
+    "delivery count 2) outlived the cut, which was made in memory only, and won the "
+    "coordinator's merge (the higher delivery count) over a new record's confirmed "
+    "ACCEPT at the same offset (core bug: the cut is now persisted, persist_cut; found "
+    "by the long run)",
 }
 
 
@@ -46,6 +51,13 @@ COORDINATOR_SEEDS = {
     "nothing for what it wrote before the loss)",
     346: "the same",
     659: "the same",
+    1052: "a lossy power loss took __transaction_state's epoch bumps while the data log "
+    "kept the higher epoch: the markers are refused and the transaction stays "
+    "PrepareCommit (known, not fixed: counted, not failed, after a lossy loss)",
+    1338: "an abort confirmed after a lossy loss, of a transaction whose pending offsets "
+    "were written before it: a later commit of the same producer epoch materialised them "
+    "(checker bug: such a transaction promises nothing for its earlier writes)",
+    1777: "the same kind (found by the long run)",
 }
 
 
