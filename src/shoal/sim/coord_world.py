@@ -326,7 +326,11 @@ class CoordWorld:
         error = errors[partition]
         self.note(f"add {partition} to transaction {producer.serial}: {error.name}")
 
+        serial = producer.serial
+
         def deliver() -> None:
+            if producer.serial != serial:
+                return  # a late answer from an earlier transaction: the client moved on
             if error == ErrorCode.none:
                 producer.added.add(partition)
             elif error in FENCED_PRODUCER:

@@ -58,6 +58,14 @@ COORDINATOR_SEEDS = {
     "were written before it: a later commit of the same producer epoch materialised them "
     "(checker bug: such a transaction promises nothing for its earlier writes)",
     1777: "the same kind (found by the long run)",
+    2301: "a group log maintenance pass re-wrote old keys and pruned below them, then a "
+    "power loss kept the new log start (its checkpoint is fsynced) and lost the re-written "
+    "records (page cache): the group reloaded with members but no group epoch record "
+    "(core bug: prune_log now fsyncs the log before moving its start; long run)",
+    3125: "a late AddOffsetsToTxn answer from the previous transaction made the client "
+    "think the offsets partition was in the current one (harness bug: late answers of an "
+    "earlier transaction are ignored; long run)",
+    3242: "the same",
 }
 
 
