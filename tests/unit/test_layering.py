@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"client", "server", "protocol", "security"},
     "spark": {"client", "protocol", "security"},
     # Deterministic simulation (issue 15): drives the cores and the log, never the server.
-    "sim": {"share", "share_coordinator", "coordinator", "log", "protocol"},
+    "sim": {"share", "share_coordinator", "group", "txn", "coordinator", "log", "protocol"},
 }
 CORES = [
     "protocol",

@@ -124,10 +124,15 @@ class LiveKeys(Generic[K, R]):
 
 def prune_log(log: PartitionLog, offset: int, *, remove_paths: RemovePaths) -> bool:
     """Delete `log`'s records below `offset` (clamped to its end); True if its log
-    start offset moved."""
+    start offset moved. The log is fsynced first: the records that take the place of
+    the deleted ones (the re-written keys, newer snapshots) must be on disk before the
+    new log start is, or a power loss under the page cache's durability could keep the
+    deletion and lose them, leaving keys with no record at all. A failed fsync raises
+    (`LogError`) and nothing is deleted."""
     target = min(offset, log.log_end_offset)
     if target <= log.log_start_offset:
         return False
+    log.flush()
     log.delete_records_before(target, defer_delete=True)
     remove_paths(log.take_deleted_paths())
     return True

@@ -39,15 +39,15 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import (
-    CoordinatorBatchTooLarge,
     LogRecordSink,
     RoutedRecordSink,
     read_log,
 )
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.pruning import RemovePaths
 from shoal.coordinator.runtime import CoordinatorRuntime
-from shoal.group import CoordinatorResult, GroupCoordinatorShard
+from shoal.group import GroupCoordinatorShard
+from shoal.group.log_maintenance import maintenance_pass
 from shoal.group.records import CODEC, CoordinatorRecord
 from shoal.log import fileio
 from shoal.log.manager import LogManager
@@ -138,34 +138,16 @@ class GroupLogMaintenance:
         """One pass: re-write old keys, then prune. Returns (records re-written,
         partitions whose log start moved). A sink error propagates (nothing pruned).
         The pass's own re-writes do not count towards the next one."""
-        window = self._window()
-        result = self._runtime.shard.rewrite_old_records(
-            window_records=window, records_max=self._records_per_pass_max
-        )
-        records = result.records
-        step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
         try:
-            for start in range(0, len(records), step):
-                self._append(records[start : start + step])
+            return maintenance_pass(
+                self._runtime,
+                self._partitions,
+                window_records=self._window(),
+                records_max=self._records_per_pass_max,
+                remove_paths=self._remove_paths,
+            )
         finally:
             self._grown = 0
-        moved = 0
-        for index, offset in sorted(self._runtime.shard.prune_offsets().items()):
-            if index < len(self._partitions) and prune_log(
-                self._partitions[index], offset, remove_paths=self._remove_paths
-            ):
-                moved += 1
-        return len(records), moved
-
-    def _append(self, records: Sequence[CoordinatorRecord]) -> None:
-        try:
-            self._runtime.apply(CoordinatorResult(records=tuple(records), response=None))
-        except CoordinatorBatchTooLarge:
-            if len(records) == 1:
-                raise  # written once as one record: cannot happen unless limits shrank
-            half = len(records) // 2
-            self._append(records[:half])
-            self._append(records[half:])
 
     def timer_sources(self) -> list[TimerSource]:
         """The pass: every `offsets.topic.prune.interval.ms`, and as soon as a window

@@ -46,13 +46,12 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
@@ -293,17 +292,11 @@ class TxnService:
         """Re-write stale ids, then prune each partition; partitions pruned."""
         if not self.opened:
             return 0
-        self.coordinator.rewrite_stale(
+        return self.coordinator.maintain_log(
+            self._partitions,
             window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
-            records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
+            remove_paths=self._remove_paths,
         )
-        moved = 0
-        for index, offset in sorted(self.coordinator.prune_offsets().items()):
-            if index < len(self._partitions) and prune_log(
-                self._partitions[index], offset, remove_paths=self._remove_paths
-            ):
-                moved += 1
-        return moved
 
     def timer_sources(self) -> list[TimerSource]:
         def interval(key: str) -> Callable[[], int]:

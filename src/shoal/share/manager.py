@@ -81,6 +81,8 @@ from shoal.share.persister import (
     SharePartitionKey,
     StateWrite,
     partition_error,
+    persist_cut,
+    within_log,
 )
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
@@ -255,7 +257,33 @@ class SharePartitionManager:
             config=lambda: self._config(group_id),
             leader_epoch=LEADER_EPOCH,
         )
-        state = read.state
+        state = within_log(read.state, partition_log.log_end_offset)
+        if state != read.state:
+            log.warning(
+                "share-partition %s: persisted state (start offset %d, %d batches) reaches "
+                "past the log end offset %d, records lost in a power loss? Loaded and "
+                "persisted again from start offset %d with %d batches",
+                describe_key(key),
+                read.state.start_offset,
+                len(read.state.state_batches),
+                partition_log.log_end_offset,
+                state.start_offset,
+                len(state.state_batches),
+            )
+            cut_error = persist_cut(
+                self._persister,
+                key,
+                read.state,
+                state,
+                leader_epoch=LEADER_EPOCH,
+            )
+            if cut_error is not None:
+                log.warning(
+                    "share-partition %s not loaded: the cut state was not written (%s)",
+                    describe_key(key),
+                    cut_error.name,
+                )
+                return partition_error(cut_error)
         try:
             reset_offset = state.start_offset
             if reset_offset < 0:

@@ -29,7 +29,7 @@ Every method is synchronous;
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from shoal.protocol.errors import ErrorCode
@@ -69,7 +69,30 @@ __all__ = [
     "_append_coalesced",
     "merge_state_batches",
     "partition_error",
+    "persist_cut",
+    "within_log",
 ]
+
+
+def within_log(state: PersistedState, log_end_offset: int) -> PersistedState:
+    """`state` cut to the log it describes: a start offset past `log_end_offset` comes
+    back to it, and batches (or their parts) at or past it are dropped. A consistent
+    broker never needs this; a power loss can: with the page cache's durability
+    (Kafka's default flush policy) the state topic may keep writes whose records the
+    data log lost, and a share-partition starting past its log end would skip, and
+    never deliver, the records produced after the restart up to that offset."""
+    if state.start_offset < 0 or (
+        state.start_offset <= log_end_offset
+        and all(b.last_offset < log_end_offset for b in state.state_batches)
+    ):
+        return state
+    start = min(state.start_offset, log_end_offset)
+    batches = tuple(
+        replace(batch, last_offset=min(batch.last_offset, log_end_offset - 1))
+        for batch in state.state_batches
+        if batch.first_offset < log_end_offset
+    )
+    return replace(state, start_offset=start, state_batches=batches)
 
 
 class Persister(Protocol):
@@ -206,3 +229,49 @@ def partition_error(state_error: ErrorCode) -> ErrorCode:
     """The error a share-partition reports to clients when a state RPC failed with
     `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
     return _PARTITION_ERRORS.get(state_error, ErrorCode.unknown_server_error)
+
+
+def persist_cut(
+    persister: Persister,
+    key: SharePartitionKey,
+    persisted: PersistedState,
+    cut: PersistedState,
+    *,
+    leader_epoch: int,
+) -> ErrorCode | None:
+    """Make durable the state `within_log` cut from `persisted`, so that a later load
+    finds neither the old start offset nor batches describing records the log lost
+    (the log gives those offsets to new records). A write can do neither (the
+    coordinator never moves a start offset back, and its merge keeps the higher
+    delivery count), so the state is initialised again at the cut start (a snapshot
+    without batches; first one offset on if the start did not change, since an
+    initialisation that changes nothing writes nothing), then the batches left are
+    written. A crash in between loses only delivery counts and acknowledgements below
+    the log end, after a power loss that could lose them anyway."""
+    if cut.start_offset == persisted.start_offset:
+        error = persister.initialize(
+            key=key, state_epoch=cut.state_epoch, start_offset=cut.start_offset + 1
+        )
+        if error is not None:
+            return error
+    error = persister.initialize(
+        key=key, state_epoch=cut.state_epoch, start_offset=cut.start_offset
+    )
+    if error is not None or not cut.state_batches:
+        return error
+    terminal = (DELIVERY_STATE_ACKNOWLEDGED, DELIVERY_STATE_ARCHIVED)
+    complete = sum(
+        b.last_offset - b.first_offset + 1
+        for b in cut.state_batches
+        if b.delivery_state in terminal
+    )
+    return persister.write(
+        write=StateWrite(
+            key=key,
+            state_epoch=cut.state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=cut.start_offset,
+            delivery_complete_count=complete,
+            state_batches=cut.state_batches,
+        )
+    )

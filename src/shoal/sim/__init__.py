@@ -12,8 +12,15 @@ clean shutdown), may tear the last written batch, and recovery reopens the logs 
 replays them. Invariants are checked after every step and after every recovery
 (`shoal.sim.invariants`).
 
-Owns: `world` (the simulated broker and its clients), `faults` (the seeded fault
-plan), `invariants`, `run` (one seed, many seeds, figures). It may import the cores
-and `log/`, never `server/`, asyncio or sockets. Time is a `ManualClock`; the only
-randomness is the seeded generator, so a failing seed replays exactly.
+A second scenario (`coord_world`) drives the group and transaction coordinators
+(consumer-group members, a transactional producer, `__consumer_offsets` and
+`__transaction_state` on real logs) the same way. Both may lose power: `disk` keeps
+what each fsync made durable and drops, file by file, what was written since.
+
+Owns: `world`, `broker`, `invariants` (the share scenario), `coord_world`,
+`coord_clients`, `coord_broker`, `coord_invariants` (the coordinator scenario),
+`disk` (fsyncs, power losses, torn tails), `faults` (the seeded fault plan), `run`
+(one seed, many seeds, figures). It may import the cores and `log/`, never
+`server/`, asyncio or sockets. Time is a `ManualClock`; the only randomness is the
+seeded generators, so a failing seed replays exactly.
 """

@@ -2,6 +2,7 @@
 
     python -m shoal.sim --seed 17 --verbose   # one seed, its schedule printed
     python -m shoal.sim --seeds 10000         # seeds 0..9999, figures + JSON
+    python -m shoal.sim --scenario coordinators --seeds 10000
 
 Exits 1 if any seed violated an invariant (the failing seeds are listed).
 """
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shoal.clock import SystemClock, measure_ns
-from shoal.sim.run import STEPS_DEFAULT, Summary, run_seed
+from shoal.sim.run import SCENARIOS, SHARE, STEPS_DEFAULT, Summary, run_seed
 
 RESULTS = Path("bench/results")
 
@@ -27,10 +28,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", type=int, default=0, help="first seed of --seeds")
     parser.add_argument("--steps", type=int, default=STEPS_DEFAULT)
     parser.add_argument("--verbose", action="store_true", help="print the schedule")
+    parser.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        default=SHARE,
+        help="share: producer, share members, share coordinator; coordinators: "
+        "consumer group and transactions (with power losses)",
+    )
     parser.add_argument("--json", type=Path, help="where to write figures (default bench/results)")
     args = parser.parse_args(argv)
     if args.seed is not None:
-        result = run_seed(args.seed, steps=args.steps, verbose=args.verbose)
+        result = run_seed(args.seed, steps=args.steps, verbose=args.verbose, scenario=args.scenario)
         if result.violation is not None:
             print(f"seed {args.seed}: VIOLATED {result.violation}")
             return 1
@@ -39,12 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = Summary()
     started_ns = measure_ns()
     for seed in range(args.first, args.first + args.seeds):
-        result = run_seed(seed, steps=args.steps, verbose=args.verbose)
+        result = run_seed(seed, steps=args.steps, verbose=args.verbose, scenario=args.scenario)
         summary.add(result)
         if result.violation is not None:
             print(f"seed {seed}: VIOLATED {result.violation}", flush=True)
     elapsed = max(1e-9, (measure_ns() - started_ns) / 1e9)
     figures = {
+        "scenario": args.scenario,
         "seeds": summary.seeds,
         "first_seed": args.first,
         "steps_per_seed": args.steps,
@@ -61,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(figures, indent=2))
     stamp = datetime.fromtimestamp(SystemClock().wall_ms() / 1000, UTC)
-    path = args.json or RESULTS / f"sim-{stamp:%Y%m%dT%H%M%S}.json"
+    name = "sim" if args.scenario == SHARE else f"sim-{args.scenario}"
+    path = args.json or RESULTS / f"{name}-{stamp:%Y%m%dT%H%M%S}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"written to {path}")

@@ -26,7 +26,7 @@ from shoal.coordinator.runtime import RecordSinkUnavailable
 from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import validate_produced
+from shoal.protocol.record_batch import TRANSACTIONAL_MASK, validate_produced
 from shoal.share.manager import SharePartitionManager
 from shoal.share.persister import (
     ReadResult,
@@ -52,15 +52,24 @@ LOAD_BUFFER_BYTES = 64 * 1024
 DATA_LOG_CONFIG = {"segment.bytes": 8 * 1024}
 """Small segments, so that runs roll segments (and recover sealed ones)."""
 STATE_LOG_CONFIG = {"segment.bytes": 16 * 1024}
+FLUSH_PER_WRITE = {"flush.messages": 1}
+"""The flush policy of a run that fsyncs every write (else Kafka's default)."""
 
 
 _TIMESTAMP = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
 
 
 def produced_batch(
-    *, base_sequence: int, count: int, first_value: int, producer_epoch: int = 0
+    *,
+    base_sequence: int,
+    count: int,
+    first_value: int,
+    producer_epoch: int = 0,
+    producer_id: int = PRODUCER_ID,
+    transactional: bool = False,
 ) -> bytes:
-    """One idempotent record batch of `count` records whose values are their numbers."""
+    """One idempotent (or transactional) record batch of `count` records whose values
+    are their numbers."""
     records = tuple(
         Record(
             attributes=i8(0),
@@ -73,12 +82,12 @@ def produced_batch(
         for index in range(count)
     )
     batch = NewRecordBatch(
-        producer_id=i64(PRODUCER_ID),
+        producer_id=i64(producer_id),
         producer_epoch=i16(producer_epoch),
         partition_leader_epoch=i32(0),
         base_sequence=i32(base_sequence),
         records=records,
-        attributes=i16(0),
+        attributes=i16(TRANSACTIONAL_MASK if transactional else 0),
     )
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
@@ -156,8 +165,10 @@ class Broker:
         clock: ManualClock,
         faults: Faults,
         share_config: SharePartitionConfig,
+        flush_per_write: bool = False,
     ) -> None:
         self.directory = directory
+        flush = dict(FLUSH_PER_WRITE) if flush_per_write else {}
         self.clock = clock
         self.last_write: str | None = None
         """Which log took the latest write ("data" or "state"), for tearing."""
@@ -165,10 +176,12 @@ class Broker:
         self.states_after_writes: list[dict[SharePartitionKey, KeyState]] = []
         """The coordinator's states after each state write of the current step."""
         self.data_log = PartitionLog.open(
-            directory=directory / "data-0", config=DATA_LOG_CONFIG, clock=clock
+            directory=directory / "data-0", config=DATA_LOG_CONFIG | flush, clock=clock
         )
         self.state_log = PartitionLog.open(
-            directory=directory / "__share_group_state-0", config=STATE_LOG_CONFIG, clock=clock
+            directory=directory / "__share_group_state-0",
+            config=STATE_LOG_CONFIG | flush,
+            clock=clock,
         )
         self._faults = faults
         self.coordinator = self.load_coordinator()

@@ -79,6 +79,10 @@ class Checker:
         self.step_states: States = {}
         """The coordinator's states at the end of the last completed step."""
         self.crash_states: list[States] = []
+        self.lossy = False
+        """A page-cache power loss lost bytes: the durable start offset may then stay
+        above the log end (the coordinator never moves it back) while the live
+        share-partition starts at the recovered log end."""
         self._rebuilt: tuple[int, States] | None = None
         """(state log end offset, the states replayed from the log up to it)."""
 
@@ -132,10 +136,23 @@ class Checker:
             dict(broker.coordinator.shard(0).states),
         ]
 
-    def after_recovery(self) -> None:
+    def after_recovery(self, *, lossy: bool = False) -> None:
+        """`lossy`: a power loss under the page cache lost bytes, so confirmed
+        acknowledgements and produced records may be gone (that flush policy's
+        promise); what remains must be consistent."""
         broker = self.world.broker
         recovered = dict(broker.coordinator.shard(0).states)
         self.counts["recoveries checked"] += 1
+        if lossy:
+            self.counts["lossy power losses"] += 1
+            self.lossy = True
+            self.confirmed_terminal.clear()
+            self.world.producer.acked.clear()
+            self.durable_spso = -1
+            self.spso = -1
+            self._rebuilt = None
+            self.check_step()
+            return
         _require(
             recovered in self.crash_states,
             "recovery equals a prefix of the writes",
@@ -186,9 +203,14 @@ class Checker:
         if sp is not None:
             sp.check_invariants()
             self.counts["share-partition invariants"] += 1
+            _require(
+                sp.start_offset <= broker.data_log.log_end_offset,
+                "the SPSO is within the recoverable log",
+                (sp.start_offset, broker.data_log.log_end_offset),
+            )
             _require(sp.start_offset >= self.spso, "the SPSO never moves back", (sp, self.spso))
             self.spso = sp.start_offset
-            if durable is not None:
+            if durable is not None and not self.lossy:
                 _require(
                     sp.start_offset >= durable.start_offset,
                     "the live SPSO is at or past the durable one",
@@ -222,16 +244,16 @@ class Checker:
                 )
 
     def _check_log(self, log: PartitionLog) -> None:
-        seen: dict[int, int] = {}
-        """Sequence -> offset, as found in the log."""
+        seen: dict[tuple[int, int], int] = {}
+        """(producer id, sequence) -> offset, as found in the log."""
         offset = log.log_start_offset
         while offset < log.log_end_offset:
             read = log.read(offset, max_bytes=READ_BYTES)
             _require(bool(read.headers), "the log reads to its end", offset)
             for header in read.headers:
-                _require(header.producer_id == PRODUCER_ID, "only our producer", header)
+                _require(header.producer_id >= PRODUCER_ID, "only our producer", header)
                 for index in range(header.records_count):
-                    sequence = header.base_sequence + index
+                    sequence = (header.producer_id, header.base_sequence + index)
                     _require(sequence not in seen, "a produced record is in the log once", header)
                     seen[sequence] = header.base_offset + index
             offset = read.headers[-1].next_offset

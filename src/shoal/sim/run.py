@@ -14,11 +14,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal.sim.coord_world import CoordWorld
 from shoal.sim.faults import FaultRates
 from shoal.sim.invariants import InvariantViolated
 from shoal.sim.world import World
 
 STEPS_DEFAULT = 60
+SHARE = "share"
+"""The share scenario: a producer, share members, the share coordinator (world.py)."""
+COORDINATORS = "coordinators"
+"""Consumer-group members and a transactional producer against the group and
+transaction coordinators (coord_world.py)."""
+SCENARIOS = (SHARE, COORDINATORS)
 
 
 @dataclass(slots=True)
@@ -55,16 +62,19 @@ def run_seed(
     steps: int = STEPS_DEFAULT,
     rates: FaultRates | None = None,
     verbose: bool = False,
+    scenario: str = SHARE,
 ) -> SeedResult:
-    """Simulate `seed` for `steps` operations then drain; never raises for a
-    violated invariant (it is in the result), other exceptions propagate."""
+    """Simulate `seed` of `scenario` (SHARE or COORDINATORS) for `steps` operations
+    then drain; never raises for a violated invariant (it is in the result), other
+    exceptions propagate."""
     with tempfile.TemporaryDirectory(prefix=f"shoal-sim-{seed}-") as name:
         quiet = logging.getLogger("shoal")
         level = quiet.level
         if not verbose:
             quiet.setLevel(logging.ERROR)
         try:
-            world = World(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
+            kind = World if scenario == SHARE else CoordWorld
+            world = kind(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
             violation = None
             try:
                 world.run(steps)

@@ -20,7 +20,8 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
 from shoal.share.settings import SharePartitionConfig
-from shoal.sim.broker import GROUP, KEY, TP, Broker, produced_batch
+from shoal.sim.broker import GROUP, KEY, PRODUCER_ID, TP, Broker, produced_batch
+from shoal.sim.disk import Disk
 from shoal.sim.faults import FaultRates, Faults, SimCrash
 from shoal.sim.invariants import Checker
 
@@ -33,11 +34,14 @@ LATE_STEPS_MAX = 4
 class Producer:
     """An idempotent producer: one batch in flight, retried until answered."""
 
+    producer_id: int = PRODUCER_ID
+    """A new id after a power loss lost the producer's state (a producer restart)."""
     next_sequence: int = 0
     in_flight: tuple[int, int] | None = None
     """(base sequence, count) sent and not yet answered."""
-    acked: dict[int, int] = field(default_factory=dict)
-    """Sequence -> offset, for the records the producer was told are written."""
+    acked: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(producer id, sequence) -> offset, for the records the producer was told are
+    written."""
 
 
 @dataclass(slots=True)
@@ -66,6 +70,11 @@ class World:
         self.directory = directory
         self.verbose = verbose
         self.schedule: list[str] = []
+        self.disk_rng = random.Random(f"{seed}-disk")
+        """Power losses draw from their own stream, so that adding them left the
+        schedules of the seeds kept before unchanged."""
+        self.flush_per_write = self.disk_rng.random() < 0.5
+        self.disk = Disk(directory)
         self.share_config = SharePartitionConfig(
             record_lock_duration_ms=self.rng.choice([1_000, 5_000, 30_000]),
             delivery_count_limit=self.rng.randint(2, 5),
@@ -82,6 +91,7 @@ class World:
         error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
         assert error is None, error
         self.faults.enabled = True
+        self.disk.settle()  # the set-up is on disk before the run starts
         self.checker = Checker(self)
         self.checker.check_step()
 
@@ -97,19 +107,21 @@ class World:
             clock=self.clock,
             faults=self.faults,
             share_config=self.share_config,
+            flush_per_write=self.flush_per_write,
         )
 
     # ---- the run
 
     def run(self, steps: int) -> None:
-        for _ in range(steps):
-            self.step += 1
-            self._deliver_late()
-            self._one_step()
-        self.faults.enabled = False
-        self.note("drain: no more faults; members accept everything")
-        self._drain()
-        self.checker.check_final()
+        with self.disk.installed():
+            for _ in range(steps):
+                self.step += 1
+                self._deliver_late()
+                self._one_step()
+            self.faults.enabled = False
+            self.note("drain: no more faults; members accept everything")
+            self._drain()
+            self.checker.check_final()
 
     def _one_step(self) -> None:
         ops: list[tuple[int, Callable[[], None]]] = [
@@ -167,7 +179,12 @@ class World:
         producer = self.producer
         assert producer.in_flight is not None
         sequence, count = producer.in_flight
-        records = produced_batch(base_sequence=sequence, count=count, first_value=sequence)
+        records = produced_batch(
+            base_sequence=sequence,
+            count=count,
+            first_value=sequence,
+            producer_id=producer.producer_id,
+        )
         result = self.broker.append(records)
         kind = "duplicate of" if result.duplicate else "appended"
         self.note(f"produce seq {sequence}+{count}: {kind} offsets {result.base_offset}..")
@@ -177,7 +194,8 @@ class World:
         def deliver() -> None:
             if producer.in_flight == sent:
                 for index in range(count):
-                    producer.acked[sequence + index] = result.base_offset + index
+                    key = (producer.producer_id, sequence + index)
+                    producer.acked[key] = result.base_offset + index
                 producer.in_flight = None
 
         self._respond(f"produce seq {sequence}+{count}", deliver, retry=self._send_produce)
@@ -288,6 +306,7 @@ class World:
             torn = self.broker.tear_last_write(self.rng.randint(1, 1 << 16))
             if torn is not None:
                 self.note(f"  {torn}")
+        lossy = self._maybe_power_loss()
         self.late.clear()
         for member in self.members.values():
             member.held.clear()
@@ -296,9 +315,38 @@ class World:
             f"  recovered: data log end {self.broker.data_log.log_end_offset}, "
             f"state log end {self.broker.state_log.log_end_offset}"
         )
-        self.checker.after_recovery()
+        if lossy and KEY not in self.broker.coordinator.shard(0).states:
+            # The loss took the state's initialisation: the group coordinator would
+            # initialise it again (its retry); this world has none, so it does it.
+            self.note("  the share state was lost whole: initialised again")
+            error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
+            assert error is None, error
+        self.checker.after_recovery(lossy=lossy)
         if self.producer.in_flight is not None:
             self._send_produce_after_restart()
+
+    def _maybe_power_loss(self) -> bool:
+        """A power loss (drawn from the disk stream): unflushed bytes lost. True if
+        it lost bytes under the page cache's durability, where confirmed writes may
+        go: the producer then starts afresh under a new id (its idempotence state may
+        be gone) and the checker keeps only the consistency checks for the past."""
+        if not self.faults.enabled or self.disk_rng.random() >= self.faults.rates.power_loss:
+            return False
+        self.faults.injected["power_loss"] += 1
+        lost = self.disk.power_loss(self.disk_rng)
+        self.note(f"  POWER LOSS: {len(lost)} files lost unflushed bytes")
+        for line in lost:
+            self.note(f"    {line}")
+        if not lost or self.flush_per_write:
+            return False
+        producer = self.producer
+        producer.producer_id += 1
+        if producer.in_flight is not None:
+            producer.in_flight = (0, producer.in_flight[1])
+            producer.next_sequence = producer.in_flight[1]
+        else:
+            producer.next_sequence = 0
+        return True
 
     def _send_produce_after_restart(self) -> None:
         try:

@@ -12,12 +12,15 @@ the caller to perform afterwards. A sink that fails becomes COORDINATOR_NOT_AVAI
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.placement import partition_for
+from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.coordinator.runtime import CoordinatorRuntime, RecordSink, RecordSinkError
+from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.txn.records import TxnRecord
 from shoal.txn.shard import ProducerAnswer, TxnResult, TxnShard
@@ -172,6 +175,29 @@ class TransactionCoordinator:
             if result.records and self._applied(partition, runtime, result):
                 written += result.response
         return written
+
+    def maintain_log(
+        self,
+        partitions: Sequence[PartitionLog],
+        *,
+        window_records: int,
+        remove_paths: RemovePaths,
+    ) -> int:
+        """One maintenance pass (the broker's timer and the simulation run it): re-write
+        stale ids (`rewrite_stale`, at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`
+        per partition), then delete each of `partitions` below its `prune_offsets`.
+        Returns how many partitions' log start moved."""
+        self.rewrite_stale(
+            window_records=window_records,
+            records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
+        )
+        moved = 0
+        for index, offset in sorted(self.prune_offsets().items()):
+            if index < len(partitions) and prune_log(
+                partitions[index], offset, remove_paths=remove_paths
+            ):
+                moved += 1
+        return moved
 
     def pending_markers(self) -> tuple[WriteMarkers, ...]:
         return tuple(m for shard in self.shards() for m in shard.pending_markers())

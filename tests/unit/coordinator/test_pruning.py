@@ -3,6 +3,7 @@ and the prune step both coordinators' shells run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,32 @@ def test_prune_log_moves_the_log_start_and_removes_whole_segments(
     assert not prune_log(partition, 12, remove_paths=remove)  # never backwards
     assert prune_log(partition, 10_000, remove_paths=remove)  # clamped to the end
     assert partition.log_start_offset == partition.log_end_offset == 40
+
+
+def test_prune_log_makes_the_records_above_durable_before_moving_the_start(
+    partition: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-written records that replace the pruned ones must be on disk before the
+    new log start is: a power loss must not keep the deletion and lose them (found by
+    the simulation, seed 2301)."""
+    sink = LogRecordSink(log=partition, encode=r.CODEC.encode, clock=ManualClock())
+    for index in range(5):
+        key = r.OffsetCommitKey(group_id="g", topic="t", partition=index)
+        value = r.OffsetCommitValue(offset=index, leader_epoch=-1, metadata="", commit_timestamp=0)
+        sink.append([r.CoordinatorRecord(key=key, value=value)])
+    events: list[str] = []
+    real_fsync = os.fsync
+    real_delete = partition.delete_records_before
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def delete(offset: int, **kwargs: bool) -> int:
+        events.append("delete")
+        return real_delete(offset, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(partition, "delete_records_before", delete)
+    assert prune_log(partition, 3, remove_paths=fileio.remove_paths)
+    assert "fsync" in events and events.index("fsync") < events.index("delete")

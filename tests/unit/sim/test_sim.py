@@ -105,7 +105,8 @@ def test_a_confirmed_ack_not_durable_is_caught(tmp_path: Path) -> None:
 
 def test_an_acked_record_missing_from_the_log_is_caught(tmp_path: Path) -> None:
     world = _quiet_world(tmp_path)
-    world.producer.acked[world.producer.next_sequence + 1] = world.broker.data_log.log_end_offset
+    key = (world.producer.producer_id, world.producer.next_sequence + 1)
+    world.producer.acked[key] = world.broker.data_log.log_end_offset
     with pytest.raises(InvariantViolated, match="every acked record is in the log"):
         world.checker.check_step()
 
