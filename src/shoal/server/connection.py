@@ -93,6 +93,8 @@ async def serve_connection(
             started_ns = measure_ns()
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
+                if writer.transport.is_closing():  # uvloop raises RuntimeError on a write
+                    raise ConnectionResetError("the peer left before the answer was written")
                 writer.write(response)
                 if writer.transport.get_write_buffer_size() > 0:  # the client is slow
                     info.write_started_ms = clock.monotonic_ms()
