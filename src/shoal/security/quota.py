@@ -16,6 +16,10 @@ shared by every client-id of U; a `client-id=<default>` quota gives each client-
 its own rate of that value. So the sensor key is (user if the entity has a user,
 client-id if it has a client-id), with the request's own names filled in.
 
+Ip entities (KIP-612) stand apart: `ip=A` or the ip default, only for
+`connection_creation_rate`, looked up by `resolve_ip` (the address's own entity, else the
+default); each address has its own rate.
+
 Rate (Kafka's `Rate` over a `SampledStat`): `window_num` samples of `window_ms` each;
 a value is added to the current sample, which is replaced by a fresh one once it is
 `window_ms` old; samples older than the whole window count for nothing. The rate is
