@@ -8,11 +8,18 @@ be compared on the same machine):
 
 Reports CPU microseconds per decode (best of 7 repeats of 20,000 decodes) and the load
 average, for frames without and with one unknown tagged field in the body.
+
+On a shared machine two runs differ more than the change being measured, so
+`--baseline-counts OTHER/src/shoal/protocol/counts.py` also times, in this process and
+interleaved, the count-checking walk of that other tree against this tree's `scan`
+(the walk is the only per-request work the unknown-tag support adds to the body; the
+header is read by kio directly unless its tag byte is non-zero).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import time
 import timeit
@@ -24,7 +31,7 @@ from kio.schema.produce.v11 import request as produce11
 from kio.schema.share_fetch.v1 import request as share_fetch1
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
-from shoal.protocol import codec
+from shoal.protocol import codec, counts
 
 TOPIC_ID = uuid.UUID("6c1f9d0c-7d1e-4b69-9d53-2b3f7a5e0c11")
 
@@ -85,9 +92,47 @@ def per_decode_us(frame: bytes, number: int) -> float:
     return best / number * 1e6
 
 
+def compare_walks(baseline_path: str, number: int) -> None:
+    spec = importlib.util.spec_from_file_location("baseline_counts", baseline_path)
+    assert spec is not None and spec.loader is not None
+    baseline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(baseline)
+    timer = time.process_time
+    for name, frame in (("produce", produce_frame()), ("share_fetch", share_fetch_frame())):
+        key, version = codec.peek_key_version(frame)
+        _, offset = codec.decode_header(frame, key, version)
+        cls = codec.request_class(key, version)
+        old: list[float] = []
+        new: list[float] = []
+        for _ in range(7):  # interleaved, so that load changes hit both alike
+            old.append(
+                min(
+                    timeit.repeat(
+                        lambda c=cls, f=frame, o=offset: baseline.check_counts(c, f, o),
+                        number=number,
+                        repeat=1,
+                        timer=timer,
+                    )
+                )
+            )
+            new.append(
+                min(
+                    timeit.repeat(
+                        lambda c=cls, f=frame, o=offset: counts.scan(c, f, o),
+                        number=number,
+                        repeat=1,
+                        timer=timer,
+                    )
+                )
+            )
+        old_us, new_us = min(old) / number * 1e6, min(new) / number * 1e6
+        print(f"{name:12} walk: baseline {old_us:5.2f} us, this tree {new_us:5.2f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--number", type=int, default=20_000)
+    parser.add_argument("--baseline-counts", metavar="PATH")
     args = parser.parse_args()
     print(f"codec from {codec.__file__}; load {os.getloadavg()}")
     for name, frame in (("produce", produce_frame()), ("share_fetch", share_fetch_frame())):
@@ -97,6 +142,8 @@ def main() -> None:
             print(f"{name:12} {per_decode_us(tagged, args.number):6.2f} us with an unknown tag")
         except codec.ProtocolError as exc:
             print(f"{name:12} unknown tag refused: {exc}")
+    if args.baseline_counts:
+        compare_walks(args.baseline_counts, args.number)
 
 
 if __name__ == "__main__":

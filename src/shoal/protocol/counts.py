@@ -191,6 +191,8 @@ def _entity(cls: Any) -> Step:
 
 
 def _tags(data: memoryview, pos: int, end: int, known: dict[int, Step], edits: list[Edit]) -> int:
+    if pos < end and data[pos] == 0:  # no tagged fields: the usual case
+        return pos + 1
     count_at = pos
     count, pos = _uvarint(data, pos, end)
     count_end = pos
