@@ -20,6 +20,7 @@ the point of this module.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +216,12 @@ def _check_http_listener(value: Any) -> str | None:
     return None
 
 
+def _check_finite(value: Any) -> str | None:
+    if not math.isfinite(value):
+        return f"value {value} is not a finite number"
+    return None
+
+
 def _check_by_duration(value: Any) -> str | None:
     from shoal.iso_duration import parse_iso_duration_ms
 
@@ -397,6 +404,17 @@ _DEFS: list[ConfigDef] = [
         "A share-partition unused this long with nothing acquired leaves memory; "
         "its next use reloads it from the share coordinator.",
         min=100,
+    ),
+    ConfigDef(
+        "shoal.share.browse.max.entries",
+        _INT,
+        limits.SHARE_BROWSE_ENTRIES_MAX,
+        _B,
+        "In-flight entries (a batch range or one record) per share-partition that one "
+        "ShareGroupBrowse (Shoal's extension API, `shoal share-groups --browse`) returns "
+        "at most; the rest is flagged truncated.",
+        min=0,
+        max=100_000,
     ),
     # ---- broker: web console (issue 13, server/console/)
     ConfigDef(
@@ -1042,6 +1060,53 @@ _DEFS: list[ConfigDef] = [
         synonym="group.share.assignment.interval.ms",
     ),
     ConfigDef("share.assignor.offload.enable", _BOOL, True, _G, "Accepted, no effect."),
+    # ---- Shoal extensions to share groups (not Kafka keys; issue 16)
+    ConfigDef(
+        "shoal.share.redelivery.backoff.ms",
+        _INT,
+        0,
+        _G,
+        "Shoal extension (not a Kafka config): delay before a RELEASEd record, or one "
+        "whose acquisition lock expired, can be acquired again, after its first "
+        "delivery; grows by shoal.share.redelivery.backoff.multiplier per further "
+        "delivery, up to shoal.share.redelivery.backoff.max.ms. 0 (the default) "
+        "redelivers at once, as Kafka does. Kept in memory only: a broker restart makes "
+        "delayed records available at once.",
+        min=0,
+        max=_DAY_MS,
+    ),
+    ConfigDef(
+        "shoal.share.redelivery.backoff.multiplier",
+        ConfigType.DOUBLE,
+        2.0,
+        _G,
+        "Shoal extension (not a Kafka config): factor the redelivery backoff grows by "
+        "with each delivery (delay = backoff.ms * multiplier^(delivery count - 1)); 1.0 "
+        "keeps it constant.",
+        min=1.0,
+        max=1000.0,
+        check=_check_finite,
+    ),
+    ConfigDef(
+        "shoal.share.redelivery.backoff.max.ms",
+        _INT,
+        60_000,
+        _G,
+        "Shoal extension (not a Kafka config): the longest redelivery backoff; must be "
+        "at least shoal.share.redelivery.backoff.ms when both are set.",
+        min=0,
+        max=_DAY_MS,
+    ),
+    ConfigDef(
+        "shoal.share.delivery.paused",
+        _BOOL,
+        False,
+        _G,
+        "Shoal extension (not a Kafka config): true stops the group's acquisitions "
+        "(ShareFetch answers without records; acknowledgements work; held locks run "
+        "out normally) until it is false or deleted. Set by `shoal share-groups "
+        "--pause` / `--resume`.",
+    ),
     # ---- broker: listeners and TLS (issue 12). Each `ssl.*` key may also be set
     # for one listener as `listener.name.<lower-case listener name>.ssl.*` (`listener_value`).
     ConfigDef(

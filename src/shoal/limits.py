@@ -122,6 +122,13 @@ SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
 may sit unused (nothing acquired) before it is unloaded, so memory follows the
 share-partitions in use rather than every one ever touched."""
 
+SHARE_BROWSE_ENTRIES_MAX: Final = 1_000
+"""Default of `shoal.share.browse.max.entries`: in-flight entries per share-partition one
+ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for; the
+rest is flagged truncated."""
+SHARE_BROWSE_ENTRIES_DEFAULT: Final = 100
+"""`shoal share-groups --browse`'s `--max` default: entries asked for per partition."""
+
 # Classic groups
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused

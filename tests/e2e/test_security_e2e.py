@@ -34,7 +34,7 @@ from confluent_kafka.admin import (
 
 from tests.support.broker import BrokerProcess, running
 from tests.support.certs import Pki, make_pki
-from tests.support.cli import ENV, shoal
+from tests.support.cli import ENV, rows, shoal
 from tests.support.share_consumers import share_consumer
 
 with warnings.catch_warnings():
@@ -397,6 +397,48 @@ def test_describe_only_sees_the_share_group_but_cannot_reset_or_delete(secured: 
     assert hidden.returncode == 0, hidden.stderr
     assert _offset_rows(hidden.stdout) == []
     assert "has no offset information" in hidden.stdout
+
+
+def test_describe_only_browses_the_in_flight_records_but_cannot_acquire(
+    secured: Secured,
+) -> None:
+    """`share-groups --browse` (ShareGroupBrowse, Shoal's extension API) over SASL_SSL
+    with --command-config: dora (DESCRIBE on the group and the topic) sees the records
+    carl's ShareConsumer holds, with carl's member id; pat (no DESCRIBE on the topic)
+    is refused; dora's own ShareConsumer acquires nothing."""
+    carl = share_consumer(
+        secured.bootstrap,
+        SHARE_GROUP,
+        [TOPIC],
+        explicit=True,
+        **{k.replace(".", "_"): v for k, v in secured.plain("carl").items()},
+    )
+    try:
+        held: list[int] = []
+        deadline = time.monotonic() + WAIT_S
+        while not held and time.monotonic() < deadline:
+            produce(secured, secured.plain("admin"), b"shared")  # as share_poll does
+            held = [int(m.offset()) for m in carl.poll(0.5) if m.error() is None]
+        assert held, "carl's ShareConsumer got nothing"
+        members = secured.tool(
+            "admin", "share-groups", "--describe", "--members", "--group", SHARE_GROUP
+        )
+        (member,) = [r["CONSUMER-ID"] for r in rows(members.stdout)]
+        browse = ("share-groups", "--browse", "--group", SHARE_GROUP, "--topic", TOPIC)
+        seen = secured.tool("dora", *browse)
+        assert seen.returncode == 0, seen.stderr
+        acquired = [r for r in rows(seen.stdout) if r["STATE"] == "ACQUIRED"]
+        offsets = [
+            o for r in acquired for o in range(int(r["FIRST-OFFSET"]), int(r["LAST-OFFSET"]) + 1)
+        ]
+        assert offsets == held and {r["HOLDER"] for r in acquired} == {member}, seen.stdout
+        refused = secured.tool("pat", *browse)
+        assert refused.returncode == 1
+        assert "TOPIC_AUTHORIZATION_FAILED" in refused.stderr, refused.stderr
+    finally:
+        carl.close()
+    got, codes = share_poll(secured, secured.plain("dora"))
+    assert got == [] and KafkaError.GROUP_AUTHORIZATION_FAILED in codes, codes
 
 
 def test_undescribable_topics_are_not_listed(secured: Secured) -> None:

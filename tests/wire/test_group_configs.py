@@ -43,6 +43,10 @@ DEFAULTS = {
     "share.renew.acknowledge.enable": "true",
     "share.assignment.interval.ms": "0",
     "share.assignor.offload.enable": "true",
+    "shoal.share.redelivery.backoff.ms": "0",
+    "shoal.share.redelivery.backoff.multiplier": "2.0",
+    "shoal.share.redelivery.backoff.max.ms": "60000",
+    "shoal.share.delivery.paused": "false",
 }
 
 DEFAULT_VIEW = {key: (value, DEFAULT) for key, value in DEFAULTS.items()}
@@ -58,6 +62,7 @@ def describe(
     *,
     version: int = 4,
     synonyms: bool = False,
+    documentation: bool = False,
 ) -> Any:
     schema = request_schema(32, version)
     request = schema.make(
@@ -71,7 +76,7 @@ def describe(
             ),
         ),
         include_synonyms=synonyms,
-        include_documentation=False,
+        include_documentation=documentation,
     )
     (result,) = call1(bootstrap, request).results
     assert (result.resource_type, result.resource_name) == (GROUP, group_id)
@@ -110,6 +115,26 @@ def alter(
 
 def group_name(prefix: str) -> str:
     return topic_name(prefix)
+
+
+def test_the_shoal_extensions_say_so_in_their_documentation(broker: BrokerProcess) -> None:
+    """Delayed redelivery and paused delivery are not Kafka keys: DescribeConfigs'
+    documentation says so; a bad value is INVALID_CONFIG naming the key."""
+    result = describe(broker.bootstrap, group_name("gc-doc"), documentation=True)
+    docs = {c.name: c.documentation for c in result.configs}
+    extensions = [name for name in docs if name.startswith("shoal.")]
+    assert sorted(extensions) == [
+        "shoal.share.delivery.paused",
+        "shoal.share.redelivery.backoff.max.ms",
+        "shoal.share.redelivery.backoff.ms",
+        "shoal.share.redelivery.backoff.multiplier",
+    ]
+    assert all(docs[name].startswith("Shoal extension (not a Kafka config)") for name in extensions)
+    refused = alter(
+        broker.bootstrap, group_name("gc-doc"), ("shoal.share.redelivery.backoff.ms", 0, "-1")
+    )
+    assert refused.error_code == ErrorCode.invalid_config
+    assert "shoal.share.redelivery.backoff.ms" in refused.error_message
 
 
 @pytest.mark.parametrize("version", [1, 3, 4])

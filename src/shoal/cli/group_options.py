@@ -30,17 +30,19 @@ def check_action(
     *,
     reset_only: Sequence[str],
     list_only: Sequence[str] = (),
+    extra_actions: Sequence[str] = (),
 ) -> str:
-    """The one action of the command line, after the checks that do not depend on
-    it: --bootstrap-server, options that belong to another action (describe-only,
-    --state, `list_only`, `reset_only`), --timeout, and --group with --all-groups,
-    --list; --topic with --list, --describe."""
+    """The one action of the command line (one of ACTIONS, or of a tool's
+    `extra_actions`), after the checks that do not depend on it: --bootstrap-server,
+    options that belong to another action (describe-only, --state, `list_only`,
+    `reset_only`), --timeout, and --group with --all-groups, --list; --topic with
+    --list, --describe."""
     check_bootstrap(args)
-    chosen = [a for a in ACTIONS if present(args, dest(a))]
+    actions = (*ACTIONS, *extra_actions)
+    chosen = [a for a in actions if present(args, dest(a))]
     if len(chosen) != 1:
         raise UsageError(
-            "Command must include exactly one action: "
-            "--list, --describe, --delete, --reset-offsets, --delete-offsets."
+            "Command must include exactly one action: " + ", ".join(f"--{a}" for a in actions) + "."
         )
     action = chosen[0]
     for name in DESCRIBE_ONLY:

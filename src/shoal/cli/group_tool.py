@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from shoal.cli.group_options import ACTIONS
 from shoal.cli.kafka_options import dest, present, run_tool
 from shoal.cli.tables import print_table
 from shoal.client import Client, KafkaError
@@ -79,7 +78,7 @@ def run_group_command(
     """Validate, connect, and run the one action given ({"list": ..., ...})."""
 
     def act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-        (chosen,) = (a for a in ACTIONS if present(args, dest(a)))
+        (chosen,) = (a for a in actions if present(args, dest(a)))
         return actions[chosen](client, args, out)
 
     return run_tool(

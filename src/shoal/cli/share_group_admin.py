@@ -202,3 +202,37 @@ def delete_group(client: Client, group_id: str) -> KafkaError | None:
     )
     (result,) = response.results
     return None if result.error_code == ErrorCode.none else KafkaError(result.error_code)
+
+
+# ---- paused delivery (a Shoal extension: the group config `shoal.share.delivery.paused`)
+
+PAUSED_KEY = "shoal.share.delivery.paused"
+"""Group config behind `--pause` / `--resume` (KIP-1249 is not accepted)."""
+
+
+def set_paused(client: Client, group_id: str, paused: bool) -> None:
+    """IncrementalAlterConfigs on the GROUP resource: SET the key to true to pause,
+    DELETE it (back to the default, false) to resume. Errors raise."""
+    change = (
+        requests.ConfigChange(PAUSED_KEY, "true")
+        if paused
+        else requests.ConfigChange(PAUSED_KEY, None, requests.CONFIG_DELETE)
+    )
+    response = client.call(
+        requests.incremental_alter_configs({(requests.GROUP_RESOURCE, group_id): [change]})
+    )
+    (result,) = response.responses
+    check(result.error_code, result.error_message, context=f"share group '{group_id}'")
+
+
+def is_paused(client: Client, group_id: str) -> bool | None:
+    """Whether the group's delivery is paused; None when its configs cannot be read
+    (no DESCRIBE_CONFIGS on the group, say: `--describe` itself needs only DESCRIBE).
+    A broker that does not know the key (Apache Kafka) lists no value: not paused."""
+    response = client.call(
+        requests.describe_configs(requests.GROUP_RESOURCE, [group_id], keys=[PAUSED_KEY])
+    )
+    (result,) = response.results
+    if result.error_code != ErrorCode.none:
+        return None
+    return any(c.name == PAUSED_KEY and c.value == "true" for c in result.configs)

@@ -13,6 +13,12 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
       [--dry-run | --execute]                   GROUP TOPIC PARTITION NEW-OFFSET
   --delete (--group G ... | --all-groups)
   --delete-offsets --group G --topic T ...      TOPIC STATUS
+  --browse --group G --topic T [--partition P] [--max N]   (Shoal's own: no Kafka tool has it)
+      TOPIC PARTITION FIRST-OFFSET LAST-OFFSET STATE DELIVERY-COUNT HOLDER LOCK-EXPIRES-MS
+      the in-flight records with their state and lock holder, read without acquiring
+      anything (cli/share_group_browse.py)
+  --pause --group G ... / --resume --group G ...   (Shoal's own: stop and restart
+      delivery; the group config shoal.share.delivery.paused; --describe notes it)
 
 A reset plans the new start offsets with ListOffsets (--to-offset is clamped to the
 log's range, --to-datetime falls back to the log end where no record is that new)
@@ -32,6 +38,7 @@ import logging
 import sys
 from typing import IO, Any
 
+from shoal import limits
 from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
@@ -52,8 +59,11 @@ from shoal.cli.share_group_admin import (
     delete_offsets,
     describe_group,
     describe_offsets,
+    is_paused,
     list_share_groups,
+    set_paused,
 )
+from shoal.cli.share_group_browse import run_browse
 from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
@@ -87,8 +97,22 @@ def add_parser(commands: Any) -> None:
             "--delete": "delete share groups",
             "--reset-offsets": "reset the start offsets of one share group",
             "--delete-offsets": "delete the offset information of one share group",
+            "--browse": "show the in-flight records of one share group's topic, their "
+            "state, delivery count and lock holder, without acquiring them",
+            "--pause": "stop delivering records to the share groups' members (Shoal's own)",
+            "--resume": "deliver records again after --pause",
         },
         all_topics_help="reset every topic with state",
+    )
+    parser.add_argument(
+        "--partition", type=int, metavar="P", help="with --browse: only this partition"
+    )
+    parser.add_argument(
+        "--max",
+        type=int,
+        metavar="N",
+        help="with --browse: at most N in-flight entries per partition "
+        f"(default {limits.SHARE_BROWSE_ENTRIES_DEFAULT})",
     )
     parser.set_defaults(run=run, parser=parser)
 
@@ -104,6 +128,9 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
             "delete": _delete,
             "reset-offsets": _reset,
             "delete-offsets": _delete_offsets,
+            "browse": run_browse,
+            "pause": _pause_or_resume,
+            "resume": _pause_or_resume,
         },
     )
 
@@ -137,8 +164,24 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             ok = _print_state(description, args.verbose, out)
         else:
             ok = _print_offsets(description, describe_offsets(client, group_id), args.verbose, out)
+        if is_paused(client, group_id):
+            print(f"\nShare group '{group_id}' is paused: no records are delivered.", file=out)
         status = status if ok else 1
     return status
+
+
+def _pause_or_resume(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    """Set (--pause) or delete (--resume) the group config `shoal.share.delivery.paused`
+    of each group; members stay, acquisitions stop or restart at once."""
+    paused = bool(args.pause)
+    for group_id in dict.fromkeys(args.group):
+        try:
+            set_paused(client, group_id, paused)
+        except KafkaError as exc:
+            raise ToolFailed(group_error(KIND, group_id, exc)) from None
+        word = "paused: its members get no records until --resume" if paused else "resumed"
+        print(f"Share group '{group_id}' {word}.", file=out)
+    return 0
 
 
 def _empty_or_dead(description: GroupDescription) -> bool:

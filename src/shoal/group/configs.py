@@ -21,7 +21,8 @@ delivery limit >= 2, record locks >= 100, assignment interval >= 0, booleans, th
 isolation level's choices, `share.auto.offset.reset` = latest | earliest |
 by_duration:<non-negative ISO-8601>); then the broker ranges in Kafka's words
 (`<key> must be in the range <min> to <max> inclusive.`); then session timeout >
-heartbeat interval, each side taking the broker value when the group does not set it.
+heartbeat interval, each side taking the broker value when the group does not set it;
+then (Shoal extension) redelivery backoff <= its maximum, likewise.
 
 Pure: no I/O. Persisting the values and telling the group coordinator and the
 share-partitions about a change belong to the server layer (server/group_configs.py).
@@ -41,6 +42,8 @@ from shoal.protocol.errors import ErrorCode
 
 SESSION_TIMEOUT_KEY = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL_KEY = "share.heartbeat.interval.ms"
+BACKOFF_KEY = "shoal.share.redelivery.backoff.ms"
+BACKOFF_MAX_KEY = "shoal.share.redelivery.backoff.max.ms"
 
 BROKER_BOUNDS: dict[str, tuple[str, str]] = {
     SESSION_TIMEOUT_KEY: (
@@ -104,6 +107,15 @@ def validate_overrides(proposed: Mapping[str, object], broker: BrokerConfig) -> 
         low, high = broker[low_key], broker[high_key]
         if not low <= typed[key] <= high:
             raise GroupConfigError(key, f"{key} must be in the range {low} to {high} inclusive.")
+    if BACKOFF_KEY in typed or BACKOFF_MAX_KEY in typed:
+        backoff_ms = typed.get(BACKOFF_KEY, fallback_value(BACKOFF_KEY, broker))
+        backoff_max_ms = typed.get(BACKOFF_MAX_KEY, fallback_value(BACKOFF_MAX_KEY, broker))
+        if backoff_ms > backoff_max_ms:
+            raise GroupConfigError(
+                BACKOFF_MAX_KEY,
+                f"{BACKOFF_MAX_KEY} must be at least {BACKOFF_KEY} "
+                f"({backoff_max_ms} < {backoff_ms})",
+            )
     if SESSION_TIMEOUT_KEY in typed or HEARTBEAT_INTERVAL_KEY in typed:
         session_timeout_ms = typed.get(
             SESSION_TIMEOUT_KEY, fallback_value(SESSION_TIMEOUT_KEY, broker)

@@ -11,12 +11,17 @@ a flexible body; kio's reader raises on them. `counts.scan` finds them during th
 that checks counts anyway, and when it does (rare: no client sends any today) the
 header or body is decoded from a copy without them.
 
+Kafka's APIs come from kio's index; Shoal's extension APIs (`protocol/extensions`,
+declared as kio declares Kafka's) are merged into it (`API_NAMES`, `SCHEMA_NAMES`), so
+both are read and written by kio's generic readers and writers.
+
 Errors raised here are the peer's fault (`ProtocolError`): the server closes the
 connection and logs the reason.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import struct
@@ -24,7 +29,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from kio.index import load_entity_module
 from kio.schema.index import api_key_map, schema_name_map
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -34,9 +38,14 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
-from shoal.protocol import counts, fast_writer, nulls
+from shoal.protocol import counts, extensions, fast_writer, nulls
 
 log = logging.getLogger(__name__)
+assert not set(extensions.API_KEYS) & set(api_key_map), "an extension key is Kafka's"
+API_NAMES: dict[int, str] = {**api_key_map, **extensions.API_KEYS}
+"""api key -> name of every API Shoal can encode: kio's and Shoal's extensions."""
+SCHEMA_NAMES: dict[str, Any] = {**schema_name_map, **extensions.SCHEMAS}
+"""name -> version -> direction -> "module:class", kio's shape (kio.schema.index)."""
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
 _CLIENT_ID_LENGTH = struct.Struct(">h")
@@ -51,17 +60,16 @@ class ProtocolError(Exception):
 
 @cache
 def api_name(api_key: int) -> str | None:
-    return api_key_map.get(api_key)
+    return API_NAMES.get(api_key)
 
 
 @cache
 def _entity_class(api_key: int, version: int, entity_type: EntityType) -> Any:
-    name = api_key_map.get(api_key)
-    if name is None or version not in schema_name_map[name]:
+    name = API_NAMES.get(api_key)
+    if name is None or version not in SCHEMA_NAMES[name]:
         return None
-    module = load_entity_module(name, version, entity_type)  # type: ignore[arg-type]
-    path = schema_name_map[name][version][entity_type]  # type: ignore[index]
-    return getattr(module, path.split(":", 1)[1])
+    module_name, class_name = SCHEMA_NAMES[name][version][entity_type].split(":", 1)
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 def request_class(api_key: int, version: int) -> Any:

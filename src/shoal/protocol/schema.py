@@ -19,10 +19,9 @@ import sys
 from functools import cache
 from typing import Any
 
-from kio.schema.index import schema_name_map
 from kio.static.constants import EntityType
 
-from shoal.protocol.codec import api_name, request_class, response_class
+from shoal.protocol.codec import SCHEMA_NAMES, api_name, request_class, response_class
 
 
 class Schema:
@@ -79,7 +78,7 @@ def field_known(api_key: int, entity_type: EntityType, type_name: str, field: st
     name = api_name(api_key)
     assert name is not None, f"unknown api key {api_key}"
     of_version = request_class if entity_type is EntityType.request else response_class
-    for version in sorted(schema_name_map[name], reverse=True):
+    for version in sorted(SCHEMA_NAMES[name], reverse=True):
         cls = of_version(api_key, version)
         nested = None if cls is None else getattr(sys.modules[cls.__module__], type_name, None)
         if (
@@ -99,7 +98,7 @@ def known_field_names(api_key: int, entity_type: EntityType, type_name: str) -> 
     assert name is not None, f"unknown api key {api_key}"
     of_version = request_class if entity_type is EntityType.request else response_class
     names: set[str] = set()
-    for version in schema_name_map[name]:
+    for version in SCHEMA_NAMES[name]:
         cls = of_version(api_key, version)
         if cls is None:
             continue

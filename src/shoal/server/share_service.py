@@ -28,7 +28,8 @@ long-poll and lock timers.
   session was closed or replaced meanwhile, or that shutdown woke, answers without
   acquiring.
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
-  the acquisition-lock expiry (earliest deadline over all share-partitions) and the
+  the acquisition-lock expiry (earliest deadline over all share-partitions), the
+  delayed-redelivery wake-up (the earliest redelivery delay ending) and the
   idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
   every operation that may move a lock deadline calls `rearm`.
 - **Effects.** Every manager operation returns `Effects`; `_perform` wakes the share
@@ -185,12 +186,17 @@ class ShareService:
     # ---- timers
 
     def timer_sources(self) -> list[TimerSource]:
-        """Lock expiry and idle unload, for the broker's timer driver."""
+        """Lock expiry, delayed redelivery and idle unload, for the timer driver."""
         return [
             DeadlineTimer(
                 "share-lock-expiry",
                 deadline=lambda _now: self.partitions.next_lock_deadline(),
                 action=self.expire_locks,
+            ),
+            DeadlineTimer(
+                "share-redelivery",
+                deadline=lambda _now: self.partitions.next_redelivery_deadline(),
+                action=self.redeliveries_due,
             ),
             PeriodicTimer(
                 "share-idle-unload",
@@ -205,6 +211,10 @@ class ShareService:
         if expired.writes:
             self._locks_expired(expired.writes)
         self._perform(expired.effects)
+
+    def redeliveries_due(self, now_ms: int) -> None:
+        """Wake the fetches parked where delayed redeliveries became due."""
+        self._perform(self.partitions.redeliveries_due(now_ms=now_ms))
 
     def unload_idle(self, now_ms: int) -> None:
         """Unload the share-partitions idle for `shoal.share.partition.idle.unload.ms`."""

@@ -4,9 +4,9 @@ A core never sleeps; it says when it next needs to run. A **timer source** expos
 `next_deadline_ms(now_ms) -> int | None` (None = nothing armed) and `fire(now_ms)`;
 its name is used in logs. `PeriodicTimer` is a source whose deadline is computed
 from an interval (read at each re-arm, so a changed config applies from the next
-period). The sources of the running broker: share lock expiry and share idle unload
-(server/share_service.py), group session expiry and initialisation retry
-(server/group_service.py), share coordinator pruning and cold snapshots
+period). The sources of the running broker: share lock expiry, delayed-redelivery
+wake-ups and share idle unload (server/share_service.py), group session expiry and
+initialisation retry (server/group_service.py), share coordinator pruning and cold snapshots
 (server/share_state.py), log retention (`log.retention.check.interval.ms`) and the
 log flush check (every `FLUSH_CHECK_INTERVAL_MS`) (server/broker.py).
 

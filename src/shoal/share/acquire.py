@@ -4,7 +4,9 @@ One `Acquisition` serves one ShareFetch on one share-partition. It walks the off
 the read covers, in order, through three kinds of territory (share-partition.md §7):
 
 1. cached batches inside the window: AVAILABLE ones without a pending write are
-   re-acquired, a whole unsplit batch at once, otherwise per offset (§7.3);
+   re-acquired, a whole unsplit batch at once, otherwise per offset (§7.3); those
+   whose redelivery delay (share/redelivery.py) is not over are passed over and
+   stay AVAILABLE;
 2. holes of an open gap window (§10.4): acquired as new records;
 3. offsets past the end offset: new records, in whole log batches (§7.4), cut into
    ranges at log-batch boundaries by BatchSize (§7.5), or in record-limit mode one
@@ -132,7 +134,7 @@ class Acquisition:
             return
         whole = batch.whole
         if whole is not None:
-            if not whole.is_acquirable:
+            if not self.window.is_ready(whole):
                 self._done_through(last)
                 return
             if whole.delivery_count >= self.limit:
@@ -163,10 +165,11 @@ class Acquisition:
         offsets = batch.offsets
         assert offsets is not None
         base = batch.first_offset
+        ready = self.window.is_ready
         throttled = any(
             self.threshold <= st.delivery_count < self.limit
             for st in offsets[first - base : last - base + 1]
-            if st.is_acquirable
+            if ready(st)
         )
         if throttled and self.count > 0:
             self._stop(first)
@@ -176,7 +179,7 @@ class Acquisition:
         run: list[int] = []  # [first, last, count] of the current range
         for offset in range(first, last + 1):
             st = offsets[offset - base]
-            if not st.is_acquirable:
+            if not ready(st):
                 continue
             count = st.delivery_count
             if count >= self.limit:

@@ -6,9 +6,10 @@ Owns:
   `LockTimers` keeps them in a heap ordered by deadline; cancelled locks are dropped
   lazily (and the heap is rebuilt when they outnumber the live ones), so arming,
   cancelling and finding the next deadline are O(log n).
-- `InFlightState`: state, delivery count, owner, lock, and the backup taken while a
-  state write is pending (`Pending`; the record can be neither acquired nor
-  acknowledged until the write commits or rolls back).
+- `InFlightState`: state, delivery count, owner, lock, not-before time (delayed
+  redelivery), and the backup taken while a state write is pending (`Pending`; the
+  record can be neither acquired nor acknowledged until the write commits or rolls
+  back).
 - `InFlightBatch`: a range [first, last] with either one batch-wide `InFlightState`
   (`whole`) or, once split, one per offset (`offsets`, a list indexed by offset -
   first). Splitting copies the state, the pending backup and the remaining lock time
@@ -161,7 +162,7 @@ class Pending:
 class InFlightState:
     """The state of a whole unsplit batch, or of one offset of a split batch."""
 
-    __slots__ = ("delivery_count", "lock", "member_id", "pending", "state")
+    __slots__ = ("delivery_count", "lock", "member_id", "not_before_ms", "pending", "state")
 
     def __init__(
         self,
@@ -170,12 +171,16 @@ class InFlightState:
         member_id: str = NO_MEMBER,
         lock: Lock | None = None,
         pending: Pending | None = None,
+        not_before_ms: int = 0,
     ) -> None:
         self.state = state
         self.delivery_count = delivery_count
         self.member_id = member_id
         self.lock = lock
         self.pending = pending
+        self.not_before_ms = not_before_ms
+        """While AVAILABLE: monotonic ms before which it is not acquired (delayed
+        redelivery, share/redelivery.py); 0 = no delay."""
 
     @property
     def is_acquirable(self) -> bool:
@@ -260,7 +265,14 @@ class InFlightBatch:
                     lock=backup_lock,
                 )
             offsets.append(
-                InFlightState(whole.state, whole.delivery_count, whole.member_id, lock, backup)
+                InFlightState(
+                    whole.state,
+                    whole.delivery_count,
+                    whole.member_id,
+                    lock,
+                    backup,
+                    whole.not_before_ms,
+                )
             )
         if whole.lock is not None:
             timers.cancel(whole.lock)

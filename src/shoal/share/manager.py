@@ -38,14 +38,17 @@ share-partitions whose parked share fetches the caller must wake.
 - **Lock expiry**: `next_lock_deadline` is the earliest deadline over all
   share-partitions; `expire_locks` fires what is due and persists each expiry (the
   transition stands if the write fails).
+- **Delayed redelivery** (Shoal extension): `next_redelivery_deadline` is the
+  earliest time a delayed record becomes due; `redeliveries_due` wakes the fetches
+  parked there. Nothing is written (the delay is not persisted).
 - **Dropping**: deleted topics (`retain_topics`) and groups whose last share session
   ended (`drop_group`) leave memory, and so do share-partitions idle for
-  `shoal.share.partition.idle.unload.ms` with nothing acquired (`unload_idle`, run by
-  the server's timer). Everything they hold is already persisted, except a start
-  offset resolved from `share.auto.offset.reset` (persisted -1) and never written
-  since: that one is written before the share-partition leaves (a reload must not
-  resolve `latest` again and skip what arrived meanwhile). They reload from the
-  share coordinator on next use.
+  `shoal.share.partition.idle.unload.ms` with nothing acquired and no redelivery delay
+  pending (`unload_idle`, run by the server's timer). Everything they hold is already
+  persisted, except a start offset resolved from `share.auto.offset.reset`
+  (persisted -1) and never written since: that one is written before the
+  share-partition leaves (a reload must not resolve `latest` again and skip what
+  arrived meanwhile). They reload from the share coordinator on next use.
 
 Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
 `_touched` holds exactly their keys; `_woken` is empty between operations.
@@ -555,6 +558,21 @@ class SharePartitionManager:
                 self._woken.add(sp.key)
         return LocksExpired(writes, self._effects())
 
+    def next_redelivery_deadline(self) -> int | None:
+        """The earliest time a delayed redelivery becomes due, over every
+        share-partition (share/redelivery.py)."""
+        deadlines = [
+            d for sp in self._partitions.values() if (d := sp.next_redelivery_ms()) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def redeliveries_due(self, *, now_ms: int) -> Effects:
+        """Wake the fetches parked on share-partitions whose delayed records are due."""
+        for sp in self._partitions.values():
+            if sp.redeliveries_due(now_ms=now_ms):
+                self._woken.add(sp.key)
+        return self._effects()
+
     # ---- the log
 
     def on_log_start_offset(
@@ -612,6 +630,7 @@ class SharePartitionManager:
                 for key, touched in self._touched.items()
                 if now_ms - touched >= idle_ms
                 and self._partitions[key].next_lock_deadline() is None
+                and self._partitions[key].next_redelivery_ms() is None
             ),
             key=str,
         )

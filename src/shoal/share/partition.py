@@ -16,7 +16,11 @@ come back as values:
   trails the acknowledgement that moved it; memory moves only at `commit_write`.
 - `expire_locks(now_ms)` returns one write per expired lock; the server calls it when
   `next_lock_deadline()` passes. Transitions stand even if the writes fail.
-- `wake` flags say when parked share fetches should be retried.
+- `wake` flags say when parked share fetches should be retried; `next_redelivery_ms`
+  says when a delayed redelivery (share/redelivery.py) becomes due, and
+  `redeliveries_due` when the shell should wake them.
+- While the group's `shoal.share.delivery.paused` is true, `acquire` takes nothing
+  and `can_acquire` is False; everything else (acknowledgements, expiries) goes on.
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
 `expire_locks`. Group configuration is read through a callable on every operation;
@@ -45,6 +49,7 @@ from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, 
 from shoal.share.acquire import AcquiredRecords, Acquisition
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
+from shoal.share.redelivery import Redelivery
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
 from shoal.share.states import Event, RecordState
 from shoal.share.window import InFlightWindow
@@ -179,7 +184,13 @@ class SharePartition:
         start = state.start_offset if state.start_offset >= 0 else reset_offset
         if start < 0:
             raise StateLoadError(f"start offset {start} is negative")
-        window = InFlightWindow(start_offset=start)
+        window = InFlightWindow(
+            start_offset=start,
+            redelivery=Redelivery(
+                now_ms=self._clock.monotonic_ms,
+                delay_ms=lambda count: self._config().redelivery_delay_ms(count),
+            ),
+        )
         previous_last = start - 1
         gap_start = None
         for batch in state.state_batches:
@@ -244,8 +255,10 @@ class SharePartition:
 
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
-        window is below the in-flight limit."""
+        window is below the in-flight limit; never while the group's delivery is paused."""
         window = self._w
+        if self._config().delivery_paused:
+            return False
         if window.next_fetch_offset() != window.end_offset + 1:
             return True
         return window.size() < self._config().max_record_locks
@@ -253,6 +266,14 @@ class SharePartition:
     def next_lock_deadline(self) -> int | None:
         """Monotonic time at which `expire_locks` has work, or None."""
         return self._w.timers.next_deadline_ms()
+
+    def next_redelivery_ms(self) -> int | None:
+        """Monotonic time at which a delayed record becomes acquirable, or None."""
+        return self._w.redelivery.next_due_ms()
+
+    def redeliveries_due(self, *, now_ms: int) -> bool:
+        """Delays reached by `now_ms` are done with: True = wake the parked fetches."""
+        return self._w.redelivery.pop_due(now_ms)
 
     def in_flight(self) -> list[RecordView]:
         return list(self._views())
@@ -335,7 +356,7 @@ class SharePartition:
         config = self._config()
         window = self._w
         nothing = AcquireResult((), 0, (), None, config.record_lock_duration_ms)
-        if max_bytes <= 0 or max_records <= 0:
+        if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
             return nothing
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:

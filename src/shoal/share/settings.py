@@ -6,7 +6,8 @@ the broker's bounds. The share-partition is handed a zero-argument callable retu
 the current value and reads it per operation, so a group config change takes effect
 where the spec says: lock duration for locks armed afterwards, delivery limit at the
 next transition, in-flight limit at the next acquisition, isolation level at the next
-fetch, RENEW permission at the next acknowledgement.
+fetch, RENEW permission at the next acknowledgement; the Shoal extensions (redelivery
+backoff, paused delivery) at the next release or expiry and the next acquisition.
 
 `resolve_reset_offset` turns `share.auto.offset.reset` into the start offset of a
 share-partition whose persisted start offset is -1 (share-partition.md §10.2).
@@ -38,11 +39,34 @@ class SharePartitionConfig:
     max_record_locks: int = 2_000
     renew_enabled: bool = True
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    redelivery_backoff_ms: int = 0
+    """Shoal extension: 0 = redeliver at once (Kafka)."""
+    redelivery_backoff_multiplier: float = 2.0
+    redelivery_backoff_max_ms: int = 60_000
+    delivery_paused: bool = False
+    """Shoal extension: no acquisitions while true."""
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0
         assert self.delivery_count_limit >= 2
         assert self.max_record_locks > 0
+        assert self.redelivery_backoff_ms >= 0 and self.redelivery_backoff_max_ms >= 0
+        assert self.redelivery_backoff_multiplier >= 1.0
+
+    def redelivery_delay_ms(self, delivery_count: int) -> int:
+        """How long a record delivered `delivery_count` times waits, after a RELEASE or
+        a lock expiry, before it can be acquired again: backoff * multiplier^(count-1),
+        at most the maximum; 0 when the backoff is off."""
+        base = self.redelivery_backoff_ms
+        if base <= 0:
+            return 0
+        cap = self.redelivery_backoff_max_ms
+        delay = float(base)
+        for _ in range(max(0, delivery_count - 1)):
+            delay *= self.redelivery_backoff_multiplier
+            if delay >= cap:
+                return cap
+        return min(cap, int(delay))
 
     @classmethod
     def resolve(cls, *, broker: BrokerConfig, group: Mapping[str, Any]) -> SharePartitionConfig:
@@ -77,7 +101,24 @@ class SharePartitionConfig:
             ),
             renew_enabled=True if renew is None else bool(renew),
             isolation_level=IsolationLevel(isolation),
+            **_extensions(group),
         )
+
+
+def _extensions(group: Mapping[str, Any]) -> dict[str, Any]:
+    """The Shoal extension keys a group sets (absent or None = the field default)."""
+    fields = {
+        "shoal.share.redelivery.backoff.ms": ("redelivery_backoff_ms", int),
+        "shoal.share.redelivery.backoff.multiplier": ("redelivery_backoff_multiplier", float),
+        "shoal.share.redelivery.backoff.max.ms": ("redelivery_backoff_max_ms", int),
+        "shoal.share.delivery.paused": ("delivery_paused", bool),
+    }
+    found: dict[str, Any] = {}
+    for key, (name, kind) in fields.items():
+        value = group.get(key)
+        if value is not None:
+            found[name] = kind(value)
+    return found
 
 
 BY_DURATION_PREFIX = "by_duration:"

@@ -34,6 +34,7 @@ from shoal.share.inflight import (
     Pending,
 )
 from shoal.share.persister import StateBatch
+from shoal.share.redelivery import Redelivery
 from shoal.share.states import (
     Event,
     RecordState,
@@ -47,9 +48,10 @@ Span = tuple[int, int]
 class InFlightWindow:
     """Mutable state of one share-partition's records; see the module docstring."""
 
-    def __init__(self, *, start_offset: int) -> None:
+    def __init__(self, *, start_offset: int, redelivery: Redelivery | None = None) -> None:
         self.cache = InFlightCache()
         self.timers = LockTimers()
+        self.redelivery = Redelivery() if redelivery is None else redelivery
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.delivery_complete_count = 0
@@ -114,6 +116,7 @@ class InFlightWindow:
             st.lock = None
         st.member_id = NO_MEMBER
         if new is RecordState.AVAILABLE:
+            st.not_before_ms = self.redelivery.not_before(event, st.delivery_count)
             self.note_available(first)
 
     def acquire(
@@ -126,6 +129,7 @@ class InFlightWindow:
         )
         st.delivery_count = next_delivery_count(st.delivery_count, Event.ACQUIRE)
         st.member_id = member_id
+        st.not_before_ms = 0
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -167,6 +171,8 @@ class InFlightWindow:
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         st.member_id = NO_MEMBER
         st.lock = None
+        if new is RecordState.AVAILABLE:
+            st.not_before_ms = self.redelivery.not_before(event, st.delivery_count)
         spans = self.pending_writes.setdefault(handle, [])
         if spans and spans[-1][1] == first - 1:
             spans[-1] = (spans[-1][0], last)  # adjacent: one span
@@ -350,26 +356,38 @@ class InFlightWindow:
 
     # ---- where to fetch next
 
+    def is_ready(self, st: InFlightState) -> bool:
+        """AVAILABLE, no write pending, and its redelivery delay (if any) is over."""
+        return st.is_acquirable and self.redelivery.is_due(st.not_before_ms)
+
     def first_acquirable(self) -> int | None:
-        """The first AVAILABLE offset >= SPSO without a pending write."""
+        """The first AVAILABLE offset >= SPSO without a pending write whose redelivery
+        delay is over. Records still delayed are passed over (and visited again by
+        the next call: the lower bound stays at the first of them)."""
         lower = self._available_from
         if lower is None:
             return None
         lower = max(lower, self.start_offset)
         cache = self.cache
+        delayed: int | None = None
         for index in range(cache.index_from(lower), len(cache)):
             batch = cache[index]
             if batch.offsets is None:
                 assert batch.whole is not None
                 if batch.whole.is_acquirable:
-                    self._available_from = batch.first_offset
-                    return batch.first_offset
+                    if self.is_ready(batch.whole):
+                        self._available_from = batch.first_offset if delayed is None else delayed
+                        return batch.first_offset
+                    delayed = batch.first_offset if delayed is None else delayed
                 continue
             for offset in range(max(lower, batch.first_offset), batch.last_offset + 1):
-                if batch.offsets[offset - batch.first_offset].is_acquirable:
-                    self._available_from = offset
-                    return offset
-        self._available_from = None
+                st = batch.offsets[offset - batch.first_offset]
+                if st.is_acquirable:
+                    if self.is_ready(st):
+                        self._available_from = offset if delayed is None else delayed
+                        return offset
+                    delayed = offset if delayed is None else delayed
+        self._available_from = delayed
         return None
 
     def first_gap_offset(self) -> int | None:

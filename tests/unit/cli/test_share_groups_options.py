@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 
+from shoal import limits
 from shoal.cli.group_options import parse_datetime_ms, parse_list, parse_topic_specs
 from shoal.cli.kafka_options import UsageError
 from shoal.cli.main import build_parser, main
@@ -37,7 +38,8 @@ def test_bootstrap_server_is_required_and_checked() -> None:
 def test_exactly_one_action() -> None:
     message = (
         "Command must include exactly one action: "
-        "--list, --describe, --delete, --reset-offsets, --delete-offsets."
+        "--list, --describe, --delete, --reset-offsets, --delete-offsets, --browse, "
+        "--pause, --resume."
     )
     assert refused(*B) == message
     assert refused(*B, "--list", "--describe", "--group", "g") == message
@@ -173,3 +175,64 @@ def test_a_usage_error_exits_2_with_the_message_and_usage(
     err = capsys.readouterr().err
     assert "Option [describe] takes one of these options" in err
     assert "usage: shoal share-groups" in err
+
+
+def test_browse_takes_one_group_one_topic_and_defaults_max() -> None:
+    args = parsed(*B, "--browse", "--group", "g", "--topic", "t")
+    assert (args.group, args.topic, args.partition) == (["g"], ["t"], None)
+    assert args.max == limits.SHARE_BROWSE_ENTRIES_DEFAULT
+    args = parsed(*B, "--browse", "--group", "g", "--topic", "t", "--partition", "2", "--max", "0")
+    assert (args.partition, args.max) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--browse", "--group", "g"), "Option [browse] takes the options: [group], [topic]"),
+        (("--browse", "--topic", "t"), "Option [browse] takes the options: [group], [topic]"),
+        (
+            ("--browse", "--group", "g", "--group", "h", "--topic", "t"),
+            "Option [browse] takes one share group at a time, got ['g', 'h']",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t:0"),
+            "Option [browse] takes one [topic] (a name; choose a partition with [partition])",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t", "--max", "-1"),
+            "Option [max] must be 0 or more",
+        ),
+        (
+            ("--browse", "--group", "g", "--topic", "t", "--partition", "-1"),
+            "Option [partition] must be a partition number (0 or more)",
+        ),
+        (
+            ("--describe", "--group", "g", "--max", "5"),
+            "Option [max] can only be used with [browse]",
+        ),
+        (("--list", "--partition", "0"), "Option [partition] can only be used with [browse]"),
+    ],
+)
+def test_browse_refusals(argv: tuple[str, ...], message: str) -> None:
+    assert refused(*B, *argv) == message
+
+
+def test_pause_and_resume_take_groups_and_nothing_else() -> None:
+    """Shoal's own actions (paused delivery): --group is required (repeatable); no
+    other action, --topic or --all-groups goes with them."""
+    assert parsed(*B, "--pause", "--group", "g", "--group", "h").group == ["g", "h"]
+    assert parsed(*B, "--resume", "--group", "g").resume
+    assert refused(*B, "--pause") == "Option [pause] takes the option: [group]"
+    one_action = "Command must include exactly one action: "
+    assert refused(*B, "--pause", "--resume", "--group", "g").startswith(one_action)
+    assert refused(*B, "--resume", "--describe", "--group", "g").startswith(one_action)
+    assert refused(*B, "--pause", "--all-groups") == (
+        "Option [pause] can't be used with option [all-groups]"
+    )
+    assert refused(*B, "--pause", "--group", "g", "--topic", "t") == (
+        "Option [pause] can't be used with option [topic]"
+    )
+    assert refused(*B, "--pause", "--group", "g", "--members") == (
+        "Option [members] can only be used with [describe]"
+    )
+    assert refused("--pause", "--group", "g") == 'Missing required argument "[bootstrap-server]"'

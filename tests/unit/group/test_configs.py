@@ -47,6 +47,10 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "share.renew.acknowledge.enable": True,
         "share.assignment.interval.ms": 0,
         "share.assignor.offload.enable": True,
+        "shoal.share.redelivery.backoff.ms": 0,
+        "shoal.share.redelivery.backoff.multiplier": 2.0,
+        "shoal.share.redelivery.backoff.max.ms": 60_000,
+        "shoal.share.delivery.paused": False,
     }
     assert set(GroupConfigs().effective("never-seen", DEFAULT_BROKER)) == set(GROUP_KEYS)
 
@@ -270,3 +274,28 @@ def test_render_overrides_gives_the_strings_kafka_shows() -> None:
         "share.isolation.level": "read_committed",
     }
     assert validate_overrides(render_overrides(typed), DEFAULT_BROKER) == typed
+
+
+def test_the_shoal_extension_keys_are_validated_with_invalid_config() -> None:
+    """Delayed redelivery and paused delivery (issue 16): typed, bounded, finite, and
+    the backoff no larger than its maximum (either side from its default)."""
+    backoff = "shoal.share.redelivery.backoff.ms"
+    multiplier = "shoal.share.redelivery.backoff.multiplier"
+    backoff_max = "shoal.share.redelivery.backoff.max.ms"
+    paused = "shoal.share.delivery.paused"
+    assert validate_overrides(
+        {backoff: "1000", multiplier: "1.5", backoff_max: "8000", paused: "true"}, DEFAULT_BROKER
+    ) == {backoff: 1000, multiplier: 1.5, backoff_max: 8000, paused: True}
+    for proposed, key in [
+        ({backoff: "-1"}, backoff),
+        ({backoff: "soon"}, backoff),
+        ({multiplier: "0.5"}, multiplier),
+        ({multiplier: "nan"}, multiplier),
+        ({multiplier: "inf"}, multiplier),
+        ({backoff_max: "-5"}, backoff_max),
+        ({paused: "maybe"}, paused),
+        ({backoff: "5000", backoff_max: "4000"}, backoff_max),
+        ({backoff: "120000"}, backoff_max),  # above the default maximum of 60 s
+    ]:
+        assert refused(proposed).key == key, proposed
+    assert render_overrides({multiplier: 2.0, paused: True}) == {multiplier: "2.0", paused: "true"}

@@ -1,6 +1,7 @@
 """The composed writers (protocol/fast_writer.py) write exactly kio's bytes.
 
-The oldest and newest request and response classes of every API kio knows, every
+The oldest and newest request and response classes of every API kio knows (and of
+Shoal's extension APIs, protocol/extensions/), every
 version of the APIs on the per-record path (Produce, Fetch, ShareFetch,
 ShareAcknowledge), the headers and every coordinator record class Shoal defines are
 written by both with generated instances (tagged fields set and unset, nulls, empty
@@ -15,7 +16,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.index import api_key_map, schema_name_map
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -37,8 +37,8 @@ HOT_APIS = frozenset({0, 1, 78, 79})
 
 def _message_classes() -> list[Any]:
     classes: list[Any] = [RequestHeaderV1, RequestHeaderV2, ResponseHeaderV0, ResponseHeaderV1]
-    for api_key, name in sorted(api_key_map.items()):
-        versions = sorted(schema_name_map[name])
+    for api_key, name in sorted(codec.API_NAMES.items()):  # kio's and Shoal's extensions
+        versions = sorted(codec.SCHEMA_NAMES[name])
         if api_key not in HOT_APIS:
             versions = [versions[0], versions[-1]]
         for version in versions:

@@ -1,7 +1,9 @@
 """ShareService built from its collaborators (no broker): a share fetch acquires,
 lock expiry fired through its timer source wakes the parked fetches of that
 share-partition (the manager's Effects performed as purgatory notifies), the idle
-unload is a periodic source on the configured interval, and operations re-arm."""
+unload is a periodic source on the configured interval, operations re-arm, and the
+Shoal extensions: a delayed redelivery wakes through its own source, a pause stops
+acquisitions and a resume wakes the group."""
 
 from __future__ import annotations
 
@@ -225,3 +227,37 @@ def test_an_acknowledgement_wakes_the_share_partition_only_when_records_are_acqu
     assert rig.fetch(epoch=3) == 1
     _acknowledge(rig, 4, 2, 2, AcknowledgeType.RELEASE)
     assert rig.purgatory.notified == [share_wait_key(rig.key)], "released records are acquirable"
+
+
+def test_delayed_redelivery_wakes_through_its_source_and_pause_stops_fetches(
+    tmp_path: Path,
+) -> None:
+    """Shoal extensions: a RELEASE under a backoff wakes nobody until the
+    share-redelivery source fires at its end; a paused group's fetch acquires nothing
+    and a resume (a config change) wakes the group's share-partitions."""
+    rig = Rig(tmp_path)
+    store = rig.service._group_configs
+    store.alter("g", {"shoal.share.redelivery.backoff.ms": "500"})
+    rig.produce(3)
+    assert rig.fetch() == 3
+    rig.purgatory.notified.clear()
+    _acknowledge(rig, 1, 0, 2, AcknowledgeType.RELEASE)
+    assert rig.purgatory.notified == [], "released but not due: no fetch is woken"
+    source = next(s for s in rig.service.timer_sources() if s.name == "share-redelivery")
+    assert source.next_deadline_ms(rig.clock.monotonic_ms()) == 500
+    assert rig.fetch(epoch=2) == 0
+    rig.clock.advance(500)
+    source.fire(rig.clock.monotonic_ms())
+    assert rig.purgatory.notified == [share_wait_key(rig.key)]
+    assert source.next_deadline_ms(rig.clock.monotonic_ms()) is None
+    assert rig.fetch(epoch=3) == 3
+
+    store.alter("g", {"shoal.share.delivery.paused": "true"})
+    rig.service.group_config_changed("g")
+    rig.produce(2)
+    assert rig.fetch(epoch=4) == 0, "paused"
+    rig.purgatory.notified.clear()
+    store.alter("g", {})
+    rig.service.group_config_changed("g")
+    assert rig.purgatory.notified == [share_wait_key(rig.key)], "the resume wakes the group"
+    assert rig.fetch(epoch=5) == 2

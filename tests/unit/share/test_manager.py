@@ -595,3 +595,26 @@ def test_acquisition_still_sends_a_batch_larger_than_the_probe() -> None:
     (fetched,) = rig.fetch("m1", max_records=500, max_bytes=50 * 1024 * 1024)
     assert [(a.first_offset, a.last_offset) for a in fetched.acquired] == [(0, 0)]
     assert fetched.records == big
+
+
+def test_delayed_redeliveries_wake_when_due_and_keep_the_partition_loaded() -> None:
+    """Shoal extension: the manager names the earliest due time and wakes the
+    share-partition then; a pending delay keeps it from idle unloading."""
+    rig = Rig(config=SharePartitionConfig(redelivery_backoff_ms=500))
+    rig.topic(P0)
+    rig.logs[P0].append(3)
+    (held,) = rig.fetch("m", P0)
+    assert ranges(held) == [(0, 2, 1)]
+    assert rig.ack("m", P0, AckBatch(0, 2, (RELEASE,))) is None
+    assert rig.manager.next_redelivery_deadline() == 500
+    (early,) = rig.fetch("m", P0)
+    assert ranges(early) == []
+    rig.clock.advance(499)
+    assert rig.manager.redeliveries_due(now_ms=rig.clock.monotonic_ms()) == Effects()
+    assert rig.manager.unload_idle(now_ms=rig.clock.monotonic_ms(), idle_ms=1) == []
+    rig.clock.advance(1)
+    due = rig.manager.redeliveries_due(now_ms=rig.clock.monotonic_ms())
+    assert due.wake == frozenset({rig.key()})
+    assert rig.manager.next_redelivery_deadline() is None
+    (again,) = rig.fetch("m", P0)
+    assert ranges(again) == [(0, 2, 2)]

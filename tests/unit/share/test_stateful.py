@@ -2,7 +2,8 @@
 of random batches (holes and control batches included), with every acknowledgement
 type, invalid acks, pending writes that commit or roll back, lock expiry, session
 releases, log start moves, log compaction, reloads from the persister (with pending
-writes lost or applied), and a delivery limit lowered on the fly. Common operations
+writes lost or applied), a delivery limit lowered on the fly, and the Shoal
+extensions (a redelivery backoff drawn at the start, delivery paused and resumed). Common operations
 are registered twice and rare ones fire on a 1-in-N draw, so a run goes deep.
 
 An independent model tracks which member holds which offset and how many times each
@@ -75,11 +76,22 @@ class SharePartitionMachine(RuleBasedStateMachine):
         limit=st.integers(2, 6),
         locks=st.sampled_from([8, 20, 60, 2000]),
         renew=st.booleans(),
+        backoff=st.sampled_from([0, 0, 300, 5_000]),
     )
     def start(
-        self, shapes: list[tuple[int, int, int]], limit: int, locks: int, renew: bool
+        self,
+        shapes: list[tuple[int, int, int]],
+        limit: int,
+        locks: int,
+        renew: bool,
+        backoff: int,
     ) -> None:
-        self.rig.set(delivery_count_limit=limit, max_record_locks=locks, renew_enabled=renew)
+        self.rig.set(
+            delivery_count_limit=limit,
+            max_record_locks=locks,
+            renew_enabled=renew,
+            redelivery_backoff_ms=backoff,
+        )
         self._append(shapes)
         self.rig.start(reset_offset=0)
         self.spso = self.rig.sp.start_offset
@@ -125,8 +137,16 @@ class SharePartitionMachine(RuleBasedStateMachine):
             persist=False,
         )
         self._check_acquired(member, result, limit)
+        if self.rig.config.delivery_paused:
+            assert result.acquired == () and result.write is None, result
         if result.write is not None:
             self._written(result.write)
+
+    @rule(rare=st.integers(0, 99))
+    def toggle_pause(self, rare: int) -> None:
+        """Shoal extension: paused delivery acquires nothing, and changes nothing else."""
+        if rare < 5:
+            self.rig.set(delivery_paused=not self.rig.config.delivery_paused)
 
     def _check_acquired(self, member: str, result: AcquireResult, limit: int) -> None:
         previous_last = -1
@@ -383,6 +403,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
             return
         while self.outstanding:
             self._complete(self.outstanding.pop(), succeed=True)
+        rig.set(delivery_paused=False)
         for _ in range(5_000):
             if rig.sp.start_offset >= rig.log_end and not self.live:
                 break

@@ -13,118 +13,24 @@ from pathlib import Path
 
 import pytest
 
-from shoal.clock import ManualClock
-from shoal.config import BrokerConfig
 from shoal.group.committed_offsets import OffsetToCommit
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.broker import Broker
 from shoal.server.console.routes import Console
 from shoal.server.http_app import build_app
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall
 from shoal.share.acknowledge import AckBatch
-from shoal.share.sessions import TopicIdPartition
 from tests.support.asgi import call, post_json
+from tests.support.share_rig import ShareRig, manual_broker
 from tests.unit.log.batches import append, make_batch
 
 WRITE = {"x-shoal-console": "1"}
 
 
-def _broker(tmp_path: Path, **raw: str) -> Broker:
-    config = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-        **raw,
-    }
-    return Broker(BrokerConfig.from_raw(config), clock=ManualClock())
-
-
 @pytest.fixture
 def writable(tmp_path: Path) -> Iterator[Broker]:
-    built = _broker(tmp_path, **{"console.allow.writes": "true"})
+    built = manual_broker(tmp_path, **{"console.allow.writes": "true"})
     yield built
     built.logs.close()
-
-
-class ShareRig:
-    """Topic `t` (one partition) with 10 records, share group `g` with member `m1`
-    assigned to it, and 5 more records acquired by `m1` (offsets 10-14; the group
-    starts at the log end, `share.auto.offset.reset=latest`)."""
-
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.clock = broker.clock
-        assert isinstance(self.clock, ManualClock)
-        info = broker.logs.create_topic("t", partitions=1, configs={"retention.ms": 60_000})
-        self.tp = TopicIdPartition(info.topic_id, 0)
-        self.produce(10)
-        epoch = self.heartbeat(0, ["t"])
-        self.heartbeat(epoch, None)
-        self.epoch = 0
-        assert self.fetch() == 0  # loads the share-partition at the log end
-        self.produce(5)
-        assert self.fetch() == 5
-
-    def produce(self, count: int) -> None:
-        partition = self.broker.logs.partition("t", 0)
-        assert partition is not None
-        append(partition, make_batch(count))
-
-    def heartbeat(self, epoch: int, topics: list[str] | None) -> int:
-        response = self.broker.group_service.heartbeat(
-            group_id="g",
-            member_id="m1",
-            member_epoch=epoch,
-            rack_id=None,
-            subscribed_topic_names=topics,
-            client_id="client-1",
-            client_host="/127.0.0.1",
-        )
-        assert response.error is None, response
-        return response.member_epoch
-
-    def fetch(self) -> int:
-        call_ = ShareFetchCall(
-            group_id="g",
-            member_id="m1",
-            epoch=self.epoch,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
-            partitions=(self.tp,) if self.epoch == 0 else (),
-        )
-        outcome = asyncio.run(self.broker.share_service.share_fetch(call_, connection_id=1))
-        assert outcome.error is None
-        self.epoch += 1
-        return sum(
-            r.last_offset - r.first_offset + 1 for p in outcome.partitions for r in p.acquired
-        )
-
-    def acknowledge(self, *batches: AckBatch) -> None:
-        outcome = self.broker.share_service.share_acknowledge(
-            ShareAcknowledgeCall(
-                group_id="g",
-                member_id="m1",
-                epoch=self.epoch,
-                acknowledgements={self.tp: list(batches)},
-            )
-        )
-        assert outcome.error is None
-        self.epoch += 1
-
-    def leave(self) -> None:
-        self.broker.group_service.heartbeat(
-            group_id="g",
-            member_id="m1",
-            member_epoch=-1,
-            rack_id=None,
-            subscribed_topic_names=None,
-            client_id="client-1",
-            client_host="/127.0.0.1",
-        )
 
 
 def _entries(view: dict[str, object]) -> list[tuple[int, int, str, int, str | None]]:
@@ -193,7 +99,7 @@ def test_share_group_view_follows_the_in_flight_window(broker: Broker) -> None:
 
 
 def test_the_window_view_is_capped_by_console_inflight_max_records(tmp_path: Path) -> None:
-    broker = _broker(tmp_path, **{"console.inflight.max.records": "2"})
+    broker = manual_broker(tmp_path, **{"console.inflight.max.records": "2"})
     try:
         rig = ShareRig(broker)
         rig.acknowledge(AckBatch(10, 10, (int(AcknowledgeType.RELEASE),)))

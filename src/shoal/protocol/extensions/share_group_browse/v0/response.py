@@ -1,0 +1,91 @@
+"""ShareGroupBrowse (30000) v0 response, a Shoal extension declared as kio declares
+Kafka's messages (see `shoal.protocol.extensions`).
+
+Per partition, the share-partition's in-flight window as its leader holds it in
+memory: start and end offsets, and one entry per whole batch or per offset of a split
+batch, from the start offset on, each with its state (Kafka's code and the state's
+name, so states added later read without a client change), delivery count, the member
+holding its acquisition lock and the time left on that lock.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
+from kio.schema.response_header.v1.header import ResponseHeader
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InFlightEntry:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(30000)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    first_offset: i64 = field(metadata={"kafka_type": "int64"})
+    """The first offset of the entry."""
+    last_offset: i64 = field(metadata={"kafka_type": "int64"})
+    """The last offset of the entry (inclusive)."""
+    state: i8 = field(metadata={"kafka_type": "int8"})
+    """The record state's id as Kafka persists it (0 Available, 1 Acquired, 2
+    Acknowledged, 4 Archived, and any Shoal adds)."""
+    state_name: str = field(metadata={"kafka_type": "string"})
+    """The record state's name."""
+    delivery_count: i16 = field(metadata={"kafka_type": "int16"})
+    """How many times the records were acquired."""
+    member_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The member holding the acquisition lock, or null."""
+    lock_expires_in_ms: i64 = field(metadata={"kafka_type": "int64"})
+    """Milliseconds left on the acquisition lock, or -1 without one."""
+    pending_write: bool = field(metadata={"kafka_type": "bool"})
+    """Whether a state write for the entry is being persisted."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrowsedPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(30000)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    """The partition."""
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    """The partition's error, or 0."""
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The partition's error message, or null."""
+    loaded: bool = field(metadata={"kafka_type": "bool"})
+    """Whether the share-partition is in the leader's memory; if not, nothing is
+    acquired and the fields below are -1 and empty."""
+    start_offset: i64 = field(metadata={"kafka_type": "int64"})
+    """The share-partition start offset (SPSO)."""
+    end_offset: i64 = field(metadata={"kafka_type": "int64"})
+    """The share-partition end offset (SPEO)."""
+    delivery_complete_count: i32 = field(metadata={"kafka_type": "int32"})
+    """Records at or past the SPSO whose delivery is complete."""
+    truncated: bool = field(metadata={"kafka_type": "bool"})
+    """Whether more entries were in flight than returned."""
+    entries: tuple[InFlightEntry, ...]
+    """The in-flight entries from the SPSO on, in offset order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroupBrowseResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(30000)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    """The duration in milliseconds for which the request was throttled."""
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    """The top-level error (group or topic), or 0."""
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The top-level error message, or null."""
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    """The topic's id (zero when the topic is unknown)."""
+    partitions: tuple[BrowsedPartition, ...]
+    """The browsed partitions, in request order."""

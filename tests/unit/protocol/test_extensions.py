@@ -1,0 +1,91 @@
+"""Shoal's extension APIs (protocol/extensions/): declared as kio declares Kafka's, found
+through the codec's merged index, encoded and decoded by kio's generic readers and
+writers, and served and advertised like any API. (test_fast_writer.py checks the
+composed writers write kio's bytes for them too.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import uuid
+
+from kio.schema.index import api_key_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+from shoal.client.share_browse import share_group_browse
+from shoal.client.versions import api_label
+from shoal.protocol import codec, extensions
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.registry import api_ranges, load_all_handlers
+from shoal.server.services import ApiRange
+
+KEY = extensions.SHARE_GROUP_BROWSE
+
+
+def test_extension_keys_are_outside_kafkas_and_named() -> None:
+    assert KEY == 30_000 and KEY not in api_key_map
+    assert min(extensions.API_KEYS) > max(api_key_map)
+    assert codec.api_name(KEY) == "share_group_browse"
+    assert api_label(KEY) == "ShareGroupBrowse (API 30000)"
+    for version, directions in extensions.SCHEMAS["share_group_browse"].items():
+        for entity_type in (EntityType.request, EntityType.response):
+            cls = codec._entity_class(KEY, version, entity_type)
+            assert dataclasses.is_dataclass(cls) and cls.__api_key__ == KEY
+            assert (cls.__version__, cls.__type__) == (version, entity_type)
+            assert directions[entity_type].endswith(f":{cls.__name__}")
+    assert codec.request_class(KEY, 1) is None  # an unknown version, as for kio's
+
+
+def test_a_browse_request_round_trips_through_the_codec() -> None:
+    request = share_group_browse("g", "t", [0, 2], max_entries=7).build(0)
+    frame = codec.encode_request(codec.request_header_for(KEY, 0, 41, "cli"), request)[4:]
+    assert codec.peek_key_version(frame) == (KEY, 0)
+    header, offset = codec.decode_header(frame, KEY, 0)
+    assert header.correlation_id == 41
+    assert codec.decode_body(frame, offset, KEY, 0) == request
+
+
+def test_a_browse_response_is_kios_own_encoding() -> None:
+    schema = response_schema(KEY, 0)
+    entry = schema.make(
+        "InFlightEntry",
+        first_offset=5,
+        last_offset=7,
+        state=1,
+        state_name="ACQUIRED",
+        delivery_count=2,
+        member_id="m1",
+        lock_expires_in_ms=29_000,
+        pending_write=False,
+    )
+    partition = schema.make(
+        "BrowsedPartition",
+        partition_index=0,
+        error_code=ErrorCode.none,
+        loaded=True,
+        start_offset=5,
+        end_offset=7,
+        delivery_complete_count=0,
+        truncated=True,
+        entries=(entry,),
+    )
+    response = schema.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        topic_id=uuid.uuid4(),
+        partitions=(partition,),
+    )
+    frame = bytes(codec.encode_response(KEY, 0, 9, response))
+    assert codec.decode_response(frame[4:], KEY, 0) == (9, response)
+    buffer = io.BytesIO()
+    entity_writer(type(response))(buffer, response)
+    assert frame.endswith(buffer.getvalue())  # header, then exactly kio's bytes
+    decoded, size = entity_reader(type(response))(buffer.getvalue(), 0)
+    assert (decoded, size) == (response, len(buffer.getvalue()))
+
+
+def test_the_broker_serves_and_advertises_the_extension() -> None:
+    assert ApiRange(KEY, 0, 0) in api_ranges(load_all_handlers())
