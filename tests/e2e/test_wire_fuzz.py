@@ -20,13 +20,13 @@ import struct
 import time
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12 import request as metadata12
 
 from shoal.protocol import codec
-from tests.support import fuzz_runner
+from tests.support import fuzz_runner, tagged_frames
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic, flush_all, producer, read_partitions
 from tests.support.wire import api_versions_request, call1
-from tests.unit.protocol import test_unknown_tags
 from tests.unit.protocol.test_counts import HUGE_COUNT_FRAME
 
 FRAMES = 10_000
@@ -89,21 +89,21 @@ def test_unknown_tagged_fields_get_a_normal_answer(broker: BrokerProcess) -> Non
     and a nested struct (tests/unit/protocol/test_unknown_tags.py has the levels), on a
     connection that then carries on; confluent-kafka works alongside."""
     create_topic(broker.bootstrap, "tagged")
-    api_versions = test_unknown_tags._frame(test_unknown_tags.API_VERSIONS)
-    end = test_unknown_tags.HEADER_END
+    api_versions = tagged_frames.request_frame(tagged_frames.API_VERSIONS)
+    end = tagged_frames.HEADER_END
     tagged_api_versions = (
         api_versions[:end]
-        + test_unknown_tags._section(3, 9000)
+        + tagged_frames.section(3, 9000)
         + api_versions[end + 1 : -1]
-        + test_unknown_tags._section(0, 1)
+        + tagged_frames.section(0, 1)
     )
-    metadata = test_unknown_tags.metadata12.MetadataRequest(
-        topics=(test_unknown_tags.metadata12.MetadataRequestTopic(topic_id=None, name="tagged"),),
+    metadata = metadata12.MetadataRequest(
+        topics=(metadata12.MetadataRequestTopic(topic_id=None, name="tagged"),),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
-    tagged_metadata = test_unknown_tags._with_tags(
-        test_unknown_tags._frame(metadata), metadata.topics[0], test_unknown_tags._section(42)
+    tagged_metadata = tagged_frames.with_tags(
+        tagged_frames.request_frame(metadata), metadata.topics[0], tagged_frames.section(42)
     )
     with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
         for _ in range(2):  # the connection stays open and keeps answering

@@ -9,51 +9,29 @@ the request is still refused.
 
 from __future__ import annotations
 
-import io
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v15 import request as fetch15
 from kio.schema.metadata.v12 import request as metadata12
 from kio.schema.produce.v11 import request as produce11
 from kio.schema.share_fetch.v1 import request as share_fetch1
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
-from shoal.protocol import codec, fast_writer
+from shoal.protocol import codec
+from tests.support.tagged_frames import (
+    API_VERSIONS,
+    HEADER_END,
+    fields,
+    request_frame,
+    section,
+    with_tags,
+)
 from tests.support.wire_fuzz import uvarint
 
 TOPIC_ID = uuid.UUID("6c1f9d0c-7d1e-4b69-9d53-2b3f7a5e0c11")
-
-
-def _fields(*tags: int, size: int = 2) -> bytes:
-    """The fields of `_unknown` without the count."""
-    return b"".join(uvarint(tag) + uvarint(size) + b"\x5a" * size for tag in tags)
-
-
-def _section(*tags: int, size: int = 2) -> bytes:
-    return uvarint(len(tags)) + _fields(*tags, size=size)
-
-
-def _encoded(entity: Any) -> bytes:
-    buffer = io.BytesIO()
-    fast_writer.entity_writer(type(entity))(buffer, entity)
-    return buffer.getvalue()
-
-
-def _frame(request: Any) -> bytes:
-    key, version = int(request.__api_key__), int(request.__version__)
-    return codec.encode_request(codec.request_header_for(key, version, 7, "cli"), request)[4:]
-
-
-def _with_tags(frame: bytes, entity: Any, section: bytes) -> bytes:
-    """Replace the empty tag section at the end of `entity`'s bytes inside `frame`."""
-    inner = _encoded(entity)
-    assert inner.endswith(b"\x00") and frame.count(inner) == 1
-    at = frame.index(inner) + len(inner) - 1
-    return frame[:at] + section + frame[at + 1 :]
 
 
 def _decode(frame: bytes) -> tuple[Any, Any]:
@@ -62,14 +40,10 @@ def _decode(frame: bytes) -> tuple[Any, Any]:
     return header, codec.decode_body(frame, offset, key, version)
 
 
-API_VERSIONS = ApiVersionsRequest(client_software_name="librdkafka", client_software_version="2")
-HEADER_END = 2 + 2 + 4 + 2 + len("cli")
-
-
 def test_header_and_body_of_api_versions() -> None:
-    frame = _frame(API_VERSIONS)
+    frame = request_frame(API_VERSIONS)
     assert frame[HEADER_END] == 0
-    tagged = frame[:HEADER_END] + _section(3, 9000) + frame[HEADER_END + 1 : -1] + _section(0, 1)
+    tagged = frame[:HEADER_END] + section(3, 9000) + frame[HEADER_END + 1 : -1] + section(0, 1)
     header, body = _decode(tagged)
     assert (header.correlation_id, header.client_id) == (7, "cli")
     assert body == API_VERSIONS
@@ -87,9 +61,9 @@ def _metadata() -> Any:
 
 def test_metadata_topic_structs_and_body() -> None:
     request = _metadata()
-    frame = _with_tags(_frame(request), request.topics[1], _section(1, 2, size=300))
-    frame = _with_tags(frame, request.topics[0], _section(*range(130)))  # 2-byte count
-    frame = frame[:-1] + _section(5)
+    frame = with_tags(request_frame(request), request.topics[1], section(1, 2, size=300))
+    frame = with_tags(frame, request.topics[0], section(*range(130)))  # 2-byte count
+    frame = frame[:-1] + section(5)
     assert _decode(frame)[1] == request
 
 
@@ -117,8 +91,8 @@ def _share_fetch() -> Any:
 def test_share_fetch_three_levels_down() -> None:
     request = _share_fetch()
     partition = request.topics[0].partitions[0]
-    frame = _with_tags(_frame(request), request.topics[0], _section(77, size=0))
-    frame = _with_tags(frame, partition.acknowledgement_batches[0], _section(4))
+    frame = with_tags(request_frame(request), request.topics[0], section(77, size=0))
+    frame = with_tags(frame, partition.acknowledgement_batches[0], section(4))
     assert _decode(frame)[1] == request
 
 
@@ -155,11 +129,11 @@ def _replica_state_field(unknown: bytes = b"\x00") -> bytes:
 def test_unknown_tags_inside_a_known_tagged_struct() -> None:
     """The known field's size shrinks with the unknown fields taken out of it; tags out
     of order (99 before 0 and 1) are read as Kafka reads them, in any order."""
-    plain = _frame(_fetch())
+    plain = request_frame(_fetch())
     assert plain.endswith(b"\x00")
     cluster = uvarint(0) + uvarint(3) + b"\x03k1"
-    tail = uvarint(4) + _fields(99) + cluster + _replica_state_field(_section(6, 7, size=200))
-    tail += _fields(3)
+    tail = uvarint(4) + fields(99) + cluster + _replica_state_field(section(6, 7, size=200))
+    tail += fields(3)
     _, body = _decode(plain[:-1] + tail)
     assert body.cluster_id == "k1"
     assert (body.replica_state.replica_id, body.replica_state.replica_epoch) == (2, 3)
@@ -167,10 +141,10 @@ def test_unknown_tags_inside_a_known_tagged_struct() -> None:
 
 
 def test_a_known_tag_twice_keeps_the_last_value_as_kafka_does() -> None:
-    plain = _frame(_fetch())
+    plain = request_frame(_fetch())
     first = uvarint(0) + uvarint(3) + b"\x03k1"
     second = uvarint(0) + uvarint(3) + b"\x03k2"
-    assert _decode(plain[:-1] + uvarint(3) + first + _fields(50) + second)[1].cluster_id == "k2"
+    assert _decode(plain[:-1] + uvarint(3) + first + fields(50) + second)[1].cluster_id == "k2"
 
 
 def test_produce_partition_level() -> None:
@@ -181,30 +155,30 @@ def test_produce_partition_level() -> None:
         timeout=i32Timedelta.parse(timedelta(seconds=1)),
         topic_data=(produce11.TopicProduceData(name="t", partition_data=(partition,)),),
     )
-    frame = _with_tags(_frame(request), partition, _section(12))
+    frame = with_tags(request_frame(request), partition, section(12))
     assert _decode(frame)[1] == request
 
 
 @pytest.mark.parametrize(
-    "section",
+    "bad",
     [
         uvarint(1) + uvarint(9) + uvarint(50) + b"xx",  # size past the end
-        uvarint(2) + _fields(9),  # one field fewer than the count
+        uvarint(2) + fields(9),  # one field fewer than the count
         uvarint(1) + uvarint(9),  # no size
         uvarint(1) + b"\xff\xff\xff\xff\xff\x01" + b"\x00",  # tag varint too long
     ],
 )
-def test_malformed_sections_are_still_refused(section: bytes) -> None:
-    frame = _frame(API_VERSIONS)
+def test_malformed_sections_are_still_refused(bad: bytes) -> None:
+    frame = request_frame(API_VERSIONS)
     with pytest.raises(codec.ProtocolError, match="malformed api_versions v3 body"):
-        _decode(frame[:-1] + section)
+        _decode(frame[:-1] + bad)
     with pytest.raises(codec.ProtocolError, match="malformed request header"):
-        _decode(frame[:HEADER_END] + section)
+        _decode(frame[:HEADER_END] + bad)
 
 
 def test_unknown_tag_before_a_truncated_body_is_refused() -> None:
-    frame = _frame(_metadata())
+    frame = request_frame(_metadata())
     request = _metadata()
-    cut = _with_tags(frame, request.topics[0], _section(8))[:-4]
+    cut = with_tags(frame, request.topics[0], section(8))[:-4]
     with pytest.raises(codec.ProtocolError, match="malformed metadata v12 body"):
         _decode(cut)
