@@ -42,7 +42,10 @@ mutated or raw; the broker must answer every one it can parse."""
 RAW_SHARE = 0.1
 MUTATED_SHARE = 0.8
 HEALTH_RECORDS_PER_S = 200
-PROBLEMS = re.compile(r"Traceback|handler of \S+ v\d+ failed|Task exception|Exception in callback")
+PROBLEMS = re.compile(
+    r"Traceback|handler of \S+ v\d+ failed|Task exception|Exception in callback"
+    r"|Unknown tagged field"  # Kafka skips unknown tags; so must Shoal (codec.py)
+)
 
 
 @dataclass

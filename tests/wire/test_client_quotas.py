@@ -96,12 +96,16 @@ def test_validate_only_changes_nothing(quota_broker: BrokerProcess) -> None:
     ("entity", "changes"),
     [
         ([], {P: 1.0}),
-        ([("ip", "1.2.3.4")], {"connection_creation_rate": 1.0}),
+        ([("ip", "1.2.3.4")], {P: 1.0}),  # ip entities take only connection_creation_rate
+        ([("ip", "not-an-ip")], {"connection_creation_rate": 1.0}),
+        ([("ip", "1.2.3.4"), ("user", "u")], {"connection_creation_rate": 1.0}),
+        ([("client-id", "x")], {"connection_creation_rate": 1.0}),
+        ([("ip", None)], {"connection_creation_rate": 1.5}),
         ([("client-id", "x"), ("client-id", "y")], {P: 1.0}),
         ([("client-id", "x")], {"no_such_quota": 1.0}),
         ([("client-id", "x")], {P: 0.5}),
         ([("client-id", "x")], {P: -5.0}),
-        ([("client-id", "x")], {"request_percentage": 50.0}),
+        ([("client-id", "x")], {"request_percentage": -1.0}),
     ],
 )
 def test_invalid_entries_are_refused_alone(
@@ -118,7 +122,7 @@ def test_invalid_filter(quota_broker: BrokerProcess) -> None:
     for components in (
         [("client-id", MATCH_EXACT, None)],
         [("client-id", MATCH_ANY, None), ("client-id", MATCH_ANY, None)],
-        [("ip", MATCH_ANY, None)],
+        [("ip", MATCH_ANY, None), ("user", MATCH_ANY, None)],
         [("client-id", 7, None)],
     ):
         response = call1(quota_broker.bootstrap, describe_client_quotas(components))

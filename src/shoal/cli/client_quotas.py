@@ -1,10 +1,13 @@
-"""Client quotas for `shoal configs` (kafka-configs.sh --entity-type clients|users):
+"""Client quotas for `shoal configs` (kafka-configs.sh --entity-type clients|users|ips):
 
   --alter --entity-type clients --entity-name app --add-config 'producer_byte_rate=1048576'
   --alter --entity-type users --entity-name alice --entity-type clients --entity-default
           --add-config 'consumer_byte_rate=2097152,producer_byte_rate=1048576'
   --alter --entity-type clients --entity-name app --delete-config producer_byte_rate
   --describe --entity-type clients [--entity-name app | --entity-default]
+  --alter --entity-type clients --entity-name app --add-config 'request_percentage=50'
+  --alter --entity-type ips --entity-name 127.0.0.1 --add-config 'connection_creation_rate=10'
+  --describe --entity-type ips [--entity-name 127.0.0.1 | --entity-default]
 
 Entity types pair with names (or `--entity-default`) in the order given, as in
 kafka-configs.sh. Describe prints one line per entity, as kafka-configs.sh does:
@@ -27,10 +30,16 @@ from shoal.client.quota_requests import (
     describe_client_quotas,
 )
 
-ENTITY_TYPES = {"users": "user", "clients": "client-id"}
+ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 """kafka-configs.sh's entity types and their quota entity types."""
-QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate")
-_LABELS = {"user": "user-principal", "client-id": "client-id"}
+QUOTA_KEYS = (
+    "producer_byte_rate",
+    "consumer_byte_rate",
+    "request_percentage",
+    "connection_creation_rate",
+)
+"""The keys the broker takes (it says which entity types each is for)."""
+_LABELS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
 
 
 def entity_of(args: argparse.Namespace) -> list[tuple[str, str | None]]:

@@ -11,7 +11,7 @@
 `SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192`
 per user, as kafka-configs.sh does.
 
-Client quotas (`--entity-type clients`, or `users` with quota keys such as
+Client quotas (`--entity-type clients` or `ips`, or `users` with quota keys such as
 `producer_byte_rate`; both types together for a user and client-id entity): see
 cli/client_quotas.py. Describing users prints their quota configs, then their SCRAM
 credentials. Topic and broker configs are for later; exit 0 done, 1 failed, 2 bad usage.
@@ -60,7 +60,7 @@ def add_parser(commands: Any) -> None:
         metavar="TYPE",
         action="append",
         choices=sorted(client_quotas.ENTITY_TYPES),
-        help="users or clients (both, in turn, for a user and client-id quota)",
+        help="users, clients or ips (users and clients, in turn, for a user and client-id quota)",
     )
     parser.add_argument("--entity-name", metavar="NAME", dest="entity_names", action="append")
     parser.add_argument(
@@ -89,7 +89,7 @@ def _validate(args: argparse.Namespace) -> None:
     if not (args.alter or args.describe):
         raise UsageError("Command must include exactly one action: --describe, --alter")
     if not args.entity_type:
-        raise UsageError("--entity-type must be given (users or clients)")
+        raise UsageError("--entity-type must be given (users, clients or ips)")
     if _quotas(args):
         if args.alter:
             if not args.add_config and not args.delete_config:

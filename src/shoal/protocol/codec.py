@@ -6,6 +6,11 @@ otherwise. A response header is v1 for flexible versions and v0 otherwise, excep
 that ApiVersions responses always use v0, so a client that does not yet know the
 broker's versions can read them.
 
+Kafka skips tagged fields it does not know, in the header and at every struct level of
+a flexible body; kio's reader raises on them. `counts.scan` finds them during the walk
+that checks counts anyway, and when it does (rare: no client sends any today) the
+header or body is decoded from a copy without them.
+
 Kafka's APIs come from kio's index; Shoal's extension APIs (`protocol/extensions`,
 declared as kio declares Kafka's) are merged into it (`API_NAMES`, `SCHEMA_NAMES`), so
 both are read and written by kio's generic readers and writers.
@@ -43,6 +48,8 @@ SCHEMA_NAMES: dict[str, Any] = {**schema_name_map, **extensions.SCHEMAS}
 """name -> version -> direction -> "module:class", kio's shape (kio.schema.index)."""
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
+_CLIENT_ID_LENGTH = struct.Struct(">h")
+"""The int16 length of the header's client id, after key, version and correlation id."""
 SIZE = struct.Struct(">i")
 """The int32 size prefix of every Kafka message (framing.py reads it)."""
 
@@ -116,12 +123,35 @@ def peek_key_version(frame: bytes) -> tuple[int, int]:
 
 def decode_header(frame: bytes, api_key: int, version: int) -> tuple[Any, int]:
     """Decode the request header; returns (header, offset of the body)."""
-    header_cls = RequestHeaderV2 if is_flexible(api_key, version) else RequestHeaderV1
+    if not is_flexible(api_key, version):
+        try:
+            return _reader(RequestHeaderV1)(frame, 0)
+        except Exception as exc:  # kio raises several types for malformed input
+            raise ProtocolError(f"malformed request header: {exc}") from exc
+    client_id_length = _CLIENT_ID_LENGTH.unpack_from(frame, 8)[0] if len(frame) >= 10 else 0
+    tags_at = 10 + max(client_id_length, 0)
+    if tags_at < len(frame) and frame[tags_at] == 0:  # no tagged fields: the usual case
+        try:
+            return _reader(RequestHeaderV2)(frame, 0)
+        except Exception as exc:  # kio raises several types for malformed input
+            raise ProtocolError(f"malformed request header: {exc}") from exc
     try:
-        header, size = _reader(header_cls)(frame, 0)
+        end, edits = counts.scan(RequestHeaderV2, frame, 0)
+    except counts.CountError as exc:
+        raise ProtocolError(f"malformed request header: {exc}") from exc
+    try:
+        if edits:  # unknown tagged fields: Kafka skips them
+            header, _ = _reader(RequestHeaderV2)(counts.strip(frame, 0, end, edits), 0)
+            _log_skipped("request header", edits)
+            return header, end
+        return _reader(RequestHeaderV2)(frame, 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed request header: {exc}") from exc
-    return header, size
+
+
+def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
+    skipped = sum(1 for _, _, new in edits if not new)
+    log.debug("%s: skipped %d unknown tagged field(s) as Kafka does", what, skipped)
 
 
 def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
@@ -129,11 +159,16 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     cls = request_class(api_key, version)
     assert cls is not None
     try:
-        counts.check_counts(cls, frame, offset)  # before kio reserves memory by them
+        end, edits = counts.scan(cls, frame, offset)  # before kio reserves memory by counts
     except counts.CountError as exc:
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
+    data: bytes | memoryview = memoryview(frame)[offset:]
+    if edits:  # unknown tagged fields: decode a copy without them, as Kafka skips them
+        _log_skipped(f"{api_name(api_key)} v{version}", edits)
+        data = counts.strip(frame, offset, end, edits)
+        frame, offset = data, 0
     try:
-        body, size = _reader(cls)(memoryview(frame)[offset:], 0)
+        body, size = _reader(cls)(data, 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
     null = nulls.null_field(body)

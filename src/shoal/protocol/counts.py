@@ -1,4 +1,5 @@
-"""Refuse an array count larger than the bytes left in the request. Sans-I/O.
+"""Refuse an array count larger than the bytes left in the request, and find the
+tagged fields Kafka would skip. Sans-I/O.
 
 kio's native reader reserves memory for an array's elements from the count on the
 wire before reading them: a 60-byte request announcing 2^31-1 nested structures made
@@ -9,11 +10,21 @@ metadata, as kio would read it: lengths read, payloads skipped, known tagged fie
 walked within their size) before kio decodes it, and raises `CountError` on the
 first impossible count or length. Per request the cost is one pass over its fields
 (per topic and partition); record batches and strings are skipped, never read.
+
+The same walk finds unknown tagged fields. Kafka's generated readers skip a tag they
+do not know (keeping its bytes), at every struct level and in the request header;
+kio's reader raises instead. `scan` returns the edits (byte ranges and their
+replacement) that take the unknown fields out: the field itself, the section's count,
+and the size of an enclosing known tagged field. `strip` applies them, so that kio
+decodes the same request without the unknown fields. Like Kafka's readers, the walk
+accepts tags in any order and a tag twice (kio keeps the last value of a known tag,
+as Kafka does); a size past the end of the request is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import types
 import typing
 from collections.abc import Callable
@@ -27,6 +38,7 @@ from kio.serial._introspect import (
     get_field_tag,
     get_schema_field_type,
 )
+from kio.serial.writers import write_unsigned_varint
 
 
 class CountError(Exception):
@@ -50,8 +62,11 @@ FIXED_BYTES = {
 LENGTH_BYTES = {"string": 2, "bytes": 4, "records": 4}
 """Width of the length prefix of a non-compact (non-flexible) variable-size field."""
 
-Step = Callable[[memoryview, int, int], int]
-"""Given the frame, a position and the end, returns the position after one field."""
+Edit = tuple[int, int, bytes]
+"""Replace frame[start:end] with the bytes."""
+Step = Callable[[memoryview, int, int, list[Edit]], int]
+"""Given the frame, a position, the end and the edits found so far, returns the position
+after one field (appending edits for the unknown tagged fields inside it)."""
 
 
 def _uvarint(data: memoryview, pos: int, end: int) -> tuple[int, int]:
@@ -82,14 +97,14 @@ def _length(data: memoryview, pos: int, end: int, *, flexible: bool, width: int)
 
 
 def _fixed(size: int) -> Step:
-    def step(data: memoryview, pos: int, end: int) -> int:
+    def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         return pos + size
 
     return step
 
 
 def _sized(flexible: bool, width: int) -> Step:
-    def step(data: memoryview, pos: int, end: int) -> int:
+    def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         length, pos = _length(data, pos, end, flexible=flexible, width=width)
         if length > end - pos:
             raise CountError(f"a length of {length} with {end - pos} bytes left")
@@ -99,21 +114,21 @@ def _sized(flexible: bool, width: int) -> Step:
 
 
 def _array(flexible: bool, element: Step) -> Step:
-    def step(data: memoryview, pos: int, end: int) -> int:
+    def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         count, pos = _length(data, pos, end, flexible=flexible, width=4)
         if count > end - pos:
             raise CountError(f"an array of {count} with {end - pos} bytes left")
         for _ in range(count):
-            pos = element(data, pos, end)
+            pos = element(data, pos, end, edits)
         return pos
 
     return step
 
 
 def _nullable_entity(entity: Step) -> Step:
-    def step(data: memoryview, pos: int, end: int) -> int:
+    def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         marker = _signed(data, pos, 1, end)
-        return pos + 1 if marker < 0 else entity(data, pos + 1, end)
+        return pos + 1 if marker < 0 else entity(data, pos + 1, end, edits)
 
     return step
 
@@ -152,18 +167,21 @@ def _entity(cls: Any) -> Step:
     flexible = bool(cls.__flexible__)
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
+    header = cls.__name__ == "RequestHeader"
     for field in dataclasses.fields(cls):
         tag = get_field_tag(field)
-        if tag is None:
+        if header and field.name == "client_id":  # a legacy string in every header version
+            steps.append(_field(field, False))
+        elif tag is None:
             steps.append(_field(field, flexible))
         else:
             tagged[int(tag)] = _field(field, flexible)
 
-    def step(data: memoryview, pos: int, end: int) -> int:
+    def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         for field_step in steps:
-            pos = field_step(data, pos, end)
+            pos = field_step(data, pos, end, edits)
         if flexible:
-            pos = _tags(data, pos, end, tagged)
+            pos = _tags(data, pos, end, tagged, edits)
         if pos > end:
             raise CountError("the request ends inside a field")
         return pos
@@ -172,23 +190,67 @@ def _entity(cls: Any) -> Step:
     return step
 
 
-def _tags(data: memoryview, pos: int, end: int, known: dict[int, Step]) -> int:
+def _tags(data: memoryview, pos: int, end: int, known: dict[int, Step], edits: list[Edit]) -> int:
+    if pos < end and data[pos] == 0:  # no tagged fields: the usual case
+        return pos + 1
+    count_at = pos
     count, pos = _uvarint(data, pos, end)
+    count_end = pos
     if count > end - pos:
         raise CountError(f"{count} tagged fields with {end - pos} bytes left")
+    first_edit = len(edits)
+    unknown = 0
     for _ in range(count):
+        field_at = pos
         tag, pos = _uvarint(data, pos, end)
+        size_at = pos
         size, pos = _uvarint(data, pos, end)
         if size > end - pos:
             raise CountError(f"a tagged field of {size} bytes with {end - pos} left")
         inner = known.get(tag)
-        if inner is not None:
-            inner(data, pos, pos + size)
+        if inner is None:  # Kafka keeps it as an unknown tagged field; Shoal drops it
+            unknown += 1
+            edits.append((field_at, pos + size, b""))
+        else:
+            inner_first = len(edits)
+            inner(data, pos, pos + size, edits)
+            if len(edits) > inner_first:  # unknown fields inside: the size shrinks
+                removed = sum(stop - start - len(new) for start, stop, new in edits[inner_first:])
+                edits.insert(inner_first, (size_at, pos, _uvarint_bytes(size - removed)))
         pos += size
+    if unknown:
+        edits.insert(first_edit, (count_at, count_end, _uvarint_bytes(count - unknown)))
     return pos
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    buffer = io.BytesIO()
+    write_unsigned_varint(buffer, value)  # type: ignore[arg-type]  # a checked int
+    return buffer.getvalue()
 
 
 def check_counts(cls: Any, frame: bytes, offset: int) -> None:
     """Raise `CountError` if a count or length in `frame[offset:]` (a `cls` body)
     exceeds the bytes left after it."""
-    _entity(cls)(memoryview(frame), offset, len(frame))
+    scan(cls, frame, offset)
+
+
+def scan(cls: Any, frame: bytes, offset: int) -> tuple[int, list[Edit]]:
+    """Walk a `cls` at `frame[offset:]`: (position after it, edits taking out its unknown
+    tagged fields). Raises `CountError` on a count or length past the end."""
+    edits: list[Edit] = []
+    pos = _entity(cls)(memoryview(frame), offset, len(frame), edits)
+    return pos, edits
+
+
+def strip(frame: bytes, offset: int, end: int, edits: list[Edit]) -> bytes:
+    """`frame[offset:end]` with the edits applied (positions are in `frame`)."""
+    pieces: list[bytes | memoryview] = []
+    view = memoryview(frame)
+    at = offset
+    for start, stop, new in edits:
+        pieces.append(view[at:start])
+        pieces.append(new)
+        at = stop
+    pieces.append(view[at:end])
+    return b"".join(pieces)

@@ -16,6 +16,10 @@ shared by every client-id of U; a `client-id=<default>` quota gives each client-
 its own rate of that value. So the sensor key is (user if the entity has a user,
 client-id if it has a client-id), with the request's own names filled in.
 
+Ip entities (KIP-612) stand apart: `ip=A` or the ip default, only for
+`connection_creation_rate`, looked up by `resolve_ip` (the address's own entity, else the
+default); each address has its own rate.
+
 Rate (Kafka's `Rate` over a `SampledStat`): `window_num` samples of `window_ms` each;
 a value is added to the current sample, which is replaced by a fresh one once it is
 `window_ms` old; samples older than the whole window count for nothing. The rate is
@@ -41,12 +45,23 @@ from shoal import limits
 
 USER: Final = "user"
 CLIENT_ID: Final = "client-id"
-ENTITY_TYPES: Final = (USER, CLIENT_ID)
-"""The entity types served (Kafka's `ip` entity, for connection rates, is not)."""
+IP: Final = "ip"
+ENTITY_TYPES: Final = (USER, CLIENT_ID, IP)
+"""The entity types served; `ip` stands alone (never with user or client-id)."""
 PRODUCER_BYTE_RATE: Final = "producer_byte_rate"
 CONSUMER_BYTE_RATE: Final = "consumer_byte_rate"
-QUOTA_KEYS: Final = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
-"""The quota keys enforced (`request_percentage` and `controller_mutation_rate` are not)."""
+REQUEST_PERCENTAGE: Final = "request_percentage"
+CONNECTION_CREATION_RATE: Final = "connection_creation_rate"
+CLIENT_KEYS: Final = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+"""The keys of user and client-id entities (Kafka's `controller_mutation_rate` is not served)."""
+IP_KEYS: Final = (CONNECTION_CREATION_RATE,)
+"""The keys of ip entities (KIP-612)."""
+QUOTA_KEYS: Final = CLIENT_KEYS + IP_KEYS
+WHOLE_KEYS: Final = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, CONNECTION_CREATION_RATE)
+"""Keys whose values are whole numbers (Kafka's LONG/INT); request_percentage is a DOUBLE."""
+NANOS_TO_PERCENT_SECONDS: Final = 100.0 / 1e9
+"""Request time is recorded as percent-seconds (Kafka's `nanosToPercentage`): 1 s of
+handler time in a 1 s window is a rate of 100 (one whole thread; in Shoal, the loop)."""
 
 Entity = tuple[tuple[str, str | None], ...]
 """An entity: (type, name or None for the default) pairs sorted by type, e.g.
@@ -77,6 +92,16 @@ def _precedence(user: str, client_id: str) -> list[Entity]:
         entity(client_id=client_id),
         entity(client_id=None),
     ]
+
+
+def resolve_ip(quotas: Mapping[Entity, Mapping[str, float]], ip: str) -> Quota | None:
+    """The connection-rate quota of connections from `ip`: its own entity, else the
+    ip default (KIP-612); each ip has its own rate either way."""
+    for candidate in (((IP, ip),), ((IP, None),)):
+        values = quotas.get(candidate)
+        if values is not None and CONNECTION_CREATION_RATE in values:
+            return Quota(bound=values[CONNECTION_CREATION_RATE], sensor=(ip, ""), entity=candidate)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,8 +224,8 @@ class Broker:
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
         self._idle_sweep: asyncio.Task[None] | None = None
-        self._refused_logged_ms: int | None = None  # max.connections refusals (issue 15)
-        self._refused_unlogged = 0
+        self._refused_logged_ms: dict[str, int] = {}  # refusals per reason kind (issue 15)
+        self._refused_unlogged: dict[str, int] = {}
 
     @property
     def config(self) -> BrokerConfig:
@@ -344,26 +344,24 @@ class Broker:
         self._stopped.set()
 
     # ---- connections
-    def _log_refused(self, peer: tuple[str, int], max_connections: int) -> None:
+    def _log_refused(self, peer: tuple[str, int], kind: str, reason: str) -> None:
         """Log a refused connection, at most once per
-        `limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS` (with the count since the last)."""
+        `limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS` per `kind` of refusal (with the
+        count since the last)."""
         now_ms = self.clock.monotonic_ms()
-        self._refused_unlogged += 1
-        if (
-            self._refused_logged_ms is not None
-            and now_ms - self._refused_logged_ms < limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS
-        ):
+        unlogged = self._refused_unlogged[kind] = self._refused_unlogged.get(kind, 0) + 1
+        last_ms = self._refused_logged_ms.get(kind)
+        if last_ms is not None and now_ms - last_ms < limits.REFUSED_CONNECTIONS_LOG_INTERVAL_MS:
             return
         log.warning(
-            "refusing connection from %s:%s: max.connections=%d reached "
-            "(%d refused since the last such line)",
+            "refusing connection from %s:%s: %s (%d refused since the last such line)",
             peer[0],
             peer[1],
-            max_connections,
-            self._refused_unlogged,
+            reason,
+            unlogged,
         )
-        self._refused_logged_ms = now_ms
-        self._refused_unlogged = 0
+        self._refused_logged_ms[kind] = now_ms
+        self._refused_unlogged[kind] = 0
 
     async def _sweep_connections(self) -> None:
         """Close connections past a deadline of server/idle.py, logging why."""
@@ -404,9 +402,20 @@ class Broker:
             return
         max_connections = self.config.get_int("max.connections")
         if len(self._connections) >= max_connections:
-            self._log_refused(peer, max_connections)
+            self._log_refused(peer, "max", f"max.connections={max_connections} reached")
             writer.close()
             return
+        if self.quotas.ip_quotas:  # connection_creation_rate of ip entities (KIP-612)
+            now_ms = self.clock.monotonic_ms()
+            throttle_ms, rate = self.quotas.connection_throttle_ms(ip=str(peer[0]), now_ms=now_ms)
+            if throttle_ms > 0:
+                reason = (
+                    f"connection_creation_rate={rate:g}/s of ip {peer[0]} exceeded "
+                    f"(throttled for {throttle_ms} ms)"
+                )
+                self._log_refused(peer, "ip", reason)
+                writer.close()
+                return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -46,7 +46,7 @@ from shoal.clock import Clock, measure_ns
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
-from shoal.server import sasl
+from shoal.server import sasl, throttle
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
@@ -97,6 +97,8 @@ async def serve_connection(
                 trace_request_read(api, started_ns)
             response = await _dispatch(services, handlers, info, frame)
             if response is not None:
+                if writer.transport.is_closing():  # uvloop raises RuntimeError on a write
+                    raise ConnectionResetError("the peer left before the answer was written")
                 writer.write(response)
                 if writer.transport.get_write_buffer_size() > 0:  # the client is slow
                     info.write_started_ms = clock.monotonic_ms()
@@ -210,8 +212,13 @@ async def _dispatch(
         return codec.encode_response(api_key, response_version, correlation_id, fallback)
     request = codec.decode_body(frame, body_offset, api_key, version)
     staged = services.state_writes.mark()
+    quotas = services.quotas
+    timed = None
     try:
-        if TRACE.enabled:
+        if quotas is not None and quotas.request_quotas:  # request_percentage (throttle.py)
+            timed = throttle.LoopTimed(handler.handle(ctx, request))
+            response = await timed
+        elif TRACE.enabled:
             with TRACE.stage(f"handle {codec.api_name(api_key)}"):
                 response = await handler.handle(ctx, request)
         else:
@@ -236,4 +243,6 @@ async def _dispatch(
             ) from exc
     if response is None:
         return None
+    if timed is not None:
+        response = throttle.request_throttled(ctx, response, timed.ns)
     return codec.encode_response(api_key, version, correlation_id, response)

@@ -12,13 +12,17 @@ it only once the write succeeded (a failed write raises OSError, nothing changes
 
 Recording (the core is security/quota.py): `produce_throttle_ms` records a Produce
 request's record bytes against `producer_byte_rate`; `fetch_throttle_ms` records a
-response's record bytes against `consumer_byte_rate`; both return Kafka's throttle
-time. The window (`quota.window.num` x `quota.window.size.seconds`) is read from the
+response's record bytes against `consumer_byte_rate`; `request_throttle_ms` records a
+request's handler time against `request_percentage` (KIP-124); all return Kafka's
+throttle time. `connection_throttle_ms` records a new connection against its ip's
+`connection_creation_rate` (KIP-612) and takes it back when the connection is refused.
+The window (`quota.window.num` x `quota.window.size.seconds`) is read from the
 live config at each call; a change starts the rates again.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import math
@@ -30,13 +34,21 @@ from shoal import limits
 from shoal.config import BrokerConfig
 from shoal.log.fileio import read_file, write_atomic
 from shoal.security.quota import (
+    CLIENT_KEYS,
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     ENTITY_TYPES,
+    IP,
+    IP_KEYS,
+    NANOS_TO_PERCENT_SECONDS,
     PRODUCER_BYTE_RATE,
     QUOTA_KEYS,
+    REQUEST_PERCENTAGE,
+    WHOLE_KEYS,
     Entity,
     QuotaManager,
     resolve,
+    resolve_ip,
 )
 
 log = logging.getLogger(__name__)
@@ -83,7 +95,11 @@ class QuotaFile:
                 entity = tuple((str(kind), name) for kind, name in row["entity"])
                 values = {str(k): float(v) for k, v in row["values"].items()}
                 problem = entity_problem(entity) or next(
-                    filter(None, (value_problem(k, v) for k, v in values.items())), None
+                    filter(
+                        None,
+                        (key_problem(entity, k) or value_problem(k, v) for k, v in values.items()),
+                    ),
+                    None,
                 )
                 if problem is not None:
                     raise ValueError(problem)
@@ -111,16 +127,44 @@ def entity_problem(entity: Entity) -> str | None:
         return f"Duplicate entity type in {entity}"
     for kind, name in entity:
         if kind not in ENTITY_TYPES:
-            return f"Unsupported client quota entity type {kind!r} (Shoal serves user, client-id)"
+            return f"Unsupported client quota entity type {kind!r} (user, client-id or ip)"
         if name is not None and not name:
             return f"Empty {kind} name: use the default (null) entity instead"
+    if IP in kinds and len(kinds) > 1:
+        return "Invalid quota entity: an ip entity cannot be combined with user or client-id"
+    ip = dict(entity).get(IP)
+    if ip is not None and not _is_ip(ip):
+        return f"{ip} is not a valid IP"
+    return None
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def key_problem(entity: Entity, key: str) -> str | None:
+    """Why `key` may not be set on `entity` (ip entities take only connection_creation_rate,
+    the others only the client keys), or None."""
+    if key not in QUOTA_KEYS:
+        return f"Invalid configuration key {key!r} (Shoal enforces {', '.join(QUOTA_KEYS)})"
+    is_ip = any(kind == IP for kind, _name in entity)
+    if is_ip and key not in IP_KEYS:
+        return (
+            f"Invalid configuration key {key!r} for an ip entity: only {CONNECTION_CREATION_RATE}"
+        )
+    if not is_ip and key not in CLIENT_KEYS:
+        return f"Configuration key {key!r} can only be set on an ip entity"
     return None
 
 
 def value_problem(key: str, value: float) -> str | None:
     if key not in QUOTA_KEYS:
         return f"Invalid configuration key {key!r} (Shoal enforces {', '.join(QUOTA_KEYS)})"
-    if not math.isfinite(value) or value != int(value):
+    if not math.isfinite(value) or (key in WHOLE_KEYS and value != int(value)):
         return f"Configuration {key} must be a whole number"
     if value <= 0:
         return f"Configuration {key} must be positive"
@@ -148,6 +192,14 @@ class QuotaService:
         num, window_ms = self._window()
         self.produce = QuotaManager(key=PRODUCER_BYTE_RATE, window_num=num, window_ms=window_ms)
         self.fetch = QuotaManager(key=CONSUMER_BYTE_RATE, window_num=num, window_ms=window_ms)
+        self.requests = QuotaManager(key=REQUEST_PERCENTAGE, window_num=num, window_ms=window_ms)
+        self.connections = QuotaManager(
+            key=CONNECTION_CREATION_RATE, window_num=num, window_ms=window_ms
+        )
+        self.request_quotas = self.ip_quotas = False
+        """Whether any entity sets request_percentage / connection_creation_rate (the
+        shell skips the measuring and the lookups otherwise)."""
+        self._adopt(self.quotas)
         self._throttled: set[tuple[str, str, str]] = set()
         """(kind, user, client-id) being throttled, for the start/stop log lines."""
         if self.quotas:
@@ -184,6 +236,35 @@ class QuotaService:
     def fetch_throttle_ms(self, *, user: str, client_id: str, size: int, now_ms: int) -> int:
         return self._record(self.fetch, user=user, client_id=client_id, size=size, now_ms=now_ms)
 
+    def request_throttle_ms(
+        self, *, user: str, client_id: str, handler_ns: int, now_ms: int
+    ) -> int:
+        """Record `handler_ns` of handler time (as percent-seconds) against
+        `request_percentage`; the throttle time."""
+        if not self.request_quotas:
+            return 0
+        value = handler_ns * NANOS_TO_PERCENT_SECONDS
+        num, window_ms = self._window()
+        self.requests.configure_window(window_num=num, window_ms=window_ms)
+        quota = resolve(self.quotas, key=REQUEST_PERCENTAGE, user=user, client_id=client_id)
+        return self.requests.record_and_throttle_ms(quota, value, now_ms=now_ms)
+
+    def connection_throttle_ms(self, *, ip: str, now_ms: int) -> tuple[int, float]:
+        """Record a new connection from `ip`; (throttle time, quota). Over the quota
+        (throttle > 0) the caller refuses the connection and it is taken back, so
+        refused attempts do not count, as in Kafka (KIP-612)."""
+        if not self.ip_quotas:
+            return 0, 0.0
+        num, window_ms = self._window()
+        self.connections.configure_window(window_num=num, window_ms=window_ms)
+        quota = resolve_ip(self.quotas, ip)
+        if quota is None:
+            return 0, 0.0
+        throttle_ms = self.connections.record_and_throttle_ms(quota, 1, now_ms=now_ms)
+        if throttle_ms > 0:
+            self.connections.unrecord(quota, 1, now_ms=now_ms)
+        return throttle_ms, quota.bound
+
     def fetch_bytes_max(self, *, user: str, client_id: str) -> int | None:
         """The most a fetch may return (Kafka's `getMaxValueInQuotaWindow`: the quota
         times the window less one sample), so a fetch never outgrows its own quota and
@@ -211,6 +292,10 @@ class QuotaService:
         quota = resolve(self.quotas, key=manager.key, user=user, client_id=client_id)
         return manager.record_and_throttle_ms(quota, size, now_ms=now_ms)
 
+    def _adopt(self, quotas: Quotas) -> None:
+        self.request_quotas = any(REQUEST_PERCENTAGE in v for v in quotas.values())
+        self.ip_quotas = any(CONNECTION_CREATION_RATE in v for v in quotas.values())
+
     # ---- DescribeClientQuotas / AlterClientQuotas
     def describe(
         self, components: Sequence[MatchComponent], *, strict: bool
@@ -235,7 +320,7 @@ class QuotaService:
         problems: list[str | None] = []
         for raw_entity, ops in entries:
             entity = _normalized(raw_entity)
-            problem = entity_problem(entity) or _ops_problem(ops)
+            problem = entity_problem(entity) or _ops_problem(entity, ops)
             values = dict(new.get(entity, {}))
             for op in ops:
                 if op.remove:
@@ -255,6 +340,7 @@ class QuotaService:
             self.file.save(new)
             changed = [e for e in set(new) | set(self.quotas) if new.get(e) != self.quotas.get(e)]
             self.quotas = new
+            self._adopt(new)
             log.info("client quotas altered: %s", "; ".join(_describe(e, new) for e in changed))
         return problems
 
@@ -264,15 +350,14 @@ def _describe(entity: Entity, quotas: Quotas) -> str:
     return f"{names} -> {quotas.get(entity, 'removed')}"
 
 
-def _ops_problem(ops: Sequence[QuotaOp]) -> str | None:
+def _ops_problem(entity: Entity, ops: Sequence[QuotaOp]) -> str | None:
     keys = [op.key for op in ops]
     if len(set(keys)) != len(keys):
         return "Duplicate quota key in one entity's ops"
     for op in ops:
-        if op.remove:
-            if op.key not in QUOTA_KEYS:
-                return f"Invalid configuration key {op.key!r}"
-        elif (problem := value_problem(op.key, op.value)) is not None:
+        if (problem := key_problem(entity, op.key)) is not None:
+            return problem
+        if not op.remove and (problem := value_problem(op.key, op.value)) is not None:
             return problem
     return None
 
@@ -289,6 +374,8 @@ def filter_problem(components: Sequence[MatchComponent]) -> str | None:
             return f"Unknown match type {c.match_type}"
         if c.match_type == MATCH_EXACT and c.match is None:
             return "An exact match needs a name"
+    if IP in kinds and len(kinds) > 1:
+        return "Invalid entity filter: ip cannot be combined with user or client-id"
     return None
 
 

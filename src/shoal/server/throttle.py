@@ -1,4 +1,5 @@
-"""Applying client quotas to a request (KIP-219), for Produce, Fetch and ShareFetch.
+"""Applying client quotas to a request (KIP-219): byte rates for Produce, Fetch and
+ShareFetch, request time (KIP-124) for every request.
 
 A handler asks `produce_throttle_ms` / `fetch_throttle_ms` after it knows the bytes:
 a Produce request's record bytes count against `producer_byte_rate`, a Fetch or
@@ -14,14 +15,30 @@ client fetches them again after the throttle time), and a Fetch's MaxBytes is bo
 by the quota times the window (`fetch_bytes_max`) so it can fit; a throttled ShareFetch still
 carries its records, since they are acquired for the member already.
 
+Request time (`request_percentage`). Kafka counts the time a request-handler thread
+spends on a request; Shoal has one event loop, so a request's handler time is the time
+the loop spends running its handler's code: `LoopTimed` wraps the handler's coroutine
+and adds up the steps it runs, leaving out the time it waits (a long-polling fetch, a
+state write, an fsync) and the decoding and encoding around it. Recorded as
+percent-seconds, so `request_percentage=100` is the whole loop. Only when some entity
+sets it is anything measured. A throttled request's response carries the larger of its
+own throttle time and this one, if its schema has `throttle_time_ms`; either way the
+connection is muted for it (KIP-219).
+
 The log: one INFO line when a client's requests of one kind start being throttled
 and one when they stop, not one per request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import datetime
 import logging
+from collections.abc import Awaitable, Generator
+from typing import Any
 
+from shoal.clock import measure_ns
 from shoal.server.context import RequestContext
 from shoal.server.quota_store import QuotaService
 
@@ -64,6 +81,67 @@ def fetch_bytes_max(ctx: RequestContext, max_bytes: int) -> int:
     user, client_id = _names(ctx)
     bound = quotas.fetch_bytes_max(user=user, client_id=client_id)
     return max_bytes if bound is None else min(max_bytes, bound)
+
+
+class LoopTimed:
+    """Await a handler's coroutine and add up, in `ns`, the time its steps run."""
+
+    __slots__ = ("_coro", "ns")
+
+    def __init__(self, coro: Awaitable[Any]) -> None:
+        self._coro = coro
+        self.ns = 0
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self._coro.__await__()
+        value: Any = None
+        thrown: BaseException | None = None
+        while True:
+            started = measure_ns()
+            try:
+                yielded = steps.send(value) if thrown is None else steps.throw(thrown)
+            except StopIteration as done:
+                return done.value
+            finally:
+                self.ns += measure_ns() - started
+            try:
+                value, thrown = (yield yielded), None
+            except GeneratorExit:
+                steps.close()
+                raise
+            except asyncio.CancelledError as exc:  # a cancellation goes on to the handler
+                value, thrown = None, exc
+
+
+def request_throttled(ctx: RequestContext, response: Any, handler_ns: int) -> Any:
+    """Record `handler_ns` against the client's `request_percentage`; the response with
+    the throttle time set (if its schema has one and it is larger), muting the
+    connection for it."""
+    quotas = ctx.services.quotas
+    if quotas is None or not quotas.request_quotas:
+        return response
+    user, client_id = _names(ctx)
+    now_ms = ctx.services.clock.monotonic_ms()
+    throttle_ms = quotas.request_throttle_ms(
+        user=user, client_id=client_id, handler_ns=handler_ns, now_ms=now_ms
+    )
+    _mute(ctx, quotas, "requests", throttle_ms)
+    if throttle_ms <= 0 or "throttle_time" not in _fields(response):
+        return response
+    throttle = datetime.timedelta(milliseconds=throttle_ms)
+    if response.throttle_time >= throttle:
+        return response
+    return dataclasses.replace(response, throttle_time=throttle)
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _fields(response: Any) -> frozenset[str]:
+    names = _FIELDS.get(type(response))
+    if names is None:
+        names = _FIELDS[type(response)] = frozenset(f.name for f in dataclasses.fields(response))
+    return names
 
 
 def _names(ctx: RequestContext) -> tuple[str, str]:

@@ -62,7 +62,8 @@ def test_quota_config_parsing() -> None:
         "consumer_byte_rate": 2048.0,
     }
     assert parse_quota_deletions("producer_byte_rate") == ["producer_byte_rate"]
-    for bad in ("request_percentage=5", "producer_byte_rate", "producer_byte_rate=fast"):
+    assert parse_quota_configs("request_percentage=12.5") == {"request_percentage": 12.5}
+    for bad in ("controller_mutation_rate=5", "producer_byte_rate", "producer_byte_rate=fast"):
         with pytest.raises(UsageError):
             parse_quota_configs(bad)
     with pytest.raises(UsageError):

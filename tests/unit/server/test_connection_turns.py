@@ -28,6 +28,9 @@ class _Transport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def is_closing(self) -> bool:
+        return False
+
     def abort(self) -> None:
         return None
 

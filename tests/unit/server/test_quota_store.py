@@ -17,6 +17,7 @@ from shoal.server.quota_store import (
     QuotaFile,
     QuotaOp,
     QuotaService,
+    filter_problem,
 )
 
 P, C = "producer_byte_rate", "consumer_byte_rate"
@@ -66,12 +67,12 @@ def test_a_refused_entry_changes_nothing_and_the_others_apply(tmp_path: Path) ->
     quotas = service(tmp_path)
     problems = quotas.alter(
         [
-            (entity(client_id="x"), [put(P, 10), put("request_percentage", 5)]),
+            (entity(client_id="x"), [put(P, 10), put("connection_creation_rate", 5)]),
             (entity(client_id="y"), [put(P, 10)]),
         ],
         validate_only=False,
     )
-    assert problems[0] is not None and "request_percentage" in problems[0]
+    assert problems[0] is not None and "connection_creation_rate" in problems[0]
     assert problems[1] is None
     assert set(quotas.quotas) == {entity(client_id="y")}
 
@@ -105,7 +106,7 @@ def test_unreadable_and_oversized_files_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "client-quotas.json"
-    path.write_text('{"version": 1, "quotas": [{"entity": [["ip", "1.2.3.4"]], "values": {}}]}')
+    path.write_text('{"version": 1, "quotas": [{"entity": [["ip", "1.2.3"]], "values": {}}]}')
     with pytest.raises(OSError, match="unreadable"):
         QuotaFile(tmp_path).load()
     path.write_text('{"version": 1, "quotas": []}')
@@ -125,3 +126,89 @@ def test_recording_uses_the_configured_window(tmp_path: Path) -> None:
     assert quotas.fetch_throttle_ms(user="u", client_id="app", size=1000, now_ms=0) == 1000
     quotas.fetch_unrecord(user="u", client_id="app", size=1000, now_ms=0)
     assert quotas.fetch_throttle_ms(user="u", client_id="app", size=500, now_ms=0) == 0
+
+
+R, CCR = "request_percentage", "connection_creation_rate"
+
+
+def test_request_percentage_throttles_by_handler_time(tmp_path: Path) -> None:
+    """KIP-124: handler time as percent-seconds. With a 2 x 1 s window, 20% allows
+    200 ms of handler time per second; 300 ms at once is 30%: (30 - 20) / 20 * 1000 ms."""
+    quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
+    assert not quotas.request_quotas
+    assert quotas.request_throttle_ms(user="u", client_id="app", handler_ns=10**12, now_ms=0) == 0
+    quotas.alter([(entity(client_id="app"), [put(R, 20.0)])], validate_only=False)
+    assert quotas.request_quotas and not quotas.ip_quotas
+    ms = 1_000_000
+    app = {"user": "u", "client_id": "app"}
+    assert quotas.request_throttle_ms(**app, handler_ns=150 * ms, now_ms=0) == 0
+    assert quotas.request_throttle_ms(**app, handler_ns=150 * ms, now_ms=0) == 500
+    assert quotas.request_throttle_ms(user="u", client_id="other", handler_ns=10**12, now_ms=0) == 0
+    # two windows later the time has expired: within the quota again
+    assert quotas.request_throttle_ms(user="u", client_id="app", handler_ns=ms, now_ms=2000) == 0
+    # a fractional percentage is valid (Kafka's request_percentage is a DOUBLE)
+    assert quotas.alter([(entity(user=None), [put(R, 0.5)])], validate_only=False) == [None]
+
+
+def test_connection_creation_rate_per_ip(tmp_path: Path) -> None:
+    """KIP-612: the ip's own quota, else the ip default, each ip with its own rate; a
+    refused connection is taken back, so refusals do not prolong the throttling."""
+    quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
+    assert quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=0) == (0, 0.0)
+    ips = [(entity_ip("10.0.0.1"), [put(CCR, 3)]), (entity_ip(None), [put(CCR, 1)])]
+    assert quotas.alter(ips, validate_only=False) == [None, None]
+    assert quotas.ip_quotas and not quotas.request_quotas
+    # 10.0.0.1: 3 per second over the 1 s minimum window
+    assert [quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=0)[0] for _ in range(4)] == [
+        0,
+        0,
+        0,
+        333,
+    ]
+    assert quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=0) == (333, 3.0)  # not recorded
+    # another ip has the default, 1 per second, and a rate of its own
+    assert quotas.connection_throttle_ms(ip="10.0.0.2", now_ms=0) == (0, 1.0)
+    assert quotas.connection_throttle_ms(ip="10.0.0.2", now_ms=0) == (1000, 1.0)
+    assert quotas.connection_throttle_ms(ip="10.0.0.3", now_ms=0) == (0, 1.0)
+    # after the window, 10.0.0.1 connects again
+    assert quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=2000) == (0, 3.0)
+
+
+def entity_ip(name: str | None) -> tuple[tuple[str, str | None], ...]:
+    return (("ip", name),)
+
+
+@pytest.mark.parametrize(
+    ("raw_entity", "op", "message"),
+    [
+        (entity_ip("1.2.3.4"), put(P, 1), "only connection_creation_rate"),
+        (entity_ip("1.2.3.4"), put(R, 1), "only connection_creation_rate"),
+        ((("ip", "1.2.3.4"), ("user", "u")), put(CCR, 1), "cannot be combined"),
+        ((("client-id", "c"), ("ip", None)), put(CCR, 1), "cannot be combined"),
+        (entity_ip("example.com"), put(CCR, 1), "not a valid IP"),
+        (entity(client_id="c"), put(CCR, 1), "only be set on an ip entity"),
+        (entity_ip(None), put(CCR, 1.5), "whole number"),
+        (entity_ip("::1"), QuotaOp(P, 0, True), "only connection_creation_rate"),
+    ],
+)
+def test_ip_entity_validation(
+    tmp_path: Path, raw_entity: tuple[tuple[str, str | None], ...], op: QuotaOp, message: str
+) -> None:
+    quotas = service(tmp_path)
+    (problem,) = quotas.alter([(raw_entity, [op])], validate_only=False)
+    assert problem is not None and message in problem
+    assert quotas.quotas == {}
+    assert quotas.alter([(entity_ip("::1"), [put(CCR, 2)])], validate_only=False) == [None]
+
+
+def test_ip_filters(tmp_path: Path) -> None:
+    quotas = service(tmp_path)
+    quotas.alter(
+        [(entity_ip("1.2.3.4"), [put(CCR, 2)]), (entity(client_id="c"), [put(P, 1)])],
+        validate_only=False,
+    )
+    found = quotas.describe([MatchComponent("ip", MATCH_ANY, None)], strict=True)
+    assert found == [(entity_ip("1.2.3.4"), {CCR: 2.0})]
+    both = [MatchComponent("ip", MATCH_ANY, None), MatchComponent("user", MATCH_ANY, None)]
+    assert filter_problem(both) is not None
+    assert filter_problem([MatchComponent("ip", MATCH_DEFAULT, None)]) is None
