@@ -421,13 +421,12 @@ class Soak:
         while True:
             with self.ledger.lock:
                 missing = {seq for seq, _, _ in self.ledger.acked} - self.ledger.done
-                # A poison record whose delivery at the limit was cut by a kill comes
-                # back with that count and is archived, never delivered again (as in
-                # Kafka): nothing more to send for it; the lag check below covers it.
+                # A record whose delivery at the limit (a poison record's last release,
+                # or any record's last try after kills cut the others) was cut by a kill
+                # comes back with that count and is archived, never delivered again (as
+                # in Kafka): nothing is left to send for it; the lag check covers it.
                 archived = {
-                    seq
-                    for seq in missing
-                    if fate(seq) == POISON and DELIVERY_LIMIT in self.ledger.deliveries.get(seq, ())
+                    seq for seq in missing if DELIVERY_LIMIT in self.ledger.deliveries.get(seq, ())
                 }
                 unreported = missing - self.ledger.unconfirmed - archived
             if not unreported and time.monotonic() >= next_check:
