@@ -38,6 +38,10 @@ from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 
 from bench.produce_fetch import machine, save_result
 
+DRAIN_TIMEOUT_S = 900.0
+"""The share consumers' final drain: a 100-kill run leaves a backlog of 100k+ records,
+which a loaded shared machine drains at a few hundred records a second."""
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,6 +64,7 @@ def main() -> int:
                 seed=seed,
                 topic="crash-soak",
                 log=lambda line: print(line, flush=True),
+                drain_timeout_s=DRAIN_TIMEOUT_S,
             )
             report = soak.run()
         except AssertionError:

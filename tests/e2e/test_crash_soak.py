@@ -17,7 +17,7 @@ from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from tests.support.topics import topic_name
 
 
-def soak(brokers: Brokers, kills: int, *, check_group_commits: bool = True) -> None:
+def soak(brokers: Brokers, kills: int) -> None:
     seed = random.randrange(2**32)
     broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES)
     report = Soak(
@@ -26,20 +26,18 @@ def soak(brokers: Brokers, kills: int, *, check_group_commits: bool = True) -> N
         seed=seed,
         topic=topic_name("soak"),
         log=print,
-        check_group_commits=check_group_commits,
     ).run()
     print(report.summary())
     assert report.kills == kills
     assert report.acked == report.produced > 0
     assert report.lost == report.duplicated == 0
     assert report.share_done > 0
+    assert report.fetch_committed > 0
 
 
 @pytest.mark.timeout(240)
 def test_crash_soak_short(brokers: Brokers) -> None:
-    # The group-commit check is off here until the open bug in Soak's docstring of
-    # `check_group_commits` is explained; the slow run and the bench keep it on.
-    soak(brokers, kills=5, check_group_commits=False)
+    soak(brokers, kills=5)
 
 
 @pytest.mark.slow

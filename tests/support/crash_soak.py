@@ -5,7 +5,9 @@ The load, each part on its own thread, against one `shoal serve` process:
 
 - an idempotent producer (confluent-kafka, acks=all) sending sequence-numbered values
   (`b"%09d" % seq`) in bursts of random size into a `PARTITIONS`-partition topic;
-- a plain fetcher: a consumer-group Consumer (subscribe, auto-commit) reading the topic;
+- a plain fetcher: a consumer-group Consumer (subscribe) reading the topic and
+  committing its position synchronously every 200 ms (crash_load.Fetching says why
+  not auto-commit);
 - `SHARE_CONSUMERS` ShareConsumers in explicit mode, one share group, acknowledging by
   the record's fate (`seq % 10`): REJECT, RELEASE once then ACCEPT, RELEASE always
   ("poison", archived at the delivery limit), ACCEPT otherwise, then commit_sync;
@@ -22,7 +24,10 @@ restarts the broker on the same data directory and port, then checks:
   acknowledged value at the offset the producer was told;
 - the share consumers: no record whose ACCEPT or REJECT (or release at the limit) was
   confirmed by commit_sync is delivered again; no delivery count above the limit;
-- the reset group's start offsets are what the last successful reset set.
+- the reset group's start offsets are what the last successful reset set;
+- the fetcher's group: every offset commit the broker confirmed survived, i.e. each
+  partition's committed offset is at least the highest confirmed one (the offsets
+  just before the kill are recorded too, for the report of a failure).
 
 At the end the producer is flushed (every record must be acknowledged), the whole log
 is read back once more from offset 0, and the share consumers drain the topic until
@@ -85,6 +90,7 @@ class SoakReport:
     duplicated: int
     fetched: int
     fetch_committed: int
+    fetch_commits: int
     share_acks: int
     share_done: int
     share_unconfirmed: int
@@ -104,6 +110,7 @@ class SoakReport:
             "duplicated": self.duplicated,
             "fetched_by_group_consumer": self.fetched,
             "group_offsets_committed": self.fetch_committed,
+            "group_commits_confirmed": self.fetch_commits,
             "share_acks_sent": self.share_acks,
             "share_final_acks_confirmed": self.share_done,
             "share_final_acks_unreported": self.share_unconfirmed,
@@ -240,7 +247,7 @@ class Soak:
         seed: int,
         topic: str,
         log: Any = None,
-        check_group_commits: bool = True,
+        drain_timeout_s: float = DRAIN_TIMEOUT_S,
     ) -> None:
         self.broker = broker
         self.kills = kills
@@ -249,12 +256,11 @@ class Soak:
         self.topic = topic
         self.log = log or (lambda line: None)
         self.ledger = Ledger()
-        self.check_group_commits = check_group_commits
+        self.drain_timeout_s = drain_timeout_s
         self.before_kill: tuple[dict[int, int], dict[int, int]] | None = None
-        """Off only where the open bug below must not fail the default suite: a
-        consumer-group offset commit confirmed to the fetcher was once found lower
-        after a restart (seed 991630938, kill 10: partition 0 committed 7247 after
-        7692 was confirmed); not yet explained."""
+        """The group's committed offsets and the fetcher's confirmed ones just before
+        the last kill, named in a failed `check_commits` (a commit lost in the crash
+        shows as committed >= confirmed here and lower after the restart)."""
 
     def run(self) -> SoakReport:
         began = time.monotonic()
@@ -327,6 +333,7 @@ class Soak:
             duplicated=len(full.duplicated),
             fetched=fetching.fetched,
             fetch_committed=sum(fetching.confirmed_commits().values()),
+            fetch_commits=fetching.commits,
             share_acks=sharing.acks,
             share_done=len(self.ledger.done),
             share_unconfirmed=len(self.ledger.unconfirmed),
@@ -354,15 +361,14 @@ class Soak:
             event.wait(MOMENT_WAIT_S)
             time.sleep(self.rng.uniform(0.0, 0.02))
         run_s = time.monotonic() - began
-        self.before_kill = self.commits_now(fetching) if self.check_group_commits else None
+        self.before_kill = self.commits_now(fetching)
         self.broker.kill()
         restarted = time.monotonic()
         self.broker.start()
         restart_s = time.monotonic() - restarted
         checking = time.monotonic()
         checked = log_check.check(self.ledger)
-        if self.check_group_commits:
-            self.check_commits(fetching)
+        self.check_commits(fetching)
         reset_group.check()
         reset = reset_group.reset(self.rng) if self.rng.random() < 0.3 else None
         check_s = time.monotonic() - checking
@@ -409,13 +415,20 @@ class Soak:
     def drain(self, sharing: Sharing, group: str) -> None:
         """Consume until every acknowledged record's final acknowledgement was sent and
         the share group's lag is 0 on every partition."""
-        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        deadline = time.monotonic() + self.drain_timeout_s
         next_check = 0.0
         lags: dict[int, int] = {}
         while True:
             with self.ledger.lock:
                 missing = {seq for seq, _, _ in self.ledger.acked} - self.ledger.done
-                unreported = missing - self.ledger.unconfirmed
+                # A record whose delivery at the limit (a poison record's last release,
+                # or any record's last try after kills cut the others) was cut by a kill
+                # comes back with that count and is archived, never delivered again (as
+                # in Kafka): nothing is left to send for it; the lag check covers it.
+                archived = {
+                    seq for seq in missing if DELIVERY_LIMIT in self.ledger.deliveries.get(seq, ())
+                }
+                unreported = missing - self.ledger.unconfirmed - archived
             if not unreported and time.monotonic() >= next_check:
                 offsets = describe_offsets(
                     self.broker.bootstrap, group, {self.topic: list(range(PARTITIONS))}
@@ -426,7 +439,8 @@ class Soak:
                 next_check = time.monotonic() + 1.0
             assert time.monotonic() < deadline, (
                 f"seed {self.seed}: {len(missing)} records never finished "
-                f"({len(unreported)} never acknowledged), e.g. {sorted(missing)[:10]}; "
+                f"({len(unreported)} never acknowledged), e.g. "
+                f"{[(seq, self.ledger.deliveries.get(seq)) for seq in sorted(missing)[:10]]}; "
                 f"lags {lags}"
             )
             sharing.round()
