@@ -50,6 +50,7 @@ _LENGTH_AND_MAGIC = struct.Struct(">qiib")
 _MAX_TIMESTAMP = struct.Struct(">q")
 _ATTRIBUTES = struct.Struct(">h")
 _CRC = struct.Struct(">I")
+_BATCH_LENGTH = struct.Struct(">i")
 
 
 class BatchError(ValueError):
@@ -204,6 +205,17 @@ def stamp_prefix(header: BatchHeader, *, base_offset: int, leader_epoch: int) ->
 
 
 STAMPED_PREFIX_SIZE = 17
+
+
+def with_records(batch: bytes, header: BatchHeader, records: bytes, *, attributes: int) -> bytes:
+    """A copy of `batch` (starting at offset 0) whose records are `records` and whose
+    attributes are `attributes`: the batch length and the CRC are recomputed."""
+    patched = bytearray(batch[:HEADER_SIZE])
+    patched += records
+    _BATCH_LENGTH.pack_into(patched, 8, len(patched) - LOG_OVERHEAD)
+    _ATTRIBUTES.pack_into(patched, 21, attributes)
+    _CRC.pack_into(patched, 17, int(crc32c.crc32c(memoryview(patched)[21:])))
+    return bytes(patched)
 
 
 def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> bytes:

@@ -25,10 +25,12 @@ import cramjam
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
+    COMPRESSION_MASK,
     HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
     BatchError,
     BatchHeader,
+    with_records,
 )
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -127,6 +129,14 @@ def decompressed(payload: bytes, header: BatchHeader) -> bytes:
     header's codec; BatchError(ErrorCode.corrupt_message) if they do not inflate. Public for
     readers that decode records themselves (the Spark connector)."""
     return _decompressed(payload, header)
+
+
+def inflated(batch: bytes, header: BatchHeader) -> bytes:
+    """`batch` (its bytes from offset 0) as an uncompressed batch: the same header
+    without the codec bits, the records inflated, length and CRC recomputed; for
+    readers that decode records with a reader that does not inflate (kio's)."""
+    records = decompressed(batch[HEADER_SIZE:], header)
+    return with_records(batch, header, records, attributes=header.attributes & ~COMPRESSION_MASK)
 
 
 def read_varint(data: bytes, position: int) -> tuple[int, int]:

@@ -20,8 +20,8 @@ a copy is appended: `flush_state`.)
   headers `__dlq.errors.topic`, `.partition`, `.offset`, `.group`,
   `.delivery.count` and `.message` (the reason). With the group's
   `errors.deadletterqueue.copy.record.enable` the original key, value and headers
-  come first (a source record no longer in the log, or in a compressed batch, is
-  copied as headers only, logged). Appended through `PartitionLog.append`, the path
+  come first (inflated from a compressed source batch; a source record no longer in
+  the log is copied as headers only, logged). Appended through `PartitionLog.append`, the path
   producers use, in batches within the DLQ topic's `max.message.bytes`.
 - **Exactly once across crashes**: a crash after the append but before the ARCHIVED
   write reloads the record as ARCHIVING and it is handed out again, marked
@@ -55,6 +55,7 @@ from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.protocol.records import inflated
 from shoal.share.dlq import DlqCopy
 from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
 from shoal.share.persister import SharePartitionKey
@@ -313,7 +314,8 @@ def _encode(records: list[Record], stamp: TZAwareMicros) -> bytes:
 
 
 def _source_record(source: PartitionLog, offset: int) -> Record | None:
-    """The record at `offset` of the source log, or None (gone, or compressed)."""
+    """The record at `offset` of the source log (inflated from a compressed batch), or
+    None when it is gone or undecodable."""
     try:
         read = source.read(offset, max_bytes=_SOURCE_READ_BYTES)
     except LogError as exc:
@@ -321,12 +323,14 @@ def _source_record(source: PartitionLog, offset: int) -> Record | None:
         return None
     for header in read.headers:
         if header.base_offset <= offset <= header.last_offset and not header.is_control:
-            if header.compression:
-                log.info("DLQ copy of offset %d: compressed source batch; headers only", offset)
-                return None
             try:
-                batch, _ = read_batch(read.records, header.position)
-            except (ValueError, SerialError) as exc:
+                if header.compression:
+                    end = header.position + header.size
+                    plain = inflated(bytes(read.records[header.position : end]), header)
+                    batch, _ = read_batch(plain, 0)
+                else:
+                    batch, _ = read_batch(read.records, header.position)
+            except (ValueError, SerialError, BatchError) as exc:
                 log.warning("DLQ copy of offset %d: undecodable source batch: %s", offset, exc)
                 return None
             for record in batch.records:

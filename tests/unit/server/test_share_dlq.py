@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from kio.records.readers import read_batch
 
@@ -23,6 +24,7 @@ from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.states import RecordState
+from tests.support.batches import COMPRESSION_GZIP, Record, build_batch
 from tests.unit.log.batches import append, make_batch
 
 
@@ -40,7 +42,15 @@ class FlakyPersister(InMemoryPersister):
 
 
 class Rig:
-    def __init__(self, tmp_path: Path, *, enable: bool = True, dlq: str = "dlq.t") -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        enable: bool = True,
+        dlq: str = "dlq.t",
+        copy_record: bool = False,
+        source: bytes | None = None,
+    ) -> None:
         self.clock = ManualClock()
         self.config = BrokerConfig.from_raw({"log.dirs": str(tmp_path / "data")})
         self.logs = LogManager.open(
@@ -63,7 +73,13 @@ class Rig:
         configs = GroupConfigStore(
             persistence=GroupConfigFile(tmp_path / "data"), broker_config=lambda: self.config
         )
-        configs.alter("g", {"errors.deadletterqueue.topic.name": dlq})
+        configs.alter(
+            "g",
+            {
+                "errors.deadletterqueue.topic.name": dlq,
+                "errors.deadletterqueue.copy.record.enable": copy_record,
+            },
+        )
         self.service = ShareService(
             clock=self.clock,
             config=lambda: self.config,
@@ -76,7 +92,7 @@ class Rig:
         )
         partition = self.logs.partition("t", 0)
         assert partition is not None
-        append(partition, make_batch(3))
+        append(partition, make_batch(3) if source is None else source)
         self.epoch = 0
 
     def fetch(self) -> int:
@@ -120,17 +136,21 @@ class Rig:
         self.service.partitions.forget_group("g")
         self.epoch = 0
 
-    def dlq_offsets(self) -> list[int]:
+    def dlq_records(self) -> list[Any]:
         dlq = self.logs.partition(self.dlq, 0)
         assert dlq is not None
         read = dlq.read(0, max_bytes=1 << 20)
         found = []
         for header in read.headers:
             batch, _ = read_batch(read.records, header.position)
-            for record in batch.records:
-                values = {h.key: h.value for h in record.headers}
-                found.append(int(values[HEADER_OFFSET.encode()] or b"-1"))
+            found.extend(batch.records)
         return found
+
+    def dlq_offsets(self) -> list[int]:
+        return [
+            int({h.key: h.value for h in r.headers}[HEADER_OFFSET.encode()] or b"-1")
+            for r in self.dlq_records()
+        ]
 
     def persisted_states(self) -> list[int]:
         state = self.persister.read(key=self.key, leader_epoch=0).state
@@ -188,3 +208,18 @@ def test_a_topic_not_enabled_gets_nothing_and_the_records_are_archived(tmp_path:
     counts = rig.service.dlq.counts["g"]
     assert (counts.written, counts.refused) == (0, 3)
     assert rig.counted == [("g", "refused", 3)]
+
+
+def test_a_compressed_source_record_is_copied_whole(tmp_path: Path) -> None:
+    """With copy.record.enable, records of a gzip batch reach the DLQ inflated: key,
+    value and headers first, then the context headers."""
+    records = [Record(key=f"k{i}".encode(), value=f"v{i}".encode() * 50) for i in range(3)]
+    records[1] = Record(key=b"k1", value=b"v1" * 50, headers=(("h", b"x"),))
+    source = build_batch(records, compression=COMPRESSION_GZIP)
+    rig = Rig(tmp_path, copy_record=True, source=source)
+    assert rig.fetch() == 3
+    rig.reject_all()
+    copied = rig.dlq_records()
+    assert [(r.key, r.value) for r in copied] == [(r.key, r.value) for r in records]
+    assert [h.key for h in copied[1].headers][:2] == [b"h", b"__dlq.errors.topic"]
+    assert rig.dlq_offsets() == [0, 1, 2]
