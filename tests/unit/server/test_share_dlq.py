@@ -5,7 +5,6 @@ and a topic that may not serve as a DLQ gets nothing."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,13 @@ from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_dlq import HEADER_OFFSET
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
+from shoal.server.share_service import ShareAcknowledgeCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.states import RecordState
 from tests.support.batches import COMPRESSION_GZIP, Record, build_batch
+from tests.support.share_rig import fetch_acquired
 from tests.unit.log.batches import append, make_batch
 
 
@@ -96,21 +96,10 @@ class Rig:
         self.epoch = 0
 
     def fetch(self) -> int:
-        call = ShareFetchCall(
-            group_id="g",
-            member_id="m",
-            epoch=self.epoch,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
-            partitions=(self.tp,),
-        )
         self.epoch += 1
-        outcome = asyncio.run(self.service.share_fetch(call, connection_id=1))
-        assert outcome.error is None
-        return sum(r.count for p in outcome.partitions for r in p.acquired)
+        return fetch_acquired(
+            self.service, member_id="m", epoch=self.epoch - 1, partitions=(self.tp,)
+        )
 
     def reject_all(self, *, crash_before_copy: bool = False) -> None:
         """REJECT 0..2 as the ShareAcknowledge handler does; with `crash_before_copy`
