@@ -5,11 +5,14 @@ and a topic that may not serve as a DLQ gets nothing."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.records.readers import read_batch
 
+from shoal import limits
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
@@ -17,7 +20,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
-from shoal.server.share_dlq import HEADER_OFFSET
+from shoal.server.share_dlq import HEADER_OFFSET, ScanResult, copied_offsets
 from shoal.server.share_service import ShareAcknowledgeCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
@@ -137,7 +140,7 @@ class Rig:
 
     def dlq_offsets(self) -> list[int]:
         return [
-            int({h.key: h.value for h in r.headers}[HEADER_OFFSET.encode()] or b"-1")
+            int({h.key: h.value for h in r.headers}.get(HEADER_OFFSET.encode()) or b"-1")
             for r in self.dlq_records()
         ]
 
@@ -212,3 +215,79 @@ def test_a_compressed_source_record_is_copied_whole(tmp_path: Path) -> None:
     assert [(r.key, r.value) for r in copied] == [(r.key, r.value) for r in records]
     assert [h.key for h in copied[1].headers][:2] == [b"h", b"__dlq.errors.topic"]
     assert rig.dlq_offsets() == [0, 1, 2]
+
+
+def _crash_after_the_copies(rig: Rig, *, filler: int) -> None:
+    """Copies of 0..2 written, the ARCHIVED write lost, `filler` other records appended
+    to the DLQ partition, then a crash."""
+    rig.fetch()
+    rig.persister.fail_archived = True
+    rig.reject_all()
+    rig.persister.fail_archived = False
+    dlq = rig.logs.partition(rig.dlq, 0)
+    assert dlq is not None
+    append(dlq, make_batch(filler))
+    rig.crash()
+
+
+def test_the_dedupe_search_finds_copies_behind_newer_records_within_its_limit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rig = Rig(tmp_path)
+    rig.service.dlq.scan_records_max = 11  # reaches offset 2, in the copies' batch
+    _crash_after_the_copies(rig, filler=10)
+    assert rig.fetch() == 0
+    assert rig.dlq_offsets() == [0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1]
+    assert rig.persisted_states() == []
+    assert "stopped at its limit" not in caplog.text
+
+
+def test_at_the_dedupe_search_limit_unfound_copies_are_written_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The limit (limits.DLQ_DEDUPE_SCAN_RECORDS_MAX) stops the search before the old
+    copies: they are written again rather than lost, and the warning says so."""
+    rig = Rig(tmp_path)
+    assert rig.service.dlq.scan_records_max == limits.DLQ_DEDUPE_SCAN_RECORDS_MAX
+    rig.service.dlq.scan_records_max = 10  # the 10 newer records only
+    _crash_after_the_copies(rig, filler=10)
+    with caplog.at_level(logging.WARNING, logger="shoal.server.share_dlq"):
+        assert rig.fetch() == 0
+    assert rig.dlq_offsets()[13:] == [0, 1, 2]
+    assert rig.persisted_states() == [], "archived after the copies"
+    assert rig.counted[-1] == ("g", "written", 3)
+    (warning,) = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "shoal.server.share_dlq" and r.levelno == logging.WARNING
+    ]
+    assert warning == (
+        "share group g: DLQ dedupe search of dlq.t-0 stopped at its limit of 10 offsets "
+        "(searched 3-12, not 0-2); 3 recovered copies of t-0 (offsets 0 to 2) not found "
+        "there are written and may duplicate copies further back"
+    )
+
+
+def test_the_dedupe_search_goes_backwards_and_stops_once_every_copy_is_found(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    dlq = rig.logs.partition(rig.dlq, 0)
+    assert dlq is not None
+    append(dlq, make_batch(1_200))  # offsets 0..1199, not copies
+    rig.fetch()
+    rig.reject_all()  # copies of 0..2 at 1200..1202
+    assert dlq.log_end_offset == 1_203
+
+    def search(group: str, wanted: set[int], max_offsets: int) -> ScanResult:
+        return copied_offsets(
+            dlq, group_id=group, topic="t", partition=0, wanted=wanted, max_offsets=max_offsets
+        )
+
+    # found in the newest chunk of 1000 offsets: the older 203 are never read
+    assert search("g", {0, 1, 2}, 100_000) == ScanResult(frozenset({0, 1, 2}), 203, complete=True)
+    assert search("g", set(), 100_000) == ScanResult(frozenset(), 1_203, complete=True)
+    # another group's copies are not these: the whole partition is searched
+    assert search("h", {0}, 100_000) == ScanResult(frozenset(), 0, complete=True)
+    # ... unless the limit stops the search first
+    assert search("h", {0}, 1_100) == ScanResult(frozenset(), 103, complete=False)
