@@ -144,6 +144,9 @@ class RecordView:
     member_id: str
     pending: bool
     lock_deadline_ms: int | None
+    redelivery_due_ms: int | None = None
+    """When an AVAILABLE entry held back by delayed redelivery may be acquired again
+    (monotonic clock), None when it is not held back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +303,8 @@ class SharePartition:
         return list(self._views())
 
     def _views(self) -> Iterator[RecordView]:
-        for batch in self._w.cache:
+        window = self._w
+        for batch in window.cache:
             for first, last, st in batch.states():
                 lock = st.lock
                 yield RecordView(
@@ -311,6 +315,7 @@ class SharePartition:
                     st.member_id,
                     st.pending is not None,
                     None if lock is None else lock.deadline_ms,
+                    None if window.redelivery.is_due(st.not_before_ms) else st.not_before_ms,
                 )
 
     def snapshot(self, *, max_entries: int) -> InFlightSnapshot:
