@@ -62,7 +62,7 @@ from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.protocol.record_batch import HEADER_SIZE, BatchError, validate_produced
 from shoal.protocol.records import inflated
 from shoal.share.dlq import DlqCopy
 from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
@@ -274,7 +274,7 @@ class DlqWriter:
                 if copy_record and source_log is not None:
                     original = _source_record(source_log, offset)
                 records.append(
-                    _dlq_record(
+                    dlq_record(
                         original,
                         index=len(records),
                         headers=(
@@ -292,13 +292,13 @@ class DlqWriter:
         max_bytes = int(
             info.configs.get("max.message.bytes", self.config().get_int("message.max.bytes"))
         )
-        for data in _batches(records, timestamp_ms=now, max_bytes=max_bytes):
+        for data in dlq_batches(records, timestamp_ms=now, max_bytes=max_bytes):
             headers = validate_produced(data, max_batch_bytes=max(max_bytes, len(data)))
             dlq_log.append(data, headers, leader_epoch=_LEADER_EPOCH)
         return len(records)
 
 
-def _dlq_record(
+def dlq_record(
     original: Record | None, *, index: int, headers: tuple[tuple[str, str], ...]
 ) -> Record:
     context = tuple(RecordHeader(key=k.encode(), value=v.encode()) for k, v in headers)
@@ -315,23 +315,39 @@ def _dlq_record(
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
-def _batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
+def dlq_batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
     """Encode `records` as batches of at most `max_bytes` (a single record larger than
-    that goes alone; the append refuses it)."""
+    that goes alone; the append refuses it). Linear: each record's size is measured
+    once, alone in a batch, plus `_RECORD_SIZE_SLACK`, and each batch encoded once (a
+    batch over the bound all the same is halved)."""
     stamp = TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
     pending: list[Record] = []
-    encoded = b""
+    size = HEADER_SIZE
     for record in records:
-        candidate = [*pending, record]
-        data = _encode(candidate, stamp)
-        if len(data) > max_bytes and pending:
-            yield encoded
-            pending = [record]
-            encoded = _encode(pending, stamp)
-        else:
-            pending, encoded = candidate, data
+        grown = len(_encode([record], stamp)) - HEADER_SIZE + _RECORD_SIZE_SLACK
+        if pending and size + grown > max_bytes:
+            yield from _fitted(pending, stamp, max_bytes)
+            pending, size = [], HEADER_SIZE
+        pending.append(record)
+        size += grown
     if pending:
-        yield encoded
+        yield from _fitted(pending, stamp, max_bytes)
+
+
+_RECORD_SIZE_SLACK = 8
+"""Bytes a record may take in a batch beyond its size alone at offset delta 0: its
+offset delta and length varints grow with its place in the batch (5 bytes each at
+most, 1 at least)."""
+
+
+def _fitted(records: list[Record], stamp: TZAwareMicros, max_bytes: int) -> Iterator[bytes]:
+    data = _encode(records, stamp)
+    if len(data) <= max_bytes or len(records) == 1:
+        yield data
+        return
+    half = len(records) // 2
+    yield from _fitted(records[:half], stamp, max_bytes)
+    yield from _fitted(records[half:], stamp, max_bytes)
 
 
 def _encode(records: list[Record], stamp: TZAwareMicros) -> bytes:

@@ -20,7 +20,13 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
-from shoal.server.share_dlq import HEADER_OFFSET, ScanResult, copied_offsets
+from shoal.server.share_dlq import (
+    HEADER_OFFSET,
+    ScanResult,
+    copied_offsets,
+    dlq_batches,
+    dlq_record,
+)
 from shoal.server.share_service import ShareAcknowledgeCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
@@ -291,3 +297,21 @@ def test_the_dedupe_search_goes_backwards_and_stops_once_every_copy_is_found(
     assert search("h", {0}, 10_000) == ScanResult(frozenset(), 0, complete=True)
     # ... unless the limit stops the search first
     assert search("h", {0}, 1_100) == ScanResult(frozenset(), 103, complete=False)
+
+
+def test_dlq_batches_stay_within_the_topics_max_bytes_in_one_encode_each() -> None:
+    """`dlq_batches` splits copies by the DLQ topic's max.message.bytes, keeps their order,
+    sends a record larger than the bound alone (the append refuses it), and measures
+    each record once: 500 copies, a ShareConsumer's default poll, took seconds when
+    each added record re-encoded the batch so far."""
+    pads = [5_000 if i == 7 else 50 for i in range(500)]
+    records = [
+        dlq_record(None, index=i, headers=((HEADER_OFFSET, str(i)), ("pad", "x" * pad)))
+        for i, pad in enumerate(pads)
+    ]
+    encoded = list(dlq_batches(records, timestamp_ms=0, max_bytes=2_000))
+    batches = [read_batch(data, 0)[0] for data in encoded]
+    assert [r.headers for b in batches for r in b.records] == [r.headers for r in records]
+    alone = [(len(data), len(b.records)) for data, b in zip(encoded, batches, strict=True)]
+    assert [n for size, n in alone if size > 2_000] == [1]  # the 5,000-byte one
+    assert len(batches) <= 30  # about 20 records of ~90 bytes fill each batch
