@@ -185,14 +185,9 @@ def test_an_archiving_batch_carries_its_dlq_reason_as_shoals_tagged_field() -> N
     (batch,) = old.value.state_batches
     assert (batch.delivery_state, batch.dlq_reason) == (3, DLQ_REASON_UNKNOWN)
     assert SHOAL_TAG_DLQ_REASON == 30_000
-    rejected = ShareCoordinatorRecord(
-        key=update_key(),
-        value=ShareUpdateValue(
-            snapshot_epoch=1,
-            leader_epoch=3,
-            start_offset=-1,
-            state_batches=(replace(batch, dlq_reason=DLQ_REASON_REJECTED),),
-        ),
+    rejected = replace(
+        old,
+        value=replace(old.value, state_batches=(replace(batch, dlq_reason=DLQ_REASON_REJECTED),)),
     )
     new_bytes = old_bytes[:-2] + bytes.fromhex(
         "01"  # one tagged field in the batch
