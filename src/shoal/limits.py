@@ -122,6 +122,19 @@ SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
 may sit unused (nothing acquired) before it is unloaded, so memory follows the
 share-partitions in use rather than every one ever touched."""
 
+DLQ_DEDUPE_SCAN_RECORDS_MAX: Final = 10_000
+"""Offsets of a dead-letter queue partition searched at most, after a restart, for
+copies of records reloaded as ARCHIVING (a crash between a DLQ copy and its ARCHIVED
+write leaves the copy behind; server/share_dlq.py). The search goes from the DLQ
+partition's end backwards and stops once every such record's copy is found, so this
+bounds only a search that does not find them all. When it stops at this limit with
+older offsets unread, the copies not found are written anyway (never lost) and a
+warning names the group, the source partition and offsets and the DLQ offsets
+searched: those copies may duplicate one further back (the `__dlq.errors.offset`
+header tells them apart). The search runs on the event loop: 10,000 headers-only DLQ
+records took 1.3 s at load 10-12 on the 2-core machine (100,000 took 12 s), and
+finding copies in the newest chunk about 0.1-0.2 s."""
+
 SHARE_BROWSE_ENTRIES_MAX: Final = 1_000
 """Default of `shoal.share.browse.max.entries`: in-flight entries per share-partition one
 ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for; the

@@ -1,8 +1,10 @@
 """`shoal share-groups --browse` as a subprocess against a real broker, while a
 confluent-kafka ShareConsumer holds some records and has accepted, released and
 rejected others: the tool prints exactly those states, delivery counts and the
-holder's member id, bounded by --max, and acquires nothing (the consumer then gets
-the released records at their second delivery and new records at their first).
+holder's member id, the time left before the released records (held back by the
+group's delayed redelivery) may be delivered again, and acquires nothing (the
+consumer then gets the released records at their second delivery, once due, and new
+records at their first).
 
 Tables are read by column (tests/support/cli.py).
 """
@@ -22,6 +24,7 @@ from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
     WAIT_S,
     Got,
+    alter_group_configs,
     describe,
     first_batch,
     got,
@@ -35,6 +38,10 @@ from tests.support.topics import create_topic, topic_name
 RECORDS = 8
 ACCEPTED, RELEASED, REJECTED, HELD = (0, 1), (2, 3), (4,), (5, 6, 7)
 LOCK_MS = 60_000
+BACKOFF_MS = 10_000
+"""Delayed redelivery of the released records: long enough that the browse right
+after the release sees them held back on a loaded machine; the second consumer's
+join (a few seconds) hides most of it."""
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +91,9 @@ def test_browse_shows_what_the_consumer_holds_and_acquires_nothing(
     topic = topic_name("browse")
     create_topic(share_broker.bootstrap, topic, partitions=1)
     group = share_group(share_broker.bootstrap, topic_name("browse-group"), lock_ms=LOCK_MS)
+    alter_group_configs(
+        share_broker.bootstrap, group, {"shoal.share.redelivery.backoff.ms": BACKOFF_MS}
+    )
     produce_values(share_broker.bootstrap, topic, (b"v%d" % i for i in range(RECORDS)))
     consumer = share_consumer(
         share_broker.bootstrap, group, [topic], explicit=True, max_poll_records=RECORDS
@@ -100,11 +110,13 @@ def test_browse_shows_what_the_consumer_holds_and_acquires_nothing(
         for message in messages:
             if message.offset() in kinds:
                 consumer.acknowledge(message, kinds[message.offset()])
+        released_at = time.monotonic()
         assert all(error is None for error in consumer.commit_sync(30).values())
         (member,) = describe(share_broker.bootstrap, group).members
         holder = member.member_id
 
         out, _ = browse(share_broker, group, topic)
+        browsed_within_ms = (time.monotonic() - released_at) * 1000
         table = rows(out)
         assert by_offset(table) == {
             2: ("AVAILABLE", 1, "-"),
@@ -120,12 +132,20 @@ def test_browse_shows_what_the_consumer_holds_and_acquires_nothing(
                 assert 0 < int(left) <= LOCK_MS, row
             else:
                 assert left == "-", row
+            due = row["REDELIVERY-IN-MS"]
+            if row["STATE"] == "AVAILABLE":  # released, held back by the backoff
+                assert BACKOFF_MS - browsed_within_ms - 1 <= int(due) <= BACKOFF_MS, row
+            else:
+                assert due == "-", row
+        assert browsed_within_ms < BACKOFF_MS, "the browse came too late to see the delay"
         assert f"{topic}-0: start offset 2, end offset 7" in out
 
         assert "more entries not shown" not in out
         # Nothing was acquired by browsing: three more records, then a second consumer
         # gets the released two (second delivery) and the new three (first delivery),
-        # while the first still holds its three.
+        # while the first still holds its three. It polls once the released ones are
+        # due, so that all five come together (explicit mode polls only once here).
+        time.sleep(max(0.0, released_at + BACKOFF_MS / 1000 - time.monotonic()))
         produce_values(share_broker.bootstrap, topic, (b"w%d" % i for i in range(3)))
         second = share_consumer(share_broker.bootstrap, group, [topic], explicit=True)
         try:

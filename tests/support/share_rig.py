@@ -1,6 +1,7 @@
 """A broker's services built without a socket on a manual clock, and a share-group rig
 on it (topic `t`, member `m1` holding records), for handler and console tests that
-drive the server's own entry points."""
+drive the server's own entry points; `fetch_acquired`, the one ShareFetch a test
+sends straight to a `ShareService` (this rig, the DLQ and share-service rigs)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,37 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall
+from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 from tests.unit.log.batches import append, make_batch
+
+
+def fetch_acquired(
+    service: ShareService,
+    *,
+    member_id: str,
+    epoch: int,
+    partitions: tuple[TopicIdPartition, ...],
+    group_id: str = "g",
+) -> int:
+    """One ShareFetch that does not wait (500 records at most) through the service's
+    own entry point; asserts no top-level error and returns how many records it
+    acquired."""
+    call = ShareFetchCall(
+        group_id=group_id,
+        member_id=member_id,
+        epoch=epoch,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=500,
+        batch_size=500,
+        partitions=partitions,
+    )
+    outcome = asyncio.run(service.share_fetch(call, connection_id=1))
+    assert outcome.error is None, outcome
+    return sum(r.count for p in outcome.partitions for r in p.acquired)
 
 
 def manual_broker(tmp_path: Path, **raw: str) -> Broker:
@@ -65,23 +93,14 @@ class ShareRig:
         return response.member_epoch
 
     def fetch(self) -> int:
-        call_ = ShareFetchCall(
-            group_id="g",
+        acquired = fetch_acquired(
+            self.broker.share_service,
             member_id="m1",
             epoch=self.epoch,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
             partitions=(self.tp,) if self.epoch == 0 else (),
         )
-        outcome = asyncio.run(self.broker.share_service.share_fetch(call_, connection_id=1))
-        assert outcome.error is None
         self.epoch += 1
-        return sum(
-            r.last_offset - r.first_offset + 1 for p in outcome.partitions for r in p.acquired
-        )
+        return acquired
 
     def acknowledge(self, *batches: AckBatch) -> None:
         outcome = self.broker.share_service.share_acknowledge(

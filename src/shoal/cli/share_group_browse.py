@@ -10,10 +10,14 @@ One row per in-flight entry (a whole batch, or one offset of a split batch), fro
 share-partition start offset on:
 
   TOPIC PARTITION FIRST-OFFSET LAST-OFFSET STATE DELIVERY-COUNT HOLDER LOCK-EXPIRES-MS
+  REDELIVERY-IN-MS
 
 STATE is the broker's name of the state (so states a broker adds print as they are),
 HOLDER the member id holding the acquisition lock ("-" when none) and
-LOCK-EXPIRES-MS the time left on that lock. Under the table, per partition: its
+LOCK-EXPIRES-MS the time left on that lock; REDELIVERY-IN-MS is the time left before
+an AVAILABLE record held back by the group's delayed redelivery
+(`shoal.share.redelivery.backoff.ms`) may be delivered again ("-" when it is not held
+back). Under the table, per partition: its
 start and end offsets, "(more entries not shown: raise --max)" when the broker
 had more than --max (default `limits.SHARE_BROWSE_ENTRIES_DEFAULT`, capped by the
 broker's `shoal.share.browse.max.entries`), or that the share-partition is not in its
@@ -42,6 +46,7 @@ HEADERS = (
     "DELIVERY-COUNT",
     "HOLDER",
     "LOCK-EXPIRES-MS",
+    "REDELIVERY-IN-MS",
 )
 
 
@@ -66,6 +71,7 @@ def run_browse(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             str(e.delivery_count),
             e.holder or MISSING,
             cell(e.lock_expires_in_ms),
+            cell(e.redelivery_due_in_ms),
         )
         for b in browsed
         for e in b.entries

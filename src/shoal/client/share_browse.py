@@ -1,6 +1,7 @@
 """Browsing a share group's in-flight records with ShareGroupBrowse (30000), Shoal's
 extension API (protocol/extensions/): the records of each share-partition's in-flight
-window with their state, delivery count, lock holder and lock expiry, read from the
+window with their state, delivery count, lock holder, lock expiry and redelivery due
+time (delayed redelivery), read from the
 share-partition leader's memory without acquiring anything.
 
 `browse` sends one request per partition leader (`Client.to_leaders`, which follows
@@ -38,6 +39,9 @@ class BrowsedEntry:
     """The member id holding the acquisition lock, or None."""
     lock_expires_in_ms: int | None
     pending_write: bool
+    redelivery_due_in_ms: int | None = None
+    """Time left before a record held back by delayed redelivery may be acquired
+    again; None when it is not held back (or the broker predates the field)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,9 @@ def _partition(topic: str, p: Any) -> BrowsedPartition:
                 holder=None if e.member_id is None else str(e.member_id),
                 lock_expires_in_ms=None if e.lock_expires_in_ms < 0 else int(e.lock_expires_in_ms),
                 pending_write=bool(e.pending_write),
+                redelivery_due_in_ms=None
+                if e.redelivery_due_in_ms < 0
+                else int(e.redelivery_due_in_ms),
             )
             for e in p.entries
         ),

@@ -25,11 +25,18 @@ a copy is appended: `flush_state`.)
   producers use, in batches within the DLQ topic's `max.message.bytes`.
 - **Exactly once across crashes**: a crash after the append but before the ARCHIVED
   write reloads the record as ARCHIVING and it is handed out again, marked
-  `recovered`. For recovered copies the DLQ partition is scanned once for records
+  `recovered`. For recovered copies the DLQ partition is searched once for records
   this broker wrote (uncompressed batches without a producer id) carrying the same
   group, source topic, partition and offset headers; offsets found are not copied
   again. A fresh ARCHIVING record was never copied (its copy starts only after its
-  state was persisted), so only recovered ones need the scan.
+  state was persisted), so only recovered ones need the search. It reads the DLQ
+  partition from its end backwards (a crash leaves its copies near the end), in
+  chunks of `_SCAN_CHUNK_OFFSETS`, stops as soon as every recovered offset is found,
+  and covers at most `limits.DLQ_DEDUPE_SCAN_RECORDS_MAX` offsets. When that limit
+  stops it with older offsets unread, a recovered copy it did not find is written
+  (never lost) and a warning names the group, the source offsets and the DLQ offsets
+  searched: such a copy may duplicate one further back (its `__dlq.errors.offset`
+  header tells them apart).
 - **Counts**: `written` / `refused` / `failed` per group since start, also reported
   to `counted` (the `shoal_share_dlq_records` metric).
 """
@@ -48,13 +55,14 @@ from kio.records.writers import write_new_batch
 from kio.serial.errors import SerialError
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import BatchError, validate_produced
+from shoal.protocol.record_batch import HEADER_SIZE, BatchError, validate_produced
 from shoal.protocol.records import inflated
 from shoal.share.dlq import DlqCopy
 from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
@@ -76,6 +84,8 @@ PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
 
 _SCAN_READ_BYTES = 1 << 20
 """Bytes per log read while scanning a DLQ partition for earlier copies."""
+_SCAN_CHUNK_OFFSETS = 1_000
+"""Offsets of the DLQ partition read forward at a time while searching it backwards."""
 _SOURCE_READ_BYTES = 1 << 20
 """Bytes per log read of a source record to copy (Kafka's DLQ fetch size)."""
 _NO_PRODUCER = -1
@@ -108,6 +118,8 @@ class DlqWriter:
     """Writes share state staged by the append linger to the log: called before any
     copy, so an ARCHIVING state is in the log before its copy is."""
     counts: dict[str, DlqCounts] = field(default_factory=dict)
+    scan_records_max: int = limits.DLQ_DEDUPE_SCAN_RECORDS_MAX
+    """How many offsets of a DLQ partition the dedupe search covers at most."""
 
     def perform(self, key: SharePartitionKey) -> Effects:
         """Copy what `key` hands out, then archive it; returns the effects."""
@@ -205,14 +217,48 @@ class DlqWriter:
         if source_info is not None:
             source_log = self.logs.partition(source_info.name, key.partition)
         copy_record = self.settings_for(key.group_id).dlq_copy_record
-        done: set[int] = set()
-        if any(c.recovered for c in copies):
-            done = _copied_offsets(dlq_log, key.group_id, source_topic, key.partition)
+        recovered = {
+            offset
+            for c in copies
+            if c.recovered
+            for offset in range(c.first_offset, c.last_offset + 1)
+        }
+        scan = ScanResult(frozenset(), dlq_log.log_end_offset, complete=True)
+        if recovered:
+            scan = copied_offsets(
+                dlq_log,
+                group_id=key.group_id,
+                topic=source_topic,
+                partition=key.partition,
+                wanted=recovered,
+                max_offsets=self.scan_records_max,
+            )
+            unverified = sorted(recovered - scan.found)
+            if unverified and not scan.complete:
+                log.warning(
+                    "share group %s: DLQ dedupe search of %s-%d stopped at its limit of %d "
+                    "offsets (searched %d-%d, not %d-%d); %d recovered "
+                    "copies of %s-%d (offsets %d to %d) not found there are written and may "
+                    "duplicate copies further back",
+                    key.group_id,
+                    topic,
+                    dlq_partition,
+                    self.scan_records_max,
+                    scan.searched_from,
+                    dlq_log.log_end_offset - 1,
+                    dlq_log.log_start_offset,
+                    scan.searched_from - 1,
+                    len(unverified),
+                    source_topic,
+                    key.partition,
+                    unverified[0],
+                    unverified[-1],
+                )
         now = self.clock.wall_ms()
         records: list[Record] = []
         for copy in copies:
             for offset in range(copy.first_offset, copy.last_offset + 1):
-                if copy.recovered and offset in done:
+                if copy.recovered and offset in scan.found:
                     log.info(
                         "share group %s: DLQ copy of %s-%d offset %d found in %s-%d after a "
                         "restart; not written again",
@@ -228,7 +274,7 @@ class DlqWriter:
                 if copy_record and source_log is not None:
                     original = _source_record(source_log, offset)
                 records.append(
-                    _dlq_record(
+                    dlq_record(
                         original,
                         index=len(records),
                         headers=(
@@ -246,13 +292,13 @@ class DlqWriter:
         max_bytes = int(
             info.configs.get("max.message.bytes", self.config().get_int("message.max.bytes"))
         )
-        for data in _batches(records, timestamp_ms=now, max_bytes=max_bytes):
+        for data in dlq_batches(records, timestamp_ms=now, max_bytes=max_bytes):
             headers = validate_produced(data, max_batch_bytes=max(max_bytes, len(data)))
             dlq_log.append(data, headers, leader_epoch=_LEADER_EPOCH)
         return len(records)
 
 
-def _dlq_record(
+def dlq_record(
     original: Record | None, *, index: int, headers: tuple[tuple[str, str], ...]
 ) -> Record:
     context = tuple(RecordHeader(key=k.encode(), value=v.encode()) for k, v in headers)
@@ -269,23 +315,39 @@ def _dlq_record(
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
-def _batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
+def dlq_batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
     """Encode `records` as batches of at most `max_bytes` (a single record larger than
-    that goes alone; the append refuses it)."""
+    that goes alone; the append refuses it). Linear: each record's size is measured
+    once, alone in a batch, plus `_RECORD_SIZE_SLACK`, and each batch encoded once (a
+    batch over the bound all the same is halved)."""
     stamp = TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
     pending: list[Record] = []
-    encoded = b""
+    size = HEADER_SIZE
     for record in records:
-        candidate = [*pending, record]
-        data = _encode(candidate, stamp)
-        if len(data) > max_bytes and pending:
-            yield encoded
-            pending = [record]
-            encoded = _encode(pending, stamp)
-        else:
-            pending, encoded = candidate, data
+        grown = len(_encode([record], stamp)) - HEADER_SIZE + _RECORD_SIZE_SLACK
+        if pending and size + grown > max_bytes:
+            yield from _fitted(pending, stamp, max_bytes)
+            pending, size = [], HEADER_SIZE
+        pending.append(record)
+        size += grown
     if pending:
-        yield encoded
+        yield from _fitted(pending, stamp, max_bytes)
+
+
+_RECORD_SIZE_SLACK = 8
+"""Bytes a record may take in a batch beyond its size alone at offset delta 0: its
+offset delta and length varints grow with its place in the batch (5 bytes each at
+most, 1 at least)."""
+
+
+def _fitted(records: list[Record], stamp: TZAwareMicros, max_bytes: int) -> Iterator[bytes]:
+    data = _encode(records, stamp)
+    if len(data) <= max_bytes or len(records) == 1:
+        yield data
+        return
+    half = len(records) // 2
+    yield from _fitted(records[:half], stamp, max_bytes)
+    yield from _fitted(records[half:], stamp, max_bytes)
 
 
 def _encode(records: list[Record], stamp: TZAwareMicros) -> bytes:
@@ -339,19 +401,58 @@ def _source_record(source: PartitionLog, offset: int) -> Record | None:
     return None
 
 
-def _copied_offsets(dlq: PartitionLog, group_id: str, topic: str, partition: int) -> set[int]:
-    """Source offsets of `group_id`'s `topic`-`partition` already copied to `dlq` by
-    this broker (uncompressed batches without a producer id)."""
-    wanted = {
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """What a dedupe search of a DLQ partition found."""
+
+    found: frozenset[int]
+    """Source offsets whose copy is on the DLQ partition."""
+    searched_from: int
+    """The first DLQ offset searched (offsets from there to the end were)."""
+    complete: bool
+    """Every wanted offset was found, or the whole partition was searched."""
+
+
+def copied_offsets(
+    dlq: PartitionLog,
+    *,
+    group_id: str,
+    topic: str,
+    partition: int,
+    wanted: set[int],
+    max_offsets: int,
+) -> ScanResult:
+    """Which of the `wanted` source offsets of `group_id`'s `topic`-`partition` this
+    broker already copied to `dlq` (uncompressed batches without a producer id):
+    chunks of offsets from the end backwards, stopping once all are found or
+    `max_offsets` offsets were searched (see the module docstring)."""
+    header_values = {
         HEADER_GROUP.encode(): group_id.encode(),
         HEADER_TOPIC.encode(): topic.encode(),
         HEADER_PARTITION.encode(): str(partition).encode(),
     }
+    found: set[int] = set()
+    high = dlq.log_end_offset
+    budget = max_offsets
+    while high > dlq.log_start_offset and budget > 0 and not wanted <= found:
+        low = max(dlq.log_start_offset, high - min(_SCAN_CHUNK_OFFSETS, budget))
+        found |= _copies_in(dlq, low, high, header_values) & wanted
+        budget -= high - low
+        high = low
+    complete = high <= dlq.log_start_offset or wanted <= found
+    return ScanResult(frozenset(found), high, complete=complete)
+
+
+def _copies_in(
+    dlq: PartitionLog, low: int, high: int, header_values: dict[bytes, bytes]
+) -> set[int]:
+    """`__dlq.errors.offset` of the records in the batches of `dlq` starting below
+    `high` from the one holding `low` on, whose headers match `header_values`."""
     offset_key = HEADER_OFFSET.encode()
     found: set[int] = set()
-    position = dlq.log_start_offset
-    while position < dlq.log_end_offset:
-        read = dlq.read(position, max_bytes=_SCAN_READ_BYTES)
+    position = low
+    while position < high:
+        read = dlq.read(position, max_bytes=_SCAN_READ_BYTES, max_offset=high)
         if not read.headers:
             break
         for header in read.headers:
@@ -364,7 +465,7 @@ def _copied_offsets(dlq: PartitionLog, group_id: str, topic: str, partition: int
                 continue
             for record in batch.records:
                 values = {h.key: h.value for h in record.headers}
-                if all(values.get(k) == v for k, v in wanted.items()):
+                if all(values.get(k) == v for k, v in header_values.items()):
                     raw = values.get(offset_key)
                     if raw is not None and raw.isdigit():
                         found.add(int(raw))

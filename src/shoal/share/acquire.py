@@ -304,7 +304,7 @@ class Acquisition:
 
     def _archive(self, st: InFlightState, first: int, last: int, event: Event) -> None:
         self.window.move(st, first, last, event, limit=self.limit)
-        self.archived.append(StateBatch(first, last, int(st.state), st.delivery_count))
+        self.archived.append(self.window.persisted(st, first, last))
 
     # ---- before and after the walk
 

@@ -61,7 +61,7 @@ from shoal.share.inflight import InFlightBatch, InFlightState, Lock
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.redelivery import Redelivery
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
-from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, Event, RecordState
+from shoal.share.states import Event, RecordState, reason_of_code
 from shoal.share.window import InFlightWindow
 
 INT32_MAX = 2**31 - 1
@@ -144,6 +144,9 @@ class RecordView:
     member_id: str
     pending: bool
     lock_deadline_ms: int | None
+    redelivery_due_ms: int | None = None
+    """When an AVAILABLE entry held back by delayed redelivery may be acquired again
+    (monotonic clock), None when it is not held back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +219,9 @@ class SharePartition:
             if delivery is RecordState.ACQUIRED:
                 raise StateLoadError(f"{batch} has a state that is never persisted")
             if delivery is RecordState.ARCHIVING:
-                # The reason is not persisted: a reload infers it from the count.
-                reason = REASON_DELIVERY_LIMIT
-                if batch.delivery_count < limit:
-                    reason = REASON_REJECTED
+                reason = reason_of_code(
+                    batch.dlq_reason, delivery_count=batch.delivery_count, limit=limit
+                )
                 for offset in range(batch.first_offset, batch.last_offset + 1):
                     window.dlq_reasons[offset] = reason
                     self._dlq_recovered.add(offset)
@@ -301,7 +303,8 @@ class SharePartition:
         return list(self._views())
 
     def _views(self) -> Iterator[RecordView]:
-        for batch in self._w.cache:
+        window = self._w
+        for batch in window.cache:
             for first, last, st in batch.states():
                 lock = st.lock
                 yield RecordView(
@@ -312,6 +315,7 @@ class SharePartition:
                     st.member_id,
                     st.pending is not None,
                     None if lock is None else lock.deadline_ms,
+                    None if window.redelivery.is_due(st.not_before_ms) else st.not_before_ms,
                 )
 
     def snapshot(self, *, max_entries: int) -> InFlightSnapshot:
@@ -548,7 +552,7 @@ class SharePartition:
             return None  # cancelled meanwhile, or a write is pending (rollback checks)
         first, last = lock.first_offset, lock.last_offset
         window.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
-        return StateBatch(first, last, int(st.state), st.delivery_count)
+        return window.persisted(st, first, last)
 
     # ---- dead-letter queue
 

@@ -24,7 +24,9 @@ reached the limit, to ARCHIVING instead of ARCHIVED: it waits there (persisted, 
 terminal, so the start offset stops before it) while its copy is written to the DLQ
 topic, then DLQ_DONE makes it ARCHIVED. GAPs, records below the start offset and
 other archivals (compaction holes, aborted transactions, a lowered limit) are not
-undeliverable records and go straight to ARCHIVED.
+undeliverable records and go straight to ARCHIVED. Why a record is ARCHIVING
+(`dlq_reason`: rejected, or the delivery limit) is persisted with its state batch
+(`REASON_CODES`) and read back by `reason_of_code`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from types import MappingProxyType
 from typing import Final
 
 from shoal.protocol.share import AcknowledgeType
+from shoal.share_coordinator.state import DLQ_REASON_DELIVERY_LIMIT, DLQ_REASON_REJECTED
 
 
 class RecordState(enum.IntEnum):
@@ -166,6 +169,22 @@ def dlq_reason(event: Event) -> str:
 
 REASON_REJECTED: Final = "Record rejected by the consumer"
 REASON_DELIVERY_LIMIT: Final = "Record reached the delivery count limit"
+REASON_CODES: Final[Mapping[str, int]] = MappingProxyType(
+    {REASON_REJECTED: DLQ_REASON_REJECTED, REASON_DELIVERY_LIMIT: DLQ_REASON_DELIVERY_LIMIT}
+)
+"""Reason -> the code an ARCHIVING state batch persists it as (`StateBatch.dlq_reason`)."""
+
+
+def reason_of_code(code: int, *, delivery_count: int, limit: int) -> str:
+    """The reason an ARCHIVING state batch was persisted with. State written before
+    Shoal persisted it (code 0) gets the inference older versions made: the delivery
+    limit when the count has reached the group's current limit, rejected otherwise
+    (wrong for a record rejected on its last allowed delivery, or after the limit
+    changed: why the code is persisted)."""
+    for reason, known in REASON_CODES.items():
+        if code == known:
+            return reason
+    return REASON_DELIVERY_LIMIT if delivery_count >= limit else REASON_REJECTED
 
 
 def next_delivery_count(delivery_count: int, event: Event) -> int:

@@ -39,12 +39,14 @@ from shoal.share.inflight import (
 from shoal.share.persister import StateBatch
 from shoal.share.redelivery import Redelivery
 from shoal.share.states import (
+    REASON_CODES,
     Event,
     RecordState,
     dlq_reason,
     next_delivery_count,
     target_state,
 )
+from shoal.share_coordinator.state import DLQ_REASON_UNKNOWN
 
 Span = tuple[int, int]
 
@@ -198,7 +200,7 @@ class InFlightWindow:
             spans[-1] = (spans[-1][0], last)  # adjacent: one span
         else:
             spans.append((first, last))
-        return StateBatch(first, last, int(new), st.delivery_count)
+        return self.persisted(st, first, last)
 
     def commit(self, st: InFlightState, first: int, last: int, *, limit: int) -> None:
         backup = st.pending
@@ -230,7 +232,15 @@ class InFlightWindow:
         if st.lock is None or not st.lock.has_expired(now_ms):
             return None
         self.move(st, first, last, Event.LOCK_EXPIRED, limit=limit)
-        return StateBatch(first, last, int(st.state), st.delivery_count)
+        return self.persisted(st, first, last)
+
+    def persisted(self, st: InFlightState, first: int, last: int) -> StateBatch:
+        """The state batch that persists `st` for [first, last]: an ARCHIVING one
+        carries its reason's code (`states.REASON_CODES`), so a reload knows it."""
+        code = DLQ_REASON_UNKNOWN
+        if st.state is RecordState.ARCHIVING:
+            code = REASON_CODES.get(self.dlq_reasons.get(first, ""), DLQ_REASON_UNKNOWN)
+        return StateBatch(first, last, int(st.state), st.delivery_count, code)
 
     def _note_archiving(
         self, old: RecordState, new: RecordState, first: int, last: int, event: Event

@@ -14,7 +14,9 @@ Share{Snapshot,Update}{Key,Value}.json`) field for field and in the same order:
   DeliveryCompleteCount tagged 0 with -1 = unchanged, the changed StateBatches).
 
 Keys are not flexible (a record type then GroupId, TopicId, Partition); values are
-flexible version 0. Names are the schema names in snake case.
+flexible version 0. Names are the schema names in snake case. StateBatch carries one
+Shoal extension, the tagged `dlq_reason` (tag `SHOAL_TAG_DLQ_REASON`, written only on
+ARCHIVING batches; see `state`): without it the bytes are Kafka's.
 
 The builders (`snapshot_record`, `update_record`, `tombstone`, `snapshot_key`,
 `state_batch_entries`, `state_batches_of`) translate between the records and the
@@ -32,9 +34,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from shoal.coordinator import records
-from shoal.share_coordinator.state import SharePartitionKey, StateBatch
+from shoal.share_coordinator.state import DLQ_REASON_UNKNOWN, SharePartitionKey, StateBatch
 
 # ---- shared nested struct -------------------------------------------------------------
+
+SHOAL_TAG_DLQ_REASON = 30_000
+"""Tag of StateBatch's `dlq_reason`, a Shoal extension; far above any tag Kafka uses
+(Kafka reads past tags it does not know, so its tools still read the records)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,8 +51,14 @@ class StateBatchEntry(records.NestedStruct):
     first_offset: int = field(metadata={"kafka_type": "int64"})
     last_offset: int = field(metadata={"kafka_type": "int64"})
     delivery_state: int = field(metadata={"kafka_type": "int8"})
-    """0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED."""
+    """0 AVAILABLE, 2 ACKNOWLEDGED, 3 ARCHIVING, 4 ARCHIVED."""
     delivery_count: int = field(metadata={"kafka_type": "int16"})
+    dlq_reason: int = field(
+        metadata={"kafka_type": "int8", "tag": SHOAL_TAG_DLQ_REASON}, default=DLQ_REASON_UNKNOWN
+    )
+    """Shoal's extension: why an ARCHIVING batch awaits its dead-letter copy
+    (`state.DLQ_REASON_*`); written only when not 0, so other batches' bytes are
+    Kafka's, and a batch written without it reads as 0."""
 
 
 # ---- type 0: ShareSnapshot ------------------------------------------------------------
@@ -129,6 +141,7 @@ def state_batch_entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry,
             last_offset=b.last_offset,
             delivery_state=b.delivery_state,
             delivery_count=b.delivery_count,
+            dlq_reason=b.dlq_reason,
         )
         for b in batches
     )
@@ -136,7 +149,7 @@ def state_batch_entries(batches: Iterable[StateBatch]) -> tuple[StateBatchEntry,
 
 def state_batches_of(entries: Iterable[StateBatchEntry]) -> tuple[StateBatch, ...]:
     return tuple(
-        StateBatch(e.first_offset, e.last_offset, e.delivery_state, e.delivery_count)
+        StateBatch(e.first_offset, e.last_offset, e.delivery_state, e.delivery_count, e.dlq_reason)
         for e in entries
     )
 

@@ -11,6 +11,15 @@ persisted delivery state (`PERSISTED_DELIVERY_STATES`: 0 AVAILABLE, 2 ACKNOWLEDG
 never written). `merge_state_batches` returns batches sorted,
 disjoint and coalesced.
 
+Why an ARCHIVING batch awaits its dead-letter copy (`dlq_reason`: rejected, or the
+delivery count limit) is a Shoal extension of Kafka's StateBatch, persisted as a
+tagged field (records.py) the way state 3 extended DeliveryState: it cannot be
+inferred after a reload (a record REJECTed on its last allowed delivery has the same
+count as one that ran out of deliveries, and the limit may have changed since).
+`DLQ_REASON_UNKNOWN` is what state written without it reads as (older Shoal, or a
+WriteShareGroupState from outside, whose Kafka schema has no such field); only an
+ARCHIVING batch carries another value.
+
 The delivery-state ids are the persisted ones; `shoal.share.states.RecordState`
 names them for the share-partition leader (this package sits below `shoal.share`
 and must not import it).
@@ -46,6 +55,14 @@ PERSISTED_DELIVERY_STATES: Final = frozenset(
 )
 """The DeliveryState values a StateBatch may carry."""
 
+DLQ_REASON_UNKNOWN: Final = 0
+"""Not recorded: not ARCHIVING, or written without the reason (old state)."""
+DLQ_REASON_REJECTED: Final = 1
+"""ARCHIVING because a consumer REJECTed the record."""
+DLQ_REASON_DELIVERY_LIMIT: Final = 2
+"""ARCHIVING because the record's delivery count reached the limit."""
+DLQ_REASONS: Final = frozenset({DLQ_REASON_UNKNOWN, DLQ_REASON_REJECTED, DLQ_REASON_DELIVERY_LIMIT})
+
 
 @dataclass(frozen=True, slots=True)
 class SharePartitionKey:
@@ -56,16 +73,22 @@ class SharePartitionKey:
 
 @dataclass(frozen=True, slots=True)
 class StateBatch:
-    """A persisted range: `delivery_state` is a persisted state id (0, 2 or 4)."""
+    """A persisted range: `delivery_state` is a persisted state id (0, 2, 3 or 4);
+    `dlq_reason` (a Shoal extension, see the module docstring) only with 3."""
 
     first_offset: int
     last_offset: int
     delivery_state: int
     delivery_count: int
+    dlq_reason: int = DLQ_REASON_UNKNOWN
 
     def __post_init__(self) -> None:
         assert self.first_offset <= self.last_offset, self
         assert self.delivery_state in PERSISTED_DELIVERY_STATES, self
+        assert self.dlq_reason in DLQ_REASONS, self
+        assert (
+            self.dlq_reason == DLQ_REASON_UNKNOWN or self.delivery_state == DELIVERY_STATE_ARCHIVING
+        ), self
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,43 +127,60 @@ class StateSummary:
     delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
 
 
+_INCOMING: Final = 0
+_CURRENT: Final = 1
+"""Heap ranks of a merge's two inputs: at equal (count, state) the incoming wins."""
+
+
 def merge_state_batches(
     current: Iterable[StateBatch], incoming: Iterable[StateBatch], *, start_offset: int
 ) -> list[StateBatch]:
     """The share coordinator's merge (coordinators.md §2.4, Kafka's
     PersisterStateBatchCombiner): drop batches below `start_offset` and clip those
     straddling it; where ranges overlap the higher delivery count wins, then the higher
-    delivery state; adjacent ranges with equal (state, count) coalesce.
+    delivery state, then the newer batch (incoming over current, later over earlier in
+    offset order; only a DLQ reason can differ then); adjacent ranges with equal
+    (state, count, reason) coalesce.
 
     A sweep over range boundaries with a heap of the covering batches: O(n log n).
     """
-    batches = sorted(
+    entries = sorted(
         (
-            StateBatch(
-                max(b.first_offset, start_offset), b.last_offset, b.delivery_state, b.delivery_count
-            )
-            for b in (*current, *incoming)
+            (_clipped(b, start_offset), origin)
+            for origin, group in ((_CURRENT, current), (_INCOMING, incoming))
+            for b in group
             if b.last_offset >= start_offset
         ),
-        key=lambda b: b.first_offset,
+        key=lambda e: e[0].first_offset,
     )
+    batches = [b for b, _ in entries]
     boundaries = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
     merged: list[StateBatch] = []
-    covering: list[tuple[int, int, int, int]] = []  # (-count, -state, seq, last)
+    covering: list[tuple[int, int, int, int, int]] = []  # (-count, -state, origin, -seq, last)
     next_batch = 0
     for index, point in enumerate(boundaries[:-1]):
         while next_batch < len(batches) and batches[next_batch].first_offset == point:
-            b = batches[next_batch]
+            b, origin = entries[next_batch]
             heapq.heappush(
-                covering, (-b.delivery_count, -b.delivery_state, next_batch, b.last_offset)
+                covering,
+                (-b.delivery_count, -b.delivery_state, origin, -next_batch, b.last_offset),
             )
             next_batch += 1
-        while covering and covering[0][3] < point:
+        while covering and covering[0][4] < point:
             heapq.heappop(covering)
         if not covering:
             continue
-        count, state = -covering[0][0], -covering[0][1]
-        _append_coalesced(merged, StateBatch(point, boundaries[index + 1] - 1, state, count))
+        top = batches[-covering[0][3]]
+        _append_coalesced(
+            merged,
+            StateBatch(
+                point,
+                boundaries[index + 1] - 1,
+                top.delivery_state,
+                top.delivery_count,
+                top.dlq_reason,
+            ),
+        )
     return merged
 
 
@@ -159,10 +199,7 @@ def merge_into_state(
     if below:
         del result[:below]
     if result and result[0].first_offset < start_offset:
-        head = result[0]
-        result[0] = StateBatch(
-            start_offset, head.last_offset, head.delivery_state, head.delivery_count
-        )
+        result[0] = _clipped(result[0], start_offset)
     for batch in sorted(incoming, key=_first_offset):
         if batch.last_offset < start_offset:
             continue
@@ -173,6 +210,19 @@ def merge_into_state(
             result[first:end], (batch,), start_offset=start_offset
         )
     return result
+
+
+def _clipped(batch: StateBatch, start_offset: int) -> StateBatch:
+    """`batch` without its offsets below `start_offset` (it must reach it)."""
+    if batch.first_offset >= start_offset:
+        return batch
+    return StateBatch(
+        start_offset,
+        batch.last_offset,
+        batch.delivery_state,
+        batch.delivery_count,
+        batch.dlq_reason,
+    )
 
 
 def _first_offset(batch: StateBatch) -> int:
@@ -190,9 +240,14 @@ def _append_coalesced(merged: list[StateBatch], batch: StateBatch) -> None:
             tail.last_offset + 1 == batch.first_offset
             and tail.delivery_state == batch.delivery_state
             and tail.delivery_count == batch.delivery_count
+            and tail.dlq_reason == batch.dlq_reason
         ):
             merged[-1] = StateBatch(
-                tail.first_offset, batch.last_offset, tail.delivery_state, tail.delivery_count
+                tail.first_offset,
+                batch.last_offset,
+                tail.delivery_state,
+                tail.delivery_count,
+                tail.dlq_reason,
             )
             return
     merged.append(batch)

@@ -87,5 +87,32 @@ def test_a_browse_response_is_kios_own_encoding() -> None:
     assert (decoded, size) == (response, len(buffer.getvalue()))
 
 
+def test_the_redelivery_due_time_is_a_tagged_field_left_out_when_unset() -> None:
+    """RedeliveryDueInMs (tag 0 of InFlightEntry) is written only when not -1, so an
+    entry without a delay has v0's first bytes, and one with it reads back."""
+    schema = response_schema(KEY, 0)
+    fields = {
+        "first_offset": 5,
+        "last_offset": 5,
+        "state": 0,
+        "state_name": "AVAILABLE",
+        "delivery_count": 1,
+        "lock_expires_in_ms": -1,
+        "pending_write": False,
+    }
+    plain = schema.make("InFlightEntry", **fields)
+    held = schema.make("InFlightEntry", **fields, redelivery_due_in_ms=1_500)
+    assert plain.redelivery_due_in_ms == -1
+
+    def encoded(entry: object) -> bytes:
+        buffer = io.BytesIO()
+        entity_writer(type(entry))(buffer, entry)
+        return buffer.getvalue()
+
+    assert encoded(plain).endswith(b"\x00")  # no tagged fields
+    assert encoded(held) == encoded(plain)[:-1] + bytes.fromhex("01000800000000000005dc")
+    assert entity_reader(type(held))(encoded(held), 0)[0] == held
+
+
 def test_the_broker_serves_and_advertises_the_extension() -> None:
     assert ApiRange(KEY, 0, 0) in api_ranges(load_all_handlers())

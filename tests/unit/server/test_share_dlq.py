@@ -5,12 +5,14 @@ and a topic that may not serve as a DLQ gets nothing."""
 
 from __future__ import annotations
 
-import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.records.readers import read_batch
 
+from shoal import limits
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
@@ -18,13 +20,20 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
-from shoal.server.share_dlq import HEADER_OFFSET
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
+from shoal.server.share_dlq import (
+    HEADER_OFFSET,
+    ScanResult,
+    copied_offsets,
+    dlq_batches,
+    dlq_record,
+)
+from shoal.server.share_service import ShareAcknowledgeCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.states import RecordState
 from tests.support.batches import COMPRESSION_GZIP, Record, build_batch
+from tests.support.share_rig import fetch_acquired
 from tests.unit.log.batches import append, make_batch
 
 
@@ -96,21 +105,10 @@ class Rig:
         self.epoch = 0
 
     def fetch(self) -> int:
-        call = ShareFetchCall(
-            group_id="g",
-            member_id="m",
-            epoch=self.epoch,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
-            partitions=(self.tp,),
-        )
         self.epoch += 1
-        outcome = asyncio.run(self.service.share_fetch(call, connection_id=1))
-        assert outcome.error is None
-        return sum(r.count for p in outcome.partitions for r in p.acquired)
+        return fetch_acquired(
+            self.service, member_id="m", epoch=self.epoch - 1, partitions=(self.tp,)
+        )
 
     def reject_all(self, *, crash_before_copy: bool = False) -> None:
         """REJECT 0..2 as the ShareAcknowledge handler does; with `crash_before_copy`
@@ -148,7 +146,7 @@ class Rig:
 
     def dlq_offsets(self) -> list[int]:
         return [
-            int({h.key: h.value for h in r.headers}[HEADER_OFFSET.encode()] or b"-1")
+            int({h.key: h.value for h in r.headers}.get(HEADER_OFFSET.encode()) or b"-1")
             for r in self.dlq_records()
         ]
 
@@ -223,3 +221,97 @@ def test_a_compressed_source_record_is_copied_whole(tmp_path: Path) -> None:
     assert [(r.key, r.value) for r in copied] == [(r.key, r.value) for r in records]
     assert [h.key for h in copied[1].headers][:2] == [b"h", b"__dlq.errors.topic"]
     assert rig.dlq_offsets() == [0, 1, 2]
+
+
+def _crash_after_the_copies(rig: Rig, *, filler: int) -> None:
+    """Copies of 0..2 written, the ARCHIVED write lost, `filler` other records appended
+    to the DLQ partition, then a crash."""
+    rig.fetch()
+    rig.persister.fail_archived = True
+    rig.reject_all()
+    rig.persister.fail_archived = False
+    dlq = rig.logs.partition(rig.dlq, 0)
+    assert dlq is not None
+    append(dlq, make_batch(filler))
+    rig.crash()
+
+
+def test_the_dedupe_search_finds_copies_behind_newer_records_within_its_limit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rig = Rig(tmp_path)
+    rig.service.dlq.scan_records_max = 11  # reaches offset 2, in the copies' batch
+    _crash_after_the_copies(rig, filler=10)
+    assert rig.fetch() == 0
+    assert rig.dlq_offsets() == [0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1]
+    assert rig.persisted_states() == []
+    assert "stopped at its limit" not in caplog.text
+
+
+def test_at_the_dedupe_search_limit_unfound_copies_are_written_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The limit (limits.DLQ_DEDUPE_SCAN_RECORDS_MAX) stops the search before the old
+    copies: they are written again rather than lost, and the warning says so."""
+    rig = Rig(tmp_path)
+    assert rig.service.dlq.scan_records_max == limits.DLQ_DEDUPE_SCAN_RECORDS_MAX
+    rig.service.dlq.scan_records_max = 10  # the 10 newer records only
+    _crash_after_the_copies(rig, filler=10)
+    with caplog.at_level(logging.WARNING, logger="shoal.server.share_dlq"):
+        assert rig.fetch() == 0
+    assert rig.dlq_offsets()[13:] == [0, 1, 2]
+    assert rig.persisted_states() == [], "archived after the copies"
+    assert rig.counted[-1] == ("g", "written", 3)
+    (warning,) = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "shoal.server.share_dlq" and r.levelno == logging.WARNING
+    ]
+    assert warning == (
+        "share group g: DLQ dedupe search of dlq.t-0 stopped at its limit of 10 offsets "
+        "(searched 3-12, not 0-2); 3 recovered copies of t-0 (offsets 0 to 2) not found "
+        "there are written and may duplicate copies further back"
+    )
+
+
+def test_the_dedupe_search_goes_backwards_and_stops_once_every_copy_is_found(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(tmp_path)
+    dlq = rig.logs.partition(rig.dlq, 0)
+    assert dlq is not None
+    append(dlq, make_batch(1_200))  # offsets 0..1199, not copies
+    rig.fetch()
+    rig.reject_all()  # copies of 0..2 at 1200..1202
+    assert dlq.log_end_offset == 1_203
+
+    def search(group: str, wanted: set[int], max_offsets: int) -> ScanResult:
+        return copied_offsets(
+            dlq, group_id=group, topic="t", partition=0, wanted=wanted, max_offsets=max_offsets
+        )
+
+    # found in the newest chunk of 1000 offsets: the older 203 are never read
+    assert search("g", {0, 1, 2}, 10_000) == ScanResult(frozenset({0, 1, 2}), 203, complete=True)
+    assert search("g", set(), 10_000) == ScanResult(frozenset(), 1_203, complete=True)
+    # another group's copies are not these: the whole partition is searched
+    assert search("h", {0}, 10_000) == ScanResult(frozenset(), 0, complete=True)
+    # ... unless the limit stops the search first
+    assert search("h", {0}, 1_100) == ScanResult(frozenset(), 103, complete=False)
+
+
+def test_dlq_batches_stay_within_the_topics_max_bytes_in_one_encode_each() -> None:
+    """`dlq_batches` splits copies by the DLQ topic's max.message.bytes, keeps their order,
+    sends a record larger than the bound alone (the append refuses it), and measures
+    each record once: 500 copies, a ShareConsumer's default poll, took seconds when
+    each added record re-encoded the batch so far."""
+    pads = [5_000 if i == 7 else 50 for i in range(500)]
+    records = [
+        dlq_record(None, index=i, headers=((HEADER_OFFSET, str(i)), ("pad", "x" * pad)))
+        for i, pad in enumerate(pads)
+    ]
+    encoded = list(dlq_batches(records, timestamp_ms=0, max_bytes=2_000))
+    batches = [read_batch(data, 0)[0] for data in encoded]
+    assert [r.headers for b in batches for r in b.records] == [r.headers for r in records]
+    alone = [(len(data), len(b.records)) for data, b in zip(encoded, batches, strict=True)]
+    assert [n for size, n in alone if size > 2_000] == [1]  # the 5,000-byte one
+    assert len(batches) <= 30  # about 20 records of ~90 bytes fill each batch

@@ -87,6 +87,29 @@ def test_browse_shows_states_delivery_counts_holders_and_lock_expiry(broker: Bro
     ]
 
 
+def test_browse_shows_when_a_delayed_redelivery_is_due(broker: Broker) -> None:
+    """With delayed redelivery a RELEASEd record is AVAILABLE but held back: the entry
+    says how long for (tagged RedeliveryDueInMs), counting down on the manual clock,
+    and -1 once it is due (or for records never held back)."""
+    rig = ShareRig(broker)  # m1 holds offsets 10-14 (first delivery)
+    broker.group_configs.alter("g", {"shoal.share.redelivery.backoff.ms": "2000"})
+    rig.acknowledge(AckBatch(12, 12, (int(AcknowledgeType.RELEASE),)))
+
+    def due() -> list[tuple[int, str, int]]:
+        (partition,) = _browse(broker).partitions
+        return [(e.first_offset, e.state_name, e.redelivery_due_in_ms) for e in partition.entries]
+
+    assert due() == [(10, "ACQUIRED", -1), (11, "ACQUIRED", -1), (12, "AVAILABLE", 2_000)] + [
+        (o, "ACQUIRED", -1) for o in (13, 14)
+    ]
+    rig.clock.advance(1_500)
+    assert due()[2] == (12, "AVAILABLE", 500)
+    assert rig.fetch() == 0, "held back: not acquired yet"
+    rig.clock.advance(500)
+    assert due()[2] == (12, "AVAILABLE", -1)
+    assert rig.fetch() == 1
+
+
 def test_browse_acquires_nothing(broker: Broker) -> None:
     rig = ShareRig(broker)
     rig.acknowledge(AckBatch(12, 12, (int(AcknowledgeType.RELEASE),)))

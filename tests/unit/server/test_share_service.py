@@ -27,6 +27,7 @@ from shoal.server.share_service import (
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
+from tests.support.share_rig import fetch_acquired
 from tests.unit.log.batches import append, make_batch
 
 
@@ -77,20 +78,7 @@ class Rig:
         append(partition, make_batch(count))
 
     def fetch(self, epoch: int = 0) -> int:
-        call = ShareFetchCall(
-            group_id="g",
-            member_id="m",
-            epoch=epoch,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            max_records=500,
-            batch_size=500,
-            partitions=(self.tp,),
-        )
-        outcome = asyncio.run(self.service.share_fetch(call, connection_id=1))
-        assert outcome.error is None
-        return sum(r.count for p in outcome.partitions for r in p.acquired)
+        return fetch_acquired(self.service, member_id="m", epoch=epoch, partitions=(self.tp,))
 
 
 def test_lock_expiry_fired_by_its_source_wakes_the_share_partition(tmp_path: Path) -> None:

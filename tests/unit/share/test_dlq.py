@@ -3,7 +3,14 @@ effects, the start offset, and a reload after a crash. Manual clock throughout."
 
 from __future__ import annotations
 
-from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, RecordState
+from shoal.share.persister import StateBatch
+from shoal.share.settings import SharePartitionConfig
+from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, RecordState, reason_of_code
+from shoal.share_coordinator.state import (
+    DLQ_REASON_DELIVERY_LIMIT,
+    DLQ_REASON_REJECTED,
+    DLQ_REASON_UNKNOWN,
+)
 from tests.unit.share.support import (
     ACCEPT,
     REJECT,
@@ -127,15 +134,51 @@ def test_a_reload_hands_persisted_archiving_records_out_again() -> None:
     assert copies(rig) == [] and rig.sp.start_offset == 6
 
 
-def test_a_reload_infers_the_reason_from_the_delivery_count() -> None:
+def test_a_reload_keeps_the_reason_of_a_record_rejected_at_the_limit() -> None:
+    """Offset 0 is REJECTed and offset 1 RELEASEd on their last allowed delivery: both
+    go ARCHIVING with delivery count 2 = the limit, for different reasons. The count
+    cannot tell them apart after a reload (the inference older state gets reads both
+    as the limit), so the reason is persisted with the state batch."""
+    rig = started((0, 1), delivery_count_limit=2, **DLQ)
+    rig.fetch("a")
+    rig.expire(30_000)
+    assert ranges(rig.fetch("a")) == [(0, 1, 2)]
+    rig.ack("a", ack(0, 1, REJECT, RELEASE))
+    expected = [(0, 0, 2, REASON_REJECTED, False), (1, 1, 2, REASON_DELIVERY_LIMIT, False)]
+    assert copies(rig) == expected
+    persisted = [
+        (b.first_offset, b.delivery_state, b.dlq_reason) for b in rig.durable().state_batches
+    ]
+    assert persisted == [(0, 3, DLQ_REASON_REJECTED), (1, 3, DLQ_REASON_DELIVERY_LIMIT)]
+    assert reason_of_code(DLQ_REASON_UNKNOWN, delivery_count=2, limit=2) == REASON_DELIVERY_LIMIT
+    rig.load()
+    assert copies(rig) == [(o, o, c, r, True) for o, _, c, r, _ in expected]
+
+
+def test_a_reload_keeps_the_reason_after_the_limit_changed() -> None:
     rig = started((0, 0), delivery_count_limit=2, **DLQ)
     rig.fetch("a")
     rig.expire(30_000)
     rig.fetch("a")
-    rig.expire(30_000)
-    assert copies(rig) == [(0, 0, 2, REASON_DELIVERY_LIMIT, False)]
+    rig.expire(30_000)  # count 2 = limit: ARCHIVING
+    rig.set(delivery_count_limit=5)
     rig.load()
     assert copies(rig) == [(0, 0, 2, REASON_DELIVERY_LIMIT, True)]
+
+
+def test_archiving_state_written_without_a_reason_still_loads() -> None:
+    """State from before the reason was persisted (reason 0) loads, with the reason
+    inferred from the delivery count and the current limit."""
+    rig = Rig(config=SharePartitionConfig(delivery_count_limit=3, dlq_topic="dlq.orders"))
+    rig.produce((0, 9))
+    rig.start(
+        start_offset=0,
+        state_batches=[StateBatch(0, 1, 3, 3), StateBatch(2, 2, 3, 1), StateBatch(3, 9, 0, 0)],
+    )
+    assert copies(rig) == [
+        (0, 1, 3, REASON_DELIVERY_LIMIT, True),
+        (2, 2, 1, REASON_REJECTED, True),
+    ]
 
 
 def test_removing_the_dlq_topic_leaves_archiving_records_to_finish() -> None:

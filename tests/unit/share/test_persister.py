@@ -26,10 +26,14 @@ from shoal.share.persister import (
     merge_state_batches,
 )
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
-from shoal.share_coordinator.state import merge_into_state
+from shoal.share_coordinator.state import (
+    DLQ_REASON_DELIVERY_LIMIT,
+    DLQ_REASON_REJECTED,
+    merge_into_state,
+)
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)
-AV, ACK, ARC = 0, 2, 4
+AV, ACK, ARCHIVING, ARC = 0, 2, 3, 4
 
 
 def _share_coordinator() -> Persister:
@@ -126,6 +130,22 @@ def test_merge_rule() -> None:
     assert merged == [StateBatch(0, 2, ACK, 1), StateBatch(3, 4, AV, 2), StateBatch(5, 9, ACK, 1)]
 
 
+def test_merge_keeps_the_newer_dlq_reason_at_equal_count_and_state() -> None:
+    """An ARCHIVING batch's DLQ reason goes with the batch that wins; at equal count
+    and state (a write reported failed that landed, then the retry) the incoming one."""
+    limit = StateBatch(0, 3, ARCHIVING, 2, DLQ_REASON_DELIVERY_LIMIT)
+    rejected = StateBatch(2, 5, ARCHIVING, 2, DLQ_REASON_REJECTED)
+    assert merge_state_batches([limit], [rejected], start_offset=1) == [
+        StateBatch(1, 1, ARCHIVING, 2, DLQ_REASON_DELIVERY_LIMIT),
+        StateBatch(2, 5, ARCHIVING, 2, DLQ_REASON_REJECTED),
+    ]
+    archived = StateBatch(0, 5, ARC, 2)
+    assert merge_state_batches([limit, rejected], [archived], start_offset=0) == [archived]
+    assert merge_into_state([limit], [rejected], start_offset=1) == merge_state_batches(
+        [limit], [rejected], start_offset=1
+    )
+
+
 def test_delete_and_summary_of_unknown_key(persister: Persister) -> None:
     """70: summary of an unknown key -> -1 / -1, no error; delete makes it unknown."""
     summary = persister.read_summary(key=KEY, leader_epoch=0)
@@ -173,11 +193,14 @@ def test_partitions_with_state(persister: Persister) -> None:
 
 
 _batch = st.builds(
-    lambda first, length, state, count: StateBatch(first, first + length, state, count),
+    lambda first, length, state, count, reason: StateBatch(
+        first, first + length, state, count, reason if state == ARCHIVING else 0
+    ),
     st.integers(0, 40),
     st.integers(0, 10),
-    st.sampled_from([AV, ACK, ARC]),
+    st.sampled_from([AV, ACK, ARCHIVING, ARC]),
     st.integers(0, 4),
+    st.sampled_from([DLQ_REASON_REJECTED, DLQ_REASON_DELIVERY_LIMIT]),
 )
 
 
@@ -201,9 +224,10 @@ def test_merge_matches_a_per_offset_model(
     for left, right in itertools.pairwise(merged):
         assert left.last_offset < right.first_offset
         if left.last_offset + 1 == right.first_offset:
-            assert (left.delivery_state, left.delivery_count) != (
+            assert (left.delivery_state, left.delivery_count, left.dlq_reason) != (
                 right.delivery_state,
                 right.delivery_count,
+                right.dlq_reason,
             )
 
 

@@ -18,7 +18,7 @@ from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWr
 
 TOPIC = uuid.UUID(int=7)
 KEY = SharePartitionKey("g", TOPIC, 0)
-AV, ACK, ARC = 0, 2, 4
+AV, ACK, ARCHIVING, ARC = 0, 2, 3, 4
 T0 = ManualClock().wall_ms()
 """Wall time of a fresh ManualClock."""
 

@@ -4,6 +4,7 @@ an update are pinned byte for byte to Kafka's layout, and bad bytes are refused.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from shoal.coordinator.records import RecordDecodeError, UnknownRecordType
 from shoal.share_coordinator.records import (
     CODEC,
+    SHOAL_TAG_DLQ_REASON,
     ShareCoordinatorRecord,
     ShareSnapshotKey,
     ShareSnapshotValue,
@@ -19,6 +21,7 @@ from shoal.share_coordinator.records import (
     ShareUpdateValue,
     StateBatchEntry,
 )
+from shoal.share_coordinator.state import DLQ_REASON_REJECTED, DLQ_REASON_UNKNOWN
 
 encode, decode = CODEC.encode, CODEC.decode
 
@@ -157,6 +160,44 @@ def test_small_update_is_kafkas_bytes() -> None:
         "00"  # no tagged fields
     )
     assert encode(SMALL_UPDATE) == (expected_key, expected_value)
+
+
+def test_an_archiving_batch_carries_its_dlq_reason_as_shoals_tagged_field() -> None:
+    """The one Shoal extension of these records: an ARCHIVING (3) batch's DLQ reason,
+    tagged 30000 (an unsigned varint, 3 bytes) in the StateBatch's tagged fields; a
+    batch without it (old state, other states) reads as reason 0."""
+    old_bytes = bytes.fromhex(
+        "0000"  # value version 0
+        "00000001"  # SnapshotEpoch
+        "00000003"  # LeaderEpoch
+        "ffffffffffffffff"  # StartOffset -1: unchanged
+        "02"  # StateBatches: 1 entry
+        "0000000000000007"
+        "0000000000000007"
+        "03"
+        "0005"  # 7-7 ARCHIVING x5
+        "00"  # no tagged fields in the batch
+        "00"  # none in the value
+    )
+    key = bytes.fromhex("00010001670102030405060708090a0b0c0d0e0f1000000003")
+    old = decode(key, old_bytes)
+    assert old.value is not None
+    (batch,) = old.value.state_batches
+    assert (batch.delivery_state, batch.dlq_reason) == (3, DLQ_REASON_UNKNOWN)
+    assert SHOAL_TAG_DLQ_REASON == 30_000
+    rejected = replace(
+        old,
+        value=replace(old.value, state_batches=(replace(batch, dlq_reason=DLQ_REASON_REJECTED),)),
+    )
+    new_bytes = old_bytes[:-2] + bytes.fromhex(
+        "01"  # one tagged field in the batch
+        "b0ea01"  # tag 30000
+        "01"  # 1 byte
+        "01"  # rejected
+        "00"  # none in the value
+    )
+    assert encode(rejected) == (key, new_bytes)
+    assert decode(key, new_bytes) == rejected
 
 
 _entries = st.lists(

@@ -15,21 +15,32 @@ from hypothesis import strategies as st
 from shoal.share.persister import InMemoryPersister
 from shoal.share_coordinator.records import CODEC
 from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
-from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWrite
-from tests.unit.share_coordinator.support import ACK, ARC, AV, TOPIC, Rig
+from shoal.share_coordinator.state import (
+    DLQ_REASON_DELIVERY_LIMIT,
+    DLQ_REASON_REJECTED,
+    DLQ_REASON_UNKNOWN,
+    SharePartitionKey,
+    StateBatch,
+    StateWrite,
+)
+from tests.unit.share_coordinator.support import ACK, ARC, ARCHIVING, AV, TOPIC, Rig
 
 KEYS = [SharePartitionKey(g, TOPIC, p) for g in ("g", "h") for p in (0, 1)]
 
 _batches = st.lists(
     st.builds(
-        lambda first, length, state, count: StateBatch(first, first + length, state, count),
+        lambda first, length, state, count, reason: StateBatch(
+            first, first + length, state, count, reason if state == ARCHIVING else 0
+        ),
         st.integers(0, 40),
         st.integers(0, 8),
-        st.sampled_from([AV, ACK, ARC]),
+        st.sampled_from([AV, ACK, ARCHIVING, ARC]),
         st.integers(0, 4),
+        st.sampled_from([DLQ_REASON_UNKNOWN, DLQ_REASON_REJECTED, DLQ_REASON_DELIVERY_LIMIT]),
     ),
     max_size=4,
 )
+"""ARCHIVING batches carry a DLQ reason (Shoal's tagged field) through the records."""
 
 Op = tuple[Any, ...]
 _ops: st.SearchStrategy[Op] = st.one_of(

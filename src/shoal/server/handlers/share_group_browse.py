@@ -11,7 +11,9 @@ Per requested partition, in request order: the loaded share-partition's
 `max_entries` entries from the start offset on, capped by
 `shoal.share.browse.max.entries` (`truncated` says more were in flight). Each entry
 carries its state's code and name, delivery count, holder (member id, null when none),
-the time left on its lock (-1 without one) and whether a state write is pending. A
+the time left on its lock (-1 without one), whether a state write is pending, and
+the time left before a record held back by delayed redelivery
+(`shoal.share.redelivery.backoff.*`) may be acquired again (-1 when not held back). A
 share-partition not in memory answers `loaded` false: nothing of it is acquired, and
 its persisted state is what DescribeShareGroupOffsets reports. Nothing is loaded,
 touched or woken: a browse changes no state, delivery count or idle time.
@@ -45,6 +47,7 @@ API_KEY = SHARE_GROUP_BROWSE
 _ZERO = datetime.timedelta(0)
 _NO_TOPIC = uuid.UUID(int=0)
 NO_LOCK = -1
+NO_DELAY = -1
 log = logging.getLogger(__name__)
 
 
@@ -171,6 +174,9 @@ def _window(schema: Schema, partition: int, snap: InFlightSnapshot) -> Any:
                 if e.lock_deadline_ms is None
                 else max(0, e.lock_deadline_ms - snap.taken_at_ms),
                 pending_write=e.pending,
+                redelivery_due_in_ms=NO_DELAY
+                if e.redelivery_due_ms is None
+                else max(0, e.redelivery_due_ms - snap.taken_at_ms),
             )
             for e in snap.entries
         ),

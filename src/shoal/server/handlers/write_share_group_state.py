@@ -2,11 +2,14 @@
 
 Served against `services.persister` (the share coordinator's role) after the checks of
 server/state_rpc.py (StateEpoch and LeaderEpoch must be non-negative) and of each
-state batch (FirstOffset <= LastOffset, both non-negative, DeliveryState 0, 2 or 4,
-DeliveryCount non-negative; else INVALID_REQUEST). A key never initialised is
-INVALID_REQUEST; stale epochs are FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH. The start
-offset never moves back (-1 keeps it); batches merge with the stored ones. v1 adds
-DeliveryCompleteCount (v0 = -1, unknown). Every requested partition is answered.
+state batch (FirstOffset <= LastOffset, both non-negative, DeliveryState 0, 2, 3 or
+4, DeliveryCount non-negative; else INVALID_REQUEST). Kafka's StateBatch has no DLQ
+reason (Shoal's share-partitions persist it in-process, share_coordinator/state.py):
+an ARCHIVING batch written here has none and reloads with the inferred one. A key
+never initialised is INVALID_REQUEST; stale epochs are FENCED_LEADER_EPOCH /
+FENCED_STATE_EPOCH. The start offset never moves back (-1 keeps it); batches merge
+with the stored ones. v1 adds DeliveryCompleteCount (v0 = -1, unknown). Every
+requested partition is answered.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Per partition, the share-partition's in-flight window as its leader holds it in
 memory: start and end offsets, and one entry per whole batch or per offset of a split
 batch, from the start offset on, each with its state (Kafka's code and the state's
 name, so states added later read without a client change), delivery count, the member
-holding its acquisition lock and the time left on that lock.
+holding its acquisition lock, the time left on that lock, and (tagged) the time left
+before a record held back by delayed redelivery may be acquired again.
 """
 
 import uuid
@@ -42,6 +43,11 @@ class InFlightEntry:
     """Milliseconds left on the acquisition lock, or -1 without one."""
     pending_write: bool = field(metadata={"kafka_type": "bool"})
     """Whether a state write for the entry is being persisted."""
+    redelivery_due_in_ms: i64 = field(metadata={"kafka_type": "int64", "tag": 0}, default=i64(-1))
+    """Milliseconds until an AVAILABLE record held back by the group's delayed
+    redelivery (`shoal.share.redelivery.backoff.ms`) may be acquired again, or -1 when
+    it is not held back. Tagged (added after v0 first shipped): written only when not
+    -1, and absent from older brokers' answers."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
