@@ -33,7 +33,7 @@ from confluent_kafka import (
 from tests.support.clients import consumer, producer
 from tests.support.share_ledger import DELIVERY_LIMIT, ShareLedger, acknowledge_poll
 
-PARTITIONS = 3
+PARTITIONS = 6
 SHARE_CONSUMERS = 3
 BURST_RECORDS = (20, 300)
 BURST_PAUSE_S = (0.05, 0.6)
