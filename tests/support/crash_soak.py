@@ -435,21 +435,15 @@ class Soak:
 
     def drain(self, group: str) -> Drained:
         """Let the share consumers (still running) finish the backlog; return when the
-        group's lag is 0 on every partition and every acknowledged record was finished
-        by a consumer: its final acknowledgement confirmed (`done`), sent without an
-        answer (`unconfirmed`: if a kill lost it the record comes back, else the lag
-        covers it), or its delivery at the limit seen (`archived`: a kill that cut
-        that delivery's release leaves the record at the limit, and the broker archives
-        it without delivering it again, as Kafka does).
+        group's lag is 0 on every partition and no acknowledged record is unfinished
+        by the consumers (`ShareLedger.unfinished`).
 
         The lag is asked every `LAG_EVERY_S` whatever the ledger says. Once it is 0
         the broker has nothing left to deliver: records no consumer finished within
-        `SETTLE_S` after that are judged by what the consumers saw. One seen at count
-        limit - 1 went out once more at the limit in a delivery the consumer never
-        processed (the response or its release cut by a kill) and was archived there:
-        counted, not a loss. Any other (never seen, or seen only at lower counts) was
-        finished by the broker without a consumer finishing it: a failure, named with
-        its deliveries."""
+        `SETTLE_S` after that are judged by what the consumers saw
+        (`ShareLedger.judge_leftovers`): archived at the limit after a delivery no
+        consumer processed is counted; any other is a failure, named with its
+        deliveries."""
         deadline = time.monotonic() + self.drain_timeout_s
         began = time.monotonic()
         next_lag = next_log = 0.0
@@ -460,11 +454,7 @@ class Soak:
             now = time.monotonic()
             with self.ledger.lock:
                 missing = {seq for seq, _, _ in self.ledger.acked} - self.ledger.done
-                archived = {
-                    seq for seq in missing if DELIVERY_LIMIT in self.ledger.deliveries.get(seq, ())
-                }
-                unreported = missing - self.ledger.unconfirmed - archived
-                seen = {seq: list(self.ledger.deliveries.get(seq, ())) for seq in unreported}
+                unreported = self.ledger.unfinished(missing)
             if backlog < 0:
                 backlog = len(unreported)
             if now >= next_lag:
@@ -490,12 +480,12 @@ class Soak:
                 f"lags {lags}"
             )
             time.sleep(DRAIN_STEP_S)
-        unseen_last = {seq for seq, counts in seen.items() if DELIVERY_LIMIT - 1 in counts}
-        lost = sorted(set(seen) - unseen_last)
-        assert not lost, (
-            f"seed {self.seed}: lag 0 but {len(lost)} records finished by no consumer, "
-            f"e.g. {[(seq, seen[seq]) for seq in lost[:10]]}"
-        )
+        with self.ledger.lock:
+            unseen_last, lost = self.ledger.judge_leftovers(self.ledger.unfinished(missing))
+            assert not lost, (
+                f"seed {self.seed}: lag 0 but {len(lost)} records finished by no consumer, "
+                f"e.g. {[(seq, self.ledger.deliveries.get(seq)) for seq in lost[:10]]}"
+            )
         assert not self.ledger.violations, f"seed {self.seed}: {self.ledger.violations[:10]}"
         return Drained(records=backlog, archived_unseen=len(unseen_last))
 
