@@ -15,7 +15,8 @@ The seed fixes the kill schedule and the burst sizes; thread timing is not seede
 a seed replays the schedule, not the exact interleaving.
 
 Printed: one line per kill (moment, restart time, check time, records acknowledged so
-far), then the totals: kills survived, records produced and acknowledged, lost and
+far), the final share drain's progress every 30 s (records left, the group's lag per
+partition), then the totals: kills survived, records produced and acknowledged, lost and
 duplicated (both must be 0; any violation stops the run with the seed). JSON in
 bench/results/crash_soak-<ts>.json with every round.
 """
