@@ -246,7 +246,8 @@ class Sharing:
     def join(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():  # never started when the soak failed before starting it
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _run(self, index: int) -> None:
         share = self.consumers[index]
