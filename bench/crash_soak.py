@@ -15,7 +15,8 @@ The seed fixes the kill schedule and the burst sizes; thread timing is not seede
 a seed replays the schedule, not the exact interleaving.
 
 Printed: one line per kill (moment, restart time, check time, records acknowledged so
-far), then the totals: kills survived, records produced and acknowledged, lost and
+far), the final share drain's progress every 30 s (records left, the group's lag per
+partition), then the totals: kills survived, records produced and acknowledged, lost and
 duplicated (both must be 0; any violation stops the run with the seed). JSON in
 bench/results/crash_soak-<ts>.json with every round.
 """
@@ -39,8 +40,9 @@ from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES
 from bench.produce_fetch import machine, save_result
 
 DRAIN_TIMEOUT_S = 900.0
-"""The share consumers' final drain: a 100-kill run leaves a backlog of 100k+ records,
-which a loaded shared machine drains at a few hundred records a second."""
+"""Bound of the share consumers' final drain. With each consumer on its own thread
+(crash_load.Sharing says why) the backlog left at the end is small (3.6k records after
+10 kills, drained in 4.4 s at load 12); the bound is for a machine far busier."""
 
 
 def main() -> int:

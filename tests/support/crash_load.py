@@ -8,11 +8,12 @@ the ledger of what the clients were told.
   see the class); a value seen at two offsets is a violation, and the offsets whose
   commit was confirmed are kept (`committed`), so the soak can check they survive a
   crash.
-- `Sharing`: ShareConsumers in explicit mode acknowledging by the record's fate
-  (`seq % 10`): REJECT, RELEASE once then ACCEPT, RELEASE always ("poison", archived at
-  the delivery limit), ACCEPT otherwise, then commit_sync; `acking` is set when a
-  commit_sync begins. A record redelivered after its final acknowledgement was
-  confirmed, or delivered with a count above the limit, is a violation.
+- `Sharing`: ShareConsumers in explicit mode, each on its own thread, acknowledging by
+  the record's fate (`seq % 10`): REJECT, RELEASE once then ACCEPT, RELEASE always
+  ("poison", archived at the delivery limit), ACCEPT otherwise, then commit_sync;
+  `acking` is set when a commit_sync begins. A record redelivered after its final
+  acknowledgement was confirmed, or delivered with a count above the limit, is a
+  violation.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from confluent_kafka import (
 from tests.support.clients import consumer, producer
 from tests.support.share_ledger import DELIVERY_LIMIT, ShareLedger, acknowledge_poll
 
-PARTITIONS = 3
+PARTITIONS = 6
 SHARE_CONSUMERS = 3
 BURST_RECORDS = (20, 300)
 BURST_PAUSE_S = (0.05, 0.6)
@@ -204,31 +205,58 @@ class Fetching(threading.Thread):
             self.consumer.close()
 
 
-class Sharing(threading.Thread):
-    """The ShareConsumers, polled in turn; `acking` is set when a commit_sync begins."""
+class Sharing:
+    """The ShareConsumers, each polled by its own thread; `acking` is set when a
+    commit_sync begins.
+
+    One thread per consumer, not one thread polling them in turn: a consumer with
+    nothing to do spends its whole poll timeout (100 ms) waiting, and polled in turn
+    that wait paced the busy ones too. It mattered most for poison records: a record
+    on its last attempt goes out alone, one per ShareFetch and partition (Kafka's
+    poison-record throttling, share/acquire.py), and the in-flight limit
+    (`share.partition.max.record.locks`, counted from the start offset) holds back
+    everything behind it, so a partition advances by one fetch round trip per poison
+    record. In turn, three consumers made about five such round trips a second and a
+    100-kill backlog never drained; each on its own thread, a consumer makes one per
+    ShareFetch + commit_sync round trip (tens a second each on the shared machine).
+    Each ShareConsumer is used by its own thread only."""
 
     def __init__(self, consumers: list[ShareConsumer], ledger: Ledger) -> None:
-        super().__init__(name="soak-share", daemon=True)
         self.consumers = consumers
         self.ledger = ledger
         self.stop = threading.Event()
         self.acking = threading.Event()
-        self.acks = 0
+        self._acks = [0] * len(consumers)
+        self._threads = [
+            threading.Thread(
+                target=self._run, args=(index,), name=f"soak-share-{index}", daemon=True
+            )
+            for index in range(len(consumers))
+        ]
 
-    def run(self) -> None:
+    @property
+    def acks(self) -> int:
+        """Deliveries acknowledged so far (final or not), all consumers."""
+        return sum(self._acks)
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            if thread.is_alive():  # never started when the soak failed before starting it
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _run(self, index: int) -> None:
+        share = self.consumers[index]
         while not self.stop.is_set():
-            self.round()
-
-    def round(self) -> None:
-        for share in self.consumers:
-            self.poll_one(share)
-
-    def poll_one(self, share: ShareConsumer) -> None:
-        delivered = acknowledge_poll(share, self.ledger, before_commit=self.acking.set)
-        self.acks += len(delivered)
-        over = [(seq, count) for seq, count in delivered if count > DELIVERY_LIMIT]
-        if over:
-            with self.ledger.lock:
-                self.ledger.violations.extend(
-                    f"seq {seq} delivered with count {count}" for seq, count in over
-                )
+            delivered = acknowledge_poll(share, self.ledger, before_commit=self.acking.set)
+            self._acks[index] += len(delivered)
+            over = [(seq, count) for seq, count in delivered if count > DELIVERY_LIMIT]
+            if over:
+                with self.ledger.lock:
+                    self.ledger.violations.extend(
+                        f"seq {seq} delivered with count {count}" for seq, count in over
+                    )

@@ -64,6 +64,13 @@ ROUND_DELAY_S = (0.3, 2.0)
 MOMENT_WAIT_S = 5.0
 """How long a mid-produce or mid-ack kill waits for its moment before killing anyway."""
 DRAIN_TIMEOUT_S = 240.0
+LAG_EVERY_S = 1.0
+"""How often the drain asks the share group's lag (DescribeShareGroupOffsets)."""
+SETTLE_S = 15.0
+"""After the lag reached 0, how long the drain waits for the consumers to report the
+records of their last polls before judging what is left."""
+DRAIN_STEP_S = 0.2
+DRAIN_LOG_EVERY_S = 30.0
 READ_TIMEOUT_S = 120.0
 MOMENTS = ("delay", "mid-produce", "mid-ack")
 
@@ -81,6 +88,14 @@ class Round:
 
 
 @dataclass
+class Drained:
+    records: int
+    """Records not yet finished by a consumer when the drain began."""
+    archived_unseen: int
+    """Records archived at the limit after a delivery no consumer processed."""
+
+
+@dataclass
 class SoakReport:
     seed: int
     kills: int
@@ -94,6 +109,8 @@ class SoakReport:
     share_acks: int
     share_done: int
     share_unconfirmed: int
+    share_archived_unseen: int
+    drain_backlog: int
     resets: int
     rounds: list[Round]
     drain_s: float
@@ -114,10 +131,12 @@ class SoakReport:
             "share_acks_sent": self.share_acks,
             "share_final_acks_confirmed": self.share_done,
             "share_final_acks_unreported": self.share_unconfirmed,
+            "share_archived_after_unseen_last_delivery": self.share_archived_unseen,
             "admin_resets": self.resets,
             "moments": {m: sum(r.moment == m for r in self.rounds) for m in MOMENTS},
             "restart_s_median": restarts[len(restarts) // 2] if restarts else 0.0,
             "restart_s_max": restarts[-1] if restarts else 0.0,
+            "drain_backlog_records": self.drain_backlog,
             "drain_s": round(self.drain_s, 2),
             "total_s": round(self.total_s, 2),
         }
@@ -311,11 +330,11 @@ class Soak:
                 f"seed {self.seed}: {producing.sent} sent, {len(self.ledger.acked)} acked, "
                 f"{len(full.stored_at)} in the log"
             )
+            drain_began = time.monotonic()
+            backlog = self.drain(group)
+            drain_s = time.monotonic() - drain_began
             sharing.stop.set()
             sharing.join(30)
-            drain_began = time.monotonic()
-            self.drain(sharing, group)
-            drain_s = time.monotonic() - drain_began
             fetching.join(30)
         finally:
             for thread in (producing, fetching, sharing):
@@ -337,6 +356,8 @@ class Soak:
             share_acks=sharing.acks,
             share_done=len(self.ledger.done),
             share_unconfirmed=len(self.ledger.unconfirmed),
+            share_archived_unseen=backlog.archived_unseen,
+            drain_backlog=backlog.records,
             resets=reset_group.resets,
             rounds=rounds,
             drain_s=drain_s,
@@ -412,39 +433,61 @@ class Soak:
             assert not self.ledger.failed, f"seed {self.seed}: {self.ledger.failed[:5]}"
             assert not self.ledger.violations, f"seed {self.seed}: {self.ledger.violations[:10]}"
 
-    def drain(self, sharing: Sharing, group: str) -> None:
-        """Consume until every acknowledged record's final acknowledgement was sent and
-        the share group's lag is 0 on every partition."""
+    def drain(self, group: str) -> Drained:
+        """Let the share consumers (still running) finish the backlog; return when the
+        group's lag is 0 on every partition and no acknowledged record is unfinished
+        by the consumers (`ShareLedger.unfinished`).
+
+        The lag is asked every `LAG_EVERY_S` whatever the ledger says. Once it is 0
+        the broker has nothing left to deliver: records no consumer finished within
+        `SETTLE_S` after that are judged by what the consumers saw
+        (`ShareLedger.judge_leftovers`): archived at the limit after a delivery no
+        consumer processed is counted; any other is a failure, named with its
+        deliveries."""
         deadline = time.monotonic() + self.drain_timeout_s
-        next_check = 0.0
+        began = time.monotonic()
+        next_lag = next_log = 0.0
         lags: dict[int, int] = {}
+        lag_zero_at: float | None = None
+        backlog = -1
         while True:
+            now = time.monotonic()
             with self.ledger.lock:
                 missing = {seq for seq, _, _ in self.ledger.acked} - self.ledger.done
-                # A record whose delivery at the limit (a poison record's last release,
-                # or any record's last try after kills cut the others) was cut by a kill
-                # comes back with that count and is archived, never delivered again (as
-                # in Kafka): nothing is left to send for it; the lag check covers it.
-                archived = {
-                    seq for seq in missing if DELIVERY_LIMIT in self.ledger.deliveries.get(seq, ())
-                }
-                unreported = missing - self.ledger.unconfirmed - archived
-            if not unreported and time.monotonic() >= next_check:
+                unreported = self.ledger.unfinished(missing)
+            if backlog < 0:
+                backlog = len(unreported)
+            if now >= next_lag:
                 offsets = describe_offsets(
                     self.broker.bootstrap, group, {self.topic: list(range(PARTITIONS))}
                 )
                 lags = {p: lag for p, (_, _, lag) in offsets.get(self.topic, {}).items()}
-                if len(lags) == PARTITIONS and not any(lags.values()):
-                    break
-                next_check = time.monotonic() + 1.0
-            assert time.monotonic() < deadline, (
+                next_lag = now + LAG_EVERY_S
+                at_zero = len(lags) == PARTITIONS and not any(lags.values())
+                lag_zero_at = (lag_zero_at or now) if at_zero else None
+            if now >= next_log:
+                self.log(
+                    f"drain {now - began:6.1f}s: {len(unreported)} of {backlog} records "
+                    f"left, lags {lags}"
+                )
+                next_log = now + DRAIN_LOG_EVERY_S
+            if lag_zero_at is not None and (not unreported or now - lag_zero_at >= SETTLE_S):
+                break
+            assert now < deadline, (
                 f"seed {self.seed}: {len(missing)} records never finished "
                 f"({len(unreported)} never acknowledged), e.g. "
                 f"{[(seq, self.ledger.deliveries.get(seq)) for seq in sorted(missing)[:10]]}; "
                 f"lags {lags}"
             )
-            sharing.round()
+            time.sleep(DRAIN_STEP_S)
+        with self.ledger.lock:
+            unseen_last, lost = self.ledger.judge_leftovers(self.ledger.unfinished(missing))
+            assert not lost, (
+                f"seed {self.seed}: lag 0 but {len(lost)} records finished by no consumer, "
+                f"e.g. {[(seq, self.ledger.deliveries.get(seq)) for seq in lost[:10]]}"
+            )
         assert not self.ledger.violations, f"seed {self.seed}: {self.ledger.violations[:10]}"
+        return Drained(records=backlog, archived_unseen=len(unseen_last))
 
     def check_poison(self) -> None:
         for seq, counts in self.ledger.deliveries.items():

@@ -13,7 +13,7 @@ violation.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
@@ -42,6 +42,38 @@ class ShareLedger:
     """seq -> delivery counts seen, in order."""
     violations: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def unfinished(self, seqs: Iterable[int]) -> set[int]:
+        """Of `seqs`, those no consumer finished (call with `lock` held): final
+        acknowledgement neither confirmed (`done`) nor sent without an answer
+        (`unconfirmed`: if a kill lost it the record comes back), and never delivered
+        at the limit (a kill that cut that delivery's release leaves the record at the
+        limit, and the broker archives it without delivering it again, as Kafka does).
+        """
+        return {
+            seq
+            for seq in seqs
+            if seq not in self.done
+            and seq not in self.unconfirmed
+            and DELIVERY_LIMIT not in self.deliveries.get(seq, ())
+        }
+
+    def judge_leftovers(self, seqs: Iterable[int]) -> tuple[set[int], list[int]]:
+        """Judge `seqs`, records the broker finished (the group's lag is 0) that no
+        consumer finished, by the delivery counts the consumers saw (call with `lock`
+        held). Returns (archived at the limit after an unseen delivery, lost): one seen
+        at count limit - 1 went out once more, at the limit, in a delivery no consumer
+        processed (its response or release cut by a kill) and was archived there; any
+        other (never delivered, or seen only at lower counts) was finished by the broker
+        without a consumer finishing it, a loss."""
+        archived: set[int] = set()
+        lost: list[int] = []
+        for seq in sorted(seqs):
+            if DELIVERY_LIMIT - 1 in self.deliveries.get(seq, ()):
+                archived.add(seq)
+            else:
+                lost.append(seq)
+        return archived, lost
 
 
 def acknowledge_poll(
