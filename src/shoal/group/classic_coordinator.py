@@ -57,14 +57,14 @@ from shoal.group.committed_offsets import (
     CommittedOffsets,
     FetchedOffset,
     OffsetToCommit,
-    PartitionError,
+    refused,
 )
 from shoal.group.consumer_classic import ConsumerGroupsAccess
 from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
 from shoal.group.results import DeleteGroupResult, ListedGroup
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.topics import TopicImage
-from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, refused, txn_commit_error
+from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, txn_commit_error
 from shoal.protocol.errors import ErrorCode
 
 
@@ -393,23 +393,9 @@ class ClassicCoordinator:
                     api_version=api_version,
                     now_ms=now_ms,
                 )
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(topic=o.topic, partition=o.partition, error=error)
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, error)
         if kind is not None:
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(
-                        topic=o.topic, partition=o.partition, error=ErrorCode.group_id_not_found
-                    )
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, ErrorCode.group_id_not_found)
         return self.offsets.commit(
             groups=self.groups,
             group_id=group_id,

@@ -50,7 +50,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from shoal import limits
 from shoal.group import records as r
 from shoal.group.classic import ClassicGroups, fenced_error
 from shoal.group.classic_state import EMPTY
@@ -58,7 +57,8 @@ from shoal.group.committed_offsets import (
     CommitResult,
     FetchedOffset,
     OffsetToCommit,
-    PartitionError,
+    commit_records,
+    refused,
 )
 from shoal.protocol.errors import ErrorCode
 
@@ -179,38 +179,24 @@ class PendingTxnOffsets:
         held = self._pending.get((group_id, producer_id), {})
         if any(p.producer_epoch > producer_epoch for p in held.values()):
             return refused(offsets, ErrorCode.invalid_producer_epoch)
-        records: list[r.CoordinatorRecord] = []
-        answers: list[PartitionError] = []
-        for o in offsets:
-            metadata = o.metadata or ""
-            if len(metadata.encode()) > limits.OFFSET_METADATA_BYTES_MAX:
-                answers.append(
-                    PartitionError(
-                        topic=o.topic,
-                        partition=o.partition,
-                        error=ErrorCode.offset_metadata_too_large,
-                    )
-                )
-                continue
-            records.append(
-                r.CoordinatorRecord(
-                    key=r.PendingTxnOffsetKey(
-                        group_id=group_id,
-                        producer_id=producer_id,
-                        topic=o.topic,
-                        partition=o.partition,
-                    ),
-                    value=r.PendingTxnOffsetValue(
-                        producer_epoch=producer_epoch,
-                        offset=o.offset,
-                        leader_epoch=o.leader_epoch,
-                        metadata=metadata,
-                        commit_timestamp=now_ms,
-                    ),
-                )
-            )
-            answers.append(PartitionError(topic=o.topic, partition=o.partition))
-        return CommitResult(records=tuple(records), response=tuple(answers))
+        return commit_records(
+            offsets,
+            lambda o, metadata: r.CoordinatorRecord(
+                key=r.PendingTxnOffsetKey(
+                    group_id=group_id,
+                    producer_id=producer_id,
+                    topic=o.topic,
+                    partition=o.partition,
+                ),
+                value=r.PendingTxnOffsetValue(
+                    producer_epoch=producer_epoch,
+                    offset=o.offset,
+                    leader_epoch=o.leader_epoch,
+                    metadata=metadata,
+                    commit_timestamp=now_ms,
+                ),
+            ),
+        )
 
     # ---- the transaction's marker -----------------------------------------------------
 
@@ -281,16 +267,6 @@ class PendingTxnOffsets:
             for topic, partition in sorted(partitions)
             if topic in names
         )
-
-
-def refused(offsets: Sequence[OffsetToCommit], error: ErrorCode) -> CommitResult:
-    """A commit refused as a whole: `error` for every partition, no records."""
-    return CommitResult(
-        records=(),
-        response=tuple(
-            PartitionError(topic=o.topic, partition=o.partition, error=error) for o in offsets
-        ),
-    )
 
 
 def _committed_record(
