@@ -177,7 +177,7 @@ class ClassicCoordinator:
                 )
             )
         if consumer is not None and self._consumers is not None:
-            error = self._join_request_error(group_id, session_timeout_ms)
+            error = self.groups.join_request_error(group_id, session_timeout_ms)
             if error is not None:
                 return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
             if not consumer.is_empty:
@@ -218,18 +218,6 @@ class ClassicCoordinator:
             parked=result.parked,
             completions=result.completions,
         )
-
-    def _join_request_error(self, group_id: str, session_timeout_ms: int) -> ErrorCode | None:
-        settings = self.groups.settings
-        if not group_id:
-            return ErrorCode.invalid_group_id
-        if (
-            not settings.min_session_timeout_ms
-            <= session_timeout_ms
-            <= (settings.max_session_timeout_ms)
-        ):
-            return ErrorCode.invalid_session_timeout
-        return None
 
     def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
         if self._consumers is None:

@@ -37,6 +37,18 @@ before v9 it assigns, and its SyncGroup in a Stable group gets the stored assign
 class ClassicJoins(ClassicRebalancer):
     """JoinGroup over the rebalance machinery."""
 
+    def join_request_error(self, group_id: str, session_timeout_ms: int) -> ErrorCode | None:
+        """Why a JoinGroup may join no group at all: an empty group id
+        (INVALID_GROUP_ID), a session timeout outside `group.min.session.timeout.ms`
+        .. `group.max.session.timeout.ms` (INVALID_SESSION_TIMEOUT); else None. The
+        same for a classic group and a consumer group's classic member."""
+        lowest, highest = self.settings.min_session_timeout_ms, self.settings.max_session_timeout_ms
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        if not lowest <= session_timeout_ms <= highest:
+            return ErrorCode.invalid_session_timeout
+        return None
+
     def join(
         self,
         *,
@@ -53,15 +65,9 @@ class ClassicJoins(ClassicRebalancer):
         now_ms: int,
     ) -> ClassicResult[JoinResponse | None]:
         """JoinGroup (11). A v4+ new dynamic member first gets MEMBER_ID_REQUIRED."""
-        settings = self.settings
-        if not group_id:
-            return join_error(ErrorCode.invalid_group_id, member_id)
-        if (
-            not settings.min_session_timeout_ms
-            <= session_timeout_ms
-            <= (settings.max_session_timeout_ms)
-        ):
-            return join_error(ErrorCode.invalid_session_timeout, member_id)
+        request_error = self.join_request_error(group_id, session_timeout_ms)
+        if request_error is not None:
+            return join_error(request_error, member_id)
         group = self.groups.get(group_id)
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:
