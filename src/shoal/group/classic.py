@@ -62,6 +62,7 @@ from shoal.group.classic_join import SKIP_ASSIGNMENT_MIN_VERSION, ClassicJoins
 from shoal.group.classic_rebalance import (
     ClassicSettings,
     abandon_waiters,
+    commit_member_error,
     fenced_error,
     sync_error,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "STABLE",
     "ClassicGroups",
     "ClassicSettings",
+    "commit_member_error",
     "fenced_error",
 ]
 

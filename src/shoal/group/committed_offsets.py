@@ -30,7 +30,7 @@ from shoal.group import records as r
 from shoal.group.classic import (
     COMPLETING_REBALANCE,
     ClassicGroups,
-    fenced_error,
+    commit_member_error,
 )
 from shoal.group.classic_state import EMPTY
 from shoal.protocol.errors import ErrorCode
@@ -197,13 +197,9 @@ class CommittedOffsets:
             return ErrorCode.illegal_generation
         if generation_id < 0 and group.state == EMPTY:
             return None
-        fenced = fenced_error(group, member_id, group_instance_id)
-        if fenced is not None:
-            return fenced
-        if member_id not in group.members:
-            return ErrorCode.unknown_member_id
-        if generation_id != group.generation:
-            return ErrorCode.illegal_generation
+        member_error = commit_member_error(group, member_id, group_instance_id, generation_id)
+        if member_error is not None:
+            return member_error
         if group.state == COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return None

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal.group import records as r
-from shoal.group.classic import ClassicGroups, fenced_error
+from shoal.group.classic import ClassicGroups, commit_member_error
 from shoal.group.classic_state import EMPTY
 from shoal.group.committed_offsets import (
     CommitResult,
@@ -328,11 +328,4 @@ def txn_commit_error(
         return None
     if no_member_fields:
         return None
-    fenced = fenced_error(group, member_id, group_instance_id)
-    if fenced is not None:
-        return fenced
-    if member_id not in group.members:
-        return ErrorCode.unknown_member_id
-    if generation_id != group.generation:
-        return ErrorCode.illegal_generation
-    return None
+    return commit_member_error(group, member_id, group_instance_id, generation_id)
