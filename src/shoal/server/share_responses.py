@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from shoal.server.services import NodeIdentity
 
 _ZERO = datetime.timedelta(0)
+LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+"""Partition errors that make a response carry this node's endpoint (`leader_hint`)."""
+NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
+"""Partition errors answered with CurrentLeader -1/-1 (no such partition)."""
 
 
 def share_response(

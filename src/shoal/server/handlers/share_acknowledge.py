@@ -28,14 +28,17 @@ from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.handlers.share_fetch import ack_batches, refusal, with_denied_topics
 from shoal.server.registry import api
-from shoal.server.share_responses import share_error, share_response
+from shoal.server.share_responses import (
+    LEADER_HINT_ERRORS,
+    NO_LEADER_ERRORS,
+    share_error,
+    share_response,
+)
 from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 79
-_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
-_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
 @api(API_KEY, 1, 2)
@@ -83,8 +86,8 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     hint = False
     for p in outcome.partitions:
         error = ErrorCode.none if p.error is None else p.error
-        hint = hint or error in _LEADER_HINT_ERRORS
-        leader = (-1, -1) if error in _NO_LEADER_ERRORS else (services.node.node_id, 0)
+        hint = hint or error in LEADER_HINT_ERRORS
+        leader = (-1, -1) if error in NO_LEADER_ERRORS else (services.node.node_id, 0)
         by_topic.setdefault(p.partition.topic_id, []).append(
             schema.make(
                 "PartitionData",

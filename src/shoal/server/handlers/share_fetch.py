@@ -38,7 +38,12 @@ from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
-from shoal.server.share_responses import share_error, share_response
+from shoal.server.share_responses import (
+    LEADER_HINT_ERRORS,
+    NO_LEADER_ERRORS,
+    share_error,
+    share_response,
+)
 from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
 from shoal.server.throttle import fetch_throttle_ms
 from shoal.share.acknowledge import AckBatch
@@ -46,8 +51,6 @@ from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 78
 MEMBER_ID_LENGTH_MAX = 36
-_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
-_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
 
 
 @api(API_KEY, 1, 2)
@@ -175,7 +178,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     hint = False
     for p in outcome.partitions:
         data = _partition(schema, services.node.node_id, p)
-        hint = hint or data.error_code in _LEADER_HINT_ERRORS
+        hint = hint or data.error_code in LEADER_HINT_ERRORS
         by_topic.setdefault(p.partition.topic_id, []).append(data)
     response = share_response(
         schema,
@@ -199,7 +202,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     error = ErrorCode.none if p.error is None else p.error
     ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
-    leader = (-1, -1) if error in _NO_LEADER_ERRORS else (node_id, 0)
+    leader = (-1, -1) if error in NO_LEADER_ERRORS else (node_id, 0)
     return schema.make(
         "PartitionData",
         partition_index=p.partition.partition,
