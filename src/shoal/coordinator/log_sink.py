@@ -16,8 +16,6 @@ Owns the bytes a coordinator's records become in a partition log and back:
   partition form one batch, and every batch is built and size-checked before the
   first is written. It returns each record's offset in its own partition (offsets
   of different partitions do not compare: the shard knows each record's partition).
-- `load_partitions` reads every partition of a coordinator's topic with `read_log`
-  and hands each one's records to the coordinator's loader, in partition order.
 - `read_log` reads a partition from its log start to its end and yields
   `(offset, record)` in offset order, decoding batches with kio's batch reader.
   Control batches and records below the log start offset (a start inside a batch)
@@ -220,24 +218,6 @@ class RoutedRecordSink(Generic[R]):
             for position, index in enumerate(indexes):
                 offsets[index] = base + position
         return offsets
-
-
-def load_partitions(
-    partitions: Sequence[PartitionLog],
-    decode: Decode[R],
-    load: Callable[[int, list[tuple[int, R]]], object],
-    *,
-    buffer_bytes: int,
-) -> int:
-    """Read each partition whole (`read_log`) and hand its `(offset, record)` pairs
-    to `load(index, pairs)`, in partition order; the number of records read. Raises
-    what `read_log` raises."""
-    records = 0
-    for index, partition in enumerate(partitions):
-        pairs = list(read_log(partition, decode, buffer_bytes=buffer_bytes))
-        records += len(pairs)
-        load(index, pairs)
-    return records
 
 
 def read_log(log: PartitionLog, decode: Decode[R], *, buffer_bytes: int) -> Iterator[tuple[int, R]]:

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import load_partitions, read_log
+from shoal.coordinator.log_sink import read_log
 from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.log import fileio
 from shoal.log.manager import LogManager
@@ -114,9 +114,11 @@ class ShareStateService:
             index, read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes)
         )
         started = clock.monotonic_ms()
-        records = load_partitions(
-            partitions, CODEC.decode, coordinator.load_partition, buffer_bytes=buffer_bytes
-        )
+        records = 0
+        for index, partition in enumerate(partitions):
+            pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
+            records += len(pairs)
+            coordinator.load_partition(index, pairs)
         log.info(
             "share coordinator loaded %d records from %d partitions of %s in %d ms",
             records,

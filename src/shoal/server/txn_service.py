@@ -49,7 +49,7 @@ from typing import Protocol
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, load_partitions
+from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
@@ -345,9 +345,11 @@ def _open_state(
         transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
     )
     buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
-    records = load_partitions(
-        partitions, CODEC.decode, coordinator.load_partition, buffer_bytes=buffer_bytes
-    )
+    records = 0
+    for index, partition in enumerate(partitions):
+        pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
+        records += len(pairs)
+        coordinator.load_partition(index, pairs)
     log.info(
         "transaction coordinator loaded %d records from %d partitions of %s",
         records,

@@ -25,7 +25,6 @@ from shoal.coordinator.log_sink import (
     CoordinatorLogCorrupt,
     LogRecordSink,
     RoutedRecordSink,
-    load_partitions,
     read_log,
 )
 from shoal.coordinator.placement import partition_for
@@ -293,24 +292,6 @@ def test_compressed_batch_is_refused_not_misread(open_log: Opener, clock: Manual
 
 def test_empty_log_reads_nothing(open_log: Opener) -> None:
     assert read_back(open_log()) == []
-
-
-def test_load_partitions_hands_each_partition_its_records_in_order(
-    open_log: Opener, clock: ManualClock
-) -> None:
-    logs = [open_log(i) for i in range(3)]
-    sink_on(logs[0], clock).append([epoch("g", 1), member("g", "a")])
-    sink_on(logs[2], clock).append([epoch("h", 2)])
-    loaded: list[tuple[int, list[tuple[int, r.CoordinatorRecord]]]] = []
-    count = load_partitions(
-        logs, r.CODEC.decode, lambda i, pairs: loaded.append((i, pairs)), buffer_bytes=1
-    )
-    assert count == 3
-    assert loaded == [
-        (0, [(0, epoch("g", 1)), (1, member("g", "a"))]),
-        (1, []),
-        (2, [(0, epoch("h", 2))]),
-    ]
 
 
 # ---- RoutedRecordSink -----------------------------------------------------------------
