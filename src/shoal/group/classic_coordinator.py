@@ -46,6 +46,7 @@ from shoal.group.classic_state import (
     EMPTY,
     ClassicResult,
     DescribedClassicGroup,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
@@ -152,21 +153,8 @@ class ClassicCoordinator:
 
     # ---- membership -----------------------------------------------------------------
 
-    def join(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        api_version: int,
-        now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
+    def join(self, request: JoinRequest, *, now_ms: int) -> ClassicResult[JoinResponse | None]:
+        group_id, member_id = request.group_id, request.member_id
         kind = self._share_type(group_id)
         consumer = self._consumer_group(group_id)
         replaced: tuple[r.CoordinatorRecord, ...] = ()
@@ -177,39 +165,19 @@ class ClassicCoordinator:
                 )
             )
         if consumer is not None and self._consumers is not None:
-            error = self.groups.join_request_error(group_id, session_timeout_ms)
+            error = self.groups.join_request_error(group_id, request.session_timeout_ms)
             if error is not None:
                 return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
             if not consumer.is_empty:
                 return consumer_classic.join(
                     self._consumers,
                     consumer,
-                    member_id=member_id,
-                    group_instance_id=group_instance_id,
-                    protocol_type=protocol_type,
-                    protocols=protocols,
-                    session_timeout_ms=session_timeout_ms,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    client_id=client_id,
-                    client_host=client_host,
-                    api_version=api_version,
+                    request,
                     new_member_id=self.groups.new_member_id,
                     now_ms=now_ms,
                 )
             replaced = tuple(consumer_membership.group_tombstones(consumer))
-        result = self.groups.join(
-            group_id=group_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocols=protocols,
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            client_id=client_id,
-            client_host=client_host,
-            api_version=api_version,
-            now_ms=now_ms,
-        )
+        result = self.groups.join(request, now_ms=now_ms)
         if not replaced or group_id not in self.groups.groups:
             return result
         return ClassicResult(

@@ -27,6 +27,27 @@ NO_GENERATION = -1
 R = TypeVar("R")
 
 
+# ---- requests -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinRequest:
+    """A JoinGroup (11) as the coordinator reads it, whichever group serves it (a
+    classic group, or a consumer group's classic member)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Sequence[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    """The session timeout before JoinGroup v1 (the handler's reading)."""
+    client_id: str
+    client_host: str
+    api_version: int
+
+
 # ---- responses ------------------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ from shoal.group import records as r
 from shoal.group.classic_state import (
     UNKNOWN_MEMBER_ID,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
@@ -94,29 +95,27 @@ def supports_protocols(
 def join(
     access: ConsumerGroupsAccess,
     group: ConsumerGroup,
+    join_request: JoinRequest,
     *,
-    member_id: str,
-    group_instance_id: str | None,
-    protocol_type: str,
-    protocols: Sequence[tuple[str, bytes]],
-    session_timeout_ms: int,
-    rebalance_timeout_ms: int,
-    client_id: str,
-    client_host: str,
-    api_version: int,
     new_member_id: Callable[[str], str],
     now_ms: int,
 ) -> ClassicResult[JoinResponse | None]:
     """JoinGroup (11) to a non-empty consumer group."""
     settings = access.consumer_settings
+    group_instance_id, protocols = join_request.group_instance_id, join_request.protocols
+    member_id = join_request.member_id
     unknown = member_id == UNKNOWN_MEMBER_ID
     if unknown:
-        member_id = new_member_id(client_id)
+        member_id = new_member_id(join_request.client_id)
     if len(group.members) >= settings.max_size and member_id not in group.members:
         return _join_error(ErrorCode.group_max_size_reached, member_id)
-    if not supports_protocols(group, protocol_type, protocols):
+    if not supports_protocols(group, join_request.protocol_type, protocols):
         return _join_error(ErrorCode.inconsistent_group_protocol, member_id)
-    if unknown and group_instance_id is None and api_version >= MEMBER_ID_REQUIRED_MIN_VERSION:
+    if (
+        unknown
+        and group_instance_id is None
+        and join_request.api_version >= MEMBER_ID_REQUIRED_MIN_VERSION
+    ):
         return _join_error(ErrorCode.member_id_required, member_id)
     records: list[r.CoordinatorRecord] = []
     old = group.members.get(member_id)
@@ -145,12 +144,12 @@ def join(
         member_epoch=0 if old is None else old.member_epoch,
         instance_id=group_instance_id,
         rack_id=subscription.rack_id,
-        rebalance_timeout_ms=rebalance_timeout_ms,
+        rebalance_timeout_ms=join_request.rebalance_timeout_ms,
         subscribed_topic_names=subscription.topics,
         owned=None if old is None else migration.by_topic_id(subscription.owned, image),
-        client_id=client_id,
-        client_host=client_host,
-        classic=migration.classic_metadata(session_timeout_ms, protocols),
+        client_id=join_request.client_id,
+        client_host=join_request.client_host,
+        classic=migration.classic_metadata(join_request.session_timeout_ms, protocols),
     )
     result = consumer_membership.heartbeat(
         group=group,
@@ -163,8 +162,8 @@ def join(
     response = result.response
     if response.error is not None:
         return _join_error(response.error, member_id)
-    access.arm_consumer_session(group.group_id, member_id, now_ms + session_timeout_ms)
-    sync_deadline_ms = now_ms + rebalance_timeout_ms  # Kafka's sync timeout
+    access.arm_consumer_session(group.group_id, member_id, now_ms + join_request.session_timeout_ms)
+    sync_deadline_ms = now_ms + join_request.rebalance_timeout_ms  # Kafka's sync timeout
     access.arm_rejoin_timeout(group.group_id, member_id, sync_deadline_ms, replace=True)
     return ClassicResult(
         records=(*records, *result.records),

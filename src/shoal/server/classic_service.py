@@ -38,6 +38,7 @@ from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.classic_state import (
     ClassicResult,
     Completion,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
@@ -106,10 +107,10 @@ class ClassicService:
 
     # ---- membership -----------------------------------------------------------------
 
-    async def join(self, **request: Any) -> JoinResponse:
+    async def join(self, request: JoinRequest) -> JoinResponse:
         """JoinGroup: the answer, once the rebalance completes if it must wait."""
-        result = self._classic.join(now_ms=self._clock.monotonic_ms(), **request)
-        future = self._park(self._joins, request["group_id"], result)
+        result = self._classic.join(request, now_ms=self._clock.monotonic_ms())
+        future = self._park(self._joins, request.group_id, result)
         response = self._apply(result)
         if future is None:
             assert response is not None

@@ -10,6 +10,7 @@ from shoal.group import consumer_membership as cm
 from shoal.group.classic_state import (
     STABLE,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeavingMember,
     SyncResponse,
@@ -66,16 +67,18 @@ class Mixed:
     ) -> JoinResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.h.shard.classic.join(
-                group_id="g",
-                member_id=member_id,
-                group_instance_id=instance,
-                protocol_type=protocol_type,
-                protocols=(("range", consumer_subscription(list(topics), owned)),),
-                session_timeout_ms=SESSION_MS,
-                rebalance_timeout_ms=REBALANCE_MS,
-                client_id=client,
-                client_host="/127.0.0.1",
-                api_version=version,
+                JoinRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    group_instance_id=instance,
+                    protocol_type=protocol_type,
+                    protocols=(("range", consumer_subscription(list(topics), owned)),),
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=REBALANCE_MS,
+                    client_id=client,
+                    client_host="/127.0.0.1",
+                    api_version=version,
+                ),
                 now_ms=self.now,
             )
         )

@@ -22,6 +22,7 @@ from shoal.group.classic import (
 from shoal.group.classic_state import (
     EMPTY,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeavingMember,
     SyncResponse,
@@ -84,16 +85,18 @@ class Classic:
         session_ms: int = SESSION_MS,
     ) -> JoinResponse | None:
         result = self.classic.join(
-            group_id=group,
-            member_id=member_id,
-            group_instance_id=instance,
-            protocol_type="consumer",
-            protocols=protocols,
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=REBALANCE_MS,
-            client_id=client,
-            client_host="/127.0.0.1",
-            api_version=version,
+            JoinRequest(
+                group_id=group,
+                member_id=member_id,
+                group_instance_id=instance,
+                protocol_type="consumer",
+                protocols=protocols,
+                session_timeout_ms=session_ms,
+                rebalance_timeout_ms=REBALANCE_MS,
+                client_id=client,
+                client_host="/127.0.0.1",
+                api_version=version,
+            ),
             now_ms=self.now,
         )
         response = self.apply(result)
@@ -393,16 +396,18 @@ def test_one_id_is_one_group_type() -> None:
         )
     )
     join = shard.classic.join(
-        group_id="s",
-        member_id="",
-        group_instance_id=None,
-        protocol_type="consumer",
-        protocols=(RANGE,),
-        session_timeout_ms=SESSION_MS,
-        rebalance_timeout_ms=REBALANCE_MS,
-        client_id="c",
-        client_host="h",
-        api_version=5,
+        JoinRequest(
+            group_id="s",
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(RANGE,),
+            session_timeout_ms=SESSION_MS,
+            rebalance_timeout_ms=REBALANCE_MS,
+            client_id="c",
+            client_host="h",
+            api_version=5,
+        ),
         now_ms=0,
     )
     assert join.response is not None
