@@ -31,7 +31,7 @@ records for the runtime to write and replay, as every shard operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal.group import consumer_classic, consumer_membership, migration
@@ -50,6 +50,7 @@ from shoal.group.classic_state import (
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import (
@@ -206,44 +207,15 @@ class ClassicCoordinator:
             return error
         return migration.upgrade(group, image=image)
 
-    def sync(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-        now_ms: int,
-    ) -> ClassicResult[SyncResponse | None]:
-        consumer = self._consumer_group(group_id)
+    def sync(self, request: SyncRequest, *, now_ms: int) -> ClassicResult[SyncResponse | None]:
+        consumer = self._consumer_group(request.group_id)
         if consumer is not None and self._consumers is not None:
             return ClassicResult(
-                response=consumer_classic.sync(
-                    self._consumers,
-                    consumer,
-                    member_id=member_id,
-                    generation_id=generation_id,
-                    group_instance_id=group_instance_id,
-                    protocol_type=protocol_type,
-                    protocol_name=protocol_name,
-                    now_ms=now_ms,
-                )
+                response=consumer_classic.sync(self._consumers, consumer, request, now_ms=now_ms)
             )
-        if self._share_type(group_id) is not None:
+        if self._share_type(request.group_id) is not None:
             return ClassicResult(response=SyncResponse(error=ErrorCode.unknown_member_id))
-        return self.groups.sync(
-            group_id=group_id,
-            member_id=member_id,
-            generation_id=generation_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-            now_ms=now_ms,
-        )
+        return self.groups.sync(request, now_ms=now_ms)
 
     def heartbeat(
         self,

@@ -44,6 +44,7 @@ from shoal.group.classic_state import (
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.consumer_group import (
@@ -178,18 +179,18 @@ def join(
 
 
 def sync(
-    access: ConsumerGroupsAccess,
-    group: ConsumerGroup,
-    *,
-    member_id: str,
-    generation_id: int,
-    group_instance_id: str | None,
-    protocol_type: str | None,
-    protocol_name: str | None,
-    now_ms: int,
+    access: ConsumerGroupsAccess, group: ConsumerGroup, request: SyncRequest, *, now_ms: int
 ) -> SyncResponse:
-    """SyncGroup (14): the member's current assignment."""
-    member, error = _classic_member(group, member_id, group_instance_id, generation_id)
+    """SyncGroup (14): the member's current assignment (the coordinator's, whatever
+    `request.assignments` says)."""
+    member_id, protocol_type, protocol_name = (
+        request.member_id,
+        request.protocol_type,
+        request.protocol_name,
+    )
+    member, error = _classic_member(
+        group, member_id, request.group_instance_id, request.generation_id
+    )
     if member is None or member.classic is None:
         return SyncResponse(error=error)
     names = {p.name for p in member.classic.supported_protocols}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shoal.clock import Clock
@@ -42,6 +42,7 @@ from shoal.group.classic_state import (
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
@@ -118,29 +119,10 @@ class ClassicService:
         parked: JoinResponse = await future
         return parked
 
-    async def sync(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResponse:
+    async def sync(self, request: SyncRequest) -> SyncResponse:
         """SyncGroup: the member's assignment, once the leader's arrived."""
-        result = self._classic.sync(
-            group_id=group_id,
-            member_id=member_id,
-            generation_id=generation_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-            now_ms=self._clock.monotonic_ms(),
-        )
-        future = self._park(self._syncs, group_id, result)
+        result = self._classic.sync(request, now_ms=self._clock.monotonic_ms())
+        future = self._park(self._syncs, request.group_id, result)
         response = self._apply(result)
         if future is None:
             assert response is not None

@@ -13,6 +13,7 @@ from shoal.group.classic_state import (
     JoinRequest,
     JoinResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.consumer_group import ConsumerGroup
@@ -88,13 +89,15 @@ class Mixed:
     ) -> SyncResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.h.shard.classic.sync(
-                group_id="g",
-                member_id=member_id,
-                generation_id=generation,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocol_name="range",
-                assignments=assignments or {},
+                SyncRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    generation_id=generation,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=assignments or {},
+                ),
                 now_ms=self.now,
             )
         )

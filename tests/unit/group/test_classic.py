@@ -25,6 +25,7 @@ from shoal.group.classic_state import (
     JoinRequest,
     JoinResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import OffsetToCommit
@@ -114,13 +115,15 @@ class Classic:
     ) -> SyncResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.classic.sync(
-                group_id="g",
-                member_id=member_id,
-                generation_id=generation,
-                group_instance_id=instance,
-                protocol_type="consumer",
-                protocol_name=None,
-                assignments=assignments or {},
+                SyncRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    generation_id=generation,
+                    group_instance_id=instance,
+                    protocol_type="consumer",
+                    protocol_name=None,
+                    assignments=assignments or {},
+                ),
                 now_ms=self.now,
             )
         )
