@@ -55,13 +55,14 @@ reads here (`ClassicGroups`, the class the coordinator uses).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from shoal.group import records as r
 from shoal.group.classic_join import SKIP_ASSIGNMENT_MIN_VERSION, ClassicJoins
 from shoal.group.classic_rebalance import (
     ClassicSettings,
     abandon_waiters,
+    commit_member_error,
     fenced_error,
     sync_error,
 )
@@ -81,6 +82,7 @@ from shoal.group.classic_state import (
     DescribedClassicMember,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.subscriptions import subscribed_topics
@@ -95,6 +97,7 @@ __all__ = [
     "STABLE",
     "ClassicGroups",
     "ClassicSettings",
+    "commit_member_error",
     "fenced_error",
 ]
 
@@ -172,19 +175,11 @@ class ClassicGroups(ClassicJoins):
 
     # ---- SyncGroup --------------------------------------------------------------------
 
-    def sync(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-        now_ms: int,
-    ) -> ClassicResult[SyncResponse | None]:
+    def sync(self, request: SyncRequest, *, now_ms: int) -> ClassicResult[SyncResponse | None]:
         """SyncGroup (14): the leader's assignments make the group Stable."""
+        group_id, member_id = request.group_id, request.member_id
+        group_instance_id, generation_id = request.group_instance_id, request.generation_id
+        protocol_type, protocol_name = request.protocol_type, request.protocol_name
         group = self.groups.get(group_id)
         if group is None or member_id not in group.members:
             fenced = None if group is None else fenced_error(group, member_id, group_instance_id)
@@ -208,7 +203,7 @@ class ClassicGroups(ClassicJoins):
         if member_id != group.leader_id:
             return ClassicResult(response=None, parked=member_id)
         for other in group.members.values():
-            other.assignment = assignments.get(other.member_id, b"")
+            other.assignment = request.assignments.get(other.member_id, b"")
         group.state = STABLE
         group.rebalance_deadline_ms = None
         completions = []

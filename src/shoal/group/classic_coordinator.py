@@ -31,7 +31,7 @@ records for the runtime to write and replay, as every shard operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal.group import consumer_classic, consumer_membership, migration
@@ -46,9 +46,11 @@ from shoal.group.classic_state import (
     EMPTY,
     ClassicResult,
     DescribedClassicGroup,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import (
@@ -57,14 +59,14 @@ from shoal.group.committed_offsets import (
     CommittedOffsets,
     FetchedOffset,
     OffsetToCommit,
-    PartitionError,
+    refused,
 )
 from shoal.group.consumer_classic import ConsumerGroupsAccess
 from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
 from shoal.group.results import DeleteGroupResult, ListedGroup
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.topics import TopicImage
-from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, refused, txn_commit_error
+from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, txn_commit_error
 from shoal.protocol.errors import ErrorCode
 
 
@@ -152,21 +154,8 @@ class ClassicCoordinator:
 
     # ---- membership -----------------------------------------------------------------
 
-    def join(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        api_version: int,
-        now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
+    def join(self, request: JoinRequest, *, now_ms: int) -> ClassicResult[JoinResponse | None]:
+        group_id, member_id = request.group_id, request.member_id
         kind = self._share_type(group_id)
         consumer = self._consumer_group(group_id)
         replaced: tuple[r.CoordinatorRecord, ...] = ()
@@ -177,39 +166,19 @@ class ClassicCoordinator:
                 )
             )
         if consumer is not None and self._consumers is not None:
-            error = self._join_request_error(group_id, session_timeout_ms)
+            error = self.groups.join_request_error(group_id, request.session_timeout_ms)
             if error is not None:
                 return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
             if not consumer.is_empty:
                 return consumer_classic.join(
                     self._consumers,
                     consumer,
-                    member_id=member_id,
-                    group_instance_id=group_instance_id,
-                    protocol_type=protocol_type,
-                    protocols=protocols,
-                    session_timeout_ms=session_timeout_ms,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    client_id=client_id,
-                    client_host=client_host,
-                    api_version=api_version,
+                    request,
                     new_member_id=self.groups.new_member_id,
                     now_ms=now_ms,
                 )
             replaced = tuple(consumer_membership.group_tombstones(consumer))
-        result = self.groups.join(
-            group_id=group_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocols=protocols,
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            client_id=client_id,
-            client_host=client_host,
-            api_version=api_version,
-            now_ms=now_ms,
-        )
+        result = self.groups.join(request, now_ms=now_ms)
         if not replaced or group_id not in self.groups.groups:
             return result
         return ClassicResult(
@@ -218,18 +187,6 @@ class ClassicCoordinator:
             parked=result.parked,
             completions=result.completions,
         )
-
-    def _join_request_error(self, group_id: str, session_timeout_ms: int) -> ErrorCode | None:
-        settings = self.groups.settings
-        if not group_id:
-            return ErrorCode.invalid_group_id
-        if (
-            not settings.min_session_timeout_ms
-            <= session_timeout_ms
-            <= (settings.max_session_timeout_ms)
-        ):
-            return ErrorCode.invalid_session_timeout
-        return None
 
     def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
         if self._consumers is None:
@@ -250,44 +207,15 @@ class ClassicCoordinator:
             return error
         return migration.upgrade(group, image=image)
 
-    def sync(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-        now_ms: int,
-    ) -> ClassicResult[SyncResponse | None]:
-        consumer = self._consumer_group(group_id)
+    def sync(self, request: SyncRequest, *, now_ms: int) -> ClassicResult[SyncResponse | None]:
+        consumer = self._consumer_group(request.group_id)
         if consumer is not None and self._consumers is not None:
             return ClassicResult(
-                response=consumer_classic.sync(
-                    self._consumers,
-                    consumer,
-                    member_id=member_id,
-                    generation_id=generation_id,
-                    group_instance_id=group_instance_id,
-                    protocol_type=protocol_type,
-                    protocol_name=protocol_name,
-                    now_ms=now_ms,
-                )
+                response=consumer_classic.sync(self._consumers, consumer, request, now_ms=now_ms)
             )
-        if self._share_type(group_id) is not None:
+        if self._share_type(request.group_id) is not None:
             return ClassicResult(response=SyncResponse(error=ErrorCode.unknown_member_id))
-        return self.groups.sync(
-            group_id=group_id,
-            member_id=member_id,
-            generation_id=generation_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-            now_ms=now_ms,
-        )
+        return self.groups.sync(request, now_ms=now_ms)
 
     def heartbeat(
         self,
@@ -393,23 +321,9 @@ class ClassicCoordinator:
                     api_version=api_version,
                     now_ms=now_ms,
                 )
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(topic=o.topic, partition=o.partition, error=error)
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, error)
         if kind is not None:
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(
-                        topic=o.topic, partition=o.partition, error=ErrorCode.group_id_not_found
-                    )
-                    for o in offsets
-                ),
-            )
+            return refused(offsets, ErrorCode.group_id_not_found)
         return self.offsets.commit(
             groups=self.groups,
             group_id=group_id,

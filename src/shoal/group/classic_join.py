@@ -8,8 +8,6 @@ state machine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from shoal.group.classic_rebalance import (
     ClassicRebalancer,
     fence_waiters,
@@ -25,6 +23,7 @@ from shoal.group.classic_state import (
     ClassicGroup,
     ClassicMember,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
 )
 from shoal.protocol.errors import ErrorCode
@@ -37,51 +36,44 @@ before v9 it assigns, and its SyncGroup in a Stable group gets the stored assign
 class ClassicJoins(ClassicRebalancer):
     """JoinGroup over the rebalance machinery."""
 
-    def join(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        api_version: int,
-        now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
-        """JoinGroup (11). A v4+ new dynamic member first gets MEMBER_ID_REQUIRED."""
-        settings = self.settings
+    def join_request_error(self, group_id: str, session_timeout_ms: int) -> ErrorCode | None:
+        """Why a JoinGroup may join no group at all: an empty group id
+        (INVALID_GROUP_ID), a session timeout outside `group.min.session.timeout.ms`
+        .. `group.max.session.timeout.ms` (INVALID_SESSION_TIMEOUT); else None. The
+        same for a classic group and a consumer group's classic member."""
+        lowest, highest = self.settings.min_session_timeout_ms, self.settings.max_session_timeout_ms
         if not group_id:
-            return join_error(ErrorCode.invalid_group_id, member_id)
-        if (
-            not settings.min_session_timeout_ms
-            <= session_timeout_ms
-            <= (settings.max_session_timeout_ms)
-        ):
-            return join_error(ErrorCode.invalid_session_timeout, member_id)
-        group = self.groups.get(group_id)
+            return ErrorCode.invalid_group_id
+        if not lowest <= session_timeout_ms <= highest:
+            return ErrorCode.invalid_session_timeout
+        return None
+
+    def join(self, request: JoinRequest, *, now_ms: int) -> ClassicResult[JoinResponse | None]:
+        """JoinGroup (11). A v4+ new dynamic member first gets MEMBER_ID_REQUIRED."""
+        member_id, protocol_type = request.member_id, request.protocol_type
+        request_error = self.join_request_error(request.group_id, request.session_timeout_ms)
+        if request_error is not None:
+            return join_error(request_error, member_id)
+        group = self.groups.get(request.group_id)
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:
                 return join_error(ErrorCode.unknown_member_id, member_id)
-            group = ClassicGroup(group_id=group_id)
-        if not group.supports(protocol_type, protocols):
+            group = ClassicGroup(group_id=request.group_id)
+        if not group.supports(protocol_type, request.protocols):
             return join_error(ErrorCode.inconsistent_group_protocol, member_id)
-        self.groups.setdefault(group_id, group)
+        self.groups.setdefault(request.group_id, group)
         member = ClassicMember(
             member_id=member_id,
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms,
-            protocols=tuple(protocols),
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            session_timeout_ms=request.session_timeout_ms,
+            protocols=tuple(request.protocols),
         )
         if member_id == UNKNOWN_MEMBER_ID:
             return self._join_new_member(
-                group, member, protocol_type, api_version=api_version, now_ms=now_ms
+                group, member, protocol_type, api_version=request.api_version, now_ms=now_ms
             )
         return self._join_known_member(group, member, protocol_type, now_ms=now_ms)
 

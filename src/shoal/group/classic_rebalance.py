@@ -270,6 +270,22 @@ def fenced_error(group: ClassicGroup, member_id: str, instance_id: str | None) -
     return None
 
 
+def commit_member_error(
+    group: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int
+) -> ErrorCode | None:
+    """The member check of an offset commit to a live classic group (OffsetCommit
+    and TxnOffsetCommit, as Kafka's `ClassicGroup.validateMember` then the generation):
+    FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, in that order; else None."""
+    fenced = fenced_error(group, member_id, instance_id)
+    if fenced is not None:
+        return fenced
+    if member_id not in group.members:
+        return ErrorCode.unknown_member_id
+    if generation_id != group.generation:
+        return ErrorCode.illegal_generation
+    return None
+
+
 def fence_waiters(group_id: str, member: ClassicMember) -> list[Completion]:
     out = []
     if member.awaiting_join:

@@ -1,14 +1,16 @@
-"""What classic-group operations return and the live state they work on.
+"""What classic-group operations take and return, and the live state they work on.
 
-Responses (`JoinResponse`, `SyncResponse`, `LeaveResponse`, described groups),
-`Completion` (the answer to a parked JoinGroup or SyncGroup), `ClassicResult`
-(records, response, parked member, completions) and the live `ClassicGroup` /
-`ClassicMember` that `classic.ClassicGroups` changes (see its docstring).
+Requests (`JoinRequest`, `SyncRequest`: one type from the handler down to whichever
+group serves the member), responses (`JoinResponse`, `SyncResponse`, `LeaveResponse`,
+described groups), `Completion` (the answer to a parked JoinGroup or SyncGroup),
+`ClassicResult` (records, response, parked member, completions) and the live
+`ClassicGroup` / `ClassicMember` that `classic.ClassicGroups` changes (see its
+docstring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -25,6 +27,42 @@ UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 
 R = TypeVar("R")
+
+
+# ---- requests -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinRequest:
+    """A JoinGroup (11) as the coordinator reads it, whichever group serves it (a
+    classic group, or a consumer group's classic member)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Sequence[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    """The session timeout before JoinGroup v1 (the handler's reading)."""
+    client_id: str
+    client_host: str
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncRequest:
+    """A SyncGroup (14) as the coordinator reads it; `protocol_type` and
+    `protocol_name` are None before v5, `assignments` the leader's (member id ->
+    assignment; empty from a follower)."""
+
+    group_id: str
+    member_id: str
+    generation_id: int
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: Mapping[str, bytes]
 
 
 # ---- responses ------------------------------------------------------------------------

@@ -22,7 +22,7 @@ Kafka creates one on a simple commit).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal import limits
@@ -30,7 +30,7 @@ from shoal.group import records as r
 from shoal.group.classic import (
     COMPLETING_REBALANCE,
     ClassicGroups,
-    fenced_error,
+    commit_member_error,
 )
 from shoal.group.classic_state import EMPTY
 from shoal.protocol.errors import ErrorCode
@@ -162,39 +162,19 @@ class CommittedOffsets:
             api_version=api_version,
         )
         if error is not None:
-            return CommitResult(
-                records=(),
-                response=tuple(
-                    PartitionError(topic=o.topic, partition=o.partition, error=error)
-                    for o in offsets
+            return refused(offsets, error)
+        return commit_records(
+            offsets,
+            lambda o, metadata: r.CoordinatorRecord(
+                key=r.OffsetCommitKey(group_id=group_id, topic=o.topic, partition=o.partition),
+                value=r.OffsetCommitValue(
+                    offset=o.offset,
+                    leader_epoch=o.leader_epoch,
+                    metadata=metadata,
+                    commit_timestamp=now_ms,
                 ),
-            )
-        records: list[r.CoordinatorRecord] = []
-        answers: list[PartitionError] = []
-        for o in offsets:
-            metadata = o.metadata or ""
-            if len(metadata.encode()) > limits.OFFSET_METADATA_BYTES_MAX:
-                answers.append(
-                    PartitionError(
-                        topic=o.topic,
-                        partition=o.partition,
-                        error=ErrorCode.offset_metadata_too_large,
-                    )
-                )
-                continue
-            records.append(
-                r.CoordinatorRecord(
-                    key=r.OffsetCommitKey(group_id=group_id, topic=o.topic, partition=o.partition),
-                    value=r.OffsetCommitValue(
-                        offset=o.offset,
-                        leader_epoch=o.leader_epoch,
-                        metadata=metadata,
-                        commit_timestamp=now_ms,
-                    ),
-                )
-            )
-            answers.append(PartitionError(topic=o.topic, partition=o.partition))
-        return CommitResult(records=tuple(records), response=tuple(answers))
+            ),
+        )
 
     def _commit_error(
         self,
@@ -217,13 +197,9 @@ class CommittedOffsets:
             return ErrorCode.illegal_generation
         if generation_id < 0 and group.state == EMPTY:
             return None
-        fenced = fenced_error(group, member_id, group_instance_id)
-        if fenced is not None:
-            return fenced
-        if member_id not in group.members:
-            return ErrorCode.unknown_member_id
-        if generation_id != group.generation:
-            return ErrorCode.illegal_generation
+        member_error = commit_member_error(group, member_id, group_instance_id, generation_id)
+        if member_error is not None:
+            return member_error
         if group.state == COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return None
@@ -303,6 +279,39 @@ class CommittedOffsets:
     def delete_group_records(self, group_id: str) -> list[r.CoordinatorRecord]:
         """Tombstones of every offset of a group being deleted."""
         return [_tombstone(group_id, t, p) for t, p in sorted(self._offsets.get(group_id, {}))]
+
+
+def refused(offsets: Sequence[OffsetToCommit], error: ErrorCode) -> CommitResult:
+    """A commit refused as a whole: `error` for every partition, no records."""
+    return CommitResult(
+        records=(),
+        response=tuple(
+            PartitionError(topic=o.topic, partition=o.partition, error=error) for o in offsets
+        ),
+    )
+
+
+def commit_records(
+    offsets: Sequence[OffsetToCommit],
+    record: Callable[[OffsetToCommit, str], r.CoordinatorRecord],
+) -> CommitResult:
+    """A validated commit (OffsetCommit or TxnOffsetCommit): `record(offset,
+    metadata)` for each offset whose metadata ("" for null) is within
+    `limits.OFFSET_METADATA_BYTES_MAX`, OFFSET_METADATA_TOO_LARGE for the others."""
+    records: list[r.CoordinatorRecord] = []
+    answers: list[PartitionError] = []
+    for o in offsets:
+        metadata = o.metadata or ""
+        if len(metadata.encode()) > limits.OFFSET_METADATA_BYTES_MAX:
+            answers.append(
+                PartitionError(
+                    topic=o.topic, partition=o.partition, error=ErrorCode.offset_metadata_too_large
+                )
+            )
+            continue
+        records.append(record(o, metadata))
+        answers.append(PartitionError(topic=o.topic, partition=o.partition))
+    return CommitResult(records=tuple(records), response=tuple(answers))
 
 
 def _tombstone(group_id: str, topic: str, partition: int) -> r.CoordinatorRecord:

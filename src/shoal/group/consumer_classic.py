@@ -40,9 +40,11 @@ from shoal.group import records as r
 from shoal.group.classic_state import (
     UNKNOWN_MEMBER_ID,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.consumer_group import (
@@ -94,29 +96,27 @@ def supports_protocols(
 def join(
     access: ConsumerGroupsAccess,
     group: ConsumerGroup,
+    join_request: JoinRequest,
     *,
-    member_id: str,
-    group_instance_id: str | None,
-    protocol_type: str,
-    protocols: Sequence[tuple[str, bytes]],
-    session_timeout_ms: int,
-    rebalance_timeout_ms: int,
-    client_id: str,
-    client_host: str,
-    api_version: int,
     new_member_id: Callable[[str], str],
     now_ms: int,
 ) -> ClassicResult[JoinResponse | None]:
     """JoinGroup (11) to a non-empty consumer group."""
     settings = access.consumer_settings
+    group_instance_id, protocols = join_request.group_instance_id, join_request.protocols
+    member_id = join_request.member_id
     unknown = member_id == UNKNOWN_MEMBER_ID
     if unknown:
-        member_id = new_member_id(client_id)
+        member_id = new_member_id(join_request.client_id)
     if len(group.members) >= settings.max_size and member_id not in group.members:
         return _join_error(ErrorCode.group_max_size_reached, member_id)
-    if not supports_protocols(group, protocol_type, protocols):
+    if not supports_protocols(group, join_request.protocol_type, protocols):
         return _join_error(ErrorCode.inconsistent_group_protocol, member_id)
-    if unknown and group_instance_id is None and api_version >= MEMBER_ID_REQUIRED_MIN_VERSION:
+    if (
+        unknown
+        and group_instance_id is None
+        and join_request.api_version >= MEMBER_ID_REQUIRED_MIN_VERSION
+    ):
         return _join_error(ErrorCode.member_id_required, member_id)
     records: list[r.CoordinatorRecord] = []
     old = group.members.get(member_id)
@@ -145,12 +145,12 @@ def join(
         member_epoch=0 if old is None else old.member_epoch,
         instance_id=group_instance_id,
         rack_id=subscription.rack_id,
-        rebalance_timeout_ms=rebalance_timeout_ms,
+        rebalance_timeout_ms=join_request.rebalance_timeout_ms,
         subscribed_topic_names=subscription.topics,
         owned=None if old is None else migration.by_topic_id(subscription.owned, image),
-        client_id=client_id,
-        client_host=client_host,
-        classic=migration.classic_metadata(session_timeout_ms, protocols),
+        client_id=join_request.client_id,
+        client_host=join_request.client_host,
+        classic=migration.classic_metadata(join_request.session_timeout_ms, protocols),
     )
     result = consumer_membership.heartbeat(
         group=group,
@@ -163,8 +163,8 @@ def join(
     response = result.response
     if response.error is not None:
         return _join_error(response.error, member_id)
-    access.arm_consumer_session(group.group_id, member_id, now_ms + session_timeout_ms)
-    sync_deadline_ms = now_ms + rebalance_timeout_ms  # Kafka's sync timeout
+    access.arm_consumer_session(group.group_id, member_id, now_ms + join_request.session_timeout_ms)
+    sync_deadline_ms = now_ms + join_request.rebalance_timeout_ms  # Kafka's sync timeout
     access.arm_rejoin_timeout(group.group_id, member_id, sync_deadline_ms, replace=True)
     return ClassicResult(
         records=(*records, *result.records),
@@ -179,18 +179,18 @@ def join(
 
 
 def sync(
-    access: ConsumerGroupsAccess,
-    group: ConsumerGroup,
-    *,
-    member_id: str,
-    generation_id: int,
-    group_instance_id: str | None,
-    protocol_type: str | None,
-    protocol_name: str | None,
-    now_ms: int,
+    access: ConsumerGroupsAccess, group: ConsumerGroup, request: SyncRequest, *, now_ms: int
 ) -> SyncResponse:
-    """SyncGroup (14): the member's current assignment."""
-    member, error = _classic_member(group, member_id, group_instance_id, generation_id)
+    """SyncGroup (14): the member's current assignment (the coordinator's, whatever
+    `request.assignments` says)."""
+    member_id, protocol_type, protocol_name = (
+        request.member_id,
+        request.protocol_type,
+        request.protocol_name,
+    )
+    member, error = _classic_member(
+        group, member_id, request.group_instance_id, request.generation_id
+    )
     if member is None or member.classic is None:
         return SyncResponse(error=error)
     names = {p.name for p in member.classic.supported_protocols}

@@ -45,7 +45,7 @@ from shoal.group.consumer_group import (
     ConsumerGroupMember,
 )
 from shoal.group.range_assignor import range_assign
-from shoal.group.results import CoordinatorResult
+from shoal.group.results import CoordinatorResult, absent_member_error, heartbeat_error
 from shoal.group.results import ShareGroupHeartbeatResponse as HeartbeatResponse
 from shoal.group.topics import (
     Assignment,
@@ -89,14 +89,6 @@ class HeartbeatRequest:
     classic: r.ClassicMemberMetadata | None = None
     """Set when a classic member's JoinGroup is served as this heartbeat
     (group/consumer_classic.py)."""
-
-
-def error_result(
-    error: ErrorCode, message: str | None = None
-) -> CoordinatorResult[HeartbeatResponse]:
-    return CoordinatorResult(
-        records=(), response=HeartbeatResponse(error=error, error_message=message)
-    )
 
 
 def validation_error(
@@ -197,14 +189,16 @@ def heartbeat(
     joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
     if group is None:
         if not joining:
-            return error_result(ErrorCode.unknown_member_id, f"Group {request.group_id} not found.")
+            return heartbeat_error(
+                ErrorCode.unknown_member_id, f"Group {request.group_id} not found."
+            )
         group = ConsumerGroup(group_id=request.group_id)
     replaced: list[r.CoordinatorRecord] = []
     if joining and request.instance_id is not None:
         static = _static_member(group, request)
         if static is not None:
             if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                return error_result(
+                return heartbeat_error(
                     ErrorCode.unreleased_instance_id,
                     f"Static member {static.member_id} with instance id "
                     f"{request.instance_id} is not released yet.",
@@ -212,18 +206,13 @@ def heartbeat(
             replaced, group = _replace_static(group, static, request.member_id)
     old = group.members.get(request.member_id)
     if old is None:
-        if not joining:
-            return error_result(
-                ErrorCode.unknown_member_id,
-                f"Member {request.member_id} is not a member of group {request.group_id}.",
-            )
-        if len(group.members) >= max_size:
-            return error_result(
-                ErrorCode.group_max_size_reached,
-                f"The consumer group has reached its maximum capacity of {max_size} members.",
-            )
+        absent = absent_member_error(
+            "consumer", request, joining=joining, size=len(group.members), max_size=max_size
+        )
+        if absent is not None:
+            return absent
     elif not joining and (message := fencing_error(old, request)) is not None:
-        return error_result(ErrorCode.fenced_member_epoch, message)
+        return heartbeat_error(ErrorCode.fenced_member_epoch, message)
 
     before = old if old is not None else ConsumerGroupMember(member_id=request.member_id)
     if joining and old is not None and not replaced:
@@ -517,7 +506,7 @@ def leave(
     id replaces it or its session expires."""
     member = group.members.get(member_id)
     if member is None:
-        return error_result(
+        return heartbeat_error(
             ErrorCode.unknown_member_id,
             f"Member {member_id} is not a member of group {group.group_id}.",
         )

@@ -65,6 +65,7 @@ from shoal.group.results import (
     GroupsChanged,
     ListedGroup,
     ShareGroupHeartbeatResponse,
+    heartbeat_error,
 )
 from shoal.group.settings import (
     ConsumerGroupSettings,
@@ -320,18 +321,16 @@ class GroupCoordinatorShard:
         )
         message = membership.validation_error(request)
         if message is not None:
-            return membership.error_result(ErrorCode.invalid_request, message)
+            return heartbeat_error(ErrorCode.invalid_request, message)
         if group_id in self._other_groups or self.classic.has_group(group_id):
-            return membership.error_result(
+            return heartbeat_error(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
             )
         group = self._groups.get(group_id)
         interval = self._settings.heartbeat_interval_ms(group_id)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is None:
-                return membership.error_result(
-                    ErrorCode.group_id_not_found, f"Group {group_id} not found."
-                )
+                return heartbeat_error(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
             result = membership.leave(
                 group=group, member_id=member_id, image=self._image, heartbeat_interval_ms=interval
             )
@@ -387,25 +386,23 @@ class GroupCoordinatorShard:
         settings = self._consumer_settings
         error = consumer_membership.validation_error(request, assignors=settings.assignors)
         if error is not None:
-            return consumer_membership.error_result(*error)
+            return heartbeat_error(*error)
         group_id, member_id = request.group_id, request.member_id
         not_consumer = f"Group {group_id} is not a consumer group."
         group = self._consumer_groups.get(group_id)
         upgrade: list[r.CoordinatorRecord] = []
         if group_id in self._groups:
-            return consumer_membership.error_result(ErrorCode.group_id_not_found, not_consumer)
+            return heartbeat_error(ErrorCode.group_id_not_found, not_consumer)
         if group is None and self.classic.has_members(group_id):
             if request.member_epoch != consumer_membership.JOIN_GROUP_MEMBER_EPOCH:
-                return consumer_membership.error_result(ErrorCode.group_id_not_found, not_consumer)
+                return heartbeat_error(ErrorCode.group_id_not_found, not_consumer)
             converted = self.classic.upgrade(group_id, settings=settings, image=self._image)
             if isinstance(converted, str):
-                return consumer_membership.error_result(ErrorCode.group_id_not_found, converted)
+                return heartbeat_error(ErrorCode.group_id_not_found, converted)
             upgrade, group = converted
         if request.member_epoch < 0:
             if group is None:
-                return consumer_membership.error_result(
-                    ErrorCode.unknown_member_id, f"Group {group_id} not found."
-                )
+                return heartbeat_error(ErrorCode.unknown_member_id, f"Group {group_id} not found.")
             result = consumer_membership.leave(
                 group=group,
                 member_id=member_id,

@@ -31,6 +31,8 @@ from shoal.group.results import (
     CoordinatorResult,
     Effect,
     ShareGroupHeartbeatResponse,
+    absent_member_error,
+    heartbeat_error,
 )
 from shoal.group.share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -88,17 +90,6 @@ def validation_error(request: HeartbeatRequest) -> str | None:
     return None
 
 
-def error_result(
-    error: ErrorCode, message: str | None = None, *, member_id: str | None = None
-) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
-    return CoordinatorResult(
-        records=(),
-        response=ShareGroupHeartbeatResponse(
-            error=error, error_message=message, member_id=member_id
-        ),
-    )
-
-
 def fencing_error(member: ShareGroupMember, received_epoch: int) -> str | None:
     """FENCED_MEMBER_EPOCH message, or None if the epoch is the member's current
     or previous one (its last response may have been lost)."""
@@ -131,24 +122,19 @@ def heartbeat(
     joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
     if group is None:
         if not joining:
-            return error_result(
+            return heartbeat_error(
                 ErrorCode.group_id_not_found, f"Group {request.group_id} not found."
             )
         group = ShareGroup(group_id=request.group_id)
     old = group.members.get(request.member_id)
     if old is None:
-        if not joining:
-            return error_result(
-                ErrorCode.unknown_member_id,
-                f"Member {request.member_id} is not a member of group {request.group_id}.",
-            )
-        if len(group.members) >= max_size:
-            return error_result(
-                ErrorCode.group_max_size_reached,
-                f"The share group has reached its maximum capacity of {max_size} members.",
-            )
+        absent = absent_member_error(
+            "share", request, joining=joining, size=len(group.members), max_size=max_size
+        )
+        if absent is not None:
+            return absent
     elif not joining and (message := fencing_error(old, request.member_epoch)) is not None:
-        return error_result(ErrorCode.fenced_member_epoch, message)
+        return heartbeat_error(ErrorCode.fenced_member_epoch, message)
 
     before = old if old is not None else ShareGroupMember(member_id=request.member_id)
     member = replace(
@@ -248,7 +234,7 @@ def leave(
     """Epoch -1: remove the member and bump the group epoch. Its in-flight records
     are released by its share session ending, not here."""
     if member_id not in group.members:
-        return error_result(
+        return heartbeat_error(
             ErrorCode.unknown_member_id,
             f"Member {member_id} is not a member of group {group.group_id}.",
         )

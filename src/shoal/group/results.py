@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from shoal.group.records import CoordinatorRecord, TopicPartitions
 from shoal.protocol.errors import ErrorCode
@@ -100,6 +100,47 @@ class ShareGroupHeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: tuple[TopicPartitions, ...] | None = None
+
+
+def heartbeat_error(
+    error: ErrorCode, message: str | None = None, *, member_id: str | None = None
+) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+    """A share or consumer group heartbeat refused with `error` (and its message):
+    no records."""
+    return CoordinatorResult(
+        records=(),
+        response=ShareGroupHeartbeatResponse(
+            error=error, error_message=message, member_id=member_id
+        ),
+    )
+
+
+class MemberHeartbeat(Protocol):
+    """What `absent_member_error` reads of a share or consumer group heartbeat."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def member_id(self) -> str: ...
+
+
+def absent_member_error(
+    kind: str, request: MemberHeartbeat, *, joining: bool, size: int, max_size: int
+) -> CoordinatorResult[ShareGroupHeartbeatResponse] | None:
+    """A heartbeat of a member the `kind` ("share", "consumer") group of `size`
+    members does not have: UNKNOWN_MEMBER_ID unless it is `joining` (epoch 0),
+    GROUP_MAX_SIZE_REACHED if the group is full; else None (it may join)."""
+    if not joining:
+        return heartbeat_error(
+            ErrorCode.unknown_member_id,
+            f"Member {request.member_id} is not a member of group {request.group_id}.",
+        )
+    if size >= max_size:
+        return heartbeat_error(
+            ErrorCode.group_max_size_reached,
+            f"The {kind} group has reached its maximum capacity of {max_size} members.",
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

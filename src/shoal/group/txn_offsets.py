@@ -50,15 +50,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from shoal import limits
 from shoal.group import records as r
-from shoal.group.classic import ClassicGroups, fenced_error
+from shoal.group.classic import ClassicGroups, commit_member_error
 from shoal.group.classic_state import EMPTY
 from shoal.group.committed_offsets import (
     CommitResult,
     FetchedOffset,
     OffsetToCommit,
-    PartitionError,
+    commit_records,
+    refused,
 )
 from shoal.protocol.errors import ErrorCode
 
@@ -179,38 +179,24 @@ class PendingTxnOffsets:
         held = self._pending.get((group_id, producer_id), {})
         if any(p.producer_epoch > producer_epoch for p in held.values()):
             return refused(offsets, ErrorCode.invalid_producer_epoch)
-        records: list[r.CoordinatorRecord] = []
-        answers: list[PartitionError] = []
-        for o in offsets:
-            metadata = o.metadata or ""
-            if len(metadata.encode()) > limits.OFFSET_METADATA_BYTES_MAX:
-                answers.append(
-                    PartitionError(
-                        topic=o.topic,
-                        partition=o.partition,
-                        error=ErrorCode.offset_metadata_too_large,
-                    )
-                )
-                continue
-            records.append(
-                r.CoordinatorRecord(
-                    key=r.PendingTxnOffsetKey(
-                        group_id=group_id,
-                        producer_id=producer_id,
-                        topic=o.topic,
-                        partition=o.partition,
-                    ),
-                    value=r.PendingTxnOffsetValue(
-                        producer_epoch=producer_epoch,
-                        offset=o.offset,
-                        leader_epoch=o.leader_epoch,
-                        metadata=metadata,
-                        commit_timestamp=now_ms,
-                    ),
-                )
-            )
-            answers.append(PartitionError(topic=o.topic, partition=o.partition))
-        return CommitResult(records=tuple(records), response=tuple(answers))
+        return commit_records(
+            offsets,
+            lambda o, metadata: r.CoordinatorRecord(
+                key=r.PendingTxnOffsetKey(
+                    group_id=group_id,
+                    producer_id=producer_id,
+                    topic=o.topic,
+                    partition=o.partition,
+                ),
+                value=r.PendingTxnOffsetValue(
+                    producer_epoch=producer_epoch,
+                    offset=o.offset,
+                    leader_epoch=o.leader_epoch,
+                    metadata=metadata,
+                    commit_timestamp=now_ms,
+                ),
+            ),
+        )
 
     # ---- the transaction's marker -----------------------------------------------------
 
@@ -283,16 +269,6 @@ class PendingTxnOffsets:
         )
 
 
-def refused(offsets: Sequence[OffsetToCommit], error: ErrorCode) -> CommitResult:
-    """A commit refused as a whole: `error` for every partition, no records."""
-    return CommitResult(
-        records=(),
-        response=tuple(
-            PartitionError(topic=o.topic, partition=o.partition, error=error) for o in offsets
-        ),
-    )
-
-
 def _committed_record(
     group_id: str, topic: str, partition: int, pending: PendingOffset
 ) -> r.CoordinatorRecord:
@@ -352,11 +328,4 @@ def txn_commit_error(
         return None
     if no_member_fields:
         return None
-    fenced = fenced_error(group, member_id, group_instance_id)
-    if fenced is not None:
-        return fenced
-    if member_id not in group.members:
-        return ErrorCode.unknown_member_id
-    if generation_id != group.generation:
-        return ErrorCode.illegal_generation
-    return None
+    return commit_member_error(group, member_id, group_instance_id, generation_id)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shoal.clock import Clock
@@ -38,9 +38,11 @@ from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.classic_state import (
     ClassicResult,
     Completion,
+    JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
@@ -106,10 +108,10 @@ class ClassicService:
 
     # ---- membership -----------------------------------------------------------------
 
-    async def join(self, **request: Any) -> JoinResponse:
+    async def join(self, request: JoinRequest) -> JoinResponse:
         """JoinGroup: the answer, once the rebalance completes if it must wait."""
-        result = self._classic.join(now_ms=self._clock.monotonic_ms(), **request)
-        future = self._park(self._joins, request["group_id"], result)
+        result = self._classic.join(request, now_ms=self._clock.monotonic_ms())
+        future = self._park(self._joins, request.group_id, result)
         response = self._apply(result)
         if future is None:
             assert response is not None
@@ -117,29 +119,10 @@ class ClassicService:
         parked: JoinResponse = await future
         return parked
 
-    async def sync(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResponse:
+    async def sync(self, request: SyncRequest) -> SyncResponse:
         """SyncGroup: the member's assignment, once the leader's arrived."""
-        result = self._classic.sync(
-            group_id=group_id,
-            member_id=member_id,
-            generation_id=generation_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-            now_ms=self._clock.monotonic_ms(),
-        )
-        future = self._park(self._syncs, group_id, result)
+        result = self._classic.sync(request, now_ms=self._clock.monotonic_ms())
+        future = self._park(self._syncs, request.group_id, result)
         response = self._apply(result)
         if future is None:
             assert response is not None

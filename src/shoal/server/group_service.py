@@ -36,9 +36,10 @@ drives everything the shard leaves to its caller:
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
   offsets of deleted topics (Kafka's `onPartitionsDeleted`).
-- **Transactions.** `txn_offset_commit` (TxnOffsetCommit) and `complete_transaction`
-  (the transaction shell's marker on a `__consumer_offsets` partition) write the
-  pending transactional offsets and settle them (group/txn_offsets.py).
+- **Transactions.** TxnOffsetCommit writes pending offsets through
+  `classic.txn_commit_offsets` (classic_service.py), as OffsetCommit does through
+  `classic.commit_offsets`; `complete_transaction` (the transaction shell's marker
+  on a `__consumer_offsets` partition) settles them (group/txn_offsets.py).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
@@ -76,7 +77,6 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
-from shoal.group.committed_offsets import OffsetToCommit, PartitionError
 from shoal.group.consumer_membership import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     HeartbeatRequest,
@@ -252,29 +252,6 @@ class GroupService:
             log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
 
     # ---- transactions -----------------------------------------------------------------
-
-    def txn_offset_commit(
-        self,
-        *,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        offsets: Sequence[OffsetToCommit],
-    ) -> tuple[PartitionError, ...]:
-        """TxnOffsetCommit (28): offsets held pending per (group, producer id) until
-        `complete_transaction` (classic_service.py, group/txn_offsets.py)."""
-        return self.classic.txn_commit_offsets(
-            group_id=group_id,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            member_id=member_id,
-            generation_id=generation_id,
-            group_instance_id=group_instance_id,
-            offsets=offsets,
-        )
 
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition holding `group_id`'s records: the one a

@@ -10,8 +10,10 @@ from shoal.group import consumer_membership as cm
 from shoal.group.classic_state import (
     STABLE,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.consumer_group import ConsumerGroup
@@ -66,16 +68,18 @@ class Mixed:
     ) -> JoinResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.h.shard.classic.join(
-                group_id="g",
-                member_id=member_id,
-                group_instance_id=instance,
-                protocol_type=protocol_type,
-                protocols=(("range", consumer_subscription(list(topics), owned)),),
-                session_timeout_ms=SESSION_MS,
-                rebalance_timeout_ms=REBALANCE_MS,
-                client_id=client,
-                client_host="/127.0.0.1",
-                api_version=version,
+                JoinRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    group_instance_id=instance,
+                    protocol_type=protocol_type,
+                    protocols=(("range", consumer_subscription(list(topics), owned)),),
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=REBALANCE_MS,
+                    client_id=client,
+                    client_host="/127.0.0.1",
+                    api_version=version,
+                ),
                 now_ms=self.now,
             )
         )
@@ -85,13 +89,15 @@ class Mixed:
     ) -> SyncResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.h.shard.classic.sync(
-                group_id="g",
-                member_id=member_id,
-                generation_id=generation,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocol_name="range",
-                assignments=assignments or {},
+                SyncRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    generation_id=generation,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=assignments or {},
+                ),
                 now_ms=self.now,
             )
         )

@@ -22,8 +22,10 @@ from shoal.group.classic import (
 from shoal.group.classic_state import (
     EMPTY,
     ClassicResult,
+    JoinRequest,
     JoinResponse,
     LeavingMember,
+    SyncRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import OffsetToCommit
@@ -84,16 +86,18 @@ class Classic:
         session_ms: int = SESSION_MS,
     ) -> JoinResponse | None:
         result = self.classic.join(
-            group_id=group,
-            member_id=member_id,
-            group_instance_id=instance,
-            protocol_type="consumer",
-            protocols=protocols,
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=REBALANCE_MS,
-            client_id=client,
-            client_host="/127.0.0.1",
-            api_version=version,
+            JoinRequest(
+                group_id=group,
+                member_id=member_id,
+                group_instance_id=instance,
+                protocol_type="consumer",
+                protocols=protocols,
+                session_timeout_ms=session_ms,
+                rebalance_timeout_ms=REBALANCE_MS,
+                client_id=client,
+                client_host="/127.0.0.1",
+                api_version=version,
+            ),
             now_ms=self.now,
         )
         response = self.apply(result)
@@ -111,13 +115,15 @@ class Classic:
     ) -> SyncResponse | None:
         return self.apply(  # type: ignore[no-any-return]
             self.classic.sync(
-                group_id="g",
-                member_id=member_id,
-                generation_id=generation,
-                group_instance_id=instance,
-                protocol_type="consumer",
-                protocol_name=None,
-                assignments=assignments or {},
+                SyncRequest(
+                    group_id="g",
+                    member_id=member_id,
+                    generation_id=generation,
+                    group_instance_id=instance,
+                    protocol_type="consumer",
+                    protocol_name=None,
+                    assignments=assignments or {},
+                ),
                 now_ms=self.now,
             )
         )
@@ -393,16 +399,18 @@ def test_one_id_is_one_group_type() -> None:
         )
     )
     join = shard.classic.join(
-        group_id="s",
-        member_id="",
-        group_instance_id=None,
-        protocol_type="consumer",
-        protocols=(RANGE,),
-        session_timeout_ms=SESSION_MS,
-        rebalance_timeout_ms=REBALANCE_MS,
-        client_id="c",
-        client_host="h",
-        api_version=5,
+        JoinRequest(
+            group_id="s",
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(RANGE,),
+            session_timeout_ms=SESSION_MS,
+            rebalance_timeout_ms=REBALANCE_MS,
+            client_id="c",
+            client_host="h",
+            api_version=5,
+        ),
         now_ms=0,
     )
     assert join.response is not None

@@ -18,6 +18,7 @@ from shoal.group.classic_state import (
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,
     STABLE,
+    JoinRequest,
     SyncResponse,
 )
 from shoal.group.committed_offsets import OffsetToCommit
@@ -182,16 +183,18 @@ def test_a_group_larger_than_group_consumer_max_size_is_not_upgraded(m: Mixed) -
 
 def test_unreadable_member_metadata_blocks_the_upgrade(m: Mixed) -> None:
     result = m.h.shard.classic.join(
-        group_id="g",
-        member_id="",
-        group_instance_id=None,
-        protocol_type="consumer",
-        protocols=(("range", b"\x00"),),  # not a ConsumerProtocolSubscription
-        session_timeout_ms=SESSION_MS,
-        rebalance_timeout_ms=REBALANCE_MS,
-        client_id="a",
-        client_host="/127.0.0.1",
-        api_version=3,
+        JoinRequest(
+            group_id="g",
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(("range", b"\x00"),),  # not a ConsumerProtocolSubscription
+            session_timeout_ms=SESSION_MS,
+            rebalance_timeout_ms=REBALANCE_MS,
+            client_id="a",
+            client_host="/127.0.0.1",
+            api_version=3,
+        ),
         now_ms=m.now,
     )
     m.apply(result)

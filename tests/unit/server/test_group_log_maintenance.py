@@ -389,7 +389,7 @@ def test_pending_transactional_offsets_survive_pruning_and_a_crash(
         **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
     )
     c.commit("tx", {0: 1})
-    answers = c.service.txn_offset_commit(
+    answers = c.service.classic.txn_commit_offsets(
         group_id="tx",
         producer_id=7,
         producer_epoch=0,
@@ -445,7 +445,7 @@ def test_the_marker_goes_to_the_groups_offsets_partition(
     assert sorted(groups) == [0, 1, 2, 3]
     for partition, group_id in groups.items():
         assert c.home(group_id) is c.partitions[partition]
-        answers = c.service.txn_offset_commit(
+        answers = c.service.classic.txn_commit_offsets(
             group_id=group_id,
             producer_id=7,
             producer_epoch=0,

@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic_state import JoinResponse
+from shoal.group.classic_state import JoinRequest, JoinResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
@@ -45,16 +45,20 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         try:
             response = await ctx.services.group_service.classic.join(
-                group_id=request.group_id,
-                member_id=request.member_id,
-                group_instance_id=getattr(request, "group_instance_id", None),
-                protocol_type=request.protocol_type,
-                protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=session_timeout_ms if rebalance is None else _ms(rebalance),
-                client_id=ctx.client_id or "",
-                client_host=client_host(ctx),
-                api_version=ctx.api_version,
+                JoinRequest(
+                    group_id=request.group_id,
+                    member_id=request.member_id,
+                    group_instance_id=getattr(request, "group_instance_id", None),
+                    protocol_type=request.protocol_type,
+                    protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+                    session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=(
+                        session_timeout_ms if rebalance is None else _ms(rebalance)
+                    ),
+                    client_id=ctx.client_id or "",
+                    client_host=client_host(ctx),
+                    api_version=ctx.api_version,
+                )
             )
         except RecordSinkFull as exc:
             log.error("JoinGroup of group %r not written: %s", request.group_id, exc)

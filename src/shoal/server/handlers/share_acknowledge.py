@@ -19,7 +19,6 @@ READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, nothing ackno
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from typing import Any
 
 from shoal.protocol.errors import ErrorCode
@@ -27,30 +26,27 @@ from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
-from shoal.server.handlers.share_fetch import ack_batches, invalid_identity, with_denied_topics
+from shoal.server.handlers.share_fetch import ack_batches, refusal, with_denied_topics
 from shoal.server.registry import api
-from shoal.server.share_responses import share_response
+from shoal.server.share_responses import (
+    LEADER_HINT_ERRORS,
+    NO_LEADER_ERRORS,
+    share_error,
+    share_response,
+)
 from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 79
-_ZERO = datetime.timedelta(0)
-_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
-_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
 @api(API_KEY, 1, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.services.config.current):
-        return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
-    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
-        return _error(schema, ErrorCode.group_authorization_failed, None)
-    invalid = invalid_identity(request.group_id, request.member_id)
-    if invalid is not None:
-        return _error(schema, ErrorCode.invalid_request, invalid)
+    refused = refusal(ctx, request)
+    if refused is not None:
+        return share_error(schema, *refused)
     call = _decode(request)
     requested = tuple(call.acknowledgements)
     denied = authz.denied_topic_ids(ctx, AclOperation.READ, (tp.topic_id for tp in requested))
@@ -63,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     outcome = ctx.services.share_service.share_acknowledge(call)
     if outcome.error is not None:
-        return _error(schema, outcome.error, None)
+        return share_error(schema, outcome.error, None)
     if denied:
         outcome = with_denied_topics(outcome, requested, denied)
     return _response(schema, ctx, outcome)
@@ -90,8 +86,8 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     hint = False
     for p in outcome.partitions:
         error = ErrorCode.none if p.error is None else p.error
-        hint = hint or error in _LEADER_HINT_ERRORS
-        leader = (-1, -1) if error in _NO_LEADER_ERRORS else (services.node.node_id, 0)
+        hint = hint or error in LEADER_HINT_ERRORS
+        leader = (-1, -1) if error in NO_LEADER_ERRORS else (services.node.node_id, 0)
         by_topic.setdefault(p.partition.topic_id, []).append(
             schema.make(
                 "PartitionData",
@@ -111,15 +107,4 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         by_topic=by_topic,
         leader_hint=hint,
         lock_duration_ms=outcome.lock_duration_ms,
-    )
-
-
-def _error(schema: Schema, code: ErrorCode, message: str | None) -> Any:
-    return schema.response(
-        throttle_time=_ZERO,
-        error_code=code,
-        error_message=message,
-        acquisition_lock_timeout=_ZERO,
-        responses=(),
-        node_endpoints=(),
     )

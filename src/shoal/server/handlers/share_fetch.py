@@ -38,29 +38,29 @@ from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.server.registry import api
-from shoal.server.share_responses import share_response
+from shoal.server.share_responses import (
+    LEADER_HINT_ERRORS,
+    NO_LEADER_ERRORS,
+    share_error,
+    share_response,
+)
 from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
 from shoal.server.throttle import fetch_throttle_ms
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 78
-_ZERO = datetime.timedelta(0)
 MEMBER_ID_LENGTH_MAX = 36
-_LEADER_HINT_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
-_NO_LEADER_ERRORS = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
 
 
 @api(API_KEY, 1, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    if not share_groups_enabled(ctx.services.config.current):
-        return _error(schema, ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED)
-    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
-        return _error(schema, ErrorCode.group_authorization_failed, None)
-    invalid = invalid_identity(request.group_id, request.member_id) or _invalid_fetch(request)
-    if invalid is not None:
-        return _error(schema, ErrorCode.invalid_request, invalid)
+    refused = refusal(ctx, request)
+    if refused is None and (invalid := _invalid_fetch(request)) is not None:
+        refused = ErrorCode.invalid_request, invalid
+    if refused is not None:
+        return share_error(schema, *refused)
     call = _decode(request)
     denied = authz.denied_topic_ids(ctx, AclOperation.READ, (tp.topic_id for tp in call.partitions))
     if denied:
@@ -75,7 +75,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         call, connection_id=ctx.connection.connection_id
     )
     if outcome.error is not None:
-        return _error(schema, outcome.error, None)
+        return share_error(schema, outcome.error, None)
     if denied:
         outcome = with_denied_topics(outcome, _decode(request).partitions, denied)
     return _response(schema, ctx, outcome)
@@ -98,12 +98,22 @@ def with_denied_topics(
     return dataclasses.replace(outcome, partitions=outcome.partitions + refused)
 
 
-def invalid_identity(group_id: str | None, member_id: str | None) -> str | None:
-    """Why GroupId / MemberId make a share request invalid, or None."""
-    if not group_id:
-        return "GroupId must be a non-empty string."
+def refusal(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] | None:
+    """Why a ShareFetch or ShareAcknowledge is refused as a whole, with its message:
+    share groups disabled (UNSUPPORTED_VERSION), READ on the group denied
+    (GROUP_AUTHORIZATION_FAILED), a bad GroupId / MemberId (INVALID_REQUEST); or None."""
+    if not share_groups_enabled(ctx.services.config.current):
+        return ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED
+    if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
+        return ErrorCode.group_authorization_failed, None
+    if not request.group_id:
+        return ErrorCode.invalid_request, "GroupId must be a non-empty string."
+    member_id = request.member_id
     if not member_id or len(member_id) > MEMBER_ID_LENGTH_MAX:
-        return f"MemberId must have 1 to {MEMBER_ID_LENGTH_MAX} characters."
+        return (
+            ErrorCode.invalid_request,
+            f"MemberId must have 1 to {MEMBER_ID_LENGTH_MAX} characters.",
+        )
     return None
 
 
@@ -168,7 +178,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     hint = False
     for p in outcome.partitions:
         data = _partition(schema, services.node.node_id, p)
-        hint = hint or data.error_code in _LEADER_HINT_ERRORS
+        hint = hint or data.error_code in LEADER_HINT_ERRORS
         by_topic.setdefault(p.partition.topic_id, []).append(data)
     response = share_response(
         schema,
@@ -192,7 +202,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     error = ErrorCode.none if p.error is None else p.error
     ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
-    leader = (-1, -1) if error in _NO_LEADER_ERRORS else (node_id, 0)
+    leader = (-1, -1) if error in NO_LEADER_ERRORS else (node_id, 0)
     return schema.make(
         "PartitionData",
         partition_index=p.partition.partition,
@@ -211,15 +221,4 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
             )
             for r in p.acquired
         ),
-    )
-
-
-def _error(schema: Schema, code: ErrorCode, message: str | None) -> Any:
-    return schema.response(
-        throttle_time=_ZERO,
-        error_code=code,
-        error_message=message,
-        acquisition_lock_timeout=_ZERO,
-        responses=(),
-        node_endpoints=(),
     )

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic_state import SyncResponse
+from shoal.group.classic_state import SyncRequest, SyncResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
@@ -35,13 +35,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         try:
             response = await ctx.services.group_service.classic.sync(
-                group_id=request.group_id,
-                member_id=request.member_id,
-                generation_id=int(request.generation_id),
-                group_instance_id=getattr(request, "group_instance_id", None),
-                protocol_type=getattr(request, "protocol_type", None),
-                protocol_name=getattr(request, "protocol_name", None),
-                assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+                SyncRequest(
+                    group_id=request.group_id,
+                    member_id=request.member_id,
+                    generation_id=int(request.generation_id),
+                    group_instance_id=getattr(request, "group_instance_id", None),
+                    protocol_type=getattr(request, "protocol_type", None),
+                    protocol_name=getattr(request, "protocol_name", None),
+                    assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+                )
             )
         except RecordSinkFull as exc:
             log.error("SyncGroup of group %r not written: %s", request.group_id, exc)

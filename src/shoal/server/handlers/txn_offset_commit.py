@@ -50,7 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             f"TxnOffsetCommit of group {request.group_id!r} producer {request.producer_id} "
             f"(transactional id {request.transactional_id!r})"
         ),
-        write=lambda offsets: ctx.services.group_service.txn_offset_commit(
+        write=lambda offsets: ctx.services.group_service.classic.txn_commit_offsets(
             group_id=request.group_id,
             producer_id=int(request.producer_id),
             producer_epoch=int(request.producer_epoch),
