@@ -58,14 +58,23 @@ def produce_spread(bootstrap: str, topic: str, *, per_partition: int, tag: str) 
 POLL_RECORDS_MAX = 500
 
 
+TRANSIENT_ERRORS = frozenset({KafkaError._PARTITION_EOF, KafkaError.REBALANCE_IN_PROGRESS})
+"""Consumer error events a round skips (see `poll_all`)."""
+
+
 def poll_all(consumers: list[Consumer], seen: dict[int, list[bytes]]) -> None:
     """One round: each consumer hands over what it has (up to POLL_RECORDS_MAX,
-    waiting at most 50 ms), appended to `seen[index]`; rebalance callbacks run."""
+    waiting at most 50 ms), appended to `seen[index]`; rebalance callbacks run.
+
+    Errors other than end-of-partition fail the round, except REBALANCE_IN_PROGRESS:
+    a classic group converted to the consumer protocol while a JoinGroup waits answers
+    that JoinGroup so (as Kafka does), librdkafka hands the answer to the application
+    as an error event and joins again on its own."""
     for index, c in enumerate(consumers):
         for message in c.consume(num_messages=POLL_RECORDS_MAX, timeout=0.05):
             error = message.error()
             if error is not None:
-                assert error.code() == KafkaError._PARTITION_EOF, error
+                assert error.code() in TRANSIENT_ERRORS, error
                 continue
             value = message.value()
             assert value is not None
