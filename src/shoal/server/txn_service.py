@@ -19,7 +19,9 @@ stays PrepareCommit/PrepareAbort for ever. Kafka's marker handler also gives up 
 that error (the epoch moved on: someone newer owns the transaction); Kafka avoids the
 state by replicating the topic with acks=all, which a single node cannot. With the
 fsync, every epoch, producer id and partition any data log can hold was durable in
-`__transaction_state` before a client or a marker could carry it, in every schedule.
+`__transaction_state` before a client or a marker could carry it, in every schedule
+(a crash between a write and its fsync leaves the record in the page cache only: the
+load fsyncs each partition before the coordinator acts on it, `flush_loaded`).
 The other fix considered, reconciling on load with the data logs' producer state
 (markers at an epoch bumped past theirs), cannot recover a state record lost whole
 (the producer id unknown to the coordinator) and would issue epochs the coordinator
@@ -366,6 +368,7 @@ def _open_state(
     buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
     records = 0
     for index, partition in enumerate(partitions):
+        partition.flush_loaded()  # what a crash left unsynced, before acting on it
         pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
         records += len(pairs)
         coordinator.load_partition(index, pairs)

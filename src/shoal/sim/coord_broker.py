@@ -115,6 +115,7 @@ class CoordBroker:
         self.data_log = self._open(f"{DATA_TOPIC}-0")
         self.offsets_logs = [self._open(f"{OFFSETS_TOPIC}-{p}") for p in range(2)]
         self.txn_log = self._open("__transaction_state-0")
+        self.txn_log.flush_loaded()  # as server/txn_service.py loads it
         self.last_write: tuple[Path, int] | None = None
         """(log directory, bytes) of the latest write, for tearing."""
         self.group = CoordinatorRuntime(shard_factory=self.new_group_shard, sink=self._group_sink())
