@@ -61,6 +61,7 @@ COORDINATOR_SEEDS = {
     "(checker bug: such a transaction promises nothing for its earlier writes)",
     1777: "the same kind (found by the long run)",
     214: "the same (found by running the seeds the long runs had counted as stuck)",
+    844: "the same",
     2154: "the same",
     2183: "the same",
     2192: "the same",
