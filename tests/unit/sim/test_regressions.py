@@ -65,6 +65,7 @@ COORDINATOR_SEEDS = {
     2154: "the same",
     2183: "the same",
     2192: "the same",
+    3455: "the same",
     2301: "a group log maintenance pass re-wrote old keys and pruned below them, then a "
     "power loss kept the new log start (its checkpoint is fsynced) and lost the re-written "
     "records (page cache): the group reloaded with members but no group epoch record "
