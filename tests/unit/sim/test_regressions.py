@@ -59,13 +59,17 @@ COORDINATOR_SEEDS = {
     1338: "an abort confirmed after a lossy loss, of a transaction whose pending offsets "
     "were written before it: a later commit of the same producer epoch materialised them "
     "(checker bug: such a transaction promises nothing for its earlier writes)",
-    1777: "the same kind (found by the long run)",
-    214: "the same (found by running the seeds the long runs had counted as stuck)",
+    1777: "the same kind (found by the long run); also a power loss that took an epoch "
+    "bump the data log kept (found by the hunt, as 1052)",
+    214: "the same as 1052 (found by running the seeds the long runs had counted as stuck)",
     844: "the same",
+    1531: "the same",
     2154: "the same",
     2183: "the same",
     2192: "the same",
     3455: "the same",
+    3942: "the same",
+    4112: "the same",
     2301: "a group log maintenance pass re-wrote old keys and pruned below them, then a "
     "power loss kept the new log start (its checkpoint is fsynced) and lost the re-written "
     "records (page cache): the group reloaded with members but no group epoch record "
