@@ -9,7 +9,10 @@ Owns the bytes a coordinator's records become in a partition log and back:
   A batch above `batch_bytes_max` (default `limits.COORDINATOR_BATCH_BYTES_MAX`)
   raises `CoordinatorBatchTooLarge` before anything is written; a storage failure
   raises `RecordSinkUnavailable`. Both are `RecordSinkError`s: the runtime replays
-  nothing and the caller answers COORDINATOR_NOT_AVAILABLE.
+  nothing and the caller answers COORDINATOR_NOT_AVAILABLE. A `sync` sink fsyncs
+  its log after every append, before returning (so before the runtime replays the
+  records or anyone answers), whatever the topic's flush policy: the transaction
+  coordinator's sink is one (server/txn_service.py says why).
 - `RoutedRecordSink` spans several partitions of one topic (the single group
   coordinator shard over every `__consumer_offsets` partition): each record goes to
   the partition `route(record)` names, the records of one append that share a
@@ -111,12 +114,14 @@ class LogRecordSink(Generic[R]):
         encode: Encode[R],
         clock: Clock,
         batch_bytes_max: int = limits.COORDINATOR_BATCH_BYTES_MAX,
+        sync: bool = False,
     ) -> None:
         assert batch_bytes_max > 0, batch_bytes_max
         self._log = log
         self._encode = encode
         self._clock = clock
         self._batch_bytes_max = batch_bytes_max
+        self._sync = sync
 
     @property
     def log(self) -> PartitionLog:
@@ -170,10 +175,13 @@ class LogRecordSink(Generic[R]):
         return PreparedBatch(data, headers)
 
     def write(self, batch: PreparedBatch) -> int:
-        """Append a prepared batch; returns its base offset. A storage failure raises
-        `RecordSinkUnavailable` (the log's `LogError` as its cause)."""
+        """Append a prepared batch (fsynced first if the sink is `sync`); returns its
+        base offset. A storage failure raises `RecordSinkUnavailable` (the log's
+        `LogError` as its cause; a failed fsync has taken the log offline)."""
         try:
             result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+            if self._sync:
+                self._log.flush()
         except LogError as exc:
             raise RecordSinkUnavailable(
                 f"{self._log.directory.name}: append failed: {exc}"

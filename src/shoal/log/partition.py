@@ -646,6 +646,16 @@ class PartitionLog:
         """fsync everything written so far, here and now."""
         self._flush_in_place(self.flush_plan())
 
+    def flush_loaded(self) -> None:
+        """fsync the active segment here and now, even if nothing was written since
+        the open: after a crash its tail may still be in the page cache only (the
+        process died between a write and its fsync). For an owner that acts on what it
+        loads and must not act on what a power loss could still take (the transaction
+        coordinator, server/txn_service.py)."""
+        if self._segments[-1].size_bytes > 0:
+            self._unflushed.add(records=0, size_bytes=0, since_ms=self._clock.monotonic_ms())
+        self.flush()
+
     def flush_if_due(self, *, now_ms: int) -> None:
         """fsync here if a flush is due (see `flush_plan_if_due`; monotonic `now_ms`)."""
         self._flush_in_place(self.flush_plan_if_due(now_ms=now_ms))

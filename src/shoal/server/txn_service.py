@@ -8,6 +8,27 @@ coordinator (`transaction.state.log.num.partitions` partitions, internal, infini
 retention), as Kafka creates it on first need, so brokers that never see a
 transaction do not carry its 50 partitions.
 
+Durability. Every append to `__transaction_state` is fsynced before the coordinator
+replays it or anyone is answered (`LogRecordSink(sync=True)`), whatever the flush
+policy. Without it, a power loss under the page cache (Kafka's default policy) may
+take an epoch bump (InitProducerId, a timed-out abort's fence) from the state topic
+while a data partition's log kept a batch or a marker at the bumped epoch; the
+reloaded coordinator then sends markers at the older epoch, the partition refuses them
+(INVALID_PRODUCER_EPOCH, a marker below the producer's epoch) and the transaction
+stays PrepareCommit/PrepareAbort for ever. Kafka's marker handler also gives up on
+that error (the epoch moved on: someone newer owns the transaction); Kafka avoids the
+state by replicating the topic with acks=all, which a single node cannot. With the
+fsync, every epoch, producer id and partition any data log can hold was durable in
+`__transaction_state` before a client or a marker could carry it, in every schedule
+(a crash between a write and its fsync leaves the record in the page cache only: the
+load fsyncs each partition before the coordinator acts on it, `flush_loaded`).
+The other fix considered, reconciling on load with the data logs' producer state
+(markers at an epoch bumped past theirs), cannot recover a state record lost whole
+(the producer id unknown to the coordinator) and would issue epochs the coordinator
+never recorded. The cost is a few fsyncs per transaction (InitProducerId,
+AddPartitionsToTxn/AddOffsetsToTxn, the prepare and complete records; measured in
+bench/transactions.py, figures in the README).
+
 Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
 one: for each partition of the transaction, a `__consumer_offsets` partition goes to
 the group coordinator (`complete_transaction`, which materialises or drops that
@@ -336,7 +357,7 @@ def _open_state(
         partitions=config.get_int("transaction.state.log.num.partitions"),
         configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
     )
-    sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock) for p in partitions]
+    sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
@@ -347,6 +368,7 @@ def _open_state(
     buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
     records = 0
     for index, partition in enumerate(partitions):
+        partition.flush_loaded()  # what a crash left unsynced, before acting on it
         pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
         records += len(pairs)
         coordinator.load_partition(index, pairs)

@@ -17,10 +17,11 @@ A second scenario (`coord_world`) drives the group and transaction coordinators
 `__transaction_state` on real logs) the same way. Both may lose power: `disk` keeps
 what each fsync made durable and drops, file by file, what was written since.
 
-Owns: `world`, `broker`, `invariants` (the share scenario), `coord_world`,
-`coord_clients`, `coord_broker`, `coord_invariants` (the coordinator scenario),
-`disk` (fsyncs, power losses, torn tails), `faults` (the seeded fault plan), `run`
-(one seed, many seeds, figures). It may import the cores and `log/`, never
-`server/`, asyncio or sockets. Time is a `ManualClock`; the only randomness is the
-seeded generators, so a failing seed replays exactly.
+Owns: `base` (what both worlds share: the run loop, the schedule notes, the
+weighted step choice, answers in flight), `world`, `broker`, `invariants` (the share
+scenario), `coord_world`, `coord_clients`, `coord_broker`, `coord_invariants` (the
+coordinator scenario), `disk` (fsyncs, power losses, torn tails), `faults` (the
+seeded fault plan), `run` (one seed, many seeds, figures). It may import the cores
+and `log/`, never `server/`, asyncio or sockets. Time is a `ManualClock`; the only
+randomness is the seeded generators, so a failing seed replays exactly.
 """

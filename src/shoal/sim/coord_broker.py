@@ -15,7 +15,9 @@ log took the last write (for tearing it); the marker writing the transaction she
 does (`complete_markers`, TxnService.complete's steps: each partition's marker, then
 `markers_written`) and the log maintenance passes (group/log_maintenance.py,
 `TransactionCoordinator.maintain_log`). The flush policy of every log is the run's:
-`flush.messages=1` (fsync per write) or Kafka's default (the page cache).
+`flush.messages=1` (fsync per write) or Kafka's default (the page cache), except
+`__transaction_state`, fsynced at every write under either, as the broker does it
+(server/txn_service.py, "Durability").
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ class CoordBroker:
         self.data_log = self._open(f"{DATA_TOPIC}-0")
         self.offsets_logs = [self._open(f"{OFFSETS_TOPIC}-{p}") for p in range(2)]
         self.txn_log = self._open("__transaction_state-0")
+        self.txn_log.flush_loaded()  # as server/txn_service.py loads it
         self.last_write: tuple[Path, int] | None = None
         """(log directory, bytes) of the latest write, for tearing."""
         self.group = CoordinatorRuntime(shard_factory=self.new_group_shard, sink=self._group_sink())
@@ -161,7 +164,8 @@ class CoordBroker:
 
     def load_txn(self) -> TransactionCoordinator:
         sink = FaultySink(
-            LogRecordSink(log=self.txn_log, encode=TXN_CODEC.encode, clock=self.clock), self
+            LogRecordSink(log=self.txn_log, encode=TXN_CODEC.encode, clock=self.clock, sync=True),
+            self,
         )
         coordinator = TransactionCoordinator(
             sink_for=lambda _partition: sink,

@@ -2,14 +2,13 @@
 
 Owns the client-side records (`Consumer`: a KIP-848 member's id, epoch and owned
 partitions; `TxnProducer`: a transactional producer's id, epoch, current transaction
-and requests in flight; `Late`: an answer delayed by a slow disk), how a member
+and requests in flight), how a member
 builds its ConsumerGroupHeartbeat and takes its answer, and the scenario's names.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shoal.group.consumer_membership import HeartbeatRequest
@@ -18,7 +17,6 @@ from shoal.protocol.errors import ErrorCode
 from shoal.sim.coord_broker import CONSUMER_GROUP, TOPIC
 
 MEMBERS = ("sim-member-0", "sim-member-1", "sim-member-2")
-LATE_STEPS_MAX = 4
 REPLAY_EVERY_STEPS = 4
 """Replay-equals-live is checked every this many steps (and after every crash and
 maintenance pass): rebuilding both coordinators is most of a step's cost."""
@@ -52,13 +50,6 @@ class TxnProducer:
     ending: bool | None = None
     """EndTxn sent and not answered: commit (True) or abort (False)."""
     offsets_added: bool = False
-
-
-@dataclass(slots=True)
-class Late:
-    due_step: int
-    deliver: Callable[[], None]
-    what: str
 
 
 def heartbeat_request(consumer: Consumer, rebalance_timeout_ms: int) -> HeartbeatRequest:

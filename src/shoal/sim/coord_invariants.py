@@ -24,7 +24,8 @@ is a crash: every check holds. With Kafka's default (the page cache), a power lo
 may lose confirmed writes: after one that lost bytes, the checks that a confirmed
 thing survives restart from what survived (`after_recovery(lossy=True)`), and every
 consistency check (logs that read to their end, coordinators that load, replay equals
-live, ownership, all-or-nothing transactions, nothing left preparing) still holds.
+live, ownership, all-or-nothing transactions, nothing left preparing, no data log
+ahead of the coordinator's producer epoch) still holds.
 """
 
 from __future__ import annotations
@@ -176,7 +177,27 @@ class CoordChecker:
                 (lso, self.step_lso),
             )
         self.lso = -1
+        self._check_epoch_not_behind()
         self.check_step()
+
+    def _check_epoch_not_behind(self) -> None:
+        """After a restart, no data log holds the coordinator's producer id at an epoch
+        above the coordinator's: else the log would refuse its markers (a marker below
+        the producer's epoch) and a transaction would stay preparing for ever. Holds
+        under both flush policies because `__transaction_state` is fsynced at every
+        write (server/txn_service.py, "Durability")."""
+        broker = self.world.broker
+        metadata = broker.txn.metadata(TXN_ID)
+        if metadata is None:
+            return
+        self.counts["producer epochs checked after a restart"] += 1
+        for entry in broker.data_log.producers():
+            if entry.producer_id == metadata.producer_id:
+                _require(
+                    entry.epoch <= metadata.producer_epoch,
+                    "no data log is ahead of the coordinator's producer epoch",
+                    (entry.producer_id, entry.epoch, metadata),
+                )
 
     def _forget_lost(self) -> None:
         """A page-cache power loss lost confirmed writes: what must survive restarts
@@ -196,11 +217,6 @@ class CoordChecker:
         broker = self.world.broker
         metadata = broker.txn.metadata(TXN_ID)
         stuck = metadata is not None and metadata.state in PREPARING
-        if stuck and self.lossy:
-            # Known, not fixed: the loss took the coordinator's epoch bumps while the
-            # data log kept the higher epoch, so it refuses the markers (see README).
-            self.counts["transactions stuck preparing after a lossy power loss"] += 1
-            return
         _require(not stuck, "every prepared transaction completes", metadata)
         log = broker.data_log
         _require(

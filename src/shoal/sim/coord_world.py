@@ -15,12 +15,10 @@ outlive a broker crash (they are other processes); answers in flight are lost.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from shoal.clock import ManualClock
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.runtime import RecordSinkError, WriteResult
 from shoal.group.committed_offsets import OffsetToCommit
@@ -28,6 +26,7 @@ from shoal.group.consumer_membership import HeartbeatRequest
 from shoal.group.records import CoordinatorRecord
 from shoal.log.transactions import ControlType
 from shoal.protocol.errors import ErrorCode
+from shoal.sim.base import Operation, SimWorld
 from shoal.sim.broker import produced_batch
 from shoal.sim.coord_broker import (
     CONSUMER_GROUP,
@@ -44,27 +43,29 @@ from shoal.sim.coord_broker import (
 )
 from shoal.sim.coord_clients import (
     FENCED_PRODUCER,
-    LATE_STEPS_MAX,
     MEMBERS,
     REPLAY_EVERY_STEPS,
     VALUES_PER_TXN,
     Consumer,
-    Late,
     TxnProducer,
     heartbeat_answered,
     heartbeat_request,
     shown_assignment,
 )
 from shoal.sim.coord_invariants import CoordChecker, InvariantViolated, hanging_transactions
-from shoal.sim.disk import Disk, tear_tail
-from shoal.sim.faults import FaultRates, Faults, SimCrash
+from shoal.sim.disk import tear_tail
+from shoal.sim.faults import FaultRates, SimCrash
 from shoal.txn import WriteMarkers
 
 T = TypeVar("T")
 
 
-class CoordWorld:
-    """A run of `steps` operations from `seed` in `directory`."""
+class CoordWorld(SimWorld):
+    """A run of `steps` operations from `seed` in `directory` (the loop, the notes
+    and the answers in flight are `SimWorld`'s)."""
+
+    DRAIN_NOTE = "drain: no more faults; the transaction ends, markers are written"
+    checker: CoordChecker
 
     def __init__(
         self,
@@ -75,36 +76,20 @@ class CoordWorld:
         verbose: bool = False,
         flush_per_write: bool | None = None,
     ) -> None:
-        self.seed = seed
-        self.rng = random.Random(seed)
-        self.faults = Faults(self.rng, rates or FaultRates())
-        self.clock = ManualClock()
-        self.directory = directory
-        self.verbose = verbose
-        self.schedule: list[str] = []
+        super().__init__(seed=seed, directory=directory, rates=rates, verbose=verbose)
         drawn = self.rng.random() < 0.5
         self.flush_per_write = drawn if flush_per_write is None else flush_per_write
-        self.disk = Disk(directory)
         self.consumers = {m: Consumer(m) for m in MEMBERS}
         self.producer = TxnProducer()
         self.zombie: tuple[int, int] | None = None
         """(producer id, epoch) of the producer's previous incarnation."""
         self.next_commit_value = 1
         self.next_producer_id = 5_000
-        self.late: list[Late] = []
-        self.step = 0
-        self.crashes = 0
         self.note(f"flush policy: {'fsync per write' if self.flush_per_write else 'page cache'}")
         self.broker = self._start()
         self.disk.settle()  # the set-up is on disk before the run starts
         self.checker = CoordChecker(self)
         self.checker.check_step()
-
-    def note(self, text: str) -> None:
-        line = f"[{self.step:4d} t={self.clock.monotonic_ms():>8d}] {text}"
-        self.schedule.append(line)
-        if self.verbose:
-            print(line)
 
     def _start(self) -> CoordBroker:
         return CoordBroker(
@@ -116,19 +101,8 @@ class CoordWorld:
 
     # ---- the run
 
-    def run(self, steps: int) -> None:
-        with self.disk.installed():
-            for _ in range(steps):
-                self.step += 1
-                self._deliver_late()
-                self._one_step()
-            self.faults.enabled = False
-            self.note("drain: no more faults; the transaction ends, markers are written")
-            self._drain()
-            self.checker.check_final()
-
     def _one_step(self) -> None:
-        ops: list[tuple[int, Callable[[], None]]] = [
+        ops: list[tuple[int, Operation]] = [
             (6, self.heartbeat),
             (1, self.leave),
             (4, self.commit),
@@ -138,7 +112,7 @@ class CoordWorld:
             (1, self.maintain),
             (1, self.crash_now),
         ]
-        op = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])[0]
+        op = self.choose(ops)
         self.broker.last_write = None
         self.checker.step_started()
         crashes = self.crashes
@@ -151,28 +125,6 @@ class CoordWorld:
             op()
         except SimCrash as crash:
             self._crash_and_recover(crash.point)
-
-    # ---- responses
-
-    def _respond(
-        self, what: str, deliver: Callable[[], None], *, retry: Callable[[], None]
-    ) -> None:
-        if self.faults.fires("lost_response"):
-            self.note(f"  lost response: {what}")
-            retry()
-        elif self.faults.fires("late_response"):
-            due = self.step + self.rng.randint(1, LATE_STEPS_MAX)
-            self.note(f"  late response: {what} (due at step {due})")
-            self.late.append(Late(due, deliver, what))
-        else:
-            deliver()
-
-    def _deliver_late(self) -> None:
-        due = [late for late in self.late if late.due_step <= self.step]
-        self.late = [late for late in self.late if late.due_step > self.step]
-        for late in due:
-            self.note(f"late response arrives: {late.what}")
-            late.deliver()
 
     # ---- consumer group
 
@@ -514,10 +466,6 @@ class CoordWorld:
 
     # ---- crashes
 
-    def crash_now(self) -> None:
-        if self.faults.fires("crash_idle"):
-            raise SimCrash("crash_idle")
-
     def _crash_and_recover(self, point: str) -> None:
         self.crashes += 1
         power = self.faults.fires("power_loss")
@@ -552,9 +500,7 @@ class CoordWorld:
     # ---- the end
 
     def _drain(self) -> None:
-        late, self.late = self.late, []
-        for item in late:
-            item.deliver()
+        self._deliver_all_late()
         producer = self.producer
         for _ in range(50):
             if producer.producer_id >= 0 and not producer.ongoing and producer.ending is None:

@@ -11,23 +11,20 @@ oracle the invariants compare the broker against (`shoal.sim.invariants`).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shoal.clock import ManualClock
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
 from shoal.share.settings import SharePartitionConfig
+from shoal.sim.base import Operation, SimWorld
 from shoal.sim.broker import GROUP, KEY, PRODUCER_ID, TP, Broker, produced_batch
-from shoal.sim.disk import Disk
-from shoal.sim.faults import FaultRates, Faults, SimCrash
+from shoal.sim.faults import FaultRates, SimCrash
 from shoal.sim.invariants import Checker
 
 MEMBERS = ("m0", "m1", "m2")
 ACK_TYPES = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT)
-LATE_STEPS_MAX = 4
 
 
 @dataclass(slots=True)
@@ -50,31 +47,21 @@ class Member:
     """Offsets this member was given, with their delivery count."""
 
 
-@dataclass(slots=True)
-class Late:
-    due_step: int
-    deliver: Callable[[], None]
-    what: str
+class World(SimWorld):
+    """A run of `steps` operations from `seed` in `directory` (the loop, the notes
+    and the answers in flight are `SimWorld`'s)."""
 
-
-class World:
-    """A run of `steps` operations from `seed` in `directory`."""
+    DRAIN_NOTE = "drain: no more faults; members accept everything"
+    checker: Checker
 
     def __init__(
         self, *, seed: int, directory: Path, rates: FaultRates | None = None, verbose: bool = False
     ) -> None:
-        self.seed = seed
-        self.rng = random.Random(seed)
-        self.faults = Faults(self.rng, rates or FaultRates())
-        self.clock = ManualClock()
-        self.directory = directory
-        self.verbose = verbose
-        self.schedule: list[str] = []
+        super().__init__(seed=seed, directory=directory, rates=rates, verbose=verbose)
         self.disk_rng = random.Random(f"{seed}-disk")
         """Power losses draw from their own stream, so that adding them left the
         schedules of the seeds kept before unchanged."""
         self.flush_per_write = self.disk_rng.random() < 0.5
-        self.disk = Disk(directory)
         self.share_config = SharePartitionConfig(
             record_lock_duration_ms=self.rng.choice([1_000, 5_000, 30_000]),
             delivery_count_limit=self.rng.randint(2, 5),
@@ -83,9 +70,6 @@ class World:
         )
         self.producer = Producer()
         self.members = {m: Member() for m in MEMBERS}
-        self.late: list[Late] = []
-        self.step = 0
-        self.crashes = 0
         self.broker = self._start()
         self.faults.enabled = False
         error = self.broker.persister.initialize(key=KEY, state_epoch=0, start_offset=0)
@@ -94,12 +78,6 @@ class World:
         self.disk.settle()  # the set-up is on disk before the run starts
         self.checker = Checker(self)
         self.checker.check_step()
-
-    def note(self, text: str) -> None:
-        line = f"[{self.step:4d} t={self.clock.monotonic_ms():>8d}] {text}"
-        self.schedule.append(line)
-        if self.verbose:
-            print(line)
 
     def _start(self) -> Broker:
         return Broker(
@@ -112,19 +90,8 @@ class World:
 
     # ---- the run
 
-    def run(self, steps: int) -> None:
-        with self.disk.installed():
-            for _ in range(steps):
-                self.step += 1
-                self._deliver_late()
-                self._one_step()
-            self.faults.enabled = False
-            self.note("drain: no more faults; members accept everything")
-            self._drain()
-            self.checker.check_final()
-
     def _one_step(self) -> None:
-        ops: list[tuple[int, Callable[[], None]]] = [
+        ops: list[tuple[int, Operation]] = [
             (4, self.produce),
             (6, self.fetch),
             (5, self.acknowledge),
@@ -133,7 +100,7 @@ class World:
             (1, self.delete_records),
             (1, self.crash_now),
         ]
-        op = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])[0]
+        op = self.choose(ops)
         self.broker.last_write = None
         self.broker.states_after_writes.clear()
         try:
@@ -141,29 +108,6 @@ class World:
         except SimCrash as crash:
             self._crash_and_recover(crash.point)
         self.checker.check_step()
-
-    # ---- responses
-
-    def _respond(
-        self, what: str, deliver: Callable[[], None], *, retry: Callable[[], None]
-    ) -> None:
-        """Send a response: on time, late (slow disk), or lost (the client retries)."""
-        if self.faults.fires("lost_response"):
-            self.note(f"  lost response: {what}")
-            retry()
-        elif self.faults.fires("late_response"):
-            due = self.step + self.rng.randint(1, LATE_STEPS_MAX)
-            self.note(f"  late response: {what} (due at step {due})")
-            self.late.append(Late(due, deliver, what))
-        else:
-            deliver()
-
-    def _deliver_late(self) -> None:
-        due = [late for late in self.late if late.due_step <= self.step]
-        self.late = [late for late in self.late if late.due_step > self.step]
-        for late in due:
-            self.note(f"late response arrives: {late.what}")
-            late.deliver()
 
     # ---- producer
 
@@ -291,10 +235,6 @@ class World:
 
     # ---- crashes
 
-    def crash_now(self) -> None:
-        if self.faults.fires("crash_idle"):
-            raise SimCrash("crash_idle")
-
     def _crash_and_recover(self, point: str) -> None:
         self.crashes += 1
         self.note(f"CRASH at {point}")
@@ -391,11 +331,6 @@ class World:
                 self.broker.manager.expire_locks(now_ms=self.clock.monotonic_ms())
             self.checker.check_step()
         raise AssertionError("the drain did not reach the log end")
-
-    def _deliver_all_late(self) -> None:
-        late, self.late = self.late, []
-        for item in late:
-            item.deliver()
 
     def _drained(self) -> bool:
         sp = self.broker.manager.get(KEY)

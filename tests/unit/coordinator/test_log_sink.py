@@ -33,6 +33,7 @@ from shoal.group.membership import epoch_record
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import iter_headers
+from shoal.sim.disk import Disk
 from tests.support.batches import Record, build_batch
 
 Opener = Callable[..., PartitionLog]
@@ -108,6 +109,26 @@ def test_each_append_is_one_batch_at_the_log_end(open_log: Opener, clock: Manual
     assert [(h.base_offset, h.records_count) for h in headers] == [(0, 3), (3, 1)]
     assert all(h.producer_id == -1 and h.compression == 0 and not h.is_control for h in headers)
     assert [h.max_timestamp for h in headers] == [clock.wall_ms() - 5, clock.wall_ms()]
+
+
+def test_a_sync_sink_fsyncs_every_append_before_returning(
+    open_log: Opener, clock: ManualClock, tmp_path: Path
+) -> None:
+    """`sync=True` (the transaction coordinator's sink): nothing a returned append
+    wrote is left to the page cache, under a log whose own policy never fsyncs; a
+    plain sink leaves it there (what a power loss may drop)."""
+    disk = Disk(tmp_path)
+    with disk.installed():
+        plain = sink_on(open_log(0), clock)
+        synced = LogRecordSink(log=open_log(1), encode=r.CODEC.encode, clock=clock, sync=True)
+        disk.settle()
+        plain.append([epoch("g", 1)])
+        assert disk.unflushed_bytes() > 0
+        disk.settle()
+        synced.append([epoch("g", 1), member("g", "a")])
+        synced.append([epoch("g", 2)])
+        assert disk.unflushed_bytes() == 0
+    assert [record for _, record in read_back(synced.log)][-1] == epoch("g", 2)
 
 
 def test_records_read_back_after_reopen_with_their_offsets(

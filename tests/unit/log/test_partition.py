@@ -11,6 +11,7 @@ from shoal.clock import ManualClock
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TIMESTAMP_TYPE_MASK, compute_crc, iter_headers
+from shoal.sim.disk import Disk
 from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch, stored
 from tests.unit.log.conftest import LogOpener
 
@@ -237,6 +238,26 @@ def test_a_failed_fsync_takes_the_partition_offline(
         log.read(0, max_bytes=100)
     assert again.value.code == ErrorCode.kafka_storage_error
     assert "offline" in str(again.value)
+
+
+def test_flush_loaded_makes_a_crashed_process_unsynced_tail_durable(
+    open_log: LogOpener, log_dir: Path
+) -> None:
+    """A crash between a write and its fsync leaves the tail in the page cache only;
+    the reopened log has written nothing, yet `flush_loaded` fsyncs that tail (what
+    the transaction coordinator does before acting on its state topic)."""
+    disk = Disk(log_dir.parent)
+    with disk.installed():
+        log = open_log()
+        disk.settle()
+        append(log, make_batch(3))
+        log.abandon()  # the crash: nothing fsynced
+        reopened = open_log()
+        reopened.flush()  # nothing written since the open: no fsync
+        assert disk.unflushed_bytes() > 0
+        reopened.flush_loaded()
+        assert disk.unflushed_bytes() == 0
+    assert reopened.log_end_offset == 3
 
 
 def test_closed_log_refuses_use(open_log: LogOpener) -> None:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.coordinator.runtime import InMemoryRecordSink
 from shoal.log.api import LogError
+from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.server.txn_service import TxnService
+from shoal.sim.disk import Disk
 from shoal.txn import ABORT, COMMIT, TransactionCoordinator, TxnState
 from shoal.txn.records import TxnRecord
 
@@ -148,3 +151,38 @@ def test_timed_out_transaction_is_aborted_by_the_timer() -> None:
     (call,) = logs[("t", 0)].calls
     assert (call["producer_id"], call["producer_epoch"], call["control"]) == (pid, 1, ABORT)
     assert service.coordinator.metadata("x").state == TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+
+
+def test_every_state_write_is_on_disk_before_the_coordinator_answers(tmp_path: Path) -> None:
+    """`__transaction_state` is fsynced at every write under Kafka's default flush
+    policy (the page cache), so a power loss cannot take an epoch bump a data log
+    already holds (txn_service.py, "Durability"): nothing it wrote is left unflushed
+    after InitProducerId, AddPartitionsToTxn or EndTxn returns."""
+    clock = ManualClock()
+    config = BrokerConfig.from_raw({"transaction.state.log.num.partitions": "1"})
+    disk = Disk(tmp_path)
+    logs = LogManager.open(data_dir=tmp_path, broker_config=config, clock=clock)
+    with disk.installed():
+        service = TxnService.open(
+            logs,
+            lambda: config,
+            clock,
+            control_target=lambda topic, partition: RecordingLog(),
+            group_transactions=RecordingGroups(),
+        )
+        coordinator = service.coordinator
+        state_dir = tmp_path / "__transaction_state-0"
+        disk.settle()
+        pid = start_txn(service, ("t", 0))
+        written = [disk.unflushed_bytes()]
+        answer, effects = coordinator.end_txn(
+            transactional_id="x", producer_id=pid, producer_epoch=0, commit=True, bump_epoch=False
+        )
+        written.append(disk.unflushed_bytes())
+        assert answer.error == ErrorCode.none
+        asyncio.run(service.complete_all(effects))
+        written.append(disk.unflushed_bytes())
+    assert state_dir.is_dir()
+    assert written == [0, 0, 0]
+    assert coordinator.metadata("x").state == TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+    logs.close()

@@ -127,6 +127,28 @@ def test_an_aborted_transaction_made_visible_is_caught(tmp_path: Path) -> None:
         world.checker.check_step(replay=False)
 
 
+def test_a_data_log_ahead_of_the_coordinators_epoch_is_caught(tmp_path: Path) -> None:
+    """What a power loss left when it took an epoch bump from `__transaction_state`
+    that the data log kept: after the restart the log would refuse the markers."""
+    world = _quiet_world(tmp_path, steps=60)
+    producer = world.producer
+    assert producer.producer_id >= 0
+    batch = produced_batch(
+        base_sequence=0,
+        count=1,
+        first_value=0,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.epoch + 1,
+        transactional=True,
+    )
+    world.broker.append(batch)
+    world.checker.before_crash()
+    world.broker.crash()
+    world.broker = world._start()
+    with pytest.raises(InvariantViolated, match="ahead of the coordinator's producer epoch"):
+        world.checker.after_recovery(lossy=True)
+
+
 def test_a_zombie_let_through_is_caught(tmp_path: Path) -> None:
     world = _quiet_world(tmp_path, steps=1)
     world.checker.zombie_refused("EndTxn", ErrorCode.producer_fenced)
