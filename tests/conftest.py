@@ -1,13 +1,24 @@
-"""Shared fixtures: a real broker process per test module, or per test."""
+"""Shared fixtures: a real broker process per test module, or per test.
+
+Compiled modules are cached even where PYTHONDONTWRITEBYTECODE is set: the suite starts
+hundreds of Python processes (brokers, tools, clients), each of which would otherwise
+compile Shoal's sources again, and each pytest worker its test modules (about 15 s of
+CPU per worker for the collection alone). `__pycache__` is git-ignored.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.broker import BrokerProcess, running
+
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(scope="module")
