@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.spark.jvm import QUICK_JVM_OPTIONS
 from tests.support.broker import BrokerProcess, running
 
 
@@ -58,7 +59,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.local.dir", str(scratch / "local"))
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch / 'derby'}")
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dderby.system.home={scratch / 'derby'} {QUICK_JVM_OPTIONS}",
+        )
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

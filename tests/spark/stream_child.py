@@ -91,6 +91,7 @@ def main(source: str, options_json: str, out: str, checkpoint: str, sleep_s: str
     from pyspark.sql import SparkSession
 
     from shoal.spark import register
+    from tests.spark.jvm import QUICK_JVM_OPTIONS
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -98,6 +99,7 @@ def main(source: str, options_json: str, out: str, checkpoint: str, sleep_s: str
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", QUICK_JVM_OPTIONS)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -10,19 +10,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from shoal.cli import (
-    acls,
-    configs,
-    console_share_consumer,
-    consumer_groups,
-    serve,
-    share_groups,
-    topics,
-    transactions,
-)
-
 
 def build_parser() -> argparse.ArgumentParser:
+    # imported here, after `_without_hypothesis` when run as a program
+    from shoal.cli import (
+        acls,
+        configs,
+        console_share_consumer,
+        consumer_groups,
+        serve,
+        share_groups,
+        topics,
+        transactions,
+    )
+
     parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(commands)
@@ -43,5 +44,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
+def _without_hypothesis() -> None:
+    """Keep kio from importing hypothesis. kio imports it whenever it is installed (as
+    in a development environment), only to register its types' test strategies; that
+    import (with pytest and trio) is about 0.6 s of CPU, more than the rest of a tool's
+    or broker's start-up. No tool needs it. Only for a fresh `python -m
+    shoal.cli.main`: a process that has imported it (a test) keeps it."""
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]  # import -> ImportError
+
+
 if __name__ == "__main__":
+    _without_hypothesis()
     sys.exit(main())
