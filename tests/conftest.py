@@ -6,15 +6,17 @@ Two settings for speed, neither changing what a test checks:
   compile Shoal's sources again, and each pytest worker its test modules (about 15 s of
   CPU per worker for the collection alone). `__pycache__` is git-ignored.
 - temporary directories (brokers' data directories among them) are on /dev/shm when it
-  is a tmpfs and neither TMPDIR nor PYTEST_DEBUG_TEMPROOT says otherwise: a broker's
-  fsyncs (about 1,100 to create its internal topics' 100 partitions) cost nothing there,
-  several ms each on the VM's disk. A SIGKILL loses nothing on either, as a crash of the
-  process keeps what was written; the full-disk test mounts a tmpfs of its own.
+  is a tmpfs with room (`_SHM_FREE_BYTES_MIN`) and neither TMPDIR nor
+  PYTEST_DEBUG_TEMPROOT says otherwise: a broker's fsyncs (about 1,100 to create its
+  internal topics' 100 partitions) cost nothing there, several ms each on the VM's
+  disk. A SIGKILL loses nothing on either, as a crash of the process keeps what was
+  written; the full-disk test mounts a tmpfs of its own.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +30,10 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _SHM = "/dev/shm"
+_SHM_FREE_BYTES_MIN = 4 << 30
+"""Free space /dev/shm must have to hold the suite's temporary data (a full run writes
+a few hundred MB; a container's default 64 MB /dev/shm would fill up: then the
+default temporary directory is kept)."""
 
 
 def _is_tmpfs(path: str) -> bool:
@@ -43,6 +49,7 @@ if (
     and not os.environ.get("PYTEST_DEBUG_TEMPROOT")
     and _is_tmpfs(_SHM)
     and os.access(_SHM, os.W_OK)
+    and shutil.disk_usage(_SHM).free >= _SHM_FREE_BYTES_MIN
 ):
     tempfile.tempdir = _SHM  # pytest's base temporary directory follows tempfile's
 
