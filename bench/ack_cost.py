@@ -58,6 +58,7 @@ class Rig:
             config={"retention.ms": -1},
             clock=self.clock,
         )
+        config = SharePartitionConfig()  # the broker keeps each group's config too
         sink = LogRecordSink(log=self.state, encode=CODEC.encode, clock=self.clock)
         self.coordinator = ShareCoordinator(
             sink_for=lambda _partition: sink,
@@ -72,7 +73,7 @@ class Rig:
             clock=self.clock,
             persister=self.coordinator,
             logs=self.lookup,
-            config=lambda _group: SharePartitionConfig(),
+            config=lambda _group: config,
             auto_offset_reset=lambda _group: "earliest",
         )
         key = SharePartitionKey(GROUP, TOPIC_ID, 0)
