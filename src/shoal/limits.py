@@ -117,6 +117,10 @@ log stays pinned until then."""
 COORDINATOR_REWRITE_RECORDS_PER_APPEND: Final = 200
 """Records of a maintenance re-write appended together (one batch per partition);
 a chunk whose batch would pass `COORDINATOR_BATCH_BYTES_MAX` is halved."""
+SHARE_STATE_PLACEMENTS_KEPT: Final = 65_536
+"""Share-partition keys whose `__share_group_state` partition the share coordinator
+keeps computed (share_coordinator/coordinator.py, `partition_of`); past it the oldest
+is dropped and computed again when next asked."""
 SHARE_PARTITION_IDLE_UNLOAD_MS: Final = 600_000
 """Default of `shoal.share.partition.idle.unload.ms`: how long a loaded share-partition
 may sit unused (nothing acquired) before it is unloaded, so memory follows the

@@ -61,6 +61,7 @@ from shoal.server.scram_store import ScramStore
 from shoal.server.services import NodeIdentity, Services
 from shoal.server.share_service import ShareService
 from shoal.server.share_state import ShareStateService
+from shoal.server.stall_watch import WATCH
 from shoal.server.timed_persister import TimedPersister
 from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.txn_service import TxnService
@@ -276,6 +277,7 @@ class Broker:
         self.txn.start()
         self.timers.start()
         TRACE.start()
+        WATCH.start()
         # issue 15: close idle, slowloris and non-reading connections
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
@@ -334,6 +336,7 @@ class Broker:
         await self.timers.stop()
         await self.txn.stop()
         await TRACE.stop()
+        await WATCH.stop()
         self.share_state.append_linger.flush_all()
         await self.disk.close()
         try:

@@ -145,11 +145,29 @@ class Schedule:
     def fire_due(self, now_ms: int) -> list[str]:
         """Fire every source due at `now_ms`; returns the names of those that fired
         (a failure is logged and backed off, and counts as fired)."""
+        return self._fire(now_ms, self._deadlines(now_ms))
+
+    def fire_due_or_next(self, now_ms: int) -> list[str] | int | None:
+        """`fire_due(now_ms)` asking each source its deadline once: the names fired
+        if any did (a firing may move any source's deadline: ask `next_deadline_ms`
+        then), else the earliest deadline (None = nothing armed). The driver runs
+        this after every `rearm`, i.e. after most share requests, where nothing is
+        due: one pass over the sources instead of two."""
+        deadlines = self._deadlines(now_ms)
+        fired = self._fire(now_ms, deadlines)
+        if fired:
+            return fired
+        return min((d for d in deadlines if d is not None), default=None)
+
+    def _deadlines(self, now_ms: int) -> list[int | None]:
+        return [self._deadline_of(i, now_ms) for i in range(len(self._sources))]
+
+    def _fire(self, now_ms: int, deadlines: list[int | None]) -> list[str]:
         fired: list[str] = []
-        for index, source in enumerate(self._sources):
-            deadline = self._deadline_of(index, now_ms)
+        for index, deadline in enumerate(deadlines):
             if deadline is None or deadline > now_ms:
                 continue
+            source = self._sources[index]
             fired.append(source.name)
             try:
                 if TRACE.enabled:
@@ -202,9 +220,11 @@ class TimerDriver:
     async def _run(self) -> None:
         while True:
             self._rearm.clear()
-            self.schedule.fire_due(self._clock.monotonic_ms())
             now = self._clock.monotonic_ms()
-            deadline = self.schedule.next_deadline_ms(now)
+            deadline = self.schedule.fire_due_or_next(now)
+            if isinstance(deadline, list):  # some fired: deadlines may have moved
+                now = self._clock.monotonic_ms()
+                deadline = self.schedule.next_deadline_ms(now)
             if deadline is not None and deadline <= now:
                 await asyncio.sleep(0)  # more came due while firing: let others run
                 continue

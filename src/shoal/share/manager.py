@@ -454,7 +454,8 @@ class SharePartitionManager:
         self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int
     ) -> int:
         """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
-        from each acquirable share-partition's next fetch offset (for MinBytes above 1).
+        from each acquirable share-partition's next fetch offset (for MinBytes above 1;
+        with `cap` 1, whether anything is acquirable, answered without reading).
         Loads share-partitions as a fetch would (a load wakes nobody); a partition
         that cannot be loaded counts as `cap`, so that the fetch answers its error at
         once."""
@@ -470,6 +471,11 @@ class SharePartitionManager:
                 continue
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
+            if cap - total <= 1:
+                # Only "anything at all?" is asked (the wake checks after each
+                # acknowledgement and fetch): a batch lies in [offset, limit), the
+                # limit being a batch boundary, so no read is needed to know it.
+                return cap
             try:
                 read = found.read(offset, max_bytes=cap - total)
             except LogError:

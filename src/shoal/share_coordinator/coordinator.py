@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.placement import partition_for, share_partition_key
 from shoal.coordinator.runtime import CoordinatorRuntime, RecordSink
@@ -76,8 +77,12 @@ class ShareCoordinator:
         sink_for: Callable[[int], RecordSink[ShareCoordinatorRecord]],
         clock: Clock,
         settings: ShareCoordinatorSettings,
+        placements_kept: int = limits.SHARE_STATE_PLACEMENTS_KEPT,
     ) -> None:
+        assert placements_kept >= 1, placements_kept
         self._settings = settings
+        self._placements: dict[SharePartitionKey, int] = {}
+        self._placements_kept = placements_kept
 
         def shard_factory() -> ShareCoordinatorShard:
             return ShareCoordinatorShard(
@@ -98,9 +103,18 @@ class ShareCoordinator:
         return self._settings
 
     def partition_of(self, key: SharePartitionKey) -> int:
-        """The `__share_group_state` partition owning `key`."""
-        text = share_partition_key(key.group_id, key.topic_id, key.partition)
-        return partition_for(text, self._settings.num_partitions)
+        """The `__share_group_state` partition owning `key`. Every state write asks
+        (its Java string hash of the base64 key cost ~10% of a write), so the answers
+        are kept, at most `limits.SHARE_STATE_PLACEMENTS_KEPT` (the oldest go first)."""
+        placements = self._placements
+        partition = placements.get(key)
+        if partition is None:
+            text = share_partition_key(key.group_id, key.topic_id, key.partition)
+            partition = partition_for(text, self._settings.num_partitions)
+            if len(placements) >= self._placements_kept:
+                del placements[next(iter(placements))]
+            placements[key] = partition
+        return partition
 
     def shard(self, partition: int) -> ShareCoordinatorShard:
         """The live shard of one partition (read it; change it only through calls)."""

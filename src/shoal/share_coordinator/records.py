@@ -128,6 +128,9 @@ CODEC: records.RecordCodec[ShareRecordKey, ShareRecordValue] = records.RecordCod
 
 
 # ---- builders ---------------------------------------------------------------------------
+# They build `records.CoordinatorRecord` itself: called through the subscripted alias
+# `ShareCoordinatorRecord`, typing tries to set `__orig_class__` on the frozen
+# instance and swallows the error it raises, on every state write.
 
 
 def snapshot_key(key: SharePartitionKey) -> ShareSnapshotKey:
@@ -177,7 +180,7 @@ def snapshot_record(
         write_timestamp=write_timestamp_ms,
         state_batches=state_batch_entries(state_batches),
     )
-    return ShareCoordinatorRecord(key=snapshot_key(key), value=value)
+    return records.CoordinatorRecord(key=snapshot_key(key), value=value)
 
 
 def update_record(
@@ -200,9 +203,9 @@ def update_record(
         delivery_complete_count=delivery_complete_count,
         state_batches=state_batch_entries(state_batches),
     )
-    return ShareCoordinatorRecord(key=update_key, value=value)
+    return records.CoordinatorRecord(key=update_key, value=value)
 
 
 def tombstone(key: SharePartitionKey) -> ShareCoordinatorRecord:
     """The one tombstone that deletes `key` (on its ShareSnapshot key, as Kafka)."""
-    return ShareCoordinatorRecord(key=snapshot_key(key), value=None)
+    return records.CoordinatorRecord(key=snapshot_key(key), value=None)

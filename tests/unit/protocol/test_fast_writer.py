@@ -87,3 +87,25 @@ def test_every_api_is_covered() -> None:
     assert len(CLASSES) > 150
     assert {int(getattr(c, "__api_key__", -1)) for c in CLASSES} >= HOT_APIS
     assert len(RECORD_CLASSES) >= 20
+
+
+def test_a_set_tagged_field_is_written_as_kio_writes_it() -> None:
+    """Every share state write sets its delivery complete count (tag 0): the composed
+    writer writes that section itself, byte for byte as kio."""
+    from shoal.share_coordinator.records import ShareUpdateValue, StateBatchEntry
+
+    for count in (-1, 0, 5, 300):
+        value = ShareUpdateValue(
+            snapshot_epoch=3,
+            leader_epoch=0,
+            start_offset=1234,
+            delivery_complete_count=count,
+            state_batches=(
+                StateBatchEntry(
+                    first_offset=1234, last_offset=1240, delivery_state=4, delivery_count=1
+                ),
+            ),
+        )
+        mine = _written(fast_writer.entity_writer(ShareUpdateValue), value)
+        assert mine == _written(kio_entity_writer(ShareUpdateValue), value)
+        assert isinstance(mine, bytes)

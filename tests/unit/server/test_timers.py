@@ -26,8 +26,10 @@ class Deadlines:
         self.deadline: int | None = None
         self.fired: list[int] = []
         self.fail = False
+        self.asked = 0
 
     def next_deadline_ms(self, now_ms: int) -> int | None:
+        self.asked += 1
         return self.deadline
 
     def fire(self, now_ms: int) -> None:
@@ -49,6 +51,23 @@ def test_only_due_sources_fire_and_the_earliest_deadline_wins() -> None:
     assert schedule.fire_due(500) == ["a"]
     assert a.fired == [500] and b.fired == [100] and idle.fired == []
     assert schedule.next_deadline_ms(500) is None
+
+
+def test_fire_due_or_next_asks_each_source_once_when_nothing_is_due() -> None:
+    """The driver's pass after a rearm: with nothing due it is the earliest deadline,
+    from one question per source; when something fired, the names (deadlines may
+    have moved: the driver asks `next_deadline_ms`)."""
+    a, b = Deadlines("a"), Deadlines("b")
+    schedule = Schedule()
+    schedule.add(a, b)
+    assert schedule.fire_due_or_next(0) is None
+    a.deadline, b.deadline = 300, 100
+    a.asked = b.asked = 0
+    assert schedule.fire_due_or_next(99) == 100
+    assert (a.asked, b.asked) == (1, 1)
+    assert schedule.fire_due_or_next(100) == ["b"]
+    assert b.fired == [100] and a.fired == []
+    assert schedule.next_deadline_ms(100) == 300
 
 
 def test_a_moved_deadline_is_seen_at_the_next_query() -> None:

@@ -568,6 +568,25 @@ class CountingLog(FakeLog):
         return result
 
 
+def test_available_bytes_with_cap_one_answers_without_reading() -> None:
+    """The wake checks ask only whether anything is acquirable (cap 1): answered from
+    the next fetch offset and the read limit, with no log read."""
+    rig = Rig()
+    rig.topic(P0)
+    log = CountingLog()
+    rig.logs[P0] = log
+    log.append(5)
+    rig.manager.load(rig.key(P0))
+    assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0], cap=1) == 1
+    assert log.bytes_read == []
+    rig.fetch("a", P0)
+    log.bytes_read.clear()
+    assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0], cap=1) == 0
+    log.append(3)
+    assert rig.manager.available_bytes(group_id=GROUP, partitions=[P0], cap=1) == 1
+    assert log.bytes_read == []
+
+
 def test_acquisition_reads_what_max_records_can_use_not_all_of_max_bytes() -> None:
     """librdkafka asks for 50 MiB; a share-partition hands out MaxRecords at a time, so
     reading the whole MaxBytes each request would be wasted work (limits.py)."""

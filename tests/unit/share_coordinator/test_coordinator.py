@@ -85,6 +85,26 @@ def test_keys_are_written_to_the_partition_kafka_places_them_on() -> None:
     assert sum(len(sink) for sink in sinks) == len(KEYS)
 
 
+def test_placements_kept_are_bounded_and_stay_correct_past_the_bound() -> None:
+    """`limits.SHARE_STATE_PLACEMENTS_KEPT` (here 2): the computed placements kept
+    never pass the bound, and a key dropped from them is placed the same again."""
+    sinks = [InMemoryRecordSink[ShareCoordinatorRecord](records_max=100) for _ in range(5)]
+    share = ShareCoordinator(
+        sink_for=lambda partition: sinks[partition],
+        clock=ManualClock(),
+        settings=ShareCoordinatorSettings(
+            num_partitions=5, records_per_snapshot=500, cold_partition_snapshot_interval_ms=10_000
+        ),
+        placements_kept=2,
+    )
+    keys = [SharePartitionKey(f"g{i}", TOPIC, i % 3) for i in range(7)] * 2
+    for key in keys:
+        expected = partition_for(share_partition_key(key.group_id, key.topic_id, key.partition), 5)
+        assert share.partition_of(key) == expected
+        assert len(share._placements) <= 2
+    assert list(share._placements) == [keys[-2], keys[-1]]
+
+
 def test_a_full_sink_answers_coordinator_not_available_and_changes_nothing() -> None:
     """The in-memory sink's bound (`limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, here 2):
     a write it refuses is COORDINATOR_NOT_AVAILABLE and leaves the state as it was."""
