@@ -6,8 +6,6 @@ policy, retention, DeleteRecords, the idempotent-producer state of the partition
 its transactions: markers (`append_control`), the last stable offset and the
 aborted-transaction index (log/transactions.py).
 Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
-(About 730 lines: every operation above moves the same offsets and segment list;
-markers append through the same write path as produced batches.)
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -38,10 +36,11 @@ indexes, a producer-state snapshot and the directory synchronously, on the calle
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
 
-Longer than 600 lines: every operation that changes a partition's files (append,
-roll, truncate, retention, DeleteRecords, markers, flush, close) keeps the one
-offline/storage-error discipline of this class; segments, indexes, producer state
-and transactions have their own modules.
+Longer than 600 lines (about 770): every operation that changes a partition's files
+(append, roll, truncate, retention, DeleteRecords, markers, flush, close) moves the
+same offsets and segment list and keeps the one offline/storage-error discipline of
+this class; markers append through the same write path as produced batches.
+Segments, indexes, producer state and transactions have their own modules.
 """
 
 from __future__ import annotations
