@@ -37,7 +37,11 @@ from types import MappingProxyType
 from typing import Final
 
 from shoal.protocol.share import AcknowledgeType
-from shoal.share_coordinator.state import DLQ_REASON_DELIVERY_LIMIT, DLQ_REASON_REJECTED
+from shoal.share_coordinator.state import (
+    DLQ_REASON_DELIVERY_LIMIT,
+    DLQ_REASON_REJECTED,
+    DLQ_REASON_UNKNOWN,
+)
 
 
 class RecordState(enum.IntEnum):
@@ -173,6 +177,11 @@ REASON_CODES: Final[Mapping[str, int]] = MappingProxyType(
     {REASON_REJECTED: DLQ_REASON_REJECTED, REASON_DELIVERY_LIMIT: DLQ_REASON_DELIVERY_LIMIT}
 )
 """Reason -> the code an ARCHIVING state batch persists it as (`StateBatch.dlq_reason`)."""
+
+
+def code_of_reason(reason: str | None) -> int:
+    """The code an ARCHIVING state batch persists `reason` as (0 for none known)."""
+    return REASON_CODES.get(reason or "", DLQ_REASON_UNKNOWN)
 
 
 def reason_of_code(code: int, *, delivery_count: int, limit: int) -> str:

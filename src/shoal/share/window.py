@@ -39,14 +39,13 @@ from shoal.share.inflight import (
 from shoal.share.persister import StateBatch
 from shoal.share.redelivery import Redelivery
 from shoal.share.states import (
-    REASON_CODES,
     Event,
     RecordState,
+    code_of_reason,
     dlq_reason,
     next_delivery_count,
     target_state,
 )
-from shoal.share_coordinator.state import DLQ_REASON_UNKNOWN
 
 Span = tuple[int, int]
 
@@ -236,10 +235,9 @@ class InFlightWindow:
 
     def persisted(self, st: InFlightState, first: int, last: int) -> StateBatch:
         """The state batch that persists `st` for [first, last]: an ARCHIVING one
-        carries its reason's code (`states.REASON_CODES`), so a reload knows it."""
-        code = DLQ_REASON_UNKNOWN
-        if st.state is RecordState.ARCHIVING:
-            code = REASON_CODES.get(self.dlq_reasons.get(first, ""), DLQ_REASON_UNKNOWN)
+        carries its reason's code (`states.code_of_reason`), so a reload knows it."""
+        archiving = st.state is RecordState.ARCHIVING
+        code = code_of_reason(self.dlq_reasons.get(first) if archiving else None)
         return StateBatch(first, last, int(st.state), st.delivery_count, code)
 
     def _note_archiving(
