@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # imported here, after `_without_hypothesis` when run as a program
+    # imported here, after `main`'s `_without_hypothesis`
     from shoal.cli import (
         acls,
         configs,
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _without_hypothesis()
     parser = build_parser()
     args = parser.parse_args(argv)
     result: int = args.run(args)
@@ -48,12 +49,11 @@ def _without_hypothesis() -> None:
     """Keep kio from importing hypothesis. kio imports it whenever it is installed (as
     in a development environment), only to register its types' test strategies; that
     import (with pytest and trio) is about 0.6 s of CPU, more than the rest of a tool's
-    or broker's start-up. No tool needs it. Only for a fresh `python -m
-    shoal.cli.main`: a process that has imported it (a test) keeps it."""
+    or broker's start-up. No tool needs it. For the `shoal` program and `python -m
+    shoal.cli.main` alike; a process that has imported it already (a test) keeps it."""
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]  # import -> ImportError
 
 
 if __name__ == "__main__":
-    _without_hypothesis()
     sys.exit(main())
