@@ -22,7 +22,11 @@ user topics only: the coordinators' internal topics (100 partitions by default) 
 neither counted nor refused.
 
 Durability order: creating a topic writes topics.json first (a crash leaves a topic
-whose partition directories are created on the next start); deleting renames the
+whose partition directories are created on the next start); its files can be written
+off the owner's thread: `plan_topic` makes a `TopicCreation` (log/topics.py), its
+`run` writes the files in any thread, `finish_topic` adopts the topic (no other topic
+change may come between the two: the broker runs them in its change lane; one that
+did is repaired by writing topics.json again). Deleting renames the
 partition directories away first, then rewrites topics.json, then removes them (a
 crash leaves at worst an empty topic, never old data under a new topic).
 
@@ -51,8 +55,11 @@ from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
 from shoal.log.topics import (
+    TOPICS_FILE,
+    TopicCreation,
     UuidSource,
     collision_key,
+    encode_topics,
     load_or_create_meta,
     load_topics,
     random_uuid,
@@ -95,6 +102,8 @@ class LogManager:
         self._uuid_source = uuid_source
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._deleted_dirs: list[Path] = []
+        self._topics_version = 0
+        """Counts the topic set's changes (each write of topics.json)."""
         """Renamed partition directories of deleted topics (`defer_delete`), not taken."""
         self.events = LogEvents()
         """Subscribe here to appends, log start moves and topic changes."""
@@ -222,7 +231,25 @@ class LogManager:
         internal: bool = False,
     ) -> TopicInfo:
         """Raises LogError TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION,
-        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
+        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG,
+        KAFKA_STORAGE_ERROR. Writes on the caller's thread: on the event loop, use
+        `plan_topic`, run the plan in a worker, then `finish_topic`."""
+        creation = self.plan_topic(name, partitions=partitions, configs=configs, internal=internal)
+        if validate_only:
+            return creation.info
+        creation.run()
+        return self.finish_topic(creation)
+
+    def plan_topic(
+        self,
+        name: str,
+        *,
+        partitions: int,
+        configs: dict[str, Any],
+        internal: bool = False,
+    ) -> TopicCreation:
+        """Validate a creation (the errors of `create_topic`) and return what it
+        writes; nothing changes until `finish_topic`."""
         validate_topic_name(name)
         if name in self._topics:
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
@@ -243,13 +270,35 @@ class LogManager:
         if not internal:
             self._check_limits(new_topics=1, new_partitions=partitions)
         info = TopicInfo(name, random_uuid(self._uuid_source), partitions, typed, internal)
-        if validate_only:
-            return info
+        return TopicCreation(
+            info=info,
+            data_dir=self._data_dir,
+            topics_file=encode_topics([*self._topics.values(), info]),
+            partition_dirs=tuple(
+                self._data_dir / partition_dir_name(name, index) for index in range(partitions)
+            ),
+            version=self._topics_version,
+        )
+
+    def finish_topic(self, creation: TopicCreation) -> TopicInfo:
+        """Adopt a topic whose plan ran (its files are durable): open its partitions
+        and announce it. Raises TOPIC_ALREADY_EXISTS if the name was taken meanwhile,
+        KAFKA_STORAGE_ERROR if a partition cannot be opened."""
+        info, name, partitions = creation.info, creation.info.name, creation.info.partitions
+        if name in self._topics:
+            raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         self._topics[name] = info
         self._topics_by_id[info.topic_id] = info
         try:
             with storage_errors(f"creating topic {name}"):
-                self._save_topics()
+                if creation.version != self._topics_version:
+                    logger.warning(
+                        "topics changed while topic %s was created: writing %s again",
+                        name,
+                        self._data_dir / TOPICS_FILE,
+                    )
+                    self._save_topics()
+                self._topics_version += 1
                 for index in range(partitions):
                     self._logs[(name, index)] = self._open_partition(info, index)
         except LogError:
@@ -381,6 +430,7 @@ class LogManager:
 
     def _save_topics(self) -> None:
         save_topics(self._data_dir, self._topics.values())
+        self._topics_version += 1
 
     # -- producers, housekeeping, shutdown
 

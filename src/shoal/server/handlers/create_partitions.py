@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from shoal.log.api import LogError
@@ -49,7 +50,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             if not authz.allowed(ctx, AclOperation.ALTER, authz.TOPIC, topic.name):
                 raise Refused(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
-            _grow(ctx, topic, validate_only=bool(request.validate_only))
+            await ctx.services.disk.changes.run(
+                _growth(ctx, topic, validate_only=bool(request.validate_only))
+            )
         except Refused as exc:
             log.info(
                 "CreatePartitions of %r refused (%s): %s (client %s)",
@@ -68,6 +71,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return schema.response(throttle_time=_ZERO, results=tuple(results))
+
+
+def _growth(
+    ctx: RequestContext, topic: Any, *, validate_only: bool
+) -> Callable[[], Awaitable[None]]:
+    """The topic's growth as a change of the broker's change lane (decided on the
+    topics every earlier change left)."""
+
+    async def grow() -> None:
+        _grow(ctx, topic, validate_only=validate_only)
+
+    return grow
 
 
 def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:

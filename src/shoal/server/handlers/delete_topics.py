@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.log.api import LogError
+from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -112,8 +112,13 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
             ErrorCode.invalid_request,
             f"Topic {info.name} is an internal topic and is not allowed to be deleted.",
         )
+    name = info.name
+
+    async def delete() -> TopicInfo:  # in turn with the other topic changes
+        return services.logs.delete_topic(name, defer_delete=True)
+
     try:
-        deleted = services.logs.delete_topic(info.name, defer_delete=True)
+        deleted = await services.disk.changes.run(delete)
     except LogError as exc:
         raise Refused(exc.code, str(exc)) from exc
     finally:

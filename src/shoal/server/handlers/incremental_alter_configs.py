@@ -28,6 +28,7 @@ cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 from collections import Counter
 from typing import Any
@@ -75,7 +76,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if denied is not None:
                 raise Refused(denied, authz.DENIED_MESSAGES[denied])
             ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-            _alter(ctx, resource_type, name, ops, validate_only=bool(request.validate_only))
+            change = functools.partial(
+                _alter, ctx, resource_type, name, ops, validate_only=bool(request.validate_only)
+            )
+            await ctx.services.disk.changes.run(change)
         except Refused as exc:
             log.info(
                 "IncrementalAlterConfigs of resource %d %r refused (%s): %s (client %s)",
@@ -101,15 +105,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 Ops = list[tuple[str, int, str | None]]
 
 
-def _alter(
+async def _alter(
     ctx: RequestContext, resource_type: int, name: str, ops: Ops, *, validate_only: bool
 ) -> None:
+    """One resource's change, in the broker's change lane: decided on the state every
+    earlier change left, answered once durable."""
     if resource_type == ResourceType.TOPIC:
         _alter_topic(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.BROKER:
-        _alter_broker(ctx, name, ops, validate_only=validate_only)
+        await _alter_broker(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.GROUP:
-        _alter_group(ctx, name, ops, validate_only=validate_only)
+        await _alter_group(ctx, name, ops, validate_only=validate_only)
     else:
         raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
@@ -141,7 +147,7 @@ def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: boo
     log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
 
 
-def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
     services = ctx.services
     layer = broker_layer_for(name, services.node.node_id)
     dynamic = services.config.dynamic
@@ -163,7 +169,7 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
     if validate_only:
         return
     try:
-        services.config.reconfigure(reconfigured)
+        await services.config.reconfigure(reconfigured)
     except OSError as exc:
         log.error("could not persist dynamic broker configs: %s", exc)
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
@@ -175,7 +181,9 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
     )
 
 
-def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_group(
+    ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool
+) -> None:
     if not group_id:
         raise Refused(ErrorCode.invalid_request, "Default group resources are not allowed.")
     store = ctx.services.group_configs
@@ -188,7 +196,7 @@ def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only:
         kind="group",
     )
     try:
-        typed = store.alter(group_id, updated, validate_only=validate_only)
+        typed = await store.alter(group_id, updated, validate_only=validate_only)
     except GroupConfigError as exc:
         raise Refused(exc.code, exc.message) from exc
     except OSError as exc:
