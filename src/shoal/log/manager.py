@@ -22,11 +22,12 @@ user topics only: the coordinators' internal topics (100 partitions by default) 
 neither counted nor refused.
 
 Durability order: creating a topic writes topics.json first (a crash leaves a topic
-whose partition directories are created on the next start); its files can be written
-off the owner's thread: `plan_topic` makes a `TopicCreation` (log/topics.py), its
-`run` writes the files in any thread, `finish_topic` adopts the topic (no other topic
-change may come between the two: the broker runs them in its change lane; one that
-did is repaired by writing topics.json again). Deleting renames the
+whose partition directories are created on the next start). Its disk work can be
+done off the owner's thread: `plan_topic` makes a `TopicCreation`, whose `run` (any
+thread) writes topics.json and the new partition directories durably and opens their
+logs (new objects nobody else holds yet), and `finish_topic` adopts the topic on the
+owner (no other topic change may come between the two: the broker runs them in its
+change lane; one that did is repaired by writing topics.json again). Deleting renames the
 partition directories away first, then rewrites topics.json, then removes them (a
 crash leaves at worst an empty topic, never old data under a new topic).
 
@@ -41,6 +42,7 @@ import logging
 import re
 import shutil
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,19 +51,19 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.events import LogEvents, TopicsChanged
-from shoal.log.fileio import fsync_directory, storage_errors
+from shoal.log.fileio import fsync_directory, storage_errors, write_atomic
 from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
 from shoal.log.topics import (
     TOPICS_FILE,
-    TopicCreation,
     UuidSource,
     collision_key,
     encode_topics,
     load_or_create_meta,
     load_topics,
+    prepare_partition_directory,
     random_uuid,
     read_partition_metadata,
     save_topics,
@@ -78,6 +80,61 @@ _DELETED_DIR = re.compile(r".+\.[0-9a-f]{32}-delete")
 
 def partition_dir_name(topic: str, index: int) -> str:
     return f"{topic}-{index}"
+
+
+@dataclass(slots=True)
+class TopicCreation:
+    """A topic's creation as data, made by `LogManager.plan_topic` on the manager's
+    owner: `run` does its disk work (any thread, once), then `LogManager.finish_topic`
+    adopts the topic on the owner. `version` is the manager's topics version the plan
+    was made from (`topics_file` lists every topic of that version plus this one)."""
+
+    info: TopicInfo
+    data_dir: Path
+    topics_file: bytes
+    partition_config: dict[str, Any]
+    clock: Clock
+    events: LogEvents
+    version: int
+    opened: dict[int, PartitionLog] = field(default_factory=dict)
+    """The partitions `run` made and opened; `finish_topic` opens any other (a
+    directory that already existed: opening it on the owner decides whose it is)."""
+
+    def run(self) -> None:
+        """Write topics.json first (a crash then leaves a topic whose partition
+        directories are made on the next start), then each new partition directory,
+        durably, then open their logs. Raises LogError KAFKA_STORAGE_ERROR naming the
+        topic (nothing opened is left open then)."""
+        name, topic_id = self.info.name, self.info.topic_id
+        directories = [
+            self.data_dir / partition_dir_name(name, i) for i in range(self.info.partitions)
+        ]
+        with storage_errors(f"creating topic {name}"):
+            write_atomic(self.data_dir / TOPICS_FILE, self.topics_file)
+            fresh = [
+                index
+                for index, directory in enumerate(directories)
+                if prepare_partition_directory(directory, topic_id)
+            ]
+            if fresh:
+                fsync_directory(self.data_dir)
+        try:
+            for index in fresh:
+                self.opened[index] = PartitionLog.open(
+                    directory=directories[index],
+                    config=self.partition_config,
+                    clock=self.clock,
+                    events=self.events.for_partition(name, index),
+                )
+        except LogError:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close the logs `run` opened and no one adopted."""
+        for log in self.opened.values():
+            log.abandon()
+        self.opened.clear()
 
 
 class LogManager:
@@ -274,9 +331,9 @@ class LogManager:
             info=info,
             data_dir=self._data_dir,
             topics_file=encode_topics([*self._topics.values(), info]),
-            partition_dirs=tuple(
-                self._data_dir / partition_dir_name(name, index) for index in range(partitions)
-            ),
+            partition_config=self._partition_config(info),
+            clock=self._clock,
+            events=self.events,
             version=self._topics_version,
         )
 
@@ -286,6 +343,7 @@ class LogManager:
         KAFKA_STORAGE_ERROR if a partition cannot be opened."""
         info, name, partitions = creation.info, creation.info.name, creation.info.partitions
         if name in self._topics:
+            creation.discard()
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         self._topics[name] = info
         self._topics_by_id[info.topic_id] = info
@@ -300,9 +358,11 @@ class LogManager:
                     self._save_topics()
                 self._topics_version += 1
                 for index in range(partitions):
-                    self._logs[(name, index)] = self._open_partition(info, index)
+                    opened = creation.opened.pop(index, None)
+                    self._logs[(name, index)] = opened or self._open_partition(info, index)
         except LogError:
             self._forget_topic(info)
+            creation.discard()
             for index in range(partitions):
                 log = self._logs.pop((name, index), None)
                 if log is not None:

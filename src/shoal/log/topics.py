@@ -10,10 +10,9 @@ Owns:
 - `meta.properties` (Kafka's KRaft form: version=1, cluster.id, node.id);
 - `partition.metadata` in each partition directory (Kafka's form: "version: 0",
   "topic_id: <base64>"), so a directory left by another topic is never adopted;
-- `TopicCreation`, a topic's creation as data: made on the log manager's owner, its
-  files (topics.json, the new partition directories with an empty segment and their
-  partition.metadata) written durably by `run` on any thread (a disk worker, so the
-  fsyncs stay off the event loop), then adopted by the manager on its owner.
+- a new partition directory made durable in one go (`prepare_partition_directory`:
+  an empty segment and partition.metadata), safe on any thread (log/manager.py's
+  `TopicCreation` runs it in a disk worker).
 
 Every one of these files is replaced atomically (temp file, fsync, rename, directory
 fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR rather than
@@ -29,14 +28,13 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
-from shoal.log.fileio import fsync_directory, read_file, storage_errors, write_atomic
+from shoal.log.fileio import read_file, write_atomic
 from shoal.log.segment import Segment
 from shoal.protocol.errors import ErrorCode
 
@@ -222,34 +220,3 @@ def prepare_partition_directory(directory: Path, topic_id: uuid.UUID) -> bool:
     Segment.create(directory, 0).close()
     write_partition_metadata(directory, topic_id)  # fsyncs the directory too
     return True
-
-
-# -- a topic's creation as data
-
-
-@dataclass(frozen=True, slots=True)
-class TopicCreation:
-    """What creating `info` writes, made by `LogManager.plan_topic` on the manager's
-    owner. `run` writes it (any thread, once); `LogManager.finish_topic` then adopts
-    the topic on the owner. `version` is the manager's topics version the plan was
-    made from (`topics_file` lists every topic of that version plus this one)."""
-
-    info: TopicInfo
-    data_dir: Path
-    topics_file: bytes
-    partition_dirs: tuple[Path, ...]
-    version: int
-
-    def run(self) -> None:
-        """Write topics.json first (a crash then leaves a topic whose partition
-        directories are made on the next start), then each partition directory,
-        durably. Raises LogError KAFKA_STORAGE_ERROR naming the topic."""
-        with storage_errors(f"creating topic {self.info.name}"):
-            write_atomic(self.data_dir / TOPICS_FILE, self.topics_file)
-            created = [
-                directory
-                for directory in self.partition_dirs
-                if prepare_partition_directory(directory, self.info.topic_id)
-            ]
-            if created:
-                fsync_directory(self.data_dir)
