@@ -22,14 +22,17 @@ user topics only: the coordinators' internal topics (100 partitions by default) 
 neither counted nor refused.
 
 Durability order: creating a topic writes topics.json first (a crash leaves a topic
-whose partition directories are created on the next start). Its disk work can be
-done off the owner's thread: `plan_topic` makes a `TopicCreation`, whose `run` (any
-thread) writes topics.json and the new partition directories durably and opens their
-logs (new objects nobody else holds yet), and `finish_topic` adopts the topic on the
-owner (no other topic change may come between the two: the broker runs them in its
-change lane; one that did is repaired by writing topics.json again). Deleting renames the
-partition directories away first, then rewrites topics.json, then removes them (a
-crash leaves at worst an empty topic, never old data under a new topic).
+whose partition directories are created on the next start). The disk work of a
+creation, a growth or a config change can be done off the owner's thread: `plan_topic`,
+`plan_partitions` and `plan_topic_configs` make a `TopicWrite` (log/topic_writes.py),
+whose `run` (any thread) writes topics.json and the new partition directories durably
+and opens their logs (new objects nobody holds yet), and `finish_topic` /
+`finish_topic_change` adopt it on the owner (no other topic change may come between
+the two: the broker runs them in its change lane; one that did is repaired by writing
+topics.json again). `create_topic`, `create_partitions` and `alter_topic_configs` do
+all three in place. Deleting renames the partition directories away first, then
+rewrites topics.json, then removes them (a crash leaves at worst an empty topic, never
+old data under a new topic).
 
 Change events (log/events.py): `events` tells its subscribers of every append and log
 start move of a partition (the partition logs emit them) and of every topic created,
@@ -38,11 +41,11 @@ deleted or grown (emitted here once the change is durable).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import shutil
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +54,12 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.events import LogEvents, TopicsChanged
-from shoal.log.fileio import fsync_directory, storage_errors, write_atomic
+from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
+from shoal.log.topic_writes import TopicWrite
 from shoal.log.topics import (
     TOPICS_FILE,
     UuidSource,
@@ -63,7 +67,6 @@ from shoal.log.topics import (
     encode_topics,
     load_or_create_meta,
     load_topics,
-    prepare_partition_directory,
     random_uuid,
     read_partition_metadata,
     save_topics,
@@ -80,61 +83,6 @@ _DELETED_DIR = re.compile(r".+\.[0-9a-f]{32}-delete")
 
 def partition_dir_name(topic: str, index: int) -> str:
     return f"{topic}-{index}"
-
-
-@dataclass(slots=True)
-class TopicCreation:
-    """A topic's creation as data, made by `LogManager.plan_topic` on the manager's
-    owner: `run` does its disk work (any thread, once), then `LogManager.finish_topic`
-    adopts the topic on the owner. `version` is the manager's topics version the plan
-    was made from (`topics_file` lists every topic of that version plus this one)."""
-
-    info: TopicInfo
-    data_dir: Path
-    topics_file: bytes
-    partition_config: dict[str, Any]
-    clock: Clock
-    events: LogEvents
-    version: int
-    opened: dict[int, PartitionLog] = field(default_factory=dict)
-    """The partitions `run` made and opened; `finish_topic` opens any other (a
-    directory that already existed: opening it on the owner decides whose it is)."""
-
-    def run(self) -> None:
-        """Write topics.json first (a crash then leaves a topic whose partition
-        directories are made on the next start), then each new partition directory,
-        durably, then open their logs. Raises LogError KAFKA_STORAGE_ERROR naming the
-        topic (nothing opened is left open then)."""
-        name, topic_id = self.info.name, self.info.topic_id
-        directories = [
-            self.data_dir / partition_dir_name(name, i) for i in range(self.info.partitions)
-        ]
-        with storage_errors(f"creating topic {name}"):
-            write_atomic(self.data_dir / TOPICS_FILE, self.topics_file)
-            fresh = [
-                index
-                for index, directory in enumerate(directories)
-                if prepare_partition_directory(directory, topic_id)
-            ]
-            if fresh:
-                fsync_directory(self.data_dir)
-        try:
-            for index in fresh:
-                self.opened[index] = PartitionLog.open(
-                    directory=directories[index],
-                    config=self.partition_config,
-                    clock=self.clock,
-                    events=self.events.for_partition(name, index),
-                )
-        except LogError:
-            self.discard()
-            raise
-
-    def discard(self) -> None:
-        """Close the logs `run` opened and no one adopted."""
-        for log in self.opened.values():
-            log.abandon()
-        self.opened.clear()
 
 
 class LogManager:
@@ -304,9 +252,9 @@ class LogManager:
         partitions: int,
         configs: dict[str, Any],
         internal: bool = False,
-    ) -> TopicCreation:
+    ) -> TopicWrite:
         """Validate a creation (the errors of `create_topic`) and return what it
-        writes; nothing changes until `finish_topic`."""
+        writes (log/topic_writes.py); nothing changes until `finish_topic`."""
         validate_topic_name(name)
         if name in self._topics:
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
@@ -327,17 +275,9 @@ class LogManager:
         if not internal:
             self._check_limits(new_topics=1, new_partitions=partitions)
         info = TopicInfo(name, random_uuid(self._uuid_source), partitions, typed, internal)
-        return TopicCreation(
-            info=info,
-            data_dir=self._data_dir,
-            topics_file=encode_topics([*self._topics.values(), info]),
-            partition_config=self._partition_config(info),
-            clock=self._clock,
-            events=self.events,
-            version=self._topics_version,
-        )
+        return self._plan(info, f"creating topic {name}", first_new=0)
 
-    def finish_topic(self, creation: TopicCreation) -> TopicInfo:
+    def finish_topic(self, creation: TopicWrite) -> TopicInfo:
         """Adopt a topic whose plan ran (its files are durable): open its partitions
         and announce it. Raises TOPIC_ALREADY_EXISTS if the name was taken meanwhile,
         KAFKA_STORAGE_ERROR if a partition cannot be opened."""
@@ -348,25 +288,12 @@ class LogManager:
         self._topics[name] = info
         self._topics_by_id[info.topic_id] = info
         try:
-            with storage_errors(f"creating topic {name}"):
-                if creation.version != self._topics_version:
-                    logger.warning(
-                        "topics changed while topic %s was created: writing %s again",
-                        name,
-                        self._data_dir / TOPICS_FILE,
-                    )
-                    self._save_topics()
-                self._topics_version += 1
-                for index in range(partitions):
-                    opened = creation.opened.pop(index, None)
-                    self._logs[(name, index)] = opened or self._open_partition(info, index)
+            with storage_errors(creation.context):
+                self._settle_version(creation)
+                self._adopt_partitions(creation, range(partitions))
         except LogError:
-            self._forget_topic(info)
             creation.discard()
-            for index in range(partitions):
-                log = self._logs.pop((name, index), None)
-                if log is not None:
-                    log.abandon()
+            self._forget_topic(info)
             raise
         self.events.topics_changed(TopicsChanged(created=(name,)))
         return info
@@ -402,12 +329,19 @@ class LogManager:
         return info
 
     def create_partitions(self, name: str, *, count: int, validate_only: bool = False) -> None:
-        """Grow the topic to `count` partitions. Raises UNKNOWN_TOPIC_OR_PARTITION,
+        """Grow the topic to `count` partitions (the errors of `plan_partitions`).
+        Writes on the caller's thread (see `create_topic`)."""
+        growth = self.plan_partitions(name, count=count)
+        if not validate_only:
+            growth.run()
+            self.finish_topic_change(growth)
+
+    def plan_partitions(self, name: str, *, count: int) -> TopicWrite:
+        """Validate growing the topic to `count` partitions and return what it writes;
+        nothing changes until `finish_topic_change`. Raises UNKNOWN_TOPIC_OR_PARTITION,
         INVALID_PARTITIONS (not above the current count, above the per-topic maximum or
         beyond `shoal.max.partitions`)."""
-        info = self._topics.get(name)
-        if info is None:
-            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        info = self._existing(name)
         if count <= info.partitions:
             raise LogError(
                 ErrorCode.invalid_partitions,
@@ -421,38 +355,103 @@ class LogManager:
             )
         if not info.internal:
             self._check_limits(new_topics=0, new_partitions=count - info.partitions)
-        if validate_only:
-            return
-        old_count = info.partitions
-        info.partitions = count
+        grown = dataclasses.replace(info, partitions=count)
+        return self._plan(grown, f"adding partitions to {name}", first_new=info.partitions)
+
+    def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
+        """Replace the topic's overrides (already validated) and apply them live.
+        Writes on the caller's thread (see `create_topic`)."""
+        change = self.plan_topic_configs(name, configs)
+        change.run()
+        self.finish_topic_change(change)
+
+    def plan_topic_configs(self, name: str, configs: dict[str, Any]) -> TopicWrite:
+        """What replacing the topic's overrides (already validated) writes; nothing
+        changes until `finish_topic_change`. Raises UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self._existing(name)
+        altered = dataclasses.replace(info, configs=_typed_configs(configs))
+        return self._plan(altered, f"altering configs of {name}", first_new=info.partitions)
+
+    def finish_topic_change(self, change: TopicWrite) -> None:
+        """Adopt a growth or config change whose plan ran: the topic takes its count
+        and configs, the new partitions are opened, the configs applied live and a
+        growth announced. Raises UNKNOWN_TOPIC_OR_PARTITION if the topic was deleted
+        meanwhile, KAFKA_STORAGE_ERROR if a partition cannot be opened (the topic
+        keeps its former count then)."""
+        info = self._topics.get(change.info.name)
+        if info is None or info.topic_id != change.info.topic_id:
+            change.discard()
+            raise LogError(
+                ErrorCode.unknown_topic_or_partition, f"topic {change.info.name!r} does not exist"
+            )
+        previous = (info.partitions, info.configs)
+        info.partitions, info.configs = change.info.partitions, change.info.configs
         try:
-            with storage_errors(f"adding partitions to {name}"):
-                self._save_topics()
-                for index in range(old_count, count):
-                    self._logs[(name, index)] = self._open_partition(info, index)
+            with storage_errors(change.context):
+                self._settle_version(change)
+                self._adopt_partitions(change, range(previous[0], info.partitions))
         except LogError:
-            info.partitions = old_count
-            for index in range(old_count, count):
+            change.discard()
+            info.partitions, info.configs = previous
+            raise
+        if info.configs != previous[1]:
+            self._apply_configs(info)
+        if info.partitions != previous[0]:
+            self.events.topics_changed(TopicsChanged(grown=(info.name,)))
+
+    def _existing(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return info
+
+    def _plan(self, info: TopicInfo, context: str, *, first_new: int) -> TopicWrite:
+        """The write of `info` (new, or replacing the topic of its name) in topics.json,
+        with its partitions from `first_new` on made."""
+        others = [topic for topic in self._topics.values() if topic.name != info.name]
+        return TopicWrite(
+            info=info,
+            context=context,
+            data_dir=self._data_dir,
+            topics_file=encode_topics([*others, info]),
+            new_partitions={
+                index: self._data_dir / partition_dir_name(info.name, index)
+                for index in range(first_new, info.partitions)
+            },
+            partition_config=self._partition_config(info),
+            clock=self._clock,
+            events=self.events,
+            version=self._topics_version,
+        )
+
+    def _settle_version(self, change: TopicWrite) -> None:
+        """Count the change; if another one came between its plan and now (not from
+        the same lane), write topics.json again so that it holds both."""
+        if change.version != self._topics_version:
+            logger.warning(
+                "topics changed while %s: writing %s again",
+                change.context,
+                self._data_dir / TOPICS_FILE,
+            )
+            self._save_topics()
+        self._topics_version += 1
+
+    def _adopt_partitions(self, change: TopicWrite, indexes: range) -> None:
+        """Take the logs the change's run opened (and open any other) for `indexes`;
+        on a failure close them all and raise."""
+        name = change.info.name
+        info = self._topics[name]
+        try:
+            for index in indexes:
+                opened = change.opened.pop(index, None)
+                self._logs[(name, index)] = opened or self._open_partition(info, index)
+        except LogError:
+            change.discard()
+            for index in indexes:
                 log = self._logs.pop((name, index), None)
                 if log is not None:
                     log.abandon()
             raise
-        self.events.topics_changed(TopicsChanged(grown=(name,)))
-
-    def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
-        """Replace the topic's overrides (already validated) and apply them live."""
-        info = self._topics.get(name)
-        if info is None:
-            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        typed = _typed_configs(configs)
-        previous, info.configs = info.configs, typed
-        try:
-            with storage_errors(f"altering configs of {name}"):
-                self._save_topics()
-        except LogError:
-            info.configs = previous
-            raise
-        self._apply_configs(info)
 
     def update_broker_config(self, broker_config: BrokerConfig) -> None:
         self._broker_config = broker_config

@@ -11,8 +11,8 @@ Owns:
 - `partition.metadata` in each partition directory (Kafka's form: "version: 0",
   "topic_id: <base64>"), so a directory left by another topic is never adopted;
 - a new partition directory made durable in one go (`prepare_partition_directory`:
-  an empty segment and partition.metadata), safe on any thread (log/manager.py's
-  `TopicCreation` runs it in a disk worker).
+  an empty segment and partition.metadata), safe on any thread (`TopicWrite`,
+  log/topic_writes.py, runs it in a disk worker).
 
 Every one of these files is replaced atomically (temp file, fsync, rename, directory
 fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR rather than

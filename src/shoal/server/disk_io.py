@@ -43,7 +43,7 @@ run at once, the rest queue in order) and is the one way the server uses them:
 
 Invariants: log methods run only on the loop (`finish_flush` in a done callback);
 only `FlushPlan.run`, `remove_paths`, `write_atomic` and the work given to `run` (a
-`TopicCreation`, which opens logs nobody holds until it is finished on the loop) run
+`TopicWrite`, which opens logs nobody holds until it is finished on the loop) run
 in a worker; every plan started is finished exactly once, after its `run` returned
 (or, if its thread never ran it, discarded by `finish_flush`, which counts its records
 as unflushed again).

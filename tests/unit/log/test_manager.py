@@ -385,3 +385,33 @@ def test_a_failed_creation_write_raises_storage_error_and_opens_nothing(
     assert _code(creation.run) == ErrorCode.kafka_storage_error
     assert creation.opened == {} and manager.topic("t") is None
     assert not (data_dir / "t-0").exists()
+
+
+def test_a_planned_growth_or_config_change_waits_for_its_finish(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    info = manager.create_topic("t", partitions=1, configs={})
+    growth = manager.plan_partitions("t", count=3)
+    growth.run()
+    assert info.partitions == 1 and manager.partition("t", 1) is None
+    assert json.loads((data_dir / "topics.json").read_text())["topics"][0]["partitions"] == 3
+    manager.finish_topic_change(growth)
+    assert info.partitions == 3 and manager.partition("t", 2) is not None
+    change = manager.plan_topic_configs("t", {"retention.ms": "1000"})
+    change.run()
+    assert info.configs == {}
+    manager.finish_topic_change(change)
+    assert info.configs == {"retention.ms": 1000}
+
+
+def test_a_change_of_a_topic_deleted_meanwhile_is_refused(open_manager: Opener) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=1, configs={})
+    growth = manager.plan_partitions("t", count=2)
+    growth.run()
+    manager.delete_topic("t")
+    assert (
+        _code(lambda: manager.finish_topic_change(growth)) == ErrorCode.unknown_topic_or_partition
+    )
+    assert growth.opened == {} and manager.topic("t") is None

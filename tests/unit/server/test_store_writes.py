@@ -21,7 +21,7 @@ import pytest
 
 from shoal.client import requests
 from shoal.client.calls import Call
-from shoal.client.requests import GROUP_RESOURCE, ConfigChange
+from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
 from shoal.log.topics import TOPICS_FILE
 from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
@@ -343,3 +343,33 @@ def test_a_failed_config_write_answers_kafka_storage_error_and_changes_nothing(
         assert "could not persist" in response.error_message
     assert broker.group_configs.overrides("g") == {}
     assert broker.config.get_int("num.partitions") == 1
+
+
+def test_growth_and_topic_configs_are_written_off_the_loop(broker: Broker, gate: FsyncGate) -> None:
+    broker.logs.create_topic("grows", partitions=1, configs={})
+
+    async def scenario() -> tuple[Any, Any]:
+        before = gate.outside
+
+        async def meanwhile() -> None:
+            info = broker.logs.topic("grows")
+            assert info is not None and info.partitions == 1, "grown before durable"
+
+        grown = await held_until_opened(
+            gate, send(broker, requests.create_partitions({"grows": 3})), meanwhile=meanwhile
+        )
+        change = ConfigChange("retention.ms", "60000")
+        altered = await send(
+            broker, requests.incremental_alter_configs({(TOPIC_RESOURCE, "grows"): [change]})
+        )
+        assert gate.outside == before, "a topic change fsynced on the event loop"
+        await broker.disk.close()
+        return grown, altered
+
+    grown, altered = asyncio.run(scenario())
+    assert grown.results[0].error_code == ErrorCode.none
+    assert altered.responses[0].error_code == ErrorCode.none
+    info = broker.logs.topic("grows")
+    assert info is not None and info.partitions == 3 and info.configs == {"retention.ms": 60_000}
+    assert broker.logs.partition("grows", 2) is not None
+    assert '"retention.ms": "60000"' in (broker.config.data_dir / TOPICS_FILE).read_text()

@@ -7,8 +7,9 @@ unknown key or a bad value, INVALID_REQUEST for a repeated key, a null value or 
 unknown operation). A resource named twice in one request gets INVALID_REQUEST. With
 ValidateOnly nothing changes.
 
-- TOPIC (2): the topic's overrides are replaced through the log manager, which applies
-  them live; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+- TOPIC (2): the topic's overrides are replaced through the log manager (topics.json
+  written in a disk worker), which then applies them live; an unknown topic gets
+  UNKNOWN_TOPIC_OR_PARTITION, a failed write KAFKA_STORAGE_ERROR.
 - BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
   cluster-wide one (server/dynamic_config.py); only dynamic keys may be set ("cannot be
   updated dynamically" otherwise). The new configuration is persisted, then adopted.
@@ -19,6 +20,12 @@ ValidateOnly nothing changes.
   persisted and adopted by the group config store (`services.group_configs`), whose
   listeners (the share service) are then called with the group id. DELETE makes
   the key fall back to the broker default.
+
+Each resource's change runs in the broker's change lane (`services.disk.changes`):
+decided on the state every earlier change left (two alterations of one resource never
+lose one another's operations), its file written and fsynced in a disk worker, then
+adopted and answered. A request meanwhile (DescribeConfigs, a share-partition reading
+its group's configs) sees the state before the change.
 
 Authorization (Kafka's handleIncrementalAlterConfigsRequest), after the duplicate
 check: ALTER_CONFIGS on the topic or group (TOPIC_ / GROUP_AUTHORIZATION_FAILED), on the
@@ -111,7 +118,7 @@ async def _alter(
     """One resource's change, in the broker's change lane: decided on the state every
     earlier change left, answered once durable."""
     if resource_type == ResourceType.TOPIC:
-        _alter_topic(ctx, name, ops, validate_only=validate_only)
+        await _alter_topic(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.BROKER:
         await _alter_broker(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.GROUP:
@@ -120,7 +127,7 @@ async def _alter(
         raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 
-def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
     services = ctx.services
     info = services.logs.topic(name)
     if info is None:
@@ -141,8 +148,12 @@ def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: boo
     if validate_only:
         return
     try:
-        services.logs.alter_topic_configs(name, typed)
+        change = services.logs.plan_topic_configs(name, typed)
+        await services.disk.run(change.run)  # topics.json, in a disk worker
+        services.logs.finish_topic_change(change)
     except LogError as exc:
+        if exc.code is ErrorCode.kafka_storage_error:
+            log.error("could not persist the configs of topic %s: %s", name, exc)
         raise Refused(exc.code, str(exc)) from exc
     log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
 
