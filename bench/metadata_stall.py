@@ -122,8 +122,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _in_durable_write(stack: str) -> bool:
-    """Whether a stall's sampled stacks show a file write or fsync of the broker's."""
-    return any(name in stack for name in ("fsync", "write_atomic", "pwritev"))
+    """Whether a stall's sampled stacks show the loop in a file write or fsync (not
+    merely handing one to a disk worker: `DiskIO.write_atomic` submits)."""
+    return any(name in stack for name in ("fsync", "write_atomic@fileio", "pwritev"))
 
 
 def _totals(stalls: list[dict[str, Any]]) -> dict[str, float]:
