@@ -28,7 +28,7 @@ run at once, the rest queue in order) and is the one way the server uses them:
   run one after the other in the order they were asked for (the next starts when
   the previous ended, failed or not): two writes of a file never share its temporary
   file nor land out of order. `run(work)` runs any other blocking work (a topic's
-  creation plan, log/manager.py) and gives back its result or its exception.
+  `TopicWrite`, log/topic_writes.py) and gives back its result or its exception.
 - `changes` is the broker's one `ChangeLane`: the metadata and config changes of the
   admin APIs (topics, dynamic configs, group configs, ACLs, quotas, SCRAM
   credentials) run in it one at a time, in arrival order, each to its end (read the
@@ -110,7 +110,8 @@ class ChangeLane:
 
 
 class DiskIO:
-    """Worker threads for the logs' fsyncs and removals. See the module docstring."""
+    """Worker threads for the logs' fsyncs and removals and the stores' durable writes,
+    and the admin changes' lane. See the module docstring."""
 
     def __init__(
         self,

@@ -373,3 +373,36 @@ def test_growth_and_topic_configs_are_written_off_the_loop(broker: Broker, gate:
     assert info is not None and info.partitions == 3 and info.configs == {"retention.ms": 60_000}
     assert broker.logs.partition("grows", 2) is not None
     assert '"retention.ms": "60000"' in (broker.config.data_dir / TOPICS_FILE).read_text()
+
+
+def test_changes_queued_behind_a_change_find_what_the_earlier_ones_left(
+    broker: Broker, gate: FsyncGate
+) -> None:
+    """A DeleteTopics checked against topic id A, queued behind a deletion of A and a
+    creation of the name again (id B), must not delete B."""
+    old = broker.logs.create_topic("gone", partitions=1, configs={})
+
+    async def scenario() -> list[Any]:
+        held = asyncio.ensure_future(send(broker, requests.create_topic("other")))
+        assert await gate.entered_async(1)  # the lane is busy with that creation
+        queued = [
+            asyncio.ensure_future(send(broker, call))
+            for call in (
+                requests.delete_topics(["gone"]),
+                requests.create_topic("gone"),
+                requests.delete_topics(["gone"]),
+            )
+        ]
+        await asyncio.sleep(0.05)
+        assert broker.logs.topic("gone") is old, "a queued change ran out of turn"
+        gate.open()
+        answers = await asyncio.gather(held, *queued)
+        await broker.disk.close()
+        return list(answers[1:])
+
+    deleted, created, late = asyncio.run(scenario())
+    assert deleted.responses[0].error_code == ErrorCode.none
+    assert topic_error(created) == ErrorCode.none
+    assert late.responses[0].error_code == ErrorCode.unknown_topic_or_partition
+    again = broker.logs.topic("gone")
+    assert again is not None and again.topic_id != old.topic_id
