@@ -343,6 +343,9 @@ class Broker:
             if pending:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
+        # An admin change whose connection went away still ends (written, adopted)
+        # while the services that hear of it run.
+        await self.disk.changes.idle()
         await self.timers.stop()
         await self.txn.stop()
         await TRACE.stop()

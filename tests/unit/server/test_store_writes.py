@@ -406,3 +406,23 @@ def test_changes_queued_behind_a_change_find_what_the_earlier_ones_left(
     assert late.responses[0].error_code == ErrorCode.unknown_topic_or_partition
     again = broker.logs.topic("gone")
     assert again is not None and again.topic_id != old.topic_id
+
+
+def test_shutdown_finishes_a_change_whose_requester_went_away(
+    broker: Broker, gate: FsyncGate
+) -> None:
+    async def scenario() -> None:
+        await broker.start()
+        request = asyncio.ensure_future(send(broker, requests.create_topic("late", partitions=2)))
+        assert await gate.entered_async(1)
+        request.cancel()  # the connection closed mid-request
+        stopping = asyncio.ensure_future(broker.shutdown())
+        await asyncio.sleep(0.05)
+        assert not stopping.done(), "shut down with a change in flight"
+        gate.open()
+        await stopping
+
+    asyncio.run(scenario())
+    assert '"late"' in (broker.config.data_dir / TOPICS_FILE).read_text()
+    info = broker.logs.topic("late")
+    assert info is not None and info.partitions == 2
