@@ -216,7 +216,7 @@ class DiskIO:
             _settle(self._start(lambda: write_atomic(path, data)), written)
 
         previous = self._writes.get(path)
-        if previous is None:
+        if previous is None or previous.done():
             start()
         else:
             previous.add_done_callback(start)
