@@ -20,11 +20,14 @@ A record batch (magic 2) starts with a 61-byte header:
 
 Shoal validates and assigns offsets by reading and patching this header only; the
 records inside are never decoded on the hot path. Everything here is per batch.
+`encode_batch` builds the one kind of batch the broker writes itself from records it
+holds as (key, value) bytes: coordinator records (coordinator/log_sink.py).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import crc32c
@@ -226,3 +229,79 @@ def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> b
     _MAX_TIMESTAMP.pack_into(patched, 35, now_ms)
     _CRC.pack_into(patched, 17, int(crc32c.crc32c(memoryview(patched)[21:])))
     return bytes(patched)
+
+
+def signed_varint(value: int) -> bytes:
+    """`value` as a zig-zag varint (the record fields' encoding, varlong included)."""
+    zigzag = (value << 1) ^ (value >> 63)
+    if zigzag <= 0x7F:
+        return _SMALL_VARINTS[zigzag]
+    out = bytearray()
+    while zigzag > 0x7F:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+_SMALL_VARINTS = tuple(bytes((n,)) for n in range(0x80))
+_NULL_LENGTH = signed_varint(-1)
+_RECORD_FIXED = b"\x00\x00"
+"""A record's attributes (0) and timestamp delta (0: every record of the batch has the
+batch's timestamp)."""
+_NO_HEADERS = signed_varint(0)
+
+
+def encode_batch(
+    records: Sequence[tuple[bytes | None, bytes | None]],
+    *,
+    timestamp_ms: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = 0,
+) -> bytes:
+    """One uncompressed magic-2 batch (base offset 0, for the log to stamp) of the
+    (key, value) `records` (None: a null key or value, a value None a tombstone),
+    each at offset delta = its index, all stamped `timestamp_ms` (CreateTime), none
+    with headers. The bytes kio's `write_new_batch` writes for the same records
+    (tests/unit/protocol/test_record_batch.py compares them)."""
+    assert records, "a record batch has at least one record"
+    parts: list[bytes] = []
+    append = parts.append
+    for delta, (key, value) in enumerate(records):
+        body = [_RECORD_FIXED, signed_varint(delta)]
+        if key is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(key)), key)
+        if value is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(value)), value)
+        body.append(_NO_HEADERS)
+        record = b"".join(body)
+        append(signed_varint(len(record)))
+        append(record)
+    count = len(records)
+    batch = bytearray(
+        _HEADER.pack(
+            0,
+            0,  # batch length, patched below
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,  # CRC, patched below
+            0,  # attributes: no compression, CreateTime, not transactional
+            count - 1,
+            timestamp_ms,
+            timestamp_ms,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+    )
+    batch += b"".join(parts)
+    _BATCH_LENGTH.pack_into(batch, 8, len(batch) - LOG_OVERHEAD)
+    _CRC.pack_into(batch, 17, int(crc32c.crc32c(memoryview(batch)[21:])))
+    return bytes(batch)
