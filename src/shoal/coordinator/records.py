@@ -43,6 +43,7 @@ from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 from kio.static.primitive import i16
 
+from shoal import limits
 from shoal.protocol import fast_writer
 
 
@@ -138,10 +139,19 @@ class RecordCodec(Generic[K, V]):
     """Encodes and decodes the records of one coordinator, whose key classes are
     `keys` (see the module docstring). `topic` names the records in errors."""
 
-    def __init__(self, *, topic: str, keys: Iterable[type[K]]) -> None:
+    def __init__(
+        self,
+        *,
+        topic: str,
+        keys: Iterable[type[K]],
+        key_bytes_kept: int = limits.COORDINATOR_KEY_BYTES_KEPT,
+    ) -> None:
+        assert key_bytes_kept >= 1, key_bytes_kept
         self._topic = topic
         self._types: dict[int, _RecordType] = {}
         self._writers: dict[type, _Writer] = {}
+        self._key_bytes: dict[Any, bytes] = {}
+        self._key_bytes_kept = key_bytes_kept
         for key_class in keys:
             record_type = key_class.RECORD_TYPE
             assert record_type not in self._types, f"record type {record_type} registered twice"
@@ -168,10 +178,22 @@ class RecordCodec(Generic[K, V]):
         assert spec is not None and spec.key_class is type(key), (
             f"{type(key).__name__} is not a {self._topic} record"
         )
-        key_bytes = self._framed(key.RECORD_TYPE, key)
+        key_bytes = self._key_bytes.get(key)
+        if key_bytes is None:
+            key_bytes = self._framed(key.RECORD_TYPE, key)
+            self._keep_key_bytes(key, key_bytes)
         if record.value is None:
             return key_bytes, None
         return key_bytes, self._framed(spec.value_version, record.value)
+
+    def _keep_key_bytes(self, key: Any, key_bytes: bytes) -> None:
+        """A coordinator writes the same few keys again and again (a share-partition's
+        ShareUpdate per acknowledgement, a group's offset commits): their bytes are
+        kept, at most `key_bytes_kept` keys (the oldest go first)."""
+        kept = self._key_bytes
+        if len(kept) >= self._key_bytes_kept:
+            del kept[next(iter(kept))]
+        kept[key] = key_bytes
 
     def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord[K, V]:
         """The record whose bytes are `key` and `value`. Raises `UnknownRecordType`
