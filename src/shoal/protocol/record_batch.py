@@ -49,6 +49,8 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_UP_TO_CRC = struct.Struct(">qiibI")
+_AFTER_CRC = struct.Struct(">hiqqqhii")
 _LENGTH_AND_MAGIC = struct.Struct(">qiib")
 _MAX_TIMESTAMP = struct.Struct(">q")
 _ATTRIBUTES = struct.Struct(">h")
@@ -268,7 +270,6 @@ def encode_batch(
     (tests/unit/protocol/test_record_batch.py compares them)."""
     assert records, "a record batch has at least one record"
     parts: list[bytes] = []
-    append = parts.append
     for delta, (key, value) in enumerate(records):
         body = [_RECORD_FIXED, signed_varint(delta)]
         if key is None:
@@ -281,27 +282,19 @@ def encode_batch(
             body += (signed_varint(len(value)), value)
         body.append(_NO_HEADERS)
         record = b"".join(body)
-        append(signed_varint(len(record)))
-        append(record)
+        parts += (signed_varint(len(record)), record)
+    data = b"".join(parts)
     count = len(records)
-    batch = bytearray(
-        _HEADER.pack(
-            0,
-            0,  # batch length, patched below
-            partition_leader_epoch,
-            MAGIC_V2,
-            0,  # CRC, patched below
-            0,  # attributes: no compression, CreateTime, not transactional
-            count - 1,
-            timestamp_ms,
-            timestamp_ms,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            count,
-        )
+    covered = _AFTER_CRC.pack(
+        0,  # attributes: no compression, CreateTime, not transactional
+        count - 1,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
     )
-    batch += b"".join(parts)
-    _BATCH_LENGTH.pack_into(batch, 8, len(batch) - LOG_OVERHEAD)
-    _CRC.pack_into(batch, 17, int(crc32c.crc32c(memoryview(batch)[21:])))
-    return bytes(batch)
+    crc = crc32c.crc32c(data, crc32c.crc32c(covered))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(data)
+    return _UP_TO_CRC.pack(0, length, partition_leader_epoch, MAGIC_V2, crc) + covered + data
