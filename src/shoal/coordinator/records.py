@@ -21,6 +21,10 @@ Kafka's coordinator-record schemas do:
     value = int16 value version | value struct  (values: flexible, tagged fields)
     value = None                                 a tombstone
 
+Keys are immutable and a coordinator writes the same few again and again, so the
+codec keeps the bytes of the keys it encoded (`limits.COORDINATOR_KEY_BYTES_KEPT`,
+oldest dropped first).
+
 Decoding is strict. A type the codec was not given raises `UnknownRecordType`
 (loading logs and skips it, as Kafka's loader does: offset commits, other group
 types, a newer Kafka's records). For a known type, bytes that do not parse, bytes
