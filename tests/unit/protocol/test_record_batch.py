@@ -46,6 +46,16 @@ def test_validate_accepts_several_batches() -> None:
     headers = rb.validate_produced(data, max_batch_bytes=1 << 20)
     assert [h.records_count for h in headers] == [3, 2]
     assert headers[1].position == headers[0].size
+    # The validator builds its headers itself: the same values and type parse_header gives.
+    assert headers == [rb.parse_header(data, 0), rb.parse_header(data, headers[0].size)]
+    assert all(type(h) is rb.BatchHeader for h in headers)
+
+
+def test_restamped_is_replace_in_one_step() -> None:
+    header = rb.parse_header(values_batch(3, producer_id=5, producer_epoch=1, base_sequence=4))
+    stored = rb.restamped(header, position=4096, base_offset=77, leader_epoch=3)
+    assert type(stored) is rb.BatchHeader
+    assert stored == header._replace(position=4096, base_offset=77, partition_leader_epoch=3)
 
 
 @pytest.mark.parametrize(
