@@ -54,6 +54,10 @@ _NULL_COMPACT = b"\x00"
 _COMPACT_STRING_TYPES = frozenset({"string", "bytes", "records"})
 
 
+_ONE_BYTE_VARINTS = tuple(bytes((value,)) for value in range(0x80))
+"""An unsigned varint below 0x80 is that one byte (the usual string or array length)."""
+
+
 def _varint(buffer: Any, value: int) -> None:
     write_unsigned_varint(buffer, value)  # type: ignore[arg-type]  # a checked int
 
@@ -64,7 +68,11 @@ def _write_compact_bytes(buffer: Any, value: str | bytes | None) -> None:
         return
     if isinstance(value, str):
         value = value.encode()
-    _varint(buffer, len(value) + 1)
+    length = len(value) + 1
+    if length < 0x80:
+        buffer.write(_ONE_BYTE_VARINTS[length])
+    else:
+        _varint(buffer, length)
     buffer.write(value)
 
 
@@ -79,7 +87,11 @@ def _compact_array(item_writer: Writer) -> Writer:
         if items is None:
             buffer.write(_NULL_COMPACT)
             return
-        _varint(buffer, len(items) + 1)
+        length = len(items) + 1
+        if length < 0x80:
+            buffer.write(_ONE_BYTE_VARINTS[length])
+        else:
+            _varint(buffer, length)
         for item in items:
             item_writer(buffer, item)
 
