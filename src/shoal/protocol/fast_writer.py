@@ -9,7 +9,11 @@ composes, once per entity class:
 
 - the kio writer of each primitive field (`get_field_writer`, unchanged), except that
   compact strings and bytes write their length without constructing a phantom
-  `uvarint` (same encoding);
+  `uvarint` (same encoding, a length below 0x80 as its one byte), and that a run of
+  consecutive fixed-width fields (kio's int, bool, float, error-code and ms-timedelta
+  writers, `_FIXED`) is packed by one `struct.Struct` of the codes those writers use;
+- the untagged fields written by one function generated per class from the field
+  list (`_plain_writer`), so a field costs no call of its own;
 - nested entities and entity arrays through the composed writers, recursively (the
   array length likewise without the phantom);
 - for a flexible entity, the tagged-field section as the single byte 0 when every
