@@ -63,7 +63,6 @@ def api_name(api_key: int) -> str | None:
     return API_NAMES.get(api_key)
 
 
-@cache
 def _entity_class(api_key: int, version: int, entity_type: EntityType) -> Any:
     name = API_NAMES.get(api_key)
     if name is None or version not in SCHEMA_NAMES[name]:
@@ -72,15 +71,33 @@ def _entity_class(api_key: int, version: int, entity_type: EntityType) -> Any:
     return getattr(importlib.import_module(module_name), class_name)
 
 
+_REQUEST_CLASSES: dict[tuple[int, int], Any] = {}
+_RESPONSE_CLASSES: dict[tuple[int, int], Any] = {}
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
+"""Per (key, version) kio knows, filled on first use: plain dicts keyed by ints, since
+these are looked up on every request (a cache keyed by the `EntityType` enum hashes it
+in Python). A version kio does not know is not kept: a peer picks those."""
+
+
 def request_class(api_key: int, version: int) -> Any:
     """The kio request dataclass for (key, version), or None if kio has none."""
-    return _entity_class(api_key, version, EntityType.request)
+    key = (api_key, version)
+    cls = _REQUEST_CLASSES.get(key)
+    if cls is None:
+        cls = _entity_class(api_key, version, EntityType.request)
+        if cls is not None:
+            _REQUEST_CLASSES[key] = cls
+    return cls
 
 
 def response_class(api_key: int, version: int) -> Any:
     """The kio response dataclass for (key, version)."""
-    cls = _entity_class(api_key, version, EntityType.response)
-    assert cls is not None, f"no response schema for api {api_key} v{version}"
+    key = (api_key, version)
+    cls = _RESPONSE_CLASSES.get(key)
+    if cls is None:
+        cls = _entity_class(api_key, version, EntityType.response)
+        assert cls is not None, f"no response schema for api {api_key} v{version}"
+        _RESPONSE_CLASSES[key] = cls
     return cls
 
 
@@ -105,12 +122,17 @@ def _writer(cls: Any) -> Callable[[Any, Any], None]:
 
 
 def is_flexible(api_key: int, version: int) -> bool:
+    key = (api_key, version)
+    flexible = _FLEXIBLE.get(key)
+    if flexible is not None:
+        return flexible
     cls = request_class(api_key, version)
     if cls is None:
         # Unknown version: Kafka assumes the newest header for versions past the
         # newest it knows, so that it can answer ApiVersions with UNSUPPORTED_VERSION.
         return version >= 3 if api_key == API_VERSIONS_KEY else False
-    return bool(cls.__flexible__)
+    flexible = _FLEXIBLE[key] = bool(cls.__flexible__)
+    return flexible
 
 
 def peek_key_version(frame: bytes) -> tuple[int, int]:
@@ -192,15 +214,39 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     buffer, so large fetch responses are not copied once more)."""
     buffer = io.BytesIO()
     buffer.write(b"\x00\x00\x00\x00")
-    flexible_header = response.__flexible__ and api_key != API_VERSIONS_KEY
-    if flexible_header:
-        _writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    # The correlation id is the request header's int32, read by kio: no phantom check.
+    if response.__flexible__ and api_key != API_VERSIONS_KEY:
+        _WRITE_HEADER_V1(buffer, ResponseHeaderV1(correlation_id=correlation_id))  # type: ignore[arg-type]
     else:
-        _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
-    _writer(type(response))(buffer, response)
+        _WRITE_HEADER_V0(buffer, ResponseHeaderV0(correlation_id=correlation_id))  # type: ignore[arg-type]
+    body = _BODIES.get(type(response))
+    if body is not None and body[0] is response:
+        buffer.write(body[1])
+    else:
+        fast_writer.entity_writer(type(response))(buffer, response)
     frame = buffer.getbuffer()
     SIZE.pack_into(frame, 0, len(frame) - 4)
     return frame
+
+
+_WRITE_HEADER_V0 = fast_writer.entity_writer(ResponseHeaderV0)
+_WRITE_HEADER_V1 = fast_writer.entity_writer(ResponseHeaderV1)
+_BODIES: dict[type[Any], tuple[Any, bytes]] = {}
+"""Per response class, the one constant response `constant_body` encoded, and its bytes."""
+
+
+def constant_body(response: Any) -> Any:
+    """Returns `response` (a frozen kio response a handler keeps and answers with
+    again and again, such as ApiVersions') after encoding its body once: while it is
+    the one kept for its class, `encode_response` copies those bytes instead of
+    walking the entity. One per class: keeping another replaces it (and the identity
+    check makes a stale one impossible to send)."""
+    kept = _BODIES.get(type(response))
+    if kept is None or kept[0] is not response:
+        buffer = io.BytesIO()
+        fast_writer.entity_writer(type(response))(buffer, response)
+        _BODIES[type(response)] = (response, buffer.getvalue())
+    return response
 
 
 def encode_request(header: Any, request: Any) -> bytes:

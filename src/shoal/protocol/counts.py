@@ -91,6 +91,8 @@ def _signed(data: memoryview, pos: int, width: int, end: int) -> int:
 def _length(data: memoryview, pos: int, end: int, *, flexible: bool, width: int) -> tuple[int, int]:
     """(length or -1 for null, position after the length)."""
     if flexible:
+        if pos < end and data[pos] < 0x80:  # a one-byte varint: the usual case
+            return data[pos] - 1, pos + 1
         value, pos = _uvarint(data, pos, end)
         return value - 1, pos
     return _signed(data, pos, width, end), pos + width
@@ -100,7 +102,25 @@ def _fixed(size: int) -> Step:
     def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
         return pos + size
 
+    step.fixed_bytes = size  # type: ignore[attr-defined]  # folded by `_plan`
     return step
+
+
+def _plan(steps: list[Step]) -> tuple[tuple[int, Step | None], ...]:
+    """The steps as (fixed bytes to skip, then the step or None): a run of fixed-width
+    fields becomes one addition instead of a call each."""
+    plan: list[tuple[int, Step | None]] = []
+    fixed = 0
+    for field_step in steps:
+        size = getattr(field_step, "fixed_bytes", None)
+        if size is not None:
+            fixed += size
+        else:
+            plan.append((fixed, field_step))
+            fixed = 0
+    if fixed:
+        plan.append((fixed, None))
+    return tuple(plan)
 
 
 def _sized(flexible: bool, width: int) -> Step:
@@ -177,9 +197,13 @@ def _entity(cls: Any) -> Step:
         else:
             tagged[int(tag)] = _field(field, flexible)
 
+    plan = _plan(steps)
+
     def step(data: memoryview, pos: int, end: int, edits: list[Edit]) -> int:
-        for field_step in steps:
-            pos = field_step(data, pos, end, edits)
+        for fixed, field_step in plan:
+            pos += fixed
+            if field_step is not None:
+                pos = field_step(data, pos, end, edits)
         if flexible:
             pos = _tags(data, pos, end, tagged, edits)
         if pos > end:

@@ -9,7 +9,11 @@ composes, once per entity class:
 
 - the kio writer of each primitive field (`get_field_writer`, unchanged), except that
   compact strings and bytes write their length without constructing a phantom
-  `uvarint` (same encoding);
+  `uvarint` (same encoding, a length below 0x80 as its one byte), and that a run of
+  consecutive fixed-width fields (kio's int, bool, float, error-code and ms-timedelta
+  writers, `_FIXED`) is packed by one `struct.Struct` of the codes those writers use;
+- the untagged fields written by one function generated per class from the field
+  list (`_plain_writer`), so a field costs no call of its own;
 - nested entities and entity arrays through the composed writers, recursively (the
   array length likewise without the phantom);
 - for a flexible entity, the tagged-field section as the single byte 0 when every
@@ -27,10 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING
 from typing import Any
 
+from kio.serial import writers
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
     EntityField,
@@ -52,6 +58,10 @@ _NULL_COMPACT = b"\x00"
 _COMPACT_STRING_TYPES = frozenset({"string", "bytes", "records"})
 
 
+_ONE_BYTE_VARINTS = tuple(bytes((value,)) for value in range(0x80))
+"""An unsigned varint below 0x80 is that one byte (the usual string or array length)."""
+
+
 def _varint(buffer: Any, value: int) -> None:
     write_unsigned_varint(buffer, value)  # type: ignore[arg-type]  # a checked int
 
@@ -62,7 +72,11 @@ def _write_compact_bytes(buffer: Any, value: str | bytes | None) -> None:
         return
     if isinstance(value, str):
         value = value.encode()
-    _varint(buffer, len(value) + 1)
+    length = len(value) + 1
+    if length < 0x80:
+        buffer.write(_ONE_BYTE_VARINTS[length])
+    else:
+        _varint(buffer, length)
     buffer.write(value)
 
 
@@ -77,7 +91,11 @@ def _compact_array(item_writer: Writer) -> Writer:
         if items is None:
             buffer.write(_NULL_COMPACT)
             return
-        _varint(buffer, len(items) + 1)
+        length = len(items) + 1
+        if length < 0x80:
+            buffer.write(_ONE_BYTE_VARINTS[length])
+        else:
+            _varint(buffer, length)
         for item in items:
             item_writer(buffer, item)
 
@@ -117,6 +135,65 @@ def entity_writer(entity_type: type[Any]) -> Writer:
     return writer
 
 
+_FIXED: dict[Any, tuple[str, str]] = {
+    writers.write_boolean: ("?", "{}"),
+    writers.write_int8: ("b", "{}"),
+    writers.write_int16: ("h", "{}"),
+    writers.write_int32: ("i", "{}"),
+    writers.write_int64: ("q", "{}"),
+    writers.write_uint8: ("B", "{}"),
+    writers.write_uint16: ("H", "{}"),
+    writers.write_uint32: ("I", "{}"),
+    writers.write_uint64: ("Q", "{}"),
+    writers.write_float64: ("d", "{}"),
+    writers.write_error_code: ("h", "{}"),  # an IntEnum: packed as its value
+    writers.write_timedelta_i32: ("i", "_round({}.total_seconds() * 1000)"),
+    writers.write_timedelta_i64: ("q", "_round({}.total_seconds() * 1000)"),
+}
+"""kio's writers of fixed-width fields: the struct code each packs with and the
+expression of the value it packs (for the time types, kio's conversion to ms)."""
+
+
+def _plain_writer(entity_type: type[Any], plain: list[tuple[str, Writer]], tail: bytes) -> Writer:
+    """One function writing the untagged fields in order, then `tail`: consecutive
+    fixed-width fields (`_FIXED`) packed by one `struct.Struct`, every other field by
+    its writer. Generated as source (as `dataclasses` generates `__init__`) from the
+    field list, so a field costs no call of its own."""
+    namespace: dict[str, Any] = {"_round": round, "_tail": tail}
+    lines = ["def write(buffer, entity):", "    write = buffer.write"]
+    run_codes: list[str] = []
+    run_values: list[str] = []
+
+    def end_run() -> None:
+        if run_codes:
+            packer = f"_pack{len(namespace)}"
+            namespace[packer] = struct.Struct(">" + "".join(run_codes)).pack
+            lines.append(f"    write({packer}({', '.join(run_values)}))")
+            run_codes.clear()
+            run_values.clear()
+
+    for name, writer in plain:
+        assert name.isidentifier(), (entity_type, name)
+        fixed = _FIXED.get(writer)
+        if fixed is not None:
+            run_codes.append(fixed[0])
+            run_values.append(fixed[1].format(f"entity.{name}"))
+            continue
+        end_run()
+        field_writer = f"_write{len(namespace)}"
+        namespace[field_writer] = writer
+        lines.append(f"    {field_writer}(buffer, entity.{name})")
+    end_run()
+    if tail:
+        lines.append("    write(_tail)")
+    if len(lines) == 2:
+        lines.append("    return None")
+    exec("\n".join(lines), namespace)  # source built above from kio's fields
+    write: Writer = namespace["write"]
+    write.__qualname__ = f"write_{entity_type.__name__}"
+    return write
+
+
 def _compose(entity_type: type[Any]) -> Writer:
     flexible = bool(entity_type.__flexible__)
     request_header = entity_type.__name__ == "RequestHeader"
@@ -133,30 +210,18 @@ def _compose(entity_type: type[Any]) -> Writer:
             )
         else:
             plain.append((field.name, _field_writer(field, flexible, request_header)))
-    fields = tuple(plain)
 
     if not flexible:
-
-        def write_legacy(buffer: Any, entity: Any) -> None:
-            for name, writer in fields:
-                writer(buffer, getattr(entity, name))
-
-        return write_legacy
+        return _plain_writer(entity_type, plain, b"")
 
     if not tagged:
+        return _plain_writer(entity_type, plain, _NO_TAGGED_FIELDS)
 
-        def write_flexible(buffer: Any, entity: Any) -> None:
-            for name, writer in fields:
-                writer(buffer, getattr(entity, name))
-            buffer.write(_NO_TAGGED_FIELDS)
-
-        return write_flexible
-
+    write_fields = _plain_writer(entity_type, plain, b"")
     tags = tuple(sorted(tagged))  # kio writes tagged fields in tag order
 
     def write_tagged(buffer: Any, entity: Any) -> None:
-        for name, writer in fields:
-            writer(buffer, getattr(entity, name))
+        write_fields(buffer, entity)
         present = []
         for tag, name, default, implicit, value_writer in tags:
             value = getattr(entity, name)

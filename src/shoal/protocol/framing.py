@@ -57,12 +57,7 @@ class FrameDecoder:
         if self._size is None:
             if len(self._buffer) < SIZE_BYTES:
                 return None
-            (size,) = SIZE.unpack_from(self._buffer, 0)
-            if not self.min_bytes <= size <= self.max_bytes:
-                raise ProtocolError(
-                    f"{self._what} size {size} outside [{self.min_bytes}, {self.max_bytes}]"
-                )
-            self._size = size
+            self._size = self.frame_size(self._buffer)
         end = SIZE_BYTES + self._size
         if len(self._buffer) < end:
             return None
@@ -70,6 +65,18 @@ class FrameDecoder:
         del self._buffer[:end]
         self._size = None
         return frame
+
+    def frame_size(self, prefix: bytes | bytearray) -> int:
+        """The size the int32 at the start of `prefix` announces, checked against the
+        bounds (`ProtocolError` outside them). `next_frame` reads sizes with it, and so
+        does a reader that takes a frame's prefix and body from the transport itself
+        (server/connection.py), without buffering them here."""
+        size: int = SIZE.unpack_from(prefix, 0)[0]
+        if not self.min_bytes <= size <= self.max_bytes:
+            raise ProtocolError(
+                f"{self._what} size {size} outside [{self.min_bytes}, {self.max_bytes}]"
+            )
+        return size
 
     def frames(self) -> Iterator[bytes]:
         while (frame := self.next_frame()) is not None:

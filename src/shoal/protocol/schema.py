@@ -9,7 +9,8 @@ TypeError naming the type, the field and the API, so it cannot be dropped silent
 Nested types are looked up by their kio class name in the version's module. Cached
 per (api key, version, direction); the union of field names across versions is
 cached per (api key, direction). The cost is per object built (per topic or
-partition), never per record.
+partition), never per record: a dict lookup and a subset check when every field
+given is the version's, and the unknown-field check once per (type, field) dropped.
 """
 
 from __future__ import annotations
@@ -31,38 +32,42 @@ class Schema:
         self.api_key = int(root.__api_key__)
         self.entity_type: EntityType = root.__type__
         self._module = sys.modules[root.__module__]
-        self._fields: dict[str, frozenset[str]] = {}
+        self._types: dict[str, tuple[Any, frozenset[str]]] = {}
+        """Nested type name -> (its class in this version, its field names)."""
+        self._dropped: set[tuple[str, str]] = set()
+        """(type name, field) given to `make` that another version has: checked once."""
 
     def cls(self, name: str) -> Any:
         return getattr(self._module, name)
 
     def has(self, name: str, field: str) -> bool:
-        return field in self._field_names(name)
+        return field in self._type(name)[1]
 
-    def _field_names(self, name: str) -> frozenset[str]:
-        names = self._fields.get(name)
-        if names is None:
-            names = frozenset(f.name for f in dataclasses.fields(self.cls(name)))
-            self._fields[name] = names
-        return names
+    def _type(self, name: str) -> tuple[Any, frozenset[str]]:
+        entry = self._types.get(name)
+        if entry is None:
+            cls = self.cls(name)
+            entry = self._types[name] = (cls, frozenset(f.name for f in dataclasses.fields(cls)))
+        return entry
 
     def make(self, type_name: str, /, **values: Any) -> Any:
         """An instance of nested type `type_name` with the fields this version has.
 
         Fields other versions of the type have are dropped; a field no version has
         raises TypeError (naming the type, the field and the API)."""
-        names = self._field_names(type_name)
-        kept = {k: v for k, v in values.items() if k in names}
-        if len(kept) != len(values):
-            for key in values:
-                if key not in names and not field_known(
-                    self.api_key, self.entity_type, type_name, key
-                ):
+        entry = self._types.get(type_name)
+        cls, names = entry if entry is not None else self._type(type_name)
+        if names.issuperset(values):  # every field given is this version's
+            return cls(**values)
+        for key in values:
+            if key not in names and (type_name, key) not in self._dropped:
+                if not field_known(self.api_key, self.entity_type, type_name, key):
                     raise TypeError(
                         f"{type_name} has no field {key!r} in any version of "
                         f"{api_name(self.api_key)} (api {self.api_key}) {self.entity_type.name}"
                     )
-        return self.cls(type_name)(**kept)
+                self._dropped.add((type_name, key))
+        return cls(**{k: v for k, v in values.items() if k in names})
 
     def response(self, **values: Any) -> Any:
         return self.make(self.root.__name__, **values)

@@ -4,9 +4,9 @@ As in Kafka, a connection is served one request at a time: the next frame is rea
 only after the previous response is written, so responses leave in request order and
 a client's pipelined requests queue in the socket (the client's own in-flight limit
 bounds them). Connections are independent tasks, so a parked Fetch on one never
-delays another. Frames are read with the one size-prefix reader,
-`shoal.protocol.framing.FrameDecoder`, asking the socket for exactly the bytes the
-frame in hand still needs.
+delays another. Frames are read with the one size-prefix reader's
+bounds (`shoal.protocol.framing.FrameDecoder.frame_size`): the prefix, then exactly
+the bytes of the frame, from the stream reader.
 
 Peer errors close the connection with a logged reason: a frame size below a header
 (`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
@@ -30,6 +30,10 @@ the write buffer's high-water mark is `limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES
 no further request is read meanwhile). A connection closed by the sweep is cancelled
 with `info.close_reason` set and its transport aborted (unsent bytes dropped).
 
+Shutdown cancels an idle connection at once (it closes after writing what it has
+sent) and a busy one after `shoal.shutdown.timeout.ms`: that one is aborted, since a
+client that stopped reading would never let its unsent bytes go.
+
 With a share coordinator append linger (server/state_linger.py), a response waits
 until the share state writes its request made are in the log; if they were lost
 (the state partition went offline) the connection closes instead of answering.
@@ -45,7 +49,7 @@ from shoal import limits
 from shoal.clock import Clock, measure_ns
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
-from shoal.protocol.framing import FrameDecoder
+from shoal.protocol.framing import SIZE_BYTES, FrameDecoder
 from shoal.server import sasl, throttle
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
@@ -80,33 +84,37 @@ async def serve_connection(
     )
     metrics = services.metrics if services.metrics.enabled else None  # metrics.listener
     clock = services.clock
+    transport = writer.transport
     turn_started_ms = clock.monotonic_ms()
     info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/idle.py
-    writer.transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
+    transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
+    sasl_listener = info.security_protocol.startswith("SASL_")
+    abort = False
     try:
         while not services.stopping():
-            if info.security_protocol.startswith("SASL_"):  # small frames until authenticated
+            if sasl_listener:  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
             frame = await _read_frame(reader, decoder, info, peer, clock)
             if frame is None:
                 return
             started_ns = measure_ns()
-            if TRACE.enabled:
+            traced = TRACE.enabled
+            if traced:
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
                 trace_request_read(api, started_ns)
-            response = await _dispatch(services, handlers, info, frame)
+            response = await _dispatch(services, handlers, info, frame, traced)
             if response is not None:
-                if writer.transport.is_closing():  # uvloop raises RuntimeError on a write
+                if transport.is_closing():  # uvloop raises RuntimeError on a write
                     raise ConnectionResetError("the peer left before the answer was written")
                 writer.write(response)
-                if writer.transport.get_write_buffer_size() > 0:  # the client is slow
+                if transport.get_write_buffer_size() > 0:  # the client is slow
                     info.write_started_ms = clock.monotonic_ms()
                     await writer.drain()  # a client that never reads is closed by idle.py
                     info.write_started_ms = None
-            if TRACE.enabled:
+            if traced:
                 trace_response_written(api, started_ns)
-            info.last_active_ms = clock.monotonic_ms()
+            now_ms = info.last_active_ms = clock.monotonic_ms()
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
             info.busy = False
@@ -115,8 +123,7 @@ async def serve_connection(
             if info.mute_ms > 0:  # client quotas (issue 15): KIP-219 channel muting
                 mute_s, info.mute_ms = info.mute_ms / 1000, 0
                 await asyncio.sleep(mute_s)
-                turn_started_ms = clock.monotonic_ms()
-            now_ms = clock.monotonic_ms()
+                turn_started_ms = now_ms = clock.monotonic_ms()
             if now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS:
                 await asyncio.sleep(0)  # let the loop run the others (module docstring)
                 turn_started_ms = clock.monotonic_ms()
@@ -129,11 +136,12 @@ async def serve_connection(
     except asyncio.CancelledError:
         if info.close_reason is None:  # else the idle sweep logged why
             log.debug("connection %d from %s closed by shutdown", info.connection_id, peer)
+            abort = info.busy  # shutdown gave up on its request: do not wait for the client
     finally:
         info.closed = True
         on_closed(info)
-        if info.close_reason is not None:
-            writer.transport.abort()  # unsent responses are dropped, not waited for
+        if abort or info.close_reason is not None:
+            transport.abort()  # unsent responses are dropped, not waited for
         writer.close()
         try:
             await writer.wait_closed()
@@ -150,37 +158,38 @@ async def _read_frame(
 ) -> bytes | None:
     """The next request frame, or None when the peer closed. `info.busy` is set once a
     frame's size is read (its request is then in hand until the response is written);
-    `info.frame_started_ms` from then until the frame is whole (server/idle.py)."""
-    while (frame := _next_frame(decoder)) is None:
-        if decoder.pending_size is not None and not info.busy:
-            info.busy = True
-            info.frame_started_ms = clock.monotonic_ms()
-        try:
-            decoder.feed(await reader.readexactly(decoder.wanted))
-        except asyncio.IncompleteReadError as exc:
-            if decoder.pending_size is not None:
-                log.info(
-                    "connection %d from %s: closed mid frame of %d bytes",
-                    info.connection_id,
-                    peer,
-                    decoder.pending_size,
-                )
-            elif exc.partial or decoder.mid_frame:
-                log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
-            return None
+    `info.frame_started_ms` from then until the frame is whole (server/idle.py). The
+    size prefix, then the body, are taken from the reader as they are: a frame the
+    reader already holds costs no suspension and no copy into the decoder."""
+    try:
+        prefix = await reader.readexactly(SIZE_BYTES)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
+        return None
+    try:
+        size = decoder.frame_size(prefix)
+    except codec.ProtocolError as exc:
+        raise ConnectionClosed(f"{exc} (socket.request.max.bytes)") from exc
+    info.busy = True
+    info.frame_started_ms = clock.monotonic_ms()
+    try:
+        frame = await reader.readexactly(size)
+    except asyncio.IncompleteReadError:
+        log.info(
+            "connection %d from %s: closed mid frame of %d bytes", info.connection_id, peer, size
+        )
+        return None
     info.frame_started_ms = None
     return frame
 
 
-def _next_frame(decoder: FrameDecoder) -> bytes | None:
-    try:
-        return decoder.next_frame()
-    except codec.ProtocolError as exc:
-        raise ConnectionClosed(f"{exc} (socket.request.max.bytes)") from exc
-
-
 async def _dispatch(
-    services: Services, handlers: Mapping[int, ApiHandler], info: ConnectionInfo, frame: bytes
+    services: Services,
+    handlers: Mapping[int, ApiHandler],
+    info: ConnectionInfo,
+    frame: bytes,
+    traced: bool,
 ) -> bytes | memoryview | None:
     api_key, version = codec.peek_key_version(frame)
     handler = handlers.get(api_key)
@@ -193,7 +202,7 @@ async def _dispatch(
         if refusal is not None:
             raise ConnectionClosed(refusal)
     header, body_offset = codec.decode_header(frame, api_key, version)
-    correlation_id = int(header.correlation_id)
+    correlation_id: int = header.correlation_id  # kio's int32
     ctx = RequestContext(
         services=services,
         connection=info,
@@ -202,7 +211,10 @@ async def _dispatch(
         correlation_id=correlation_id,
         client_id=header.client_id,
     )
-    if not handler.supports(version) or codec.request_class(api_key, version) is None:
+    if (
+        not handler.min_version <= version <= handler.max_version
+        or codec.request_class(api_key, version) is None
+    ):
         if handler.unsupported is None:
             raise ConnectionClosed(
                 f"unsupported version {version} of {codec.api_name(api_key)} "
@@ -211,14 +223,15 @@ async def _dispatch(
         response_version, fallback = handler.unsupported(ctx)
         return codec.encode_response(api_key, response_version, correlation_id, fallback)
     request = codec.decode_body(frame, body_offset, api_key, version)
-    staged = services.state_writes.mark()
+    state_writes = services.state_writes
+    staged = state_writes.mark()
     quotas = services.quotas
     timed = None
     try:
         if quotas is not None and quotas.request_quotas:  # request_percentage (throttle.py)
             timed = throttle.LoopTimed(handler.handle(ctx, request))
             response = await timed
-        elif TRACE.enabled:
+        elif traced:
             with TRACE.stage(f"handle {codec.api_name(api_key)}"):
                 response = await handler.handle(ctx, request)
         else:
@@ -233,10 +246,10 @@ async def _dispatch(
             header.client_id,
         )
         raise ConnectionClosed(f"internal error in {codec.api_name(api_key)}") from exc
-    if services.state_writes.mark() != staged:
+    if state_writes.mark() != staged:
         try:
             with TRACE.stage("state write barrier"):
-                await services.state_writes.written(staged)
+                await state_writes.written(staged)
         except RecordSinkError as exc:
             raise ConnectionClosed(
                 f"share state written by {codec.api_name(api_key)} was lost: {exc}"

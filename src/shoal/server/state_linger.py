@@ -99,7 +99,10 @@ class StateAppendLinger:
         return sink.appends_written < sink.appends_staged
 
     def mark(self) -> int:
-        """How many appends were staged so far (compare with `written`)."""
+        """How many appends were staged so far (compare with `written`). Called twice
+        per request: without a linger (no sinks) it is a constant 0."""
+        if not self._sinks:
+            return 0
         return sum(sink.appends_staged for sink in self._sinks)
 
     async def written(self, mark: int) -> None:

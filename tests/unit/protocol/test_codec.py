@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+from typing import Any
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
@@ -13,6 +14,7 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v12.response import MetadataResponse as MetadataResponseV12
 
 from shoal.protocol import codec
+from shoal.protocol.framing import FrameDecoder
 
 
 def test_flexible_request_uses_header_v2() -> None:
@@ -89,3 +91,57 @@ def test_garbage_body_is_a_protocol_error() -> None:
 def test_short_frame_is_a_protocol_error() -> None:
     with pytest.raises(codec.ProtocolError):
         codec.peek_key_version(b"\x00\x01")
+
+
+def _api_versions(max_version: int) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        error_code=ErrorCode.none,
+        api_keys=(_api_key(max_version),),
+        throttle_time=datetime.timedelta(0),
+    )
+
+
+def _api_key(max_version: int) -> Any:
+    from kio.schema.api_versions.v3.response import ApiVersion
+    from kio.static.primitive import i16
+
+    return ApiVersion(api_key=i16(3), min_version=i16(0), max_version=i16(max_version))
+
+
+def test_a_constant_body_is_encoded_as_the_entity_would_be() -> None:
+    kept = _api_versions(12)
+    reference = bytes(codec.encode_response(18, 3, 5, kept))
+    assert codec.constant_body(kept) is kept
+    assert bytes(codec.encode_response(18, 3, 5, kept)) == reference
+    assert bytes(codec.encode_response(18, 3, 9, kept))[8:] == reference[8:]  # same body
+    assert codec.decode_response(bytes(codec.encode_response(18, 3, 9, kept))[4:], 18, 3) == (
+        9,
+        kept,
+    )
+
+
+def _sent(response: ApiVersionsResponse) -> ApiVersionsResponse:
+    """What a client decodes of `response` encoded by `encode_response`."""
+    frame = bytes(codec.encode_response(18, 3, 1, response))
+    correlation_id, decoded = codec.decode_response(frame[4:], 18, 3)
+    assert correlation_id == 1
+    return decoded  # type: ignore[no-any-return]
+
+
+def test_only_the_kept_object_gets_the_kept_bytes() -> None:
+    kept = codec.constant_body(_api_versions(12))
+    different = _api_versions(13)
+    assert _sent(different) == different
+    assert _sent(_api_versions(12)) == kept  # an equal object: encoded, not looked up
+    codec.constant_body(different)  # replaces the kept one of the class
+    assert _sent(kept) == kept
+    assert _sent(different) == different
+
+
+def test_frame_size_is_bounded() -> None:
+    decoder = FrameDecoder(max_bytes=100, min_bytes=8)
+    assert decoder.frame_size(struct.pack(">i", 100)) == 100
+    assert decoder.frame_size(struct.pack(">i", 8) + b"rest") == 8
+    for size in (7, 101, -1):
+        with pytest.raises(codec.ProtocolError, match=f"frame size {size} outside"):
+            decoder.frame_size(struct.pack(">i", size))

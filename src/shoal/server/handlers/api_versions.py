@@ -5,6 +5,10 @@ exactly what is served. v3+ also carries the `share.version` feature (supported 
 finalized per config). An unknown ApiVersions version is answered in v0 with
 UNSUPPORTED_VERSION and the key list, as Kafka does, so the client can pick a version
 (the registry's fallback, declared here).
+
+The answer depends only on the version, the API table and `share.version` (a dynamic
+config), and clients ask on every connection: it is built once per such key and kept,
+its body encoded once (`codec.constant_body`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i64
 
+from shoal.protocol import codec
 from shoal.protocol.codec import response_class
 from shoal.server.context import RequestContext
 from shoal.server.registry import api, unsupported_version
@@ -27,9 +32,28 @@ _FALLBACK_VERSION = 0
 _ZERO = datetime.timedelta(0)
 
 
+_KEPT_MAX = 64
+"""Answers kept (module docstring): a handful per broker; more only when one process
+builds many brokers (tests), and then the oldest are dropped."""
+_kept: dict[tuple[int, int, int], tuple[object, Any]] = {}
+"""(version, share.version, id of the broker's API table) -> (that table, the answer)."""
+
+
 @api(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return api_versions_response(ctx.services, ctx.api_version, error=ErrorCode.none)
+    services = ctx.services
+    version = ctx.api_version
+    share_level = services.config.current.get_int("share.version")
+    ranges = services.api_versions
+    key = (version, share_level, id(ranges))
+    kept = _kept.get(key)
+    if kept is not None and kept[0] is ranges:  # the same table, not one at a reused id
+        return kept[1]
+    response = codec.constant_body(api_versions_response(services, version, error=ErrorCode.none))
+    if len(_kept) >= _KEPT_MAX:
+        del _kept[next(iter(_kept))]
+    _kept[key] = (ranges, response)
+    return response
 
 
 @unsupported_version(API_KEY)

@@ -66,11 +66,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             await _one_topic(ctx, schema, request, t, topic_operations)
             for t in _unique(request.topics)
         ]
+    host, port = services.node.endpoint(ctx.connection.listener_name)
     node = schema.make(
         "MetadataResponseBroker",
         node_id=ctx.services.node.node_id,
-        host=services.node.endpoint(ctx.connection.listener_name)[0],
-        port=services.node.endpoint(ctx.connection.listener_name)[1],
+        host=host,
+        port=port,
         rack=None,
     )
     return schema.response(
