@@ -19,6 +19,7 @@ from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.handlers import api_versions
 from shoal.server.services import ApiRange, Services
+from tests.support.writes import write_in_place
 
 
 def _answer(services: Services, version: int) -> Any:
@@ -49,7 +50,9 @@ def test_share_version_and_the_api_table_are_part_of_the_key(
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "share.version": "0",
     }
-    live = LiveBrokerConfig(DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)))
+    live = LiveBrokerConfig(
+        DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)), write=write_in_place
+    )
     without_share = _answer(dataclasses.replace(broker.services, config=live), 4)
     assert without_share.finalized_features == ()
     assert _answer(broker.services, 4) is with_share  # each level kept apart
