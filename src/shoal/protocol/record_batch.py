@@ -276,8 +276,9 @@ _RECORD_FIXED = b"\x00\x00"
 batch's timestamp)."""
 _NO_HEADERS = signed_varint(0)
 
-RecordHeaders = Sequence[tuple[bytes, bytes | None]]
-"""A record's headers: (key, value) pairs in order, a value None a null value."""
+RecordHeaders = Sequence[tuple[bytes | None, bytes | None]]
+"""A record's headers: (key, value) pairs in order, None a null key or value (Kafka
+never writes a null key; a copied record may carry one and it is copied as is)."""
 
 
 def encode_batch(
@@ -338,7 +339,10 @@ def encode_batch(
 def _append_headers(body: list[bytes], headers: RecordHeaders) -> None:
     body.append(signed_varint(len(headers)))
     for key, value in headers:
-        body += (signed_varint(len(key)), key)
+        if key is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(key)), key)
         if value is None:
             body.append(_NULL_LENGTH)
         else:
