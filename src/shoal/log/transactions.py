@@ -39,16 +39,14 @@ from shoal.log.fileio import file_name, read_file, write_file
 from shoal.protocol.record_batch import (
     CONTROL_MASK,
     HEADER_SIZE,
-    MAGIC_V2,
-    NO_SEQUENCE,
     TRANSACTIONAL_MASK,
     BatchHeader,
+    encode_batch,
 )
 from shoal.protocol.records import read_varint
 
 TXN_INDEX_SUFFIX = ".txnindex"
 
-_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 _CONTROL_VERSION = 0
@@ -87,32 +85,17 @@ def encode_control_batch(
     coordinator_epoch: int,
     timestamp_ms: int,
 ) -> bytes:
-    """One transaction marker batch (base offset 0, to be stamped by the log)."""
+    """One transaction marker batch (base offset 0, to be stamped by the log), written
+    by the one batch writer: no sequence, partition leader epoch 0."""
     key = _CONTROL_KEY.pack(_CONTROL_VERSION, int(control))
     value = _CONTROL_VALUE.pack(_CONTROL_VERSION, coordinator_epoch)
-    # attributes 0, timestamp delta 0, offset delta 0, key, value, no headers
-    body = b"\x00\x00\x00" + _varint(len(key)) + key + _varint(len(value)) + value + b"\x00"
-    record = _varint(len(body)) + body
-    batch = bytearray(
-        _BATCH_HEADER.pack(
-            0,
-            HEADER_SIZE - 12 + len(record),
-            0,
-            MAGIC_V2,
-            0,
-            TRANSACTIONAL_MASK | CONTROL_MASK,
-            0,
-            timestamp_ms,
-            timestamp_ms,
-            producer_id,
-            producer_epoch,
-            NO_SEQUENCE,
-            1,
-        )
+    return encode_batch(
+        [(key, value)],
+        timestamp_ms=timestamp_ms,
+        attributes=TRANSACTIONAL_MASK | CONTROL_MASK,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
     )
-    batch += record
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
-    return bytes(batch)
 
 
 def read_marker(batch: bytes, header: BatchHeader) -> tuple[ControlType, int] | None:
@@ -171,16 +154,6 @@ def read_txn_index(path: Path) -> tuple[list[AbortEntry], int] | None:
         _entry(*_ENTRY.unpack_from(body, at)) for at in range(_COVERED.size, len(body), _ENTRY.size)
     ]
     return entries, covered_end
-
-
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 def _entry(producer_id: int, first_offset: int, last_offset: int, stable_offset: int) -> AbortEntry:

@@ -20,8 +20,10 @@ A record batch (magic 2) starts with a 61-byte header:
 
 Shoal validates and assigns offsets by reading and patching this header only; the
 records inside are never decoded on the hot path. Everything here is per batch.
-`encode_batch` builds the one kind of batch the broker writes itself from records it
-holds as (key, value) bytes: coordinator records (coordinator/log_sink.py).
+`encode_batch` is the one writer of the batches the broker builds itself from records
+it holds as (key, value) bytes, with headers when needed: coordinator records
+(coordinator/log_sink.py), transaction markers (log/transactions.py), dead-letter
+copies (server/share_dlq.py) and the simulator's produced batches (sim/broker.py).
 """
 
 from __future__ import annotations
@@ -274,22 +276,32 @@ _RECORD_FIXED = b"\x00\x00"
 batch's timestamp)."""
 _NO_HEADERS = signed_varint(0)
 
+RecordHeaders = Sequence[tuple[bytes | None, bytes | None]]
+"""A record's headers: (key, value) pairs in order, None a null key or value (Kafka
+never writes a null key; a copied record may carry one and it is copied as is)."""
+
 
 def encode_batch(
     records: Sequence[tuple[bytes | None, bytes | None]],
     *,
     timestamp_ms: int,
+    attributes: int = 0,
     producer_id: int = NO_PRODUCER_ID,
     producer_epoch: int = -1,
     base_sequence: int = NO_SEQUENCE,
     partition_leader_epoch: int = 0,
+    headers: Sequence[RecordHeaders] | None = None,
 ) -> bytes:
     """One uncompressed magic-2 batch (base offset 0, for the log to stamp) of the
     (key, value) `records` (None: a null key or value, a value None a tombstone),
-    each at offset delta = its index, all stamped `timestamp_ms` (CreateTime), none
-    with headers. The bytes kio's `write_new_batch` writes for the same records
-    (tests/unit/protocol/test_record_batch.py compares them)."""
+    each at offset delta = its index, all stamped `timestamp_ms`, with record
+    attributes 0. `attributes` are the batch's (transactional, control, timestamp
+    type; never a codec). `headers[i]`, when given, are the headers of `records[i]`;
+    without them no record has any. The bytes kio's `write_new_batch` writes for the
+    same records (tests/unit/protocol/test_record_batch.py compares them)."""
     assert records, "a record batch has at least one record"
+    assert not attributes & COMPRESSION_MASK, "encode_batch writes uncompressed batches"
+    assert headers is None or len(headers) == len(records), "one headers entry per record"
     parts: list[bytes] = []
     for delta, (key, value) in enumerate(records):
         body = [_RECORD_FIXED, signed_varint(delta)]
@@ -301,13 +313,16 @@ def encode_batch(
             body.append(_NULL_LENGTH)
         else:
             body += (signed_varint(len(value)), value)
-        body.append(_NO_HEADERS)
+        if headers is None:
+            body.append(_NO_HEADERS)
+        else:
+            _append_headers(body, headers[delta])
         record = b"".join(body)
         parts += (signed_varint(len(record)), record)
     data = b"".join(parts)
     count = len(records)
     covered = _AFTER_CRC.pack(
-        0,  # attributes: no compression, CreateTime, not transactional
+        attributes,
         count - 1,
         timestamp_ms,
         timestamp_ms,
@@ -319,3 +334,16 @@ def encode_batch(
     crc = crc32c.crc32c(data, crc32c.crc32c(covered))
     length = HEADER_SIZE - LOG_OVERHEAD + len(data)
     return _UP_TO_CRC.pack(0, length, partition_leader_epoch, MAGIC_V2, crc) + covered + data
+
+
+def _append_headers(body: list[bytes], headers: RecordHeaders) -> None:
+    body.append(signed_varint(len(headers)))
+    for key, value in headers:
+        if key is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(key)), key)
+        if value is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(value)), value)

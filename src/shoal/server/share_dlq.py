@@ -44,16 +44,14 @@ a copy is appended: `flush_state`.)
 from __future__ import annotations
 
 import datetime
-import io
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from kio.records.readers import read_batch
-from kio.records.schema import NewRecordBatch, Record, RecordHeader
-from kio.records.writers import write_new_batch
+from kio.records.schema import Record, RecordHeader
 from kio.serial.errors import SerialError
-from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+from kio.static.primitive import TZAwareMicros, i8, i64
 
 from shoal import limits
 from shoal.clock import Clock
@@ -62,7 +60,7 @@ from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import HEADER_SIZE, BatchError, validate_produced
+from shoal.protocol.record_batch import HEADER_SIZE, BatchError, encode_batch, validate_produced
 from shoal.protocol.records import inflated
 from shoal.share.dlq import DlqCopy
 from shoal.share.manager import NO_EFFECTS, Effects, SharePartitionManager
@@ -301,10 +299,15 @@ class DlqWriter:
 def dlq_record(
     original: Record | None, *, index: int, headers: tuple[tuple[str, str], ...]
 ) -> Record:
+    """The copy of `original` (None: headers only) with the context `headers` after
+    its own. A kio `Record`, the type the source record is read as; `encode_batch`
+    writes its key, value and headers, stamps the batch's time on every record and
+    numbers them by their place in the batch (the timestamp and offset here are
+    placeholders)."""
     context = tuple(RecordHeader(key=k.encode(), value=v.encode()) for k, v in headers)
     return Record(
         attributes=i8(0),
-        timestamp=TZAwareMicros.parse(_EPOCH),  # stamped per batch by _encode
+        timestamp=_PLACEHOLDER_TIME,
         offset=i64(index),
         key=None if original is None else original.key,
         value=None if original is None else original.value,
@@ -312,7 +315,7 @@ def dlq_record(
     )
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_PLACEHOLDER_TIME = TZAwareMicros.parse(datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC))
 
 
 def dlq_batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
@@ -320,18 +323,17 @@ def dlq_batches(records: list[Record], *, timestamp_ms: int, max_bytes: int) -> 
     that goes alone; the append refuses it). Linear: each record's size is measured
     once, alone in a batch, plus `_RECORD_SIZE_SLACK`, and each batch encoded once (a
     batch over the bound all the same is halved)."""
-    stamp = TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
     pending: list[Record] = []
     size = HEADER_SIZE
     for record in records:
-        grown = len(_encode([record], stamp)) - HEADER_SIZE + _RECORD_SIZE_SLACK
+        grown = len(_encode([record], timestamp_ms)) - HEADER_SIZE + _RECORD_SIZE_SLACK
         if pending and size + grown > max_bytes:
-            yield from _fitted(pending, stamp, max_bytes)
+            yield from _fitted(pending, timestamp_ms, max_bytes)
             pending, size = [], HEADER_SIZE
         pending.append(record)
         size += grown
     if pending:
-        yield from _fitted(pending, stamp, max_bytes)
+        yield from _fitted(pending, timestamp_ms, max_bytes)
 
 
 _RECORD_SIZE_SLACK = 8
@@ -340,39 +342,24 @@ offset delta and length varints grow with its place in the batch (5 bytes each a
 most, 1 at least)."""
 
 
-def _fitted(records: list[Record], stamp: TZAwareMicros, max_bytes: int) -> Iterator[bytes]:
-    data = _encode(records, stamp)
+def _fitted(records: list[Record], timestamp_ms: int, max_bytes: int) -> Iterator[bytes]:
+    data = _encode(records, timestamp_ms)
     if len(data) <= max_bytes or len(records) == 1:
         yield data
         return
     half = len(records) // 2
-    yield from _fitted(records[:half], stamp, max_bytes)
-    yield from _fitted(records[half:], stamp, max_bytes)
+    yield from _fitted(records[:half], timestamp_ms, max_bytes)
+    yield from _fitted(records[half:], timestamp_ms, max_bytes)
 
 
-def _encode(records: list[Record], stamp: TZAwareMicros) -> bytes:
-    entries = tuple(
-        Record(
-            attributes=r.attributes,
-            timestamp=stamp,
-            offset=i64(index),
-            key=r.key,
-            value=r.value,
-            headers=r.headers,
-        )
-        for index, r in enumerate(records)
+def _encode(records: list[Record], timestamp_ms: int) -> bytes:
+    return encode_batch(
+        [(r.key, r.value) for r in records],
+        timestamp_ms=timestamp_ms,
+        producer_id=_NO_PRODUCER,
+        partition_leader_epoch=_LEADER_EPOCH,
+        headers=[[(h.key, h.value) for h in r.headers] for r in records],
     )
-    batch = NewRecordBatch(
-        producer_id=i64(_NO_PRODUCER),
-        producer_epoch=i16(-1),
-        partition_leader_epoch=i32(_LEADER_EPOCH),
-        base_sequence=i32(-1),
-        records=entries,
-        attributes=i16(0),
-    )
-    buffer = io.BytesIO()
-    write_new_batch(buffer, batch)
-    return buffer.getvalue()
 
 
 def _source_record(source: PartitionLog, offset: int) -> Record | None:

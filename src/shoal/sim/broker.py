@@ -10,15 +10,9 @@ written and the answer returned. Nothing here decides what to do next: `world` d
 
 from __future__ import annotations
 
-import datetime
-import io
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from kio.records.schema import NewRecordBatch, Record
-from kio.records.writers import write_new_batch
-from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal.clock import ManualClock
 from shoal.coordinator.log_sink import LogRecordSink, read_log
@@ -26,7 +20,7 @@ from shoal.coordinator.runtime import RecordSinkUnavailable
 from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import TRANSACTIONAL_MASK, validate_produced
+from shoal.protocol.record_batch import TRANSACTIONAL_MASK, encode_batch, validate_produced
 from shoal.share.manager import SharePartitionManager
 from shoal.share.persister import (
     ReadResult,
@@ -56,7 +50,8 @@ FLUSH_PER_WRITE = {"flush.messages": 1}
 """The flush policy of a run that fsyncs every write (else Kafka's default)."""
 
 
-_TIMESTAMP = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
+_TIMESTAMP_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: every produced record's timestamp."""
 
 
 def produced_batch(
@@ -70,28 +65,14 @@ def produced_batch(
 ) -> bytes:
     """One idempotent (or transactional) record batch of `count` records whose values
     are their numbers."""
-    records = tuple(
-        Record(
-            attributes=i8(0),
-            timestamp=_TIMESTAMP,
-            offset=i64(index),
-            key=None,
-            value=str(first_value + index).encode(),
-            headers=(),
-        )
-        for index in range(count)
+    return encode_batch(
+        [(None, str(first_value + index).encode()) for index in range(count)],
+        timestamp_ms=_TIMESTAMP_MS,
+        attributes=TRANSACTIONAL_MASK if transactional else 0,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
     )
-    batch = NewRecordBatch(
-        producer_id=i64(producer_id),
-        producer_epoch=i16(producer_epoch),
-        partition_leader_epoch=i32(0),
-        base_sequence=i32(base_sequence),
-        records=records,
-        attributes=i16(TRANSACTIONAL_MASK if transactional else 0),
-    )
-    buffer = io.BytesIO()
-    write_new_batch(buffer, batch)
-    return buffer.getvalue()
 
 
 class FailingSink:

@@ -6,7 +6,7 @@ import datetime
 import io
 
 import pytest
-from kio.records.schema import NewRecordBatch
+from kio.records.schema import NewRecordBatch, RecordHeader
 from kio.records.schema import Record as KioRecord
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
@@ -119,15 +119,29 @@ def test_iter_headers_stops_at_partial_batch() -> None:
 
 
 def _kio_batch(
-    records: list[tuple[bytes | None, bytes | None]], *, timestamp_ms: int, **header: int
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    timestamp_ms: int,
+    headers: list[rb.RecordHeaders] | None = None,
+    **header: int,
 ) -> bytes:
-    """The reference: kio's batch writer, as the coordinator sink used it."""
+    """The reference: kio's batch writer, as the coordinator sink, the transaction
+    markers, the DLQ copies and the simulator used it."""
     stamp = TZAwareMicros.parse(
         datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
         + datetime.timedelta(milliseconds=timestamp_ms)
     )
     entries = tuple(
-        KioRecord(attributes=i8(0), timestamp=stamp, offset=i64(n), key=k, value=v, headers=())
+        KioRecord(
+            attributes=i8(0),
+            timestamp=stamp,
+            offset=i64(n),
+            key=k,
+            value=v,
+            headers=()
+            if headers is None
+            else tuple(RecordHeader(key=hk, value=hv) for hk, hv in headers[n]),
+        )
         for n, (k, v) in enumerate(records)
     )
     buffer = io.BytesIO()
@@ -139,7 +153,7 @@ def _kio_batch(
             partition_leader_epoch=i32(header.get("partition_leader_epoch", 0)),
             base_sequence=i32(header.get("base_sequence", -1)),
             records=entries,
-            attributes=i16(0),
+            attributes=i16(header.get("attributes", 0)),
         ),
     )
     return buffer.getvalue()
@@ -163,6 +177,20 @@ def _kio_batch(
                 "partition_leader_epoch": 3,
             },
         ),
+        (  # a transaction marker: transactional and control, no sequence
+            [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05")],
+            1_764_236_056_123,
+            {
+                "attributes": rb.TRANSACTIONAL_MASK | rb.CONTROL_MASK,
+                "producer_id": 2**40,
+                "producer_epoch": 32767,
+            },
+        ),
+        (  # a transactional batch (the simulator's)
+            [(None, b"0"), (None, b"1")],
+            1_767_225_600_000,
+            {"attributes": rb.TRANSACTIONAL_MASK, "producer_id": 1000, "base_sequence": 2},
+        ),
     ],
 )
 def test_encode_batch_writes_kios_bytes(
@@ -170,10 +198,46 @@ def test_encode_batch_writes_kios_bytes(
 ) -> None:
     data = rb.encode_batch(records, timestamp_ms=timestamp_ms, **header)
     assert data == _kio_batch(records, timestamp_ms=timestamp_ms, **header)
-    (parsed,) = rb.validate_produced(data, max_batch_bytes=1 << 24)
+    (parsed,) = rb.iter_headers(data)
+    assert parsed.size == len(data)
+    assert rb.compute_crc(data, parsed) == parsed.crc
+    assert parsed.attributes == header.get("attributes", 0)
+    if not parsed.is_control:  # clients may not produce those
+        assert rb.validate_produced(data, max_batch_bytes=1 << 24) == [parsed]
     assert (parsed.base_timestamp, parsed.max_timestamp) == (timestamp_ms, timestamp_ms)
     assert parsed.records_count == len(records)
     assert [(r.key, r.value) for r in decode_records(data)] == records
+
+
+@pytest.mark.parametrize(
+    ("records", "headers"),
+    [
+        ([(None, None)], [[(b"h", b"v")]]),
+        ([(b"k", b"v"), (None, b"w")], [[], [(b"", b""), (b"null", None), (None, b"v")]]),
+        (  # a DLQ copy: the original's headers, then the context ones
+            [(b"key", b"value" * 30)],
+            [
+                [
+                    (b"orig", b"x" * 200),
+                    (b"__dlq.errors.topic", b"t"),
+                    (b"__dlq.errors.offset", b"9"),
+                ]
+            ],
+        ),
+        ([(b"k%d" % n, None) for n in range(130)], [[(b"n", b"%d" % n)] * n for n in range(130)]),
+    ],
+)
+def test_encode_batch_with_headers_writes_kios_bytes(
+    records: list[tuple[bytes | None, bytes | None]], headers: list[rb.RecordHeaders]
+) -> None:
+    data = rb.encode_batch(records, timestamp_ms=77, headers=headers)
+    assert data == _kio_batch(records, timestamp_ms=77, headers=headers)
+    decoded = decode_records(data)
+    assert [(r.key, r.value) for r in decoded] == records
+    assert [[(k.encode(), v) for k, v in r.headers] for r in decoded] == [
+        [(k or b"", v) for k, v in h]
+        for h in headers  # the test decoder reads b"" for null
+    ]
 
 
 def test_signed_varint_zigzags_both_signs() -> None:

@@ -6,12 +6,19 @@ and a topic that may not serve as a DLQ gets nothing."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
+import io
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, RecordHeader
+from kio.records.schema import Record as KioRecord
+from kio.records.writers import write_new_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal import limits
 from shoal.clock import ManualClock
@@ -320,3 +327,58 @@ def test_dlq_batches_stay_within_the_topics_max_bytes_in_one_encode_each() -> No
     alone = [(len(data), len(b.records)) for data, b in zip(encoded, batches, strict=True)]
     assert [n for size, n in alone if size > 2_000] == [1]  # the 5,000-byte one
     assert len(batches) <= 30  # about 20 records of ~90 bytes fill each batch
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize("max_bytes", [1 << 20, 300])
+def test_dlq_batches_are_kios_bytes(max_bytes: int) -> None:
+    """The copies' batches are byte for byte what kio's writer (the DLQ's writer before
+    the shared one) makes of the same records: the original key, value and headers
+    (a null header value included), then the context headers, one timestamp."""
+    originals: list[KioRecord | None] = [
+        KioRecord(
+            attributes=i8(0),
+            timestamp=TZAwareMicros.parse(_EPOCH),
+            offset=i64(40 + n),
+            key=None if n == 2 else b"key%d" % n,
+            value=None if n == 3 else b"value" * n,
+            headers=(
+                RecordHeader(key=b"orig", value=b"h%d" % n),
+                RecordHeader(key=b"nul", value=None),
+            ),
+        )
+        for n in range(6)
+    ] + [None]
+    records = [
+        dlq_record(
+            original,
+            index=i,
+            headers=((HEADER_OFFSET, str(40 + i)), ("__dlq.errors.message", "rejected")),
+        )
+        for i, original in enumerate(originals)
+    ]
+    timestamp_ms = 1_764_236_056_123
+    stamp = TZAwareMicros.parse(_EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
+    encoded = list(dlq_batches(records, timestamp_ms=timestamp_ms, max_bytes=max_bytes))
+    assert (len(encoded) == 1) is (max_bytes == 1 << 20)
+    first = 0
+    for data in encoded:
+        count = len(read_batch(data, 0)[0].records)
+        chunk = records[first : first + count]
+        reference = NewRecordBatch(
+            producer_id=i64(-1),
+            producer_epoch=i16(-1),
+            partition_leader_epoch=i32(0),
+            base_sequence=i32(-1),
+            records=tuple(
+                dataclasses.replace(r, timestamp=stamp, offset=i64(n)) for n, r in enumerate(chunk)
+            ),
+            attributes=i16(0),
+        )
+        buffer = io.BytesIO()
+        write_new_batch(buffer, reference)
+        assert data == buffer.getvalue()
+        first += count
+    assert first == len(records)
