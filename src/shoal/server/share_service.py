@@ -49,7 +49,8 @@ overrides, cached while neither object changes.
 
 Collaborators come in through the constructor (never the broker): the clock, the
 broker config getter, the log manager, the group config store, the persister, the
-purgatory, a `stopping` flag and the timer driver's `rearm`. The broker subscribes
+purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
+service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 """
 
@@ -69,7 +70,7 @@ from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_dlq import DlqWriter
-from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
+from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.manager import Effects, ShareFetchPartition, ShareLog, SharePartitionManager
@@ -161,7 +162,7 @@ class ShareService:
         persister: Persister,
         purgatory: Purgatory,
         stopping: Callable[[], bool] = lambda: False,
-        rearm: Callable[[], None] = lambda: None,
+        rearm: Rearm = no_rearm,
         locks_expired: Callable[[int], None] = lambda _count: None,
         dlq_records: Callable[[str, str, int], None] = lambda _group, _outcome, _count: None,
         flush_state: Callable[[], None] = lambda: None,
@@ -174,7 +175,7 @@ class ShareService:
         self._group_configs = group_configs
         self._purgatory = purgatory
         self._stopping = stopping
-        self._rearm = rearm
+        self._rearm_driver = rearm
         self.sessions = ShareSessionCache(
             max_sessions=lambda: config().get_int("group.share.max.share.sessions")
         )
@@ -186,6 +187,19 @@ class ShareService:
             auto_offset_reset=self._auto_offset_reset,
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
+        self._deadline_timers = (
+            DeadlineTimer(
+                "share-lock-expiry",
+                deadline=lambda _now: self.partitions.next_lock_deadline(),
+                action=self.expire_locks,
+            ),
+            DeadlineTimer(
+                "share-redelivery",
+                deadline=lambda _now: self.partitions.next_redelivery_deadline(),
+                action=self.redeliveries_due,
+            ),
+        )
+        """The sources whose deadlines share operations move (`_rearm` names them)."""
         self.dlq = DlqWriter(
             clock=clock,
             config=config,
@@ -201,22 +215,18 @@ class ShareService:
     def timer_sources(self) -> list[TimerSource]:
         """Lock expiry, delayed redelivery and idle unload, for the timer driver."""
         return [
-            DeadlineTimer(
-                "share-lock-expiry",
-                deadline=lambda _now: self.partitions.next_lock_deadline(),
-                action=self.expire_locks,
-            ),
-            DeadlineTimer(
-                "share-redelivery",
-                deadline=lambda _now: self.partitions.next_redelivery_deadline(),
-                action=self.redeliveries_due,
-            ),
+            *self._deadline_timers,
             PeriodicTimer(
                 "share-idle-unload",
                 interval_ms=lambda: min(self._idle_unload_ms() // 2, _IDLE_CHECK_INTERVAL_MAX_MS),
                 action=self.unload_idle,
             ),
         ]
+
+    def _rearm(self) -> None:
+        """Tell the timer driver that the lock and redelivery deadlines may have moved
+        (the only ones a share operation moves; the idle unload is periodic)."""
+        self._rearm_driver(*self._deadline_timers)
 
     def expire_locks(self, now_ms: int) -> None:
         """Fire the acquisition locks due at `now_ms` and wake what they freed."""
