@@ -21,9 +21,10 @@ mode does (one ShareFetch per poll, one ShareAcknowledge per commit_sync). One c
 Per mode: the broker's CPU per cycle (utime + stime from /proc, best of `--repeats`)
 and the mean cycle time (it includes the park). The broker is the only busy process
 besides this client, so the figure moves little with the machine's load; compare trees
-alternately all the same. With `--profile PATH` the broker runs under cProfile
-(SHOAL_PROFILE, cli/serve.py) for one `woken` run and the Python calls per cycle are
-printed (deterministic: comparable across trees whatever the load). Results: a table
+alternately all the same. With `--profile PATH` the broker also runs under cProfile
+(SHOAL_PROFILE, cli/serve.py) for a `woken` run of N cycles and one of 2N, and the
+Python calls per cycle (the difference over N) are printed: deterministic, so
+comparable across trees whatever the load. Results: a table
 and JSON in bench/results/share_fetch_cost-<ts>.json.
 """
 
@@ -206,10 +207,10 @@ def one_broker(args: argparse.Namespace, modes: list[str], profile: Path | None)
     return rows
 
 
-def calls_per_cycle(path: Path, cycles_run: int) -> float:
+def total_calls(path: Path) -> int:
+    """Every Python call a cProfile statistics file counted."""
     stats = pstats.Stats(str(path))
-    total = sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
-    return float(total) / cycles_run
+    return sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,15 +235,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['broker_cpu_us_all']}"
         )
     if args.profile is not None:
+        # whole-broker calls of a run of N measured cycles and of one of 2N: the
+        # difference over N is the calls per cycle, start-up and set-up cancelled out
         one_broker(args, ["woken"], args.profile)
-        # the whole broker's calls (start-up, set-up, warm-up included) over the cycles
-        result["profile_calls_per_cycle"] = calls_per_cycle(
-            args.profile, args.cycles + WARMUP_CYCLES
+        once = total_calls(args.profile)
+        one_broker(
+            argparse.Namespace(**{**vars(args), "cycles": 2 * args.cycles}), ["woken"], args.profile
         )
-        print(
-            f"cProfile: {result['profile_calls_per_cycle']:.0f} Python calls per woken cycle "
-            "(whole broker run, set-up included, over the warm-up and measured cycles)"
-        )
+        twice = total_calls(args.profile)
+        result["profile_calls_per_cycle"] = (twice - once) / args.cycles
+        print(f"cProfile: {result['profile_calls_per_cycle']:.0f} Python calls per woken cycle")
     load_after = os.getloadavg()[0]
     info = machine()
     print(

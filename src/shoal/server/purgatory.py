@@ -58,7 +58,10 @@ class Purgatory:
             self._waiters.setdefault(key, {})[future] = queue
         timer = loop.call_later(timeout_ms / 1000, _expire, future)
         try:
-            with TRACE.stage("purgatory parked"):
+            if TRACE.enabled:
+                with TRACE.stage("purgatory parked"):
+                    notified_ns = await future
+            else:
                 notified_ns = await future
             if notified_ns == _TIMED_OUT:
                 return False
@@ -74,6 +77,11 @@ class Purgatory:
                     waiters.pop(future, None)
                     if not waiters:
                         del self._waiters[key]
+
+    def waiting(self, keys: Iterable[Hashable]) -> bool:
+        """Whether anything is parked on one of `keys`."""
+        waiters = self._waiters
+        return any(key in waiters for key in keys)
 
     def notify(self, key: Hashable) -> None:
         waiters = self._waiters.get(key)

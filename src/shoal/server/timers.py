@@ -127,13 +127,17 @@ def no_rearm(*_sources: TimerSource) -> None:
     """A `Rearm` that does nothing (a service used without a timer driver)."""
 
 
+_NEVER = 1 << 62
+"""A kept deadline meaning "nothing armed" (so that the earliest is one `min`)."""
+
+
 class Schedule:
     """The sans-I/O part of the driver: due sources, earliest deadline, backoff.
 
-    Every answer a source gives is kept (`_known`), so that the driver's pass after
-    a targeted `rearm(source)` asks only the named sources and takes the others'
-    deadlines as last asked; a kept deadline that says "due" is asked again before
-    the source fires (it fires only when its own answer says so)."""
+    Every answer a source gives is kept (`_kept`, backoff applied), so that the
+    driver's pass after a targeted `rearm(source)` asks only the named sources and
+    takes the others' deadlines as last asked; a kept deadline that says "due" is
+    asked again before the source fires (it fires only when its own answer says so)."""
 
     def __init__(self, *, backoff_ms: int = TIMER_FAILURE_BACKOFF_MS) -> None:
         assert backoff_ms > 0
@@ -141,10 +145,10 @@ class Schedule:
         self._sources: list[TimerSource] = []
         self._index: dict[int, int] = {}
         """id(source) -> its index."""
-        self._known: list[int | None] = []
-        """Each source's deadline as it last said (backoff not included)."""
+        self._kept: list[int] = []
+        """Each source's deadline as it last said, backoff applied (`_NEVER`: none)."""
         self._unasked: set[int] = set()
-        """Indexes of sources never asked (added since the last pass)."""
+        """Indexes of sources not asked since they were added or fired."""
         self._backoff_until: dict[int, int] = {}
         """Index of a failed source -> monotonic ms before which it does not fire."""
 
@@ -153,24 +157,19 @@ class Schedule:
             self._index[id(source)] = len(self._sources)
             self._unasked.add(len(self._sources))
             self._sources.append(source)
-            self._known.append(None)
+            self._kept.append(_NEVER)
 
     @property
     def sources(self) -> tuple[TimerSource, ...]:
         return tuple(self._sources)
 
     def _ask(self, index: int, now_ms: int) -> int | None:
-        """Ask source `index` its deadline (kept); with its backoff applied."""
-        deadline = self._known[index] = self._sources[index].next_deadline_ms(now_ms)
-        if deadline is None:
-            return None
-        return max(deadline, self._backoff_until.get(index, deadline))
-
-    def _kept(self, index: int) -> int | None:
-        deadline = self._known[index]
-        if deadline is None:
-            return None
-        return max(deadline, self._backoff_until.get(index, deadline))
+        """Ask source `index` its deadline, with its backoff applied (and kept)."""
+        deadline = self._sources[index].next_deadline_ms(now_ms)
+        if deadline is not None and (until := self._backoff_until.get(index)) is not None:
+            deadline = max(deadline, until)
+        self._kept[index] = _NEVER if deadline is None else deadline
+        return deadline
 
     def next_deadline_ms(self, now_ms: int) -> int | None:
         """The earliest deadline over every source (backoffs included)."""
@@ -190,19 +189,29 @@ class Schedule:
         then), else the earliest deadline (None = nothing armed). The driver runs
         this after every `rearm`, i.e. after most share requests, where nothing is
         due: one pass over the sources instead of two. With `asking`, only those
-        sources (and any never asked) are asked; the others' deadlines are the
-        ones they last gave, asked again only if that says they are due."""
+        sources (and any not asked since added or fired) are asked; the others'
+        deadlines are the ones they last gave, asked again only if that says they
+        are due."""
         if asking is None:
             deadlines = self._deadlines(now_ms)
         else:
-            fresh = self._unasked | {self._index[id(source)] for source in asking}
-            self._unasked = set()
-            deadlines = []
-            for index in range(len(self._sources)):
-                deadline = self._ask(index, now_ms) if index in fresh else self._kept(index)
-                if deadline is not None and deadline <= now_ms and index not in fresh:
-                    deadline = self._ask(index, now_ms)  # due as last said: make sure
-                deadlines.append(deadline)
+            fresh, self._unasked = self._unasked, set()
+            for source in asking:
+                fresh.add(self._index[id(source)])
+            for index in fresh:
+                self._ask(index, now_ms)
+            kept = self._kept
+            earliest = min(kept, default=_NEVER)
+            if earliest > now_ms:  # the common case: nothing due, one min
+                return None if earliest == _NEVER else earliest
+            deadlines = [
+                self._ask(i, now_ms)
+                if d <= now_ms and i not in fresh
+                else None
+                if d == _NEVER
+                else d
+                for i, d in enumerate(kept)
+            ]  # due as last said: make sure
         fired = self._fire(now_ms, deadlines)
         if fired:
             return fired
@@ -219,6 +228,7 @@ class Schedule:
                 continue
             source = self._sources[index]
             fired.append(source.name)
+            self._unasked.add(index)  # its deadline moves: asked at the next pass
             try:
                 if TRACE.enabled:
                     with TRACE.stage(f"timer {source.name}"):

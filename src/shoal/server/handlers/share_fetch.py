@@ -199,10 +199,24 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     return response
 
 
+_LEADERS: dict[tuple[Schema, int], Any] = {}
+"""(response schema, leader id) -> its CurrentLeader (kio entities are immutable, so
+one is shared by every response). Bounded by design: ShareFetch's response versions x
+{this node's id, -1}."""
+
+
+def _leader(schema: Schema, leader_id: int) -> Any:
+    leader = _LEADERS.get((schema, leader_id))
+    if leader is None:
+        epoch = -1 if leader_id < 0 else 0
+        leader = schema.make("LeaderIdAndEpoch", leader_id=leader_id, leader_epoch=epoch)
+        _LEADERS[(schema, leader_id)] = leader
+    return leader
+
+
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     error = ErrorCode.none if p.error is None else p.error
     ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
-    leader = (-1, -1) if error in NO_LEADER_ERRORS else (node_id, 0)
     return schema.make(
         "PartitionData",
         partition_index=p.partition.partition,
@@ -210,7 +224,7 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
         error_message=None,
         acknowledge_error_code=int(ack_error.value),
         acknowledge_error_message=None,
-        current_leader=schema.make("LeaderIdAndEpoch", leader_id=leader[0], leader_epoch=leader[1]),
+        current_leader=_leader(schema, -1 if error in NO_LEADER_ERRORS else node_id),
         records=p.records,
         acquired_records=tuple(
             schema.make(
