@@ -13,9 +13,10 @@ woken (by any key) and has not run yet stands for its queue: a second notify doe
 wake another. Whoever takes records in queue mode passes the wake on when some are
 left (`ShareService`), so nothing waits for the next append.
 
-A waiter's result is the `shoal.clock.measure_ns` of its notify, for the latency trace's
-"purgatory wake" (server/latency_trace.py); the deadline is a loop timer on the future
-itself, so a notify wakes the waiting task in one loop pass (no `wait_for` wrapper).
+A waiter's result is the `shoal.clock.measure_ns` of its notify (0 while the trace is
+off), for the latency trace's "purgatory wake" (server/latency_trace.py); the deadline
+is a loop timer on the future itself, so a notify wakes the waiting task in one loop
+pass (no `wait_for` wrapper).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class Purgatory:
         waiters = self._waiters.get(key)
         if not waiters:
             return
-        now_ns = measure_ns()
+        now_ns = measure_ns() if TRACE.enabled else 0  # only the trace reads it
         served: set[Hashable] = set()
         for future, queue in waiters.items():
             if queue is None:

@@ -51,6 +51,7 @@ from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 78
 MEMBER_ID_LENGTH_MAX = 36
+_ACQUIRE_MODES = frozenset(int(m) for m in AcquireMode)
 
 
 @api(API_KEY, 1, 2)
@@ -119,7 +120,7 @@ def refusal(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] |
 
 def _invalid_fetch(request: Any) -> str | None:
     mode = int(getattr(request, "share_acquire_mode", 0))
-    if mode not in {int(m) for m in AcquireMode}:
+    if mode not in _ACQUIRE_MODES:
         return f"Unknown ShareAcquireMode {mode}."
     if getattr(request, "is_renew_ack", False) and (
         _ms(request.max_wait) or request.min_bytes or request.max_bytes or request.max_records
