@@ -197,7 +197,9 @@ class Schedule:
         else:
             fresh, self._unasked = self._unasked, set()
             for source in asking:
-                fresh.add(self._index[id(source)])
+                index = self._index.get(id(source))
+                if index is not None:  # a source never added has nothing armed here
+                    fresh.add(index)
             for index in fresh:
                 self._ask(index, now_ms)
             kept = self._kept

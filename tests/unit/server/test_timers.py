@@ -234,3 +234,14 @@ def test_driver_survives_a_source_whose_deadline_raises(caplog: pytest.LogCaptur
         await driver.stop()
 
     asyncio.run(main())
+
+
+def test_a_targeted_pass_ignores_a_source_it_does_not_drive() -> None:
+    """`rearm(source)` naming a source never added (a service used with another
+    driver) asks nothing of it and still answers the driven ones' earliest deadline."""
+    a, stranger = Deadlines("a"), Deadlines("stranger")
+    schedule = Schedule()
+    schedule.add(a)
+    a.deadline, stranger.deadline = 70, 5
+    assert schedule.fire_due_or_next(0, asking=[stranger]) == 70
+    assert stranger.asked == 0 and stranger.fired == []
