@@ -12,6 +12,13 @@ Reports, per cycle: CPU microseconds (`time.process_time`, the best of 40 repeat
 of 200 cycles: short repeats, so that the best is one the machine left alone) split
 into acquire and acknowledge, and the Python function calls counted by `cProfile`
 (deterministic, so comparable across trees whatever the machine's load).
+
+`--handler` measures the whole ShareAcknowledge instead: the broker's handler (API 79
+v2: session, authorization, the acknowledgement and its state write, the wake-up
+decision, the response) and the response's encoding, on a `Broker` built on a manual
+clock without a socket (tests/support/share_rig.py), one ACCEPT of a 2-record batch
+per cycle, as the peers harness's consumers send at a paced 1k-3k records/s. What
+stays out is the shell's part (frame read, request decode, socket write).
 """
 
 from __future__ import annotations
@@ -23,16 +30,29 @@ import pstats
 import tempfile
 import time
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
+from kio.schema.share_acknowledge.v2.request import (
+    AcknowledgementBatch,
+    AcknowledgePartition,
+    AcknowledgeTopic,
+    ShareAcknowledgeRequest,
+)
+from kio.static.primitive import i8, i32, i64
 from tests.support.batches import values_batch
+from tests.support.share_rig import ShareRig, manual_broker
 
 from shoal.clock import ManualClock
 from shoal.coordinator.log_sink import LogRecordSink
 from shoal.log.partition import PartitionLog
+from shoal.protocol import codec
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import validate_produced
 from shoal.protocol.share import AcknowledgeType, AcquireMode
+from shoal.server.connection_info import ConnectionInfo
+from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
 from shoal.share.manager import SharePartitionManager
 from shoal.share.sessions import TopicIdPartition
@@ -137,12 +157,113 @@ def _run(
     return acquire_s, acknowledge_s
 
 
+class HandlerRig:
+    """The ShareAcknowledge handler of an in-process broker (module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.broker = manual_broker(directory)
+        self.broker.group_service.start()
+        self.share = ShareRig(self.broker)  # member m1 holds offsets 10-14
+        self.share.acknowledge(AckBatch(10, 14, (int(AcknowledgeType.ACCEPT),)))
+        self.next_offset = 15
+        self.handler = self.broker.handlers[ShareAcknowledgeRequest.__api_key__]
+        self.connection = ConnectionInfo(1, "127.0.0.1", 5000)
+
+    def cycle(self, profile: cProfile.Profile | None = None) -> float:
+        """Produce and acquire 2 records (not measured), then acknowledge them through
+        the handler and encode its response; returns the CPU seconds of the latter."""
+        self.share.produce(2)
+        acquired = self.share.fetch()
+        first, last = self.next_offset, self.next_offset + acquired - 1
+        self.next_offset = last + 1
+        request = ShareAcknowledgeRequest(
+            group_id="g",
+            member_id="m1",
+            share_session_epoch=i32(self.share.epoch),
+            topics=(
+                AcknowledgeTopic(
+                    topic_id=self.share.tp.topic_id,
+                    partitions=(
+                        AcknowledgePartition(
+                            partition_index=i32(0),
+                            acknowledgement_batches=(
+                                AcknowledgementBatch(
+                                    first_offset=i64(first),
+                                    last_offset=i64(last),
+                                    acknowledge_types=(i8(int(AcknowledgeType.ACCEPT)),),
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        ctx = RequestContext(
+            services=self.broker.services,
+            connection=self.connection,
+            api_key=int(ShareAcknowledgeRequest.__api_key__),
+            api_version=int(ShareAcknowledgeRequest.__version__),
+            correlation_id=1,
+            client_id="bench",
+        )
+        if profile is not None:
+            profile.enable()
+        t0 = time.process_time()
+        response = _run_unsuspended(self.handler.handle(ctx, request))
+        codec.encode_response(ctx.api_key, ctx.api_version, 1, response)
+        elapsed = time.process_time() - t0
+        if profile is not None:
+            profile.disable()
+        self.share.epoch += 1
+        assert response.error_code == 0, response
+        assert response.responses[0].partitions[0].error_code == 0, response
+        return elapsed
+
+    def close(self) -> None:
+        self.broker.logs.close()
+
+
+def _run_unsuspended(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a handler that never waits (an acknowledgement with no state linger) to its
+    end without an event loop, whose own cost would swamp the figure."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise AssertionError("the handler waited")
+
+
+def _handler_main(repeats: int, cycles: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        rig = HandlerRig(Path(tmp))
+        for _ in range(300):  # warm
+            rig.cycle()
+        best = min(sum(rig.cycle() for _ in range(cycles)) for _ in range(repeats))
+        profile = cProfile.Profile()
+        for _ in range(1000):
+            rig.cycle(profile)
+        calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+        rig.close()
+    print(
+        f"ShareAcknowledge handler + response encoding: {best / cycles * 1e6:.1f} us CPU "
+        f"(best of {repeats} x {cycles} cycles); {calls / 1000:.0f} Python calls; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=200, help="cycles per repeat")
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--records", type=int, default=6, help="records per produced batch")
+    parser.add_argument(
+        "--handler", action="store_true", help="the whole ShareAcknowledge handler instead"
+    )
     args = parser.parse_args()
+    if args.handler:
+        _handler_main(args.repeats, args.cycles)
+        return
     best: tuple[float, float] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         rig = Rig(Path(tmp) / "timed")

@@ -117,6 +117,11 @@ log stays pinned until then."""
 COORDINATOR_REWRITE_RECORDS_PER_APPEND: Final = 200
 """Records of a maintenance re-write appended together (one batch per partition);
 a chunk whose batch would pass `COORDINATOR_BATCH_BYTES_MAX` is halved."""
+COORDINATOR_KEY_BYTES_KEPT: Final = 65_536
+"""Record keys whose encoded bytes each coordinator record codec keeps
+(coordinator/records.py, `RecordCodec.encode`): the keys a coordinator writes most
+(a share-partition's state updates, a group's offset commits) are encoded once;
+past it the oldest is dropped and encoded again when next written."""
 SHARE_STATE_PLACEMENTS_KEPT: Final = 65_536
 """Share-partition keys whose `__share_group_state` partition the share coordinator
 keeps computed (share_coordinator/coordinator.py, `partition_of`); past it the oldest

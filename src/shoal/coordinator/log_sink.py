@@ -4,7 +4,8 @@ Owns the bytes a coordinator's records become in a partition log and back:
 
 - `LogRecordSink` writes one append (all records of one coordinator write) as ONE
   magic-2 record batch on one partition: no compression, producer id -1, every
-  record stamped with the clock's wall time, built by kio's batch writer. One batch
+  record stamped with the clock's wall time, built by `record_batch.encode_batch`
+  (the bytes kio's batch writer makes, without its per-field typed values). One batch
   makes the append all-or-nothing on disk: recovery keeps a batch whole or drops it.
   A batch above `batch_bytes_max` (default `limits.COORDINATOR_BATCH_BYTES_MAX`)
   raises `CoordinatorBatchTooLarge` before anything is written; a storage failure
@@ -32,18 +33,13 @@ Sans-I/O in the layering sense: no asyncio; the partition log does the file work
 
 from __future__ import annotations
 
-import datetime
-import io
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kio.records.readers import read_batch
-from kio.records.schema import NewRecordBatch, Record
-from kio.records.writers import write_new_batch
 from kio.serial.errors import SerialError
-from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal import limits
 from shoal.clock import Clock
@@ -51,12 +47,7 @@ from shoal.coordinator.records import UnknownRecordType
 from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
-from shoal.protocol.record_batch import (
-    NO_PRODUCER_ID,
-    NO_SEQUENCE,
-    BatchHeader,
-    iter_headers,
-)
+from shoal.protocol.record_batch import BatchHeader, encode_batch, iter_headers
 
 logger = logging.getLogger(__name__)
 
@@ -68,18 +59,6 @@ Decode = Callable[[bytes, bytes | None], R]
 """The record of (key, value) bytes; raises `UnknownRecordType` or `ValueError`."""
 
 _LEADER_EPOCH = 0
-_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-# kio's typed values are checked at construction (~10 us each on the state write's
-# path, seven per batch): the constant ones are built once, the record offsets up to
-# _OFFSETS_KEPT too (a state write is one record or a few).
-_ATTRIBUTES_NONE = i8(0)
-_BATCH_ATTRIBUTES = i16(0)
-_PRODUCER_ID = i64(NO_PRODUCER_ID)
-_PRODUCER_EPOCH = i16(-1)
-_LEADER_EPOCH_I32 = i32(_LEADER_EPOCH)
-_BASE_SEQUENCE = i32(NO_SEQUENCE)
-_OFFSETS_KEPT = 64
-_OFFSETS = tuple(i64(index) for index in range(_OFFSETS_KEPT))
 
 
 class CoordinatorBatchTooLarge(RecordSinkFull):
@@ -134,40 +113,19 @@ class LogRecordSink(Generic[R]):
         """Encode `records` into one batch and check its size. Raises
         `CoordinatorBatchTooLarge`; writes nothing."""
         assert records, "a coordinator append has at least one record"
-        timestamp = TZAwareMicros.parse(
-            _EPOCH_UTC + datetime.timedelta(milliseconds=self._clock.wall_ms())
+        encode = self._encode
+        data = encode_batch(
+            [encode(record) for record in records],
+            timestamp_ms=self._clock.wall_ms(),
+            partition_leader_epoch=_LEADER_EPOCH,
         )
-        entries = []
-        for index, record in enumerate(records):
-            key, value = self._encode(record)
-            entries.append(
-                Record(
-                    attributes=_ATTRIBUTES_NONE,
-                    timestamp=timestamp,
-                    offset=_OFFSETS[index] if index < _OFFSETS_KEPT else i64(index),
-                    key=key,
-                    value=value,
-                    headers=(),
-                )
-            )
-        batch = NewRecordBatch(
-            producer_id=_PRODUCER_ID,
-            producer_epoch=_PRODUCER_EPOCH,
-            partition_leader_epoch=_LEADER_EPOCH_I32,
-            base_sequence=_BASE_SEQUENCE,
-            records=tuple(entries),
-            attributes=_BATCH_ATTRIBUTES,
-        )
-        buffer = io.BytesIO()
-        write_new_batch(buffer, batch)
-        data = buffer.getvalue()
         if len(data) > self._batch_bytes_max:
             raise CoordinatorBatchTooLarge(
                 f"{len(records)} coordinator records make a {len(data)}-byte batch for "
                 f"{self._log.directory.name}, above the bound of {self._batch_bytes_max} "
                 "bytes (limits.COORDINATOR_BATCH_BYTES_MAX)"
             )
-        # kio's writer built it (CRC included): only its header is needed, not
+        # Built here (CRC included): only its header is needed, not
         # `validate_produced`'s checks of a peer's batch (a CRC pass per state write).
         headers = iter_headers(data)
         assert len(headers) == 1 and headers[0].size == len(data), headers

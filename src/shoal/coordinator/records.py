@@ -21,6 +21,10 @@ Kafka's coordinator-record schemas do:
     value = int16 value version | value struct  (values: flexible, tagged fields)
     value = None                                 a tombstone
 
+Keys are immutable and a coordinator writes the same few again and again, so the
+codec keeps the bytes of the keys it encoded (`limits.COORDINATOR_KEY_BYTES_KEPT`,
+oldest dropped first).
+
 Decoding is strict. A type the codec was not given raises `UnknownRecordType`
 (loading logs and skips it, as Kafka's loader does: offset commits, other group
 types, a newer Kafka's records). For a known type, bytes that do not parse, bytes
@@ -43,6 +47,7 @@ from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 from kio.static.primitive import i16
 
+from shoal import limits
 from shoal.protocol import fast_writer
 
 
@@ -138,10 +143,19 @@ class RecordCodec(Generic[K, V]):
     """Encodes and decodes the records of one coordinator, whose key classes are
     `keys` (see the module docstring). `topic` names the records in errors."""
 
-    def __init__(self, *, topic: str, keys: Iterable[type[K]]) -> None:
+    def __init__(
+        self,
+        *,
+        topic: str,
+        keys: Iterable[type[K]],
+        key_bytes_kept: int = limits.COORDINATOR_KEY_BYTES_KEPT,
+    ) -> None:
+        assert key_bytes_kept >= 1, key_bytes_kept
         self._topic = topic
         self._types: dict[int, _RecordType] = {}
         self._writers: dict[type, _Writer] = {}
+        self._key_bytes: dict[Any, bytes] = {}
+        self._key_bytes_kept = key_bytes_kept
         for key_class in keys:
             record_type = key_class.RECORD_TYPE
             assert record_type not in self._types, f"record type {record_type} registered twice"
@@ -168,10 +182,22 @@ class RecordCodec(Generic[K, V]):
         assert spec is not None and spec.key_class is type(key), (
             f"{type(key).__name__} is not a {self._topic} record"
         )
-        key_bytes = self._framed(key.RECORD_TYPE, key)
+        key_bytes = self._key_bytes.get(key)
+        if key_bytes is None:
+            key_bytes = self._framed(key.RECORD_TYPE, key)
+            self._keep_key_bytes(key, key_bytes)
         if record.value is None:
             return key_bytes, None
         return key_bytes, self._framed(spec.value_version, record.value)
+
+    def _keep_key_bytes(self, key: Any, key_bytes: bytes) -> None:
+        """A coordinator writes the same few keys again and again (a share-partition's
+        ShareUpdate per acknowledgement, a group's offset commits): their bytes are
+        kept, at most `key_bytes_kept` keys (the oldest go first)."""
+        kept = self._key_bytes
+        if len(kept) >= self._key_bytes_kept:
+            del kept[next(iter(kept))]
+        kept[key] = key_bytes
 
     def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord[K, V]:
         """The record whose bytes are `key` and `value`. Raises `UnknownRecordType`

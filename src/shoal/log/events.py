@@ -65,8 +65,13 @@ class LogEvents:
     # -- emitting (the log package calls these)
 
     def appended(self, topic: str, partition: int) -> None:
-        for listener in self._appended:
-            self._call(listener, "appended", topic, partition)
+        for listener in self._appended:  # `_call` inlined: this runs on every append
+            try:
+                listener(topic, partition)
+            except Exception:  # the change stands; the other subscribers still hear of it
+                logger.exception(
+                    "subscriber %r of appended %s-%d failed", listener, topic, partition
+                )
 
     def log_start_moved(self, topic: str, partition: int) -> None:
         for listener in self._log_start_moved:

@@ -133,13 +133,16 @@ def pwritev_all(fd: int, buffers: Sequence[Buffer], position: int) -> int:
     """Write all `buffers` back to back at `position` with vectored writes (the
     buffers are handed to the kernel as they are, never joined). Returns the bytes
     written. A short write is continued; a write of nothing raises OSError."""
+    expected = sum(map(len, buffers))
+    written = 0
+    if expected and len(buffers) <= _IOV_MAX:
+        written = os.pwritev(fd, buffers, position)
+        if written == expected:  # the usual case: one call wrote everything
+            return written
     pending: list[Buffer] = [b for b in buffers if len(b)]
     index = 0
     total = 0
-    while index < len(pending):
-        written = os.pwritev(fd, pending[index : index + _IOV_MAX], position)
-        if written <= 0:
-            raise OSError(errno.EIO, "write made no progress")
+    while True:
         position += written
         total += written
         while written > 0:
@@ -150,7 +153,11 @@ def pwritev_all(fd: int, buffers: Sequence[Buffer], position: int) -> int:
             else:
                 pending[index] = memoryview(pending[index])[written:]
                 written = 0
-    return total
+        if index >= len(pending):
+            return total
+        written = os.pwritev(fd, pending[index : index + _IOV_MAX], position)
+        if written <= 0:
+            raise OSError(errno.EIO, "write made no progress")
 
 
 def remove_paths(paths: Iterable[Path]) -> None:

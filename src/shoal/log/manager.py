@@ -22,9 +22,17 @@ user topics only: the coordinators' internal topics (100 partitions by default) 
 neither counted nor refused.
 
 Durability order: creating a topic writes topics.json first (a crash leaves a topic
-whose partition directories are created on the next start); deleting renames the
-partition directories away first, then rewrites topics.json, then removes them (a
-crash leaves at worst an empty topic, never old data under a new topic).
+whose partition directories are created on the next start). The disk work of a
+creation, a growth or a config change can be done off the owner's thread: `plan_topic`,
+`plan_partitions` and `plan_topic_configs` make a `TopicWrite` (log/topic_writes.py),
+whose `run` (any thread) writes topics.json and the new partition directories durably
+and opens their logs (new objects nobody holds yet), and `finish_topic` /
+`finish_topic_change` adopt it on the owner (no other topic change may come between
+the two: the broker runs them in its change lane; one that did is repaired by writing
+topics.json again). `create_topic`, `create_partitions` and `alter_topic_configs` do
+all three in place. Deleting renames the partition directories away first, then
+rewrites topics.json, then removes them (a crash leaves at worst an empty topic, never
+old data under a new topic).
 
 Change events (log/events.py): `events` tells its subscribers of every append and log
 start move of a partition (the partition logs emit them) and of every topic created,
@@ -33,6 +41,7 @@ deleted or grown (emitted here once the change is durable).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import shutil
@@ -50,9 +59,12 @@ from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
+from shoal.log.topic_writes import TopicWrite
 from shoal.log.topics import (
+    TOPICS_FILE,
     UuidSource,
     collision_key,
+    encode_topics,
     load_or_create_meta,
     load_topics,
     random_uuid,
@@ -95,6 +107,8 @@ class LogManager:
         self._uuid_source = uuid_source
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._deleted_dirs: list[Path] = []
+        self._topics_version = 0
+        """Counts the topic set's changes (each write of topics.json)."""
         """Renamed partition directories of deleted topics (`defer_delete`), not taken."""
         self.events = LogEvents()
         """Subscribe here to appends, log start moves and topic changes."""
@@ -222,7 +236,25 @@ class LogManager:
         internal: bool = False,
     ) -> TopicInfo:
         """Raises LogError TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION,
-        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG."""
+        INVALID_PARTITIONS, POLICY_VIOLATION (topic/partition limits), INVALID_CONFIG,
+        KAFKA_STORAGE_ERROR. Writes on the caller's thread: on the event loop, use
+        `plan_topic`, run the plan in a worker, then `finish_topic`."""
+        creation = self.plan_topic(name, partitions=partitions, configs=configs, internal=internal)
+        if validate_only:
+            return creation.info
+        creation.run()
+        return self.finish_topic(creation)
+
+    def plan_topic(
+        self,
+        name: str,
+        *,
+        partitions: int,
+        configs: dict[str, Any],
+        internal: bool = False,
+    ) -> TopicWrite:
+        """Validate a creation (the errors of `create_topic`) and return what it
+        writes (log/topic_writes.py); nothing changes until `finish_topic`."""
         validate_topic_name(name)
         if name in self._topics:
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
@@ -243,21 +275,25 @@ class LogManager:
         if not internal:
             self._check_limits(new_topics=1, new_partitions=partitions)
         info = TopicInfo(name, random_uuid(self._uuid_source), partitions, typed, internal)
-        if validate_only:
-            return info
+        return self._plan(info, f"creating topic {name}", first_new=0)
+
+    def finish_topic(self, creation: TopicWrite) -> TopicInfo:
+        """Adopt a topic whose plan ran (its files are durable): open its partitions
+        and announce it. Raises TOPIC_ALREADY_EXISTS if the name was taken meanwhile,
+        KAFKA_STORAGE_ERROR if a partition cannot be opened."""
+        info, name, partitions = creation.info, creation.info.name, creation.info.partitions
+        if name in self._topics:
+            creation.discard()
+            raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         self._topics[name] = info
         self._topics_by_id[info.topic_id] = info
         try:
-            with storage_errors(f"creating topic {name}"):
-                self._save_topics()
-                for index in range(partitions):
-                    self._logs[(name, index)] = self._open_partition(info, index)
+            with storage_errors(creation.context):
+                self._settle_version(creation)
+                self._adopt_partitions(creation, range(partitions))
         except LogError:
+            creation.discard()
             self._forget_topic(info)
-            for index in range(partitions):
-                log = self._logs.pop((name, index), None)
-                if log is not None:
-                    log.abandon()
             raise
         self.events.topics_changed(TopicsChanged(created=(name,)))
         return info
@@ -293,12 +329,19 @@ class LogManager:
         return info
 
     def create_partitions(self, name: str, *, count: int, validate_only: bool = False) -> None:
-        """Grow the topic to `count` partitions. Raises UNKNOWN_TOPIC_OR_PARTITION,
+        """Grow the topic to `count` partitions (the errors of `plan_partitions`).
+        Writes on the caller's thread (see `create_topic`)."""
+        growth = self.plan_partitions(name, count=count)
+        if not validate_only:
+            growth.run()
+            self.finish_topic_change(growth)
+
+    def plan_partitions(self, name: str, *, count: int) -> TopicWrite:
+        """Validate growing the topic to `count` partitions and return what it writes;
+        nothing changes until `finish_topic_change`. Raises UNKNOWN_TOPIC_OR_PARTITION,
         INVALID_PARTITIONS (not above the current count, above the per-topic maximum or
         beyond `shoal.max.partitions`)."""
-        info = self._topics.get(name)
-        if info is None:
-            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        info = self._existing(name)
         if count <= info.partitions:
             raise LogError(
                 ErrorCode.invalid_partitions,
@@ -312,38 +355,103 @@ class LogManager:
             )
         if not info.internal:
             self._check_limits(new_topics=0, new_partitions=count - info.partitions)
-        if validate_only:
-            return
-        old_count = info.partitions
-        info.partitions = count
+        grown = dataclasses.replace(info, partitions=count)
+        return self._plan(grown, f"adding partitions to {name}", first_new=info.partitions)
+
+    def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
+        """Replace the topic's overrides (already validated) and apply them live.
+        Writes on the caller's thread (see `create_topic`)."""
+        change = self.plan_topic_configs(name, configs)
+        change.run()
+        self.finish_topic_change(change)
+
+    def plan_topic_configs(self, name: str, configs: dict[str, Any]) -> TopicWrite:
+        """What replacing the topic's overrides (already validated) writes; nothing
+        changes until `finish_topic_change`. Raises UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self._existing(name)
+        altered = dataclasses.replace(info, configs=_typed_configs(configs))
+        return self._plan(altered, f"altering configs of {name}", first_new=info.partitions)
+
+    def finish_topic_change(self, change: TopicWrite) -> None:
+        """Adopt a growth or config change whose plan ran: the topic takes its count
+        and configs, the new partitions are opened, the configs applied live and a
+        growth announced. Raises UNKNOWN_TOPIC_OR_PARTITION if the topic was deleted
+        meanwhile, KAFKA_STORAGE_ERROR if a partition cannot be opened (the topic
+        keeps its former count then)."""
+        info = self._topics.get(change.info.name)
+        if info is None or info.topic_id != change.info.topic_id:
+            change.discard()
+            raise LogError(
+                ErrorCode.unknown_topic_or_partition, f"topic {change.info.name!r} does not exist"
+            )
+        previous = (info.partitions, info.configs)
+        info.partitions, info.configs = change.info.partitions, change.info.configs
         try:
-            with storage_errors(f"adding partitions to {name}"):
-                self._save_topics()
-                for index in range(old_count, count):
-                    self._logs[(name, index)] = self._open_partition(info, index)
+            with storage_errors(change.context):
+                self._settle_version(change)
+                self._adopt_partitions(change, range(previous[0], info.partitions))
         except LogError:
-            info.partitions = old_count
-            for index in range(old_count, count):
+            change.discard()
+            info.partitions, info.configs = previous
+            raise
+        if info.configs != previous[1]:
+            self._apply_configs(info)
+        if info.partitions != previous[0]:
+            self.events.topics_changed(TopicsChanged(grown=(info.name,)))
+
+    def _existing(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return info
+
+    def _plan(self, info: TopicInfo, context: str, *, first_new: int) -> TopicWrite:
+        """The write of `info` (new, or replacing the topic of its name) in topics.json,
+        with its partitions from `first_new` on made."""
+        others = [topic for topic in self._topics.values() if topic.name != info.name]
+        return TopicWrite(
+            info=info,
+            context=context,
+            data_dir=self._data_dir,
+            topics_file=encode_topics([*others, info]),
+            new_partitions={
+                index: self._data_dir / partition_dir_name(info.name, index)
+                for index in range(first_new, info.partitions)
+            },
+            partition_config=self._partition_config(info),
+            clock=self._clock,
+            events=self.events,
+            version=self._topics_version,
+        )
+
+    def _settle_version(self, change: TopicWrite) -> None:
+        """Count the change; if another one came between its plan and now (not from
+        the same lane), write topics.json again so that it holds both."""
+        if change.version != self._topics_version:
+            logger.warning(
+                "topics changed while %s: writing %s again",
+                change.context,
+                self._data_dir / TOPICS_FILE,
+            )
+            self._save_topics()
+        self._topics_version += 1
+
+    def _adopt_partitions(self, change: TopicWrite, indexes: range) -> None:
+        """Take the logs the change's run opened (and open any other) for `indexes`;
+        on a failure close them all and raise."""
+        name = change.info.name
+        info = self._topics[name]
+        try:
+            for index in indexes:
+                opened = change.opened.pop(index, None)
+                self._logs[(name, index)] = opened or self._open_partition(info, index)
+        except LogError:
+            change.discard()
+            for index in indexes:
                 log = self._logs.pop((name, index), None)
                 if log is not None:
                     log.abandon()
             raise
-        self.events.topics_changed(TopicsChanged(grown=(name,)))
-
-    def alter_topic_configs(self, name: str, configs: dict[str, Any]) -> None:
-        """Replace the topic's overrides (already validated) and apply them live."""
-        info = self._topics.get(name)
-        if info is None:
-            raise LogError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
-        typed = _typed_configs(configs)
-        previous, info.configs = info.configs, typed
-        try:
-            with storage_errors(f"altering configs of {name}"):
-                self._save_topics()
-        except LogError:
-            info.configs = previous
-            raise
-        self._apply_configs(info)
 
     def update_broker_config(self, broker_config: BrokerConfig) -> None:
         self._broker_config = broker_config
@@ -381,6 +489,7 @@ class LogManager:
 
     def _save_topics(self) -> None:
         save_topics(self._data_dir, self._topics.values())
+        self._topics_version += 1
 
     # -- producers, housekeeping, shutdown
 

@@ -202,7 +202,8 @@ class PartitionLog:
         When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
         here, unless `defer_flush`: then the result carries a `flush_plan` that the
         caller must run and finish (`finish_flush`) before acknowledging the append."""
-        self._check_usable()
+        if self._closed or self._offline_reason is not None:
+            self._check_usable()
         assert headers, "an append needs at least one batch"
         duplicate = self._producers.check(headers)
         if duplicate is not None:
@@ -213,17 +214,21 @@ class PartitionLog:
                 log_start_offset=self._log_start_offset,
                 duplicate=True,
             )
-        append_time_ms = self._clock.wall_ms() if self._config.log_append_time else None
-        base_offset = self.log_end_offset
+        clock = self._clock
+        wall_ms = clock.wall_ms()
+        now_ms = clock.monotonic_ms()
+        append_time_ms = wall_ms if self._config.log_append_time else None
+        base_offset = self._segments[-1].next_offset
         stored = self._write(
             records,
             headers,
             leader_epoch=leader_epoch,
             log_append_time_ms=append_time_ms,
+            now_ms=now_ms,
             operation="append",
         )
-        self._producers.record(stored, timestamp_ms=self._clock.wall_ms())
-        plan = self._apply_flush_policy(defer_flush=defer_flush)
+        self._producers.record(stored, timestamp_ms=wall_ms)
+        plan = self._apply_flush_policy(defer_flush=defer_flush, now_ms=now_ms)
         if self._events is not None:
             self._events.appended()
         return AppendResult(
@@ -262,11 +267,13 @@ class PartitionLog:
             coordinator_epoch=coordinator_epoch,
             timestamp_ms=timestamp_ms,
         )
+        now_ms = self._clock.monotonic_ms()
         (stored,) = self._write(
             batch,
             [parse_header(batch)],
             leader_epoch=0,
             log_append_time_ms=None,
+            now_ms=now_ms,
             operation="marker append",
         )
         aborted = self._producers.end_transaction(
@@ -279,7 +286,7 @@ class PartitionLog:
         )
         if aborted is not None:
             self._segments[-1].aborted.append(AbortEntry(aborted, self.last_stable_offset))
-        self._apply_flush_policy(defer_flush=False)
+        self._apply_flush_policy(defer_flush=False, now_ms=now_ms)
         if self._events is not None:
             self._events.appended()
         return stored.base_offset
@@ -291,19 +298,23 @@ class PartitionLog:
         *,
         leader_epoch: int,
         log_append_time_ms: int | None,
+        now_ms: int,
         operation: str,
     ) -> list[BatchHeader]:
-        """Write batches at the log end (rolling first if due); returns their stored
-        headers. Counts them as unflushed; the caller applies the flush policy."""
-        config = self._config
-        now_ms = self._clock.monotonic_ms()
-        size = sum(h.size for h in headers)
-        count = sum(h.last_offset_delta + 1 for h in headers)
-        base_offset = self.log_end_offset
+        """Write batches at the log end (rolling first if due; `now_ms` is the monotonic
+        time of the write); returns their stored headers. Counts them as unflushed; the
+        caller applies the flush policy."""
+        size = 0
+        count = 0
+        for header in headers:
+            size += header.batch_length + LOG_OVERHEAD
+            count += header.last_offset_delta + 1
+        active = self._segments[-1]
+        base_offset = active.next_offset
         if self._should_roll(size_bytes=size, last_offset=base_offset + count - 1, now_ms=now_ms):
             self._roll()
-        try:
             active = self._segments[-1]
+        try:
             position = active.size_bytes
             stored = active.append(
                 records,
@@ -311,7 +322,7 @@ class PartitionLog:
                 base_offset=base_offset,
                 leader_epoch=leader_epoch,
                 log_append_time_ms=log_append_time_ms,
-                index_interval_bytes=config.index_interval_bytes,
+                index_interval_bytes=self._config.index_interval_bytes,
                 now_ms=now_ms,
             )
         except OSError as exc:
@@ -322,12 +333,13 @@ class PartitionLog:
         self._unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
         return stored
 
-    def _apply_flush_policy(self, *, defer_flush: bool) -> FlushPlan | None:
+    def _apply_flush_policy(self, *, defer_flush: bool, now_ms: int) -> FlushPlan | None:
         """fsync now (or, with `defer_flush`, return the plan) if flush.messages or
-        flush.ms calls for it."""
+        flush.ms calls for it (`now_ms`: the monotonic time of the write)."""
         unflushed = self._unflushed
-        if unflushed.records < self._config.flush_messages and not unflushed.older_than(
-            age_ms=self._config.flush_ms, now_ms=self._clock.monotonic_ms()
+        config = self._config
+        if unflushed.records < config.flush_messages and not unflushed.older_than(
+            age_ms=config.flush_ms, now_ms=now_ms
         ):
             return None
         if defer_flush:

@@ -95,10 +95,6 @@ class ProducerEntry:
         return None
 
 
-def _is_idempotent(header: BatchHeader) -> bool:
-    return header.producer_id >= 0 and header.base_sequence >= 0
-
-
 class ProducerStateTable:
     """Every producer's state in one partition."""
 
@@ -124,7 +120,7 @@ class ProducerStateTable:
         # Per producer id: (epoch, last sequence) after the earlier batches of this append.
         pending: dict[int, tuple[int, int]] = {}
         for header in headers:
-            if not _is_idempotent(header):
+            if header.producer_id < 0 or header.base_sequence < 0:  # not idempotent
                 continue
             entry = self._producers.get(header.producer_id)
             if (
@@ -158,7 +154,7 @@ class ProducerStateTable:
         recovery). `timestamp_ms` is the write time; None takes each batch's max
         timestamp (replay)."""
         for header in headers:
-            if not _is_idempotent(header):
+            if header.producer_id < 0 or header.base_sequence < 0:  # not idempotent
                 continue
             when = header.max_timestamp if timestamp_ms is None else timestamp_ms
             entry = self._producers.get(header.producer_id)

@@ -43,6 +43,7 @@ from shoal.protocol.record_batch import (
     BatchHeader,
     compute_crc,
     parse_header,
+    restamped,
     stamp_prefix,
     with_log_append_time,
 )
@@ -246,7 +247,9 @@ class Segment:
         position = self.size_bytes
         for produced in headers:
             header = produced
-            batch = view[header.position : header.position + header.size]
+            start = header.position
+            size = header.batch_length + LOG_OVERHEAD
+            batch = view[start : start + size]
             if log_append_time_ms is not None:
                 patched = with_log_append_time(bytes(batch), header, now_ms=log_append_time_ms)
                 batch = memoryview(patched)
@@ -254,11 +257,9 @@ class Segment:
             buffers.append(stamp_prefix(header, base_offset=offset, leader_epoch=leader_epoch))
             buffers.append(batch[STAMPED_PREFIX_SIZE:])
             stored.append(
-                header._replace(
-                    position=position, base_offset=offset, partition_leader_epoch=leader_epoch
-                )
+                restamped(header, position=position, base_offset=offset, leader_epoch=leader_epoch)
             )
-            position += header.size
+            position += size
             offset += header.last_offset_delta + 1
         try:
             pwritev_all(self.fd, buffers, self.size_bytes)

@@ -9,7 +9,10 @@ Owns:
   shows; re-parsed with `validate_topic_configs` on load), "internal"}]};
 - `meta.properties` (Kafka's KRaft form: version=1, cluster.id, node.id);
 - `partition.metadata` in each partition directory (Kafka's form: "version: 0",
-  "topic_id: <base64>"), so a directory left by another topic is never adopted.
+  "topic_id: <base64>"), so a directory left by another topic is never adopted;
+- a new partition directory made durable in one go (`prepare_partition_directory`:
+  an empty segment and partition.metadata), safe on any thread (`TopicWrite`,
+  log/topic_writes.py, runs it in a disk worker).
 
 Every one of these files is replaced atomically (temp file, fsync, rename, directory
 fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR rather than
@@ -32,6 +35,7 @@ from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.fileio import read_file, write_atomic
+from shoal.log.segment import Segment
 from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -92,6 +96,11 @@ def random_uuid(source: UuidSource = uuid.uuid4) -> uuid.UUID:
 
 
 def save_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> None:
+    write_atomic(data_dir / TOPICS_FILE, encode_topics(topics))
+
+
+def encode_topics(topics: Iterable[TopicInfo]) -> bytes:
+    """topics.json's content for `topics`."""
     entries = [
         {
             "name": info.name,
@@ -103,7 +112,7 @@ def save_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> None:
         for info in topics
     ]
     text = json.dumps({"version": _TOPICS_VERSION, "topics": entries}, indent=1)
-    write_atomic(data_dir / TOPICS_FILE, text.encode())
+    return text.encode()
 
 
 def load_topics(data_dir: Path) -> dict[str, TopicInfo]:
@@ -197,3 +206,17 @@ def read_partition_metadata(directory: Path) -> uuid.UUID | None:
             except (ValueError, binascii.Error):
                 return None
     return None
+
+
+def prepare_partition_directory(directory: Path, topic_id: uuid.UUID) -> bool:
+    """Create `directory` as a new, empty partition: one empty segment at offset 0 and
+    its partition.metadata, durable (the parent's entry is not: fsync the parent
+    after). Returns False, touching nothing, if the directory exists: opening the
+    partition decides whose it is. Safe on any thread."""
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        return False
+    Segment.create(directory, 0).close()
+    write_partition_metadata(directory, topic_id)  # fsyncs the directory too
+    return True

@@ -9,9 +9,10 @@ rarely (admin requests), so replay is just a load, there is nothing to compact, 
 crash leaves either the old or the new set: a torn temporary file is never read.
 
 Invariant: the authorizer's set equals the file's. `create` and `delete` write the new
-set first and change the authorizer only once the write succeeded; a failed write
-raises OSError and leaves both as they were. Writes run on the event loop (like
-group_configs.py): they are rare, and the loop keeps them ordered without a lock.
+set first (off the event loop, through the broker's `DiskIO.write_atomic`) and change
+the authorizer only once the write succeeded; a failed write raises OSError and leaves
+both as they were. They are called in the broker's change lane (`DiskIO.changes`), one
+at a time: an authorization check meanwhile sees the set before the change.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from shoal import limits
 from shoal.config import BrokerConfig
-from shoal.log.fileio import read_file, write_atomic
+from shoal.log.fileio import read_file
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import (
     AclBinding,
@@ -32,6 +33,7 @@ from shoal.security.authorizer import (
     StandardAuthorizer,
     parse_super_users,
 )
+from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 ACLS_FILE = "acls.json"
@@ -41,8 +43,9 @@ _FORMAT_VERSION = 1
 class AclFile:
     """`acls.json` in a data directory."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
         self.path = data_dir / ACLS_FILE
+        self._write = write
 
     def load(self) -> list[AclBinding]:
         """The persisted bindings ([] when none were ever written); raises OSError for
@@ -65,11 +68,10 @@ class AclFile:
                 raise OSError(f"{self.path} holds an invalid ACL {acl}: {problem}")
         return acls
 
-    def save(self, acls: Sequence[AclBinding]) -> None:
+    async def save(self, acls: Sequence[AclBinding]) -> None:
         """Replace the file with `acls`, durably and atomically; raises OSError."""
         document = {"version": _FORMAT_VERSION, "acls": [_encode(acl) for acl in sorted(acls)]}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, (json.dumps(document, indent=0) + "\n").encode("utf-8"))
+        await self._write(self.path, (json.dumps(document, indent=0) + "\n").encode("utf-8"))
 
 
 def _encode(acl: AclBinding) -> list[str]:
@@ -118,15 +120,17 @@ class AclStore:
         self.acls_max = acls_max
 
     @classmethod
-    def open(cls, authorizer: StandardAuthorizer, data_dir: Path) -> AclStore:
+    def open(
+        cls, authorizer: StandardAuthorizer, data_dir: Path, *, write: AtomicWrite
+    ) -> AclStore:
         """Load the persisted ACLs into `authorizer` (replay at start)."""
-        file = AclFile(data_dir)
+        file = AclFile(data_dir, write=write)
         acls = file.load()
         authorizer.add(acls)
         log.info("authorizer: %d ACLs loaded from %s", len(acls), file.path)
         return cls(authorizer=authorizer, file=file)
 
-    def create(self, acls: Sequence[AclBinding]) -> CreateOutcome:
+    async def create(self, acls: Sequence[AclBinding]) -> CreateOutcome:
         """Validate, persist and adopt `acls`; raises OSError (nothing changed) when
         the file cannot be written."""
         problems: list[str | None] = []
@@ -141,12 +145,12 @@ class AclStore:
                 seen.add(acl)
                 new.append(acl)
         if new:
-            self.file.save(sorted(seen))
+            await self.file.save(sorted(seen))
             self.authorizer.add(new)
             log.info("ACLs created: %s", "; ".join(map(str, new)))
         return CreateOutcome(tuple(problems))
 
-    def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+    async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove every binding some filter matches; per filter, the bindings it
         matched (each filter must be valid: `AclBindingFilter.problem()` is None).
         Raises OSError (nothing changed) when the file cannot be written."""
@@ -154,13 +158,13 @@ class AclStore:
         matched = [[acl for acl in current if f.matches(acl)] for f in filters]
         doomed = {acl for acls in matched for acl in acls}
         if doomed:
-            self.file.save([acl for acl in current if acl not in doomed])
+            await self.file.save([acl for acl in current if acl not in doomed])
             self.authorizer.remove(doomed)
             log.info("ACLs deleted: %s", "; ".join(map(str, sorted(doomed))))
         return matched
 
 
-def open_acl_store(config: BrokerConfig) -> AclStore | None:
+def open_acl_store(config: BrokerConfig, *, write: AtomicWrite) -> AclStore | None:
     """The ACL store `authorizer.class.name` asks for (None when it is empty), loaded
     from the data directory, with `super.users` and `allow.everyone.if.no.acl.found`."""
     if not config.get_str("authorizer.class.name"):
@@ -169,4 +173,4 @@ def open_acl_store(config: BrokerConfig) -> AclStore | None:
         super_users=parse_super_users(config.get_str("super.users")),
         allow_everyone_if_no_acl_found=config.get_bool("allow.everyone.if.no.acl.found"),
     )
-    return AclStore.open(authorizer, config.data_dir)
+    return AclStore.open(authorizer, config.data_dir, write=write)

@@ -9,7 +9,9 @@ retention every `log.retention.check.interval.ms`, the time-based flush check ev
 second, and the sources of the share service, the group service and the share
 coordinator. The logs' blocking disk work (fsyncs,
 removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
-the flush check and retention only start it. Dynamic
+the flush check and retention only start it. So do the durable writes of the
+metadata and config stores (topics, dynamic and group configs, ACLs, quotas, SCRAM
+credentials), whose changes run one at a time in `disk.changes`. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
 share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
@@ -20,7 +22,8 @@ once the Kafka listener is bound; it stops first at shutdown.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
-stop the timers, wait for the disk work started, then flush and close every log.
+stop the timers, wait for the changes and disk work started, then flush and close
+every log.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import contextlib
 import logging
 import resource
 import socket
+from collections.abc import Awaitable
+from pathlib import Path
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -73,7 +78,11 @@ log = logging.getLogger(__name__)
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
-        self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config))
+
+        def write_atomic(path: Path, data: bytes) -> Awaitable[None]:
+            return self.disk.write_atomic(path, data)  # `disk` is made below
+
+        self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config), write=write_atomic)
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
         config = self.live_config.current
         self.clock: Clock = clock or SystemClock()
@@ -91,9 +100,10 @@ class Broker:
         )
         self.cluster_id = self.logs.cluster_id
         self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
-        """Worker threads for the logs' fsyncs and removals (off the event loop)."""
+        """Worker threads for the logs' fsyncs and removals and the stores' durable
+        writes (off the event loop); `disk.changes` runs the admin changes in turn."""
         self.group_configs = GroupConfigStore(
-            persistence=GroupConfigFile(config.data_dir),
+            persistence=GroupConfigFile(config.data_dir, write=self.disk.write_atomic),
             broker_config=lambda: self.live_config.current,
         )
         """Share-group configs (GROUP resources), the one store the group coordinator
@@ -183,9 +193,9 @@ class Broker:
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
         self._subscribe_to_log_changes()
-        self.acls = open_acl_store(config)
+        self.acls = open_acl_store(config, write=self.disk.write_atomic)
         # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
-        self.quotas = QuotaService.open(lambda: self.config)
+        self.quotas = QuotaService.open(lambda: self.config, write=self.disk.write_atomic)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
@@ -208,7 +218,7 @@ class Broker:
             txn=self.txn,
             authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
             acls=self.acls,
-            sasl=SaslService(ScramStore(config.data_dir)),
+            sasl=SaslService(ScramStore(config.data_dir, write=self.disk.write_atomic)),
             metrics=self.metrics,
             quotas=self.quotas,
         )
@@ -333,6 +343,9 @@ class Broker:
             if pending:
                 log.warning("shutdown: cancelled %d connections still busy", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
+        # An admin change whose connection went away still ends (written, adopted)
+        # while the services that hear of it run.
+        await self.disk.changes.idle()
         await self.timers.stop()
         await self.txn.stop()
         await TRACE.stop()

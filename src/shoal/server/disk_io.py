@@ -1,4 +1,4 @@
-"""The logs' blocking disk work, run in worker threads; its outcome taken back on the loop.
+"""The broker's blocking disk work, run in worker threads; its outcome taken back on the loop.
 
 The partition log (log/) hands its blocking work to its caller as data (log/flush.py,
 docs/disk-io.md): a `FlushPlan` to fsync in any thread and then `finish_flush` on the
@@ -23,36 +23,95 @@ run at once, the rest queue in order) and is the one way the server uses them:
   `flush.ms` or the unflushed-bytes bound calls for. While a pass still runs, the next
   one is skipped (its data stays counted as unflushed, so the pass after picks it up):
   passes never overlap.
-- `close()` waits for everything started, then stops the threads (shutdown, before
-  the logs close). Work started after `close` runs in place, on the caller's thread.
+- `write_atomic(path, data)` replaces a small durable file (`log.fileio.write_atomic`:
+  temporary file, fsync, rename, directory fsync) in a worker. Writes of one path
+  run one after the other in the order they were asked for (the next starts when
+  the previous ended, failed or not): two writes of a file never share its temporary
+  file nor land out of order. `run(work)` runs any other blocking work (a topic's
+  `TopicWrite`, log/topic_writes.py) and gives back its result or its exception.
+- `changes` is the broker's one `ChangeLane`: the metadata and config changes of the
+  admin APIs (topics, dynamic configs, group configs, ACLs, quotas, SCRAM
+  credentials) run in it one at a time, in arrival order, each to its end (read the
+  current state, decide, write durably off the loop, adopt in memory) even if its
+  requester goes away meanwhile. As in Kafka's controller, a change is decided on
+  the state every earlier change left and answered once it is durable; a request
+  that only reads (Metadata, DescribeConfigs, DescribeAcls, an authorization check)
+  sees the last adopted state, never a change whose write is still in flight.
+- `close()` waits for the lane's changes, then for everything started, then stops the
+  threads (shutdown, before the logs close). Work started after `close` runs in
+  place, on the caller's thread.
 
 Invariants: log methods run only on the loop (`finish_flush` in a done callback);
-only `FlushPlan.run` and `remove_paths` run in a worker; every plan started is
-finished exactly once, after its `run` returned (or, if its thread never ran it,
-discarded by `finish_flush`, which counts its records as unflushed again).
+only `FlushPlan.run`, `remove_paths`, `write_atomic` and the work given to `run` (a
+`TopicWrite`, which opens logs nobody holds until it is finished on the loop) run
+in a worker; every plan started is finished exactly once, after its `run` returned
+(or, if its thread never ran it, discarded by `finish_flush`, which counts its records
+as unflushed again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 from shoal import limits
 from shoal.clock import measure_ns
 from shoal.log.api import LogError
-from shoal.log.fileio import remove_paths
+from shoal.log.fileio import remove_paths, write_atomic
 from shoal.log.flush import FlushPlan
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+AtomicWrite = Callable[[Path, bytes], Awaitable[None]]
+"""How a store replaces its file durably: `DiskIO.write_atomic` in the broker; raises
+OSError."""
+
+
+class ChangeLane:
+    """Changes run one at a time, in arrival order, each in its own task so that it
+    runs to its end even when its caller is cancelled. See the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Changes started and not yet ended (running or waiting their turn)."""
+        return len(self._tasks)
+
+    async def run(self, change: Callable[[], Awaitable[T]]) -> T:
+        """Run `change()` after every change started before it ended; its result or
+        exception. Cancelling the caller leaves the change running. Call on the loop.
+        Never call `run` from inside a change (it would wait for itself)."""
+
+        async def in_turn() -> T:
+            async with self._lock:
+                return await change()
+
+        task = asyncio.get_running_loop().create_task(in_turn())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_mark_retrieved)
+        return await asyncio.shield(task)
+
+    async def idle(self) -> None:
+        """Wait until every change started (and any they led to) has ended."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
 
 class DiskIO:
-    """Worker threads for the logs' fsyncs and removals. See the module docstring."""
+    """Worker threads for the logs' fsyncs and removals and the stores' durable writes,
+    and the admin changes' lane. See the module docstring."""
 
     def __init__(
         self,
@@ -68,10 +127,14 @@ class DiskIO:
         self._executor = ThreadPoolExecutor(
             max_workers=threads_max, thread_name_prefix="shoal-disk-io"
         )
-        self._running: set[asyncio.Future[None]] = set()
+        self._running: set[asyncio.Future[Any]] = set()
         self._flushing: dict[PartitionLog, set[asyncio.Future[None]]] = {}
         """Per log, the flushes started and not yet finished."""
         self._flush_pass: asyncio.Future[list[BaseException | None]] | None = None
+        self._writes: dict[Path, asyncio.Future[None]] = {}
+        """Per path, the last atomic write asked for and not yet ended."""
+        self.changes = ChangeLane()
+        """The admin APIs' metadata and config changes (see the module docstring)."""
         self._closed = False
         self._observe_flush_s = observe_flush_s
 
@@ -141,6 +204,40 @@ class DiskIO:
             return done
         return asyncio.shield(self._start(lambda: remove_paths(paths)))
 
+    def write_atomic(self, path: Path, data: bytes) -> asyncio.Future[None]:
+        """Replace `path` with `data` durably in a worker, once every earlier write of
+        `path` ended; the future raises the write's OSError. Cancelling it cancels
+        nothing: the write still happens. Call on the loop."""
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+        written.add_done_callback(_mark_retrieved)
+
+        def start(_previous: object = None) -> None:
+            _settle(self._start(lambda: write_atomic(path, data)), written)
+
+        previous = self._writes.get(path)
+        if previous is None or previous.done():
+            start()
+        else:
+            previous.add_done_callback(start)
+        self._writes[path] = written
+
+        def forget(done: asyncio.Future[None]) -> None:
+            if self._writes.get(path) is done:
+                del self._writes[path]
+
+        written.add_done_callback(forget)
+        waiter = asyncio.shield(written)
+        waiter.add_done_callback(_mark_retrieved)
+        return waiter
+
+    def run(self, work: Callable[[], T]) -> asyncio.Future[T]:
+        """Run `work` in a worker; the future has its result or raises its exception.
+        Cancelling it cancels nothing: the work runs to its end. Call on the loop."""
+        waiter = asyncio.shield(self._start(work))
+        waiter.add_done_callback(_mark_retrieved)
+        return waiter
+
     def flush_due(self, logs: LogManager, *, now_ms: int) -> int:
         """Start the flusher's pass over `logs` (monotonic `now_ms`); returns how many
         fsyncs it started: 0 when none is due, or while the previous pass runs."""
@@ -156,19 +253,23 @@ class DiskIO:
         return len(flushes)
 
     async def close(self) -> None:
-        """Wait for every piece of work started, then stop the threads."""
-        while self._running:
-            await asyncio.wait(set(self._running))
+        """Wait for the lane's changes and every piece of work started (the atomic
+        writes still waiting their turn too), then stop the threads."""
+        await self.changes.idle()
+        while self._running or self._writes:
+            await asyncio.wait({*self._running, *self._writes.values()})
         self._closed = True
         self._executor.shutdown(wait=True)
 
-    def _start(self, work: Callable[[], None]) -> asyncio.Future[None]:
+    def _start(self, work: Callable[[], T]) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         if self._closed:
             log.warning("disk I/O after close runs on the event loop: %r", work)
-            ran: asyncio.Future[None] = loop.create_future()
-            work()
-            ran.set_result(None)
+            ran: asyncio.Future[T] = loop.create_future()
+            try:
+                ran.set_result(work())
+            except (OSError, LogError) as exc:  # handed to the waiter, as a worker's
+                ran.set_exception(exc)
             return ran
         running = loop.run_in_executor(self._executor, work)
         self._running.add(running)
@@ -187,8 +288,25 @@ def _timed(work: Callable[[], None], observe_s: Callable[[float], None]) -> Call
     return run
 
 
-def _mark_retrieved(future: asyncio.Future[None]) -> None:
-    """A flush nobody awaits (a cancelled request) must not warn "exception never
-    retrieved": its failure was logged by the partition, which went offline."""
+def _settle(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+    """Give `target` the outcome of `source` once it is done."""
+
+    def copy(done: asyncio.Future[None]) -> None:
+        if target.done():
+            return
+        if done.cancelled():
+            target.cancel()
+        elif (exc := done.exception()) is not None:
+            target.set_exception(exc)
+        else:
+            target.set_result(None)
+
+    source.add_done_callback(copy)
+
+
+def _mark_retrieved(future: asyncio.Future[Any]) -> None:
+    """Work nobody awaits any more (a cancelled request) must not warn "exception never
+    retrieved": a failed flush was logged by its partition, which went offline; a
+    failed write or change was logged by the one that asked for it."""
     if not future.cancelled():
         future.exception()

@@ -11,15 +11,18 @@ command-line overrides); the highest layer that sets a key wins:
 
 Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time. Layer values are kept as the
 canonical strings `config.render` gives. Each layer is persisted as a properties file in
-the data directory, written atomically (temporary file, fsync, rename), and applied again
-at start-up; an entry that no longer validates (say the static bounds changed) is dropped
-with a warning instead of stopping the broker, as Kafka skips invalid dynamic configs.
+the data directory, written atomically (temporary file, fsync, rename) off the event
+loop (the broker's `DiskIO.write_atomic`), and applied again at start-up; an entry
+that no longer validates (say the static bounds changed) is dropped with a warning
+instead of stopping the broker, as Kafka skips invalid dynamic configs.
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
 
 `LiveBrokerConfig` is the running broker's one holder of the current layers: handlers
 read `current` (the effective `BrokerConfig`) at each use; `reconfigure` persists new
-layers, adopts them and then tells its listeners (the logs, the group coordinator).
+layers, adopts them and then tells its listeners (the logs, the group coordinator). It
+is called in the broker's change lane (`DiskIO.changes`), one change at a time; a
+reader meanwhile sees the config before the change.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from shoal.config import (
     parse_properties,
     render,
 )
-from shoal.log.fileio import write_atomic
+from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +144,10 @@ class DynamicBrokerConfig:
             self.static, broker=broker, cluster_default=cluster_default
         )
 
-    def save(self) -> None:
-        """Persist both layers atomically (raises OSError)."""
+    async def save(self, write: AtomicWrite) -> None:
+        """Persist both layers, each atomically (raises OSError)."""
         for layer in DynamicLayer:
-            _write_layer(self.static.data_dir / layer.value, self.layer(layer))
+            await write(self.static.data_dir / layer.value, _layer_file(self.layer(layer)))
 
 
 ConfigListener = Callable[[BrokerConfig], None]
@@ -153,8 +156,9 @@ ConfigListener = Callable[[BrokerConfig], None]
 class LiveBrokerConfig:
     """The broker's current dynamic config; replaced only through `reconfigure`."""
 
-    def __init__(self, dynamic: DynamicBrokerConfig) -> None:
+    def __init__(self, dynamic: DynamicBrokerConfig, *, write: AtomicWrite) -> None:
         self._dynamic = dynamic
+        self._write = write
         self.listeners: list[ConfigListener] = []
         """Called with the new effective config after each `reconfigure`."""
 
@@ -167,10 +171,10 @@ class LiveBrokerConfig:
         """The effective config now (static plus the dynamic layers)."""
         return self._dynamic.effective
 
-    def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
+    async def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
         """Persist `dynamic` (raises OSError, changing nothing), then adopt it and
         tell the listeners."""
-        dynamic.save()
+        await dynamic.save(self._write)
         self._dynamic = dynamic
         for listener in self.listeners:
             listener(dynamic.effective)
@@ -188,8 +192,7 @@ def _read_layer(path: Path) -> dict[str, str]:
         return {}
 
 
-def _write_layer(path: Path, values: Mapping[str, str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _layer_file(values: Mapping[str, str]) -> bytes:
     lines = ["# Dynamic broker configs set through IncrementalAlterConfigs; managed by Shoal."]
     lines += [f"{key}={value}" for key, value in sorted(values.items())]
-    write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return ("\n".join(lines) + "\n").encode("utf-8")

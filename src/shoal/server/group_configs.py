@@ -9,8 +9,12 @@ group coordinator and the share-partitions read (configs.md §3).
   proposed)` validates a group's full proposed set, persists it, adopts it, then calls
   each listener with the group id; a refused or unpersistable change changes nothing.
 - `GroupConfigFile` is the persistence: `group-configs.json` in the data directory,
-  replaced atomically with `log.fileio.write_atomic`. It sits behind the two-method
-  `GroupConfigPersistence` protocol so it can move onto an internal topic later.
+  replaced atomically off the event loop (the broker's `DiskIO.write_atomic`). It sits
+  behind the two-method `GroupConfigPersistence` protocol so it can move onto an
+  internal topic later.
+
+`alter` is called in the broker's change lane (`DiskIO.changes`), one change at a time;
+a reader meanwhile (a share-partition, DescribeConfigs) sees the configs before it.
 
 File format: {"version": 1, "groups": {"<group id>": {"<key>": "<value as Kafka shows
 it>"}}}. On load each value is re-parsed with its key's definition; an entry that no
@@ -36,7 +40,8 @@ from shoal.group.configs import (
     render_overrides,
     validate_overrides,
 )
-from shoal.log.fileio import read_file, write_atomic
+from shoal.log.fileio import read_file
+from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +57,7 @@ class GroupConfigPersistence(Protocol):
         """The persisted configs (empty if none); raises OSError if unreadable."""
         ...
 
-    def save(self, configs: GroupConfigs) -> None:
+    async def save(self, configs: GroupConfigs) -> None:
         """Persist `configs` durably and atomically; raises OSError."""
         ...
 
@@ -60,8 +65,9 @@ class GroupConfigPersistence(Protocol):
 class GroupConfigFile:
     """`group-configs.json` in a data directory (see the module docstring)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
         self.path = data_dir / GROUP_CONFIGS_FILE
+        self._write = write
 
     def load(self) -> GroupConfigs:
         data = read_file(self.path)
@@ -82,14 +88,13 @@ class GroupConfigFile:
             }
         )
 
-    def save(self, configs: GroupConfigs) -> None:
+    async def save(self, configs: GroupConfigs) -> None:
         document = {
             "version": _FORMAT_VERSION,
             "groups": {group_id: render_overrides(o) for group_id, o in configs.items()},
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-        write_atomic(self.path, text.encode("utf-8"))
+        await self._write(self.path, text.encode("utf-8"))
 
 
 def _parse_stored(group_id: str, raw: object) -> dict[str, Any]:
@@ -140,7 +145,7 @@ class GroupConfigStore:
         """The keys `group_id` sets, as the strings Kafka shows."""
         return render_overrides(self.overrides(group_id))
 
-    def alter(
+    async def alter(
         self, group_id: str, proposed: Mapping[str, str], *, validate_only: bool = False
     ) -> Mapping[str, Any]:
         """Make `proposed` the whole set of `group_id`'s overrides (a key left out
@@ -152,7 +157,7 @@ class GroupConfigStore:
         if validate_only or typed == dict(self.overrides(group_id)):
             return typed
         updated = self._configs.with_overrides(group_id, typed)
-        self._persistence.save(updated)
+        await self._persistence.save(updated)
         self._configs = updated
         self._notify(group_id)
         return typed

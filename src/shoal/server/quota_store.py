@@ -2,13 +2,15 @@
 directory) and the rate managers Produce, Fetch and ShareFetch record into.
 
 Format: `{"version": 1, "quotas": [{"entity": [[type, name-or-null], ...],
-"values": {key: value}}, ...]}`, rewritten whole and atomically on each change with
-the one atomic-write helper (`log.fileio.write_atomic`), as acls.json is: quota sets
-are small (at most `limits.QUOTA_ENTITIES_MAX` entities) and change rarely, so a load
-is the replay and a crash leaves the old or the new set.
+"values": {key: value}}, ...]}`, rewritten whole and atomically on each change off the
+event loop (the broker's `DiskIO.write_atomic`), as acls.json is: quota sets are small
+(at most `limits.QUOTA_ENTITIES_MAX` entities) and change rarely, so a load is the
+replay and a crash leaves the old or the new set.
 
 Invariant: the live set equals the file's: `alter` writes the new set first and adopts
-it only once the write succeeded (a failed write raises OSError, nothing changes).
+it only once the write succeeded (a failed write raises OSError, nothing changes). It
+is called in the broker's change lane (`DiskIO.changes`), one change at a time; the
+rate managers meanwhile enforce the set before the change.
 
 Recording (the core is security/quota.py): `produce_throttle_ms` records a Produce
 request's record bytes against `producer_byte_rate`; `fetch_throttle_ms` records a
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from shoal import limits
 from shoal.config import BrokerConfig
-from shoal.log.fileio import read_file, write_atomic
+from shoal.log.fileio import read_file
 from shoal.security.quota import (
     CLIENT_KEYS,
     CONNECTION_CREATION_RATE,
@@ -50,6 +52,7 @@ from shoal.security.quota import (
     resolve,
     resolve_ip,
 )
+from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 QUOTAS_FILE = "client-quotas.json"
@@ -77,8 +80,9 @@ class MatchComponent:
 class QuotaFile:
     """`client-quotas.json` in a data directory."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
         self.path = data_dir / QUOTAS_FILE
+        self._write = write
 
     def load(self) -> Quotas:
         data = read_file(self.path)
@@ -108,14 +112,13 @@ class QuotaFile:
             raise OSError(f"{self.path} is unreadable: {exc}") from exc
         return quotas
 
-    def save(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
+    async def save(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
         rows = [
             {"entity": [list(part) for part in entity], "values": dict(sorted(values.items()))}
             for entity, values in sorted(quotas.items(), key=lambda item: repr(item[0]))
         ]
         document = {"version": _FORMAT_VERSION, "quotas": rows}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
+        await self._write(self.path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
 
 
 def entity_problem(entity: Entity) -> str | None:
@@ -206,8 +209,8 @@ class QuotaService:
             log.info("client quotas: %d entities loaded from %s", len(self.quotas), file.path)
 
     @classmethod
-    def open(cls, config: Callable[[], BrokerConfig]) -> QuotaService:
-        return cls(file=QuotaFile(config().data_dir), config=config)
+    def open(cls, config: Callable[[], BrokerConfig], *, write: AtomicWrite) -> QuotaService:
+        return cls(file=QuotaFile(config().data_dir, write=write), config=config)
 
     def _window(self) -> tuple[int, int]:
         config = self.config()
@@ -310,7 +313,7 @@ class QuotaService:
                 found.append((entity, dict(values)))
         return found
 
-    def alter(
+    async def alter(
         self, entries: Sequence[tuple[Entity, Sequence[QuotaOp]]], *, validate_only: bool
     ) -> list[str | None]:
         """Apply each entry's ops (each entry alone: a refused one changes nothing);
@@ -337,7 +340,7 @@ class QuotaService:
             else:
                 new.pop(entity, None)
         if not validate_only and new != self.quotas:
-            self.file.save(new)
+            await self.file.save(new)
             changed = [e for e in set(new) | set(self.quotas) if new.get(e) != self.quotas.get(e)]
             self.quotas = new
             self._adopt(new)

@@ -8,8 +8,10 @@ Durable as one JSON file in the data directory, `scram-credentials.json`, replac
 atomically (temporary file, fsync, rename) on every change, as the dynamic broker
 configs are (server/dynamic_config.py). A file rather than an event-sourced shard: the
 set is small, changes rarely, is owned by this one node, and a whole-file replace is the
-simplest thing that cannot be half-applied. The response to an alteration is sent
-after the file is written.
+simplest thing that cannot be half-applied. The file is written off the event loop
+(the broker's `DiskIO.write_atomic`), in the broker's change lane (`DiskIO.changes`);
+the credentials change in memory, and the response is sent, after the file is written.
+An authentication meanwhile uses the credentials before the change.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoal.log.fileio import write_atomic
 from shoal.security.scram import MECHANISMS, ScramCredential
+from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 FILE_NAME = "scram-credentials.json"
@@ -42,8 +44,9 @@ class Deletion:
 
 
 class ScramStore:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
         self._path = data_dir / FILE_NAME
+        self._write = write
         self._users: dict[str, dict[str, ScramCredential]] = _read(self._path)
 
     def credential(self, mechanism: str, user: str) -> ScramCredential | None:
@@ -55,7 +58,9 @@ class ScramStore:
     def mechanisms(self, user: str) -> Mapping[str, ScramCredential]:
         return dict(self._users.get(user, {}))
 
-    def apply(self, *, upsertions: Iterable[Upsertion], deletions: Iterable[Deletion]) -> None:
+    async def apply(
+        self, *, upsertions: Iterable[Upsertion], deletions: Iterable[Deletion]
+    ) -> None:
         """Apply validated changes and persist them (raises OSError if the write fails,
         leaving the previous credentials in force)."""
         users = {user: dict(creds) for user, creds in self._users.items()}
@@ -65,8 +70,7 @@ class ScramStore:
                 del users[deletion.user]
         for upsertion in upsertions:
             users.setdefault(upsertion.user, {})[upsertion.mechanism] = upsertion.credential
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self._path, _encode(users))
+        await self._write(self._path, _encode(users))
         self._users = users
 
 

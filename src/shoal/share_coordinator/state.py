@@ -143,7 +143,17 @@ def merge_state_batches(
     (state, count, reason) coalesce.
 
     A sweep over range boundaries with a heap of the covering batches: O(n log n).
+    One batch merged into nothing (most state writes' updates, and most single
+    batches `merge_into_state` merges) is that batch clipped, without the sweep.
     """
+    if (
+        isinstance(current, tuple | list)
+        and not current
+        and isinstance(incoming, tuple | list)
+        and len(incoming) == 1
+    ):
+        (only,) = incoming
+        return [_clipped(only, start_offset)] if only.last_offset >= start_offset else []
     entries = sorted(
         (
             (_clipped(b, start_offset), origin)

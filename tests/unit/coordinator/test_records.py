@@ -85,3 +85,33 @@ def test_a_null_uuid_is_refused_in_nested_structs_too() -> None:
 def test_builders_and_readers_of_state_batches_are_inverse() -> None:
     batches = (StateBatch(0, 4, 0, 1), StateBatch(5, 9, 4, 3))
     assert share.state_batches_of(share.state_batch_entries(batches)) == batches
+
+
+def test_kept_key_bytes_are_bounded_and_equal_a_fresh_encoding() -> None:
+    """`limits.COORDINATOR_KEY_BYTES_KEPT` (here 2): past the bound the oldest key's
+    bytes are dropped, and every encoding equals a codec's that keeps nothing yet."""
+    codec = RecordCodec(
+        topic="__share_group_state",
+        keys=(share.ShareSnapshotKey, share.ShareUpdateKey),
+        key_bytes_kept=2,
+    )
+    keys = [SharePartitionKey("g", uuid.UUID(int=7), p) for p in range(4)]
+    records = [share.tombstone(k) for k in keys] + [
+        share.update_record(
+            k,
+            snapshot_epoch=0,
+            leader_epoch=1,
+            start_offset=-1,
+            delivery_complete_count=-1,
+            state_batches=(),
+        )
+        for k in keys
+    ]
+    for record in [*records, *reversed(records), *records]:
+        fresh = RecordCodec(topic="t", keys=(share.ShareSnapshotKey, share.ShareUpdateKey)).encode(
+            record
+        )
+        assert codec.encode(record) == fresh
+        assert len(codec._key_bytes) <= 2
+        assert codec.decode(*fresh) == record
+    assert list(codec._key_bytes) == [records[-2].key, records[-1].key]

@@ -68,6 +68,19 @@ def test_pwritev_all_continues_short_writes(
     assert path.read_bytes() == b"hellobig world" + b"!" * 2000
 
 
+def test_pwritev_all_refuses_a_write_of_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "pwritev", lambda fd, buffers, position: 0)
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    try:
+        with pytest.raises(OSError, match="no progress"):
+            fileio.pwritev_all(fd, [b"abc", b"def"], 0)
+        assert fileio.pwritev_all(fd, [b"", b""], 0) == 0  # nothing to write: no call
+    finally:
+        os.close(fd)
+
+
 def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
     path = tmp_path / "x"
     fileio.write_atomic(path, b"one")

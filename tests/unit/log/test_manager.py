@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -321,3 +322,96 @@ def test_retention_and_flush_run_over_all_partitions(
     for index in range(2):
         log = manager.partition("t", index)
         assert log is not None and log.log_start_offset == log.log_end_offset == 2
+
+
+# ---- a creation as data: plan on the owner, run on another thread, finish on the owner
+
+
+def test_a_planned_creation_changes_nothing_until_finished(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    heard: list[tuple[str, ...]] = []
+    manager.events.on_topics_changed(lambda change: heard.append(change.created))
+    creation = manager.plan_topic("t", partitions=2, configs={})
+    assert manager.topic("t") is None and not (data_dir / "t-0").exists()
+    worker = threading.Thread(target=creation.run)  # as a disk worker runs it
+    worker.start()
+    worker.join()
+    assert '"t"' in (data_dir / "topics.json").read_text(), "durable before adopted"
+    assert manager.topic("t") is None and heard == []
+    opened = dict(creation.opened)  # the worker opened the new partitions' logs
+    assert sorted(opened) == [0, 1]
+    info = manager.finish_topic(creation)
+    assert manager.topic("t") is info and heard == [("t",)]
+    log = manager.partition("t", 1)
+    assert log is not None and log is opened[1]
+    batch = make_batch(2)
+    append(log, batch)
+    manager.close()
+    again = open_manager().partition("t", 1)
+    assert again is not None
+    assert again.read(0, max_bytes=1000).records == stored(batch, base_offset=0)
+
+
+def test_a_name_taken_meanwhile_is_refused_and_its_logs_closed(open_manager: Opener) -> None:
+    manager = open_manager()
+    late = manager.plan_topic("t", partitions=1, configs={})
+    manager.create_topic("t", partitions=1, configs={})
+    late.run()
+    assert _code(lambda: manager.finish_topic(late)) == ErrorCode.topic_already_exists
+    assert late.opened == {}
+    assert manager.topic("t") is not None
+
+
+def test_a_topic_change_between_plan_and_finish_is_kept_in_topics_json(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    creation = manager.plan_topic("a", partitions=1, configs={})
+    manager.create_topic("b", partitions=1, configs={})  # not from the same lane
+    creation.run()
+    manager.finish_topic(creation)
+    names = [t["name"] for t in json.loads((data_dir / "topics.json").read_text())["topics"]]
+    assert sorted(names) == ["a", "b"]
+
+
+def test_a_failed_creation_write_raises_storage_error_and_opens_nothing(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    creation = manager.plan_topic("t", partitions=1, configs={})
+    (data_dir / "topics.json.tmp").mkdir()  # the atomic write cannot open its temp file
+    assert _code(creation.run) == ErrorCode.kafka_storage_error
+    assert creation.opened == {} and manager.topic("t") is None
+    assert not (data_dir / "t-0").exists()
+
+
+def test_a_planned_growth_or_config_change_waits_for_its_finish(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    manager = open_manager()
+    info = manager.create_topic("t", partitions=1, configs={})
+    growth = manager.plan_partitions("t", count=3)
+    growth.run()
+    assert info.partitions == 1 and manager.partition("t", 1) is None
+    assert json.loads((data_dir / "topics.json").read_text())["topics"][0]["partitions"] == 3
+    manager.finish_topic_change(growth)
+    assert info.partitions == 3 and manager.partition("t", 2) is not None
+    change = manager.plan_topic_configs("t", {"retention.ms": "1000"})
+    change.run()
+    assert info.configs == {}
+    manager.finish_topic_change(change)
+    assert info.configs == {"retention.ms": 1000}
+
+
+def test_a_change_of_a_topic_deleted_meanwhile_is_refused(open_manager: Opener) -> None:
+    manager = open_manager()
+    manager.create_topic("t", partitions=1, configs={})
+    growth = manager.plan_partitions("t", count=2)
+    growth.run()
+    manager.delete_topic("t")
+    assert (
+        _code(lambda: manager.finish_topic_change(growth)) == ErrorCode.unknown_topic_or_partition
+    )
+    assert growth.opened == {} and manager.topic("t") is None

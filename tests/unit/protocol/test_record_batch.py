@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+import io
+
 import pytest
+from kio.records.schema import NewRecordBatch
+from kio.records.schema import Record as KioRecord
+from kio.records.writers import write_new_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from shoal.protocol import record_batch as rb
 from shoal.protocol.errors import ErrorCode
@@ -39,6 +46,16 @@ def test_validate_accepts_several_batches() -> None:
     headers = rb.validate_produced(data, max_batch_bytes=1 << 20)
     assert [h.records_count for h in headers] == [3, 2]
     assert headers[1].position == headers[0].size
+    # The validator builds its headers itself: the same values and type parse_header gives.
+    assert headers == [rb.parse_header(data, 0), rb.parse_header(data, headers[0].size)]
+    assert all(type(h) is rb.BatchHeader for h in headers)
+
+
+def test_restamped_is_replace_in_one_step() -> None:
+    header = rb.parse_header(values_batch(3, producer_id=5, producer_epoch=1, base_sequence=4))
+    stored = rb.restamped(header, position=4096, base_offset=77, leader_epoch=3)
+    assert type(stored) is rb.BatchHeader
+    assert stored == header._replace(position=4096, base_offset=77, partition_leader_epoch=3)
 
 
 @pytest.mark.parametrize(
@@ -99,3 +116,70 @@ def test_iter_headers_stops_at_partial_batch() -> None:
     assert len(rb.iter_headers(data[:-1])) == 1
     assert rb.peek_size(data, 0) == rb.parse_header(data).size
     assert rb.peek_size(data[:5], 0) is None
+
+
+def _kio_batch(
+    records: list[tuple[bytes | None, bytes | None]], *, timestamp_ms: int, **header: int
+) -> bytes:
+    """The reference: kio's batch writer, as the coordinator sink used it."""
+    stamp = TZAwareMicros.parse(
+        datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+        + datetime.timedelta(milliseconds=timestamp_ms)
+    )
+    entries = tuple(
+        KioRecord(attributes=i8(0), timestamp=stamp, offset=i64(n), key=k, value=v, headers=())
+        for n, (k, v) in enumerate(records)
+    )
+    buffer = io.BytesIO()
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=i64(header.get("producer_id", -1)),
+            producer_epoch=i16(header.get("producer_epoch", -1)),
+            partition_leader_epoch=i32(header.get("partition_leader_epoch", 0)),
+            base_sequence=i32(header.get("base_sequence", -1)),
+            records=entries,
+            attributes=i16(0),
+        ),
+    )
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("records", "timestamp_ms", "header"),
+    [
+        ([(b"k", b"v")], 1_764_236_056_123, {}),
+        ([(b"\x00\x01key", None)], 0, {}),  # a tombstone
+        ([(None, b"no key"), (b"", b"")], 1, {}),
+        ([(b"k" * 63, b"v" * 64), (b"k" * 8191, b"v" * 8192)], 1_700_000_000_000, {}),
+        ([(b"k%d" % n, b"v" * n) for n in range(300)], 2**41, {}),  # deltas past one byte
+        (
+            [(b"a", b"b"), (b"c", None)],
+            5,
+            {
+                "producer_id": 7,
+                "producer_epoch": 2,
+                "base_sequence": 40,
+                "partition_leader_epoch": 3,
+            },
+        ),
+    ],
+)
+def test_encode_batch_writes_kios_bytes(
+    records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int, header: dict[str, int]
+) -> None:
+    data = rb.encode_batch(records, timestamp_ms=timestamp_ms, **header)
+    assert data == _kio_batch(records, timestamp_ms=timestamp_ms, **header)
+    (parsed,) = rb.validate_produced(data, max_batch_bytes=1 << 24)
+    assert (parsed.base_timestamp, parsed.max_timestamp) == (timestamp_ms, timestamp_ms)
+    assert parsed.records_count == len(records)
+    assert [(r.key, r.value) for r in decode_records(data)] == records
+
+
+def test_signed_varint_zigzags_both_signs() -> None:
+    assert rb.signed_varint(0) == b"\x00"
+    assert rb.signed_varint(-1) == b"\x01"
+    assert rb.signed_varint(1) == b"\x02"
+    assert rb.signed_varint(63) == b"\x7e"
+    assert rb.signed_varint(64) == b"\x80\x01"
+    assert rb.signed_varint(-65) == b"\x81\x01"

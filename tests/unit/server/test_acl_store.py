@@ -3,6 +3,7 @@ replays them, a torn temporary file is ignored, the size limit holds."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from shoal.config import BrokerConfig
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding, AclBindingFilter, StandardAuthorizer
 from shoal.server.acl_store import ACLS_FILE, AclFile, AclStore, open_acl_store
+from tests.support.writes import write_in_place
 
 READ_T = AclBinding(
     ResourceType.TOPIC,
@@ -33,18 +35,18 @@ DENY_PREFIX = AclBinding(
 
 
 def store_at(path: Path, **kw: int) -> AclStore:
-    store = AclStore.open(StandardAuthorizer(), path)
+    store = AclStore.open(StandardAuthorizer(), path, write=write_in_place)
     return AclStore(authorizer=store.authorizer, file=store.file, **kw)
 
 
 def test_restart_keeps_the_acls(tmp_path: Path) -> None:
     store = store_at(tmp_path)
-    outcome = store.create([READ_T, DENY_PREFIX, READ_T])
+    outcome = asyncio.run(store.create([READ_T, DENY_PREFIX, READ_T]))
     assert outcome.problems == (None, None, None)
     assert store.authorizer.acls() == sorted([READ_T, DENY_PREFIX])
     reopened = store_at(tmp_path)
     assert reopened.authorizer.acls() == sorted([READ_T, DENY_PREFIX])
-    matched = reopened.delete([AclBindingFilter(resource_type=ResourceType.GROUP)])
+    matched = asyncio.run(reopened.delete([AclBindingFilter(resource_type=ResourceType.GROUP)]))
     assert matched == [[DENY_PREFIX]]
     assert store_at(tmp_path).authorizer.acls() == [READ_T]
 
@@ -60,14 +62,14 @@ def test_invalid_bindings_are_refused_alone(tmp_path: Path) -> None:
         AclOperation.READ,
         PermissionType.ALLOW,
     )
-    outcome = store.create([bad, READ_T])
+    outcome = asyncio.run(store.create([bad, READ_T]))
     assert outcome.problems[0] is not None and "patternType" in outcome.problems[0]
     assert outcome.problems[1] is None
     assert store_at(tmp_path).authorizer.acls() == [READ_T]
 
 
 def test_a_torn_temporary_file_is_ignored(tmp_path: Path) -> None:
-    store_at(tmp_path).create([READ_T])
+    asyncio.run(store_at(tmp_path).create([READ_T]))
     (tmp_path / (ACLS_FILE + ".tmp")).write_bytes(b'{"version": 1, "acls": [["TOP')
     assert store_at(tmp_path).authorizer.acls() == [READ_T]
 
@@ -75,23 +77,23 @@ def test_a_torn_temporary_file_is_ignored(tmp_path: Path) -> None:
 def test_a_corrupt_file_stops_the_start(tmp_path: Path) -> None:
     (tmp_path / ACLS_FILE).write_text('{"version": 1, "acls": [["TOPIC"]]}')
     with pytest.raises(OSError, match="unreadable"):
-        AclFile(tmp_path).load()
+        AclFile(tmp_path, write=write_in_place).load()
 
 
 def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     store = store_at(tmp_path)
-    store.create([READ_T])
+    asyncio.run(store.create([READ_T]))
     (tmp_path / (ACLS_FILE + ".tmp")).mkdir()  # the atomic write cannot open its temp file
     with pytest.raises(OSError):
-        store.create([DENY_PREFIX])
+        asyncio.run(store.create([DENY_PREFIX]))
     with pytest.raises(OSError):
-        store.delete([AclBindingFilter()])
+        asyncio.run(store.delete([AclBindingFilter()]))
     assert store.authorizer.acls() == [READ_T]
 
 
 def test_the_acl_limit_refuses_bindings_beyond_it(tmp_path: Path) -> None:
     store = store_at(tmp_path, acls_max=1)
-    outcome = store.create([READ_T, DENY_PREFIX, READ_T])
+    outcome = asyncio.run(store.create([READ_T, DENY_PREFIX, READ_T]))
     assert outcome.problems[0] is None
     assert outcome.problems[1] is not None and "Too many ACLs" in outcome.problems[1]
     assert outcome.problems[2] is None, "an existing binding is not a new one"
@@ -100,7 +102,7 @@ def test_the_acl_limit_refuses_bindings_beyond_it(tmp_path: Path) -> None:
 
 def test_open_acl_store_follows_the_config(tmp_path: Path) -> None:
     base = {"log.dirs": str(tmp_path)}
-    assert open_acl_store(BrokerConfig.from_raw(base)) is None
+    assert open_acl_store(BrokerConfig.from_raw(base), write=write_in_place) is None
     config = BrokerConfig.from_raw(
         {
             **base,
@@ -109,11 +111,13 @@ def test_open_acl_store_follows_the_config(tmp_path: Path) -> None:
             "allow.everyone.if.no.acl.found": "true",
         }
     )
-    store = open_acl_store(config)
+    store = open_acl_store(config, write=write_in_place)
     assert store is not None
     assert store.authorizer.super_users == {"User:admin", "User:ops"}
     assert store.authorizer.allow_everyone_if_no_acl_found
-    short = open_acl_store(BrokerConfig.from_raw({**base, "authorizer.class.name": "standard"}))
+    short = open_acl_store(
+        BrokerConfig.from_raw({**base, "authorizer.class.name": "standard"}), write=write_in_place
+    )
     assert short is not None and not short.authorizer.super_users
     with pytest.raises(ValueError, match="principalType:principalName"):
         BrokerConfig.from_raw({**base, "super.users": "User:admin;ops"})
@@ -122,10 +126,10 @@ def test_open_acl_store_follows_the_config(tmp_path: Path) -> None:
 
 
 def test_an_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store_at(tmp_path).create([READ_T, DENY_PREFIX])
+    asyncio.run(store_at(tmp_path).create([READ_T, DENY_PREFIX]))
     size = (tmp_path / ACLS_FILE).stat().st_size
     monkeypatch.setattr("shoal.limits.ACL_FILE_BYTES_MAX", size - 1)
     with pytest.raises(OSError, match="larger than"):
-        AclFile(tmp_path).load()
+        AclFile(tmp_path, write=write_in_place).load()
     monkeypatch.setattr("shoal.limits.ACL_FILE_BYTES_MAX", size)
-    assert len(AclFile(tmp_path).load()) == 2
+    assert len(AclFile(tmp_path, write=write_in_place).load()) == 2

@@ -45,7 +45,11 @@ def test_reconfigure_is_seen_by_services_and_listeners(broker: Broker, tmp_path:
     live = broker.services.config
     heard: list[int] = []
     live.listeners.append(lambda config: heard.append(config.get_int("num.partitions")))
-    live.reconfigure(live.dynamic.with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "4"}))
+    asyncio.run(
+        live.reconfigure(
+            live.dynamic.with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "4"})
+        )
+    )
     assert live.current.get_int("num.partitions") == 4
     assert broker.config is live.current
     assert heard == [4]

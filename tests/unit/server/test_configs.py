@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from shoal.server.configs import (
 )
 from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
 from shoal.server.refused import Refused
+from tests.support.writes import write_in_place
 
 
 def dynamic(tmp_path: Path, **static: str) -> DynamicBrokerConfig:
@@ -111,7 +113,7 @@ def test_dynamic_layers_persist_and_win(tmp_path: Path) -> None:
     config = config.with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "3"})
     config = config.with_layer(DynamicLayer.BROKER, {"num.partitions": "4"})
     assert config.effective["num.partitions"] == 4
-    config.save()
+    asyncio.run(config.save(write_in_place))
     reloaded = dynamic(tmp_path, **{"num.partitions": "2"})
     assert (dict(reloaded.broker), dict(reloaded.cluster_default)) == (
         {"num.partitions": "4"},

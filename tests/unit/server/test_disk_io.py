@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,44 +31,9 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.disk_io import DiskIO
 from tests.unit.log.batches import append, make_batch
+from tests.unit.server.fsync_gate import FsyncGate
 
 PRODUCE_KEY = 0
-WORKER_PREFIX = "shoal-disk-io"
-ENTER_TIMEOUT_S = 10.0
-
-
-class FsyncGate:
-    """Holds fsyncs made in disk worker threads until `open()`; then performs them, or
-    fails them with EIO when `fail` is set."""
-
-    def __init__(self) -> None:
-        self._real = os.fsync
-        self._opened = threading.Event()
-        self._cond = threading.Condition()
-        self.entered = 0
-        self.fail = False
-
-    def fsync(self, fd: int) -> None:
-        if not threading.current_thread().name.startswith(WORKER_PREFIX):
-            self._real(fd)
-            return
-        with self._cond:
-            self.entered += 1
-            self._cond.notify_all()
-        self._opened.wait()
-        if self.fail:
-            raise OSError(5, "Input/output error (injected)")
-        self._real(fd)
-
-    def wait_entered(self, count: int) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self.entered >= count, timeout=ENTER_TIMEOUT_S)
-
-    async def entered_async(self, count: int) -> bool:
-        return await asyncio.to_thread(self.wait_entered, count)
-
-    def open(self) -> None:
-        self._opened.set()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ refusal; and the DescribeConfigs entries of a group (values, sources, synonyms).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -14,6 +15,7 @@ from shoal.group.configs import GroupConfigError, GroupConfigs
 from shoal.server.configs import ConfigSource, group_entries
 from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
 from shoal.server.group_configs import GROUP_CONFIGS_FILE, GroupConfigFile, GroupConfigStore
+from tests.support.writes import write_in_place
 
 LOCK = "share.record.lock.duration.ms"
 RESET = "share.auto.offset.reset"
@@ -29,7 +31,8 @@ class Box:
 def make_store(tmp_path: Path, box: Box | None = None) -> tuple[GroupConfigStore, list[str]]:
     holder = box or Box()
     store = GroupConfigStore(
-        persistence=GroupConfigFile(tmp_path), broker_config=lambda: holder.config
+        persistence=GroupConfigFile(tmp_path, write=write_in_place),
+        broker_config=lambda: holder.config,
     )
     calls: list[str] = []
     store.listeners.append(calls.append)
@@ -38,7 +41,7 @@ def make_store(tmp_path: Path, box: Box | None = None) -> tuple[GroupConfigStore
 
 def test_alter_persists_adopts_and_notifies(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
-    typed = store.alter("g", {RESET: "earliest", LOCK: "20000"})
+    typed = asyncio.run(store.alter("g", {RESET: "earliest", LOCK: "20000"}))
     assert typed == {RESET: "earliest", LOCK: 20_000}
     assert store.overrides("g") == typed
     assert store.effective("g")[LOCK] == 20_000
@@ -52,21 +55,21 @@ def test_alter_persists_adopts_and_notifies(tmp_path: Path) -> None:
 
 def test_an_unchanged_set_is_neither_written_nor_announced(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
-    store.alter("g", {RESET: "earliest"})
+    asyncio.run(store.alter("g", {RESET: "earliest"}))
     mtime = (tmp_path / GROUP_CONFIGS_FILE).stat().st_mtime_ns
-    store.alter("g", {RESET: "earliest"})
+    asyncio.run(store.alter("g", {RESET: "earliest"}))
     assert calls == ["g"]
     assert (tmp_path / GROUP_CONFIGS_FILE).stat().st_mtime_ns == mtime
 
 
 def test_a_refused_set_changes_nothing(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
-    store.alter("g", {RESET: "earliest"})
+    asyncio.run(store.alter("g", {RESET: "earliest"}))
     before = (tmp_path / GROUP_CONFIGS_FILE).read_bytes()
     with pytest.raises(GroupConfigError, match=LOCK):
-        store.alter("g", {RESET: "latest", LOCK: "1000"})
+        asyncio.run(store.alter("g", {RESET: "latest", LOCK: "1000"}))
     with pytest.raises(GroupConfigError, match="1h"):
-        store.alter("g", {RESET: "by_duration:1h"})
+        asyncio.run(store.alter("g", {RESET: "by_duration:1h"}))
     assert store.overrides("g") == {RESET: "earliest"}
     assert (tmp_path / GROUP_CONFIGS_FILE).read_bytes() == before
     assert calls == ["g"]
@@ -74,9 +77,11 @@ def test_a_refused_set_changes_nothing(tmp_path: Path) -> None:
 
 def test_validate_only_changes_nothing(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
-    assert store.alter("g", {RESET: "earliest"}, validate_only=True) == {RESET: "earliest"}
+    assert asyncio.run(store.alter("g", {RESET: "earliest"}, validate_only=True)) == {
+        RESET: "earliest"
+    }
     with pytest.raises(GroupConfigError):
-        store.alter("g", {LOCK: "5"}, validate_only=True)
+        asyncio.run(store.alter("g", {LOCK: "5"}, validate_only=True))
     assert store.overrides("g") == {}
     assert calls == []
     assert not (tmp_path / GROUP_CONFIGS_FILE).exists()
@@ -84,8 +89,8 @@ def test_validate_only_changes_nothing(tmp_path: Path) -> None:
 
 def test_an_empty_set_restores_every_default(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
-    store.alter("g", {LOCK: "20000"})
-    store.alter("g", {})
+    asyncio.run(store.alter("g", {LOCK: "20000"}))
+    asyncio.run(store.alter("g", {}))
     assert store.overrides("g") == {}
     assert store.effective("g")[LOCK] == 30_000
     assert calls == ["g", "g"]
@@ -94,17 +99,17 @@ def test_an_empty_set_restores_every_default(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
-    class Broken(GroupConfigFile):
-        def save(self, configs: GroupConfigs) -> None:
-            raise OSError("disk full")
+    async def disk_full(path: Path, data: bytes) -> None:
+        raise OSError("disk full")
 
     calls: list[str] = []
     store = GroupConfigStore(
-        persistence=Broken(tmp_path), broker_config=lambda: BrokerConfig.from_raw({})
+        persistence=GroupConfigFile(tmp_path, write=disk_full),
+        broker_config=lambda: BrokerConfig.from_raw({}),
     )
     store.listeners.append(calls.append)
     with pytest.raises(OSError, match="disk full"):
-        store.alter("g", {RESET: "earliest"})
+        asyncio.run(store.alter("g", {RESET: "earliest"}))
     assert store.overrides("g") == {}
     assert calls == []
 
@@ -119,7 +124,7 @@ def test_a_failing_listener_does_not_stop_the_others(
 
     store.listeners.insert(0, broken)
     with caplog.at_level(logging.ERROR):
-        store.alter("g", {RESET: "earliest"})
+        asyncio.run(store.alter("g", {RESET: "earliest"}))
     assert calls == ["g"]
     assert store.overrides("g") == {RESET: "earliest"}
     assert "cannot apply g" in caplog.text
@@ -128,7 +133,7 @@ def test_a_failing_listener_does_not_stop_the_others(
 def test_effective_values_follow_the_current_broker_config(tmp_path: Path) -> None:
     box = Box()
     store, _ = make_store(tmp_path, box)
-    store.alter("g", {LOCK: "60000"})
+    asyncio.run(store.alter("g", {LOCK: "60000"}))
     assert store.effective("g")[LOCK] == 60_000
     box.config = BrokerConfig.from_raw({"group.share.max.record.lock.duration.ms": 40_000})
     assert store.effective("g")[LOCK] == 40_000

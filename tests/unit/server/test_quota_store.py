@@ -3,6 +3,7 @@ ShareFetch record into: alter and describe semantics, durability, the limits."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,18 @@ from shoal.server.quota_store import (
     QuotaService,
     filter_problem,
 )
+from tests.support.writes import write_in_place
 
 P, C = "producer_byte_rate", "consumer_byte_rate"
 
 
 def service(tmp_path: Path, *extra: tuple[str, str], entities_max: int = 100) -> QuotaService:
     config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **dict(extra)})
-    return QuotaService(file=QuotaFile(tmp_path), config=lambda: config, entities_max=entities_max)
+    return QuotaService(
+        file=QuotaFile(tmp_path, write=write_in_place),
+        config=lambda: config,
+        entities_max=entities_max,
+    )
 
 
 def put(key: str, value: float) -> QuotaOp:
@@ -36,13 +42,15 @@ def test_alter_is_durable_and_reloaded(tmp_path: Path) -> None:
     quotas = service(tmp_path)
     app = entity(client_id="app")
     both = (("user", "alice"), ("client-id", None))  # any order on the wire
-    assert quotas.alter([(app, [put(P, 100)]), (both, [put(C, 5)])], validate_only=False) == [
+    assert asyncio.run(
+        quotas.alter([(app, [put(P, 100)]), (both, [put(C, 5)])], validate_only=False)
+    ) == [
         None,
         None,
     ]
     again = service(tmp_path)
     assert again.quotas == {app: {P: 100.0}, entity(user="alice", client_id=None): {C: 5.0}}
-    assert again.alter([(app, [QuotaOp(P, 0, True)])], validate_only=False) == [None]
+    assert asyncio.run(again.alter([(app, [QuotaOp(P, 0, True)])], validate_only=False)) == [None]
     assert app not in service(tmp_path).quotas
 
 
@@ -50,7 +58,9 @@ def test_describe_matches_exact_default_any_and_strict(tmp_path: Path) -> None:
     quotas = service(tmp_path)
     named, default = entity(client_id="a"), entity(client_id=None)
     user_client = entity(user="u", client_id="a")
-    quotas.alter([(e, [put(P, 1)]) for e in (named, default, user_client)], validate_only=False)
+    asyncio.run(
+        quotas.alter([(e, [put(P, 1)]) for e in (named, default, user_client)], validate_only=False)
+    )
 
     def found(*components: MatchComponent, strict: bool = False) -> set[object]:
         return {e for e, _values in quotas.describe(components, strict=strict)}
@@ -65,12 +75,14 @@ def test_describe_matches_exact_default_any_and_strict(tmp_path: Path) -> None:
 
 def test_a_refused_entry_changes_nothing_and_the_others_apply(tmp_path: Path) -> None:
     quotas = service(tmp_path)
-    problems = quotas.alter(
-        [
-            (entity(client_id="x"), [put(P, 10), put("connection_creation_rate", 5)]),
-            (entity(client_id="y"), [put(P, 10)]),
-        ],
-        validate_only=False,
+    problems = asyncio.run(
+        quotas.alter(
+            [
+                (entity(client_id="x"), [put(P, 10), put("connection_creation_rate", 5)]),
+                (entity(client_id="y"), [put(P, 10)]),
+            ],
+            validate_only=False,
+        )
     )
     assert problems[0] is not None and "connection_creation_rate" in problems[0]
     assert problems[1] is None
@@ -79,26 +91,32 @@ def test_a_refused_entry_changes_nothing_and_the_others_apply(tmp_path: Path) ->
 
 def test_validate_only_writes_nothing(tmp_path: Path) -> None:
     quotas = service(tmp_path)
-    assert quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=True) == [None]
+    assert asyncio.run(
+        quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=True)
+    ) == [None]
     assert quotas.quotas == {} and not (tmp_path / "client-quotas.json").exists()
 
 
 def test_the_entity_limit(tmp_path: Path) -> None:
     quotas = service(tmp_path, entities_max=2)
-    problems = quotas.alter(
-        [(entity(client_id=name), [put(P, 1)]) for name in ("a", "b", "c")], validate_only=False
+    problems = asyncio.run(
+        quotas.alter(
+            [(entity(client_id=name), [put(P, 1)]) for name in ("a", "b", "c")], validate_only=False
+        )
     )
     assert problems[:2] == [None, None]
     assert problems[2] is not None and "Too many quota entities" in problems[2]
     # changing an existing entity is not a new one
-    assert quotas.alter([(entity(client_id="a"), [put(C, 1)])], validate_only=False) == [None]
+    assert asyncio.run(
+        quotas.alter([(entity(client_id="a"), [put(C, 1)])], validate_only=False)
+    ) == [None]
 
 
 def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     quotas = service(tmp_path)
     (tmp_path / "client-quotas.json").mkdir()  # the rename onto it fails
     with pytest.raises(OSError):
-        quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=False)
+        asyncio.run(quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=False))
     assert quotas.quotas == {}
 
 
@@ -108,16 +126,18 @@ def test_unreadable_and_oversized_files_are_refused(
     path = tmp_path / "client-quotas.json"
     path.write_text('{"version": 1, "quotas": [{"entity": [["ip", "1.2.3"]], "values": {}}]}')
     with pytest.raises(OSError, match="unreadable"):
-        QuotaFile(tmp_path).load()
+        QuotaFile(tmp_path, write=write_in_place).load()
     path.write_text('{"version": 1, "quotas": []}')
     monkeypatch.setattr("shoal.limits.QUOTA_FILE_BYTES_MAX", path.stat().st_size - 1)
     with pytest.raises(OSError, match="larger than"):
-        QuotaFile(tmp_path).load()
+        QuotaFile(tmp_path, write=write_in_place).load()
 
 
 def test_recording_uses_the_configured_window(tmp_path: Path) -> None:
     quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
-    quotas.alter([(entity(client_id="app"), [put(P, 1000), put(C, 500)])], validate_only=False)
+    asyncio.run(
+        quotas.alter([(entity(client_id="app"), [put(P, 1000), put(C, 500)])], validate_only=False)
+    )
     # 3000 bytes over the 1 s minimum window: 3000 B/s, (3000 - 1000) / 1000 * 1000 ms
     assert quotas.produce_throttle_ms(user="u", client_id="app", size=3000, now_ms=0) == 2000
     assert quotas.produce_throttle_ms(user="u", client_id="other", size=10**9, now_ms=0) == 0
@@ -137,7 +157,7 @@ def test_request_percentage_throttles_by_handler_time(tmp_path: Path) -> None:
     quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
     assert not quotas.request_quotas
     assert quotas.request_throttle_ms(user="u", client_id="app", handler_ns=10**12, now_ms=0) == 0
-    quotas.alter([(entity(client_id="app"), [put(R, 20.0)])], validate_only=False)
+    asyncio.run(quotas.alter([(entity(client_id="app"), [put(R, 20.0)])], validate_only=False))
     assert quotas.request_quotas and not quotas.ip_quotas
     ms = 1_000_000
     app = {"user": "u", "client_id": "app"}
@@ -147,7 +167,9 @@ def test_request_percentage_throttles_by_handler_time(tmp_path: Path) -> None:
     # two windows later the time has expired: within the quota again
     assert quotas.request_throttle_ms(user="u", client_id="app", handler_ns=ms, now_ms=2000) == 0
     # a fractional percentage is valid (Kafka's request_percentage is a DOUBLE)
-    assert quotas.alter([(entity(user=None), [put(R, 0.5)])], validate_only=False) == [None]
+    assert asyncio.run(quotas.alter([(entity(user=None), [put(R, 0.5)])], validate_only=False)) == [
+        None
+    ]
 
 
 def test_connection_creation_rate_per_ip(tmp_path: Path) -> None:
@@ -156,7 +178,7 @@ def test_connection_creation_rate_per_ip(tmp_path: Path) -> None:
     quotas = service(tmp_path, ("quota.window.num", "2"), ("quota.window.size.seconds", "1"))
     assert quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=0) == (0, 0.0)
     ips = [(entity_ip("10.0.0.1"), [put(CCR, 3)]), (entity_ip(None), [put(CCR, 1)])]
-    assert quotas.alter(ips, validate_only=False) == [None, None]
+    assert asyncio.run(quotas.alter(ips, validate_only=False)) == [None, None]
     assert quotas.ip_quotas and not quotas.request_quotas
     # 10.0.0.1: 3 per second over the 1 s minimum window
     assert [quotas.connection_throttle_ms(ip="10.0.0.1", now_ms=0)[0] for _ in range(4)] == [
@@ -195,17 +217,21 @@ def test_ip_entity_validation(
     tmp_path: Path, raw_entity: tuple[tuple[str, str | None], ...], op: QuotaOp, message: str
 ) -> None:
     quotas = service(tmp_path)
-    (problem,) = quotas.alter([(raw_entity, [op])], validate_only=False)
+    (problem,) = asyncio.run(quotas.alter([(raw_entity, [op])], validate_only=False))
     assert problem is not None and message in problem
     assert quotas.quotas == {}
-    assert quotas.alter([(entity_ip("::1"), [put(CCR, 2)])], validate_only=False) == [None]
+    assert asyncio.run(quotas.alter([(entity_ip("::1"), [put(CCR, 2)])], validate_only=False)) == [
+        None
+    ]
 
 
 def test_ip_filters(tmp_path: Path) -> None:
     quotas = service(tmp_path)
-    quotas.alter(
-        [(entity_ip("1.2.3.4"), [put(CCR, 2)]), (entity(client_id="c"), [put(P, 1)])],
-        validate_only=False,
+    asyncio.run(
+        quotas.alter(
+            [(entity_ip("1.2.3.4"), [put(CCR, 2)]), (entity(client_id="c"), [put(P, 1)])],
+            validate_only=False,
+        )
     )
     found = quotas.describe([MatchComponent("ip", MATCH_ANY, None)], strict=True)
     assert found == [(entity_ip("1.2.3.4"), {CCR: 2.0})]

@@ -4,6 +4,7 @@ and the SCRAM credential store's durability."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from shoal.security.scram import SCRAM_SHA_256, credential_from_salted, salted_p
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.sasl import SaslService, frame_bytes_max
 from shoal.server.scram_store import Deletion, ScramStore, Upsertion
+from tests.support.writes import write_in_place
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -52,7 +54,7 @@ def test_listener_keys_are_parsed_and_looked_up_per_listener(tmp_path: Path) -> 
 
 
 def test_settings_come_from_the_listener_config(tmp_path: Path) -> None:
-    service = SaslService(ScramStore(tmp_path))
+    service = SaslService(ScramStore(tmp_path, write=write_in_place))
     cfg = config(tmp_path)
     info = connection()
     session = service.session(cfg, info)
@@ -71,7 +73,7 @@ def test_frames_are_small_until_authenticated(tmp_path: Path) -> None:
     info = connection()
     assert frame_bytes_max(cfg, info) == 1000
     assert frame_bytes_max(cfg, connection("PLAINTEXT")) == 104_857_600
-    session = SaslService(ScramStore(tmp_path)).session(cfg, info)
+    session = SaslService(ScramStore(tmp_path, write=write_in_place)).session(cfg, info)
     assert session is not None
     session.handshake("PLAIN")
     session.authenticate(plain_token("alice", "alice-pw"), now_ms=0)
@@ -83,10 +85,15 @@ def test_scram_store_survives_a_reload_and_keeps_no_password(tmp_path: Path) -> 
     credential = credential_from_salted(
         SCRAM_SHA_256, salted_password(SCRAM_SHA_256, "pw-canary", salt, 4096), salt, 4096
     )
-    store = ScramStore(tmp_path)
-    store.apply(upsertions=[Upsertion("alice", "SCRAM-SHA-256", credential)], deletions=[])
-    assert ScramStore(tmp_path).credential("SCRAM-SHA-256", "alice") == credential
+    store = ScramStore(tmp_path, write=write_in_place)
+    asyncio.run(
+        store.apply(upsertions=[Upsertion("alice", "SCRAM-SHA-256", credential)], deletions=[])
+    )
+    assert (
+        ScramStore(tmp_path, write=write_in_place).credential("SCRAM-SHA-256", "alice")
+        == credential
+    )
     assert b"pw-canary" not in (tmp_path / "scram-credentials.json").read_bytes()
-    store.apply(upsertions=[], deletions=[Deletion("alice", "SCRAM-SHA-256")])
-    reloaded = ScramStore(tmp_path)
+    asyncio.run(store.apply(upsertions=[], deletions=[Deletion("alice", "SCRAM-SHA-256")]))
+    reloaded = ScramStore(tmp_path, write=write_in_place)
     assert reloaded.users() == [] and reloaded.credential("SCRAM-SHA-256", "alice") is None

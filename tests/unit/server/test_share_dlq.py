@@ -5,6 +5,7 @@ and a topic that may not serve as a DLQ gets nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from shoal.share.sessions import TopicIdPartition
 from shoal.share.states import RecordState
 from tests.support.batches import COMPRESSION_GZIP, Record, build_batch
 from tests.support.share_rig import fetch_acquired
+from tests.support.writes import write_in_place
 from tests.unit.log.batches import append, make_batch
 
 
@@ -80,14 +82,17 @@ class Rig:
         self.persister = FlakyPersister()
         assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
         configs = GroupConfigStore(
-            persistence=GroupConfigFile(tmp_path / "data"), broker_config=lambda: self.config
+            persistence=GroupConfigFile(tmp_path / "data", write=write_in_place),
+            broker_config=lambda: self.config,
         )
-        configs.alter(
-            "g",
-            {
-                "errors.deadletterqueue.topic.name": dlq,
-                "errors.deadletterqueue.copy.record.enable": copy_record,
-            },
+        asyncio.run(
+            configs.alter(
+                "g",
+                {
+                    "errors.deadletterqueue.topic.name": dlq,
+                    "errors.deadletterqueue.copy.record.enable": copy_record,
+                },
+            )
         )
         self.service = ShareService(
             clock=self.clock,

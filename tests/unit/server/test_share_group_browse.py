@@ -92,7 +92,7 @@ def test_browse_shows_when_a_delayed_redelivery_is_due(broker: Broker) -> None:
     says how long for (tagged RedeliveryDueInMs), counting down on the manual clock,
     and -1 once it is due (or for records never held back)."""
     rig = ShareRig(broker)  # m1 holds offsets 10-14 (first delivery)
-    broker.group_configs.alter("g", {"shoal.share.redelivery.backoff.ms": "2000"})
+    asyncio.run(broker.group_configs.alter("g", {"shoal.share.redelivery.backoff.ms": "2000"}))
     rig.acknowledge(AckBatch(12, 12, (int(AcknowledgeType.RELEASE),)))
 
     def due() -> list[tuple[int, str, int]]:

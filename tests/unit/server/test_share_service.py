@@ -29,6 +29,7 @@ from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
 from tests.support.share_rig import fetch_acquired
+from tests.support.writes import write_in_place
 from tests.unit.log.batches import append, make_batch
 
 
@@ -64,7 +65,8 @@ class Rig:
             config=lambda: self.config,
             logs=self.logs,
             group_configs=GroupConfigStore(
-                persistence=GroupConfigFile(tmp_path / "data"), broker_config=lambda: self.config
+                persistence=GroupConfigFile(tmp_path / "data", write=write_in_place),
+                broker_config=lambda: self.config,
             ),
             persister=self.persister,
             purgatory=self.purgatory,
@@ -230,7 +232,7 @@ def test_delayed_redelivery_wakes_through_its_source_and_pause_stops_fetches(
     and a resume (a config change) wakes the group's share-partitions."""
     rig = Rig(tmp_path)
     store = rig.service._group_configs
-    store.alter("g", {"shoal.share.redelivery.backoff.ms": "500"})
+    asyncio.run(store.alter("g", {"shoal.share.redelivery.backoff.ms": "500"}))
     rig.produce(3)
     assert rig.fetch() == 3
     rig.purgatory.notified.clear()
@@ -245,12 +247,12 @@ def test_delayed_redelivery_wakes_through_its_source_and_pause_stops_fetches(
     assert source.next_deadline_ms(rig.clock.monotonic_ms()) is None
     assert rig.fetch(epoch=3) == 3
 
-    store.alter("g", {"shoal.share.delivery.paused": "true"})
+    asyncio.run(store.alter("g", {"shoal.share.delivery.paused": "true"}))
     rig.service.group_config_changed("g")
     rig.produce(2)
     assert rig.fetch(epoch=4) == 0, "paused"
     rig.purgatory.notified.clear()
-    store.alter("g", {})
+    asyncio.run(store.alter("g", {}))
     rig.service.group_config_changed("g")
     assert rig.purgatory.notified == [share_wait_key(rig.key)], "the resume wakes the group"
     assert rig.fetch(epoch=5) == 2

@@ -231,6 +231,15 @@ def test_merge_matches_a_per_offset_model(
             )
 
 
+@given(_batch, st.integers(0, 50))
+def test_merge_of_one_batch_into_nothing_equals_the_sweep(batch: StateBatch, start: int) -> None:
+    """The one-batch shortcut (tuples and lists) gives what the sweep gives (iterators
+    always take the sweep)."""
+    swept = merge_state_batches(iter(()), iter([batch]), start_offset=start)
+    assert merge_state_batches((), (batch,), start_offset=start) == swept
+    assert merge_state_batches([], [batch], start_offset=start) == swept
+
+
 @given(
     st.lists(_batch, max_size=12),
     st.lists(_batch, max_size=6),

@@ -61,7 +61,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for entry in request.entries
     ]
     try:
-        problems = quotas.alter(entries, validate_only=bool(request.validate_only))
+        problems = await ctx.services.disk.changes.run(
+            lambda: quotas.alter(entries, validate_only=bool(request.validate_only))
+        )
     except OSError as exc:
         log.error(
             "AlterClientQuotas could not persist the quotas: %s (client %s)", exc, ctx.client_id

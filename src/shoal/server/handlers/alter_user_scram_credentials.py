@@ -19,7 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from shoal.protocol.schema import response_schema
+from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
 from shoal.security.scram import (
     ITERATIONS_MAX,
@@ -59,6 +59,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 for user in refused
             ),
         )
+    return await ctx.services.disk.changes.run(lambda: _alter(schema, store, request))
+
+
+async def _alter(schema: Schema, store: ScramStore, request: Any) -> Any:
+    """Decide and write the changes, in the broker's change lane (a deletion checks the
+    credentials every earlier change left)."""
     pairs = Counter(
         (str(c.name), int(c.mechanism)) for c in (*request.deletions, *request.upsertions)
     )
@@ -91,7 +97,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         upsertions.append(Upsertion(name, mechanism.name, credential))
     users = list(dict.fromkeys(str(c.name) for c in (*request.deletions, *request.upsertions)))
-    write_problem = _write(
+    write_problem = await _write(
         store,
         [u for u in upsertions if u.user not in problems],
         [d for d in deletions if d.user not in problems],
@@ -136,13 +142,13 @@ def _check_upsertion(upsertion: Any) -> Problem | None:
     return None
 
 
-def _write(
+async def _write(
     store: ScramStore, upsertions: list[Upsertion], deletions: list[Deletion]
 ) -> tuple[ErrorCode, str] | None:
     if not upsertions and not deletions:
         return None
     try:
-        store.apply(upsertions=upsertions, deletions=deletions)
+        await store.apply(upsertions=upsertions, deletions=deletions)
     except OSError as exc:
         log.error("writing the SCRAM credentials failed: %s", exc)
         return ErrorCode.unknown_server_error, "The SCRAM credentials could not be stored"

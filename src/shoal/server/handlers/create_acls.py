@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return respond([disabled for _ in request.creations])
     bindings = [binding_from_creation(creation) for creation in request.creations]
     try:
-        outcome = store.create(bindings)
+        outcome = await ctx.services.disk.changes.run(lambda: store.create(bindings))
     except OSError as exc:
         log.error("CreateAcls could not persist the ACLs: %s (client %s)", exc, ctx.client_id)
         failed = result(ErrorCode.unknown_server_error, f"ACLs not persisted: {exc}")

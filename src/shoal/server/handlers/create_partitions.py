@@ -7,6 +7,11 @@ Assignments, when given, must list one replica list per new partition, each exac
 broker). The log manager enforces Shoal's partition limits (INVALID_PARTITIONS). With
 ValidateOnly nothing changes.
 
+Each topic grows in the broker's change lane (`services.disk.changes`), decided on the
+count every earlier change left: topics.json and the new partition directories are
+written and fsynced in a disk worker, then the new partitions are adopted and the
+topic answered (KAFKA_STORAGE_ERROR if the write failed; the topic keeps its count).
+
 Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, after the duplicate
 check), as in Kafka's ControllerApis.createPartitions.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from shoal.log.api import LogError
@@ -49,7 +55,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             if not authz.allowed(ctx, AclOperation.ALTER, authz.TOPIC, topic.name):
                 raise Refused(ErrorCode.topic_authorization_failed, "Topic authorization failed.")
-            _grow(ctx, topic, validate_only=bool(request.validate_only))
+            await ctx.services.disk.changes.run(
+                _growth(ctx, topic, validate_only=bool(request.validate_only))
+            )
         except Refused as exc:
             log.info(
                 "CreatePartitions of %r refused (%s): %s (client %s)",
@@ -70,7 +78,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return schema.response(throttle_time=_ZERO, results=tuple(results))
 
 
-def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
+def _growth(
+    ctx: RequestContext, topic: Any, *, validate_only: bool
+) -> Callable[[], Awaitable[None]]:
+    """The topic's growth as a change of the broker's change lane (decided on the
+    topics every earlier change left)."""
+
+    async def grow() -> None:
+        await _grow(ctx, topic, validate_only=validate_only)
+
+    return grow
+
+
+async def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
     logs = ctx.services.logs
     info = logs.topic(topic.name)
     if info is None:
@@ -100,15 +120,19 @@ def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None:
             )
             if problem is not None:
                 raise Refused(ErrorCode.invalid_replica_assignment, problem)
+    before = info.partitions
     try:
-        logs.create_partitions(topic.name, count=count, validate_only=validate_only)
+        growth = logs.plan_partitions(topic.name, count=count)
+        if validate_only:
+            return
+        await ctx.services.disk.run(growth.run)  # topics.json and the new directories
+        logs.finish_topic_change(growth)
     except LogError as exc:
+        if exc.code is ErrorCode.kafka_storage_error:
+            log.error(
+                "CreatePartitions of %r failed: %s (client %s)", topic.name, exc, ctx.client_id
+            )
         raise Refused(exc.code, str(exc)) from exc
-    if not validate_only:
-        log.info(
-            "topic %s grown from %d to %d partitions for %s",
-            topic.name,
-            info.partitions,
-            count,
-            ctx.client_id,
-        )
+    log.info(
+        "topic %s grown from %d to %d partitions for %s", topic.name, before, count, ctx.client_id
+    )

@@ -13,6 +13,12 @@ name, INVALID_PARTITIONS / POLICY_VIOLATION at Shoal's limits.
 From v5 a success carries the partition count, replication factor 1 and every config
 of the topic with its source (as DescribeConfigs shows it); v7 adds the topic id.
 
+Each topic is created in the broker's change lane (`services.disk.changes`): decided
+on the topics every earlier change left, its files (topics.json, the partition
+directories) written and fsynced in a disk worker, then adopted and answered. Until
+then other requests (Metadata, Produce) do not see it; a failed write answers
+KAFKA_STORAGE_ERROR.
+
 Authorization (Kafka's ControllerApis.createTopics): CREATE on the cluster, or on each
 topic (TOPIC_AUTHORIZATION_FAILED "Authorization failed."); a created topic the
 principal may not DESCRIBE_CONFIGS is answered without its configs, partitions or
@@ -24,6 +30,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +80,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             if topic.name not in creatable:
                 raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
-            info = _create(ctx, topic, validate_only=bool(request.validate_only))
+            info = await ctx.services.disk.changes.run(
+                _creation(ctx, topic, validate_only=bool(request.validate_only))
+            )
         except Refused as exc:
             log.info(
                 "CreateTopics of %r refused (%s): %s (client %s)",
@@ -88,19 +97,29 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return schema.response(throttle_time=_ZERO, topics=tuple(results))
 
 
-def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInfo:
+def _creation(
+    ctx: RequestContext, topic: Any, *, validate_only: bool
+) -> Callable[[], Awaitable[TopicInfo]]:
+    async def create() -> TopicInfo:
+        return await _create(ctx, topic, validate_only=validate_only)
+
+    return create
+
+
+async def _create(ctx: RequestContext, topic: Any, *, validate_only: bool) -> TopicInfo:
     logs = ctx.services.logs
     if logs.topic(topic.name) is not None:
         raise Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
     plan = _plan(ctx, topic)
     try:
-        info = logs.create_topic(
-            topic.name,
-            partitions=plan.partitions,
-            configs=plan.configs,
-            validate_only=validate_only,
-        )
+        creation = logs.plan_topic(topic.name, partitions=plan.partitions, configs=plan.configs)
+        if validate_only:
+            return creation.info
+        await ctx.services.disk.run(creation.run)
+        info = logs.finish_topic(creation)
     except LogError as exc:
+        if exc.code is ErrorCode.kafka_storage_error:
+            log.error("CreateTopics of %r failed: %s (client %s)", topic.name, exc, ctx.client_id)
         raise Refused(exc.code, str(exc)) from exc
     if not validate_only:
         log.info(

@@ -49,7 +49,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     problems = [f.problem() for f in filters]
     valid = [f for f, problem in zip(filters, problems, strict=True) if problem is None]
     try:
-        matched = iter(store.delete(valid))
+        matched = iter(await ctx.services.disk.changes.run(lambda: store.delete(valid)))
     except OSError as exc:
         log.error("DeleteAcls could not persist the ACLs: %s (client %s)", exc, ctx.client_id)
         failed = filter_result(ErrorCode.unknown_server_error, f"ACLs not persisted: {exc}", ())

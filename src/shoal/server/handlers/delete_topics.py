@@ -12,9 +12,12 @@ After a deletion every parked Fetch of the topic's partitions is woken (the log
 announces the deletion and the broker wakes them), so it answers
 UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
 
-The partition directories are renamed on the loop (the deletion is durable then) and
-removed in a disk worker thread (`services.disk`, server/disk_io.py); the topic is
-answered once they are gone.
+The deletion runs in the broker's change lane (`services.disk.changes`), in turn with
+the other topic changes (a topic deleted, or deleted and made again, meanwhile answers
+UNKNOWN_TOPIC_OR_PARTITION): the partition directories are renamed and topics.json
+written on the loop (the deletion is durable then), and the directories removed in a
+disk worker thread (`services.disk`, server/disk_io.py); the topic is answered once
+they are gone.
 
 Authorization (Kafka's ControllerApis.deleteTopics): a topic named needs DELETE
 (TOPIC_AUTHORIZATION_FAILED, whether or not it exists); a topic given by id answers
@@ -31,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.log.api import LogError
+from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -112,8 +115,16 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
             ErrorCode.invalid_request,
             f"Topic {info.name} is an internal topic and is not allowed to be deleted.",
         )
+    name, topic_id = info.name, info.topic_id
+
+    async def delete() -> TopicInfo:  # in turn with the other topic changes
+        current = services.logs.topic(name)
+        if current is None or current.topic_id != topic_id:  # deleted (and made) meanwhile
+            raise LogError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+        return services.logs.delete_topic(name, defer_delete=True)
+
     try:
-        deleted = services.logs.delete_topic(info.name, defer_delete=True)
+        deleted = await services.disk.changes.run(delete)
     except LogError as exc:
         raise Refused(exc.code, str(exc)) from exc
     finally:

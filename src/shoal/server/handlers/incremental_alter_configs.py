@@ -7,8 +7,9 @@ unknown key or a bad value, INVALID_REQUEST for a repeated key, a null value or 
 unknown operation). A resource named twice in one request gets INVALID_REQUEST. With
 ValidateOnly nothing changes.
 
-- TOPIC (2): the topic's overrides are replaced through the log manager, which applies
-  them live; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+- TOPIC (2): the topic's overrides are replaced through the log manager (topics.json
+  written in a disk worker), which then applies them live; an unknown topic gets
+  UNKNOWN_TOPIC_OR_PARTITION, a failed write KAFKA_STORAGE_ERROR.
 - BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
   cluster-wide one (server/dynamic_config.py); only dynamic keys may be set ("cannot be
   updated dynamically" otherwise). The new configuration is persisted, then adopted.
@@ -20,6 +21,12 @@ ValidateOnly nothing changes.
   listeners (the share service) are then called with the group id. DELETE makes
   the key fall back to the broker default.
 
+Each resource's change runs in the broker's change lane (`services.disk.changes`):
+decided on the state every earlier change left (two alterations of one resource never
+lose one another's operations), its file written and fsynced in a disk worker, then
+adopted and answered. A request meanwhile (DescribeConfigs, a share-partition reading
+its group's configs) sees the state before the change.
+
 Authorization (Kafka's handleIncrementalAlterConfigsRequest), after the duplicate
 check: ALTER_CONFIGS on the topic or group (TOPIC_ / GROUP_AUTHORIZATION_FAILED), on the
 cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
@@ -28,6 +35,7 @@ cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 from collections import Counter
 from typing import Any
@@ -75,7 +83,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if denied is not None:
                 raise Refused(denied, authz.DENIED_MESSAGES[denied])
             ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-            _alter(ctx, resource_type, name, ops, validate_only=bool(request.validate_only))
+            change = functools.partial(
+                _alter, ctx, resource_type, name, ops, validate_only=bool(request.validate_only)
+            )
+            await ctx.services.disk.changes.run(change)
         except Refused as exc:
             log.info(
                 "IncrementalAlterConfigs of resource %d %r refused (%s): %s (client %s)",
@@ -101,20 +112,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 Ops = list[tuple[str, int, str | None]]
 
 
-def _alter(
+async def _alter(
     ctx: RequestContext, resource_type: int, name: str, ops: Ops, *, validate_only: bool
 ) -> None:
+    """One resource's change, in the broker's change lane: decided on the state every
+    earlier change left, answered once durable."""
     if resource_type == ResourceType.TOPIC:
-        _alter_topic(ctx, name, ops, validate_only=validate_only)
+        await _alter_topic(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.BROKER:
-        _alter_broker(ctx, name, ops, validate_only=validate_only)
+        await _alter_broker(ctx, name, ops, validate_only=validate_only)
     elif resource_type == ResourceType.GROUP:
-        _alter_group(ctx, name, ops, validate_only=validate_only)
+        await _alter_group(ctx, name, ops, validate_only=validate_only)
     else:
         raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 
-def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
     services = ctx.services
     info = services.logs.topic(name)
     if info is None:
@@ -135,13 +148,17 @@ def _alter_topic(ctx: RequestContext, name: str, ops: Ops, *, validate_only: boo
     if validate_only:
         return
     try:
-        services.logs.alter_topic_configs(name, typed)
+        change = services.logs.plan_topic_configs(name, typed)
+        await services.disk.run(change.run)  # topics.json, in a disk worker
+        services.logs.finish_topic_change(change)
     except LogError as exc:
+        if exc.code is ErrorCode.kafka_storage_error:
+            log.error("could not persist the configs of topic %s: %s", name, exc)
         raise Refused(exc.code, str(exc)) from exc
     log.info("topic %s configs now %s (client %s)", name, typed, ctx.client_id)
 
 
-def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bool) -> None:
     services = ctx.services
     layer = broker_layer_for(name, services.node.node_id)
     dynamic = services.config.dynamic
@@ -163,7 +180,7 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
     if validate_only:
         return
     try:
-        services.config.reconfigure(reconfigured)
+        await services.config.reconfigure(reconfigured)
     except OSError as exc:
         log.error("could not persist dynamic broker configs: %s", exc)
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
@@ -175,7 +192,9 @@ def _alter_broker(ctx: RequestContext, name: str, ops: Ops, *, validate_only: bo
     )
 
 
-def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool) -> None:
+async def _alter_group(
+    ctx: RequestContext, group_id: str, ops: Ops, *, validate_only: bool
+) -> None:
     if not group_id:
         raise Refused(ErrorCode.invalid_request, "Default group resources are not allowed.")
     store = ctx.services.group_configs
@@ -188,7 +207,7 @@ def _alter_group(ctx: RequestContext, group_id: str, ops: Ops, *, validate_only:
         kind="group",
     )
     try:
-        typed = store.alter(group_id, updated, validate_only=validate_only)
+        typed = await store.alter(group_id, updated, validate_only=validate_only)
     except GroupConfigError as exc:
         raise Refused(exc.code, exc.message) from exc
     except OSError as exc:

@@ -10,8 +10,10 @@ An unknown named topic is created with `num.partitions` partitions when the requ
 allows it (always up to v3, `allow_auto_topic_creation` from v4) and
 `auto.create.topics.enable` is on; otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An
 invalid name gets INVALID_TOPIC_EXCEPTION either way, as in Kafka. Unlike Kafka (which
-answers LEADER_NOT_AVAILABLE until the new topic is ready) the topic is usable at once,
-so it is described like any other.
+answers LEADER_NOT_AVAILABLE until the new topic is ready) the topic is usable once
+answered, so it is described like any other. The creation runs in the broker's change
+lane (`services.disk.changes`), its files written in a disk worker, as CreateTopics'
+does; a failed write answers KAFKA_STORAGE_ERROR.
 
 Authorization (Kafka's handleTopicMetadataRequest): a topic needs DESCRIBE. Listing every
 topic silently leaves out the ones the principal may not describe; a topic asked for by
@@ -61,7 +63,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topics = [_described(schema, ctx, info, topic_operations) for info in every]
     else:
         topics = [
-            _one_topic(ctx, schema, request, t, topic_operations) for t in _unique(request.topics)
+            await _one_topic(ctx, schema, request, t, topic_operations)
+            for t in _unique(request.topics)
         ]
     node = schema.make(
         "MetadataResponseBroker",
@@ -107,7 +110,7 @@ def _unique(topics: tuple[Any, ...]) -> list[Any]:
     return unique
 
 
-def _one_topic(
+async def _one_topic(
     ctx: RequestContext, schema: Schema, request: Any, topic: Any, topic_operations: bool
 ) -> Any:
     version = ctx.api_version
@@ -140,22 +143,32 @@ def _one_topic(
             and not authz.allowed(ctx, AclOperation.CREATE, authz.TOPIC, name)
         ):
             return _error(schema, ErrorCode.topic_authorization_failed, name, None)
-        info_or_error = _auto_create(ctx, name, allowed=allowed)
+        info_or_error = await _auto_create(ctx, name, allowed=allowed)
         if isinstance(info_or_error, ErrorCode):
             return _error(schema, info_or_error, name, None)
         info = info_or_error
     return _described(schema, ctx, info, topic_operations)
 
 
-def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo | ErrorCode:
+async def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo | ErrorCode:
     services = ctx.services
     enabled = allowed and services.config.current.get_bool("auto.create.topics.enable")
     partitions = services.config.current.get_int("num.partitions")
+
+    async def create() -> TopicInfo:
+        existing = services.logs.topic(name)  # made by a change that came first
+        if existing is not None:
+            return existing
+        creation = services.logs.plan_topic(name, partitions=partitions, configs={})
+        await services.disk.run(creation.run)
+        return services.logs.finish_topic(creation)
+
     # With creation off, a dry run still tells an invalid name from a merely unknown one.
     try:
-        info = services.logs.create_topic(
-            name, partitions=partitions, configs={}, validate_only=not enabled
-        )
+        if enabled:
+            info = await services.disk.changes.run(create)
+        else:
+            info = services.logs.plan_topic(name, partitions=partitions, configs={}).info
     except LogError as exc:
         if not enabled and exc.code is not ErrorCode.invalid_topic_exception:
             return ErrorCode.unknown_topic_or_partition

@@ -19,6 +19,7 @@ READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, nothing ackno
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from shoal.protocol.errors import ErrorCode
@@ -94,9 +95,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
                 partition_index=p.partition.partition,
                 error_code=error,
                 error_message=None,
-                current_leader=schema.make(
-                    "LeaderIdAndEpoch", leader_id=leader[0], leader_epoch=leader[1]
-                ),
+                current_leader=_current_leader(schema, *leader),
             )
         )
     return share_response(
@@ -108,3 +107,10 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         leader_hint=hint,
         lock_duration_ms=outcome.lock_duration_ms,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _current_leader(schema: Schema, leader_id: int, leader_epoch: int) -> Any:
+    """A partition's CurrentLeader: one of two values per response version, and kio
+    entities are immutable, so each is made once and shared."""
+    return schema.make("LeaderIdAndEpoch", leader_id=leader_id, leader_epoch=leader_epoch)

@@ -1,0 +1,83 @@
+"""A topic's metadata change as data: its disk work done on any thread, adopted on the
+log manager's owner.
+
+Owns `TopicWrite`: what creating a topic, growing it or replacing its config
+overrides writes. The log manager makes it on its owner (`LogManager.plan_topic`,
+`plan_partitions`, `plan_topic_configs`: validation only, nothing changes); `run`
+does the disk work once, on any thread (the broker runs it in a disk worker, so its
+fsyncs stay off the event loop); the manager then adopts the change on its owner
+(`finish_topic`, `finish_topic_change`).
+
+`run` writes topics.json first (a crash then leaves the change listed; partition
+directories it lacks are made on the next start), then makes each new partition
+directory durable (`topics.prepare_partition_directory`: an empty segment and
+partition.metadata), then opens their logs: new objects nobody holds until the owner
+adopts them (or `discard`s them). A directory that already existed is left alone,
+for the owner's open to decide whose it is (its stray check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shoal.clock import Clock
+from shoal.log.api import LogError, TopicInfo
+from shoal.log.events import LogEvents
+from shoal.log.fileio import fsync_directory, storage_errors, write_atomic
+from shoal.log.partition import PartitionLog
+from shoal.log.topics import TOPICS_FILE, prepare_partition_directory
+
+
+@dataclass(slots=True)
+class TopicWrite:
+    """One topic's creation, growth or config change (see the module docstring).
+    `version` is the manager's topics version the plan was made from: `topics_file`
+    is that version's topics with this change applied."""
+
+    info: TopicInfo
+    """The topic as the change leaves it (a new object; the manager's own is updated
+    by the finish)."""
+    context: str
+    """What the change is, for errors: "creating topic t"."""
+    data_dir: Path
+    topics_file: bytes
+    new_partitions: dict[int, Path]
+    """The partitions the change adds, by index, with their directories."""
+    partition_config: dict[str, Any]
+    clock: Clock
+    events: LogEvents
+    version: int
+    opened: dict[int, PartitionLog] = field(default_factory=dict)
+    """The new partitions `run` made and opened; the finish opens any other."""
+
+    def run(self) -> None:
+        """The change's disk work, once, on any thread. Raises LogError
+        KAFKA_STORAGE_ERROR naming the change (nothing opened is left open then)."""
+        with storage_errors(self.context):
+            write_atomic(self.data_dir / TOPICS_FILE, self.topics_file)
+            fresh = [
+                index
+                for index, directory in self.new_partitions.items()
+                if prepare_partition_directory(directory, self.info.topic_id)
+            ]
+            if fresh:
+                fsync_directory(self.data_dir)
+        try:
+            for index in fresh:
+                self.opened[index] = PartitionLog.open(
+                    directory=self.new_partitions[index],
+                    config=self.partition_config,
+                    clock=self.clock,
+                    events=self.events.for_partition(self.info.name, index),
+                )
+        except LogError:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close the logs `run` opened that nobody adopted."""
+        for log in self.opened.values():
+            log.abandon()
+        self.opened.clear()

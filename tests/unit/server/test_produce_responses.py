@@ -1,0 +1,53 @@
+"""The Produce handler's response objects (server/handlers/produce.py): built with the
+kio class directly where the version has every field the handler gives, else through
+`Schema.make`; either way what `Schema.make` builds, for every version served."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.log.api import AppendResult
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.schema import response_schema
+from shoal.server.handlers import produce
+
+
+@pytest.mark.parametrize("version", range(3, 11))
+def test_partition_responses_match_schema_make(version: int) -> None:
+    schema = response_schema(produce.API_KEY, version)
+    types = produce._types(version)
+    ok = AppendResult(base_offset=41, last_offset=46, log_append_time_ms=-1, log_start_offset=3)
+    assert produce._partition_ok(types, 2, ok) == schema.make(
+        "PartitionProduceResponse",
+        index=2,
+        error_code=ErrorCode.none,
+        base_offset=41,
+        log_append_time=None,
+        log_start_offset=3,
+        record_errors=(),
+        error_message=None,
+    )
+    error = produce._partition_error(types, 5, ErrorCode.corrupt_message, "bad CRC")
+    assert error == schema.make(
+        "PartitionProduceResponse",
+        index=5,
+        error_code=ErrorCode.corrupt_message,
+        base_offset=-1,
+        log_append_time=None,
+        log_start_offset=-1,
+        record_errors=(),
+        error_message="bad CRC",
+    )
+    topic = types.topic(name="t", partition_responses=(error,))
+    assert topic == schema.make("TopicProduceResponse", name="t", partition_responses=(error,))
+    response = types.response(responses=(topic,), throttle_time=produce._ZERO)
+    assert response == schema.response(responses=(topic,), throttle_time=produce._ZERO)
+
+
+def test_latest_versions_skip_the_filtering() -> None:
+    """From v8 every field the handler gives exists: the kio class is used as it is."""
+    schema = response_schema(produce.API_KEY, 10)
+    assert produce._types(10).partition is schema.cls("PartitionProduceResponse")
+    assert produce._types(3).partition is not response_schema(produce.API_KEY, 3).cls(
+        "PartitionProduceResponse"
+    )
