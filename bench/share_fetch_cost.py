@@ -168,7 +168,7 @@ def _topic_id(bootstrap: str) -> uuid.UUID:
 def one_broker(args: argparse.Namespace, modes: list[str], profile: Path | None) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="shoal-share-fetch-cost-") as tmp:
-        broker = BrokerProcess(Path(tmp) / "data")
+        broker = BrokerProcess(Path(tmp) / "data", log_path=args.broker_log)
         if profile is not None:
             os.environ["SHOAL_PROFILE"] = str(profile)
         try:
@@ -218,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycles", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", nargs="*", default=["woken", "ready"])
+    parser.add_argument(
+        "--broker-log",
+        type=Path,
+        default=None,
+        help="keep the broker's log here (with SHOAL_LATENCY_TRACE=<s> set, it has the "
+        "per-stage timings at stop: server/latency_trace.py)",
+    )
     parser.add_argument(
         "--profile",
         type=Path,
