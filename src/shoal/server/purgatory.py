@@ -13,9 +13,10 @@ woken (by any key) and has not run yet stands for its queue: a second notify doe
 wake another. Whoever takes records in queue mode passes the wake on when some are
 left (`ShareService`), so nothing waits for the next append.
 
-A waiter's result is the `shoal.clock.measure_ns` of its notify, for the latency trace's
-"purgatory wake" (server/latency_trace.py); the deadline is a loop timer on the future
-itself, so a notify wakes the waiting task in one loop pass (no `wait_for` wrapper).
+A waiter's result is the `shoal.clock.measure_ns` of its notify (0 while the trace is
+off), for the latency trace's "purgatory wake" (server/latency_trace.py); the deadline
+is a loop timer on the future itself, so a notify wakes the waiting task in one loop
+pass (no `wait_for` wrapper).
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class Purgatory:
             self._waiters.setdefault(key, {})[future] = queue
         timer = loop.call_later(timeout_ms / 1000, _expire, future)
         try:
-            with TRACE.stage("purgatory parked"):
+            if TRACE.enabled:
+                with TRACE.stage("purgatory parked"):
+                    notified_ns = await future
+            else:
                 notified_ns = await future
             if notified_ns == _TIMED_OUT:
                 return False
@@ -75,11 +79,16 @@ class Purgatory:
                     if not waiters:
                         del self._waiters[key]
 
+    def waiting(self, keys: Iterable[Hashable]) -> bool:
+        """Whether anything is parked on one of `keys`."""
+        waiters = self._waiters
+        return any(key in waiters for key in keys)
+
     def notify(self, key: Hashable) -> None:
         waiters = self._waiters.get(key)
         if not waiters:
             return
-        now_ns = measure_ns()
+        now_ns = measure_ns() if TRACE.enabled else 0  # only the trace reads it
         served: set[Hashable] = set()
         for future, queue in waiters.items():
             if queue is None:

@@ -49,7 +49,8 @@ overrides, cached while neither object changes.
 
 Collaborators come in through the constructor (never the broker): the clock, the
 broker config getter, the log manager, the group config store, the persister, the
-purgatory, a `stopping` flag and the timer driver's `rearm`. The broker subscribes
+purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
+service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 """
 
@@ -69,7 +70,7 @@ from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_dlq import DlqWriter
-from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
+from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.manager import Effects, ShareFetchPartition, ShareLog, SharePartitionManager
@@ -161,7 +162,7 @@ class ShareService:
         persister: Persister,
         purgatory: Purgatory,
         stopping: Callable[[], bool] = lambda: False,
-        rearm: Callable[[], None] = lambda: None,
+        rearm: Rearm = no_rearm,
         locks_expired: Callable[[int], None] = lambda _count: None,
         dlq_records: Callable[[str, str, int], None] = lambda _group, _outcome, _count: None,
         flush_state: Callable[[], None] = lambda: None,
@@ -174,7 +175,7 @@ class ShareService:
         self._group_configs = group_configs
         self._purgatory = purgatory
         self._stopping = stopping
-        self._rearm = rearm
+        self._rearm_driver = rearm
         self.sessions = ShareSessionCache(
             max_sessions=lambda: config().get_int("group.share.max.share.sessions")
         )
@@ -186,6 +187,21 @@ class ShareService:
             auto_offset_reset=self._auto_offset_reset,
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
+        self._pinned: tuple[str, SharePartitionConfig] | None = None
+        """A group's settings for the synchronous operation in progress (`_pin`)."""
+        self._deadline_timers = (
+            DeadlineTimer(
+                "share-lock-expiry",
+                deadline=lambda _now: self.partitions.next_lock_deadline(),
+                action=self.expire_locks,
+            ),
+            DeadlineTimer(
+                "share-redelivery",
+                deadline=lambda _now: self.partitions.next_redelivery_deadline(),
+                action=self.redeliveries_due,
+            ),
+        )
+        """The sources whose deadlines share operations move (`_rearm` names them)."""
         self.dlq = DlqWriter(
             clock=clock,
             config=config,
@@ -201,22 +217,18 @@ class ShareService:
     def timer_sources(self) -> list[TimerSource]:
         """Lock expiry, delayed redelivery and idle unload, for the timer driver."""
         return [
-            DeadlineTimer(
-                "share-lock-expiry",
-                deadline=lambda _now: self.partitions.next_lock_deadline(),
-                action=self.expire_locks,
-            ),
-            DeadlineTimer(
-                "share-redelivery",
-                deadline=lambda _now: self.partitions.next_redelivery_deadline(),
-                action=self.redeliveries_due,
-            ),
+            *self._deadline_timers,
             PeriodicTimer(
                 "share-idle-unload",
                 interval_ms=lambda: min(self._idle_unload_ms() // 2, _IDLE_CHECK_INTERVAL_MAX_MS),
                 action=self.unload_idle,
             ),
         ]
+
+    def _rearm(self) -> None:
+        """Tell the timer driver that the lock and redelivery deadlines may have moved
+        (the only ones a share operation moves; the idle unload is periodic)."""
+        self._rearm_driver(*self._deadline_timers)
 
     def expire_locks(self, now_ms: int) -> None:
         """Fire the acquisition locks due at `now_ms` and wake what they freed."""
@@ -298,7 +310,7 @@ class ShareService:
         partitions = list(session.partitions)
         clock = self._clock
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
-        keys = self._wait_keys(session.group_id, partitions)
+        keys: list[Hashable] | None = None  # computed when first needed (to park)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
         # The fetches of one group compete for the same records: an append wakes one of
         # them (purgatory queue), which passes the wake on if it leaves records behind.
@@ -309,7 +321,8 @@ class ShareService:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             last_round = remaining_ms <= 0 or nothing_wanted
             if self.sessions.get(session.group_id, session.member_id) is not session:
-                self._pass_on(keys, woken and queue is not None)
+                if woken and queue is not None and keys is not None:
+                    self._pass_on(keys)
                 return []  # closed or replaced meanwhile: nobody will read the answer
             if self._stopping():
                 return []  # records acquired now would only be released at the close
@@ -318,8 +331,34 @@ class ShareService:
                     group_id=session.group_id, partitions=partitions, cap=call.min_bytes
                 )
                 if available < call.min_bytes:
+                    if keys is None:
+                        keys = self._wait_keys(session.group_id, partitions)
                     await self._purgatory.wait(keys, timeout_ms=remaining_ms)
                     continue
+            fetched = self._acquire(session, call, partitions)
+            done = any(f.count or f.error is not None for f in fetched)
+            if done or last_round or call.min_bytes <= 0:
+                if queue is not None and any(f.count for f in fetched):
+                    # Records left behind go to the next parked fetch of the group, if
+                    # one is parked (one that comes later acquires before parking).
+                    if keys is None:
+                        keys = self._wait_keys(session.group_id, partitions)
+                    if self._purgatory.waiting(keys) and self._acquirable(
+                        session.group_id, partitions
+                    ):
+                        self._pass_on(keys)
+                return fetched
+            if keys is None:
+                keys = self._wait_keys(session.group_id, partitions)
+            woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+
+    def _acquire(
+        self, session: ShareSession, call: ShareFetchCall, partitions: Sequence[TopicIdPartition]
+    ) -> list[ShareFetchPartition]:
+        """One acquisition round of `_long_poll`, its effects performed (settings
+        pinned: no await here)."""
+        self._pin(session.group_id)
+        try:
             acquired = self.partitions.acquire(
                 group_id=session.group_id,
                 member_id=session.member_id,
@@ -331,23 +370,25 @@ class ShareService:
                 rotation=max(call.epoch, 0),
             )
             self._perform(acquired.effects)
-            fetched = acquired.partitions
-            done = any(f.count or f.error is not None for f in fetched)
-            if done or last_round or call.min_bytes <= 0:
-                if queue is not None and any(f.count for f in fetched):
-                    left = self.partitions.available_bytes(
-                        group_id=session.group_id, partitions=partitions, cap=1
-                    )
-                    self._pass_on(keys, left > 0)
-                return fetched
-            woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+        finally:
+            self._pinned = None
+        return acquired.partitions
 
-    def _pass_on(self, keys: Sequence[Hashable], wanted: bool) -> None:
+    def _acquirable(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> bool:
+        """Whether anything is acquirable in `partitions` now (settings pinned)."""
+        self._pin(group_id)
+        try:
+            return (
+                self.partitions.available_bytes(group_id=group_id, partitions=partitions, cap=1) > 0
+            )
+        finally:
+            self._pinned = None
+
+    def _pass_on(self, keys: Sequence[Hashable]) -> None:
         """Wake the next parked fetch of the group on `keys` (records are left for it,
         or this fetch was woken for them and leaves without taking them)."""
-        if wanted:
-            for key in keys:
-                self._purgatory.notify(key)
+        for key in keys:
+            self._purgatory.notify(key)
 
     def _wait_keys(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> list[Hashable]:
         logs = self._logs
@@ -396,26 +437,32 @@ class ShareService:
         renew_allowed: bool,
     ) -> dict[TopicIdPartition, ErrorCode | None]:
         errors: dict[TopicIdPartition, ErrorCode | None] = {}
-        for tp, batches in acknowledgements.items():
-            acknowledged = self.partitions.acknowledge(
-                group_id=group_id,
-                member_id=member_id,
-                partition=tp,
-                batches=batches,
-                renew_allowed=renew_allowed,
-            )
-            self._perform_acknowledged(group_id, tp, acknowledged.effects)
-            error = acknowledged.error
-            if error is not None:
-                log.info(
-                    "acknowledgement of %s-%d by member %s of group %s failed: %s",
-                    tp.topic_id,
-                    tp.partition,
-                    member_id,
-                    group_id,
-                    error.name,
+        if not acknowledgements:
+            return errors
+        self._pin(group_id)  # settings resolved once (no await below)
+        try:
+            for tp, batches in acknowledgements.items():
+                acknowledged = self.partitions.acknowledge(
+                    group_id=group_id,
+                    member_id=member_id,
+                    partition=tp,
+                    batches=batches,
+                    renew_allowed=renew_allowed,
                 )
-            errors[tp] = error
+                self._perform_acknowledged(group_id, tp, acknowledged.effects)
+                error = acknowledged.error
+                if error is not None:
+                    log.info(
+                        "acknowledgement of %s-%d by member %s of group %s failed: %s",
+                        tp.topic_id,
+                        tp.partition,
+                        member_id,
+                        group_id,
+                        error.name,
+                    )
+                errors[tp] = error
+        finally:
+            self._pinned = None
         return errors
 
     # ---- sessions ending
@@ -505,7 +552,11 @@ class ShareService:
 
     def settings_for(self, group_id: str) -> SharePartitionConfig:
         """The group's effective share settings, re-resolved when the broker config or
-        the group's overrides change."""
+        the group's overrides change. Inside a pinned operation (`_pin`) the group's
+        settings are the ones resolved at its start."""
+        pinned = self._pinned
+        if pinned is not None and pinned[0] == group_id:
+            return pinned[1]
         broker_config = self._config()
         overrides = self._group_configs.overrides(group_id)
         cached = self._settings.get(group_id)
@@ -516,6 +567,14 @@ class ShareService:
             self._settings.clear()
         self._settings[group_id] = (broker_config, overrides, settings)
         return settings
+
+    def _pin(self, group_id: str) -> None:
+        """Resolve `group_id`'s settings once for a synchronous operation of many
+        `settings_for` calls (a share-partition asks at every step); the caller unpins
+        (`_pinned = None`) in a `finally` before any await, so no configuration change
+        (it comes from another request, so at an await) is missed."""
+        self._pinned = None
+        self._pinned = (group_id, self.settings_for(group_id))
 
     def _auto_offset_reset(self, group_id: str) -> str:
         value: Any = self._group_configs.effective(group_id)["share.auto.offset.reset"]

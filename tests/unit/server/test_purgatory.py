@@ -93,3 +93,20 @@ def test_a_waiter_expired_but_not_yet_run_does_not_swallow_a_notify() -> None:
         assert await other is True
 
     asyncio.run(run())
+
+
+def test_waiting_says_whether_anything_is_parked_on_the_keys() -> None:
+    """What a fetch that took records asks before checking what it leaves behind."""
+
+    async def run() -> None:
+        purgatory = Purgatory()
+        assert not purgatory.waiting(["k", "j"])
+        parked = asyncio.create_task(purgatory.wait(["k", "i"], timeout_ms=5_000, queue="g"))
+        await _settle()
+        assert purgatory.waiting(["j", "k"]) and purgatory.waiting(["i"])
+        assert not purgatory.waiting(["j"])
+        purgatory.notify("k")
+        assert await parked
+        assert not purgatory.waiting(["k", "i"]), "a waiter leaves every key it parked on"
+
+    asyncio.run(run())

@@ -24,6 +24,7 @@ from shoal.server.share_service import (
     ShareService,
     share_wait_key,
 )
+from shoal.server.timers import TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
@@ -58,6 +59,7 @@ class Rig:
         assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
         self.purgatory = RecordingPurgatory()
         self.rearms = 0
+        self.rearmed: list[tuple[str, ...]] = []
         self.service = ShareService(
             clock=self.clock,
             config=lambda: self.config,
@@ -71,8 +73,9 @@ class Rig:
             rearm=self.rearm,
         )
 
-    def rearm(self) -> None:
+    def rearm(self, *sources: TimerSource) -> None:
         self.rearms += 1
+        self.rearmed.append(tuple(s.name for s in sources))
 
     def produce(self, count: int) -> None:
         partition = self.logs.partition("t", 0)
@@ -89,6 +92,8 @@ def test_lock_expiry_fired_by_its_source_wakes_the_share_partition(tmp_path: Pat
     before = rig.rearms
     assert rig.fetch() == 3
     assert rig.rearms > before, "a fetch re-arms the timer driver"
+    # only the sources a share operation moves are named (the driver re-asks those)
+    assert rig.rearmed[-1] == ("share-lock-expiry", "share-redelivery")
     lock_source = next(s for s in rig.service.timer_sources() if s.name == "share-lock-expiry")
     now = rig.clock.monotonic_ms()
     assert lock_source.next_deadline_ms(now) == 15_000

@@ -151,3 +151,97 @@ def test_driver_fires_on_the_clock_and_wakes_on_rearm() -> None:
             await driver.stop()
 
     asyncio.run(main())
+
+
+def test_a_targeted_pass_asks_only_the_named_sources_and_keeps_the_others_answers() -> None:
+    """`fire_due_or_next(asking=...)`, the driver's pass after `rearm(source)`: the
+    named sources (and any never asked) are asked; the others' deadlines are those
+    they last gave, asked again only when that says they are due, and a source fires
+    only when its own fresh answer says so."""
+    a, b = Deadlines("a"), Deadlines("b")
+    schedule = Schedule()
+    schedule.add(a, b)
+    a.deadline, b.deadline = 300, 100
+    assert schedule.fire_due_or_next(0, asking=[a]) == 100, "never asked: b is asked"
+    assert (a.asked, b.asked) == (1, 1)
+    a.deadline = 50
+    assert schedule.fire_due_or_next(0, asking=[a]) == 50
+    assert (a.asked, b.asked) == (2, 1), "b's deadline is the one it last gave"
+    b.deadline = 400  # moved later, unannounced: kept 100 says due at 100, asked again
+    assert schedule.fire_due_or_next(100, asking=[]) == ["a"]
+    assert (a.asked, b.asked) == (3, 2) and b.fired == [] and a.fired == [100]
+    assert schedule.next_deadline_ms(100) == 400
+    b.deadline = 200  # moved earlier, announced with a full pass
+    assert schedule.fire_due_or_next(100) == 200
+
+
+def test_driver_passes_are_shared_by_rearms_and_targeted_ones_ask_only_their_sources() -> None:
+    clock = ManualClock()
+    a, b = Deadlines("a"), Deadlines("b")
+
+    async def main() -> None:
+        driver = TimerDriver(clock=clock)
+        driver.add(a, b)
+        driver.start()
+        try:
+            await asyncio.sleep(0)
+            asked = (a.asked, b.asked)
+            assert asked == (1, 1), "the first pass asks every source once"
+            for _ in range(5):
+                driver.rearm(a)
+            await asyncio.sleep(0)
+            assert (a.asked, b.asked) == (2, 1), "five rearms, one pass, only a asked"
+            driver.rearm()
+            driver.rearm(a)
+            await asyncio.sleep(0)
+            assert (a.asked, b.asked) == (3, 2), "an untargeted rearm asks every source"
+            a.deadline = clock.monotonic_ms()  # due now: fired by the pass
+            driver.rearm(a)
+            await asyncio.sleep(0)
+            assert a.fired == [clock.monotonic_ms()] and b.fired == []
+        finally:
+            await driver.stop()
+        driver.rearm()
+        await asyncio.sleep(0.01)
+        assert len(a.fired) == 1, "a stopped driver fires nothing"
+
+    asyncio.run(main())
+
+
+def test_driver_survives_a_source_whose_deadline_raises(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock()
+    good = Deadlines("good")
+    broken = [True]
+
+    class Broken(Deadlines):
+        def next_deadline_ms(self, now_ms: int) -> int | None:
+            if broken[0]:
+                raise RuntimeError("no deadline")
+            return super().next_deadline_ms(now_ms)
+
+    async def main() -> None:
+        driver = TimerDriver(clock=clock)
+        driver.add(Broken("broken"), good)
+        with caplog.at_level(logging.ERROR):
+            driver.start()
+            await asyncio.sleep(0)
+        assert "timer pass failed" in caplog.text
+        broken[0] = False
+        good.deadline = 0
+        driver.rearm()
+        await asyncio.sleep(0)
+        assert good.fired == [0], "the driver still fires after the failed pass"
+        await driver.stop()
+
+    asyncio.run(main())
+
+
+def test_a_targeted_pass_ignores_a_source_it_does_not_drive() -> None:
+    """`rearm(source)` naming a source never added (a service used with another
+    driver) asks nothing of it and still answers the driven ones' earliest deadline."""
+    a, stranger = Deadlines("a"), Deadlines("stranger")
+    schedule = Schedule()
+    schedule.add(a)
+    a.deadline, stranger.deadline = 70, 5
+    assert schedule.fire_due_or_next(0, asking=[stranger]) == 70
+    assert stranger.asked == 0 and stranger.fired == []

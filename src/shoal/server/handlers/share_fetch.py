@@ -51,6 +51,7 @@ from shoal.share.sessions import TopicIdPartition
 
 API_KEY = 78
 MEMBER_ID_LENGTH_MAX = 36
+_ACQUIRE_MODES = frozenset(int(m) for m in AcquireMode)
 
 
 @api(API_KEY, 1, 2)
@@ -119,7 +120,7 @@ def refusal(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] |
 
 def _invalid_fetch(request: Any) -> str | None:
     mode = int(getattr(request, "share_acquire_mode", 0))
-    if mode not in {int(m) for m in AcquireMode}:
+    if mode not in _ACQUIRE_MODES:
         return f"Unknown ShareAcquireMode {mode}."
     if getattr(request, "is_renew_ack", False) and (
         _ms(request.max_wait) or request.min_bytes or request.max_bytes or request.max_records
@@ -199,10 +200,24 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     return response
 
 
+_LEADERS: dict[tuple[Schema, int], Any] = {}
+"""(response schema, leader id) -> its CurrentLeader (kio entities are immutable, so
+one is shared by every response). Bounded by design: ShareFetch's response versions x
+{this node's id, -1}."""
+
+
+def _leader(schema: Schema, leader_id: int) -> Any:
+    leader = _LEADERS.get((schema, leader_id))
+    if leader is None:
+        epoch = -1 if leader_id < 0 else 0
+        leader = schema.make("LeaderIdAndEpoch", leader_id=leader_id, leader_epoch=epoch)
+        _LEADERS[(schema, leader_id)] = leader
+    return leader
+
+
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     error = ErrorCode.none if p.error is None else p.error
     ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
-    leader = (-1, -1) if error in NO_LEADER_ERRORS else (node_id, 0)
     return schema.make(
         "PartitionData",
         partition_index=p.partition.partition,
@@ -210,7 +225,7 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
         error_message=None,
         acknowledge_error_code=int(ack_error.value),
         acknowledge_error_message=None,
-        current_leader=schema.make("LeaderIdAndEpoch", leader_id=leader[0], leader_epoch=leader[1]),
+        current_leader=_leader(schema, -1 if error in NO_LEADER_ERRORS else node_id),
         records=p.records,
         acquired_records=tuple(
             schema.make(
