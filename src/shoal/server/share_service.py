@@ -73,7 +73,13 @@ from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
-from shoal.share.manager import Effects, ShareFetchPartition, ShareLog, SharePartitionManager
+from shoal.share.manager import (
+    NO_EFFECTS,
+    Effects,
+    ShareFetchPartition,
+    ShareLog,
+    SharePartitionManager,
+)
 from shoal.share.persister import Persister, SharePartitionKey
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -414,14 +420,19 @@ class ShareService:
             return ShareOutcome(error=step.error)
         session = step.session
         assert session is not None
+        settings = self.settings_for(call.group_id)
         ack_errors = self._acknowledge_all(
-            call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
+            call.group_id,
+            call.member_id,
+            call.acknowledgements,
+            renew_allowed=call.is_renew_ack,
+            settings=settings,
         )
         if step.final:
             self._close(session)
         self._rearm()
         return ShareOutcome(
-            lock_duration_ms=self.settings_for(call.group_id).record_lock_duration_ms,
+            lock_duration_ms=settings.record_lock_duration_ms,
             partitions=tuple(
                 PartitionOutcome(tp, error=error, acknowledge_error=error)
                 for tp, error in ack_errors.items()
@@ -435,11 +446,15 @@ class ShareService:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
         *,
         renew_allowed: bool,
+        settings: SharePartitionConfig | None = None,
     ) -> dict[TopicIdPartition, ErrorCode | None]:
+        """Apply each partition's acknowledgements and perform their effects, with
+        the group's settings pinned (`settings` when the caller resolved them in the
+        same synchronous step)."""
         errors: dict[TopicIdPartition, ErrorCode | None] = {}
         if not acknowledgements:
             return errors
-        self._pin(group_id)  # settings resolved once (no await below)
+        self._pin(group_id, settings)  # settings resolved once (no await below)
         try:
             for tp, batches in acknowledgements.items():
                 acknowledged = self.partitions.acknowledge(
@@ -449,7 +464,7 @@ class ShareService:
                     batches=batches,
                     renew_allowed=renew_allowed,
                 )
-                self._perform_acknowledged(group_id, tp, acknowledged.effects)
+                self._perform(acknowledged.effects)
                 error = acknowledged.error
                 if error is not None:
                     log.info(
@@ -568,13 +583,14 @@ class ShareService:
         self._settings[group_id] = (broker_config, overrides, settings)
         return settings
 
-    def _pin(self, group_id: str) -> None:
+    def _pin(self, group_id: str, settings: SharePartitionConfig | None = None) -> None:
         """Resolve `group_id`'s settings once for a synchronous operation of many
         `settings_for` calls (a share-partition asks at every step); the caller unpins
         (`_pinned = None`) in a `finally` before any await, so no configuration change
-        (it comes from another request, so at an await) is missed."""
+        (it comes from another request, so at an await) is missed. `settings` are the
+        group's, resolved by the caller in the same synchronous step."""
         self._pinned = None
-        self._pinned = (group_id, self.settings_for(group_id))
+        self._pinned = (group_id, self.settings_for(group_id) if settings is None else settings)
 
     def _auto_offset_reset(self, group_id: str) -> str:
         value: Any = self._group_configs.effective(group_id)["share.auto.offset.reset"]
@@ -590,23 +606,11 @@ class ShareService:
             return ErrorCode.unknown_topic_or_partition
         return partition_log
 
-    def _perform_acknowledged(self, group_id: str, tp: TopicIdPartition, effects: Effects) -> None:
-        """`_perform` for an acknowledgement of `tp`: its share-partition's wake (its
-        start offset moved, or records were released) is skipped when nothing there is
-        acquirable now, e.g. an ACCEPT at the head with every record after it already
-        acquired; the parked fetch would only find nothing and park again."""
-        key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
-        if (
-            key in effects.wake
-            and self.partitions.get(key) is not None
-            and self.partitions.available_bytes(group_id=group_id, partitions=(tp,), cap=1) <= 0
-        ):
-            effects = Effects(wake=effects.wake - {key}, dlq=effects.dlq)
-        self._perform(effects)
-
     def _perform(self, effects: Effects) -> None:
         """Write the DLQ copies `effects` asks for, then wake the share fetches parked
         on the share-partitions it names."""
+        if effects is NO_EFFECTS:
+            return
         for key in sorted(effects.dlq, key=str):
             effects |= self.dlq.perform(key)
         for key in sorted(effects.wake, key=str):

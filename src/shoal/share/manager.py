@@ -34,6 +34,8 @@ share-partitions whose parked share fetches the caller must wake.
   with IsRenewAck), applied atomically per partition by the core, then persisted:
   a successful write commits, a failed one rolls back and answers the mapped error
   (fenced -> NOT_LEADER_OR_FOLLOWER, and the share-partition is dropped to reload).
+  The acknowledged share-partition is woken only when something there is
+  acquirable now.
 - **Releases** (session closed, connection dropped) go through the same write path.
 - **Lock expiry**: `next_lock_deadline` is the earliest deadline over all
   share-partitions; `expire_locks` fires what is due and persists each expiry (the
@@ -500,7 +502,10 @@ class SharePartitionManager:
         renew_allowed: bool = False,
     ) -> Acknowledged:
         """Apply one partition's acknowledgement batches (atomic) and persist them.
-        Returns the partition's error code (None = success) and the effects."""
+        Returns the partition's error code (None = success) and the effects: the
+        share-partition is woken (its start offset moved, or records were released)
+        only when something there is acquirable now (`_acquirable`), or when a fenced
+        write dropped it."""
         found = self._logs(partition.topic_id, partition.partition)
         if isinstance(found, ErrorCode):
             return Acknowledged(found)
@@ -518,7 +523,20 @@ class SharePartitionManager:
         if result.pending is None:
             return Acknowledged()
         error = self._persist(sp, result.pending)
+        woken = self._woken
+        if key in woken and self._partitions.get(key) is sp and not self._acquirable(sp, found):
+            woken.discard(key)
         return Acknowledged(error, self._effects())
+
+    def _acquirable(self, sp: SharePartition, partition_log: ShareLog) -> bool:
+        """Whether a fetch would find something to acquire in `sp` now: the wake check
+        after an acknowledgement (an ACCEPT at the head moves the start offset, but
+        with every record after it acquired a woken fetch would only park again). The
+        same answer as `available_bytes` with cap 1 for a loaded share-partition whose
+        log is known, without looking either up again."""
+        return sp.can_acquire() and sp.next_fetch_offset() < self._read_limit(
+            sp.key.group_id, partition_log
+        )
 
     def release(
         self, *, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]

@@ -11,7 +11,7 @@ lines: one rig serves every manager operation, as manager.py is one class.)
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shoal import limits
 from shoal.clock import ManualClock
@@ -393,7 +393,43 @@ def test_accepted_records_are_persisted_and_the_start_offset_moves() -> None:
     assert (durable.start_offset, list(durable.state_batches)) == (10, [])
     sp = rig.manager.get(rig.key())
     assert sp is not None and sp.start_offset == 10
-    assert rig.key() in rig.woken
+    assert rig.woken == [], "the start offset moved, but nothing is acquirable: no wake"
+
+
+def test_an_acknowledgement_wakes_exactly_when_available_bytes_finds_something() -> None:
+    """The wake decision after an acknowledgement (`_acquirable`) is checked against
+    the reference answer, `available_bytes` with cap 1, taken after the same
+    acknowledgement: ACCEPTs at the head with nothing or something left to acquire,
+    a RELEASE, and a RELEASE while the group's delivery is paused."""
+    rig = Rig()
+    rig.topic(P0)
+    rig.logs[P0].append(4)
+    rig.fetch("a")
+    steps: list[tuple[str, bool]] = []
+
+    def ack(batch: AckBatch) -> None:
+        rig.woken.clear()
+        assert rig.ack("a", P0, batch) is None
+        reference = rig.manager.available_bytes(group_id=GROUP, partitions=[P0], cap=1) > 0
+        woken = rig.woken == [rig.key()]
+        assert woken == reference, (batch, rig.woken, reference)
+        steps.append((f"{batch.first_offset}-{batch.last_offset}", woken))
+
+    ack(AckBatch(0, 0, (ACCEPT,)))  # head moves, 1-3 still acquired
+    rig.logs[P0].append(2)
+    ack(AckBatch(1, 1, (ACCEPT,)))  # head moves, 4-5 acquirable
+    ack(AckBatch(2, 2, (RELEASE,)))  # released: acquirable again
+    rig.fetch("a")  # takes 2 and 4-5
+    ack(AckBatch(3, 3, (ACCEPT,)))  # the head stops at 2 (acquired): no wake
+    rig.config = replace(rig.config, delivery_paused=True)
+    ack(AckBatch(2, 2, (RELEASE,)))  # released, but delivery is paused
+    assert steps == [
+        ("0-0", False),
+        ("1-1", True),
+        ("2-2", True),
+        ("3-3", False),
+        ("2-2", False),
+    ]
 
 
 def test_malformed_batches_and_renew_without_is_renew_ack_are_invalid() -> None:
