@@ -83,6 +83,7 @@ def plan_acknowledgement(
     """The steps to apply, or the Kafka error code of the first failing batch."""
     steps: list[_Step] = []
     cache = window.cache
+    cached = cache.batches
     start = window.start_offset
     for ack in batches:
         if ack.last_offset < start:
@@ -96,12 +97,12 @@ def plan_acknowledgement(
             if first_index < 0:
                 return ErrorCode.invalid_record_state
         last_index = cache.floor_index(ack.last_offset)
-        reached = cache[last_index]
+        reached = cached[last_index]
         if reached.last_offset < ack.first_offset or ack.last_offset > reached.last_offset:
             return ErrorCode.invalid_request
         per_offset_types = len(ack.types) > 1
         for index in range(first_index, last_index + 1):
-            batch = cache[index]
+            batch = cached[index]
             first = max(ack.first_offset, batch.first_offset)
             last = min(ack.last_offset, batch.last_offset)
             if first > last:
@@ -138,8 +139,9 @@ def _below_start_steps(window: InFlightWindow, ack: AckBatch) -> list[_Step]:
     cache = window.cache
     steps = []
     index = cache.index_from(ack.first_offset)
-    while index < len(cache) and cache[index].first_offset <= ack.last_offset:
-        batch = cache[index]
+    batches = cache.batches
+    while index < len(batches) and batches[index].first_offset <= ack.last_offset:
+        batch = batches[index]
         first = max(ack.first_offset, batch.first_offset)
         last = min(ack.last_offset, batch.last_offset)
         whole = (

@@ -293,24 +293,27 @@ class InFlightBatch:
 class InFlightCache:
     """In-flight batches sorted by first offset, non-overlapping."""
 
-    __slots__ = ("_batches", "_firsts")
+    __slots__ = ("_firsts", "batches")
 
     def __init__(self) -> None:
         self._firsts: list[int] = []
-        self._batches: list[InFlightBatch] = []
+        self.batches: list[InFlightBatch] = []
+        """The batches in order: read-only for callers (a hot loop indexes the list
+        itself rather than paying `__len__`/`__getitem__` calls); changes go through
+        `add`, `drop_front` and the other methods, which keep `_firsts` in step."""
 
     def __len__(self) -> int:
-        return len(self._batches)
+        return len(self.batches)
 
     def __getitem__(self, index: int) -> InFlightBatch:
-        return self._batches[index]
+        return self.batches[index]
 
     def __iter__(self) -> Iterator[InFlightBatch]:
-        return iter(self._batches)
+        return iter(self.batches)
 
     @property
     def last(self) -> InFlightBatch | None:
-        return self._batches[-1] if self._batches else None
+        return self.batches[-1] if self.batches else None
 
     def floor_index(self, offset: int) -> int:
         """Index of the last batch whose first offset is <= offset, or -1."""
@@ -319,29 +322,29 @@ class InFlightCache:
     def index_from(self, offset: int) -> int:
         """Index of the first batch ending at or after `offset` (len if none)."""
         index = bisect_right(self._firsts, offset) - 1
-        if index >= 0 and self._batches[index].last_offset >= offset:
+        if index >= 0 and self.batches[index].last_offset >= offset:
             return index
         return index + 1
 
     def batch_at(self, offset: int) -> InFlightBatch | None:
         """The batch containing `offset`, if any."""
         index = self.floor_index(offset)
-        if index >= 0 and self._batches[index].last_offset >= offset:
-            return self._batches[index]
+        if index >= 0 and self.batches[index].last_offset >= offset:
+            return self.batches[index]
         return None
 
     def add(self, batch: InFlightBatch) -> None:
-        if not self._batches or batch.first_offset > self._batches[-1].last_offset:
+        if not self.batches or batch.first_offset > self.batches[-1].last_offset:
             self._firsts.append(batch.first_offset)
-            self._batches.append(batch)
+            self.batches.append(batch)
             return
         index = bisect_left(self._firsts, batch.first_offset)
-        assert index == 0 or self._batches[index - 1].last_offset < batch.first_offset
-        assert index == len(self._batches) or batch.last_offset < self._firsts[index]
+        assert index == 0 or self.batches[index - 1].last_offset < batch.first_offset
+        assert index == len(self.batches) or batch.last_offset < self._firsts[index]
         self._firsts.insert(index, batch.first_offset)
-        self._batches.insert(index, batch)
+        self.batches.insert(index, batch)
 
     def drop_front(self, count: int) -> None:
         if count:
             del self._firsts[:count]
-            del self._batches[:count]
+            del self.batches[:count]

@@ -82,8 +82,8 @@ class InFlightWindow:
     # ---- shape of the window
 
     def has_inflight(self) -> bool:
-        last = self.cache.last
-        return last is not None and last.last_offset >= self.start_offset
+        batches = self.cache.batches
+        return bool(batches) and batches[-1].last_offset >= self.start_offset
 
     def size(self) -> int:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
@@ -258,10 +258,11 @@ class InFlightWindow:
         written): a span only visits the states it covers."""
         found = []
         cache = self.cache
+        batches = cache.batches
         for first, last in self.pending_writes.pop(handle, []):
             index = cache.index_from(first)
-            while index < len(cache) and cache[index].first_offset <= last:
-                batch = cache[index]
+            while index < len(batches) and batches[index].first_offset <= last:
+                batch = batches[index]
                 if batch.offsets is None:
                     st = batch.whole
                     assert st is not None
@@ -319,8 +320,9 @@ class InFlightWindow:
         position = old
         passed = 0
         index = cache.index_from(position)
-        while index < len(cache):
-            batch = cache[index]
+        batches = cache.batches
+        while index < len(batches):
+            batch = batches[index]
             if batch.first_offset > position:
                 gap = self.gap_start
                 if gap is not None and gap < batch.first_offset:
@@ -382,9 +384,10 @@ class InFlightWindow:
     def _set_start(self, new_start: int) -> None:
         self.start_offset = new_start
         cache = self.cache
+        batches = cache.batches
         drop = 0
-        while drop < len(cache):
-            batch = cache[drop]
+        while drop < len(batches):
+            batch = batches[drop]
             if batch.last_offset >= new_start or not batch.is_settled():
                 break
             drop += 1

@@ -29,6 +29,7 @@ from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.handlers.share_fetch import ack_batches, refusal, with_denied_topics
 from shoal.server.registry import api
+from shoal.server.services import NodeIdentity
 from shoal.server.share_responses import (
     LEADER_HINT_ERRORS,
     NO_LEADER_ERRORS,
@@ -81,32 +82,66 @@ def _decode(request: Any) -> ShareAcknowledgeCall:
     )
 
 
+_RESPONSES_KEPT = 1024
+"""Responses kept by `_cached_response` (least recently used go first): a consumer
+acknowledges the same few partitions again and again, each answered alike."""
+
+_Topics = tuple[tuple[Any, tuple[tuple[int, ErrorCode, int, int], ...]], ...]
+"""Per topic id, each partition's (index, error, leader id, leader epoch)."""
+
+
 def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any:
-    services = ctx.services
-    by_topic: dict[Any, list[Any]] = {}
+    node = ctx.services.node
+    by_topic: dict[Any, list[tuple[int, ErrorCode, int, int]]] = {}
     hint = False
     for p in outcome.partitions:
         error = ErrorCode.none if p.error is None else p.error
         hint = hint or error in LEADER_HINT_ERRORS
-        leader = (-1, -1) if error in NO_LEADER_ERRORS else (services.node.node_id, 0)
+        leader = (-1, -1) if error in NO_LEADER_ERRORS else (node.node_id, 0)
         by_topic.setdefault(p.partition.topic_id, []).append(
-            schema.make(
-                "PartitionData",
-                partition_index=p.partition.partition,
-                error_code=error,
-                error_message=None,
-                current_leader=_current_leader(schema, *leader),
-            )
+            (p.partition.partition, error, *leader)
         )
+    topics = tuple((topic_id, tuple(ps)) for topic_id, ps in by_topic.items())
+    if hint:  # carries the listener's endpoint: not cached
+        return _build(schema, node, ctx.connection.listener_name, topics, outcome.lock_duration_ms)
+    return _cached_response(schema, node, topics, outcome.lock_duration_ms)
+
+
+def _build(
+    schema: Schema, node: NodeIdentity, listener_name: str, topics: _Topics, lock_duration_ms: int
+) -> Any:
+    """The response of `topics`; the leader hint's endpoint when an error asks for it."""
     return share_response(
         schema,
-        services.node,
-        listener_name=ctx.connection.listener_name,
+        node,
+        listener_name=listener_name,
         topic_type="ShareAcknowledgeTopicResponse",
-        by_topic=by_topic,
-        leader_hint=hint,
-        lock_duration_ms=outcome.lock_duration_ms,
+        by_topic={
+            topic_id: [
+                schema.make(
+                    "PartitionData",
+                    partition_index=index,
+                    error_code=error,
+                    error_message=None,
+                    current_leader=_current_leader(schema, leader_id, leader_epoch),
+                )
+                for index, error, leader_id, leader_epoch in ps
+            ]
+            for topic_id, ps in topics
+        },
+        leader_hint=any(p[1] in LEADER_HINT_ERRORS for _, ps in topics for p in ps),
+        lock_duration_ms=lock_duration_ms,
     )
+
+
+@functools.lru_cache(maxsize=_RESPONSES_KEPT)
+def _cached_response(
+    schema: Schema, node: NodeIdentity, topics: _Topics, lock_duration_ms: int
+) -> Any:
+    """`_build` of a response without a leader hint (so without any listener's
+    endpoint), made once per distinct answer: kio entities are immutable, so one
+    response object serves every request answered alike."""
+    return _build(schema, node, "", topics, lock_duration_ms)
 
 
 @functools.lru_cache(maxsize=8)
