@@ -31,7 +31,10 @@ long-poll and lock timers.
   the acquisition-lock expiry (earliest deadline over all share-partitions), the
   delayed-redelivery wake-up (the earliest redelivery delay ending) and the
   idle unload (every half `shoal.share.partition.idle.unload.ms`, at most a minute);
-  every operation that may move a lock deadline calls `rearm`.
+  every operation that may move a lock deadline calls `rearm`, except a
+  ShareAcknowledge whose deadlines only moved later (locks cancelled: the driver
+  re-asks a source when its stale deadline comes), so that most acknowledgements
+  cost no timer pass.
 - **Effects.** Every manager operation returns `Effects`; `_perform` writes the
   dead-letter queue copies they ask for (server/share_dlq.py, KIP-1191) and wakes the
   share fetches parked on the named share-partitions (purgatory notify).
@@ -421,7 +424,7 @@ class ShareService:
         session = step.session
         assert session is not None
         settings = self.settings_for(call.group_id)
-        ack_errors = self._acknowledge_all(
+        ack_errors, earlier = self._acknowledge_each(
             call.group_id,
             call.member_id,
             call.acknowledgements,
@@ -430,7 +433,11 @@ class ShareService:
         )
         if step.final:
             self._close(session)
-        self._rearm()
+        if earlier or step.final:
+            # Otherwise the lock and redelivery deadlines only moved later (locks
+            # cancelled): the driver re-asks when it reaches the stale one, and no
+            # timer pass runs per acknowledgement.
+            self._rearm()
         return ShareOutcome(
             lock_duration_ms=settings.record_lock_duration_ms,
             partitions=tuple(
@@ -446,14 +453,29 @@ class ShareService:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
         *,
         renew_allowed: bool,
-        settings: SharePartitionConfig | None = None,
     ) -> dict[TopicIdPartition, ErrorCode | None]:
+        """`_acknowledge_each`'s errors, for a caller that rearms the timers anyway."""
+        return self._acknowledge_each(
+            group_id, member_id, acknowledgements, renew_allowed=renew_allowed
+        )[0]
+
+    def _acknowledge_each(
+        self,
+        group_id: str,
+        member_id: str,
+        acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
+        *,
+        renew_allowed: bool,
+        settings: SharePartitionConfig | None = None,
+    ) -> tuple[dict[TopicIdPartition, ErrorCode | None], bool]:
         """Apply each partition's acknowledgements and perform their effects, with
         the group's settings pinned (`settings` when the caller resolved them in the
-        same synchronous step)."""
+        same synchronous step). Returns each partition's error, and whether a lock
+        or redelivery deadline may have come earlier (`Acknowledged`)."""
         errors: dict[TopicIdPartition, ErrorCode | None] = {}
+        earlier = False
         if not acknowledgements:
-            return errors
+            return errors, earlier
         self._pin(group_id, settings)  # settings resolved once (no await below)
         try:
             for tp, batches in acknowledgements.items():
@@ -465,6 +487,7 @@ class ShareService:
                     renew_allowed=renew_allowed,
                 )
                 self._perform(acknowledged.effects)
+                earlier = earlier or acknowledged.deadlines_earlier
                 error = acknowledged.error
                 if error is not None:
                     log.info(
@@ -478,7 +501,7 @@ class ShareService:
                 errors[tp] = error
         finally:
             self._pinned = None
-        return errors
+        return errors, earlier
 
     # ---- sessions ending
 

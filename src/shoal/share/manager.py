@@ -160,10 +160,14 @@ class ShareFetched:
 
 @dataclass(frozen=True, slots=True)
 class Acknowledged:
-    """`SharePartitionManager.acknowledge`'s answer: the partition's error, and effects."""
+    """`SharePartitionManager.acknowledge`'s answer: the partition's error, effects,
+    and whether a lock or redelivery deadline may have come earlier (the timers need
+    asking again; deadlines that only moved later are left to be re-asked when the
+    timer driver reaches the stale one)."""
 
     error: ErrorCode | None = None
     effects: Effects = NO_EFFECTS
+    deadlines_earlier: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,16 +521,17 @@ class SharePartitionManager:
         if isinstance(sp, ErrorCode):
             return Acknowledged(sp)
         self._touched[key] = self._clock.monotonic_ms()
+        deadlines = (sp.next_lock_deadline(), sp.next_redelivery_ms())
         result = sp.acknowledge(member_id=member_id, batches=batches)
         if result.error is not None:
             return Acknowledged(result.error)
-        if result.pending is None:
-            return Acknowledged()
+        if result.pending is None:  # renewed only: the locks moved
+            return Acknowledged(deadlines_earlier=_earlier(deadlines, sp))
         error = self._persist(sp, result.pending)
         woken = self._woken
         if key in woken and self._partitions.get(key) is sp and not self._acquirable(sp, found):
             woken.discard(key)
-        return Acknowledged(error, self._effects())
+        return Acknowledged(error, self._effects(), _earlier(deadlines, sp))
 
     def _acquirable(self, sp: SharePartition, partition_log: ShareLog) -> bool:
         """Whether a fetch would find something to acquire in `sp` now: the wake check
@@ -764,6 +769,18 @@ class SharePartitionManager:
         keys.discard(key)
         if not keys:
             del self._by_partition[tp]
+
+
+def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
+    """Whether `sp`'s lock or redelivery deadline is now earlier than `before` (a new
+    one counts as earlier), so that the earliest over every share-partition may
+    have come earlier too. An acknowledgement cancels locks, so mostly they move
+    later; a RELEASE with a redelivery delay and a RENEW under a shortened lock
+    duration are the ways they come earlier."""
+    for old, new in zip(before, (sp.next_lock_deadline(), sp.next_redelivery_ms()), strict=True):
+        if new is not None and (old is None or new < old):
+            return True
+    return False
 
 
 def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:

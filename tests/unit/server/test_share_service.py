@@ -256,3 +256,59 @@ def test_delayed_redelivery_wakes_through_its_source_and_pause_stops_fetches(
     rig.service.group_config_changed("g")
     assert rig.purgatory.notified == [share_wait_key(rig.key)], "the resume wakes the group"
     assert rig.fetch(epoch=5) == 2
+
+
+def test_an_acknowledgement_rearms_the_timers_only_when_a_deadline_may_come_earlier(
+    tmp_path: Path,
+) -> None:
+    """An ACCEPT only cancels locks (deadlines move later: no timer pass); a RELEASE
+    under a redelivery backoff makes a new deadline and a RENEW under a shortened
+    lock duration an earlier one (both rearm); closing the session rearms. The
+    sources keep answering the true deadlines throughout."""
+    rig = Rig(
+        tmp_path,
+        **{
+            "group.share.min.record.lock.duration.ms": "1000",
+            "group.share.record.lock.duration.ms": "15000",
+        },
+    )
+    store = rig.service._group_configs
+    asyncio.run(store.alter("g", {"shoal.share.redelivery.backoff.ms": "500"}))
+    rig.produce(4)
+    assert rig.fetch() == 4
+    sources = {s.name: s for s in rig.service.timer_sources()}
+    locks, redelivery = sources["share-lock-expiry"], sources["share-redelivery"]
+    before = rig.rearms
+    _acknowledge(rig, 1, 0, 0, AcknowledgeType.ACCEPT)
+    assert rig.rearms == before, "a lock cancelled: the deadlines only moved later"
+    assert locks.next_deadline_ms(0) == 15_000
+    _acknowledge(rig, 2, 1, 1, AcknowledgeType.RELEASE)
+    assert rig.rearms == before + 1, "a delayed redelivery is a new deadline"
+    assert rig.rearmed[-1] == ("share-lock-expiry", "share-redelivery")
+    assert redelivery.next_deadline_ms(0) == 500
+    asyncio.run(
+        store.alter(
+            "g",
+            {"shoal.share.redelivery.backoff.ms": "500", "share.record.lock.duration.ms": "2000"},
+        )
+    )
+    rig.service.group_config_changed("g")
+    before = rig.rearms
+    renewed = rig.service.share_acknowledge(
+        ShareAcknowledgeCall(
+            group_id="g",
+            member_id="m",
+            epoch=3,
+            is_renew_ack=True,
+            acknowledgements={rig.tp: [AckBatch(2, 2, (AcknowledgeType.RENEW,))]},
+        )
+    )
+    assert renewed.partitions[0].acknowledge_error is None
+    assert rig.rearms == before + 1, "renewed under a shorter lock duration: earlier"
+    assert locks.next_deadline_ms(0) == 2_000
+    _acknowledge(rig, 4, 3, 3, AcknowledgeType.ACCEPT)
+    assert rig.rearms == before + 1
+    closed = rig.service.share_acknowledge(
+        ShareAcknowledgeCall(group_id="g", member_id="m", epoch=-1)
+    )
+    assert closed.error is None and rig.rearms == before + 2, "the session's end rearms"
