@@ -58,7 +58,7 @@ def validate_batches(batches: Sequence[AckBatch]) -> ErrorCode | None:
         size = batch.last_offset - batch.first_offset + 1
         if len(batch.types) not in (1, size):
             return ErrorCode.invalid_request
-        if any(t not in _ACK_TYPE_IDS for t in batch.types):
+        if not _ACK_TYPE_IDS.issuperset(batch.types):
             return ErrorCode.invalid_request
     return None
 

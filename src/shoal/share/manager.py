@@ -522,7 +522,7 @@ class SharePartitionManager:
             return Acknowledged(sp)
         self._touched[key] = self._clock.monotonic_ms()
         deadlines = (sp.next_lock_deadline(), sp.next_redelivery_ms())
-        result = sp.acknowledge(member_id=member_id, batches=batches)
+        result = sp.acknowledge(member_id=member_id, batches=batches, validated=True)
         if result.error is not None:
             return Acknowledged(result.error)
         if result.pending is None:  # renewed only: the locks moved
@@ -567,7 +567,8 @@ class SharePartitionManager:
     def _persist(self, sp: SharePartition, pending: PendingWrite) -> ErrorCode | None:
         error = self._persister.write(write=pending.write)
         if error is None:
-            self._start_unpersisted.discard(sp.key)
+            if self._start_unpersisted:
+                self._start_unpersisted.discard(sp.key)
             completion = sp.commit_write(handle=pending.handle)
         else:
             log.warning(
@@ -777,10 +778,12 @@ def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
     have come earlier too. An acknowledgement cancels locks, so mostly they move
     later; a RELEASE with a redelivery delay and a RENEW under a shortened lock
     duration are the ways they come earlier."""
-    for old, new in zip(before, (sp.next_lock_deadline(), sp.next_redelivery_ms()), strict=True):
-        if new is not None and (old is None or new < old):
-            return True
-    return False
+    lock, redelivery = before
+    new = sp.next_lock_deadline()
+    if new is not None and (lock is None or new < lock):
+        return True
+    new = sp.next_redelivery_ms()
+    return new is not None and (redelivery is None or new < redelivery)
 
 
 def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:

@@ -435,11 +435,15 @@ class SharePartition:
 
     # ---- acknowledgement
 
-    def acknowledge(self, *, member_id: str, batches: Sequence[AckBatch]) -> AckResult:
-        """Apply one partition's acknowledgement batches atomically (§8)."""
+    def acknowledge(
+        self, *, member_id: str, batches: Sequence[AckBatch], validated: bool = False
+    ) -> AckResult:
+        """Apply one partition's acknowledgement batches atomically (§8). `validated`:
+        the caller already checked the batches' shape (`validate_batches`)."""
         config = self._config()
-        window = self._w
-        error = validate_batches(batches)
+        window = self._window
+        assert window is not None, "share-partition not initialized"
+        error = None if validated else validate_batches(batches)
         if error is not None:
             return AckResult(error)
         if not config.renew_enabled and any(
@@ -492,7 +496,8 @@ class SharePartition:
 
     def commit_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` succeeded: complete its transitions, advance the SPSO."""
-        window = self._w
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         limit = self._config().delivery_count_limit
         states = window.states_of_handle(handle.id)
         assert states, f"unknown or finished write {handle}"
@@ -609,7 +614,8 @@ class SharePartition:
     ) -> StateWrite:
         """The write of `entries` with the current SPSO and DeliveryCompleteCount, or
         with `start` = (SPSO, DeliveryCompleteCount) when given."""
-        window = self._w
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         start_offset, complete = (
             (window.start_offset, window.delivery_complete_count) if start is None else start
         )
@@ -633,7 +639,8 @@ class SharePartition:
     def _check_boundary(self) -> None:
         """Cheap invariants at every method boundary (the O(window) ones are in
         `check_invariants`)."""
-        window = self._w
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         assert window.delivery_complete_count >= 0
         assert window.end_offset >= window.start_offset or window.has_inflight()
         assert window.has_inflight() or window.end_offset == window.start_offset
