@@ -521,7 +521,7 @@ class SharePartitionManager:
         if isinstance(sp, ErrorCode):
             return Acknowledged(sp)
         self._touched[key] = self._clock.monotonic_ms()
-        deadlines = (sp.next_lock_deadline(), sp.next_redelivery_ms())
+        deadlines = sp.deadlines()
         result = sp.acknowledge(member_id=member_id, batches=batches, validated=True)
         if result.error is not None:
             return Acknowledged(result.error)
@@ -779,11 +779,10 @@ def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
     later; a RELEASE with a redelivery delay and a RENEW under a shortened lock
     duration are the ways they come earlier."""
     lock, redelivery = before
-    new = sp.next_lock_deadline()
-    if new is not None and (lock is None or new < lock):
+    new_lock, new_redelivery = sp.deadlines()
+    if new_lock is not None and (lock is None or new_lock < lock):
         return True
-    new = sp.next_redelivery_ms()
-    return new is not None and (redelivery is None or new < redelivery)
+    return new_redelivery is not None and (redelivery is None or new_redelivery < redelivery)
 
 
 def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:

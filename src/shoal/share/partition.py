@@ -295,6 +295,14 @@ class SharePartition:
         """Monotonic time at which a delayed record becomes acquirable, or None."""
         return self._w.redelivery.next_due_ms()
 
+    def deadlines(self) -> tuple[int | None, int | None]:
+        """(`next_lock_deadline()`, `next_redelivery_ms()`) in one call: compared
+        before and after an acknowledgement, whose timers need asking again only if
+        one came earlier."""
+        window = self._window
+        assert window is not None, "share-partition not initialized"
+        return window.timers.next_deadline_ms(), window.redelivery.next_due_ms()
+
     def redeliveries_due(self, *, now_ms: int) -> bool:
         """Delays reached by `now_ms` are done with: True = wake the parked fetches."""
         return self._w.redelivery.pop_due(now_ms)
