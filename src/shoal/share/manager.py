@@ -50,7 +50,9 @@ share-partitions whose parked share fetches the caller must wake.
   share-partition leaves (a reload must not resolve `latest` again and skip what
   arrived meanwhile). They reload from the share coordinator on next use.
 
-Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
+Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
+`_partitions` (`_by_group_tp` by (group id, topic-partition): the hot lookups of a
+fetch need no `SharePartitionKey` built and hashed);
 `_touched` holds exactly their keys; `_woken` is empty between operations.
 
 (Past 600 lines because it is the one place where a share request meets every
@@ -205,6 +207,7 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
+        self._by_group_tp: dict[tuple[str, TopicIdPartition], SharePartition] = {}
         self._touched: dict[SharePartitionKey, int] = {}
         """Monotonic ms of each loaded share-partition's last use."""
         self._start_unpersisted: set[SharePartitionKey] = set()
@@ -304,6 +307,7 @@ class SharePartitionManager:
         self._by_group.setdefault(group_id, set()).add(key)
         tp = TopicIdPartition(key.topic_id, key.partition)
         self._by_partition.setdefault(tp, set()).add(key)
+        self._by_group_tp[(group_id, tp)] = sp
         log.info(
             "share-partition %s loaded: start offset %d (persisted %d), end offset %d",
             describe_key(key),
@@ -350,8 +354,9 @@ class SharePartitionManager:
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
-            sp = self._partitions.get(key) or self._load(key, found)
+            sp = self._by_group_tp.get((group_id, tp)) or self._load(
+                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
+            )
             if isinstance(sp, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
@@ -461,7 +466,12 @@ class SharePartitionManager:
         once."""
         total = 0
         for tp in partitions:
-            sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
+            loaded = self._by_group_tp.get((group_id, tp))
+            if loaded is not None:
+                self._touched[loaded.key] = self._clock.monotonic_ms()
+                sp: SharePartition | ErrorCode = loaded
+            else:
+                sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
                 return cap
@@ -742,15 +752,16 @@ class SharePartitionManager:
         if not keys:
             del self._by_group[key.group_id]
         tp = TopicIdPartition(key.topic_id, key.partition)
+        del self._by_group_tp[(key.group_id, tp)]
         keys = self._by_partition[tp]
         keys.discard(key)
         if not keys:
             del self._by_partition[tp]
 
 
-def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:
-    if not partitions:
-        return []
+def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> Sequence[TopicIdPartition]:
+    if len(partitions) <= 1:
+        return partitions
     start = rotation % len(partitions)
     return [*partitions[start:], *partitions[:start]]
 

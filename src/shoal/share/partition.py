@@ -281,11 +281,12 @@ class SharePartition:
         """Worth reading the log: something cached or in a gap is acquirable, or the
         window is below the in-flight limit; never while the group's delivery is paused."""
         window = self._w
-        if self._config().delivery_paused:
+        config = self._config()
+        if config.delivery_paused:
             return False
         if window.next_fetch_offset() != window.end_offset + 1:
             return True
-        return window.size() < self._config().max_record_locks
+        return window.size() < config.max_record_locks
 
     def next_lock_deadline(self) -> int | None:
         """Monotonic time at which `expire_locks` has work, or None."""
