@@ -188,6 +188,9 @@ class ShareService:
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
+        self._max_wait_cap: tuple[BrokerConfig, int] | None = None
+        """`shoal.fetch.max.wait.ms` of the broker config object it was read from (a
+        reconfiguration replaces the object)."""
         """A group's settings for the synchronous operation in progress (`_pin`)."""
         self._deadline_timers = (
             DeadlineTimer(
@@ -436,7 +439,11 @@ class ShareService:
         return keys
 
     def _max_wait_ms(self, requested_ms: int) -> int:
-        return max(0, min(requested_ms, self._config().get_int("shoal.fetch.max.wait.ms")))
+        config = self._config()
+        cached = self._max_wait_cap
+        if cached is None or cached[0] is not config:
+            cached = self._max_wait_cap = (config, config.get_int("shoal.fetch.max.wait.ms"))
+        return max(0, min(requested_ms, cached[1]))
 
     # ---- ShareAcknowledge
 

@@ -348,7 +348,7 @@ class SharePartitionManager:
         Returns one entry per partition, in the order given; load and log errors are
         per partition. `rotation` picks the partition visited first (mod the count)."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
-        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog]] = []
+        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
@@ -361,19 +361,23 @@ class SharePartitionManager:
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
             results[tp] = ShareFetchPartition(tp)
-            if sp.can_acquire() and sp.next_fetch_offset() < self._read_limit(group_id, found):
-                ready.append((tp, sp, found))
+            offset = sp.acquirable_from()
+            if offset is not None and offset < self._read_limit(group_id, found):
+                ready.append((tp, sp, found, offset))
         if ready and max_bytes > 0 and max_records > 0:
             share_bytes = max(1, max_bytes // len(ready))
             remaining = max_records
             first = True
-            for tp, sp, partition_log in ready:
+            for index, (tp, sp, partition_log, checked_offset) in enumerate(ready):
                 if remaining <= 0:
                     break
+                # `partitions` may name a partition twice: a later one reads where it is now
+                offset = sp.next_fetch_offset() if index else checked_offset
                 fetched = self._acquire_one(
                     sp,
                     partition_log,
                     tp,
+                    offset,
                     member_id=member_id,
                     max_records=remaining,
                     batch_size=batch_size,
@@ -391,6 +395,7 @@ class SharePartitionManager:
         sp: SharePartition,
         partition_log: ShareLog,
         tp: TopicIdPartition,
+        offset: int,
         *,
         member_id: str,
         max_records: int,
@@ -399,7 +404,7 @@ class SharePartitionManager:
         acquire_mode: AcquireMode,
         min_one_batch: bool,
     ) -> ShareFetchPartition:
-        offset = sp.next_fetch_offset()
+        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`."""
         try:
             read = _read_for_acquisition(
                 partition_log,
@@ -475,10 +480,11 @@ class SharePartitionManager:
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
                 return cap
-            offset = sp.next_fetch_offset()
+            acquirable = sp.acquirable_from()
             limit = self._read_limit(group_id, found)
-            if not sp.can_acquire() or offset >= limit:
+            if acquirable is None or acquirable >= limit:
                 continue
+            offset = acquirable
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
             if cap - total <= 1:
