@@ -73,7 +73,13 @@ from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
-from shoal.share.manager import Effects, ShareFetchPartition, ShareLog, SharePartitionManager
+from shoal.share.manager import (
+    NO_EFFECTS,
+    Effects,
+    ShareFetchPartition,
+    ShareLog,
+    SharePartitionManager,
+)
 from shoal.share.persister import Persister, SharePartitionKey
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -649,6 +655,8 @@ class ShareService:
     def _perform(self, effects: Effects) -> None:
         """Write the DLQ copies `effects` asks for, then wake the share fetches parked
         on the share-partitions it names."""
+        if effects is NO_EFFECTS:
+            return
         for key in sorted(effects.dlq, key=str):
             effects |= self.dlq.perform(key)
         for key in sorted(effects.wake, key=str):

@@ -388,6 +388,8 @@ class SharePartitionManager:
                 results[tp] = fetched
                 remaining -= fetched.count
                 first = first and not fetched.records
+        if len(partitions) == 1:
+            return ShareFetched(list(results.values()), self._effects())
         return ShareFetched([results[tp] for tp in partitions], self._effects())
 
     def _acquire_one(

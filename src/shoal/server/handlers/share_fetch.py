@@ -48,6 +48,7 @@ from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOu
 from shoal.server.throttle import fetch_throttle_ms
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
+from shoal.share.topic_ids import interned
 
 API_KEY = 78
 MEMBER_ID_LENGTH_MAX = 36
@@ -134,14 +135,15 @@ def _decode(request: Any) -> ShareFetchCall:
     partitions: dict[TopicIdPartition, None] = {}
     acknowledgements: dict[TopicIdPartition, list[AckBatch]] = {}
     for topic in request.topics:
+        topic_id = interned(topic.topic_id)
         for p in topic.partitions:
-            tp = TopicIdPartition(topic.topic_id, int(p.partition_index))
+            tp = TopicIdPartition(topic_id, int(p.partition_index))
             partitions[tp] = None
             if p.acknowledgement_batches:
                 acknowledgements.setdefault(tp, []).extend(ack_batches(p.acknowledgement_batches))
     forgotten = (
         dict.fromkeys(
-            TopicIdPartition(topic.topic_id, int(index))
+            TopicIdPartition(interned(topic.topic_id), int(index))
             for topic in request.forgotten_topics_data
             for index in topic.partitions
         )
