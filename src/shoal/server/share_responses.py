@@ -50,8 +50,10 @@ def share_response(
         error_message=None,
         acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_duration_ms),
         responses=tuple(
-            schema.make(topic_type, topic_id=topic_id, partitions=tuple(ps))
-            for topic_id, ps in by_topic.items()
+            [
+                schema.make(topic_type, topic_id=topic_id, partitions=tuple(ps))
+                for topic_id, ps in by_topic.items()
+            ]
         ),
         node_endpoints=endpoints,
     )

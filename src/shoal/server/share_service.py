@@ -197,6 +197,9 @@ class ShareService:
         )
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
+        self._max_wait_cap: tuple[BrokerConfig, int] | None = None
+        """`shoal.fetch.max.wait.ms` of the broker config object it was read from (a
+        reconfiguration replaces the object)."""
         """A group's settings for the synchronous operation in progress (`_pin`)."""
         self._deadline_timers = (
             DeadlineTimer(
@@ -280,7 +283,10 @@ class ShareService:
             return ShareOutcome(error=step.error)
         session = step.session
         assert session is not None
-        lock_duration_ms = self.settings_for(call.group_id).record_lock_duration_ms
+        # Resolved once for the synchronous part below (the acknowledgements and the
+        # first acquisition round run before any await, so no config change can come
+        # in between; a woken round re-resolves).
+        settings = self.settings_for(call.group_id)
         ack_errors = self._acknowledge_all(
             call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
         )
@@ -288,10 +294,14 @@ class ShareService:
         if step.final:
             self._close(session)
         elif not call.is_renew_ack:
-            fetched = await self._long_poll(session, call)
+            fetched = await self._long_poll(session, call, settings)
         self._rearm()
-        by_partition = {f.partition: f for f in fetched}
-        notable = {f.partition for f in fetched if f.records or f.error is not None}
+        by_partition: dict[TopicIdPartition, ShareFetchPartition] = {}
+        notable: set[TopicIdPartition] = set()
+        for f in fetched:
+            by_partition[f.partition] = f
+            if f.records or f.error is not None:
+                notable.add(f.partition)
         listed = ShareSessionCache.response_partitions(
             session,
             full=step.full,
@@ -302,20 +312,28 @@ class ShareService:
         outcomes = []
         for tp in listed:
             data = by_partition.get(tp)
-            outcomes.append(
-                PartitionOutcome(
-                    tp,
-                    error=None if data is None else data.error,
-                    acknowledge_error=ack_errors.get(tp),
-                    records=b"" if data is None else data.records,
-                    acquired=() if data is None else data.acquired,
+            if data is None:
+                outcomes.append(PartitionOutcome(tp, acknowledge_error=ack_errors.get(tp)))
+            else:
+                outcomes.append(
+                    PartitionOutcome(
+                        tp,
+                        data.error,
+                        ack_errors.get(tp) if ack_errors else None,
+                        data.records,
+                        data.acquired,
+                    )
                 )
-            )
-        return ShareOutcome(lock_duration_ms=lock_duration_ms, partitions=tuple(outcomes))
+        return ShareOutcome(
+            lock_duration_ms=settings.record_lock_duration_ms, partitions=tuple(outcomes)
+        )
 
     async def _long_poll(
-        self, session: ShareSession, call: ShareFetchCall
+        self, session: ShareSession, call: ShareFetchCall, settings: SharePartitionConfig
     ) -> list[ShareFetchPartition]:
+        """Acquire for `session` now, or park until something may be acquirable (see
+        the module docstring). `settings` are the group's, resolved by the caller
+        without an await since: the first round uses them, a woken round re-resolves."""
         partitions = list(session.partitions)
         clock = self._clock
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
@@ -326,6 +344,7 @@ class ShareService:
         # A MinBytes fetch may decline what another would take, so it waits as before.
         queue = session.group_id if call.min_bytes <= 1 else None
         woken = False
+        fresh: SharePartitionConfig | None = settings  # None after an await: re-resolve
         while True:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             last_round = remaining_ms <= 0 or nothing_wanted
@@ -343,30 +362,43 @@ class ShareService:
                     if keys is None:
                         keys = self._wait_keys(session.group_id, partitions)
                     await self._purgatory.wait(keys, timeout_ms=remaining_ms)
+                    fresh = None
                     continue
-            fetched = self._acquire(session, call, partitions)
-            done = any(f.count or f.error is not None for f in fetched)
-            if done or last_round or call.min_bytes <= 0:
-                if queue is not None and any(f.count for f in fetched):
+            if fresh is None:
+                fresh = self.settings_for(session.group_id)
+            fetched = self._acquire(session, call, partitions, fresh)
+            acquired = errored = False
+            for f in fetched:
+                if f.acquired:
+                    acquired = True
+                elif f.error is not None:
+                    errored = True
+            if acquired or errored or last_round or call.min_bytes <= 0:
+                if queue is not None and acquired:
                     # Records left behind go to the next parked fetch of the group, if
                     # one is parked (one that comes later acquires before parking).
                     if keys is None:
                         keys = self._wait_keys(session.group_id, partitions)
                     if self._purgatory.waiting(keys) and self._acquirable(
-                        session.group_id, partitions
+                        session.group_id, partitions, fresh
                     ):
                         self._pass_on(keys)
                 return fetched
             if keys is None:
                 keys = self._wait_keys(session.group_id, partitions)
             woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+            fresh = None
 
     def _acquire(
-        self, session: ShareSession, call: ShareFetchCall, partitions: Sequence[TopicIdPartition]
+        self,
+        session: ShareSession,
+        call: ShareFetchCall,
+        partitions: Sequence[TopicIdPartition],
+        settings: SharePartitionConfig,
     ) -> list[ShareFetchPartition]:
-        """One acquisition round of `_long_poll`, its effects performed (settings
-        pinned: no await here)."""
-        self._pin(session.group_id)
+        """One acquisition round of `_long_poll`, its effects performed, with the
+        group's `settings` pinned (resolved since the last await; no await here)."""
+        self._pinned = (session.group_id, settings)
         try:
             acquired = self.partitions.acquire(
                 group_id=session.group_id,
@@ -383,9 +415,15 @@ class ShareService:
             self._pinned = None
         return acquired.partitions
 
-    def _acquirable(self, group_id: str, partitions: Sequence[TopicIdPartition]) -> bool:
-        """Whether anything is acquirable in `partitions` now (settings pinned)."""
-        self._pin(group_id)
+    def _acquirable(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicIdPartition],
+        settings: SharePartitionConfig,
+    ) -> bool:
+        """Whether anything is acquirable in `partitions` now, with the group's
+        `settings` pinned (resolved since the last await)."""
+        self._pinned = (group_id, settings)
         try:
             return (
                 self.partitions.available_bytes(group_id=group_id, partitions=partitions, cap=1) > 0
@@ -410,7 +448,11 @@ class ShareService:
         return keys
 
     def _max_wait_ms(self, requested_ms: int) -> int:
-        return max(0, min(requested_ms, self._config().get_int("shoal.fetch.max.wait.ms")))
+        config = self._config()
+        cached = self._max_wait_cap
+        if cached is None or cached[0] is not config:
+            cached = self._max_wait_cap = (config, config.get_int("shoal.fetch.max.wait.ms"))
+        return max(0, min(requested_ms, cached[1]))
 
     # ---- ShareAcknowledge
 

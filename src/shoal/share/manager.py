@@ -52,7 +52,9 @@ share-partitions whose parked share fetches the caller must wake.
   share-partition leaves (a reload must not resolve `latest` again and skip what
   arrived meanwhile). They reload from the share coordinator on next use.
 
-Invariant: `_by_group` and `_by_partition` index exactly the keys of `_partitions`;
+Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
+`_partitions` (`_by_group_tp` by (group id, topic-partition): the hot lookups of a
+fetch need no `SharePartitionKey` built and hashed);
 `_touched` holds exactly their keys; `_woken` is empty between operations.
 
 (Past 600 lines because it is the one place where a share request meets every
@@ -211,6 +213,7 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
+        self._by_group_tp: dict[tuple[str, TopicIdPartition], SharePartition] = {}
         self._touched: dict[SharePartitionKey, int] = {}
         """Monotonic ms of each loaded share-partition's last use."""
         self._start_unpersisted: set[SharePartitionKey] = set()
@@ -310,6 +313,7 @@ class SharePartitionManager:
         self._by_group.setdefault(group_id, set()).add(key)
         tp = TopicIdPartition(key.topic_id, key.partition)
         self._by_partition.setdefault(tp, set()).add(key)
+        self._by_group_tp[(group_id, tp)] = sp
         log.info(
             "share-partition %s loaded: start offset %d (persisted %d), end offset %d",
             describe_key(key),
@@ -350,31 +354,36 @@ class SharePartitionManager:
         Returns one entry per partition, in the order given; load and log errors are
         per partition. `rotation` picks the partition visited first (mod the count)."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
-        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog]] = []
+        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            key = SharePartitionKey(group_id, tp.topic_id, tp.partition)
-            sp = self._partitions.get(key) or self._load(key, found)
+            sp = self._by_group_tp.get((group_id, tp)) or self._load(
+                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
+            )
             if isinstance(sp, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
             results[tp] = ShareFetchPartition(tp)
-            if sp.can_acquire() and sp.next_fetch_offset() < self._read_limit(group_id, found):
-                ready.append((tp, sp, found))
+            offset = sp.acquirable_from()
+            if offset is not None and offset < self._read_limit(group_id, found):
+                ready.append((tp, sp, found, offset))
         if ready and max_bytes > 0 and max_records > 0:
             share_bytes = max(1, max_bytes // len(ready))
             remaining = max_records
             first = True
-            for tp, sp, partition_log in ready:
+            for index, (tp, sp, partition_log, checked_offset) in enumerate(ready):
                 if remaining <= 0:
                     break
+                # `partitions` may name a partition twice: a later one reads where it is now
+                offset = sp.next_fetch_offset() if index else checked_offset
                 fetched = self._acquire_one(
                     sp,
                     partition_log,
                     tp,
+                    offset,
                     member_id=member_id,
                     max_records=remaining,
                     batch_size=batch_size,
@@ -385,6 +394,8 @@ class SharePartitionManager:
                 results[tp] = fetched
                 remaining -= fetched.count
                 first = first and not fetched.records
+        if len(partitions) == 1:
+            return ShareFetched(list(results.values()), self._effects())
         return ShareFetched([results[tp] for tp in partitions], self._effects())
 
     def _acquire_one(
@@ -392,6 +403,7 @@ class SharePartitionManager:
         sp: SharePartition,
         partition_log: ShareLog,
         tp: TopicIdPartition,
+        offset: int,
         *,
         member_id: str,
         max_records: int,
@@ -400,7 +412,7 @@ class SharePartitionManager:
         acquire_mode: AcquireMode,
         min_one_batch: bool,
     ) -> ShareFetchPartition:
-        offset = sp.next_fetch_offset()
+        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`."""
         try:
             read = _read_for_acquisition(
                 partition_log,
@@ -467,14 +479,20 @@ class SharePartitionManager:
         once."""
         total = 0
         for tp in partitions:
-            sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
+            loaded = self._by_group_tp.get((group_id, tp))
+            if loaded is not None:
+                self._touched[loaded.key] = self._clock.monotonic_ms()
+                sp: SharePartition | ErrorCode = loaded
+            else:
+                sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
                 return cap
-            offset = sp.next_fetch_offset()
+            acquirable = sp.acquirable_from()
             limit = self._read_limit(group_id, found)
-            if not sp.can_acquire() or offset >= limit:
+            if acquirable is None or acquirable >= limit:
                 continue
+            offset = acquirable
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
             if cap - total <= 1:
@@ -539,7 +557,8 @@ class SharePartitionManager:
         with every record after it acquired a woken fetch would only park again). The
         same answer as `available_bytes` with cap 1 for a loaded share-partition whose
         log is known, without looking either up again."""
-        return sp.can_acquire() and sp.next_fetch_offset() < self._read_limit(
+        acquirable = sp.acquirable_from()
+        return acquirable is not None and acquirable < self._read_limit(
             sp.key.group_id, partition_log
         )
 
@@ -766,6 +785,7 @@ class SharePartitionManager:
         if not keys:
             del self._by_group[key.group_id]
         tp = TopicIdPartition(key.topic_id, key.partition)
+        del self._by_group_tp[(key.group_id, tp)]
         keys = self._by_partition[tp]
         keys.discard(key)
         if not keys:
@@ -785,9 +805,9 @@ def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
     return new_redelivery is not None and (redelivery is None or new_redelivery < redelivery)
 
 
-def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> list[TopicIdPartition]:
-    if not partitions:
-        return []
+def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> Sequence[TopicIdPartition]:
+    if len(partitions) <= 1:
+        return partitions
     start = rotation % len(partitions)
     return [*partitions[start:], *partitions[:start]]
 

@@ -277,15 +277,28 @@ class SharePartition:
         """Where the caller reads the log from for the next `acquire`."""
         return self._w.next_fetch_offset()
 
+    def acquirable_from(self) -> int | None:
+        """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
+        window for the fetch's per-partition check)."""
+        window = self._w
+        config = self._config()
+        if config.delivery_paused:
+            return None
+        offset = window.next_fetch_offset()
+        if offset != window.end_offset + 1 or window.size() < config.max_record_locks:
+            return offset
+        return None
+
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
         window is below the in-flight limit; never while the group's delivery is paused."""
         window = self._w
-        if self._config().delivery_paused:
+        config = self._config()
+        if config.delivery_paused:
             return False
         if window.next_fetch_offset() != window.end_offset + 1:
             return True
-        return window.size() < self._config().max_record_locks
+        return window.size() < config.max_record_locks
 
     def next_lock_deadline(self) -> int | None:
         """Monotonic time at which `expire_locks` has work, or None."""

@@ -213,17 +213,21 @@ class ShareSessionCache:
         acknowledgements the request carried. Clears the "added" marks it lists."""
         listed: list[TopicIdPartition] = []
         if not final:
+            marked: list[TopicIdPartition] = []
             for tp, added in session.partitions.items():
-                if full or added or tp in notable:
+                if added:
                     listed.append(tp)
-            for tp in listed:
-                if tp in session.partitions:
-                    session.partitions[tp] = False
-        seen = set(listed)
-        for tp in acknowledged:
-            if tp not in seen:
-                seen.add(tp)
-                listed.append(tp)
+                    marked.append(tp)
+                elif full or (notable and tp in notable):
+                    listed.append(tp)
+            for tp in marked:
+                session.partitions[tp] = False
+        if acknowledged:
+            seen = set(listed)
+            for tp in acknowledged:
+                if tp not in seen:
+                    seen.add(tp)
+                    listed.append(tp)
         return listed
 
     # ---- bookkeeping

@@ -314,3 +314,35 @@ def test_aborted_batches_hook_archives_under_read_committed() -> None:
     assert state_of(rig.sp, 7).state is ARC
     assert rig.sp.delivery_complete_count == 5
     rig.sp.check_invariants()
+
+
+def _check_acquirable_from(rig: Rig) -> int | None:
+    """`acquirable_from` (the fetch's one-pass check) against the reference pair."""
+    expected = rig.sp.next_fetch_offset() if rig.sp.can_acquire() else None
+    assert rig.sp.acquirable_from() == expected
+    return expected
+
+
+def test_acquirable_from_matches_can_acquire_and_next_fetch_offset() -> None:
+    """Through a window at and below the lock cap, with cached releases, a paused
+    group and an empty log tail, `acquirable_from` answers `next_fetch_offset()`
+    exactly when `can_acquire()`, else None."""
+    rig = started((0, 9), (10, 24), (25, 29), max_record_locks=20)
+    assert _check_acquirable_from(rig) == 0
+    rig.fetch("a", max_records=10)
+    assert _check_acquirable_from(rig) == 10
+    rig.fetch("b")
+    assert _check_acquirable_from(rig) is None  # at the cap, nothing cached
+    rig.ack("a", ack(0, 4, RELEASE))
+    assert _check_acquirable_from(rig) == 0  # a cached release below the cap
+    rig.set(delivery_paused=True)
+    assert _check_acquirable_from(rig) is None
+    rig.set(delivery_paused=False)
+    rig.fetch("c")
+    rig.ack("c", ack(0, 4))
+    rig.ack("a", ack(5, 9))
+    assert _check_acquirable_from(rig) == 25
+    rig.fetch("c")
+    assert _check_acquirable_from(rig) is None  # 10-29 in flight: the cap again
+    rig.ack("b", ack(10, 24))
+    assert _check_acquirable_from(rig) == 30  # below the cap: from the log end

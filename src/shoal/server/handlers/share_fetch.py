@@ -48,10 +48,12 @@ from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOu
 from shoal.server.throttle import fetch_throttle_ms
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
+from shoal.share.topic_ids import interned
 
 API_KEY = 78
 MEMBER_ID_LENGTH_MAX = 36
-_ACQUIRE_MODES = frozenset(int(m) for m in AcquireMode)
+_ACQUIRE_MODES = {int(m): m for m in AcquireMode}
+"""ShareAcquireMode values -> their `AcquireMode` (a dict lookup: no enum call)."""
 
 
 @api(API_KEY, 1, 2)
@@ -133,15 +135,20 @@ def _decode(request: Any) -> ShareFetchCall:
     partitions: dict[TopicIdPartition, None] = {}
     acknowledgements: dict[TopicIdPartition, list[AckBatch]] = {}
     for topic in request.topics:
+        topic_id = interned(topic.topic_id)
         for p in topic.partitions:
-            tp = TopicIdPartition(topic.topic_id, int(p.partition_index))
+            tp = TopicIdPartition(topic_id, int(p.partition_index))
             partitions[tp] = None
             if p.acknowledgement_batches:
                 acknowledgements.setdefault(tp, []).extend(ack_batches(p.acknowledgement_batches))
-    forgotten = dict.fromkeys(
-        TopicIdPartition(topic.topic_id, int(index))
-        for topic in request.forgotten_topics_data
-        for index in topic.partitions
+    forgotten = (
+        dict.fromkeys(
+            TopicIdPartition(interned(topic.topic_id), int(index))
+            for topic in request.forgotten_topics_data
+            for index in topic.partitions
+        )
+        if request.forgotten_topics_data
+        else ()
     )
     return ShareFetchCall(
         group_id=request.group_id,
@@ -152,7 +159,7 @@ def _decode(request: Any) -> ShareFetchCall:
         max_bytes=int(request.max_bytes),
         max_records=int(request.max_records),
         batch_size=int(request.batch_size),
-        acquire_mode=AcquireMode(int(getattr(request, "share_acquire_mode", 0))),
+        acquire_mode=_ACQUIRE_MODES[int(getattr(request, "share_acquire_mode", 0))],
         is_renew_ack=bool(getattr(request, "is_renew_ack", False)),
         partitions=tuple(partitions),
         acknowledgements=acknowledgements,
@@ -177,10 +184,18 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
     services = ctx.services
     by_topic: dict[Any, list[Any]] = {}
     hint = False
+    fetched_bytes = 0
+    node_id = services.node.node_id
     for p in outcome.partitions:
-        data = _partition(schema, services.node.node_id, p)
+        data = _partition(schema, node_id, p)
         hint = hint or data.error_code in LEADER_HINT_ERRORS
-        by_topic.setdefault(p.partition.topic_id, []).append(data)
+        fetched_bytes += len(p.records)
+        topic_id = p.partition.topic_id
+        topic = by_topic.get(topic_id)
+        if topic is None:
+            by_topic[topic_id] = [data]
+        else:
+            topic.append(data)
     response = share_response(
         schema,
         services.node,
@@ -191,7 +206,6 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         lock_duration_ms=outcome.lock_duration_ms,
     )
     # client quotas (issue 15): the records are acquired, so they go out even throttled
-    fetched_bytes = sum(len(p.records) for p in outcome.partitions if p.records)
     throttle_ms = fetch_throttle_ms(ctx, fetched_bytes, unrecord_when_throttled=False)
     if throttle_ms > 0:
         response = dataclasses.replace(
@@ -223,17 +237,21 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
         partition_index=p.partition.partition,
         error_code=error,
         error_message=None,
-        acknowledge_error_code=int(ack_error.value),
+        acknowledge_error_code=int(ack_error._value_),
         acknowledge_error_message=None,
         current_leader=_leader(schema, -1 if error in NO_LEADER_ERRORS else node_id),
         records=p.records,
         acquired_records=tuple(
-            schema.make(
-                "AcquiredRecords",
-                first_offset=r.first_offset,
-                last_offset=r.last_offset,
-                delivery_count=r.delivery_count,
-            )
-            for r in p.acquired
-        ),
+            [
+                schema.make(
+                    "AcquiredRecords",
+                    first_offset=r.first_offset,
+                    last_offset=r.last_offset,
+                    delivery_count=r.delivery_count,
+                )
+                for r in p.acquired
+            ]
+        )
+        if p.acquired
+        else (),
     )
