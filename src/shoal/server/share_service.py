@@ -55,6 +55,11 @@ broker config getter, the log manager, the group config store, the persister, th
 purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
 service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
+
+About 700 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
+session, the settings pinned per step, the purgatory keys and the timer rearm, and
+each is written as one straight function (issue 14 cut its calls per request); the
+per-partition work lives in `share/`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquir
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
-About 690 lines on purpose: one class is the whole public face of the state machine
+About 710 lines on purpose: one class is the whole public face of the state machine
 (acquire, acknowledge, renew, expire, the state-write completions, the DLQ hand-out
 and the read-only views); the mechanics live in `window.py`, `dlq.py` and the batch
 modules beside it.
