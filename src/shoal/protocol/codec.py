@@ -38,7 +38,7 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
-from shoal.protocol import counts, extensions, fast_writer, nulls
+from shoal.protocol import counts, extensions, fast_writer, nulls, walk
 
 log = logging.getLogger(__name__)
 assert not set(extensions.API_KEYS) & set(api_key_map), "an extension key is Kafka's"
@@ -180,8 +180,8 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     """Decode a request body of a known (key, version)."""
     cls = request_class(api_key, version)
     assert cls is not None
-    try:
-        end, edits = counts.scan(cls, frame, offset)  # before kio reserves memory by counts
+    try:  # before kio reserves memory by counts (protocol/walk.py)
+        end, edits, suspect = walk.walker(cls)(frame, offset)
     except counts.CountError as exc:
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
     data: bytes | memoryview = memoryview(frame)[offset:]
@@ -193,7 +193,7 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
         body, size = _reader(cls)(data, 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
-    null = nulls.null_field(body)
+    null = nulls.null_field(body) if suspect else None  # a null length was on the wire
     if null is not None:  # Kafka refuses these while parsing (protocol/nulls.py)
         raise ProtocolError(f"non-nullable field {null} of {api_name(api_key)} v{version} is null")
     if offset + size != len(frame):
