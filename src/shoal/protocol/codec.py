@@ -48,8 +48,6 @@ SCHEMA_NAMES: dict[str, Any] = {**schema_name_map, **extensions.SCHEMAS}
 """name -> version -> direction -> "module:class", kio's shape (kio.schema.index)."""
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
-_CLIENT_ID_LENGTH = struct.Struct(">h")
-"""The int16 length of the header's client id, after key, version and correlation id."""
 SIZE = struct.Struct(">i")
 """The int32 size prefix of every Kafka message (framing.py reads it)."""
 
@@ -145,30 +143,35 @@ def peek_key_version(frame: bytes) -> tuple[int, int]:
 
 def decode_header(frame: bytes, api_key: int, version: int) -> tuple[Any, int]:
     """Decode the request header; returns (header, offset of the body)."""
-    if not is_flexible(api_key, version):
+    flexible = _FLEXIBLE.get((api_key, version))
+    if flexible is None:
+        flexible = is_flexible(api_key, version)
+    if not flexible:
         try:
-            return _reader(RequestHeaderV1)(frame, 0)
+            return _READ_HEADER_V1(frame, 0)
         except Exception as exc:  # kio raises several types for malformed input
             raise ProtocolError(f"malformed request header: {exc}") from exc
-    client_id_length = _CLIENT_ID_LENGTH.unpack_from(frame, 8)[0] if len(frame) >= 10 else 0
-    tags_at = 10 + max(client_id_length, 0)
-    if tags_at < len(frame) and frame[tags_at] == 0:  # no tagged fields: the usual case
-        try:
-            return _reader(RequestHeaderV2)(frame, 0)
-        except Exception as exc:  # kio raises several types for malformed input
-            raise ProtocolError(f"malformed request header: {exc}") from exc
+    try:  # no tagged fields, the usual case: kio reads it as it is
+        return _READ_HEADER_V2(frame, 0)
+    except Exception as exc:  # noqa: BLE001  # kio's refusal, kept for the end
+        refusal = exc
+    # kio refuses unknown tagged fields, which Kafka skips: walk the header for them
     try:
         end, edits = counts.scan(RequestHeaderV2, frame, 0)
     except counts.CountError as exc:
         raise ProtocolError(f"malformed request header: {exc}") from exc
+    if not edits:
+        raise ProtocolError(f"malformed request header: {refusal}") from refusal
     try:
-        if edits:  # unknown tagged fields: Kafka skips them
-            header, _ = _reader(RequestHeaderV2)(counts.strip(frame, 0, end, edits), 0)
-            _log_skipped("request header", edits)
-            return header, end
-        return _reader(RequestHeaderV2)(frame, 0)
+        header, _ = _READ_HEADER_V2(counts.strip(frame, 0, end, edits), 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed request header: {exc}") from exc
+    _log_skipped("request header", edits)
+    return header, end
+
+
+_READ_HEADER_V1 = _reader(RequestHeaderV1)
+_READ_HEADER_V2 = _reader(RequestHeaderV2)
 
 
 def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
@@ -176,21 +179,33 @@ def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
     log.debug("%s: skipped %d unknown tagged field(s) as Kafka does", what, skipped)
 
 
-def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
-    """Decode a request body of a known (key, version)."""
+Reader = Callable[[Any, int], tuple[Any, int]]
+_BODY_PLANS: dict[tuple[int, int], tuple[Any, walk.Walk, Reader]] = {}
+"""Per (key, version) decoded: the kio request class, its walk and kio's reader."""
+
+
+def _body_plan(api_key: int, version: int) -> tuple[Any, walk.Walk, Reader]:
     cls = request_class(api_key, version)
     assert cls is not None
+    plan = _BODY_PLANS[(api_key, version)] = (cls, walk.walker(cls), _reader(cls))
+    return plan
+
+
+def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
+    """Decode a request body of a known (key, version)."""
+    plan = _BODY_PLANS.get((api_key, version))
+    _, walk_body, read_body = plan if plan is not None else _body_plan(api_key, version)
     try:  # before kio reserves memory by counts (protocol/walk.py)
-        end, edits, suspect = walk.walker(cls)(frame, offset)
+        end, edits, suspect = walk_body(frame, offset)
     except counts.CountError as exc:
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
-    data: bytes | memoryview = memoryview(frame)[offset:]
+    data: bytes = frame
     if edits:  # unknown tagged fields: decode a copy without them, as Kafka skips them
         _log_skipped(f"{api_name(api_key)} v{version}", edits)
-        data = counts.strip(frame, offset, end, edits)
-        frame, offset = data, 0
+        data = frame = counts.strip(frame, offset, end, edits)
+        offset = 0
     try:
-        body, size = _reader(cls)(data, 0)
+        body, size = read_body(data, offset)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
     null = nulls.null_field(body) if suspect else None  # a null length was on the wire
