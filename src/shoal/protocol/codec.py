@@ -228,12 +228,12 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     """Size-prefixed response frame: response header + body (a view of the encoded
     buffer, so large fetch responses are not copied once more)."""
     buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    # The correlation id is the request header's int32, read by kio: no phantom check.
+    # The size (filled in below) and the header, packed from the correlation id (the
+    # request header's int32, read by kio: no phantom check) without a header entity.
     if response.__flexible__ and api_key != API_VERSIONS_KEY:
-        _WRITE_HEADER_V1(buffer, ResponseHeaderV1(correlation_id=correlation_id))  # type: ignore[arg-type]
+        buffer.write(_SIZE_AND_HEADER_V1(0, correlation_id))
     else:
-        _WRITE_HEADER_V0(buffer, ResponseHeaderV0(correlation_id=correlation_id))  # type: ignore[arg-type]
+        buffer.write(_SIZE_AND_HEADER_V0(0, correlation_id))
     body = _BODIES.get(type(response))
     if body is not None and body[0] is response:
         buffer.write(body[1])
@@ -244,8 +244,8 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     return frame
 
 
-_WRITE_HEADER_V0 = fast_writer.entity_writer(ResponseHeaderV0)
-_WRITE_HEADER_V1 = fast_writer.entity_writer(ResponseHeaderV1)
+_SIZE_AND_HEADER_V0 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV0)).pack
+_SIZE_AND_HEADER_V1 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV1)).pack
 _BODIES: dict[type[Any], tuple[Any, bytes]] = {}
 """Per response class, the one constant response `constant_body` encoded, and its bytes."""
 

@@ -127,6 +127,25 @@ expression of the value it packs (for the time types, kio's conversion to ms; fo
 uuid, kio's zero uuid for None)."""
 
 
+def fixed_codes(entity_type: type[Any]) -> str:
+    """The `struct` codes writing an `entity_type` whose fields are all fixed-width
+    values packed as they are (a response header: its correlation id), and the zero
+    byte of its empty tagged-field section if flexible: so its bytes can be packed
+    from the values without building the entity. ValueError for any other class."""
+    flexible = bool(entity_type.__flexible__)
+    codes = []
+    for field in dataclasses.fields(entity_type):
+        fixed = None
+        if get_field_tag(field) is None and not isinstance(
+            classify_field(field), EntityField | EntityTupleField
+        ):
+            fixed = _FIXED.get(_field_writer(field, flexible, False))
+        if fixed is None or fixed[1] != "{}":
+            raise ValueError(f"{entity_type.__name__}.{field.name} is not a plain fixed field")
+        codes.append(fixed[0])
+    return "".join(codes) + ("x" if flexible else "")
+
+
 class _Source:
     """The source of one writer function and the names it uses (kio's writers,
     `struct` packers, tagged-field defaults)."""

@@ -150,3 +150,18 @@ def test_compact_lengths_of_every_width_as_kio(size: int) -> None:
     mine = _written(fast_writer.entity_writer(cls), response)
     assert isinstance(mine, bytes) and len(mine) > 2 * size
     assert mine == _written(kio_entity_writer(cls), response)
+
+
+@pytest.mark.parametrize("header_cls", [ResponseHeaderV0, ResponseHeaderV1])
+@pytest.mark.parametrize("correlation_id", [0, 7, -1, 2**31 - 1, -(2**31)])
+def test_fixed_codes_pack_a_response_header_as_kio(header_cls: Any, correlation_id: int) -> None:
+    """codec.encode_response packs the header from its correlation id."""
+    packed = struct.pack(">" + fast_writer.fixed_codes(header_cls), correlation_id)
+    assert packed == _written(
+        kio_entity_writer(header_cls), header_cls(correlation_id=correlation_id)
+    )
+
+
+def test_fixed_codes_refuse_a_class_with_other_fields() -> None:
+    with pytest.raises(ValueError, match="client_id"):
+        fast_writer.fixed_codes(RequestHeaderV2)
