@@ -7,9 +7,10 @@ that ApiVersions responses always use v0, so a client that does not yet know the
 broker's versions can read them.
 
 Kafka skips tagged fields it does not know, in the header and at every struct level of
-a flexible body; kio's reader raises on them. `counts.scan` finds them during the walk
-that checks counts anyway, and when it does (rare: no client sends any today) the
-header or body is decoded from a copy without them.
+a flexible body; kio's reader raises on them. The walk that checks counts anyway finds
+them (`protocol/walk.py`, generated per request class from `counts`' rules; for the
+header, `counts.scan` after kio refused it), and when it does (rare: no client sends
+any today) the header or body is decoded from a copy without them.
 
 Kafka's APIs come from kio's index; Shoal's extension APIs (`protocol/extensions`,
 declared as kio declares Kafka's) are merged into it (`API_NAMES`, `SCHEMA_NAMES`), so
