@@ -181,21 +181,21 @@ def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
 
 
 Reader = Callable[[Any, int], tuple[Any, int]]
-_BODY_PLANS: dict[tuple[int, int], tuple[Any, walk.Walk, Reader]] = {}
-"""Per (key, version) decoded: the kio request class, its walk and kio's reader."""
+_BODY_PLANS: dict[tuple[int, int], tuple[walk.Walk, Reader]] = {}
+"""Per (key, version) decoded: its request class's walk and kio's reader of it."""
 
 
-def _body_plan(api_key: int, version: int) -> tuple[Any, walk.Walk, Reader]:
+def _body_plan(api_key: int, version: int) -> tuple[walk.Walk, Reader]:
     cls = request_class(api_key, version)
     assert cls is not None
-    plan = _BODY_PLANS[(api_key, version)] = (cls, walk.walker(cls), _reader(cls))
+    plan = _BODY_PLANS[(api_key, version)] = (walk.walker(cls), _reader(cls))
     return plan
 
 
 def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     """Decode a request body of a known (key, version)."""
     plan = _BODY_PLANS.get((api_key, version))
-    _, walk_body, read_body = plan if plan is not None else _body_plan(api_key, version)
+    walk_body, read_body = plan if plan is not None else _body_plan(api_key, version)
     try:  # before kio reserves memory by counts (protocol/walk.py)
         end, edits, suspect = walk_body(frame, offset)
     except counts.CountError as exc:
