@@ -169,20 +169,6 @@ class _Source:
     def emit(self, indent: int, *lines: str) -> None:
         self.lines.extend("    " * indent + line for line in lines)
 
-    def compact_length(self, indent: int, length: str) -> None:
-        """An unsigned varint `length` (an int expression) without kio's phantom: one
-        byte below 0x80, two below 0x4000 (a record batch of a few KiB), else kio's."""
-        self.emit(
-            indent,
-            f"n = {length}",
-            "if n < 0x80:",
-            "    write(_ONE[n])",
-            "elif n < 0x4000:",  # two bytes: low seven bits with the continuation bit first
-            "    write(_TWO(n & 0x7F | 0x80, n >> 7))",
-            "else:",
-            "    _varint(buffer, n)",
-        )
-
 
 class _Run:
     """Consecutive fixed-width values (and zero bytes) to pack with one `struct.Struct`."""
@@ -194,16 +180,45 @@ class _Run:
         self.values: list[str] = []
 
     def end(self) -> None:
-        if not self.codes:
-            return
-        packer = struct.Struct(">" + "".join(self.codes))
-        if self.values:
-            name = self.source.name("pack", packer.pack)
-            self.source.emit(self.indent, f"write({name}({', '.join(self.values)}))")
-        else:  # zero bytes only (empty tagged-field sections): a constant
-            self.source.emit(self.indent, f"write({packer.pack()!r})")
+        if self.codes:
+            self.source.emit(self.indent, self.then())
+        self.clear()
+
+    def clear(self) -> None:
         self.codes.clear()
         self.values.clear()
+
+    def then(self, codes: str = "", *values: str) -> str:
+        """A statement writing the run followed by `codes` of `values` (the run is
+        kept: the caller clears it once every branch has written it)."""
+        packer = struct.Struct(">" + "".join(self.codes) + codes)
+        if not packer.size:
+            return "pass"
+        every = [*self.values, *values]
+        if every:
+            return f"write({self.source.name('pack', packer.pack)}({', '.join(every)}))"
+        return f"write({packer.pack()!r})"  # zero bytes only (empty tag sections)
+
+    def then_compact_length(self, indent: int, length: str) -> None:
+        """The run, then an unsigned varint `length` (an int expression) without kio's
+        phantom: one byte below 0x80 (packed with the run), two below 0x4000 (a record
+        batch of a few KiB), else kio's."""
+        self.source.emit(
+            indent,
+            f"n = {length}",
+            "if n < 0x80:",
+            f"    {self.then('B', 'n')}" if self.codes else "    write(_ONE[n])",
+            "else:",
+        )
+        if self.codes:
+            self.source.emit(indent + 1, self.then())
+        self.source.emit(
+            indent + 1,
+            "if n < 0x4000:",  # two bytes: low seven bits with the continuation bit first
+            "    write(_TWO(n & 0x7F | 0x80, n >> 7))",
+            "else:",
+            "    _varint(buffer, n)",
+        )
 
 
 def _entity_source(
@@ -250,16 +265,16 @@ def _entity_source(
             inner_run.end()
             continue
         if isinstance(kind, EntityTupleField) and flexible:
-            run.end()
             items, item = f"a{depth}", f"e{depth + 1}"
-            source.emit(
+            source.emit(  # the run so far, then the array's length (0: null)
                 indent,
                 f"{items} = {value}",
                 f"if {items} is None:",
-                f"    write({_NULL_COMPACT!r})",
+                f"    {run.then('x')}",
                 "else:",
             )
-            source.compact_length(indent + 1, f"len({items}) + 1")
+            run.then_compact_length(indent + 1, f"len({items}) + 1")
+            run.clear()
             source.emit(indent + 1, f"for {item} in {items}:")
             body_at = len(source.lines)
             item_run = _Run(source, indent + 2)
@@ -274,15 +289,15 @@ def _entity_source(
             and not (request_header and field.name == "client_id")
             and get_schema_field_type(field) in _COMPACT_STRING_TYPES
         ):
-            run.end()
-            refusal = (  # kio's refusal of None in a required string or bytes
-                f"    write({_NULL_COMPACT!r})"
+            refusal = (  # the run so far, then null (0); kio refuses None if required
+                f"    {run.then('x')}"
                 if is_optional(field)
                 else "    raise TypeError('Unexpectedly received None value')"
             )
             source.emit(indent, f"v = {value}", "if v is None:", refusal, "else:")
             source.emit(indent + 1, "if isinstance(v, str):", "    v = v.encode()")
-            source.compact_length(indent + 1, "len(v) + 1")
+            run.then_compact_length(indent + 1, "len(v) + 1")
+            run.clear()
             source.emit(indent + 1, "write(v)")
             continue
         writer = _field_writer(field, flexible, request_header)
