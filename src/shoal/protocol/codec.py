@@ -7,9 +7,10 @@ that ApiVersions responses always use v0, so a client that does not yet know the
 broker's versions can read them.
 
 Kafka skips tagged fields it does not know, in the header and at every struct level of
-a flexible body; kio's reader raises on them. `counts.scan` finds them during the walk
-that checks counts anyway, and when it does (rare: no client sends any today) the
-header or body is decoded from a copy without them.
+a flexible body; kio's reader raises on them. The walk that checks counts anyway finds
+them (`protocol/walk.py`, generated per request class from `counts`' rules; for the
+header, `counts.scan` after kio refused it), and when it does (rare: no client sends
+any today) the header or body is decoded from a copy without them.
 
 Kafka's APIs come from kio's index; Shoal's extension APIs (`protocol/extensions`,
 declared as kio declares Kafka's) are merged into it (`API_NAMES`, `SCHEMA_NAMES`), so
@@ -38,7 +39,7 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from kio.static.primitive import i32
 
-from shoal.protocol import counts, extensions, fast_writer, nulls
+from shoal.protocol import counts, extensions, fast_writer, nulls, walk
 
 log = logging.getLogger(__name__)
 assert not set(extensions.API_KEYS) & set(api_key_map), "an extension key is Kafka's"
@@ -48,8 +49,6 @@ SCHEMA_NAMES: dict[str, Any] = {**schema_name_map, **extensions.SCHEMAS}
 """name -> version -> direction -> "module:class", kio's shape (kio.schema.index)."""
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hh")
-_CLIENT_ID_LENGTH = struct.Struct(">h")
-"""The int16 length of the header's client id, after key, version and correlation id."""
 SIZE = struct.Struct(">i")
 """The int32 size prefix of every Kafka message (framing.py reads it)."""
 
@@ -145,30 +144,35 @@ def peek_key_version(frame: bytes) -> tuple[int, int]:
 
 def decode_header(frame: bytes, api_key: int, version: int) -> tuple[Any, int]:
     """Decode the request header; returns (header, offset of the body)."""
-    if not is_flexible(api_key, version):
+    flexible = _FLEXIBLE.get((api_key, version))
+    if flexible is None:
+        flexible = is_flexible(api_key, version)
+    if not flexible:
         try:
-            return _reader(RequestHeaderV1)(frame, 0)
+            return _READ_HEADER_V1(frame, 0)
         except Exception as exc:  # kio raises several types for malformed input
             raise ProtocolError(f"malformed request header: {exc}") from exc
-    client_id_length = _CLIENT_ID_LENGTH.unpack_from(frame, 8)[0] if len(frame) >= 10 else 0
-    tags_at = 10 + max(client_id_length, 0)
-    if tags_at < len(frame) and frame[tags_at] == 0:  # no tagged fields: the usual case
-        try:
-            return _reader(RequestHeaderV2)(frame, 0)
-        except Exception as exc:  # kio raises several types for malformed input
-            raise ProtocolError(f"malformed request header: {exc}") from exc
+    try:  # no tagged fields, the usual case: kio reads it as it is
+        return _READ_HEADER_V2(frame, 0)
+    except Exception as exc:  # noqa: BLE001  # kio's refusal, kept for the end
+        refusal = exc
+    # kio refuses unknown tagged fields, which Kafka skips: walk the header for them
     try:
         end, edits = counts.scan(RequestHeaderV2, frame, 0)
     except counts.CountError as exc:
         raise ProtocolError(f"malformed request header: {exc}") from exc
+    if not edits:
+        raise ProtocolError(f"malformed request header: {refusal}") from refusal
     try:
-        if edits:  # unknown tagged fields: Kafka skips them
-            header, _ = _reader(RequestHeaderV2)(counts.strip(frame, 0, end, edits), 0)
-            _log_skipped("request header", edits)
-            return header, end
-        return _reader(RequestHeaderV2)(frame, 0)
+        header, _ = _READ_HEADER_V2(counts.strip(frame, 0, end, edits), 0)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed request header: {exc}") from exc
+    _log_skipped("request header", edits)
+    return header, end
+
+
+_READ_HEADER_V1 = _reader(RequestHeaderV1)
+_READ_HEADER_V2 = _reader(RequestHeaderV2)
 
 
 def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
@@ -176,24 +180,36 @@ def _log_skipped(what: str, edits: list[counts.Edit]) -> None:
     log.debug("%s: skipped %d unknown tagged field(s) as Kafka does", what, skipped)
 
 
-def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
-    """Decode a request body of a known (key, version)."""
+Reader = Callable[[Any, int], tuple[Any, int]]
+_BODY_PLANS: dict[tuple[int, int], tuple[walk.Walk, Reader]] = {}
+"""Per (key, version) decoded: its request class's walk and kio's reader of it."""
+
+
+def _body_plan(api_key: int, version: int) -> tuple[walk.Walk, Reader]:
     cls = request_class(api_key, version)
     assert cls is not None
-    try:
-        end, edits = counts.scan(cls, frame, offset)  # before kio reserves memory by counts
+    plan = _BODY_PLANS[(api_key, version)] = (walk.walker(cls), _reader(cls))
+    return plan
+
+
+def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
+    """Decode a request body of a known (key, version)."""
+    plan = _BODY_PLANS.get((api_key, version))
+    walk_body, read_body = plan if plan is not None else _body_plan(api_key, version)
+    try:  # before kio reserves memory by counts (protocol/walk.py)
+        end, edits, suspect = walk_body(frame, offset)
     except counts.CountError as exc:
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
-    data: bytes | memoryview = memoryview(frame)[offset:]
+    data: bytes = frame
     if edits:  # unknown tagged fields: decode a copy without them, as Kafka skips them
         _log_skipped(f"{api_name(api_key)} v{version}", edits)
-        data = counts.strip(frame, offset, end, edits)
-        frame, offset = data, 0
+        data = frame = counts.strip(frame, offset, end, edits)
+        offset = 0
     try:
-        body, size = _reader(cls)(data, 0)
+        body, size = read_body(data, offset)
     except Exception as exc:  # kio raises several types for malformed input
         raise ProtocolError(f"malformed {api_name(api_key)} v{version} body: {exc}") from exc
-    null = nulls.null_field(body)
+    null = nulls.null_field(body) if suspect else None  # a null length was on the wire
     if null is not None:  # Kafka refuses these while parsing (protocol/nulls.py)
         raise ProtocolError(f"non-nullable field {null} of {api_name(api_key)} v{version} is null")
     if offset + size != len(frame):
@@ -213,12 +229,12 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     """Size-prefixed response frame: response header + body (a view of the encoded
     buffer, so large fetch responses are not copied once more)."""
     buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    # The correlation id is the request header's int32, read by kio: no phantom check.
+    # The size (filled in below) and the header, packed from the correlation id (the
+    # request header's int32, read by kio: no phantom check) without a header entity.
     if response.__flexible__ and api_key != API_VERSIONS_KEY:
-        _WRITE_HEADER_V1(buffer, ResponseHeaderV1(correlation_id=correlation_id))  # type: ignore[arg-type]
+        buffer.write(_SIZE_AND_HEADER_V1(0, correlation_id))
     else:
-        _WRITE_HEADER_V0(buffer, ResponseHeaderV0(correlation_id=correlation_id))  # type: ignore[arg-type]
+        buffer.write(_SIZE_AND_HEADER_V0(0, correlation_id))
     body = _BODIES.get(type(response))
     if body is not None and body[0] is response:
         buffer.write(body[1])
@@ -229,8 +245,8 @@ def encode_response(api_key: int, version: int, correlation_id: int, response: A
     return frame
 
 
-_WRITE_HEADER_V0 = fast_writer.entity_writer(ResponseHeaderV0)
-_WRITE_HEADER_V1 = fast_writer.entity_writer(ResponseHeaderV1)
+_SIZE_AND_HEADER_V0 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV0)).pack
+_SIZE_AND_HEADER_V1 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV1)).pack
 _BODIES: dict[type[Any], tuple[Any, bytes]] = {}
 """Per response class, the one constant response `constant_body` encoded, and its bytes."""
 

@@ -19,6 +19,11 @@ and the size of an enclosing known tagged field. `strip` applies them, so that k
 decodes the same request without the unknown fields. Like Kafka's readers, the walk
 accepts tags in any order and a tag twice (kio keeps the last value of a known tag,
 as Kafka does); a size past the end of the request is refused.
+
+`codec.decode_body` runs the same checks through `protocol/walk.py`: one function
+generated per request class from these rules (its tests compare it with `scan` on
+every request class). `scan` is the reference, and walks the request header and the
+inside of known tagged fields.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ string or bytes field that Kafka's schema declares non-nullable. Kafka's own par
 rejects such a request ("non-nullable field ... was serialized as null") and the broker
 closes the connection; handlers rely on that and iterate the field. `null_field(entity)`
 names the first such field (a dotted path) or returns None; `codec.decode_body` turns a
-hit into a `ProtocolError`.
+hit into a `ProtocolError`. It runs only when the request's walk (protocol/walk.py)
+saw a null length in one of the fields checked here: kio decodes None from nothing
+else, so a request without one needs no second walk.
 
 The fields to look at are worked out once per kio class from its annotations: a field
 is nullable when its annotation is a union with None. Only non-nullable fields and the

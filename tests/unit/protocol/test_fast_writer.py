@@ -109,3 +109,59 @@ def test_a_set_tagged_field_is_written_as_kio_writes_it() -> None:
         mine = _written(fast_writer.entity_writer(ShareUpdateValue), value)
         assert mine == _written(kio_entity_writer(ShareUpdateValue), value)
         assert isinstance(mine, bytes)
+
+
+@pytest.mark.parametrize("size", [0, 126, 127, 128, 300, 16382, 16383, 16384, 70000])
+def test_compact_lengths_of_every_width_as_kio(size: int) -> None:
+    """Compact lengths (size + 1) of one, two and three varint bytes: records and a
+    string of `size` bytes in a ShareFetch response."""
+    import datetime
+    import uuid
+
+    from kio.schema.errors import ErrorCode
+
+    from shoal.protocol.schema import response_schema
+
+    schema = response_schema(78, 2)
+    partition = schema.make(
+        "PartitionData",
+        partition_index=0,
+        error_code=ErrorCode.none,
+        error_message="e" * size,
+        acknowledge_error_code=ErrorCode.none,
+        acknowledge_error_message=None,
+        current_leader=schema.make("LeaderIdAndEpoch", leader_id=1, leader_epoch=0),
+        records=bytes(size),
+        acquired_records=(),
+    )
+    response = schema.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(seconds=30),
+        responses=(
+            schema.make(
+                "ShareFetchableTopicResponse", topic_id=uuid.uuid4(), partitions=(partition,)
+            ),
+        ),
+        node_endpoints=(),
+    )
+    cls = type(response)
+    mine = _written(fast_writer.entity_writer(cls), response)
+    assert isinstance(mine, bytes) and len(mine) > 2 * size
+    assert mine == _written(kio_entity_writer(cls), response)
+
+
+@pytest.mark.parametrize("header_cls", [ResponseHeaderV0, ResponseHeaderV1])
+@pytest.mark.parametrize("correlation_id", [0, 7, -1, 2**31 - 1, -(2**31)])
+def test_fixed_codes_pack_a_response_header_as_kio(header_cls: Any, correlation_id: int) -> None:
+    """codec.encode_response packs the header from its correlation id."""
+    packed = struct.pack(">" + fast_writer.fixed_codes(header_cls), correlation_id)
+    assert packed == _written(
+        kio_entity_writer(header_cls), header_cls(correlation_id=correlation_id)
+    )
+
+
+def test_fixed_codes_refuse_a_class_with_other_fields() -> None:
+    with pytest.raises(ValueError, match="client_id"):
+        fast_writer.fixed_codes(RequestHeaderV2)
