@@ -305,14 +305,8 @@ def encode_batch(
     parts: list[bytes] = []
     for delta, (key, value) in enumerate(records):
         body = [_RECORD_FIXED, signed_varint(delta)]
-        if key is None:
-            body.append(_NULL_LENGTH)
-        else:
-            body += (signed_varint(len(key)), key)
-        if value is None:
-            body.append(_NULL_LENGTH)
-        else:
-            body += (signed_varint(len(value)), value)
+        _append_nullable(body, key)
+        _append_nullable(body, value)
         if headers is None:
             body.append(_NO_HEADERS)
         else:
@@ -339,11 +333,13 @@ def encode_batch(
 def _append_headers(body: list[bytes], headers: RecordHeaders) -> None:
     body.append(signed_varint(len(headers)))
     for key, value in headers:
-        if key is None:
-            body.append(_NULL_LENGTH)
-        else:
-            body += (signed_varint(len(key)), key)
-        if value is None:
-            body.append(_NULL_LENGTH)
-        else:
-            body += (signed_varint(len(value)), value)
+        _append_nullable(body, key)
+        _append_nullable(body, value)
+
+
+def _append_nullable(body: list[bytes], data: bytes | None) -> None:
+    """A record's (or header's) key or value: its varint length and bytes, or -1."""
+    if data is None:
+        body.append(_NULL_LENGTH)
+    else:
+        body += (signed_varint(len(data)), data)
