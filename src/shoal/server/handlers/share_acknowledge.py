@@ -39,6 +39,7 @@ from shoal.server.share_responses import (
 from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
+from shoal.share.topic_ids import interned
 
 API_KEY = 79
 
@@ -70,8 +71,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 def _decode(request: Any) -> ShareAcknowledgeCall:
     acknowledgements: dict[TopicIdPartition, list[AckBatch]] = {}
     for topic in request.topics:
+        topic_id = interned(topic.topic_id)  # hashed once, as ShareFetch's decode does
         for p in topic.partitions:
-            tp = TopicIdPartition(topic.topic_id, int(p.partition_index))
+            tp = TopicIdPartition(topic_id, int(p.partition_index))
             acknowledgements.setdefault(tp, []).extend(ack_batches(p.acknowledgement_batches))
     return ShareAcknowledgeCall(
         group_id=request.group_id,
