@@ -188,11 +188,8 @@ def cluster() -> Iterator[tuple[MockCluster, str]]:
     mock places leaders at random: the first of a few topics that are spread)."""
     pytest.importorskip("confluent_kafka")
     with MockCluster(brokers=3) as mock:
-        for attempt in range(10):
-            topic = f"client-e2e-{attempt}"
-            assert mock.produce(topic, [b"record-%d" % i for i in range(RECORDS)]) == RECORDS
-            if len(set(mock.leaders(topic).values())) > 1:
-                break
+        topic = mock.spread_topic("client-e2e")
+        assert mock.produce(topic, [b"record-%d" % i for i in range(RECORDS)]) == RECORDS
         yield mock, topic
 
 

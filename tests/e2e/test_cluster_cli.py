@@ -28,8 +28,15 @@ RECORDS = 200
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[MockCluster]:
     with MockCluster(brokers=3) as mock:
-        assert mock.produce(TOPIC, [b"order-%d" % i for i in range(RECORDS)]) == RECORDS
         yield mock
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: MockCluster) -> str:
+    """A topic of the mock with records, whose leaders are on more than one broker."""
+    name = cluster.spread_topic(TOPIC)
+    assert cluster.produce(name, [b"order-%d" % i for i in range(RECORDS)]) == RECORDS
+    return name
 
 
 def _skip_missing(output: str, api_key: int) -> None:
@@ -40,30 +47,32 @@ def _skip_missing(output: str, api_key: int) -> None:
     pytest.skip(f"librdkafka's mock cluster does not serve {name} (API {api_key})")
 
 
-def test_the_cluster_spreads_leaders_over_brokers(cluster: MockCluster) -> None:
-    leaders = cluster.leaders(TOPIC)
+def test_the_cluster_spreads_leaders_over_brokers(cluster: MockCluster, topic: str) -> None:
+    leaders = cluster.leaders(topic)
     assert len(leaders) == MOCK_PARTITIONS
     assert len(set(leaders.values())) > 1, leaders
 
 
-def test_topics_list_reaches_the_cluster(cluster: MockCluster) -> None:
+def test_topics_list_reaches_the_cluster(cluster: MockCluster, topic: str) -> None:
     done = shoal("topics", "--bootstrap-server", cluster.bootstrap, "--list")
     assert done.returncode == 0, done.stderr
-    assert TOPIC in done.stdout.split()
+    assert topic in done.stdout.split()
 
 
-def test_topics_list_from_any_one_broker(cluster: MockCluster) -> None:
+def test_topics_list_from_any_one_broker(cluster: MockCluster, topic: str) -> None:
     """Bootstrapping from the last broker alone finds the whole cluster's topics."""
     last = cluster.bootstrap.split(",")[-1]
     done = shoal("topics", "--bootstrap-server", last, "--list")
     assert done.returncode == 0, done.stderr
-    assert TOPIC in done.stdout.split()
+    assert topic in done.stdout.split()
 
 
 @pytest.mark.parametrize("bootstrap", ["every broker", "the last broker"])
-def test_topics_describe_shows_each_partition_leader(cluster: MockCluster, bootstrap: str) -> None:
+def test_topics_describe_shows_each_partition_leader(
+    cluster: MockCluster, topic: str, bootstrap: str
+) -> None:
     servers = cluster.bootstrap if bootstrap == "every broker" else cluster.bootstrap.split(",")[-1]
-    done = shoal("topics", "--bootstrap-server", servers, "--describe", "--topic", TOPIC)
+    done = shoal("topics", "--bootstrap-server", servers, "--describe", "--topic", topic)
     assert done.returncode == 0, done.stderr
     if done.stderr:  # the mock serves no DescribeConfigs: said, and configs left out
         assert "DescribeConfigs (API 32)" in done.stderr, done.stderr
@@ -75,7 +84,7 @@ def test_topics_describe_shows_each_partition_leader(cluster: MockCluster, boots
         if "Partition:" in fields and "Leader:" in fields:
             partition = int(fields[fields.index("Partition:") + 1])
             shown[partition] = int(fields[fields.index("Leader:") + 1])
-    assert shown == cluster.leaders(TOPIC)
+    assert shown == cluster.leaders(topic)
 
 
 def test_topics_create_needs_a_controller(cluster: MockCluster) -> None:

@@ -40,8 +40,8 @@ def cluster() -> Iterator[MockCluster]:
 def test_member_routes_to_the_coordinator_and_to_every_leader(
     cluster: MockCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    topic, group = "member-cluster", "member-cluster-group"
-    leaders_by_index = cluster.leaders(topic)  # creates the topic
+    topic, group = cluster.spread_topic("member-cluster"), "member-cluster-group"
+    leaders_by_index = cluster.leaders(topic)
     assert len(set(leaders_by_index.values())) > 1, leaders_by_index
     member = ShareMember(
         group_id=group,
@@ -103,8 +103,8 @@ def test_member_routes_to_the_coordinator_and_to_every_leader(
 def test_blocking_member_thread_and_end_offsets_at_each_leader(cluster: MockCluster) -> None:
     """`ShareMemberThread`, the blocking facade, on the mock: join, acquire from every
     leader, list end offsets at each leader on the thread's own client, ACCEPT, close."""
-    topic, group = "member-thread", "member-thread-group"
-    nodes = set(cluster.leaders(topic).values())  # creates the topic
+    topic, group = cluster.spread_topic("member-thread"), "member-thread-group"
+    nodes = set(cluster.leaders(topic).values())
     member = ShareMember(
         group_id=group,
         member_id=base64.b64encode(uuid.uuid4().bytes).decode().rstrip("="),

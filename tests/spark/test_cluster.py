@@ -38,26 +38,10 @@ def cluster() -> Iterator[MockCluster]:
         yield mock
 
 
-SPREAD_TRIES = 10
-"""Topics `_spread` creates at most: the mock places each partition's leader at random,
-all four on one broker about one time in 27."""
-
-
-def _spread(cluster: MockCluster, prefix: str) -> str:
-    """A new topic whose partition leaders are on more than one broker."""
-    for i in range(SPREAD_TRIES):
-        topic = f"{prefix}-{i}"
-        leaders = cluster.leaders(topic)  # creates the topic
-        assert len(leaders) == MOCK_PARTITIONS, leaders
-        if len(set(leaders.values())) > 1:
-            return topic
-    raise AssertionError(f"{SPREAD_TRIES} topics, each with every leader on one broker")
-
-
 def test_batch_source_reads_every_partition_from_its_leader(
     spark: Any, cluster: MockCluster
 ) -> None:
-    topic = _spread(cluster, "cluster-read")
+    topic = cluster.spread_topic("cluster-read")
     values = [b"read-%d" % i for i in range(1000)]
     _produce_to_every_partition(cluster, topic, values)
     frame = (
@@ -77,7 +61,7 @@ def test_batch_source_reads_every_partition_from_its_leader(
 
 
 def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCluster) -> None:
-    topic = _spread(cluster, "cluster-sink")
+    topic = cluster.spread_topic("cluster-sink")
     rows = [(b"k%d" % i, b"sink-%d" % i, i % MOCK_PARTITIONS) for i in range(400)]
     spark.createDataFrame(rows, "key binary, value binary, partition int").write.format(
         "shoal"
@@ -96,7 +80,7 @@ def test_sink_writes_rows_that_the_source_reads_back(spark: Any, cluster: MockCl
 def test_topic_stream_reads_every_leader_and_commits_to_the_coordinator(
     spark: Any, cluster: MockCluster, tmp_path: Path
 ) -> None:
-    topic = _spread(cluster, "cluster-stream")
+    topic = cluster.spread_topic("cluster-stream")
     values = [b"stream-%d" % i for i in range(600)]
     _produce_to_every_partition(cluster, topic, values)
     out = tmp_path / "out"
@@ -132,7 +116,7 @@ def test_topic_stream_reads_every_leader_and_commits_to_the_coordinator(
 def test_share_stream_acquires_from_every_leader(
     spark: Any, cluster: MockCluster, tmp_path: Path
 ) -> None:
-    topic = _spread(cluster, "cluster-share")
+    topic = cluster.spread_topic("cluster-share")
     out = tmp_path / "out"
     query = (
         spark.readStream.format("shoal-share")

@@ -31,6 +31,8 @@ MOCK_MISSING = {
     90: "DescribeShareGroupOffsets",
 }
 """APIs the mock does not serve (api key -> name), for the skip messages."""
+SPREAD_TRIES = 10
+"""Topics `MockCluster.spread_topic` creates at most to find one whose leaders are spread."""
 
 
 class MockCluster:
@@ -67,6 +69,19 @@ class MockCluster:
         producer.flush(30)
         assert not failures, failures[:3]
         return count
+
+    def spread_topic(self, prefix: str) -> str:
+        """A new topic whose partition leaders are on more than one broker. The mock picks
+        each partition's leader at random among its replicas, so all four land on one broker
+        about once in 27 topics: the first of `SPREAD_TRIES` topics `prefix-0`, `prefix-1`, ...
+        that is spread (every try left on one broker fails the test: 27**-10)."""
+        for i in range(SPREAD_TRIES):
+            topic = f"{prefix}-{i}"
+            leaders = self.leaders(topic)  # creates the topic
+            assert len(leaders) == MOCK_PARTITIONS, leaders
+            if len(set(leaders.values())) > 1:
+                return topic
+        raise AssertionError(f"{SPREAD_TRIES} topics, each with every leader on one broker")
 
     def leaders(self, topic: str) -> dict[int, int]:
         """Partition -> leader node id (creates the topic if it does not exist)."""
