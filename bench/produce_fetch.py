@@ -75,6 +75,12 @@ class Phase:
         return self.records * self.value_bytes / self.seconds / 1e6
 
 
+def process_cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (utime + stime from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 class CpuMeter:
     """CPU over a phase: the broker process (from /proc) and the client, which is this
     process, plus its finished child processes when `include_children` (consumers run
@@ -87,8 +93,7 @@ class CpuMeter:
             self._who.append(resource.RUSAGE_CHILDREN)
 
     def _broker_cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.broker_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+        return process_cpu_s(self.broker_pid)
 
     def _client_cpu_s(self) -> float:
         total = 0.0

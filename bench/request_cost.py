@@ -38,18 +38,13 @@ from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 from tests.support.wire import api_versions_request
 
-from bench.produce_fetch import CLOCK_TICKS, machine, save_result
+from bench.produce_fetch import machine, process_cpu_s, save_result
 from shoal.client import requests
 from shoal.protocol.codec import encode_request, request_header_for
 
 TOPIC = "request-cost"
 WARMUP_REQUESTS = 2000
 RECORD_BYTES = 1024
-
-
-def broker_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def frame_of(call: Any, version: int) -> bytes:
@@ -71,33 +66,33 @@ def frames() -> dict[str, bytes]:
     }
 
 
-def _read_exact(sock: socket.socket, size: int) -> None:
-    while size:
-        chunk = sock.recv(min(size, 1 << 16))
+def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed response frame from the broker (its body)."""
+    (size,) = struct.unpack(">i", _read_exact(sock, 4))
+    return _read_exact(sock, size)
+
+
+def _read_exact(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(size - len(data), 1 << 16))
         if not chunk:
             raise ConnectionError("the broker closed the connection")
-        size -= len(chunk)
+        data += chunk
+    return bytes(data)
 
 
 def closed_loop(sock: socket.socket, frame: bytes, count: int) -> None:
-    header = bytearray(4)
     for _ in range(count):
         sock.sendall(frame)
-        view = memoryview(header)
-        got = 0
-        while got < 4:
-            n = sock.recv_into(view[got:], 4 - got)
-            if not n:
-                raise ConnectionError("the broker closed the connection")
-            got += n
-        _read_exact(sock, struct.unpack(">i", header)[0])
+        read_frame(sock)
 
 
 def measure(pid: int, sock: socket.socket, frame: bytes, count: int) -> tuple[float, float]:
     """(broker CPU µs per request, mean round trip µs)."""
-    cpu0, t0 = broker_cpu_s(pid), time.perf_counter()
+    cpu0, t0 = process_cpu_s(pid), time.perf_counter()
     closed_loop(sock, frame, count)
-    cpu1, t1 = broker_cpu_s(pid), time.perf_counter()
+    cpu1, t1 = process_cpu_s(pid), time.perf_counter()
     return 1e6 * (cpu1 - cpu0) / count, 1e6 * (t1 - t0) / count
 
 

@@ -34,7 +34,6 @@ import argparse
 import os
 import pstats
 import socket
-import struct
 import tempfile
 import time
 import uuid
@@ -47,8 +46,8 @@ from tests.support.clients import create_topic
 from tests.support.share_wire import join, set_group_configs
 from tests.support.wire import call1
 
-from bench.produce_fetch import machine, save_result
-from bench.request_cost import broker_cpu_s, frame_of
+from bench.produce_fetch import machine, process_cpu_s, save_result
+from bench.request_cost import frame_of, read_frame
 from shoal.client import requests
 from shoal.client.share_requests import (
     AckBatch,
@@ -71,23 +70,6 @@ fetch is parked when the record arrives (a parked fetch costs no CPU meanwhile).
 FETCH_VERSION = 2
 ACK_VERSION = 2
 PRODUCE_VERSION = 10
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    data = bytearray()
-    while len(data) < 4:
-        chunk = sock.recv(4 - len(data))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        data += chunk
-    size = struct.unpack(">i", data)[0]
-    body = bytearray()
-    while len(body) < size:
-        chunk = sock.recv(min(size - len(body), 1 << 16))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        body += chunk
-    return bytes(body)
 
 
 class Consumer:
@@ -118,7 +100,7 @@ class Consumer:
         self.epoch = next_session_epoch(self.epoch)
 
     def read_fetch(self) -> list[AckBatch]:
-        _, response = decode_response(_read_frame(self.sock), 78, FETCH_VERSION)
+        _, response = decode_response(read_frame(self.sock), 78, FETCH_VERSION)
         assert response.error_code == 0, response
         spans = acquired_of(response).get(self.tp, ())
         assert spans, f"the fetch acquired nothing: {response}"
@@ -133,13 +115,13 @@ class Consumer:
         )
         self.sock.sendall(self._frame(call, ACK_VERSION))
         self.epoch = next_session_epoch(self.epoch)
-        _, response = decode_response(_read_frame(self.sock), 79, ACK_VERSION)
+        _, response = decode_response(read_frame(self.sock), 79, ACK_VERSION)
         assert response.error_code == 0, response
 
 
 def _produce(sock: socket.socket, frame: bytes) -> None:
     sock.sendall(frame)
-    _read_frame(sock)
+    read_frame(sock)
 
 
 def cycles(mode: str, consumer: Consumer, producer: socket.socket, frame: bytes, n: int) -> None:
@@ -191,9 +173,9 @@ def one_broker(args: argparse.Namespace, modes: list[str], profile: Path | None)
                 cycles(mode, consumer, producer, frame, WARMUP_CYCLES)
                 runs = []
                 for _ in range(1 if profile is not None else args.repeats):
-                    cpu0, t0 = broker_cpu_s(pid), time.perf_counter()
+                    cpu0, t0 = process_cpu_s(pid), time.perf_counter()
                     cycles(mode, consumer, producer, frame, args.cycles)
-                    cpu1, t1 = broker_cpu_s(pid), time.perf_counter()
+                    cpu1, t1 = process_cpu_s(pid), time.perf_counter()
                     runs.append((1e6 * (cpu1 - cpu0) / args.cycles, 1e6 * (t1 - t0) / args.cycles))
                 rows[mode] = {
                     "broker_cpu_us": min(r[0] for r in runs),
