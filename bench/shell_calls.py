@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.transports import DrainedTransport
+
 from bench.request_cost import TOPIC, frames
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
@@ -33,25 +35,11 @@ from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
 
 
-class _Transport:
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        return None
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def is_closing(self) -> bool:
-        return False
-
-    def abort(self) -> None:
-        return None
-
-
 class _ClosedLoop:
     """The writer: each response written feeds the next request, until `count`."""
 
     def __init__(self, reader: asyncio.StreamReader, frame: bytes, count: int) -> None:
-        self.transport = _Transport()
+        self.transport = DrainedTransport()
         self._reader = reader
         self._frame = frame
         self._left = count

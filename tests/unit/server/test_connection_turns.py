@@ -15,24 +15,9 @@ from shoal.protocol import codec
 from shoal.server.broker import Broker
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
+from tests.support.transports import DrainedTransport
 
 PIPELINED = 40
-
-
-class _Transport:
-    """Nothing is ever left unsent (the client reads at once)."""
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        return None
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def is_closing(self) -> bool:
-        return False
-
-    def abort(self) -> None:
-        return None
 
 
 class _Writer:
@@ -41,7 +26,7 @@ class _Writer:
     def __init__(self, name: str, written: list[str]) -> None:
         self._name = name
         self._written = written
-        self.transport = _Transport()
+        self.transport = DrainedTransport()
 
     def write(self, data: Any) -> None:
         self._written.append(self._name)
