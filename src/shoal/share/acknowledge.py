@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
-from shoal.share.inflight import InFlightBatch
+from shoal.share.inflight import InFlightBatch, InFlightState
 from shoal.share.persister import StateBatch
 from shoal.share.states import ACK_TYPE_EVENTS, Event, RecordState
 from shoal.share.window import InFlightWindow
@@ -64,6 +64,10 @@ def validate_batches(batches: Sequence[AckBatch]) -> ErrorCode | None:
 
 
 _ACK_TYPE_IDS = frozenset(int(t) for t in AcknowledgeType)
+_EVENT_OF_TYPE: tuple[Event, ...] = tuple(ACK_TYPE_EVENTS[t] for t in sorted(AcknowledgeType))
+"""The event of each acknowledgement type id (ids 0-4, indexed by id: what
+`ACK_TYPE_EVENTS[AckBatch.type_at(offset)]` gives, without building the enum)."""
+assert [int(t) for t in sorted(AcknowledgeType)] == list(range(len(_EVENT_OF_TYPE)))
 
 
 @dataclass(slots=True)
@@ -96,15 +100,20 @@ def plan_acknowledgement(
             first_index = cache.floor_index(start)
             if first_index < 0:
                 return ErrorCode.invalid_record_state
-        last_index = cache.floor_index(ack.last_offset)
+        if cached[first_index].last_offset >= ack.last_offset:
+            last_index = first_index  # what floor_index(last) gives, without the bisect
+        else:
+            last_index = cache.floor_index(ack.last_offset)
         reached = cached[last_index]
         if reached.last_offset < ack.first_offset or ack.last_offset > reached.last_offset:
             return ErrorCode.invalid_request
         per_offset_types = len(ack.types) > 1
         for index in range(first_index, last_index + 1):
             batch = cached[index]
-            first = max(ack.first_offset, batch.first_offset)
-            last = min(ack.last_offset, batch.last_offset)
+            first = (
+                ack.first_offset if ack.first_offset > batch.first_offset else batch.first_offset
+            )
+            last = ack.last_offset if ack.last_offset < batch.last_offset else batch.last_offset
             if first > last:
                 continue
             error = _check_targets(window, batch, first, last, member_id)
@@ -125,7 +134,13 @@ def _check_targets(
     window: InFlightWindow, batch: InFlightBatch, first: int, last: int, member_id: str
 ) -> ErrorCode | None:
     start = window.start_offset
-    for _lo, hi, st in batch.states_in(first, last):
+    whole = batch.whole
+    states = (
+        batch.states_in(first, last)
+        if whole is None
+        else ((batch.first_offset, batch.last_offset, whole),)
+    )
+    for _lo, hi, st in states:
         if hi < start:
             continue  # below the SPSO (acked silently)
         if st.state is not RecordState.ACQUIRED or st.pending is not None:
@@ -174,10 +189,18 @@ def apply_plan(
     applied = AppliedAck([], 0)
     for step in steps:
         batch = step.batch
-        if not step.whole:
+        if step.whole:
+            assert batch.whole is not None
+            states: Sequence[tuple[int, int, InFlightState]] = (
+                (batch.first_offset, batch.last_offset, batch.whole),
+            )
+        else:
             window.split(batch)
-        for lo, hi, st in list(batch.states_in(step.first, step.last)):
-            event = ACK_TYPE_EVENTS[step.ack.type_at(lo)]
+            states = list(batch.states_in(step.first, step.last))
+        types = step.ack.types
+        single = _EVENT_OF_TYPE[types[0]] if len(types) == 1 else None
+        for lo, hi, st in states:
+            event = _EVENT_OF_TYPE[types[lo - step.ack.first_offset]] if single is None else single
             if hi < window.start_offset:
                 owned = st.state is RecordState.ACQUIRED and st.pending is None
                 if owned and st.member_id == member_id and event is not Event.RENEW:

@@ -29,7 +29,7 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
-from shoal.share.states import RecordState
+from shoal.share.states import TERMINAL_STATES, RecordState
 
 NO_MEMBER = ""
 """Owner of a record nobody holds."""
@@ -189,7 +189,7 @@ class InFlightState:
     @property
     def is_settled(self) -> bool:
         """Terminal with no write pending: nothing can happen to it any more."""
-        return self.state.is_terminal and self.pending is None
+        return self.pending is None and self.state in TERMINAL_STATES
 
     def __repr__(self) -> str:
         pending = f", pending#{self.pending.handle}" if self.pending else ""
@@ -282,7 +282,11 @@ class InFlightBatch:
         self.whole = None
 
     def is_settled(self) -> bool:
-        return all(state.is_settled for _, _, state in self.states())
+        whole = self.whole
+        if whole is not None:  # the common case, without a generator
+            return whole.pending is None and whole.state in TERMINAL_STATES
+        assert self.offsets is not None
+        return all(state.is_settled for state in self.offsets)
 
     def __repr__(self) -> str:
         if self.offsets is None:

@@ -65,6 +65,7 @@ lives in partition.py, acquire.py and acknowledge.py.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -188,9 +189,25 @@ def validate_acknowledgements(
     error = validate_batches(batches)
     if error is not None:
         return error
-    if not renew_allowed and any(AcknowledgeType.RENEW in batch.types for batch in batches):
-        return ErrorCode.invalid_request
+    if not renew_allowed:
+        for batch in batches:
+            if AcknowledgeType.RENEW in batch.types:
+                return ErrorCode.invalid_request
     return None
+
+
+_DEADLINE_TYPES = (AcknowledgeType.RELEASE, AcknowledgeType.RENEW)
+"""Acknowledgement types that can bring a share-partition's lock or redelivery deadline
+earlier (a RENEW re-arms a lock, a RELEASE may start a redelivery delay); ACCEPT,
+REJECT and GAP only cancel locks."""
+
+
+def _may_bring_deadlines_earlier(batches: Sequence[AckBatch]) -> bool:
+    for batch in batches:
+        for ack_type in _DEADLINE_TYPES:
+            if ack_type in batch.types:
+                return True
+    return False
 
 
 class SharePartitionManager:
@@ -263,7 +280,7 @@ class SharePartitionManager:
             topic_id=key.topic_id,
             partition=key.partition,
             clock=self._clock,
-            config=lambda: self._config(group_id),
+            config=functools.partial(self._config, group_id),  # no frame of its own
             leader_epoch=LEADER_EPOCH,
         )
         state = within_log(read.state, partition_log.log_end_offset)
@@ -527,29 +544,44 @@ class SharePartitionManager:
         Returns the partition's error code (None = success) and the effects: the
         share-partition is woken (its start offset moved, or records were released)
         only when something there is acquirable now (`_acquirable`), or when a fenced
-        write dropped it."""
+        write dropped it.
+
+        The deadlines are compared before and after (`_earlier`) only when a batch
+        RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
+        without comparing (its rollback may expire a lock, and so start a redelivery
+        delay: the timers are asked again, as after any other failure)."""
         found = self._logs(partition.topic_id, partition.partition)
         if isinstance(found, ErrorCode):
             return Acknowledged(found)
         invalid = validate_acknowledgements(batches, renew_allowed=renew_allowed)
         if invalid is not None:
             return Acknowledged(invalid)
-        key = SharePartitionKey(group_id, partition.topic_id, partition.partition)
-        sp = self._partitions.get(key) or self._load(key, found)
-        if isinstance(sp, ErrorCode):
-            return Acknowledged(sp)
+        sp = self._by_group_tp.get((group_id, partition))
+        if sp is None:
+            loaded = self._load(
+                SharePartitionKey(group_id, partition.topic_id, partition.partition), found
+            )
+            if isinstance(loaded, ErrorCode):
+                return Acknowledged(loaded)
+            sp = loaded
+        key = sp.key  # the indexes' own key object: found by identity
         self._touched[key] = self._clock.monotonic_ms()
-        deadlines = sp.deadlines()
+        deadlines = sp.deadlines() if _may_bring_deadlines_earlier(batches) else None
         result = sp.acknowledge(member_id=member_id, batches=batches, validated=True)
         if result.error is not None:
             return Acknowledged(result.error)
-        if result.pending is None:  # renewed only: the locks moved
-            return Acknowledged(deadlines_earlier=_earlier(deadlines, sp))
+        if result.pending is None:  # renewed only (the locks moved), or below the SPSO
+            return Acknowledged(deadlines_earlier=deadlines is not None and _earlier(deadlines, sp))
         error = self._persist(sp, result.pending)
-        woken = self._woken
-        if key in woken and self._partitions.get(key) is sp and not self._acquirable(sp, found):
+        woken = self._woken  # at most `key` (empty between operations)
+        if (
+            woken
+            and (error is None or self._partitions.get(key) is sp)  # not dropped (fenced)
+            and not self._acquirable(sp, found)
+        ):
             woken.discard(key)
-        return Acknowledged(error, self._effects(), _earlier(deadlines, sp))
+        earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
+        return Acknowledged(error, self._effects(), earlier)
 
     def _acquirable(self, sp: SharePartition, partition_log: ShareLog) -> bool:
         """Whether a fetch would find something to acquire in `sp` now: the wake check

@@ -467,9 +467,12 @@ class SharePartition:
         error = None if validated else validate_batches(batches)
         if error is not None:
             return AckResult(error)
-        if not config.renew_enabled and any(
-            AcknowledgeType.RENEW in batch.types for batch in batches
-        ):
+        renews = False
+        for batch in batches:
+            if AcknowledgeType.RENEW in batch.types:
+                renews = True
+                break
+        if renews and not config.renew_enabled:
             return AckResult(ErrorCode.invalid_record_state)
         plan = plan_acknowledgement(window, member_id=member_id, batches=batches)
         if isinstance(plan, ErrorCode):
@@ -481,7 +484,10 @@ class SharePartition:
             member_id=member_id,
             handle=handle,
             limit=config.delivery_count_limit,
-            renew_deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
+            # only read by a RENEW: no clock read for the others
+            renew_deadline_ms=(
+                self._clock.monotonic_ms() + config.record_lock_duration_ms if renews else 0
+            ),
         )
         window.drop_settled_below_start()
         self._check_boundary()
@@ -653,7 +659,9 @@ class SharePartition:
         """A pending write carries the SPSO its own commit will give (§4.1): records
         it completes at the start of the window are persisted below the start offset
         they move, in the same write. Memory moves only at `commit_write`."""
-        start = self._w.tentative_start(handle)
+        window = self._window
+        assert window is not None, "share-partition not initialized"
+        start = window.tentative_start(handle)
         self._carried[handle] = start[0]
         return PendingWrite(self._state_write(entries, start=start), WriteHandle(handle))
 

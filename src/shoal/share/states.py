@@ -88,6 +88,11 @@ class Event(enum.Enum):
     ABORTED = "part of an aborted transaction (read_committed)"
     DLQ_DONE = "its dead-letter queue copy was written (or given up)"
 
+    # Members are singletons compared by identity: hashing by identity keeps them
+    # consistent with `==` and makes the table lookups below C-level (Enum's own
+    # `__hash__` is Python code, a call per lookup on the acknowledgement path).
+    __hash__ = object.__hash__
+
 
 _S = RecordState
 _E = Event
@@ -111,6 +116,12 @@ TRANSITIONS: Final[Mapping[tuple[RecordState, Event], tuple[RecordState, ...]]] 
 )
 """(from, event) -> possible targets. RENEW is the one same-state entry: it is not a
 state change, only a fresh lock; every other target differs from its source."""
+
+DLQ_CHOICE_EVENTS: Final = frozenset(
+    event for (_state, event), targets in TRANSITIONS.items() if _S.ARCHIVING in targets
+)
+"""Events whose target may depend on the group having a dead-letter queue
+(`target_state`'s `dlq`); for the others it is not read."""
 
 DELIVERY_COUNT_DELTA: Final[Mapping[Event, int]] = MappingProxyType({_E.ACQUIRE: 1})
 """Events not listed keep the delivery count."""

@@ -39,6 +39,8 @@ from shoal.share.inflight import (
 from shoal.share.persister import StateBatch
 from shoal.share.redelivery import Redelivery
 from shoal.share.states import (
+    DLQ_CHOICE_EVENTS,
+    TERMINAL_STATES,
     Event,
     RecordState,
     code_of_reason,
@@ -111,9 +113,10 @@ class InFlightWindow:
         return max(0, last - max(first, self.start_offset) + 1)
 
     def _retally(self, old: RecordState, new: RecordState, first: int, last: int) -> None:
-        if old.is_terminal != new.is_terminal:
-            n = self.n_at_or_above_start(first, last)
-            self.delivery_complete_count += n if new.is_terminal else -n
+        terminal = new in TERMINAL_STATES
+        if (old in TERMINAL_STATES) != terminal:
+            n = max(0, last - max(first, self.start_offset) + 1)  # n_at_or_above_start
+            self.delivery_complete_count += n if terminal else -n
 
     def move(self, st: InFlightState, first: int, last: int, event: Event, *, limit: int) -> None:
         """A transition that stands at once (expiry, archival, renew-free paths)."""
@@ -124,7 +127,7 @@ class InFlightWindow:
             delivery_count=st.delivery_count,
             limit=limit,
             below_start=last < self.start_offset,
-            dlq=self.dlq(),
+            dlq=event in DLQ_CHOICE_EVENTS and self.dlq(),
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
@@ -170,24 +173,27 @@ class InFlightWindow:
         self, st: InFlightState, first: int, last: int, event: Event, *, limit: int, handle: int
     ) -> StateBatch:
         """Start a transition whose state write is pending; returns what to write."""
-        assert st.state is RecordState.ACQUIRED and st.pending is None
+        old = st.state
+        assert old is RecordState.ACQUIRED and st.pending is None
         new = target_state(
-            st.state,
+            old,
             event,
             delivery_count=st.delivery_count,
             limit=limit,
             below_start=last < self.start_offset,
-            dlq=self.dlq(),
+            dlq=event in DLQ_CHOICE_EVENTS and self.dlq(),
         )
-        self._note_archiving(st.state, new, first, last, event)
+        if new is RecordState.ARCHIVING:  # from ACQUIRED: `_note_archiving`'s one case
+            self._note_archiving(old, new, first, last, event)
         st.pending = Pending(
             handle=handle,
-            state=st.state,
+            state=old,
             delivery_count=st.delivery_count,
             member_id=st.member_id,
             lock=st.lock,
         )
-        self._retally(st.state, new, first, last)
+        if new in TERMINAL_STATES:  # `_retally` from ACQUIRED (not terminal)
+            self.delivery_complete_count += max(0, last - max(first, self.start_offset) + 1)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         st.member_id = NO_MEMBER
@@ -236,9 +242,10 @@ class InFlightWindow:
     def persisted(self, st: InFlightState, first: int, last: int) -> StateBatch:
         """The state batch that persists `st` for [first, last]: an ARCHIVING one
         carries its reason's code (`states.code_of_reason`), so a reload knows it."""
-        archiving = st.state is RecordState.ARCHIVING
-        code = code_of_reason(self.dlq_reasons.get(first) if archiving else None)
-        return StateBatch(first, last, int(st.state), st.delivery_count, code)
+        if st.state is RecordState.ARCHIVING:
+            code = code_of_reason(self.dlq_reasons.get(first))
+            return StateBatch(first, last, int(st.state), st.delivery_count, code)
+        return StateBatch(first, last, int(st.state), st.delivery_count)
 
     def _note_archiving(
         self, old: RecordState, new: RecordState, first: int, last: int, event: Event
@@ -308,13 +315,8 @@ class InFlightWindow:
     def _settled_prefix(self, *, handle: int | None) -> tuple[int, int]:
         """Where the SPSO can move to, and how many terminal offsets >= SPSO it
         passes. An offset whose pending write is `handle` counts as settled when its
-        tentative state is terminal."""
-
-        def settled(st: InFlightState) -> bool:
-            if st.pending is None:
-                return st.state.is_terminal
-            return st.pending.handle == handle and st.state.is_terminal
-
+        tentative state is terminal (the loops below inline that test)."""
+        terminal = TERMINAL_STATES
         old = self.start_offset
         cache = self.cache
         position = old
@@ -330,15 +332,21 @@ class InFlightWindow:
                     break
                 position = batch.first_offset
             if batch.offsets is None:
-                assert batch.whole is not None and batch.first_offset >= old
-                if not settled(batch.whole):
+                st = batch.whole
+                assert st is not None and batch.first_offset >= old
+                pending = st.pending
+                if st.state not in terminal or (pending is not None and pending.handle != handle):
                     break
-                passed += batch.size
+                passed += batch.last_offset - batch.first_offset + 1
                 position = batch.last_offset + 1
             else:
                 stop = False
                 for offset in range(position, batch.last_offset + 1):
-                    if not settled(batch.offsets[offset - batch.first_offset]):
+                    st = batch.offsets[offset - batch.first_offset]
+                    pending = st.pending
+                    if st.state not in terminal or (
+                        pending is not None and pending.handle != handle
+                    ):
                         stop = True
                         break
                     passed += 1
@@ -379,7 +387,9 @@ class InFlightWindow:
 
     def drop_settled_below_start(self) -> None:
         """Drop whole settled batches below the SPSO (after in-memory archivals)."""
-        self._set_start(self.start_offset)
+        batches = self.cache.batches
+        if batches and batches[0].last_offset < self.start_offset:
+            self._set_start(self.start_offset)
 
     def _set_start(self, new_start: int) -> None:
         self.start_offset = new_start

@@ -8,7 +8,10 @@ from __future__ import annotations
 import pytest
 
 from shoal.protocol.errors import ErrorCode
-from shoal.share.acknowledge import AckBatch
+from shoal.protocol.share import AcknowledgeType
+from shoal.share.acknowledge import _EVENT_OF_TYPE, AckBatch
+from shoal.share.inflight import InFlightBatch, InFlightState, LockTimers, Pending
+from shoal.share.states import ACK_TYPE_EVENTS, RecordState
 from tests.unit.share.support import (
     ACCEPT,
     ACK,
@@ -212,3 +215,26 @@ def test_per_offset_types_below_the_start_offset(rig: Rig) -> None:
     result = rig.ack("a", AckBatch(6, 8, (RELEASE, RENEW, RELEASE)))
     assert (result.error, result.pending) == (None, None)
     assert [state_of(rig.sp, o).state for o in (6, 7, 8)] == [ARC, ACQ, ARC]
+
+
+def test_the_event_of_each_type_id_is_the_enum_tables() -> None:
+    """`apply_plan` indexes `_EVENT_OF_TYPE` by the wire id instead of building the
+    `AcknowledgeType` (`AckBatch.type_at`) and looking it up in `ACK_TYPE_EVENTS`."""
+    mixed = AckBatch(5, 9, tuple(int(t) for t in AcknowledgeType))
+    for offset in range(5, 10):
+        type_id = mixed.types[offset - 5]
+        assert _EVENT_OF_TYPE[type_id] is ACK_TYPE_EVENTS[mixed.type_at(offset)]
+
+
+@pytest.mark.parametrize("state", list(RecordState))
+@pytest.mark.parametrize("pending", [False, True])
+def test_a_whole_batch_is_settled_as_its_offsets_would_be(
+    state: RecordState, pending: bool
+) -> None:
+    """`InFlightBatch.is_settled`'s shortcut for an unsplit batch against the per-offset
+    answer of the same batch once split."""
+    backup = Pending(handle=1, state=ACQ, delivery_count=1, member_id="m", lock=None)
+    batch = InFlightBatch(3, 6, InFlightState(state, 1, pending=backup if pending else None))
+    whole = batch.is_settled()
+    batch.split(LockTimers())
+    assert whole == batch.is_settled() == (state.is_terminal and not pending)

@@ -20,7 +20,12 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import Effects, ShareFetchPartition, SharePartitionManager
+from shoal.share.manager import (
+    Acknowledged,
+    Effects,
+    ShareFetchPartition,
+    SharePartitionManager,
+)
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
@@ -481,6 +486,37 @@ def test_a_coordinator_error_rolls_back_and_keeps_the_partition() -> None:
     assert {(v.state, v.member_id) for v in sp.in_flight()} == {(RecordState.ACQUIRED, "a")}
     rig.persister.write_error = None
     assert rig.ack("a", P0, AckBatch(0, 9, (ACCEPT,))) is None
+
+
+def test_deadlines_are_compared_only_when_an_acknowledgement_may_bring_one_earlier() -> None:
+    """An ACCEPT answers "not earlier" without comparing deadlines (`Acknowledged`;
+    RELEASE and RENEW: test_share_service.py); a failed write answers "earlier"
+    without comparing, and rightly here: the lock expired while the write was made,
+    so its rollback started a redelivery delay (a new deadline)."""
+    rig = Rig(config=SharePartitionConfig(redelivery_backoff_ms=500))
+    rig.topic(P0)
+    rig.logs[P0].append(10)
+    rig.fetch("a")
+
+    def ack(*batches: AckBatch) -> Acknowledged:
+        return rig.manager.acknowledge(group_id=GROUP, member_id="a", partition=P0, batches=batches)
+
+    accepted = ack(AckBatch(0, 0, (ACCEPT,)))
+    assert accepted.error is None and not accepted.deadlines_earlier
+    sp = rig.manager.get(rig.key())
+    assert sp is not None and sp.deadlines() == (30_000, None)
+    clock = rig.clock
+
+    class SlowFailingPersister(FailingPersister):
+        def write(self, *, write: StateWrite) -> ErrorCode | None:
+            clock.advance(60_000)  # past the locks
+            return ErrorCode.coordinator_load_in_progress
+
+    rig.manager._persister = SlowFailingPersister()
+    failed = ack(AckBatch(1, 1, (ACCEPT,)))
+    assert failed.error is ErrorCode.coordinator_not_available and failed.deadlines_earlier
+    assert {v.first_offset: v.state for v in sp.in_flight()}[1] is RecordState.AVAILABLE
+    assert sp.next_redelivery_ms() == 60_500, "the rollback's expiry started a delay"
 
 
 # ---- release, expiry (§3, §11) --------------------------------------------------------------

@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
+from shoal.share.manager import _earlier, _may_bring_deadlines_earlier
 from shoal.share.partition import AcquireResult, PendingWrite, WriteCompletion
 from shoal.share.persister import StateWrite
 from shoal.share.states import RecordState
@@ -192,11 +193,15 @@ class SharePartitionMachine(RuleBasedStateMachine):
         batches = _draw_ack_batches(data, candidates, others)
         before = self._snapshot()
         start = self.rig.sp.start_offset
+        deadlines = self.rig.sp.deadlines()
         result = self.rig.sp.acknowledge(member_id=member, batches=batches)
         self.rig.sp.check_invariants()
         if result.error is not None:
             assert self._snapshot() == before, "a failed acknowledgement changed state"
             return
+        if not _may_bring_deadlines_earlier(batches):
+            # the manager's shortcut: no deadline comparison without RELEASE or RENEW
+            assert not _earlier(deadlines, self.rig.sp), (batches, deadlines)
         for batch in batches:
             for offset in range(batch.first_offset, batch.last_offset + 1):
                 if batch.type_at(offset) is AcknowledgeType.RENEW:
@@ -245,7 +250,9 @@ class SharePartitionMachine(RuleBasedStateMachine):
         completion: WriteCompletion
         if succeed:
             self._written(pending.write)
+            deadlines = self.rig.sp.deadlines()
             completion = self.rig.sp.commit_write(handle=pending.handle)
+            assert not _earlier(deadlines, self.rig.sp), "a commit brought a deadline earlier"
         else:
             completion = self.rig.sp.rollback_write(handle=pending.handle)
             expired: set[int] = set()

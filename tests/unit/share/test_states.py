@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from shoal.share.states import (
+    DLQ_CHOICE_EVENTS,
     TRANSITIONS,
     Event,
     IllegalTransition,
@@ -106,3 +109,29 @@ def test_only_acquisition_counts_a_delivery() -> None:
 @pytest.mark.parametrize(("limit", "threshold"), [(2, 2), (3, 2), (4, 2), (5, 3), (7, 4), (10, 5)])
 def test_throttle_threshold(limit: int, threshold: int) -> None:
     assert throttle_threshold(limit) == threshold
+
+
+def test_dlq_is_read_only_for_the_events_that_may_choose_archiving() -> None:
+    """`DLQ_CHOICE_EVENTS` (the window skips reading the group's DLQ setting for the
+    other events): outside it, `target_state` answers alike with and without a DLQ."""
+    for state, event in TRANSITIONS:
+        if event in DLQ_CHOICE_EVENTS:
+            continue
+        for count, limit, below in itertools.product((1, 5), (1, 5), (False, True)):
+            targets = {
+                target_state(
+                    state, event, delivery_count=count, limit=limit, below_start=below, dlq=dlq
+                )
+                for dlq in (False, True)
+            }
+            assert len(targets) == 1, (state, event)
+    assert any(
+        target_state(S.ACQUIRED, e, delivery_count=5, limit=5, below_start=False, dlq=True)
+        is S.ARCHIVING
+        for e in DLQ_CHOICE_EVENTS
+    )
+
+
+def test_events_hash_by_identity_consistently_with_equality() -> None:
+    assert len({*Event, *Event}) == len(Event)
+    assert all(hash(e) == hash(Event[e.name]) for e in Event)
