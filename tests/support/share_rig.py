@@ -14,6 +14,7 @@ from shoal.server.broker import Broker
 from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
+from shoal.share.topic_ids import interned
 from tests.unit.log.batches import append, make_batch
 
 
@@ -65,7 +66,7 @@ class ShareRig:
         self.clock = broker.clock
         assert isinstance(self.clock, ManualClock)
         info = broker.logs.create_topic("t", partitions=1, configs={"retention.ms": 60_000})
-        self.tp = TopicIdPartition(info.topic_id, 0)
+        self.tp = TopicIdPartition(interned(info.topic_id), 0)  # as a decoded request's
         self.produce(10)
         epoch = self.heartbeat(0, ["t"])
         self.heartbeat(epoch, None)

@@ -487,9 +487,8 @@ class ShareService:
             self._rearm()
         return ShareOutcome(
             lock_duration_ms=settings.record_lock_duration_ms,
-            partitions=tuple(
-                PartitionOutcome(tp, error=error, acknowledge_error=error)
-                for tp, error in ack_errors.items()
+            partitions=tuple(  # a list comprehension: no generator resumed per item
+                [PartitionOutcome(tp, error, error) for tp, error in ack_errors.items()]
             ),
         )
 

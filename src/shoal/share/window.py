@@ -193,9 +193,12 @@ class InFlightWindow:
             lock=st.lock,
         )
         if new in TERMINAL_STATES:  # `_retally` from ACQUIRED (not terminal)
-            self.delivery_complete_count += max(0, last - max(first, self.start_offset) + 1)
+            start = self.start_offset
+            if last >= start:  # n_at_or_above_start
+                self.delivery_complete_count += last - (first if first > start else start) + 1
         st.state = new
-        st.delivery_count = next_delivery_count(st.delivery_count, event)
+        # the delivery count stays: only ACQUIRE counts (`next_delivery_count`), and
+        # it never starts from ACQUIRED
         st.member_id = NO_MEMBER
         st.lock = None
         if new is RecordState.AVAILABLE:
@@ -266,9 +269,10 @@ class InFlightWindow:
         found = []
         cache = self.cache
         batches = cache.batches
+        count = len(batches)
         for first, last in self.pending_writes.pop(handle, []):
             index = cache.index_from(first)
-            while index < len(batches) and batches[index].first_offset <= last:
+            while index < count and batches[index].first_offset <= last:
                 batch = batches[index]
                 if batch.offsets is None:
                     st = batch.whole
@@ -323,7 +327,8 @@ class InFlightWindow:
         passed = 0
         index = cache.index_from(position)
         batches = cache.batches
-        while index < len(batches):
+        count = len(batches)
+        while index < count:
             batch = batches[index]
             if batch.first_offset > position:
                 gap = self.gap_start
@@ -396,7 +401,8 @@ class InFlightWindow:
         cache = self.cache
         batches = cache.batches
         drop = 0
-        while drop < len(batches):
+        count = len(batches)
+        while drop < count:
             batch = batches[drop]
             if batch.last_offset >= new_start or not batch.is_settled():
                 break

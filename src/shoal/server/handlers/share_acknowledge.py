@@ -103,7 +103,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         by_topic.setdefault(p.partition.topic_id, []).append(
             (p.partition.partition, error, *leader)
         )
-    topics = tuple((topic_id, tuple(ps)) for topic_id, ps in by_topic.items())
+    topics = tuple([(topic_id, tuple(ps)) for topic_id, ps in by_topic.items()])
     if hint:  # carries the listener's endpoint: not cached
         return _build(schema, node, ctx.connection.listener_name, topics, outcome.lock_duration_ms)
     return _cached_response(schema, node, topics, outcome.lock_duration_ms)
