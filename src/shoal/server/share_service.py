@@ -532,7 +532,8 @@ class ShareService:
                     batches=batches,
                     renew_allowed=renew_allowed,
                 )
-                self._perform(acknowledged.effects)
+                if acknowledged.effects is not NO_EFFECTS:
+                    self._perform(acknowledged.effects)
                 earlier = earlier or acknowledged.deadlines_earlier
                 error = acknowledged.error
                 if error is not None:

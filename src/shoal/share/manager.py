@@ -283,6 +283,7 @@ class SharePartitionManager:
             config=functools.partial(self._config, group_id),  # no frame of its own
             leader_epoch=LEADER_EPOCH,
         )
+        key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
         state = within_log(read.state, partition_log.log_end_offset)
         if state != read.state:
             log.warning(
