@@ -574,13 +574,13 @@ class SharePartitionManager:
         if result.pending is None:  # renewed only (the locks moved), or below the SPSO
             return Acknowledged(deadlines_earlier=deadlines is not None and _earlier(deadlines, sp))
         error = self._persist(sp, result.pending)
-        woken = self._woken  # at most `key` (empty between operations)
+        woken = self._woken  # `key` alone, if anything: empty between operations
         if (
             woken
             and (error is None or self._partitions.get(key) is sp)  # not dropped (fenced)
             and not self._acquirable(sp, found)
         ):
-            woken.discard(key)
+            woken.clear()  # discards `key` without hashing it
         earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
         return Acknowledged(error, self._effects(), earlier)
 

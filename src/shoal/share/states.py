@@ -162,10 +162,11 @@ def target_state(
     topic) a REJECT, or reaching the limit at or above the start offset, gives
     ARCHIVING instead of ARCHIVED. Raises IllegalTransition for a pair not in the table.
     """
-    targets = TRANSITIONS.get((state, event))
-    if targets is None:
-        raise IllegalTransition(f"{state.name} does not accept {event.name}")
-    if len(targets) == 1:
+    try:
+        targets = TRANSITIONS[(state, event)]  # subscripts, not calls: a hot path
+    except KeyError:
+        raise IllegalTransition(f"{state.name} does not accept {event.name}") from None
+    if not targets[1:]:
         return targets[0]
     if event is Event.REJECT:
         return RecordState.ARCHIVING if dlq and not below_start else RecordState.ARCHIVED
