@@ -47,7 +47,7 @@ from shoal.coordinator.records import UnknownRecordType
 from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
-from shoal.protocol.record_batch import BatchHeader, encode_batch, iter_headers
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, encode_batch, parse_header
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class LogRecordSink(Generic[R]):
         assert records, "a coordinator append has at least one record"
         encode = self._encode
         data = encode_batch(
-            [encode(record) for record in records],
+            [encode(records[0])] if len(records) == 1 else [encode(r) for r in records],
             timestamp_ms=self._clock.wall_ms(),
             partition_leader_epoch=_LEADER_EPOCH,
         )
@@ -127,9 +127,9 @@ class LogRecordSink(Generic[R]):
             )
         # Built here (CRC included): only its header is needed, not
         # `validate_produced`'s checks of a peer's batch (a CRC pass per state write).
-        headers = iter_headers(data)
-        assert len(headers) == 1 and headers[0].size == len(data), headers
-        return PreparedBatch(data, headers)
+        header = parse_header(data)
+        assert header.batch_length + LOG_OVERHEAD == len(data), header
+        return PreparedBatch(data, [header])
 
     def write(self, batch: PreparedBatch) -> int:
         """Append a prepared batch (fsynced first if the sink is `sync`); returns its
