@@ -343,8 +343,9 @@ class PartitionLog:
         flush.ms calls for it (`now_ms`: the monotonic time of the write)."""
         unflushed = self._unflushed
         config = self._config
-        if unflushed.records < config.flush_messages and not unflushed.older_than(
-            age_ms=config.flush_ms, now_ms=now_ms
+        since_ms = unflushed.since_ms  # `unflushed.older_than`, without its call per append
+        if unflushed.records < config.flush_messages and (
+            since_ms is None or now_ms - since_ms < config.flush_ms
         ):
             return None
         if defer_flush:

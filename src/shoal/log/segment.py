@@ -261,8 +261,9 @@ class Segment:
             )
             position += size
             offset += header.last_offset_delta + 1
+        fd = self._fd if self._fd is not None else self.fd  # open: no property call
         try:
-            pwritev_all(self.fd, buffers, self.size_bytes)
+            pwritev_all(fd, buffers, self.size_bytes)
         except OSError as exc:
             try:
                 os.ftruncate(self.fd, self.size_bytes)

@@ -228,7 +228,8 @@ class ShareCoordinatorShard:
     def write(self, *, write: StateWrite) -> ShardResult[ErrorCode | None]:
         key = write.key
         if (
-            _key_invalid(key)
+            key.partition < 0  # _key_invalid(key), inline: once per acknowledgement
+            or key.topic_id.int == 0
             or write.state_epoch < 0
             or write.leader_epoch < 0
             or write.start_offset < UNINITIALIZED_START_OFFSET
@@ -247,6 +248,7 @@ class ShareCoordinatorShard:
         moves = write.start_offset >= stored.start_offset
         start_offset = write.start_offset if moves else stored.start_offset
         count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
+        batches: tuple[StateBatch, ...]
         if stored.updates_since_snapshot >= self._records_per_snapshot:
             now_ms = self._clock.wall_ms()
             batches = tuple(
@@ -270,11 +272,11 @@ class ShareCoordinatorShard:
                 write_timestamp_ms=now_ms,
             )
         else:
-            batches = (
-                tuple(merge_state_batches((), write.state_batches, start_offset=start_offset))
-                if write.state_batches
-                else ()
-            )
+            incoming = write.state_batches
+            if not incoming or (len(incoming) == 1 and incoming[0].last_offset < start_offset):
+                batches = ()  # what the merge gives: nothing kept
+            else:
+                batches = tuple(merge_state_batches((), incoming, start_offset=start_offset))
             record = update_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch,
