@@ -107,11 +107,23 @@ class LogRecordSink(Generic[R]):
 
     def append(self, records: Sequence[R], /) -> int:
         """Write `records` as one batch; returns the offset of the first."""
-        return self.write(self.prepare(records))
+        data, header = self._encoded(records)
+        return self._write(data, [header])
 
     def prepare(self, records: Sequence[R]) -> PreparedBatch:
         """Encode `records` into one batch and check its size. Raises
         `CoordinatorBatchTooLarge`; writes nothing."""
+        data, header = self._encoded(records)
+        return PreparedBatch(data, [header])
+
+    def write(self, batch: PreparedBatch) -> int:
+        """Append a prepared batch (fsynced first if the sink is `sync`); returns its
+        base offset. A storage failure raises `RecordSinkUnavailable` (the log's
+        `LogError` as its cause; a failed fsync has taken the log offline)."""
+        return self._write(batch.records, batch.headers)
+
+    def _encoded(self, records: Sequence[R]) -> tuple[bytes, BatchHeader]:
+        """`prepare` without its `PreparedBatch` (`append` writes at once)."""
         assert records, "a coordinator append has at least one record"
         encode = self._encode
         data = encode_batch(
@@ -129,14 +141,11 @@ class LogRecordSink(Generic[R]):
         # `validate_produced`'s checks of a peer's batch (a CRC pass per state write).
         header = parse_header(data)
         assert header.batch_length + LOG_OVERHEAD == len(data), header
-        return PreparedBatch(data, [header])
+        return data, header
 
-    def write(self, batch: PreparedBatch) -> int:
-        """Append a prepared batch (fsynced first if the sink is `sync`); returns its
-        base offset. A storage failure raises `RecordSinkUnavailable` (the log's
-        `LogError` as its cause; a failed fsync has taken the log offline)."""
+    def _write(self, data: bytes, headers: list[BatchHeader]) -> int:
         try:
-            result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+            result = self._log.append(data, headers, leader_epoch=_LEADER_EPOCH)
             if self._sync:
                 self._log.flush()
         except LogError as exc:

@@ -93,18 +93,25 @@ _DELIVERY_COUNT_MAX = 2**15 - 1
 ResponseT = TypeVar("ResponseT")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShardResult(Generic[ResponseT]):
-    """Records to append (then replay), and the answer to give once they are."""
+    """Records to append (then replay), and the answer to give once they are. Never
+    changed once built (not frozen: a frozen dataclass sets each field through
+    `object.__setattr__`, several times the cost, and one is built per operation)."""
 
     records: tuple[ShareCoordinatorRecord, ...]
     response: ResponseT
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class KeyState:
     """What the shard holds for one share-partition: its merged state, plus where and
-    when its latest snapshot was written and how many updates followed it."""
+    when its latest snapshot was written and how many updates followed it.
+
+    Never changed once built: each replay puts a new one in place (readers may keep
+    one). Not frozen only for speed: a frozen dataclass sets each of these eleven
+    fields through `object.__setattr__`, three to four times the cost of this
+    constructor, and one is built per state write."""
 
     snapshot_epoch: int
     state_epoch: int
