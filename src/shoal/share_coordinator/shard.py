@@ -145,12 +145,14 @@ class ShareCoordinatorShard:
         self._cold_interval_ms = cold_partition_snapshot_interval_ms
         self._states: dict[SharePartitionKey, KeyState] = {}
         self._end_offset = 0
-        self._written: (
-            tuple[ShareCoordinatorRecord, SharePartitionKey, tuple[StateBatch, ...]] | None
-        ) = None
-        """The last record `write` built, its key and its batches: `replay` of that very
-        record object takes them from here instead of deriving them from the record
-        again (the same values: a cache, not state)."""
+        self._replays = 0
+        """Records replayed so far (`_written` says when its state was looked up)."""
+        self._written: _Written | None = None
+        """The last record `write` built, its key, its batches, the key's state `write`
+        found and `_replays` then: `replay` of that very record object takes the key
+        and batches from here instead of deriving them from the record again, and the
+        state too if nothing was replayed in between (the same values: a cache, not
+        state)."""
 
     # ---- reads of the shard itself
 
@@ -293,7 +295,7 @@ class ShareCoordinatorShard:
                 state_batches=batches,
                 record_key=stored.update_key,
             )
-        self._written = (record, key, batches)
+        self._written = (record, key, batches, stored, self._replays)
         return ShardResult((record,), None)
 
     def delete(self, *, key: SharePartitionKey) -> ShardResult[ErrorCode | None]:
@@ -358,30 +360,39 @@ class ShareCoordinatorShard:
 
     def replay(self, record: ShareCoordinatorRecord, offset: int = NO_OFFSET, /) -> None:
         """Apply one record read from (or just appended to) the log at `offset`.
-        The record `write` just built brings its key and batches along (`_written`):
-        the values derived here from any other record equal to it."""
+        The record `write` just built brings its key, batches and (if nothing was
+        replayed since) the key's state along (`_written`): the values derived here
+        from any other record equal to it."""
         if offset != NO_OFFSET:
             assert offset >= 0, offset
             if offset >= self._end_offset:
                 self._end_offset = offset + 1
+        replays = self._replays
+        self._replays = replays + 1
         written = self._written
         batches: tuple[StateBatch, ...] | None
+        previous: KeyState | None = None
         if written is not None and written[0] is record:
-            _, key, batches = written
+            _, key, batches, previous, looked_up_at = written
+            found = looked_up_at == replays
         else:
             record_key = record.key
             key = SharePartitionKey(
                 record_key.group_id, record_key.topic_id, int(record_key.partition)
             )
             batches = None
+            found = False
         value = record.value
         if value is None:
             self._states.pop(key, None)
-        elif isinstance(value, ShareSnapshotValue):
-            self._replay_snapshot(key, value, offset, batches)
+            return
+        if not found:
+            previous = self._states.get(key)
+        if isinstance(value, ShareSnapshotValue):
+            self._replay_snapshot(key, value, offset, batches, previous)
         else:
             assert isinstance(record.key, ShareUpdateKey), record
-            self._replay_update(key, value, offset, batches, record.key)
+            self._replay_update(key, value, offset, batches, record.key, previous)
 
     def _replay_snapshot(
         self,
@@ -389,8 +400,8 @@ class ShareCoordinatorShard:
         value: ShareSnapshotValue,
         offset: int,
         batches: tuple[StateBatch, ...] | None,
+        previous: KeyState | None,
     ) -> None:
-        previous = self._states.get(key)
         leader_epoch = int(value.leader_epoch)
         state_epoch = int(value.state_epoch)
         if previous is not None:
@@ -418,8 +429,8 @@ class ShareCoordinatorShard:
         offset: int,
         incoming: tuple[StateBatch, ...] | None,
         record_key: ShareUpdateKey,
+        previous: KeyState | None,
     ) -> None:
-        previous = self._states.get(key)
         if previous is None:
             log.info(
                 "share state update at offset %d for %s has no snapshot before it; "
@@ -470,6 +481,9 @@ class ShareCoordinatorShard:
 
 
 # ---- helpers ----------------------------------------------------------------------------
+
+_Written = tuple[ShareCoordinatorRecord, SharePartitionKey, tuple[StateBatch, ...], KeyState, int]
+"""`ShareCoordinatorShard._written`: record, key, batches, state found, replays then."""
 
 
 def _key_invalid(key: SharePartitionKey) -> bool:

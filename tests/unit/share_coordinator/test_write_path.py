@@ -164,6 +164,30 @@ def test_replaying_the_record_write_built_equals_replaying_a_decoded_copy(
     assert fast.shard.end_offset == reference.shard.end_offset
 
 
+def test_a_write_built_before_another_was_replayed_looks_its_state_up_again() -> None:
+    """Two writes of one key built before either is applied (the second's `write` saw
+    the state before the first): replaying them equals replaying decoded copies."""
+    fast, reference = Rig(records_per_snapshot=1), Rig(records_per_snapshot=1)
+    for rig in (fast, reference):
+        rig.init(KEY)
+    writes = [
+        StateWrite(KEY, 0, 0, -1, -1, (StateBatch(4, 6, ARC, 1),)),
+        StateWrite(KEY, 0, 0, 2, 1, (StateBatch(0, 1, ACK, 2),)),
+        StateWrite(KEY, 0, 0, -1, -1, (StateBatch(5, 9, AV, 3),)),
+    ]
+    for rig, copy in ((fast, False), (reference, True)):
+        results = [rig.shard.write(write=write) for write in writes]
+        for result in results:
+            records = result.records
+            if copy:
+                records = tuple(CODEC.decode(*CODEC.encode(record)) for record in records)
+            assert rig.apply(ShardResult(records, result.response)) is None
+    assert fast.shard.states == reference.shard.states
+    state = fast.state()
+    assert state is not None and (state.start_offset, state.updates_since_snapshot) == (2, 3)
+    assert state.state_batches == (StateBatch(4, 4, ARC, 1), StateBatch(5, 9, AV, 3))
+
+
 def test_a_shard_writes_its_update_key_entity_again_and_the_codec_finds_it_by_identity() -> None:
     rig = Rig()
     rig.init(KEY)
