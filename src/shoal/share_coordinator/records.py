@@ -19,9 +19,9 @@ Shoal extension, the tagged `dlq_reason` (tag `SHOAL_TAG_DLQ_REASON`, written on
 ARCHIVING batches; see `state`): without it the bytes are Kafka's.
 
 The builders (`snapshot_record`, `update_record`, `tombstone`, `snapshot_key`,
-`update_key`, `state_batch_entries`, `state_batches_of`) translate between the records and the
-words of `state` (`SharePartitionKey`, `StateBatch`); the shard writes records
-only through them. Invariant: state batches inside a value are sorted and disjoint
+`update_key`, `state_batch_entries`, `state_batches_of`) translate between the
+records and the words of `state` (`SharePartitionKey`, `StateBatch`); the shard
+writes records only through them. Invariant: state batches inside a value are sorted and disjoint
 (the shard writes them merged).
 
 No `from __future__ import annotations`: kio reads the field types at run time, as

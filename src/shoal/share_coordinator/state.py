@@ -67,8 +67,8 @@ DLQ_REASONS: Final = frozenset({DLQ_REASON_UNKNOWN, DLQ_REASON_REJECTED, DLQ_REA
 @dataclass(frozen=True, slots=True)
 class SharePartitionKey:
     """Names a share-partition. Its hash is computed on first use and kept: the
-    broker hashes the same few keys on every request (each state write four times),
-    and the dataclass hash of a UUID field is two Python calls each time."""
+    broker hashes the same few keys several times per request (a state write three
+    times), and the dataclass hash of a UUID field is two Python calls each time."""
 
     group_id: str
     topic_id: uuid.UUID
