@@ -54,6 +54,7 @@ from shoal.server import sasl, throttle
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
+from shoal.server.record_path import RECORD_PATH
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -98,6 +99,8 @@ async def serve_connection(
             if frame is None:
                 return
             started_ns = measure_ns()
+            if RECORD_PATH.enabled:
+                RECORD_PATH.request_read()
             traced = TRACE.enabled
             if traced:
                 api_key = codec.peek_key_version(frame)[0]
@@ -114,6 +117,10 @@ async def serve_connection(
                     info.write_started_ms = None
             if traced:
                 trace_response_written(api, started_ns)
+            if RECORD_PATH.enabled:
+                RECORD_PATH.request_done(
+                    codec.peek_key_version(frame)[0], info.connection_id, started_ns, measure_ns()
+                )
             now_ms = info.last_active_ms = clock.monotonic_ms()
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
