@@ -352,7 +352,51 @@ class SharePartitionManager:
     ) -> ShareFetched:
         """Acquire records for `member_id` across `partitions` (one share fetch).
         Returns one entry per partition, in the order given; load and log errors are
-        per partition. `rotation` picks the partition visited first (mod the count)."""
+        per partition. `rotation` picks the partition visited first (mod the count).
+        The group's settings are read once (no await inside: they cannot change)."""
+        config = self._config(group_id)
+        if len(partitions) == 1:
+            fetched = self._acquire_single(
+                group_id,
+                member_id,
+                partitions[0],
+                config,
+                max_records=max_records,
+                batch_size=batch_size,
+                max_bytes=max_bytes,
+                acquire_mode=acquire_mode,
+            )
+            return ShareFetched([fetched], self._effects())
+        return ShareFetched(
+            self._acquire_many(
+                group_id,
+                member_id,
+                partitions,
+                config,
+                max_records=max_records,
+                batch_size=batch_size,
+                max_bytes=max_bytes,
+                acquire_mode=acquire_mode,
+                rotation=rotation,
+            ),
+            self._effects(),
+        )
+
+    def _acquire_many(
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Sequence[TopicIdPartition],
+        config: SharePartitionConfig,
+        *,
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode,
+        rotation: int,
+    ) -> list[ShareFetchPartition]:
+        """`acquire` across any number of partitions (the reference for
+        `_acquire_single`)."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
         ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
         for tp in _rotated(partitions, rotation):
@@ -367,8 +411,8 @@ class SharePartitionManager:
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
             results[tp] = ShareFetchPartition(tp)
-            offset = sp.acquirable_from()
-            if offset is not None and offset < self._read_limit(group_id, found):
+            offset = sp.acquirable_from(config)
+            if offset is not None and offset < read_limit(config.isolation_level, found):
                 ready.append((tp, sp, found, offset))
         if ready and max_bytes > 0 and max_records > 0:
             share_bytes = max(1, max_bytes // len(ready))
@@ -384,6 +428,7 @@ class SharePartitionManager:
                     partition_log,
                     tp,
                     offset,
+                    config,
                     member_id=member_id,
                     max_records=remaining,
                     batch_size=batch_size,
@@ -394,9 +439,53 @@ class SharePartitionManager:
                 results[tp] = fetched
                 remaining -= fetched.count
                 first = first and not fetched.records
-        if len(partitions) == 1:
-            return ShareFetched(list(results.values()), self._effects())
-        return ShareFetched([results[tp] for tp in partitions], self._effects())
+        return [results[tp] for tp in partitions]
+
+    def _acquire_single(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        config: SharePartitionConfig,
+        *,
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode,
+    ) -> ShareFetchPartition:
+        """`acquire` of a session with one partition (a share consumer's usual case):
+        the same steps without the rotation, the MaxBytes split and the per-partition
+        bookkeeping (tests/unit/share/test_acquire_single.py compares it with
+        `_acquire_many`)."""
+        found = self._logs(tp.topic_id, tp.partition)
+        if isinstance(found, ErrorCode):
+            return ShareFetchPartition(tp, error=found)
+        sp = self._by_group_tp.get((group_id, tp)) or self._load(
+            SharePartitionKey(group_id, tp.topic_id, tp.partition), found
+        )
+        if isinstance(sp, ErrorCode):
+            return ShareFetchPartition(tp, error=sp)
+        offset = sp.acquirable_from(config)
+        if (
+            offset is None
+            or offset >= read_limit(config.isolation_level, found)
+            or max_bytes <= 0
+            or max_records <= 0
+        ):
+            return ShareFetchPartition(tp)
+        return self._acquire_one(
+            sp,
+            found,
+            tp,
+            offset,
+            config,
+            member_id=member_id,
+            max_records=max_records,
+            batch_size=batch_size,
+            max_bytes=max_bytes,
+            acquire_mode=acquire_mode,
+            min_one_batch=True,
+        )
 
     def _acquire_one(
         self,
@@ -404,6 +493,7 @@ class SharePartitionManager:
         partition_log: ShareLog,
         tp: TopicIdPartition,
         offset: int,
+        config: SharePartitionConfig,
         *,
         member_id: str,
         max_records: int,
@@ -412,7 +502,8 @@ class SharePartitionManager:
         acquire_mode: AcquireMode,
         min_one_batch: bool,
     ) -> ShareFetchPartition:
-        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`."""
+        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`,
+        under the group's `config` (read once by the caller)."""
         try:
             read = _read_for_acquisition(
                 partition_log,
@@ -430,7 +521,7 @@ class SharePartitionManager:
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
-            if offset >= self._read_limit(sp.key.group_id, partition_log):
+            if offset >= read_limit(config.isolation_level, partition_log):
                 return ShareFetchPartition(tp)
             try:
                 read = _read_for_acquisition(
@@ -445,9 +536,10 @@ class SharePartitionManager:
         if not read.headers:
             return ShareFetchPartition(tp)
         end_offset_limit, aborted = isolation_inputs(
-            self._config(sp.key.group_id).isolation_level, partition_log, offset, read.headers
+            config.isolation_level, partition_log, offset, read.headers
         )
         result = sp.acquire(
+            config=config,
             member_id=member_id,
             fetch_offset=offset,
             headers=read.headers,

@@ -277,11 +277,13 @@ class SharePartition:
         """Where the caller reads the log from for the next `acquire`."""
         return self._w.next_fetch_offset()
 
-    def acquirable_from(self) -> int | None:
+    def acquirable_from(self, config: SharePartitionConfig | None = None) -> int | None:
         """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
-        window for the fetch's per-partition check)."""
+        window for the fetch's per-partition check). `config`: the group's settings
+        when the caller has them at hand (else read)."""
         window = self._w
-        config = self._config()
+        if config is None:
+            config = self._config()
         if config.delivery_paused:
             return None
         offset = window.next_fetch_offset()
@@ -390,6 +392,7 @@ class SharePartition:
         max_bytes: int = INT32_MAX,
         end_offset_limit: int | None = None,
         aborted: Sequence[tuple[int, int]] = (),
+        config: SharePartitionConfig | None = None,
     ) -> AcquireResult:
         """Acquire records for `member_id` from `headers`, the batch headers of a log
         read starting at `fetch_offset` (normally `next_fetch_offset()`).
@@ -398,9 +401,11 @@ class SharePartition:
         by default (the read already stops there), the last stable offset under
         read_committed. `aborted` lists the (first, last) offsets of aborted
         transactional batches in the read; under read_committed they are archived
-        after acquisition (`Acquisition.archive_aborted`)."""
+        after acquisition (`Acquisition.archive_aborted`). `config`: the group's
+        settings when the caller has them at hand (else read)."""
         assert member_id, "a member id is required"
-        config = self._config()
+        if config is None:
+            config = self._config()
         window = self._w
         nothing = AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
