@@ -407,16 +407,15 @@ class SharePartition:
         if config is None:
             config = self._config()
         window = self._w
-        nothing = AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         room = config.max_record_locks - window.size()
         budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset
         acquisition = Acquisition(
             window,
@@ -451,9 +450,12 @@ class SharePartition:
         acquired = tuple(acquisition.acquired)
         assert window.start_offset >= start_before
         self._check_boundary()
+        count = 0  # a loop, not sum() over a generator: one call per range less
+        for records in acquired:
+            count += records.last_offset - records.first_offset + 1
         return AcquireResult(
             acquired,
-            sum(r.count for r in acquired),
+            count,
             _overlapping(usable, acquired),
             write,
             config.record_lock_duration_ms,
@@ -712,6 +714,9 @@ def _overlapping(
 ) -> tuple[BatchHeader, ...]:
     if not acquired:
         return ()
-    first = min(r.first_offset for r in acquired)
-    last = max(r.last_offset for r in acquired)
-    return tuple(h for h in headers if h.last_offset >= first and h.base_offset <= last)
+    if len(acquired) == 1:
+        first, last = acquired[0].first_offset, acquired[0].last_offset
+    else:
+        first = min([r.first_offset for r in acquired])
+        last = max([r.last_offset for r in acquired])
+    return tuple([h for h in headers if h.last_offset >= first and h.base_offset <= last])
