@@ -201,6 +201,8 @@ class ShareService:
             config=self.settings_for,
             auto_offset_reset=self._auto_offset_reset,
         )
+        self._found_logs: dict[tuple[uuid.UUID, int], ShareLog] = {}
+        """Partition logs `_log_for` found, until the next topic change."""
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
@@ -624,6 +626,7 @@ class ShareService:
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
+        self._found_logs.clear()
         existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
         self._perform(gone)
@@ -680,6 +683,15 @@ class ShareService:
         return str(value)
 
     def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
+        """The partition log of (`topic_id`, `partition`), or why there is none. Found
+        logs are remembered until the next topic change (`topics_changed`: a deletion
+        is the only way a found log leaves the log manager; creations and growth only
+        add), so a fetch's two rounds and the acknowledgements skip the two lookups.
+        Bounded by the partitions that exist (the topic and partition limits)."""
+        key = (topic_id, partition)
+        found = self._found_logs.get(key)
+        if found is not None:
+            return found
         logs = self._logs
         info = logs.topic_by_id(topic_id)
         if info is None:
@@ -687,6 +699,7 @@ class ShareService:
         partition_log = logs.partition(info.name, partition)
         if partition_log is None:
             return ErrorCode.unknown_topic_or_partition
+        self._found_logs[key] = partition_log
         return partition_log
 
     def _perform(self, effects: Effects) -> None:
