@@ -923,8 +923,8 @@ def _read_for_acquisition(
         return probe
     if probe.headers[0].size > max_bytes and not min_one_batch:
         return ReadResult(b"", [], probe.high_watermark, probe.log_start_offset)
-    offsets_seen = probe.headers[-1].next_offset - offset
-    if offsets_seen >= max_records or probe.headers[-1].next_offset >= probe.high_watermark:
+    probe_end = probe.headers[-1].next_offset
+    if probe_end - offset >= max_records or probe_end >= probe.high_watermark:
         return probe  # enough records, or the log ends within the probe
     records_seen = sum(h.records_count for h in probe.headers)
     bytes_per_record = len(probe.records) / max(1, records_seen)
