@@ -14,9 +14,10 @@ long-poll and lock timers.
   has an error, MinBytes <= 0, the session has no partitions, MaxBytes or MaxRecords
   is 0, or MaxWaitMs (clamped to `shoal.fetch.max.wait.ms`) is 0. Otherwise it parks
   in the broker purgatory on `(topic name, partition)` of each session partition
-  (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
-  (notified from the `Effects` the manager returns: acks, releases, expiries,
-  start-offset moves, config changes, dropped share-partitions), and acquires when
+  (notified by Produce and DeleteTopics) and `share_wait_key`, `("share", group,
+  topic id, partition)` (notified from the `Effects` the manager returns: acks,
+  releases, expiries, start-offset moves, config changes, dropped share-partitions),
+  and acquires when
   woken; at MaxWaitMs it answers with what is there. The parked fetches of one group
   form a purgatory queue: a notify wakes the longest-parked one, which passes the
   wake on when it leaves acquirable records (or leaves without acquiring), and an
@@ -110,7 +111,13 @@ shutdown)."""
 
 def share_wait_key(key: SharePartitionKey) -> Hashable:
     """Purgatory key that wakes share fetches parked on a share-partition."""
-    return ("share", key.group_id, key.topic_id, key.partition)
+    return _share_wait_key(key.group_id, key.topic_id, key.partition)
+
+
+def _share_wait_key(group_id: str, topic_id: uuid.UUID, partition: int) -> Hashable:
+    """`share_wait_key` of its parts. The topic id goes in as its 128-bit int, whose
+    hash is C's: a UUID's (or TopicId's) is a Python call at every purgatory lookup."""
+    return ("share", group_id, topic_id.int, partition)
 
 
 # ---- decoded requests and their outcome ------------------------------------------------
@@ -295,8 +302,15 @@ class ShareService:
         # first acquisition round run before any await, so no config change can come
         # in between; a woken round re-resolves).
         settings = self.settings_for(call.group_id)
-        ack_errors = self._acknowledge_all(
-            call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
+        ack_errors = (
+            self._acknowledge_all(
+                call.group_id,
+                call.member_id,
+                call.acknowledgements,
+                renew_allowed=call.is_renew_ack,
+            )
+            if call.acknowledgements
+            else {}
         )
         fetched: list[ShareFetchPartition] = []
         if step.final:
@@ -461,7 +475,7 @@ class ShareService:
         logs = self._logs
         keys: list[Hashable] = []
         for tp in partitions:
-            keys.append(share_wait_key(SharePartitionKey(group_id, tp.topic_id, tp.partition)))
+            keys.append(_share_wait_key(group_id, tp.topic_id, tp.partition))
             info = logs.topic_by_id(tp.topic_id)
             if info is not None:
                 keys.append((info.name, tp.partition))
