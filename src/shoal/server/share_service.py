@@ -208,7 +208,7 @@ class ShareService:
             config=self.settings_for,
             auto_offset_reset=self._auto_offset_reset,
         )
-        self._found_logs: dict[tuple[uuid.UUID, int], ShareLog] = {}
+        self._found_logs: dict[tuple[int, int], ShareLog] = {}
         """Partition logs `_log_for` found, until the next topic change."""
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
@@ -702,7 +702,7 @@ class ShareService:
         is the only way a found log leaves the log manager; creations and growth only
         add), so a fetch's two rounds and the acknowledgements skip the two lookups.
         Bounded by the partitions that exist (the topic and partition limits)."""
-        key = (topic_id, partition)
+        key = (topic_id.int, partition)  # the int: hashed in C, as in `share_wait_key`
         found = self._found_logs.get(key)
         if found is not None:
             return found
