@@ -53,7 +53,7 @@ share-partitions whose parked share fetches the caller must wake.
   arrived meanwhile). They reload from the share coordinator on next use.
 
 Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
-`_partitions` (`_by_group_tp` by (group id, topic-partition): the hot lookups of a
+`_partitions` (`_by_group_tp` by (group id, topic id's int, partition): the hot lookups of a
 fetch need no `SharePartitionKey` built and hashed);
 `_touched` holds exactly their keys; `_woken` is empty between operations.
 
@@ -213,7 +213,9 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
-        self._by_group_tp: dict[tuple[str, TopicIdPartition], SharePartition] = {}
+        self._by_group_tp: dict[tuple[str, int, int], SharePartition] = {}
+        """(group id, topic id's 128-bit int, partition) -> its share-partition: the
+        int is hashed in C (a UUID's hash is a Python call)."""
         self._touched: dict[SharePartitionKey, int] = {}
         """Monotonic ms of each loaded share-partition's last use."""
         self._start_unpersisted: set[SharePartitionKey] = set()
@@ -313,7 +315,7 @@ class SharePartitionManager:
         self._by_group.setdefault(group_id, set()).add(key)
         tp = TopicIdPartition(key.topic_id, key.partition)
         self._by_partition.setdefault(tp, set()).add(key)
-        self._by_group_tp[(group_id, tp)] = sp
+        self._by_group_tp[(group_id, key.topic_id.int, key.partition)] = sp
         log.info(
             "share-partition %s loaded: start offset %d (persisted %d), end offset %d",
             describe_key(key),
@@ -404,7 +406,7 @@ class SharePartitionManager:
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            sp = self._by_group_tp.get((group_id, tp)) or self._load(
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
                 SharePartitionKey(group_id, tp.topic_id, tp.partition), found
             )
             if isinstance(sp, ErrorCode):
@@ -460,7 +462,7 @@ class SharePartitionManager:
         found = self._logs(tp.topic_id, tp.partition)
         if isinstance(found, ErrorCode):
             return ShareFetchPartition(tp, error=found)
-        sp = self._by_group_tp.get((group_id, tp)) or self._load(
+        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
             SharePartitionKey(group_id, tp.topic_id, tp.partition), found
         )
         if isinstance(sp, ErrorCode):
@@ -571,7 +573,7 @@ class SharePartitionManager:
         once."""
         total = 0
         for tp in partitions:
-            loaded = self._by_group_tp.get((group_id, tp))
+            loaded = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
             if loaded is not None:
                 self._touched[loaded.key] = self._clock.monotonic_ms()
                 sp: SharePartition | ErrorCode = loaded
@@ -877,7 +879,7 @@ class SharePartitionManager:
         if not keys:
             del self._by_group[key.group_id]
         tp = TopicIdPartition(key.topic_id, key.partition)
-        del self._by_group_tp[(key.group_id, tp)]
+        del self._by_group_tp[(key.group_id, key.topic_id.int, key.partition)]
         keys = self._by_partition[tp]
         keys.discard(key)
         if not keys:
