@@ -210,6 +210,9 @@ class ShareService:
         )
         self._found_logs: dict[tuple[int, int], ShareLog] = {}
         """Partition logs `_log_for` found, until the next topic change."""
+        self._topic_names: dict[int, str] = {}
+        """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
+        change."""
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
@@ -301,7 +304,8 @@ class ShareService:
         # Resolved once for the synchronous part below (the acknowledgements and the
         # first acquisition round run before any await, so no config change can come
         # in between; a woken round re-resolves).
-        settings = self.settings_for(call.group_id)
+        broker_config = self._config()
+        settings = self.settings_for(call.group_id, broker_config)
         ack_errors = (
             self._acknowledge_all(
                 call.group_id,
@@ -316,7 +320,7 @@ class ShareService:
         if step.final:
             self._close(session)
         elif not call.is_renew_ack:
-            fetched = await self._long_poll(session, call, settings)
+            fetched = await self._long_poll(session, call, settings, broker_config)
             if RECORD_PATH.enabled:
                 self._note_acquired(fetched)
         self._rearm()
@@ -353,14 +357,18 @@ class ShareService:
         )
 
     async def _long_poll(
-        self, session: ShareSession, call: ShareFetchCall, settings: SharePartitionConfig
+        self,
+        session: ShareSession,
+        call: ShareFetchCall,
+        settings: SharePartitionConfig,
+        broker_config: BrokerConfig,
     ) -> list[ShareFetchPartition]:
         """Acquire for `session` now, or park until something may be acquirable (see
         the module docstring). `settings` are the group's, resolved by the caller
         without an await since: the first round uses them, a woken round re-resolves."""
         partitions = list(session.partitions)
         clock = self._clock
-        deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
+        deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms, broker_config)
         keys: list[Hashable] | None = None  # computed when first needed (to park)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
         # The fetches of one group compete for the same records: an append wakes one of
@@ -476,13 +484,20 @@ class ShareService:
         keys: list[Hashable] = []
         for tp in partitions:
             keys.append(_share_wait_key(group_id, tp.topic_id, tp.partition))
-            info = logs.topic_by_id(tp.topic_id)
-            if info is not None:
-                keys.append((info.name, tp.partition))
+            name = self._topic_names.get(tp.topic_id.int)
+            if name is None:
+                info = logs.topic_by_id(tp.topic_id)
+                if info is None:
+                    continue
+                name = self._topic_names[tp.topic_id.int] = info.name
+            keys.append((name, tp.partition))
         return keys
 
-    def _max_wait_ms(self, requested_ms: int) -> int:
-        config = self._config()
+    def _max_wait_ms(self, requested_ms: int, config: BrokerConfig | None = None) -> int:
+        """MaxWaitMs clamped to `shoal.fetch.max.wait.ms` of `config` (the current
+        broker config, read here if not given)."""
+        if config is None:
+            config = self._config()
         cached = self._max_wait_cap
         if cached is None or cached[0] is not config:
             cached = self._max_wait_cap = (config, config.get_int("shoal.fetch.max.wait.ms"))
@@ -641,6 +656,7 @@ class ShareService:
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
         self._found_logs.clear()
+        self._topic_names.clear()
         existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
         self._perform(gone)
@@ -665,22 +681,29 @@ class ShareService:
 
     # ---- settings, logs and wake-ups for the manager
 
-    def settings_for(self, group_id: str) -> SharePartitionConfig:
+    def settings_for(
+        self, group_id: str, broker_config: BrokerConfig | None = None
+    ) -> SharePartitionConfig:
         """The group's effective share settings, re-resolved when the broker config or
-        the group's overrides change. Inside a pinned operation (`_pin`) the group's
-        settings are the ones resolved at its start."""
+        the group configs change (both objects are replaced on a change: compared by
+        identity). Inside a pinned operation (`_pin`) the group's settings are the ones
+        resolved at its start. `broker_config`: the current one, when the caller has
+        just read it."""
         pinned = self._pinned
         if pinned is not None and pinned[0] == group_id:
             return pinned[1]
-        broker_config = self._config()
-        overrides = self._group_configs.overrides(group_id)
+        if broker_config is None:
+            broker_config = self._config()
+        configs = self._group_configs.configs
         cached = self._settings.get(group_id)
-        if cached is not None and cached[0] is broker_config and cached[1] is overrides:
+        if cached is not None and cached[0] is broker_config and cached[1] is configs:
             return cached[2]
-        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
+        settings = SharePartitionConfig.resolve(
+            broker=broker_config, group=configs.overrides(group_id)
+        )
         if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
             self._settings.clear()
-        self._settings[group_id] = (broker_config, overrides, settings)
+        self._settings[group_id] = (broker_config, configs, settings)
         return settings
 
     def _pin(self, group_id: str, settings: SharePartitionConfig | None = None) -> None:
