@@ -452,7 +452,8 @@ class ShareService:
                 acquire_mode=call.acquire_mode,
                 rotation=max(call.epoch, 0),
             )
-            self._perform(acquired.effects)
+            if acquired.effects is not NO_EFFECTS:
+                self._perform(acquired.effects)
         finally:
             self._pinned = None
         return acquired.partitions

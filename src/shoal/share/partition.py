@@ -281,7 +281,8 @@ class SharePartition:
         """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
         window for the fetch's per-partition check). `config`: the group's settings
         when the caller has them at hand (else read)."""
-        window = self._w
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         if config is None:
             config = self._config()
         if config.delivery_paused:
@@ -406,7 +407,8 @@ class SharePartition:
         assert member_id, "a member id is required"
         if config is None:
             config = self._config()
-        window = self._w
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
