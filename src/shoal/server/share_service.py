@@ -451,6 +451,7 @@ class ShareService:
                 max_bytes=call.max_bytes,
                 acquire_mode=call.acquire_mode,
                 rotation=max(call.epoch, 0),
+                settings=settings,
             )
             if acquired.effects is not NO_EFFECTS:
                 self._perform(acquired.effects)

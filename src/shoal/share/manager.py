@@ -351,12 +351,14 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
+        settings: SharePartitionConfig | None = None,
     ) -> ShareFetched:
         """Acquire records for `member_id` across `partitions` (one share fetch).
         Returns one entry per partition, in the order given; load and log errors are
         per partition. `rotation` picks the partition visited first (mod the count).
-        The group's settings are read once (no await inside: they cannot change)."""
-        config = self._config(group_id)
+        The group's settings are read once (no await inside: they cannot change), or
+        are `settings` when the caller has just resolved them."""
+        config = self._config(group_id) if settings is None else settings
         if len(partitions) == 1:
             fetched = self._acquire_single(
                 group_id,
