@@ -17,11 +17,11 @@ long-poll and lock timers.
   (notified by Produce and DeleteTopics) and `share_wait_key`, `("share", group,
   topic id, partition)` (notified from the `Effects` the manager returns: acks,
   releases, expiries, start-offset moves, config changes, dropped share-partitions),
-  and acquires when
-  woken; at MaxWaitMs it answers with what is there. The parked fetches of one group
-  form a purgatory queue: a notify wakes the longest-parked one, which passes the
-  wake on when it leaves acquirable records (or leaves without acquiring), and an
-  acknowledgement wakes its share-partition only when something there is acquirable.
+  and acquires when woken; at MaxWaitMs it answers with what is there. The parked
+  fetches of one group form a purgatory queue: a notify wakes the longest-parked one,
+  which passes the wake on when it leaves acquirable records (or leaves without
+  acquiring), and an acknowledgement wakes its share-partition only when something
+  there is acquirable.
   With MinBytes above 1 it acquires only once the logs hold that many bytes (or at
   MaxWaitMs), and waits outside the queue (it may decline what another would take). A new epoch-0
   session beyond `group.share.max.share.sessions` is answered
@@ -57,7 +57,7 @@ purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
 service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 
-About 700 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
+About 770 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
 session, the settings pinned per step, the purgatory keys and the timer rearm, and
 each is written as one straight function (issue 14 cut its calls per request); the
 per-partition work lives in `share/`.

@@ -259,29 +259,21 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     acquired: tuple[Any, ...] = ()
     if p.acquired:
         acquired_cls = entity_class(schema, "AcquiredRecords", _ACQUIRED_FIELDS)
-        if acquired_cls is None:
-            acquired = tuple(
-                [
-                    schema.make(
-                        "AcquiredRecords",
-                        first_offset=r.first_offset,
-                        last_offset=r.last_offset,
-                        delivery_count=r.delivery_count,
-                    )
-                    for r in p.acquired
-                ]
-            )
-        else:
-            acquired = tuple(
-                [
-                    acquired_cls(
-                        first_offset=r.first_offset,
-                        last_offset=r.last_offset,
-                        delivery_count=r.delivery_count,
-                    )
-                    for r in p.acquired
-                ]
-            )
+        make_acquired = (
+            functools.partial(schema.make, "AcquiredRecords")
+            if acquired_cls is None
+            else acquired_cls
+        )
+        acquired = tuple(
+            [
+                make_acquired(
+                    first_offset=r.first_offset,
+                    last_offset=r.last_offset,
+                    delivery_count=r.delivery_count,
+                )
+                for r in p.acquired
+            ]
+        )
     cls = entity_class(schema, "PartitionData", _PARTITION_FIELDS)
     make = functools.partial(schema.make, "PartitionData") if cls is None else cls
     return make(
