@@ -413,8 +413,9 @@ class PartitionLog:
         `max_offset` (read_committed: the last stable offset) only batches starting
         below it. Raises LogError OFFSET_OUT_OF_RANGE outside [log_start_offset,
         log_end_offset]."""
-        self._check_usable()
-        log_end = self.log_end_offset
+        if self._closed or self._offline_reason is not None:
+            self._check_usable()  # raises
+        log_end = self._segments[-1].next_offset  # log_end_offset, without the property call
         if not self._log_start_offset <= offset <= log_end:
             raise LogError(
                 ErrorCode.offset_out_of_range,
@@ -452,7 +453,8 @@ class PartitionLog:
                     found = iter_headers(data, base_position=total)
                 if not found:
                     break
-                end = found[-1].position - total + found[-1].size
+                last = found[-1]
+                end = last.position - total + last.batch_length + LOG_OVERHEAD  # + its size
                 if end < len(data):
                     data = data[:end]
                 parts.append(data)
@@ -467,7 +469,9 @@ class PartitionLog:
             index += 1
             segment, position = self._segments[index], 0
         if headers:
-            self._remember_position(headers[-1].next_offset, segment, position)
+            final = headers[-1]
+            next_offset = final.base_offset + final.last_offset_delta + 1  # its next_offset
+            self._remember_position(next_offset, segment, position)
         return parts, headers
 
     @staticmethod

@@ -296,7 +296,11 @@ class Segment:
     # -- reading
 
     def read(self, position: int, size: int) -> bytes:
-        return pread_exact(self.fd, size, position)
+        fd = self._fd if self._fd is not None else self.fd
+        data = os.pread(fd, size, position)  # pread_exact's first read, inline (hot path)
+        if len(data) == size or not data:
+            return data
+        return data + pread_exact(fd, size - len(data), position + len(data))  # short read
 
     def headers(
         self, position: int = 0, *, first_offset: int | None = None

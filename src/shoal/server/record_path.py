@@ -48,6 +48,7 @@ class RecordPath:
 
     def __init__(self, path: Path | None, *, events_max: int = EVENTS_MAX) -> None:
         self.path = path
+        self.enabled = path is not None  # an attribute: read on every request
         self.events_max = events_max
         self.events: list[dict[str, object]] = []
         self.dropped = 0
@@ -56,10 +57,6 @@ class RecordPath:
     def from_environment(cls) -> RecordPath:
         raw = os.environ.get(ENV, "").strip()
         return cls(Path(raw) if raw else None)
-
-    @property
-    def enabled(self) -> bool:
-        return self.path is not None
 
     def request_read(self) -> None:
         """A request's frame was read: its notes start empty (call only when enabled)."""

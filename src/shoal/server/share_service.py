@@ -14,13 +14,14 @@ long-poll and lock timers.
   has an error, MinBytes <= 0, the session has no partitions, MaxBytes or MaxRecords
   is 0, or MaxWaitMs (clamped to `shoal.fetch.max.wait.ms`) is 0. Otherwise it parks
   in the broker purgatory on `(topic name, partition)` of each session partition
-  (notified by Produce and DeleteTopics) and `("share", group, topic id, partition)`
-  (notified from the `Effects` the manager returns: acks, releases, expiries,
-  start-offset moves, config changes, dropped share-partitions), and acquires when
-  woken; at MaxWaitMs it answers with what is there. The parked fetches of one group
-  form a purgatory queue: a notify wakes the longest-parked one, which passes the
-  wake on when it leaves acquirable records (or leaves without acquiring), and an
-  acknowledgement wakes its share-partition only when something there is acquirable.
+  (notified by Produce and DeleteTopics) and `share_wait_key`, `("share", group,
+  topic id, partition)` (notified from the `Effects` the manager returns: acks,
+  releases, expiries, start-offset moves, config changes, dropped share-partitions),
+  and acquires when woken; at MaxWaitMs it answers with what is there. The parked
+  fetches of one group form a purgatory queue: a notify wakes the longest-parked one,
+  which passes the wake on when it leaves acquirable records (or leaves without
+  acquiring), and an acknowledgement wakes its share-partition only when something
+  there is acquirable.
   With MinBytes above 1 it acquires only once the logs hold that many bytes (or at
   MaxWaitMs), and waits outside the queue (it may decline what another would take). A new epoch-0
   session beyond `group.share.max.share.sessions` is answered
@@ -56,7 +57,7 @@ purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
 service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 
-About 700 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
+About 770 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
 session, the settings pinned per step, the purgatory keys and the timer rearm, and
 each is written as one straight function (issue 14 cut its calls per request); the
 per-partition work lives in `share/`.
@@ -110,7 +111,13 @@ shutdown)."""
 
 def share_wait_key(key: SharePartitionKey) -> Hashable:
     """Purgatory key that wakes share fetches parked on a share-partition."""
-    return ("share", key.group_id, key.topic_id, key.partition)
+    return _share_wait_key(key.group_id, key.topic_id, key.partition)
+
+
+def _share_wait_key(group_id: str, topic_id: uuid.UUID, partition: int) -> Hashable:
+    """`share_wait_key` of its parts. The topic id goes in as its 128-bit int, whose
+    hash is C's: a UUID's (or TopicId's) is a Python call at every purgatory lookup."""
+    return ("share", group_id, topic_id.int, partition)
 
 
 # ---- decoded requests and their outcome ------------------------------------------------
@@ -201,6 +208,11 @@ class ShareService:
             config=self.settings_for,
             auto_offset_reset=self._auto_offset_reset,
         )
+        self._found_logs: dict[tuple[int, int], ShareLog] = {}
+        """Partition logs `_log_for` found, until the next topic change."""
+        self._topic_names: dict[int, str] = {}
+        """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
+        change."""
         self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
         self._pinned: tuple[str, SharePartitionConfig] | None = None
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
@@ -292,15 +304,23 @@ class ShareService:
         # Resolved once for the synchronous part below (the acknowledgements and the
         # first acquisition round run before any await, so no config change can come
         # in between; a woken round re-resolves).
-        settings = self.settings_for(call.group_id)
-        ack_errors = self._acknowledge_all(
-            call.group_id, call.member_id, call.acknowledgements, renew_allowed=call.is_renew_ack
+        broker_config = self._config()
+        settings = self.settings_for(call.group_id, broker_config)
+        ack_errors = (
+            self._acknowledge_all(
+                call.group_id,
+                call.member_id,
+                call.acknowledgements,
+                renew_allowed=call.is_renew_ack,
+            )
+            if call.acknowledgements
+            else {}
         )
         fetched: list[ShareFetchPartition] = []
         if step.final:
             self._close(session)
         elif not call.is_renew_ack:
-            fetched = await self._long_poll(session, call, settings)
+            fetched = await self._long_poll(session, call, settings, broker_config)
             if RECORD_PATH.enabled:
                 self._note_acquired(fetched)
         self._rearm()
@@ -337,14 +357,18 @@ class ShareService:
         )
 
     async def _long_poll(
-        self, session: ShareSession, call: ShareFetchCall, settings: SharePartitionConfig
+        self,
+        session: ShareSession,
+        call: ShareFetchCall,
+        settings: SharePartitionConfig,
+        broker_config: BrokerConfig,
     ) -> list[ShareFetchPartition]:
         """Acquire for `session` now, or park until something may be acquirable (see
         the module docstring). `settings` are the group's, resolved by the caller
         without an await since: the first round uses them, a woken round re-resolves."""
         partitions = list(session.partitions)
         clock = self._clock
-        deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms)
+        deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms, broker_config)
         keys: list[Hashable] | None = None  # computed when first needed (to park)
         nothing_wanted = not partitions or call.max_bytes <= 0 or call.max_records <= 0
         # The fetches of one group compete for the same records: an append wakes one of
@@ -427,8 +451,10 @@ class ShareService:
                 max_bytes=call.max_bytes,
                 acquire_mode=call.acquire_mode,
                 rotation=max(call.epoch, 0),
+                settings=settings,
             )
-            self._perform(acquired.effects)
+            if acquired.effects is not NO_EFFECTS:
+                self._perform(acquired.effects)
         finally:
             self._pinned = None
         return acquired.partitions
@@ -459,14 +485,21 @@ class ShareService:
         logs = self._logs
         keys: list[Hashable] = []
         for tp in partitions:
-            keys.append(share_wait_key(SharePartitionKey(group_id, tp.topic_id, tp.partition)))
-            info = logs.topic_by_id(tp.topic_id)
-            if info is not None:
-                keys.append((info.name, tp.partition))
+            keys.append(_share_wait_key(group_id, tp.topic_id, tp.partition))
+            name = self._topic_names.get(tp.topic_id.int)
+            if name is None:
+                info = logs.topic_by_id(tp.topic_id)
+                if info is None:
+                    continue
+                name = self._topic_names[tp.topic_id.int] = info.name
+            keys.append((name, tp.partition))
         return keys
 
-    def _max_wait_ms(self, requested_ms: int) -> int:
-        config = self._config()
+    def _max_wait_ms(self, requested_ms: int, config: BrokerConfig | None = None) -> int:
+        """MaxWaitMs clamped to `shoal.fetch.max.wait.ms` of `config` (the current
+        broker config, read here if not given)."""
+        if config is None:
+            config = self._config()
         cached = self._max_wait_cap
         if cached is None or cached[0] is not config:
             cached = self._max_wait_cap = (config, config.get_int("shoal.fetch.max.wait.ms"))
@@ -624,6 +657,8 @@ class ShareService:
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
+        self._found_logs.clear()
+        self._topic_names.clear()
         existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
         self._perform(gone)
@@ -648,22 +683,29 @@ class ShareService:
 
     # ---- settings, logs and wake-ups for the manager
 
-    def settings_for(self, group_id: str) -> SharePartitionConfig:
+    def settings_for(
+        self, group_id: str, broker_config: BrokerConfig | None = None
+    ) -> SharePartitionConfig:
         """The group's effective share settings, re-resolved when the broker config or
-        the group's overrides change. Inside a pinned operation (`_pin`) the group's
-        settings are the ones resolved at its start."""
+        the group configs change (both objects are replaced on a change: compared by
+        identity). Inside a pinned operation (`_pin`) the group's settings are the ones
+        resolved at its start. `broker_config`: the current one, when the caller has
+        just read it."""
         pinned = self._pinned
         if pinned is not None and pinned[0] == group_id:
             return pinned[1]
-        broker_config = self._config()
-        overrides = self._group_configs.overrides(group_id)
+        if broker_config is None:
+            broker_config = self._config()
+        configs = self._group_configs.configs
         cached = self._settings.get(group_id)
-        if cached is not None and cached[0] is broker_config and cached[1] is overrides:
+        if cached is not None and cached[0] is broker_config and cached[1] is configs:
             return cached[2]
-        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
+        settings = SharePartitionConfig.resolve(
+            broker=broker_config, group=configs.overrides(group_id)
+        )
         if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
             self._settings.clear()
-        self._settings[group_id] = (broker_config, overrides, settings)
+        self._settings[group_id] = (broker_config, configs, settings)
         return settings
 
     def _pin(self, group_id: str, settings: SharePartitionConfig | None = None) -> None:
@@ -680,6 +722,15 @@ class ShareService:
         return str(value)
 
     def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
+        """The partition log of (`topic_id`, `partition`), or why there is none. Found
+        logs are remembered until the next topic change (`topics_changed`: a deletion
+        is the only way a found log leaves the log manager; creations and growth only
+        add), so a fetch's two rounds and the acknowledgements skip the two lookups.
+        Bounded by the partitions that exist (the topic and partition limits)."""
+        key = (topic_id.int, partition)  # the int: hashed in C, as in `share_wait_key`
+        found = self._found_logs.get(key)
+        if found is not None:
+            return found
         logs = self._logs
         info = logs.topic_by_id(topic_id)
         if info is None:
@@ -687,6 +738,7 @@ class ShareService:
         partition_log = logs.partition(info.name, partition)
         if partition_log is None:
             return ErrorCode.unknown_topic_or_partition
+        self._found_logs[key] = partition_log
         return partition_log
 
     def _perform(self, effects: Effects) -> None:

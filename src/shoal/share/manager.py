@@ -53,7 +53,7 @@ share-partitions whose parked share fetches the caller must wake.
   arrived meanwhile). They reload from the share coordinator on next use.
 
 Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
-`_partitions` (`_by_group_tp` by (group id, topic-partition): the hot lookups of a
+`_partitions` (`_by_group_tp` by (group id, topic id's int, partition): the hot lookups of a
 fetch need no `SharePartitionKey` built and hashed);
 `_touched` holds exactly their keys; `_woken` is empty between operations.
 
@@ -230,7 +230,9 @@ class SharePartitionManager:
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
-        self._by_group_tp: dict[tuple[str, TopicIdPartition], SharePartition] = {}
+        self._by_group_tp: dict[tuple[str, int, int], SharePartition] = {}
+        """(group id, topic id's 128-bit int, partition) -> its share-partition: the
+        int is hashed in C (a UUID's hash is a Python call)."""
         self._touched: dict[SharePartitionKey, int] = {}
         """Monotonic ms of each loaded share-partition's last use."""
         self._start_unpersisted: set[SharePartitionKey] = set()
@@ -331,7 +333,7 @@ class SharePartitionManager:
         self._by_group.setdefault(group_id, set()).add(key)
         tp = TopicIdPartition(key.topic_id, key.partition)
         self._by_partition.setdefault(tp, set()).add(key)
-        self._by_group_tp[(group_id, tp)] = sp
+        self._by_group_tp[(group_id, key.topic_id.int, key.partition)] = sp
         log.info(
             "share-partition %s loaded: start offset %d (persisted %d), end offset %d",
             describe_key(key),
@@ -367,10 +369,56 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
+        settings: SharePartitionConfig | None = None,
     ) -> ShareFetched:
         """Acquire records for `member_id` across `partitions` (one share fetch).
         Returns one entry per partition, in the order given; load and log errors are
-        per partition. `rotation` picks the partition visited first (mod the count)."""
+        per partition. `rotation` picks the partition visited first (mod the count).
+        The group's settings are read once (no await inside: they cannot change), or
+        are `settings` when the caller has just resolved them."""
+        config = self._config(group_id) if settings is None else settings
+        if len(partitions) == 1:
+            fetched = self._acquire_single(
+                group_id,
+                member_id,
+                partitions[0],
+                config,
+                max_records=max_records,
+                batch_size=batch_size,
+                max_bytes=max_bytes,
+                acquire_mode=acquire_mode,
+            )
+            return ShareFetched([fetched], self._effects())
+        return ShareFetched(
+            self._acquire_many(
+                group_id,
+                member_id,
+                partitions,
+                config,
+                max_records=max_records,
+                batch_size=batch_size,
+                max_bytes=max_bytes,
+                acquire_mode=acquire_mode,
+                rotation=rotation,
+            ),
+            self._effects(),
+        )
+
+    def _acquire_many(
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Sequence[TopicIdPartition],
+        config: SharePartitionConfig,
+        *,
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode,
+        rotation: int,
+    ) -> list[ShareFetchPartition]:
+        """`acquire` across any number of partitions (the reference for
+        `_acquire_single`)."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
         ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
         for tp in _rotated(partitions, rotation):
@@ -378,15 +426,15 @@ class SharePartitionManager:
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            sp = self._by_group_tp.get((group_id, tp)) or self._load(
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
                 SharePartitionKey(group_id, tp.topic_id, tp.partition), found
             )
             if isinstance(sp, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=sp)
                 continue
             results[tp] = ShareFetchPartition(tp)
-            offset = sp.acquirable_from()
-            if offset is not None and offset < self._read_limit(group_id, found):
+            offset = sp.acquirable_from(config)
+            if offset is not None and offset < read_limit(config.isolation_level, found):
                 ready.append((tp, sp, found, offset))
         if ready and max_bytes > 0 and max_records > 0:
             share_bytes = max(1, max_bytes // len(ready))
@@ -402,6 +450,7 @@ class SharePartitionManager:
                     partition_log,
                     tp,
                     offset,
+                    config,
                     member_id=member_id,
                     max_records=remaining,
                     batch_size=batch_size,
@@ -412,9 +461,53 @@ class SharePartitionManager:
                 results[tp] = fetched
                 remaining -= fetched.count
                 first = first and not fetched.records
-        if len(partitions) == 1:
-            return ShareFetched(list(results.values()), self._effects())
-        return ShareFetched([results[tp] for tp in partitions], self._effects())
+        return [results[tp] for tp in partitions]
+
+    def _acquire_single(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        config: SharePartitionConfig,
+        *,
+        max_records: int,
+        batch_size: int,
+        max_bytes: int,
+        acquire_mode: AcquireMode,
+    ) -> ShareFetchPartition:
+        """`acquire` of a session with one partition (a share consumer's usual case):
+        the same steps without the rotation, the MaxBytes split and the per-partition
+        bookkeeping (tests/unit/share/test_acquire_single.py compares it with
+        `_acquire_many`)."""
+        found = self._logs(tp.topic_id, tp.partition)
+        if isinstance(found, ErrorCode):
+            return ShareFetchPartition(tp, error=found)
+        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
+            SharePartitionKey(group_id, tp.topic_id, tp.partition), found
+        )
+        if isinstance(sp, ErrorCode):
+            return ShareFetchPartition(tp, error=sp)
+        offset = sp.acquirable_from(config)
+        if (
+            offset is None
+            or offset >= read_limit(config.isolation_level, found)
+            or max_bytes <= 0
+            or max_records <= 0
+        ):
+            return ShareFetchPartition(tp)
+        return self._acquire_one(
+            sp,
+            found,
+            tp,
+            offset,
+            config,
+            member_id=member_id,
+            max_records=max_records,
+            batch_size=batch_size,
+            max_bytes=max_bytes,
+            acquire_mode=acquire_mode,
+            min_one_batch=True,
+        )
 
     def _acquire_one(
         self,
@@ -422,6 +515,7 @@ class SharePartitionManager:
         partition_log: ShareLog,
         tp: TopicIdPartition,
         offset: int,
+        config: SharePartitionConfig,
         *,
         member_id: str,
         max_records: int,
@@ -430,7 +524,8 @@ class SharePartitionManager:
         acquire_mode: AcquireMode,
         min_one_batch: bool,
     ) -> ShareFetchPartition:
-        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`."""
+        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`,
+        under the group's `config` (read once by the caller)."""
         try:
             read = _read_for_acquisition(
                 partition_log,
@@ -448,7 +543,7 @@ class SharePartitionManager:
             # Retention or DeleteRecords moved the log start past the fetch offset.
             self._log_start_moved(sp, partition_log.log_start_offset)
             offset = sp.next_fetch_offset()
-            if offset >= self._read_limit(sp.key.group_id, partition_log):
+            if offset >= read_limit(config.isolation_level, partition_log):
                 return ShareFetchPartition(tp)
             try:
                 read = _read_for_acquisition(
@@ -463,9 +558,10 @@ class SharePartitionManager:
         if not read.headers:
             return ShareFetchPartition(tp)
         end_offset_limit, aborted = isolation_inputs(
-            self._config(sp.key.group_id).isolation_level, partition_log, offset, read.headers
+            config.isolation_level, partition_log, offset, read.headers
         )
         result = sp.acquire(
+            config=config,
             member_id=member_id,
             fetch_offset=offset,
             headers=read.headers,
@@ -497,7 +593,7 @@ class SharePartitionManager:
         once."""
         total = 0
         for tp in partitions:
-            loaded = self._by_group_tp.get((group_id, tp))
+            loaded = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
             if loaded is not None:
                 self._touched[loaded.key] = self._clock.monotonic_ms()
                 sp: SharePartition | ErrorCode = loaded
@@ -557,7 +653,7 @@ class SharePartitionManager:
         invalid = validate_acknowledgements(batches, renew_allowed=renew_allowed)
         if invalid is not None:
             return Acknowledged(invalid)
-        sp = self._by_group_tp.get((group_id, partition))
+        sp = self._by_group_tp.get((group_id, partition.topic_id.int, partition.partition))
         if sp is None:
             loaded = self._load(
                 SharePartitionKey(group_id, partition.topic_id, partition.partition), found
@@ -818,7 +914,7 @@ class SharePartitionManager:
         if not keys:
             del self._by_group[key.group_id]
         tp = TopicIdPartition(key.topic_id, key.partition)
-        del self._by_group_tp[(key.group_id, tp)]
+        del self._by_group_tp[(key.group_id, key.topic_id.int, key.partition)]
         keys = self._by_partition[tp]
         keys.discard(key)
         if not keys:
@@ -864,8 +960,8 @@ def _read_for_acquisition(
         return probe
     if probe.headers[0].size > max_bytes and not min_one_batch:
         return ReadResult(b"", [], probe.high_watermark, probe.log_start_offset)
-    offsets_seen = probe.headers[-1].next_offset - offset
-    if offsets_seen >= max_records or probe.headers[-1].next_offset >= probe.high_watermark:
+    probe_end = probe.headers[-1].next_offset
+    if probe_end - offset >= max_records or probe_end >= probe.high_watermark:
         return probe  # enough records, or the log ends within the probe
     records_seen = sum(h.records_count for h in probe.headers)
     bytes_per_record = len(probe.records) / max(1, records_seen)

@@ -277,11 +277,14 @@ class SharePartition:
         """Where the caller reads the log from for the next `acquire`."""
         return self._w.next_fetch_offset()
 
-    def acquirable_from(self) -> int | None:
+    def acquirable_from(self, config: SharePartitionConfig | None = None) -> int | None:
         """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
-        window for the fetch's per-partition check)."""
-        window = self._w
-        config = self._config()
+        window for the fetch's per-partition check). `config`: the group's settings
+        when the caller has them at hand (else read)."""
+        window = self._window
+        assert window is not None, "share-partition not initialized"
+        if config is None:
+            config = self._config()
         if config.delivery_paused:
             return None
         offset = window.next_fetch_offset()
@@ -390,6 +393,7 @@ class SharePartition:
         max_bytes: int = INT32_MAX,
         end_offset_limit: int | None = None,
         aborted: Sequence[tuple[int, int]] = (),
+        config: SharePartitionConfig | None = None,
     ) -> AcquireResult:
         """Acquire records for `member_id` from `headers`, the batch headers of a log
         read starting at `fetch_offset` (normally `next_fetch_offset()`).
@@ -398,20 +402,22 @@ class SharePartition:
         by default (the read already stops there), the last stable offset under
         read_committed. `aborted` lists the (first, last) offsets of aborted
         transactional batches in the read; under read_committed they are archived
-        after acquisition (`Acquisition.archive_aborted`)."""
+        after acquisition (`Acquisition.archive_aborted`). `config`: the group's
+        settings when the caller has them at hand (else read)."""
         assert member_id, "a member id is required"
-        config = self._config()
-        window = self._w
-        nothing = AcquireResult((), 0, (), None, config.record_lock_duration_ms)
+        if config is None:
+            config = self._config()
+        window = self._window
+        assert window is not None, "share-partition not initialized"
         if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         room = config.max_record_locks - window.size()
         budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
-            return nothing
+            return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset
         acquisition = Acquisition(
             window,
@@ -446,9 +452,12 @@ class SharePartition:
         acquired = tuple(acquisition.acquired)
         assert window.start_offset >= start_before
         self._check_boundary()
+        count = 0  # a loop, not sum() over a generator: one call per range less
+        for records in acquired:
+            count += records.last_offset - records.first_offset + 1
         return AcquireResult(
             acquired,
-            sum(r.count for r in acquired),
+            count,
             _overlapping(usable, acquired),
             write,
             config.record_lock_duration_ms,
@@ -715,6 +724,9 @@ def _overlapping(
 ) -> tuple[BatchHeader, ...]:
     if not acquired:
         return ()
-    first = min(r.first_offset for r in acquired)
-    last = max(r.last_offset for r in acquired)
-    return tuple(h for h in headers if h.last_offset >= first and h.base_offset <= last)
+    if len(acquired) == 1:
+        first, last = acquired[0].first_offset, acquired[0].last_offset
+    else:
+        first = min([r.first_offset for r in acquired])
+        last = max([r.last_offset for r in acquired])
+    return tuple([h for h in headers if h.last_offset >= first and h.base_offset <= last])

@@ -13,6 +13,8 @@ from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.index import OffsetIndex, TimeIndex
 from shoal.protocol.errors import ErrorCode
+from tests.unit.log.batches import append, make_batch
+from tests.unit.log.conftest import LogOpener
 
 
 def test_offset_index_round_trip_in_kafka_format() -> None:
@@ -94,3 +96,20 @@ def test_storage_errors_name_the_context() -> None:
         raise OSError(5, "Input/output error")
     assert info.value.code == ErrorCode.kafka_storage_error
     assert "reading thing" in str(info.value)
+
+
+def test_segment_read_equals_pread_exact_with_short_reads_and_the_file_end(
+    open_log: LogOpener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Segment.read` does pread_exact's first read inline (the acquisition's read
+    path): whatever the kernel hands back per call, it answers as pread_exact does."""
+    log = open_log()
+    append(log, make_batch(5, seed=1), make_batch(3, seed=2))
+    segment = log._segments[-1]
+    size = segment.size_bytes
+    cases = [(0, size), (7, 50), (size - 10, 40), (size, 10), (0, size + 100)]
+    expected = [fileio.pread_exact(segment.fd, n, at) for at, n in cases]
+    assert [segment.read(at, n) for at, n in cases] == expected
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: real(fd, min(n, 9), at))
+    assert [segment.read(at, n) for at, n in cases] == expected

@@ -14,6 +14,7 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
+from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
 from shoal.server.purgatory import Purgatory
@@ -312,3 +313,29 @@ def test_an_acknowledgement_rearms_the_timers_only_when_a_deadline_may_come_earl
         ShareAcknowledgeCall(group_id="g", member_id="m", epoch=-1)
     )
     assert closed.error is None and rig.rearms == before + 2, "the session's end rearms"
+
+
+def test_a_deleted_topic_is_not_served_from_the_remembered_logs(tmp_path: Path) -> None:
+    """`_log_for` remembers found partition logs until a topic change: after the topic
+    is deleted (the broker calls `topics_changed`, as its log events say), a fetch on
+    the old topic id answers UNKNOWN_TOPIC_ID, not the closed log's error."""
+    rig = Rig(tmp_path)
+    rig.produce(2)
+    assert rig.fetch() == 2
+    assert rig.service._log_for(rig.tp.topic_id, 0) is rig.logs.partition("t", 0)
+    rig.logs.delete_topic("t")
+    rig.service.topics_changed()
+    call = ShareFetchCall(
+        group_id="g",
+        member_id="m",
+        epoch=1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=10,
+        batch_size=10,
+    )
+    outcome = asyncio.run(rig.service.share_fetch(call, connection_id=1))
+    assert [(p.partition, p.error) for p in outcome.partitions] == [
+        (rig.tp, ErrorCode.unknown_topic_id)
+    ]

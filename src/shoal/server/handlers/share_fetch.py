@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -41,6 +42,7 @@ from shoal.server.registry import api
 from shoal.server.share_responses import (
     LEADER_HINT_ERRORS,
     NO_LEADER_ERRORS,
+    entity_class,
     share_error,
     share_response,
 )
@@ -101,11 +103,20 @@ def with_denied_topics(
     return dataclasses.replace(outcome, partitions=outcome.partitions + refused)
 
 
+_SHARE_ENABLED: list[Any] = [None, False]
+"""[the broker config object last asked, whether it enables share groups]: the
+answer of `share_groups_enabled`, re-read only when the config object changes."""
+
+
 def refusal(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] | None:
     """Why a ShareFetch or ShareAcknowledge is refused as a whole, with its message:
     share groups disabled (UNSUPPORTED_VERSION), READ on the group denied
     (GROUP_AUTHORIZATION_FAILED), a bad GroupId / MemberId (INVALID_REQUEST); or None."""
-    if not share_groups_enabled(ctx.services.config.current):
+    config = ctx.services.config.current
+    enabled = _SHARE_ENABLED
+    if enabled[0] is not config:  # a reconfiguration replaces the config object
+        enabled = _SHARE_ENABLED[:] = [config, share_groups_enabled(config)]
+    if not enabled[1]:
         return ErrorCode.unsupported_version, SHARE_GROUPS_DISABLED
     if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id or ""):
         return ErrorCode.group_authorization_failed, None
@@ -228,22 +239,33 @@ def _leader(schema: Schema, leader_id: int) -> Any:
     return leader
 
 
+_PARTITION_FIELDS = (
+    "partition_index",
+    "error_code",
+    "error_message",
+    "acknowledge_error_code",
+    "acknowledge_error_message",
+    "current_leader",
+    "records",
+    "acquired_records",
+)
+_ACQUIRED_FIELDS = ("first_offset", "last_offset", "delivery_count")
+
+
 def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
     error = ErrorCode.none if p.error is None else p.error
     ack_error = ErrorCode.none if p.acknowledge_error is None else p.acknowledge_error
-    return schema.make(
-        "PartitionData",
-        partition_index=p.partition.partition,
-        error_code=error,
-        error_message=None,
-        acknowledge_error_code=int(ack_error._value_),
-        acknowledge_error_message=None,
-        current_leader=_leader(schema, -1 if error in NO_LEADER_ERRORS else node_id),
-        records=p.records,
-        acquired_records=tuple(
+    acquired: tuple[Any, ...] = ()
+    if p.acquired:
+        acquired_cls = entity_class(schema, "AcquiredRecords", _ACQUIRED_FIELDS)
+        make_acquired = (
+            functools.partial(schema.make, "AcquiredRecords")
+            if acquired_cls is None
+            else acquired_cls
+        )
+        acquired = tuple(
             [
-                schema.make(
-                    "AcquiredRecords",
+                make_acquired(
                     first_offset=r.first_offset,
                     last_offset=r.last_offset,
                     delivery_count=r.delivery_count,
@@ -251,6 +273,15 @@ def _partition(schema: Schema, node_id: int, p: PartitionOutcome) -> Any:
                 for r in p.acquired
             ]
         )
-        if p.acquired
-        else (),
+    cls = entity_class(schema, "PartitionData", _PARTITION_FIELDS)
+    make = functools.partial(schema.make, "PartitionData") if cls is None else cls
+    return make(
+        partition_index=p.partition.partition,
+        error_code=error,
+        error_message=None,
+        acknowledge_error_code=int(ack_error._value_),
+        acknowledge_error_message=None,
+        current_leader=_leader(schema, -1 if error in NO_LEADER_ERRORS else node_id),
+        records=p.records,
+        acquired_records=acquired,
     )
