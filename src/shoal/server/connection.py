@@ -89,6 +89,8 @@ async def serve_connection(
     info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/idle.py
     transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
     sasl_listener = info.security_protocol.startswith("SASL_")
+    sasl_gate = services.sasl is not None and sasl_listener
+    served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
     abort = False
     try:
         while not services.stopping():
@@ -97,13 +99,13 @@ async def serve_connection(
             frame = await _read_frame(reader, decoder, info, peer, clock)
             if frame is None:
                 return
-            started_ns = measure_ns()
-            traced = TRACE.enabled
+            traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
+            started_ns = measure_ns() if traced or metrics is not None else 0
             if traced:
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
                 trace_request_read(api, started_ns)
-            response = await _dispatch(services, handlers, info, frame, traced)
+            response = await _dispatch(services, handlers, served, info, frame, traced, sasl_gate)
             if response is not None:
                 if transport.is_closing():  # uvloop raises RuntimeError on a write
                     raise ConnectionResetError("the peer left before the answer was written")
@@ -187,15 +189,33 @@ async def _read_frame(
 async def _dispatch(
     services: Services,
     handlers: Mapping[int, ApiHandler],
+    served: dict[int, ApiHandler],
     info: ConnectionInfo,
     frame: bytes,
     traced: bool,
+    sasl_gate: bool,
 ) -> bytes | memoryview | None:
-    api_key, version = codec.peek_key_version(frame)
-    handler = handlers.get(api_key)
+    """The response frame to `frame` (None for none). `served` keeps, per connection,
+    the handler of each (key, version) already found served, so that a connection's
+    next requests of it skip the table lookup and the version check. `sasl_gate`: the
+    connection is on a SASL listener of a broker with SASL (the gate below)."""
+    # the frame has at least MIN_FRAME_BYTES (_read_frame): no length check to repeat
+    api_key, version = codec.KEY_AND_VERSION.unpack_from(frame, 0)
+    served_key = api_key << 16 | version & 0xFFFF
+    handler = served.get(served_key)
+    supported = handler is not None
     if handler is None:
-        raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
-    if services.sasl is not None and info.security_protocol.startswith("SASL_"):  # SASL gate
+        handler = handlers.get(api_key)
+        if handler is None:
+            raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
+        supported = (
+            handler.min_version <= version <= handler.max_version
+            and codec.request_class(api_key, version) is not None
+        )
+        if supported:
+            served[served_key] = handler
+    if sasl_gate:
+        assert services.sasl is not None
         now_ms = services.clock.wall_ms()
         name = codec.api_name(api_key)
         refusal = services.sasl.refusal(services.config.current, info, api_key, name, now_ms)
@@ -211,10 +231,7 @@ async def _dispatch(
         correlation_id=correlation_id,
         client_id=header.client_id,
     )
-    if (
-        not handler.min_version <= version <= handler.max_version
-        or codec.request_class(api_key, version) is None
-    ):
+    if not supported:
         if handler.unsupported is None:
             raise ConnectionClosed(
                 f"unsupported version {version} of {codec.api_name(api_key)} "
