@@ -5,8 +5,9 @@ only after the previous response is written, so responses leave in request order
 a client's pipelined requests queue in the socket (the client's own in-flight limit
 bounds them). Connections are independent tasks, so a parked Fetch on one never
 delays another. Frames are read with the one size-prefix reader's
-bounds (`shoal.protocol.framing.FrameDecoder.frame_size`): the prefix, then exactly
-the bytes of the frame, from the stream reader.
+bounds (`shoal.protocol.framing.FrameDecoder.frame_size`): what the stream reader
+holds is taken at once (a frame's size and body together, usually), and the rest of
+a frame not yet whole is read exactly.
 
 Peer errors close the connection with a logged reason: a frame size below a header
 (`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
@@ -60,6 +61,10 @@ from shoal.server.services import Services
 log = logging.getLogger(__name__)
 MIN_FRAME_BYTES = 8
 """The smallest request frame: api key, api version and correlation id (a header)."""
+READ_BYTES = 1 << 16
+"""The most bytes `_read_frame` takes from the stream reader at once (a frame's size
+and body together, or several pipelined frames); the rest of a larger frame is read
+exactly."""
 
 
 class ConnectionClosed(Exception):
@@ -91,12 +96,13 @@ async def serve_connection(
     sasl_listener = info.security_protocol.startswith("SASL_")
     sasl_gate = services.sasl is not None and sasl_listener
     served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
+    held, at = b"", 0  # received after the frame in hand: held[at:] (_read_frame)
     abort = False
     try:
         while not services.stopping():
             if sasl_listener:  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
-            frame = await _read_frame(reader, decoder, info, peer, clock)
+            frame, held, at = await _read_frame(reader, decoder, held, at, info, peer, clock)
             if frame is None:
                 return
             traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
@@ -154,36 +160,51 @@ async def serve_connection(
 async def _read_frame(
     reader: asyncio.StreamReader,
     decoder: FrameDecoder,
+    held: bytes,
+    at: int,
     info: ConnectionInfo,
     peer: str,
     clock: Clock,
-) -> bytes | None:
-    """The next request frame, or None when the peer closed. `info.busy` is set once a
-    frame's size is read (its request is then in hand until the response is written);
-    `info.frame_started_ms` from then until the frame is whole (server/idle.py). The
-    size prefix, then the body, are taken from the reader as they are: a frame the
-    reader already holds costs no suspension and no copy into the decoder."""
+) -> tuple[bytes | None, bytes, int]:
+    """The next request frame (None when the peer closed), given the bytes received
+    but not yet served (`held[at:]`, from the last call), and what is then held. The
+    bytes are the start of the next frames (pipelined requests), kept as the chunk
+    they came in and an offset, so that many small frames are not copied again each.
+
+    `info.busy` is set once a frame's size is in hand (its request is then in hand
+    until the response is written); `info.frame_started_ms` from then until the frame
+    is whole (server/idle.py). What the stream reader holds is taken at once (up to
+    `READ_BYTES`): a frame that arrived whole, the usual case, costs one read for its
+    size and body; a frame's missing rest is read exactly."""
+    data, start = held, at
+    while len(data) - start < SIZE_BYTES:  # the size prefix
+        more = await reader.read(READ_BYTES)
+        if not more:
+            if len(data) > start:
+                log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
+            return None, b"", 0
+        data, start = (data[start:] + more if len(data) > start else more), 0
     try:
-        prefix = await reader.readexactly(SIZE_BYTES)
-    except asyncio.IncompleteReadError as exc:
-        if exc.partial:
-            log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
-        return None
-    try:
-        size = decoder.frame_size(prefix)
+        size = decoder.frame_size(data, start)
     except codec.ProtocolError as exc:
         raise ConnectionClosed(f"{exc} (socket.request.max.bytes)") from exc
     info.busy = True
+    end = start + SIZE_BYTES + size
+    length = len(data)
+    if length >= end:  # received whole: no suspension
+        if length == end:
+            return data[start + SIZE_BYTES :], b"", 0
+        return data[start + SIZE_BYTES : end], data, end
     info.frame_started_ms = clock.monotonic_ms()
     try:
-        frame = await reader.readexactly(size)
+        rest = await reader.readexactly(end - length)
     except asyncio.IncompleteReadError:
         log.info(
             "connection %d from %s: closed mid frame of %d bytes", info.connection_id, peer, size
         )
-        return None
+        return None, b"", 0
     info.frame_started_ms = None
-    return frame
+    return data[start + SIZE_BYTES :] + rest, b"", 0
 
 
 async def _dispatch(
