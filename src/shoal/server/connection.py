@@ -21,8 +21,11 @@ handler with nothing to wait for and a write below the high-water mark do not
 suspend either, so a client's pipelined requests would be served back to back while
 every other connection and woken fetch waits (hundreds of ms for a linger-0 producer
 that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
-without suspending yields one loop pass. (Yielding after every request, Kafka's one
-request per connection per poll, was tried and made polls small: docs/latency.md.)
+without suspending yields one loop pass. A turn starts after that pass, and at a
+frame the connection waited for (`_read_frame`): a connection whose requests come
+one at a time, with the loop run between them, never needs the extra pass. (Yielding
+after every request, Kafka's one request per connection per poll, was tried and made
+polls small: docs/latency.md.)
 
 Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
 the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
@@ -96,15 +99,17 @@ async def serve_connection(
     sasl_listener = info.security_protocol.startswith("SASL_")
     sasl_gate = services.sasl is not None and sasl_listener
     served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
-    held, at = b"", 0  # received after the frame in hand: held[at:] (_read_frame)
+    received = _Received()
     abort = False
     try:
         while not services.stopping():
             if sasl_listener:  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
-            frame, held, at = await _read_frame(reader, decoder, held, at, info, peer, clock)
+            frame = await _read_frame(reader, decoder, received, info, peer, clock)
             if frame is None:
                 return
+            if received.waited:  # the loop ran the others meanwhile: a new turn
+                turn_started_ms = clock.monotonic_ms()
             traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
             started_ns = measure_ns() if traced or metrics is not None else 0
             if traced:
@@ -157,32 +162,54 @@ async def serve_connection(
             pass
 
 
+class _Received:
+    """One connection's bytes received but not yet served (`held[at:]`: the start of
+    the next frames, from pipelined requests, kept as the chunk they came in and an
+    offset so that many small frames are not copied again each), and what
+    `_read_frame` knows of the stream reader's buffer."""
+
+    __slots__ = ("at", "drained", "held", "waited")
+
+    def __init__(self) -> None:
+        self.held = b""
+        self.at = 0
+        self.drained = False
+        """The last read took every byte the stream reader held (fewer than asked)."""
+        self.waited = False
+        """The frame last read was waited for: the connection suspended (its reader
+        was empty), so the loop served the others meanwhile."""
+
+
 async def _read_frame(
     reader: asyncio.StreamReader,
     decoder: FrameDecoder,
-    held: bytes,
-    at: int,
+    received: _Received,
     info: ConnectionInfo,
     peer: str,
     clock: Clock,
-) -> tuple[bytes | None, bytes, int]:
-    """The next request frame (None when the peer closed), given the bytes received
-    but not yet served (`held[at:]`, from the last call), and what is then held. The
-    bytes are the start of the next frames (pipelined requests), kept as the chunk
-    they came in and an offset, so that many small frames are not copied again each.
-
-    `info.busy` is set once a frame's size is in hand (its request is then in hand
-    until the response is written); `info.frame_started_ms` from then until the frame
-    is whole (server/idle.py). What the stream reader holds is taken at once (up to
+) -> bytes | None:
+    """The next request frame, None when the peer closed. `info.busy` is set once a
+    frame's size is in hand (its request is then in hand until the response is
+    written); `info.frame_started_ms` from then until the frame is whole
+    (server/idle.py). What the stream reader holds is taken at once (up to
     `READ_BYTES`): a frame that arrived whole, the usual case, costs one read for its
-    size and body; a frame's missing rest is read exactly."""
-    data, start = held, at
+    size and body; a frame's missing rest is read exactly.
+
+    `received.waited` is set when a read began with the reader empty (the last read
+    drained it and nothing was held): such a read suspends, since only the loop feeds
+    the reader (the protocol's `data_received` is a loop callback), so the connection
+    has given the loop to the others and its turn (module docstring) starts anew."""
+    received.waited = False
+    data, start = received.held, received.at
     while len(data) - start < SIZE_BYTES:  # the size prefix
+        if received.drained:
+            received.waited = True
         more = await reader.read(READ_BYTES)
+        received.drained = len(more) < READ_BYTES
         if not more:
             if len(data) > start:
                 log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
-            return None, b"", 0
+            return None
         data, start = (data[start:] + more if len(data) > start else more), 0
     try:
         size = decoder.frame_size(data, start)
@@ -193,18 +220,24 @@ async def _read_frame(
     length = len(data)
     if length >= end:  # received whole: no suspension
         if length == end:
-            return data[start + SIZE_BYTES :], b"", 0
-        return data[start + SIZE_BYTES : end], data, end
+            received.held, received.at = b"", 0
+            return data[start + SIZE_BYTES :]
+        received.held, received.at = data, end
+        return data[start + SIZE_BYTES : end]
+    received.held, received.at = b"", 0
     info.frame_started_ms = clock.monotonic_ms()
+    if received.drained:
+        received.waited = True
     try:
         rest = await reader.readexactly(end - length)
     except asyncio.IncompleteReadError:
         log.info(
             "connection %d from %s: closed mid frame of %d bytes", info.connection_id, peer, size
         )
-        return None, b"", 0
+        return None
+    received.drained = False  # more may have come: unknown
     info.frame_started_ms = None
-    return data[start + SIZE_BYTES :] + rest, b"", 0
+    return data[start + SIZE_BYTES :] + rest
 
 
 async def _dispatch(

@@ -63,11 +63,11 @@ def _read_all(chunks: list[bytes], info: ConnectionInfo) -> list[bytes | None]:
             reader.feed_eof()
 
         feeder = asyncio.create_task(feed())
-        held, at = b"", 0
+        received = connection._Received()
         while True:
             info.busy = False
-            frame, held, at = await connection._read_frame(
-                reader, decoder, held, at, info, "peer", ManualClock()
+            frame = await connection._read_frame(
+                reader, decoder, received, info, "peer", ManualClock()
             )
             frames.append(frame)
             if frame is None:
@@ -119,12 +119,12 @@ def test_a_frame_waiting_for_its_rest_is_marked_started() -> None:
         reader.feed_data(frame[:50])
         clock = ManualClock(start_ms=1234)
         task = asyncio.create_task(
-            connection._read_frame(reader, decoder, b"", 0, info, "peer", clock)
+            connection._read_frame(reader, decoder, connection._Received(), info, "peer", clock)
         )
         await asyncio.sleep(0)
         seen.append((info.busy, info.frame_started_ms))
         reader.feed_data(frame[50:])
-        assert (await task)[0] == frame[4:]
+        assert await task == frame[4:]
         seen.append((info.busy, info.frame_started_ms))
 
     asyncio.run(main())
