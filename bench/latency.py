@@ -33,6 +33,12 @@ per 5 ms instead of one per record or two. With linger 0 at 10k records/s the br
 spends a whole core on Produce requests and the tail grows (docs/latency.md has the
 figures); linger 0 gives the lowest latency at 1k-3k/s.
 
+With `--record-path` the broker records every request (server/record_path.py) and,
+after the run, each record's latency is split into the producer's part (stamp -> its
+Produce read by the broker), the broker's (-> the ShareFetch answer carrying it in the
+socket) and the consumer's (-> poll returning it), for records whose fetch was already
+parked and for the others (bench/record_path.py); the broker is then stopped gracefully.
+
 Results: an aligned table on stdout and JSON in bench/results/latency-<ts>.json with
 machine information. On a machine shared with other work the tail is noisy: compare
 runs made back to back, never across machines.
@@ -56,8 +62,10 @@ from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareCons
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
+from bench import record_path
 from bench.produce_fetch import CpuMeter, machine, save_result
 from bench.share_consume import percentile, set_group
+from shoal.server.record_path import ENV as RECORD_PATH_ENV
 
 BROKER_OVERRIDES = (
     "group.share.min.heartbeat.interval.ms=100",
@@ -96,6 +104,8 @@ def consumer_worker(
     ready.wait()
     latencies_us = array("q")
     sequences = array("q")
+    stamps_ns = array("q")
+    received_ns = array("q")
     redelivered = 0
     polls = 0
     error = None
@@ -115,6 +125,8 @@ def consumer_worker(
                     redelivered += 1
                 latencies_us.append((now_ns - stamp_ns) // 1000)
                 sequences.append(sequence)
+                stamps_ns.append(stamp_ns)
+                received_ns.append(now_ns)
                 consumer.acknowledge(message, AcknowledgeType.ACCEPT)
             if error:
                 break
@@ -128,6 +140,8 @@ def consumer_worker(
         {
             "latencies_us": latencies_us.tobytes(),
             "sequences": sequences.tobytes(),
+            "stamps_ns": stamps_ns.tobytes(),
+            "received_ns": received_ns.tobytes(),
             "redelivered": redelivered,
             "polls": polls,
             "error": error,
@@ -253,16 +267,27 @@ def phase(
         raise RuntimeError(f"{partitions} partitions at {rate}/s: {errors}")
     latencies = array("q")
     sequences = array("q")
+    stamps = array("q")
+    receipts = array("q")
     for outcome in outcomes:
         latencies.frombytes(outcome["latencies_us"])
         sequences.frombytes(outcome["sequences"])
+        stamps.frombytes(outcome["stamps_ns"])
+        receipts.frombytes(outcome["received_ns"])
     window = [(q, v) for q, v in zip(sequences, latencies, strict=True) if q >= first]
     missing = measured - len({q for q, _ in window})
     if missing:
         raise RuntimeError(f"{partitions} partitions at {rate}/s: {missing} records never arrived")
     values = sorted(v / 1000 for _, v in window)
     sent = first + measured
+    path_records = [
+        (q, stamp, received)
+        for q, stamp, received in zip(sequences, stamps, receipts, strict=True)
+        if q >= first
+    ]
     return {
+        "topic": topic,
+        "path_records": path_records,
         "partitions": partitions,
         "rate": rate,
         "records": measured,
@@ -305,9 +330,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     overrides = (*BROKER_OVERRIDES, *args.broker_config)
     phases: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="shoal-bench-") as tmp:
-        broker = BrokerProcess(
-            Path(tmp) / "data", overrides=overrides, log_path=args.broker_log
-        ).start()
+        events_path = Path(tmp) / "record-path.jsonl"
+        if args.record_path:  # the broker inherits the environment
+            os.environ[RECORD_PATH_ENV] = str(events_path)
+        try:
+            broker = BrokerProcess(
+                Path(tmp) / "data", overrides=overrides, log_path=args.broker_log
+            ).start()
+        finally:
+            os.environ.pop(RECORD_PATH_ENV, None)
         try:
             meter = CpuMeter(broker.pid, include_children=True)
             print(HEADER, flush=True)
@@ -323,8 +354,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         )
                     )
                     print(row(phases[-1]), flush=True)
+            if args.record_path:
+                broker.stop()  # the events are written at a graceful stop
+                events = record_path.load(events_path)
+                for p in phases:
+                    p["record_path"] = record_path.split(
+                        events,
+                        topic=p["topic"],
+                        partitions=p["partitions"],
+                        records=p["path_records"],
+                    )
+                    print(f"\n{p['partitions']} partitions at {p['rate']:,}/s, record by record:")
+                    print("\n".join(record_path.table(p["record_path"])), flush=True)
         finally:
             broker.kill()
+        for p in phases:
+            del p["path_records"]
     return {
         "timestamp": stamp,
         "machine": {**machine(), "load_average_1m_before": load_before},
@@ -369,6 +414,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="keep the broker's log here (with SHOAL_LATENCY_TRACE=<s> set, it has the "
         "per-stage timings and the loop lag: server/latency_trace.py)",
+    )
+    parser.add_argument(
+        "--record-path",
+        action="store_true",
+        help="split each record's latency into producer / broker / consumer parts "
+        "(the broker records every request: server/record_path.py; bench/record_path.py)",
     )
     args = parser.parse_args(argv)
     if args.value_bytes < STAMP.size:

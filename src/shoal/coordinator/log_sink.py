@@ -47,7 +47,7 @@ from shoal.coordinator.records import UnknownRecordType
 from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
-from shoal.protocol.record_batch import BatchHeader, encode_batch, iter_headers
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, encode_batch, parse_header
 
 logger = logging.getLogger(__name__)
 
@@ -107,15 +107,27 @@ class LogRecordSink(Generic[R]):
 
     def append(self, records: Sequence[R], /) -> int:
         """Write `records` as one batch; returns the offset of the first."""
-        return self.write(self.prepare(records))
+        data, header = self._encoded(records)
+        return self._write(data, [header])
 
     def prepare(self, records: Sequence[R]) -> PreparedBatch:
         """Encode `records` into one batch and check its size. Raises
         `CoordinatorBatchTooLarge`; writes nothing."""
+        data, header = self._encoded(records)
+        return PreparedBatch(data, [header])
+
+    def write(self, batch: PreparedBatch) -> int:
+        """Append a prepared batch (fsynced first if the sink is `sync`); returns its
+        base offset. A storage failure raises `RecordSinkUnavailable` (the log's
+        `LogError` as its cause; a failed fsync has taken the log offline)."""
+        return self._write(batch.records, batch.headers)
+
+    def _encoded(self, records: Sequence[R]) -> tuple[bytes, BatchHeader]:
+        """`prepare` without its `PreparedBatch` (`append` writes at once)."""
         assert records, "a coordinator append has at least one record"
         encode = self._encode
         data = encode_batch(
-            [encode(record) for record in records],
+            [encode(records[0])] if len(records) == 1 else [encode(r) for r in records],
             timestamp_ms=self._clock.wall_ms(),
             partition_leader_epoch=_LEADER_EPOCH,
         )
@@ -127,16 +139,13 @@ class LogRecordSink(Generic[R]):
             )
         # Built here (CRC included): only its header is needed, not
         # `validate_produced`'s checks of a peer's batch (a CRC pass per state write).
-        headers = iter_headers(data)
-        assert len(headers) == 1 and headers[0].size == len(data), headers
-        return PreparedBatch(data, headers)
+        header = parse_header(data)
+        assert header.batch_length + LOG_OVERHEAD == len(data), header
+        return data, header
 
-    def write(self, batch: PreparedBatch) -> int:
-        """Append a prepared batch (fsynced first if the sink is `sync`); returns its
-        base offset. A storage failure raises `RecordSinkUnavailable` (the log's
-        `LogError` as its cause; a failed fsync has taken the log offline)."""
+    def _write(self, data: bytes, headers: list[BatchHeader]) -> int:
         try:
-            result = self._log.append(batch.records, batch.headers, leader_epoch=_LEADER_EPOCH)
+            result = self._log.append(data, headers, leader_epoch=_LEADER_EPOCH)
             if self._sync:
                 self._log.flush()
         except LogError as exc:

@@ -23,7 +23,9 @@ Kafka's coordinator-record schemas do:
 
 Keys are immutable and a coordinator writes the same few again and again, so the
 codec keeps the bytes of the keys it encoded (`limits.COORDINATOR_KEY_BYTES_KEPT`,
-oldest dropped first).
+oldest dropped first), found first by the key object's identity (a shard that writes
+the same key entity again, as the share coordinator does, pays no hash of its UUID
+field), then by equality.
 
 Decoding is strict. A type the codec was not given raises `UnknownRecordType`
 (loading logs and skips it, as Kafka's loader does: offset commits, other group
@@ -155,6 +157,8 @@ class RecordCodec(Generic[K, V]):
         self._types: dict[int, _RecordType] = {}
         self._writers: dict[type, _Writer] = {}
         self._key_bytes: dict[Any, bytes] = {}
+        self._key_bytes_by_id: dict[int, tuple[Any, bytes]] = {}
+        """id(key) -> (key, its bytes): the entry holds the key, so the id stays its."""
         self._key_bytes_kept = key_bytes_kept
         for key_class in keys:
             record_type = key_class.RECORD_TYPE
@@ -182,22 +186,29 @@ class RecordCodec(Generic[K, V]):
         assert spec is not None and spec.key_class is type(key), (
             f"{type(key).__name__} is not a {self._topic} record"
         )
-        key_bytes = self._key_bytes.get(key)
-        if key_bytes is None:
-            key_bytes = self._framed(key.RECORD_TYPE, key)
-            self._keep_key_bytes(key, key_bytes)
+        same = self._key_bytes_by_id.get(id(key))
+        key_bytes = same[1] if same is not None and same[0] is key else self._key_bytes_of(key)
         if record.value is None:
             return key_bytes, None
         return key_bytes, self._framed(spec.value_version, record.value)
 
-    def _keep_key_bytes(self, key: Any, key_bytes: bytes) -> None:
+    def _key_bytes_of(self, key: Any) -> bytes:
         """A coordinator writes the same few keys again and again (a share-partition's
         ShareUpdate per acknowledgement, a group's offset commits): their bytes are
-        kept, at most `key_bytes_kept` keys (the oldest go first)."""
+        kept, by equality and by identity, at most `key_bytes_kept` keys each (the
+        oldest go first)."""
         kept = self._key_bytes
-        if len(kept) >= self._key_bytes_kept:
-            del kept[next(iter(kept))]
-        kept[key] = key_bytes
+        key_bytes = kept.get(key)
+        if key_bytes is None:
+            key_bytes = self._framed(key.RECORD_TYPE, key)
+            if len(kept) >= self._key_bytes_kept:
+                del kept[next(iter(kept))]
+            kept[key] = key_bytes
+        by_id = self._key_bytes_by_id
+        if len(by_id) >= self._key_bytes_kept:
+            del by_id[next(iter(by_id))]
+        by_id[id(key)] = (key, key_bytes)
+        return key_bytes
 
     def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord[K, V]:
         """The record whose bytes are `key` and `value`. Raises `UnknownRecordType`

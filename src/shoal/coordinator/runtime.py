@@ -151,11 +151,19 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     def apply(self, result: WriteResult[RecordT, ResponseT]) -> ResponseT:
         """Append the result's records, replay them into the shard, then return the
         response. Raises what the sink raises (then nothing was replayed)."""
-        records = tuple(result.records)
+        records = result.records
         if records:
-            offsets = record_offsets(self._sink.append(records), len(records))
-            for record, offset in zip(records, offsets, strict=True):
-                self._shard.replay(record, offset)
+            if type(records) is not tuple:
+                records = tuple(records)
+            appended = self._sink.append(records)
+            replay = self._shard.replay
+            if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
+                for index, record in enumerate(records):
+                    replay(record, appended + index)
+            else:
+                offsets = record_offsets(appended, len(records))
+                for record, offset in zip(records, offsets, strict=True):
+                    replay(record, offset)
         return result.response
 
     def load(self, records: Iterable[RecordT]) -> ShardT:

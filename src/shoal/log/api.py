@@ -27,8 +27,12 @@ class LogError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AppendResult:
+    """What an append did. Never changed once built (not frozen: a frozen dataclass
+    sets each field through `object.__setattr__`, several times the cost, and one is
+    built per Produce partition and per coordinator write)."""
+
     base_offset: int
     """Offset of the first record appended (or, for a duplicate batch, first stored)."""
     last_offset: int

@@ -36,7 +36,7 @@ indexes, a producer-state snapshot and the directory synchronously, on the calle
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
 
-Longer than 600 lines (about 770): every operation that changes a partition's files
+Longer than 600 lines (about 780): every operation that changes a partition's files
 (append, roll, truncate, retention, DeleteRecords, markers, flush, close) moves the
 same offsets and segment list and keeps the one offline/storage-error discipline of
 this class; markers append through the same write path as produced batches.
@@ -205,7 +205,10 @@ class PartitionLog:
         if self._closed or self._offline_reason is not None:
             self._check_usable()
         assert headers, "an append needs at least one batch"
-        duplicate = self._producers.check(headers)
+        # One batch without a producer id (coordinators' batches, plain producers')
+        # has nothing for the producer state to check or remember.
+        idempotent = len(headers) > 1 or headers[0].producer_id >= 0
+        duplicate = self._producers.check(headers) if idempotent else None
         if duplicate is not None:
             return AppendResult(
                 base_offset=duplicate.base_offset,
@@ -227,13 +230,15 @@ class PartitionLog:
             now_ms=now_ms,
             operation="append",
         )
-        self._producers.record(stored, timestamp_ms=wall_ms)
+        if idempotent:
+            self._producers.record(stored, timestamp_ms=wall_ms)
         plan = self._apply_flush_policy(defer_flush=defer_flush, now_ms=now_ms)
         if self._events is not None:
             self._events.appended()
+        last = stored[-1]
         return AppendResult(
             base_offset=base_offset,
-            last_offset=stored[-1].last_offset,
+            last_offset=last.base_offset + last.last_offset_delta,
             log_append_time_ms=-1 if append_time_ms is None else append_time_ms,
             log_start_offset=self._log_start_offset,
             flush_plan=plan,
@@ -338,8 +343,9 @@ class PartitionLog:
         flush.ms calls for it (`now_ms`: the monotonic time of the write)."""
         unflushed = self._unflushed
         config = self._config
-        if unflushed.records < config.flush_messages and not unflushed.older_than(
-            age_ms=config.flush_ms, now_ms=now_ms
+        since_ms = unflushed.since_ms  # `unflushed.older_than`, without its call per append
+        if unflushed.records < config.flush_messages and (
+            since_ms is None or now_ms - since_ms < config.flush_ms
         ):
             return None
         if defer_flush:
@@ -349,7 +355,7 @@ class PartitionLog:
 
     def _should_roll(self, *, size_bytes: int, last_offset: int, now_ms: int) -> bool:
         active = self._segments[-1]
-        if active.is_empty:
+        if active.size_bytes == 0:  # empty
             return False
         config = self._config
         first_append_ms = active.first_append_ms

@@ -261,8 +261,9 @@ class Segment:
             )
             position += size
             offset += header.last_offset_delta + 1
+        fd = self._fd if self._fd is not None else self.fd  # open: no property call
         try:
-            pwritev_all(self.fd, buffers, self.size_bytes)
+            pwritev_all(fd, buffers, self.size_bytes)
         except OSError as exc:
             try:
                 os.ftruncate(self.fd, self.size_bytes)
@@ -288,8 +289,9 @@ class Segment:
             self.index.append(header.base_offset, header.position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += header.size
-        self.next_offset = header.next_offset
+        # header.size and header.next_offset, without their property calls
+        self._bytes_since_index_entry += header.batch_length + LOG_OVERHEAD
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
 
     # -- reading
 

@@ -304,9 +304,20 @@ def encode_batch(
     assert headers is None or len(headers) == len(records), "one headers entry per record"
     parts: list[bytes] = []
     for delta, (key, value) in enumerate(records):
-        body = [_RECORD_FIXED, signed_varint(delta)]
-        _append_nullable(body, key)
-        _append_nullable(body, value)
+        # `_append_nullable` of the key and the value, inline (one record per
+        # coordinator state write); a delta below 64 is the one-byte varint 2 * delta
+        body = [
+            _RECORD_FIXED,
+            _SMALL_VARINTS[delta << 1] if delta < 64 else signed_varint(delta),
+        ]
+        if key is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(key)), key)
+        if value is None:
+            body.append(_NULL_LENGTH)
+        else:
+            body += (signed_varint(len(value)), value)
         if headers is None:
             body.append(_NO_HEADERS)
         else:

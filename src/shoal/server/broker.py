@@ -59,6 +59,7 @@ from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
 from shoal.server.quota_store import QuotaService
+from shoal.server.record_path import RECORD_PATH
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
 from shoal.server.request_metrics import instrument
 from shoal.server.sasl import SaslService
@@ -349,6 +350,7 @@ class Broker:
         await self.timers.stop()
         await self.txn.stop()
         await TRACE.stop()
+        RECORD_PATH.write()
         await WATCH.stop()
         self.share_state.append_linger.flush_all()
         await self.disk.close()

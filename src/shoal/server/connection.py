@@ -58,6 +58,7 @@ from shoal.server import sasl, throttle
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
+from shoal.server.record_path import RECORD_PATH
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -111,7 +112,10 @@ async def serve_connection(
             if received.waited:  # the loop ran the others meanwhile: a new turn
                 turn_started_ms = clock.monotonic_ms()
             traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
-            started_ns = measure_ns() if traced or metrics is not None else 0
+            recording = RECORD_PATH.path is not None  # RECORD_PATH.enabled, likewise
+            started_ns = measure_ns() if traced or recording or metrics is not None else 0
+            if recording:
+                RECORD_PATH.request_read()
             if traced:
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
@@ -127,6 +131,10 @@ async def serve_connection(
                     info.write_started_ms = None
             if traced:
                 trace_response_written(api, started_ns)
+            if recording:
+                RECORD_PATH.request_done(
+                    codec.peek_key_version(frame)[0], info.connection_id, started_ns, measure_ns()
+                )
             now_ms = info.last_active_ms = clock.monotonic_ms()
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)

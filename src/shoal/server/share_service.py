@@ -77,6 +77,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
 from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
+from shoal.server.record_path import RECORD_PATH
 from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
@@ -300,6 +301,8 @@ class ShareService:
             self._close(session)
         elif not call.is_renew_ack:
             fetched = await self._long_poll(session, call, settings)
+            if RECORD_PATH.enabled:
+                self._note_acquired(fetched)
         self._rearm()
         by_partition: dict[TopicIdPartition, ShareFetchPartition] = {}
         notable: set[TopicIdPartition] = set()
@@ -393,6 +396,16 @@ class ShareService:
                 keys = self._wait_keys(session.group_id, partitions)
             woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
             fresh = None
+
+    def _note_acquired(self, fetched: Sequence[ShareFetchPartition]) -> None:
+        """The spans a ShareFetch acquired, for the record path (server/record_path.py)."""
+        for f in fetched:
+            info = self._logs.topic_by_id(f.partition.topic_id)
+            name = info.name if info is not None else str(f.partition.topic_id)
+            for span in f.acquired:
+                RECORD_PATH.note(
+                    "acquired", name, f.partition.partition, span.first_offset, span.last_offset
+                )
 
     def _acquire(
         self,

@@ -142,7 +142,7 @@ class ShareCoordinator:
 
     def write(self, *, write: StateWrite) -> ErrorCode | None:
         partition = self.partition_of(write.key)
-        result = self.shard(partition).write(write=write)
+        result = self._runtimes[partition].shard.write(write=write)
         return self._apply(
             partition, result, ErrorCode.coordinator_not_available, "write", write.key
         )

@@ -19,9 +19,9 @@ Shoal extension, the tagged `dlq_reason` (tag `SHOAL_TAG_DLQ_REASON`, written on
 ARCHIVING batches; see `state`): without it the bytes are Kafka's.
 
 The builders (`snapshot_record`, `update_record`, `tombstone`, `snapshot_key`,
-`state_batch_entries`, `state_batches_of`) translate between the records and the
-words of `state` (`SharePartitionKey`, `StateBatch`); the shard writes records
-only through them. Invariant: state batches inside a value are sorted and disjoint
+`update_key`, `state_batch_entries`, `state_batches_of`) translate between the
+records and the words of `state` (`SharePartitionKey`, `StateBatch`); the shard
+writes records only through them. Invariant: state batches inside a value are sorted and disjoint
 (the shard writes them merged).
 
 No `from __future__ import annotations`: kio reads the field types at run time, as
@@ -183,6 +183,10 @@ def snapshot_record(
     return records.CoordinatorRecord(key=snapshot_key(key), value=value)
 
 
+def update_key(key: SharePartitionKey) -> ShareUpdateKey:
+    return ShareUpdateKey(group_id=key.group_id, topic_id=key.topic_id, partition=key.partition)
+
+
 def update_record(
     key: SharePartitionKey,
     *,
@@ -191,19 +195,21 @@ def update_record(
     start_offset: int,
     delivery_complete_count: int,
     state_batches: Iterable[StateBatch],
+    record_key: ShareUpdateKey | None = None,
 ) -> ShareCoordinatorRecord:
-    """A ShareUpdate: a delta on top of snapshot `snapshot_epoch` of `key`."""
-    update_key = ShareUpdateKey(
-        group_id=key.group_id, topic_id=key.topic_id, partition=key.partition
-    )
+    """A ShareUpdate: a delta on top of snapshot `snapshot_epoch` of `key`.
+    `record_key`, if given, is `update_key(key)` built before: the shard writes the
+    same key entity again, whose bytes `CODEC` then finds by identity."""
+    if record_key is None:
+        record_key = update_key(key)
     value = ShareUpdateValue(
         snapshot_epoch=snapshot_epoch,
         leader_epoch=leader_epoch,
         start_offset=start_offset,
         delivery_complete_count=delivery_complete_count,
-        state_batches=state_batch_entries(state_batches),
+        state_batches=state_batch_entries(state_batches) if state_batches else (),
     )
-    return records.CoordinatorRecord(key=update_key, value=value)
+    return records.CoordinatorRecord(key=record_key, value=value)
 
 
 def tombstone(key: SharePartitionKey) -> ShareCoordinatorRecord:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
@@ -62,6 +62,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.records import (
     ShareCoordinatorRecord,
     ShareSnapshotValue,
+    ShareUpdateKey,
     ShareUpdateValue,
     snapshot_record,
     state_batches_of,
@@ -92,18 +93,25 @@ _DELIVERY_COUNT_MAX = 2**15 - 1
 ResponseT = TypeVar("ResponseT")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShardResult(Generic[ResponseT]):
-    """Records to append (then replay), and the answer to give once they are."""
+    """Records to append (then replay), and the answer to give once they are. Never
+    changed once built (not frozen: a frozen dataclass sets each field through
+    `object.__setattr__`, several times the cost, and one is built per operation)."""
 
     records: tuple[ShareCoordinatorRecord, ...]
     response: ResponseT
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class KeyState:
     """What the shard holds for one share-partition: its merged state, plus where and
-    when its latest snapshot was written and how many updates followed it."""
+    when its latest snapshot was written and how many updates followed it.
+
+    Never changed once built: each replay puts a new one in place (readers may keep
+    one). Not frozen only for speed: a frozen dataclass sets each of these eleven
+    fields through `object.__setattr__`, three to four times the cost of this
+    constructor, and one is built per state write."""
 
     snapshot_epoch: int
     state_epoch: int
@@ -117,6 +125,10 @@ class KeyState:
     snapshot_offset: int
     """Log offset of the latest snapshot (of the first record seen, if the key was
     rebuilt from updates alone); `NO_OFFSET` if the sink gave none."""
+    update_key: ShareUpdateKey | None = field(default=None, compare=False, repr=False)
+    """The key entity of the last ShareUpdate replayed for this key (None before the
+    first): the next update is written with this same entity, whose bytes the codec
+    finds by identity. Not state: equal states may differ in it."""
 
 
 class ShareCoordinatorShard:
@@ -133,6 +145,14 @@ class ShareCoordinatorShard:
         self._cold_interval_ms = cold_partition_snapshot_interval_ms
         self._states: dict[SharePartitionKey, KeyState] = {}
         self._end_offset = 0
+        self._replays = 0
+        """Records replayed so far (`_written` says when its state was looked up)."""
+        self._written: _Written | None = None
+        """The last record `write` built, its key, its batches, the key's state `write`
+        found and `_replays` then: `replay` of that very record object takes the key
+        and batches from here instead of deriving them from the record again, and the
+        state too if nothing was replayed in between (the same values: a cache, not
+        state)."""
 
     # ---- reads of the shard itself
 
@@ -217,13 +237,16 @@ class ShareCoordinatorShard:
     def write(self, *, write: StateWrite) -> ShardResult[ErrorCode | None]:
         key = write.key
         if (
-            _key_invalid(key)
+            key.partition < 0  # _key_invalid(key), inline: once per acknowledgement
+            or key.topic_id.int == 0
             or write.state_epoch < 0
             or write.leader_epoch < 0
             or write.start_offset < UNINITIALIZED_START_OFFSET
-            or any(not 0 <= b.delivery_count <= _DELIVERY_COUNT_MAX for b in write.state_batches)
         ):
             return ShardResult((), ErrorCode.invalid_request)
+        for batch in write.state_batches:
+            if not 0 <= batch.delivery_count <= _DELIVERY_COUNT_MAX:
+                return ShardResult((), ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is None:
             return ShardResult((), ErrorCode.invalid_request)
@@ -234,8 +257,14 @@ class ShareCoordinatorShard:
         moves = write.start_offset >= stored.start_offset
         start_offset = write.start_offset if moves else stored.start_offset
         count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
+        batches: tuple[StateBatch, ...]
         if stored.updates_since_snapshot >= self._records_per_snapshot:
             now_ms = self._clock.wall_ms()
+            batches = tuple(
+                merge_into_state(
+                    stored.state_batches, write.state_batches, start_offset=start_offset
+                )
+            )
             record = snapshot_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch + 1,
@@ -247,23 +276,26 @@ class ShareCoordinatorShard:
                     if count == UNKNOWN_DELIVERY_COMPLETE_COUNT
                     else count
                 ),
-                state_batches=merge_into_state(
-                    stored.state_batches, write.state_batches, start_offset=start_offset
-                ),
+                state_batches=batches,
                 create_timestamp_ms=now_ms,
                 write_timestamp_ms=now_ms,
             )
         else:
+            incoming = write.state_batches
+            if not incoming or (len(incoming) == 1 and incoming[0].last_offset < start_offset):
+                batches = ()  # what the merge gives: nothing kept
+            else:
+                batches = tuple(merge_state_batches((), incoming, start_offset=start_offset))
             record = update_record(
                 key,
                 snapshot_epoch=stored.snapshot_epoch,
                 leader_epoch=stored.leader_epoch,
                 start_offset=write.start_offset if moves else UNINITIALIZED_START_OFFSET,
                 delivery_complete_count=count,
-                state_batches=merge_state_batches(
-                    (), write.state_batches, start_offset=start_offset
-                ),
+                state_batches=batches,
+                record_key=stored.update_key,
             )
+        self._written = (record, key, batches, stored, self._replays)
         return ShardResult((record,), None)
 
     def delete(self, *, key: SharePartitionKey) -> ShardResult[ErrorCode | None]:
@@ -327,23 +359,49 @@ class ShareCoordinatorShard:
     # ---- the only mutator
 
     def replay(self, record: ShareCoordinatorRecord, offset: int = NO_OFFSET, /) -> None:
-        """Apply one record read from (or just appended to) the log at `offset`."""
+        """Apply one record read from (or just appended to) the log at `offset`.
+        The record `write` just built brings its key, batches and (if nothing was
+        replayed since) the key's state along (`_written`): the values derived here
+        from any other record equal to it."""
         if offset != NO_OFFSET:
             assert offset >= 0, offset
-            self._end_offset = max(self._end_offset, offset + 1)
-        key = SharePartitionKey(record.key.group_id, record.key.topic_id, int(record.key.partition))
+            if offset >= self._end_offset:
+                self._end_offset = offset + 1
+        replays = self._replays
+        self._replays = replays + 1
+        written = self._written
+        batches: tuple[StateBatch, ...] | None
+        previous: KeyState | None = None
+        if written is not None and written[0] is record:
+            _, key, batches, previous, looked_up_at = written
+            found = looked_up_at == replays
+        else:
+            record_key = record.key
+            key = SharePartitionKey(
+                record_key.group_id, record_key.topic_id, int(record_key.partition)
+            )
+            batches = None
+            found = False
         value = record.value
         if value is None:
             self._states.pop(key, None)
-        elif isinstance(value, ShareSnapshotValue):
-            self._replay_snapshot(key, value, offset)
+            return
+        if not found:
+            previous = self._states.get(key)
+        if isinstance(value, ShareSnapshotValue):
+            self._replay_snapshot(key, value, offset, batches, previous)
         else:
-            self._replay_update(key, value, offset)
+            assert isinstance(record.key, ShareUpdateKey), record
+            self._replay_update(key, value, offset, batches, record.key, previous)
 
     def _replay_snapshot(
-        self, key: SharePartitionKey, value: ShareSnapshotValue, offset: int
+        self,
+        key: SharePartitionKey,
+        value: ShareSnapshotValue,
+        offset: int,
+        batches: tuple[StateBatch, ...] | None,
+        previous: KeyState | None,
     ) -> None:
-        previous = self._states.get(key)
         leader_epoch = int(value.leader_epoch)
         state_epoch = int(value.state_epoch)
         if previous is not None:
@@ -356,15 +414,23 @@ class ShareCoordinatorShard:
             leader_epoch=leader_epoch,
             start_offset=int(value.start_offset),
             delivery_complete_count=int(value.delivery_complete_count),
-            state_batches=state_batches_of(value.state_batches),
+            state_batches=state_batches_of(value.state_batches) if batches is None else batches,
             create_timestamp_ms=int(value.create_timestamp),
             write_timestamp_ms=int(value.write_timestamp),
             updates_since_snapshot=0,
             snapshot_offset=offset,
+            update_key=None if previous is None else previous.update_key,
         )
 
-    def _replay_update(self, key: SharePartitionKey, value: ShareUpdateValue, offset: int) -> None:
-        previous = self._states.get(key)
+    def _replay_update(
+        self,
+        key: SharePartitionKey,
+        value: ShareUpdateValue,
+        offset: int,
+        incoming: tuple[StateBatch, ...] | None,
+        record_key: ShareUpdateKey,
+        previous: KeyState | None,
+    ) -> None:
         if previous is None:
             log.info(
                 "share state update at offset %d for %s has no snapshot before it; "
@@ -390,24 +456,34 @@ class ShareCoordinatorShard:
         count = previous.delivery_complete_count
         if value.delivery_complete_count != UNKNOWN_DELIVERY_COMPLETE_COUNT:
             count = int(value.delivery_complete_count)
-        batches = merge_into_state(
-            previous.state_batches, state_batches_of(value.state_batches), start_offset=start_offset
-        )
+        if incoming is None:
+            incoming = state_batches_of(value.state_batches)
+        batches = previous.state_batches
+        if incoming or (batches and batches[0].first_offset < start_offset):
+            batches = tuple(merge_into_state(batches, incoming, start_offset=start_offset))
+        # else: the merge would return the stored batches as they are
+        leader_epoch = int(value.leader_epoch)
         self._states[key] = KeyState(  # every field: `replace` costs twice as much
             snapshot_epoch=previous.snapshot_epoch,
             state_epoch=previous.state_epoch,
-            leader_epoch=max(previous.leader_epoch, int(value.leader_epoch)),
+            leader_epoch=(
+                previous.leader_epoch if previous.leader_epoch >= leader_epoch else leader_epoch
+            ),
             start_offset=start_offset,
             delivery_complete_count=count,
-            state_batches=tuple(batches),
+            state_batches=batches,
             create_timestamp_ms=previous.create_timestamp_ms,
             write_timestamp_ms=previous.write_timestamp_ms,
             updates_since_snapshot=previous.updates_since_snapshot + 1,
             snapshot_offset=previous.snapshot_offset,
+            update_key=record_key if previous.update_key is None else previous.update_key,
         )
 
 
 # ---- helpers ----------------------------------------------------------------------------
+
+_Written = tuple[ShareCoordinatorRecord, SharePartitionKey, tuple[StateBatch, ...], KeyState, int]
+"""`ShareCoordinatorShard._written`: record, key, batches, state found, replays then."""
 
 
 def _key_invalid(key: SharePartitionKey) -> bool:

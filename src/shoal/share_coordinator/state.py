@@ -31,7 +31,7 @@ import bisect
 import heapq
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from shoal.protocol.errors import ErrorCode
@@ -66,9 +66,22 @@ DLQ_REASONS: Final = frozenset({DLQ_REASON_UNKNOWN, DLQ_REASON_REJECTED, DLQ_REA
 
 @dataclass(frozen=True, slots=True)
 class SharePartitionKey:
+    """Names a share-partition. Its hash is computed on first use and kept: the
+    broker hashes the same few keys several times per request (a state write three
+    times), and the dataclass hash of a UUID field is two Python calls each time."""
+
     group_id: str
     topic_id: uuid.UUID
     partition: int
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+    """0: not computed yet (a key whose hash is 0 recomputes it; still correct)."""
+
+    def __hash__(self) -> int:
+        kept = self._hash
+        if not kept:
+            kept = hash((self.group_id, self.topic_id, self.partition))
+            object.__setattr__(self, "_hash", kept)
+        return kept
 
 
 @dataclass(frozen=True, slots=True)

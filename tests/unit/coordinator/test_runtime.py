@@ -13,6 +13,7 @@ import pytest
 from shoal import limits
 from shoal.clock import ManualClock
 from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink, RecordSinkFull
+from shoal.coordinator.runtime import NO_OFFSET, record_offsets
 from shoal.group import GroupCoordinatorShard, TopicMetadata
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import InitializeShareState
@@ -98,6 +99,31 @@ def test_a_refused_append_replays_nothing_and_answers_nothing() -> None:
         runtime.apply(Result((5,), events))
     assert events.seen == ["refused"]
     assert runtime.shard.total == 0
+
+
+class OffsetShard:
+    def __init__(self) -> None:
+        self.replayed: list[tuple[int, int]] = []
+
+    def replay(self, record: int, offset: int = NO_OFFSET, /) -> None:
+        self.replayed.append((record, offset))
+
+
+@pytest.mark.parametrize("appended", [7, NO_OFFSET, [3, 0, 9]])
+def test_each_record_is_replayed_at_the_offset_the_sink_gave(appended: int | list[int]) -> None:
+    """The first offset (the usual log sink), none, or one per record (a routed sink):
+    `apply` replays as `record_offsets` (the reference) says."""
+
+    class FixedSink:
+        def append(self, records: Sequence[int], /) -> int | list[int]:
+            return appended
+
+    runtime: CoordinatorRuntime[OffsetShard, int] = CoordinatorRuntime(
+        shard_factory=OffsetShard, sink=FixedSink()
+    )
+    runtime.apply(Result((10, 11, 12), Events()))
+    expected = list(zip((10, 11, 12), record_offsets(appended, 3), strict=True))
+    assert runtime.shard.replayed == expected
 
 
 def test_load_replays_into_a_fresh_shard() -> None:

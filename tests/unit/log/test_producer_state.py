@@ -10,7 +10,7 @@ from shoal.clock import ManualClock
 from shoal.log.api import LogError
 from shoal.log.producer_state import ProducerStateTable
 from shoal.protocol.errors import ErrorCode
-from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch
+from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, headers_of, make_batch
 from tests.unit.log.conftest import LogOpener
 
 PID = 4000
@@ -108,6 +108,27 @@ def test_non_idempotent_batches_are_not_checked(open_log: LogOpener) -> None:
         append(log, make_batch(1, seed=i))
         append(log, make_batch(1, producer_id=PID, base_sequence=-1, seed=i))
     assert log.log_end_offset == 6
+
+
+def test_a_lone_batch_without_producer_id_passes_the_producer_state_by(
+    open_log: LogOpener,
+) -> None:
+    """`append` skips the producer state for one batch of producer id -1 (coordinator
+    batches, plain producers): the table ends as checking and recording it would
+    leave it (the reference), and idempotent batches around it are still checked."""
+    log = open_log()
+    plain = make_batch(2)
+    reference = ProducerStateTable()
+    headers = headers_of(plain)
+    assert reference.check(headers) is None
+    reference.record(headers, timestamp_ms=0)
+    append(log, plain)
+    assert log.producers() == reference.entries() == []
+    append(log, batch(0))
+    append(log, make_batch(1, seed=1))
+    assert append(log, batch(0)).duplicate
+    assert _codes(log, batch(5)) == ErrorCode.out_of_order_sequence_number
+    assert [entry.producer_id for entry in log.producers()] == [PID]
 
 
 def _produce_history(log: object) -> None:

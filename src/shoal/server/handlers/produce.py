@@ -63,6 +63,7 @@ from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.record_path import RECORD_PATH
 from shoal.server.registry import api
 from shoal.server.throttle import produce_throttle_ms
 
@@ -251,6 +252,8 @@ def _produce_partition(
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
         return _Appended(index, _partition_error(types, index, exc.code, str(exc)))
+    if RECORD_PATH.enabled:
+        RECORD_PATH.note("produced", topic, index, result.base_offset, result.last_offset)
     flushed = None
     if result.flush_plan is not None:
         flushed = services.disk.flush(partition_log, result.flush_plan)
