@@ -48,7 +48,8 @@ API_NAMES: dict[int, str] = {**api_key_map, **extensions.API_KEYS}
 SCHEMA_NAMES: dict[str, Any] = {**schema_name_map, **extensions.SCHEMAS}
 """name -> version -> direction -> "module:class", kio's shape (kio.schema.index)."""
 API_VERSIONS_KEY = 18
-_KEY_AND_VERSION = struct.Struct(">hh")
+KEY_AND_VERSION = struct.Struct(">hh")
+"""The int16 api key and int16 version at the start of a request frame."""
 SIZE = struct.Struct(">i")
 """The int32 size prefix of every Kafka message (framing.py reads it)."""
 
@@ -138,7 +139,7 @@ def peek_key_version(frame: bytes) -> tuple[int, int]:
     """The api key and version at the start of a request frame."""
     if len(frame) < 8:
         raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
-    key, version = _KEY_AND_VERSION.unpack_from(frame, 0)
+    key, version = KEY_AND_VERSION.unpack_from(frame, 0)
     return int(key), int(version)
 
 
@@ -225,28 +226,52 @@ def decode_body(frame: bytes, offset: int, api_key: int, version: int) -> Any:
     return body
 
 
-def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> memoryview:
+def encode_response(
+    api_key: int, version: int, correlation_id: int, response: Any
+) -> bytes | memoryview:
     """Size-prefixed response frame: response header + body (a view of the encoded
     buffer, so large fetch responses are not copied once more)."""
+    cls = type(response)
+    plan = _RESPONSE_PLANS.get(cls)
+    if plan is None or plan[0] != api_key:
+        plan = _response_plan(api_key, cls)
+    _, pack_header, header_size, write_body = plan
+    # The size and the header, packed from the correlation id (the request header's
+    # int32, read by kio: no phantom check) without a header entity.
+    body = _BODIES.get(cls)
+    if body is not None and body[0] is response:  # a constant body: one concatenation
+        return pack_header(header_size + len(body[1]), correlation_id) + body[1]
     buffer = io.BytesIO()
-    # The size (filled in below) and the header, packed from the correlation id (the
-    # request header's int32, read by kio: no phantom check) without a header entity.
-    if response.__flexible__ and api_key != API_VERSIONS_KEY:
-        buffer.write(_SIZE_AND_HEADER_V1(0, correlation_id))
-    else:
-        buffer.write(_SIZE_AND_HEADER_V0(0, correlation_id))
-    body = _BODIES.get(type(response))
-    if body is not None and body[0] is response:
-        buffer.write(body[1])
-    else:
-        fast_writer.entity_writer(type(response))(buffer, response)
+    buffer.write(pack_header(0, correlation_id))  # the size is filled in below
+    write_body(buffer, response)
     frame = buffer.getbuffer()
     SIZE.pack_into(frame, 0, len(frame) - 4)
     return frame
 
 
-_SIZE_AND_HEADER_V0 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV0)).pack
-_SIZE_AND_HEADER_V1 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV1)).pack
+_SIZE_AND_HEADER_V0 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV0))
+_SIZE_AND_HEADER_V1 = struct.Struct(">i" + fast_writer.fixed_codes(ResponseHeaderV1))
+ResponsePlan = tuple[int, Callable[[int, int], bytes], int, Callable[[Any, Any], None]]
+_RESPONSE_PLANS: dict[type[Any], ResponsePlan] = {}
+"""Per response class: (the api key it was planned for, the packer of the size prefix
+and the header of its header version, that header's size, the composed body writer),
+built on first use. A class belongs to one API; the key is checked all the same (the
+header version depends on it), and a class met under another key is planned again."""
+
+
+def _response_plan(api_key: int, cls: type[Any]) -> ResponsePlan:
+    """The header version as Kafka's rules say (module docstring): v1 for a flexible
+    response, except ApiVersions' (always v0)."""
+    header = (
+        _SIZE_AND_HEADER_V1
+        if cls.__flexible__ and api_key != API_VERSIONS_KEY
+        else _SIZE_AND_HEADER_V0
+    )
+    plan = (api_key, header.pack, header.size - SIZE.size, fast_writer.entity_writer(cls))
+    _RESPONSE_PLANS[cls] = plan
+    return plan
+
+
 _BODIES: dict[type[Any], tuple[Any, bytes]] = {}
 """Per response class, the one constant response `constant_body` encoded, and its bytes."""
 

@@ -66,12 +66,12 @@ class FrameDecoder:
         self._size = None
         return frame
 
-    def frame_size(self, prefix: bytes | bytearray) -> int:
-        """The size the int32 at the start of `prefix` announces, checked against the
+    def frame_size(self, prefix: bytes | bytearray, offset: int = 0) -> int:
+        """The size the int32 at `offset` of `prefix` announces, checked against the
         bounds (`ProtocolError` outside them). `next_frame` reads sizes with it, and so
         does a reader that takes a frame's prefix and body from the transport itself
         (server/connection.py), without buffering them here."""
-        size: int = SIZE.unpack_from(prefix, 0)[0]
+        size: int = SIZE.unpack_from(prefix, offset)[0]
         if not self.min_bytes <= size <= self.max_bytes:
             raise ProtocolError(
                 f"{self._what} size {size} outside [{self.min_bytes}, {self.max_bytes}]"

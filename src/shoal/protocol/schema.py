@@ -16,7 +16,9 @@ given is the version's, and the unknown-field check once per (type, field) dropp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -36,6 +38,9 @@ class Schema:
         """Nested type name -> (its class in this version, its field names)."""
         self._dropped: set[tuple[str, str]] = set()
         """(type name, field) given to `make` that another version has: checked once."""
+        self.response: Callable[..., Any] = functools.partial(self.make, root.__name__)
+        """`make` of the root type (the message itself): a partial, not a method, so
+        that building a response costs no call of its own around `make`."""
 
     def cls(self, name: str) -> Any:
         return getattr(self._module, name)
@@ -68,9 +73,6 @@ class Schema:
                     )
                 self._dropped.add((type_name, key))
         return cls(**{k: v for k, v in values.items() if k in names})
-
-    def response(self, **values: Any) -> Any:
-        return self.make(self.root.__name__, **values)
 
 
 @cache

@@ -5,8 +5,9 @@ only after the previous response is written, so responses leave in request order
 a client's pipelined requests queue in the socket (the client's own in-flight limit
 bounds them). Connections are independent tasks, so a parked Fetch on one never
 delays another. Frames are read with the one size-prefix reader's
-bounds (`shoal.protocol.framing.FrameDecoder.frame_size`): the prefix, then exactly
-the bytes of the frame, from the stream reader.
+bounds (`shoal.protocol.framing.FrameDecoder.frame_size`): what the stream reader
+holds is taken at once (a frame's size and body together, usually), and the rest of
+a frame not yet whole is read exactly.
 
 Peer errors close the connection with a logged reason: a frame size below a header
 (`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
@@ -20,8 +21,11 @@ handler with nothing to wait for and a write below the high-water mark do not
 suspend either, so a client's pipelined requests would be served back to back while
 every other connection and woken fetch waits (hundreds of ms for a linger-0 producer
 that fell behind). A connection that has served for `limits.CONNECTION_TURN_MS`
-without suspending yields one loop pass. (Yielding after every request, Kafka's one
-request per connection per poll, was tried and made polls small: docs/latency.md.)
+without suspending yields one loop pass. A turn starts after that pass, and at a
+frame the connection waited for (`_read_frame`): a connection whose requests come
+one at a time, with the loop run between them, never needs the extra pass. (Yielding
+after every request, Kafka's one request per connection per poll, was tried and made
+polls small: docs/latency.md.)
 
 Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
 the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
@@ -61,6 +65,10 @@ from shoal.server.services import Services
 log = logging.getLogger(__name__)
 MIN_FRAME_BYTES = 8
 """The smallest request frame: api key, api version and correlation id (a header)."""
+READ_BYTES = 1 << 16
+"""The most bytes `_read_frame` takes from the stream reader at once (a frame's size
+and body together, or several pipelined frames); the rest of a larger frame is read
+exactly."""
 
 
 class ConnectionClosed(Exception):
@@ -90,23 +98,29 @@ async def serve_connection(
     info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/idle.py
     transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
     sasl_listener = info.security_protocol.startswith("SASL_")
+    sasl_gate = services.sasl is not None and sasl_listener
+    served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
+    received = _Received()
     abort = False
     try:
         while not services.stopping():
             if sasl_listener:  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
-            frame = await _read_frame(reader, decoder, info, peer, clock)
+            frame = await _read_frame(reader, decoder, received, info, peer, clock)
             if frame is None:
                 return
-            started_ns = measure_ns()
-            if RECORD_PATH.enabled:
+            if received.waited:  # the loop ran the others meanwhile: a new turn
+                turn_started_ms = clock.monotonic_ms()
+            traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
+            recording = RECORD_PATH.path is not None  # RECORD_PATH.enabled, likewise
+            started_ns = measure_ns() if traced or recording or metrics is not None else 0
+            if recording:
                 RECORD_PATH.request_read()
-            traced = TRACE.enabled
             if traced:
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
                 trace_request_read(api, started_ns)
-            response = await _dispatch(services, handlers, info, frame, traced)
+            response = await _dispatch(services, handlers, served, info, frame, traced, sasl_gate)
             if response is not None:
                 if transport.is_closing():  # uvloop raises RuntimeError on a write
                     raise ConnectionResetError("the peer left before the answer was written")
@@ -117,7 +131,7 @@ async def serve_connection(
                     info.write_started_ms = None
             if traced:
                 trace_response_written(api, started_ns)
-            if RECORD_PATH.enabled:
+            if recording:
                 RECORD_PATH.request_done(
                     codec.peek_key_version(frame)[0], info.connection_id, started_ns, measure_ns()
                 )
@@ -156,53 +170,114 @@ async def serve_connection(
             pass
 
 
+class _Received:
+    """One connection's bytes received but not yet served (`held[at:]`: the start of
+    the next frames, from pipelined requests, kept as the chunk they came in and an
+    offset so that many small frames are not copied again each), and what
+    `_read_frame` knows of the stream reader's buffer."""
+
+    __slots__ = ("at", "drained", "held", "waited")
+
+    def __init__(self) -> None:
+        self.held = b""
+        self.at = 0
+        self.drained = False
+        """The last read took every byte the stream reader held (fewer than asked)."""
+        self.waited = False
+        """The frame last read was waited for: the connection suspended (its reader
+        was empty), so the loop served the others meanwhile."""
+
+
 async def _read_frame(
     reader: asyncio.StreamReader,
     decoder: FrameDecoder,
+    received: _Received,
     info: ConnectionInfo,
     peer: str,
     clock: Clock,
 ) -> bytes | None:
-    """The next request frame, or None when the peer closed. `info.busy` is set once a
-    frame's size is read (its request is then in hand until the response is written);
-    `info.frame_started_ms` from then until the frame is whole (server/idle.py). The
-    size prefix, then the body, are taken from the reader as they are: a frame the
-    reader already holds costs no suspension and no copy into the decoder."""
+    """The next request frame, None when the peer closed. `info.busy` is set once a
+    frame's size is in hand (its request is then in hand until the response is
+    written); `info.frame_started_ms` from then until the frame is whole
+    (server/idle.py). What the stream reader holds is taken at once (up to
+    `READ_BYTES`): a frame that arrived whole, the usual case, costs one read for its
+    size and body; a frame's missing rest is read exactly.
+
+    `received.waited` is set when a read began with the reader empty (the last read
+    drained it and nothing was held): such a read suspends, since only the loop feeds
+    the reader (the protocol's `data_received` is a loop callback), so the connection
+    has given the loop to the others and its turn (module docstring) starts anew."""
+    received.waited = False
+    data, start = received.held, received.at
+    while len(data) - start < SIZE_BYTES:  # the size prefix
+        if received.drained:
+            received.waited = True
+        more = await reader.read(READ_BYTES)
+        received.drained = len(more) < READ_BYTES
+        if not more:
+            if len(data) > start:
+                log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
+            return None
+        data, start = (data[start:] + more if len(data) > start else more), 0
     try:
-        prefix = await reader.readexactly(SIZE_BYTES)
-    except asyncio.IncompleteReadError as exc:
-        if exc.partial:
-            log.info("connection %d from %s: closed mid size prefix", info.connection_id, peer)
-        return None
-    try:
-        size = decoder.frame_size(prefix)
+        size = decoder.frame_size(data, start)
     except codec.ProtocolError as exc:
         raise ConnectionClosed(f"{exc} (socket.request.max.bytes)") from exc
     info.busy = True
+    end = start + SIZE_BYTES + size
+    length = len(data)
+    if length >= end:  # received whole: no suspension
+        if length == end:
+            received.held, received.at = b"", 0
+            return data[start + SIZE_BYTES :]
+        received.held, received.at = data, end
+        return data[start + SIZE_BYTES : end]
+    received.held, received.at = b"", 0
     info.frame_started_ms = clock.monotonic_ms()
+    if received.drained:
+        received.waited = True
     try:
-        frame = await reader.readexactly(size)
+        rest = await reader.readexactly(end - length)
     except asyncio.IncompleteReadError:
         log.info(
             "connection %d from %s: closed mid frame of %d bytes", info.connection_id, peer, size
         )
         return None
+    received.drained = False  # more may have come: unknown
     info.frame_started_ms = None
-    return frame
+    return data[start + SIZE_BYTES :] + rest
 
 
 async def _dispatch(
     services: Services,
     handlers: Mapping[int, ApiHandler],
+    served: dict[int, ApiHandler],
     info: ConnectionInfo,
     frame: bytes,
     traced: bool,
+    sasl_gate: bool,
 ) -> bytes | memoryview | None:
-    api_key, version = codec.peek_key_version(frame)
-    handler = handlers.get(api_key)
+    """The response frame to `frame` (None for none). `served` keeps, per connection,
+    the handler of each (key, version) already found served, so that a connection's
+    next requests of it skip the table lookup and the version check. `sasl_gate`: the
+    connection is on a SASL listener of a broker with SASL (the gate below)."""
+    # the frame has at least MIN_FRAME_BYTES (_read_frame): no length check to repeat
+    api_key, version = codec.KEY_AND_VERSION.unpack_from(frame, 0)
+    served_key = api_key << 16 | version & 0xFFFF
+    handler = served.get(served_key)
+    supported = handler is not None
     if handler is None:
-        raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
-    if services.sasl is not None and info.security_protocol.startswith("SASL_"):  # SASL gate
+        handler = handlers.get(api_key)
+        if handler is None:
+            raise ConnectionClosed(f"unsupported api key {api_key} (v{version})")
+        supported = (
+            handler.min_version <= version <= handler.max_version
+            and codec.request_class(api_key, version) is not None
+        )
+        if supported:
+            served[served_key] = handler
+    if sasl_gate:
+        assert services.sasl is not None
         now_ms = services.clock.wall_ms()
         name = codec.api_name(api_key)
         refusal = services.sasl.refusal(services.config.current, info, api_key, name, now_ms)
@@ -218,10 +293,7 @@ async def _dispatch(
         correlation_id=correlation_id,
         client_id=header.client_id,
     )
-    if (
-        not handler.min_version <= version <= handler.max_version
-        or codec.request_class(api_key, version) is None
-    ):
+    if not supported:
         if handler.unsupported is None:
             raise ConnectionClosed(
                 f"unsupported version {version} of {codec.api_name(api_key)} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import io
 import struct
 from typing import Any
 
@@ -145,3 +146,43 @@ def test_frame_size_is_bounded() -> None:
     for size in (7, 101, -1):
         with pytest.raises(codec.ProtocolError, match=f"frame size {size} outside"):
             decoder.frame_size(struct.pack(">i", size))
+
+
+def _kio_frame(header: Any, body: Any) -> bytes:
+    """The reference: kio's own writers of the response header and the body."""
+    from kio.serial import entity_writer
+
+    buffer = io.BytesIO()
+    entity_writer(type(header))(buffer, header)
+    entity_writer(type(body))(buffer, body)
+    return struct.pack(">i", len(buffer.getvalue())) + buffer.getvalue()
+
+
+def test_encoded_responses_equal_kio_header_and_body_writers() -> None:
+    """encode_response's per-class plan (header version, packer, body writer) and its
+    constant-body concatenation write what kio's writers write."""
+    from kio.schema.metadata.v1.response import MetadataResponse as MetadataResponseV1
+    from kio.schema.response_header.v0.header import ResponseHeader as V0
+    from kio.schema.response_header.v1.header import ResponseHeader as V1
+    from kio.static.primitive import i32
+
+    metadata12 = MetadataResponseV12(
+        throttle_time=datetime.timedelta(0),
+        brokers=(),
+        cluster_id="c",
+        controller_id=1,
+        topics=(),
+    )
+    metadata1 = MetadataResponseV1(brokers=(), controller_id=1, topics=())
+    kept = codec.constant_body(_api_versions(7))
+    cases = [
+        (18, 3, _api_versions(12), V0),  # flexible, yet header v0
+        (18, 3, kept, V0),  # the constant body
+        (3, 12, metadata12, V1),
+        (3, 1, metadata1, V0),
+        (3, 12, metadata12, V1),  # the plan kept
+        (18, 3, kept, V0),
+    ]
+    for correlation_id, (key, version, body, header) in enumerate(cases, 5):
+        reference = _kio_frame(header(correlation_id=i32(correlation_id)), body)
+        assert bytes(codec.encode_response(key, version, correlation_id, body)) == reference

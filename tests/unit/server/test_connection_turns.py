@@ -97,3 +97,70 @@ def test_pipelined_requests_give_way_once_a_turn_is_used(broker: Broker) -> None
 def test_within_a_turn_pipelined_requests_are_served_back_to_back(broker: Broker) -> None:
     written = _serve_two(broker)  # the manual clock stands still: one turn
     assert written == ["busy"] * PIPELINED + ["other"]
+
+
+class _OneAtATime(_Writer):
+    """A client that sends its next request once it has its answer: the next frame
+    arrives in a later loop pass, as `data_received` delivers it."""
+
+    def __init__(self, reader: asyncio.StreamReader, frames: list[bytes]) -> None:
+        super().__init__("one", [])
+        self._reader = reader
+        self._frames = frames
+
+    def send_next(self) -> None:
+        if self._frames:
+            self._reader.feed_data(self._frames.pop(0))
+        else:
+            self._reader.feed_eof()
+
+    def write(self, data: Any) -> None:
+        super().write(data)
+        asyncio.get_running_loop().call_soon(self.send_next)
+
+
+def _forced_passes(broker: Broker, monkeypatch: Any, *, one_at_a_time: bool) -> int:
+    """The loop passes the connection gave (asyncio.sleep(0)) serving PIPELINED
+    requests, each taking half a turn on the ticking clock (read once per request
+    served, once more per request waited for)."""
+    half_turn = limits.CONNECTION_TURN_MS / 2
+    assert half_turn == int(half_turn)
+    object.__setattr__(broker.services, "clock", _TickingClock(int(half_turn)))
+    passes = 0
+    sleep = asyncio.sleep
+
+    async def counted(delay: float, *args: Any) -> Any:
+        nonlocal passes
+        passes += delay == 0
+        return await sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    frames = [_frames(1)] * PIPELINED
+
+    async def main() -> None:
+        reader = asyncio.StreamReader()
+        if one_at_a_time:
+            writer: _Writer = _OneAtATime(reader, frames)
+            writer.send_next()  # type: ignore[attr-defined]
+        else:
+            writer = _Writer("all", [])
+            reader.feed_data(b"".join(frames))
+            reader.feed_eof()
+        await serve_connection(
+            services=broker.services,
+            handlers=broker.handlers,
+            info=ConnectionInfo(1, "127.0.0.1", 1000),
+            reader=reader,
+            writer=writer,  # type: ignore[arg-type]
+            on_closed=lambda _info: None,
+        )
+
+    asyncio.run(main())
+    return passes
+
+
+def test_requests_waited_for_start_a_new_turn(broker: Broker, monkeypatch: Any) -> None:
+    """A connection that suspended for its next request gave the loop away already:
+    no extra pass; pipelined requests still give one per turn (two requests)."""
+    assert _forced_passes(broker, monkeypatch, one_at_a_time=True) == 0
+    assert _forced_passes(broker, monkeypatch, one_at_a_time=False) >= PIPELINED // 2 - 1

@@ -4,8 +4,11 @@ kio class directly where the version has every field the handler gives, else thr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from shoal.config import BrokerConfig
 from shoal.log.api import AppendResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
@@ -51,3 +54,22 @@ def test_latest_versions_skip_the_filtering() -> None:
     assert produce._types(3).partition is not response_schema(produce.API_KEY, 3).cls(
         "PartitionProduceResponse"
     )
+
+
+def test_message_max_bytes_follows_the_effective_config(tmp_path: Path) -> None:
+    """The broker's message.max.bytes is read once per effective config: a new one (a
+    reconfigure) is read again, and each answers its own value."""
+
+    def config(max_bytes: int) -> BrokerConfig:
+        raw = {
+            "log.dirs": str(tmp_path),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "message.max.bytes": str(max_bytes),
+        }
+        return BrokerConfig.from_raw(raw)
+
+    first, second = config(1000), config(2000)
+    assert produce._message_max_bytes(first) == 1000
+    assert produce._message_max_bytes(first) == 1000
+    assert produce._message_max_bytes(second) == 2000
+    assert produce._message_max_bytes(first) == 1000

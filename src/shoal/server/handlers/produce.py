@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
+from shoal.config import BrokerConfig
 from shoal.log.api import AppendResult, LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
@@ -228,7 +229,7 @@ def _produce_partition(
         )
     max_batch_bytes = topic_info.configs.get("max.message.bytes")
     if max_batch_bytes is None:
-        max_batch_bytes = services.config.current.get_int("message.max.bytes")
+        max_batch_bytes = _message_max_bytes(services.config.current)
     try:
         headers = validate_produced(records or b"", max_batch_bytes=int(max_batch_bytes))
         if transactional_id is not None:
@@ -259,6 +260,20 @@ def _produce_partition(
     elif result.duplicate:  # stored by an earlier request: answered once its fsync is done
         flushed = services.disk.flushed(partition_log)
     return _Appended(index, _partition_ok(types, index, result), flushed)
+
+
+_BROKER_MAX: list[Any] = [None, 0]
+"""The broker config `_message_max_bytes` last read and its `message.max.bytes`."""
+
+
+def _message_max_bytes(config: BrokerConfig) -> int:
+    """`message.max.bytes` of `config`, read once per effective config (a reconfigure
+    makes a new one): a topic without its own max.message.bytes reads it per partition
+    of every Produce."""
+    if _BROKER_MAX[0] is not config:
+        _BROKER_MAX[:] = [config, config.get_int("message.max.bytes")]
+    value: int = _BROKER_MAX[1]
+    return value
 
 
 def _unverified(

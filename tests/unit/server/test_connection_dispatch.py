@@ -1,0 +1,101 @@
+"""The connection's per-(key, version) memory of served versions (server/connection.py
+`_dispatch`): a connection's later requests are answered exactly as a fresh
+connection answers each of them, whatever came before on it (a served version, a
+version answered by the fallback, an unknown key that closes the connection)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from shoal.protocol import codec
+from shoal.server.broker import Broker
+from shoal.server.connection import serve_connection
+from shoal.server.connection_info import ConnectionInfo
+from tests.support.transports import DrainedTransport
+
+
+class _Writer:
+    """Keeps the bytes of every response written."""
+
+    def __init__(self) -> None:
+        self.transport = DrainedTransport()
+        self.written: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.written.append(bytes(data))
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+def _api_versions(version: int, correlation_id: int) -> bytes:
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    return codec.encode_request(codec.request_header_for(18, version, correlation_id, "t"), request)
+
+
+def _metadata(correlation_id: int) -> bytes:
+    request = MetadataRequest(
+        topics=(),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return codec.encode_request(codec.request_header_for(3, 12, correlation_id, "t"), request)
+
+
+def _unknown_key(correlation_id: int) -> bytes:
+    body = struct.pack(">hhih", 9999, 0, correlation_id, 1) + b"t"
+    return struct.pack(">i", len(body)) + body
+
+
+def _serve(broker: Broker, frames: list[bytes]) -> list[bytes]:
+    """The responses of one connection fed `frames`, then its end."""
+    writer = _Writer()
+
+    async def main() -> None:
+        reader = asyncio.StreamReader()
+        reader.feed_data(b"".join(frames))
+        reader.feed_eof()
+        await serve_connection(
+            services=broker.services,
+            handlers=broker.handlers,
+            info=ConnectionInfo(1, "127.0.0.1", 1000),
+            reader=reader,
+            writer=writer,  # type: ignore[arg-type]
+            on_closed=lambda _info: None,
+        )
+
+    asyncio.run(main())
+    return writer.written
+
+
+def test_later_requests_are_answered_as_on_a_fresh_connection(broker: Broker) -> None:
+    frames = [
+        _api_versions(3, 1),
+        _metadata(2),
+        _api_versions(99, 3),  # not served: ApiVersions' v0 fallback
+        _api_versions(3, 4),
+        _api_versions(99, 5),
+        _metadata(6),
+    ]
+    alone = [_serve(broker, [frame]) for frame in frames]
+    assert all(len(responses) == 1 for responses in alone)
+    assert _serve(broker, frames) == [responses[0] for responses in alone]
+    fallback = alone[2][0]
+    assert struct.unpack_from(">ih", fallback, 4) == (3, 35)  # UNSUPPORTED_VERSION
+
+
+def test_an_unknown_key_after_served_ones_closes_the_connection(broker: Broker) -> None:
+    frames = [_api_versions(3, 1), _unknown_key(2), _api_versions(3, 3)]
+    assert _serve(broker, frames) == _serve(broker, frames[:1])
+    assert _serve(broker, frames[1:]) == []
