@@ -28,6 +28,7 @@ _PROBE = textwrap.dedent(
     assert gc.get_freeze_count() > 0
     before = set(sys.modules)
     for key, version in ((0, 10), (0, 9), (78, 1), (78, 2), (79, 1), (76, 1), (3, 12)):
+        assert (key, version) in codec._BODY_PLANS, (key, version)  # the decode plan too
         cls = codec.request_class(key, version)
         assert codec.is_flexible(key, version) == bool(cls.__flexible__)
         fast_writer.entity_writer(response_schema(key, version).root)
