@@ -578,6 +578,25 @@ def test_an_unknown_topic_id_is_answered_per_partition(broker: BrokerProcess) ->
     assert listed[(topic_id, 0)].error_code == ErrorCode.none
 
 
+def test_a_null_topic_id_is_answered_per_partition(broker: BrokerProcess) -> None:
+    """The all-zero topic id (kio decodes it as None) next to a partition that acquires:
+    UNKNOWN_TOPIC_ID for it, records for the other (a fuzzed ShareFetch once failed
+    its handler here), and the same in a session of the null id alone."""
+    topic, topic_id, group, member = setup(broker)
+    produce_values(broker.bootstrap, topic, 3)
+    null: TP = (uuid.UUID(int=0), 0)
+    response = call1(
+        broker.bootstrap,
+        fetch_now(group, member, 0, partitions=[(topic_id, 0), null]).build(1),
+    )
+    listed = partitions_of(response)
+    assert acquired(response) == {(topic_id, 0): [(0, 2, 1)]}
+    (null_answer,) = [p for tp, p in listed.items() if tp[0] in (None, null[0])]
+    assert null_answer.error_code == ErrorCode.unknown_topic_id
+    alone = call1(broker.bootstrap, fetch_now(group, "member-null", 0, partitions=[null]).build(1))
+    assert [p.error_code for p in partitions_of(alone).values()] == [ErrorCode.unknown_topic_id]
+
+
 # ---- v2 -----------------------------------------------------------------------------------
 
 

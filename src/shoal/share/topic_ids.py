@@ -47,12 +47,17 @@ class TopicId(uuid.UUID):
 
 
 _interned: dict[int, TopicId] = {}
+NULL_TOPIC_ID = uuid.UUID(int=0)
+"""The null topic id (what kio decodes as None)."""
 
 
 def interned(topic_id: uuid.UUID | None) -> Any:
-    """The shared `TopicId` equal to `topic_id` (None, kio's null UUID, as is)."""
+    """The shared `TopicId` equal to `topic_id`. kio decodes the null UUID (all zero
+    bytes) as None; it is the null `TopicId` here (int 0), so that the share path's
+    lookups by the id's int never meet a None: no topic has it, so its partitions
+    answer UNKNOWN_TOPIC_ID, and it encodes back as the same zero bytes."""
     if topic_id is None:
-        return None
+        topic_id = NULL_TOPIC_ID
     found = _interned.get(topic_id.int)
     if found is None:
         if len(_interned) >= TOPIC_IDS_INTERNED_MAX:

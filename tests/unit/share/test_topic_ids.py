@@ -39,10 +39,6 @@ def test_interned_id_survives_copy_and_pickle() -> None:
         shared.foo = 1  # type: ignore[attr-defined]  # immutable like a UUID
 
 
-def test_null_topic_id_stays_null() -> None:
-    assert interned(None) is None
-
-
 def test_table_starts_afresh_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topic_ids, "TOPIC_IDS_INTERNED_MAX", 3)
     monkeypatch.setattr(topic_ids, "_interned", {})
@@ -55,3 +51,13 @@ def test_table_starts_afresh_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> 
     assert topic_ids._interned == {4: fourth}
     again = interned(uuid.UUID(int=1))
     assert again is not first and again == first and hash(again) == hash(first)
+
+
+def test_the_null_id_kio_decodes_as_none_is_the_null_topic_id() -> None:
+    """A request's all-zero topic id reaches the share path as a UUID (int 0), never
+    None: the lookups there key by the id's int (a fuzzed ShareFetch found it)."""
+    null = interned(None)
+    assert isinstance(null, TopicId)
+    assert null == uuid.UUID(int=0) and null.int == 0
+    assert interned(None) is null
+    assert null.bytes == bytes(16)  # encoded back as the zero bytes it came as
