@@ -57,7 +57,7 @@ class Purgatory:
         keys = list(keys)
         for key in keys:
             self._waiters.setdefault(key, {})[future] = queue
-        timer = loop.call_at(loop.time() + timeout_ms / 1000, _expire, future)  # call_later's
+        timer = loop.call_later(timeout_ms / 1000, _expire, future)
         try:
             if TRACE.enabled:
                 with TRACE.stage("purgatory parked"):

@@ -5,7 +5,7 @@ the environment variable `SHOAL_RECORD_PATH` names a file (e.g.
 While on, every request served is kept as one event: its API key, its connection,
 when its frame was read whole and when its response was handed to the socket (both
 `shoal.clock.measure_ns`, which is CLOCK_MONOTONIC on Linux: the same clock as a
-client's `time.monotonic_ns()` on this machine), and what it did to records:
+client's monotonic clock on this machine), and what it did to records:
 
 - a Produce notes each partition it appended to: `[topic, partition, base, last]`;
 - a ShareFetch notes each span it acquired: `[topic, partition, first, last]`.
