@@ -25,21 +25,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.transports import DrainedTransport
+from tests.support.transports import RecordingWriter, serve_in_process
 
 from bench.request_cost import TOPIC, frames
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
-from shoal.server.connection import serve_connection
-from shoal.server.connection_info import ConnectionInfo
 
 
-class _ClosedLoop:
+class _ClosedLoop(RecordingWriter):
     """The writer: each response written feeds the next request, until `count`."""
 
     def __init__(self, reader: asyncio.StreamReader, frame: bytes, count: int) -> None:
-        self.transport = DrainedTransport()
+        super().__init__()
         self._reader = reader
         self._frame = frame
         self._left = count
@@ -57,15 +55,6 @@ class _ClosedLoop:
     def write(self, data: Any) -> None:
         self._next()
 
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-    async def wait_closed(self) -> None:
-        return None
-
 
 def serve(broker: Broker, frame: bytes, count: int, profile: cProfile.Profile | None) -> None:
     async def main() -> None:
@@ -74,14 +63,7 @@ def serve(broker: Broker, frame: bytes, count: int, profile: cProfile.Profile | 
         writer.start()
         if profile is not None:
             profile.enable()
-        await serve_connection(
-            services=broker.services,
-            handlers=broker.handlers,
-            info=ConnectionInfo(1, "127.0.0.1", 1000),
-            reader=reader,
-            writer=writer,  # type: ignore[arg-type]
-            on_closed=lambda _info: None,
-        )
+        await serve_in_process(broker, reader, writer)
         if profile is not None:
             profile.disable()
 

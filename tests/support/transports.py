@@ -3,6 +3,13 @@ that drive the connection loop in process."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from shoal.server.broker import Broker
+from shoal.server.connection import serve_connection
+from shoal.server.connection_info import ConnectionInfo
+
 
 class DrainedTransport:
     """A transport whose client reads at once: nothing is ever left unsent, never closing."""
@@ -18,3 +25,40 @@ class DrainedTransport:
 
     def abort(self) -> None:
         return None
+
+
+class RecordingWriter:
+    """A stream writer stand-in over a `DrainedTransport`: `write` keeps the bytes of
+    each response (a subclass reacts to them instead), and draining or closing does
+    nothing."""
+
+    def __init__(self) -> None:
+        self.transport = DrainedTransport()
+        self.written: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.written.append(bytes(data))
+
+    async def drain(self) -> None:  # below the high-water mark: never suspends
+        return None
+
+    def close(self) -> None:
+        return None
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+async def serve_in_process(
+    broker: Broker, reader: asyncio.StreamReader, writer: RecordingWriter, connection_id: int = 1
+) -> None:
+    """`serve_connection` of `broker` on `reader` and `writer`, as connection
+    `connection_id` from 127.0.0.1, until the reader ends."""
+    await serve_connection(
+        services=broker.services,
+        handlers=broker.handlers,
+        info=ConnectionInfo(connection_id, "127.0.0.1", 999 + connection_id),
+        reader=reader,
+        writer=writer,  # type: ignore[arg-type]
+        on_closed=lambda _info: None,
+    )

@@ -7,36 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from shoal.protocol import codec
 from shoal.server.broker import Broker
-from shoal.server.connection import serve_connection
-from shoal.server.connection_info import ConnectionInfo
-from tests.support.transports import DrainedTransport
-
-
-class _Writer:
-    """Keeps the bytes of every response written."""
-
-    def __init__(self) -> None:
-        self.transport = DrainedTransport()
-        self.written: list[bytes] = []
-
-    def write(self, data: Any) -> None:
-        self.written.append(bytes(data))
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-    async def wait_closed(self) -> None:
-        return None
+from tests.support.transports import RecordingWriter, serve_in_process
 
 
 def _api_versions(version: int, correlation_id: int) -> bytes:
@@ -60,20 +37,13 @@ def _unknown_key(correlation_id: int) -> bytes:
 
 def _serve(broker: Broker, frames: list[bytes]) -> list[bytes]:
     """The responses of one connection fed `frames`, then its end."""
-    writer = _Writer()
+    writer = RecordingWriter()
 
     async def main() -> None:
         reader = asyncio.StreamReader()
         reader.feed_data(b"".join(frames))
         reader.feed_eof()
-        await serve_connection(
-            services=broker.services,
-            handlers=broker.handlers,
-            info=ConnectionInfo(1, "127.0.0.1", 1000),
-            reader=reader,
-            writer=writer,  # type: ignore[arg-type]
-            on_closed=lambda _info: None,
-        )
+        await serve_in_process(broker, reader, writer)
 
     asyncio.run(main())
     return writer.written

@@ -13,32 +13,21 @@ from shoal import limits
 from shoal.clock import ManualClock
 from shoal.protocol import codec
 from shoal.server.broker import Broker
-from shoal.server.connection import serve_connection
-from shoal.server.connection_info import ConnectionInfo
-from tests.support.transports import DrainedTransport
+from tests.support.transports import RecordingWriter, serve_in_process
 
 PIPELINED = 40
 
 
-class _Writer:
+class _Writer(RecordingWriter):
     """Collects what a connection writes, tagged with its name, in one shared list."""
 
     def __init__(self, name: str, written: list[str]) -> None:
+        super().__init__()
         self._name = name
-        self._written = written
-        self.transport = DrainedTransport()
+        self._tags = written
 
     def write(self, data: Any) -> None:
-        self._written.append(self._name)
-
-    async def drain(self) -> None:  # below the high-water mark: never suspends
-        return None
-
-    def close(self) -> None:
-        return None
-
-    async def wait_closed(self) -> None:
-        return None
+        self._tags.append(self._name)
 
 
 def _frames(count: int) -> bytes:
@@ -69,17 +58,9 @@ def _serve_two(broker: Broker) -> list[str]:
             reader = asyncio.StreamReader()
             reader.feed_data(_frames(count))
             reader.feed_eof()
+            writer = _Writer(name, written)
             tasks.append(
-                asyncio.create_task(
-                    serve_connection(
-                        services=broker.services,
-                        handlers=broker.handlers,
-                        info=ConnectionInfo(len(tasks) + 1, "127.0.0.1", 1000 + len(tasks)),
-                        reader=reader,
-                        writer=_Writer(name, written),  # type: ignore[arg-type]
-                        on_closed=lambda _info: None,
-                    )
-                )
+                asyncio.create_task(serve_in_process(broker, reader, writer, len(tasks) + 1))
             )
         await asyncio.gather(*tasks)
 
@@ -146,14 +127,7 @@ def _forced_passes(broker: Broker, monkeypatch: Any, *, one_at_a_time: bool) -> 
             writer = _Writer("all", [])
             reader.feed_data(b"".join(frames))
             reader.feed_eof()
-        await serve_connection(
-            services=broker.services,
-            handlers=broker.handlers,
-            info=ConnectionInfo(1, "127.0.0.1", 1000),
-            reader=reader,
-            writer=writer,  # type: ignore[arg-type]
-            on_closed=lambda _info: None,
-        )
+        await serve_in_process(broker, reader, writer)
 
     asyncio.run(main())
     return passes
