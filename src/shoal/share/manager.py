@@ -593,20 +593,19 @@ class SharePartitionManager:
         once."""
         total = 0
         for tp in partitions:
-            loaded = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
-            if loaded is not None:
-                self._touched[loaded.key] = self._clock.monotonic_ms()
-                sp: SharePartition | ErrorCode = loaded
-            else:
-                sp = self.load(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             found = self._logs(tp.topic_id, tp.partition)
-            if isinstance(sp, ErrorCode) or isinstance(found, ErrorCode):
+            if isinstance(found, ErrorCode):
                 return cap
-            acquirable = sp.acquirable_from()
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
+                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
+            )
+            if isinstance(sp, ErrorCode):
+                return cap
+            self._touched[sp.key] = self._clock.monotonic_ms()
+            offset = sp.acquirable_from()
             limit = self._read_limit(group_id, found)
-            if acquirable is None or acquirable >= limit:
+            if offset is None or offset >= limit:
                 continue
-            offset = acquirable
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
             if cap - total <= 1:
