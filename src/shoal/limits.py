@@ -43,6 +43,10 @@ CONNECTION_WRITE_BUFFER_HIGH_BYTES: Final = 256 * 1024
 """Write buffer high-water mark per connection: above it the connection waits for the
 client to read before it reads the client's next request (Kafka's muting), so a
 client that never reads holds at most one response plus this much."""
+CONNECTION_HELD_RESPONSE_BYTES_MAX: Final = 256 * 1024
+"""Responses held back per connection to leave in one write: while the next request
+of a client's pipeline is already whole in hand, a response waits for the next ones
+(server/connection.py) until their bytes reach this much."""
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000

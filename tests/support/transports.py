@@ -29,15 +29,30 @@ class DrainedTransport:
 
 class RecordingWriter:
     """A stream writer stand-in over a `DrainedTransport`: `write` keeps the bytes of
-    each response (a subclass reacts to them instead), and draining or closing does
-    nothing."""
+    each response (a subclass reacts to them instead), `writelines` passes each of its
+    responses to `write`, `sends` counts the responses of each call (one send each),
+    and draining or closing does nothing."""
 
     def __init__(self) -> None:
         self.transport = DrainedTransport()
         self.written: list[bytes] = []
+        self.sends: list[int] = []
+        self._in_lines = False
 
     def write(self, data: Any) -> None:
+        if not self._in_lines:
+            self.sends.append(1)
         self.written.append(bytes(data))
+
+    def writelines(self, items: Any) -> None:
+        items = list(items)
+        self.sends.append(len(items))
+        self._in_lines = True
+        try:
+            for data in items:
+                self.write(data)
+        finally:
+            self._in_lines = False
 
     async def drain(self) -> None:  # below the high-water mark: never suspends
         return None

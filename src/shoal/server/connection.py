@@ -27,6 +27,15 @@ one at a time, with the loop run between them, never needs the extra pass. (Yiel
 after every request, Kafka's one request per connection per poll, was tried and made
 polls small: docs/latency.md.)
 
+Pipelined requests are answered in one write: while the next request's frame is
+already whole in hand (it came in the same read), a response is held and leaves with
+the next ones, in order, in one `writelines` (one send for the lot instead of one
+each: a linger-0 producer that got ahead pipelines its Produce requests). Held
+responses are written before the connection can suspend (the next frame not whole,
+the end of a turn, a mute), past `limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`, and when
+the connection ends unless it is aborted. (The latency trace and the record path
+count a held response as written when it is held.)
+
 Deadlines (issue 15, decided in server/idle.py, enforced by the broker's sweep):
 the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
 the rest has not) and `write_started_ms` (a response waits for the client to read it;
@@ -101,6 +110,8 @@ async def serve_connection(
     sasl_gate = services.sasl is not None and sasl_listener
     served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
     received = _Received()
+    held: list[bytes | memoryview] = []  # responses waiting to leave together
+    held_bytes = 0
     abort = False
     try:
         while not services.stopping():
@@ -122,13 +133,12 @@ async def serve_connection(
                 trace_request_read(api, started_ns)
             response = await _dispatch(services, handlers, served, info, frame, traced, sasl_gate)
             if response is not None:
-                if transport.is_closing():  # uvloop raises RuntimeError on a write
-                    raise ConnectionResetError("the peer left before the answer was written")
-                writer.write(response)
-                if transport.get_write_buffer_size() > 0:  # the client is slow
-                    info.write_started_ms = clock.monotonic_ms()
-                    await writer.drain()  # a client that never reads is closed by idle.py
-                    info.write_started_ms = None
+                held.append(response)
+                held_bytes += len(response)
+            held_max = limits.CONNECTION_HELD_RESPONSE_BYTES_MAX
+            if held and (held_bytes >= held_max or not _frame_whole(received)):
+                await _write_held(writer, held, info, clock)
+                held_bytes = 0
             if traced:
                 trace_response_written(api, started_ns)
             if recording:
@@ -139,13 +149,18 @@ async def serve_connection(
             if metrics is not None:
                 metrics.request_done(frame, (measure_ns() - started_ns) / 1e9)
             info.busy = False
+            turn_over = now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS
+            if held and (info.mute_ms > 0 or turn_over):
+                await _write_held(writer, held, info, clock)  # before the loop runs others
+                held_bytes = 0
             if info.sasl is not None and info.sasl.failed:  # close after the answer
                 raise ConnectionClosed("SASL authentication failed")
             if info.mute_ms > 0:  # client quotas (issue 15): KIP-219 channel muting
                 mute_s, info.mute_ms = info.mute_ms / 1000, 0
                 await asyncio.sleep(mute_s)
                 turn_started_ms = now_ms = clock.monotonic_ms()
-            if now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS:
+                turn_over = False
+            if turn_over:
                 await asyncio.sleep(0)  # let the loop run the others (module docstring)
                 turn_started_ms = clock.monotonic_ms()
     except ConnectionClosed as exc:
@@ -163,11 +178,47 @@ async def serve_connection(
         on_closed(info)
         if abort or info.close_reason is not None:
             transport.abort()  # unsent responses are dropped, not waited for
+        elif held and not transport.is_closing():  # answers to the requests before the end
+            writer.writelines(held)
         writer.close()
         try:
             await writer.wait_closed()
         except (ConnectionError, TimeoutError):
             pass
+
+
+async def _write_held(
+    writer: asyncio.StreamWriter,
+    held: list[bytes | memoryview],
+    info: ConnectionInfo,
+    clock: Clock,
+) -> None:
+    """Hand the held responses to the socket in one write (emptying `held`); wait for
+    a slow client to read them down below the high-water mark."""
+    transport = writer.transport
+    if transport.is_closing():  # uvloop raises RuntimeError on a write
+        raise ConnectionResetError("the peer left before the answer was written")
+    if len(held) == 1:
+        writer.write(held[0])
+    else:
+        writer.writelines(held)
+    held.clear()
+    if transport.get_write_buffer_size() > 0:  # the client is slow
+        info.write_started_ms = clock.monotonic_ms()
+        await writer.drain()  # a client that never reads is closed by idle.py
+        info.write_started_ms = None
+
+
+def _frame_whole(received: _Received) -> bool:
+    """The next request's frame is already whole in `received` (a client's pipelined
+    requests came in one read): it will be served without suspending."""
+    start = received.at
+    if not start:
+        return False
+    data = received.held
+    if len(data) - start < SIZE_BYTES:
+        return False
+    return len(data) - start - SIZE_BYTES >= int.from_bytes(data[start : start + SIZE_BYTES])
 
 
 class _Received:
