@@ -92,6 +92,10 @@ record size, then reads only what MaxRecords can use (plus one batch), not the w
 MaxBytes: librdkafka asks for 50 MiB per ShareFetch while a share-partition hands out
 at most MaxRecords and its in-flight window per request."""
 
+TOPIC_IDS_INTERNED_MAX: Final = 100_000
+"""Topic ids kept by the share path's interning table (share/topic_ids.py); past it the
+table starts afresh, so topic churn cannot grow it without bound."""
+
 # Fetch
 FETCH_WAIT_MS_MAX: Final = 60_000
 """A Fetch's MaxWaitMs is clamped to this so a parked request never outlives the

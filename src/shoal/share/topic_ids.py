@@ -11,7 +11,7 @@ A `TopicId` is a `uuid.UUID` in every respect (equal to, and hashing like, the p
 UUID of the same value; the same `repr`), so it mixes freely with plain ones: a
 plain UUID finds an entry keyed by a `TopicId` and the other way round.
 
-The table keeps at most `TOPIC_IDS_INTERNED_MAX` ids; past that it starts afresh
+The table keeps at most `limits.TOPIC_IDS_INTERNED_MAX` ids; past that it starts afresh
 (topic churn cannot grow it without bound; ids interned before still compare and
 hash as before, only no longer shared).
 """
@@ -21,8 +21,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-TOPIC_IDS_INTERNED_MAX = 100_000
-"""Topic ids kept by `interned`; beyond this the table starts afresh."""
+from shoal import limits
 
 
 class TopicId(uuid.UUID):
@@ -60,7 +59,7 @@ def interned(topic_id: uuid.UUID | None) -> Any:
         topic_id = NULL_TOPIC_ID
     found = _interned.get(topic_id.int)
     if found is None:
-        if len(_interned) >= TOPIC_IDS_INTERNED_MAX:
+        if len(_interned) >= limits.TOPIC_IDS_INTERNED_MAX:
             _interned.clear()
         found = _interned[topic_id.int] = TopicId(topic_id)
     return found

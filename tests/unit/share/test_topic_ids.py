@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from shoal import limits
 from shoal.share import topic_ids
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.topic_ids import TopicId, interned
@@ -40,7 +41,7 @@ def test_interned_id_survives_copy_and_pickle() -> None:
 
 
 def test_table_starts_afresh_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(topic_ids, "TOPIC_IDS_INTERNED_MAX", 3)
+    monkeypatch.setattr(limits, "TOPIC_IDS_INTERNED_MAX", 3)
     monkeypatch.setattr(topic_ids, "_interned", {})
     first = interned(uuid.UUID(int=1))
     for value in (2, 3):
