@@ -43,6 +43,11 @@ CONNECTION_WRITE_BUFFER_HIGH_BYTES: Final = 256 * 1024
 """Write buffer high-water mark per connection: above it the connection waits for the
 client to read before it reads the client's next request (Kafka's muting), so a
 client that never reads holds at most one response plus this much."""
+ADMIN_CHANGES_PENDING_MAX: Final = 10_000
+"""Admin changes (server/disk_io.py `ChangeLane`) started and not yet ended. A change
+runs to its end even when its requester goes away, so only abandoned requests can
+queue past one per connection; at this bound a new change is refused and its
+connection closed with the reason logged."""
 CONNECTION_HELD_RESPONSE_BYTES_MAX: Final = 256 * 1024
 """Responses held back per connection to leave in one write: while the next request
 of a client's pipeline is already whole in hand, a response waits for the next ones

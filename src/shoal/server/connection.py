@@ -66,6 +66,7 @@ from shoal.protocol.framing import SIZE_BYTES, FrameDecoder
 from shoal.server import sasl, throttle
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
+from shoal.server.disk_io import ChangeLaneFull
 from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
 from shoal.server.record_path import RECORD_PATH
 from shoal.server.registry import ApiHandler
@@ -366,6 +367,8 @@ async def _dispatch(
                 response = await handler.handle(ctx, request)
         else:
             response = await handler.handle(ctx, request)
+    except ChangeLaneFull as exc:  # a bound, not a bug: close with the reason
+        raise ConnectionClosed(f"{codec.api_name(api_key)}: {exc}") from exc
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",

@@ -36,7 +36,10 @@ run at once, the rest queue in order) and is the one way the server uses them:
   requester goes away meanwhile. As in Kafka's controller, a change is decided on
   the state every earlier change left and answered once it is durable; a request
   that only reads (Metadata, DescribeConfigs, DescribeAcls, an authorization check)
-  sees the last adopted state, never a change whose write is still in flight.
+  sees the last adopted state, never a change whose write is still in flight. At
+  `limits.ADMIN_CHANGES_PENDING_MAX` changes pending (only requests abandoned by
+  their clients can queue past one per connection) `run` refuses a new one with
+  `ChangeLaneFull`, and the connection closes with the reason logged.
 - `close()` waits for the lane's changes, then for everything started, then stops the
   threads (shutdown, before the logs close). Work started after `close` runs in
   place, on the caller's thread.
@@ -75,6 +78,10 @@ AtomicWrite = Callable[[Path, bytes], Awaitable[None]]
 OSError."""
 
 
+class ChangeLaneFull(Exception):
+    """`limits.ADMIN_CHANGES_PENDING_MAX` changes are pending: a new one is refused."""
+
+
 class ChangeLane:
     """Changes run one at a time, in arrival order, each in its own task so that it
     runs to its end even when its caller is cancelled. See the module docstring."""
@@ -91,7 +98,13 @@ class ChangeLane:
     async def run(self, change: Callable[[], Awaitable[T]]) -> T:
         """Run `change()` after every change started before it ended; its result or
         exception. Cancelling the caller leaves the change running. Call on the loop.
-        Never call `run` from inside a change (it would wait for itself)."""
+        Never call `run` from inside a change (it would wait for itself). Raises
+        `ChangeLaneFull` (the change not started) at the pending bound."""
+        if len(self._tasks) >= limits.ADMIN_CHANGES_PENDING_MAX:
+            raise ChangeLaneFull(
+                f"{len(self._tasks)} admin changes pending "
+                f"(limits.ADMIN_CHANGES_PENDING_MAX): change refused"
+            )
 
         async def in_turn() -> T:
             async with self._lock:

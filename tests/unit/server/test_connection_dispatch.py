@@ -6,11 +6,18 @@ version answered by the fallback, an unknown key that closes the connection)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import logging
 import struct
 
+import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
+from shoal import limits
 from shoal.protocol import codec
 from shoal.server.broker import Broker
 from tests.support.transports import RecordingWriter, serve_in_process
@@ -69,3 +76,50 @@ def test_an_unknown_key_after_served_ones_closes_the_connection(broker: Broker) 
     frames = [_api_versions(3, 1), _unknown_key(2), _api_versions(3, 3)]
     assert _serve(broker, frames) == _serve(broker, frames[:1])
     assert _serve(broker, frames[1:]) == []
+
+
+def _create_topic(correlation_id: int) -> bytes:
+    request = CreateTopicsRequest(
+        topics=(
+            CreatableTopic(
+                name=TopicName("lane"),
+                num_partitions=i32(1),
+                replication_factor=i16(1),
+                assignments=(),
+                configs=(),
+            ),
+        ),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        validate_only=False,
+    )
+    return codec.encode_request(codec.request_header_for(19, 7, correlation_id, "t"), request)
+
+
+def test_an_admin_change_past_the_lane_bound_closes_the_connection(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At `limits.ADMIN_CHANGES_PENDING_MAX` pending changes (abandoned requests'
+    changes run on) a new one is refused: its connection closes with the reason
+    logged, the answers before it were written, and no topic is created."""
+    monkeypatch.setattr(limits, "ADMIN_CHANGES_PENDING_MAX", 1)
+    writer = RecordingWriter()
+
+    async def main() -> None:
+        release = asyncio.Event()
+        lane = broker.services.disk.changes
+        pending = asyncio.ensure_future(lane.run(release.wait))  # an abandoned change
+        await asyncio.sleep(0)
+        reader = asyncio.StreamReader()
+        reader.feed_data(_api_versions(3, 1) + _create_topic(2) + _api_versions(3, 3))
+        reader.feed_eof()
+        try:  # without the bound, CreateTopics would wait for the abandoned change
+            await asyncio.wait_for(serve_in_process(broker, reader, writer), 5.0)
+        finally:
+            release.set()
+        await pending
+
+    with caplog.at_level(logging.WARNING, logger="shoal.server.connection"):
+        asyncio.run(main())
+    assert [struct.unpack_from(">i", r, 4)[0] for r in writer.written] == [1]
+    assert "ADMIN_CHANGES_PENDING_MAX" in caplog.text and "create_topics" in caplog.text
+    assert "lane" not in {info.name for info in broker.logs.topics()}

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from shoal import limits
 from shoal.client import requests
 from shoal.client.calls import Call
 from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
@@ -28,7 +29,7 @@ from shoal.server.broker import Broker
 from shoal.server.configs import ResourceType
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.disk_io import ChangeLane, DiskIO
+from shoal.server.disk_io import ChangeLane, ChangeLaneFull, DiskIO
 from shoal.server.group_configs import GROUP_CONFIGS_FILE
 from tests.unit.server.fsync_gate import FsyncGate
 
@@ -189,6 +190,36 @@ def test_the_lane_runs_changes_one_at_a_time_in_order_and_each_to_its_end() -> N
         "c begins",
         "c ends",
     ]
+
+
+def test_the_lane_refuses_a_change_past_its_pending_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(limits, "ADMIN_CHANGES_PENDING_MAX", 2)
+    started: list[str] = []
+
+    def change(name: str, release: asyncio.Event) -> Callable[[], Awaitable[str]]:
+        async def run() -> str:
+            started.append(name)
+            await release.wait()
+            return name
+
+        return run
+
+    async def scenario() -> None:
+        lane = ChangeLane()
+        release = asyncio.Event()
+        first = asyncio.ensure_future(lane.run(change("first", release)))
+        second = asyncio.ensure_future(lane.run(change("second", release)))
+        await asyncio.sleep(0.01)
+        with pytest.raises(ChangeLaneFull, match="ADMIN_CHANGES_PENDING_MAX"):
+            await asyncio.wait_for(lane.run(change("refused", release)), 5.0)
+        release.set()
+        assert (await first, await second) == ("first", "second")
+        assert await lane.run(change("later", release)) == "later"  # room again
+
+    asyncio.run(scenario())
+    assert started == ["first", "second", "later"]
 
 
 def test_close_waits_for_the_changes_and_writes_in_flight(tmp_path: Path, gate: FsyncGate) -> None:
