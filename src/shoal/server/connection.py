@@ -112,7 +112,6 @@ async def serve_connection(
     served: dict[int, ApiHandler] = {}  # _dispatch's versions checked as served
     received = _Received()
     held: list[bytes | memoryview] = []  # responses waiting to leave together
-    held_bytes = 0
     abort = False
     try:
         while not services.stopping():
@@ -135,11 +134,8 @@ async def serve_connection(
             response = await _dispatch(services, handlers, served, info, frame, traced, sasl_gate)
             if response is not None:
                 held.append(response)
-                held_bytes += len(response)
-            held_max = limits.CONNECTION_HELD_RESPONSE_BYTES_MAX
-            if held and (held_bytes >= held_max or not _frame_whole(received)):
+            if held and not _may_hold(held, received, decoder):
                 await _write_held(writer, held, info, clock)
-                held_bytes = 0
             if traced:
                 trace_response_written(api, started_ns)
             if recording:
@@ -153,7 +149,6 @@ async def serve_connection(
             turn_over = now_ms - turn_started_ms >= limits.CONNECTION_TURN_MS
             if held and (info.mute_ms > 0 or turn_over):
                 await _write_held(writer, held, info, clock)  # before the loop runs others
-                held_bytes = 0
             if info.sasl is not None and info.sasl.failed:  # close after the answer
                 raise ConnectionClosed("SASL authentication failed")
             if info.mute_ms > 0:  # client quotas (issue 15): KIP-219 channel muting
@@ -210,16 +205,22 @@ async def _write_held(
         info.write_started_ms = None
 
 
-def _frame_whole(received: _Received) -> bool:
-    """The next request's frame is already whole in `received` (a client's pipelined
-    requests came in one read): it will be served without suspending."""
+def _may_hold(held: list[bytes | memoryview], received: _Received, decoder: FrameDecoder) -> bool:
+    """The held responses may wait for the next request's: its frame is already whole
+    in `received` (a client's pipelined requests came in one read, so it is served
+    without suspending) and they are below `limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`.
+    A size out of bounds is not whole here: `_read_frame` closes the connection on it."""
     start = received.at
-    if not start:
-        return False
     data = received.held
-    if len(data) - start < SIZE_BYTES:
+    if not start or len(data) - start < SIZE_BYTES:
         return False
-    return len(data) - start - SIZE_BYTES >= int.from_bytes(data[start : start + SIZE_BYTES])
+    try:
+        size = decoder.frame_size(data, start)
+    except codec.ProtocolError:
+        return False
+    if len(data) - start - SIZE_BYTES < size:
+        return False
+    return sum(map(len, held)) < limits.CONNECTION_HELD_RESPONSE_BYTES_MAX
 
 
 class _Received:

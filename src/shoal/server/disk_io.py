@@ -100,9 +100,9 @@ class ChangeLane:
         exception. Cancelling the caller leaves the change running. Call on the loop.
         Never call `run` from inside a change (it would wait for itself). Raises
         `ChangeLaneFull` (the change not started) at the pending bound."""
-        if len(self._tasks) >= limits.ADMIN_CHANGES_PENDING_MAX:
+        if self.pending >= limits.ADMIN_CHANGES_PENDING_MAX:
             raise ChangeLaneFull(
-                f"{len(self._tasks)} admin changes pending "
+                f"{self.pending} admin changes pending "
                 f"(limits.ADMIN_CHANGES_PENDING_MAX): change refused"
             )
 
