@@ -1,0 +1,383 @@
+"""Apache Kafka 4.2 as the reference broker: installed from Maven Central, run on loopback.
+
+Kafka is the judge of Shoal's behaviour (docs/differential.md): the differential tests
+run the same clients against both. This module is test support, never part of Shoal.
+
+- `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)
+  into a cache outside the repository (`$SHOAL_KAFKA_CACHE`, else
+  `~/.cache/shoal/kafka-<version>`), once; later calls reuse it. A file lock keeps two
+  test workers from installing at the same time.
+- `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
+  controller) on free loopback ports, with the overrides a test gives, and stops it by
+  its PID (SIGTERM, or SIGKILL for a crash).
+- `run_tool()` runs one of Kafka's command-line tools by its script name.
+- `python -m tests.support.kafka_reference serve` starts one for a person
+  (`scripts/kafka-reference`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+_POM = Path(__file__).resolve().parent.parent / "reference" / "pom.xml"
+_VERSION = re.compile(r"<kafka\.version>([^<]+)</kafka\.version>")
+KAFKA_VERSION = _VERSION.search(_POM.read_text(encoding="utf-8")).group(1)  # type: ignore[union-attr]
+"""The Kafka release the reference broker runs (its latest 4.2 patch), read from the pom."""
+
+START_TIMEOUT_S = 90.0
+"""How long a reference broker may take to answer after its JVM starts (about 5 s here)."""
+INSTALL_TIMEOUT_S = 900.0
+"""Maven's first resolution of the ~90 jars (about 60 MB)."""
+HEAP = "-Xmx768m"
+"""The reference broker's JVM heap: enough for a test's topics, small beside Shoal's."""
+
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-share-consumer-perf-test": "org.apache.kafka.tools.ShareConsumerPerformance",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+"""Kafka's scripts by name, and the main class each runs."""
+
+_LOG4J2 = """\
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      target: SYSTEM_ERR
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: {level}
+      AppenderRef:
+        - ref: STDOUT
+"""
+
+
+class ReferenceUnavailable(RuntimeError):
+    """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SHOAL_KAFKA_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "shoal"
+    return base / f"kafka-{KAFKA_VERSION}"
+
+
+def java_tools_present() -> bool:
+    return shutil.which("java") is not None and shutil.which("mvn") is not None
+
+
+def install() -> Path:
+    """The directory of the reference's jars, resolving them first if the cache lacks them."""
+    if not java_tools_present():
+        raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
+    home = cache_dir()
+    libs = home / "libs"
+    stamp = home / "installed"
+    want = hashlib.sha256(_POM.read_bytes()).hexdigest()[:16]
+    if _read(stamp) == want and libs.is_dir():
+        return libs
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _read(stamp) == want and libs.is_dir():
+            return libs
+        staging = Path(tempfile.mkdtemp(prefix="libs-", dir=home))
+        done = subprocess.run(
+            [
+                "mvn",
+                "-q",
+                "-B",
+                "-f",
+                str(_POM),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ReferenceUnavailable(
+                f"maven could not resolve Kafka {KAFKA_VERSION}:\n{done.stdout}{done.stderr}"
+            )
+        shutil.rmtree(libs, ignore_errors=True)
+        staging.rename(libs)
+        stamp.write_text(want)
+    return libs
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def classpath() -> str:
+    return os.pathsep.join(str(jar) for jar in sorted(install().glob("*.jar")))
+
+
+def _log_config(level: str) -> Path:
+    path = cache_dir() / f"log4j2-{level.lower()}.yaml"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_LOG4J2.format(level=level))
+    return path
+
+
+def java_command(
+    main_class: str, *args: str, heap: str = "-Xmx256m", log_level: str = "WARN"
+) -> list[str]:
+    """The command line that runs `main_class` of the reference on its classpath."""
+    return [
+        "java",
+        heap,
+        "-XX:TieredStopAtLevel=1",
+        f"-Dlog4j2.configurationFile={_log_config(log_level)}",
+        "-cp",
+        classpath(),
+        main_class,
+        *args,
+    ]
+
+
+def run_tool(
+    name: str, *args: str, timeout_s: float = 120.0, input_text: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run Kafka's tool `name` (a script name of `TOOLS`) and return what it printed."""
+    return subprocess.run(
+        java_command(TOOLS[name], *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        input=input_text,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class KafkaBroker:
+    """A single-node KRaft Kafka on loopback, its data in `data_dir`."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        overrides: Sequence[str] = (),
+        port: int = 0,
+        log_path: Path | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.overrides = list(overrides)
+        self.port = port
+        self.controller_port = 0
+        self.log_path = log_path or data_dir.parent / f"{data_dir.name}-kafka.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._lines: list[str] = []
+        self._ready = threading.Event()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def properties(self) -> dict[str, str]:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            # What a single node needs (Kafka's own config/server.properties sets these).
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        for item in self.overrides:
+            key, _, value = item.partition("=")
+            props[key] = value
+        return props
+
+    def start(self) -> KafkaBroker:
+        assert self.process is None or self.process.poll() is not None, "already running"
+        first = self.port == 0
+        if first:
+            self.port = free_port()
+            self.controller_port = free_port()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir.parent / f"{self.data_dir.name}-server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        if not (self.data_dir / "meta.properties").exists():
+            formatted = subprocess.run(
+                java_command(
+                    TOOLS["kafka-storage"],
+                    "format",
+                    "-t",
+                    _cluster_id(),
+                    "-c",
+                    str(config),
+                    "--standalone",
+                ),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            if formatted.returncode != 0:
+                raise RuntimeError(f"kafka-storage format failed:\n{formatted.stderr}")
+        self._ready.clear()
+        self.process = subprocess.Popen(
+            [
+                "java",
+                HEAP,
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={_log_config('INFO')}",
+                "-cp",
+                classpath(),
+                "kafka.Kafka",
+                str(config),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._ready.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"Kafka did not start; log:\n{self.log_text()[-8000:]}")
+        return self
+
+    def _pump(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stderr is not None
+        with open(self.log_path, "a", encoding="utf-8") as sink:
+            for raw in process.stderr:
+                line = raw.decode("utf-8", "replace")
+                sink.write(line)
+                self._lines.append(line)
+                if "Kafka Server started" in line:
+                    self._ready.set()
+        process.stderr.close()
+
+    def log_text(self) -> str:
+        return "".join(self._lines)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: a crash."""
+        if self.alive:
+            assert self.process is not None
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(30)
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """SIGTERM and wait for Kafka's controlled shutdown."""
+        if self.alive:
+            assert self.process is not None
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def restart(self) -> KafkaBroker:
+        self.kill()
+        return self.start()
+
+
+def _cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@contextlib.contextmanager
+def running(data_dir: Path, *overrides: str) -> Iterator[KafkaBroker]:
+    broker = KafkaBroker(data_dir, overrides=overrides).start()
+    try:
+        yield broker
+    finally:
+        broker.kill()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafka-reference",
+        description=f"Apache Kafka {KAFKA_VERSION}, the reference broker (test support).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install", help="resolve Kafka's jars into the cache and print where")
+    serve = sub.add_parser("serve", help="run a single-node KRaft broker until Ctrl-C")
+    serve.add_argument("--port", type=int, default=19092)
+    serve.add_argument("--data-dir", type=Path, default=Path("kafka-reference-data"))
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    tool = sub.add_parser("tool", help="run one of Kafka's tools, e.g. kafka-topics")
+    tool.add_argument("name", choices=sorted(TOOLS))
+    tool.add_argument("args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command == "install":
+        print(install())
+        return 0
+    if args.command == "tool":
+        return subprocess.call(java_command(TOOLS[args.name], *args.args))
+    broker = KafkaBroker(args.data_dir.resolve(), overrides=args.override, port=args.port)
+    broker.controller_port = free_port()
+    broker.start()
+    print(f"Kafka {KAFKA_VERSION} listening on {broker.bootstrap} (pid {broker.process.pid})")  # type: ignore[union-attr]
+    try:
+        assert broker.process is not None
+        broker.process.wait()
+    except KeyboardInterrupt:
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
