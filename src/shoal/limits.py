@@ -67,6 +67,10 @@ CreatePartitions that would exceed it gets INVALID_PARTITIONS with a message nam
 refused by it."""
 TOPIC_NAME_LENGTH_MAX: Final = 249
 """Kafka's limit on a topic name's length (INVALID_TOPIC_EXCEPTION beyond)."""
+DESCRIBE_TOPIC_PARTITIONS_MAX: Final = 2_000
+"""DescribeTopicPartitions answers at most this many partitions per response, whatever
+the request's ResponsePartitionLimit (Kafka's `max.request.partition.size.limit`
+default); past it the response's NextCursor says where the next page starts."""
 
 # Partition logs
 PRODUCER_BATCHES_RETAINED: Final = 5
