@@ -1,8 +1,10 @@
 """ApiVersions (18) v0-v4: which APIs and versions this broker serves.
 
 Built from the handler registry (`services.api_versions`), so the advertised table is
-exactly what is served. v3+ also carries the `share.version` feature (supported 0-1,
-finalized per config). An unknown ApiVersions version is answered in v0 with
+exactly what is served. v3+ also carries the feature levels (server/features.py): each
+feature's supported range (v0-v3 leave out those whose minimum is 0, as Kafka does: older
+clients cannot read a 0 minimum) and the finalized levels above 0, at epoch 1 (the levels
+never change while the broker runs). An unknown ApiVersions version is answered in v0 with
 UNSUPPORTED_VERSION and the key list, as Kafka does, so the client can pick a version
 (the registry's fallback, declared here).
 
@@ -22,6 +24,7 @@ from kio.static.primitive import i16, i64
 
 from shoal.protocol import codec
 from shoal.protocol.codec import response_class
+from shoal.server import features
 from shoal.server.context import RequestContext
 from shoal.server.registry import api, unsupported_version
 from shoal.server.services import Services
@@ -30,6 +33,9 @@ log = logging.getLogger(__name__)
 API_KEY = 18
 _FALLBACK_VERSION = 0
 _ZERO = datetime.timedelta(0)
+_MIN_ZERO_FEATURES_VERSION = 4
+"""From v4 supported features whose minimum level is 0 are listed too (KIP-1022)."""
+_FEATURES_EPOCH = 1
 
 
 _KEPT_MAX = 64
@@ -86,25 +92,20 @@ def api_versions_response(services: Services, version: int, *, error: ErrorCode)
     if version >= 1:
         fields["throttle_time"] = _ZERO
     if version >= 3:
-        share_level = services.config.current.get_int("share.version")
-        supported: tuple[Any, ...] = ()
-        if version >= 4:  # v0-v3 omit features whose minimum is 0
-            supported = (
-                module.SupportedFeatureKey(
-                    name="share.version", min_version=i16(0), max_version=i16(1)
-                ),
+        known = features.features(services.config.current)
+        fields["supported_features"] = tuple(
+            module.SupportedFeatureKey(
+                name=f.name, min_version=i16(f.min_supported), max_version=i16(f.max_supported)
             )
-        fields["supported_features"] = supported
-        fields["finalized_features_epoch"] = i64(1)
-        fields["finalized_features"] = (
-            (
-                module.FinalizedFeatureKey(
-                    name="share.version",
-                    max_version_level=i16(share_level),
-                    min_version_level=i16(share_level),
-                ),
+            for f in known
+            if version >= _MIN_ZERO_FEATURES_VERSION or f.min_supported > 0
+        )
+        fields["finalized_features_epoch"] = i64(_FEATURES_EPOCH)
+        fields["finalized_features"] = tuple(
+            module.FinalizedFeatureKey(
+                name=f.name, max_version_level=i16(f.level), min_version_level=i16(f.level)
             )
-            if share_level > 0
-            else ()
+            for f in known
+            if f.level > 0
         )
     return cls(**fields)
