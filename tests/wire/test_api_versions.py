@@ -31,10 +31,32 @@ def test_v3_lists_what_librdkafka_needs(broker: BrokerProcess) -> None:
         assert key in served, f"api {key} not advertised"
         assert served[key][0] <= low and served[key][1] >= high, (key, served[key])
     assert 71 not in served and 72 not in served, "telemetry must never be advertised"
-    assert [f.name for f in response.finalized_features] == ["share.version"]
+    assert {f.name: int(f.max_version_level) for f in response.finalized_features} == FINALIZED
+    assert {f.name for f in response.supported_features} == {
+        name for name, (low, _) in SUPPORTED.items() if low > 0
+    }
 
 
-def test_v4_reports_share_version_supported_range(broker: BrokerProcess) -> None:
+# server/features.py: the levels Shoal runs at (0: not finalized).
+FINALIZED = {
+    "metadata.version": 29,
+    "group.version": 1,
+    "transaction.version": 1,
+    "eligible.leader.replicas.version": 1,
+    "share.version": 1,
+}
+SUPPORTED = {
+    "metadata.version": (29, 29),
+    "group.version": (1, 1),
+    "transaction.version": (1, 1),
+    "kraft.version": (0, 0),
+    "streams.version": (0, 0),
+    "eligible.leader.replicas.version": (1, 1),
+    "share.version": (0, 1),
+}
+
+
+def test_v4_reports_every_supported_range(broker: BrokerProcess) -> None:
     response = call1(
         broker.bootstrap,
         ApiVersionsRequestV4(client_software_name="t", client_software_version="1"),
@@ -42,7 +64,7 @@ def test_v4_reports_share_version_supported_range(broker: BrokerProcess) -> None
     features = {
         f.name: (int(f.min_version), int(f.max_version)) for f in response.supported_features
     }
-    assert features == {"share.version": (0, 1)}
+    assert features == SUPPORTED
 
 
 def test_v0_works(broker: BrokerProcess) -> None:
