@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Sequence
@@ -639,3 +640,35 @@ def test_raft_voter_changes_differ_on_purpose(pair: Pair) -> None:
             "Cluster doesn't support adding voter because the kraft.version feature is 0",
         ),
     }
+
+
+def _metadata_quorum_status(bootstrap: str) -> dict[str, str]:
+    done = subprocess.run(
+        kafka_reference.java_command(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "describe",
+            "--status",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    fields = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in fields.items()}
+
+
+def test_kafka_metadata_quorum_describe_status(pair: Pair) -> None:
+    """`kafka-metadata-quorum describe --status`: one voter, leading, no lag; the ids,
+    the high watermark and the voter's endpoint and directory id are the brokers' own."""
+    kafka, shoal = pair.run(_metadata_quorum_status)
+    same = ("LeaderId", "LeaderEpoch", "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentObservers")
+    assert {k: shoal[k] for k in same} == {k: kafka[k] for k in same}
+    assert (kafka["LeaderId"], kafka["CurrentObservers"]) == ("1", "[]")
+    assert (
+        shoal["CurrentVoters"]
+        == f'[{{"id": 1, "endpoints": ["PLAINTEXT://{pair.shoal.bootstrap}"]}}]'
+    )

@@ -3,6 +3,7 @@ reports the same finalized features, but for the deliberate exceptions listed he
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
@@ -10,6 +11,7 @@ from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
 from tests.differential.conftest import Pair
+from tests.support import kafka_reference
 from tests.support.wire import call1
 
 NOT_SERVED_ON_PURPOSE = {
@@ -100,3 +102,37 @@ def _v3_supported_minimums(bootstrap: str) -> set[int]:
 def test_v3_leaves_out_features_whose_minimum_is_zero(pair: Pair) -> None:
     kafka, shoal = pair.run(_v3_supported_minimums)
     assert 0 not in kafka and 0 not in shoal, (kafka, shoal)
+
+
+def _kafka_features_describe(bootstrap: str) -> dict[str, tuple[str, str, str]]:
+    done = subprocess.run(
+        kafka_reference.java_command(
+            "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", bootstrap, "describe"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    described = {}
+    for line in done.stdout.splitlines():
+        fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
+        described[fields["Feature"]] = (
+            fields["SupportedMinVersion"],
+            fields["SupportedMaxVersion"],
+            fields["FinalizedVersionLevel"],
+        )
+    return described
+
+
+def test_kafka_features_describe(pair: Pair) -> None:
+    """`kafka-features describe` lists the same features; finalized levels as Kafka's but
+    the ones FEATURES_ON_PURPOSE lists."""
+    kafka, shoal = pair.run(_kafka_features_describe)
+    assert set(shoal) == set(kafka)
+    for name, (_, _, level) in kafka.items():
+        if name not in FEATURES_ON_PURPOSE:
+            assert shoal[name][2] == level, (name, kafka[name], shoal[name])
+        else:
+            assert shoal[name][2] == str(FEATURES_ON_PURPOSE[name][0]), (name, shoal[name])
