@@ -672,3 +672,45 @@ def test_kafka_metadata_quorum_describe_status(pair: Pair) -> None:
         shoal["CurrentVoters"]
         == f'[{{"id": 1, "endpoints": ["PLAINTEXT://{pair.shoal.bootstrap}"]}}]'
     )
+
+
+def _console_consume(
+    bootstrap: str, topic: str, group: str, count: int, protocol: str
+) -> list[str]:
+    done = kafka_reference.run_tool(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--from-beginning",
+        "--max-messages",
+        str(count),
+        "--timeout-ms",
+        "60000",
+        "--command-property",
+        f"group.protocol={protocol}",
+        timeout_s=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
+def _resume_from_committed(bootstrap: str, topic: str, protocol: str) -> list[list[str]]:
+    """A Java consumer resumes from an offset committed with its leader epoch, which it
+    validates with OffsetForLeaderEpoch before fetching (KIP-320)."""
+    create_topic(bootstrap, topic, partitions=1)
+    _produced(bootstrap, topic, 5)
+    group = f"{topic}-g"
+    first = _console_consume(bootstrap, topic, group, 3, protocol)
+    _produced(bootstrap, topic, 2)
+    return [first, _console_consume(bootstrap, topic, group, 4, protocol)]
+
+
+def test_java_consumer_resumes_from_a_committed_offset(pair: Pair) -> None:
+    for protocol in ("classic", "consumer"):
+        kafka, shoal = pair.run(_resume_from_committed, unique(f"resume-{protocol}"), protocol)
+        assert shoal == kafka, protocol
+        assert kafka == [["v0", "v1", "v2"], ["v3", "v4", "v0", "v1"]], kafka
