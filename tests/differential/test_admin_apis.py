@@ -200,7 +200,8 @@ def _created_for_paging(bootstrap: str, prefix: str) -> list[str]:
 def _paging(bootstrap: str, prefix: str) -> dict[str, Any]:
     a, b, c = _created_for_paging(bootstrap, prefix)
     unknown, invalid = f"{prefix}-zz", "bad name!"
-    named = [c, a, b, unknown, invalid, a]  # unsorted, one repeated
+    # Unsorted, one repeated; an internal name neither broker has created yet.
+    named = [c, a, b, unknown, invalid, a, "__transaction_state"]
     pages: dict[str, Any] = {}
     for limit in (2000, 1, 2, 3, 4, 0, -5):
         pages[f"named, limit {limit}"] = _describe_topic_partitions(

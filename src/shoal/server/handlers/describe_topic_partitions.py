@@ -11,8 +11,9 @@ KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse answer:
   cursor's partition, every other at 0. A topic cut short ends the page with NextCursor
   at its first partition left out; a page full at a topic's end puts NextCursor at the
   start of the next topic (known or not). An unknown named topic takes no room; it gets
-  UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for an illegal name, and is
-  left out when every topic was asked for.
+  UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for an illegal name (internal
+  if Kafka's internal topics have that name), and is left out when every topic was
+  asked for.
 - A cursor whose topic is not among the named ones, or whose partition is negative,
   gets INVALID_REQUEST for every asked topic (Kafka's error response).
 - Partitions: this node leads each at leader epoch 0, the only replica and in-sync
@@ -46,11 +47,17 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
+from shoal.server.group_persistence import GROUP_METADATA_TOPIC
 from shoal.server.registry import api
+from shoal.server.share_state import SHARE_STATE_TOPIC
+from shoal.server.txn_service import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 API_KEY = 75
 _ZERO = datetime.timedelta(0)
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
+"""Kafka's internal topic names (its Topic.isInternal): an unknown topic so named is
+still answered as internal (Shoal creates `__transaction_state` on first use)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +134,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         with_unknown=not every,
     )
     topics = [
-        _error(schema, _unknown_code(name), name, ops.operations(ctx, authz.TOPIC, name))
+        _error(
+            schema,
+            _unknown_code(name),
+            name,
+            ops.operations(ctx, authz.TOPIC, name),
+            internal=name in INTERNAL_TOPICS,
+        )
         if shown is None
         else _described(schema, ctx, infos[name], shown)
         for name, shown in found.topics
@@ -203,15 +216,16 @@ def _described(schema: Schema, ctx: RequestContext, info: TopicInfo | None, show
     )
 
 
-def _error(schema: Schema, code: ErrorCode, name: str, operations: int) -> Any:
-    """A topic answered with an error: no id, no partitions (an unknown topic is not
-    internal: Shoal's internal topics exist from the start)."""
+def _error(
+    schema: Schema, code: ErrorCode, name: str, operations: int, *, internal: bool = False
+) -> Any:
+    """A topic answered with an error: no id, no partitions."""
     return schema.make(
         "DescribeTopicPartitionsResponseTopic",
         error_code=code,
         name=name,
         topic_id=None,
-        is_internal=False,
+        is_internal=internal,
         partitions=(),
         topic_authorized_operations=operations,
     )
