@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.config import BrokerConfig
+from shoal.server import quorum
 
-METADATA_VERSION = "metadata.version"
 SHARE_VERSION = "share.version"
 
 
@@ -45,7 +45,7 @@ _FIXED = (
     ("metadata.version", 29),
     ("group.version", 1),
     ("transaction.version", 1),
-    ("kraft.version", 0),
+    ("kraft.version", quorum.KRAFT_VERSION),
     ("streams.version", 0),
     ("eligible.leader.replicas.version", 1),
 )
