@@ -11,7 +11,9 @@ confluent-kafka ShareConsumer of the same group, whether the query ended as an
 AvailableNow run or was stopped after Spark committed a batch, before the next trigger).
 
 The reference broker runs with the share-group bounds of Shoal's own share tests
-(SHARE_TEST_BROKER_OVERRIDES, Kafka's names), so a stopped member leaves quickly.
+(SHARE_TEST_BROKER_OVERRIDES, Kafka's names) and a delivery count limit of its own,
+which the share source's member reads from the broker (Kafka 4.2 has no group config
+for it).
 Without java and mvn the module skips, except in CI (CI=true).
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from shoal.spark.share_group import MemberSettings, ShareGroupMember
 from tests.support import kafka_reference
 from tests.support.clients import (
     Sent,
@@ -47,6 +50,8 @@ from tests.support.topics import topic_name
 
 QUERY_TIMEOUT_S = 240
 SHARE_OPTIONS = {"share.auto.offset.reset": "earliest"}
+BROKER_DELIVERY_COUNT_LIMIT = 4
+"""The reference broker's `group.share.delivery.count.limit` (Kafka's default is 5)."""
 SETTLE_S = 3.0
 """How long a ShareConsumer keeps polling after its first records, to see anything the
 group still had to hand out."""
@@ -61,7 +66,11 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka_reference.
             raise
         pytest.skip(f"no Kafka reference broker: {exc}")
     data = tmp_path_factory.mktemp("kafka") / "data"
-    with kafka_reference.running(data, *SHARE_TEST_BROKER_OVERRIDES) as broker:
+    overrides = [
+        *SHARE_TEST_BROKER_OVERRIDES,
+        f"group.share.delivery.count.limit={BROKER_DELIVERY_COUNT_LIMIT}",
+    ]
+    with kafka_reference.running(data, *overrides) as broker:
         yield broker
 
 
@@ -224,6 +233,23 @@ def test_topic_stream_copies_every_record_and_commits_to_the_group(
 
 
 # ---- the share-group stream
+
+
+def test_share_member_reads_the_brokers_delivery_count_limit(
+    kafka: kafka_reference.KafkaBroker,
+) -> None:
+    """Kafka 4.2 has no `share.delivery.count.limit` group config (DescribeConfigs of
+    the group shows none): the member reads the brokers' limit instead, which sizes
+    the split of a failing batch (share_bisect.py)."""
+    topic = topic_name("kafka-share-limit")
+    create_topic(kafka.bootstrap, topic)
+    settings = MemberSettings(kafka.bootstrap, topic_name("kafka-share-limit-group"), (topic,))
+    member = ShareGroupMember(settings)
+    member.start()
+    try:
+        assert member.delivery_count_limit == BROKER_DELIVERY_COUNT_LIMIT
+    finally:
+        member.close()
 
 
 def _share_source(spark: Any, bootstrap: str, topic: str, group: str, checkpoint: Path) -> Any:
