@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from shoal.spark.share_group import MemberSettings, ShareGroupMember
+from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember
+from shoal.spark.share_offsets import TopicPartition as ShareTopicPartition
 from tests.support import kafka_reference
 from tests.support.clients import (
     Sent,
@@ -68,6 +69,9 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka_reference.
     data = tmp_path_factory.mktemp("kafka") / "data"
     overrides = [
         *SHARE_TEST_BROKER_OVERRIDES,
+        # make_records' timestamps are of 2023: retention (7 days) would delete them
+        # at its first check, five minutes after the broker started
+        "log.retention.ms=-1",
         f"group.share.delivery.count.limit={BROKER_DELIVERY_COUNT_LIMIT}",
     ]
     with kafka_reference.running(data, *overrides) as broker:
@@ -310,6 +314,49 @@ def _assert_delivered_next(
     finally:
         consumer.close()
     assert sorted(got) == sorted(wanted)
+
+
+def test_share_member_renews_its_locks_past_the_lock_duration(
+    kafka: kafka_reference.KafkaBroker,
+) -> None:
+    """A batch may run longer than the group's lock duration: the member RENEWs what it
+    holds (ShareAcknowledge's RENEW, which Kafka 4.2 serves), so its ACCEPT still
+    succeeds after three lock durations, where a member that does not renew finds
+    its records' locks gone."""
+    topic = topic_name("kafka-share-renew")
+    create_topic(kafka.bootstrap, topic)
+    produce_values(kafka.bootstrap, topic, [b"r%d" % i for i in range(10)], partition=0)
+    configs = {**SHARE_OPTIONS, "share.record.lock.duration.ms": "1000"}
+    members: dict[str, tuple[ShareGroupMember, dict[Any, list[Any]]]] = {}
+    try:
+        for name, interval in (("renewing", None), ("idle", 60_000)):
+            member = ShareGroupMember(
+                MemberSettings(
+                    kafka.bootstrap,
+                    topic_name(f"kafka-share-{name}"),
+                    (topic,),
+                    configs,
+                    lock_renew_interval_ms=interval,
+                )
+            )
+            member.start()
+            held: dict[Any, list[Any]] = {}
+            deadline = time.monotonic() + 30
+            while sum(s.size for spans in held.values() for s in spans) < 10:
+                assert time.monotonic() < deadline, held
+                for tp, spans in member.acquire(records_max=10, wait_ms=500).items():
+                    held.setdefault(tp, []).extend(spans)
+            assert member.lock_duration_ms == 1000
+            members[name] = (member, held)
+        time.sleep(3.0)
+        renewing, idle = members["renewing"], members["idle"]
+        assert renewing[0].acknowledge(renewing[1], ACCEPT) == {}
+        assert idle[0].acknowledge(idle[1], ACCEPT) == {
+            ShareTopicPartition(topic, 0): "INVALID_RECORD_STATE"
+        }
+    finally:
+        for member, _ in members.values():
+            member.close()
 
 
 def test_share_stream_available_now_delivers_every_record_and_acknowledges_them(
