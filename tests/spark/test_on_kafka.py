@@ -4,7 +4,7 @@ to Kafka (or back) relies on.
 
 Each leg is checked by reading back with confluent-kafka, never with the connector
 itself: the batch source (`spark.read.format("shoal")`, read_committed over an aborted
-transaction too), the topic stream (AvailableNow, committing its progress to a consumer
+transaction too, and its reader on batches Kafka recompressed with its own codecs), the topic stream (AvailableNow, committing its progress to a consumer
 group), the sink (`df.write`) and the `shoal-share` stream (every record delivered at
 least once, and the records it acknowledged are not delivered again to a
 confluent-kafka ShareConsumer of the same group, whether the query ended as an
@@ -29,10 +29,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember
-from shoal.spark.share_offsets import TopicPartition as ShareTopicPartition
-from tests.support import kafka_reference
-from tests.support.clients import (
+pa = pytest.importorskip("pyarrow")  # the connector's reader needs it (the spark extra)
+
+from shoal.spark.reading import ARROW_SCHEMA, read_range  # noqa: E402
+from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember  # noqa: E402
+from shoal.spark.share_offsets import TopicPartition as ShareTopicPartition  # noqa: E402
+from tests.support import kafka_reference  # noqa: E402
+from tests.support.clients import (  # noqa: E402
     Sent,
     create_topic,
     flush_all,
@@ -41,13 +44,13 @@ from tests.support.clients import (
     read_partitions,
     watermarks,
 )
-from tests.support.share_consumers import (
+from tests.support.share_consumers import (  # noqa: E402
     SHARE_TEST_BROKER_OVERRIDES,
     produce_values,
     records_of,
     share_consumer,
 )
-from tests.support.topics import topic_name
+from tests.support.topics import topic_name  # noqa: E402
 
 QUERY_TIMEOUT_S = 240
 SHARE_OPTIONS = {"share.auto.offset.reset": "earliest"}
@@ -111,6 +114,20 @@ def _headers(headers: Any) -> tuple[tuple[str, bytes | None], ...] | None:
     return tuple((k, None if v is None else bytes(v)) for k, v in headers)
 
 
+def _spark_rows_of_dicts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (
+            r["partition"],
+            r["offset"],
+            r["key"],
+            r["value"],
+            _headers([(h["key"], h["value"]) for h in r["headers"]] if r["headers"] else None),
+            round(r["timestamp"].timestamp() * 1000),
+        )
+        for r in rows
+    )
+
+
 def _spark_rows(rows: list[Any]) -> list[tuple[Any, ...]]:
     return sorted(
         (
@@ -143,6 +160,25 @@ def test_batch_read_returns_what_a_kafka_consumer_reads(
     rows = _spark_rows(frame.collect())
     assert len(rows) == 900
     assert rows == _consumed(kafka.bootstrap, topic, 3)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_read_range_decodes_batches_kafka_compressed_itself(
+    kafka: kafka_reference.KafkaBroker, codec: str
+) -> None:
+    """A topic's `compression.type` makes Kafka recompress what producers send, with
+    its Java codecs (snappy in xerial framing, lz4 frames as Kafka writes them): the
+    executors' reader (reading.read_range, no Spark needed) decodes them exactly."""
+    topic = topic_name(f"kafka-codec-{codec}")
+    create_topic(kafka.bootstrap, topic, config={"compression.type": codec})
+    sent = make_records(2_000, seed=13)
+    _produce(kafka.bootstrap, topic, sent, 1)
+    batches = list(read_range(kafka.bootstrap, topic, 0, 0, len(sent)))
+    rows = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).to_pylist()
+    assert [(r["offset"], r["key"], r["value"]) for r in rows] == [
+        (i, s.key, s.value) for i, s in enumerate(sent)
+    ]
+    assert _spark_rows_of_dicts(rows) == _consumed(kafka.bootstrap, topic, 1)
 
 
 def test_read_committed_batch_read_leaves_out_an_aborted_transaction(
