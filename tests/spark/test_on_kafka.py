@@ -3,18 +3,19 @@ tests/support/kafka_reference.py) instead of Shoal: what a Spark user moving fro
 to Kafka (or back) relies on.
 
 Each leg is checked by reading back with confluent-kafka, never with the connector
-itself: the batch source (`spark.read.format("shoal")`, read_committed over an aborted
-transaction too, and its reader on batches Kafka recompressed with its own codecs), the topic stream (AvailableNow, committing its progress to a consumer
-group), the sink (`df.write`) and the `shoal-share` stream (every record delivered at
-least once, and the records it acknowledged are not delivered again to a
-confluent-kafka ShareConsumer of the same group, whether the query ended as an
-AvailableNow run or was stopped after Spark committed a batch, before the next trigger).
+itself: the batch source (`spark.read.format("shoal")`; read_committed over an aborted
+transaction; its reader on batches Kafka recompressed with its own codecs), the topic
+stream (AvailableNow, committing its progress to a consumer group), the sink
+(`df.write`) and the `shoal-share` stream: every record delivered at least once, and
+the records it acknowledged not delivered again to a confluent-kafka ShareConsumer of
+the same group, whether the query ended as an AvailableNow run or was stopped after
+Spark committed a batch, before the next trigger. Its member's RENEW and its reading
+of the delivery count limit are checked on their own.
 
 The reference broker runs with the share-group bounds of Shoal's own share tests
 (SHARE_TEST_BROKER_OVERRIDES, Kafka's names) and a delivery count limit of its own,
 which the share source's member reads from the broker (Kafka 4.2 has no group config
-for it).
-Without java and mvn the module skips, except in CI (CI=true).
+for it). Without java and mvn the module skips, except in CI (CI=true).
 """
 
 from __future__ import annotations
