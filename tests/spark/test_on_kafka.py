@@ -32,6 +32,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 pa = pytest.importorskip("pyarrow")  # the connector's reader needs it (the spark extra)
 
+from shoal.client.ranges import Span  # noqa: E402
 from shoal.spark.reading import ARROW_SCHEMA, read_range  # noqa: E402
 from shoal.spark.share_group import ACCEPT, MemberSettings, ShareGroupMember  # noqa: E402
 from shoal.spark.share_offsets import TopicPartition as ShareTopicPartition  # noqa: E402
@@ -351,6 +352,29 @@ def _assert_delivered_next(
     finally:
         consumer.close()
     assert sorted(got) == sorted(wanted)
+
+
+def test_share_member_acquires_exactly_or_whole_batches_as_asked(
+    kafka: kafka_reference.KafkaBroker,
+) -> None:
+    """Record-limit mode (a failing batch's split, share_bisect.py) acquires exactly
+    the records asked for; batch-optimized mode whole log batches (one of 50 here)."""
+    topic = topic_name("kafka-share-modes")
+    create_topic(kafka.bootstrap, topic)
+    # one log batch: the flush sends all 50 long before the linger ends
+    values = [b"m%d" % i for i in range(50)]
+    produce_values(kafka.bootstrap, topic, values, partition=0, linger_ms=2_000)
+    group = topic_name("kafka-share-modes-group")
+    member = ShareGroupMember(MemberSettings(kafka.bootstrap, group, (topic,), SHARE_OPTIONS))
+    member.start()
+    try:
+        tp = ShareTopicPartition(topic, 0)
+        exact = member.acquire(records_max=3, wait_ms=5_000, exact=True)
+        assert exact == {tp: [Span(0, 2, 1)]}
+        whole = member.acquire(records_max=3, wait_ms=5_000, exact=False)
+        assert whole == {tp: [Span(3, 49, 1)]}
+    finally:
+        member.close()
 
 
 def test_share_member_renews_its_locks_past_the_lock_duration(
