@@ -11,6 +11,17 @@ Two settings for speed, neither changing what a test checks:
   internal topics' 100 partitions) cost nothing there, several ms each on the VM's
   disk. A SIGKILL loses nothing on either, as a crash of the process keeps what was
   written; the full-disk test mounts a tmpfs of its own.
+
+Hypothesis runs under one of three profiles, chosen by HYPOTHESIS_PROFILE (pytest's
+--hypothesis-profile wins over it):
+- `ci` (the default, so scripts/test and .ci/run use it): derandomised (the examples
+  follow from each test's own code, so a run fails or passes the same way every time),
+  at most 100 examples per test, no deadline (a busy machine's slow example is not a
+  failure) and no example database;
+- `dev`: random exploration, 100 examples, no deadline, remembering failures in
+  .hypothesis/ (`HYPOTHESIS_PROFILE=dev scripts/test tests/unit` looks for new cases);
+- `nightly`: random, 5,000 examples per test, no deadline.
+Tests that set their own `max_examples` keep it under every profile.
 """
 
 from __future__ import annotations
@@ -23,11 +34,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.support.broker import BrokerProcess, running
 
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+HYPOTHESIS_PROFILE_DEFAULT = "ci"
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=100,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", derandomize=False, max_examples=100, deadline=None)
+settings.register_profile(
+    "nightly",
+    derandomize=False,
+    max_examples=5_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# loaded before any test module is imported: settings(...) objects made at import
+# take their unset values from the profile loaded then
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or HYPOTHESIS_PROFILE_DEFAULT)
 
 _SHM = "/dev/shm"
 _SHM_FREE_BYTES_MIN = 4 << 30

@@ -203,3 +203,17 @@ def test_mistakes_are_reported_with_the_option(broker: BrokerProcess, tmp_path: 
         _member(broker, "g", topic, group_configs={"share.auto.offset.reset": "sometimes"})
     with pytest.raises(ShareMemberError, match=re.escape("bootstrap.servers='127.0.0.1:1'")):
         ShareGroupMember(MemberSettings("127.0.0.1:1", "g", (topic,))).start()
+
+
+def test_the_member_reads_the_groups_delivery_count_limit(broker: BrokerProcess) -> None:
+    """Shoal serves `share.delivery.count.limit` as a group config (README, share groups);
+    Kafka 4.2 only as the brokers' `group.share.delivery.count.limit`
+    (tests/spark/test_on_kafka.py reads that one)."""
+    topic = topic_name("count-limit")
+    create_topic(broker.bootstrap, topic)
+    configs = {**EARLIEST, "share.delivery.count.limit": "3"}
+    member = _member(broker, "count-limit", topic, group_configs=configs)
+    try:
+        assert member.delivery_count_limit == 3
+    finally:
+        member.close()

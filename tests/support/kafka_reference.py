@@ -255,8 +255,8 @@ class KafkaBroker:
                 java_command(
                     TOOLS["kafka-storage"],
                     "format",
-                    "-t",
-                    _cluster_id(),
+                    # one argument: an id starting with "-" would read as an option
+                    f"--cluster-id={_cluster_id()}",
                     "-c",
                     str(config),
                     "--standalone",

@@ -35,6 +35,7 @@ from typing import Final
 
 from shoal.client import AsyncClient, ClientError, ClientSettings
 from shoal.client import requests as rq
+from shoal.client.bootstrap import Node
 from shoal.client.errors import ErrorCode, KafkaError, error_name
 from shoal.client.offsets import list_offsets_async
 from shoal.client.ranges import Span, TopicIdPartition
@@ -54,6 +55,10 @@ log = logging.getLogger(__name__)
 ACCEPT: Final = AcknowledgeType.ACCEPT
 RELEASE: Final = AcknowledgeType.RELEASE
 DELIVERY_COUNT_LIMIT_KEY: Final = "share.delivery.count.limit"
+BROKER_DELIVERY_COUNT_LIMIT_KEY: Final = "group.share.delivery.count.limit"
+BROKER_RESOURCE: Final = 4
+"""DescribeConfigs resource type of one broker (Kafka's ConfigResource.Type.BROKER),
+named by its node id and answered by that broker."""
 ASSIGNMENT_WAIT_MS_MAX: Final = 30_000
 """`start()` waits this long for the first non-empty assignment before it fails."""
 
@@ -171,18 +176,30 @@ class ShareGroupMember:
 
     async def _read_delivery_count_limit(self, client: AsyncClient) -> None:
         """The group's effective `share.delivery.count.limit` (DescribeConfigs of the
-        GROUP); on failure the default stays, logged (it only sizes the split of a
-        failing batch, share_bisect.py)."""
+        GROUP). Kafka 4.2 has no such group config (it describes none, and refuses to
+        set one): there the brokers' `group.share.delivery.count.limit` applies, read
+        from the group coordinator (DescribeConfigs of that BROKER). On failure the
+        default stays, logged (it only sizes the split of a failing batch,
+        share_bisect.py)."""
         group = self.settings.group_id
-        call = rq.describe_configs(rq.GROUP_RESOURCE, [group], keys=[DELIVERY_COUNT_LIMIT_KEY])
         try:
-            response = await client.call(call)
-            (result,) = response.results
-            if result.error_code != ErrorCode.none:
-                raise ShareMemberError(f"{error_name(result.error_code)}: {result.error_message}")
-            values = [c.value for c in result.configs if c.name == DELIVERY_COUNT_LIMIT_KEY]
-            self.delivery_count_limit = max(2, int(values[0]))
-        except (ClientError, ShareMemberError, IndexError, TypeError, ValueError) as exc:
+            value = await _described(client, rq.GROUP_RESOURCE, group, DELIVERY_COUNT_LIMIT_KEY)
+            if value is None:
+                node = await client.coordinator(group)
+                value = await _described(
+                    client,
+                    BROKER_RESOURCE,
+                    str(node.node_id),
+                    BROKER_DELIVERY_COUNT_LIMIT_KEY,
+                    node=node,
+                )
+            if value is None:
+                raise ShareMemberError(
+                    f"neither {DELIVERY_COUNT_LIMIT_KEY} (group) nor "
+                    f"{BROKER_DELIVERY_COUNT_LIMIT_KEY} (broker) is described"
+                )
+            self.delivery_count_limit = max(2, int(value))
+        except (ClientError, ShareMemberError, TypeError, ValueError) as exc:
             log.warning(
                 "share group %s: %s not read (%s); assuming %d",
                 group,
@@ -286,6 +303,20 @@ class ShareGroupMember:
 
     def _named(self, tp: TopicIdPartition) -> TopicPartition:
         return TopicPartition(self._names.get(tp.topic_id, str(tp.topic_id)), tp.partition)
+
+
+async def _described(
+    client: AsyncClient, resource_type: int, name: str, key: str, *, node: Node | None = None
+) -> str | None:
+    """The value of config `key` of one resource (DescribeConfigs), None when the
+    resource has no such config; an error of the resource raises ShareMemberError."""
+    call = rq.describe_configs(resource_type, [name], keys=[key])
+    response = await client.call(call, node)
+    (result,) = response.results
+    if result.error_code != ErrorCode.none:
+        raise ShareMemberError(f"{error_name(result.error_code)}: {result.error_message}")
+    values = [c.value for c in result.configs if c.name == key]
+    return values[0] if values else None
 
 
 def _first_resource_error(response: object) -> int:

@@ -60,17 +60,34 @@ def check_spans(spans: Spans) -> None:
 
 
 def covers(outer: Spans, inner: Spans) -> bool:
-    """Whether every offset of `inner` lies in a span of `outer` for the same
-    topic-partition (delivery counts aside: a replay redelivers with higher counts)."""
+    """Whether every offset of `inner` lies in `outer` for the same topic-partition.
+
+    Only offsets count, never delivery counts: a batch the driver planned matches the
+    end offset Spark checkpointed for it (share_driver.py, at stop) whatever counts
+    either names, and a replay redelivers with higher counts. So adjacent spans of
+    `outer` at different delivery counts (which the offset JSON keeps apart) cover a
+    span of `inner` that runs across them."""
     for tp, items in inner.items():
-        around = sorted(outer.get(tp, ()))
+        around = _offset_runs(outer.get(tp, ()))
         i = 0
         for span in sorted(items):
-            while i < len(around) and around[i].last < span.first:
+            while i < len(around) and around[i][1] < span.first:
                 i += 1
-            if i == len(around) or around[i].first > span.first or around[i].last < span.last:
+            if i == len(around) or around[i][0] > span.first or around[i][1] < span.last:
                 return False
     return True
+
+
+def _offset_runs(spans: Sequence[Span]) -> list[tuple[int, int]]:
+    """The maximal runs of consecutive offsets (first, last) that `spans` hold, their
+    delivery counts dropped."""
+    runs: list[tuple[int, int]] = []
+    for span in sorted(spans):
+        if runs and span.first <= runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], span.last))
+        else:
+            runs.append((span.first, span.last))
+    return runs
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,20 @@ def test_stop_accepts_only_what_was_not_accepted_yet(tmp_path: Path) -> None:
     assert member.acks == [(ACCEPT, {TP: (Span(0, 1, 1),)}), (ACCEPT, {TP: (Span(2, 4, 1),)})]
 
 
+def test_stop_accepts_a_committed_replay_whose_offset_names_other_delivery_counts(
+    tmp_path: Path,
+) -> None:
+    """A restarted query replays batch 1 of an earlier run, whose offset JSON holds
+    [0-0 count 1] and [1-1 count 2]; the replay re-acquires 0-1 at new counts. Once
+    Spark commits it, stop ACCEPTs those records (else the group delivers them again)."""
+    member, driver = _driver(tmp_path)
+    end1 = ShareOffset(seq=1, spans={TP: (Span(0, 0, 1), Span(1, 1, 2))})
+    assert driver.batch(end1) == {TP: (Span(0, 1, 1),)}
+    write_batch(tmp_path, 0, end1, committed=True)
+    driver.stop()
+    assert member.acks == [(ACCEPT, {TP: (Span(0, 1, 1),)})]
+
+
 def test_stop_leaves_an_uncommitted_batch_to_the_group(tmp_path: Path) -> None:
     member, driver = _driver(tmp_path)
     end1 = _plan(driver, INITIAL_OFFSET, 2)

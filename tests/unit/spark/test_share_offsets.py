@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from shoal.client.ranges import Span, record_count
@@ -147,7 +147,27 @@ def test_covers_ignores_delivery_counts_and_needs_every_offset() -> None:
     assert not covers({}, {A0: (Span(0, 0, 1),)})
 
 
-@given(spans_strategy, spans_strategy)
+def test_covers_joins_adjacent_spans_at_different_delivery_counts() -> None:
+    """The offset JSON keeps [0-0 count 1] and [1-1 count 2] apart; they still cover
+    [0-1] (at any count: a replay re-acquires them at new ones)."""
+    outer = {A0: (Span(0, 0, 1), Span(1, 1, 2))}
+    assert covers(outer, {A0: (Span(0, 1, 1),)})
+    assert covers(outer, {A0: (Span(0, 1, 3),)})
+    assert not covers(outer, {A0: (Span(0, 2, 1),)})
+    assert not covers({A0: (Span(0, 0, 1), Span(2, 2, 2))}, {A0: (Span(0, 2, 1),)})
+
+
+dense_spans_strategy = st.dictionaries(
+    st.sampled_from([A0, A1]),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.integers(1, 3)), max_size=6),
+    max_size=2,
+)
+"""Spans with small gaps, so adjacent spans at different delivery counts are common."""
+
+
+@given(dense_spans_strategy, dense_spans_strategy)
+# [0-0 count 1] and [1-1 count 2] against [0-1] (gap, size, count triples)
+@example({A0: [(0, 1, 1), (0, 1, 2)]}, {A0: [(0, 2, 1)]})
 def test_covers_is_offset_set_inclusion(raw_outer: dict, raw_inner: dict) -> None:
     outer, inner = _as_spans(raw_outer), _as_spans(raw_inner)
 
