@@ -69,6 +69,30 @@ BROKER_BOUNDS: dict[str, tuple[str, str]] = {
 }
 """Group key -> the broker keys holding its (min, max): checked when set, clamped after."""
 
+CONSUMER_SESSION_TIMEOUT_KEY = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_KEY = "consumer.heartbeat.interval.ms"
+KAFKA_42_BOUNDS: dict[str, tuple[str, str]] = {
+    CONSUMER_SESSION_TIMEOUT_KEY: (
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
+    CONSUMER_HEARTBEAT_INTERVAL_KEY: (
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+    "streams.session.timeout.ms": (
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+    ),
+    "streams.heartbeat.interval.ms": (
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+}
+"""The consumer and streams keys' broker bounds, refused in Kafka 4.2's words (Kafka's
+GroupConfig.validate: "<key> must be greater than or equal to <min key>", "... less
+than or equal to <max key>"); checked when set, clamped after, as the share keys."""
+
 
 class GroupConfigError(ValueError):
     """A proposed group config is refused: `code` is the Kafka error, `message`
@@ -101,6 +125,11 @@ def validate_overrides(proposed: Mapping[str, object], broker: BrokerConfig) -> 
         if key not in GROUP_KEYS:
             raise GroupConfigError(key, f"Unknown group config name: {key}")
     typed = {key: parse_override(key, raw) for key, raw in proposed.items()}
+    for key, (low_key, high_key) in KAFKA_42_BOUNDS.items():
+        if key in typed and typed[key] < broker[low_key]:
+            raise GroupConfigError(key, f"{key} must be greater than or equal to {low_key}")
+        if key in typed and typed[key] > broker[high_key]:
+            raise GroupConfigError(key, f"{key} must be less than or equal to {high_key}")
     for key, (low_key, high_key) in BROKER_BOUNDS.items():
         if key not in typed:
             continue
@@ -145,7 +174,7 @@ def fallback_value(key: str, broker: BrokerConfig) -> Any:
 
 def clamp(key: str, value: Any, broker: BrokerConfig) -> Any:
     """`value` of `key` moved into the broker's current bounds, if the key has any."""
-    bounds = BROKER_BOUNDS.get(key)
+    bounds = BROKER_BOUNDS.get(key) or KAFKA_42_BOUNDS.get(key)
     if bounds is None:
         return value
     low_key, high_key = bounds

@@ -33,18 +33,29 @@ from shoal.config import (
     TOPIC_KEYS,
     ConfigDef,
     ConfigType,
+    Scope,
     effective_topic_config,
     render,
 )
 from shoal.group.configs import effective_group_config
 from shoal.protocol.errors import ErrorCode
-from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, DynamicBrokerConfig, DynamicLayer
+from shoal.server.dynamic_config import (
+    DYNAMIC_BROKER_KEYS,
+    DynamicBrokerConfig,
+    DynamicLayer,
+    custom_keys,
+)
 from shoal.server.refused import Refused
 
 
 class ResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type ids."""
+
+    UNKNOWN = 0
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
     GROUP = 32
 
 
@@ -63,6 +74,10 @@ class AlterOp(enum.IntEnum):
     APPEND = 2
     SUBTRACT = 3
 
+
+UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
+"""Broker keys Kafka leaves null unless set: their hours key gives the value (Shoal
+resolves them for use; DescribeConfigs shows them null, with no DEFAULT synonym)."""
 
 BROKER_KEY_SYNONYMS: dict[str, tuple[str, ...]] = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -96,6 +111,12 @@ class ConfigEntry:
     def config_type(self) -> ConfigType:
         return self.definition.type
 
+    @property
+    def sensitive(self) -> bool:
+        """Kafka withholds the value (and its synonyms' values) of a PASSWORD key and of
+        a custom key it knows nothing about (which might hold a secret)."""
+        return self.config_type in (ConfigType.PASSWORD, ConfigType.UNKNOWN)
+
 
 Layers = list[tuple[ConfigSource, Mapping[str, str | None]]]
 
@@ -117,15 +138,24 @@ def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
         ),
         (
             ConfigSource.DEFAULT,
-            {k: render(d, d.default) for k, d in BROKER_KEYS.items() if d.default is not None},
+            {
+                k: render(d, d.default)
+                for k, d in BROKER_KEYS.items()
+                if d.default is not None and k not in UNSET_BY_DEFAULT
+            },
         ),
     ]
 
 
 def _broker_synonyms(key: str, layers: Layers) -> list[Synonym]:
+    """The values of `key` and of its other spellings, layer by layer; as in Kafka,
+    the built-in defaults count only for the key's own (preferred) spelling."""
     names = BROKER_KEY_SYNONYMS.get(key, (key,))
     return [
-        Synonym(n, values[n], source) for source, values in layers for n in names if n in values
+        Synonym(n, values[n], source)
+        for source, values in layers
+        for n in (names[:1] if source is ConfigSource.DEFAULT else names)
+        if n in values
     ]
 
 
@@ -153,29 +183,27 @@ def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
 
 
 def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
-    """Every share-group key of a group with these (typed) overrides. The value is the
-    effective one (an override clamped into the current broker bounds); the GROUP_CONFIG
-    synonym shows the override as set."""
-    layers = broker_layers(dynamic)
+    """Every key of a group with these (typed) overrides, as Kafka shows a group: the
+    effective value (an override clamped into the current broker bounds, else the
+    broker value or the key's default), source GROUP_CONFIG when the group sets it,
+    else DEFAULT_CONFIG, and the one synonym of that source."""
     effective = effective_group_config(overrides, dynamic.effective)
     entries = []
     for key, definition in GROUP_KEYS.items():
-        synonyms: list[Synonym] = []
+        value = render(definition, effective[key])
         if key in overrides:
-            synonyms.append(Synonym(key, render(definition, overrides[key]), ConfigSource.GROUP))
-        if definition.synonym is not None and definition.synonym in BROKER_KEYS:
-            synonyms += _broker_synonyms(definition.synonym, layers)
-        elif definition.default is not None:
-            synonyms.append(
-                Synonym(key, render(definition, definition.default), ConfigSource.DEFAULT)
-            )
+            source = ConfigSource.GROUP
+            synonym = Synonym(key, render(definition, overrides[key]), source)
+        else:
+            source = ConfigSource.DEFAULT
+            synonym = Synonym(key, value, source)
         entries.append(
             ConfigEntry(
                 definition=definition,
-                value=render(definition, effective[key]),
-                source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
+                value=value,
+                source=source,
                 read_only=False,
-                synonyms=tuple(synonyms),
+                synonyms=(synonym,),
             )
         )
     return entries
@@ -183,19 +211,29 @@ def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
 
 def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[ConfigEntry]:
     """The broker resource: every broker key for this node (`DynamicLayer.BROKER`), or,
-    as Kafka shows the "" resource, only the cluster-wide dynamic settings."""
+    as Kafka shows the "" resource, only the cluster-wide dynamic settings. Custom keys
+    (no broker key) set dynamically are listed as Kafka lists them: sensitive, of
+    unknown type, read-only."""
     layers = broker_layers(dynamic)
     if layer is DynamicLayer.CLUSTER_DEFAULT:
         layers = [(s, v) for s, v in layers if s is ConfigSource.DYNAMIC_DEFAULT_BROKER]
         values: Mapping[str, str | None] = dynamic.cluster_default
     else:
         values = {k: render(d, dynamic.effective[k]) for k, d in BROKER_KEYS.items()}
+        for key in UNSET_BY_DEFAULT:
+            own = [s for s in _broker_synonyms(key, layers) if s.name == key]
+            values[key] = own[0].value if own else None
+        for key in custom_keys({**dynamic.cluster_default, **dynamic.broker}):
+            values[key] = None
     entries = []
     for key, value in values.items():
+        definition = BROKER_KEYS.get(key)
+        if definition is None:
+            definition = ConfigDef(key, ConfigType.UNKNOWN, None, Scope.BROKER, "", nullable=True)
         synonyms = _broker_synonyms(key, layers)
         entries.append(
             ConfigEntry(
-                definition=BROKER_KEYS[key],
+                definition=definition,
                 value=value,
                 source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
                 read_only=key not in DYNAMIC_BROKER_KEYS,
@@ -232,10 +270,13 @@ def apply_ops(
     definitions: Mapping[str, ConfigDef],
     effective_value: Callable[[str], str | None],
     kind: str,
+    allow_custom: bool = False,
 ) -> dict[str, str]:
     """`current` (a resource's own settings) after the (name, operation, value) ops.
     APPEND and SUBTRACT work on LIST keys and start from the key's effective value when
-    the resource does not set it. Raises Refused; validates no values."""
+    the resource does not set it. A key with no definition is INVALID_CONFIG, unless
+    `allow_custom` (the broker: Kafka keeps such keys) lets SET and DELETE store it.
+    Raises Refused; validates no values."""
     repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
     if repeated:
         raise Refused(
@@ -244,8 +285,8 @@ def apply_ops(
     result = dict(current)
     for name, op, value in ops:
         definition = definitions.get(name)
-        if definition is None:
-            raise Refused(ErrorCode.invalid_config, f"{name}: unknown {kind} config key")
+        if definition is None and not (allow_custom and op in (AlterOp.SET, AlterOp.DELETE)):
+            raise Refused(ErrorCode.invalid_config, f"Unknown {kind} config name: {name}")
         if op == AlterOp.DELETE:
             result.pop(name, None)
             continue
@@ -259,7 +300,7 @@ def apply_ops(
         if op == AlterOp.SET:
             result[name] = value
             continue
-        if definition.type is not ConfigType.LIST:
+        if definition is None or definition.type is not ConfigType.LIST:
             raise Refused(
                 ErrorCode.invalid_config,
                 f"{name}: can't {AlterOp(op).name} to key {name} because its type is not LIST",

@@ -27,7 +27,6 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.config import ConfigType
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -106,9 +105,9 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
 def _config(
     schema: Schema, entry: ConfigEntry, include_synonyms: bool, include_documentation: bool
 ) -> Any:
-    # A PASSWORD key (ssl.key.password, ssl.keystore.key, ...) is sensitive: Kafka
-    # shows neither its value nor its synonyms' values.
-    sensitive = entry.config_type == ConfigType.PASSWORD
+    # A PASSWORD key (ssl.key.password, ssl.keystore.key, ...) or a custom one is
+    # sensitive: Kafka shows neither its value nor its synonyms' values.
+    sensitive = entry.sensitive
     synonyms = tuple(
         schema.make(
             "DescribeConfigsSynonym",
@@ -127,7 +126,7 @@ def _config(
         is_sensitive=sensitive,
         synonyms=synonyms,
         config_type=int(entry.config_type),
-        documentation=entry.definition.doc if include_documentation else None,
+        documentation=(entry.definition.doc or None) if include_documentation else None,
     )
 
 
