@@ -807,14 +807,24 @@ _DEFS: list[ConfigDef] = [
         0,
         _B,
         "Codec id of state records; Shoal writes them uncompressed.",
+        no_effect=NoEffect.COMPRESSION,
     ),
-    ConfigDef("share.coordinator.threads", _INT, 1, _B, "Kafka knob; no Shoal meaning.", min=1),
+    ConfigDef(
+        "share.coordinator.threads",
+        _INT,
+        1,
+        _B,
+        "Kafka knob; no Shoal meaning.",
+        min=1,
+        no_effect=NoEffect.THREADS,
+    ),
     ConfigDef(
         "share.fetch.purgatory.purge.interval.requests",
         _INT,
         1000,
         _B,
         "Kafka knob; no Shoal meaning.",
+        no_effect=NoEffect.PURGATORY,
     ),
     ConfigDef(
         "group.share.persister.class.name",
@@ -822,6 +832,7 @@ _DEFS: list[ConfigDef] = [
         "org.apache.kafka.server.share.persister.DefaultStatePersister",
         _B,
         "Kafka knob; Shoal always persists through its share coordinator.",
+        no_effect=NoEffect.PLUGINS,
     ),
     # ---- broker: authorization (security/authorizer.py, server/acl_store.py)
     ConfigDef(

@@ -1,4 +1,5 @@
-"""Share-group configs (resource type GROUP = 32): each group's overrides of the share keys.
+"""Group configs (resource type GROUP = 32): each group's overrides of the group keys
+(share, consumer and streams keys; docs/configs.md).
 
 Owns (configs.md §3):
 
@@ -22,7 +23,9 @@ isolation level's choices, `share.auto.offset.reset` = latest | earliest |
 by_duration:<non-negative ISO-8601>); then the broker ranges in Kafka's words
 (`<key> must be in the range <min> to <max> inclusive.`); then session timeout >
 heartbeat interval, each side taking the broker value when the group does not set it;
-then (Shoal extension) redelivery backoff <= its maximum, likewise.
+then (Shoal extension) redelivery backoff <= its maximum, likewise. The consumer and
+streams keys are checked against their broker bounds in Kafka 4.2's words
+(`KAFKA_42_BOUNDS`).
 
 Pure: no I/O. Persisting the values and telling the group coordinator and the
 share-partitions about a change belong to the server layer (server/group_configs.py).
