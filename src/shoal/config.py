@@ -1694,6 +1694,63 @@ _KAFKA_GROUP_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect
 )
 
 
+_KAFKA_MINIMUMS: dict[str, int | float] = {
+    **dict.fromkeys(
+        (
+            "background.threads",
+            "compression.lz4.level",
+            "log.cleaner.max.compaction.lag.ms",
+            "max.decompressed.message.bytes",
+            "num.io.threads",
+            "num.network.threads",
+            "num.recovery.threads.per.data.dir",
+            "num.replica.fetchers",
+            "remote.fetch.max.wait.ms",
+            "remote.list.offsets.request.timeout.ms",
+            "remote.log.index.file.cache.total.size.bytes",
+            "remote.log.manager.copier.thread.pool.size",
+            "remote.log.manager.copy.max.bytes.per.second",
+            "remote.log.manager.expiration.thread.pool.size",
+            "remote.log.manager.fetch.max.bytes.per.second",
+            "remote.log.manager.follower.thread.pool.size",
+            "remote.log.reader.threads",
+            "streams.heartbeat.interval.ms",
+            "streams.session.timeout.ms",
+        ),
+        1,
+    ),
+    **dict.fromkeys(
+        (
+            "log.cleaner.backoff.ms",
+            "log.cleaner.delete.retention.ms",
+            "log.cleaner.io.buffer.size",
+            "log.cleaner.min.cleanable.ratio",
+            "log.cleaner.min.compaction.lag.ms",
+            "log.cleaner.threads",
+            "log.message.timestamp.after.max.ms",
+            "log.message.timestamp.before.max.ms",
+            "log.roll.jitter.ms",
+            "log.segment.delete.delay.ms",
+            "max.connection.creation.rate",
+            "max.connections.per.ip",
+            "streams.initial.rebalance.delay.ms",
+            "streams.num.standby.replicas",
+        ),
+        0,
+    ),
+    "log.local.retention.bytes": -2,
+    "log.local.retention.ms": -2,
+}
+"""The lower bounds Kafka 4.2 checks on the dynamic keys above (and, through their
+broker synonyms, the topic keys), as the reference broker answers them."""
+
+
+def _check_gzip_level(value: Any) -> str | None:
+    if value is None or value == -1 or 1 <= value <= 9:
+        return None
+    return f"value {value} must be between 1 and 9 or equal to -1"
+
+
 def _no_effect_doc(reason: NoEffect) -> str:
     return f"Kafka key, accepted and stored; no effect on one Shoal node: {reason.value}."
 
@@ -1703,14 +1760,17 @@ def _kafka_only_defs() -> list[ConfigDef]:
     for name, kind, default, dynamic, reason in _KAFKA_BROKER_ONLY:
         definition = ConfigDef(
             name, kind, None, _B, _no_effect_doc(reason), nullable=default is None,
-            dynamic=dynamic, no_effect=reason,
+            dynamic=dynamic, no_effect=reason, min=_KAFKA_MINIMUMS.get(name),
+            check=_check_gzip_level if name == "compression.gzip.level" else None,
         )  # fmt: skip
         defs.append(replace(definition, default=definition.parse(default)))
     for scope, rows in ((_T, _KAFKA_TOPIC_ONLY), (_G, _KAFKA_GROUP_ONLY)):
         for name, kind, default, synonym, reason in rows:
+            bound = _KAFKA_MINIMUMS.get(name, _KAFKA_MINIMUMS.get(synonym or ""))
             definition = ConfigDef(
                 name, kind, None, scope, _no_effect_doc(reason), nullable=default is None,
-                synonym=synonym, no_effect=reason,
+                synonym=synonym, no_effect=reason, min=bound,
+                check=_check_gzip_level if name == "compression.gzip.level" else None,
             )  # fmt: skip
             defs.append(replace(definition, default=definition.parse(default)))
     return defs

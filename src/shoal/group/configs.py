@@ -74,7 +74,7 @@ BROKER_BOUNDS: dict[str, tuple[str, str]] = {
 
 CONSUMER_SESSION_TIMEOUT_KEY = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_KEY = "consumer.heartbeat.interval.ms"
-KAFKA_42_BOUNDS: dict[str, tuple[str, str]] = {
+KAFKA_42_BOUNDS: dict[str, tuple[str | None, str]] = {
     CONSUMER_SESSION_TIMEOUT_KEY: (
         "group.consumer.min.session.timeout.ms",
         "group.consumer.max.session.timeout.ms",
@@ -91,6 +91,7 @@ KAFKA_42_BOUNDS: dict[str, tuple[str, str]] = {
         "group.streams.min.heartbeat.interval.ms",
         "group.streams.max.heartbeat.interval.ms",
     ),
+    "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
 }
 """The consumer and streams keys' broker bounds, refused in Kafka 4.2's words (Kafka's
 GroupConfig.validate: "<key> must be greater than or equal to <min key>", "... less
@@ -129,7 +130,7 @@ def validate_overrides(proposed: Mapping[str, object], broker: BrokerConfig) -> 
             raise GroupConfigError(key, f"Unknown group config name: {key}")
     typed = {key: parse_override(key, raw) for key, raw in proposed.items()}
     for key, (low_key, high_key) in KAFKA_42_BOUNDS.items():
-        if key in typed and typed[key] < broker[low_key]:
+        if key in typed and low_key is not None and typed[key] < broker[low_key]:
             raise GroupConfigError(key, f"{key} must be greater than or equal to {low_key}")
         if key in typed and typed[key] > broker[high_key]:
             raise GroupConfigError(key, f"{key} must be less than or equal to {high_key}")
@@ -181,7 +182,8 @@ def clamp(key: str, value: Any, broker: BrokerConfig) -> Any:
     if bounds is None:
         return value
     low_key, high_key = bounds
-    return min(max(value, broker[low_key]), broker[high_key])
+    low = value if low_key is None else broker[low_key]
+    return min(max(value, low), broker[high_key])
 
 
 def effective_group_config(overrides: Mapping[str, Any], broker: BrokerConfig) -> dict[str, Any]:
