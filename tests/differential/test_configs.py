@@ -534,6 +534,8 @@ def test_refusal_messages_in_kafkas_words(pair: Pair) -> None:
             (GROUP, group, [("consumer.session.timeout.ms", SET, "1000")]),
             (GROUP, group + "-b", [("no.such", SET, "1")]),
             (GROUP, "", [("consumer.session.timeout.ms", SET, "50000")]),
+            (BROKER, "2", [("max.connections", SET, "100")]),
+            (BROKER, "x", [("max.connections", SET, "100")]),
         )
 
     kafka, shoal = pair.run(scenario, unique("cfg-msg"), unique("cfg-msg-group"))
@@ -591,3 +593,64 @@ def test_list_config_resources_broker_loggers_on_purpose(pair: Pair) -> None:
     ]
     response = call1(pair.shoal.bootstrap, ListConfigResourcesV1(resource_types=(i8(8),)))
     assert response.config_resources == ()
+
+
+# ---- static settings
+
+
+STATIC = (
+    "log.retention.hours=24",
+    "log.retention.bytes=123456",
+    "log.cleaner.threads=2",
+    "background.threads=4",
+    "group.consumer.session.timeout.ms=50000",
+)
+"""Static settings of a second pair of brokers: Kafka keys Shoal applies and keys it
+only stores, a key with several spellings (log.retention.hours) and a group default."""
+
+
+def test_static_settings_show_as_kafka_shows_them(
+    kafka: kafka_reference.KafkaBroker, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Values, sources and synonyms of statically set keys, on the broker, a topic that
+    falls back to them and a group, as Kafka shows them."""
+    broker_keys = (
+        "log.retention.ms",
+        "log.retention.hours",
+        "log.retention.bytes",
+        "log.cleaner.threads",
+        "background.threads",
+        "group.consumer.session.timeout.ms",
+    )
+    topic_keys = ("retention.ms", "retention.bytes")
+    group_keys = ("consumer.session.timeout.ms",)
+
+    def scenario(bootstrap: str, topic: str, group: str) -> dict[str, Any]:
+        create_topic(bootstrap, topic)
+        seen: dict[str, Any] = {}
+        for resource_type, name, keys in (
+            (BROKER, "1", broker_keys),
+            (TOPIC, topic, topic_keys),
+            (GROUP, group, group_keys),
+        ):
+            described = describe(bootstrap, resource_type, name)
+            seen |= {f"{resource_type}/{k}": (described[k]["entry"], described[k]["synonyms"])
+                     for k in keys}  # fmt: skip
+        return seen
+
+    base = tmp_path_factory.mktemp("static")
+    names = (unique("cfg-static"), unique("cfg-static-group"))
+    with kafka_reference.running(base / "kafka", *STATIC) as reference:
+        kafka_seen = scenario(reference.bootstrap, *names)
+    overrides = [f"{k}={v}" for k, v in kafka.properties().items() if k not in NOT_GIVEN_TO_SHOAL]
+    shoal_brokers = running(base / "shoal", *[o for o in overrides if not o.startswith("log.dirs")],
+                            *STATIC)  # fmt: skip
+    shoal = next(shoal_brokers)
+    try:
+        shoal_seen = scenario(shoal.bootstrap, *names)
+    finally:
+        shoal_brokers.close()
+    assert kafka_seen == shoal_seen
+    # log.retention.hours gives the value; only log.retention.ms would be a synonym
+    assert shoal_seen[f"{TOPIC}/retention.ms"] == ((str(24 * 3_600_000), 5, False, False, 5), [])
+    assert shoal_seen[f"{BROKER}/log.retention.ms"][0][:2] == (None, 5)

@@ -1,19 +1,21 @@
 """Config resources as the admin APIs show and change them.
 
-Shared by DescribeConfigs, IncrementalAlterConfigs and CreateTopics (v5+ returns the
-new topic's configs). A `ConfigEntry` is one key of one resource: its value, where the
-value comes from (Kafka's ConfigSource) and its synonyms, highest precedence first:
+Shared by DescribeConfigs, the alter APIs (server/config_changes.py) and CreateTopics
+(v5+ returns the new topic's configs). A `ConfigEntry` is one key of one resource: its
+value, where the value comes from (Kafka's ConfigSource) and its synonyms, highest
+precedence first, as Kafka 4.2 shows them:
 
-    topic key   topic override (1) > broker synonym: per-broker dynamic (2) >
+    topic key   topic override (1) > its broker key: per-broker dynamic (2) >
                 cluster-wide dynamic (3) > static (4) > built-in default (5)
     broker key  per-broker dynamic (2) > cluster-wide dynamic (3) > static (4) > default (5)
-    group key   group override (8) > its broker synonym's sources as above; a key with
-                no broker synonym (share.auto.offset.reset, ...) > its own default (5)
+    group key   group override (8), else default (5), whatever broker layer the
+                default value comes from; one synonym: the key itself
 
-A broker key's synonyms include Kafka's alternative spellings (log.retention.ms also
-looks at log.retention.minutes and log.retention.hours). The source of an entry is the
-source of its first synonym, DEFAULT_CONFIG when it has none. Values are the strings
-`config.render` gives; nothing is sensitive.
+Only a key's own spelling is a synonym (log.retention.hours gives log.retention.ms its
+value but is not listed as its synonym, and such a value shows as DEFAULT_CONFIG). The
+source of an entry is that of its first synonym, DEFAULT_CONFIG when it has none.
+Values are the strings `config.render` gives; PASSWORD keys and custom (unknown) broker
+keys are sensitive.
 
 `apply_ops` applies IncrementalAlterConfigs' four operations to one resource's own
 settings (strings by key); the caller validates the result as a whole.
@@ -79,13 +81,6 @@ UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
 """Broker keys Kafka leaves null unless set: their hours key gives the value (Shoal
 resolves them for use; DescribeConfigs shows them null, with no DEFAULT synonym)."""
 
-BROKER_KEY_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.dirs": ("log.dirs", "log.dir"),
-    "node.id": ("node.id", "broker.id"),
-}
-"""Kafka's spellings of one broker setting, the preferred one first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,15 +143,10 @@ def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
 
 
 def _broker_synonyms(key: str, layers: Layers) -> list[Synonym]:
-    """The values of `key` and of its other spellings, layer by layer; as in Kafka,
-    the built-in defaults count only for the key's own (preferred) spelling."""
-    names = BROKER_KEY_SYNONYMS.get(key, (key,))
-    return [
-        Synonym(n, values[n], source)
-        for source, values in layers
-        for n in (names[:1] if source is ConfigSource.DEFAULT else names)
-        if n in values
-    ]
+    """The values of broker key `key`, layer by layer. As in Kafka 4.2, only the key's
+    own spelling counts: log.retention.hours is no synonym of log.retention.ms (it gives
+    that key's value, which then shows as a default)."""
+    return [Synonym(key, values[key], source) for source, values in layers if key in values]
 
 
 def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
@@ -252,13 +242,12 @@ def broker_layer_for(resource_name: str, node_id: int) -> DynamicLayer:
         broker_id = int(resource_name)
     except ValueError:
         raise Refused(
-            ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {resource_name}"
+            ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
         ) from None
     if broker_id != node_id:
         raise Refused(
             ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {node_id} or empty string, "
-            f"but received {resource_name}",
+            f"Unexpected broker id, expected {node_id}, but received {resource_name}",
         )
     return DynamicLayer.BROKER
 
