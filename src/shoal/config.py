@@ -2121,6 +2121,12 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
         if definition is None:
             raise ConfigError(key, "unknown topic config key")
         typed[key] = definition.parse(value)
+    if typed.get("remote.storage.enable"):  # as a Kafka broker without tiered storage
+        raise ConfigError(
+            "remote.storage.enable",
+            "Tiered Storage functionality is disabled in the broker. "
+            "Topic cannot be configured with remote log storage.",
+        )
     return typed
 
 

@@ -10,6 +10,7 @@ differences that remain are deliberate; each is listed below with its reason.
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,6 +20,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.admin import ResourceType as AdminResourceType
 from kio.schema.alter_configs.v2.request import AlterableConfig as AlterConfig
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest, AlterConfigsResource
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs.v1.request import (
@@ -34,7 +40,7 @@ from kio.schema.list_config_resources.v0.request import (
 from kio.schema.list_config_resources.v1.request import (
     ListConfigResourcesRequest as ListConfigResourcesV1,
 )
-from kio.static.primitive import i8
+from kio.static.primitive import i8, i16, i32
 
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
@@ -520,6 +526,34 @@ def test_incremental_alter_configs_answers_as_kafka(
         return [code for code, _ in answers]
 
     kafka, shoal = pair.run(scenario, unique("cfg-iac"), unique("cfg-iac-group"))
+    assert kafka == shoal
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [{"remote.storage.enable": "true"}, {"preallocate": "true"}, {"min.compaction.lag.ms": "-1"}],
+)
+def test_create_topics_takes_kafkas_topic_keys(pair: Pair, configs: dict[str, str]) -> None:
+    def scenario(bootstrap: str, name: str) -> str:
+        request = CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=name,
+                    num_partitions=i32(1),
+                    replication_factor=i16(1),
+                    assignments=(),
+                    configs=tuple(
+                        CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                    ),
+                ),
+            ),
+            timeout=datetime.timedelta(seconds=TIMEOUT_S),
+            validate_only=False,
+        )
+        (topic,) = call1(bootstrap, request).topics
+        return str(topic.error_code.name)
+
+    kafka, shoal = pair.run(scenario, unique("cfg-create"))
     assert kafka == shoal
 
 

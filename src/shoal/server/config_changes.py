@@ -13,7 +13,8 @@ nothing changes. Errors are raised as `Refused` with Kafka's code for the resour
 
 - TOPIC (2): the topic's overrides through the log manager (topics.json). An unknown
   topic is UNKNOWN_TOPIC_OR_PARTITION, an unknown key or a bad value INVALID_CONFIG,
-  a failed write KAFKA_STORAGE_ERROR.
+  a failed write KAFKA_STORAGE_ERROR (`remote.storage.enable=true` too, as on a Kafka
+  broker without tiered storage: config.validate_topic_configs).
 - BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
   cluster-wide one (server/dynamic_config.py). A broker key that is not dynamic and a
   bad value are INVALID_REQUEST, as Kafka's controller answers ("Cannot update these
@@ -135,12 +136,6 @@ async def _alter_topic(ctx: RequestContext, name: str, edit: Edit, *, validate_o
         typed = validate_topic_configs(updated)
     except ConfigError as exc:
         raise Refused(exc.code, str(exc)) from exc
-    if typed.get("remote.storage.enable"):
-        raise Refused(
-            ErrorCode.invalid_config,
-            "Tiered Storage functionality is disabled in the broker. "
-            "Topic cannot be configured with remote log storage.",
-        )
     if validate_only:
         return
     try:

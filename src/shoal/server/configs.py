@@ -82,7 +82,6 @@ UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
 resolves them for use; DescribeConfigs shows them null, with no DEFAULT synonym)."""
 
 
-
 @dataclass(frozen=True, slots=True)
 class Synonym:
     name: str
