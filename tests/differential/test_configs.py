@@ -688,3 +688,23 @@ def test_static_settings_show_as_kafka_shows_them(
     # log.retention.hours gives the value; only log.retention.ms would be a synonym
     assert shoal_seen[f"{TOPIC}/retention.ms"] == ((str(24 * 3_600_000), 5, False, False, 5), [])
     assert shoal_seen[f"{BROKER}/log.retention.ms"][0][:2] == (None, 5)
+
+
+def test_the_cluster_wide_resource_shows_its_own_settings(pair: Pair) -> None:
+    """Broker "" (`--entity-default`): only the cluster-wide dynamic settings, each with
+    its DYNAMIC_DEFAULT_BROKER_CONFIG synonym; Kafka's own cluster-wide
+    min.insync.replicas (written by its storage format, see above) left aside."""
+
+    def scenario(bootstrap: str) -> dict[str, Any]:
+        changed = incremental(bootstrap, (BROKER, "", [("log.cleaner.backoff.ms", SET, "20000")]))
+        assert changed == [("none", None)]
+        shown = settled(bootstrap, BROKER, "", {"log.cleaner.backoff.ms": "20000"})
+        shown.pop("min.insync.replicas", None)
+        node = settled(bootstrap, BROKER, "1", {"log.cleaner.backoff.ms": "20000"})
+        removed = incremental(bootstrap, (BROKER, "", [("log.cleaner.backoff.ms", DELETE, None)]))
+        assert removed == [("none", None)]
+        return {"cluster": shown, "node": node["log.cleaner.backoff.ms"]}
+
+    kafka, shoal = pair.run(scenario)
+    assert kafka == shoal
+    assert shoal["node"]["entry"][:2] == ("20000", 3)
