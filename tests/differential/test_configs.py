@@ -231,6 +231,11 @@ def settled(
         time.sleep(0.1)
 
 
+def _default_of(described: dict[str, Any]) -> str | None:
+    """The value of a key's DEFAULT_CONFIG synonym (None if it has none)."""
+    return next((v for _, v, source in described["synonyms"] if source == 5), None)
+
+
 def _compare(
     kafka: dict[str, dict[str, Any]],
     shoal: dict[str, dict[str, Any]],
@@ -424,7 +429,12 @@ def test_alter_configs_replaces_the_brokers_dynamic_configs(pair: Pair) -> None:
             while True:
                 described = describe(bootstrap, BROKER, "1")
                 layer = {k: v["entry"][0] for k, v in described.items() if v["entry"][1] == 2}
-                if layer == dict(configs) or time.monotonic() > deadline:
+                defaults_back = all(
+                    described[k]["entry"][0] == _default_of(described[k])
+                    for k in keys
+                    if k not in dict(configs)
+                )
+                if (layer == dict(configs) and defaults_back) or time.monotonic() > deadline:
                     break
                 time.sleep(0.1)
             seen.append((codes, {k: described[k]["entry"][:2] for k in keys}))
