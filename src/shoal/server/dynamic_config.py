@@ -1,4 +1,5 @@
-"""Dynamic broker configs: what IncrementalAlterConfigs changes on a running broker.
+"""Dynamic broker configs: what IncrementalAlterConfigs and AlterConfigs change on a
+running broker.
 
 As in Kafka, two dynamic layers sit above the static configuration (properties file and
 command-line overrides); the highest layer that sets a key wins:
@@ -9,12 +10,14 @@ command-line overrides); the highest layer that sets a key wins:
     static          -                  STATIC_BROKER_CONFIG (4)
     built-in        -                  DEFAULT_CONFIG (5)
 
-Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time. Layer values are kept as the
-canonical strings `config.render` gives. Each layer is persisted as a properties file in
-the data directory, written atomically (temporary file, fsync, rename) off the event
-loop (the broker's `DiskIO.write_atomic`), and applied again at start-up; an entry
-that no longer validates (say the static bounds changed) is dropped with a warning
-instead of stopping the broker, as Kafka skips invalid dynamic configs.
+Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time, besides custom keys that
+are no broker key (kept, shown and never used, as Kafka keeps them). Layer values are
+kept as the canonical strings `config.render` gives. Each layer is persisted as a
+properties file in the data directory, written atomically (temporary file, fsync,
+rename) off the event loop (the broker's `DiskIO.write_atomic`), and applied again at
+start-up; an entry that no longer validates (say the static bounds changed) is
+dropped with a warning instead of stopping the broker, as Kafka skips invalid dynamic
+configs.
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
 

@@ -1,16 +1,19 @@
-"""DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of share groups.
+"""DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of groups, with
+the keys, values, sources, flags and synonyms Kafka 4.2 shows (docs/configs.md).
 
 Resource types (see server/configs.py for values, sources and synonyms):
 - TOPIC (2), name = topic: every topic key with its effective value; an unknown topic
   gets UNKNOWN_TOPIC_OR_PARTITION.
 - BROKER (4), name = this node's id: every broker key (read-only unless it can change
-  dynamically, as Kafka marks them); name "": only the cluster-wide dynamic settings, as
-  Kafka shows its cluster defaults; any other name INVALID_REQUEST.
-- GROUP (32), name = group id (the group need not exist): every share-group key with
-  its effective value, source GROUP_CONFIG when the group sets it, else that of the
-  broker key it falls back to (DEFAULT_CONFIG unless the broker sets it); never
-  read-only. An empty name is INVALID_REQUEST ("Group name must not be empty"), as in
-  Kafka's ConfigHelper.
+  dynamically) and any custom key set dynamically (sensitive, type UNKNOWN); name "":
+  only the cluster-wide dynamic settings, as Kafka shows its cluster defaults; any
+  other name INVALID_REQUEST.
+- GROUP (32), name = group id (the group need not exist): every group key (share,
+  consumer and streams keys) with its effective value, source GROUP_CONFIG when the
+  group sets it, else DEFAULT_CONFIG; never read-only. An empty name is
+  INVALID_REQUEST ("Group name must not be empty"), as in Kafka's ConfigHelper.
+- BROKER_LOGGER (8), CLIENT_METRICS (16) and others: INVALID_REQUEST (Shoal has
+  neither; docs/configs.md).
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
