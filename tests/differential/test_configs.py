@@ -625,18 +625,57 @@ def test_list_config_resources_as_kafka(pair: Pair, version: int, types: tuple[i
         assert shoal == ("none", [(TOPIC, topic), (BROKER, "1"), (GROUP, group)])
 
 
-def test_list_config_resources_broker_loggers_on_purpose(pair: Pair) -> None:
-    """Kafka lists this node as a BROKER_LOGGER (log4j) resource; Shoal has none to
-    list (docs/configs.md): the type is accepted and lists nothing."""
-    kafka, shoal = pair.run(list_resources, 1, (BROKER_LOGGER,), ())
-    assert kafka == ("none", [])  # names "1" is kept only for BROKER: nothing of ours
-    assert shoal == ("none", [])
-    response = call1(pair.kafka.bootstrap, ListConfigResourcesV1(resource_types=(i8(8),)))
-    assert [(int(r.resource_type), r.resource_name) for r in response.config_resources] == [
-        (BROKER_LOGGER, "1")
-    ]
-    response = call1(pair.shoal.bootstrap, ListConfigResourcesV1(resource_types=(i8(8),)))
-    assert response.config_resources == ()
+def test_list_config_resources_lists_this_node_as_broker_logger(pair: Pair) -> None:
+    def scenario(bootstrap: str) -> list[tuple[int, str]]:
+        response = call1(bootstrap, ListConfigResourcesV1(resource_types=(i8(BROKER_LOGGER),)))
+        return [(int(r.resource_type), r.resource_name) for r in response.config_resources]
+
+    kafka, shoal = pair.run(scenario)
+    assert kafka == shoal == [(BROKER_LOGGER, "1")]
+
+
+# ---- broker loggers
+
+
+def test_broker_loggers_are_described_and_changed_as_kafka(pair: Pair) -> None:
+    """BROKER_LOGGER "1": every logger (Kafka's are log4j's, Shoal's Python's, so only
+    root is compared by name) shown alike; SET and DELETE of levels, and the refusals."""
+
+    def scenario(bootstrap: str) -> dict[str, Any]:
+        before = describe(bootstrap, BROKER_LOGGER, "1")
+        shapes = {(*v["entry"][1:], v["documented"], v["synonyms"] == []) for v in before.values()}
+        levels = {v["entry"][0] for v in before.values()}
+        answers = [
+            incremental(bootstrap, (BROKER_LOGGER, "1", [("root", SET, level)]))
+            for level in ("DEBUG", "BOGUS", "debug")
+        ]
+        debug = describe(bootstrap, BROKER_LOGGER, "1")["root"]["entry"][0]
+        answers += [
+            incremental(bootstrap, (BROKER_LOGGER, name, ops))
+            for name, ops in (
+                ("1", [("root", DELETE, None)]),
+                ("1", [("root", APPEND, "INFO")]),
+                ("1", [("no.such.logger", SET, "DEBUG")]),
+                ("2", [("root", SET, "INFO")]),
+                ("x", [("root", SET, "INFO")]),
+                ("1", [("root", SET, "INFO")]),
+            )
+        ]
+        after = describe(bootstrap, BROKER_LOGGER, "1")["root"]["entry"][0]
+        return {
+            "root": before["root"]["entry"],
+            "shapes": shapes,
+            "levels": levels <= {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"},
+            "answers": [[code for code, _ in a] for a in answers],
+            "messages": [a[0][1] for a in answers[1:]],
+            "debug": debug,
+            "after": after,
+        }
+
+    kafka, shoal = pair.run(scenario)
+    assert kafka == shoal
+    assert shoal["root"] == ("INFO", 6, False, False, 0)
+    assert shoal["shapes"] == {(6, False, False, 0, True, True)}
 
 
 # ---- static settings

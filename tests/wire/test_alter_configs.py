@@ -182,7 +182,8 @@ def test_list_config_resources(broker: BrokerProcess) -> None:
     assert (GROUP, bare) not in listed and (TOPIC, bare) not in listed
     groups = list_resources(broker.bootstrap, 1, [GROUP])
     assert {int(r.resource_type) for r in groups.config_resources} == {GROUP}
-    assert list_resources(broker.bootstrap, 1, [BROKER_LOGGER]).config_resources == ()
+    loggers = list_resources(broker.bootstrap, 1, [BROKER_LOGGER]).config_resources
+    assert [(int(r.resource_type), r.resource_name) for r in loggers] == [(BROKER_LOGGER, "1")]
     unknown = list_resources(broker.bootstrap, 1, [TOPIC, 3])
     assert (unknown.error_code, unknown.config_resources) == (ErrorCode.unsupported_version, ())
     client_metrics = list_resources(broker.bootstrap, 0)

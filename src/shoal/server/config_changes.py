@@ -24,9 +24,10 @@ nothing changes. Errors are raised as `Refused` with Kafka's code for the resour
   Kafka's "Default group resources are not allowed."). The group's whole resulting set
   is checked against the current broker bounds (group/configs.py), then persisted and
   adopted by the group config store, whose listeners are then called.
-- BROKER_LOGGER (8), CLIENT_METRICS (16) and any other type: INVALID_REQUEST (Shoal
-  has neither log4j loggers nor client metrics subscriptions; Kafka's words for an
-  unknown type).
+- BROKER_LOGGER (8): only IncrementalAlterConfigs changes log levels
+  (`change_loggers`); through AlterConfigs it is an unknown type, as in Kafka.
+- CLIENT_METRICS (16) and any other type: INVALID_REQUEST (Shoal has no client metrics
+  subscriptions; Kafka's words for an unknown type).
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ from shoal.config import (
 from shoal.group.configs import GroupConfigError
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
-from shoal.server.configs import ResourceType, broker_layer_for
+from shoal.server.configs import ResourceType, broker_layer_for, check_logger_node
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, canonical
+from shoal.server.logger_configs import change_levels
 from shoal.server.refused import Refused
 
 log = logging.getLogger(__name__)
@@ -116,6 +118,22 @@ async def change_resource(
             raise Refused(ErrorCode.invalid_request, f"Unknown resource type {resource_type}")
 
     await ctx.services.disk.changes.run(change)
+
+
+def change_loggers(
+    ctx: RequestContext,
+    name: str,
+    ops: Sequence[tuple[str, int, str | None]],
+    *,
+    validate_only: bool,
+) -> None:
+    """IncrementalAlterConfigs on BROKER_LOGGER (8): this process's log levels, at once
+    and in memory only, as Kafka changes its log4j levels (server/logger_configs.py).
+    Raises Refused."""
+    check_logger_node(name, ctx.services.node.node_id)
+    change_levels(ops, validate_only=validate_only)
+    if not validate_only:
+        log.info("log levels changed: %s (client %s)", list(ops), ctx.client_id)
 
 
 async def _alter_topic(ctx: RequestContext, name: str, edit: Edit, *, validate_only: bool) -> None:

@@ -47,6 +47,8 @@ from shoal.server.dynamic_config import (
     DynamicLayer,
     custom_keys,
 )
+from shoal.server.logger_configs import DOC as LOGGER_DOC
+from shoal.server.logger_configs import logger_levels
 from shoal.server.refused import Refused
 
 
@@ -67,6 +69,7 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER = 3
     STATIC_BROKER = 4
     DEFAULT = 5
+    DYNAMIC_BROKER_LOGGER = 6
     GROUP = 8
 
 
@@ -76,6 +79,8 @@ class AlterOp(enum.IntEnum):
     APPEND = 2
     SUBTRACT = 3
 
+
+_LOGGER = ConfigSource.DYNAMIC_BROKER_LOGGER
 
 UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
 """Broker keys Kafka leaves null unless set: their hours key gives the value (Shoal
@@ -108,8 +113,10 @@ class ConfigEntry:
     @property
     def sensitive(self) -> bool:
         """Kafka withholds the value (and its synonyms' values) of a PASSWORD key and of
-        a custom key it knows nothing about (which might hold a secret)."""
-        return self.config_type in (ConfigType.PASSWORD, ConfigType.UNKNOWN)
+        a custom broker key it knows nothing about (which might hold a secret)."""
+        return self.config_type is ConfigType.PASSWORD or (
+            self.config_type is ConfigType.UNKNOWN and self.source is not _LOGGER
+        )
 
 
 Layers = list[tuple[ConfigSource, Mapping[str, str | None]]]
@@ -230,6 +237,36 @@ def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[Co
             )
         )
     return entries
+
+
+def logger_entries() -> list[ConfigEntry]:
+    """The BROKER_LOGGER resource: every logger with its level (server/logger_configs.py),
+    as Kafka shows its log4j loggers."""
+    return [
+        ConfigEntry(
+            definition=ConfigDef(name, ConfigType.UNKNOWN, None, Scope.BROKER, LOGGER_DOC),
+            value=level,
+            source=ConfigSource.DYNAMIC_BROKER_LOGGER,
+            read_only=False,
+            synonyms=(),
+        )
+        for name, level in logger_levels()
+    ]
+
+
+def check_logger_node(resource_name: str, node_id: int) -> None:
+    """A BROKER_LOGGER resource names this node (Kafka's words otherwise)."""
+    try:
+        named = int(resource_name)
+    except ValueError:
+        raise Refused(
+            ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
+        ) from None
+    if named != node_id:
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"Unexpected node id. Expected {node_id}, but received {resource_name}",
+        )
 
 
 def broker_layer_for(resource_name: str, node_id: int) -> DynamicLayer:

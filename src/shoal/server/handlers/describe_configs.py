@@ -12,8 +12,10 @@ Resource types (see server/configs.py for values, sources and synonyms):
   consumer and streams keys) with its effective value, source GROUP_CONFIG when the
   group sets it, else DEFAULT_CONFIG; never read-only. An empty name is
   INVALID_REQUEST ("Group name must not be empty"), as in Kafka's ConfigHelper.
-- BROKER_LOGGER (8), CLIENT_METRICS (16) and others: INVALID_REQUEST (Shoal has
-  neither; docs/configs.md).
+- BROKER_LOGGER (8), name = this node's id: every logger of the process with its level
+  (server/logger_configs.py), as Kafka lists its log4j loggers.
+- CLIENT_METRICS (16) and others: INVALID_REQUEST (Shoal has no client metrics
+  subscriptions; docs/configs.md).
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
@@ -39,7 +41,9 @@ from shoal.server.configs import (
     ResourceType,
     broker_entries,
     broker_layer_for,
+    check_logger_node,
     group_entries,
+    logger_entries,
     topic_entries,
 )
 from shoal.server.context import RequestContext
@@ -102,6 +106,9 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
         if not name:
             raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
         return group_entries(services.group_configs.overrides(name), services.config.dynamic)
+    if resource_type == ResourceType.BROKER_LOGGER:
+        check_logger_node(name, services.node.node_id)
+        return logger_entries()
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 

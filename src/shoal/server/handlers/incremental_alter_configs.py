@@ -5,8 +5,9 @@ server/configs.py `apply_ops`) are applied to its current settings, and the resu
 goes through the one change path of server/config_changes.py (validation as a whole,
 durability, Kafka's error codes per resource type). A repeated key, a null value or an
 unknown operation is INVALID_REQUEST, an unknown key INVALID_CONFIG (a broker's custom
-keys aside). A resource named twice in one request gets INVALID_REQUEST. With
-ValidateOnly nothing changes.
+keys aside). BROKER_LOGGER (8) resources change this process's log levels
+(server/logger_configs.py), as Kafka changes its log4j levels. A resource named twice
+in one request gets INVALID_REQUEST. With ValidateOnly nothing changes.
 
 Authorization (Kafka's handleIncrementalAlterConfigsRequest), after the duplicate
 check: ALTER_CONFIGS on the topic or group (TOPIC_ / GROUP_AUTHORIZATION_FAILED), on the
@@ -25,8 +26,8 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
-from shoal.server.config_changes import Edit, Target, change_resource
-from shoal.server.configs import apply_ops
+from shoal.server.config_changes import Edit, Target, change_loggers, change_resource
+from shoal.server.configs import ResourceType, apply_ops
 from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
 from shoal.server.registry import api
@@ -53,13 +54,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if denied is not None:
                 raise Refused(denied, authz.DENIED_MESSAGES[denied])
             ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-            await change_resource(
-                ctx,
-                resource_type,
-                name,
-                _operations(ops),
-                validate_only=bool(request.validate_only),
-            )
+            validate_only = bool(request.validate_only)
+            if resource_type == ResourceType.BROKER_LOGGER:
+                change_loggers(ctx, name, ops, validate_only=validate_only)
+            else:
+                await change_resource(
+                    ctx, resource_type, name, _operations(ops), validate_only=validate_only
+                )
         except Refused as exc:
             log.info(
                 "IncrementalAlterConfigs of resource %d %r refused (%s): %s (client %s)",

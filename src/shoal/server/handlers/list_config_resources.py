@@ -5,10 +5,10 @@ As Kafka 4.2 answers on one node:
 - v0 lists client metrics resources only (resource names, no types). Shoal has no
   client metrics subscriptions (KIP-714), so the list is empty.
 - v1 lists, for each resource type asked (none: every type), TOPIC: every topic,
-  internal ones included; BROKER: this node's id; GROUP: every group that sets a
-  config (group/configs.py: a group without overrides is not listed, existing or not).
-  BROKER_LOGGER and CLIENT_METRICS are accepted and list nothing: Shoal has neither
-  log4j loggers nor client metrics subscriptions (docs/configs.md). Any other type
+  internal ones included; BROKER and BROKER_LOGGER: this node's id; GROUP: every group
+  that sets a config (group/configs.py: a group without overrides is not listed,
+  existing or not). CLIENT_METRICS is accepted and lists nothing: Shoal has no client
+  metrics subscriptions (docs/configs.md). Any other type
   answers UNSUPPORTED_VERSION with an empty list, as Kafka does.
 
 Authorization (Kafka's handleListConfigResources): DESCRIBE_CONFIGS on the cluster,
@@ -63,7 +63,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for resource_type in dict.fromkeys(asked):
         if resource_type == ResourceType.TOPIC:
             resources += [(resource_type, info.name) for info in services.logs.topics()]
-        elif resource_type == ResourceType.BROKER:
+        elif resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
             resources.append((resource_type, str(services.node.node_id)))
         elif resource_type == ResourceType.GROUP:
             group_ids = services.group_configs.configs.group_ids()
