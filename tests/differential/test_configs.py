@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -47,6 +48,11 @@ from tests.support import kafka_reference
 from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic
 from tests.support.wire import call1
+
+with warnings.catch_warnings():  # kafka-python's import warns on this Python
+    warnings.filterwarnings("ignore", r"(read|open)_text is deprecated", DeprecationWarning)
+    from kafka.admin import ConfigResource as KafkaConfigResource
+    from kafka.admin import KafkaAdminClient
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -447,6 +453,29 @@ def test_alter_configs_replaces_the_brokers_dynamic_configs(pair: Pair) -> None:
             values.pop(max_connections)
     assert kafka == shoal
     assert shoal[1][1] == {"background.threads": ("10", 5), "log.cleaner.threads": ("3", 2)}
+
+
+def test_kafka_python_alter_configs_works_as_against_kafka(pair: Pair) -> None:
+    """kafka-python's non-incremental alter_configs (AlterConfigs, after it describes
+    the topic to carry the keys already set, and checks the keys are dynamic)."""
+
+    def scenario(bootstrap: str, name: str) -> dict[str, Any]:
+        create_topic(bootstrap, name)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+        try:
+            for configs in ({"retention.ms": "3600000"}, {"segment.ms": "7200000"}):
+                resource = KafkaConfigResource("TOPIC", name, configs=configs)
+                admin.alter_configs([resource], incremental=False)
+            return settled(
+                bootstrap, TOPIC, name, {"retention.ms": "3600000", "segment.ms": "7200000"}
+            )
+        finally:
+            admin.close()
+
+    kafka, shoal = pair.run(scenario, unique("cfg-kafka-python"))
+    keys = ("retention.ms", "segment.ms")
+    assert {k: kafka[k]["entry"] for k in keys} == {k: shoal[k]["entry"] for k in keys}
+    assert shoal["retention.ms"]["entry"][:2] == ("3600000", 1)
 
 
 @pytest.mark.parametrize(
