@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.admin import ResourceType as AdminResourceType
 from kio.schema.alter_configs.v2.request import AlterableConfig as AlterConfig
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest, AlterConfigsResource
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
 from kio.schema.create_topics.v7.request import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -28,6 +30,7 @@ from kio.schema.create_topics.v7.request import (
 )
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.incremental_alter_configs.v1.request import (
     AlterableConfig as IncrementalConfig,
 )
@@ -328,6 +331,37 @@ def test_describe_a_group_lists_kafkas_keys_as_kafka_does(pair: Pair) -> None:
     assert kafka_codes == shoal_codes == [("none", None)]
     _compare(kafka, shoal, differences={}, synonym_differences={}, shoal_only=SHOAL_ONLY_GROUP)
     assert shoal["consumer.session.timeout.ms"]["entry"][:2] == ("50000", 8)
+
+
+def test_a_groups_heartbeat_interval_reaches_its_members(pair: Pair) -> None:
+    """consumer.heartbeat.interval.ms set on a group is the interval a joining
+    ConsumerGroupHeartbeat member is told (and consumer.session.timeout.ms its session:
+    tests/unit/group/test_consumer_group_configs.py)."""
+
+    def scenario(bootstrap: str, topic: str, group: str) -> tuple[Any, ...]:
+        create_topic(bootstrap, topic)
+        ops = [("consumer.heartbeat.interval.ms", SET, "7000")]
+        assert incremental(bootstrap, (GROUP, group, ops)) == [("none", None)]
+        settled(bootstrap, GROUP, group, {"consumer.heartbeat.interval.ms": "7000"})
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=str(uuid.uuid4()),
+            member_epoch=i32(0),
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            subscribed_topic_names=(topic,),
+            topic_partitions=(),
+        )
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:  # Kafka creates and loads __consumer_offsets on FindCoordinator
+            call1(bootstrap, FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,)))
+            response = call1(bootstrap, request)
+            if response.error_code == ErrorCode.none or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        return response.error_code.name, response.heartbeat_interval
+
+    kafka, shoal = pair.run(scenario, unique("cfg-hb"), unique("cfg-hb-group"))
+    assert kafka == shoal == ("none", datetime.timedelta(milliseconds=7000))
 
 
 # ---- changes
