@@ -22,6 +22,7 @@ from __future__ import annotations
 import decimal
 import enum
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,7 @@ class Scope(enum.Enum):
     BROKER = "broker"
     TOPIC = "topic"
     GROUP = "group"
+    CLIENT_METRICS = "client metrics"
 
 
 class NoEffect(enum.Enum):
@@ -1778,10 +1780,65 @@ def _kafka_only_defs() -> list[ConfigDef]:
 
 _DEFS += _kafka_only_defs()
 
+# ---- client metrics resources (resource type CLIENT_METRICS, KIP-714): stored and shown
+# as Kafka does, with no effect (NoEffect.TELEMETRY: Shoal pushes no subscriptions)
+CLIENT_METRICS_MATCH_KEYS = (
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "client_source_port",
+)
+
+
+def _check_match(value: Any) -> str | None:
+    for pattern in value:
+        key, sep, regex = pattern.partition("=")
+        try:
+            re.compile(regex)
+        except re.error:
+            return f"Illegal client matching pattern: {pattern}"
+        if not sep or key not in CLIENT_METRICS_MATCH_KEYS or not regex:
+            return f"Illegal client matching pattern: {pattern}"
+    return None
+
+
+_DEFS += [
+    ConfigDef(
+        "interval.ms",
+        _INT,
+        300_000,
+        Scope.CLIENT_METRICS,
+        "How often matching clients push their metrics (100 ms to 1 hour).",
+        no_effect=NoEffect.TELEMETRY,
+    ),
+    ConfigDef(
+        "match",
+        _LIST,
+        [],
+        Scope.CLIENT_METRICS,
+        "Which clients the subscription applies to: <client selector>=<regular expression>.",
+        no_effect=NoEffect.TELEMETRY,
+        check=_check_match,
+    ),
+    ConfigDef(
+        "metrics",
+        _LIST,
+        [],
+        Scope.CLIENT_METRICS,
+        "Prefixes of the metric names matching clients push.",
+        no_effect=NoEffect.TELEMETRY,
+    ),
+]
+
 DEFINITIONS: dict[tuple[Scope, str], ConfigDef] = {(d.scope, d.name): d for d in _DEFS}
 BROKER_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.BROKER}
 TOPIC_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.TOPIC}
 GROUP_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.GROUP}
+CLIENT_METRICS_KEYS: dict[str, ConfigDef] = {
+    d.name: d for d in _DEFS if d.scope is Scope.CLIENT_METRICS
+}
 
 # (min key, default key, max key): checked at start-up, as Kafka does.
 _ORDERED_TRIPLES = [

@@ -364,6 +364,17 @@ def test_a_groups_heartbeat_interval_reaches_its_members(pair: Pair) -> None:
     assert kafka == shoal == ("none", datetime.timedelta(milliseconds=7000))
 
 
+def test_describe_a_client_metrics_resource_as_kafka(pair: Pair) -> None:
+    def scenario(bootstrap: str, name: str) -> dict[str, dict[str, Any]]:
+        ops = [("metrics", SET, "org.apache.kafka.producer."), ("match", SET, "client_id=a.*")]
+        assert incremental(bootstrap, (CLIENT_METRICS, name, ops)) == [("none", None)]
+        return settled(bootstrap, CLIENT_METRICS, name, {"match": "client_id=a.*"})
+
+    kafka, shoal = pair.run(scenario, unique("cfg-metrics"))
+    _compare(kafka, shoal, differences={}, synonym_differences={}, shoal_only={})
+    assert shoal["metrics"]["entry"][:2] == ("org.apache.kafka.producer.", 7)
+
+
 # ---- changes
 
 
@@ -529,6 +540,8 @@ def test_kafka_python_alter_configs_works_as_against_kafka(pair: Pair) -> None:
         [(GROUP, "{group}", [("consumer.session.timeout.ms", "50000")])],
         [(GROUP, "{group}", [("no.such.key", "1")])],
         [(BROKER_LOGGER, "1", [("root", "DEBUG")])],
+        [(CLIENT_METRICS, "{group}", [("interval.ms", "1000"), ("metrics", "org.")])],
+        [(CLIENT_METRICS, "{group}", [("interval.ms", "99")])],
         [(1, "x", [("a", "1")])],
     ],
     ids=lambda r: "-".join(f"{t}:{n}:{','.join(k for k, _ in c)}" for t, n, c in r),
@@ -577,6 +590,13 @@ IAC_CASES: list[tuple[int, str, list[tuple[str, int, str | None]]]] = [
     (GROUP, "{group}", [("streams.initial.rebalance.delay.ms", SET, "-1")]),
     (GROUP, "{group}", [("no.such", SET, "1")]),
     (GROUP, "", [("consumer.session.timeout.ms", SET, "50000")]),
+    (CLIENT_METRICS, "{group}", [("interval.ms", SET, "50")]),
+    (CLIENT_METRICS, "{group}", [("interval.ms", SET, "abc")]),
+    (CLIENT_METRICS, "{group}", [("match", SET, "client_id=abc.*"), ("metrics", SET, "org.")]),
+    (CLIENT_METRICS, "{group}", [("match", SET, "bogus=1")]),
+    (CLIENT_METRICS, "{group}", [("metrics", APPEND, "org.")]),
+    (CLIENT_METRICS, "{group}", [("no.such", SET, "1")]),
+    (CLIENT_METRICS, "", [("interval.ms", SET, "1000")]),
     (1, "x", [("a", SET, "1")]),
 ]
 
@@ -672,20 +692,32 @@ def list_resources(
     [(0, ()), (1, ()), (1, (TOPIC,)), (1, (BROKER, GROUP)), (1, (1,)), (1, (TOPIC, 64))],
 )
 def test_list_config_resources_as_kafka(pair: Pair, version: int, types: tuple[int, ...]) -> None:
-    def scenario(bootstrap: str, topic: str, group: str, bare: str) -> Any:
+    def scenario(bootstrap: str, topic: str, group: str, bare: str, metrics: str) -> Any:
         create_topic(bootstrap, topic)
-        configured = incremental(bootstrap, (GROUP, group, [("share.auto.offset.reset", SET,
-                                                             "earliest")]))  # fmt: skip
-        assert configured == [("none", None)]
+        configured = incremental(
+            bootstrap,
+            (GROUP, group, [("share.auto.offset.reset", SET, "earliest")]),
+            (CLIENT_METRICS, metrics, [("interval.ms", SET, "60000")]),
+        )
+        assert configured == [("none", None)] * 2
         settled(bootstrap, GROUP, group, {"share.auto.offset.reset": "earliest"})
-        return list_resources(bootstrap, version, types, (topic, group, bare))
+        settled(bootstrap, CLIENT_METRICS, metrics, {"interval.ms": "60000"})
+        return list_resources(bootstrap, version, types, (topic, group, bare, metrics))
 
-    names = (unique("cfg-list"), unique("cfg-list-group"), unique("cfg-list-bare"))
+    names = (
+        unique("cfg-list"),
+        unique("cfg-list-group"),
+        unique("cfg-list-bare"),
+        unique("cfg-list-metrics"),
+    )
     kafka, shoal = pair.run(scenario, *names)
     assert kafka == shoal
+    topic, group, _, metrics = names
     if version == 1 and not types:
-        topic, group, _ = names
-        assert shoal == ("none", [(TOPIC, topic), (BROKER, "1"), (GROUP, group)])
+        expected = [(TOPIC, topic), (BROKER, "1"), (CLIENT_METRICS, metrics), (GROUP, group)]
+        assert shoal == ("none", expected)
+    if version == 0:
+        assert shoal == ("none", [(CLIENT_METRICS, metrics)])
 
 
 def test_list_config_resources_lists_this_node_as_broker_logger(pair: Pair) -> None:

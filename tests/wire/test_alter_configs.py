@@ -1,7 +1,8 @@
 """AlterConfigs (33) v0-v2 and ListConfigResources (74) v0-v1 on the wire
 (docs/configs.md): AlterConfigs replaces a resource's own configs (topic overrides, the
-broker's dynamic layer, a group's overrides) through IncrementalAlterConfigs' change
-path, durably; ListConfigResources lists topics, this broker and configured groups."""
+broker's dynamic layer, a group's overrides, a client metrics subscription) through
+IncrementalAlterConfigs' change path, durably; ListConfigResources lists topics, this
+broker, client metrics subscriptions and configured groups."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
-TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT, GROUP_CONFIG = 1, 2, 3, 5, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT = 1, 2, 3, 5
+CLIENT_METRICS_CONFIG, GROUP_CONFIG = 7, 8
 
 
 def alter(
@@ -187,4 +189,31 @@ def test_list_config_resources(broker: BrokerProcess) -> None:
     unknown = list_resources(broker.bootstrap, 1, [TOPIC, 3])
     assert (unknown.error_code, unknown.config_resources) == (ErrorCode.unsupported_version, ())
     client_metrics = list_resources(broker.bootstrap, 0)
-    assert (client_metrics.error_code, client_metrics.config_resources) == (ErrorCode.none, ())
+    assert client_metrics.error_code == ErrorCode.none
+
+
+def test_client_metrics_resources_are_kept_across_a_crash(fresh_broker: BrokerProcess) -> None:
+    """CLIENT_METRICS subscriptions (KIP-714) are stored, described and listed as Kafka
+    does, durably; setting nothing removes one."""
+    bootstrap = fresh_broker.bootstrap
+    name = "ac-metrics"
+    given = [("interval.ms", "60000"), ("metrics", "org.apache.kafka.producer.")]
+    assert codes(alter(bootstrap, (CLIENT_METRICS, name, given))) == [ErrorCode.none]
+    refused = alter(bootstrap, (CLIENT_METRICS, name, [("interval.ms", "99")]))
+    assert codes(refused) == [ErrorCode.invalid_request]
+
+    def check() -> None:
+        configs = described(bootstrap, CLIENT_METRICS, name)
+        assert configs == {
+            "interval.ms": ("60000", CLIENT_METRICS_CONFIG),
+            "match": ("", DEFAULT),
+            "metrics": ("org.apache.kafka.producer.", CLIENT_METRICS_CONFIG),
+        }
+        (listed,) = list_resources(bootstrap, 0).config_resources
+        assert listed.resource_name == name
+
+    check()
+    fresh_broker.restart()
+    check()
+    assert codes(alter(bootstrap, (CLIENT_METRICS, name, []))) == [ErrorCode.none]
+    assert list_resources(bootstrap, 0).config_resources == ()

@@ -26,8 +26,10 @@ nothing changes. Errors are raised as `Refused` with Kafka's code for the resour
   adopted by the group config store, whose listeners are then called.
 - BROKER_LOGGER (8): only IncrementalAlterConfigs changes log levels
   (`change_loggers`); through AlterConfigs it is an unknown type, as in Kafka.
-- CLIENT_METRICS (16) and any other type: INVALID_REQUEST (Shoal has no client metrics
-  subscriptions; Kafka's words for an unknown type).
+- CLIENT_METRICS (16): name = subscription; stored as Kafka stores it, with no effect
+  (server/client_metrics_configs.py has the checks); APPEND and SUBTRACT are
+  INVALID_CONFIG, as in Kafka.
+- Any other type: INVALID_REQUEST (`Unknown resource type <n>`, Kafka's words).
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shoal.config import (
     BROKER_KEYS,
+    CLIENT_METRICS_KEYS,
     GROUP_KEYS,
     TOPIC_KEYS,
     ConfigDef,
     ConfigError,
+    ConfigType,
     effective_topic_config,
     render,
     validate_topic_configs,
@@ -114,6 +118,8 @@ async def change_resource(
             await _alter_broker(ctx, name, edit, validate_only=validate_only)
         elif resource_type == ResourceType.GROUP:
             await _alter_group(ctx, name, edit, validate_only=validate_only)
+        elif resource_type == ResourceType.CLIENT_METRICS:
+            await _alter_client_metrics(ctx, name, edit, validate_only=validate_only)
         else:
             raise Refused(ErrorCode.invalid_request, f"Unknown resource type {resource_type}")
 
@@ -230,3 +236,31 @@ async def _alter_group(
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
     if not validate_only:
         log.info("group %s configs now %s (client %s)", group_id, dict(typed), ctx.client_id)
+
+
+_CLIENT_METRICS_OPS = {
+    key: replace(definition, type=ConfigType.STRING)
+    for key, definition in CLIENT_METRICS_KEYS.items()
+}
+"""The client metrics keys as the operations see them: Kafka refuses APPEND and
+SUBTRACT on them ("Can't APPEND to key metrics because its type is not LIST.")."""
+
+
+async def _alter_client_metrics(
+    ctx: RequestContext, name: str, edit: Edit, *, validate_only: bool
+) -> None:
+    store = ctx.services.config.client_metrics
+    target = Target(
+        _CLIENT_METRICS_OPS,
+        lambda key: render(CLIENT_METRICS_KEYS[key], CLIENT_METRICS_KEYS[key].default),
+        "client metrics",
+        allow_custom=True,  # refused by the store, with Kafka's INVALID_REQUEST
+    )
+    updated = edit(store.settings(name), target)
+    try:
+        await store.alter(name, updated, validate_only=validate_only)
+    except OSError as exc:
+        log.error("could not persist client metrics configs: %s", exc)
+        raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
+    if not validate_only:
+        log.info("client metrics resource %r now %s (client %s)", name, updated, ctx.client_id)

@@ -31,6 +31,7 @@ from typing import Any
 
 from shoal.config import (
     BROKER_KEYS,
+    CLIENT_METRICS_KEYS,
     GROUP_KEYS,
     TOPIC_KEYS,
     ConfigDef,
@@ -70,6 +71,7 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER = 4
     DEFAULT = 5
     DYNAMIC_BROKER_LOGGER = 6
+    CLIENT_METRICS = 7
     GROUP = 8
 
 
@@ -237,6 +239,26 @@ def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[Co
             )
         )
     return entries
+
+
+def client_metrics_entries(settings: Mapping[str, str]) -> list[ConfigEntry]:
+    """A client metrics resource (server/client_metrics_configs.py) as Kafka shows one:
+    each key the resource sets with source CLIENT_METRICS_CONFIG and that synonym, the
+    others at their defaults with no synonym."""
+    entries = []
+    for key, definition in CLIENT_METRICS_KEYS.items():
+        synonyms: tuple[Synonym, ...]
+        if key in settings:
+            value: str | None = settings[key]
+            source, synonyms = ConfigSource.CLIENT_METRICS, (Synonym(key, value, _METRICS),)
+        else:
+            value = render(definition, definition.default)
+            source, synonyms = ConfigSource.DEFAULT, ()
+        entries.append(ConfigEntry(definition, value, source, False, synonyms))
+    return entries
+
+
+_METRICS = ConfigSource.CLIENT_METRICS
 
 
 def logger_entries() -> list[ConfigEntry]:

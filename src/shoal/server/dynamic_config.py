@@ -21,7 +21,8 @@ configs.
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
 
-`LiveBrokerConfig` is the running broker's one holder of the current layers: handlers
+`LiveBrokerConfig` is the running broker's one holder of the current layers (and of the
+client metrics resources, cluster-wide dynamic configs as well): handlers
 read `current` (the effective `BrokerConfig`) at each use; `reconfigure` persists new
 layers, adopts them and then tells its listeners (the logs, the group coordinator). It
 is called in the broker's change lane (`DiskIO.changes`), one change at a time; a
@@ -44,6 +45,7 @@ from shoal.config import (
     parse_properties,
     render,
 )
+from shoal.server.client_metrics_configs import ClientMetricsConfigStore
 from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
@@ -176,6 +178,9 @@ class LiveBrokerConfig:
     def __init__(self, dynamic: DynamicBrokerConfig, *, write: AtomicWrite) -> None:
         self._dynamic = dynamic
         self._write = write
+        self.client_metrics = ClientMetricsConfigStore(dynamic.static.data_dir, write=write)
+        """The client metrics resources: cluster-wide dynamic configs too, as Kafka keeps
+        them beside the broker's (server/client_metrics_configs.py)."""
         self.listeners: list[ConfigListener] = []
         """Called with the new effective config after each `reconfigure`."""
 

@@ -14,8 +14,9 @@ Resource types (see server/configs.py for values, sources and synonyms):
   INVALID_REQUEST ("Group name must not be empty"), as in Kafka's ConfigHelper.
 - BROKER_LOGGER (8), name = this node's id: every logger of the process with its level
   (server/logger_configs.py), as Kafka lists its log4j loggers.
-- CLIENT_METRICS (16) and others: INVALID_REQUEST (Shoal has no client metrics
-  subscriptions; docs/configs.md).
+- CLIENT_METRICS (16), name = subscription (it need not exist): its three keys, as
+  Kafka shows them (server/client_metrics_configs.py).
+- Other types: INVALID_REQUEST.
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
@@ -42,6 +43,7 @@ from shoal.server.configs import (
     broker_entries,
     broker_layer_for,
     check_logger_node,
+    client_metrics_entries,
     group_entries,
     logger_entries,
     topic_entries,
@@ -109,6 +111,8 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
     if resource_type == ResourceType.BROKER_LOGGER:
         check_logger_node(name, services.node.node_id)
         return logger_entries()
+    if resource_type == ResourceType.CLIENT_METRICS:
+        return client_metrics_entries(services.config.client_metrics.settings(name))
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 

@@ -2,13 +2,12 @@
 resources exist.
 
 As Kafka 4.2 answers on one node:
-- v0 lists client metrics resources only (resource names, no types). Shoal has no
-  client metrics subscriptions (KIP-714), so the list is empty.
+- v0 lists client metrics resources only (resource names, no types): those that set
+  a config (server/client_metrics_configs.py).
 - v1 lists, for each resource type asked (none: every type), TOPIC: every topic,
   internal ones included; BROKER and BROKER_LOGGER: this node's id; GROUP: every group
   that sets a config (group/configs.py: a group without overrides is not listed,
-  existing or not). CLIENT_METRICS is accepted and lists nothing: Shoal has no client
-  metrics subscriptions (docs/configs.md). Any other type
+  existing or not); CLIENT_METRICS: every client metrics resource. Any other type
   answers UNSUPPORTED_VERSION with an empty list, as Kafka does.
 
 Authorization (Kafka's handleListConfigResources): DESCRIBE_CONFIGS on the cluster,
@@ -47,8 +46,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if not authz.cluster_allowed(ctx, AclOperation.DESCRIBE_CONFIGS):
         return _answer(schema, ErrorCode.cluster_authorization_failed, [])
-    if ctx.api_version == 0:  # client metrics resources only: Shoal has none
-        return _answer(schema, ErrorCode.none, [])
+    services = ctx.services
+    if ctx.api_version == 0:  # client metrics resources only
+        names = services.config.client_metrics.names()
+        return _answer(schema, ErrorCode.none, [(ResourceType.CLIENT_METRICS, n) for n in names])
     asked = [int(t) for t in request.resource_types] or [int(t) for t in LISTED_TYPES]
     unknown = [t for t in asked if t not in {int(t) for t in LISTED_TYPES}]
     if unknown:
@@ -58,7 +59,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx.client_id,
         )
         return _answer(schema, ErrorCode.unsupported_version, [])
-    services = ctx.services
     resources: list[tuple[int, str]] = []
     for resource_type in dict.fromkeys(asked):
         if resource_type == ResourceType.TOPIC:
@@ -68,6 +68,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         elif resource_type == ResourceType.GROUP:
             group_ids = services.group_configs.configs.group_ids()
             resources += [(resource_type, group_id) for group_id in group_ids]
+        elif resource_type == ResourceType.CLIENT_METRICS:
+            names = services.config.client_metrics.names()
+            resources += [(resource_type, name) for name in names]
     return _answer(schema, ErrorCode.none, resources)
 
 
