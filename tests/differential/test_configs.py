@@ -375,6 +375,34 @@ def test_describe_a_client_metrics_resource_as_kafka(pair: Pair) -> None:
     assert shoal["metrics"]["entry"][:2] == ("org.apache.kafka.producer.", 7)
 
 
+def test_describe_refusals_in_kafkas_words(pair: Pair) -> None:
+    def scenario(bootstrap: str) -> list[tuple[str, str | None]]:
+        resources = [
+            (BROKER, "x"),
+            (BROKER, "2"),
+            (BROKER_LOGGER, "x"),
+            (BROKER_LOGGER, "2"),
+            (GROUP, ""),
+            (CLIENT_METRICS, ""),
+            (TOPIC, "cfg-describe-no-such-topic"),
+        ]
+        request = DescribeConfigsRequest(
+            resources=tuple(
+                DescribeConfigsResource(
+                    resource_type=i8(t), resource_name=n, configuration_keys=None
+                )
+                for t, n in resources
+            ),
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        return [(r.error_code.name, r.error_message) for r in call1(bootstrap, request).results]
+
+    kafka, shoal = pair.run(scenario)
+    assert [code for code, _ in kafka] == [code for code, _ in shoal]
+    assert kafka[:-1] == shoal[:-1]  # the unknown topic's message is worded apart
+
+
 # ---- changes
 
 

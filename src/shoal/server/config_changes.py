@@ -70,7 +70,7 @@ class Target:
     definitions: Mapping[str, ConfigDef]
     effective_value: Callable[[str], str | None]
     kind: str
-    """topic, broker or group: for messages."""
+    """topic, broker, group or client metrics: for messages."""
     allow_custom: bool
     """Keys with no definition are stored (the broker, as Kafka), not refused."""
 

@@ -276,38 +276,56 @@ def logger_entries() -> list[ConfigEntry]:
     ]
 
 
-def check_logger_node(resource_name: str, node_id: int) -> None:
-    """A BROKER_LOGGER resource names this node (Kafka's words otherwise)."""
+def check_logger_node(resource_name: str, node_id: int, *, describe: bool = False) -> None:
+    """A BROKER_LOGGER resource names this node; INVALID_REQUEST in Kafka's words
+    otherwise (DescribeConfigs words it as for a broker)."""
+    if describe:
+        _node_named(resource_name, node_id, *_DESCRIBE_WORDS)
+        return
+    _node_named(
+        resource_name,
+        node_id,
+        "Node id must be an integer, but it is: {name}",
+        "Unexpected node id. Expected {node}, but received {name}",
+    )
+
+
+def broker_layer_for(resource_name: str, node_id: int, *, describe: bool = False) -> DynamicLayer:
+    """Which layer a BROKER resource name addresses: "" the cluster-wide defaults, this
+    node's id the node itself; anything else is INVALID_REQUEST, in the words Kafka
+    uses for DescribeConfigs (`describe`) or for the alter APIs."""
+    if resource_name == "":
+        return DynamicLayer.CLUSTER_DEFAULT
+    if describe:
+        _node_named(
+            resource_name,
+            node_id,
+            _DESCRIBE_WORDS[0],
+            "Unexpected broker id, expected {node} or empty string, but received {name}",
+        )
+    else:
+        _node_named(
+            resource_name,
+            node_id,
+            "Node id must be an integer, but it is: {name}",
+            "Unexpected broker id, expected {node}, but received {name}",
+        )
+    return DynamicLayer.BROKER
+
+
+_DESCRIBE_WORDS = (
+    "Broker id must be an integer, but it is: {name}",
+    "Unexpected broker id, expected {node} but received {name}",
+)
+
+
+def _node_named(resource_name: str, node_id: int, not_a_number: str, other: str) -> None:
     try:
         named = int(resource_name)
     except ValueError:
-        raise Refused(
-            ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
-        ) from None
+        raise Refused(ErrorCode.invalid_request, not_a_number.format(name=resource_name)) from None
     if named != node_id:
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Unexpected node id. Expected {node_id}, but received {resource_name}",
-        )
-
-
-def broker_layer_for(resource_name: str, node_id: int) -> DynamicLayer:
-    """Which layer a BROKER resource name addresses: "" the cluster-wide defaults, this
-    node's id the node itself; anything else is INVALID_REQUEST, as in Kafka."""
-    if resource_name == "":
-        return DynamicLayer.CLUSTER_DEFAULT
-    try:
-        broker_id = int(resource_name)
-    except ValueError:
-        raise Refused(
-            ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
-        ) from None
-    if broker_id != node_id:
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {node_id}, but received {resource_name}",
-        )
-    return DynamicLayer.BROKER
+        raise Refused(ErrorCode.invalid_request, other.format(node=node_id, name=resource_name))
 
 
 def apply_ops(

@@ -101,17 +101,20 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
             raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return topic_entries(info.configs, services.config.dynamic)
     if resource_type == ResourceType.BROKER:
-        return broker_entries(
-            services.config.dynamic, broker_layer_for(name, services.node.node_id)
-        )
+        layer = broker_layer_for(name, services.node.node_id, describe=True)
+        return broker_entries(services.config.dynamic, layer)
     if resource_type == ResourceType.GROUP:
         if not name:
             raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
         return group_entries(services.group_configs.overrides(name), services.config.dynamic)
     if resource_type == ResourceType.BROKER_LOGGER:
-        check_logger_node(name, services.node.node_id)
+        check_logger_node(name, services.node.node_id, describe=True)
         return logger_entries()
     if resource_type == ResourceType.CLIENT_METRICS:
+        if not name:
+            raise Refused(
+                ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
+            )
         return client_metrics_entries(services.config.client_metrics.settings(name))
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
