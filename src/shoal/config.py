@@ -19,10 +19,12 @@ the point of this module.
 
 from __future__ import annotations
 
+import decimal
 import enum
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,8 @@ INT_MAX = 2**31 - 1
 class ConfigType(enum.IntEnum):
     """Kafka's DescribeConfigs ConfigType ids."""
 
+    UNKNOWN = 0
+    """A custom key Kafka (and Shoal) knows nothing about."""
     BOOLEAN = 1
     STRING = 2
     INT = 3
@@ -52,6 +56,31 @@ class Scope(enum.Enum):
     BROKER = "broker"
     TOPIC = "topic"
     GROUP = "group"
+    CLIENT_METRICS = "client metrics"
+
+
+class NoEffect(enum.Enum):
+    """Why a Kafka key is accepted and stored but changes nothing on one Shoal node.
+    Every such key carries one of these (`ConfigDef.no_effect`); docs/configs.md lists
+    them all. Kafka validates and shows them as it does; Shoal only keeps the value."""
+
+    KRAFT = "no KRaft controller quorum or metadata log: one process is the whole cluster"
+    REPLICATION = "no replicas: every partition has one copy, on this node"
+    TIERED = "no tiered (remote) storage: every segment stays in the data directory"
+    CLEANER = "no log compaction: only the delete cleanup policy is served"
+    THREADS = "one asyncio event loop (and a small disk pool) instead of Kafka's thread pools"
+    PLUGINS = "no Java plug-ins (classes, reporters, config providers, security providers)"
+    JAAS = "no JAAS, Kerberos or OAuth client login: brokers only validate credentials"
+    JSSE = "TLS through Python's ssl module with PEM files, not Java's JSSE"
+    SOCKETS = "socket buffers, backlogs and inter-broker timeouts are left to the OS and asyncio"
+    PURGATORY = "no purgatory purge intervals, fetch sessions cache or broker-wide fetch cap"
+    CONNECTIONS = "per-IP connection limits are client quotas (connection_creation_rate) here"
+    DELEGATION = "no delegation tokens"
+    LOG_FILES = "segment files are neither preallocated, jittered nor deleted with a delay"
+    TELEMETRY = "no client telemetry (KIP-714)"
+    COMPRESSION = "batches are stored as produced and never recompressed"
+    STREAMS = "no Kafka Streams groups (KIP-1071)"
+    UNCHECKED = "a Kafka check or tuning knob Shoal does not implement"
 
 
 class ConfigError(ValueError):
@@ -81,6 +110,11 @@ class ConfigDef:
     nullable: bool = False
     check: Callable[[Any], str | None] | None = None
     """Extra validation: returns an error message or None."""
+    dynamic: bool = False
+    """A broker key IncrementalAlterConfigs may change (besides those
+    server/dynamic_config.py lists): the Kafka keys Kafka marks dynamic."""
+    no_effect: NoEffect | None = None
+    """Set for a Kafka key Shoal accepts and stores without acting on it."""
 
     def parse(self, raw: object) -> Any:
         """Turn a raw value (string from a file or the wire, or a Python value) into
@@ -149,7 +183,23 @@ def render(definition: ConfigDef, value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(value)
+    if isinstance(value, float):
+        return java_double(value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's Double.toString writes it (Kafka's DescribeConfigs shows
+    DOUBLE values that way): plain between 10^-3 and 10^7, else d.dddE<exponent>."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    fraction = text[1:].rstrip("0") or "0"
+    return f"{'-' if sign else ''}{text[0]}.{fraction}E{len(text) + exponent - 1}"
 
 
 def _check_listeners(value: Any) -> str | None:
@@ -324,7 +374,7 @@ _DEFS: list[ConfigDef] = [
     # ---- connections (issue 15): idle, slowloris and non-reading connections
     ConfigDef(
         "connections.max.idle.ms",
-        _INT,
+        _LONG,
         limits.CONNECTIONS_MAX_IDLE_MS_DEFAULT,
         _B,
         "Close a connection idle this long, or whose client has not read a response this long.",
@@ -587,11 +637,15 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("group.max.session.timeout.ms", _INT, 1_800_000, _B, "Bound.", min=1),
     ConfigDef("group.max.size", _INT, 2_147_483_647, _B, "Classic members per group.", min=1),
     ConfigDef("offsets.retention.minutes", _INT, 10_080, _B, "Empty groups' offsets.", min=1),
-    ConfigDef("offsets.retention.check.interval.ms", _INT, 600_000, _B, "Expiry scan.", min=1),
+    ConfigDef("offsets.retention.check.interval.ms", _LONG, 600_000, _B, "Expiry scan.", min=1),
     # ---- broker: consumer groups, KIP-848 protocol (Kafka's defaults)
     ConfigDef("group.consumer.session.timeout.ms", _INT, 45_000, _B, "Member expiry.", min=1),
     ConfigDef("group.consumer.heartbeat.interval.ms", _INT, 5_000, _B, "Heartbeat.", min=1),
     ConfigDef("group.consumer.max.size", _INT, 2_147_483_647, _B, "Members per group.", min=1),
+    ConfigDef("group.consumer.min.session.timeout.ms", _INT, 45_000, _B, "Bound.", min=1),
+    ConfigDef("group.consumer.max.session.timeout.ms", _INT, 60_000, _B, "Bound.", min=1),
+    ConfigDef("group.consumer.min.heartbeat.interval.ms", _INT, 5_000, _B, "Bound.", min=1),
+    ConfigDef("group.consumer.max.heartbeat.interval.ms", _INT, 15_000, _B, "Bound.", min=1),
     ConfigDef(
         "group.consumer.assignors",
         _LIST,
@@ -710,14 +764,22 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("share.coordinator.state.topic.num.partitions", _INT, 50, _B, "State topic.", min=1),
     ConfigDef(
         "share.coordinator.state.topic.replication.factor",
-        _INT,
+        ConfigType.SHORT,
         1,
         _B,
         "Single node.",
         min=1,
         max=1,
     ),
-    ConfigDef("share.coordinator.state.topic.min.isr", _INT, 1, _B, "Single node.", min=1, max=1),
+    ConfigDef(
+        "share.coordinator.state.topic.min.isr",
+        ConfigType.SHORT,
+        1,
+        _B,
+        "Single node.",
+        min=1,
+        max=1,
+    ),
     ConfigDef("share.coordinator.state.topic.segment.bytes", _INT, 104_857_600, _B, "Seg.", min=1),
     ConfigDef(
         "share.coordinator.snapshot.update.records.per.snapshot",
@@ -747,14 +809,24 @@ _DEFS: list[ConfigDef] = [
         0,
         _B,
         "Codec id of state records; Shoal writes them uncompressed.",
+        no_effect=NoEffect.COMPRESSION,
     ),
-    ConfigDef("share.coordinator.threads", _INT, 1, _B, "Kafka knob; no Shoal meaning.", min=1),
+    ConfigDef(
+        "share.coordinator.threads",
+        _INT,
+        1,
+        _B,
+        "Kafka knob; no Shoal meaning.",
+        min=1,
+        no_effect=NoEffect.THREADS,
+    ),
     ConfigDef(
         "share.fetch.purgatory.purge.interval.requests",
         _INT,
         1000,
         _B,
         "Kafka knob; no Shoal meaning.",
+        no_effect=NoEffect.PURGATORY,
     ),
     ConfigDef(
         "group.share.persister.class.name",
@@ -762,11 +834,12 @@ _DEFS: list[ConfigDef] = [
         "org.apache.kafka.server.share.persister.DefaultStatePersister",
         _B,
         "Kafka knob; Shoal always persists through its share coordinator.",
+        no_effect=NoEffect.PLUGINS,
     ),
     # ---- broker: authorization (security/authorizer.py, server/acl_store.py)
     ConfigDef(
         "authorizer.class.name",
-        ConfigType.CLASS,
+        _STR,
         "",
         _B,
         "Empty: no authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED). "
@@ -1001,6 +1074,25 @@ _DEFS: list[ConfigDef] = [
         "Stored as produced.",
         choices=("producer",),
         synonym="compression.type",
+    ),
+    # ---- consumer group keys (resource type GROUP, KIP-848 groups); bounds are checked
+    # against the broker's group.consumer.min/max.* keys (group/configs.py)
+    ConfigDef(
+        "consumer.session.timeout.ms",
+        _INT,
+        None,
+        _G,
+        "A consumer group member's session timeout (default: group.consumer.session.timeout.ms).",
+        synonym="group.consumer.session.timeout.ms",
+    ),
+    ConfigDef(
+        "consumer.heartbeat.interval.ms",
+        _INT,
+        None,
+        _G,
+        "A consumer group member's heartbeat interval "
+        "(default: group.consumer.heartbeat.interval.ms).",
+        synonym="group.consumer.heartbeat.interval.ms",
     ),
     # ---- share group keys (resource type GROUP); bounds are checked against the broker
     ConfigDef(
@@ -1245,10 +1337,508 @@ _DEFS: list[ConfigDef] = [
     ),
 ]
 
+# ---- Kafka 4.2's keys that do nothing on one Shoal node (docs/configs.md). Each is
+# accepted in a properties file and by the admin APIs (dynamically where Kafka allows
+# it), stored and shown as Kafka shows it, with its Kafka type and default; the
+# NoEffect member says why it changes nothing here.
+_N = NoEffect
+# (name, type, Kafka's default as Kafka shows it, dynamic in Kafka, why no effect)
+_KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ...] = (
+    ("add.partitions.to.txn.retry.backoff.max.ms", _INT, "100", False, _N.UNCHECKED),
+    ("add.partitions.to.txn.retry.backoff.ms", _INT, "20", False, _N.UNCHECKED),
+    ("alter.config.policy.class.name", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("alter.log.dirs.replication.quota.window.num", _INT, "11", False, _N.REPLICATION),
+    ("alter.log.dirs.replication.quota.window.size.seconds", _INT, "1", False, _N.REPLICATION),
+    ("auto.leader.rebalance.enable", ConfigType.BOOLEAN, "true", False, _N.KRAFT),
+    ("background.threads", _INT, "10", True, _N.THREADS),
+    ("broker.heartbeat.interval.ms", _INT, "2000", False, _N.KRAFT),
+    ("broker.rack", ConfigType.STRING, None, False, _N.KRAFT),
+    ("broker.session.timeout.ms", _INT, "9000", False, _N.KRAFT),
+    ("client.quota.callback.class", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("compression.gzip.level", _INT, "-1", True, _N.COMPRESSION),
+    ("compression.lz4.level", _INT, "9", True, _N.COMPRESSION),
+    ("compression.zstd.level", _INT, "3", True, _N.COMPRESSION),
+    ("config.providers", _LIST, "", True, _N.PLUGINS),
+    ("controlled.shutdown.enable", ConfigType.BOOLEAN, "true", False, _N.KRAFT),
+    ("controller.listener.names", _LIST, None, False, _N.KRAFT),
+    ("controller.quorum.append.linger.ms", _INT, "25", False, _N.KRAFT),
+    ("controller.quorum.auto.join.enable", ConfigType.BOOLEAN, "false", False, _N.KRAFT),
+    ("controller.quorum.bootstrap.servers", _LIST, "", False, _N.KRAFT),
+    ("controller.quorum.election.backoff.max.ms", _INT, "1000", False, _N.KRAFT),
+    ("controller.quorum.election.timeout.ms", _INT, "1000", False, _N.KRAFT),
+    ("controller.quorum.fetch.timeout.ms", _INT, "2000", False, _N.KRAFT),
+    ("controller.quorum.request.timeout.ms", _INT, "2000", False, _N.KRAFT),
+    ("controller.quorum.retry.backoff.ms", _INT, "20", False, _N.KRAFT),
+    ("controller.quorum.voters", _LIST, "", False, _N.KRAFT),
+    ("controller.quota.window.num", _INT, "11", False, _N.KRAFT),
+    ("controller.quota.window.size.seconds", _INT, "1", False, _N.KRAFT),
+    ("controller.socket.timeout.ms", _INT, "30000", False, _N.KRAFT),
+    ("create.topic.policy.class.name", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("delegation.token.expiry.check.interval.ms", _LONG, "3600000", False, _N.DELEGATION),
+    ("delegation.token.expiry.time.ms", _LONG, "86400000", False, _N.DELEGATION),
+    ("delegation.token.max.lifetime.ms", _LONG, "604800000", False, _N.DELEGATION),
+    ("delegation.token.secret.key", ConfigType.PASSWORD, None, False, _N.DELEGATION),
+    ("delete.records.purgatory.purge.interval.requests", _INT, "1", False, _N.PURGATORY),
+    ("early.start.listeners", _LIST, None, False, _N.KRAFT),
+    ("fetch.max.bytes", _INT, "57671680", False, _N.PURGATORY),
+    ("fetch.purgatory.purge.interval.requests", _INT, "1000", False, _N.PURGATORY),
+    ("group.coordinator.append.linger.ms", _INT, "-1", False, _N.UNCHECKED),
+    (
+        "group.coordinator.rebalance.protocols",
+        _LIST,
+        "classic,consumer,streams",
+        False,
+        _N.UNCHECKED,
+    ),
+    ("group.coordinator.threads", _INT, "4", False, _N.THREADS),
+    ("group.streams.heartbeat.interval.ms", _INT, "5000", False, _N.STREAMS),
+    ("group.streams.initial.rebalance.delay.ms", _INT, "3000", False, _N.STREAMS),
+    ("group.streams.max.heartbeat.interval.ms", _INT, "15000", False, _N.STREAMS),
+    ("group.streams.max.session.timeout.ms", _INT, "60000", False, _N.STREAMS),
+    ("group.streams.max.size", _INT, "2147483647", False, _N.STREAMS),
+    ("group.streams.max.standby.replicas", _INT, "2", False, _N.STREAMS),
+    ("group.streams.min.heartbeat.interval.ms", _INT, "5000", False, _N.STREAMS),
+    ("group.streams.min.session.timeout.ms", _INT, "45000", False, _N.STREAMS),
+    ("group.streams.num.standby.replicas", _INT, "0", False, _N.STREAMS),
+    ("group.streams.session.timeout.ms", _INT, "45000", False, _N.STREAMS),
+    ("initial.broker.registration.timeout.ms", _INT, "60000", False, _N.KRAFT),
+    ("inter.broker.listener.name", ConfigType.STRING, None, False, _N.KRAFT),
+    ("kafka.metrics.polling.interval.secs", _INT, "10", False, _N.PLUGINS),
+    ("kafka.metrics.reporters", _LIST, "", False, _N.PLUGINS),
+    ("leader.imbalance.check.interval.seconds", _LONG, "300", False, _N.KRAFT),
+    ("log.cleaner.backoff.ms", _LONG, "15000", True, _N.CLEANER),
+    ("log.cleaner.dedupe.buffer.size", _LONG, "134217728", True, _N.CLEANER),
+    ("log.cleaner.delete.retention.ms", _LONG, "86400000", True, _N.CLEANER),
+    ("log.cleaner.enable", ConfigType.BOOLEAN, "true", False, _N.CLEANER),
+    ("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, "0.9", True, _N.CLEANER),
+    ("log.cleaner.io.buffer.size", _INT, "524288", True, _N.CLEANER),
+    (
+        "log.cleaner.io.max.bytes.per.second",
+        ConfigType.DOUBLE,
+        "1.7976931348623157E308",
+        True,
+        _N.CLEANER,
+    ),
+    ("log.cleaner.max.compaction.lag.ms", _LONG, "9223372036854775807", True, _N.CLEANER),
+    ("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5", True, _N.CLEANER),
+    ("log.cleaner.min.compaction.lag.ms", _LONG, "0", True, _N.CLEANER),
+    ("log.cleaner.threads", _INT, "1", True, _N.CLEANER),
+    ("log.dir.failure.timeout.ms", _LONG, "30000", False, _N.REPLICATION),
+    ("log.flush.offset.checkpoint.interval.ms", _INT, "60000", False, _N.LOG_FILES),
+    ("log.flush.start.offset.checkpoint.interval.ms", _INT, "60000", False, _N.LOG_FILES),
+    ("log.local.retention.bytes", _LONG, "-2", True, _N.TIERED),
+    ("log.local.retention.ms", _LONG, "-2", True, _N.TIERED),
+    ("log.message.timestamp.after.max.ms", _LONG, "3600000", True, _N.UNCHECKED),
+    ("log.message.timestamp.before.max.ms", _LONG, "9223372036854775807", True, _N.UNCHECKED),
+    ("log.preallocate", ConfigType.BOOLEAN, "false", True, _N.LOG_FILES),
+    ("log.roll.jitter.hours", _INT, "0", False, _N.LOG_FILES),
+    ("log.roll.jitter.ms", _LONG, None, True, _N.LOG_FILES),
+    ("log.segment.delete.delay.ms", _LONG, "60000", True, _N.LOG_FILES),
+    ("max.connection.creation.rate", _INT, "2147483647", True, _N.CONNECTIONS),
+    ("max.connections.per.ip", _INT, "2147483647", True, _N.CONNECTIONS),
+    ("max.connections.per.ip.overrides", ConfigType.STRING, "", True, _N.CONNECTIONS),
+    ("max.decompressed.message.bytes", _INT, "2147483639", True, _N.UNCHECKED),
+    ("max.incremental.fetch.session.cache.slots", _INT, "1000", False, _N.PURGATORY),
+    ("max.request.partition.size.limit", _INT, "2000", False, _N.UNCHECKED),
+    ("metadata.log.dir", ConfigType.STRING, None, False, _N.KRAFT),
+    ("metadata.log.max.record.bytes.between.snapshots", _LONG, "20971520", False, _N.KRAFT),
+    ("metadata.log.max.snapshot.interval.ms", _LONG, "3600000", False, _N.KRAFT),
+    ("metadata.log.segment.bytes", _INT, "1073741824", False, _N.KRAFT),
+    ("metadata.log.segment.ms", _LONG, "604800000", False, _N.KRAFT),
+    ("metadata.max.idle.interval.ms", _INT, "500", False, _N.KRAFT),
+    ("metadata.max.retention.bytes", _LONG, "104857600", False, _N.KRAFT),
+    ("metadata.max.retention.ms", _LONG, "604800000", False, _N.KRAFT),
+    ("metric.reporters", _LIST, "org.apache.kafka.common.metrics.JmxReporter", True, _N.PLUGINS),
+    ("metrics.num.samples", _INT, "2", False, _N.PLUGINS),
+    ("metrics.recording.level", ConfigType.STRING, "INFO", False, _N.PLUGINS),
+    ("metrics.sample.window.ms", _LONG, "30000", False, _N.PLUGINS),
+    ("num.io.threads", _INT, "8", True, _N.THREADS),
+    ("num.network.threads", _INT, "3", True, _N.THREADS),
+    ("num.recovery.threads.per.data.dir", _INT, "2", True, _N.THREADS),
+    ("num.replica.alter.log.dirs.threads", _INT, None, False, _N.REPLICATION),
+    ("num.replica.fetchers", _INT, "1", True, _N.REPLICATION),
+    ("offset.metadata.max.bytes", _INT, "4096", False, _N.UNCHECKED),
+    ("offsets.commit.timeout.ms", _INT, "5000", False, _N.UNCHECKED),
+    ("offsets.topic.compression.codec", _INT, "0", False, _N.UNCHECKED),
+    (
+        "principal.builder.class",
+        ConfigType.CLASS,
+        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+        True,
+        _N.PLUGINS,
+    ),
+    ("process.roles", _LIST, None, False, _N.KRAFT),
+    ("producer.purgatory.purge.interval.requests", _INT, "1000", False, _N.PURGATORY),
+    ("queued.max.request.bytes", _LONG, "-1", False, _N.SOCKETS),
+    ("remote.fetch.max.wait.ms", _INT, "500", True, _N.TIERED),
+    ("remote.list.offsets.request.timeout.ms", _LONG, "30000", True, _N.TIERED),
+    ("remote.log.index.file.cache.total.size.bytes", _LONG, "1073741824", True, _N.TIERED),
+    ("remote.log.manager.copier.thread.pool.size", _INT, "10", True, _N.TIERED),
+    ("remote.log.manager.copy.max.bytes.per.second", _LONG, "9223372036854775807", True, _N.TIERED),
+    ("remote.log.manager.copy.quota.window.num", _INT, "11", False, _N.TIERED),
+    ("remote.log.manager.copy.quota.window.size.seconds", _INT, "1", False, _N.TIERED),
+    ("remote.log.manager.expiration.thread.pool.size", _INT, "10", True, _N.TIERED),
+    (
+        "remote.log.manager.fetch.max.bytes.per.second",
+        _LONG,
+        "9223372036854775807",
+        True,
+        _N.TIERED,
+    ),
+    ("remote.log.manager.fetch.quota.window.num", _INT, "11", False, _N.TIERED),
+    ("remote.log.manager.fetch.quota.window.size.seconds", _INT, "1", False, _N.TIERED),
+    ("remote.log.manager.follower.thread.pool.size", _INT, "2", True, _N.TIERED),
+    ("remote.log.manager.task.interval.ms", _LONG, "30000", False, _N.TIERED),
+    ("remote.log.manager.thread.pool.size", _INT, "2", False, _N.TIERED),
+    ("remote.log.metadata.custom.metadata.max.bytes", _INT, "128", False, _N.TIERED),
+    (
+        "remote.log.metadata.manager.class.name",
+        ConfigType.STRING,
+        "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager",
+        False,
+        _N.TIERED,
+    ),
+    ("remote.log.metadata.manager.class.path", ConfigType.STRING, None, False, _N.TIERED),
+    (
+        "remote.log.metadata.manager.impl.prefix",
+        ConfigType.STRING,
+        "rlmm.config.",
+        False,
+        _N.TIERED,
+    ),
+    ("remote.log.metadata.manager.listener.name", ConfigType.STRING, None, False, _N.TIERED),
+    ("remote.log.reader.max.pending.tasks", _INT, "100", False, _N.TIERED),
+    ("remote.log.reader.threads", _INT, "10", True, _N.TIERED),
+    ("remote.log.storage.manager.class.name", ConfigType.STRING, None, False, _N.TIERED),
+    ("remote.log.storage.manager.class.path", ConfigType.STRING, None, False, _N.TIERED),
+    ("remote.log.storage.manager.impl.prefix", ConfigType.STRING, "rsm.config.", False, _N.TIERED),
+    ("remote.log.storage.system.enable", ConfigType.BOOLEAN, "false", False, _N.TIERED),
+    ("replica.fetch.backoff.ms", _INT, "1000", False, _N.REPLICATION),
+    ("replica.fetch.max.bytes", _INT, "1048576", False, _N.REPLICATION),
+    ("replica.fetch.min.bytes", _INT, "1", False, _N.REPLICATION),
+    ("replica.fetch.response.max.bytes", _INT, "10485760", False, _N.REPLICATION),
+    ("replica.fetch.wait.max.ms", _INT, "500", False, _N.REPLICATION),
+    ("replica.high.watermark.checkpoint.interval.ms", _LONG, "5000", False, _N.REPLICATION),
+    ("replica.lag.time.max.ms", _LONG, "30000", False, _N.REPLICATION),
+    ("replica.selector.class", ConfigType.STRING, None, False, _N.REPLICATION),
+    ("replica.socket.receive.buffer.bytes", _INT, "65536", False, _N.REPLICATION),
+    ("replica.socket.timeout.ms", _INT, "30000", False, _N.REPLICATION),
+    ("replication.quota.window.num", _INT, "11", False, _N.REPLICATION),
+    ("replication.quota.window.size.seconds", _INT, "1", False, _N.REPLICATION),
+    ("request.timeout.ms", _INT, "30000", False, _N.SOCKETS),
+    ("sasl.client.callback.handler.class", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("sasl.jaas.config", ConfigType.PASSWORD, None, True, _N.JAAS),
+    ("sasl.kerberos.kinit.cmd", ConfigType.STRING, "/usr/bin/kinit", True, _N.JAAS),
+    ("sasl.kerberos.min.time.before.relogin", _LONG, "60000", True, _N.JAAS),
+    ("sasl.kerberos.principal.to.local.rules", _LIST, "DEFAULT", True, _N.JAAS),
+    ("sasl.kerberos.service.name", ConfigType.STRING, None, True, _N.JAAS),
+    ("sasl.kerberos.ticket.renew.jitter", ConfigType.DOUBLE, "0.05", True, _N.JAAS),
+    ("sasl.kerberos.ticket.renew.window.factor", ConfigType.DOUBLE, "0.8", True, _N.JAAS),
+    ("sasl.login.callback.handler.class", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("sasl.login.class", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("sasl.login.connect.timeout.ms", _INT, None, False, _N.JAAS),
+    ("sasl.login.read.timeout.ms", _INT, None, False, _N.JAAS),
+    ("sasl.login.refresh.buffer.seconds", ConfigType.SHORT, "300", True, _N.JAAS),
+    ("sasl.login.refresh.min.period.seconds", ConfigType.SHORT, "60", True, _N.JAAS),
+    ("sasl.login.refresh.window.factor", ConfigType.DOUBLE, "0.8", True, _N.JAAS),
+    ("sasl.login.refresh.window.jitter", ConfigType.DOUBLE, "0.05", True, _N.JAAS),
+    ("sasl.login.retry.backoff.max.ms", _LONG, "10000", False, _N.JAAS),
+    ("sasl.login.retry.backoff.ms", _LONG, "100", False, _N.JAAS),
+    ("sasl.mechanism.controller.protocol", ConfigType.STRING, "GSSAPI", False, _N.KRAFT),
+    ("sasl.mechanism.inter.broker.protocol", ConfigType.STRING, "GSSAPI", True, _N.KRAFT),
+    ("sasl.oauthbearer.assertion.algorithm", ConfigType.STRING, "RS256", False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.aud", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.exp.seconds", _INT, "300", False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.iss", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.jti.include", ConfigType.BOOLEAN, "false", False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.nbf.seconds", _INT, "60", False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.claim.sub", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.file", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.assertion.private.key.file", ConfigType.STRING, None, False, _N.JAAS),
+    (
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+        ConfigType.PASSWORD,
+        None,
+        False,
+        _N.JAAS,
+    ),
+    ("sasl.oauthbearer.assertion.template.file", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.client.credentials.client.id", ConfigType.STRING, None, False, _N.JAAS),
+    (
+        "sasl.oauthbearer.client.credentials.client.secret",
+        ConfigType.PASSWORD,
+        None,
+        False,
+        _N.JAAS,
+    ),
+    ("sasl.oauthbearer.jwks.endpoint.refresh.ms", _LONG, "3600000", False, _N.JAAS),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _LONG, "10000", False, _N.JAAS),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", _LONG, "100", False, _N.JAAS),
+    (
+        "sasl.oauthbearer.jwt.retriever.class",
+        ConfigType.CLASS,
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+        False,
+        _N.PLUGINS,
+    ),
+    (
+        "sasl.oauthbearer.jwt.validator.class",
+        ConfigType.CLASS,
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+        False,
+        _N.PLUGINS,
+    ),
+    ("sasl.oauthbearer.scope", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.oauthbearer.token.endpoint.url", ConfigType.STRING, None, False, _N.JAAS),
+    ("sasl.server.callback.handler.class", ConfigType.CLASS, None, False, _N.PLUGINS),
+    ("security.inter.broker.protocol", ConfigType.STRING, "PLAINTEXT", False, _N.KRAFT),
+    ("security.providers", ConfigType.STRING, None, False, _N.PLUGINS),
+    ("socket.connection.setup.timeout.max.ms", _LONG, "30000", False, _N.SOCKETS),
+    ("socket.connection.setup.timeout.ms", _LONG, "10000", False, _N.SOCKETS),
+    ("socket.listen.backlog.size", _INT, "50", False, _N.SOCKETS),
+    ("socket.receive.buffer.bytes", _INT, "102400", False, _N.SOCKETS),
+    ("socket.send.buffer.bytes", _INT, "102400", False, _N.SOCKETS),
+    ("ssl.allow.dn.changes", ConfigType.BOOLEAN, "false", False, _N.JSSE),
+    ("ssl.allow.san.changes", ConfigType.BOOLEAN, "false", False, _N.JSSE),
+    ("ssl.endpoint.identification.algorithm", ConfigType.STRING, "https", True, _N.JSSE),
+    ("ssl.engine.factory.class", ConfigType.CLASS, None, True, _N.PLUGINS),
+    ("ssl.keymanager.algorithm", ConfigType.STRING, "SunX509", True, _N.JSSE),
+    ("ssl.keystore.password", ConfigType.PASSWORD, None, True, _N.JSSE),
+    ("ssl.protocol", ConfigType.STRING, "TLSv1.3", True, _N.JSSE),
+    ("ssl.provider", ConfigType.STRING, None, True, _N.JSSE),
+    ("ssl.secure.random.implementation", ConfigType.STRING, None, True, _N.JSSE),
+    ("ssl.trustmanager.algorithm", ConfigType.STRING, "PKIX", True, _N.JSSE),
+    ("ssl.truststore.password", ConfigType.PASSWORD, None, True, _N.JSSE),
+    ("telemetry.max.bytes", _INT, "1048576", False, _N.TELEMETRY),
+    ("transaction.partition.verification.enable", ConfigType.BOOLEAN, "true", True, _N.UNCHECKED),
+    ("transaction.state.log.min.isr", _INT, "2", False, _N.REPLICATION),
+    ("transaction.state.log.replication.factor", ConfigType.SHORT, "3", False, _N.REPLICATION),
+    ("transaction.two.phase.commit.enable", ConfigType.BOOLEAN, "false", False, _N.UNCHECKED),
+    ("unclean.leader.election.enable", ConfigType.BOOLEAN, "false", True, _N.REPLICATION),
+)
+# (name, type, Kafka's default, broker synonym, why no effect)
+_KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect], ...] = (
+    ("compression.gzip.level", _INT, "-1", "compression.gzip.level", _N.COMPRESSION),
+    ("compression.lz4.level", _INT, "9", "compression.lz4.level", _N.COMPRESSION),
+    ("compression.zstd.level", _INT, "3", "compression.zstd.level", _N.COMPRESSION),
+    ("delete.retention.ms", _LONG, "86400000", "log.cleaner.delete.retention.ms", _N.CLEANER),
+    ("file.delete.delay.ms", _LONG, "60000", "log.segment.delete.delay.ms", _N.LOG_FILES),
+    ("follower.replication.throttled.replicas", _LIST, "", None, _N.REPLICATION),
+    ("leader.replication.throttled.replicas", _LIST, "", None, _N.REPLICATION),
+    ("local.retention.bytes", _LONG, "-2", "log.local.retention.bytes", _N.TIERED),
+    ("local.retention.ms", _LONG, "-2", "log.local.retention.ms", _N.TIERED),
+    (
+        "max.compaction.lag.ms",
+        _LONG,
+        "9223372036854775807",
+        "log.cleaner.max.compaction.lag.ms",
+        _N.CLEANER,
+    ),
+    (
+        "max.decompressed.message.bytes",
+        _INT,
+        "2147483639",
+        "max.decompressed.message.bytes",
+        _N.UNCHECKED,
+    ),
+    (
+        "message.timestamp.after.max.ms",
+        _LONG,
+        "3600000",
+        "log.message.timestamp.after.max.ms",
+        _N.UNCHECKED,
+    ),
+    (
+        "message.timestamp.before.max.ms",
+        _LONG,
+        "9223372036854775807",
+        "log.message.timestamp.before.max.ms",
+        _N.UNCHECKED,
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        ConfigType.DOUBLE,
+        "0.5",
+        "log.cleaner.min.cleanable.ratio",
+        _N.CLEANER,
+    ),
+    ("min.compaction.lag.ms", _LONG, "0", "log.cleaner.min.compaction.lag.ms", _N.CLEANER),
+    ("preallocate", ConfigType.BOOLEAN, "false", "log.preallocate", _N.LOG_FILES),
+    ("remote.log.copy.disable", ConfigType.BOOLEAN, "false", None, _N.TIERED),
+    ("remote.log.delete.on.disable", ConfigType.BOOLEAN, "false", None, _N.TIERED),
+    ("remote.storage.enable", ConfigType.BOOLEAN, "false", None, _N.TIERED),
+    ("segment.jitter.ms", _LONG, "0", "log.roll.jitter.ms", _N.LOG_FILES),
+    (
+        "unclean.leader.election.enable",
+        ConfigType.BOOLEAN,
+        "false",
+        "unclean.leader.election.enable",
+        _N.REPLICATION,
+    ),
+)
+_KAFKA_GROUP_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect], ...] = (
+    (
+        "streams.heartbeat.interval.ms",
+        _INT,
+        "5000",
+        "group.streams.heartbeat.interval.ms",
+        _N.STREAMS,
+    ),
+    (
+        "streams.initial.rebalance.delay.ms",
+        _INT,
+        "3000",
+        "group.streams.initial.rebalance.delay.ms",
+        _N.STREAMS,
+    ),
+    ("streams.num.standby.replicas", _INT, "0", "group.streams.num.standby.replicas", _N.STREAMS),
+    ("streams.session.timeout.ms", _INT, "45000", "group.streams.session.timeout.ms", _N.STREAMS),
+)
+
+
+_KAFKA_MINIMUMS: dict[str, int | float] = {
+    **dict.fromkeys(
+        (
+            "background.threads",
+            "compression.lz4.level",
+            "log.cleaner.max.compaction.lag.ms",
+            "max.decompressed.message.bytes",
+            "num.io.threads",
+            "num.network.threads",
+            "num.recovery.threads.per.data.dir",
+            "num.replica.fetchers",
+            "remote.fetch.max.wait.ms",
+            "remote.list.offsets.request.timeout.ms",
+            "remote.log.index.file.cache.total.size.bytes",
+            "remote.log.manager.copier.thread.pool.size",
+            "remote.log.manager.copy.max.bytes.per.second",
+            "remote.log.manager.expiration.thread.pool.size",
+            "remote.log.manager.fetch.max.bytes.per.second",
+            "remote.log.manager.follower.thread.pool.size",
+            "remote.log.reader.threads",
+            "streams.heartbeat.interval.ms",
+            "streams.session.timeout.ms",
+        ),
+        1,
+    ),
+    **dict.fromkeys(
+        (
+            "log.cleaner.backoff.ms",
+            "log.cleaner.delete.retention.ms",
+            "log.cleaner.io.buffer.size",
+            "log.cleaner.min.cleanable.ratio",
+            "log.cleaner.min.compaction.lag.ms",
+            "log.cleaner.threads",
+            "log.message.timestamp.after.max.ms",
+            "log.message.timestamp.before.max.ms",
+            "log.roll.jitter.ms",
+            "log.segment.delete.delay.ms",
+            "max.connection.creation.rate",
+            "max.connections.per.ip",
+            "streams.initial.rebalance.delay.ms",
+            "streams.num.standby.replicas",
+        ),
+        0,
+    ),
+    "log.local.retention.bytes": -2,
+    "log.local.retention.ms": -2,
+}
+"""The lower bounds Kafka 4.2 checks on the dynamic keys above (and, through their
+broker synonyms, the topic keys), as the reference broker answers them."""
+
+
+def _check_gzip_level(value: Any) -> str | None:
+    if value is None or value == -1 or 1 <= value <= 9:
+        return None
+    return f"value {value} must be between 1 and 9 or equal to -1"
+
+
+def _no_effect_doc(reason: NoEffect) -> str:
+    return f"Kafka key, accepted and stored; no effect on one Shoal node: {reason.value}."
+
+
+def _kafka_only_defs() -> list[ConfigDef]:
+    defs = []
+    for name, kind, default, dynamic, reason in _KAFKA_BROKER_ONLY:
+        definition = ConfigDef(
+            name, kind, None, _B, _no_effect_doc(reason), nullable=default is None,
+            dynamic=dynamic, no_effect=reason, min=_KAFKA_MINIMUMS.get(name),
+            check=_check_gzip_level if name == "compression.gzip.level" else None,
+        )  # fmt: skip
+        defs.append(replace(definition, default=definition.parse(default)))
+    for scope, rows in ((_T, _KAFKA_TOPIC_ONLY), (_G, _KAFKA_GROUP_ONLY)):
+        for name, kind, default, synonym, reason in rows:
+            bound = _KAFKA_MINIMUMS.get(name, _KAFKA_MINIMUMS.get(synonym or ""))
+            definition = ConfigDef(
+                name, kind, None, scope, _no_effect_doc(reason), nullable=default is None,
+                synonym=synonym, no_effect=reason, min=bound,
+                check=_check_gzip_level if name == "compression.gzip.level" else None,
+            )  # fmt: skip
+            defs.append(replace(definition, default=definition.parse(default)))
+    return defs
+
+
+_DEFS += _kafka_only_defs()
+
+# ---- client metrics resources (resource type CLIENT_METRICS, KIP-714): stored and shown
+# as Kafka does, with no effect (NoEffect.TELEMETRY: Shoal pushes no subscriptions)
+CLIENT_METRICS_MATCH_KEYS = (
+    "client_instance_id",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+    "client_source_address",
+    "client_source_port",
+)
+
+
+def _check_match(value: Any) -> str | None:
+    for pattern in value:
+        key, sep, regex = pattern.partition("=")
+        try:
+            re.compile(regex)
+        except re.error:
+            return f"Illegal client matching pattern: {pattern}"
+        if not sep or key not in CLIENT_METRICS_MATCH_KEYS or not regex:
+            return f"Illegal client matching pattern: {pattern}"
+    return None
+
+
+_DEFS += [
+    ConfigDef(
+        "interval.ms",
+        _INT,
+        300_000,
+        Scope.CLIENT_METRICS,
+        "How often matching clients push their metrics (100 ms to 1 hour).",
+        no_effect=NoEffect.TELEMETRY,
+    ),
+    ConfigDef(
+        "match",
+        _LIST,
+        [],
+        Scope.CLIENT_METRICS,
+        "Which clients the subscription applies to: <client selector>=<regular expression>.",
+        no_effect=NoEffect.TELEMETRY,
+        check=_check_match,
+    ),
+    ConfigDef(
+        "metrics",
+        _LIST,
+        [],
+        Scope.CLIENT_METRICS,
+        "Prefixes of the metric names matching clients push.",
+        no_effect=NoEffect.TELEMETRY,
+    ),
+]
+
 DEFINITIONS: dict[tuple[Scope, str], ConfigDef] = {(d.scope, d.name): d for d in _DEFS}
 BROKER_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.BROKER}
 TOPIC_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.TOPIC}
 GROUP_KEYS: dict[str, ConfigDef] = {d.name: d for d in _DEFS if d.scope is Scope.GROUP}
+CLIENT_METRICS_KEYS: dict[str, ConfigDef] = {
+    d.name: d for d in _DEFS if d.scope is Scope.CLIENT_METRICS
+}
 
 # (min key, default key, max key): checked at start-up, as Kafka does.
 _ORDERED_TRIPLES = [
@@ -1541,6 +2131,9 @@ def _apply_kafka_synonyms(values: dict[str, Any], explicit: set[str]) -> None:
     """Kafka's broker keys with several spellings resolve to one value."""
     if "broker.id" in explicit and "node.id" not in explicit:
         values["node.id"] = values["broker.id"]
+    elif "node.id" in explicit and "broker.id" not in explicit:
+        values["broker.id"] = values["node.id"]  # as Kafka: broker.id shows the node id
+        explicit.add("broker.id")
     if "log.retention.ms" not in explicit:
         if values["log.retention.minutes"] is not None:
             values["log.retention.ms"] = values["log.retention.minutes"] * 60_000
@@ -1585,6 +2178,12 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
         if definition is None:
             raise ConfigError(key, "unknown topic config key")
         typed[key] = definition.parse(value)
+    if typed.get("remote.storage.enable"):  # as a Kafka broker without tiered storage
+        raise ConfigError(
+            "remote.storage.enable",
+            "Tiered Storage functionality is disabled in the broker. "
+            "Topic cannot be configured with remote log storage.",
+        )
     return typed
 
 

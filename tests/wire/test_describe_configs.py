@@ -94,9 +94,9 @@ def test_synonyms_and_documentation(broker: BrokerProcess) -> None:
     configs = configs_of(result)
     assert set(configs) == {"retention.ms", "segment.bytes"}  # unknown keys are left out
     retention = [(s.name, s.value, s.source) for s in configs["retention.ms"].synonyms]
-    assert retention[0] == ("retention.ms", "3600000", TOPIC_CONFIG)
-    assert ("log.retention.ms", "604800000", DEFAULT) in retention
-    assert ("log.retention.hours", "168", DEFAULT) in retention
+    # as Kafka: log.retention.ms has no default (log.retention.hours gives the value),
+    # and defaults count only for a synonym's own spelling
+    assert retention == [("retention.ms", "3600000", TOPIC_CONFIG)]
     segment = [(s.name, s.value, s.source) for s in configs["segment.bytes"].synonyms]
     assert segment == [("log.segment.bytes", "1073741824", DEFAULT)]
     assert configs["retention.ms"].documentation == TOPIC_KEYS["retention.ms"].doc
@@ -114,10 +114,14 @@ def test_static_broker_values_show_as_static(static_broker: BrokerProcess) -> No
         ("log.retention.bytes", DEFAULT),
     ]
     time = configs["retention.ms"]
-    assert (time.value, time.config_source) == (str(24 * 3_600_000), STATIC_BROKER)
-    assert time.synonyms[0].name == "log.retention.hours"
-    (node,) = describe(static_broker.bootstrap, 1, (BROKER, "1", ["log.retention.ms"]))
-    assert configs_of(node)["log.retention.ms"].value == str(24 * 3_600_000)
+    # as Kafka 4.2: log.retention.hours gives the value but is no synonym of retention.ms
+    assert (time.value, time.config_source, time.synonyms) == (str(24 * 3_600_000), DEFAULT, ())
+    (node,) = describe(
+        static_broker.bootstrap, 1, (BROKER, "1", ["log.retention.ms", "log.retention.hours"])
+    )
+    broker_configs = configs_of(node)
+    assert broker_configs["log.retention.ms"].value is None  # unset, as Kafka shows it
+    assert broker_configs["log.retention.hours"].value == "24"
 
 
 @pytest.mark.parametrize("version", [1, 4])
@@ -133,7 +137,7 @@ def test_broker_resource(broker: BrokerProcess, version: int) -> None:
     assert listeners.value == "PLAINTEXT://127.0.0.1:0"
     retention = configs["log.retention.ms"]
     assert (retention.value, retention.config_source, retention.read_only) == (
-        "604800000",
+        None,  # Kafka's log.retention.ms is null unless set: log.retention.hours applies
         DEFAULT,
         False,
     )

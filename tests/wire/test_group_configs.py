@@ -49,6 +49,12 @@ DEFAULTS = {
     "shoal.share.delivery.paused": "false",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.copy.record.enable": "false",
+    "consumer.session.timeout.ms": "45000",
+    "consumer.heartbeat.interval.ms": "5000",
+    "streams.heartbeat.interval.ms": "5000",
+    "streams.initial.rebalance.delay.ms": "3000",
+    "streams.num.standby.replicas": "0",
+    "streams.session.timeout.ms": "45000",
 }
 
 DEFAULT_VIEW = {key: (value, DEFAULT) for key, value in DEFAULTS.items()}
@@ -153,15 +159,16 @@ def test_a_never_seen_group_shows_the_defaults(broker: BrokerProcess, version: i
         assert all(c.config_type == GROUP_KEYS[n].type for n, c in configs.items())
 
 
-def test_synonyms_name_the_broker_key_each_key_falls_back_to(broker: BrokerProcess) -> None:
+def test_synonyms_are_the_group_value_or_the_default_as_kafka_shows_them(
+    broker: BrokerProcess,
+) -> None:
     group_id = group_name("gc-syn")
     assert alter(broker.bootstrap, group_id, (LOCK, SET, "20000")).error_code == ErrorCode.none
     result = describe(broker.bootstrap, group_id, [LOCK, RESET, "no.such.key"], synonyms=True)
     configs = {c.name: c for c in result.configs}
     assert set(configs) == {LOCK, RESET}  # unknown keys are left out, as for topics
     assert [(s.name, s.value, s.source) for s in configs[LOCK].synonyms] == [
-        (LOCK, "20000", GROUP_CONFIG),
-        ("group.share.record.lock.duration.ms", "30000", DEFAULT),
+        (LOCK, "20000", GROUP_CONFIG)
     ]
     assert [(s.name, s.value, s.source) for s in configs[RESET].synonyms] == [
         (RESET, "latest", DEFAULT)

@@ -214,7 +214,7 @@ def test_broker_configs_apply_and_persist(fresh_broker: BrokerProcess) -> None:
     [
         ([("log.retention.check.interval.ms", SET, "1000")], "dynamically"),
         ([("node.id", SET, "2")], "dynamically"),
-        ([("no.such.key", SET, "1")], "unknown"),
+        ([("log.retention.hours", SET, "2")], "dynamically"),  # not dynamic in Kafka either
         ([("num.partitions", SET, "0")], "num.partitions"),
         ([("num.partitions", SET, "2"), ("message.max.bytes", SET, "-1")], "message.max.bytes"),
         ([("group.share.heartbeat.interval.ms", SET, "50000")], "group.share"),
@@ -225,9 +225,43 @@ def test_broker_refusals_change_nothing(
 ) -> None:
     before = described(broker.bootstrap, BROKER, "1")
     result = alter_one(broker.bootstrap, BROKER, "1", *ops)
-    assert result.error_code == ErrorCode.invalid_config
+    # Kafka's controller refuses a broker change with INVALID_REQUEST (a key that is
+    # not dynamic: "Cannot update these configs dynamically: Set(...)"; a bad value)
+    assert result.error_code == ErrorCode.invalid_request
     assert mentions in result.error_message
     assert described(broker.bootstrap, BROKER, "1") == before
+
+
+def test_a_custom_broker_key_is_stored_as_kafka_stores_it(broker: BrokerProcess) -> None:
+    """Kafka keeps a broker key it does not know (a plug-in's, say) and shows it as
+    sensitive, of unknown type and read-only; DELETE removes it."""
+    name = "shoal.test.custom.key"
+    assert alter_one(broker.bootstrap, BROKER, "1", (name, SET, "x")).error_code == 0
+    (entry,) = _described_keys(broker.bootstrap, name)
+    assert (entry.value, entry.config_source, entry.is_sensitive, entry.read_only) == (
+        None,
+        DYNAMIC_BROKER,
+        True,
+        True,
+    )
+    assert entry.config_type == 0  # UNKNOWN
+    assert alter_one(broker.bootstrap, BROKER, "1", (name, DELETE, None)).error_code == 0
+    assert _described_keys(broker.bootstrap, name) == ()
+
+
+def _described_keys(bootstrap: str, *keys: str) -> tuple[Any, ...]:
+    request = DescribeConfigsRequest(
+        resources=(
+            DescribeConfigsResource(
+                resource_type=BROKER, resource_name="1", configuration_keys=keys
+            ),
+        ),
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    (result,) = call1(bootstrap, request).results
+    assert result.error_code == ErrorCode.none, result
+    return tuple(result.configs)
 
 
 def test_broker_validate_only(broker: BrokerProcess) -> None:

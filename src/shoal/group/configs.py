@@ -1,4 +1,5 @@
-"""Share-group configs (resource type GROUP = 32): each group's overrides of the share keys.
+"""Group configs (resource type GROUP = 32): each group's overrides of the group keys
+(share, consumer and streams keys; docs/configs.md).
 
 Owns (configs.md §3):
 
@@ -22,7 +23,9 @@ isolation level's choices, `share.auto.offset.reset` = latest | earliest |
 by_duration:<non-negative ISO-8601>); then the broker ranges in Kafka's words
 (`<key> must be in the range <min> to <max> inclusive.`); then session timeout >
 heartbeat interval, each side taking the broker value when the group does not set it;
-then (Shoal extension) redelivery backoff <= its maximum, likewise.
+then (Shoal extension) redelivery backoff <= its maximum, likewise. The consumer and
+streams keys are checked against their broker bounds in Kafka 4.2's words
+(`KAFKA_42_BOUNDS`).
 
 Pure: no I/O. Persisting the values and telling the group coordinator and the
 share-partitions about a change belong to the server layer (server/group_configs.py).
@@ -69,6 +72,31 @@ BROKER_BOUNDS: dict[str, tuple[str, str]] = {
 }
 """Group key -> the broker keys holding its (min, max): checked when set, clamped after."""
 
+CONSUMER_SESSION_TIMEOUT_KEY = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_KEY = "consumer.heartbeat.interval.ms"
+KAFKA_42_BOUNDS: dict[str, tuple[str | None, str]] = {
+    CONSUMER_SESSION_TIMEOUT_KEY: (
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
+    CONSUMER_HEARTBEAT_INTERVAL_KEY: (
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+    "streams.session.timeout.ms": (
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+    ),
+    "streams.heartbeat.interval.ms": (
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+    "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
+}
+"""The consumer and streams keys' broker bounds, refused in Kafka 4.2's words (Kafka's
+GroupConfig.validate: "<key> must be greater than or equal to <min key>", "... less
+than or equal to <max key>"); checked when set, clamped after, as the share keys."""
+
 
 class GroupConfigError(ValueError):
     """A proposed group config is refused: `code` is the Kafka error, `message`
@@ -101,6 +129,11 @@ def validate_overrides(proposed: Mapping[str, object], broker: BrokerConfig) -> 
         if key not in GROUP_KEYS:
             raise GroupConfigError(key, f"Unknown group config name: {key}")
     typed = {key: parse_override(key, raw) for key, raw in proposed.items()}
+    for key, (low_key, high_key) in KAFKA_42_BOUNDS.items():
+        if key in typed and low_key is not None and typed[key] < broker[low_key]:
+            raise GroupConfigError(key, f"{key} must be greater than or equal to {low_key}")
+        if key in typed and typed[key] > broker[high_key]:
+            raise GroupConfigError(key, f"{key} must be less than or equal to {high_key}")
     for key, (low_key, high_key) in BROKER_BOUNDS.items():
         if key not in typed:
             continue
@@ -145,11 +178,12 @@ def fallback_value(key: str, broker: BrokerConfig) -> Any:
 
 def clamp(key: str, value: Any, broker: BrokerConfig) -> Any:
     """`value` of `key` moved into the broker's current bounds, if the key has any."""
-    bounds = BROKER_BOUNDS.get(key)
+    bounds = BROKER_BOUNDS.get(key) or KAFKA_42_BOUNDS.get(key)
     if bounds is None:
         return value
     low_key, high_key = bounds
-    return min(max(value, broker[low_key]), broker[high_key])
+    low = value if low_key is None else broker[low_key]
+    return min(max(value, low), broker[high_key])
 
 
 def effective_group_config(overrides: Mapping[str, Any], broker: BrokerConfig) -> dict[str, Any]:

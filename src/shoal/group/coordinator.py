@@ -220,7 +220,9 @@ class GroupCoordinatorShard:
         elif key not in self._revocation_deadlines:
             timeout = member.rebalance_timeout_ms
             if timeout <= 0:
-                timeout = self._consumer_settings.session_timeout_ms
+                timeout = self._settings.consumer_session_timeout_ms(
+                    group.group_id, self._consumer_settings
+                )
             self._revocation_deadlines[key] = self._clock.monotonic_ms() + timeout
 
     def _replay_consumer_epoch(self, group_id: str, value: r.RecordValue | None) -> None:
@@ -262,7 +264,9 @@ class GroupCoordinatorShard:
         effects: list[Effect] = []
         for group_id, consumer in self._consumer_groups.items():
             for member_id, member in consumer.members.items():
-                timeout = self._consumer_settings.session_timeout_ms
+                timeout = self._settings.consumer_session_timeout_ms(
+                    group_id, self._consumer_settings
+                )
                 if member.classic is not None:
                     timeout = member.classic.session_timeout_ms
                 self._consumer_deadlines[(group_id, member_id)] = now + timeout
@@ -422,11 +426,12 @@ class GroupCoordinatorShard:
             request=request,
             image=self._image,
             max_size=settings.max_size,
-            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            heartbeat_interval_ms=self._settings.consumer_heartbeat_interval_ms(group_id, settings),
             default_assignor=settings.assignors[0],
         )
         if result.response.error is None:
-            self._consumer_deadlines[(group_id, member_id)] = now + settings.session_timeout_ms
+            session_timeout_ms = self._settings.consumer_session_timeout_ms(group_id, settings)
+            self._consumer_deadlines[(group_id, member_id)] = now + session_timeout_ms
         if upgrade and result.response.error is None:
             for other_id, other in (group.members if group is not None else {}).items():
                 if other.classic is not None:  # Kafka: sessions of the converted members

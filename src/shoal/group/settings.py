@@ -1,8 +1,10 @@
 """The group coordinator's settings: broker defaults plus per-group overrides.
 
-Broker keys (`group.share.*`) give the defaults and bounds; a group's own
-`share.session.timeout.ms` and `share.heartbeat.interval.ms` (resource type GROUP,
-stored by the config layer and handed in as a lookup) override them. An override is
+Broker keys (`group.share.*`, `group.consumer.*`) give the defaults and bounds; a
+group's own `share.session.timeout.ms` and `share.heartbeat.interval.ms` (share groups)
+or `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (consumer
+groups) (resource type GROUP, stored by the config layer and handed in as a lookup)
+override them. An override is
 clamped into the broker's current min/max, so a later change of the broker bounds
 applies to values set earlier (configs.md §3 item 3).
 """
@@ -21,6 +23,8 @@ GroupConfigSource = GroupConfigLookup | Mapping[str, Mapping[str, object]] | Non
 
 SESSION_TIMEOUT_KEY = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL_KEY = "share.heartbeat.interval.ms"
+CONSUMER_SESSION_TIMEOUT_KEY = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_KEY = "consumer.heartbeat.interval.ms"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +67,13 @@ class ConsumerGroupSettings:
 
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
+    min_session_timeout_ms: int = 1
+    max_session_timeout_ms: int = 2_147_483_647
+    min_heartbeat_interval_ms: int = 1
+    max_heartbeat_interval_ms: int = 2_147_483_647
+    """Bounds of a group's own consumer.session.timeout.ms and
+    consumer.heartbeat.interval.ms (`group.consumer.min/max.*`); the broker-wide values
+    above are not held to them (Kafka's are, at start-up)."""
     max_size: int = 2_147_483_647
     assignors: tuple[str, ...] = ("uniform", "range")
     """The server assignors offered; the first is the default."""
@@ -87,6 +98,10 @@ class ConsumerGroupSettings:
         return cls(
             session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
             heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+            min_session_timeout_ms=config.get_int("group.consumer.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get_int("group.consumer.max.session.timeout.ms"),
+            min_heartbeat_interval_ms=config.get_int("group.consumer.min.heartbeat.interval.ms"),
+            max_heartbeat_interval_ms=config.get_int("group.consumer.max.heartbeat.interval.ms"),
             max_size=config.get_int("group.consumer.max.size"),
             assignors=tuple(config.get_list("group.consumer.assignors")),
             migration_policy=(config.get_str("group.consumer.migration.policy") or "").lower(),
@@ -124,6 +139,30 @@ class GroupSettings:
             b.heartbeat_interval_ms,
             b.min_heartbeat_interval_ms,
             b.max_heartbeat_interval_ms,
+        )
+
+    def consumer_session_timeout_ms(self, group_id: str, consumer: ConsumerGroupSettings) -> int:
+        """A consumer group's member session timeout: its consumer.session.timeout.ms,
+        clamped into the broker bounds, else the broker's."""
+        c = consumer
+        return self._value(
+            group_id,
+            CONSUMER_SESSION_TIMEOUT_KEY,
+            c.session_timeout_ms,
+            c.min_session_timeout_ms,
+            c.max_session_timeout_ms,
+        )
+
+    def consumer_heartbeat_interval_ms(self, group_id: str, consumer: ConsumerGroupSettings) -> int:
+        """A consumer group's heartbeat interval: its consumer.heartbeat.interval.ms,
+        clamped into the broker bounds, else the broker's."""
+        c = consumer
+        return self._value(
+            group_id,
+            CONSUMER_HEARTBEAT_INTERVAL_KEY,
+            c.heartbeat_interval_ms,
+            c.min_heartbeat_interval_ms,
+            c.max_heartbeat_interval_ms,
         )
 
     def _value(self, group_id: str, key: str, default: int, low: int, high: int) -> int:

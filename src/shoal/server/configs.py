@@ -1,19 +1,21 @@
 """Config resources as the admin APIs show and change them.
 
-Shared by DescribeConfigs, IncrementalAlterConfigs and CreateTopics (v5+ returns the
-new topic's configs). A `ConfigEntry` is one key of one resource: its value, where the
-value comes from (Kafka's ConfigSource) and its synonyms, highest precedence first:
+Shared by DescribeConfigs, the alter APIs (server/config_changes.py) and CreateTopics
+(v5+ returns the new topic's configs). A `ConfigEntry` is one key of one resource: its
+value, where the value comes from (Kafka's ConfigSource) and its synonyms, highest
+precedence first, as Kafka 4.2 shows them:
 
-    topic key   topic override (1) > broker synonym: per-broker dynamic (2) >
+    topic key   topic override (1) > its broker key: per-broker dynamic (2) >
                 cluster-wide dynamic (3) > static (4) > built-in default (5)
     broker key  per-broker dynamic (2) > cluster-wide dynamic (3) > static (4) > default (5)
-    group key   group override (8) > its broker synonym's sources as above; a key with
-                no broker synonym (share.auto.offset.reset, ...) > its own default (5)
+    group key   group override (8), else default (5), whatever broker layer the
+                default value comes from; one synonym: the key itself
 
-A broker key's synonyms include Kafka's alternative spellings (log.retention.ms also
-looks at log.retention.minutes and log.retention.hours). The source of an entry is the
-source of its first synonym, DEFAULT_CONFIG when it has none. Values are the strings
-`config.render` gives; nothing is sensitive.
+Only a key's own spelling is a synonym (log.retention.hours gives log.retention.ms its
+value but is not listed as its synonym, and such a value shows as DEFAULT_CONFIG). The
+source of an entry is that of its first synonym, DEFAULT_CONFIG when it has none.
+Values are the strings `config.render` gives; PASSWORD keys and custom (unknown) broker
+keys are sensitive.
 
 `apply_ops` applies IncrementalAlterConfigs' four operations to one resource's own
 settings (strings by key); the caller validates the result as a whole.
@@ -29,22 +31,36 @@ from typing import Any
 
 from shoal.config import (
     BROKER_KEYS,
+    CLIENT_METRICS_KEYS,
     GROUP_KEYS,
     TOPIC_KEYS,
     ConfigDef,
     ConfigType,
+    Scope,
     effective_topic_config,
     render,
 )
 from shoal.group.configs import effective_group_config
 from shoal.protocol.errors import ErrorCode
-from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, DynamicBrokerConfig, DynamicLayer
+from shoal.server.dynamic_config import (
+    DYNAMIC_BROKER_KEYS,
+    DynamicBrokerConfig,
+    DynamicLayer,
+    custom_keys,
+)
+from shoal.server.logger_configs import DOC as LOGGER_DOC
+from shoal.server.logger_configs import logger_levels
 from shoal.server.refused import Refused
 
 
 class ResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type ids."""
+
+    UNKNOWN = 0
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
     GROUP = 32
 
 
@@ -54,6 +70,8 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER = 3
     STATIC_BROKER = 4
     DEFAULT = 5
+    DYNAMIC_BROKER_LOGGER = 6
+    CLIENT_METRICS = 7
     GROUP = 8
 
 
@@ -64,13 +82,11 @@ class AlterOp(enum.IntEnum):
     SUBTRACT = 3
 
 
-BROKER_KEY_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.dirs": ("log.dirs", "log.dir"),
-    "node.id": ("node.id", "broker.id"),
-}
-"""Kafka's spellings of one broker setting, the preferred one first."""
+_LOGGER = ConfigSource.DYNAMIC_BROKER_LOGGER
+
+UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
+"""Broker keys Kafka leaves null unless set: their hours key gives the value (Shoal
+resolves them for use; DescribeConfigs shows them null, with no DEFAULT synonym)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +112,14 @@ class ConfigEntry:
     def config_type(self) -> ConfigType:
         return self.definition.type
 
+    @property
+    def sensitive(self) -> bool:
+        """Kafka withholds the value (and its synonyms' values) of a PASSWORD key and of
+        a custom broker key it knows nothing about (which might hold a secret)."""
+        return self.config_type is ConfigType.PASSWORD or (
+            self.config_type is ConfigType.UNKNOWN and self.source is not _LOGGER
+        )
+
 
 Layers = list[tuple[ConfigSource, Mapping[str, str | None]]]
 
@@ -117,16 +141,20 @@ def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
         ),
         (
             ConfigSource.DEFAULT,
-            {k: render(d, d.default) for k, d in BROKER_KEYS.items() if d.default is not None},
+            {
+                k: render(d, d.default)
+                for k, d in BROKER_KEYS.items()
+                if d.default is not None and k not in UNSET_BY_DEFAULT
+            },
         ),
     ]
 
 
 def _broker_synonyms(key: str, layers: Layers) -> list[Synonym]:
-    names = BROKER_KEY_SYNONYMS.get(key, (key,))
-    return [
-        Synonym(n, values[n], source) for source, values in layers for n in names if n in values
-    ]
+    """The values of broker key `key`, layer by layer. As in Kafka 4.2, only the key's
+    own spelling counts: log.retention.hours is no synonym of log.retention.ms (it gives
+    that key's value, which then shows as a default)."""
+    return [Synonym(key, values[key], source) for source, values in layers if key in values]
 
 
 def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
@@ -153,29 +181,27 @@ def topic_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
 
 
 def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
-    """Every share-group key of a group with these (typed) overrides. The value is the
-    effective one (an override clamped into the current broker bounds); the GROUP_CONFIG
-    synonym shows the override as set."""
-    layers = broker_layers(dynamic)
+    """Every key of a group with these (typed) overrides, as Kafka shows a group: the
+    effective value (an override clamped into the current broker bounds, else the
+    broker value or the key's default), source GROUP_CONFIG when the group sets it,
+    else DEFAULT_CONFIG, and the one synonym of that source."""
     effective = effective_group_config(overrides, dynamic.effective)
     entries = []
     for key, definition in GROUP_KEYS.items():
-        synonyms: list[Synonym] = []
+        value = render(definition, effective[key])
         if key in overrides:
-            synonyms.append(Synonym(key, render(definition, overrides[key]), ConfigSource.GROUP))
-        if definition.synonym is not None and definition.synonym in BROKER_KEYS:
-            synonyms += _broker_synonyms(definition.synonym, layers)
-        elif definition.default is not None:
-            synonyms.append(
-                Synonym(key, render(definition, definition.default), ConfigSource.DEFAULT)
-            )
+            source = ConfigSource.GROUP
+            synonym = Synonym(key, render(definition, overrides[key]), source)
+        else:
+            source = ConfigSource.DEFAULT
+            synonym = Synonym(key, value, source)
         entries.append(
             ConfigEntry(
                 definition=definition,
-                value=render(definition, effective[key]),
-                source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
+                value=value,
+                source=source,
                 read_only=False,
-                synonyms=tuple(synonyms),
+                synonyms=(synonym,),
             )
         )
     return entries
@@ -183,19 +209,29 @@ def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
 
 def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[ConfigEntry]:
     """The broker resource: every broker key for this node (`DynamicLayer.BROKER`), or,
-    as Kafka shows the "" resource, only the cluster-wide dynamic settings."""
+    as Kafka shows the "" resource, only the cluster-wide dynamic settings. Custom keys
+    (no broker key) set dynamically are listed as Kafka lists them: sensitive, of
+    unknown type, read-only."""
     layers = broker_layers(dynamic)
     if layer is DynamicLayer.CLUSTER_DEFAULT:
         layers = [(s, v) for s, v in layers if s is ConfigSource.DYNAMIC_DEFAULT_BROKER]
         values: Mapping[str, str | None] = dynamic.cluster_default
     else:
         values = {k: render(d, dynamic.effective[k]) for k, d in BROKER_KEYS.items()}
+        for key in UNSET_BY_DEFAULT:
+            own = [s for s in _broker_synonyms(key, layers) if s.name == key]
+            values[key] = own[0].value if own else None
+        for key in custom_keys({**dynamic.cluster_default, **dynamic.broker}):
+            values[key] = None
     entries = []
     for key, value in values.items():
+        definition = BROKER_KEYS.get(key)
+        if definition is None:
+            definition = ConfigDef(key, ConfigType.UNKNOWN, None, Scope.BROKER, "", nullable=True)
         synonyms = _broker_synonyms(key, layers)
         entries.append(
             ConfigEntry(
-                definition=BROKER_KEYS[key],
+                definition=definition,
                 value=value,
                 source=synonyms[0].source if synonyms else ConfigSource.DEFAULT,
                 read_only=key not in DYNAMIC_BROKER_KEYS,
@@ -205,24 +241,91 @@ def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[Co
     return entries
 
 
-def broker_layer_for(resource_name: str, node_id: int) -> DynamicLayer:
+def client_metrics_entries(settings: Mapping[str, str]) -> list[ConfigEntry]:
+    """A client metrics resource (server/client_metrics_configs.py) as Kafka shows one:
+    each key the resource sets with source CLIENT_METRICS_CONFIG and that synonym, the
+    others at their defaults with no synonym."""
+    entries = []
+    for key, definition in CLIENT_METRICS_KEYS.items():
+        synonyms: tuple[Synonym, ...]
+        if key in settings:
+            value: str | None = settings[key]
+            source, synonyms = ConfigSource.CLIENT_METRICS, (Synonym(key, value, _METRICS),)
+        else:
+            value = render(definition, definition.default)
+            source, synonyms = ConfigSource.DEFAULT, ()
+        entries.append(ConfigEntry(definition, value, source, False, synonyms))
+    return entries
+
+
+_METRICS = ConfigSource.CLIENT_METRICS
+
+
+def logger_entries() -> list[ConfigEntry]:
+    """The BROKER_LOGGER resource: every logger with its level (server/logger_configs.py),
+    as Kafka shows its log4j loggers."""
+    return [
+        ConfigEntry(
+            definition=ConfigDef(name, ConfigType.UNKNOWN, None, Scope.BROKER, LOGGER_DOC),
+            value=level,
+            source=ConfigSource.DYNAMIC_BROKER_LOGGER,
+            read_only=False,
+            synonyms=(),
+        )
+        for name, level in logger_levels()
+    ]
+
+
+def check_logger_node(resource_name: str, node_id: int, *, describe: bool = False) -> None:
+    """A BROKER_LOGGER resource names this node; INVALID_REQUEST in Kafka's words
+    otherwise (DescribeConfigs words it as for a broker)."""
+    if describe:
+        _node_named(resource_name, node_id, *_DESCRIBE_WORDS)
+        return
+    _node_named(
+        resource_name,
+        node_id,
+        "Node id must be an integer, but it is: {name}",
+        "Unexpected node id. Expected {node}, but received {name}",
+    )
+
+
+def broker_layer_for(resource_name: str, node_id: int, *, describe: bool = False) -> DynamicLayer:
     """Which layer a BROKER resource name addresses: "" the cluster-wide defaults, this
-    node's id the node itself; anything else is INVALID_REQUEST, as in Kafka."""
+    node's id the node itself; anything else is INVALID_REQUEST, in the words Kafka
+    uses for DescribeConfigs (`describe`) or for the alter APIs."""
     if resource_name == "":
         return DynamicLayer.CLUSTER_DEFAULT
-    try:
-        broker_id = int(resource_name)
-    except ValueError:
-        raise Refused(
-            ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {resource_name}"
-        ) from None
-    if broker_id != node_id:
-        raise Refused(
-            ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {node_id} or empty string, "
-            f"but received {resource_name}",
+    if describe:
+        _node_named(
+            resource_name,
+            node_id,
+            _DESCRIBE_WORDS[0],
+            "Unexpected broker id, expected {node} or empty string, but received {name}",
+        )
+    else:
+        _node_named(
+            resource_name,
+            node_id,
+            "Node id must be an integer, but it is: {name}",
+            "Unexpected broker id, expected {node}, but received {name}",
         )
     return DynamicLayer.BROKER
+
+
+_DESCRIBE_WORDS = (
+    "Broker id must be an integer, but it is: {name}",
+    "Unexpected broker id, expected {node} but received {name}",
+)
+
+
+def _node_named(resource_name: str, node_id: int, not_a_number: str, other: str) -> None:
+    try:
+        named = int(resource_name)
+    except ValueError:
+        raise Refused(ErrorCode.invalid_request, not_a_number.format(name=resource_name)) from None
+    if named != node_id:
+        raise Refused(ErrorCode.invalid_request, other.format(node=node_id, name=resource_name))
 
 
 def apply_ops(
@@ -232,10 +335,13 @@ def apply_ops(
     definitions: Mapping[str, ConfigDef],
     effective_value: Callable[[str], str | None],
     kind: str,
+    allow_custom: bool = False,
 ) -> dict[str, str]:
     """`current` (a resource's own settings) after the (name, operation, value) ops.
     APPEND and SUBTRACT work on LIST keys and start from the key's effective value when
-    the resource does not set it. Raises Refused; validates no values."""
+    the resource does not set it. A key with no definition is INVALID_CONFIG, unless
+    `allow_custom` (the broker: Kafka keeps such keys) lets SET and DELETE store it.
+    Raises Refused; validates no values."""
     repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
     if repeated:
         raise Refused(
@@ -244,8 +350,8 @@ def apply_ops(
     result = dict(current)
     for name, op, value in ops:
         definition = definitions.get(name)
-        if definition is None:
-            raise Refused(ErrorCode.invalid_config, f"{name}: unknown {kind} config key")
+        if definition is None and not (allow_custom and op in (AlterOp.SET, AlterOp.DELETE)):
+            raise Refused(ErrorCode.invalid_config, f"Unknown {kind} config name: {name}")
         if op == AlterOp.DELETE:
             result.pop(name, None)
             continue
@@ -259,7 +365,7 @@ def apply_ops(
         if op == AlterOp.SET:
             result[name] = value
             continue
-        if definition.type is not ConfigType.LIST:
+        if definition is None or definition.type is not ConfigType.LIST:
             raise Refused(
                 ErrorCode.invalid_config,
                 f"{name}: can't {AlterOp(op).name} to key {name} because its type is not LIST",

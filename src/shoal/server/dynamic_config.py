@@ -1,4 +1,5 @@
-"""Dynamic broker configs: what IncrementalAlterConfigs changes on a running broker.
+"""Dynamic broker configs: what IncrementalAlterConfigs and AlterConfigs change on a
+running broker.
 
 As in Kafka, two dynamic layers sit above the static configuration (properties file and
 command-line overrides); the highest layer that sets a key wins:
@@ -9,16 +10,19 @@ command-line overrides); the highest layer that sets a key wins:
     static          -                  STATIC_BROKER_CONFIG (4)
     built-in        -                  DEFAULT_CONFIG (5)
 
-Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time. Layer values are kept as the
-canonical strings `config.render` gives. Each layer is persisted as a properties file in
-the data directory, written atomically (temporary file, fsync, rename) off the event
-loop (the broker's `DiskIO.write_atomic`), and applied again at start-up; an entry
-that no longer validates (say the static bounds changed) is dropped with a warning
-instead of stopping the broker, as Kafka skips invalid dynamic configs.
+Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time, besides custom keys that
+are no broker key (kept, shown and never used, as Kafka keeps them). Layer values are
+kept as the canonical strings `config.render` gives. Each layer is persisted as a
+properties file in the data directory, written atomically (temporary file, fsync,
+rename) off the event loop (the broker's `DiskIO.write_atomic`), and applied again at
+start-up; an entry that no longer validates (say the static bounds changed) is
+dropped with a warning instead of stopping the broker, as Kafka skips invalid dynamic
+configs.
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
 
-`LiveBrokerConfig` is the running broker's one holder of the current layers: handlers
+`LiveBrokerConfig` is the running broker's one holder of the current layers (and of the
+client metrics resources, cluster-wide dynamic configs as well): handlers
 read `current` (the effective `BrokerConfig`) at each use; `reconfigure` persists new
 layers, adopts them and then tells its listeners (the logs, the group coordinator). It
 is called in the broker's change lane (`DiskIO.changes`), one change at a time; a
@@ -41,24 +45,32 @@ from shoal.config import (
     parse_properties,
     render,
 )
+from shoal.server.client_metrics_configs import ClientMetricsConfigStore
 from shoal.server.disk_io import AtomicWrite
 
 log = logging.getLogger(__name__)
 
-_LOG_KEYS = {d.synonym for d in TOPIC_KEYS.values() if d.synonym is not None} | {
-    "log.roll.hours",
-    "log.retention.minutes",
-    "log.retention.hours",
-}
-DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+_LOG_KEYS = {d.synonym for d in TOPIC_KEYS.values() if d.synonym is not None}
+KAFKA_DYNAMIC_KEYS: frozenset[str] = frozenset(
     _LOG_KEYS
-    | {"num.partitions", "auto.create.topics.enable", "max.connections"}
+    | {"max.connections", "producer.id.expiration.ms"}
+    | {key for key, d in BROKER_KEYS.items() if d.dynamic}
+)
+"""Broker keys Kafka 4.2 lets IncrementalAlterConfigs change that Shoal keeps dynamic
+too: the log defaults behind topic configs (Kafka's DynamicLogConfig), max.connections,
+producer.id.expiration.ms (the logs re-read it), and the Kafka keys Shoal only stores
+(`ConfigDef.dynamic`, config.py)."""
+SHOAL_DYNAMIC_KEYS: frozenset[str] = frozenset(
+    {"num.partitions", "auto.create.topics.enable"}
     | {key for key in BROKER_KEYS if key.startswith("group.share.")}
 )
-"""Broker keys IncrementalAlterConfigs may change: the log defaults behind topic configs
-(Kafka's DynamicLogConfig), max.connections, topic auto-creation and the share-group
-settings. Everything else needs a restart (e.g. log.retention.check.interval.ms, which
-is not dynamic in Kafka either)."""
+"""Broker keys Shoal, unlike Kafka 4.2, also changes at run time (topic auto-creation
+and the share-group settings; docs/configs.md)."""
+DYNAMIC_BROKER_KEYS: frozenset[str] = KAFKA_DYNAMIC_KEYS | SHOAL_DYNAMIC_KEYS
+"""Every broker key IncrementalAlterConfigs and AlterConfigs may change. Everything else
+needs a restart (e.g. log.retention.check.interval.ms or log.retention.hours, which
+are not dynamic in Kafka either) and is refused with INVALID_REQUEST, as Kafka does.
+A key that is no broker key at all is kept as Kafka keeps it (`custom_keys`)."""
 
 
 class DynamicLayer(enum.Enum):
@@ -69,21 +81,28 @@ class DynamicLayer(enum.Enum):
 
 
 def check_dynamic_key(key: str) -> None:
-    """Raise ConfigError unless `key` may be changed at run time."""
-    if key not in BROKER_KEYS:
-        raise ConfigError(key, "unknown broker config key")
-    if key not in DYNAMIC_BROKER_KEYS:
+    """Raise ConfigError unless `key` may be changed at run time: a broker key that is
+    not dynamic (Kafka's "Cannot update these configs dynamically"). A key that is no
+    broker key passes: Kafka stores such custom keys without checking them."""
+    if key in BROKER_KEYS and key not in DYNAMIC_BROKER_KEYS:
         raise ConfigError(key, "cannot be updated dynamically; change it in the static config")
 
 
 def canonical(key: str, raw: str) -> str:
     """The stored form of a dynamic value: parsed, checked against the key's bounds and
-    rendered back (raises ConfigError)."""
-    definition = BROKER_KEYS[key]
+    rendered back (raises ConfigError); a custom (unknown) key's value as given."""
+    definition = BROKER_KEYS.get(key)
+    if definition is None:
+        return raw
     rendered = render(definition, definition.parse(raw))
     if rendered is None:
         raise ConfigError(key, "a value is required")
     return rendered
+
+
+def custom_keys(values: Mapping[str, str]) -> list[str]:
+    """The keys of a layer that are no broker keys (kept and shown, never used)."""
+    return sorted(key for key in values if key not in BROKER_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +123,7 @@ class DynamicBrokerConfig:
         """Apply both layers onto `static`; raises ConfigError naming the offending key."""
         for key in (*broker, *cluster_default):
             check_dynamic_key(key)
-        merged = {**cluster_default, **broker}
+        merged = {k: v for k, v in {**cluster_default, **broker}.items() if k in BROKER_KEYS}
         effective = static.with_overrides(merged) if merged else static
         return cls(static, dict(broker), dict(cluster_default), effective)
 
@@ -159,6 +178,9 @@ class LiveBrokerConfig:
     def __init__(self, dynamic: DynamicBrokerConfig, *, write: AtomicWrite) -> None:
         self._dynamic = dynamic
         self._write = write
+        self.client_metrics = ClientMetricsConfigStore(dynamic.static.data_dir, write=write)
+        """The client metrics resources: cluster-wide dynamic configs too, as Kafka keeps
+        them beside the broker's (server/client_metrics_configs.py)."""
         self.listeners: list[ConfigListener] = []
         """Called with the new effective config after each `reconfigure`."""
 

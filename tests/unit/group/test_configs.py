@@ -53,6 +53,12 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "shoal.share.delivery.paused": False,
         "errors.deadletterqueue.topic.name": "",
         "errors.deadletterqueue.copy.record.enable": False,
+        "consumer.session.timeout.ms": 45_000,
+        "consumer.heartbeat.interval.ms": 5_000,
+        "streams.heartbeat.interval.ms": 5_000,
+        "streams.initial.rebalance.delay.ms": 3_000,
+        "streams.num.standby.replicas": 0,
+        "streams.session.timeout.ms": 45_000,
     }
     assert set(GroupConfigs().effective("never-seen", DEFAULT_BROKER)) == set(GROUP_KEYS)
 
@@ -142,7 +148,7 @@ def test_refused_values_name_the_key(key: str, raw: str | None, says: str) -> No
     [
         "no.such.key",
         "errors.deadletterqueue.group.enable",  # the KIP-1191 topic key, not a group one
-        "consumer.session.timeout.ms",  # a consumer-group key, not a share-group one
+        "share.session.timeout",  # a misspelt group key
         "group.share.record.lock.duration.ms",  # the broker key, not the group key
     ],
 )
@@ -300,3 +306,35 @@ def test_the_shoal_extension_keys_are_validated_with_invalid_config() -> None:
     ]:
         assert refused(proposed).key == key, proposed
     assert render_overrides({multiplier: 2.0, paused: True}) == {multiplier: "2.0", paused: "true"}
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "message"),
+    [
+        (
+            "consumer.session.timeout.ms",
+            "44999",
+            "consumer.session.timeout.ms must be greater than or equal to "
+            "group.consumer.min.session.timeout.ms",
+        ),
+        (
+            "consumer.heartbeat.interval.ms",
+            "15001",
+            "consumer.heartbeat.interval.ms must be less than or equal to "
+            "group.consumer.max.heartbeat.interval.ms",
+        ),
+    ],
+)
+def test_consumer_group_keys_are_bounded_by_the_broker_in_kafkas_words(
+    key: str, raw: str, message: str
+) -> None:
+    error = refused({key: raw})
+    assert (error.key, error.message) == (key, message)
+
+
+def test_consumer_group_keys_within_the_broker_bounds_are_kept() -> None:
+    typed = validate_overrides(
+        {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"},
+        DEFAULT_BROKER,
+    )
+    assert typed == {"consumer.session.timeout.ms": 50_000, "consumer.heartbeat.interval.ms": 6_000}

@@ -182,8 +182,9 @@ def test_entries_of_a_group_that_sets_nothing(tmp_path: Path) -> None:
     assert all(e.source is ConfigSource.DEFAULT and not e.read_only for e in entries.values())
     lock = entries[LOCK]
     assert (lock.value, lock.config_type) == ("30000", ConfigType.INT)
+    # as Kafka shows a group: one synonym, the key itself at its default
     assert [(s.name, s.value, s.source) for s in lock.synonyms] == [
-        ("group.share.record.lock.duration.ms", "30000", ConfigSource.DEFAULT)
+        (LOCK, "30000", ConfigSource.DEFAULT)
     ]
     reset = entries[RESET]
     assert [(s.name, s.value, s.source) for s in reset.synonyms] == [
@@ -197,21 +198,21 @@ def test_entries_of_a_group_that_sets_keys(tmp_path: Path) -> None:
     entries = {e.name: e for e in group_entries(overrides, dynamic(tmp_path))}
     lock = entries[LOCK]
     assert (lock.value, lock.source) == ("20000", ConfigSource.GROUP)
-    assert [(s.name, s.source) for s in lock.synonyms] == [
-        (LOCK, ConfigSource.GROUP),
-        ("group.share.record.lock.duration.ms", ConfigSource.DEFAULT),
-    ]
+    assert [(s.name, s.source) for s in lock.synonyms] == [(LOCK, ConfigSource.GROUP)]
     assert (entries[RESET].value, entries[RESET].source) == ("earliest", ConfigSource.GROUP)
     assert entries["share.session.timeout.ms"].source is ConfigSource.DEFAULT
 
 
-def test_entries_show_broker_sources_and_clamped_values(tmp_path: Path) -> None:
+def test_entries_show_broker_values_as_defaults_and_clamped_values(tmp_path: Path) -> None:
     config = dynamic(tmp_path, **{"group.share.record.lock.duration.ms": "20000"})
     config = config.with_layer(
         DynamicLayer.BROKER, {"group.share.max.record.lock.duration.ms": "40000"}
     )
     plain = {e.name: e for e in group_entries({}, config)}
-    assert (plain[LOCK].value, plain[LOCK].source) == ("20000", ConfigSource.STATIC_BROKER)
+    # Kafka shows a group key the group does not set as DEFAULT_CONFIG, whatever
+    # broker layer its value comes from
+    assert (plain[LOCK].value, plain[LOCK].source) == ("20000", ConfigSource.DEFAULT)
+    assert [(s.name, s.value) for s in plain[LOCK].synonyms] == [(LOCK, "20000")]
     clamped = {e.name: e for e in group_entries({LOCK: 60_000}, config)}
     assert (clamped[LOCK].value, clamped[LOCK].source) == ("40000", ConfigSource.GROUP)
     assert clamped[LOCK].synonyms[0].value == "60000"  # the override as set

@@ -1,16 +1,22 @@
-"""DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of share groups.
+"""DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of groups, with
+the keys, values, sources, flags and synonyms Kafka 4.2 shows (docs/configs.md).
 
 Resource types (see server/configs.py for values, sources and synonyms):
 - TOPIC (2), name = topic: every topic key with its effective value; an unknown topic
   gets UNKNOWN_TOPIC_OR_PARTITION.
 - BROKER (4), name = this node's id: every broker key (read-only unless it can change
-  dynamically, as Kafka marks them); name "": only the cluster-wide dynamic settings, as
-  Kafka shows its cluster defaults; any other name INVALID_REQUEST.
-- GROUP (32), name = group id (the group need not exist): every share-group key with
-  its effective value, source GROUP_CONFIG when the group sets it, else that of the
-  broker key it falls back to (DEFAULT_CONFIG unless the broker sets it); never
-  read-only. An empty name is INVALID_REQUEST ("Group name must not be empty"), as in
-  Kafka's ConfigHelper.
+  dynamically) and any custom key set dynamically (sensitive, type UNKNOWN); name "":
+  only the cluster-wide dynamic settings, as Kafka shows its cluster defaults; any
+  other name INVALID_REQUEST.
+- GROUP (32), name = group id (the group need not exist): every group key (share,
+  consumer and streams keys) with its effective value, source GROUP_CONFIG when the
+  group sets it, else DEFAULT_CONFIG; never read-only. An empty name is
+  INVALID_REQUEST ("Group name must not be empty"), as in Kafka's ConfigHelper.
+- BROKER_LOGGER (8), name = this node's id: every logger of the process with its level
+  (server/logger_configs.py), as Kafka lists its log4j loggers.
+- CLIENT_METRICS (16), name = subscription (it need not exist): its three keys, as
+  Kafka shows them (server/client_metrics_configs.py).
+- Other types: INVALID_REQUEST.
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
 Synonyms only with IncludeSynonyms; ConfigType from v3; Documentation from v3 and only
@@ -27,7 +33,6 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.config import ConfigType
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -37,7 +42,10 @@ from shoal.server.configs import (
     ResourceType,
     broker_entries,
     broker_layer_for,
+    check_logger_node,
+    client_metrics_entries,
     group_entries,
+    logger_entries,
     topic_entries,
 )
 from shoal.server.context import RequestContext
@@ -93,22 +101,30 @@ def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigE
             raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return topic_entries(info.configs, services.config.dynamic)
     if resource_type == ResourceType.BROKER:
-        return broker_entries(
-            services.config.dynamic, broker_layer_for(name, services.node.node_id)
-        )
+        layer = broker_layer_for(name, services.node.node_id, describe=True)
+        return broker_entries(services.config.dynamic, layer)
     if resource_type == ResourceType.GROUP:
         if not name:
             raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
         return group_entries(services.group_configs.overrides(name), services.config.dynamic)
+    if resource_type == ResourceType.BROKER_LOGGER:
+        check_logger_node(name, services.node.node_id, describe=True)
+        return logger_entries()
+    if resource_type == ResourceType.CLIENT_METRICS:
+        if not name:
+            raise Refused(
+                ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
+            )
+        return client_metrics_entries(services.config.client_metrics.settings(name))
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type: {resource_type}")
 
 
 def _config(
     schema: Schema, entry: ConfigEntry, include_synonyms: bool, include_documentation: bool
 ) -> Any:
-    # A PASSWORD key (ssl.key.password, ssl.keystore.key, ...) is sensitive: Kafka
-    # shows neither its value nor its synonyms' values.
-    sensitive = entry.config_type == ConfigType.PASSWORD
+    # A PASSWORD key (ssl.key.password, ssl.keystore.key, ...) or a custom one is
+    # sensitive: Kafka shows neither its value nor its synonyms' values.
+    sensitive = entry.sensitive
     synonyms = tuple(
         schema.make(
             "DescribeConfigsSynonym",
@@ -127,7 +143,7 @@ def _config(
         is_sensitive=sensitive,
         synonyms=synonyms,
         config_type=int(entry.config_type),
-        documentation=entry.definition.doc if include_documentation else None,
+        documentation=(entry.definition.doc or None) if include_documentation else None,
     )
 
 

@@ -1,0 +1,58 @@
+"""Client metrics subscriptions (server/client_metrics_configs.py): Kafka's checks and
+codes, canonical values, and the store's file (all or nothing, removal when empty)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from shoal.protocol.errors import ErrorCode
+from shoal.server.client_metrics_configs import FILE, ClientMetricsConfigStore, validate
+from shoal.server.refused import Refused
+
+
+async def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("name", "proposed", "code"),
+    [
+        ("", {"interval.ms": "1000"}, ErrorCode.invalid_request),
+        ("s", {"no.such": "1"}, ErrorCode.invalid_request),
+        ("s", {"interval.ms": "99"}, ErrorCode.invalid_request),
+        ("s", {"interval.ms": "3600001"}, ErrorCode.invalid_request),
+        ("s", {"interval.ms": "soon"}, ErrorCode.invalid_config),
+        ("s", {"match": "client_id"}, ErrorCode.invalid_config),
+        ("s", {"match": "hostname=a"}, ErrorCode.invalid_config),
+        ("s", {"match": "client_id=("}, ErrorCode.invalid_config),
+    ],
+)
+def test_refusals(name: str, proposed: dict[str, str], code: ErrorCode) -> None:
+    with pytest.raises(Refused) as refused:
+        validate(name, proposed)
+    assert refused.value.code is code
+
+
+def test_values_are_kept_canonical() -> None:
+    given = {"interval.ms": " 100 ", "match": "client_id=a.*, client_software_name=b"}
+    assert validate("s", given) == {
+        "interval.ms": "100",
+        "match": "client_id=a.*,client_software_name=b",
+    }
+
+
+def test_the_store_persists_and_forgets_empty_resources(tmp_path: Path) -> None:
+    store = ClientMetricsConfigStore(tmp_path, write=_write)
+    asyncio.run(store.alter("s", {"metrics": "org."}, validate_only=False))
+    asyncio.run(store.alter("t", {"interval.ms": "500"}, validate_only=True))
+    assert store.names() == ["s"]
+    reloaded = ClientMetricsConfigStore(tmp_path, write=_write)
+    assert dict(reloaded.settings("s")) == {"metrics": "org."}
+    asyncio.run(reloaded.alter("s", {}, validate_only=False))
+    assert ClientMetricsConfigStore(tmp_path, write=_write).names() == []
+    (tmp_path / FILE).write_text("not json")
+    with pytest.raises(OSError, match="unreadable"):
+        ClientMetricsConfigStore(tmp_path, write=_write)
