@@ -224,9 +224,7 @@ class SaslListener:
     def properties(self, port: int) -> dict[str, str]:
         props = {
             "sasl.enabled.mechanisms": ",".join(self.mechanisms),
-            "connection.failed.authentication.delay.ms": str(
-                self.failed_authentication_delay_ms
-            ),
+            "connection.failed.authentication.delay.ms": str(self.failed_authentication_delay_ms),
         }
         users = " ".join(f'user_{u}="{pw}"' for u, pw in self.plain_users.items())
         props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
@@ -333,8 +331,7 @@ class KafkaBroker:
                 java_command(
                     TOOLS["kafka-storage"],
                     "format",
-                    "-t",
-                    _cluster_id(),
+                    f"--cluster-id={_cluster_id()}",  # an id may start with '-'
                     "-c",
                     str(config),
                     "--standalone",

@@ -12,7 +12,8 @@ a frame not yet whole is read exactly.
 Peer errors close the connection with a logged reason: a frame size below a header
 (`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
 the API does not serve (unless its module declared a fallback in the registry, as
-ApiVersions does), a request that fails to decode. A handler that raises is our bug:
+ApiVersions does), a request that fails to decode or that a handler finds Kafka could
+not parse (it raises `codec.ProtocolError`). A handler that raises is our bug:
 it is logged with its context and the connection is closed; the broker and other
 connections carry on.
 
@@ -370,6 +371,8 @@ async def _dispatch(
             response = await handler.handle(ctx, request)
     except ChangeLaneFull as exc:  # a bound, not a bug: close with the reason
         raise ConnectionClosed(f"{codec.api_name(api_key)}: {exc}") from exc
+    except codec.ProtocolError:  # a request Kafka could not parse (e.g. acl_wire.py)
+        raise
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",
