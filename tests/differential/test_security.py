@@ -54,6 +54,7 @@ PASSWORDS = {
     "admin": "admin-diff-secret",
     "alice": "alice-diff-secret",
     "bob": "bob-diff-secret",
+    "carol": "carol-diff-secret",  # READ on one topic and one group (test_reader_only)
     "nobody": "nobody-diff-secret",
 }
 SCRAM_USER, SCRAM_PASSWORD = "scott", "scott-scram-diff-secret"
@@ -111,7 +112,21 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
                 ),
             )
             assert [r.error_code for r in scram.results] == [0]
+            for broker in (kafka.sasl_bootstrap, shoal.bootstrap):
+                _warm_group_coordinator(broker)
             yield Secured(kafka, shoal)
+
+
+def _warm_group_coordinator(bootstrap: str) -> None:
+    """Find a group's coordinator until it is there: Kafka creates __consumer_offsets
+    on first use and answers COORDINATOR_NOT_AVAILABLE meanwhile."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        (found,) = _admin(bootstrap, requests.find_coordinator("warm-up"))
+        if found.coordinators[0].error_code == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no group coordinator at {bootstrap}")
 
 
 # ---- an authenticated kio connection
@@ -708,3 +723,110 @@ def test_confluent_client_without_acls(secured: Secured) -> None:
     kafka, shoal = secured.run(_confluent_without_acls, unique("sec-cfl"))
     assert kafka == shoal
     assert kafka["produce"] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def _metadata_with_operations(topics: list[str]) -> Any:
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    return MetadataRequest(
+        topics=tuple(MetadataRequestTopic(topic_id=None, name=t) for t in topics),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=True,
+    )
+
+
+def _cluster_with_operations() -> Any:
+    from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
+
+    return DescribeClusterRequest(include_cluster_authorized_operations=True)
+
+
+def _reader_only(bootstrap: str, topic: str) -> dict[str, Any]:
+    """User:carol may READ `topic` and its group only: what each API answers."""
+    group, other_group = f"g-{topic}", f"other-{topic}"
+    _create_topic(bootstrap, topic)
+    (created,) = _admin(
+        bootstrap,
+        create_acls(
+            [
+                _binding(
+                    ResourceType.TOPIC, topic, PatternType.LITERAL, "User:carol", AclOperation.READ
+                ),
+                _binding(
+                    ResourceType.GROUP, group, PatternType.LITERAL, "User:carol", AclOperation.READ
+                ),
+            ]
+        ),
+    )
+    assert [r.error_code for r in created.results] == [0, 0]
+    time.sleep(1.0)  # Kafka's ACLs reach its authorizer through the metadata log
+    tp = (topic, 0)
+    answers = as_user(
+        bootstrap,
+        "carol",
+        _metadata_with_operations([topic]),
+        requests.produce({tp: values_batch(1)}),
+        requests.fetch({tp: FetchPosition(0, 1 << 20)}, max_wait_ms=0),
+        requests.list_offsets({tp: requests.EARLIEST_TIMESTAMP}),
+        requests.describe_configs(2, [topic]),
+        requests.create_partitions({topic: 2}),
+        requests.delete_topics([topic]),
+        requests.find_coordinator(group),
+        requests.find_coordinator(other_group),
+        requests.offset_fetch(group, {topic: [0]}),
+        requests.describe_groups([group, other_group]),
+        requests.delete_groups([group]),
+        _init_idempotent(),
+        _cluster_with_operations(),
+        requests.describe_producers([tp]),
+    )
+    (
+        md,
+        produced,
+        fetched,
+        listed,
+        configs,
+        partitions,
+        deleted,
+        coordinator,
+        other,
+        offsets,
+        groups,
+        deleted_groups,
+        pid,
+        cluster,
+        producers,
+    ) = answers
+    return {
+        "metadata": [(t.error_code, t.topic_authorized_operations) for t in md.topics],
+        "produce": produced.responses[0].partition_responses[0].error_code,
+        "fetch": [p.error_code for r in fetched.responses for p in r.partitions],
+        "list offsets": [p.error_code for t in listed.topics for p in t.partitions],
+        "describe configs": [(r.error_code, r.error_message) for r in configs.results],
+        "create partitions": [(r.error_code, r.error_message) for r in partitions.results],
+        "delete topics": [r.error_code for r in deleted.responses],
+        "find coordinator": [c.error_code for c in coordinator.coordinators + other.coordinators],
+        "offset fetch": fetched_offsets(offsets).error_code,
+        "describe groups": [(g.group_id == group, g.error_code) for g in groups.groups],
+        "delete groups": [r.error_code for r in deleted_groups.results],
+        "idempotent producer id": pid.error_code,
+        "describe cluster": (cluster.error_code, cluster.cluster_authorized_operations),
+        "describe producers": [p.error_code for t in producers.topics for p in t.partitions],
+    }
+
+
+def _init_idempotent() -> Any:
+    import datetime
+
+    from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
+
+    return InitProducerIdRequest(
+        transactional_id=None, transaction_timeout=datetime.timedelta(seconds=30)
+    )
+
+
+def test_reader_only(secured: Secured) -> None:
+    kafka, shoal = secured.run(_reader_only, unique("sec-read"))
+    assert kafka == shoal
+    assert kafka["produce"] == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert kafka["fetch"] == [KafkaError.NO_ERROR]
