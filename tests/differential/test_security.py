@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
+from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateV0
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
@@ -76,6 +77,11 @@ class Secured:
     def run(self, scenario: Callable[..., T], *args: Any) -> tuple[T, T]:
         return scenario(self.kafka.sasl_bootstrap, *args), scenario(self.shoal.bootstrap, *args)
 
+    def run_plaintext(self, scenario: Callable[..., T], *args: Any) -> tuple[T, T]:
+        """`scenario` on each broker's PLAINTEXT listener (User:ANONYMOUS, a super user)."""
+        shoal = f"127.0.0.1:{self.shoal.listener_ports()['PLAINTEXT']}"
+        return scenario(self.kafka.bootstrap, *args), scenario(shoal, *args)
+
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
@@ -94,7 +100,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     with kafka_reference.running(root / "kafka", sasl=sasl) as kafka:
         for shoal in running(
             root / "shoal",
-            "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
             f"sasl.enabled.mechanisms={','.join(MECHANISMS)}",
             f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS};",
             "connection.failed.authentication.delay.ms=50",
@@ -830,3 +836,112 @@ def test_reader_only(secured: Secured) -> None:
     assert kafka == shoal
     assert kafka["produce"] == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert kafka["fetch"] == [KafkaError.NO_ERROR]
+
+
+# ---- the SASL state machine, request by request
+
+
+def _answers(bootstrap: str, sequence: list[Any]) -> list[Any]:
+    """Send `sequence` one request at a time on one raw connection: each answer's
+    fields, or CLOSED where the broker closed the connection instead."""
+    raw = Raw(bootstrap)
+    raw.sock.settimeout(10.0)
+    answers: list[Any] = []
+    try:
+        for request in sequence:
+            if not raw.send(request_frame(request)):
+                return [*answers, "closed"]
+            try:
+                got = raw.read_frame()
+            except ConnectionResetError:
+                got = None
+            if got is None:
+                return [*answers, "closed"]
+            answer = decoded(got, request)
+            fields = ("error_code", "error_message", "mechanisms", "auth_bytes")
+            answers.append({f: getattr(answer, f) for f in fields if hasattr(answer, f)})
+        return answers
+    finally:
+        raw.close()
+
+
+def _plain_token(user: str, password: str, authzid: str = "") -> bytes:
+    return f"{authzid}\x00{user}\x00{password}".encode()
+
+
+_ALICE = _plain_token("alice", PASSWORDS["alice"])
+_PLAIN = SaslHandshakeRequest(mechanism="PLAIN")
+SASL_SEQUENCES: dict[str, list[Any]] = {
+    "SaslAuthenticate first": [SaslAuthenticateRequest(auth_bytes=_ALICE)],
+    "SaslHandshake twice": [_PLAIN, _PLAIN],
+    "malformed PLAIN token": [_PLAIN, SaslAuthenticateRequest(auth_bytes=b"garbage")],
+    "empty PLAIN token": [_PLAIN, SaslAuthenticateRequest(auth_bytes=b"")],
+    "another authorization id": [
+        _PLAIN,
+        SaslAuthenticateRequest(auth_bytes=_plain_token("alice", PASSWORDS["alice"], "bob")),
+    ],
+    "the same authorization id": [
+        _PLAIN,
+        SaslAuthenticateRequest(auth_bytes=_plain_token("alice", PASSWORDS["alice"], "alice")),
+    ],
+    "SaslAuthenticate after success": [
+        _PLAIN,
+        SaslAuthenticateRequest(auth_bytes=_ALICE),
+        SaslAuthenticateRequest(auth_bytes=_ALICE),
+        api_versions_request(),
+    ],
+    "SaslHandshake after success, no re-authentication": [
+        _PLAIN,
+        SaslAuthenticateRequest(auth_bytes=_ALICE),
+        SaslHandshakeRequest(mechanism="SCRAM-SHA-256"),
+        _PLAIN,
+        SaslAuthenticateRequest(auth_bytes=_ALICE),
+        api_versions_request(),
+    ],
+    "SaslAuthenticate v0": [_PLAIN, SaslAuthenticateV0(auth_bytes=_ALICE)],
+    "SaslAuthenticate v0, wrong password": [
+        _PLAIN,
+        SaslAuthenticateV0(auth_bytes=_plain_token("alice", "wrong")),
+    ],
+    "SCRAM: a malformed first message": [
+        SaslHandshakeRequest(mechanism="SCRAM-SHA-256"),
+        SaslAuthenticateRequest(auth_bytes=b"n,,garbage"),
+    ],
+    "SCRAM: an unknown user": [
+        SaslHandshakeRequest(mechanism="SCRAM-SHA-256"),
+        SaslAuthenticateRequest(auth_bytes=b"n,,n=mallory,r=abcdefgh"),
+    ],
+    "a lower-case mechanism": [SaslHandshakeRequest(mechanism="plain")],
+    "an empty mechanism": [SaslHandshakeRequest(mechanism="")],
+}
+
+
+@pytest.mark.parametrize("case", SASL_SEQUENCES)
+def test_sasl_sequences(secured: Secured, case: str) -> None:
+    kafka, shoal = secured.run(_answers, SASL_SEQUENCES[case])
+    assert kafka == shoal
+
+
+def test_request_mid_exchange(secured: Secured) -> None:
+    """A request other than SaslAuthenticate after the handshake: Kafka answers it with
+    its error response (ILLEGAL_SASL_STATE) and closes; Shoal closes without the answer
+    (on purpose: it would need each API's error response, for a client that broke the
+    protocol). Both end the connection."""
+    for request in (requests.metadata(None).build(12), api_versions_request()):
+        kafka, shoal = secured.run(_answers, [_PLAIN, request, api_versions_request()])
+        assert kafka[0] == shoal[0]
+        assert isinstance(kafka[1], dict) and kafka[2:] == ["closed"]
+        assert kafka[1].get("error_code", KafkaError.ILLEGAL_SASL_STATE) == (
+            KafkaError.ILLEGAL_SASL_STATE
+        )
+        assert shoal[1:] == ["closed"]
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [[_PLAIN], [SaslAuthenticateRequest(auth_bytes=_ALICE), api_versions_request()]],
+    ids=["SaslHandshake", "SaslAuthenticate"],
+)
+def test_sasl_on_a_plaintext_listener(secured: Secured, sequence: list[Any]) -> None:
+    kafka, shoal = secured.run_plaintext(_answers, sequence)
+    assert kafka == shoal

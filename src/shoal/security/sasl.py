@@ -15,7 +15,13 @@ was authenticated (sooner for an OAUTHBEARER token that expires sooner), and
 SaslAuthenticate v1+ tells the client the lifetime. An authenticated connection may
 start a re-authentication with SaslHandshake at any time (same mechanism, same
 principal); once its session has expired, any request other than that handshake
-closes the connection.
+closes the connection. Without a session lifetime there is no re-authentication, as
+in Kafka (whose KafkaApis then answers): a SaslHandshake on an authenticated
+connection gets ILLEGAL_SASL_STATE without mechanisms and the connection stays.
+
+A SaslHandshake in the middle of an exchange gets ILLEGAL_SASL_STATE, then the
+connection closes (Kafka answers any request there with its error response before
+closing; Shoal answers only SaslHandshake and closes on the others unanswered).
 
 SaslHandshake v0 (Kafka serves v0-v1): the exchange that follows is raw SASL tokens,
 each a size-prefixed frame without a request header, answered by a size-prefixed
@@ -30,7 +36,8 @@ so clients see the set's iteration order (`kafka_mechanism_order`), not the conf
     state          allowed requests                         next
     HANDSHAKE      ApiVersions, SaslHandshake               AUTHENTICATE | FAILED
     AUTHENTICATE   SaslAuthenticate                         AUTHENTICATE | AUTHENTICATED | FAILED
-    AUTHENTICATED  anything (SaslHandshake: re-auth)        REAUTHENTICATE | FAILED
+    AUTHENTICATED  anything (SaslHandshake: re-auth, when   REAUTHENTICATE | FAILED
+                   the session has a lifetime)
                    expired: SaslHandshake only
     REAUTHENTICATE SaslAuthenticate                         AUTHENTICATED | FAILED
     FAILED         nothing (the connection closes)
@@ -245,9 +252,9 @@ class SaslSession:
             return "SASL authentication failed"
         if state is SaslState.HANDSHAKE and api_key not in (API_VERSIONS, SASL_HANDSHAKE):
             return f"Unexpected Kafka request of type {api_name} during SASL handshake."
-        if (
-            state in (SaslState.AUTHENTICATE, SaslState.REAUTHENTICATE)
-            and api_key != SASL_AUTHENTICATE
+        if state in (SaslState.AUTHENTICATE, SaslState.REAUTHENTICATE) and api_key not in (
+            SASL_AUTHENTICATE,
+            SASL_HANDSHAKE,  # answered ILLEGAL_SASL_STATE by `handshake`, then closed
         ):
             return f"Unexpected Kafka request of type {api_name} during SASL authentication."
         if (
@@ -271,6 +278,10 @@ class SaslSession:
         """SaslHandshake naming `mechanism`; `raw_tokens` for v0 (module docstring)."""
         enabled = kafka_mechanism_order(self.settings.enabled_mechanisms)
         if self.state is SaslState.AUTHENTICATED:
+            if self.session_expires_ms is None:  # connections.max.reauth.ms is 0
+                return HandshakeResult(
+                    "illegal", (), "SaslHandshake on an authenticated connection"
+                )
             if mechanism != self.mechanism:
                 self.state = SaslState.FAILED
                 return HandshakeResult(
@@ -290,7 +301,7 @@ class SaslSession:
             self.state = SaslState.AUTHENTICATE
         else:
             self.state = SaslState.FAILED
-            return HandshakeResult("illegal", enabled, "Unexpected SaslHandshake request")
+            return HandshakeResult("illegal", (), "Unexpected SaslHandshake request")
         self._exchange = self._new_exchange(mechanism)
         self.raw_tokens = raw_tokens
         return HandshakeResult(None, enabled)

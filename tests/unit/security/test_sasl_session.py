@@ -192,3 +192,23 @@ def test_handshake_v1_takes_sasl_authenticate_requests() -> None:
     session = SaslSession(settings())
     assert session.handshake("PLAIN").error is None
     assert not session.awaiting_raw_token
+
+
+def test_without_reauthentication_a_handshake_is_illegal_and_harmless() -> None:
+    """connections.max.reauth.ms=0 (no session lifetime): Kafka answers a SaslHandshake
+    on an authenticated connection with ILLEGAL_SASL_STATE and keeps serving it."""
+    session = SaslSession(settings(max_reauth_ms=0))
+    assert plain_login(session).complete
+    result = session.handshake("PLAIN")
+    assert (result.error, result.mechanisms) == ("illegal", ())
+    assert session.authenticated and not session.failed
+    assert session.refusal(PRODUCE, "produce", now_ms=0) is None
+
+
+def test_a_second_handshake_mid_exchange_is_answered_then_fails() -> None:
+    session = SaslSession(settings())
+    assert session.handshake("PLAIN").error is None
+    assert session.refusal(SASL_HANDSHAKE, "sasl_handshake", now_ms=0) is None  # answered
+    result = session.handshake("PLAIN")
+    assert (result.error, result.mechanisms) == ("illegal", ())
+    assert session.failed

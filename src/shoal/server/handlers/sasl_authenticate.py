@@ -38,7 +38,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(
             schema,
             ErrorCode.illegal_sasl_state,
-            "SaslAuthenticate request received on a listener without SASL",
+            # Kafka's words (its KafkaApis answers any SaslAuthenticate it is given)
+            "SaslAuthenticate request received after successful authentication",
         )
     result = await sasl.authenticate(
         config, info, session, bytes(request.auth_bytes), services.clock.wall_ms()
@@ -47,7 +48,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(schema, ErrorCode.illegal_sasl_state, result.failure)
     if result.failure is not None:
         return _response(schema, ErrorCode.sasl_authentication_failed, result.failure)
-    return _response(schema, ErrorCode.none, None, result.auth_bytes, result.session_lifetime_ms)
+    return _response(schema, ErrorCode.none, "", result.auth_bytes, result.session_lifetime_ms)
 
 
 def _response(
