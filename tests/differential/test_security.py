@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateV0
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
@@ -945,3 +945,110 @@ def test_request_mid_exchange(secured: Secured) -> None:
 def test_sasl_on_a_plaintext_listener(secured: Secured, sequence: list[Any]) -> None:
     kafka, shoal = secured.run_plaintext(_answers, sequence)
     assert kafka == shoal
+
+
+# ---- confluent-kafka clients against the ACLs
+
+
+def _sasl_config(bootstrap: str, user: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": PASSWORDS[user],
+    }
+
+
+def _first_consume_error(bootstrap: str, user: str, topic: str, group: str) -> Any:
+    """The first error a subscribed confluent-kafka Consumer reports (code, or None)."""
+    consumer = Consumer(
+        {
+            **_sasl_config(bootstrap, user),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                return message.error().code()
+            if message is not None:
+                return "consumed"
+        return None
+    finally:
+        consumer.close()
+
+
+def _confluent_consumers(bootstrap: str, topic: str) -> dict[str, Any]:
+    """User:carol may READ `topic` and group g-`topic`; User:nobody nothing."""
+    group = f"g-{topic}"
+    _create_topic(bootstrap, topic)
+    (created,) = _admin(
+        bootstrap,
+        create_acls(
+            [
+                _binding(
+                    ResourceType.TOPIC, topic, PatternType.LITERAL, "User:carol", AclOperation.READ
+                ),
+                _binding(
+                    ResourceType.GROUP, group, PatternType.LITERAL, "User:carol", AclOperation.READ
+                ),
+            ]
+        ),
+    )
+    assert [r.error_code for r in created.results] == [0, 0]
+    _admin(bootstrap, requests.produce({(topic, 0): values_batch(1)}))
+    time.sleep(1.0)  # Kafka's ACLs reach its authorizer through the metadata log
+    return {
+        "carol, her group": _first_consume_error(bootstrap, "carol", topic, group),
+        "carol, another group": _first_consume_error(bootstrap, "carol", topic, f"x-{group}"),
+        "nobody": _first_consume_error(bootstrap, "nobody", topic, group),
+    }
+
+
+def test_confluent_consumers(secured: Secured) -> None:
+    kafka, shoal = secured.run(_confluent_consumers, unique("sec-cons"))
+    assert kafka == shoal
+    assert kafka["carol, her group"] == "consumed"
+    assert kafka["carol, another group"] == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def _confluent_transactions(bootstrap: str, transactional_id: str) -> Any:
+    """A transactional confluent-kafka Producer as User:nobody: init_transactions' error."""
+    producer = Producer({**_sasl_config(bootstrap, "nobody"), "transactional.id": transactional_id})
+    try:
+        producer.init_transactions(WAIT_S)
+    except KafkaException as exc:
+        error = exc.args[0]
+        return error.code(), error.fatal()
+    return None
+
+
+def test_confluent_transactional_producer_without_acls(secured: Secured) -> None:
+    kafka, shoal = secured.run(_confluent_transactions, unique("sec-txn"))
+    assert kafka == shoal
+    assert kafka[0] == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def _large_frame_before_authentication(bootstrap: str) -> tuple[bool, bytes]:
+    """A SaslAuthenticate frame over `sasl.server.max.receive.size` (512 KiB, both
+    brokers' default) right after the handshake."""
+    raw = Raw(bootstrap)
+    raw.sock.settimeout(10.0)
+    try:
+        raw.send(request_frame(_PLAIN))
+        _frame(raw)
+        raw.send(request_frame(SaslAuthenticateRequest(auth_bytes=b"x" * (600 * 1024))))
+        return raw.closed_by_broker(10.0)
+    finally:
+        raw.close()
+
+
+def test_large_frame_before_authentication(secured: Secured) -> None:
+    kafka, shoal = secured.run(_large_frame_before_authentication)
+    assert kafka == shoal == (True, b"")
