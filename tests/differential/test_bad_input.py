@@ -243,7 +243,7 @@ def test_produce_invalid_messages(pair: Pair, case: str) -> None:
     assert kafka == shoal, case
 
 
-def _fetch(bootstrap: str, topic: str, case: str) -> tuple[Any, bool]:
+def _fetch(bootstrap: str, topic: str, case: str, version: int) -> tuple[Any, bool]:
     call1(bootstrap, requests.produce({(topic, 0): values_batch(3)}))
     position = {
         "offset past the end": ((topic, 0), FetchPosition(100, 1 << 20)),
@@ -255,14 +255,15 @@ def _fetch(bootstrap: str, topic: str, case: str) -> tuple[Any, bool]:
     call = requests.fetch(dict([position]), max_wait_ms=0)
     return _request(
         bootstrap,
-        call.build(12),
+        call.build(version),
         lambda r: (
-            r.error_code,
+            getattr(r, "error_code", None),
             [(p.error_code, len(p.records or b"")) for t in r.responses for p in t.partitions],
         ),
     )
 
 
+@pytest.mark.parametrize("version", [4, 7, 12])
 @pytest.mark.parametrize(
     "case",
     [
@@ -273,8 +274,8 @@ def _fetch(bootstrap: str, topic: str, case: str) -> tuple[Any, bool]:
         "zero max bytes",
     ],
 )
-def test_fetch_invalid(pair: Pair, case: str) -> None:
-    kafka, shoal = pair.run(lambda b: _fetch(b, _topic(b, unique("bad-fetch")), case))
+def test_fetch_invalid(pair: Pair, case: str, version: int) -> None:
+    kafka, shoal = pair.run(lambda b: _fetch(b, _topic(b, unique("bad-fetch")), case, version))
     assert kafka == shoal, case
 
 
