@@ -56,6 +56,7 @@ PASSWORDS = {
     "alice": "alice-diff-secret",
     "bob": "bob-diff-secret",
     "carol": "carol-diff-secret",  # READ on one topic and one group (test_reader_only)
+    "dave": "dave-diff-secret",  # DESCRIBE on topics of a prefix (test_describe_only)
     "nobody": "nobody-diff-secret",
 }
 SCRAM_USER, SCRAM_PASSWORD = "scott", "scott-scram-diff-secret"
@@ -1052,3 +1053,112 @@ def _large_frame_before_authentication(bootstrap: str) -> tuple[bool, bytes]:
 def test_large_frame_before_authentication(secured: Secured) -> None:
     kafka, shoal = secured.run(_large_frame_before_authentication)
     assert kafka == shoal == (True, b"")
+
+
+def _describe_only(bootstrap: str, topic: str) -> dict[str, Any]:
+    """User:dave may DESCRIBE `topic` and every topic prefixed by it, and nothing else:
+    admin, group and transaction APIs each refuse as Kafka does."""
+    from shoal.client.requests import ConfigChange
+    from shoal.client.scram_requests import describe_user_scram_credentials
+    from shoal.client.share_requests import heartbeat
+
+    _create_topic(bootstrap, topic)
+    (created,) = _admin(
+        bootstrap,
+        create_acls(
+            [
+                _binding(
+                    ResourceType.TOPIC,
+                    topic,
+                    PatternType.PREFIXED,
+                    "User:dave",
+                    AclOperation.DESCRIBE,
+                )
+            ]
+        ),
+    )
+    assert [r.error_code for r in created.results] == [0]
+    time.sleep(1.0)  # Kafka's ACLs reach its authorizer through the metadata log
+    tp = (topic, 0)
+    group = f"g-{topic}"
+    (
+        auto_created,
+        broker_configs,
+        altered,
+        scram,
+        commit,
+        groups,
+        txns,
+        txn,
+        producers,
+        share,
+    ) = as_user(
+        bootstrap,
+        "dave",
+        requests.metadata([f"{topic}-new"], allow_auto_topic_creation=True),
+        requests.describe_configs(4, ["1"]),
+        requests.incremental_alter_configs({(2, topic): [ConfigChange("retention.ms", "1000")]}),
+        # users=None (all) without DESCRIBE on the cluster: Kafka 4.2 fails with a
+        # NullPointerException in DescribeUserScramCredentialsRequest.getErrorResponse and
+        # never answers; Shoal answers CLUSTER_AUTHORIZATION_FAILED. Named users compare.
+        describe_user_scram_credentials(["alice"]),
+        requests.offset_commit(group, {tp: 0}),
+        requests.list_groups(),
+        requests.list_transactions(),
+        requests.describe_transactions([f"t-{topic}"]),
+        requests.describe_producers([tp]),
+        heartbeat(group, "", 0, [topic]),
+    )
+    return {
+        "metadata auto-create": [
+            (t.name == f"{topic}-new", t.error_code) for t in auto_created.topics
+        ],
+        "describe broker configs": [r.error_code for r in broker_configs.results],
+        "alter topic configs": [(r.error_code, r.error_message) for r in altered.responses],
+        "describe scram": scram.error_code,  # messages: see _cluster_and_txn_ops
+        "offset commit": [p.error_code for t in commit.topics for p in t.partitions],
+        "list groups": (
+            groups.error_code,
+            [g.group_id for g in groups.groups if topic in g.group_id],
+        ),
+        "list transactions": (txns.error_code, list(txns.transaction_states)),
+        "describe transactions": [s.error_code for s in txn.transaction_states],
+        "describe producers": [p.error_code for t in producers.topics for p in t.partitions],
+        "share group heartbeat": share.error_code,
+    }
+
+
+def test_describe_only(secured: Secured) -> None:
+    kafka, shoal = secured.run(_describe_only, unique("sec-desc"))
+    assert kafka == shoal
+
+
+def _scram_users_of_all(bootstrap: str) -> Any:
+    """DescribeUserScramCredentials of every user (users=null) as User:nobody: the
+    answer's code, or SILENT when none comes within 3 s."""
+    from shoal.client.scram_requests import describe_user_scram_credentials
+
+    async def go() -> Any:
+        node = parse_bootstrap(bootstrap)[0]
+        settings = _settings("nobody", None, "PLAIN")
+        conn = await Connection.open(node.host, node.port, settings=settings)
+        try:
+            await conn.handshake(timeout_s=WAIT_S, settings=settings)
+            try:
+                answer = await send(conn, describe_user_scram_credentials(None), timeout_s=3.0)
+            except TimeoutError:
+                return "no answer"
+            return answer.error_code
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def test_all_scram_users_without_acls(secured: Secured) -> None:
+    """Differs on purpose: Kafka 4.2 never answers (a NullPointerException in
+    DescribeUserScramCredentialsRequest.getErrorResponse, logged by its KafkaApis);
+    Shoal answers CLUSTER_AUTHORIZATION_FAILED."""
+    kafka, shoal = secured.run(_scram_users_of_all)
+    assert kafka == "no answer"
+    assert shoal == KafkaError.CLUSTER_AUTHORIZATION_FAILED
