@@ -57,7 +57,8 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
             deletions=(alter.ScramCredentialDeletion(name="ghost", mechanism=1),),
             upsertions=(
                 upsertion("ann"),
-                upsertion("ann", mechanism=2, iterations=8192),
+                upsertion("both"),
+                upsertion("both", mechanism=2),  # one change per user and request, as Kafka
                 upsertion("weak", iterations=4095),
                 upsertion("strong", iterations=16385),
                 upsertion("odd", mechanism=3),
@@ -81,7 +82,18 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
             ErrorCode.duplicate_resource,
             "A user credential cannot be altered twice in the same request",
         ),
+        "both": (
+            ErrorCode.duplicate_resource,
+            "A user credential cannot be altered twice in the same request",
+        ),
     }
+    second = call1(
+        broker.bootstrap,
+        alter.AlterUserScramCredentialsRequest(
+            deletions=(), upsertions=(upsertion("ann", mechanism=2, iterations=8192),)
+        ),
+    )
+    assert results(second) == {"ann": (ErrorCode.none, None)}
     response = call1(
         broker.bootstrap,
         describe.DescribeUserScramCredentialsRequest(
@@ -100,6 +112,7 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
     everyone = call1(broker.bootstrap, describe.DescribeUserScramCredentialsRequest(users=None))
     assert "ann" in [r.user for r in everyone.results]
     assert "twice" not in [r.user for r in everyone.results]
+    assert "both" not in [r.user for r in everyone.results]
 
 
 def test_sasl_requests_on_a_plaintext_listener(broker: BrokerProcess) -> None:
