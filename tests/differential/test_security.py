@@ -1229,3 +1229,35 @@ def test_scram_credential_alterations(secured: Secured) -> None:
     assert [code for _user, code, _m in kafka["two mechanisms of one user"]] == [
         KafkaError.DUPLICATE_RESOURCE
     ]
+
+
+def _scram_descriptions(bootstrap: str) -> Any:
+    """DescribeUserScramCredentials of a user with credentials, one without, one twice."""
+    from kio.schema.describe_user_scram_credentials.v0.request import (
+        DescribeUserScramCredentialsRequest,
+        UserName,
+    )
+
+    names = (SCRAM_USER, "nobody-has-this", "twice", "twice")
+    (response,) = _admin(
+        bootstrap,
+        DescribeUserScramCredentialsRequest(users=tuple(UserName(name=n) for n in names)),
+    )
+    return (
+        response.error_code,
+        response.error_message,
+        sorted(
+            (
+                r.user,
+                r.error_code,
+                r.error_message,
+                [(i.mechanism, i.iterations) for i in r.credential_infos],
+            )
+            for r in response.results
+        ),
+    )
+
+
+def test_scram_credential_descriptions(secured: Secured) -> None:
+    kafka, shoal = secured.run(_scram_descriptions)
+    assert kafka == shoal
