@@ -310,6 +310,51 @@ def _handshake_v0_then_metadata(bootstrap: str, token: bytes) -> tuple[Any, ...]
         raw.close()
 
 
+def _scram_v0(bootstrap: str, mechanism: str, password: str) -> tuple[Any, ...]:
+    """SaslHandshake v0 with a SCRAM mechanism, then SCRAM's two rounds as bare tokens:
+    (handshake code, whether the server's signature verified, whether Metadata was
+    then answered), or where the broker closed the connection."""
+    from shoal.security.scram import MECHANISMS as SCRAM_MECHANISMS
+    from shoal.security.scram import ScramClient, ScramError
+
+    client = ScramClient(
+        SCRAM_MECHANISMS[mechanism], username=SCRAM_USER, password=password, nonce="v0nonce"
+    )
+    raw = Raw(bootstrap)
+    raw.sock.settimeout(10.0)
+    try:
+        handshake = SaslHandshakeV0(mechanism=mechanism)
+        raw.send(request_frame(handshake))
+        code = decoded(_frame(raw), handshake).error_code
+        first = client.first()
+        raw.send(struct.pack(">i", len(first)) + first)
+        server_first = raw.read_frame()
+        if server_first is None:
+            return code, "closed after the first token"
+        final = client.final(server_first)
+        raw.send(struct.pack(">i", len(final)) + final)
+        server_final = raw.read_frame()
+        if server_final is None:
+            return code, "closed after the final token"
+        try:
+            client.verify(server_final)
+        except ScramError:
+            return code, "the server's signature did not verify"
+        metadata = requests.metadata(None).build(12)
+        raw.send(request_frame(metadata))
+        return code, "verified", raw.read_frame() is not None
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS[1:])
+def test_sasl_handshake_v0_scram(secured: Secured, mechanism: str) -> None:
+    kafka, shoal = secured.run(_scram_v0, mechanism, SCRAM_PASSWORD)
+    assert kafka == shoal == (0, "verified", True)
+    kafka, shoal = secured.run(_scram_v0, mechanism, "wrong")
+    assert kafka == shoal == (0, "closed after the final token")
+
+
 def test_sasl_handshake_v0_raw_tokens(secured: Secured) -> None:
     token = b"\x00alice\x00" + PASSWORDS["alice"].encode()
     kafka, shoal = secured.run(_handshake_v0_then_metadata, token)
