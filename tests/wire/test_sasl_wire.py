@@ -4,6 +4,7 @@ AlterUserScramCredentials on the wire: Kafka's error codes and messages."""
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from kio.schema.alter_user_scram_credentials.v0 import request as alter
 from kio.schema.describe_user_scram_credentials.v0 import request as describe
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from shoal.client import Client, ClientSettings
@@ -19,6 +21,7 @@ from shoal.client.requests import describe_configs
 from shoal.client.security import ClientSecurity
 from shoal.security.sasl_plain import plain_token
 from tests.support.broker import BrokerProcess, running
+from tests.support.raw_wire import Raw, decoded, request_frame
 from tests.support.wire import api_versions_request, call, call1, open_connection
 
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
@@ -182,3 +185,34 @@ def test_describe_broker_configs_hides_listener_jaas(sasl_broker: BrokerProcess)
     assert names["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512"
     assert not any(name.startswith("listener.name.") for name in names)
     assert all(value != "pw" for value in names.values())
+
+
+@pytest.mark.parametrize(
+    ("password", "served"), [("pw", True), ("nope", False)], ids=["right", "wrong"]
+)
+def test_handshake_v0_then_bare_tokens(
+    sasl_broker: BrokerProcess, password: str, served: bool
+) -> None:
+    """SaslHandshake v0: the PLAIN token follows as a bare size-prefixed frame and is
+    answered by a bare (empty) challenge; requests are then served. A refused token
+    gets no answer: the connection closes (Kafka's SaslServerAuthenticator without
+    SaslAuthenticate headers)."""
+    handshake = SaslHandshakeV0(mechanism="PLAIN")
+    raw = Raw(sasl_broker.bootstrap)
+    try:
+        raw.send(request_frame(handshake))
+        answer = raw.read_frame()
+        assert answer is not None and decoded(answer, handshake).error_code == ErrorCode.none
+        token = plain_token("alice", password)
+        raw.send(struct.pack(">i", len(token)) + token)
+        challenge = raw.read_frame()
+        if not served:
+            assert challenge is None
+            assert sasl_broker.wait_for_log(r"SASL authentication failed \(mechanism PLAIN")
+            return
+        assert challenge == b""
+        raw.send(request_frame(api_versions_request()))
+        assert raw.read_frame() is not None
+        assert sasl_broker.wait_for_log(r"SASL authenticated User:alice \(mechanism PLAIN")
+    finally:
+        raw.close()
