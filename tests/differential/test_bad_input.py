@@ -470,6 +470,21 @@ def test_unknown_tagged_field_in_the_header(pair: Pair) -> None:
     assert kafka == shoal == (ErrorCode.none, True)
 
 
+def _with_tagged_body_field(bootstrap: str) -> tuple[Any, bool]:
+    """ApiVersions v3 whose body ends with an unknown tagged field."""
+    request = api_versions_request()
+    data = bytearray(request_frame(request))
+    assert data[-1] == 0  # the body's tagged fields: none
+    data[-1:] = bytes([1, 7, 2]) + b"zz"  # one field: tag 7, two bytes
+    struct.pack_into(">i", data, 0, len(data) - 4)
+    return _exchange(bootstrap, bytes(data), lambda f: decoded(f, request).error_code)
+
+
+def test_unknown_tagged_field_in_the_body(pair: Pair) -> None:
+    kafka, shoal = pair.run(_with_tagged_body_field)
+    assert kafka == shoal == (ErrorCode.none, True)
+
+
 @pytest.mark.parametrize(
     ("case", "header"),
     [
