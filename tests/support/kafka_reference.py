@@ -10,6 +10,10 @@ run the same clients against both. This module is test support, never part of Sh
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
   its PID (SIGTERM, or SIGKILL for a crash).
+- `KafkaBroker(..., sasl=SaslListener(...))` adds a SASL_PLAINTEXT listener (its
+  address: `sasl_bootstrap`) with PLAIN users from its JAAS config, SCRAM users added
+  when the storage is formatted (`kafka-storage format --add-scram`), and optionally
+  the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
 - `python -m tests.support.kafka_reference serve` starts one for a person
   (`scripts/kafka-reference`).
@@ -32,7 +36,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _POM = Path(__file__).resolve().parent.parent / "reference" / "pom.xml"
@@ -191,6 +196,61 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+@dataclass(frozen=True)
+class SaslListener:
+    """A SASL_PLAINTEXT listener beside the PLAINTEXT one (which stays the inter-broker
+    listener, its principal User:ANONYMOUS).
+
+    `plain_users` go into the listener's PlainLoginModule JAAS config (`user_<name>`);
+    `scram_users` get a credential for each SCRAM mechanism enabled, added when the
+    storage is formatted. With `authorizer` the StandardAuthorizer is on and
+    `super_users` (plus User:ANONYMOUS, for the controller and PLAINTEXT listeners)
+    are super users; `allow_everyone` is `allow.everyone.if.no.acl.found`.
+    """
+
+    mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    plain_users: Mapping[str, str] = field(default_factory=dict)
+    scram_users: Mapping[str, str] = field(default_factory=dict)
+    authorizer: bool = False
+    super_users: tuple[str, ...] = ()
+    allow_everyone: bool = False
+    failed_authentication_delay_ms: int = 50
+
+    def properties(self, port: int) -> dict[str, str]:
+        props = {
+            "sasl.enabled.mechanisms": ",".join(self.mechanisms),
+            "connection.failed.authentication.delay.ms": str(self.failed_authentication_delay_ms),
+        }
+        users = " ".join(f'user_{u}="{pw}"' for u, pw in self.plain_users.items())
+        props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+            f"{PLAIN_LOGIN} required {users};"
+        )
+        for mechanism in self.mechanisms:
+            if mechanism.startswith("SCRAM-"):
+                props[f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config"] = (
+                    f"{SCRAM_LOGIN} required;"
+                )
+        if self.authorizer:
+            props["authorizer.class.name"] = STANDARD_AUTHORIZER
+            props["super.users"] = ";".join(("User:ANONYMOUS", *self.super_users))
+            props["allow.everyone.if.no.acl.found"] = str(self.allow_everyone).lower()
+        return props
+
+    def format_args(self) -> list[str]:
+        """`kafka-storage format` arguments adding the SCRAM users."""
+        args: list[str] = []
+        for mechanism in self.mechanisms:
+            if mechanism.startswith("SCRAM-"):
+                for user, password in self.scram_users.items():
+                    args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
+        return args
+
+
 class KafkaBroker:
     """A single-node KRaft Kafka on loopback, its data in `data_dir`."""
 
@@ -201,11 +261,14 @@ class KafkaBroker:
         overrides: Sequence[str] = (),
         port: int = 0,
         log_path: Path | None = None,
+        sasl: SaslListener | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.overrides = list(overrides)
         self.port = port
         self.controller_port = 0
+        self.sasl = sasl
+        self.sasl_port = 0
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}-kafka.log"
         self.process: subprocess.Popen[bytes] | None = None
         self._lines: list[str] = []
@@ -214,6 +277,12 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listener's address (a broker started with `sasl`)."""
+        assert self.sasl is not None, "no SASL listener"
+        return f"127.0.0.1:{self.sasl_port}"
 
     def properties(self) -> dict[str, str]:
         props = {
@@ -236,6 +305,11 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
         }
+        if self.sasl is not None:
+            props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            props["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            props.update(self.sasl.properties(self.sasl_port))
         for item in self.overrides:
             key, _, value = item.partition("=")
             props[key] = value
@@ -247,6 +321,8 @@ class KafkaBroker:
         if first:
             self.port = free_port()
             self.controller_port = free_port()
+            if self.sasl is not None:
+                self.sasl_port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir.parent / f"{self.data_dir.name}-server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
@@ -260,6 +336,7 @@ class KafkaBroker:
                     "-c",
                     str(config),
                     "--standalone",
+                    *(self.sasl.format_args() if self.sasl is not None else ()),
                 ),
                 capture_output=True,
                 text=True,
@@ -339,8 +416,10 @@ def _cluster_id() -> str:
 
 
 @contextlib.contextmanager
-def running(data_dir: Path, *overrides: str) -> Iterator[KafkaBroker]:
-    broker = KafkaBroker(data_dir, overrides=overrides).start()
+def running(
+    data_dir: Path, *overrides: str, sasl: SaslListener | None = None
+) -> Iterator[KafkaBroker]:
+    broker = KafkaBroker(data_dir, overrides=overrides, sasl=sasl).start()
     try:
         yield broker
     finally:

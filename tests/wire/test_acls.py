@@ -104,7 +104,9 @@ def test_create_describe_delete(acl_broker: BrokerProcess, version: int) -> None
     )
     assert [r.error_code for r in response.results] == [ErrorCode.none] * 3
     listed = call1(acl_broker.bootstrap, describe(version, resource_name_filter=topic))
-    assert listed.error_code == ErrorCode.none and listed.error_message is None
+    assert (
+        listed.error_code == ErrorCode.none and listed.error_message == ""
+    )  # Kafka's empty message
     assert described(listed) == {
         (RT.TOPIC, topic, PT.LITERAL, "User:alice", "*", Op.READ, Perm.ALLOW),
         (RT.TOPIC, topic, PT.LITERAL, "User:alice", "1.2.3.4", Op.WRITE, Perm.DENY),
@@ -142,13 +144,13 @@ def test_create_describe_delete(acl_broker: BrokerProcess, version: int) -> None
 
 
 def test_invalid_bindings_fail_alone(acl_broker: BrokerProcess) -> None:
+    """As Kafka 4.2 (tests/differential/test_security.py): each binding Kafka's checks
+    refuse gets INVALID_REQUEST with its message; the valid ones are created."""
     v = 3
     response = call1(
         acl_broker.bootstrap,
         create(
             v,
-            creation(v, "bad-match", resource_pattern_type=PT.MATCH),
-            creation(v, "bad-any-op", operation=Op.ANY),
             creation(v, "bad-principal", principal="alice"),
             creation(v, "other-cluster", resource_type=RT.CLUSTER, operation=Op.ALTER),
             creation(v, "bad-unknown-type", resource_type=99),
@@ -156,19 +158,76 @@ def test_invalid_bindings_fail_alone(acl_broker: BrokerProcess) -> None:
             creation(v, "good-one"),
         ),
     )
-    codes = [r.error_code for r in response.results]
-    assert codes == [ErrorCode.invalid_request] * 6 + [ErrorCode.none]
-    assert all(r.error_message for r in response.results[:6])
+    assert [(r.error_code, r.error_message) for r in response.results] == [
+        (
+            ErrorCode.invalid_request,
+            "Could not parse principal from `alice` (no colon is present separating the "
+            "principal type from the principal name)",
+        ),
+        (
+            ErrorCode.invalid_request,
+            "The only valid name for the CLUSTER resource is kafka-cluster",
+        ),
+        (ErrorCode.invalid_request, "Invalid resourceType UNKNOWN"),
+        (ErrorCode.invalid_request, "Invalid empty resource name"),
+        (ErrorCode.none, ""),
+    ]
     listed = call1(acl_broker.bootstrap, describe(v, resource_type_filter=RT.TOPIC))
     assert {name for _t, name, *_ in described(listed)} >= {"good-one"}
-    assert not {name for _t, name, *_ in described(listed)} & {"bad-match", "bad-principal"}
+    assert not {name for _t, name, *_ in described(listed)} & {"bad-principal", ""}
 
 
-def test_unknown_filters_are_invalid(acl_broker: BrokerProcess) -> None:
-    response = call1(acl_broker.bootstrap, describe(3, pattern_type_filter=0))
-    assert response.error_code == ErrorCode.invalid_request
-    removed = call1(acl_broker.bootstrap, delete(3, {"operation": Op.UNKNOWN}))
-    assert [r.error_code for r in removed.filter_results] == [ErrorCode.invalid_request]
+@pytest.mark.parametrize(
+    "field",
+    [{"resource_pattern_type": PT.MATCH}, {"operation": Op.ANY}, {"permission_type": Perm.ANY}],
+)
+def test_unbuildable_binding_fails_the_whole_request(
+    acl_broker: BrokerProcess, field: dict[str, Any]
+) -> None:
+    """A binding Kafka cannot build (ANY, MATCH) fails every result of the request with
+    UNKNOWN_SERVER_ERROR and creates nothing, as Kafka 4.2 does."""
+    name = f"whole-{next(iter(field))}"
+    response = call1(
+        acl_broker.bootstrap, create(3, creation(3, name), creation(3, f"{name}-x", **field))
+    )
+    assert [(r.error_code, r.error_message) for r in response.results] == [
+        (ErrorCode.unknown_server_error, None)
+    ] * 2
+    listed = call1(acl_broker.bootstrap, describe(3, resource_name_filter=name))
+    assert (listed.error_code, listed.resources) == (ErrorCode.none, ())
+
+
+def test_unassigned_codes_in_filters(acl_broker: BrokerProcess) -> None:
+    """A code no enum has reads as UNKNOWN: DescribeAcls matches nothing, DeleteAcls
+    refuses that filter alone."""
+    response = call1(acl_broker.bootstrap, describe(3, pattern_type_filter=99))
+    assert (response.error_code, response.error_message, response.resources) == (
+        ErrorCode.none,
+        "",
+        (),
+    )
+    removed = call1(acl_broker.bootstrap, delete(3, {"operation": 99}, {}))
+    assert [r.error_code for r in removed.filter_results] == [
+        ErrorCode.invalid_request,
+        ErrorCode.none,
+    ]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        describe(3, pattern_type_filter=0),
+        delete(3, {"operation": Op.UNKNOWN}),
+        create(3, creation(3, "zero", permission_type=0)),
+    ],
+    ids=["describe", "delete", "create"],
+)
+def test_unknown_code_zero_closes_the_connection(acl_broker: BrokerProcess, request_: Any) -> None:
+    """Kafka's ACL request classes refuse to parse the UNKNOWN code (0): the connection
+    closes without an answer, and the broker logs why."""
+    with pytest.raises(ConnectionError):
+        call1(acl_broker.bootstrap, request_, timeout_s=10)
+    assert acl_broker.wait_for_log(r"contain UNKNOWN elements|DescribeAclsRequest contain")
 
 
 def test_without_authorizer_security_disabled(broker: BrokerProcess) -> None:

@@ -4,6 +4,7 @@ AlterUserScramCredentials on the wire: Kafka's error codes and messages."""
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from kio.schema.alter_user_scram_credentials.v0 import request as alter
 from kio.schema.describe_user_scram_credentials.v0 import request as describe
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from shoal.client import Client, ClientSettings
@@ -19,6 +21,7 @@ from shoal.client.requests import describe_configs
 from shoal.client.security import ClientSecurity
 from shoal.security.sasl_plain import plain_token
 from tests.support.broker import BrokerProcess, running
+from tests.support.raw_wire import Raw, decoded, request_frame
 from tests.support.wire import api_versions_request, call, call1, open_connection
 
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
@@ -57,7 +60,8 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
             deletions=(alter.ScramCredentialDeletion(name="ghost", mechanism=1),),
             upsertions=(
                 upsertion("ann"),
-                upsertion("ann", mechanism=2, iterations=8192),
+                upsertion("both"),
+                upsertion("both", mechanism=2),  # one change per user and request, as Kafka
                 upsertion("weak", iterations=4095),
                 upsertion("strong", iterations=16385),
                 upsertion("odd", mechanism=3),
@@ -81,7 +85,18 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
             ErrorCode.duplicate_resource,
             "A user credential cannot be altered twice in the same request",
         ),
+        "both": (
+            ErrorCode.duplicate_resource,
+            "A user credential cannot be altered twice in the same request",
+        ),
     }
+    second = call1(
+        broker.bootstrap,
+        alter.AlterUserScramCredentialsRequest(
+            deletions=(), upsertions=(upsertion("ann", mechanism=2, iterations=8192),)
+        ),
+    )
+    assert results(second) == {"ann": (ErrorCode.none, None)}
     response = call1(
         broker.bootstrap,
         describe.DescribeUserScramCredentialsRequest(
@@ -100,6 +115,7 @@ def test_alter_and_describe_user_scram_credentials(broker: BrokerProcess) -> Non
     everyone = call1(broker.bootstrap, describe.DescribeUserScramCredentialsRequest(users=None))
     assert "ann" in [r.user for r in everyone.results]
     assert "twice" not in [r.user for r in everyone.results]
+    assert "both" not in [r.user for r in everyone.results]
 
 
 def test_sasl_requests_on_a_plaintext_listener(broker: BrokerProcess) -> None:
@@ -124,7 +140,7 @@ def test_handshake_and_authenticate(sasl_broker: BrokerProcess) -> None:
         )
         assert (ok.error_code, ok.error_message, ok.session_lifetime.total_seconds()) == (
             ErrorCode.none,
-            None,
+            "",  # Kafka's empty message on success
             0,
         )
         again = await conn.request(SaslAuthenticateRequest(auth_bytes=b"x"), timeout_s=10)
@@ -169,3 +185,34 @@ def test_describe_broker_configs_hides_listener_jaas(sasl_broker: BrokerProcess)
     assert names["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512"
     assert not any(name.startswith("listener.name.") for name in names)
     assert all(value != "pw" for value in names.values())
+
+
+@pytest.mark.parametrize(
+    ("password", "served"), [("pw", True), ("nope", False)], ids=["right", "wrong"]
+)
+def test_handshake_v0_then_bare_tokens(
+    sasl_broker: BrokerProcess, password: str, served: bool
+) -> None:
+    """SaslHandshake v0: the PLAIN token follows as a bare size-prefixed frame and is
+    answered by a bare (empty) challenge; requests are then served. A refused token
+    gets no answer: the connection closes (Kafka's SaslServerAuthenticator without
+    SaslAuthenticate headers)."""
+    handshake = SaslHandshakeV0(mechanism="PLAIN")
+    raw = Raw(sasl_broker.bootstrap)
+    try:
+        raw.send(request_frame(handshake))
+        answer = raw.read_frame()
+        assert answer is not None and decoded(answer, handshake).error_code == ErrorCode.none
+        token = plain_token("alice", password)
+        raw.send(struct.pack(">i", len(token)) + token)
+        challenge = raw.read_frame()
+        if not served:
+            assert challenge is None
+            assert sasl_broker.wait_for_log(r"SASL authentication failed \(mechanism PLAIN")
+            return
+        assert challenge == b""
+        raw.send(request_frame(api_versions_request()))
+        assert raw.read_frame() is not None
+        assert sasl_broker.wait_for_log(r"SASL authenticated User:alice \(mechanism PLAIN")
+    finally:
+        raw.close()

@@ -168,12 +168,17 @@ def _act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         for mechanism, (iterations, password) in parse_add_config(args.add_config or "").items()
     ]
     deletions = [(user, m) for m in parse_delete_config(args.delete_config or "")]
-    response = client.call(alter_user_scram_credentials(upsertions=upsertions, deletions=deletions))
-    for result in response.results:
-        if result.error_code != ErrorCode.none:
-            raise ToolFailed(
-                f"{error_name(result.error_code)}: {result.error_message or ''} (user {user})"
-            )
+    # One request per change: Kafka 4.2 takes one change per user and request (two
+    # mechanisms at once are DUPLICATE_RESOURCE, kafka-configs' own failure there).
+    changes = [alter_user_scram_credentials(upsertions=[u]) for u in upsertions] + [
+        alter_user_scram_credentials(deletions=[d]) for d in deletions
+    ]
+    for change in changes:
+        for result in client.call(change).results:
+            if result.error_code != ErrorCode.none:
+                raise ToolFailed(
+                    f"{error_name(result.error_code)}: {result.error_message or ''} (user {user})"
+                )
     print(f"Completed updating config for user {user}.", file=out)
     return 0
 

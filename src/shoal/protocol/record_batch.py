@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 import crc32c
 
@@ -41,6 +41,12 @@ LOG_OVERHEAD = 12
 """base_offset + batch_length: the bytes before what batch_length counts."""
 MAGIC_V2 = 2
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+LEGACY_RECORD_OVERHEAD = 14
+"""The smallest size field any batch (a v0 legacy record) may have: below it Kafka
+refuses the batch as corrupt before reading its magic."""
+MAGIC_OFFSET = 16
+NO_BATCH = "Produce requests must have at least one record batch per partition"
+"""INVALID_RECORD's reason when a partition's records hold no whole batch (Kafka's)."""
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -176,12 +182,16 @@ def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHead
 
     Checks what Kafka checks without decoding records: complete batches, magic 2,
     CRC-32C, a sane record count, size within `max_batch_bytes`. Raises BatchError
-    with the Kafka error name: CORRUPT_MESSAGE, INVALID_RECORD or MESSAGE_TOO_LARGE.
+    with the Kafka error name: CORRUPT_MESSAGE, INVALID_RECORD or MESSAGE_TOO_LARGE,
+    chosen as Kafka 4.2 chooses them (tests/differential/test_bad_input.py): a size
+    field below 14 or a magic outside 0..2 is CORRUPT_MESSAGE, no whole batch at all
+    (empty, or the first one cut short) INVALID_RECORD, a whole batch of magic 0 or 1
+    INVALID_RECORD.
     Per batch: one unpack of the header and one CRC-32C over its bytes (the fields are
     read by index here, this being the hot path of every Produce).
     """
     if not records:
-        raise BatchError(ErrorCode.invalid_record, "produce carried no record batch")
+        raise BatchError(ErrorCode.invalid_record, NO_BATCH)
     view = memoryview(records)
     headers: list[BatchHeader] = []
     position = 0
@@ -189,21 +199,23 @@ def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHead
     while position < end:
         remaining = end - position
         if remaining < HEADER_SIZE:
-            raise BatchError(
-                ErrorCode.corrupt_message, f"truncated batch header ({remaining} bytes)"
-            )
+            _refuse_short(view, position, remaining, first=not headers)
         fields = _HEADER.unpack_from(view, position)
         # fields: base_offset, batch_length, leader epoch, magic, crc, attributes,
         # last_offset_delta, base_timestamp, max_timestamp, producer id, epoch,
         # base_sequence, records_count
-        if fields[3] != MAGIC_V2:
-            raise BatchError(ErrorCode.invalid_record, f"record batch magic {fields[3]} is not 2")
         batch_length = fields[1]
         size = batch_length + LOG_OVERHEAD
-        if batch_length < MIN_BATCH_LENGTH or size > remaining:
+        if batch_length < LEGACY_RECORD_OVERHEAD or not 0 <= fields[3] <= MAGIC_V2:
+            _refuse_short(view, position, remaining, first=not headers)
+        if size > remaining:
+            _refuse_incomplete(remaining, first=not headers)
+        if fields[3] != MAGIC_V2:
+            raise BatchError(ErrorCode.invalid_record, f"record batch magic {fields[3]} is not 2")
+        if batch_length < MIN_BATCH_LENGTH:
             raise BatchError(
                 ErrorCode.corrupt_message,
-                f"batch length {batch_length} does not fit the {remaining} bytes left",
+                f"batch length {batch_length} is below a v2 batch header's",
             )
         if size > max_batch_bytes:
             raise BatchError(
@@ -223,6 +235,45 @@ def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHead
         headers.append(_new_header(BatchHeader, (position, *fields)))
         position += size
     return headers
+
+
+def _refuse_short(view: memoryview, position: int, remaining: int, *, first: bool) -> NoReturn:
+    """Refuse the batch at `position`, of which fewer bytes than a v2 header may be
+    left, or whose size or magic is out of range: Kafka's checks of a batch's size
+    field and magic (ByteBufferLogInputStream.nextBatchSize), then whether it is whole."""
+    if remaining >= LOG_OVERHEAD:
+        batch_length = _BATCH_LENGTH.unpack_from(view, position + 8)[0]
+        if batch_length < LEGACY_RECORD_OVERHEAD:
+            raise BatchError(
+                ErrorCode.corrupt_message,
+                f"Record size {batch_length} is less than the minimum record overhead "
+                f"({LEGACY_RECORD_OVERHEAD})",
+            )
+        if remaining > MAGIC_OFFSET:
+            magic = struct.unpack_from(">b", view, position + MAGIC_OFFSET)[0]
+            if not 0 <= magic <= MAGIC_V2:
+                raise BatchError(
+                    ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}"
+                )
+            if batch_length + LOG_OVERHEAD <= remaining:  # whole, and shorter than v2's header
+                if magic != MAGIC_V2:
+                    raise BatchError(
+                        ErrorCode.invalid_record, f"record batch magic {magic} is not 2"
+                    )
+                raise BatchError(
+                    ErrorCode.corrupt_message,
+                    f"batch length {batch_length} is below a v2 batch header's",
+                )
+    _refuse_incomplete(remaining, first=first)
+
+
+def _refuse_incomplete(remaining: int, *, first: bool) -> NoReturn:
+    """The batch is not whole: when it is the partition's first, Kafka sees no batch at
+    all (INVALID_RECORD, ProduceRequest.validateRecords); after whole ones, the rest is
+    refused as corrupt."""
+    if first:
+        raise BatchError(ErrorCode.invalid_record, NO_BATCH)
+    raise BatchError(ErrorCode.corrupt_message, f"truncated batch ({remaining} bytes left)")
 
 
 def stamp_prefix(header: BatchHeader, *, base_offset: int, leader_epoch: int) -> bytes:

@@ -93,8 +93,27 @@ class AclBinding:
             f"operation={self.operation.name}, permissionType={self.permission.name}))"
         )
 
+    def unbuildable(self) -> bool:
+        """A binding Kafka cannot even build (its ResourcePattern refuses the ANY
+        resource type and the ANY / MATCH pattern types, its AccessControlEntry the ANY
+        operation and permission): the whole CreateAcls fails (UNKNOWN_SERVER_ERROR)."""
+        return (
+            self.resource_type is ResourceType.ANY
+            or self.pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or self.operation is AclOperation.ANY
+            or self.permission is PermissionType.ANY
+        )
+
     def problem(self) -> str | None:
-        """Why Kafka refuses to create this binding (INVALID_REQUEST), or None."""
+        """Why Kafka refuses to create this binding (INVALID_REQUEST), or None: first
+        the broker's checks (AclApis: the CLUSTER name, an empty name), then the
+        controller's (AclControlManager.validateNewAcl: codes it does not know, ANY
+        and MATCH), then the principal's `Type:` (SecurityUtils.parseKafkaPrincipal;
+        an empty type or name is accepted)."""
+        if self.resource_type is ResourceType.CLUSTER and self.name != CLUSTER_NAME:
+            return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+        if not self.name:
+            return "Invalid empty resource name"
         if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
             return f"Invalid resourceType {self.resource_type.name}"
         if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -103,18 +122,11 @@ class AclBinding:
             return f"Invalid operation {self.operation.name}"
         if self.permission not in (PermissionType.ALLOW, PermissionType.DENY):
             return f"Invalid permissionType {self.permission.name}"
-        if not self.name:
-            return "Resource name should not be empty"
-        if self.resource_type is ResourceType.CLUSTER and self.name != CLUSTER_NAME:
-            return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-        kind, colon, _name = self.principal.partition(":")
-        if not colon:
+        if ":" not in self.principal:
             return (
                 f"Could not parse principal from `{self.principal}` (no colon is present "
                 "separating the principal type from the principal name)"
             )
-        if not kind:
-            return f"Invalid principal `{self.principal}`: empty principal type"
         return None
 
 

@@ -15,12 +15,29 @@ was authenticated (sooner for an OAUTHBEARER token that expires sooner), and
 SaslAuthenticate v1+ tells the client the lifetime. An authenticated connection may
 start a re-authentication with SaslHandshake at any time (same mechanism, same
 principal); once its session has expired, any request other than that handshake
-closes the connection.
+closes the connection. Without a session lifetime there is no re-authentication, as
+in Kafka (whose KafkaApis then answers): a SaslHandshake on an authenticated
+connection gets ILLEGAL_SASL_STATE without mechanisms and the connection stays.
+
+A SaslHandshake in the middle of an exchange gets ILLEGAL_SASL_STATE, then the
+connection closes (Kafka answers any request there with its error response before
+closing; Shoal answers only SaslHandshake and closes on the others unanswered).
+
+SaslHandshake v0 (Kafka serves v0-v1): the exchange that follows is raw SASL tokens,
+each a size-prefixed frame without a request header, answered by a size-prefixed
+challenge without a response header (`raw_tokens`; the shell reads frames as tokens
+while it is set). A failure there has no way to say so: the connection just closes,
+as Kafka's does. v1 is followed by SaslAuthenticate requests.
+
+The enabled mechanisms are listed in the order Kafka lists them: its
+SaslServerAuthenticator copies `sasl.enabled.mechanisms` through a java.util.HashSet,
+so clients see the set's iteration order (`kafka_mechanism_order`), not the config's.
 
     state          allowed requests                         next
     HANDSHAKE      ApiVersions, SaslHandshake               AUTHENTICATE | FAILED
     AUTHENTICATE   SaslAuthenticate                         AUTHENTICATE | AUTHENTICATED | FAILED
-    AUTHENTICATED  anything (SaslHandshake: re-auth)        REAUTHENTICATE | FAILED
+    AUTHENTICATED  anything (SaslHandshake: re-auth, when   REAUTHENTICATE | FAILED
+                   the session has a lifetime)
                    expired: SaslHandshake only
     REAUTHENTICATE SaslAuthenticate                         AUTHENTICATED | FAILED
     FAILED         nothing (the connection closes)
@@ -31,6 +48,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Protocol
 
 from shoal.security.acl import KafkaPrincipal
@@ -46,6 +64,32 @@ from shoal.security.scram import (
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+@cache
+def kafka_mechanism_order(mechanisms: tuple[str, ...]) -> tuple[str, ...]:
+    """`mechanisms` without duplicates, in the iteration order of the java.util.HashSet
+    Kafka's SaslServerAuthenticator builds from them (`new HashSet<>(list)`: a table of
+    at least 16 buckets, a name's bucket from String.hashCode spread as HashMap.hash
+    does, insertion order within a bucket)."""
+    unique = tuple(dict.fromkeys(mechanisms))
+    capacity = 16
+    while capacity < int(len(unique) / 0.75) + 1:
+        capacity *= 2
+    buckets: dict[int, list[str]] = {}
+    for name in unique:
+        h = _java_string_hash(name)
+        buckets.setdefault((h ^ (h >> 16)) & (capacity - 1), []).append(name)
+    return tuple(name for bucket in sorted(buckets) for name in buckets[bucket])
+
+
+def _java_string_hash(text: str) -> int:
+    """java.lang.String.hashCode as an unsigned 32-bit value (over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
 
 
 class SaslState(enum.Enum):
@@ -188,6 +232,8 @@ class SaslSession:
         self.mechanism: str | None = None
         self.principal: KafkaPrincipal | None = None
         self.session_expires_ms: int | None = None
+        self.raw_tokens = False
+        """A SaslHandshake v0 began the exchange in hand: its tokens come as bare frames."""
         self._exchange: _Exchange | None = None
 
     @property
@@ -206,9 +252,9 @@ class SaslSession:
             return "SASL authentication failed"
         if state is SaslState.HANDSHAKE and api_key not in (API_VERSIONS, SASL_HANDSHAKE):
             return f"Unexpected Kafka request of type {api_name} during SASL handshake."
-        if (
-            state in (SaslState.AUTHENTICATE, SaslState.REAUTHENTICATE)
-            and api_key != SASL_AUTHENTICATE
+        if state in (SaslState.AUTHENTICATE, SaslState.REAUTHENTICATE) and api_key not in (
+            SASL_AUTHENTICATE,
+            SASL_HANDSHAKE,  # answered ILLEGAL_SASL_STATE by `handshake`, then closed
         ):
             return f"Unexpected Kafka request of type {api_name} during SASL authentication."
         if (
@@ -220,9 +266,22 @@ class SaslSession:
             return "the SASL session expired and the client did not re-authenticate"
         return None
 
-    def handshake(self, mechanism: str) -> HandshakeResult:
-        enabled = self.settings.enabled_mechanisms
+    @property
+    def awaiting_raw_token(self) -> bool:
+        """The next frame is a bare SASL token (after SaslHandshake v0), not a request."""
+        return self.raw_tokens and self.state in (
+            SaslState.AUTHENTICATE,
+            SaslState.REAUTHENTICATE,
+        )
+
+    def handshake(self, mechanism: str, *, raw_tokens: bool = False) -> HandshakeResult:
+        """SaslHandshake naming `mechanism`; `raw_tokens` for v0 (module docstring)."""
+        enabled = kafka_mechanism_order(self.settings.enabled_mechanisms)
         if self.state is SaslState.AUTHENTICATED:
+            if self.session_expires_ms is None:  # connections.max.reauth.ms is 0
+                return HandshakeResult(
+                    "illegal", (), "SaslHandshake on an authenticated connection"
+                )
             if mechanism != self.mechanism:
                 self.state = SaslState.FAILED
                 return HandshakeResult(
@@ -242,8 +301,9 @@ class SaslSession:
             self.state = SaslState.AUTHENTICATE
         else:
             self.state = SaslState.FAILED
-            return HandshakeResult("illegal", enabled, "Unexpected SaslHandshake request")
+            return HandshakeResult("illegal", (), "Unexpected SaslHandshake request")
         self._exchange = self._new_exchange(mechanism)
+        self.raw_tokens = raw_tokens
         return HandshakeResult(None, enabled)
 
     def _new_exchange(self, mechanism: str) -> _Exchange:
@@ -286,6 +346,7 @@ class SaslSession:
             )
         self.principal = principal
         self.state = SaslState.AUTHENTICATED
+        self.raw_tokens = False
         self._exchange = None
         lifetime_ms = self._session_lifetime_ms(exchange, now_ms)
         self.session_expires_ms = now_ms + lifetime_ms if lifetime_ms > 0 else None

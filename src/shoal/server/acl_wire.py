@@ -1,7 +1,13 @@
 """What the three ACL handlers share: wire fields to bindings and filters (codes Kafka
 does not know become UNKNOWN, which validation refuses), and the cluster check each
 makes first (DESCRIBE for DescribeAcls, ALTER for CreateAcls and DeleteAcls, as Kafka's
-AclApis)."""
+AclApis).
+
+A request carrying the UNKNOWN code itself (0) as a resource type, pattern type,
+operation or permission is one Kafka cannot parse (CreateAclsRequest, DeleteAclsRequest
+and DescribeAclsRequest refuse it in their constructors): the connection closes
+(`unknown_elements` raises ProtocolError), where an unassigned code (say 99) is read as
+UNKNOWN and answered."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import enum
 import logging
 from typing import Any, TypeVar
 
+from shoal.protocol.codec import ProtocolError
 from shoal.security.acl import (
     AclOperation,
     PatternType,
@@ -54,3 +61,15 @@ def filter_from_wire(item: Any) -> AclBindingFilter:
         operation=code_of(AclOperation, item.operation),
         permission=code_of(PermissionType, item.permission_type),
     )
+
+
+def unknown_elements(items: Any, what: str, *fields: str) -> None:
+    """Raise ProtocolError (close the connection) when some item of `items` carries
+    the UNKNOWN code (0) in one of `fields`, as Kafka's request parsing does."""
+    for item in items:
+        if any(int(getattr(item, name)) == 0 for name in fields):
+            raise ProtocolError(f"{what} contain UNKNOWN elements: {item}")
+
+
+CREATION_CODES = ("resource_type", "resource_pattern_type", "operation", "permission_type")
+FILTER_CODES = ("resource_type_filter", "pattern_type_filter", "operation", "permission_type")

@@ -12,9 +12,11 @@ a frame not yet whole is read exactly.
 Peer errors close the connection with a logged reason: a frame size below a header
 (`MIN_FRAME_BYTES`) or above `socket.request.max.bytes`, an unknown API key, a version
 the API does not serve (unless its module declared a fallback in the registry, as
-ApiVersions does), a request that fails to decode. A handler that raises is our bug:
-it is logged with its context and the connection is closed; the broker and other
-connections carry on.
+ApiVersions does), a request that fails to decode or that a handler finds Kafka could
+not parse (it raises `codec.ProtocolError`). After a SaslHandshake v0 the frames are
+bare SASL tokens until the exchange ends (server/sasl.py `raw_token`). A handler that
+raises is our bug: it is logged with its context and the connection is closed; the
+broker and other connections carry on.
 
 Turns: a request whose bytes are already buffered is read without suspending, and a
 handler with nothing to wait for and a write below the high-water mark do not
@@ -115,11 +117,17 @@ async def serve_connection(
     abort = False
     try:
         while not services.stopping():
+            raw_token = False
             if sasl_listener:  # small frames until authenticated
                 decoder.max_bytes = sasl.frame_bytes_max(services.config.current, info)
+                raw_token = sasl_gate and sasl.awaiting_raw_token(info)
+                decoder.min_bytes = 0 if raw_token else MIN_FRAME_BYTES
             frame = await _read_frame(reader, decoder, received, info, peer, clock)
             if frame is None:
                 return
+            if raw_token:  # after SaslHandshake v0: a bare SASL token, not a request
+                await _answer_raw_token(services, info, frame, writer, held)
+                continue
             if received.waited:  # the loop ran the others meanwhile: a new turn
                 turn_started_ms = clock.monotonic_ms()
             traced = TRACE.interval_s is not None  # TRACE.enabled, without its call
@@ -181,6 +189,27 @@ async def serve_connection(
             await writer.wait_closed()
         except (ConnectionError, TimeoutError):
             pass
+
+
+async def _answer_raw_token(
+    services: Services,
+    info: ConnectionInfo,
+    token: bytes,
+    writer: asyncio.StreamWriter,
+    held: list[bytes | memoryview],
+) -> None:
+    """Answer a bare SASL token (after SaslHandshake v0) with its bare challenge, after
+    any held responses; a failed exchange closes the connection without an answer."""
+    assert info.sasl is not None
+    clock = services.clock
+    config = services.config.current
+    answer = await sasl.raw_token(config, info, info.sasl, token, clock.wall_ms())
+    if info.sasl.failed:
+        raise ConnectionClosed("SASL authentication failed")
+    held.append(answer)
+    await _write_held(writer, held, info, clock)
+    info.busy = False
+    info.last_active_ms = clock.monotonic_ms()
 
 
 async def _write_held(
@@ -370,6 +399,8 @@ async def _dispatch(
             response = await handler.handle(ctx, request)
     except ChangeLaneFull as exc:  # a bound, not a bug: close with the reason
         raise ConnectionClosed(f"{codec.api_name(api_key)}: {exc}") from exc
+    except codec.ProtocolError:  # a request Kafka could not parse (e.g. acl_wire.py)
+        raise
     except Exception as exc:  # our bug: log with context, close this connection only
         log.exception(
             "handler of %s v%d failed (connection %d, correlation %d, client %r)",

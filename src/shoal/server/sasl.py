@@ -9,18 +9,26 @@ from `listener.name.<listener>.plain.sasl.jaas.config` (Kafka's PlainLoginModule
 validator (the JWK set of `sasl.oauthbearer.jwks.endpoint.url`, read here, or the
 unsecured validator with the `unsecuredValidator*` options of the listener's
 `oauthbearer.sasl.jaas.config`), `connections.max.reauth.ms`, and fresh SCRAM nonces.
+
+`authenticate` runs one round of the exchange for both ways a token arrives: a
+SaslAuthenticate request (handlers/sasl_authenticate.py) and, after SaslHandshake v0,
+a bare token frame (`raw_token`, called by the connection loop): it logs the outcome
+(never a secret), sets the connection's principal on success and waits
+`connection.failed.authentication.delay.ms` before a failure is answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
+import struct
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from shoal.config import BrokerConfig
 from shoal.security.oauth import JwksValidator, TokenInvalid, UnsecuredJwsValidator, load_jwks
-from shoal.security.sasl import SaslSession, SaslSettings, TokenValidator
+from shoal.security.sasl import AuthResult, SaslSession, SaslSettings, TokenValidator
 from shoal.security.sasl_jaas import JaasError, JaasModule, parse_jaas
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.scram_store import ScramStore
@@ -36,6 +44,60 @@ def frame_bytes_max(config: BrokerConfig, info: ConnectionInfo) -> int:
     if info.security_protocol in SASL_PROTOCOLS and not (info.sasl and info.sasl.authenticated):
         return min(request_max, config.get_int("sasl.server.max.receive.size"))
     return request_max
+
+
+async def authenticate(
+    config: BrokerConfig, info: ConnectionInfo, session: SaslSession, token: bytes, now_ms: int
+) -> AuthResult:
+    """One round of `session`'s exchange with `token` (see the module docstring)."""
+    result = session.authenticate(token, now_ms=now_ms)
+    if result.illegal:
+        return result
+    if result.failure is not None:
+        log.warning(
+            "SASL authentication failed (mechanism %s, user %r, connection %d from %s:%d): %s",
+            session.mechanism,
+            result.user,
+            info.connection_id,
+            info.peer_host,
+            info.peer_port,
+            result.log_detail,
+        )
+        delay_ms = config.get_int("connection.failed.authentication.delay.ms")
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
+        return result
+    if result.complete:
+        assert session.principal is not None
+        info.principal = session.principal
+        log.info(
+            "SASL authenticated %s (mechanism %s, connection %d from %s:%d, session %d ms)",
+            session.principal,
+            session.mechanism,
+            info.connection_id,
+            info.peer_host,
+            info.peer_port,
+            result.session_lifetime_ms,
+        )
+    return result
+
+
+async def raw_token(
+    config: BrokerConfig, info: ConnectionInfo, session: SaslSession, token: bytes, now_ms: int
+) -> bytes:
+    """The answer to a bare token frame after SaslHandshake v0: the challenge, size
+    prefixed and without a header. A failure has no answer: `session.failed` is set
+    and the connection closes (as Kafka's SaslServerAuthenticator does without
+    SaslAuthenticate headers)."""
+    result = await authenticate(config, info, session, token, now_ms)
+    if result.failure is not None:
+        return b""
+    return struct.pack(">i", len(result.auth_bytes)) + result.auth_bytes
+
+
+def awaiting_raw_token(info: ConnectionInfo) -> bool:
+    """The connection's next frame is a bare SASL token (after SaslHandshake v0)."""
+    return info.sasl is not None and info.sasl.awaiting_raw_token
 
 
 class SaslService:

@@ -62,14 +62,35 @@ def test_restamped_is_replace_in_one_step() -> None:
     ("data", "code"),
     [
         (b"", ErrorCode.invalid_record),
-        (values_batch(2)[:40], ErrorCode.corrupt_message),
-        (values_batch(2)[:-3], ErrorCode.corrupt_message),
+        (values_batch(2)[:40], ErrorCode.invalid_record),  # Kafka sees no batch at all
+        (values_batch(2)[:-3], ErrorCode.invalid_record),
+        (values_batch(2) + values_batch(2)[:-3], ErrorCode.corrupt_message),
+        (
+            values_batch(2)[:8] + (13).to_bytes(4, "big") + values_batch(2)[12:],
+            ErrorCode.corrupt_message,
+        ),
+        (values_batch(2, magic=3), ErrorCode.corrupt_message),
+        (values_batch(2, magic=3)[:20], ErrorCode.corrupt_message),
+        (values_batch(2, magic=-1), ErrorCode.corrupt_message),
         (values_batch(2, corrupt_crc=True), ErrorCode.corrupt_message),
         (values_batch(2, magic=1), ErrorCode.invalid_record),
         (values_batch(2, control=True), ErrorCode.invalid_record),
         (build_batch([b"x" * 2000]), ErrorCode.message_too_large),
     ],
-    ids=["empty", "short-header", "truncated", "bad-crc", "magic-1", "control", "too-large"],
+    ids=[
+        "empty",
+        "short-header",
+        "truncated",
+        "second-truncated",
+        "size-below-14",
+        "magic-3",
+        "magic-3-short",
+        "magic-negative",
+        "bad-crc",
+        "magic-1",
+        "control",
+        "too-large",
+    ],
 )
 def test_validate_refuses(data: bytes, code: str) -> None:
     with pytest.raises(rb.BatchError) as info:

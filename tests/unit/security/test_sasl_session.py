@@ -14,6 +14,7 @@ from shoal.security.sasl import (
     SaslSession,
     SaslSettings,
     SaslState,
+    kafka_mechanism_order,
 )
 from shoal.security.sasl_plain import plain_token
 from shoal.security.scram import (
@@ -150,3 +151,64 @@ def test_reauthentication_must_keep_principal_and_mechanism() -> None:
     plain_login(session)
     assert session.handshake("SCRAM-SHA-256").error == "unsupported"
     assert session.state is SaslState.FAILED
+
+
+@pytest.mark.parametrize(
+    ("configured", "listed"),
+    [  # java.util.HashSet iteration (checked on a JVM: new ArrayList<>(new HashSet<>(list)))
+        (("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")),
+        (
+            ("OAUTHBEARER", "GSSAPI", "SCRAM-SHA-512", "PLAIN", "SCRAM-SHA-256"),
+            ("SCRAM-SHA-512", "PLAIN", "GSSAPI", "SCRAM-SHA-256", "OAUTHBEARER"),
+        ),
+        (
+            ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "SCRAM-SHA-256"),
+            ("SCRAM-SHA-512", "PLAIN", "SCRAM-SHA-256"),
+        ),
+    ],
+)
+def test_mechanisms_are_listed_in_kafkas_order(
+    configured: tuple[str, ...], listed: tuple[str, ...]
+) -> None:
+    assert kafka_mechanism_order(configured) == listed
+    session = SaslSession(settings(enabled_mechanisms=configured))
+    assert session.handshake("GSSAPI-X").mechanisms == listed
+
+
+def test_handshake_v0_takes_raw_tokens_until_the_exchange_ends() -> None:
+    session = SaslSession(settings())
+    assert not session.awaiting_raw_token
+    assert session.handshake("SCRAM-SHA-256", raw_tokens=True).error is None
+    client = ScramClient(SCRAM_SHA_256, username="bob", password="bob-pw", nonce="cn")
+    first = session.authenticate(client.first(), now_ms=0)
+    assert first.failure is None and not first.complete
+    assert session.awaiting_raw_token  # the SCRAM exchange is two tokens
+    final = session.authenticate(client.final(first.auth_bytes), now_ms=0)
+    assert final.complete and session.authenticated
+    assert not session.awaiting_raw_token  # requests again, with headers
+
+
+def test_handshake_v1_takes_sasl_authenticate_requests() -> None:
+    session = SaslSession(settings())
+    assert session.handshake("PLAIN").error is None
+    assert not session.awaiting_raw_token
+
+
+def test_without_reauthentication_a_handshake_is_illegal_and_harmless() -> None:
+    """connections.max.reauth.ms=0 (no session lifetime): Kafka answers a SaslHandshake
+    on an authenticated connection with ILLEGAL_SASL_STATE and keeps serving it."""
+    session = SaslSession(settings(max_reauth_ms=0))
+    assert plain_login(session).complete
+    result = session.handshake("PLAIN")
+    assert (result.error, result.mechanisms) == ("illegal", ())
+    assert session.authenticated and not session.failed
+    assert session.refusal(PRODUCE, "produce", now_ms=0) is None
+
+
+def test_a_second_handshake_mid_exchange_is_answered_then_fails() -> None:
+    session = SaslSession(settings())
+    assert session.handshake("PLAIN").error is None
+    assert session.refusal(SASL_HANDSHAKE, "sasl_handshake", now_ms=0) is None  # answered
+    result = session.handshake("PLAIN")
+    assert (result.error, result.mechanisms) == ("illegal", ())
+    assert session.failed

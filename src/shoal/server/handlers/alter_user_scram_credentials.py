@@ -2,11 +2,13 @@
 
 An upsertion carries the client-salted password (Kafka's tools salt it client side);
 the broker derives StoredKey and ServerKey and keeps only those (server/scram_store.py).
-Each user's changes apply together or not at all; the response follows the durable
-write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM (unknown mechanism),
-UNACCEPTABLE_CREDENTIAL (empty user name, empty salt or salted password, iterations
-outside 4096-16384), RESOURCE_NOT_FOUND (deleting a credential that does not exist),
-DUPLICATE_RESOURCE (the same user and mechanism twice in one request). Needs ALTER on
+One change per user and request, as Kafka 4.2's controller takes them; the response
+follows the durable write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM
+(unknown mechanism), UNACCEPTABLE_CREDENTIAL (empty user name, iterations outside
+4096-16384), RESOURCE_NOT_FOUND (deleting a credential that does not exist),
+DUPLICATE_RESOURCE (a user named twice in one request, whatever the mechanisms),
+UNKNOWN_SERVER_ERROR without a message (an empty salted password: Kafka's HMAC
+refuses the empty key). An empty salt is accepted, as Kafka accepts it. Needs ALTER on
 the cluster (CLUSTER_AUTHORIZATION_FAILED for every user otherwise).
 """
 
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections import Counter
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,7 +36,7 @@ from shoal.server.scram_store import Deletion, ScramStore, Upsertion
 log = logging.getLogger(__name__)
 API_KEY = 51
 _ZERO = datetime.timedelta(0)
-Problem = tuple[ErrorCode, str]
+Problem = tuple[ErrorCode, str | None]
 
 
 @api(API_KEY, 0, 0)
@@ -64,47 +65,58 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 async def _alter(schema: Schema, store: ScramStore, request: Any) -> Any:
     """Decide and write the changes, in the broker's change lane (a deletion checks the
-    credentials every earlier change left)."""
-    pairs = Counter(
-        (str(c.name), int(c.mechanism)) for c in (*request.deletions, *request.upsertions)
-    )
+    credentials every earlier change left). As Kafka's controller decides them
+    (ScramControlManager.alterCredentials): deletions first, then upsertions; a user
+    named by a second change of any mechanism gets DUPLICATE_RESOURCE and none of its
+    changes apply; the answers list the deletions made, the upsertions made, then the
+    users refused."""
+    deletions: dict[str, Deletion] = {}
+    upsertions: dict[str, Upsertion] = {}
     problems: dict[str, Problem] = {}
-    upsertions: list[Upsertion] = []
-    deletions: list[Deletion] = []
     for deletion in request.deletions:
         name = str(deletion.name)
-        problem = _check_common(name, int(deletion.mechanism), pairs)
+        if name in problems:
+            continue
+        if deletions.pop(name, None) is not None:
+            problems[name] = _DUPLICATE
+            continue
+        problem = _check_name_and_mechanism(name, int(deletion.mechanism))
         if problem is None and store.credential(_mechanism(deletion), name) is None:
             problem = (
                 ErrorCode.resource_not_found,
                 "Attempt to delete a user credential that does not exist",
             )
         if problem is not None:
-            problems.setdefault(name, problem)
+            problems[name] = problem
         else:
-            deletions.append(Deletion(name, _mechanism(deletion)))
+            deletions[name] = Deletion(name, _mechanism(deletion))
     for upsertion in request.upsertions:
         name = str(upsertion.name)
-        problem = _check_common(name, int(upsertion.mechanism), pairs) or _check_upsertion(
+        if name in problems:
+            continue
+        if deletions.pop(name, None) is not None or upsertions.pop(name, None) is not None:
+            problems[name] = _DUPLICATE
+            continue
+        problem = _check_name_and_mechanism(name, int(upsertion.mechanism)) or _check_upsertion(
             upsertion
         )
         if problem is not None:
-            problems.setdefault(name, problem)
+            problems[name] = problem
+            continue
+        if not upsertion.salted_password:  # Kafka's HMAC refuses an empty key
+            problems[name] = (ErrorCode.unknown_server_error, None)
             continue
         mechanism = MECHANISMS_BY_ID[int(upsertion.mechanism)]
         credential = credential_from_salted(
             mechanism, bytes(upsertion.salted_password), bytes(upsertion.salt), upsertion.iterations
         )
-        upsertions.append(Upsertion(name, mechanism.name, credential))
-    users = list(dict.fromkeys(str(c.name) for c in (*request.deletions, *request.upsertions)))
-    write_problem = await _write(
-        store,
-        [u for u in upsertions if u.user not in problems],
-        [d for d in deletions if d.user not in problems],
-    )
+        upsertions[name] = Upsertion(name, mechanism.name, credential)
+    write_problem = await _write(store, list(upsertions.values()), list(deletions.values()))
+    outcomes: dict[str, Problem] = {
+        user: write_problem or (ErrorCode.none, None) for user in (*deletions, *upsertions)
+    }
     results = []
-    for user in users:
-        code, message = problems.get(user) or write_problem or (ErrorCode.none, None)
+    for user, (code, message) in [*outcomes.items(), *problems.items()]:
         if code is not ErrorCode.none:
             log.info("AlterUserScramCredentials for %r refused: %s (%s)", user, code.name, message)
         results.append(
@@ -119,16 +131,17 @@ def _mechanism(change: Any) -> str:
     return MECHANISMS_BY_ID[int(change.mechanism)].name
 
 
-def _check_common(name: str, mechanism: int, pairs: Counter[tuple[str, int]]) -> Problem | None:
+_DUPLICATE: Problem = (
+    ErrorCode.duplicate_resource,
+    "A user credential cannot be altered twice in the same request",
+)
+
+
+def _check_name_and_mechanism(name: str, mechanism: int) -> Problem | None:
     if not name:
         return ErrorCode.unacceptable_credential, "Username must not be empty"
     if mechanism not in MECHANISMS_BY_ID:
         return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
-    if pairs[(name, mechanism)] > 1:
-        return (
-            ErrorCode.duplicate_resource,
-            "A user credential cannot be altered twice in the same request",
-        )
     return None
 
 
@@ -137,8 +150,6 @@ def _check_upsertion(upsertion: Any) -> Problem | None:
         return ErrorCode.unacceptable_credential, "Too few iterations"
     if upsertion.iterations > ITERATIONS_MAX:
         return ErrorCode.unacceptable_credential, "Too many iterations"
-    if not upsertion.salt or not upsertion.salted_password:
-        return ErrorCode.unacceptable_credential, "Credential must have a salt and salted password"
     return None
 
 

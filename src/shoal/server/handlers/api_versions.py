@@ -5,8 +5,8 @@ exactly what is served. v3+ also carries the feature levels (server/features.py)
 feature's supported range (v0-v3 leave out those whose minimum is 0, as Kafka does: older
 clients cannot read a 0 minimum) and the finalized levels above 0, at epoch 1 (the levels
 never change while the broker runs). An unknown ApiVersions version is answered in v0 with
-UNSUPPORTED_VERSION and the key list, as Kafka does, so the client can pick a version
-(the registry's fallback, declared here).
+UNSUPPORTED_VERSION and ApiVersions' own range only, as Kafka does (KIP-511), so the
+client can pick a version of it (the registry's fallback, declared here).
 
 The answer depends only on the version, the API table and `share.version` (a dynamic
 config), and clients ask on every connection: it is built once per such key and kept,
@@ -65,7 +65,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 @unsupported_version(API_KEY)
 def unsupported(ctx: RequestContext) -> tuple[int, Any]:
     """Kafka's answer to ApiVersions at a version it does not know: a v0 body with
-    UNSUPPORTED_VERSION and the full key list."""
+    UNSUPPORTED_VERSION listing ApiVersions' own range only (ApiVersionsRequest's
+    error response in Kafka 4.2: tests/differential/test_bad_input.py)."""
     log.info(
         "ApiVersions v%d is not supported; answering in v%d (connection %d, client %r)",
         ctx.api_version,
@@ -74,12 +75,15 @@ def unsupported(ctx: RequestContext) -> tuple[int, Any]:
         ctx.client_id,
     )
     response = api_versions_response(
-        ctx.services, _FALLBACK_VERSION, error=ErrorCode.unsupported_version
+        ctx.services, _FALLBACK_VERSION, error=ErrorCode.unsupported_version, only=API_KEY
     )
     return _FALLBACK_VERSION, response
 
 
-def api_versions_response(services: Services, version: int, *, error: ErrorCode) -> Any:
+def api_versions_response(
+    services: Services, version: int, *, error: ErrorCode, only: int | None = None
+) -> Any:
+    """The answer at `version`; with `only`, listing that API's range alone."""
     cls = response_class(API_KEY, version)
     module = __import__(cls.__module__, fromlist=["ApiVersion"])
     keys = tuple(
@@ -87,6 +91,7 @@ def api_versions_response(services: Services, version: int, *, error: ErrorCode)
             api_key=i16(r.api_key), min_version=i16(r.min_version), max_version=i16(r.max_version)
         )
         for r in services.api_versions
+        if only is None or r.api_key == only
     )
     fields: dict[str, Any] = {"error_code": error, "api_keys": keys}
     if version >= 1:

@@ -67,6 +67,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 ctx.client_id,
             )
             code, message = exc.code, exc.message
+            if code is ErrorCode.topic_authorization_failed:
+                message = None  # Kafka 4.2 sends no message with it here
         results.append(
             schema.make(
                 "CreatePartitionsTopicResult",

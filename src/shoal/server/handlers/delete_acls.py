@@ -2,9 +2,11 @@
 and list them per filter.
 
 Needs ALTER on the cluster (else every filter result is CLUSTER_AUTHORIZATION_FAILED);
-without an authorizer every filter result is SECURITY_DISABLED. A filter with an UNKNOWN
-field gets INVALID_REQUEST alone. A binding several filters match is listed under each.
-The response is sent after the smaller set is on disk.
+without an authorizer every filter result is SECURITY_DISABLED. A filter with the code 0
+(UNKNOWN) closes the connection, as Kafka cannot parse it (acl_wire.py); a filter with
+an unassigned code (read as UNKNOWN) gets INVALID_REQUEST alone. A binding several
+filters match is listed under each. The response is sent after the smaller set is on
+disk.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server.acl_wire import NO_AUTHORIZER_MESSAGE, filter_from_wire
+from shoal.server.acl_wire import (
+    FILTER_CODES,
+    NO_AUTHORIZER_MESSAGE,
+    filter_from_wire,
+    unknown_elements,
+)
 from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -29,6 +36,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 1, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    unknown_elements(request.filters, "DeleteAcls filters", *FILTER_CODES)
 
     def filter_result(code: ErrorCode, message: str | None, matching: tuple[Any, ...]) -> Any:
         return schema.make(

@@ -2,7 +2,9 @@
 grouped by resource pattern.
 
 Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED). Without an
-authorizer: SECURITY_DISABLED. A filter with an UNKNOWN field: INVALID_REQUEST.
+authorizer: SECURITY_DISABLED. A filter with the code 0 (UNKNOWN) closes the connection,
+as Kafka cannot parse it (acl_wire.py); one with an unassigned code (read as UNKNOWN)
+matches nothing: an empty answer, as Kafka's. A success carries the empty message.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server.acl_wire import NO_AUTHORIZER_MESSAGE, filter_from_wire
+from shoal.server.acl_wire import (
+    FILTER_CODES,
+    NO_AUTHORIZER_MESSAGE,
+    filter_from_wire,
+    unknown_elements,
+)
 from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
@@ -26,6 +33,7 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 1, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
+    unknown_elements((request,), "DescribeAclsRequest", *FILTER_CODES)
 
     def refused(code: ErrorCode, message: str) -> Any:
         return schema.response(
@@ -39,10 +47,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if store is None:
         return refused(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)
     acl_filter = filter_from_wire(request)
-    problem = acl_filter.problem()
-    if problem is not None:
-        return refused(ErrorCode.invalid_request, problem)
-    found = store.authorizer.acls(acl_filter)
+    found = [] if acl_filter.problem() is not None else store.authorizer.acls(acl_filter)
     resources = []
     for (kind, name, pattern), acls in itertools.groupby(
         found, key=lambda acl: (acl.resource_type, acl.name, acl.pattern_type)
@@ -69,6 +74,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return schema.response(
         throttle_time=_ZERO,
         error_code=ErrorCode.none,
-        error_message=None,
+        error_message="",
         resources=tuple(resources),
     )

@@ -46,7 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(asked)
     results = []
     for name in dict.fromkeys(names):
-        code, message = ErrorCode.none, None
+        code, message = ErrorCode.none, ""  # Kafka's empty message on success
         mechanisms = store.mechanisms(name)
         if counts[name] > 1:
             code = ErrorCode.duplicate_resource
@@ -79,5 +79,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return schema.response(
-        throttle_time=_ZERO, error_code=ErrorCode.none, error_message=None, results=tuple(results)
+        throttle_time=_ZERO, error_code=ErrorCode.none, error_message="", results=tuple(results)
     )

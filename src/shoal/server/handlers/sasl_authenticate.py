@@ -1,18 +1,18 @@
 """SaslAuthenticate (36) v0-v2: one round of the SASL exchange chosen by SaslHandshake.
 
-The token goes to the connection's session (security/sasl.py); its size is bounded
-by the mechanism parsers and, before that, by `socket.request.max.bytes` at the frame.
+The token goes to the connection's session (security/sasl.py); its size is bounded by
+the mechanism parsers and, before that, by `socket.request.max.bytes` at the frame.
 Success sets the connection's principal; v1+ carries SessionLifetimeMs (KIP-368,
-`connections.max.reauth.ms`). A failure is logged with the mechanism, the user name
-and the peer (never the password or token), answered after
-`connection.failed.authentication.delay.ms` with SASL_AUTHENTICATION_FAILED and
-Kafka's message, and the connection closes after it. Outside an exchange
-(a non-SASL listener, an authenticated connection) the answer is ILLEGAL_SASL_STATE.
+`connections.max.reauth.ms`). A failure is logged with the mechanism, the user name and
+the peer (never the password or token), answered after
+`connection.failed.authentication.delay.ms` with SASL_AUTHENTICATION_FAILED and Kafka's
+message (server/sasl.py `authenticate`), and the connection closes after it. Outside an
+exchange (a non-SASL listener, an authenticated connection) the answer is
+ILLEGAL_SASL_STATE.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import response_schema
+from shoal.server import sasl
 from shoal.server.context import RequestContext
 from shoal.server.registry import api
 
@@ -37,38 +38,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(
             schema,
             ErrorCode.illegal_sasl_state,
-            "SaslAuthenticate request received on a listener without SASL",
+            # Kafka's words (its KafkaApis answers any SaslAuthenticate it is given)
+            "SaslAuthenticate request received after successful authentication",
         )
-    result = session.authenticate(bytes(request.auth_bytes), now_ms=services.clock.wall_ms())
+    result = await sasl.authenticate(
+        config, info, session, bytes(request.auth_bytes), services.clock.wall_ms()
+    )
     if result.illegal:
         return _response(schema, ErrorCode.illegal_sasl_state, result.failure)
     if result.failure is not None:
-        log.warning(
-            "SASL authentication failed (mechanism %s, user %r, connection %d from %s:%d): %s",
-            session.mechanism,
-            result.user,
-            info.connection_id,
-            info.peer_host,
-            info.peer_port,
-            result.log_detail,
-        )
-        delay_ms = config.get_int("connection.failed.authentication.delay.ms")
-        if delay_ms > 0:
-            await asyncio.sleep(delay_ms / 1000)
         return _response(schema, ErrorCode.sasl_authentication_failed, result.failure)
-    if result.complete:
-        assert session.principal is not None
-        info.principal = session.principal
-        log.info(
-            "SASL authenticated %s (mechanism %s, connection %d from %s:%d, session %d ms)",
-            session.principal,
-            session.mechanism,
-            info.connection_id,
-            info.peer_host,
-            info.peer_port,
-            result.session_lifetime_ms,
-        )
-    return _response(schema, ErrorCode.none, None, result.auth_bytes, result.session_lifetime_ms)
+    return _response(schema, ErrorCode.none, "", result.auth_bytes, result.session_lifetime_ms)
 
 
 def _response(

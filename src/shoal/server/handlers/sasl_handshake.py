@@ -1,11 +1,13 @@
-"""SaslHandshake (17) v1: the client names its SASL mechanism.
+"""SaslHandshake (17) v0-v1: the client names its SASL mechanism.
 
-Only v1 is served (v1 is followed by SaslAuthenticate requests; v0's raw, headerless
-tokens are not served). On a SASL listener the connection's session (security/sasl.py)
-decides: an enabled mechanism starts the exchange (or, on an authenticated connection,
-a KIP-368 re-authentication with the same mechanism); any other gets
-UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closes after that
-answer. On a listener without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's.
+v1 is followed by SaslAuthenticate requests; after v0 the tokens come as bare
+size-prefixed frames without headers (security/sasl.py; the connection loop reads them,
+server/sasl.py `raw_token`), as Kafka serves both. On a SASL listener the connection's
+session (security/sasl.py) decides: an enabled mechanism starts the exchange (or, on an
+authenticated connection, a KIP-368 re-authentication with the same mechanism); any
+other gets UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closes
+after that answer. On a listener without SASL the answer is ILLEGAL_SASL_STATE, as
+Kafka's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ log = logging.getLogger(__name__)
 API_KEY = 17
 
 
-@api(API_KEY, 1, 1)
+@api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     mechanism = str(request.mechanism)
@@ -37,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ctx.connection.peer_host,
         )
         return schema.response(error_code=ErrorCode.illegal_sasl_state, mechanisms=())
-    result = session.handshake(mechanism)
+    result = session.handshake(mechanism, raw_tokens=ctx.api_version == 0)
     if result.error is None:
         return schema.response(error_code=ErrorCode.none, mechanisms=result.mechanisms)
     log.warning(
