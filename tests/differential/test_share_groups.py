@@ -9,22 +9,220 @@ says so in one line and asserts Shoal's documented behaviour.
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import pytest
+from confluent_kafka import AcknowledgeType as ConsumerAck
 from confluent_kafka import ShareConsumer
+from kio.schema.errors import ErrorCode
 
+from shoal.client.aio import Connection
+from shoal.client.requests import find_coordinator
+from shoal.client.share_requests import (
+    AckBatch,
+    acquired_of,
+    lock_timeout_ms,
+    partition_errors,
+    share_acknowledge,
+    share_fetch,
+)
+from shoal.protocol.share import AcknowledgeType
 from tests.differential.conftest import Pair, unique
+from tests.support import kafka_reference
+from tests.support.broker import BrokerProcess, running
+from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import (
+    alter_group_configs,
     close_all,
     produce_values,
     records_of,
     share_consumer,
     share_group,
 )
+from tests.support.share_groups import Member
+from tests.support.share_wire import produce_values as produce_batches
 from tests.support.topics import create_topic
+from tests.support.wire import open_connection, send, with_connection
 
+T = TypeVar("T")
 WAIT_S = 60.0
+LOCK_CAP = 100
+"""`group.share.partition.max.record.locks` of both brokers (Kafka's minimum). Kafka
+4.2.2 refuses it as a group config (INVALID_CONFIG "Unknown group config name"), so
+the module sets the broker config."""
+BROKER_OVERRIDES = (
+    f"group.share.partition.max.record.locks={LOCK_CAP}",
+    "group.share.min.record.lock.duration.ms=1000",
+)
+"""Both brokers: the lock cap, and locks as short as 1 s for the expiry scenarios."""
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka_reference.KafkaBroker]:
+    try:
+        kafka_reference.install()
+    except kafka_reference.ReferenceUnavailable as exc:
+        pytest.skip(f"no Kafka reference broker: {exc}")
+    data = tmp_path_factory.mktemp("kafka") / "data"
+    with kafka_reference.running(data, *BROKER_OVERRIDES) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def shoal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from running(tmp_path_factory.mktemp("shoal") / "data", *BROKER_OVERRIDES)
+
+
+# ---- a member on one connection, at the wire ------------------------------------------
+
+RETRIABLE = {
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+    ErrorCode.coordinator_not_available,
+}
+Acked = dict[int, int]
+"""{offset: acknowledge type}."""
+
+
+class RawMember:
+    """A share-group member speaking ShareGroupHeartbeat, ShareFetch and
+    ShareAcknowledge on one connection (Kafka ties a share session to it), on one
+    partition of one topic."""
+
+    def __init__(self, conn: Connection, group: str, topic: str, topic_id: uuid.UUID) -> None:
+        self.conn = conn
+        self.member = Member(group)
+        self.topic = topic
+        self.tp = (topic_id, 0)
+        self.session_epoch = 0
+
+    async def join(self) -> None:
+        """Join and heartbeat until the partition is assigned (Kafka's group
+        coordinator needs a FindCoordinator first, and assigns only after the
+        share state is initialised)."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            assert time.monotonic() < deadline, "never assigned"
+            epoch = self.member.epoch
+            response = await self.member.send(
+                self.conn, epoch, [self.topic] if epoch == 0 else None
+            )
+            if response.error_code in RETRIABLE:
+                await send(self.conn, find_coordinator(self.member.group_id))
+            else:
+                assert response.error_code == ErrorCode.none, response
+                if self.member.assignment:
+                    return
+            await asyncio.sleep(0.2)
+
+    async def fetch(
+        self, acks: Acked | None = None, *, max_records: int = 500, wait_ms: int = 0
+    ) -> Any:
+        response = await send(
+            self.conn,
+            share_fetch(
+                group_id=self.member.group_id,
+                member_id=self.member.member_id,
+                session_epoch=self.session_epoch,
+                partitions=[self.tp],
+                acks=self._acks(acks),
+                max_wait_ms=wait_ms,
+                max_records=max_records,
+            ),
+        )
+        assert response.error_code == ErrorCode.none, response
+        self.session_epoch += 1
+        return response
+
+    async def acquire(self, acks: Acked | None = None, **kw: Any) -> list[tuple[int, int, int]]:
+        """(first, last, delivery count) of one ShareFetch."""
+        return spans(await self.fetch(acks, **kw))
+
+    async def first_fetch(self, **kw: Any) -> Any:
+        """ShareFetch until something is acquired (Kafka loads a share-partition
+        after the first fetch that names it); that response."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            response = await self.fetch(wait_ms=500, **kw)
+            if spans(response):
+                return response
+            assert time.monotonic() < deadline, "nothing acquired"
+
+    async def first_acquire(self, **kw: Any) -> list[tuple[int, int, int]]:
+        return spans(await self.first_fetch(**kw))
+
+    async def acquire_within(self, timeout_s: float) -> tuple[list[tuple[int, int, int]], float]:
+        """ShareFetch every 50 ms until something is acquired: (spans, seconds)."""
+        started = time.monotonic()
+        while True:
+            got = await self.acquire()
+            elapsed = time.monotonic() - started
+            if got or elapsed > timeout_s:
+                return got, elapsed
+            await asyncio.sleep(0.05)
+
+    async def acknowledge(self, acks: Acked, *, renew: bool = False) -> ErrorCode:
+        """ShareAcknowledge; the partition's error code."""
+        response = await send(
+            self.conn,
+            share_acknowledge(
+                group_id=self.member.group_id,
+                member_id=self.member.member_id,
+                session_epoch=self.session_epoch,
+                acks=self._acks(acks),
+                is_renew_ack=renew or None,
+            ),
+        )
+        assert response.error_code == ErrorCode.none, response
+        self.session_epoch += 1
+        return partition_errors(response).get(self.tp, ErrorCode.none)  # type: ignore[arg-type]
+
+    def _acks(self, acks: Acked | None) -> dict[Any, Sequence[AckBatch]] | None:
+        if not acks:
+            return None
+        return {self.tp: [AckBatch(o, o, (t,)) for o, t in sorted(acks.items())]}
+
+
+def spans(response: Any) -> list[tuple[int, int, int]]:
+    return [tuple(span) for got in acquired_of(response).values() for span in got]  # type: ignore[misc]
+
+
+def count(got: Sequence[tuple[int, int, int]]) -> int:
+    return sum(last - first + 1 for first, last, _ in got)
+
+
+def with_member(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    topic_id: uuid.UUID,
+    body: Callable[[RawMember], Awaitable[T]],
+) -> T:
+    async def go(conn: Connection) -> T:
+        member = RawMember(conn, group, topic, topic_id)
+        await member.join()
+        return await body(member)
+
+    return with_connection(bootstrap, go)
+
+
+def new_topic_and_group(
+    bootstrap: str, prefix: str, configs: Mapping[str, object] | None = None
+) -> tuple[str, uuid.UUID, str]:
+    """A one-partition topic and a group reading it from the earliest offset."""
+    topic, group = unique(prefix), unique(f"{prefix}-group")
+    topic_id = create_topic(bootstrap, topic)
+    share_group(bootstrap, group)
+    if configs:
+        alter_group_configs(bootstrap, group, configs)
+    return topic, topic_id, group
+
+
 FIRST_RECORD_WAIT_S = 20.0
 
 # ---- group formation ----------------------------------------------------------------
@@ -103,3 +301,185 @@ def test_formation_every_member_gets_records_at_once_on_one_partition(pair: Pair
     print(f"first record per member, 1 partition: Kafka {kafka}, Shoal {shoal}")
     assert all(s is not None and s < FORMATION_BOUND_S for s in shoal.first_record_s), shoal
     assert shoal.partitions_seen == (frozenset({0}),) * 2
+
+
+# ---- the in-flight cap ----------------------------------------------------------------
+
+
+def _capped(bootstrap: str, batch: int) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """1000 records in batches of `batch`: (records the first ShareFetch acquires,
+    records a second one acquires with nothing acknowledged, the first's spans)."""
+    topic, topic_id, group = new_topic_and_group(bootstrap, f"cap{batch}")
+    produce_batches(bootstrap, topic, *[batch] * (1000 // batch))
+
+    async def body(member: RawMember) -> tuple[int, int, list[tuple[int, int, int]]]:
+        first = await member.first_acquire(max_records=500)
+        second = await member.acquire(max_records=500)
+        return count(first), count(second), first
+
+    return with_member(bootstrap, group, topic, topic_id, body)
+
+
+@pytest.mark.parametrize("batch", [1, 50, 150, 1000])
+def test_lock_cap_is_reached_at_a_log_batch_end(pair: Pair, batch: int) -> None:
+    """Equal: the cap (100) bounds the records in flight, but new records are
+    acquired to the end of the log batch holding the cap's last offset (batches of
+    150 give 150, a batch of 1000 gives all 1000, past MaxRecords too), and nothing
+    more is acquired while they are in flight."""
+    kafka, shoal = pair.run(_capped, batch)
+    assert shoal == kafka
+    assert kafka[0] == max(LOCK_CAP, batch) and kafka[1] == 0, kafka
+
+
+def _polls_of_confluent_lock_cap_test(bootstrap: str, batches: Sequence[int]) -> list[int]:
+    """confluent-kafka-python's lock-cap test with the batches made exact: records of
+    each poll of an explicit-mode ShareConsumer (max.poll.records 200), accepting
+    every record before the next poll."""
+    topic, _topic_id, group = new_topic_and_group(bootstrap, "cap-polls")
+    produce_batches(bootstrap, topic, *batches)
+    total = sum(batches)
+    consumer = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=200)
+    sizes: list[int] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while sum(sizes) < total:
+            assert time.monotonic() < deadline, sizes
+            batch = records_of(consumer.poll(1.0))
+            if batch:
+                sizes.append(len(batch))
+                for message in batch:
+                    consumer.acknowledge(message, ConsumerAck.ACCEPT)
+    finally:
+        consumer.close()
+    return sizes
+
+
+@pytest.mark.parametrize("batches", [(1, 199), (50, 50, 50, 50)])
+def test_lock_cap_per_poll_of_a_share_consumer(pair: Pair, batches: tuple[int, ...]) -> None:
+    """Equal: a poll may hold more than the cap when a log batch crosses it (1 + 199
+    records: one poll of 200, as confluent-kafka-python's
+    test_partition_max_record_locks_caps_in_flight saw on Shoal; that test assumes
+    a hard cap, which Kafka 4.2 does not have)."""
+    kafka, shoal = pair.run(_polls_of_confluent_lock_cap_test, batches)
+    assert shoal == kafka
+    assert max(kafka) == (200 if batches == (1, 199) else LOCK_CAP), kafka
+
+
+# ---- acknowledgement, redelivery, delivery limit --------------------------------------
+
+ACCEPT, RELEASE, REJECT, RENEW = (
+    int(AcknowledgeType.ACCEPT),
+    int(AcknowledgeType.RELEASE),
+    int(AcknowledgeType.REJECT),
+    int(AcknowledgeType.RENEW),
+)
+
+
+def _worked_example(bootstrap: str) -> dict[str, object]:
+    """Four one-record batches at the default delivery limit (5): ACCEPT / RELEASE /
+    REJECT; the released records come back at delivery count 2; one released at
+    every delivery is archived after its fifth; acknowledging an accepted record
+    again, or an offset never acquired, is refused; the start offset then passes
+    them all. (Kafka 4.2.2 refuses `share.delivery.count.limit` as a group config,
+    so the broker default is used.)"""
+    topic, topic_id, group = new_topic_and_group(bootstrap, "worked")
+    produce_batches(bootstrap, topic, *[1] * 4)
+
+    async def body(member: RawMember) -> dict[str, object]:
+        seen: dict[str, object] = {"first": await member.first_acquire()}
+        seen["ack"] = await member.acknowledge({0: ACCEPT, 1: RELEASE, 2: REJECT, 3: RELEASE})
+        seen["redelivered"] = await member.acquire()
+        seen["ack again"] = await member.acknowledge({1: RELEASE, 3: ACCEPT})
+        for delivery in (3, 4, 5):
+            seen[f"delivery {delivery}"] = await member.acquire()
+            seen[f"release {delivery}"] = await member.acknowledge({1: RELEASE})
+        seen["after the limit"] = await member.acquire()
+        seen["ack of an accepted record"] = await member.acknowledge({0: ACCEPT})
+        seen["ack of an offset never acquired"] = await member.acknowledge({9: ACCEPT})
+        return seen
+
+    seen = with_member(bootstrap, group, topic, topic_id, body)
+    ((start, _epoch, lag),) = describe_offsets(bootstrap, group)[topic].values()
+    seen["start offset"], seen["lag"] = start, lag
+    return seen
+
+
+def test_worked_example(pair: Pair) -> None:
+    """Equal but for the start offset DescribeShareGroupOffsets shows afterwards,
+    which differs on purpose: Kafka's SharePartition persists the start offset it had
+    before the acknowledgement moved it (it writes the state, then updates its cached
+    offsets), so it shows 1 until the next state write; Shoal persists the start
+    offset after the acknowledgement, 4 (every record is finished; the lag is 0 on
+    both)."""
+    kafka, shoal = pair.run(_worked_example)
+    assert (kafka.pop("start offset"), shoal.pop("start offset")) == (1, 4)
+    assert shoal == kafka
+    assert kafka["redelivered"] == [(1, 1, 2), (3, 3, 2)], kafka
+    assert kafka["delivery 5"] == [(1, 1, 5)] and kafka["after the limit"] == [], kafka
+
+
+def _lock_expiry(bootstrap: str) -> dict[str, object]:
+    """A 1 s lock left to expire: the records come back at delivery count 2; the
+    response states the lock duration."""
+    topic, topic_id, group = new_topic_and_group(bootstrap, "expiry")
+    alter_group_configs(bootstrap, group, {"share.record.lock.duration.ms": 1000})
+    produce_batches(bootstrap, topic, 3)
+
+    async def body(member: RawMember) -> dict[str, object]:
+        response = await member.first_fetch()
+        again, elapsed = await member.acquire_within(10.0)
+        return {
+            "first": spans(response),
+            "lock ms": lock_timeout_ms(response),
+            "redelivered": again,
+            "within 0.9-4 s": 0.9 <= elapsed <= 4.0 or elapsed,
+        }
+
+    return with_member(bootstrap, group, topic, topic_id, body)
+
+
+def test_lock_expiry(pair: Pair) -> None:
+    kafka, shoal = pair.run(_lock_expiry)
+    assert shoal == kafka
+    assert kafka["redelivered"] == [(0, 2, 2)] and kafka["within 0.9-4 s"] is True, kafka
+
+
+def _renew(bootstrap: str) -> dict[str, object]:
+    """KIP-1222: a RENEW acknowledgement 1 s into a 2 s lock re-arms it; another
+    member cannot acquire the records when the first lock would have expired, and
+    acquires them (delivery count 2) about one lock duration after the renewal."""
+    topic, topic_id, group = new_topic_and_group(bootstrap, "renew")
+    alter_group_configs(bootstrap, group, {"share.record.lock.duration.ms": 2000})
+    produce_batches(bootstrap, topic, 2)
+
+    async def body(first: RawMember) -> dict[str, object]:
+        conn = await open_connection(bootstrap)
+        try:
+            other = RawMember(conn, group, topic, topic_id)
+            await other.join()
+            acquired = await first.first_acquire()
+            acquired_at = time.monotonic()
+            await asyncio.sleep(1.0)
+            renewed = await first.acknowledge({0: RENEW, 1: RENEW}, renew=True)
+            renewed_at = time.monotonic()
+            await asyncio.sleep(max(0.0, acquired_at + 2.6 - time.monotonic()))
+            blocked = await other.acquire()
+            later, _ = await other.acquire_within(10.0)
+            elapsed = time.monotonic() - renewed_at
+            return {
+                "first": acquired,
+                "renew": renewed,
+                "other at 2.6 s": blocked,
+                "other later": later,
+                "1.8-5 s after the renewal": 1.8 <= elapsed <= 5.0 or elapsed,
+            }
+        finally:
+            await conn.close()
+
+    return with_member(bootstrap, group, topic, topic_id, body)
+
+
+def test_renew_acknowledgement(pair: Pair) -> None:
+    kafka, shoal = pair.run(_renew)
+    assert shoal == kafka
+    assert kafka["other at 2.6 s"] == [] and kafka["other later"] == [(0, 1, 2)], kafka
