@@ -22,7 +22,14 @@ from confluent_kafka import ShareConsumer
 from kio.schema.errors import ErrorCode
 
 from shoal.client.aio import Connection
-from shoal.client.requests import find_coordinator
+from shoal.client.requests import (
+    alter_share_group_offsets,
+    delete_share_group_offsets,
+    describe_share_group_offsets,
+    find_coordinator,
+    list_groups,
+    share_group_describe,
+)
 from shoal.client.share_requests import (
     AckBatch,
     acquired_of,
@@ -35,7 +42,7 @@ from shoal.protocol.share import AcknowledgeType
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
 from tests.support.broker import BrokerProcess, running
-from tests.support.share_admin import describe_offsets
+from tests.support.share_admin import delete_groups, describe_offsets
 from tests.support.share_consumers import (
     alter_group_configs,
     close_all,
@@ -44,10 +51,10 @@ from tests.support.share_consumers import (
     share_consumer,
     share_group,
 )
-from tests.support.share_groups import Member
+from tests.support.share_groups import Member, described_assignment
 from tests.support.share_wire import produce_values as produce_batches
 from tests.support.topics import create_topic
-from tests.support.wire import open_connection, send, with_connection
+from tests.support.wire import call1, open_connection, send, with_connection
 
 T = TypeVar("T")
 WAIT_S = 60.0
@@ -483,3 +490,218 @@ def test_renew_acknowledgement(pair: Pair) -> None:
     kafka, shoal = pair.run(_renew)
     assert shoal == kafka
     assert kafka["other at 2.6 s"] == [] and kafka["other later"] == [(0, 1, 2)], kafka
+
+
+# ---- isolation -------------------------------------------------------------------------
+
+
+def _transactions(bootstrap: str, topic: str) -> None:
+    """Committed a0-a2, aborted b0-b2, committed c0-c1 (each with its marker)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": unique("txn"), "linger.ms": 0}
+    )
+    producer.init_transactions(30)
+    for prefix, count, commit in (("a", 3, True), ("b", 3, False), ("c", 2, True)):
+        producer.begin_transaction()
+        for i in range(count):
+            producer.produce(topic, value=f"{prefix}{i}".encode(), partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+
+def _isolation(bootstrap: str) -> dict[str, list[tuple[int, bytes | None, int]]]:
+    """What a ShareConsumer of a read_committed and of a read_uncommitted group
+    receives: (offset, value, delivery count), until a second of silence."""
+    topic = unique("isolation")
+    create_topic(bootstrap, topic)
+    _transactions(bootstrap, topic)
+    seen: dict[str, list[tuple[int, bytes | None, int]]] = {}
+    for level in ("read_committed", "read_uncommitted"):
+        group = share_group(bootstrap, unique(f"isolation-{level}"))
+        alter_group_configs(bootstrap, group, {"share.isolation.level": level})
+        consumer = share_consumer(bootstrap, group, [topic])
+        got: list[tuple[int, bytes | None, int]] = []
+        try:
+            deadline = time.monotonic() + WAIT_S
+            quiet_since = None
+            while quiet_since is None or time.monotonic() - quiet_since < 1.0:
+                assert time.monotonic() < deadline, got
+                batch = records_of(consumer.poll(0.2))
+                for m in batch:
+                    got.append((int(m.offset() or 0), m.value(), int(m.delivery_count() or 0)))
+                if batch:
+                    quiet_since = None
+                elif got and quiet_since is None:
+                    quiet_since = time.monotonic()
+        finally:
+            consumer.close()
+        seen[level] = sorted(got)
+    return seen
+
+
+def test_isolation_levels_with_an_aborted_transaction(pair: Pair) -> None:
+    kafka, shoal = pair.run(_isolation)
+    assert shoal == kafka
+    assert [v for _, v, _ in kafka["read_committed"]] == [b"a0", b"a1", b"a2", b"c0", b"c1"]
+    assert len(kafka["read_uncommitted"]) == 8, kafka
+
+
+# ---- administration ----------------------------------------------------------------------
+
+
+def _described(bootstrap: str, group: str) -> dict[str, object]:
+    """ShareGroupDescribe of one group, normalised: error, state, members (client id,
+    subscription, assignment by topic name), epochs equal or not."""
+    (g,) = call1(bootstrap, share_group_describe([group])).groups
+    return {
+        "error": int(g.error_code),
+        "state": g.group_state,
+        "members": sorted(
+            (
+                m.client_id,
+                tuple(sorted(m.subscribed_topic_names)),
+                tuple(sorted(described_assignment(m).items())),
+                m.member_epoch == g.assignment_epoch,
+            )
+            for m in g.members
+        ),
+        "epochs equal": g.group_epoch == g.assignment_epoch,
+    }
+
+
+def _listed(bootstrap: str, group: str) -> list[tuple[str, str, str]]:
+    response = call1(bootstrap, list_groups(types=["share"]))
+    assert response.error_code == ErrorCode.none, response
+    return [
+        (g.group_type, g.group_state, g.protocol_type)
+        for g in response.groups
+        if g.group_id == group
+    ]
+
+
+def _offsets(bootstrap: str, group: str, topic: str) -> object:
+    (g,) = call1(bootstrap, describe_share_group_offsets(group)).groups
+    if g.error_code != ErrorCode.none:
+        return int(g.error_code)
+    return sorted(
+        (int(p.partition_index), int(p.start_offset), int(p.lag), int(p.error_code))
+        for t in g.topics
+        if t.topic_name == topic
+        for p in t.partitions
+    )
+
+
+def _altered(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> object:
+    response = call1(
+        bootstrap, alter_share_group_offsets(group, {(topic, p): o for p, o in offsets.items()})
+    )
+    return (
+        int(response.error_code),
+        response.error_message,
+        sorted(
+            (int(p.partition_index), int(p.error_code))
+            for t in response.responses
+            for p in t.partitions
+        ),
+    )
+
+
+def _offsets_deleted(bootstrap: str, group: str, topic: str) -> object:
+    response = call1(bootstrap, delete_share_group_offsets(group, [topic]))
+    return (
+        int(response.error_code),
+        response.error_message,
+        sorted((t.topic_name == topic, int(t.error_code)) for t in response.responses),
+    )
+
+
+def _administration(bootstrap: str) -> dict[str, object]:
+    """A member consumes all of a two-partition topic; the group is described,
+    listed and its offsets described while it has the member; offsets cannot be
+    altered then; once the member left they are altered, deleted, and the group is
+    deleted."""
+    topic, group = unique("admin"), unique("admin-group")
+    create_topic(bootstrap, topic, partitions=2)
+    share_group(bootstrap, group)
+    for partition in (0, 1):
+        produce_batches(bootstrap, topic, 10, partition=partition)
+    seen: dict[str, object] = {}
+    consumer = share_consumer(bootstrap, group, [topic], client_id="admin-member")
+    try:
+        got = 0
+        deadline = time.monotonic() + WAIT_S
+        while got < 20:
+            assert time.monotonic() < deadline, got
+            got += len(records_of(consumer.poll(0.2)))
+        consumer.commit_sync(30)
+        deadline = time.monotonic() + WAIT_S
+        while True:  # the member's epoch reaches the assignment epoch at a heartbeat
+            seen["described"] = _described(bootstrap, group)
+            if seen["described"]["epochs equal"] or time.monotonic() > deadline:  # type: ignore[index]
+                break
+            consumer.poll(0.2)
+        seen["listed"] = _listed(bootstrap, group)
+        seen["offsets"] = _offsets(bootstrap, group, topic)
+        seen["alter while a member"] = _altered(bootstrap, group, topic, {0: 5})
+        seen["delete offsets while a member"] = _offsets_deleted(bootstrap, group, topic)
+    finally:
+        consumer.close()
+    deadline = time.monotonic() + WAIT_S
+    while _described(bootstrap, group)["state"] != "Empty":
+        assert time.monotonic() < deadline, "the member never left"
+        time.sleep(0.1)
+    seen["described empty"] = _described(bootstrap, group)
+    seen["listed empty"] = _listed(bootstrap, group)
+    seen["alter"] = _altered(bootstrap, group, topic, {0: 5})
+    seen["offsets altered"] = _offsets(bootstrap, group, topic)
+    seen["alter past the end"] = _altered(bootstrap, group, topic, {1: 50})
+    seen["alter an unknown topic"] = _altered(bootstrap, group, unique("nowhere"), {0: 0})
+    seen["alter with an empty group id"] = _altered(bootstrap, "", topic, {0: 0})
+    seen["delete offsets with an empty group id"] = _offsets_deleted(bootstrap, "", topic)
+    (empty,) = call1(bootstrap, describe_share_group_offsets("", [topic])).groups
+    seen["offsets with an empty group id"] = (int(empty.error_code), empty.error_message)
+    seen["delete offsets"] = _offsets_deleted(bootstrap, group, topic)
+    seen["offsets deleted"] = _offsets(bootstrap, group, topic)
+    seen["delete group"] = delete_groups(bootstrap, group)
+    seen["described deleted"] = _described(bootstrap, group)
+    seen["listed deleted"] = _listed(bootstrap, group)
+    seen["delete again"] = delete_groups(bootstrap, group)
+    seen["offsets of a deleted group"] = _offsets(bootstrap, group, topic)
+    return normalised(seen, {topic: "TOPIC", group: "GROUP"})
+
+
+def normalised(value: Any, names: Mapping[str, str]) -> Any:
+    """`value` with the scenario's unique names replaced by fixed ones."""
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, dict):
+        return {normalised(k, names): normalised(v, names) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(normalised(v, names) for v in value)
+    return value
+
+
+def test_administration(pair: Pair) -> None:
+    """Equal (an AlterShareGroupOffsets refused for the group has no topics: fixed)
+    but for the start offsets DescribeShareGroupOffsets shows after the member
+    acknowledged everything, which differ on purpose as in the worked example: Kafka
+    persists the start offset from before the acknowledgement (0), Shoal the one
+    after it (10); both count a lag of 0."""
+    kafka, shoal = pair.run(_administration)
+    before_ack = [(0, 0, 0, 0), (1, 0, 0, 0)]
+    after_ack = [(0, 10, 0, 0), (1, 10, 0, 0)]
+    assert (kafka.pop("offsets"), shoal.pop("offsets")) == (before_ack, after_ack)
+    assert (kafka.pop("offsets altered"), shoal.pop("offsets altered")) == (
+        [(0, 5, 5, 0), before_ack[1]],
+        [(0, 5, 5, 0), after_ack[1]],
+    )
+    # Differs on purpose: Kafka 4.2.2 fails DescribeShareGroupOffsets of an empty
+    # group id with UNKNOWN_SERVER_ERROR; Shoal answers INVALID_GROUP_ID.
+    assert kafka.pop("offsets with an empty group id")[0] == ErrorCode.unknown_server_error
+    assert shoal.pop("offsets with an empty group id")[0] == ErrorCode.invalid_group_id
+    assert shoal == kafka
