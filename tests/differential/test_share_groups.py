@@ -379,6 +379,44 @@ def test_lock_cap_per_poll_of_a_share_consumer(pair: Pair, batches: tuple[int, .
     assert max(kafka) == (200 if batches == (1, 199) else LOCK_CAP), kafka
 
 
+def _freed_at_the_cap(bootstrap: str) -> dict[str, object]:
+    """Three batches of 100 at the cap (100): m1 holds the first batch, m2's fetch is
+    parked; m1's next ShareFetch accepts its records. Who acquires what they freed?"""
+    topic, topic_id, group = new_topic_and_group(bootstrap, "freed")
+    produce_batches(bootstrap, topic, 100, 100, 100)
+
+    async def body(m1: RawMember) -> dict[str, object]:
+        conn = await open_connection(bootstrap)
+        try:
+            m2 = RawMember(conn, group, topic, topic_id)
+            await m2.join()
+            held = await m1.first_acquire()
+            parked = asyncio.create_task(m2.fetch(wait_ms=10_000))
+            await asyncio.sleep(1.0)
+            waiting = not parked.done()
+            acked = await m1.fetch({o: ACCEPT for o in range(100)}, wait_ms=1_000)
+            return {
+                "m1 held": held,
+                "m2 parked": waiting,
+                "m2 got": spans(await asyncio.wait_for(parked, WAIT_S)),
+                "m1 got with its acknowledgement": spans(acked),
+                "m1 acknowledgement error": partition_errors(acked).get(m1.tp),  # type: ignore[call-overload]
+            }
+        finally:
+            await conn.close()
+
+    return with_member(bootstrap, group, topic, topic_id, body)
+
+
+def test_records_freed_at_the_cap_go_to_the_parked_fetch_first(pair: Pair) -> None:
+    """Equal (fixed): the parked fetch of another member takes what an
+    acknowledgement carried by a ShareFetch freed; the fetch that carried it gets
+    nothing (the cap is reached again)."""
+    kafka, shoal = pair.run(_freed_at_the_cap)
+    assert shoal == kafka
+    assert kafka["m2 got"] == [(100, 199, 1)] and kafka["m1 got with its acknowledgement"] == []
+
+
 # ---- acknowledgement, redelivery, delivery limit --------------------------------------
 
 ACCEPT, RELEASE, REJECT, RENEW = (
