@@ -292,6 +292,13 @@ def _formation(bootstrap: str, partitions: int) -> Formation:
     )
 
 
+def _slowest(formation: Formation) -> float:
+    """The slowest member's wait for its first record (infinite: none came). On Kafka
+    the member that formed the group waits for its heartbeat after the
+    initialisation (5 s); one joining after the initialisation may be served at once."""
+    return max(float("inf") if s is None else s for s in formation.first_record_s)
+
+
 FORMATION_BOUND_S = 1.0
 """Shoal's bound on every member's first record after it subscribed: one heartbeat
 interval (5 s) is what answering the join before the initialisation cost."""
@@ -299,14 +306,12 @@ interval (5 s) is what answering the join before the initialisation cost."""
 
 def test_formation_every_member_gets_records_at_once_on_four_partitions(pair: Pair) -> None:
     """Differs on purpose: Shoal initialises share-partition state inside the join
-    heartbeat (server/group_service.py), Kafka one heartbeat interval later."""
+    heartbeat (server/group_service.py), Kafka one heartbeat interval later (its
+    figure is printed: both members ~5-6 s in our runs)."""
     kafka, shoal = pair.run(_formation, 4)
     print(f"first record per member, 4 partitions: Kafka {kafka}, Shoal {shoal}")
     assert all(s is not None and s < FORMATION_BOUND_S for s in shoal.first_record_s), shoal
-    assert all(s is None or s > FORMATION_BOUND_S for s in kafka.first_record_s), (
-        "Kafka's members wait for the heartbeat after the initialisation",
-        kafka,
-    )
+    assert _slowest(kafka) > FORMATION_BOUND_S, ("Kafka's first member waits", kafka)
 
 
 def test_formation_every_member_gets_records_at_once_on_one_partition(pair: Pair) -> None:
@@ -314,6 +319,7 @@ def test_formation_every_member_gets_records_at_once_on_one_partition(pair: Pair
     kafka, shoal = pair.run(_formation, 1)
     print(f"first record per member, 1 partition: Kafka {kafka}, Shoal {shoal}")
     assert all(s is not None and s < FORMATION_BOUND_S for s in shoal.first_record_s), shoal
+    assert _slowest(kafka) > FORMATION_BOUND_S, ("Kafka's first member waits", kafka)
     assert shoal.partitions_seen == (frozenset({0}),) * 2
 
 
