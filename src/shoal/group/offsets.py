@@ -54,6 +54,9 @@ from shoal.protocol.errors import ErrorCode, error_name
 from shoal.share.persister import StateSummary
 
 NOT_EMPTY_MESSAGE = "The group is not empty."
+INVALID_GROUP_ID_MESSAGE = "The group id is invalid."
+"""Kafka's default message of INVALID_GROUP_ID, which Alter- and
+DeleteShareGroupOffsets send for an empty group id."""
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 """Kafka's default message of UNKNOWN_TOPIC_OR_PARTITION."""
 NO_OFFSETS_MESSAGE = "There is no offset information to delete."

@@ -24,11 +24,17 @@ drives everything the shard leaves to its caller:
   (`offsets_to_describe`), the persister gives their summaries, and
   `offsets.describe_partition` computes the lag against the high watermark.
 - **Initialisation and assignment.** An initialisation a heartbeat starts is
-  performed right after that heartbeat's records, but the heartbeat's reply does
-  not carry the partitions it initialised: as in Kafka, they are assignable only
-  once initialised and reach the members with their next heartbeats (the group
-  epoch moved), so members joining together share them (coordinators.md §1,
-  initialisation items 3-4).
+  performed right after that heartbeat's records (the share coordinator is in this
+  process, and its writes are durable when `initialize` returns); its completion
+  makes the partitions assignable and bumps the group epoch. The heartbeat is then
+  answered from a second pass of the same member at its new epoch
+  (`_assign_after_initialisation`), whose records carry the member's share of the
+  now-initialised partitions. So a member forming a group gets its partitions in
+  its join reply, and each member joining after it gets its fair share in its own
+  reply (members already in the group learn their smaller share at their next
+  heartbeat). A deliberate difference from Kafka, whose share coordinator answers
+  asynchronously: there the partitions reach every member only at its heartbeat
+  after the initialisation, one heartbeat interval (5 s) after forming.
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
   `shard.next_deadline()` (session expiry, initialisation retry); firing runs
   `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
@@ -315,6 +321,13 @@ class GroupService:
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
+        response = self._assign_after_initialisation(
+            group_id=group_id,
+            member_id=member_id,
+            response=response,
+            client_id=client_id,
+            client_host=client_host,
+        )
         if member_epoch == 0:
             log.info(
                 "share group %s: member %s (client %s, %s) joined, epoch %d, %d partitions",
@@ -326,6 +339,50 @@ class GroupService:
                 sum(len(tp.partitions) for tp in response.assignment or ()),
             )
         return response
+
+    def _assign_after_initialisation(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        response: ShareGroupHeartbeatResponse,
+        client_id: str,
+        client_host: str,
+    ) -> ShareGroupHeartbeatResponse:
+        """If the heartbeat's effects moved the group epoch past the member's (an
+        initialisation it started completed), the member heartbeats once more, at
+        the epoch it was given, and is answered with the assignment of that pass
+        (module docstring, "Initialisation and assignment"). Its records are
+        written before the answer, like any heartbeat's."""
+        group = self.shard.share_group(group_id)
+        if group is None or group.group_epoch <= response.member_epoch:
+            return response
+        try:
+            again = self._write(
+                self.shard.share_group_heartbeat(
+                    group_id=group_id,
+                    member_id=member_id,
+                    member_epoch=response.member_epoch,
+                    rack_id=None,
+                    subscribed_topic_names=None,
+                    client_id=client_id,
+                    client_host=client_host,
+                )
+            )
+        except RecordSinkError:
+            # The first pass stands (written); the member gets the partitions at its
+            # next heartbeat, as without this pass.
+            log.exception("share group %s: assignment after initialisation not written", group_id)
+            return response
+        if again.error is not None:
+            log.warning(
+                "share group %s: member %s's assignment after initialisation refused: %s",
+                group_id,
+                member_id,
+                again.error_message,
+            )
+            return response
+        return again
 
     def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be

@@ -21,7 +21,9 @@ long-poll and lock timers.
   fetches of one group form a purgatory queue: a notify wakes the longest-parked one,
   which passes the wake on when it leaves acquirable records (or leaves without
   acquiring), and an acknowledgement wakes its share-partition only when something
-  there is acquirable.
+  there is acquirable. A ShareFetch carrying acknowledgements queues behind the
+  fetches of its group already parked on its partitions (`behind_parked`): they
+  take what its acknowledgements freed first, as in Kafka.
   With MinBytes above 1 it acquires only once the logs hold that many bytes (or at
   MaxWaitMs), and waits outside the queue (it may decline what another would take). A new epoch-0
   session beyond `group.share.max.share.sessions` is answered
@@ -320,7 +322,9 @@ class ShareService:
         if step.final:
             self._close(session)
         elif not call.is_renew_ack:
-            fetched = await self._long_poll(session, call, settings, broker_config)
+            fetched = await self._long_poll(
+                session, call, settings, broker_config, behind_parked=bool(call.acknowledgements)
+            )
             if RECORD_PATH.enabled:
                 self._note_acquired(fetched)
         self._rearm()
@@ -362,10 +366,18 @@ class ShareService:
         call: ShareFetchCall,
         settings: SharePartitionConfig,
         broker_config: BrokerConfig,
+        *,
+        behind_parked: bool = False,
     ) -> list[ShareFetchPartition]:
         """Acquire for `session` now, or park until something may be acquirable (see
         the module docstring). `settings` are the group's, resolved by the caller
-        without an await since: the first round uses them, a woken round re-resolves."""
+        without an await since: the first round uses them, a woken round re-resolves.
+
+        `behind_parked` (the fetch carried acknowledgements): if fetches of the group
+        are parked on these share-partitions, this one queues behind them instead of
+        taking at once what its acknowledgements freed, as in Kafka, where the
+        acknowledgement completes the parked fetches (in the order they parked) before
+        the fetch that carried it, which waited for its write."""
         partitions = list(session.partitions)
         clock = self._clock
         deadline_ms = clock.monotonic_ms() + self._max_wait_ms(call.max_wait_ms, broker_config)
@@ -377,6 +389,15 @@ class ShareService:
         queue = session.group_id if call.min_bytes <= 1 else None
         woken = False
         fresh: SharePartitionConfig | None = settings  # None after an await: re-resolve
+        if behind_parked and queue is not None and not nothing_wanted:
+            keys = self._wait_keys(session.group_id, partitions)
+            group_keys = [
+                _share_wait_key(session.group_id, tp.topic_id, tp.partition) for tp in partitions
+            ]
+            remaining_ms = deadline_ms - clock.monotonic_ms()
+            if remaining_ms > 0 and self._purgatory.waiting(group_keys):
+                woken = await self._purgatory.wait(keys, timeout_ms=remaining_ms, queue=queue)
+                fresh = None
         while True:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             last_round = remaining_ms <= 0 or nothing_wanted

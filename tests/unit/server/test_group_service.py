@@ -1,5 +1,5 @@
-"""GroupService on a manual clock: effects reach the persister, the join reply leaves
-out the partitions its in-process initialisation made, the timer driver expires
+"""GroupService on a manual clock: effects reach the persister, the join reply carries
+the partitions its in-process initialisation made, the timer driver expires
 sessions, topic changes delete share state, and dynamic broker settings apply."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from shoal.coordinator import InMemoryRecordSink
 from shoal.group import TopicMetadata
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import ShareGroupHeartbeatResponse
+from shoal.protocol.errors import ErrorCode
 from shoal.server.group_service import GroupService
 from shoal.server.timers import TimerDriver
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
@@ -82,33 +83,85 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def test_join_reply_leaves_out_the_partitions_it_initialises() -> None:
-    """As in Kafka: the join that starts the initialisation gets none of those
-    partitions (they were not assignable when it was answered); the in-process
-    initialisation bumps the group epoch, so a member joining next and the first
-    member's next heartbeat share them."""
+def test_join_reply_carries_the_partitions_its_initialisation_made() -> None:
+    """A deliberate difference from Kafka (module docstring of server/group_service.py):
+    the join that starts the initialisation is answered after it completed, with the
+    member's share of the now-initialised partitions; a member joining next gets its
+    fair share in its own reply, and the first member learns its smaller share at its
+    next heartbeat. No clock moves: nothing waits for a heartbeat interval."""
     f = Fixture()
+    four = TopicMetadata(topic_id=uuid.UUID(int=0x77), name="four", partition_count=4)
+    f.topics.append(four)
+    f.service.topics_changed()
 
     async def body() -> None:
-        response = f.heartbeat("m1", 0, ["t"])
-        assert response.error is None
-        assert (response.member_epoch, response.assignment) == (1, ()), "nothing assignable yet"
-        assert f.summary(0) == f.summary(1) == (1, -1), "StateEpoch = group epoch at join"
-        assert f.service.shard.initialized_partitions("g") == {TOPIC.topic_id: (0, 1)}
-        m2 = f.heartbeat("m2", 0, ["t"])
-        assert m2.member_epoch == 3, "join, initialisation and second join bumps"
-        assert m2.assignment is not None and len(m2.assignment[0].partitions) == 1
-        m1 = f.heartbeat("m1", 1)
-        assert m1.member_epoch == 3
+        start = f.clock.monotonic_ms()
+        m1 = f.heartbeat("m1", 0, ["four"])
+        assert m1.error is None
+        assert m1.member_epoch == 2, "join (1), then the initialisation's bump (2)"
         assert m1.assignment is not None
-        assert {*m1.assignment[0].partitions, *m2.assignment[0].partitions} == {0, 1}
+        assert [(tp.topic_id, tuple(tp.partitions)) for tp in m1.assignment] == [
+            (four.topic_id, (0, 1, 2, 3))
+        ], "the only member gets every partition at once"
+        state = f.persister.read_summary(
+            key=SharePartitionKey("g", four.topic_id, 3), leader_epoch=0
+        )
+        assert (state.state_epoch, state.start_offset) == (1, -1), "StateEpoch = join epoch"
+        m2 = f.heartbeat("m2", 0, ["four"])
+        assert m2.member_epoch == 3
+        assert m2.assignment is not None and len(m2.assignment[0].partitions) == 2
+        again = f.heartbeat("m1", 2)
+        assert again.member_epoch == 3
+        assert again.assignment is not None
+        assert sorted([*again.assignment[0].partitions, *m2.assignment[0].partitions]) == [
+            0,
+            1,
+            2,
+            3,
+        ], "the two members split the four partitions"
         # The client heartbeats at the epoch it was given: nothing changes.
-        again = f.heartbeat("m1", 3)
-        assert (again.error, again.member_epoch, again.assignment) == (None, 3, None)
+        steady = f.heartbeat("m1", 3)
+        assert (steady.error, steady.member_epoch, steady.assignment) == (None, 3, None)
+        assert f.clock.monotonic_ms() == start
 
     run(f, body)
     loaded = f.service.runtime.load(f.sink.records)
     assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 3
+
+
+def test_one_partition_is_shared_by_both_members_from_their_joins() -> None:
+    """One partition, two members: each join reply carries it (share groups share
+    partitions when members outnumber them)."""
+    f = Fixture()
+    one = TopicMetadata(topic_id=uuid.UUID(int=0x78), name="one", partition_count=1)
+    f.topics.append(one)
+    f.service.topics_changed()
+
+    async def body() -> None:
+        replies = [f.heartbeat("m1", 0, ["one"]), f.heartbeat("m2", 0, ["one"])]
+        assert [
+            [(tp.topic_id, tuple(tp.partitions)) for tp in reply.assignment or ()]
+            for reply in replies
+        ] == [[(one.topic_id, (0,))]] * 2
+
+    run(f, body)
+
+
+def test_failed_initialisation_answers_the_join_without_partitions() -> None:
+    """When the persister refuses the initialisation, the epoch does not move and
+    the join is answered as before (nothing assignable), with no second pass."""
+    f = Fixture()
+
+    def refuse(**_kwargs: object) -> ErrorCode:
+        return ErrorCode.coordinator_not_available
+
+    f.persister.initialize = refuse  # type: ignore[method-assign,assignment]
+
+    async def body() -> None:
+        response = f.heartbeat("m1", 0, ["t"])
+        assert (response.error, response.member_epoch, response.assignment) == (None, 1, ())
+
+    run(f, body)
 
 
 def test_timer_source_is_the_shard_deadline_and_fires_expiry() -> None:

@@ -193,6 +193,55 @@ def test_a_woken_fetch_that_leaves_records_wakes_the_next(tmp_path: Path) -> Non
     asyncio.run(run())
 
 
+def test_a_fetch_carrying_acknowledgements_queues_behind_the_parked_fetches(
+    tmp_path: Path,
+) -> None:
+    """At the in-flight cap, m2 is parked; m1's next fetch accepts its 100 records:
+    m2 takes the next 100 (the cap again) and m1, queued behind it, gets nothing
+    until its MaxWaitMs, as in Kafka (the acknowledgement completes the parked
+    fetches before the fetch that carried it)."""
+    rig = Rig(tmp_path, **{"group.share.partition.max.record.locks": "100"})
+    for _ in range(3):
+        rig.produce(100)
+
+    def fetch(member_id: str, epoch: int, max_wait_ms: int, acks: bool = False) -> ShareFetchCall:
+        return ShareFetchCall(
+            group_id="g",
+            member_id=member_id,
+            epoch=epoch,
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=500,
+            batch_size=500,
+            partitions=(rig.tp,),
+            acknowledgements=(
+                {rig.tp: [AckBatch(0, 99, (AcknowledgeType.ACCEPT,))]} if acks else {}
+            ),
+        )
+
+    async def run() -> None:
+        first = await rig.service.share_fetch(fetch("m1", 0, 0), connection_id=1)
+        assert _acquired(first) == 100, "the cap"
+        parked = asyncio.create_task(
+            rig.service.share_fetch(fetch("m2", 0, 5_000), connection_id=2)
+        )
+        await asyncio.sleep(0.01)
+        assert not parked.done(), "nothing acquirable at the cap"
+        again = asyncio.create_task(
+            rig.service.share_fetch(fetch("m1", 1, 200, acks=True), connection_id=1)
+        )
+        assert _acquired(await asyncio.wait_for(parked, 2)) == 100, "the parked fetch first"
+        await asyncio.sleep(0.01)
+        assert not again.done(), "queued behind it, and the cap is reached again"
+        rig.clock.advance(200)  # its MaxWaitMs (the purgatory's timer re-checks it)
+        outcome = await asyncio.wait_for(again, 2)
+        assert outcome.partitions[0].acknowledge_error is None
+        assert _acquired(outcome) == 0
+
+    asyncio.run(run())
+
+
 def _acknowledge(rig: Rig, epoch: int, first: int, last: int, kind: AcknowledgeType) -> None:
     outcome = rig.service.share_acknowledge(
         ShareAcknowledgeCall(

@@ -10,8 +10,9 @@ state epoch fenced), and the share service drops the group's cached share-partit
 so the next member reads the new state. A partition the share coordinator failed to
 initialise answers its error.
 
-A group-level error is sent both at the top level and on every requested partition
-(Kafka's admin client reads either). An empty group id is INVALID_GROUP_ID, a
+A group-level error is sent at the top level only, with no topics (Kafka's
+`AlterShareGroupOffsetsRequest.getErrorResponseData`; Kafka 4.2 answers a non-empty
+group so). An empty group id is INVALID_GROUP_ID, a
 coordinator that cannot write its records COORDINATOR_NOT_AVAILABLE; with
 `share.version`=0 the answer is UNSUPPORTED_VERSION.
 
@@ -27,6 +28,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkError
+from shoal.group.offsets import INVALID_GROUP_ID_MESSAGE
 from shoal.group.results import AlterOffsetsTopic
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -50,7 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         code = ErrorCode.group_authorization_failed
         return _error(schema, request, code, authz.DENIED_MESSAGES[code])
     if not request.group_id:
-        return _error(schema, request, ErrorCode.invalid_group_id, "Empty group id.")
+        return _error(schema, request, ErrorCode.invalid_group_id, INVALID_GROUP_ID_MESSAGE)
     readable = authz.filter_allowed(
         ctx, AclOperation.READ, authz.TOPIC, (t.topic_name for t in request.topics)
     )
@@ -106,12 +108,10 @@ def _topic(schema: Schema, topic: AlterOffsetsTopic) -> Any:
 
 
 def _error(schema: Schema, request: Any, code: ErrorCode, message: str | None) -> Any:
-    """The group-level error, repeated on every requested partition."""
+    """The group-level error, with no topics."""
+    del request
     return schema.response(
-        throttle_time=_ZERO,
-        error_code=code,
-        error_message=message,
-        responses=tuple(_topic_error(schema, t, code, message) for t in request.topics),
+        throttle_time=_ZERO, error_code=code, error_message=message, responses=()
     )
 
 

@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkError
+from shoal.group.offsets import INVALID_GROUP_ID_MESSAGE
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -46,7 +47,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         code = ErrorCode.group_authorization_failed
         return _error(schema, code, authz.DENIED_MESSAGES[code])
     if not request.group_id:
-        return _error(schema, ErrorCode.invalid_group_id, "Empty group id.")
+        return _error(schema, ErrorCode.invalid_group_id, INVALID_GROUP_ID_MESSAGE)
     names = [t.topic_name for t in request.topics]
     readable = authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, names)
     try:
