@@ -25,8 +25,14 @@ acks value is INVALID_REQUIRED_ACKS.
 Transactional produce (a request with a `transactional_id`): every batch must be
 transactional, and the transaction coordinator must confirm that the batch's producer
 id and epoch have an ongoing transaction holding the partition (the verify-only
-AddPartitionsToTxn of KIP-890, asked in-process); otherwise the partition answers
-INVALID_TXN_STATE (or the coordinator's fencing error) and nothing is appended.
+AddPartitionsToTxn of KIP-890, asked in-process); otherwise nothing is appended and
+the partition answers the coordinator's error for the request's version
+(protocol/errors.py `for_version`, as Kafka's ReplicaManager and
+AddPartitionsToTxnManager translate it): a partition not in the transaction
+INVALID_TXN_STATE "Partition was not added to the transaction", a fenced producer
+INVALID_PRODUCER_EPOCH (an abortable error for the client, as in Kafka), another
+producer id INVALID_PRODUCER_ID_MAPPING, a transaction being ended
+NOT_ENOUGH_REPLICAS (retried).
 An internal topic (`__consumer_offsets`, `__share_group_state`) gets
 INVALID_TOPIC_EXCEPTION "Cannot append to internal topic", as from Kafka's
 ReplicaManager; only the coordinators write there (Kafka's `__admin_client`
@@ -57,7 +63,7 @@ from typing import Any, cast
 
 from shoal.config import BrokerConfig
 from shoal.log.api import AppendResult, LogError
-from shoal.protocol.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, error_name, for_version
 from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
@@ -242,7 +248,7 @@ def _produce_partition(
                     transactional_id,
                     refused.name,
                 )
-                return _Appended(index, _partition_error(types, index, refused, None))
+                return _Appended(index, _unverified_error(types, ctx.api_version, index, refused))
         result = partition_log.append(
             records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
         )
@@ -302,6 +308,23 @@ def _unverified(
     )
     error = errors.get((topic, index), ErrorCode.invalid_txn_state)
     return None if error == ErrorCode.none else error
+
+
+def _unverified_error(types: _Types, version: int, index: int, refused: ErrorCode) -> Any:
+    """The partition's answer to a transactional produce the coordinator did not
+    verify: the code for the request's version (protocol/errors.py: a fenced producer
+    gets INVALID_PRODUCER_EPOCH, an unfinished verification NOT_ENOUGH_REPLICAS), with
+    the message Kafka's ReplicaManager.handleProduceAppend gives."""
+    code = for_version(API_KEY, version, refused)
+    message = None
+    if code == ErrorCode.invalid_txn_state:
+        message = "Partition was not added to the transaction"
+    elif code == ErrorCode.not_enough_replicas:
+        message = (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error_name(refused)}"
+        )
+    return _partition_error(types, index, code, message)
 
 
 def _partition_ok(types: _Types, index: int, result: AppendResult) -> Any:
