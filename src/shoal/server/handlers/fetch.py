@@ -1,4 +1,4 @@
-"""Fetch (1) v4-v16: read stored batches from partition logs, with long-poll.
+"""Fetch (1) v4-v18: read stored batches from partition logs, with long-poll.
 
 Topics are named up to v12 and identified by topic id from v13. Each partition reads
 whole stored batches from its fetch offset, bounded by PartitionMaxBytes and what is
@@ -6,6 +6,9 @@ left of MaxBytes; the first batch of the response is always sent whole even when
 exceeds the limits, so a large record never stalls a consumer. When fewer than
 MinBytes are ready the request parks in purgatory until a produce to one of its
 partitions wakes it or MaxWaitMs passes (clamped to `shoal.fetch.max.wait.ms`).
+
+v17 and v18 add only fields a follower replica sends (ReplicaDirectoryId, the
+HighWatermark it knows), which a consumer leaves at their defaults: served as v16.
 
 No incremental fetch sessions: SessionId is always 0. IsolationLevel 1
 (read_committed) reads only batches below the last stable offset and lists the aborted
@@ -51,7 +54,7 @@ class _Wanted:
     partition_max_bytes: int
 
 
-@api(API_KEY, 4, 16)
+@api(API_KEY, 4, 18)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
