@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -151,7 +152,18 @@ def _txn_offset_commit(tid: str, group: str, pid: int, epoch: int, topic: str, v
     )
 
 
-def _produce(tid: str, pid: int, epoch: int, topic: str, version: int, *, sequence: int) -> Any:
+def _produce(
+    tid: str,
+    pid: int,
+    epoch: int,
+    topic: str,
+    version: int,
+    *,
+    sequence: int,
+    topic_id: uuid.UUID | None = None,
+) -> Any:
+    """A transactional Produce of one record to partition 0 of `topic` (by `topic_id`
+    from v13)."""
     schema = request_schema(0, version)
     records = values_batch(
         1, producer_id=pid, producer_epoch=epoch, base_sequence=sequence, transactional=True
@@ -165,6 +177,7 @@ def _produce(tid: str, pid: int, epoch: int, topic: str, version: int, *, sequen
             schema.make(
                 "TopicProduceData",
                 name=topic,
+                topic_id=topic_id,
                 partition_data=(schema.make("PartitionProduceData", index=0, records=records),),
             ),
         ),
@@ -348,6 +361,43 @@ def _not_in_the_transaction(bootstrap: str) -> dict[str, Any]:
                 ],
             )
     return seen
+
+
+def _newer_produce_versions(bootstrap: str) -> dict[str, Any]:
+    """Produce v11-v13: v11 answers TRANSACTION_ABORTABLE as it is; from v12
+    (transaction version 2 clients) a partition not in the transaction is added to it;
+    v13 names the topic by id. Then an EndTxn v5 and the next transaction's produce."""
+    topic = unique("newer")
+    topic_id = create_topic(bootstrap, topic)
+    seen: dict[str, Any] = {}
+    for v in (11, 12, 13):
+        by = {"topic_id": topic_id} if v >= 13 else {}
+        tid = unique("txn")
+        pid, epoch, _ = _initialized(bootstrap, tid)
+        produced = call1(bootstrap, _produce(tid, pid, epoch, topic, v, sequence=0, **by))
+        seen[f"v{v} not added"] = (_produced(produced), _state(bootstrap, tid))
+        others = {"fenced": (pid, epoch + 1), "other producer": (pid + 99, epoch)}
+        for label, (p, e) in others.items():
+            response = call1(bootstrap, _produce(tid, p, e, topic, v, sequence=0, **by))
+            seen[f"v{v} {label}"] = _produced(response)
+        if v < 12:
+            continue
+        ended = call1(bootstrap, _end(tid, pid, epoch, commit=True, version=5))
+        seen[f"v{v} commit"] = (_name(ended.error_code), ended.producer_epoch - epoch)
+        # the next transaction starts with its first produce (Kafka's markers may still
+        # be on their way: it retries CONCURRENT_TRANSACTIONS itself)
+        response = call1(
+            bootstrap, _produce(tid, pid, ended.producer_epoch, topic, v, sequence=0, **by)
+        )
+        seen[f"v{v} next transaction"] = (_produced(response), _state(bootstrap, tid))
+    return seen
+
+
+def test_newer_produce_versions(pair: Pair) -> None:
+    kafka, shoal = pair.run(_newer_produce_versions)
+    assert shoal == kafka
+    assert kafka["v11 not added"] == (("TRANSACTION_ABORTABLE", None), "Empty")
+    assert kafka["v12 not added"] == (("NONE", None), "Ongoing")
 
 
 def test_writes_outside_the_transaction(pair: Pair) -> None:
