@@ -16,7 +16,7 @@ from shoal.protocol.errors import error_name
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support.batches import HEADER, values_batch
-from tests.support.topics import create_topic, produce
+from tests.support.topics import create_led_topic, produce
 from tests.support.wire import call1
 
 TOPIC_ID_MIN_VERSION = 13
@@ -166,7 +166,7 @@ def _batches(data: bytes, producers: dict[int, int]) -> list[tuple[Any, ...]]:
 
 def _every_version(bootstrap: str) -> dict[str, Any]:
     topic = unique("fetch")
-    topic_id = create_topic(bootstrap, topic)
+    topic_id = create_led_topic(bootstrap, topic)
     produce(bootstrap, topic, values_batch(3))
     _transaction(bootstrap, topic, commit=True)
     _transaction(bootstrap, topic, commit=False)

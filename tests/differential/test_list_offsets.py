@@ -13,7 +13,7 @@ from shoal.protocol.errors import error_name
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support.batches import values_batch
-from tests.support.topics import create_topic, produce
+from tests.support.topics import create_led_topic, produce
 from tests.support.wire import call1
 
 TIMESTAMPS = (-1, -2, -3, -4, -5, -6, -7, 0, 1_700_000_000_001)
@@ -45,7 +45,7 @@ def _list_offsets(version: int, queries: Sequence[tuple[str, int, int]]) -> Any:
 
 def _every_timestamp(bootstrap: str) -> dict[str, Any]:
     topic = unique("lo")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     produce(bootstrap, topic, values_batch(3))  # offsets 0-2, timestamps T+0 (one batch)
     seen = {}
     for version in range(1, 12):
@@ -72,7 +72,7 @@ def _refusals(bootstrap: str) -> list[tuple[str, int, str]]:
     """(topic, partition, code), sorted: Kafka orders its answer by hash maps."""
     topic = unique("lo-refused")
     missing = unique("lo-missing")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     queries = [(missing, 0, -3), (topic, 5, -3), (topic, 7, -1), (topic, 0, -3), (topic, 0, -1)]
     response = call1(bootstrap, _list_offsets(1, queries))
     role = {topic: "topic", missing: "missing"}

@@ -25,7 +25,7 @@ from shoal.protocol.errors import error_name
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support.batches import build_batch, values_batch
-from tests.support.topics import create_topic
+from tests.support.topics import create_led_topic
 from tests.support.wire import call1
 
 TOPIC_ID_MIN_VERSION = 13
@@ -72,7 +72,7 @@ def _answer(response: Any) -> tuple[Any, ...]:
 
 def _every_version(bootstrap: str) -> dict[str, Any]:
     topic = unique("produce")
-    topic_id = create_topic(bootstrap, topic)
+    topic_id = create_led_topic(bootstrap, topic)
     seen: dict[str, Any] = {}
     for version in range(3, 14):
         response = call1(bootstrap, _produce(version, topic, topic_id, values_batch(2)))
@@ -99,7 +99,7 @@ def test_every_produce_version(pair: Pair) -> None:
 
 def _idempotent(bootstrap: str) -> dict[str, Any]:
     topic = unique("idempotent")
-    topic_id = create_topic(bootstrap, topic)
+    topic_id = create_led_topic(bootstrap, topic)
     init = request_schema(22, 4).make(
         "InitProducerIdRequest",
         transactional_id=None,
@@ -130,7 +130,7 @@ def _refusals(bootstrap: str) -> dict[str, Any]:
     """Batches the broker refuses: a bad CRC, one larger than max.message.bytes, magic
     1, a transactional batch in a request without a TransactionalId."""
     topic = unique("refused")
-    topic_id = create_topic(bootstrap, topic, configs={"max.message.bytes": "2000"})
+    topic_id = create_led_topic(bootstrap, topic, configs={"max.message.bytes": "2000"})
     seen: dict[str, Any] = {}
     for version in (3, 8, 10, 13):
         for label, batch in {
@@ -161,7 +161,7 @@ def test_an_idempotent_producer_at_each_version(pair: Pair) -> None:
 
 def _old_versions(bootstrap: str) -> dict[int, str]:
     topic = unique("old")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     schema = request_schema(0, 3)
     v3 = schema.make(
         "ProduceRequest",

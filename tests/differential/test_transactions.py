@@ -30,7 +30,7 @@ from tests.support import kafka_reference
 from tests.support.batches import values_batch
 from tests.support.broker import BrokerProcess, running
 from tests.support.clients import consumer, producer
-from tests.support.topics import create_topic
+from tests.support.topics import create_led_topic
 from tests.support.wire import call1
 
 ABORT_INTERVAL_MS = 300
@@ -260,7 +260,7 @@ def _ongoing(bootstrap: str, topic: str) -> tuple[str, int, int]:
 
 def _warm_up(bootstrap: str) -> None:
     topic = unique("warm")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     _find_coordinator(bootstrap, "warm-group", 0)
     deadline = time.monotonic() + WAIT_S
     while True:
@@ -282,7 +282,7 @@ def _fenced_by_version(bootstrap: str) -> dict[str, Any]:
     its transactional id; what each API answers the fenced one, at each version."""
     topic = unique("fence")
     group = unique("fence-group")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     _find_coordinator(bootstrap, group, 0)
     tid, pid, epoch = _ongoing(bootstrap, topic)
     first = _produced(call1(bootstrap, _produce(tid, pid, epoch, topic, 9, sequence=0)))
@@ -322,7 +322,7 @@ def _not_in_the_transaction(bootstrap: str) -> dict[str, Any]:
     TxnOffsetCommit at each version, the brokers' verify-only AddPartitionsToTxn."""
     topic = unique("unadded")
     group = unique("unadded-group")
-    create_topic(bootstrap, topic, partitions=2)
+    create_led_topic(bootstrap, topic, partitions=2)
     _find_coordinator(bootstrap, group, 0)
     seen: dict[str, Any] = {}
     for v in range(3, 11):
@@ -354,11 +354,11 @@ def _not_in_the_transaction(bootstrap: str) -> dict[str, Any]:
             (result,) = response.results_by_transaction
             seen[f"verify-only v{v} {label}"] = (
                 _name(response.error_code),
-                [
+                sorted(  # Kafka's order is its hash map's
                     (r.partition_index, _name(r.partition_error_code))
                     for t in result.topic_results
                     for r in t.results_by_partition
-                ],
+                ),
             )
     return seen
 
@@ -368,7 +368,7 @@ def _newer_produce_versions(bootstrap: str) -> dict[str, Any]:
     (transaction version 2 clients) a partition not in the transaction is added to it;
     v13 names the topic by id. Then an EndTxn v5 and the next transaction's produce."""
     topic = unique("newer")
-    topic_id = create_topic(bootstrap, topic)
+    topic_id = create_led_topic(bootstrap, topic)
     seen: dict[str, Any] = {}
     for v in (11, 12, 13):
         by = {"topic_id": topic_id} if v >= 13 else {}
@@ -463,7 +463,7 @@ def _concurrent(bootstrap: str) -> dict[str, Any]:
     coordinator aborts it), then the bumped epoch; the old producer is fenced; the
     commit of a transaction answered, retried once complete, and the other end of it."""
     topic = unique("busy")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     tid, pid, epoch = _ongoing(bootstrap, topic)
     _, new_epoch, busy = _initialized(bootstrap, tid)
     seen: dict[str, Any] = {
@@ -490,7 +490,7 @@ def _timed_out(bootstrap: str) -> dict[str, Any]:
     fences its producer: its records are never read_committed, its EndTxn is refused
     (INVALID_PRODUCER_EPOCH before v2), and the next InitProducerId is answered."""
     topic = unique("timed-out")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     tid = unique("txn")
     pid, epoch, _ = _initialized(bootstrap, tid, timeout_ms=1_000)
     call1(bootstrap, _add_partitions(tid, pid, epoch, topic))
@@ -552,7 +552,7 @@ def _txn_producer(bootstrap: str, tid: str, errors: list[KafkaError] | None = No
 
 def _commit_and_abort(bootstrap: str) -> dict[str, Any]:
     topic = unique("visible")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     p = _txn_producer(bootstrap, unique("txn"))
     p.init_transactions(WAIT_S)
     for values, commit in (([b"a1", b"a2"], True), ([b"b1", b"b2"], False), ([b"c1"], True)):
@@ -591,7 +591,7 @@ def _fenced_librdkafka(bootstrap: str) -> dict[str, Any]:
     """librdkafka's test 0103 do_test_fenced_txn: a second producer of the
     transactional id fences the first in the middle of its transaction."""
     topic = unique("fenced")
-    create_topic(bootstrap, topic)
+    create_led_topic(bootstrap, topic)
     tid = unique("txn")
     reported: list[KafkaError] = []
     first = _txn_producer(bootstrap, tid, reported)

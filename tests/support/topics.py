@@ -1,8 +1,9 @@
 """Topic set-up for wire tests, through the client's request builders: unique names,
-create, produce."""
+create (and wait for leaders), produce."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 
@@ -38,3 +39,26 @@ def produce(bootstrap: str, topic: str, records: bytes, *, partition: int = 0) -
     (result,) = response.responses[0].partition_responses
     assert result.error_code == ErrorCode.none, result
     return int(result.base_offset)
+
+
+def create_led_topic(
+    bootstrap: str,
+    name: str,
+    *,
+    partitions: int = 1,
+    configs: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> uuid.UUID:
+    """`create_topic`, then wait until every partition answers ListOffsets: Kafka answers
+    CreateTopics before its partitions have leaders (NOT_LEADER_OR_FOLLOWER, or
+    UNKNOWN_TOPIC_OR_PARTITION meanwhile), and the differential tests run the same steps
+    against it."""
+    topic_id = create_topic(bootstrap, name, partitions=partitions, configs=configs)
+    ask = requests.list_offsets(dict.fromkeys(((name, p) for p in range(partitions)), -1))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answers = [p for t in call1(bootstrap, ask).topics for p in t.partitions]
+        if all(p.error_code == ErrorCode.none for p in answers):
+            return topic_id
+        assert time.monotonic() < deadline, f"topic {name} is not led yet: {answers}"
+        time.sleep(0.05)
