@@ -236,3 +236,38 @@ def test_every_fetch_version(pair: Pair) -> None:
     _, batches, aborted = kafka["v18 isolation=1"]
     assert [b[0] for b in batches] == [0, 3, 5, 6, 8]  # base offsets: two of them markers
     assert aborted == [(1, 6)]  # the aborted transaction's producer and first offset
+
+
+def _refusals(bootstrap: str) -> dict[str, Any]:
+    """An unknown topic (by name up to v12: UNKNOWN_TOPIC_OR_PARTITION; by id from v13:
+    UNKNOWN_TOPIC_ID) and an offset past the end, at every version."""
+    topic = unique("fetch-refused")
+    topic_id = create_led_topic(bootstrap, topic)
+    produce(bootstrap, topic, values_batch(2))
+    seen: dict[str, Any] = {}
+    for version in range(4, 19):
+        for label, (name, ident, offset) in {
+            "unknown topic": (unique("nope"), uuid.uuid4(), 0),
+            "past the end": (topic, topic_id, 100),
+        }.items():
+            response = call1(bootstrap, _fetch(version, name, ident, isolation=0, offset=offset))
+            (answered,) = response.responses
+            seen[f"v{version} {label}"] = [
+                (
+                    p.partition_index,
+                    error_name(p.error_code),
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    getattr(p, "log_start_offset", None),
+                )
+                for p in answered.partitions
+            ]
+    return seen
+
+
+def test_refusals_at_every_version(pair: Pair) -> None:
+    kafka, shoal = pair.run(_refusals)
+    assert shoal == kafka
+    assert kafka["v12 unknown topic"] == [(0, "UNKNOWN_TOPIC_OR_PARTITION", -1, -1, -1)]
+    assert kafka["v13 unknown topic"] == [(0, "UNKNOWN_TOPIC_ID", -1, -1, -1)]
+    assert kafka["v13 past the end"] == [(0, "OFFSET_OUT_OF_RANGE", -1, -1, -1)]

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
+from shoal.client.calls import Call
 from tests.support.wire import call1
+
+LAST_VERIFIED_PRODUCE_VERSION = 11
 
 
 def topic_name(prefix: str) -> str:
@@ -33,9 +36,23 @@ def create_topic(
     return result.topic_id  # type: ignore[no-any-return]
 
 
-def produce(bootstrap: str, topic: str, records: bytes, *, partition: int = 0) -> int:
-    """Append record batches (acks=-1); returns the base offset."""
-    response = call1(bootstrap, requests.produce({(topic, partition): records}))
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: bytes,
+    *,
+    partition: int = 0,
+    transactional_id: str | None = None,
+) -> int:
+    """Append record batches (acks=-1); returns the base offset. Transactional batches
+    need a `transactional_id` (Kafka refuses them without one); they are sent at v11,
+    the last version whose transactional writes the broker verifies instead of adding
+    to the transaction (so that `transaction.partition.verification.enable=false`
+    lets a test leave a hanging transaction, as an old client would)."""
+    call = requests.produce({(topic, partition): records}, transactional_id=transactional_id)
+    if transactional_id is not None:
+        call = Call.exact(call.build(LAST_VERIFIED_PRODUCE_VERSION))
+    response = call1(bootstrap, call)
     (result,) = response.responses[0].partition_responses
     assert result.error_code == ErrorCode.none, result
     return int(result.base_offset)

@@ -15,7 +15,9 @@ No incremental fetch sessions: SessionId is always 0. IsolationLevel 1
 transactions overlapping the returned records (from the fetch offset to the end of the
 last batch returned), as Kafka does; the consumer drops their records. A marker moving
 the last stable offset wakes parked fetches like an append. LastStableOffset is always
-the partition's LSO.
+the partition's LSO, except that a read that fails (OFFSET_OUT_OF_RANGE, a storage
+error) answers -1 for HighWatermark, LastStableOffset and LogStartOffset, as Kafka
+4.2 does (tests/differential/test_fetch_versions.py).
 
 Authorization (only with an authorizer configured): each topic needs READ; a partition
 of any other topic answers TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an
@@ -171,13 +173,8 @@ def _read_one(
             max_offset=stable if read_committed else None,
         )
     except LogError as exc:
-        return _Result(
-            exc.code,
-            _EMPTY,
-            partition_log.log_end_offset,
-            partition_log.log_start_offset,
-            stable,
-        )
+        # Kafka's ReplicaManager answers a failed read with unknown (-1) offsets
+        return _Result(exc.code, _EMPTY, -1, -1, -1)
     aborted: tuple[AbortedTxn, ...] = ()
     if read_committed and read.headers:
         upper = read.headers[-1].next_offset

@@ -46,7 +46,9 @@ NOT_ENOUGH_REPLICAS (retried). From v11 TRANSACTION_ABORTABLE is answered as it 
 (KIP-890's clients know it). From v12 (transaction version 2 clients, which send no
 AddPartitionsToTxn) the partition is added to the ongoing transaction instead of
 checked (Kafka's ADD_PARTITION operation), and CONCURRENT_TRANSACTIONS is answered as
-it is (those clients retry it).
+it is (those clients retry it). With `transaction.partition.verification.enable=false`
+(Kafka's switch) v3-v11 transactional batches are appended unverified, as before
+KIP-890; that is how an old client leaves a hanging transaction.
 An internal topic (`__consumer_offsets`, `__share_group_state`) gets
 INVALID_TOPIC_EXCEPTION, as from Kafka's ReplicaManager; only the coordinators write
 there (Kafka's `__admin_client` exception is not kept: a foreign record would stop the
@@ -108,6 +110,7 @@ _WITH_LOG_START = frozenset(
 TOPIC_ID_MIN_VERSION = 13
 ADDS_PARTITIONS_MIN_VERSION = 12
 """From v12 a transactional produce adds its partition to the transaction (KIP-890)."""
+VERIFICATION_ENABLE = "transaction.partition.verification.enable"
 
 
 @api(API_KEY, 3, 13)
@@ -355,6 +358,9 @@ def _unverified(
     if len(ids) != 1 or not all(transactional):
         return ErrorCode.invalid_record
     ((producer_id, producer_epoch),) = ids
+    adds = ctx.api_version >= ADDS_PARTITIONS_MIN_VERSION
+    if not adds and not ctx.services.config.current.get_bool(VERIFICATION_ENABLE):
+        return None  # appended unverified, as Kafka does with verification disabled
     txn = ctx.services.txn
     if not txn.opened:
         return ErrorCode.invalid_txn_state
@@ -363,7 +369,7 @@ def _unverified(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         partitions=[(topic, index)],
-        verify_only=ctx.api_version < ADDS_PARTITIONS_MIN_VERSION,
+        verify_only=not adds,
     )
     error = errors.get((topic, index), ErrorCode.invalid_txn_state)
     return None if error == ErrorCode.none else error

@@ -16,7 +16,8 @@ AddPartitionsToTxnManager), before the offsets are written: the transaction
 coordinator checks the producer id and epoch and that the group's `__consumer_offsets`
 partition is in the producer's ongoing transaction (AddOffsetsToTxn added it). v5 (a
 transaction version 2 client) adds the partition itself instead, as AddOffsetsToTxn
-would. A refusal answers every partition that exists with the coordinator's error for
+would; `transaction.partition.verification.enable=false` skips the check below v5, as
+in Kafka. A refusal answers every partition that exists with the coordinator's error for
 the request's version (protocol/errors.py `for_version`): a fenced producer
 INVALID_PRODUCER_EPOCH, a partition not in the transaction TRANSACTION_ABORTABLE (v4)
 or INVALID_TXN_STATE (v0-v3), another producer id INVALID_PRODUCER_ID_MAPPING.
@@ -38,6 +39,7 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server import offset_commits
 from shoal.server.context import RequestContext
+from shoal.server.handlers.produce import VERIFICATION_ENABLE
 from shoal.server.registry import api
 
 API_KEY = 28
@@ -93,6 +95,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 def _verify(ctx: RequestContext, request: Any) -> ErrorCode | None:
     """The transaction coordinator's refusal of the commit, for the request's version;
     None when the group's partition is (v5: now) in the producer's transaction."""
+    adds = ctx.api_version >= _ADDS_PARTITION_MIN_VERSION
+    if not adds and not ctx.services.config.current.get_bool(VERIFICATION_ENABLE):
+        return None  # transaction.partition.verification.enable=false: as before KIP-890
     txn = ctx.services.txn
     if not txn.opened:  # no transactional id was ever initialized here
         return ErrorCode.invalid_producer_id_mapping
@@ -102,7 +107,7 @@ def _verify(ctx: RequestContext, request: Any) -> ErrorCode | None:
         producer_id=int(request.producer_id),
         producer_epoch=int(request.producer_epoch),
         partitions=(offsets_partition,),
-        verify_only=ctx.api_version < _ADDS_PARTITION_MIN_VERSION,
+        verify_only=not adds,
     )
     error = errors[offsets_partition]
     return None if error == ErrorCode.none else for_version(API_KEY, ctx.api_version, error)
