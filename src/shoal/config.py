@@ -586,6 +586,13 @@ _DEFS: list[ConfigDef] = [
     ),
     # ---- broker: producers and transactions
     ConfigDef("transaction.max.timeout.ms", _INT, 900_000, _B, "Largest txn timeout.", min=1),
+    ConfigDef(
+        "transaction.partition.verification.enable",
+        _BOOL,
+        True,
+        _B,
+        "Verify transactional writes with the coordinator (KIP-890) before appending them.",
+    ),
     ConfigDef("transaction.state.log.num.partitions", _INT, 50, _B, "Txn state topic.", min=1),
     ConfigDef("transaction.state.log.segment.bytes", _INT, 104_857_600, _B, "Segment.", min=1),
     ConfigDef("transaction.state.log.load.buffer.size", _INT, 5_242_880, _B, "Load.", min=1),

@@ -1,21 +1,31 @@
 """`shoal transactions describe-producers|find-hanging|abort` against a broker with a
 hanging transaction (a transactional batch written by hand for a producer id the
-coordinator does not know, so no marker will ever come) next to an ongoing
-confluent-kafka transaction (not hanging: its coordinator lists the partition)."""
+coordinator does not know, so no marker will ever come: the module's broker runs with
+`transaction.partition.verification.enable=false`, as a hanging transaction is left by
+an old client) next to an ongoing confluent-kafka transaction (not hanging: its
+coordinator lists the partition)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from tests.support.batches import build_batch
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.cli import parse_table, shoal
 from tests.support.clients import producer
 from tests.support.topics import create_topic, produce, topic_name
 from tests.support.wire import call1, init_producer_id_request
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    unverified = "transaction.partition.verification.enable=false"
+    yield from running(tmp_path_factory.mktemp("broker") / "data", unverified)
 
 
 def _latest(bootstrap: str, topic: str, partition: int, isolation_level: int) -> int:
@@ -46,7 +56,7 @@ def test_find_hanging_and_abort(broker: BrokerProcess) -> None:
     hanging = build_batch(
         [b"h0", b"h1"], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True
     )
-    assert produce(bootstrap, topic, hanging) == 2
+    assert produce(bootstrap, topic, hanging, transactional_id=topic_name("old-client")) == 2
     assert produce(bootstrap, topic, build_batch([b"p2"])) == 4
 
     live = producer(bootstrap, transactional_id=topic_name("cli-hang-tx"))
@@ -126,7 +136,7 @@ def test_find_hanging_and_abort(broker: BrokerProcess) -> None:
             base_sequence=0,
             transactional=True,
         )
-        assert produce(bootstrap, topic, batch) == 6
+        assert produce(bootstrap, topic, batch, transactional_id=topic_name("old-client")) == 6
         assert _latest(bootstrap, topic, 0, requests.READ_COMMITTED) == 6
         code, _, err = _tx(
             bootstrap,

@@ -2,21 +2,34 @@
 stops read_committed readers at its first offset, and the producer's state (epoch,
 sequence) is intact so its next batch is taken in order.
 
-The coordinator that would end the transaction is another slice; the transaction is
-opened with a transactional batch from an idempotent producer id, as the log sees it."""
+The transaction is opened as an old client would leave one: a transactional batch from
+an idempotent producer id, with a transactional id the coordinator does not know, on
+a broker with `transaction.partition.verification.enable=false` (so no coordinator ends
+it: the log alone is under test)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from shoal.client.requests import READ_COMMITTED, FetchPosition
 from tests.support.batches import build_batch, decode_records, values_batch
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, produce, topic_name
 from tests.support.wire import call1, fetched, init_producer_id_request
+
+TRANSACTIONAL_ID = "txn-crash-unverified"
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of the test's own that appends transactional batches unverified."""
+    yield from running(tmp_path / "data", "transaction.partition.verification.enable=false")
 
 
 def _txn_batch(init: Any, sequence: int) -> bytes:
@@ -58,7 +71,7 @@ def test_open_transaction_survives_sigkill(fresh_broker: BrokerProcess) -> None:
     create_topic(bootstrap, topic, partitions=1)
     init = call1(bootstrap, init_producer_id_request())
     assert produce(bootstrap, topic, values_batch(3)) == 0
-    assert produce(bootstrap, topic, _txn_batch(init, 0)) == 3
+    assert produce(bootstrap, topic, _txn_batch(init, 0), transactional_id=TRANSACTIONAL_ID) == 3
     assert produce(bootstrap, topic, values_batch(2)) == 5
     assert _committed_view(bootstrap, topic) == (3, 3, [0, 1, 2])
 
@@ -66,4 +79,9 @@ def test_open_transaction_survives_sigkill(fresh_broker: BrokerProcess) -> None:
 
     assert _committed_view(fresh_broker.bootstrap, topic) == (3, 3, [0, 1, 2])
     # The producer's sequence survived too: the next batch follows without a gap.
-    assert produce(fresh_broker.bootstrap, topic, _txn_batch(init, 2)) == 7
+    assert (
+        produce(
+            fresh_broker.bootstrap, topic, _txn_batch(init, 2), transactional_id=TRANSACTIONAL_ID
+        )
+        == 7
+    )

@@ -1,18 +1,29 @@
 """DescribeProducers (61): the producer state of partitions, an open transaction's
-first offset, and unknown partitions."""
+first offset, and unknown partitions. The open transaction is written as an old client
+would leave one (a transactional batch of an idempotent producer id, with a
+transactional id the coordinator does not know), so the module's broker runs with
+`transaction.partition.verification.enable=false`."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from tests.support.batches import build_batch
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, produce, topic_name
 from tests.support.wire import call1, init_producer_id_request
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    unverified = "transaction.partition.verification.enable=false"
+    yield from running(tmp_path_factory.mktemp("broker") / "data", unverified)
 
 
 def _producer_id(bootstrap: str) -> tuple[int, int]:
@@ -44,7 +55,7 @@ def test_describe_producers_reports_sequences_and_open_transactions(
         base_sequence=0,
         transactional=True,
     )
-    assert produce(broker.bootstrap, topic, transactional) == 3
+    assert produce(broker.bootstrap, topic, transactional, transactional_id="dp-old-client") == 3
     after_ms = int(time.time() * 1000)
 
     response = call1(

@@ -1,7 +1,10 @@
-"""ListOffsets (2) v1-v7: latest, earliest, max timestamp and lookups by timestamp."""
+"""ListOffsets (2) v1-v11: latest, earliest, max timestamp and lookups by timestamp; the
+special timestamps each version may ask for (tests/differential/test_list_offsets.py
+compares every version and timestamp with Kafka 4.2)."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +18,7 @@ from tests.support.topics import create_topic, produce, topic_name
 from tests.support.wire import call1
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -4, -5, -6
 BASE = 1_700_000_000_000
 
 
@@ -27,6 +31,7 @@ def list_offsets(
         "ListOffsetsRequest",
         replica_id=-1,
         isolation_level=0,
+        timeout=datetime.timedelta(seconds=5),
         topics=(
             schema.make(
                 "ListOffsetsTopic",
@@ -127,9 +132,34 @@ def test_unknown_and_repeated_partitions(broker: BrokerProcess, timed_topic: str
     answers = list_offsets(broker.bootstrap, 7, timed_topic, [(9, LATEST), (0, LATEST), (0, -2)])
     assert [(a.partition_index, a.error_code) for a in answers] == [
         (9, ErrorCode.unknown_topic_or_partition),
-        (0, ErrorCode.invalid_request),
-        (0, ErrorCode.invalid_request),
+        (0, ErrorCode.invalid_request),  # answered once, as Kafka does
     ]
     assert all(a.offset == -1 for a in answers)
     missing = list_offsets(broker.bootstrap, 1, topic_name("lo-missing"), [(0, LATEST)])
     assert missing[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_special_timestamps_by_version(broker: BrokerProcess, timed_topic: str) -> None:
+    """A special timestamp asked at a version before it answers UNSUPPORTED_VERSION,
+    as does a negative timestamp no version knows; the partition is not looked at."""
+    queries = [
+        (0, MAX_TIMESTAMP),
+        (0, EARLIEST_LOCAL),
+        (0, LATEST_TIERED),
+        (0, EARLIEST_PENDING_UPLOAD),
+        (0, -7),
+    ]
+    unsupported = (ErrorCode.unsupported_version, -1, -1)
+    for version, supported in ((6, 0), (7, 1), (8, 2), (9, 3), (10, 3), (11, 4)):
+        answers = [
+            (a.error_code, a.offset, a.timestamp)
+            for q in queries
+            for a in list_offsets(broker.bootstrap, version, timed_topic, [q])
+        ]
+        assert answers[supported:] == [unsupported] * (len(queries) - supported), version
+    assert one(broker.bootstrap, 8, timed_topic, EARLIEST_LOCAL) == (0, -1, 0)
+    assert one(broker.bootstrap, 9, timed_topic, LATEST_TIERED) == (-1, -1, -1)
+    assert one(broker.bootstrap, 11, timed_topic, EARLIEST_PENDING_UPLOAD) == (-1, -1, -1)
+    assert one(broker.bootstrap, 11, timed_topic, MAX_TIMESTAMP) == (3, BASE + 20, 0)
+    (unknown,) = list_offsets(broker.bootstrap, 1, topic_name("lo-missing"), [(0, -3)])
+    assert unknown.error_code == ErrorCode.unsupported_version  # before the topic's existence

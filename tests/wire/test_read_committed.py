@@ -1,13 +1,14 @@
 """Fetch and ListOffsets with IsolationLevel read_committed over an open transaction,
 and DeleteRecords bounded by the last stable offset.
 
-Markers need the transaction coordinator, so here the transaction stays open: a
-transactional batch is produced with an idempotent producer id (the log opens a
-transaction for it). Markers, aborted transactions and wake-ups are covered in-process
-(tests/unit/server/test_read_committed.py)."""
+Here the transaction stays open: a transactional producer (InitProducerId with a
+transactional id, its partition added) produces a batch and never ends it; its
+timeout is the longest allowed. Markers, aborted transactions and wake-ups are covered
+in-process (tests/unit/server/test_read_committed.py)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -15,10 +16,11 @@ from kio.schema.errors import ErrorCode
 
 from shoal.client import requests
 from shoal.client.requests import READ_COMMITTED, READ_UNCOMMITTED, FetchPosition
+from shoal.protocol.schema import request_schema
 from tests.support.batches import build_batch, decode_records, values_batch
 from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, produce, topic_name
-from tests.support.wire import call1, fetched, init_producer_id_request
+from tests.support.wire import call1, fetched
 from tests.wire.test_delete_records import delete_before
 
 BASE = 1_700_000_000_000
@@ -48,8 +50,28 @@ def open_txn_topic(broker: BrokerProcess) -> str:
     """0-1 plain (BASE), 2-3 transactional and open (BASE+2), 4-5 plain (BASE+4)."""
     name = topic_name("rc")
     create_topic(broker.bootstrap, name, partitions=1)
-    init = call1(broker.bootstrap, init_producer_id_request())
+    tid = topic_name("rc-txn")
+    init = call1(
+        broker.bootstrap,
+        request_schema(22, 4).make(
+            "InitProducerIdRequest",
+            transactional_id=tid,
+            transaction_timeout=datetime.timedelta(minutes=15),
+            producer_id=-1,
+            producer_epoch=-1,
+        ),
+    )
     assert init.error_code == ErrorCode.none
+    add = request_schema(24, 3)
+    added = add.make(
+        "AddPartitionsToTxnRequest",
+        v3_and_below_transactional_id=tid,
+        v3_and_below_producer_id=init.producer_id,
+        v3_and_below_producer_epoch=init.producer_epoch,
+        v3_and_below_topics=(add.make("AddPartitionsToTxnTopic", name=name, partitions=(0,)),),
+    )
+    (topic_result,) = call1(broker.bootstrap, added).results_by_topic_v3_and_below
+    assert topic_result.results_by_partition[0].partition_error_code == ErrorCode.none
     assert produce(broker.bootstrap, name, values_batch(2, base_timestamp=BASE)) == 0
     transactional = build_batch(
         [b"t0", b"t1"],
@@ -59,7 +81,10 @@ def open_txn_topic(broker: BrokerProcess) -> str:
         base_sequence=0,
         transactional=True,
     )
-    assert produce(broker.bootstrap, name, transactional) == 2
+    produced = call1(
+        broker.bootstrap, requests.produce({(name, 0): transactional}, transactional_id=tid)
+    )
+    assert produced.responses[0].partition_responses[0].base_offset == 2
     assert produce(broker.bootstrap, name, values_batch(2, base_timestamp=BASE + 4)) == 4
     return name
 

@@ -127,7 +127,7 @@ def test_verify_only_batched_form(txn_broker: BrokerProcess) -> None:
         for t in result.topic_results
         for r in t.results_by_partition
     }
-    assert errors == {0: ErrorCode.none, 1: ErrorCode.invalid_txn_state}
+    assert errors == {0: ErrorCode.none, 1: ErrorCode.transaction_abortable}  # as Kafka 4.2
 
 
 def test_reinit_during_a_transaction_aborts_it_and_fences(txn_broker: BrokerProcess) -> None:

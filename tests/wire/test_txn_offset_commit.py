@@ -1,12 +1,16 @@
 """TxnOffsetCommit (28) v0-v5 against a broker process: the offsets are held pending
 (OffsetFetch shows the previous commit, and answers UNSTABLE_OFFSET_COMMIT with
-require_stable), member fields are checked from v3, unknown partitions refused.
+require_stable), member fields are checked from v3, unknown partitions refused. Each
+commit is made by a real transactional producer whose transaction holds the group's
+offsets partition (AddOffsetsToTxn), as the coordinator verifies (KIP-890); the
+verification's answers by version are tests/differential/test_transactions.py's.
 Their completion by a transaction marker needs the transaction coordinator (txn/);
 the shard and service tests cover it (tests/unit/group/test_txn_offsets.py,
 tests/unit/server/test_group_log_maintenance.py)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -19,12 +23,34 @@ from shoal.client.requests import (
     offset_fetch,
     txn_offset_commit,
 )
+from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.classic_groups import stable_group
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import api_versions_request, call1
 
-PRODUCER_ID = 9000
+
+def in_transaction(bootstrap: str, transactional_id: str, group_id: str) -> tuple[int, int]:
+    """A transactional producer (its id and epoch) whose transaction holds the group's
+    offsets partition."""
+    init = request_schema(22, 4).make(
+        "InitProducerIdRequest",
+        transactional_id=transactional_id,
+        transaction_timeout=datetime.timedelta(seconds=60),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    producer = call1(bootstrap, init)
+    assert producer.error_code == ErrorCode.none, producer
+    add = request_schema(25, 3).make(
+        "AddOffsetsToTxnRequest",
+        transactional_id=transactional_id,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch,
+        group_id=group_id,
+    )
+    assert call1(bootstrap, add).error_code == ErrorCode.none
+    return int(producer.producer_id), int(producer.producer_epoch)
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +83,13 @@ def test_pending_offsets_are_unstable_not_visible(
     assert errors(call1(broker.bootstrap, offset_commit(group, {(topic, 0): 3}))) == [
         ErrorCode.none
     ]
+    tid = f"tx-1-v{version}"
+    producer_id, epoch = in_transaction(broker.bootstrap, tid, group)
     committed = txn_offset_commit(
-        transactional_id="tx-1",
+        transactional_id=tid,
         group_id=group,
-        producer_id=PRODUCER_ID + version,
-        producer_epoch=0,
+        producer_id=producer_id,
+        producer_epoch=epoch,
         offsets={(topic, 0): 10, (topic, 1): 11},
     )
     response = call1(broker.bootstrap, at(version, committed))
@@ -86,13 +114,14 @@ def test_pending_offsets_are_unstable_not_visible(
 
 def test_member_fields_are_checked_from_v3(broker: BrokerProcess, topic: str) -> None:
     m = stable_group(broker.bootstrap, topic_name("txn-members"))
+    producer_id, epoch = in_transaction(broker.bootstrap, "tx-2", m.group_id)
 
     def commit(version: int, **member: Any) -> list[ErrorCode]:
         call = txn_offset_commit(
             transactional_id="tx-2",
             group_id=m.group_id,
-            producer_id=PRODUCER_ID + 100,
-            producer_epoch=0,
+            producer_id=producer_id,
+            producer_epoch=epoch,
             offsets={(topic, 0): 1},
             **member,
         )
@@ -109,11 +138,13 @@ def test_member_fields_are_checked_from_v3(broker: BrokerProcess, topic: str) ->
 
 
 def test_partitions_that_do_not_exist(broker: BrokerProcess, topic: str) -> None:
+    group = topic_name("txn-unknown")
+    producer_id, epoch = in_transaction(broker.bootstrap, "tx-3", group)
     call = txn_offset_commit(
         transactional_id="tx-3",
-        group_id=topic_name("txn-unknown"),
-        producer_id=PRODUCER_ID + 200,
-        producer_epoch=0,
+        group_id=group,
+        producer_id=producer_id,
+        producer_epoch=epoch,
         offsets={(topic, 0): 1, (topic, 7): 1, ("no-such-topic", 0): 1},
     )
     response = call1(broker.bootstrap, call)

@@ -177,6 +177,16 @@ def iter_headers(
     return headers
 
 
+def first_is_transactional(records: bytes) -> bool:
+    """Whether the first batch of `records` is marked transactional (False when there is
+    no whole header to read): Kafka's ProduceRequest looks at the first batch of each
+    partition to decide whether a request carries transactional records."""
+    if len(records) < HEADER_SIZE:
+        return False
+    (attributes,) = _ATTRIBUTES.unpack_from(records, 21)
+    return bool(attributes & TRANSACTIONAL_MASK)
+
+
 def validate_produced(records: bytes, *, max_batch_bytes: int) -> list[BatchHeader]:
     """Validate the record batches of one partition of a Produce request.
 

@@ -42,17 +42,27 @@ WARM_VERSIONS = 2
 """Served versions warmed per hot API, the newest ones (what current clients such as
 librdkafka 2.16 and kafka-python negotiate); older ones load on first use."""
 
+CLIENT_MAX_VERSIONS = {0: 10, 1: 16, 2: 7}
+"""Hot APIs served past the newest version librdkafka 2.16 sends (Produce 10, Fetch 16,
+ListOffsets 7; the newer ones serve Kafka's own clients): warmed from that version
+down, so the versions on the per-record path of the usual clients stay warm."""
+
 
 def warm_steps(handlers: Mapping[int, ApiHandler]) -> list[tuple[int, int]]:
-    """The (api key, version) pairs `warm_up` loads, in order: the newest served
-    version of every hot API, then the next newest of each, and so on."""
+    """The (api key, version) pairs `warm_up` loads, in order: the newest warmed
+    version of every hot API (`newest_warmed`), then the next newest of each, and so on."""
     hot = [handlers[key] for key in HOT_APIS if key in handlers]
     return [
-        (handler.api_key, handler.max_version - back)
+        (handler.api_key, newest_warmed(handler) - back)
         for back in range(WARM_VERSIONS)
         for handler in hot
-        if handler.max_version - back >= handler.min_version
+        if newest_warmed(handler) - back >= handler.min_version
     ]
+
+
+def newest_warmed(handler: ApiHandler) -> int:
+    """The newest served version, or the client's if it is older (`CLIENT_MAX_VERSIONS`)."""
+    return min(handler.max_version, CLIENT_MAX_VERSIONS.get(handler.api_key, handler.max_version))
 
 
 async def warm_up(

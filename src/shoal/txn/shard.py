@@ -23,15 +23,19 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
 - `add_partitions`: unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
   another epoch -> PRODUCER_FENCED; Prepare* -> CONCURRENT_TRANSACTIONS; otherwise the
   partitions join the transaction (state Ongoing, the start time set when it was
-  not). Nothing new -> no record. `verify_only` (v4+) writes nothing: each partition
-  already in an ongoing transaction of that producer answers NONE, the rest
-  INVALID_TXN_STATE.
+  not). Nothing new -> no record. `verify_only` (v4+) writes nothing: after the
+  producer checks, PrepareCommit/PrepareAbort -> CONCURRENT_TRANSACTIONS; each
+  partition already in an ongoing transaction of that producer answers NONE, the rest
+  TRANSACTION_ABORTABLE (Kafka's handleVerifyPartitionsInTransaction; the handlers
+  answer older request versions with INVALID_TXN_STATE, protocol/errors.py).
 - `end_txn`: checks as above; Ongoing -> PrepareCommit/PrepareAbort (epoch bumped when
   `bump_epoch`: KIP-890, EndTxn v5+), effect `WriteMarkers`; the answer is given once
   the prepare record is written (markers go on afterwards, as in Kafka). A retry of
   a finished end (CompleteCommit + commit, CompleteAbort + abort) is NONE; of a
   preparing one CONCURRENT_TRANSACTIONS; the other end of it INVALID_TXN_STATE; Empty
-  INVALID_TXN_STATE.
+  INVALID_TXN_STATE, except that with `bump_epoch` an abort of no transaction (Empty
+  or completed, at the current epoch) bumps the epoch through PrepareAbort of no
+  partitions (Kafka 4.2, transaction version 2).
 - `markers_written`: Prepare* with that producer id and epoch -> Complete*, the
   partitions cleared. Anything else (already completed, fenced meanwhile) -> nothing.
 - `abort_timed_out(now_ms)`: every Ongoing transaction past its timeout is aborted
@@ -212,13 +216,15 @@ class TxnShard:
                 (), dict.fromkeys(wanted, error or ErrorCode.invalid_producer_id_mapping)
             )
         if verify_only:
+            if stored.state in _PREPARING:
+                return TxnResult((), dict.fromkeys(wanted, ErrorCode.concurrent_transactions))
             ongoing = stored.state == TxnState.ONGOING
             return TxnResult(
                 (),
                 {
                     tp: ErrorCode.none
                     if ongoing and tp in stored.partitions
-                    else ErrorCode.invalid_txn_state
+                    else ErrorCode.transaction_abortable
                     for tp in wanted
                 },
             )
@@ -257,9 +263,11 @@ class TxnShard:
             return _answer(error)
         if stored.state in _PREPARING or stored.state == TxnState.PREPARE_EPOCH_FENCE:
             return _answer(ErrorCode.concurrent_transactions)
-        if stored.state != TxnState.ONGOING:
-            return _answer(ErrorCode.invalid_txn_state)
         now_ms = self._clock.wall_ms()
+        if stored.state != TxnState.ONGOING:
+            if bump_epoch and not commit:
+                return self._abort_nothing(stored, now_ms=now_ms)
+            return _answer(ErrorCode.invalid_txn_state)
         epoch = stored.producer_epoch + 1 if bump_epoch else stored.producer_epoch
         metadata = replace(
             stored,
@@ -341,6 +349,25 @@ class TxnShard:
             last_update_ms=now_ms,
         )
         return TxnResult((metadata_record(metadata),), response, (_markers(metadata),))
+
+    def _abort_nothing(self, stored: TxnMetadata, *, now_ms: int) -> TxnResult[ProducerAnswer]:
+        """Transaction version 2 (EndTxn v5+): an abort with no transaction ongoing
+        still bumps the epoch (PrepareAbort of no partitions, then CompleteAbort), as
+        Kafka 4.2's TransactionCoordinator.endTransaction does for an Empty or
+        completed transaction."""
+        metadata = replace(
+            stored,
+            producer_epoch=stored.producer_epoch + 1,
+            state=TxnState.PREPARE_ABORT,
+            partitions=frozenset(),
+            last_update_ms=now_ms,
+            client_transaction_version=2,
+        )
+        return TxnResult(
+            (metadata_record(metadata),),
+            ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
+            (_markers(metadata),),
+        )
 
     def _retried_end(
         self,

@@ -11,6 +11,9 @@ follows it.
       |  +--- (InitProducerId, AddPartitionsToTxn) ---------+
       +-- Dead (expired; written as a tombstone)
 
+An Empty or completed transactional id may also go to PrepareAbort: transaction
+version 2's abort with no transaction ongoing (EndTxn v5) bumps the epoch that way.
+
 `WriteMarkers` is the effect a shard returns when a transaction is prepared: the
 shell writes one control batch per partition (a data partition's log, or the group
 coordinator for a `__consumer_offsets` partition), then calls `markers_written`.
@@ -68,15 +71,17 @@ _NAMES = {
 _BY_NAME = {name: state for state, name in _NAMES.items()}
 
 _COMPLETE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
+_NEXT_OF_COMPLETE = _COMPLETE | {TxnState.ONGOING, TxnState.DEAD, TxnState.PREPARE_ABORT}
+"""PrepareAbort: transaction version 2's abort of no transaction (EndTxn v5)."""
 TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    TxnState.EMPTY: _COMPLETE | {TxnState.ONGOING, TxnState.DEAD},
+    TxnState.EMPTY: _NEXT_OF_COMPLETE,
     TxnState.ONGOING: frozenset(
         {TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT}
     ),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT}),
     TxnState.PREPARE_ABORT: frozenset({TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT}),
-    TxnState.COMPLETE_COMMIT: _COMPLETE | {TxnState.ONGOING, TxnState.DEAD},
-    TxnState.COMPLETE_ABORT: _COMPLETE | {TxnState.ONGOING, TxnState.DEAD},
+    TxnState.COMPLETE_COMMIT: _NEXT_OF_COMPLETE,
+    TxnState.COMPLETE_ABORT: _NEXT_OF_COMPLETE,
     TxnState.DEAD: frozenset(),
     TxnState.PREPARE_EPOCH_FENCE: frozenset({TxnState.PREPARE_ABORT}),
 }

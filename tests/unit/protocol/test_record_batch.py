@@ -268,3 +268,16 @@ def test_signed_varint_zigzags_both_signs() -> None:
     assert rb.signed_varint(63) == b"\x7e"
     assert rb.signed_varint(64) == b"\x80\x01"
     assert rb.signed_varint(-65) == b"\x81\x01"
+
+
+def test_first_is_transactional_reads_the_first_batch_only() -> None:
+    """Kafka's ProduceRequest decides from each partition's first batch whether a
+    request carries transactional records (the Produce handler refuses them without a
+    TransactionalId)."""
+    plain = values_batch(1)
+    transactional = values_batch(1, producer_id=7, producer_epoch=0, transactional=True)
+    assert rb.first_is_transactional(transactional)
+    assert rb.first_is_transactional(transactional + plain)
+    assert not rb.first_is_transactional(plain + transactional)
+    assert not rb.first_is_transactional(transactional[: rb.HEADER_SIZE - 1])  # no header
+    assert not rb.first_is_transactional(b"")

@@ -127,7 +127,7 @@ def test_a_failed_fsync_answers_kafka_storage_error(broker: Broker, gate: FsyncG
 
     first, second = asyncio.run(scenario())
     assert first.error_code == ErrorCode.kafka_storage_error
-    assert "Input/output error" in first.error_message
+    assert first.error_message is None  # as from Kafka: the broker's log says why
     assert second.error_code == ErrorCode.kafka_storage_error  # the partition is offline
 
 

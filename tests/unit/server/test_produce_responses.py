@@ -4,7 +4,9 @@ kio class directly where the version has every field the handler gives, else thr
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -15,7 +17,7 @@ from shoal.protocol.schema import response_schema
 from shoal.server.handlers import produce
 
 
-@pytest.mark.parametrize("version", range(3, 11))
+@pytest.mark.parametrize("version", range(3, 14))
 def test_partition_responses_match_schema_make(version: int) -> None:
     schema = response_schema(produce.API_KEY, version)
     types = produce._types(version)
@@ -41,16 +43,24 @@ def test_partition_responses_match_schema_make(version: int) -> None:
         record_errors=(),
         error_message="bad CRC",
     )
-    topic = types.topic(name="t", partition_responses=(error,))
-    assert topic == schema.make("TopicProduceResponse", name="t", partition_responses=(error,))
+    # v13 answers a topic by the id it was asked by, older versions by its name
+    asked = SimpleNamespace(name="t", topic_id=uuid.UUID(int=7))
+    topic = types.topic(asked, (error,))
+    assert topic == schema.make(
+        "TopicProduceResponse", name="t", topic_id=uuid.UUID(int=7), partition_responses=(error,)
+    )
+    assert (getattr(topic, "name", None), getattr(topic, "topic_id", None)) == (
+        (None, uuid.UUID(int=7)) if version >= 13 else ("t", None)
+    )
     response = types.response(responses=(topic,), throttle_time=produce._ZERO)
     assert response == schema.response(responses=(topic,), throttle_time=produce._ZERO)
 
 
 def test_latest_versions_skip_the_filtering() -> None:
     """From v8 every field the handler gives exists: the kio class is used as it is."""
-    schema = response_schema(produce.API_KEY, 10)
-    assert produce._types(10).partition is schema.cls("PartitionProduceResponse")
+    for version in (10, 13):
+        schema = response_schema(produce.API_KEY, version)
+        assert produce._types(version).partition is schema.cls("PartitionProduceResponse")
     assert produce._types(3).partition is not response_schema(produce.API_KEY, 3).cls(
         "PartitionProduceResponse"
     )

@@ -119,9 +119,28 @@ def test_verify_only_reports_membership_without_writing() -> None:
     written = sum(len(s) for s in rig.sinks)
     assert rig.add("a", p.producer_id, 0, TP, TP2, verify=True) == {
         TP: ErrorCode.none,
-        TP2: ErrorCode.invalid_txn_state,
+        TP2: ErrorCode.transaction_abortable,
     }
     assert sum(len(s) for s in rig.sinks) == written
+
+
+def test_verify_only_checks_the_producer_then_the_state() -> None:
+    """Kafka's handleVerifyPartitionsInTransaction: producer id, epoch, a transaction
+    being ended, then membership (no transaction: none is a member)."""
+    rig = Rig()
+    p, _ = rig.init("a")
+    assert rig.add("a", p.producer_id, 0, TP, verify=True) == {TP: ErrorCode.transaction_abortable}
+    rig.add("a", p.producer_id, 0, TP)
+    assert rig.add("a", p.producer_id + 1, 0, TP, verify=True) == {
+        TP: ErrorCode.invalid_producer_id_mapping
+    }
+    assert rig.add("a", p.producer_id, 1, TP, verify=True) == {TP: ErrorCode.producer_fenced}
+    _, effects = rig.end("a", p.producer_id, 0, commit=True)
+    assert rig.add("a", p.producer_id, 0, TP, verify=True) == {
+        TP: ErrorCode.concurrent_transactions
+    }
+    rig.complete(effects)
+    assert rig.add("a", p.producer_id, 0, TP, verify=True) == {TP: ErrorCode.transaction_abortable}
 
 
 def test_adding_known_partitions_writes_nothing() -> None:
@@ -227,3 +246,36 @@ def test_pruning_keeps_each_ids_latest_record_and_rewrites_idle_ones() -> None:
     assert rig.coordinator.prune_offsets()[partition] == 5  # the last init of `same`
     rig.restart()
     assert rig.coordinator.metadata("a") == before
+
+
+def test_v5_abort_of_no_transaction_bumps_the_epoch() -> None:
+    """Kafka 4.2 with transaction version 2 (EndTxn v5): an abort while Empty or
+    completed is answered NONE with the epoch bumped; a retry of it (the old epoch)
+    the same; a commit of no transaction INVALID_TXN_STATE; v0-v4 unchanged."""
+    rig = Rig()
+    p, _ = rig.init("a")
+    assert rig.end("a", p.producer_id, 0, commit=False)[0].error == ErrorCode.invalid_txn_state
+    assert rig.end("a", p.producer_id, 0, commit=True, bump=True)[0].error == (
+        ErrorCode.invalid_txn_state
+    )
+    answer, effects = rig.end("a", p.producer_id, 0, commit=False, bump=True)
+    assert (answer.error, answer.producer_id, answer.producer_epoch) == (
+        ErrorCode.none,
+        p.producer_id,
+        1,
+    )
+    (markers,) = effects
+    assert (markers.control, markers.partitions, markers.producer_epoch) == (ABORT, (), 1)
+    assert rig.coordinator.metadata("a").state == TxnState.PREPARE_ABORT  # type: ignore[union-attr]
+    rig.complete(effects)
+    assert rig.coordinator.metadata("a").state == TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+    retry, effects = rig.end("a", p.producer_id, 0, commit=False, bump=True)
+    assert (retry.error, retry.producer_epoch, effects) == (ErrorCode.none, 1, ())
+    assert rig.end("a", p.producer_id, 1, commit=True, bump=True)[0].error == (
+        ErrorCode.invalid_txn_state
+    )
+    again, effects = rig.end("a", p.producer_id, 1, commit=False, bump=True)
+    assert (again.error, again.producer_epoch) == (ErrorCode.none, 2)
+    rig.complete(effects)
+    rig.restart()  # the records replay along the transitions
+    assert rig.coordinator.metadata("a").producer_epoch == 2  # type: ignore[union-attr]

@@ -1,7 +1,8 @@
 """AddOffsetsToTxn (25) v0-v4: add a group's `__consumer_offsets` partition to the
 producer's transaction, so that its TxnOffsetCommit offsets are completed by the
 transaction's markers. The partition is the group's (Kafka's placement); the
-coordinator's checks are AddPartitionsToTxn's (txn/shard.py), one error for the call.
+coordinator's checks are AddPartitionsToTxn's (txn/shard.py), one error for the call;
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2 (protocol/errors.py: `for_version`).
 
 Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 then READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
@@ -13,7 +14,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, for_version
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
@@ -51,4 +52,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             error.name,
             ctx.client_id,
         )
-    return schema.response(throttle_time=_ZERO, error_code=error)
+    return schema.response(
+        throttle_time=_ZERO, error_code=for_version(API_KEY, ctx.api_version, error)
+    )

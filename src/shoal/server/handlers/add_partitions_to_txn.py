@@ -6,7 +6,9 @@ written), with a top-level error code. A partition of a topic this broker does n
 have answers UNKNOWN_TOPIC_OR_PARTITION and the others of that transaction
 OPERATION_NOT_ATTEMPTED (Kafka's rule); otherwise the coordinator answers every
 partition alike (txn/shard.py: PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
-CONCURRENT_TRANSACTIONS, or NONE).
+CONCURRENT_TRANSACTIONS, or NONE; a verify-only transaction's partitions not in it
+TRANSACTION_ABORTABLE). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2
+(protocol/errors.py: `for_version`).
 
 Authorization (Kafka's handleAddPartitionsToTxnRequest): v4+ (the brokers' batched
 form) needs CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED); each
@@ -23,7 +25,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, for_version
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
@@ -48,6 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             topics=request.v3_and_below_topics,
             verify_only=False,
         )
+        errors = {tp: for_version(API_KEY, ctx.api_version, e) for tp, e in errors.items()}
         return schema.response(
             throttle_time=_ZERO, results_by_topic_v3_and_below=_topic_results(schema, errors)
         )

@@ -4,6 +4,7 @@ The coordinator writes PrepareCommit/PrepareAbort (txn/shard.py), then the marke
 are written to every partition of the transaction and CompleteCommit/CompleteAbort
 recorded (server/txn_service.py) before the answer. v5 (KIP-890, transaction
 version 2) bumps the producer epoch at every end and answers the new id and epoch.
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2 (protocol/errors.py: `for_version`).
 
 Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 as in Kafka.
@@ -15,7 +16,7 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, for_version
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
@@ -57,11 +58,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             answer.error.name,
             ctx.client_id,
         )
+    error = for_version(API_KEY, ctx.api_version, answer.error)
     if ctx.api_version < _EPOCH_BUMP_MIN_VERSION:
-        return schema.response(throttle_time=_ZERO, error_code=answer.error)
+        return schema.response(throttle_time=_ZERO, error_code=error)
     return schema.response(
         throttle_time=_ZERO,
-        error_code=answer.error,
+        error_code=error,
         producer_id=answer.producer_id,
         producer_epoch=answer.producer_epoch,
     )

@@ -1,4 +1,4 @@
-"""Fetch (1) v4-v16: read stored batches from partition logs, with long-poll.
+"""Fetch (1) v4-v18: read stored batches from partition logs, with long-poll.
 
 Topics are named up to v12 and identified by topic id from v13. Each partition reads
 whole stored batches from its fetch offset, bounded by PartitionMaxBytes and what is
@@ -7,12 +7,17 @@ exceeds the limits, so a large record never stalls a consumer. When fewer than
 MinBytes are ready the request parks in purgatory until a produce to one of its
 partitions wakes it or MaxWaitMs passes (clamped to `shoal.fetch.max.wait.ms`).
 
+v17 and v18 add only fields a follower replica sends (ReplicaDirectoryId, the
+HighWatermark it knows), which a consumer leaves at their defaults: served as v16.
+
 No incremental fetch sessions: SessionId is always 0. IsolationLevel 1
 (read_committed) reads only batches below the last stable offset and lists the aborted
 transactions overlapping the returned records (from the fetch offset to the end of the
 last batch returned), as Kafka does; the consumer drops their records. A marker moving
 the last stable offset wakes parked fetches like an append. LastStableOffset is always
-the partition's LSO.
+the partition's LSO, except that a read that fails (OFFSET_OUT_OF_RANGE, a storage
+error) answers -1 for HighWatermark, LastStableOffset and LogStartOffset, as Kafka
+4.2 does (tests/differential/test_fetch_versions.py).
 
 Authorization (only with an authorizer configured): each topic needs READ; a partition
 of any other topic answers TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID for an
@@ -51,7 +56,7 @@ class _Wanted:
     partition_max_bytes: int
 
 
-@api(API_KEY, 4, 16)
+@api(API_KEY, 4, 18)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)
@@ -168,13 +173,8 @@ def _read_one(
             max_offset=stable if read_committed else None,
         )
     except LogError as exc:
-        return _Result(
-            exc.code,
-            _EMPTY,
-            partition_log.log_end_offset,
-            partition_log.log_start_offset,
-            stable,
-        )
+        # Kafka's ReplicaManager answers a failed read with unknown (-1) offsets
+        return _Result(exc.code, _EMPTY, -1, -1, -1)
     aborted: tuple[AbortedTxn, ...] = ()
     if read_committed and read.headers:
         upper = read.headers[-1].next_offset

@@ -10,7 +10,8 @@ With a transactional id the transaction coordinator answers (txn/shard.py): a ne
 gets a fresh producer id, a known one its epoch bumped (fencing older instances);
 an ongoing transaction is aborted first (CONCURRENT_TRANSACTIONS: the client retries);
 `TransactionTimeoutMs` above `transaction.max.timeout.ms` or below 1 is
-INVALID_TRANSACTION_TIMEOUT.
+INVALID_TRANSACTION_TIMEOUT. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4
+(protocol/errors.py: `for_version`).
 
 Authorization (Kafka's handleInitProducerIdRequest): a transactional producer needs
 WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one
@@ -24,7 +25,7 @@ import logging
 from typing import Any
 
 from shoal.log.api import LogError
-from shoal.protocol.errors import ErrorCode
+from shoal.protocol.errors import ErrorCode, for_version
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
@@ -95,5 +96,8 @@ def _answer(
     producer_epoch: int = NO_PRODUCER_EPOCH,
 ) -> Any:
     return schema.response(
-        throttle_time=_ZERO, error_code=code, producer_id=producer_id, producer_epoch=producer_epoch
+        throttle_time=_ZERO,
+        error_code=for_version(API_KEY, schema.version, code),
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
     )

@@ -1,4 +1,4 @@
-"""ListOffsets (2) v1-v7: offsets by timestamp, and the ends of partitions.
+"""ListOffsets (2) v1-v11: offsets by timestamp, and the ends of partitions.
 
 Timestamp -1 (latest) answers the log end offset, which on a single node is the high
 watermark, or with IsolationLevel 1 (read_committed) the last stable offset; as in
@@ -10,7 +10,15 @@ offset whose timestamp is at least that value, or -1/-1 if there is none. The lo
 finds the batch; the record within it is found by decoding that one batch
 (protocol/records.py), so the answer is exact as in Kafka. The leader
 epoch is 0 (-1 with no offset). A partition named twice in one request gets
-INVALID_REQUEST, an unknown one UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+INVALID_REQUEST (answered once), an unknown one UNKNOWN_TOPIC_OR_PARTITION, as in
+Kafka.
+
+Special timestamps by version (`SPECIAL_TIMESTAMPS`, as Kafka 4.2 answers): -1 and -2
+always; -3 from v7; -4 (earliest local, KIP-405) from v8 answers the log start offset
+(every record is local here); -5 (latest tiered, KIP-1005) from v9 and -6 (earliest
+pending upload) from v11 answer -1/-1, nothing being tiered. Any other negative
+timestamp, or one the request's version predates, answers UNSUPPORTED_VERSION for its
+partition. v10 adds TimeoutMs, which only remote-storage lookups wait for: none here.
 
 Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions,
 before anything else is checked), as in Kafka's handleListOffsetRequest.
@@ -40,12 +48,25 @@ _ZERO = datetime.timedelta(0)
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+SPECIAL_TIMESTAMPS = {
+    LATEST: 0,
+    EARLIEST: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
+"""Each special (negative) timestamp and the first version that may ask for it."""
 _LEADER_EPOCH = 0
 _NOT_FOUND = (-1, -1)
 READ_COMMITTED = 1
+API_VERSION_NEVER = 2**15
 
 
-@api(API_KEY, 1, 7)
+@api(API_KEY, 1, 11)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     # IsolationLevel is in the request from v2.
@@ -54,29 +75,36 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     describable = authz.filter_allowed(
         ctx, AclOperation.DESCRIBE, authz.TOPIC, (t.name for t in request.topics)
     )
-    topics = tuple(
-        schema.make(
-            "ListOffsetsTopicResponse",
-            name=topic.name,
-            partitions=tuple(
-                _partition(
+    topics = []
+    for topic in request.topics:
+        answered: dict[int, Any] = {}  # a partition named twice is answered once
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            if index in answered:
+                continue
+            if topic.name not in describable:
+                code = ErrorCode.topic_authorization_failed
+                answered[index] = _answer(schema, index, code, _NOT_FOUND)
+            else:
+                answered[index] = _partition(
                     ctx,
                     schema,
                     topic.name,
                     p,
-                    repeated=counts[topic.name, int(p.partition_index)] > 1,
+                    repeated=counts[topic.name, index] > 1,
                     read_committed=read_committed,
                 )
-                if topic.name in describable
-                else _answer(
-                    schema, int(p.partition_index), ErrorCode.topic_authorization_failed, _NOT_FOUND
-                )
-                for p in topic.partitions
-            ),
+        topics.append(
+            schema.make(
+                "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(answered.values())
+            )
         )
-        for topic in request.topics
-    )
-    return schema.response(throttle_time=_ZERO, topics=topics)
+    return schema.response(throttle_time=_ZERO, topics=tuple(topics))
+
+
+def _supported(timestamp: int, version: int) -> bool:
+    """Whether a request of `version` may ask for `timestamp` (`SPECIAL_TIMESTAMPS`)."""
+    return timestamp >= 0 or SPECIAL_TIMESTAMPS.get(timestamp, API_VERSION_NEVER) <= version
 
 
 def _partition(
@@ -91,8 +119,14 @@ def _partition(
     index = int(asked.partition_index)
     timestamp = int(asked.timestamp)
     partition_log = ctx.services.logs.partition(topic, index)
-    if repeated or partition_log is None:
-        code = ErrorCode.invalid_request if repeated else ErrorCode.unknown_topic_or_partition
+    if repeated or not _supported(timestamp, ctx.api_version) or partition_log is None:
+        # Kafka's order: a duplicate, then the timestamp's version, then the partition
+        if repeated:
+            code = ErrorCode.invalid_request
+        elif not _supported(timestamp, ctx.api_version):
+            code = ErrorCode.unsupported_version
+        else:
+            code = ErrorCode.unknown_topic_or_partition
         log.info(
             "ListOffsets of %s-%d refused (%s) (client %s)", topic, index, code.name, ctx.client_id
         )
@@ -120,8 +154,10 @@ def _lookup(
         if read_committed:
             return partition_log.last_stable_offset, -1
         return partition_log.log_end_offset, -1
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return partition_log.log_start_offset, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return _NOT_FOUND
     if timestamp == MAX_TIMESTAMP:
         found = partition_log.max_timestamp()
         answer = _NOT_FOUND if found is None else _exact(partition_log, found, found[1])

@@ -1,4 +1,7 @@
-"""Produce (0) v3-v10: append record batches to partition logs.
+"""Produce (0) v3-v13: append record batches to partition logs.
+
+Topics are named up to v12 and identified by topic id from v13 (KIP-516): an id this
+broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions.
 
 Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
 never decoded), append them (offsets assigned by re-stamping the header; idempotent
@@ -20,17 +23,36 @@ request cancelled while waiting (its connection closed) leaves each plan to be
 finished when its thread is done. Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
-acks value is INVALID_REQUIRED_ACKS.
+acks value is INVALID_REQUIRED_ACKS. As from Kafka 4.2 (tests/differential/
+test_produce_versions.py), these carry no ErrorMessage (the broker's log says why),
+and LogStartOffset is -1 except after the log's producer checks (sequence, epoch,
+open transaction), which answer the partition's log start offset. A transactional
+batch in a request without a TransactionalId fails every partition with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka's handleProduceRequest.
 
-Transactional produce (a request with a `transactional_id`): every batch must be
-transactional, and the transaction coordinator must confirm that the batch's producer
+Transactional produce (a request with a `transactional_id` and transactional
+batches; its other batches are appended as any others, as in Kafka): a partition's
+batches must all be transactional, of one producer, and the transaction coordinator
+must confirm that the batch's producer
 id and epoch have an ongoing transaction holding the partition (the verify-only
-AddPartitionsToTxn of KIP-890, asked in-process); otherwise the partition answers
-INVALID_TXN_STATE (or the coordinator's fencing error) and nothing is appended.
+AddPartitionsToTxn of KIP-890, asked in-process); otherwise nothing is appended and
+the partition answers the coordinator's error for the request's version
+(protocol/errors.py `for_version`, as Kafka's ReplicaManager and
+AddPartitionsToTxnManager translate it): a partition not in the transaction
+INVALID_TXN_STATE "Partition was not added to the transaction", a fenced producer
+INVALID_PRODUCER_EPOCH (an abortable error for the client, as in Kafka), another
+producer id INVALID_PRODUCER_ID_MAPPING, a transaction being ended
+NOT_ENOUGH_REPLICAS (retried). From v11 TRANSACTION_ABORTABLE is answered as it is
+(KIP-890's clients know it). From v12 (transaction version 2 clients, which send no
+AddPartitionsToTxn) the partition is added to the ongoing transaction instead of
+checked (Kafka's ADD_PARTITION operation), and CONCURRENT_TRANSACTIONS is answered as
+it is (those clients retry it). With `transaction.partition.verification.enable=false`
+(Kafka's switch) v3-v11 transactional batches are appended unverified, as before
+KIP-890; that is how an old client leaves a hanging transaction.
 An internal topic (`__consumer_offsets`, `__share_group_state`) gets
-INVALID_TOPIC_EXCEPTION "Cannot append to internal topic", as from Kafka's
-ReplicaManager; only the coordinators write there (Kafka's `__admin_client`
-exception is not kept: a foreign record would stop the coordinator from loading).
+INVALID_TOPIC_EXCEPTION, as from Kafka's ReplicaManager; only the coordinators write
+there (Kafka's `__admin_client` exception is not kept: a foreign record would stop the
+coordinator from loading).
 
 Authorization (Kafka's handleProduceRequest), only when an authorizer is configured: a
 transactional request needs WRITE on its transactional id (every partition answers
@@ -57,8 +79,13 @@ from typing import Any, cast
 
 from shoal.config import BrokerConfig
 from shoal.log.api import AppendResult, LogError
-from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import BatchError, BatchHeader, validate_produced
+from shoal.protocol.errors import ErrorCode, error_name, for_version
+from shoal.protocol.record_batch import (
+    BatchError,
+    BatchHeader,
+    first_is_transactional,
+    validate_produced,
+)
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
@@ -71,44 +98,61 @@ log = logging.getLogger(__name__)
 API_KEY = 0
 _ZERO = datetime.timedelta(0)
 _LEADER_EPOCH = 0
+_WITH_LOG_START = frozenset(
+    {
+        ErrorCode.out_of_order_sequence_number,
+        ErrorCode.invalid_producer_epoch,
+        ErrorCode.invalid_txn_state,
+    }
+)
+"""Codes of the log's producer checks, answered with the partition's log start offset
+(Kafka's ReplicaManager answers every other append error with -1)."""
+TOPIC_ID_MIN_VERSION = 13
+ADDS_PARTITIONS_MIN_VERSION = 12
+"""From v12 a transactional produce adds its partition to the transaction (KIP-890)."""
+VERIFICATION_ENABLE = "transaction.partition.verification.enable"
 
 
-@api(API_KEY, 3, 10)
+@api(API_KEY, 3, 13)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     acks = int(request.acks)
     if acks not in (-1, 0, 1):
-        return _all_failed(schema, request, ErrorCode.invalid_required_acks, f"acks={acks}")
+        return _all_failed(schema, request, ErrorCode.invalid_required_acks, None)
     transactional_id = request.transactional_id
+    if transactional_id is None and _has_transactional_records(request):
+        return _all_failed(schema, request, ErrorCode.transactional_id_authorization_failed, None)
     denied: frozenset[str] = frozenset()
     if authz.enabled(ctx):
         if transactional_id is not None and not authz.allowed(
             ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, transactional_id
         ):
             return _all_failed(
-                schema,
-                request,
-                ErrorCode.transactional_id_authorization_failed,
-                "Transactional Id authorization failed.",
+                schema, request, ErrorCode.transactional_id_authorization_failed, None
             )
-        names = [t.name for t in request.topic_data]
+        names = [n for n in _names(ctx, request) if n is not None]
         denied = frozenset(names) - authz.filter_allowed(
             ctx, AclOperation.WRITE, authz.TOPIC, names
         )
     types = _types(ctx.api_version)
     # Every partition's append first (their fsyncs, if any, run together), then the
     # answers, each once its fsync is done.
-    appended: list[tuple[str, list[_Appended]]] = []
+    appended: list[tuple[Any, list[_Appended]]] = []
     produced_bytes = 0
-    for topic_data in request.topic_data:
-        name = topic_data.name
+    for topic_data, name in zip(request.topic_data, _names(ctx, request), strict=True):
         partitions = []
         for p in topic_data.partition_data:
             index = int(p.index)
             records = p.records
             if records:
                 produced_bytes += len(records)
-            if name in denied:
+            if name is None:
+                partitions.append(
+                    _Appended(
+                        index, _partition_error(types, index, ErrorCode.unknown_topic_id, None)
+                    )
+                )
+            elif name in denied:
                 partitions.append(
                     _Appended(
                         index,
@@ -119,16 +163,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions.append(
                     _produce_partition(ctx, types, name, index, records, transactional_id)
                 )
-        appended.append((name, partitions))
+        appended.append((topic_data, partitions))
     topics = []
-    for name, partitions in appended:
+    for topic_data, partitions in appended:
         responses = []
         for partition in partitions:
             if partition.flushed is None:
                 responses.append(partition.response)
             else:
-                responses.append(await _durable(types, name, partition))
-        topics.append(types.topic(name=name, partition_responses=tuple(responses)))
+                responses.append(await _durable(types, topic_data, partition))
+        topics.append(types.topic(topic_data, tuple(responses)))
     throttle_ms = produce_throttle_ms(ctx, produced_bytes)  # client quotas (issue 15)
     if acks == 0:
         return None  # still muted when throttled, as Kafka does
@@ -154,10 +198,12 @@ _PARTITION_FIELDS = (
 class _Types:
     """How one version's response objects are built: for each type, its kio class when
     that version has every field the handler gives it (nothing for `Schema.make` to
-    drop), else `Schema.make` of the type (older versions lack fields)."""
+    drop), else `Schema.make` of the type (older versions lack fields). `topic` takes
+    the request's topic and the partition answers: it is named (v3-v12) or identified
+    (v13+) as the request's was."""
 
     partition: Callable[..., Any]
-    topic: Callable[..., Any]
+    topic: Callable[[Any, tuple[Any, ...]], Any]
     response: Callable[..., Any]
 
 
@@ -170,11 +216,33 @@ def _types(version: int) -> _Types:
             return cast(Callable[..., Any], schema.cls(type_name))
         return functools.partial(schema.make, type_name)
 
+    if version >= TOPIC_ID_MIN_VERSION:
+        by_id = builder("TopicProduceResponse", ("topic_id", "partition_responses"))
+
+        def topic(asked: Any, partitions: tuple[Any, ...]) -> Any:
+            return by_id(topic_id=asked.topic_id, partition_responses=partitions)
+    else:
+        by_name = builder("TopicProduceResponse", ("name", "partition_responses"))
+
+        def topic(asked: Any, partitions: tuple[Any, ...]) -> Any:
+            return by_name(name=asked.name, partition_responses=partitions)
+
     return _Types(
         partition=builder("PartitionProduceResponse", _PARTITION_FIELDS),
-        topic=builder("TopicProduceResponse", ("name", "partition_responses")),
+        topic=topic,
         response=builder(schema.root.__name__, ("responses", "throttle_time")),
     )
+
+
+def _names(ctx: RequestContext, request: Any) -> list[str | None]:
+    """Each requested topic's name; from v13 its id's (None: an id not known here)."""
+    if ctx.api_version < TOPIC_ID_MIN_VERSION:
+        return [t.name for t in request.topic_data]
+    logs = ctx.services.logs
+    return [
+        None if (info := logs.topic_by_id(t.topic_id)) is None else info.name
+        for t in request.topic_data
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,15 +255,16 @@ class _Appended:
     flushed: asyncio.Future[None] | None = None
 
 
-async def _durable(types: _Types, topic: str, appended: _Appended) -> Any:
+async def _durable(types: _Types, asked: Any, appended: _Appended) -> Any:
     """The partition's answer once its fsync is finished: KAFKA_STORAGE_ERROR if it
     failed (the partition is offline then)."""
     if appended.flushed is not None:
         try:
             await appended.flushed
         except LogError as exc:
+            topic = getattr(asked, "name", None) or asked.topic_id
             log.info("produce to %s-%d failed (%s): %s", topic, appended.index, exc.code.name, exc)
-            return _partition_error(types, appended.index, exc.code, str(exc))
+            return _partition_error(types, appended.index, exc.code, None)
     return appended.response
 
 
@@ -219,13 +288,7 @@ def _produce_partition(
     if topic_info.internal:
         log.info("produce to internal topic %s-%d refused (client %s)", topic, index, ctx.client_id)
         return _Appended(
-            index,
-            _partition_error(
-                types,
-                index,
-                ErrorCode.invalid_topic_exception,
-                f"Cannot append to internal topic {topic}",
-            ),
+            index, _partition_error(types, index, ErrorCode.invalid_topic_exception, None)
         )
     max_batch_bytes = topic_info.configs.get("max.message.bytes")
     if max_batch_bytes is None:
@@ -242,16 +305,17 @@ def _produce_partition(
                     transactional_id,
                     refused.name,
                 )
-                return _Appended(index, _partition_error(types, index, refused, None))
+                return _Appended(index, _unverified_error(types, ctx.api_version, index, refused))
         result = partition_log.append(
             records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
         )
     except BatchError as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
-        return _Appended(index, _partition_error(types, index, exc.code, str(exc)))
+        return _Appended(index, _partition_error(types, index, exc.code, None))
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
-        return _Appended(index, _partition_error(types, index, exc.code, str(exc)))
+        log_start = partition_log.log_start_offset if exc.code in _WITH_LOG_START else -1
+        return _Appended(index, _partition_error(types, index, exc.code, None, log_start))
     if RECORD_PATH.enabled:
         RECORD_PATH.note("produced", topic, index, result.base_offset, result.last_offset)
     flushed = None
@@ -285,11 +349,18 @@ def _unverified(
 ) -> ErrorCode | None:
     """Why the transactional batches may not be appended, or None: each must be
     transactional with one producer id and epoch, whose transaction is ongoing with
-    this partition added (the coordinator's verify-only AddPartitionsToTxn)."""
+    this partition added (the coordinator's verify-only AddPartitionsToTxn; from v12
+    its AddPartitionsToTxn, which adds the partition)."""
+    transactional = [h.is_transactional for h in headers]
+    if not any(transactional):
+        return None  # nothing to verify: appended as any other batches, as in Kafka
     ids = {(h.producer_id, h.producer_epoch) for h in headers}
-    if len(ids) != 1 or not all(h.is_transactional for h in headers):
+    if len(ids) != 1 or not all(transactional):
         return ErrorCode.invalid_record
     ((producer_id, producer_epoch),) = ids
+    adds = ctx.api_version >= ADDS_PARTITIONS_MIN_VERSION
+    if not adds and not ctx.services.config.current.get_bool(VERIFICATION_ENABLE):
+        return None  # appended unverified, as Kafka does with verification disabled
     txn = ctx.services.txn
     if not txn.opened:
         return ErrorCode.invalid_txn_state
@@ -298,10 +369,27 @@ def _unverified(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         partitions=[(topic, index)],
-        verify_only=True,
+        verify_only=not adds,
     )
     error = errors.get((topic, index), ErrorCode.invalid_txn_state)
     return None if error == ErrorCode.none else error
+
+
+def _unverified_error(types: _Types, version: int, index: int, refused: ErrorCode) -> Any:
+    """The partition's answer to a transactional produce the coordinator did not
+    verify: the code for the request's version (protocol/errors.py: a fenced producer
+    gets INVALID_PRODUCER_EPOCH, an unfinished verification NOT_ENOUGH_REPLICAS), with
+    the message Kafka's ReplicaManager.handleProduceAppend gives."""
+    code = for_version(API_KEY, version, refused)
+    message = None
+    if code == ErrorCode.invalid_txn_state:
+        message = "Partition was not added to the transaction"
+    elif code == ErrorCode.not_enough_replicas:
+        message = (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error_name(refused)}"
+        )
+    return _partition_error(types, index, code, message)
 
 
 def _partition_ok(types: _Types, index: int, result: AppendResult) -> Any:
@@ -321,26 +409,40 @@ def _partition_ok(types: _Types, index: int, result: AppendResult) -> Any:
     )
 
 
-def _partition_error(types: _Types, index: int, code: ErrorCode, message: str | None) -> Any:
+def _partition_error(
+    types: _Types, index: int, code: ErrorCode, message: str | None, log_start_offset: int = -1
+) -> Any:
     return types.partition(
         index=index,
         error_code=code,
         base_offset=-1,
         log_append_time=None,
-        log_start_offset=-1,
+        log_start_offset=log_start_offset,
         record_errors=(),
         error_message=message,
     )
 
 
-def _all_failed(schema: Schema, request: Any, code: ErrorCode, message: str) -> Any:
+def _has_transactional_records(request: Any) -> bool:
+    """Whether some partition's first batch is transactional (Kafka's
+    ProduceRequest.hasTransactionalRecords): one header field per partition."""
+    return any(
+        first_is_transactional(p.records)
+        for t in request.topic_data
+        for p in t.partition_data
+        if p.records
+    )
+
+
+def _all_failed(schema: Schema, request: Any, code: ErrorCode, message: str | None) -> Any:
     if int(request.acks) == 0:
         return None
     return schema.response(
         responses=tuple(
             schema.make(
                 "TopicProduceResponse",
-                name=t.name,
+                name=getattr(t, "name", None),
+                topic_id=getattr(t, "topic_id", None),
                 partition_responses=tuple(
                     _partition_error(_types(schema.version), int(p.index), code, message)
                     for p in t.partition_data
