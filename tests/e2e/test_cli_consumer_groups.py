@@ -129,7 +129,7 @@ def test_active_group_listed_and_described_then_reset_refused(broker: BrokerProc
             assert row["HOST"] != "-"
 
         (member,) = describe(broker, group, "--members", "--verbose")
-        assert member["#PARTITIONS"] == "2" and member["ASSIGNMENT"] == f"{topic}:0,1"
+        assert member["#PARTITIONS"] == "2" and member["CURRENT-ASSIGNMENT"] == f"{topic}:0,1"
         assert member["CLIENT-ID"] == CLIENT_ID
         (state,) = describe(broker, group, "--state")
         assert (state["STATE"], state["#MEMBERS"], state["ASSIGNMENT-STRATEGY"]) == (
