@@ -14,19 +14,27 @@ is in.
 
 from __future__ import annotations
 
+import datetime
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
+from shoal.client.requests import find_coordinator, offset_fetch
+from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
 from tests.support.broker import BrokerProcess, running
+from tests.support.classic_groups import commit_request, consumer_subscription
 from tests.support.cli import shoal as shoal_cli
 from tests.support.cli import tables
 from tests.support.clients import create_topic, flush_all, producer
 from tests.support.consumer_groups import group_consumer
+from tests.support.consumer_wire import beat
+from tests.support.wire import call1
 
 SETTLE_S = 60.0
 
@@ -147,3 +155,155 @@ def test_cli_describes_empty_consumer_protocol_group_as_kafkas_tool(pair: Pair) 
         ("0", "3", "0"),
         ("1", "2", "0"),
     ]
+
+
+# ---- 2. OffsetDelete (47) of every group type, with each of Kafka's errors
+
+
+def _offset_delete(group: str, partitions: list[tuple[str, int]]) -> Any:
+    schema = request_schema(47, 0)
+    by_topic: dict[str, list[int]] = {}
+    for t, p in partitions:
+        by_topic.setdefault(t, []).append(p)
+    return schema.make(
+        "OffsetDeleteRequest",
+        group_id=group,
+        topics=tuple(
+            schema.make(
+                "OffsetDeleteRequestTopic",
+                name=t,
+                partitions=tuple(
+                    schema.make("OffsetDeleteRequestPartition", partition_index=p) for p in ps
+                ),
+            )
+            for t, ps in by_topic.items()
+        ),
+    )
+
+
+def _deleted(response: Any) -> tuple[str, dict[str, str]]:
+    """(group error, {"topic-partition": error}) of an OffsetDelete answer."""
+    return ErrorCode(response.error_code).name, {
+        f"{t.name}-{p.partition_index}": ErrorCode(p.error_code).name
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+def _committed(bootstrap: str, group: str) -> list[tuple[str, int, int]]:
+    response = call1(bootstrap, offset_fetch(group).build(8))
+    (g,) = response.groups
+    return sorted(
+        (str(t.name), int(p.partition_index), int(p.committed_offset))
+        for t in g.topics
+        for p in t.partitions
+    )
+
+
+_NOT_READY = (
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+    ErrorCode.coordinator_not_available,
+)
+
+
+def until_coordinated(bootstrap: str, request: Any) -> Any:
+    """`request` (its answer has a top-level error_code), resent while the group
+    coordinator is not ready yet (Kafka creates __consumer_offsets on first use)."""
+    call1(bootstrap, find_coordinator(request.group_id).build(4))
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        response = call1(bootstrap, request)
+        if response.error_code not in _NOT_READY or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
+def _classic_join(bootstrap: str, group: str, protocol_type: str, metadata: bytes) -> Any:
+    """One member of a classic group of `protocol_type`, Stable (JoinGroup v3 then
+    SyncGroup)."""
+    schema = request_schema(11, 3)
+    joined = call1(
+        bootstrap,
+        schema.make(
+            "JoinGroupRequest",
+            group_id=group,
+            session_timeout=datetime.timedelta(seconds=30),
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            member_id="",
+            group_instance_id=None,
+            protocol_type=protocol_type,
+            protocols=(schema.make("JoinGroupRequestProtocol", name="range", metadata=metadata),),
+            reason=None,
+        ),
+    )
+    assert joined.error_code == ErrorCode.none, joined
+    sync = request_schema(14, 3).make(
+        "SyncGroupRequest",
+        group_id=group,
+        generation_id=joined.generation_id,
+        member_id=joined.member_id,
+        group_instance_id=None,
+        protocol_type=protocol_type,
+        protocol_name="range",
+        assignments=(
+            request_schema(14, 3).make(
+                "SyncGroupRequestAssignment", member_id=joined.member_id, assignment=b""
+            ),
+        ),
+    )
+    synced = call1(bootstrap, sync)
+    assert synced.error_code == ErrorCode.none, synced
+    return joined
+
+
+def test_offset_delete_of_each_group_type_and_error(pair: Pair) -> None:
+    subscribed, other = unique("od-sub"), unique("od-other")
+    cp, classic, connect = unique("od-cp"), unique("od-classic"), unique("od-connect")
+
+    def scenario(bootstrap: str) -> dict[str, object]:
+        create_topic(bootstrap, subscribed, partitions=2)
+        create_topic(bootstrap, other, partitions=1)
+        seen: dict[str, object] = {}
+        offsets = {(subscribed, 0): 1, (subscribed, 1): 2, (other, 0): 3}
+        asked = [(subscribed, 0), (other, 0), (other, 5), (f"{other}-none", 0)]
+        # a consumer-protocol group with a member subscribed to one topic
+        joined = until_coordinated(bootstrap, beat(0, cp, "", 0, [subscribed], owned={}))
+        assert joined.error_code == ErrorCode.none, joined
+        member, epoch = joined.member_id, int(joined.member_epoch)
+        committed = call1(
+            bootstrap, commit_request(9, cp, offsets, member_id=member, generation=epoch)
+        )
+        seen["cp commit"] = sorted(
+            ErrorCode(p.error_code).name for t in committed.topics for p in t.partitions
+        )
+        seen["cp with member"] = _deleted(call1(bootstrap, _offset_delete(cp, asked)))
+        seen["cp after"] = _committed(bootstrap, cp)
+        left = call1(bootstrap, beat(0, cp, member, -1, [subscribed]))
+        assert left.error_code == ErrorCode.none, left
+        seen["cp empty"] = _deleted(call1(bootstrap, _offset_delete(cp, asked[:1])))
+        seen["cp empty after"] = _committed(bootstrap, cp)
+        # a classic consumer group, Stable, subscribed to one topic
+        _classic_join(bootstrap, classic, "consumer", consumer_subscription([subscribed]))
+        call1(bootstrap, commit_request(9, classic, {(other, 0): 4}, generation=-1))
+        seen["classic"] = _deleted(call1(bootstrap, _offset_delete(classic, asked)))
+        # a classic group of another protocol type with a member
+        _classic_join(bootstrap, connect, "connect", b"")
+        seen["connect"] = _deleted(call1(bootstrap, _offset_delete(connect, asked)))
+        seen["unknown"] = _deleted(call1(bootstrap, _offset_delete(f"{cp}-none", asked)))
+        seen["no id"] = _deleted(call1(bootstrap, _offset_delete("", asked[:1])))
+        return seen
+
+    kafka, shoal = pair.run(scenario)
+    assert shoal == kafka
+    assert kafka["cp with member"] == (
+        "none",
+        {
+            f"{subscribed}-0": "group_subscribed_to_topic",
+            f"{other}-0": "none",
+            f"{other}-5": "unknown_topic_or_partition",
+            f"{other}-none-0": "unknown_topic_or_partition",
+        },
+    )
+    assert kafka["cp after"] == [(subscribed, 0, 1), (subscribed, 1, 2)]
+    assert kafka["cp empty after"] == [(subscribed, 1, 2)]

@@ -486,3 +486,40 @@ def test_offsets_retention_keeps_subscribed_topics_of_a_consumer_group(harness: 
     ]
     harness.run(CoordinatorResult(records=expired, response=None))
     assert harness.shard.group_type("cg") == "consumer"
+
+
+def test_offset_delete_of_a_consumer_group_spares_subscribed_topics(harness: Harness) -> None:
+    """Kafka's ConsumerGroup.validateOffsetDelete accepts any state; a topic a member
+    subscribes to answers GROUP_SUBSCRIBED_TO_TOPIC until no member does."""
+    harness.set_topics(t=1, u=1)
+    joined = beat(harness, A, 0, ["t"])
+    commit = harness.shard.classic.commit_offsets(
+        group_id="cg",
+        member_id=A,
+        generation_id=joined.member_epoch,
+        group_instance_id=None,
+        offsets=[
+            OffsetToCommit(topic=t, partition=0, offset=5, leader_epoch=-1, metadata="")
+            for t in ("t", "u")
+        ],
+        api_version=9,
+        now_ms=0,
+    )
+    harness.run(CoordinatorResult(records=commit.records, response=None))
+
+    def delete(*topics: str) -> list[tuple[str, ErrorCode | None]]:
+        error, result = harness.shard.classic.delete_offsets(
+            group_id="cg", partitions=[(t, 0) for t in topics]
+        )
+        assert error is None
+        harness.run(CoordinatorResult(records=result.records, response=None))
+        return [(a.topic, a.error) for a in result.response]
+
+    assert delete("t", "u") == [("t", ErrorCode.group_subscribed_to_topic), ("u", None)]
+    fetched = harness.shard.classic.fetch_offsets(group_id="cg", partitions=None)[1]
+    assert [(f.topic, f.offset) for f in fetched] == [("t", 5)]
+    beat(harness, A, -1)
+    assert delete("t") == [("t", None)]
+    assert harness.shard.classic.fetch_offsets(group_id="cg", partitions=None) == (None, ())
+    error, _ = harness.shard.classic.delete_offsets(group_id="none", partitions=[("t", 0)])
+    assert error == ErrorCode.group_id_not_found
