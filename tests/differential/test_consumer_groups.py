@@ -24,6 +24,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.client.requests import find_coordinator, offset_fetch
+from shoal.client.requests import metadata as metadata_request
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
@@ -307,3 +308,118 @@ def test_offset_delete_of_each_group_type_and_error(pair: Pair) -> None:
     )
     assert kafka["cp after"] == [(subscribed, 0, 1), (subscribed, 1, 2)]
     assert kafka["cp empty after"] == [(subscribed, 1, 2)]
+
+
+# ---- 3. a regex subscription is resolved after the heartbeat that brings it
+
+
+def _heartbeat(
+    bootstrap: str,
+    group: str,
+    member: str,
+    epoch: int,
+    owned: dict[Any, list[int]] | None,
+    *,
+    names: tuple[str, ...] | None = None,
+    regex: str | None = None,
+) -> Any:
+    schema = request_schema(68, 1)
+    request = schema.make(
+        "ConsumerGroupHeartbeatRequest",
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=datetime.timedelta(seconds=30 if epoch == 0 else -0.001),
+        subscribed_topic_names=names,
+        subscribed_topic_regex=regex,
+        server_assignor=None,
+        topic_partitions=None
+        if owned is None
+        else tuple(
+            schema.make("TopicPartitions", topic_id=t, partitions=tuple(ps))
+            for t, ps in owned.items()
+        ),
+    )
+    response = until_coordinated(bootstrap, request)
+    assert response.error_code == ErrorCode.none, response
+    return response
+
+
+def test_regex_subscription_resolves_one_heartbeat_late(pair: Pair) -> None:
+    prefix = unique("rx")
+    first, second, literal = f"{prefix}-a", f"{prefix}-b", f"{prefix}lit"
+    group, switching = f"{prefix}-g", f"{prefix}-g2"
+    regex = f"{prefix}-.*"
+
+    def scenario(bootstrap: str) -> dict[str, object]:
+        create_topic(bootstrap, first, partitions=2)
+        create_topic(bootstrap, literal, partitions=1)
+        names = {}
+
+        def topics_of(response: Any) -> list[str] | None:
+            if response.assignment is None:
+                return None
+            return sorted(
+                f"{names[tp.topic_id]}:{len(tp.partitions)}"
+                for tp in response.assignment.topic_partitions
+            )
+
+        def learn() -> None:
+            for topic in call1(bootstrap, metadata_request(None).build(12)).topics:
+                names[topic.topic_id] = topic.name
+
+        learn()
+        seen: dict[str, object] = {}
+        member = unique("m")[:22]
+        joined = _heartbeat(bootstrap, group, member, 0, {}, names=(), regex=regex)
+        steps = [(int(joined.member_epoch), topics_of(joined))]
+        owned: dict[Any, list[int]] = {}
+        epoch = int(joined.member_epoch)
+        for _ in range(2):
+            time.sleep(0.5)
+            r = _heartbeat(bootstrap, group, member, epoch, owned)
+            if r.assignment is not None:
+                owned = {tp.topic_id: list(tp.partitions) for tp in r.assignment.topic_partitions}
+            epoch = int(r.member_epoch)
+            steps.append((epoch, topics_of(r)))
+        seen["join"] = steps
+        resolved_at = time.monotonic()
+        create_topic(bootstrap, second, partitions=1)
+        learn()
+        picked_up = None
+        quiet = []
+        while time.monotonic() < resolved_at + 30:
+            time.sleep(1)
+            r = _heartbeat(bootstrap, group, member, epoch, owned)
+            if r.assignment is not None:
+                picked_up = (int(r.member_epoch), topics_of(r), time.monotonic() - resolved_at)
+                break
+            quiet.append(int(r.member_epoch))
+        assert picked_up is not None
+        seen["new topic"] = picked_up[:2]
+        seen["quiet epochs"] = sorted(set(quiet))
+        seen["after s"] = picked_up[2]
+        # a member subscribed by name switches to the regex
+        other = unique("m")[:22]
+        r = _heartbeat(bootstrap, switching, other, 0, {}, names=(literal,))
+        lit = {tp.topic_id: list(tp.partitions) for tp in r.assignment.topic_partitions}
+        steps = [(int(r.member_epoch), topics_of(r))]
+        r = _heartbeat(bootstrap, switching, other, 1, lit, names=(), regex=regex)
+        steps.append((int(r.member_epoch), topics_of(r)))
+        time.sleep(0.5)
+        r = _heartbeat(bootstrap, switching, other, int(r.member_epoch), {})
+        steps.append((int(r.member_epoch), topics_of(r)))
+        seen["switch"] = steps
+        return seen
+
+    kafka, shoal = pair.run(scenario)
+    # The moment a created topic is picked up depends on when the 10 s window
+    # started and on heartbeat timing: both must wait it out.
+    for observed in (kafka, shoal):
+        assert 10.0 <= observed.pop("after s") <= 13.0, observed  # type: ignore[operator]
+    assert shoal == kafka
+    assert kafka["join"] == [(1, []), (2, [f"{first}:2"]), (2, None)]
+    assert kafka["new topic"] == (3, [f"{first}:2", f"{second}:1"])
+    assert kafka["switch"] == [(1, [f"{literal}:1"]), (1, []), (3, [f"{first}:2", f"{second}:1"])]
