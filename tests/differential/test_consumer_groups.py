@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -423,3 +424,152 @@ def test_regex_subscription_resolves_one_heartbeat_late(pair: Pair) -> None:
     assert kafka["join"] == [(1, []), (2, [f"{first}:2"]), (2, None)]
     assert kafka["new topic"] == (3, [f"{first}:2", f"{second}:1"])
     assert kafka["switch"] == [(1, [f"{literal}:1"]), (1, []), (3, [f"{first}:2", f"{second}:1"])]
+
+
+# ---- 4. OffsetCommit / OffsetFetch v10 (topic ids) and DescribeGroups v6
+
+
+def test_offset_apis_by_topic_id_and_describe_groups_v6(pair: Pair) -> None:
+    topic, group, classic = unique("v10"), unique("v10-g"), unique("v10-c")
+    bogus = uuid.UUID(int=0x5EED)
+
+    def scenario(bootstrap: str) -> dict[str, object]:
+        create_topic(bootstrap, topic, partitions=2)
+        (meta,) = call1(bootstrap, metadata_request([topic]).build(12)).topics
+        tid = meta.topic_id
+
+        def name(topic_id: Any) -> str:
+            return "topic" if topic_id == tid else str(topic_id)
+
+        commit = request_schema(8, 10)
+
+        def part(index: int, offset: int) -> Any:
+            return commit.make(
+                "OffsetCommitRequestPartition",
+                partition_index=index,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                committed_metadata="m",
+            )
+
+        committed = until_coordinated_topics(
+            bootstrap,
+            commit.make(
+                "OffsetCommitRequest",
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=(
+                    commit.make(
+                        "OffsetCommitRequestTopic",
+                        topic_id=tid,
+                        partitions=(part(0, 2), part(7, 1)),
+                    ),
+                    commit.make(
+                        "OffsetCommitRequestTopic", topic_id=bogus, partitions=(part(0, 1),)
+                    ),
+                ),
+            ),
+        )
+        seen: dict[str, object] = {
+            "commit": sorted(
+                (name(t.topic_id), int(p.partition_index), ErrorCode(p.error_code).name)
+                for t in committed.topics
+                for p in t.partitions
+            )
+        }
+        fetch = request_schema(9, 10)
+        for label, topics in (
+            ("fetch all", None),
+            (
+                "fetch some",
+                (
+                    fetch.make("OffsetFetchRequestTopics", topic_id=tid, partition_indexes=(0, 1)),
+                    fetch.make("OffsetFetchRequestTopics", topic_id=bogus, partition_indexes=(0,)),
+                ),
+            ),
+        ):
+            response = call1(
+                bootstrap,
+                fetch.make(
+                    "OffsetFetchRequest",
+                    groups=(
+                        fetch.make(
+                            "OffsetFetchRequestGroup",
+                            group_id=group,
+                            member_id=None,
+                            member_epoch=-1,
+                            topics=topics,
+                        ),
+                    ),
+                    require_stable=False,
+                ),
+            )
+            (g,) = response.groups
+            seen[label] = (
+                ErrorCode(g.error_code).name,
+                sorted(
+                    (
+                        name(t.topic_id),
+                        int(p.partition_index),
+                        int(p.committed_offset),
+                        p.metadata,
+                        ErrorCode(p.error_code).name,
+                    )
+                    for t in g.topics
+                    for p in t.partitions
+                ),
+            )
+        _classic_join(bootstrap, classic, "consumer", consumer_subscription([topic]))
+        cp = unique("v10-cp")
+        _heartbeat(bootstrap, cp, unique("m")[:22], 0, {}, names=(topic,))
+        for version in (5, 6):
+            request = request_schema(15, version).make(
+                "DescribeGroupsRequest",
+                groups=(classic, cp, f"{group}-none"),
+                include_authorized_operations=False,
+            )
+            response = call1(bootstrap, request)
+            seen[f"describe v{version}"] = sorted(
+                (
+                    "classic"
+                    if g.group_id == classic
+                    else "consumer"
+                    if g.group_id == cp
+                    else "none",
+                    ErrorCode(g.error_code).name,
+                    (getattr(g, "error_message", None) or "").replace(str(g.group_id), "G"),
+                    g.group_state,
+                    g.protocol_type,
+                    len(g.members),
+                )
+                for g in response.groups
+            )
+        return seen
+
+    kafka, shoal = pair.run(scenario)
+    assert shoal == kafka
+    assert kafka["commit"] == [
+        (str(bogus), 0, "unknown_topic_id"),
+        ("topic", 0, "none"),
+        ("topic", 7, "unknown_topic_or_partition"),
+    ]
+    assert [g[:3] for g in kafka["describe v6"]] == [  # type: ignore[attr-defined]
+        ("classic", "none", ""),
+        ("consumer", "group_id_not_found", "Group G is not a classic group."),
+        ("none", "group_id_not_found", "Group G not found."),
+    ]
+
+
+def until_coordinated_topics(bootstrap: str, request: Any) -> Any:
+    """An OffsetCommit (no top-level error) resent while its partitions answer that
+    the coordinator is not ready."""
+    call1(bootstrap, find_coordinator(request.group_id).build(4))
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        response = call1(bootstrap, request)
+        codes = {p.error_code for t in response.topics for p in t.partitions}
+        if not codes & set(_NOT_READY) or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
