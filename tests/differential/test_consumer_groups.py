@@ -22,9 +22,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 
-from shoal.client.requests import find_coordinator, offset_fetch
+from shoal.client.requests import describe_groups, find_coordinator, offset_fetch
 from shoal.client.requests import metadata as metadata_request
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
@@ -34,7 +36,7 @@ from tests.support.classic_groups import commit_request, consumer_subscription
 from tests.support.cli import shoal as shoal_cli
 from tests.support.cli import tables
 from tests.support.clients import create_topic, flush_all, producer
-from tests.support.consumer_groups import group_consumer
+from tests.support.consumer_groups import PARTITIONS, group_consumer
 from tests.support.consumer_wire import beat
 from tests.support.wire import call1
 
@@ -573,3 +575,396 @@ def until_coordinated_topics(bootstrap: str, request: Any) -> Any:
         if not codes & set(_NOT_READY) or time.monotonic() > deadline:
             return response
         time.sleep(0.2)
+
+
+# ---- 5. real clients: rebalances, migration, static members, admin
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _described(bootstrap: str, group: str) -> tuple[str, str, str, int]:
+    """(state, type, assignor, members) as confluent-kafka's AdminClient sees it."""
+    admin = _admin(bootstrap)  # kept alive until the answer is in
+    (future,) = admin.describe_consumer_groups([group]).values()
+    d = future.result(timeout=30)
+    return (d.state.name, d.type.name, d.partition_assignor, len(d.members))
+
+
+class _Member:
+    """A confluent-kafka consumer that counts what its rebalance callbacks see."""
+
+    def __init__(self, bootstrap: str, group: str, protocol: str, **extra: Any) -> None:
+        self.consumer = group_consumer(bootstrap, group, protocol=protocol, **extra)
+        self.revoked: list[int] = []
+        self.assigned: list[int] = []
+
+    def subscribe(self, topics: list[str]) -> None:
+        self.consumer.subscribe(
+            topics,
+            on_assign=lambda _c, parts: self.assigned.append(len(parts)),
+            on_revoke=lambda _c, parts: self.revoked.append(len(parts)),
+        )
+
+    def owned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+
+def _settle(members: list[_Member], counts: list[int], *, timeout_s: float = SETTLE_S) -> None:
+    """Poll every member until they own `counts` partitions (each partition once)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for m in members:
+            m.consumer.poll(0.05)
+        owned = [m.owned() for m in members]
+        every = [p for parts in owned for p in parts]
+        if sorted(len(o) for o in owned) == sorted(counts) and len(every) == len(set(every)):
+            return
+    raise AssertionError(f"not settled to {counts}: {[sorted(m.owned()) for m in members]}")
+
+
+def _two_members_join_and_leave(
+    bootstrap: str, topic: str, group: str, protocol: str, **extra: Any
+) -> dict[str, object]:
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    first = _Member(bootstrap, group, protocol, **extra)
+    second = _Member(bootstrap, group, protocol, **extra)
+    seen: dict[str, object] = {}
+    try:
+        first.subscribe([topic])
+        _settle([first], [PARTITIONS])
+        seen["one"] = _described(bootstrap, group)
+        second.subscribe([topic])
+        _settle([first, second], [PARTITIONS // 2, PARTITIONS // 2])
+        seen["two"] = _described(bootstrap, group)
+        seen["first revoked on join"] = sum(first.revoked)
+        first.consumer.close()
+        _settle([second], [PARTITIONS])
+        seen["second assigned"] = sorted(second.assigned)
+        seen["after leave"] = _described(bootstrap, group)
+    finally:
+        second.consumer.close()
+    deadline = time.monotonic() + SETTLE_S
+    while _described(bootstrap, group)[0] != "EMPTY" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen["closed"] = _described(bootstrap, group)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("protocol", "extra"),
+    [
+        ("classic", {"partition.assignment.strategy": "range"}),
+        ("classic", {"partition.assignment.strategy": "cooperative-sticky"}),
+        ("consumer", {}),
+    ],
+    ids=["classic-eager-range", "classic-cooperative-sticky", "consumer-protocol"],
+)
+def test_two_members_join_and_leave(pair: Pair, protocol: str, extra: dict[str, str]) -> None:
+    topic, group = unique("rb"), unique("rb-g")
+    kafka, shoal = pair.run(_two_members_join_and_leave, topic, group, protocol, **extra)
+    assert shoal == kafka
+    assert kafka["two"][0] == "STABLE" and kafka["closed"][0] == "EMPTY"  # type: ignore[index]
+    # eager revokes everything before the second join; cooperative and KIP-848 only
+    # what moves
+    eager = extra.get("partition.assignment.strategy") == "range"
+    assert kafka["first revoked on join"] == (PARTITIONS if eager else PARTITIONS // 2)
+
+
+def _commit_and_close(bootstrap: str, topic: str, group: str, protocol: str) -> None:
+    member = _Member(bootstrap, group, protocol)
+    try:
+        member.subscribe([topic])
+        _settle([member], [PARTITIONS])
+        member.consumer.commit(
+            offsets=[TopicPartition(topic, p, 1) for p in range(PARTITIONS)], asynchronous=False
+        )
+    finally:
+        member.consumer.close()
+
+
+def _committed_offsets(bootstrap: str, group: str) -> list[tuple[str, int, int]]:
+    return _committed(bootstrap, group)
+
+
+def _migration(bootstrap: str, topic: str, empty: str, busy: str) -> dict[str, object]:
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    seen: dict[str, object] = {}
+    # an Empty classic group with offsets: a consumer-protocol member takes it over
+    _commit_and_close(bootstrap, topic, empty, "classic")
+    seen["empty classic"] = _described(bootstrap, empty)
+    newcomer = _Member(bootstrap, empty, "consumer")
+    try:
+        newcomer.subscribe([topic])
+        _settle([newcomer], [PARTITIONS])
+        seen["taken over"] = _described(bootstrap, empty)
+        seen["offsets kept"] = _committed_offsets(bootstrap, empty)
+    finally:
+        newcomer.consumer.close()
+    # a classic member is joined by a consumer-protocol member: the group is upgraded
+    classic = _Member(bootstrap, busy, "classic")
+    modern = _Member(bootstrap, busy, "consumer")
+    try:
+        classic.subscribe([topic])
+        _settle([classic], [PARTITIONS])
+        seen["classic only"] = _described(bootstrap, busy)
+        modern.subscribe([topic])
+        _settle([classic, modern], [PARTITIONS // 2, PARTITIONS // 2], timeout_s=90)
+        seen["upgraded"] = _described(bootstrap, busy)
+        modern.consumer.close()
+        _settle([classic], [PARTITIONS], timeout_s=90)
+        deadline = time.monotonic() + SETTLE_S
+        while _described(bootstrap, busy)[1] != "CLASSIC" and time.monotonic() < deadline:
+            classic.consumer.poll(0.1)
+        seen["downgraded"] = _described(bootstrap, busy)
+    finally:
+        classic.consumer.close()
+    return seen
+
+
+def test_migration_between_classic_and_consumer_protocol(pair: Pair) -> None:
+    topic, empty, busy = unique("mig"), unique("mig-empty"), unique("mig-busy")
+    kafka, shoal = pair.run(_migration, topic, empty, busy)
+    assert shoal == kafka
+    assert kafka["taken over"][1] == "CONSUMER"  # type: ignore[index]
+    assert kafka["upgraded"][1:] == ("CONSUMER", "uniform", 2)  # type: ignore[index]
+    assert kafka["downgraded"][1] == "CLASSIC"  # type: ignore[index]
+
+
+def _static_restart(bootstrap: str, topic: str, group: str) -> dict[str, object]:
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    static = {"session.timeout.ms": 30_000}
+    first = _Member(bootstrap, group, "classic", **static, **{"group.instance.id": "one"})
+    second = _Member(bootstrap, group, "classic", **static, **{"group.instance.id": "two"})
+    seen: dict[str, object] = {}
+    try:
+        first.subscribe([topic])
+        second.subscribe([topic])
+        _settle([first, second], [PARTITIONS // 2, PARTITIONS // 2])
+        time.sleep(2)  # let a second join round (if any) finish
+        for m in (first, second):
+            m.consumer.poll(0.1)
+        before, events = first.owned(), (list(second.assigned), list(second.revoked))
+        first.consumer.close()  # a static member does not leave the group
+        seen["after close"] = _described(bootstrap, group)[0::3]
+        again = _Member(bootstrap, group, "classic", **static, **{"group.instance.id": "one"})
+        first = again
+        again.subscribe([topic])
+        _settle([again, second], [PARTITIONS // 2, PARTITIONS // 2])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            for m in (again, second):
+                m.consumer.poll(0.1)
+        seen["same partitions"] = again.owned() == before
+        seen["second untouched"] = (list(second.assigned), list(second.revoked)) == events
+        seen["restarted"] = _described(bootstrap, group)
+    finally:
+        first.consumer.close()
+        second.consumer.close()
+    return seen
+
+
+def test_static_member_restarts_without_rebalance(pair: Pair) -> None:
+    topic, group = unique("static"), unique("static-g")
+    kafka, shoal = pair.run(_static_restart, topic, group)
+    assert shoal == kafka
+    assert kafka["same partitions"] is True and kafka["second untouched"] is True
+    assert kafka["after close"] == ("STABLE", 2)  # the closed static member stays
+
+
+def _fenced_instance(bootstrap: str, group: str) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    schema = request_schema(11, 5)
+    join = schema.make(
+        "JoinGroupRequest",
+        group_id=group,
+        session_timeout=datetime.timedelta(seconds=30),
+        rebalance_timeout=datetime.timedelta(seconds=30),
+        member_id="",
+        group_instance_id="inst",
+        protocol_type="consumer",
+        protocols=(schema.make("JoinGroupRequestProtocol", name="range", metadata=b""),),
+        reason=None,
+    )
+    call1(bootstrap, find_coordinator(group).build(4))
+    first = until_coordinated(bootstrap, join)
+    seen["first join"] = ErrorCode(first.error_code).name
+    sync = request_schema(14, 5)
+    synced = call1(
+        bootstrap,
+        sync.make(
+            "SyncGroupRequest",
+            group_id=group,
+            generation_id=first.generation_id,
+            member_id=first.member_id,
+            group_instance_id="inst",
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=(
+                sync.make("SyncGroupRequestAssignment", member_id=first.member_id, assignment=b""),
+            ),
+        ),
+    )
+    seen["sync"] = ErrorCode(synced.error_code).name
+    second = call1(bootstrap, join)
+    seen["second join"] = (
+        ErrorCode(second.error_code).name,
+        second.member_id != first.member_id,
+        second.generation_id == first.generation_id,
+    )
+    beat = request_schema(12, 4)
+    for label, member, instance in (
+        ("old id", first.member_id, "inst"),
+        ("old id no instance", first.member_id, None),
+        ("new id", second.member_id, "inst"),
+    ):
+        response = call1(
+            bootstrap,
+            beat.make(
+                "HeartbeatRequest",
+                group_id=group,
+                generation_id=second.generation_id,
+                member_id=member,
+                group_instance_id=instance,
+            ),
+        )
+        seen[label] = ErrorCode(response.error_code).name
+    commit = call1(
+        bootstrap,
+        commit_request(
+            7,
+            group,
+            {(f"{group}-t", 0): 1},
+            member_id=first.member_id,
+            generation=second.generation_id,
+            instance="inst",
+        ),
+    )
+    seen["old id commits"] = sorted(
+        ErrorCode(p.error_code).name for t in commit.topics for p in t.partitions
+    )
+    return seen
+
+
+def test_duplicate_static_member_is_fenced(pair: Pair) -> None:
+    group = unique("fenced")
+    kafka, shoal = pair.run(_fenced_instance, group)
+    assert shoal == kafka
+    assert kafka["old id"] == "fenced_instance_id" and kafka["new id"] == "none"
+
+
+def _admin_views(bootstrap: str, topic: str, prefix: str) -> dict[str, object]:
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    classic, modern, simple, idle = (
+        f"{prefix}-{k}" for k in ("classic", "modern", "simple", "idle")
+    )
+    _commit_and_close(bootstrap, topic, idle, "classic")
+    call1(bootstrap, commit_request(9, simple, {(topic, 0): 5}))
+    members = [_Member(bootstrap, classic, "classic"), _Member(bootstrap, modern, "consumer")]
+    seen: dict[str, object] = {}
+    try:
+        for m in members:
+            m.subscribe([topic])
+        for m in members:  # two groups: each owns every partition
+            _settle([m], [PARTITIONS])
+        listed = call1(
+            bootstrap,
+            request_schema(16, 5).make("ListGroupsRequest", states_filter=(), types_filter=()),
+        )
+        seen["listed"] = sorted(
+            (g.group_id[len(prefix) :], g.protocol_type, g.group_state, g.group_type)
+            for g in listed.groups
+            if g.group_id.startswith(prefix)
+        )
+        for name, states, types in (
+            ("stable", ("Stable",), ()),
+            ("empty", ("Empty",), ()),
+            ("classic type", (), ("classic",)),
+            ("consumer type", (), ("consumer",)),
+        ):
+            filtered = call1(
+                bootstrap,
+                request_schema(16, 5).make(
+                    "ListGroupsRequest", states_filter=states, types_filter=types
+                ),
+            )
+            seen[name] = sorted(
+                g.group_id[len(prefix) :] for g in filtered.groups if g.group_id.startswith(prefix)
+            )
+        seen["described"] = {g: _described(bootstrap, g) for g in (classic, modern, simple, idle)}
+        deleted = call1(
+            bootstrap,
+            request_schema(42, 2).make(
+                "DeleteGroupsRequest", groups_names=(classic, modern, idle, f"{prefix}-none")
+            ),
+        )
+        seen["deleted"] = sorted(
+            (r.group_id[len(prefix) :], ErrorCode(r.error_code).name) for r in deleted.results
+        )
+        seen["idle offsets after"] = _committed(bootstrap, idle)
+    finally:
+        for m in members:
+            m.consumer.close()
+    return seen
+
+
+def test_list_describe_and_delete_groups(pair: Pair) -> None:
+    topic, prefix = unique("adm"), unique("adm-g")
+    kafka, shoal = pair.run(_admin_views, topic, prefix)
+    assert shoal == kafka
+    assert kafka["deleted"] == [
+        ("-classic", "non_empty_group"),
+        ("-idle", "none"),
+        ("-modern", "non_empty_group"),
+        ("-none", "group_id_not_found"),
+    ]
+
+
+def _session_expiry(bootstrap: str, group: str) -> dict[str, object]:
+    schema = request_schema(11, 3)
+    session_ms = 6_000
+    join = schema.make(
+        "JoinGroupRequest",
+        group_id=group,
+        session_timeout=datetime.timedelta(milliseconds=session_ms),
+        rebalance_timeout=datetime.timedelta(milliseconds=session_ms),
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=(schema.make("JoinGroupRequestProtocol", name="range", metadata=b""),),
+        reason=None,
+    )
+    joined = until_coordinated(bootstrap, join)
+    sync = request_schema(14, 3)
+    call1(
+        bootstrap,
+        sync.make(
+            "SyncGroupRequest",
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=(
+                sync.make("SyncGroupRequestAssignment", member_id=joined.member_id, assignment=b""),
+            ),
+        ),
+    )
+    started = time.monotonic()
+    state = "Stable"
+    while state != "Empty" and time.monotonic() < started + 30:
+        time.sleep(0.1)
+        (g,) = call1(bootstrap, describe_groups([group]).build(5)).groups
+        state = g.group_state
+    return {"state": state, "evicted within s": time.monotonic() - started}
+
+
+def test_silent_classic_member_is_evicted_after_its_session_timeout(pair: Pair) -> None:
+    group = unique("expiry")
+    kafka, shoal = pair.run(_session_expiry, group)
+    for observed in (kafka, shoal):
+        assert observed["state"] == "Empty"
+        # Kafka checks sessions on a timer; both evict between the timeout and 3 s later
+        assert 5.9 <= observed["evicted within s"] <= 9.0, observed  # type: ignore[operator]
