@@ -992,9 +992,11 @@ def _kafka_python_group(bootstrap: str, topic: str, group: str) -> dict[str, obj
     consumers = [KafkaConsumer(**settings) for _ in range(2)]
     for c in consumers:
         # The topic's metadata first: a kafka-python leader that learns of the topic
-        # after joining rejoins at once, and on Shoal that extra round sometimes
-        # leaves the leader without heartbeats until its session expires (not
-        # understood yet; Kafka never showed it in a dozen runs).
+        # after joining rejoins at once. In that extra round the two consumers (one
+        # shared kafka-python IO thread) sometimes get their SyncGroup answers in the
+        # same millisecond (Shoal answers the parked follower and the leader
+        # together) and the leader then never resumes heartbeating: a client race,
+        # seen in client debug logs, that Kafka's slower answers did not trigger.
         deadline = time.monotonic() + SETTLE_S
         while c.partitions_for_topic(topic) is None and time.monotonic() < deadline:
             time.sleep(0.1)
