@@ -21,10 +21,12 @@ State the shard holds:
   given; `rewrite_old_records` and `prune_offsets` keep the log bounded.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
-  initialisation-retry deadline, and the groups whose deletion is in progress.
+  initialisation-retry deadline, the groups whose deletion is in progress, and
+  each consumer group's regex refresh bookkeeping (group/regex_refresh.py).
   Operations arm and cancel these timers as Kafka's do; `next_deadline()` tells the
-  runtime when to call `expire_sessions` / `retry_initializations`, and a firing
-  timer is an ordinary write that re-validates before changing anything.
+  runtime when to call `expire_sessions` / `retry_initializations` /
+  `refresh_regexes`, and a firing timer is an ordinary write that re-validates
+  before changing anything.
 
 No I/O, no wall clock, no randomness: time is the `now_ms` given to an operation,
 or the injected clock's `monotonic_ms()` when omitted.
