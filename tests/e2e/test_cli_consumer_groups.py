@@ -129,7 +129,7 @@ def test_active_group_listed_and_described_then_reset_refused(broker: BrokerProc
             assert row["HOST"] != "-"
 
         (member,) = describe(broker, group, "--members", "--verbose")
-        assert member["#PARTITIONS"] == "2" and member["ASSIGNMENT"] == f"{topic}:0,1"
+        assert member["#PARTITIONS"] == "2" and member["CURRENT-ASSIGNMENT"] == f"{topic}:0,1"
         assert member["CLIENT-ID"] == CLIENT_ID
         (state,) = describe(broker, group, "--state")
         assert (state["STATE"], state["#MEMBERS"], state["ASSIGNMENT-STRATEGY"]) == (
@@ -298,3 +298,33 @@ def test_command_config_and_timeout(broker: BrokerProcess, tmp_path: Path) -> No
     assert (done.returncode, done.stdout) == (1, "")
     assert "Error: cannot reach the broker at 127.0.0.1:1 within 1500 ms" in done.stderr
     assert time.monotonic() - started < 30
+
+
+def test_empty_consumer_protocol_group_is_described(broker: BrokerProcess) -> None:
+    """A KIP-848 group is described through ConsumerGroupDescribe (DescribeGroups knows
+    only classic groups), Empty with its offsets as Kafka's tool prints it."""
+    topic, group = topic_name("cg-848"), topic_name("cg-848-g")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    produce(broker.bootstrap, topic, {0: 2, 1: 3})
+    c = consumer_of(broker.bootstrap, group, protocol="consumer")
+    try:
+        c.subscribe([topic])
+        consume(c, 5)
+        (state,) = describe(broker, group, "--state", "--verbose")
+        assert (state["STATE"], state["ASSIGNMENT-STRATEGY"], state["#MEMBERS"]) == (
+            "Stable",
+            "uniform",
+            "1",
+        )
+        assert state["GROUP-EPOCH"] == state["TARGET-ASSIGNMENT-EPOCH"] != "-"
+        (member,) = describe(broker, group, "--members", "--verbose")
+        assert member["CURRENT-ASSIGNMENT"] == member["TARGET-ASSIGNMENT"] == f"{topic}:0,1"
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    code, out, err = cg(broker, "--describe", "--group", group)
+    assert code == 0 and err.strip() == f"Consumer group '{group}' has no active members."
+    assert {(r["PARTITION"], r["CURRENT-OFFSET"], r["CONSUMER-ID"]) for r in rows(out)} == {
+        ("0", "2", "-"),
+        ("1", "3", "-"),
+    }

@@ -1,4 +1,4 @@
-"""DescribeGroups (15) v0-v5 against a broker process."""
+"""DescribeGroups (15) v0-v6 against a broker process."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.support.topics import topic_name
 from tests.support.wire import call1
 
 
-@pytest.mark.parametrize("version", [0, 5])
+@pytest.mark.parametrize("version", [0, 5, 6])
 def test_stable_group_and_unknown_id(broker: BrokerProcess, version: int) -> None:
     m = stable_group(broker.bootstrap, topic_name("describe"))
     unknown = topic_name("unknown")
@@ -30,4 +30,12 @@ def test_stable_group_and_unknown_id(broker: BrokerProcess, version: int) -> Non
     assert [(x.member_id, x.member_metadata, x.member_assignment) for x in group.members] == [
         (m.member_id, PROTOCOL[1], b"A")
     ]
-    assert (described[unknown].group_state, described[unknown].members) == ("Dead", ())
+    missing = described[unknown]
+    assert (missing.group_state, missing.members) == ("Dead", ())
+    if version >= 6:  # KIP-1043: the unknown id is an error from v6
+        assert (missing.error_code, missing.error_message) == (
+            ErrorCode.group_id_not_found,
+            f"Group {unknown} not found.",
+        )
+    else:
+        assert missing.error_code == ErrorCode.none

@@ -2,10 +2,13 @@
 `shoal.client.Client`.
 
 Listing is `share_group_admin.list_groups` with the consumer types (classic groups of
-protocol type "consumer" or "" and KIP-848 consumer groups). DescribeGroups (15),
-OffsetFetch (9), OffsetCommit (8), OffsetDelete (47) and DeleteGroups (42) go to the
-group's coordinator (`Client.to_coordinator`), built by `shoal.client.requests` at
-the version the client picks from ApiVersions.
+protocol type "consumer" or "" and KIP-848 consumer groups). Describing asks
+ConsumerGroupDescribe (69) first and DescribeGroups (15) for a group it does not know
+(GROUP_ID_NOT_FOUND: a classic group, or none) or when the broker lacks API 69, as
+Kafka's admin client does (DescribeConsumerGroupsHandler), so an Empty consumer-protocol
+group is described too. OffsetFetch (9), OffsetCommit (8), OffsetDelete (47) and
+DeleteGroups (42) go to the group's coordinator (`Client.to_coordinator`), built by
+`shoal.client.requests` at the version the client picks from ApiVersions.
 
 A member's assignment is the ConsumerProtocolAssignment of its DescribeGroups entry,
 read with kio's schema; an assignment that does not parse (another protocol type)
@@ -27,12 +30,15 @@ from kio.serial.errors import SerialError
 
 from shoal.cli.share_group_admin import ListedGroup, list_groups
 from shoal.client import Client, KafkaError, Node, check, requests
+from shoal.client.calls import Call
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
+from shoal.protocol.schema import request_schema
 
 log = logging.getLogger(__name__)
 
 CONSUMER_GROUP_TYPES = (requests.CLASSIC_GROUP_TYPE, requests.CONSUMER_GROUP_TYPE)
+API_CONSUMER_GROUP_DESCRIBE = 69
 CONSUMER_PROTOCOL_TYPES = ("consumer", "")
 """Protocol types of classic groups the consumer-groups tool shows (Kafka's)."""
 _VERSION = struct.Struct(">h")
@@ -51,6 +57,10 @@ class ConsumerMember:
     client_id: str
     host: str
     assignment: dict[str, tuple[int, ...]]
+    member_epoch: int | None = None
+    """The member's epoch (consumer-protocol groups; None for a classic group)."""
+    target: dict[str, tuple[int, ...]] | None = None
+    """The member's target assignment (consumer-protocol groups only)."""
 
     @property
     def partition_count(self) -> int:
@@ -65,6 +75,9 @@ class ConsumerGroupDescription:
     assignment_strategy: str
     coordinator: Node
     members: tuple[ConsumerMember, ...]
+    group_epoch: int | None = None
+    """Group and target-assignment epochs (consumer-protocol groups only)."""
+    assignment_epoch: int | None = None
 
 
 def list_consumer_groups(
@@ -101,12 +114,76 @@ def assignment_of(data: bytes) -> dict[str, tuple[int, ...]]:
     return {t: tuple(sorted(ps)) for t, ps in out.items()}
 
 
+def consumer_group_describe(group_ids: list[str]) -> Call:
+    """ConsumerGroupDescribe (69) v0-v1 of `group_ids`."""
+    return Call(
+        API_CONSUMER_GROUP_DESCRIBE,
+        0,
+        1,
+        lambda version: request_schema(API_CONSUMER_GROUP_DESCRIBE, version).make(
+            "ConsumerGroupDescribeRequest",
+            group_ids=tuple(group_ids),
+            include_authorized_operations=False,
+        ),
+    )
+
+
 def describe_consumer_group(client: Client, group_id: str) -> ConsumerGroupDescription:
-    """DescribeGroups of one group (an unknown group comes back Dead); errors raise."""
+    """One group, consumer-protocol or classic (an unknown group comes back Dead);
+    errors raise."""
+    if client.supports(API_CONSUMER_GROUP_DESCRIBE):
+        response = client.to_coordinator(
+            group_id, consumer_group_describe([group_id]), lambda r: int(r.groups[0].error_code)
+        )
+        (group,) = response.groups
+        if int(group.error_code) not in (ErrorCode.group_id_not_found, ErrorCode.none):
+            check(group.error_code, group.error_message, context=f"group '{group_id}'")
+        if int(group.error_code) == ErrorCode.none:
+            return _consumer_protocol_description(client, group)
+    return _classic_description(client, group_id)
+
+
+def _partitions(topics: Any) -> dict[str, tuple[int, ...]]:
+    return {
+        str(t.topic_name): tuple(sorted(int(p) for p in t.partitions))
+        for t in topics
+        if t.partitions
+    }
+
+
+def _consumer_protocol_description(client: Client, group: Any) -> ConsumerGroupDescription:
+    return ConsumerGroupDescription(
+        group_id=str(group.group_id),
+        state=str(group.group_state),
+        protocol_type="consumer",
+        assignment_strategy=str(group.assignor_name),
+        coordinator=client.coordinator(str(group.group_id)),
+        members=tuple(
+            ConsumerMember(
+                member_id=str(m.member_id),
+                group_instance_id=m.instance_id,
+                client_id=str(m.client_id),
+                host=str(m.client_host),
+                assignment=_partitions(m.assignment.topic_partitions),
+                member_epoch=int(m.member_epoch),
+                target=_partitions(m.target_assignment.topic_partitions),
+            )
+            for m in group.members
+        ),
+        group_epoch=int(group.group_epoch),
+        assignment_epoch=int(group.assignment_epoch),
+    )
+
+
+def _classic_description(client: Client, group_id: str) -> ConsumerGroupDescription:
     response = client.to_coordinator(
         group_id, requests.describe_groups([group_id]), lambda r: int(r.groups[0].error_code)
     )
     (group,) = response.groups
+    if int(group.error_code) == ErrorCode.group_id_not_found:  # DescribeGroups v6+
+        return ConsumerGroupDescription(
+            group_id, "Dead", "", "", client.coordinator(group_id), members=()
+        )
     check(group.error_code, getattr(group, "error_message", None), context=f"group '{group_id}'")
     members = tuple(
         ConsumerMember(

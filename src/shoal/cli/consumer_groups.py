@@ -6,9 +6,12 @@ Mirrors Kafka's kafka-consumer-groups.sh (options, messages, columns):
   --describe (--group G ... | --all-groups)
       [--offsets]  GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
                    CONSUMER-ID HOST CLIENT-ID (the default)
-      --members    GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT]
-      --state      GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
-      (--verbose adds the bracketed columns)
+      --members    GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS
+                   [CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT]
+      --state      GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE
+                   [GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH] #MEMBERS
+      (--verbose adds the last bracketed columns; GROUP-INSTANCE-ID shows when a
+      member has one; epochs are "-" for a classic group)
   --reset-offsets (--group G ... | --all-groups) (--topic T[:P,P...] ... | --all-topics)
       (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |
        --by-duration PnDTnHnMnS | --to-offset N | --shift-by N | --from-file CSV)
@@ -168,7 +171,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         if args.members:
             _print_members(description, args.verbose, out)
         elif args.state is not None:
-            _print_state(description, out)
+            _print_state(description, args.verbose, out)
         else:
             _print_offsets(client, description, out)
     return status
@@ -212,34 +215,53 @@ def _print_offsets(client: Client, description: ConsumerGroupDescription, out: I
 
 
 def _print_members(description: ConsumerGroupDescription, verbose: bool, out: IO[str]) -> None:
-    if not description.members:
-        return
-    headers = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if verbose else [])
-    headers += ["HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if verbose else [])
+    """Kafka 4.2's members table: GROUP-INSTANCE-ID only when a member has one; with
+    --verbose each member's epoch and assignment and the group's target (epochs
+    MISSING for a classic group, whose members have none). An Empty group prints
+    the header alone."""
+    members = sorted(description.members, key=lambda m: m.member_id)
+    with_instance = any(m.group_instance_id for m in members)
+    headers = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else [])
+    headers += ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    widths = [NAME_WIDTH_MIN] * len(headers)
+    if verbose:
+        headers += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        widths += [15, 20, 15, 20]
     rows = []
-    for m in sorted(description.members, key=lambda m: m.member_id):
+    for m in members:
         row = [description.group_id, m.member_id]
-        if verbose:
+        if with_instance:
             row.append(m.group_instance_id or MISSING)
         row += [m.host, m.client_id, str(m.partition_count)]
         if verbose:
-            row.append(assignment_text(m.assignment) or MISSING)
+            target = None if m.target is None else description.assignment_epoch
+            row += [
+                cell(m.member_epoch),
+                assignment_text(m.assignment) or MISSING,
+                cell(target),
+                assignment_text(m.target or {}) or MISSING,
+            ]
         rows.append(row)
-    widths = [NAME_WIDTH_MIN] * (5 if verbose else 4) + [12]
     print_table(out, headers, rows, widths)
 
 
-def _print_state(description: ConsumerGroupDescription, out: IO[str]) -> None:
+def _print_state(description: ConsumerGroupDescription, verbose: bool, out: IO[str]) -> None:
+    """Kafka 4.2's state table; --verbose adds the group and target-assignment
+    epochs (MISSING for a classic group)."""
     node = description.coordinator
-    headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
     row = [
         description.group_id,
         f"{node.host}:{node.port}  ({node.node_id})",
         description.assignment_strategy,
         description.state,
-        str(len(description.members)),
     ]
-    print_table(out, headers, [row], [NAME_WIDTH_MIN, 25, 20, 20])
+    widths = [NAME_WIDTH_MIN, 25, 20, 20]
+    if verbose:
+        headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [cell(description.group_epoch), cell(description.assignment_epoch)]
+        widths += [15, 25]
+    print_table(out, [*headers, "#MEMBERS"], [[*row, str(len(description.members))]], widths)
 
 
 def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:

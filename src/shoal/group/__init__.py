@@ -9,8 +9,11 @@ subscription) and `classic_coordinator` (all of them behind the group-id namespa
 for share groups `share_group` (replayed state of one group), `assignor` (the simple
 assignor), `membership` (heartbeat rules), `lifecycle` (share-partition
 initialisation and deletion), `results` (responses and effects), `settings`,
-`topics`; and `coordinator` (the `GroupCoordinatorShard` tying them together). See
-`coordinator`'s docstring for how a caller drives the shard.
+`topics`; for KIP-848 consumer groups `consumer_group` (replayed state),
+`consumer_membership` (heartbeat rules), `regex_refresh` (regex subscriptions,
+resolved after the heartbeat), `consumer_classic` and `migration`; and `coordinator`
+(the `GroupCoordinatorShard` tying them together). See `coordinator`'s docstring for
+how a caller drives the shard.
 """
 
 from shoal.group.coordinator import DurableState, GroupCoordinatorShard

@@ -387,18 +387,23 @@ class ClassicCoordinator:
     def delete_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]
     ) -> tuple[ErrorCode | None, CommitResult]:
-        """OffsetDelete (47)."""
-        if self._share_type(group_id) is not None:
+        """OffsetDelete (47) of a classic or consumer group (a share group's id:
+        GROUP_ID_NOT_FOUND). As Kafka's OffsetMetadataManager.deleteOffsets, a
+        partition's pending transactional offsets are dropped with it, whether or not
+        it has a committed offset."""
+        kind = self._share_type(group_id)
+        if kind not in (None, GROUP_TYPE_CONSUMER):
             return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
         error, result = self.offsets.delete(
-            groups=self.groups, group_id=group_id, partitions=partitions
+            groups=self.groups,
+            group_id=group_id,
+            partitions=partitions,
+            consumer_subscribed=self._consumer_subscriptions(group_id)
+            if kind == GROUP_TYPE_CONSUMER
+            else None,
         )
-        deleted = [
-            (rec.key.topic, rec.key.partition)
-            for rec in result.records
-            if isinstance(rec.key, r.OffsetCommitKey)
-        ]
-        pending = self.txn_offsets.partition_tombstones(group_id, deleted)
+        cleared = [(a.topic, a.partition) for a in result.response if a.error is None]
+        pending = self.txn_offsets.partition_tombstones(group_id, cleared)
         if pending:
             result = CommitResult(records=(*result.records, *pending), response=result.response)
         return error, result

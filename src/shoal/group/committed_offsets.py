@@ -239,17 +239,23 @@ class CommittedOffsets:
         groups: ClassicGroups,
         group_id: str,
         partitions: Sequence[tuple[str, int]],
+        consumer_subscribed: frozenset[str] | None = None,
     ) -> tuple[ErrorCode | None, CommitResult]:
         """OffsetDelete (47): (top-level error, per-partition answers and tombstones).
         Partitions of topics the group's members subscribe to are
-        GROUP_SUBSCRIBED_TO_TOPIC; a group of another protocol with members is
-        NON_EMPTY_GROUP."""
-        group = groups.groups.get(group_id)
-        if group is None and not self.has_group(group_id):
-            return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
-        if group is not None and not group.is_empty and group.protocol_type != "consumer":
-            return ErrorCode.non_empty_group, CommitResult(records=(), response=())
-        subscribed = groups.subscribed_topics(group_id) or frozenset()
+        GROUP_SUBSCRIBED_TO_TOPIC; a classic group of another protocol with members
+        is NON_EMPTY_GROUP. `consumer_subscribed` is given for a consumer group
+        (KIP-848): the topics its members subscribe to (Kafka's
+        ConsumerGroup.validateOffsetDelete accepts it in any state)."""
+        if consumer_subscribed is not None:
+            subscribed = consumer_subscribed
+        else:
+            group = groups.groups.get(group_id)
+            if group is None and not self.has_group(group_id):
+                return ErrorCode.group_id_not_found, CommitResult(records=(), response=())
+            if group is not None and not group.is_empty and group.protocol_type != "consumer":
+                return ErrorCode.non_empty_group, CommitResult(records=(), response=())
+            subscribed = groups.subscribed_topics(group_id) or frozenset()
         committed = self._offsets.get(group_id, {})
         records = []
         answers = []

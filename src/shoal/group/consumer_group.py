@@ -1,10 +1,12 @@
 """Consumer groups of the KIP-848 protocol: durable state and how records change it.
 
-`ConsumerGroup` is what replaying record types 3 and 5-8 builds: the group epoch and
-metadata hash (3), the members' subscriptions (5), the target assignment epoch (6)
-and each member's target (7), and each member's current assignment with its epoch,
-state and partitions pending revocation (8). `apply(group, record)` is the only
-writer of types 5-8; type 3 creates and removes groups in the shard.
+`ConsumerGroup` is what replaying record types 3, 5-8 and 16 builds: the group epoch
+and metadata hash (3), the members' subscriptions (5), the target assignment epoch
+(6) and each member's target (7), each member's current assignment with its epoch,
+state and partitions pending revocation (8), and the topics each regex subscription
+resolved to (16: resolved asynchronously, group/regex_refresh.py). `apply(group,
+record)` is the only writer of types 5-8 and 16; type 3 creates and removes groups
+in the shard.
 
 Replay is lenient as a compacted log requires (see share_group.py): a value creates
 what it refers to and a tombstone of something absent is a no-op.
@@ -100,6 +102,14 @@ class ConsumerGroup:
     assignment_epoch: int = 0
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Each regex a member subscribes to -> the topic names it matched when last
+    resolved (record 16). A regex not (yet) resolved contributes no topics."""
+
+    def subscribed_regexes(self) -> frozenset[str]:
+        return frozenset(
+            m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex
+        )
 
     @property
     def is_empty(self) -> bool:
@@ -131,9 +141,15 @@ class ConsumerGroup:
 
 
 def apply(group: ConsumerGroup, record: r.CoordinatorRecord) -> None:
-    """Change `group` by one of its records of types 5-8."""
+    """Change `group` by one of its records of types 5-8 and 16."""
     key, value = record.key, record.value
     match key:
+        case r.ConsumerGroupRegularExpressionKey(regular_expression=regex):
+            if value is None:
+                group.resolved_regexes.pop(regex, None)
+            else:
+                assert isinstance(value, r.ConsumerGroupRegularExpressionValue)
+                group.resolved_regexes[regex] = frozenset(value.topics)
         case r.ConsumerGroupMemberMetadataKey(member_id=member_id):
             if value is None:
                 group.members.pop(member_id, None)

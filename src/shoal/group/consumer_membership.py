@@ -140,19 +140,44 @@ def _compile(regex: str) -> re.Pattern[str] | None:
         return None
 
 
-def subscribed_names(member: ConsumerGroupMember, image: TopicImage) -> frozenset[str]:
-    """The topic names the member subscribes to: its names and the existing topics
-    its regex matches in full (internal topics excluded), as Kafka's union."""
+def subscribed_names(
+    member: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]
+) -> frozenset[str]:
+    """The topic names the member subscribes to: its names and the topics its regex
+    resolved to (`ConsumerGroup.resolved_regexes`; none until it is resolved), as
+    Kafka's union."""
     if not member.subscribed_topic_regex:
         return member.subscribed_topic_names
-    pattern = _compile(member.subscribed_topic_regex)
+    return member.subscribed_topic_names | resolved.get(member.subscribed_topic_regex, frozenset())
+
+
+def matching_topics(regex: str, image: TopicImage) -> frozenset[str]:
+    """The existing topics `regex` matches in full (internal topics excluded): what
+    a regex subscription resolves to (group/regex_refresh.py)."""
+    pattern = _compile(regex)
     if pattern is None:
-        return member.subscribed_topic_names
-    return member.subscribed_topic_names | frozenset(
+        return frozenset()
+    return frozenset(
         topic.name
         for topic in image.topics()
         if not topic.name.startswith("__") and pattern.fullmatch(topic.name)
     )
+
+
+def regex_tombstones(
+    group_id: str, resolved: Iterable[str], still_subscribed: Iterable[str]
+) -> list[r.CoordinatorRecord]:
+    """Tombstones of the resolved regexes no member subscribes to any more (Kafka
+    deletes a resolved regex with its last subscriber)."""
+    keep = frozenset(still_subscribed)
+    return [
+        r.CoordinatorRecord(
+            key=r.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+            value=None,
+        )
+        for regex in sorted(resolved)
+        if regex not in keep
+    ]
 
 
 def fencing_error(member: ConsumerGroupMember, request: HeartbeatRequest) -> str | None:
@@ -236,12 +261,20 @@ def heartbeat(
         )
     members = dict(group.members)
     members[member.member_id] = member
+    resolved = group.resolved_regexes
+    records.extend(
+        regex_tombstones(
+            gid,
+            resolved,
+            (m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex),
+        )
+    )
     new_hash = metadata_hash(
-        subscribed_topic_names=_all_names(members.values(), image), image=image
+        subscribed_topic_names=_all_names(members.values(), resolved), image=image
     )
     group_epoch = group.group_epoch
-    subscription_changed = old is None or subscribed_names(member, image) != subscribed_names(
-        old, image
+    subscription_changed = old is None or subscribed_names(member, resolved) != subscribed_names(
+        old, resolved
     )
     if subscription_changed or new_hash != group.metadata_hash:
         group_epoch += 1
@@ -256,6 +289,7 @@ def heartbeat(
             members=members,
             current_target=group.target_assignment,
             image=image,
+            resolved=resolved,
             assignor=assignor,
             assignment_epoch=group_epoch,
         )
@@ -459,6 +493,7 @@ def target_assignment(
     members: Mapping[str, ConsumerGroupMember],
     current_target: Mapping[str, Assignment],
     image: TopicImage,
+    resolved: Mapping[str, frozenset[str]],
     assignor: str,
     assignment_epoch: int,
 ) -> tuple[list[r.CoordinatorRecord], dict[str, Assignment]]:
@@ -467,7 +502,7 @@ def target_assignment(
     assignable: dict[uuid.UUID, frozenset[int]] = {}
     for member_id, member in members.items():
         topic_ids: set[uuid.UUID] = set()
-        for name in subscribed_names(member, image):
+        for name in subscribed_names(member, resolved):
             topic = image.by_name(name)
             if topic is None:
                 continue
@@ -545,7 +580,16 @@ def fence_records(
     for member_id in removed:
         records.extend(member_tombstones(gid, member_id))
     remaining = [m for mid, m in group.members.items() if mid not in removed]
-    new_hash = metadata_hash(subscribed_topic_names=_all_names(remaining, image), image=image)
+    records.extend(
+        regex_tombstones(
+            gid,
+            group.resolved_regexes,
+            (m.subscribed_topic_regex for m in remaining if m.subscribed_topic_regex),
+        )
+    )
+    new_hash = metadata_hash(
+        subscribed_topic_names=_all_names(remaining, group.resolved_regexes), image=image
+    )
     records.append(epoch_record(gid, group.group_epoch + 1, new_hash))
     return records
 
@@ -557,18 +601,28 @@ def epoch_record(group_id: str, epoch: int, hash_value: int) -> r.CoordinatorRec
     )
 
 
-def _all_names(members: Iterable[ConsumerGroupMember], image: TopicImage) -> frozenset[str]:
+def _all_names(
+    members: Iterable[ConsumerGroupMember], resolved: Mapping[str, frozenset[str]]
+) -> frozenset[str]:
     names: set[str] = set()
     for member in members:
-        names |= subscribed_names(member, image)
+        names |= subscribed_names(member, resolved)
     return frozenset(names)
+
+
+def all_subscribed_names(
+    members: Iterable[ConsumerGroupMember], resolved: Mapping[str, frozenset[str]]
+) -> frozenset[str]:
+    """Every topic the members subscribe to, by name or through a resolved regex."""
+    return _all_names(members, resolved)
 
 
 def group_tombstones(group: ConsumerGroup) -> list[r.CoordinatorRecord]:
     """Every record of an empty group, tombstoned; ConsumerGroupMetadata last."""
     assert group.is_empty, group.group_id
     gid = group.group_id
-    records = [
+    records = regex_tombstones(gid, group.resolved_regexes, ())
+    records += [
         r.CoordinatorRecord(
             key=r.ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=member_id),
             value=None,

@@ -21,10 +21,12 @@ State the shard holds:
   given; `rewrite_old_records` and `prune_offsets` keep the log bounded.
 - *soft* (never persisted, like Kafka's coordinator timers): the topic image given
   by `on_topics_changed`, each member's session deadline, each group's
-  initialisation-retry deadline, and the groups whose deletion is in progress.
+  initialisation-retry deadline, the groups whose deletion is in progress, and
+  each consumer group's regex refresh bookkeeping (group/regex_refresh.py).
   Operations arm and cancel these timers as Kafka's do; `next_deadline()` tells the
-  runtime when to call `expire_sessions` / `retry_initializations`, and a firing
-  timer is an ordinary write that re-validates before changing anything.
+  runtime when to call `expire_sessions` / `retry_initializations` /
+  `refresh_regexes`, and a firing timer is an ordinary write that re-validates
+  before changing anything.
 
 No I/O, no wall clock, no randomness: time is the `now_ms` given to an operation,
 or the injected clock's `monotonic_ms()` when omitted.
@@ -38,11 +40,19 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shoal.clock import Clock
 from shoal.coordinator.runtime import NO_OFFSET
-from shoal.group import consumer_membership, lifecycle, membership, migration, offsets, queries
+from shoal.group import (
+    consumer_membership,
+    lifecycle,
+    membership,
+    migration,
+    offsets,
+    queries,
+    regex_refresh,
+)
 from shoal.group import records as r
 from shoal.group.classic import ClassicSettings
 from shoal.group.classic_coordinator import ClassicCoordinator, ClassicDurableState
@@ -50,6 +60,7 @@ from shoal.group.consumer_group import (
     GROUP_TYPE_CONSUMER,
     MEMBER_STATE_UNREVOKED_PARTITIONS,
     ConsumerGroup,
+    ConsumerGroupMember,
 )
 from shoal.group.consumer_group import apply as apply_consumer
 from shoal.group.log_bound import GroupLogKeys
@@ -138,6 +149,10 @@ class GroupCoordinatorShard:
         )
         """Classic groups and committed offsets (record types 1 and 2)."""
         self._image = TopicImage()
+        self._topics_version = 0
+        """Soft: bumped whenever topics appear (regex refreshes compare it)."""
+        self._regex_state: dict[str, regex_refresh.RegexRefreshState] = {}
+        """Soft: each consumer group's regex refresh bookkeeping (group/regex_refresh.py)."""
         self._session_deadlines: dict[tuple[str, str], int] = {}
         self._init_retry_deadlines: dict[str, int] = {}
         self._deleting_groups: set[str] = set()
@@ -159,7 +174,8 @@ class GroupCoordinatorShard:
             r.ConsumerGroupMemberMetadataKey
             | r.ConsumerGroupTargetAssignmentMetadataKey
             | r.ConsumerGroupTargetAssignmentMemberKey
-            | r.ConsumerGroupCurrentMemberAssignmentKey,
+            | r.ConsumerGroupCurrentMemberAssignmentKey
+            | r.ConsumerGroupRegularExpressionKey,
         ):
             consumer = self._consumer_groups.get(key.group_id)
             if consumer is None:
@@ -207,7 +223,7 @@ class GroupCoordinatorShard:
             return None
         return frozenset().union(
             *(
-                consumer_membership.subscribed_names(member, self._image)
+                consumer_membership.subscribed_names(member, group.resolved_regexes)
                 for member in group.members.values()
             )
         )
@@ -230,6 +246,7 @@ class GroupCoordinatorShard:
             group = self._consumer_groups.pop(group_id, None)
             assert group is None or group.is_empty, f"deleting {group_id} with members"
             self._other_groups.pop(group_id, None)
+            self._regex_state.pop(group_id, None)
             return
         assert group_id not in self._groups, f"{group_id} is a share group"
         assert isinstance(value, r.ConsumerGroupMetadataValue)
@@ -432,6 +449,7 @@ class GroupCoordinatorShard:
         if result.response.error is None:
             session_timeout_ms = self._settings.consumer_session_timeout_ms(group_id, settings)
             self._consumer_deadlines[(group_id, member_id)] = now + session_timeout_ms
+            self._maybe_schedule_regex_refresh(group, request, now)
         if upgrade and result.response.error is None:
             for other_id, other in (group.members if group is not None else {}).items():
                 if other.classic is not None:  # Kafka: sessions of the converted members
@@ -441,6 +459,61 @@ class GroupCoordinatorShard:
                 records=(*upgrade, *result.records), response=result.response
             )
         return result
+
+    def _maybe_schedule_regex_refresh(
+        self,
+        group: ConsumerGroup | None,
+        request: consumer_membership.HeartbeatRequest,
+        now: int,
+    ) -> None:
+        """After an accepted heartbeat: schedule the group's regex refresh if Kafka
+        would (group/regex_refresh.py); it runs as its own write (`refresh_regexes`)."""
+        before = group if group is not None else ConsumerGroup(group_id=request.group_id)
+        old = before.members.get(request.member_id)
+        regex = request.subscribed_topic_regex
+        base = old or ConsumerGroupMember(member_id=request.member_id)
+        new = base if regex is None else replace(base, subscribed_topic_regex=regex or None)
+        state = self._regex_state.setdefault(request.group_id, regex_refresh.RegexRefreshState())
+        if regex_refresh.refresh_needed(
+            before,
+            old,
+            new,
+            state=state,
+            now_ms=now,
+            topics_version=self._topics_version,
+            refresh_interval_ms=self._consumer_settings.regex_refresh_interval_ms,
+        ):
+            state.scheduled = True
+            state.due_ms = now
+
+    def refresh_regexes(self, *, now_ms: int | None = None) -> CoordinatorResult[GroupsChanged]:
+        """Run the scheduled regex refreshes due at `now_ms`: each group's regexes
+        resolved against the current topics (record 16), its epoch bumped if their
+        topics changed (group/regex_refresh.py)."""
+        now = self._now(now_ms)
+        records: list[r.CoordinatorRecord] = []
+        bumped: list[str] = []
+        for group_id, state in sorted(self._regex_state.items()):
+            if not state.scheduled or state.due_ms > now:
+                continue
+            state.scheduled = False
+            state.last_refresh_ms = now
+            state.topics_version = self._topics_version
+            group = self._consumer_groups.get(group_id)
+            if group is None or group.is_empty:
+                continue
+            refreshed = regex_refresh.refresh_records(
+                group,
+                image=self._image,
+                topics_version=self._topics_version,
+                wall_ms=self._clock.wall_ms(),
+            )
+            if any(isinstance(rec.key, r.ConsumerGroupMetadataKey) for rec in refreshed):
+                bumped.append(group_id)
+            records.extend(refreshed)
+        return CoordinatorResult(
+            records=tuple(records), response=GroupsChanged(bumped_groups=tuple(bumped))
+        )
 
     def _remove_consumer_members(
         self, group: ConsumerGroup, member_ids: Sequence[str]
@@ -537,6 +610,7 @@ class GroupCoordinatorShard:
             *self._consumer_deadlines.values(),
             *self._revocation_deadlines.values(),
             *self._rejoin_deadlines.values(),
+            *(s.due_ms for s in self._regex_state.values() if s.scheduled),
         ]
         return min(deadlines) if deadlines else None
 
@@ -626,6 +700,9 @@ class GroupCoordinatorShard:
         state move to deleting (and their state is sent for deletion); new
         partitions of subscribed topics are sent for initialisation."""
         now = self._now(now_ms)
+        topics = list(topics)
+        if regex_refresh.new_topic_names(self._image, (t.name for t in topics)):
+            self._topics_version += 1
         self._image = TopicImage(topics)
         records: list[r.CoordinatorRecord] = []
         effects: list[Effect] = []

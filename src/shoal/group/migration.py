@@ -262,7 +262,7 @@ def downgrade(
     epoch, then the group), then the classic group's GroupMetadata."""
     gone = set(leaving)
     gid = group.group_id
-    records: list[r.CoordinatorRecord] = []
+    records = consumer_membership.regex_tombstones(gid, group.resolved_regexes, ())
     for member_id in sorted(group.members):
         records.extend(consumer_membership.member_tombstones(gid, member_id))
     for member_id in sorted(set(group.target_assignment) - set(group.members)):

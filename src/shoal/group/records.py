@@ -12,9 +12,10 @@ record carrying it is refused on read.
 
 Types 1 (OffsetCommit) and 2 (GroupMetadata) are classic groups' records, in the
 non-flexible version 3 values Kafka 4.2 writes (group/classic.py,
-group/committed_offsets.py). Types 3 and 5-8 are consumer groups (KIP-848,
-group/consumer_group.py). Type 4 (ConsumerGroupPartitionMetadata) is deprecated
-since Kafka 4.1 and not written; it, legacy type 0 commits, type 9 and streams group
+group/committed_offsets.py). Types 3, 5-8 and 16 (resolved regex subscriptions) are
+consumer groups (KIP-848, group/consumer_group.py). Type 4
+(ConsumerGroupPartitionMetadata) is deprecated since Kafka 4.1 and not written; it, legacy
+type 0 commits, type 9 and streams group
 records are unknown to `CODEC`: loading logs and skips them. Type 1000
 (PendingTxnOffset) is Shoal's own: transactional offsets waiting for their marker
 (group/txn_offsets.py).
@@ -291,6 +292,27 @@ class ConsumerGroupCurrentMemberAssignmentKey(records.KeyStruct):
     member_id: str = field(metadata={"kafka_type": "string"})
 
 
+# ---- type 16: ConsumerGroupRegularExpression ------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupRegularExpressionValue(records.ValueStruct):
+    """A regex subscription of the group, resolved: the topics it matched, the topic
+    image version it was resolved against and when (ms since the epoch)."""
+
+    topics: tuple[str, ...] = field(metadata={"kafka_type": "string"})
+    version: int = field(metadata={"kafka_type": "int64"})
+    timestamp: int = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupRegularExpressionKey(records.KeyStruct):
+    RECORD_TYPE: ClassVar[int] = 16
+    VALUE: ClassVar[type[ConsumerGroupRegularExpressionValue]] = ConsumerGroupRegularExpressionValue
+    group_id: str = field(metadata={"kafka_type": "string"})
+    regular_expression: str = field(metadata={"kafka_type": "string"})
+
+
 # ---- type 10: ShareGroupMemberMetadata --------------------------------------------
 
 
@@ -417,6 +439,7 @@ RecordKey = (
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
     | ShareGroupMemberMetadataKey
     | ShareGroupMetadataKey
     | ShareGroupTargetAssignmentMetadataKey
@@ -433,6 +456,7 @@ RecordValue = (
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
     | ShareGroupMemberMetadataValue
     | ShareGroupMetadataValue
     | ShareGroupTargetAssignmentMetadataValue
@@ -455,6 +479,7 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         ConsumerGroupTargetAssignmentMetadataKey,
         ConsumerGroupTargetAssignmentMemberKey,
         ConsumerGroupCurrentMemberAssignmentKey,
+        ConsumerGroupRegularExpressionKey,
         ShareGroupMemberMetadataKey,
         ShareGroupMetadataKey,
         ShareGroupTargetAssignmentMetadataKey,
@@ -463,5 +488,5 @@ CODEC: records.RecordCodec[RecordKey, RecordValue] = records.RecordCodec(
         ShareGroupStatePartitionMetadataKey,
     ),
 )
-"""Bytes of the group coordinator's records (types 1-3, 5-8 and 10-15), Kafka's exactly,
+"""Bytes of the group coordinator's records (types 1-3, 5-8, 10-16), Kafka's exactly,
 and Shoal's type 1000 (pending transactional offsets)."""

@@ -36,8 +36,9 @@ drives everything the shard leaves to its caller:
   asynchronously: there the partitions reach every member only at its heartbeat
   after the initialisation, one heartbeat interval (5 s) after forming.
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
-  `shard.next_deadline()` (session expiry, initialisation retry); firing runs
-  `expire_sessions` and `retry_initializations`. Every write calls `rearm`.
+  `shard.next_deadline()` (session expiry, initialisation retry, a scheduled regex
+  refresh); firing runs `expire_sessions`, `retry_initializations` and
+  `refresh_regexes` (group/regex_refresh.py). Every write calls `rearm`.
 - **Topics.** `topics_changed()` hands the shard every topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
@@ -668,6 +669,7 @@ class GroupService:
         for group_id, member_id in changed.expired_members:
             log.info("group %s: member %s removed, session timed out", group_id, member_id)
         self._write(self.shard.retry_initializations(now_ms=now_ms))
+        self._write(self.shard.refresh_regexes(now_ms=now_ms))
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:

@@ -4,6 +4,9 @@ committing them, write the rest (a coordinator that cannot write answers
 COORDINATOR_NOT_AVAILABLE for each), log what was refused, and build the per-topic
 response in request order. The handlers differ only in what they write and log.
 
+OffsetCommit v10 names topics by id: an id no topic has answers UNKNOWN_TOPIC_ID for
+each of its partitions (nothing committed), and the response names topics by id too.
+
 Authorization: the handler passes `refused` when the request as a whole is not
 authorized (every partition answers that code, nothing is written); each topic needs
 READ (TOPIC_AUTHORIZATION_FAILED for its partitions, before their existence is looked
@@ -46,18 +49,34 @@ def commit(
     of group 'g' member 'm'"); `api_key` picks the response schema, whose structs are
     named after `api_name` (the two APIs' responses differ only in their names);
     `refused` answers every partition with that code."""
-    requested = tuple(
-        OffsetToCommit(
-            topic=topic.name,
-            partition=int(p.partition_index),
-            offset=int(p.committed_offset),
-            leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
-            metadata=p.committed_metadata,
-        )
-        for topic in request.topics
-        for p in topic.partitions
-    )
+    schema = response_schema(api_key, ctx.api_version)
+    by_id = schema.has(f"{api_name}ResponseTopic", "topic_id")
     logs = ctx.services.logs
+    unknown_ids: list[tuple[Any, int]] = []
+    order: list[tuple[Any, str | None, int]] = []
+    """(request key, resolved name or None, partition) in request order."""
+    offsets_asked: list[OffsetToCommit] = []
+    for topic in request.topics:
+        if by_id:
+            info = None if topic.topic_id is None else logs.topic_by_id(topic.topic_id)
+            key, name = topic.topic_id, None if info is None else info.name
+        else:
+            key, name = topic.name, topic.name
+        for p in topic.partitions:
+            order.append((key, name, int(p.partition_index)))
+            if name is None:
+                unknown_ids.append((key, int(p.partition_index)))
+                continue
+            offsets_asked.append(
+                OffsetToCommit(
+                    topic=name,
+                    partition=int(p.partition_index),
+                    offset=int(p.committed_offset),
+                    leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
+                    metadata=p.committed_metadata,
+                )
+            )
+    requested = tuple(offsets_asked)
     topics = [o.topic for o in requested]
     denied = frozenset(topics) - authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, topics)
     unknown = tuple(
@@ -81,26 +100,28 @@ def commit(
             )
             for o in offsets
         )
-    by_partition = {(a.topic, a.partition): a for a in (*unknown, *answers)}
-    ordered = tuple(by_partition[(o.topic, o.partition)] for o in requested)
-    errors = {a.error for a in ordered if a.error is not None}
+    by_partition = {(a.topic, a.partition): a.error for a in (*unknown, *answers)}
+    errors = {e for e in by_partition.values() if e is not None}
+    if unknown_ids:
+        errors.add(ErrorCode.unknown_topic_id)
     if errors:
         log.info("%s: %s (client %s)", what, sorted(e.name for e in errors), ctx.client_id)
-    schema = response_schema(api_key, ctx.api_version)
-    by_topic: dict[str, list[Any]] = {}
-    for a in ordered:
-        by_topic.setdefault(a.topic, []).append(
+    by_topic: dict[Any, list[Any]] = {}
+    for key, name, partition in order:
+        error = ErrorCode.unknown_topic_id if name is None else by_partition.get((name, partition))
+        by_topic.setdefault(key, []).append(
             schema.make(
                 f"{api_name}ResponsePartition",
-                partition_index=a.partition,
-                error_code=ErrorCode.none if a.error is None else a.error,
+                partition_index=partition,
+                error_code=ErrorCode.none if error is None else error,
             )
         )
+    field = "topic_id" if by_id else "name"
     return schema.response(
         throttle_time=_ZERO,
         topics=tuple(
-            schema.make(f"{api_name}ResponseTopic", name=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
+            schema.make(f"{api_name}ResponseTopic", **{field: key}, partitions=tuple(parts))
+            for key, parts in by_topic.items()
         ),
     )
 

@@ -192,17 +192,62 @@ def test_max_size_and_validation(harness: Harness) -> None:
     assert beat(harness, "", 1).error is ErrorCode.invalid_request
 
 
-def test_regex_subscription_follows_new_topics(harness: Harness) -> None:
+def refresh(harness: Harness) -> tuple[str, ...]:
+    """Run the scheduled regex refreshes due now (what the broker's timer does right
+    after the heartbeat); the groups whose epoch they bumped."""
+    deadline = harness.shard.next_deadline()
+    assert deadline is not None and deadline <= harness.clock.monotonic_ms(), deadline
+    done = harness.run(harness.shard.refresh_regexes(now_ms=harness.clock.monotonic_ms()))
+    return done.response.bumped_groups
+
+
+def test_regex_subscription_is_resolved_after_the_heartbeat_then_every_10s(
+    harness: Harness,
+) -> None:
+    """Kafka 4.2's sequence (GroupMetadataManager.maybeUpdateRegularExpressions): the
+    heartbeat that brings a regex is answered without its topics; the refresh runs
+    after it and bumps the group epoch; the next heartbeat gets the partitions. A
+    topic created later is picked up by the first heartbeat 10 s after the last
+    refresh, again one heartbeat late."""
     harness.set_topics(orders=2, other=1)
     first = beat(harness, A, 0, regex="ord.*")
-    assert owned_of(first) == {topic_id("orders"): frozenset({0, 1})}
+    assert first.member_epoch == 1 and owned_of(first) == {}
+    assert refresh(harness) == ("cg",)
+    resolved = beat(harness, A, 1, owned={})
+    assert resolved.member_epoch == 2
+    assert owned_of(resolved) == {topic_id("orders"): frozenset({0, 1})}
     harness.set_topics(orders=2, other=1, orders2=1)
-    later = beat(harness, A, first.member_epoch, owned=owned_of(first))
-    assert later.member_epoch > first.member_epoch
+    harness.advance(5_000)
+    quiet = beat(harness, A, 2, owned=owned_of(resolved))
+    assert quiet.member_epoch == 2 and quiet.assignment is None
+    assert harness.shard.next_deadline() != harness.clock.monotonic_ms()  # nothing scheduled
+    harness.advance(5_001)  # just past 10 s since the refresh
+    due = beat(harness, A, 2, owned=owned_of(resolved))
+    assert due.member_epoch == 2 and due.assignment is None  # resolved only afterwards
+    assert refresh(harness) == ("cg",)
+    later = beat(harness, A, 2, owned=owned_of(resolved))
+    assert later.member_epoch == 3
     assert owned_of(later) == {
         topic_id("orders"): frozenset({0, 1}),
         topic_id("orders2"): frozenset({0}),
     }
+
+
+def test_switching_from_names_to_a_regex_revokes_first_then_resolves(harness: Harness) -> None:
+    """librdkafka's resubscribe-with-regex: the literal topic is revoked by the
+    heartbeat that switches, the regex's topics come after the refresh."""
+    harness.set_topics(lit=1, rx_a=1)
+    joined = beat(harness, A, 0, ["lit"])
+    assert owned_of(joined) == {topic_id("lit"): frozenset({0})}
+    switched = beat(harness, A, 1, [], regex="rx_.*", owned=owned_of(joined))
+    assert switched.member_epoch == 1 and owned_of(switched) == {}
+    refresh(harness)
+    after = beat(harness, A, 1, owned={})
+    assert after.member_epoch == 3 and owned_of(after) == {topic_id("rx_a"): frozenset({0})}
+    group = harness.shard.consumer_group("cg")
+    assert group is not None and group.resolved_regexes == {"rx_.*": frozenset({"rx_a"})}
+    beat(harness, A, -1)
+    assert harness.shard.consumer_group("cg").resolved_regexes == {}  # type: ignore[union-attr]
 
 
 def test_range_assignor(harness: Harness) -> None:
@@ -486,3 +531,40 @@ def test_offsets_retention_keeps_subscribed_topics_of_a_consumer_group(harness: 
     ]
     harness.run(CoordinatorResult(records=expired, response=None))
     assert harness.shard.group_type("cg") == "consumer"
+
+
+def test_offset_delete_of_a_consumer_group_spares_subscribed_topics(harness: Harness) -> None:
+    """Kafka's ConsumerGroup.validateOffsetDelete accepts any state; a topic a member
+    subscribes to answers GROUP_SUBSCRIBED_TO_TOPIC until no member does."""
+    harness.set_topics(t=1, u=1)
+    joined = beat(harness, A, 0, ["t"])
+    commit = harness.shard.classic.commit_offsets(
+        group_id="cg",
+        member_id=A,
+        generation_id=joined.member_epoch,
+        group_instance_id=None,
+        offsets=[
+            OffsetToCommit(topic=t, partition=0, offset=5, leader_epoch=-1, metadata="")
+            for t in ("t", "u")
+        ],
+        api_version=9,
+        now_ms=0,
+    )
+    harness.run(CoordinatorResult(records=commit.records, response=None))
+
+    def delete(*topics: str) -> list[tuple[str, ErrorCode | None]]:
+        error, result = harness.shard.classic.delete_offsets(
+            group_id="cg", partitions=[(t, 0) for t in topics]
+        )
+        assert error is None
+        harness.run(CoordinatorResult(records=result.records, response=None))
+        return [(a.topic, a.error) for a in result.response]
+
+    assert delete("t", "u") == [("t", ErrorCode.group_subscribed_to_topic), ("u", None)]
+    fetched = harness.shard.classic.fetch_offsets(group_id="cg", partitions=None)[1]
+    assert [(f.topic, f.offset) for f in fetched] == [("t", 5)]
+    beat(harness, A, -1)
+    assert delete("t") == [("t", None)]
+    assert harness.shard.classic.fetch_offsets(group_id="cg", partitions=None) == (None, ())
+    error, _ = harness.shard.classic.delete_offsets(group_id="none", partitions=[("t", 0)])
+    assert error == ErrorCode.group_id_not_found

@@ -232,7 +232,7 @@ def test_pinned_bytes(record: r.CoordinatorRecord, key_hex: str, value_hex: str 
 
 def test_unknown_record_type_is_its_own_error() -> None:
     # Type 0 is the legacy offset commit, 4 and 9 consumer-group records not written.
-    for record_type in (0, 4, 9, 16, 99):
+    for record_type in (0, 4, 9, 99):
         with pytest.raises(UnknownRecordType, match=f"record type {record_type}"):
             decode_record(record_type.to_bytes(2, "big") + b"\x00\x01g", b"\x00\x00")
 
@@ -277,3 +277,18 @@ def test_undeclared_tagged_field_is_refused() -> None:
     with_tag = value[:-1] + bytes([1, 0, 8]) + (1234).to_bytes(8, "big")
     with pytest.raises(RecordDecodeError, match="unknown tagged field"):
         decode_record(key, with_tag)
+
+
+def test_regular_expression_record_is_kafkas() -> None:
+    """Type 16 as a Kafka 4.2.2 broker wrote it (group rx2-g, regex rx2-.*, topics
+    rx2-a and rx2-b, version 1507), decoded and encoded back to the same bytes."""
+    key = bytes.fromhex("001000057278322d6700067278322d2e2a")
+    value = bytes.fromhex("000003067278322d61067278322d6200000000000005e3000001a224515d6d00")
+    record = decode_record(key, value)
+    assert record == r.CoordinatorRecord(
+        key=r.ConsumerGroupRegularExpressionKey(group_id="rx2-g", regular_expression="rx2-.*"),
+        value=r.ConsumerGroupRegularExpressionValue(
+            topics=("rx2-a", "rx2-b"), version=1507, timestamp=0x1A224515D6D
+        ),
+    )
+    assert encode_record(record) == (key, value)

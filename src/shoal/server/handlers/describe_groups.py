@@ -1,9 +1,10 @@
-"""DescribeGroups (15) v0-v5: classic groups, their state and members.
+"""DescribeGroups (15) v0-v6: classic groups, their state and members.
 
-An unknown id, or one of another group type, is described as Dead with no members
-and no error (Kafka's answer before v6). Member metadata and assignments are given
-while the group is Stable. AuthorizedOperations (v3+) is INT32_MIN unless asked for,
-then the principal's operations on the group.
+An unknown id, or one of another group type, is described as Dead with no members:
+without an error before v6; from v6 (KIP-1043) with GROUP_ID_NOT_FOUND and Kafka's
+message ("Group G not found." / "Group G is not a classic group."). Member metadata
+and assignments are given while the group is Stable. AuthorizedOperations (v3+) is
+INT32_MIN unless asked for, then the principal's operations on the group.
 
 Authorization (Kafka's handleDescribeGroupsRequest): DESCRIBE on each group; the others
 answer GROUP_AUTHORIZATION_FAILED (listed first, empty state and no members).
@@ -26,7 +27,7 @@ API_KEY = 15
 _ZERO = datetime.timedelta(0)
 
 
-@api(API_KEY, 0, 5)
+@api(API_KEY, 0, 6)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     allowed = authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, request.groups)
@@ -45,7 +46,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for group_id in request.groups
         if group_id not in allowed
     )
-    described = ctx.services.group_service.shard.classic.describe(
+    shard = ctx.services.group_service.shard
+    described = shard.classic.describe(
         [group_id for group_id in request.groups if group_id in allowed]
     )
     return schema.response(
@@ -54,7 +56,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         + tuple(
             schema.make(
                 "DescribedGroup",
-                error_code=ErrorCode.none,
+                **_missing(ctx.api_version, shard.group_type(group.group_id), group),
                 group_id=group.group_id,
                 group_state=group.state,
                 protocol_type=group.protocol_type,
@@ -78,3 +80,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for group in described
         ),
     )
+
+
+NOT_FOUND_MIN_VERSION = 6
+"""DescribeGroups answers GROUP_ID_NOT_FOUND for a group it cannot describe from v6."""
+
+
+def _missing(version: int, group_type: str | None, group: Any) -> dict[str, Any]:
+    """The error fields of a described group: GROUP_ID_NOT_FOUND (v6+) for a Dead one."""
+    if version < NOT_FOUND_MIN_VERSION or group.state != "Dead":
+        return {"error_code": ErrorCode.none}
+    message = (
+        f"Group {group.group_id} not found."
+        if group_type in (None, "classic")
+        else f"Group {group.group_id} is not a classic group."
+    )
+    return {"error_code": ErrorCode.group_id_not_found, "error_message": message}

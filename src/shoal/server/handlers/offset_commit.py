@@ -1,4 +1,5 @@
-"""OffsetCommit (8) v2-v9: commit offsets of a classic group (group/committed_offsets.py).
+"""OffsetCommit (8) v2-v10: commit offsets of a group (group/committed_offsets.py); v10
+names topics by id (server/offset_commits.py).
 
 GenerationId -1 with no member is a simple commit (`assign()` users), accepted while
 the group has no members. CommittedLeaderEpoch (v6+) is stored; -1 before. v2-v4's
@@ -25,7 +26,7 @@ from shoal.server.registry import api
 API_KEY = 8
 
 
-@api(API_KEY, 2, 9)
+@api(API_KEY, 2, 10)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     refused = None
     if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):

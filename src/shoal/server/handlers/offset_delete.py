@@ -1,8 +1,12 @@
-"""OffsetDelete (47) v0: delete committed offsets of a classic group.
+"""OffsetDelete (47) v0: delete committed offsets of a classic or consumer group.
 
-Unknown group (or a share group): GROUP_ID_NOT_FOUND. A non-empty group of another
-protocol than "consumer": NON_EMPTY_GROUP. A partition of a topic the members
-subscribe to: GROUP_SUBSCRIBED_TO_TOPIC; others are tombstoned (group/committed_offsets.py).
+An empty group id: INVALID_GROUP_ID. Unknown group (or a share group):
+GROUP_ID_NOT_FOUND. A non-empty classic group of another protocol than "consumer":
+NON_EMPTY_GROUP. A consumer-protocol group (KIP-848) in any state is served. A
+partition of a topic the members subscribe to: GROUP_SUBSCRIBED_TO_TOPIC; a partition
+that does not exist: UNKNOWN_TOPIC_OR_PARTITION (Kafka's KafkaApis, before the
+coordinator); others are tombstoned (group/committed_offsets.py). A group-level error
+answers no partitions.
 
 Authorization (Kafka's handleOffsetDeleteRequest): DELETE on the group
 (GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
@@ -36,18 +40,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return schema.response(
             throttle_time=_ZERO, error_code=ErrorCode.group_authorization_failed, topics=()
         )
+    if not request.group_id:
+        return schema.response(
+            throttle_time=_ZERO, error_code=ErrorCode.invalid_group_id, topics=()
+        )
     partitions = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     readable = authz.filter_allowed(ctx, AclOperation.READ, authz.TOPIC, (t for t, _ in partitions))
+    logs = ctx.services.logs
     denied = tuple(
         PartitionError(topic=t, partition=p, error=ErrorCode.topic_authorization_failed)
-        for t, p in partitions
         if t not in readable
+        else PartitionError(topic=t, partition=p, error=ErrorCode.unknown_topic_or_partition)
+        for t, p in partitions
+        if t not in readable or logs.partition(t, p) is None
     )
+    refused = {(d.topic, d.partition) for d in denied}
     answers: tuple[PartitionError, ...]
     try:
         error, answers = ctx.services.group_service.classic.delete_offsets(
             group_id=request.group_id,
-            partitions=[(t, p) for t, p in partitions if t in readable] if denied else partitions,
+            partitions=[tp for tp in partitions if tp not in refused] if denied else partitions,
         )
         answers = denied + tuple(answers)
     except RecordSinkFull as exc:

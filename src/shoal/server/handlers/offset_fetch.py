@@ -1,11 +1,14 @@
-"""OffsetFetch (9) v1-v9: committed offsets of classic groups.
+"""OffsetFetch (9) v1-v10: committed offsets of groups.
 
 v1-v7 ask for one group (Topics null = every committed partition, from v2); v8+ for
 several groups at once, each answered on its own. A partition without a committed
 offset answers offset -1, leader epoch -1, metadata "". Offsets a transaction
 committed (TxnOffsetCommit) are invisible until its marker; with RequireStable (v7+)
 a partition that has one answers UNSTABLE_OFFSET_COMMIT (offset -1) instead, as
-Kafka 4.2 (the client retries). A share group id answers GROUP_ID_NOT_FOUND.
+Kafka 4.2 (the client retries). A share group id answers GROUP_ID_NOT_FOUND. v10
+names topics by id, asking and answering: an id no topic has answers its partitions
+offset -1 with UNKNOWN_TOPIC_ID; asking for every partition leaves out topics that no
+longer exist (they have no id to be named by).
 
 Authorization (Kafka's handleOffsetFetchRequest): DESCRIBE on the group
 (GROUP_AUTHORIZATION_FAILED for the group; v1 on each requested partition instead); a
@@ -30,9 +33,10 @@ API_KEY = 9
 _ZERO = datetime.timedelta(0)
 _MULTI_GROUP_MIN_VERSION = 8
 _GROUP_ERROR_MIN_VERSION = 2
+_TOPIC_ID_MIN_VERSION = 10
 
 
-@api(API_KEY, 1, 9)
+@api(API_KEY, 1, 10)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     if ctx.api_version < _MULTI_GROUP_MIN_VERSION:
@@ -45,22 +49,29 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return schema.response(
             throttle_time=_ZERO,
             error_code=ErrorCode.none if error is None else error,
-            topics=_topics(schema, fetched, suffix=""),
+            topics=_topics(schema, fetched, ""),
         )
+    by_id = ctx.api_version >= _TOPIC_ID_MIN_VERSION
     groups = []
     for group in request.groups:
+        unknown: tuple[Any, ...] = ()
+        if by_id:
+            partitions, unknown = _partitions_by_id(ctx, group.topics)
+        else:
+            partitions = _partitions(group.topics)
         error, fetched = _fetch(
             ctx,
             group_id=group.group_id,
-            partitions=_partitions(group.topics),
+            partitions=partitions,
             require_stable=bool(request.require_stable),
         )
+        topics = _topics_by_id(ctx, schema, fetched) if by_id else _topics(schema, fetched, "s")
         groups.append(
             schema.make(
                 "OffsetFetchResponseGroup",
                 group_id=group.group_id,
                 error_code=ErrorCode.none if error is None else error,
-                topics=_topics(schema, fetched, suffix="s"),
+                topics=topics + (unknown if error is None else ()),
             )
         )
     return schema.response(throttle_time=_ZERO, groups=tuple(groups))
@@ -118,20 +129,65 @@ def _partitions(topics: Any) -> list[tuple[str, int]] | None:
     return [(t.name, int(p)) for t in topics for p in t.partition_indexes]
 
 
-def _topics(schema: Schema, fetched: tuple[FetchedOffset, ...], *, suffix: str) -> tuple[Any, ...]:
+def _partitions_by_id(
+    ctx: RequestContext, topics: Any
+) -> tuple[list[tuple[str, int]] | None, tuple[Any, ...]]:
+    """v10: the partitions of the topics whose ids exist, and the answers of the
+    others (UNKNOWN_TOPIC_ID, offset -1)."""
+    if topics is None:
+        return None, ()
+    schema = response_schema(API_KEY, ctx.api_version)
+    known: list[tuple[str, int]] = []
+    unknown = []
+    for t in topics:
+        info = None if t.topic_id is None else ctx.services.logs.topic_by_id(t.topic_id)
+        if info is not None:
+            known += [(info.name, int(p)) for p in t.partition_indexes]
+            continue
+        missing = FetchedOffset(topic="", partition=0, error=ErrorCode.unknown_topic_id)
+        unknown.append(
+            schema.make(
+                "OffsetFetchResponseTopics",
+                topic_id=t.topic_id,
+                partitions=tuple(
+                    _partition(schema, missing, int(p), "s") for p in t.partition_indexes
+                ),
+            )
+        )
+    return known, tuple(unknown)
+
+
+def _topics_by_id(
+    ctx: RequestContext, schema: Schema, fetched: tuple[FetchedOffset, ...]
+) -> tuple[Any, ...]:
+    """v10's topics, named by id (a topic that no longer exists is left out)."""
+    by_topic: dict[Any, list[Any]] = {}
+    for f in fetched:
+        info = ctx.services.logs.topic(f.topic)
+        if info is not None:
+            by_topic.setdefault(info.topic_id, []).append(_partition(schema, f, f.partition, "s"))
+    return tuple(
+        schema.make("OffsetFetchResponseTopics", topic_id=topic_id, partitions=tuple(parts))
+        for topic_id, parts in by_topic.items()
+    )
+
+
+def _partition(schema: Schema, f: FetchedOffset, partition: int, suffix: str) -> Any:
+    return schema.make(
+        f"OffsetFetchResponsePartition{suffix}",
+        partition_index=partition,
+        committed_offset=f.offset,
+        committed_leader_epoch=f.leader_epoch,
+        metadata=f.metadata,
+        error_code=ErrorCode.none if f.error is None else f.error,
+    )
+
+
+def _topics(schema: Schema, fetched: tuple[FetchedOffset, ...], suffix: str) -> tuple[Any, ...]:
     """v8+ names its nested types OffsetFetchResponseTopics/Partitions (plural)."""
     by_topic: dict[str, list[Any]] = {}
     for f in fetched:
-        by_topic.setdefault(f.topic, []).append(
-            schema.make(
-                f"OffsetFetchResponsePartition{suffix}",
-                partition_index=f.partition,
-                committed_offset=f.offset,
-                committed_leader_epoch=f.leader_epoch,
-                metadata=f.metadata,
-                error_code=ErrorCode.none if f.error is None else f.error,
-            )
-        )
+        by_topic.setdefault(f.topic, []).append(_partition(schema, f, f.partition, suffix))
     return tuple(
         schema.make(f"OffsetFetchResponseTopic{suffix}", name=name, partitions=tuple(parts))
         for name, parts in by_topic.items()
