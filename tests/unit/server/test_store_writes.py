@@ -13,6 +13,7 @@ reach the gate.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -300,8 +301,10 @@ def test_a_failed_topic_write_answers_kafka_storage_error_and_creates_nothing(
 
 
 def test_two_creations_of_one_name_take_turns_and_the_second_finds_the_first(
-    broker: Broker, gate: FsyncGate
+    broker: Broker, gate: FsyncGate, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="shoal.server.handlers.metadata")
+
     async def scenario() -> tuple[Any, Any]:
         first = asyncio.ensure_future(send(broker, requests.create_topic("twice")))
         assert await gate.entered_async(1)
@@ -321,6 +324,34 @@ def test_two_creations_of_one_name_take_turns_and_the_second_finds_the_first(
     # The auto-creation found the topic made (Kafka answers it unknown, as any auto-creating one).
     assert topic_error(auto) == ErrorCode.unknown_topic_or_partition
     assert [info.name for info in broker.logs.topics()].count("twice") == 1
+    assert "auto-created topic twice" not in caplog.text  # CreateTopics made it
+    assert "auto-create topic twice, made meanwhile by an earlier change" in caplog.text
+
+
+def test_an_auto_creation_first_makes_the_topic_and_the_creation_finds_it(
+    broker: Broker, gate: FsyncGate, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="shoal.server.handlers.metadata")
+
+    async def scenario() -> tuple[Any, Any]:
+        auto = asyncio.ensure_future(
+            send(broker, requests.metadata(["raced"], allow_auto_topic_creation=True))
+        )
+        assert await gate.entered_async(1)
+        creation = asyncio.ensure_future(send(broker, requests.create_topic("raced", partitions=2)))
+        await asyncio.sleep(0.05)
+        assert not creation.done(), "the creation did not wait for the auto-creation"
+        gate.open()
+        answers = await asyncio.gather(auto, creation)
+        await broker.disk.close()
+        return answers[0], answers[1]
+
+    auto, creation = asyncio.run(scenario())
+    assert topic_error(auto) == ErrorCode.unknown_topic_or_partition  # as Kafka answers it
+    assert topic_error(creation) == ErrorCode.topic_already_exists
+    info = broker.logs.topic("raced")
+    assert info is not None and info.partitions == 1  # num.partitions, not the creation's 2
+    assert "auto-created topic raced (id" in caplog.text
 
 
 def group_change(*changes: ConfigChange) -> Call:
