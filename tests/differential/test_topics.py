@@ -12,6 +12,8 @@ import asyncio
 import datetime
 import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -660,3 +662,40 @@ def verify_exit_code(bootstrap: str, tmp: Path) -> int:
 def test_reassign_verify_clears_throttles(pair: Pair, tmp_path: Path) -> None:
     kafka, shoal = pair.run(verify_exit_code, tmp_path)
     assert kafka == shoal == 0
+
+
+# ---- the data directory's lock -----------------------------------------------------
+
+
+def test_a_second_broker_on_a_data_directory_in_use_does_not_start(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """Kafka refuses (its LogManager locks `.lock`); so does Shoal (server/data_dir_lock.py).
+    The second Kafka reaches the directory through a symlink, so that its config file
+    does not overwrite the first one's."""
+    alias = tmp_path / "alias"
+    alias.symlink_to(pair.kafka.data_dir)
+    second = kafka_reference.KafkaBroker(alias, log_path=tmp_path / "second-kafka.log")
+    with pytest.raises(RuntimeError, match="did not start"):
+        second.start()
+    assert "Failed to acquire lock on file .lock" in second.log_text()
+    assert pair.kafka.alive
+    shoal = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shoal.cli.main",
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            str(pair.shoal.data_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shoal.returncode != 0
+    assert f"process {pair.shoal.pid} holds its lock" in shoal.stderr
+    assert pair.shoal.alive
