@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from shoal import limits
 from shoal.client import requests
 from shoal.client.calls import Call
 from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
+from shoal.log.fileio import remove_paths
 from shoal.log.topics import TOPICS_FILE
 from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
@@ -489,3 +491,42 @@ def test_shutdown_finishes_a_change_whose_requester_went_away(
     assert '"late"' in (broker.config.data_dir / TOPICS_FILE).read_text()
     info = broker.logs.topic("late")
     assert info is not None and info.partitions == 2
+
+
+def test_delete_topics_answers_before_the_files_are_removed(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka answers once the deletion is committed (its files go later): a deleter
+    that waited for the removal left the topic gone from Metadata before it heard, so
+    a producer's auto-creating Metadata could make it again before its own CreateTopics."""
+    broker.logs.create_topic("doomed", partitions=1, configs={})
+    release = threading.Event()
+    removing = threading.Event()
+
+    def held_removal(paths: Any) -> None:
+        removing.set()
+        assert release.wait(30)
+        remove_paths(paths)
+
+    monkeypatch.setattr("shoal.server.disk_io.remove_paths", held_removal)
+
+    def leftovers() -> list[Path]:
+        return [p for p in broker.logs.data_dir.iterdir() if p.name.endswith("-delete")]
+
+    async def scenario() -> tuple[Any, Any]:
+        try:
+            deleted = await asyncio.wait_for(
+                send(broker, requests.delete_topics(["doomed"])), timeout=5
+            )
+            assert removing.is_set(), "the removal did not start in a worker"
+            assert leftovers(), "nothing was set aside for removal"
+            recreated = await send(broker, requests.create_topic("doomed", partitions=1))
+        finally:
+            release.set()
+        await broker.disk.close()
+        return deleted, recreated
+
+    deleted, recreated = asyncio.run(scenario())
+    assert deleted.responses[0].error_code == ErrorCode.none
+    assert topic_error(recreated) == ErrorCode.none
+    assert not leftovers()
