@@ -253,6 +253,12 @@ def test_creation_racing_auto_creation_one_wins(pair: Pair) -> None:
 # partition's only possible replica list is [1], and its leader is always preferred.
 
 
+def records() -> bytes:
+    """3 records stamped now: older ones would go at Kafka's first retention check
+    (30 s after it starts), being past `retention.ms`."""
+    return values_batch(3, base_timestamp=int(time.time() * 1000))
+
+
 def api_topic(bootstrap: str) -> str:
     """A topic of 2 partitions, 3 records (one batch) in partition 0."""
     name = unique("admin")
@@ -261,7 +267,7 @@ def api_topic(bootstrap: str) -> str:
     answers: list[int] = []
 
     def produced() -> bool:  # Kafka's partitions lead a moment after the creation
-        (response,) = call(bootstrap, requests.produce({(name, 0): values_batch(3)}))
+        (response,) = call(bootstrap, requests.produce({(name, 0): records()}))
         answers.append(int(response.responses[0].partition_responses[0].error_code))
         return answers[-1] == ErrorCode.none
 
@@ -475,7 +481,7 @@ def test_describe_log_dirs(pair: Pair, version: int) -> None:
     shoal = describe_log_dirs(pair.shoal.bootstrap, version, pair.shoal.data_dir)
     assert kafka == shoal
     # The same batch takes the same bytes in both logs.
-    assert shoal["some"] == ("none", "none", {"T": [(0, len(values_batch(3)), 0, False)]})
+    assert shoal["some"] == ("none", "none", {"T": [(0, len(records()), 0, False)]})
 
 
 def alter_log_dirs(bootstrap: str, version: int, data_dir: Path) -> dict[str, Any]:

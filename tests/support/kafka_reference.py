@@ -257,8 +257,7 @@ class KafkaBroker:
                 java_command(
                     TOOLS["kafka-storage"],
                     "format",
-                    "-t",
-                    _cluster_id(),
+                    f"--cluster-id={_cluster_id()}",  # one argument: an id may start with "-"
                     "-c",
                     str(config),
                     "--standalone",

@@ -5,6 +5,7 @@ AlterReplicaLogDirs (34). The answers are the ones Kafka 4.2 gives on a single n
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -24,8 +25,13 @@ def topic(broker: BrokerProcess) -> str:
     """Two partitions, three records in partition 0."""
     name = topic_name("padmin")
     create_topic(broker.bootstrap, name, partitions=2)
-    produce(broker.bootstrap, name, values_batch(3))
+    produce(broker.bootstrap, name, records())
     return name
+
+
+def records() -> bytes:
+    """3 records stamped now (older ones would be past `retention.ms`)."""
+    return values_batch(3, base_timestamp=int(time.time() * 1000))
 
 
 def partitions_of(request: dict[str, list[int]], schema: Any, type_name: str, **names: str) -> Any:
@@ -177,7 +183,7 @@ def test_log_dir_is_the_data_directory(broker: BrokerProcess, topic: str, versio
             for t in result.topics
         }
 
-    batch = len(values_batch(3))
+    batch = len(records())
     assert describe({topic: [0, 1, 7], "absent": [0]}) == {
         topic: [(0, batch, 0, False), (1, 0, 0, False)]
     }
