@@ -66,6 +66,8 @@ TOOLS = {
     "kafka-share-consumer-perf-test": "org.apache.kafka.tools.ShareConsumerPerformance",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
 }
 """Kafka's scripts by name, and the main class each runs."""
 

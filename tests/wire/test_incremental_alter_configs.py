@@ -14,7 +14,7 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, topic_name
-from tests.support.wire import call1
+from tests.support.wire import call, call1
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -165,15 +165,18 @@ def test_resource_refusals(broker: BrokerProcess) -> None:
 
 
 def auto_created_partitions(bootstrap: str) -> int:
-    response = call1(
-        bootstrap,
+    name = topic_name("iac-auto")
+    asks = [
         MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name=topic_name("iac-auto")),),
-            allow_auto_topic_creation=True,
+            topics=(MetadataRequestTopic(topic_id=None, name=name),),
+            allow_auto_topic_creation=allow,
             include_topic_authorized_operations=False,
-        ),
-    )
-    return len(response.topics[0].partitions)
+        )
+        for allow in (True, False)
+    ]
+    # The creating request is answered unknown (as in Kafka); the next one describes it.
+    _creating, described = call(bootstrap, *asks)
+    return len(described.topics[0].partitions)
 
 
 def test_broker_configs_apply_and_persist(fresh_broker: BrokerProcess) -> None:

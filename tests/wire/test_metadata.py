@@ -125,10 +125,12 @@ def test_auto_creates_unknown_topics(broker: BrokerProcess, version: int) -> Non
     name = topic_name("md-auto")
     response = call1(broker.bootstrap, metadata(version, [name]))
     (topic,) = response.topics
-    assert topic.error_code == ErrorCode.none
-    assert len(topic.partitions) == 1  # num.partitions
+    # As Kafka 4.2: the request that asks for the creation is answered unknown.
+    assert topic.error_code == ErrorCode.unknown_topic_or_partition
+    assert topic.partitions == ()
     again = call1(broker.bootstrap, metadata(13, [name], allow_auto_create=False))
     assert again.topics[0].error_code == ErrorCode.none
+    assert len(again.topics[0].partitions) == 1  # num.partitions
 
 
 def test_no_auto_creation_when_the_request_forbids_it(broker: BrokerProcess) -> None:

@@ -334,7 +334,15 @@ def test_57_grown_deleted_and_auto_created_topics(broker: BrokerProcess) -> None
                 include_topic_authorized_operations=False,
             )
         )
-        (created,) = metadata.topics
+        assert metadata.topics[0].error_code == ErrorCode.unknown_topic_or_partition  # as Kafka
+        described = await conn.request(
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=later),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+        (created,) = described.topics
         assert created.error_code == ErrorCode.none
         await m.beat(conn)
         assert m.assignment == {grown_id: (0, 1), created.topic_id: (0,)}

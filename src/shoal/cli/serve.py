@@ -4,7 +4,9 @@ Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VA
 (repeatable), then the explicit flags `--host`, `--port`, `--data-dir`, `--node-id`.
 `--host`/`--port` move the first of `listeners` (the only one by default).
 An unknown key or an out-of-range value stops start-up with a message naming the key
-and exit status 2.
+and exit status 2. A data directory another process holds (its `.lock`,
+server/data_dir_lock.py) stops start-up with a message naming the directory and the
+holder's PID, and exit status 1.
 
 With the environment variable SHOAL_PROFILE=PATH the broker runs under cProfile and
 writes its statistics to PATH when it stops (for benchmarks; cProfile slows it down).

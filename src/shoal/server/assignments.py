@@ -22,8 +22,8 @@ def replica_list_problem(broker_ids: Sequence[int], *, node_id: int) -> str | No
             )
         seen.add(broker_id)
         if broker_id != node_id:
-            return (
+            return (  # Kafka's words (ReplicationControlManager)
                 f"The manual partition assignment includes broker {broker_id}, but no such "
-                f"broker is registered (this single node is {node_id})."
+                "broker is registered."
             )
     return None

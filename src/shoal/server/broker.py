@@ -47,6 +47,7 @@ from shoal.server import idle
 from shoal.server.acl_store import open_acl_store
 from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.data_dir_lock import data_dir_lock
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
@@ -478,16 +479,19 @@ class Broker:
 
 
 async def run_broker(config: BrokerConfig) -> None:
-    """Run a broker until SIGTERM or SIGINT, then shut down gracefully."""
+    """Run a broker until SIGTERM or SIGINT, then shut down gracefully. The data
+    directory's lock (server/data_dir_lock.py) is taken before anything there is read
+    and held until the broker has stopped; DataDirLocked if another process holds it."""
     import signal
 
-    broker = Broker(config)
-    await broker.start()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, _on_signal, broker, sig)
-    await broker.wait_stopped()
+    with data_dir_lock(config.data_dir):
+        broker = Broker(config)
+        await broker.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, _on_signal, broker, sig)
+        await broker.wait_stopped()
 
 
 def _on_signal(broker: Broker, sig: int) -> None:

@@ -13,6 +13,8 @@ reach the gate.
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from shoal import limits
 from shoal.client import requests
 from shoal.client.calls import Call
 from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
+from shoal.log.fileio import remove_paths
 from shoal.log.topics import TOPICS_FILE
 from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
@@ -300,8 +303,10 @@ def test_a_failed_topic_write_answers_kafka_storage_error_and_creates_nothing(
 
 
 def test_two_creations_of_one_name_take_turns_and_the_second_finds_the_first(
-    broker: Broker, gate: FsyncGate
+    broker: Broker, gate: FsyncGate, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="shoal.server.handlers.metadata")
+
     async def scenario() -> tuple[Any, Any]:
         first = asyncio.ensure_future(send(broker, requests.create_topic("twice")))
         assert await gate.entered_async(1)
@@ -318,8 +323,37 @@ def test_two_creations_of_one_name_take_turns_and_the_second_finds_the_first(
 
     second, auto = asyncio.run(scenario())
     assert topic_error(second) == ErrorCode.topic_already_exists
-    assert topic_error(auto) == ErrorCode.none
+    # The auto-creation found the topic made (Kafka answers it unknown, as any auto-creating one).
+    assert topic_error(auto) == ErrorCode.unknown_topic_or_partition
     assert [info.name for info in broker.logs.topics()].count("twice") == 1
+    assert "auto-created topic twice" not in caplog.text  # CreateTopics made it
+    assert "auto-create topic twice, made meanwhile by an earlier change" in caplog.text
+
+
+def test_an_auto_creation_first_makes_the_topic_and_the_creation_finds_it(
+    broker: Broker, gate: FsyncGate, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="shoal.server.handlers.metadata")
+
+    async def scenario() -> tuple[Any, Any]:
+        auto = asyncio.ensure_future(
+            send(broker, requests.metadata(["raced"], allow_auto_topic_creation=True))
+        )
+        assert await gate.entered_async(1)
+        creation = asyncio.ensure_future(send(broker, requests.create_topic("raced", partitions=2)))
+        await asyncio.sleep(0.05)
+        assert not creation.done(), "the creation did not wait for the auto-creation"
+        gate.open()
+        answers = await asyncio.gather(auto, creation)
+        await broker.disk.close()
+        return answers[0], answers[1]
+
+    auto, creation = asyncio.run(scenario())
+    assert topic_error(auto) == ErrorCode.unknown_topic_or_partition  # as Kafka answers it
+    assert topic_error(creation) == ErrorCode.topic_already_exists
+    info = broker.logs.topic("raced")
+    assert info is not None and info.partitions == 1  # num.partitions, not the creation's 2
+    assert "auto-created topic raced (id" in caplog.text
 
 
 def group_change(*changes: ConfigChange) -> Call:
@@ -457,3 +491,42 @@ def test_shutdown_finishes_a_change_whose_requester_went_away(
     assert '"late"' in (broker.config.data_dir / TOPICS_FILE).read_text()
     info = broker.logs.topic("late")
     assert info is not None and info.partitions == 2
+
+
+def test_delete_topics_answers_before_the_files_are_removed(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka answers once the deletion is committed (its files go later): a deleter
+    that waited for the removal left the topic gone from Metadata before it heard, so
+    a producer's auto-creating Metadata could make it again before its own CreateTopics."""
+    broker.logs.create_topic("doomed", partitions=1, configs={})
+    release = threading.Event()
+    removing = threading.Event()
+
+    def held_removal(paths: Any) -> None:
+        removing.set()
+        assert release.wait(30)
+        remove_paths(paths)
+
+    monkeypatch.setattr("shoal.server.disk_io.remove_paths", held_removal)
+
+    def leftovers() -> list[Path]:
+        return [p for p in broker.logs.data_dir.iterdir() if p.name.endswith("-delete")]
+
+    async def scenario() -> tuple[Any, Any]:
+        try:
+            deleted = await asyncio.wait_for(
+                send(broker, requests.delete_topics(["doomed"])), timeout=5
+            )
+            assert removing.is_set(), "the removal did not start in a worker"
+            assert leftovers(), "nothing was set aside for removal"
+            recreated = await send(broker, requests.create_topic("doomed", partitions=1))
+        finally:
+            release.set()
+        await broker.disk.close()
+        return deleted, recreated
+
+    deleted, recreated = asyncio.run(scenario())
+    assert deleted.responses[0].error_code == ErrorCode.none
+    assert topic_error(recreated) == ErrorCode.none
+    assert not leftovers()

@@ -9,11 +9,16 @@ topic, internal ones included; v1+ with an empty list means none.
 An unknown named topic is created with `num.partitions` partitions when the request
 allows it (always up to v3, `allow_auto_topic_creation` from v4) and
 `auto.create.topics.enable` is on; otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An
-invalid name gets INVALID_TOPIC_EXCEPTION either way, as in Kafka. Unlike Kafka (which
-answers LEADER_NOT_AVAILABLE until the new topic is ready) the topic is usable once
-answered, so it is described like any other. The creation runs in the broker's change
-lane (`services.disk.changes`), its files written in a disk worker, as CreateTopics'
-does; a failed write answers KAFKA_STORAGE_ERROR.
+invalid name gets INVALID_TOPIC_EXCEPTION either way, as in Kafka. As in Kafka 4.2
+(KRaft: the broker's AutoTopicCreationManager sends the creation to the controller and
+answers UNKNOWN_TOPIC_OR_PARTITION meanwhile) the request that asks for the creation
+is answered UNKNOWN_TOPIC_OR_PARTITION, and so is one whose creation finds the topic
+made by a change that came first (an explicit CreateTopics wins then, and the
+auto-creation is dropped); the next Metadata describes the topic. The creation runs in
+the broker's change lane (`services.disk.changes`), in turn with CreateTopics and
+DeleteTopics (a topic deleted is gone from the next Metadata, and may be auto-created
+again, as in Kafka); its files are written in a disk worker; the answer waits for it,
+so the next request sees the topic. A failed write answers KAFKA_STORAGE_ERROR.
 
 Authorization (Kafka's handleTopicMetadataRequest): a topic needs DESCRIBE. Listing every
 topic silently leaves out the ones the principal may not describe; a topic asked for by
@@ -144,32 +149,30 @@ async def _one_topic(
             and not authz.allowed(ctx, AclOperation.CREATE, authz.TOPIC, name)
         ):
             return _error(schema, ErrorCode.topic_authorization_failed, name, None)
-        info_or_error = await _auto_create(ctx, name, allowed=allowed)
-        if isinstance(info_or_error, ErrorCode):
-            return _error(schema, info_or_error, name, None)
-        info = info_or_error
+        return _error(schema, await _auto_create(ctx, name, allowed=allowed), name, None)
     return _described(schema, ctx, info, topic_operations)
 
 
-async def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> TopicInfo | ErrorCode:
+async def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> ErrorCode:
+    """Create `name` if allowed and enabled; the code the request answers for it."""
     services = ctx.services
     enabled = allowed and services.config.current.get_bool("auto.create.topics.enable")
     partitions = services.config.current.get_int("num.partitions")
 
-    async def create() -> TopicInfo:
-        existing = services.logs.topic(name)  # made by a change that came first
-        if existing is not None:
-            return existing
+    async def create() -> TopicInfo | None:
+        """The topic made, or None if a change that came first made it."""
+        if services.logs.topic(name) is not None:
+            return None
         creation = services.logs.plan_topic(name, partitions=partitions, configs={})
         await services.disk.run(creation.run)
         return services.logs.finish_topic(creation)
 
     # With creation off, a dry run still tells an invalid name from a merely unknown one.
     try:
-        if enabled:
-            info = await services.disk.changes.run(create)
-        else:
-            info = services.logs.plan_topic(name, partitions=partitions, configs={}).info
+        if not enabled:
+            services.logs.plan_topic(name, partitions=partitions, configs={})
+            return ErrorCode.unknown_topic_or_partition
+        made = await services.disk.changes.run(create)
     except LogError as exc:
         if not enabled and exc.code is not ErrorCode.invalid_topic_exception:
             return ErrorCode.unknown_topic_or_partition
@@ -181,15 +184,21 @@ async def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> Topi
             ctx.client_id,
         )
         return exc.code
-    if not enabled:
-        return ErrorCode.unknown_topic_or_partition
-    log.info(
-        "auto-created topic %s (%d partitions) for Metadata from %s",
-        name,
-        partitions,
-        ctx.client_id,
-    )
-    return info
+    if made is None:
+        log.info(
+            "Metadata from %s asked to auto-create topic %s, made meanwhile by an earlier change",
+            ctx.client_id,
+            name,
+        )
+    else:
+        log.info(
+            "auto-created topic %s (id %s, %d partitions) for Metadata from %s",
+            made.name,
+            made.topic_id,
+            made.partitions,
+            ctx.client_id,
+        )
+    return ErrorCode.unknown_topic_or_partition
 
 
 def _described(schema: Schema, ctx: RequestContext, info: TopicInfo, topic_operations: bool) -> Any:
