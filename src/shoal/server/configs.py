@@ -40,7 +40,7 @@ from shoal.config import (
     effective_topic_config,
     render,
 )
-from shoal.group.configs import effective_group_config
+from shoal.group.configs import SHOAL_GROUP_EXTENSIONS, effective_group_config
 from shoal.protocol.errors import ErrorCode
 from shoal.server.dynamic_config import (
     DYNAMIC_BROKER_KEYS,
@@ -184,10 +184,14 @@ def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
     """Every key of a group with these (typed) overrides, as Kafka shows a group: the
     effective value (an override clamped into the current broker bounds, else the
     broker value or the key's default), source GROUP_CONFIG when the group sets it,
-    else DEFAULT_CONFIG, and the one synonym of that source."""
+    else DEFAULT_CONFIG, and the one synonym of that source. A Shoal extension key
+    (`SHOAL_GROUP_EXTENSIONS`) is listed only when the group sets it, so that a fresh
+    group lists Kafka 4.2's keys alone."""
     effective = effective_group_config(overrides, dynamic.effective)
     entries = []
     for key, definition in GROUP_KEYS.items():
+        if key in SHOAL_GROUP_EXTENSIONS and key not in overrides:
+            continue  # Kafka 4.2 has no such key: shown only once the group sets it
         value = render(definition, effective[key])
         if key in overrides:
             source = ConfigSource.GROUP
