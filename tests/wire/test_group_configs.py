@@ -241,7 +241,7 @@ def test_delete_restores_the_broker_default(broker: BrokerProcess) -> None:
          "errors.deadletterqueue.copy.record.enable"),
         ([(LOCK, APPEND, "20000")], ErrorCode.invalid_config, "LIST"),
         ([(RESET, SUBTRACT, "latest")], ErrorCode.invalid_config, "LIST"),
-        ([(LOCK, SET, None)], ErrorCode.invalid_request, "null"),
+        ([(LOCK, SET, None)], ErrorCode.invalid_request, f"Null value not supported for : {LOCK}"),
         ([(LOCK, SET, "20000"), (LOCK, DELETE, None)], ErrorCode.invalid_request, "duplicate"),
         ([(LOCK, 9, "20000")], ErrorCode.invalid_request, "operation"),
     ],

@@ -347,10 +347,8 @@ def apply_ops(
     `allow_custom` (the broker: Kafka keeps such keys) lets SET and DELETE store it.
     Raises Refused; validates no values."""
     repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
-    if repeated:
-        raise Refused(
-            ErrorCode.invalid_request, f"Error due to duplicate config keys: {', '.join(repeated)}"
-        )
+    if repeated:  # Kafka's ConfigAdminManager names none of them
+        raise Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
     result = dict(current)
     for name, op, value in ops:
         definition = definitions.get(name)
@@ -362,18 +360,19 @@ def apply_ops(
         if op not in (AlterOp.SET, AlterOp.APPEND, AlterOp.SUBTRACT):
             raise Refused(ErrorCode.invalid_request, f"{name}: unknown config operation {op}")
         if value is None:
-            raise Refused(
-                ErrorCode.invalid_request,
-                f"{name}: null value not supported for {AlterOp(op).name}",
-            )
+            raise Refused(ErrorCode.invalid_request, f"Null value not supported for : {name}")
         if op == AlterOp.SET:
             result[name] = value
             continue
         if definition is None or definition.type is not ConfigType.LIST:
-            raise Refused(
-                ErrorCode.invalid_config,
-                f"{name}: can't {AlterOp(op).name} to key {name} because its type is not LIST",
+            # Kafka 4.2's two wordings: the broker's, and every other resource's
+            verb = AlterOp(op).name
+            message = (
+                f"Config value {verb.lower()} is not allowed for config key: {name}"
+                if kind == "broker"
+                else f"Can't {verb} to key {name} because its type is not LIST."
             )
+            raise Refused(ErrorCode.invalid_config, message)
         base = result[name] if name in result else effective_value(name)
         result[name] = ",".join(_list_op(_split(base), _split(value), AlterOp(op)))
     return result
