@@ -3,6 +3,7 @@ broker bounds, effective values, clamping when broker bounds change, DELETE."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,6 +237,17 @@ def test_every_range_is_checked_even_of_keys_the_group_does_not_set() -> None:
     )
     error = refused({"share.isolation.level": "read_committed"}, narrow)
     assert error.message == f"{SESSION} must be less than or equal to {MAX_SESSION}"
+
+
+def test_docs_list_every_group_key_with_its_status() -> None:
+    """docs/configs.md's group-config table names every key, extensions as such."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "configs.md").read_text()
+    table = doc[doc.index("## Group configs") : doc.index("Validation is Kafka 4.2's")]
+    rows = {line for line in table.splitlines() if line.startswith("| `")}
+    for key in GROUP_KEYS:
+        (row,) = [r for r in rows if f"`{key}`" in r]
+        status = "Shoal extension" if key in SHOAL_GROUP_EXTENSIONS else "Kafka 4.2"
+        assert row.split("|")[2].strip().startswith(status), key
 
 
 def test_the_keys_kafka_refuses_are_gone_or_shoal_extensions() -> None:
