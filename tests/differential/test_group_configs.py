@@ -1,9 +1,10 @@
 """Group configs (resource type GROUP) against Kafka 4.2: which keys each broker takes,
 how it validates them, and what it describes (docs/configs.md, "Group configs").
 
-Both brokers run with the same lowered `group.share.*` and `group.consumer.*` minimums
-(`BOUNDS`), so that Kafka's session > heartbeat rule is reachable (with its default
-minimums a share session timeout below 45 s is refused on its range first), and with
+Both brokers run with the same lowered `group.share.*`, `group.consumer.*` and
+`group.streams.*` minimums (`BOUNDS`), so that Kafka's session > heartbeat rule is
+reachable (with its default minimums a share session timeout below 45 s is refused on
+its range first), and with
 broker heartbeat intervals that differ from Kafka's fixed group-config defaults, so
 that the cases show which value Kafka's check assumes for a key the group does not
 set: 5000 ms for `share.heartbeat.interval.ms` whatever the broker says, the broker's
@@ -45,6 +46,7 @@ BOUNDS = (
     "group.consumer.min.session.timeout.ms=1000",
     "group.consumer.min.heartbeat.interval.ms=500",
     "group.consumer.heartbeat.interval.ms=2000",
+    "group.streams.min.session.timeout.ms=1000",
 )
 """The broker settings both brokers start with (see the module docstring)."""
 
@@ -132,7 +134,7 @@ IAC_CASES: list[tuple[str, Ops, Ops]] = [
     ("consumer session above its broker maximum", [],
      [("consumer.session.timeout.ms", SET, "60001")]),
     ("streams session below its broker minimum", [],
-     [("streams.session.timeout.ms", SET, "5000")]),
+     [("streams.session.timeout.ms", SET, "999")]),
     ("streams heartbeat above its broker maximum", [],
      [("streams.heartbeat.interval.ms", SET, "45000")]),
     ("streams standby replicas negative", [], [("streams.num.standby.replicas", SET, "-1")]),
@@ -149,6 +151,12 @@ IAC_CASES: list[tuple[str, Ops, Ops]] = [
     ("duplicate keys", [],
      [("share.session.timeout.ms", SET, "6000"), ("share.session.timeout.ms", SET, "7000")]),
     ("delete of a key never set", [], [("share.session.timeout.ms", DELETE, None)]),
+    ("delete of an unknown key", [], [("no.such", DELETE, None)]),
+    ("streams pair equal", [],
+     [("streams.session.timeout.ms", SET, "5000"), ("streams.heartbeat.interval.ms", SET,
+                                                    "5000")]),
+    ("streams session alone below the fixed heartbeat", [],
+     [("streams.session.timeout.ms", SET, "4000")]),
 ]  # fmt: skip
 
 AC_CASES: list[tuple[str, dict[str, str | None]]] = [

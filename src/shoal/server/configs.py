@@ -344,7 +344,8 @@ def apply_ops(
     """`current` (a resource's own settings) after the (name, operation, value) ops.
     APPEND and SUBTRACT work on LIST keys and start from the key's effective value when
     the resource does not set it. A key with no definition is INVALID_CONFIG, unless
-    `allow_custom` (the broker: Kafka keeps such keys) lets SET and DELETE store it.
+    `allow_custom` (the broker: Kafka keeps such keys) lets SET store it; DELETE of one
+    is accepted (it leaves nothing to refuse).
     Raises Refused; validates no values."""
     repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
     if repeated:  # Kafka's ConfigAdminManager names none of them
@@ -352,7 +353,10 @@ def apply_ops(
     result = dict(current)
     for name, op, value in ops:
         definition = definitions.get(name)
-        if definition is None and not (allow_custom and op in (AlterOp.SET, AlterOp.DELETE)):
+        if definition is None and op == AlterOp.DELETE:
+            result.pop(name, None)  # Kafka checks the names of the resulting set only
+            continue
+        if definition is None and not (allow_custom and op == AlterOp.SET):
             raise Refused(ErrorCode.invalid_config, f"Unknown {kind} config name: {name}")
         if op == AlterOp.DELETE:
             result.pop(name, None)
