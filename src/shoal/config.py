@@ -1090,6 +1090,7 @@ _DEFS: list[ConfigDef] = [
         None,
         _G,
         "A consumer group member's session timeout (default: group.consumer.session.timeout.ms).",
+        min=1,
         synonym="group.consumer.session.timeout.ms",
     ),
     ConfigDef(
@@ -1099,6 +1100,7 @@ _DEFS: list[ConfigDef] = [
         _G,
         "A consumer group member's heartbeat interval "
         "(default: group.consumer.heartbeat.interval.ms).",
+        min=1,
         synonym="group.consumer.heartbeat.interval.ms",
     ),
     # ---- share group keys (resource type GROUP); bounds are checked against the broker
@@ -1178,16 +1180,6 @@ _DEFS: list[ConfigDef] = [
         _G,
         "KIP-1191: copy key, value and headers onto the DLQ record (else context headers only).",
     ),
-    ConfigDef(
-        "share.assignment.interval.ms",
-        _INT,
-        None,
-        _G,
-        "Assignment rate.",
-        min=0,
-        synonym="group.share.assignment.interval.ms",
-    ),
-    ConfigDef("share.assignor.offload.enable", _BOOL, True, _G, "Accepted, no effect."),
     # ---- Shoal extensions to share groups (not Kafka keys; issue 16)
     ConfigDef(
         "shoal.share.redelivery.backoff.ms",

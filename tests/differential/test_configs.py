@@ -167,20 +167,9 @@ SHOAL_ONLY_BROKER = {
     ),
 }
 SHOAL_ONLY_TOPIC = {"errors.deadletterqueue.group.enable": "KIP-1191 (a later Kafka)"}
-SHOAL_ONLY_GROUP = {
-    **dict.fromkeys(
-        (
-            "share.delivery.count.limit",
-            "share.partition.max.record.locks",
-            "share.renew.acknowledge.enable",
-            "share.assignment.interval.ms",
-            "share.assignor.offload.enable",
-            "errors.deadletterqueue.topic.name",
-            "errors.deadletterqueue.copy.record.enable",
-        ),
-        "share-group keys of later Kafka releases (KIP-932 follow-ups, KIP-1191)",
-    ),
-}
+SHOAL_ONLY_GROUP: dict[str, str] = {}
+"""None: Shoal's extension group keys are listed only once a group sets them
+(tests/differential/test_group_configs.py SHOAL_EXTENSIONS)."""
 
 
 def _shoal_only_ok(name: str, listed: dict[str, str]) -> bool:
@@ -617,6 +606,9 @@ IAC_CASES: list[tuple[int, str, list[tuple[str, int, str | None]]]] = [
     (GROUP, "{group}", [("streams.session.timeout.ms", SET, "1000")]),
     (GROUP, "{group}", [("streams.initial.rebalance.delay.ms", SET, "-1")]),
     (GROUP, "{group}", [("no.such", SET, "1")]),
+    (GROUP, "{group}", [("no.such", DELETE, None)]),
+    (TOPIC, "{topic}", [("no.such", DELETE, None)]),
+    (CLIENT_METRICS, "{group}", [("no.such", DELETE, None)]),
     (GROUP, "", [("consumer.session.timeout.ms", SET, "50000")]),
     (CLIENT_METRICS, "{group}", [("interval.ms", SET, "50")]),
     (CLIENT_METRICS, "{group}", [("interval.ms", SET, "abc")]),

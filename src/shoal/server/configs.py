@@ -40,7 +40,7 @@ from shoal.config import (
     effective_topic_config,
     render,
 )
-from shoal.group.configs import effective_group_config
+from shoal.group.configs import SHOAL_GROUP_EXTENSIONS, effective_group_config
 from shoal.protocol.errors import ErrorCode
 from shoal.server.dynamic_config import (
     DYNAMIC_BROKER_KEYS,
@@ -184,10 +184,14 @@ def group_entries(overrides: Mapping[str, Any], dynamic: DynamicBrokerConfig) ->
     """Every key of a group with these (typed) overrides, as Kafka shows a group: the
     effective value (an override clamped into the current broker bounds, else the
     broker value or the key's default), source GROUP_CONFIG when the group sets it,
-    else DEFAULT_CONFIG, and the one synonym of that source."""
+    else DEFAULT_CONFIG, and the one synonym of that source. A Shoal extension key
+    (`SHOAL_GROUP_EXTENSIONS`) is listed only when the group sets it, so that a fresh
+    group lists Kafka 4.2's keys alone."""
     effective = effective_group_config(overrides, dynamic.effective)
     entries = []
     for key, definition in GROUP_KEYS.items():
+        if key in SHOAL_GROUP_EXTENSIONS and key not in overrides:
+            continue  # Kafka 4.2 has no such key: shown only once the group sets it
         value = render(definition, effective[key])
         if key in overrides:
             source = ConfigSource.GROUP
@@ -340,17 +344,19 @@ def apply_ops(
     """`current` (a resource's own settings) after the (name, operation, value) ops.
     APPEND and SUBTRACT work on LIST keys and start from the key's effective value when
     the resource does not set it. A key with no definition is INVALID_CONFIG, unless
-    `allow_custom` (the broker: Kafka keeps such keys) lets SET and DELETE store it.
+    `allow_custom` (the broker: Kafka keeps such keys) lets SET store it; DELETE of one
+    is accepted (it leaves nothing to refuse).
     Raises Refused; validates no values."""
     repeated = sorted(name for name, count in Counter(n for n, _, _ in ops).items() if count > 1)
-    if repeated:
-        raise Refused(
-            ErrorCode.invalid_request, f"Error due to duplicate config keys: {', '.join(repeated)}"
-        )
+    if repeated:  # Kafka's ConfigAdminManager names none of them
+        raise Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
     result = dict(current)
     for name, op, value in ops:
         definition = definitions.get(name)
-        if definition is None and not (allow_custom and op in (AlterOp.SET, AlterOp.DELETE)):
+        if definition is None and op == AlterOp.DELETE:
+            result.pop(name, None)  # Kafka checks the names of the resulting set only
+            continue
+        if definition is None and not (allow_custom and op == AlterOp.SET):
             raise Refused(ErrorCode.invalid_config, f"Unknown {kind} config name: {name}")
         if op == AlterOp.DELETE:
             result.pop(name, None)
@@ -358,18 +364,19 @@ def apply_ops(
         if op not in (AlterOp.SET, AlterOp.APPEND, AlterOp.SUBTRACT):
             raise Refused(ErrorCode.invalid_request, f"{name}: unknown config operation {op}")
         if value is None:
-            raise Refused(
-                ErrorCode.invalid_request,
-                f"{name}: null value not supported for {AlterOp(op).name}",
-            )
+            raise Refused(ErrorCode.invalid_request, f"Null value not supported for : {name}")
         if op == AlterOp.SET:
             result[name] = value
             continue
         if definition is None or definition.type is not ConfigType.LIST:
-            raise Refused(
-                ErrorCode.invalid_config,
-                f"{name}: can't {AlterOp(op).name} to key {name} because its type is not LIST",
+            # Kafka 4.2's two wordings: the broker's, and every other resource's
+            verb = AlterOp(op).name
+            message = (
+                f"Config value {verb.lower()} is not allowed for config key: {name}"
+                if kind == "broker"
+                else f"Can't {verb} to key {name} because its type is not LIST."
             )
+            raise Refused(ErrorCode.invalid_config, message)
         base = result[name] if name in result else effective_value(name)
         result[name] = ",".join(_list_op(_split(base), _split(value), AlterOp(op)))
     return result

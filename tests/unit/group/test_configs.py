@@ -3,12 +3,15 @@ broker bounds, effective values, clamping when broker bounds change, DELETE."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shoal.config import GROUP_KEYS, BrokerConfig
 from shoal.group.configs import (
+    KAFKA_42_GROUP_KEYS,
+    SHOAL_GROUP_EXTENSIONS,
     GroupConfigError,
     GroupConfigs,
     effective_group_config,
@@ -21,6 +24,21 @@ DEFAULT_BROKER = BrokerConfig.from_raw({})
 LOCK = "share.record.lock.duration.ms"
 SESSION = "share.session.timeout.ms"
 HEARTBEAT = "share.heartbeat.interval.ms"
+MIN_LOCK, MAX_LOCK = (
+    "group.share.min.record.lock.duration.ms",
+    "group.share.max.record.lock.duration.ms",
+)
+MIN_SESSION, MAX_SESSION = (
+    "group.share.min.session.timeout.ms",
+    "group.share.max.session.timeout.ms",
+)
+MIN_HEARTBEAT = "group.share.min.heartbeat.interval.ms"
+MAX_HEARTBEAT = "group.share.max.heartbeat.interval.ms"
+RESET_REFUSED = (
+    "Invalid value {0} for configuration share.auto.offset.reset: Invalid value `{0}` for "
+    "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' "
+    "or of the format 'by_duration:<PnDTnHnMn.nS>'."
+)
 
 
 def broker(**raw: object) -> BrokerConfig:
@@ -45,8 +63,6 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "share.delivery.count.limit": 5,
         "share.partition.max.record.locks": 2_000,
         "share.renew.acknowledge.enable": True,
-        "share.assignment.interval.ms": 0,
-        "share.assignor.offload.enable": True,
         "shoal.share.redelivery.backoff.ms": 0,
         "shoal.share.redelivery.backoff.multiplier": 2.0,
         "shoal.share.redelivery.backoff.max.ms": 60_000,
@@ -67,12 +83,10 @@ def test_broker_values_are_the_defaults_of_groups() -> None:
     config = broker(
         group_share_record_lock_duration_ms=20_000,
         group_share_delivery_count_limit=3,
-        group_share_assignment_interval_ms=250,
     )
     effective = effective_group_config({}, config)
     assert effective[LOCK] == 20_000
     assert effective["share.delivery.count.limit"] == 3
-    assert effective["share.assignment.interval.ms"] == 250
 
 
 @pytest.mark.parametrize(
@@ -95,9 +109,10 @@ def test_broker_values_are_the_defaults_of_groups() -> None:
         ("share.partition.max.record.locks", "4000", 4_000),
         ("share.renew.acknowledge.enable", "false", False),
         ("share.renew.acknowledge.enable", "TRUE", True),
-        ("share.assignment.interval.ms", "0", 0),
-        ("share.assignment.interval.ms", "5000", 5_000),
-        ("share.assignor.offload.enable", "false", False),
+        (SESSION, " 50000 ", 50_000),  # Kafka trims, and takes a sign
+        (SESSION, "+50000", 50_000),
+        ("share.auto.offset.reset", " earliest ", "earliest"),
+        ("share.auto.offset.reset", "by_duration:pt1h", "by_duration:pt1h"),
     ],
 )
 def test_accepted_values_are_typed(key: str, raw: str, typed: Any) -> None:
@@ -107,40 +122,46 @@ def test_accepted_values_are_typed(key: str, raw: str, typed: Any) -> None:
 @pytest.mark.parametrize(
     ("key", "raw", "says"),
     [
-        # conformance 78: a lock below the broker minimum, an unparsable by_duration
-        (LOCK, "10000", "share.record.lock.duration.ms must be in the range 15000 to 60000"),
-        (LOCK, "70000", "in the range 15000 to 60000 inclusive"),
-        (LOCK, "999", "below the minimum 1000"),
-        ("share.auto.offset.reset", "by_duration:1h", "not an ISO-8601 duration"),
-        ("share.auto.offset.reset", "by_duration:-PT1H", "negative"),
-        ("share.auto.offset.reset", "by_duration:", "not an ISO-8601 duration"),
-        ("share.auto.offset.reset", "by_duration", "must be latest, earliest or by_duration"),
-        ("share.auto.offset.reset", "hello", "must be latest, earliest or by_duration"),
-        (SESSION, "44999", "share.session.timeout.ms must be in the range 45000 to 60000"),
-        (SESSION, "60001", "in the range 45000 to 60000"),
-        (SESSION, "0", "below the minimum 1"),
-        (HEARTBEAT, "4999", "share.heartbeat.interval.ms must be in the range 5000 to 15000"),
-        (HEARTBEAT, "15001", "in the range 5000 to 15000"),
+        # Kafka 4.2's keys, in Kafka's words (the reference broker's answers)
+        (LOCK, "10000", f"{LOCK} must be greater than or equal to {MIN_LOCK}"),
+        (LOCK, "70000", f"{LOCK} must be less than or equal to {MAX_LOCK}"),
+        (LOCK, "999", f"Invalid value 999 for configuration {LOCK}: Value must be at least 1000"),
+        ("share.auto.offset.reset", "by_duration:1h", RESET_REFUSED.format("by_duration:1h")),
+        ("share.auto.offset.reset", "by_duration:-PT1H", RESET_REFUSED.format("by_duration:-PT1H")),
+        ("share.auto.offset.reset", "by_duration:", RESET_REFUSED.format("by_duration:")),
+        ("share.auto.offset.reset", "by_duration", RESET_REFUSED.format("by_duration")),
+        ("share.auto.offset.reset", "EARLIEST", RESET_REFUSED.format("EARLIEST")),
+        ("share.auto.offset.reset", "", RESET_REFUSED.format("")),
+        (SESSION, "44999", f"{SESSION} must be greater than or equal to {MIN_SESSION}"),
+        (SESSION, "60001", f"{SESSION} must be less than or equal to {MAX_SESSION}"),
+        (SESSION, "0", f"Invalid value 0 for configuration {SESSION}: Value must be at least 1"),
+        (HEARTBEAT, "4999", f"{HEARTBEAT} must be greater than or equal to {MIN_HEARTBEAT}"),
+        (HEARTBEAT, "15001", f"{HEARTBEAT} must be less than or equal to {MAX_HEARTBEAT}"),
+        (
+            "share.isolation.level",
+            "read_commit",
+            "Invalid value read_commit for configuration share.isolation.level: "
+            "String must be one of: read_committed, read_uncommitted",
+        ),
+        (LOCK, "abc", f"Invalid value abc for configuration {LOCK}: Not a number of type INT"),
+        (LOCK, "1.5", f"Invalid value 1.5 for configuration {LOCK}: Not a number of type INT"),
+        (LOCK, "1_000", f"Invalid value 1_000 for configuration {LOCK}: Not a number of type INT"),
+        (LOCK, "", f"Invalid value  for configuration {LOCK}: Not a number of type INT"),
+        (LOCK, str(2**31), f"Invalid value {2**31} for configuration {LOCK}: Not a number"),
+        # Shoal's extension keys, in Shoal's words
         ("share.delivery.count.limit", "1", "below the minimum 2"),
         ("share.delivery.count.limit", "11", "in the range 2 to 10 inclusive"),
         ("share.partition.max.record.locks", "99", "below the minimum 100"),
         ("share.partition.max.record.locks", "4001", "in the range 100 to 4000 inclusive"),
-        ("share.isolation.level", "read_commit", "not one of read_committed, read_uncommitted"),
         ("share.renew.acknowledge.enable", "1", "not a valid boolean"),
-        ("share.assignor.offload.enable", "maybe", "not a valid boolean"),
-        ("share.assignment.interval.ms", "-1", "below the minimum 0"),
-        (LOCK, "abc", "not a valid int"),
-        (LOCK, "1.5", "not a valid int"),
-        (LOCK, "", "not a valid int"),
-        (LOCK, str(2**31), "does not fit an int"),
-        (LOCK, None, "a value is required"),
     ],
 )
 def test_refused_values_name_the_key(key: str, raw: str | None, says: str) -> None:
     error = refused({key: raw})
     assert error.key == key
-    assert key in error.message
     assert says in error.message
+    if key in KAFKA_42_GROUP_KEYS:  # Kafka's words, whole
+        assert error.message.startswith(says)
 
 
 @pytest.mark.parametrize(
@@ -168,26 +189,74 @@ def test_one_bad_value_refuses_the_whole_set() -> None:
     assert error.key == LOCK
 
 
-def test_session_timeout_must_exceed_the_effective_heartbeat_interval() -> None:
+def test_session_timeout_must_exceed_kafkas_fixed_default_heartbeat_interval() -> None:
+    """As Kafka 4.2: a key the group does not set is taken at Kafka's fixed default
+    (5000 ms heartbeat, 45000 ms session), not at the broker's group.share.* value."""
     low_bounds = broker(
         group_share_min_session_timeout_ms=1_000,
-        group_share_min_heartbeat_interval_ms=1_000,
+        group_share_min_heartbeat_interval_ms=500,
         group_share_max_heartbeat_interval_ms=60_000,
+        group_share_heartbeat_interval_ms=1_000,
+        group_share_session_timeout_ms=10_000,
     )
-    # Only the session timeout set: compared with the broker's heartbeat interval (5000).
-    error = refused({SESSION: "5000"}, low_bounds)
-    assert error.key == SESSION
-    assert "must be greater than share.heartbeat.interval.ms" in error.message
+    error = refused({SESSION: "2000"}, low_bounds)
+    assert (error.key, error.message) == (SESSION, f"{SESSION} must be greater than {HEARTBEAT}")
+    assert refused({SESSION: "5000"}, low_bounds).key == SESSION
     assert validate_overrides({SESSION: "5001"}, low_bounds) == {SESSION: 5_001}
-    # Only the heartbeat interval set: compared with the broker's session timeout (45000).
+    # Only the heartbeat interval set: compared with the fixed session default (45000).
     assert refused({HEARTBEAT: "45000"}, low_bounds).key == SESSION
     assert validate_overrides({HEARTBEAT: "44999"}, low_bounds) == {HEARTBEAT: 44_999}
     # Both set: compared with each other.
-    assert refused({SESSION: "8000", HEARTBEAT: "8000"}, low_bounds).key == SESSION
-    assert validate_overrides({SESSION: "8000", HEARTBEAT: "7000"}, low_bounds) == {
-        SESSION: 8_000,
-        HEARTBEAT: 7_000,
+    assert refused({SESSION: "2000", HEARTBEAT: "2000"}, low_bounds).key == SESSION
+    assert validate_overrides({SESSION: "2000", HEARTBEAT: "1000"}, low_bounds) == {
+        SESSION: 2_000,
+        HEARTBEAT: 1_000,
     }
+
+
+def test_consumer_keys_fall_back_to_the_brokers_values() -> None:
+    """Kafka 4.2 lays a group's set over the broker's consumer session timeout and
+    heartbeat interval (GroupConfigManager.validate), so those are compared."""
+    config = broker(
+        group_consumer_min_session_timeout_ms=1_000,
+        group_consumer_min_heartbeat_interval_ms=500,
+        group_consumer_heartbeat_interval_ms=2_000,
+    )
+    session = "consumer.session.timeout.ms"
+    error = refused({session: "2000"}, config)
+    assert error.message == f"{session} must be greater than consumer.heartbeat.interval.ms"
+    assert validate_overrides({session: "2001"}, config) == {session: 2_001}
+
+
+def test_every_range_is_checked_even_of_keys_the_group_does_not_set() -> None:
+    """A broker whose share-session range excludes Kafka's default refuses any set."""
+    narrow = broker(
+        group_share_max_session_timeout_ms=30_000,
+        group_share_session_timeout_ms=30_000,
+        group_share_min_session_timeout_ms=6_000,
+    )
+    error = refused({"share.isolation.level": "read_committed"}, narrow)
+    assert error.message == f"{SESSION} must be less than or equal to {MAX_SESSION}"
+
+
+def test_docs_list_every_group_key_with_its_status() -> None:
+    """docs/configs.md's group-config table names every key, extensions as such."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "configs.md").read_text()
+    table = doc[doc.index("## Group configs") : doc.index("Validation is Kafka 4.2's")]
+    rows = {line for line in table.splitlines() if line.startswith("| `")}
+    for key in GROUP_KEYS:
+        (row,) = [r for r in rows if f"`{key}`" in r]
+        status = "Shoal extension" if key in SHOAL_GROUP_EXTENSIONS else "Kafka 4.2"
+        assert row.split("|")[2].strip().startswith(status), key
+
+
+def test_the_keys_kafka_refuses_are_gone_or_shoal_extensions() -> None:
+    """share.assignment.interval.ms and share.assignor.offload.enable, never read, are
+    no longer accepted (Kafka 4.2 refuses them too)."""
+    for name in ("share.assignment.interval.ms", "share.assignor.offload.enable"):
+        assert refused({name: "1"}).message == f"Unknown group config name: {name}"
+    assert set(GROUP_KEYS) == set(KAFKA_42_GROUP_KEYS) | set(SHOAL_GROUP_EXTENSIONS)
+    assert not set(KAFKA_42_GROUP_KEYS) & set(SHOAL_GROUP_EXTENSIONS)
 
 
 def test_lowering_the_broker_minimum_admits_short_locks() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shoal.config import GROUP_KEYS, BrokerConfig, ConfigType
-from shoal.group.configs import GroupConfigError, GroupConfigs
+from shoal.config import BrokerConfig, ConfigType
+from shoal.group.configs import KAFKA_42_GROUP_KEYS, GroupConfigError, GroupConfigs
 from shoal.server.configs import ConfigSource, group_entries
 from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
 from shoal.server.group_configs import GROUP_CONFIGS_FILE, GroupConfigFile, GroupConfigStore
@@ -178,7 +178,7 @@ def dynamic(tmp_path: Path, **static: str) -> DynamicBrokerConfig:
 
 def test_entries_of_a_group_that_sets_nothing(tmp_path: Path) -> None:
     entries = {e.name: e for e in group_entries({}, dynamic(tmp_path))}
-    assert set(entries) == set(GROUP_KEYS)
+    assert set(entries) == set(KAFKA_42_GROUP_KEYS)  # Shoal's extensions only once set
     assert all(e.source is ConfigSource.DEFAULT and not e.read_only for e in entries.values())
     lock = entries[LOCK]
     assert (lock.value, lock.config_type) == ("30000", ConfigType.INT)
@@ -190,7 +190,15 @@ def test_entries_of_a_group_that_sets_nothing(tmp_path: Path) -> None:
     assert [(s.name, s.value, s.source) for s in reset.synonyms] == [
         (RESET, "latest", ConfigSource.DEFAULT)
     ]
-    assert entries["share.renew.acknowledge.enable"].config_type == ConfigType.BOOLEAN
+    assert entries["share.isolation.level"].config_type == ConfigType.STRING
+
+
+def test_an_extension_key_is_listed_once_the_group_sets_it(tmp_path: Path) -> None:
+    renew = "share.renew.acknowledge.enable"
+    entries = {e.name: e for e in group_entries({renew: False}, dynamic(tmp_path))}
+    assert set(entries) == set(KAFKA_42_GROUP_KEYS) | {renew}
+    assert (entries[renew].value, entries[renew].source) == ("false", ConfigSource.GROUP)
+    assert entries[renew].config_type == ConfigType.BOOLEAN
 
 
 def test_entries_of_a_group_that_sets_keys(tmp_path: Path) -> None:
