@@ -1,0 +1,217 @@
+"""A real Java transactional producer (kafka-clients 4.2.2, the reference's own) against
+Kafka 4.2 and Shoal: what it sees and what a read_committed consumer and the group's
+committed offsets show afterwards, and which transaction protocol it chose.
+
+The producer (tests/differential/java/JavaTransactions.java, compiled with `javac` per
+module) runs transactions that commit and abort over two topics (three partitions),
+sends offsets to a group inside them (sendOffsetsToTransaction), aborts an empty
+transaction, commits offsets only, and is then fenced as a zombie by a second instance
+with the same transactional.id, which commits and aborts in its turn.
+
+The client picks its protocol from the finalized `transaction.version` in ApiVersions
+(Kafka's TransactionManager.maybeUpdateTransactionV2Enabled): at 2 (KIP-890 part 2) it
+sends no AddPartitionsToTxn nor AddOffsetsToTxn (Produce v12+ and TxnOffsetCommit v5 add
+the partitions) and ends with EndTxn v5, which bumps the epoch; at 1 it adds partitions
+explicitly and ends with EndTxn v4. The requests it sent are read from its
+NetworkClient debug log ("apiKey=..., apiVersion=...").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from tests.differential.conftest import Pair, unique
+from tests.support import kafka_reference
+from tests.support.clients import consumer
+from tests.support.topics import create_led_topic
+
+PROGRAM = Path(__file__).parent / "java" / "JavaTransactions.java"
+MAIN_CLASS = "JavaTransactions"
+RUN_TIMEOUT_S = 180.0
+READ_TIMEOUT_S = 60.0
+_LOG4J2 = """\
+Configuration:
+  Appenders:
+    Console:
+      name: STDERR
+      target: SYSTEM_ERR
+      PatternLayout:
+        pattern: "%p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDERR
+    Logger:
+      - name: org.apache.kafka.clients.NetworkClient
+        level: DEBUG
+        additivity: false
+        AppenderRef:
+          - ref: STDERR
+"""
+_REQUEST = re.compile(r"Sending (\w+) request with header RequestHeader\(apiKey=\w+, apiVersion=(\d+)")
+_TXN_APIS = frozenset(
+    {"PRODUCE", "ADD_PARTITIONS_TO_TXN", "ADD_OFFSETS_TO_TXN", "TXN_OFFSET_COMMIT", "END_TXN"}
+)
+
+
+@dataclass(frozen=True)
+class Program:
+    classes: Path
+    log_config: Path
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory, kafka: kafka_reference.KafkaBroker) -> Program:
+    """JavaTransactions compiled against the reference's kafka-clients (`kafka` first:
+    it skips the module when there is no reference)."""
+    classes = tmp_path_factory.mktemp("java-transactions")
+    subprocess.run(
+        ["javac", "-cp", kafka_reference.classpath(), "-d", str(classes), str(PROGRAM)],
+        check=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    log_config = classes / "log4j2.yaml"
+    log_config.write_text(_LOG4J2)
+    return Program(classes, log_config)
+
+
+@dataclass(frozen=True)
+class Observed:
+    steps: list[str]
+    """The program's STEP lines: each step's outcome, exceptions by class name."""
+    requests: dict[str, list[int]]
+    """Transactional APIs the producers sent -> the versions they sent them at."""
+    committed: dict[str, list[str]]
+    """"topic-partition" -> the values a read_committed consumer reads, in order."""
+    offsets: dict[str, int]
+    """"topic-partition" -> the group's committed offset."""
+
+
+def _run_java(program: Program, bootstrap: str, *args: str) -> tuple[list[str], dict[str, list[int]]]:
+    command = [
+        "java",
+        "-Xmx256m",
+        "-XX:TieredStopAtLevel=1",
+        f"-Dlog4j2.configurationFile={program.log_config}",
+        "-cp",
+        os.pathsep.join((str(program.classes), kafka_reference.classpath())),
+        MAIN_CLASS,
+        bootstrap,
+        *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr[-20_000:]}"
+    steps = [line.removeprefix("STEP ") for line in done.stdout.splitlines() if line.startswith("STEP ")]
+    sent: dict[str, set[int]] = {}
+    for api, version in _REQUEST.findall(done.stderr):
+        if api in _TXN_APIS:
+            sent.setdefault(api, set()).add(int(version))
+    return steps, {api: sorted(versions) for api, versions in sorted(sent.items())}
+
+
+def _read_committed(bootstrap: str, partitions: list[tuple[str, int]]) -> dict[str, list[str]]:
+    """Every record a read_committed consumer reads from the start to the end."""
+    reader = consumer(bootstrap, isolation_level="read_committed", enable_partition_eof=True)
+    seen: dict[str, list[str]] = {f"{t}-{p}": [] for t, p in partitions}
+    at_end: set[str] = set()
+    try:
+        reader.assign([TopicPartition(t, p, 0) for t, p in partitions])
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while len(at_end) < len(partitions):
+            assert time.monotonic() < deadline, f"read_committed stalled: {seen}, at end {at_end}"
+            for message in reader.consume(num_messages=100, timeout=0.2):
+                key = f"{message.topic()}-{message.partition()}"
+                error = message.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(key)
+                elif error is not None:
+                    raise KafkaException(error)
+                else:
+                    at_end.discard(key)
+                    value = message.value()
+                    assert value is not None
+                    seen[key].append(value.decode())
+    finally:
+        reader.close()
+    return seen
+
+
+def _group_offsets(bootstrap: str, group: str, partitions: list[tuple[str, int]]) -> dict[str, int]:
+    reader = consumer(bootstrap, group_id=group)
+    try:
+        answers = reader.committed([TopicPartition(t, p) for t, p in partitions], timeout=30)
+    finally:
+        reader.close()
+    return {f"{a.topic}-{a.partition}": a.offset for a in answers}
+
+
+def _java_transactions(bootstrap: str, program: Program) -> Observed:
+    topic_a, topic_b = unique("java-txn-a"), unique("java-txn-b")
+    group, tid = unique("java-txn-group"), unique("java-txn-id")
+    create_led_topic(bootstrap, topic_a, partitions=2)
+    create_led_topic(bootstrap, topic_b, partitions=1)
+    steps, requests = _run_java(program, bootstrap, tid, topic_a, topic_b, group)
+    partitions = [(topic_a, 0), (topic_a, 1), (topic_b, 0)]
+    committed = _read_committed(bootstrap, partitions)
+    offsets = _group_offsets(bootstrap, group, partitions[:2])
+    # names differ per run: "A-0" etc. instead
+    names = {topic_a: "A", topic_b: "B"}
+    return Observed(
+        steps=steps,
+        requests=requests,
+        committed={_renamed(k, names): v for k, v in committed.items()},
+        offsets={_renamed(k, names): v for k, v in offsets.items()},
+    )
+
+
+def _renamed(key: str, names: dict[str, str]) -> str:
+    topic, partition = key.rsplit("-", 1)
+    return f"{names[topic]}-{partition}"
+
+
+def test_java_transactional_producer(pair: Pair, program: Program) -> None:
+    kafka, shoal = pair.run(_java_transactions, program)
+
+    # what the producer and its readers see: the same on both brokers
+    assert kafka.steps == [
+        "init ok",
+        "t1 committed",
+        "t2 aborted",
+        "t3 committed",
+        "t4 aborted",
+        "t5 committed",
+        "second-init ok",
+        *kafka.steps[7:9],
+        "t7 committed",
+        "t8 aborted",
+    ], kafka.steps
+    print("Kafka:", kafka, "Shoal:", shoal)
+    assert shoal.steps == kafka.steps
+    assert kafka.committed == {
+        "A-0": ["t1-a0", "t7-a0"],
+        "A-1": ["t1-a1", "t3-a1"],
+        "B-0": ["t1-b0", "t7-b0"],
+    }
+    assert shoal.committed == kafka.committed
+    assert kafka.offsets == {"A-0": 20, "A-1": 21}
+    assert shoal.offsets == kafka.offsets
+
+    # Kafka 4.2 finalizes transaction.version 2: the client uses KIP-890 part 2
+    assert "ADD_PARTITIONS_TO_TXN" not in kafka.requests, kafka.requests
+    assert "ADD_OFFSETS_TO_TXN" not in kafka.requests, kafka.requests
+    assert kafka.requests["END_TXN"] == [5], kafka.requests
+    assert kafka.requests["TXN_OFFSET_COMMIT"] == [5], kafka.requests
+    assert min(kafka.requests["PRODUCE"]) >= 12, kafka.requests
+
+    print("Kafka:", kafka.requests, "Shoal:", shoal.requests, kafka.steps)
+    assert shoal.requests == kafka.requests
