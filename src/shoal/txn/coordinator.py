@@ -118,6 +118,7 @@ class TransactionCoordinator:
         producer_epoch: int,
         commit: bool,
         bump_epoch: bool,
+        new_producer_id: Callable[[], int],
     ) -> tuple[ProducerAnswer, tuple[WriteMarkers, ...]]:
         result = self.shard_of(transactional_id).end_txn(
             transactional_id=transactional_id,
@@ -125,6 +126,7 @@ class TransactionCoordinator:
             producer_epoch=producer_epoch,
             commit=commit,
             bump_epoch=bump_epoch,
+            new_producer_id=new_producer_id,
         )
         failed = ProducerAnswer(ErrorCode.coordinator_not_available)
         return self._apply(transactional_id, result, failed)

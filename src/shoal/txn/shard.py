@@ -35,9 +35,14 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
   preparing one CONCURRENT_TRANSACTIONS; the other end of it INVALID_TXN_STATE; Empty
   INVALID_TXN_STATE, except that with `bump_epoch` an abort of no transaction (Empty
   or completed, at the current epoch) bumps the epoch through PrepareAbort of no
-  partitions (Kafka 4.2, transaction version 2).
+  partitions (Kafka 4.2, transaction version 2). A bump from the exhausted epoch
+  (32766) draws a new producer id (`new_producer_id`): prepared at 32767 under the old
+  id with the new one recorded as next, answered with the new id at epoch 0, which
+  completing the transaction makes current (the old id becomes the previous one, and a
+  retry of that end by it is answered the new one).
 - `markers_written`: Prepare* with that producer id and epoch -> Complete*, the
-  partitions cleared. Anything else (already completed, fenced meanwhile) -> nothing.
+  partitions cleared (and the next producer id made current, see `end_txn`). Anything
+  else (already completed, fenced meanwhile) -> nothing.
 - `abort_timed_out(now_ms)`: every Ongoing transaction past its timeout is aborted
   with its epoch bumped (the timed-out producer is fenced), effects `WriteMarkers`.
 - `expire_transactional_ids(now_ms)`: ids in a complete state not written for
@@ -85,6 +90,9 @@ COORDINATOR_EPOCH = 0
 _COMPLETE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
 _PREPARING = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})
 _NO_START = -1
+EPOCH_EXHAUSTED = PRODUCER_EPOCH_MAX - 1
+"""Kafka's isEpochExhausted: an epoch this high is not bumped for the same producer id
+(Short.MaxValue stays free for the coordinator to fence with)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +260,7 @@ class TxnShard:
         producer_epoch: int,
         commit: bool,
         bump_epoch: bool = False,
+        new_producer_id: Callable[[], int],
     ) -> TxnResult[ProducerAnswer]:
         stored = self._txns.get(transactional_id)
         retried = self._retried_end(stored, producer_id, producer_epoch, commit, bump_epoch)
@@ -266,20 +275,22 @@ class TxnShard:
         now_ms = self._clock.wall_ms()
         if stored.state != TxnState.ONGOING:
             if bump_epoch and not commit:
-                return self._abort_nothing(stored, now_ms=now_ms)
+                return self._abort_nothing(stored, now_ms=now_ms, new_producer_id=new_producer_id)
             return _answer(ErrorCode.invalid_txn_state)
-        epoch = stored.producer_epoch + 1 if bump_epoch else stored.producer_epoch
-        metadata = replace(
-            stored,
-            producer_epoch=epoch,
-            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
-            last_update_ms=now_ms,
-            client_transaction_version=2 if bump_epoch else stored.client_transaction_version,
-        )
-        return TxnResult(
-            (metadata_record(metadata),),
-            ProducerAnswer(ErrorCode.none, metadata.producer_id, epoch),
-            (_markers(metadata),),
+        if not bump_epoch:
+            metadata = replace(
+                stored,
+                state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                last_update_ms=now_ms,
+            )
+            return TxnResult(
+                (metadata_record(metadata),),
+                ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
+                (_markers(metadata),),
+            )
+        prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        return _prepare_bumped(
+            stored, prepare, now_ms=now_ms, partitions=stored.partitions, new_id=new_producer_id
         )
 
     def markers_written(
@@ -300,6 +311,14 @@ class TxnShard:
             partitions=frozenset(),
             last_update_ms=self._clock.wall_ms(),
         )
+        if stored.next_producer_id != NO_PRODUCER_ID:  # the epoch ran out: the next id now
+            metadata = replace(
+                metadata,
+                producer_id=stored.next_producer_id,
+                previous_producer_id=stored.producer_id,
+                next_producer_id=NO_PRODUCER_ID,
+                producer_epoch=0,
+            )
         return TxnResult((metadata_record(metadata),), None)
 
     def abort_timed_out(self, now_ms: int) -> TxnResult[int]:
@@ -350,23 +369,19 @@ class TxnShard:
         )
         return TxnResult((metadata_record(metadata),), response, (_markers(metadata),))
 
-    def _abort_nothing(self, stored: TxnMetadata, *, now_ms: int) -> TxnResult[ProducerAnswer]:
+    def _abort_nothing(
+        self, stored: TxnMetadata, *, now_ms: int, new_producer_id: Callable[[], int]
+    ) -> TxnResult[ProducerAnswer]:
         """Transaction version 2 (EndTxn v5+): an abort with no transaction ongoing
         still bumps the epoch (PrepareAbort of no partitions, then CompleteAbort), as
         Kafka 4.2's TransactionCoordinator.endTransaction does for an Empty or
         completed transaction."""
-        metadata = replace(
+        return _prepare_bumped(
             stored,
-            producer_epoch=stored.producer_epoch + 1,
-            state=TxnState.PREPARE_ABORT,
+            TxnState.PREPARE_ABORT,
+            now_ms=now_ms,
             partitions=frozenset(),
-            last_update_ms=now_ms,
-            client_transaction_version=2,
-        )
-        return TxnResult(
-            (metadata_record(metadata),),
-            ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
-            (_markers(metadata),),
+            new_id=new_producer_id,
         )
 
     def _retried_end(
@@ -381,7 +396,20 @@ class TxnShard:
         if stored is None:
             return _answer(ErrorCode.invalid_producer_id_mapping)
         if stored.producer_id != producer_id:
-            return None
+            ran_out = (
+                bump_epoch
+                and producer_id == stored.previous_producer_id
+                and producer_epoch == EPOCH_EXHAUSTED
+                and stored.producer_epoch == 0
+                and stored.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+            )
+            if not ran_out:
+                return None
+            return (
+                _current(stored)
+                if commit == (stored.state == TxnState.COMPLETE_COMMIT)
+                else _answer(ErrorCode.invalid_txn_state)
+            )
         # with a bump the stored epoch is one above the request's
         epoch_of_request = stored.producer_epoch - 1 if bump_epoch else stored.producer_epoch
         if producer_epoch != epoch_of_request or stored.state in (TxnState.ONGOING, TxnState.EMPTY):
@@ -423,6 +451,38 @@ def _retried_init(
     if producer_id == stored.previous_producer_id and stored.state == TxnState.EMPTY:
         return _current(stored)
     return _answer(ErrorCode.invalid_producer_id_mapping)
+
+
+def _prepare_bumped(
+    stored: TxnMetadata,
+    prepare: TxnState,
+    *,
+    now_ms: int,
+    partitions: frozenset[TopicPartition],
+    new_id: Callable[[], int],
+) -> TxnResult[ProducerAnswer]:
+    """Transaction version 2's end (EndTxn v5+): PrepareCommit/PrepareAbort at the
+    epoch bumped, markers at that epoch. When the epoch has run out (`EPOCH_EXHAUSTED`,
+    Kafka's isEpochExhausted) a new producer id is drawn and recorded as the next one:
+    the markers still go out under the old id at the last epoch, and completing the
+    transaction moves the id to the new one at epoch 0 (Kafka's prepareAbortOrCommit
+    and prepareComplete); the client is answered the new id and epoch 0."""
+    exhausted = stored.producer_epoch >= EPOCH_EXHAUSTED
+    metadata = replace(
+        stored,
+        producer_epoch=min(stored.producer_epoch + 1, PRODUCER_EPOCH_MAX),
+        next_producer_id=new_id() if exhausted else NO_PRODUCER_ID,
+        state=prepare,
+        partitions=partitions,
+        last_update_ms=now_ms,
+        client_transaction_version=2,
+    )
+    answer = (
+        ProducerAnswer(ErrorCode.none, metadata.next_producer_id, 0)
+        if exhausted
+        else ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
+    )
+    return TxnResult((metadata_record(metadata),), answer, (_markers(metadata),))
 
 
 def _markers(metadata: TxnMetadata) -> WriteMarkers:

@@ -71,6 +71,7 @@ class Rig:
             producer_epoch=epoch,
             commit=commit,
             bump_epoch=bump,
+            new_producer_id=lambda: next(self.ids),
         )
 
     def complete(self, effects: tuple[WriteMarkers, ...]) -> None:
