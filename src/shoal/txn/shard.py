@@ -23,7 +23,9 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
 - `add_partitions`: unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
   another epoch -> PRODUCER_FENCED; Prepare* -> CONCURRENT_TRANSACTIONS; otherwise the
   partitions join the transaction (state Ongoing, the start time set when it was
-  not). Nothing new -> no record. `verify_only` (v4+) writes nothing: after the
+  not, `client_transaction_version` recorded: 2 when Produce v12+ or TxnOffsetCommit
+  v5 add their partition, as Kafka records the version of the request that moved the
+  transaction). Nothing new -> no record. `verify_only` (v4+) writes nothing: after the
   producer checks, PrepareCommit/PrepareAbort -> CONCURRENT_TRANSACTIONS; each
   partition already in an ongoing transaction of that producer answers NONE, the rest
   TRANSACTION_ABORTABLE (Kafka's handleVerifyPartitionsInTransaction; the handlers
@@ -215,6 +217,7 @@ class TxnShard:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         verify_only: bool = False,
+        client_transaction_version: int = 0,
     ) -> TxnResult[dict[TopicPartition, ErrorCode]]:
         wanted = frozenset(partitions)
         stored = self._txns.get(transactional_id)
@@ -249,6 +252,7 @@ class TxnShard:
             | wanted,
             last_update_ms=now_ms,
             start_ms=stored.start_ms if stored.state == TxnState.ONGOING else now_ms,
+            client_transaction_version=client_transaction_version,
         )
         return TxnResult((metadata_record(metadata),), answer)
 

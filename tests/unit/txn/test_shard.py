@@ -365,3 +365,27 @@ def test_v5_end_at_the_last_epoch_stays_in_range() -> None:
     rig.complete(effects)
     rig.restart()
     assert rig.coordinator.metadata("a").producer_epoch == 0  # type: ignore[union-attr]
+
+
+def test_the_client_transaction_version_is_recorded() -> None:
+    """Kafka's ClientTransactionVersion (tagged field 2 of the value): 2 once Produce
+    v12+ / TxnOffsetCommit v5 added a partition or EndTxn v5 ended; 0 for AddPartitionsToTxn
+    and EndTxn v0-v4."""
+    rig = Rig()
+    p, _ = rig.init("a")
+
+    def recorded() -> int:
+        value = rig.sinks[rig.coordinator.partition_of("a")].records[-1].value
+        assert value is not None
+        return int(value.client_transaction_version)
+
+    rig.add("a", p.producer_id, 0, TP)
+    assert recorded() == 0
+    rig.complete(rig.end("a", p.producer_id, 0, commit=True)[1])
+    assert recorded() == 0
+    rig.add("a", p.producer_id, 0, TP, tv=2)
+    assert recorded() == 2
+    rig.complete(rig.end("a", p.producer_id, 0, commit=True, bump=True)[1])
+    assert recorded() == 2
+    rig.restart()
+    assert rig.coordinator.metadata("a").client_transaction_version == 2  # type: ignore[union-attr]
