@@ -6,7 +6,8 @@ The producer (tests/differential/java/JavaTransactions.java, compiled with `java
 module) runs transactions that commit and abort over two topics (three partitions),
 sends offsets to a group inside them (sendOffsetsToTransaction), aborts an empty
 transaction, commits offsets only, and is then fenced as a zombie by a second instance
-with the same transactional.id, which commits and aborts in its turn.
+with the same transactional.id, which commits and aborts in its turn, has a batch
+refused by the broker (too large for its topic) mid-transaction, aborts and goes on.
 
 The client picks its protocol from the finalized `transaction.version` in ApiVersions
 (Kafka's TransactionManager.maybeUpdateTransactionV2Enabled): at 2 (KIP-890 part 2) it
@@ -32,11 +33,14 @@ from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
 from tests.support.clients import consumer
 from tests.support.topics import create_led_topic
+from tests.support.wire import log_end_offset
 
 PROGRAM = Path(__file__).parent / "java" / "JavaTransactions.java"
 MAIN_CLASS = "JavaTransactions"
 RUN_TIMEOUT_S = 180.0
 READ_TIMEOUT_S = 60.0
+SMALL_RECORDS = 2_000
+"""topicC's max.message.bytes: the program's 4000-byte record is refused by the broker."""
 _LOG4J2 = """\
 Configuration:
   Appenders:
@@ -99,6 +103,8 @@ class Observed:
     named A and B)."""
     offsets: dict[str, int]
     """"topic-partition" -> the group's committed offset (topics named A and B)."""
+    ends: dict[str, int]
+    """"topic-partition" -> the log end offset (records and transaction markers)."""
 
 
 def _run_java(
@@ -166,20 +172,23 @@ def _group_offsets(bootstrap: str, group: str, partitions: list[tuple[str, int]]
 
 
 def _java_transactions(bootstrap: str, program: Program) -> Observed:
-    topic_a, topic_b = unique("java-txn-a"), unique("java-txn-b")
+    topic_a, topic_b, topic_c = (unique(f"java-txn-{n}") for n in "abc")
     group, tid = unique("java-txn-group"), unique("java-txn-id")
     create_led_topic(bootstrap, topic_a, partitions=2)
     create_led_topic(bootstrap, topic_b, partitions=1)
-    steps, requests = _run_java(program, bootstrap, tid, topic_a, topic_b, group)
-    partitions = [(topic_a, 0), (topic_a, 1), (topic_b, 0)]
+    create_led_topic(bootstrap, topic_c, configs={"max.message.bytes": str(SMALL_RECORDS)})
+    steps, requests = _run_java(program, bootstrap, tid, topic_a, topic_b, group, topic_c)
+    partitions = [(topic_a, 0), (topic_a, 1), (topic_b, 0), (topic_c, 0)]
     committed = _read_committed(bootstrap, partitions)
     offsets = _group_offsets(bootstrap, group, partitions[:2])
-    names = {topic_a: "A", topic_b: "B"}
+    names = {topic_a: "A", topic_b: "B", topic_c: "C"}
+    ends = {f"{t}-{p}": log_end_offset(bootstrap, t, p) for t, p in partitions}
     return Observed(
         steps=steps,
         requests=requests,
         committed={_renamed(k, names): v for k, v in committed.items()},
         offsets={_renamed(k, names): v for k, v in offsets.items()},
+        ends={_renamed(k, names): v for k, v in ends.items()},
     )
 
 
@@ -205,16 +214,25 @@ def test_java_transactional_producer(pair: Pair, program: Program) -> None:
         "zombie-commit InvalidProducerEpochException",
         "t7 committed",
         "t8 aborted",
+        "t9-large RecordTooLargeException",
+        "t9-commit RecordTooLargeException",
+        "t9 aborted",
+        "t10 committed",
     ], kafka.steps
     assert shoal.steps == kafka.steps
     assert kafka.committed == {
         "A-0": ["t1-a0", "t7-a0"],
         "A-1": ["t1-a1", "t3-a1"],
         "B-0": ["t1-b0", "t7-b0"],
+        "C-0": ["t10-c0"],
     }
     assert shoal.committed == kafka.committed
     assert kafka.offsets == {"A-0": 20, "A-1": 21}
     assert shoal.offsets == kafka.offsets
+    # every record and marker in the same place: the same partitions were in each
+    # transaction (the refused batch's partition still gets t9's abort marker)
+    assert shoal.ends == kafka.ends
+    assert kafka.ends["C-0"] == 4  # t9-c0, t9's abort marker, t10-c0, t10's commit marker
 
     # Kafka 4.2 finalizes transaction.version 2: the client uses KIP-890 part 2
     assert "ADD_PARTITIONS_TO_TXN" not in kafka.requests, kafka.requests

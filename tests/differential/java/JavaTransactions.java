@@ -3,7 +3,8 @@
 // over two topics, offsets sent to a group inside them, an empty aborted transaction,
 // and a zombie fenced by a second producer with the same transactional.id.
 //
-// Arguments: bootstrap transactionalId topicA topicB group. Prints one "STEP name result"
+// Arguments: bootstrap transactionalId topicA topicB group topicC, topicC with a
+// max.message.bytes a large record exceeds (a batch the broker refuses mid-transaction). Prints one "STEP name result"
 // line per step on stdout (the Python side compares them between brokers).
 
 import java.util.Map;
@@ -26,6 +27,7 @@ public final class JavaTransactions {
         String topicA = args[2];
         String topicB = args[3];
         ConsumerGroupMetadata group = new ConsumerGroupMetadata(args[4]);
+        String topicC = args[5];
 
         KafkaProducer<String, String> first = open();
         first.initTransactions();
@@ -99,6 +101,36 @@ public final class JavaTransactions {
         send(second, topicA, 1, "t8-a1");
         second.abortTransaction();
         step("t8", "aborted");
+
+        // 9: a batch the broker refuses (too large for topicC): abortable, then aborted
+        second.beginTransaction();
+        send(second, topicC, 0, "t9-c0");
+        try {
+            second.send(new ProducerRecord<>(topicC, 0, null, "x".repeat(4000))).get();
+            step("t9-large", "ok");
+        } catch (ExecutionException e) {
+            step("t9-large", e.getCause().getClass().getSimpleName());
+        }
+        try {
+            second.commitTransaction();
+            step("t9-commit", "ok");
+        } catch (Exception e) {
+            // the failed batch's exception itself or wrapped ("in an error state"),
+            // depending on timing in the client: its innermost cause
+            Throwable cause = e;
+            while (cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            step("t9-commit", cause.getClass().getSimpleName());
+        }
+        second.abortTransaction();
+        step("t9", "aborted");
+
+        // 10: the same producer goes on
+        second.beginTransaction();
+        send(second, topicC, 0, "t10-c0");
+        second.commitTransaction();
+        step("t10", "committed");
         second.close();
     }
 
