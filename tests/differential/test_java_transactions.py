@@ -29,11 +29,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from shoal.client import requests
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
 from tests.support.clients import consumer
 from tests.support.topics import create_led_topic
-from tests.support.wire import log_end_offset
+from tests.support.wire import call1, log_end_offset
 
 PROGRAM = Path(__file__).parent / "java" / "JavaTransactions.java"
 MAIN_CLASS = "JavaTransactions"
@@ -105,6 +106,9 @@ class Observed:
     """"topic-partition" -> the group's committed offset (topics named A and B)."""
     ends: dict[str, int]
     """"topic-partition" -> the log end offset (records and transaction markers)."""
+    producers: dict[str, list[tuple[str, int, int, int]]]
+    """"topic-partition" -> DescribeProducers' active producers: (which of the run's
+    producer ids, epoch, last sequence, current transaction start offset)."""
 
 
 def _run_java(
@@ -183,13 +187,38 @@ def _java_transactions(bootstrap: str, program: Program) -> Observed:
     offsets = _group_offsets(bootstrap, group, partitions[:2])
     names = {topic_a: "A", topic_b: "B", topic_c: "C"}
     ends = {f"{t}-{p}": log_end_offset(bootstrap, t, p) for t, p in partitions}
+    producers = _producers(bootstrap, partitions)
     return Observed(
         steps=steps,
         requests=requests,
         committed={_renamed(k, names): v for k, v in committed.items()},
         offsets={_renamed(k, names): v for k, v in offsets.items()},
         ends={_renamed(k, names): v for k, v in ends.items()},
+        producers={_renamed(k, names): v for k, v in producers.items()},
     )
+
+
+def _producers(
+    bootstrap: str, partitions: list[tuple[str, int]]
+) -> dict[str, list[tuple[str, int, int, int]]]:
+    """The partitions' producer state (the log's view of the epochs the markers
+    carried); producer ids named in the order they first appear."""
+    response = call1(bootstrap, requests.describe_producers(partitions))
+    names: dict[int, str] = {}
+    seen: dict[str, list[tuple[str, int, int, int]]] = {}
+    for topic in response.topics:
+        for partition in topic.partitions:
+            assert partition.error_code == 0, partition
+            seen[f"{topic.name}-{partition.partition_index}"] = [
+                (
+                    names.setdefault(int(p.producer_id), f"producer {len(names)}"),
+                    int(p.producer_epoch),
+                    int(p.last_sequence),
+                    int(p.current_txn_start_offset),
+                )
+                for p in sorted(partition.active_producers, key=lambda p: int(p.producer_id))
+            ]
+    return dict(sorted(seen.items()))
 
 
 def _renamed(key: str, names: dict[str, str]) -> str:
@@ -233,6 +262,9 @@ def test_java_transactional_producer(pair: Pair, program: Program) -> None:
     # transaction (the refused batch's partition still gets t9's abort marker)
     assert shoal.ends == kafka.ends
     assert kafka.ends["C-0"] == 4  # t9-c0, t9's abort marker, t10-c0, t10's commit marker
+    # the producer state the markers left: each EndTxn v5's bumped epoch, no sequence
+    assert shoal.producers == kafka.producers
+    assert kafka.producers["C-0"] == [("producer 0", 10, -1, -1)]
 
     # Kafka 4.2 finalizes transaction.version 2: the client uses KIP-890 part 2
     assert "ADD_PARTITIONS_TO_TXN" not in kafka.requests, kafka.requests
