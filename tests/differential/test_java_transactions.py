@@ -177,14 +177,18 @@ def _group_offsets(bootstrap: str, group: str, partitions: list[tuple[str, int]]
 
 def _java_transactions(bootstrap: str, program: Program) -> Observed:
     topic_a, topic_b, topic_c = (unique(f"java-txn-{n}") for n in "abc")
-    group, tid = unique("java-txn-group"), unique("java-txn-id")
+    group, tid, eos_group = unique("java-txn-group"), unique("java-txn-id"), unique("java-eos")
     create_led_topic(bootstrap, topic_a, partitions=2)
     create_led_topic(bootstrap, topic_b, partitions=1)
     create_led_topic(bootstrap, topic_c, configs={"max.message.bytes": str(SMALL_RECORDS)})
-    steps, requests = _run_java(program, bootstrap, tid, topic_a, topic_b, group, topic_c)
+    steps, requests = _run_java(
+        program, bootstrap, tid, topic_a, topic_b, group, topic_c, eos_group
+    )
     partitions = [(topic_a, 0), (topic_a, 1), (topic_b, 0), (topic_c, 0)]
     committed = _read_committed(bootstrap, partitions)
     offsets = _group_offsets(bootstrap, group, partitions[:2])
+    eos_offsets = _group_offsets(bootstrap, eos_group, partitions[:2])
+    offsets.update({f"eos {k}": v for k, v in eos_offsets.items()})
     names = {topic_a: "A", topic_b: "B", topic_c: "C"}
     ends = {f"{t}-{p}": log_end_offset(bootstrap, t, p) for t, p in partitions}
     producers = _producers(bootstrap, partitions)
@@ -222,8 +226,9 @@ def _producers(
 
 
 def _renamed(key: str, names: dict[str, str]) -> str:
+    prefix, _, key = key.rpartition(" ")
     topic, partition = key.rsplit("-", 1)
-    return f"{names[topic]}-{partition}"
+    return f"{prefix} {names[topic]}-{partition}".lstrip()
 
 
 def test_java_transactional_producer(pair: Pair, program: Program) -> None:
@@ -247,24 +252,27 @@ def test_java_transactional_producer(pair: Pair, program: Program) -> None:
         "t9-commit RecordTooLargeException",
         "t9 aborted",
         "t10 committed",
+        "eos-read t1-a0,t1-a1,t3-a1,t7-a0",
+        "eos committed",
     ], kafka.steps
     assert shoal.steps == kafka.steps
     assert kafka.committed == {
         "A-0": ["t1-a0", "t7-a0"],
         "A-1": ["t1-a1", "t3-a1"],
         "B-0": ["t1-b0", "t7-b0"],
-        "C-0": ["t10-c0"],
+        "C-0": ["t10-c0", "eos-t1-a0", "eos-t1-a1", "eos-t3-a1", "eos-t7-a0"],
     }
     assert shoal.committed == kafka.committed
-    assert kafka.offsets == {"A-0": 20, "A-1": 21}
+    # the loop's offsets: its consumer's positions, past the transactions' markers
+    assert kafka.offsets == {"A-0": 20, "A-1": 21, "eos A-0": 8, "eos A-1": 6}
     assert shoal.offsets == kafka.offsets
     # every record and marker in the same place: the same partitions were in each
     # transaction (the refused batch's partition still gets t9's abort marker)
     assert shoal.ends == kafka.ends
-    assert kafka.ends["C-0"] == 4  # t9-c0, t9's abort marker, t10-c0, t10's commit marker
+    assert kafka.ends["C-0"] == 9  # t9-c0 and t9's abort marker, t10 and eos with theirs
     # the producer state the markers left: each EndTxn v5's bumped epoch, no sequence
     assert shoal.producers == kafka.producers
-    assert kafka.producers["C-0"] == [("producer 0", 10, -1, -1)]
+    assert kafka.producers["C-0"] == [("producer 0", 11, -1, -1)]
 
     # Kafka 4.2 finalizes transaction.version 2: the client uses KIP-890 part 2
     assert "ADD_PARTITIONS_TO_TXN" not in kafka.requests, kafka.requests

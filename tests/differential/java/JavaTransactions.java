@@ -3,18 +3,29 @@
 // over two topics, offsets sent to a group inside them, an empty aborted transaction,
 // and a zombie fenced by a second producer with the same transactional.id.
 //
-// Arguments: bootstrap transactionalId topicA topicB group topicC, topicC with a
-// max.message.bytes a large record exceeds (a batch the broker refuses mid-transaction). Prints one "STEP name result"
+// Arguments: bootstrap transactionalId topicA topicB group topicC eosGroup, topicC with a
+// max.message.bytes a large record exceeds (a batch the broker refuses mid-transaction).
+// Last, a consume-transform-produce loop: a read_committed KafkaConsumer of eosGroup
+// (group.protocol=consumer) reads topicA, the producer writes what it read to topicC
+// and sends the consumer's positions with its group metadata in the same transaction. Prints one "STEP name result"
 // line per step on stdout (the Python side compares them between brokers).
 
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public final class JavaTransactions {
@@ -28,6 +39,7 @@ public final class JavaTransactions {
         String topicB = args[3];
         ConsumerGroupMetadata group = new ConsumerGroupMetadata(args[4]);
         String topicC = args[5];
+        String eosGroup = args[6];
 
         KafkaProducer<String, String> first = open();
         first.initTransactions();
@@ -131,6 +143,31 @@ public final class JavaTransactions {
         send(second, topicC, 0, "t10-c0");
         second.commitTransaction();
         step("t10", "committed");
+
+        // 11: consume-transform-produce
+        try (KafkaConsumer<String, String> consumer = consumer(eosGroup)) {
+            consumer.subscribe(List.of(topicA));
+            List<String> read = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (read.size() < 4 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                    read.add(r.value());
+                }
+            }
+            Collections.sort(read);
+            step("eos-read", String.join(",", read));
+            second.beginTransaction();
+            for (String value : read) {
+                send(second, topicC, 0, "eos-" + value);
+            }
+            Map<TopicPartition, OffsetAndMetadata> positions = new HashMap<>();
+            for (TopicPartition tp : consumer.assignment()) {
+                positions.put(tp, new OffsetAndMetadata(consumer.position(tp)));
+            }
+            second.sendOffsetsToTransaction(positions, consumer.groupMetadata());
+            second.commitTransaction();
+            step("eos", "committed");
+        }
         second.close();
     }
 
@@ -146,6 +183,19 @@ public final class JavaTransactions {
         props.put("key.serializer", StringSerializer.class.getName());
         props.put("value.serializer", StringSerializer.class.getName());
         return new KafkaProducer<>(props);
+    }
+
+    private static KafkaConsumer<String, String> consumer(String group) {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("group.id", group);
+        props.put("group.protocol", "consumer");
+        props.put("isolation.level", "read_committed");
+        props.put("enable.auto.commit", "false");
+        props.put("auto.offset.reset", "earliest");
+        props.put("key.deserializer", StringDeserializer.class.getName());
+        props.put("value.deserializer", StringDeserializer.class.getName());
+        return new KafkaConsumer<>(props);
     }
 
     private static void send(KafkaProducer<String, String> producer, String topic, int partition,
