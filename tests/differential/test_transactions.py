@@ -679,7 +679,8 @@ def _epoch_overflow_v2(bootstrap: str) -> dict[str, Any]:
     """EndTxn v5 bumps the epoch at every end: aborts of no transaction take a fresh
     producer to epoch 32764, then transactions commit (Produce v12 adds the partition)
     until the epoch runs out; the producer ids and epochs answered, a retry of the end
-    that ran out, and what read_committed reads."""
+    that ran out, InitProducerId and EndTxn by the old id after, and what
+    read_committed reads."""
     topic = unique("overflow")
     create_led_topic(bootstrap, topic)
     tid = unique("txn")
@@ -700,8 +701,12 @@ def _epoch_overflow_v2(bootstrap: str) -> dict[str, Any]:
             assert answer.error_code == 0 and answer.producer_id == pid, (at, answer)
             at = int(answer.producer_epoch)
         seen: dict[str, Any] = {}
+        old: tuple[int, int] | None = None
         for n in range(4):
             produced = await send(conn, _produce(tid, pid, at, topic, 12, sequence=0))
+            if old is not None:  # the id that ran out, while the new one's is ongoing
+                late = await end(*old, True)
+                seen["old id, new transaction ongoing"] = _name(late.error_code)
             answer = await end(pid, at, True)
             new_pid, new_epoch = int(answer.producer_id), int(answer.producer_epoch)
             seen[f"txn {n} at {at}"] = (
@@ -717,6 +722,15 @@ def _epoch_overflow_v2(bootstrap: str) -> dict[str, Any]:
                     "new id" if int(retried.producer_id) == new_pid else int(retried.producer_id),
                     int(retried.producer_epoch),
                 )
+                reinit = await send(conn, _init(tid, pid=pid, epoch=at))
+                seen["InitProducerId by the old id"] = (
+                    _name(reinit.error_code),
+                    "new id" if int(reinit.producer_id) == new_pid else int(reinit.producer_id),
+                    int(reinit.producer_epoch),
+                )
+                earlier = await send(conn, _init(tid, pid=pid, epoch=at - 1))
+                seen["InitProducerId by the old id, an earlier epoch"] = _name(earlier.error_code)
+                old = (pid, at)
             pid, at = new_pid, new_epoch
         # then aborts of no transaction up to the exhausted epoch, and one more
         while at < PRODUCER_EPOCH_MAX - 1:
@@ -749,3 +763,32 @@ def test_end_txn_v5_epoch_overflow(pair: Pair) -> None:
     # from the exhausted epoch (32766) an end answers a new producer id at epoch 0
     assert kafka["txn 2 at 32766"][2:] == ("new id", 0)
     assert kafka["abort of nothing at 32766"] == ("NONE", "new id", 0)
+    assert kafka["InitProducerId by the old id"] == ("NONE", "new id", 0)
+    assert kafka["InitProducerId by the old id, an earlier epoch"] == "PRODUCER_FENCED"
+
+
+def _init_naming_another_id(bootstrap: str) -> dict[str, Any]:
+    """InitProducerId v4 naming a producer id the transactional id does not have (at
+    its epoch, at 0), once Empty and once with a transaction complete."""
+    topic = unique("other-id")
+    create_led_topic(bootstrap, topic)
+    tid = unique("txn")
+    pid, epoch, _ = _initialized(bootstrap, tid)
+    seen: dict[str, Any] = {}
+    for e in (epoch, 0):
+        seen[f"Empty, epoch {e}"] = _name(
+            call1(bootstrap, _init(tid, pid=pid + 999, epoch=e)).error_code
+        )
+    call1(bootstrap, _produce(tid, pid, epoch, topic, 12, sequence=0))
+    ended = call1(bootstrap, _end(tid, pid, epoch, commit=True, version=5))
+    _until_state(bootstrap, tid, "CompleteCommit")
+    for e in (int(ended.producer_epoch), 0):
+        response = call1(bootstrap, _init(tid, pid=pid + 999, epoch=e))
+        seen[f"CompleteCommit, epoch {e - epoch}"] = _name(response.error_code)
+    return seen
+
+
+def test_init_naming_another_producer_id(pair: Pair) -> None:
+    kafka, shoal = pair.run(_init_naming_another_id)
+    assert shoal == kafka
+    assert set(kafka.values()) == {"PRODUCER_FENCED"}

@@ -17,9 +17,10 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
   transaction is aborted first (PrepareAbort at epoch + 1, markers, then
   CompleteAbort) and the caller is answered CONCURRENT_TRANSACTIONS, so it retries;
   PrepareCommit/PrepareAbort: CONCURRENT_TRANSACTIONS. With an expected producer id
-  and epoch (v3+): another producer id -> INVALID_PRODUCER_ID_MAPPING (unless it is
-  the previous one after an epoch exhaustion), an epoch other than the current one
-  -> PRODUCER_FENCED; the current one retried after a bump returns the same answer.
+  and epoch (v3+): another producer id or an epoch other than the current one ->
+  PRODUCER_FENCED; the current one retried after a bump returns the same answer, as
+  does the previous id at its exhausted epoch (a retry after InitProducerId or EndTxn
+  v5 moved to a new id; Kafka 4.2, tests/differential/test_transactions.py).
 - `add_partitions`: unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
   another epoch -> PRODUCER_FENCED; Prepare* -> CONCURRENT_TRANSACTIONS; otherwise the
   partitions join the transaction (state Ongoing, the start time set when it was
@@ -452,9 +453,14 @@ def _retried_init(
             if stored.state == TxnState.COMPLETE_ABORT:
                 return None  # the producer whose transaction the coordinator aborted
         return _answer(ErrorCode.producer_fenced)
-    if producer_id == stored.previous_producer_id and stored.state == TxnState.EMPTY:
+    if (
+        producer_id == stored.previous_producer_id
+        and producer_epoch >= EPOCH_EXHAUSTED
+        and stored.state in _COMPLETE
+    ):
+        # the producer whose epoch ran out (by InitProducerId or EndTxn v5), retrying
         return _current(stored)
-    return _answer(ErrorCode.invalid_producer_id_mapping)
+    return _answer(ErrorCode.producer_fenced)  # Kafka's isValidProducerId
 
 
 def _prepare_bumped(

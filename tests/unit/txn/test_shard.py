@@ -90,9 +90,8 @@ def test_reinit_during_a_transaction_aborts_it_first() -> None:
 def test_expected_producer_checks() -> None:
     rig = Rig()
     p, _ = rig.init("a")
-    assert rig.init("a", pid=p.producer_id + 7, epoch=0)[0].error == (
-        ErrorCode.invalid_producer_id_mapping
-    )
+    # another producer id: PRODUCER_FENCED, as Kafka 4.2 (Kafka's isValidProducerId)
+    assert rig.init("a", pid=p.producer_id + 7, epoch=0)[0].error == ErrorCode.producer_fenced
     bumped, _ = rig.init("a", pid=p.producer_id, epoch=0)
     assert bumped.producer_epoch == 1
     retry, _ = rig.init("a", pid=p.producer_id, epoch=0)  # the same request again
@@ -389,3 +388,22 @@ def test_the_client_transaction_version_is_recorded() -> None:
     assert recorded() == 2
     rig.restart()
     assert rig.coordinator.metadata("a").client_transaction_version == 2  # type: ignore[union-attr]
+
+
+def test_init_by_the_id_an_end_ran_out_is_answered_the_new_one() -> None:
+    """Kafka 4.2: InitProducerId naming the old id at its exhausted epoch after EndTxn
+    v5 moved to a new id answers the new id at epoch 0, writing nothing."""
+    rig = Rig()
+    old = _at_epoch(rig, "a", 32766, TP)
+    answer, effects = rig.end("a", old, 32766, commit=True, bump=True)
+    rig.complete(effects)
+    again, effects = rig.init("a", pid=old, epoch=32766)
+    assert (again.error, again.producer_id, again.producer_epoch, effects) == (
+        ErrorCode.none,
+        answer.producer_id,
+        0,
+        (),
+    )
+    assert rig.coordinator.metadata("a").state == TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+    earlier, _ = rig.init("a", pid=old, epoch=32765)
+    assert earlier.error == ErrorCode.producer_fenced
