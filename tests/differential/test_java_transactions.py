@@ -106,6 +106,9 @@ class Observed:
     """"topic-partition" -> the group's committed offset (topics named A and B)."""
     ends: dict[str, int]
     """"topic-partition" -> the log end offset (records and transaction markers)."""
+    transaction: tuple[int, str, int, int]
+    """DescribeTransactions of the transactional id after the run: (error, state,
+    epoch, timeout ms)."""
     producers: dict[str, list[tuple[str, int, int, int]]]
     """"topic-partition" -> DescribeProducers' active producers: (which of the run's
     producer ids, epoch, last sequence, current transaction start offset)."""
@@ -181,9 +184,7 @@ def _java_transactions(bootstrap: str, program: Program) -> Observed:
     create_led_topic(bootstrap, topic_a, partitions=2)
     create_led_topic(bootstrap, topic_b, partitions=1)
     create_led_topic(bootstrap, topic_c, configs={"max.message.bytes": str(SMALL_RECORDS)})
-    steps, requests = _run_java(
-        program, bootstrap, tid, topic_a, topic_b, group, topic_c, eos_group
-    )
+    steps, sent = _run_java(program, bootstrap, tid, topic_a, topic_b, group, topic_c, eos_group)
     partitions = [(topic_a, 0), (topic_a, 1), (topic_b, 0), (topic_c, 0)]
     committed = _read_committed(bootstrap, partitions)
     offsets = _group_offsets(bootstrap, group, partitions[:2])
@@ -192,13 +193,20 @@ def _java_transactions(bootstrap: str, program: Program) -> Observed:
     names = {topic_a: "A", topic_b: "B", topic_c: "C"}
     ends = {f"{t}-{p}": log_end_offset(bootstrap, t, p) for t, p in partitions}
     producers = _producers(bootstrap, partitions)
+    (described,) = call1(bootstrap, requests.describe_transactions([tid])).transaction_states
     return Observed(
         steps=steps,
-        requests=requests,
+        requests=sent,
         committed={_renamed(k, names): v for k, v in committed.items()},
         offsets={_renamed(k, names): v for k, v in offsets.items()},
         ends={_renamed(k, names): v for k, v in ends.items()},
         producers={_renamed(k, names): v for k, v in producers.items()},
+        transaction=(
+            int(described.error_code),
+            described.transaction_state,
+            int(described.producer_epoch),
+            int(described.transaction_timeout.total_seconds() * 1000),
+        ),
     )
 
 
@@ -273,6 +281,8 @@ def test_java_transactional_producer(pair: Pair, program: Program) -> None:
     # the producer state the markers left: each EndTxn v5's bumped epoch, no sequence
     assert shoal.producers == kafka.producers
     assert kafka.producers["C-0"] == [("producer 0", 11, -1, -1)]
+    assert shoal.transaction == kafka.transaction
+    assert kafka.transaction == (0, "CompleteCommit", 11, 60_000)
 
     # Kafka 4.2 finalizes transaction.version 2: the client uses KIP-890 part 2
     assert "ADD_PARTITIONS_TO_TXN" not in kafka.requests, kafka.requests
