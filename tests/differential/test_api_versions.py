@@ -23,10 +23,6 @@ NOT_SERVED_ON_PURPOSE = {
 """APIs Kafka 4.2 serves that Shoal does not, each with its one-line reason."""
 
 FEATURES_ON_PURPOSE = {
-    "transaction.version": (
-        1,
-        "at 2 Java producers rely on Produce v12 adding partitions (KIP-890 part 2)",
-    ),
     "kraft.version": (0, "a static one-voter quorum: voters cannot be added or removed"),
     "streams.version": (0, "no streams groups (see NOT_SERVED_ON_PURPOSE)"),
 }

@@ -14,6 +14,7 @@ is complete: the scenarios wait for a transaction to be complete before the next
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import time
 import uuid
@@ -25,13 +26,14 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from shoal.protocol.errors import error_name
 from shoal.protocol.schema import request_schema
+from shoal.txn.state import PRODUCER_EPOCH_MAX
 from tests.differential.conftest import Pair, unique
 from tests.support import kafka_reference
 from tests.support.batches import values_batch
 from tests.support.broker import BrokerProcess, running
 from tests.support.clients import consumer, producer
 from tests.support.topics import create_led_topic
-from tests.support.wire import call1
+from tests.support.wire import call1, send, with_connection
 
 ABORT_INTERVAL_MS = 300
 OVERRIDES = (
@@ -624,3 +626,169 @@ def test_a_fenced_confluent_kafka_producer(pair: Pair) -> None:
     kafka, shoal = pair.run(_fenced_librdkafka)
     assert shoal == kafka
     assert kafka["read_committed"] == [b"second"]
+
+
+def _described_epoch(bootstrap: str, tid: str) -> int:
+    request = request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(tid,))
+    (state,) = call1(bootstrap, request).transaction_states
+    return int(state.producer_epoch)
+
+
+def _timed_out_v2(bootstrap: str) -> dict[str, Any]:
+    """A transaction version 2 transaction (Produce v12 added its partition) left open
+    past its timeout: the coordinator aborts it; the epochs it leaves and what the
+    timed-out producer's EndTxn v5 and Produce v12 are answered."""
+    topic = unique("timed-out-v2")
+    create_led_topic(bootstrap, topic)
+    tid = unique("txn")
+    pid, epoch, _ = _initialized(bootstrap, tid, timeout_ms=1_000)
+    produced = _produced(call1(bootstrap, _produce(tid, pid, epoch, topic, 12, sequence=0)))
+    seen: dict[str, Any] = {"produced": produced}
+    seen["state"] = _until_state(bootstrap, tid, "CompleteAbort")
+    seen["epoch after"] = _described_epoch(bootstrap, tid) - epoch
+    for label, e, commit in (
+        ("abort", epoch, False),
+        ("commit", epoch, True),
+        ("abort +1", epoch + 1, False),
+        ("commit +1", epoch + 1, True),
+    ):
+        response = call1(bootstrap, _end(tid, pid, e, commit=commit, version=5))
+        seen[f"EndTxn v5 {label}"] = (_name(response.error_code), response.producer_epoch - epoch)
+        _until_state(bootstrap, tid, "CompleteAbort")  # Kafka's markers go after its answer
+    produce = call1(bootstrap, _produce(tid, pid, epoch, topic, 12, sequence=1))
+    seen["Produce v12 old epoch"] = _produced(produce)
+    seen["committed"] = _read(bootstrap, topic, "read_committed", want=0)
+    _, new_epoch, busy = _initialized(bootstrap, tid)
+    seen["re-init"] = (busy, new_epoch - epoch)
+    return seen
+
+
+def test_a_timed_out_v2_transaction_is_aborted(pair: Pair) -> None:
+    kafka, shoal = pair.run(_timed_out_v2)
+    assert shoal == kafka
+    # one bump by the timeout; the producer's abort at its old epoch reads as a retry
+    assert kafka["epoch after"] == 1
+    assert kafka["EndTxn v5 abort"] == ("NONE", 1)
+
+
+_LAST_BEFORE_EXHAUSTED = PRODUCER_EPOCH_MAX - 3
+"""32764: two transactions from the epoch Kafka calls exhausted (Short.MaxValue - 1)."""
+
+
+def _epoch_overflow_v2(bootstrap: str) -> dict[str, Any]:
+    """EndTxn v5 bumps the epoch at every end: aborts of no transaction take a fresh
+    producer to epoch 32764, then transactions commit (Produce v12 adds the partition)
+    until the epoch runs out; the producer ids and epochs answered, a retry of the end
+    that ran out, InitProducerId and EndTxn by the old id after, and what
+    read_committed reads."""
+    topic = unique("overflow")
+    create_led_topic(bootstrap, topic)
+    tid = unique("txn")
+    first_pid, epoch, _ = _initialized(bootstrap, tid)
+
+    async def go(conn: Any) -> dict[str, Any]:
+        pid, at = first_pid, epoch
+
+        async def end(p: int, e: int, commit: bool) -> Any:
+            while True:
+                answer = await send(conn, _end(tid, p, e, commit=commit, version=5))
+                if answer.error_code != _CONCURRENT_TRANSACTIONS:
+                    return answer
+                await asyncio.sleep(0.001)
+
+        while at < _LAST_BEFORE_EXHAUSTED:
+            answer = await end(pid, at, False)
+            assert answer.error_code == 0 and answer.producer_id == pid, (at, answer)
+            at = int(answer.producer_epoch)
+        seen: dict[str, Any] = {}
+        old: tuple[int, int] | None = None
+        for n in range(4):
+            produced = await send(conn, _produce(tid, pid, at, topic, 12, sequence=0))
+            if old is not None:  # the id that ran out, while the new one's is ongoing
+                late = await end(*old, True)
+                seen["old id, new transaction ongoing"] = _name(late.error_code)
+            answer = await end(pid, at, True)
+            new_pid, new_epoch = int(answer.producer_id), int(answer.producer_epoch)
+            seen[f"txn {n} at {at}"] = (
+                _produced(produced),
+                _name(answer.error_code),
+                "same id" if new_pid == pid else "new id",
+                new_epoch,
+            )
+            if new_pid != pid:
+                retried = await end(pid, at, True)
+                seen["retried"] = (
+                    _name(retried.error_code),
+                    "new id" if int(retried.producer_id) == new_pid else int(retried.producer_id),
+                    int(retried.producer_epoch),
+                )
+                reinit = await send(conn, _init(tid, pid=pid, epoch=at))
+                seen["InitProducerId by the old id"] = (
+                    _name(reinit.error_code),
+                    "new id" if int(reinit.producer_id) == new_pid else int(reinit.producer_id),
+                    int(reinit.producer_epoch),
+                )
+                earlier = await send(conn, _init(tid, pid=pid, epoch=at - 1))
+                seen["InitProducerId by the old id, an earlier epoch"] = _name(earlier.error_code)
+                old = (pid, at)
+            pid, at = new_pid, new_epoch
+        # then aborts of no transaction up to the exhausted epoch, and one more
+        while at < PRODUCER_EPOCH_MAX - 1:
+            answer = await end(pid, at, False)
+            assert answer.error_code == 0 and answer.producer_id == pid, (at, answer)
+            at = int(answer.producer_epoch)
+        answer = await end(pid, at, False)
+        seen[f"abort of nothing at {at}"] = (
+            _name(answer.error_code),
+            "same id" if int(answer.producer_id) == pid else "new id",
+            int(answer.producer_epoch),
+        )
+        retried = await end(pid, at, False)
+        seen["abort of nothing retried"] = (
+            _name(retried.error_code),
+            "new id" if int(retried.producer_id) == int(answer.producer_id) else "other",
+            int(retried.producer_epoch),
+        )
+        return seen
+
+    seen = with_connection(bootstrap, go)
+    seen["read_committed"] = [v for _, v in _read(bootstrap, topic, "read_committed", want=4)]
+    return seen
+
+
+@pytest.mark.slow
+def test_end_txn_v5_epoch_overflow(pair: Pair) -> None:
+    kafka, shoal = pair.run(_epoch_overflow_v2)
+    assert shoal == kafka
+    # from the exhausted epoch (32766) an end answers a new producer id at epoch 0
+    assert kafka["txn 2 at 32766"][2:] == ("new id", 0)
+    assert kafka["abort of nothing at 32766"] == ("NONE", "new id", 0)
+    assert kafka["InitProducerId by the old id"] == ("NONE", "new id", 0)
+    assert kafka["InitProducerId by the old id, an earlier epoch"] == "PRODUCER_FENCED"
+
+
+def _init_naming_another_id(bootstrap: str) -> dict[str, Any]:
+    """InitProducerId v4 naming a producer id the transactional id does not have (at
+    its epoch, at 0), once Empty and once with a transaction complete."""
+    topic = unique("other-id")
+    create_led_topic(bootstrap, topic)
+    tid = unique("txn")
+    pid, epoch, _ = _initialized(bootstrap, tid)
+    seen: dict[str, Any] = {}
+    for e in (epoch, 0):
+        seen[f"Empty, epoch {e}"] = _name(
+            call1(bootstrap, _init(tid, pid=pid + 999, epoch=e)).error_code
+        )
+    call1(bootstrap, _produce(tid, pid, epoch, topic, 12, sequence=0))
+    ended = call1(bootstrap, _end(tid, pid, epoch, commit=True, version=5))
+    _until_state(bootstrap, tid, "CompleteCommit")
+    for e in (int(ended.producer_epoch), 0):
+        response = call1(bootstrap, _init(tid, pid=pid + 999, epoch=e))
+        seen[f"CompleteCommit, epoch {e - epoch}"] = _name(response.error_code)
+    return seen
+
+
+def test_init_naming_another_producer_id(pair: Pair) -> None:
+    kafka, shoal = pair.run(_init_naming_another_id)
+    assert shoal == kafka
+    assert set(kafka.values()) == {"PRODUCER_FENCED"}

@@ -41,14 +41,14 @@ def test_v3_lists_what_librdkafka_needs(broker: BrokerProcess) -> None:
 FINALIZED = {
     "metadata.version": 29,
     "group.version": 1,
-    "transaction.version": 1,
+    "transaction.version": 2,
     "eligible.leader.replicas.version": 1,
     "share.version": 1,
 }
 SUPPORTED = {
     "metadata.version": (29, 29),
     "group.version": (1, 1),
-    "transaction.version": (1, 1),
+    "transaction.version": (2, 2),
     "kraft.version": (0, 0),
     "streams.version": (0, 0),
     "eligible.leader.replicas.version": (1, 1),

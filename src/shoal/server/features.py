@@ -6,13 +6,17 @@ metadata.version 29, group.version 1, share.version 1, streams.version 1,
 transaction.version 2, kraft.version 1 and eligible.leader.replicas.version 1. Shoal
 reports the level it actually honours, each fixed for the life of the process:
 
-- metadata.version 29, group.version 1 (KIP-848 consumer groups),
-  eligible.leader.replicas.version 1 (one node: the ELR lists are always empty): as Kafka.
+- metadata.version 29, group.version 1 (KIP-848 consumer groups), transaction.version 2
+  (below), eligible.leader.replicas.version 1 (one node: the ELR lists are always
+  empty): as Kafka.
 - share.version: the `share.version` config (1 unless a config turns share groups off);
   the only feature whose supported range has more than one level.
-- transaction.version 1, not 2: with 2 a Java producer stops sending AddPartitionsToTxn
-  and relies on Produce v12 adding the partition to its transaction (KIP-890 part 2),
-  which Shoal does not do; at 1 it uses AddPartitionsToTxn, which Shoal serves.
+- transaction.version 2 (KIP-890 part 2), as Kafka: a Java producer then sends no
+  AddPartitionsToTxn nor AddOffsetsToTxn (Produce v12+ and TxnOffsetCommit v5 add the
+  partitions to its transaction) and ends each transaction with EndTxn v5, which bumps
+  its epoch (a new producer id when the epoch runs out, txn/shard.py). Clients that do
+  not read the feature (librdkafka) keep the older requests, which Shoal serves too
+  (tests/differential/test_java_transactions.py runs a Java producer on both brokers).
 - kraft.version 0: Shoal is a static quorum of one voter (as Kafka formatted with
   `controller.quorum.voters` instead of `--standalone`); voters cannot be added or removed.
 - streams.version 0: Shoal does not serve streams groups (KIP-1071); Kafka Streams uses
@@ -44,7 +48,7 @@ class Feature:
 _FIXED = (
     ("metadata.version", 29),
     ("group.version", 1),
-    ("transaction.version", 1),
+    ("transaction.version", 2),
     ("kraft.version", quorum.KRAFT_VERSION),
     ("streams.version", 0),
     ("eligible.leader.replicas.version", 1),

@@ -378,6 +378,7 @@ class CoordWorld(SimWorld):
             producer_epoch=producer.epoch,
             commit=commit,
             bump_epoch=False,
+            new_producer_id=self._new_producer_id,
         )
         self._complete_all(effects)
         self.note(f"end txn {serial} ({'commit' if commit else 'abort'}): {answer.error.name}")
@@ -412,6 +413,7 @@ class CoordWorld(SimWorld):
                 producer_epoch=epoch,
                 commit=True,
                 bump_epoch=False,
+                new_producer_id=self._new_producer_id,
             )
             self._complete_all(effects)
             self.note(f"zombie (epoch {epoch}) ends a transaction: {answer.error.name}")

@@ -98,6 +98,7 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         verify_only: bool = False,
+        client_transaction_version: int = 0,
     ) -> dict[TopicPartition, ErrorCode]:
         wanted = tuple(partitions)
         result = self.shard_of(transactional_id).add_partitions(
@@ -106,6 +107,7 @@ class TransactionCoordinator:
             producer_epoch=producer_epoch,
             partitions=wanted,
             verify_only=verify_only,
+            client_transaction_version=client_transaction_version,
         )
         failed = dict.fromkeys(wanted, ErrorCode.coordinator_not_available)
         return self._apply(transactional_id, result, failed)[0]
@@ -118,6 +120,7 @@ class TransactionCoordinator:
         producer_epoch: int,
         commit: bool,
         bump_epoch: bool,
+        new_producer_id: Callable[[], int],
     ) -> tuple[ProducerAnswer, tuple[WriteMarkers, ...]]:
         result = self.shard_of(transactional_id).end_txn(
             transactional_id=transactional_id,
@@ -125,6 +128,7 @@ class TransactionCoordinator:
             producer_epoch=producer_epoch,
             commit=commit,
             bump_epoch=bump_epoch,
+            new_producer_id=new_producer_id,
         )
         failed = ProducerAnswer(ErrorCode.coordinator_not_available)
         return self._apply(transactional_id, result, failed)

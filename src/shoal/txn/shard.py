@@ -17,13 +17,16 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
   transaction is aborted first (PrepareAbort at epoch + 1, markers, then
   CompleteAbort) and the caller is answered CONCURRENT_TRANSACTIONS, so it retries;
   PrepareCommit/PrepareAbort: CONCURRENT_TRANSACTIONS. With an expected producer id
-  and epoch (v3+): another producer id -> INVALID_PRODUCER_ID_MAPPING (unless it is
-  the previous one after an epoch exhaustion), an epoch other than the current one
-  -> PRODUCER_FENCED; the current one retried after a bump returns the same answer.
+  and epoch (v3+): another producer id or an epoch other than the current one ->
+  PRODUCER_FENCED; the current one retried after a bump returns the same answer, as
+  does the previous id at its exhausted epoch (a retry after InitProducerId or EndTxn
+  v5 moved to a new id; Kafka 4.2, tests/differential/test_transactions.py).
 - `add_partitions`: unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
   another epoch -> PRODUCER_FENCED; Prepare* -> CONCURRENT_TRANSACTIONS; otherwise the
   partitions join the transaction (state Ongoing, the start time set when it was
-  not). Nothing new -> no record. `verify_only` (v4+) writes nothing: after the
+  not, `client_transaction_version` recorded: 2 when Produce v12+ or TxnOffsetCommit
+  v5 add their partition, as Kafka records the version of the request that moved the
+  transaction). Nothing new -> no record. `verify_only` (v4+) writes nothing: after the
   producer checks, PrepareCommit/PrepareAbort -> CONCURRENT_TRANSACTIONS; each
   partition already in an ongoing transaction of that producer answers NONE, the rest
   TRANSACTION_ABORTABLE (Kafka's handleVerifyPartitionsInTransaction; the handlers
@@ -35,9 +38,14 @@ Operations (Kafka 4.2's semantics, single node, coordinator epoch 0):
   preparing one CONCURRENT_TRANSACTIONS; the other end of it INVALID_TXN_STATE; Empty
   INVALID_TXN_STATE, except that with `bump_epoch` an abort of no transaction (Empty
   or completed, at the current epoch) bumps the epoch through PrepareAbort of no
-  partitions (Kafka 4.2, transaction version 2).
+  partitions (Kafka 4.2, transaction version 2). A bump from the exhausted epoch
+  (32766) draws a new producer id (`new_producer_id`): prepared at 32767 under the old
+  id with the new one recorded as next, answered with the new id at epoch 0, which
+  completing the transaction makes current (the old id becomes the previous one, and a
+  retry of that end by it is answered the new one).
 - `markers_written`: Prepare* with that producer id and epoch -> Complete*, the
-  partitions cleared. Anything else (already completed, fenced meanwhile) -> nothing.
+  partitions cleared (and the next producer id made current, see `end_txn`). Anything
+  else (already completed, fenced meanwhile) -> nothing.
 - `abort_timed_out(now_ms)`: every Ongoing transaction past its timeout is aborted
   with its epoch bumped (the timed-out producer is fenced), effects `WriteMarkers`.
 - `expire_transactional_ids(now_ms)`: ids in a complete state not written for
@@ -85,6 +93,9 @@ COORDINATOR_EPOCH = 0
 _COMPLETE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
 _PREPARING = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})
 _NO_START = -1
+EPOCH_EXHAUSTED = PRODUCER_EPOCH_MAX - 1
+"""Kafka's isEpochExhausted: an epoch this high is not bumped for the same producer id
+(Short.MaxValue stays free for the coordinator to fence with)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +218,7 @@ class TxnShard:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
         verify_only: bool = False,
+        client_transaction_version: int = 0,
     ) -> TxnResult[dict[TopicPartition, ErrorCode]]:
         wanted = frozenset(partitions)
         stored = self._txns.get(transactional_id)
@@ -241,6 +253,7 @@ class TxnShard:
             | wanted,
             last_update_ms=now_ms,
             start_ms=stored.start_ms if stored.state == TxnState.ONGOING else now_ms,
+            client_transaction_version=client_transaction_version,
         )
         return TxnResult((metadata_record(metadata),), answer)
 
@@ -252,6 +265,7 @@ class TxnShard:
         producer_epoch: int,
         commit: bool,
         bump_epoch: bool = False,
+        new_producer_id: Callable[[], int],
     ) -> TxnResult[ProducerAnswer]:
         stored = self._txns.get(transactional_id)
         retried = self._retried_end(stored, producer_id, producer_epoch, commit, bump_epoch)
@@ -266,20 +280,22 @@ class TxnShard:
         now_ms = self._clock.wall_ms()
         if stored.state != TxnState.ONGOING:
             if bump_epoch and not commit:
-                return self._abort_nothing(stored, now_ms=now_ms)
+                return self._abort_nothing(stored, now_ms=now_ms, new_producer_id=new_producer_id)
             return _answer(ErrorCode.invalid_txn_state)
-        epoch = stored.producer_epoch + 1 if bump_epoch else stored.producer_epoch
-        metadata = replace(
-            stored,
-            producer_epoch=epoch,
-            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
-            last_update_ms=now_ms,
-            client_transaction_version=2 if bump_epoch else stored.client_transaction_version,
-        )
-        return TxnResult(
-            (metadata_record(metadata),),
-            ProducerAnswer(ErrorCode.none, metadata.producer_id, epoch),
-            (_markers(metadata),),
+        if not bump_epoch:
+            metadata = replace(
+                stored,
+                state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                last_update_ms=now_ms,
+            )
+            return TxnResult(
+                (metadata_record(metadata),),
+                ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
+                (_markers(metadata),),
+            )
+        prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        return _prepare_bumped(
+            stored, prepare, now_ms=now_ms, partitions=stored.partitions, new_id=new_producer_id
         )
 
     def markers_written(
@@ -300,6 +316,14 @@ class TxnShard:
             partitions=frozenset(),
             last_update_ms=self._clock.wall_ms(),
         )
+        if stored.next_producer_id != NO_PRODUCER_ID:  # the epoch ran out: the next id now
+            metadata = replace(
+                metadata,
+                producer_id=stored.next_producer_id,
+                previous_producer_id=stored.producer_id,
+                next_producer_id=NO_PRODUCER_ID,
+                producer_epoch=0,
+            )
         return TxnResult((metadata_record(metadata),), None)
 
     def abort_timed_out(self, now_ms: int) -> TxnResult[int]:
@@ -350,23 +374,19 @@ class TxnShard:
         )
         return TxnResult((metadata_record(metadata),), response, (_markers(metadata),))
 
-    def _abort_nothing(self, stored: TxnMetadata, *, now_ms: int) -> TxnResult[ProducerAnswer]:
+    def _abort_nothing(
+        self, stored: TxnMetadata, *, now_ms: int, new_producer_id: Callable[[], int]
+    ) -> TxnResult[ProducerAnswer]:
         """Transaction version 2 (EndTxn v5+): an abort with no transaction ongoing
         still bumps the epoch (PrepareAbort of no partitions, then CompleteAbort), as
         Kafka 4.2's TransactionCoordinator.endTransaction does for an Empty or
         completed transaction."""
-        metadata = replace(
+        return _prepare_bumped(
             stored,
-            producer_epoch=stored.producer_epoch + 1,
-            state=TxnState.PREPARE_ABORT,
+            TxnState.PREPARE_ABORT,
+            now_ms=now_ms,
             partitions=frozenset(),
-            last_update_ms=now_ms,
-            client_transaction_version=2,
-        )
-        return TxnResult(
-            (metadata_record(metadata),),
-            ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
-            (_markers(metadata),),
+            new_id=new_producer_id,
         )
 
     def _retried_end(
@@ -381,7 +401,20 @@ class TxnShard:
         if stored is None:
             return _answer(ErrorCode.invalid_producer_id_mapping)
         if stored.producer_id != producer_id:
-            return None
+            ran_out = (
+                bump_epoch
+                and producer_id == stored.previous_producer_id
+                and producer_epoch == EPOCH_EXHAUSTED
+                and stored.producer_epoch == 0
+                and stored.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+            )
+            if not ran_out:
+                return None
+            return (
+                _current(stored)
+                if commit == (stored.state == TxnState.COMPLETE_COMMIT)
+                else _answer(ErrorCode.invalid_txn_state)
+            )
         # with a bump the stored epoch is one above the request's
         epoch_of_request = stored.producer_epoch - 1 if bump_epoch else stored.producer_epoch
         if producer_epoch != epoch_of_request or stored.state in (TxnState.ONGOING, TxnState.EMPTY):
@@ -420,9 +453,46 @@ def _retried_init(
             if stored.state == TxnState.COMPLETE_ABORT:
                 return None  # the producer whose transaction the coordinator aborted
         return _answer(ErrorCode.producer_fenced)
-    if producer_id == stored.previous_producer_id and stored.state == TxnState.EMPTY:
+    if (
+        producer_id == stored.previous_producer_id
+        and producer_epoch >= EPOCH_EXHAUSTED
+        and stored.state in _COMPLETE
+    ):
+        # the producer whose epoch ran out (by InitProducerId or EndTxn v5), retrying
         return _current(stored)
-    return _answer(ErrorCode.invalid_producer_id_mapping)
+    return _answer(ErrorCode.producer_fenced)  # Kafka's isValidProducerId
+
+
+def _prepare_bumped(
+    stored: TxnMetadata,
+    prepare: TxnState,
+    *,
+    now_ms: int,
+    partitions: frozenset[TopicPartition],
+    new_id: Callable[[], int],
+) -> TxnResult[ProducerAnswer]:
+    """Transaction version 2's end (EndTxn v5+): PrepareCommit/PrepareAbort at the
+    epoch bumped, markers at that epoch. When the epoch has run out (`EPOCH_EXHAUSTED`,
+    Kafka's isEpochExhausted) a new producer id is drawn and recorded as the next one:
+    the markers still go out under the old id at the last epoch, and completing the
+    transaction moves the id to the new one at epoch 0 (Kafka's prepareAbortOrCommit
+    and prepareComplete); the client is answered the new id and epoch 0."""
+    exhausted = stored.producer_epoch >= EPOCH_EXHAUSTED
+    metadata = replace(
+        stored,
+        producer_epoch=min(stored.producer_epoch + 1, PRODUCER_EPOCH_MAX),
+        next_producer_id=new_id() if exhausted else NO_PRODUCER_ID,
+        state=prepare,
+        partitions=partitions,
+        last_update_ms=now_ms,
+        client_transaction_version=2,
+    )
+    answer = (
+        ProducerAnswer(ErrorCode.none, metadata.next_producer_id, 0)
+        if exhausted
+        else ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
+    )
+    return TxnResult((metadata_record(metadata),), answer, (_markers(metadata),))
 
 
 def _markers(metadata: TxnMetadata) -> WriteMarkers:

@@ -88,7 +88,12 @@ def test_commit_writes_a_marker_everywhere_then_completes() -> None:
     offsets = service.offsets_partition("g")
     pid = start_txn(service, ("t", 0), ("t", 1), offsets)
     answer, effects = service.coordinator.end_txn(
-        transactional_id="x", producer_id=pid, producer_epoch=0, commit=True, bump_epoch=False
+        transactional_id="x",
+        producer_id=pid,
+        producer_epoch=0,
+        commit=True,
+        bump_epoch=False,
+        new_producer_id=service.allocate_producer_id,
     )
     assert answer.error == ErrorCode.none
     asyncio.run(service.complete_all(effects))
@@ -106,7 +111,12 @@ def test_a_failed_marker_leaves_the_transaction_preparing_until_retried() -> Non
     pid = start_txn(service, ("t", 0), ("t", 1))
     logs[("t", 1)].fail = True
     _answer, effects = service.coordinator.end_txn(
-        transactional_id="x", producer_id=pid, producer_epoch=0, commit=False, bump_epoch=False
+        transactional_id="x",
+        producer_id=pid,
+        producer_epoch=0,
+        commit=False,
+        bump_epoch=False,
+        new_producer_id=service.allocate_producer_id,
     )
     assert asyncio.run(service.complete(effects[0])) is False
     assert service.coordinator.metadata("x").state == TxnState.PREPARE_ABORT  # type: ignore[union-attr]
@@ -126,7 +136,12 @@ def test_a_deleted_partition_needs_no_marker() -> None:
     service, _logs, _groups = make_service()
     pid = start_txn(service, ("t", 0), ("gone", 0))
     _answer, effects = service.coordinator.end_txn(
-        transactional_id="x", producer_id=pid, producer_epoch=0, commit=True, bump_epoch=False
+        transactional_id="x",
+        producer_id=pid,
+        producer_epoch=0,
+        commit=True,
+        bump_epoch=False,
+        new_producer_id=service.allocate_producer_id,
     )
     errors = asyncio.run(service.write_markers(effects[0]))
     assert errors == {("t", 0): ErrorCode.none, ("gone", 0): ErrorCode.unknown_topic_or_partition}
@@ -176,7 +191,12 @@ def test_every_state_write_is_on_disk_before_the_coordinator_answers(tmp_path: P
         pid = start_txn(service, ("t", 0))
         written = [disk.unflushed_bytes()]
         answer, effects = coordinator.end_txn(
-            transactional_id="x", producer_id=pid, producer_epoch=0, commit=True, bump_epoch=False
+            transactional_id="x",
+            producer_id=pid,
+            producer_epoch=0,
+            commit=True,
+            bump_epoch=False,
+            new_producer_id=service.allocate_producer_id,
         )
         written.append(disk.unflushed_bytes())
         assert answer.error == ErrorCode.none

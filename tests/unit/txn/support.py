@@ -54,7 +54,13 @@ class Rig:
         )
 
     def add(
-        self, tid: str, pid: int, epoch: int, *partitions: tuple[str, int], verify: bool = False
+        self,
+        tid: str,
+        pid: int,
+        epoch: int,
+        *partitions: tuple[str, int],
+        verify: bool = False,
+        tv: int = 0,
     ):  # type: ignore[no-untyped-def]
         return self.coordinator.add_partitions(
             transactional_id=tid,
@@ -62,6 +68,7 @@ class Rig:
             producer_epoch=epoch,
             partitions=partitions,
             verify_only=verify,
+            client_transaction_version=tv,
         )
 
     def end(self, tid: str, pid: int, epoch: int, *, commit: bool, bump: bool = False):  # type: ignore[no-untyped-def]
@@ -71,6 +78,7 @@ class Rig:
             producer_epoch=epoch,
             commit=commit,
             bump_epoch=bump,
+            new_producer_id=lambda: next(self.ids),
         )
 
     def complete(self, effects: tuple[WriteMarkers, ...]) -> None:

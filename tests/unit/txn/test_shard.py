@@ -7,6 +7,7 @@ from dataclasses import replace
 from shoal.protocol.errors import ErrorCode
 from shoal.txn import ABORT, COMMIT, TxnState
 from shoal.txn.records import CODEC, metadata_record
+from shoal.txn.state import PRODUCER_EPOCH_MAX
 from tests.unit.txn.support import MAX_TIMEOUT_MS, Rig
 
 TP = ("t", 0)
@@ -89,9 +90,8 @@ def test_reinit_during_a_transaction_aborts_it_first() -> None:
 def test_expected_producer_checks() -> None:
     rig = Rig()
     p, _ = rig.init("a")
-    assert rig.init("a", pid=p.producer_id + 7, epoch=0)[0].error == (
-        ErrorCode.invalid_producer_id_mapping
-    )
+    # another producer id: PRODUCER_FENCED, as Kafka 4.2 (Kafka's isValidProducerId)
+    assert rig.init("a", pid=p.producer_id + 7, epoch=0)[0].error == ErrorCode.producer_fenced
     bumped, _ = rig.init("a", pid=p.producer_id, epoch=0)
     assert bumped.producer_epoch == 1
     retry, _ = rig.init("a", pid=p.producer_id, epoch=0)  # the same request again
@@ -279,3 +279,131 @@ def test_v5_abort_of_no_transaction_bumps_the_epoch() -> None:
     rig.complete(effects)
     rig.restart()  # the records replay along the transitions
     assert rig.coordinator.metadata("a").producer_epoch == 2  # type: ignore[union-attr]
+
+
+def _at_epoch(rig: Rig, tid: str, epoch: int, *partitions: tuple[str, int]) -> int:
+    """A transactional id whose producer reached `epoch` (as after that many EndTxn v5)
+    with a transaction ongoing over `partitions`; replayed as a reload would."""
+    p, _ = rig.init(tid)
+    rig.add(tid, p.producer_id, 0, *partitions)
+    stored = rig.coordinator.metadata(tid)
+    assert stored is not None
+    rig.coordinator.shard_of(tid).replay(metadata_record(replace(stored, producer_epoch=epoch)))
+    return int(p.producer_id)
+
+
+def test_v5_end_at_the_exhausted_epoch_moves_to_a_new_producer_id() -> None:
+    """Kafka's TV2 overflow (checked against Kafka 4.2 in tests/differential/
+    test_transactions.py): from epoch 32766 an EndTxn v5 prepares at 32767 with a new
+    producer id recorded as the next one, the markers go out under the old id, the
+    answer is the new id at epoch 0 and completing moves the id there; a retry of that
+    end by the old id is answered the new one."""
+    rig = Rig()
+    old = _at_epoch(rig, "a", 32766, TP)
+    answer, effects = rig.end("a", old, 32766, commit=True, bump=True)
+    new = answer.producer_id
+    assert (answer.error, answer.producer_epoch) == (ErrorCode.none, 0) and new != old
+    (markers,) = effects
+    assert (markers.producer_id, markers.producer_epoch, markers.control) == (old, 32767, COMMIT)
+    preparing = rig.coordinator.metadata("a")
+    assert preparing is not None
+    assert (preparing.producer_id, preparing.producer_epoch) == (old, 32767)
+    assert preparing.next_producer_id == new
+    busy, _ = rig.end("a", old, 32766, commit=True, bump=True)
+    assert busy.error == ErrorCode.concurrent_transactions
+    rig.complete(effects)
+    done = rig.coordinator.metadata("a")
+    assert done is not None
+    assert (done.state, done.producer_id, done.producer_epoch) == (TxnState.COMPLETE_COMMIT, new, 0)
+    assert (done.previous_producer_id, done.next_producer_id) == (old, -1)
+    retry, effects = rig.end("a", old, 32766, commit=True, bump=True)
+    assert (retry.error, retry.producer_id, retry.producer_epoch, effects) == (
+        ErrorCode.none,
+        new,
+        0,
+        (),
+    )
+    other_end, _ = rig.end("a", old, 32766, commit=False, bump=True)
+    assert other_end.error == ErrorCode.invalid_txn_state
+    assert rig.add("a", new, 0, TP) == {TP: ErrorCode.none}
+    rig.restart()
+    assert rig.coordinator.metadata("a").producer_id == new  # type: ignore[union-attr]
+
+
+def test_v5_abort_of_nothing_at_the_exhausted_epoch_moves_to_a_new_producer_id() -> None:
+    rig = Rig()
+    old = _at_epoch(rig, "a", 32765, TP)
+    answer, effects = rig.end("a", old, 32765, commit=False, bump=True)
+    assert (answer.producer_id, answer.producer_epoch) == (old, 32766)
+    rig.complete(effects)
+    answer, effects = rig.end("a", old, 32766, commit=False, bump=True)
+    assert (answer.error, answer.producer_epoch) == (ErrorCode.none, 0)
+    assert answer.producer_id != old
+    assert [(m.producer_id, m.producer_epoch, m.partitions) for m in effects] == [(old, 32767, ())]
+    rig.complete(effects)
+    assert rig.coordinator.metadata("a").producer_id == answer.producer_id  # type: ignore[union-attr]
+
+
+def test_v4_end_at_the_exhausted_epoch_keeps_the_producer_id() -> None:
+    """Transaction version 1 ends do not bump the epoch; InitProducerId rotates it."""
+    rig = Rig()
+    old = _at_epoch(rig, "a", 32766, TP)
+    answer, effects = rig.end("a", old, 32766, commit=True)
+    assert (answer.error, answer.producer_id, answer.producer_epoch) == (ErrorCode.none, old, 32766)
+    rig.complete(effects)
+    assert rig.coordinator.metadata("a").producer_id == old  # type: ignore[union-attr]
+
+
+def test_v5_end_at_the_last_epoch_stays_in_range() -> None:
+    """An id left at 32767 (a coordinator's fence from 32766) still ends within int16."""
+    rig = Rig()
+    old = _at_epoch(rig, "a", PRODUCER_EPOCH_MAX, TP)
+    answer, effects = rig.end("a", old, PRODUCER_EPOCH_MAX, commit=False, bump=True)
+    assert (answer.error, answer.producer_epoch) == (ErrorCode.none, 0)
+    assert [m.producer_epoch for m in effects] == [PRODUCER_EPOCH_MAX]
+    rig.complete(effects)
+    rig.restart()
+    assert rig.coordinator.metadata("a").producer_epoch == 0  # type: ignore[union-attr]
+
+
+def test_the_client_transaction_version_is_recorded() -> None:
+    """Kafka's ClientTransactionVersion (tagged field 2 of the value): 2 once Produce
+    v12+ / TxnOffsetCommit v5 added a partition or EndTxn v5 ended; 0 for AddPartitionsToTxn
+    and EndTxn v0-v4."""
+    rig = Rig()
+    p, _ = rig.init("a")
+
+    def recorded() -> int:
+        value = rig.sinks[rig.coordinator.partition_of("a")].records[-1].value
+        assert value is not None
+        return int(value.client_transaction_version)
+
+    rig.add("a", p.producer_id, 0, TP)
+    assert recorded() == 0
+    rig.complete(rig.end("a", p.producer_id, 0, commit=True)[1])
+    assert recorded() == 0
+    rig.add("a", p.producer_id, 0, TP, tv=2)
+    assert recorded() == 2
+    rig.complete(rig.end("a", p.producer_id, 0, commit=True, bump=True)[1])
+    assert recorded() == 2
+    rig.restart()
+    assert rig.coordinator.metadata("a").client_transaction_version == 2  # type: ignore[union-attr]
+
+
+def test_init_by_the_id_an_end_ran_out_is_answered_the_new_one() -> None:
+    """Kafka 4.2: InitProducerId naming the old id at its exhausted epoch after EndTxn
+    v5 moved to a new id answers the new id at epoch 0, writing nothing."""
+    rig = Rig()
+    old = _at_epoch(rig, "a", 32766, TP)
+    answer, effects = rig.end("a", old, 32766, commit=True, bump=True)
+    rig.complete(effects)
+    again, effects = rig.init("a", pid=old, epoch=32766)
+    assert (again.error, again.producer_id, again.producer_epoch, effects) == (
+        ErrorCode.none,
+        answer.producer_id,
+        0,
+        (),
+    )
+    assert rig.coordinator.metadata("a").state == TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+    earlier, _ = rig.init("a", pid=old, epoch=32765)
+    assert earlier.error == ErrorCode.producer_fenced

@@ -3,7 +3,8 @@
 The coordinator writes PrepareCommit/PrepareAbort (txn/shard.py), then the markers
 are written to every partition of the transaction and CompleteCommit/CompleteAbort
 recorded (server/txn_service.py) before the answer. v5 (KIP-890, transaction
-version 2) bumps the producer epoch at every end and answers the new id and epoch.
+version 2) bumps the producer epoch at every end and answers the new id and epoch
+(a new producer id at epoch 0 once the epoch is exhausted, txn/shard.py).
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2 (protocol/errors.py: `for_version`).
 
 Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
@@ -46,6 +47,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         producer_epoch=int(request.producer_epoch),
         commit=bool(request.committed),
         bump_epoch=ctx.api_version >= _EPOCH_BUMP_MIN_VERSION,
+        new_producer_id=txn.allocate_producer_id,
     )
     await txn.complete_all(effects)
     if answer.error != ErrorCode.none:

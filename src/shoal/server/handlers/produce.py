@@ -370,6 +370,7 @@ def _unverified(
         producer_epoch=producer_epoch,
         partitions=[(topic, index)],
         verify_only=not adds,
+        client_transaction_version=2 if adds else 0,
     )
     error = errors.get((topic, index), ErrorCode.invalid_txn_state)
     return None if error == ErrorCode.none else error

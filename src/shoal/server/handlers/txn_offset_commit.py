@@ -108,6 +108,7 @@ def _verify(ctx: RequestContext, request: Any) -> ErrorCode | None:
         producer_epoch=int(request.producer_epoch),
         partitions=(offsets_partition,),
         verify_only=not adds,
+        client_transaction_version=2 if adds else 0,
     )
     error = errors[offsets_partition]
     return None if error == ErrorCode.none else for_version(API_KEY, ctx.api_version, error)
