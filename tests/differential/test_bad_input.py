@@ -212,31 +212,7 @@ def test_produce_invalid(pair: Pair, case: str, version: int) -> None:
     assert kafka[1] is True, "Kafka keeps the connection"
 
 
-MESSAGE_REPORTED = (
-    "reported, not fixed here (Produce's response messages are the transactions "
-    "helper's): Kafka 4.2 sends no error message with these (v8+), Shoal its reason"
-)
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        "unknown partition",
-        "unknown topic",
-        "magic 3",
-        *(
-            pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=MESSAGE_REPORTED))
-            for c in (
-                "bad crc",
-                "magic 1",
-                "truncated batch",
-                "too large",
-                "empty records",
-                "acks=2",
-            )
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", PRODUCE_CASES)
 def test_produce_invalid_messages(pair: Pair, case: str) -> None:
     """The per-partition error message (Produce v8+) of each invalid produce."""
     kafka, shoal = pair.run(lambda b: _produce(b, _topic(b, unique("bad-msg")), 9, case))
@@ -289,28 +265,9 @@ def _list_offsets(bootstrap: str, topic: str, timestamp: int, version: int) -> t
     )
 
 
-LIST_OFFSETS_REPORTED = (
-    "reported, not fixed here (ListOffsets versions are the transactions helper's): "
-    "Kafka answers a special timestamp newer than the request's version (-3 before v7, "
-    "-4 before v8, -5 before v9) and any other negative one with UNSUPPORTED_VERSION "
-    "for the partition; Shoal looks it up as a time; Shoal serves v1-7 only"
-)
-
-
-def _list_offsets_case(timestamp: int, version: int) -> Any:
-    known = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9}  # timestamp -> the first version knowing it
-    if version >= 8 or version < known.get(timestamp, 99):
-        return pytest.param(
-            timestamp,
-            version,
-            marks=pytest.mark.xfail(strict=True, reason=LIST_OFFSETS_REPORTED),
-        )
-    return pytest.param(timestamp, version)
-
-
 @pytest.mark.parametrize(
     ("timestamp", "version"),
-    [_list_offsets_case(t, v) for v in (1, 7, 9) for t in (-1, -2, -3, -4, -5, -6, -100)],
+    [(t, v) for v in (1, 7, 9) for t in (-1, -2, -3, -4, -5, -6, -100)],
 )
 def test_list_offsets_timestamps(pair: Pair, timestamp: int, version: int) -> None:
     kafka, shoal = pair.run(

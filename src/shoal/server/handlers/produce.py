@@ -24,7 +24,8 @@ finished when its thread is done. Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS. As from Kafka 4.2 (tests/differential/
-test_produce_versions.py), these carry no ErrorMessage (the broker's log says why),
+test_produce_versions.py), these carry no ErrorMessage (the broker's log says why;
+only a batch magic outside 0..2, found while Kafka reads the request, has one),
 and LogStartOffset is -1 except after the log's producer checks (sequence, epoch,
 open transaction), which answer the partition's log start offset. A transactional
 batch in a request without a TransactionalId fails every partition with
@@ -311,7 +312,8 @@ def _produce_partition(
         )
     except BatchError as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
-        return _Appended(index, _partition_error(types, index, exc.code, None))
+        message = str(exc) if exc.answered else None
+        return _Appended(index, _partition_error(types, index, exc.code, message))
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
         log_start = partition_log.log_start_offset if exc.code in _WITH_LOG_START else -1
