@@ -353,26 +353,11 @@ def _acks_zero_then_api_versions(bootstrap: str, case: str) -> str:
         raw.close()
 
 
-ACKS_ZERO_REPORTED = (
-    "reported, not fixed here (the Produce handler is the transactions helper's): Kafka "
-    "closes the connection of an acks=0 Produce that failed (KafkaApis, the only way it "
-    "can tell the producer); Shoal keeps it"
-)
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        "valid",
-        pytest.param("bad crc", marks=pytest.mark.xfail(strict=True, reason=ACKS_ZERO_REPORTED)),
-        pytest.param(
-            "unknown partition", marks=pytest.mark.xfail(strict=True, reason=ACKS_ZERO_REPORTED)
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", ["valid", "bad crc", "unknown partition"])
 def test_produce_acks_zero_failure(pair: Pair, case: str) -> None:
     kafka, shoal = pair.run(_acks_zero_then_api_versions, case)
     assert kafka == shoal
+    assert kafka == ("answered" if case == "valid" else CLOSED)
 
 
 def _batch_over_segment_bytes(bootstrap: str) -> tuple[Any, bool]:
