@@ -370,15 +370,10 @@ def _batch_over_segment_bytes(bootstrap: str) -> tuple[Any, bool]:
     return _request(bootstrap, call.build(9), _produce_codes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported, not fixed here (the log layer's choice, relied on by its tests): "
-    "Kafka refuses a partition's records larger than segment.bytes with "
-    "RECORD_LIST_TOO_LARGE; Shoal writes them to a segment of their own",
-)
 def test_produce_larger_than_a_segment(pair: Pair) -> None:
     kafka, shoal = pair.run(_batch_over_segment_bytes)
     assert kafka == shoal
+    assert kafka == ([(0, ErrorCode.record_list_too_large, None)], True)
 
 
 def _with_tagged_header_field(bootstrap: str) -> tuple[Any, bool]:
