@@ -1381,6 +1381,7 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("early.start.listeners", _LIST, None, False, _N.KRAFT),
     ("fetch.max.bytes", _INT, "57671680", False, _N.PURGATORY),
     ("fetch.purgatory.purge.interval.requests", _INT, "1000", False, _N.PURGATORY),
+    ("follower.replication.throttled.rate", _LONG, "9223372036854775807", True, _N.REPLICATION),
     ("group.coordinator.append.linger.ms", _INT, "-1", False, _N.UNCHECKED),
     (
         "group.coordinator.rebalance.protocols",
@@ -1405,6 +1406,7 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("kafka.metrics.polling.interval.secs", _INT, "10", False, _N.PLUGINS),
     ("kafka.metrics.reporters", _LIST, "", False, _N.PLUGINS),
     ("leader.imbalance.check.interval.seconds", _LONG, "300", False, _N.KRAFT),
+    ("leader.replication.throttled.rate", _LONG, "9223372036854775807", True, _N.REPLICATION),
     ("log.cleaner.backoff.ms", _LONG, "15000", True, _N.CLEANER),
     ("log.cleaner.dedupe.buffer.size", _LONG, "134217728", True, _N.CLEANER),
     ("log.cleaner.delete.retention.ms", _LONG, "86400000", True, _N.CLEANER),
@@ -1512,6 +1514,13 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("remote.log.storage.manager.class.path", ConfigType.STRING, None, False, _N.TIERED),
     ("remote.log.storage.manager.impl.prefix", ConfigType.STRING, "rsm.config.", False, _N.TIERED),
     ("remote.log.storage.system.enable", ConfigType.BOOLEAN, "false", False, _N.TIERED),
+    (
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        _LONG,
+        "9223372036854775807",
+        True,
+        _N.REPLICATION,
+    ),
     ("replica.fetch.backoff.ms", _INT, "1000", False, _N.REPLICATION),
     ("replica.fetch.max.bytes", _INT, "1048576", False, _N.REPLICATION),
     ("replica.fetch.min.bytes", _INT, "1", False, _N.REPLICATION),
@@ -1722,6 +1731,8 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
     ),
     **dict.fromkeys(
         (
+            "follower.replication.throttled.rate",
+            "leader.replication.throttled.rate",
             "log.cleaner.backoff.ms",
             "log.cleaner.delete.retention.ms",
             "log.cleaner.io.buffer.size",
@@ -1734,6 +1745,7 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
             "log.segment.delete.delay.ms",
             "max.connection.creation.rate",
             "max.connections.per.ip",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
             "streams.initial.rebalance.delay.ms",
             "streams.num.standby.replicas",
         ),

@@ -60,6 +60,11 @@ POLICY_VIOLATION with a message naming `shoal.max.topics`. Internal topics count
 towards it but their creation is never refused by it."""
 PARTITIONS_PER_TOPIC_MAX: Final = 10_000
 """A topic may have at most this many partitions (INVALID_PARTITIONS beyond)."""
+PARTITIONS_PER_CREATE_TOPICS_MAX: Final = 10_000
+"""Kafka's controller limit on the partitions one CreateTopics asks for, all its topics
+together (ReplicationControlManager.validateTotalNumberOfPartitions, its
+MAX_PARTITIONS_PER_BATCH): beyond it every topic of the request gets POLICY_VIOLATION
+"Excessively large number of partitions per request.", before any other check."""
 PARTITIONS_MAX_DEFAULT: Final = 100_000
 """Default for `shoal.max.partitions`, across all topics: a CreateTopics or
 CreatePartitions that would exceed it gets INVALID_PARTITIONS with a message naming

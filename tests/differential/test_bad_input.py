@@ -212,31 +212,7 @@ def test_produce_invalid(pair: Pair, case: str, version: int) -> None:
     assert kafka[1] is True, "Kafka keeps the connection"
 
 
-MESSAGE_REPORTED = (
-    "reported, not fixed here (Produce's response messages are the transactions "
-    "helper's): Kafka 4.2 sends no error message with these (v8+), Shoal its reason"
-)
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        "unknown partition",
-        "unknown topic",
-        "magic 3",
-        *(
-            pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=MESSAGE_REPORTED))
-            for c in (
-                "bad crc",
-                "magic 1",
-                "truncated batch",
-                "too large",
-                "empty records",
-                "acks=2",
-            )
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", PRODUCE_CASES)
 def test_produce_invalid_messages(pair: Pair, case: str) -> None:
     """The per-partition error message (Produce v8+) of each invalid produce."""
     kafka, shoal = pair.run(lambda b: _produce(b, _topic(b, unique("bad-msg")), 9, case))
@@ -289,28 +265,9 @@ def _list_offsets(bootstrap: str, topic: str, timestamp: int, version: int) -> t
     )
 
 
-LIST_OFFSETS_REPORTED = (
-    "reported, not fixed here (ListOffsets versions are the transactions helper's): "
-    "Kafka answers a special timestamp newer than the request's version (-3 before v7, "
-    "-4 before v8, -5 before v9) and any other negative one with UNSUPPORTED_VERSION "
-    "for the partition; Shoal looks it up as a time; Shoal serves v1-7 only"
-)
-
-
-def _list_offsets_case(timestamp: int, version: int) -> Any:
-    known = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9}  # timestamp -> the first version knowing it
-    if version >= 8 or version < known.get(timestamp, 99):
-        return pytest.param(
-            timestamp,
-            version,
-            marks=pytest.mark.xfail(strict=True, reason=LIST_OFFSETS_REPORTED),
-        )
-    return pytest.param(timestamp, version)
-
-
 @pytest.mark.parametrize(
     ("timestamp", "version"),
-    [_list_offsets_case(t, v) for v in (1, 7, 9) for t in (-1, -2, -3, -4, -5, -6, -100)],
+    [(t, v) for v in (1, 7, 9) for t in (-1, -2, -3, -4, -5, -6, -100)],
 )
 def test_list_offsets_timestamps(pair: Pair, timestamp: int, version: int) -> None:
     kafka, shoal = pair.run(
@@ -328,10 +285,6 @@ def _create_topic(bootstrap: str, name: str, partitions: int, replication: int) 
     )
 
 
-TOPICS_REPORTED = (
-    "reported, not fixed here (CreateTopics and topic-name validation are the topics "
-    "helper's): the codes agree, the messages differ"
-)
 INVALID_TOPICS = [
     ("x" * 250, 1, 1),
     ("x" * 249, 1, 1),
@@ -361,15 +314,7 @@ def test_create_topics_invalid_codes(
     assert codes[0] == codes[1]
 
 
-@pytest.mark.parametrize(
-    ("name", "partitions", "replication"),
-    [
-        pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=TOPICS_REPORTED))
-        if case[0] not in ("x" * 249, "{unique}") or case[2] == 3
-        else case
-        for case in INVALID_TOPICS
-    ],
-)
+@pytest.mark.parametrize(("name", "partitions", "replication"), INVALID_TOPICS)
 def test_create_topics_invalid_messages(
     pair: Pair, name: str, partitions: int, replication: int
 ) -> None:
@@ -378,16 +323,13 @@ def test_create_topics_invalid_messages(
     assert kafka == shoal
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=TOPICS_REPORTED.replace(
-        "the codes agree, the messages differ",
-        "POLICY_VIOLATION in Kafka, INVALID_PARTITIONS in Shoal",
-    ),
-)
 def test_create_topics_too_many_partitions(pair: Pair) -> None:
-    kafka, shoal = pair.run(lambda b: _create_topic(b, unique("bad-many"), 1_000_000, 1))
+    kafka, shoal = pair.run(_create_topic, unique("bad-many"), 1_000_000, 1)
     assert kafka == shoal
+    assert kafka[0][0][1:] == (
+        ErrorCode.policy_violation,
+        "Excessively large number of partitions per request.",
+    )
 
 
 # ---- more framing and requests
@@ -411,26 +353,11 @@ def _acks_zero_then_api_versions(bootstrap: str, case: str) -> str:
         raw.close()
 
 
-ACKS_ZERO_REPORTED = (
-    "reported, not fixed here (the Produce handler is the transactions helper's): Kafka "
-    "closes the connection of an acks=0 Produce that failed (KafkaApis, the only way it "
-    "can tell the producer); Shoal keeps it"
-)
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        "valid",
-        pytest.param("bad crc", marks=pytest.mark.xfail(strict=True, reason=ACKS_ZERO_REPORTED)),
-        pytest.param(
-            "unknown partition", marks=pytest.mark.xfail(strict=True, reason=ACKS_ZERO_REPORTED)
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", ["valid", "bad crc", "unknown partition"])
 def test_produce_acks_zero_failure(pair: Pair, case: str) -> None:
     kafka, shoal = pair.run(_acks_zero_then_api_versions, case)
     assert kafka == shoal
+    assert kafka == ("answered" if case == "valid" else CLOSED)
 
 
 def _batch_over_segment_bytes(bootstrap: str) -> tuple[Any, bool]:
@@ -443,15 +370,10 @@ def _batch_over_segment_bytes(bootstrap: str) -> tuple[Any, bool]:
     return _request(bootstrap, call.build(9), _produce_codes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported, not fixed here (the log layer's choice, relied on by its tests): "
-    "Kafka refuses a partition's records larger than segment.bytes with "
-    "RECORD_LIST_TOO_LARGE; Shoal writes them to a segment of their own",
-)
 def test_produce_larger_than_a_segment(pair: Pair) -> None:
     kafka, shoal = pair.run(_batch_over_segment_bytes)
     assert kafka == shoal
+    assert kafka == ([(0, ErrorCode.record_list_too_large, None)], True)
 
 
 def _with_tagged_header_field(bootstrap: str) -> tuple[Any, bool]:

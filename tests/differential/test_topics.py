@@ -660,12 +660,9 @@ def verify_exit_code(bootstrap: str, tmp: Path) -> int:
     return kafka_reference.run_tool("kafka-reassign-partitions", *args).returncode
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--verify deletes the dynamic broker keys leader/follower.replication.throttled.rate "
-    "and replica.alter.log.dirs.io.max.bytes.per.second, which Shoal's configs refuse as unknown",
-)
 def test_reassign_verify_clears_throttles(pair: Pair, tmp_path: Path) -> None:
+    """--verify deletes the broker keys leader/follower.replication.throttled.rate and
+    replica.alter.log.dirs.io.max.bytes.per.second: Kafka keys without effect here."""
     kafka, shoal = pair.run(verify_exit_code, tmp_path)
     assert kafka == shoal == 0
 

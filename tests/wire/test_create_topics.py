@@ -10,6 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
+from shoal import limits
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess
 from tests.support.topics import create_topic, topic_name
@@ -128,7 +129,7 @@ def test_existing_topic(broker: BrokerProcess) -> None:
         ({"replication_factor": 0}, ErrorCode.invalid_replication_factor, "larger than 0"),
         ({"partitions": 0}, ErrorCode.invalid_partitions, "partitions"),
         ({"partitions": -5}, ErrorCode.invalid_partitions, "partitions"),
-        ({"partitions": 10_001}, ErrorCode.invalid_partitions, "10001"),
+        ({"partitions": 10_001}, ErrorCode.policy_violation, "Excessively large"),
         ({"configs": {"no.such.key": "1"}}, ErrorCode.invalid_config, "no.such.key"),
         ({"configs": {"retention.ms": "soon"}}, ErrorCode.invalid_config, "retention.ms"),
         ({"configs": {"retention.ms": "-7"}}, ErrorCode.invalid_config, "retention.ms"),
@@ -160,6 +161,27 @@ def test_refusals(
 def test_invalid_names(broker: BrokerProcess, name: str) -> None:
     result = create_one(broker.bootstrap, 5, name)
     assert result.error_code == ErrorCode.invalid_topic_exception
+    assert result.error_message.startswith("Topic name is invalid: ")  # Kafka's words
+
+
+def test_partitions_per_request_limit(broker: BrokerProcess) -> None:
+    """limits.PARTITIONS_PER_CREATE_TOPICS_MAX counts every topic of the request: at it
+    the topics are valid, one partition more refuses them all (Kafka's controller)."""
+    half = limits.PARTITIONS_PER_CREATE_TOPICS_MAX // 2
+    names = [topic_name("ct-many"), topic_name("ct-many")]
+    at_limit = create(
+        broker.bootstrap, 7, topic(7, names[0], partitions=half),
+        topic(7, names[1], partitions=half), validate_only=True,
+    )  # fmt: skip
+    assert [r.error_code for r in at_limit] == [ErrorCode.none, ErrorCode.none]
+    over = create(
+        broker.bootstrap, 7, topic(7, names[0], partitions=half),
+        topic(7, names[1], partitions=half + 1),
+    )  # fmt: skip
+    assert [(r.error_code, r.error_message) for r in over] == [
+        (ErrorCode.policy_violation, "Excessively large number of partitions per request.")
+    ] * 2
+    assert partitions_of(broker.bootstrap, names[0]) is None
 
 
 def test_manual_assignments_give_the_partition_count(broker: BrokerProcess) -> None:

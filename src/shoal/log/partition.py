@@ -195,8 +195,10 @@ class PartitionLog:
         defer_flush: bool = False,
     ) -> AppendResult:
         """Append validated batches (`headers` from validate_produced over `records`).
-        Checks idempotent-producer sequences; raises LogError on a sequence gap or a
-        fenced epoch; a duplicate batch returns its stored offsets with duplicate=True.
+        Refuses records larger than `segment.bytes` with RECORD_LIST_TOO_LARGE, as Kafka
+        (a segment holds every append whole). Checks idempotent-producer sequences;
+        raises LogError on a sequence gap or a fenced epoch; a duplicate batch returns
+        its stored offsets with duplicate=True.
         A transactional batch opens a transaction for its producer if none is open.
 
         When the flush policy (flush.messages, flush.ms) calls for an fsync, it is done
@@ -205,6 +207,14 @@ class PartitionLog:
         if self._closed or self._offline_reason is not None:
             self._check_usable()
         assert headers, "an append needs at least one batch"
+        segment_bytes = self._config.segment_bytes
+        if len(records) > segment_bytes:  # Kafka's UnifiedLog.append, before any other
+            raise LogError(  # check of the producer state: not even a duplicate is found
+                ErrorCode.record_list_too_large,
+                f"Message batch size is {len(records)} bytes in append to partition "
+                f"{self._directory.name}, which exceeds the maximum configured segment "
+                f"size of {segment_bytes}.",
+            )
         # One batch without a producer id (coordinators' batches, plain producers')
         # has nothing for the producer state to check or remember.
         idempotent = len(headers) > 1 or headers[0].producer_id >= 0

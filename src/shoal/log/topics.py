@@ -50,23 +50,25 @@ UuidSource = Callable[[], uuid.UUID]
 
 
 def validate_topic_name(name: str) -> None:
-    """Raise INVALID_TOPIC_EXCEPTION unless `name` is a legal Kafka topic name."""
+    """Raise INVALID_TOPIC_EXCEPTION unless `name` is a legal Kafka topic name, with
+    Kafka's message (its Topic.validate: the same checks in the same order)."""
+    problem = None
     if not name:
-        raise LogError(ErrorCode.invalid_topic_exception, "topic name is empty")
-    if name in (".", ".."):
-        raise LogError(ErrorCode.invalid_topic_exception, f"topic name cannot be {name!r}")
-    if len(name) > limits.TOPIC_NAME_LENGTH_MAX:
-        raise LogError(
-            ErrorCode.invalid_topic_exception,
-            f"topic name is {len(name)} characters long, more than the maximum "
-            f"{limits.TOPIC_NAME_LENGTH_MAX}",
+        problem = "the empty string is not allowed"
+    elif name in (".", ".."):
+        problem = f"'{name}' is not allowed"
+    elif len(name) > limits.TOPIC_NAME_LENGTH_MAX:
+        problem = (
+            f"the length of '{name}' is longer than the max allowed length "
+            f"{limits.TOPIC_NAME_LENGTH_MAX}"
         )
-    if not _LEGAL_NAME.fullmatch(name):
-        raise LogError(
-            ErrorCode.invalid_topic_exception,
-            f"topic name {name!r} has characters other than ASCII letters, digits, "
-            "'.', '_' and '-'",
+    elif not _LEGAL_NAME.fullmatch(name):
+        problem = (
+            f"'{name}' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'"
         )
+    if problem is not None:
+        raise LogError(ErrorCode.invalid_topic_exception, f"Topic name is invalid: {problem}")
 
 
 def collision_key(name: str) -> str:

@@ -67,11 +67,14 @@ _BATCH_LENGTH = struct.Struct(">i")
 
 
 class BatchError(ValueError):
-    """A batch is malformed. `code` is the Kafka error the producer gets."""
+    """A batch is malformed. `code` is the Kafka error the producer gets; `answered`:
+    Kafka 4.2 sends this message back too (Produce's ErrorMessage, v8+), which it does
+    only for what it finds while reading the request's batches, before the log."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, answered: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.answered = answered
 
 
 class BatchHeader(NamedTuple):
@@ -263,7 +266,9 @@ def _refuse_short(view: memoryview, position: int, remaining: int, *, first: boo
             magic = struct.unpack_from(">b", view, position + MAGIC_OFFSET)[0]
             if not 0 <= magic <= MAGIC_V2:
                 raise BatchError(
-                    ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}"
+                    ErrorCode.corrupt_message,
+                    f"Invalid magic found in record: {magic}",
+                    answered=True,
                 )
             if batch_length + LOG_OVERHEAD <= remaining:  # whole, and shorter than v2's header
                 if magic != MAGIC_V2:

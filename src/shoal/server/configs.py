@@ -87,6 +87,15 @@ _LOGGER = ConfigSource.DYNAMIC_BROKER_LOGGER
 UNSET_BY_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms"})
 """Broker keys Kafka leaves null unless set: their hours key gives the value (Shoal
 resolves them for use; DescribeConfigs shows them null, with no DEFAULT synonym)."""
+LISTED_ONLY_WHEN_SET = frozenset(
+    {
+        "follower.replication.throttled.rate",
+        "leader.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+    }
+)
+"""Broker keys Kafka 4.2 knows only as dynamic ones (its replication quotas, outside
+KafkaConfig): DescribeConfigs lists them only once set, with no DEFAULT synonym."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +153,9 @@ def broker_layers(dynamic: DynamicBrokerConfig) -> Layers:
             {
                 k: render(d, d.default)
                 for k, d in BROKER_KEYS.items()
-                if d.default is not None and k not in UNSET_BY_DEFAULT
+                if d.default is not None
+                and k not in UNSET_BY_DEFAULT
+                and k not in LISTED_ONLY_WHEN_SET
             },
         ),
     ]
@@ -227,6 +238,9 @@ def broker_entries(dynamic: DynamicBrokerConfig, layer: DynamicLayer) -> list[Co
             values[key] = own[0].value if own else None
         for key in custom_keys({**dynamic.cluster_default, **dynamic.broker}):
             values[key] = None
+        for key in LISTED_ONLY_WHEN_SET:
+            if not _broker_synonyms(key, layers):
+                del values[key]
     entries = []
     for key, value in values.items():
         definition = BROKER_KEYS.get(key)

@@ -71,6 +71,7 @@ from shoal.server.context import RequestContext
 from shoal.server.disk_io import ChangeLaneFull
 from shoal.server.latency_trace import TRACE, trace_request_read, trace_response_written
 from shoal.server.record_path import RECORD_PATH
+from shoal.server.refused import CloseConnection
 from shoal.server.registry import ApiHandler
 from shoal.server.services import Services
 
@@ -398,6 +399,8 @@ async def _dispatch(
         else:
             response = await handler.handle(ctx, request)
     except ChangeLaneFull as exc:  # a bound, not a bug: close with the reason
+        raise ConnectionClosed(f"{codec.api_name(api_key)}: {exc}") from exc
+    except CloseConnection as exc:  # the handler's answer is to close (refused.py)
         raise ConnectionClosed(f"{codec.api_name(api_key)}: {exc}") from exc
     except codec.ProtocolError:  # a request Kafka could not parse (e.g. acl_wire.py)
         raise

@@ -1,4 +1,5 @@
-"""`Refused`: how handlers unwind from a validation failure to the error they answer."""
+"""`Refused`: how handlers unwind from a validation failure to the error they answer;
+`CloseConnection`: how one asks for its connection to close instead of answering."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ class Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class CloseConnection(Exception):
+    """The request gets no answer and its connection closes (Kafka's
+    RequestChannel.closeConnection); the message says why, for the broker's log."""

@@ -55,7 +55,7 @@ def test_a_partial_write_is_cut_off_and_appends_resume(
 def test_a_roll_that_cannot_create_its_files_leaves_the_partition_online(
     open_log: LogOpener, log_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = open_log(segment_bytes=200)
+    log = open_log(segment_bytes=300)
     append(log, make_batch(1, value_size=150))
 
     def no_space(*args: object, **kwargs: object) -> None:
@@ -72,4 +72,4 @@ def test_a_roll_that_cannot_create_its_files_leaves_the_partition_online(
     assert _offsets(log) == [0, 1]
     assert len(list(log_dir.glob("*.log"))) == 2
     log.close()
-    assert _offsets(open_log(segment_bytes=200)) == [0, 1]
+    assert _offsets(open_log(segment_bytes=300)) == [0, 1]

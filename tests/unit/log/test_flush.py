@@ -76,7 +76,7 @@ def test_below_the_flush_policy_no_plan_is_made(open_log: LogOpener) -> None:
 def test_a_plan_runs_on_another_thread_while_the_segment_rolls_and_is_deleted(
     open_log: LogOpener, clock: ManualClock
 ) -> None:
-    log = open_log(flush_messages=1, segment_bytes=200, retention_ms=1)
+    log = open_log(flush_messages=1, segment_bytes=300, retention_ms=1)
     plan = deferred_append(log, make_batch(1, value_size=150))
     assert plan is not None
     later = deferred_append(log, make_batch(1, value_size=150, seed=1))  # rolls

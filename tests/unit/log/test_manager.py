@@ -88,14 +88,14 @@ def test_topic_configs_apply_to_partitions(open_manager: Opener) -> None:
     manager.create_topic("t", partitions=1, configs={"segment.bytes": "500"})
     log = manager.partition("t", 0)
     assert log is not None
-    append(log, make_batch(2, value_size=400))
-    append(log, make_batch(2, value_size=400, seed=1))
+    append(log, make_batch(2, value_size=200))
+    append(log, make_batch(2, value_size=200, seed=1))
     assert log.segment_base_offsets() == [0, 2]
     manager.alter_topic_configs("t", {})
-    append(log, make_batch(2, value_size=400, seed=2))
+    append(log, make_batch(2, value_size=200, seed=2))
     assert log.segment_base_offsets() == [0, 2]
     manager.update_broker_config(BrokerConfig.from_raw({"log.segment.bytes": "600"}))
-    append(log, make_batch(2, value_size=400, seed=3))
+    append(log, make_batch(2, value_size=200, seed=3))
     assert log.segment_base_offsets() == [0, 2, 6]
 
 

@@ -108,12 +108,20 @@ def test_segment_rolls_by_bytes_and_reads_cross_segments(open_log: LogOpener) ->
     assert all(os.path.getsize(log.directory / f) <= 1000 for f in files)
 
 
-def test_append_larger_than_segment_bytes_gets_its_own_segment(open_log: LogOpener) -> None:
-    log = open_log(segment_bytes=500)
+def test_append_larger_than_segment_bytes_is_refused(open_log: LogOpener) -> None:
+    """As Kafka's UnifiedLog.append: records larger than segment.bytes are refused with
+    RECORD_LIST_TOO_LARGE and change nothing; records as large as it fill a segment."""
+    batch = make_batch(3, value_size=100, seed=1)
+    log = open_log(segment_bytes=len(batch))
     append(log, make_batch(1, value_size=10))
-    append(log, make_batch(3, value_size=400, seed=1))
-    append(log, make_batch(1, value_size=10, seed=2))
+    append(log, batch)  # a segment of its own: it fits beside nothing
+    with pytest.raises(LogError) as info:
+        append(log, make_batch(3, value_size=101, seed=2))
+    assert info.value.code == ErrorCode.record_list_too_large
+    assert f"exceeds the maximum configured segment size of {len(batch)}." in str(info.value)
+    append(log, make_batch(1, value_size=10, seed=3))
     assert log.segment_base_offsets() == [0, 1, 4]
+    assert log.log_end_offset == 5
     assert log.read(1, max_bytes=1 << 20).headers[0].base_offset == 1
 
 

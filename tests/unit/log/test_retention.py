@@ -161,7 +161,7 @@ def test_flush_ms_flushes_old_unflushed_data(
 
 def test_update_config_applies_live(open_log: LogOpener) -> None:
     log = open_log(segment_bytes=1_000_000)
-    append(log, make_batch(2, value_size=400))
+    append(log, make_batch(2, value_size=200))
     log.update_config({"segment.bytes": 500})
-    append(log, make_batch(2, value_size=400, seed=1))
+    append(log, make_batch(2, value_size=200, seed=1))
     assert log.segment_base_offsets() == [0, 2]

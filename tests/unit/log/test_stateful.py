@@ -79,6 +79,11 @@ class PartitionLogMachine(RuleBasedStateMachine):
         for count, value_size in sizes:
             self.seed += 1
             batches.append(make_batch(count, value_size=value_size, seed=self.seed))
+        if sum(map(len, batches)) > CONFIG["segment.bytes"]:  # as Kafka: refused, no change
+            with pytest.raises(LogError) as info:
+                append(self.log, *batches, leader_epoch=self.seed % 7)
+            assert info.value.code == ErrorCode.record_list_too_large
+            return
         result = append(self.log, *batches, leader_epoch=self.seed % 7)
         assert result.base_offset == self.log_end, "offsets continue where the log ended"
         offset = self.log_end

@@ -96,6 +96,14 @@ def test_validate_refuses(data: bytes, code: str) -> None:
     with pytest.raises(rb.BatchError) as info:
         rb.validate_produced(data, max_batch_bytes=1024)
     assert info.value.code == code
+    # Kafka 4.2 answers only a magic outside 0..2 with its message (Produce v8+)
+    assert info.value.answered == (code == ErrorCode.corrupt_message and "magic" in str(info.value))
+
+
+def test_an_out_of_range_magic_is_answered_in_kafkas_words() -> None:
+    with pytest.raises(rb.BatchError) as info:
+        rb.validate_produced(values_batch(2, magic=3), max_batch_bytes=1024)
+    assert (str(info.value), info.value.answered) == ("Invalid magic found in record: 3", True)
 
 
 def test_records_count_must_match_offset_delta() -> None:

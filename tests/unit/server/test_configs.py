@@ -10,8 +10,10 @@ import pytest
 from shoal.config import BROKER_KEYS, TOPIC_KEYS, BrokerConfig, ConfigError
 from shoal.protocol.errors import ErrorCode
 from shoal.server.configs import (
+    LISTED_ONLY_WHEN_SET,
     AlterOp,
     ConfigSource,
+    Synonym,
     apply_ops,
     broker_entries,
     broker_layer_for,
@@ -90,7 +92,7 @@ def test_topic_entry_sources(tmp_path: Path) -> None:
 def test_broker_entries(tmp_path: Path) -> None:
     config = dynamic(tmp_path).with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "3"})
     node = {e.name: e for e in broker_entries(config, DynamicLayer.BROKER)}
-    assert set(node) == set(BROKER_KEYS)
+    assert set(node) == set(BROKER_KEYS) - LISTED_ONLY_WHEN_SET
     assert (node["num.partitions"].value, node["num.partitions"].source) == (
         "3",
         ConfigSource.DYNAMIC_DEFAULT_BROKER,
@@ -98,6 +100,21 @@ def test_broker_entries(tmp_path: Path) -> None:
     assert node["node.id"].read_only and not node["num.partitions"].read_only
     cluster = broker_entries(config, DynamicLayer.CLUSTER_DEFAULT)
     assert [(e.name, e.value) for e in cluster] == [("num.partitions", "3")]
+
+
+def test_replication_throttles_are_listed_once_set(tmp_path: Path) -> None:
+    """As Kafka 4.2: its dynamic-only replication quota keys appear once set, with the
+    value set as their one synonym (kafka-reassign-partitions --verify deletes them)."""
+    key = "leader.replication.throttled.rate"
+    config = dynamic(tmp_path).with_layer(DynamicLayer.BROKER, {key: "100"})
+    node = {e.name: e for e in broker_entries(config, DynamicLayer.BROKER)}
+    assert (node[key].value, node[key].synonyms) == (
+        "100",
+        (Synonym(key, "100", ConfigSource.DYNAMIC_BROKER),),
+    )
+    assert "follower.replication.throttled.rate" not in node
+    with pytest.raises(ConfigError, match=key):
+        dynamic(tmp_path).with_layer(DynamicLayer.BROKER, {key: "-1"})
 
 
 def test_broker_resource_names() -> None:

@@ -30,15 +30,16 @@ def _api_versions(correlation_id: int) -> bytes:
     return codec.encode_request(codec.request_header_for(18, 3, correlation_id, "t"), request)
 
 
-def _produce_acks_0(correlation_id: int) -> bytes:
-    """A Produce that gets no response (acks=0)."""
+def _produce_acks_0(correlation_id: int, topic: str = "somewhere") -> bytes:
+    """A Produce that gets no response (acks=0); to a topic that does not exist, it
+    closes the connection (Kafka's KafkaApis: the only way to tell such a producer)."""
     request = ProduceRequest(
         transactional_id=None,
         acks=i16(0),
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(
             TopicProduceData(
-                name=TopicName("nowhere"),
+                name=TopicName(topic),
                 partition_data=(PartitionProduceData(index=i32(0), records=build_batch([b"v"])),),
             ),
         ),
@@ -112,9 +113,19 @@ def test_a_next_frame_not_yet_whole_does_not_hold_the_answer(broker: Broker) -> 
 def test_a_request_without_answer_does_not_hold_the_answers_before_it(broker: Broker) -> None:
     # ApiVersions is held while the acks=0 Produce is whole in hand; the Produce has
     # no answer, and the next frame comes only once the ApiVersions answer is out
+    broker.logs.create_topic("somewhere", partitions=1, configs={})
     writer = _serve(broker, _api_versions(0) + _produce_acks_0(1), [_api_versions(2)])
     assert _correlation_ids(writer.written) == [0, 2]
     assert writer.sends == [1, 1]
+
+
+def test_a_failed_acks_0_produce_closes_after_the_answers_before_it(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    frames = [_api_versions(0), _produce_acks_0(1, "nowhere"), _api_versions(2)]
+    writer = _serve(broker, b"".join(frames))
+    assert _correlation_ids(writer.written) == [0]
+    assert "acks=0 produce failed (correlation id 1, client 't'): nowhere-0: " in caplog.text
 
 
 def test_the_held_bytes_limit_writes_each_answer_at_once(

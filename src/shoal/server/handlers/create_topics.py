@@ -1,6 +1,8 @@
 """CreateTopics (19) v2-v7: create topics, or with ValidateOnly check that they could be.
 
-Per topic, in Kafka's order: a name repeated in the request gets INVALID_REQUEST, an
+A request asking for more than limits.PARTITIONS_PER_CREATE_TOPICS_MAX partitions in
+all (Kafka's controller limit) fails every topic with POLICY_VIOLATION. Then per
+topic, in Kafka's order: a name repeated in the request gets INVALID_REQUEST, an
 existing topic TOPIC_ALREADY_EXISTS; NumPartitions -1 means `num.partitions` and any
 other value below 1 is INVALID_PARTITIONS; ReplicationFactor -1 or 1 is accepted, 0 or
 below INVALID_REPLICATION_FACTOR, above 1 too (a single node). Manual Assignments need
@@ -34,6 +36,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from shoal import limits
 from shoal.config import ConfigError, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
@@ -51,6 +54,7 @@ API_KEY = 19
 _ZERO = datetime.timedelta(0)
 _DEFAULT = -1
 _REPLICATION_FACTOR = 1
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +75,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     configs_visible = authz.filter_allowed(ctx, AclOperation.DESCRIBE_CONFIGS, authz.TOPIC, names)
     results = []
     answered: set[str] = set()
+    # Kafka's controller counts the topics its ControllerApis passes on (neither
+    # repeated nor unauthorized); its refusal then answers every topic of the request
+    effective = [t for t in request.topics if counts[t.name] == 1 and t.name in creatable]
+    asked = _partitions_asked(ctx, effective)
     for topic in request.topics:
         if topic.name in answered:
             continue
         answered.add(topic.name)
         try:
+            if asked > limits.PARTITIONS_PER_CREATE_TOPICS_MAX:
+                raise Refused(ErrorCode.policy_violation, _TOO_MANY_PARTITIONS)
             if counts[topic.name] > 1:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             if topic.name not in creatable:
@@ -95,6 +105,23 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             continue
         results.append(_created(schema, ctx, info, configs_visible=info.name in configs_visible))
     return schema.response(throttle_time=_ZERO, topics=tuple(results))
+
+
+def _partitions_asked(ctx: RequestContext, topics: list[Any]) -> int:
+    """The partitions a request asks for, as Kafka's controller counts them against
+    limits.PARTITIONS_PER_CREATE_TOPICS_MAX: the manual assignments' count, else
+    NumPartitions (`num.partitions` for -1; nothing for another value below 1)."""
+    default = ctx.services.config.current.get_int("num.partitions")
+    total = 0
+    for topic in topics:
+        partitions = int(topic.num_partitions)
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif partitions == _DEFAULT:
+            total += default
+        elif partitions > 0:
+            total += partitions
+    return total
 
 
 def _creation(
@@ -157,7 +184,7 @@ def _plan(ctx: RequestContext, topic: Any) -> _Plan:
         if replication_factor > _REPLICATION_FACTOR:
             raise Refused(
                 ErrorCode.invalid_replication_factor,
-                f"Unable to replicate the partition {replication_factor} time(s): the target "
+                f"Unable to replicate the partition {replication_factor} time(s): The target "
                 f"replication factor of {replication_factor} cannot be reached because only "
                 f"{_REPLICATION_FACTOR} broker(s) are registered.",
             )

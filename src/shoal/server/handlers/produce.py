@@ -6,9 +6,10 @@ broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions.
 Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
 never decoded), append them (offsets assigned by re-stamping the header; idempotent
 producers' sequences checked); the log announces the append, which wakes parked
-fetches of that partition. Acks 0
-gets no response; 1 and -1 are the same on a single node (the flush policy decides
-when data reaches the disk).
+fetches of that partition. Acks 0 gets no response, and if a partition failed the
+connection is closed (Kafka's KafkaApis: the only way to tell such a producer), the
+reason logged; 1 and -1 are the same on a single node (the flush policy decides when
+data reaches the disk).
 
 Durability before the answer: when the flush policy (flush.messages, flush.ms) calls
 for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync runs
@@ -24,7 +25,8 @@ finished when its thread is done. Errors are per partition, with Kafka's codes:
 UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS. As from Kafka 4.2 (tests/differential/
-test_produce_versions.py), these carry no ErrorMessage (the broker's log says why),
+test_produce_versions.py), these carry no ErrorMessage (the broker's log says why;
+only a batch magic outside 0..2, found while Kafka reads the request, has one),
 and LogStartOffset is -1 except after the log's producer checks (sequence, epoch,
 open transaction), which answer the partition's log start offset. A transactional
 batch in a request without a TransactionalId fails every partition with
@@ -91,6 +93,7 @@ from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
 from shoal.server.record_path import RECORD_PATH
+from shoal.server.refused import CloseConnection
 from shoal.server.registry import api
 from shoal.server.throttle import produce_throttle_ms
 
@@ -118,17 +121,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     acks = int(request.acks)
     if acks not in (-1, 0, 1):
-        return _all_failed(schema, request, ErrorCode.invalid_required_acks, None)
+        return _all_failed(ctx, schema, request, ErrorCode.invalid_required_acks, None)
     transactional_id = request.transactional_id
     if transactional_id is None and _has_transactional_records(request):
-        return _all_failed(schema, request, ErrorCode.transactional_id_authorization_failed, None)
+        return _all_failed(
+            ctx, schema, request, ErrorCode.transactional_id_authorization_failed, None
+        )
     denied: frozenset[str] = frozenset()
     if authz.enabled(ctx):
         if transactional_id is not None and not authz.allowed(
             ctx, AclOperation.WRITE, authz.TRANSACTIONAL_ID, transactional_id
         ):
             return _all_failed(
-                schema, request, ErrorCode.transactional_id_authorization_failed, None
+                ctx, schema, request, ErrorCode.transactional_id_authorization_failed, None
             )
         names = [n for n in _names(ctx, request) if n is not None]
         denied = frozenset(names) - authz.filter_allowed(
@@ -175,6 +180,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topics.append(types.topic(topic_data, tuple(responses)))
     throttle_ms = produce_throttle_ms(ctx, produced_bytes)  # client quotas (issue 15)
     if acks == 0:
+        pairs = zip(request.topic_data, topics, strict=True)
+        _close_if_failed(ctx, [(t, p) for t, answer in pairs for p in answer.partition_responses])
         return None  # still muted when throttled, as Kafka does
     return types.response(
         responses=tuple(topics),
@@ -311,7 +318,8 @@ def _produce_partition(
         )
     except BatchError as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
-        return _Appended(index, _partition_error(types, index, exc.code, None))
+        message = str(exc) if exc.answered else None
+        return _Appended(index, _partition_error(types, index, exc.code, message))
     except LogError as exc:
         log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
         log_start = partition_log.log_start_offset if exc.code in _WITH_LOG_START else -1
@@ -435,8 +443,35 @@ def _has_transactional_records(request: Any) -> bool:
     )
 
 
-def _all_failed(schema: Schema, request: Any, code: ErrorCode, message: str | None) -> Any:
+def _close_if_failed(ctx: RequestContext, answers: list[tuple[Any, Any]]) -> None:
+    """An acks=0 Produce gets no answer; if a partition of it failed, its connection is
+    closed, the only way to tell the producer (Kafka's KafkaApis.handleProduceRequest),
+    with the failures in the broker's log."""
+    failed = [
+        f"{getattr(t, 'name', None) or t.topic_id}-{int(p.index)}: {error_name(p.error_code)}"
+        for t, p in answers
+        if p.error_code != ErrorCode.none
+    ]
+    if failed:
+        raise CloseConnection(
+            f"acks=0 produce failed (correlation id {ctx.correlation_id}, client "
+            f"{ctx.client_id!r}): {', '.join(failed)}"
+        )
+
+
+def _all_failed(
+    ctx: RequestContext, schema: Schema, request: Any, code: ErrorCode, message: str | None
+) -> Any:
     if int(request.acks) == 0:
+        types = _types(schema.version)
+        _close_if_failed(
+            ctx,
+            [
+                (t, _partition_error(types, int(p.index), code, message))
+                for t in request.topic_data
+                for p in t.partition_data
+            ],
+        )
         return None
     return schema.response(
         responses=tuple(
