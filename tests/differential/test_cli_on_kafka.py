@@ -103,13 +103,10 @@ def _differs(reason: str) -> Any:
 READS = [
     pytest.param(("topics", "--list"), id="topics-list"),
     pytest.param(("topics", "--list", "--exclude-internal"), id="topics-list-exclude-internal"),
+    pytest.param(("topics", "--describe", "--topic", "{topic}"), id="topics-describe"),
     pytest.param(
-        ("topics", "--describe", "--topic", "{topic}"),
-        id="topics-describe",
-        marks=_differs(
-            "Shoal prints 'Elr: N/A LastKnownElr: N/A' (it reads Metadata); Kafka's tool "
-            "reads DescribeTopicPartitions and prints the (empty) lists"
-        ),
+        ("topics", "--describe", "--partition-size-limit-per-response", "2"),
+        id="topics-describe-all-paged",
     ),
     pytest.param(("consumer-groups", "--list"), id="consumer-groups-list"),
     pytest.param(

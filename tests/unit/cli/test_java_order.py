@@ -1,0 +1,49 @@
+"""java_order: the iteration order of Java's HashMap of string keys, checked against
+values Java itself gives (String.hashCode of known strings, and the order Kafka 4.2's
+kafka-topics printed configs and topics in, seen on the reference broker)."""
+
+from __future__ import annotations
+
+from shoal.cli.java_order import hash_map_order, string_hash
+
+
+def _java_hash_code(text: str) -> int:
+    """String.hashCode as a signed int, undoing the spread (h ^ h >>> 16 is its own
+    inverse on the upper half)."""
+    spread = string_hash(text)
+    h = spread ^ (spread >> 16)
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_string_hash_is_javas_hash_code_spread() -> None:
+    assert _java_hash_code("") == 0
+    assert _java_hash_code("hello") == 99162322
+    assert _java_hash_code("Aa") == _java_hash_code("BB") == 2112
+    assert _java_hash_code("polygenelubricants") == -2147483648
+    assert _java_hash_code("\u00e9t\u00e9") == 0xE9 * 961 + 0x74 * 31 + 0xE9
+
+
+def test_order_is_by_bucket_then_insertion() -> None:
+    # "Aa" and "BB" share every bucket: they keep their insertion order
+    assert hash_map_order(["BB", "Aa"]) == ["BB", "Aa"]
+    assert hash_map_order(["Aa", "BB"]) == ["Aa", "BB"]
+    assert hash_map_order([]) == []
+
+
+def test_order_matches_what_kafkas_topic_tool_printed() -> None:
+    # the four non-default configs of __consumer_offsets among the 34 a Kafka 4.2
+    # broker answers DescribeConfigs with, in the order kafka-topics printed them
+    shown = ["compression.type", "min.insync.replicas", "cleanup.policy", "segment.bytes"]
+    others = [f"other.config.{i}" for i in range(30)]
+    ordered = hash_map_order(sorted(shown) + others)
+    assert [name for name in ordered if name in shown] == shown
+    # three topics described together, in kafka-topics' order (a map sized for them)
+    topics = ["__consumer_offsets", "__share_group_state", "t1"]
+    assert hash_map_order(topics, capacity=3) == ["t1", "__consumer_offsets", "__share_group_state"]
+
+
+def test_the_table_grows_past_three_quarters_full() -> None:
+    # 13 keys outgrow the default 16 buckets: a key's bucket is then its hash mod 32
+    keys = [f"k{i}" for i in range(13)]
+    assert hash_map_order(keys) == sorted(keys, key=lambda k: string_hash(k) & 31)
+    assert hash_map_order(keys[:12]) == sorted(keys[:12], key=lambda k: string_hash(k) & 15)
