@@ -109,10 +109,9 @@ READS = [
         id="topics-describe-all-paged",
     ),
     pytest.param(("consumer-groups", "--list"), id="consumer-groups-list"),
+    pytest.param(("consumer-groups", "--list", "--state"), id="consumer-groups-list-state"),
     pytest.param(
-        ("consumer-groups", "--list", "--state"),
-        id="consumer-groups-list-state",
-        marks=_differs("Kafka pads the GROUP and STATE columns to 25 and 20 characters"),
+        ("consumer-groups", "--list", "--state", "--type"), id="consumer-groups-list-state-type"
     ),
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}"), id="consumer-groups-describe"
@@ -120,18 +119,12 @@ READS = [
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}", "--members"),
         id="consumer-groups-describe-members",
-        marks=_differs("Kafka prints the members table's header for a group without members"),
     ),
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}", "--state"),
         id="consumer-groups-describe-state",
-        marks=_differs("Kafka prints '-' for an empty group's ASSIGNMENT-STRATEGY"),
     ),
-    pytest.param(
-        ("share-groups", "--list"),
-        id="share-groups-list",
-        marks=_differs("Kafka prints only the names unless --state is given"),
-    ),
+    pytest.param(("share-groups", "--list"), id="share-groups-list"),
     pytest.param(("share-groups", "--list", "--state"), id="share-groups-list-state"),
     pytest.param(("share-groups", "--describe", "--group", "{sg}"), id="share-groups-describe"),
     pytest.param(

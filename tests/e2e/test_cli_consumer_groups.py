@@ -262,6 +262,7 @@ def test_delete_offsets_and_delete(broker: BrokerProcess) -> None:
 
     code, out, err = cg(broker, "--delete-offsets", "--group", group, "--topic", f"{topic}:1")
     assert code == 0, err
+    assert out.startswith(f"Request succeeded for deleting offsets from group {group}.\n\n")
     assert rows(out) == [{"TOPIC": topic, "PARTITION": "1", "STATUS": "Successful"}]
     assert set(by_partition(describe(broker, group))) == {"0"}
 

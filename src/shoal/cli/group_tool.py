@@ -142,16 +142,18 @@ def print_deletion(out: IO[str], kind: str, deleted: list[str], failed: Mapping[
 def print_statuses(
     out: IO[str],
     headers: Sequence[str],
-    results: Sequence[tuple[Sequence[str], KafkaError | None]],
+    results: Sequence[tuple[Sequence[str], str | None]],
     widths: Sequence[int],
-) -> int:
-    """A --delete-offsets table: each item's cells, then "Successful" or "Error: ...";
-    the exit status (1 if any failed)."""
+    *,
+    pad_last: bool = False,
+) -> bool:
+    """A --delete-offsets table: each item's cells, then "Successful" or "Error: "
+    and its error's text (None: it succeeded); whether every item succeeded."""
     rows = [
         (*cells, "Successful" if error is None else f"Error: {error}") for cells, error in results
     ]
-    print_table(out, headers, rows, widths)
-    return 0 if all(error is None for _, error in results) else 1
+    print_table(out, headers, rows, widths, pad_last=pad_last)
+    return all(error is None for _, error in results)
 
 
 def print_reset_plan(out: IO[str], rows: Sequence[tuple[str, str, int, int]]) -> None:
