@@ -54,6 +54,7 @@ from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
     group_ids,
+    plan_rows,
     print_deletion,
     print_reset_plan,
     print_statuses,
@@ -390,18 +391,15 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.export:
         print(_csv(plans, with_group=args.all_groups or len(set(args.group)) != 1), file=out)
     elif plans or not refused:
-        print_reset_plan(
-            out, [(g, t, p, o) for g, plan in plans.items() for (t, p), o in sorted(plan.items())]
-        )
+        print_reset_plan(out, plan_rows(plans))
     return 1 if refused else 0
 
 
 def _csv(plans: dict[str, dict[TopicPartition, int]], *, with_group: bool) -> str:
-    """Kafka's exportOffsetsToCsv: a line a partition, each ending in a newline."""
+    """Kafka's exportOffsetsToCsv: a line a partition, each ending in a newline, in
+    the order of the table (`plan_rows`)."""
     return "".join(
-        (f"{g}," if with_group else "") + f"{t},{p},{o}\n"
-        for g, offsets in plans.items()
-        for (t, p), o in sorted(offsets.items())
+        (f"{g}," if with_group else "") + f"{t},{p},{o}\n" for g, t, p, o in plan_rows(plans)
     )
 
 

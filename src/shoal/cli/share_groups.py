@@ -46,6 +46,7 @@ from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
     group_ids,
+    plan_rows,
     print_deletion,
     print_reset_plan,
     print_statuses,
@@ -349,7 +350,7 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     offsets = new_offsets(client, args, partitions)
     if args.execute:
         _alter_in_chunks(client, group_id, offsets)
-    print_reset_plan(out, [(group_id, t, p, offsets[(t, p)]) for t, p in sorted(offsets)])
+    print_reset_plan(out, plan_rows({group_id: offsets}))
     return 0
 
 

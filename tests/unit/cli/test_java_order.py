@@ -4,7 +4,12 @@ kafka-topics printed configs and topics in, seen on the reference broker)."""
 
 from __future__ import annotations
 
-from shoal.cli.java_order import hash_map_order, string_hash
+from shoal.cli.java_order import (
+    hash_map_order,
+    partition_order,
+    string_hash,
+    topic_partition_hash,
+)
 
 
 def _java_hash_code(text: str) -> int:
@@ -47,3 +52,13 @@ def test_the_table_grows_past_three_quarters_full() -> None:
     keys = [f"k{i}" for i in range(13)]
     assert hash_map_order(keys) == sorted(keys, key=lambda k: string_hash(k) & 31)
     assert hash_map_order(keys[:12]) == sorted(keys[:12], key=lambda k: string_hash(k) & 15)
+
+
+def test_partitions_order_as_kafkas_reset_plan_printed_them() -> None:
+    # kafka-consumer-groups --reset-offsets --all-topics on a group with offsets for
+    # t1-0..2 and t2-0 printed t1 2, t1 1, t1 0, t2 0 (a HashMap of TopicPartitions)
+    plan = [("t1", 0), ("t1", 1), ("t1", 2), ("t2", 0)]
+    assert partition_order(plan) == [("t1", 2), ("t1", 1), ("t1", 0), ("t2", 0)]
+    # TopicPartition.hashCode is 31 * (31 + partition) + topic.hashCode()
+    h = 31 * (31 + 5) + 99162322
+    assert topic_partition_hash(("hello", 5)) == h ^ (h >> 16)
