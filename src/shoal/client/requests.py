@@ -319,9 +319,14 @@ def create_partitions(
 
 
 def describe_configs(
-    resource_type: int, names: Sequence[str], *, keys: Sequence[str] | None = None
+    resource_type: int,
+    names: Sequence[str],
+    *,
+    keys: Sequence[str] | None = None,
+    synonyms: bool = False,
 ) -> Call:
-    """DescribeConfigs (32) v1-v4 of resources of one type (TOPIC_RESOURCE, ...)."""
+    """DescribeConfigs (32) v1-v4 of resources of one type (TOPIC_RESOURCE, ...); with
+    `synonyms`, each value's synonyms (where else it could come from) too."""
 
     def build(s: Schema) -> Any:
         return s.make(
@@ -335,7 +340,7 @@ def describe_configs(
                 )
                 for n in names
             ),
-            include_synonyms=False,
+            include_synonyms=synonyms,
             include_documentation=False,
         )
 
