@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as Tp
 
 from tests.differential.conftest import unique
@@ -34,10 +34,17 @@ from tests.support.share_consumers import (
 )
 
 _JVM_NOISE = ("WARNING: Using incubator modules",)
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 @dataclass(frozen=True)
 class Names:
+    bootstrap: str
+    """The broker both tools run against: Kafka's or Shoal's."""
     topic: str
     consumer_group: str
     share_group: str
@@ -72,20 +79,17 @@ def _messages(stderr: str) -> tuple[str, ...]:
     )
 
 
-@pytest.fixture(scope="module")
-def names(kafka: kafka_reference.KafkaBroker) -> Names:
-    """A three-partition topic; a consumer group with committed offsets on two of its
-    partitions and no member; a share group that acknowledged every record."""
-    b = kafka.bootstrap
-    made = Names(unique("cli-kafka"), unique("cli-kafka-cg"), unique("cli-kafka-sg"))
+@pytest.fixture(scope="module", params=["kafka", "shoal"])
+def names(request: pytest.FixtureRequest) -> Names:
+    """On the broker of the param (both tools run against each): a three-partition
+    topic; a consumer group with committed offsets on two of its partitions and no
+    member; a share group that acknowledged every record."""
+    b = request.getfixturevalue(request.param).bootstrap
+    made = Names(b, unique("cli-kafka"), unique("cli-kafka-cg"), unique("cli-kafka-sg"))
     create_topic(b, made.topic, partitions=3, config={"retention.ms": "86400000"})
     for p in range(3):
         produce_values(b, made.topic, [b"v%d" % i for i in range(10 + p)], partition=p)
-    committer = Consumer({"bootstrap.servers": b, "group.id": made.consumer_group})
-    try:
-        committer.commit(offsets=[Tp(made.topic, 0, 4), Tp(made.topic, 1, 11)], asynchronous=False)
-    finally:
-        committer.close()
+    _commit(b, made.consumer_group, [Tp(made.topic, 0, 4), Tp(made.topic, 1, 11)])
     share_group(b, made.share_group)
     consumer = share_consumer(b, made.share_group, [made.topic])
     try:
@@ -146,12 +150,10 @@ READS = [
 
 
 @pytest.mark.parametrize("args", READS)
-def test_read_commands_print_what_kafkas_tools_print(
-    kafka: kafka_reference.KafkaBroker, names: Names, args: tuple[str, ...]
-) -> None:
+def test_read_commands_print_what_kafkas_tools_print(names: Names, args: tuple[str, ...]) -> None:
     filled = names.fill(args)
-    shoal_out = _shoal(kafka.bootstrap, *filled)
-    kafka_out = _kafka(kafka.bootstrap, *filled)
+    shoal_out = _shoal(names.bootstrap, *filled)
+    kafka_out = _kafka(names.bootstrap, *filled)
     assert shoal_out.status == 0, shoal_out
     assert (shoal_out.status, shoal_out.stdout) == (kafka_out.status, kafka_out.stdout)
 
@@ -193,14 +195,14 @@ def _described(text: str, name: str) -> str:
 
 
 @pytest.fixture
-def live_share_group(kafka: kafka_reference.KafkaBroker, names: Names) -> Iterator[str]:
+def live_share_group(names: Names) -> Iterator[str]:
     """A share group with two live members (ShareConsumers), Stable with every
     partition of the topic assigned."""
     group = unique("cli-kafka-live")
-    share_group(kafka.bootstrap, group)
-    consumers = [share_consumer(kafka.bootstrap, group, [names.topic]) for _ in range(2)]
+    share_group(names.bootstrap, group)
+    consumers = [share_consumer(names.bootstrap, group, [names.topic]) for _ in range(2)]
     try:
-        wait_for_members(kafka.bootstrap, group, consumers, names.topic, partitions=3)
+        wait_for_members(names.bootstrap, group, consumers, names.topic, partitions=3)
         yield group
     finally:
         for consumer in consumers:
@@ -210,10 +212,10 @@ def live_share_group(kafka: kafka_reference.KafkaBroker, names: Names) -> Iterat
 @pytest.mark.parametrize("view", ["--members", "--state"])
 @pytest.mark.parametrize("verbose", [(), ("--verbose",)], ids=["short", "verbose"])
 def test_a_share_group_with_members_is_described_as_kafkas_tool_does(
-    kafka: kafka_reference.KafkaBroker, live_share_group: str, view: str, verbose: tuple[str, ...]
+    names: Names, live_share_group: str, view: str, verbose: tuple[str, ...]
 ) -> None:
     args = ("share-groups", "--describe", "--group", live_share_group, view, *verbose)
-    shoal_out, kafka_out = _shoal(kafka.bootstrap, *args), _kafka(kafka.bootstrap, *args)
+    shoal_out, kafka_out = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
     assert shoal_out.status == 0, shoal_out
     assert shoal_out.stdout == kafka_out.stdout
     assert len([line for line in kafka_out.stdout.splitlines() if live_share_group in line]) == (
@@ -228,14 +230,25 @@ _EXIT_ON_ERROR = "Kafka exits 0 after printing an error; Shoal exits 1 so that s
 
 def _committed_group(bootstrap: str, topic: str) -> str:
     group = unique("cli-kafka-offsets")
-    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        committer.commit(
-            offsets=[Tp(topic, 0, 4), Tp(topic, 1, 11), Tp(topic, 2, 3)], asynchronous=False
-        )
-    finally:
-        committer.close()
+    _commit(bootstrap, group, [Tp(topic, 0, 4), Tp(topic, 1, 11), Tp(topic, 2, 3)])
     return group
+
+
+def _commit(bootstrap: str, group: str, offsets: list[Tp]) -> None:
+    """Commit `offsets` for `group` from outside it, retrying while the coordinator
+    is not ready (a broker just started answers NOT_COORDINATOR a while)."""
+    deadline = time.monotonic() + 60
+    while True:
+        committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            committer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if time.monotonic() > deadline or exc.args[0].code() not in _COORDINATOR_NOT_READY:
+                raise
+            time.sleep(0.5)
+        finally:
+            committer.close()
 
 
 def _each_on_its_own(
@@ -262,12 +275,12 @@ def _each_on_its_own(
     ],
 )
 def test_consumer_group_delete_offsets_prints_what_kafkas_tool_prints(
-    kafka: kafka_reference.KafkaBroker, names: Names, topics: tuple[str, ...], failed: bool
+    names: Names, topics: tuple[str, ...], failed: bool
 ) -> None:
     scope = [a for t in topics for a in ("--topic", t.format(topic=names.topic))]
     by_shoal, by_kafka = _each_on_its_own(
-        kafka.bootstrap,
-        lambda: _committed_group(kafka.bootstrap, names.topic),
+        names.bootstrap,
+        lambda: _committed_group(names.bootstrap, names.topic),
         "consumer-groups",
         ("--delete-offsets", "--group", "{g}", *scope),
     )
@@ -276,13 +289,11 @@ def test_consumer_group_delete_offsets_prints_what_kafkas_tool_prints(
     assert by_shoal.status == (1 if failed else 0), _EXIT_ON_ERROR
 
 
-def test_delete_offsets_of_an_unknown_group_prints_what_kafkas_tools_print(
-    kafka: kafka_reference.KafkaBroker, names: Names
-) -> None:
+def test_delete_offsets_of_an_unknown_group_prints_what_kafkas_tools_print(names: Names) -> None:
     group = unique("cli-kafka-nobody")
     for tool in ("consumer-groups", "share-groups"):
         args = (tool, "--delete-offsets", "--group", group, "--topic", names.topic)
-        by_shoal, by_kafka = _shoal(kafka.bootstrap, *args), _kafka(kafka.bootstrap, *args)
+        by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
         assert by_shoal.stdout == by_kafka.stdout
         assert "Error: " in by_kafka.stdout
         assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR
@@ -303,19 +314,17 @@ def _share_group_with_state(bootstrap: str, topic: str) -> str:
     return group
 
 
-def test_share_group_delete_offsets_prints_what_kafkas_tool_prints(
-    kafka: kafka_reference.KafkaBroker, names: Names
-) -> None:
+def test_share_group_delete_offsets_prints_what_kafkas_tool_prints(names: Names) -> None:
     """Deleting a topic's state and an unknown topic's, then the same topic's again
     (no state left)."""
     made: list[str] = []
 
     def make() -> str:
-        made.append(_share_group_with_state(kafka.bootstrap, names.topic))
+        made.append(_share_group_with_state(names.bootstrap, names.topic))
         return made[-1]
 
     by_shoal, by_kafka = _each_on_its_own(
-        kafka.bootstrap,
+        names.bootstrap,
         make,
         "share-groups",
         ("--delete-offsets", "--group", "{g}", "--topic", names.topic, "--topic", "cli-kafka-nope"),
@@ -325,8 +334,8 @@ def test_share_group_delete_offsets_prints_what_kafkas_tool_prints(
     assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR
     again = ("share-groups", "--delete-offsets", "--group", "{g}", "--topic", names.topic)
     mine, theirs = made
-    by_shoal = _shoal(kafka.bootstrap, *(a.format(g=mine) for a in again))
-    by_kafka = _kafka(kafka.bootstrap, *(a.format(g=theirs) for a in again))
+    by_shoal = _shoal(names.bootstrap, *(a.format(g=mine) for a in again))
+    by_kafka = _kafka(names.bootstrap, *(a.format(g=theirs) for a in again))
     assert by_shoal.stdout == by_kafka.stdout
     assert "Error: There is no offset information to delete." in by_kafka.stdout
 
@@ -343,31 +352,31 @@ RESETS = [
 
 @pytest.mark.parametrize("scenario", RESETS)
 def test_consumer_group_reset_offsets_prints_what_kafkas_tool_prints(
-    kafka: kafka_reference.KafkaBroker, names: Names, scenario: tuple[str, ...]
+    names: Names, scenario: tuple[str, ...]
 ) -> None:
     """--dry-run on the module's group (both tools read the same offsets), then
     --execute each on a group of its own: the same plan, committed alike."""
     filled = [a.format(topic=names.topic) for a in scenario]
     dry = ("consumer-groups", "--reset-offsets", "--group", names.consumer_group, *filled)
-    by_shoal = _shoal(kafka.bootstrap, *dry, "--dry-run")
-    by_kafka = _kafka(kafka.bootstrap, *dry, "--dry-run")
+    by_shoal = _shoal(names.bootstrap, *dry, "--dry-run")
+    by_kafka = _kafka(names.bootstrap, *dry, "--dry-run")
     assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
     assert by_kafka.stdout.strip()
     made: list[str] = []
 
     def make() -> str:
-        made.append(_committed_group(kafka.bootstrap, names.topic))
+        made.append(_committed_group(names.bootstrap, names.topic))
         return made[-1]
 
     by_shoal, by_kafka = _each_on_its_own(
-        kafka.bootstrap,
+        names.bootstrap,
         make,
         "consumer-groups",
         ("--reset-offsets", "--group", "{g}", *filled, "--execute"),
     )
     assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
     described = [
-        _kafka(kafka.bootstrap, "consumer-groups", "--describe", "--group", g).stdout.replace(
+        _kafka(names.bootstrap, "consumer-groups", "--describe", "--group", g).stdout.replace(
             g, "G"
         )
         for g in made
@@ -377,22 +386,20 @@ def test_consumer_group_reset_offsets_prints_what_kafkas_tool_prints(
 
 @pytest.mark.parametrize("scenario", RESETS[:3])
 def test_share_group_reset_offsets_prints_what_kafkas_tool_prints(
-    kafka: kafka_reference.KafkaBroker, names: Names, scenario: tuple[str, ...]
+    names: Names, scenario: tuple[str, ...]
 ) -> None:
     """--dry-run on the module's share group (Kafka 4.2's share tool has neither
     --shift-by, --to-offset nor --export)."""
     filled = [a.format(topic=names.topic) for a in scenario]
     args = ("share-groups", "--reset-offsets", "--group", names.share_group, *filled, "--dry-run")
-    by_shoal, by_kafka = _shoal(kafka.bootstrap, *args), _kafka(kafka.bootstrap, *args)
+    by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
     assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
     assert names.share_group in by_kafka.stdout
 
 
-def test_configs_of_an_unknown_topic_print_what_kafkas_tool_prints(
-    kafka: kafka_reference.KafkaBroker,
-) -> None:
+def test_configs_of_an_unknown_topic_print_what_kafkas_tool_prints(names: Names) -> None:
     args = ("configs", "--describe", "--topic", unique("cli-kafka-none"))
-    by_shoal, by_kafka = _shoal(kafka.bootstrap, *args), _kafka(kafka.bootstrap, *args)
+    by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
     assert by_shoal.stdout == by_kafka.stdout
     assert "doesn't exist" in by_kafka.stdout
     assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR

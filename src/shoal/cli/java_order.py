@@ -62,6 +62,19 @@ def hash_map_order(keys: Iterable[str], *, capacity: int | None = None) -> list[
     return _ordered(list(keys), string_hash, capacity)
 
 
+def described_topics_order(names: Iterable[str]) -> list[str]:
+    """The order of the Admin client's `describeTopics(names).allTopicNames()` for
+    names asked in sorted order (as kafka-topics asks them): the names go into a
+    HashMap sized for them, which is copied (`new HashMap<>(map)`, a table for
+    size / 0.75 + 1) and read into a last one sized for them again; keys sharing a
+    bucket keep the order of the map they came from."""
+    keys = sorted(names)
+    sized = len(keys)
+    futures = hash_map_order(keys, capacity=sized)
+    copied = hash_map_order(futures, capacity=int(sized / 0.75 + 1))
+    return hash_map_order(copied, capacity=sized)
+
+
 def partition_order(
     partitions: Iterable[TopicPartition], *, capacity: int | None = None
 ) -> list[TopicPartition]:

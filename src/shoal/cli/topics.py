@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Sequence
 from typing import IO, Any
 
-from shoal.cli.java_order import hash_map_order
+from shoal.cli.java_order import described_topics_order, hash_map_order
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
@@ -278,7 +278,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     )
     configs = _configs_if_served(client, names)
     # Kafka's tool prints topics and configs in its Admin client's HashMaps' order
-    for name in hash_map_order(names, capacity=len(names)):
+    for name in described_topics_order(names):
         info = found[name]
         by_name = {c.name: c for c in configs.get(name, [])}
         shown = ",".join(

@@ -5,6 +5,7 @@ kafka-topics printed configs and topics in, seen on the reference broker)."""
 from __future__ import annotations
 
 from shoal.cli.java_order import (
+    described_topics_order,
     hash_map_order,
     partition_order,
     string_hash,
@@ -42,9 +43,25 @@ def test_order_matches_what_kafkas_topic_tool_printed() -> None:
     others = [f"other.config.{i}" for i in range(30)]
     ordered = hash_map_order(sorted(shown) + others)
     assert [name for name in ordered if name in shown] == shown
-    # three topics described together, in kafka-topics' order (a map sized for them)
+    # topics described together, in the orders kafka-topics printed them
     topics = ["__consumer_offsets", "__share_group_state", "t1"]
-    assert hash_map_order(topics, capacity=3) == ["t1", "__consumer_offsets", "__share_group_state"]
+    assert described_topics_order(topics) == ["t1", "__consumer_offsets", "__share_group_state"]
+    # "cli-kafka-8c798e1bab" shares __consumer_offsets' bucket of four, and comes first:
+    # it led in the eight-bucket copy the last map was filled from
+    topics = ["__consumer_offsets", "__share_group_state", "cli-kafka-8c798e1bab"]
+    assert described_topics_order(topics) == [
+        "cli-kafka-8c798e1bab",
+        "__consumer_offsets",
+        "__share_group_state",
+    ]
+    topics = ["__consumer_offsets", "__share_group_state", "t1", "t2", "t3"]
+    assert described_topics_order(topics) == [
+        "__share_group_state",
+        "t1",
+        "__consumer_offsets",
+        "t2",
+        "t3",
+    ]
 
 
 def test_the_table_grows_past_three_quarters_full() -> None:
