@@ -1,11 +1,13 @@
-"""Shoal's CLI (`shoal topics`, `shoal consumer-groups`, `shoal share-groups`) pointed at
-Apache Kafka 4.2 prints what Kafka's own tools print against the same broker.
+"""Shoal's CLI (`shoal topics`, `shoal configs`, `shoal consumer-groups`, `shoal
+share-groups`) pointed at Apache Kafka 4.2 prints what Kafka's own tools print against
+the same broker.
 
-Both tools run against the one reference broker, on the same topics and groups, so
-their outputs compare as text (stdout, and the exit status; stderr carries the JVM's
-and log4j's lines for Kafka's tools, so only its messages are compared where a test
-says so). Where Shoal's tool prints something else the case is a strict xfail naming
-the difference: it fails once someone makes the tools agree, so the mark goes then.
+Both tools run against the one reference broker, on the same topics and groups (or,
+for changes, each on a group of its own with the same offsets), so their outputs
+compare as text (stdout, and the exit status; stderr carries the JVM's and log4j's
+lines for Kafka's tools, so only its messages are compared where a test says so).
+One deliberate difference: where Kafka's tool prints an error and exits 0, Shoal's
+prints the same and exits 1 (`_EXIT_ON_ERROR`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as Tp
 
 from tests.differential.conftest import unique
@@ -28,13 +30,21 @@ from tests.support.share_consumers import (
     records_of,
     share_consumer,
     share_group,
+    wait_for_members,
 )
 
 _JVM_NOISE = ("WARNING: Using incubator modules",)
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 @dataclass(frozen=True)
 class Names:
+    bootstrap: str
+    """The broker both tools run against: Kafka's or Shoal's."""
     topic: str
     consumer_group: str
     share_group: str
@@ -69,20 +79,17 @@ def _messages(stderr: str) -> tuple[str, ...]:
     )
 
 
-@pytest.fixture(scope="module")
-def names(kafka: kafka_reference.KafkaBroker) -> Names:
-    """A three-partition topic; a consumer group with committed offsets on two of its
-    partitions and no member; a share group that acknowledged every record."""
-    b = kafka.bootstrap
-    made = Names(unique("cli-kafka"), unique("cli-kafka-cg"), unique("cli-kafka-sg"))
+@pytest.fixture(scope="module", params=["kafka", "shoal"])
+def names(request: pytest.FixtureRequest) -> Names:
+    """On the broker of the param (both tools run against each): a three-partition
+    topic; a consumer group with committed offsets on two of its partitions and no
+    member; a share group that acknowledged every record."""
+    b = request.getfixturevalue(request.param).bootstrap
+    made = Names(b, unique("cli-kafka"), unique("cli-kafka-cg"), unique("cli-kafka-sg"))
     create_topic(b, made.topic, partitions=3, config={"retention.ms": "86400000"})
     for p in range(3):
         produce_values(b, made.topic, [b"v%d" % i for i in range(10 + p)], partition=p)
-    committer = Consumer({"bootstrap.servers": b, "group.id": made.consumer_group})
-    try:
-        committer.commit(offsets=[Tp(made.topic, 0, 4), Tp(made.topic, 1, 11)], asynchronous=False)
-    finally:
-        committer.close()
+    _commit(b, made.consumer_group, [Tp(made.topic, 0, 4), Tp(made.topic, 1, 11)])
     share_group(b, made.share_group)
     consumer = share_consumer(b, made.share_group, [made.topic])
     try:
@@ -96,26 +103,26 @@ def names(kafka: kafka_reference.KafkaBroker) -> Names:
     return made
 
 
-def _differs(reason: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"differs from Kafka's tool: {reason}")
-
-
 READS = [
     pytest.param(("topics", "--list"), id="topics-list"),
     pytest.param(("topics", "--list", "--exclude-internal"), id="topics-list-exclude-internal"),
+    pytest.param(("topics", "--describe", "--topic", "{topic}"), id="topics-describe"),
     pytest.param(
-        ("topics", "--describe", "--topic", "{topic}"),
-        id="topics-describe",
-        marks=_differs(
-            "Shoal prints 'Elr: N/A LastKnownElr: N/A' (it reads Metadata); Kafka's tool "
-            "reads DescribeTopicPartitions and prints the (empty) lists"
-        ),
+        ("topics", "--describe", "--partition-size-limit-per-response", "2"),
+        id="topics-describe-all-paged",
+    ),
+    pytest.param(("configs", "--describe", "--topic", "{topic}"), id="configs-describe-topic"),
+    pytest.param(
+        ("configs", "--describe", "--entity-type", "topics", "--entity-name", "{topic}", "--all"),
+        id="configs-describe-topic-all",
+    ),
+    pytest.param(
+        ("configs", "--describe", "--entity-type", "topics"), id="configs-describe-topics"
     ),
     pytest.param(("consumer-groups", "--list"), id="consumer-groups-list"),
+    pytest.param(("consumer-groups", "--list", "--state"), id="consumer-groups-list-state"),
     pytest.param(
-        ("consumer-groups", "--list", "--state"),
-        id="consumer-groups-list-state",
-        marks=_differs("Kafka pads the GROUP and STATE columns to 25 and 20 characters"),
+        ("consumer-groups", "--list", "--state", "--type"), id="consumer-groups-list-state-type"
     ),
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}"), id="consumer-groups-describe"
@@ -123,18 +130,12 @@ READS = [
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}", "--members"),
         id="consumer-groups-describe-members",
-        marks=_differs("Kafka prints the members table's header for a group without members"),
     ),
     pytest.param(
         ("consumer-groups", "--describe", "--group", "{cg}", "--state"),
         id="consumer-groups-describe-state",
-        marks=_differs("Kafka prints '-' for an empty group's ASSIGNMENT-STRATEGY"),
     ),
-    pytest.param(
-        ("share-groups", "--list"),
-        id="share-groups-list",
-        marks=_differs("Kafka prints only the names unless --state is given"),
-    ),
+    pytest.param(("share-groups", "--list"), id="share-groups-list"),
     pytest.param(("share-groups", "--list", "--state"), id="share-groups-list-state"),
     pytest.param(("share-groups", "--describe", "--group", "{sg}"), id="share-groups-describe"),
     pytest.param(
@@ -149,12 +150,10 @@ READS = [
 
 
 @pytest.mark.parametrize("args", READS)
-def test_read_commands_print_what_kafkas_tools_print(
-    kafka: kafka_reference.KafkaBroker, names: Names, args: tuple[str, ...]
-) -> None:
+def test_read_commands_print_what_kafkas_tools_print(names: Names, args: tuple[str, ...]) -> None:
     filled = names.fill(args)
-    shoal_out = _shoal(kafka.bootstrap, *filled)
-    kafka_out = _kafka(kafka.bootstrap, *filled)
+    shoal_out = _shoal(names.bootstrap, *filled)
+    kafka_out = _kafka(names.bootstrap, *filled)
     assert shoal_out.status == 0, shoal_out
     assert (shoal_out.status, shoal_out.stdout) == (kafka_out.status, kafka_out.stdout)
 
@@ -196,25 +195,211 @@ def _described(text: str, name: str) -> str:
 
 
 @pytest.fixture
-def live_share_group(kafka: kafka_reference.KafkaBroker, names: Names) -> Iterator[str]:
-    """A share group with one live member (a ShareConsumer that got records)."""
+def live_share_group(names: Names) -> Iterator[str]:
+    """A share group with two live members (ShareConsumers), Stable with every
+    partition of the topic assigned."""
     group = unique("cli-kafka-live")
-    share_group(kafka.bootstrap, group)
-    consumer = share_consumer(kafka.bootstrap, group, [names.topic])
+    share_group(names.bootstrap, group)
+    consumers = [share_consumer(names.bootstrap, group, [names.topic]) for _ in range(2)]
+    try:
+        wait_for_members(names.bootstrap, group, consumers, names.topic, partitions=3)
+        yield group
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+@pytest.mark.parametrize("view", ["--members", "--state"])
+@pytest.mark.parametrize("verbose", [(), ("--verbose",)], ids=["short", "verbose"])
+def test_a_share_group_with_members_is_described_as_kafkas_tool_does(
+    names: Names, live_share_group: str, view: str, verbose: tuple[str, ...]
+) -> None:
+    args = ("share-groups", "--describe", "--group", live_share_group, view, *verbose)
+    shoal_out, kafka_out = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
+    assert shoal_out.status == 0, shoal_out
+    assert shoal_out.stdout == kafka_out.stdout
+    assert len([line for line in kafka_out.stdout.splitlines() if live_share_group in line]) == (
+        2 if view == "--members" else 1
+    )
+
+
+# ---- changes: each tool on a group of its own with the same offsets
+
+_EXIT_ON_ERROR = "Kafka exits 0 after printing an error; Shoal exits 1 so that scripts can tell"
+
+
+def _committed_group(bootstrap: str, topic: str) -> str:
+    group = unique("cli-kafka-offsets")
+    _commit(bootstrap, group, [Tp(topic, 0, 4), Tp(topic, 1, 11), Tp(topic, 2, 3)])
+    return group
+
+
+def _commit(bootstrap: str, group: str, offsets: list[Tp]) -> None:
+    """Commit `offsets` for `group` from outside it, retrying while the coordinator
+    is not ready (a broker just started answers NOT_COORDINATOR a while)."""
+    deadline = time.monotonic() + 60
+    while True:
+        committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            committer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if time.monotonic() > deadline or exc.args[0].code() not in _COORDINATOR_NOT_READY:
+                raise
+            time.sleep(0.5)
+        finally:
+            committer.close()
+
+
+def _each_on_its_own(
+    bootstrap: str, make: Any, tool: str, args: tuple[str, ...]
+) -> tuple[Outcome, Outcome]:
+    """(Shoal's, Kafka's) outcome of `args` ("{g}" the group), each tool on a group
+    `make()` made for it; the group's name reads G in the output."""
+    mine, theirs = make(), make()
+    by_shoal = _shoal(bootstrap, tool, *(a.format(g=mine) for a in args))
+    by_kafka = _kafka(bootstrap, tool, *(a.format(g=theirs) for a in args))
+    return (
+        Outcome(by_shoal.status, by_shoal.stdout.replace(mine, "G"), by_shoal.messages),
+        Outcome(by_kafka.status, by_kafka.stdout.replace(theirs, "G"), by_kafka.messages),
+    )
+
+
+@pytest.mark.parametrize(
+    ("topics", "failed"),
+    [
+        pytest.param(("{topic}",), False, id="topic"),
+        pytest.param(("{topic}:0,2",), False, id="partitions"),
+        pytest.param(("{topic}:1", "cli-kafka-no-such-topic"), True, id="and-unknown-topic"),
+        pytest.param(("{topic}:7",), True, id="unknown-partition"),
+    ],
+)
+def test_consumer_group_delete_offsets_prints_what_kafkas_tool_prints(
+    names: Names, topics: tuple[str, ...], failed: bool
+) -> None:
+    scope = [a for t in topics for a in ("--topic", t.format(topic=names.topic))]
+    by_shoal, by_kafka = _each_on_its_own(
+        names.bootstrap,
+        lambda: _committed_group(names.bootstrap, names.topic),
+        "consumer-groups",
+        ("--delete-offsets", "--group", "{g}", *scope),
+    )
+    assert by_shoal.stdout == by_kafka.stdout
+    assert by_kafka.status == 0
+    assert by_shoal.status == (1 if failed else 0), _EXIT_ON_ERROR
+
+
+def test_delete_offsets_of_an_unknown_group_prints_what_kafkas_tools_print(names: Names) -> None:
+    group = unique("cli-kafka-nobody")
+    for tool in ("consumer-groups", "share-groups"):
+        args = (tool, "--delete-offsets", "--group", group, "--topic", names.topic)
+        by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
+        assert by_shoal.stdout == by_kafka.stdout
+        assert "Error: " in by_kafka.stdout
+        assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR
+
+
+def _share_group_with_state(bootstrap: str, topic: str) -> str:
+    """A share group that acknowledged a batch of the topic (so it has state)."""
+    group = unique("cli-kafka-sg-state")
+    share_group(bootstrap, group)
+    consumer = share_consumer(bootstrap, group, [topic])
     try:
         deadline = time.monotonic() + 60
         while not records_of(consumer.poll(0.5)):
             assert time.monotonic() < deadline, "the share consumer got nothing"
-        yield group
+        consumer.commit_sync(30)
     finally:
         consumer.close()
+    return group
 
 
-@pytest.mark.parametrize("view", ["--members", "--state"])
-def test_a_share_group_with_a_member_is_described_as_kafkas_tool_does(
-    kafka: kafka_reference.KafkaBroker, live_share_group: str, view: str
+def test_share_group_delete_offsets_prints_what_kafkas_tool_prints(names: Names) -> None:
+    """Deleting a topic's state and an unknown topic's, then the same topic's again
+    (no state left)."""
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(_share_group_with_state(names.bootstrap, names.topic))
+        return made[-1]
+
+    by_shoal, by_kafka = _each_on_its_own(
+        names.bootstrap,
+        make,
+        "share-groups",
+        ("--delete-offsets", "--group", "{g}", "--topic", names.topic, "--topic", "cli-kafka-nope"),
+    )
+    assert by_shoal.stdout == by_kafka.stdout
+    assert "Successful" in by_kafka.stdout and "Error: " in by_kafka.stdout
+    assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR
+    again = ("share-groups", "--delete-offsets", "--group", "{g}", "--topic", names.topic)
+    mine, theirs = made
+    by_shoal = _shoal(names.bootstrap, *(a.format(g=mine) for a in again))
+    by_kafka = _kafka(names.bootstrap, *(a.format(g=theirs) for a in again))
+    assert by_shoal.stdout == by_kafka.stdout
+    assert "Error: There is no offset information to delete." in by_kafka.stdout
+
+
+RESETS = [
+    pytest.param(("--topic", "{topic}", "--to-earliest"), id="to-earliest"),
+    pytest.param(("--all-topics", "--to-latest"), id="to-latest"),
+    pytest.param(("--topic", "{topic}", "--to-datetime", "2020-01-01T00:00:00.000"), id="datetime"),
+    pytest.param(("--topic", "{topic}:1", "--shift-by", "-2"), id="shift-by"),
+    pytest.param(("--all-topics", "--to-offset", "5"), id="to-offset"),
+    pytest.param(("--all-topics", "--to-current", "--export"), id="export"),
+]
+
+
+@pytest.mark.parametrize("scenario", RESETS)
+def test_consumer_group_reset_offsets_prints_what_kafkas_tool_prints(
+    names: Names, scenario: tuple[str, ...]
 ) -> None:
-    args = ("share-groups", "--describe", "--group", live_share_group, view, "--verbose")
-    shoal_out, kafka_out = _shoal(kafka.bootstrap, *args), _kafka(kafka.bootstrap, *args)
-    assert shoal_out.status == 0, shoal_out
-    assert shoal_out.stdout == kafka_out.stdout
+    """--dry-run on the module's group (both tools read the same offsets), then
+    --execute each on a group of its own: the same plan, committed alike."""
+    filled = [a.format(topic=names.topic) for a in scenario]
+    dry = ("consumer-groups", "--reset-offsets", "--group", names.consumer_group, *filled)
+    by_shoal = _shoal(names.bootstrap, *dry, "--dry-run")
+    by_kafka = _kafka(names.bootstrap, *dry, "--dry-run")
+    assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
+    assert by_kafka.stdout.strip()
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(_committed_group(names.bootstrap, names.topic))
+        return made[-1]
+
+    by_shoal, by_kafka = _each_on_its_own(
+        names.bootstrap,
+        make,
+        "consumer-groups",
+        ("--reset-offsets", "--group", "{g}", *filled, "--execute"),
+    )
+    assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
+    described = [
+        _kafka(names.bootstrap, "consumer-groups", "--describe", "--group", g).stdout.replace(
+            g, "G"
+        )
+        for g in made
+    ]
+    assert described[0] == described[1]
+
+
+@pytest.mark.parametrize("scenario", RESETS[:3])
+def test_share_group_reset_offsets_prints_what_kafkas_tool_prints(
+    names: Names, scenario: tuple[str, ...]
+) -> None:
+    """--dry-run on the module's share group (Kafka 4.2's share tool has neither
+    --shift-by, --to-offset nor --export)."""
+    filled = [a.format(topic=names.topic) for a in scenario]
+    args = ("share-groups", "--reset-offsets", "--group", names.share_group, *filled, "--dry-run")
+    by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
+    assert (by_shoal.status, by_shoal.stdout) == (by_kafka.status, by_kafka.stdout)
+    assert names.share_group in by_kafka.stdout
+
+
+def test_configs_of_an_unknown_topic_print_what_kafkas_tool_prints(names: Names) -> None:
+    args = ("configs", "--describe", "--topic", unique("cli-kafka-none"))
+    by_shoal, by_kafka = _shoal(names.bootstrap, *args), _kafka(names.bootstrap, *args)
+    assert by_shoal.stdout == by_kafka.stdout
+    assert "doesn't exist" in by_kafka.stdout
+    assert (by_shoal.status, by_kafka.status) == (1, 0), _EXIT_ON_ERROR

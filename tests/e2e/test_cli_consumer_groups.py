@@ -214,7 +214,8 @@ def test_reset_on_empty_group_then_consumer_resumes_there(
         broker, "--reset-offsets", "--group", group, "--all-topics", "--to-offset", "3", "--export"
     )
     assert code == 0, err
-    assert out == f"{topic},0,3\n{topic},1,3\n\n"
+    # (lines in the order of Kafka's HashMap of partitions: the differential test checks it)
+    assert out.endswith("\n\n") and sorted(out.split()) == [f"{topic},0,3", f"{topic},1,3"]
     plan.write_text(out)
     assert reset("--from-file", str(plan)) == {"0": "3", "1": "3"}
     other = topic_name("cg-none")
@@ -226,7 +227,8 @@ def test_reset_on_empty_group_then_consumer_resumes_there(
         *("--shift-by", "-1", "--export"),
     )
     assert code == 0, err
-    assert out == f"{group},{topic},0,5\n{group},{topic},1,3\n\n"
+    assert out.endswith("\n\n")
+    assert sorted(out.split()) == [f"{group},{topic},0,5", f"{group},{topic},1,3"]
     plan.write_text(out)
     assert reset("--from-file", str(plan)) == {"0": "5", "1": "3"}
     code, out, err = cg(broker, "--reset-offsets", "--group", other, "--from-file", str(plan))
@@ -262,6 +264,7 @@ def test_delete_offsets_and_delete(broker: BrokerProcess) -> None:
 
     code, out, err = cg(broker, "--delete-offsets", "--group", group, "--topic", f"{topic}:1")
     assert code == 0, err
+    assert out.startswith(f"Request succeeded for deleting offsets from group {group}.\n\n")
     assert rows(out) == [{"TOPIC": topic, "PARTITION": "1", "STATUS": "Successful"}]
     assert set(by_partition(describe(broker, group))) == {"0"}
 

@@ -14,7 +14,9 @@ per user, as kafka-configs.sh does.
 Client quotas (`--entity-type clients` or `ips`, or `users` with quota keys such as
 `producer_byte_rate`; both types together for a user and client-id entity): see
 cli/client_quotas.py. Describing users prints their quota configs, then their SCRAM
-credentials. Topic and broker configs are for later; exit 0 done, 1 failed, 2 bad usage.
+credentials. `--describe --entity-type topics [--entity-name T] [--all]` (or `--topic
+T`) prints topic configs (cli/topic_configs.py); altering them and broker configs are
+for later. Exit 0 done, 1 failed, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 import re
 from typing import IO, Any
 
-from shoal.cli import client_quotas
+from shoal.cli import client_quotas, topic_configs
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
@@ -42,6 +44,7 @@ from shoal.client.scram_requests import (
 )
 from shoal.security.scram import ITERATIONS_MIN, MECHANISMS, MECHANISMS_BY_ID
 
+TOPICS = "topics"
 _ENTRY = re.compile(r"\s*([A-Za-z0-9-]+)\s*=\s*\[([^\]]*)\]\s*(?:,|$)")
 
 
@@ -59,8 +62,15 @@ def add_parser(commands: Any) -> None:
         "--entity-type",
         metavar="TYPE",
         action="append",
-        choices=sorted(client_quotas.ENTITY_TYPES),
-        help="users, clients or ips (users and clients, in turn, for a user and client-id quota)",
+        choices=sorted([*client_quotas.ENTITY_TYPES, TOPICS]),
+        help="users, clients, ips or topics (users and clients, in turn, for a user and "
+        "client-id quota)",
+    )
+    parser.add_argument(
+        "--topic", metavar="TOPIC", help="the topic (--entity-type topics --entity-name TOPIC)"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="with --describe of topics: every config, not only set"
     )
     parser.add_argument("--entity-name", metavar="NAME", dest="entity_names", action="append")
     parser.add_argument(
@@ -88,6 +98,15 @@ def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
     if not (args.alter or args.describe):
         raise UsageError("Command must include exactly one action: --describe, --alter")
+    if args.topic is not None:
+        if args.entity_type or args.entity_names:
+            raise UsageError("--topic can't be used with --entity-type or --entity-name")
+        args.entity_type, args.entity_names = [TOPICS], [args.topic]
+    if args.entity_type and TOPICS in args.entity_type:
+        _validate_topics(args)
+        return
+    if args.all:
+        raise UsageError("--all can only be used to describe topic configs")
     if not args.entity_type:
         raise UsageError("--entity-type must be given (users, clients or ips)")
     if _quotas(args):
@@ -108,6 +127,17 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError("At least one of --add-config or --delete-config must be specified")
         parse_add_config(args.add_config or "")
         parse_delete_config(args.delete_config or "")
+
+
+def _validate_topics(args: argparse.Namespace) -> None:
+    if args.entity_type != [TOPICS] or len(args.entity_names or []) > 1:
+        raise UsageError("Only one --entity-type topics and one --entity-name can be given")
+    if args.alter:
+        raise UsageError(
+            "shoal configs describes topic configs only: alter them with kafka-configs.sh "
+            "or an Admin client's IncrementalAlterConfigs"
+        )
+    args.entity_name = (args.entity_names or [None])[0]
 
 
 def parse_add_config(text: str) -> dict[str, tuple[int, str]]:
@@ -155,6 +185,8 @@ def _quotas(args: argparse.Namespace) -> bool:
 
 
 def _act(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    if args.entity_type == [TOPICS]:
+        return topic_configs.describe(client, args.entity_name, describe_all=args.all, out=out)
     if _quotas(args):
         if args.alter:
             return client_quotas.alter(client, args, out)

@@ -54,12 +54,16 @@ from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
     group_ids,
+    plan_rows,
     print_deletion,
     print_reset_plan,
     print_statuses,
     report_group_state,
     run_group_command,
 )
+from shoal.cli.java_order import hash_map_order
+from shoal.cli.kafka_exceptions import exception_text
+from shoal.cli.kafka_exceptions import message as kafka_message
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser
 from shoal.cli.offset_reset import clamped, expand_partitions, new_offsets
 from shoal.cli.share_group_admin import delete_group
@@ -71,7 +75,7 @@ from shoal.cli.tables import (
     format_table,
     print_table,
 )
-from shoal.cli.topic_admin import list_offsets
+from shoal.cli.topic_admin import describe_topics, list_offsets
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
 from shoal.client.group_offsets import commit_offsets
@@ -81,7 +85,28 @@ from shoal.clock import SystemClock
 
 PROG = "shoal consumer-groups"
 KIND = "consumer group"
+LIST_GROUP_GAP = 10
+"""`--list --state/--type` pads the group column this much past its longest name."""
+LIST_STATE_WIDTH = 20
+"""`--list`'s TYPE and STATE column width (Kafka's)."""
 _INACTIVE = ("Empty", "Dead")
+_GROUP_LEVEL_ERRORS = frozenset(
+    {
+        ErrorCode.invalid_group_id,
+        ErrorCode.group_id_not_found,
+        ErrorCode.group_authorization_failed,
+        ErrorCode.non_empty_group,
+    }
+)
+_PARTITION_LEVEL_ERRORS = frozenset(
+    {
+        ErrorCode.group_subscribed_to_topic,
+        ErrorCode.topic_authorization_failed,
+        ErrorCode.unknown_topic_or_partition,
+    }
+)
+"""The errors of a --delete-offsets call Kafka's tool words as the group's, or as
+"some partition-level error"."""
 
 
 def add_parser(commands: Any) -> None:
@@ -139,7 +164,11 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
 
 
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    groups = list_consumer_groups(client, args.type_filter, args.state_filter)
+    listed = {
+        g.group_id: g for g in list_consumer_groups(client, args.type_filter, args.state_filter)
+    }
+    # in the order of Kafka's Admin client's HashMap of the listings (java_order.py)
+    groups = [listed[group_id] for group_id in hash_map_order(listed)]
     show_type, show_state = args.type is not None, args.state is not None
     if not show_type and not show_state:
         for g in groups:
@@ -152,7 +181,11 @@ def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         + ([g.state] if show_state else [])
         for g in groups
     ]
-    for line in format_table(headers, rows, min_widths=(NAME_WIDTH_MIN,)):
+    # Kafka's printGroupInfo: the names' column 10 wider than the longest (at least
+    # NAME_WIDTH_MIN), then TYPE and STATE 20 wide, the last one padded too
+    group_width = max([NAME_WIDTH_MIN, *(len(g.group_id) for g in groups)]) + LIST_GROUP_GAP
+    widths = (group_width, LIST_STATE_WIDTH, LIST_STATE_WIDTH)
+    for line in format_table(headers, rows, min_widths=widths, pad_last=True):
         print(line, file=out)
     return 0
 
@@ -242,7 +275,8 @@ def _print_members(description: ConsumerGroupDescription, verbose: bool, out: IO
                 assignment_text(m.target or {}) or MISSING,
             ]
         rows.append(row)
-    print_table(out, headers, rows, widths)
+    # Kafka pads every column, the last too, and ends the short form with a blank
+    print_table(out, headers, rows, widths, pad_last=True, end="" if verbose else " ")
 
 
 def _print_state(description: ConsumerGroupDescription, verbose: bool, out: IO[str]) -> None:
@@ -253,7 +287,7 @@ def _print_state(description: ConsumerGroupDescription, verbose: bool, out: IO[s
     row = [
         description.group_id,
         f"{node.host}:{node.port}  ({node.node_id})",
-        description.assignment_strategy,
+        description.assignment_strategy or MISSING,
         description.state,
     ]
     widths = [NAME_WIDTH_MIN, 25, 20, 20]
@@ -281,15 +315,55 @@ def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    """Kafka 4.2's deleteOffsets: a topic given with partitions is asked as given, one
+    without them is described first (an unknown one gets a row of its own, "-" for the
+    partition, and is not asked). The verdict line comes from the call's error (the
+    group's, else a partition's), then every row, sorted as Kafka sorts them (by topic
+    and partition written together). Kafka exits 0 even when it reports errors; Shoal
+    exits 1 when any row or the call failed, so that scripts can tell."""
     group_id = args.group[0]
-    partitions = expand_partitions(client, args.delete_scope)
-    try:
-        results = delete_offsets(client, group_id, partitions)
-    except KafkaError as exc:
-        raise ToolFailed(group_error(KIND, group_id, exc)) from None
-    missing = KafkaError(-1, "the broker sent no result for this partition")
-    statuses = [((t, str(p)), results.get((t, p), missing)) for t, p in partitions]
-    return print_statuses(out, ("TOPIC", "PARTITION", "STATUS"), statuses, (30, 15))
+    rows: dict[TopicPartition, KafkaError | None] = {}
+    whole = [t for t, partitions in args.delete_scope.items() if partitions is None]
+    found, unknown = describe_topics(client, whole) if whole else ({}, {})
+    asked: list[TopicPartition] = []
+    for topic, partitions in args.delete_scope.items():
+        if topic in unknown:
+            rows[(topic, -1)] = unknown[topic]
+        else:
+            every = sorted(found[topic].partitions) if partitions is None else partitions
+            asked += [(topic, p) for p in every]
+    call_error: KafkaError | None = None
+    if asked:
+        try:
+            results = delete_offsets(client, group_id, asked)
+        except KafkaError as exc:
+            results, call_error = dict.fromkeys(asked, exc), exc
+        missing = KafkaError(ErrorCode.unknown_server_error, "the broker sent no result")
+        rows.update({tp: results.get(tp, missing) for tp in asked})
+        failed = [rows[tp] for tp in sorted(asked) if rows[tp] is not None]
+        call_error = call_error or (failed[0] if failed else None)
+    print(_delete_offsets_verdict(group_id, call_error), file=out)
+    ordered = sorted(rows.items(), key=lambda item: f"{item[0][0]}{item[0][1]}")
+    table = [
+        ((t, MISSING if p < 0 else str(p)), None if e is None else exception_text(e))
+        for (t, p), e in ordered
+    ]
+    topic_width = max([NAME_WIDTH_MIN, *(len(t) for t, _ in rows)])
+    every_ok = print_statuses(
+        out, ("TOPIC", "PARTITION", "STATUS"), table, (topic_width, 10, 15), pad_last=True
+    )
+    return 0 if every_ok and call_error is None else 1
+
+
+def _delete_offsets_verdict(group_id: str, error: KafkaError | None) -> str:
+    """The line Kafka's tool prints before the table, picked by the call's error."""
+    if error is None:
+        return f"Request succeeded for deleting offsets from group {group_id}."
+    if error.code in _GROUP_LEVEL_ERRORS:
+        return f"\nError: {kafka_message(error)}"
+    if error.code in _PARTITION_LEVEL_ERRORS:
+        return "\nError: Encountered some partition-level error, see the follow-up details."
+    return f"\nError: Encountered some unknown error: {error.name}"
 
 
 def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -317,18 +391,15 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     if args.export:
         print(_csv(plans, with_group=args.all_groups or len(set(args.group)) != 1), file=out)
     elif plans or not refused:
-        print_reset_plan(
-            out, [(g, t, p, o) for g, plan in plans.items() for (t, p), o in sorted(plan.items())]
-        )
+        print_reset_plan(out, plan_rows(plans))
     return 1 if refused else 0
 
 
 def _csv(plans: dict[str, dict[TopicPartition, int]], *, with_group: bool) -> str:
-    """Kafka's exportOffsetsToCsv: a line a partition, each ending in a newline."""
+    """Kafka's exportOffsetsToCsv: a line a partition, each ending in a newline, in
+    the order of the table (`plan_rows`)."""
     return "".join(
-        (f"{g}," if with_group else "") + f"{t},{p},{o}\n"
-        for g, offsets in plans.items()
-        for (t, p), o in sorted(offsets.items())
+        (f"{g}," if with_group else "") + f"{t},{p},{o}\n" for g, t, p, o in plan_rows(plans)
     )
 
 

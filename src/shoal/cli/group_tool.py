@@ -15,10 +15,12 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
+from shoal.cli.java_order import hash_map_order, partition_order
 from shoal.cli.kafka_options import dest, present, run_tool
 from shoal.cli.tables import print_table
 from shoal.client import Client, KafkaError
 from shoal.client.errors import ErrorCode
+from shoal.client.metadata import TopicPartition
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT
 
 Action = Callable[[Client, argparse.Namespace, IO[str]], int]
@@ -142,19 +144,35 @@ def print_deletion(out: IO[str], kind: str, deleted: list[str], failed: Mapping[
 def print_statuses(
     out: IO[str],
     headers: Sequence[str],
-    results: Sequence[tuple[Sequence[str], KafkaError | None]],
+    results: Sequence[tuple[Sequence[str], str | None]],
     widths: Sequence[int],
-) -> int:
-    """A --delete-offsets table: each item's cells, then "Successful" or "Error: ...";
-    the exit status (1 if any failed)."""
+    *,
+    pad_last: bool = False,
+) -> bool:
+    """A --delete-offsets table: each item's cells, then "Successful" or "Error: "
+    and its error's text (None: it succeeded); whether every item succeeded."""
     rows = [
         (*cells, "Successful" if error is None else f"Error: {error}") for cells, error in results
     ]
-    print_table(out, headers, rows, widths)
-    return 0 if all(error is None for _, error in results) else 1
+    print_table(out, headers, rows, widths, pad_last=pad_last)
+    return all(error is None for _, error in results)
+
+
+def plan_rows(
+    plans: Mapping[str, Mapping[TopicPartition, int]],
+) -> list[tuple[str, str, int, int]]:
+    """A reset plan's (group, topic, partition, new offset) rows in the order Kafka's
+    tools print them: its HashMaps' of groups and of each group's TopicPartitions
+    (java_order.py)."""
+    return [
+        (group_id, topic, partition, plans[group_id][(topic, partition)])
+        for group_id in hash_map_order(plans)
+        for topic, partition in partition_order(plans[group_id])
+    ]
 
 
 def print_reset_plan(out: IO[str], rows: Sequence[tuple[str, str, int, int]]) -> None:
-    """The GROUP TOPIC PARTITION NEW-OFFSET table of --reset-offsets."""
+    """The GROUP TOPIC PARTITION NEW-OFFSET table of --reset-offsets (rows from
+    `plan_rows`)."""
     cells = [(g, t, str(p), str(o)) for g, t, p, o in rows]
     print_table(out, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), cells, (15, 15, 10))

@@ -2,7 +2,8 @@
 
 Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
 
-  --list [--state [S,...]]                      GROUP STATE (states: Empty, Stable, Dead)
+  --list                                        the names, one a line
+  --list --state [S,...]                        GROUP STATE (states: Empty, Stable, Dead)
   --describe (--group G ... | --all-groups)
       [--offsets]  GROUP TOPIC PARTITION [LEADER-EPOCH] START-OFFSET LAG (the default)
       --members    GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS [MEMBER-EPOCH] ASSIGNMENT
@@ -45,12 +46,15 @@ from shoal.cli.group_tool import (
     add_group_arguments,
     group_error,
     group_ids,
+    plan_rows,
     print_deletion,
     print_reset_plan,
     print_statuses,
     report_group_state,
     run_group_command,
 )
+from shoal.cli.java_order import hash_map_order
+from shoal.cli.kafka_exceptions import message as kafka_message
 from shoal.cli.kafka_options import ToolFailed, add_tool_parser
 from shoal.cli.offset_reset import expand_partitions, new_offsets
 from shoal.cli.share_group_admin import (
@@ -142,7 +146,14 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
 
 
 def _list(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    groups = list_share_groups(client, args.state_filter)
+    """The names alone, or with --state a GROUP STATE table, in the order of Kafka's
+    Admin client's HashMap of the listings (java_order.py), as Kafka's tool prints them."""
+    listed = {g.group_id: g for g in list_share_groups(client, args.state_filter)}
+    groups = [listed[group_id] for group_id in hash_map_order(listed)]
+    if args.state is None:
+        for g in groups:
+            print(g.group_id, file=out)
+        return 0
     rows = [(g.group_id, g.state) for g in groups]
     for line in format_table(("GROUP", "STATE"), rows, min_widths=(NAME_WIDTH_MIN,)):
         print(line, file=out)
@@ -301,15 +312,25 @@ def _delete(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _delete_offsets(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
+    """Kafka 4.2's share-group deleteOffsets: a group-level error is printed first
+    ("Error: " and its message) and given to every topic; each row's error is its
+    message alone. Kafka exits 0 even when it reports errors; Shoal exits 1 when
+    any topic or the call failed, so that scripts can tell."""
     group_id = args.group[0]
     topics = list(dict.fromkeys(args.topic))
+    call_error: KafkaError | None = None
     try:
-        results = delete_offsets(client, group_id, topics)
+        results: dict[str, KafkaError | None] = dict(delete_offsets(client, group_id, topics))
     except KafkaError as exc:
-        raise ToolFailed(group_error(KIND, group_id, exc)) from None
-    missing = KafkaError(-1, "the broker sent no result for this topic")
-    statuses = [((topic,), results.get(topic, missing)) for topic in sorted(topics)]
-    return print_statuses(out, ("TOPIC", "STATUS"), statuses, (NAME_WIDTH_MIN,))
+        call_error, results = exc, dict.fromkeys(topics, exc)
+        print(f"\nError: {kafka_message(exc)}", file=out)
+    missing = KafkaError(ErrorCode.unknown_server_error, "the broker sent no result for this topic")
+    table = [
+        ((topic,), None if error is None else kafka_message(error))
+        for topic, error in ((t, results.get(t, missing)) for t in sorted(topics))
+    ]
+    every_ok = print_statuses(out, ("TOPIC", "STATUS"), table, (NAME_WIDTH_MIN,))
+    return 0 if every_ok and call_error is None else 1
 
 
 def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
@@ -329,7 +350,7 @@ def _reset(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
     offsets = new_offsets(client, args, partitions)
     if args.execute:
         _alter_in_chunks(client, group_id, offsets)
-    print_reset_plan(out, [(group_id, t, p, offsets[(t, p)]) for t, p in sorted(offsets)])
+    print_reset_plan(out, plan_rows({group_id: offsets}))
     return 0
 
 

@@ -3,9 +3,12 @@
 A table is a header row and data rows of strings. Every column but the last is
 left-justified to the widest of its cells, its header and its minimum width (Kafka's
 tools pad names to at least 15 characters and fixed columns such as PARTITION to
-their own widths); columns are separated by one space; the last column is not
-padded, and no line ends in spaces. Unlike Kafka's printf formats a cell longer than
-its minimum widens the column instead of pushing the rest of its row out of line.
+their own widths); columns are separated by one space. By default the last column is
+not padded and no line ends in spaces; where Kafka's format pads its last column too
+(`kafka-consumer-groups --list --state`, `--describe --members`) `pad_last` pads each
+last cell to the column's minimum width, and `end` adds what Kafka's format prints
+after it (the members table's one space). Unlike Kafka's printf formats a cell longer
+than its minimum widens the column instead of pushing the rest of its row out of line.
 """
 
 from __future__ import annotations
@@ -24,31 +27,41 @@ def format_table(
     rows: Sequence[Sequence[str]],
     *,
     min_widths: Sequence[int] = (),
+    pad_last: bool = False,
+    end: str = "",
 ) -> list[str]:
     """The table's lines (header first), without line ends."""
     assert headers, "a table needs at least one column"
     for row in rows:
         assert len(row) == len(headers), f"row {row!r} does not match headers {headers!r}"
-    widths = [
-        max(len(h), min_widths[i] if i < len(min_widths) else 0) for i, h in enumerate(headers)
-    ]
+    minimum = [min_widths[i] if i < len(min_widths) else 0 for i in range(len(headers))]
+    widths = [max(len(h), least) for h, least in zip(headers, minimum, strict=True)]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
-    return [_line(headers, widths)] + [_line(row, widths) for row in rows]
+    # Kafka's printf pads the last cell to its format's width, not to the longest cell
+    widths[-1] = minimum[-1] if pad_last else 0
+    return [_line(line, widths, end) for line in [headers, *rows]]
 
 
-def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
-    padded = [cell.ljust(width) for cell, width in zip(cells[:-1], widths[:-1], strict=True)]
-    return " ".join([*padded, cells[-1]]).rstrip()
+def _line(cells: Sequence[str], widths: Sequence[int], end: str) -> str:
+    padded = [cell.ljust(width) for cell, width in zip(cells, widths, strict=True)]
+    line = " ".join(padded)
+    return line + end if widths[-1] else line.rstrip()
 
 
 def print_table(
-    out: IO[str], headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]
+    out: IO[str],
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    widths: Sequence[int],
+    *,
+    pad_last: bool = False,
+    end: str = "",
 ) -> None:
     """A blank line, then the table (how Kafka's group tools print each table)."""
     print(file=out)
-    for line in format_table(headers, rows, min_widths=widths):
+    for line in format_table(headers, rows, min_widths=widths, pad_last=pad_last, end=end):
         print(line, file=out)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from shoal.client import Client, KafkaError, TopicView, check, offsets, requests
 from shoal.client.errors import ErrorCode
-from shoal.client.metadata import TopicPartition
+from shoal.client.metadata import PartitionView, TopicPartition
 
 DEFAULT_CONFIG_SOURCE = 5
 """DescribeConfigs `config_source` of a value at its default (DEFAULT_CONFIG)."""
@@ -44,6 +44,67 @@ def describe_topics(
         else:
             found[name] = topic
     return found, failed
+
+
+def describe_topic_partitions(
+    client: Client, names: Sequence[str], *, partition_limit: int
+) -> dict[str, TopicView]:
+    """The named topics with their partitions' eligible leader replicas, from
+    DescribeTopicPartitions (API 75) when the broker serves it, page after page of at
+    most `partition_limit` partitions (as Java's Admin.describeTopics does), else from
+    Metadata (no ELR). A topic that cannot be described fails the call."""
+    if not names:
+        return {}
+    if not client.supports(requests.API_DESCRIBE_TOPIC_PARTITIONS):
+        found, failed = describe_topics(client, names)
+        for error in failed.values():
+            raise error
+        return found
+    partitions: dict[str, dict[int, PartitionView]] = {}
+    heads: dict[str, Any] = {}
+    cursor: tuple[str, int] | None = None
+    while True:
+        response = client.call(
+            requests.describe_topic_partitions(
+                names, partition_limit=partition_limit, cursor=cursor
+            )
+        )
+        for topic in response.topics:
+            name = str(topic.name)
+            check(topic.error_code, None, context=f"topic '{name}'")
+            heads[name] = topic
+            into = partitions.setdefault(name, {})
+            for p in topic.partitions:
+                into[int(p.partition_index)] = _partition_view(p)
+        if response.next_cursor is None:
+            break
+        cursor = (str(response.next_cursor.topic_name), int(response.next_cursor.partition_index))
+    return {
+        name: TopicView(
+            name=name,
+            topic_id=heads[name].topic_id,
+            internal=bool(heads[name].is_internal),
+            error_code=ErrorCode.none,
+            partitions=partitions[name],
+        )
+        for name in heads
+    }
+
+
+def _partition_view(p: Any) -> PartitionView:
+    def nodes(ids: Any) -> tuple[int, ...] | None:
+        return None if ids is None else tuple(int(i) for i in ids)
+
+    return PartitionView(
+        partition=int(p.partition_index),
+        leader=int(p.leader_id),
+        leader_epoch=int(p.leader_epoch),
+        replicas=tuple(int(r) for r in p.replica_nodes),
+        isr=tuple(int(r) for r in p.isr_nodes),
+        error_code=int(p.error_code),
+        elr=nodes(p.eligible_leader_replicas),
+        last_known_elr=nodes(p.last_known_elr),
+    )
 
 
 def topic_configs(client: Client, names: Sequence[str]) -> dict[str, list[ConfigValue]]:

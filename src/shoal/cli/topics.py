@@ -8,6 +8,9 @@ Mirrors Kafka's kafka-topics.sh (options, messages, output):
   --describe [--topic REGEX] [--exclude-internal] [--if-exists]
       Topic: T  TopicId: ...  PartitionCount: N  ReplicationFactor: R  Configs: k=v,...
       then one line per partition: Topic, Partition, Leader, Replicas, Isr, Elr, LastKnownElr
+      (partitions from DescribeTopicPartitions, API 75, a page of
+      --partition-size-limit-per-response at a time; from Metadata, Elr and
+      LastKnownElr N/A, when the broker lacks API 75)
   --alter --topic REGEX --partitions N [--if-exists]
   --delete --topic REGEX [--if-exists]
 
@@ -16,7 +19,8 @@ alternatives) except with --create. Internal topics are listed and described unl
 --exclude-internal is given, as in Kafka. Configs shown are those not at their
 default; against a cluster that does not serve DescribeConfigs (API 32), --describe
 says so on stderr and shows the topics without configs (Kafka's tool would fail).
-Topic ids print as Kafka prints them (URL-safe base64, 22 characters).
+Topic ids print as Kafka prints them (URL-safe base64, 22 characters). Topics and
+their configs come in the order Kafka's tool prints them (java_order.py).
 
 --command-config names a file of admin-client properties (request.timeout.ms,
 default.api.timeout.ms, client.id). Exit status: 0 done, 1 failed (message on
@@ -34,6 +38,7 @@ import uuid
 from collections.abc import Sequence
 from typing import IO, Any
 
+from shoal.cli.java_order import described_topics_order, hash_map_order
 from shoal.cli.kafka_options import (
     ToolFailed,
     UsageError,
@@ -50,6 +55,7 @@ from shoal.cli.topic_admin import (
     create_partitions,
     create_topic,
     delete_topics,
+    describe_topic_partitions,
     describe_topics,
     topic_configs,
 )
@@ -66,6 +72,9 @@ OPERATION_TIMEOUT_MS = 30_000
 DELETE_TOPICS_PER_REQUEST = 20
 """`--delete` sends the matching topics in DeleteTopics requests of this many, and
 reports progress (stderr) when there is more than one request to send."""
+PARTITIONS_PER_DESCRIBE_RESPONSE = 2000
+"""`--describe` asks DescribeTopicPartitions (API 75) for pages of at most this many
+partitions unless --partition-size-limit-per-response says otherwise (Kafka's default)."""
 log = logging.getLogger(__name__)
 """The CreateTopics / DeleteTopics / CreatePartitions operation timeout sent to the
 broker (Kafka's admin default)."""
@@ -106,6 +115,14 @@ def add_parser(commands: Any) -> None:
         "--if-not-exists", action="store_true", help="do not fail if the topic exists"
     )
     parser.add_argument("--exclude-internal", action="store_true", help="leave internal topics out")
+    parser.add_argument(
+        "--partition-size-limit-per-response",
+        type=int,
+        default=PARTITIONS_PER_DESCRIBE_RESPONSE,
+        metavar="N",
+        help="partitions per DescribeTopicPartitions answer with --describe "
+        f"(default {PARTITIONS_PER_DESCRIBE_RESPONSE})",
+    )
     parser.set_defaults(run=run, parser=parser)
 
 
@@ -255,12 +272,20 @@ def _create(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
-    found = _existing(client, args)
-    names = sorted(found)
+    names = sorted(_existing(client, args))
+    found = describe_topic_partitions(
+        client, names, partition_limit=args.partition_size_limit_per_response
+    )
     configs = _configs_if_served(client, names)
-    for name in names:
+    # Kafka's tool prints topics and configs in its Admin client's HashMaps' order
+    for name in described_topics_order(names):
         info = found[name]
-        shown = ",".join(f"{c.name}={c.value}" for c in configs.get(name, []) if not c.is_default)
+        by_name = {c.name: c for c in configs.get(name, [])}
+        shown = ",".join(
+            f"{c.name}={c.value}"
+            for c in (by_name[n] for n in hash_map_order(by_name))
+            if not c.is_default
+        )
         partitions = [info.partitions[p] for p in sorted(info.partitions)]
         replication = len(partitions[0].replicas) if partitions else 0
         head = f"Topic: {name}"
@@ -273,11 +298,17 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             leader = str(p.leader) if p.leader >= 0 else "none"
             print(
                 f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}"
-                f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
-                "\tElr: N/A\tLastKnownElr: N/A",
+                f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
+                f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}",
                 file=out,
             )
     return 0
+
+
+def _ids(nodes: Sequence[int] | None) -> str:
+    """Node ids as Kafka's tool lists them; N/A for a list the broker did not give
+    (Metadata has no ELR)."""
+    return "N/A" if nodes is None else ",".join(map(str, nodes))
 
 
 def _configs_if_served(client: Client, names: list[str]) -> dict[str, list[ConfigValue]]:

@@ -32,6 +32,9 @@ class PartitionView:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     error_code: int
+    elr: tuple[int, ...] | None = None
+    """Eligible leader replicas (KIP-966), None when the answer (Metadata) has none."""
+    last_known_elr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ API_FIND_COORDINATOR, API_LIST_GROUPS, API_API_VERSIONS = 10, 16, 18
 API_CREATE_TOPICS, API_DELETE_TOPICS, API_DESCRIBE_CONFIGS = 19, 20, 32
 API_CREATE_PARTITIONS, API_DELETE_GROUPS, API_INCREMENTAL_ALTER_CONFIGS = 37, 42, 44
 API_DESCRIBE_CLUSTER, API_SHARE_GROUP_DESCRIBE = 60, 77
+API_DESCRIBE_TOPIC_PARTITIONS = 75
 API_OFFSET_COMMIT, API_OFFSET_FETCH, API_DESCRIBE_GROUPS, API_OFFSET_DELETE = 8, 9, 15, 47
 API_DESCRIBE_SHARE_GROUP_OFFSETS = 90
 API_ALTER_SHARE_GROUP_OFFSETS = 91
@@ -97,6 +98,25 @@ def metadata(topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = 
         )
 
     return _call(API_METADATA, 1, 13, build)
+
+
+def describe_topic_partitions(
+    topics: Sequence[str], *, partition_limit: int, cursor: tuple[str, int] | None = None
+) -> Call:
+    """DescribeTopicPartitions (75) v0: one page of `topics` (every topic when empty),
+    at most `partition_limit` partitions, from `cursor` (topic, partition) when given."""
+
+    def build(s: Schema) -> Any:
+        return s.make(
+            "DescribeTopicPartitionsRequest",
+            topics=tuple(s.make("TopicRequest", name=t) for t in topics),
+            response_partition_limit=partition_limit,
+            cursor=None
+            if cursor is None
+            else s.make("Cursor", topic_name=cursor[0], partition_index=cursor[1]),
+        )
+
+    return _call(API_DESCRIBE_TOPIC_PARTITIONS, 0, 0, build)
 
 
 def describe_cluster() -> Call:
@@ -299,9 +319,14 @@ def create_partitions(
 
 
 def describe_configs(
-    resource_type: int, names: Sequence[str], *, keys: Sequence[str] | None = None
+    resource_type: int,
+    names: Sequence[str],
+    *,
+    keys: Sequence[str] | None = None,
+    synonyms: bool = False,
 ) -> Call:
-    """DescribeConfigs (32) v1-v4 of resources of one type (TOPIC_RESOURCE, ...)."""
+    """DescribeConfigs (32) v1-v4 of resources of one type (TOPIC_RESOURCE, ...); with
+    `synonyms`, each value's synonyms (where else it could come from) too."""
 
     def build(s: Schema) -> Any:
         return s.make(
@@ -315,7 +340,7 @@ def describe_configs(
                 )
                 for n in names
             ),
-            include_synonyms=False,
+            include_synonyms=synonyms,
             include_documentation=False,
         )
 

@@ -67,3 +67,27 @@ def test_the_reader_splits_output_into_tables() -> None:
         {"TOPIC": "t", "STATUS": "Successful"},
         {"TOPIC": "u", "STATUS": "Error: x y"},
     ]
+
+
+def test_pad_last_pads_each_last_cell_to_its_minimum_as_kafkas_printf() -> None:
+    # kafka-consumer-groups --list --state: "%-25s %-20s" (the last column padded too)
+    lines = format_table(
+        ("GROUP", "STATE"),
+        [("g", "Empty"), ("h", "a-state-longer-than-twenty")],
+        min_widths=(25, 20),
+        pad_last=True,
+    )
+    assert lines == [
+        "GROUP".ljust(25) + " " + "STATE".ljust(20),
+        "g".ljust(25) + " " + "Empty".ljust(20),
+        "h".ljust(25) + " a-state-longer-than-twenty",
+    ]
+
+
+def test_end_follows_the_padded_last_column() -> None:
+    # the members table's "%-15s " ends each line in one blank after #PARTITIONS
+    lines = format_table(
+        ("GROUP", "#PARTITIONS"), [("g", "3")], min_widths=(15, 15), pad_last=True, end=" "
+    )
+    assert lines == ["GROUP           #PARTITIONS     ", "g               3               "]
+    assert tables("\n".join(lines)) == [[{"GROUP": "g", "#PARTITIONS": "3"}]]
