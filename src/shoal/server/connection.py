@@ -378,9 +378,11 @@ async def _dispatch(
     )
     if not supported:
         if handler.unsupported is None:
+            advertised = handler.min_version <= version <= handler.max_version
             raise ConnectionClosed(
                 f"unsupported version {version} of {codec.api_name(api_key)} "
-                f"(serving {handler.min_version}-{handler.max_version})"
+                f"(serving {handler.min_version}-{handler.max_version}"
+                f"{', this one advertised only, as Kafka does' if advertised else ''})"
             )
         response_version, fallback = handler.unsupported(ctx)
         return codec.encode_response(api_key, response_version, correlation_id, fallback)

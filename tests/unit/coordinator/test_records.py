@@ -34,7 +34,7 @@ SHARE_UPDATE = share.update_record(
 
 
 def test_each_coordinator_registers_its_record_types() -> None:
-    assert group.CODEC.record_types == {1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 1000}
+    assert group.CODEC.record_types == {1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 1000}
     assert share.CODEC.record_types == {0, 1}
 
 

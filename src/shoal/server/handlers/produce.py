@@ -1,5 +1,11 @@
 """Produce (0) v3-v13: append record batches to partition logs.
 
+v0-v2 are advertised (ApiVersions says 0-13) but not served: Kafka 4 does the same,
+advertising them only because older librdkafka releases turn compression off when
+Produce v0 is missing from the broker's list, and closing the connection on them. kio
+has no schema for them, so the connection closes with the reason logged
+(`connection._dispatch`).
+
 Topics are named up to v12 and identified by topic id from v13 (KIP-516): an id this
 broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions.
 
@@ -116,7 +122,7 @@ ADDS_PARTITIONS_MIN_VERSION = 12
 VERIFICATION_ENABLE = "transaction.partition.verification.enable"
 
 
-@api(API_KEY, 3, 13)
+@api(API_KEY, 0, 13)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     acks = int(request.acks)
