@@ -128,6 +128,16 @@ def test_a_failed_acks_0_produce_closes_after_the_answers_before_it(
     assert "acks=0 produce failed (correlation id 1, client 't'): nowhere-0: " in caplog.text
 
 
+def test_a_failed_acks_0_produce_to_an_empty_topic_name_closes_with_its_reason(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    # an empty name is still a name (up to v12 topics have no id): found by the wire fuzz
+    writer = _serve(broker, b"".join([_api_versions(0), _produce_acks_0(1, "")]))
+    assert _correlation_ids(writer.written) == [0]
+    assert "acks=0 produce failed (correlation id 1, client 't'): -0: " in caplog.text
+    assert "internal error" not in caplog.text
+
+
 def test_the_held_bytes_limit_writes_each_answer_at_once(
     broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -454,7 +454,7 @@ def _close_if_failed(ctx: RequestContext, answers: list[tuple[Any, Any]]) -> Non
     closed, the only way to tell the producer (Kafka's KafkaApis.handleProduceRequest),
     with the failures in the broker's log."""
     failed = [
-        f"{getattr(t, 'name', None) or t.topic_id}-{int(p.index)}: {error_name(p.error_code)}"
+        f"{_topic_label(t)}-{int(p.index)}: {error_name(p.error_code)}"
         for t, p in answers
         if p.error_code != ErrorCode.none
     ]
@@ -463,6 +463,12 @@ def _close_if_failed(ctx: RequestContext, answers: list[tuple[Any, Any]]) -> Non
             f"acks=0 produce failed (correlation id {ctx.correlation_id}, client "
             f"{ctx.client_id!r}): {', '.join(failed)}"
         )
+
+
+def _topic_label(topic: Any) -> str:
+    """A request topic's name (up to v12, possibly empty) or its id (v13)."""
+    name = getattr(topic, "name", None)
+    return str(name) if name is not None else str(topic.topic_id)
 
 
 def _all_failed(
