@@ -53,12 +53,24 @@ from tests.support.share_consumers import (
     share_group,
 )
 from tests.support.share_groups import Member, described_assignment
-from tests.support.share_wire import produce_values as produce_batches
+from tests.support.share_wire import produce_values as produce_value_batches
 from tests.support.topics import create_topic
 from tests.support.wire import call1, open_connection, send, with_connection
 
 T = TypeVar("T")
 WAIT_S = 60.0
+LONE_MEMBER_WAIT_S = 20.0
+"""How long a lone first member waits for its first records before a new one joins."""
+
+
+def produce_batches(bootstrap: str, topic: str, *counts: int, partition: int = 0) -> None:
+    """One batch per count, stamped now: records stamped in the past would be removed
+    by either broker's first retention check while the module runs (Shoal's and
+    Kafka's come at different times, so the two would differ)."""
+    now_ms = int(time.time() * 1000)
+    produce_value_batches(bootstrap, topic, *counts, partition=partition, base_timestamp=now_ms)
+
+
 LOCK_CAP = 100
 """`group.share.partition.max.record.locks` of both brokers (Kafka's minimum). Kafka
 4.2.2 refuses it as a group config (INVALID_CONFIG "Unknown group config name"), so
@@ -361,9 +373,20 @@ def _polls_of_confluent_lock_cap_test(bootstrap: str, batches: Sequence[int]) ->
     consumer = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=200)
     sizes: list[int] = []
     try:
-        deadline = time.monotonic() + WAIT_S
+        started = time.monotonic()
+        deadline = started + WAIT_S
+        rejoined = False
         while sum(sizes) < total:
             assert time.monotonic() < deadline, sizes
+            if not sizes and not rejoined and time.monotonic() > started + LONE_MEMBER_WAIT_S:
+                # Kafka 4.2.2 with librdkafka's ShareConsumer at times never hands a lone
+                # first member its records (two of three full runs, never alone): a new
+                # member, before any record was acquired, leaves the observation as it was
+                rejoined = True
+                consumer.close()
+                consumer = share_consumer(
+                    bootstrap, group, [topic], explicit=True, max_poll_records=200
+                )
             batch = records_of(consumer.poll(1.0))
             if batch:
                 sizes.append(len(batch))
@@ -762,7 +785,8 @@ def test_administration(pair: Pair) -> None:
 
 # ---- Kafka's kafka-share-groups tool ---------------------------------------------------
 
-_MEMBER_ID = re.compile(r"\b[A-Za-z0-9+/_-]{22}\b")
+# a member id may start or end with +, / or -: no word boundaries around it
+_MEMBER_ID = re.compile(r"(?<!\S)[A-Za-z0-9+/_-]{22}(?!\S)")
 _ADDRESS = re.compile(r"\b127\.0\.0\.1:\d+")
 
 

@@ -73,7 +73,15 @@ def join(bootstrap: str, group_id: str, *topics: str) -> str:
     return with_connection(bootstrap, go)
 
 
-def produce_values(bootstrap: str, topic: str, *counts: int, partition: int = 0) -> None:
-    """One batch of `count` records per count, in order."""
+def produce_values(
+    bootstrap: str,
+    topic: str,
+    *counts: int,
+    partition: int = 0,
+    base_timestamp: int | None = None,
+) -> None:
+    """One batch of `count` records per count, in order (stamped `base_timestamp`, else
+    the batch builder's fixed 2023 time)."""
+    stamp = {} if base_timestamp is None else {"base_timestamp": base_timestamp}
     for count in counts:
-        produce(bootstrap, topic, values_batch(count), partition=partition)
+        produce(bootstrap, topic, values_batch(count, **stamp), partition=partition)
