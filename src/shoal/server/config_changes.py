@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from shoal.config import (
     BROKER_KEYS,
@@ -54,6 +55,8 @@ from shoal.config import (
 from shoal.group.configs import GroupConfigError
 from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
+from shoal.security.acl import AclOperation
+from shoal.server import authorization as authz
 from shoal.server.configs import ResourceType, broker_layer_for, check_logger_node
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, canonical
@@ -264,3 +267,51 @@ async def _alter_client_metrics(
         raise Refused(ErrorCode.kafka_storage_error, f"could not persist: {exc}") from exc
     if not validate_only:
         log.info("client metrics resource %r now %s (client %s)", name, updated, ctx.client_id)
+
+
+ResourceChange = Callable[[int, str, Any], Awaitable[None]]
+"""Changes one request resource (type, name, the request's resource entry)."""
+
+
+async def answer_resources(
+    ctx: RequestContext, api: str, request: Any, schema: Any, change: ResourceChange
+) -> tuple[Any, ...]:
+    """The per-resource answers of AlterConfigs and IncrementalAlterConfigs: a resource
+    named twice is INVALID_REQUEST, one the principal may not ALTER_CONFIGS is refused
+    with its type's code (Kafka's handlers), the rest are `change`d; a refusal is logged
+    and answered for that resource alone."""
+    counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        resource_type, name = int(resource.resource_type), resource.resource_name
+        code, message = ErrorCode.none, None
+        try:
+            if counts[resource_type, name] > 1:
+                raise Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
+            denied = authz.config_resource_denied(
+                ctx, AclOperation.ALTER_CONFIGS, resource_type, name
+            )
+            if denied is not None:
+                raise Refused(denied, authz.DENIED_MESSAGES[denied])
+            await change(resource_type, name, resource)
+        except Refused as exc:
+            log.info(
+                "%s of resource %d %r refused (%s): %s (client %s)",
+                api,
+                resource_type,
+                name,
+                exc.code.name,
+                exc.message,
+                ctx.client_id,
+            )
+            code, message = exc.code, exc.message
+        responses.append(
+            schema.make(
+                "AlterConfigsResourceResponse",
+                error_code=code,
+                error_message=message,
+                resource_type=resource_type,
+                resource_name=name,
+            )
+        )
+    return tuple(responses)

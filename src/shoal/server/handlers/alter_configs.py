@@ -17,20 +17,13 @@ Authorization (Kafka's handleAlterConfigsRequest): ALTER_CONFIGS on the topic or
 from __future__ import annotations
 
 import datetime
-import logging
-from collections import Counter
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
-from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.config_changes import change_resource, replace_all
+from shoal.server.config_changes import answer_resources, change_resource, replace_all
 from shoal.server.context import RequestContext
-from shoal.server.refused import Refused
 from shoal.server.registry import api
 
-log = logging.getLogger(__name__)
 API_KEY = 33
 _ZERO = datetime.timedelta(0)
 
@@ -38,44 +31,13 @@ _ZERO = datetime.timedelta(0)
 @api(API_KEY, 0, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
-    responses = []
-    for resource in request.resources:
-        resource_type, name = int(resource.resource_type), resource.resource_name
-        code, message = ErrorCode.none, None
-        try:
-            if counts[resource_type, name] > 1:
-                raise Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
-            denied = authz.config_resource_denied(
-                ctx, AclOperation.ALTER_CONFIGS, resource_type, name
-            )
-            if denied is not None:
-                raise Refused(denied, authz.DENIED_MESSAGES[denied])
-            configs = [(c.name, c.value) for c in resource.configs]
-            await change_resource(
-                ctx,
-                resource_type,
-                name,
-                replace_all(configs),
-                validate_only=bool(request.validate_only),
-            )
-        except Refused as exc:
-            log.info(
-                "AlterConfigs of resource %d %r refused (%s): %s (client %s)",
-                resource_type,
-                name,
-                exc.code.name,
-                exc.message,
-                ctx.client_id,
-            )
-            code, message = exc.code, exc.message
-        responses.append(
-            schema.make(
-                "AlterConfigsResourceResponse",
-                error_code=code,
-                error_message=message,
-                resource_type=resource_type,
-                resource_name=name,
-            )
+    validate_only = bool(request.validate_only)
+
+    async def change(resource_type: int, name: str, resource: Any) -> None:
+        configs = [(c.name, c.value) for c in resource.configs]
+        await change_resource(
+            ctx, resource_type, name, replace_all(configs), validate_only=validate_only
         )
-    return schema.response(throttle_time=_ZERO, responses=tuple(responses))
+
+    responses = await answer_resources(ctx, "AlterConfigs", request, schema, change)
+    return schema.response(throttle_time=_ZERO, responses=responses)
