@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 
+from shoal.protocol.errors import ErrorCode
 from shoal.security.acl import ANONYMOUS
 from shoal.server.context import RequestContext
 
@@ -36,3 +37,12 @@ def requests_allowed(ctx: RequestContext) -> bool:
     if protocol == "PLAINTEXT":
         return False
     return not (protocol == "SSL" and connection.principal == ANONYMOUS)
+
+
+def refusal(ctx: RequestContext) -> tuple[ErrorCode, datetime.datetime]:
+    """The code and timestamps of a token API that checks nothing of its own (renew,
+    expire): the broker's refusal where requests are not allowed, else the
+    controller's DELEGATION_TOKEN_AUTH_DISABLED."""
+    if requests_allowed(ctx):
+        return ErrorCode.delegation_token_auth_disabled, DISABLED_TIMESTAMP
+    return ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP

@@ -9,7 +9,6 @@ import datetime
 import logging
 from typing import Any
 
-from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.server import delegation_tokens as tokens
 from shoal.server.context import RequestContext
@@ -22,10 +21,7 @@ _ZERO = datetime.timedelta(0)
 
 @api(API_KEY, 1, 2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if tokens.requests_allowed(ctx):
-        code, expiry = ErrorCode.delegation_token_auth_disabled, tokens.DISABLED_TIMESTAMP
-    else:
-        code, expiry = ErrorCode.delegation_token_request_not_allowed, tokens.ERROR_TIMESTAMP
+    code, expiry = tokens.refusal(ctx)
     log.info("RenewDelegationToken refused: %s (client %s)", code.name, ctx.client_id)
     return response_schema(API_KEY, ctx.api_version).response(
         error_code=code, expiry_timestamp=expiry, throttle_time=_ZERO
