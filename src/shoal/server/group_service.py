@@ -58,7 +58,7 @@ it at start (server/group_persistence.py); without one (tests) it is an
 that refuses a write raises `RecordSinkError` (a batch too large is one) out of the
 operation, which the handler answers with COORDINATOR_NOT_AVAILABLE.
 
-(Just past 600 lines because it is the one shell around the one group shard: every
+(About 690 lines because it is the one shell around the one group shard: every
 group type's operations go through its `_write` and effect loop; the classic
 protocol's parked answers live apart, in classic_service.py.)
 """
