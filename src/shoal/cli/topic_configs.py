@@ -43,7 +43,9 @@ def describe(client: Client, topic: str | None, *, describe_all: bool, out: IO[s
     """Print the configs of `topic` (None: of every topic)."""
     if topic is None:
         found, _ = describe_topics(client, None)
-        topics = hash_map_order(sorted(found))
+        # Kafka's tool fills a HashMap in the Metadata answer's order, and keys that
+        # share a bucket keep that order: so the answer's order, not a sorted one
+        topics = hash_map_order(found)
     else:
         topics = [topic]
     if not topics:
