@@ -568,8 +568,8 @@ _DEFS: list[ConfigDef] = [
         _LIST,
         ["delete"],
         _B,
-        "Only delete is supported.",
-        choices=("delete",),
+        "delete (retention), compact (the latest record per key), or both.",
+        choices=("compact", "delete"),
     ),
     ConfigDef(
         "log.message.timestamp.type",
@@ -968,8 +968,8 @@ _DEFS: list[ConfigDef] = [
         _LIST,
         ["delete"],
         _T,
-        "Only delete is supported.",
-        choices=("delete",),
+        "delete (retention), compact (the latest record per key), or both.",
+        choices=("compact", "delete"),
         synonym="log.cleanup.policy",
     ),
     ConfigDef(
@@ -2161,6 +2161,14 @@ def config_int(values: Mapping[str, Any], key: str) -> int:
     value = _mapping_value(values, key, (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG))
     assert isinstance(value, int) and not isinstance(value, bool), (key, value)
     return value
+
+
+def config_list(values: Mapping[str, Any], key: str) -> list[str]:
+    """A LIST topic (or broker) key's value in a resolved config mapping; absent or
+    None takes the key's default."""
+    value = _mapping_value(values, key, (ConfigType.LIST,))
+    assert isinstance(value, list), (key, value)
+    return [str(item) for item in value]
 
 
 def config_str(values: Mapping[str, Any], key: str) -> str:

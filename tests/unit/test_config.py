@@ -46,7 +46,7 @@ def test_unknown_key_is_refused_by_name() -> None:
         ("group.share.max.size", "1001", "above the maximum 1000"),
         ("auto.create.topics.enable", "yes", "not a valid boolean"),
         ("socket.request.max.bytes", "lots", "not a valid int"),
-        ("log.cleanup.policy", "compact", "not one of delete"),
+        ("log.cleanup.policy", "shrink", "not one of compact, delete"),
         ("listeners", "127.0.0.1:9092", "not of the form"),
         ("group.consumer.max.size", "0", "below the minimum 1"),
         ("group.consumer.assignors", "sticky", "not one of"),

@@ -597,7 +597,9 @@ class PartitionLog:
         stable = self.last_stable_offset
         try:
             count = 0
-            if config.retention_ms >= 0:
+            # retention is the delete policy's: a compact-only topic keeps every
+            # segment (its cleaner drops superseded records instead)
+            if config.retention_ms >= 0 and config.delete_policy:
                 while (
                     count < len(segments) - 1
                     and now_wall_ms - segments[count].max_timestamp > config.retention_ms
@@ -612,7 +614,7 @@ class PartitionLog:
                 ):
                     self._roll()
                     count += 1
-            if config.retention_bytes >= 0:
+            if config.retention_bytes >= 0 and config.delete_policy:
                 excess = self._size_bytes - sum(s.size_bytes for s in segments[:count])
                 excess -= config.retention_bytes
                 while count < len(segments) - 1 and excess >= segments[count].size_bytes:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.config import config_int, config_str
+from shoal.config import config_int, config_list, config_str
 from shoal.log.index import OffsetIndex
 
 PRODUCER_ID_EXPIRATION_KEY = "producer.id.expiration.ms"
@@ -31,6 +31,10 @@ class LogConfig:
     flush_ms: int
     log_append_time: bool
     producer_id_expiration_ms: int
+    delete_policy: bool = True
+    """cleanup.policy holds delete: retention.ms and retention.bytes apply."""
+    compact_policy: bool = False
+    """cleanup.policy holds compact: the cleaner keeps the latest record per key."""
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> LogConfig:
@@ -47,4 +51,6 @@ class LogConfig:
             flush_ms=config_int(config, "flush.ms"),
             log_append_time=config_str(config, "message.timestamp.type") == "LogAppendTime",
             producer_id_expiration_ms=config_int(config, PRODUCER_ID_EXPIRATION_KEY),
+            delete_policy="delete" in config_list(config, "cleanup.policy"),
+            compact_policy="compact" in config_list(config, "cleanup.policy"),
         )

@@ -106,6 +106,26 @@ def test_retention_by_size_deletes_oldest_segments(open_log: LogOpener) -> None:
     assert log.enforce_retention(now_wall_ms=BASE_TIMESTAMP_MS) == 0
 
 
+@pytest.mark.parametrize(
+    ("policy", "deletes"), [(["compact"], False), ([], False), (["compact", "delete"], True)]
+)
+def test_retention_applies_only_under_the_delete_policy(
+    open_log: LogOpener, policy: list[str], deletes: bool
+) -> None:
+    """retention.ms and retention.bytes belong to cleanup.policy=delete: a compact-only
+    topic (or one with no policy) keeps every segment however old or large."""
+    log = open_log(
+        segment_bytes=1000, retention_ms=HOUR_MS, retention_bytes=1000, cleanup_policy=policy
+    )
+    for i in range(20):
+        append(log, make_batch(2, value_size=120, seed=i))
+    bases = log.segment_base_offsets()
+    freed = log.enforce_retention(now_wall_ms=BASE_TIMESTAMP_MS + 2 * HOUR_MS)
+    assert (freed > 0) is deletes
+    assert (log.segment_base_offsets() == bases) is not deletes
+    assert (log.log_start_offset == 0) is not deletes
+
+
 def test_flush_messages_one_fsyncs_every_append(
     open_log: LogOpener, fsync_calls: list[int]
 ) -> None:
