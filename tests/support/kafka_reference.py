@@ -6,7 +6,10 @@ run the same clients against both. This module is test support, never part of Sh
 - `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)
   into a cache outside the repository (`$SHOAL_KAFKA_CACHE`, else
   `~/.cache/shoal/kafka-<version>`), once; later calls reuse it. A file lock keeps two
-  test workers from installing at the same time.
+  test workers from installing at the same time. `install(pom, name)` and
+  `classpath(pom, name)` do the same for another pom of the tests (MirrorMaker 2's,
+  Connect's) into `~/.cache/shoal/<name>-<version>`; `java_command(..., class_path=)`
+  runs a main class on it.
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
   its PID (SIGTERM, or SIGKILL for a crash).
@@ -91,24 +94,26 @@ class ReferenceUnavailable(RuntimeError):
     """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
 
 
-def cache_dir() -> Path:
+def cache_dir(name: str = "kafka") -> Path:
+    """Where the jars of the pom called `name` are resolved (the reference's: "kafka")."""
     root = os.environ.get("SHOAL_KAFKA_CACHE")
     base = Path(root) if root else Path.home() / ".cache" / "shoal"
-    return base / f"kafka-{KAFKA_VERSION}"
+    return base / f"{name}-{KAFKA_VERSION}"
 
 
 def java_tools_present() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-def install() -> Path:
-    """The directory of the reference's jars, resolving them first if the cache lacks them."""
+def install(pom: Path = _POM, name: str = "kafka") -> Path:
+    """The directory of the jars `pom` names (by default the reference's), resolving them
+    into `cache_dir(name)` first if the cache lacks them or holds another pom's."""
     if not java_tools_present():
         raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
-    home = cache_dir()
+    home = cache_dir(name)
     libs = home / "libs"
     stamp = home / "installed"
-    want = hashlib.sha256(_POM.read_bytes()).hexdigest()[:16]
+    want = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
     if _read(stamp) == want and libs.is_dir():
         return libs
     home.mkdir(parents=True, exist_ok=True)
@@ -123,7 +128,7 @@ def install() -> Path:
                 "-q",
                 "-B",
                 "-f",
-                str(_POM),
+                str(pom),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
             ],
@@ -135,7 +140,7 @@ def install() -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ReferenceUnavailable(
-                f"maven could not resolve Kafka {KAFKA_VERSION}:\n{done.stdout}{done.stderr}"
+                f"maven could not resolve {pom}:\n{done.stdout}{done.stderr}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
@@ -150,8 +155,9 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def classpath() -> str:
-    return os.pathsep.join(str(jar) for jar in sorted(install().glob("*.jar")))
+def classpath(pom: Path = _POM, name: str = "kafka") -> str:
+    """The jars of `pom` (installed as `name`), as a Java classpath."""
+    return os.pathsep.join(str(jar) for jar in sorted(install(pom, name).glob("*.jar")))
 
 
 def _log_config(level: str) -> Path:
@@ -163,16 +169,21 @@ def _log_config(level: str) -> Path:
 
 
 def java_command(
-    main_class: str, *args: str, heap: str = "-Xmx256m", log_level: str = "WARN"
+    main_class: str,
+    *args: str,
+    heap: str = "-Xmx256m",
+    log_level: str = "WARN",
+    class_path: str | None = None,
 ) -> list[str]:
-    """The command line that runs `main_class` of the reference on its classpath."""
+    """The command line that runs `main_class` on `class_path` (by default the
+    reference's)."""
     return [
         "java",
         heap,
         "-XX:TieredStopAtLevel=1",
         f"-Dlog4j2.configurationFile={_log_config(log_level)}",
         "-cp",
-        classpath(),
+        class_path if class_path is not None else classpath(),
         main_class,
         *args,
     ]
