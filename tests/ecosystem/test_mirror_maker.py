@@ -48,7 +48,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.support import kafka_reference
-from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.broker import BrokerProcess, Brokers, running, wait_until
 from tests.support.clients import (
     Consumed,
     create_topic,
@@ -72,14 +72,25 @@ CONFIG_EXCLUDE = (
 )
 
 
-def mm2_properties(shoal: str, kafka: str) -> str:
+def mm2_properties(
+    shoal: str,
+    kafka: str,
+    *,
+    aliases: tuple[str, str] = ("shoal", "kafka"),
+    topics: str = "orders, customers, events, dlq.orders",
+    groups: str = GROUP,
+    extra: str = "",
+) -> str:
+    """The MM2 config of a flow from Shoal to Kafka, their cluster aliases `aliases`."""
+    source, target = aliases
     return f"""\
-clusters = shoal, kafka
-shoal.bootstrap.servers = {shoal}
-kafka.bootstrap.servers = {kafka}
-shoal->kafka.enabled = true
-shoal->kafka.topics = orders, customers, events, dlq.orders
-shoal->kafka.groups = {GROUP}
+clusters = {source}, {target}
+{source}.bootstrap.servers = {shoal}
+{target}.bootstrap.servers = {kafka}
+{source}->{target}.enabled = true
+{source}->{target}.topics = {topics}
+{source}->{target}.groups = {groups}
+{extra}
 
 replication.factor = 1
 checkpoints.topic.replication.factor = 1
@@ -159,16 +170,21 @@ def shoal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     )
 
 
+def start_mirror(home: Path, properties: str) -> MirrorMaker:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "mm2.properties").write_text(properties)
+    return MirrorMaker(home / "mm2.properties", home / "mm2.log").start()
+
+
 @pytest.fixture(scope="module")
 def mirror(
     shoal: BrokerProcess,
     kafka: kafka_reference.KafkaBroker,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[MirrorMaker]:
-    home = tmp_path_factory.mktemp("mm2")
-    properties = home / "mm2.properties"
-    properties.write_text(mm2_properties(shoal.bootstrap, kafka.bootstrap))
-    mm2 = MirrorMaker(properties, home / "mm2.log").start()
+    mm2 = start_mirror(
+        tmp_path_factory.mktemp("mm2"), mm2_properties(shoal.bootstrap, kafka.bootstrap)
+    )
     try:
         yield mm2
     finally:
@@ -418,3 +434,51 @@ def test_copy_survives_a_shoal_crash(
         mirror.log_tail()
     )
     assert mirror.alive
+
+
+def test_identity_replication_policy_keeps_names(
+    brokers: Brokers, kafka: kafka_reference.KafkaBroker, tmp_path: Path
+) -> None:
+    """IdentityReplicationPolicy: `ledger` on Shoal is `ledger` on Kafka and the group's
+    offsets are for `ledger`, so clients move by changing only their bootstrap servers.
+    Its own Shoal broker and cluster aliases (edge, main), beside the module's MM2."""
+    shoal = brokers.start("group.initial.rebalance.delay.ms=0")
+    create_topic(shoal.bootstrap, "ledger", partitions=2, config={"retention.ms": "3600000"})
+    p = producer(shoal.bootstrap, enable_idempotence=True)
+    for i, r in enumerate(make_records(100, seed=11)):
+        p.produce(
+            "ledger", r.value, r.key, partition=i % 2, headers=r.headers, timestamp=r.timestamp_ms
+        )
+    flush_all(p)
+    ends = {0: 50, 1: 50}
+    c = Consumer({"bootstrap.servers": shoal.bootstrap, "group.id": "ledger-readers"})
+    c.commit(offsets=[TopicPartition("ledger", q, n) for q, n in ends.items()], asynchronous=False)
+    c.close()
+
+    mm2 = start_mirror(
+        tmp_path / "mm2",
+        mm2_properties(
+            shoal.bootstrap,
+            kafka.bootstrap,
+            aliases=("edge", "main"),
+            topics="ledger",
+            groups="ledger-readers",
+            extra="replication.policy.class = "
+            "org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n",
+        ),
+    )
+    try:
+        assert wait_for_copy(kafka.bootstrap, "ledger", ends, timeout_s=120), mm2.log_tail()
+        assert contents(read_partitions(kafka.bootstrap, "ledger", ends)) == contents(
+            read_partitions(shoal.bootstrap, "ledger", ends)
+        )
+        assert topic_configs(kafka.bootstrap, "ledger")["retention.ms"] == "3600000"
+        want = {("ledger", q): n for q, n in ends.items()}
+        assert wait_until(
+            lambda: committed(kafka.bootstrap, "ledger-readers") == want,
+            timeout_s=90,
+            interval_s=0.5,
+        ), (committed(kafka.bootstrap, "ledger-readers"), mm2.log_tail())
+        assert mm2.alive
+    finally:
+        mm2.kill()
