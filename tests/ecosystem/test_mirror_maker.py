@@ -63,12 +63,13 @@ MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 GROUP = "billing"
 
 # Kafka's default exclusions (DefaultConfigPropertyFilter) plus the KIP-1191 topic
-# config that Shoal lists and Kafka 4.2 does not know.
+# config that Shoal lists and Kafka 4.2 does not know: regexes, their backslashes
+# doubled for the .properties file.
 CONFIG_EXCLUDE = (
-    r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
-    r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
-    r"unclean\.leader\.election\.enable, min\.insync\.replicas, "
-    r"errors\.deadletterqueue\.group\.enable"
+    r"follower\\.replication\\.throttled\\.replicas, leader\\.replication\\.throttled\\.replicas, "
+    r"message\\.timestamp\\.difference\\.max\\.ms, message\\.timestamp\\.type, "
+    r"unclean\\.leader\\.election\\.enable, min\\.insync\\.replicas, "
+    r"errors\\.deadletterqueue\\.group\\.enable"
 )
 
 
@@ -79,9 +80,12 @@ def mm2_properties(
     aliases: tuple[str, str] = ("shoal", "kafka"),
     topics: str = "orders, customers, events, dlq.orders",
     groups: str = GROUP,
+    replication_factor: int = 1,
     extra: str = "",
 ) -> str:
-    """The MM2 config of a flow from Shoal to Kafka, their cluster aliases `aliases`."""
+    """The MM2 config of a flow from Shoal to Kafka, their cluster aliases `aliases`;
+    `replication_factor` of every topic MM2 creates (-1: each cluster's default)."""
+    rf = replication_factor
     source, target = aliases
     return f"""\
 clusters = {source}, {target}
@@ -92,13 +96,13 @@ clusters = {source}, {target}
 {source}->{target}.groups = {groups}
 {extra}
 
-replication.factor = 1
-checkpoints.topic.replication.factor = 1
-heartbeats.topic.replication.factor = 1
-offset-syncs.topic.replication.factor = 1
-offset.storage.replication.factor = 1
-status.storage.replication.factor = 1
-config.storage.replication.factor = 1
+replication.factor = {rf}
+checkpoints.topic.replication.factor = {rf}
+heartbeats.topic.replication.factor = {rf}
+offset-syncs.topic.replication.factor = {rf}
+offset.storage.replication.factor = {rf}
+status.storage.replication.factor = {rf}
+config.storage.replication.factor = {rf}
 
 sync.topic.configs.enabled = true
 sync.topic.configs.interval.seconds = 2
@@ -441,7 +445,8 @@ def test_identity_replication_policy_keeps_names(
 ) -> None:
     """IdentityReplicationPolicy: `ledger` on Shoal is `ledger` on Kafka and the group's
     offsets are for `ledger`, so clients move by changing only their bootstrap servers.
-    Its own Shoal broker and cluster aliases (edge, main), beside the module's MM2."""
+    Its own Shoal broker and cluster aliases (edge, main), beside the module's MM2; every
+    replication factor -1 (each cluster's default), as the documented config has it."""
     shoal = brokers.start("group.initial.rebalance.delay.ms=0")
     create_topic(shoal.bootstrap, "ledger", partitions=2, config={"retention.ms": "3600000"})
     p = producer(shoal.bootstrap, enable_idempotence=True)
@@ -463,6 +468,7 @@ def test_identity_replication_policy_keeps_names(
             aliases=("edge", "main"),
             topics="ledger",
             groups="ledger-readers",
+            replication_factor=-1,  # as docs/ecosystem-quix-mm2.md shows it
             extra="replication.policy.class = "
             "org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n",
         ),
