@@ -27,14 +27,14 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.support import quix_venv
-from tests.support.broker import BrokerProcess, Brokers, wait_until
+from tests.support import kafka_reference, quix_venv
+from tests.support.broker import Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer
 
 APP = Path(__file__).resolve().parent / "quix" / "app.py"
@@ -42,7 +42,9 @@ INPUT, RUNNING, WINDOWS = "quix-in", "quix-running", "quix-windows"
 WINDOW_MS = 1000
 KEYS = [f"k{n}" for n in range(6)]
 PARTITIONS = 3
-T0_MS = 1_750_000_000_000  # a whole second: window starts are multiples of 1000
+# Ten minutes ago, to the second (window starts are multiples of 1000): recent enough
+# for a broker's time-based retention (7 days) and its bound on future timestamps.
+T0_MS = (int(time.time()) - 600) * 1000
 STEP_MS = 50  # record i's time is T0 + 50 i + 7: never on a window boundary
 PART = 240  # records per part of the input
 DELAY_MS = 5.0  # the application's pause per record, so crashes land mid-stream
@@ -213,13 +215,38 @@ def readers(brokers: Brokers) -> Iterator[list[CommittedReader]]:
         reader.close()
 
 
+class Broker(Protocol):
+    """What the test does to a broker: Shoal's BrokerProcess or the reference Kafka."""
+
+    @property
+    def bootstrap(self) -> str: ...
+    def kill(self) -> None: ...
+    def start(self) -> object: ...
+
+
+@pytest.fixture(params=["shoal", pytest.param("kafka", marks=pytest.mark.slow)])
+def broker(request: pytest.FixtureRequest, brokers: Brokers, tmp_path: Path) -> Iterator[Broker]:
+    """A Shoal broker; or (slow) the reference Kafka 4.2, to show the same application
+    and the same checks are what Kafka gives too."""
+    if request.param == "shoal":
+        yield brokers.start("group.initial.rebalance.delay.ms=0")
+        return
+    try:
+        kafka_reference.install()
+    except kafka_reference.ReferenceUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Kafka reference broker: {exc}")
+    with kafka_reference.running(tmp_path / "kafka") as kafka:
+        yield kafka
+
+
 def test_exactly_once_state_through_broker_and_app_crashes(
-    brokers: Brokers,
+    broker: Broker,
     quix_python: Path,
     tmp_path: Path,
     readers: list[CommittedReader],
 ) -> None:
-    broker: BrokerProcess = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
     create_topic(bootstrap, INPUT, partitions=PARTITIONS)
     state_dir = tmp_path / "quix-state"

@@ -48,9 +48,10 @@ def main() -> None:
         commit_interval=0.5,
         state_dir=args.state_dir,
         loglevel="INFO",
-        # A killed instance's group membership lapses after 6 s (the broker's minimum),
-        # not librdkafka's default 45 s, before its successor is given the partitions.
-        consumer_extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
+        # One instance, a static group member (KIP-345): its restarted successor takes
+        # its place at once, and its membership outlives a broker restart (a reference
+        # Kafka takes ~20 s to come back) rather than lapsing after librdkafka's 45 s.
+        consumer_extra_config={"group.instance.id": "quix-sums-0", "session.timeout.ms": 30000},
         # One instance, so one stable transactional.id (Quix draws a random one by
         # default): a restarted instance's InitProducerId fences its killed predecessor
         # and aborts that one's open transaction at once, rather than read_committed
