@@ -306,6 +306,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # No retention pass while a test runs (the first would come 30 s after
+            # start): tests write batches stamped in 2023, which a pass would delete.
+            "log.initial.task.delay.ms": "3600000",
+            "log.retention.check.interval.ms": "3600000",
         }
         if self.sasl is not None:
             props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
