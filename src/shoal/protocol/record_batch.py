@@ -73,10 +73,20 @@ class BatchError(ValueError):
     Kafka 4.2 sends this message back too (Produce's ErrorMessage, v8+), which it does
     only for what it finds while reading the request's batches, before the log."""
 
-    def __init__(self, code: ErrorCode, message: str, *, answered: bool = False) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        answered: bool = False,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.answered = answered
+        self.record_errors = record_errors
+        """(index in its batch, reason) of each record refused (Produce v8+'s
+        RecordErrors), when the batch is refused for its records (log/validation.py)."""
 
 
 class BatchHeader(NamedTuple):

@@ -113,12 +113,62 @@ def read_varint(data: bytes, position: int) -> tuple[int, int]:
     return _varint(data, position)
 
 
-def recompressed(batch: bytes, header: BatchHeader, codec: Codec, level: int | None) -> bytes:
+def recompressed(
+    batch: bytes,
+    header: BatchHeader,
+    codec: Codec,
+    level: int | None,
+    *,
+    inflated_records: bytes | None = None,
+) -> bytes:
     """`batch` (its bytes from offset 0) with its records inflated and compressed again
-    with `codec` at `level` (Codec.NONE: left inflated). Every header field but the
-    codec bits, the length and the CRC is kept (producer id, epoch, sequence, the
-    transactional and timestamp-type bits, timestamps, count): the records themselves
-    are unchanged, so Kafka's consumers read the same records at the same offsets."""
-    records = compress(decompressed(batch[HEADER_SIZE:], header), codec, level)
+    with `codec` at `level` (Codec.NONE: left inflated); `inflated_records`: the
+    records already inflated by the caller. Every header field but the codec bits,
+    the length and the CRC is kept (producer id, epoch, sequence, the transactional
+    and timestamp-type bits, timestamps, count): the records themselves are
+    unchanged, so Kafka's consumers read the same records at the same offsets."""
+    if inflated_records is None:
+        inflated_records = decompressed(batch[HEADER_SIZE:], header)
+    records = compress(inflated_records, codec, level)
     attributes = (header.attributes & ~COMPRESSION_MASK) | codec
     return with_records(batch, header, records, attributes=attributes)
+
+
+def keyless_records(payload: bytes, count: int) -> list[int]:
+    """Indexes of the records without a key (a negative key length) among the `count`
+    records of `payload`, a batch's records already inflated. Reads each record's
+    length and key length only. BatchError(INVALID_RECORD) if the records are cut
+    short or do not fill the payload exactly (Kafka's DefaultRecord and
+    DefaultRecordBatch: "Found invalid record structure", "Incorrect declared batch
+    size, records still remaining in file")."""
+    keyless = []
+    position = 0
+    end = len(payload)
+    try:
+        for index in range(count):
+            length, position = _varint(payload, position)
+            record_end = position + length
+            if length < 0 or record_end > end:
+                raise IndexError
+            cursor = position + 1  # attributes
+            while payload[cursor] & 0x80:  # timestamp delta
+                cursor += 1
+            cursor += 1
+            while payload[cursor] & 0x80:  # offset delta
+                cursor += 1
+            cursor += 1
+            if payload[cursor] == 0x01:  # zigzag -1: the usual null key, one byte
+                keyless.append(index)
+            else:
+                key_length, _ = _varint(payload, cursor)
+                if key_length < 0:
+                    keyless.append(index)
+            position = record_end
+    except IndexError:
+        raise BatchError(ErrorCode.invalid_record, "Found invalid record structure") from None
+    if position != end:
+        raise BatchError(
+            ErrorCode.invalid_record,
+            "Incorrect declared batch size, records still remaining in file",
+        )
+    return keyless
