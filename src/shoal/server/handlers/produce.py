@@ -9,13 +9,16 @@ has no schema for them, so the connection closes with the reason logged
 Topics are named up to v12 and identified by topic id from v13 (KIP-516): an id this
 broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions.
 
-Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
-never decoded), append them (offsets assigned by re-stamping the header; idempotent
-producers' sequences checked); the log announces the append, which wakes parked
-fetches of that partition. Acks 0 gets no response, and if a partition failed the
-connection is closed (Kafka's KafkaApis: the only way to tell such a producer), the
-reason logged; 1 and -1 are the same on a single node (the flush policy decides when
-data reaches the disk).
+Per partition: validate the batches' headers (magic 2, CRC-32C, sizes), then what the
+topic's settings ask (log/validation.py: one batch per partition, recompression to
+the topic's compression.type, keys on compacted topics; records are read only for
+those two, in a worker thread for a batch above
+`limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX`: docs/compression.md), append them
+(offsets assigned by re-stamping the header; idempotent producers' sequences
+checked); the log announces the append, which wakes parked fetches of that partition.
+Acks 0 gets no response, and if a partition failed the connection is closed (Kafka's
+KafkaApis: the only way to tell such a producer), the reason logged; 1 and -1 are
+the same on a single node (the flush policy decides when data reaches the disk).
 
 Durability before the answer: when the flush policy (flush.messages, flush.ms) calls
 for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync runs
@@ -32,7 +35,8 @@ UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS. As from Kafka 4.2 (tests/differential/
 test_produce_versions.py), these carry no ErrorMessage (the broker's log says why;
-only a batch magic outside 0..2, found while Kafka reads the request, has one),
+only a batch magic outside 0..2, found while Kafka reads the request, has one, and
+a compacted topic's keyless records, which also fill RecordErrors from v8),
 and LogStartOffset is -1 except after the log's producer checks (sequence, epoch,
 open transaction), which answer the partition's log start offset. A transactional
 batch in a request without a TransactionalId fails every partition with
