@@ -19,7 +19,8 @@ A record batch (magic 2) starts with a 61-byte header:
     61      records...
 
 Shoal validates and assigns offsets by reading and patching this header only; the
-records inside are never decoded on the hot path. Everything here is per batch.
+records inside are decoded on the produce path only where a topic's settings ask
+(log/validation.py). Everything here is per batch.
 `encode_batch` is the one writer of the batches the broker builds itself from records
 it holds as (key, value) bytes, with headers when needed, uncompressed or with a codec:
 coordinator records (coordinator/log_sink.py), transaction markers (log/transactions.py),

@@ -1,10 +1,13 @@
 """The records inside a v2 batch, for the few places that must look inside. Sans-I/O.
 
-The hot paths (Produce, Fetch, ShareFetch) never decode records; Kafka's timestamp
-lookups (ListOffsets) answer a record's exact offset, so they decode the one batch the
-log's batch-granular index points at. Only what those lookups need is decoded: each
-record's offset and timestamp (CreateTime batches; a LogAppendTime batch gives every
-record the batch's max timestamp, as Kafka does).
+The hot paths (Produce, Fetch, ShareFetch) do not decode records, with two exceptions
+on Produce that a topic's settings ask for (log/validation.py): recompression to the
+topic's compression.type (`recompressed`) and the key check of compacted topics
+(`keyless_records`). Kafka's timestamp lookups (ListOffsets) answer a record's exact
+offset, so they decode the one batch the log's batch-granular index points at. Only
+what each use needs is decoded: each record's offset and timestamp (CreateTime
+batches; a LogAppendTime batch gives every record the batch's max timestamp, as Kafka
+does), or whether it has a key.
 
 A record (after the batch header, possibly compressed):
 
