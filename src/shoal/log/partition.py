@@ -88,7 +88,9 @@ class PartitionLog:
         self._directory = directory
         self._events = events
         """Told of appends and log start moves (log/events.py); None for a bare log."""
-        self._config = config
+        self.settings = config
+        """The settings the log obeys now (its topic's effective config, typed); the
+        produce path reads compression.type and cleanup.policy from them too."""
         self._clock = clock
         self._segments: list[Segment] = loaded.segments
         self._bases = [s.base_offset for s in self._segments]
@@ -182,7 +184,7 @@ class PartitionLog:
         return list(self._bases)
 
     def update_config(self, config: dict[str, Any]) -> None:
-        self._config = LogConfig.from_config(config)
+        self.settings = LogConfig.from_config(config)
 
     # -- append
 
@@ -207,7 +209,7 @@ class PartitionLog:
         if self._closed or self._offline_reason is not None:
             self._check_usable()
         assert headers, "an append needs at least one batch"
-        segment_bytes = self._config.segment_bytes
+        segment_bytes = self.settings.segment_bytes
         if len(records) > segment_bytes:  # Kafka's UnifiedLog.append, before any other
             raise LogError(  # check of the producer state: not even a duplicate is found
                 ErrorCode.record_list_too_large,
@@ -230,7 +232,7 @@ class PartitionLog:
         clock = self._clock
         wall_ms = clock.wall_ms()
         now_ms = clock.monotonic_ms()
-        append_time_ms = wall_ms if self._config.log_append_time else None
+        append_time_ms = wall_ms if self.settings.log_append_time else None
         base_offset = self._segments[-1].next_offset
         stored = self._write(
             records,
@@ -337,7 +339,7 @@ class PartitionLog:
                 base_offset=base_offset,
                 leader_epoch=leader_epoch,
                 log_append_time_ms=log_append_time_ms,
-                index_interval_bytes=self._config.index_interval_bytes,
+                index_interval_bytes=self.settings.index_interval_bytes,
                 now_ms=now_ms,
             )
         except OSError as exc:
@@ -352,7 +354,7 @@ class PartitionLog:
         """fsync now (or, with `defer_flush`, return the plan) if flush.messages or
         flush.ms calls for it (`now_ms`: the monotonic time of the write)."""
         unflushed = self._unflushed
-        config = self._config
+        config = self.settings
         since_ms = unflushed.since_ms  # `unflushed.older_than`, without its call per append
         if unflushed.records < config.flush_messages and (
             since_ms is None or now_ms - since_ms < config.flush_ms
@@ -367,7 +369,7 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size_bytes == 0:  # empty
             return False
-        config = self._config
+        config = self.settings
         first_append_ms = active.first_append_ms
         return (
             active.size_bytes + size_bytes > config.segment_bytes
@@ -390,7 +392,7 @@ class PartitionLog:
         try:
             active.write_indexes(sync=True)
             self._producers.expire(
-                now_ms=self._clock.wall_ms(), expiration_ms=self._config.producer_id_expiration_ms
+                now_ms=self._clock.wall_ms(), expiration_ms=self.settings.producer_id_expiration_ms
             )
             write_snapshot(self._directory, new_base, self._producers)
             segment = Segment.create(self._directory, new_base)
@@ -592,7 +594,7 @@ class PartitionLog:
         With `defer_delete` the files are renamed here and their removal is left to
         the caller (`take_deleted_paths`)."""
         self._check_usable()
-        config = self._config
+        config = self.settings
         segments = self._segments
         stable = self.last_stable_offset
         try:
@@ -721,7 +723,7 @@ class PartitionLog:
         `limits.LOG_UNFLUSHED_BYTES_MAX`, else None."""
         unflushed = self._unflushed
         if (
-            unflushed.older_than(age_ms=self._config.flush_ms, now_ms=now_ms)
+            unflushed.older_than(age_ms=self.settings.flush_ms, now_ms=now_ms)
             or unflushed.size_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
         ):
             return self.flush_plan()
