@@ -19,7 +19,9 @@ confluent-kafka reads back.
   (or is restarted from its checkpoint) and the Parquet sink holds every record once.
 
 Without java/mvn/Maven Central the module skips, except in CI (CI=true); a PySpark other
-than the pom's fails it.
+than the pom's fails it. `SHOAL_SPARK_KAFKA_TARGET=kafka` runs the same module against
+Apache Kafka 4.2 (tests/support/kafka_reference.py) instead, whose log cleaner runs: that
+is how the expectations here were checked against Kafka's behaviour.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 import pytest
 
 from tests.spark.kafka_connector import ConnectorVersionMismatch
+from tests.support import kafka_reference
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.clients import (
     BASE_TIMESTAMP_MS,
@@ -64,11 +67,22 @@ def kspark(spark: Any, kafka_connector_jars: list[Path] | Exception) -> Any:
     return spark
 
 
+Broker = BrokerProcess | kafka_reference.KafkaBroker
+
+
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """This module's own broker (the kill test restarts it); retention off, as the
     records carry 2023 timestamps."""
-    yield from running(tmp_path_factory.mktemp("kafka-connector") / "data", "log.retention.ms=-1")
+    data = tmp_path_factory.mktemp("kafka-connector") / "data"
+    if os.environ.get("SHOAL_SPARK_KAFKA_TARGET") == "kafka":
+        # the cleaner looks for work every half second instead of every 15
+        with kafka_reference.running(
+            data, "log.retention.ms=-1", "log.cleaner.backoff.ms=500"
+        ) as kafka:
+            yield kafka
+        return
+    yield from running(data, "log.retention.ms=-1", "log.cleaner.backoff.ms=500")
 
 
 # ---- helpers
@@ -167,7 +181,7 @@ KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "t
 # ---- batch reads
 
 
-def test_batch_read_subscribe_columns_exact(kspark: Any, broker: BrokerProcess) -> None:
+def test_batch_read_subscribe_columns_exact(kspark: Any, broker: Broker) -> None:
     topic = topic_name("sk-read")
     create_topic(broker.bootstrap, topic, partitions=3)
     placed = _produce(broker.bootstrap, topic, make_records(90, seed=1), 3)
@@ -181,9 +195,7 @@ def test_batch_read_subscribe_columns_exact(kspark: Any, broker: BrokerProcess) 
     assert _rows(with_headers) == _expected(topic, placed)
 
 
-def test_batch_read_subscribe_pattern_assign_and_offset_ranges(
-    kspark: Any, broker: BrokerProcess
-) -> None:
+def test_batch_read_subscribe_pattern_assign_and_offset_ranges(kspark: Any, broker: Broker) -> None:
     prefix = topic_name("sk-range")
     topics = [f"{prefix}-a", f"{prefix}-b"]
     expected: list[Row] = []
@@ -230,7 +242,7 @@ def test_batch_read_subscribe_pattern_assign_and_offset_ranges(
     assert _rows(earliest) == _only(expected, lambda r: r[0] == b)
 
 
-def test_batch_read_by_timestamp(kspark: Any, broker: BrokerProcess) -> None:
+def test_batch_read_by_timestamp(kspark: Any, broker: Broker) -> None:
     topic = topic_name("sk-time")
     create_topic(broker.bootstrap, topic, partitions=2)
     # record i has timestamp BASE + i; partition i % 2
@@ -265,7 +277,7 @@ def test_batch_read_by_timestamp(kspark: Any, broker: BrokerProcess) -> None:
 
 
 def test_stream_max_offsets_per_trigger_and_restart_from_checkpoint(
-    kspark: Any, broker: BrokerProcess, tmp_path: Path
+    kspark: Any, broker: Broker, tmp_path: Path
 ) -> None:
     topic = topic_name("sk-stream")
     create_topic(broker.bootstrap, topic, partitions=2)
@@ -302,7 +314,7 @@ def test_stream_max_offsets_per_trigger_and_restart_from_checkpoint(
 # ---- writes
 
 
-def test_batch_write_columns_read_back_exactly(kspark: Any, broker: BrokerProcess) -> None:
+def test_batch_write_columns_read_back_exactly(kspark: Any, broker: Broker) -> None:
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
@@ -348,7 +360,7 @@ def test_batch_write_columns_read_back_exactly(kspark: Any, broker: BrokerProces
             ]
 
 
-def test_stream_write_topic_to_topic(kspark: Any, broker: BrokerProcess, tmp_path: Path) -> None:
+def test_stream_write_topic_to_topic(kspark: Any, broker: Broker, tmp_path: Path) -> None:
     source, sink = topic_name("sk-copy-in"), topic_name("sk-copy-out")
     create_topic(broker.bootstrap, source, partitions=2)
     create_topic(broker.bootstrap, sink, partitions=2)
@@ -383,7 +395,7 @@ def test_stream_write_topic_to_topic(kspark: Any, broker: BrokerProcess, tmp_pat
 
 
 def test_read_committed_skips_aborted_transactions(
-    kspark: Any, broker: BrokerProcess, tmp_path: Path
+    kspark: Any, broker: Broker, tmp_path: Path
 ) -> None:
     topic = topic_name("sk-txn")
     create_topic(broker.bootstrap, topic, partitions=2)
@@ -429,7 +441,7 @@ def test_read_committed_skips_aborted_transactions(
     p.abort_transaction(30)
 
 
-def test_compacted_topic(kspark: Any, broker: BrokerProcess, tmp_path: Path) -> None:
+def test_compacted_topic(kspark: Any, broker: Broker, tmp_path: Path) -> None:
     """Until the cleaner runs every record is read; after, the latest of each key and
     gaps in the offsets. Either way each row read is the record produced at its offset,
     the latest record of every key is read, and neither the batch read nor the stream
@@ -478,10 +490,118 @@ def test_compacted_topic(kspark: Any, broker: BrokerProcess, tmp_path: Path) -> 
     check(kspark.read.parquet(str(tmp_path / "out")).collect())
 
 
+COMPACTION_WAIT_S = 90.0
+"""How long the slow compaction test waits for the broker's cleaner (Kafka's cleans within
+a few seconds with the module's backoff of 500 ms)."""
+
+
+def _log_cleaner_present() -> bool:
+    """Kafka has a cleaner; Shoal has one once server/log_cleaner.py exists."""
+    if os.environ.get("SHOAL_SPARK_KAFKA_TARGET") == "kafka":
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec("shoal.server.log_cleaner") is not None
+
+
+def _present(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, bytes | None]]:
+    """offset -> (key, value) of what partition 0 holds now, read with confluent-kafka."""
+    _, high = watermarks(bootstrap, topic, 1)[0]
+    got = read_partitions(bootstrap, topic, {0: high})[0]
+    return {m.offset: (m.key, m.value) for m in got}
+
+
+@pytest.mark.slow
+def test_compacted_topic_once_cleaned(kspark: Any, broker: Broker, tmp_path: Path) -> None:
+    """A stream whose checkpoint lies inside a range the cleaner has since compacted, and a
+    batch read starting at a compacted-away offset: neither is data loss for Spark (its
+    consumer skips offsets that are gone while the log start offset is not past them),
+    and compaction leaves the log start offset at 0, as Kafka's does. Each row read is
+    the record produced at its offset; every key's latest record is read; tombstones
+    (null values) are read until `delete.retention.ms` lets the cleaner drop them."""
+    if not _log_cleaner_present():
+        pytest.skip("this Shoal has no log cleaner (server/log_cleaner.py) yet")
+    topic = topic_name("sk-cleaned")
+    create_topic(
+        broker.bootstrap,
+        topic,
+        partitions=1,
+        config={
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.compaction.lag.ms": "0",
+            "delete.retention.ms": "60000",
+        },
+    )
+    produced: dict[int, tuple[bytes | None, bytes | None]] = {}
+    p = producer(broker.bootstrap)
+
+    def send(count: int) -> None:
+        for _ in range(count):
+            offset = len(produced)
+            key = b"key-%d" % (offset % 5)
+            value = None if offset % 17 == 16 else b"value-%d" % offset  # some tombstones
+            p.produce(topic, key=key, value=value, partition=0)
+            produced[offset] = (key, value)
+            if offset % 10 == 9:
+                flush_all(p)
+                time.sleep(0.12)  # past segment.ms: the next append rolls a segment
+        flush_all(p)
+
+    stream_options = {
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": "7",
+    }
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run_stream() -> None:
+        stream = (
+            kspark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .options(**stream_options)
+            .load()
+        )
+        _run_available_now(stream, out, checkpoint)
+
+    send(23)
+    run_stream()  # the checkpoint now says offset 23
+    send(100)
+    assert wait_until(
+        lambda: len(_present(broker.bootstrap, topic)) < len(produced) // 2,
+        timeout_s=COMPACTION_WAIT_S,
+        interval_s=1.0,
+    ), "the cleaner did not compact the topic"
+    present = _present(broker.bootstrap, topic)
+    assert 23 not in present  # the stream resumes at an offset that is gone
+    assert watermarks(broker.bootstrap, topic, 1)[0] == (0, len(produced))
+    latest = {key: offset for offset, (key, _) in produced.items()}
+    assert set(latest.values()) <= set(present)
+    assert all(produced[offset] == record for offset, record in present.items())
+
+    run_stream()
+    streamed = kspark.read.parquet(str(out)).select("offset", "key", "value").collect()
+    rows = {r.offset: (bytes(r.key), None if r.value is None else bytes(r.value)) for r in streamed}
+    assert len(rows) == len(streamed)
+    # offsets below 23: the first run's, read while the cleaner may already have been at work
+    # the cleaner may go on after `present` was read: it only ever removes records
+    assert {o for o in rows if o >= 23} <= set(present)
+    assert set(latest.values()) <= set(rows)
+    assert all(produced[offset] == record for offset, record in rows.items())
+
+    # a batch read from an offset the cleaner removed
+    batch = _read(
+        kspark, broker.bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 23}})
+    ).collect()
+    assert {r.offset for r in batch} <= {o for o in present if o >= 23}
+    assert set(latest.values()) <= {r.offset for r in batch}
+
+
 # ---- a broker crash
 
 
-def test_broker_killed_during_stream(kspark: Any, broker: BrokerProcess, tmp_path: Path) -> None:
+def test_broker_killed_during_stream(kspark: Any, broker: Broker, tmp_path: Path) -> None:
     """Exactly once through the checkpoint and the Parquet sink: the query is restarted
     from its checkpoint if the outage failed it; every record is in the output once."""
     topic = topic_name("sk-crash")
