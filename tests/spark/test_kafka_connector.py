@@ -194,6 +194,14 @@ def test_batch_read_subscribe_columns_exact(kspark: Any, broker: Broker) -> None
     assert with_headers.columns == [*KAFKA_COLUMNS, "headers"]
     assert _rows(with_headers) == _expected(topic, placed)
 
+    # minPartitions: each Kafka partition split into offset ranges, each its own task
+    # (and consumer) starting in the middle of the partition
+    split = _read(
+        kspark, broker.bootstrap, subscribe=topic, includeHeaders="true", minPartitions="7"
+    )
+    assert split.rdd.getNumPartitions() > 3
+    assert _rows(split) == _expected(topic, placed)
+
 
 def test_batch_read_subscribe_pattern_assign_and_offset_ranges(kspark: Any, broker: Broker) -> None:
     prefix = topic_name("sk-range")
@@ -309,6 +317,54 @@ def test_stream_max_offsets_per_trigger_and_restart_from_checkpoint(
     sizes = _batch_sizes(query)
     assert sum(sizes) == 40 and max(sizes) <= 16, sizes
     assert _rows(kspark.read.parquet(str(out))) == _expected(topic, placed)
+
+
+def test_stream_fail_on_data_loss(kspark: Any, broker: Broker, tmp_path: Path) -> None:
+    """Records deleted (DeleteRecords) between two runs of a stream: with failOnDataLoss
+    (the default) the run fails naming the lost offsets; with false it goes on from the
+    new log start offset."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = topic_name("sk-loss")
+    create_topic(broker.bootstrap, topic, partitions=1)
+    placed = _produce(broker.bootstrap, topic, make_records(20, seed=7), 1)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def stream(**options: str) -> Any:
+        return (
+            kspark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .options(**options)
+            .load()
+        )
+
+    _run_available_now(stream(), out, checkpoint)
+    more = _produce(broker.bootstrap, topic, make_records(30, seed=8), 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 35)]).values():
+        future.result(timeout=30)
+    assert watermarks(broker.bootstrap, topic, 1) == {0: (35, 50)}
+
+    query = (
+        stream()
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception) as failed:
+        query.awaitTermination(QUERY_TIMEOUT_S)
+    message = str(failed.value)
+    assert "Some data may have been lost" in message, message
+    assert f"Could not read records in offset [20, 50) for topic partition {topic}-0" in message
+
+    _run_available_now(stream(failOnDataLoss="false"), out, checkpoint)
+    kept = {0: placed[0] + [(20 + offset, sent) for offset, sent in more[0] if offset >= 15]}
+    assert _rows(kspark.read.parquet(str(out))) == _expected(topic, kept, headers=False)
 
 
 # ---- writes
@@ -512,6 +568,9 @@ def _present(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, bytes 
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not _log_cleaner_present(), reason="this Shoal has no log cleaner (server/log_cleaner.py) yet"
+)
 def test_compacted_topic_once_cleaned(kspark: Any, broker: Broker, tmp_path: Path) -> None:
     """A stream whose checkpoint lies inside a range the cleaner has since compacted, and a
     batch read starting at a compacted-away offset: neither is data loss for Spark (its
@@ -519,8 +578,6 @@ def test_compacted_topic_once_cleaned(kspark: Any, broker: Broker, tmp_path: Pat
     and compaction leaves the log start offset at 0, as Kafka's does. Each row read is
     the record produced at its offset; every key's latest record is read; tombstones
     (null values) are read until `delete.retention.ms` lets the cleaner drop them."""
-    if not _log_cleaner_present():
-        pytest.skip("this Shoal has no log cleaner (server/log_cleaner.py) yet")
     topic = topic_name("sk-cleaned")
     create_topic(
         broker.bootstrap,
