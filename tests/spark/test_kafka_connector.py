@@ -184,7 +184,8 @@ KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "t
 def test_batch_read_subscribe_columns_exact(kspark: Any, broker: Broker) -> None:
     topic = topic_name("sk-read")
     create_topic(broker.bootstrap, topic, partitions=3)
-    placed = _produce(broker.bootstrap, topic, make_records(90, seed=1), 3)
+    # 102 records: record 101 has a header with a null value
+    placed = _produce(broker.bootstrap, topic, make_records(102, seed=1), 3)
 
     plain = _read(kspark, broker.bootstrap, subscribe=topic)
     assert plain.columns == KAFKA_COLUMNS
@@ -309,10 +310,17 @@ def test_stream_max_offsets_per_trigger_and_restart_from_checkpoint(
     assert sum(sizes) == 60 and max(sizes) <= 16 and len(sizes) >= 4, sizes
     assert _rows(kspark.read.parquet(str(out))) == _expected(topic, placed)
 
-    # 40 more records: a second run from the checkpoint reads exactly those
-    more = _produce(broker.bootstrap, topic, records[60:], 2)
+    # a third partition and 40 more records: a second run from the checkpoint reads
+    # exactly those, the new partition from its start
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
+    more = _produce(broker.bootstrap, topic, records[60:], 3)
+    base = {0: 30, 1: 30, 2: 0}
     for partition, entries in more.items():
-        placed[partition] += [(offset + 30, sent) for offset, sent in entries]
+        placed.setdefault(partition, [])
+        placed[partition] += [(offset + base[partition], sent) for offset, sent in entries]
     query = _run_available_now(stream(), out, checkpoint)
     sizes = _batch_sizes(query)
     assert sum(sizes) == 40 and max(sizes) <= 16, sizes
@@ -414,6 +422,35 @@ def test_batch_write_columns_read_back_exactly(kspark: Any, broker: Broker) -> N
             assert [(m.key, m.value, m.headers or []) for m in seen] == [
                 (key, value, headers) for _, _, key, value, headers in want
             ]
+
+
+def test_write_compressed_and_to_a_new_topic(kspark: Any, broker: Broker) -> None:
+    """The connector's producer (kafka-clients) compressing with each codec, read back by
+    confluent-kafka and by Spark; and a write to a topic that does not exist yet, which
+    the broker creates (auto.create.topics.enable, default true) with num.partitions."""
+    values = [b"compressible %04d " % i + b"x" * 200 for i in range(300)]
+    frame = kspark.createDataFrame([(v,) for v in values], "value BINARY").coalesce(1)
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        topic = topic_name(f"sk-{codec}")
+        create_topic(broker.bootstrap, topic, partitions=1)
+        frame.write.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap).option(
+            "topic", topic
+        ).option("kafka.compression.type", codec).option("kafka.linger.ms", "50").save()
+        got = read_partitions(broker.bootstrap, topic, {0: len(values)})[0]
+        assert [m.value for m in got] == values, codec
+        assert watermarks(broker.bootstrap, topic, 1) == {0: (0, len(values))}, codec
+        read = _read(kspark, broker.bootstrap, subscribe=topic).orderBy("offset").collect()
+        assert [bytes(r.value) for r in read] == values, codec
+
+    fresh = topic_name("sk-auto")
+    frame.limit(10).write.format("kafka").option(
+        "kafka.bootstrap.servers", broker.bootstrap
+    ).option("topic", fresh).save()
+    assert wait_until(
+        lambda: sum(high for _, high in watermarks(broker.bootstrap, fresh, 1).values()) == 10,
+        timeout_s=30,
+    )
+    assert [m.value for m in read_partitions(broker.bootstrap, fresh, {0: 10})[0]] == values[:10]
 
 
 def test_stream_write_topic_to_topic(kspark: Any, broker: Broker, tmp_path: Path) -> None:
