@@ -5,7 +5,8 @@
 under a file lock) and returns the jars to give `spark.jars`: those the connector
 needs that Spark does not ship itself (kafka-clients, commons-pool2, the connector
 and its token provider). Jars Spark already has (Scala, Hadoop, lz4, snappy, slf4j,
-spark-tags) are left out, as the JVM would load Spark's copies first anyway. Nothing
+spark-tags) are excluded in the pom and, should one slip through, left out here: the
+JVM would load Spark's copies first anyway. Nothing
 is downloaded at job time: `spark.jars` names local files, unlike `--packages`.
 
 The pom is written for one PySpark release (`pyspark.version`); another installed

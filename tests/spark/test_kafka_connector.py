@@ -36,7 +36,11 @@ from typing import Any
 
 import pytest
 
-from tests.spark.kafka_connector import ConnectorVersionMismatch
+from tests.spark.kafka_connector import (
+    ConnectorVersionMismatch,
+    check_pyspark_version,
+    pom_property,
+)
 from tests.support import kafka_reference
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.clients import (
@@ -176,6 +180,14 @@ def _batch_sizes(query: Any) -> list[int]:
 
 
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+
+
+def test_the_pom_names_the_installed_pyspark() -> None:
+    """Another PySpark than the pom's is refused, saying what to change (no Spark needed)."""
+    wanted = pom_property("pyspark.version")
+    check_pyspark_version(wanted)
+    with pytest.raises(ConnectorVersionMismatch, match=r"set <pyspark.version> to 9\.9\.9"):
+        check_pyspark_version("9.9.9")
 
 
 # ---- batch reads
