@@ -294,6 +294,40 @@ def test_batch_read_by_timestamp(kspark: Any, broker: Broker) -> None:
     )
 
 
+def test_batch_read_log_append_time_and_records_past_fetch_sizes(
+    kspark: Any, broker: Broker
+) -> None:
+    """A LogAppendTime topic: timestampType 1 and the broker's append time (the same
+    value confluent-kafka reads), not the producer's; records larger than the consumer's
+    fetch sizes still come (the broker returns the first batch whole)."""
+    topic = topic_name("sk-append")
+    create_topic(
+        broker.bootstrap, topic, partitions=1, config={"message.timestamp.type": "LogAppendTime"}
+    )
+    big = [bytes([65 + i]) * 300_000 for i in range(4)]
+    before_ms = int(time.time() * 1000)
+    p = producer(broker.bootstrap, linger_ms=0)
+    for value in big:
+        p.produce(topic, value=value, partition=0, timestamp=BASE_TIMESTAMP_MS)
+        flush_all(p)  # one record per batch
+    after_ms = int(time.time() * 1000)
+    confluent = read_partitions(broker.bootstrap, topic, {0: len(big)})[0]
+    assert {m.timestamp_type for m in confluent} == {2}  # TIMESTAMP_LOG_APPEND_TIME
+
+    rows = _rows(
+        _read(
+            kspark,
+            broker.bootstrap,
+            subscribe=topic,
+            **{"kafka.max.partition.fetch.bytes": "1024", "kafka.fetch.max.bytes": "1024"},
+        )
+    )
+    assert [r[4] for r in rows] == big
+    assert [r[6] for r in rows] == [1] * len(big)  # LogAppendTime
+    assert [r[5] for r in rows] == [m.timestamp_ms for m in confluent]
+    assert all(before_ms - 1000 <= r[5] <= after_ms + 1000 for r in rows)
+
+
 # ---- streams
 
 
