@@ -6,7 +6,8 @@ run the same clients against both. This module is test support, never part of Sh
 - `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)
   into a cache outside the repository (`$SHOAL_KAFKA_CACHE`, else
   `~/.cache/shoal/kafka-<version>`), once; later calls reuse it. A file lock keeps two
-  test workers from installing at the same time.
+  test workers from installing at the same time. `install_pom()` does the same for
+  another pom of the tests (Spark's Kafka connector: tests/spark/kafka_connector.py).
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
   its PID (SIGTERM, or SIGKILL for a crash).
@@ -91,10 +92,14 @@ class ReferenceUnavailable(RuntimeError):
     """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
 
 
-def cache_dir() -> Path:
+def cache_root() -> Path:
+    """Where the tests' Maven resolutions live: `$SHOAL_KAFKA_CACHE`, else ~/.cache/shoal."""
     root = os.environ.get("SHOAL_KAFKA_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "shoal"
-    return base / f"kafka-{KAFKA_VERSION}"
+    return Path(root) if root else Path.home() / ".cache" / "shoal"
+
+
+def cache_dir() -> Path:
+    return cache_root() / f"kafka-{KAFKA_VERSION}"
 
 
 def java_tools_present() -> bool:
@@ -103,12 +108,18 @@ def java_tools_present() -> bool:
 
 def install() -> Path:
     """The directory of the reference's jars, resolving them first if the cache lacks them."""
+    return install_pom(_POM, cache_dir(), what=f"Kafka {KAFKA_VERSION}")
+
+
+def install_pom(pom: Path, home: Path, *, what: str) -> Path:
+    """`home`/libs: the dependencies `pom` names (transitively), copied there by Maven once;
+    later calls reuse them until the pom changes (its hash is the stamp). A file lock in
+    `home` keeps two test workers from resolving at the same time."""
     if not java_tools_present():
-        raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
-    home = cache_dir()
+        raise ReferenceUnavailable(f"java and mvn are needed for {what}")
     libs = home / "libs"
     stamp = home / "installed"
-    want = hashlib.sha256(_POM.read_bytes()).hexdigest()[:16]
+    want = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
     if _read(stamp) == want and libs.is_dir():
         return libs
     home.mkdir(parents=True, exist_ok=True)
@@ -123,7 +134,7 @@ def install() -> Path:
                 "-q",
                 "-B",
                 "-f",
-                str(_POM),
+                str(pom),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
             ],
@@ -135,7 +146,7 @@ def install() -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ReferenceUnavailable(
-                f"maven could not resolve Kafka {KAFKA_VERSION}:\n{done.stdout}{done.stderr}"
+                f"maven could not resolve {what}:\n{done.stdout}{done.stderr}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
