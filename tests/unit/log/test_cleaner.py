@@ -15,7 +15,9 @@ from shoal.log.clean_swap import CLEANER_CHECKPOINT_FILE
 from shoal.log.key_map import ENTRY_BYTES, KeyMap
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import ControlType
-from shoal.protocol.record_batch import iter_headers
+from shoal.protocol.compression import Codec
+from shoal.protocol.record_batch import encode_batch, iter_headers
+from shoal.protocol.records import record_timestamps
 from tests.support.batches import COMPRESSION_GZIP
 from tests.unit.log.batches import headers_of
 from tests.unit.log.cleaning import COMPACT, append_batch, clean, keyed, latest, put, read_all
@@ -509,6 +511,26 @@ def test_compressed_batches_are_copied_whole_or_rebuilt_with_the_kept_records(
     ]
     rebuilt = iter_headers(data)[1]
     assert (rebuilt.base_offset, rebuilt.last_offset_delta, rebuilt.records_count) == (2, 1, 1)
+    assert rebuilt.compression == COMPRESSION_GZIP  # rebuilt with its own codec
+
+
+@pytest.mark.parametrize("codec", list(Codec))
+def test_a_rebuilt_batch_keeps_its_codec(
+    open_log: LogOpener, clock: ManualClock, codec: Codec
+) -> None:
+    log = open_log(segment_bytes=2000, cleanup_policy=COMPACT)
+    pairs = [(b"k%d" % i, b"value %d" % i * 20) for i in range(8)]
+    append_batch(log, encode_batch(pairs, timestamp_ms=clock.wall_ms(), codec=codec))
+    put(log, clock, (b"k3", b"newer"))
+    _roll(log, clock)
+    clean(log, clock)
+    rebuilt = iter_headers(log.read(0, max_bytes=1 << 20).records)[0]
+    assert rebuilt.compression == codec
+    assert (rebuilt.records_count, rebuilt.last_offset_delta) == (7, 7)
+    read = log.read(0, max_bytes=1 << 20)
+    first = read.headers[0]
+    offsets = [o for o, _ in record_timestamps(read.records, first)]
+    assert offsets == [0, 1, 2, 4, 5, 6, 7]
 
 
 def test_throttle_hears_every_byte_read_and_written(
