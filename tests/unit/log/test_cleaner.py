@@ -576,3 +576,46 @@ def test_tombstones_in_compressed_batches(
     _roll(log, clock)
     clean(log, clock)
     assert [(r.key, r.value) for r in read_all(log)][:2] == [(b"a", b"1"), (b"b", None)]
+
+
+def test_a_producers_last_marker_is_emptied_not_removed_and_recovery_skips_it(
+    open_log: LogOpener, clock: ManualClock, caplog: pytest.LogCaptureFixture, log_dir: Path
+) -> None:
+    """An abort that bumped the epoch leaves the marker as the producer's last entry:
+    past its horizon the clean empties it (records count 0) rather than removing it,
+    and recovery passes over the emptied marker quietly (Kafka's producer state does)."""
+    config = {
+        "segment_bytes": 400,
+        "cleanup_policy": COMPACT,
+        "min_cleanable_dirty_ratio": 0.0,
+        "delete_retention_ms": HOUR_MS,
+    }
+    log = open_log(**config)
+    batch = keyed(
+        clock, (b"t", b"x"), producer_id=11, producer_epoch=0, base_sequence=0, transactional=True
+    )
+    append_batch(log, batch)
+    marker = log.append_control(
+        producer_id=11, producer_epoch=1, control=ControlType.ABORT, coordinator_epoch=0,
+        timestamp_ms=clock.wall_ms(),
+    )  # fmt: skip
+    _roll(log, clock)
+    for round_ in range(3):
+        clean(log, clock)
+        clock.advance(HOUR_MS + 1)
+        put(log, clock, (b"more", b"%d" % round_))
+        _roll(log, clock, key=b"filler%d" % round_)
+    headers = iter_headers(log.read(0, max_bytes=1 << 20).records)
+    assert [(h.base_offset, h.records_count, h.is_control) for h in headers[:1]] == [
+        (marker, 0, True)
+    ]
+    assert [(e.producer_id, e.epoch) for e in log.producers()] == [(11, 1)]
+    log.close()
+    for snapshot in log_dir.glob("*.snapshot"):
+        snapshot.unlink()  # the replay must pass over the emptied marker
+    with caplog.at_level("WARNING"):
+        reopened = open_log(**config)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    # nothing left in the log names the producer (as in Kafka, whose rebuilt producer
+    # state skips an empty control batch)
+    assert reopened.producers() == []
