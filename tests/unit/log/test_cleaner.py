@@ -619,3 +619,29 @@ def test_a_producers_last_marker_is_emptied_not_removed_and_recovery_skips_it(
     # nothing left in the log names the producer (as in Kafka, whose rebuilt producer
     # state skips an empty control batch)
     assert reopened.producers() == []
+
+
+def test_a_cleaned_segment_never_exceeds_segment_bytes(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    """Setting delete horizons re-encodes timestamp deltas, which grows batches of
+    tombstones: the rewrite starts another segment rather than pass segment.bytes."""
+    config = {"segment_bytes": 1000, "cleanup_policy": COMPACT, "min_cleanable_dirty_ratio": 0.0}
+    log = open_log(**config)
+    for batch_number in range(12):
+        pairs = [(b"key-%02d-%d" % (batch_number, i), None) for i in range(10)]
+        append_batch(log, keyed(clock, *pairs))
+    _roll(log, clock)
+
+    def tombstones(log: PartitionLog) -> list[tuple[int, bytes | None]]:
+        return [(r.offset, r.key) for r in read_all(log) if r.key != b"filler"]
+
+    before = tombstones(log)
+    stats = clean(log, clock)
+    assert stats.segments_written > stats.segments_replaced
+    sizes = [p.stat().st_size for p in sorted(log_dir.glob("*.log"))]
+    assert max(sizes) <= 1000
+    assert tombstones(log) == before
+    log.close()
+    reopened = open_log(**config)
+    assert tombstones(reopened) == before
