@@ -123,18 +123,21 @@ def cleanable_range(
     return CleanableRange(first_dirty, first_uncleanable, index, clean_bytes, dirty_bytes)
 
 
-def compaction_overdue(
+def compaction_delay_ms(
     segments: Sequence[Segment], first_dirty: int, *, config: LogConfig, now_wall_ms: int
-) -> bool:
-    """max.compaction.lag.ms has passed for the earliest first batch of the dirty
-    sealed segments (Kafka's maxCompactionDelay > 0)."""
+) -> int:
+    """How far past max.compaction.lag.ms the earliest first batch of the dirty sealed
+    segments is (Kafka's LogCleanerManager.maxCompactionDelay; first batches without
+    a timestamp do not count), 0 when none is overdue: a log with a delay above 0 is
+    due whatever its dirty ratio."""
     if config.max_compaction_lag_ms >= now_wall_ms:
-        return False  # the default (Long.MAX_VALUE) and any lag longer than all time
+        return 0  # the default (Long.MAX_VALUE) and any lag longer than all time
     clean_until = now_wall_ms - max(config.max_compaction_lag_ms, 0)
+    earliest: int | None = None
     for index, segment in enumerate(segments[:-1]):
         if segments[index + 1].base_offset <= first_dirty:
             continue
         timestamp = segment.first_timestamp()
-        if 0 <= timestamp < clean_until:
-            return True
-    return False
+        if timestamp > 0 and (earliest is None or timestamp < earliest):
+            earliest = timestamp
+    return 0 if earliest is None or earliest >= clean_until else clean_until - earliest

@@ -70,7 +70,7 @@ from shoal.log.cleanable import (
     CleanerProgress,
     CleanStats,
     cleanable_range,
-    compaction_overdue,
+    compaction_delay_ms,
 )
 from shoal.log.cleaner import CleanedGroup, CleanPlan, CleanResult, make_plan
 from shoal.log.events import PartitionEvents
@@ -735,8 +735,12 @@ class PartitionLog:
         if found.dirty_bytes == 0 or found.first_uncleanable_offset <= found.first_dirty_offset:
             return None
         try:
-            due = found.dirty_ratio > config.min_cleanable_dirty_ratio or compaction_overdue(
-                self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+            due = (
+                found.dirty_ratio > config.min_cleanable_dirty_ratio
+                or compaction_delay_ms(
+                    self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+                )
+                > 0
             )
             if not due:
                 return None
