@@ -244,3 +244,22 @@ def test_leftover_files_are_removed(open_log: LogOpener, log_dir: Path) -> None:
     assert f"{99:020d}.index" not in names
     assert f"{99:020d}.snapshot" not in names  # beyond the log end offset
     assert reopened.log_end_offset == 1
+
+
+@pytest.mark.parametrize("jump", [1, -1])
+def test_a_base_offset_out_of_line_in_the_active_segment_is_cut_off(
+    open_log: LogOpener, log_dir: Path, jump: int
+) -> None:
+    """The base offset lies outside the CRC: the active segment (which the cleaner never
+    rewrites, docs/compaction.md) must hold contiguous offsets, so a batch that does not
+    continue the one before it is damage, cut off with what follows."""
+    batches, _ = _fill(open_log, 4)
+    active = _log_files(log_dir)[-1]
+    data = bytearray(active.read_bytes())
+    third = 2 * len(stored(batches[0], base_offset=0))
+    offset = int.from_bytes(data[third : third + 8], "big")
+    data[third : third + 8] = (offset + jump).to_bytes(8, "big")
+    active.write_bytes(bytes(data))
+    reopened = open_log()
+    assert reopened.log_end_offset == 4
+    assert reopened.read(0, max_bytes=1 << 20).records == _expected(batches[:2])
