@@ -100,9 +100,16 @@ def test_clean_marker_skips_crc_scan_but_checks_the_tail(
     scans: list[bool] = []
     real_scan = Segment.scan
 
-    def spy(self: Segment, *, verify_crc: bool, index_interval_bytes: int) -> int | None:
+    def spy(
+        self: Segment, *, verify_crc: bool, index_interval_bytes: int, contiguous: bool = False
+    ) -> int | None:
         scans.append(verify_crc)
-        return real_scan(self, verify_crc=verify_crc, index_interval_bytes=index_interval_bytes)
+        return real_scan(
+            self,
+            verify_crc=verify_crc,
+            index_interval_bytes=index_interval_bytes,
+            contiguous=contiguous,
+        )
 
     monkeypatch.setattr(Segment, "scan", spy)
     reopened = open_log()
