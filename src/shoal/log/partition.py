@@ -581,7 +581,11 @@ class PartitionLog:
     ) -> BatchHeader | None:
         position = segment.locate(offset) or 0
         for header in segment.headers(position):
-            if header.next_offset > offset and header.max_timestamp >= timestamp_ms:
+            if (
+                header.next_offset > offset
+                and header.max_timestamp >= timestamp_ms
+                and header.records_count > 0
+            ):
                 return header
         return None
 

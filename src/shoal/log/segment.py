@@ -362,13 +362,15 @@ class Segment:
         return None
 
     def find_timestamp(self, timestamp_ms: int) -> BatchHeader | None:
-        """The first batch with max timestamp >= `timestamp_ms`, if any."""
+        """The first batch with max timestamp >= `timestamp_ms` and a record, if any
+        (a batch the cleaner emptied keeps its max timestamp but holds no record to
+        answer with; Kafka's search passes over it to the next batch)."""
         if self.max_timestamp < timestamp_ms:
             return None
         start = self.time_index.start_offset_for(timestamp_ms)
         position = self.locate(start) or 0
         for header in self.headers(position):
-            if header.max_timestamp >= timestamp_ms:
+            if header.max_timestamp >= timestamp_ms and header.records_count > 0:
                 return header
         return None
 

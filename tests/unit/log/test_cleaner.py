@@ -381,6 +381,8 @@ def test_a_producers_last_batch_is_kept_and_its_state_survives_a_restart(
     assert [
         (h.base_offset, h.records_count, h.base_sequence, h.last_offset_delta) for h in mine
     ] == [(2, 0, 2, 0)]
+    # a timestamp search passes over the emptied batch to the next one with a record
+    assert log.offset_for_timestamp(clock.wall_ms()) == (6, clock.wall_ms())
     log.close()
     for snapshot in log_dir.glob("*.snapshot"):
         snapshot.unlink()  # recovery must rebuild the state from the cleaned log alone
