@@ -647,3 +647,32 @@ def test_a_cleaned_segment_never_exceeds_segment_bytes(
     log.close()
     reopened = open_log(**config)
     assert tombstones(reopened) == before
+
+
+def test_replaced_files_can_be_left_for_the_caller_to_remove(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT)
+    _overwrite(log, clock, 30)
+    plan = log.clean_plan(clock.wall_ms())
+    assert plan is not None
+    stats = log.finish_clean(plan.run(key_map_entries=100), defer_delete=True)
+    paths = log.take_deleted_paths()
+    assert stats.segments_replaced == len([p for p in paths if p.name.endswith(".log.deleted")])
+    assert all(p.exists() for p in paths)
+    assert latest(log) == {b"k0": b"v27", b"k1": b"v28", b"k2": b"v29"}
+
+
+def test_a_result_finished_after_the_log_closed_is_discarded(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT)
+    _overwrite(log, clock, 30)
+    plan = log.clean_plan(clock.wall_ms())
+    assert plan is not None
+    result = plan.run(key_map_entries=100)
+    log.close()
+    assert log.clean_plan(clock.wall_ms()) is None
+    assert log.finish_clean(result).discarded
+    assert not [p for p in log_dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
+    assert len(read_all(open_log(segment_bytes=300, cleanup_policy=COMPACT))) == 30
