@@ -532,17 +532,18 @@ class CleanPlan:
         payload = records_payload(batch, local)
         kept: list[CleanRecord] = []
         tombstones = False
+        control = header.is_control
         for record in iter_records(payload, header):
             if discard_records:
                 keep = False
-            elif header.is_control:
+            elif control:
                 keep = True
             else:
                 keep = self._keep(record, key_map, horizon, counters)
             if keep:
                 kept.append(record)
                 tombstones = tombstones or not record.has_value
-            elif not record.has_value and not header.is_control:
+            elif not record.has_value and not control:
                 counters.tombstones_removed += 1
         counters.records_retained += len(kept)
         if kept:
