@@ -48,7 +48,6 @@ from shoal.log.settings import LogConfig
 from shoal.log.transactions import AbortedTxn, AbortEntry, ControlType, read_marker
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
-    LOG_OVERHEAD,
     BatchError,
     BatchHeader,
     iter_headers,
@@ -253,7 +252,7 @@ class _Writer:
             segment = self.segment
             assert segment is not None
         stored = parse_header(batch)._replace(position=segment.size_bytes)
-        assert stored.size == len(batch) and stored.batch_length + LOG_OVERHEAD == len(batch)
+        assert stored.size == len(batch), "a batch's length field covers its bytes"
         segment.track(stored, index_interval_bytes=config.index_interval_bytes)
         segment.size_bytes += len(batch)
         self._pending.append(batch)
