@@ -719,7 +719,7 @@ class PartitionLog:
             checkpoint=self._cleaner_checkpoint,
             log_start_offset=self._log_start_offset,
             last_stable_offset=self.last_stable_offset,
-            config=self._config,
+            config=self.settings,
             now_wall_ms=now_wall_ms,
         )
 
@@ -728,7 +728,7 @@ class PartitionLog:
         offline, nothing cleanable, or not due (dirty ratio not above
         min.cleanable.dirty.ratio and max.compaction.lag.ms not passed). Take it back
         with `finish_clean(plan.run(...))`, or `plan.discard()` if it will not run."""
-        config = self._config
+        config = self.settings
         if self._closed or self._offline_reason is not None or not config.compact_policy:
             return None
         found = self._cleanable(now_wall_ms)
