@@ -59,6 +59,17 @@ from tests.support.clients import (
 )
 
 POM = Path(__file__).resolve().parent / "mm2" / "pom.xml"
+
+
+def mm2_jars() -> Path:
+    """MirrorMaker 2's jars, resolved from `POM` into ~/.cache/shoal/mm2-<version> once."""
+    return kafka_reference.install_pom(
+        POM,
+        kafka_reference.cache_root() / f"mm2-{kafka_reference.KAFKA_VERSION}",
+        what="MirrorMaker 2",
+    )
+
+
 MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 GROUP = "billing"
 
@@ -131,7 +142,7 @@ class MirrorMaker:
             str(self.properties),
             heap="-Xmx512m",
             log_level="INFO",
-            class_path=kafka_reference.classpath(POM, "mm2"),
+            class_path=kafka_reference.classpath(mm2_jars()),
         )
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=log)
@@ -158,7 +169,7 @@ class MirrorMaker:
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kafka_reference.KafkaBroker]:
     try:
         kafka_reference.install()
-        kafka_reference.install(POM, "mm2")
+        mm2_jars()
     except kafka_reference.ReferenceUnavailable as exc:
         if os.environ.get("CI"):
             raise

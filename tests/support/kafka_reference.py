@@ -6,10 +6,10 @@ run the same clients against both. This module is test support, never part of Sh
 - `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)
   into a cache outside the repository (`$SHOAL_KAFKA_CACHE`, else
   `~/.cache/shoal/kafka-<version>`), once; later calls reuse it. A file lock keeps two
-  test workers from installing at the same time. `install(pom, name)` and
-  `classpath(pom, name)` do the same for another pom of the tests (MirrorMaker 2's,
-  Connect's) into `~/.cache/shoal/<name>-<version>`; `java_command(..., class_path=)`
-  runs a main class on it.
+  test workers from installing at the same time. `install_pom()` does the same for
+  another pom of the tests (Spark's Kafka connector: tests/spark/kafka_connector.py;
+  MirrorMaker 2: tests/ecosystem/mm2/pom.xml), `classpath(libs)` joins its jars and
+  `java_command(..., class_path=)` runs a main class on them.
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
   its PID (SIGTERM, or SIGKILL for a crash).
@@ -94,23 +94,31 @@ class ReferenceUnavailable(RuntimeError):
     """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
 
 
-def cache_dir(name: str = "kafka") -> Path:
-    """Where the jars of the pom called `name` are resolved (the reference's: "kafka")."""
+def cache_root() -> Path:
+    """Where the tests' Maven resolutions live: `$SHOAL_KAFKA_CACHE`, else ~/.cache/shoal."""
     root = os.environ.get("SHOAL_KAFKA_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "shoal"
-    return base / f"{name}-{KAFKA_VERSION}"
+    return Path(root) if root else Path.home() / ".cache" / "shoal"
+
+
+def cache_dir() -> Path:
+    return cache_root() / f"kafka-{KAFKA_VERSION}"
 
 
 def java_tools_present() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-def install(pom: Path = _POM, name: str = "kafka") -> Path:
-    """The directory of the jars `pom` names (by default the reference's), resolving them
-    into `cache_dir(name)` first if the cache lacks them or holds another pom's."""
+def install() -> Path:
+    """The directory of the reference's jars, resolving them first if the cache lacks them."""
+    return install_pom(_POM, cache_dir(), what=f"Kafka {KAFKA_VERSION}")
+
+
+def install_pom(pom: Path, home: Path, *, what: str) -> Path:
+    """`home`/libs: the dependencies `pom` names (transitively), copied there by Maven once;
+    later calls reuse them until the pom changes (its hash is the stamp). A file lock in
+    `home` keeps two test workers from resolving at the same time."""
     if not java_tools_present():
-        raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
-    home = cache_dir(name)
+        raise ReferenceUnavailable(f"java and mvn are needed for {what}")
     libs = home / "libs"
     stamp = home / "installed"
     want = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
@@ -140,7 +148,7 @@ def install(pom: Path = _POM, name: str = "kafka") -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ReferenceUnavailable(
-                f"maven could not resolve {pom}:\n{done.stdout}{done.stderr}"
+                f"maven could not resolve {what}:\n{done.stdout}{done.stderr}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
@@ -155,9 +163,10 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def classpath(pom: Path = _POM, name: str = "kafka") -> str:
-    """The jars of `pom` (installed as `name`), as a Java classpath."""
-    return os.pathsep.join(str(jar) for jar in sorted(install(pom, name).glob("*.jar")))
+def classpath(libs: Path | None = None) -> str:
+    """The jars of `libs` (an `install_pom` result; by default the reference's) as a
+    Java classpath."""
+    return os.pathsep.join(str(jar) for jar in sorted((libs or install()).glob("*.jar")))
 
 
 def _log_config(level: str) -> Path:
@@ -317,6 +326,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # No retention pass while a test runs (the first would come 30 s after
+            # start): tests write batches stamped in 2023, which a pass would delete.
+            "log.initial.task.delay.ms": "3600000",
+            "log.retention.check.interval.ms": "3600000",
         }
         if self.sasl is not None:
             props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
