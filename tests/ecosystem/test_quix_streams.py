@@ -48,6 +48,7 @@ T0_MS = (int(time.time()) - 600) * 1000
 STEP_MS = 50  # record i's time is T0 + 50 i + 7: never on a window boundary
 PART = 240  # records per part of the input
 DELAY_MS = 5.0  # the application's pause per record, so crashes land mid-stream
+BATCH_BYTES = 2048  # every producer's batch.size, under the broker's segment.bytes
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,8 @@ class QuixApp:
                     str(self.state_dir),
                     "--delay-ms",
                     str(DELAY_MS),
+                    "--batch-bytes",
+                    str(BATCH_BYTES),
                 ],
                 stdout=log,
                 stderr=log,
@@ -177,10 +180,25 @@ def record(i: int, v: int | None = None) -> tuple[str, dict[str, int], int]:
 
 
 def produce(bootstrap: str, records: list[tuple[str, dict[str, int], int]]) -> None:
-    p = producer(bootstrap, enable_idempotence=True, partitioner="murmur2_random")
+    failed: list[str] = []
+
+    def delivered(error: object, _message: object) -> None:
+        if error is not None:
+            failed.append(str(error))
+
+    p = producer(
+        bootstrap, enable_idempotence=True, partitioner="murmur2_random", batch_size=BATCH_BYTES
+    )
     for key, value, ts in records:
-        p.produce(INPUT, key=key.encode(), value=json.dumps(value).encode(), timestamp=ts)
+        p.produce(
+            INPUT,
+            key=key.encode(),
+            value=json.dumps(value).encode(),
+            timestamp=ts,
+            on_delivery=delivered,
+        )
     flush_all(p)
+    assert not failed, failed[:3]
 
 
 def model(
@@ -224,12 +242,25 @@ class Broker(Protocol):
     def start(self) -> object: ...
 
 
+SHOAL_OVERRIDES = (
+    "group.initial.rebalance.delay.ms=0",
+    # Small segments and an eager cleaner: the changelog topics (compacted, written in
+    # transactions, some aborted by the crashes) roll many segments, and the cleaner
+    # compacts them while the application restores from them. (A batch larger than a
+    # segment is refused, RECORD_BATCH_TOO_LARGE, so every producer keeps batches
+    # under 2 KiB: app.py's `--batch-bytes`, `produce` here.)
+    "log.segment.bytes=4096",
+    "log.cleaner.backoff.ms=200",
+    "log.cleaner.min.cleanable.ratio=0.01",
+)
+
+
 @pytest.fixture(params=["shoal", pytest.param("kafka", marks=pytest.mark.slow)])
 def broker(request: pytest.FixtureRequest, brokers: Brokers, tmp_path: Path) -> Iterator[Broker]:
     """A Shoal broker; or (slow) the reference Kafka 4.2, to show the same application
     and the same checks are what Kafka gives too."""
     if request.param == "shoal":
-        yield brokers.start("group.initial.rebalance.delay.ms=0")
+        yield brokers.start(*SHOAL_OVERRIDES)
         return
     try:
         kafka_reference.install()

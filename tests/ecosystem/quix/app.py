@@ -2,7 +2,7 @@
 
 Run with the Quix venv's python (tests/support/quix_venv.py), never Shoal's:
 
-    python app.py BOOTSTRAP STATE_DIR [--delay-ms N]
+    python app.py BOOTSTRAP STATE_DIR [--delay-ms N] [--batch-bytes N]
 
 It reads JSON records `{"i": int, "v": int}` keyed by a string from the input topic and
 writes two outputs, both through Quix's changelog-backed state stores:
@@ -14,7 +14,8 @@ writes two outputs, both through Quix's changelog-backed state stores:
 
 `processing_guarantee="exactly-once"`: each checkpoint is one Kafka transaction holding
 the outputs, the changelog updates and the consumer offsets. `--delay-ms` slows each
-record so a test can crash things mid-stream. SIGTERM stops it cleanly.
+record so a test can crash things mid-stream; `--batch-bytes` bounds the producer's
+batches (a broker with small segments refuses larger ones). SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("bootstrap")
     parser.add_argument("state_dir")
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--batch-bytes", type=int, default=0, help="producer batch.size")
     args = parser.parse_args()
     delay_s = args.delay_ms / 1000.0
 
@@ -56,7 +58,10 @@ def main() -> None:
         # default): a restarted instance's InitProducerId fences its killed predecessor
         # and aborts that one's open transaction at once, rather than read_committed
         # readers waiting for transaction.timeout.ms (a minute) to pass.
-        producer_extra_config={"transactional.id": "quix-sums-0"},
+        producer_extra_config={
+            "transactional.id": "quix-sums-0",
+            **({"batch.size": args.batch_bytes} if args.batch_bytes else {}),
+        },
     )
     source = app.dataframe(app.topic(INPUT, value_deserializer="json"))
 
