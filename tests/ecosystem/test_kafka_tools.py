@@ -1,0 +1,568 @@
+"""Kafka 4.2's own command-line tools, unmodified, against a real `shoal serve`.
+
+Every tool runs in one JVM for the module (`JavaSession`: the tools' main classes one
+after another, Kafka's Exit intercepted as its own tool tests do); each test checks
+what the tool printed and then the broker's real state through other clients
+(confluent-kafka's admin, producers and consumers, Shoal's wire client), so a tool that
+printed success over an unchanged broker fails.
+
+The broker: a PLAINTEXT listener (User:ANONYMOUS, a super user) for the tools and the
+checks, and a SASL_PLAINTEXT listener (PLAIN user alice from its JAAS config, SCRAM
+users made by kafka-configs) where the StandardAuthorizer's ACLs apply.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+
+from shoal.client.quota_requests import describe_client_quotas
+from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.clients import consumer, create_topic
+from tests.support.kafka_reference import JavaSession
+from tests.support.share_consumers import (
+    produce_values,
+    records_of,
+    share_consumer,
+    share_group,
+)
+from tests.support.topics import topic_name
+from tests.support.wire import call1, log_end_offset
+
+WAIT_S = 60.0
+ALICE = "alice-tools-secret-4b1c"
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'user_alice="{ALICE}";'
+)
+
+
+@dataclass(frozen=True)
+class Rig:
+    broker: BrokerProcess
+    jvm: JavaSession
+    sasl_bootstrap: str
+    admin_client: AdminClient
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def tool(self, name: str, *args: str, ok: bool = True, timeout_s: float = 120.0) -> str:
+        """Run Kafka's tool `name` against the PLAINTEXT listener; its stdout (and, with
+        `ok`, a check that it exited 0)."""
+        done = self.jvm.tool(
+            name, "--bootstrap-server", self.bootstrap, *args, timeout_s=timeout_s
+        )
+        if ok:
+            assert done.returncode == 0, f"{name} {args}: {done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    def admin(self) -> AdminClient:
+        """One AdminClient for the module (a dropped one fails its futures)."""
+        return self.admin_client
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, java_session_factory: Any) -> Iterator[Rig]:
+    jvm = java_session_factory()
+    overrides = (
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
+        "connection.failed.authentication.delay.ms=50",
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:ANONYMOUS",
+    )
+    for broker in running(tmp_path_factory.mktemp("tools") / "data", *overrides):
+        port = broker.listener_ports()["SASL_PLAINTEXT"]
+        yield Rig(
+            broker, jvm, f"127.0.0.1:{port}", AdminClient({"bootstrap.servers": broker.bootstrap})
+        )
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _table(text: str) -> list[list[str]]:
+    """The rows (header first) of the table a group tool printed, split on blanks."""
+    return [line.split() for line in _lines(text)]
+
+
+def _configs(rig: Rig, kind: ResourceType, name: str) -> dict[str, tuple[str | None, str]]:
+    """describe_configs of one resource: name -> (value, source name) for the dynamic
+    ones (neither defaults nor the broker's static settings)."""
+    (future,) = rig.admin().describe_configs([ConfigResource(kind, name)]).values()
+    entries = future.result(timeout=WAIT_S)
+    return {
+        k: (e.value, ConfigSource(e.source).name)
+        for k, e in entries.items()
+        if ConfigSource(e.source)
+        not in (ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG)
+    }
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    reader = consumer(bootstrap, group_id=group)
+    try:
+        got = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        reader.close()
+    return [tp.offset for tp in got]
+
+
+def test_kafka_topics_create_alter_describe_list_delete(rig: Rig) -> None:
+    topic = topic_name("tools-topics")
+    assert _lines(
+        rig.tool(
+            "kafka-topics",
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "2",
+            "--config",
+            "cleanup.policy=compact",
+            "--config",
+            "min.compaction.lag.ms=1000",
+        )
+    ) == [f"Created topic {topic}."]
+    metadata = rig.admin().list_topics(topic, timeout=WAIT_S)
+    assert len(metadata.topics[topic].partitions) == 2
+    assert _configs(rig, ResourceType.TOPIC, topic) == {
+        "cleanup.policy": ("compact", "DYNAMIC_TOPIC_CONFIG"),
+        "min.compaction.lag.ms": ("1000", "DYNAMIC_TOPIC_CONFIG"),
+    }
+
+    assert rig.tool("kafka-topics", "--alter", "--topic", topic, "--partitions", "3") == ""
+    assert wait_until(
+        lambda: len(rig.admin().list_topics(topic, timeout=WAIT_S).topics[topic].partitions) == 3,
+        timeout_s=WAIT_S,
+    )
+    again = rig.jvm.tool(
+        "kafka-topics", "--bootstrap-server", rig.bootstrap, "--alter", "--topic", topic,
+        "--partitions", "2",
+    )  # fmt: skip
+    assert again.returncode == 1
+    assert again.stdout == (
+        "Error while executing topic command : "
+        f"The topic {topic} currently has 3 partition(s); 2 would not be an increase.\n"
+    ), again
+
+    described = _lines(rig.tool("kafka-topics", "--describe", "--topic", topic))
+    head = described[0].split("\t")
+    assert head[0] == f"Topic: {topic}"
+    assert head[2:] == [
+        "PartitionCount: 3",
+        "ReplicationFactor: 1",
+        "Configs: cleanup.policy=compact,min.compaction.lag.ms=1000",
+    ]
+    assert [line.split("\t")[1:6] for line in described[1:]] == [
+        [f"Topic: {topic}", f"Partition: {p}", "Leader: 1", "Replicas: 1", "Isr: 1"]
+        for p in range(3)
+    ]
+    assert topic in _lines(rig.tool("kafka-topics", "--list"))
+    assert "__consumer_offsets" not in _lines(rig.tool("kafka-topics", "--list", "--exclude-internal"))
+
+    assert rig.tool("kafka-topics", "--delete", "--topic", topic) == ""
+    assert wait_until(
+        lambda: topic not in rig.admin().list_topics(timeout=WAIT_S).topics, timeout_s=WAIT_S
+    )
+    assert topic not in _lines(rig.tool("kafka-topics", "--list"))
+
+
+def test_kafka_configs_topics_brokers_and_groups(rig: Rig) -> None:
+    topic = topic_name("tools-configs")
+    create_topic(rig.bootstrap, topic)
+    done = rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
+        "--add-config", "retention.ms=86400000,max.message.bytes=2000",
+    )  # fmt: skip
+    assert _lines(done) == [f"Completed updating config for topic {topic}."]
+    assert _configs(rig, ResourceType.TOPIC, topic) == {
+        "retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG"),
+        "max.message.bytes": ("2000", "DYNAMIC_TOPIC_CONFIG"),
+    }
+    described = _lines(rig.tool("kafka-configs", "--describe", "--topic", topic))
+    assert described == [
+        f"Dynamic configs for topic {topic} are:",
+        "  max.message.bytes=2000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "max.message.bytes=2000, DEFAULT_CONFIG:message.max.bytes=1048588}",
+        "  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "retention.ms=86400000}",
+    ]
+    # the topic's new limit holds: a 4000-byte record is refused
+    errors: list[KafkaError | None] = []
+    producer = Producer({"bootstrap.servers": rig.bootstrap, "message.timeout.ms": 20_000})
+    producer.produce(topic, b"x" * 4000, on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(WAIT_S)
+    assert [e.code() if e else None for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
+        "--delete-config", "max.message.bytes",
+    )  # fmt: skip
+    assert _configs(rig, ResourceType.TOPIC, topic) == {"retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG")}
+
+    # one broker's dynamic config and the cluster-wide default
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-name", "1",
+        "--add-config", "log.cleaner.threads=2",
+    )  # fmt: skip
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default",
+        "--add-config", "log.retention.ms=3600000",
+    )  # fmt: skip
+    broker = _configs(rig, ResourceType.BROKER, "1")
+    assert broker["log.cleaner.threads"] == ("2", "DYNAMIC_BROKER_CONFIG")
+    assert broker["log.retention.ms"] == ("3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-default")
+    ) == [
+        "Default configs for brokers in the cluster are:",
+        "  log.retention.ms=3600000 sensitive=false "
+        "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}",
+    ]
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name", "1")
+    ) == [
+        "Dynamic configs for broker 1 are:",
+        "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+        "log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}",
+    ]
+    # a topic without its own retention.ms follows the new broker default
+    other = topic_name("tools-configs-default")
+    create_topic(rig.bootstrap, other)
+    (future,) = rig.admin().describe_configs([ConfigResource(ResourceType.TOPIC, other)]).values()
+    assert future.result(timeout=WAIT_S)["retention.ms"].value == "3600000"
+    for entity in (("--entity-name", "1"), ("--entity-default",)):
+        key = "log.cleaner.threads" if entity[0] == "--entity-name" else "log.retention.ms"
+        rig.tool(
+            "kafka-configs", "--alter", "--entity-type", "brokers", *entity,
+            "--delete-config", key,
+        )  # fmt: skip
+    broker = _configs(rig, ResourceType.BROKER, "1")
+    assert "log.cleaner.threads" not in broker and "log.retention.ms" not in broker
+
+    # a share group's configs, and the group then reading from the earliest offset
+    group = topic_name("tools-configs-sg")
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", group,
+        "--add-config", "share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000",
+    )  # fmt: skip
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "groups", "--entity-name", group)
+    ) == [
+        f"Dynamic configs for group {group} are:",
+        "  share.auto.offset.reset=earliest sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest}",
+        "  share.record.lock.duration.ms=20000 sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:share.record.lock.duration.ms=20000}",
+    ]
+    produce_values(rig.bootstrap, other, [b"early-0", b"early-1"])
+    reader = share_consumer(rig.bootstrap, group, [other])
+    try:
+        got: list[bytes | None] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [m.value() for m in records_of(reader.poll(0.5))]
+    finally:
+        reader.close()
+    assert got == [b"early-0", b"early-1"]
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", group,
+        "--delete-config", "share.record.lock.duration.ms",
+    )  # fmt: skip
+    assert _configs(rig, ResourceType.GROUP, group) == {
+        "share.auto.offset.reset": ("earliest", "GROUP_CONFIG")
+    }
+
+
+def _sasl(mechanism: str, user: str, password: str) -> dict[str, Any]:
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def _logs_in(rig: Rig, security: dict[str, Any]) -> bool:
+    """Whether the user authenticates on the SASL listener (Metadata answered)."""
+    admin = AdminClient({"bootstrap.servers": rig.sasl_bootstrap, **security})
+    try:
+        admin.list_topics(timeout=10)
+    except KafkaException as exc:
+        assert exc.args[0].code() in (
+            KafkaError._AUTHENTICATION,
+            KafkaError._TRANSPORT,
+            KafkaError._TIMED_OUT,
+        ), exc
+        return False
+    return True
+
+
+def test_kafka_configs_scram_users_log_in(rig: Rig) -> None:
+    password = "bob-scram-secret-91aa"
+    done = rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", "bob",
+        "--add-config", f"SCRAM-SHA-256=[iterations=8192,password={password}]",
+    )  # fmt: skip
+    assert _lines(done) == ["Completed updating config for user bob."]
+    # one mechanism per request: Kafka's controller refuses a user twice in one
+    # AlterUserScramCredentials (DUPLICATE_RESOURCE), and so does Shoal
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", "bob",
+        "--add-config", f"SCRAM-SHA-512=[password={password}]",
+    )  # fmt: skip
+    assert password not in rig.broker.log_text()
+    described = rig.tool("kafka-configs", "--describe", "--entity-type", "users", "--entity-name", "bob")
+    assert _lines(described) == [
+        "SCRAM credential configs for user-principal 'bob' are "
+        "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
+    ]
+    assert _logs_in(rig, _sasl("SCRAM-SHA-256", "bob", password))
+    assert _logs_in(rig, _sasl("SCRAM-SHA-512", "bob", password))
+    assert not _logs_in(rig, _sasl("SCRAM-SHA-256", "bob", "wrong"))
+
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", "bob",
+        "--delete-config", "SCRAM-SHA-256",
+    )  # fmt: skip
+    assert not _logs_in(rig, _sasl("SCRAM-SHA-256", "bob", password))
+    assert _logs_in(rig, _sasl("SCRAM-SHA-512", "bob", password))
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "users", "--entity-name", "bob")
+    ) == ["SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=4096"]
+
+
+def _quotas(rig: Rig) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+    response = call1(rig.bootstrap, describe_client_quotas([]))
+    assert response.error_code == 0, response
+    return {
+        tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity)): {
+            v.key: v.value for v in entry.values
+        }
+        for entry in response.entries
+    }
+
+
+def test_kafka_configs_client_quotas(rig: Rig) -> None:
+    user, client = topic_name("quota-user"), topic_name("quota-client")
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", user,
+        "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048",
+    )  # fmt: skip
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", user,
+        "--entity-type", "clients", "--entity-name", client, "--add-config", "request_percentage=50",
+    )  # fmt: skip
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "clients", "--entity-default",
+        "--add-config", "producer_byte_rate=1000000",
+    )  # fmt: skip
+    quotas = _quotas(rig)
+    assert quotas[(("user", user),)] == {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0}
+    assert quotas[(("client-id", client), ("user", user))] == {"request_percentage": 50.0}
+    assert quotas[(("client-id", None),)] == {"producer_byte_rate": 1_000_000.0}
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "users", "--entity-name", user)
+    ) == [f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"]
+    assert _lines(
+        rig.tool(
+            "kafka-configs", "--describe", "--entity-type", "users", "--entity-name", user,
+            "--entity-type", "clients", "--entity-name", client,
+        )
+    ) == [f"Quota configs for user-principal '{user}', client-id '{client}' are request_percentage=50.0"]  # fmt: skip
+    assert _lines(
+        rig.tool("kafka-configs", "--describe", "--entity-type", "clients", "--entity-default")
+    ) == ["Quota configs for the default client-id are producer_byte_rate=1000000.0"]
+
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", user,
+        "--delete-config", "producer_byte_rate",
+    )  # fmt: skip
+    rig.tool(
+        "kafka-configs", "--alter", "--entity-type", "clients", "--entity-default",
+        "--delete-config", "producer_byte_rate",
+    )  # fmt: skip
+    quotas = _quotas(rig)
+    assert quotas[(("user", user),)] == {"consumer_byte_rate": 2048.0}
+    assert (("client-id", None),) not in quotas
+
+
+def test_kafka_consumer_groups(rig: Rig) -> None:
+    topic, group = topic_name("tools-cg"), topic_name("tools-cg-group")
+    create_topic(rig.bootstrap, topic, partitions=2)
+    for p in range(2):
+        produce_values(rig.bootstrap, topic, [b"v%d" % i for i in range(10)], partition=p)
+    member = consumer(rig.bootstrap, group_id=group, auto_offset_reset="earliest", client_id="cg-tool")
+    member.subscribe([topic])
+    got, deadline = 0, time.monotonic() + WAIT_S
+    while got < 20:
+        assert time.monotonic() < deadline, f"{got} of 20 records"
+        got += sum(1 for m in member.consume(20, 0.5) if m.error() is None)
+    member.commit(
+        offsets=[TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 10)], asynchronous=False
+    )
+    try:
+        assert group in _lines(rig.tool("kafka-consumer-groups", "--list"))
+        rows = _table(rig.tool("kafka-consumer-groups", "--describe", "--group", group))
+        assert rows[0] == [
+            "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+            "CONSUMER-ID", "HOST", "CLIENT-ID",
+        ]  # fmt: skip
+        assert [r[:6] + r[7:] for r in rows[1:]] == [
+            [group, topic, "0", "7", "10", "3", "/127.0.0.1", "cg-tool"],
+            [group, topic, "1", "10", "10", "0", "/127.0.0.1", "cg-tool"],
+        ]
+        state = _table(rig.tool("kafka-consumer-groups", "--describe", "--group", group, "--state"))
+        assert state[1][-3:] == ["range", "Stable", "1"]
+        members = _table(
+            rig.tool("kafka-consumer-groups", "--describe", "--group", group, "--members")
+        )
+        assert [r[2:] for r in members[1:]] == [["/127.0.0.1", "cg-tool", "2"]]
+        # a reset needs an empty group
+        busy = rig.jvm.tool(
+            "kafka-consumer-groups", "--bootstrap-server", rig.bootstrap, "--reset-offsets",
+            "--group", group, "--topic", topic, "--to-earliest", "--execute",
+        )  # fmt: skip
+        assert "Assignments can only be reset if the group" in busy.stdout + busy.stderr, busy
+        assert _committed(rig.bootstrap, group, topic, 2) == [7, 10]
+    finally:
+        member.close()
+
+    dry = _table(
+        rig.tool(
+            "kafka-consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+            "--to-earliest", "--dry-run",
+        )
+    )  # fmt: skip
+    # rows in the order of Kafka's HashMap of partitions
+    assert dry[0] == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    assert sorted(dry[1:]) == [[group, topic, "0", "0"], [group, topic, "1", "0"]]
+    assert _committed(rig.bootstrap, group, topic, 2) == [7, 10]
+    shifted = _table(
+        rig.tool(
+            "kafka-consumer-groups", "--reset-offsets", "--group", group, "--topic", f"{topic}:1",
+            "--shift-by", "-4", "--execute",
+        )
+    )  # fmt: skip
+    assert shifted[1:] == [[group, topic, "1", "6"]]
+    assert _committed(rig.bootstrap, group, topic, 2) == [7, 6]
+    # a restarted member resumes at the reset offsets
+    resumed = consumer(rig.bootstrap, group_id=group)
+    try:
+        resumed.subscribe([topic])
+        firsts: dict[int, int] = {}
+        deadline = time.monotonic() + WAIT_S
+        while len(firsts) < 2:
+            assert time.monotonic() < deadline, firsts
+            for m in resumed.consume(20, 0.5):
+                if m.error() is None:
+                    firsts.setdefault(m.partition(), m.offset())
+    finally:
+        resumed.close()
+    assert firsts == {0: 7, 1: 6}
+
+    deleted = rig.tool(
+        "kafka-consumer-groups", "--delete-offsets", "--group", group, "--topic", f"{topic}:0"
+    )
+    assert _lines(deleted)[0] == f"Request succeeded for deleting offsets from group {group}."
+    assert _table(deleted)[-1] == [topic, "0", "Successful"]
+    assert _committed(rig.bootstrap, group, topic, 2)[0] == -1001  # OFFSET_INVALID
+
+    assert _lines(rig.tool("kafka-consumer-groups", "--delete", "--group", group)) == [
+        f"Deletion of requested consumer groups ('{group}') was successful."
+    ]
+    listed = rig.admin().list_consumer_groups().result(timeout=WAIT_S)
+    assert group not in {g.group_id for g in listed.valid}
+    assert _committed(rig.bootstrap, group, topic, 2) == [-1001, -1001]
+
+
+def test_kafka_share_groups(rig: Rig) -> None:
+    topic, group = topic_name("tools-sg"), topic_name("tools-sg-group")
+    create_topic(rig.bootstrap, topic)
+    produce_values(rig.bootstrap, topic, [b"s%d" % i for i in range(10)], partition=0)
+    share_group(rig.bootstrap, group)
+    member = share_consumer(rig.bootstrap, group, [topic], client_id="sg-tool")
+    try:
+        got, deadline = 0, time.monotonic() + WAIT_S
+        while got < 10:
+            assert time.monotonic() < deadline, f"{got} of 10 records"
+            got += len(records_of(member.poll(0.5)))
+        member.commit_sync(30)
+        assert group in _lines(rig.tool("kafka-share-groups", "--list"))
+        members = _table(
+            rig.tool("kafka-share-groups", "--describe", "--group", group, "--members")
+        )
+        assert members[0] == [
+            "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT",
+        ]  # fmt: skip
+        assert [r[2:] for r in members[1:]] == [["/127.0.0.1", "sg-tool", "1", f"{topic}:0"]]
+        state = _table(
+            rig.tool("kafka-share-groups", "--describe", "--group", group, "--state", "--verbose")
+        )
+        assert state[0][-4:] == ["STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"]
+        assert state[1][-4:] == ["Stable", "2", "2", "1"]
+    finally:
+        member.close()
+
+    offsets = _table(rig.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
+    assert offsets == [
+        ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
+        [group, topic, "0", "10", "0"],
+    ]
+    dry = _table(
+        rig.tool(
+            "kafka-share-groups", "--reset-offsets", "--group", group, "--topic", topic,
+            "--to-earliest", "--dry-run",
+        )
+    )  # fmt: skip
+    assert dry[1:] == [[group, topic, "0", "0"]]
+    reset = _table(
+        rig.tool(
+            "kafka-share-groups", "--reset-offsets", "--group", group, "--topic", topic,
+            "--to-earliest", "--execute",
+        )
+    )  # fmt: skip
+    assert reset[1:] == [[group, topic, "0", "0"]]
+    assert _table(rig.tool("kafka-share-groups", "--describe", "--group", group))[1] == [
+        group, topic, "0", "0", "10",
+    ]  # fmt: skip
+    # the group delivers every record again
+    again = share_consumer(rig.bootstrap, group, [topic])
+    try:
+        values: list[bytes | None] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < 10:
+            assert time.monotonic() < deadline, values
+            values += [m.value() for m in records_of(again.poll(0.5))]
+        again.commit_sync(30)
+    finally:
+        again.close()
+    assert values == [b"s%d" % i for i in range(10)]
+
+    deleted = _table(rig.tool("kafka-share-groups", "--delete-offsets", "--group", group, "--topic", topic))
+    assert deleted == [["TOPIC", "STATUS"], [topic, "Successful"]]
+    assert _lines(rig.tool("kafka-share-groups", "--describe", "--group", group)) == [
+        f"Share group '{group}' has no offset information."
+    ]
+    assert _lines(rig.tool("kafka-share-groups", "--delete", "--group", group)) == [
+        f"Deletion of requested share groups ('{group}') was successful."
+    ]
+    assert group not in _lines(rig.tool("kafka-share-groups", "--list"))
