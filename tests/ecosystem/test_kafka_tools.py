@@ -21,8 +21,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import (
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
@@ -30,6 +28,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
+from shoal.client import requests
 from shoal.client.quota_requests import describe_client_quotas
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.clients import consumer, create_topic
@@ -45,10 +44,7 @@ from tests.support.wire import call1, log_end_offset
 
 WAIT_S = 60.0
 ALICE = "alice-tools-secret-4b1c"
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    f'user_alice="{ALICE}";'
-)
+JAAS = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="{ALICE}";'
 
 
 @dataclass(frozen=True)
@@ -65,9 +61,7 @@ class Rig:
     def tool(self, name: str, *args: str, ok: bool = True, timeout_s: float = 120.0) -> str:
         """Run Kafka's tool `name` against the PLAINTEXT listener; its stdout (and, with
         `ok`, a check that it exited 0)."""
-        done = self.jvm.tool(
-            name, "--bootstrap-server", self.bootstrap, *args, timeout_s=timeout_s
-        )
+        done = self.jvm.tool(name, "--bootstrap-server", self.bootstrap, *args, timeout_s=timeout_s)
         if ok:
             assert done.returncode == 0, f"{name} {args}: {done.stdout}\n{done.stderr}"
         return done.stdout
@@ -177,7 +171,9 @@ def test_kafka_topics_create_alter_describe_list_delete(rig: Rig) -> None:
         for p in range(3)
     ]
     assert topic in _lines(rig.tool("kafka-topics", "--list"))
-    assert "__consumer_offsets" not in _lines(rig.tool("kafka-topics", "--list", "--exclude-internal"))
+    assert "__consumer_offsets" not in _lines(
+        rig.tool("kafka-topics", "--list", "--exclude-internal")
+    )
 
     assert rig.tool("kafka-topics", "--delete", "--topic", topic) == ""
     assert wait_until(
@@ -216,7 +212,9 @@ def test_kafka_configs_topics_brokers_and_groups(rig: Rig) -> None:
         "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
         "--delete-config", "max.message.bytes",
     )  # fmt: skip
-    assert _configs(rig, ResourceType.TOPIC, topic) == {"retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG")}
+    assert _configs(rig, ResourceType.TOPIC, topic) == {
+        "retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG")
+    }
 
     # one broker's dynamic config and the cluster-wide default
     rig.tool(
@@ -330,7 +328,9 @@ def test_kafka_configs_scram_users_log_in(rig: Rig) -> None:
         "--add-config", f"SCRAM-SHA-512=[password={password}]",
     )  # fmt: skip
     assert password not in rig.broker.log_text()
-    described = rig.tool("kafka-configs", "--describe", "--entity-type", "users", "--entity-name", "bob")
+    described = rig.tool(
+        "kafka-configs", "--describe", "--entity-type", "users", "--entity-name", "bob"
+    )
     assert _lines(described) == [
         "SCRAM credential configs for user-principal 'bob' are "
         "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
@@ -369,7 +369,8 @@ def test_kafka_configs_client_quotas(rig: Rig) -> None:
     )  # fmt: skip
     rig.tool(
         "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", user,
-        "--entity-type", "clients", "--entity-name", client, "--add-config", "request_percentage=50",
+        "--entity-type", "clients", "--entity-name", client,
+        "--add-config", "request_percentage=50",
     )  # fmt: skip
     rig.tool(
         "kafka-configs", "--alter", "--entity-type", "clients", "--entity-default",
@@ -381,13 +382,19 @@ def test_kafka_configs_client_quotas(rig: Rig) -> None:
     assert quotas[(("client-id", None),)] == {"producer_byte_rate": 1_000_000.0}
     assert _lines(
         rig.tool("kafka-configs", "--describe", "--entity-type", "users", "--entity-name", user)
-    ) == [f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"]
+    ) == [
+        f"Quota configs for user-principal '{user}' are "
+        "consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
+    ]
     assert _lines(
         rig.tool(
             "kafka-configs", "--describe", "--entity-type", "users", "--entity-name", user,
             "--entity-type", "clients", "--entity-name", client,
         )
-    ) == [f"Quota configs for user-principal '{user}', client-id '{client}' are request_percentage=50.0"]  # fmt: skip
+    ) == [
+        f"Quota configs for user-principal '{user}', client-id '{client}' "
+        "are request_percentage=50.0"
+    ]  # fmt: skip
     assert _lines(
         rig.tool("kafka-configs", "--describe", "--entity-type", "clients", "--entity-default")
     ) == ["Quota configs for the default client-id are producer_byte_rate=1000000.0"]
@@ -410,7 +417,9 @@ def test_kafka_consumer_groups(rig: Rig) -> None:
     create_topic(rig.bootstrap, topic, partitions=2)
     for p in range(2):
         produce_values(rig.bootstrap, topic, [b"v%d" % i for i in range(10)], partition=p)
-    member = consumer(rig.bootstrap, group_id=group, auto_offset_reset="earliest", client_id="cg-tool")
+    member = consumer(
+        rig.bootstrap, group_id=group, auto_offset_reset="earliest", client_id="cg-tool"
+    )
     member.subscribe([topic])
     got, deadline = 0, time.monotonic() + WAIT_S
     while got < 20:
@@ -557,7 +566,9 @@ def test_kafka_share_groups(rig: Rig) -> None:
         again.close()
     assert values == [b"s%d" % i for i in range(10)]
 
-    deleted = _table(rig.tool("kafka-share-groups", "--delete-offsets", "--group", group, "--topic", topic))
+    deleted = _table(
+        rig.tool("kafka-share-groups", "--delete-offsets", "--group", group, "--topic", topic)
+    )
     assert deleted == [["TOPIC", "STATUS"], [topic, "Successful"]]
     assert _lines(rig.tool("kafka-share-groups", "--describe", "--group", group)) == [
         f"Share group '{group}' has no offset information."
@@ -566,3 +577,189 @@ def test_kafka_share_groups(rig: Rig) -> None:
         f"Deletion of requested share groups ('{group}') was successful."
     ]
     assert group not in _lines(rig.tool("kafka-share-groups", "--list"))
+
+
+def _alice_produces(rig: Rig, topic: str) -> int | None:
+    """Alice (PLAIN, SASL listener) produces one record: None, or the error code."""
+    errors: list[KafkaError | None] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": rig.sasl_bootstrap,
+            "message.timeout.ms": 15_000,
+            **_sasl("PLAIN", "alice", ALICE),
+        }
+    )
+    producer.produce(topic, b"from-alice", on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(WAIT_S)
+    assert len(errors) == 1
+    return None if errors[0] is None else int(errors[0].code())
+
+
+def test_kafka_acls_add_list_remove(rig: Rig) -> None:
+    topic = topic_name("tools-acl")
+    create_topic(rig.bootstrap, topic)
+    assert _alice_produces(rig, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    added = rig.tool(
+        "kafka-acls", "--add", "--allow-principal", "User:alice", "--producer", "--topic", topic
+    )
+    assert f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)" in added
+    listed = _lines(rig.tool("kafka-acls", "--list", "--topic", topic))
+    assert listed[0] == (
+        "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, "
+        f"name={topic}, patternType=LITERAL)`:"
+    )
+    assert sorted(listed[1:]) == [
+        f"\t(principal=User:alice, host=*, operation={op}, permissionType=ALLOW)"
+        for op in ("CREATE", "DESCRIBE", "WRITE")
+    ]
+    assert _alice_produces(rig, topic) is None
+    assert log_end_offset(rig.bootstrap, topic, 0) == 1
+
+    rig.tool(
+        "kafka-acls", "--remove", "--force", "--allow-principal", "User:alice",
+        "--operation", "Write", "--topic", topic,
+    )  # fmt: skip
+    listed = _lines(rig.tool("kafka-acls", "--list", "--principal", "User:alice"))
+    assert sorted(line for line in listed if line.startswith("\t")) == [
+        f"\t(principal=User:alice, host=*, operation={op}, permissionType=ALLOW)"
+        for op in ("CREATE", "DESCRIBE")
+    ]
+    assert _alice_produces(rig, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert log_end_offset(rig.bootstrap, topic, 0) == 1
+
+
+def test_kafka_transactions_list_describe_and_abort(rig: Rig) -> None:
+    topic, tid = topic_name("tools-txn"), topic_name("tools-txn-id")
+    create_topic(rig.bootstrap, topic)
+    produce_values(rig.bootstrap, topic, [b"before"], partition=0)
+    producer = Producer(
+        {"bootstrap.servers": rig.bootstrap, "transactional.id": tid, "linger.ms": 0}
+    )
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=0)
+    producer.flush(WAIT_S)
+    after = Producer({"bootstrap.servers": rig.bootstrap})
+    after.produce(topic, b"after", partition=0)
+    after.flush(WAIT_S)
+
+    listed = _table(rig.tool("kafka-transactions", "list"))
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    (row,) = [r for r in listed[1:] if r[0] == tid]
+    assert row[1] == "1" and row[3] == "Ongoing"
+    producer_id = row[2]
+
+    described = _table(rig.tool("kafka-transactions", "describe", "--transactional-id", tid))
+    assert described[0][:4] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch"]
+    assert described[1][:3] == ["1", tid, producer_id]
+    assert described[1][described[0].index("TransactionState")] == "Ongoing"
+    assert described[1][-1] == f"{topic}-0"  # TopicPartitions
+
+    producers = _table(
+        rig.tool("kafka-transactions", "describe-producers", "--topic", topic, "--partition", "0")
+    )
+    assert producers[0] == [
+        "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+        "LastTimestamp", "CurrentTransactionStartOffset",
+    ]  # fmt: skip
+    (open_row,) = [r for r in producers[1:] if r[0] == producer_id]
+    assert open_row[-1] == "1"  # the transaction began at offset 1
+
+    # an open transaction the coordinator knows is not hanging
+    hanging = _table(rig.tool("kafka-transactions", "find-hanging", "--broker-id", "1"))
+    assert hanging == [
+        [
+            "Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+            "StartOffset", "LastTimestamp", "Duration(min)",
+        ]
+    ]  # fmt: skip
+
+    # a read_committed consumer stops at the open transaction until it is aborted
+    reader = consumer(rig.bootstrap, isolation_level="read_committed")
+    reader.assign([TopicPartition(topic, 0, 0)])
+    try:
+        seen: list[bytes | None] = []
+        for _ in range(6):
+            seen += [m.value() for m in reader.consume(10, 0.5) if m.error() is None]
+        assert seen == [b"before"]
+        aborted = rig.tool(
+            "kafka-transactions", "abort", "--topic", topic, "--partition", "0",
+            "--start-offset", "1",
+        )  # fmt: skip
+        assert aborted == ""
+        deadline = time.monotonic() + WAIT_S
+        while b"after" not in seen:
+            assert time.monotonic() < deadline, seen
+            seen += [m.value() for m in reader.consume(10, 0.5) if m.error() is None]
+    finally:
+        reader.close()
+    assert seen == [b"before", b"after"]
+    # the abort marker ended the producer's transaction on the partition
+    producer_rows = _table(
+        rig.tool("kafka-transactions", "describe-producers", "--topic", topic, "--partition", "0")
+    )
+    (closed,) = [r for r in producer_rows[1:] if r[0] == producer_id]
+    assert closed[-1] == "None"
+
+
+_PERF = re.compile(
+    r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+    r"[\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.$"
+)
+
+
+def test_perf_tools_and_console_share_consumer(rig: Rig) -> None:
+    topic, group, perf_group = (
+        topic_name("tools-perf"),
+        topic_name("tools-console-sg"),
+        topic_name("tools-perf-sg"),
+    )
+    create_topic(rig.bootstrap, topic)
+    out = rig.tool(
+        "kafka-producer-perf-test", "--topic", topic, "--num-records", "300",
+        "--record-size", "100", "--throughput", "-1", "--command-property", "acks=all",
+        "--command-property", f"bootstrap.servers={rig.bootstrap}",
+    )  # fmt: skip
+    summary = [m for m in (_PERF.match(line) for line in _lines(out)) if m]
+    assert [m.group(1) for m in summary] == ["300"], out
+    assert log_end_offset(rig.bootstrap, topic, 0) == 300
+
+    share_group(rig.bootstrap, perf_group)
+    perf = rig.tool(
+        "kafka-share-consumer-perf-test", "--topic", topic, "--group", perf_group,
+        "--num-records", "300", "--timeout", "30000",
+    )  # fmt: skip
+    header, values = _lines(perf)[-2:]
+    assert header.split(", ") == [
+        "start.time", "end.time", "data.consumed.in.MB", "MB.sec", "nMsg.sec",
+        "data.consumed.in.nMsg", "fetch.time.ms",
+    ]  # fmt: skip
+    assert values.split(", ")[5] == "300", perf
+    assert values.split(", ")[2] == "0.0286", perf  # 300 x 100 bytes
+
+    # the console share consumer prints what a test produced, and acknowledges it
+    produce_values(rig.bootstrap, topic, [b"console-%d" % i for i in range(3)], partition=0)
+    share_group(rig.bootstrap, group)
+    alter = call1(rig.bootstrap, requests.alter_share_group_offsets(group, {(topic, 0): 300}))
+    assert alter.error_code == 0, alter
+    printed = rig.tool(
+        "kafka-console-share-consumer", "--topic", topic, "--group", group,
+        "--max-messages", "3", "--timeout-ms", "30000",
+        "--formatter-property", "print.offset=true", "--formatter-property", "print.delivery=true",
+    )  # fmt: skip
+    assert _lines(printed) == [f"Offset:{300 + i}\tDelivery:1\tconsole-{i}" for i in range(3)], (
+        printed
+    )
+    assert _table(rig.tool("kafka-share-groups", "--describe", "--group", group))[1] == [
+        group, topic, "0", "303", "0",
+    ]  # fmt: skip
+    # --reject archives what it reads: nothing comes back to the group
+    produce_values(rig.bootstrap, topic, [b"rejected"], partition=0)
+    rejected = rig.tool(
+        "kafka-console-share-consumer", "--topic", topic, "--group", group, "--reject",
+        "--max-messages", "1", "--timeout-ms", "30000",
+    )  # fmt: skip
+    assert _lines(rejected) == ["rejected"]
+    assert _table(rig.tool("kafka-share-groups", "--describe", "--group", group))[1] == [
+        group, topic, "0", "304", "0",
+    ]  # fmt: skip

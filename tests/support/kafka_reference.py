@@ -263,7 +263,9 @@ class JavaSession:
         )
         self._lock = threading.Lock()
 
-    def tool(self, name: str, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
+    def tool(
+        self, name: str, *args: str, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
         return self.run(TOOLS[name], *args, timeout_s=timeout_s)
 
     def run(
@@ -291,7 +293,10 @@ class JavaSession:
             finally:
                 timer.cancel()
         return subprocess.CompletedProcess(
-            [main_class, *args], status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+            [main_class, *args],
+            status,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
         )
 
     def close(self) -> None:
