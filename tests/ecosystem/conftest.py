@@ -6,7 +6,8 @@ The broker fixtures and the broker-log attachment on failure are the end-to-end
 tests' own (tests/e2e/conftest.py), shared rather than repeated. `java_tools` is one
 JVM per module running Kafka's tools (and compiled test programs) one after another
 (tests/support/kafka_reference.JavaSession); without java and mvn the module skips,
-except in CI (CI=true), where that is a failure.
+except in CI (CI=true), where that is a failure. `on_kafka()` points a module at the
+reference broker instead.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ import pytest
 from tests.e2e.conftest import brokers, pytest_runtest_makereport
 from tests.support import kafka_reference
 
-__all__ = ["brokers", "java_session_factory", "pytest_runtest_makereport"]
+__all__ = ["brokers", "java_session_factory", "on_kafka", "pytest_runtest_makereport"]
+
+
+def on_kafka() -> bool:
+    """SHOAL_ECOSYSTEM_ON_KAFKA=1 runs the modules that support it against the reference
+    broker (Kafka 4.2.2) instead of Shoal: a check, when writing or changing a test,
+    that what it expects is Kafka's behaviour."""
+    return bool(os.environ.get("SHOAL_ECOSYSTEM_ON_KAFKA"))
 
 
 @pytest.fixture(scope="module")

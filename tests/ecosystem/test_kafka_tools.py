@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, Res
 
 from shoal.client import requests
 from shoal.client.quota_requests import describe_client_quotas
-from tests.support.broker import BrokerProcess, running, wait_until
+from tests.ecosystem.conftest import on_kafka
+from tests.support import kafka_reference
+from tests.support.broker import running, wait_until
 from tests.support.clients import consumer, create_topic
 from tests.support.kafka_reference import JavaSession
 from tests.support.share_consumers import (
@@ -49,14 +51,12 @@ JAAS = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_a
 
 @dataclass(frozen=True)
 class Rig:
-    broker: BrokerProcess
-    jvm: JavaSession
+    bootstrap: str
+    """The PLAINTEXT listener (User:ANONYMOUS, a super user)."""
     sasl_bootstrap: str
+    broker_log: Callable[[], str]
+    jvm: JavaSession
     admin_client: AdminClient
-
-    @property
-    def bootstrap(self) -> str:
-        return self.broker.bootstrap
 
     def tool(self, name: str, *args: str, ok: bool = True, timeout_s: float = 120.0) -> str:
         """Run Kafka's tool `name` against the PLAINTEXT listener; its stdout (and, with
@@ -74,6 +74,13 @@ class Rig:
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, java_session_factory: Any) -> Iterator[Rig]:
     jvm = java_session_factory()
+    folder = tmp_path_factory.mktemp("tools")
+    if on_kafka():
+        sasl = kafka_reference.SaslListener(plain_users={"alice": ALICE}, authorizer=True)
+        with kafka_reference.running(folder / "data", sasl=sasl) as kafka:
+            admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+            yield Rig(kafka.bootstrap, kafka.sasl_bootstrap, kafka.log_text, jvm, admin)
+        return
     overrides = (
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
@@ -82,11 +89,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory, java_session_factory: Any) -> 
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users=User:ANONYMOUS",
     )
-    for broker in running(tmp_path_factory.mktemp("tools") / "data", *overrides):
+    for broker in running(folder / "data", *overrides):
         port = broker.listener_ports()["SASL_PLAINTEXT"]
-        yield Rig(
-            broker, jvm, f"127.0.0.1:{port}", AdminClient({"bootstrap.servers": broker.bootstrap})
-        )
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        yield Rig(broker.bootstrap, f"127.0.0.1:{port}", broker.log_text, jvm, admin)
 
 
 def _lines(text: str) -> list[str]:
@@ -327,7 +333,7 @@ def test_kafka_configs_scram_users_log_in(rig: Rig) -> None:
         "kafka-configs", "--alter", "--entity-type", "users", "--entity-name", "bob",
         "--add-config", f"SCRAM-SHA-512=[password={password}]",
     )  # fmt: skip
-    assert password not in rig.broker.log_text()
+    assert password not in rig.broker_log()
     described = rig.tool(
         "kafka-configs", "--describe", "--entity-type", "users", "--entity-name", "bob"
     )

@@ -235,16 +235,16 @@ def compile_java(*sources: Path) -> Path:
 
 
 class JavaSession:
-    """One JVM on the reference's classpath (plus `programs`, compiled by
-    `compile_java`) that runs main classes one at a time: `run(main_class, *args)`, or
-    `tool(name, *args)` for a script of `TOOLS`. Each answer is what that run printed
-    and its exit status, as `run_tool` would return it. Its log4j output (WARN and
-    above) goes to `log_path`. Arguments may not hold tabs or newlines; a run's stdin
-    is not the tool's (use `run_tool` for tools that read it)."""
+    """One JVM on the reference's classpath (plus the Java source files `programs`,
+    compiled together by `compile_java`) that runs main classes one at a time:
+    `run(main_class, *args)`, or `tool(name, *args)` for a script of `TOOLS`. Each
+    answer is what that run printed and its exit status, as `run_tool` would return
+    it. Its log4j output (WARN and above) goes to `log_path`. Arguments may not hold
+    tabs or newlines; a run's stdin is not the tool's (use `run_tool` for tools that
+    read it)."""
 
     def __init__(self, log_path: Path, *programs: Path, heap: str = "-Xmx384m") -> None:
-        runner = compile_java(_TOOL_RUNNER)
-        paths = [str(runner), *(str(compile_java(p)) for p in programs), classpath()]
+        paths = [str(compile_java(_TOOL_RUNNER, *programs)), classpath()]
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 -- closed by close()
         self.process = subprocess.Popen(
