@@ -13,6 +13,7 @@ users made by kafka-configs) where the StandardAuthorizer's ACLs apply.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -640,6 +641,33 @@ def test_kafka_acls_add_list_remove(rig: Rig) -> None:
     ]
     assert _alice_produces(rig, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert log_end_offset(rig.bootstrap, topic, 0) == 1
+
+
+def test_kafka_acls_without_an_authorizer(
+    rig: Rig, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Kafka's AclApis words DescribeAcls' SECURITY_DISABLED ("--list") apart from
+    DeleteAcls' ("--remove")."""
+    if on_kafka():
+        context: Any = kafka_reference.running(tmp_path_factory.mktemp("plain") / "data")
+    else:
+        context = contextlib.contextmanager(running)(tmp_path_factory.mktemp("plain") / "data")
+    with context as plain:
+        listed = rig.jvm.tool("kafka-acls", "--bootstrap-server", plain.bootstrap, "--list")
+        removed = rig.jvm.tool(
+            "kafka-acls", "--bootstrap-server", plain.bootstrap, "--remove", "--force",
+            "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t",
+        )  # fmt: skip
+    assert listed.returncode == 1
+    assert _lines(listed.stdout)[0] == (
+        "Error while executing ACL command: org.apache.kafka.common.errors."
+        "SecurityDisabledException: No Authorizer is configured on the broker"
+    ), listed
+    assert removed.returncode == 1
+    assert _lines(removed.stdout)[0] == (
+        "Error while executing ACL command: org.apache.kafka.common.errors."
+        "SecurityDisabledException: No Authorizer is configured."
+    ), removed
 
 
 def test_kafka_transactions_list_describe_and_abort(rig: Rig) -> None:
