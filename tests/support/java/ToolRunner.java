@@ -111,7 +111,7 @@ public final class ToolRunner {
             }
             cause.printStackTrace(err);
             return 1;
-        } catch (ReflectiveOperationException missing) {
+        } catch (ReflectiveOperationException | LinkageError missing) {
             missing.printStackTrace(err);
             return 127;
         }
