@@ -231,6 +231,25 @@ def test_kafka_configs_topics_brokers_and_groups(rig: Rig) -> None:
     assert _configs(rig, ResourceType.TOPIC, topic) == {
         "retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG")
     }
+    # refused values: the broker's reasons in Kafka's words, the topic unchanged
+    for value, reason in (
+        ("retention.ms=abc", "Invalid value abc for configuration retention.ms: "
+         "Not a number of type LONG"),
+        ("min.cleanable.dirty.ratio=2", "Invalid value 2.0 for configuration "
+         "min.cleanable.dirty.ratio: Value must be no more than 1"),
+    ):  # fmt: skip
+        refused = rig.jvm.tool(
+            "kafka-configs", "--bootstrap-server", rig.bootstrap, "--alter",
+            "--entity-type", "topics", "--entity-name", topic, "--add-config", value,
+        )  # fmt: skip
+        assert refused.returncode == 1
+        assert (
+            f"org.apache.kafka.common.errors.InvalidConfigurationException: {reason}"
+            in refused.stderr
+        ), refused.stderr
+    assert _configs(rig, ResourceType.TOPIC, topic) == {
+        "retention.ms": ("86400000", "DYNAMIC_TOPIC_CONFIG")
+    }
 
     # one broker's dynamic config and the cluster-wide default
     rig.tool(
