@@ -692,6 +692,7 @@ def test_kafka_acls_without_an_authorizer(
 def test_kafka_transactions_list_describe_and_abort(rig: Rig) -> None:
     topic, tid = topic_name("tools-txn"), topic_name("tools-txn-id")
     create_topic(rig.bootstrap, topic)
+    create_topic(rig.bootstrap, f"{topic}-done")
     produce_values(rig.bootstrap, topic, [b"before"], partition=0)
     producer = Producer(
         {"bootstrap.servers": rig.bootstrap, "transactional.id": tid, "linger.ms": 0}
@@ -704,11 +705,24 @@ def test_kafka_transactions_list_describe_and_abort(rig: Rig) -> None:
     after.produce(topic, b"after", partition=0)
     after.flush(WAIT_S)
 
+    done_tid = topic_name("tools-txn-done")
+    done = Producer({"bootstrap.servers": rig.bootstrap, "transactional.id": done_tid})
+    done.init_transactions(WAIT_S)
+    done.begin_transaction()
+    done.produce(f"{topic}-done", b"done")
+    done.commit_transaction(WAIT_S)
+
     listed = _table(rig.tool("kafka-transactions", "list"))
     assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
     (row,) = [r for r in listed[1:] if r[0] == tid]
     assert row[1] == "1" and row[3] == "Ongoing"
     producer_id = row[2]
+    # --duration-filter keeps transactions older than it in any state
+    time.sleep(0.1)
+    older = _table(rig.tool("kafka-transactions", "list", "--duration-filter", "50"))
+    assert {(r[0], r[3]) for r in older[1:]} >= {(tid, "Ongoing"), (done_tid, "CompleteCommit")}
+    newer = _table(rig.tool("kafka-transactions", "list", "--duration-filter", "3600000"))
+    assert {r[0] for r in newer[1:]} & {tid, done_tid} == set()
 
     described = _table(rig.tool("kafka-transactions", "describe", "--transactional-id", tid))
     assert described[0][:4] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch"]
