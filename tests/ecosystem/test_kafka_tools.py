@@ -538,6 +538,26 @@ def test_kafka_consumer_groups(rig: Rig) -> None:
     assert _committed(rig.bootstrap, group, topic, 2) == [-1001, -1001]
 
 
+@pytest.mark.xfail(
+    not on_kafka(),
+    strict=True,
+    reason="Shoal forgets a group without members when its last offset is deleted; "
+    "Kafka keeps it (Empty) until its next offsets cleanup",
+)
+def test_kafka_consumer_groups_delete_after_delete_offsets(rig: Rig) -> None:
+    topic, group = topic_name("tools-cg-gone"), topic_name("tools-cg-gone-group")
+    create_topic(rig.bootstrap, topic)
+    committer = consumer(rig.bootstrap, group_id=group)
+    try:
+        committer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        committer.close()
+    rig.tool("kafka-consumer-groups", "--delete-offsets", "--group", group, "--topic", topic)
+    assert _lines(rig.tool("kafka-consumer-groups", "--delete", "--group", group)) == [
+        f"Deletion of requested consumer groups ('{group}') was successful."
+    ]
+
+
 def test_kafka_share_groups(rig: Rig) -> None:
     topic, group = topic_name("tools-sg"), topic_name("tools-sg-group")
     create_topic(rig.bootstrap, topic)

@@ -7,6 +7,8 @@
 //     max timestamp), describeConfigs after incrementalAlterConfigs, listGroups,
 //     describeShareGroups, alterShareGroupOffsets then listShareGroupOffsets,
 //     deleteRecords, describeProducers, describeTransactions.
+//   survey bootstrap topic group transactionalId: the rest of the Admin API, each call
+//     printed as its answer or its exception (class and message), to compare brokers.
 
 import java.util.List;
 import java.util.Map;
@@ -40,6 +42,9 @@ public final class Admins {
                     break;
                 case "inspect":
                     inspect(admin, args[2], args[3], args[4]);
+                    break;
+                case "survey":
+                    survey(admin, args[2], args[3], args[4]);
                     break;
                 default:
                     throw new IllegalArgumentException(args[0]);
@@ -128,5 +133,164 @@ public final class Admins {
         Emit.line("describeTransactions", "state", txn.state().toString(), "producerId", txn.producerId(),
                 "partitions", txn.topicPartitions().stream().map(TopicPartition::toString).sorted()
                         .collect(Collectors.toList()), "coordinator", txn.coordinatorId());
+    }
+
+    interface Call {
+        Object run() throws Exception;
+    }
+
+    private static void attempt(String name, Call call) {
+        try {
+            Emit.line(name, "result", String.valueOf(call.run()));
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && (cause instanceof java.util.concurrent.ExecutionException)) {
+                cause = cause.getCause();
+            }
+            Emit.line(name, "error", cause.getClass().getSimpleName(), "message", cause.getMessage());
+        }
+    }
+
+    private static void survey(Admin admin, String topic, String group, String tid) throws Exception {
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        attempt("describeFeatures", () -> admin.describeFeatures().featureMetadata().get().finalizedFeatures()
+                .keySet().stream().sorted().collect(Collectors.toList()));
+        attempt("describeLogDirs", () -> admin.describeLogDirs(List.of(1)).allDescriptions().get().get(1).values()
+                .stream().map(d -> d.error() + " " + d.replicaInfos().keySet().stream().filter(t -> t.topic().equals(topic))
+                        .map(t -> t + "=" + d.replicaInfos().get(t).size()).sorted().collect(Collectors.toList()))
+                .collect(Collectors.toList()));
+        attempt("describeReplicaLogDirs", () -> admin.describeReplicaLogDirs(List.of(
+                new org.apache.kafka.common.TopicPartitionReplica(topic, 0, 1))).all().get().values().stream()
+                .map(r -> r.getCurrentReplicaLogDir() != null).collect(Collectors.toList()));
+        attempt("listPartitionReassignments", () -> admin.listPartitionReassignments().reassignments().get());
+        attempt("alterPartitionReassignments", () -> {
+            admin.alterPartitionReassignments(Map.of(p0, java.util.Optional.of(
+                    new org.apache.kafka.clients.admin.NewPartitionReassignment(List.of(1))))).all().get();
+            return "ok";
+        });
+        attempt("electLeaders", () -> admin.electLeaders(org.apache.kafka.common.ElectionType.PREFERRED, Set.of(p0))
+                .partitions().get().get(p0).map(e -> e.getClass().getSimpleName() + ": " + e.getMessage()).orElse("ok"));
+        attempt("electLeaders-unclean", () -> admin.electLeaders(org.apache.kafka.common.ElectionType.UNCLEAN, Set.of(p0))
+                .partitions().get().get(p0).map(e -> e.getClass().getSimpleName() + ": " + e.getMessage()).orElse("ok"));
+        attempt("alterUserScramCredentials", () -> {
+            admin.alterUserScramCredentials(List.of(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(
+                    "survey-user", new org.apache.kafka.clients.admin.ScramCredentialInfo(
+                            org.apache.kafka.clients.admin.ScramMechanism.SCRAM_SHA_256, 4096), "pw"))).all().get();
+            return "ok";
+        });
+        attempt("describeUserScramCredentials", () -> admin.describeUserScramCredentials(List.of("survey-user", "nobody"))
+                .description("survey-user").get().credentialInfos());
+        attempt("describeUserScramCredentials-missing", () -> admin.describeUserScramCredentials(List.of("nobody"))
+                .description("nobody").get());
+        attempt("alterClientQuotas", () -> {
+            admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                    new org.apache.kafka.common.quota.ClientQuotaEntity(Map.of("user", "survey-user")),
+                    List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration.Op("producer_byte_rate", 5000.0)))))
+                    .all().get();
+            return "ok";
+        });
+        attempt("describeClientQuotas", () -> admin.describeClientQuotas(
+                org.apache.kafka.common.quota.ClientQuotaFilter.all()).entities().get());
+        attempt("alterConsumerGroupOffsets", () -> {
+            admin.alterConsumerGroupOffsets(group, Map.of(p0, new org.apache.kafka.clients.consumer.OffsetAndMetadata(2, "m")))
+                    .all().get();
+            return "ok";
+        });
+        attempt("listConsumerGroupOffsets", () -> admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get());
+        attempt("describeConsumerGroups", () -> {
+            org.apache.kafka.clients.admin.ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group))
+                    .all().get().get(group);
+            return d.groupState() + " " + d.type() + " " + d.members().size() + " " + d.partitionAssignor();
+        });
+        attempt("describeClassicGroups", () -> {
+            org.apache.kafka.clients.admin.ClassicGroupDescription d = admin.describeClassicGroups(List.of(group))
+                    .all().get().get(group);
+            return d.state() + " " + d.protocol() + " " + d.members().size();
+        });
+        attempt("removeMembersFromConsumerGroup", () -> {
+            admin.removeMembersFromConsumerGroup(group, new org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions(
+                    List.of(new org.apache.kafka.clients.admin.MemberToRemove("nobody")))).all().get();
+            return "ok";
+        });
+        attempt("deleteConsumerGroupOffsets", () -> {
+            admin.deleteConsumerGroupOffsets(group, Set.of(p0)).all().get();
+            return "ok";
+        });
+        attempt("listConsumerGroupOffsets-after", () -> admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get());
+        // committed again before the group is deleted: Shoal forgets a group with no
+        // members at its last offset's deletion, Kafka at its next offsets cleanup
+        attempt("alterConsumerGroupOffsets-again", () -> {
+            admin.alterConsumerGroupOffsets(group, Map.of(p0, new org.apache.kafka.clients.consumer.OffsetAndMetadata(1)))
+                    .all().get();
+            return "ok";
+        });
+        attempt("deleteConsumerGroups", () -> {
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            return "ok";
+        });
+        attempt("deleteConsumerGroups-missing", () -> {
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            return "ok";
+        });
+        attempt("listTransactions", () -> admin.listTransactions().all().get().stream()
+                .map(t -> t.transactionalId() + ":" + t.state()).sorted().collect(Collectors.toList()));
+        attempt("listTransactions-duration", () -> admin.listTransactions(
+                new org.apache.kafka.clients.admin.ListTransactionsOptions().filterOnDuration(0)).all().get().stream()
+                .map(t -> t.transactionalId() + ":" + t.state()).sorted().collect(Collectors.toList()));
+        attempt("fenceProducers", () -> {
+            admin.fenceProducers(List.of(tid)).all().get();
+            return "ok";
+        });
+        attempt("describeTransactions-fenced", () -> {
+            TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid).get();
+            return d.state() + " epoch " + d.producerEpoch();
+        });
+        attempt("fenceProducers-unknown", () -> {
+            admin.fenceProducers(List.of("no-such-tid")).all().get();
+            return "ok";
+        });
+        attempt("forceTerminateTransaction", () -> {
+            admin.forceTerminateTransaction(tid).result().get();
+            return "ok";
+        });
+        attempt("describeTransactions-terminated", () -> {
+            TransactionDescription d = admin.describeTransactions(List.of(tid)).description(tid).get();
+            return d.state() + " epoch " + d.producerEpoch();
+        });
+        attempt("describeTransactions-unknown", () -> admin.describeTransactions(List.of("no-such-tid"))
+                .description("no-such-tid").get());
+        attempt("listConfigResources", () -> admin.listConfigResources().all().get().stream()
+                .filter(r -> r.type() != ConfigResource.Type.TOPIC || r.name().equals(topic))
+                .map(r -> r.type() + ":" + r.name()).sorted().collect(Collectors.toList()));
+        attempt("listClientMetricsResources", () -> admin.listClientMetricsResources().all().get());
+        attempt("describeMetadataQuorum", () -> admin.describeMetadataQuorum().quorumInfo().get().leaderId());
+        attempt("createPartitions", () -> {
+            admin.createPartitions(Map.of(topic, org.apache.kafka.clients.admin.NewPartitions.increaseTo(4))).all().get();
+            return "ok";
+        });
+        attempt("createPartitions-same", () -> {
+            admin.createPartitions(Map.of(topic, org.apache.kafka.clients.admin.NewPartitions.increaseTo(4))).all().get();
+            return "ok";
+        });
+        attempt("createDelegationToken", () -> admin.createDelegationToken().delegationToken().get());
+        attempt("updateFeatures-dry", () -> {
+            admin.updateFeatures(Map.of("transaction.version", new org.apache.kafka.clients.admin.FeatureUpdate(
+                    (short) 2, org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.UPGRADE)),
+                    new org.apache.kafka.clients.admin.UpdateFeaturesOptions().validateOnly(true)).all().get();
+            return "ok";
+        });
+        attempt("deleteTopics-missing", () -> {
+            admin.deleteTopics(List.of("no-such-topic")).all().get();
+            return "ok";
+        });
+        attempt("describeTopics-missing", () -> admin.describeTopics(List.of("no-such-topic")).allTopicNames().get());
+        attempt("deleteShareGroups-missing", () -> {
+            admin.deleteShareGroups(List.of("no-such-group")).all().get();
+            return "ok";
+        });
+        attempt("describeShareGroups-missing", () -> admin.describeShareGroups(List.of("no-such-group")).all().get()
+                .get("no-such-group").groupState());
+        attempt("listGroups", () -> admin.listGroups().all().get().stream().map(g -> g.groupId()).sorted()
+                .collect(Collectors.toList()));
     }
 }
