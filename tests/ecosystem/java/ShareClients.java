@@ -4,9 +4,9 @@
 //   explicit bootstrap topic group: one consumer in explicit acknowledgement mode
 //     accepts, releases and rejects its first deliveries (by value: see DECISIONS),
 //     commits them, and accepts the released records when they come back.
-//   shared bootstrap topic group count: two consumers of one partition: each polls
-//     and holds what it got (unacknowledged) while the other polls, then both accept;
-//     until `count` records are delivered.
+//   shared bootstrap topic group count: two consumers of one partition: the first
+//     holds its first records (unacknowledged) until the second has some, then both
+//     accept what they get, polling in turn, until `count` records are delivered.
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -105,10 +105,17 @@ public final class ShareClients {
             got.put("member-b", new ArrayList<>());
             int total = 0;
             long deadline = System.currentTimeMillis() + DEADLINE_MS;
-            while (total < count && System.currentTimeMillis() < deadline) {
-                // a holds its records (acquired, unacknowledged) while b polls, and so on
-                ConsumerRecords<String, String> fromA = a.poll(Duration.ofMillis(300));
-                ConsumerRecords<String, String> fromB = b.poll(Duration.ofMillis(300));
+            // a holds its first records (acquired, unacknowledged) until b has some
+            // too: b gets other records of the partition once it is assigned it
+            ConsumerRecords<String, String> fromA = ConsumerRecords.empty();
+            while (fromA.isEmpty() && System.currentTimeMillis() < deadline) {
+                fromA = a.poll(Duration.ofMillis(300));
+            }
+            ConsumerRecords<String, String> fromB = ConsumerRecords.empty();
+            while (fromB.isEmpty() && System.currentTimeMillis() < deadline) {
+                fromB = b.poll(Duration.ofMillis(300));
+            }
+            while (true) {
                 for (ConsumerRecord<String, String> r : fromA) {
                     got.get("member-a").add(r.offset());
                     a.acknowledge(r, AcknowledgeType.ACCEPT);
@@ -121,6 +128,11 @@ public final class ShareClients {
                 }
                 a.commitSync();
                 b.commitSync();
+                if (total >= count || System.currentTimeMillis() >= deadline) {
+                    break;
+                }
+                fromA = a.poll(Duration.ofMillis(300));
+                fromB = b.poll(Duration.ofMillis(300));
             }
             for (Map.Entry<String, List<Long>> e : got.entrySet()) {
                 Emit.line("member", "client", e.getKey(), "offsets", e.getValue());
