@@ -241,7 +241,8 @@ class JavaSession:
     answer is what that run printed and its exit status, as `run_tool` would return
     it. Its log4j output (WARN and above) goes to `log_path`. Arguments may not hold
     tabs or newlines; a run's stdin is not the tool's (use `run_tool` for tools that
-    read it)."""
+    read it). A tool that calls System.exit itself ends the session (argparse4j does on
+    arguments it cannot parse, as kafka-cluster's); the next run then raises."""
 
     def __init__(self, log_path: Path, *programs: Path, heap: str = "-Xmx384m") -> None:
         paths = [str(compile_java(_TOOL_RUNNER, *programs)), classpath()]
