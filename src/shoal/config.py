@@ -89,9 +89,21 @@ class ConfigError(ValueError):
 
     code = ErrorCode.invalid_config
 
-    def __init__(self, key: str, message: str, *, whole: bool = False) -> None:
+    def __init__(
+        self, key: str, message: str, *, whole: bool = False, kafka_message: str | None = None
+    ) -> None:
+        """`message` is prefixed by the key unless `whole` (it is Kafka's own text
+        already); `kafka_message` is Kafka's text for a refusal Shoal words its own way."""
         super().__init__(message if whole else f"{key}: {message}")
         self.key = key
+        self.kafka_message = kafka_message
+
+    @property
+    def wire_message(self) -> str:
+        """The message a request refused for this value gets: Kafka's words
+        (ConfigDef's ConfigException, "Invalid value <v> for configuration <key>:
+        <reason>") where Shoal has them, else its own."""
+        return self.kafka_message or str(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +190,10 @@ class ConfigDef:
                 case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
                     if isinstance(text, bool):
                         raise ValueError
-                    return int(str(text))
+                    number = int(str(text))
+                    if self.type is ConfigType.INT and not -(2**31) <= number <= INT_MAX:
+                        raise ValueError  # Java's parseInt refuses it
+                    return number
                 case ConfigType.DOUBLE:
                     return float(str(text))
                 case ConfigType.LIST:
@@ -189,14 +204,41 @@ class ConfigDef:
                     return str(text)
         except ValueError:
             kind = self.type.name.lower()
-            raise ConfigError(self.name, f"value {raw!r} is not a valid {kind}") from None
+            reason = (
+                "Expected value to be either true or false"
+                if self.type is ConfigType.BOOLEAN
+                else f"Not a number of type {self.type.name}"
+            )
+            raise ConfigError(
+                self.name,
+                f"value {raw!r} is not a valid {kind}",
+                kafka_message=self._kafka_refusal(raw, reason),
+            ) from None
+
+    def _kafka_refusal(self, shown: object, reason: str) -> str:
+        """Kafka's ConfigException message (ConfigDef.parseType, Range.ensureValid)."""
+        if isinstance(shown, float):
+            shown = java_double(shown)
+        return f"Invalid value {shown} for configuration {self.name}: {reason}"
 
     def _check_bounds(self, value: Any) -> None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             if self.min is not None and value < self.min:
-                raise ConfigError(self.name, f"value {value} is below the minimum {self.min}")
+                raise ConfigError(
+                    self.name,
+                    f"value {value} is below the minimum {self.min}",
+                    kafka_message=self._kafka_refusal(
+                        value, f"Value must be at least {_java_number(self.min)}"
+                    ),
+                )
             if self.max is not None and value > self.max:
-                raise ConfigError(self.name, f"value {value} is above the maximum {self.max}")
+                raise ConfigError(
+                    self.name,
+                    f"value {value} is above the maximum {self.max}",
+                    kafka_message=self._kafka_refusal(
+                        value, f"Value must be no more than {_java_number(self.max)}"
+                    ),
+                )
             if self.type is ConfigType.INT and not -(2**31) <= value <= INT_MAX:
                 raise ConfigError(self.name, f"value {value} does not fit an int")
         if self.choices is not None:
@@ -223,6 +265,11 @@ def render(definition: ConfigDef, value: Any) -> str | None:
     if isinstance(value, float):
         return java_double(value)
     return str(value)
+
+
+def _java_number(value: float) -> str:
+    """A bound as Java's Number.toString shows it (Kafka's Range validator)."""
+    return java_double(value) if isinstance(value, float) else str(value)
 
 
 def java_double(value: float) -> str:
@@ -1849,6 +1896,9 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
 }
 """The lower bounds Kafka 4.2 checks on the dynamic keys above (and, through their
 broker synonyms, the topic keys), as the reference broker answers them."""
+_KAFKA_MAXIMUMS: dict[str, int | float] = {"log.cleaner.min.cleanable.ratio": 1}
+"""The upper bounds, likewise (a ratio above 1 is refused: "Value must be no more
+than 1")."""
 
 
 def _no_effect_doc(reason: NoEffect) -> str:
@@ -1861,14 +1911,16 @@ def _kafka_only_defs() -> list[ConfigDef]:
         definition = ConfigDef(
             name, kind, None, _B, _no_effect_doc(reason), nullable=default is None,
             dynamic=dynamic, no_effect=reason, min=_KAFKA_MINIMUMS.get(name),
+            max=_KAFKA_MAXIMUMS.get(name),
         )  # fmt: skip
         defs.append(replace(definition, default=definition.parse(default)))
     for scope, rows in ((_T, _KAFKA_TOPIC_ONLY), (_G, _KAFKA_GROUP_ONLY)):
         for name, kind, default, synonym, reason in rows:
             bound = _KAFKA_MINIMUMS.get(name, _KAFKA_MINIMUMS.get(synonym or ""))
+            upper = _KAFKA_MAXIMUMS.get(name, _KAFKA_MAXIMUMS.get(synonym or ""))
             definition = ConfigDef(
                 name, kind, None, scope, _no_effect_doc(reason), nullable=default is None,
-                synonym=synonym, no_effect=reason, min=bound,
+                synonym=synonym, no_effect=reason, min=bound, max=upper,
             )  # fmt: skip
             defs.append(replace(definition, default=definition.parse(default)))
     return defs
@@ -2288,7 +2340,9 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     for key, value in configs.items():
         definition = TOPIC_KEYS.get(key)
         if definition is None:
-            raise ConfigError(key, "unknown topic config key")
+            raise ConfigError(
+                key, "unknown topic config key", kafka_message=f"Unknown topic config name: {key}"
+            )
         typed[key] = definition.parse(value)
     if typed.get("remote.storage.enable"):  # as a Kafka broker without tiered storage
         raise ConfigError(

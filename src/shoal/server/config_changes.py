@@ -162,7 +162,7 @@ async def _alter_topic(ctx: RequestContext, name: str, edit: Edit, *, validate_o
     try:
         typed = validate_topic_configs(updated)
     except ConfigError as exc:
-        raise Refused(exc.code, str(exc)) from exc
+        raise Refused(exc.code, exc.wire_message) from exc
     if validate_only:
         return
     try:
