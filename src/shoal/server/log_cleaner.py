@@ -360,40 +360,68 @@ class LogCleaner:
             result = await loop.run_in_executor(worker.executor, run)
         except CleanerStopped:
             log.info("cleaning of %s-%d abandoned at shutdown", *key)
+            _discard(plan)
             return
         except (OSError, LogError) as exc:
+            _discard(plan)
             self._uncleanable(key, f"its clean failed: {exc}")
             return
         except Exception:
             log.exception("cleaning of %s-%d failed unexpectedly", *key)
+            _discard(plan)
             self._uncleanable(key, "its clean failed unexpectedly")
             return
-        if self._stopping:
-            log.info("cleaning of %s-%d done at shutdown: not swapped in", *key)
+        if self._stopping:  # its leftover files are removed when the log is next opened
+            log.info("cleaning of %s-%d abandoned at shutdown: not swapped in", *key)
+            _discard(plan)
             return
         if self._logs.partition(*key) is not partition_log:
             log.info("cleaning of %s-%d discarded: the partition was deleted meanwhile", *key)
+            _discard(plan)
             return
+        error = getattr(result, "error", None)
         try:
             stats = partition_log.finish_clean(result)
         except LogError as exc:
             self._uncleanable(key, f"finishing its clean failed: {exc}")
             return
-        self._record(worker, key, stats, elapsed_s=time.monotonic() - started_s)
-
-    def _record(self, worker: _Worker, key: PartitionKey, stats: Any, *, elapsed_s: float) -> None:
-        if stats is None:  # the log discarded a stale result
+        if error is not None and not isinstance(error, CleanerStopped):
+            self._uncleanable(key, f"its clean failed: {error!r}")
             return
-        bytes_read = int(getattr(stats, "bytes_read", 0))
+        self._record(
+            worker, key, stats, elapsed_s=time.monotonic() - started_s, key_map_entries=entries
+        )
+
+    def _record(
+        self,
+        worker: _Worker,
+        key: PartitionKey,
+        stats: Any,
+        *,
+        elapsed_s: float,
+        key_map_entries: int,
+    ) -> None:
+        discarded = getattr(stats, "discarded", None)
+        if stats is None or discarded is not None:  # the log set a stale result aside
+            log.info("cleaning of %s-%d not swapped in: %s", key[0], key[1], discarded)
+            return
+        bytes_read = int(stats.bytes_read)
         self.state.last_cleans[worker.index] = LastClean(
             bytes_read=bytes_read,
-            bytes_written=int(getattr(stats, "bytes_written", 0)),
-            elapsed_s=float(getattr(stats, "elapsed_s", elapsed_s)),
-            buffer_utilization=float(getattr(stats, "buffer_utilization", 0.0)),
+            bytes_written=int(stats.bytes_written),
+            elapsed_s=elapsed_s,
+            buffer_utilization=int(getattr(stats, "keys_mapped", 0)) / key_map_entries,
         )
         self.state.cleaned_bytes[key] = self.state.cleaned_bytes.get(key, 0) + bytes_read
         self.state.cleans[key] = self.state.cleans.get(key, 0) + 1
-        log.info("cleaned %s-%d: %s", key[0], key[1], stats)
+        log.info(
+            "cleaned %s-%d in %.3f s: %d bytes read, %d written",
+            key[0],
+            key[1],
+            elapsed_s,
+            bytes_read,
+            int(stats.bytes_written),
+        )
 
     def _uncleanable(self, key: PartitionKey, reason: str) -> None:
         log.error(
@@ -454,3 +482,10 @@ class LogCleaner:
                 overdue_ms=max(0, int(getattr(progress, "compaction_delay_ms", 0))),
                 dirty_ratio=float(progress.dirty_ratio),
             )
+
+
+def _discard(plan: Any) -> None:
+    """Let go of a plan whose result will not be finished (its descriptors)."""
+    discard = getattr(plan, "discard", None)
+    if discard is not None:
+        discard()

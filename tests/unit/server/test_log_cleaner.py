@@ -45,7 +45,8 @@ class Progress:
 class Stats:
     bytes_read: int = 1000
     bytes_written: int = 250
-    buffer_utilization: float = 0.5
+    keys_mapped: int = 10
+    discarded: str | None = None
 
 
 class Plan:

@@ -1,0 +1,420 @@
+"""Log compaction end to end: a real `shoal serve`, its log cleaner
+(server/log_cleaner.py over log/cleaner.py) and confluent-kafka clients.
+
+Each topic has small segments and `min.cleanable.dirty.ratio` near zero, so the
+cleaner takes it as soon as a segment is sealed; the last step of each scenario
+produces one more record after `segment.ms` to seal everything before it (the active
+segment is never cleaned). What a consumer reading from the beginning must see then:
+below that last record, exactly the latest record of each key, at the offset it was
+written at (offsets keep their gaps), tombstones until `delete.retention.ms` after
+the clean that first saw them, and no aborted transactional record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Message
+
+from tests.support.broker import BrokerProcess, Brokers, wait_until
+from tests.support.clients import (
+    Consumed,
+    create_topic,
+    flush_all,
+    producer,
+    read_partitions,
+    watermarks,
+)
+from tests.support.share_consumers import (
+    SHARE_TEST_BROKER_OVERRIDES,
+    close_all,
+    poll_until,
+    share_consumer,
+    share_group,
+)
+from tests.support.topics import topic_name
+
+CLEANER_OVERRIDES = ("log.cleaner.backoff.ms=100", "log.retention.check.interval.ms=500")
+SEGMENT_MS = 1000
+COMPACTED = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "4096",
+    "segment.ms": str(SEGMENT_MS),
+    "min.cleanable.dirty.ratio": "0.01",
+}
+CLEAN_WAIT_S = 90.0
+
+
+def produce_keyed(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[bytes, bytes | None]],
+    *,
+    timestamp_ms: int | None = None,
+) -> dict[bytes, list[tuple[int, bytes | None]]]:
+    """Produce (key, value) records in order (idempotent, one partition), with
+    `timestamp_ms` if given; returns each key's (offset, value) in offset order."""
+    extra: dict[str, Any] = {} if timestamp_ms is None else {"timestamp": timestamp_ms}
+    written: dict[bytes, list[tuple[int, bytes | None]]] = {}
+    failures: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            failures.append(error)
+            return
+        key = message.key()
+        assert key is not None
+        written.setdefault(key, []).append((message.offset(), message.value()))
+
+    p = producer(bootstrap, enable_idempotence=True)
+    for key, value in records:
+        p.produce(topic, key=key, value=value, partition=0, on_delivery=delivered, **extra)
+        p.poll(0)
+    flush_all(p)
+    assert not failures, failures[:3]
+    for entries in written.values():
+        entries.sort()
+    return written
+
+
+def seal(bootstrap: str, topic: str) -> int:
+    """Produce one record after `segment.ms`: it rolls the segment, so every earlier
+    record is in a sealed segment the cleaner may take. Returns its offset."""
+    time.sleep(SEGMENT_MS / 1000 + 0.2)
+    sealed = produce_keyed(bootstrap, topic, [(b"~seal-%d" % time.monotonic_ns(), b"seal")])
+    ((offset, _),) = sealed.values()
+    return offset
+
+
+def read_all(bootstrap: str, topic: str, **config: object) -> list[Consumed]:
+    (low, high) = watermarks(bootstrap, topic, 1)[0]
+    if high <= low:
+        return []
+    return read_partitions(
+        bootstrap, topic, {0: high}, start_offsets={0: low}, auto_offset_reset="earliest", **config
+    )[0]
+
+
+def latest(
+    written: Mapping[bytes, list[tuple[int, bytes | None]]],
+) -> dict[bytes, tuple[int, bytes | None]]:
+    return {key: entries[-1] for key, entries in written.items()}
+
+
+def compacted_view(records: list[Consumed], below: int) -> dict[bytes, tuple[int, bytes | None]]:
+    """key -> (offset, value) of the records below `below`; fails on a repeated key."""
+    view: dict[bytes, tuple[int, bytes | None]] = {}
+    for record in records:
+        if record.offset >= below:
+            break
+        assert record.key is not None
+        view.setdefault(record.key, (record.offset, record.value))
+    return view
+
+
+def wait_compacted(
+    bootstrap: str, topic: str, below: int, expected: Mapping[bytes, tuple[int, bytes | None]]
+) -> list[Consumed]:
+    """Read until the records below `below` are exactly `expected` (one per key, at
+    its offset); returns the last read."""
+    last: list[list[Consumed]] = [[]]
+
+    def done() -> bool:
+        last[0] = read_all(bootstrap, topic)
+        below_records = [r for r in last[0] if r.offset < below]
+        return len(below_records) == len(expected) and compacted_view(last[0], below) == dict(
+            expected
+        )
+
+    if not wait_until(done, timeout_s=CLEAN_WAIT_S, interval_s=0.5):
+        seen = [(r.offset, r.key) for r in last[0] if r.offset < below]
+        raise AssertionError(
+            f"not compacted within {CLEAN_WAIT_S} s: {len(seen)} records below {below}, "
+            f"want {len(expected)}; first ones {seen[:10]}"
+        )
+    return last[0]
+
+
+@pytest.fixture
+def broker(brokers: Brokers) -> BrokerProcess:
+    return brokers.start(*CLEANER_OVERRIDES, *SHARE_TEST_BROKER_OVERRIDES)
+
+
+def test_a_compacted_topic_keeps_the_latest_value_of_each_key_at_its_offset(
+    broker: BrokerProcess,
+) -> None:
+    topic = topic_name("compact")
+    create_topic(broker.bootstrap, topic, config=COMPACTED)
+    rng = random.Random(7)
+    keys = [b"key-%03d" % i for i in range(100)]
+    records = [(rng.choice(keys), b"value-%05d" % i) for i in range(3000)]
+    written = produce_keyed(broker.bootstrap, topic, records)
+    sealed_at = seal(broker.bootstrap, topic)
+    expected = latest(written)
+    read = wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+    offsets = [r.offset for r in read]
+    assert offsets == sorted(set(offsets))  # increasing, no repeat
+    assert offsets[-1] == sealed_at  # the seal record, still dirty, is read too
+    assert len(read) == len(expected) + 1 < len(records) / 10
+    # the gaps: a consumer's next offset after each kept record jumps the removed ones
+    assert any(b - a > 1 for a, b in itertools.pairwise(offsets))
+
+
+def test_tombstones_remove_their_key_and_vanish_after_delete_retention(
+    broker: BrokerProcess,
+) -> None:
+    topic = topic_name("tomb")
+    retention_ms = 3000
+    create_topic(
+        broker.bootstrap, topic, config={**COMPACTED, "delete.retention.ms": str(retention_ms)}
+    )
+    keys = [b"k-%02d" % i for i in range(20)]
+    doomed = set(keys[:8])
+    records: list[tuple[bytes, bytes | None]] = [(k, b"v1-" + k) for k in keys]
+    records += [(k, b"v2-" + k) for k in keys]
+    records += [(k, None) for k in sorted(doomed)]
+    written = produce_keyed(broker.bootstrap, topic, records)
+    sealed_at = seal(broker.bootstrap, topic)
+    expected = latest(written)  # the doomed keys' tombstones (value None) included
+    wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+    first_clean_done = time.monotonic()
+    # once delete.retention.ms passed since that clean, the next clean drops them
+    time.sleep(max(0.0, retention_ms / 1000 + 0.5 - (time.monotonic() - first_clean_done)))
+    more = produce_keyed(broker.bootstrap, topic, [(b"late-%d" % i, b"late") for i in range(50)])
+    sealed_again = seal(broker.bootstrap, topic)
+    survivors = {k: v for k, v in expected.items() if v[1] is not None}
+    survivors.update(latest(more))
+    survivors[next(r.key for r in read_all(broker.bootstrap, topic) if r.offset == sealed_at)] = (
+        sealed_at,
+        b"seal",
+    )
+    read = wait_compacted(broker.bootstrap, topic, sealed_again, survivors)
+    assert not any(r.value is None for r in read if r.offset < sealed_again)
+    assert {r.key for r in read}.isdisjoint(doomed)
+
+
+def test_a_share_group_on_a_compacted_topic_gets_the_retained_records(
+    broker: BrokerProcess,
+) -> None:
+    topic = topic_name("compact-share")
+    create_topic(broker.bootstrap, topic, config=COMPACTED)
+    keys = [b"s-%02d" % i for i in range(30)]
+    written = produce_keyed(
+        broker.bootstrap, topic, [(keys[i % len(keys)], b"v-%04d" % i) for i in range(600)]
+    )
+    sealed_at = seal(broker.bootstrap, topic)
+    expected = latest(written)
+    wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+    group = share_group(broker.bootstrap, topic_name("compact-share-g"))
+    consumer = share_consumer(broker.bootstrap, group, [topic])
+    got: dict[int, tuple[bytes | None, bytes | None]] = {}
+    try:
+        poll_until(
+            [consumer],
+            lambda: sealed_at in got,
+            on_message=lambda _i, m: got.setdefault(m.offset(), (m.key(), m.value())),
+            what="the share group to reach the seal record",
+        )
+    finally:
+        close_all([consumer])
+    retained = {offset: (key, value) for key, (offset, value) in expected.items()}
+    assert {o: kv for o, kv in got.items() if o < sealed_at} == retained
+
+
+def test_compact_and_delete_also_applies_retention(broker: BrokerProcess) -> None:
+    """Records an hour old go by retention (retention.ms 10 min), whole segments at a
+    time; what remains is compacted."""
+    topic = topic_name("compact-delete")
+    create_topic(
+        broker.bootstrap,
+        topic,
+        config={**COMPACTED, "cleanup.policy": "compact,delete", "retention.ms": "600000"},
+    )
+    hour_ago_ms = int(time.time() * 1000) - 3_600_000
+    old = produce_keyed(
+        broker.bootstrap,
+        topic,
+        [(b"old-%d" % (i % 5), b"x" * 200) for i in range(200)],
+        timestamp_ms=hour_ago_ms,
+    )
+    last_old = max(offset for entries in old.values() for offset, _ in entries)
+    first_seal = seal(broker.bootstrap, topic)
+    assert wait_until(
+        lambda: watermarks(broker.bootstrap, topic, 1)[0][0] > last_old, timeout_s=CLEAN_WAIT_S
+    ), "retention did not remove the old records"
+    fresh = produce_keyed(
+        broker.bootstrap, topic, [(b"new-%d" % (i % 7), b"fresh-%d" % i) for i in range(70)]
+    )
+    sealed_at = seal(broker.bootstrap, topic)
+    expected = latest(fresh)
+    first = read_all(broker.bootstrap, topic)[0]
+    assert first.offset == first_seal and first.key is not None
+    expected[first.key] = (first_seal, b"seal")
+    read = wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+    assert not any(r.key is not None and r.key.startswith(b"old-") for r in read)
+
+
+def test_a_compacted_topic_drops_aborted_records_and_keeps_committed_ones(
+    broker: BrokerProcess,
+) -> None:
+    topic = topic_name("compact-txn")
+    create_topic(broker.bootstrap, topic, config=COMPACTED)
+    p = producer(broker.bootstrap, transactional_id=topic_name("txn"), enable_idempotence=True)
+    p.init_transactions(30)
+    committed: dict[bytes, bytes] = {}
+    for round_ in range(6):
+        p.begin_transaction()
+        for i in range(20):
+            key, value = b"t-%02d" % i, b"r%d-%02d" % (round_, i)
+            p.produce(topic, key=key, value=value, partition=0)
+            if round_ % 2 == 0:
+                committed[key] = value
+        if round_ % 2 == 0:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    p.flush(30)
+    sealed_at = seal(broker.bootstrap, topic)
+
+    def done() -> bool:
+        read = read_all(broker.bootstrap, topic, isolation_level="read_committed")
+        values = {r.key: r.value for r in read if r.offset < sealed_at}
+        uncommitted = read_all(broker.bootstrap, topic, isolation_level="read_uncommitted")
+        raw = [r for r in uncommitted if r.offset < sealed_at]
+        return values == committed and len(raw) == len(committed)
+
+    assert wait_until(done, timeout_s=CLEAN_WAIT_S, interval_s=0.5), (
+        "aborted records still readable with read_uncommitted, or committed ones lost"
+    )
+    read = read_all(broker.bootstrap, topic, isolation_level="read_uncommitted")
+    assert all(
+        r.value is not None and r.value.startswith(b"r4") for r in read if r.offset < sealed_at
+    )
+
+
+# ---- SIGKILL while cleaning
+
+
+class KeyedStream:
+    """An idempotent producer thread cycling through `keys` until stopped; remembers
+    the offset of each acknowledged record."""
+
+    def __init__(self, bootstrap: str, topic: str, keys: int) -> None:
+        self.topic = topic
+        self.keys = keys
+        self.acked: dict[int, tuple[bytes, bytes]] = {}
+        self.fatal: list[KafkaError] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.producer = producer(
+            bootstrap,
+            enable_idempotence=True,
+            linger_ms=5,
+            message_timeout_ms=180_000,
+            retry_backoff_ms=20,
+            retry_backoff_max_ms=200,
+            log_level=2,
+            error_cb=lambda e: self.fatal.append(e) if e.fatal() else None,
+        )
+        self._thread = threading.Thread(target=self._run, name="compaction-stream", daemon=True)
+
+    def _run(self) -> None:
+        sequence = 0
+        while not self._stop.is_set():
+            if len(self.producer) > 5_000:
+                self.producer.poll(0.05)
+                continue
+            key = b"key-%04d" % (sequence % self.keys)
+            value = b"value-%08d-" % sequence + b"x" * 100
+            self.producer.produce(
+                self.topic, key=key, value=value, partition=0, on_delivery=self._delivered
+            )
+            sequence += 1
+            self.producer.poll(0)
+            if sequence % 200 == 0:
+                time.sleep(0.01)
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            with self._lock:
+                self.acked[message.offset()] = (message.key(), message.value())
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        flush_all(self.producer, timeout_s=180)
+
+
+def cleaning_leftovers(data_dir: Path, topic: str) -> list[str]:
+    """The files of a clean not yet swapped in (log/clean_swap.py)."""
+    directory = data_dir / f"{topic}-0"
+    return sorted(name for name in os.listdir(directory) if name.endswith((".cleaned", ".swap")))
+
+
+def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
+    """SIGKILL the broker `kills` times at random points while a producer writes and
+    the (throttled) cleaner cleans; at least one kill must catch a clean's files on
+    disk. Then: the next open removes what the kill left, and once everything is
+    sealed and cleaned a consumer reads exactly the latest acknowledged record of
+    each key, at its offset, once."""
+    throttled = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=300000")
+    broker = brokers.start(*throttled)
+    topic = topic_name("compact-kill")
+    create_topic(broker.bootstrap, topic, config={**COMPACTED, "segment.bytes": "32768"})
+    stream = KeyedStream(broker.bootstrap, topic, keys=500)
+    stream.start()
+    rng = random.Random(seed)
+    done = hits = 0
+    try:
+        while done < kills or (hits == 0 and done < 5 * kills):
+            time.sleep(rng.uniform(0.3, 2.0))
+            broker.kill()
+            done += 1
+            left = cleaning_leftovers(broker.data_dir, topic)
+            hits += bool(left)
+            if done >= kills and left:
+                break  # leave this one for the check below
+            broker.start()
+    except BaseException:
+        stream.stop()
+        raise
+    assert hits > 0, f"none of {done} kills caught a clean in flight"
+    # what the last kill left is removed when the log is opened (the cleaner off, so
+    # nothing new is written meanwhile)
+    broker.overrides = [*CLEANER_OVERRIDES, "log.cleaner.enable=false"]
+    broker.start()
+    assert cleaning_leftovers(broker.data_dir, topic) == []
+    stream.stop()
+    assert not stream.fatal, stream.fatal
+    broker.kill()
+    broker.overrides = list(CLEANER_OVERRIDES)
+    broker.start()
+    acked = stream.acked
+    sealed_at = seal(broker.bootstrap, topic)
+    expected: dict[bytes, tuple[int, bytes | None]] = {}
+    for offset in sorted(acked):
+        key, value = acked[offset]
+        expected[key] = (offset, value)
+    read = wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+    offsets = [r.offset for r in read]
+    assert offsets == sorted(set(offsets)), "a record read twice"
+
+
+def test_sigkill_while_cleaning_loses_and_duplicates_nothing(brokers: Brokers) -> None:
+    kill_while_cleaning(brokers, kills=3, seed=11)
+
+
+@pytest.mark.slow
+def test_many_sigkills_while_cleaning_under_load(brokers: Brokers) -> None:
+    kill_while_cleaning(brokers, kills=20, seed=int(time.time()))
