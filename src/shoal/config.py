@@ -2193,6 +2193,14 @@ def config_int(values: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def config_float(values: Mapping[str, Any], key: str) -> float:
+    """A DOUBLE topic (or broker) key's value in a resolved config mapping; absent or
+    None takes the key's default."""
+    value = _mapping_value(values, key, (ConfigType.DOUBLE,))
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), (key, value)
+    return float(value)
+
+
 def config_list(values: Mapping[str, Any], key: str) -> list[str]:
     """A LIST topic (or broker) key's value in a resolved config mapping; absent or
     None takes the key's default."""

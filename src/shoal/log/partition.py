@@ -5,7 +5,9 @@ the log start and end offsets, offset assignment, segment rolling, reads, the fl
 policy, retention, DeleteRecords, the idempotent-producer state of the partition, and
 its transactions: markers (`append_control`), the last stable offset and the
 aborted-transaction index (log/transactions.py).
-Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
+Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`;
+compaction (`clean_plan`, `finish_clean`, `cleaner_progress`) in `cleaner.py` and
+`clean_swap.py`.
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -13,8 +15,9 @@ is handed to the kernel as received (with LogAppendTime the batch is copied once
 set its timestamp and CRC). Appends and reads are per batch; no record is decoded.
 
 Invariants:
-- offsets are contiguous within a segment; segments are ordered by base offset and
-  the active segment is never deleted, so `log_end_offset` never decreases;
+- offsets increase within a segment (contiguous as appended; the cleaner leaves gaps,
+  docs/compaction.md); segments are ordered by base offset and the active segment is
+  never deleted or cleaned, so `log_end_offset` never decreases;
 - `log_start_offset` lies in [first segment's base, log_end_offset] and only grows;
   it is checkpointed before any segment below it is deleted;
 - every segment but the active one is fsynced (data and indexes) when it is rolled,
@@ -47,12 +50,31 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.clean_swap import (
+    Step,
+    read_cleaner_checkpoint,
+    remove_cleaned,
+    swap_group,
+    write_cleaner_checkpoint,
+)
+from shoal.log.cleaner import (
+    CleanableRange,
+    CleanedGroup,
+    CleanerProgress,
+    CleanPlan,
+    CleanResult,
+    CleanStats,
+    cleanable_range,
+    compaction_overdue,
+    make_plan,
+)
 from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan, Unflushed
@@ -84,6 +106,7 @@ class PartitionLog:
         clock: Clock,
         loaded: LoadedLog,
         events: PartitionEvents | None = None,
+        cleaner_checkpoint: int | None = None,
     ) -> None:
         self._directory = directory
         self._events = events
@@ -100,6 +123,9 @@ class PartitionLog:
         self._unflushed = Unflushed()
         self._offline_reason: str | None = None
         self._closed = False
+        self._cleaner_checkpoint = cleaner_checkpoint
+        """First dirty offset recorded by the last clean (log/clean_swap.py)."""
+        self._last_clean: CleanStats | None = None
 
     @classmethod
     def open(
@@ -117,9 +143,17 @@ class PartitionLog:
         settings = LogConfig.from_config(config)
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
+            checkpoint = read_cleaner_checkpoint(directory)
         except OSError as exc:
             raise LogError(ErrorCode.kafka_storage_error, f"opening {directory}: {exc}") from exc
-        return cls(directory=directory, config=settings, clock=clock, loaded=loaded, events=events)
+        return cls(
+            directory=directory,
+            config=settings,
+            clock=clock,
+            loaded=loaded,
+            events=events,
+            cleaner_checkpoint=checkpoint,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -672,6 +706,126 @@ class PartitionLog:
         with `fileio.remove_paths` on any thread; the list is handed over once."""
         paths, self._deleted_paths = self._deleted_paths, []
         return paths
+
+    # -- compaction (log/cleaner.py, log/clean_swap.py, docs/compaction.md)
+
+    def _cleanable(self, now_wall_ms: int) -> CleanableRange:
+        return cleanable_range(
+            self._segments,
+            checkpoint=self._cleaner_checkpoint,
+            log_start_offset=self._log_start_offset,
+            last_stable_offset=self.last_stable_offset,
+            config=self._config,
+            now_wall_ms=now_wall_ms,
+        )
+
+    def clean_plan(self, now_wall_ms: int) -> CleanPlan | None:
+        """A plan to clean the log (see cleaner.py), or None: not compacted, closed,
+        offline, nothing cleanable, or not due (dirty ratio not above
+        min.cleanable.dirty.ratio and max.compaction.lag.ms not passed). Take it back
+        with `finish_clean(plan.run(...))`, or `plan.discard()` if it will not run."""
+        config = self._config
+        if self._closed or self._offline_reason is not None or not config.compact_policy:
+            return None
+        found = self._cleanable(now_wall_ms)
+        if found.dirty_bytes == 0 or found.first_uncleanable_offset <= found.first_dirty_offset:
+            return None
+        try:
+            due = found.dirty_ratio > config.min_cleanable_dirty_ratio or compaction_overdue(
+                self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+            )
+            if not due:
+                return None
+            last_records = {
+                entry.producer_id: (
+                    entry.batches[-1].last_offset if entry.batches else None,
+                    entry.epoch,
+                )
+                for entry in self._producers.entries()
+            }
+            return make_plan(
+                directory=self._directory,
+                segments=self._segments,
+                found=found,
+                config=config,
+                now_wall_ms=now_wall_ms,
+                aborted=self.aborted_transactions(
+                    self._segments[0].base_offset, found.first_uncleanable_offset
+                ),
+                last_records=last_records,
+            )
+        except OSError as exc:
+            raise self._storage_error(exc, "clean plan", fatal=False) from exc
+
+    def finish_clean(
+        self, result: CleanResult, *, defer_delete: bool = False, on_step: Step | None = None
+    ) -> CleanStats:
+        """Swap a clean's result in (clean_swap.py), update the segments, sizes and
+        the cleaner checkpoint; returns its stats. A result that failed, or whose
+        source segments are no longer all in the log (retention, DeleteRecords,
+        deletion meanwhile), is discarded: its files are removed and the stats say
+        why. With `defer_delete` the replaced files are left for `take_deleted_paths`.
+        `on_step` hears each durable step (tests). A failure of the swap itself takes
+        the partition offline (KAFKA_STORAGE_ERROR): the directory is repaired by the
+        next open."""
+        result.plan.discard()
+        stats = result.stats
+        reason = stats.discarded if result.error is not None else None
+        if reason is None and (self._closed or self._offline_reason is not None):
+            reason = "the log was closed or went offline"
+        if reason is None:
+            live = {id(segment) for segment in self._segments}
+            if any(id(s) not in live for g in result.groups for s in g.sources):
+                reason = "segments it read left the log meanwhile"
+        if reason is not None:
+            for group in result.groups:
+                remove_cleaned(group.outputs)
+            stats = replace(stats, discarded=reason)
+            logger.info("clean of %s discarded: %s", self._directory.name, reason)
+            self._last_clean = stats
+            return stats
+        try:
+            for group in result.groups:
+                retired = swap_group(self._directory, group.sources, group.outputs, on_step)
+                self._replace_segments(group)
+                if defer_delete:
+                    self._deleted_paths.extend(retired)
+                else:
+                    remove_paths(retired)
+            if stats.end_offset != self._cleaner_checkpoint:
+                write_cleaner_checkpoint(self._directory, stats.end_offset)
+                self._cleaner_checkpoint = stats.end_offset
+            if on_step is not None:
+                on_step("checkpoint")
+        except OSError as exc:
+            raise self._storage_error(exc, "clean swap", fatal=True) from exc
+        self._last_clean = stats
+        return stats
+
+    def _replace_segments(self, group: CleanedGroup) -> None:
+        first = next(i for i, s in enumerate(self._segments) if s is group.sources[0])
+        end = first + len(group.sources)
+        assert all(a is b for a, b in zip(self._segments[first:end], group.sources, strict=True))
+        self._segments[first:end] = group.outputs
+        self._bases[first:end] = [s.base_offset for s in group.outputs]
+        self._size_bytes += sum(s.size_bytes for s in group.outputs)
+        self._size_bytes -= sum(s.size_bytes for s in group.sources)
+        self._read_positions = {k: v for k, v in self._read_positions.items() if not v[0].deleted}
+
+    def cleaner_progress(self) -> CleanerProgress:
+        """Dirty and cleanable bytes, dirty ratio, first dirty offset, the log's bytes
+        and the last clean's stats (for metrics and `shoal topics --describe`)."""
+        found = self._cleanable(self._clock.wall_ms())
+        return CleanerProgress(
+            first_dirty_offset=found.first_dirty_offset,
+            first_uncleanable_offset=found.first_uncleanable_offset,
+            clean_bytes=found.clean_bytes,
+            dirty_bytes=found.dirty_bytes,
+            cleanable_bytes=found.clean_bytes + found.dirty_bytes,
+            dirty_ratio=found.dirty_ratio,
+            log_bytes=self._size_bytes,
+            last_clean=self._last_clean,
+        )
 
     # -- durability
 

@@ -4,6 +4,8 @@ Owns: the partition directory's small durable files besides segments and snapsho
 (the log start offset checkpoint and the clean-shutdown marker), and the open-time
 procedure that turns whatever a crash left into a consistent log:
 
+0. What a crash left of a cleaner's swap is completed or undone
+   (log/clean_swap.py `complete_swaps`, docs/compaction.md).
 1. Leftovers are removed: temp files, segment files set aside for deletion
    (`.deleted`), index files without a `.log`, segments wholly below the
    checkpointed log start offset (a crash between checkpoint and unlink).
@@ -15,8 +17,9 @@ procedure that turns whatever a crash left into a consistent log:
    the file is truncated there, with a warning naming the file and position. After a
    clean shutdown (marker present) the CRC pass is skipped when the saved indexes are
    consistent and the tail is complete.
-4. Offsets must continue across segments: a gap (a lost unflushed tail) is logged and
-   kept; an overlap is cut off the earlier segment.
+4. Offsets must increase across segments: a gap (records the cleaner removed, or a
+   lost unflushed tail; logged as a warning unless the log is compacted) is kept; an
+   overlap is cut off the earlier segment.
 5. Aborted-transaction indexes (`.txnindex`) give their entries below the offset
    they cover (the segment's end when written: at its roll, or at a clean close for
    the active one); what they do not cover (all of a segment whose file is missing
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from shoal.log.clean_swap import complete_swaps
 from shoal.log.fileio import (
     DELETED_SUFFIX,
     TEMP_SUFFIX,
@@ -109,6 +113,7 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
     if not directory.exists():
         directory.mkdir(parents=True)
         fsync_directory(directory.parent)
+    complete_swaps(directory)
     marker = directory / CLEAN_SHUTDOWN_FILE
     clean = marker.exists()
     checkpoint = read_log_start_offset(directory)
@@ -209,8 +214,11 @@ def _load_active(segment: Segment, config: LogConfig, *, clean: bool) -> None:
 def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
     for earlier, later in pairwise(segments):
         if earlier.next_offset < later.base_offset:
-            logger.warning(
-                "offsets %d..%d are missing between %s and %s (data lost before a crash)",
+            # a compacted log has gaps the cleaner left (docs/compaction.md, "Gaps")
+            log = logger.debug if config.compact_policy else logger.warning
+            log(
+                "offsets %d..%d are missing between %s and %s (cleaned away, or data lost "
+                "before a crash)",
                 earlier.next_offset,
                 later.base_offset - 1,
                 earlier.log_path.name,

@@ -322,6 +322,38 @@ def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> b
     return bytes(patched)
 
 
+def with_new_records(
+    header: BatchHeader,
+    records: bytes,
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+) -> bytes:
+    """A batch with `header`'s offsets, leader epoch, producer id, epoch and sequence
+    but new `records` (already encoded, compressed per `attributes`), attributes,
+    timestamps and record count; length and CRC computed. For the log cleaner, which
+    keeps a batch's offset range and sequences when it removes records from it
+    (Kafka's MemoryRecords.filterTo)."""
+    covered = _AFTER_CRC.pack(
+        attributes,
+        header.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        records_count,
+    )
+    crc = crc32c.crc32c(records, crc32c.crc32c(covered))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(records)
+    prefix = _UP_TO_CRC.pack(
+        header.base_offset, length, header.partition_leader_epoch, MAGIC_V2, crc
+    )
+    return prefix + covered + records
+
+
 def signed_varint(value: int) -> bytes:
     """`value` as a zig-zag varint (the record fields' encoding, varlong included)."""
     zigzag = (value << 1) ^ (value >> 63)
