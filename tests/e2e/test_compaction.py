@@ -46,11 +46,13 @@ CLEANER_OVERRIDES = ("log.cleaner.backoff.ms=100", "log.retention.check.interval
 SEGMENT_MS = 1000
 COMPACTED = {
     "cleanup.policy": "compact",
-    "segment.bytes": "4096",
+    "segment.bytes": "16384",
     "segment.ms": str(SEGMENT_MS),
     "min.cleanable.dirty.ratio": "0.01",
 }
 CLEAN_WAIT_S = 90.0
+BATCH_BYTES = 4096
+"""The producers' batch.size: batches must fit the small segments."""
 
 
 def produce_keyed(
@@ -74,7 +76,7 @@ def produce_keyed(
         assert key is not None
         written.setdefault(key, []).append((message.offset(), message.value()))
 
-    p = producer(bootstrap, enable_idempotence=True)
+    p = producer(bootstrap, enable_idempotence=True, batch_size=BATCH_BYTES)
     for key, value in records:
         p.produce(topic, key=key, value=value, partition=0, on_delivery=delivered, **extra)
         p.poll(0)
@@ -90,8 +92,8 @@ def seal(bootstrap: str, topic: str) -> int:
     record is in a sealed segment the cleaner may take. Returns its offset."""
     time.sleep(SEGMENT_MS / 1000 + 0.2)
     sealed = produce_keyed(bootstrap, topic, [(b"~seal-%d" % time.monotonic_ns(), b"seal")])
-    ((offset, _),) = sealed.values()
-    return offset
+    ((entry,),) = sealed.values()
+    return entry[0]
 
 
 def read_all(bootstrap: str, topic: str, **config: object) -> list[Consumed]:
@@ -267,7 +269,12 @@ def test_a_compacted_topic_drops_aborted_records_and_keeps_committed_ones(
 ) -> None:
     topic = topic_name("compact-txn")
     create_topic(broker.bootstrap, topic, config=COMPACTED)
-    p = producer(broker.bootstrap, transactional_id=topic_name("txn"), enable_idempotence=True)
+    p = producer(
+        broker.bootstrap,
+        transactional_id=topic_name("txn"),
+        enable_idempotence=True,
+        batch_size=BATCH_BYTES,
+    )
     p.init_transactions(30)
     committed: dict[bytes, bytes] = {}
     for round_ in range(6):
@@ -318,6 +325,7 @@ class KeyedStream:
             bootstrap,
             enable_idempotence=True,
             linger_ms=5,
+            batch_size=BATCH_BYTES,
             message_timeout_ms=180_000,
             retry_backoff_ms=20,
             retry_backoff_max_ms=200,
@@ -377,14 +385,14 @@ def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
     rng = random.Random(seed)
     done = hits = 0
     try:
-        while done < kills or (hits == 0 and done < 5 * kills):
+        while True:
             time.sleep(rng.uniform(0.3, 2.0))
             broker.kill()
             done += 1
             left = cleaning_leftovers(broker.data_dir, topic)
             hits += bool(left)
-            if done >= kills and left:
-                break  # leave this one for the check below
+            if done >= kills and (left or done >= 5 * kills):
+                break  # the broker stays down: what this kill left is checked below
             broker.start()
     except BaseException:
         stream.stop()

@@ -43,9 +43,10 @@ the log is still the one the plan was made of, and discards a stale result):
 - an unexpected failure of a clean is logged with its partition and marks that
   partition uncleanable; the worker goes on with others;
 - shutdown (`close`): the throttle refuses further bytes (`CleanerStopped`), so a
-  running plan stops at its next throttle call; the result of a plan that
-  completed anyway is not finished. A clean in flight is abandoned and the log
-  layer removes its leftover `.cleaned` files at the next open.
+  running plan stops at its next throttle call, removes its partial output and is
+  discarded by `finish_clean` (a plan that completed first is swapped in as usual).
+  A clean cut short by a crash leaves `.cleaned` files, which the log removes at the
+  next open (log/clean_swap.py).
 
 Metrics (server/metrics_collectors.py reads `state`): Kafka's max-dirty-percent,
 time-since-last-run-ms and uncleanable-partitions-count (LogCleanerManager), and
@@ -69,22 +70,25 @@ from typing import Any, Protocol
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, effective_topic_config
 from shoal.log.api import LogError
+from shoal.log.key_map import ENTRY_BYTES
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 
-KEY_MAP_ENTRY_BYTES = 24
-"""What one key of the key map counts against `log.cleaner.dedupe.buffer.size`:
-Kafka's SkimpyOffsetMap entry (a 16-byte MD5 of the key and an 8-byte offset)."""
+KEY_MAP_ENTRY_BYTES = ENTRY_BYTES
+"""What one key of the key map counts against `log.cleaner.dedupe.buffer.size`
+(log/key_map.py: Kafka's SkimpyOffsetMap entry, a 16-byte digest and an 8-byte offset)."""
 THROTTLE_CHECK_INTERVAL_S = 0.3
 """The throttler measures the rate over windows of this length (Kafka's Throttler
 checks every 300 ms)."""
 
 
-class CleanerStopped(Exception):
+class CleanerStopped(OSError):
     """Raised by the throttle in a worker thread once the cleaner is closing: the
-    plan being run stops there and its result is abandoned."""
+    plan being run stops there. An OSError, so that the plan's own failure path runs
+    (log/cleaner.py `CleanPlan.run`: it removes its partial output and returns a
+    result with this error, which `finish_clean` discards)."""
 
 
 class CleanableLog(Protocol):
@@ -95,6 +99,8 @@ class CleanableLog(Protocol):
     def finish_clean(self, result: Any) -> Any: ...
 
     def cleaner_progress(self) -> Any: ...
+
+    def compaction_delay_ms(self, now_wall_ms: int) -> int: ...
 
 
 class LogSource(Protocol):
@@ -371,21 +377,20 @@ class LogCleaner:
             _discard(plan)
             self._uncleanable(key, "its clean failed unexpectedly")
             return
-        if self._stopping:  # its leftover files are removed when the log is next opened
-            log.info("cleaning of %s-%d abandoned at shutdown: not swapped in", *key)
-            _discard(plan)
-            return
         if self._logs.partition(*key) is not partition_log:
             log.info("cleaning of %s-%d discarded: the partition was deleted meanwhile", *key)
             _discard(plan)
             return
         error = getattr(result, "error", None)
-        try:
+        try:  # swaps the result in, or discards it (stopped, failed, stale)
             stats = partition_log.finish_clean(result)
         except LogError as exc:
             self._uncleanable(key, f"finishing its clean failed: {exc}")
             return
-        if error is not None and not isinstance(error, CleanerStopped):
+        if isinstance(error, CleanerStopped):
+            log.info("cleaning of %s-%d abandoned at shutdown", *key)
+            return
+        if error is not None:
             self._uncleanable(key, f"its clean failed: {error!r}")
             return
         self._record(
@@ -479,7 +484,7 @@ class LogCleaner:
             yield _Candidate(
                 key,
                 partition_log,
-                overdue_ms=max(0, int(getattr(progress, "compaction_delay_ms", 0))),
+                overdue_ms=partition_log.compaction_delay_ms(self._clock.wall_ms()),
                 dirty_ratio=float(progress.dirty_ratio),
             )
 

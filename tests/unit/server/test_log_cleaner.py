@@ -93,6 +93,9 @@ class FakeLog:
     def cleaner_progress(self) -> Progress:
         return self.progress
 
+    def compaction_delay_ms(self, now_wall_ms: int) -> int:
+        return self.progress.compaction_delay_ms
+
 
 class Logs:
     def __init__(self) -> None:
