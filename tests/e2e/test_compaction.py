@@ -17,21 +17,22 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Message
 
 from tests.support.broker import BrokerProcess, Brokers, wait_until
-from tests.support.clients import (
-    Consumed,
-    create_topic,
-    flush_all,
-    producer,
-    read_partitions,
-    watermarks,
+from tests.support.clients import create_topic, flush_all, producer, watermarks
+from tests.support.compaction import (
+    BATCH_BYTES,
+    CLEAN_WAIT_S,
+    COMPACTED,
+    latest,
+    produce_keyed,
+    read_all,
+    seal,
+    wait_compacted,
 )
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -43,106 +44,6 @@ from tests.support.share_consumers import (
 from tests.support.topics import topic_name
 
 CLEANER_OVERRIDES = ("log.cleaner.backoff.ms=100", "log.retention.check.interval.ms=500")
-SEGMENT_MS = 1000
-COMPACTED = {
-    "cleanup.policy": "compact",
-    "segment.bytes": "16384",
-    "segment.ms": str(SEGMENT_MS),
-    "min.cleanable.dirty.ratio": "0.01",
-}
-CLEAN_WAIT_S = 90.0
-BATCH_BYTES = 4096
-"""The producers' batch.size: batches must fit the small segments."""
-
-
-def produce_keyed(
-    bootstrap: str,
-    topic: str,
-    records: Iterable[tuple[bytes, bytes | None]],
-    *,
-    timestamp_ms: int | None = None,
-) -> dict[bytes, list[tuple[int, bytes | None]]]:
-    """Produce (key, value) records in order (idempotent, one partition), with
-    `timestamp_ms` if given; returns each key's (offset, value) in offset order."""
-    extra: dict[str, Any] = {} if timestamp_ms is None else {"timestamp": timestamp_ms}
-    written: dict[bytes, list[tuple[int, bytes | None]]] = {}
-    failures: list[KafkaError] = []
-
-    def delivered(error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            failures.append(error)
-            return
-        key = message.key()
-        assert key is not None
-        written.setdefault(key, []).append((message.offset(), message.value()))
-
-    p = producer(bootstrap, enable_idempotence=True, batch_size=BATCH_BYTES)
-    for key, value in records:
-        p.produce(topic, key=key, value=value, partition=0, on_delivery=delivered, **extra)
-        p.poll(0)
-    flush_all(p)
-    assert not failures, failures[:3]
-    for entries in written.values():
-        entries.sort()
-    return written
-
-
-def seal(bootstrap: str, topic: str) -> int:
-    """Produce one record after `segment.ms`: it rolls the segment, so every earlier
-    record is in a sealed segment the cleaner may take. Returns its offset."""
-    time.sleep(SEGMENT_MS / 1000 + 0.2)
-    sealed = produce_keyed(bootstrap, topic, [(b"~seal-%d" % time.monotonic_ns(), b"seal")])
-    ((entry,),) = sealed.values()
-    return entry[0]
-
-
-def read_all(bootstrap: str, topic: str, **config: object) -> list[Consumed]:
-    (low, high) = watermarks(bootstrap, topic, 1)[0]
-    if high <= low:
-        return []
-    return read_partitions(
-        bootstrap, topic, {0: high}, start_offsets={0: low}, auto_offset_reset="earliest", **config
-    )[0]
-
-
-def latest(
-    written: Mapping[bytes, list[tuple[int, bytes | None]]],
-) -> dict[bytes, tuple[int, bytes | None]]:
-    return {key: entries[-1] for key, entries in written.items()}
-
-
-def compacted_view(records: list[Consumed], below: int) -> dict[bytes, tuple[int, bytes | None]]:
-    """key -> (offset, value) of the records below `below`; fails on a repeated key."""
-    view: dict[bytes, tuple[int, bytes | None]] = {}
-    for record in records:
-        if record.offset >= below:
-            break
-        assert record.key is not None
-        view.setdefault(record.key, (record.offset, record.value))
-    return view
-
-
-def wait_compacted(
-    bootstrap: str, topic: str, below: int, expected: Mapping[bytes, tuple[int, bytes | None]]
-) -> list[Consumed]:
-    """Read until the records below `below` are exactly `expected` (one per key, at
-    its offset); returns the last read."""
-    last: list[list[Consumed]] = [[]]
-
-    def done() -> bool:
-        last[0] = read_all(bootstrap, topic)
-        below_records = [r for r in last[0] if r.offset < below]
-        return len(below_records) == len(expected) and compacted_view(last[0], below) == dict(
-            expected
-        )
-
-    if not wait_until(done, timeout_s=CLEAN_WAIT_S, interval_s=0.5):
-        seen = [(r.offset, r.key) for r in last[0] if r.offset < below]
-        raise AssertionError(
-            f"not compacted within {CLEAN_WAIT_S} s: {len(seen)} records below {below}, "
-            f"want {len(expected)}; first ones {seen[:10]}"
-        )
-    return last[0]
 
 
 @pytest.fixture
@@ -168,6 +69,22 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_at_its_offset(
     assert len(read) == len(expected) + 1 < len(records) / 10
     # the gaps: a consumer's next offset after each kept record jumps the removed ones
     assert any(b - a > 1 for a, b in itertools.pairwise(offsets))
+
+
+def test_a_key_map_smaller_than_the_keys_cleans_in_several_passes(brokers: Brokers) -> None:
+    """log.cleaner.dedupe.buffer.size bounds the key map (240 bytes: 9 keys at 24
+    bytes and the 0.9 load factor); 60 keys still end compacted, a part per clean."""
+    broker = brokers.start(*CLEANER_OVERRIDES, "log.cleaner.dedupe.buffer.size=240")
+    topic = topic_name("compact-small-map")
+    create_topic(broker.bootstrap, topic, config=COMPACTED)
+    keys = [b"key-%02d" % i for i in range(60)]
+    records = [(keys[i % len(keys)], b"v-%04d" % i) for i in range(1200)]
+    # batches of a few records: the log maps a batch's keys whole (log/cleaner.py)
+    written = produce_keyed(broker.bootstrap, topic, records, batch_bytes=200)
+    sealed_at = seal(broker.bootstrap, topic)
+    wait_compacted(broker.bootstrap, topic, sealed_at, latest(written))
+    cleans = broker.log_text().count(f"cleaned {topic}-0 ")
+    assert cleans >= 60 // 9, f"{cleans} cleans for 60 keys in a 9-key map"
 
 
 def test_tombstones_remove_their_key_and_vanish_after_delete_retention(

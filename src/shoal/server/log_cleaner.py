@@ -16,7 +16,10 @@ shell decides which partition to clean, when, on which thread and how fast:
   decides whether anything is cleanable (`min.cleanable.dirty.ratio`,
   `min.compaction.lag.ms`): its `clean_plan` is None otherwise, and the next
   candidate is asked. With nothing to clean a worker sleeps `log.cleaner.backoff.ms`
-  (woken early by a config change or shutdown).
+  (woken early by a config change or shutdown). A clean that made no progress (its
+  end offset not past the first dirty offset) is logged and its partition is not
+  taken again for `log.cleaner.backoff.ms`, so a partition the key map cannot serve
+  never spins a worker.
 - Memory: the key map of one clean holds at most `key_map_entries` keys, the
   worker's share of `log.cleaner.dedupe.buffer.size` (split between the threads as
   Kafka does) times `log.cleaner.io.buffer.load.factor`, at `KEY_MAP_ENTRY_BYTES` per
@@ -234,6 +237,9 @@ class LogCleaner:
             lambda: float(self._config()["log.cleaner.io.max.bytes.per.second"])
         )
         self._in_progress: set[PartitionKey] = set()
+        self._stalled: dict[PartitionKey, int] = {}
+        """Partitions whose last clean made no progress, and the monotonic time before
+        which they are not taken again (`log.cleaner.backoff.ms` after that clean)."""
         self._workers: dict[int, _Worker] = {}
         self._wake: asyncio.Event | None = None
         self._stopping = False
@@ -280,6 +286,8 @@ class LogCleaner:
             for key in [key for key in kept if key not in present]:
                 del kept[key]
         state.uncleanable &= present
+        for key in [key for key in self._stalled if key not in present]:
+            del self._stalled[key]
         if self._wake is not None:
             self._wake.set()
 
@@ -411,6 +419,19 @@ class LogCleaner:
             log.info("cleaning of %s-%d not swapped in: %s", key[0], key[1], discarded)
             return
         bytes_read = int(stats.bytes_read)
+        end_offset = getattr(stats, "end_offset", None)
+        if end_offset is not None and end_offset <= stats.first_dirty_offset:
+            backoff_ms = self._config().get_int("log.cleaner.backoff.ms")
+            self._stalled[key] = self._clock.monotonic_ms() + backoff_ms
+            log.warning(
+                "cleaning of %s-%d made no progress (first dirty offset %d; %d keys fit "
+                "the key map, log.cleaner.dedupe.buffer.size): retried in %d ms",
+                key[0],
+                key[1],
+                stats.first_dirty_offset,
+                key_map_entries,
+                backoff_ms,
+            )
         self.state.last_cleans[worker.index] = LastClean(
             bytes_read=bytes_read,
             bytes_written=int(stats.bytes_written),
@@ -473,8 +494,11 @@ class LogCleaner:
                     yield (info.name, index), partition_log
 
     def _candidates(self) -> Iterator[_Candidate]:
+        now_ms = self._clock.monotonic_ms()
         for key, partition_log in self.compacted_partitions():
             if key in self._in_progress or key in self.state.uncleanable:
+                continue
+            if self._stalled.get(key, now_ms) > now_ms:
                 continue
             try:
                 progress = partition_log.cleaner_progress()

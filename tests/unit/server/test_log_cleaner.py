@@ -43,6 +43,8 @@ class Progress:
 
 @dataclass
 class Stats:
+    first_dirty_offset: int = 0
+    end_offset: int = 100
     bytes_read: int = 1000
     bytes_written: int = 250
     keys_mapped: int = 10
@@ -75,6 +77,7 @@ class FakeLog:
     finished: list[Any] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     offline: bool = False
+    stuck: bool = False
 
     def clean_plan(self, now_wall_ms: int) -> Plan | None:
         if self.offline:
@@ -87,6 +90,8 @@ class FakeLog:
 
     def finish_clean(self, result: Any) -> Stats:
         self.finished.append(result)
+        if self.stuck:  # the clean ends where it started: nothing mapped
+            return Stats(first_dirty_offset=7, end_offset=7)
         self.cleanable = False
         return Stats()
 
@@ -357,3 +362,24 @@ def test_the_thread_count_follows_a_dynamic_change() -> None:
 
     assert asyncio.run(scenario()) == [1, 3, 1]
     assert all(p.finished for p in slow)
+
+
+def test_a_clean_without_progress_backs_off_instead_of_spinning() -> None:
+    logs = Logs()
+    stuck = FakeLog("stuck", Progress(dirty_ratio=0.9), stuck=True)
+    stuck.release.set()
+    logs.add("t", stuck)
+    clock = ManualClock()
+    config = BrokerConfig.from_raw({"log.cleaner.backoff.ms": "60000"})
+    service = LogCleaner(logs=logs, config=lambda: config, clock=clock)
+
+    async def scenario() -> None:
+        service.start()
+        await _until(lambda: len(stuck.finished) == 1)
+        await asyncio.sleep(0.2)  # a spinning worker would clean it again and again
+        assert len(stuck.finished) == 1
+        clock.advance(60_000)
+        assert service.grab() is not None  # the backoff over, it is taken again
+        await service.close(timeout_s=10)
+
+    asyncio.run(scenario())
