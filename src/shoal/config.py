@@ -78,7 +78,7 @@ class NoEffect(enum.Enum):
     DELEGATION = "no delegation tokens"
     LOG_FILES = "segment files are neither preallocated, jittered nor deleted with a delay"
     TELEMETRY = "no client telemetry (KIP-714)"
-    COMPRESSION = "batches are stored as produced and never recompressed"
+    COMPRESSION = "the share-group state topic is written uncompressed"
     STREAMS = "no Kafka Streams groups (KIP-1071)"
     UNCHECKED = "a Kafka check or tuning knob Shoal does not implement"
 
@@ -89,8 +89,8 @@ class ConfigError(ValueError):
 
     code = ErrorCode.invalid_config
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
+    def __init__(self, key: str, message: str, *, whole: bool = False) -> None:
+        super().__init__(message if whole else f"{key}: {message}")
         self.key = key
 
 
@@ -115,6 +115,9 @@ class ConfigDef:
     server/dynamic_config.py lists): the Kafka keys Kafka marks dynamic."""
     no_effect: NoEffect | None = None
     """Set for a Kafka key Shoal accepts and stores without acting on it."""
+    kafka_words: bool = False
+    """Refusals are worded as Kafka's ConfigDef words them (`Invalid value <v> for
+    configuration <key>: <reason>`); `check` then returns Kafka's reason."""
 
     def parse(self, raw: object) -> Any:
         """Turn a raw value (string from a file or the wire, or a Python value) into
@@ -123,8 +126,42 @@ class ConfigDef:
             if self.nullable:
                 return None
             raise ConfigError(self.name, "a value is required")
+        if self.kafka_words:
+            return self._parse_as_kafka(raw)
         value = self._coerce(raw)
         self._check_bounds(value)
+        return value
+
+    def _parse_as_kafka(self, raw: object) -> Any:
+        """`parse`, refusing as Kafka's ConfigDef does: the value shown as given (an
+        INT's as parsed), the reason in Kafka's words (its Range, ValidString and
+        type checks)."""
+        text = raw.strip() if isinstance(raw, str) else raw
+
+        def refuse(shown: object, reason: str) -> ConfigError:
+            return ConfigError(
+                self.name,
+                f"Invalid value {shown} for configuration {self.name}: {reason}",
+                whole=True,
+            )
+
+        value: Any = text
+        if self.type is ConfigType.INT:
+            if isinstance(text, bool) or not _JAVA_INT.fullmatch(str(text)):
+                raise refuse(text, "Not a number of type INT")
+            value = int(str(text))
+            if not -(2**31) <= value <= INT_MAX:
+                raise refuse(text, "Not a number of type INT")
+            if self.min is not None and value < self.min:
+                raise refuse(value, f"Value must be at least {self.min}")
+            if self.max is not None and value > self.max:
+                raise refuse(value, f"Value must be no more than {self.max}")
+        else:
+            value = str(text)
+            if self.choices is not None and value not in self.choices:
+                raise refuse(value, f"String must be one of: {', '.join(self.choices)}")
+        if self.check is not None and (reason := self.check(value)) is not None:
+            raise refuse(value, reason)
         return value
 
     def _coerce(self, raw: object) -> Any:
@@ -312,6 +349,30 @@ _INT, _LONG, _BOOL, _STR, _LIST = (
     ConfigType.LIST,
 )
 _DAY_MS = 24 * 3600 * 1000
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+"""`compression.type`'s values, in the order Kafka's refusal lists them."""
+
+
+def _check_gzip_level(value: Any) -> str | None:
+    """Kafka's gzip level: 1..9, or -1 (zlib's default)."""
+    if value is None or value == -1 or 1 <= value <= 9:
+        return None
+    return "Value must be between 1 and 9 or equal to -1"
+
+
+_COMPRESSION_LEVEL_KEYS: tuple[
+    tuple[str, str, int | None, int | None, int, Callable[[Any], str | None] | None], ...
+] = (
+    ("compression.gzip.level", "gzip", None, None, -1, _check_gzip_level),
+    ("compression.lz4.level", "lz4", 1, 17, 9, None),
+    ("compression.zstd.level", "zstd", -131072, 22, 3, None),
+)
+"""(key, codec, min, max, default, check) of the level keys (KIP-390): Kafka's
+CompressionType ranges, which protocol/compression.py applies (a unit test keeps the
+two equal)."""
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+"""What Java's Integer.parseInt takes (no underscores, unlike Python's int)."""
 
 _DEFS: list[ConfigDef] = [
     # ---- broker: identity and listeners
@@ -582,7 +643,29 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("message.max.bytes", _INT, 1_048_588, _B, "Largest record batch.", min=0),
     ConfigDef("min.insync.replicas", _INT, 1, _B, "Single node: always 1.", min=1, max=1),
     ConfigDef(
-        "compression.type", _STR, "producer", _B, "Stored as produced.", choices=("producer",)
+        "compression.type",
+        _STR,
+        "producer",
+        _B,
+        "Codec of the stored batches: producer keeps each batch's own; another value "
+        "recompresses batches of another codec (docs/compression.md).",
+        choices=COMPRESSION_TYPES,
+        kafka_words=True,
+    ),
+    *(
+        ConfigDef(
+            key,
+            _INT,
+            default,
+            _B,
+            f"Level of broker-side {codec} compression.",
+            min=low,
+            max=high,
+            check=check,
+            dynamic=True,
+            kafka_words=True,
+        )
+        for key, codec, low, high, default, check in _COMPRESSION_LEVEL_KEYS
     ),
     # ---- broker: producers and transactions
     ConfigDef("transaction.max.timeout.ms", _INT, 900_000, _B, "Largest txn timeout.", min=1),
@@ -1078,9 +1161,26 @@ _DEFS: list[ConfigDef] = [
         _STR,
         "producer",
         _T,
-        "Stored as produced.",
-        choices=("producer",),
+        "Codec of the stored batches: producer keeps each batch's own; another value "
+        "recompresses batches of another codec (docs/compression.md).",
+        choices=COMPRESSION_TYPES,
         synonym="compression.type",
+        kafka_words=True,
+    ),
+    *(
+        ConfigDef(
+            key,
+            _INT,
+            default,
+            _T,
+            f"Level of broker-side {codec} compression.",
+            min=low,
+            max=high,
+            check=check,
+            synonym=key,
+            kafka_words=True,
+        )
+        for key, codec, low, high, default, check in _COMPRESSION_LEVEL_KEYS
     ),
     # ---- consumer group keys (resource type GROUP, KIP-848 groups); bounds are checked
     # against the broker's group.consumer.min/max.* keys (group/configs.py)
@@ -1354,9 +1454,6 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect | No
     ("broker.rack", ConfigType.STRING, None, False, _N.KRAFT),
     ("broker.session.timeout.ms", _INT, "9000", False, _N.KRAFT),
     ("client.quota.callback.class", ConfigType.CLASS, None, False, _N.PLUGINS),
-    ("compression.gzip.level", _INT, "-1", True, _N.COMPRESSION),
-    ("compression.lz4.level", _INT, "9", True, _N.COMPRESSION),
-    ("compression.zstd.level", _INT, "3", True, _N.COMPRESSION),
     ("config.providers", _LIST, "", True, _N.PLUGINS),
     ("controlled.shutdown.enable", ConfigType.BOOLEAN, "true", False, _N.KRAFT),
     ("controller.listener.names", _LIST, None, False, _N.KRAFT),
@@ -1626,9 +1723,6 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect | No
 )
 # (name, type, Kafka's default, broker synonym, why no effect)
 _KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect | None], ...] = (
-    ("compression.gzip.level", _INT, "-1", "compression.gzip.level", _N.COMPRESSION),
-    ("compression.lz4.level", _INT, "9", "compression.lz4.level", _N.COMPRESSION),
-    ("compression.zstd.level", _INT, "3", "compression.zstd.level", _N.COMPRESSION),
     ("delete.retention.ms", _LONG, "86400000", "log.cleaner.delete.retention.ms", None),
     ("file.delete.delay.ms", _LONG, "60000", "log.segment.delete.delay.ms", _N.LOG_FILES),
     ("follower.replication.throttled.replicas", _LIST, "", None, _N.REPLICATION),
@@ -1708,7 +1802,6 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
     **dict.fromkeys(
         (
             "background.threads",
-            "compression.lz4.level",
             "log.cleaner.max.compaction.lag.ms",
             "max.decompressed.message.bytes",
             "num.io.threads",
@@ -1758,12 +1851,6 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
 broker synonyms, the topic keys), as the reference broker answers them."""
 
 
-def _check_gzip_level(value: Any) -> str | None:
-    if value is None or value == -1 or 1 <= value <= 9:
-        return None
-    return f"value {value} must be between 1 and 9 or equal to -1"
-
-
 _CLEANER_DOCS = {
     "log.cleaner.backoff.ms": "How long a cleaner thread sleeps when nothing is cleanable.",
     "log.cleaner.dedupe.buffer.size": (
@@ -1803,7 +1890,6 @@ def _kafka_only_defs() -> list[ConfigDef]:
             name, kind, None, _B, _kafka_doc(name, reason), nullable=default is None,
             dynamic=dynamic, no_effect=reason, min=_KAFKA_MINIMUMS.get(name),
             max=_KAFKA_MAXIMUMS.get(name),
-            check=_check_gzip_level if name == "compression.gzip.level" else None,
         )  # fmt: skip
         defs.append(replace(definition, default=definition.parse(default)))
     for scope, rows in ((_T, _KAFKA_TOPIC_ONLY), (_G, _KAFKA_GROUP_ONLY)):
@@ -1813,7 +1899,6 @@ def _kafka_only_defs() -> list[ConfigDef]:
                 name, kind, None, scope, _kafka_doc(name, reason), nullable=default is None,
                 synonym=synonym, no_effect=reason, min=bound,
                 max=_KAFKA_MAXIMUMS.get(name, _KAFKA_MAXIMUMS.get(synonym or "")),
-                check=_check_gzip_level if name == "compression.gzip.level" else None,
             )  # fmt: skip
             defs.append(replace(definition, default=definition.parse(default)))
     return defs

@@ -5,7 +5,8 @@ Owns: splitting a batch's records (inflated when compressed) into `CleanRecord`s
 without copying their bytes, the delete horizon of a batch (KIP-534: attribute bit
 0x40 set and the base timestamp holding the horizon, Kafka's DefaultRecordBatch), and
 `rebuild`: the batch with the kept records, the same base offset, last offset delta,
-producer id, epoch and base sequence, so offsets and sequence numbers survive
+producer id, epoch and base sequence, compressed again with the batch's own codec at
+its default level (as Kafka's cleaner does), so offsets and sequence numbers survive
 cleaning (Kafka's MemoryRecords.filterTo; docs/compaction.md, "Rewriting a batch").
 
 A record's bytes are copied as they are when the base timestamp does not change
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from shoal.protocol.compression import Codec, compress
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
     COMPRESSION_MASK,
@@ -117,9 +119,9 @@ def rebuild(
     horizon_ms: int | None,
 ) -> bytes:
     """The batch with only the `kept` records of `payload` (its inflated records),
-    with `horizon_ms` as delete horizon (None: none). Records are written uncompressed
-    for now. With no record kept, the empty batch header Kafka writes to keep a
-    producer's last sequence (records count 0, timestamps the batch's max)."""
+    with `horizon_ms` as delete horizon (None: none), compressed with the batch's
+    codec. With no record kept, the empty batch header Kafka writes to keep a
+    producer's last sequence (records count 0, timestamps the batch's max, no codec)."""
     base_attributes = header.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
     if not kept:
         return with_new_records(
@@ -147,9 +149,9 @@ def rebuild(
         max_timestamp = header.max_timestamp  # LogAppendTime: the batch's time stays
     else:
         max_timestamp = max(r.timestamp for r in kept)
-    attributes = base_attributes | (0 if horizon_ms is None else DELETE_HORIZON_MASK)
-    records = b"".join(parts)
-    assert not attributes & COMPRESSION_MASK
+    codec = Codec(header.attributes & COMPRESSION_MASK)
+    attributes = base_attributes | codec | (0 if horizon_ms is None else DELETE_HORIZON_MASK)
+    records = compress(b"".join(parts), codec)
     return with_new_records(
         header,
         records,

@@ -70,18 +70,20 @@ def write_cleaner_checkpoint(directory: Path, offset: int) -> None:
     write_atomic(directory / CLEANER_CHECKPOINT_FILE, f"{_CHECKPOINT_VERSION}\n{offset}\n".encode())
 
 
-def _rename_suffix(segment: Segment, suffix: str, *, log_last: bool = True) -> None:
+def _rename_suffix(segment: Segment, suffix: str, step: Step | None = None) -> None:
     """Rename the segment's existing files to `suffix`, indexes first, `.log` last."""
     old = segment.file_paths()
     segment.suffix = suffix
     new = segment.file_paths()
-    order = [1, 2, 3, 0] if log_last else [0, 1, 2, 3]
-    for i in order:
+    for i in (1, 2, 3, 0):
         try:
             old[i].rename(new[i])
         except FileNotFoundError:
             if i == 0:
                 raise
+            continue
+        if step is not None:
+            step(f"renamed {old[i].name} to {new[i].name}")
 
 
 def swap_group(
@@ -90,9 +92,7 @@ def swap_group(
     """Replace `sources` by `outputs` (closed `.cleaned` segments) on disk; returns
     the retired sources' paths, to remove."""
     for output in reversed(outputs):
-        _rename_suffix(output, SWAP_SUFFIX)
-        if step is not None:
-            step(f"swap {output.base_offset}")
+        _rename_suffix(output, SWAP_SUFFIX, step)
     fsync_directory(directory)
     if step is not None:
         step("swap decided")
@@ -103,9 +103,7 @@ def swap_group(
             step(f"retired {source.base_offset}")
     fsync_directory(directory)
     for output in outputs:
-        _rename_suffix(output, "")
-        if step is not None:
-            step(f"renamed {output.base_offset}")
+        _rename_suffix(output, "", step)
     fsync_directory(directory)
     return retired
 

@@ -534,8 +534,9 @@ class CleanPlan:
                 self._fds[index], position, self._sizes[index], counters, throttle
             ):
                 if header.is_control:
-                    marker = None if header.records_count == 0 else read_marker(batch, header)
-                    tracker.on_control(header, marker and marker[0], empty=marker is None)
+                    empty = header.records_count == 0
+                    marker = None if empty else read_marker(batch, header)
+                    tracker.on_control(header, marker and marker[0], empty=empty)
                 elif not tracker.on_data(header):
                     payload = records_payload(batch, header._replace(position=0))
                     for record in iter_records(payload, header):
@@ -638,10 +639,9 @@ class CleanPlan:
         horizon = delete_horizon(header)
         kept_abort: AbortedTxn | None = None
         if header.is_control:
-            marker = None if header.records_count == 0 else read_marker(batch, local)
-            can_discard, kept_abort = tracker.on_control(
-                header, marker and marker[0], empty=marker is None
-            )
+            empty = header.records_count == 0
+            marker = None if empty else read_marker(batch, local)
+            can_discard, kept_abort = tracker.on_control(header, marker and marker[0], empty=empty)
             discard_records = can_discard and horizon is not None and horizon <= now
         else:
             can_discard = tracker.on_data(header)

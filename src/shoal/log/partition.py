@@ -218,6 +218,12 @@ class PartitionLog:
     def update_config(self, config: dict[str, Any]) -> None:
         self._config = LogConfig.from_config(config)
 
+    @property
+    def settings(self) -> LogConfig:
+        """The settings the log obeys now (its topic's effective config, typed); the
+        produce path reads compression.type and cleanup.policy from them."""
+        return self._config
+
     # -- append
 
     def append(

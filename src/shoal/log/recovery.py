@@ -293,6 +293,10 @@ def _replay(
         if not header.is_control:
             table.record((header,), timestamp_ms=None)
             continue
+        if header.records_count == 0:
+            # a marker the cleaner emptied: its transaction is gone from the log, so
+            # there is nothing to end (Kafka's ProducerAppendInfo skips it too)
+            continue
         marker = read_marker(segment.read(header.position, header.size), header)
         if marker is None:
             logger.warning(
