@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import re
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,9 @@ from tests.support.compaction import (
     BATCH_BYTES,
     CLEAN_WAIT_S,
     COMPACTED,
+    alter_topic_config,
+    delete_records,
+    delete_topic,
     latest,
     produce_keyed,
     read_all,
@@ -224,6 +228,86 @@ def test_a_compacted_topic_drops_aborted_records_and_keeps_committed_ones(
     )
 
 
+def test_switching_a_topic_to_compact_at_run_time_compacts_it(broker: BrokerProcess) -> None:
+    topic = topic_name("compact-later")
+    create_topic(broker.bootstrap, topic, config={**COMPACTED, "cleanup.policy": "delete"})
+    keys = [b"k-%02d" % i for i in range(10)]
+    written = produce_keyed(
+        broker.bootstrap, topic, [(keys[i % 10], b"v%d" % i) for i in range(300)]
+    )
+    sealed_at = seal(broker.bootstrap, topic)
+    time.sleep(0.5)  # several cleaner passes: a delete-only topic is left alone
+    assert len(read_all(broker.bootstrap, topic)) == 301
+    alter_topic_config(broker.bootstrap, topic, "cleanup.policy", "compact")
+    wait_compacted(broker.bootstrap, topic, sealed_at, latest(written))
+
+
+# ---- a clean cut short: topic deletion, DeleteRecords, shutdown
+
+SLOW_CLEANER = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=300000")
+"""At 300 kB/s a clean of the topic below (1.7 MB read) lasts several seconds."""
+
+
+def start_a_slow_clean(broker: BrokerProcess, topic: str) -> dict[bytes, tuple[int, bytes | None]]:
+    """About 1 MB of keyed records in a compacted topic, sealed; returns once the
+    cleaner has begun (its log line) with the latest record of each key."""
+    create_topic(broker.bootstrap, topic, config={**COMPACTED, "segment.bytes": "65536"})
+    keys = [b"key-%03d" % i for i in range(200)]
+    records = [(keys[i % 200], b"%06d-" % i + b"x" * 200) for i in range(4000)]
+    written = produce_keyed(broker.bootstrap, topic, records)
+    seal(broker.bootstrap, topic)
+    assert broker.wait_for_log(rf"cleaning {topic}-0 ", timeout_s=CLEAN_WAIT_S)
+    return latest(written)
+
+
+def test_deleting_a_topic_while_it_is_cleaned(brokers: Brokers) -> None:
+    broker = brokers.start(*SLOW_CLEANER)
+    topic = topic_name("compact-del")
+    start_a_slow_clean(broker, topic)
+    delete_topic(broker.bootstrap, topic)
+    create_topic(broker.bootstrap, topic, config=COMPACTED)  # the name again, empty
+    written = produce_keyed(broker.bootstrap, topic, [(b"a", b"1"), (b"b", b"2"), (b"a", b"3")])
+    assert [(r.offset, r.key, r.value) for r in read_all(broker.bootstrap, topic)] == [
+        (0, b"a", b"1"),
+        (1, b"b", b"2"),
+        (2, b"a", b"3"),
+    ]
+    assert broker.wait_for_log(rf"cleaning of {topic}-0 discarded", timeout_s=CLEAN_WAIT_S)
+    assert "Traceback" not in broker.log_text() and "uncleanable" not in broker.log_text()
+    assert broker.alive
+    del written
+
+
+def test_delete_records_while_a_topic_is_cleaned(brokers: Brokers) -> None:
+    """DeleteRecords past part of what the clean read: its result is set aside, the
+    next clean starts from the new log start, and nothing below it comes back."""
+    broker = brokers.start(*SLOW_CLEANER)
+    topic = topic_name("compact-dr")
+    expected = start_a_slow_clean(broker, topic)
+    cut = 2000
+    delete_records(broker.bootstrap, topic, cut)
+    assert broker.wait_for_log(rf"clean of {topic}-0 discarded", timeout_s=CLEAN_WAIT_S)
+    sealed_at = max(offset for offset, _value in expected.values()) + 1
+    survivors = {k: v for k, v in expected.items() if v[0] >= cut}
+    read = wait_compacted(broker.bootstrap, topic, sealed_at, survivors)
+    assert read[0].offset >= cut
+
+
+def test_shutdown_during_a_clean_is_prompt_and_loses_nothing(brokers: Brokers) -> None:
+    broker = brokers.start(*SLOW_CLEANER)
+    topic = topic_name("compact-stop")
+    expected = start_a_slow_clean(broker, topic)
+    started = time.monotonic()
+    assert broker.stop(timeout_s=30) == 0
+    assert time.monotonic() - started < 15
+    assert "abandoned at shutdown" in broker.log_text()
+    assert cleaning_leftovers(broker.data_dir, topic) == []  # the stopped plan removed its own
+    broker.overrides = list(CLEANER_OVERRIDES)
+    broker.start()
+    sealed_at = max(offset for offset, _value in expected.values()) + 1
+    wait_compacted(broker.bootstrap, topic, sealed_at, expected)
+
+
 # ---- SIGKILL while cleaning
 
 
@@ -288,33 +372,54 @@ def cleaning_leftovers(data_dir: Path, topic: str) -> list[str]:
 
 
 def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
-    """SIGKILL the broker `kills` times at random points while a producer writes and
-    the (throttled) cleaner cleans; at least one kill must catch a clean's files on
-    disk. Then: the next open removes what the kill left, and once everything is
-    sealed and cleaned a consumer reads exactly the latest acknowledged record of
-    each key, at its offset, once."""
-    throttled = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=300000")
+    """SIGKILL the broker `kills` times while a producer writes, each time once a clean
+    of the topic began: alternately a random 0-1 s later (the cleaner throttled to
+    1 MB/s, so the clean is usually still running: the test counts those that were,
+    from the broker's log, and wants half of all kills) and as soon as the clean's
+    output files are on disk. At least one kill must leave such files (more kills are
+    made until one does, within 5x). Then: the next open removes what
+    that kill left, and once everything is sealed and cleaned a consumer reads exactly
+    the latest acknowledged record of each key, at its offset, once."""
+    throttled = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=1000000")
     broker = brokers.start(*throttled)
     topic = topic_name("compact-kill")
     create_topic(broker.bootstrap, topic, config={**COMPACTED, "segment.bytes": "32768"})
     stream = KeyedStream(broker.bootstrap, topic, keys=500)
     stream.start()
     rng = random.Random(seed)
-    done = hits = 0
+    done = mid_clean = left_files = 0
+    began = re.compile(rf"cleaning {re.escape(topic)}-0 \(")
+    ended = re.compile(rf"(cleaned|cleaning of|clean of) {re.escape(topic)}-0 ")
     try:
         while True:
-            time.sleep(rng.uniform(0.3, 2.0))
+            mark = len(broker.log_text())
+            assert wait_until(
+                lambda mark=mark: began.search(broker.log_text(), mark) is not None,
+                timeout_s=CLEAN_WAIT_S,
+            ), "no clean began"
+            if done % 2:  # at a random point of the clean
+                time.sleep(rng.uniform(0.0, 1.0))
+            else:  # as soon as its output is on disk (its rewrite, or the swap)
+                wait_until(
+                    lambda: bool(cleaning_leftovers(broker.data_dir, topic)),
+                    timeout_s=5,
+                    interval_s=0.001,
+                )
             broker.kill()
             done += 1
+            since = broker.log_text()[mark:]
+            last_began = max(m.end() for m in began.finditer(since))
+            mid_clean += ended.search(since, last_began) is None
             left = cleaning_leftovers(broker.data_dir, topic)
-            hits += bool(left)
+            left_files += bool(left)
             if done >= kills and (left or done >= 5 * kills):
                 break  # the broker stays down: what this kill left is checked below
             broker.start()
     except BaseException:
         stream.stop()
         raise
-    assert hits > 0, f"none of {done} kills caught a clean in flight"
+    assert mid_clean * 2 >= done, f"only {mid_clean} of {done} kills came during a clean"
+    assert left_files > 0, f"none of {done} kills left a clean's files"
     # what the last kill left is removed when the log is opened (the cleaner off, so
     # nothing new is written meanwhile)
     broker.overrides = [*CLEANER_OVERRIDES, "log.cleaner.enable=false"]

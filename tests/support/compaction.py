@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin import ResourceType as AdminResourceType
 
@@ -137,4 +137,29 @@ def alter_broker_configs(bootstrap: str, configs: Mapping[str, object], node: st
         ],
     )
     for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def alter_topic_config(bootstrap: str, topic: str, key: str, value: str) -> None:
+    """Set one topic config (IncrementalAlterConfigs, resource type TOPIC)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(
+        AdminResourceType.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_topics([topic], operation_timeout=30).values():
+        future.result(timeout=30)
+
+
+def delete_records(bootstrap: str, topic: str, before: int) -> None:
+    """DeleteRecords of partition 0 below `before`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, before)]).values():
         future.result(timeout=30)

@@ -26,7 +26,9 @@ shell decides which partition to clean, when, on which thread and how fast:
   key. That buffer size is the one named bound of the cleaner's memory.
 - I/O: `log.cleaner.io.max.bytes.per.second` is shared by every worker (`Throttler`,
   Kafka's Throttler: rate measured over `THROTTLE_CHECK_INTERVAL_S` windows, the
-  excess slept in the worker thread that reported it).
+  excess slept in the worker thread that reported it; unlike Kafka's, a window is
+  also measured as soon as it holds more bytes than the rate allows it, so a short
+  burst is slowed at once rather than at the next call after the window).
 - `log.cleaner.enable=false` (static, as in Kafka) starts no worker. Every other
   log.cleaner.* key and a topic's cleanup.policy are read at each pass, so their
   dynamic changes (server/dynamic_config.py, IncrementalAlterConfigs on a topic)
@@ -151,8 +153,11 @@ class Throttler:
         with self._lock:  # as Kafka's: one thread sleeps at a time, the others queue
             self._observed += size_bytes
             elapsed_s = self._now_s() - self._period_start_s
-            if elapsed_s < self._check_interval_s:
-                return
+            if (
+                elapsed_s < self._check_interval_s
+                and self._observed < rate * self._check_interval_s
+            ):
+                return  # measured once a window passed, or at once past a window's bytes
             excess_s = self._observed / rate - elapsed_s
             if excess_s > 0:
                 self.slept_s += excess_s
@@ -365,6 +370,7 @@ class LogCleaner:
         config = self._config()
         entries = key_map_entries(config, threads=max(1, config.get_int("log.cleaner.threads")))
         started_s = time.monotonic()
+        log.info("cleaning %s-%d (worker %d): %r", key[0], key[1], worker.index, plan)
 
         def run() -> Any:
             return plan.run(key_map_entries=entries, throttle=self.throttler)

@@ -218,13 +218,21 @@ class FakeTime:
 def test_the_throttle_sleeps_the_excess_over_the_rate() -> None:
     clock = FakeTime()
     throttle = Throttler(lambda: 1000.0, now_s=lambda: clock.now, sleep_s=clock.sleep)
-    throttle(500)  # within the first window: not measured yet
+    throttle(200)  # within the first window and its 300 bytes: not measured yet
     clock.now = 0.5
-    throttle(1500)  # 2000 bytes in 0.5 s at 1000 B/s: 1.5 s too early
+    throttle(1800)  # 2000 bytes in 0.5 s at 1000 B/s: 1.5 s too early
     assert clock.slept == [pytest.approx(1.5)]
     clock.now += 1.0
     throttle(900)  # 900 bytes in 1 s: under the rate
     assert len(clock.slept) == 1
+
+
+def test_a_burst_is_throttled_before_its_window_ends() -> None:
+    clock = FakeTime()
+    throttle = Throttler(lambda: 1000.0, now_s=lambda: clock.now, sleep_s=clock.sleep)
+    clock.now = 0.01
+    throttle(5000)  # five seconds' worth within 10 ms
+    assert clock.slept == [pytest.approx(4.99)]
 
 
 def test_the_throttle_follows_a_rate_change_and_infinity_is_no_limit() -> None:
