@@ -127,3 +127,14 @@ def test_altering_the_broker_checks_the_cleaner_keys_as_kafka(
     kafka, shoal = pair.run(incremental, BROKER, "1", [(key, value)])
     assert kafka[0] == shoal[0], (kafka, shoal)
     assert kafka[0] != "none"
+
+
+@pytest.mark.parametrize("threads", ["0", "3", "5", "2"])  # the one accepted last
+def test_changing_the_cleaner_thread_count_as_kafka(pair: Pair, threads: str) -> None:
+    """From the default of 1 thread: at least 1, at most double (Kafka's
+    LogCleaner.validateReconfiguration; for 0 Kafka's message is its division by zero,
+    Shoal's says what is wrong)."""
+    kafka, shoal = pair.run(incremental, BROKER, "1", [("log.cleaner.threads", threads)])
+    assert kafka[0] == shoal[0]
+    if threads != "0":
+        assert kafka == shoal

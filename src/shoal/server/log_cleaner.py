@@ -174,6 +174,34 @@ class Throttler:
 _DOUBLE_MAX = 1.7976931348623157e308
 
 
+def reconfiguration_refusal(current: BrokerConfig, new: BrokerConfig) -> str | None:
+    """Why a dynamic change of `log.cleaner.threads` is refused, in Kafka's words
+    (LogCleaner.validateReconfiguration: at least 1, and at least half and at most
+    double the current count), or None."""
+    threads = new.get_int("log.cleaner.threads")
+    running = current.get_int("log.cleaner.threads")
+    if threads == running:
+        return None
+    reason = None
+    if threads < 1:
+        reason = "Log cleaner threads should be at least 1"
+    elif threads < running // 2:
+        reason = (
+            f"Log cleaner threads cannot be reduced to less than half the current value {running}"
+        )
+    elif threads > running * 2:
+        reason = (
+            f"Log cleaner threads cannot be increased to more than double the current value "
+            f"{running}"
+        )
+    if reason is None:
+        return None
+    return (
+        f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} for "
+        "configuration Invalid dynamic configuration"
+    )
+
+
 def key_map_entries(config: BrokerConfig, *, threads: int) -> int:
     """One worker's key map capacity in keys: its share of
     `log.cleaner.dedupe.buffer.size` times `log.cleaner.io.buffer.load.factor`."""

@@ -29,6 +29,7 @@ from shoal.server.log_cleaner import (
     LogCleaner,
     Throttler,
     key_map_entries,
+    reconfiguration_refusal,
 )
 
 COMPACT = {"cleanup.policy": ["compact"]}
@@ -391,3 +392,20 @@ def test_a_clean_without_progress_backs_off_instead_of_spinning() -> None:
         await service.close(timeout_s=10)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("running", "wanted", "refused"),
+    [(1, 2, None), (1, 3, "more than double the current value 1"), (4, 1, "less than half"),
+     (4, 2, None), (2, 0, "at least 1"), (3, 3, None)],
+)  # fmt: skip
+def test_the_thread_count_changes_by_at_most_a_factor_of_two(
+    running: int, wanted: int, refused: str | None
+) -> None:
+    current = BrokerConfig.from_raw({"log.cleaner.threads": str(running)})
+    new = BrokerConfig.from_raw({"log.cleaner.threads": str(wanted)})
+    refusal = reconfiguration_refusal(current, new)
+    if refused is None:
+        assert refusal is None
+    else:
+        assert refusal is not None and refused in refusal
