@@ -1854,7 +1854,7 @@ broker synonyms, the topic keys), as the reference broker answers them."""
 _CLEANER_DOCS = {
     "log.cleaner.backoff.ms": "How long a cleaner thread sleeps when nothing is cleanable.",
     "log.cleaner.dedupe.buffer.size": (
-        "The key maps' memory, shared by the cleaner threads (24 bytes per key)."
+        "The key maps' memory, shared by the cleaner threads (160 bytes per key)."
     ),
     "log.cleaner.delete.retention.ms": "How long tombstones survive their first cleaning.",
     "log.cleaner.enable": "Run the log cleaner (compaction of cleanup.policy=compact topics).",

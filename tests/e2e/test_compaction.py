@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, Message
 
+from shoal.server.log_cleaner import KEY_MAP_ENTRY_BYTES
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer, watermarks
 from tests.support.compaction import (
@@ -76,9 +77,10 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_at_its_offset(
 
 
 def test_a_key_map_smaller_than_the_keys_cleans_in_several_passes(brokers: Brokers) -> None:
-    """log.cleaner.dedupe.buffer.size bounds the key map (240 bytes: 9 keys at 24
-    bytes and the 0.9 load factor); 60 keys still end compacted, a part per clean."""
-    broker = brokers.start(*CLEANER_OVERRIDES, "log.cleaner.dedupe.buffer.size=240")
+    """log.cleaner.dedupe.buffer.size bounds the key map (room for 10 keys: 9 at the
+    0.9 load factor); 60 keys still end compacted, a part per clean."""
+    dedupe = f"log.cleaner.dedupe.buffer.size={KEY_MAP_ENTRY_BYTES * 10}"
+    broker = brokers.start(*CLEANER_OVERRIDES, dedupe)
     topic = topic_name("compact-small-map")
     create_topic(broker.bootstrap, topic, config=COMPACTED)
     keys = [b"key-%02d" % i for i in range(60)]

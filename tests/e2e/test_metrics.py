@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer
 
+from shoal.server.log_cleaner import KEY_MAP_ENTRY_BYTES
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.clients import create_topic as create_clients_topic
 from tests.support.compaction import (
@@ -272,7 +273,7 @@ def test_the_log_cleaner_reports_its_work(broker: BrokerProcess, url: str) -> No
     """A compacted topic cleaned (the backoff shortened and the key map memory set at
     run time, which wakes the cleaner): Kafka's cleaner gauges and the partition's
     backlog and progress move."""
-    dedupe_bytes = 24 * 100  # 90 keys at the 0.9 load factor
+    dedupe_bytes = KEY_MAP_ENTRY_BYTES * 100  # 90 keys at the 0.9 load factor
     alter_broker_configs(
         broker.bootstrap,
         {"log.cleaner.backoff.ms": 100, "log.cleaner.dedupe.buffer.size": dedupe_bytes},

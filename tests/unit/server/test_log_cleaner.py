@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.api import LogError, TopicInfo
+from shoal.log.key_map import KeyMap
 from shoal.protocol.errors import ErrorCode
 from shoal.server.log_cleaner import (
     KEY_MAP_ENTRY_BYTES,
@@ -197,12 +199,31 @@ def test_an_offline_partition_is_marked_uncleanable_and_skipped() -> None:
 
 
 def test_the_key_map_is_the_threads_share_of_the_dedupe_buffer() -> None:
-    config = BrokerConfig.from_raw({"log.cleaner.dedupe.buffer.size": str(24 * 1000)})
+    buffer_bytes = KEY_MAP_ENTRY_BYTES * 1000
+    config = BrokerConfig.from_raw({"log.cleaner.dedupe.buffer.size": str(buffer_bytes)})
     assert key_map_entries(config, threads=1) == 900  # times the 0.9 load factor
     assert key_map_entries(config, threads=2) == 450
-    assert KEY_MAP_ENTRY_BYTES == 24
     tiny = BrokerConfig.from_raw({"log.cleaner.dedupe.buffer.size": "1"})
     assert key_map_entries(tiny, threads=4) == 1
+
+
+def test_a_full_key_map_stays_within_the_dedupe_buffer() -> None:
+    """The limit's memory: a key map filled to what 4 MiB of
+    log.cleaner.dedupe.buffer.size allows takes no more than 4 MiB (tracemalloc)."""
+    buffer_bytes = 4 * 1024 * 1024
+    config = BrokerConfig.from_raw({"log.cleaner.dedupe.buffer.size": str(buffer_bytes)})
+    entries = key_map_entries(config, threads=1)
+    tracemalloc.start()
+    try:
+        key_map = KeyMap(entries)
+        offset = 10**12  # offsets past the small-int cache, as in a long log
+        while key_map.put(b"a key of some length %d" % offset, offset):
+            offset += 1
+        used, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(key_map) == entries
+    assert used <= buffer_bytes
 
 
 class FakeTime:
