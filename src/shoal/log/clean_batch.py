@@ -71,31 +71,42 @@ def records_payload(batch: bytes, header: BatchHeader) -> bytes:
     return decompressed(batch[HEADER_SIZE:], header)
 
 
+def _zigzag(data: bytes, position: int) -> tuple[int, int]:
+    """A varint at `position`; the one-byte case (most record fields) inline."""
+    byte = data[position]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), position + 1
+    return read_varint(data, position)
+
+
 def iter_records(payload: bytes, header: BatchHeader) -> Iterator[CleanRecord]:
     """The records of the batch `header` describes; raises BatchError
     (CORRUPT_MESSAGE) if they do not parse."""
     position = 0
+    size = len(payload)
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
     try:
         for _ in range(header.records_count):
             start = position
-            length, position = read_varint(payload, position)
+            length, position = _zigzag(payload, position)
             end = position + length
-            if length < 1 or end > len(payload):
+            if length < 1 or end > size:
                 raise IndexError
             attributes = payload[position]
-            timestamp_delta, body = read_varint(payload, position + 1)
-            offset_delta, cursor = read_varint(payload, body)
-            key_length, cursor = read_varint(payload, cursor)
+            timestamp_delta, body = _zigzag(payload, position + 1)
+            offset_delta, cursor = _zigzag(payload, body)
+            key_length, cursor = _zigzag(payload, cursor)
             key = None
             if key_length >= 0:
                 key = payload[cursor : cursor + key_length]
                 cursor += key_length
-            value_length, cursor = read_varint(payload, cursor)
+            value_length, cursor = _zigzag(payload, cursor)
             if cursor > end:
                 raise IndexError
             yield CleanRecord(
-                header.base_offset + offset_delta,
-                header.base_timestamp + timestamp_delta,
+                base_offset + offset_delta,
+                base_timestamp + timestamp_delta,
                 key,
                 value_length >= 0,
                 start,
@@ -107,7 +118,7 @@ def iter_records(payload: bytes, header: BatchHeader) -> Iterator[CleanRecord]:
     except IndexError:
         raise BatchError(
             ErrorCode.corrupt_message,
-            f"records of the batch at offset {header.base_offset} do not parse",
+            f"records of the batch at offset {base_offset} do not parse",
         ) from None
 
 

@@ -1,12 +1,11 @@
 """Log compaction of one partition: what to clean, and the cleaning itself.
 
-Owns: choosing the cleanable range of a compacted log and whether it is due
-(`make_plan`, on the log's owner; Kafka's LogCleanerManager), the `CleanPlan` that
-reads the sealed segments it names on any thread (Kafka's Cleaner: the key map over
-the dirty range, then the log rewritten from its start into `.cleaned` segments), and
-the figures a clean reports (`CleanStats`, `CleanerProgress`). The swap of the
-result into the log is log/clean_swap.py's, its bookkeeping PartitionLog's
-(`finish_clean`). The design, in our words: docs/compaction.md.
+Owns: the `CleanPlan` (`make_plan`, on the log's owner) that reads the sealed
+segments it names on any thread (Kafka's Cleaner: the key map over the dirty range,
+then the log rewritten from its start into `.cleaned` segments) and its
+`CleanResult`. What is cleanable and when, and the stats, are log/cleanable.py's; the
+swap of the result into the log is log/clean_swap.py's, its bookkeeping
+PartitionLog's (`finish_clean`). The design, in our words: docs/compaction.md.
 
     plan = log.clean_plan(now_wall_ms)          # owner: cheap; None if nothing due
     if plan is not None:
@@ -41,6 +40,7 @@ from shoal.log.clean_batch import (
     records_payload,
 )
 from shoal.log.clean_swap import CLEANED_SUFFIX
+from shoal.log.cleanable import CleanableRange, CleanStats
 from shoal.log.fileio import pread_exact, pwritev_all, remove_if_exists
 from shoal.log.key_map import KeyMap
 from shoal.log.segment import Segment
@@ -48,7 +48,6 @@ from shoal.log.settings import LogConfig
 from shoal.log.transactions import AbortedTxn, AbortEntry, ControlType, read_marker
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
-    LOG_OVERHEAD,
     BatchError,
     BatchHeader,
     iter_headers,
@@ -67,33 +66,6 @@ _RELATIVE_OFFSET_MAX = 2**31 - 1
 Throttle = Callable[[int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class CleanStats:
-    """What one clean did. Its duration is the caller's to measure."""
-
-    first_dirty_offset: int = 0
-    end_offset: int = 0
-    """The first offset not mapped: the cleaner checkpoint after this clean."""
-    bytes_read: int = 0
-    """Bytes read, building the key map and rewriting."""
-    bytes_written: int = 0
-    records_read: int = 0
-    """Records of the rewritten segments (each counted once)."""
-    records_retained: int = 0
-    records_removed: int = 0
-    tombstones_removed: int = 0
-    invalid_records: int = 0
-    """Keyless records, which a compacted log cannot keep."""
-    batches_read: int = 0
-    batches_written: int = 0
-    keys_mapped: int = 0
-    key_map_full: bool = False
-    segments_replaced: int = 0
-    segments_written: int = 0
-    discarded: str | None = None
-    """Why the result was not swapped in (an error, or the log changed), else None."""
-
-
 @dataclass(slots=True)
 class _Counters:
     bytes_read: int = 0
@@ -104,23 +76,6 @@ class _Counters:
     invalid_records: int = 0
     batches_read: int = 0
     batches_written: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class CleanerProgress:
-    """A compacted log's state for metrics and `shoal topics --describe`."""
-
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    clean_bytes: int
-    """Bytes of the segments below the first dirty offset."""
-    dirty_bytes: int
-    """Bytes of the segments from the first dirty offset to the first uncleanable one."""
-    cleanable_bytes: int
-    """clean_bytes + dirty_bytes: what the dirty ratio is taken of."""
-    dirty_ratio: float
-    log_bytes: int
-    last_clean: CleanStats | None
 
 
 @dataclass(slots=True)
@@ -142,84 +97,6 @@ class CleanResult:
     @property
     def end_offset(self) -> int:
         return self.stats.end_offset
-
-
-@dataclass(frozen=True, slots=True)
-class CleanableRange:
-    """Kafka's LogToClean: where cleaning may start and end, and the byte counts."""
-
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    """Base offset of the first segment that may not be cleaned (a segment boundary)."""
-    uncleanable_index: int
-    """Index of that segment in the segment list."""
-    clean_bytes: int
-    dirty_bytes: int
-
-    @property
-    def dirty_ratio(self) -> float:
-        total = self.clean_bytes + self.dirty_bytes
-        return self.dirty_bytes / total if total else 0.0
-
-
-def cleanable_range(
-    segments: Sequence[Segment],
-    *,
-    checkpoint: int | None,
-    log_start_offset: int,
-    last_stable_offset: int,
-    config: LogConfig,
-    now_wall_ms: int,
-) -> CleanableRange:
-    """The cleanable range (Kafka's LogCleanerManager.cleanableOffsets and
-    calculateCleanableBytes): from the cleaner checkpoint (the log start offset when
-    there is none or it lies outside the log) to the segment holding the first of the
-    last stable offset, the active segment's base and the first dirty segment younger
-    than min.compaction.lag.ms."""
-    log_end = segments[-1].next_offset
-    first_dirty = checkpoint
-    if first_dirty is None or not log_start_offset <= first_dirty <= log_end:
-        first_dirty = log_start_offset
-    uncleanable = min(last_stable_offset, segments[-1].base_offset)
-    if config.min_compaction_lag_ms > 0:
-        for index, segment in enumerate(segments[:-1]):
-            next_base = segments[index + 1].base_offset
-            if next_base <= first_dirty:
-                continue
-            if segment.max_timestamp > now_wall_ms - config.min_compaction_lag_ms:
-                uncleanable = min(uncleanable, segment.base_offset)
-                break
-    uncleanable = max(uncleanable, first_dirty)
-    # the segment holding the uncleanable offset is the first one not cleaned
-    index = 0
-    while index + 1 < len(segments) and segments[index + 1].base_offset <= uncleanable:
-        index += 1
-    first_uncleanable = segments[index].base_offset
-    clean_bytes = dirty_bytes = 0
-    for i, segment in enumerate(segments[:index]):
-        next_base = segments[i + 1].base_offset
-        if segment.base_offset < first_dirty:  # Kafka's logSegments(-1, firstDirty)
-            clean_bytes += segment.size_bytes
-        if next_base > min(first_dirty, first_uncleanable):
-            dirty_bytes += segment.size_bytes
-    return CleanableRange(first_dirty, first_uncleanable, index, clean_bytes, dirty_bytes)
-
-
-def compaction_overdue(
-    segments: Sequence[Segment], first_dirty: int, *, config: LogConfig, now_wall_ms: int
-) -> bool:
-    """max.compaction.lag.ms has passed for the earliest first batch of the dirty
-    sealed segments (Kafka's maxCompactionDelay > 0)."""
-    if config.max_compaction_lag_ms >= now_wall_ms:
-        return False  # the default (Long.MAX_VALUE) and any lag longer than all time
-    clean_until = now_wall_ms - max(config.max_compaction_lag_ms, 0)
-    for index, segment in enumerate(segments[:-1]):
-        if segments[index + 1].base_offset <= first_dirty:
-            continue
-        timestamp = segment.first_timestamp()
-        if 0 <= timestamp < clean_until:
-            return True
-    return False
 
 
 def make_plan(
@@ -375,7 +252,7 @@ class _Writer:
             segment = self.segment
             assert segment is not None
         stored = parse_header(batch)._replace(position=segment.size_bytes)
-        assert stored.size == len(batch) and stored.batch_length + LOG_OVERHEAD == len(batch)
+        assert stored.size == len(batch), "a batch's length field covers its bytes"
         segment.track(stored, index_interval_bytes=config.index_interval_bytes)
         segment.size_bytes += len(batch)
         self._pending.append(batch)
@@ -654,17 +531,18 @@ class CleanPlan:
         payload = records_payload(batch, local)
         kept: list[CleanRecord] = []
         tombstones = False
+        control = header.is_control
         for record in iter_records(payload, header):
             if discard_records:
                 keep = False
-            elif header.is_control:
+            elif control:
                 keep = True
             else:
                 keep = self._keep(record, key_map, horizon, counters)
             if keep:
                 kept.append(record)
                 tombstones = tombstones or not record.has_value
-            elif not record.has_value and not header.is_control:
+            elif not record.has_value and not control:
                 counters.tombstones_removed += 1
         counters.records_retained += len(kept)
         if kept:

@@ -6,8 +6,8 @@ policy, retention, DeleteRecords, the idempotent-producer state of the partition
 its transactions: markers (`append_control`), the last stable offset and the
 aborted-transaction index (log/transactions.py).
 Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`;
-compaction (`clean_plan`, `finish_clean`, `cleaner_progress`) in `cleaner.py` and
-`clean_swap.py`.
+compaction (`clean_plan`, `finish_clean`, `cleaner_progress`) in `cleanable.py`,
+`cleaner.py` and `clean_swap.py`.
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -39,11 +39,12 @@ indexes, a producer-state snapshot and the directory synchronously, on the calle
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
 
-Longer than 600 lines (about 780): every operation that changes a partition's files
-(append, roll, truncate, retention, DeleteRecords, markers, flush, close) moves the
-same offsets and segment list and keeps the one offline/storage-error discipline of
-this class; markers append through the same write path as produced batches.
-Segments, indexes, producer state and transactions have their own modules.
+Longer than 600 lines (about 940): every operation that changes a partition's files
+(append, roll, truncate, retention, DeleteRecords, markers, flush, the cleaner's
+swap, close) moves the same offsets and segment list and keeps the one
+offline/storage-error discipline of this class; markers append through the same
+write path as produced batches. Segments, indexes, producer state, transactions and
+the cleaner have their own modules; this class keeps only their bookkeeping.
 """
 
 from __future__ import annotations
@@ -64,17 +65,14 @@ from shoal.log.clean_swap import (
     swap_group,
     write_cleaner_checkpoint,
 )
-from shoal.log.cleaner import (
+from shoal.log.cleanable import (
     CleanableRange,
-    CleanedGroup,
     CleanerProgress,
-    CleanPlan,
-    CleanResult,
     CleanStats,
     cleanable_range,
-    compaction_overdue,
-    make_plan,
+    compaction_delay_ms,
 )
+from shoal.log.cleaner import CleanedGroup, CleanPlan, CleanResult, make_plan
 from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan, Unflushed
@@ -583,7 +581,11 @@ class PartitionLog:
     ) -> BatchHeader | None:
         position = segment.locate(offset) or 0
         for header in segment.headers(position):
-            if header.next_offset > offset and header.max_timestamp >= timestamp_ms:
+            if (
+                header.next_offset > offset
+                and header.max_timestamp >= timestamp_ms
+                and header.records_count > 0
+            ):
                 return header
         return None
 
@@ -737,18 +739,15 @@ class PartitionLog:
         if found.dirty_bytes == 0 or found.first_uncleanable_offset <= found.first_dirty_offset:
             return None
         try:
-            due = found.dirty_ratio > config.min_cleanable_dirty_ratio or compaction_overdue(
-                self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+            due = (
+                found.dirty_ratio > config.min_cleanable_dirty_ratio
+                or compaction_delay_ms(
+                    self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+                )
+                > 0
             )
             if not due:
                 return None
-            last_records = {
-                entry.producer_id: (
-                    entry.batches[-1].last_offset if entry.batches else None,
-                    entry.epoch,
-                )
-                for entry in self._producers.entries()
-            }
             return make_plan(
                 directory=self._directory,
                 segments=self._segments,
@@ -758,7 +757,7 @@ class PartitionLog:
                 aborted=self.aborted_transactions(
                     self._segments[0].base_offset, found.first_uncleanable_offset
                 ),
-                last_records=last_records,
+                last_records=self._producers.last_records(),
             )
         except OSError as exc:
             raise self._storage_error(exc, "clean plan", fatal=False) from exc

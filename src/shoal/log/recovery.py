@@ -13,7 +13,8 @@ procedure that turns whatever a crash left into a consistent log:
    used if consistent with the `.log` (see `Segment.load_indexes`), else rebuilt from
    batch headers and rewritten.
 3. The active (last) segment is checked batch by batch: length sane and inside the
-   file, magic 2, CRC-32C valid, offsets contiguous. At the first bad or torn batch
+   file, magic 2, CRC-32C valid, offsets contiguous (the cleaner never rewrites the
+   active segment; sealed ones may have gaps). At the first bad or torn batch
    the file is truncated there, with a warning naming the file and position. After a
    clean shutdown (marker present) the CRC pass is skipped when the saved indexes are
    consistent and the tail is complete.
@@ -206,7 +207,10 @@ def _load_sealed(segment: Segment, config: LogConfig) -> None:
 def _load_active(segment: Segment, config: LogConfig, *, clean: bool) -> None:
     if clean and segment.load_indexes():
         return
-    bad = segment.scan(verify_crc=True, index_interval_bytes=config.index_interval_bytes)
+    # the active segment is never cleaned: its offsets must be contiguous
+    bad = segment.scan(
+        verify_crc=True, index_interval_bytes=config.index_interval_bytes, contiguous=True
+    )
     if bad is not None:
         _truncate(segment, bad, "torn or corrupt batch (bad length, magic, CRC or offset)")
 

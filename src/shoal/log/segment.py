@@ -79,6 +79,7 @@ def walk_batches(
     verify_crc: bool = False,
     first_offset: int | None = None,
     exact_first: bool = False,
+    contiguous: bool = False,
     chunk_bytes: int = HEADER_WALK_CHUNK_BYTES,
 ) -> Iterator[BatchHeader]:
     """Headers of the stored batches from byte `start`, positions absolute.
@@ -89,15 +90,16 @@ def walk_batches(
     offset below `first_offset` for the first batch (other than `first_offset` with
     `exact_first`: an index entry names the batch it points at) or below the previous
     batch's next offset. Offsets increase but may leave gaps: the cleaner removes
-    records and keeps the offsets of the others (docs/compaction.md, "Gaps"). The
-    caller compares the end of the last batch it saw with `end` to learn whether the
-    walk went all the way.
+    records and keeps the offsets of the others (docs/compaction.md, "Gaps"); with
+    `contiguous` (a segment the cleaner never rewrote: the active one) a gap stops the
+    walk too. The caller compares the end of the last batch it saw with `end` to
+    learn whether the walk went all the way.
     """
     buffer = b""
     buffer_start = start
     position = start
     expected = first_offset
-    exact = exact_first and first_offset is not None
+    exact = (exact_first or contiguous) and first_offset is not None
     while end - position >= HEADER_SIZE:
         at = position - buffer_start
         if at + HEADER_SIZE > len(buffer):
@@ -126,7 +128,7 @@ def walk_batches(
             if compute_crc(buffer, header) != header.crc:
                 return
         yield header._replace(position=position)
-        exact = False
+        exact = contiguous
         if expected is not None:
             expected = header.next_offset
         position += size
@@ -360,13 +362,15 @@ class Segment:
         return None
 
     def find_timestamp(self, timestamp_ms: int) -> BatchHeader | None:
-        """The first batch with max timestamp >= `timestamp_ms`, if any."""
+        """The first batch with max timestamp >= `timestamp_ms` and a record, if any
+        (a batch the cleaner emptied keeps its max timestamp but holds no record to
+        answer with; Kafka's search passes over it to the next batch)."""
         if self.max_timestamp < timestamp_ms:
             return None
         start = self.time_index.start_offset_for(timestamp_ms)
         position = self.locate(start) or 0
         for header in self.headers(position):
-            if header.max_timestamp >= timestamp_ms:
+            if header.max_timestamp >= timestamp_ms and header.records_count > 0:
                 return header
         return None
 
@@ -380,10 +384,13 @@ class Segment:
         self.time_index = TimeIndex(self.base_offset)
         self._bytes_since_index_entry = 0
 
-    def scan(self, *, verify_crc: bool, index_interval_bytes: int) -> int | None:
+    def scan(
+        self, *, verify_crc: bool, index_interval_bytes: int, contiguous: bool = False
+    ) -> int | None:
         """Rebuild all state from the file's batches. Returns the position of the first
         bad or incomplete batch (the caller truncates there), or None if every byte
-        is a good batch."""
+        is a good batch. With `contiguous`, a batch that does not start at the
+        previous one's next offset (the first: at the base offset) is bad too."""
         self._reset_state()
         end = 0
         chunk = VERIFY_WALK_CHUNK_BYTES if verify_crc else HEADER_WALK_CHUNK_BYTES
@@ -393,6 +400,7 @@ class Segment:
             self.size_bytes,
             verify_crc=verify_crc,
             first_offset=self.base_offset,
+            contiguous=contiguous,
             chunk_bytes=chunk,
         ):
             self.track(header, index_interval_bytes=index_interval_bytes)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shoal.clock import ManualClock
-from shoal.log.cleaner import CleanStats
+from shoal.log.cleanable import CleanStats
 from shoal.log.partition import PartitionLog
 from tests.support.batches import (
     COMPRESSION_NONE,

@@ -381,6 +381,8 @@ def test_a_producers_last_batch_is_kept_and_its_state_survives_a_restart(
     assert [
         (h.base_offset, h.records_count, h.base_sequence, h.last_offset_delta) for h in mine
     ] == [(2, 0, 2, 0)]
+    # a timestamp search passes over the emptied batch to the next one with a record
+    assert log.offset_for_timestamp(clock.wall_ms()) == (6, clock.wall_ms())
     log.close()
     for snapshot in log_dir.glob("*.snapshot"):
         snapshot.unlink()  # recovery must rebuild the state from the cleaned log alone
@@ -619,3 +621,58 @@ def test_a_producers_last_marker_is_emptied_not_removed_and_recovery_skips_it(
     # nothing left in the log names the producer (as in Kafka, whose rebuilt producer
     # state skips an empty control batch)
     assert reopened.producers() == []
+
+
+def test_a_cleaned_segment_never_exceeds_segment_bytes(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    """Setting delete horizons re-encodes timestamp deltas, which grows batches of
+    tombstones: the rewrite starts another segment rather than pass segment.bytes."""
+    config = {"segment_bytes": 1000, "cleanup_policy": COMPACT, "min_cleanable_dirty_ratio": 0.0}
+    log = open_log(**config)
+    for batch_number in range(12):
+        pairs = [(b"key-%02d-%d" % (batch_number, i), None) for i in range(10)]
+        append_batch(log, keyed(clock, *pairs))
+    _roll(log, clock)
+
+    def tombstones(log: PartitionLog) -> list[tuple[int, bytes | None]]:
+        return [(r.offset, r.key) for r in read_all(log) if r.key != b"filler"]
+
+    before = tombstones(log)
+    stats = clean(log, clock)
+    assert stats.segments_written > stats.segments_replaced
+    sizes = [p.stat().st_size for p in sorted(log_dir.glob("*.log"))]
+    assert max(sizes) <= 1000
+    assert tombstones(log) == before
+    log.close()
+    reopened = open_log(**config)
+    assert tombstones(reopened) == before
+
+
+def test_replaced_files_can_be_left_for_the_caller_to_remove(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT)
+    _overwrite(log, clock, 30)
+    plan = log.clean_plan(clock.wall_ms())
+    assert plan is not None
+    stats = log.finish_clean(plan.run(key_map_entries=100), defer_delete=True)
+    paths = log.take_deleted_paths()
+    assert stats.segments_replaced == len([p for p in paths if p.name.endswith(".log.deleted")])
+    assert all(p.exists() for p in paths)
+    assert latest(log) == {b"k0": b"v27", b"k1": b"v28", b"k2": b"v29"}
+
+
+def test_a_result_finished_after_the_log_closed_is_discarded(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT)
+    _overwrite(log, clock, 30)
+    plan = log.clean_plan(clock.wall_ms())
+    assert plan is not None
+    result = plan.run(key_map_entries=100)
+    log.close()
+    assert log.clean_plan(clock.wall_ms()) is None
+    assert log.finish_clean(result).discarded
+    assert not [p for p in log_dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
+    assert len(read_all(open_log(segment_bytes=300, cleanup_policy=COMPACT))) == 30
