@@ -392,9 +392,9 @@ def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
     done = mid_clean = left_files = 0
     began = re.compile(rf"cleaning {re.escape(topic)}-0 \(")
     ended = re.compile(rf"(cleaned|cleaning of|clean of) {re.escape(topic)}-0 ")
+    mark = 0  # where the broker's log of its current run starts
     try:
         while True:
-            mark = len(broker.log_text())
             assert wait_until(
                 lambda mark=mark: began.search(broker.log_text(), mark) is not None,
                 timeout_s=CLEAN_WAIT_S,
@@ -416,6 +416,7 @@ def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
             left_files += bool(left)
             if done >= kills and (left or done >= 5 * kills):
                 break  # the broker stays down: what this kill left is checked below
+            mark = len(broker.log_text())
             broker.start()
     except BaseException:
         stream.stop()
