@@ -73,7 +73,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shoal.clock import Clock
+from shoal.clock import Clock, measure_ns
 from shoal.config import BrokerConfig, effective_topic_config
 from shoal.log.api import LogError
 
@@ -402,7 +402,7 @@ class LogCleaner:
     ) -> None:
         config = self._config()
         entries = key_map_entries(config, threads=max(1, config.get_int("log.cleaner.threads")))
-        started_s = time.monotonic()
+        started_ns = measure_ns()
         log.info("cleaning %s-%d (worker %d): %r", key[0], key[1], worker.index, plan)
 
         def run() -> Any:
@@ -441,7 +441,7 @@ class LogCleaner:
             self._uncleanable(key, f"its clean failed: {error!r}")
             return
         self._record(
-            worker, key, stats, elapsed_s=time.monotonic() - started_s, key_map_entries=entries
+            worker, key, stats, elapsed_s=(measure_ns() - started_ns) / 1e9, key_map_entries=entries
         )
 
     def _record(
