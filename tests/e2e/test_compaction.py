@@ -350,7 +350,7 @@ class KeyedStream:
             )
             sequence += 1
             self.producer.poll(0)
-            if sequence % 200 == 0:
+            if sequence % 20 == 0:  # about 2,000 records (250 kB) a second at most
                 time.sleep(0.01)
 
     def _delivered(self, error: KafkaError | None, message: Message) -> None:
@@ -376,13 +376,13 @@ def cleaning_leftovers(data_dir: Path, topic: str) -> list[str]:
 def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
     """SIGKILL the broker `kills` times while a producer writes, each time once a clean
     of the topic began: alternately a random 0-1 s later (the cleaner throttled to
-    1 MB/s, so the clean is usually still running: the test counts those that were,
+    2 MB/s, so the clean is often still running: the test counts those that were,
     from the broker's log, and wants half of all kills) and as soon as the clean's
     output files are on disk. At least one kill must leave such files (more kills are
     made until one does, within 5x). Then: the next open removes what
     that kill left, and once everything is sealed and cleaned a consumer reads exactly
     the latest acknowledged record of each key, at its offset, once."""
-    throttled = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=1000000")
+    throttled = (*CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second=2000000")
     broker = brokers.start(*throttled)
     topic = topic_name("compact-kill")
     create_topic(broker.bootstrap, topic, config={**COMPACTED, "segment.bytes": "32768"})
@@ -404,7 +404,7 @@ def kill_while_cleaning(brokers: Brokers, *, kills: int, seed: int) -> None:
             else:  # as soon as its output is on disk (its rewrite, or the swap)
                 wait_until(
                     lambda: bool(cleaning_leftovers(broker.data_dir, topic)),
-                    timeout_s=5,
+                    timeout_s=3,
                     interval_s=0.001,
                 )
             broker.kill()
