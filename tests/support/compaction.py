@@ -103,7 +103,12 @@ def compacted_view(records: list[Consumed], below: int) -> dict[bytes, tuple[int
 
 
 def wait_compacted(
-    bootstrap: str, topic: str, below: int, expected: Mapping[bytes, tuple[int, bytes | None]]
+    bootstrap: str,
+    topic: str,
+    below: int,
+    expected: Mapping[bytes, tuple[int, bytes | None]],
+    *,
+    timeout_s: float = CLEAN_WAIT_S,
 ) -> list[Consumed]:
     """Read until the records below `below` are exactly `expected` (one per key, at
     its offset); returns the last read."""
@@ -116,10 +121,10 @@ def wait_compacted(
             expected
         )
 
-    if not wait_until(done, timeout_s=CLEAN_WAIT_S, interval_s=0.5):
+    if not wait_until(done, timeout_s=timeout_s, interval_s=0.5):
         seen = [(r.offset, r.key) for r in last[0] if r.offset < below]
         raise AssertionError(
-            f"not compacted within {CLEAN_WAIT_S} s: {len(seen)} records below {below}, "
+            f"not compacted within {timeout_s} s: {len(seen)} records below {below}, "
             f"want {len(expected)}; first ones {seen[:10]}"
         )
     return last[0]
