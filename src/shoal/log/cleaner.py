@@ -42,6 +42,7 @@ from shoal.log.clean_batch import (
 from shoal.log.clean_swap import CLEANED_SUFFIX
 from shoal.log.cleanable import CleanableRange, CleanStats
 from shoal.log.fileio import pread_exact, pwritev_all, remove_if_exists
+from shoal.log.index import OffsetIndex, TimeIndex
 from shoal.log.key_map import KeyMap
 from shoal.log.segment import Segment
 from shoal.log.settings import LogConfig
@@ -436,6 +437,8 @@ class CleanPlan:
         (Kafka's groupSegmentsBySize: bytes, index entries, relative offsets)."""
         config = self.config
         sources = self.sources
+        # segment.index.bytes bounds both index files in bytes (8 and 12 per entry)
+        time_entries_max = config.index_entries_max * OffsetIndex.ENTRY_SIZE // TimeIndex.ENTRY_SIZE
         groups: list[list[int]] = []
         index = 0
         while index < count:
@@ -454,7 +457,7 @@ class CleanPlan:
                 if (
                     size + self._sizes[index] > config.segment_bytes
                     or entries + len(segment.index) > config.index_entries_max
-                    or time_entries + len(segment.time_index) > config.index_entries_max
+                    or time_entries + len(segment.time_index) > time_entries_max
                     or (
                         self._sizes[index] > 0
                         and last - sources[group[0]].base_offset > _RELATIVE_OFFSET_MAX

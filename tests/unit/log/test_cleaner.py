@@ -676,3 +676,22 @@ def test_a_result_finished_after_the_log_closed_is_discarded(
     assert log.finish_clean(result).discarded
     assert not [p for p in log_dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
     assert len(read_all(open_log(segment_bytes=300, cleanup_policy=COMPACT))) == 30
+
+
+def test_small_cleaned_segments_are_rewritten_together(
+    open_log: LogOpener, clock: ManualClock, log_dir: Path
+) -> None:
+    """Kafka's groupSegmentsBySize: consecutive segments whose sizes add up to at most
+    segment.bytes become one segment, named after the first."""
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT, min_cleanable_dirty_ratio=0.0)
+    _overwrite(log, clock, 30)
+    clean(log, clock)  # seven segments, six of them empty now
+    before = log.segment_base_offsets()
+    put(log, clock, (b"k0", b"newest"))
+    _roll(log, clock)
+    stats = clean(log, clock)
+    after = log.segment_base_offsets()
+    assert stats.segments_replaced > stats.segments_written
+    assert after[0] == before[0] and len(after) < len(before)
+    assert max(p.stat().st_size for p in log_dir.glob("*.log")) <= 300
+    assert latest(log)[b"k0"] == b"newest"
