@@ -68,7 +68,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -101,24 +101,68 @@ class CleanerStopped(OSError):
     result with this error, which `finish_clean` discards)."""
 
 
+class CleanStatsView(Protocol):
+    """What the cleaner reads of a finished clean (log/cleaner.py `CleanStats`)."""
+
+    @property
+    def first_dirty_offset(self) -> int: ...
+    @property
+    def end_offset(self) -> int: ...
+    @property
+    def bytes_read(self) -> int: ...
+    @property
+    def bytes_written(self) -> int: ...
+    @property
+    def keys_mapped(self) -> int: ...
+    @property
+    def discarded(self) -> str | None: ...
+
+
+class ProgressView(Protocol):
+    """What the cleaner and its metrics read of a log's backlog (`CleanerProgress`)."""
+
+    @property
+    def dirty_bytes(self) -> int: ...
+    @property
+    def dirty_ratio(self) -> float: ...
+
+
+class PlanView(Protocol):
+    """A clean made on the loop, run in a worker (log/cleaner.py `CleanPlan`)."""
+
+    def run(self, *, key_map_entries: int, throttle: Callable[[int], None] | None) -> Any: ...
+
+    def discard(self) -> None: ...
+
+
 class CleanableLog(Protocol):
-    """What the cleaner asks of a partition log (log/partition.py, log/clean.py)."""
+    """What the cleaner asks of a partition log (log/partition.py): the result a plan's
+    `run` returns goes back, unread, to `finish_clean`."""
 
-    def clean_plan(self, now_wall_ms: int) -> Any: ...
+    def clean_plan(self, now_wall_ms: int) -> PlanView | None: ...
 
-    def finish_clean(self, result: Any) -> Any: ...
+    def finish_clean(self, result: Any) -> CleanStatsView: ...
 
-    def cleaner_progress(self) -> Any: ...
+    def cleaner_progress(self) -> ProgressView: ...
 
     def compaction_delay_ms(self, now_wall_ms: int) -> int: ...
+
+
+class TopicView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def configs(self) -> dict[str, Any]: ...
 
 
 class LogSource(Protocol):
     """The logs to clean: `LogManager`'s queries."""
 
-    def topics(self) -> list[Any]: ...
+    def topics(self) -> Sequence[TopicView]: ...
 
-    def partition(self, topic: str, index: int) -> Any: ...
+    def partition(self, topic: str, index: int) -> CleanableLog | None: ...
 
 
 class Throttler:
@@ -249,7 +293,7 @@ class CleanerState:
 @dataclass(slots=True)
 class _Candidate:
     key: PartitionKey
-    log: Any
+    log: CleanableLog
     overdue_ms: int
     dirty_ratio: float
 
@@ -398,7 +442,7 @@ class LogCleaner:
             task.cancel()
 
     async def _clean(
-        self, worker: _Worker, key: PartitionKey, partition_log: Any, plan: Any
+        self, worker: _Worker, key: PartitionKey, partition_log: CleanableLog, plan: PlanView
     ) -> None:
         config = self._config()
         entries = key_map_entries(config, threads=max(1, config.get_int("log.cleaner.threads")))
@@ -428,7 +472,7 @@ class LogCleaner:
             log.info("cleaning of %s-%d discarded: the partition was deleted meanwhile", *key)
             _discard(plan)
             return
-        error = getattr(result, "error", None)
+        error = getattr(result, "error", None)  # CleanResult.error: the run's failure
         try:  # swaps the result in, or discards it (stopped, failed, stale)
             stats = partition_log.finish_clean(result)
         except LogError as exc:
@@ -448,18 +492,16 @@ class LogCleaner:
         self,
         worker: _Worker,
         key: PartitionKey,
-        stats: Any,
+        stats: CleanStatsView,
         *,
         elapsed_s: float,
         key_map_entries: int,
     ) -> None:
-        discarded = getattr(stats, "discarded", None)
-        if stats is None or discarded is not None:  # the log set a stale result aside
-            log.info("cleaning of %s-%d not swapped in: %s", key[0], key[1], discarded)
+        if stats.discarded is not None:  # the log set a stale result aside
+            log.info("cleaning of %s-%d not swapped in: %s", key[0], key[1], stats.discarded)
             return
-        bytes_read = int(stats.bytes_read)
-        end_offset = getattr(stats, "end_offset", None)
-        if end_offset is not None and end_offset <= stats.first_dirty_offset:
+        bytes_read = stats.bytes_read
+        if stats.end_offset <= stats.first_dirty_offset:
             backoff_ms = self._config().get_int("log.cleaner.backoff.ms")
             self._stalled[key] = self._clock.monotonic_ms() + backoff_ms
             log.warning(
@@ -473,9 +515,9 @@ class LogCleaner:
             )
         self.state.last_cleans[worker.index] = LastClean(
             bytes_read=bytes_read,
-            bytes_written=int(stats.bytes_written),
+            bytes_written=stats.bytes_written,
             elapsed_s=elapsed_s,
-            buffer_utilization=int(getattr(stats, "keys_mapped", 0)) / key_map_entries,
+            buffer_utilization=stats.keys_mapped / key_map_entries,
         )
         self.state.cleaned_bytes[key] = self.state.cleaned_bytes.get(key, 0) + bytes_read
         self.state.cleans[key] = self.state.cleans.get(key, 0) + 1
@@ -485,7 +527,7 @@ class LogCleaner:
             key[1],
             elapsed_s,
             bytes_read,
-            int(stats.bytes_written),
+            stats.bytes_written,
         )
 
     def _uncleanable(self, key: PartitionKey, reason: str) -> None:
@@ -500,7 +542,7 @@ class LogCleaner:
 
     # ---- choosing the partition (on the loop)
 
-    def grab(self) -> tuple[PartitionKey, Any, Any] | None:
+    def grab(self) -> tuple[PartitionKey, CleanableLog, PlanView] | None:
         """The filthiest cleanable partition and its plan, marked in progress; None
         when nothing is cleanable now. Updates the state the metrics read."""
         now_wall_ms = self._clock.wall_ms()
@@ -520,7 +562,7 @@ class LogCleaner:
                 return candidate.key, candidate.log, plan
         return None
 
-    def compacted_partitions(self) -> Iterator[tuple[PartitionKey, Any]]:
+    def compacted_partitions(self) -> Iterator[tuple[PartitionKey, CleanableLog]]:
         """Every partition whose topic's cleanup.policy holds compact, with its log."""
         config = self._config()
         for info in self._logs.topics():
@@ -548,12 +590,10 @@ class LogCleaner:
                 key,
                 partition_log,
                 overdue_ms=partition_log.compaction_delay_ms(self._clock.wall_ms()),
-                dirty_ratio=float(progress.dirty_ratio),
+                dirty_ratio=progress.dirty_ratio,
             )
 
 
-def _discard(plan: Any) -> None:
+def _discard(plan: PlanView) -> None:
     """Let go of a plan whose result will not be finished (its descriptors)."""
-    discard = getattr(plan, "discard", None)
-    if discard is not None:
-        discard()
+    plan.discard()

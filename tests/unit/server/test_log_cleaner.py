@@ -59,6 +59,10 @@ class Plan:
         self.log = log
         self.thread_name: str | None = None
         self.entries: int | None = None
+        self.discarded = False
+
+    def discard(self) -> None:
+        self.discarded = True
 
     def run(self, *, key_map_entries: int, throttle: Callable[[int], None] | None) -> str:
         self.thread_name = threading.current_thread().name
