@@ -8,6 +8,10 @@
 - Changes: the same alteration made by each tool on an entity of its own prints the
   same line, and Kafka's tool then describes both entities alike (names aside);
   shared entities (broker defaults) are changed by one tool and read by the other.
+
+About 80 runs of Kafka's tool (a JVM each): 4 minutes on a loaded machine, so the
+module is `slow` (`scripts/test -m slow`); test_cli_on_kafka.py keeps a few of its
+reads in the default suite.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from tests.support import kafka_reference
 from tests.support.cli import shoal
 from tests.support.clients import create_topic
 
+pytestmark = pytest.mark.slow
 _JVM_NOISE = ("WARNING: Using incubator modules",)
 
 
@@ -92,7 +97,7 @@ def state(request: pytest.FixtureRequest) -> State:
             "--add-config",
             "producer_byte_rate=1024",
         ),
-        ("--alter", "--user-defaults", "--add-config", "consumer_byte_rate=5"),
+        ("--alter", "--user-defaults", "--add-config", "consumer_byte_rate=500000000"),
         ("--alter", "--ip", "127.0.0.2", "--add-config", "connection_creation_rate=10"),
         ("--alter", "--user", made.user, "--add-config", "SCRAM-SHA-256=[password=pw]"),
         (

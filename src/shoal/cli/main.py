@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     from shoal.cli import (
         acls,
         configs,
+        console_consumer,
+        console_producer,
         console_share_consumer,
         consumer_groups,
         serve,
@@ -32,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(commands)
     console_share_consumer.add_parser(commands)
+    console_producer.add_parser(commands)
+    console_consumer.add_parser(commands)
     topics.add_parser(commands)
     share_groups.add_parser(commands)
     consumer_groups.add_parser(commands)
