@@ -150,8 +150,9 @@ class LineReader:
 
     def _headers(self, text: str) -> list[tuple[str, bytes | None]]:
         parts = re.split(self.headers_separator, text)
-        while parts and parts[-1] == "":  # Java's split drops trailing empty strings
-            parts.pop()
+        if len(parts) > 1:  # Java's split drops trailing empty strings when it split
+            while parts and parts[-1] == "":
+                parts.pop()
         out: list[tuple[str, bytes | None]] = []
         for pair in parts:
             index = pair.find(self.headers_key_separator)
