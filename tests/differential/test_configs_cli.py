@@ -280,3 +280,25 @@ def test_broker_defaults_changed_by_one_tool_read_by_the_other(state: State) -> 
         )
     )
     assert key not in _ok(by_shoal(b, "--describe", "--broker-defaults")).stdout
+
+
+def test_a_broker_logger_set_by_one_tool_and_reset_by_the_other(state: State) -> None:
+    b = state.bootstrap
+    listed = _ok(by_kafka(b, "--describe", "--broker-logger", "1")).stdout
+    assert _ok(by_shoal(b, "--describe", "--broker-logger", "1")).stdout == listed
+    logger, level = listed.splitlines()[1].split()[0].split("=")
+    other = "DEBUG" if level != "DEBUG" else "TRACE"
+    _ok(by_shoal(b, "--alter", "--broker-logger", "1", "--add-config", f"{logger}={other}"))
+    assert f"  {logger}={other} " in _ok(by_kafka(b, "--describe", "--broker-logger", "1")).stdout
+    _ok(by_kafka(b, "--alter", "--broker-logger", "1", "--delete-config", logger))
+    assert f"  {logger}={other} " not in by_shoal(b, "--describe", "--broker-logger", "1").stdout
+    bad = ("--alter", "--broker-logger", "1", "--add-config", "no.such.logger=DEBUG")
+    mine, theirs = by_shoal(b, *bad), by_kafka(b, *bad)
+    assert (
+        (mine.status, mine.messages[:1])
+        == (theirs.status, theirs.messages[:1])
+        == (
+            1,
+            ("Invalid broker logger(s): no.such.logger",),
+        )
+    )

@@ -55,7 +55,7 @@ def consume(broker: BrokerProcess, topic: str, *extra: str) -> subprocess.Comple
 def test_keys_headers_and_nulls_round_trip(broker: BrokerProcess) -> None:
     topic = topic_name("console-rt")
     create_topic(broker.bootstrap, topic, partitions=1)
-    lines = "a:1,b:2|k1|v1\nNONE|NONE|NONE\n|k3|välue\n".encode()
+    lines = "a:1,b:2|k1|v1\nNONE|NONE|NONE\nc:|k3|välue\n".encode()
     reader = ("parse.key=true", "parse.headers=true", "key.separator=|")
     reader += ("headers.delimiter=|", "null.marker=NONE")
     produce(broker, topic, lines, *(a for p in reader for a in ("--reader-property", p)))
@@ -75,7 +75,7 @@ def test_keys_headers_and_nulls_round_trip(broker: BrokerProcess) -> None:
     assert (
         done.stdout
         == (
-            "Offset:0\ta:1,b:2\tk1\tv1\nOffset:1\tNO_HEADERS\tnull\tnull\nOffset:2\tNO_HEADERS\tk3\tvälue\n"
+            "Offset:0\ta:1,b:2\tk1\tv1\nOffset:1\tNO_HEADERS\tnull\tnull\nOffset:2\tc:\tk3\tvälue\n"
         ).encode()
     )
     assert done.stderr.strip().endswith(b"Processed a total of 3 messages")
