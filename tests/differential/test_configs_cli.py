@@ -73,8 +73,9 @@ def _ok(outcome: Outcome) -> Outcome:
 @pytest.fixture(scope="module", params=["kafka", "shoal"])
 def state(request: pytest.FixtureRequest) -> State:
     """On the param's broker, made with Shoal's tool: a topic with two configs, a group
-    config, client quotas (three values), a user's client quota, a default user
-    quota, an ip quota and a SCRAM user with two mechanisms."""
+    config, client quotas (three values; two more clients), a user's client quota, a
+    default user quota, another user's quota, an ip quota and a SCRAM user with two
+    mechanisms."""
     b = request.getfixturevalue(request.param).bootstrap
     made = State(b, unique("cfg-cli"), unique("cfg-cli-g"), unique("cfg-user"), unique("cfg-app"))
     create_topic(b, made.topic, partitions=1, config={"retention.ms": "86400000"})
@@ -99,6 +100,10 @@ def state(request: pytest.FixtureRequest) -> State:
         ),
         ("--alter", "--user-defaults", "--add-config", "consumer_byte_rate=500000000"),
         ("--alter", "--ip", "127.0.0.2", "--add-config", "connection_creation_rate=10"),
+        # second entities: their order is that of Kafka's Admin client's HashMap
+        ("--alter", "--client", f"{made.client}-b", "--add-config", "producer_byte_rate=2048"),
+        ("--alter", "--client", f"{made.client}-c", "--add-config", "consumer_byte_rate=1e9"),
+        ("--alter", "--user", f"{made.user}-b", "--add-config", "request_percentage=25"),
         ("--alter", "--user", made.user, "--add-config", "SCRAM-SHA-256=[password=pw]"),
         (
             "--alter",
