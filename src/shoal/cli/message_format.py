@@ -4,9 +4,9 @@ Fields in a fixed order, each but the last followed by `key.separator`:
 timestamp (`CreateTime:1700000000000`, `LogAppendTime:...` or `NO_TIMESTAMP`),
 `Partition:N`, `Offset:N`, `Delivery:N` (share consumers; `NOT_PRESENT` when the
 record has none), `Epoch:N` (its leader epoch, `NOT_PRESENT` when unknown), the
-headers (`k1:v1,k2:v2`, `NO_HEADERS` when none), the key, the value, and after the
-value `line.separator`. As in Kafka, only the value ends the line: with
-`print.value=false` no separator is written at all. A null key, value or header
+headers (`k1:v1,k2:v2`, `NO_HEADERS` when none), the key, the value; the last field
+printed is followed by `line.separator` instead (Kafka 4.2's writeSeparator), so
+nothing at all is printed with every field off. A null key, value or header
 value prints `null.literal`. Keys, values and header values are written as their
 bytes (Kafka's default, no deserializer), so the output is bytes.
 
@@ -92,8 +92,8 @@ class MessageFormatter:
             fields.append(self._bytes_or_null(message.key()))
         if self.print_value:
             fields.append(self._bytes_or_null(message.value()))
-        text = self.key_separator.join(fields)
-        return text + self.line_separator if self.print_value else text
+        # each field is followed by the key separator, the last by the line separator
+        return self.key_separator.join(fields) + self.line_separator if fields else b""
 
     def _bytes_or_null(self, data: bytes | str | None) -> bytes:
         return self.null_literal if data is None else _bytes(data)

@@ -109,9 +109,10 @@ def test_fields_in_kafkas_order() -> None:
     )
 
 
-def test_only_the_value_ends_a_line_and_separators_are_taken_as_typed() -> None:
-    keys_only = formatter_from({"print.key": "true", "print.value": "false"})
-    assert keys_only.format(FakeMessage()) == b"k"
+def test_the_last_field_ends_the_line_and_separators_are_taken_as_typed() -> None:
+    keys_only = formatter_from({"print.key": "true", "print.value": "false", "line.separator": "X"})
+    assert keys_only.format(FakeMessage()) == b"kX"  # Kafka 4.2's output
+    assert formatter_from({"print.value": "false"}).format(FakeMessage()) == b""
     typed = formatter_from({"print.key": "yes", "key.separator": "\\t", "null.literal": "-"})
     assert typed.format(FakeMessage(key_=None)) == b"v\n"  # "yes" is not "true"
     typed.print_key = True
