@@ -179,3 +179,58 @@ def test_a_line_without_its_key_separator_stops_both_producers(bootstrap: str) -
     message = b"No key separator found on line number 2: 'novalue'"
     assert message in theirs.stderr and message in mine.stderr
     assert mine.returncode == theirs.returncode == 1
+
+
+def test_the_share_consumers_print_alike(bootstrap: str) -> None:
+    """`shoal console-share-consumer` and kafka-console-share-consumer.sh, each in a
+    share group of its own reading from the earliest record, print the same lines
+    (one partition: offset order; every record's first delivery)."""
+    topic = unique("console-share")
+    create_topic(bootstrap, topic, partitions=1)
+    lines = "".join(f"k{i}|v{i}\n" for i in range(4)).encode()
+    reader = ("--reader-property", "parse.key=true", "--reader-property", "key.separator=|")
+    sent = shoal_tool(
+        "console-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        *reader,
+        stdin=lines,
+    )
+    assert sent.returncode == 0, sent.stderr
+    fields = ("print.key", "print.offset", "print.partition", "print.delivery")
+    read = [a for f in fields for a in ("--formatter-property", f"{f}=true")]
+    prints = []
+    for by in (shoal_tool, kafka_tool):
+        group = unique("console-share-g")
+        earliest = shoal_tool(
+            "configs",
+            "--bootstrap-server",
+            bootstrap,
+            "--alter",
+            "--group",
+            group,
+            "--add-config",
+            "share.auto.offset.reset=earliest",
+        )
+        assert earliest.returncode == 0, earliest.stderr
+        name = "console-share-consumer" if by is shoal_tool else "kafka-console-share-consumer"
+        done = by(
+            name,
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--max-messages",
+            "4",
+            "--timeout-ms",
+            TIMEOUT_MS,
+            *read,
+        )
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        prints.append(done.stdout)
+    assert prints[0] == prints[1]
+    assert prints[1].splitlines()[0] == b"Partition:0\tOffset:0\tDelivery:1\tk0\tv0"

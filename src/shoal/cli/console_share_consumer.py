@@ -79,7 +79,9 @@ def add_parser(commands: Any) -> None:
         "--timeout-ms", type=int, default=None, help="exit after this long without a record"
     )
     parser.add_argument(
+        "--formatter-property",
         "--property",
+        dest="property",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -90,7 +92,9 @@ def add_parser(commands: Any) -> None:
         "--print-delivery-count", action="store_true", help="same as print.delivery=true"
     )
     parser.add_argument(
+        "--command-property",
         "--consumer-property",
+        dest="consumer_property",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -98,6 +102,8 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--command-config",
+        "--consumer-config",
+        dest="command_config",
         metavar="FILE",
         help="client properties (security.protocol, ssl.*, sasl.*: Java or librdkafka names)",
     )
