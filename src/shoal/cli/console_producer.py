@@ -46,6 +46,10 @@ from shoal.cli.versions import add_version_option
 
 PROG = "shoal console-producer"
 COMPRESSION_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+FLUSH_WAIT_S_MIN = 30.0
+"""At the end of input, how long at least to wait for outstanding acknowledgements
+(four request timeouts if that is longer); records still unacknowledged then are
+reported and the exit status is 1."""
 
 
 class LineError(Exception):
@@ -300,7 +304,7 @@ def run(args: argparse.Namespace, *, stdin: IO[bytes] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         status = 1
     finally:
-        left = producer.flush(max(30.0, args.request_timeout_ms / 1000 * 4))
+        left = producer.flush(max(FLUSH_WAIT_S_MIN, args.request_timeout_ms / 1000 * 4))
         if left:
             print(f"{PROG}: {left} records were not acknowledged", file=sys.stderr)
             status = 1
