@@ -17,6 +17,7 @@ reads in the default suite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -209,6 +210,7 @@ CHANGES = [
             ("--alter", "--topic", "{e}", "--add-config", "retention.ms=1000,segment.ms=3600000"),
             ("--alter", "--topic", "{e}", "--add-config", "cleanup.policy=[compact,delete]"),
             ("--alter", "--topic", "{e}", "--delete-config", "segment.ms"),
+            ("--alter", "--topic", "{e}", "--add-config-file", "{file}"),
         ],
         ("--describe", "--topic", "{e}"),
         id="topic",
@@ -252,16 +254,22 @@ CHANGES = [
 
 @pytest.mark.parametrize(("kind", "steps", "describe"), CHANGES)
 def test_changes_by_each_tool_describe_alike(
-    state: State, kind: str, steps: list[tuple[str, ...]], describe: tuple[str, ...]
+    state: State,
+    kind: str,
+    steps: list[tuple[str, ...]],
+    describe: tuple[str, ...],
+    tmp_path: Path,
 ) -> None:
     b = state.bootstrap
+    file = tmp_path / "add.properties"
+    file.write_text("# --add-config-file\nmax.message.bytes = 2000\nmin.insync.replicas=1\n")
     mine, theirs = unique(f"cfg-mine-{kind}"), unique(f"cfg-theirs-{kind}")
     if kind == "topic":
         create_topic(b, mine, partitions=1)
         create_topic(b, theirs, partitions=1)
     for step in steps:
-        done_mine = by_shoal(b, *(a.format(e=mine) for a in step))
-        done_theirs = by_kafka(b, *(a.format(e=theirs) for a in step))
+        done_mine = by_shoal(b, *(a.format(e=mine, file=file) for a in step))
+        done_theirs = by_kafka(b, *(a.format(e=theirs, file=file) for a in step))
         assert done_mine.status == done_theirs.status == 0, (done_mine, done_theirs)
         assert done_mine.stdout.replace(mine, "E") == done_theirs.stdout.replace(theirs, "E")
     described = [
