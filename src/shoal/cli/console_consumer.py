@@ -41,9 +41,9 @@ from typing import IO, Any
 
 from shoal.cli.console_share_consumer import (
     ClientMissing,
-    _list_topics,
     command_config_properties,
     import_client,
+    list_topics,
 )
 from shoal.cli.kafka_options import ToolFailed, parse_properties
 from shoal.cli.message_format import (
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    topics = _list_topics(ck, args.bootstrap_server, args.connect_timeout_ms / 1000, settings)
+    topics = list_topics(ck, args.bootstrap_server, args.connect_timeout_ms / 1000, settings)
     if isinstance(topics, str):
         print(
             f"{PROG}: cannot reach the broker at {args.bootstrap_server}: {topics}", file=sys.stderr

@@ -212,7 +212,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
         return 1
 
     try:
-        topics = _list_topics(
+        topics = list_topics(
             ck, args.bootstrap_server, args.connect_timeout_ms / 1000, consumer_properties
         )
     except KeyboardInterrupt:
@@ -297,7 +297,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     return status
 
 
-def _list_topics(
+def list_topics(
     ck: Any, bootstrap: str, timeout_s: float, properties: dict[str, str]
 ) -> set[str] | str:
     """The cluster's topic names if a Metadata request is answered within
