@@ -93,11 +93,6 @@ def test_a_key_map_smaller_than_the_keys_cleans_in_several_passes(brokers: Broke
     assert cleans >= 60 // 9, f"{cleans} cleans for 60 keys in a 9-key map"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="log/cleaner.py maps a batch's keys whole: a batch with more distinct keys "
-    "than the key map holds is never cleaned (Kafka maps it partly, record by record)",
-)
 def test_a_batch_with_more_keys_than_the_key_map_is_still_cleaned(brokers: Brokers) -> None:
     dedupe = f"log.cleaner.dedupe.buffer.size={KEY_MAP_ENTRY_BYTES * 10}"
     broker = brokers.start(*CLEANER_OVERRIDES, dedupe)
