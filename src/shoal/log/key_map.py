@@ -7,10 +7,10 @@ whatever the key's length. Two keys with the same digest count as one key; the
 chance is negligible (2^-64 at a few billion keys) and Kafka accepts the same.
 
 The bound is in entries. `ENTRY_BYTES` (a 16-byte digest and an 8-byte offset, 24
-bytes, Kafka's figure) is what one entry is accounted at: the broker's cleaner
-service passes `log.cleaner.dedupe.buffer.size // ENTRY_BYTES` (times its load
-factor) as `max_entries`. The Python dict spends more than that per entry; the
-bound keeps it proportional to the configured buffer.
+bytes) is Kafka's packed figure; the Python dict spends several times that per entry,
+so the broker's cleaner service counts an entry at what it really costs
+(`server/log_cleaner.KEY_MAP_ENTRY_BYTES`) when it turns `log.cleaner.dedupe.buffer.size`
+into `max_entries`: the buffer bounds the memory it names.
 
 Invariant: `len(map) <= max_entries`, except for the first batch a clean maps:
 `put` of a new key into a full map refuses (returns False) and changes nothing, so
