@@ -18,6 +18,10 @@ run the same clients against both. This module is test support, never part of Sh
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
   the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
+- `compile_java()` compiles test programs against the reference's jars into a cache
+  directory keyed by a hash of their source; `JavaSession` keeps one JVM running Kafka's
+  tools and those programs one after another (tests/support/java/ToolRunner.java), so a
+  test module pays for one JVM start rather than one per tool run.
 - `python -m tests.support.kafka_reference serve` starts one for a person
   (`scripts/kafka-reference`).
 """
@@ -71,6 +75,9 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
 }
 """Kafka's scripts by name, and the main class each runs."""
 
@@ -210,6 +217,120 @@ def run_tool(
         input=input_text,
         check=False,
     )
+
+
+_TOOL_RUNNER = Path(__file__).resolve().parent / "java" / "ToolRunner.java"
+_RESULT = re.compile(rb"@@RESULT (-?\d+) (\d+) (\d+)\n")
+
+
+def compile_java(*sources: Path) -> Path:
+    """A directory of `sources` compiled against the reference's jars: under the cache,
+    named by a hash of the sources (and the pom), compiled once; a file lock keeps two
+    test workers from compiling the same sources at once."""
+    digest = hashlib.sha256(_POM.read_bytes())
+    for source in sorted(sources):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    root = cache_dir() / "classes"
+    done = root / digest.hexdigest()[:16]
+    if done.is_dir():
+        return done
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "compile.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_dir():
+            return done
+        staging = Path(tempfile.mkdtemp(prefix="javac-", dir=root))
+        compiled = subprocess.run(
+            ["javac", "-cp", classpath(), "-d", str(staging), *map(str, sources)],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            check=False,
+        )
+        if compiled.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RuntimeError(f"javac failed:\n{compiled.stdout}{compiled.stderr}")
+        staging.rename(done)
+    return done
+
+
+class JavaSession:
+    """One JVM on the reference's classpath (plus the Java source files `programs`,
+    compiled together by `compile_java`) that runs main classes one at a time:
+    `run(main_class, *args)`, or `tool(name, *args)` for a script of `TOOLS`. Each
+    answer is what that run printed and its exit status, as `run_tool` would return
+    it. Its log4j output (WARN and above) goes to `log_path`. Arguments may not hold
+    tabs or newlines; a run's stdin is not the tool's (use `run_tool` for tools that
+    read it). A tool that calls System.exit itself ends the session (argparse4j does on
+    arguments it cannot parse, as kafka-cluster's); the next run then raises."""
+
+    def __init__(self, log_path: Path, *programs: Path, heap: str = "-Xmx384m") -> None:
+        paths = [str(compile_java(_TOOL_RUNNER, *programs)), classpath()]
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 -- closed by close()
+        self.process = subprocess.Popen(
+            [
+                "java",
+                heap,
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={_log_config('WARN')}",
+                "-cp",
+                os.pathsep.join(paths),
+                "ToolRunner",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        self._lock = threading.Lock()
+
+    def tool(
+        self, name: str, *args: str, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run(TOOLS[name], *args, timeout_s=timeout_s)
+
+    def run(
+        self, main_class: str, *args: str, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        line = "\t".join((main_class, *args))
+        assert "\n" not in line and line.count("\t") == len(args), args
+        with self._lock:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(line.encode() + b"\n")
+            self.process.stdin.flush()
+            timer = threading.Timer(timeout_s, self.process.kill)
+            timer.start()
+            try:
+                header = self.process.stdout.readline()
+                match = _RESULT.fullmatch(header)
+                if match is None:
+                    raise RuntimeError(
+                        f"{main_class} {args}: no answer ({header!r}); JVM log:\n"
+                        + self.log_path.read_text(errors="replace")[-8000:]
+                    )
+                status, out_len, err_len = (int(g) for g in match.groups())
+                out = self.process.stdout.read(out_len)
+                err = self.process.stdout.read(err_len)
+            finally:
+                timer.cancel()
+        return subprocess.CompletedProcess(
+            [main_class, *args],
+            status,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+        )
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
 
 
 def free_port() -> int:

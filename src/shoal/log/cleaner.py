@@ -396,7 +396,9 @@ class CleanPlan:
     ) -> KeyMap:
         """Kafka's buildOffsetMap: every keyed record at or after the first dirty
         offset, aborted transactions left out; stops before the first batch whose keys
-        do not all fit, the mapped range then ending at the batch before it."""
+        do not all fit, the mapped range then ending at the batch before it. The first
+        batch of the range is mapped whole even past the bound (key_map.py), so every
+        clean makes progress, however many keys one batch holds."""
         start = self.first_dirty_offset
         end = self.first_uncleanable_offset
         tracker = _TxnTracker(self._aborted)
@@ -417,12 +419,13 @@ class CleanPlan:
                     tracker.on_control(header, marker and marker[0], empty=empty)
                 elif not tracker.on_data(header):
                     payload = records_payload(batch, header._replace(position=0))
+                    first = key_map.latest_offset < start  # no batch of the range mapped yet
                     for record in iter_records(payload, header):
                         key = record.key
                         if (
                             key is not None
                             and record.offset >= start
-                            and not key_map.put(key, record.offset)
+                            and not key_map.put(key, record.offset, overflow=first)
                         ):
                             return key_map  # full: the mapped range ends before this batch
                 if header.last_offset >= start:

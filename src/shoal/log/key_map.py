@@ -7,14 +7,17 @@ whatever the key's length. Two keys with the same digest count as one key; the
 chance is negligible (2^-64 at a few billion keys) and Kafka accepts the same.
 
 The bound is in entries. `ENTRY_BYTES` (a 16-byte digest and an 8-byte offset, 24
-bytes, Kafka's figure) is what one entry is accounted at: the broker's cleaner
-service passes `log.cleaner.dedupe.buffer.size // ENTRY_BYTES` (times its load
-factor) as `max_entries`. The Python dict spends more than that per entry; the
-bound keeps it proportional to the configured buffer.
+bytes) is Kafka's packed figure; the Python dict spends several times that per entry,
+so the broker's cleaner service counts an entry at what it really costs
+(`server/log_cleaner.KEY_MAP_ENTRY_BYTES`) when it turns `log.cleaner.dedupe.buffer.size`
+into `max_entries`: the buffer bounds the memory it names.
 
-Invariant: `len(map) <= max_entries`; `put` of a new key into a full map refuses
-(returns False) and changes nothing, so the caller ends the mapped range before the
-record that did not fit.
+Invariant: `len(map) <= max_entries`, except for the first batch a clean maps:
+`put` of a new key into a full map refuses (returns False) and changes nothing, so
+the caller ends the mapped range before the batch that did not fit; but a batch
+with more distinct keys than the whole map would then never be cleaned, so the
+cleaner maps the first batch of its dirty range whole (`overflow=True`), exceeding
+the bound by at most one batch's keys (docs/compaction.md, "The key map").
 """
 
 from __future__ import annotations
@@ -51,12 +54,12 @@ class KeyMap:
     def full(self) -> bool:
         return len(self._offsets) >= self.max_entries
 
-    def put(self, key: bytes, offset: int) -> bool:
+    def put(self, key: bytes, offset: int, *, overflow: bool = False) -> bool:
         """Remember `offset` as the latest for `key`; False (nothing changed) if the
-        key is new and the map is full."""
+        key is new and the map is full, unless `overflow` (the first batch mapped)."""
         digest = key_digest(key)
         offsets = self._offsets
-        if digest not in offsets and len(offsets) >= self.max_entries:
+        if digest not in offsets and len(offsets) >= self.max_entries and not overflow:
             return False
         offsets[digest] = offset
         return True

@@ -828,6 +828,25 @@ class PartitionLog:
             last_clean=self._last_clean,
         )
 
+    def compaction_delay_ms(self, now_wall_ms: int) -> int:
+        """How far past max.compaction.lag.ms the earliest first batch of the dirty
+        sealed segments is (Kafka's LogCleanerManager.maxCompactionDelay), 0 when none
+        is overdue or the log is not compacted: the cleaner service takes overdue
+        logs first and reports the largest delay (max-compaction-delay-secs)."""
+        config = self.settings
+        if self._closed or not config.compact_policy or config.max_compaction_lag_ms >= now_wall_ms:
+            return 0
+        first_dirty = self._cleanable(now_wall_ms).first_dirty_offset
+        clean_until = now_wall_ms - max(config.max_compaction_lag_ms, 0)
+        earliest: int | None = None
+        for index, segment in enumerate(self._segments[:-1]):
+            if self._segments[index + 1].base_offset <= first_dirty:
+                continue
+            timestamp = segment.first_timestamp()
+            if timestamp > 0 and (earliest is None or timestamp < earliest):
+                earliest = timestamp
+        return 0 if earliest is None or earliest >= clean_until else clean_until - earliest
+
     # -- durability
 
     def flush(self) -> None:

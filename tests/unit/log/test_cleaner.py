@@ -422,6 +422,33 @@ def test_a_full_key_map_ends_the_cleaned_range_early(
     assert sorted(kept) == sorted((b"k%d" % k, b"r2") for k in range(6))
 
 
+def test_a_batch_with_more_keys_than_the_key_map_is_cleaned_one_batch_a_clean(
+    open_log: LogOpener, clock: ManualClock
+) -> None:
+    """The first batch of the dirty range is mapped whole past the bound, so a clean
+    always makes progress: batches of six new keys each, with room for two keys,
+    end as the latest values after a clean per batch."""
+    log = open_log(segment_bytes=300, cleanup_policy=COMPACT, min_cleanable_dirty_ratio=0.0)
+    for round_, keys in enumerate((range(6), range(6, 12), range(6))):
+        put(log, clock, *((b"k%d" % key, b"r%d" % round_) for key in keys))
+    _roll(log, clock)
+    before = latest(log)
+    first = clean(log, clock, entries=2)
+    assert first.keys_mapped == 6 and first.key_map_full
+    assert first.end_offset == 6  # the first batch, whole; the next did not fit
+    cleans = 1
+    while log.clean_plan(clock.wall_ms()) is not None and cleans < 10:
+        stats = clean(log, clock, entries=2)
+        assert stats.end_offset > first.end_offset
+        first, cleans = stats, cleans + 1
+    assert cleans >= 3
+    assert latest(log) == before
+    kept = [(r.key, r.value) for r in read_all(log) if r.key != b"filler"]
+    assert sorted(kept) == sorted(
+        [(b"k%d" % k, b"r2") for k in range(6)] + [(b"k%d" % k, b"r1") for k in range(6, 12)]
+    )
+
+
 def test_key_map_bound_and_entry_size() -> None:
     assert ENTRY_BYTES == 24
     key_map = KeyMap(2)
@@ -429,6 +456,8 @@ def test_key_map_bound_and_entry_size() -> None:
     assert not key_map.put(b"c", 4)
     assert (key_map.get(b"a"), key_map.get(b"b"), key_map.get(b"c")) == (3, 2, -1)
     assert len(key_map) == 2 and key_map.full
+    assert key_map.put(b"c", 5, overflow=True) and key_map.get(b"c") == 5
+    assert len(key_map) == 3
 
 
 def test_reads_timestamps_and_delete_records_step_over_gaps(
