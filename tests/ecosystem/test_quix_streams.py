@@ -48,7 +48,7 @@ T0_MS = (int(time.time()) - 600) * 1000
 STEP_MS = 50  # record i's time is T0 + 50 i + 7: never on a window boundary
 PART = 240  # records per part of the input
 DELAY_MS = 5.0  # the application's pause per record, so crashes land mid-stream
-BATCH_BYTES = 2048  # every producer's batch.size, under the broker's segment.bytes
+BATCH_BYTES = 1024  # every producer's batch.size, under the broker's segment.bytes
 
 
 @pytest.fixture(scope="module")
@@ -248,8 +248,8 @@ SHOAL_OVERRIDES = (
     # transactions, some aborted by the crashes) roll many segments, and the cleaner
     # compacts them while the application restores from them. (A batch larger than a
     # segment is refused, RECORD_BATCH_TOO_LARGE, so every producer keeps batches
-    # under 2 KiB: app.py's `--batch-bytes`, `produce` here.)
-    "log.segment.bytes=4096",
+    # under 1 KiB: app.py's `--batch-bytes`, `produce` here.)
+    "log.segment.bytes=2048",
     "log.cleaner.backoff.ms=200",
     "log.cleaner.min.cleanable.ratio=0.01",
 )
