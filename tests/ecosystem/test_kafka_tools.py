@@ -579,12 +579,6 @@ def test_kafka_consumer_groups(rig: Rig) -> None:
     assert _committed(rig.bootstrap, group, topic, 2) == [-1001, -1001]
 
 
-@pytest.mark.xfail(
-    not on_kafka(),
-    strict=True,
-    reason="Shoal forgets a group without members when its last offset is deleted; "
-    "Kafka keeps it (Empty) until its next offsets cleanup",
-)
 def test_kafka_consumer_groups_delete_after_delete_offsets(rig: Rig) -> None:
     topic, group = topic_name("tools-cg-gone"), topic_name("tools-cg-gone-group")
     create_topic(rig.bootstrap, topic)

@@ -17,6 +17,17 @@ shard) says whether an id is taken by a share or consumer group; then, as Kafka 
   `consumer_commit_error` (member epoch as generation), its offsets are these;
 - DescribeGroups (v0-5) describes it as Dead; DeleteGroups is the shard's.
 
+Simple groups. As Kafka's OffsetMetadataManager.replay, an offset (committed or
+pending in a transaction) replayed for an id no group holds makes a "simple" group:
+Empty, no protocol type, no GroupMetadata record (`simple`, built by replay only). It
+outlives its offsets: deleting them (OffsetDelete, a deleted topic, an aborted
+transaction) leaves it Empty, listed, described and deletable, until DeleteGroups or
+the next offsets cleanup pass (`expire_offsets`, Kafka's
+GroupCoordinatorShard.cleanupGroupMetadata) writes its GroupMetadata tombstone, whose
+replay forgets it. The cleanup pass deletes every Empty classic group left without
+offsets the same way. After a restart, replaying the log's offset records brings a
+simple group back as Kafka's does, for as long as its records are in the log.
+
 TxnOffsetCommit (28) commits offsets pending their transaction's marker
 (`txn_offsets`, group/txn_offsets.py: its own rules and records, type 1000);
 OffsetFetch with `require_stable` answers UNSTABLE_OFFSET_COMMIT for them, offsets
@@ -75,6 +86,7 @@ class ClassicDurableState:
     """What replay built: stored generations and committed offsets."""
 
     groups: dict[str, r.GroupMetadataValue]
+    simple_groups: frozenset[str]
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]]
     pending_txn_offsets: dict[tuple[str, int], dict[tuple[str, int], PendingOffset]]
 
@@ -106,6 +118,10 @@ class ClassicCoordinator:
         self.groups = ClassicGroups(settings=settings, wall_ms=wall_ms, monotonic_ms=monotonic_ms)
         self.offsets = CommittedOffsets()
         self.txn_offsets = PendingTxnOffsets()
+        self.simple: set[str] = set()
+        """Durable: the simple groups (module docstring), made by replayed offsets,
+        forgotten by a GroupMetadata record (a tombstone, or the group's first
+        generation) or by a consumer or share group taking the id."""
 
     # ---- replay -----------------------------------------------------------------------
 
@@ -116,16 +132,34 @@ class ClassicCoordinator:
             assert record.value is None or isinstance(record.value, r.OffsetCommitValue)
             self.offsets.replay(key, record.value)
             self.txn_offsets.replayed_commit(key, record.value)
+            if record.value is not None:
+                self._note_simple(key.group_id)
             return True
         if isinstance(key, r.PendingTxnOffsetKey):
             assert record.value is None or isinstance(record.value, r.PendingTxnOffsetValue)
             self.txn_offsets.replay(key, record.value)
+            if record.value is not None:
+                self._note_simple(key.group_id)
             return True
         if isinstance(key, r.GroupMetadataKey):
             assert record.value is None or isinstance(record.value, r.GroupMetadataValue)
+            self.simple.discard(key.group_id)
             self.groups.replay(key, record.value)
             return True
         return False
+
+    def _note_simple(self, group_id: str) -> None:
+        """An offset of `group_id` was replayed: a simple group if no group holds it."""
+        if (
+            group_id not in self.groups.groups
+            and group_id not in self.groups.stored
+            and self._share_type(group_id) is None
+        ):
+            self.simple.add(group_id)
+
+    def forget_simple(self, group_id: str) -> None:
+        """A consumer or share group's record took `group_id` (replay, the shard's)."""
+        self.simple.discard(group_id)
 
     def on_loaded(self, *, now_ms: int) -> None:
         self.groups.on_loaded(now_ms=now_ms)
@@ -133,18 +167,25 @@ class ClassicCoordinator:
     def durable_state(self) -> ClassicDurableState:
         return ClassicDurableState(
             groups=dict(self.groups.stored),
+            simple_groups=frozenset(self.simple),
             offsets=self.offsets.snapshot(),
             pending_txn_offsets=self.txn_offsets.snapshot(),
         )
 
     def has_members(self, group_id: str) -> bool:
-        """A classic group with a membership (not only committed offsets)."""
-        return group_id in self.groups.groups or group_id in self.groups.stored
+        """A classic group with a membership, or a simple group (not only offsets of
+        a group of another type)."""
+        return (
+            group_id in self.groups.groups
+            or group_id in self.groups.stored
+            or group_id in self.simple
+        )
 
     def has_group(self, group_id: str) -> bool:
         return (
             group_id in self.groups.groups
             or group_id in self.groups.stored
+            or group_id in self.simple
             or self.offsets.has_group(group_id)
             or self.txn_offsets.has_group(group_id)
         )
@@ -264,7 +305,8 @@ class ClassicCoordinator:
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:
         """DescribeGroups (15) v0-5: a share group, like an unknown id, is Dead; a
-        group with only committed (or pending transactional) offsets is Empty."""
+        simple group, or one with only committed (or pending transactional) offsets,
+        is Empty."""
         described = []
         for group_id in group_ids:
             if self._share_type(group_id) is not None:
@@ -278,7 +320,9 @@ class ClassicCoordinator:
                     )
                 )
             elif group_id not in self.groups.groups and (
-                self.offsets.has_group(group_id) or self.txn_offsets.has_group(group_id)
+                group_id in self.simple
+                or self.offsets.has_group(group_id)
+                or self.txn_offsets.has_group(group_id)
             ):
                 described.append(
                     DescribedClassicGroup(
@@ -409,14 +453,18 @@ class ClassicCoordinator:
         return error, result
 
     def expire_offsets(self, *, now_ms: int, retention_ms: int) -> tuple[r.CoordinatorRecord, ...]:
-        """Tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), as
-        Kafka: only in groups without members, counted from when the group emptied
-        (a group with a protocol) or from the commit (offsets-only groups); a group
-        left with no offsets and no members is deleted too. A consumer group
-        (KIP-848) is Kafka's ConsumerGroup case: an offset expires from its commit
-        unless a member subscribes to its topic, and the group itself stays."""
+        """One offsets cleanup pass (Kafka's GroupCoordinatorShard.cleanupGroupMetadata):
+        tombstones of offsets past `offsets.retention.minutes` (epoch `now_ms`), only
+        in groups without members, counted from when the group emptied (a group with
+        a protocol) or from the commit (a simple group); an Empty classic group left
+        with no offsets and no pending transactional offsets is deleted too (its
+        GroupMetadata tombstone), simple or not, whether its offsets expired now or
+        were gone before. A consumer group (KIP-848) is Kafka's ConsumerGroup case: an
+        offset expires from its commit unless a member subscribes to its topic; the
+        shard deletes the group (`GroupCoordinatorShard.cleanup_group_metadata`)."""
         records: list[r.CoordinatorRecord] = []
-        for group_id in sorted(self.offsets.group_ids()):
+        classic_ids = set(self.groups.group_ids()) | set(self.groups.stored) | self.simple
+        for group_id in sorted(set(self.offsets.group_ids()) | classic_ids):
             subscribed = self._consumer_subscriptions(group_id)
             if subscribed is not None:
                 records.extend(
@@ -459,7 +507,7 @@ class ClassicCoordinator:
         if types and GROUP_TYPE_CLASSIC not in types:
             return []
         ids = set(self.groups.group_ids()) | set(self.offsets.group_ids())
-        ids |= self.txn_offsets.group_ids()
+        ids |= self.txn_offsets.group_ids() | self.simple
         listed = []
         for group_id in sorted(ids):
             if self._share_type(group_id) is not None:

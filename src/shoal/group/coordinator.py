@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -156,6 +157,12 @@ class GroupCoordinatorShard:
         self._session_deadlines: dict[tuple[str, str], int] = {}
         self._init_retry_deadlines: dict[str, int] = {}
         self._deleting_groups: set[str] = set()
+        self._simple_anchors: dict[str, int] = {}
+        """Log bookkeeping: each simple group's (group/classic_coordinator.py) latest
+        offset record's offset in its partition. A simple group left without offsets
+        has no live key, so `prune_offsets` keeps its log from there (its replay
+        brings the group back) until the group is deleted: at the latest, the next
+        offsets cleanup pass."""
 
     # ---- replay ---------------------------------------------------------------------
 
@@ -164,6 +171,7 @@ class GroupCoordinatorShard:
         in its group's `__consumer_offsets` partition (`log_keys` notes it)."""
         self.log_keys.replayed(record, offset)
         if self.classic.replay(record):
+            self._note_simple_anchor(record, offset)
             return
         key = record.key
         if isinstance(key, r.ConsumerGroupMetadataKey):
@@ -185,6 +193,7 @@ class GroupCoordinatorShard:
                     group_id=key.group_id
                 )
                 self._other_groups[key.group_id] = GROUP_TYPE_CONSUMER
+                self.classic.forget_simple(key.group_id)
             apply_consumer(consumer, record)
             if isinstance(key, r.ConsumerGroupMemberMetadataKey) and record.value is None:
                 self._consumer_deadlines.pop((key.group_id, key.member_id), None)
@@ -214,6 +223,15 @@ class GroupCoordinatorShard:
         apply(group, record)
         if isinstance(key, r.ShareGroupMemberMetadataKey) and record.value is None:
             self._session_deadlines.pop((group_id, key.member_id), None)
+
+    def _note_simple_anchor(self, record: r.CoordinatorRecord, offset: int) -> None:
+        group_id = record.key.group_id
+        if group_id not in self.classic.simple:
+            self._simple_anchors.pop(group_id, None)
+        elif record.value is not None and isinstance(
+            record.key, r.OffsetCommitKey | r.PendingTxnOffsetKey
+        ):
+            self._simple_anchors[group_id] = offset
 
     def _consumer_subscriptions(self, group_id: str) -> frozenset[str] | None:
         """Topics the members of consumer group `group_id` subscribe to (None: not a
@@ -251,6 +269,7 @@ class GroupCoordinatorShard:
         assert group_id not in self._groups, f"{group_id} is a share group"
         assert isinstance(value, r.ConsumerGroupMetadataValue)
         self._other_groups[group_id] = GROUP_TYPE_CONSUMER
+        self.classic.forget_simple(group_id)
         group = self._consumer_groups.setdefault(group_id, ConsumerGroup(group_id=group_id))
         group.group_epoch = value.epoch
         group.metadata_hash = value.metadata_hash
@@ -259,6 +278,7 @@ class GroupCoordinatorShard:
         group = self._groups.get(group_id)
         if group is None:
             group = self._groups[group_id] = ShareGroup(group_id=group_id)
+            self.classic.forget_simple(group_id)
         return group
 
     def durable_state(self) -> DurableState:
@@ -853,8 +873,43 @@ class GroupCoordinatorShard:
 
     def prune_offsets(self) -> dict[int, int]:
         """`__consumer_offsets` partition -> the offset below which its log is not
-        needed to rebuild this shard."""
-        return self.log_keys.prune_offsets()
+        needed to rebuild this shard: below its live keys' records and below the
+        latest offset record of each simple group left without offsets (whose replay
+        makes the group, `_simple_anchors`)."""
+        offsets = self.log_keys.prune_offsets()
+        unknown: set[int] = set()
+        for group_id, anchor in list(self._simple_anchors.items()):
+            if group_id not in self.classic.simple:
+                del self._simple_anchors[group_id]
+                continue
+            if self.classic.offsets.count(group_id) or self.classic.txn_offsets.has_group(group_id):
+                continue  # its live offset keys hold the log
+            partition = self.log_keys.partition_of(group_id)
+            if anchor == NO_OFFSET:
+                unknown.add(partition)
+            elif partition in offsets:
+                offsets[partition] = min(offsets[partition], anchor)
+        return {p: offset for p, offset in offsets.items() if p not in unknown}
+
+    def cleanup_group_metadata(self, *, now_ms: int, retention_ms: int) -> CoordinatorResult[None]:
+        """One offsets cleanup pass, every `offsets.retention.check.interval.ms`, as
+        Kafka's GroupCoordinatorShard.cleanupGroupMetadata: expired offsets and empty
+        classic groups left without offsets (`ClassicCoordinator.expire_offsets`,
+        epoch `now_ms`), then every consumer group (KIP-848) without members, offsets
+        or pending transactional offsets once those tombstones are written: its
+        records tombstoned, ConsumerGroupMetadata last."""
+        records = list(self.classic.expire_offsets(now_ms=now_ms, retention_ms=retention_ms))
+        expired = Counter(
+            record.key.group_id for record in records if isinstance(record.key, r.OffsetCommitKey)
+        )
+        for group_id, group in sorted(self._consumer_groups.items()):
+            if (
+                group.is_empty
+                and self.classic.offsets.count(group_id) == expired[group_id]
+                and not self.classic.txn_offsets.has_group(group_id)
+            ):
+                records.extend(consumer_membership.group_tombstones(group))
+        return CoordinatorResult(records=tuple(records), response=None)
 
     def on_topics_deleted(self, *, topic_names: Iterable[str]) -> CoordinatorResult[int]:
         """Tombstones of every group's committed offsets of deleted topics (Kafka's

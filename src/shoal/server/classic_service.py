@@ -18,7 +18,8 @@ this module drives them:
 - **Timers.** One source (`timer_sources`) for session expiry, pending members and
   rebalance deadlines (`ClassicGroups.next_deadline` / `expire`), and one every
   `offsets.retention.check.interval.ms` expiring offsets past
-  `offsets.retention.minutes` (`ClassicCoordinator.expire_offsets`).
+  `offsets.retention.minutes` and deleting groups left empty without offsets
+  (`GroupCoordinatorShard.cleanup_group_metadata`).
 
 Time: membership uses the monotonic clock; commit timestamps the wall clock.
 A full record sink raises `RecordSinkFull` to the handler (COORDINATOR_NOT_AVAILABLE).
@@ -98,13 +99,15 @@ class ClassicService:
             log.info("classic group %s: member %s removed, session timed out", group_id, member_id)
 
     def expire_offsets(self, _now_ms: int) -> None:
-        """Tombstone offsets past `offsets.retention.minutes` (epoch time)."""
-        records = self._classic.expire_offsets(
+        """One offsets cleanup pass: tombstone offsets past `offsets.retention.minutes`
+        (epoch time) and the groups left empty without offsets
+        (`GroupCoordinatorShard.cleanup_group_metadata`)."""
+        result = self._runtime.shard.cleanup_group_metadata(
             now_ms=self._clock.wall_ms(), retention_ms=self._retention()[0]
         )
-        if records:
-            self._runtime.apply(ClassicResult(records=records, response=None))
-            log.info("offsets retention: %d offsets and groups expired", len(records))
+        if result.records:
+            self._runtime.apply(result)
+            log.info("offsets cleanup: %d offset and group records tombstoned", len(result.records))
 
     # ---- membership -----------------------------------------------------------------
 
