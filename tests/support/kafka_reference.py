@@ -15,6 +15,9 @@ run the same clients against both. This module is test support, never part of Sh
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
   the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
+- `install(pom, name)` / `classpath(pom, name)` resolve another pom the same way into
+  its own cache directory (the ecosystem tests' applications), and `compile_java()`
+  compiles a small Java program once, cached by a hash of its source and classpath.
 - `python -m tests.support.kafka_reference serve` starts one for a person
   (`scripts/kafka-reference`).
 """
@@ -91,24 +94,26 @@ class ReferenceUnavailable(RuntimeError):
     """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
 
 
-def cache_dir() -> Path:
+def cache_dir(name: str | None = None) -> Path:
+    """The cache directory `name` (default: the reference broker's, `kafka-<version>`)."""
     root = os.environ.get("SHOAL_KAFKA_CACHE")
     base = Path(root) if root else Path.home() / ".cache" / "shoal"
-    return base / f"kafka-{KAFKA_VERSION}"
+    return base / (name or f"kafka-{KAFKA_VERSION}")
 
 
 def java_tools_present() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-def install() -> Path:
-    """The directory of the reference's jars, resolving them first if the cache lacks them."""
+def install(pom: Path = _POM, name: str | None = None) -> Path:
+    """The directory of the jars `pom` names (default: the reference's), resolved into the
+    cache directory `name` first if it lacks them or the pom changed since."""
     if not java_tools_present():
         raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
-    home = cache_dir()
+    home = cache_dir(name)
     libs = home / "libs"
     stamp = home / "installed"
-    want = hashlib.sha256(_POM.read_bytes()).hexdigest()[:16]
+    want = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
     if _read(stamp) == want and libs.is_dir():
         return libs
     home.mkdir(parents=True, exist_ok=True)
@@ -123,7 +128,7 @@ def install() -> Path:
                 "-q",
                 "-B",
                 "-f",
-                str(_POM),
+                str(pom),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
             ],
@@ -135,7 +140,7 @@ def install() -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ReferenceUnavailable(
-                f"maven could not resolve Kafka {KAFKA_VERSION}:\n{done.stdout}{done.stderr}"
+                f"maven could not resolve {pom}:\n{done.stdout}{done.stderr}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
@@ -150,8 +155,38 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def classpath() -> str:
-    return os.pathsep.join(str(jar) for jar in sorted(install().glob("*.jar")))
+def classpath(pom: Path = _POM, name: str | None = None) -> str:
+    return os.pathsep.join(str(jar) for jar in sorted(install(pom, name).glob("*.jar")))
+
+
+def compile_java(source: Path, class_path: str, name: str) -> Path:
+    """The class directory of `source` compiled by javac against `class_path`, under the
+    cache directory `name`; compiled once per hash of the source and the classpath."""
+    if shutil.which("javac") is None:
+        raise ReferenceUnavailable("javac is needed to compile a Java test program")
+    digest = hashlib.sha256(source.read_bytes() + class_path.encode()).hexdigest()[:16]
+    home = cache_dir(name)
+    classes = home / f"{source.stem}-{digest}"
+    if classes.is_dir():
+        return classes
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "javac.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if classes.is_dir():
+            return classes
+        staging = Path(tempfile.mkdtemp(prefix="classes-", dir=home))
+        done = subprocess.run(
+            ["javac", "-nowarn", "-cp", class_path, "-d", str(staging), str(source)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RuntimeError(f"javac {source} failed:\n{done.stdout}{done.stderr}")
+        staging.rename(classes)
+    return classes
 
 
 def _log_config(level: str) -> Path:
@@ -163,16 +198,20 @@ def _log_config(level: str) -> Path:
 
 
 def java_command(
-    main_class: str, *args: str, heap: str = "-Xmx256m", log_level: str = "WARN"
+    main_class: str,
+    *args: str,
+    heap: str = "-Xmx256m",
+    log_level: str = "WARN",
+    class_path: str | None = None,
 ) -> list[str]:
-    """The command line that runs `main_class` of the reference on its classpath."""
+    """The command line that runs `main_class` on `class_path` (default: the reference's)."""
     return [
         "java",
         heap,
         "-XX:TieredStopAtLevel=1",
         f"-Dlog4j2.configurationFile={_log_config(log_level)}",
         "-cp",
-        classpath(),
+        classpath() if class_path is None else class_path,
         main_class,
         *args,
     ]
