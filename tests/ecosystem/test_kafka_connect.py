@@ -103,6 +103,26 @@ class Rest:
             text = response.read()
         return json.loads(text) if text else None
 
+    def put_config(self, name: str, config: dict[str, str]) -> None:
+        """Create (or update) connector `name`, retrying while the worker is still
+        joining its group or reading its config topic (it answers 409 or 5xx then)."""
+        failures: list[str] = []
+
+        def put() -> bool:
+            try:
+                self.call("PUT", f"/connectors/{name}/config", config)
+            except urllib.error.HTTPError as exc:
+                if exc.code != 409 and exc.code < 500:
+                    raise
+                failures.append(f"{exc.code} {exc.read()[:200]!r}")
+                return False
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+                failures.append(str(exc))
+                return False
+            return True
+
+        assert wait_until(put, timeout_s=START_S, interval_s=0.5), failures[-3:]
+
     def answers(self, path: str) -> Any:
         """GET `path`, or None while the worker is starting or rebalancing."""
         try:
@@ -201,7 +221,8 @@ def cleanup_policy(bootstrap: str, topic: str) -> str:
 def test_file_connectors_survive_worker_and_broker_crashes(
     brokers: Brokers, tmp_path: Path
 ) -> None:
-    broker = brokers.start()
+    # No first-join wait (3 s by default), as a single-node Kafka is configured.
+    broker = brokers.start("group.initial.rebalance.delay.ms=0")
     create_topic(broker.bootstrap, TOPIC, partitions=1)
     source_file, sink_file = tmp_path / "source.txt", tmp_path / "sink.txt"
     append(source_file, range(FIRST), paced=False)
@@ -238,11 +259,11 @@ def test_file_connectors_survive_worker_and_broker_crashes(
     try:
         worker.start()
         wait_for_worker(worker, rest)
+        for name, config in configs.items():
+            rest.put_config(name, config)
+        wait_for_running(worker, rest, configs)
         for topic in STORAGE_TOPICS:
             assert cleanup_policy(broker.bootstrap, topic) == "compact", topic
-        for name, config in configs.items():
-            rest.call("PUT", f"/connectors/{name}/config", config)
-        wait_for_running(worker, rest, configs)
         source = source_file.read_text().splitlines()
         assert wait_until(lambda: sink_lines(sink_file) == source, timeout_s=SETTLE_S), (
             f"sink has {len(sink_lines(sink_file))} of {len(source)} lines\n{worker.tail()}"

@@ -165,7 +165,8 @@ def start_app(app: jvm.Jvm) -> None:
 def test_windowed_count_is_exact_through_app_and_broker_crashes(
     brokers: Brokers, tmp_path: Path
 ) -> None:
-    broker: BrokerProcess = brokers.start()
+    # No first-join wait (3 s by default), as a single-node Kafka is configured.
+    broker: BrokerProcess = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
     create_topic(bootstrap, INPUT, partitions=INPUT_PARTITIONS)
     create_topic(bootstrap, OUTPUT, partitions=OUTPUT_PARTITIONS)
