@@ -36,6 +36,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.ecosystem import jvm
+from tests.ecosystem.reading import read_all
 from tests.support import kafka_reference
 from tests.support.broker import Brokers, wait_until
 from tests.support.clients import create_topic
@@ -58,7 +59,24 @@ def line(number: int) -> str:
     return f"line-{number:06d}"
 
 
-def worker_properties(bootstrap: str, rest_port: int) -> str:
+def make_worker(bootstrap: str, tmp_path: Path, **extra: str) -> tuple[jvm.Jvm, Rest]:
+    """A worker (not started) with `worker_properties` and the `extra` settings, and its
+    REST API."""
+    rest_port = kafka_reference.free_port()
+    properties = tmp_path / "worker.properties"
+    settings = {**worker_properties(bootstrap, rest_port), **extra}
+    properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    worker = jvm.Jvm(
+        "org.apache.kafka.connect.cli.ConnectDistributed",
+        [str(properties)],
+        class_path=jvm.classpath(),
+        log_path=tmp_path / "worker.log",
+        heap="-Xmx384m",
+    )
+    return worker, Rest(rest_port)
+
+
+def worker_properties(bootstrap: str, rest_port: int) -> dict[str, str]:
     settings = {
         "bootstrap.servers": bootstrap,
         "group.id": "connect-cluster",
@@ -82,7 +100,7 @@ def worker_properties(bootstrap: str, rest_port: int) -> str:
         "consumer.session.timeout.ms": "6000",
         "consumer.heartbeat.interval.ms": "1500",
     }
-    return "".join(f"{key}={value}\n" for key, value in settings.items())
+    return settings
 
 
 class Rest:
@@ -105,14 +123,15 @@ class Rest:
 
     def put_config(self, name: str, config: dict[str, str]) -> None:
         """Create (or update) connector `name`, retrying while the worker is still
-        joining its group or reading its config topic (it answers 409 or 5xx then)."""
+        starting: its REST server answers 404 before its resources are in place, 409 or
+        5xx while it joins its group or reads its config topic."""
         failures: list[str] = []
 
         def put() -> bool:
             try:
                 self.call("PUT", f"/connectors/{name}/config", config)
             except urllib.error.HTTPError as exc:
-                if exc.code != 409 and exc.code < 500:
+                if exc.code not in (404, 409) and exc.code < 500:
                     raise
                 failures.append(f"{exc.code} {exc.read()[:200]!r}")
                 return False
@@ -226,17 +245,7 @@ def test_file_connectors_survive_worker_and_broker_crashes(
     create_topic(broker.bootstrap, TOPIC, partitions=1)
     source_file, sink_file = tmp_path / "source.txt", tmp_path / "sink.txt"
     append(source_file, range(FIRST), paced=False)
-    rest_port = kafka_reference.free_port()
-    properties = tmp_path / "worker.properties"
-    properties.write_text(worker_properties(broker.bootstrap, rest_port))
-    worker = jvm.Jvm(
-        "org.apache.kafka.connect.cli.ConnectDistributed",
-        [str(properties)],
-        class_path=jvm.classpath(),
-        log_path=tmp_path / "worker.log",
-        heap="-Xmx384m",
-    )
-    rest = Rest(rest_port)
+    worker, rest = make_worker(broker.bootstrap, tmp_path)
     configs = {
         "source": {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -319,3 +328,76 @@ def test_file_connectors_survive_worker_and_broker_crashes(
     for back_to, furthest in found:
         assert furthest - back_to < REPLAY_WINDOW, f"a replay went back too far: {found}"
     assert set(sink) == set(source)
+
+
+@pytest.mark.timeout(600)
+def test_exactly_once_source_survives_worker_and_broker_crashes(
+    brokers: Brokers, tmp_path: Path
+) -> None:
+    """With `exactly.once.source.support=enabled` the worker writes each source batch and
+    its offsets in one transaction, and a restarted worker fences the killed one's task
+    producers (Admin fenceProducers) before starting its tasks: a read_committed reader
+    of the topic sees every source line exactly once, through the same two crashes."""
+    broker = brokers.start("group.initial.rebalance.delay.ms=0")
+    create_topic(broker.bootstrap, TOPIC, partitions=1)
+    source_file = tmp_path / "source.txt"
+    append(source_file, range(FIRST), paced=False)
+    worker, rest = make_worker(
+        broker.bootstrap, tmp_path, **{"exactly.once.source.support": "enabled"}
+    )
+    configs = {
+        "source": {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "file": str(source_file),
+            "topic": TOPIC,
+            "tasks.max": "1",
+            "exactly.once.support": "required",
+        }
+    }
+    appender = threading.Thread(
+        target=append,
+        args=(source_file, range(FIRST, FIRST + STEPS * PACE[0])),
+        kwargs={"paced": True},
+    )
+
+    def topic_lines(isolation: str) -> list[str]:
+        return [value for _key, value in read_all(broker.bootstrap, TOPIC, 1, isolation)[0]]
+
+    try:
+        worker.start()
+        rest.put_config("source", configs["source"])
+        wait_for_running(worker, rest, configs)
+        assert wait_until(
+            lambda: topic_lines("read_committed") == source_file.read_text().splitlines(),
+            timeout_s=SETTLE_S,
+            interval_s=0.5,
+        ), worker.tail()
+
+        appender.start()
+        time.sleep(3 * PACE[1])
+        worker.kill()
+        worker.start()
+        wait_for_running(worker, rest, configs)
+        assert appender.is_alive(), "the appends ended before the broker's crash"
+        broker.restart()
+        appender.join(timeout=120)
+        assert not appender.is_alive()
+
+        source = source_file.read_text().splitlines()
+        assert wait_until(
+            lambda: len(topic_lines("read_committed")) >= len(source),
+            timeout_s=SETTLE_S,
+            interval_s=0.5,
+        ), worker.tail()
+        wait_for_running(worker, rest, configs)
+        assert wait_until(
+            lambda: stored_position(rest, source_file) == source_file.stat().st_size,
+            timeout_s=SETTLE_S,
+        ), f"stored offset {stored_position(rest, source_file)}"
+        assert worker.stop() in (0, 143), worker.tail()
+    finally:
+        worker.kill()
+        if appender.is_alive():
+            appender.join(timeout=120)
+
+    assert topic_lines("read_committed") == source

@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.ecosystem import jvm
+from tests.ecosystem.reading import end_offsets, read_all
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import (
     BASE_TIMESTAMP_MS,
-    consumer,
     create_topic,
     flush_all,
     producer,
@@ -81,55 +80,12 @@ def produce(bootstrap: str, records: list[tuple[str, str, int]], *, paced: bool)
     flush_all(p, timeout_s=180)
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[int]:
-    """Each partition's end for a reader at `isolation`: the high watermark for
-    read_uncommitted, the last stable offset for read_committed (ListOffsets)."""
-    c = consumer(bootstrap, isolation_level=isolation)
-    try:
-        return [
-            c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1]
-            for p in range(partitions)
-        ]
-    finally:
-        c.close()
-
-
-def read_all(
-    bootstrap: str, topic: str, partitions: int, isolation: str
-) -> list[list[tuple[str, str]]]:
-    """Every record (key, value) of each partition up to its end offset now."""
-    ends = end_offsets(bootstrap, topic, partitions, isolation)
-    out: list[list[tuple[str, str]]] = [[] for _ in range(partitions)]
-    c = consumer(bootstrap, isolation_level=isolation)
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + 120
-        while True:
-            # The position passes control records (transaction markers) too.
-            positions = [
-                tp.offset
-                for tp in c.position([TopicPartition(topic, p) for p in range(partitions)])
-            ]
-            if all(positions[p] >= ends[p] for p in range(partitions)):
-                return out
-            assert time.monotonic() < deadline, (
-                f"read of {topic} stalled at {positions}, want {ends}"
-            )
-            for message in c.consume(num_messages=10_000, timeout=0.2):
-                assert message.error() is None, message.error()
-                if message.offset() < ends[message.partition()]:
-                    out[message.partition()].append(
-                        (message.key().decode(), message.value().decode())
-                    )
-    finally:
-        c.close()
-
-
 def updates(bootstrap: str, isolation: str) -> dict[str, list[int]]:
     """Each output key's counts in the order a reader at `isolation` sees them."""
     found: dict[str, list[int]] = collections.defaultdict(list)
     for records in read_all(bootstrap, OUTPUT, OUTPUT_PARTITIONS, isolation):
         for key, value in records:
+            assert key is not None
             found[key].append(int(value))
     return dict(found)
 
