@@ -132,9 +132,19 @@ class Jvm:
         """SIGKILL: no shutdown hook, no commit, no flush."""
         if self.process is not None:
             if self.process.poll() is None:
-                self.process.send_signal(signal.SIGKILL)
+                self.process.send_signal(signal.SIGKILL)  # a frozen process dies too
             self.process.wait(30)
             self._pump_done.wait(10)
+
+    def pause(self) -> None:
+        """SIGSTOP: every thread frozen, heartbeats included, connections left open."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause()`."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM, the application's clean shutdown; its exit code."""

@@ -112,6 +112,40 @@ def topic_config(bootstrap: str, topic: str, key: str) -> str:
     return str(configs[key].value)
 
 
+def assert_input_once(bootstrap: str, records: list[tuple[str, str, int]]) -> None:
+    """The input is what was produced, once (the idempotent producer's retries across
+    a broker's crash were deduplicated)."""
+    produced = sorted(
+        key
+        for part in read_all(bootstrap, INPUT, INPUT_PARTITIONS, "read_committed")
+        for key, _value in part
+    )
+    assert produced == sorted(key for key, _v, _t in records)
+
+
+def assert_exact(bootstrap: str, expected: dict[str, int]) -> None:
+    """Every key and window's committed updates are 1, 2, ..., its count, and the crashes
+    did leave aborted updates, which a read_uncommitted reader sees."""
+    committed = updates(bootstrap, "read_committed")
+    assert set(committed) == set(expected)
+    wrong = {
+        key: counts
+        for key, counts in committed.items()
+        if counts != list(range(1, expected[key] + 1))
+    }
+    assert not wrong, f"{len(wrong)} keys' updates not 1..count: {sorted(wrong.items())[:3]}"
+    everything = updates(bootstrap, "read_uncommitted")
+    assert sum(map(len, everything.values())) > sum(map(len, committed.values()))
+
+
+def converged(bootstrap: str, expected: dict[str, int], apps: list[jvm.Jvm]) -> bool:
+    """Each key and window's last committed update is its expected count."""
+    for app in apps:
+        assert app.alive, f"the application stopped:\n{app.tail()}"
+    final = {key: counts[-1] for key, counts in updates(bootstrap, "read_committed").items()}
+    return final == expected
+
+
 def start_app(app: jvm.Jvm) -> None:
     app.start()
     app.wait_for(r"STATE RUNNING", timeout_s=APP_START_S)
@@ -160,16 +194,9 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
         rest.join(timeout=300)
         assert not rest.is_alive(), "the input producer did not finish"
 
-        def converged() -> bool:
-            assert app.alive, f"the application stopped:\n{app.tail()}"
-            final = {
-                key: counts[-1] for key, counts in updates(bootstrap, "read_committed").items()
-            }
-            return final == expected
-
-        assert wait_until(converged, timeout_s=CONVERGE_S, interval_s=2.0), (
-            f"output did not reach the expected counts:\n{app.tail()}"
-        )
+        assert wait_until(
+            lambda: converged(bootstrap, expected, [app]), timeout_s=CONVERGE_S, interval_s=2.0
+        ), f"output did not reach the expected counts:\n{app.tail()}"
         # A clean close: SIGTERM runs the shutdown hook (the JVM then exits 143).
         assert app.stop() in (0, 143), app.tail()
         app.wait_for(r"CLOSED", timeout_s=5)
@@ -178,26 +205,8 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
         if rest.is_alive():
             rest.join(timeout=200)
 
-    # The input is what was produced, once (the idempotent producer's retries across the
-    # broker's crash were deduplicated).
-    produced = sorted(
-        key
-        for part in read_all(bootstrap, INPUT, INPUT_PARTITIONS, "read_committed")
-        for key, _value in part
-    )
-    assert produced == sorted(key for key, _v, _t in records)
-
-    committed = updates(bootstrap, "read_committed")
-    assert set(committed) == set(expected)
-    wrong = {
-        key: counts
-        for key, counts in committed.items()
-        if counts != list(range(1, expected[key] + 1))
-    }
-    assert not wrong, f"{len(wrong)} keys' updates not 1..count: {sorted(wrong.items())[:3]}"
-    # ... and the crashes did leave aborted updates, which a read_uncommitted reader sees.
-    everything = updates(bootstrap, "read_uncommitted")
-    assert sum(map(len, everything.values())) > sum(map(len, committed.values()))
+    assert_input_once(bootstrap, records)
+    assert_exact(bootstrap, expected)
 
     # The topics Streams made for itself: the window store's changelog, compacted and
     # deleted past the windows' retention (Streams' WindowedChangelogTopicConfig), and a
@@ -208,3 +217,93 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
     assert topic_config(bootstrap, repartition, "cleanup.policy") == "delete"
     lows = [low for low, _h in watermarks(bootstrap, repartition, INPUT_PARTITIONS).values()]
     assert sum(lows) > 0, f"repartition topic never purged: low watermarks {lows}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_zombie_instance_cannot_commit_after_its_tasks_moved(
+    brokers: Brokers, tmp_path: Path
+) -> None:
+    """Two instances share the work; one is frozen (SIGSTOP) while the input flows, for
+    longer than its session, so the group gives its tasks to the other, which carries
+    on from the committed state; then it is thawed (SIGCONT) with its transaction still
+    open. Under exactly_once_v2 each instance has its own transactional producer, so no
+    InitProducerId fences the zombie's: its commit must fail on the group generation
+    (KIP-447: TxnOffsetCommit carries the member and generation, and the coordinator
+    refuses a stale one), and its transaction be aborted. Every count stays exact."""
+    broker: BrokerProcess = brokers.start("group.initial.rebalance.delay.ms=0")
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, INPUT, partitions=INPUT_PARTITIONS)
+    create_topic(bootstrap, OUTPUT, partitions=OUTPUT_PARTITIONS)
+    records = input_records()
+    expected = expected_counts(records)
+    produce(bootstrap, records[:FIRST_BATCH], paced=False)
+    class_path = jvm.program_classpath("WindowedCount.java")
+    apps = [
+        jvm.Jvm(
+            "WindowedCount",
+            [
+                bootstrap,
+                APP_ID,
+                str(tmp_path / f"state-{name}"),
+                INPUT,
+                OUTPUT,
+                # Longer than the freeze: the zombie's transaction is still open when it
+                # thaws (the coordinator would otherwise abort it and bump its epoch).
+                "producer.transaction.timeout.ms=20000",
+            ],
+            class_path=class_path,
+            log_path=tmp_path / f"streams-{name}.log",
+        )
+        for name in ("a", "b")
+    ]
+    zombie, survivor = apps
+    rest = threading.Thread(
+        target=produce, args=(bootstrap, records[FIRST_BATCH:]), kwargs={"paced": True}
+    )
+    try:
+        for app in apps:
+            app.start()
+        for app in apps:
+            app.wait_for(r"STATE RUNNING", timeout_s=APP_START_S)
+        # Both hold tasks once the second instance's join has settled.
+        assert wait_until(
+            lambda: (
+                survivor.output().count("STATE RUNNING") >= 1
+                and zombie.output().endswith("STATE RUNNING\n")
+            ),
+            timeout_s=APP_START_S,
+        )
+        rest.start()
+        # Freeze the zombie just after one of its commits: its next transaction has begun
+        # (records written, perhaps) but holds no offsets yet. (Frozen in the middle of a
+        # commit instead, its pending offsets would hold the survivor back, KIP-447's
+        # require_stable, until the transaction timed out.)
+        commits = zombie.output().count("COMMITTED")
+        assert wait_until(
+            lambda: zombie.output().count("COMMITTED") > commits,
+            timeout_s=APP_START_S,
+            interval_s=0.01,
+        ), zombie.tail()
+        zombie.pause()
+        runs = survivor.output().count("STATE RUNNING")
+        # The survivor rebalances once the zombie's session (6 s) has expired, and runs on.
+        assert wait_until(
+            lambda: survivor.output().count("STATE RUNNING") > runs, timeout_s=APP_START_S
+        ), survivor.tail()
+        zombie.resume()
+        rest.join(timeout=300)
+        assert not rest.is_alive(), "the input producer did not finish"
+        assert wait_until(
+            lambda: converged(bootstrap, expected, apps), timeout_s=CONVERGE_S, interval_s=2.0
+        ), f"output did not reach the expected counts:\n{zombie.tail()}\n{survivor.tail()}"
+        for app in apps:
+            assert app.stop() in (0, 143), app.tail()
+    finally:
+        for app in apps:
+            app.kill()
+        if rest.is_alive():
+            rest.join(timeout=200)
+
+    assert_input_once(bootstrap, records)
+    assert_exact(bootstrap, expected)

@@ -5,13 +5,19 @@
 // Streams creates for itself. The record cache is off, so every input record yields one
 // update downstream: the committed updates of a key and window are 1, 2, ..., its count.
 //
-// Arguments: bootstrap servers, application id, state directory, input topic, output topic.
-// Prints "STATE <new state>" on each state change, and "CLOSED" once closed cleanly on SIGTERM;
+// Arguments: bootstrap servers, application id, state directory, input topic, output topic,
+// then any further Streams settings as key=value.
+// Prints "STATE <new state>" on each state change, "COMMITTED" after each transaction it
+// commits, and "CLOSED" once closed cleanly on SIGTERM;
 // exits 1 if the application errors out.
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
@@ -22,8 +28,30 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier;
 
 public final class WindowedCount {
+    /** Streams' own producer, printing "COMMITTED" each time a transaction has committed. */
+    static final class SignallingProducer extends KafkaProducer<byte[], byte[]> {
+        SignallingProducer(Map<String, Object> config) {
+            super(config, new ByteArraySerializer(), new ByteArraySerializer());
+        }
+
+        @Override
+        public void commitTransaction() {
+            super.commitTransaction();
+            System.out.println("COMMITTED");
+            System.out.flush();
+        }
+    }
+
+    static final class SignallingClients extends DefaultKafkaClientSupplier {
+        @Override
+        public Producer<byte[], byte[]> getProducer(Map<String, Object> config) {
+            return new SignallingProducer(config);
+        }
+    }
+
     public static void main(String[] args) throws InterruptedException {
         Properties props = new Properties();
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -38,6 +66,11 @@ public final class WindowedCount {
         // A killed instance leaves the group after this, not Streams' 45 s default.
         props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
         props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1500);
+        // Further arguments are more settings, key=value (e.g. producer.transaction.timeout.ms).
+        for (int i = 5; i < args.length; i++) {
+            String[] setting = args[i].split("=", 2);
+            props.put(setting[0], setting[1]);
+        }
         String input = args[3];
         String output = args[4];
 
@@ -52,7 +85,7 @@ public final class WindowedCount {
                 windowed.key() + "@" + windowed.window().start(), Long.toString(count)))
             .to(output, Produced.with(Serdes.String(), Serdes.String()));
 
-        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        KafkaStreams streams = new KafkaStreams(builder.build(), props, new SignallingClients());
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
             System.out.println("STATE " + now);
