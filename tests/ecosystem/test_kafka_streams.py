@@ -29,7 +29,6 @@ from tests.ecosystem import jvm
 from tests.ecosystem.reading import end_offsets, read_all
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import (
-    BASE_TIMESTAMP_MS,
     create_topic,
     flush_all,
     producer,
@@ -53,10 +52,12 @@ CONVERGE_S = 240.0
 
 def input_records() -> list[tuple[str, str, int]]:
     """(key, value, timestamp): values cycle, timestamps scatter over five windows (out
-    of order, as across partitions they would be)."""
+    of order, as across partitions they would be) of the last minutes. Not older: time
+    retention would delete them (7 days on the topics, the windows' retention plus a
+    day on the changelog), which Kafka does 30 s after it starts."""
+    base = time.time_ns() // 1_000_000 - SPAN_MS - WINDOW_MS
     return [
-        (f"event-{i}", f"user-{i % VALUES}", BASE_TIMESTAMP_MS + (i * 7_919) % SPAN_MS)
-        for i in range(RECORDS)
+        (f"event-{i}", f"user-{i % VALUES}", base + (i * 7_919) % SPAN_MS) for i in range(RECORDS)
     ]
 
 
