@@ -59,18 +59,20 @@ def line(number: int) -> str:
     return f"line-{number:06d}"
 
 
-def make_worker(bootstrap: str, tmp_path: Path, **extra: str) -> tuple[jvm.Jvm, Rest]:
+def make_worker(
+    bootstrap: str, tmp_path: Path, name: str = "worker", **extra: str
+) -> tuple[jvm.Jvm, Rest]:
     """A worker (not started) with `worker_properties` and the `extra` settings, and its
-    REST API."""
+    REST API; `name` names its files."""
     rest_port = kafka_reference.free_port()
-    properties = tmp_path / "worker.properties"
+    properties = tmp_path / f"{name}.properties"
     settings = {**worker_properties(bootstrap, rest_port), **extra}
     properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
     worker = jvm.Jvm(
         "org.apache.kafka.connect.cli.ConnectDistributed",
         [str(properties)],
         class_path=jvm.classpath(),
-        log_path=tmp_path / "worker.log",
+        log_path=tmp_path / f"{name}.log",
         heap="-Xmx384m",
     )
     return worker, Rest(rest_port)
@@ -108,6 +110,8 @@ class Rest:
 
     def __init__(self, port: int) -> None:
         self.base = f"http://127.0.0.1:{port}"
+        self.worker_id = f"127.0.0.1:{port}"
+        """How the worker names itself in statuses (its advertised REST address)."""
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -158,8 +162,11 @@ def wait_for_worker(worker: jvm.Jvm, rest: Rest) -> None:
     assert wait_until(up, timeout_s=START_S, interval_s=0.5), worker.tail()
 
 
-def wait_for_running(worker: jvm.Jvm, rest: Rest, configs: dict[str, dict[str, str]]) -> None:
-    """Both connectors and their task RUNNING, with the configs they were given."""
+def wait_for_running(
+    worker: jvm.Jvm, rest: Rest, configs: dict[str, dict[str, str]], *, on: Rest | None = None
+) -> None:
+    """Each connector and its task RUNNING, with the configs they were given (all on the
+    worker of `on`, if given)."""
 
     def running() -> bool:
         assert worker.alive, f"the worker exited:\n{worker.tail()}"
@@ -172,6 +179,9 @@ def wait_for_running(worker: jvm.Jvm, rest: Rest, configs: dict[str, dict[str, s
                 raise AssertionError(f"{name}'s config came back as {info['config']}")
             states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
             if len(states) != 2 or set(states) != {"RUNNING"}:
+                return False
+            workers = {status["connector"]["worker_id"], *(t["worker_id"] for t in status["tasks"])}
+            if on is not None and workers != {on.worker_id}:
                 return False
         return True
 
@@ -189,6 +199,14 @@ def stored_position(rest: Rest, source_file: Path) -> int | None:
         if entry["partition"] == {"filename": str(source_file)}:
             return int(entry["offset"]["position"])
     return None
+
+
+def sink_committed(rest: Rest) -> int | None:
+    """The sink connector's committed offset of the topic's one partition."""
+    offsets = rest.answers("/connectors/sink/offsets")
+    if offsets is None or not offsets["offsets"]:
+        return None
+    return int(offsets["offsets"][0]["offset"]["kafka_offset"])
 
 
 def sink_lines(sink_file: Path) -> list[str]:
@@ -401,3 +419,89 @@ def test_exactly_once_source_survives_worker_and_broker_crashes(
             appender.join(timeout=120)
 
     assert topic_lines("read_committed") == source
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_two_workers_share_the_connectors_and_one_takes_over(
+    brokers: Brokers, tmp_path: Path
+) -> None:
+    """Two workers in one Connect cluster (one group on Shoal, the leader assigning the
+    connectors and tasks, a follower forwarding REST writes to the leader). The worker
+    running the source task is SIGKILLed: the other takes over both connectors, the
+    source resumes from its stored offset and the sink from its committed one. The killed
+    worker comes back and takes its share again. The worker was killed with every offset
+    committed and live workers commit before handing a task over, so the sink ends up
+    exactly the source."""
+    broker = brokers.start("group.initial.rebalance.delay.ms=0")
+    create_topic(broker.bootstrap, TOPIC, partitions=1)
+    source_file, sink_file = tmp_path / "source.txt", tmp_path / "sink.txt"
+    append(source_file, range(FIRST), paced=False)
+    workers = [make_worker(broker.bootstrap, tmp_path, f"worker-{n}") for n in (1, 2)]
+    configs = {
+        "source": {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "file": str(source_file),
+            "topic": TOPIC,
+            "tasks.max": "1",
+        },
+        "sink": {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "file": str(sink_file),
+            "topics": TOPIC,
+            "tasks.max": "1",
+        },
+    }
+    try:
+        for worker, _rest in workers:
+            worker.start()
+        for name, config in configs.items():
+            workers[1][1].put_config(name, config)
+        for worker, rest in workers:
+            wait_for_running(worker, rest, configs)
+        source = source_file.read_text().splitlines()
+        assert wait_until(lambda: sink_lines(sink_file) == source, timeout_s=SETTLE_S)
+
+        # Both sides' offsets committed: the kill then finds no work in flight.
+        _w, rest = workers[0]
+        assert wait_until(
+            lambda: (
+                stored_position(rest, source_file) == source_file.stat().st_size
+                and sink_committed(rest) == len(source)
+            ),
+            timeout_s=SETTLE_S,
+        ), f"offsets {stored_position(rest, source_file)}, {sink_committed(rest)}"
+        status = rest.call("GET", "/connectors/source/status")
+        victim = next(
+            n for n, (_w, r) in enumerate(workers) if r.worker_id == status["tasks"][0]["worker_id"]
+        )
+        survivor_worker, survivor = workers[1 - victim]
+        workers[victim][0].kill()
+        append(source_file, range(FIRST, FIRST + SECOND), paced=False)
+        wait_for_running(survivor_worker, survivor, configs, on=survivor)
+        source = source_file.read_text().splitlines()
+        assert wait_until(
+            lambda: set(sink_lines(sink_file)) >= set(source), timeout_s=SETTLE_S, interval_s=0.5
+        ), f"sink lacks {len(set(source) - set(sink_lines(sink_file)))} lines"
+
+        workers[victim][0].start()
+        for worker, rest in workers:
+            wait_for_running(worker, rest, configs)
+        append(source_file, range(FIRST + SECOND, FIRST + 2 * SECOND), paced=False)
+        source = source_file.read_text().splitlines()
+        assert wait_until(
+            lambda: set(sink_lines(sink_file)) >= set(source), timeout_s=SETTLE_S, interval_s=0.5
+        ), f"sink lacks {len(set(source) - set(sink_lines(sink_file)))} lines"
+        assert wait_until(
+            lambda: stored_position(survivor, source_file) == source_file.stat().st_size,
+            timeout_s=SETTLE_S,
+        ), f"stored offset {stored_position(survivor, source_file)}"
+        for worker, _rest in workers:
+            assert worker.stop() in (0, 143), worker.tail()
+    finally:
+        for worker, _rest in workers:
+            worker.kill()
+
+    # Nothing was in flight when the worker died, and a task moving between live workers
+    # commits first: nothing is repeated.
+    assert sink_lines(sink_file) == source
