@@ -67,7 +67,7 @@ class NoEffect(enum.Enum):
     KRAFT = "no KRaft controller quorum or metadata log: one process is the whole cluster"
     REPLICATION = "no replicas: every partition has one copy, on this node"
     TIERED = "no tiered (remote) storage: every segment stays in the data directory"
-    CLEANER = "no log compaction: only the delete cleanup policy is served"
+    CLEANER = "the cleaner reads and rewrites a segment batch by batch: no I/O buffer to size"
     THREADS = "one asyncio event loop (and a small disk pool) instead of Kafka's thread pools"
     PLUGINS = "no Java plug-ins (classes, reporters, config providers, security providers)"
     JAAS = "no JAAS, Kerberos or OAuth client login: brokers only validate credentials"
@@ -78,7 +78,7 @@ class NoEffect(enum.Enum):
     DELEGATION = "no delegation tokens"
     LOG_FILES = "segment files are neither preallocated, jittered nor deleted with a delay"
     TELEMETRY = "no client telemetry (KIP-714)"
-    COMPRESSION = "batches are stored as produced and never recompressed"
+    COMPRESSION = "the share-group state topic is written uncompressed"
     STREAMS = "no Kafka Streams groups (KIP-1071)"
     UNCHECKED = "a Kafka check or tuning knob Shoal does not implement"
 
@@ -89,9 +89,21 @@ class ConfigError(ValueError):
 
     code = ErrorCode.invalid_config
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
+    def __init__(
+        self, key: str, message: str, *, whole: bool = False, kafka_message: str | None = None
+    ) -> None:
+        """`message` is prefixed by the key unless `whole` (it is Kafka's own text
+        already); `kafka_message` is Kafka's text for a refusal Shoal words its own way."""
+        super().__init__(message if whole else f"{key}: {message}")
         self.key = key
+        self.kafka_message = kafka_message
+
+    @property
+    def wire_message(self) -> str:
+        """The message a request refused for this value gets: Kafka's words
+        (ConfigDef's ConfigException, "Invalid value <v> for configuration <key>:
+        <reason>") where Shoal has them, else its own."""
+        return self.kafka_message or str(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +127,9 @@ class ConfigDef:
     server/dynamic_config.py lists): the Kafka keys Kafka marks dynamic."""
     no_effect: NoEffect | None = None
     """Set for a Kafka key Shoal accepts and stores without acting on it."""
+    kafka_words: bool = False
+    """Refusals are worded as Kafka's ConfigDef words them (`Invalid value <v> for
+    configuration <key>: <reason>`); `check` then returns Kafka's reason."""
 
     def parse(self, raw: object) -> Any:
         """Turn a raw value (string from a file or the wire, or a Python value) into
@@ -123,8 +138,42 @@ class ConfigDef:
             if self.nullable:
                 return None
             raise ConfigError(self.name, "a value is required")
+        if self.kafka_words:
+            return self._parse_as_kafka(raw)
         value = self._coerce(raw)
         self._check_bounds(value)
+        return value
+
+    def _parse_as_kafka(self, raw: object) -> Any:
+        """`parse`, refusing as Kafka's ConfigDef does: the value shown as given (an
+        INT's as parsed), the reason in Kafka's words (its Range, ValidString and
+        type checks)."""
+        text = raw.strip() if isinstance(raw, str) else raw
+
+        def refuse(shown: object, reason: str) -> ConfigError:
+            return ConfigError(
+                self.name,
+                f"Invalid value {shown} for configuration {self.name}: {reason}",
+                whole=True,
+            )
+
+        value: Any = text
+        if self.type is ConfigType.INT:
+            if isinstance(text, bool) or not _JAVA_INT.fullmatch(str(text)):
+                raise refuse(text, "Not a number of type INT")
+            value = int(str(text))
+            if not -(2**31) <= value <= INT_MAX:
+                raise refuse(text, "Not a number of type INT")
+            if self.min is not None and value < self.min:
+                raise refuse(value, f"Value must be at least {self.min}")
+            if self.max is not None and value > self.max:
+                raise refuse(value, f"Value must be no more than {self.max}")
+        else:
+            value = str(text)
+            if self.choices is not None and value not in self.choices:
+                raise refuse(value, f"String must be one of: {', '.join(self.choices)}")
+        if self.check is not None and (reason := self.check(value)) is not None:
+            raise refuse(value, reason)
         return value
 
     def _coerce(self, raw: object) -> Any:
@@ -141,7 +190,10 @@ class ConfigDef:
                 case ConfigType.INT | ConfigType.SHORT | ConfigType.LONG:
                     if isinstance(text, bool):
                         raise ValueError
-                    return int(str(text))
+                    number = int(str(text))
+                    if self.type is ConfigType.INT and not -(2**31) <= number <= INT_MAX:
+                        raise ValueError  # Java's parseInt refuses it
+                    return number
                 case ConfigType.DOUBLE:
                     return float(str(text))
                 case ConfigType.LIST:
@@ -152,14 +204,41 @@ class ConfigDef:
                     return str(text)
         except ValueError:
             kind = self.type.name.lower()
-            raise ConfigError(self.name, f"value {raw!r} is not a valid {kind}") from None
+            reason = (
+                "Expected value to be either true or false"
+                if self.type is ConfigType.BOOLEAN
+                else f"Not a number of type {self.type.name}"
+            )
+            raise ConfigError(
+                self.name,
+                f"value {raw!r} is not a valid {kind}",
+                kafka_message=self._kafka_refusal(raw, reason),
+            ) from None
+
+    def _kafka_refusal(self, shown: object, reason: str) -> str:
+        """Kafka's ConfigException message (ConfigDef.parseType, Range.ensureValid)."""
+        if isinstance(shown, float):
+            shown = java_double(shown)
+        return f"Invalid value {shown} for configuration {self.name}: {reason}"
 
     def _check_bounds(self, value: Any) -> None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             if self.min is not None and value < self.min:
-                raise ConfigError(self.name, f"value {value} is below the minimum {self.min}")
+                raise ConfigError(
+                    self.name,
+                    f"value {value} is below the minimum {self.min}",
+                    kafka_message=self._kafka_refusal(
+                        value, f"Value must be at least {_java_number(self.min)}"
+                    ),
+                )
             if self.max is not None and value > self.max:
-                raise ConfigError(self.name, f"value {value} is above the maximum {self.max}")
+                raise ConfigError(
+                    self.name,
+                    f"value {value} is above the maximum {self.max}",
+                    kafka_message=self._kafka_refusal(
+                        value, f"Value must be no more than {_java_number(self.max)}"
+                    ),
+                )
             if self.type is ConfigType.INT and not -(2**31) <= value <= INT_MAX:
                 raise ConfigError(self.name, f"value {value} does not fit an int")
         if self.choices is not None:
@@ -186,6 +265,11 @@ def render(definition: ConfigDef, value: Any) -> str | None:
     if isinstance(value, float):
         return java_double(value)
     return str(value)
+
+
+def _java_number(value: float) -> str:
+    """A bound as Java's Number.toString shows it (Kafka's Range validator)."""
+    return java_double(value) if isinstance(value, float) else str(value)
 
 
 def java_double(value: float) -> str:
@@ -312,6 +396,30 @@ _INT, _LONG, _BOOL, _STR, _LIST = (
     ConfigType.LIST,
 )
 _DAY_MS = 24 * 3600 * 1000
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+"""`compression.type`'s values, in the order Kafka's refusal lists them."""
+
+
+def _check_gzip_level(value: Any) -> str | None:
+    """Kafka's gzip level: 1..9, or -1 (zlib's default)."""
+    if value is None or value == -1 or 1 <= value <= 9:
+        return None
+    return "Value must be between 1 and 9 or equal to -1"
+
+
+_COMPRESSION_LEVEL_KEYS: tuple[
+    tuple[str, str, int | None, int | None, int, Callable[[Any], str | None] | None], ...
+] = (
+    ("compression.gzip.level", "gzip", None, None, -1, _check_gzip_level),
+    ("compression.lz4.level", "lz4", 1, 17, 9, None),
+    ("compression.zstd.level", "zstd", -131072, 22, 3, None),
+)
+"""(key, codec, min, max, default, check) of the level keys (KIP-390): Kafka's
+CompressionType ranges, which protocol/compression.py applies (a unit test keeps the
+two equal)."""
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+"""What Java's Integer.parseInt takes (no underscores, unlike Python's int)."""
 
 _DEFS: list[ConfigDef] = [
     # ---- broker: identity and listeners
@@ -582,7 +690,29 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("message.max.bytes", _INT, 1_048_588, _B, "Largest record batch.", min=0),
     ConfigDef("min.insync.replicas", _INT, 1, _B, "Single node: always 1.", min=1, max=1),
     ConfigDef(
-        "compression.type", _STR, "producer", _B, "Stored as produced.", choices=("producer",)
+        "compression.type",
+        _STR,
+        "producer",
+        _B,
+        "Codec of the stored batches: producer keeps each batch's own; another value "
+        "recompresses batches of another codec (docs/compression.md).",
+        choices=COMPRESSION_TYPES,
+        kafka_words=True,
+    ),
+    *(
+        ConfigDef(
+            key,
+            _INT,
+            default,
+            _B,
+            f"Level of broker-side {codec} compression.",
+            min=low,
+            max=high,
+            check=check,
+            dynamic=True,
+            kafka_words=True,
+        )
+        for key, codec, low, high, default, check in _COMPRESSION_LEVEL_KEYS
     ),
     # ---- broker: producers and transactions
     ConfigDef("transaction.max.timeout.ms", _INT, 900_000, _B, "Largest txn timeout.", min=1),
@@ -1078,9 +1208,26 @@ _DEFS: list[ConfigDef] = [
         _STR,
         "producer",
         _T,
-        "Stored as produced.",
-        choices=("producer",),
+        "Codec of the stored batches: producer keeps each batch's own; another value "
+        "recompresses batches of another codec (docs/compression.md).",
+        choices=COMPRESSION_TYPES,
         synonym="compression.type",
+        kafka_words=True,
+    ),
+    *(
+        ConfigDef(
+            key,
+            _INT,
+            default,
+            _T,
+            f"Level of broker-side {codec} compression.",
+            min=low,
+            max=high,
+            check=check,
+            synonym=key,
+            kafka_words=True,
+        )
+        for key, codec, low, high, default, check in _COMPRESSION_LEVEL_KEYS
     ),
     # ---- consumer group keys (resource type GROUP, KIP-848 groups); bounds are checked
     # against the broker's group.consumer.min/max.* keys (group/configs.py)
@@ -1342,7 +1489,7 @@ _DEFS: list[ConfigDef] = [
 # NoEffect member says why it changes nothing here.
 _N = NoEffect
 # (name, type, Kafka's default as Kafka shows it, dynamic in Kafka, why no effect)
-_KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ...] = (
+_KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect | None], ...] = (
     ("add.partitions.to.txn.retry.backoff.max.ms", _INT, "100", False, _N.UNCHECKED),
     ("add.partitions.to.txn.retry.backoff.ms", _INT, "20", False, _N.UNCHECKED),
     ("alter.config.policy.class.name", ConfigType.CLASS, None, False, _N.PLUGINS),
@@ -1354,9 +1501,6 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("broker.rack", ConfigType.STRING, None, False, _N.KRAFT),
     ("broker.session.timeout.ms", _INT, "9000", False, _N.KRAFT),
     ("client.quota.callback.class", ConfigType.CLASS, None, False, _N.PLUGINS),
-    ("compression.gzip.level", _INT, "-1", True, _N.COMPRESSION),
-    ("compression.lz4.level", _INT, "9", True, _N.COMPRESSION),
-    ("compression.zstd.level", _INT, "3", True, _N.COMPRESSION),
     ("config.providers", _LIST, "", True, _N.PLUGINS),
     ("controlled.shutdown.enable", ConfigType.BOOLEAN, "true", False, _N.KRAFT),
     ("controller.listener.names", _LIST, None, False, _N.KRAFT),
@@ -1407,23 +1551,23 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("kafka.metrics.reporters", _LIST, "", False, _N.PLUGINS),
     ("leader.imbalance.check.interval.seconds", _LONG, "300", False, _N.KRAFT),
     ("leader.replication.throttled.rate", _LONG, "9223372036854775807", True, _N.REPLICATION),
-    ("log.cleaner.backoff.ms", _LONG, "15000", True, _N.CLEANER),
-    ("log.cleaner.dedupe.buffer.size", _LONG, "134217728", True, _N.CLEANER),
-    ("log.cleaner.delete.retention.ms", _LONG, "86400000", True, _N.CLEANER),
-    ("log.cleaner.enable", ConfigType.BOOLEAN, "true", False, _N.CLEANER),
-    ("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, "0.9", True, _N.CLEANER),
+    ("log.cleaner.backoff.ms", _LONG, "15000", True, None),
+    ("log.cleaner.dedupe.buffer.size", _LONG, "134217728", True, None),
+    ("log.cleaner.delete.retention.ms", _LONG, "86400000", True, None),
+    ("log.cleaner.enable", ConfigType.BOOLEAN, "true", False, None),
+    ("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, "0.9", True, None),
     ("log.cleaner.io.buffer.size", _INT, "524288", True, _N.CLEANER),
     (
         "log.cleaner.io.max.bytes.per.second",
         ConfigType.DOUBLE,
         "1.7976931348623157E308",
         True,
-        _N.CLEANER,
+        None,
     ),
-    ("log.cleaner.max.compaction.lag.ms", _LONG, "9223372036854775807", True, _N.CLEANER),
-    ("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5", True, _N.CLEANER),
-    ("log.cleaner.min.compaction.lag.ms", _LONG, "0", True, _N.CLEANER),
-    ("log.cleaner.threads", _INT, "1", True, _N.CLEANER),
+    ("log.cleaner.max.compaction.lag.ms", _LONG, "9223372036854775807", True, None),
+    ("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5", True, None),
+    ("log.cleaner.min.compaction.lag.ms", _LONG, "0", True, None),
+    ("log.cleaner.threads", _INT, "1", True, None),
     ("log.dir.failure.timeout.ms", _LONG, "30000", False, _N.REPLICATION),
     ("log.flush.offset.checkpoint.interval.ms", _INT, "60000", False, _N.LOG_FILES),
     ("log.flush.start.offset.checkpoint.interval.ms", _INT, "60000", False, _N.LOG_FILES),
@@ -1625,11 +1769,8 @@ _KAFKA_BROKER_ONLY: tuple[tuple[str, ConfigType, str | None, bool, NoEffect], ..
     ("unclean.leader.election.enable", ConfigType.BOOLEAN, "false", True, _N.REPLICATION),
 )
 # (name, type, Kafka's default, broker synonym, why no effect)
-_KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect], ...] = (
-    ("compression.gzip.level", _INT, "-1", "compression.gzip.level", _N.COMPRESSION),
-    ("compression.lz4.level", _INT, "9", "compression.lz4.level", _N.COMPRESSION),
-    ("compression.zstd.level", _INT, "3", "compression.zstd.level", _N.COMPRESSION),
-    ("delete.retention.ms", _LONG, "86400000", "log.cleaner.delete.retention.ms", _N.CLEANER),
+_KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect | None], ...] = (
+    ("delete.retention.ms", _LONG, "86400000", "log.cleaner.delete.retention.ms", None),
     ("file.delete.delay.ms", _LONG, "60000", "log.segment.delete.delay.ms", _N.LOG_FILES),
     ("follower.replication.throttled.replicas", _LIST, "", None, _N.REPLICATION),
     ("leader.replication.throttled.replicas", _LIST, "", None, _N.REPLICATION),
@@ -1640,7 +1781,7 @@ _KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect
         _LONG,
         "9223372036854775807",
         "log.cleaner.max.compaction.lag.ms",
-        _N.CLEANER,
+        None,
     ),
     (
         "max.decompressed.message.bytes",
@@ -1668,9 +1809,9 @@ _KAFKA_TOPIC_ONLY: tuple[tuple[str, ConfigType, str | None, str | None, NoEffect
         ConfigType.DOUBLE,
         "0.5",
         "log.cleaner.min.cleanable.ratio",
-        _N.CLEANER,
+        None,
     ),
-    ("min.compaction.lag.ms", _LONG, "0", "log.cleaner.min.compaction.lag.ms", _N.CLEANER),
+    ("min.compaction.lag.ms", _LONG, "0", "log.cleaner.min.compaction.lag.ms", None),
     ("preallocate", ConfigType.BOOLEAN, "false", "log.preallocate", _N.LOG_FILES),
     ("remote.log.copy.disable", ConfigType.BOOLEAN, "false", None, _N.TIERED),
     ("remote.log.delete.on.disable", ConfigType.BOOLEAN, "false", None, _N.TIERED),
@@ -1708,7 +1849,6 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
     **dict.fromkeys(
         (
             "background.threads",
-            "compression.lz4.level",
             "log.cleaner.max.compaction.lag.ms",
             "max.decompressed.message.bytes",
             "num.io.threads",
@@ -1758,32 +1898,54 @@ _KAFKA_MINIMUMS: dict[str, int | float] = {
 broker synonyms, the topic keys), as the reference broker answers them."""
 
 
-def _check_gzip_level(value: Any) -> str | None:
-    if value is None or value == -1 or 1 <= value <= 9:
-        return None
-    return f"value {value} must be between 1 and 9 or equal to -1"
+_CLEANER_DOCS = {
+    "log.cleaner.backoff.ms": "How long a cleaner thread sleeps when nothing is cleanable.",
+    "log.cleaner.dedupe.buffer.size": (
+        "The key maps' memory, shared by the cleaner threads (160 bytes per key)."
+    ),
+    "log.cleaner.delete.retention.ms": "How long tombstones survive their first cleaning.",
+    "log.cleaner.enable": "Run the log cleaner (compaction of cleanup.policy=compact topics).",
+    "log.cleaner.io.buffer.load.factor": "The share of a key map the cleaner fills.",
+    "log.cleaner.io.max.bytes.per.second": "The cleaner threads' I/O bound, read and written.",
+    "log.cleaner.max.compaction.lag.ms": "Dirty records older than this are cleaned at once.",
+    "log.cleaner.min.cleanable.ratio": "Dirty share of a log before the cleaner takes it.",
+    "log.cleaner.min.compaction.lag.ms": "Records younger than this are not cleaned yet.",
+    "log.cleaner.threads": "Cleaner threads (server/log_cleaner.py).",
+    "delete.retention.ms": "How long tombstones survive their first cleaning.",
+    "max.compaction.lag.ms": "Dirty records older than this are cleaned at once.",
+    "min.cleanable.dirty.ratio": "Dirty share of the log before the cleaner takes it.",
+    "min.compaction.lag.ms": "Records younger than this are not cleaned yet.",
+}
+"""The Kafka keys of the log cleaner that Shoal acts on (server/log_cleaner.py)."""
+
+_KAFKA_MAXIMUMS: dict[str, int | float] = {"log.cleaner.min.cleanable.ratio": 1}
+"""Upper bounds Kafka 4.2 checks (its `between(0, 1)`), on the key and its topic synonym."""
 
 
 def _no_effect_doc(reason: NoEffect) -> str:
     return f"Kafka key, accepted and stored; no effect on one Shoal node: {reason.value}."
 
 
+def _kafka_doc(name: str, reason: NoEffect | None) -> str:
+    return _no_effect_doc(reason) if reason is not None else _CLEANER_DOCS[name]
+
+
 def _kafka_only_defs() -> list[ConfigDef]:
     defs = []
     for name, kind, default, dynamic, reason in _KAFKA_BROKER_ONLY:
         definition = ConfigDef(
-            name, kind, None, _B, _no_effect_doc(reason), nullable=default is None,
+            name, kind, None, _B, _kafka_doc(name, reason), nullable=default is None,
             dynamic=dynamic, no_effect=reason, min=_KAFKA_MINIMUMS.get(name),
-            check=_check_gzip_level if name == "compression.gzip.level" else None,
+            max=_KAFKA_MAXIMUMS.get(name),
         )  # fmt: skip
         defs.append(replace(definition, default=definition.parse(default)))
     for scope, rows in ((_T, _KAFKA_TOPIC_ONLY), (_G, _KAFKA_GROUP_ONLY)):
         for name, kind, default, synonym, reason in rows:
             bound = _KAFKA_MINIMUMS.get(name, _KAFKA_MINIMUMS.get(synonym or ""))
+            upper = _KAFKA_MAXIMUMS.get(name, _KAFKA_MAXIMUMS.get(synonym or ""))
             definition = ConfigDef(
-                name, kind, None, scope, _no_effect_doc(reason), nullable=default is None,
-                synonym=synonym, no_effect=reason, min=bound,
-                check=_check_gzip_level if name == "compression.gzip.level" else None,
+                name, kind, None, scope, _kafka_doc(name, reason), nullable=default is None,
+                synonym=synonym, no_effect=reason, min=bound, max=upper,
             )  # fmt: skip
             defs.append(replace(definition, default=definition.parse(default)))
     return defs
@@ -2163,6 +2325,14 @@ def config_int(values: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def config_float(values: Mapping[str, Any], key: str) -> float:
+    """A DOUBLE topic (or broker) key's value in a resolved config mapping; absent or
+    None takes the key's default."""
+    value = _mapping_value(values, key, (ConfigType.DOUBLE,))
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), (key, value)
+    return float(value)
+
+
 def config_list(values: Mapping[str, Any], key: str) -> list[str]:
     """A LIST topic (or broker) key's value in a resolved config mapping; absent or
     None takes the key's default."""
@@ -2195,13 +2365,25 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     for key, value in configs.items():
         definition = TOPIC_KEYS.get(key)
         if definition is None:
-            raise ConfigError(key, "unknown topic config key")
+            raise ConfigError(
+                key, "unknown topic config key", kafka_message=f"Unknown topic config name: {key}"
+            )
         typed[key] = definition.parse(value)
     if typed.get("remote.storage.enable"):  # as a Kafka broker without tiered storage
         raise ConfigError(
             "remote.storage.enable",
             "Tiered Storage functionality is disabled in the broker. "
             "Topic cannot be configured with remote log storage.",
+        )
+    min_lag = typed.get("min.compaction.lag.ms", 0)
+    max_lag = typed.get("max.compaction.lag.ms", LONG_MAX)
+    if min_lag is not None and max_lag is not None and min_lag > max_lag:
+        # Kafka's LogConfig.validateValues (on the overrides with the broker's
+        # defaults; here on the overrides, the broker keys keep their defaults' order)
+        raise ConfigError(
+            "min.compaction.lag.ms",
+            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+            f"max.compaction.lag.ms ({max_lag})",
         )
     return typed
 

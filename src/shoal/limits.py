@@ -98,6 +98,12 @@ DISK_IO_THREADS_MAX: Final = 4
 """Worker threads the broker runs the logs' blocking disk work in (fsyncs of flush
 plans, removal of deleted segments and topic directories): at most this many run at
 once, the rest wait their turn in order (server/disk_io.py)."""
+PRODUCE_RECORDS_ON_LOOP_BYTES_MAX: Final = 16 * 1024
+"""A produced batch whose records must be read (recompressed for compression.type, or
+keys checked on a compacted topic: log/validation.py) is read on the event loop up to
+this size, in a worker thread beyond it (server/handlers/produce.py). At this size the
+dearest work, gzip, holds the loop about half a millisecond; the thread hop costs
+tens of microseconds (figures in docs/compression.md)."""
 
 # Share fetch
 SHARE_FETCH_PROBE_BYTES: Final = 64 * 1024

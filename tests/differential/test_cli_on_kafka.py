@@ -119,6 +119,8 @@ READS = [
     pytest.param(
         ("configs", "--describe", "--entity-type", "topics"), id="configs-describe-topics"
     ),
+    pytest.param(("configs", "--describe", "--entity-type", "brokers"), id="configs-brokers"),
+    pytest.param(("configs", "--describe", "--group", "{cg}", "--all"), id="configs-group-all"),
     pytest.param(("consumer-groups", "--list"), id="consumer-groups-list"),
     pytest.param(("consumer-groups", "--list", "--state"), id="consumer-groups-list-state"),
     pytest.param(

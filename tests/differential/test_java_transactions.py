@@ -80,15 +80,10 @@ class Program:
 def program(
     tmp_path_factory: pytest.TempPathFactory, kafka: kafka_reference.KafkaBroker
 ) -> Program:
-    """JavaTransactions compiled against the reference's kafka-clients (`kafka` first:
-    it skips the module when there is no reference)."""
-    classes = tmp_path_factory.mktemp("java-transactions")
-    subprocess.run(
-        ["javac", "-cp", kafka_reference.classpath(), "-d", str(classes), str(PROGRAM)],
-        check=True,
-        timeout=RUN_TIMEOUT_S,
-    )
-    log_config = classes / "log4j2.yaml"
+    """JavaTransactions compiled against the reference's kafka-clients (once per source,
+    `compile_java`; `kafka` first: it skips the module when there is no reference)."""
+    classes = kafka_reference.compile_java(PROGRAM)
+    log_config = tmp_path_factory.mktemp("java-transactions") / "log4j2.yaml"
     log_config.write_text(_LOG4J2)
     return Program(classes, log_config)
 

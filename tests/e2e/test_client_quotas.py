@@ -33,7 +33,7 @@ def test_a_producer_flood_is_held_near_its_quota(brokers: Brokers) -> None:
         f"producer_byte_rate={QUOTA}",
     )
     assert added.returncode == 0, added.stderr
-    assert added.stdout.strip() == "Completed updating config for client-id 'flood'."
+    assert added.stdout.strip() == "Completed updating config for client flood."
     described = shoal(*base, "--describe", "--entity-type", "clients")
     assert described.stdout.strip() == (
         f"Quota configs for client-id 'flood' are producer_byte_rate={float(QUOTA)}"

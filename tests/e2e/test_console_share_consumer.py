@@ -55,6 +55,7 @@ def run_tool(
         tool_args(bootstrap, topic, group, *extra),
         capture_output=True,
         text=True,
+        errors="replace",  # the tool writes a value's bytes as they are, as Kafka's does
         env=ENV,
         timeout=timeout_s,
         check=False,

@@ -16,7 +16,17 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer
 
+from shoal.server.log_cleaner import KEY_MAP_ENTRY_BYTES
 from tests.support.broker import BrokerProcess, running, wait_until
+from tests.support.clients import create_topic as create_clients_topic
+from tests.support.compaction import (
+    COMPACTED,
+    alter_broker_configs,
+    latest,
+    produce_keyed,
+    seal,
+    wait_compacted,
+)
 from tests.support.metrics import METRICS_OVERRIDE, metrics_url, scrape, value
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -257,3 +267,46 @@ def test_fetch_commits_and_transactions_are_counted(broker: BrokerProcess, url: 
     assert delta("shoal_transactions_ended_total", {"result": "commit"}) == 1
     assert delta("shoal_transactions_ended_total", {"result": "abort"}) == 1
     assert "counting" not in broker.log_text()
+
+
+def test_the_log_cleaner_reports_its_work(broker: BrokerProcess, url: str) -> None:
+    """A compacted topic cleaned (the backoff shortened and the key map memory set at
+    run time, which wakes the cleaner): Kafka's cleaner gauges and the partition's
+    backlog and progress move."""
+    dedupe_bytes = KEY_MAP_ENTRY_BYTES * 100  # 90 keys at the 0.9 load factor
+    alter_broker_configs(
+        broker.bootstrap,
+        {"log.cleaner.backoff.ms": 100, "log.cleaner.dedupe.buffer.size": dedupe_bytes},
+    )
+    topic = topic_name("m-clean")
+    create_clients_topic(broker.bootstrap, topic, config=COMPACTED)
+    labels = {"topic": topic, "partition": "0"}
+    keys = [b"k-%02d" % i for i in range(20)]
+    written = produce_keyed(
+        broker.bootstrap, topic, [(keys[i % 20], b"v%d" % i) for i in range(1000)]
+    )
+    sealed_at = seal(broker.bootstrap, topic)
+    wait_compacted(broker.bootstrap, topic, sealed_at, latest(written))
+    after = scrape(url)
+    assert value(after, "shoal_log_cleaner_cleans_total", labels) >= 1
+    cleaned = value(after, "shoal_log_cleaner_cleaned_bytes_total", labels)
+    assert cleaned > 1000 * 10  # every record was read at least once
+    assert ("shoal_log_cleaner_dirty_bytes", frozenset(labels.items())) in after
+    recopy = value(after, "kafka_log_logcleaner_cleaner_recopy_percent")
+    assert 0 < recopy < 50  # 20 of 1000 records kept
+    # 20 keys (and a seal record or two) in a map of 90
+    assert 20 <= value(after, "kafka_log_logcleaner_max_buffer_utilization_percent") <= 30
+    assert 0 <= value(after, "kafka_log_logcleanermanager_time_since_last_run_ms") < 30_000
+    assert value(after, "kafka_log_logcleaner_deadthreadcount") == 0
+    uncleanable = [
+        v
+        for (name, _labels), v in after.items()
+        if name == "kafka_log_logcleanermanager_uncleanable_partitions_count"
+    ]
+    assert uncleanable == [0]
+    for gauge in (
+        "kafka_log_logcleanermanager_max_dirty_percent",
+        "kafka_log_logcleaner_max_clean_time_secs",
+        "kafka_log_logcleaner_max_compaction_delay_secs",
+    ):
+        assert (gauge, frozenset()) in after, gauge

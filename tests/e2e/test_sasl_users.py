@@ -44,16 +44,14 @@ def scram_client(bootstrap: str, password: str = PASSWORD) -> Client:
 def test_configs_users_survive_a_restart_and_log_in(brokers: Brokers) -> None:
     broker = brokers.start()
     base = ("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "users")
-    added = shoal(
-        *base,
-        "--alter",
-        "--entity-name",
-        "alice",
-        "--add-config",
-        f"SCRAM-SHA-256=[iterations=8192,password={PASSWORD}],SCRAM-SHA-512=[password=x-secret]",
-    )
-    assert added.returncode == 0, added.stderr
-    assert added.stdout.strip() == "Completed updating config for user alice."
+    # one mechanism per request, as with Kafka's tool (two at once: DUPLICATE_RESOURCE)
+    for credential in (
+        f"SCRAM-SHA-256=[iterations=8192,password={PASSWORD}]",
+        "SCRAM-SHA-512=[password=x-secret]",
+    ):
+        added = shoal(*base, "--alter", "--entity-name", "alice", "--add-config", credential)
+        assert added.returncode == 0, added.stderr
+        assert added.stdout.strip() == "Completed updating config for user alice."
     described = shoal(*base, "--describe")
     assert described.stdout.strip() == (
         "SCRAM credential configs for user-principal 'alice' are "
@@ -62,7 +60,7 @@ def test_configs_users_survive_a_restart_and_log_in(brokers: Brokers) -> None:
     deleted = shoal(*base, "--alter", "--entity-name", "alice", "--delete-config", "SCRAM-SHA-512")
     assert deleted.returncode == 0, deleted.stderr
     again = shoal(*base, "--alter", "--entity-name", "alice", "--delete-config", "SCRAM-SHA-512")
-    assert again.returncode == 1 and "RESOURCE_NOT_FOUND" in again.stderr
+    assert again.returncode == 1 and "ResourceNotFoundException" in again.stderr
     weak = shoal(
         *base,
         "--alter",
@@ -71,7 +69,10 @@ def test_configs_users_survive_a_restart_and_log_in(brokers: Brokers) -> None:
         "--add-config",
         "SCRAM-SHA-256=[iterations=100,password=p]",
     )
-    assert weak.returncode == 1 and "UNACCEPTABLE_CREDENTIAL: Too few iterations" in weak.stderr
+    assert weak.returncode == 1  # refused by the tool, as Kafka's refuses it
+    assert "Iterations 100 is less than the minimum 4096 required for SCRAM-SHA-256" in (
+        weak.stderr
+    )
     stored = (broker.data_dir / "scram-credentials.json").read_text()
     assert PASSWORD not in stored and "x-secret" not in stored
 

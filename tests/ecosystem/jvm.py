@@ -1,10 +1,11 @@
 """Kafka's applications as processes for the ecosystem tests: their jars, their compiled
-test programs, and a JVM that can be waited on, SIGKILLed and restarted.
+test programs, a JVM that can be waited on, SIGKILLed, frozen and restarted, and the
+broker they run against.
 
-The jars are those `java/pom.xml` names (Kafka Streams, Kafka Connect), resolved from
+The jars are those `apps/pom.xml` names (Kafka Streams, Kafka Connect), resolved from
 Maven Central into their own cache directory by the reference broker's machinery
-(tests/support/kafka_reference.py: `install()`), and test programs in `java/` are
-compiled once per hash of their source (`compile_java()`).
+(tests/support/kafka_reference.py: `install_pom()`), and test programs in `apps/` are
+compiled against them once per hash of their source (`compile_java()`).
 """
 
 from __future__ import annotations
@@ -15,41 +16,61 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from tests.ecosystem.conftest import on_kafka
 from tests.support import kafka_reference
+from tests.support.broker import BrokerProcess, Brokers
 
-JAVA_DIR = Path(__file__).resolve().parent / "java"
-POM = JAVA_DIR / "pom.xml"
+APPS_DIR = Path(__file__).resolve().parent / "apps"
+POM = APPS_DIR / "pom.xml"
 CACHE_NAME = f"ecosystem-{kafka_reference.KAFKA_VERSION}"
-"""The cache directory (under ~/.cache/shoal) of the applications' jars and classes."""
+"""The cache directory (under ~/.cache/shoal) of the applications' jars."""
+SINGLE_NODE = ("group.initial.rebalance.delay.ms=0",)
+"""Shoal's settings for these tests: no first-join wait (3 s by default), as a
+single-node Kafka is set up (the reference broker's too)."""
 
 
-def classpath() -> str:
+def _libs() -> Path:
     """The applications' jars; without java and mvn (or offline) the test skips, except
     in CI (CI=true), where that is a failure."""
     try:
-        return kafka_reference.classpath(POM, CACHE_NAME)
+        return kafka_reference.install_pom(
+            POM, kafka_reference.cache_root() / CACHE_NAME, what="Kafka Streams and Connect"
+        )
     except kafka_reference.ReferenceUnavailable as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no Kafka applications: {exc}")
 
 
+def classpath() -> str:
+    return kafka_reference.classpath(_libs())
+
+
 def program_classpath(source_name: str) -> str:
-    """The classpath running the test program `java/<source_name>`: its classes, then
+    """The classpath running the test program `apps/<source_name>`: its classes, then
     the applications' jars."""
-    jars = classpath()
-    try:
-        classes = kafka_reference.compile_java(JAVA_DIR / source_name, jars, CACHE_NAME)
-    except kafka_reference.ReferenceUnavailable as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"cannot compile {source_name}: {exc}")
-    return os.pathsep.join((str(classes), jars))
+    libs = _libs()
+    classes = kafka_reference.compile_java(APPS_DIR / source_name, libs=libs)
+    return os.pathsep.join((str(classes), kafka_reference.classpath(libs)))
+
+
+Broker = BrokerProcess | kafka_reference.KafkaBroker
+
+
+@pytest.fixture(name="broker")
+def broker_fixture(brokers: Brokers, tmp_path: Path) -> Iterator[Broker]:
+    """Shoal (or, with SHOAL_ECOSYSTEM_ON_KAFKA, the reference broker) on its own data
+    directory: `restart()` is a SIGKILL and a start on the same data and port."""
+    if on_kafka():
+        with kafka_reference.running(tmp_path / "kafka") as kafka:
+            yield kafka
+        return
+    yield brokers.start(*SINGLE_NODE)
 
 
 class Jvm:

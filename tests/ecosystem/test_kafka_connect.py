@@ -36,9 +36,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.ecosystem import jvm
+from tests.ecosystem.jvm import broker_fixture  # noqa: F401 -- the `broker` fixture
 from tests.ecosystem.reading import read_all
 from tests.support import kafka_reference
-from tests.support.broker import Brokers, wait_until
+from tests.support.broker import wait_until
 from tests.support.clients import create_topic
 
 TOPIC = "lines"
@@ -256,10 +257,8 @@ def cleanup_policy(bootstrap: str, topic: str) -> str:
 
 @pytest.mark.timeout(600)
 def test_file_connectors_survive_worker_and_broker_crashes(
-    brokers: Brokers, tmp_path: Path
+    broker: jvm.Broker, tmp_path: Path
 ) -> None:
-    # No first-join wait (3 s by default), as a single-node Kafka is configured.
-    broker = brokers.start("group.initial.rebalance.delay.ms=0")
     create_topic(broker.bootstrap, TOPIC, partitions=1)
     source_file, sink_file = tmp_path / "source.txt", tmp_path / "sink.txt"
     append(source_file, range(FIRST), paced=False)
@@ -350,13 +349,12 @@ def test_file_connectors_survive_worker_and_broker_crashes(
 
 @pytest.mark.timeout(600)
 def test_exactly_once_source_survives_worker_and_broker_crashes(
-    brokers: Brokers, tmp_path: Path
+    broker: jvm.Broker, tmp_path: Path
 ) -> None:
     """With `exactly.once.source.support=enabled` the worker writes each source batch and
     its offsets in one transaction, and a restarted worker fences the killed one's task
     producers (Admin fenceProducers) before starting its tasks: a read_committed reader
     of the topic sees every source line exactly once, through the same two crashes."""
-    broker = brokers.start("group.initial.rebalance.delay.ms=0")
     create_topic(broker.bootstrap, TOPIC, partitions=1)
     source_file = tmp_path / "source.txt"
     append(source_file, range(FIRST), paced=False)
@@ -424,7 +422,7 @@ def test_exactly_once_source_survives_worker_and_broker_crashes(
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_two_workers_share_the_connectors_and_one_takes_over(
-    brokers: Brokers, tmp_path: Path
+    broker: jvm.Broker, tmp_path: Path
 ) -> None:
     """Two workers in one Connect cluster (one group on Shoal, the leader assigning the
     connectors and tasks, a follower forwarding REST writes to the leader). The worker
@@ -433,7 +431,6 @@ def test_two_workers_share_the_connectors_and_one_takes_over(
     worker comes back and takes its share again. The worker was killed with every offset
     committed and live workers commit before handing a task over, so the sink ends up
     exactly the source."""
-    broker = brokers.start("group.initial.rebalance.delay.ms=0")
     create_topic(broker.bootstrap, TOPIC, partitions=1)
     source_file, sink_file = tmp_path / "source.txt", tmp_path / "sink.txt"
     append(source_file, range(FIRST), paced=False)

@@ -26,8 +26,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.ecosystem import jvm
+from tests.ecosystem.jvm import broker_fixture  # noqa: F401 -- the `broker` fixture
 from tests.ecosystem.reading import end_offsets, read_all
-from tests.support.broker import BrokerProcess, Brokers, wait_until
+from tests.support.broker import wait_until
 from tests.support.clients import (
     create_topic,
     flush_all,
@@ -154,10 +155,8 @@ def start_app(app: jvm.Jvm) -> None:
 
 @pytest.mark.timeout(600)
 def test_windowed_count_is_exact_through_app_and_broker_crashes(
-    brokers: Brokers, tmp_path: Path
+    broker: jvm.Broker, tmp_path: Path
 ) -> None:
-    # No first-join wait (3 s by default), as a single-node Kafka is configured.
-    broker: BrokerProcess = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
     create_topic(bootstrap, INPUT, partitions=INPUT_PARTITIONS)
     create_topic(bootstrap, OUTPUT, partitions=OUTPUT_PARTITIONS)
@@ -223,7 +222,7 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_zombie_instance_cannot_commit_after_its_tasks_moved(
-    brokers: Brokers, tmp_path: Path
+    broker: jvm.Broker, tmp_path: Path
 ) -> None:
     """Two instances share the work; one is frozen (SIGSTOP) while the input flows, for
     longer than its session, so the group gives its tasks to the other, which carries
@@ -232,7 +231,6 @@ def test_a_zombie_instance_cannot_commit_after_its_tasks_moved(
     InitProducerId fences the zombie's: its commit must fail on the group generation
     (KIP-447: TxnOffsetCommit carries the member and generation, and the coordinator
     refuses a stale one), and its transaction be aborted. Every count stays exact."""
-    broker: BrokerProcess = brokers.start("group.initial.rebalance.delay.ms=0")
     bootstrap = broker.bootstrap
     create_topic(bootstrap, INPUT, partitions=INPUT_PARTITIONS)
     create_topic(bootstrap, OUTPUT, partitions=OUTPUT_PARTITIONS)

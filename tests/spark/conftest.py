@@ -6,6 +6,12 @@ using their own topic names. Per spark.md §5: the UI is off, shuffles use two
 partitions, workers run this interpreter (PYSPARK_PYTHON; otherwise a system python3
 without pyarrow) and Spark binds to 127.0.0.1. Without pyspark or java the fixtures
 skip, so the rest of the suite runs on a machine without the `spark` extra.
+
+The session also carries Spark's own Kafka connector (`spark.jars`, resolved by
+tests/spark/kafka_connector.py) when Maven can provide it: jars cannot be added to a
+running driver, and one session serves every module. Without it the session starts
+anyway and only tests/spark/test_kafka_connector.py stops, saying why
+(`kafka_connector_jars`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from typing import Any
 import pytest
 
 from tests.spark.jvm import QUICK_JVM_OPTIONS
+from tests.spark.kafka_connector import connector_jars
 from tests.support.broker import BrokerProcess, running
+from tests.support.kafka_reference import ReferenceUnavailable
 
 
 def spark_missing() -> str | None:
@@ -37,7 +45,22 @@ def spark_missing() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def kafka_connector_jars() -> list[Path] | Exception:
+    """Spark's Kafka connector's jars, or why there are none (no java/mvn/Maven Central:
+    ReferenceUnavailable; another PySpark than the pom's: ConnectorVersionMismatch)."""
+    reason = spark_missing()
+    if reason is not None:
+        return RuntimeError(reason)
+    try:
+        return connector_jars()
+    except (ReferenceUnavailable, AssertionError) as exc:
+        return exc
+
+
+@pytest.fixture(scope="session")
+def spark(
+    tmp_path_factory: pytest.TempPathFactory, kafka_connector_jars: list[Path] | Exception
+) -> Iterator[Any]:
     reason = spark_missing()
     if reason is not None:
         pytest.skip(reason)
@@ -49,14 +72,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from shoal.spark import register
 
     scratch = tmp_path_factory.mktemp("spark")
+    builder = SparkSession.builder
+    if not isinstance(kafka_connector_jars, Exception):
+        builder = builder.config("spark.jars", ",".join(map(str, kafka_connector_jars)))
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("shoal-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.local.dir", str(scratch / "local"))
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .config(

@@ -20,6 +20,7 @@ pytest.importorskip("pyspark")
 from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
+from shoal.log.clean_batch import rebuild  # noqa: E402
 from shoal.protocol.errors import ErrorCode  # noqa: E402
 from shoal.protocol.record_batch import HEADER_SIZE, BatchError, iter_headers  # noqa: E402
 from shoal.spark import reading  # noqa: E402
@@ -210,6 +211,32 @@ def test_read_uncommitted_keeps_every_data_record_but_no_marker() -> None:
         b"plain",
         b"after-abort",
     ]
+
+
+def _emptied(batch: bytes) -> bytes:
+    """`batch` as the log cleaner leaves a producer's last batch whose records all went
+    (docs/compaction.md): the same offsets and producer fields, no record."""
+    (header,) = iter_headers(batch)
+    return rebuild(header, batch[HEADER_SIZE:], [], horizon_ms=None)
+
+
+def test_batches_the_cleaner_emptied_hold_no_record_to_read() -> None:
+    records = b"".join(
+        [
+            _emptied(_transactional(7, 0, b"aborted-1", b"aborted-2")),
+            _emptied(_control(7, 2, abort=True)),
+            build_batch([b"plain"], base_offset=3),
+            _emptied(build_batch([b"gone"], base_offset=4, producer_id=9, producer_epoch=0)),
+            build_batch([b"last"], base_offset=5),
+        ]
+    )
+    aborted = _AbortedTransactions()
+    aborted.add(((7, 0),))
+    for isolation in (aborted, None):
+        next_offset, kept = _kept_batches(records, 0, 6, isolation)
+        assert next_offset == 6
+        batches = decode_batches(kept, start=0, end=6, constants=_Constants("t", 0))
+        assert [v for b in batches for v in b.column("value").to_pylist()] == [b"plain", b"last"]
 
 
 def test_corrupt_batches_raise_corrupt_message() -> None:

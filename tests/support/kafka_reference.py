@@ -6,7 +6,10 @@ run the same clients against both. This module is test support, never part of Sh
 - `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)
   into a cache outside the repository (`$SHOAL_KAFKA_CACHE`, else
   `~/.cache/shoal/kafka-<version>`), once; later calls reuse it. A file lock keeps two
-  test workers from installing at the same time.
+  test workers from installing at the same time. `install_pom()` does the same for
+  another pom of the tests (Spark's Kafka connector: tests/spark/kafka_connector.py;
+  MirrorMaker 2: tests/ecosystem/mm2/pom.xml), `classpath(libs)` joins its jars and
+  `java_command(..., class_path=)` runs a main class on them.
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
   its PID (SIGTERM, or SIGKILL for a crash).
@@ -15,9 +18,10 @@ run the same clients against both. This module is test support, never part of Sh
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
   the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
-- `install(pom, name)` / `classpath(pom, name)` resolve another pom the same way into
-  its own cache directory (the ecosystem tests' applications), and `compile_java()`
-  compiles a small Java program once, cached by a hash of its source and classpath.
+- `compile_java()` compiles test programs against the reference's jars into a cache
+  directory keyed by a hash of their source; `JavaSession` keeps one JVM running Kafka's
+  tools and those programs one after another (tests/support/java/ToolRunner.java), so a
+  test module pays for one JVM start rather than one per tool run.
 - `python -m tests.support.kafka_reference serve` starts one for a person
   (`scripts/kafka-reference`).
 """
@@ -71,6 +75,9 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
 }
 """Kafka's scripts by name, and the main class each runs."""
 
@@ -94,23 +101,31 @@ class ReferenceUnavailable(RuntimeError):
     """Java or Maven is missing, or Maven could not resolve Kafka (offline)."""
 
 
-def cache_dir(name: str | None = None) -> Path:
-    """The cache directory `name` (default: the reference broker's, `kafka-<version>`)."""
+def cache_root() -> Path:
+    """Where the tests' Maven resolutions live: `$SHOAL_KAFKA_CACHE`, else ~/.cache/shoal."""
     root = os.environ.get("SHOAL_KAFKA_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "shoal"
-    return base / (name or f"kafka-{KAFKA_VERSION}")
+    return Path(root) if root else Path.home() / ".cache" / "shoal"
+
+
+def cache_dir() -> Path:
+    return cache_root() / f"kafka-{KAFKA_VERSION}"
 
 
 def java_tools_present() -> bool:
     return shutil.which("java") is not None and shutil.which("mvn") is not None
 
 
-def install(pom: Path = _POM, name: str | None = None) -> Path:
-    """The directory of the jars `pom` names (default: the reference's), resolved into the
-    cache directory `name` first if it lacks them or the pom changed since."""
+def install() -> Path:
+    """The directory of the reference's jars, resolving them first if the cache lacks them."""
+    return install_pom(_POM, cache_dir(), what=f"Kafka {KAFKA_VERSION}")
+
+
+def install_pom(pom: Path, home: Path, *, what: str) -> Path:
+    """`home`/libs: the dependencies `pom` names (transitively), copied there by Maven once;
+    later calls reuse them until the pom changes (its hash is the stamp). A file lock in
+    `home` keeps two test workers from resolving at the same time."""
     if not java_tools_present():
-        raise ReferenceUnavailable("java and mvn are needed for the Kafka reference broker")
-    home = cache_dir(name)
+        raise ReferenceUnavailable(f"java and mvn are needed for {what}")
     libs = home / "libs"
     stamp = home / "installed"
     want = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
@@ -140,7 +155,7 @@ def install(pom: Path = _POM, name: str | None = None) -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ReferenceUnavailable(
-                f"maven could not resolve {pom}:\n{done.stdout}{done.stderr}"
+                f"maven could not resolve {what}:\n{done.stdout}{done.stderr}"
             )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
@@ -155,38 +170,10 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def classpath(pom: Path = _POM, name: str | None = None) -> str:
-    return os.pathsep.join(str(jar) for jar in sorted(install(pom, name).glob("*.jar")))
-
-
-def compile_java(source: Path, class_path: str, name: str) -> Path:
-    """The class directory of `source` compiled by javac against `class_path`, under the
-    cache directory `name`; compiled once per hash of the source and the classpath."""
-    if shutil.which("javac") is None:
-        raise ReferenceUnavailable("javac is needed to compile a Java test program")
-    digest = hashlib.sha256(source.read_bytes() + class_path.encode()).hexdigest()[:16]
-    home = cache_dir(name)
-    classes = home / f"{source.stem}-{digest}"
-    if classes.is_dir():
-        return classes
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / "javac.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if classes.is_dir():
-            return classes
-        staging = Path(tempfile.mkdtemp(prefix="classes-", dir=home))
-        done = subprocess.run(
-            ["javac", "-nowarn", "-cp", class_path, "-d", str(staging), str(source)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise RuntimeError(f"javac {source} failed:\n{done.stdout}{done.stderr}")
-        staging.rename(classes)
-    return classes
+def classpath(libs: Path | None = None) -> str:
+    """The jars of `libs` (an `install_pom` result; by default the reference's) as a
+    Java classpath."""
+    return os.pathsep.join(str(jar) for jar in sorted((libs or install()).glob("*.jar")))
 
 
 def _log_config(level: str) -> Path:
@@ -204,14 +191,15 @@ def java_command(
     log_level: str = "WARN",
     class_path: str | None = None,
 ) -> list[str]:
-    """The command line that runs `main_class` on `class_path` (default: the reference's)."""
+    """The command line that runs `main_class` on `class_path` (by default the
+    reference's)."""
     return [
         "java",
         heap,
         "-XX:TieredStopAtLevel=1",
         f"-Dlog4j2.configurationFile={_log_config(log_level)}",
         "-cp",
-        classpath() if class_path is None else class_path,
+        class_path if class_path is not None else classpath(),
         main_class,
         *args,
     ]
@@ -229,6 +217,122 @@ def run_tool(
         input=input_text,
         check=False,
     )
+
+
+_TOOL_RUNNER = Path(__file__).resolve().parent / "java" / "ToolRunner.java"
+_RESULT = re.compile(rb"@@RESULT (-?\d+) (\d+) (\d+)\n")
+
+
+def compile_java(*sources: Path, libs: Path | None = None) -> Path:
+    """A directory of `sources` compiled against the jars of `libs` (an `install_pom`
+    result; by default the reference's): under the cache, named by a hash of the sources
+    (and the pom, or the jars), compiled once; a file lock keeps two test workers from
+    compiling the same sources at once."""
+    class_path = classpath(libs)
+    digest = hashlib.sha256(_POM.read_bytes() if libs is None else class_path.encode())
+    for source in sorted(sources):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    root = cache_dir() / "classes"
+    done = root / digest.hexdigest()[:16]
+    if done.is_dir():
+        return done
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "compile.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_dir():
+            return done
+        staging = Path(tempfile.mkdtemp(prefix="javac-", dir=root))
+        compiled = subprocess.run(
+            ["javac", "-cp", class_path, "-d", str(staging), *map(str, sources)],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            check=False,
+        )
+        if compiled.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RuntimeError(f"javac failed:\n{compiled.stdout}{compiled.stderr}")
+        staging.rename(done)
+    return done
+
+
+class JavaSession:
+    """One JVM on the reference's classpath (plus the Java source files `programs`,
+    compiled together by `compile_java`) that runs main classes one at a time:
+    `run(main_class, *args)`, or `tool(name, *args)` for a script of `TOOLS`. Each
+    answer is what that run printed and its exit status, as `run_tool` would return
+    it. Its log4j output (WARN and above) goes to `log_path`. Arguments may not hold
+    tabs or newlines; a run's stdin is not the tool's (use `run_tool` for tools that
+    read it). A tool that calls System.exit itself ends the session (argparse4j does on
+    arguments it cannot parse, as kafka-cluster's); the next run then raises."""
+
+    def __init__(self, log_path: Path, *programs: Path, heap: str = "-Xmx384m") -> None:
+        paths = [str(compile_java(_TOOL_RUNNER, *programs)), classpath()]
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 -- closed by close()
+        self.process = subprocess.Popen(
+            [
+                "java",
+                heap,
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={_log_config('WARN')}",
+                "-cp",
+                os.pathsep.join(paths),
+                "ToolRunner",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        self._lock = threading.Lock()
+
+    def tool(
+        self, name: str, *args: str, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run(TOOLS[name], *args, timeout_s=timeout_s)
+
+    def run(
+        self, main_class: str, *args: str, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        line = "\t".join((main_class, *args))
+        assert "\n" not in line and line.count("\t") == len(args), args
+        with self._lock:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(line.encode() + b"\n")
+            self.process.stdin.flush()
+            timer = threading.Timer(timeout_s, self.process.kill)
+            timer.start()
+            try:
+                header = self.process.stdout.readline()
+                match = _RESULT.fullmatch(header)
+                if match is None:
+                    raise RuntimeError(
+                        f"{main_class} {args}: no answer ({header!r}); JVM log:\n"
+                        + self.log_path.read_text(errors="replace")[-8000:]
+                    )
+                status, out_len, err_len = (int(g) for g in match.groups())
+                out = self.process.stdout.read(out_len)
+                err = self.process.stdout.read(err_len)
+            finally:
+                timer.cancel()
+        return subprocess.CompletedProcess(
+            [main_class, *args],
+            status,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+        )
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
 
 
 def free_port() -> int:
@@ -345,6 +449,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # No retention pass while a test runs (the first would come 30 s after
+            # start): tests write batches stamped in 2023, which a pass would delete.
+            "log.initial.task.delay.ms": "3600000",
+            "log.retention.check.interval.ms": "3600000",
         }
         if self.sasl is not None:
             props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"

@@ -79,3 +79,11 @@ def create_led_topic(
             return topic_id
         assert time.monotonic() < deadline, f"topic {name} is not led yet: {answers}"
         time.sleep(0.05)
+
+
+def alter_topic(bootstrap: str, name: str, configs: Mapping[str, str]) -> None:
+    """Set topic configs (IncrementalAlterConfigs SET); fails on any error."""
+    changes = [requests.ConfigChange(key, value) for key, value in configs.items()]
+    call = requests.incremental_alter_configs({(requests.TOPIC_RESOURCE, name): changes})
+    for result in call1(bootstrap, call).responses:
+        assert result.error_code == ErrorCode.none, result

@@ -59,6 +59,35 @@ def test_bad_values_are_refused_by_name(key: str, value: str, message: str) -> N
     assert info.value.key == key
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("retention.ms", "abc", "Invalid value abc for configuration retention.ms: "
+         "Not a number of type LONG"),
+        ("retention.ms", "-5", "Invalid value -5 for configuration retention.ms: "
+         "Value must be at least -1"),
+        ("segment.index.bytes", "99999999999", "Invalid value 99999999999 for configuration "
+         "segment.index.bytes: Not a number of type INT"),
+        ("min.cleanable.dirty.ratio", "abc", "Invalid value abc for configuration "
+         "min.cleanable.dirty.ratio: Not a number of type DOUBLE"),
+        ("min.cleanable.dirty.ratio", "2", "Invalid value 2.0 for configuration "
+         "min.cleanable.dirty.ratio: Value must be no more than 1"),
+        ("min.cleanable.dirty.ratio", "-0.5", "Invalid value -0.5 for configuration "
+         "min.cleanable.dirty.ratio: Value must be at least 0"),
+        ("preallocate", "1", "Invalid value 1 for configuration preallocate: "
+         "Expected value to be either true or false"),
+        ("no.such.key", "1", "Unknown topic config name: no.such.key"),
+    ],
+)  # fmt: skip
+def test_topic_config_refusals_in_kafkas_words(key: str, value: str, message: str) -> None:
+    """What CreateTopics and IncrementalAlterConfigs answer (`wire_message`): Kafka
+    4.2's ConfigException text, as the reference broker answers the same values."""
+    with pytest.raises(ConfigError) as info:
+        validate_topic_configs({key: value})
+    assert info.value.wire_message == message
+    assert info.value.key == key
+
+
 def test_min_default_max_triples_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"group\.share\.record\.lock\.duration\.ms"):
         BrokerConfig.from_raw({"group.share.record.lock.duration.ms": "10000"})

@@ -47,6 +47,16 @@ def add_v3(tid: str, pid: int, epoch: int, topic: str, *partitions: int) -> Any:
     )
 
 
+def end_txn(tid: str, pid: int, epoch: int, *, commit: bool) -> Any:
+    return request_schema(26, 3).make(
+        "EndTxnRequest",
+        transactional_id=tid,
+        producer_id=pid,
+        producer_epoch=epoch,
+        committed=commit,
+    )
+
+
 def errors_v3(response: Any) -> dict[tuple[str, int], ErrorCode]:
     return {
         (t.name, r.partition_index): r.partition_error_code
@@ -60,12 +70,18 @@ def describe(bootstrap: str, *tids: str) -> Any:
     return call1(bootstrap, request).transaction_states
 
 
-def list_txns(bootstrap: str, *, states: tuple[str, ...] = (), pattern: str | None = None) -> Any:
+def list_txns(
+    bootstrap: str,
+    *,
+    states: tuple[str, ...] = (),
+    pattern: str | None = None,
+    duration_ms: int = -1,
+) -> Any:
     request = request_schema(66, 2).make(
         "ListTransactionsRequest",
         state_filters=states,
         producer_id_filters=(),
-        duration_filter=-1,
+        duration_filter=duration_ms,
         transactional_id_pattern=pattern,
     )
     return call1(bootstrap, request)
@@ -97,6 +113,31 @@ def test_fencing_timeout_bound_and_describe(txn_broker: BrokerProcess) -> None:
     ]
     assert list_txns(bootstrap, pattern="t[0-9]+").transaction_states[0].transactional_id == "t1"
     assert list_txns(bootstrap, pattern="x.*").transaction_states == ()
+
+
+def test_duration_filter_keeps_every_state(txn_broker: BrokerProcess) -> None:
+    """DurationFilter keeps the transactions whose last start is older than it, in any
+    state (Kafka's listTransactionStates, as the reference broker answers): a completed
+    one by its start time, an Empty one (never begun: start -1) under every filter."""
+    bootstrap = txn_broker.bootstrap
+    topic = topic_name("duration")
+    create_topic(bootstrap, topic)
+    empty, done = topic_name("dur-empty"), topic_name("dur-done")
+    assert call1(bootstrap, init(empty)).error_code == ErrorCode.none
+    pid = call1(bootstrap, init(done)).producer_id
+    call1(bootstrap, add_v3(done, pid, 0, topic, 0))
+    ended = call1(bootstrap, end_txn(done, pid, 0, commit=True))
+    assert ended.error_code == ErrorCode.none
+    time.sleep(0.2)
+
+    def listed(duration_ms: int) -> dict[str, str]:
+        states = list_txns(bootstrap, pattern="dur-.*", duration_ms=duration_ms).transaction_states
+        return {s.transactional_id: s.transaction_state for s in states}
+
+    assert listed(-1) == {empty: "Empty", done: "CompleteCommit"}
+    assert listed(0) == {empty: "Empty", done: "CompleteCommit"}
+    assert listed(100) == {empty: "Empty", done: "CompleteCommit"}
+    assert listed(3_600_000) == {empty: "Empty"}
 
 
 def test_verify_only_batched_form(txn_broker: BrokerProcess) -> None:

@@ -14,10 +14,10 @@ messages" goes to stderr as Kafka's tool prints it. Status 0 then; 1 when the
 broker cannot be reached, a fatal client error occurs, or confluent-kafka is not
 installed (`pip install 'shoal[clients]'`); 2 for bad arguments.
 
-Formatting follows Kafka's DefaultMessageFormatter: `--property print.key=true`
-(also print.value, print.partition, print.offset, print.delivery, print.headers,
-print.timestamp, key.separator, line.separator, headers.separator, null.literal);
-`--print-key` and `--print-delivery-count` are shortcuts.
+Formatting is Kafka's DefaultMessageFormatter (cli/message_format.py, shared with
+`shoal console-consumer`): `--property print.key=true` and the rest; here separators
+may be typed as escapes (`key.separator=\\t`); `--print-key` and
+`--print-delivery-count` are shortcuts.
 """
 
 from __future__ import annotations
@@ -27,11 +27,18 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any
 
 from shoal.cli.kafka_options import ToolFailed, client_security, load_command_config
+from shoal.cli.message_format import (
+    FormatError,
+    MessageFormatter,
+    formatter_from,
+    pairs,
+    write_bytes,
+)
+from shoal.cli.versions import add_version_option
 from shoal.client.security import is_security_property
 from shoal.clock import Clock, SystemClock
 
@@ -39,23 +46,6 @@ PROG = "shoal console-share-consumer"
 DEFAULT_GROUP = "console-share-consumer"
 INSTALL_HINT = "pip install 'shoal[clients]'"
 _ACKS = ("accept", "release", "reject")
-_BOOL_PROPERTIES = {
-    "print.timestamp": "print_timestamp",
-    "print.key": "print_key",
-    "print.value": "print_value",
-    "print.partition": "print_partition",
-    "print.offset": "print_offset",
-    "print.delivery": "print_delivery",
-    "print.headers": "print_headers",
-}
-_TEXT_PROPERTIES = {
-    "key.separator": "key_separator",
-    "line.separator": "line_separator",
-    "headers.separator": "headers_separator",
-    "null.literal": "null_literal",
-}
-# librdkafka's TIMESTAMP_* values: 0 none, 1 create time, 2 log append time.
-_TIMESTAMP_NAMES = {1: "CreateTime", 2: "LogAppendTime"}
 
 
 class UsageError(Exception):
@@ -89,7 +79,9 @@ def add_parser(commands: Any) -> None:
         "--timeout-ms", type=int, default=None, help="exit after this long without a record"
     )
     parser.add_argument(
+        "--formatter-property",
         "--property",
+        dest="property",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -100,7 +92,9 @@ def add_parser(commands: Any) -> None:
         "--print-delivery-count", action="store_true", help="same as print.delivery=true"
     )
     parser.add_argument(
+        "--command-property",
         "--consumer-property",
+        dest="consumer_property",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -108,6 +102,8 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--command-config",
+        "--consumer-config",
+        dest="command_config",
         metavar="FILE",
         help="client properties (security.protocol, ssl.*, sasl.*: Java or librdkafka names)",
     )
@@ -117,90 +113,22 @@ def add_parser(commands: Any) -> None:
         default=10_000,
         help="give up when the broker cannot be reached within this (default 10000)",
     )
+    add_version_option(parser)
     parser.set_defaults(run=run)
 
 
-@dataclass
-class Formatter:
-    """Kafka's DefaultMessageFormatter: fields in a fixed order, separated by
-    key.separator, then the line separator."""
-
-    print_timestamp: bool = False
-    print_key: bool = False
-    print_value: bool = True
-    print_partition: bool = False
-    print_offset: bool = False
-    print_delivery: bool = False
-    print_headers: bool = False
-    key_separator: str = "\t"
-    line_separator: str = "\n"
-    headers_separator: str = ","
-    null_literal: str = "null"
-
-    def format(self, message: Any) -> str:
-        fields: list[str] = []
-        if self.print_timestamp:
-            kind, stamp = message.timestamp()
-            name = _TIMESTAMP_NAMES.get(kind)
-            fields.append(f"{name}:{stamp}" if name else "NO_TIMESTAMP")
-        if self.print_partition:
-            fields.append(f"Partition:{message.partition()}")
-        if self.print_offset:
-            fields.append(f"Offset:{message.offset()}")
-        if self.print_delivery:
-            count = message.delivery_count()
-            fields.append("NO_DELIVERY" if count is None else f"Delivery:{count}")
-        if self.print_headers:
-            headers = message.headers()
-            if headers:
-                fields.append(
-                    self.headers_separator.join(
-                        f"{name}:{self._text(value)}" for name, value in headers
-                    )
-                )
-            else:
-                fields.append("NO_HEADERS")
-        if self.print_key:
-            fields.append(self._text(message.key()))
-        if self.print_value:
-            fields.append(self._text(message.value()))
-        return self.key_separator.join(fields) + self.line_separator
-
-    def _text(self, data: bytes | str | None) -> str:
-        if data is None:
-            return self.null_literal
-        if isinstance(data, str):
-            return data
-        return data.decode("utf-8", errors="replace")
-
-
-def _unescape(text: str) -> str:
-    """`\\t`, `\\n` and friends as typed on a command line."""
-    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
-
-
 def _pairs(items: list[str], what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{what} takes KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
-    return out
+    try:
+        return pairs(items, what)
+    except FormatError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def build_formatter(args: argparse.Namespace) -> Formatter:
-    formatter = Formatter()
-    for key, value in _pairs(args.property, "--property").items():
-        if key in _BOOL_PROPERTIES:
-            if value.strip().lower() not in ("true", "false"):
-                raise UsageError(f"--property {key} must be true or false, got {value!r}")
-            setattr(formatter, _BOOL_PROPERTIES[key], value.strip().lower() == "true")
-        elif key in _TEXT_PROPERTIES:
-            setattr(formatter, _TEXT_PROPERTIES[key], _unescape(value))
-        else:
-            known = ", ".join([*_BOOL_PROPERTIES, *_TEXT_PROPERTIES])
-            raise UsageError(f"unknown --property {key!r} (known: {known})")
+def build_formatter(args: argparse.Namespace) -> MessageFormatter:
+    try:
+        formatter = formatter_from(pairs(args.property, "--property"), escapes=True)
+    except FormatError as exc:
+        raise UsageError(str(exc)) from None
     if args.print_key:
         formatter.print_key = True
     if args.print_delivery_count:
@@ -217,7 +145,7 @@ def ack_name(args: argparse.Namespace) -> str:
     return chosen.pop() if chosen else "accept"
 
 
-def _import_client() -> Any:
+def import_client() -> Any:
     try:
         import confluent_kafka
         import confluent_kafka.admin
@@ -278,13 +206,13 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     try:
-        ck = _import_client()
+        ck = import_client()
     except ClientMissing as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
 
     try:
-        topics = _list_topics(
+        topics = list_topics(
             ck, args.bootstrap_server, args.connect_timeout_ms / 1000, consumer_properties
         )
     except KeyboardInterrupt:
@@ -369,7 +297,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     return status
 
 
-def _list_topics(
+def list_topics(
     ck: Any, bootstrap: str, timeout_s: float, properties: dict[str, str]
 ) -> set[str] | str:
     """The cluster's topic names if a Metadata request is answered within
@@ -398,7 +326,7 @@ class _Loop:
     def __init__(
         self,
         consumer: Any,
-        formatter: Formatter,
+        formatter: MessageFormatter,
         ack_type: Any,
         release: Any,
         out: IO[str],
@@ -448,8 +376,7 @@ class _Loop:
                     self.max_messages is not None and self.count >= self.max_messages
                 ):
                     return  # the rest is released at exit
-                self.out.write(self.formatter.format(message))
-                self.out.flush()
+                write_bytes(self.out, self.formatter.format(message))
                 self.count += 1
                 # Marked printed before the acknowledgement: interrupted in between,
                 # the record is left unacknowledged, and close() releases it.

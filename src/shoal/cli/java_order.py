@@ -19,7 +19,7 @@ takes dozens of colliding keys, which topic and config names do not produce.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from shoal.client.metadata import TopicPartition
@@ -96,3 +96,21 @@ def _table_size_for(capacity: int) -> int:
     while size < capacity:
         size *= 2
     return size
+
+
+def quota_entity_order(
+    entities: Iterable[Sequence[tuple[str, str | None]]], *, capacity: int
+) -> list[Sequence[tuple[str, str | None]]]:
+    """Client quota entities ((entity type, name or None), ...) in the order of the
+    Admin client's `HashMap<ClientQuotaEntity, ...>` sized `capacity`: an entity hashes
+    as `Objects.hash(entries)`, its entries' map hash (the sum of key hash XOR value
+    hash, 0 for a null value) plus 31."""
+
+    def entity_hash(entity: Sequence[tuple[str, str | None]]) -> int:
+        total = sum(
+            java_string_hash_code(kind) ^ (0 if name is None else java_string_hash_code(name))
+            for kind, name in entity
+        )
+        return _spread((31 + total) & _MASK)
+
+    return _ordered(list(entities), entity_hash, capacity)

@@ -20,6 +20,8 @@ IRREGULAR = {
     "REQUEST_TIMED_OUT": "TimeoutException",
     "UNKNOWN_SERVER_ERROR": "UnknownServerException",
     "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+    "INVALID_CONFIG": "InvalidConfigurationException",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UnknownTopicOrPartitionException",
 }
 """Kafka's exception classes not named after their error."""
 MESSAGES = {
@@ -49,3 +51,9 @@ def exception_text(error: KafkaError) -> str:
     """`org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not
     exist.`, as Java prints the exception."""
     return f"{PACKAGE}.{exception_class(error.name)}: {message(error)}"
+
+
+def execution_exception_text(error: KafkaError) -> str:
+    """A failed Admin future as Kafka's tools print what `get()` threw:
+    `java.util.concurrent.ExecutionException: org.apache.kafka...: message`."""
+    return f"java.util.concurrent.ExecutionException: {exception_text(error)}"

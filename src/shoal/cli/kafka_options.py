@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from shoal.cli.versions import add_version_option
 from shoal.client import Client, ClientError, ClientSettings, parse_bootstrap
 from shoal.client.security import ClientSecurity, is_security_property
 from shoal.client.settings import API_TIMEOUT_MS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT
@@ -62,6 +63,7 @@ def add_tool_parser(commands: Any, name: str, *, help_text: str, description: st
     parser.add_argument(
         "--command-config", metavar="FILE", help="admin-client properties (request.timeout.ms, ...)"
     )
+    add_version_option(parser)
     return parser
 
 

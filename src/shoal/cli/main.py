@@ -1,7 +1,9 @@
 """The `shoal` command: dispatches to subcommands.
 
 `shoal serve` runs the broker; other subcommands are client tools shaped like Kafka's
-(`kafka-topics.sh`, `kafka-share-groups.sh`, `kafka-consumer-groups.sh`, console consumers).
+(`kafka-topics.sh`, `kafka-configs.sh`, `kafka-share-groups.sh`, `kafka-consumer-groups.sh`,
+the console producer and consumers). `shoal --version` (and `--version` of each tool)
+prints Shoal's version and the Kafka version it follows (cli/versions.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     from shoal.cli import (
         acls,
         configs,
+        console_consumer,
+        console_producer,
         console_share_consumer,
         consumer_groups,
         serve,
@@ -23,11 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
         topics,
         transactions,
     )
+    from shoal.cli.versions import add_version_option
 
     parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
+    add_version_option(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(commands)
     console_share_consumer.add_parser(commands)
+    console_producer.add_parser(commands)
+    console_consumer.add_parser(commands)
     topics.add_parser(commands)
     share_groups.add_parser(commands)
     consumer_groups.add_parser(commands)
@@ -40,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     _without_hypothesis()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    args.argv = given[1:]  # the tool's own arguments, as Kafka's tools quote them in errors
     result: int = args.run(args)
     return result
 

@@ -20,7 +20,10 @@ alternatives) except with --create. Internal topics are listed and described unl
 default; against a cluster that does not serve DescribeConfigs (API 32), --describe
 says so on stderr and shows the topics without configs (Kafka's tool would fail).
 Topic ids print as Kafka prints them (URL-safe base64, 22 characters). Topics and
-their configs come in the order Kafka's tool prints them (java_order.py).
+their configs come in the order Kafka's tool prints them (java_order.py). On a Shoal
+broker whose HTTP listener is reachable, a compacted topic's partition lines are
+followed by its cleaner's backlog and progress, one `Cleaner:` line per partition
+(cleaner_view.py says where from); against Kafka the output is Kafka's.
 
 --command-config names a file of admin-client properties (request.timeout.ms,
 default.api.timeout.ms, client.id). Exit status: 0 done, 1 failed (message on
@@ -38,6 +41,7 @@ import uuid
 from collections.abc import Sequence
 from typing import IO, Any
 
+from shoal.cli.cleaner_view import CleanerView, cleaner_view
 from shoal.cli.java_order import described_topics_order, hash_map_order
 from shoal.cli.kafka_options import (
     ToolFailed,
@@ -277,6 +281,8 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
         client, names, partition_limit=args.partition_size_limit_per_response
     )
     configs = _configs_if_served(client, names)
+    views: dict[int, CleanerView] = {}
+    """Per leader: its cleaner figures, asked once, for compacted topics only."""
     # Kafka's tool prints topics and configs in its Admin client's HashMaps' order
     for name in described_topics_order(names):
         info = found[name]
@@ -302,6 +308,16 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
                 f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}",
                 file=out,
             )
+        policy = by_name.get("cleanup.policy")
+        if policy is not None and "compact" in (policy.value or "").split(","):
+            for p in partitions:  # a Shoal broker's cleaner figures (cleaner_view.py)
+                if p.leader < 0:
+                    continue
+                if p.leader not in views:
+                    views[p.leader] = cleaner_view(client, p.leader)
+                figures = views[p.leader].get((name, p.partition))
+                if figures is not None:
+                    print(figures.line(p.partition), file=out)
     return 0
 
 

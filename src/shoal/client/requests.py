@@ -39,7 +39,9 @@ LATEST_TIMESTAMP = -1
 offset (read_committed)."""
 TOPIC_RESOURCE = 2
 GROUP_RESOURCE = 32
+BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 4, 8, 16
 """DescribeConfigs / IncrementalAlterConfigs resource types."""
+API_LIST_CONFIG_RESOURCES = 74
 CONFIG_SET, CONFIG_DELETE, CONFIG_APPEND, CONFIG_SUBTRACT = 0, 1, 2, 3
 """IncrementalAlterConfigs operations."""
 SHARE_GROUP_TYPE = "share"
@@ -384,6 +386,16 @@ def incremental_alter_configs(
         )
 
     return _call(API_INCREMENTAL_ALTER_CONFIGS, 0, 1, build)
+
+
+def list_config_resources(resource_types: Sequence[int]) -> Call:
+    """ListConfigResources (74) v1: the config resources of `resource_types` that exist
+    (GROUP: the groups with a config of their own)."""
+
+    def build(s: Schema) -> Any:
+        return s.make("ListConfigResourcesRequest", resource_types=tuple(resource_types))
+
+    return _call(API_LIST_CONFIG_RESOURCES, 1, 1, build)
 
 
 # ---- groups and coordinators

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from shoal import __version__
 from shoal.client.security import ClientSecurity
 from shoal.clock import Clock
 
@@ -32,7 +33,7 @@ CLIENT_ID_DEFAULT = "shoal-client"
 """`client.id` sent in every request header."""
 CLIENT_SOFTWARE_NAME = "shoal-client"
 """Sent in ApiVersions (v3+), the first request on every connection."""
-CLIENT_SOFTWARE_VERSION = "0.1.0"
+CLIENT_SOFTWARE_VERSION = __version__
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

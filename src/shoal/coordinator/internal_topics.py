@@ -5,9 +5,10 @@ An internal topic is flagged internal in the topic metadata (Metadata shows
 IsInternal; clients may not produce to it, delete it or delete its records) and is
 never refused by the broker's topic and partition limits. Its settings are fixed
 here, as Kafka fixes them when it creates one: cleanup `delete` with infinite time
-and size retention (Shoal has no compaction; coordinators prune their own logs), the
-segment size the caller passes from its config. Batches are stored as the coordinator
-writes them, uncompressed (Shoal's `compression.type` is always "producer").
+and size retention (coordinators prune their own logs rather than rely on the
+cleaner: docs/compaction.md, "Internal topics"), `compression.type=producer` whatever
+the broker's default (batches are stored as the coordinator writes them,
+uncompressed), and the segment size the caller passes from its config.
 
 An existing topic is used as it is: its partition count wins over the configured one
 (Kafka too reads the count from metadata; changing it after deployment would move
@@ -29,6 +30,7 @@ INTERNAL_TOPIC_CONFIGS: Mapping[str, str] = {
     "cleanup.policy": "delete",
     "retention.ms": "-1",
     "retention.bytes": "-1",
+    "compression.type": "producer",
 }
 """Topic configs every internal topic gets; the caller's `configs` add to them."""
 

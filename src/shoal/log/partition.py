@@ -5,7 +5,9 @@ the log start and end offsets, offset assignment, segment rolling, reads, the fl
 policy, retention, DeleteRecords, the idempotent-producer state of the partition, and
 its transactions: markers (`append_control`), the last stable offset and the
 aborted-transaction index (log/transactions.py).
-Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`.
+Opening and crash recovery are in `recovery.py`; one segment's files in `segment.py`;
+compaction (`clean_plan`, `finish_clean`, `cleaner_progress`) in `cleanable.py`,
+`cleaner.py` and `clean_swap.py`.
 
 Batches are stored verbatim after offset assignment: base offset and leader epoch are
 patched in the 17-byte prefix, which lies outside the CRC, and the rest of each batch
@@ -13,8 +15,9 @@ is handed to the kernel as received (with LogAppendTime the batch is copied once
 set its timestamp and CRC). Appends and reads are per batch; no record is decoded.
 
 Invariants:
-- offsets are contiguous within a segment; segments are ordered by base offset and
-  the active segment is never deleted, so `log_end_offset` never decreases;
+- offsets increase within a segment (contiguous as appended; the cleaner leaves gaps,
+  docs/compaction.md); segments are ordered by base offset and the active segment is
+  never deleted or cleaned, so `log_end_offset` never decreases;
 - `log_start_offset` lies in [first segment's base, log_end_offset] and only grows;
   it is checkpointed before any segment below it is deleted;
 - every segment but the active one is fsynced (data and indexes) when it is rolled,
@@ -36,23 +39,40 @@ indexes, a producer-state snapshot and the directory synchronously, on the calle
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
 
-Longer than 600 lines (about 780): every operation that changes a partition's files
-(append, roll, truncate, retention, DeleteRecords, markers, flush, close) moves the
-same offsets and segment list and keeps the one offline/storage-error discipline of
-this class; markers append through the same write path as produced batches.
-Segments, indexes, producer state and transactions have their own modules.
+Longer than 600 lines (about 940): every operation that changes a partition's files
+(append, roll, truncate, retention, DeleteRecords, markers, flush, the cleaner's
+swap, close) moves the same offsets and segment list and keeps the one
+offline/storage-error discipline of this class; markers append through the same
+write path as produced batches. Segments, indexes, producer state, transactions and
+the cleaner have their own modules; this class keeps only their bookkeeping.
 """
 
 from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import AppendResult, LogError, ReadResult
+from shoal.log.clean_swap import (
+    Step,
+    read_cleaner_checkpoint,
+    remove_cleaned,
+    swap_group,
+    write_cleaner_checkpoint,
+)
+from shoal.log.cleanable import (
+    CleanableRange,
+    CleanerProgress,
+    CleanStats,
+    cleanable_range,
+    compaction_delay_ms,
+)
+from shoal.log.cleaner import CleanedGroup, CleanPlan, CleanResult, make_plan
 from shoal.log.events import PartitionEvents
 from shoal.log.fileio import fsync_directory, remove_paths
 from shoal.log.flush import FlushPlan, Unflushed
@@ -84,11 +104,14 @@ class PartitionLog:
         clock: Clock,
         loaded: LoadedLog,
         events: PartitionEvents | None = None,
+        cleaner_checkpoint: int | None = None,
     ) -> None:
         self._directory = directory
         self._events = events
         """Told of appends and log start moves (log/events.py); None for a bare log."""
-        self._config = config
+        self.settings = config
+        """The settings the log obeys now (its topic's effective config, typed); the
+        produce path reads compression.type and cleanup.policy from them too."""
         self._clock = clock
         self._segments: list[Segment] = loaded.segments
         self._bases = [s.base_offset for s in self._segments]
@@ -100,6 +123,9 @@ class PartitionLog:
         self._unflushed = Unflushed()
         self._offline_reason: str | None = None
         self._closed = False
+        self._cleaner_checkpoint = cleaner_checkpoint
+        """First dirty offset recorded by the last clean (log/clean_swap.py)."""
+        self._last_clean: CleanStats | None = None
 
     @classmethod
     def open(
@@ -117,9 +143,17 @@ class PartitionLog:
         settings = LogConfig.from_config(config)
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
+            checkpoint = read_cleaner_checkpoint(directory)
         except OSError as exc:
             raise LogError(ErrorCode.kafka_storage_error, f"opening {directory}: {exc}") from exc
-        return cls(directory=directory, config=settings, clock=clock, loaded=loaded, events=events)
+        return cls(
+            directory=directory,
+            config=settings,
+            clock=clock,
+            loaded=loaded,
+            events=events,
+            cleaner_checkpoint=checkpoint,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -182,7 +216,7 @@ class PartitionLog:
         return list(self._bases)
 
     def update_config(self, config: dict[str, Any]) -> None:
-        self._config = LogConfig.from_config(config)
+        self.settings = LogConfig.from_config(config)
 
     # -- append
 
@@ -207,7 +241,7 @@ class PartitionLog:
         if self._closed or self._offline_reason is not None:
             self._check_usable()
         assert headers, "an append needs at least one batch"
-        segment_bytes = self._config.segment_bytes
+        segment_bytes = self.settings.segment_bytes
         if len(records) > segment_bytes:  # Kafka's UnifiedLog.append, before any other
             raise LogError(  # check of the producer state: not even a duplicate is found
                 ErrorCode.record_list_too_large,
@@ -230,7 +264,7 @@ class PartitionLog:
         clock = self._clock
         wall_ms = clock.wall_ms()
         now_ms = clock.monotonic_ms()
-        append_time_ms = wall_ms if self._config.log_append_time else None
+        append_time_ms = wall_ms if self.settings.log_append_time else None
         base_offset = self._segments[-1].next_offset
         stored = self._write(
             records,
@@ -337,7 +371,7 @@ class PartitionLog:
                 base_offset=base_offset,
                 leader_epoch=leader_epoch,
                 log_append_time_ms=log_append_time_ms,
-                index_interval_bytes=self._config.index_interval_bytes,
+                index_interval_bytes=self.settings.index_interval_bytes,
                 now_ms=now_ms,
             )
         except OSError as exc:
@@ -352,7 +386,7 @@ class PartitionLog:
         """fsync now (or, with `defer_flush`, return the plan) if flush.messages or
         flush.ms calls for it (`now_ms`: the monotonic time of the write)."""
         unflushed = self._unflushed
-        config = self._config
+        config = self.settings
         since_ms = unflushed.since_ms  # `unflushed.older_than`, without its call per append
         if unflushed.records < config.flush_messages and (
             since_ms is None or now_ms - since_ms < config.flush_ms
@@ -367,7 +401,7 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size_bytes == 0:  # empty
             return False
-        config = self._config
+        config = self.settings
         first_append_ms = active.first_append_ms
         return (
             active.size_bytes + size_bytes > config.segment_bytes
@@ -390,7 +424,7 @@ class PartitionLog:
         try:
             active.write_indexes(sync=True)
             self._producers.expire(
-                now_ms=self._clock.wall_ms(), expiration_ms=self._config.producer_id_expiration_ms
+                now_ms=self._clock.wall_ms(), expiration_ms=self.settings.producer_id_expiration_ms
             )
             write_snapshot(self._directory, new_base, self._producers)
             segment = Segment.create(self._directory, new_base)
@@ -543,7 +577,11 @@ class PartitionLog:
     ) -> BatchHeader | None:
         position = segment.locate(offset) or 0
         for header in segment.headers(position):
-            if header.next_offset > offset and header.max_timestamp >= timestamp_ms:
+            if (
+                header.next_offset > offset
+                and header.max_timestamp >= timestamp_ms
+                and header.records_count > 0
+            ):
                 return header
         return None
 
@@ -592,7 +630,7 @@ class PartitionLog:
         With `defer_delete` the files are renamed here and their removal is left to
         the caller (`take_deleted_paths`)."""
         self._check_usable()
-        config = self._config
+        config = self.settings
         segments = self._segments
         stable = self.last_stable_offset
         try:
@@ -673,6 +711,142 @@ class PartitionLog:
         paths, self._deleted_paths = self._deleted_paths, []
         return paths
 
+    # -- compaction (log/cleaner.py, log/clean_swap.py, docs/compaction.md)
+
+    def _cleanable(self, now_wall_ms: int) -> CleanableRange:
+        return cleanable_range(
+            self._segments,
+            checkpoint=self._cleaner_checkpoint,
+            log_start_offset=self._log_start_offset,
+            last_stable_offset=self.last_stable_offset,
+            config=self.settings,
+            now_wall_ms=now_wall_ms,
+        )
+
+    def clean_plan(self, now_wall_ms: int) -> CleanPlan | None:
+        """A plan to clean the log (see cleaner.py), or None: not compacted, closed,
+        offline, nothing cleanable, or not due (dirty ratio not above
+        min.cleanable.dirty.ratio and max.compaction.lag.ms not passed). Take it back
+        with `finish_clean(plan.run(...))`, or `plan.discard()` if it will not run."""
+        config = self.settings
+        if self._closed or self._offline_reason is not None or not config.compact_policy:
+            return None
+        found = self._cleanable(now_wall_ms)
+        if found.dirty_bytes == 0 or found.first_uncleanable_offset <= found.first_dirty_offset:
+            return None
+        try:
+            due = (
+                found.dirty_ratio > config.min_cleanable_dirty_ratio
+                or compaction_delay_ms(
+                    self._segments, found.first_dirty_offset, config=config, now_wall_ms=now_wall_ms
+                )
+                > 0
+            )
+            if not due:
+                return None
+            return make_plan(
+                directory=self._directory,
+                segments=self._segments,
+                found=found,
+                config=config,
+                now_wall_ms=now_wall_ms,
+                aborted=self.aborted_transactions(
+                    self._segments[0].base_offset, found.first_uncleanable_offset
+                ),
+                last_records=self._producers.last_records(),
+            )
+        except OSError as exc:
+            raise self._storage_error(exc, "clean plan", fatal=False) from exc
+
+    def finish_clean(
+        self, result: CleanResult, *, defer_delete: bool = False, on_step: Step | None = None
+    ) -> CleanStats:
+        """Swap a clean's result in (clean_swap.py), update the segments, sizes and
+        the cleaner checkpoint; returns its stats. A result that failed, or whose
+        source segments are no longer all in the log (retention, DeleteRecords,
+        deletion meanwhile), is discarded: its files are removed and the stats say
+        why. With `defer_delete` the replaced files are left for `take_deleted_paths`.
+        `on_step` hears each durable step (tests). A failure of the swap itself takes
+        the partition offline (KAFKA_STORAGE_ERROR): the directory is repaired by the
+        next open."""
+        result.plan.discard()
+        stats = result.stats
+        reason = stats.discarded if result.error is not None else None
+        if reason is None and (self._closed or self._offline_reason is not None):
+            reason = "the log was closed or went offline"
+        if reason is None:
+            live = {id(segment) for segment in self._segments}
+            if any(id(s) not in live for g in result.groups for s in g.sources):
+                reason = "segments it read left the log meanwhile"
+        if reason is not None:
+            for group in result.groups:
+                remove_cleaned(group.outputs)
+            stats = replace(stats, discarded=reason)
+            logger.info("clean of %s discarded: %s", self._directory.name, reason)
+            self._last_clean = stats
+            return stats
+        try:
+            for group in result.groups:
+                retired = swap_group(self._directory, group.sources, group.outputs, on_step)
+                self._replace_segments(group)
+                if defer_delete:
+                    self._deleted_paths.extend(retired)
+                else:
+                    remove_paths(retired)
+            if stats.end_offset != self._cleaner_checkpoint:
+                write_cleaner_checkpoint(self._directory, stats.end_offset)
+                self._cleaner_checkpoint = stats.end_offset
+            if on_step is not None:
+                on_step("checkpoint")
+        except OSError as exc:
+            raise self._storage_error(exc, "clean swap", fatal=True) from exc
+        self._last_clean = stats
+        return stats
+
+    def _replace_segments(self, group: CleanedGroup) -> None:
+        first = next(i for i, s in enumerate(self._segments) if s is group.sources[0])
+        end = first + len(group.sources)
+        assert all(a is b for a, b in zip(self._segments[first:end], group.sources, strict=True))
+        self._segments[first:end] = group.outputs
+        self._bases[first:end] = [s.base_offset for s in group.outputs]
+        self._size_bytes += sum(s.size_bytes for s in group.outputs)
+        self._size_bytes -= sum(s.size_bytes for s in group.sources)
+        self._read_positions = {k: v for k, v in self._read_positions.items() if not v[0].deleted}
+
+    def cleaner_progress(self) -> CleanerProgress:
+        """Dirty and cleanable bytes, dirty ratio, first dirty offset, the log's bytes
+        and the last clean's stats (for metrics and `shoal topics --describe`)."""
+        found = self._cleanable(self._clock.wall_ms())
+        return CleanerProgress(
+            first_dirty_offset=found.first_dirty_offset,
+            first_uncleanable_offset=found.first_uncleanable_offset,
+            clean_bytes=found.clean_bytes,
+            dirty_bytes=found.dirty_bytes,
+            cleanable_bytes=found.clean_bytes + found.dirty_bytes,
+            dirty_ratio=found.dirty_ratio,
+            log_bytes=self._size_bytes,
+            last_clean=self._last_clean,
+        )
+
+    def compaction_delay_ms(self, now_wall_ms: int) -> int:
+        """How far past max.compaction.lag.ms the earliest first batch of the dirty
+        sealed segments is (Kafka's LogCleanerManager.maxCompactionDelay), 0 when none
+        is overdue or the log is not compacted: the cleaner service takes overdue
+        logs first and reports the largest delay (max-compaction-delay-secs)."""
+        config = self.settings
+        if self._closed or not config.compact_policy or config.max_compaction_lag_ms >= now_wall_ms:
+            return 0
+        first_dirty = self._cleanable(now_wall_ms).first_dirty_offset
+        clean_until = now_wall_ms - max(config.max_compaction_lag_ms, 0)
+        earliest: int | None = None
+        for index, segment in enumerate(self._segments[:-1]):
+            if self._segments[index + 1].base_offset <= first_dirty:
+                continue
+            timestamp = segment.first_timestamp()
+            if timestamp > 0 and (earliest is None or timestamp < earliest):
+                earliest = timestamp
+        return 0 if earliest is None or earliest >= clean_until else clean_until - earliest
+
     # -- durability
 
     def flush(self) -> None:
@@ -721,7 +895,7 @@ class PartitionLog:
         `limits.LOG_UNFLUSHED_BYTES_MAX`, else None."""
         unflushed = self._unflushed
         if (
-            unflushed.older_than(age_ms=self._config.flush_ms, now_ms=now_ms)
+            unflushed.older_than(age_ms=self.settings.flush_ms, now_ms=now_ms)
             or unflushed.size_bytes >= limits.LOG_UNFLUSHED_BYTES_MAX
         ):
             return self.flush_plan()

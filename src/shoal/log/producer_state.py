@@ -231,6 +231,15 @@ class ProducerStateTable:
             return AbortedTxn(producer_id, first, offset)
         return None
 
+    def last_records(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (last offset of its last remembered data batch, or None if
+        it has none (its last entry is a marker), its epoch): the batches the cleaner
+        keeps (Kafka's lastRecordsOfActiveProducers, docs/compaction.md)."""
+        return {
+            pid: (entry.batches[-1].last_offset if entry.batches else None, entry.epoch)
+            for pid, entry in self._producers.items()
+        }
+
     def open_transactions(self) -> list[tuple[int, int]]:
         """(producer id, first offset) of the open transactions, by first offset."""
         return sorted(self._open.items(), key=lambda item: (item[1], item[0]))

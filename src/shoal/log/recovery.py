@@ -4,6 +4,8 @@ Owns: the partition directory's small durable files besides segments and snapsho
 (the log start offset checkpoint and the clean-shutdown marker), and the open-time
 procedure that turns whatever a crash left into a consistent log:
 
+0. What a crash left of a cleaner's swap is completed or undone
+   (log/clean_swap.py `complete_swaps`, docs/compaction.md).
 1. Leftovers are removed: temp files, segment files set aside for deletion
    (`.deleted`), index files without a `.log`, segments wholly below the
    checkpointed log start offset (a crash between checkpoint and unlink).
@@ -11,12 +13,14 @@ procedure that turns whatever a crash left into a consistent log:
    used if consistent with the `.log` (see `Segment.load_indexes`), else rebuilt from
    batch headers and rewritten.
 3. The active (last) segment is checked batch by batch: length sane and inside the
-   file, magic 2, CRC-32C valid, offsets contiguous. At the first bad or torn batch
+   file, magic 2, CRC-32C valid, offsets contiguous (the cleaner never rewrites the
+   active segment; sealed ones may have gaps). At the first bad or torn batch
    the file is truncated there, with a warning naming the file and position. After a
    clean shutdown (marker present) the CRC pass is skipped when the saved indexes are
    consistent and the tail is complete.
-4. Offsets must continue across segments: a gap (a lost unflushed tail) is logged and
-   kept; an overlap is cut off the earlier segment.
+4. Offsets must increase across segments: a gap (records the cleaner removed, or a
+   lost unflushed tail; logged as a warning unless the log is compacted) is kept; an
+   overlap is cut off the earlier segment.
 5. Aborted-transaction indexes (`.txnindex`) give their entries below the offset
    they cover (the segment's end when written: at its roll, or at a clean close for
    the active one); what they do not cover (all of a segment whose file is missing
@@ -44,6 +48,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from shoal.log.clean_swap import complete_swaps
 from shoal.log.fileio import (
     DELETED_SUFFIX,
     TEMP_SUFFIX,
@@ -109,6 +114,7 @@ def load_log(directory: Path, config: LogConfig, *, now_ms: int) -> LoadedLog:
     if not directory.exists():
         directory.mkdir(parents=True)
         fsync_directory(directory.parent)
+    complete_swaps(directory)
     marker = directory / CLEAN_SHUTDOWN_FILE
     clean = marker.exists()
     checkpoint = read_log_start_offset(directory)
@@ -201,7 +207,10 @@ def _load_sealed(segment: Segment, config: LogConfig) -> None:
 def _load_active(segment: Segment, config: LogConfig, *, clean: bool) -> None:
     if clean and segment.load_indexes():
         return
-    bad = segment.scan(verify_crc=True, index_interval_bytes=config.index_interval_bytes)
+    # the active segment is never cleaned: its offsets must be contiguous
+    bad = segment.scan(
+        verify_crc=True, index_interval_bytes=config.index_interval_bytes, contiguous=True
+    )
     if bad is not None:
         _truncate(segment, bad, "torn or corrupt batch (bad length, magic, CRC or offset)")
 
@@ -209,8 +218,11 @@ def _load_active(segment: Segment, config: LogConfig, *, clean: bool) -> None:
 def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
     for earlier, later in pairwise(segments):
         if earlier.next_offset < later.base_offset:
-            logger.warning(
-                "offsets %d..%d are missing between %s and %s (data lost before a crash)",
+            # a compacted log has gaps the cleaner left (docs/compaction.md, "Gaps")
+            log = logger.debug if config.compact_policy else logger.warning
+            log(
+                "offsets %d..%d are missing between %s and %s (cleaned away, or data lost "
+                "before a crash)",
                 earlier.next_offset,
                 later.base_offset - 1,
                 earlier.log_path.name,
@@ -284,6 +296,10 @@ def _replay(
     for header in headers:
         if not header.is_control:
             table.record((header,), timestamp_ms=None)
+            continue
+        if header.records_count == 0:
+            # a marker the cleaner emptied: its transaction is gone from the log, so
+            # there is nothing to end (Kafka's ProducerAppendInfo skips it too)
             continue
         marker = read_marker(segment.read(header.position, header.size), header)
         if marker is None:

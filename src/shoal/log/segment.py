@@ -9,11 +9,16 @@ batch that holds an offset or a timestamp, (re)building and persisting its index
 truncation during recovery, and setting its files aside for deletion (`retire`).
 
 Invariants: the `.log` file holds whole batches back to back from position 0, with
-contiguous offsets starting at `base_offset`; `size_bytes` is the file's size; every
+increasing offsets from `base_offset` on: contiguous as appended, with gaps once the
+cleaner has removed records (docs/compaction.md, "Gaps"); the first batch may start
+above `base_offset`; `size_bytes` is the file's size; every
 offset-index entry points at the start of the batch with that base offset, and
 `Segment.locate` checks that before trusting it (a damaged index is rebuilt, never
 followed). Index files are written when the segment is sealed (rolled) and at a clean
 close; while a segment is active its indexes live in memory only.
+
+A segment the cleaner writes has a `suffix` on every file name (`.cleaned`, then
+`.swap`) until it is swapped in (log/clean_swap.py, docs/compaction.md).
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ def walk_batches(
     *,
     verify_crc: bool = False,
     first_offset: int | None = None,
+    exact_first: bool = False,
+    contiguous: bool = False,
     chunk_bytes: int = HEADER_WALK_CHUNK_BYTES,
 ) -> Iterator[BatchHeader]:
     """Headers of the stored batches from byte `start`, positions absolute.
@@ -80,13 +87,19 @@ def walk_batches(
     Stops silently before the first batch that is incomplete before `end` or looks
     wrong: a length below the minimum, magic other than 2, a negative last offset
     delta, (with `verify_crc`) a CRC-32C mismatch, or (with `first_offset`) a base
-    offset that does not continue the previous batch. The caller compares the end of
-    the last batch it saw with `end` to learn whether the walk went all the way.
+    offset below `first_offset` for the first batch (other than `first_offset` with
+    `exact_first`: an index entry names the batch it points at) or below the previous
+    batch's next offset. Offsets increase but may leave gaps: the cleaner removes
+    records and keeps the offsets of the others (docs/compaction.md, "Gaps"); with
+    `contiguous` (a segment the cleaner never rewrote: the active one) a gap stops the
+    walk too. The caller compares the end of the last batch it saw with `end` to
+    learn whether the walk went all the way.
     """
     buffer = b""
     buffer_start = start
     position = start
     expected = first_offset
+    exact = (exact_first or contiguous) and first_offset is not None
     while end - position >= HEADER_SIZE:
         at = position - buffer_start
         if at + HEADER_SIZE > len(buffer):
@@ -101,7 +114,8 @@ def walk_batches(
             or header.magic != MAGIC_V2
             or header.last_offset_delta < 0
             or position + size > end
-            or (expected is not None and header.base_offset != expected)
+            or (expected is not None and header.base_offset < expected)
+            or (exact and header.base_offset != expected)
         ):
             return
         if verify_crc:
@@ -114,17 +128,24 @@ def walk_batches(
             if compute_crc(buffer, header) != header.crc:
                 return
         yield header._replace(position=position)
+        exact = contiguous
         if expected is not None:
             expected = header.next_offset
         position += size
 
 
 class Segment:
-    """A `.log` file with contiguous batches from `base_offset`, and its indexes."""
+    """A `.log` file with batches at increasing offsets from `base_offset`, and its
+    indexes."""
 
-    def __init__(self, directory: Path, base_offset: int, *, size_bytes: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, *, size_bytes: int, suffix: str = ""
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
+        self.suffix = suffix
+        """Appended to every file name: "" for a live segment, `.cleaned` or `.swap`
+        for one the cleaner is writing or swapping in."""
         self.size_bytes = size_bytes
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -136,6 +157,9 @@ class Segment:
         self.time_index = TimeIndex(base_offset)
         self.aborted: list[AbortEntry] = []
         """Transactions aborted by markers in this segment, in marker order."""
+        self.first_batch_timestamp: int | None = None
+        """Max timestamp of the first batch, once `first_timestamp` read it (a sealed
+        segment's first batch never changes)."""
         self._bytes_since_index_entry = 0
         self._fd: int | None = None
 
@@ -148,9 +172,9 @@ class Segment:
     # -- files
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int) -> Segment:
+    def create(cls, directory: Path, base_offset: int, *, suffix: str = "") -> Segment:
         """A new empty segment (its directory entry is not yet fsynced)."""
-        segment = cls(directory, base_offset, size_bytes=0)
+        segment = cls(directory, base_offset, size_bytes=0, suffix=suffix)
         remove_if_exists(segment.index_path)
         remove_if_exists(segment.time_index_path)
         remove_if_exists(segment.txn_index_path)
@@ -158,26 +182,38 @@ class Segment:
         return segment
 
     @classmethod
-    def open_existing(cls, directory: Path, base_offset: int) -> Segment:
+    def open_existing(cls, directory: Path, base_offset: int, *, suffix: str = "") -> Segment:
         """An existing segment; its state is unknown until loaded or rebuilt."""
-        path = directory / file_name(base_offset, LOG_SUFFIX)
-        return cls(directory, base_offset, size_bytes=path.stat().st_size)
+        path = directory / (file_name(base_offset, LOG_SUFFIX) + suffix)
+        return cls(directory, base_offset, size_bytes=path.stat().st_size, suffix=suffix)
 
     @property
     def log_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, LOG_SUFFIX)
+        return self.directory / (file_name(self.base_offset, LOG_SUFFIX) + self.suffix)
 
     @property
     def index_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, INDEX_SUFFIX)
+        return self.directory / (file_name(self.base_offset, INDEX_SUFFIX) + self.suffix)
 
     @property
     def time_index_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, TIME_INDEX_SUFFIX)
+        return self.directory / (file_name(self.base_offset, TIME_INDEX_SUFFIX) + self.suffix)
 
     @property
     def txn_index_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, TXN_INDEX_SUFFIX)
+        return self.directory / (file_name(self.base_offset, TXN_INDEX_SUFFIX) + self.suffix)
+
+    def file_paths(self) -> tuple[Path, Path, Path, Path]:
+        """The `.log` file and its three index files (which may not exist)."""
+        return (self.log_path, self.index_path, self.time_index_path, self.txn_index_path)
+
+    def first_timestamp(self) -> int:
+        """Max timestamp of the segment's first batch (Kafka's rolling-based
+        timestamp, which max.compaction.lag.ms counts from), NO_TIMESTAMP if empty."""
+        if self.first_batch_timestamp is None:
+            header = next(self.headers(0), None)
+            self.first_batch_timestamp = NO_TIMESTAMP if header is None else header.max_timestamp
+        return self.first_batch_timestamp
 
     @property
     def fd(self) -> int:
@@ -206,7 +242,7 @@ class Segment:
         self.close()
         self.deleted = True
         renamed = []
-        for path in (self.log_path, self.index_path, self.time_index_path, self.txn_index_path):
+        for path in self.file_paths():
             target = path.with_name(path.name + DELETED_SUFFIX)
             try:
                 path.rename(target)
@@ -303,16 +339,19 @@ class Segment:
         return data + pread_exact(fd, size - len(data), position + len(data))  # short read
 
     def headers(
-        self, position: int = 0, *, first_offset: int | None = None
+        self, position: int = 0, *, first_offset: int | None = None, exact_first: bool = False
     ) -> Iterator[BatchHeader]:
-        return walk_batches(self.fd, position, self.size_bytes, first_offset=first_offset)
+        return walk_batches(
+            self.fd, position, self.size_bytes, first_offset=first_offset, exact_first=exact_first
+        )
 
     def locate(self, offset: int) -> int | None:
-        """Position of the batch holding `offset`, or None if the segment has none."""
+        """Position of the batch holding `offset` (of the next batch when `offset` lies
+        in a gap the cleaner left), or None if the segment has none."""
         if not self.base_offset <= offset < self.next_offset:
             return None
         entry_offset, position = self.index.lookup(offset)
-        for header in self.headers(position, first_offset=entry_offset):
+        for header in self.headers(position, first_offset=entry_offset, exact_first=position > 0):
             if header.next_offset > offset:
                 return header.position
         logger.warning("offset index of %s is damaged; rebuilding it", self.log_path)
@@ -323,13 +362,15 @@ class Segment:
         return None
 
     def find_timestamp(self, timestamp_ms: int) -> BatchHeader | None:
-        """The first batch with max timestamp >= `timestamp_ms`, if any."""
+        """The first batch with max timestamp >= `timestamp_ms` and a record, if any
+        (a batch the cleaner emptied keeps its max timestamp but holds no record to
+        answer with; Kafka's search passes over it to the next batch)."""
         if self.max_timestamp < timestamp_ms:
             return None
         start = self.time_index.start_offset_for(timestamp_ms)
         position = self.locate(start) or 0
         for header in self.headers(position):
-            if header.max_timestamp >= timestamp_ms:
+            if header.max_timestamp >= timestamp_ms and header.records_count > 0:
                 return header
         return None
 
@@ -343,10 +384,13 @@ class Segment:
         self.time_index = TimeIndex(self.base_offset)
         self._bytes_since_index_entry = 0
 
-    def scan(self, *, verify_crc: bool, index_interval_bytes: int) -> int | None:
+    def scan(
+        self, *, verify_crc: bool, index_interval_bytes: int, contiguous: bool = False
+    ) -> int | None:
         """Rebuild all state from the file's batches. Returns the position of the first
         bad or incomplete batch (the caller truncates there), or None if every byte
-        is a good batch."""
+        is a good batch. With `contiguous`, a batch that does not start at the
+        previous one's next offset (the first: at the base offset) is bad too."""
         self._reset_state()
         end = 0
         chunk = VERIFY_WALK_CHUNK_BYTES if verify_crc else HEADER_WALK_CHUNK_BYTES
@@ -356,6 +400,7 @@ class Segment:
             self.size_bytes,
             verify_crc=verify_crc,
             first_offset=self.base_offset,
+            contiguous=contiguous,
             chunk_bytes=chunk,
         ):
             self.track(header, index_interval_bytes=index_interval_bytes)
@@ -389,10 +434,12 @@ class Segment:
         index = OffsetIndex.from_bytes(self.base_offset, index_data, file_size=self.size_bytes)
         if index is None:
             return False
-        start_offset, start_position = index.last() or (self.base_offset, 0)
+        last_entry = index.last()
+        start_offset, start_position = last_entry or (self.base_offset, 0)
         end, next_offset = start_position, start_offset
         tail_max_timestamp, tail_max_offset = NO_TIMESTAMP, self.base_offset
-        for header in self.headers(start_position, first_offset=start_offset):
+        exact = last_entry is not None
+        for header in self.headers(start_position, first_offset=start_offset, exact_first=exact):
             end, next_offset = header.position + header.size, header.next_offset
             if header.max_timestamp > tail_max_timestamp:
                 tail_max_timestamp, tail_max_offset = header.max_timestamp, header.base_offset

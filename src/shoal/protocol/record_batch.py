@@ -19,11 +19,13 @@ A record batch (magic 2) starts with a 61-byte header:
     61      records...
 
 Shoal validates and assigns offsets by reading and patching this header only; the
-records inside are never decoded on the hot path. Everything here is per batch.
+records inside are decoded on the produce path only where a topic's settings ask
+(log/validation.py). Everything here is per batch.
 `encode_batch` is the one writer of the batches the broker builds itself from records
-it holds as (key, value) bytes, with headers when needed: coordinator records
-(coordinator/log_sink.py), transaction markers (log/transactions.py), dead-letter
-copies (server/share_dlq.py) and the simulator's produced batches (sim/broker.py).
+it holds as (key, value) bytes, with headers when needed, uncompressed or with a codec:
+coordinator records (coordinator/log_sink.py), transaction markers (log/transactions.py),
+dead-letter copies (server/share_dlq.py) and the simulator's produced batches
+(sim/broker.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import NamedTuple, NoReturn
 
 import crc32c
 
+from shoal.protocol.compression import Codec, compress
 from shoal.protocol.errors import ErrorCode
 
 HEADER_SIZE = 61
@@ -71,10 +74,20 @@ class BatchError(ValueError):
     Kafka 4.2 sends this message back too (Produce's ErrorMessage, v8+), which it does
     only for what it finds while reading the request's batches, before the log."""
 
-    def __init__(self, code: ErrorCode, message: str, *, answered: bool = False) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        answered: bool = False,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.answered = answered
+        self.record_errors = record_errors
+        """(index in its batch, reason) of each record refused (Produce v8+'s
+        RecordErrors), when the batch is refused for its records (log/validation.py)."""
 
 
 class BatchHeader(NamedTuple):
@@ -322,6 +335,38 @@ def with_log_append_time(batch: bytes, header: BatchHeader, *, now_ms: int) -> b
     return bytes(patched)
 
 
+def with_new_records(
+    header: BatchHeader,
+    records: bytes,
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+) -> bytes:
+    """A batch with `header`'s offsets, leader epoch, producer id, epoch and sequence
+    but new `records` (already encoded, compressed per `attributes`), attributes,
+    timestamps and record count; length and CRC computed. For the log cleaner, which
+    keeps a batch's offset range and sequences when it removes records from it
+    (Kafka's MemoryRecords.filterTo)."""
+    covered = _AFTER_CRC.pack(
+        attributes,
+        header.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        records_count,
+    )
+    crc = crc32c.crc32c(records, crc32c.crc32c(covered))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(records)
+    prefix = _UP_TO_CRC.pack(
+        header.base_offset, length, header.partition_leader_epoch, MAGIC_V2, crc
+    )
+    return prefix + covered + records
+
+
 def signed_varint(value: int) -> bytes:
     """`value` as a zig-zag varint (the record fields' encoding, varlong included)."""
     zigzag = (value << 1) ^ (value >> 63)
@@ -357,16 +402,20 @@ def encode_batch(
     base_sequence: int = NO_SEQUENCE,
     partition_leader_epoch: int = 0,
     headers: Sequence[RecordHeaders] | None = None,
+    codec: Codec = Codec.NONE,
+    level: int | None = None,
 ) -> bytes:
     """One uncompressed magic-2 batch (base offset 0, for the log to stamp) of the
     (key, value) `records` (None: a null key or value, a value None a tombstone),
     each at offset delta = its index, all stamped `timestamp_ms`, with record
     attributes 0. `attributes` are the batch's (transactional, control, timestamp
     type; never a codec). `headers[i]`, when given, are the headers of `records[i]`;
-    without them no record has any. The bytes kio's `write_new_batch` writes for the
-    same records (tests/unit/protocol/test_record_batch.py compares them)."""
+    without them no record has any. Uncompressed, the bytes kio's `write_new_batch`
+    writes for the same records (tests/unit/protocol/test_record_batch.py compares
+    them); with `codec`, the records compressed at `level` (None: Kafka's default for
+    the codec) by shoal.protocol.compression, the codec in the attributes."""
     assert records, "a record batch has at least one record"
-    assert not attributes & COMPRESSION_MASK, "encode_batch writes uncompressed batches"
+    assert not attributes & COMPRESSION_MASK, "the codec is given as `codec`"
     assert headers is None or len(headers) == len(records), "one headers entry per record"
     parts: list[bytes] = []
     for delta, (key, value) in enumerate(records):
@@ -391,9 +440,11 @@ def encode_batch(
         record = b"".join(body)
         parts += (signed_varint(len(record)), record)
     data = b"".join(parts)
+    if codec is not Codec.NONE:
+        data = compress(data, codec, level)
     count = len(records)
     covered = _AFTER_CRC.pack(
-        attributes,
+        attributes | codec,
         count - 1,
         timestamp_ms,
         timestamp_ms,

@@ -1,28 +1,29 @@
 """The records inside a v2 batch, for the few places that must look inside. Sans-I/O.
 
-The hot paths (Produce, Fetch, ShareFetch) never decode records; Kafka's timestamp
-lookups (ListOffsets) answer a record's exact offset, so they decode the one batch the
-log's batch-granular index points at. Only what those lookups need is decoded: each
-record's offset and timestamp (CreateTime batches; a LogAppendTime batch gives every
-record the batch's max timestamp, as Kafka does).
+The hot paths (Produce, Fetch, ShareFetch) do not decode records, with two exceptions
+on Produce that a topic's settings ask for (log/validation.py): recompression to the
+topic's compression.type (`recompressed`) and the key check of compacted topics
+(`keyless_records`). Kafka's timestamp lookups (ListOffsets) answer a record's exact
+offset, so they decode the one batch the log's batch-granular index points at. Only
+what each use needs is decoded: each record's offset and timestamp (CreateTime
+batches; a LogAppendTime batch gives every record the batch's max timestamp, as Kafka
+does), or whether it has a key.
 
 A record (after the batch header, possibly compressed):
 
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     key | value | headers                                   (the rest is skipped)
 
-Compression codecs (attributes & 7): 1 gzip, 2 snappy (raw, or Kafka's Java clients'
-xerial framing), 3 lz4 (frame), 4 zstd, decoded with cramjam. Malformed data raises
-BatchError(ErrorCode.corrupt_message).
+Compression codecs (attributes & 7) are shoal.protocol.compression's; data that does not
+inflate raises BatchError(ErrorCode.corrupt_message). `recompressed` re-encodes a whole
+batch's records with another codec (broker-side compression.type).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
-import cramjam
-
+from shoal.protocol.compression import Codec, CompressionError, compress, decompress
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
     COMPRESSION_MASK,
@@ -32,10 +33,6 @@ from shoal.protocol.record_batch import (
     BatchHeader,
     with_records,
 )
-
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_SIZE = 16
-_BLOCK_LENGTH = struct.Struct(">i")
 
 
 def record_timestamps(buffer: bytes | memoryview, header: BatchHeader) -> Iterator[tuple[int, int]]:
@@ -65,38 +62,13 @@ def record_timestamps(buffer: bytes | memoryview, header: BatchHeader) -> Iterat
 
 
 def _decompressed(payload: bytes, header: BatchHeader) -> bytes:
-    codec = header.compression
     try:
-        match codec:
-            case 0:
-                return payload
-            case 1:
-                return bytes(cramjam.gzip.decompress(payload))
-            case 2:
-                return _snappy(payload)
-            case 3:
-                return bytes(cramjam.lz4.decompress(payload))
-            case 4:
-                return bytes(cramjam.zstd.decompress(payload))
-    except (cramjam.DecompressionError, struct.error) as exc:
+        return decompress(payload, header.compression)
+    except CompressionError as exc:
         raise BatchError(
             ErrorCode.corrupt_message,
             f"batch at offset {header.base_offset} does not decompress: {exc}",
         ) from exc
-    raise BatchError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
-
-
-def _snappy(payload: bytes) -> bytes:
-    if not payload.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(payload))
-    blocks = []
-    position = _XERIAL_HEADER_SIZE
-    while position < len(payload):
-        (length,) = _BLOCK_LENGTH.unpack_from(payload, position)
-        position += _BLOCK_LENGTH.size
-        blocks.append(bytes(cramjam.snappy.decompress_raw(payload[position : position + length])))
-        position += length
-    return b"".join(blocks)
 
 
 def _varint(data: bytes, position: int) -> tuple[int, int]:
@@ -135,11 +107,71 @@ def inflated(batch: bytes, header: BatchHeader) -> bytes:
     """`batch` (its bytes from offset 0) as an uncompressed batch: the same header
     without the codec bits, the records inflated, length and CRC recomputed; for
     readers that decode records with a reader that does not inflate (kio's)."""
-    records = decompressed(batch[HEADER_SIZE:], header)
-    return with_records(batch, header, records, attributes=header.attributes & ~COMPRESSION_MASK)
+    return recompressed(batch, header, Codec.NONE, None)
 
 
 def read_varint(data: bytes, position: int) -> tuple[int, int]:
     """A zigzag varint (or varlong) at `position`: (value, position after it); raises
     IndexError when the data ends inside it or it is longer than 64 bits."""
     return _varint(data, position)
+
+
+def recompressed(
+    batch: bytes,
+    header: BatchHeader,
+    codec: Codec,
+    level: int | None,
+    *,
+    inflated_records: bytes | None = None,
+) -> bytes:
+    """`batch` (its bytes from offset 0) with its records inflated and compressed again
+    with `codec` at `level` (Codec.NONE: left inflated); `inflated_records`: the
+    records already inflated by the caller. Every header field but the codec bits,
+    the length and the CRC is kept (producer id, epoch, sequence, the transactional
+    and timestamp-type bits, timestamps, count): the records themselves are
+    unchanged, so Kafka's consumers read the same records at the same offsets."""
+    if inflated_records is None:
+        inflated_records = decompressed(batch[HEADER_SIZE:], header)
+    records = compress(inflated_records, codec, level)
+    attributes = (header.attributes & ~COMPRESSION_MASK) | codec
+    return with_records(batch, header, records, attributes=attributes)
+
+
+def keyless_records(payload: bytes, count: int) -> list[int]:
+    """Indexes of the records without a key (a negative key length) among the `count`
+    records of `payload`, a batch's records already inflated. Reads each record's
+    length and key length only. BatchError(INVALID_RECORD) if the records are cut
+    short or do not fill the payload exactly (Kafka's DefaultRecord and
+    DefaultRecordBatch: "Found invalid record structure", "Incorrect declared batch
+    size, records still remaining in file")."""
+    keyless = []
+    position = 0
+    end = len(payload)
+    try:
+        for index in range(count):
+            length, position = _varint(payload, position)
+            record_end = position + length
+            if length < 0 or record_end > end:
+                raise IndexError
+            cursor = position + 1  # attributes
+            while payload[cursor] & 0x80:  # timestamp delta
+                cursor += 1
+            cursor += 1
+            while payload[cursor] & 0x80:  # offset delta
+                cursor += 1
+            cursor += 1
+            if payload[cursor] == 0x01:  # zigzag -1: the usual null key, one byte
+                keyless.append(index)
+            else:
+                key_length, _ = _varint(payload, cursor)
+                if key_length < 0:
+                    keyless.append(index)
+            position = record_end
+    except IndexError:
+        raise BatchError(ErrorCode.invalid_record, "Found invalid record structure") from None
+    if position != end:
+        raise BatchError(
+            ErrorCode.invalid_record,
+            "Incorrect declared batch size, records still remaining in file",
+        )
+    return keyless

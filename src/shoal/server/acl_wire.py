@@ -27,7 +27,10 @@ from shoal.security.authorizer import AclBinding, AclBindingFilter
 log = logging.getLogger(__name__)
 _E = TypeVar("_E", bound=enum.IntEnum)
 NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
-"""SECURITY_DISABLED's message, Kafka's words."""
+"""SECURITY_DISABLED's message for CreateAcls and DeleteAcls, Kafka's words."""
+NO_AUTHORIZER_DESCRIBE_MESSAGE = "No Authorizer is configured on the broker"
+"""SECURITY_DISABLED's message for DescribeAcls: Kafka's AclApis words it differently
+(kafka-acls --list prints it)."""
 
 
 def code_of(kind: type[_E], value: int) -> _E:

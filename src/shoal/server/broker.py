@@ -9,7 +9,8 @@ retention every `log.retention.check.interval.ms`, the time-based flush check ev
 second, and the sources of the share service, the group service and the share
 coordinator. The logs' blocking disk work (fsyncs,
 removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
-the flush check and retention only start it. So do the durable writes of the
+the flush check and retention only start it. Compaction runs in the log cleaner's
+own threads (`cleaner`, server/log_cleaner.py), never in `disk`'s. So do the durable writes of the
 metadata and config stores (topics, dynamic and group configs, ACLs, quotas, SCRAM
 credentials), whose changes run one at a time in `disk.changes`. Dynamic
 configs (server/dynamic_config.py) are applied at start and replaced through
@@ -22,8 +23,8 @@ once the Kafka listener is bound; it stops first at shutdown.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
-stop the timers, wait for the changes and disk work started, then flush and close
-every log.
+stop the timers, stop the log cleaner (a clean in flight is abandoned), wait for the
+changes and disk work started, then flush and close every log.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from shoal.server.group_service import GroupService, topics_of
 from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
+from shoal.server.log_cleaner import LogCleaner
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
@@ -124,6 +126,9 @@ class Broker:
                 action=lambda now_ms: self.disk.flush_due(self.logs, now_ms=now_ms),
             ),
         )
+        self.cleaner = LogCleaner(logs=self.logs, config=lambda: self.config, clock=self.clock)
+        """Compaction of the compacted topics, in its own worker threads
+        (server/log_cleaner.py)."""
         self.share_state = ShareStateService.open(
             self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
@@ -194,6 +199,7 @@ class Broker:
         self.timers.add(*self.network.timer_sources())
         self.live_config.listeners.append(self.logs.update_broker_config)
         self.live_config.listeners.append(self.group_service.reconfigure)
+        self.live_config.listeners.append(self.cleaner.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config, write=self.disk.write_atomic)
         # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
@@ -231,6 +237,7 @@ class Broker:
             share_service=self.share_service,
             group_service=self.group_service,
             txn=self.txn,
+            cleaner=self.cleaner,
         ):
             self.metrics.register(collector)
         self._connections: dict[int, tuple[ConnectionInfo, asyncio.Task[None]]] = {}
@@ -264,6 +271,7 @@ class Broker:
             self.group_service.topics_deleted([name for name, _count in change.deleted])
             self.metrics.forget_topics(name for name, _count in change.deleted)
         self.share_service.topics_changed()
+        self.cleaner.topics_changed()
 
     # ---- identity advertised to clients
     @property
@@ -288,6 +296,7 @@ class Broker:
         self.group_service.start()
         self.txn.start()
         self.timers.start()
+        self.cleaner.start()
         TRACE.start()
         WATCH.start()
         # issue 15: close idle, slowloris and non-reading connections
@@ -349,6 +358,9 @@ class Broker:
         # while the services that hear of it run.
         await self.disk.changes.idle()
         await self.timers.stop()
+        # A clean in flight stops at its next throttle call and is abandoned (the log
+        # removes its leftover files at the next open).
+        await self.cleaner.close(timeout_s=timeout_s)
         await self.txn.stop()
         await TRACE.stop()
         RECORD_PATH.write()

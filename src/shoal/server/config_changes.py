@@ -18,8 +18,9 @@ nothing changes. Errors are raised as `Refused` with Kafka's code for the resour
 - BROKER (4): name = this node's id changes the per-broker dynamic layer, "" the
   cluster-wide one (server/dynamic_config.py). A broker key that is not dynamic and a
   bad value are INVALID_REQUEST, as Kafka's controller answers ("Cannot update these
-  configs dynamically: Set(...)"); a key that is no broker key is stored as Kafka
-  stores it (a custom key, never used).
+  configs dynamically: Set(...)"), and so is a `log.cleaner.threads` the cleaner
+  refuses (server/log_cleaner.py: Kafka's LogCleaner.validateReconfiguration); a
+  key that is no broker key is stored as Kafka stores it (a custom key, never used).
 - GROUP (32): name = group id (the group need not exist; "" is INVALID_REQUEST, as
   Kafka's "Default group resources are not allowed."). The group's whole resulting set
   is checked against the current broker bounds (group/configs.py), then persisted and
@@ -60,6 +61,7 @@ from shoal.server import authorization as authz
 from shoal.server.configs import ResourceType, broker_layer_for, check_logger_node
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, canonical
+from shoal.server.log_cleaner import reconfiguration_refusal
 from shoal.server.logger_configs import change_levels
 from shoal.server.refused import Refused
 
@@ -162,7 +164,7 @@ async def _alter_topic(ctx: RequestContext, name: str, edit: Edit, *, validate_o
     try:
         typed = validate_topic_configs(updated)
     except ConfigError as exc:
-        raise Refused(exc.code, str(exc)) from exc
+        raise Refused(exc.code, exc.wire_message) from exc
     if validate_only:
         return
     try:
@@ -201,6 +203,9 @@ async def _alter_broker(ctx: RequestContext, name: str, edit: Edit, *, validate_
         )
     except ConfigError as exc:
         raise Refused(ErrorCode.invalid_request, str(exc)) from exc
+    refusal = reconfiguration_refusal(dynamic.effective, reconfigured.effective)
+    if refusal is not None:  # the log cleaner's own check of its thread count
+        raise Refused(ErrorCode.invalid_request, refusal)
     if validate_only:
         return
     try:

@@ -13,18 +13,23 @@ listener runs there), so nothing is counted on the request path:
     GroupCollector         groups by protocol, share and consumer groups by state, and
                            share-group rebalances (group epoch increases seen)
     TransactionCollector   transactional ids by transaction state
+    CleanerCollector       the log cleaner (Kafka's kafka.log:type=LogCleaner and
+                           LogCleanerManager gauges) and, per compacted partition,
+                           its backlog (dirty bytes) and progress (bytes cleaned)
 """
 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.server.group_service import GroupService
+from shoal.server.log_cleaner import LogCleaner
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import ShareService
 from shoal.server.txn_service import TxnService
@@ -195,6 +200,94 @@ class TransactionCollector(Collector):
         yield gauge
 
 
+class CleanerCollector(Collector):
+    """Kafka's cleaner gauges, computed as Kafka computes them from the workers'
+    last cleans (server/log_cleaner.py `CleanerState`), and the per-partition
+    backlog read from each compacted log's `cleaner_progress` at scrape time."""
+
+    def __init__(
+        self, cleaner: LogCleaner, logs: LogManager, *, wall_ms: Callable[[], int]
+    ) -> None:
+        self._cleaner = cleaner
+        self._logs = logs
+        self._wall_ms = wall_ms
+
+    def collect(self) -> Iterator[Metric]:
+        state = self._cleaner.state
+        yield GaugeMetricFamily(
+            "kafka_log_logcleanermanager_max_dirty_percent",
+            "Dirty ratio of the dirtiest compacted partition at the cleaner's last pass, in %.",
+            value=int(100 * state.max_dirty_ratio),
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleanermanager_time_since_last_run_ms",
+            "Milliseconds since the cleaner last looked for a partition to clean.",
+            value=max(0, self._wall_ms() - state.last_run_wall_ms),
+        )
+        uncleanable = GaugeMetricFamily(
+            "kafka_log_logcleanermanager_uncleanable_partitions_count",
+            "Partitions the cleaner gave up on after an error.",
+            labels=["log_directory"],
+        )
+        uncleanable.add_metric([str(self._logs.data_dir)], len(state.uncleanable))
+        yield uncleanable
+        lasts = list(state.last_cleans.values())
+        threads = max(1, self._cleaner.threads, len(lasts))
+        recopy = sum(
+            100 * last.bytes_written / last.bytes_read for last in lasts if last.bytes_read
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleaner_cleaner_recopy_percent",
+            "Bytes written per byte read by each worker's last clean, in %, averaged.",
+            value=int(recopy / threads),
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleaner_max_buffer_utilization_percent",
+            "Key map use of the workers' last cleans (the fullest), in %.",
+            value=int(100 * max((last.buffer_utilization for last in lasts), default=0.0)),
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleaner_max_clean_time_secs",
+            "Duration of the workers' last cleans (the longest), in seconds.",
+            value=int(max((last.elapsed_s for last in lasts), default=0.0)),
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleaner_max_compaction_delay_secs",
+            "How far past max.compaction.lag.ms the most overdue partition was at the "
+            "cleaner's last pass, in seconds.",
+            value=state.max_compaction_delay_ms // 1000,
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_logcleaner_deadthreadcount",
+            "Cleaner workers that died of an unexpected error.",
+            value=state.dead_workers,
+        )
+        labels = ["topic", "partition"]
+        dirty = GaugeMetricFamily(
+            "shoal_log_cleaner_dirty_bytes",
+            "Bytes of a compacted partition not yet cleaned (the cleaner's backlog).",
+            labels=labels,
+        )
+        cleaned = CounterMetricFamily(
+            "shoal_log_cleaner_cleaned_bytes",
+            "Bytes of a compacted partition its cleans read (the cleaner's progress).",
+            labels=labels,
+        )
+        cleans = CounterMetricFamily(
+            "shoal_log_cleaner_cleans", "Cleans of a compacted partition finished.", labels=labels
+        )
+        for (topic, index), partition_log in self._cleaner.compacted_partitions():
+            values = [topic, str(index)]
+            try:
+                progress = partition_log.cleaner_progress()
+            except LogError:  # offline: the cleaner counts it uncleanable
+                continue
+            dirty.add_metric(values, progress.dirty_bytes)
+            cleaned.add_metric(values, state.cleaned_bytes.get((topic, index), 0))
+            cleans.add_metric(values, state.cleans.get((topic, index), 0))
+        yield from (dirty, cleaned, cleans)
+
+
 def broker_collectors(
     *,
     logs: LogManager,
@@ -202,6 +295,7 @@ def broker_collectors(
     share_service: ShareService,
     group_service: GroupService,
     txn: TxnService,
+    cleaner: LogCleaner,
 ) -> list[Collector]:
     """The broker's scrape-time collectors (the caller registers them)."""
     return [
@@ -210,4 +304,5 @@ def broker_collectors(
         SharePartitionCollector(share_service, logs),
         GroupCollector(group_service),
         TransactionCollector(txn),
+        CleanerCollector(cleaner, logs, wall_ms=cleaner.wall_ms),
     ]

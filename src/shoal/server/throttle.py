@@ -31,7 +31,6 @@ and one when they stop, not one per request.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
 import logging
@@ -109,7 +108,9 @@ class LoopTimed:
             except GeneratorExit:
                 steps.close()
                 raise
-            except asyncio.CancelledError as exc:  # a cancellation goes on to the handler
+            except BaseException as exc:  # noqa: BLE001  (handed on, not swallowed)
+                # the loop throws a cancellation, or a failed future's exception, into
+                # the outermost coroutine: it goes on to the handler awaiting it
                 value, thrown = None, exc
 
 

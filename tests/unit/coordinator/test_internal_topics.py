@@ -49,6 +49,7 @@ def test_created_internal_with_fixed_settings(
         "cleanup.policy": ["delete"],
         "retention.ms": -1,
         "retention.bytes": -1,
+        "compression.type": "producer",
         "segment.bytes": 4096,
     }
     assert partitions == [logs.partition("__share_group_state", i) for i in range(3)]

@@ -100,9 +100,16 @@ def test_clean_marker_skips_crc_scan_but_checks_the_tail(
     scans: list[bool] = []
     real_scan = Segment.scan
 
-    def spy(self: Segment, *, verify_crc: bool, index_interval_bytes: int) -> int | None:
+    def spy(
+        self: Segment, *, verify_crc: bool, index_interval_bytes: int, contiguous: bool = False
+    ) -> int | None:
         scans.append(verify_crc)
-        return real_scan(self, verify_crc=verify_crc, index_interval_bytes=index_interval_bytes)
+        return real_scan(
+            self,
+            verify_crc=verify_crc,
+            index_interval_bytes=index_interval_bytes,
+            contiguous=contiguous,
+        )
 
     monkeypatch.setattr(Segment, "scan", spy)
     reopened = open_log()
@@ -244,3 +251,22 @@ def test_leftover_files_are_removed(open_log: LogOpener, log_dir: Path) -> None:
     assert f"{99:020d}.index" not in names
     assert f"{99:020d}.snapshot" not in names  # beyond the log end offset
     assert reopened.log_end_offset == 1
+
+
+@pytest.mark.parametrize("jump", [1, -1])
+def test_a_base_offset_out_of_line_in_the_active_segment_is_cut_off(
+    open_log: LogOpener, log_dir: Path, jump: int
+) -> None:
+    """The base offset lies outside the CRC: the active segment (which the cleaner never
+    rewrites, docs/compaction.md) must hold contiguous offsets, so a batch that does not
+    continue the one before it is damage, cut off with what follows."""
+    batches, _ = _fill(open_log, 4)
+    active = _log_files(log_dir)[-1]
+    data = bytearray(active.read_bytes())
+    third = 2 * len(stored(batches[0], base_offset=0))
+    offset = int.from_bytes(data[third : third + 8], "big")
+    data[third : third + 8] = (offset + jump).to_bytes(8, "big")
+    active.write_bytes(bytes(data))
+    reopened = open_log()
+    assert reopened.log_end_offset == 4
+    assert reopened.read(0, max_bytes=1 << 20).records == _expected(batches[:2])

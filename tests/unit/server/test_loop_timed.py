@@ -63,3 +63,25 @@ def test_exceptions_and_cancellation_pass_through() -> None:
         assert cancelled
 
     _run(main())
+
+
+def test_a_failed_future_reaches_the_handler_that_awaits_it() -> None:
+    """The loop throws a failed future's exception into the outermost coroutine
+    (Task.__wakeup); LoopTimed hands it on to the handler, which may catch it (an
+    admin change refused in another task, shielded)."""
+
+    async def refused() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("refused")
+
+    async def handler() -> str:
+        try:
+            await asyncio.shield(asyncio.ensure_future(refused()))
+        except KeyError:
+            return "answered the refusal"
+        return "not refused"
+
+    async def main() -> str:
+        return await LoopTimed(handler())  # type: ignore[no-any-return]
+
+    assert _run(main()) == "answered the refusal"

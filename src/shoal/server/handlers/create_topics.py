@@ -238,7 +238,7 @@ def _configs(topic: Any) -> dict[str, Any]:
     try:
         return validate_topic_configs(raw)
     except ConfigError as exc:
-        raise Refused(exc.code, str(exc)) from exc
+        raise Refused(exc.code, exc.wire_message) from exc
 
 
 def _created(schema: Schema, ctx: RequestContext, info: TopicInfo, *, configs_visible: bool) -> Any:

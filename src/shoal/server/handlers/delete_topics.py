@@ -2,7 +2,9 @@
 
 v6 entries name a topic or give its id, not both (INVALID_REQUEST either way); a name
 or id repeated in the request gets INVALID_REQUEST. An unknown name gets
-UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
+UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID, each with the error's
+default message as Kafka sends it. (Kafka orders its answers by kind, ids first;
+Shoal answers in request order: clients match them by name or id.) With
 `delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
 before v3, which predates that code, as in Kafka). Internal topics are refused with
 INVALID_REQUEST: Kafka's broker would delete them and only its CLI refuses, but Shoal's
@@ -52,6 +54,10 @@ log = logging.getLogger(__name__)
 API_KEY = 20
 _ZERO = datetime.timedelta(0)
 _DELETION_DISABLED_CODE_MIN_VERSION = 3
+_UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+_UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+"""Kafka's ControllerApis.deleteTopics answers an unknown name or id with the error's
+default message (ApiError without one), as Kafka 4.2 sends it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +110,11 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
             raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
         info = services.logs.topic(target.name)
         if info is None:
-            raise Refused(
-                ErrorCode.unknown_topic_or_partition, f"Topic {target.name} does not exist."
-            )
+            raise Refused(ErrorCode.unknown_topic_or_partition, _UNKNOWN_TOPIC_MESSAGE)
     elif target.topic_id is not None:
         info = services.logs.topic_by_id(target.topic_id)
         if info is None or not authz.allowed(ctx, AclOperation.DESCRIBE, authz.TOPIC, info.name):
-            raise Refused(ErrorCode.unknown_topic_id, f"No topic with id {target.topic_id}.")
+            raise Refused(ErrorCode.unknown_topic_id, _UNKNOWN_TOPIC_ID_MESSAGE)
         if not authz.allowed(ctx, AclOperation.DELETE, authz.TOPIC, info.name):
             raise Refused(ErrorCode.topic_authorization_failed, "Authorization failed.")
     else:
@@ -125,7 +129,7 @@ async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]
     async def delete() -> TopicInfo:  # in turn with the other topic changes
         current = services.logs.topic(name)
         if current is None or current.topic_id != topic_id:  # deleted (and made) meanwhile
-            raise LogError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+            raise LogError(ErrorCode.unknown_topic_or_partition, _UNKNOWN_TOPIC_MESSAGE)
         return services.logs.delete_topic(name, defer_delete=True)
 
     try:

@@ -18,7 +18,7 @@ from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.server.acl_wire import (
     FILTER_CODES,
-    NO_AUTHORIZER_MESSAGE,
+    NO_AUTHORIZER_DESCRIBE_MESSAGE,
     filter_from_wire,
     unknown_elements,
 )
@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return refused(*refusal)
     store = ctx.services.acls
     if store is None:
-        return refused(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)
+        return refused(ErrorCode.security_disabled, NO_AUTHORIZER_DESCRIBE_MESSAGE)
     acl_filter = filter_from_wire(request)
     found = [] if acl_filter.problem() is not None else store.authorizer.acls(acl_filter)
     resources = []

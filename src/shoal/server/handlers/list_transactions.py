@@ -1,8 +1,11 @@
 """ListTransactions (66) v0-v2: the transactional ids this coordinator holds, filtered
 by state names (`StateFilters`; names Kafka does not know are echoed in
-`UnknownStateFilters`), producer ids, v1+ `DurationFilter` (ongoing for longer than
-that many ms; -1 = any) and v2+ `TransactionalIdPattern` (a regular expression the
-whole id must match; an invalid one is INVALID_REGULAR_EXPRESSION).
+`UnknownStateFilters`), producer ids, v1+ `DurationFilter` (-1 = any; else the
+transactions whose last start is more than that many ms ago, in any state, as Kafka's
+TransactionStateManager.listTransactionStates: a completed transaction keeps its start
+time, and one never begun (Empty) has none, -1, so every filter keeps it) and v2+
+`TransactionalIdPattern` (a regular expression the whole id must match; an invalid one
+is INVALID_REGULAR_EXPRESSION).
 
 Authorization: only the transactional ids the principal may DESCRIBE are listed, as in
 Kafka's handleListTransactionsRequest.
@@ -56,9 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             if producers and metadata.producer_id not in producers:
                 continue
-            if duration_ms >= 0 and (
-                metadata.state != TxnState.ONGOING or now_ms - metadata.start_ms <= duration_ms
-            ):
+            if duration_ms >= 0 and now_ms - metadata.start_ms <= duration_ms:
                 continue
             if pattern is not None and pattern.fullmatch(tid) is None:
                 continue

@@ -9,13 +9,16 @@ has no schema for them, so the connection closes with the reason logged
 Topics are named up to v12 and identified by topic id from v13 (KIP-516): an id this
 broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions.
 
-Per partition: validate the batches' headers (magic 2, CRC-32C, sizes; records are
-never decoded), append them (offsets assigned by re-stamping the header; idempotent
-producers' sequences checked); the log announces the append, which wakes parked
-fetches of that partition. Acks 0 gets no response, and if a partition failed the
-connection is closed (Kafka's KafkaApis: the only way to tell such a producer), the
-reason logged; 1 and -1 are the same on a single node (the flush policy decides when
-data reaches the disk).
+Per partition: validate the batches' headers (magic 2, CRC-32C, sizes), then what the
+topic's settings ask (log/validation.py: one batch per partition, recompression to
+the topic's compression.type, keys on compacted topics; records are read only for
+those two, in a worker thread for a batch above
+`limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX`: docs/compression.md), append them
+(offsets assigned by re-stamping the header; idempotent producers' sequences
+checked); the log announces the append, which wakes parked fetches of that partition.
+Acks 0 gets no response, and if a partition failed the connection is closed (Kafka's
+KafkaApis: the only way to tell such a producer), the reason logged; 1 and -1 are
+the same on a single node (the flush policy decides when data reaches the disk).
 
 Durability before the answer: when the flush policy (flush.messages, flush.ms) calls
 for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync runs
@@ -32,7 +35,8 @@ UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR; a bad
 acks value is INVALID_REQUIRED_ACKS. As from Kafka 4.2 (tests/differential/
 test_produce_versions.py), these carry no ErrorMessage (the broker's log says why;
-only a batch magic outside 0..2, found while Kafka reads the request, has one),
+only a batch magic outside 0..2, found while Kafka reads the request, has one, and
+a compacted topic's keyless records, which also fill RecordErrors from v8),
 and LogStartOffset is -1 except after the log's producer checks (sequence, epoch,
 open transaction), which answer the partition's log start offset. A transactional
 batch in a request without a TransactionalId fails every partition with
@@ -80,13 +84,17 @@ import asyncio
 import datetime
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
+from shoal import limits
 from shoal.config import BrokerConfig
 from shoal.log.api import AppendResult, LogError
+from shoal.log.partition import PartitionLog
+from shoal.log.settings import LogConfig
+from shoal.log.validation import reads_records, validate
 from shoal.protocol.errors import ErrorCode, error_name, for_version
 from shoal.protocol.record_batch import (
     BatchError,
@@ -171,9 +179,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                 )
             else:
-                partitions.append(
-                    _produce_partition(ctx, types, name, index, records, transactional_id)
-                )
+                outcome = _produce_partition(ctx, types, name, index, records, transactional_id)
+                if not isinstance(outcome, _Appended):  # its records are read off the loop
+                    outcome = await outcome
+                partitions.append(outcome)
         appended.append((topic_data, partitions))
     topics = []
     for topic_data, partitions in appended:
@@ -288,8 +297,11 @@ def _produce_partition(
     index: int,
     records: bytes | None,
     transactional_id: str | None,
-) -> _Appended:
-    """Append to one partition, and start the fsync the flush policy asks for."""
+) -> _Appended | Coroutine[Any, Any, _Appended]:
+    """Append to one partition, and start the fsync the flush policy asks for. When
+    the topic's settings ask for the records to be read (log/validation.py) and the
+    batch is larger than `limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX`, the reading runs
+    in a worker thread: the coroutine returned then finishes the append."""
     services = ctx.services
     partition_log = services.logs.partition(topic, index)
     if partition_log is None:
@@ -319,17 +331,100 @@ def _produce_partition(
                     refused.name,
                 )
                 return _Appended(index, _unverified_error(types, ctx.api_version, index, refused))
-        result = partition_log.append(
-            records or b"", headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
+        data = records or b""
+        settings = partition_log.settings
+        # log/validation.py has nothing to do for one batch of a topic with
+        # compression.type=producer that does not compact: no call on that path
+        if len(headers) > 1 or settings.compression is not None or settings.compact_policy:
+            if reads_off_loop(len(data), headers, settings):
+                return _validated_off_loop(
+                    ctx, types, topic, index, data, headers, int(max_batch_bytes), partition_log
+                )
+            data, headers = validate(
+                data,
+                headers,
+                settings,
+                topic=topic,
+                partition=index,
+                max_batch_bytes=int(max_batch_bytes),
+            )
+    except BatchError as exc:
+        return _refused(types, ctx.api_version, topic, index, exc)
+    except LogError as exc:
+        return _failed(types, topic, index, partition_log, exc)
+    return _append(ctx, types, topic, index, data, headers, partition_log)
+
+
+def reads_off_loop(size: int, headers: list[BatchHeader], settings: LogConfig) -> bool:
+    """Whether the batch's records are read (recompressed, or keys checked) in a
+    worker thread: the work grows with the batch (about 40 ms per MB for gzip), the
+    codecs release the GIL, and a small batch costs less than the thread hop
+    (docs/compression.md has the figures)."""
+    return size > limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX and reads_records(headers, settings)
+
+
+async def _validated_off_loop(
+    ctx: RequestContext,
+    types: _Types,
+    topic: str,
+    index: int,
+    records: bytes,
+    headers: list[BatchHeader],
+    max_batch_bytes: int,
+    partition_log: PartitionLog,
+) -> _Appended:
+    """`validate` in a worker thread, then the append on the loop. The connection
+    serves one request at a time, so a producer's next batch waits for this one."""
+    try:
+        records, headers = await asyncio.to_thread(
+            validate,
+            records,
+            headers,
+            partition_log.settings,
+            topic=topic,
+            partition=index,
+            max_batch_bytes=max_batch_bytes,
         )
     except BatchError as exc:
-        log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
-        message = str(exc) if exc.answered else None
-        return _Appended(index, _partition_error(types, index, exc.code, message))
+        return _refused(types, ctx.api_version, topic, index, exc)
+    return _append(ctx, types, topic, index, records, headers, partition_log)
+
+
+def _failed(
+    types: _Types, topic: str, index: int, partition_log: PartitionLog, exc: LogError
+) -> _Appended:
+    """The partition's answer to a failed append (the log's producer checks answer
+    the log start offset)."""
+    log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
+    log_start = partition_log.log_start_offset if exc.code in _WITH_LOG_START else -1
+    return _Appended(index, _partition_error(types, index, exc.code, None, log_start))
+
+
+def _refused(types: _Types, version: int, topic: str, index: int, exc: BatchError) -> _Appended:
+    """The partition's answer to a batch refused before the log: Kafka's message and
+    record errors where Kafka 4.2 sends them (`BatchError.answered`)."""
+    log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc)
+    message = str(exc) if exc.answered else None
+    errors = _record_errors(version, exc.record_errors)
+    return _Appended(index, _partition_error(types, index, exc.code, message, record_errors=errors))
+
+
+def _append(
+    ctx: RequestContext,
+    types: _Types,
+    topic: str,
+    index: int,
+    records: bytes,
+    headers: list[BatchHeader],
+    partition_log: PartitionLog,
+) -> _Appended:
+    services = ctx.services
+    try:
+        result = partition_log.append(
+            records, headers, leader_epoch=_LEADER_EPOCH, defer_flush=True
+        )
     except LogError as exc:
-        log.info("produce to %s-%d failed (%s): %s", topic, index, exc.code.name, exc)
-        log_start = partition_log.log_start_offset if exc.code in _WITH_LOG_START else -1
-        return _Appended(index, _partition_error(types, index, exc.code, None, log_start))
+        return _failed(types, topic, index, partition_log, exc)
     if RECORD_PATH.enabled:
         RECORD_PATH.note("produced", topic, index, result.base_offset, result.last_offset)
     flushed = None
@@ -425,7 +520,13 @@ def _partition_ok(types: _Types, index: int, result: AppendResult) -> Any:
 
 
 def _partition_error(
-    types: _Types, index: int, code: ErrorCode, message: str | None, log_start_offset: int = -1
+    types: _Types,
+    index: int,
+    code: ErrorCode,
+    message: str | None,
+    log_start_offset: int = -1,
+    *,
+    record_errors: tuple[Any, ...] = (),
 ) -> Any:
     return types.partition(
         index=index,
@@ -433,8 +534,19 @@ def _partition_error(
         base_offset=-1,
         log_append_time=None,
         log_start_offset=log_start_offset,
-        record_errors=(),
+        record_errors=record_errors,
         error_message=message,
+    )
+
+
+def _record_errors(version: int, errors: tuple[tuple[int, str], ...]) -> tuple[Any, ...]:
+    """RecordErrors of the response (v8+; older versions have none)."""
+    schema = response_schema(API_KEY, version)
+    if not errors or not schema.has("PartitionProduceResponse", "record_errors"):
+        return ()
+    return tuple(
+        schema.make("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
+        for i, m in errors
     )
 
 
