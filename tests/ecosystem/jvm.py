@@ -63,14 +63,17 @@ Broker = BrokerProcess | kafka_reference.KafkaBroker
 
 
 @pytest.fixture(name="broker")
-def broker_fixture(brokers: Brokers, tmp_path: Path) -> Iterator[Broker]:
+def broker_fixture(
+    request: pytest.FixtureRequest, brokers: Brokers, tmp_path: Path
+) -> Iterator[Broker]:
     """Shoal (or, with SHOAL_ECOSYSTEM_ON_KAFKA, the reference broker) on its own data
-    directory: `restart()` is a SIGKILL and a start on the same data and port."""
+    directory: `restart()` is a SIGKILL and a start on the same data and port. Shoal
+    gets the test module's `SHOAL_SETTINGS` if it has some, else `SINGLE_NODE`."""
     if on_kafka():
         with kafka_reference.running(tmp_path / "kafka") as kafka:
             yield kafka
         return
-    yield brokers.start(*SINGLE_NODE)
+    yield brokers.start(*getattr(request.module, "SHOAL_SETTINGS", SINGLE_NODE))
 
 
 class Jvm:

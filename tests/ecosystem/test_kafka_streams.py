@@ -36,6 +36,17 @@ from tests.support.clients import (
     watermarks,
 )
 
+SHOAL_SETTINGS = (
+    *jvm.SINGLE_NODE,
+    # Small segments and an eager cleaner: the changelog (compacted, written in
+    # transactions, some aborted by the crashes) rolls segments and is compacted while
+    # the application restores from it. A batch larger than a segment is refused
+    # (RECORD_BATCH_TOO_LARGE), so the producers keep theirs under 2 KiB (BATCH_BYTES).
+    "log.segment.bytes=4096",
+    "log.cleaner.backoff.ms=200",
+    "log.cleaner.min.cleanable.ratio=0.01",
+)
+BATCH_BYTES = 2048
 APP_ID = "windowed-count"
 INPUT, OUTPUT = "clicks", "click-counts"
 INPUT_PARTITIONS, OUTPUT_PARTITIONS = 3, 2
@@ -71,7 +82,9 @@ def expected_counts(records: list[tuple[str, str, int]]) -> dict[str, int]:
 
 
 def produce(bootstrap: str, records: list[tuple[str, str, int]], *, paced: bool) -> None:
-    p = producer(bootstrap, enable_idempotence=True, message_timeout_ms=180_000)
+    p = producer(
+        bootstrap, enable_idempotence=True, message_timeout_ms=180_000, batch_size=BATCH_BYTES
+    )
     step, pause = PACE
     for start in range(0, len(records), step):
         for key, value, timestamp in records[start : start + step]:
@@ -166,7 +179,14 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
 
     app = jvm.Jvm(
         "WindowedCount",
-        [bootstrap, APP_ID, str(tmp_path / "state"), INPUT, OUTPUT],
+        [
+            bootstrap,
+            APP_ID,
+            str(tmp_path / "state"),
+            INPUT,
+            OUTPUT,
+            f"producer.batch.size={BATCH_BYTES}",
+        ],
         class_path=jvm.program_classpath("WindowedCount.java"),
         log_path=tmp_path / "streams.log",
     )
@@ -250,6 +270,7 @@ def test_a_zombie_instance_cannot_commit_after_its_tasks_moved(
                 # Longer than the freeze: the zombie's transaction is still open when it
                 # thaws (the coordinator would otherwise abort it and bump its epoch).
                 "producer.transaction.timeout.ms=20000",
+                f"producer.batch.size={BATCH_BYTES}",
             ],
             class_path=class_path,
             log_path=tmp_path / f"streams-{name}.log",
