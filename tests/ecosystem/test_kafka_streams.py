@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from tests.ecosystem import jvm
 from tests.ecosystem.jvm import broker_fixture  # noqa: F401 -- the `broker` fixture
 from tests.ecosystem.reading import end_offsets, read_all
-from tests.support.broker import wait_until
+from tests.support.broker import BrokerProcess, wait_until
 from tests.support.clients import (
     create_topic,
     flush_all,
@@ -196,6 +196,8 @@ def test_windowed_count_is_exact_through_app_and_broker_crashes(
     try:
         start_app(app)
         rest.start()
+        if isinstance(broker, BrokerProcess):  # the restart below restores a cleaned changelog
+            assert broker.wait_for_log(rf"cleaned {APP_ID}-counts-changelog", timeout_s=APP_START_S)
         # SIGKILL the application with a transaction open (its records written, not yet
         # committed), then start it again on its state directory. A commit can slip in
         # between the look and the kill; then look and kill again.
