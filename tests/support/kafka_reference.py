@@ -18,8 +18,9 @@ run the same clients against both. This module is test support, never part of Sh
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
   the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
-- `compile_java()` compiles test programs against the reference's jars into a cache
-  directory keyed by a hash of their source; `JavaSession` keeps one JVM running Kafka's
+- `compile_java()` compiles test programs against the reference's jars (or, `libs=`,
+  another `install_pom`'s: tests/ecosystem/jvm.py) into a cache directory keyed by a
+  hash of their source; `JavaSession` keeps one JVM running Kafka's
   tools and those programs one after another (tests/support/java/ToolRunner.java), so a
   test module pays for one JVM start rather than one per tool run.
 - `python -m tests.support.kafka_reference serve` starts one for a person
