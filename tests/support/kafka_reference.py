@@ -18,8 +18,9 @@ run the same clients against both. This module is test support, never part of Sh
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
   the StandardAuthorizer with super users, as Shoal's SASL and ACL tests configure it.
 - `run_tool()` runs one of Kafka's command-line tools by its script name.
-- `compile_java()` compiles test programs against the reference's jars into a cache
-  directory keyed by a hash of their source; `JavaSession` keeps one JVM running Kafka's
+- `compile_java()` compiles test programs against the reference's jars (or, `libs=`,
+  another `install_pom`'s: tests/ecosystem/jvm.py) into a cache directory keyed by a
+  hash of their source; `JavaSession` keeps one JVM running Kafka's
   tools and those programs one after another (tests/support/java/ToolRunner.java), so a
   test module pays for one JVM start rather than one per tool run.
 - `python -m tests.support.kafka_reference serve` starts one for a person
@@ -223,11 +224,13 @@ _TOOL_RUNNER = Path(__file__).resolve().parent / "java" / "ToolRunner.java"
 _RESULT = re.compile(rb"@@RESULT (-?\d+) (\d+) (\d+)\n")
 
 
-def compile_java(*sources: Path) -> Path:
-    """A directory of `sources` compiled against the reference's jars: under the cache,
-    named by a hash of the sources (and the pom), compiled once; a file lock keeps two
-    test workers from compiling the same sources at once."""
-    digest = hashlib.sha256(_POM.read_bytes())
+def compile_java(*sources: Path, libs: Path | None = None) -> Path:
+    """A directory of `sources` compiled against the jars of `libs` (an `install_pom`
+    result; by default the reference's): under the cache, named by a hash of the sources
+    (and the pom, or the jars), compiled once; a file lock keeps two test workers from
+    compiling the same sources at once."""
+    class_path = classpath(libs)
+    digest = hashlib.sha256(_POM.read_bytes() if libs is None else class_path.encode())
     for source in sorted(sources):
         digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
     root = cache_dir() / "classes"
@@ -241,7 +244,7 @@ def compile_java(*sources: Path) -> Path:
             return done
         staging = Path(tempfile.mkdtemp(prefix="javac-", dir=root))
         compiled = subprocess.run(
-            ["javac", "-cp", classpath(), "-d", str(staging), *map(str, sources)],
+            ["javac", "-cp", class_path, "-d", str(staging), *map(str, sources)],
             capture_output=True,
             text=True,
             timeout=INSTALL_TIMEOUT_S,
