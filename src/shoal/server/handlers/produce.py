@@ -1,5 +1,8 @@
 """Produce (0) v3-v13: append record batches to partition logs.
 
+About 610 lines, most of them this docstring: Produce's rules (versions, validation,
+durability, transactions) are one path, written down here where they are enforced.
+
 v0-v2 are advertised (ApiVersions says 0-13) but not served: Kafka 4 does the same,
 advertising them only because older librdkafka releases turn compression off when
 Produce v0 is missing from the broker's list, and closing the connection on them. kio
