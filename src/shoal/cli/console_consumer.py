@@ -45,7 +45,7 @@ from shoal.cli.console_share_consumer import (
     import_client,
     list_topics,
 )
-from shoal.cli.kafka_options import ToolFailed, parse_properties
+from shoal.cli.kafka_options import ToolFailed, UsageError, parse_properties
 from shoal.cli.message_format import (
     FormatError,
     MessageFormatter,
@@ -65,10 +65,6 @@ FORMATTERS = frozenset(
 )
 """The formatter class names Shoal takes: Kafka's default one, by its two names."""
 POLL_S = 0.5
-
-
-class UsageError(Exception):
-    pass
 
 
 def add_parser(commands: Any) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
-from shoal.cli.kafka_options import ToolFailed, client_security, load_command_config
+from shoal.cli.kafka_options import ToolFailed, UsageError, client_security, load_command_config
 from shoal.cli.message_format import (
     FormatError,
     MessageFormatter,
@@ -46,10 +46,6 @@ PROG = "shoal console-share-consumer"
 DEFAULT_GROUP = "console-share-consumer"
 INSTALL_HINT = "pip install 'shoal[clients]'"
 _ACKS = ("accept", "release", "reject")
-
-
-class UsageError(Exception):
-    pass
 
 
 def add_parser(commands: Any) -> None:
