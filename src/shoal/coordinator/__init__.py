@@ -10,6 +10,7 @@ is how both keep their internal topic bounded (the lowest offset a reload needs,
 deleting below it).
 """
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import (
     NO_OFFSET,
     CoordinatorRuntime,
@@ -24,6 +25,7 @@ from shoal.coordinator.runtime import (
 
 __all__ = [
     "NO_OFFSET",
+    "CoordinatorResult",
     "CoordinatorRuntime",
     "InMemoryRecordSink",
     "RecordSink",
