@@ -42,6 +42,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
+import shoal
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -284,6 +286,7 @@ def machine() -> dict[str, Any]:
         "confluent_kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
         "git_commit": commit + ("+uncommitted src changes" if dirty else ""),
+        "shoal_src": str(Path(shoal.__file__).resolve().parent.parent),  # the tree measured
         "load_average_1m": os.getloadavg()[0],
     }
 
