@@ -345,15 +345,12 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     def _append_replay(
         self, partition: int, hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT]
     ) -> None:
+        """Append, then replay at the offsets the sink gave. A sink refuses with a
+        `RecordSinkError`; anything else it raises (a bug, a simulated crash)
+        propagates the same way, with nothing replayed."""
         if type(records) is not tuple:
             records = tuple(records)
-        try:
-            appended = hosted.sink.append(records)
-        except RecordSinkError:
-            raise
-        except Exception as exc:  # the sink's own failure, not the shard's: refused
-            log.exception("%s-%d: the record sink failed an append", self.name, partition)
-            raise RecordSinkUnavailable(f"{self.name}-{partition}: append failed: {exc!r}") from exc
+        appended = hosted.sink.append(records)  # a refusal raises: nothing replayed
         replay = hosted.shard.replay
         if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
             for index, record in enumerate(records):

@@ -43,19 +43,10 @@ Shoal writes the markers before it answers EndTxn (Kafka answers once the prepar
 record is written and sends markers afterwards): on one node they are local appends,
 and the producer's next transaction then does not meet CONCURRENT_TRANSACTIONS.
 
-Timers. The coordinator's timed writes run on its runtime (txn/coordinator.py,
-`schedule`), hooked to the broker's timer driver as one source (`timer_sources`):
-- every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: ongoing
-  transactions past their timeout are aborted (epoch bumped: the producer is fenced)
-  and the markers of transactions left preparing are sent again;
-- every `transaction.remove.expired.transaction.cleanup.interval.ms`: transactional
-  ids idle for `transactional.id.expiration.ms` are removed (a tombstone);
-- every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
-  than `transaction.state.log.rewrite.window.records` below their partition's end are
-  re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
-  and pass), then each partition's log is deleted here below the lowest latest record
-  the runtime reports (Kafka compacts this topic; Shoal prunes it as its other
-  coordinator topics).
+Timers. The coordinator's timed writes (txn/coordinator.py, `schedule`: aborting
+timed-out transactions and resending stuck markers, expiring idle ids, re-writing
+stale ids and pruning) run on its runtime, hooked to the broker's timer driver as
+one source (server/coordinator_host.py), with their intervals read from the config.
 
 Effects. The runtime hands every `WriteMarkers` effect to `_on_effects`, which starts
 writing them on the loop (one task per transactional id at a time); a request that
@@ -71,25 +62,26 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import ControlType
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import DeadlineTimer, TimerSource
+from shoal.server.coordinator_host import LogLoader, RuntimeTimer, load_all
+from shoal.server.timers import TimerSource
 from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
 from shoal.txn.coordinator import TRANSACTION_STATE_TOPIC, markers_of
-from shoal.txn.records import CODEC, TxnRecord
+from shoal.txn.records import CODEC
 from shoal.txn.state import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -364,21 +356,13 @@ class TxnService:
     def timer_sources(self) -> list[TimerSource]:
         """The coordinator runtime's timed writes, as one source (nothing is armed
         before `__transaction_state` is opened)."""
-        return [DeadlineTimer("txn-coordinator", deadline=self._next_deadline, action=self._fire)]
-
-    def _next_deadline(self, now_ms: int) -> int | None:
-        return self.coordinator.runtime.next_deadline(now_ms) if self.opened else None
-
-    def _fire(self, now_ms: int) -> None:
-        if not self.opened:
-            return
-        fired = self.coordinator.runtime.fire(now_ms)
-        moved = 0
-        for index, offset in sorted(fired.prune.items()):
-            if prune_log(self._partitions[index], offset, remove_paths=self._remove_paths):
-                moved += 1
-        if moved:
-            log.info("transaction coordinator: %d state partitions pruned", moved)
+        timed = RuntimeTimer(
+            "txn-coordinator",
+            runtime=lambda: self.coordinator.runtime if self.opened else None,
+            partitions=lambda: self._partitions,
+            remove_paths=self._remove_paths,
+        )
+        return [timed]
 
 
 def _open_state(
@@ -393,14 +377,7 @@ def _open_state(
     )
     sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
     buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
-    loaded = [0]
-
-    def loader(index: int) -> Iterator[tuple[int, TxnRecord]]:
-        partitions[index].flush_loaded()  # what a crash left unsynced, before acting on it
-        for pair in read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes):
-            loaded[0] += 1
-            yield pair
-
+    loader = LogLoader(partitions, CODEC.decode, buffer_bytes=buffer_bytes, flush_first=True)
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
@@ -409,15 +386,7 @@ def _open_state(
         transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
         loader=loader,
     )
-    for index in range(len(partitions)):
-        coordinator.runtime.load_partition(index)
-    records = loaded[0]
-    log.info(
-        "transaction coordinator loaded %d records from %d partitions of %s",
-        records,
-        len(partitions),
-        TRANSACTION_STATE_TOPIC,
-    )
+    load_all(coordinator.runtime, loader, clock=clock, what="transaction coordinator")
     return coordinator, partitions
 
 
