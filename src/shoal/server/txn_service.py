@@ -29,15 +29,15 @@ never recorded. The cost is a few fsyncs per transaction (InitProducerId,
 AddPartitionsToTxn/AddOffsetsToTxn, the prepare and complete records; measured in
 bench/transactions.py, figures in the README).
 
-Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
-one: for each partition of the transaction, a `__consumer_offsets` partition goes to
-the group coordinator (`complete_transaction`, which materialises or drops that
-producer's pending offsets), any other to the partition's log (`append_control`, one
-control batch). Once every partition has its marker (a partition whose topic is gone
-counts as done, as in Kafka), `markers_written` writes CompleteCommit/CompleteAbort.
-A partition that fails leaves the transaction preparing; the abort timer sends its
-markers again (markers are idempotent on the log side). WriteTxnMarkers (API 27)
-goes through the same `write_markers`.
+Markers. Writing one `WriteMarkers` effect: for each partition of the transaction, a
+`__consumer_offsets` partition goes to the group coordinator (`complete_transaction`,
+which materialises or drops that producer's pending offsets), any other to the
+partition's log (`append_control`, one control batch). Once every partition has its
+marker (a partition whose topic is gone counts as done, as in Kafka),
+`markers_written` writes CompleteCommit/CompleteAbort. A partition that fails leaves
+the transaction preparing; the abort timer sends its markers again (markers are
+idempotent on the log side). WriteTxnMarkers (API 27) goes through the same
+`write_markers`.
 
 Shoal writes the markers before it answers EndTxn (Kafka answers once the prepare
 record is written and sends markers afterwards): on one node they are local appends,
@@ -50,7 +50,7 @@ one source (server/coordinator_host.py), with their intervals read from the conf
 
 Effects. The runtime hands every `WriteMarkers` effect to `_on_effects`, which starts
 writing them on the loop (one task per transactional id at a time); a request that
-got effects back awaits those writes (`complete_all`) before it answers.
+got effects back awaits those tasks (`complete_all`) before it answers.
 
 The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
 offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
@@ -147,10 +147,8 @@ class TxnService:
         self._group = group_transactions
         self.allocate_producer_id = allocate_producer_id
         self._offsets_partitions = offsets_partitions
-        self._in_flight: set[str] = set()
-        """Transactional ids whose markers are being written."""
         self._tasks: dict[str, asyncio.Task[bool]] = {}
-        """The marker writing started by `_on_effects`, per transactional id."""
+        """The markers being written, per transactional id (one task at a time)."""
         if coordinator is not None:
             self._adopt(coordinator)
 
@@ -230,29 +228,26 @@ class TxnService:
 
     async def complete_all(self, effects: tuple[WriteMarkers, ...]) -> None:
         """Return once the markers of every effect are written and their transactions
-        complete: awaits the writing `_on_effects` started, or writes them here (a
-        write made outside the loop)."""
+        complete (or failed: retried by the abort timer)."""
         for markers in effects:
-            task = self._tasks.get(markers.transactional_id)
-            if task is not None:
-                await asyncio.shield(task)
-            else:
-                await self.complete(markers)
+            await self.complete(markers)
 
     async def complete(self, markers: WriteMarkers) -> bool:
-        """Write `markers`, then record the transaction complete; False if a partition
-        failed (the transaction stays preparing and is retried by the timer) or the
-        markers are being written already."""
-        if markers.transactional_id in self._in_flight:
-            return False
-        self._in_flight.add(markers.transactional_id)
-        return await self._complete_and_release(markers)
+        """Await the writing of `markers` (started now unless `_on_effects` did);
+        False if a partition failed (the transaction stays preparing)."""
+        return await asyncio.shield(self._writing(markers))
 
-    async def _complete_and_release(self, markers: WriteMarkers) -> bool:
-        try:
-            errors = await self.write_markers(markers)
-        finally:
-            self._in_flight.discard(markers.transactional_id)
+    def _writing(self, markers: WriteMarkers) -> asyncio.Task[bool]:
+        """The task writing the markers of `markers.transactional_id`: one at a time."""
+        task = self._tasks.get(markers.transactional_id)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._write_and_complete(markers))
+            self._tasks[markers.transactional_id] = task
+            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
+        return task
+
+    async def _write_and_complete(self, markers: WriteMarkers) -> bool:
+        errors = await self.write_markers(markers)
         failed = {tp: e for tp, e in errors.items() if e not in _DONE}
         if failed:
             log.warning(
@@ -317,8 +312,8 @@ class TxnService:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _on_effects(self, _partition: int, effects: tuple[object, ...]) -> None:
-        """The runtime's effect handler: write the markers on the loop. Outside a
-        running loop (tests, tools) the caller writes the markers it got back."""
+        """The runtime's effect handler: start writing the markers on the loop.
+        Outside a running loop (tests, tools) the caller writes those it got back."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -327,12 +322,7 @@ class TxnService:
 
     def _spawn(self, effects: tuple[WriteMarkers, ...]) -> None:
         for markers in effects:
-            if markers.transactional_id in self._in_flight:
-                continue
-            self._in_flight.add(markers.transactional_id)
-            task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
-            self._tasks[markers.transactional_id] = task
-            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
+            self._writing(markers)
 
     def _task_done(self, transactional_id: str, task: asyncio.Task[bool]) -> None:
         if self._tasks.get(transactional_id) is task:

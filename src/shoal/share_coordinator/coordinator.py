@@ -117,7 +117,7 @@ class ShareCoordinator:
         self._settings = settings
         self._clock = clock
 
-        def shard_factory() -> ShareCoordinatorShard:
+        def new_shard(_partition: int) -> ShareCoordinatorShard:
             return ShareCoordinatorShard(
                 clock=clock,
                 records_per_snapshot=settings.records_per_snapshot,
@@ -128,7 +128,7 @@ class ShareCoordinator:
             settings.num_partitions, key_text=_key_text, kept=placements_kept
         )
         self.runtime: ShareRuntime = CoordinatorRuntime(
-            shard_factory=shard_factory,
+            new_shard=new_shard,
             sinks=[_guarded(sink_for(p), p) for p in range(settings.num_partitions)],
             name=SHARE_STATE_TOPIC,
             placement=self.placement,

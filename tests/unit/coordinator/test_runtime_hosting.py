@@ -362,3 +362,18 @@ def test_a_one_sink_runtime_keeps_the_one_shard_spelling() -> None:
     assert runtime.partitions == 1
     assert runtime.apply(runtime.shard.put("k", 3)) == "put k"
     assert runtime.load_at(enumerate(sink.records)).values == {"k": 3}
+
+
+def test_new_shard_is_told_its_partition_at_hosting_and_at_every_load() -> None:
+    built: list[int] = []
+    journal = Journal()
+
+    def new_shard(partition: int) -> KeyShard:
+        built.append(partition)
+        return KeyShard(journal)
+
+    runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
+        new_shard=new_shard, sinks=[JournalSink(journal, f"p{i}") for i in range(3)]
+    )
+    runtime.load_partition(2, [])
+    assert built == [0, 1, 2, 2]
