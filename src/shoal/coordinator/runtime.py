@@ -183,7 +183,9 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     the shard does not care which); `sinks` holds one sink per partition (or `sink`
     alone: one partition); `placement` maps keys to partitions (default: the key's
     `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
-    `prune_offset(shard)` says below which offset a shard needs nothing."""
+    `prune_offset(shard)` says below which offset a shard needs nothing. Every
+    partition is hosted from the start with an empty shard; `load_partition`
+    replaces it by one replayed from the log."""
 
     def __init__(
         self,
