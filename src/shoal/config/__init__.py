@@ -56,6 +56,7 @@ from shoal.config.topic import (
     config_list,
     config_str,
     effective_topic_config,
+    topic_override,
     topic_value,
     validate_topic_configs,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "parse_properties",
     "render",
     "topic_keys",
+    "topic_override",
     "topic_value",
     "validate_topic_configs",
 ]

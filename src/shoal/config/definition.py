@@ -20,7 +20,7 @@ import enum
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypedDict, TypeVar, Unpack, cast
 
 from kio.schema.errors import ErrorCode
@@ -283,33 +283,35 @@ def java_double(value: float) -> str:
 
 # ---- typed keys
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Key(Generic[T]):
+class Key(Generic[T_co]):
     """A declared config key whose value is a `T`. Code reads a value through its key
     (`BrokerConfig.get`, `topic_value`), so the key's name is written once, where it
     is declared, and the value's type is known to mypy at the call. Compared by
-    identity: each key is declared once."""
+    identity: each key is declared once. Covariant: a `Key[list[str]]` is read where
+    an iterable of strings is wanted."""
 
     definition: ConfigDef
+    name: str = field(init=False)
+    """The key's name (`definition.name`), a field: read on hot paths."""
 
-    @property
-    def name(self) -> str:
-        return self.definition.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.definition.name)
 
     @property
     def scope(self) -> Scope:
         return self.definition.scope
 
     @property
-    def default(self) -> T:
-        return cast("T", self.definition.default)
+    def default(self) -> T_co:
+        return cast("T_co", self.definition.default)
 
-    def parse(self, raw: object) -> T:
+    def parse(self, raw: object) -> T_co:
         """`ConfigDef.parse`, typed."""
-        return cast("T", self.definition.parse(raw))
+        return cast("T_co", self.definition.parse(raw))
 
     def __repr__(self) -> str:
         return f"Key({self.name!r}, {self.scope.value})"

@@ -24,6 +24,13 @@ def topic_value(values: Mapping[str, Any], key: Key[T]) -> T:
     return key.default if value is None else cast("T", value)
 
 
+def topic_override(overrides: Mapping[str, Any], key: Key[T]) -> T | None:
+    """A topic key's value among a topic's own overrides (`TopicInfo.configs`), typed
+    by its declaration; None when the topic does not set it."""
+    assert key.scope is Scope.TOPIC, key
+    return cast("T | None", overrides.get(key.name))
+
+
 # By name, the key's declared type checked at the call: `topic_value` is the way; these
 # remain for code that holds a name rather than a key.
 def config_int(values: Mapping[str, Any], key: str) -> int:
