@@ -32,7 +32,7 @@ speculated reads exactly the same records.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -45,7 +45,6 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from shoal.client.security import ClientSecurity
 from shoal.spark.cluster import EARLIEST, LATEST
 from shoal.spark.offset_ranges import OffsetRange, resolve_ranges, split_ranges
 from shoal.spark.options import (
@@ -57,11 +56,11 @@ from shoal.spark.options import (
     MIN_PARTITIONS,
     OFFSETS_HELP,
     READ_UNCOMMITTED,
-    SECURITY,
     TOPICS,
     OffsetSpec,
     OptionError,
     OptionSpec,
+    ParsedOptions,
     isolation_level_option,
     parse_offsets,
     parse_options,
@@ -74,17 +73,25 @@ from shoal.spark.topic_stream_options import SOURCE_NAME, STREAM_OPTIONS, parse_
 
 NAME: Final = SOURCE_NAME
 
+STARTING_OFFSETS: Final = OptionSpec[OffsetSpec](
+    "startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP
+)
+ENDING_OFFSETS: Final = OptionSpec[OffsetSpec](
+    "endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP
+)
+ISOLATION_LEVEL: Final = isolation_level_option(READ_UNCOMMITTED)
+
 READ_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
     TOPICS,
-    OptionSpec("startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP),
-    OptionSpec("endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
+    STARTING_OFFSETS,
+    ENDING_OFFSETS,
     MIN_PARTITIONS,
     MAX_RECORDS_PER_PARTITION,
     FETCH_MAX_BYTES,
     MAX_ROWS_PER_BATCH,
     INCLUDE_HEADERS,
-    isolation_level_option(READ_UNCOMMITTED),
+    ISOLATION_LEVEL,
 )
 
 
@@ -97,8 +104,8 @@ class ShoalDataSource(DataSource):
 
     def schema(self) -> str:
         options = parse_options(self.options, STREAM_OPTIONS, source=NAME)
-        require_reachable(options["bootstrap.servers"], security=options[SECURITY])
-        return SCHEMA_DDL if options["includeHeaders"] else SCHEMA_DDL_WITHOUT_HEADERS
+        require_reachable(options.value(BOOTSTRAP_SERVERS), security=options.security)
+        return SCHEMA_DDL if options.value(INCLUDE_HEADERS) else SCHEMA_DDL_WITHOUT_HEADERS
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ShoalBatchReader(read_options(self.options))
@@ -113,13 +120,13 @@ class ShoalDataSource(DataSource):
         return ShoalStreamWriter.create(self.options, schema)
 
 
-def read_options(raw: Mapping[str, str]) -> dict[str, Any]:
+def read_options(raw: Mapping[str, str]) -> ParsedOptions:
     """The parsed read options, with the batch-only rules of Spark's Kafka source and a
     reachability check of the bootstrap servers."""
     options = parse_options(raw, READ_OPTIONS, source=NAME)
-    _reject(options["startingOffsets"], "startingOffsets", "latest", LATEST)
-    _reject(options["endingOffsets"], "endingOffsets", "earliest", EARLIEST)
-    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
+    _reject(options.value(STARTING_OFFSETS), STARTING_OFFSETS.name, "latest", LATEST)
+    _reject(options.value(ENDING_OFFSETS), ENDING_OFFSETS.name, "earliest", EARLIEST)
+    require_reachable(options.value(BOOTSTRAP_SERVERS), security=options.security)
     return options
 
 
@@ -139,17 +146,25 @@ def _reject(spec: OffsetSpec, option: str, word: str, sentinel: int) -> None:
 class ShoalBatchReader(DataSourceReader):
     """Plans the offset ranges on the driver; reads one range per task."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
-        self._bootstrap: str = options["bootstrap.servers"]
-        self._fetch_max_bytes: int = options["fetchMaxBytes"]
-        self._max_rows_per_batch: int = options["maxRowsPerBatch"]
-        self._include_headers: bool = options["includeHeaders"]
-        self._isolation_level: int = options["isolation.level"]
-        self._security: ClientSecurity = options[SECURITY]
+    def __init__(self, options: ParsedOptions) -> None:
+        self._bootstrap = options.value(BOOTSTRAP_SERVERS)
+        self._fetch_max_bytes = options.value(FETCH_MAX_BYTES)
+        self._max_rows_per_batch = options.value(MAX_ROWS_PER_BATCH)
+        self._include_headers = options.value(INCLUDE_HEADERS)
+        self._isolation_level = options.value(ISOLATION_LEVEL)
+        self._security = options.security
+        ranges = resolve_ranges(
+            self._bootstrap,
+            options.value(TOPICS),
+            starting=options.value(STARTING_OFFSETS),
+            ending=options.value(ENDING_OFFSETS),
+            isolation_level=self._isolation_level,
+            security=self._security,
+        )
         self._ranges = split_ranges(
-            resolve_ranges(self._bootstrap, options),
-            min_partitions=options["minPartitions"],
-            max_records_per_partition=options["maxRecordsPerPartition"],
+            ranges,
+            min_partitions=options.value(MIN_PARTITIONS),
+            max_records_per_partition=options.value(MAX_RECORDS_PER_PARTITION),
         )
 
     def partitions(self) -> list[InputPartition]:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
 from shoal.client import KafkaError
+from shoal.client.security import ClientSecurity
 from shoal.spark import cluster
 from shoal.spark.cluster import EARLIEST, LATEST
-from shoal.spark.options import READ_UNCOMMITTED, SECURITY, OffsetSpec, OptionError
+from shoal.spark.options import READ_UNCOMMITTED, OffsetSpec, OptionError
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,24 @@ class OffsetRange(InputPartition):
         return self.end - self.start
 
 
-def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRange]:
-    """Every partition of the topics with its [start, end) resolved; OptionError when
-    a topic does not exist or an offset is outside the log. "latest" is the last
-    stable offset when `options["isolation.level"]` is read_committed."""
-    topics: tuple[str, ...] = options["topic"]
-    client = cluster.client_for(bootstrap, options.get(SECURITY))
+def resolve_ranges(
+    bootstrap: str,
+    topics: tuple[str, ...],
+    *,
+    starting: OffsetSpec,
+    ending: OffsetSpec,
+    isolation_level: int = READ_UNCOMMITTED,
+    security: ClientSecurity | None = None,
+) -> list[OffsetRange]:
+    """Every partition of the topics with its [start, end) resolved (`starting` and
+    `ending` as the startingOffsets and endingOffsets options give them); OptionError
+    when a topic does not exist or an offset is outside the log. "latest" is the last
+    stable offset when `isolation_level` is read_committed."""
+    client = cluster.client_for(bootstrap, security)
     try:
         found = cluster.partitions(client, topics)
     except KafkaError as exc:
         raise OptionError(f"option 'topic' = {','.join(topics)!r}: {exc}") from exc
-    starting: OffsetSpec = options["startingOffsets"]
-    ending: OffsetSpec = options["endingOffsets"]
-    isolation_level: int = options.get("isolation.level", READ_UNCOMMITTED)
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
         _check_covers(option, spec, found)
     ranges = []

@@ -66,7 +66,6 @@ from pyspark.sql.types import (
 from shoal.client.security import ClientSecurity
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
-    SECURITY,
     OptionError,
     OptionSpec,
     int_parser,
@@ -93,27 +92,31 @@ DELIVERY_TIMEOUT_MS_DEFAULT: Final = 120_000
 acknowledged by then fails its task."""
 TRANSACTIONAL_ID_PREFIX: Final = "shoal-spark-"
 
+TOPIC: Final = OptionSpec[str | None]("topic", parse_topic, None, help="one topic name")
+DELIVERY_TIMEOUT_MS: Final = OptionSpec(
+    "deliveryTimeoutMs",
+    int_parser(1, 3_600_000),
+    DELIVERY_TIMEOUT_MS_DEFAULT,
+    help="milliseconds, at most 3600000",
+)
+EXACTLY_ONCE: Final = OptionSpec(
+    "exactlyOnce",
+    parse_bool,
+    False,
+    help="true (one transaction per task, see the module docstring) or false",
+)
+TRANSACTION_TIMEOUT_MS: Final = OptionSpec(
+    "transactionTimeoutMs",
+    int_parser(1_000, 900_000),
+    TRANSACTION_TIMEOUT_MS_DEFAULT,
+    help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
+)
 WRITE_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
-    OptionSpec("topic", parse_topic, None, help="one topic name"),
-    OptionSpec(
-        "deliveryTimeoutMs",
-        int_parser(1, 3_600_000),
-        DELIVERY_TIMEOUT_MS_DEFAULT,
-        help="milliseconds, at most 3600000",
-    ),
-    OptionSpec(
-        "exactlyOnce",
-        parse_bool,
-        False,
-        help="true (one transaction per task, see the module docstring) or false",
-    ),
-    OptionSpec(
-        "transactionTimeoutMs",
-        int_parser(1_000, 900_000),
-        TRANSACTION_TIMEOUT_MS_DEFAULT,
-        help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
-    ),
+    TOPIC,
+    DELIVERY_TIMEOUT_MS,
+    EXACTLY_ONCE,
+    TRANSACTION_TIMEOUT_MS,
 )
 
 
@@ -136,20 +139,22 @@ def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
             f"column 'headers' is {types['headers'].simpleString()}; the sink needs "
             "array<struct<key:string,value:binary>>"
         )
-    if options["topic"] is None and "topic" not in types:
+    topic = options.value(TOPIC)
+    if topic is None and "topic" not in types:
         raise OptionError(
             f"option 'topic' is required by format(\"{NAME}\") when the data has no 'topic' column"
         )
-    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
-    used = {"value", "key", "partition", "headers"} | ({"topic"} if not options["topic"] else set())
+    bootstrap = options.value(BOOTSTRAP_SERVERS)
+    require_reachable(bootstrap, security=options.security)
+    used = {"value", "key", "partition", "headers"} | ({"topic"} if not topic else set())
     return SinkPlan(
-        bootstrap=options["bootstrap.servers"],
-        security=options[SECURITY],
-        topic=options["topic"],
-        delivery_timeout_ms=options["deliveryTimeoutMs"],
+        bootstrap=bootstrap,
+        security=options.security,
+        topic=topic,
+        delivery_timeout_ms=options.value(DELIVERY_TIMEOUT_MS),
         columns=frozenset(used & set(types)),
-        exactly_once=options["exactlyOnce"],
-        transaction_timeout_ms=options["transactionTimeoutMs"],
+        exactly_once=options.value(EXACTLY_ONCE),
+        transaction_timeout_ms=options.value(TRANSACTION_TIMEOUT_MS),
         write_id=uuid.uuid4().hex,
     )
 

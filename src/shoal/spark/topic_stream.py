@@ -119,12 +119,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._initial is None:
             found = resolve_ranges(
                 self.options.bootstrap,
-                {
-                    "topic": self.options.topics,
-                    "startingOffsets": self.options.starting,
-                    "endingOffsets": "latest",
-                    "isolation.level": self.options.isolation_level,
-                },
+                self.options.topics,
+                starting=self.options.starting,
+                ending="latest",
+                isolation_level=self.options.isolation_level,
+                security=self.options.security,
             )
             self._initial = to_json({(r.topic, r.partition): r.start for r in found})
             log.info("shoal topic stream %s starts at %s", _topics(self.options), self._initial)
