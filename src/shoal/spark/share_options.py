@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from shoal.client.security import ClientSecurity
-from shoal.config import GROUP_KEYS, group_keys
+from shoal.config import GROUP_KEYS, broker_keys, group_keys
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     REQUIRED,
@@ -57,7 +57,9 @@ ACQUIRE_WAIT_MS_DEFAULT: Final = 500
 ACQUIRE_WAIT_MS_MAX: Final = 60_000
 """Ceiling of `acquireMaxWaitMs` (the broker clamps a ShareFetch's wait to this too)."""
 LOCK_RENEW_INTERVAL_MS_MIN: Final = 100
-LOCK_RENEW_INTERVAL_MS_MAX: Final = 1_800_000
+_LOCK_DURATION_MAX = broker_keys.GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS.definition.max
+assert isinstance(_LOCK_DURATION_MAX, int)
+LOCK_RENEW_INTERVAL_MS_MAX: Final = _LOCK_DURATION_MAX // 2
 """`lockRenewIntervalMs` bounds: half of the largest lock duration Kafka allows."""
 
 

@@ -64,6 +64,7 @@ from pyspark.sql.types import (
 )
 
 from shoal.client.security import ClientSecurity
+from shoal.config import broker_keys
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     OptionError,
@@ -105,11 +106,13 @@ EXACTLY_ONCE: Final = OptionSpec(
     False,
     help="true (one transaction per task, see the module docstring) or false",
 )
+_TRANSACTION_TIMEOUT_MS_MAX = broker_keys.TRANSACTION_MAX_TIMEOUT_MS.default
 TRANSACTION_TIMEOUT_MS: Final = OptionSpec(
     "transactionTimeoutMs",
-    int_parser(1_000, 900_000),
+    int_parser(1_000, _TRANSACTION_TIMEOUT_MS_MAX),
     TRANSACTION_TIMEOUT_MS_DEFAULT,
-    help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
+    help=f"milliseconds between 1000 and {_TRANSACTION_TIMEOUT_MS_MAX} (the broker's "
+    "default transaction.max.timeout.ms)",
 )
 WRITE_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
