@@ -12,6 +12,12 @@ same lines every time. Work of fewer than `quiet_below` items reports
 nothing.
 
 A leaf module (stdlib only): the log's recovery, the broker and the CLI use it.
+
+Hand-written on purpose rather than on rich or tqdm: most of what it does is not a bar
+(a line per tenth on a pipe, log lines in the broker's recovery), and those libraries
+draw time-based bars (elapsed time, rate, estimate), which would read the wall clock
+and make a run's output differ from the next; rich would also bring its own
+dependencies (markdown-it-py, pygments) into the broker for about thirty lines here.
 """
 
 from __future__ import annotations

@@ -91,9 +91,9 @@ def test_imports_point_down(package: str) -> None:
     bad = []
     for path in _modules(package):
         for name in _imports(path):
-            if not name.startswith("shoal.") or name in LEAVES:
-                continue
             top = ".".join(name.split(".")[:2])
+            if not name.startswith("shoal.") or name in LEAVES or top in LEAVES:
+                continue
             if top not in allowed:
                 bad.append(f"{path.relative_to(SRC)} imports {name}")
     assert not bad, "layering violated:\n" + "\n".join(bad)
@@ -242,7 +242,13 @@ ARCHITECTURE = SRC.parents[2] / "shared" / "design" / "architecture.md"
 
 
 def _packages() -> set[str]:
-    return {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    """The layered packages: every package but the leaves (`shoal.config` is a leaf
+    that happens to be a package of modules)."""
+    return {
+        p.name
+        for p in SRC.iterdir()
+        if p.is_dir() and (p / "__init__.py").exists() and f"shoal.{p.name}" not in LEAVES
+    }
 
 
 def _readme_layers() -> dict[str, set[str]]:

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from shoal.client import Client, KafkaError, check, requests
-from shoal.config import http_listener_address
+from shoal.config import broker_keys, http_listener_address
 
 log = logging.getLogger(__name__)
 
 BROKER_RESOURCE = 4
 """DescribeConfigs resource type of a broker."""
-METRICS_LISTENER_KEY = "metrics.listener"
+METRICS_LISTENER_KEY = broker_keys.METRICS_LISTENER.name
 SCRAPE_TIMEOUT_S = 5.0
 """How long the tool waits for the broker's `/metrics` page."""
 _DIRTY = "shoal_log_cleaner_dirty_bytes"

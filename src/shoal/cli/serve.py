@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from shoal.config import BrokerConfig, ConfigError
+from shoal.config import BrokerConfig, ConfigError, broker_keys
 
 log = logging.getLogger("shoal")
 PROFILE_ENV = "SHOAL_PROFILE"
@@ -54,16 +54,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
             raise ConfigError(item, "--override takes KEY=VALUE")
         overrides[key.strip()] = value.strip()
     if args.data_dir is not None:
-        overrides["log.dirs"] = args.data_dir
+        overrides[broker_keys.LOG_DIRS.name] = args.data_dir
     if args.node_id is not None:
-        overrides["node.id"] = str(args.node_id)
+        overrides[broker_keys.NODE_ID.name] = str(args.node_id)
     return overrides
 
 
 def _first_listener_moved(config: BrokerConfig, host: str | None, port: int | None) -> str:
     """`listeners` with the first listener's address replaced by `--host`/`--port` (its
     name and the other listeners kept): the flags keep meaning "the" listener."""
-    listeners = list(config.get_list("listeners"))
+    listeners = list(config.get(broker_keys.LISTENERS))
     name = listeners[0].split("://", 1)[0]
     old_host, old_port = config.listener
     new_host = host if host is not None else old_host
@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         overrides = _overrides(args)
         config = BrokerConfig.load(file=args.config, overrides=overrides)
         if args.host is not None or args.port is not None:
-            overrides["listeners"] = _first_listener_moved(config, args.host, args.port)
+            overrides[broker_keys.LISTENERS.name] = _first_listener_moved(
+                config, args.host, args.port
+            )
             config = BrokerConfig.load(file=args.config, overrides=overrides)
     except ConfigError as exc:
         print(f"shoal serve: invalid configuration: {exc}", file=sys.stderr)
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"shoal serve: cannot read config file: {exc}", file=sys.stderr)
         return 2
-    configure_logging(config.get_str("log.level") or "INFO")
+    configure_logging(config.get(broker_keys.LOG_LEVEL))
     from shoal.server.broker import run_broker
 
     try:

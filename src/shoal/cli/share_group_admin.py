@@ -24,6 +24,7 @@ from typing import Any
 from shoal.client import Client, KafkaError, Node, check, requests
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
+from shoal.config import group_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,7 @@ def delete_group(client: Client, group_id: str) -> KafkaError | None:
 
 # ---- paused delivery (a Shoal extension: the group config `shoal.share.delivery.paused`)
 
-PAUSED_KEY = "shoal.share.delivery.paused"
+PAUSED_KEY = group_keys.SHOAL_SHARE_DELIVERY_PAUSED.name
 """Group config behind `--pause` / `--resume` (KIP-1249 is not accepted)."""
 
 

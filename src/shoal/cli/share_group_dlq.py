@@ -21,9 +21,10 @@ from shoal.client import Client, check, requests
 from shoal.client.errors import ErrorCode
 from shoal.client.metadata import TopicPartition
 from shoal.client.offsets import list_offsets
+from shoal.config import group_keys
 from shoal.protocol.record_batch import iter_headers
 
-DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
+DLQ_TOPIC_KEY = group_keys.ERRORS_DEADLETTERQUEUE_TOPIC_NAME.name
 GROUP_HEADER = b"__dlq.errors.group"
 FETCH_BYTES = 4 * 2**20
 """Bytes asked per Fetch while counting."""

@@ -65,6 +65,7 @@ from shoal.cli.topic_admin import (
 )
 from shoal.client import Client, KafkaError, TopicView
 from shoal.client.errors import ErrorCode
+from shoal.config import topic_keys
 from shoal.progress import Progress
 
 PROG = "shoal topics"
@@ -308,7 +309,7 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
                 f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}",
                 file=out,
             )
-        policy = by_name.get("cleanup.policy")
+        policy = by_name.get(topic_keys.CLEANUP_POLICY.name)
         if policy is not None and "compact" in (policy.value or "").split(","):
             for p in partitions:  # a Shoal broker's cleaner figures (cleaner_view.py)
                 if p.leader < 0:

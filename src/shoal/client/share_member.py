@@ -67,13 +67,14 @@ from shoal.client.share_session import (
     ShareSession,
 )
 from shoal.clock import Clock
+from shoal.config import broker_keys
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 
 log = logging.getLogger(__name__)
 
 NOT_HELD: Final = error_name(ErrorCode.invalid_record_state)
 """The failure of an acknowledgement of records the member does not hold."""
-LOCK_DURATION_DEFAULT_MS: Final = 30_000
+LOCK_DURATION_DEFAULT_MS: Final = broker_keys.GROUP_SHARE_RECORD_LOCK_DURATION_MS.default
 """The lock duration assumed until a broker reports one (Kafka's default
 share.record.lock.duration.ms)."""
 

@@ -51,14 +51,20 @@ from typing import Any
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.config import BrokerConfig, ConfigError, effective_topic_config, validate_topic_configs
+from shoal.config import (
+    BrokerConfig,
+    ConfigError,
+    broker_keys,
+    effective_topic_config,
+    validate_topic_configs,
+)
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.events import LogEvents, TopicsChanged
 from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.producer_ids import ProducerIdAllocator
-from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
+from shoal.log.settings import PRODUCER_ID_EXPIRATION
 from shoal.log.topic_writes import TopicWrite
 from shoal.log.topics import (
     TOPICS_FILE,
@@ -128,7 +134,7 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
             cluster_id = load_or_create_meta(
                 data_dir,
-                cluster_id=broker_config.get_str("cluster.id"),
+                cluster_id=broker_config.get(broker_keys.CLUSTER_ID),
                 node_id=broker_config.node_id,
                 uuid_source=uuid_source,
             )
@@ -198,7 +204,7 @@ class LogManager:
 
     def _partition_config(self, info: TopicInfo) -> dict[str, Any]:
         config = effective_topic_config(self._broker_config, info.configs)
-        config[PRODUCER_ID_EXPIRATION_KEY] = self._broker_config.get_int(PRODUCER_ID_EXPIRATION_KEY)
+        config[PRODUCER_ID_EXPIRATION.name] = self._broker_config.get(PRODUCER_ID_EXPIRATION)
         return config
 
     # -- queries
@@ -467,14 +473,14 @@ class LogManager:
 
     def _check_limits(self, *, new_topics: int, new_partitions: int) -> None:
         user_topics = [info for info in self._topics.values() if not info.internal]
-        topics_max = self._broker_config.get_int("shoal.max.topics")
+        topics_max = self._broker_config.get(broker_keys.SHOAL_MAX_TOPICS)
         if len(user_topics) + new_topics > topics_max:
             raise LogError(
                 ErrorCode.policy_violation,
                 f"the broker holds {len(user_topics)} topics, the limit set by "
                 f"shoal.max.topics={topics_max}",
             )
-        partitions_max = self._broker_config.get_int("shoal.max.partitions")
+        partitions_max = self._broker_config.get(broker_keys.SHOAL_MAX_PARTITIONS)
         total = sum(info.partitions for info in user_topics)
         if total + new_partitions > partitions_max:
             raise LogError(

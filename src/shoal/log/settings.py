@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from shoal.config import config_float, config_int, config_list, config_str
+from shoal.config import Key, broker_keys, topic_value
+from shoal.config import topic_keys as tk
 from shoal.log.index import OffsetIndex
 from shoal.protocol.compression import CODEC_NAMES, Codec
 
-PRODUCER_ID_EXPIRATION_KEY = "producer.id.expiration.ms"
+PRODUCER_ID_EXPIRATION = broker_keys.PRODUCER_ID_EXPIRATION_MS
 """A broker key the log also reads; LogManager adds it to the topic config it passes."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,39 +56,41 @@ class LogConfig:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> LogConfig:
+        def value(key: Key[T]) -> T:
+            return topic_value(config, key)
+
+        policy = value(tk.CLEANUP_POLICY)
         return cls(
-            segment_bytes=config_int(config, "segment.bytes"),
-            segment_ms=config_int(config, "segment.ms"),
-            index_entries_max=max(
-                1, config_int(config, "segment.index.bytes") // OffsetIndex.ENTRY_SIZE
-            ),
-            index_interval_bytes=config_int(config, "index.interval.bytes"),
-            retention_ms=config_int(config, "retention.ms"),
-            retention_bytes=config_int(config, "retention.bytes"),
-            flush_messages=config_int(config, "flush.messages"),
-            flush_ms=config_int(config, "flush.ms"),
-            log_append_time=config_str(config, "message.timestamp.type") == "LogAppendTime",
-            producer_id_expiration_ms=config_int(config, PRODUCER_ID_EXPIRATION_KEY),
-            delete_policy="delete" in config_list(config, "cleanup.policy"),
-            compact_policy="compact" in config_list(config, "cleanup.policy"),
-            min_cleanable_dirty_ratio=config_float(config, "min.cleanable.dirty.ratio"),
-            min_compaction_lag_ms=config_int(config, "min.compaction.lag.ms"),
-            max_compaction_lag_ms=config_int(config, "max.compaction.lag.ms"),
-            delete_retention_ms=config_int(config, "delete.retention.ms"),
+            segment_bytes=value(tk.SEGMENT_BYTES),
+            segment_ms=value(tk.SEGMENT_MS),
+            index_entries_max=max(1, value(tk.SEGMENT_INDEX_BYTES) // OffsetIndex.ENTRY_SIZE),
+            index_interval_bytes=value(tk.INDEX_INTERVAL_BYTES),
+            retention_ms=value(tk.RETENTION_MS),
+            retention_bytes=value(tk.RETENTION_BYTES),
+            flush_messages=value(tk.FLUSH_MESSAGES),
+            flush_ms=value(tk.FLUSH_MS),
+            log_append_time=value(tk.MESSAGE_TIMESTAMP_TYPE) == "LogAppendTime",
+            producer_id_expiration_ms=value(PRODUCER_ID_EXPIRATION),
+            delete_policy="delete" in policy,
+            compact_policy="compact" in policy,
+            min_cleanable_dirty_ratio=float(value(tk.MIN_CLEANABLE_DIRTY_RATIO)),
+            min_compaction_lag_ms=value(tk.MIN_COMPACTION_LAG_MS),
+            max_compaction_lag_ms=value(tk.MAX_COMPACTION_LAG_MS),
+            delete_retention_ms=value(tk.DELETE_RETENTION_MS),
             **_compression(config),
         )
 
 
 _LEVEL_KEYS = {
-    Codec.GZIP: "compression.gzip.level",
-    Codec.LZ4: "compression.lz4.level",
-    Codec.ZSTD: "compression.zstd.level",
+    Codec.GZIP: tk.COMPRESSION_GZIP_LEVEL,
+    Codec.LZ4: tk.COMPRESSION_LZ4_LEVEL,
+    Codec.ZSTD: tk.COMPRESSION_ZSTD_LEVEL,
 }
 
 
 def _compression(config: Mapping[str, Any]) -> dict[str, Any]:
     """compression.type as the codec to store (None: producer) and that codec's level."""
-    codec = CODEC_NAMES.get(config_str(config, "compression.type"))
+    codec = CODEC_NAMES.get(topic_value(config, tk.COMPRESSION_TYPE))
     level_key = _LEVEL_KEYS.get(codec) if codec is not None else None
-    level = config_int(config, level_key) if level_key is not None else None
+    level = topic_value(config, level_key) if level_key is not None else None
     return {"compression": codec, "compression_level": level}

@@ -5,26 +5,29 @@
 - `UnsecuredJwsValidator` (Kafka's OAuthBearerUnsecuredValidatorCallbackHandler, for
   development): a JWS with `alg: none` and no signature; `exp` required (seconds),
   the principal claim (`sub` by default) required, an optional required scope.
-- `JwksValidator` (Kafka's JWKS-based validator with a `file:` endpoint): RS256 or ES256
-  signature by a key of the JWK set (by `kid`), `exp`, the principal claim and, when
-  configured, `aud` and `iss`.
+- `JwksValidator` (Kafka's JWKS-based validator with a `file:` endpoint): a signature
+  by a key of the JWK set (by `kid`; RS*, PS*, ES* or EdDSA, as the key allows), `exp`,
+  the principal claim and, when configured, `aud` and `iss`.
 
 A failed validation raises `TokenInvalid`; the server answers RFC 7628's error JSON
 and fails the exchange. Times are milliseconds given by the caller (the one clock).
+
+The JWS and JWK mechanics (compact serialization, JWK parsing, signature verification,
+`aud` and `iss`) are PyJWT's, a well-kept library on top of `cryptography`; what stays
+here is Kafka's part: which claims are required and how, the time checks against the
+caller's clock (PyJWT's would read the wall clock), the principal and scope claims,
+the unsecured validator's rules, and the refusals worded for the broker's log.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+import jwt
+from jwt import PyJWK
 
 from shoal import limits
 
@@ -68,28 +71,15 @@ def parse_client_message(raw: bytes) -> str:
     raise TokenInvalid("Invalid OAUTHBEARER client first message: no auth")
 
 
-def _b64url(part: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-    except ValueError as exc:
-        raise TokenInvalid("token part is not base64url") from exc
-
-
-def _json_part(part: str, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(_b64url(part))
-    except ValueError as exc:
-        raise TokenInvalid(f"token {what} is not JSON") from exc
-    if not isinstance(value, dict):
-        raise TokenInvalid(f"token {what} is not a JSON object")
-    return value
-
-
-def _split(token: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    parts = token.split(".")
-    if len(parts) != 3:
+def _unverified(token: str) -> tuple[dict[str, Any], str]:
+    """A compact JWS's header and its signature part, unverified (PyJWT's parsing)."""
+    if token.count(".") != 2:
         raise TokenInvalid("token is not a compact JWS (three dot-separated parts)")
-    return _json_part(parts[0], "header"), _json_part(parts[1], "claims"), parts
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise TokenInvalid(f"token header is invalid: {exc}") from exc
+    return header, token.rsplit(".", 1)[1]
 
 
 def _scope(claims: Mapping[str, Any], claim: str) -> tuple[str, ...]:
@@ -118,6 +108,9 @@ def _check_common(
     iat = claims.get("iat")
     if isinstance(iat, int | float) and not isinstance(iat, bool) and iat * 1000 > now_ms + skew_ms:
         raise TokenInvalid("token issued in the future ('iat')")
+    nbf = claims.get("nbf")
+    if isinstance(nbf, int | float) and not isinstance(nbf, bool) and nbf * 1000 > now_ms + skew_ms:
+        raise TokenInvalid("token not valid yet ('nbf')")
     return principal, expires_ms
 
 
@@ -131,11 +124,12 @@ class UnsecuredJwsValidator:
     allowable_clock_skew_ms: int = 0
 
     def validate(self, token: str, *, now_ms: int) -> ValidToken:
-        header, claims, parts = _split(token)
+        header, signature = _unverified(token)
         if header.get("alg") != "none":
             raise TokenInvalid("unsecured token must have 'alg': 'none'")
-        if parts[2]:
+        if signature:
             raise TokenInvalid("unsecured token must have an empty signature")
+        claims = _claims(token, None, algorithms=None, options=_UNVERIFIED)
         principal, expires_ms = _check_common(
             claims,
             principal_claim=self.principal_claim,
@@ -149,41 +143,107 @@ class UnsecuredJwsValidator:
         return ValidToken(principal, expires_ms, scope)
 
 
-PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
+_RSA_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+VERIFYING_ALGORITHMS = frozenset({*_RSA_ALGORITHMS, "ES256", "ES384", "ES512", "EdDSA"})
+"""The JWS algorithms a key of the JWK set may verify: Kafka's validator takes any but
+`none` (jose4j's DISALLOW_NONE); symmetric (HS*) ones would need a shared secret in
+the JWK set, which Shoal does not take."""
+
+_CLOCK_FREE: dict[str, Any] = {
+    "verify_exp": False,
+    "verify_iat": False,
+    "verify_nbf": False,
+    "verify_sub": False,
+    "verify_jti": False,
+}
+"""PyJWT's time checks read the wall clock; Shoal checks `exp`, `iat` and `nbf` against
+the caller's clock (`_check_common`), and the principal claim as configured."""
+_UNVERIFIED: dict[str, Any] = {
+    **_CLOCK_FREE,
+    "verify_signature": False,
+    "verify_aud": False,
+    "verify_iss": False,
+}
 
 
-def _jwk_int(jwk: Mapping[str, Any], name: str) -> int:
-    value = jwk.get(name)
-    if not isinstance(value, str):
-        raise TokenInvalid(f"JWK has no {name!r}")
-    return int.from_bytes(_b64url(value), "big")
+@dataclass(frozen=True, slots=True)
+class VerificationKey:
+    """A key of the JWK set with the JWS algorithms it verifies: its JWK's `alg`, else
+    those of its kind (an RSA key: RS* and PS*; an EC key: its curve's ES*)."""
+
+    jwk: PyJWK
+    algorithms: tuple[str, ...]
 
 
-def load_jwks(document: str) -> dict[str, PublicKey]:
-    """The RSA and P-256 keys of a JWK set (RFC 7517), by key id."""
+def load_jwks(document: str) -> dict[str, VerificationKey]:
+    """The signature keys of a JWK set (RFC 7517) by key id, parsed by PyJWT (RSA, EC
+    P-256/384/521 and Ed25519 keys). Encryption keys (`use` other than `sig`) and keys
+    PyJWT cannot read are left out, as Kafka's key resolver passes over them."""
     try:
         keys = json.loads(document)["keys"]
     except (ValueError, KeyError, TypeError) as exc:
         raise TokenInvalid("JWKS document has no 'keys' array") from exc
-    result: dict[str, PublicKey] = {}
-    for jwk in keys:
-        kid = str(jwk.get("kid", ""))
-        if jwk.get("kty") == "RSA":
-            numbers = rsa.RSAPublicNumbers(_jwk_int(jwk, "e"), _jwk_int(jwk, "n"))
-            result[kid] = numbers.public_key()
-        elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256":
-            point = ec.EllipticCurvePublicNumbers(
-                _jwk_int(jwk, "x"), _jwk_int(jwk, "y"), ec.SECP256R1()
-            )
-            result[kid] = point.public_key()
+    if not isinstance(keys, list):
+        raise TokenInvalid("JWKS document has no 'keys' array")
+    result: dict[str, VerificationKey] = {}
+    for data in keys:
+        if not isinstance(data, dict) or data.get("use", "sig") != "sig":
+            continue
+        try:
+            jwk = PyJWK(data)
+        except (jwt.PyJWTError, ValueError, TypeError):
+            continue
+        algorithms = (
+            _RSA_ALGORITHMS
+            if data.get("kty") == "RSA" and "alg" not in data
+            else (jwk.algorithm_name,)
+        )
+        if set(algorithms) <= VERIFYING_ALGORITHMS:
+            result[str(data.get("kid", ""))] = VerificationKey(jwk, algorithms)
     return result
+
+
+def _claims(
+    token: str,
+    key: Any,
+    *,
+    algorithms: tuple[str, ...] | None,
+    options: dict[str, Any],
+    audience: tuple[str, ...] = (),
+    issuer: str | None = None,
+) -> dict[str, Any]:
+    """The token's claims, its signature (unless `options` say not) and its `aud` and
+    `iss` checked by PyJWT; TokenInvalid in Shoal's words."""
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=list(algorithms) if algorithms is not None else None,
+            audience=list(audience) or None,
+            issuer=issuer,
+            options=cast("Any", options),  # PyJWT types it as its own TypedDict
+        )
+    except jwt.InvalidSignatureError as exc:
+        raise TokenInvalid("token signature is invalid") from exc
+    except jwt.InvalidAlgorithmError as exc:
+        raise TokenInvalid(f"unsupported token algorithm for its key: {exc}") from exc
+    except jwt.InvalidAudienceError as exc:
+        raise TokenInvalid("token audience ('aud') is not an expected one") from exc
+    except jwt.InvalidIssuerError as exc:
+        raise TokenInvalid("token issuer ('iss') is not the expected one") from exc
+    except jwt.MissingRequiredClaimError as exc:
+        what = {"aud": "audience ('aud')", "iss": "issuer ('iss')"}.get(exc.claim, exc.claim)
+        raise TokenInvalid(f"token has no {what} claim") from exc
+    except jwt.PyJWTError as exc:
+        raise TokenInvalid(f"token is invalid: {exc}") from exc
+    return claims
 
 
 @dataclass(frozen=True, slots=True)
 class JwksValidator:
     """Kafka's JWT validator against a JWK set (`sasl.oauthbearer.*` broker keys)."""
 
-    keys: Mapping[str, PublicKey]
+    keys: Mapping[str, VerificationKey]
     expected_audience: tuple[str, ...] = ()
     expected_issuer: str | None = None
     principal_claim: str = "sub"
@@ -191,50 +251,34 @@ class JwksValidator:
     allowable_clock_skew_ms: int = 30_000
 
     def validate(self, token: str, *, now_ms: int) -> ValidToken:
-        header, claims, parts = _split(token)
+        header, _ = _unverified(token)
         key = self.keys.get(str(header.get("kid", "")))
         if key is None:
             raise TokenInvalid("no key in the JWK set matches the token's 'kid'")
-        signed = f"{parts[0]}.{parts[1]}".encode("ascii")
-        signature = _b64url(parts[2])
-        alg = header.get("alg")
-        try:
-            if alg == "RS256" and isinstance(key, rsa.RSAPublicKey):
-                key.verify(signature, signed, padding.PKCS1v15(), hashes.SHA256())
-            elif alg == "ES256" and isinstance(key, ec.EllipticCurvePublicKey):
-                if len(signature) != 64:
-                    raise TokenInvalid("ES256 signature must be 64 bytes")
-                der = encode_dss_signature(
-                    int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
-                )
-                key.verify(der, signed, ec.ECDSA(hashes.SHA256()))
-            else:
-                raise TokenInvalid(f"unsupported token algorithm {alg!r} for its key")
-        except InvalidSignature as exc:
-            raise TokenInvalid("token signature is invalid") from exc
+        claims = _claims(
+            token,
+            key.jwk.key,
+            algorithms=key.algorithms,
+            options={
+                **_CLOCK_FREE,
+                "verify_aud": bool(self.expected_audience),
+                "verify_iss": self.expected_issuer is not None,
+            },
+            audience=self.expected_audience,
+            issuer=self.expected_issuer,
+        )
         principal, expires_ms = _check_common(
             claims,
             principal_claim=self.principal_claim,
             now_ms=now_ms,
             skew_ms=self.allowable_clock_skew_ms,
         )
-        if self.expected_issuer is not None and claims.get("iss") != self.expected_issuer:
-            raise TokenInvalid("token issuer ('iss') is not the expected one")
-        if self.expected_audience:
-            aud = claims.get("aud")
-            audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
-            if not any(a in self.expected_audience for a in audiences):
-                raise TokenInvalid("token audience ('aud') is not an expected one")
         return ValidToken(principal, expires_ms, _scope(claims, self.scope_claim))
 
 
 def unsecured_token(principal: str, *, issued_ms: int, lifetime_ms: int, scope: str = "") -> str:
-    """A development token as librdkafka's `sasl.oauthbearer.config=principal=...` makes."""
-
-    def part(value: Mapping[str, Any]) -> str:
-        raw = json.dumps(value, separators=(",", ":")).encode("utf-8")
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
+    """A development token as librdkafka's `sasl.oauthbearer.config=principal=...` makes
+    (header `{"alg":"none"}`, no signature)."""
     claims: dict[str, Any] = {
         "sub": principal,
         "iat": issued_ms / 1000,
@@ -242,4 +286,4 @@ def unsecured_token(principal: str, *, issued_ms: int, lifetime_ms: int, scope: 
     }
     if scope:
         claims["scope"] = scope
-    return f"{part({'alg': 'none'})}.{part(claims)}."
+    return jwt.encode(claims, "", algorithm="none", headers={"typ": None})

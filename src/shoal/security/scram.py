@@ -8,6 +8,16 @@ sides of the exchange as message-in/message-out objects (`ScramServer`,
 
 Kafka's mechanism ids (AlterUserScramCredentials / DescribeUserScramCredentials):
 SCRAM-SHA-256 = 1, SCRAM-SHA-512 = 2; iterations 4096..16384.
+
+Hand-written on purpose rather than on scramp (the SCRAM library for Python): the
+primitives are the standard library's (hashlib's PBKDF2, hmac), so a library would add
+only the message exchange, about a hundred lines here, and would differ from Kafka
+where Kafka is the judge: Kafka's server takes only the `n` GS2 flag (scramp also
+takes `y`), Kafka credentials come in salted (AlterUserScramCredentials carries the
+salted password, which scramp's public API cannot turn into a credential), nonces must
+be injectable for deterministic tests, and the client refuses fewer than 4096
+iterations as Kafka's does. scramp would also bring asn1crypto (for channel binding,
+which Kafka does not use).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
-from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.config import BrokerConfig, ListenerEndpoint, broker_keys
 from shoal.log.api import LogError
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
@@ -117,7 +117,7 @@ class Broker:
         self.timers.add(
             PeriodicTimer(
                 "log-retention",
-                interval_ms=lambda: self.config.get_int("log.retention.check.interval.ms"),
+                interval_ms=lambda: self.config.get(broker_keys.LOG_RETENTION_CHECK_INTERVAL_MS),
                 action=self._enforce_retention,
             ),
             PeriodicTimer(
@@ -289,7 +289,7 @@ class Broker:
 
     # ---- lifecycle
     async def start(self) -> None:
-        ensure_fd_limit(self.config.get_int("max.connections"))  # issue 15
+        ensure_fd_limit(self.config.get(broker_keys.MAX_CONNECTIONS))  # issue 15
         await self.network.start()
         host = self.network.endpoints[0].host
         await self._start_http_listener()
@@ -346,7 +346,7 @@ class Broker:
             if not info.busy:
                 task.cancel()
         tasks = [task for _, task in self._connections.values()]
-        timeout_s = self.config.get_int("shoal.shutdown.timeout.ms") / 1000
+        timeout_s = self.config.get(broker_keys.SHOAL_SHUTDOWN_TIMEOUT_MS) / 1000
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=timeout_s)
             for task in pending:
@@ -398,8 +398,8 @@ class Broker:
         """Close connections past a deadline of server/idle.py, logging why."""
         while True:
             config = self.config
-            idle_ms = config.get_int("connections.max.idle.ms")
-            read_ms = config.get_int("shoal.request.read.timeout.ms")
+            idle_ms = config.get(broker_keys.CONNECTIONS_MAX_IDLE_MS)
+            read_ms = config.get(broker_keys.SHOAL_REQUEST_READ_TIMEOUT_MS)
             await asyncio.sleep(
                 idle.sweep_interval_ms(idle_ms=idle_ms, request_read_ms=read_ms) / 1000
             )
@@ -431,7 +431,7 @@ class Broker:
         if self.stopping:
             writer.close()
             return
-        max_connections = self.config.get_int("max.connections")
+        max_connections = self.config.get(broker_keys.MAX_CONNECTIONS)
         if len(self._connections) >= max_connections:
             self._log_refused(peer, "max", f"max.connections={max_connections} reached")
             writer.close()

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from shoal import limits
-from shoal.config import BrokerConfig, ListenerEndpoint
+from shoal.config import BrokerConfig, ListenerEndpoint, broker_keys
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
 from shoal.security.principal_mapping import NoMatchingRule
 from shoal.server.timers import PeriodicTimer
@@ -62,7 +62,9 @@ class Listeners:
         return [
             PeriodicTimer(
                 f"tls-reload-{name}",
-                interval_ms=lambda: self._config().get_int("shoal.ssl.reload.check.interval.ms"),
+                interval_ms=lambda: self._config().get(
+                    broker_keys.SHOAL_SSL_RELOAD_CHECK_INTERVAL_MS
+                ),
                 action=tls.check_reload,
             )
             for name, tls in self.tls.items()
@@ -147,7 +149,7 @@ class Listeners:
                 log.error("listener %s: accept failed: %s", endpoint.name, exc)
                 await asyncio.sleep(0.1)
                 continue
-            limit = self._config().get_int("max.connections")
+            limit = self._config().get(broker_keys.MAX_CONNECTIONS)
             if len(self._tasks) >= limit:  # handshakes count too, not only served ones
                 log.warning(
                     "listener %s: refusing connection from %s:%s: max.connections=%d reached",
@@ -177,7 +179,7 @@ class Listeners:
                 lambda: protocol,
                 conn,
                 ssl=tls.context,
-                ssl_handshake_timeout=self._config().get_int("shoal.ssl.handshake.timeout.ms")
+                ssl_handshake_timeout=self._config().get(broker_keys.SHOAL_SSL_HANDSHAKE_TIMEOUT_MS)
                 / 1000,
             )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:

@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from shoal.clock import Clock, measure_ns
-from shoal.config import BrokerConfig, effective_topic_config
+from shoal.config import BrokerConfig, broker_keys, effective_topic_config
 from shoal.log.api import LogError
 
 log = logging.getLogger(__name__)
@@ -227,8 +227,8 @@ def reconfiguration_refusal(current: BrokerConfig, new: BrokerConfig) -> str | N
     """Why a dynamic change of `log.cleaner.threads` is refused, in Kafka's words
     (LogCleaner.validateReconfiguration: at least 1, and at least half and at most
     double the current count), or None."""
-    threads = new.get_int("log.cleaner.threads")
-    running = current.get_int("log.cleaner.threads")
+    threads = new.get(broker_keys.LOG_CLEANER_THREADS)
+    running = current.get(broker_keys.LOG_CLEANER_THREADS)
     if threads == running:
         return None
     reason = None
@@ -254,8 +254,8 @@ def reconfiguration_refusal(current: BrokerConfig, new: BrokerConfig) -> str | N
 def key_map_entries(config: BrokerConfig, *, threads: int) -> int:
     """One worker's key map capacity in keys: its share of
     `log.cleaner.dedupe.buffer.size` times `log.cleaner.io.buffer.load.factor`."""
-    buffer_bytes = config.get_int("log.cleaner.dedupe.buffer.size") // max(1, threads)
-    load_factor = float(config["log.cleaner.io.buffer.load.factor"])
+    buffer_bytes = config.get(broker_keys.LOG_CLEANER_DEDUPE_BUFFER_SIZE) // max(1, threads)
+    load_factor = config.get(broker_keys.LOG_CLEANER_IO_BUFFER_LOAD_FACTOR)
     return max(1, int(buffer_bytes // KEY_MAP_ENTRY_BYTES * load_factor))
 
 
@@ -316,7 +316,7 @@ class LogCleaner:
         self._clock = clock
         self.state = CleanerState(last_run_wall_ms=clock.wall_ms())
         self.throttler = Throttler(
-            lambda: float(self._config()["log.cleaner.io.max.bytes.per.second"])
+            lambda: self._config().get(broker_keys.LOG_CLEANER_IO_MAX_BYTES_PER_SECOND)
         )
         self._in_progress: set[PartitionKey] = set()
         self._stalled: dict[PartitionKey, int] = {}
@@ -334,7 +334,7 @@ class LogCleaner:
 
     @property
     def enabled(self) -> bool:
-        return bool(self._config()["log.cleaner.enable"])
+        return self._config().get(broker_keys.LOG_CLEANER_ENABLE)
 
     @property
     def threads(self) -> int:
@@ -393,7 +393,7 @@ class LogCleaner:
             worker.executor.shutdown(wait=False)
 
     def _resize(self) -> None:
-        wanted = self._config().get_int("log.cleaner.threads")
+        wanted = self._config().get(broker_keys.LOG_CLEANER_THREADS)
         for index in range(wanted):
             if index not in self._workers:
                 worker = _Worker(
@@ -413,7 +413,7 @@ class LogCleaner:
             while not self._stopping and worker.index < self._wanted_threads():
                 picked = self.grab()
                 if picked is None:
-                    await self._nap(self._config().get_int("log.cleaner.backoff.ms"))
+                    await self._nap(self._config().get(broker_keys.LOG_CLEANER_BACKOFF_MS))
                     continue
                 key, partition_log, plan = picked
                 try:
@@ -429,7 +429,7 @@ class LogCleaner:
             worker.executor.shutdown(wait=False)
 
     def _wanted_threads(self) -> int:
-        return self._config().get_int("log.cleaner.threads")
+        return self._config().get(broker_keys.LOG_CLEANER_THREADS)
 
     async def _nap(self, ms: int) -> None:
         """Sleep `ms`, or less if `reconfigure`, `topics_changed` or `close` wakes us."""
@@ -445,7 +445,9 @@ class LogCleaner:
         self, worker: _Worker, key: PartitionKey, partition_log: CleanableLog, plan: PlanView
     ) -> None:
         config = self._config()
-        entries = key_map_entries(config, threads=max(1, config.get_int("log.cleaner.threads")))
+        entries = key_map_entries(
+            config, threads=max(1, config.get(broker_keys.LOG_CLEANER_THREADS))
+        )
         started_ns = measure_ns()
         log.info("cleaning %s-%d (worker %d): %r", key[0], key[1], worker.index, plan)
 
@@ -502,7 +504,7 @@ class LogCleaner:
             return
         bytes_read = stats.bytes_read
         if stats.end_offset <= stats.first_dirty_offset:
-            backoff_ms = self._config().get_int("log.cleaner.backoff.ms")
+            backoff_ms = self._config().get(broker_keys.LOG_CLEANER_BACKOFF_MS)
             self._stalled[key] = self._clock.monotonic_ms() + backoff_ms
             log.warning(
                 "cleaning of %s-%d made no progress (first dirty offset %d; %d keys fit "

@@ -26,7 +26,7 @@ import struct
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.security.oauth import JwksValidator, TokenInvalid, UnsecuredJwsValidator, load_jwks
 from shoal.security.sasl import AuthResult, SaslSession, SaslSettings, TokenValidator
 from shoal.security.sasl_jaas import JaasError, JaasModule, parse_jaas
@@ -40,9 +40,9 @@ SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 def frame_bytes_max(config: BrokerConfig, info: ConnectionInfo) -> int:
     """The largest request frame `info` may send now: `sasl.server.max.receive.size`
     on a SASL listener until it is authenticated, else `socket.request.max.bytes`."""
-    request_max = config.get_int("socket.request.max.bytes")
+    request_max = config.get(broker_keys.SOCKET_REQUEST_MAX_BYTES)
     if info.security_protocol in SASL_PROTOCOLS and not (info.sasl and info.sasl.authenticated):
-        return min(request_max, config.get_int("sasl.server.max.receive.size"))
+        return min(request_max, config.get(broker_keys.SASL_SERVER_MAX_RECEIVE_SIZE))
     return request_max
 
 
@@ -63,7 +63,7 @@ async def authenticate(
             info.peer_port,
             result.log_detail,
         )
-        delay_ms = config.get_int("connection.failed.authentication.delay.ms")
+        delay_ms = config.get(broker_keys.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS)
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         return result
@@ -132,13 +132,15 @@ class SaslService:
         if cached is not None and cached[0] is config:
             return cached[1]
         settings = SaslSettings(
-            enabled_mechanisms=tuple(config.listener_value(listener, "sasl.enabled.mechanisms")),
+            enabled_mechanisms=tuple(
+                config.listener_value(listener, broker_keys.SASL_ENABLED_MECHANISMS)
+            ),
             plain_users=_jaas(config, listener, "plain").users()
             if _has_jaas(config, listener, "plain")
             else {},
             scram_credential=self.scram.credential,
             token_validator=_token_validator(config, listener),
-            max_reauth_ms=int(config.listener_value(listener, "connections.max.reauth.ms")),
+            max_reauth_ms=config.listener_value(listener, broker_keys.CONNECTIONS_MAX_REAUTH_MS),
             server_nonce=lambda: secrets.token_urlsafe(24),
         )
         self._cache[listener] = (config, settings)
@@ -146,11 +148,11 @@ class SaslService:
 
 
 def _has_jaas(config: BrokerConfig, listener: str, mechanism: str) -> bool:
-    return config.listener_value(listener, f"{mechanism}.sasl.jaas.config") is not None
+    return config.listener_jaas_config(listener, mechanism) is not None
 
 
 def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> JaasModule:
-    text = config.listener_value(listener, f"{mechanism}.sasl.jaas.config")
+    text = config.listener_jaas_config(listener, mechanism)
     try:
         return parse_jaas(str(text))
     except JaasError as exc:
@@ -159,7 +161,7 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> JaasModule:
 
 
 def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
-    url = config.listener_value(listener, "sasl.oauthbearer.jwks.endpoint.url")
+    url = config.listener_value(listener, broker_keys.SASL_OAUTHBEARER_JWKS_ENDPOINT_URL)
     if url is None:
         options = (
             _jaas(config, listener, "oauthbearer").options
@@ -172,7 +174,7 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
             required_scope=tuple(options.get("unsecuredValidatorRequiredScope", "").split()),
             allowable_clock_skew_ms=int(options.get("unsecuredValidatorAllowableClockSkewMs", 0)),
         )
-    path = Path(unquote(urlparse(str(url)).path))
+    path = Path(unquote(urlparse(url).path))
     try:
         keys = load_jwks(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, TokenInvalid) as exc:
@@ -181,11 +183,15 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
     return JwksValidator(
         keys=keys,
         expected_audience=tuple(
-            config.listener_value(listener, "sasl.oauthbearer.expected.audience")
+            config.listener_value(listener, broker_keys.SASL_OAUTHBEARER_EXPECTED_AUDIENCE)
         ),
-        expected_issuer=config.listener_value(listener, "sasl.oauthbearer.expected.issuer"),
-        principal_claim=str(config.listener_value(listener, "sasl.oauthbearer.sub.claim.name")),
-        scope_claim=str(config.listener_value(listener, "sasl.oauthbearer.scope.claim.name")),
+        expected_issuer=config.listener_value(
+            listener, broker_keys.SASL_OAUTHBEARER_EXPECTED_ISSUER
+        ),
+        principal_claim=config.listener_value(
+            listener, broker_keys.SASL_OAUTHBEARER_SUB_CLAIM_NAME
+        ),
+        scope_claim=config.listener_value(listener, broker_keys.SASL_OAUTHBEARER_SCOPE_CLAIM_NAME),
         allowable_clock_skew_ms=1000
-        * int(config.listener_value(listener, "sasl.oauthbearer.clock.skew.seconds")),
+        * config.listener_value(listener, broker_keys.SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS),
     )

@@ -6,7 +6,8 @@ Reading: `spark.read.format("shoal").option("bootstrap.servers", ...).option("to
 brokers answer; `reader()` resolves `startingOffsets`/`endingOffsets` with ListOffsets
 (as Spark's Kafka source: "earliest", "latest" or JSON per partition, -2 earliest and
 -1 latest) and splits each partition's range into `OffsetRange` tasks (one per
-partition by default; more with `minPartitions` or `maxRecordsPerPartition`).
+partition by default; more with `minPartitions` or `maxRecordsPerPartition`), both in
+`offset_ranges`, which the topic stream plans its micro-batches with too.
 Executors run `read()`, which is `reading.read_range` over one range.
 
 `kafka.isolation.level` (or `isolation.level`) defaults to `read_uncommitted` for
@@ -30,10 +31,8 @@ speculated reads exactly the same records.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -46,10 +45,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from shoal.client import KafkaError
-from shoal.client.security import ClientSecurity
-from shoal.spark import cluster
 from shoal.spark.cluster import EARLIEST, LATEST
+from shoal.spark.offset_ranges import OffsetRange, resolve_ranges, split_ranges
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     FETCH_MAX_BYTES,
@@ -59,32 +56,42 @@ from shoal.spark.options import (
     MIN_PARTITIONS,
     OFFSETS_HELP,
     READ_UNCOMMITTED,
-    SECURITY,
     TOPICS,
     OffsetSpec,
     OptionError,
     OptionSpec,
+    ParsedOptions,
     isolation_level_option,
     parse_offsets,
     parse_options,
     require_reachable,
 )
 from shoal.spark.reading import SCHEMA_DDL, SCHEMA_DDL_WITHOUT_HEADERS, read_range
-from shoal.spark.topic_stream_options import STREAM_OPTIONS, parse_stream_options
+from shoal.spark.sink import ShoalBatchWriter, ShoalStreamWriter
+from shoal.spark.topic_stream import TopicStreamReader
+from shoal.spark.topic_stream_options import SOURCE_NAME, STREAM_OPTIONS, parse_stream_options
 
-NAME: Final = "shoal"
+NAME: Final = SOURCE_NAME
+
+STARTING_OFFSETS: Final = OptionSpec[OffsetSpec](
+    "startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP
+)
+ENDING_OFFSETS: Final = OptionSpec[OffsetSpec](
+    "endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP
+)
+ISOLATION_LEVEL: Final = isolation_level_option(READ_UNCOMMITTED)
 
 READ_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
     TOPICS,
-    OptionSpec("startingOffsets", parse_offsets, "earliest", help=OFFSETS_HELP),
-    OptionSpec("endingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
+    STARTING_OFFSETS,
+    ENDING_OFFSETS,
     MIN_PARTITIONS,
     MAX_RECORDS_PER_PARTITION,
     FETCH_MAX_BYTES,
     MAX_ROWS_PER_BATCH,
     INCLUDE_HEADERS,
-    isolation_level_option(READ_UNCOMMITTED),
+    ISOLATION_LEVEL,
 )
 
 
@@ -97,35 +104,29 @@ class ShoalDataSource(DataSource):
 
     def schema(self) -> str:
         options = parse_options(self.options, STREAM_OPTIONS, source=NAME)
-        require_reachable(options["bootstrap.servers"], security=options[SECURITY])
-        return SCHEMA_DDL if options["includeHeaders"] else SCHEMA_DDL_WITHOUT_HEADERS
+        require_reachable(options.value(BOOTSTRAP_SERVERS), security=options.security)
+        return SCHEMA_DDL if options.value(INCLUDE_HEADERS) else SCHEMA_DDL_WITHOUT_HEADERS
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ShoalBatchReader(read_options(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from shoal.spark.topic_stream import TopicStreamReader
-
         return TopicStreamReader(parse_stream_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from shoal.spark.sink import ShoalBatchWriter
-
         return ShoalBatchWriter.create(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from shoal.spark.sink import ShoalStreamWriter
-
         return ShoalStreamWriter.create(self.options, schema)
 
 
-def read_options(raw: Mapping[str, str]) -> dict[str, Any]:
+def read_options(raw: Mapping[str, str]) -> ParsedOptions:
     """The parsed read options, with the batch-only rules of Spark's Kafka source and a
     reachability check of the bootstrap servers."""
     options = parse_options(raw, READ_OPTIONS, source=NAME)
-    _reject(options["startingOffsets"], "startingOffsets", "latest", LATEST)
-    _reject(options["endingOffsets"], "endingOffsets", "earliest", EARLIEST)
-    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
+    _reject(options.value(STARTING_OFFSETS), STARTING_OFFSETS.name, "latest", LATEST)
+    _reject(options.value(ENDING_OFFSETS), ENDING_OFFSETS.name, "earliest", EARLIEST)
+    require_reachable(options.value(BOOTSTRAP_SERVERS), security=options.security)
     return options
 
 
@@ -142,34 +143,28 @@ def _reject(spec: OffsetSpec, option: str, word: str, sentinel: int) -> None:
                     )
 
 
-@dataclass(frozen=True)
-class OffsetRange(InputPartition):
-    """One task: offsets [start, end) of one partition."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-
 class ShoalBatchReader(DataSourceReader):
     """Plans the offset ranges on the driver; reads one range per task."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
-        self._bootstrap: str = options["bootstrap.servers"]
-        self._fetch_max_bytes: int = options["fetchMaxBytes"]
-        self._max_rows_per_batch: int = options["maxRowsPerBatch"]
-        self._include_headers: bool = options["includeHeaders"]
-        self._isolation_level: int = options["isolation.level"]
-        self._security: ClientSecurity = options[SECURITY]
+    def __init__(self, options: ParsedOptions) -> None:
+        self._bootstrap = options.value(BOOTSTRAP_SERVERS)
+        self._fetch_max_bytes = options.value(FETCH_MAX_BYTES)
+        self._max_rows_per_batch = options.value(MAX_ROWS_PER_BATCH)
+        self._include_headers = options.value(INCLUDE_HEADERS)
+        self._isolation_level = options.value(ISOLATION_LEVEL)
+        self._security = options.security
+        ranges = resolve_ranges(
+            self._bootstrap,
+            options.value(TOPICS),
+            starting=options.value(STARTING_OFFSETS),
+            ending=options.value(ENDING_OFFSETS),
+            isolation_level=self._isolation_level,
+            security=self._security,
+        )
         self._ranges = split_ranges(
-            resolve_ranges(self._bootstrap, options),
-            min_partitions=options["minPartitions"],
-            max_records_per_partition=options["maxRecordsPerPartition"],
+            ranges,
+            min_partitions=options.value(MIN_PARTITIONS),
+            max_records_per_partition=options.value(MAX_RECORDS_PER_PARTITION),
         )
 
     def partitions(self) -> list[InputPartition]:
@@ -190,103 +185,3 @@ class ShoalBatchReader(DataSourceReader):
             include_headers=self._include_headers,
             security=self._security,
         )
-
-
-def resolve_ranges(bootstrap: str, options: Mapping[str, Any]) -> list[OffsetRange]:
-    """Every partition of the topics with its [start, end) resolved; OptionError when
-    a topic does not exist or an offset is outside the log. "latest" is the last
-    stable offset when `options["isolation.level"]` is read_committed."""
-    topics: tuple[str, ...] = options["topic"]
-    client = cluster.client_for(bootstrap, options.get(SECURITY))
-    try:
-        found = cluster.partitions(client, topics)
-    except KafkaError as exc:
-        raise OptionError(f"option 'topic' = {','.join(topics)!r}: {exc}") from exc
-    starting: OffsetSpec = options["startingOffsets"]
-    ending: OffsetSpec = options["endingOffsets"]
-    isolation_level: int = options.get("isolation.level", READ_UNCOMMITTED)
-    for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
-        _check_covers(option, spec, found)
-    ranges = []
-    for topic in topics:
-        ids = found[topic]
-        earliest = cluster.list_offsets(client, topic, dict.fromkeys(ids, EARLIEST))
-        latest = cluster.list_offsets(
-            client, topic, dict.fromkeys(ids, LATEST), isolation_level=isolation_level
-        )
-        for partition in ids:
-            bounds = (earliest[partition], latest[partition])
-            start = _resolve("startingOffsets", starting, topic, partition, bounds)
-            end = _resolve("endingOffsets", ending, topic, partition, bounds)
-            if start > end:
-                raise OptionError(
-                    f"startingOffsets {start} is after endingOffsets {end} for {topic}-{partition}"
-                )
-            ranges.append(OffsetRange(topic, partition, start, end))
-    return ranges
-
-
-def _check_covers(option: str, spec: OffsetSpec, partitions: Mapping[str, list[int]]) -> None:
-    """A JSON offset map must name exactly the partitions read (as Spark's Kafka source
-    requires for batch queries)."""
-    if not isinstance(spec, dict):
-        return
-    for topic in spec:
-        if topic not in partitions:
-            raise OptionError(f"option '{option}' names topic {topic!r}, which is not read")
-    for topic, ids in partitions.items():
-        given = set(spec.get(topic, {}))
-        if given != set(ids):
-            raise OptionError(
-                f"option '{option}' must give an offset for every partition of {topic!r} "
-                f"(partitions {sorted(ids)}, given {sorted(given)}); use -2 for earliest"
-                + (", -1 for latest" if option == "endingOffsets" else "")
-            )
-
-
-def _resolve(
-    option: str, spec: OffsetSpec, topic: str, partition: int, bounds: tuple[int, int]
-) -> int:
-    earliest, latest = bounds
-    if spec == "earliest":
-        return earliest
-    if spec == "latest":
-        return latest
-    assert isinstance(spec, dict)
-    offset = spec[topic][partition]
-    if offset == EARLIEST:
-        return earliest
-    if offset == LATEST:
-        return latest
-    if not earliest <= offset <= latest:
-        raise OptionError(
-            f"option '{option}': offset {offset} of {topic}-{partition} is outside the log "
-            f"[{earliest}, {latest}]"
-        )
-    return offset
-
-
-def split_ranges(
-    ranges: list[OffsetRange],
-    *,
-    min_partitions: int | None,
-    max_records_per_partition: int | None,
-) -> list[OffsetRange]:
-    """Split non-empty ranges into tasks: a range gets a share of `min_partitions`
-    proportional to its size (at least one), and no task exceeds
-    `max_records_per_partition` records. Empty ranges are dropped."""
-    ranges = [r for r in ranges if r.size > 0]
-    total = sum(r.size for r in ranges)
-    tasks = []
-    for r in ranges:
-        parts = 1
-        if min_partitions is not None and min_partitions > len(ranges):
-            parts = max(1, round(r.size * min_partitions / total))
-        if max_records_per_partition is not None:
-            parts = max(parts, math.ceil(r.size / max_records_per_partition))
-        parts = min(parts, r.size)
-        for i in range(parts):
-            start = r.start + r.size * i // parts
-            end = r.start + r.size * (i + 1) // parts
-            tasks.append(OffsetRange(r.topic, r.partition, start, end))
-    return tasks

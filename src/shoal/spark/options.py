@@ -18,16 +18,24 @@ Pure Python: no pyspark import, so the parsing is testable without a JVM.
 from __future__ import annotations
 
 import difflib
+import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar, cast
 
 from shoal.client import ClientError, parse_bootstrap
 from shoal.client.security import ClientSecurity, is_security_property
 from shoal.spark.cluster import FETCH_MAX_BYTES_CAP, check_reachable
 
-REQUIRED: Final = object()
+T = TypeVar("T")
+
+
+class _Required(enum.Enum):
+    REQUIRED = "required"
+
+
+REQUIRED: Final = _Required.REQUIRED
 """Default of an option that must be given."""
 
 SPARK_OPTIONS: Final = frozenset({"path", "checkpointlocation"})
@@ -44,12 +52,14 @@ class OptionError(ValueError):
 
 
 @dataclass(frozen=True)
-class OptionSpec:
+class OptionSpec(Generic[T]):
+    """One option, whose parsed value is a `T` (read with `ParsedOptions.value`)."""
+
     name: str
     """Canonical spelling, used in messages and as the key of the parsed dict."""
-    parse: Callable[[str], Any]
+    parse: Callable[[str], T]
     """Turns the string value into the parsed one; raises ValueError when malformed."""
-    default: Any = None
+    default: T | _Required
     """Parsed value when absent; `REQUIRED` makes absence an error."""
     aliases: tuple[str, ...] = ()
     """Other accepted spellings (e.g. Spark Kafka's `kafka.bootstrap.servers`)."""
@@ -57,12 +67,27 @@ class OptionSpec:
     """What the option expects, shown when its value is malformed."""
 
 
+class ParsedOptions(dict[str, Any]):
+    """The parsed options by canonical name (every spec present), and the security
+    options' `ClientSecurity` under `SECURITY`; read typed through the specs."""
+
+    def value(self, spec: OptionSpec[T]) -> T:
+        """The option's parsed value (its default when absent)."""
+        return cast("T", self[spec.name])
+
+    @property
+    def security(self) -> ClientSecurity:
+        security = self[SECURITY]
+        assert isinstance(security, ClientSecurity)
+        return security
+
+
 def parse_options(
-    raw: Mapping[str, str], specs: Sequence[OptionSpec], *, source: str
-) -> dict[str, Any]:
+    raw: Mapping[str, str], specs: Sequence[OptionSpec[Any]], *, source: str
+) -> ParsedOptions:
     """The parsed options, keyed by canonical name (every spec present); OptionError
     when an option is unknown, missing, given twice or malformed."""
-    by_key: dict[str, OptionSpec] = {}
+    by_key: dict[str, OptionSpec[Any]] = {}
     for spec in specs:
         for spelling in (spec.name, *spec.aliases):
             by_key[spelling.lower()] = spec
@@ -85,7 +110,7 @@ def parse_options(
                 f"same option ({spec.name}); give one"
             )
         given[spec.name] = (key, value)
-    parsed: dict[str, Any] = {SECURITY: _security(security)}
+    parsed = ParsedOptions({SECURITY: _security(security)})
     for spec in specs:
         if spec.name not in given:
             if spec.default is REQUIRED:
@@ -110,7 +135,7 @@ def _security(properties: Mapping[str, str]) -> ClientSecurity:
         raise OptionError(f"option '{KAFKA_PREFIX}{exc}") from None
 
 
-def _unknown(key: str, specs: Sequence[OptionSpec], source: str) -> str:
+def _unknown(key: str, specs: Sequence[OptionSpec[Any]], source: str) -> str:
     names = sorted(spec.name for spec in specs)
     lowered = {name.lower(): name for name in names}
     close = difflib.get_close_matches(key.lower(), list(lowered), n=2)
@@ -235,10 +260,10 @@ TOPICS: Final = OptionSpec(
     aliases=("topics", "subscribe"),
     help="a topic name or a comma-separated list",
 )
-MIN_PARTITIONS: Final = OptionSpec(
+MIN_PARTITIONS: Final = OptionSpec[int | None](
     "minPartitions", int_parser(1, 1_000_000), None, help="a positive integer"
 )
-MAX_RECORDS_PER_PARTITION: Final = OptionSpec(
+MAX_RECORDS_PER_PARTITION: Final = OptionSpec[int | None](
     "maxRecordsPerPartition", int_parser(1), None, help="a positive number of records"
 )
 FETCH_MAX_BYTES: Final = OptionSpec(
@@ -266,7 +291,7 @@ def parse_isolation_level(value: str) -> int:
     return level
 
 
-def isolation_level_option(default: int) -> OptionSpec:
+def isolation_level_option(default: int) -> OptionSpec[int]:
     """`isolation.level` (or Spark's `kafka.isolation.level`): read_committed reads up
     to the last stable offset and drops aborted transactions; read_uncommitted reads up
     to the high watermark and keeps them. Control records are dropped either way."""

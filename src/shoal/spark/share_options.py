@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Final
 
 from shoal.client.security import ClientSecurity
-from shoal.config import GROUP_KEYS
+from shoal.config import GROUP_KEYS, broker_keys, group_keys
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
     REQUIRED,
-    SECURITY,
     OptionError,
     OptionSpec,
     int_parser,
@@ -58,50 +57,60 @@ ACQUIRE_WAIT_MS_DEFAULT: Final = 500
 ACQUIRE_WAIT_MS_MAX: Final = 60_000
 """Ceiling of `acquireMaxWaitMs` (the broker clamps a ShareFetch's wait to this too)."""
 LOCK_RENEW_INTERVAL_MS_MIN: Final = 100
-LOCK_RENEW_INTERVAL_MS_MAX: Final = 1_800_000
+_LOCK_DURATION_MAX = broker_keys.GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS.definition.max
+assert isinstance(_LOCK_DURATION_MAX, int)
+LOCK_RENEW_INTERVAL_MS_MAX: Final = _LOCK_DURATION_MAX // 2
 """`lockRenewIntervalMs` bounds: half of the largest lock duration Kafka allows."""
 
 
+TOPICS: Final = OptionSpec(
+    "topic",
+    parse_topic_list,
+    REQUIRED,
+    aliases=("topics",),
+    help="a topic name or a comma-separated list",
+)
+GROUP_ID: Final = OptionSpec("group.id", parse_group_id, REQUIRED, help="the share group's id")
+RECORDS_PER_BATCH: Final = OptionSpec(
+    "maxRecordsPerBatch",
+    int_parser(1, RECORDS_PER_BATCH_MAX),
+    RECORDS_PER_BATCH_DEFAULT,
+    help="records per micro-batch",
+)
+TASKS_PER_BATCH: Final = OptionSpec[int | None](
+    "numPartitions",
+    int_parser(1, TASKS_PER_BATCH_MAX),
+    None,
+    help="Spark tasks per micro-batch",
+)
+ACQUIRE_WAIT_MS: Final = OptionSpec(
+    "acquireMaxWaitMs",
+    int_parser(0, ACQUIRE_WAIT_MS_MAX),
+    ACQUIRE_WAIT_MS_DEFAULT,
+    help="milliseconds",
+)
+LOCK_RENEW_INTERVAL_MS: Final = OptionSpec[int | None](
+    "lockRenewIntervalMs",
+    int_parser(LOCK_RENEW_INTERVAL_MS_MIN, LOCK_RENEW_INTERVAL_MS_MAX),
+    None,
+    help="milliseconds",
+)
+CHECKPOINT: Final = OptionSpec[Path | None](
+    "checkpointLocation",
+    local_checkpoint,
+    None,
+    help="the query's checkpoint directory, a local path or file: URI",
+)
+
 SPECS: Final = (
     BOOTSTRAP_SERVERS,
-    OptionSpec(
-        "topic",
-        parse_topic_list,
-        REQUIRED,
-        aliases=("topics",),
-        help="a topic name or a comma-separated list",
-    ),
-    OptionSpec("group.id", parse_group_id, REQUIRED, help="the share group's id"),
-    OptionSpec(
-        "maxRecordsPerBatch",
-        int_parser(1, RECORDS_PER_BATCH_MAX),
-        RECORDS_PER_BATCH_DEFAULT,
-        help="records per micro-batch",
-    ),
-    OptionSpec(
-        "numPartitions",
-        int_parser(1, TASKS_PER_BATCH_MAX),
-        None,
-        help="Spark tasks per micro-batch",
-    ),
-    OptionSpec(
-        "acquireMaxWaitMs",
-        int_parser(0, ACQUIRE_WAIT_MS_MAX),
-        ACQUIRE_WAIT_MS_DEFAULT,
-        help="milliseconds",
-    ),
-    OptionSpec(
-        "lockRenewIntervalMs",
-        int_parser(LOCK_RENEW_INTERVAL_MS_MIN, LOCK_RENEW_INTERVAL_MS_MAX),
-        None,
-        help="milliseconds",
-    ),
-    OptionSpec(
-        "checkpointLocation",
-        local_checkpoint,
-        None,
-        help="the query's checkpoint directory, a local path or file: URI",
-    ),
+    TOPICS,
+    GROUP_ID,
+    RECORDS_PER_BATCH,
+    TASKS_PER_BATCH,
+    ACQUIRE_WAIT_MS,
+    LOCK_RENEW_INTERVAL_MS,
+    CHECKPOINT,
 )
 
 
@@ -121,7 +130,8 @@ class ShareOptions:
 
     @property
     def read_committed(self) -> bool:
-        return self.group_configs.get("share.isolation.level", "").lower() == "read_committed"
+        level = self.group_configs.get(group_keys.SHARE_ISOLATION_LEVEL.name, "")
+        return level.lower() == "read_committed"
 
 
 def parse_share_options(raw: Mapping[str, str]) -> ShareOptions:
@@ -139,14 +149,14 @@ def parse_share_options(raw: Mapping[str, str]) -> ShareOptions:
             group_configs[canonical] = str(value).strip()
     parsed = parse_options(rest, SPECS, source=SOURCE_NAME)
     return ShareOptions(
-        bootstrap=parsed["bootstrap.servers"],
-        topics=parsed["topic"],
-        group_id=parsed["group.id"],
-        records_per_batch=parsed["maxRecordsPerBatch"],
-        tasks_per_batch=parsed["numPartitions"],
-        acquire_wait_ms=parsed["acquireMaxWaitMs"],
-        lock_renew_interval_ms=parsed["lockRenewIntervalMs"],
-        checkpoint=parsed["checkpointLocation"],
+        bootstrap=parsed.value(BOOTSTRAP_SERVERS),
+        topics=parsed.value(TOPICS),
+        group_id=parsed.value(GROUP_ID),
+        records_per_batch=parsed.value(RECORDS_PER_BATCH),
+        tasks_per_batch=parsed.value(TASKS_PER_BATCH),
+        acquire_wait_ms=parsed.value(ACQUIRE_WAIT_MS),
+        lock_renew_interval_ms=parsed.value(LOCK_RENEW_INTERVAL_MS),
+        checkpoint=parsed.value(CHECKPOINT),
         group_configs=group_configs,
-        security=parsed[SECURITY],
+        security=parsed.security,
     )

@@ -32,6 +32,7 @@ producer's transaction" short of KIP-939's two-phase commit (`InitProducerId` wi
 epoch. A stream task therefore also commits, in its transaction, a marker that its
 batch is written, and a replayed batch's task that finds the marker writes nothing
 (`sink_transactions`, which says what that needs: the same rows per task on replay).
+Producing the rows of one Arrow batch (`sink_produce`) is shared by both paths.
 The `spark.queryId` / `spark.batchId` / `spark.partition` headers still identify the
 origin of every record.
 """
@@ -43,11 +44,11 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import Producer
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -63,9 +64,9 @@ from pyspark.sql.types import (
 )
 
 from shoal.client.security import ClientSecurity
+from shoal.config import broker_keys
 from shoal.spark.options import (
     BOOTSTRAP_SERVERS,
-    SECURITY,
     OptionError,
     OptionSpec,
     int_parser,
@@ -74,6 +75,15 @@ from shoal.spark.options import (
     parse_topic,
     require_reachable,
 )
+from shoal.spark.sink_produce import (
+    FLUSH_MARGIN_S,
+    TRANSACTION_TIMEOUT_MS_DEFAULT,
+    Deliveries,
+    SinkError,
+    SinkPlan,
+    produce_batch,
+)
+from shoal.spark.sink_transactions import produce_in_transaction
 
 log = logging.getLogger(__name__)
 
@@ -81,42 +91,36 @@ NAME: Final = "shoal"
 DELIVERY_TIMEOUT_MS_DEFAULT: Final = 120_000
 """Default of `deliveryTimeoutMs` (librdkafka's `message.timeout.ms`): a record not
 acknowledged by then fails its task."""
-FLUSH_MARGIN_S: Final = 30.0
-"""Flush waits this much beyond the delivery timeout (librdkafka fails every record by
-then) before giving up on the producer."""
-POLL_EVERY_ROWS: Final = 1_000
-"""Rows produced between serving delivery callbacks."""
-TRANSACTION_TIMEOUT_MS_DEFAULT: Final = 60_000
-"""Default of `transactionTimeoutMs` (the producer's `transaction.timeout.ms`): the
-coordinator aborts a task's transaction left open longer (a task that died)."""
 TRANSACTIONAL_ID_PREFIX: Final = "shoal-spark-"
 
+TOPIC: Final = OptionSpec[str | None]("topic", parse_topic, None, help="one topic name")
+DELIVERY_TIMEOUT_MS: Final = OptionSpec(
+    "deliveryTimeoutMs",
+    int_parser(1, 3_600_000),
+    DELIVERY_TIMEOUT_MS_DEFAULT,
+    help="milliseconds, at most 3600000",
+)
+EXACTLY_ONCE: Final = OptionSpec(
+    "exactlyOnce",
+    parse_bool,
+    False,
+    help="true (one transaction per task, see the module docstring) or false",
+)
+_TRANSACTION_TIMEOUT_MS_MAX = broker_keys.TRANSACTION_MAX_TIMEOUT_MS.default
+TRANSACTION_TIMEOUT_MS: Final = OptionSpec(
+    "transactionTimeoutMs",
+    int_parser(1_000, _TRANSACTION_TIMEOUT_MS_MAX),
+    TRANSACTION_TIMEOUT_MS_DEFAULT,
+    help=f"milliseconds between 1000 and {_TRANSACTION_TIMEOUT_MS_MAX} (the broker's "
+    "default transaction.max.timeout.ms)",
+)
 WRITE_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
-    OptionSpec("topic", parse_topic, None, help="one topic name"),
-    OptionSpec(
-        "deliveryTimeoutMs",
-        int_parser(1, 3_600_000),
-        DELIVERY_TIMEOUT_MS_DEFAULT,
-        help="milliseconds, at most 3600000",
-    ),
-    OptionSpec(
-        "exactlyOnce",
-        parse_bool,
-        False,
-        help="true (one transaction per task, see the module docstring) or false",
-    ),
-    OptionSpec(
-        "transactionTimeoutMs",
-        int_parser(1_000, 900_000),
-        TRANSACTION_TIMEOUT_MS_DEFAULT,
-        help="milliseconds between 1000 and 900000 (the broker's transaction.max.timeout.ms)",
-    ),
+    TOPIC,
+    DELIVERY_TIMEOUT_MS,
+    EXACTLY_ONCE,
+    TRANSACTION_TIMEOUT_MS,
 )
-
-
-class SinkError(RuntimeError):
-    """Records of a task were not all delivered."""
 
 
 @dataclass(frozen=True)
@@ -124,22 +128,6 @@ class SinkCommit(WriterCommitMessage):
     """What one task wrote."""
 
     records: int
-
-
-@dataclass(frozen=True)
-class SinkPlan:
-    """What every task of a write needs, checked on the driver (`plan_write`)."""
-
-    bootstrap: str
-    topic: str | None
-    delivery_timeout_ms: int
-    columns: frozenset[str]
-    exactly_once: bool = False
-    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
-    write_id: str = ""
-    """Names a batch write's transactional ids (a stream uses its query id)."""
-    security: ClientSecurity = field(default_factory=ClientSecurity)
-    """From the `kafka.`-prefixed security options."""
 
 
 def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
@@ -154,20 +142,22 @@ def plan_write(raw: Mapping[str, str], schema: StructType) -> SinkPlan:
             f"column 'headers' is {types['headers'].simpleString()}; the sink needs "
             "array<struct<key:string,value:binary>>"
         )
-    if options["topic"] is None and "topic" not in types:
+    topic = options.value(TOPIC)
+    if topic is None and "topic" not in types:
         raise OptionError(
             f"option 'topic' is required by format(\"{NAME}\") when the data has no 'topic' column"
         )
-    require_reachable(options["bootstrap.servers"], security=options[SECURITY])
-    used = {"value", "key", "partition", "headers"} | ({"topic"} if not options["topic"] else set())
+    bootstrap = options.value(BOOTSTRAP_SERVERS)
+    require_reachable(bootstrap, security=options.security)
+    used = {"value", "key", "partition", "headers"} | ({"topic"} if not topic else set())
     return SinkPlan(
-        bootstrap=options["bootstrap.servers"],
-        security=options[SECURITY],
-        topic=options["topic"],
-        delivery_timeout_ms=options["deliveryTimeoutMs"],
+        bootstrap=bootstrap,
+        security=options.security,
+        topic=topic,
+        delivery_timeout_ms=options.value(DELIVERY_TIMEOUT_MS),
         columns=frozenset(used & set(types)),
-        exactly_once=options["exactlyOnce"],
-        transaction_timeout_ms=options["transactionTimeoutMs"],
+        exactly_once=options.value(EXACTLY_ONCE),
+        transaction_timeout_ms=options.value(TRANSACTION_TIMEOUT_MS),
         write_id=uuid.uuid4().hex,
     )
 
@@ -291,28 +281,6 @@ def _transactional_id(plan: SinkPlan, *, stream: bool) -> str | None:
 
 # ---- producing
 
-
-class _Deliveries:
-    """Counts one task's failed records. The producer reports failures only
-    (`delivery.report.only.error`), in poll()/flush(); a record whose flush() completed
-    without a report was acknowledged."""
-
-    def __init__(self) -> None:
-        self.failed = 0
-        self.first_error: str | None = None
-
-    def report(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self.refused(error, message.topic(), message.partition())
-
-    def refused(self, error: KafkaError, topic: str | None, partition: int | None) -> None:
-        """A record failed: in its delivery report, or refused by produce() itself
-        (which librdkafka does when it already knows, e.g. of a missing partition)."""
-        self.failed += 1
-        if self.first_error is None:
-            self.first_error = f"{topic}-{partition}: {error.str()} ({error.name()})"
-
-
 _PRODUCERS: dict[tuple[int, str, int, ClientSecurity], Producer] = {}
 _PRODUCERS_LOCK = threading.Lock()
 
@@ -357,17 +325,15 @@ def produce_batches(
     stream's `batch_id`, skipped when that batch's task already committed:
     `sink_transactions`)."""
     if transactional_id is not None:
-        from shoal.spark.sink_transactions import produce_in_transaction
-
         return produce_in_transaction(
             plan, batches, extra_headers, transactional_id=transactional_id, batch_id=batch_id
         )
     producer = _producer(plan)
-    deliveries = _Deliveries()
+    deliveries = Deliveries()
     produced = 0
     try:
         for batch in batches:
-            produced += _produce_batch(producer, plan, batch, extra_headers, deliveries)
+            produced += produce_batch(producer, plan, batch, extra_headers, deliveries)
             if deliveries.failed:
                 break  # the task fails anyway: stop producing, report what failed
     except (BufferError, TypeError, ValueError) as exc:  # e.g. a null topic
@@ -391,66 +357,3 @@ def produce_batches(
             f"{deliveries.first_error}"
         )
     return produced
-
-
-def _produce_batch(
-    producer: Producer,
-    plan: SinkPlan,
-    batch: pa.RecordBatch,
-    extra_headers: tuple[tuple[str, bytes], ...],
-    deliveries: _Deliveries,
-) -> int:
-    rows = int(batch.num_rows)
-    names = set(batch.schema.names)
-    values = batch.column("value").to_pylist()
-    keys = _column(batch, "key", names, plan.columns, rows)
-    partitions = _column(batch, "partition", names, plan.columns, rows)
-    topics = [plan.topic] * rows if plan.topic else batch.column("topic").to_pylist()
-    headers = _headers(batch, names, plan.columns, rows, extra_headers)
-    report = deliveries.report
-    produce = producer.produce
-    for i in range(rows):
-        partition = partitions[i]
-        while True:
-            try:
-                produce(
-                    topics[i],
-                    values[i],
-                    keys[i],
-                    partition=-1 if partition is None else partition,
-                    headers=headers[i],
-                    on_delivery=report,
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)  # the local queue is full: let deliveries drain it
-            except KafkaException as exc:
-                deliveries.refused(exc.args[0], topics[i], partition)
-                return i + 1
-        if i % POLL_EVERY_ROWS == 0:
-            producer.poll(0)
-    return rows
-
-
-def _column(
-    batch: pa.RecordBatch, name: str, names: set[str], used: frozenset[str], rows: int
-) -> list[Any]:
-    if name in used and name in names:
-        return list(batch.column(name).to_pylist())
-    return [None] * rows
-
-
-def _headers(
-    batch: pa.RecordBatch,
-    names: set[str],
-    used: frozenset[str],
-    rows: int,
-    extra: tuple[tuple[str, bytes], ...],
-) -> list[Any]:
-    if "headers" not in used or "headers" not in names:
-        return [list(extra) if extra else None] * rows
-    result: list[Any] = []
-    for row in batch.column("headers").to_pylist():
-        pairs = [(h["key"], h["value"]) for h in row] if row else []
-        result.append(pairs + list(extra) if pairs or extra else None)
-    return result

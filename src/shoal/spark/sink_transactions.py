@@ -36,12 +36,12 @@ from typing import Final
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from shoal.spark.sink import (
+from shoal.spark.sink_produce import (
     FLUSH_MARGIN_S,
+    Deliveries,
     SinkError,
     SinkPlan,
-    _Deliveries,
-    _produce_batch,
+    produce_batch,
 )
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def produce_in_transaction(
             **plan.security.librdkafka_config(),
         }
     )
-    deliveries = _Deliveries()
+    deliveries = Deliveries()
     produced = 0
     marker = None if batch_id is None else _Marker(plan, transactional_id)
     try:
@@ -93,7 +93,7 @@ def produce_in_transaction(
                 return 0
         producer.begin_transaction()
         for batch in _chain(first, batches):
-            produced += _produce_batch(producer, plan, batch, extra_headers, deliveries)
+            produced += produce_batch(producer, plan, batch, extra_headers, deliveries)
             if deliveries.failed:
                 break
         if producer.flush(timeout_s) or deliveries.failed:

@@ -73,8 +73,8 @@ from shoal.client.errors import ErrorCode
 from shoal.client.group_offsets import commit_offsets
 from shoal.client.metadata import TopicPartition
 from shoal.spark import cluster
-from shoal.spark.batch_source import NAME, OffsetRange, resolve_ranges, split_ranges
 from shoal.spark.cluster import EARLIEST, LATEST
+from shoal.spark.offset_ranges import OffsetRange, resolve_ranges, split_ranges
 from shoal.spark.reading import OffsetRangeError, read_range
 from shoal.spark.topic_offsets import (
     Offsets,
@@ -84,6 +84,7 @@ from shoal.spark.topic_offsets import (
     ranges,
     to_json,
 )
+from shoal.spark.topic_stream_options import SOURCE_NAME as NAME
 from shoal.spark.topic_stream_options import StreamOptions
 
 log = logging.getLogger(__name__)
@@ -118,12 +119,11 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._initial is None:
             found = resolve_ranges(
                 self.options.bootstrap,
-                {
-                    "topic": self.options.topics,
-                    "startingOffsets": self.options.starting,
-                    "endingOffsets": "latest",
-                    "isolation.level": self.options.isolation_level,
-                },
+                self.options.topics,
+                starting=self.options.starting,
+                ending="latest",
+                isolation_level=self.options.isolation_level,
+                security=self.options.security,
             )
             self._initial = to_json({(r.topic, r.partition): r.start for r in found})
             log.info("shoal topic stream %s starts at %s", _topics(self.options), self._initial)

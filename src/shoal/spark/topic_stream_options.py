@@ -49,7 +49,6 @@ from shoal.spark.options import (
     MIN_PARTITIONS,
     OFFSETS_HELP,
     READ_COMMITTED,
-    SECURITY,
     TOPICS,
     OffsetSpec,
     OptionError,
@@ -66,25 +65,38 @@ SOURCE_NAME: Final = "shoal"
 RECORDS_PER_TRIGGER_MAX: Final = 2**31 - 1
 """Ceiling of `maxOffsetsPerTrigger` (Spark's `ReadMaxRows` holds an int)."""
 
+STARTING_OFFSETS: Final = OptionSpec[OffsetSpec](
+    "startingOffsets", parse_offsets, "latest", help=OFFSETS_HELP
+)
+ENDING_OFFSETS: Final = OptionSpec[OffsetSpec | None](
+    "endingOffsets", parse_offsets, None, help=OFFSETS_HELP
+)
+RECORDS_PER_TRIGGER: Final = OptionSpec[int | None](
+    "maxOffsetsPerTrigger",
+    int_parser(1, RECORDS_PER_TRIGGER_MAX),
+    None,
+    help="a positive number of records per micro-batch",
+)
+FAIL_ON_DATA_LOSS: Final = OptionSpec("failOnDataLoss", parse_bool, True, help="true or false")
+COMMIT_TO_GROUP: Final = OptionSpec[str | None](
+    "commitToGroup", parse_group_id, None, help="a consumer group id"
+)
+ISOLATION_LEVEL: Final = isolation_level_option(READ_COMMITTED)
+
 STREAM_OPTIONS: Final = (
     BOOTSTRAP_SERVERS,
     TOPICS,
-    OptionSpec("startingOffsets", parse_offsets, "latest", help=OFFSETS_HELP),
-    OptionSpec("endingOffsets", parse_offsets, None, help=OFFSETS_HELP),
-    OptionSpec(
-        "maxOffsetsPerTrigger",
-        int_parser(1, RECORDS_PER_TRIGGER_MAX),
-        None,
-        help="a positive number of records per micro-batch",
-    ),
+    STARTING_OFFSETS,
+    ENDING_OFFSETS,
+    RECORDS_PER_TRIGGER,
     MIN_PARTITIONS,
     MAX_RECORDS_PER_PARTITION,
-    OptionSpec("failOnDataLoss", parse_bool, True, help="true or false"),
+    FAIL_ON_DATA_LOSS,
     INCLUDE_HEADERS,
-    OptionSpec("commitToGroup", parse_group_id, None, help="a consumer group id"),
+    COMMIT_TO_GROUP,
     FETCH_MAX_BYTES,
     MAX_ROWS_PER_BATCH,
-    isolation_level_option(READ_COMMITTED),
+    ISOLATION_LEVEL,
 )
 
 
@@ -109,24 +121,24 @@ class StreamOptions:
 def parse_stream_options(raw: Mapping[str, str]) -> StreamOptions:
     """The stream's options; OptionError naming the option when one is wrong."""
     parsed = parse_options(raw, STREAM_OPTIONS, source=SOURCE_NAME)
-    if parsed["endingOffsets"] is not None:
+    if parsed.value(ENDING_OFFSETS) is not None:
         raise OptionError(
             "option 'endingOffsets' is not valid in streaming queries (as in Spark's Kafka "
             "source): a stream reads on; with trigger(availableNow=True) it stops at the end "
             "offsets the topics have when the query starts. For a fixed range use spark.read"
         )
     return StreamOptions(
-        bootstrap=parsed["bootstrap.servers"],
-        topics=parsed["topic"],
-        starting=parsed["startingOffsets"],
-        records_per_trigger=parsed["maxOffsetsPerTrigger"],
-        min_partitions=parsed["minPartitions"],
-        max_records_per_partition=parsed["maxRecordsPerPartition"],
-        fail_on_data_loss=parsed["failOnDataLoss"],
-        include_headers=parsed["includeHeaders"],
-        commit_group=parsed["commitToGroup"],
-        fetch_max_bytes=parsed["fetchMaxBytes"],
-        max_rows_per_batch=parsed["maxRowsPerBatch"],
-        isolation_level=parsed["isolation.level"],
-        security=parsed[SECURITY],
+        bootstrap=parsed.value(BOOTSTRAP_SERVERS),
+        topics=parsed.value(TOPICS),
+        starting=parsed.value(STARTING_OFFSETS),
+        records_per_trigger=parsed.value(RECORDS_PER_TRIGGER),
+        min_partitions=parsed.value(MIN_PARTITIONS),
+        max_records_per_partition=parsed.value(MAX_RECORDS_PER_PARTITION),
+        fail_on_data_loss=parsed.value(FAIL_ON_DATA_LOSS),
+        include_headers=parsed.value(INCLUDE_HEADERS),
+        commit_group=parsed.value(COMMIT_TO_GROUP),
+        fetch_max_bytes=parsed.value(FETCH_MAX_BYTES),
+        max_rows_per_batch=parsed.value(MAX_ROWS_PER_BATCH),
+        isolation_level=parsed.value(ISOLATION_LEVEL),
+        security=parsed.security,
     )

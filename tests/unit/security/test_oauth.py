@@ -4,6 +4,8 @@ JWKS validator with RS256 and ES256 keys made here."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -147,3 +149,66 @@ def test_jwks_refusals(keys: Any) -> None:
     forged = b64(json.dumps(claims(sub="admin")).encode())
     with pytest.raises(TokenInvalid, match="signature is invalid"):
         validator.validate(f"{head}.{forged}.{sig}", now_ms=NOW_MS)
+
+
+def _signed(key: Any, alg: str, body: dict[str, Any], kid: str) -> str:
+    """A token signed with PS256 / RS384 / ES384 (what Kafka's jose4j validator takes)."""
+    signing = f"{jpart({'alg': alg, 'kid': kid})}.{jpart(body)}"
+    data = signing.encode()
+    if alg == "PS256":
+        pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=32)
+        signature = key.sign(data, pss, hashes.SHA256())
+    elif alg == "RS384":
+        signature = key.sign(data, padding.PKCS1v15(), hashes.SHA384())
+    else:
+        r, s = decode_dss_signature(key.sign(data, ec.ECDSA(hashes.SHA384())))
+        signature = r.to_bytes(48, "big") + s.to_bytes(48, "big")
+    return f"{signing}.{b64(signature)}"
+
+
+def test_jwks_accepts_the_other_algorithms_of_its_keys() -> None:
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ec_key = ec.generate_private_key(ec.SECP384R1())
+    n, e = rsa_key.public_key().public_numbers().n, rsa_key.public_key().public_numbers().e
+    point = ec_key.public_key().public_numbers()
+    document = {
+        "keys": [
+            {"kty": "RSA", "kid": "r", "n": b64_int(n), "e": b64_int(e)},
+            {"kty": "RSA", "kid": "pinned", "alg": "RS256", "n": b64_int(n), "e": b64_int(e)},
+            {"kty": "RSA", "kid": "enc", "use": "enc", "n": b64_int(n), "e": b64_int(e)},
+            {
+                "kty": "EC",
+                "kid": "p384",
+                "crv": "P-384",
+                "x": b64(point.x.to_bytes(48, "big")),
+                "y": b64(point.y.to_bytes(48, "big")),
+            },
+        ]
+    }
+    keys = load_jwks(json.dumps(document))
+    assert set(keys) == {"r", "pinned", "p384"}, "an encryption key verifies nothing"
+    validator = JwksValidator(keys=keys, allowable_clock_skew_ms=0)
+    for alg, key, kid in (
+        ("PS256", rsa_key, "r"),
+        ("RS384", rsa_key, "r"),
+        ("ES384", ec_key, "p384"),
+    ):
+        assert (
+            validator.validate(_signed(key, alg, claims(), kid), now_ms=NOW_MS).principal == "svc"
+        )
+    with pytest.raises(TokenInvalid, match="algorithm"):
+        validator.validate(_signed(rsa_key, "RS384", claims(), "pinned"), now_ms=NOW_MS)
+
+
+def test_jwks_refuses_a_token_not_valid_yet_and_an_hmac_forgery(keys: Any) -> None:
+    rsa_key, _ec_key, validator = keys
+    with pytest.raises(TokenInvalid, match="nbf"):
+        validator.validate(rs256(rsa_key, claims(nbf=NOW_MS / 1000 + 60)), now_ms=NOW_MS)
+    assert validator.validate(rs256(rsa_key, claims(nbf=NOW_MS / 1000)), now_ms=NOW_MS)
+    # HS256 "signed" with the public key's bytes: a classic key-confusion forgery
+    signing = f"{jpart({'alg': 'HS256', 'kid': 'r1'})}.{jpart(claims(sub='admin'))}"
+    numbers = rsa_key.public_key().public_numbers()
+    secret = numbers.n.to_bytes(256, "big")
+    mac = hmac.new(secret, signing.encode(), hashlib.sha256).digest()
+    with pytest.raises(TokenInvalid, match="algorithm"):
+        validator.validate(f"{signing}.{b64(mac)}", now_ms=NOW_MS)

@@ -41,6 +41,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from shoal import limits
+from shoal.config import broker_keys
 from shoal.server.console import actions, views
 from shoal.server.console.history import ChartHistory, Sample, run_sampler
 from shoal.server.services import Services
@@ -154,8 +155,8 @@ class Console:
         return {
             "node_id": node.node_id,
             "cluster_id": node.cluster_id,
-            "allow_writes": config.get_bool("console.allow.writes"),
-            "inflight_max_records": config.get_int("console.inflight.max.records"),
+            "allow_writes": config.get(broker_keys.CONSOLE_ALLOW_WRITES),
+            "inflight_max_records": config.get(broker_keys.CONSOLE_INFLIGHT_MAX_RECORDS),
         }
 
     # ---- server-sent events
@@ -231,7 +232,7 @@ class Console:
         return endpoint
 
     def _refuse_write(self, request: Request) -> Response | None:
-        if not self.services.config.current.get_bool("console.allow.writes"):
+        if not self.services.config.current.get(broker_keys.CONSOLE_ALLOW_WRITES):
             return _forbidden("console.allow.writes is false: the console is read-only")
         if request.headers.get(WRITE_HEADER) != "1":
             return _forbidden(f"a console write needs the {WRITE_HEADER} header")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from shoal.config import effective_topic_config
+from shoal.config import broker_keys, effective_topic_config, topic_keys, topic_value
 from shoal.group.results import DescribedGroup, DescribedOffsetsTopic
 from shoal.server.group_service import share_groups_enabled
 from shoal.server.services import Services
@@ -62,8 +62,8 @@ def topics(services: Services) -> Json:
                 "partitions": partitions,
                 "records": sum(p["log_end_offset"] - p["log_start_offset"] for p in partitions),
                 "size_bytes": sum(p["size_bytes"] for p in partitions),
-                "retention_ms": configs.get("retention.ms"),
-                "retention_bytes": configs.get("retention.bytes"),
+                "retention_ms": topic_value(configs, topic_keys.RETENTION_MS),
+                "retention_bytes": topic_value(configs, topic_keys.RETENTION_BYTES),
             }
         )
     return {"topics": rows}
@@ -108,9 +108,9 @@ def share_group(services: Services, group_id: str) -> Json | None:
             services,
             group_id,
             offsets,
-            max_entries=services.config.current.get_int("console.inflight.max.records"),
+            max_entries=services.config.current.get(broker_keys.CONSOLE_INFLIGHT_MAX_RECORDS),
         ),
-        "allow_writes": services.config.current.get_bool("console.allow.writes"),
+        "allow_writes": services.config.current.get(broker_keys.CONSOLE_ALLOW_WRITES),
     }
 
 
@@ -227,7 +227,7 @@ def consumer_group(services: Services, group_id: str) -> Json | None:
         "type": group.group_type,
         "state": group.group_state,
         "partitions": _committed(services, group_id),
-        "allow_writes": services.config.current.get_bool("console.allow.writes"),
+        "allow_writes": services.config.current.get(broker_keys.CONSOLE_ALLOW_WRITES),
     }
 
 

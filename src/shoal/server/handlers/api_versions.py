@@ -22,6 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i64
 
+from shoal.config import broker_keys
 from shoal.protocol import codec
 from shoal.protocol.codec import response_class
 from shoal.server import features
@@ -49,7 +50,7 @@ _kept: dict[tuple[int, int, int], tuple[object, Any]] = {}
 async def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     version = ctx.api_version
-    share_level = services.config.current.get_int("share.version")
+    share_level = services.config.current.get(broker_keys.SHARE_VERSION)
     ranges = services.api_versions
     key = (version, share_level, id(ranges))
     kept = _kept.get(key)

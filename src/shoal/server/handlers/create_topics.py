@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal import limits
-from shoal.config import ConfigError, validate_topic_configs
+from shoal.config import ConfigError, broker_keys, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -111,7 +111,7 @@ def _partitions_asked(ctx: RequestContext, topics: list[Any]) -> int:
     """The partitions a request asks for, as Kafka's controller counts them against
     limits.PARTITIONS_PER_CREATE_TOPICS_MAX: the manual assignments' count, else
     NumPartitions (`num.partitions` for -1; nothing for another value below 1)."""
-    default = ctx.services.config.current.get_int("num.partitions")
+    default = ctx.services.config.current.get(broker_keys.NUM_PARTITIONS)
     total = 0
     for topic in topics:
         partitions = int(topic.num_partitions)
@@ -168,14 +168,16 @@ def _plan(ctx: RequestContext, topic: Any) -> _Plan:
         partitions = _assigned_partitions(ctx, topic)
     else:
         if partitions == _DEFAULT:
-            partitions = ctx.services.config.current.get_int("num.partitions")
+            partitions = ctx.services.config.current.get(broker_keys.NUM_PARTITIONS)
         if partitions < 1:
             raise Refused(
                 ErrorCode.invalid_partitions,
                 "Number of partitions was set to an invalid non-positive value.",
             )
         if replication_factor == _DEFAULT:
-            replication_factor = ctx.services.config.current.get_int("default.replication.factor")
+            replication_factor = ctx.services.config.current.get(
+                broker_keys.DEFAULT_REPLICATION_FACTOR
+            )
         if replication_factor < 1:
             raise Refused(
                 ErrorCode.invalid_replication_factor,

@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.config import broker_keys
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -97,7 +98,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 async def _delete(ctx: RequestContext, target: _Target) -> tuple[str, uuid.UUID]:
     services = ctx.services
-    if not services.config.current.get_bool("delete.topic.enable"):
+    if not services.config.current.get(broker_keys.DELETE_TOPIC_ENABLE):
         if ctx.api_version < _DELETION_DISABLED_CODE_MIN_VERSION:
             raise Refused(ErrorCode.invalid_request, "Topic deletion is disabled.")
         raise Refused(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")

@@ -30,6 +30,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.config import broker_keys
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import AbortedTxn
@@ -74,7 +75,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     ]
     max_wait_ms = min(
         int(request.max_wait.total_seconds() * 1000),
-        services.config.current.get_int("shoal.fetch.max.wait.ms"),
+        services.config.current.get(broker_keys.SHOAL_FETCH_MAX_WAIT_MS),
     )
     deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)

@@ -36,6 +36,7 @@ import logging
 import uuid
 from typing import Any
 
+from shoal.config import broker_keys
 from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
@@ -144,7 +145,7 @@ async def _one_topic(
         allowed = version < 4 or bool(request.allow_auto_topic_creation)
         if (
             allowed
-            and ctx.services.config.current.get_bool("auto.create.topics.enable")
+            and ctx.services.config.current.get(broker_keys.AUTO_CREATE_TOPICS_ENABLE)
             and not authz.cluster_allowed(ctx, AclOperation.CREATE)
             and not authz.allowed(ctx, AclOperation.CREATE, authz.TOPIC, name)
         ):
@@ -156,8 +157,8 @@ async def _one_topic(
 async def _auto_create(ctx: RequestContext, name: str, *, allowed: bool) -> ErrorCode:
     """Create `name` if allowed and enabled; the code the request answers for it."""
     services = ctx.services
-    enabled = allowed and services.config.current.get_bool("auto.create.topics.enable")
-    partitions = services.config.current.get_int("num.partitions")
+    enabled = allowed and services.config.current.get(broker_keys.AUTO_CREATE_TOPICS_ENABLE)
+    partitions = services.config.current.get(broker_keys.NUM_PARTITIONS)
 
     async def create() -> TopicInfo | None:
         """The topic made, or None if a change that came first made it."""

@@ -93,7 +93,7 @@ from functools import cache
 from typing import Any, cast
 
 from shoal import limits
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys, topic_keys, topic_override
 from shoal.log.api import AppendResult, LogError
 from shoal.log.partition import PartitionLog
 from shoal.log.settings import LogConfig
@@ -130,7 +130,6 @@ _WITH_LOG_START = frozenset(
 TOPIC_ID_MIN_VERSION = 13
 ADDS_PARTITIONS_MIN_VERSION = 12
 """From v12 a transactional produce adds its partition to the transaction (KIP-890)."""
-VERIFICATION_ENABLE = "transaction.partition.verification.enable"
 
 
 @api(API_KEY, 0, 13)
@@ -318,7 +317,7 @@ def _produce_partition(
         return _Appended(
             index, _partition_error(types, index, ErrorCode.invalid_topic_exception, None)
         )
-    max_batch_bytes = topic_info.configs.get("max.message.bytes")
+    max_batch_bytes = topic_override(topic_info.configs, topic_keys.MAX_MESSAGE_BYTES)
     if max_batch_bytes is None:
         max_batch_bytes = _message_max_bytes(services.config.current)
     try:
@@ -447,7 +446,7 @@ def _message_max_bytes(config: BrokerConfig) -> int:
     makes a new one): a topic without its own max.message.bytes reads it per partition
     of every Produce."""
     if _BROKER_MAX[0] is not config:
-        _BROKER_MAX[:] = [config, config.get_int("message.max.bytes")]
+        _BROKER_MAX[:] = [config, config.get(broker_keys.MESSAGE_MAX_BYTES)]
     value: int = _BROKER_MAX[1]
     return value
 
@@ -471,7 +470,9 @@ def _unverified(
         return ErrorCode.invalid_record
     ((producer_id, producer_epoch),) = ids
     adds = ctx.api_version >= ADDS_PARTITIONS_MIN_VERSION
-    if not adds and not ctx.services.config.current.get_bool(VERIFICATION_ENABLE):
+    if not adds and not ctx.services.config.current.get(
+        broker_keys.TRANSACTION_PARTITION_VERIFICATION_ENABLE
+    ):
         return None  # appended unverified, as Kafka does with verification disabled
     txn = ctx.services.txn
     if not txn.opened:

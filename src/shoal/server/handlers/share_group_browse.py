@@ -32,6 +32,7 @@ import logging
 import uuid
 from typing import Any
 
+from shoal.config import broker_keys
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.extensions import SHARE_GROUP_BROWSE
 from shoal.protocol.schema import Schema, response_schema
@@ -68,7 +69,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     assert info is not None  # _refusal checked it
     max_entries = min(
         int(request.max_entries),
-        ctx.services.config.current.get_int("shoal.share.browse.max.entries"),
+        ctx.services.config.current.get(broker_keys.SHOAL_SHARE_BROWSE_MAX_ENTRIES),
     )
     partitions = tuple(
         _partition(

@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from shoal.config import broker_keys
 from shoal.group.committed_offsets import OffsetToCommit, PartitionError
 from shoal.protocol.errors import ErrorCode, for_version
 from shoal.security.acl import AclOperation
 from shoal.server import authorization as authz
 from shoal.server import offset_commits
 from shoal.server.context import RequestContext
-from shoal.server.handlers.produce import VERIFICATION_ENABLE
 from shoal.server.registry import api
 
 API_KEY = 28
@@ -96,7 +96,9 @@ def _verify(ctx: RequestContext, request: Any) -> ErrorCode | None:
     """The transaction coordinator's refusal of the commit, for the request's version;
     None when the group's partition is (v5: now) in the producer's transaction."""
     adds = ctx.api_version >= _ADDS_PARTITION_MIN_VERSION
-    if not adds and not ctx.services.config.current.get_bool(VERIFICATION_ENABLE):
+    if not adds and not ctx.services.config.current.get(
+        broker_keys.TRANSACTION_PARTITION_VERIFICATION_ENABLE
+    ):
         return None  # transaction.partition.verification.enable=false: as before KIP-890
     txn = ctx.services.txn
     if not txn.opened:  # no transactional id was ever initialized here
