@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from shoal import limits
 from shoal.coordinator.log_sink import CoordinatorBatchTooLarge
 from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import CoordinatorRuntime
 from shoal.group.coordinator import GroupCoordinatorShard
 from shoal.group.records import CoordinatorRecord
-from shoal.group.results import CoordinatorResult
 from shoal.log.partition import PartitionLog
 
 GroupRuntime = CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord]

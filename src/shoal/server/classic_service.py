@@ -37,7 +37,6 @@ from shoal.coordinator import CoordinatorRuntime
 from shoal.group import GroupCoordinatorShard
 from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.classic_state import (
-    ClassicResult,
     Completion,
     JoinRequest,
     JoinResponse,
@@ -45,9 +44,12 @@ from shoal.group.classic_state import (
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    completions_of,
+    parked_member,
 )
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
 from shoal.group.records import CoordinatorRecord
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 
@@ -224,17 +226,18 @@ class ClassicService:
     # ---- plumbing ---------------------------------------------------------------------
 
     def _park(
-        self, waiters: dict[_Key, list[Any]], group_id: str, result: ClassicResult[Any]
+        self, waiters: dict[_Key, list[Any]], group_id: str, result: GroupResult[Any]
     ) -> asyncio.Future[Any] | None:
-        if result.parked is None:
+        member_id = parked_member(result)
+        if member_id is None:
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        waiters.setdefault((group_id, result.parked), []).append(future)
+        waiters.setdefault((group_id, member_id), []).append(future)
         return future
 
-    def _apply(self, result: ClassicResult[R]) -> R:
+    def _apply(self, result: GroupResult[R]) -> R:
         response = self._runtime.apply(result)
-        for completion in result.completions:
+        for completion in completions_of(result):
             self._complete(completion)
         self.answer_abandoned()
         self._rearm()

@@ -73,9 +73,14 @@ from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
-from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink, RecordSink, RecordSinkError
-from shoal.group import (
+from shoal.coordinator import (
     CoordinatorResult,
+    CoordinatorRuntime,
+    InMemoryRecordSink,
+    RecordSink,
+    RecordSinkError,
+)
+from shoal.group import (
     DeleteShareState,
     GroupCoordinatorShard,
     InitializeShareState,
@@ -98,8 +103,8 @@ from shoal.group.results import (
     DescribedGroup,
     DescribedOffsetsPartition,
     DescribedOffsetsTopic,
-    Effect,
     GroupEpochResponse,
+    GroupResult,
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
@@ -557,11 +562,11 @@ class GroupService:
 
     # ---- writes and effects -------------------------------------------------------------
 
-    def _write(self, result: CoordinatorResult[R]) -> R:
+    def _write(self, result: GroupResult[R]) -> R:
         response, _ = self._write_tracked(result)
         return response
 
-    def _write_tracked(self, result: CoordinatorResult[R]) -> tuple[R, _Outcomes]:
+    def _write_tracked(self, result: GroupResult[R]) -> tuple[R, _Outcomes]:
         """Apply `result`, perform its effects, re-arm the timer. Returns the response
         and what the effects came to."""
         try:
@@ -571,7 +576,7 @@ class GroupService:
             self._rearm()
         return response, outcomes
 
-    def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
+    def _perform(self, effects: Iterable[object]) -> _Outcomes:
         pending = list(effects)
         outcomes = _Outcomes()
         performed = 0
@@ -579,7 +584,7 @@ class GroupService:
             performed += 1
             assert performed <= _EFFECTS_PER_WRITE_MAX, "effects keep producing effects"
             effect = pending.pop(0)
-            outcome: CoordinatorResult[GroupEpochResponse]
+            outcome: GroupResult[GroupEpochResponse]
             if isinstance(effect, InitializeShareState):
                 success = self._initialize_state(effect, outcomes.state_errors)
                 outcome = self.shard.complete_initialization(
@@ -588,6 +593,7 @@ class GroupService:
                     success=success,
                 )
             else:
+                assert isinstance(effect, DeleteShareState), effect
                 errors = outcomes.state_errors
                 failed_before = len(errors)
                 self._delete_state(effect, errors)

@@ -14,9 +14,10 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
+from shoal.coordinator import CoordinatorResult
 from shoal.coordinator.log_sink import LogRecordSink, RoutedRecordSink, read_log
 from shoal.coordinator.runtime import CoordinatorRuntime
-from shoal.group import CoordinatorResult, GroupCoordinatorShard, TopicMetadata
+from shoal.group import GroupCoordinatorShard, TopicMetadata
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
 from shoal.group.records import (
     CODEC,
