@@ -109,7 +109,8 @@ class DurableState:
 
 
 class GroupCoordinatorShard:
-    """Share groups of one coordinator partition. See the module docstring."""
+    """The groups of one `__consumer_offsets` partition (`log_partitions` > 1 only
+    for a shard spanning several, the simulator's). See the module docstring."""
 
     def __init__(
         self,
@@ -919,14 +920,23 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records=records, response=len(records))
 
     def complete_transaction(
-        self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        *,
+        offsets_partition: int | None = None,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
     ) -> GroupResult[int]:
-        """A transaction marker on `__consumer_offsets` partition `offsets_partition`:
-        `producer_id`'s pending offsets of the groups there materialised (`commit`) or
-        dropped (group/txn_offsets.py). Response: how many records."""
-        assert 0 <= offsets_partition < self.log_keys.partitions, offsets_partition
+        """A transaction marker on `__consumer_offsets` partition `offsets_partition`
+        of the shard's span (None: every group of the shard, which hosts one
+        partition): `producer_id`'s pending offsets of the groups there materialised
+        (`commit`) or dropped (group/txn_offsets.py). Response: how many records."""
+        partition_of = self.log_keys.partition_of
+        assert offsets_partition is None or 0 <= offsets_partition < self.log_keys.partitions
         records = self.classic.txn_offsets.complete(
-            in_partition=lambda group_id: self.log_keys.partition_of(group_id) == offsets_partition,
+            in_partition=lambda group_id: (
+                offsets_partition is None or partition_of(group_id) == offsets_partition
+            ),
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             commit=commit,

@@ -40,12 +40,14 @@ def maintenance_pass(
     records_max: int,
     remove_paths: RemovePaths,
 ) -> tuple[int, int]:
-    """Re-write old keys, then prune. Returns (records re-written, partitions whose
-    log start moved). A sink error propagates (nothing pruned)."""
-    result = runtime.shard.rewrite_old_records(
-        window_records=window_records, records_max=records_max
-    )
-    records = result.records
+    """Re-write old keys (at most about `records_max`, whole groups; none if 0), then
+    prune. Returns (records re-written, partitions whose log start moved). A sink
+    error propagates (nothing pruned)."""
+    records: tuple[CoordinatorRecord, ...] = ()
+    if records_max > 0:  # 0: this pass's re-write budget is spent; prune only
+        records = runtime.shard.rewrite_old_records(
+            window_records=window_records, records_max=records_max
+        ).records
     step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
     for start in range(0, len(records), step):
         _append(runtime, records[start : start + step])

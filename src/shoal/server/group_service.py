@@ -1,13 +1,20 @@
-"""The group coordinator in the running broker: shard, runtime, effects and timers.
+"""The group coordinator in the running broker: shards, runtimes, effects and timers.
 
-`GroupService` owns the `GroupCoordinatorShard` (group/coordinator.py), the
-`CoordinatorRuntime` that writes its records and replays them (coordinator/), and
-drives everything the shard leaves to its caller:
+`GroupService` owns a `GroupCoordinatorShard` (group/coordinator.py) per
+`__consumer_offsets` partition, each in the `CoordinatorRuntime` that writes its
+records to its partition and replays them (`GroupShards`, server/group_persistence.py,
+as Kafka's GroupCoordinatorService hosts a shard per partition), and drives
+everything the shards leave to their caller:
 
-- **Writes.** Every shard operation goes through `_write`: the runtime appends the
-  records and replays them, then the result's effects are performed, then the timer
-  is re-armed, then the response is returned. Everything is synchronous, so one
-  operation never interleaves with another on the event loop.
+- **Placement.** An operation on a group goes to the shard of its partition,
+  `partition_for(group_id, n)`; operations over several groups (ListGroups,
+  DescribeGroups, DeleteGroups, topic changes, timers, cleanup) go to each shard
+  concerned and merge the answers (DeleteGroups and describes in request order,
+  ListGroups by group id).
+- **Writes.** Every shard operation goes through `_write`: the group's runtime
+  appends the records and replays them, then the result's effects are performed,
+  then the timer is re-armed, then the response is returned. Everything is
+  synchronous, so one operation never interleaves with another on the event loop.
 - **Effects.** `InitializeShareState` -> `persister.initialize` for every
   share-partition (in-process, synchronous) -> `complete_initialization` (success
   only if every partition succeeded) -> written like any result.
@@ -36,9 +43,10 @@ drives everything the shard leaves to its caller:
   asynchronously: there the partitions reach every member only at its heartbeat
   after the initialisation, one heartbeat interval (5 s) after forming.
 - **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
-  `shard.next_deadline()` (session expiry, initialisation retry, a scheduled regex
-  refresh); firing runs `expire_sessions`, `retry_initializations` and
-  `refresh_regexes` (group/regex_refresh.py). Every write calls `rearm`.
+  the earliest `next_deadline()` of the shards (session expiry, initialisation
+  retry, a scheduled regex refresh); firing runs `expire_sessions`,
+  `retry_initializations` and `refresh_regexes` (group/regex_refresh.py) on every
+  shard. Every write calls `rearm`.
 - **Topics.** `topics_changed()` hands the shard every topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
@@ -52,15 +60,16 @@ drives everything the shard leaves to its caller:
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
   through `reconfigure`.
 
-The record sink is given by the broker: `__consumer_offsets`, the shard rebuilt from
-it at start (server/group_persistence.py); without one (tests) it is an
-`InMemoryRecordSink` bounded by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`. A sink
-that refuses a write raises `RecordSinkError` (a batch too large is one) out of the
-operation, which the handler answers with COORDINATOR_NOT_AVAILABLE.
+The record sinks are given by the broker: one per `__consumer_offsets` partition,
+each shard rebuilt from its partition at start (`load`, server/group_persistence.py);
+without them (tests) one `InMemoryRecordSink` bounded by
+`limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, so one shard. A sink that refuses a
+write raises `RecordSinkError` (a batch too large is one) out of the operation,
+which the handler answers with COORDINATOR_NOT_AVAILABLE.
 
-(About 690 lines because it is the one shell around the one group shard: every
-group type's operations go through its `_write` and effect loop; the classic
-protocol's parked answers live apart, in classic_service.py.)
+(About 700 lines because it is the one shell around the group shards: every group
+type's operations go through its `_write` and effect loop; the classic protocol's
+parked answers live apart, in classic_service.py.)
 """
 
 from __future__ import annotations
@@ -73,13 +82,7 @@ from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
-from shoal.coordinator import (
-    CoordinatorResult,
-    CoordinatorRuntime,
-    InMemoryRecordSink,
-    RecordSink,
-    RecordSinkError,
-)
+from shoal.coordinator import CoordinatorResult, InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.group import (
     DeleteShareState,
     GroupCoordinatorShard,
@@ -94,6 +97,7 @@ from shoal.group.consumer_membership import (
     HeartbeatRequest,
     HeartbeatResponse,
 )
+from shoal.group.log_maintenance import GroupRuntime
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import (
@@ -113,6 +117,7 @@ from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.server.classic_service import ClassicService
+from shoal.server.group_persistence import GroupShards, Replay
 from shoal.server.timers import DeadlineTimer, TimerSource
 from shoal.share.persister import Persister, SharePartitionKey
 
@@ -156,29 +161,24 @@ class GroupService:
         persister: Persister,
         topic_source: Callable[[], Iterable[TopicMetadata]],
         group_configs: GroupConfigLookup | None = None,
-        sink: RecordSink[CoordinatorRecord] | None = None,
+        sinks: Sequence[RecordSink[CoordinatorRecord]] = (),
         share_state_listeners: Iterable[Callable[[str], None]] = (),
         rearm: Callable[[], None] = lambda: None,
-        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
-        self._log_partitions = log_partitions
-        """Partitions of the sink's `__consumer_offsets` (1 for an in-memory sink)."""
         self._persister = persister
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
         self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         self._classic_settings = ClassicSettings.from_values(config.get_int)
-        self._sink: RecordSink[CoordinatorRecord] = (
-            sink if sink is not None else InMemoryRecordSink()
+        self.shards = GroupShards(
+            shard_factory=self._new_shard, sinks=list(sinks) or [InMemoryRecordSink()]
         )
-        self.runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = (
-            CoordinatorRuntime(shard_factory=self._new_shard, sink=self._sink)
-        )
+        """A shard per `__consumer_offsets` partition (one sink each)."""
         self._rearm = rearm
         self.classic = ClassicService(
-            runtime=self.runtime,
+            shards=self.shards,
             clock=clock,
             rearm=rearm,
             retention=lambda: (
@@ -198,68 +198,82 @@ class GroupService:
             group_configs=self._group_configs,
             classic_settings=self._classic_settings,
             consumer_settings=self._consumer_settings,
-            log_partitions=self._log_partitions,
         )
 
-    @property
-    def shard(self) -> GroupCoordinatorShard:
-        """The live shard, for reads (describe, list, group types)."""
-        return self.runtime.shard
+    def shard_of(self, group_id: str) -> GroupCoordinatorShard:
+        """The live shard holding `group_id`, for reads (describe, group types)."""
+        return self.shards.shard_of(group_id)
 
     # ---- lifecycle ------------------------------------------------------------------
 
+    def load(self, records_of: Callable[[int], Replay]) -> None:
+        """Rebuild each partition's shard from `records_of(partition)` (the records
+        already in `__consumer_offsets`); `start` then finishes loading."""
+        self.shards.load(records_of)
+
     def start(self) -> None:
-        """Finish loading (the broker replayed `__consumer_offsets` into the runtime
-        first): take the current topics (so re-issued deletions know their
-        partitions), re-arm sessions and re-issue interrupted initialisations and
-        deletions (the timer driver then fires the re-armed deadlines)."""
+        """Finish loading (`load` first): take the current topics (so re-issued
+        deletions know their partitions), re-arm sessions and re-issue interrupted
+        initialisations and deletions (the timer driver then fires the re-armed
+        deadlines)."""
         self.topics_changed()
-        self._write(self.shard.on_loaded())
+        for runtime in self.shards.runtimes:
+            self._write(runtime, runtime.shard.on_loaded())
 
     def timer_sources(self) -> list[TimerSource]:
         """Session expiry and initialisation retry, for the broker's timer driver."""
         return [
             DeadlineTimer(
-                "group-coordinator",
-                deadline=lambda _now: self.shard.next_deadline(),
-                action=self.fire_timers,
+                "group-coordinator", deadline=self._next_deadline, action=self.fire_timers
             ),
             *self.classic.timer_sources(),
         ]
+
+    def _next_deadline(self, _now_ms: int) -> int | None:
+        deadlines = [
+            d for shard in self.shards.shards() if (d := shard.next_deadline()) is not None
+        ]
+        return min(deadlines, default=None)
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
         consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         if consumer_settings != self._consumer_settings:
             self._consumer_settings = consumer_settings
-            self.shard.update_consumer_settings(consumer_settings)
+            for shard in self.shards.shards():
+                shard.update_consumer_settings(consumer_settings)
         settings = ShareGroupSettings.from_broker_config(config)
         if settings == self._settings:
             return
         self._settings = settings
-        self.shard.update_settings(settings)
+        for shard in self.shards.shards():
+            shard.update_settings(settings)
         self._rearm()
 
     def topics_changed(self) -> None:
-        """Tell the shard the current topics; call after any topic is created,
+        """Tell every shard the current topics; call after any topic is created,
         deleted or grown."""
         topics = list(self._topic_source())
-        try:
-            changed = self._write(self.shard.on_topics_changed(topics=topics))
-        except RecordSinkError:  # the topic change itself stands; groups catch up later
-            log.exception("group coordinator could not record a topic change")
-            return
-        if changed.bumped_groups:
-            log.info("topic change bumped the epoch of share groups %s", changed.bumped_groups)
+        for partition, runtime in enumerate(self.shards.runtimes):
+            try:
+                changed = self._write(runtime, runtime.shard.on_topics_changed(topics=topics))
+            except RecordSinkError:  # the topic change itself stands; groups catch up later
+                log.exception("group coordinator %d could not record a topic change", partition)
+                continue
+            if changed.bumped_groups:
+                log.info("topic change bumped the epoch of share groups %s", changed.bumped_groups)
 
     def topics_deleted(self, names: Collection[str]) -> None:
         """Tombstone every group's committed offsets of deleted topics (Kafka's
         `onPartitionsDeleted`); call after DeleteTopics."""
-        try:
-            deleted = self._write(self.shard.on_topics_deleted(topic_names=names))
-        except RecordSinkError:  # the deletion stands; the offsets stay until deleted
-            log.exception("group coordinator could not delete offsets of deleted topics")
-            return
+        deleted = 0
+        for partition, runtime in enumerate(self.shards.runtimes):
+            try:
+                deleted += self._write(runtime, runtime.shard.on_topics_deleted(topic_names=names))
+            except RecordSinkError:  # the deletion stands; the offsets stay until deleted
+                log.exception(
+                    "group coordinator %d could not delete offsets of deleted topics", partition
+                )
         if deleted:
             log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
 
@@ -268,7 +282,7 @@ class GroupService:
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition holding `group_id`'s records: the one a
         transaction that committed the group's offsets must send its marker to."""
-        return self.shard.log_keys.partition_of(group_id)
+        return self.shards.partition_of(group_id)
 
     async def complete_transaction(
         self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
@@ -278,13 +292,14 @@ class GroupService:
         dropped, the records written before this returns. Idempotent (a repeated
         marker writes nothing). A sink that refuses the write raises
         `RecordSinkError`: the marker is not done, the caller retries it."""
+        runtime = self.shards.runtimes[offsets_partition]
         written = self._write(
-            self.shard.complete_transaction(
-                offsets_partition=offsets_partition,
+            runtime,
+            runtime.shard.complete_transaction(
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 commit=commit,
-            )
+            ),
         )
         if written:
             log.info(
@@ -312,7 +327,8 @@ class GroupService:
     ) -> ShareGroupHeartbeatResponse:
         """ShareGroupHeartbeat (76). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        result = self.shard.share_group_heartbeat(
+        runtime = self.shards.of(group_id)
+        result = runtime.shard.share_group_heartbeat(
             group_id=group_id,
             member_id=member_id,
             member_epoch=member_epoch,
@@ -321,13 +337,14 @@ class GroupService:
             client_id=client_id,
             client_host=client_host,
         )
-        response = self._write(result)
+        response = self._write(runtime, result)
         if response.error is not None:
             return response
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
         response = self._assign_after_initialisation(
+            runtime,
             group_id=group_id,
             member_id=member_id,
             response=response,
@@ -348,6 +365,7 @@ class GroupService:
 
     def _assign_after_initialisation(
         self,
+        runtime: GroupRuntime,
         *,
         group_id: str,
         member_id: str,
@@ -360,12 +378,13 @@ class GroupService:
         the epoch it was given, and is answered with the assignment of that pass
         (module docstring, "Initialisation and assignment"). Its records are
         written before the answer, like any heartbeat's."""
-        group = self.shard.share_group(group_id)
+        group = runtime.shard.share_group(group_id)
         if group is None or group.group_epoch <= response.member_epoch:
             return response
         try:
             again = self._write(
-                self.shard.share_group_heartbeat(
+                runtime,
+                runtime.shard.share_group_heartbeat(
                     group_id=group_id,
                     member_id=member_id,
                     member_epoch=response.member_epoch,
@@ -373,7 +392,7 @@ class GroupService:
                     subscribed_topic_names=None,
                     client_id=client_id,
                     client_host=client_host,
-                )
+                ),
             )
         except RecordSinkError:
             # The first pass stands (written); the member gets the partitions at its
@@ -393,8 +412,9 @@ class GroupService:
     def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        response = self._write(self.shard.consumer_group_heartbeat(request=request))
-        self.classic.answer_abandoned()  # an upgraded classic group's parked requests
+        runtime = self.shards.of(request.group_id)
+        response = self._write(runtime, runtime.shard.consumer_group_heartbeat(request=request))
+        self.classic.answer_abandoned(runtime)  # an upgraded classic group's parked requests
         if response.error is not None:
             return response
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -419,50 +439,68 @@ class GroupService:
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """ShareGroupDescribe (77); read-only."""
-        return self.shard.share_group_describe(group_ids=group_ids)
+        return [
+            described
+            for group_id in group_ids
+            for described in self.shard_of(group_id).share_group_describe(group_ids=[group_id])
+        ]
 
     def list_groups(
         self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
         """ListGroups over share and classic groups; read-only."""
         states, types = list(states_filter), list(types_filter)
-        listed = self.shard.list_groups(states_filter=states, types_filter=types)
-        listed += self.shard.classic.list_groups(states_filter=states, types_filter=types)
-        listed += self.shard.list_consumer_groups(states_filter=states, types_filter=types)
+        listed: list[ListedGroup] = []
+        for shard in self.shards.shards():
+            listed += shard.list_groups(states_filter=states, types_filter=types)
+            listed += shard.classic.list_groups(states_filter=states, types_filter=types)
+            listed += shard.list_consumer_groups(states_filter=states, types_filter=types)
         return sorted(listed, key=lambda group: group.group_id)
 
     # ---- administration ---------------------------------------------------------------
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
         """DeleteGroups (42) of consumer, classic and share groups: one final result
-        per distinct id, in
-        request order (state deleted, then the group's records tombstoned). Raises
-        `RecordSinkError` if nothing could be written."""
+        per distinct id, in request order (state deleted, then the group's records
+        tombstoned), each shard deleting its own groups. Raises `RecordSinkError` if
+        nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
-        consumer_ids = [g for g in ids if self.shard.consumer_group(g) is not None]
+        by_partition: dict[int, list[str]] = {}
+        for group_id in ids:
+            by_partition.setdefault(self.shards.partition_of(group_id), []).append(group_id)
+        by_id: dict[str, DeleteGroupResult] = {}
+        for partition, wanted in by_partition.items():
+            for result in self._delete_groups(self.shards.runtimes[partition], wanted):
+                by_id[result.group_id] = result
+        return [by_id[g] for g in ids]
+
+    def _delete_groups(self, runtime: GroupRuntime, ids: list[str]) -> list[DeleteGroupResult]:
+        """`delete_groups` of distinct ids on one shard."""
+        shard = runtime.shard
+        consumer_ids = [g for g in ids if shard.consumer_group(g) is not None]
         if consumer_ids:
-            consumer = self._write(self.shard.delete_consumer_groups(group_ids=consumer_ids))
+            consumer = self._write(runtime, shard.delete_consumer_groups(group_ids=consumer_ids))
             done = {result.group_id: result for result in consumer.results}
             for result in consumer.results:
                 if result.error is None:
                     log.info("consumer group %s deleted", result.group_id)
             rest_ids = [g for g in ids if g not in done]
-            rest = self.delete_groups(rest_ids) if rest_ids else []
+            rest = self._delete_groups(runtime, rest_ids) if rest_ids else []
             by_id = {result.group_id: result for result in rest} | done
             return [by_id[g] for g in ids]
-        classic_ids = [g for g in ids if self.shard.classic.has_group(g)]
+        classic_ids = [g for g in ids if shard.classic.has_group(g)]
         if classic_ids:
-            records, classic_results = self.shard.classic.delete_groups(classic_ids)
-            self.runtime.apply(CoordinatorResult(records=records, response=None))
+            records, classic_results = shard.classic.delete_groups(classic_ids)
+            runtime.apply(CoordinatorResult(records=records, response=None))
             for deleted in classic_results:
                 if deleted.error is None:
                     log.info("classic group %s deleted", deleted.group_id)
             done = {result.group_id: result for result in classic_results}
             rest_ids = [g for g in ids if g not in done]
-            rest = self.delete_groups(rest_ids) if rest_ids else []
+            rest = self._delete_groups(runtime, rest_ids) if rest_ids else []
             by_id = {result.group_id: result for result in rest} | done
             return [by_id[g] for g in ids]
-        response, outcomes = self._write_tracked(self.shard.delete_groups(group_ids=ids))
+        response, outcomes = self._write_tracked(runtime, shard.delete_groups(group_ids=ids))
         results: list[DeleteGroupResult] = []
         for shard_result in response.results:
             group_id, error = shard_result.group_id, shard_result.error
@@ -480,8 +518,9 @@ class GroupService:
         """AlterShareGroupOffsets (91). A partition whose state the persister did not
         initialise answers the persister's error. Raises `RecordSinkError` if nothing
         could be written."""
-        result = self.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
-        response, outcomes = self._write_tracked(result)
+        runtime = self.shards.of(group_id)
+        result = runtime.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
+        response, outcomes = self._write_tracked(runtime, result)
         if response.error is not None or not result.effects:
             return response
         failed = outcomes.errors_of(group_id)
@@ -498,8 +537,11 @@ class GroupService:
         """DeleteShareGroupOffsets (92). A topic whose state the persister did not
         delete answers the persister's error (and stays deleting, retried by the next
         request). Raises `RecordSinkError` if nothing could be written."""
-        result = self.shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
-        response, outcomes = self._write_tracked(result)
+        runtime = self.shards.of(group_id)
+        result = runtime.shard.delete_share_group_offsets(
+            group_id=group_id, topic_names=topic_names
+        )
+        response, outcomes = self._write_tracked(runtime, result)
         if response.error is not None or not result.effects:
             return response
         failed_topics = {key[0]: error for key, error in outcomes.errors_of(group_id).items()}
@@ -522,7 +564,7 @@ class GroupService:
         """DescribeShareGroupOffsets (90) of one group; read-only. `topics` None =
         every initialised partition. As Kafka, nothing here is a group-level error: a
         group, topic or partition without state answers StartOffset -1."""
-        wanted = self.shard.offsets_to_describe(group_id=group_id, topics=topics)
+        wanted = self.shard_of(group_id).offsets_to_describe(group_id=group_id, topics=topics)
         return [
             DescribedOffsetsTopic(
                 topic_name=name,
@@ -562,21 +604,21 @@ class GroupService:
 
     # ---- writes and effects -------------------------------------------------------------
 
-    def _write(self, result: GroupResult[R]) -> R:
-        response, _ = self._write_tracked(result)
+    def _write(self, runtime: GroupRuntime, result: GroupResult[R]) -> R:
+        response, _ = self._write_tracked(runtime, result)
         return response
 
-    def _write_tracked(self, result: GroupResult[R]) -> tuple[R, _Outcomes]:
-        """Apply `result`, perform its effects, re-arm the timer. Returns the response
-        and what the effects came to."""
+    def _write_tracked(self, runtime: GroupRuntime, result: GroupResult[R]) -> tuple[R, _Outcomes]:
+        """Apply `result` on the shard that made it, perform its effects, re-arm the
+        timer. Returns the response and what the effects came to."""
         try:
-            response = self.runtime.apply(result)
-            outcomes = self._perform(result.effects)
+            response = runtime.apply(result)
+            outcomes = self._perform(runtime, result.effects)
         finally:
             self._rearm()
         return response, outcomes
 
-    def _perform(self, effects: Iterable[object]) -> _Outcomes:
+    def _perform(self, runtime: GroupRuntime, effects: Iterable[object]) -> _Outcomes:
         pending = list(effects)
         outcomes = _Outcomes()
         performed = 0
@@ -587,7 +629,7 @@ class GroupService:
             outcome: GroupResult[GroupEpochResponse]
             if isinstance(effect, InitializeShareState):
                 success = self._initialize_state(effect, outcomes.state_errors)
-                outcome = self.shard.complete_initialization(
+                outcome = runtime.shard.complete_initialization(
                     group_id=effect.group_id,
                     topic_partitions=effect.partitions_by_topic(),
                     success=success,
@@ -599,18 +641,18 @@ class GroupService:
                 self._delete_state(effect, errors)
                 success = len(errors) == failed_before
                 if effect.for_group_deletion:
-                    outcome = self.shard.complete_group_deletion(
+                    outcome = runtime.shard.complete_group_deletion(
                         group_id=effect.group_id, success=success
                     )
                 else:
                     failed = {key.topic_id for key in errors if key.group_id == effect.group_id}
-                    outcome = self.shard.complete_state_deletion(
+                    outcome = runtime.shard.complete_state_deletion(
                         group_id=effect.group_id,
                         topic_ids=[t.topic_id for t in effect.topics if t.topic_id not in failed],
                         success=True,
                     )
             try:
-                self.runtime.apply(outcome)
+                runtime.apply(outcome)
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue
@@ -670,12 +712,18 @@ class GroupService:
 
     def fire_timers(self, now_ms: int) -> None:
         """Expire silent members' sessions and retry failed initialisations due at
-        `now_ms` (a failure propagates to the timer driver, which backs off)."""
-        changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
-        for group_id, member_id in changed.expired_members:
-            log.info("group %s: member %s removed, session timed out", group_id, member_id)
-        self._write(self.shard.retry_initializations(now_ms=now_ms))
-        self._write(self.shard.refresh_regexes(now_ms=now_ms))
+        `now_ms`, on every shard (a failure propagates to the timer driver, which
+        backs off)."""
+        for runtime in self.shards.runtimes:
+            shard = runtime.shard
+            deadline = shard.next_deadline()
+            if deadline is None or deadline > now_ms:
+                continue  # nothing due on this shard
+            changed = self._write(runtime, shard.expire_sessions(now_ms=now_ms))
+            for group_id, member_id in changed.expired_members:
+                log.info("group %s: member %s removed, session timed out", group_id, member_id)
+            self._write(runtime, shard.retry_initializations(now_ms=now_ms))
+            self._write(runtime, shard.refresh_regexes(now_ms=now_ms))
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:
