@@ -945,6 +945,30 @@ class GroupCoordinatorShard:
 
     # ---- administration ---------------------------------------------------------------
 
+    def delete_any_groups(self, *, group_ids: Sequence[str]) -> GroupResult[DeleteGroupsResponse]:
+        """DeleteGroups (42) of distinct ids of any type, one result per id in request
+        order: consumer groups by `delete_consumer_groups`, classic (and simple)
+        groups by `ClassicCoordinator.delete_groups`, the rest as share groups by
+        `delete_groups` (a share group with state answers `pending`, with its
+        `DeleteShareState` effect). The types' groups are disjoint, so one result
+        carries every record."""
+        consumer_ids = [g for g in group_ids if g in self._consumer_groups]
+        taken = set(consumer_ids)
+        classic_ids = [g for g in group_ids if g not in taken and self.classic.has_group(g)]
+        taken.update(classic_ids)
+        consumer = self.delete_consumer_groups(group_ids=consumer_ids)
+        classic_records, classic_results = self.classic.delete_groups(classic_ids)
+        share = self.delete_groups(group_ids=[g for g in group_ids if g not in taken])
+        by_id = {
+            result.group_id: result
+            for result in (*consumer.response.results, *classic_results, *share.response.results)
+        }
+        return CoordinatorResult(
+            records=(*consumer.records, *classic_records, *share.records),
+            response=DeleteGroupsResponse(results=tuple(by_id[g] for g in group_ids)),
+            effects=share.effects,
+        )
+
     def delete_groups(self, *, group_ids: Iterable[str]) -> GroupResult[DeleteGroupsResponse]:
         """DeleteGroups for share groups. An empty group without state is deleted at
         once; one with state first moves its topics to deleting and returns a

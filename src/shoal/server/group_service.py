@@ -82,7 +82,7 @@ from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
-from shoal.coordinator import CoordinatorResult, InMemoryRecordSink, RecordSink, RecordSinkError
+from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.group import (
     DeleteShareState,
     GroupCoordinatorShard,
@@ -476,39 +476,18 @@ class GroupService:
 
     def _delete_groups(self, runtime: GroupRuntime, ids: list[str]) -> list[DeleteGroupResult]:
         """`delete_groups` of distinct ids on one shard."""
-        shard = runtime.shard
-        consumer_ids = [g for g in ids if shard.consumer_group(g) is not None]
-        if consumer_ids:
-            consumer = self._write(runtime, shard.delete_consumer_groups(group_ids=consumer_ids))
-            done = {result.group_id: result for result in consumer.results}
-            for result in consumer.results:
-                if result.error is None:
-                    log.info("consumer group %s deleted", result.group_id)
-            rest_ids = [g for g in ids if g not in done]
-            rest = self._delete_groups(runtime, rest_ids) if rest_ids else []
-            by_id = {result.group_id: result for result in rest} | done
-            return [by_id[g] for g in ids]
-        classic_ids = [g for g in ids if shard.classic.has_group(g)]
-        if classic_ids:
-            records, classic_results = shard.classic.delete_groups(classic_ids)
-            runtime.apply(CoordinatorResult(records=records, response=None))
-            for deleted in classic_results:
-                if deleted.error is None:
-                    log.info("classic group %s deleted", deleted.group_id)
-            done = {result.group_id: result for result in classic_results}
-            rest_ids = [g for g in ids if g not in done]
-            rest = self._delete_groups(runtime, rest_ids) if rest_ids else []
-            by_id = {result.group_id: result for result in rest} | done
-            return [by_id[g] for g in ids]
-        response, outcomes = self._write_tracked(runtime, shard.delete_groups(group_ids=ids))
+        shares = {g for g in ids if runtime.shard.share_group(g) is not None}
+        result = runtime.shard.delete_any_groups(group_ids=ids)
+        response, outcomes = self._write_tracked(runtime, result)
         results: list[DeleteGroupResult] = []
         for shard_result in response.results:
             group_id, error = shard_result.group_id, shard_result.error
             if shard_result.pending:
                 error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
             if error is None:
-                log.info("share group %s deleted", group_id)
-                self._state_reset(group_id)
+                log.info("group %s deleted", group_id)
+                if group_id in shares:
+                    self._state_reset(group_id)
             results.append(DeleteGroupResult(group_id=group_id, error=error))
         return results
 
