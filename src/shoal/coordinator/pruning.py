@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from shoal.coordinator.runtime import NO_OFFSET
+from shoal.coordinator.sink import NO_OFFSET
 from shoal.log.partition import PartitionLog
 
 K = TypeVar("K")

@@ -43,7 +43,8 @@ Shoal writes the markers before it answers EndTxn (Kafka answers once the prepar
 record is written and sends markers afterwards): on one node they are local appends,
 and the producer's next transaction then does not meet CONCURRENT_TRANSACTIONS.
 
-Timers (fired by the broker's timer driver):
+Timers. The coordinator's timed writes run on its runtime (txn/coordinator.py,
+`schedule`), hooked to the broker's timer driver as one source (`timer_sources`):
 - every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: ongoing
   transactions past their timeout are aborted (epoch bumped: the producer is fenced)
   and the markers of transactions left preparing are sent again;
@@ -52,8 +53,13 @@ Timers (fired by the broker's timer driver):
 - every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
   than `transaction.state.log.rewrite.window.records` below their partition's end are
   re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
-  and pass), then each partition's log is deleted below the lowest latest record
-  (Kafka compacts this topic; Shoal prunes it as its other coordinator topics).
+  and pass), then each partition's log is deleted here below the lowest latest record
+  the runtime reports (Kafka compacts this topic; Shoal prunes it as its other
+  coordinator topics).
+
+Effects. The runtime hands every `WriteMarkers` effect to `_on_effects`, which starts
+writing them on the loop (one task per transactional id at a time); a request that
+got effects back awaits those writes (`complete_all`) before it answers.
 
 The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
 offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
@@ -63,8 +69,9 @@ offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from shoal.clock import Clock
@@ -72,22 +79,30 @@ from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.pruning import RemovePaths
+from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import ControlType
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import PeriodicTimer, TimerSource
+from shoal.server.timers import DeadlineTimer, TimerSource
 from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
-from shoal.txn.records import CODEC
+from shoal.txn.coordinator import TRANSACTION_STATE_TOPIC, markers_of
+from shoal.txn.records import CODEC, TxnRecord
 from shoal.txn.state import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+__all__ = [
+    "CONSUMER_OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
+    "ControlAppender",
+    "GroupTransactions",
+    "TxnService",
+]
 
 
 class ControlAppender(Protocol):
@@ -130,7 +145,7 @@ class TxnService:
         remove_paths: RemovePaths = fileio.remove_paths,
     ) -> None:
         assert (coordinator is None) != (open_state is None), "a coordinator or its opener"
-        self._coordinator = coordinator
+        self._coordinator: TransactionCoordinator | None = None
         self._open_state = open_state
         self._partitions = partitions or []
         self._remove_paths = remove_paths
@@ -142,7 +157,10 @@ class TxnService:
         self._offsets_partitions = offsets_partitions
         self._in_flight: set[str] = set()
         """Transactional ids whose markers are being written."""
-        self._tasks: set[asyncio.Task[bool]] = set()
+        self._tasks: dict[str, asyncio.Task[bool]] = {}
+        """The marker writing started by `_on_effects`, per transactional id."""
+        if coordinator is not None:
+            self._adopt(coordinator)
 
     @classmethod
     def open(
@@ -188,8 +206,29 @@ class TxnService:
         """The coordinator, opening `__transaction_state` first if it is not yet."""
         if self._coordinator is None:
             assert self._open_state is not None
-            self._coordinator, self._partitions = self._open_state()
+            coordinator, self._partitions = self._open_state()
+            self._adopt(coordinator)
+            assert self._coordinator is not None
         return self._coordinator
+
+    def _adopt(self, coordinator: TransactionCoordinator) -> None:
+        """Take `coordinator` on: its timed writes and its effects."""
+
+        def interval(key: str) -> Callable[[], int]:
+            return lambda: self._config().get_int(key)
+
+        coordinator.schedule(
+            abort_interval_ms=interval(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+            ),
+            expire_interval_ms=interval(
+                "transaction.remove.expired.transaction.cleanup.interval.ms"
+            ),
+            maintenance_interval_ms=interval("transaction.state.log.prune.interval.ms"),
+            window_records=interval("transaction.state.log.rewrite.window.records"),
+        )
+        coordinator.runtime.on_effects(self._on_effects)
+        self._coordinator = coordinator
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it)."""
@@ -198,9 +237,15 @@ class TxnService:
     # ---- markers
 
     async def complete_all(self, effects: tuple[WriteMarkers, ...]) -> None:
-        """Write the markers of every effect and complete their transactions."""
+        """Return once the markers of every effect are written and their transactions
+        complete: awaits the writing `_on_effects` started, or writes them here (a
+        write made outside the loop)."""
         for markers in effects:
-            await self.complete(markers)
+            task = self._tasks.get(markers.transactional_id)
+            if task is not None:
+                await asyncio.shield(task)
+            else:
+                await self.complete(markers)
 
     async def complete(self, markers: WriteMarkers) -> bool:
         """Write `markers`, then record the transaction complete; False if a partition
@@ -274,9 +319,19 @@ class TxnService:
             self._spawn(self.coordinator.pending_markers())
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
+        tasks = list(self._tasks.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _on_effects(self, _partition: int, effects: tuple[object, ...]) -> None:
+        """The runtime's effect handler: write the markers on the loop. Outside a
+        running loop (tests, tools) the caller writes the markers it got back."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._spawn(markers_of(effects))
 
     def _spawn(self, effects: tuple[WriteMarkers, ...]) -> None:
         for markers in effects:
@@ -284,11 +339,12 @@ class TxnService:
                 continue
             self._in_flight.add(markers.transactional_id)
             task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
+            self._tasks[markers.transactional_id] = task
+            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
 
-    def _task_done(self, task: asyncio.Task[bool]) -> None:
-        self._tasks.discard(task)
+    def _task_done(self, transactional_id: str, task: asyncio.Task[bool]) -> None:
+        if self._tasks.get(transactional_id) is task:
+            del self._tasks[transactional_id]
         if not task.cancelled() and task.exception() is not None:
             log.error(
                 "writing transaction markers failed; retried by the abort timer",
@@ -296,7 +352,8 @@ class TxnService:
             )
 
     def abort_timed_out(self) -> int:
-        """Abort timed-out transactions; resend markers of stuck preparing ones."""
+        """Abort timed-out transactions and resend the markers of stuck preparing ones
+        now (the timed write's steps at once); how many were aborted."""
         if not self.opened:
             return 0
         aborted = self.coordinator.abort_timed_out(self._clock.wall_ms())
@@ -304,47 +361,24 @@ class TxnService:
         self._spawn(self.coordinator.pending_markers())
         return len(aborted)
 
-    def expire_ids(self) -> int:
-        if not self.opened:
-            return 0
-        return self.coordinator.expire_transactional_ids(self._clock.wall_ms())
-
-    def maintain_log(self) -> int:
-        """Re-write stale ids, then prune each partition; partitions pruned."""
-        if not self.opened:
-            return 0
-        return self.coordinator.maintain_log(
-            self._partitions,
-            window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
-            remove_paths=self._remove_paths,
-        )
-
     def timer_sources(self) -> list[TimerSource]:
-        def interval(key: str) -> Callable[[], int]:
-            return lambda: self._config().get_int(key)
+        """The coordinator runtime's timed writes, as one source (nothing is armed
+        before `__transaction_state` is opened)."""
+        return [DeadlineTimer("txn-coordinator", deadline=self._next_deadline, action=self._fire)]
 
-        return [
-            PeriodicTimer(
-                "txn-abort-timed-out",
-                interval_ms=interval("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-                action=lambda _now: self._logged(self.abort_timed_out(), "aborted (timed out)"),
-            ),
-            PeriodicTimer(
-                "txn-expire-ids",
-                interval_ms=interval("transaction.remove.expired.transaction.cleanup.interval.ms"),
-                action=lambda _now: self._logged(self.expire_ids(), "transactional ids expired"),
-            ),
-            PeriodicTimer(
-                "txn-state-log-maintenance",
-                interval_ms=interval("transaction.state.log.prune.interval.ms"),
-                action=lambda _now: self._logged(self.maintain_log(), "state partitions pruned"),
-            ),
-        ]
+    def _next_deadline(self, now_ms: int) -> int | None:
+        return self.coordinator.runtime.next_deadline(now_ms) if self.opened else None
 
-    @staticmethod
-    def _logged(count: int, what: str) -> None:
-        if count:
-            log.info("transaction coordinator: %d %s", count, what)
+    def _fire(self, now_ms: int) -> None:
+        if not self.opened:
+            return
+        fired = self.coordinator.runtime.fire(now_ms)
+        moved = 0
+        for index, offset in sorted(fired.prune.items()):
+            if prune_log(self._partitions[index], offset, remove_paths=self._remove_paths):
+                moved += 1
+        if moved:
+            log.info("transaction coordinator: %d state partitions pruned", moved)
 
 
 def _open_state(
@@ -358,20 +392,26 @@ def _open_state(
         configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
     )
     sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
+    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
+    loaded = [0]
+
+    def loader(index: int) -> Iterator[tuple[int, TxnRecord]]:
+        partitions[index].flush_loaded()  # what a crash left unsynced, before acting on it
+        for pair in read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes):
+            loaded[0] += 1
+            yield pair
+
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
         clock=clock,
         max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
         transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+        loader=loader,
     )
-    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
-    records = 0
-    for index, partition in enumerate(partitions):
-        partition.flush_loaded()  # what a crash left unsynced, before acting on it
-        pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
-        records += len(pairs)
-        coordinator.load_partition(index, pairs)
+    for index in range(len(partitions)):
+        coordinator.runtime.load_partition(index)
+    records = loaded[0]
     log.info(
         "transaction coordinator loaded %d records from %d partitions of %s",
         records,
