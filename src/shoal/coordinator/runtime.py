@@ -177,12 +177,19 @@ class _Hosted(Generic[ShardT, RecordT]):
 
 class CoordinatorRuntime(Generic[ShardT, RecordT]):
     """The shards of one coordinator over the partitions of its topic. See the module
-    docstring."""
+    docstring.
+
+    `new_shard(partition)` builds a partition's empty shard (`shard_factory()` when
+    the shard does not care which); `sinks` holds one sink per partition (or `sink`
+    alone: one partition); `placement` maps keys to partitions (default: the key's
+    `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
+    `prune_offset(shard)` says below which offset a shard needs nothing."""
 
     def __init__(
         self,
         *,
-        shard_factory: Callable[[], ShardT],
+        new_shard: Callable[[int], ShardT] | None = None,
+        shard_factory: Callable[[], ShardT] | None = None,
         sink: RecordSink[RecordT] | None = None,
         sinks: Sequence[RecordSink[RecordT]] | None = None,
         name: str = "coordinator",
@@ -191,7 +198,11 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         prune_offset: Callable[[ShardT], int | None] | None = None,
     ) -> None:
         assert (sink is None) != (sinks is None), "one sink, or one per partition"
-        self._shard_factory = shard_factory
+        if new_shard is None:
+            assert shard_factory is not None, "a shard factory"
+            factory = shard_factory
+            new_shard = lambda _partition: factory()  # noqa: E731
+        self._new_shard: Callable[[int], ShardT] = new_shard
         self._sinks: tuple[RecordSink[RecordT], ...] = (
             (sink,) if sink is not None else tuple(sinks or ())
         )
@@ -208,7 +219,7 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         self._loader = loader
         self._prune_offset = prune_offset
         self._hosted: list[_Hosted[ShardT, RecordT] | None] = [
-            self._host(index, shard_factory()) for index in range(len(self._sinks))
+            self._host(index, new_shard(index)) for index in range(len(self._sinks))
         ]
         self._effects: EffectHandler = _no_effects
         self._flushed: FlushListener = _no_listener
@@ -277,7 +288,7 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if records is None:
             assert self._loader is not None, f"{self.name}: no loader to read partition logs"
             records = self._loader(partition)
-        shard = self._shard_factory()
+        shard = self._new_shard(partition)
         replay = shard.replay
         for offset, record in records:
             replay(record, offset)
@@ -345,15 +356,12 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     def _append_replay(
         self, partition: int, hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT]
     ) -> None:
+        """Append, then replay at the offsets the sink gave. A sink refuses with a
+        `RecordSinkError`; anything else it raises (a bug, a simulated crash)
+        propagates the same way, with nothing replayed."""
         if type(records) is not tuple:
             records = tuple(records)
-        try:
-            appended = hosted.sink.append(records)
-        except RecordSinkError:
-            raise
-        except Exception as exc:  # the sink's own failure, not the shard's: refused
-            log.exception("%s-%d: the record sink failed an append", self.name, partition)
-            raise RecordSinkUnavailable(f"{self.name}-{partition}: append failed: {exc!r}") from exc
+        appended = hosted.sink.append(records)  # a refusal raises: nothing replayed
         replay = hosted.shard.replay
         if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
             for index, record in enumerate(records):

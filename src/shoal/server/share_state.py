@@ -17,10 +17,9 @@ before any response that made it leaves.
 Timers (`timer_sources()`, fired by the broker's timer driver, server/timers.py): the
 runtime's timed writes (cold snapshots every
 `share.coordinator.cold.partition.snapshot.interval.ms`, and the pruning pass every
-`share.coordinator.state.topic.prune.interval.ms`) as one source, and the linger's
-flush as another. What the pruning pass reports is deleted here (`prune_log`: the log
-start offset moves, whole segments below it are removed by `remove_paths`, the
-broker's disk worker threads). Pruning also runs once when loaded: a broker that keeps
+`share.coordinator.state.topic.prune.interval.ms`) as one source
+(server/coordinator_host.py, which deletes what the pass reports), and the linger's
+flush as another. Pruning also runs once when loaded: a broker that keeps
 crashing sooner than one interval would otherwise replay an ever longer log at each
 start (the crash soak saw load times grow to seconds).
 """
@@ -29,21 +28,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import read_log
-from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.coordinator_host import LogLoader, RuntimeTimer, load_all, prune_logs
 from shoal.server.state_linger import StateAppendLinger
-from shoal.server.timers import DeadlineTimer, TimerSource
+from shoal.server.timers import TimerSource
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from shoal.share_coordinator.coordinator import SHARE_STATE_TOPIC
-from shoal.share_coordinator.records import CODEC, ShareCoordinatorRecord
+from shoal.share_coordinator.records import CODEC
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +93,11 @@ class ShareStateService:
             clock=clock, linger_ms=config.get_int("share.coordinator.append.linger.ms"), rearm=rearm
         )
         sinks = linger.sinks(partitions, encode=CODEC.encode)
-        buffer_bytes = config.get_int("share.coordinator.load.buffer.size")
-        loaded = [0]
-
-        def loader(index: int) -> Iterator[tuple[int, ShareCoordinatorRecord]]:
-            for pair in read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes):
-                loaded[0] += 1
-                yield pair
-
+        loader = LogLoader(
+            partitions,
+            CODEC.decode,
+            buffer_bytes=config.get_int("share.coordinator.load.buffer.size"),
+        )
         prune_interval_ms = config.get_int("share.coordinator.state.topic.prune.interval.ms")
         coordinator = ShareCoordinator(
             sink_for=sinks.__getitem__,
@@ -111,52 +107,32 @@ class ShareStateService:
             prune_interval_ms=lambda: prune_interval_ms,
         )
         linger.attach(coordinator.runtime)
-        started = clock.monotonic_ms()
-        for index in range(len(partitions)):
-            coordinator.runtime.load_partition(index)
-        log.info(
-            "share coordinator loaded %d records from %d partitions of %s in %d ms",
-            loaded[0],
-            len(partitions),
-            SHARE_STATE_TOPIC,
-            clock.monotonic_ms() - started,
-        )
+        load_all(coordinator.runtime, loader, clock=clock, what="share coordinator")
         service = cls(
             coordinator=coordinator,
             partitions=partitions,
             append_linger=linger,
             remove_paths=remove_paths,
         )
-        service._logged(service.prune(), "pruning at load")
+        moved = service.prune()
+        if moved:
+            log.info("share coordinator pruning at load: %d partitions", moved)
         return service
 
-    def prune(self, offsets: dict[int, int] | None = None) -> int:
+    def prune(self) -> int:
         """Delete each partition's records below what its shard still needs (the
         runtime's `prunable`, which leaves out partitions with staged writes);
         returns the number of partitions whose log start moved."""
-        if offsets is None:
-            offsets = self.coordinator.runtime.prunable()
-        moved = 0
-        for index, offset in sorted(offsets.items()):
-            if prune_log(self.partitions[index], offset, remove_paths=self._remove_paths):
-                moved += 1
-        return moved
+        offsets = self.coordinator.runtime.prunable()
+        return prune_logs(self.partitions, offsets, remove_paths=self._remove_paths)
 
     def timer_sources(self) -> list[TimerSource]:
         """The runtime's timed writes and the append linger, for the timer driver."""
-        runtime = self.coordinator.runtime
         linger = [self.append_linger.timer_source()] if self.append_linger.enabled else []
-        return [
-            *linger,
-            DeadlineTimer("share-coordinator", deadline=runtime.next_deadline, action=self._fire),
-        ]
-
-    def _fire(self, now_ms: int) -> None:
-        fired = self.coordinator.runtime.fire(now_ms)
-        if fired.prune:
-            self._logged(self.prune(fired.prune), "pruning")
-
-    @staticmethod
-    def _logged(done: int, what: str) -> None:
-        if done:
-            log.info("share coordinator %s: %s partitions", what, done)
+        timed = RuntimeTimer(
+            "share-coordinator",
+            runtime=lambda: self.coordinator.runtime,
+            partitions=lambda: self.partitions,
+            remove_paths=self._remove_paths,
+        )
+        return [*linger, timed]

@@ -29,37 +29,28 @@ never recorded. The cost is a few fsyncs per transaction (InitProducerId,
 AddPartitionsToTxn/AddOffsetsToTxn, the prepare and complete records; measured in
 bench/transactions.py, figures in the README).
 
-Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
-one: for each partition of the transaction, a `__consumer_offsets` partition goes to
-the group coordinator (`complete_transaction`, which materialises or drops that
-producer's pending offsets), any other to the partition's log (`append_control`, one
-control batch). Once every partition has its marker (a partition whose topic is gone
-counts as done, as in Kafka), `markers_written` writes CompleteCommit/CompleteAbort.
-A partition that fails leaves the transaction preparing; the abort timer sends its
-markers again (markers are idempotent on the log side). WriteTxnMarkers (API 27)
-goes through the same `write_markers`.
+Markers. Writing one `WriteMarkers` effect: for each partition of the transaction, a
+`__consumer_offsets` partition goes to the group coordinator (`complete_transaction`,
+which materialises or drops that producer's pending offsets), any other to the
+partition's log (`append_control`, one control batch). Once every partition has its
+marker (a partition whose topic is gone counts as done, as in Kafka),
+`markers_written` writes CompleteCommit/CompleteAbort. A partition that fails leaves
+the transaction preparing; the abort timer sends its markers again (markers are
+idempotent on the log side). WriteTxnMarkers (API 27) goes through the same
+`write_markers`.
 
 Shoal writes the markers before it answers EndTxn (Kafka answers once the prepare
 record is written and sends markers afterwards): on one node they are local appends,
 and the producer's next transaction then does not meet CONCURRENT_TRANSACTIONS.
 
-Timers. The coordinator's timed writes run on its runtime (txn/coordinator.py,
-`schedule`), hooked to the broker's timer driver as one source (`timer_sources`):
-- every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: ongoing
-  transactions past their timeout are aborted (epoch bumped: the producer is fenced)
-  and the markers of transactions left preparing are sent again;
-- every `transaction.remove.expired.transaction.cleanup.interval.ms`: transactional
-  ids idle for `transactional.id.expiration.ms` are removed (a tombstone);
-- every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
-  than `transaction.state.log.rewrite.window.records` below their partition's end are
-  re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
-  and pass), then each partition's log is deleted here below the lowest latest record
-  the runtime reports (Kafka compacts this topic; Shoal prunes it as its other
-  coordinator topics).
+Timers. The coordinator's timed writes (txn/coordinator.py, `schedule`: aborting
+timed-out transactions and resending stuck markers, expiring idle ids, re-writing
+stale ids and pruning) run on its runtime, hooked to the broker's timer driver as
+one source (server/coordinator_host.py), with their intervals read from the config.
 
 Effects. The runtime hands every `WriteMarkers` effect to `_on_effects`, which starts
 writing them on the loop (one task per transactional id at a time); a request that
-got effects back awaits those writes (`complete_all`) before it answers.
+got effects back awaits those tasks (`complete_all`) before it answers.
 
 The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
 offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
@@ -71,25 +62,26 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.placement import partition_for
-from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import ControlType
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import DeadlineTimer, TimerSource
+from shoal.server.coordinator_host import LogLoader, RuntimeTimer, load_all
+from shoal.server.timers import TimerSource
 from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
 from shoal.txn.coordinator import TRANSACTION_STATE_TOPIC, markers_of
-from shoal.txn.records import CODEC, TxnRecord
+from shoal.txn.records import CODEC
 from shoal.txn.state import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -155,10 +147,8 @@ class TxnService:
         self._group = group_transactions
         self.allocate_producer_id = allocate_producer_id
         self._offsets_partitions = offsets_partitions
-        self._in_flight: set[str] = set()
-        """Transactional ids whose markers are being written."""
         self._tasks: dict[str, asyncio.Task[bool]] = {}
-        """The marker writing started by `_on_effects`, per transactional id."""
+        """The markers being written, per transactional id (one task at a time)."""
         if coordinator is not None:
             self._adopt(coordinator)
 
@@ -238,29 +228,26 @@ class TxnService:
 
     async def complete_all(self, effects: tuple[WriteMarkers, ...]) -> None:
         """Return once the markers of every effect are written and their transactions
-        complete: awaits the writing `_on_effects` started, or writes them here (a
-        write made outside the loop)."""
+        complete (or failed: retried by the abort timer)."""
         for markers in effects:
-            task = self._tasks.get(markers.transactional_id)
-            if task is not None:
-                await asyncio.shield(task)
-            else:
-                await self.complete(markers)
+            await self.complete(markers)
 
     async def complete(self, markers: WriteMarkers) -> bool:
-        """Write `markers`, then record the transaction complete; False if a partition
-        failed (the transaction stays preparing and is retried by the timer) or the
-        markers are being written already."""
-        if markers.transactional_id in self._in_flight:
-            return False
-        self._in_flight.add(markers.transactional_id)
-        return await self._complete_and_release(markers)
+        """Await the writing of `markers` (started now unless `_on_effects` did);
+        False if a partition failed (the transaction stays preparing)."""
+        return await asyncio.shield(self._writing(markers))
 
-    async def _complete_and_release(self, markers: WriteMarkers) -> bool:
-        try:
-            errors = await self.write_markers(markers)
-        finally:
-            self._in_flight.discard(markers.transactional_id)
+    def _writing(self, markers: WriteMarkers) -> asyncio.Task[bool]:
+        """The task writing the markers of `markers.transactional_id`: one at a time."""
+        task = self._tasks.get(markers.transactional_id)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._write_and_complete(markers))
+            self._tasks[markers.transactional_id] = task
+            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
+        return task
+
+    async def _write_and_complete(self, markers: WriteMarkers) -> bool:
+        errors = await self.write_markers(markers)
         failed = {tp: e for tp, e in errors.items() if e not in _DONE}
         if failed:
             log.warning(
@@ -325,8 +312,8 @@ class TxnService:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _on_effects(self, _partition: int, effects: tuple[object, ...]) -> None:
-        """The runtime's effect handler: write the markers on the loop. Outside a
-        running loop (tests, tools) the caller writes the markers it got back."""
+        """The runtime's effect handler: start writing the markers on the loop.
+        Outside a running loop (tests, tools) the caller writes those it got back."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -335,12 +322,7 @@ class TxnService:
 
     def _spawn(self, effects: tuple[WriteMarkers, ...]) -> None:
         for markers in effects:
-            if markers.transactional_id in self._in_flight:
-                continue
-            self._in_flight.add(markers.transactional_id)
-            task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
-            self._tasks[markers.transactional_id] = task
-            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
+            self._writing(markers)
 
     def _task_done(self, transactional_id: str, task: asyncio.Task[bool]) -> None:
         if self._tasks.get(transactional_id) is task:
@@ -364,21 +346,13 @@ class TxnService:
     def timer_sources(self) -> list[TimerSource]:
         """The coordinator runtime's timed writes, as one source (nothing is armed
         before `__transaction_state` is opened)."""
-        return [DeadlineTimer("txn-coordinator", deadline=self._next_deadline, action=self._fire)]
-
-    def _next_deadline(self, now_ms: int) -> int | None:
-        return self.coordinator.runtime.next_deadline(now_ms) if self.opened else None
-
-    def _fire(self, now_ms: int) -> None:
-        if not self.opened:
-            return
-        fired = self.coordinator.runtime.fire(now_ms)
-        moved = 0
-        for index, offset in sorted(fired.prune.items()):
-            if prune_log(self._partitions[index], offset, remove_paths=self._remove_paths):
-                moved += 1
-        if moved:
-            log.info("transaction coordinator: %d state partitions pruned", moved)
+        timed = RuntimeTimer(
+            "txn-coordinator",
+            runtime=lambda: self.coordinator.runtime if self.opened else None,
+            partitions=lambda: self._partitions,
+            remove_paths=self._remove_paths,
+        )
+        return [timed]
 
 
 def _open_state(
@@ -393,14 +367,7 @@ def _open_state(
     )
     sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
     buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
-    loaded = [0]
-
-    def loader(index: int) -> Iterator[tuple[int, TxnRecord]]:
-        partitions[index].flush_loaded()  # what a crash left unsynced, before acting on it
-        for pair in read_log(partitions[index], CODEC.decode, buffer_bytes=buffer_bytes):
-            loaded[0] += 1
-            yield pair
-
+    loader = LogLoader(partitions, CODEC.decode, buffer_bytes=buffer_bytes, flush_first=True)
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
@@ -409,15 +376,7 @@ def _open_state(
         transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
         loader=loader,
     )
-    for index in range(len(partitions)):
-        coordinator.runtime.load_partition(index)
-    records = loaded[0]
-    log.info(
-        "transaction coordinator loaded %d records from %d partitions of %s",
-        records,
-        len(partitions),
-        TRANSACTION_STATE_TOPIC,
-    )
+    load_all(coordinator.runtime, loader, clock=clock, what="transaction coordinator")
     return coordinator, partitions
 
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from shoal import limits
 from shoal.clock import Clock
+from shoal.coordinator.append_linger import LingeringRecordSink
 from shoal.coordinator.placement import Placement, share_partition_key
 from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import (
@@ -36,6 +37,8 @@ from shoal.coordinator.runtime import (
     CoordinatorUnavailable,
     Loader,
     RecordSink,
+    RecordSinkError,
+    RecordSinkUnavailable,
     TimedWrite,
 )
 from shoal.protocol.errors import ErrorCode
@@ -56,6 +59,34 @@ COLD_SNAPSHOTS = "share-coordinator-cold-snapshots"
 PRUNE = "share-coordinator-prune"
 
 ShareRuntime = CoordinatorRuntime[ShareCoordinatorShard, ShareCoordinatorRecord]
+
+
+class _GuardedSink:
+    """A partition's sink whose every failure is a refusal: the share coordinator
+    answers COORDINATOR_NOT_AVAILABLE for whatever the sink raised (and only for
+    that: a failure while replaying is a bug and propagates)."""
+
+    def __init__(self, sink: RecordSink[ShareCoordinatorRecord], partition: int) -> None:
+        self._sink = sink
+        self._partition = partition
+
+    def append(self, records: Sequence[ShareCoordinatorRecord], /) -> int | Sequence[int]:
+        try:
+            return self._sink.append(records)
+        except RecordSinkError:
+            raise
+        except Exception as exc:
+            raise RecordSinkUnavailable(
+                f"{SHARE_STATE_TOPIC}-{self._partition}: append failed: {exc!r}"
+            ) from exc
+
+
+def _guarded(
+    sink: RecordSink[ShareCoordinatorRecord], partition: int
+) -> RecordSink[ShareCoordinatorRecord]:
+    """A lingering sink stays itself (the runtime runs its flushes; its failures are
+    `RecordSinkError`s already); any other is guarded."""
+    return sink if isinstance(sink, LingeringRecordSink) else _GuardedSink(sink, partition)
 
 
 def _key_text(key: SharePartitionKey) -> str:
@@ -86,7 +117,7 @@ class ShareCoordinator:
         self._settings = settings
         self._clock = clock
 
-        def shard_factory() -> ShareCoordinatorShard:
+        def new_shard(_partition: int) -> ShareCoordinatorShard:
             return ShareCoordinatorShard(
                 clock=clock,
                 records_per_snapshot=settings.records_per_snapshot,
@@ -97,8 +128,8 @@ class ShareCoordinator:
             settings.num_partitions, key_text=_key_text, kept=placements_kept
         )
         self.runtime: ShareRuntime = CoordinatorRuntime(
-            shard_factory=shard_factory,
-            sinks=[sink_for(p) for p in range(settings.num_partitions)],
+            new_shard=new_shard,
+            sinks=[_guarded(sink_for(p), p) for p in range(settings.num_partitions)],
             name=SHARE_STATE_TOPIC,
             placement=self.placement,
             loader=loader,

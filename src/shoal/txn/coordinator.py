@@ -74,7 +74,7 @@ class TransactionCoordinator:
     ) -> None:
         self._clock = clock
 
-        def shard_factory() -> TxnShard:
+        def new_shard(_partition: int) -> TxnShard:
             return TxnShard(
                 clock=clock,
                 max_timeout_ms=max_timeout_ms,
@@ -82,7 +82,7 @@ class TransactionCoordinator:
             )
 
         self.runtime: TxnRuntime = CoordinatorRuntime(
-            shard_factory=shard_factory,
+            new_shard=new_shard,
             sinks=[sink_for(p) for p in range(partitions)],
             name=TRANSACTION_STATE_TOPIC,
             placement=Placement(partitions, key_text=str),
