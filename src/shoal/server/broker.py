@@ -166,15 +166,16 @@ class Broker:
             topic_source=lambda: topics_of(self.logs),
             group_configs=self.group_configs.overrides,
             sinks=group_log.sinks,
+            loader=group_log.loader,
             share_state_listeners=[self.share_service.share_state_reset],
             rearm=self.timers.rearm,
         )
         """The group coordinator, a shard per `__consumer_offsets` partition, each
         rebuilt from its partition."""
-        self.group_service.load(group_log.records)
+        self.group_service.load()
         self.timers.add(*self.group_service.timer_sources())
         self.group_log = GroupLogMaintenance(
-            shards=self.group_service.shards,
+            runtime=self.group_service.runtime,
             partitions=group_log.partitions,
             config=lambda: self.config,
             remove_paths=self.disk.remove,

@@ -2,24 +2,23 @@
 
 `open_group_log` ensures the topic (`offsets.topic.num.partitions` partitions,
 `offsets.topic.segment.bytes` segments; see coordinator/internal_topics.py) and
-returns a `GroupLog`: one `LogRecordSink` per partition and, per partition, the
-records to replay at start-up. As Kafka's GroupCoordinatorService hosts a
-GroupCoordinatorShard per `__consumer_offsets` partition, `GroupShards` hosts one
-`GroupCoordinatorShard` (in its own `CoordinatorRuntime`, over its partition's sink)
-per partition, and places each group on `partition_for(group_id, n)`: every record
-of a group goes to its partition, in order, and its shard alone holds the group.
-Loading replays each partition into its own shard, records carrying their offset
-in that partition (coordinator/pruning.py: the shard knows where each key's latest
-record is). A shard sees one partition, so its log bookkeeping spans one
-(`GroupCoordinatorShard(log_partitions=1)`).
+returns a `GroupLog`: one `LogRecordSink` per partition and the runtime's loader of
+each partition's records (server/coordinator_host.py). The group coordinator's
+runtime (server/group_service.py) hosts a `GroupCoordinatorShard` per partition over
+that partition's sink, as Kafka's GroupCoordinatorService does, and places each
+group on `partition_for(group_id, n)`:
+every record of a group goes to its partition, in order, and its shard alone holds
+the group. Loading replays each partition into its own shard, records carrying their
+offset in that partition (coordinator/pruning.py: the shard knows where each key's
+latest record is). A shard sees one partition, so its log bookkeeping spans one.
 
 `GroupLogMaintenance` keeps the topic bounded (Shoal has no compaction). A pass
 runs every `offsets.topic.prune.interval.ms`, and as soon as a window
 (`offsets.topic.rewrite.window.records`) of records was appended since the last one
 (the log's `appended` events re-arm the timer; the pass itself runs from the timer,
-never inside an append). For each partition it writes what that partition's shard's
-`rewrite_old_records` returns (live keys more than a window plus the live key count
-below the partition's end, re-appended; at most
+never inside an append). For each partition it writes, through the runtime, what
+that partition's shard's `rewrite_old_records` returns (live keys more than a
+window plus the live key count below the partition's end, re-appended; at most
 `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass over all partitions, in
 appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then deletes the
 partition below the shard's `prune_offsets` with the shared `prune_log` step (as the
@@ -32,45 +31,36 @@ any point loses no key.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, read_log
-from shoal.coordinator.placement import partition_for
+from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.pruning import RemovePaths
-from shoal.coordinator.runtime import CoordinatorRuntime, RecordSink
-from shoal.group import GroupCoordinatorShard
 from shoal.group.log_maintenance import GroupRuntime, maintenance_pass
 from shoal.group.records import CODEC, CoordinatorRecord
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.coordinator_host import LogLoader
 from shoal.server.timers import DeadlineTimer, TimerSource
 
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
-Replay = Iterable[tuple[int, CoordinatorRecord]]
-"""(offset, record) pairs of one partition, in offset order."""
-
 
 @dataclass(frozen=True, slots=True)
 class GroupLog:
-    """`__consumer_offsets` opened: a sink per partition, and each partition's records."""
+    """`__consumer_offsets` opened: a sink per partition, and the loader of each
+    partition's records (raises `CoordinatorLogCorrupt` on a bad record)."""
 
     partitions: tuple[PartitionLog, ...]
     sinks: tuple[LogRecordSink[CoordinatorRecord], ...]
-    buffer_bytes: int
-
-    def records(self, partition: int) -> Iterator[tuple[int, CoordinatorRecord]]:
-        """The records of `partition` (lazily read: iterate before its first append).
-        Raises `CoordinatorLogCorrupt` on a bad record."""
-        return read_log(self.partitions[partition], CODEC.decode, buffer_bytes=self.buffer_bytes)
+    loader: LogLoader[CoordinatorRecord]
 
 
 def open_group_log(logs: LogManager, config: BrokerConfig, clock: Clock) -> GroupLog:
@@ -85,51 +75,10 @@ def open_group_log(logs: LogManager, config: BrokerConfig, clock: Clock) -> Grou
     return GroupLog(
         partitions=tuple(partitions),
         sinks=tuple(LogRecordSink(log=log, encode=CODEC.encode, clock=clock) for log in partitions),
-        buffer_bytes=config.get_int("offsets.load.buffer.size"),
+        loader=LogLoader(
+            partitions, CODEC.decode, buffer_bytes=config.get_int("offsets.load.buffer.size")
+        ),
     )
-
-
-class GroupShards:
-    """A group coordinator shard per `__consumer_offsets` partition, each in its own
-    runtime over its partition's sink; a group lives on `partition_for(group_id, n)`
-    (module docstring)."""
-
-    def __init__(
-        self,
-        *,
-        shard_factory: Callable[[], GroupCoordinatorShard],
-        sinks: Sequence[RecordSink[CoordinatorRecord]],
-    ) -> None:
-        assert sinks, "a group coordinator needs at least one partition"
-        self.runtimes: tuple[GroupRuntime, ...] = tuple(
-            CoordinatorRuntime(shard_factory=shard_factory, sink=sink) for sink in sinks
-        )
-        """The runtime of each partition, by partition."""
-
-    def __len__(self) -> int:
-        return len(self.runtimes)
-
-    def partition_of(self, group_id: str) -> int:
-        """The `__consumer_offsets` partition (and shard) of `group_id`."""
-        count = len(self.runtimes)
-        return 0 if count == 1 else partition_for(group_id, count)
-
-    def of(self, group_id: str) -> GroupRuntime:
-        """The runtime hosting `group_id`."""
-        return self.runtimes[self.partition_of(group_id)]
-
-    def shard_of(self, group_id: str) -> GroupCoordinatorShard:
-        """The live shard holding `group_id`, for reads."""
-        return self.of(group_id).shard
-
-    def shards(self) -> list[GroupCoordinatorShard]:
-        """Every live shard, by partition (for operations over all groups)."""
-        return [runtime.shard for runtime in self.runtimes]
-
-    def load(self, records_of: Callable[[int], Replay]) -> None:
-        """Rebuild each partition's shard from its records (`records_of(partition)`)."""
-        for partition, runtime in enumerate(self.runtimes):
-            runtime.load_at(records_of(partition))
 
 
 class GroupLogMaintenance:
@@ -138,7 +87,7 @@ class GroupLogMaintenance:
     def __init__(
         self,
         *,
-        shards: GroupShards,
+        runtime: GroupRuntime,
         partitions: Sequence[PartitionLog],
         config: Callable[[], BrokerConfig],
         remove_paths: RemovePaths = fileio.remove_paths,
@@ -146,8 +95,8 @@ class GroupLogMaintenance:
         rearm: Callable[[], None] = lambda: None,
     ) -> None:
         assert records_per_pass_max >= 1, records_per_pass_max
-        assert len(partitions) == len(shards), (len(partitions), len(shards))
-        self._shards = shards
+        assert len(partitions) == runtime.partitions, (len(partitions), runtime.partitions)
+        self._runtime = runtime
         self._partitions = tuple(partitions)
         self._config = config
         self._remove_paths = remove_paths
@@ -182,13 +131,14 @@ class GroupLogMaintenance:
         The pass's own re-writes do not count towards the next one."""
         rewritten = moved = 0
         try:
-            for runtime, partition in zip(self._shards.runtimes, self._partitions, strict=True):
+            for index, partition in enumerate(self._partitions):
                 written, pruned = maintenance_pass(
-                    runtime,
+                    self._runtime,
                     [partition],
                     window_records=self._window(),
                     records_max=max(0, self._records_per_pass_max - rewritten),
                     remove_paths=self._remove_paths,
+                    partition=index,
                 )
                 rewritten += written
                 moved += pruned

@@ -1,25 +1,23 @@
-"""The group coordinator in the running broker: shards, runtimes, effects and timers.
+"""The group coordinator in the running broker: its runtime, effects and events.
 
-`GroupService` owns a `GroupCoordinatorShard` (group/coordinator.py) per
-`__consumer_offsets` partition, each in the `CoordinatorRuntime` that writes its
-records to its partition and replays them (`GroupShards`, server/group_persistence.py,
-as Kafka's GroupCoordinatorService hosts a shard per partition), and drives
-everything the shards leave to their caller:
+`GroupService` hosts a `GroupCoordinatorShard` (group/coordinator.py) per
+`__consumer_offsets` partition on the one coordinator runtime (coordinator/runtime.py,
+as Kafka's GroupCoordinatorService hosts a GroupCoordinatorShard per partition): the
+runtime places a group on `partition_for(group_id, n)`, loads each partition by
+replay, writes (append, replay, effects, then the answer), runs the timed writes and
+tells the broker's timer driver when (one source, "group-coordinator"). This shell
+keeps what needs the world outside the shards:
 
-- **Placement.** An operation on a group goes to the shard of its partition,
-  `partition_for(group_id, n)`; operations over several groups (ListGroups,
-  DescribeGroups, DeleteGroups, topic changes, timers, cleanup) go to each shard
-  concerned and merge the answers (DeleteGroups and describes in request order,
+- **Routing and fan-out.** An operation on a group goes to its partition;
+  ListGroups, ShareGroupDescribe, DeleteGroups and topic events go to every shard
+  concerned and merge the answers (describes and DeleteGroups in request order,
   ListGroups by group id).
-- **Writes.** Every shard operation goes through `_write`: the group's runtime
-  appends the records and replays them, then the result's effects are performed,
-  then the timer is re-armed, then the response is returned. Everything is
-  synchronous, so one operation never interleaves with another on the event loop.
-- **Effects.** `InitializeShareState` -> `persister.initialize` for every
-  share-partition (in-process, synchronous) -> `complete_initialization` (success
-  only if every partition succeeded) -> written like any result.
-  `DeleteShareState` -> `persister.delete` -> `complete_state_deletion`, or
-  `complete_group_deletion` for a DeleteGroups.
+- **Effects** (`_on_effects`, the runtime's handler): `InitializeShareState` ->
+  `persister.initialize` for every share-partition (in-process, synchronous) ->
+  `complete_initialization` (success only if every partition succeeded), written on
+  the same partition; `DeleteShareState` -> `persister.delete` ->
+  `complete_state_deletion`, or `complete_group_deletion` for a DeleteGroups;
+  `Completion` -> the parked classic request (classic_service.py).
 - **Administration.** DeleteGroups, AlterShareGroupOffsets and
   DeleteShareGroupOffsets are shard operations like any other; their effects'
   outcomes (persister errors per share-partition, the end of a group deletion) are
@@ -42,34 +40,28 @@ everything the shards leave to their caller:
   heartbeat). A deliberate difference from Kafka, whose share coordinator answers
   asynchronously: there the partitions reach every member only at its heartbeat
   after the initialisation, one heartbeat interval (5 s) after forming.
-- **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
-  the earliest `next_deadline()` of the shards (session expiry, initialisation
-  retry, a scheduled regex refresh); firing runs `expire_sessions`,
-  `retry_initializations` and `refresh_regexes` (group/regex_refresh.py) on every
-  shard. Every write calls `rearm`.
-- **Topics.** `topics_changed()` hands the shard every topic's id, name and
+- **Timed writes.** Each shard's `next_deadline()` (session expiry, initialisation
+  retry, a scheduled regex refresh) is due to `expire_sessions`,
+  `retry_initializations` and `refresh_regexes` (group/regex_refresh.py); the
+  classic ones are classic_service.py's. Every write calls `rearm`.
+- **Topics.** `topics_changed()` hands every shard each topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
   offsets of deleted topics (Kafka's `onPartitionsDeleted`).
 - **Transactions.** TxnOffsetCommit writes pending offsets through
-  `classic.txn_commit_offsets` (classic_service.py), as OffsetCommit does through
-  `classic.commit_offsets`; `complete_transaction` (the transaction shell's marker
-  on a `__consumer_offsets` partition) settles them (group/txn_offsets.py).
+  `classic.txn_commit_offsets`, as OffsetCommit does through `classic.commit_offsets`;
+  `complete_transaction` (the transaction shell's marker on a `__consumer_offsets`
+  partition) settles that partition's (group/txn_offsets.py).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
   through `reconfigure`.
 
-The record sinks are given by the broker: one per `__consumer_offsets` partition,
-each shard rebuilt from its partition at start (`load`, server/group_persistence.py);
-without them (tests) one `InMemoryRecordSink` bounded by
-`limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, so one shard. A sink that refuses a
+The record sinks are given by the broker, one per `__consumer_offsets` partition
+(server/group_persistence.py); without them (tests) one `InMemoryRecordSink` bounded
+by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, so one shard. A sink that refuses a
 write raises `RecordSinkError` (a batch too large is one) out of the operation,
 which the handler answers with COORDINATOR_NOT_AVAILABLE.
-
-(About 700 lines because it is the one shell around the group shards: every group
-type's operations go through its `_write` and effect loop; the classic protocol's
-parked answers live apart, in classic_service.py.)
 """
 
 from __future__ import annotations
@@ -83,6 +75,8 @@ from typing import TypeVar
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
+from shoal.coordinator.placement import Placement
+from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
 from shoal.group import (
     DeleteShareState,
     GroupCoordinatorShard,
@@ -92,6 +86,7 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
+from shoal.group.classic_state import Completion
 from shoal.group.consumer_membership import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     HeartbeatRequest,
@@ -109,6 +104,7 @@ from shoal.group.results import (
     DescribedOffsetsTopic,
     GroupEpochResponse,
     GroupResult,
+    GroupsChanged,
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
@@ -117,15 +113,14 @@ from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.server.classic_service import ClassicService
-from shoal.server.group_persistence import GroupShards, Replay
+from shoal.server.coordinator_host import LogLoader, load_all
+from shoal.server.group_persistence import GROUP_METADATA_TOPIC
 from shoal.server.timers import DeadlineTimer, TimerSource
 from shoal.share.persister import Persister, SharePartitionKey
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 
-_EFFECTS_PER_WRITE_MAX = 10_000
-"""Guard against an effect loop: completions never produce further effects today."""
 _SUMMARY_LEADER_EPOCH = 0
 """Leader epoch sent with a state summary read (Kafka's request default; a summary
 never fences)."""
@@ -162,6 +157,7 @@ class GroupService:
         topic_source: Callable[[], Iterable[TopicMetadata]],
         group_configs: GroupConfigLookup | None = None,
         sinks: Sequence[RecordSink[CoordinatorRecord]] = (),
+        loader: LogLoader[CoordinatorRecord] | None = None,
         share_state_listeners: Iterable[Callable[[str], None]] = (),
         rearm: Callable[[], None] = lambda: None,
     ) -> None:
@@ -172,13 +168,35 @@ class GroupService:
         self._settings = ShareGroupSettings.from_broker_config(config)
         self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         self._classic_settings = ClassicSettings.from_values(config.get_int)
-        self.shards = GroupShards(
-            shard_factory=self._new_shard, sinks=list(sinks) or [InMemoryRecordSink()]
+        sinks = list(sinks) or [InMemoryRecordSink()]
+        self._loader = loader
+        self.runtime: GroupRuntime = CoordinatorRuntime(
+            shard_factory=self._new_shard,
+            sinks=sinks,
+            name=GROUP_METADATA_TOPIC,
+            placement=Placement(len(sinks), key_text=str),
+            loader=loader,
         )
         """A shard per `__consumer_offsets` partition (one sink each)."""
+        self.runtime.on_effects(self._on_effects)
+        self.runtime.add_timed(
+            TimedWrite("group-sessions", operation=_expire_sessions, deadline_ms=_deadline),
+            TimedWrite(
+                "group-initialisation-retry",
+                operation=lambda shard, now: shard.retry_initializations(now_ms=now),
+                deadline_ms=_deadline,
+            ),
+            TimedWrite(
+                "group-regex-refresh",
+                operation=lambda shard, now: shard.refresh_regexes(now_ms=now),
+                deadline_ms=_deadline,
+            ),
+        )
         self._rearm = rearm
+        self._outcomes = _Outcomes()
+        """What the effects of the write in progress came to (`_write_tracked`)."""
         self.classic = ClassicService(
-            shards=self.shards,
+            runtime=self.runtime,
             clock=clock,
             rearm=rearm,
             retention=lambda: (
@@ -202,14 +220,19 @@ class GroupService:
 
     def shard_of(self, group_id: str) -> GroupCoordinatorShard:
         """The live shard holding `group_id`, for reads (describe, group types)."""
-        return self.shards.shard_of(group_id)
+        return self.runtime.shard_at(self.runtime.partition_of(group_id))
+
+    def shards(self) -> list[GroupCoordinatorShard]:
+        """Every live shard, by partition."""
+        return [shard for _, shard in self.runtime.shards()]
 
     # ---- lifecycle ------------------------------------------------------------------
 
-    def load(self, records_of: Callable[[int], Replay]) -> None:
-        """Rebuild each partition's shard from `records_of(partition)` (the records
-        already in `__consumer_offsets`); `start` then finishes loading."""
-        self.shards.load(records_of)
+    def load(self) -> None:
+        """Rebuild each partition's shard from its records in `__consumer_offsets`
+        (the loader's); `start` then finishes loading."""
+        assert self._loader is not None, "no __consumer_offsets to load"
+        load_all(self.runtime, self._loader, clock=self._clock, what="group coordinator")
 
     def start(self) -> None:
         """Finish loading (`load` first): take the current topics (so re-issued
@@ -217,63 +240,61 @@ class GroupService:
         initialisations and deletions (the timer driver then fires the re-armed
         deadlines)."""
         self.topics_changed()
-        for runtime in self.shards.runtimes:
-            self._write(runtime, runtime.shard.on_loaded())
+        for partition in range(self.runtime.partitions):
+            self._write(partition, self.runtime.shard_at(partition).on_loaded())
 
     def timer_sources(self) -> list[TimerSource]:
-        """Session expiry and initialisation retry, for the broker's timer driver."""
+        """The runtime's timed writes (sessions, initialisation retries, regex
+        refreshes, classic deadlines, offsets retention), for the timer driver."""
         return [
             DeadlineTimer(
-                "group-coordinator", deadline=self._next_deadline, action=self.fire_timers
-            ),
-            *self.classic.timer_sources(),
+                "group-coordinator", deadline=self.runtime.next_deadline, action=self._fire
+            )
         ]
 
-    def _next_deadline(self, _now_ms: int) -> int | None:
-        deadlines = [
-            d for shard in self.shards.shards() if (d := shard.next_deadline()) is not None
-        ]
-        return min(deadlines, default=None)
+    def _fire(self, now_ms: int) -> None:
+        self.runtime.fire(now_ms)
+        for partition in range(self.runtime.partitions):
+            self.classic.answer_abandoned(partition)  # conversions a timed write made
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
         consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         if consumer_settings != self._consumer_settings:
             self._consumer_settings = consumer_settings
-            for shard in self.shards.shards():
+            for shard in self.shards():
                 shard.update_consumer_settings(consumer_settings)
         settings = ShareGroupSettings.from_broker_config(config)
         if settings == self._settings:
             return
         self._settings = settings
-        for shard in self.shards.shards():
+        for shard in self.shards():
             shard.update_settings(settings)
         self._rearm()
 
     def topics_changed(self) -> None:
         """Tell every shard the current topics; call after any topic is created,
-        deleted or grown."""
+        deleted or grown. A shard whose write is refused catches up at the next."""
         topics = list(self._topic_source())
-        for partition, runtime in enumerate(self.shards.runtimes):
-            try:
-                changed = self._write(runtime, runtime.shard.on_topics_changed(topics=topics))
-            except RecordSinkError:  # the topic change itself stands; groups catch up later
-                log.exception("group coordinator %d could not record a topic change", partition)
-                continue
-            if changed.bumped_groups:
-                log.info("topic change bumped the epoch of share groups %s", changed.bumped_groups)
+        try:
+            written = self.runtime.write_all(lambda shard: shard.on_topics_changed(topics=topics))
+        finally:
+            self._rearm()
+        bumped = [g for _, result in written for g in result.response.bumped_groups]
+        if bumped:
+            log.info("topic change bumped the epoch of share groups %s", bumped)
 
     def topics_deleted(self, names: Collection[str]) -> None:
         """Tombstone every group's committed offsets of deleted topics (Kafka's
-        `onPartitionsDeleted`); call after DeleteTopics."""
-        deleted = 0
-        for partition, runtime in enumerate(self.shards.runtimes):
-            try:
-                deleted += self._write(runtime, runtime.shard.on_topics_deleted(topic_names=names))
-            except RecordSinkError:  # the deletion stands; the offsets stay until deleted
-                log.exception(
-                    "group coordinator %d could not delete offsets of deleted topics", partition
-                )
+        `onPartitionsDeleted`); call after DeleteTopics. A shard whose write is
+        refused keeps the offsets until they are deleted."""
+        try:
+            written = self.runtime.write_all(
+                lambda shard: shard.on_topics_deleted(topic_names=names)
+            )
+        finally:
+            self._rearm()
+        deleted = sum(result.response for _, result in written)
         if deleted:
             log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
 
@@ -282,7 +303,7 @@ class GroupService:
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition holding `group_id`'s records: the one a
         transaction that committed the group's offsets must send its marker to."""
-        return self.shards.partition_of(group_id)
+        return self.runtime.partition_of(group_id)
 
     async def complete_transaction(
         self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
@@ -292,16 +313,11 @@ class GroupService:
         dropped, the records written before this returns. Idempotent (a repeated
         marker writes nothing). A sink that refuses the write raises
         `RecordSinkError`: the marker is not done, the caller retries it."""
-        runtime = self.shards.runtimes[offsets_partition]
-        written = self._write(
-            runtime,
-            runtime.shard.complete_transaction(
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                commit=commit,
-            ),
+        shard = self.runtime.shard_at(offsets_partition)
+        result = shard.complete_transaction(
+            producer_id=producer_id, producer_epoch=producer_epoch, commit=commit
         )
-        if written:
+        if self._write(offsets_partition, result):
             log.info(
                 "transaction marker (%s) of producer %d epoch %d on __consumer_offsets-%d: "
                 "%d records",
@@ -309,7 +325,7 @@ class GroupService:
                 producer_id,
                 producer_epoch,
                 offsets_partition,
-                written,
+                len(result.records),
             )
 
     # ---- operations -------------------------------------------------------------------
@@ -327,8 +343,8 @@ class GroupService:
     ) -> ShareGroupHeartbeatResponse:
         """ShareGroupHeartbeat (76). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        runtime = self.shards.of(group_id)
-        result = runtime.shard.share_group_heartbeat(
+        partition = self.runtime.partition_of(group_id)
+        result = self.runtime.shard_at(partition).share_group_heartbeat(
             group_id=group_id,
             member_id=member_id,
             member_epoch=member_epoch,
@@ -337,14 +353,14 @@ class GroupService:
             client_id=client_id,
             client_host=client_host,
         )
-        response = self._write(runtime, result)
+        response = self._write(partition, result)
         if response.error is not None:
             return response
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
         response = self._assign_after_initialisation(
-            runtime,
+            partition,
             group_id=group_id,
             member_id=member_id,
             response=response,
@@ -365,7 +381,7 @@ class GroupService:
 
     def _assign_after_initialisation(
         self,
-        runtime: GroupRuntime,
+        partition: int,
         *,
         group_id: str,
         member_id: str,
@@ -378,13 +394,14 @@ class GroupService:
         the epoch it was given, and is answered with the assignment of that pass
         (module docstring, "Initialisation and assignment"). Its records are
         written before the answer, like any heartbeat's."""
-        group = runtime.shard.share_group(group_id)
+        shard = self.runtime.shard_at(partition)
+        group = shard.share_group(group_id)
         if group is None or group.group_epoch <= response.member_epoch:
             return response
         try:
             again = self._write(
-                runtime,
-                runtime.shard.share_group_heartbeat(
+                partition,
+                shard.share_group_heartbeat(
                     group_id=group_id,
                     member_id=member_id,
                     member_epoch=response.member_epoch,
@@ -412,9 +429,10 @@ class GroupService:
     def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        runtime = self.shards.of(request.group_id)
-        response = self._write(runtime, runtime.shard.consumer_group_heartbeat(request=request))
-        self.classic.answer_abandoned(runtime)  # an upgraded classic group's parked requests
+        partition = self.runtime.partition_of(request.group_id)
+        result = self.runtime.shard_at(partition).consumer_group_heartbeat(request=request)
+        response = self._write(partition, result)
+        self.classic.answer_abandoned(partition)  # an upgraded classic group's parked requests
         if response.error is not None:
             return response
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -448,10 +466,10 @@ class GroupService:
     def list_groups(
         self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        """ListGroups over share and classic groups; read-only."""
+        """ListGroups over share, classic and consumer groups of every shard; read-only."""
         states, types = list(states_filter), list(types_filter)
         listed: list[ListedGroup] = []
-        for shard in self.shards.shards():
+        for shard in self.shards():
             listed += shard.list_groups(states_filter=states, types_filter=types)
             listed += shard.classic.list_groups(states_filter=states, types_filter=types)
             listed += shard.list_consumer_groups(states_filter=states, types_filter=types)
@@ -462,34 +480,29 @@ class GroupService:
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
         """DeleteGroups (42) of consumer, classic and share groups: one final result
         per distinct id, in request order (state deleted, then the group's records
-        tombstoned), each shard deleting its own groups. Raises `RecordSinkError` if
-        nothing could be written."""
+        tombstoned; `GroupCoordinatorShard.delete_any_groups` on each shard). Raises
+        `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
         by_partition: dict[int, list[str]] = {}
         for group_id in ids:
-            by_partition.setdefault(self.shards.partition_of(group_id), []).append(group_id)
+            by_partition.setdefault(self.runtime.partition_of(group_id), []).append(group_id)
         by_id: dict[str, DeleteGroupResult] = {}
         for partition, wanted in by_partition.items():
-            for result in self._delete_groups(self.shards.runtimes[partition], wanted):
-                by_id[result.group_id] = result
+            shard = self.runtime.shard_at(partition)
+            shares = {g for g in wanted if shard.share_group(g) is not None}
+            response, outcomes = self._write_tracked(
+                partition, shard.delete_any_groups(group_ids=wanted)
+            )
+            for result in response.results:
+                group_id, error = result.group_id, result.error
+                if result.pending:
+                    error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
+                if error is None:
+                    log.info("group %s deleted", group_id)
+                    if group_id in shares:
+                        self._state_reset(group_id)
+                by_id[group_id] = DeleteGroupResult(group_id=group_id, error=error)
         return [by_id[g] for g in ids]
-
-    def _delete_groups(self, runtime: GroupRuntime, ids: list[str]) -> list[DeleteGroupResult]:
-        """`delete_groups` of distinct ids on one shard."""
-        shares = {g for g in ids if runtime.shard.share_group(g) is not None}
-        result = runtime.shard.delete_any_groups(group_ids=ids)
-        response, outcomes = self._write_tracked(runtime, result)
-        results: list[DeleteGroupResult] = []
-        for shard_result in response.results:
-            group_id, error = shard_result.group_id, shard_result.error
-            if shard_result.pending:
-                error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
-            if error is None:
-                log.info("group %s deleted", group_id)
-                if group_id in shares:
-                    self._state_reset(group_id)
-            results.append(DeleteGroupResult(group_id=group_id, error=error))
-        return results
 
     def alter_offsets(
         self, *, group_id: str, topics: Iterable[TopicOffsets]
@@ -497,9 +510,10 @@ class GroupService:
         """AlterShareGroupOffsets (91). A partition whose state the persister did not
         initialise answers the persister's error. Raises `RecordSinkError` if nothing
         could be written."""
-        runtime = self.shards.of(group_id)
-        result = runtime.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
-        response, outcomes = self._write_tracked(runtime, result)
+        partition = self.runtime.partition_of(group_id)
+        shard = self.runtime.shard_at(partition)
+        result = shard.alter_share_group_offsets(group_id=group_id, topics=topics)
+        response, outcomes = self._write_tracked(partition, result)
         if response.error is not None or not result.effects:
             return response
         failed = outcomes.errors_of(group_id)
@@ -516,11 +530,10 @@ class GroupService:
         """DeleteShareGroupOffsets (92). A topic whose state the persister did not
         delete answers the persister's error (and stays deleting, retried by the next
         request). Raises `RecordSinkError` if nothing could be written."""
-        runtime = self.shards.of(group_id)
-        result = runtime.shard.delete_share_group_offsets(
-            group_id=group_id, topic_names=topic_names
-        )
-        response, outcomes = self._write_tracked(runtime, result)
+        partition = self.runtime.partition_of(group_id)
+        shard = self.runtime.shard_at(partition)
+        result = shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
+        response, outcomes = self._write_tracked(partition, result)
         if response.error is not None or not result.effects:
             return response
         failed_topics = {key[0]: error for key, error in outcomes.errors_of(group_id).items()}
@@ -583,62 +596,61 @@ class GroupService:
 
     # ---- writes and effects -------------------------------------------------------------
 
-    def _write(self, runtime: GroupRuntime, result: GroupResult[R]) -> R:
-        response, _ = self._write_tracked(runtime, result)
+    def _write(self, partition: int, result: GroupResult[R]) -> R:
+        response, _ = self._write_tracked(partition, result)
         return response
 
-    def _write_tracked(self, runtime: GroupRuntime, result: GroupResult[R]) -> tuple[R, _Outcomes]:
-        """Apply `result` on the shard that made it, perform its effects, re-arm the
-        timer. Returns the response and what the effects came to."""
+    def _write_tracked(self, partition: int, result: GroupResult[R]) -> tuple[R, _Outcomes]:
+        """Write `result` on `partition` (the runtime appends, replays and hands the
+        effects to `_on_effects`), re-arm the timer. Returns the response and what
+        the effects came to."""
+        self._outcomes = outcomes = _Outcomes()
         try:
-            response = runtime.apply(result)
-            outcomes = self._perform(runtime, result.effects)
+            response = self.runtime.apply(result, partition)
         finally:
             self._rearm()
         return response, outcomes
 
-    def _perform(self, runtime: GroupRuntime, effects: Iterable[object]) -> _Outcomes:
-        pending = list(effects)
-        outcomes = _Outcomes()
-        performed = 0
-        while pending:
-            performed += 1
-            assert performed <= _EFFECTS_PER_WRITE_MAX, "effects keep producing effects"
-            effect = pending.pop(0)
+    def _on_effects(self, partition: int, effects: tuple[object, ...]) -> None:
+        """The runtime's effect handler: perform each effect, then write its outcome on
+        the same partition (whose own effects come back here)."""
+        outcomes = self._outcomes
+        shard = self.runtime.shard_at(partition)
+        for effect in effects:
             outcome: GroupResult[GroupEpochResponse]
+            if isinstance(effect, Completion):
+                self.classic.complete(effect)
+                continue
             if isinstance(effect, InitializeShareState):
-                success = self._initialize_state(effect, outcomes.state_errors)
-                outcome = runtime.shard.complete_initialization(
+                outcome = shard.complete_initialization(
                     group_id=effect.group_id,
                     topic_partitions=effect.partitions_by_topic(),
-                    success=success,
+                    success=self._initialize_state(effect, outcomes.state_errors),
                 )
-            else:
-                assert isinstance(effect, DeleteShareState), effect
+            elif isinstance(effect, DeleteShareState):
                 errors = outcomes.state_errors
                 failed_before = len(errors)
                 self._delete_state(effect, errors)
-                success = len(errors) == failed_before
                 if effect.for_group_deletion:
-                    outcome = runtime.shard.complete_group_deletion(
-                        group_id=effect.group_id, success=success
+                    outcome = shard.complete_group_deletion(
+                        group_id=effect.group_id, success=len(errors) == failed_before
                     )
                 else:
                     failed = {key.topic_id for key in errors if key.group_id == effect.group_id}
-                    outcome = runtime.shard.complete_state_deletion(
+                    outcome = shard.complete_state_deletion(
                         group_id=effect.group_id,
                         topic_ids=[t.topic_id for t in effect.topics if t.topic_id not in failed],
                         success=True,
                     )
+            else:
+                continue  # a `Park`: the classic shell parked the request before the write
             try:
-                runtime.apply(outcome)
+                answer = self.runtime.apply(outcome, partition)
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
-                outcomes.deleted_groups[effect.group_id] = outcome.response.error
-            pending.extend(outcome.effects)
-        return outcomes
+                outcomes.deleted_groups[effect.group_id] = answer.error
 
     def _initialize_state(
         self, effect: InitializeShareState, errors: dict[SharePartitionKey, ErrorCode]
@@ -687,22 +699,16 @@ class GroupService:
                         error.name,
                     )
 
-    # ---- timers -----------------------------------------------------------------------
 
-    def fire_timers(self, now_ms: int) -> None:
-        """Expire silent members' sessions and retry failed initialisations due at
-        `now_ms`, on every shard (a failure propagates to the timer driver, which
-        backs off)."""
-        for runtime in self.shards.runtimes:
-            shard = runtime.shard
-            deadline = shard.next_deadline()
-            if deadline is None or deadline > now_ms:
-                continue  # nothing due on this shard
-            changed = self._write(runtime, shard.expire_sessions(now_ms=now_ms))
-            for group_id, member_id in changed.expired_members:
-                log.info("group %s: member %s removed, session timed out", group_id, member_id)
-            self._write(runtime, shard.retry_initializations(now_ms=now_ms))
-            self._write(runtime, shard.refresh_regexes(now_ms=now_ms))
+def _deadline(shard: GroupCoordinatorShard) -> int | None:
+    return shard.next_deadline()
+
+
+def _expire_sessions(shard: GroupCoordinatorShard, now_ms: int) -> GroupResult[GroupsChanged]:
+    result = shard.expire_sessions(now_ms=now_ms)
+    for group_id, member_id in result.response.expired_members:
+        log.info("group %s: member %s removed, session timed out", group_id, member_id)
+    return result
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:

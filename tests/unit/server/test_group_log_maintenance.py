@@ -16,6 +16,7 @@ from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
 from shoal.coordinator import CoordinatorResult
 from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.runtime import CoordinatorRuntime
 from shoal.group import GroupCoordinatorShard, TopicMetadata
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
 from shoal.group.coordinator import DurableState
@@ -29,7 +30,7 @@ from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.server.group_persistence import GroupLogMaintenance, GroupShards, open_group_log
+from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService
 from shoal.server.timers import Schedule
 from shoal.share.persister import InMemoryPersister
@@ -60,12 +61,13 @@ class Coordinator:
             persister=InMemoryPersister(),
             topic_source=lambda: [TOPIC],
             sinks=group_log.sinks,
+            loader=group_log.loader,
         )
-        self.service.load(group_log.records)
+        self.service.load()
         self.service.start()
         self.rearms = 0
         self.maintenance = GroupLogMaintenance(
-            shards=self.service.shards,
+            runtime=self.service.runtime,
             partitions=self.partitions,
             config=lambda: self.config,
             remove_paths=fileio.remove_paths,
@@ -106,11 +108,11 @@ class Coordinator:
         return self.schedule.fire_due(self.clock.monotonic_ms())
 
     def home(self, group_id: str) -> PartitionLog:
-        return self.partitions[self.service.shards.partition_of(group_id)]
+        return self.partitions[self.service.runtime.partition_of(group_id)]
 
     def durable_state(self) -> list[DurableState]:
         """Every shard's durable state, by partition."""
-        return [shard.durable_state() for shard in self.service.shards.shards()]
+        return [shard.durable_state() for shard in self.service.shards()]
 
     @staticmethod
     def retained(log: PartitionLog) -> int:
@@ -288,8 +290,9 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
     c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "1"})
     log = c.partitions[0]
     small = LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)
-    shards = GroupShards(shard_factory=lambda: GroupCoordinatorShard(clock=clock), sinks=[small])
-    runtime = shards.runtimes[0]
+    runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
+        shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
+    )
 
     def commit(group: str, partition: int) -> None:  # one commit each: every batch fits
         key = OffsetCommitKey(group_id=group, topic="t", partition=partition)
@@ -303,7 +306,7 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
         commit("other", 0)
     state = runtime.shard.durable_state()
     maintenance = GroupLogMaintenance(
-        shards=shards,
+        runtime=runtime,
         partitions=[log],
         config=lambda: BrokerConfig.from_raw({"offsets.topic.rewrite.window.records": "0"}),
     )
@@ -477,7 +480,5 @@ def test_the_marker_goes_to_the_groups_offsets_partition(
     )
     after = [log.log_end_offset for log in c.partitions]
     assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 1, 0]  # one tombstone
-    pending = {
-        key for shard in c.service.shards.shards() for key in shard.classic.txn_offsets.snapshot()
-    }
+    pending = {key for shard in c.service.shards() for key in shard.classic.txn_offsets.snapshot()}
     assert pending == {(groups[p], 7) for p in (0, 1, 3)}

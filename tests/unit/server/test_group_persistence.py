@@ -46,7 +46,7 @@ def test_topic_made_from_the_offsets_configs(open_manager: Opener) -> None:
     assert info.partitions == 50 == len(group_log.sinks)
     assert info.configs["segment.bytes"] == 104_857_600
     assert info.configs["retention.ms"] == -1 and info.configs["cleanup.policy"] == ["delete"]
-    assert [pair for p in range(50) for pair in group_log.records(p)] == []
+    assert [pair for p in range(50) for pair in group_log.loader(p)] == []
 
 
 def test_segment_size_and_partition_count_follow_the_config(open_manager: Opener) -> None:
@@ -104,7 +104,7 @@ def test_a_reloaded_shard_equals_the_one_that_wrote(open_manager: Opener) -> Non
 
     reopened, config = open_manager(**{"offsets.topic.num.partitions": str(partitions)})
     group_log = open_group_log(reopened, config, harness.clock)
-    replayed = [pair for p in range(partitions) for pair in group_log.records(p)]
+    replayed = [pair for p in range(partitions) for pair in group_log.loader(p)]
     # each record comes back at the offset the live append gave it in its partition
     assert sorted((offset, repr(rec)) for offset, rec in replayed) == sorted(
         (offset, repr(rec)) for offset, rec in zip(written_at, harness.log, strict=True)
