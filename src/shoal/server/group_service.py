@@ -12,12 +12,10 @@ keeps what needs the world outside the shards:
   ListGroups, ShareGroupDescribe, DeleteGroups and topic events go to every shard
   concerned and merge the answers (describes and DeleteGroups in request order,
   ListGroups by group id).
-- **Effects** (`_on_effects`, the runtime's handler): `InitializeShareState` ->
-  `persister.initialize` for every share-partition (in-process, synchronous) ->
-  `complete_initialization` (success only if every partition succeeded), written on
-  the same partition; `DeleteShareState` -> `persister.delete` ->
-  `complete_state_deletion`, or `complete_group_deletion` for a DeleteGroups;
-  `Completion` -> the parked classic request (classic_service.py).
+- **Effects** (`_on_effects`, the runtime's handler): `InitializeShareState` and
+  `DeleteShareState` are performed through the persister and their outcome written
+  on the same partition (server/group_share_state.py); `Completion` answers the
+  parked classic request (classic_service.py).
 - **Administration.** DeleteGroups, AlterShareGroupOffsets and
   DeleteShareGroupOffsets are shard operations like any other; their effects'
   outcomes (persister errors per share-partition, the end of a group deletion) are
@@ -66,9 +64,7 @@ which the handler answers with COORDINATOR_NOT_AVAILABLE.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -100,9 +96,7 @@ from shoal.group.results import (
     DeleteGroupResult,
     DeleteOffsetsResponse,
     DescribedGroup,
-    DescribedOffsetsPartition,
     DescribedOffsetsTopic,
-    GroupEpochResponse,
     GroupResult,
     GroupsChanged,
     ListedGroup,
@@ -115,18 +109,12 @@ from shoal.protocol.errors import ErrorCode
 from shoal.server.classic_service import ClassicService
 from shoal.server.coordinator_host import LogLoader, load_all
 from shoal.server.group_persistence import GROUP_METADATA_TOPIC
+from shoal.server.group_share_state import HighWatermark, Outcomes, ShareStateEffects
 from shoal.server.timers import DeadlineTimer, TimerSource
-from shoal.share.persister import Persister, SharePartitionKey
+from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-
-_SUMMARY_LEADER_EPOCH = 0
-"""Leader epoch sent with a state summary read (Kafka's request default; a summary
-never fences)."""
-
-HighWatermark = Callable[[uuid.UUID, int], int | None]
-"""(topic id, partition) -> the partition's high watermark, None if it has no log."""
 
 SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version=0)."
 
@@ -162,7 +150,7 @@ class GroupService:
         rearm: Callable[[], None] = lambda: None,
     ) -> None:
         self._clock = clock
-        self._persister = persister
+        self._share_state = ShareStateEffects(persister)
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
@@ -193,7 +181,7 @@ class GroupService:
             ),
         )
         self._rearm = rearm
-        self._outcomes = _Outcomes()
+        self._outcomes = Outcomes()
         """What the effects of the write in progress came to (`_write_tracked`)."""
         self.classic = ClassicService(
             runtime=self.runtime,
@@ -557,35 +545,7 @@ class GroupService:
         every initialised partition. As Kafka, nothing here is a group-level error: a
         group, topic or partition without state answers StartOffset -1."""
         wanted = self.shard_of(group_id).offsets_to_describe(group_id=group_id, topics=topics)
-        return [
-            DescribedOffsetsTopic(
-                topic_name=name,
-                topic_id=topic_id,
-                partitions=tuple(
-                    DescribedOffsetsPartition(partition=p)
-                    if topic_id is None
-                    else self._describe_partition(group_id, topic_id, p, high_watermark)
-                    for p in partitions
-                ),
-            )
-            for name, topic_id, partitions in wanted
-        ]
-
-    def _describe_partition(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, high_watermark: HighWatermark
-    ) -> DescribedOffsetsPartition:
-        key = SharePartitionKey(group_id, topic_id, partition)
-        summary = self._persister.read_summary(key=key, leader_epoch=_SUMMARY_LEADER_EPOCH)
-        if summary.error is not None:
-            log.info(
-                "share group %s: no state summary of %s: %s", group_id, key, summary.error.name
-            )
-        return group_offsets.describe_partition(
-            topic_id=topic_id,
-            partition=partition,
-            summary=summary,
-            high_watermark=high_watermark(topic_id, partition),
-        )
+        return self._share_state.describe_offsets(group_id, wanted, high_watermark)
 
     def _state_reset(self, group_id: str) -> None:
         for listener in list(self.on_share_state_reset):
@@ -600,11 +560,11 @@ class GroupService:
         response, _ = self._write_tracked(partition, result)
         return response
 
-    def _write_tracked(self, partition: int, result: GroupResult[R]) -> tuple[R, _Outcomes]:
+    def _write_tracked(self, partition: int, result: GroupResult[R]) -> tuple[R, Outcomes]:
         """Write `result` on `partition` (the runtime appends, replays and hands the
         effects to `_on_effects`), re-arm the timer. Returns the response and what
         the effects came to."""
-        self._outcomes = outcomes = _Outcomes()
+        self._outcomes = outcomes = Outcomes()
         try:
             response = self.runtime.apply(result, partition)
         finally:
@@ -612,38 +572,17 @@ class GroupService:
         return response, outcomes
 
     def _on_effects(self, partition: int, effects: tuple[object, ...]) -> None:
-        """The runtime's effect handler: perform each effect, then write its outcome on
-        the same partition (whose own effects come back here)."""
+        """The runtime's effect handler: answer parked classic requests; perform each
+        share-state effect and write its outcome on the same partition (whose own
+        effects come back here)."""
         outcomes = self._outcomes
-        shard = self.runtime.shard_at(partition)
         for effect in effects:
-            outcome: GroupResult[GroupEpochResponse]
             if isinstance(effect, Completion):
                 self.classic.complete(effect)
                 continue
-            if isinstance(effect, InitializeShareState):
-                outcome = shard.complete_initialization(
-                    group_id=effect.group_id,
-                    topic_partitions=effect.partitions_by_topic(),
-                    success=self._initialize_state(effect, outcomes.state_errors),
-                )
-            elif isinstance(effect, DeleteShareState):
-                errors = outcomes.state_errors
-                failed_before = len(errors)
-                self._delete_state(effect, errors)
-                if effect.for_group_deletion:
-                    outcome = shard.complete_group_deletion(
-                        group_id=effect.group_id, success=len(errors) == failed_before
-                    )
-                else:
-                    failed = {key.topic_id for key in errors if key.group_id == effect.group_id}
-                    outcome = shard.complete_state_deletion(
-                        group_id=effect.group_id,
-                        topic_ids=[t.topic_id for t in effect.topics if t.topic_id not in failed],
-                        success=True,
-                    )
-            else:
+            if not isinstance(effect, InitializeShareState | DeleteShareState):
                 continue  # a `Park`: the classic shell parked the request before the write
+            outcome = self._share_state.outcome(self.runtime.shard_at(partition), effect, outcomes)
             try:
                 answer = self.runtime.apply(outcome, partition)
             except RecordSinkError:
@@ -651,53 +590,6 @@ class GroupService:
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = answer.error
-
-    def _initialize_state(
-        self, effect: InitializeShareState, errors: dict[SharePartitionKey, ErrorCode]
-    ) -> bool:
-        ok = True
-        for topic in effect.topics:
-            for partition in topic.partitions:
-                key = SharePartitionKey(effect.group_id, topic.topic_id, partition.partition)
-                error = self._persister.initialize(
-                    key=key, state_epoch=effect.state_epoch, start_offset=partition.start_offset
-                )
-                if error is not None:
-                    errors[key] = error
-                    log.warning(
-                        "share group %s: initialising %s-%d (state epoch %d) failed: %s",
-                        effect.group_id,
-                        topic.topic_name,
-                        partition.partition,
-                        effect.state_epoch,
-                        error.name,
-                    )
-                    ok = False
-        return ok
-
-    def _delete_state(
-        self, effect: DeleteShareState, errors: dict[SharePartitionKey, ErrorCode]
-    ) -> None:
-        for topic in effect.topics:
-            partitions = topic.partitions
-            if partitions is None:
-                # After a reload, for a topic deleted meanwhile: its partition count
-                # is gone with it, but the share coordinator knows its keys.
-                partitions = self._persister.partitions_with_state(
-                    group_id=effect.group_id, topic_id=topic.topic_id
-                )
-            for partition in partitions:
-                key = SharePartitionKey(effect.group_id, topic.topic_id, partition)
-                error = self._persister.delete(key=key)
-                if error is not None:
-                    errors[key] = error
-                    log.warning(
-                        "share group %s: deleting the state of %s-%d failed: %s",
-                        effect.group_id,
-                        topic.topic_name,
-                        partition,
-                        error.name,
-                    )
 
 
 def _deadline(shard: GroupCoordinatorShard) -> int | None:
@@ -713,20 +605,3 @@ def _expire_sessions(shard: GroupCoordinatorShard, now_ms: int) -> GroupResult[G
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:
     return {}
-
-
-@dataclasses.dataclass(slots=True)
-class _Outcomes:
-    """What performing one write's effects came to."""
-
-    state_errors: dict[SharePartitionKey, ErrorCode] = dataclasses.field(default_factory=dict)
-    """Persister errors by share-partition."""
-    deleted_groups: dict[str, ErrorCode | None] = dataclasses.field(default_factory=dict)
-    """Each group deletion that finished: None = deleted, else why it was not."""
-
-    def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], ErrorCode]:
-        return {
-            (key.topic_id, key.partition): error
-            for key, error in self.state_errors.items()
-            if key.group_id == group_id
-        }
