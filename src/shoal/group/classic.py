@@ -28,9 +28,10 @@ matters to clients). A group moves through
   rebalance happens.
 
 Answers that must wait (a JoinGroup until the join completes, a follower's
-SyncGroup until the leader's) are not answered by the operation: its result says
-`parked=<member id>` and later results carry `completions` (member -> answer) that
-the server shell delivers after writing the result's records.
+SyncGroup until the leader's) are not answered by the operation: its result carries
+a `Park(member id)` effect and later results carry `Completion` effects (member ->
+answer) that the server shell delivers after writing the result's records
+(`classic_state.classic_result`).
 
 State. As in Kafka, a rebalance in progress is memory only: what is durable is the
 last stored generation, a `GroupMetadata` record (type 2) written when the leader's
