@@ -183,7 +183,9 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     the shard does not care which); `sinks` holds one sink per partition (or `sink`
     alone: one partition); `placement` maps keys to partitions (default: the key's
     `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
-    `prune_offset(shard)` says below which offset a shard needs nothing."""
+    `prune_offset(shard)` says below which offset a shard needs nothing. Every
+    partition is hosted from the start with an empty shard; `load_partition`
+    replaces it by one replayed from the log."""
 
     def __init__(
         self,
@@ -529,6 +531,7 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
 
     def _run(self, timed: TimedWrite[ShardT], now_ms: int, partitions: list[int]) -> bool:
         """Run `timed` as a write on `partitions`; True if it ran on any."""
+        records = 0
         for index in partitions:
             hosted = self._hosted[index]
             if hosted is None:
@@ -536,19 +539,23 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             try:
                 result = self.write(index, lambda shard: timed.operation(shard, now_ms))
             except RecordSinkError as exc:
+                retry = "at its next interval"
+                if timed.deadline_ms is not None:
+                    hosted.retry_at[timed.name] = now_ms + TIMED_WRITE_RETRY_MS
+                    retry = f"in {TIMED_WRITE_RETRY_MS} ms"
                 log.warning(
-                    "%s-%d: timed write %s not done, tried again in %d ms: %s",
+                    "%s-%d: timed write %s not done, tried again %s: %s",
                     self.name,
                     index,
                     timed.name,
-                    TIMED_WRITE_RETRY_MS,
+                    retry,
                     exc,
                 )
-                hosted.retry_at[timed.name] = now_ms + TIMED_WRITE_RETRY_MS
                 continue
             hosted.retry_at.pop(timed.name, None)
-            if result.records:
-                log.debug("%s-%d: %s: %s", self.name, index, timed.name, result.response)
+            records += len(result.records)
+        if records:
+            log.info("%s: %s wrote %d records", self.name, timed.name, records)
         return bool(partitions)
 
 
