@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shoal.clock import Clock
-from shoal.coordinator import CoordinatorResult
 from shoal.coordinator.runtime import TimedWrite
 from shoal.group import GroupCoordinatorShard
 from shoal.group.classic_state import (
@@ -48,7 +47,6 @@ from shoal.group.classic_state import (
 )
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
 from shoal.group.log_maintenance import GroupRuntime
-from shoal.group.records import CoordinatorRecord
 from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 
@@ -97,13 +95,11 @@ class ClassicService:
             log.info("classic group %s: member %s removed, session timed out", group_id, member_id)
         return result
 
-    def _cleanup(self, shard: GroupCoordinatorShard) -> CoordinatorResult[CoordinatorRecord, None]:
-        result = shard.cleanup_group_metadata(
+    def _cleanup(self, shard: GroupCoordinatorShard) -> GroupResult[None]:
+        """The offsets cleanup of one shard (the runtime logs what it wrote)."""
+        return shard.cleanup_group_metadata(
             now_ms=self._clock.wall_ms(), retention_ms=self._retention()[0]
         )
-        if result.records:
-            log.info("offsets cleanup: %d offset and group records tombstoned", len(result.records))
-        return result
 
     def expire_offsets(self, _now_ms: int) -> None:
         """One offsets cleanup pass on every shard now: tombstone offsets past
