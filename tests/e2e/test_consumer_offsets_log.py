@@ -111,3 +111,32 @@ def test_deleting_a_topic_deletes_its_committed_offsets_for_good(brokers: Broker
     broker.restart()
     for group in ("g1", "g2"):
         assert _group_offsets(broker.bootstrap, group) == {(kept, 0): 7}
+
+
+def test_groups_on_every_offsets_partition_keep_their_offsets_after_sigkill(
+    brokers: Brokers,
+) -> None:
+    """A shard per `__consumer_offsets` partition: each group's commits go to its own
+    partition (Kafka's placement), and after a kill -9 every partition's shard is
+    rebuilt from its own records, each group with exactly its offsets."""
+    partitions = 4
+    broker = brokers.start(f"offsets.topic.num.partitions={partitions}")
+    topic = topic_name("spread")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    groups = [f"spread-{i}" for i in range(12)]
+    for index, group in enumerate(groups):
+        c = _committer(broker.bootstrap, group)
+        try:
+            _commit(c, topic, {0: index, 1: 100 + index})
+            _commit(c, topic, {1: 200 + index})  # the later commit wins
+        finally:
+            c.close()
+    ends = watermarks(broker.bootstrap, OFFSETS_TOPIC, partitions)
+    assert sum(1 for _low, high in ends.values() if high > 0) >= 3, ends  # spread, not one
+    broker.kill()
+    broker.restart()
+    for index, group in enumerate(groups):
+        assert _group_offsets(broker.bootstrap, group) == {
+            (topic, 0): index,
+            (topic, 1): 200 + index,
+        }, group

@@ -18,18 +18,18 @@ how a caller drives the shard.
 
 from shoal.group.coordinator import DurableState, GroupCoordinatorShard
 from shoal.group.results import (
-    CoordinatorResult,
     DeleteShareState,
+    GroupResult,
     InitializeShareState,
 )
 from shoal.group.settings import ShareGroupSettings
 from shoal.group.topics import TopicMetadata
 
 __all__ = [
-    "CoordinatorResult",
     "DeleteShareState",
     "DurableState",
     "GroupCoordinatorShard",
+    "GroupResult",
     "InitializeShareState",
     "ShareGroupSettings",
     "TopicMetadata",

@@ -28,9 +28,10 @@ matters to clients). A group moves through
   rebalance happens.
 
 Answers that must wait (a JoinGroup until the join completes, a follower's
-SyncGroup until the leader's) are not answered by the operation: its result says
-`parked=<member id>` and later results carry `completions` (member -> answer) that
-the server shell delivers after writing the result's records.
+SyncGroup until the leader's) are not answered by the operation: its result carries
+a `Park(member id)` effect and later results carry `Completion` effects (member ->
+answer) that the server shell delivers after writing the result's records
+(`classic_state.classic_result`).
 
 State. As in Kafka, a rebalance in progress is memory only: what is durable is the
 last stored generation, a `GroupMetadata` record (type 2) written when the leader's
@@ -76,7 +77,6 @@ from shoal.group.classic_state import (
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicMember,
-    ClassicResult,
     Completion,
     DescribedClassicGroup,
     DescribedClassicMember,
@@ -84,7 +84,9 @@ from shoal.group.classic_state import (
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    classic_result,
 )
+from shoal.group.results import GroupResult
 from shoal.group.subscriptions import subscribed_topics
 from shoal.protocol.errors import ErrorCode
 
@@ -175,7 +177,7 @@ class ClassicGroups(ClassicJoins):
 
     # ---- SyncGroup --------------------------------------------------------------------
 
-    def sync(self, request: SyncRequest, *, now_ms: int) -> ClassicResult[SyncResponse | None]:
+    def sync(self, request: SyncRequest, *, now_ms: int) -> GroupResult[SyncResponse | None]:
         """SyncGroup (14): the leader's assignments make the group Stable."""
         group_id, member_id = request.group_id, request.member_id
         group_instance_id, generation_id = request.group_instance_id, request.generation_id
@@ -198,10 +200,10 @@ class ClassicGroups(ClassicJoins):
         member = group.members[member_id]
         self._session_deadlines[(group_id, member_id)] = now_ms + member.session_timeout_ms
         if group.state == STABLE:
-            return ClassicResult(response=self._sync_response(group, member))
+            return classic_result(response=self._sync_response(group, member))
         member.awaiting_sync = True
         if member_id != group.leader_id:
-            return ClassicResult(response=None, parked=member_id)
+            return classic_result(response=None, parked=member_id)
         for other in group.members.values():
             other.assignment = request.assignments.get(other.member_id, b"")
         group.state = STABLE
@@ -217,7 +219,7 @@ class ClassicGroups(ClassicJoins):
                     )
                 )
             other.awaiting_sync = False
-        return ClassicResult(
+        return classic_result(
             records=(self.metadata_record(group, now_ms=now_ms),),
             response=self._sync_response(group, member),
             completions=tuple(completions),
@@ -261,11 +263,11 @@ class ClassicGroups(ClassicJoins):
 
     def leave(
         self, *, group_id: str, members: Sequence[LeavingMember], now_ms: int
-    ) -> ClassicResult[LeaveResponse]:
+    ) -> GroupResult[LeaveResponse]:
         """LeaveGroup (13): remove members (batch since v3); the group rebalances."""
         group = self.groups.get(group_id)
         if group is None:
-            return ClassicResult(response=LeaveResponse(error=ErrorCode.unknown_member_id))
+            return classic_result(response=LeaveResponse(error=ErrorCode.unknown_member_id))
         outcomes: list[tuple[LeavingMember, ErrorCode | None]] = []
         completions: list[Completion] = []
         removed = False
@@ -284,7 +286,7 @@ class ClassicGroups(ClassicJoins):
         if removed:
             records, more = self.after_removal(group, now_ms=now_ms)
             completions.extend(more)
-        return ClassicResult(
+        return classic_result(
             records=records,
             response=LeaveResponse(members=tuple(outcomes)),
             completions=tuple(completions),
@@ -315,7 +317,7 @@ class ClassicGroups(ClassicJoins):
         )
         return min(deadlines) if deadlines else None
 
-    def expire(self, *, now_ms: int) -> ClassicResult[tuple[tuple[str, str], ...]]:
+    def expire(self, *, now_ms: int) -> GroupResult[tuple[tuple[str, str], ...]]:
         """Fire due timers: expired sessions (and pending members) are removed, due
         rebalances complete (or extend the initial delay). Response: who expired."""
         records: list[r.CoordinatorRecord] = []
@@ -361,7 +363,7 @@ class ClassicGroups(ClassicJoins):
             more_records, more = self.complete_join(group, now_ms=now_ms)
             records.extend(more_records)
             completions.extend(more)
-        return ClassicResult(
+        return classic_result(
             records=tuple(records), response=tuple(expired), completions=tuple(completions)
         )
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import consumer_classic, consumer_membership, migration
 from shoal.group import records as r
 from shoal.group.classic import (
@@ -55,7 +56,6 @@ from shoal.group.classic import (
 )
 from shoal.group.classic_state import (
     EMPTY,
-    ClassicResult,
     DescribedClassicGroup,
     JoinRequest,
     JoinResponse,
@@ -63,6 +63,7 @@ from shoal.group.classic_state import (
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    classic_result,
 )
 from shoal.group.committed_offsets import (
     CommitResult,
@@ -74,7 +75,7 @@ from shoal.group.committed_offsets import (
 )
 from shoal.group.consumer_classic import ConsumerGroupsAccess
 from shoal.group.consumer_group import GROUP_TYPE_CONSUMER, ConsumerGroup
-from shoal.group.results import DeleteGroupResult, ListedGroup
+from shoal.group.results import DeleteGroupResult, GroupResult, ListedGroup
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.topics import TopicImage
 from shoal.group.txn_offsets import PendingOffset, PendingTxnOffsets, txn_commit_error
@@ -195,13 +196,13 @@ class ClassicCoordinator:
 
     # ---- membership -----------------------------------------------------------------
 
-    def join(self, request: JoinRequest, *, now_ms: int) -> ClassicResult[JoinResponse | None]:
+    def join(self, request: JoinRequest, *, now_ms: int) -> GroupResult[JoinResponse | None]:
         group_id, member_id = request.group_id, request.member_id
         kind = self._share_type(group_id)
         consumer = self._consumer_group(group_id)
         replaced: tuple[r.CoordinatorRecord, ...] = ()
         if kind is not None and consumer is None:
-            return ClassicResult(
+            return classic_result(
                 response=JoinResponse(
                     error=ErrorCode.inconsistent_group_protocol, member_id=member_id
                 )
@@ -209,7 +210,7 @@ class ClassicCoordinator:
         if consumer is not None and self._consumers is not None:
             error = self.groups.join_request_error(group_id, request.session_timeout_ms)
             if error is not None:
-                return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
+                return classic_result(response=JoinResponse(error=error, member_id=member_id))
             if not consumer.is_empty:
                 return consumer_classic.join(
                     self._consumers,
@@ -222,11 +223,8 @@ class ClassicCoordinator:
         result = self.groups.join(request, now_ms=now_ms)
         if not replaced or group_id not in self.groups.groups:
             return result
-        return ClassicResult(
-            records=(*replaced, *result.records),
-            response=result.response,
-            parked=result.parked,
-            completions=result.completions,
+        return CoordinatorResult(
+            records=(*replaced, *result.records), response=result.response, effects=result.effects
         )
 
     def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
@@ -248,14 +246,14 @@ class ClassicCoordinator:
             return error
         return migration.upgrade(group, image=image)
 
-    def sync(self, request: SyncRequest, *, now_ms: int) -> ClassicResult[SyncResponse | None]:
+    def sync(self, request: SyncRequest, *, now_ms: int) -> GroupResult[SyncResponse | None]:
         consumer = self._consumer_group(request.group_id)
         if consumer is not None and self._consumers is not None:
-            return ClassicResult(
+            return classic_result(
                 response=consumer_classic.sync(self._consumers, consumer, request, now_ms=now_ms)
             )
         if self._share_type(request.group_id) is not None:
-            return ClassicResult(response=SyncResponse(error=ErrorCode.unknown_member_id))
+            return classic_result(response=SyncResponse(error=ErrorCode.unknown_member_id))
         return self.groups.sync(request, now_ms=now_ms)
 
     def heartbeat(
@@ -289,7 +287,7 @@ class ClassicCoordinator:
 
     def leave(
         self, *, group_id: str, members: Sequence[LeavingMember], now_ms: int
-    ) -> ClassicResult[LeaveResponse]:
+    ) -> GroupResult[LeaveResponse]:
         consumer = self._consumer_group(group_id)
         if consumer is not None and self._consumers is not None:
             return consumer_classic.leave(
@@ -300,7 +298,7 @@ class ClassicCoordinator:
                 wall_ms=self._wall_ms(),
             )
         if self._share_type(group_id) is not None:
-            return ClassicResult(response=LeaveResponse(error=ErrorCode.unknown_member_id))
+            return classic_result(response=LeaveResponse(error=ErrorCode.unknown_member_id))
         return self.groups.leave(group_id=group_id, members=members, now_ms=now_ms)
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedClassicGroup]:

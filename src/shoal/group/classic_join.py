@@ -22,10 +22,13 @@ from shoal.group.classic_state import (
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicMember,
-    ClassicResult,
     JoinRequest,
     JoinResponse,
+    classic_result,
+    completions_of,
+    parked_member,
 )
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 
 SKIP_ASSIGNMENT_MIN_VERSION = 9
@@ -48,7 +51,7 @@ class ClassicJoins(ClassicRebalancer):
             return ErrorCode.invalid_session_timeout
         return None
 
-    def join(self, request: JoinRequest, *, now_ms: int) -> ClassicResult[JoinResponse | None]:
+    def join(self, request: JoinRequest, *, now_ms: int) -> GroupResult[JoinResponse | None]:
         """JoinGroup (11). A v4+ new dynamic member first gets MEMBER_ID_REQUIRED."""
         member_id, protocol_type = request.member_id, request.protocol_type
         request_error = self.join_request_error(request.group_id, request.session_timeout_ms)
@@ -85,7 +88,7 @@ class ClassicJoins(ClassicRebalancer):
         *,
         api_version: int,
         now_ms: int,
-    ) -> ClassicResult[JoinResponse | None]:
+    ) -> GroupResult[JoinResponse | None]:
         instance_id = member.group_instance_id
         if instance_id is not None and instance_id in group.static_members:
             return self._replace_static_member(
@@ -104,7 +107,7 @@ class ClassicJoins(ClassicRebalancer):
 
     def _join_known_member(
         self, group: ClassicGroup, member: ClassicMember, protocol_type: str, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
+    ) -> GroupResult[JoinResponse | None]:
         member_id = member.member_id
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
@@ -118,9 +121,9 @@ class ClassicJoins(ClassicRebalancer):
             return join_error(ErrorCode.unknown_member_id, member_id)
         unchanged = current.protocols == member.protocols
         if group.state == COMPLETING_REBALANCE and unchanged:
-            return ClassicResult(response=self.join_response(group, current))
+            return classic_result(response=self.join_response(group, current))
         if group.state == STABLE and unchanged and member_id != group.leader_id:
-            return ClassicResult(response=self.join_response(group, current))
+            return classic_result(response=self.join_response(group, current))
         current.protocols = member.protocols
         current.session_timeout_ms = member.session_timeout_ms
         current.rebalance_timeout_ms = member.rebalance_timeout_ms
@@ -128,7 +131,7 @@ class ClassicJoins(ClassicRebalancer):
 
     def _add_member_and_rebalance(
         self, group: ClassicGroup, member: ClassicMember, protocol_type: str, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
+    ) -> GroupResult[JoinResponse | None]:
         group.members[member.member_id] = member
         if member.group_instance_id is not None:
             group.static_members[member.group_instance_id] = member.member_id
@@ -141,7 +144,7 @@ class ClassicJoins(ClassicRebalancer):
 
     def _replace_static_member(
         self, group: ClassicGroup, member: ClassicMember, *, api_version: int, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
+    ) -> GroupResult[JoinResponse | None]:
         instance_id = member.group_instance_id
         assert instance_id is not None
         old_id = group.static_members[instance_id]
@@ -161,16 +164,16 @@ class ClassicJoins(ClassicRebalancer):
         quiet = group.state == STABLE and group.select_protocol() == group.protocol_name
         if not quiet:
             result = self.park_join(group, member, now_ms=now_ms)
-            return ClassicResult(
+            return classic_result(
                 records=result.records,
                 response=result.response,
-                parked=result.parked,
-                completions=(*completions, *result.completions),
+                parked=parked_member(result),
+                completions=(*completions, *completions_of(result)),
             )
         self._session_deadlines[(group.group_id, new_id)] = now_ms + member.session_timeout_ms
         skip = was_leader and api_version >= SKIP_ASSIGNMENT_MIN_VERSION
         response = self.join_response(group, member, skip_assignment=skip)
-        return ClassicResult(
+        return classic_result(
             records=(self.metadata_record(group, now_ms=now_ms),),
             response=response,
             completions=tuple(completions),

@@ -23,12 +23,13 @@ from shoal.group.classic_state import (
     STABLE,
     ClassicGroup,
     ClassicMember,
-    ClassicResult,
     Completion,
     JoinedMember,
     JoinResponse,
     SyncResponse,
+    classic_result,
 )
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 
 
@@ -84,7 +85,7 @@ class ClassicRebalancer:
 
     def park_join(
         self, group: ClassicGroup, member: ClassicMember, *, now_ms: int
-    ) -> ClassicResult[JoinResponse | None]:
+    ) -> GroupResult[JoinResponse | None]:
         """Mark `member` waiting for the join, start or advance the rebalance."""
         member.awaiting_join = True
         self._session_deadlines.pop((group.group_id, member.member_id), None)
@@ -96,8 +97,8 @@ class ClassicRebalancer:
         own = [c for c in completions if c.member_id == member.member_id and c.join is not None]
         if own:
             others = tuple(c for c in completions if c not in own)
-            return ClassicResult(records=records, response=own[0].join, completions=others)
-        return ClassicResult(
+            return classic_result(records=records, response=own[0].join, completions=others)
+        return classic_result(
             records=records, response=None, parked=member.member_id, completions=tuple(completions)
         )
 
@@ -332,9 +333,9 @@ def abandon_waiters(group_id: str, member: ClassicMember) -> list[Completion]:
     return out
 
 
-def join_error(error: ErrorCode, member_id: str) -> ClassicResult[JoinResponse | None]:
-    return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
+def join_error(error: ErrorCode, member_id: str) -> GroupResult[JoinResponse | None]:
+    return classic_result(response=JoinResponse(error=error, member_id=member_id))
 
 
-def sync_error(error: ErrorCode) -> ClassicResult[SyncResponse | None]:
-    return ClassicResult(response=SyncResponse(error=error))
+def sync_error(error: ErrorCode) -> GroupResult[SyncResponse | None]:
+    return classic_result(response=SyncResponse(error=error))

@@ -3,7 +3,8 @@
 Requests (`JoinRequest`, `SyncRequest`: one type from the handler down to whichever
 group serves the member), responses (`JoinResponse`, `SyncResponse`, `LeaveResponse`,
 described groups), `Completion` (the answer to a parked JoinGroup or SyncGroup),
-`ClassicResult` (records, response, parked member, completions) and the live
+`Park` (the effect of a request that waits), the classic reading of the one result
+type (`classic_result`, `parked_member`, `completions_of`) and the live
 `ClassicGroup` / `ClassicMember` that `classic.ClassicGroups` changes (see its
 docstring).
 """
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, TypeVar
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import records as r
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 
 EMPTY = "Empty"
@@ -138,14 +141,41 @@ class Completion:
     sync: SyncResponse | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClassicResult(Generic[R]):
-    """Records to write, then the response (None when `parked`), then completions."""
+@dataclass(frozen=True, slots=True)
+class Park:
+    """Effect: the request of `member_id` waits; a later result's `Completion` for
+    the member answers it (the shell keeps the waiting request, server/classic_service.py)."""
 
-    records: tuple[r.CoordinatorRecord, ...] = ()
-    response: R
-    parked: str | None = None
-    completions: tuple[Completion, ...] = ()
+    member_id: str
+
+
+def classic_result(
+    *,
+    records: tuple[r.CoordinatorRecord, ...] = (),
+    response: R,
+    parked: str | None = None,
+    completions: tuple[Completion, ...] = (),
+) -> GroupResult[R]:
+    """A classic operation's result in the one result type: the request of `parked`
+    waits (a `Park` effect first, response None), then `completions` answer the
+    parked requests of other members (`Completion` effects)."""
+    effects: tuple[object, ...] = completions
+    if parked is not None:
+        effects = (Park(parked), *completions)
+    return CoordinatorResult(records=records, response=response, effects=effects)
+
+
+def parked_member(result: GroupResult[Any]) -> str | None:
+    """The member whose request `result` parks (its `Park` effect), if any."""
+    for effect in result.effects:
+        if isinstance(effect, Park):
+            return effect.member_id
+    return None
+
+
+def completions_of(result: GroupResult[Any]) -> tuple[Completion, ...]:
+    """The parked requests `result` answers, in order."""
+    return tuple(effect for effect in result.effects if isinstance(effect, Completion))
 
 
 # ---- live state -----------------------------------------------------------------------

@@ -39,13 +39,13 @@ from shoal.group import consumer_membership, migration
 from shoal.group import records as r
 from shoal.group.classic_state import (
     UNKNOWN_MEMBER_ID,
-    ClassicResult,
     JoinRequest,
     JoinResponse,
     LeaveResponse,
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    classic_result,
 )
 from shoal.group.consumer_group import (
     MEMBER_STATE_UNRELEASED_PARTITIONS,
@@ -53,6 +53,7 @@ from shoal.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
 )
+from shoal.group.results import GroupResult
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.group.subscriptions import read_subscription, write_assignment
 from shoal.group.topics import TopicImage
@@ -100,7 +101,7 @@ def join(
     *,
     new_member_id: Callable[[str], str],
     now_ms: int,
-) -> ClassicResult[JoinResponse | None]:
+) -> GroupResult[JoinResponse | None]:
     """JoinGroup (11) to a non-empty consumer group."""
     settings = access.consumer_settings
     group_instance_id, protocols = join_request.group_instance_id, join_request.protocols
@@ -166,7 +167,7 @@ def join(
     access.arm_consumer_session(group.group_id, member_id, now_ms + join_request.session_timeout_ms)
     sync_deadline_ms = now_ms + join_request.rebalance_timeout_ms  # Kafka's sync timeout
     access.arm_rejoin_timeout(group.group_id, member_id, sync_deadline_ms, replace=True)
-    return ClassicResult(
+    return classic_result(
         records=(*records, *result.records),
         response=JoinResponse(
             generation_id=response.member_epoch,
@@ -256,7 +257,7 @@ def leave(
     members: Sequence[LeavingMember],
     classic_max_size: int,
     wall_ms: int,
-) -> ClassicResult[LeaveResponse]:
+) -> GroupResult[LeaveResponse]:
     """LeaveGroup (13): remove the members (the group may downgrade)."""
     outcomes: list[tuple[LeavingMember, ErrorCode | None]] = []
     removed: list[str] = []
@@ -288,7 +289,7 @@ def leave(
             classic_max_size=classic_max_size,
             wall_ms=wall_ms,
         )
-    return ClassicResult(records=tuple(records), response=LeaveResponse(members=tuple(outcomes)))
+    return classic_result(records=tuple(records), response=LeaveResponse(members=tuple(outcomes)))
 
 
 def _classic_member(
@@ -329,5 +330,5 @@ def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) ->
     return False
 
 
-def _join_error(error: ErrorCode, member_id: str) -> ClassicResult[JoinResponse | None]:
-    return ClassicResult(response=JoinResponse(error=error, member_id=member_id))
+def _join_error(error: ErrorCode, member_id: str) -> GroupResult[JoinResponse | None]:
+    return classic_result(response=JoinResponse(error=error, member_id=member_id))

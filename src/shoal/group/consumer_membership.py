@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import records as r
 from shoal.group.assignor import TopicPartition, assign
 from shoal.group.consumer_group import (
@@ -45,7 +46,7 @@ from shoal.group.consumer_group import (
     ConsumerGroupMember,
 )
 from shoal.group.range_assignor import range_assign
-from shoal.group.results import CoordinatorResult, absent_member_error, heartbeat_error
+from shoal.group.results import GroupResult, absent_member_error, heartbeat_error
 from shoal.group.results import ShareGroupHeartbeatResponse as HeartbeatResponse
 from shoal.group.topics import (
     Assignment,
@@ -207,7 +208,7 @@ def heartbeat(
     max_size: int,
     heartbeat_interval_ms: int,
     default_assignor: str,
-) -> CoordinatorResult[HeartbeatResponse]:
+) -> GroupResult[HeartbeatResponse]:
     """Join (epoch 0) or heartbeat (epoch > 0); validated by the caller, which also
     gave a joining member without id a fresh one."""
     assert request.member_epoch >= 0 and request.member_id
@@ -535,7 +536,7 @@ def target_assignment(
 
 def leave(
     *, group: ConsumerGroup, member_id: str, member_epoch: int, image: TopicImage
-) -> CoordinatorResult[HeartbeatResponse]:
+) -> GroupResult[HeartbeatResponse]:
     """Epoch -1: remove the member, bump the epoch. Epoch -2 (a static member):
     keep it, its partitions reserved, at epoch -2 until a member with its instance
     id replaces it or its session expires."""

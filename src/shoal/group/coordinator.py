@@ -44,6 +44,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from shoal.clock import Clock
+from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import NO_OFFSET
 from shoal.group import (
     consumer_membership,
@@ -67,13 +68,13 @@ from shoal.group.consumer_group import apply as apply_consumer
 from shoal.group.log_bound import GroupLogKeys
 from shoal.group.results import (
     AlterOffsetsResponse,
-    CoordinatorResult,
     DeleteGroupResult,
     DeleteGroupsResponse,
     DeleteOffsetsResponse,
     DescribedGroup,
     Effect,
     GroupEpochResponse,
+    GroupResult,
     GroupsChanged,
     ListedGroup,
     ShareGroupHeartbeatResponse,
@@ -108,7 +109,8 @@ class DurableState:
 
 
 class GroupCoordinatorShard:
-    """Share groups of one coordinator partition. See the module docstring."""
+    """The groups of one `__consumer_offsets` partition (`log_partitions` > 1 only
+    for a shard spanning several, the simulator's). See the module docstring."""
 
     def __init__(
         self,
@@ -290,7 +292,7 @@ class GroupCoordinatorShard:
             consumer_groups=copy.deepcopy(self._consumer_groups),
         )
 
-    def on_loaded(self, *, now_ms: int | None = None) -> CoordinatorResult[None]:
+    def on_loaded(self, *, now_ms: int | None = None) -> GroupResult[None]:
         """After replaying a loaded partition: give every member a full session
         (as Kafka's onLoaded), re-issue the initialisations and deletions that were
         in progress (as Kafka's onElected), and settle offset resets a restart
@@ -345,7 +347,7 @@ class GroupCoordinatorShard:
         client_id: str,
         client_host: str,
         now_ms: int | None = None,
-    ) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+    ) -> GroupResult[ShareGroupHeartbeatResponse]:
         """ShareGroupHeartbeat (76): join at epoch 0, heartbeat at the member's
         epoch, leave at -1. Arms the member's session timer when accepted."""
         now = self._now(now_ms)
@@ -419,7 +421,7 @@ class GroupCoordinatorShard:
 
     def consumer_group_heartbeat(
         self, *, request: consumer_membership.HeartbeatRequest, now_ms: int | None = None
-    ) -> CoordinatorResult[consumer_membership.HeartbeatResponse]:
+    ) -> GroupResult[consumer_membership.HeartbeatResponse]:
         """ConsumerGroupHeartbeat (68): join at epoch 0 (with a member id: v0 callers
         generate one first), heartbeat at the member's epoch, leave at -1 / -2.
         Arms the member's session timer when accepted."""
@@ -506,7 +508,7 @@ class GroupCoordinatorShard:
             state.scheduled = True
             state.due_ms = now
 
-    def refresh_regexes(self, *, now_ms: int | None = None) -> CoordinatorResult[GroupsChanged]:
+    def refresh_regexes(self, *, now_ms: int | None = None) -> GroupResult[GroupsChanged]:
         """Run the scheduled regex refreshes due at `now_ms`: each group's regexes
         resolved against the current topics (record 16), its epoch bumped if their
         topics changed (group/regex_refresh.py)."""
@@ -571,7 +573,7 @@ class GroupCoordinatorShard:
 
     def delete_consumer_groups(
         self, *, group_ids: Iterable[str]
-    ) -> CoordinatorResult[DeleteGroupsResponse]:
+    ) -> GroupResult[DeleteGroupsResponse]:
         """DeleteGroups of consumer groups: only empty ones (NON_EMPTY_GROUP), their
         committed offsets, target records and ConsumerGroupMetadata (last) tombstoned."""
         records: list[r.CoordinatorRecord] = []
@@ -634,7 +636,7 @@ class GroupCoordinatorShard:
         ]
         return min(deadlines) if deadlines else None
 
-    def expire_sessions(self, *, now_ms: int | None = None) -> CoordinatorResult[GroupsChanged]:
+    def expire_sessions(self, *, now_ms: int | None = None) -> GroupResult[GroupsChanged]:
         """Remove members whose session deadline has passed: their records, then one
         epoch bump per group. Reassignment follows at the others' next heartbeat."""
         now = self._now(now_ms)
@@ -682,9 +684,7 @@ class GroupCoordinatorShard:
             ),
         )
 
-    def retry_initializations(
-        self, *, now_ms: int | None = None
-    ) -> CoordinatorResult[GroupsChanged]:
+    def retry_initializations(self, *, now_ms: int | None = None) -> GroupResult[GroupsChanged]:
         """Re-send initialisations that failed at least
         `group.share.initialize.retry.interval.ms` ago."""
         now = self._now(now_ms)
@@ -714,7 +714,7 @@ class GroupCoordinatorShard:
 
     def on_topics_changed(
         self, *, topics: Iterable[TopicMetadata], now_ms: int | None = None
-    ) -> CoordinatorResult[GroupsChanged]:
+    ) -> GroupResult[GroupsChanged]:
         """Take the cluster's current topics. Groups whose subscribed topics appeared,
         vanished, were recreated or grew get an epoch bump; deleted topics with
         state move to deleting (and their state is sent for deletion); new
@@ -767,7 +767,7 @@ class GroupCoordinatorShard:
         topic_partitions: Mapping[uuid.UUID, Iterable[int]],
         success: bool,
         now_ms: int | None = None,
-    ) -> CoordinatorResult[GroupEpochResponse]:
+    ) -> GroupResult[GroupEpochResponse]:
         """The outcome of an `InitializeShareState` effect. Success: the partitions
         become initialized and the group epoch is bumped, so the next heartbeat
         assigns them. Failure: they are forgotten and retried after
@@ -803,7 +803,7 @@ class GroupCoordinatorShard:
 
     def complete_state_deletion(
         self, *, group_id: str, topic_ids: Iterable[uuid.UUID], success: bool
-    ) -> CoordinatorResult[GroupEpochResponse]:
+    ) -> GroupResult[GroupEpochResponse]:
         """The outcome of a `DeleteShareState` effect (not for group deletion):
         on success the topics leave `deleting`; on failure they stay, and are sent
         again by the next `on_loaded` or DeleteGroups."""
@@ -860,9 +860,7 @@ class GroupCoordinatorShard:
 
     # ---- the log's bound ----------------------------------------------------------------
 
-    def rewrite_old_records(
-        self, *, window_records: int, records_max: int
-    ) -> CoordinatorResult[int]:
+    def rewrite_old_records(self, *, window_records: int, records_max: int) -> GroupResult[int]:
         """Re-append the latest records of groups with a live key more than
         `window_records` below its partition's end (group/log_bound.py), so the log
         below can be pruned; replaying them changes no state. Response: how many."""
@@ -891,7 +889,7 @@ class GroupCoordinatorShard:
                 offsets[partition] = min(offsets[partition], anchor)
         return {p: offset for p, offset in offsets.items() if p not in unknown}
 
-    def cleanup_group_metadata(self, *, now_ms: int, retention_ms: int) -> CoordinatorResult[None]:
+    def cleanup_group_metadata(self, *, now_ms: int, retention_ms: int) -> GroupResult[None]:
         """One offsets cleanup pass, every `offsets.retention.check.interval.ms`, as
         Kafka's GroupCoordinatorShard.cleanupGroupMetadata: expired offsets and empty
         classic groups left without offsets (`ClassicCoordinator.expire_offsets`,
@@ -911,7 +909,7 @@ class GroupCoordinatorShard:
                 records.extend(consumer_membership.group_tombstones(group))
         return CoordinatorResult(records=tuple(records), response=None)
 
-    def on_topics_deleted(self, *, topic_names: Iterable[str]) -> CoordinatorResult[int]:
+    def on_topics_deleted(self, *, topic_names: Iterable[str]) -> GroupResult[int]:
         """Tombstones of every group's committed offsets of deleted topics (Kafka's
         `onPartitionsDeleted`), whatever the group's state. Response: how many."""
         names = frozenset(topic_names)
@@ -922,14 +920,23 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records=records, response=len(records))
 
     def complete_transaction(
-        self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
-    ) -> CoordinatorResult[int]:
-        """A transaction marker on `__consumer_offsets` partition `offsets_partition`:
-        `producer_id`'s pending offsets of the groups there materialised (`commit`) or
-        dropped (group/txn_offsets.py). Response: how many records."""
-        assert 0 <= offsets_partition < self.log_keys.partitions, offsets_partition
+        self,
+        *,
+        offsets_partition: int | None = None,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+    ) -> GroupResult[int]:
+        """A transaction marker on `__consumer_offsets` partition `offsets_partition`
+        of the shard's span (None: every group of the shard, which hosts one
+        partition): `producer_id`'s pending offsets of the groups there materialised
+        (`commit`) or dropped (group/txn_offsets.py). Response: how many records."""
+        partition_of = self.log_keys.partition_of
+        assert offsets_partition is None or 0 <= offsets_partition < self.log_keys.partitions
         records = self.classic.txn_offsets.complete(
-            in_partition=lambda group_id: self.log_keys.partition_of(group_id) == offsets_partition,
+            in_partition=lambda group_id: (
+                offsets_partition is None or partition_of(group_id) == offsets_partition
+            ),
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             commit=commit,
@@ -938,7 +945,31 @@ class GroupCoordinatorShard:
 
     # ---- administration ---------------------------------------------------------------
 
-    def delete_groups(self, *, group_ids: Iterable[str]) -> CoordinatorResult[DeleteGroupsResponse]:
+    def delete_any_groups(self, *, group_ids: Sequence[str]) -> GroupResult[DeleteGroupsResponse]:
+        """DeleteGroups (42) of distinct ids of any type, one result per id in request
+        order: consumer groups by `delete_consumer_groups`, classic (and simple)
+        groups by `ClassicCoordinator.delete_groups`, the rest as share groups by
+        `delete_groups` (a share group with state answers `pending`, with its
+        `DeleteShareState` effect). The types' groups are disjoint, so one result
+        carries every record."""
+        consumer_ids = [g for g in group_ids if g in self._consumer_groups]
+        taken = set(consumer_ids)
+        classic_ids = [g for g in group_ids if g not in taken and self.classic.has_group(g)]
+        taken.update(classic_ids)
+        consumer = self.delete_consumer_groups(group_ids=consumer_ids)
+        classic_records, classic_results = self.classic.delete_groups(classic_ids)
+        share = self.delete_groups(group_ids=[g for g in group_ids if g not in taken])
+        by_id = {
+            result.group_id: result
+            for result in (*consumer.response.results, *classic_results, *share.response.results)
+        }
+        return CoordinatorResult(
+            records=(*consumer.records, *classic_records, *share.records),
+            response=DeleteGroupsResponse(results=tuple(by_id[g] for g in group_ids)),
+            effects=share.effects,
+        )
+
+    def delete_groups(self, *, group_ids: Iterable[str]) -> GroupResult[DeleteGroupsResponse]:
         """DeleteGroups for share groups. An empty group without state is deleted at
         once; one with state first moves its topics to deleting and returns a
         `DeleteShareState` effect (`for_group_deletion`); the deletion finishes in
@@ -981,7 +1012,7 @@ class GroupCoordinatorShard:
 
     def complete_group_deletion(
         self, *, group_id: str, success: bool
-    ) -> CoordinatorResult[GroupEpochResponse]:
+    ) -> GroupResult[GroupEpochResponse]:
         """The outcome of a group deletion's `DeleteShareState`. Success: tombstones
         of every group record, ShareGroupMetadata last (NON_EMPTY_GROUP if a member
         joined meanwhile: only the deleted topics leave `deleting`). Failure: the
@@ -1013,7 +1044,7 @@ class GroupCoordinatorShard:
             ),
         )
 
-    def reset_epoch(self, *, group_id: str) -> CoordinatorResult[GroupEpochResponse]:
+    def reset_epoch(self, *, group_id: str) -> GroupResult[GroupEpochResponse]:
         """An offset reset bumps the group epoch (fencing older state writers). Only
         for an empty group; a missing group is created empty."""
         if group_id in self._other_groups or self.classic.has_group(group_id):
@@ -1030,7 +1061,7 @@ class GroupCoordinatorShard:
 
     def alter_share_group_offsets(
         self, *, group_id: str, topics: Iterable[offsets.TopicOffsets]
-    ) -> CoordinatorResult[AlterOffsetsResponse]:
+    ) -> GroupResult[AlterOffsetsResponse]:
         """AlterShareGroupOffsets (91): reset the start offsets of an empty (or
         missing, then created) share group; the `InitializeShareState` effect
         completes through `complete_initialization` (rules in group/offsets.py)."""
@@ -1046,7 +1077,7 @@ class GroupCoordinatorShard:
 
     def delete_share_group_offsets(
         self, *, group_id: str, topic_names: Iterable[str]
-    ) -> CoordinatorResult[DeleteOffsetsResponse]:
+    ) -> GroupResult[DeleteOffsetsResponse]:
         """DeleteShareGroupOffsets (92): delete the state of topics of an empty share
         group; the `DeleteShareState` effect completes through
         `complete_state_deletion` (rules in group/offsets.py)."""
@@ -1175,7 +1206,7 @@ class GroupCoordinatorShard:
     @staticmethod
     def _epoch_response(
         group_id: str, error: ErrorCode | None, group_epoch: int = 0
-    ) -> CoordinatorResult[GroupEpochResponse]:
+    ) -> GroupResult[GroupEpochResponse]:
         return CoordinatorResult(
             records=(),
             response=GroupEpochResponse(group_id=group_id, error=error, group_epoch=group_epoch),

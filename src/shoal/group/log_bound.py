@@ -5,8 +5,10 @@ member, a target or current assignment, a committed offset, a classic group's
 metadata ...), and a tombstone removes a key. So a reload needs, for every live key,
 only its latest record; the log below the lowest such offset is garbage
 (coordinator/pruning.py). `GroupLogKeys` keeps that bookkeeping for every partition
-of `__consumer_offsets`, fed by the shard's `replay` with each record's offset in its
-partition (`partition_for(group_id, partitions)`, as the routed sink places it).
+of `__consumer_offsets` the shard's records span (one in the broker, a shard per
+partition; several in the simulator's one shard over a routed sink), fed by the
+shard's `replay` with each record's offset in its partition
+(`partition_for(group_id, partitions)`).
 
 Re-writing. A key written once and never again would pin its partition's log for
 ever, so `rewrite_records` returns records to re-append: for each group that has a
@@ -46,6 +48,8 @@ class GroupLogKeys:
         return self._partitions
 
     def partition_of(self, group_id: str) -> int:
+        if self._partitions == 1:  # a shard per partition (the broker's): no hashing
+            return 0
         return partition_for(group_id, self._partitions)
 
     def replayed(self, record: r.CoordinatorRecord, offset: int) -> None:

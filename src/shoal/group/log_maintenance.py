@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from shoal import limits
 from shoal.coordinator.log_sink import CoordinatorBatchTooLarge
 from shoal.coordinator.pruning import RemovePaths, prune_log
+from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import CoordinatorRuntime
 from shoal.group.coordinator import GroupCoordinatorShard
 from shoal.group.records import CoordinatorRecord
-from shoal.group.results import CoordinatorResult
 from shoal.log.partition import PartitionLog
 
 GroupRuntime = CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord]
@@ -39,18 +39,24 @@ def maintenance_pass(
     window_records: int,
     records_max: int,
     remove_paths: RemovePaths,
+    partition: int = 0,
 ) -> tuple[int, int]:
-    """Re-write old keys, then prune. Returns (records re-written, partitions whose
-    log start moved). A sink error propagates (nothing pruned)."""
-    result = runtime.shard.rewrite_old_records(
-        window_records=window_records, records_max=records_max
-    )
-    records = result.records
+    """Re-write old keys of the shard on the runtime's `partition` (at most about
+    `records_max`, whole groups; none if 0), then prune `partitions`, the logs the
+    shard's records span (the broker's shard: its one partition). Returns (records
+    re-written, partitions whose log start moved). A sink error propagates (nothing
+    pruned)."""
+    shard = runtime.shard_at(partition)
+    records: tuple[CoordinatorRecord, ...] = ()
+    if records_max > 0:  # 0: this pass's re-write budget is spent; prune only
+        records = shard.rewrite_old_records(
+            window_records=window_records, records_max=records_max
+        ).records
     step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
     for start in range(0, len(records), step):
-        _append(runtime, records[start : start + step])
+        _append(runtime, partition, records[start : start + step])
     moved = 0
-    for index, offset in sorted(runtime.shard.prune_offsets().items()):
+    for index, offset in sorted(shard.prune_offsets().items()):
         if index < len(partitions) and prune_log(
             partitions[index], offset, remove_paths=remove_paths
         ):
@@ -58,12 +64,12 @@ def maintenance_pass(
     return len(records), moved
 
 
-def _append(runtime: GroupRuntime, records: Sequence[CoordinatorRecord]) -> None:
+def _append(runtime: GroupRuntime, partition: int, records: Sequence[CoordinatorRecord]) -> None:
     try:
-        runtime.apply(CoordinatorResult(records=tuple(records), response=None))
+        runtime.apply(CoordinatorResult(records=tuple(records), response=None), partition)
     except CoordinatorBatchTooLarge:
         if len(records) == 1:
             raise  # written once as one record: cannot happen unless limits shrank
         half = len(records) // 2
-        _append(runtime, records[:half])
-        _append(runtime, records[half:])
+        _append(runtime, partition, records[:half])
+        _append(runtime, partition, records[half:])

@@ -24,12 +24,13 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import lifecycle
 from shoal.group import records as r
 from shoal.group.assignor import assign
 from shoal.group.results import (
-    CoordinatorResult,
     Effect,
+    GroupResult,
     ShareGroupHeartbeatResponse,
     absent_member_error,
     heartbeat_error,
@@ -115,7 +116,7 @@ def heartbeat(
     max_size: int,
     heartbeat_interval_ms: int,
     may_initialize: bool,
-) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+) -> GroupResult[ShareGroupHeartbeatResponse]:
     """Join (epoch 0) or heartbeat (epoch > 0). `group` is None if the id is free;
     validation and the namespace check have been done by the caller."""
     assert request.member_epoch >= 0
@@ -230,7 +231,7 @@ def heartbeat(
 
 def leave(
     *, group: ShareGroup, member_id: str, image: TopicImage, heartbeat_interval_ms: int
-) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+) -> GroupResult[ShareGroupHeartbeatResponse]:
     """Epoch -1: remove the member and bump the group epoch. Its in-flight records
     are released by its share session ending, not here."""
     if member_id not in group.members:

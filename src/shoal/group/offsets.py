@@ -37,15 +37,16 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import lifecycle
 from shoal.group.membership import epoch_record, state_metadata_record
 from shoal.group.results import (
     AlterOffsetsResponse,
     AlterOffsetsTopic,
-    CoordinatorResult,
     DeleteOffsetsResponse,
     DeleteOffsetsTopic,
     DescribedOffsetsPartition,
+    GroupResult,
     OffsetPartitionResult,
 )
 from shoal.group.share_group import ShareGroup, StatePartitionMetadata
@@ -67,7 +68,7 @@ TopicOffsets = tuple[str, Sequence[tuple[int, int]]]
 
 def alter(
     *, group_id: str, group: ShareGroup | None, topics: Iterable[TopicOffsets], image: TopicImage
-) -> CoordinatorResult[AlterOffsetsResponse]:
+) -> GroupResult[AlterOffsetsResponse]:
     """AlterShareGroupOffsets on an empty or missing share group (module docstring)."""
     assert group is None or group.is_empty, group_id
     rows: list[AlterOffsetsTopic] = []
@@ -138,7 +139,7 @@ def _alter_topic(
 
 def delete(
     *, group_id: str, group: ShareGroup, topic_names: Iterable[str], image: TopicImage
-) -> CoordinatorResult[DeleteOffsetsResponse]:
+) -> GroupResult[DeleteOffsetsResponse]:
     """DeleteShareGroupOffsets on an empty share group (module docstring)."""
     assert group.is_empty, group_id
     metadata = group.state_metadata

@@ -1,6 +1,8 @@
 """What the group coordinator's operations return: records, a response, effects.
 
-Every operation returns a `CoordinatorResult`. The caller (the coordinator runtime):
+Every operation returns a `GroupResult[Response]`: the one coordinator result type
+(`shoal.coordinator.CoordinatorResult`, coordinator/result.py) over the group
+coordinator's records. The caller (the coordinator runtime):
 
 1. appends `records` to `__consumer_offsets` and replays each into the shard;
 2. performs the `effects` against the share coordinator (the persister) and reports
@@ -21,8 +23,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group.records import CoordinatorRecord, TopicPartitions
 from shoal.protocol.errors import ErrorCode
 
@@ -77,14 +80,10 @@ Effect = InitializeShareState | DeleteShareState
 
 R = TypeVar("R")
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CoordinatorResult(Generic[R]):
-    """Records to write (then replay), the response, and effects to perform."""
-
-    records: tuple[CoordinatorRecord, ...]
-    response: R
-    effects: tuple[Effect, ...] = ()
+GroupResult: TypeAlias = CoordinatorResult[CoordinatorRecord, R]
+"""What every group coordinator operation returns: records to write (then replay),
+the response, and effects to perform (`Effect`s; a classic operation's are
+`classic_state.Park` and `classic_state.Completion`)."""
 
 
 # ---- responses ----------------------------------------------------------------------
@@ -104,7 +103,7 @@ class ShareGroupHeartbeatResponse:
 
 def heartbeat_error(
     error: ErrorCode, message: str | None = None, *, member_id: str | None = None
-) -> CoordinatorResult[ShareGroupHeartbeatResponse]:
+) -> GroupResult[ShareGroupHeartbeatResponse]:
     """A share or consumer group heartbeat refused with `error` (and its message):
     no records."""
     return CoordinatorResult(
@@ -126,7 +125,7 @@ class MemberHeartbeat(Protocol):
 
 def absent_member_error(
     kind: str, request: MemberHeartbeat, *, joining: bool, size: int, max_size: int
-) -> CoordinatorResult[ShareGroupHeartbeatResponse] | None:
+) -> GroupResult[ShareGroupHeartbeatResponse] | None:
     """A heartbeat of a member the `kind` ("share", "consumer") group of `size`
     members does not have: UNKNOWN_MEMBER_ID unless it is `joining` (epoch 0),
     GROUP_MAX_SIZE_REACHED if the group is full; else None (it may join)."""

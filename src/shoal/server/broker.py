@@ -158,24 +158,25 @@ class Broker:
         """Share sessions and share-partitions (ShareFetch, ShareAcknowledge)."""
         self.timers.add(*self.share_service.timer_sources())
         self.group_configs.listeners.append(self.share_service.group_config_changed)
-        group_sink, group_records = open_group_log(self.logs, config, self.clock)
+        group_log = open_group_log(self.logs, config, self.clock)
         self.group_service = GroupService(
             clock=self.clock,
             config=config,
             persister=self.persister,
             topic_source=lambda: topics_of(self.logs),
             group_configs=self.group_configs.overrides,
-            sink=group_sink,
+            sinks=group_log.sinks,
+            loader=group_log.loader,
             share_state_listeners=[self.share_service.share_state_reset],
             rearm=self.timers.rearm,
-            log_partitions=len(group_sink.sinks),
         )
-        """The group coordinator, its shard rebuilt from `__consumer_offsets`."""
-        self.group_service.runtime.load_at(group_records)
+        """The group coordinator, a shard per `__consumer_offsets` partition, each
+        rebuilt from its partition."""
+        self.group_service.load()
         self.timers.add(*self.group_service.timer_sources())
         self.group_log = GroupLogMaintenance(
             runtime=self.group_service.runtime,
-            partitions=[sink.log for sink in group_sink.sinks],
+            partitions=group_log.partitions,
             config=lambda: self.config,
             remove_paths=self.disk.remove,
             rearm=self.timers.rearm,

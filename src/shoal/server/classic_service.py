@@ -1,28 +1,28 @@
-"""Classic consumer groups in the running broker: writes, parked answers, timers.
+"""Classic consumer groups in the running broker: parked answers over the runtime.
 
 The rules are the shard's (`GroupCoordinatorShard.classic`, group/classic_coordinator.py);
-this module drives them:
+the group coordinator's runtime (server/group_service.py) writes them. This module
+keeps what needs the event loop:
 
-- **Writes.** Every operation's records go through the group coordinator's runtime
-  (appended to `__consumer_offsets`, replayed), then its `completions` are delivered,
-  then the timer driver is re-armed. Everything is synchronous on the event loop, so
-  operations never interleave.
 - **Parked answers.** A JoinGroup that must wait for the rebalance, and a follower's
-  SyncGroup that must wait for the leader, get a future keyed by (group, member);
-  a later operation's completion (or a timer's) resolves it. A client that went away
-  leaves a future nobody awaits: resolving it is harmless.
+  SyncGroup that must wait for the leader (a result with a `Park` effect,
+  group/classic_state.py), get a future keyed by (group, member) before the result
+  is written; a later write's `Completion` effect (an operation's, or a timed
+  write's) resolves it (`complete`, called by the runtime's effect handler). A
+  client that went away leaves a future nobody awaits: resolving it is harmless.
 - **Conversions.** A classic group upgraded to a consumer group (by a
-  ConsumerGroupHeartbeat, group_service.py) answers its parked requests with
-  REBALANCE_IN_PROGRESS through `answer_abandoned`; its members then rejoin the
-  consumer group, whose classic members the shard serves (group/consumer_classic.py).
-- **Timers.** One source (`timer_sources`) for session expiry, pending members and
-  rebalance deadlines (`ClassicGroups.next_deadline` / `expire`), and one every
-  `offsets.retention.check.interval.ms` expiring offsets past
-  `offsets.retention.minutes` and deleting groups left empty without offsets
-  (`GroupCoordinatorShard.cleanup_group_metadata`).
+  ConsumerGroupHeartbeat) answers its parked requests with REBALANCE_IN_PROGRESS
+  through `answer_abandoned`; its members then rejoin the consumer group, whose
+  classic members the shard serves (group/consumer_classic.py).
+- **Timed writes** on the runtime: session expiry, pending members and rebalance
+  deadlines ("classic-groups", each shard's `ClassicGroups.next_deadline` /
+  `expire`), and every `offsets.retention.check.interval.ms` the offsets cleanup
+  ("offsets-retention": offsets past `offsets.retention.minutes` and groups left
+  empty without offsets, `GroupCoordinatorShard.cleanup_group_metadata`).
 
-Time: membership uses the monotonic clock; commit timestamps the wall clock.
-A full record sink raises `RecordSinkFull` to the handler (COORDINATOR_NOT_AVAILABLE).
+Every operation goes to the runtime's partition of its group. Time: membership uses
+the monotonic clock; commit timestamps the wall clock. A full record sink raises
+`RecordSinkFull` to the handler (COORDINATOR_NOT_AVAILABLE).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shoal.clock import Clock
-from shoal.coordinator import CoordinatorRuntime
+from shoal.coordinator.runtime import TimedWrite
 from shoal.group import GroupCoordinatorShard
-from shoal.group.classic_coordinator import ClassicCoordinator
 from shoal.group.classic_state import (
-    ClassicResult,
     Completion,
     JoinRequest,
     JoinResponse,
@@ -45,11 +43,12 @@ from shoal.group.classic_state import (
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    parked_member,
 )
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit, PartitionError
-from shoal.group.records import CoordinatorRecord
+from shoal.group.log_maintenance import GroupRuntime
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import DeadlineTimer, PeriodicTimer, TimerSource
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -62,7 +61,7 @@ class ClassicService:
     def __init__(
         self,
         *,
-        runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord],
+        runtime: GroupRuntime,
         clock: Clock,
         rearm: Callable[[], None],
         retention: Callable[[], tuple[int, int]] = lambda: (10_080 * 60_000, 600_000),
@@ -74,48 +73,48 @@ class ClassicService:
         self._rearm = rearm
         self._joins: dict[_Key, list[asyncio.Future[JoinResponse]]] = {}
         self._syncs: dict[_Key, list[asyncio.Future[SyncResponse]]] = {}
-
-    @property
-    def _classic(self) -> ClassicCoordinator:
-        return self._runtime.shard.classic
-
-    def timer_sources(self) -> list[TimerSource]:
-        return [
-            DeadlineTimer(
+        runtime.add_timed(
+            TimedWrite(
                 "classic-groups",
-                deadline=lambda _now: self._classic.groups.next_deadline(),
-                action=self.fire_timers,
+                operation=self._expire,
+                deadline_ms=lambda shard: shard.classic.groups.next_deadline(),
             ),
-            PeriodicTimer(
+            TimedWrite(
                 "offsets-retention",
+                operation=lambda shard, _now: self._cleanup(shard),
                 interval_ms=lambda: self._retention()[1],
-                action=self.expire_offsets,
             ),
-        ]
+        )
 
-    def fire_timers(self, now_ms: int) -> None:
-        result = self._classic.groups.expire(now_ms=now_ms)
-        for group_id, member_id in self._apply(result):
+    @staticmethod
+    def _expire(
+        shard: GroupCoordinatorShard, now_ms: int
+    ) -> GroupResult[tuple[tuple[str, str], ...]]:
+        result = shard.classic.groups.expire(now_ms=now_ms)
+        for group_id, member_id in result.response:
             log.info("classic group %s: member %s removed, session timed out", group_id, member_id)
+        return result
 
-    def expire_offsets(self, _now_ms: int) -> None:
-        """One offsets cleanup pass: tombstone offsets past `offsets.retention.minutes`
-        (epoch time) and the groups left empty without offsets
-        (`GroupCoordinatorShard.cleanup_group_metadata`)."""
-        result = self._runtime.shard.cleanup_group_metadata(
+    def _cleanup(self, shard: GroupCoordinatorShard) -> GroupResult[None]:
+        """The offsets cleanup of one shard (the runtime logs what it wrote)."""
+        return shard.cleanup_group_metadata(
             now_ms=self._clock.wall_ms(), retention_ms=self._retention()[0]
         )
-        if result.records:
-            self._runtime.apply(result)
-            log.info("offsets cleanup: %d offset and group records tombstoned", len(result.records))
+
+    def expire_offsets(self, _now_ms: int) -> None:
+        """One offsets cleanup pass on every shard now: tombstone offsets past
+        `offsets.retention.minutes` (epoch time) and the groups left empty without
+        offsets (the "offsets-retention" timed write's step)."""
+        self._runtime.write_all(self._cleanup)
 
     # ---- membership -----------------------------------------------------------------
 
     async def join(self, request: JoinRequest) -> JoinResponse:
         """JoinGroup: the answer, once the rebalance completes if it must wait."""
-        result = self._classic.join(request, now_ms=self._clock.monotonic_ms())
+        partition, shard = self._shard_of(request.group_id)
+        result = shard.classic.join(request, now_ms=self._clock.monotonic_ms())
         future = self._park(self._joins, request.group_id, result)
-        response = self._apply(result)
+        response = self._apply(partition, result)
         if future is None:
             assert response is not None
             return response
@@ -124,9 +123,10 @@ class ClassicService:
 
     async def sync(self, request: SyncRequest) -> SyncResponse:
         """SyncGroup: the member's assignment, once the leader's arrived."""
-        result = self._classic.sync(request, now_ms=self._clock.monotonic_ms())
+        partition, shard = self._shard_of(request.group_id)
+        result = shard.classic.sync(request, now_ms=self._clock.monotonic_ms())
         future = self._park(self._syncs, request.group_id, result)
-        response = self._apply(result)
+        response = self._apply(partition, result)
         if future is None:
             assert response is not None
             return response
@@ -136,7 +136,7 @@ class ClassicService:
     def heartbeat(
         self, *, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
     ) -> ErrorCode | None:
-        return self._classic.heartbeat(
+        return self._shard_of(group_id)[1].classic.heartbeat(
             group_id=group_id,
             member_id=member_id,
             generation_id=generation_id,
@@ -145,10 +145,11 @@ class ClassicService:
         )
 
     def leave(self, *, group_id: str, members: Sequence[LeavingMember]) -> LeaveResponse:
-        result = self._classic.leave(
+        partition, shard = self._shard_of(group_id)
+        result = shard.classic.leave(
             group_id=group_id, members=members, now_ms=self._clock.monotonic_ms()
         )
-        response: LeaveResponse = self._apply(result)
+        response: LeaveResponse = self._apply(partition, result)
         left = [m.member_id or m.group_instance_id for m, error in response.members if not error]
         if left:
             log.info("group %s: classic members %s left", group_id, left)
@@ -166,7 +167,8 @@ class ClassicService:
         offsets: Sequence[OffsetToCommit],
         api_version: int,
     ) -> tuple[PartitionError, ...]:
-        result = self._classic.commit_offsets(
+        partition, shard = self._shard_of(group_id)
+        result = shard.classic.commit_offsets(
             group_id=group_id,
             member_id=member_id,
             generation_id=generation_id,
@@ -175,7 +177,7 @@ class ClassicService:
             api_version=api_version,
             now_ms=self._clock.wall_ms(),
         )
-        return self._runtime.apply(result)
+        return self._runtime.apply(result, partition)
 
     def txn_commit_offsets(
         self,
@@ -190,7 +192,8 @@ class ClassicService:
     ) -> tuple[PartitionError, ...]:
         """TxnOffsetCommit (28): the offsets written pending their transaction's
         marker (group/txn_offsets.py)."""
-        result = self._classic.txn_commit_offsets(
+        partition, shard = self._shard_of(group_id)
+        result = shard.classic.txn_commit_offsets(
             group_id=group_id,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
@@ -200,7 +203,7 @@ class ClassicService:
             offsets=offsets,
             now_ms=self._clock.wall_ms(),
         )
-        return self._runtime.apply(result)
+        return self._runtime.apply(result, partition)
 
     def fetch_offsets(
         self,
@@ -209,48 +212,55 @@ class ClassicService:
         partitions: Sequence[tuple[str, int]] | None,
         require_stable: bool = False,
     ) -> tuple[ErrorCode | None, tuple[FetchedOffset, ...]]:
-        return self._classic.fetch_offsets(
+        return self._shard_of(group_id)[1].classic.fetch_offsets(
             group_id=group_id, partitions=partitions, require_stable=require_stable
         )
 
     def delete_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]
     ) -> tuple[ErrorCode | None, tuple[PartitionError, ...]]:
-        error, result = self._classic.delete_offsets(group_id=group_id, partitions=partitions)
+        partition, shard = self._shard_of(group_id)
+        error, result = shard.classic.delete_offsets(group_id=group_id, partitions=partitions)
         if error is not None:
             return error, ()
-        return None, self._runtime.apply(result)
+        return None, self._runtime.apply(result, partition)
 
     # ---- plumbing ---------------------------------------------------------------------
 
+    def _shard_of(self, group_id: str) -> tuple[int, GroupCoordinatorShard]:
+        partition = self._runtime.partition_of(group_id)
+        return partition, self._runtime.shard_at(partition)
+
     def _park(
-        self, waiters: dict[_Key, list[Any]], group_id: str, result: ClassicResult[Any]
+        self, waiters: dict[_Key, list[Any]], group_id: str, result: GroupResult[Any]
     ) -> asyncio.Future[Any] | None:
-        if result.parked is None:
+        member_id = parked_member(result)
+        if member_id is None:
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        waiters.setdefault((group_id, result.parked), []).append(future)
+        waiters.setdefault((group_id, member_id), []).append(future)
         return future
 
-    def _apply(self, result: ClassicResult[R]) -> R:
-        response = self._runtime.apply(result)
-        for completion in result.completions:
-            self._complete(completion)
-        self.answer_abandoned()
+    def _apply(self, partition: int, result: GroupResult[R]) -> R:
+        """Write `result` (its `Completion` effects answer parked requests through
+        the runtime's effect handler), answer what replay abandoned, re-arm."""
+        response = self._runtime.apply(result, partition)
+        self.answer_abandoned(partition)
         self._rearm()
         return response
 
-    def answer_abandoned(self) -> None:
-        """Answer the parked requests of classic groups that replay removed or
-        restarted (an upgrade to a consumer group, a downgrade's rebalance):
-        REBALANCE_IN_PROGRESS, so the members rejoin."""
-        abandoned = self._classic.groups.take_abandoned()
+    def answer_abandoned(self, partition: int) -> None:
+        """Answer the parked requests of the classic groups of `partition`'s shard
+        that replay removed or restarted (an upgrade to a consumer group, a
+        downgrade's rebalance): REBALANCE_IN_PROGRESS, so the members rejoin."""
+        abandoned = self._runtime.shard_at(partition).classic.groups.take_abandoned()
         for completion in abandoned:
-            self._complete(completion)
+            self.complete(completion)
         if abandoned:
             log.info("classic groups: %d parked requests answered after conversion", len(abandoned))
 
-    def _complete(self, completion: Completion) -> None:
+    def complete(self, completion: Completion) -> None:
+        """Answer a parked JoinGroup or SyncGroup (a `Completion` effect)."""
         key = (completion.group_id, completion.member_id)
         if completion.join is not None:
             for future in self._joins.pop(key, []):

@@ -1,57 +1,51 @@
-"""Where the group coordinator's records live: `__consumer_offsets`.
+"""Where the group coordinator's records live: `__consumer_offsets`, a shard per partition.
 
 `open_group_log` ensures the topic (`offsets.topic.num.partitions` partitions,
 `offsets.topic.segment.bytes` segments; see coordinator/internal_topics.py) and
-returns the sink the group coordinator writes through and the records to replay at
-start-up. Shoal runs one group-coordinator shard over every partition, so the sink
-routes each record to the partition owning its group, `partition_for(group_id, n)`
-as Kafka places groups: a group's records stay in order within one partition.
+returns a `GroupLog`: one `LogRecordSink` per partition and the runtime's loader of
+each partition's records (server/coordinator_host.py). The group coordinator's
+runtime (server/group_service.py) hosts a `GroupCoordinatorShard` per partition over
+that partition's sink, as Kafka's GroupCoordinatorService does, and places each
+group on `partition_for(group_id, n)`:
+every record of a group goes to its partition, in order, and its shard alone holds
+the group. Loading replays each partition into its own shard, records carrying their
+offset in that partition (coordinator/pruning.py: the shard knows where each key's
+latest record is). A shard sees one partition, so its log bookkeeping spans one.
 
-Replay goes partition by partition, each in offset order; records of different
-groups do not depend on one another, so that order rebuilds every group as written.
-Replayed records carry their offset in their partition, as live writes through the
-routed sink do (the shard maps a group to its partition with the same
-`partition_for`), so a loaded shard sees exactly what the live one saw and knows
-where each key's latest record is (coordinator/pruning.py).
-
-`GroupLogMaintenance` keeps the topic bounded (issue 9 item 4; Shoal has no
-compaction). A pass runs every `offsets.topic.prune.interval.ms`, and as soon as a
-window (`offsets.topic.rewrite.window.records`) of records was appended since the
-last one (the log's `appended` events re-arm the timer; the pass itself runs from
-the timer, never inside an append). It writes what the shard's `rewrite_old_records`
-returns (live keys more than a window plus the live key count below their
-partition's end, re-appended; at most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX`
-per pass, in appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then
-deletes each partition below the shard's `prune_offsets` with the shared `prune_log`
-step (as the share coordinator prunes `__share_group_state`). So a partition holds at
-most about twice its live keys plus two windows, whatever the commit rate. A
-re-write that fails leaves the old records in place (nothing is pruned past them),
-so a crash at any point loses no key.
+`GroupLogMaintenance` keeps the topic bounded (Shoal has no compaction). A pass
+runs every `offsets.topic.prune.interval.ms`, and as soon as a window
+(`offsets.topic.rewrite.window.records`) of records was appended since the last one
+(the log's `appended` events re-arm the timer; the pass itself runs from the timer,
+never inside an append). For each partition it writes, through the runtime, what
+that partition's shard's `rewrite_old_records` returns (live keys more than a
+window plus the live key count below the partition's end, re-appended; at most
+`limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass over all partitions, in
+appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then deletes the
+partition below the shard's `prune_offsets` with the shared `prune_log` step (as the
+share coordinator prunes `__share_group_state`). So a partition holds at most about
+twice its live keys plus two windows, whatever the commit rate. A re-write that
+fails leaves the old records in place (nothing is pruned past them), so a crash at
+any point loses no key.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import (
-    LogRecordSink,
-    RoutedRecordSink,
-    read_log,
-)
-from shoal.coordinator.placement import partition_for
+from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.pruning import RemovePaths
-from shoal.coordinator.runtime import CoordinatorRuntime
-from shoal.group import GroupCoordinatorShard
-from shoal.group.log_maintenance import maintenance_pass
+from shoal.group.log_maintenance import GroupRuntime, maintenance_pass
 from shoal.group.records import CODEC, CoordinatorRecord
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.server.coordinator_host import LogLoader
 from shoal.server.timers import DeadlineTimer, TimerSource
 
 log = logging.getLogger(__name__)
@@ -59,36 +53,32 @@ log = logging.getLogger(__name__)
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 
-def open_group_log(
-    logs: LogManager, config: BrokerConfig, clock: Clock
-) -> tuple[RoutedRecordSink[CoordinatorRecord], Iterator[tuple[int, CoordinatorRecord]]]:
-    """The routed sink over `__consumer_offsets` and the records it holds (lazily
-    read: iterate before the first append). Raises `LogError` if the topic cannot be
-    created or opened; iterating raises `CoordinatorLogCorrupt` on a bad record."""
+@dataclass(frozen=True, slots=True)
+class GroupLog:
+    """`__consumer_offsets` opened: a sink per partition, and the loader of each
+    partition's records (raises `CoordinatorLogCorrupt` on a bad record)."""
+
+    partitions: tuple[PartitionLog, ...]
+    sinks: tuple[LogRecordSink[CoordinatorRecord], ...]
+    loader: LogLoader[CoordinatorRecord]
+
+
+def open_group_log(logs: LogManager, config: BrokerConfig, clock: Clock) -> GroupLog:
+    """The sinks over `__consumer_offsets` and the records they hold. Raises
+    `LogError` if the topic cannot be created or opened."""
     partitions = ensure_internal_topic(
         logs,
         name=GROUP_METADATA_TOPIC,
         partitions=config.get_int("offsets.topic.num.partitions"),
         configs={"segment.bytes": config.get_int("offsets.topic.segment.bytes")},
     )
-    count = len(partitions)
-
-    def route(record: CoordinatorRecord) -> int:
-        return partition_for(record.key.group_id, count)
-
-    sink = RoutedRecordSink(
-        sinks=[LogRecordSink(log=log, encode=CODEC.encode, clock=clock) for log in partitions],
-        route=route,
+    return GroupLog(
+        partitions=tuple(partitions),
+        sinks=tuple(LogRecordSink(log=log, encode=CODEC.encode, clock=clock) for log in partitions),
+        loader=LogLoader(
+            partitions, CODEC.decode, buffer_bytes=config.get_int("offsets.load.buffer.size")
+        ),
     )
-    replay = _replay(partitions, buffer_bytes=config.get_int("offsets.load.buffer.size"))
-    return sink, replay
-
-
-def _replay(
-    partitions: list[PartitionLog], *, buffer_bytes: int
-) -> Iterator[tuple[int, CoordinatorRecord]]:
-    for log in partitions:
-        yield from read_log(log, CODEC.decode, buffer_bytes=buffer_bytes)
 
 
 class GroupLogMaintenance:
@@ -97,7 +87,7 @@ class GroupLogMaintenance:
     def __init__(
         self,
         *,
-        runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord],
+        runtime: GroupRuntime,
         partitions: Sequence[PartitionLog],
         config: Callable[[], BrokerConfig],
         remove_paths: RemovePaths = fileio.remove_paths,
@@ -105,6 +95,7 @@ class GroupLogMaintenance:
         rearm: Callable[[], None] = lambda: None,
     ) -> None:
         assert records_per_pass_max >= 1, records_per_pass_max
+        assert len(partitions) == runtime.partitions, (len(partitions), runtime.partitions)
         self._runtime = runtime
         self._partitions = tuple(partitions)
         self._config = config
@@ -138,16 +129,22 @@ class GroupLogMaintenance:
         """One pass: re-write old keys, then prune. Returns (records re-written,
         partitions whose log start moved). A sink error propagates (nothing pruned).
         The pass's own re-writes do not count towards the next one."""
+        rewritten = moved = 0
         try:
-            return maintenance_pass(
-                self._runtime,
-                self._partitions,
-                window_records=self._window(),
-                records_max=self._records_per_pass_max,
-                remove_paths=self._remove_paths,
-            )
+            for index, partition in enumerate(self._partitions):
+                written, pruned = maintenance_pass(
+                    self._runtime,
+                    [partition],
+                    window_records=self._window(),
+                    records_max=max(0, self._records_per_pass_max - rewritten),
+                    remove_paths=self._remove_paths,
+                    partition=index,
+                )
+                rewritten += written
+                moved += pruned
         finally:
             self._grown = 0
+        return rewritten, moved
 
     def timer_sources(self) -> list[TimerSource]:
         """The pass: every `offsets.topic.prune.interval.ms`, and as soon as a window

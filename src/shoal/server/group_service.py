@@ -1,18 +1,21 @@
-"""The group coordinator in the running broker: shard, runtime, effects and timers.
+"""The group coordinator in the running broker: its runtime, effects and events.
 
-`GroupService` owns the `GroupCoordinatorShard` (group/coordinator.py), the
-`CoordinatorRuntime` that writes its records and replays them (coordinator/), and
-drives everything the shard leaves to its caller:
+`GroupService` hosts a `GroupCoordinatorShard` (group/coordinator.py) per
+`__consumer_offsets` partition on the one coordinator runtime (coordinator/runtime.py,
+as Kafka's GroupCoordinatorService hosts a GroupCoordinatorShard per partition): the
+runtime places a group on `partition_for(group_id, n)`, loads each partition by
+replay, writes (append, replay, effects, then the answer), runs the timed writes and
+tells the broker's timer driver when (one source, "group-coordinator"). This shell
+keeps what needs the world outside the shards:
 
-- **Writes.** Every shard operation goes through `_write`: the runtime appends the
-  records and replays them, then the result's effects are performed, then the timer
-  is re-armed, then the response is returned. Everything is synchronous, so one
-  operation never interleaves with another on the event loop.
-- **Effects.** `InitializeShareState` -> `persister.initialize` for every
-  share-partition (in-process, synchronous) -> `complete_initialization` (success
-  only if every partition succeeded) -> written like any result.
-  `DeleteShareState` -> `persister.delete` -> `complete_state_deletion`, or
-  `complete_group_deletion` for a DeleteGroups.
+- **Routing and fan-out.** An operation on a group goes to its partition;
+  ListGroups, ShareGroupDescribe, DeleteGroups and topic events go to every shard
+  concerned and merge the answers (describes and DeleteGroups in request order,
+  ListGroups by group id).
+- **Effects** (`_on_effects`, the runtime's handler): `InitializeShareState` and
+  `DeleteShareState` are performed through the persister and their outcome written
+  on the same partition (server/group_share_state.py); `Completion` answers the
+  parked classic request (classic_service.py).
 - **Administration.** DeleteGroups, AlterShareGroupOffsets and
   DeleteShareGroupOffsets are shard operations like any other; their effects'
   outcomes (persister errors per share-partition, the end of a group deletion) are
@@ -35,47 +38,42 @@ drives everything the shard leaves to its caller:
   heartbeat). A deliberate difference from Kafka, whose share coordinator answers
   asynchronously: there the partitions reach every member only at its heartbeat
   after the initialisation, one heartbeat interval (5 s) after forming.
-- **Timers.** `timer_sources()` gives the broker's timer driver (server/timers.py)
-  `shard.next_deadline()` (session expiry, initialisation retry, a scheduled regex
-  refresh); firing runs `expire_sessions`, `retry_initializations` and
-  `refresh_regexes` (group/regex_refresh.py). Every write calls `rearm`.
-- **Topics.** `topics_changed()` hands the shard every topic's id, name and
+- **Timed writes.** Each shard's `next_deadline()` (session expiry, initialisation
+  retry, a scheduled regex refresh) is due to `expire_sessions`,
+  `retry_initializations` and `refresh_regexes` (group/regex_refresh.py); the
+  classic ones are classic_service.py's. Every write calls `rearm`.
+- **Topics.** `topics_changed()` hands every shard each topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
   offsets of deleted topics (Kafka's `onPartitionsDeleted`).
 - **Transactions.** TxnOffsetCommit writes pending offsets through
-  `classic.txn_commit_offsets` (classic_service.py), as OffsetCommit does through
-  `classic.commit_offsets`; `complete_transaction` (the transaction shell's marker
-  on a `__consumer_offsets` partition) settles them (group/txn_offsets.py).
+  `classic.txn_commit_offsets`, as OffsetCommit does through `classic.commit_offsets`;
+  `complete_transaction` (the transaction shell's marker on a `__consumer_offsets`
+  partition) settles that partition's (group/txn_offsets.py).
 - **Configs.** Per-group overrides come from `group_configs` (the broker's
   `GroupConfigStore.overrides`), looked up at each operation, so a change applies
   from the group's next heartbeat; changed `group.share.*` broker configs arrive
   through `reconfigure`.
 
-The record sink is given by the broker: `__consumer_offsets`, the shard rebuilt from
-it at start (server/group_persistence.py); without one (tests) it is an
-`InMemoryRecordSink` bounded by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`. A sink
-that refuses a write raises `RecordSinkError` (a batch too large is one) out of the
-operation, which the handler answers with COORDINATOR_NOT_AVAILABLE.
-
-(About 690 lines because it is the one shell around the one group shard: every
-group type's operations go through its `_write` and effect loop; the classic
-protocol's parked answers live apart, in classic_service.py.)
+The record sinks are given by the broker, one per `__consumer_offsets` partition
+(server/group_persistence.py); without them (tests) one `InMemoryRecordSink` bounded
+by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, so one shard. A sink that refuses a
+write raises `RecordSinkError` (a batch too large is one) out of the operation,
+which the handler answers with COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
-from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink, RecordSink, RecordSinkError
+from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
+from shoal.coordinator.placement import Placement
+from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
 from shoal.group import (
-    CoordinatorResult,
     DeleteShareState,
     GroupCoordinatorShard,
     InitializeShareState,
@@ -84,11 +82,13 @@ from shoal.group import (
 )
 from shoal.group import offsets as group_offsets
 from shoal.group.classic import ClassicSettings
+from shoal.group.classic_state import Completion
 from shoal.group.consumer_membership import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     HeartbeatRequest,
     HeartbeatResponse,
 )
+from shoal.group.log_maintenance import GroupRuntime
 from shoal.group.offsets import TopicOffsets
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import (
@@ -96,10 +96,9 @@ from shoal.group.results import (
     DeleteGroupResult,
     DeleteOffsetsResponse,
     DescribedGroup,
-    DescribedOffsetsPartition,
     DescribedOffsetsTopic,
-    Effect,
-    GroupEpochResponse,
+    GroupResult,
+    GroupsChanged,
     ListedGroup,
     ShareGroupHeartbeatResponse,
 )
@@ -108,20 +107,14 @@ from shoal.group.share_group import LEAVE_GROUP_MEMBER_EPOCH
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.server.classic_service import ClassicService
+from shoal.server.coordinator_host import LogLoader, load_all
+from shoal.server.group_persistence import GROUP_METADATA_TOPIC
+from shoal.server.group_share_state import HighWatermark, Outcomes, ShareStateEffects
 from shoal.server.timers import DeadlineTimer, TimerSource
-from shoal.share.persister import Persister, SharePartitionKey
+from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-
-_EFFECTS_PER_WRITE_MAX = 10_000
-"""Guard against an effect loop: completions never produce further effects today."""
-_SUMMARY_LEADER_EPOCH = 0
-"""Leader epoch sent with a state summary read (Kafka's request default; a summary
-never fences)."""
-
-HighWatermark = Callable[[uuid.UUID, int], int | None]
-"""(topic id, partition) -> the partition's high watermark, None if it has no log."""
 
 SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version=0)."
 
@@ -151,27 +144,45 @@ class GroupService:
         persister: Persister,
         topic_source: Callable[[], Iterable[TopicMetadata]],
         group_configs: GroupConfigLookup | None = None,
-        sink: RecordSink[CoordinatorRecord] | None = None,
+        sinks: Sequence[RecordSink[CoordinatorRecord]] = (),
+        loader: LogLoader[CoordinatorRecord] | None = None,
         share_state_listeners: Iterable[Callable[[str], None]] = (),
         rearm: Callable[[], None] = lambda: None,
-        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
-        self._log_partitions = log_partitions
-        """Partitions of the sink's `__consumer_offsets` (1 for an in-memory sink)."""
-        self._persister = persister
+        self._share_state = ShareStateEffects(persister)
         self._topic_source = topic_source
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
         self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         self._classic_settings = ClassicSettings.from_values(config.get_int)
-        self._sink: RecordSink[CoordinatorRecord] = (
-            sink if sink is not None else InMemoryRecordSink()
+        sinks = list(sinks) or [InMemoryRecordSink()]
+        self._loader = loader
+        self.runtime: GroupRuntime = CoordinatorRuntime(
+            shard_factory=self._new_shard,
+            sinks=sinks,
+            name=GROUP_METADATA_TOPIC,
+            placement=Placement(len(sinks), key_text=str),
+            loader=loader,
         )
-        self.runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = (
-            CoordinatorRuntime(shard_factory=self._new_shard, sink=self._sink)
+        """A shard per `__consumer_offsets` partition (one sink each)."""
+        self.runtime.on_effects(self._on_effects)
+        self.runtime.add_timed(
+            TimedWrite("group-sessions", operation=_expire_sessions, deadline_ms=_deadline),
+            TimedWrite(
+                "group-initialisation-retry",
+                operation=lambda shard, now: shard.retry_initializations(now_ms=now),
+                deadline_ms=_deadline,
+            ),
+            TimedWrite(
+                "group-regex-refresh",
+                operation=lambda shard, now: shard.refresh_regexes(now_ms=now),
+                deadline_ms=_deadline,
+            ),
         )
         self._rearm = rearm
+        self._outcomes = Outcomes()
+        """What the effects of the write in progress came to (`_write_tracked`)."""
         self.classic = ClassicService(
             runtime=self.runtime,
             clock=clock,
@@ -193,68 +204,85 @@ class GroupService:
             group_configs=self._group_configs,
             classic_settings=self._classic_settings,
             consumer_settings=self._consumer_settings,
-            log_partitions=self._log_partitions,
         )
 
-    @property
-    def shard(self) -> GroupCoordinatorShard:
-        """The live shard, for reads (describe, list, group types)."""
-        return self.runtime.shard
+    def shard_of(self, group_id: str) -> GroupCoordinatorShard:
+        """The live shard holding `group_id`, for reads (describe, group types)."""
+        return self.runtime.shard_at(self.runtime.partition_of(group_id))
+
+    def shards(self) -> list[GroupCoordinatorShard]:
+        """Every live shard, by partition."""
+        return [shard for _, shard in self.runtime.shards()]
 
     # ---- lifecycle ------------------------------------------------------------------
 
+    def load(self) -> None:
+        """Rebuild each partition's shard from its records in `__consumer_offsets`
+        (the loader's); `start` then finishes loading."""
+        assert self._loader is not None, "no __consumer_offsets to load"
+        load_all(self.runtime, self._loader, clock=self._clock, what="group coordinator")
+
     def start(self) -> None:
-        """Finish loading (the broker replayed `__consumer_offsets` into the runtime
-        first): take the current topics (so re-issued deletions know their
-        partitions), re-arm sessions and re-issue interrupted initialisations and
-        deletions (the timer driver then fires the re-armed deadlines)."""
+        """Finish loading (`load` first): take the current topics (so re-issued
+        deletions know their partitions), re-arm sessions and re-issue interrupted
+        initialisations and deletions (the timer driver then fires the re-armed
+        deadlines)."""
         self.topics_changed()
-        self._write(self.shard.on_loaded())
+        for partition in range(self.runtime.partitions):
+            self._write(partition, self.runtime.shard_at(partition).on_loaded())
 
     def timer_sources(self) -> list[TimerSource]:
-        """Session expiry and initialisation retry, for the broker's timer driver."""
+        """The runtime's timed writes (sessions, initialisation retries, regex
+        refreshes, classic deadlines, offsets retention), for the timer driver."""
         return [
             DeadlineTimer(
-                "group-coordinator",
-                deadline=lambda _now: self.shard.next_deadline(),
-                action=self.fire_timers,
-            ),
-            *self.classic.timer_sources(),
+                "group-coordinator", deadline=self.runtime.next_deadline, action=self._fire
+            )
         ]
+
+    def _fire(self, now_ms: int) -> None:
+        self.runtime.fire(now_ms)
+        for partition in range(self.runtime.partitions):
+            self.classic.answer_abandoned(partition)  # conversions a timed write made
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
         consumer_settings = ConsumerGroupSettings.from_broker_config(config)
         if consumer_settings != self._consumer_settings:
             self._consumer_settings = consumer_settings
-            self.shard.update_consumer_settings(consumer_settings)
+            for shard in self.shards():
+                shard.update_consumer_settings(consumer_settings)
         settings = ShareGroupSettings.from_broker_config(config)
         if settings == self._settings:
             return
         self._settings = settings
-        self.shard.update_settings(settings)
+        for shard in self.shards():
+            shard.update_settings(settings)
         self._rearm()
 
     def topics_changed(self) -> None:
-        """Tell the shard the current topics; call after any topic is created,
-        deleted or grown."""
+        """Tell every shard the current topics; call after any topic is created,
+        deleted or grown. A shard whose write is refused catches up at the next."""
         topics = list(self._topic_source())
         try:
-            changed = self._write(self.shard.on_topics_changed(topics=topics))
-        except RecordSinkError:  # the topic change itself stands; groups catch up later
-            log.exception("group coordinator could not record a topic change")
-            return
-        if changed.bumped_groups:
-            log.info("topic change bumped the epoch of share groups %s", changed.bumped_groups)
+            written = self.runtime.write_all(lambda shard: shard.on_topics_changed(topics=topics))
+        finally:
+            self._rearm()
+        bumped = [g for _, result in written for g in result.response.bumped_groups]
+        if bumped:
+            log.info("topic change bumped the epoch of share groups %s", bumped)
 
     def topics_deleted(self, names: Collection[str]) -> None:
         """Tombstone every group's committed offsets of deleted topics (Kafka's
-        `onPartitionsDeleted`); call after DeleteTopics."""
+        `onPartitionsDeleted`); call after DeleteTopics. A shard whose write is
+        refused keeps the offsets until they are deleted."""
         try:
-            deleted = self._write(self.shard.on_topics_deleted(topic_names=names))
-        except RecordSinkError:  # the deletion stands; the offsets stay until deleted
-            log.exception("group coordinator could not delete offsets of deleted topics")
-            return
+            written = self.runtime.write_all(
+                lambda shard: shard.on_topics_deleted(topic_names=names)
+            )
+        finally:
+            self._rearm()
+        deleted = sum(result.response for _, result in written)
         if deleted:
             log.info("deleted %d committed offsets of deleted topics %s", deleted, names)
 
@@ -263,7 +291,7 @@ class GroupService:
     def offsets_partition(self, group_id: str) -> int:
         """The `__consumer_offsets` partition holding `group_id`'s records: the one a
         transaction that committed the group's offsets must send its marker to."""
-        return self.shard.log_keys.partition_of(group_id)
+        return self.runtime.partition_of(group_id)
 
     async def complete_transaction(
         self, *, offsets_partition: int, producer_id: int, producer_epoch: int, commit: bool
@@ -273,15 +301,11 @@ class GroupService:
         dropped, the records written before this returns. Idempotent (a repeated
         marker writes nothing). A sink that refuses the write raises
         `RecordSinkError`: the marker is not done, the caller retries it."""
-        written = self._write(
-            self.shard.complete_transaction(
-                offsets_partition=offsets_partition,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                commit=commit,
-            )
+        shard = self.runtime.shard_at(offsets_partition)
+        result = shard.complete_transaction(
+            producer_id=producer_id, producer_epoch=producer_epoch, commit=commit
         )
-        if written:
+        if self._write(offsets_partition, result):
             log.info(
                 "transaction marker (%s) of producer %d epoch %d on __consumer_offsets-%d: "
                 "%d records",
@@ -289,7 +313,7 @@ class GroupService:
                 producer_id,
                 producer_epoch,
                 offsets_partition,
-                written,
+                len(result.records),
             )
 
     # ---- operations -------------------------------------------------------------------
@@ -307,7 +331,8 @@ class GroupService:
     ) -> ShareGroupHeartbeatResponse:
         """ShareGroupHeartbeat (76). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        result = self.shard.share_group_heartbeat(
+        partition = self.runtime.partition_of(group_id)
+        result = self.runtime.shard_at(partition).share_group_heartbeat(
             group_id=group_id,
             member_id=member_id,
             member_epoch=member_epoch,
@@ -316,13 +341,14 @@ class GroupService:
             client_id=client_id,
             client_host=client_host,
         )
-        response = self._write(result)
+        response = self._write(partition, result)
         if response.error is not None:
             return response
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             log.info("share group %s: member %s left", group_id, member_id)
             return response
         response = self._assign_after_initialisation(
+            partition,
             group_id=group_id,
             member_id=member_id,
             response=response,
@@ -343,6 +369,7 @@ class GroupService:
 
     def _assign_after_initialisation(
         self,
+        partition: int,
         *,
         group_id: str,
         member_id: str,
@@ -355,12 +382,14 @@ class GroupService:
         the epoch it was given, and is answered with the assignment of that pass
         (module docstring, "Initialisation and assignment"). Its records are
         written before the answer, like any heartbeat's."""
-        group = self.shard.share_group(group_id)
+        shard = self.runtime.shard_at(partition)
+        group = shard.share_group(group_id)
         if group is None or group.group_epoch <= response.member_epoch:
             return response
         try:
             again = self._write(
-                self.shard.share_group_heartbeat(
+                partition,
+                shard.share_group_heartbeat(
                     group_id=group_id,
                     member_id=member_id,
                     member_epoch=response.member_epoch,
@@ -368,7 +397,7 @@ class GroupService:
                     subscribed_topic_names=None,
                     client_id=client_id,
                     client_host=client_host,
-                )
+                ),
             )
         except RecordSinkError:
             # The first pass stands (written); the member gets the partitions at its
@@ -388,8 +417,10 @@ class GroupService:
     def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """ConsumerGroupHeartbeat (68). Raises `RecordSinkError` if nothing could be
         written (the request then changed nothing)."""
-        response = self._write(self.shard.consumer_group_heartbeat(request=request))
-        self.classic.answer_abandoned()  # an upgraded classic group's parked requests
+        partition = self.runtime.partition_of(request.group_id)
+        result = self.runtime.shard_at(partition).consumer_group_heartbeat(request=request)
+        response = self._write(partition, result)
+        self.classic.answer_abandoned(partition)  # an upgraded classic group's parked requests
         if response.error is not None:
             return response
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -414,60 +445,52 @@ class GroupService:
 
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """ShareGroupDescribe (77); read-only."""
-        return self.shard.share_group_describe(group_ids=group_ids)
+        return [
+            described
+            for group_id in group_ids
+            for described in self.shard_of(group_id).share_group_describe(group_ids=[group_id])
+        ]
 
     def list_groups(
         self, *, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        """ListGroups over share and classic groups; read-only."""
+        """ListGroups over share, classic and consumer groups of every shard; read-only."""
         states, types = list(states_filter), list(types_filter)
-        listed = self.shard.list_groups(states_filter=states, types_filter=types)
-        listed += self.shard.classic.list_groups(states_filter=states, types_filter=types)
-        listed += self.shard.list_consumer_groups(states_filter=states, types_filter=types)
+        listed: list[ListedGroup] = []
+        for shard in self.shards():
+            listed += shard.list_groups(states_filter=states, types_filter=types)
+            listed += shard.classic.list_groups(states_filter=states, types_filter=types)
+            listed += shard.list_consumer_groups(states_filter=states, types_filter=types)
         return sorted(listed, key=lambda group: group.group_id)
 
     # ---- administration ---------------------------------------------------------------
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupResult]:
         """DeleteGroups (42) of consumer, classic and share groups: one final result
-        per distinct id, in
-        request order (state deleted, then the group's records tombstoned). Raises
+        per distinct id, in request order (state deleted, then the group's records
+        tombstoned; `GroupCoordinatorShard.delete_any_groups` on each shard). Raises
         `RecordSinkError` if nothing could be written."""
         ids = list(dict.fromkeys(group_ids))
-        consumer_ids = [g for g in ids if self.shard.consumer_group(g) is not None]
-        if consumer_ids:
-            consumer = self._write(self.shard.delete_consumer_groups(group_ids=consumer_ids))
-            done = {result.group_id: result for result in consumer.results}
-            for result in consumer.results:
-                if result.error is None:
-                    log.info("consumer group %s deleted", result.group_id)
-            rest_ids = [g for g in ids if g not in done]
-            rest = self.delete_groups(rest_ids) if rest_ids else []
-            by_id = {result.group_id: result for result in rest} | done
-            return [by_id[g] for g in ids]
-        classic_ids = [g for g in ids if self.shard.classic.has_group(g)]
-        if classic_ids:
-            records, classic_results = self.shard.classic.delete_groups(classic_ids)
-            self.runtime.apply(CoordinatorResult(records=records, response=None))
-            for deleted in classic_results:
-                if deleted.error is None:
-                    log.info("classic group %s deleted", deleted.group_id)
-            done = {result.group_id: result for result in classic_results}
-            rest_ids = [g for g in ids if g not in done]
-            rest = self.delete_groups(rest_ids) if rest_ids else []
-            by_id = {result.group_id: result for result in rest} | done
-            return [by_id[g] for g in ids]
-        response, outcomes = self._write_tracked(self.shard.delete_groups(group_ids=ids))
-        results: list[DeleteGroupResult] = []
-        for shard_result in response.results:
-            group_id, error = shard_result.group_id, shard_result.error
-            if shard_result.pending:
-                error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
-            if error is None:
-                log.info("share group %s deleted", group_id)
-                self._state_reset(group_id)
-            results.append(DeleteGroupResult(group_id=group_id, error=error))
-        return results
+        by_partition: dict[int, list[str]] = {}
+        for group_id in ids:
+            by_partition.setdefault(self.runtime.partition_of(group_id), []).append(group_id)
+        by_id: dict[str, DeleteGroupResult] = {}
+        for partition, wanted in by_partition.items():
+            shard = self.runtime.shard_at(partition)
+            shares = {g for g in wanted if shard.share_group(g) is not None}
+            response, outcomes = self._write_tracked(
+                partition, shard.delete_any_groups(group_ids=wanted)
+            )
+            for result in response.results:
+                group_id, error = result.group_id, result.error
+                if result.pending:
+                    error = outcomes.deleted_groups.get(group_id, ErrorCode.unknown_server_error)
+                if error is None:
+                    log.info("group %s deleted", group_id)
+                    if group_id in shares:
+                        self._state_reset(group_id)
+                by_id[group_id] = DeleteGroupResult(group_id=group_id, error=error)
+        return [by_id[g] for g in ids]
 
     def alter_offsets(
         self, *, group_id: str, topics: Iterable[TopicOffsets]
@@ -475,8 +498,10 @@ class GroupService:
         """AlterShareGroupOffsets (91). A partition whose state the persister did not
         initialise answers the persister's error. Raises `RecordSinkError` if nothing
         could be written."""
-        result = self.shard.alter_share_group_offsets(group_id=group_id, topics=topics)
-        response, outcomes = self._write_tracked(result)
+        partition = self.runtime.partition_of(group_id)
+        shard = self.runtime.shard_at(partition)
+        result = shard.alter_share_group_offsets(group_id=group_id, topics=topics)
+        response, outcomes = self._write_tracked(partition, result)
         if response.error is not None or not result.effects:
             return response
         failed = outcomes.errors_of(group_id)
@@ -493,8 +518,10 @@ class GroupService:
         """DeleteShareGroupOffsets (92). A topic whose state the persister did not
         delete answers the persister's error (and stays deleting, retried by the next
         request). Raises `RecordSinkError` if nothing could be written."""
-        result = self.shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
-        response, outcomes = self._write_tracked(result)
+        partition = self.runtime.partition_of(group_id)
+        shard = self.runtime.shard_at(partition)
+        result = shard.delete_share_group_offsets(group_id=group_id, topic_names=topic_names)
+        response, outcomes = self._write_tracked(partition, result)
         if response.error is not None or not result.effects:
             return response
         failed_topics = {key[0]: error for key, error in outcomes.errors_of(group_id).items()}
@@ -517,36 +544,8 @@ class GroupService:
         """DescribeShareGroupOffsets (90) of one group; read-only. `topics` None =
         every initialised partition. As Kafka, nothing here is a group-level error: a
         group, topic or partition without state answers StartOffset -1."""
-        wanted = self.shard.offsets_to_describe(group_id=group_id, topics=topics)
-        return [
-            DescribedOffsetsTopic(
-                topic_name=name,
-                topic_id=topic_id,
-                partitions=tuple(
-                    DescribedOffsetsPartition(partition=p)
-                    if topic_id is None
-                    else self._describe_partition(group_id, topic_id, p, high_watermark)
-                    for p in partitions
-                ),
-            )
-            for name, topic_id, partitions in wanted
-        ]
-
-    def _describe_partition(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, high_watermark: HighWatermark
-    ) -> DescribedOffsetsPartition:
-        key = SharePartitionKey(group_id, topic_id, partition)
-        summary = self._persister.read_summary(key=key, leader_epoch=_SUMMARY_LEADER_EPOCH)
-        if summary.error is not None:
-            log.info(
-                "share group %s: no state summary of %s: %s", group_id, key, summary.error.name
-            )
-        return group_offsets.describe_partition(
-            topic_id=topic_id,
-            partition=partition,
-            summary=summary,
-            high_watermark=high_watermark(topic_id, partition),
-        )
+        wanted = self.shard_of(group_id).offsets_to_describe(group_id=group_id, topics=topics)
+        return self._share_state.describe_offsets(group_id, wanted, high_watermark)
 
     def _state_reset(self, group_id: str) -> None:
         for listener in list(self.on_share_state_reset):
@@ -557,137 +556,52 @@ class GroupService:
 
     # ---- writes and effects -------------------------------------------------------------
 
-    def _write(self, result: CoordinatorResult[R]) -> R:
-        response, _ = self._write_tracked(result)
+    def _write(self, partition: int, result: GroupResult[R]) -> R:
+        response, _ = self._write_tracked(partition, result)
         return response
 
-    def _write_tracked(self, result: CoordinatorResult[R]) -> tuple[R, _Outcomes]:
-        """Apply `result`, perform its effects, re-arm the timer. Returns the response
-        and what the effects came to."""
+    def _write_tracked(self, partition: int, result: GroupResult[R]) -> tuple[R, Outcomes]:
+        """Write `result` on `partition` (the runtime appends, replays and hands the
+        effects to `_on_effects`), re-arm the timer. Returns the response and what
+        the effects came to."""
+        self._outcomes = outcomes = Outcomes()
         try:
-            response = self.runtime.apply(result)
-            outcomes = self._perform(result.effects)
+            response = self.runtime.apply(result, partition)
         finally:
             self._rearm()
         return response, outcomes
 
-    def _perform(self, effects: Iterable[Effect]) -> _Outcomes:
-        pending = list(effects)
-        outcomes = _Outcomes()
-        performed = 0
-        while pending:
-            performed += 1
-            assert performed <= _EFFECTS_PER_WRITE_MAX, "effects keep producing effects"
-            effect = pending.pop(0)
-            outcome: CoordinatorResult[GroupEpochResponse]
-            if isinstance(effect, InitializeShareState):
-                success = self._initialize_state(effect, outcomes.state_errors)
-                outcome = self.shard.complete_initialization(
-                    group_id=effect.group_id,
-                    topic_partitions=effect.partitions_by_topic(),
-                    success=success,
-                )
-            else:
-                errors = outcomes.state_errors
-                failed_before = len(errors)
-                self._delete_state(effect, errors)
-                success = len(errors) == failed_before
-                if effect.for_group_deletion:
-                    outcome = self.shard.complete_group_deletion(
-                        group_id=effect.group_id, success=success
-                    )
-                else:
-                    failed = {key.topic_id for key in errors if key.group_id == effect.group_id}
-                    outcome = self.shard.complete_state_deletion(
-                        group_id=effect.group_id,
-                        topic_ids=[t.topic_id for t in effect.topics if t.topic_id not in failed],
-                        success=True,
-                    )
+    def _on_effects(self, partition: int, effects: tuple[object, ...]) -> None:
+        """The runtime's effect handler: answer parked classic requests; perform each
+        share-state effect and write its outcome on the same partition (whose own
+        effects come back here)."""
+        outcomes = self._outcomes
+        for effect in effects:
+            if isinstance(effect, Completion):
+                self.classic.complete(effect)
+                continue
+            if not isinstance(effect, InitializeShareState | DeleteShareState):
+                continue  # a `Park`: the classic shell parked the request before the write
+            outcome = self._share_state.outcome(self.runtime.shard_at(partition), effect, outcomes)
             try:
-                self.runtime.apply(outcome)
+                answer = self.runtime.apply(outcome, partition)
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
-                outcomes.deleted_groups[effect.group_id] = outcome.response.error
-            pending.extend(outcome.effects)
-        return outcomes
+                outcomes.deleted_groups[effect.group_id] = answer.error
 
-    def _initialize_state(
-        self, effect: InitializeShareState, errors: dict[SharePartitionKey, ErrorCode]
-    ) -> bool:
-        ok = True
-        for topic in effect.topics:
-            for partition in topic.partitions:
-                key = SharePartitionKey(effect.group_id, topic.topic_id, partition.partition)
-                error = self._persister.initialize(
-                    key=key, state_epoch=effect.state_epoch, start_offset=partition.start_offset
-                )
-                if error is not None:
-                    errors[key] = error
-                    log.warning(
-                        "share group %s: initialising %s-%d (state epoch %d) failed: %s",
-                        effect.group_id,
-                        topic.topic_name,
-                        partition.partition,
-                        effect.state_epoch,
-                        error.name,
-                    )
-                    ok = False
-        return ok
 
-    def _delete_state(
-        self, effect: DeleteShareState, errors: dict[SharePartitionKey, ErrorCode]
-    ) -> None:
-        for topic in effect.topics:
-            partitions = topic.partitions
-            if partitions is None:
-                # After a reload, for a topic deleted meanwhile: its partition count
-                # is gone with it, but the share coordinator knows its keys.
-                partitions = self._persister.partitions_with_state(
-                    group_id=effect.group_id, topic_id=topic.topic_id
-                )
-            for partition in partitions:
-                key = SharePartitionKey(effect.group_id, topic.topic_id, partition)
-                error = self._persister.delete(key=key)
-                if error is not None:
-                    errors[key] = error
-                    log.warning(
-                        "share group %s: deleting the state of %s-%d failed: %s",
-                        effect.group_id,
-                        topic.topic_name,
-                        partition,
-                        error.name,
-                    )
+def _deadline(shard: GroupCoordinatorShard) -> int | None:
+    return shard.next_deadline()
 
-    # ---- timers -----------------------------------------------------------------------
 
-    def fire_timers(self, now_ms: int) -> None:
-        """Expire silent members' sessions and retry failed initialisations due at
-        `now_ms` (a failure propagates to the timer driver, which backs off)."""
-        changed = self._write(self.shard.expire_sessions(now_ms=now_ms))
-        for group_id, member_id in changed.expired_members:
-            log.info("group %s: member %s removed, session timed out", group_id, member_id)
-        self._write(self.shard.retry_initializations(now_ms=now_ms))
-        self._write(self.shard.refresh_regexes(now_ms=now_ms))
+def _expire_sessions(shard: GroupCoordinatorShard, now_ms: int) -> GroupResult[GroupsChanged]:
+    result = shard.expire_sessions(now_ms=now_ms)
+    for group_id, member_id in result.response.expired_members:
+        log.info("group %s: member %s removed, session timed out", group_id, member_id)
+    return result
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, object]:
     return {}
-
-
-@dataclasses.dataclass(slots=True)
-class _Outcomes:
-    """What performing one write's effects came to."""
-
-    state_errors: dict[SharePartitionKey, ErrorCode] = dataclasses.field(default_factory=dict)
-    """Persister errors by share-partition."""
-    deleted_groups: dict[str, ErrorCode | None] = dataclasses.field(default_factory=dict)
-    """Each group deletion that finished: None = deleted, else why it was not."""
-
-    def errors_of(self, group_id: str) -> dict[tuple[uuid.UUID, int], ErrorCode]:
-        return {
-            (key.topic_id, key.partition): error
-            for key, error in self.state_errors.items()
-            if key.group_id == group_id
-        }

@@ -20,9 +20,9 @@ from shoal.group import GroupCoordinatorShard, ShareGroupSettings, TopicMetadata
 from shoal.group.classic import ClassicSettings
 from shoal.group.records import CoordinatorRecord, OffsetCommitKey, RecordKey, TopicPartitions
 from shoal.group.results import (
-    CoordinatorResult,
     DeleteShareState,
     Effect,
+    GroupResult,
     InitializeShareState,
     ShareGroupHeartbeatResponse,
 )
@@ -93,7 +93,7 @@ class Harness:
 
     # ---- driving ------------------------------------------------------------------
 
-    def run(self, result: CoordinatorResult[R]) -> CoordinatorResult[R]:
+    def run(self, result: GroupResult[R]) -> GroupResult[R]:
         for record in result.records:
             self.write(record)
         self.effects.extend(result.effects)
@@ -158,7 +158,7 @@ class Harness:
                 return last
         raise AssertionError("group did not settle")
 
-    def set_topics(self, **partition_counts: int) -> CoordinatorResult[Any]:
+    def set_topics(self, **partition_counts: int) -> GroupResult[Any]:
         """Set the cluster to exactly these topics (name=partition count)."""
         self.cluster = {
             name: TopicMetadata(
@@ -170,7 +170,7 @@ class Harness:
         }
         return self.publish()
 
-    def recreate_topic(self, name: str, partition_count: int) -> CoordinatorResult[Any]:
+    def recreate_topic(self, name: str, partition_count: int) -> GroupResult[Any]:
         self._generations[name] = self._generations.get(name, 0) + 1
         self.cluster[name] = TopicMetadata(
             topic_id=topic_id(name, self._generations[name]),
@@ -179,7 +179,7 @@ class Harness:
         )
         return self.publish()
 
-    def publish(self) -> CoordinatorResult[Any]:
+    def publish(self) -> GroupResult[Any]:
         return self.run(
             self.shard.on_topics_changed(
                 topics=list(self.cluster.values()), now_ms=self.clock.monotonic_ms()

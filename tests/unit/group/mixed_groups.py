@@ -9,15 +9,16 @@ from typing import Any
 from shoal.group import consumer_membership as cm
 from shoal.group.classic_state import (
     STABLE,
-    ClassicResult,
     JoinRequest,
     JoinResponse,
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    classic_result,
+    completions_of,
 )
 from shoal.group.consumer_group import ConsumerGroup
-from shoal.group.results import ShareGroupHeartbeatResponse
+from shoal.group.results import GroupResult, ShareGroupHeartbeatResponse
 from shoal.group.subscriptions import read_assignment, write_assignment
 from shoal.protocol.errors import ErrorCode
 from tests.support.classic_groups import consumer_subscription
@@ -45,10 +46,10 @@ class Mixed:
     def now(self) -> int:
         return self.h.clock.monotonic_ms()
 
-    def apply(self, result: ClassicResult[Any]) -> Any:
+    def apply(self, result: GroupResult[Any]) -> Any:
         for record in result.records:
             self.h.write(record)
-        for c in [*result.completions, *self.h.shard.classic.groups.take_abandoned()]:
+        for c in [*completions_of(result), *self.h.shard.classic.groups.take_abandoned()]:
             if c.join is not None:
                 self.joins[c.member_id] = c.join
             if c.sync is not None:
@@ -143,7 +144,7 @@ class Mixed:
         response = self.h.run(
             self.h.shard.consumer_group_heartbeat(request=request, now_ms=self.now)
         ).response
-        self.apply(ClassicResult(response=None))  # collect answers owed to parked requests
+        self.apply(classic_result(response=None))  # collect answers owed to parked requests
         return response
 
     def stable_classic_pair(self) -> tuple[str, str]:

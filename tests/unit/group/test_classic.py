@@ -21,14 +21,17 @@ from shoal.group.classic import (
 )
 from shoal.group.classic_state import (
     EMPTY,
-    ClassicResult,
     JoinRequest,
     JoinResponse,
     LeavingMember,
     SyncRequest,
     SyncResponse,
+    classic_result,
+    completions_of,
+    parked_member,
 )
 from shoal.group.committed_offsets import OffsetToCommit
+from shoal.group.results import GroupResult
 from shoal.protocol.errors import ErrorCode
 
 DELAY_MS = 3_000
@@ -65,9 +68,9 @@ class Classic:
     def classic(self) -> Any:
         return self.runtime.shard.classic
 
-    def apply(self, result: ClassicResult[Any]) -> Any:
+    def apply(self, result: GroupResult[Any]) -> Any:
         response = self.runtime.apply(result)
-        for c in result.completions:
+        for c in completions_of(result):
             if c.join is not None:
                 self.joins[c.member_id] = c.join
             if c.sync is not None:
@@ -102,7 +105,7 @@ class Classic:
         )
         response = self.apply(result)
         if response is None:
-            assert result.parked is not None
+            assert parked_member(result) is not None
         return response  # type: ignore[no-any-return]
 
     def sync(
@@ -483,7 +486,7 @@ def test_offsets_retention_only_for_groups_without_members(c: Classic) -> None:
     due = committed_at + retention
     assert c.classic.expire_offsets(now_ms=due - 1, retention_ms=retention) == ()
     records = c.apply(
-        ClassicResult(
+        classic_result(
             records=c.classic.expire_offsets(now_ms=due, retention_ms=retention),
             response=None,
         )

@@ -8,10 +8,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection
 
+from shoal.coordinator import CoordinatorResult
 from shoal.group import consumer_membership as cm
 from shoal.group.committed_offsets import OffsetToCommit
 from shoal.group.consumer_group import MEMBER_STATE_STABLE, MEMBER_STATE_UNREVOKED_PARTITIONS
-from shoal.group.results import CoordinatorResult, ShareGroupHeartbeatResponse
+from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, topic_id

@@ -13,6 +13,8 @@ from shoal.coordinator import NO_OFFSET
 from shoal.group import GroupCoordinatorShard
 from shoal.group import records as r
 from shoal.group.committed_offsets import OffsetToCommit
+from shoal.group.results import DeleteShareState
+from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness
 from tests.unit.group.mixed_groups import Mixed
 
@@ -181,3 +183,31 @@ def test_pruning_keeps_the_last_offset_record_of_a_simple_group_without_offsets(
     for record in harness.log[:3]:
         unknown.replay(record, NO_OFFSET)
     assert unknown.prune_offsets() == {}  # offsets unknown: nothing may be pruned
+
+
+def test_delete_any_groups_answers_every_type_in_request_order(harness: Harness) -> None:
+    """DeleteGroups of mixed ids as one shard write: a simple group, an empty share
+    group with state (pending, with its state deletion as the effect), a live share
+    group (NON_EMPTY_GROUP) and an unknown id, answered in request order; the simple
+    group's tombstones and the share group's move to deleting are one result."""
+    harness.set_topics(t=2)
+    _commit(harness, "simple")
+    harness.join("emptied", "m1", ["t"])
+    harness.complete_inits()
+    harness.heartbeat("emptied", "m1", -1)
+    harness.join("live", "m2", ["t"])
+    harness.take_effects()
+    result = harness.run(
+        harness.shard.delete_any_groups(group_ids=["live", "simple", "nope", "emptied"])
+    )
+    assert [(x.group_id, x.error, x.pending) for x in result.response.results] == [
+        ("live", ErrorCode.non_empty_group, False),
+        ("simple", None, False),
+        ("nope", ErrorCode.group_id_not_found, False),
+        ("emptied", None, True),
+    ]
+    [delete] = result.effects
+    assert isinstance(delete, DeleteShareState) and delete.group_id == "emptied"
+    assert {record.key.group_id for record in result.records} == {"simple", "emptied"}
+    assert not harness.shard.classic.has_group("simple")
+    assert harness.shard.group_state("emptied") == "Dead"

@@ -14,10 +14,12 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
-from shoal.coordinator.log_sink import LogRecordSink, RoutedRecordSink, read_log
+from shoal.coordinator import CoordinatorResult
+from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.runtime import CoordinatorRuntime
-from shoal.group import CoordinatorResult, GroupCoordinatorShard, TopicMetadata
+from shoal.group import GroupCoordinatorShard, TopicMetadata
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
+from shoal.group.coordinator import DurableState
 from shoal.group.records import (
     CODEC,
     CoordinatorRecord,
@@ -51,17 +53,17 @@ class Coordinator:
         self.config = BrokerConfig.from_raw(raw)
         self.clock = clock
         self.logs = LogManager.open(data_dir=data_dir, broker_config=self.config, clock=clock)
-        sink, records = open_group_log(self.logs, self.config, clock)
-        self.partitions: list[PartitionLog] = [s.log for s in sink.sinks]
+        group_log = open_group_log(self.logs, self.config, clock)
+        self.partitions: list[PartitionLog] = list(group_log.partitions)
         self.service = GroupService(
             clock=clock,
             config=self.config,
             persister=InMemoryPersister(),
             topic_source=lambda: [TOPIC],
-            sink=sink,
-            log_partitions=len(sink.sinks),
+            sinks=group_log.sinks,
+            loader=group_log.loader,
         )
-        self.service.runtime.load_at(records)
+        self.service.load()
         self.service.start()
         self.rearms = 0
         self.maintenance = GroupLogMaintenance(
@@ -106,7 +108,11 @@ class Coordinator:
         return self.schedule.fire_due(self.clock.monotonic_ms())
 
     def home(self, group_id: str) -> PartitionLog:
-        return self.partitions[self.service.shard.log_keys.partition_of(group_id)]
+        return self.partitions[self.service.runtime.partition_of(group_id)]
+
+    def durable_state(self) -> list[DurableState]:
+        """Every shard's durable state, by partition."""
+        return [shard.durable_state() for shard in self.service.shards()]
 
     @staticmethod
     def retained(log: PartitionLog) -> int:
@@ -158,7 +164,7 @@ def test_fifty_thousand_commits_over_100_partitions_stay_below_the_bound(
         written += 100
         if round_ % 10 == 9:  # a pass every 1000 commits
             assert "group-coordinator-log-maintenance" in c.tick()
-            live = c.service.shard.log_keys.live_keys(c.partitions.index(busy))
+            live = c.service.shard_of("busy").log_keys.live_keys(0)
             # after a pass: no live key further than the window below the end, and
             # nothing below the lowest live key
             assert c.retained(busy) <= window + live, (round_, c.retained(busy))
@@ -168,14 +174,14 @@ def test_fifty_thousand_commits_over_100_partitions_stay_below_the_bound(
     assert sum(path.stat().st_size for path in segments) < 40 * 16_384  # not 50k records
     once = c.fetch("once")
     latest = c.fetch("busy")
-    state = c.service.shard.durable_state()
+    state = c.durable_state()
 
     again = crash_and_reload(opened, tmp_path, c)
     assert again.fetch("once") == once == c.fetch("once")
     assert [(o.partition, o.offset) for o in once] == [(0, 1), (1, 2), (2, 3)]
     assert again.fetch("busy") == latest
     assert [o.offset for o in latest] == [499] * 100
-    assert again.service.shard.durable_state() == state
+    assert again.durable_state() == state
 
 
 def test_a_key_written_once_is_re_written_before_the_log_below_it_goes(
@@ -224,15 +230,15 @@ def test_deleted_groups_and_tombstoned_offsets_need_nothing(
     assert (log.log_start_offset, log.log_end_offset) == (1, 4)
     again = crash_and_reload(opened, tmp_path, c, **{"offsets.topic.num.partitions": "1"})
     assert again.fetch("gone") == ()
-    assert again.service.shard.durable_state() == c.service.shard.durable_state()
-    assert again.service.shard.classic.has_group("gone")
+    assert again.durable_state() == c.durable_state()
+    assert again.service.shard_of("gone").classic.has_group("gone")
     again.service.classic.expire_offsets(0)  # the cleanup pass: its GroupMetadata tombstone
     again.tick()
     log = again.partitions[0]
     assert log.log_start_offset == log.log_end_offset == 5  # nothing live: all of it goes
     last = crash_and_reload(opened, tmp_path, again, **{"offsets.topic.num.partitions": "1"})
-    assert not last.service.shard.classic.has_group("gone")
-    assert last.service.shard.durable_state() == again.service.shard.durable_state()
+    assert not last.service.shard_of("gone").classic.has_group("gone")
+    assert last.durable_state() == again.durable_state()
 
 
 def test_deleting_a_topic_deletes_every_groups_offsets_of_it(
@@ -273,7 +279,7 @@ def test_offsets_retention_is_driven_by_the_shells_timer_and_survives_a_reload(
     assert [o.offset for o in c.fetch("idle")] == [4]  # 59 s after the commit: kept
     c.tick()  # 60 s: past offsets.retention.minutes
     assert c.fetch("idle") == ()
-    assert c.service.shard.group_type("idle") is None  # no offsets, no members: gone
+    assert c.service.shard_of("idle").group_type("idle") is None  # no offsets, no members: gone
     again = crash_and_reload(opened, tmp_path, c, **settings)
     assert again.fetch("idle") == ()
 
@@ -283,10 +289,7 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
 ) -> None:
     c = open_coordinator(opened, tmp_path, clock, **{"offsets.topic.num.partitions": "1"})
     log = c.partitions[0]
-    small = RoutedRecordSink(
-        sinks=[LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)],
-        route=lambda _record: 0,
-    )
+    small = LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)
     runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
         shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
     )
@@ -436,14 +439,14 @@ def test_pending_transactional_offsets_survive_pruning_and_a_crash(
     )
     asyncio.run(marker)
     assert [(o.partition, o.offset) for o in c.fetch("tx")] == [(0, 10), (1, 11)]
-    state = c.service.shard.durable_state()
+    state = c.durable_state()
     again = crash_and_reload(
         opened,
         tmp_path,
         c,
         **{"offsets.topic.num.partitions": "1", "offsets.topic.rewrite.window.records": "50"},
     )
-    assert again.service.shard.durable_state() == state
+    assert again.durable_state() == state
     assert [(o.partition, o.offset) for o in again.fetch("tx")] == [(0, 10), (1, 11)]
 
 
@@ -477,6 +480,5 @@ def test_the_marker_goes_to_the_groups_offsets_partition(
     )
     after = [log.log_end_offset for log in c.partitions]
     assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 1, 0]  # one tombstone
-    assert set(c.service.shard.classic.txn_offsets.snapshot()) == {
-        (groups[p], 7) for p in (0, 1, 3)
-    }
+    pending = {key for shard in c.service.shards() for key in shard.classic.txn_offsets.snapshot()}
+    assert pending == {(groups[p], 7) for p in (0, 1, 3)}

@@ -40,22 +40,22 @@ def open_manager(tmp_path: Path) -> Iterator[Opener]:
 
 def test_topic_made_from_the_offsets_configs(open_manager: Opener) -> None:
     logs, config = open_manager()
-    sink, replay = open_group_log(logs, config, ManualClock())
+    group_log = open_group_log(logs, config, ManualClock())
     info = logs.topic(GROUP_METADATA_TOPIC)
     assert info is not None and info.internal
-    assert info.partitions == 50 == len(sink.sinks)
+    assert info.partitions == 50 == len(group_log.sinks)
     assert info.configs["segment.bytes"] == 104_857_600
     assert info.configs["retention.ms"] == -1 and info.configs["cleanup.policy"] == ["delete"]
-    assert list(replay) == []
+    assert [pair for p in range(50) for pair in group_log.loader(p)] == []
 
 
 def test_segment_size_and_partition_count_follow_the_config(open_manager: Opener) -> None:
     logs, config = open_manager(
         **{"offsets.topic.num.partitions": "3", "offsets.topic.segment.bytes": "65536"}
     )
-    sink, _ = open_group_log(logs, config, ManualClock())
+    group_log = open_group_log(logs, config, ManualClock())
     info = logs.topic(GROUP_METADATA_TOPIC)
-    assert info is not None and info.partitions == 3 == len(sink.sinks)
+    assert info is not None and info.partitions == 3 == len(group_log.sinks)
     assert info.configs["segment.bytes"] == 65536
 
 
@@ -95,13 +95,16 @@ def test_a_reloaded_shard_equals_the_one_that_wrote(open_manager: Opener) -> Non
     harness = scripted_groups()
     partitions = 4
     logs, config = open_manager(**{"offsets.topic.num.partitions": str(partitions)})
-    sink, _ = open_group_log(logs, config, harness.clock)
-    written_at = sink.append(harness.log)
+    sinks = open_group_log(logs, config, harness.clock).sinks
+    # each record to its group's partition, as the group's shard writes it
+    written_at = [
+        sinks[partition_for(rec.key.group_id, partitions)].append([rec]) for rec in harness.log
+    ]
     logs.close()
 
     reopened, config = open_manager(**{"offsets.topic.num.partitions": str(partitions)})
-    _, replay = open_group_log(reopened, config, harness.clock)
-    replayed = list(replay)
+    group_log = open_group_log(reopened, config, harness.clock)
+    replayed = [pair for p in range(partitions) for pair in group_log.loader(p)]
     # each record comes back at the offset the live append gave it in its partition
     assert sorted((offset, repr(rec)) for offset, rec in replayed) == sorted(
         (offset, repr(rec)) for offset, rec in zip(written_at, harness.log, strict=True)

@@ -34,7 +34,7 @@ class Fixture:
             config=BrokerConfig.from_raw(dict(overrides)),
             persister=self.persister,
             topic_source=lambda: list(self.topics),
-            sink=self.sink,
+            sinks=[self.sink],
             rearm=self.rearm,
         )
         self.timers: TimerDriver | None = None
@@ -174,11 +174,11 @@ def test_timer_source_is_the_shard_deadline_and_fires_expiry() -> None:
     f.heartbeat("m1", 0, ["t"])
     assert f.rearms > before
     deadline = source.next_deadline_ms(f.clock.monotonic_ms())
-    assert deadline == f.service.shard.session_deadline("g", "m1")
+    assert deadline == f.service.shard_of("g").session_deadline("g", "m1")
     assert deadline is not None
     f.clock.advance(deadline)
     source.fire(f.clock.monotonic_ms())
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None and group.members == {}
 
 
@@ -195,7 +195,7 @@ def test_timer_task_expires_silent_members() -> None:
         # The loop sleeps on the real clock; a write re-arms it and it sees the deadline.
         f.service.topics_changed()
         await settle()
-        group = f.service.shard.share_group("g")
+        group = f.service.shard_of("g").share_group("g")
         assert group is not None
         assert sorted(group.members) == ["m2"]
         assert group.group_epoch == 4
@@ -216,7 +216,7 @@ def test_deleted_topic_state_is_deleted() -> None:
         f.topics = []
         f.service.topics_changed()
         assert f.summary(0) == (0, -1), "deleted: reads as unknown"
-        group = f.service.shard.share_group("g")
+        group = f.service.shard_of("g").share_group("g")
         assert group is not None and group.state_metadata.is_empty
         response = f.heartbeat("m1", group.members["m1"].member_epoch)
         assert response.error is None

@@ -109,7 +109,7 @@ def test_delete_groups_deletes_state_and_tells_listeners() -> None:
         ("busy", ErrorCode.non_empty_group),
         ("nope", ErrorCode.group_id_not_found),
     ]
-    assert f.service.shard.share_group("g") is None
+    assert f.service.shard_of("g").share_group("g") is None
     assert f.summary(TOPIC, 0) == (0, -1), "state deleted"
     assert f.reset == ["g"]
 
@@ -120,14 +120,14 @@ def test_failed_state_deletion_keeps_the_group() -> None:
     f.persister.failing.add(f.key(TOPIC, 1))
     [result] = f.service.delete_groups(["g"])
     assert result.error is ErrorCode.unknown_server_error
-    assert f.service.shard.share_group("g") is not None
+    assert f.service.shard_of("g").share_group("g") is not None
     assert f.reset == []
 
 
 def test_alter_reinitialises_at_the_new_epoch_and_offsets() -> None:
     f = Fixture()
     f.emptied()
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None
     epoch = group.group_epoch
     response = f.service.alter_offsets(group_id="g", topics=[("t", [(0, 3), (1, 0)])])
@@ -156,7 +156,7 @@ def test_alter_refused_writes_nothing_and_tells_nobody() -> None:
     f = Fixture()
     response = f.service.alter_offsets(group_id="g", topics=[("missing", [(0, 0)])])
     assert response.error is None and response.topics[0].topic_id is None
-    assert f.reset == [] and f.service.shard.share_group("g") is None
+    assert f.reset == [] and f.service.shard_of("g").share_group("g") is None
 
 
 def test_delete_offsets_deletes_the_topic_state() -> None:
@@ -167,7 +167,7 @@ def test_delete_offsets_deletes_the_topic_state() -> None:
     assert f.summary(TOPIC, 0) == (0, -1)
     assert f.describe() == {"u": [(0, -1, -1)]}
     assert f.reset == ["g"]
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None and group.state_metadata.deleting == {}
 
 
@@ -178,13 +178,13 @@ def test_delete_offsets_reports_a_failed_deletion_per_topic() -> None:
     response = f.service.delete_offsets(group_id="g", topic_names=["t", "u"])
     errors = {t.topic_name: t.error for t in response.topics}
     assert errors == {"t": ErrorCode.coordinator_not_available, "u": None}
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None
     assert group.state_metadata.deleting == {TOPIC.topic_id: "t"}, "kept for a retry"
     f.persister.failing.clear()
     retried = f.service.delete_offsets(group_id="g", topic_names=["t"])
     assert retried.topics[0].error is None
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None and group.state_metadata.is_empty
 
 
@@ -194,7 +194,7 @@ def test_describe_offsets_lag_and_absences() -> None:
     f = Fixture()
     f.emptied()
     f.service.alter_offsets(group_id="g", topics=[("t", [(0, 2)])])
-    group = f.service.shard.share_group("g")
+    group = f.service.shard_of("g").share_group("g")
     assert group is not None
     error = f.persister.write(
         write=StateWrite(

@@ -40,7 +40,7 @@ MEMBER_TYPE_CONSUMER = 1
 @api(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
-    shard = ctx.services.group_service.shard
+    service = ctx.services.group_service
     requested = bool(request.include_authorized_operations)
     groups = []
     allowed = authz.filter_allowed(ctx, AclOperation.DESCRIBE, authz.GROUP, request.group_ids)
@@ -48,7 +48,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if group_id not in allowed:
             groups.append(_denied(schema, group_id, ErrorCode.group_authorization_failed, None))
     wanted = [group_id for group_id in request.group_ids if group_id in allowed]
-    for group_id, group, message in shard.consumer_group_describe(group_ids=wanted):
+    for group_id in wanted:
+        shard = service.shard_of(group_id)
+        [(_, group, message)] = shard.consumer_group_describe(group_ids=[group_id])
         if group is None:
             groups.append(
                 schema.make(

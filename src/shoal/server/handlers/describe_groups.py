@@ -46,17 +46,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for group_id in request.groups
         if group_id not in allowed
     )
-    shard = ctx.services.group_service.shard
-    described = shard.classic.describe(
-        [group_id for group_id in request.groups if group_id in allowed]
-    )
+    service = ctx.services.group_service
+    described = [
+        (group, shard.group_type(group_id))
+        for group_id in request.groups
+        if group_id in allowed
+        for shard in [service.shard_of(group_id)]
+        for group in shard.classic.describe([group_id])
+    ]
     return schema.response(
         throttle_time=_ZERO,
         groups=refused
         + tuple(
             schema.make(
                 "DescribedGroup",
-                **_missing(ctx.api_version, shard.group_type(group.group_id), group),
+                **_missing(ctx.api_version, group_type, group),
                 group_id=group.group_id,
                 group_state=group.state,
                 protocol_type=group.protocol_type,
@@ -77,7 +81,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     for m in group.members
                 ),
             )
-            for group in described
+            for group, group_type in described
         ),
     )
 
