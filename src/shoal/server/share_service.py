@@ -71,7 +71,7 @@ import logging
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
@@ -86,13 +86,24 @@ from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.manager import (
+    LEADER_EPOCH,
     NO_EFFECTS,
     Effects,
     ShareFetchPartition,
     ShareLog,
     SharePartitionManager,
+    StateCut,
+    describe_key,
 )
-from shoal.share.persister import Persister, SharePartitionKey
+from shoal.share.partition import SharePartition
+from shoal.share.persister import (
+    Persister,
+    ReadResult,
+    SharePartitionKey,
+    StateWrite,
+    partition_error,
+    persist_cut,
+)
 from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 
@@ -104,8 +115,6 @@ log = logging.getLogger(__name__)
 _IDLE_CHECK_INTERVAL_MAX_MS = 60_000
 """Idle share-partitions are looked for every half idle period, at most this often
 apart."""
-_SETTINGS_CACHED_GROUPS_MAX = 10_000
-"""Resolved group settings kept; beyond this the cache starts afresh."""
 _SESSION_LIMIT_KEY = ("share-session-limit",)
 """Purgatory key of requests delayed by SHARE_SESSION_LIMIT_REACHED (woken only by
 shutdown)."""
@@ -203,24 +212,16 @@ class ShareService:
         self.sessions = ShareSessionCache(
             max_sessions=lambda: config().get_int("group.share.max.share.sessions")
         )
-        self.partitions = SharePartitionManager(
-            clock=clock,
-            persister=persister,
-            logs=self._log_for,
-            config=self.settings_for,
-            auto_offset_reset=self._auto_offset_reset,
-        )
+        self._persister = persister
+        self.partitions = SharePartitionManager(clock=clock, logs=self._log_for)
         self._found_logs: dict[tuple[int, int], ShareLog] = {}
         """Partition logs `_log_for` found, until the next topic change."""
         self._topic_names: dict[int, str] = {}
         """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
         change."""
-        self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
-        self._pinned: tuple[str, SharePartitionConfig] | None = None
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
         """`shoal.fetch.max.wait.ms` of the broker config object it was read from (a
         reconfiguration replaces the object)."""
-        """A group's settings for the synchronous operation in progress (`_pin`)."""
         self._deadline_timers = (
             DeadlineTimer(
                 "share-lock-expiry",
@@ -264,7 +265,10 @@ class ShareService:
 
     def expire_locks(self, now_ms: int) -> None:
         """Fire the acquisition locks due at `now_ms` and wake what they freed."""
-        expired = self.partitions.expire_locks(now_ms=now_ms)
+        due = self.partitions.groups_due(now_ms=now_ms)
+        expired = self.partitions.expire_locks(
+            now_ms=now_ms, settings={group_id: self.settings_for(group_id) for group_id in due}
+        )
         if expired.writes:
             self._locks_expired(expired.writes)
         self._perform(expired.effects)
@@ -275,7 +279,9 @@ class ShareService:
 
     def unload_idle(self, now_ms: int) -> None:
         """Unload the share-partitions idle for `shoal.share.partition.idle.unload.ms`."""
-        self.partitions.unload_idle(now_ms=now_ms, idle_ms=self._idle_unload_ms())
+        unloading = self.partitions.unload_idle(now_ms=now_ms, idle_ms=self._idle_unload_ms())
+        for write in unloading.writes:
+            self.partitions.unload_written(write, self._persister.write(write=write))
 
     def _idle_unload_ms(self) -> int:
         return self._config().get_int("shoal.share.partition.idle.unload.ms")
@@ -309,12 +315,13 @@ class ShareService:
         broker_config = self._config()
         settings = self.settings_for(call.group_id, broker_config)
         ack_errors = (
-            self._acknowledge_all(
+            self._acknowledge_each(
                 call.group_id,
                 call.member_id,
                 call.acknowledgements,
                 renew_allowed=call.is_renew_ack,
-            )
+                settings=settings,
+            )[0]
             if call.acknowledgements
             else {}
         )
@@ -407,9 +414,15 @@ class ShareService:
                 return []  # closed or replaced meanwhile: nobody will read the answer
             if self._stopping():
                 return []  # records acquired now would only be released at the close
+            if fresh is None:
+                fresh = self.settings_for(session.group_id)
             if call.min_bytes > 1 and not last_round:
+                self._load_missing(session.group_id, partitions, fresh)
                 available = self.partitions.available_bytes(
-                    group_id=session.group_id, partitions=partitions, cap=call.min_bytes
+                    group_id=session.group_id,
+                    partitions=partitions,
+                    cap=call.min_bytes,
+                    settings=fresh,
                 )
                 if available < call.min_bytes:
                     if keys is None:
@@ -417,8 +430,6 @@ class ShareService:
                     await self._purgatory.wait(keys, timeout_ms=remaining_ms)
                     fresh = None
                     continue
-            if fresh is None:
-                fresh = self.settings_for(session.group_id)
             fetched = self._acquire(session, call, partitions, fresh)
             acquired = errored = False
             for f in fetched:
@@ -459,25 +470,22 @@ class ShareService:
         partitions: Sequence[TopicIdPartition],
         settings: SharePartitionConfig,
     ) -> list[ShareFetchPartition]:
-        """One acquisition round of `_long_poll`, its effects performed, with the
-        group's `settings` pinned (resolved since the last await; no await here)."""
-        self._pinned = (session.group_id, settings)
-        try:
-            acquired = self.partitions.acquire(
-                group_id=session.group_id,
-                member_id=session.member_id,
-                partitions=partitions,
-                max_records=call.max_records,
-                batch_size=call.batch_size,
-                max_bytes=call.max_bytes,
-                acquire_mode=call.acquire_mode,
-                rotation=max(call.epoch, 0),
-                settings=settings,
-            )
-            if acquired.effects is not NO_EFFECTS:
-                self._perform(acquired.effects)
-        finally:
-            self._pinned = None
+        """One acquisition round of `_long_poll`, its effects performed, under the
+        group's `settings` (resolved since the last await; no await here)."""
+        acquired = self.partitions.acquire(
+            group_id=session.group_id,
+            member_id=session.member_id,
+            partitions=partitions,
+            max_records=call.max_records,
+            batch_size=call.batch_size,
+            max_bytes=call.max_bytes,
+            acquire_mode=call.acquire_mode,
+            rotation=max(call.epoch, 0),
+            settings=settings,
+            load_errors=self._load_missing(session.group_id, partitions, settings),
+        )
+        if acquired.effects is not NO_EFFECTS:
+            self._perform(acquired.effects)
         return acquired.partitions
 
     def _acquirable(
@@ -486,15 +494,13 @@ class ShareService:
         partitions: Sequence[TopicIdPartition],
         settings: SharePartitionConfig,
     ) -> bool:
-        """Whether anything is acquirable in `partitions` now, with the group's
-        `settings` pinned (resolved since the last await)."""
-        self._pinned = (group_id, settings)
-        try:
-            return (
-                self.partitions.available_bytes(group_id=group_id, partitions=partitions, cap=1) > 0
-            )
-        finally:
-            self._pinned = None
+        """Whether anything is acquirable in `partitions` now, under the group's
+        `settings` (resolved since the last await)."""
+        self._load_missing(group_id, partitions, settings)
+        available = self.partitions.available_bytes(
+            group_id=group_id, partitions=partitions, cap=1, settings=settings
+        )
+        return available > 0
 
     def _pass_on(self, keys: Sequence[Hashable]) -> None:
         """Wake the next parked fetch of the group on `keys` (records are left for it,
@@ -559,19 +565,6 @@ class ShareService:
             ),
         )
 
-    def _acknowledge_all(
-        self,
-        group_id: str,
-        member_id: str,
-        acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
-        *,
-        renew_allowed: bool,
-    ) -> dict[TopicIdPartition, ErrorCode | None]:
-        """`_acknowledge_each`'s errors, for a caller that rearms the timers anyway."""
-        return self._acknowledge_each(
-            group_id, member_id, acknowledgements, renew_allowed=renew_allowed
-        )[0]
-
     def _acknowledge_each(
         self,
         group_id: str,
@@ -579,42 +572,55 @@ class ShareService:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
         *,
         renew_allowed: bool,
-        settings: SharePartitionConfig | None = None,
+        settings: SharePartitionConfig,
     ) -> tuple[dict[TopicIdPartition, ErrorCode | None], bool]:
-        """Apply each partition's acknowledgements and perform their effects, with
-        the group's settings pinned (`settings` when the caller resolved them in the
-        same synchronous step). Returns each partition's error, and whether a lock
-        or redelivery deadline may have come earlier (`Acknowledged`)."""
+        """Apply each partition's acknowledgements under the group's `settings`
+        (resolved by the caller in the same synchronous step), make their state
+        writes and perform their effects. Returns each partition's error, and whether
+        a lock or redelivery deadline may have come earlier (`Acknowledged`)."""
         errors: dict[TopicIdPartition, ErrorCode | None] = {}
         earlier = False
-        if not acknowledgements:
-            return errors, earlier
-        self._pin(group_id, settings)  # settings resolved once (no await below)
-        try:
-            for tp, batches in acknowledgements.items():
-                acknowledged = self.partitions.acknowledge(
+        partitions = self.partitions
+        for tp, batches in acknowledgements.items():
+            acknowledged = partitions.acknowledge(
+                group_id=group_id,
+                member_id=member_id,
+                partition=tp,
+                batches=batches,
+                renew_allowed=renew_allowed,
+                settings=settings,
+            )
+            if acknowledged.load is not None:
+                loaded = self._load(acknowledged.load, settings)
+                if isinstance(loaded, ErrorCode):
+                    errors[tp] = loaded
+                    continue
+                acknowledged = partitions.acknowledge(
                     group_id=group_id,
                     member_id=member_id,
                     partition=tp,
                     batches=batches,
                     renew_allowed=renew_allowed,
+                    settings=settings,
                 )
-                if acknowledged.effects is not NO_EFFECTS:
-                    self._perform(acknowledged.effects)
-                earlier = earlier or acknowledged.deadlines_earlier
-                error = acknowledged.error
-                if error is not None:
-                    log.info(
-                        "acknowledgement of %s-%d by member %s of group %s failed: %s",
-                        tp.topic_id,
-                        tp.partition,
-                        member_id,
-                        group_id,
-                        error.name,
-                    )
-                errors[tp] = error
-        finally:
-            self._pinned = None
+            pending = acknowledged.pending
+            if pending is not None:
+                written = self._persister.write(write=pending.pending.write)
+                acknowledged = partitions.acknowledge_written(pending, written)
+            if acknowledged.effects is not NO_EFFECTS:
+                self._perform(acknowledged.effects)
+            earlier = earlier or acknowledged.deadlines_earlier
+            error = acknowledged.error
+            if error is not None:
+                log.info(
+                    "acknowledgement of %s-%d by member %s of group %s failed: %s",
+                    tp.topic_id,
+                    tp.partition,
+                    member_id,
+                    group_id,
+                    error.name,
+                )
+            errors[tp] = error
         return errors, earlier
 
     # ---- sessions ending
@@ -638,27 +644,41 @@ class ShareService:
             self._rearm()
 
     def _session_ended(self, session: ShareSession, *, release: bool) -> None:
+        partitions = self.partitions
         if release:
-            released = self.partitions.release(
+            pending = partitions.release(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=list(session.partitions),
+                settings=self.settings_for(session.group_id),
             )
-            self._perform(released)
+            for each in pending:
+                error, effects = partitions.write_done(
+                    each, self._persister.write(write=each.write)
+                )
+                if error is not None:
+                    log.warning(
+                        "release of %s for member %s failed: %s",
+                        describe_key(each.write.key),
+                        session.member_id,
+                        error.name,
+                    )
+                self._perform(effects)
         if self.sessions.group_session_count(session.group_id) == 0:
-            dropped = self.partitions.drop_group(session.group_id)
-            if dropped:
+            dropped = partitions.drop_group(session.group_id)
+            for write in dropped.writes:
+                partitions.unload_written(write, self._persister.write(write=write))
+            if dropped.keys:
                 log.info(
                     "share group %s has no share sessions left: %d share-partitions unloaded",
                     session.group_id,
-                    len(dropped),
+                    len(dropped.keys),
                 )
 
     # ---- hooks
 
     def group_config_changed(self, group_id: str) -> None:
         """Hook: the group's configs changed; parked fetches retry with them."""
-        self._settings.pop(group_id, None)
         self._perform(self.partitions.group_changed(group_id))
         self._rearm()
 
@@ -695,10 +715,12 @@ class ShareService:
         partition_log = logs.partition(topic, partition)
         if info is None or partition_log is None:
             return
+        groups = self.partitions.groups_of(topic_id=info.topic_id, partition=partition)
         moved = self.partitions.on_log_start_offset(
             topic_id=info.topic_id,
             partition=partition,
             log_start_offset=partition_log.log_start_offset,
+            settings={group_id: self.settings_for(group_id) for group_id in groups},
         )
         self._perform(moved)
 
@@ -707,40 +729,58 @@ class ShareService:
     def settings_for(
         self, group_id: str, broker_config: BrokerConfig | None = None
     ) -> SharePartitionConfig:
-        """The group's effective share settings, re-resolved when the broker config or
-        the group configs change (both objects are replaced on a change: compared by
-        identity). Inside a pinned operation (`_pin`) the group's settings are the ones
-        resolved at its start. `broker_config`: the current one, when the caller has
-        just read it."""
-        pinned = self._pinned
-        if pinned is not None and pinned[0] == group_id:
-            return pinned[1]
+        """The group's effective share settings, resolved now from the broker config
+        (`broker_config` when the caller has just read it) and the group's overrides:
+        the value handed to each manager operation."""
         if broker_config is None:
             broker_config = self._config()
-        configs = self._group_configs.configs
-        cached = self._settings.get(group_id)
-        if cached is not None and cached[0] is broker_config and cached[1] is configs:
-            return cached[2]
-        settings = SharePartitionConfig.resolve(
-            broker=broker_config, group=configs.overrides(group_id)
+        return SharePartitionConfig.resolve(
+            broker=broker_config, group=self._group_configs.overrides(group_id)
         )
-        if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
-            self._settings.clear()
-        self._settings[group_id] = (broker_config, configs, settings)
-        return settings
 
-    def _pin(self, group_id: str, settings: SharePartitionConfig | None = None) -> None:
-        """Resolve `group_id`'s settings once for a synchronous operation of many
-        `settings_for` calls (a share-partition asks at every step); the caller unpins
-        (`_pinned = None`) in a `finally` before any await, so no configuration change
-        (it comes from another request, so at an await) is missed. `settings` are the
-        group's, resolved by the caller in the same synchronous step."""
-        self._pinned = None
-        self._pinned = (group_id, self.settings_for(group_id) if settings is None else settings)
+    # ---- loading and state writes, for the manager
 
-    def _auto_offset_reset(self, group_id: str) -> str:
-        value: Any = self._group_configs.effective(group_id)["share.auto.offset.reset"]
-        return str(value)
+    def _load_missing(
+        self, group_id: str, partitions: Sequence[TopicIdPartition], settings: SharePartitionConfig
+    ) -> dict[TopicIdPartition, ErrorCode] | None:
+        """Load the share-partitions of `partitions` not loaded yet; returns the
+        errors of those that could not be (None when none failed)."""
+        missing = self.partitions.to_load(group_id, partitions)
+        if not missing:
+            return None
+        errors = {}
+        for key in missing:
+            loaded = self._load(key, settings)
+            if isinstance(loaded, ErrorCode):
+                errors[TopicIdPartition(key.topic_id, key.partition)] = loaded
+        return errors or None
+
+    def _load(
+        self, key: SharePartitionKey, settings: SharePartitionConfig
+    ) -> SharePartition | ErrorCode:
+        """Read `key`'s persisted state and load it (share-partition.md §10); a state
+        reaching past the log end is cut and made durable first (`persist_cut`)."""
+        read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
+        loaded = self.partitions.load(key, read, settings=settings)
+        if not isinstance(loaded, StateCut):
+            return loaded
+        error = persist_cut(
+            self._persister, key, loaded.persisted, loaded.cut, leader_epoch=LEADER_EPOCH
+        )
+        if error is not None:
+            log.warning(
+                "share-partition %s not loaded: the cut state was not written (%s)",
+                describe_key(key),
+                error.name,
+            )
+            return partition_error(error)
+        again = self.partitions.load(key, ReadResult(None, loaded.cut), settings=settings)
+        assert not isinstance(again, StateCut), "a cut state lies within the log"
+        return again
+
+    def _write_standing(self, write: StateWrite) -> None:
+        """Make a write whose transitions stand whatever its outcome."""
+        self.partitions.standing_written(write, self._persister.write(write=write))
 
     def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
         """The partition log of (`topic_id`, `partition`), or why there is none. Found
@@ -763,12 +803,18 @@ class ShareService:
         return partition_log
 
     def _perform(self, effects: Effects) -> None:
-        """Write the DLQ copies `effects` asks for, then wake the share fetches parked
-        on the share-partitions it names."""
+        """Make the standing state writes `effects` asks for, then the DLQ copies
+        (and their state writes), then wake the share fetches parked on the
+        share-partitions it names."""
         if effects is NO_EFFECTS:
             return
+        for write in effects.writes:
+            self._write_standing(write)
         for key in sorted(effects.dlq, key=str):
-            effects |= self.dlq.perform(key)
+            copied = self.dlq.perform(key)
+            for write in copied.writes:
+                self._write_standing(write)
+            effects |= copied
         for key in sorted(effects.wake, key=str):
             self._purgatory.notify(share_wait_key(key))
 

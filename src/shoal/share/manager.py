@@ -65,10 +65,9 @@ lives in partition.py, acquire.py and acknowledge.py.)
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -82,13 +81,13 @@ from shoal.share.acquire import AcquiredRecords
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
 from shoal.share.persister import (
     FENCING_ERRORS,
-    Persister,
+    PersistedState,
     SharePartitionKey,
     StateWrite,
     partition_error,
-    persist_cut,
     within_log,
 )
+from shoal.share.persister import ReadResult as StateRead
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
 from shoal.share.transactions import StableLog, isolation_inputs, read_limit
@@ -132,11 +131,54 @@ class Effects:
     """Share-partitions with ARCHIVING records to copy to their group's dead-letter
     queue topic (`SharePartition.dlq_copies`, then `dlq_done`)."""
 
+    writes: tuple[StateWrite, ...] = ()
+    """State writes whose transitions stand whatever their outcome (expiries,
+    archivals, a start offset a commit moved past what its write carried): the caller
+    makes each through its `Persister`, in order, before the DLQ copies and the
+    wake-ups, and reports each outcome to `standing_written`."""
+
     def __or__(self, other: Effects) -> Effects:
-        return Effects(wake=self.wake | other.wake, dlq=self.dlq | other.dlq)
+        return Effects(
+            wake=self.wake | other.wake,
+            dlq=self.dlq | other.dlq,
+            writes=self.writes + other.writes,
+        )
 
 
 NO_EFFECTS = Effects()
+
+
+@dataclass(frozen=True, slots=True)
+class StateCut:
+    """`load`'s answer when the persisted state reaches past the log end (a power
+    loss, `within_log`): the caller makes `cut` durable (`persister.persist_cut`) and
+    loads again with it, or answers the mapped error if that fails."""
+
+    key: SharePartitionKey
+    persisted: PersistedState
+    cut: PersistedState
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAck:
+    """An acknowledgement applied tentatively: the caller makes `pending.write`
+    through its `Persister` and hands the outcome to `acknowledge_written`."""
+
+    pending: PendingWrite
+    deadlines: tuple[int | None, int | None] | None
+    """The share-partition's deadlines before, when the batches may bring one earlier."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unloading:
+    """`drop_group`'s and `unload_idle`'s answer."""
+
+    keys: list[SharePartitionKey]
+    """Every share-partition leaving memory, sorted."""
+    writes: tuple[StateWrite, ...] = ()
+    """Start offsets resolved in memory only, to persist before their share-partitions
+    leave: the caller makes each write and hands the outcome to `unload_written` (a
+    failed one stays loaded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +213,10 @@ class Acknowledged:
     error: ErrorCode | None = None
     effects: Effects = NO_EFFECTS
     deadlines_earlier: bool = False
+    pending: PendingAck | None = None
+    """A state write to make first (`acknowledge_written` gives the answer)."""
+    load: SharePartitionKey | None = None
+    """The share-partition is not loaded: load it (`load`) and acknowledge again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,20 +259,9 @@ def _may_bring_deadlines_earlier(batches: Sequence[AckBatch]) -> bool:
 class SharePartitionManager:
     """The share-partitions of this broker. See the module docstring."""
 
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        persister: Persister,
-        logs: LogLookup,
-        config: Callable[[str], SharePartitionConfig],
-        auto_offset_reset: Callable[[str], str],
-    ) -> None:
+    def __init__(self, *, clock: Clock, logs: LogLookup) -> None:
         self._clock = clock
-        self._persister = persister
         self._logs = logs
-        self._config = config
-        self._auto_offset_reset = auto_offset_reset
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
@@ -238,9 +273,11 @@ class SharePartitionManager:
         self._start_unpersisted: set[SharePartitionKey] = set()
         """Loaded with persisted start offset -1 and not written since."""
         self._woken: set[SharePartitionKey] = set()
+        """Wake-ups collected during the operation in progress (`_effects` takes them)."""
         self._dlq_due: set[SharePartitionKey] = set()
         """Share-partitions noted with DLQ work by the operation in progress."""
-        """Wake-ups collected during the operation in progress (`_effects` takes them)."""
+        self._writes: list[StateWrite] = []
+        """Standing writes made by the operation in progress."""
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -254,8 +291,26 @@ class SharePartitionManager:
 
     # ---- loading
 
-    def load(self, key: SharePartitionKey) -> SharePartition | ErrorCode:
-        """The share-partition of `key`, loaded now if needed, or an error code."""
+    def to_load(
+        self, group_id: str, partitions: Iterable[TopicIdPartition]
+    ) -> list[SharePartitionKey]:
+        """The keys of `partitions` whose log exists and whose share-partition is not
+        loaded: the caller loads each (`load`) before an operation on them."""
+        missing = []
+        for tp in partitions:
+            if self._by_group_tp.get(
+                (group_id, tp.topic_id.int, tp.partition)
+            ) is None and not isinstance(self._logs(tp.topic_id, tp.partition), ErrorCode):
+                missing.append(SharePartitionKey(group_id, tp.topic_id, tp.partition))
+        return missing
+
+    def load(
+        self, key: SharePartitionKey, read: StateRead, *, settings: SharePartitionConfig
+    ) -> SharePartition | ErrorCode | StateCut:
+        """Load the share-partition of `key` from `read`, the answer of the persister's
+        read the caller made (LEADER_EPOCH), under the group's `settings`. Answers the
+        share-partition (the loaded one, if it already was), an error code, or a
+        `StateCut` to make durable first."""
         loaded = self._partitions.get(key)
         if loaded is not None:
             self._touched[key] = self._clock.monotonic_ms()
@@ -263,10 +318,6 @@ class SharePartitionManager:
         found = self._logs(key.topic_id, key.partition)
         if isinstance(found, ErrorCode):
             return found
-        return self._load(key, found)
-
-    def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | ErrorCode:
-        read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
         if read.error is not None or read.state is None:
             failed = ErrorCode.unknown_server_error if read.error is None else read.error
             error = partition_error(failed)
@@ -276,17 +327,7 @@ class SharePartitionManager:
                 failed.name,
             )
             return error
-        group_id = key.group_id
-        sp = SharePartition(
-            group_id=group_id,
-            topic_id=key.topic_id,
-            partition=key.partition,
-            clock=self._clock,
-            config=functools.partial(self._config, group_id),  # no frame of its own
-            leader_epoch=LEADER_EPOCH,
-        )
-        key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
-        state = within_log(read.state, partition_log.log_end_offset)
+        state = within_log(read.state, found.log_end_offset)
         if state != read.state:
             log.warning(
                 "share-partition %s: persisted state (start offset %d, %d batches) reaches "
@@ -295,31 +336,28 @@ class SharePartitionManager:
                 describe_key(key),
                 read.state.start_offset,
                 len(read.state.state_batches),
-                partition_log.log_end_offset,
+                found.log_end_offset,
                 state.start_offset,
                 len(state.state_batches),
             )
-            cut_error = persist_cut(
-                self._persister,
-                key,
-                read.state,
-                state,
-                leader_epoch=LEADER_EPOCH,
-            )
-            if cut_error is not None:
-                log.warning(
-                    "share-partition %s not loaded: the cut state was not written (%s)",
-                    describe_key(key),
-                    cut_error.name,
-                )
-                return partition_error(cut_error)
+            return StateCut(key, read.state, state)
+        group_id = key.group_id
+        sp = SharePartition(
+            group_id=group_id,
+            topic_id=key.topic_id,
+            partition=key.partition,
+            clock=self._clock,
+            settings=settings,
+            leader_epoch=LEADER_EPOCH,
+        )
+        key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
         try:
             reset_offset = state.start_offset
             if reset_offset < 0:
-                reset_offset = self._reset_offset(group_id, partition_log)
+                reset_offset = self._reset_offset(settings.auto_offset_reset, found)
             sp.initialize(
                 state=state,
-                log_start_offset=partition_log.log_start_offset,
+                log_start_offset=found.log_start_offset,
                 reset_offset=reset_offset,
             )
         except (StateLoadError, ValueError, LogError) as exc:
@@ -343,13 +381,13 @@ class SharePartitionManager:
         )
         return sp
 
-    def _reset_offset(self, group_id: str, partition_log: ShareLog) -> int:
+    def _reset_offset(self, strategy: str, partition_log: ShareLog) -> int:
         def by_timestamp(timestamp_ms: int) -> int | None:
             found = partition_log.offset_for_timestamp(timestamp_ms)
             return None if found is None else found[0]
 
         return resolve_reset_offset(
-            self._auto_offset_reset(group_id),
+            strategy,
             clock=self._clock,
             log_start_offset=lambda: partition_log.log_start_offset,
             high_watermark=lambda: partition_log.log_end_offset,
@@ -367,26 +405,27 @@ class SharePartitionManager:
         max_records: int,
         batch_size: int,
         max_bytes: int,
+        settings: SharePartitionConfig,
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
-        settings: SharePartitionConfig | None = None,
+        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
     ) -> ShareFetched:
-        """Acquire records for `member_id` across `partitions` (one share fetch).
-        Returns one entry per partition, in the order given; load and log errors are
-        per partition. `rotation` picks the partition visited first (mod the count).
-        The group's settings are read once (no await inside: they cannot change), or
-        are `settings` when the caller has just resolved them."""
-        config = self._config(group_id) if settings is None else settings
+        """Acquire records for `member_id` across `partitions` (one share fetch) under
+        the group's `settings`. Returns one entry per partition, in the order given;
+        log errors are per partition, and so are load errors: a partition not loaded
+        answers its entry of `load_errors` (the caller's failed `load`s).
+        `rotation` picks the partition visited first (mod the count)."""
         if len(partitions) == 1:
             fetched = self._acquire_single(
                 group_id,
                 member_id,
                 partitions[0],
-                config,
+                settings,
                 max_records=max_records,
                 batch_size=batch_size,
                 max_bytes=max_bytes,
                 acquire_mode=acquire_mode,
+                load_errors=load_errors,
             )
             return ShareFetched([fetched], self._effects())
         return ShareFetched(
@@ -394,12 +433,13 @@ class SharePartitionManager:
                 group_id,
                 member_id,
                 partitions,
-                config,
+                settings,
                 max_records=max_records,
                 batch_size=batch_size,
                 max_bytes=max_bytes,
                 acquire_mode=acquire_mode,
                 rotation=rotation,
+                load_errors=load_errors,
             ),
             self._effects(),
         )
@@ -416,6 +456,7 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode,
         rotation: int,
+        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
     ) -> list[ShareFetchPartition]:
         """`acquire` across any number of partitions (the reference for
         `_acquire_single`)."""
@@ -426,14 +467,13 @@ class SharePartitionManager:
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-            )
-            if isinstance(sp, ErrorCode):
-                results[tp] = ShareFetchPartition(tp, error=sp)
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is None:
+                results[tp] = ShareFetchPartition(tp, error=_load_error(load_errors, tp))
                 continue
+            sp.settings = config
             results[tp] = ShareFetchPartition(tp)
-            offset = sp.acquirable_from(config)
+            offset = sp.acquirable_from()
             if offset is not None and offset < read_limit(config.isolation_level, found):
                 ready.append((tp, sp, found, offset))
         if ready and max_bytes > 0 and max_records > 0:
@@ -474,6 +514,7 @@ class SharePartitionManager:
         batch_size: int,
         max_bytes: int,
         acquire_mode: AcquireMode,
+        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
     ) -> ShareFetchPartition:
         """`acquire` of a session with one partition (a share consumer's usual case):
         the same steps without the rotation, the MaxBytes split and the per-partition
@@ -482,12 +523,11 @@ class SharePartitionManager:
         found = self._logs(tp.topic_id, tp.partition)
         if isinstance(found, ErrorCode):
             return ShareFetchPartition(tp, error=found)
-        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-            SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-        )
-        if isinstance(sp, ErrorCode):
-            return ShareFetchPartition(tp, error=sp)
-        offset = sp.acquirable_from(config)
+        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+        if sp is None:
+            return ShareFetchPartition(tp, error=_load_error(load_errors, tp))
+        sp.settings = config
+        offset = sp.acquirable_from()
         if (
             offset is None
             or offset >= read_limit(config.isolation_level, found)
@@ -561,7 +601,6 @@ class SharePartitionManager:
             config.isolation_level, partition_log, offset, read.headers
         )
         result = sp.acquire(
-            config=config,
             member_id=member_id,
             fetch_offset=offset,
             headers=read.headers,
@@ -573,37 +612,38 @@ class SharePartitionManager:
             aborted=aborted,
         )
         if result.write is not None:
-            self._write_standing(result.write)
+            self._writes.append(result.write)
             self._woken.add(sp.key)
         span = result.byte_range
         records = b"" if span is None else read.records[span[0] : span[1]]
         return ShareFetchPartition(tp, records=records, acquired=result.acquired)
 
-    def _read_limit(self, group_id: str, partition_log: ShareLog) -> int:
-        return read_limit(self._config(group_id).isolation_level, partition_log)
-
     def available_bytes(
-        self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int
+        self,
+        *,
+        group_id: str,
+        partitions: Iterable[TopicIdPartition],
+        cap: int,
+        settings: SharePartitionConfig,
     ) -> int:
         """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
         from each acquirable share-partition's next fetch offset (for MinBytes above 1;
         with `cap` 1, whether anything is acquirable, answered without reading).
-        Loads share-partitions as a fetch would (a load wakes nobody); a partition
-        that cannot be loaded counts as `cap`, so that the fetch answers its error at
-        once."""
+        The caller loads the share-partitions first, as for a fetch (a load wakes
+        nobody); a partition that could not be loaded counts as `cap`, so that the
+        fetch answers its error at once."""
         total = 0
         for tp in partitions:
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
                 return cap
-            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-            )
-            if isinstance(sp, ErrorCode):
-                return cap
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is None:
+                return cap  # not loaded (the caller's load failed): the fetch answers it
             self._touched[sp.key] = self._clock.monotonic_ms()
+            sp.settings = settings
             offset = sp.acquirable_from()
-            limit = self._read_limit(group_id, found)
+            limit = read_limit(settings.isolation_level, found)
             if offset is None or offset >= limit:
                 continue
             if offset < found.log_start_offset:
@@ -634,18 +674,14 @@ class SharePartitionManager:
         member_id: str,
         partition: TopicIdPartition,
         batches: Sequence[AckBatch],
+        settings: SharePartitionConfig,
         renew_allowed: bool = False,
     ) -> Acknowledged:
-        """Apply one partition's acknowledgement batches (atomic) and persist them.
-        Returns the partition's error code (None = success) and the effects: the
-        share-partition is woken (its start offset moved, or records were released)
-        only when something there is acquirable now (`_acquirable`), or when a fenced
-        write dropped it.
-
-        The deadlines are compared before and after (`_earlier`) only when a batch
-        RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
-        without comparing (its rollback may expire a lock, and so start a redelivery
-        delay: the timers are asked again, as after any other failure)."""
+        """Apply one partition's acknowledgement batches (atomic, tentatively) under
+        the group's `settings`. Answers the partition's error code, or `load` (load
+        that share-partition and call again), or `pending`: the state write to make,
+        whose outcome `acknowledge_written` turns into the answer. Nothing to write
+        (renewed only, or below the SPSO) answers at once."""
         found = self._logs(partition.topic_id, partition.partition)
         if isinstance(found, ErrorCode):
             return Acknowledged(found)
@@ -654,28 +690,40 @@ class SharePartitionManager:
             return Acknowledged(invalid)
         sp = self._by_group_tp.get((group_id, partition.topic_id.int, partition.partition))
         if sp is None:
-            loaded = self._load(
-                SharePartitionKey(group_id, partition.topic_id, partition.partition), found
+            return Acknowledged(
+                load=SharePartitionKey(group_id, partition.topic_id, partition.partition)
             )
-            if isinstance(loaded, ErrorCode):
-                return Acknowledged(loaded)
-            sp = loaded
         key = sp.key  # the indexes' own key object: found by identity
         self._touched[key] = self._clock.monotonic_ms()
+        sp.settings = settings
         deadlines = sp.deadlines() if _may_bring_deadlines_earlier(batches) else None
         result = sp.acknowledge(member_id=member_id, batches=batches, validated=True)
         if result.error is not None:
             return Acknowledged(result.error)
         if result.pending is None:  # renewed only (the locks moved), or below the SPSO
             return Acknowledged(deadlines_earlier=deadlines is not None and _earlier(deadlines, sp))
-        error = self._persist(sp, result.pending)
+        return Acknowledged(pending=PendingAck(result.pending, deadlines))
+
+    def acknowledge_written(self, pending: PendingAck, error: ErrorCode | None) -> Acknowledged:
+        """The state write of an acknowledgement was made, with `error` (None =
+        success): commit or roll back (`write_done`) and answer. The share-partition
+        is woken (its start offset moved, or records were released) only when
+        something there is acquirable now (`_acquirable`), or when a fenced write
+        dropped it.
+
+        The deadlines are compared before and after (`_earlier`) only when a batch
+        RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
+        without comparing (its rollback may expire a lock, and so start a redelivery
+        delay: the timers are asked again, as after any other failure)."""
+        key = pending.pending.write.key
+        sp = self._partitions[key]
+        error = self._write_done(sp, pending.pending, error)
         woken = self._woken  # `key` alone, if anything: empty between operations
-        if (
-            woken
-            and (error is None or self._partitions.get(key) is sp)  # not dropped (fenced)
-            and not self._acquirable(sp, found)
-        ):
-            woken.clear()  # discards `key` without hashing it
+        if woken and (error is None or self._partitions.get(key) is sp):  # not dropped
+            found = self._logs(key.topic_id, key.partition)
+            if isinstance(found, ErrorCode) or not self._acquirable(sp, found):
+                woken.clear()  # discards `key` without hashing it
+        deadlines = pending.deadlines
         earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
         return Acknowledged(error, self._effects(), earlier)
 
@@ -686,33 +734,44 @@ class SharePartitionManager:
         same answer as `available_bytes` with cap 1 for a loaded share-partition whose
         log is known, without looking either up again."""
         acquirable = sp.acquirable_from()
-        return acquirable is not None and acquirable < self._read_limit(
-            sp.key.group_id, partition_log
+        return acquirable is not None and acquirable < read_limit(
+            sp.settings.isolation_level, partition_log
         )
 
     def release(
-        self, *, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]
-    ) -> Effects:
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        partitions: Iterable[TopicIdPartition],
+        settings: SharePartitionConfig,
+    ) -> list[PendingWrite]:
         """The member's share session ended: its ACQUIRED records in `partitions`
-        become available again (or archived), persisted like acknowledgements."""
+        become available again (or archived), tentatively, like acknowledgements.
+        Returns the state writes to make, each handed back to `write_done`."""
+        pending = []
         for tp in partitions:
             sp = self._partitions.get(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             if sp is None:
                 continue
-            pending = sp.release_member(member_id=member_id)
-            if pending is not None:
-                error = self._persist(sp, pending)
-                if error is not None:
-                    log.warning(
-                        "release of %s for member %s failed: %s",
-                        describe_key(sp.key),
-                        member_id,
-                        error.name,
-                    )
-        return self._effects()
+            sp.settings = settings
+            write = sp.release_member(member_id=member_id)
+            if write is not None:
+                pending.append(write)
+        return pending
 
-    def _persist(self, sp: SharePartition, pending: PendingWrite) -> ErrorCode | None:
-        error = self._persister.write(write=pending.write)
+    def write_done(
+        self, pending: PendingWrite, error: ErrorCode | None
+    ) -> tuple[ErrorCode | None, Effects]:
+        """The state write of `pending` (a release's) was made, with `error` (None =
+        success): commit or roll back its transitions. Returns the share-partition's
+        error (`partition_error`) and the effects."""
+        sp = self._partitions[pending.write.key]
+        return self._write_done(sp, pending, error), self._effects()
+
+    def _write_done(
+        self, sp: SharePartition, pending: PendingWrite, error: ErrorCode | None
+    ) -> ErrorCode | None:
         if error is None:
             if self._start_unpersisted:
                 self._start_unpersisted.discard(sp.key)
@@ -722,8 +781,8 @@ class SharePartitionManager:
                 "state write of %s failed (%s): rolled back", describe_key(sp.key), error.name
             )
             completion = sp.rollback_write(handle=pending.handle)
-        for write in completion.writes:
-            self._write_standing(write)
+        if completion.writes:
+            self._writes.extend(completion.writes)
         if completion.wake:
             self._woken.add(sp.key)
         self._note_dlq(sp)
@@ -734,10 +793,9 @@ class SharePartitionManager:
             self._woken.add(sp.key)
         return partition_error(error)
 
-    def _write_standing(self, write: StateWrite) -> None:
-        """Persist a write whose transitions stand whatever happens (expiries,
-        archivals); a failure is logged."""
-        error = self._persister.write(write=write)
+    def standing_written(self, write: StateWrite, error: ErrorCode | None) -> None:
+        """A standing write (`Effects.writes`) was made, with `error`: its
+        transitions stand either way; a failure is logged."""
         if error is None:
             self._start_unpersisted.discard(write.key)
         else:
@@ -756,16 +814,30 @@ class SharePartitionManager:
         ]
         return min(deadlines, default=None)
 
-    def expire_locks(self, *, now_ms: int) -> LocksExpired:
-        """Fire every lock due at `now_ms`; returns the number of expiry writes."""
+    def groups_due(self, *, now_ms: int) -> set[str]:
+        """The groups with a lock due at `now_ms`: `expire_locks` needs their settings."""
+        return {
+            sp.key.group_id
+            for sp in self._partitions.values()
+            if (deadline := sp.next_lock_deadline()) is not None and deadline <= now_ms
+        }
+
+    def expire_locks(
+        self, *, now_ms: int, settings: Mapping[str, SharePartitionConfig]
+    ) -> LocksExpired:
+        """Fire every lock due at `now_ms`, under each group's `settings` (those of
+        `groups_due`); returns the number of expiry writes, and the writes among the
+        effects."""
         writes = 0
         for sp in list(self._partitions.values()):
             deadline = sp.next_lock_deadline()
             if deadline is None or deadline > now_ms:
                 continue
+            group_settings = settings.get(sp.key.group_id)
+            if group_settings is not None:
+                sp.settings = group_settings
             expired = sp.expire_locks(now_ms=now_ms)
-            for write in expired.writes:
-                self._write_standing(write)
+            self._writes.extend(expired.writes)
             writes += len(expired.writes)
             if expired.wake:
                 self._woken.add(sp.key)
@@ -789,13 +861,28 @@ class SharePartitionManager:
 
     # ---- the log
 
+    def groups_of(self, *, topic_id: uuid.UUID, partition: int) -> set[str]:
+        """The groups with a loaded share-partition of (topic id, partition)."""
+        keys = self._by_partition.get(TopicIdPartition(topic_id, partition), ())
+        return {key.group_id for key in keys}
+
     def on_log_start_offset(
-        self, *, topic_id: uuid.UUID, partition: int, log_start_offset: int
+        self,
+        *,
+        topic_id: uuid.UUID,
+        partition: int,
+        log_start_offset: int,
+        settings: Mapping[str, SharePartitionConfig],
     ) -> Effects:
         """The log start offset of (topic id, partition) moved (DeleteRecords,
-        retention): every group's share-partition of it follows (§4.4)."""
+        retention): every group's share-partition of it follows (§4.4), under the
+        group's `settings` (those of `groups_of`)."""
         for key in list(self._by_partition.get(TopicIdPartition(topic_id, partition), ())):
-            self._log_start_moved(self._partitions[key], log_start_offset)
+            sp = self._partitions[key]
+            group_settings = settings.get(key.group_id)
+            if group_settings is not None:
+                sp.settings = group_settings
+            self._log_start_moved(sp, log_start_offset)
         return self._effects()
 
     def _log_start_moved(self, sp: SharePartition, log_start_offset: int) -> None:
@@ -817,13 +904,10 @@ class SharePartitionManager:
             self._drop(key)
         return Effects(wake=frozenset(gone))
 
-    def drop_group(self, group_id: str) -> list[SharePartitionKey]:
+    def drop_group(self, group_id: str) -> Unloading:
         """Forget the group's share-partitions (its last share session ended); they
         reload from the persisted state on next use."""
-        keys = sorted(self._by_group.get(group_id, ()), key=str)
-        for key in keys:
-            self._unload(key)
-        return keys
+        return self._unload(sorted(self._by_group.get(group_id, ()), key=str))
 
     def forget_group(self, group_id: str) -> Effects:
         """Drop the group's share-partitions without writing anything: their
@@ -835,9 +919,9 @@ class SharePartitionManager:
             self._drop(key)
         return Effects(wake=frozenset(keys))
 
-    def unload_idle(self, *, now_ms: int, idle_ms: int) -> list[SharePartitionKey]:
+    def unload_idle(self, *, now_ms: int, idle_ms: int) -> Unloading:
         """Unload every share-partition unused for `idle_ms` that holds no acquired
-        records (no lock armed); see the module docstring. Returns the keys."""
+        records (no lock armed); see the module docstring."""
         idle = sorted(
             (
                 key
@@ -848,28 +932,37 @@ class SharePartitionManager:
             ),
             key=str,
         )
-        for key in idle:
-            self._unload(key)
+        unloading = self._unload(idle)
         if idle:
-            log.info("unloaded %d idle share-partitions", len(idle))
-        return idle
+            log.info("unloading %d idle share-partitions", len(idle))
+        return unloading
 
-    def _unload(self, key: SharePartitionKey) -> None:
-        """Drop a share-partition that may reload later: first persist a start offset
-        that was resolved in memory only. If that write fails, it stays loaded."""
+    def _unload(self, keys: list[SharePartitionKey]) -> Unloading:
+        """Drop share-partitions that may reload later, except those holding a start
+        offset resolved in memory only: their write comes first (`unload_written`)."""
+        writes = []
+        for key in keys:
+            if key in self._start_unpersisted:
+                writes.append(self._partitions[key].start_offset_write())
+            else:
+                self._drop(key)
+        return Unloading(keys, tuple(writes))
+
+    def unload_written(self, write: StateWrite, error: ErrorCode | None) -> None:
+        """The start offset write of an `Unloading` was made, with `error`: on success
+        its share-partition leaves memory; otherwise it stays loaded."""
+        key = write.key
         sp = self._partitions.get(key)
         if sp is None:
             return
-        if key in self._start_unpersisted:
-            error = self._persister.write(write=sp.start_offset_write())
-            if error is not None:
-                log.warning(
-                    "share-partition %s kept loaded: writing its start offset %d failed (%s)",
-                    describe_key(key),
-                    sp.start_offset,
-                    error.name,
-                )
-                return
+        if error is not None:
+            log.warning(
+                "share-partition %s kept loaded: writing its start offset %d failed (%s)",
+                describe_key(key),
+                sp.start_offset,
+                error.name,
+            )
+            return
         self._drop(key)
 
     def group_changed(self, group_id: str) -> Effects:
@@ -877,12 +970,14 @@ class SharePartitionManager:
         return Effects(wake=frozenset(self._by_group.get(group_id, ())))
 
     def _effects(self) -> Effects:
-        """Take the wake-ups and DLQ work collected by the operation in progress."""
-        if not self._woken and not self._dlq_due:
+        """Take the wake-ups, DLQ work and standing writes collected by the operation
+        in progress."""
+        if not self._woken and not self._dlq_due and not self._writes:
             return NO_EFFECTS
         woken, self._woken = frozenset(self._woken), set()
         due, self._dlq_due = frozenset(self._dlq_due), set()
-        return Effects(wake=woken, dlq=due)
+        writes, self._writes = tuple(self._writes), []
+        return Effects(wake=woken, dlq=due, writes=writes)
 
     # ---- dead-letter queue
 
@@ -890,15 +985,24 @@ class SharePartitionManager:
         if sp.has_dlq_work():
             self._dlq_due.add(sp.key)
 
-    def dlq_done(self, key: SharePartitionKey, *, first_offset: int, last_offset: int) -> Effects:
+    def dlq_done(
+        self,
+        key: SharePartitionKey,
+        *,
+        first_offset: int,
+        last_offset: int,
+        settings: SharePartitionConfig,
+    ) -> Effects:
         """The DLQ copies of [first, last] of `key` were written or given up: those
-        records become ARCHIVED (the write stands, like an expiry)."""
+        records become ARCHIVED (the write, among the effects, stands like an
+        expiry)."""
         sp = self._partitions.get(key)
         if sp is None:
             return NO_EFFECTS  # unloaded meanwhile: the reload hands them out again
+        sp.settings = settings
         write, moved = sp.dlq_done(first_offset=first_offset, last_offset=last_offset)
         if write is not None:
-            self._write_standing(write)
+            self._writes.append(write)
         if moved:
             self._woken.add(key)
         return self._effects()
@@ -918,6 +1022,20 @@ class SharePartitionManager:
         keys.discard(key)
         if not keys:
             del self._by_partition[tp]
+
+
+def _load_error(
+    load_errors: Mapping[TopicIdPartition, ErrorCode] | None, tp: TopicIdPartition
+) -> ErrorCode:
+    """The error of a partition left unloaded: the caller's `load` answer for it."""
+    if load_errors is not None:
+        error = load_errors.get(tp)
+        if error is not None:
+            return error
+    log.warning(
+        "share-partition of %s-%d acquired from before being loaded", tp.topic_id, tp.partition
+    )
+    return ErrorCode.unknown_server_error
 
 
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:

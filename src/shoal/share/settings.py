@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import GROUP_KEYS, BrokerConfig
 from shoal.iso_duration import parse_iso_duration_ms
+
+AUTO_OFFSET_RESET_KEY = "share.auto.offset.reset"
 
 
 class IsolationLevel(enum.Enum):
@@ -49,6 +51,9 @@ class SharePartitionConfig:
     """KIP-1191 `errors.deadletterqueue.topic.name`; empty = no dead-letter queue."""
     dlq_copy_record: bool = False
     """KIP-1191 `errors.deadletterqueue.copy.record.enable`."""
+    auto_offset_reset: str = "latest"
+    """`share.auto.offset.reset`: where a share-partition with no persisted start
+    offset starts (`resolve_reset_offset`)."""
 
     @property
     def dlq_enabled(self) -> bool:
@@ -113,6 +118,9 @@ class SharePartitionConfig:
             **_extensions(group),
             dlq_topic=str(group.get("errors.deadletterqueue.topic.name") or ""),
             dlq_copy_record=bool(group.get("errors.deadletterqueue.copy.record.enable")),
+            auto_offset_reset=str(
+                group.get(AUTO_OFFSET_RESET_KEY) or GROUP_KEYS[AUTO_OFFSET_RESET_KEY].default
+            ),
         )
 
 

@@ -25,6 +25,7 @@ from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
 from shoal.share.states import RecordState
 from shoal.share.transactions import aborted_batches
+from shoal.sim.share_leader import DrivenManager
 from tests.support.batches import Record, build_batch, decode_records, values_batch
 from tests.unit.share.support import header
 
@@ -180,15 +181,15 @@ class Rig:
     levels: dict[str, IsolationLevel] = field(default_factory=dict)
     clock: ManualClock = field(default_factory=ManualClock)
     persister: InMemoryPersister = field(default_factory=InMemoryPersister)
-    manager: SharePartitionManager = field(init=False)
+    manager: DrivenManager = field(init=False)
 
     def __post_init__(self) -> None:
-        self.manager = SharePartitionManager(
-            clock=self.clock,
-            persister=self.persister,
-            logs=lambda _topic, _partition: self.log,
-            config=lambda group: SharePartitionConfig(isolation_level=self.levels[group]),
-            auto_offset_reset=lambda _group: "earliest",
+        self.manager = DrivenManager(
+            SharePartitionManager(clock=self.clock, logs=lambda _topic, _partition: self.log),
+            self.persister,
+            lambda group: SharePartitionConfig(
+                isolation_level=self.levels[group], auto_offset_reset="earliest"
+            ),
         )
 
     def group(self, group: str, level: IsolationLevel) -> None:
