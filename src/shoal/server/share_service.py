@@ -115,6 +115,8 @@ log = logging.getLogger(__name__)
 _IDLE_CHECK_INTERVAL_MAX_MS = 60_000
 """Idle share-partitions are looked for every half idle period, at most this often
 apart."""
+_RESOLVED_GROUPS_MAX = 10_000
+"""Groups whose resolved settings `settings_for` keeps; beyond this it starts afresh."""
 _SESSION_LIMIT_KEY = ("share-session-limit",)
 """Purgatory key of requests delayed by SHARE_SESSION_LIMIT_REACHED (woken only by
 shutdown)."""
@@ -219,6 +221,9 @@ class ShareService:
         self._topic_names: dict[int, str] = {}
         """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
         change."""
+        self._resolved: dict[str, tuple[BrokerConfig, Mapping[str, object], SharePartitionConfig]]
+        self._resolved = {}
+        """Group id -> (broker config, group overrides, the settings they resolve to)."""
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
         """`shoal.fetch.max.wait.ms` of the broker config object it was read from (a
         reconfiguration replaces the object)."""
@@ -472,18 +477,23 @@ class ShareService:
     ) -> list[ShareFetchPartition]:
         """One acquisition round of `_long_poll`, its effects performed, under the
         group's `settings` (resolved since the last await; no await here)."""
-        acquired = self.partitions.acquire(
-            group_id=session.group_id,
-            member_id=session.member_id,
-            partitions=partitions,
-            max_records=call.max_records,
-            batch_size=call.batch_size,
-            max_bytes=call.max_bytes,
-            acquire_mode=call.acquire_mode,
-            rotation=max(call.epoch, 0),
-            settings=settings,
-            load_errors=self._load_missing(session.group_id, partitions, settings),
-        )
+        load_errors = None
+        while True:
+            acquired = self.partitions.acquire(
+                group_id=session.group_id,
+                member_id=session.member_id,
+                partitions=partitions,
+                max_records=call.max_records,
+                batch_size=call.batch_size,
+                max_bytes=call.max_bytes,
+                acquire_mode=call.acquire_mode,
+                rotation=max(call.epoch, 0),
+                settings=settings,
+                load_errors=load_errors,
+            )
+            if not acquired.load:
+                break
+            load_errors = self._load_each(acquired.load, settings)
         if acquired.effects is not NO_EFFECTS:
             self._perform(acquired.effects)
         return acquired.partitions
@@ -495,8 +505,9 @@ class ShareService:
         settings: SharePartitionConfig,
     ) -> bool:
         """Whether anything is acquirable in `partitions` now, under the group's
-        `settings` (resolved since the last await)."""
-        self._load_missing(group_id, partitions, settings)
+        `settings` (resolved since the last await), right after an acquisition round
+        (which loaded what it could: one that could not be loaded counts as
+        acquirable, as `available_bytes` says)."""
         available = self.partitions.available_bytes(
             group_id=group_id, partitions=partitions, cap=1, settings=settings
         )
@@ -731,29 +742,44 @@ class ShareService:
     ) -> SharePartitionConfig:
         """The group's effective share settings, resolved now from the broker config
         (`broker_config` when the caller has just read it) and the group's overrides:
-        the value handed to each manager operation."""
+        the value handed to each manager operation. Resolving is a pure function of
+        two immutable objects (a change replaces them: compared by identity), so the
+        last answer per group is kept (`_resolved`): three resolutions per share
+        consumer cycle would cost a fifth more Python calls (bench/share_fetch_cost)."""
         if broker_config is None:
             broker_config = self._config()
-        return SharePartitionConfig.resolve(
-            broker=broker_config, group=self._group_configs.overrides(group_id)
-        )
+        overrides = self._group_configs.overrides(group_id)
+        memo = self._resolved.get(group_id)
+        if memo is not None and memo[0] is broker_config and memo[1] is overrides:
+            return memo[2]
+        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
+        if len(self._resolved) >= _RESOLVED_GROUPS_MAX:
+            self._resolved.clear()
+        self._resolved[group_id] = (broker_config, overrides, settings)
+        return settings
 
     # ---- loading and state writes, for the manager
 
     def _load_missing(
         self, group_id: str, partitions: Sequence[TopicIdPartition], settings: SharePartitionConfig
-    ) -> dict[TopicIdPartition, ErrorCode] | None:
-        """Load the share-partitions of `partitions` not loaded yet; returns the
-        errors of those that could not be (None when none failed)."""
+    ) -> None:
+        """Load the share-partitions of `partitions` not loaded yet (before an
+        operation that does not name them itself: `available_bytes`)."""
         missing = self.partitions.to_load(group_id, partitions)
-        if not missing:
-            return None
+        if missing:
+            self._load_each(missing, settings)
+
+    def _load_each(
+        self, keys: Sequence[SharePartitionKey], settings: SharePartitionConfig
+    ) -> dict[TopicIdPartition, ErrorCode]:
+        """Load the share-partitions of `keys`; returns the errors of those that
+        could not be."""
         errors = {}
-        for key in missing:
+        for key in keys:
             loaded = self._load(key, settings)
             if isinstance(loaded, ErrorCode):
                 errors[TopicIdPartition(key.topic_id, key.partition)] = loaded
-        return errors or None
+        return errors
 
     def _load(
         self, key: SharePartitionKey, settings: SharePartitionConfig

@@ -167,6 +167,8 @@ class PendingAck:
     pending: PendingWrite
     deadlines: tuple[int | None, int | None] | None
     """The share-partition's deadlines before, when the batches may bring one earlier."""
+    sp: SharePartition
+    partition_log: ShareLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,9 @@ class ShareFetched:
 
     partitions: list[ShareFetchPartition]
     effects: Effects = NO_EFFECTS
+    load: tuple[SharePartitionKey, ...] = ()
+    """Share-partitions to load first (`load`); nothing was acquired: acquire again
+    with `load_errors` naming those that could not be loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,9 +417,21 @@ class SharePartitionManager:
     ) -> ShareFetched:
         """Acquire records for `member_id` across `partitions` (one share fetch) under
         the group's `settings`. Returns one entry per partition, in the order given;
-        log errors are per partition, and so are load errors: a partition not loaded
-        answers its entry of `load_errors` (the caller's failed `load`s).
-        `rotation` picks the partition visited first (mod the count)."""
+        log errors are per partition. Without `load_errors`, share-partitions not
+        loaded yet are named in `ShareFetched.load` and nothing is acquired; with it
+        (the caller's failed `load`s, after loading the others), a partition not
+        loaded answers its entry. `rotation` picks the partition visited first (mod
+        the count)."""
+        if load_errors is None and (
+            len(partitions) != 1
+            or self._by_group_tp.get(
+                (group_id, partitions[0].topic_id.int, partitions[0].partition)
+            )
+            is None
+        ):
+            missing = self.to_load(group_id, partitions)
+            if missing:
+                return ShareFetched([], load=tuple(missing))
         if len(partitions) == 1:
             fetched = self._acquire_single(
                 group_id,
@@ -702,7 +719,7 @@ class SharePartitionManager:
             return Acknowledged(result.error)
         if result.pending is None:  # renewed only (the locks moved), or below the SPSO
             return Acknowledged(deadlines_earlier=deadlines is not None and _earlier(deadlines, sp))
-        return Acknowledged(pending=PendingAck(result.pending, deadlines))
+        return Acknowledged(pending=PendingAck(result.pending, deadlines, sp, found))
 
     def acknowledge_written(self, pending: PendingAck, error: ErrorCode | None) -> Acknowledged:
         """The state write of an acknowledgement was made, with `error` (None =
@@ -715,14 +732,15 @@ class SharePartitionManager:
         RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
         without comparing (its rollback may expire a lock, and so start a redelivery
         delay: the timers are asked again, as after any other failure)."""
-        key = pending.pending.write.key
-        sp = self._partitions[key]
+        sp = pending.sp
         error = self._write_done(sp, pending.pending, error)
-        woken = self._woken  # `key` alone, if anything: empty between operations
-        if woken and (error is None or self._partitions.get(key) is sp):  # not dropped
-            found = self._logs(key.topic_id, key.partition)
-            if isinstance(found, ErrorCode) or not self._acquirable(sp, found):
-                woken.clear()  # discards `key` without hashing it
+        woken = self._woken  # `sp.key` alone, if anything: empty between operations
+        if (
+            woken
+            and (error is None or self._partitions.get(sp.key) is sp)  # not dropped (fenced)
+            and not self._acquirable(sp, pending.partition_log)
+        ):
+            woken.clear()  # discards `sp.key` without hashing it
         deadlines = pending.deadlines
         earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
         return Acknowledged(error, self._effects(), earlier)
