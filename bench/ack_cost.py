@@ -54,7 +54,6 @@ from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import SharePartitionManager
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
@@ -92,9 +91,10 @@ class Rig:
             ),
         )
         self.manager = DrivenManager(
-            SharePartitionManager(clock=self.clock, logs=self.lookup),
-            self.coordinator,
-            lambda _group: config,
+            clock=self.clock,
+            logs=self.lookup,
+            persister=self.coordinator,
+            settings_for=lambda _group: config,
         )
         key = SharePartitionKey(GROUP, TOPIC_ID, 0)
         assert self.coordinator.initialize(key=key, state_epoch=0, start_offset=-1) is None

@@ -85,12 +85,12 @@ from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.log_read import ShareLog, bytes_between, perform_read, reset_offset
 from shoal.share.manager import (
     LEADER_EPOCH,
     NO_EFFECTS,
     Effects,
     ShareFetchPartition,
-    ShareLog,
     SharePartitionManager,
     StateCut,
     describe_key,
@@ -422,12 +422,8 @@ class ShareService:
             if fresh is None:
                 fresh = self.settings_for(session.group_id)
             if call.min_bytes > 1 and not last_round:
-                self._load_missing(session.group_id, partitions, fresh)
-                available = self.partitions.available_bytes(
-                    group_id=session.group_id,
-                    partitions=partitions,
-                    cap=call.min_bytes,
-                    settings=fresh,
+                available = self._available_bytes(
+                    session.group_id, partitions, cap=call.min_bytes, settings=fresh
                 )
                 if available < call.min_bytes:
                     if keys is None:
@@ -479,7 +475,7 @@ class ShareService:
         group's `settings` (resolved since the last await; no await here)."""
         load_errors = None
         while True:
-            acquired = self.partitions.acquire(
+            round_ = self.partitions.acquire(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=partitions,
@@ -491,9 +487,16 @@ class ShareService:
                 settings=settings,
                 load_errors=load_errors,
             )
-            if not acquired.load:
+            if not round_.load:
                 break
-            load_errors = self._load_each(acquired.load, settings)
+            load_errors = self._load_each(round_.load, settings)
+        read = round_.next_read()
+        while read is not None:
+            partition_log = self._log_for(read.partition.topic_id, read.partition.partition)
+            assert not isinstance(partition_log, ErrorCode), "the round found it"
+            round_.feed(perform_read(partition_log, read))
+            read = round_.next_read()
+        acquired = round_.done()
         if acquired.effects is not NO_EFFECTS:
             self._perform(acquired.effects)
         return acquired.partitions
@@ -511,7 +514,7 @@ class ShareService:
         available = self.partitions.available_bytes(
             group_id=group_id, partitions=partitions, cap=1, settings=settings
         )
-        return available > 0
+        return bool(available)  # cap 1: answered without reading
 
     def _pass_on(self, keys: Sequence[Hashable]) -> None:
         """Wake the next parked fetch of the group on `keys` (records are left for it,
@@ -760,14 +763,30 @@ class ShareService:
 
     # ---- loading and state writes, for the manager
 
-    def _load_missing(
-        self, group_id: str, partitions: Sequence[TopicIdPartition], settings: SharePartitionConfig
-    ) -> None:
-        """Load the share-partitions of `partitions` not loaded yet (before an
-        operation that does not name them itself: `available_bytes`)."""
+    def _available_bytes(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicIdPartition],
+        *,
+        cap: int,
+        settings: SharePartitionConfig,
+    ) -> int:
+        """The bytes a fetch could acquire now, up to `cap` (MinBytes): the
+        share-partitions loaded first, the log ranges the manager names measured."""
         missing = self.partitions.to_load(group_id, partitions)
         if missing:
             self._load_each(missing, settings)
+        available = self.partitions.available_bytes(
+            group_id=group_id, partitions=partitions, cap=cap, settings=settings
+        )
+        if isinstance(available, int):
+            return available
+        ranges = []
+        for tp, offset, limit in available:
+            partition_log = self._log_for(tp.topic_id, tp.partition)
+            assert not isinstance(partition_log, ErrorCode), "the manager found it"
+            ranges.append((partition_log, offset, limit))
+        return bytes_between(ranges, cap=cap)
 
     def _load_each(
         self, keys: Sequence[SharePartitionKey], settings: SharePartitionConfig
@@ -787,7 +806,12 @@ class ShareService:
         """Read `key`'s persisted state and load it (share-partition.md §10); a state
         reaching past the log end is cut and made durable first (`persist_cut`)."""
         read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
-        loaded = self.partitions.load(key, read, settings=settings)
+        reset = None
+        if read.state is not None and read.state.start_offset < 0:
+            partition_log = self._log_for(key.topic_id, key.partition)
+            if not isinstance(partition_log, ErrorCode):
+                reset = reset_offset(settings.auto_offset_reset, partition_log, clock=self._clock)
+        loaded = self.partitions.load(key, read, settings=settings, reset_offset=reset)
         if not isinstance(loaded, StateCut):
             return loaded
         error = persist_cut(

@@ -67,17 +67,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.log_read import LogLookup, LogRead, LogSlice
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
 from shoal.share.persister import (
     FENCING_ERRORS,
@@ -89,8 +87,8 @@ from shoal.share.persister import (
 )
 from shoal.share.persister import ReadResult as StateRead
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
-from shoal.share.transactions import StableLog, isolation_inputs, read_limit
+from shoal.share.settings import SharePartitionConfig
+from shoal.share.transactions import LogPositions, read_limit
 
 log = logging.getLogger(__name__)
 
@@ -101,22 +99,6 @@ LEADER_EPOCH = 0
 def describe_key(key: SharePartitionKey) -> str:
     """`group:topic-id:partition`, the share coordinator's key string, for logs."""
     return f"{key.group_id}:{key.topic_id}:{key.partition}"
-
-
-class ShareLog(StableLog, Protocol):
-    """What a share-partition needs of its partition log (`PartitionLog` has it)."""
-
-    @property
-    def log_start_offset(self) -> int: ...
-
-    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult: ...
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
-
-
-LogLookup = Callable[[uuid.UUID, int], "ShareLog | ErrorCode"]
-"""(topic id, partition) -> the partition log, or UNKNOWN_TOPIC_ID /
-UNKNOWN_TOPIC_OR_PARTITION."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +150,7 @@ class PendingAck:
     deadlines: tuple[int | None, int | None] | None
     """The share-partition's deadlines before, when the batches may bring one earlier."""
     sp: SharePartition
-    partition_log: ShareLog
+    partition_log: LogPositions
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,12 +292,19 @@ class SharePartitionManager:
         return missing
 
     def load(
-        self, key: SharePartitionKey, read: StateRead, *, settings: SharePartitionConfig
+        self,
+        key: SharePartitionKey,
+        read: StateRead,
+        *,
+        settings: SharePartitionConfig,
+        reset_offset: int | ErrorCode | None = None,
     ) -> SharePartition | ErrorCode | StateCut:
         """Load the share-partition of `key` from `read`, the answer of the persister's
-        read the caller made (LEADER_EPOCH), under the group's `settings`. Answers the
-        share-partition (the loaded one, if it already was), an error code, or a
-        `StateCut` to make durable first."""
+        read the caller made (LEADER_EPOCH), under the group's `settings`. A persisted
+        start offset of -1 starts at `reset_offset`, which the caller resolved from
+        `settings.auto_offset_reset` over the log (`log_read.reset_offset`) when the
+        read said -1. Answers the share-partition (the loaded one, if it already was),
+        an error code, or a `StateCut` to make durable first."""
         loaded = self._partitions.get(key)
         if loaded is not None:
             self._touched[key] = self._clock.monotonic_ms()
@@ -356,16 +345,18 @@ class SharePartitionManager:
             leader_epoch=LEADER_EPOCH,
         )
         key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
-        try:
+        if state.start_offset < 0:
+            if reset_offset is None or isinstance(reset_offset, ErrorCode):
+                return ErrorCode.unknown_server_error if reset_offset is None else reset_offset
+        else:
             reset_offset = state.start_offset
-            if reset_offset < 0:
-                reset_offset = self._reset_offset(settings.auto_offset_reset, found)
+        try:
             sp.initialize(
                 state=state,
                 log_start_offset=found.log_start_offset,
                 reset_offset=reset_offset,
             )
-        except (StateLoadError, ValueError, LogError) as exc:
+        except (StateLoadError, ValueError) as exc:
             log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
             return ErrorCode.unknown_server_error
         self._partitions[key] = sp
@@ -386,19 +377,6 @@ class SharePartitionManager:
         )
         return sp
 
-    def _reset_offset(self, strategy: str, partition_log: ShareLog) -> int:
-        def by_timestamp(timestamp_ms: int) -> int | None:
-            found = partition_log.offset_for_timestamp(timestamp_ms)
-            return None if found is None else found[0]
-
-        return resolve_reset_offset(
-            strategy,
-            clock=self._clock,
-            log_start_offset=lambda: partition_log.log_start_offset,
-            high_watermark=lambda: partition_log.log_end_offset,
-            offset_for_timestamp=by_timestamp,
-        )
-
     # ---- acquisition
 
     def acquire(
@@ -414,51 +392,44 @@ class SharePartitionManager:
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
         load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
-    ) -> ShareFetched:
-        """Acquire records for `member_id` across `partitions` (one share fetch) under
-        the group's `settings`. Returns one entry per partition, in the order given;
-        log errors are per partition. Without `load_errors`, share-partitions not
-        loaded yet are named in `ShareFetched.load` and nothing is acquired; with it
-        (the caller's failed `load`s, after loading the others), a partition not
-        loaded answers its entry. `rotation` picks the partition visited first (mod
-        the count)."""
-        if load_errors is None and (
-            len(partitions) != 1
-            or self._by_group_tp.get(
-                (group_id, partitions[0].topic_id.int, partitions[0].partition)
-            )
-            is None
-        ):
+    ) -> AcquireRound:
+        """Start acquiring records for `member_id` across `partitions` (one share
+        fetch) under the group's `settings`: the round names the log reads it needs
+        (`AcquireRound.next_read`), is handed each one's result (`feed`) and answers
+        one entry per partition, in the order given (`done`). Log errors are per
+        partition. Without `load_errors`, share-partitions not loaded yet are named in
+        `AcquireRound.load` and nothing is read; with it (the caller's failed `load`s,
+        after loading the others), a partition not loaded answers its entry.
+        `rotation` picks the partition visited first (mod the count)."""
+        if len(partitions) == 1:
+            tp = partitions[0]
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is not None:  # a loaded one-partition session: the usual case
+                return self._acquire_single(
+                    tp,
+                    sp,
+                    settings,
+                    member_id=member_id,
+                    max_records=max_records,
+                    batch_size=batch_size,
+                    max_bytes=max_bytes,
+                    acquire_mode=acquire_mode,
+                )
+        if load_errors is None:
             missing = self.to_load(group_id, partitions)
             if missing:
-                return ShareFetched([], load=tuple(missing))
-        if len(partitions) == 1:
-            fetched = self._acquire_single(
-                group_id,
-                member_id,
-                partitions[0],
-                settings,
-                max_records=max_records,
-                batch_size=batch_size,
-                max_bytes=max_bytes,
-                acquire_mode=acquire_mode,
-                load_errors=load_errors,
-            )
-            return ShareFetched([fetched], self._effects())
-        return ShareFetched(
-            self._acquire_many(
-                group_id,
-                member_id,
-                partitions,
-                settings,
-                max_records=max_records,
-                batch_size=batch_size,
-                max_bytes=max_bytes,
-                acquire_mode=acquire_mode,
-                rotation=rotation,
-                load_errors=load_errors,
-            ),
-            self._effects(),
+                return AcquireRound(self, partitions, {}, [], settings, load=tuple(missing))
+        return self._acquire_many(
+            group_id,
+            member_id,
+            partitions,
+            settings,
+            max_records=max_records,
+            batch_size=batch_size,
+            max_bytes=max_bytes,
+            acquire_mode=acquire_mode,
+            rotation=rotation,
+            load_errors=load_errors,
         )
 
     def _acquire_many(
@@ -474,11 +445,12 @@ class SharePartitionManager:
         acquire_mode: AcquireMode,
         rotation: int,
         load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
-    ) -> list[ShareFetchPartition]:
+    ) -> AcquireRound:
         """`acquire` across any number of partitions (the reference for
-        `_acquire_single`)."""
+        `_acquire_single`): the partitions that can acquire and have data to read,
+        in rotation order, share MaxBytes evenly."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
-        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
+        ready: list[tuple[TopicIdPartition, SharePartition, int]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
@@ -492,86 +464,26 @@ class SharePartitionManager:
             results[tp] = ShareFetchPartition(tp)
             offset = sp.acquirable_from()
             if offset is not None and offset < read_limit(config.isolation_level, found):
-                ready.append((tp, sp, found, offset))
-        if ready and max_bytes > 0 and max_records > 0:
-            share_bytes = max(1, max_bytes // len(ready))
-            remaining = max_records
-            first = True
-            for index, (tp, sp, partition_log, checked_offset) in enumerate(ready):
-                if remaining <= 0:
-                    break
-                # `partitions` may name a partition twice: a later one reads where it is now
-                offset = sp.next_fetch_offset() if index else checked_offset
-                fetched = self._acquire_one(
-                    sp,
-                    partition_log,
-                    tp,
-                    offset,
-                    config,
-                    member_id=member_id,
-                    max_records=remaining,
-                    batch_size=batch_size,
-                    max_bytes=share_bytes,
-                    acquire_mode=acquire_mode,
-                    min_one_batch=first,
-                )
-                results[tp] = fetched
-                remaining -= fetched.count
-                first = first and not fetched.records
-        return [results[tp] for tp in partitions]
-
-    def _acquire_single(
-        self,
-        group_id: str,
-        member_id: str,
-        tp: TopicIdPartition,
-        config: SharePartitionConfig,
-        *,
-        max_records: int,
-        batch_size: int,
-        max_bytes: int,
-        acquire_mode: AcquireMode,
-        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
-    ) -> ShareFetchPartition:
-        """`acquire` of a session with one partition (a share consumer's usual case):
-        the same steps without the rotation, the MaxBytes split and the per-partition
-        bookkeeping (tests/unit/share/test_acquire_single.py compares it with
-        `_acquire_many`)."""
-        found = self._logs(tp.topic_id, tp.partition)
-        if isinstance(found, ErrorCode):
-            return ShareFetchPartition(tp, error=found)
-        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
-        if sp is None:
-            return ShareFetchPartition(tp, error=_load_error(load_errors, tp))
-        sp.settings = config
-        offset = sp.acquirable_from()
-        if (
-            offset is None
-            or offset >= read_limit(config.isolation_level, found)
-            or max_bytes <= 0
-            or max_records <= 0
-        ):
-            return ShareFetchPartition(tp)
-        return self._acquire_one(
-            sp,
-            found,
-            tp,
-            offset,
+                ready.append((tp, sp, offset))
+        if max_bytes <= 0 or max_records <= 0:
+            ready = []
+        return AcquireRound(
+            self,
+            partitions,
+            results,
+            ready,
             config,
             member_id=member_id,
             max_records=max_records,
             batch_size=batch_size,
-            max_bytes=max_bytes,
+            share_bytes=max(1, max_bytes // len(ready)) if ready else 0,
             acquire_mode=acquire_mode,
-            min_one_batch=True,
         )
 
-    def _acquire_one(
+    def _acquire_single(
         self,
-        sp: SharePartition,
-        partition_log: ShareLog,
         tp: TopicIdPartition,
-        offset: int,
+        sp: SharePartition,
         config: SharePartitionConfig,
         *,
         member_id: str,
@@ -579,61 +491,39 @@ class SharePartitionManager:
         batch_size: int,
         max_bytes: int,
         acquire_mode: AcquireMode,
-        min_one_batch: bool,
-    ) -> ShareFetchPartition:
-        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`,
-        under the group's `config` (read once by the caller)."""
-        try:
-            read = _read_for_acquisition(
-                partition_log,
-                offset,
-                max_bytes=max_bytes,
-                max_records=max_records,
-                min_one_batch=min_one_batch,
+    ) -> AcquireRound:
+        """`acquire` of a loaded share-partition alone in its session (a share
+        consumer's usual case): the same steps without the rotation and the MaxBytes
+        split (tests/unit/share/test_acquire_single.py compares it with
+        `_acquire_many`)."""
+        found = self._logs(tp.topic_id, tp.partition)
+        if isinstance(found, ErrorCode):
+            return AcquireRound(
+                self, (tp,), None, [], config, single=ShareFetchPartition(tp, error=found)
             )
-        except LogError as exc:
-            if (
-                exc.code is not ErrorCode.offset_out_of_range
-                or offset >= partition_log.log_start_offset
-            ):
-                return ShareFetchPartition(tp, error=exc.code)
-            # Retention or DeleteRecords moved the log start past the fetch offset.
-            self._log_start_moved(sp, partition_log.log_start_offset)
-            offset = sp.next_fetch_offset()
-            if offset >= read_limit(config.isolation_level, partition_log):
-                return ShareFetchPartition(tp)
-            try:
-                read = _read_for_acquisition(
-                    partition_log,
-                    offset,
-                    max_bytes=max_bytes,
-                    max_records=max_records,
-                    min_one_batch=min_one_batch,
-                )
-            except LogError as again:
-                return ShareFetchPartition(tp, error=again.code)
-        if not read.headers:
-            return ShareFetchPartition(tp)
-        end_offset_limit, aborted = isolation_inputs(
-            config.isolation_level, partition_log, offset, read.headers
-        )
-        result = sp.acquire(
+        sp.settings = config
+        offset = sp.acquirable_from()
+        ready: list[tuple[TopicIdPartition, SharePartition, int]] = []
+        if (
+            offset is not None
+            and offset < read_limit(config.isolation_level, found)
+            and max_bytes > 0
+            and max_records > 0
+        ):
+            ready.append((tp, sp, offset))
+        return AcquireRound(
+            self,
+            (tp,),
+            None,
+            ready,
+            config,
+            single=ShareFetchPartition(tp),
             member_id=member_id,
-            fetch_offset=offset,
-            headers=read.headers,
             max_records=max_records,
             batch_size=batch_size,
+            share_bytes=max_bytes,
             acquire_mode=acquire_mode,
-            max_bytes=max_bytes,
-            end_offset_limit=end_offset_limit,
-            aborted=aborted,
         )
-        if result.write is not None:
-            self._writes.append(result.write)
-            self._woken.add(sp.key)
-        span = result.byte_range
-        records = b"" if span is None else read.records[span[0] : span[1]]
-        return ShareFetchPartition(tp, records=records, acquired=result.acquired)
 
     def available_bytes(
         self,
@@ -642,14 +532,15 @@ class SharePartitionManager:
         partitions: Iterable[TopicIdPartition],
         cap: int,
         settings: SharePartitionConfig,
-    ) -> int:
-        """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
-        from each acquirable share-partition's next fetch offset (for MinBytes above 1;
-        with `cap` 1, whether anything is acquirable, answered without reading).
-        The caller loads the share-partitions first, as for a fetch (a load wakes
-        nobody); a partition that could not be loaded counts as `cap`, so that the
-        fetch answers its error at once."""
-        total = 0
+    ) -> int | list[tuple[TopicIdPartition, int, int]]:
+        """An estimate of the bytes a fetch could acquire now, up to `cap` (for
+        MinBytes above 1; with `cap` 1, whether anything is acquirable): `cap` or 0
+        when known without reading, else the [offset, limit) log ranges of the
+        acquirable share-partitions, whose bytes the caller measures
+        (`log_read.bytes_between`). The caller loads the share-partitions first, as
+        for a fetch (a load wakes nobody); a partition that could not be loaded
+        counts as `cap`, so that the fetch answers its error at once."""
+        ranges: list[tuple[TopicIdPartition, int, int]] = []
         for tp in partitions:
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
@@ -665,22 +556,13 @@ class SharePartitionManager:
                 continue
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
-            if cap - total <= 1:
+            if cap <= 1:
                 # Only "anything at all?" is asked (the wake checks after each
                 # acknowledgement and fetch): a batch lies in [offset, limit), the
                 # limit being a batch boundary, so no read is needed to know it.
                 return cap
-            try:
-                read = found.read(offset, max_bytes=cap - total)
-            except LogError:
-                return cap
-            below = [h for h in read.headers if h.last_offset < limit]
-            if below and len(below) == len(read.headers) and below[-1].next_offset < limit:
-                return cap  # the read stopped at the budget: more is there
-            total += sum(h.size for h in below)
-            if total >= cap:
-                break
-        return min(total, cap)
+            ranges.append((tp, offset, limit))
+        return ranges if ranges else 0
 
     # ---- acknowledgement and release
 
@@ -745,7 +627,7 @@ class SharePartitionManager:
         earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
         return Acknowledged(error, self._effects(), earlier)
 
-    def _acquirable(self, sp: SharePartition, partition_log: ShareLog) -> bool:
+    def _acquirable(self, sp: SharePartition, partition_log: LogPositions) -> bool:
         """Whether a fetch would find something to acquire in `sp` now: the wake check
         after an acknowledgement (an ACCEPT at the head moves the start offset, but
         with every record after it acquired a woken fetch would only park again). The
@@ -1056,6 +938,162 @@ def _load_error(
     return ErrorCode.unknown_server_error
 
 
+class AcquireRound:
+    """One acquisition across a session's partitions (`SharePartitionManager.acquire`),
+    step by step: `next_read` names the log read the next ready partition needs (None
+    when the round is over), the caller performs it and hands the `LogSlice` to
+    `feed`; `done` answers. `load`: share-partitions to load first (nothing is read).
+
+    Per partition, in order: read from its next fetch offset (`min_one_batch` only
+    until one partition returned records: the first batch of the request goes out
+    even if larger than the limits), within its share of MaxBytes and the records
+    left of MaxRecords; a read below the log start offset moves the share-partition's
+    start first (§4.4) and reads again, once. `Records` is the slice of the read
+    covering the log batches that overlap the acquired offsets (never null: empty
+    bytes)."""
+
+    __slots__ = (
+        "_batch_size",
+        "_config",
+        "_current",
+        "_first",
+        "_index",
+        "_manager",
+        "_member_id",
+        "_mode",
+        "_partitions",
+        "_ready",
+        "_remaining",
+        "_results",
+        "_share_bytes",
+        "_single",
+        "load",
+    )
+
+    def __init__(
+        self,
+        manager: SharePartitionManager,
+        partitions: Sequence[TopicIdPartition],
+        results: dict[TopicIdPartition, ShareFetchPartition] | None,
+        ready: list[tuple[TopicIdPartition, SharePartition, int]],
+        config: SharePartitionConfig,
+        *,
+        single: ShareFetchPartition | None = None,
+        member_id: str = "",
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_bytes: int = 0,
+        acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+        load: tuple[SharePartitionKey, ...] = (),
+    ) -> None:
+        self._manager = manager
+        self._partitions = partitions
+        self._results = results
+        """Each partition's entry by partition; None for a one-partition round."""
+        self._single = single
+        """The entry of a one-partition round (no dict, no hashing)."""
+        self._ready = ready
+        self._config = config
+        self._member_id = member_id
+        self._remaining = max_records
+        self._batch_size = batch_size
+        self._share_bytes = share_bytes
+        self._mode = acquire_mode
+        self._first = True
+        self._index = 0
+        self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
+        """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self.load = load
+
+    def next_read(self) -> LogRead | None:
+        """The read the round needs next, or None: call `done`."""
+        current = self._current
+        if current is None:
+            index = self._index
+            if index >= len(self._ready) or self._remaining <= 0:
+                return None
+            tp, sp, checked_offset = self._ready[index]
+            # `partitions` may name a partition twice: a later one reads where it is now
+            offset = sp.next_fetch_offset() if index else checked_offset
+            current = self._current = (tp, sp, offset, False)
+        return LogRead(
+            current[0],
+            current[2],
+            self._share_bytes,
+            self._remaining,
+            self._first,
+            self._config.isolation_level,
+        )
+
+    def feed(self, got: LogSlice) -> None:
+        """The result of the read `next_read` named."""
+        current = self._current
+        assert current is not None, "feed without a read"
+        tp, sp, offset, reread = current
+        error = got.error
+        if error is not None:
+            if (
+                reread
+                or error is not ErrorCode.offset_out_of_range
+                or offset >= got.log_start_offset
+            ):
+                self._finish(ShareFetchPartition(tp, error=error), 0)
+                return
+            # Retention or DeleteRecords moved the log start past the fetch offset.
+            self._manager._log_start_moved(sp, got.log_start_offset)
+            offset = sp.next_fetch_offset()
+            if offset >= got.read_limit:
+                self._finish(ShareFetchPartition(tp), 0)
+            else:
+                self._current = (tp, sp, offset, True)
+            return
+        read = got.read
+        assert read is not None
+        if not read.headers:
+            self._finish(ShareFetchPartition(tp), 0)
+            return
+        result = sp.acquire(
+            member_id=self._member_id,
+            fetch_offset=offset,
+            headers=read.headers,
+            max_records=self._remaining,
+            batch_size=self._batch_size,
+            acquire_mode=self._mode,
+            max_bytes=self._share_bytes,
+            end_offset_limit=got.end_offset_limit,
+            aborted=got.aborted,
+        )
+        if result.write is not None:
+            self._manager._writes.append(result.write)
+            self._manager._woken.add(sp.key)
+        span = result.byte_range
+        records = b"" if span is None else read.records[span[0] : span[1]]
+        self._finish(
+            ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
+        )
+
+    def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
+        """`fetched` is the partition's entry; it acquired `count` records."""
+        results = self._results
+        if results is None:
+            self._single = fetched
+        else:
+            results[fetched.partition] = fetched
+        self._remaining -= count
+        self._first = self._first and not fetched.records
+        self._index += 1
+        self._current = None
+
+    def done(self) -> ShareFetched:
+        """One entry per partition, in the order given, and the effects."""
+        assert self._current is None, "a read is still to be fed"
+        results = self._results
+        if results is None:
+            assert self._single is not None
+            return ShareFetched([self._single], self._manager._effects())
+        return ShareFetched([results[tp] for tp in self._partitions], self._manager._effects())
+
+
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
     """Whether `sp`'s lock or redelivery deadline is now earlier than `before` (a new
     one counts as earlier), so that the earliest over every share-partition may
@@ -1074,34 +1112,3 @@ def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> Sequence[
         return partitions
     start = rotation % len(partitions)
     return [*partitions[start:], *partitions[:start]]
-
-
-def _read_for_acquisition(
-    partition_log: ShareLog,
-    offset: int,
-    *,
-    max_bytes: int,
-    max_records: int,
-    min_one_batch: bool,
-) -> ReadResult:
-    """Read what one acquisition of at most `max_records` records can use, within
-    `max_bytes`: a probe of `SHARE_FETCH_PROBE_BYTES` gives the bytes per record, then
-    one more read covers `max_records` of them plus the largest batch seen (batch mode
-    stretches to whole log batches). Reading the whole MaxBytes every time would cost
-    tens of MiB per request for a few hundred records."""
-    probe_bytes = min(max_bytes, limits.SHARE_FETCH_PROBE_BYTES)
-    probe = partition_log.read(offset, max_bytes=probe_bytes, min_one_batch=True)
-    if not probe.headers:
-        return probe
-    if probe.headers[0].size > max_bytes and not min_one_batch:
-        return ReadResult(b"", [], probe.high_watermark, probe.log_start_offset)
-    probe_end = probe.headers[-1].next_offset
-    if probe_end - offset >= max_records or probe_end >= probe.high_watermark:
-        return probe  # enough records, or the log ends within the probe
-    records_seen = sum(h.records_count for h in probe.headers)
-    bytes_per_record = len(probe.records) / max(1, records_seen)
-    largest = max(h.size for h in probe.headers)
-    wanted = min(max_bytes, int(bytes_per_record * max_records) + largest)
-    if wanted <= len(probe.records):
-        return probe
-    return partition_log.read(offset, max_bytes=wanted, min_one_batch=min_one_batch)

@@ -22,7 +22,6 @@ from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TRANSACTIONAL_MASK, encode_batch, validate_produced
-from shoal.share.manager import SharePartitionManager
 from shoal.share.persister import (
     ReadResult,
     SharePartitionKey,
@@ -171,9 +170,10 @@ class Broker:
         self.persister = CrashingPersister(self.coordinator, faults, self._around_state_write)
         settings = replace(share_config, auto_offset_reset="earliest")
         self.manager = DrivenManager(
-            SharePartitionManager(clock=clock, logs=self._log_for),
-            self.persister,
-            lambda _group: settings,
+            clock=clock,
+            logs=self._log_for,
+            persister=self.persister,
+            settings_for=lambda _: settings,
         )
         self._state_end = self.state_log.log_end_offset
         self._state_size = self.state_log.size_bytes

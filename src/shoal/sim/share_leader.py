@@ -14,13 +14,16 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
 from shoal.share.acknowledge import AckBatch
+from shoal.share.log_read import ShareLog, bytes_between, perform_read, reset_offset
 from shoal.share.manager import (
     LEADER_EPOCH,
     NO_EFFECTS,
     Acknowledged,
+    AcquireRound,
     Effects,
     LocksExpired,
     ShareFetched,
@@ -40,16 +43,22 @@ from shoal.share.settings import SharePartitionConfig
 
 
 class DrivenManager:
-    """`manager` driven over `_persister` (a test may swap it). Unknown attributes are
+    """A `SharePartitionManager` over `logs`, driven over `_persister` (a test may
+    swap it); the logs are read here (`perform_read`, `bytes_between`,
+    `reset_offset`). Unknown attributes are
     the manager's (`get`, `keys`, `next_lock_deadline`, ...)."""
 
     def __init__(
         self,
-        manager: SharePartitionManager,
+        *,
+        clock: Clock,
+        logs: Callable[[uuid.UUID, int], ShareLog | ErrorCode],
         persister: Persister,
         settings_for: Callable[[str], SharePartitionConfig],
     ) -> None:
-        self.manager = manager
+        self.manager = SharePartitionManager(clock=clock, logs=logs)
+        self.clock = clock
+        self.logs = logs
         self._persister = persister
         self.settings_for = settings_for
 
@@ -72,7 +81,12 @@ class DrivenManager:
             return loaded
         settings = self.settings_for(key.group_id)
         read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
-        answer = self.manager.load(key, read, settings=settings)
+        reset = None
+        if read.state is not None and read.state.start_offset < 0:
+            partition_log = self.logs(key.topic_id, key.partition)
+            if not isinstance(partition_log, ErrorCode):
+                reset = reset_offset(settings.auto_offset_reset, partition_log, clock=self.clock)
+        answer = self.manager.load(key, read, settings=settings, reset_offset=reset)
         if not isinstance(answer, StateCut):
             return answer
         error = persist_cut(
@@ -120,7 +134,7 @@ class DrivenManager:
         if settings is None:
             settings = self.settings_for(group_id)
         errors = self.load_missing(group_id, partitions)
-        fetched = self.manager.acquire(
+        round_ = self.manager.acquire(
             group_id=group_id,
             member_id=member_id,
             partitions=partitions,
@@ -132,6 +146,17 @@ class DrivenManager:
             rotation=rotation,
             load_errors=errors,
         )
+        return self.run(round_)
+
+    def run(self, round_: AcquireRound) -> ShareFetched:
+        """Perform the reads of `round_` and its effects; its answer."""
+        read = round_.next_read()
+        while read is not None:
+            partition_log = self.logs(read.partition.topic_id, read.partition.partition)
+            assert not isinstance(partition_log, ErrorCode)
+            round_.feed(perform_read(partition_log, read))
+            read = round_.next_read()
+        fetched = round_.done()
         self.perform(fetched.effects)
         return fetched
 
@@ -140,9 +165,17 @@ class DrivenManager:
     ) -> int:
         partitions = list(partitions)
         self.load_missing(group_id, partitions)
-        return self.manager.available_bytes(
+        available = self.manager.available_bytes(
             group_id=group_id, partitions=partitions, cap=cap, settings=self.settings_for(group_id)
         )
+        if isinstance(available, int):
+            return available
+        ranges = []
+        for tp, offset, limit in available:
+            partition_log = self.logs(tp.topic_id, tp.partition)
+            assert not isinstance(partition_log, ErrorCode)
+            ranges.append((partition_log, offset, limit))
+        return bytes_between(ranges, cap=cap)
 
     def acknowledge(
         self,

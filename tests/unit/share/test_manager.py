@@ -24,7 +24,6 @@ from shoal.share.manager import (
     Acknowledged,
     Effects,
     ShareFetchPartition,
-    SharePartitionManager,
 )
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
@@ -113,9 +112,10 @@ class Rig:
 
     def __post_init__(self) -> None:
         self.manager = DrivenManager(
-            SharePartitionManager(clock=self.clock, logs=self.lookup),
-            self.persister,
-            lambda _group: replace(self.config, auto_offset_reset=self.reset),
+            clock=self.clock,
+            logs=self.lookup,
+            persister=self.persister,
+            settings_for=lambda _group: replace(self.config, auto_offset_reset=self.reset),
         )
 
     def lookup(self, topic_id: uuid.UUID, partition: int) -> FakeLog | ErrorCode:

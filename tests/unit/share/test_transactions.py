@@ -19,7 +19,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import ShareFetchPartition, SharePartitionManager
+from shoal.share.manager import ShareFetchPartition
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
@@ -185,9 +185,10 @@ class Rig:
 
     def __post_init__(self) -> None:
         self.manager = DrivenManager(
-            SharePartitionManager(clock=self.clock, logs=lambda _topic, _partition: self.log),
-            self.persister,
-            lambda group: SharePartitionConfig(
+            clock=self.clock,
+            logs=lambda _topic, _partition: self.log,
+            persister=self.persister,
+            settings_for=lambda group: SharePartitionConfig(
                 isolation_level=self.levels[group], auto_offset_reset="earliest"
             ),
         )
