@@ -117,7 +117,11 @@ class ConfigDef:
     max: int | float | None = None
     choices: tuple[str, ...] | None = None
     synonym: str | None = None
-    """For a topic key: the broker key whose value it defaults to."""
+    """For a topic or group key: the broker key whose value it defaults to."""
+    bounds: tuple[str, str] | None = None
+    """For a group key: the broker keys holding its (min, max): checked when a group
+    sets it, clamped into afterwards (group/configs.py, share/settings.py), and
+    ordered around `synonym` at start-up."""
     read_only: bool = False
     nullable: bool = False
     check: Callable[[Any], str | None] | None = None
@@ -1259,6 +1263,7 @@ _DEFS: list[ConfigDef] = [
         "Member expiry.",
         min=1,
         synonym="group.share.session.timeout.ms",
+        bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
     ),
     ConfigDef(
         "share.heartbeat.interval.ms",
@@ -1268,6 +1273,7 @@ _DEFS: list[ConfigDef] = [
         "Heartbeat.",
         min=1,
         synonym="group.share.heartbeat.interval.ms",
+        bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
     ),
     ConfigDef(
         "share.record.lock.duration.ms",
@@ -1277,6 +1283,10 @@ _DEFS: list[ConfigDef] = [
         "Lock.",
         min=1000,
         synonym="group.share.record.lock.duration.ms",
+        bounds=(
+            "group.share.min.record.lock.duration.ms",
+            "group.share.max.record.lock.duration.ms",
+        ),
     ),
     ConfigDef(
         "share.auto.offset.reset",
@@ -1302,6 +1312,7 @@ _DEFS: list[ConfigDef] = [
         "Deliveries.",
         min=2,
         synonym="group.share.delivery.count.limit",
+        bounds=("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
     ),
     ConfigDef(
         "share.partition.max.record.locks",
@@ -1311,6 +1322,10 @@ _DEFS: list[ConfigDef] = [
         "Window.",
         min=100,
         synonym="group.share.partition.max.record.locks",
+        bounds=(
+            "group.share.min.partition.max.record.locks",
+            "group.share.max.partition.max.record.locks",
+        ),
     ),
     ConfigDef("share.renew.acknowledge.enable", _BOOL, True, _G, "Allow RENEW."),
     ConfigDef(
@@ -2013,33 +2028,12 @@ CLIENT_METRICS_KEYS: dict[str, ConfigDef] = {
     d.name: d for d in _DEFS if d.scope is Scope.CLIENT_METRICS
 }
 
-# (min key, default key, max key): checked at start-up, as Kafka does.
+# (min key, default key, max key): checked at start-up, as Kafka does; the group keys'
+# broker bounds around the broker default they fall back to.
 _ORDERED_TRIPLES = [
-    (
-        "group.share.min.session.timeout.ms",
-        "group.share.session.timeout.ms",
-        "group.share.max.session.timeout.ms",
-    ),
-    (
-        "group.share.min.heartbeat.interval.ms",
-        "group.share.heartbeat.interval.ms",
-        "group.share.max.heartbeat.interval.ms",
-    ),
-    (
-        "group.share.min.record.lock.duration.ms",
-        "group.share.record.lock.duration.ms",
-        "group.share.max.record.lock.duration.ms",
-    ),
-    (
-        "group.share.min.delivery.count.limit",
-        "group.share.delivery.count.limit",
-        "group.share.max.delivery.count.limit",
-    ),
-    (
-        "group.share.min.partition.max.record.locks",
-        "group.share.partition.max.record.locks",
-        "group.share.max.partition.max.record.locks",
-    ),
+    (d.bounds[0], d.synonym, d.bounds[1])
+    for d in GROUP_KEYS.values()
+    if d.bounds is not None and d.synonym is not None
 ]
 
 
