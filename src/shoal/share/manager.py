@@ -347,6 +347,11 @@ class SharePartitionManager:
         key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
         if state.start_offset < 0:
             if reset_offset is None or isinstance(reset_offset, ErrorCode):
+                log.warning(
+                    "share-partition %s not loaded: share.auto.offset.reset %r not resolved",
+                    describe_key(key),
+                    settings.auto_offset_reset,
+                )
                 return ErrorCode.unknown_server_error if reset_offset is None else reset_offset
         else:
             reset_offset = state.start_offset
@@ -834,7 +839,7 @@ class SharePartitionManager:
         )
         unloading = self._unload(idle)
         if idle:
-            log.info("unloading %d idle share-partitions", len(idle))
+            log.info("unloaded %d idle share-partitions", len(idle))
         return unloading
 
     def _unload(self, keys: list[SharePartitionKey]) -> Unloading:
