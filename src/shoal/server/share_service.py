@@ -38,20 +38,30 @@ long-poll and lock timers.
   ShareAcknowledge whose deadlines only moved later (locks cancelled: the driver
   re-asks a source when its stale deadline comes), so that most acknowledgements
   cost no timer pass.
-- **Effects.** Every manager operation returns `Effects`; `_perform` writes the
-  dead-letter queue copies they ask for (server/share_dlq.py, KIP-1191) and wakes the
-  share fetches parked on the named share-partitions (purgatory notify).
+- **The manager's I/O.** The manager (share/manager.py) is pure; this service
+  performs what it asks for, in the same synchronous step: loads (`_load`: the
+  persister's read, a `StateCut` made durable with `persist_cut`, the reset offset
+  resolved over the log), the log reads of an acquisition round
+  (`log_read.perform_read` for each `LogRead`, fed back) and of the MinBytes
+  estimate (`bytes_between`), the state write of each acknowledgement and release
+  (made through the `Persister`, its outcome handed back to commit or roll back).
+- **Effects.** Every manager operation returns `Effects`; `_perform` makes the
+  standing state writes they carry (expiries, archivals), then the dead-letter queue
+  copies they ask for (server/share_dlq.py, KIP-1191), and wakes the share fetches
+  parked on the named share-partitions (purgatory notify).
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
-  use); group config changes wake the group's parked fetches (settings are re-read at
-  each operation); deleted topics drop their share-partitions (`topics_changed`), and
+  use); group config changes wake the group's parked fetches (settings are resolved
+  for each operation); deleted topics drop their share-partitions (`topics_changed`), and
   so does a group whose share state an admin operation replaced or deleted
   (`share_state_reset`: AlterShareGroupOffsets, DeleteShareGroupOffsets,
   DeleteGroups), so the next fetch reloads the new state;
   DeleteRecords and retention move share-partition start offsets.
 
-Group settings are resolved per group from the broker config and the group's
-overrides, cached while neither object changes.
+Group settings are a value (`SharePartitionConfig`) resolved once per request step
+(`settings_for`: the broker config and the group's overrides; the last answer per
+group is kept while neither object changes) and handed to each manager operation; a
+woken round of a parked fetch resolves them again.
 
 Collaborators come in through the constructor (never the broker): the clock, the
 broker config getter, the log manager, the group config store, the persister, the
@@ -59,10 +69,10 @@ purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
 service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 
-About 770 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
-session, the settings pinned per step, the purgatory keys and the timer rearm, and
-each is written as one straight function (issue 14 cut its calls per request); the
-per-partition work lives in `share/`.
+About 880 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
+session, the settings resolved per step, the purgatory keys, the timer rearm and the
+performing of the manager's reads and writes, and each is written as one straight
+function (few calls per request); the per-partition work lives in `share/`.
 """
 
 from __future__ import annotations
@@ -85,7 +95,7 @@ from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
-from shoal.share.log_read import ShareLog, bytes_between, perform_read, reset_offset
+from shoal.share.log_read import PartitionLogs, bytes_between, perform_read, reset_offset
 from shoal.share.manager import (
     LEADER_EPOCH,
     NO_EFFECTS,
@@ -215,9 +225,9 @@ class ShareService:
             max_sessions=lambda: config().get_int("group.share.max.share.sessions")
         )
         self._persister = persister
+        self._log_for = PartitionLogs(logs)
+        """(topic id, partition) -> partition log, for the manager and for the reads."""
         self.partitions = SharePartitionManager(clock=clock, logs=self._log_for)
-        self._found_logs: dict[tuple[int, int], ShareLog] = {}
-        """Partition logs `_log_for` found, until the next topic change."""
         self._topic_names: dict[int, str] = {}
         """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
         change."""
@@ -712,7 +722,7 @@ class ShareService:
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
-        self._found_logs.clear()
+        self._log_for.forget()
         self._topic_names.clear()
         existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
@@ -831,26 +841,6 @@ class ShareService:
     def _write_standing(self, write: StateWrite) -> None:
         """Make a write whose transitions stand whatever its outcome."""
         self.partitions.standing_written(write, self._persister.write(write=write))
-
-    def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
-        """The partition log of (`topic_id`, `partition`), or why there is none. Found
-        logs are remembered until the next topic change (`topics_changed`: a deletion
-        is the only way a found log leaves the log manager; creations and growth only
-        add), so a fetch's two rounds and the acknowledgements skip the two lookups.
-        Bounded by the partitions that exist (the topic and partition limits)."""
-        key = (topic_id.int, partition)  # the int: hashed in C, as in `share_wait_key`
-        found = self._found_logs.get(key)
-        if found is not None:
-            return found
-        logs = self._logs
-        info = logs.topic_by_id(topic_id)
-        if info is None:
-            return ErrorCode.unknown_topic_id
-        partition_log = logs.partition(info.name, partition)
-        if partition_log is None:
-            return ErrorCode.unknown_topic_or_partition
-        self._found_logs[key] = partition_log
-        return partition_log
 
     def _perform(self, effects: Effects) -> None:
         """Make the standing state writes `effects` asks for, then the DLQ copies

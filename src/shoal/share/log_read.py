@@ -11,6 +11,9 @@ transactional batches). The MinBytes estimate (`available_bytes`) is measured th
 same way (`bytes_between`), and so is the start offset `share.auto.offset.reset`
 gives a share-partition with none persisted (`reset_offset`). So the manager stays
 synchronous and deterministic, and every read of a ShareFetch is the caller's.
+`PartitionLogs` finds a partition's log by topic id in the broker's log manager, for
+both (the manager looks down into the log layer for positions, never up into the
+shell).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Protocol
 from shoal import limits
 from shoal.clock import Clock
 from shoal.log.api import LogError, ReadResult
+from shoal.log.manager import LogManager
+from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import IsolationLevel, resolve_reset_offset
@@ -44,6 +49,42 @@ class ShareLog(StableLog, Protocol):
 LogLookup = Callable[[uuid.UUID, int], "LogPositions | ErrorCode"]
 """(topic id, partition) -> the partition log, or UNKNOWN_TOPIC_ID /
 UNKNOWN_TOPIC_OR_PARTITION."""
+
+
+class PartitionLogs:
+    """The broker's partition logs by (topic id, partition), over its `LogManager`
+    (log/manager.py): the manager's `LogLookup` (it looks down into the log layer,
+    never up into the shell) and the shell's for the reads it performs. Found logs
+    are remembered until `forget` (a topic change: a deletion is the only way a found
+    log leaves the log manager; creations and growth only add), so a fetch's rounds
+    and the acknowledgements skip the two lookups. Bounded by the partitions that
+    exist (the topic and partition limits)."""
+
+    __slots__ = ("_found", "_logs")
+
+    def __init__(self, logs: LogManager) -> None:
+        self._logs = logs
+        self._found: dict[tuple[int, int], PartitionLog] = {}
+
+    def __call__(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | ErrorCode:
+        """The partition log of (`topic_id`, `partition`), or why there is none."""
+        key = (topic_id.int, partition)  # the int: hashed in C (a UUID's is a Python call)
+        found = self._found.get(key)
+        if found is not None:
+            return found
+        logs = self._logs
+        info = logs.topic_by_id(topic_id)
+        if info is None:
+            return ErrorCode.unknown_topic_id
+        partition_log = logs.partition(info.name, partition)
+        if partition_log is None:
+            return ErrorCode.unknown_topic_or_partition
+        self._found[key] = partition_log
+        return partition_log
+
+    def forget(self) -> None:
+        """Topics changed: look every log up again."""
+        self._found.clear()
 
 
 @dataclass(frozen=True, slots=True)

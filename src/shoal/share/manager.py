@@ -1,16 +1,32 @@
 """`SharePartitionManager`: every share-partition this broker leads, loaded on demand,
 and the operations a share request performs across them.
 
-Sans-I/O and synchronous. The caller injects the clock, the persister, a log lookup
-(topic id, partition -> a partition log or an `ErrorCode`), the group settings
-(`SharePartitionConfig` and `share.auto.offset.reset`, read at each use). It calls
-nothing above it: every operation that may have made records acquirable
-(acknowledgements and releases committed, locks expired, start offset or log start
-offset moved, archivals, share-partitions dropped) returns `Effects` naming the
-share-partitions whose parked share fetches the caller must wake.
+Pure: synchronous and deterministic, no I/O. The caller injects the clock and a log
+lookup (topic id, partition -> the log's positions, `transactions.LogPositions`, or an
+`ErrorCode`); it calls nothing above it and reads and writes nothing itself. Each
+operation takes the group's settings as a value (`SharePartitionConfig`, resolved by
+the caller from the broker config and the group's overrides; a mapping by group for
+the operations across groups) and answers with what the caller is to perform:
+
+- **State writes** through the caller's `Persister` (share/persister.py): a tentative
+  transition's write (`Acknowledged.pending`, `release`'s `PendingWrite`s), whose
+  outcome the caller hands back (`acknowledge_written`, `write_done`: commit or roll
+  back); standing writes whose transitions stand whatever happens
+  (`Effects.writes`, reported with `standing_written`); start offsets to persist
+  before an unload (`Unloading.writes`, `unload_written`).
+- **Loads**: share-partitions to load first (`to_load`, `AcquireRound.load`,
+  `Acknowledged.load`); the caller reads the persisted state and hands it to `load`.
+- **Log reads**: an acquisition is an `AcquireRound` naming each read it needs
+  (`LogRead`) and handed each result (`LogSlice`); `available_bytes` names the log
+  ranges to measure (share/log_read.py performs both for the caller).
+- **Wake-ups and DLQ work**: every operation that may have made records acquirable
+  (acknowledgements and releases committed, locks expired, start offset or log start
+  offset moved, archivals, share-partitions dropped) returns `Effects` naming the
+  share-partitions whose parked share fetches the caller must wake, and those with
+  dead-letter copies to make.
 
 - **Loading** (share-partition.md §10): the first fetch or acknowledgement of a
-  (group, topic id, partition) reads the persisted state; StartOffset -1 means the
+  (group, topic id, partition) loads the persisted state the caller read; StartOffset -1 means the
   group's `share.auto.offset.reset` (latest = high watermark, earliest = log start,
   by_duration = first batch with a timestamp >= now - duration). A failed load caches
   nothing, so the next request retries; persister errors become partition errors
@@ -31,15 +47,16 @@ share-partitions whose parked share fetches the caller must wake.
   aborted index) are archived right after acquisition; read_uncommitted reads to the
   high watermark. Control batches are acquired either way and GAP-acknowledged.
 - **Acknowledgements** are checked for shape (wire.md §3: INVALID_REQUEST, RENEW only
-  with IsRenewAck), applied atomically per partition by the core, then persisted:
+  with IsRenewAck), applied atomically per partition, then persisted by the caller:
   a successful write commits, a failed one rolls back and answers the mapped error
   (fenced -> NOT_LEADER_OR_FOLLOWER, and the share-partition is dropped to reload).
   The acknowledged share-partition is woken only when something there is
   acquirable now.
 - **Releases** (session closed, connection dropped) go through the same write path.
 - **Lock expiry**: `next_lock_deadline` is the earliest deadline over all
-  share-partitions; `expire_locks` fires what is due and persists each expiry (the
-  transition stands if the write fails).
+  share-partitions; `expire_locks` fires what is due (under the settings of
+  `groups_due`) and returns each expiry's write (the transition stands if the write
+  fails).
 - **Delayed redelivery** (Shoal extension): `next_redelivery_deadline` is the
   earliest time a delayed record becomes due; `redeliveries_due` wakes the fetches
   parked there. Nothing is written (the delay is not persisted).
@@ -50,12 +67,13 @@ share-partitions whose parked share fetches the caller must wake.
   persisted, except a start offset resolved from `share.auto.offset.reset`
   (persisted -1) and never written since: that one is written before the
   share-partition leaves (a reload must not resolve `latest` again and skip what
-  arrived meanwhile). They reload from the share coordinator on next use.
+  arrived meanwhile). They reload from the persisted state on next use.
 
 Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
 `_partitions` (`_by_group_tp` by (group id, topic id's int, partition): the hot lookups of a
 fetch need no `SharePartitionKey` built and hashed);
-`_touched` holds exactly their keys; `_woken` is empty between operations.
+`_touched` holds exactly their keys; `_woken`, `_dlq_due` and `_writes` are empty
+between operations.
 
 (Past 600 lines because it is the one place where a share request meets every
 share-partition: loading, acquisition across a session, acknowledgement and its

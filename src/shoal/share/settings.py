@@ -1,13 +1,17 @@
-"""The group configuration a share-partition reads on every operation.
+"""The group configuration a share-partition works under, as a value.
 
 `SharePartitionConfig` holds the effective values of the group's share configs
 (configs.md §3), each already falling back to its broker default and clamped into
-the broker's bounds. The share-partition is handed a zero-argument callable returning
-the current value and reads it per operation, so a group config change takes effect
-where the spec says: lock duration for locks armed afterwards, delivery limit at the
-next transition, in-flight limit at the next acquisition, isolation level at the next
-fetch, RENEW permission at the next acknowledgement; the Shoal extensions (redelivery
-backoff, paused delivery) at the next release or expiry and the next acquisition.
+the broker's bounds (`resolve`; the keys, their defaults and bounds are declared once,
+in config.py: each group key's `synonym` and `bounds`). The shell resolves it from the
+broker config and the group's overrides and hands it to each operation of the
+share-partition manager, which sets it on the share-partitions the operation touches,
+so a group config change takes effect where the spec says: lock duration for locks
+armed afterwards, delivery limit at the next transition, in-flight limit at the next
+acquisition, isolation level at the next fetch, RENEW permission at the next
+acknowledgement; the Shoal extensions (redelivery backoff, paused delivery) at the next
+release or expiry and the next acquisition; `share.auto.offset.reset` at the next
+load.
 
 `resolve_reset_offset` turns `share.auto.offset.reset` into the start offset of a
 share-partition whose persisted start offset is -1 (share-partition.md §10.2).
