@@ -114,7 +114,13 @@ from shoal.share.persister import (
     partition_error,
     persist_cut,
 )
-from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
+from shoal.share.sessions import (
+    INITIAL_EPOCH,
+    SessionStep,
+    ShareSession,
+    ShareSessionCache,
+    TopicIdPartition,
+)
 from shoal.share.settings import SharePartitionConfig
 
 if TYPE_CHECKING:
@@ -221,9 +227,7 @@ class ShareService:
         self._purgatory = purgatory
         self._stopping = stopping
         self._rearm_driver = rearm
-        self.sessions = ShareSessionCache(
-            max_sessions=lambda: config().get_int("group.share.max.share.sessions")
-        )
+        self.sessions = ShareSessionCache()
         self._persister = persister
         self._log_for = PartitionLogs(logs)
         """(topic id, partition) -> partition log, for the manager and for the reads."""
@@ -312,6 +316,11 @@ class ShareService:
             partitions=call.partitions,
             forgotten=call.forgotten,
             has_acknowledgements=bool(call.acknowledgements),
+            max_sessions=(
+                self._config().get_int("group.share.max.share.sessions")
+                if call.epoch == INITIAL_EPOCH
+                else None
+            ),
         )
         if step.dropped is not None:
             self._session_ended(step.dropped, release=False)
