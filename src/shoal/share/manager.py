@@ -301,13 +301,13 @@ class SharePartitionManager:
     ) -> list[SharePartitionKey]:
         """The keys of `partitions` whose log exists and whose share-partition is not
         loaded: the caller loads each (`load`) before an operation on them."""
-        missing = []
+        missing: dict[SharePartitionKey, None] = {}  # a partition named twice loads once
         for tp in partitions:
             if self._by_group_tp.get(
                 (group_id, tp.topic_id.int, tp.partition)
             ) is None and not isinstance(self._logs(tp.topic_id, tp.partition), ErrorCode):
-                missing.append(SharePartitionKey(group_id, tp.topic_id, tp.partition))
-        return missing
+                missing[SharePartitionKey(group_id, tp.topic_id, tp.partition)] = None
+        return list(missing)
 
     def load(
         self,
