@@ -58,12 +58,12 @@ from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import SharePartitionManager
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from shoal.share_coordinator.records import CODEC
 from shoal.share_coordinator.state import SharePartitionKey
+from shoal.sim.share_leader import DrivenManager
 
 GROUP = "bench-group"
 TOPIC_ID = uuid.UUID("6c1f9d0c-7d1e-4b69-9d53-2b3f7a5e0c11")
@@ -83,7 +83,7 @@ class Rig:
             config={"retention.ms": -1},
             clock=self.clock,
         )
-        config = SharePartitionConfig()  # the broker keeps each group's config too
+        config = SharePartitionConfig(auto_offset_reset="earliest")  # resolved per group
         sink = LogRecordSink(log=self.state, encode=CODEC.encode, clock=self.clock)
         self.coordinator = ShareCoordinator(
             sink_for=lambda _partition: sink,
@@ -94,12 +94,11 @@ class Rig:
                 cold_partition_snapshot_interval_ms=60_000,
             ),
         )
-        self.manager = SharePartitionManager(
+        self.manager = DrivenManager(
             clock=self.clock,
-            persister=self.coordinator,
             logs=self.lookup,
-            config=lambda _group: config,
-            auto_offset_reset=lambda _group: "earliest",
+            persister=self.coordinator,
+            settings_for=lambda _group: config,
         )
         key = SharePartitionKey(GROUP, TOPIC_ID, 0)
         assert self.coordinator.initialize(key=key, state_epoch=0, start_offset=-1) is None

@@ -45,6 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shoal.config import GROUP_KEYS, BrokerConfig, ConfigDef, ConfigError, ConfigType, render
+from shoal.config.group_keys import SHARE_RANGES
 from shoal.protocol.errors import ErrorCode
 
 SESSION_TIMEOUT_KEY = "share.session.timeout.ms"
@@ -53,26 +54,7 @@ BACKOFF_KEY = "shoal.share.redelivery.backoff.ms"
 BACKOFF_MAX_KEY = "shoal.share.redelivery.backoff.max.ms"
 
 BROKER_BOUNDS: dict[str, tuple[str, str]] = {
-    SESSION_TIMEOUT_KEY: (
-        "group.share.min.session.timeout.ms",
-        "group.share.max.session.timeout.ms",
-    ),
-    HEARTBEAT_INTERVAL_KEY: (
-        "group.share.min.heartbeat.interval.ms",
-        "group.share.max.heartbeat.interval.ms",
-    ),
-    "share.record.lock.duration.ms": (
-        "group.share.min.record.lock.duration.ms",
-        "group.share.max.record.lock.duration.ms",
-    ),
-    "share.delivery.count.limit": (
-        "group.share.min.delivery.count.limit",
-        "group.share.max.delivery.count.limit",
-    ),
-    "share.partition.max.record.locks": (
-        "group.share.min.partition.max.record.locks",
-        "group.share.max.partition.max.record.locks",
-    ),
+    bounds.key.name: (bounds.low.name, bounds.high.name) for bounds in SHARE_RANGES
 }
 """Group key -> the broker keys holding its (min, max): checked when set, clamped after."""
 

@@ -120,7 +120,8 @@ class DlqWriter:
     """How many offsets of a DLQ partition the dedupe search covers at most."""
 
     def perform(self, key: SharePartitionKey) -> Effects:
-        """Copy what `key` hands out, then archive it; returns the effects."""
+        """Copy what `key` hands out, then archive it; returns the effects (the
+        ARCHIVED state writes among them, for the caller to make)."""
         sp = self.partitions.get(key)
         if sp is None:
             return NO_EFFECTS
@@ -160,9 +161,13 @@ class DlqWriter:
                     exc,
                 )
         effects = NO_EFFECTS
+        settings = self.settings_for(key.group_id)
         for copy in copies:
             effects |= self.partitions.dlq_done(
-                key, first_offset=copy.first_offset, last_offset=copy.last_offset
+                key,
+                first_offset=copy.first_offset,
+                last_offset=copy.last_offset,
+                settings=settings,
             )
         return effects
 

@@ -38,20 +38,30 @@ long-poll and lock timers.
   ShareAcknowledge whose deadlines only moved later (locks cancelled: the driver
   re-asks a source when its stale deadline comes), so that most acknowledgements
   cost no timer pass.
-- **Effects.** Every manager operation returns `Effects`; `_perform` writes the
-  dead-letter queue copies they ask for (server/share_dlq.py, KIP-1191) and wakes the
-  share fetches parked on the named share-partitions (purgatory notify).
+- **The manager's I/O.** The manager (share/manager.py) is pure; this service
+  performs what it asks for, in the same synchronous step: loads (`_load`: the
+  persister's read, a `StateCut` made durable with `persist_cut`, the reset offset
+  resolved over the log), the log reads of an acquisition round
+  (`log_read.perform_read` for each `LogRead`, fed back) and of the MinBytes
+  estimate (`bytes_between`), the state write of each acknowledgement and release
+  (made through the `Persister`, its outcome handed back to commit or roll back).
+- **Effects.** Every manager operation returns `Effects`; `_perform` makes the
+  standing state writes they carry (expiries, archivals), then the dead-letter queue
+  copies they ask for (server/share_dlq.py, KIP-1191), and wakes the share fetches
+  parked on the named share-partitions (purgatory notify).
 - **Hooks.** A closed connection ends the sessions it opened (records released); a
   group whose last session ended has its share-partitions dropped (reloaded on next
-  use); group config changes wake the group's parked fetches (settings are re-read at
-  each operation); deleted topics drop their share-partitions (`topics_changed`), and
+  use); group config changes wake the group's parked fetches (settings are resolved
+  for each operation); deleted topics drop their share-partitions (`topics_changed`), and
   so does a group whose share state an admin operation replaced or deleted
   (`share_state_reset`: AlterShareGroupOffsets, DeleteShareGroupOffsets,
   DeleteGroups), so the next fetch reloads the new state;
   DeleteRecords and retention move share-partition start offsets.
 
-Group settings are resolved per group from the broker config and the group's
-overrides, cached while neither object changes.
+Group settings are a value (`SharePartitionConfig`) resolved once per request step
+(`settings_for`: the broker config and the group's overrides; the last answer per
+group is kept while neither object changes) and handed to each manager operation; a
+woken round of a parked fetch resolves them again.
 
 Collaborators come in through the constructor (never the broker): the clock, the
 broker config getter, the log manager, the group config store, the persister, the
@@ -59,10 +69,10 @@ purgatory, a `stopping` flag and the timer driver's `rearm` (told which of the
 service's timer sources may have moved). The broker subscribes
 `connection_closed`, `group_config_changed` and `share_state_reset` to its events.
 
-About 770 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
-session, the settings pinned per step, the purgatory keys and the timer rearm, and
-each is written as one straight function (issue 14 cut its calls per request); the
-per-partition work lives in `share/`.
+About 880 lines on purpose: ShareFetch's and ShareAcknowledge's paths share the
+session, the settings resolved per step, the purgatory keys, the timer rearm and the
+performing of the manager's reads and writes, and each is written as one straight
+function (few calls per request); the per-partition work lives in `share/`.
 """
 
 from __future__ import annotations
@@ -71,7 +81,7 @@ import logging
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
@@ -85,15 +95,32 @@ from shoal.server.share_dlq import DlqWriter
 from shoal.server.timers import DeadlineTimer, PeriodicTimer, Rearm, TimerSource, no_rearm
 from shoal.share.acknowledge import AckBatch
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.log_read import PartitionLogs, bytes_between, perform_read, reset_offset
 from shoal.share.manager import (
+    LEADER_EPOCH,
     NO_EFFECTS,
     Effects,
     ShareFetchPartition,
-    ShareLog,
     SharePartitionManager,
+    StateCut,
+    describe_key,
 )
-from shoal.share.persister import Persister, SharePartitionKey
-from shoal.share.sessions import SessionStep, ShareSession, ShareSessionCache, TopicIdPartition
+from shoal.share.partition import SharePartition
+from shoal.share.persister import (
+    Persister,
+    ReadResult,
+    SharePartitionKey,
+    StateWrite,
+    partition_error,
+    persist_cut,
+)
+from shoal.share.sessions import (
+    INITIAL_EPOCH,
+    SessionStep,
+    ShareSession,
+    ShareSessionCache,
+    TopicIdPartition,
+)
 from shoal.share.settings import SharePartitionConfig
 
 if TYPE_CHECKING:
@@ -104,8 +131,8 @@ log = logging.getLogger(__name__)
 _IDLE_CHECK_INTERVAL_MAX_MS = 60_000
 """Idle share-partitions are looked for every half idle period, at most this often
 apart."""
-_SETTINGS_CACHED_GROUPS_MAX = 10_000
-"""Resolved group settings kept; beyond this the cache starts afresh."""
+_RESOLVED_GROUPS_MAX = 10_000
+"""Groups whose resolved settings `settings_for` keeps; beyond this it starts afresh."""
 _SESSION_LIMIT_KEY = ("share-session-limit",)
 """Purgatory key of requests delayed by SHARE_SESSION_LIMIT_REACHED (woken only by
 shutdown)."""
@@ -200,27 +227,20 @@ class ShareService:
         self._purgatory = purgatory
         self._stopping = stopping
         self._rearm_driver = rearm
-        self.sessions = ShareSessionCache(
-            max_sessions=lambda: config().get_int("group.share.max.share.sessions")
-        )
-        self.partitions = SharePartitionManager(
-            clock=clock,
-            persister=persister,
-            logs=self._log_for,
-            config=self.settings_for,
-            auto_offset_reset=self._auto_offset_reset,
-        )
-        self._found_logs: dict[tuple[int, int], ShareLog] = {}
-        """Partition logs `_log_for` found, until the next topic change."""
+        self.sessions = ShareSessionCache()
+        self._persister = persister
+        self._log_for = PartitionLogs(logs)
+        """(topic id, partition) -> partition log, for the manager and for the reads."""
+        self.partitions = SharePartitionManager(clock=clock, logs=self._log_for)
         self._topic_names: dict[int, str] = {}
         """Topic id (int) -> name, as `_wait_keys` found them, until the next topic
         change."""
-        self._settings: dict[str, tuple[object, object, SharePartitionConfig]] = {}
-        self._pinned: tuple[str, SharePartitionConfig] | None = None
+        self._resolved: dict[str, tuple[BrokerConfig, Mapping[str, object], SharePartitionConfig]]
+        self._resolved = {}
+        """Group id -> (broker config, group overrides, the settings they resolve to)."""
         self._max_wait_cap: tuple[BrokerConfig, int] | None = None
         """`shoal.fetch.max.wait.ms` of the broker config object it was read from (a
         reconfiguration replaces the object)."""
-        """A group's settings for the synchronous operation in progress (`_pin`)."""
         self._deadline_timers = (
             DeadlineTimer(
                 "share-lock-expiry",
@@ -264,7 +284,10 @@ class ShareService:
 
     def expire_locks(self, now_ms: int) -> None:
         """Fire the acquisition locks due at `now_ms` and wake what they freed."""
-        expired = self.partitions.expire_locks(now_ms=now_ms)
+        due = self.partitions.groups_due(now_ms=now_ms)
+        expired = self.partitions.expire_locks(
+            now_ms=now_ms, settings={group_id: self.settings_for(group_id) for group_id in due}
+        )
         if expired.writes:
             self._locks_expired(expired.writes)
         self._perform(expired.effects)
@@ -275,7 +298,9 @@ class ShareService:
 
     def unload_idle(self, now_ms: int) -> None:
         """Unload the share-partitions idle for `shoal.share.partition.idle.unload.ms`."""
-        self.partitions.unload_idle(now_ms=now_ms, idle_ms=self._idle_unload_ms())
+        unloading = self.partitions.unload_idle(now_ms=now_ms, idle_ms=self._idle_unload_ms())
+        for write in unloading.writes:
+            self.partitions.unload_written(write, self._persister.write(write=write))
 
     def _idle_unload_ms(self) -> int:
         return self._config().get_int("shoal.share.partition.idle.unload.ms")
@@ -291,6 +316,11 @@ class ShareService:
             partitions=call.partitions,
             forgotten=call.forgotten,
             has_acknowledgements=bool(call.acknowledgements),
+            max_sessions=(
+                self._config().get_int("group.share.max.share.sessions")
+                if call.epoch == INITIAL_EPOCH
+                else None
+            ),
         )
         if step.dropped is not None:
             self._session_ended(step.dropped, release=False)
@@ -309,12 +339,13 @@ class ShareService:
         broker_config = self._config()
         settings = self.settings_for(call.group_id, broker_config)
         ack_errors = (
-            self._acknowledge_all(
+            self._acknowledge_each(
                 call.group_id,
                 call.member_id,
                 call.acknowledgements,
                 renew_allowed=call.is_renew_ack,
-            )
+                settings=settings,
+            )[0]
             if call.acknowledgements
             else {}
         )
@@ -407,9 +438,11 @@ class ShareService:
                 return []  # closed or replaced meanwhile: nobody will read the answer
             if self._stopping():
                 return []  # records acquired now would only be released at the close
+            if fresh is None:
+                fresh = self.settings_for(session.group_id)
             if call.min_bytes > 1 and not last_round:
-                available = self.partitions.available_bytes(
-                    group_id=session.group_id, partitions=partitions, cap=call.min_bytes
+                available = self._available_bytes(
+                    session.group_id, partitions, cap=call.min_bytes, settings=fresh
                 )
                 if available < call.min_bytes:
                     if keys is None:
@@ -417,8 +450,6 @@ class ShareService:
                     await self._purgatory.wait(keys, timeout_ms=remaining_ms)
                     fresh = None
                     continue
-            if fresh is None:
-                fresh = self.settings_for(session.group_id)
             fetched = self._acquire(session, call, partitions, fresh)
             acquired = errored = False
             for f in fetched:
@@ -459,11 +490,11 @@ class ShareService:
         partitions: Sequence[TopicIdPartition],
         settings: SharePartitionConfig,
     ) -> list[ShareFetchPartition]:
-        """One acquisition round of `_long_poll`, its effects performed, with the
-        group's `settings` pinned (resolved since the last await; no await here)."""
-        self._pinned = (session.group_id, settings)
-        try:
-            acquired = self.partitions.acquire(
+        """One acquisition round of `_long_poll`, its effects performed, under the
+        group's `settings` (resolved since the last await; no await here)."""
+        load_errors = None
+        while True:
+            round_ = self.partitions.acquire(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=partitions,
@@ -473,11 +504,20 @@ class ShareService:
                 acquire_mode=call.acquire_mode,
                 rotation=max(call.epoch, 0),
                 settings=settings,
+                load_errors=load_errors,
             )
-            if acquired.effects is not NO_EFFECTS:
-                self._perform(acquired.effects)
-        finally:
-            self._pinned = None
+            if not round_.load:
+                break
+            load_errors = self._load_each(round_.load, settings)
+        read = round_.next_read()
+        while read is not None:
+            partition_log = self._log_for(read.partition.topic_id, read.partition.partition)
+            assert not isinstance(partition_log, ErrorCode), "the round found it"
+            round_.feed(perform_read(partition_log, read))
+            read = round_.next_read()
+        acquired = round_.done()
+        if acquired.effects is not NO_EFFECTS:
+            self._perform(acquired.effects)
         return acquired.partitions
 
     def _acquirable(
@@ -486,15 +526,14 @@ class ShareService:
         partitions: Sequence[TopicIdPartition],
         settings: SharePartitionConfig,
     ) -> bool:
-        """Whether anything is acquirable in `partitions` now, with the group's
-        `settings` pinned (resolved since the last await)."""
-        self._pinned = (group_id, settings)
-        try:
-            return (
-                self.partitions.available_bytes(group_id=group_id, partitions=partitions, cap=1) > 0
-            )
-        finally:
-            self._pinned = None
+        """Whether anything is acquirable in `partitions` now, under the group's
+        `settings` (resolved since the last await), right after an acquisition round
+        (which loaded what it could: one that could not be loaded counts as
+        acquirable, as `available_bytes` says)."""
+        available = self.partitions.available_bytes(
+            group_id=group_id, partitions=partitions, cap=1, settings=settings
+        )
+        return bool(available)  # cap 1: answered without reading
 
     def _pass_on(self, keys: Sequence[Hashable]) -> None:
         """Wake the next parked fetch of the group on `keys` (records are left for it,
@@ -559,19 +598,6 @@ class ShareService:
             ),
         )
 
-    def _acknowledge_all(
-        self,
-        group_id: str,
-        member_id: str,
-        acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
-        *,
-        renew_allowed: bool,
-    ) -> dict[TopicIdPartition, ErrorCode | None]:
-        """`_acknowledge_each`'s errors, for a caller that rearms the timers anyway."""
-        return self._acknowledge_each(
-            group_id, member_id, acknowledgements, renew_allowed=renew_allowed
-        )[0]
-
     def _acknowledge_each(
         self,
         group_id: str,
@@ -579,42 +605,55 @@ class ShareService:
         acknowledgements: Mapping[TopicIdPartition, Sequence[AckBatch]],
         *,
         renew_allowed: bool,
-        settings: SharePartitionConfig | None = None,
+        settings: SharePartitionConfig,
     ) -> tuple[dict[TopicIdPartition, ErrorCode | None], bool]:
-        """Apply each partition's acknowledgements and perform their effects, with
-        the group's settings pinned (`settings` when the caller resolved them in the
-        same synchronous step). Returns each partition's error, and whether a lock
-        or redelivery deadline may have come earlier (`Acknowledged`)."""
+        """Apply each partition's acknowledgements under the group's `settings`
+        (resolved by the caller in the same synchronous step), make their state
+        writes and perform their effects. Returns each partition's error, and whether
+        a lock or redelivery deadline may have come earlier (`Acknowledged`)."""
         errors: dict[TopicIdPartition, ErrorCode | None] = {}
         earlier = False
-        if not acknowledgements:
-            return errors, earlier
-        self._pin(group_id, settings)  # settings resolved once (no await below)
-        try:
-            for tp, batches in acknowledgements.items():
-                acknowledged = self.partitions.acknowledge(
+        partitions = self.partitions
+        for tp, batches in acknowledgements.items():
+            acknowledged = partitions.acknowledge(
+                group_id=group_id,
+                member_id=member_id,
+                partition=tp,
+                batches=batches,
+                renew_allowed=renew_allowed,
+                settings=settings,
+            )
+            if acknowledged.load is not None:
+                loaded = self._load(acknowledged.load, settings)
+                if isinstance(loaded, ErrorCode):
+                    errors[tp] = loaded
+                    continue
+                acknowledged = partitions.acknowledge(
                     group_id=group_id,
                     member_id=member_id,
                     partition=tp,
                     batches=batches,
                     renew_allowed=renew_allowed,
+                    settings=settings,
                 )
-                if acknowledged.effects is not NO_EFFECTS:
-                    self._perform(acknowledged.effects)
-                earlier = earlier or acknowledged.deadlines_earlier
-                error = acknowledged.error
-                if error is not None:
-                    log.info(
-                        "acknowledgement of %s-%d by member %s of group %s failed: %s",
-                        tp.topic_id,
-                        tp.partition,
-                        member_id,
-                        group_id,
-                        error.name,
-                    )
-                errors[tp] = error
-        finally:
-            self._pinned = None
+            pending = acknowledged.pending
+            if pending is not None:
+                written = self._persister.write(write=pending.pending.write)
+                acknowledged = partitions.acknowledge_written(pending, written)
+            if acknowledged.effects is not NO_EFFECTS:
+                self._perform(acknowledged.effects)
+            earlier = earlier or acknowledged.deadlines_earlier
+            error = acknowledged.error
+            if error is not None:
+                log.info(
+                    "acknowledgement of %s-%d by member %s of group %s failed: %s",
+                    tp.topic_id,
+                    tp.partition,
+                    member_id,
+                    group_id,
+                    error.name,
+                )
+            errors[tp] = error
         return errors, earlier
 
     # ---- sessions ending
@@ -638,27 +677,41 @@ class ShareService:
             self._rearm()
 
     def _session_ended(self, session: ShareSession, *, release: bool) -> None:
+        partitions = self.partitions
         if release:
-            released = self.partitions.release(
+            pending = partitions.release(
                 group_id=session.group_id,
                 member_id=session.member_id,
                 partitions=list(session.partitions),
+                settings=self.settings_for(session.group_id),
             )
-            self._perform(released)
+            for each in pending:
+                error, effects = partitions.write_done(
+                    each, self._persister.write(write=each.write)
+                )
+                if error is not None:
+                    log.warning(
+                        "release of %s for member %s failed: %s",
+                        describe_key(each.write.key),
+                        session.member_id,
+                        error.name,
+                    )
+                self._perform(effects)
         if self.sessions.group_session_count(session.group_id) == 0:
-            dropped = self.partitions.drop_group(session.group_id)
-            if dropped:
+            dropped = partitions.drop_group(session.group_id)
+            for write in dropped.writes:
+                partitions.unload_written(write, self._persister.write(write=write))
+            if dropped.keys:
                 log.info(
                     "share group %s has no share sessions left: %d share-partitions unloaded",
                     session.group_id,
-                    len(dropped),
+                    len(dropped.keys),
                 )
 
     # ---- hooks
 
     def group_config_changed(self, group_id: str) -> None:
         """Hook: the group's configs changed; parked fetches retry with them."""
-        self._settings.pop(group_id, None)
         self._perform(self.partitions.group_changed(group_id))
         self._rearm()
 
@@ -678,7 +731,7 @@ class ShareService:
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: deleted ones drop their share state."""
-        self._found_logs.clear()
+        self._log_for.forget()
         self._topic_names.clear()
         existing = {info.topic_id for info in self._logs.topics()}
         gone = self.partitions.retain_topics(existing)
@@ -695,10 +748,12 @@ class ShareService:
         partition_log = logs.partition(topic, partition)
         if info is None or partition_log is None:
             return
+        groups = self.partitions.groups_of(topic_id=info.topic_id, partition=partition)
         moved = self.partitions.on_log_start_offset(
             topic_id=info.topic_id,
             partition=partition,
             log_start_offset=partition_log.log_start_offset,
+            settings={group_id: self.settings_for(group_id) for group_id in groups},
         )
         self._perform(moved)
 
@@ -707,68 +762,108 @@ class ShareService:
     def settings_for(
         self, group_id: str, broker_config: BrokerConfig | None = None
     ) -> SharePartitionConfig:
-        """The group's effective share settings, re-resolved when the broker config or
-        the group configs change (both objects are replaced on a change: compared by
-        identity). Inside a pinned operation (`_pin`) the group's settings are the ones
-        resolved at its start. `broker_config`: the current one, when the caller has
-        just read it."""
-        pinned = self._pinned
-        if pinned is not None and pinned[0] == group_id:
-            return pinned[1]
+        """The group's effective share settings, resolved now from the broker config
+        (`broker_config` when the caller has just read it) and the group's overrides:
+        the value handed to each manager operation. Resolving is a pure function of
+        two immutable objects (a change replaces them: compared by identity), so the
+        last answer per group is kept (`_resolved`): three resolutions per share
+        consumer cycle would cost a fifth more Python calls (bench/share_fetch_cost)."""
         if broker_config is None:
             broker_config = self._config()
-        configs = self._group_configs.configs
-        cached = self._settings.get(group_id)
-        if cached is not None and cached[0] is broker_config and cached[1] is configs:
-            return cached[2]
-        settings = SharePartitionConfig.resolve(
-            broker=broker_config, group=configs.overrides(group_id)
-        )
-        if len(self._settings) >= _SETTINGS_CACHED_GROUPS_MAX:
-            self._settings.clear()
-        self._settings[group_id] = (broker_config, configs, settings)
+        overrides = self._group_configs.overrides(group_id)
+        memo = self._resolved.get(group_id)
+        if memo is not None and memo[0] is broker_config and memo[1] is overrides:
+            return memo[2]
+        settings = SharePartitionConfig.resolve(broker=broker_config, group=overrides)
+        if len(self._resolved) >= _RESOLVED_GROUPS_MAX:
+            self._resolved.clear()
+        self._resolved[group_id] = (broker_config, overrides, settings)
         return settings
 
-    def _pin(self, group_id: str, settings: SharePartitionConfig | None = None) -> None:
-        """Resolve `group_id`'s settings once for a synchronous operation of many
-        `settings_for` calls (a share-partition asks at every step); the caller unpins
-        (`_pinned = None`) in a `finally` before any await, so no configuration change
-        (it comes from another request, so at an await) is missed. `settings` are the
-        group's, resolved by the caller in the same synchronous step."""
-        self._pinned = None
-        self._pinned = (group_id, self.settings_for(group_id) if settings is None else settings)
+    # ---- loading and state writes, for the manager
 
-    def _auto_offset_reset(self, group_id: str) -> str:
-        value: Any = self._group_configs.effective(group_id)["share.auto.offset.reset"]
-        return str(value)
+    def _available_bytes(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicIdPartition],
+        *,
+        cap: int,
+        settings: SharePartitionConfig,
+    ) -> int:
+        """The bytes a fetch could acquire now, up to `cap` (MinBytes): the
+        share-partitions loaded first, the log ranges the manager names measured."""
+        missing = self.partitions.to_load(group_id, partitions)
+        if missing:
+            self._load_each(missing, settings)
+        available = self.partitions.available_bytes(
+            group_id=group_id, partitions=partitions, cap=cap, settings=settings
+        )
+        if isinstance(available, int):
+            return available
+        ranges = []
+        for tp, offset, limit in available:
+            partition_log = self._log_for(tp.topic_id, tp.partition)
+            assert not isinstance(partition_log, ErrorCode), "the manager found it"
+            ranges.append((partition_log, offset, limit))
+        return bytes_between(ranges, cap=cap)
 
-    def _log_for(self, topic_id: uuid.UUID, partition: int) -> ShareLog | ErrorCode:
-        """The partition log of (`topic_id`, `partition`), or why there is none. Found
-        logs are remembered until the next topic change (`topics_changed`: a deletion
-        is the only way a found log leaves the log manager; creations and growth only
-        add), so a fetch's two rounds and the acknowledgements skip the two lookups.
-        Bounded by the partitions that exist (the topic and partition limits)."""
-        key = (topic_id.int, partition)  # the int: hashed in C, as in `share_wait_key`
-        found = self._found_logs.get(key)
-        if found is not None:
-            return found
-        logs = self._logs
-        info = logs.topic_by_id(topic_id)
-        if info is None:
-            return ErrorCode.unknown_topic_id
-        partition_log = logs.partition(info.name, partition)
-        if partition_log is None:
-            return ErrorCode.unknown_topic_or_partition
-        self._found_logs[key] = partition_log
-        return partition_log
+    def _load_each(
+        self, keys: Sequence[SharePartitionKey], settings: SharePartitionConfig
+    ) -> dict[TopicIdPartition, ErrorCode]:
+        """Load the share-partitions of `keys`; returns the errors of those that
+        could not be."""
+        errors = {}
+        for key in keys:
+            loaded = self._load(key, settings)
+            if isinstance(loaded, ErrorCode):
+                errors[TopicIdPartition(key.topic_id, key.partition)] = loaded
+        return errors
+
+    def _load(
+        self, key: SharePartitionKey, settings: SharePartitionConfig
+    ) -> SharePartition | ErrorCode:
+        """Read `key`'s persisted state and load it (share-partition.md §10); a state
+        reaching past the log end is cut and made durable first (`persist_cut`)."""
+        read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
+        reset = None
+        if read.state is not None and read.state.start_offset < 0:
+            partition_log = self._log_for(key.topic_id, key.partition)
+            if not isinstance(partition_log, ErrorCode):
+                reset = reset_offset(settings.auto_offset_reset, partition_log, clock=self._clock)
+        loaded = self.partitions.load(key, read, settings=settings, reset_offset=reset)
+        if not isinstance(loaded, StateCut):
+            return loaded
+        error = persist_cut(
+            self._persister, key, loaded.persisted, loaded.cut, leader_epoch=LEADER_EPOCH
+        )
+        if error is not None:
+            log.warning(
+                "share-partition %s not loaded: the cut state was not written (%s)",
+                describe_key(key),
+                error.name,
+            )
+            return partition_error(error)
+        again = self.partitions.load(key, ReadResult(None, loaded.cut), settings=settings)
+        assert not isinstance(again, StateCut), "a cut state lies within the log"
+        return again
+
+    def _write_standing(self, write: StateWrite) -> None:
+        """Make a write whose transitions stand whatever its outcome."""
+        self.partitions.standing_written(write, self._persister.write(write=write))
 
     def _perform(self, effects: Effects) -> None:
-        """Write the DLQ copies `effects` asks for, then wake the share fetches parked
-        on the share-partitions it names."""
+        """Make the standing state writes `effects` asks for, then the DLQ copies
+        (and their state writes), then wake the share fetches parked on the
+        share-partitions it names."""
         if effects is NO_EFFECTS:
             return
+        for write in effects.writes:
+            self._write_standing(write)
         for key in sorted(effects.dlq, key=str):
-            effects |= self.dlq.perform(key)
+            copied = self.dlq.perform(key)
+            for write in copied.writes:
+                self._write_standing(write)
+            effects |= copied
         for key in sorted(effects.wake, key=str):
             self._purgatory.notify(share_wait_key(key))
 

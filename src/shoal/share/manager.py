@@ -1,16 +1,32 @@
 """`SharePartitionManager`: every share-partition this broker leads, loaded on demand,
 and the operations a share request performs across them.
 
-Sans-I/O and synchronous. The caller injects the clock, the persister, a log lookup
-(topic id, partition -> a partition log or an `ErrorCode`), the group settings
-(`SharePartitionConfig` and `share.auto.offset.reset`, read at each use). It calls
-nothing above it: every operation that may have made records acquirable
-(acknowledgements and releases committed, locks expired, start offset or log start
-offset moved, archivals, share-partitions dropped) returns `Effects` naming the
-share-partitions whose parked share fetches the caller must wake.
+Pure: synchronous and deterministic, no I/O. The caller injects the clock and a log
+lookup (topic id, partition -> the log's positions, `transactions.LogPositions`, or an
+`ErrorCode`); it calls nothing above it and reads and writes nothing itself. Each
+operation takes the group's settings as a value (`SharePartitionConfig`, resolved by
+the caller from the broker config and the group's overrides; a mapping by group for
+the operations across groups) and answers with what the caller is to perform:
+
+- **State writes** through the caller's `Persister` (share/persister.py): a tentative
+  transition's write (`Acknowledged.pending`, `release`'s `PendingWrite`s), whose
+  outcome the caller hands back (`acknowledge_written`, `write_done`: commit or roll
+  back); standing writes whose transitions stand whatever happens
+  (`Effects.writes`, reported with `standing_written`); start offsets to persist
+  before an unload (`Unloading.writes`, `unload_written`).
+- **Loads**: share-partitions to load first (`to_load`, `AcquireRound.load`,
+  `Acknowledged.load`); the caller reads the persisted state and hands it to `load`.
+- **Log reads**: an acquisition is an `AcquireRound` naming each read it needs
+  (`LogRead`) and handed each result (`LogSlice`); `available_bytes` names the log
+  ranges to measure (share/log_read.py performs both for the caller).
+- **Wake-ups and DLQ work**: every operation that may have made records acquirable
+  (acknowledgements and releases committed, locks expired, start offset or log start
+  offset moved, archivals, share-partitions dropped) returns `Effects` naming the
+  share-partitions whose parked share fetches the caller must wake, and those with
+  dead-letter copies to make.
 
 - **Loading** (share-partition.md §10): the first fetch or acknowledgement of a
-  (group, topic id, partition) reads the persisted state; StartOffset -1 means the
+  (group, topic id, partition) loads the persisted state the caller read; StartOffset -1 means the
   group's `share.auto.offset.reset` (latest = high watermark, earliest = log start,
   by_duration = first batch with a timestamp >= now - duration). A failed load caches
   nothing, so the next request retries; persister errors become partition errors
@@ -31,15 +47,16 @@ share-partitions whose parked share fetches the caller must wake.
   aborted index) are archived right after acquisition; read_uncommitted reads to the
   high watermark. Control batches are acquired either way and GAP-acknowledged.
 - **Acknowledgements** are checked for shape (wire.md §3: INVALID_REQUEST, RENEW only
-  with IsRenewAck), applied atomically per partition by the core, then persisted:
+  with IsRenewAck), applied atomically per partition, then persisted by the caller:
   a successful write commits, a failed one rolls back and answers the mapped error
   (fenced -> NOT_LEADER_OR_FOLLOWER, and the share-partition is dropped to reload).
   The acknowledged share-partition is woken only when something there is
   acquirable now.
 - **Releases** (session closed, connection dropped) go through the same write path.
 - **Lock expiry**: `next_lock_deadline` is the earliest deadline over all
-  share-partitions; `expire_locks` fires what is due and persists each expiry (the
-  transition stands if the write fails).
+  share-partitions; `expire_locks` fires what is due (under the settings of
+  `groups_due`) and returns each expiry's write (the transition stands if the write
+  fails).
 - **Delayed redelivery** (Shoal extension): `next_redelivery_deadline` is the
   earliest time a delayed record becomes due; `redeliveries_due` wakes the fetches
   parked there. Nothing is written (the delay is not persisted).
@@ -50,12 +67,13 @@ share-partitions whose parked share fetches the caller must wake.
   persisted, except a start offset resolved from `share.auto.offset.reset`
   (persisted -1) and never written since: that one is written before the
   share-partition leaves (a reload must not resolve `latest` again and skip what
-  arrived meanwhile). They reload from the share coordinator on next use.
+  arrived meanwhile). They reload from the persisted state on next use.
 
 Invariant: `_by_group`, `_by_partition` and `_by_group_tp` index exactly the keys of
 `_partitions` (`_by_group_tp` by (group id, topic id's int, partition): the hot lookups of a
 fetch need no `SharePartitionKey` built and hashed);
-`_touched` holds exactly their keys; `_woken` is empty between operations.
+`_touched` holds exactly their keys; `_woken`, `_dlq_due` and `_writes` are empty
+between operations.
 
 (Past 600 lines because it is the one place where a share request meets every
 share-partition: loading, acquisition across a session, acknowledgement and its
@@ -65,33 +83,30 @@ lives in partition.py, acquire.py and acknowledge.py.)
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from shoal import limits
 from shoal.clock import Clock
-from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.log_read import LogLookup, LogRead, LogSlice
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
 from shoal.share.persister import (
     FENCING_ERRORS,
-    Persister,
+    PersistedState,
     SharePartitionKey,
     StateWrite,
     partition_error,
-    persist_cut,
     within_log,
 )
+from shoal.share.persister import ReadResult as StateRead
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig, resolve_reset_offset
-from shoal.share.transactions import StableLog, isolation_inputs, read_limit
+from shoal.share.settings import SharePartitionConfig
+from shoal.share.transactions import LogPositions, read_limit
 
 log = logging.getLogger(__name__)
 
@@ -102,22 +117,6 @@ LEADER_EPOCH = 0
 def describe_key(key: SharePartitionKey) -> str:
     """`group:topic-id:partition`, the share coordinator's key string, for logs."""
     return f"{key.group_id}:{key.topic_id}:{key.partition}"
-
-
-class ShareLog(StableLog, Protocol):
-    """What a share-partition needs of its partition log (`PartitionLog` has it)."""
-
-    @property
-    def log_start_offset(self) -> int: ...
-
-    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult: ...
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
-
-
-LogLookup = Callable[[uuid.UUID, int], "ShareLog | ErrorCode"]
-"""(topic id, partition) -> the partition log, or UNKNOWN_TOPIC_ID /
-UNKNOWN_TOPIC_OR_PARTITION."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +131,56 @@ class Effects:
     """Share-partitions with ARCHIVING records to copy to their group's dead-letter
     queue topic (`SharePartition.dlq_copies`, then `dlq_done`)."""
 
+    writes: tuple[StateWrite, ...] = ()
+    """State writes whose transitions stand whatever their outcome (expiries,
+    archivals, a start offset a commit moved past what its write carried): the caller
+    makes each through its `Persister`, in order, before the DLQ copies and the
+    wake-ups, and reports each outcome to `standing_written`."""
+
     def __or__(self, other: Effects) -> Effects:
-        return Effects(wake=self.wake | other.wake, dlq=self.dlq | other.dlq)
+        return Effects(
+            wake=self.wake | other.wake,
+            dlq=self.dlq | other.dlq,
+            writes=self.writes + other.writes,
+        )
 
 
 NO_EFFECTS = Effects()
+
+
+@dataclass(frozen=True, slots=True)
+class StateCut:
+    """`load`'s answer when the persisted state reaches past the log end (a power
+    loss, `within_log`): the caller makes `cut` durable (`persister.persist_cut`) and
+    loads again with it, or answers the mapped error if that fails."""
+
+    key: SharePartitionKey
+    persisted: PersistedState
+    cut: PersistedState
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAck:
+    """An acknowledgement applied tentatively: the caller makes `pending.write`
+    through its `Persister` and hands the outcome to `acknowledge_written`."""
+
+    pending: PendingWrite
+    deadlines: tuple[int | None, int | None] | None
+    """The share-partition's deadlines before, when the batches may bring one earlier."""
+    sp: SharePartition
+    partition_log: LogPositions
+
+
+@dataclass(frozen=True, slots=True)
+class Unloading:
+    """`drop_group`'s and `unload_idle`'s answer."""
+
+    keys: list[SharePartitionKey]
+    """Every share-partition leaving memory, sorted."""
+    writes: tuple[StateWrite, ...] = ()
+    """Start offsets resolved in memory only, to persist before their share-partitions
+    leave: the caller makes each write and hands the outcome to `unload_written` (a
+    failed one stays loaded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +203,9 @@ class ShareFetched:
 
     partitions: list[ShareFetchPartition]
     effects: Effects = NO_EFFECTS
+    load: tuple[SharePartitionKey, ...] = ()
+    """Share-partitions to load first (`load`); nothing was acquired: acquire again
+    with `load_errors` naming those that could not be loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +218,10 @@ class Acknowledged:
     error: ErrorCode | None = None
     effects: Effects = NO_EFFECTS
     deadlines_earlier: bool = False
+    pending: PendingAck | None = None
+    """A state write to make first (`acknowledge_written` gives the answer)."""
+    load: SharePartitionKey | None = None
+    """The share-partition is not loaded: load it (`load`) and acknowledge again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,20 +264,9 @@ def _may_bring_deadlines_earlier(batches: Sequence[AckBatch]) -> bool:
 class SharePartitionManager:
     """The share-partitions of this broker. See the module docstring."""
 
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        persister: Persister,
-        logs: LogLookup,
-        config: Callable[[str], SharePartitionConfig],
-        auto_offset_reset: Callable[[str], str],
-    ) -> None:
+    def __init__(self, *, clock: Clock, logs: LogLookup) -> None:
         self._clock = clock
-        self._persister = persister
         self._logs = logs
-        self._config = config
-        self._auto_offset_reset = auto_offset_reset
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
         self._by_group: dict[str, set[SharePartitionKey]] = {}
         self._by_partition: dict[TopicIdPartition, set[SharePartitionKey]] = {}
@@ -238,9 +278,11 @@ class SharePartitionManager:
         self._start_unpersisted: set[SharePartitionKey] = set()
         """Loaded with persisted start offset -1 and not written since."""
         self._woken: set[SharePartitionKey] = set()
+        """Wake-ups collected during the operation in progress (`_effects` takes them)."""
         self._dlq_due: set[SharePartitionKey] = set()
         """Share-partitions noted with DLQ work by the operation in progress."""
-        """Wake-ups collected during the operation in progress (`_effects` takes them)."""
+        self._writes: list[StateWrite] = []
+        """Standing writes made by the operation in progress."""
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -254,8 +296,33 @@ class SharePartitionManager:
 
     # ---- loading
 
-    def load(self, key: SharePartitionKey) -> SharePartition | ErrorCode:
-        """The share-partition of `key`, loaded now if needed, or an error code."""
+    def to_load(
+        self, group_id: str, partitions: Iterable[TopicIdPartition]
+    ) -> list[SharePartitionKey]:
+        """The keys of `partitions` whose log exists and whose share-partition is not
+        loaded: the caller loads each (`load`) before an operation on them."""
+        missing: dict[SharePartitionKey, None] = {}  # a partition named twice loads once
+        for tp in partitions:
+            if self._by_group_tp.get(
+                (group_id, tp.topic_id.int, tp.partition)
+            ) is None and not isinstance(self._logs(tp.topic_id, tp.partition), ErrorCode):
+                missing[SharePartitionKey(group_id, tp.topic_id, tp.partition)] = None
+        return list(missing)
+
+    def load(
+        self,
+        key: SharePartitionKey,
+        read: StateRead,
+        *,
+        settings: SharePartitionConfig,
+        reset_offset: int | ErrorCode | None = None,
+    ) -> SharePartition | ErrorCode | StateCut:
+        """Load the share-partition of `key` from `read`, the answer of the persister's
+        read the caller made (LEADER_EPOCH), under the group's `settings`. A persisted
+        start offset of -1 starts at `reset_offset`, which the caller resolved from
+        `settings.auto_offset_reset` over the log (`log_read.reset_offset`) when the
+        read said -1. Answers the share-partition (the loaded one, if it already was),
+        an error code, or a `StateCut` to make durable first."""
         loaded = self._partitions.get(key)
         if loaded is not None:
             self._touched[key] = self._clock.monotonic_ms()
@@ -263,10 +330,6 @@ class SharePartitionManager:
         found = self._logs(key.topic_id, key.partition)
         if isinstance(found, ErrorCode):
             return found
-        return self._load(key, found)
-
-    def _load(self, key: SharePartitionKey, partition_log: ShareLog) -> SharePartition | ErrorCode:
-        read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
         if read.error is not None or read.state is None:
             failed = ErrorCode.unknown_server_error if read.error is None else read.error
             error = partition_error(failed)
@@ -276,17 +339,7 @@ class SharePartitionManager:
                 failed.name,
             )
             return error
-        group_id = key.group_id
-        sp = SharePartition(
-            group_id=group_id,
-            topic_id=key.topic_id,
-            partition=key.partition,
-            clock=self._clock,
-            config=functools.partial(self._config, group_id),  # no frame of its own
-            leader_epoch=LEADER_EPOCH,
-        )
-        key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
-        state = within_log(read.state, partition_log.log_end_offset)
+        state = within_log(read.state, found.log_end_offset)
         if state != read.state:
             log.warning(
                 "share-partition %s: persisted state (start offset %d, %d batches) reaches "
@@ -295,34 +348,38 @@ class SharePartitionManager:
                 describe_key(key),
                 read.state.start_offset,
                 len(read.state.state_batches),
-                partition_log.log_end_offset,
+                found.log_end_offset,
                 state.start_offset,
                 len(state.state_batches),
             )
-            cut_error = persist_cut(
-                self._persister,
-                key,
-                read.state,
-                state,
-                leader_epoch=LEADER_EPOCH,
-            )
-            if cut_error is not None:
+            return StateCut(key, read.state, state)
+        group_id = key.group_id
+        sp = SharePartition(
+            group_id=group_id,
+            topic_id=key.topic_id,
+            partition=key.partition,
+            clock=self._clock,
+            settings=settings,
+            leader_epoch=LEADER_EPOCH,
+        )
+        key = sp.key  # one key object in every index: lookups by `sp.key` match by identity
+        if state.start_offset < 0:
+            if reset_offset is None or isinstance(reset_offset, ErrorCode):
                 log.warning(
-                    "share-partition %s not loaded: the cut state was not written (%s)",
+                    "share-partition %s not loaded: share.auto.offset.reset %r not resolved",
                     describe_key(key),
-                    cut_error.name,
+                    settings.auto_offset_reset,
                 )
-                return partition_error(cut_error)
-        try:
+                return ErrorCode.unknown_server_error if reset_offset is None else reset_offset
+        else:
             reset_offset = state.start_offset
-            if reset_offset < 0:
-                reset_offset = self._reset_offset(group_id, partition_log)
+        try:
             sp.initialize(
                 state=state,
-                log_start_offset=partition_log.log_start_offset,
+                log_start_offset=found.log_start_offset,
                 reset_offset=reset_offset,
             )
-        except (StateLoadError, ValueError, LogError) as exc:
+        except (StateLoadError, ValueError) as exc:
             log.warning("share-partition %s not loaded: %s", describe_key(key), exc)
             return ErrorCode.unknown_server_error
         self._partitions[key] = sp
@@ -343,19 +400,6 @@ class SharePartitionManager:
         )
         return sp
 
-    def _reset_offset(self, group_id: str, partition_log: ShareLog) -> int:
-        def by_timestamp(timestamp_ms: int) -> int | None:
-            found = partition_log.offset_for_timestamp(timestamp_ms)
-            return None if found is None else found[0]
-
-        return resolve_reset_offset(
-            self._auto_offset_reset(group_id),
-            clock=self._clock,
-            log_start_offset=lambda: partition_log.log_start_offset,
-            high_watermark=lambda: partition_log.log_end_offset,
-            offset_for_timestamp=by_timestamp,
-        )
-
     # ---- acquisition
 
     def acquire(
@@ -367,41 +411,48 @@ class SharePartitionManager:
         max_records: int,
         batch_size: int,
         max_bytes: int,
+        settings: SharePartitionConfig,
         acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         rotation: int = 0,
-        settings: SharePartitionConfig | None = None,
-    ) -> ShareFetched:
-        """Acquire records for `member_id` across `partitions` (one share fetch).
-        Returns one entry per partition, in the order given; load and log errors are
-        per partition. `rotation` picks the partition visited first (mod the count).
-        The group's settings are read once (no await inside: they cannot change), or
-        are `settings` when the caller has just resolved them."""
-        config = self._config(group_id) if settings is None else settings
+        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
+    ) -> AcquireRound:
+        """Start acquiring records for `member_id` across `partitions` (one share
+        fetch) under the group's `settings`: the round names the log reads it needs
+        (`AcquireRound.next_read`), is handed each one's result (`feed`) and answers
+        one entry per partition, in the order given (`done`). Log errors are per
+        partition. Without `load_errors`, share-partitions not loaded yet are named in
+        `AcquireRound.load` and nothing is read; with it (the caller's failed `load`s,
+        after loading the others), a partition not loaded answers its entry.
+        `rotation` picks the partition visited first (mod the count)."""
         if len(partitions) == 1:
-            fetched = self._acquire_single(
-                group_id,
-                member_id,
-                partitions[0],
-                config,
-                max_records=max_records,
-                batch_size=batch_size,
-                max_bytes=max_bytes,
-                acquire_mode=acquire_mode,
-            )
-            return ShareFetched([fetched], self._effects())
-        return ShareFetched(
-            self._acquire_many(
-                group_id,
-                member_id,
-                partitions,
-                config,
-                max_records=max_records,
-                batch_size=batch_size,
-                max_bytes=max_bytes,
-                acquire_mode=acquire_mode,
-                rotation=rotation,
-            ),
-            self._effects(),
+            tp = partitions[0]
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is not None:  # a loaded one-partition session: the usual case
+                return self._acquire_single(
+                    tp,
+                    sp,
+                    settings,
+                    member_id=member_id,
+                    max_records=max_records,
+                    batch_size=batch_size,
+                    max_bytes=max_bytes,
+                    acquire_mode=acquire_mode,
+                )
+        if load_errors is None:
+            missing = self.to_load(group_id, partitions)
+            if missing:
+                return AcquireRound(self, partitions, {}, [], settings, load=tuple(missing))
+        return self._acquire_many(
+            group_id,
+            member_id,
+            partitions,
+            settings,
+            max_records=max_records,
+            batch_size=batch_size,
+            max_bytes=max_bytes,
+            acquire_mode=acquire_mode,
+            rotation=rotation,
+            load_errors=load_errors,
         )
 
     def _acquire_many(
@@ -416,105 +467,46 @@ class SharePartitionManager:
         max_bytes: int,
         acquire_mode: AcquireMode,
         rotation: int,
-    ) -> list[ShareFetchPartition]:
+        load_errors: Mapping[TopicIdPartition, ErrorCode] | None = None,
+    ) -> AcquireRound:
         """`acquire` across any number of partitions (the reference for
-        `_acquire_single`)."""
+        `_acquire_single`): the partitions that can acquire and have data to read,
+        in rotation order, share MaxBytes evenly."""
         results: dict[TopicIdPartition, ShareFetchPartition] = {}
-        ready: list[tuple[TopicIdPartition, SharePartition, ShareLog, int]] = []
+        ready: list[tuple[TopicIdPartition, SharePartition, int]] = []
         for tp in _rotated(partitions, rotation):
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
                 results[tp] = ShareFetchPartition(tp, error=found)
                 continue
-            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-            )
-            if isinstance(sp, ErrorCode):
-                results[tp] = ShareFetchPartition(tp, error=sp)
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is None:
+                results[tp] = ShareFetchPartition(tp, error=_load_error(load_errors, tp))
                 continue
+            sp.settings = config
             results[tp] = ShareFetchPartition(tp)
-            offset = sp.acquirable_from(config)
+            offset = sp.acquirable_from()
             if offset is not None and offset < read_limit(config.isolation_level, found):
-                ready.append((tp, sp, found, offset))
-        if ready and max_bytes > 0 and max_records > 0:
-            share_bytes = max(1, max_bytes // len(ready))
-            remaining = max_records
-            first = True
-            for index, (tp, sp, partition_log, checked_offset) in enumerate(ready):
-                if remaining <= 0:
-                    break
-                # `partitions` may name a partition twice: a later one reads where it is now
-                offset = sp.next_fetch_offset() if index else checked_offset
-                fetched = self._acquire_one(
-                    sp,
-                    partition_log,
-                    tp,
-                    offset,
-                    config,
-                    member_id=member_id,
-                    max_records=remaining,
-                    batch_size=batch_size,
-                    max_bytes=share_bytes,
-                    acquire_mode=acquire_mode,
-                    min_one_batch=first,
-                )
-                results[tp] = fetched
-                remaining -= fetched.count
-                first = first and not fetched.records
-        return [results[tp] for tp in partitions]
-
-    def _acquire_single(
-        self,
-        group_id: str,
-        member_id: str,
-        tp: TopicIdPartition,
-        config: SharePartitionConfig,
-        *,
-        max_records: int,
-        batch_size: int,
-        max_bytes: int,
-        acquire_mode: AcquireMode,
-    ) -> ShareFetchPartition:
-        """`acquire` of a session with one partition (a share consumer's usual case):
-        the same steps without the rotation, the MaxBytes split and the per-partition
-        bookkeeping (tests/unit/share/test_acquire_single.py compares it with
-        `_acquire_many`)."""
-        found = self._logs(tp.topic_id, tp.partition)
-        if isinstance(found, ErrorCode):
-            return ShareFetchPartition(tp, error=found)
-        sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-            SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-        )
-        if isinstance(sp, ErrorCode):
-            return ShareFetchPartition(tp, error=sp)
-        offset = sp.acquirable_from(config)
-        if (
-            offset is None
-            or offset >= read_limit(config.isolation_level, found)
-            or max_bytes <= 0
-            or max_records <= 0
-        ):
-            return ShareFetchPartition(tp)
-        return self._acquire_one(
-            sp,
-            found,
-            tp,
-            offset,
+                ready.append((tp, sp, offset))
+        if max_bytes <= 0 or max_records <= 0:
+            ready = []
+        return AcquireRound(
+            self,
+            partitions,
+            results,
+            ready,
             config,
             member_id=member_id,
             max_records=max_records,
             batch_size=batch_size,
-            max_bytes=max_bytes,
+            share_bytes=max(1, max_bytes // len(ready)) if ready else 0,
             acquire_mode=acquire_mode,
-            min_one_batch=True,
         )
 
-    def _acquire_one(
+    def _acquire_single(
         self,
-        sp: SharePartition,
-        partition_log: ShareLog,
         tp: TopicIdPartition,
-        offset: int,
+        sp: SharePartition,
         config: SharePartitionConfig,
         *,
         member_id: str,
@@ -522,108 +514,78 @@ class SharePartitionManager:
         batch_size: int,
         max_bytes: int,
         acquire_mode: AcquireMode,
-        min_one_batch: bool,
-    ) -> ShareFetchPartition:
-        """Acquire from `sp` reading its log from `offset`, its `next_fetch_offset()`,
-        under the group's `config` (read once by the caller)."""
-        try:
-            read = _read_for_acquisition(
-                partition_log,
-                offset,
-                max_bytes=max_bytes,
-                max_records=max_records,
-                min_one_batch=min_one_batch,
+    ) -> AcquireRound:
+        """`acquire` of a loaded share-partition alone in its session (a share
+        consumer's usual case): the same steps without the rotation and the MaxBytes
+        split (tests/unit/share/test_acquire_single.py compares it with
+        `_acquire_many`)."""
+        found = self._logs(tp.topic_id, tp.partition)
+        if isinstance(found, ErrorCode):
+            return AcquireRound(
+                self, (tp,), None, [], config, single=ShareFetchPartition(tp, error=found)
             )
-        except LogError as exc:
-            if (
-                exc.code is not ErrorCode.offset_out_of_range
-                or offset >= partition_log.log_start_offset
-            ):
-                return ShareFetchPartition(tp, error=exc.code)
-            # Retention or DeleteRecords moved the log start past the fetch offset.
-            self._log_start_moved(sp, partition_log.log_start_offset)
-            offset = sp.next_fetch_offset()
-            if offset >= read_limit(config.isolation_level, partition_log):
-                return ShareFetchPartition(tp)
-            try:
-                read = _read_for_acquisition(
-                    partition_log,
-                    offset,
-                    max_bytes=max_bytes,
-                    max_records=max_records,
-                    min_one_batch=min_one_batch,
-                )
-            except LogError as again:
-                return ShareFetchPartition(tp, error=again.code)
-        if not read.headers:
-            return ShareFetchPartition(tp)
-        end_offset_limit, aborted = isolation_inputs(
-            config.isolation_level, partition_log, offset, read.headers
-        )
-        result = sp.acquire(
-            config=config,
+        sp.settings = config
+        offset = sp.acquirable_from()
+        ready: list[tuple[TopicIdPartition, SharePartition, int]] = []
+        if (
+            offset is not None
+            and offset < read_limit(config.isolation_level, found)
+            and max_bytes > 0
+            and max_records > 0
+        ):
+            ready.append((tp, sp, offset))
+        return AcquireRound(
+            self,
+            (tp,),
+            None,
+            ready,
+            config,
+            single=ShareFetchPartition(tp),
             member_id=member_id,
-            fetch_offset=offset,
-            headers=read.headers,
             max_records=max_records,
             batch_size=batch_size,
+            share_bytes=max_bytes,
             acquire_mode=acquire_mode,
-            max_bytes=max_bytes,
-            end_offset_limit=end_offset_limit,
-            aborted=aborted,
         )
-        if result.write is not None:
-            self._write_standing(result.write)
-            self._woken.add(sp.key)
-        span = result.byte_range
-        records = b"" if span is None else read.records[span[0] : span[1]]
-        return ShareFetchPartition(tp, records=records, acquired=result.acquired)
-
-    def _read_limit(self, group_id: str, partition_log: ShareLog) -> int:
-        return read_limit(self._config(group_id).isolation_level, partition_log)
 
     def available_bytes(
-        self, *, group_id: str, partitions: Iterable[TopicIdPartition], cap: int
-    ) -> int:
-        """An estimate of the bytes a fetch could acquire now, up to `cap`: log bytes
-        from each acquirable share-partition's next fetch offset (for MinBytes above 1;
-        with `cap` 1, whether anything is acquirable, answered without reading).
-        Loads share-partitions as a fetch would (a load wakes nobody); a partition
-        that cannot be loaded counts as `cap`, so that the fetch answers its error at
-        once."""
-        total = 0
+        self,
+        *,
+        group_id: str,
+        partitions: Iterable[TopicIdPartition],
+        cap: int,
+        settings: SharePartitionConfig,
+    ) -> int | list[tuple[TopicIdPartition, int, int]]:
+        """An estimate of the bytes a fetch could acquire now, up to `cap` (for
+        MinBytes above 1; with `cap` 1, whether anything is acquirable): `cap` or 0
+        when known without reading, else the [offset, limit) log ranges of the
+        acquirable share-partitions, whose bytes the caller measures
+        (`log_read.bytes_between`). The caller loads the share-partitions first, as
+        for a fetch (a load wakes nobody); a partition that could not be loaded
+        counts as `cap`, so that the fetch answers its error at once."""
+        ranges: list[tuple[TopicIdPartition, int, int]] = []
         for tp in partitions:
             found = self._logs(tp.topic_id, tp.partition)
             if isinstance(found, ErrorCode):
                 return cap
-            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition)) or self._load(
-                SharePartitionKey(group_id, tp.topic_id, tp.partition), found
-            )
-            if isinstance(sp, ErrorCode):
-                return cap
+            sp = self._by_group_tp.get((group_id, tp.topic_id.int, tp.partition))
+            if sp is None:
+                return cap  # not loaded (the caller's load failed): the fetch answers it
             self._touched[sp.key] = self._clock.monotonic_ms()
+            sp.settings = settings
             offset = sp.acquirable_from()
-            limit = self._read_limit(group_id, found)
+            limit = read_limit(settings.isolation_level, found)
             if offset is None or offset >= limit:
                 continue
             if offset < found.log_start_offset:
                 return cap  # the fetch moves the start offset first
-            if cap - total <= 1:
+            if cap <= 1:
                 # Only "anything at all?" is asked (the wake checks after each
                 # acknowledgement and fetch): a batch lies in [offset, limit), the
                 # limit being a batch boundary, so no read is needed to know it.
                 return cap
-            try:
-                read = found.read(offset, max_bytes=cap - total)
-            except LogError:
-                return cap
-            below = [h for h in read.headers if h.last_offset < limit]
-            if below and len(below) == len(read.headers) and below[-1].next_offset < limit:
-                return cap  # the read stopped at the budget: more is there
-            total += sum(h.size for h in below)
-            if total >= cap:
-                break
-        return min(total, cap)
+            ranges.append((tp, offset, limit))
+        return ranges if ranges else 0
 
     # ---- acknowledgement and release
 
@@ -634,18 +596,14 @@ class SharePartitionManager:
         member_id: str,
         partition: TopicIdPartition,
         batches: Sequence[AckBatch],
+        settings: SharePartitionConfig,
         renew_allowed: bool = False,
     ) -> Acknowledged:
-        """Apply one partition's acknowledgement batches (atomic) and persist them.
-        Returns the partition's error code (None = success) and the effects: the
-        share-partition is woken (its start offset moved, or records were released)
-        only when something there is acquirable now (`_acquirable`), or when a fenced
-        write dropped it.
-
-        The deadlines are compared before and after (`_earlier`) only when a batch
-        RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
-        without comparing (its rollback may expire a lock, and so start a redelivery
-        delay: the timers are asked again, as after any other failure)."""
+        """Apply one partition's acknowledgement batches (atomic, tentatively) under
+        the group's `settings`. Answers the partition's error code, or `load` (load
+        that share-partition and call again), or `pending`: the state write to make,
+        whose outcome `acknowledge_written` turns into the answer. Nothing to write
+        (renewed only, or below the SPSO) answers at once."""
         found = self._logs(partition.topic_id, partition.partition)
         if isinstance(found, ErrorCode):
             return Acknowledged(found)
@@ -654,65 +612,89 @@ class SharePartitionManager:
             return Acknowledged(invalid)
         sp = self._by_group_tp.get((group_id, partition.topic_id.int, partition.partition))
         if sp is None:
-            loaded = self._load(
-                SharePartitionKey(group_id, partition.topic_id, partition.partition), found
+            return Acknowledged(
+                load=SharePartitionKey(group_id, partition.topic_id, partition.partition)
             )
-            if isinstance(loaded, ErrorCode):
-                return Acknowledged(loaded)
-            sp = loaded
         key = sp.key  # the indexes' own key object: found by identity
         self._touched[key] = self._clock.monotonic_ms()
+        sp.settings = settings
         deadlines = sp.deadlines() if _may_bring_deadlines_earlier(batches) else None
         result = sp.acknowledge(member_id=member_id, batches=batches, validated=True)
         if result.error is not None:
             return Acknowledged(result.error)
         if result.pending is None:  # renewed only (the locks moved), or below the SPSO
             return Acknowledged(deadlines_earlier=deadlines is not None and _earlier(deadlines, sp))
-        error = self._persist(sp, result.pending)
-        woken = self._woken  # `key` alone, if anything: empty between operations
+        return Acknowledged(pending=PendingAck(result.pending, deadlines, sp, found))
+
+    def acknowledge_written(self, pending: PendingAck, error: ErrorCode | None) -> Acknowledged:
+        """The state write of an acknowledgement was made, with `error` (None =
+        success): commit or roll back (`write_done`) and answer. The share-partition
+        is woken (its start offset moved, or records were released) only when
+        something there is acquirable now (`_acquirable`), or when a fenced write
+        dropped it.
+
+        The deadlines are compared before and after (`_earlier`) only when a batch
+        RELEASEs or RENEWs (`_DEADLINE_TYPES`); a failed write answers "earlier"
+        without comparing (its rollback may expire a lock, and so start a redelivery
+        delay: the timers are asked again, as after any other failure)."""
+        sp = pending.sp
+        error = self._write_done(sp, pending.pending, error)
+        woken = self._woken  # `sp.key` alone, if anything: empty between operations
         if (
             woken
-            and (error is None or self._partitions.get(key) is sp)  # not dropped (fenced)
-            and not self._acquirable(sp, found)
+            and (error is None or self._partitions.get(sp.key) is sp)  # not dropped (fenced)
+            and not self._acquirable(sp, pending.partition_log)
         ):
-            woken.clear()  # discards `key` without hashing it
+            woken.clear()  # discards `sp.key` without hashing it
+        deadlines = pending.deadlines
         earlier = error is not None or (deadlines is not None and _earlier(deadlines, sp))
         return Acknowledged(error, self._effects(), earlier)
 
-    def _acquirable(self, sp: SharePartition, partition_log: ShareLog) -> bool:
+    def _acquirable(self, sp: SharePartition, partition_log: LogPositions) -> bool:
         """Whether a fetch would find something to acquire in `sp` now: the wake check
         after an acknowledgement (an ACCEPT at the head moves the start offset, but
         with every record after it acquired a woken fetch would only park again). The
         same answer as `available_bytes` with cap 1 for a loaded share-partition whose
         log is known, without looking either up again."""
         acquirable = sp.acquirable_from()
-        return acquirable is not None and acquirable < self._read_limit(
-            sp.key.group_id, partition_log
+        return acquirable is not None and acquirable < read_limit(
+            sp.settings.isolation_level, partition_log
         )
 
     def release(
-        self, *, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]
-    ) -> Effects:
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        partitions: Iterable[TopicIdPartition],
+        settings: SharePartitionConfig,
+    ) -> list[PendingWrite]:
         """The member's share session ended: its ACQUIRED records in `partitions`
-        become available again (or archived), persisted like acknowledgements."""
+        become available again (or archived), tentatively, like acknowledgements.
+        Returns the state writes to make, each handed back to `write_done`."""
+        pending = []
         for tp in partitions:
             sp = self._partitions.get(SharePartitionKey(group_id, tp.topic_id, tp.partition))
             if sp is None:
                 continue
-            pending = sp.release_member(member_id=member_id)
-            if pending is not None:
-                error = self._persist(sp, pending)
-                if error is not None:
-                    log.warning(
-                        "release of %s for member %s failed: %s",
-                        describe_key(sp.key),
-                        member_id,
-                        error.name,
-                    )
-        return self._effects()
+            sp.settings = settings
+            write = sp.release_member(member_id=member_id)
+            if write is not None:
+                pending.append(write)
+        return pending
 
-    def _persist(self, sp: SharePartition, pending: PendingWrite) -> ErrorCode | None:
-        error = self._persister.write(write=pending.write)
+    def write_done(
+        self, pending: PendingWrite, error: ErrorCode | None
+    ) -> tuple[ErrorCode | None, Effects]:
+        """The state write of `pending` (a release's) was made, with `error` (None =
+        success): commit or roll back its transitions. Returns the share-partition's
+        error (`partition_error`) and the effects."""
+        sp = self._partitions[pending.write.key]
+        return self._write_done(sp, pending, error), self._effects()
+
+    def _write_done(
+        self, sp: SharePartition, pending: PendingWrite, error: ErrorCode | None
+    ) -> ErrorCode | None:
         if error is None:
             if self._start_unpersisted:
                 self._start_unpersisted.discard(sp.key)
@@ -722,8 +704,8 @@ class SharePartitionManager:
                 "state write of %s failed (%s): rolled back", describe_key(sp.key), error.name
             )
             completion = sp.rollback_write(handle=pending.handle)
-        for write in completion.writes:
-            self._write_standing(write)
+        if completion.writes:
+            self._writes.extend(completion.writes)
         if completion.wake:
             self._woken.add(sp.key)
         self._note_dlq(sp)
@@ -734,10 +716,9 @@ class SharePartitionManager:
             self._woken.add(sp.key)
         return partition_error(error)
 
-    def _write_standing(self, write: StateWrite) -> None:
-        """Persist a write whose transitions stand whatever happens (expiries,
-        archivals); a failure is logged."""
-        error = self._persister.write(write=write)
+    def standing_written(self, write: StateWrite, error: ErrorCode | None) -> None:
+        """A standing write (`Effects.writes`) was made, with `error`: its
+        transitions stand either way; a failure is logged."""
         if error is None:
             self._start_unpersisted.discard(write.key)
         else:
@@ -756,16 +737,30 @@ class SharePartitionManager:
         ]
         return min(deadlines, default=None)
 
-    def expire_locks(self, *, now_ms: int) -> LocksExpired:
-        """Fire every lock due at `now_ms`; returns the number of expiry writes."""
+    def groups_due(self, *, now_ms: int) -> set[str]:
+        """The groups with a lock due at `now_ms`: `expire_locks` needs their settings."""
+        return {
+            sp.key.group_id
+            for sp in self._partitions.values()
+            if (deadline := sp.next_lock_deadline()) is not None and deadline <= now_ms
+        }
+
+    def expire_locks(
+        self, *, now_ms: int, settings: Mapping[str, SharePartitionConfig]
+    ) -> LocksExpired:
+        """Fire every lock due at `now_ms`, under each group's `settings` (those of
+        `groups_due`); returns the number of expiry writes, and the writes among the
+        effects."""
         writes = 0
         for sp in list(self._partitions.values()):
             deadline = sp.next_lock_deadline()
             if deadline is None or deadline > now_ms:
                 continue
+            group_settings = settings.get(sp.key.group_id)
+            if group_settings is not None:
+                sp.settings = group_settings
             expired = sp.expire_locks(now_ms=now_ms)
-            for write in expired.writes:
-                self._write_standing(write)
+            self._writes.extend(expired.writes)
             writes += len(expired.writes)
             if expired.wake:
                 self._woken.add(sp.key)
@@ -789,13 +784,28 @@ class SharePartitionManager:
 
     # ---- the log
 
+    def groups_of(self, *, topic_id: uuid.UUID, partition: int) -> set[str]:
+        """The groups with a loaded share-partition of (topic id, partition)."""
+        keys = self._by_partition.get(TopicIdPartition(topic_id, partition), ())
+        return {key.group_id for key in keys}
+
     def on_log_start_offset(
-        self, *, topic_id: uuid.UUID, partition: int, log_start_offset: int
+        self,
+        *,
+        topic_id: uuid.UUID,
+        partition: int,
+        log_start_offset: int,
+        settings: Mapping[str, SharePartitionConfig],
     ) -> Effects:
         """The log start offset of (topic id, partition) moved (DeleteRecords,
-        retention): every group's share-partition of it follows (§4.4)."""
+        retention): every group's share-partition of it follows (§4.4), under the
+        group's `settings` (those of `groups_of`)."""
         for key in list(self._by_partition.get(TopicIdPartition(topic_id, partition), ())):
-            self._log_start_moved(self._partitions[key], log_start_offset)
+            sp = self._partitions[key]
+            group_settings = settings.get(key.group_id)
+            if group_settings is not None:
+                sp.settings = group_settings
+            self._log_start_moved(sp, log_start_offset)
         return self._effects()
 
     def _log_start_moved(self, sp: SharePartition, log_start_offset: int) -> None:
@@ -817,13 +827,10 @@ class SharePartitionManager:
             self._drop(key)
         return Effects(wake=frozenset(gone))
 
-    def drop_group(self, group_id: str) -> list[SharePartitionKey]:
+    def drop_group(self, group_id: str) -> Unloading:
         """Forget the group's share-partitions (its last share session ended); they
         reload from the persisted state on next use."""
-        keys = sorted(self._by_group.get(group_id, ()), key=str)
-        for key in keys:
-            self._unload(key)
-        return keys
+        return self._unload(sorted(self._by_group.get(group_id, ()), key=str))
 
     def forget_group(self, group_id: str) -> Effects:
         """Drop the group's share-partitions without writing anything: their
@@ -835,9 +842,9 @@ class SharePartitionManager:
             self._drop(key)
         return Effects(wake=frozenset(keys))
 
-    def unload_idle(self, *, now_ms: int, idle_ms: int) -> list[SharePartitionKey]:
+    def unload_idle(self, *, now_ms: int, idle_ms: int) -> Unloading:
         """Unload every share-partition unused for `idle_ms` that holds no acquired
-        records (no lock armed); see the module docstring. Returns the keys."""
+        records (no lock armed); see the module docstring."""
         idle = sorted(
             (
                 key
@@ -848,28 +855,37 @@ class SharePartitionManager:
             ),
             key=str,
         )
-        for key in idle:
-            self._unload(key)
+        unloading = self._unload(idle)
         if idle:
             log.info("unloaded %d idle share-partitions", len(idle))
-        return idle
+        return unloading
 
-    def _unload(self, key: SharePartitionKey) -> None:
-        """Drop a share-partition that may reload later: first persist a start offset
-        that was resolved in memory only. If that write fails, it stays loaded."""
+    def _unload(self, keys: list[SharePartitionKey]) -> Unloading:
+        """Drop share-partitions that may reload later, except those holding a start
+        offset resolved in memory only: their write comes first (`unload_written`)."""
+        writes = []
+        for key in keys:
+            if key in self._start_unpersisted:
+                writes.append(self._partitions[key].start_offset_write())
+            else:
+                self._drop(key)
+        return Unloading(keys, tuple(writes))
+
+    def unload_written(self, write: StateWrite, error: ErrorCode | None) -> None:
+        """The start offset write of an `Unloading` was made, with `error`: on success
+        its share-partition leaves memory; otherwise it stays loaded."""
+        key = write.key
         sp = self._partitions.get(key)
         if sp is None:
             return
-        if key in self._start_unpersisted:
-            error = self._persister.write(write=sp.start_offset_write())
-            if error is not None:
-                log.warning(
-                    "share-partition %s kept loaded: writing its start offset %d failed (%s)",
-                    describe_key(key),
-                    sp.start_offset,
-                    error.name,
-                )
-                return
+        if error is not None:
+            log.warning(
+                "share-partition %s kept loaded: writing its start offset %d failed (%s)",
+                describe_key(key),
+                sp.start_offset,
+                error.name,
+            )
+            return
         self._drop(key)
 
     def group_changed(self, group_id: str) -> Effects:
@@ -877,12 +893,14 @@ class SharePartitionManager:
         return Effects(wake=frozenset(self._by_group.get(group_id, ())))
 
     def _effects(self) -> Effects:
-        """Take the wake-ups and DLQ work collected by the operation in progress."""
-        if not self._woken and not self._dlq_due:
+        """Take the wake-ups, DLQ work and standing writes collected by the operation
+        in progress."""
+        if not self._woken and not self._dlq_due and not self._writes:
             return NO_EFFECTS
         woken, self._woken = frozenset(self._woken), set()
         due, self._dlq_due = frozenset(self._dlq_due), set()
-        return Effects(wake=woken, dlq=due)
+        writes, self._writes = tuple(self._writes), []
+        return Effects(wake=woken, dlq=due, writes=writes)
 
     # ---- dead-letter queue
 
@@ -890,15 +908,24 @@ class SharePartitionManager:
         if sp.has_dlq_work():
             self._dlq_due.add(sp.key)
 
-    def dlq_done(self, key: SharePartitionKey, *, first_offset: int, last_offset: int) -> Effects:
+    def dlq_done(
+        self,
+        key: SharePartitionKey,
+        *,
+        first_offset: int,
+        last_offset: int,
+        settings: SharePartitionConfig,
+    ) -> Effects:
         """The DLQ copies of [first, last] of `key` were written or given up: those
-        records become ARCHIVED (the write stands, like an expiry)."""
+        records become ARCHIVED (the write, among the effects, stands like an
+        expiry)."""
         sp = self._partitions.get(key)
         if sp is None:
             return NO_EFFECTS  # unloaded meanwhile: the reload hands them out again
+        sp.settings = settings
         write, moved = sp.dlq_done(first_offset=first_offset, last_offset=last_offset)
         if write is not None:
-            self._write_standing(write)
+            self._writes.append(write)
         if moved:
             self._woken.add(key)
         return self._effects()
@@ -920,6 +947,176 @@ class SharePartitionManager:
             del self._by_partition[tp]
 
 
+def _load_error(
+    load_errors: Mapping[TopicIdPartition, ErrorCode] | None, tp: TopicIdPartition
+) -> ErrorCode:
+    """The error of a partition left unloaded: the caller's `load` answer for it."""
+    if load_errors is not None:
+        error = load_errors.get(tp)
+        if error is not None:
+            return error
+    log.warning(
+        "share-partition of %s-%d acquired from before being loaded", tp.topic_id, tp.partition
+    )
+    return ErrorCode.unknown_server_error
+
+
+class AcquireRound:
+    """One acquisition across a session's partitions (`SharePartitionManager.acquire`),
+    step by step: `next_read` names the log read the next ready partition needs (None
+    when the round is over), the caller performs it and hands the `LogSlice` to
+    `feed`; `done` answers. `load`: share-partitions to load first (nothing is read).
+
+    Per partition, in order: read from its next fetch offset (`min_one_batch` only
+    until one partition returned records: the first batch of the request goes out
+    even if larger than the limits), within its share of MaxBytes and the records
+    left of MaxRecords; a read below the log start offset moves the share-partition's
+    start first (§4.4) and reads again, once. `Records` is the slice of the read
+    covering the log batches that overlap the acquired offsets (never null: empty
+    bytes)."""
+
+    __slots__ = (
+        "_batch_size",
+        "_config",
+        "_current",
+        "_first",
+        "_index",
+        "_manager",
+        "_member_id",
+        "_mode",
+        "_partitions",
+        "_ready",
+        "_remaining",
+        "_results",
+        "_share_bytes",
+        "_single",
+        "load",
+    )
+
+    def __init__(
+        self,
+        manager: SharePartitionManager,
+        partitions: Sequence[TopicIdPartition],
+        results: dict[TopicIdPartition, ShareFetchPartition] | None,
+        ready: list[tuple[TopicIdPartition, SharePartition, int]],
+        config: SharePartitionConfig,
+        *,
+        single: ShareFetchPartition | None = None,
+        member_id: str = "",
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_bytes: int = 0,
+        acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+        load: tuple[SharePartitionKey, ...] = (),
+    ) -> None:
+        self._manager = manager
+        self._partitions = partitions
+        self._results = results
+        """Each partition's entry by partition; None for a one-partition round."""
+        self._single = single
+        """The entry of a one-partition round (no dict, no hashing)."""
+        self._ready = ready
+        self._config = config
+        self._member_id = member_id
+        self._remaining = max_records
+        self._batch_size = batch_size
+        self._share_bytes = share_bytes
+        self._mode = acquire_mode
+        self._first = True
+        self._index = 0
+        self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
+        """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self.load = load
+
+    def next_read(self) -> LogRead | None:
+        """The read the round needs next, or None: call `done`."""
+        current = self._current
+        if current is None:
+            index = self._index
+            if index >= len(self._ready) or self._remaining <= 0:
+                return None
+            tp, sp, checked_offset = self._ready[index]
+            # `partitions` may name a partition twice: a later one reads where it is now
+            offset = sp.next_fetch_offset() if index else checked_offset
+            current = self._current = (tp, sp, offset, False)
+        return LogRead(
+            current[0],
+            current[2],
+            self._share_bytes,
+            self._remaining,
+            self._first,
+            self._config.isolation_level,
+        )
+
+    def feed(self, got: LogSlice) -> None:
+        """The result of the read `next_read` named."""
+        current = self._current
+        assert current is not None, "feed without a read"
+        tp, sp, offset, reread = current
+        error = got.error
+        if error is not None:
+            if (
+                reread
+                or error is not ErrorCode.offset_out_of_range
+                or offset >= got.log_start_offset
+            ):
+                self._finish(ShareFetchPartition(tp, error=error), 0)
+                return
+            # Retention or DeleteRecords moved the log start past the fetch offset.
+            self._manager._log_start_moved(sp, got.log_start_offset)
+            offset = sp.next_fetch_offset()
+            if offset >= got.read_limit:
+                self._finish(ShareFetchPartition(tp), 0)
+            else:
+                self._current = (tp, sp, offset, True)
+            return
+        read = got.read
+        assert read is not None
+        if not read.headers:
+            self._finish(ShareFetchPartition(tp), 0)
+            return
+        result = sp.acquire(
+            member_id=self._member_id,
+            fetch_offset=offset,
+            headers=read.headers,
+            max_records=self._remaining,
+            batch_size=self._batch_size,
+            acquire_mode=self._mode,
+            max_bytes=self._share_bytes,
+            end_offset_limit=got.end_offset_limit,
+            aborted=got.aborted,
+        )
+        if result.write is not None:
+            self._manager._writes.append(result.write)
+            self._manager._woken.add(sp.key)
+        span = result.byte_range
+        records = b"" if span is None else read.records[span[0] : span[1]]
+        self._finish(
+            ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
+        )
+
+    def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
+        """`fetched` is the partition's entry; it acquired `count` records."""
+        results = self._results
+        if results is None:
+            self._single = fetched
+        else:
+            results[fetched.partition] = fetched
+        self._remaining -= count
+        self._first = self._first and not fetched.records
+        self._index += 1
+        self._current = None
+
+    def done(self) -> ShareFetched:
+        """One entry per partition, in the order given, and the effects."""
+        assert self._current is None, "a read is still to be fed"
+        results = self._results
+        if results is None:
+            assert self._single is not None
+            return ShareFetched([self._single], self._manager._effects())
+        return ShareFetched([results[tp] for tp in self._partitions], self._manager._effects())
+
+
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
     """Whether `sp`'s lock or redelivery deadline is now earlier than `before` (a new
     one counts as earlier), so that the earliest over every share-partition may
@@ -938,34 +1135,3 @@ def _rotated(partitions: Sequence[TopicIdPartition], rotation: int) -> Sequence[
         return partitions
     start = rotation % len(partitions)
     return [*partitions[start:], *partitions[:start]]
-
-
-def _read_for_acquisition(
-    partition_log: ShareLog,
-    offset: int,
-    *,
-    max_bytes: int,
-    max_records: int,
-    min_one_batch: bool,
-) -> ReadResult:
-    """Read what one acquisition of at most `max_records` records can use, within
-    `max_bytes`: a probe of `SHARE_FETCH_PROBE_BYTES` gives the bytes per record, then
-    one more read covers `max_records` of them plus the largest batch seen (batch mode
-    stretches to whole log batches). Reading the whole MaxBytes every time would cost
-    tens of MiB per request for a few hundred records."""
-    probe_bytes = min(max_bytes, limits.SHARE_FETCH_PROBE_BYTES)
-    probe = partition_log.read(offset, max_bytes=probe_bytes, min_one_batch=True)
-    if not probe.headers:
-        return probe
-    if probe.headers[0].size > max_bytes and not min_one_batch:
-        return ReadResult(b"", [], probe.high_watermark, probe.log_start_offset)
-    probe_end = probe.headers[-1].next_offset
-    if probe_end - offset >= max_records or probe_end >= probe.high_watermark:
-        return probe  # enough records, or the log ends within the probe
-    records_seen = sum(h.records_count for h in probe.headers)
-    bytes_per_record = len(probe.records) / max(1, records_seen)
-    largest = max(h.size for h in probe.headers)
-    wanted = min(max_bytes, int(bytes_per_record * max_records) + largest)
-    if wanted <= len(probe.records):
-        return probe
-    return partition_log.read(offset, max_bytes=wanted, min_one_batch=min_one_batch)

@@ -31,8 +31,10 @@ come back as values:
   dedupes copies a crash left behind).
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
-`expire_locks`. Group configuration is read through a callable on every operation;
-the in-flight limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
+`expire_locks`. The group's settings are a value, `settings` (share/settings.py): the
+owner (`SharePartitionManager`) sets the ones it was handed with each operation before
+calling in, so a config change applies from the next operation on; the in-flight
+limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
@@ -173,12 +175,13 @@ class SharePartition:
         topic_id: uuid.UUID,
         partition: int,
         clock: Clock,
-        config: Callable[[], SharePartitionConfig],
+        settings: SharePartitionConfig,
         leader_epoch: int = 0,
     ) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
         self._clock = clock
-        self._config = config
+        self.settings = settings
+        """The group's settings for the operation in progress (set by the owner)."""
         self.leader_epoch = leader_epoch
         self.state_epoch = 0
         self._window: InFlightWindow | None = None
@@ -203,11 +206,11 @@ class SharePartition:
             start_offset=start,
             redelivery=Redelivery(
                 now_ms=self._clock.monotonic_ms,
-                delay_ms=lambda count: self._config().redelivery_delay_ms(count),
+                delay_ms=self._redelivery_delay_ms,  # the settings of the operation in progress
             ),
-            dlq=lambda: self._config().dlq_enabled,
+            dlq=lambda: self.settings.dlq_enabled,
         )
-        limit = self._config().delivery_count_limit
+        limit = self.settings.delivery_count_limit
         previous_last = start - 1
         gap_start = None
         for batch in state.state_batches:
@@ -242,9 +245,12 @@ class SharePartition:
         self.state_epoch = state.state_epoch
         self._window = window
         if log_start_offset > window.start_offset:
-            window.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+            window.move_log_start(log_start_offset, limit=self.settings.delivery_count_limit)
             window.advance_start()
         self._check_boundary()
+
+    def _redelivery_delay_ms(self, delivery_count: int) -> int:
+        return self.settings.redelivery_delay_ms(delivery_count)
 
     @property
     def initialized(self) -> bool:
@@ -271,20 +277,18 @@ class SharePartition:
 
     @property
     def record_lock_duration_ms(self) -> int:
-        return self._config().record_lock_duration_ms
+        return self.settings.record_lock_duration_ms
 
     def next_fetch_offset(self) -> int:
         """Where the caller reads the log from for the next `acquire`."""
         return self._w.next_fetch_offset()
 
-    def acquirable_from(self, config: SharePartitionConfig | None = None) -> int | None:
+    def acquirable_from(self) -> int | None:
         """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
-        window for the fetch's per-partition check). `config`: the group's settings
-        when the caller has them at hand (else read)."""
+        window for the fetch's per-partition check)."""
         window = self._window
         assert window is not None, "share-partition not initialized"
-        if config is None:
-            config = self._config()
+        config = self.settings
         if config.delivery_paused:
             return None
         offset = window.next_fetch_offset()
@@ -296,7 +300,7 @@ class SharePartition:
         """Worth reading the log: something cached or in a gap is acquirable, or the
         window is below the in-flight limit; never while the group's delivery is paused."""
         window = self._w
-        config = self._config()
+        config = self.settings
         if config.delivery_paused:
             return False
         if window.next_fetch_offset() != window.end_offset + 1:
@@ -393,7 +397,6 @@ class SharePartition:
         max_bytes: int = INT32_MAX,
         end_offset_limit: int | None = None,
         aborted: Sequence[tuple[int, int]] = (),
-        config: SharePartitionConfig | None = None,
     ) -> AcquireResult:
         """Acquire records for `member_id` from `headers`, the batch headers of a log
         read starting at `fetch_offset` (normally `next_fetch_offset()`).
@@ -402,11 +405,9 @@ class SharePartition:
         by default (the read already stops there), the last stable offset under
         read_committed. `aborted` lists the (first, last) offsets of aborted
         transactional batches in the read; under read_committed they are archived
-        after acquisition (`Acquisition.archive_aborted`). `config`: the group's
-        settings when the caller has them at hand (else read)."""
+        after acquisition (`Acquisition.archive_aborted`)."""
         assert member_id, "a member id is required"
-        if config is None:
-            config = self._config()
+        config = self.settings
         window = self._window
         assert window is not None, "share-partition not initialized"
         if max_bytes <= 0 or max_records <= 0 or config.delivery_paused:
@@ -470,7 +471,7 @@ class SharePartition:
     ) -> AckResult:
         """Apply one partition's acknowledgement batches atomically (§8). `validated`:
         the caller already checked the batches' shape (`validate_batches`)."""
-        config = self._config()
+        config = self.settings
         window = self._window
         assert window is not None, "share-partition not initialized"
         error = None if validated else validate_batches(batches)
@@ -510,7 +511,7 @@ class SharePartition:
         records become AVAILABLE, or ARCHIVED at the delivery limit or below the
         SPSO; delivery counts are kept (4.2). Pending like an acknowledgement."""
         window = self._w
-        limit = self._config().delivery_count_limit
+        limit = self.settings.delivery_count_limit
         handle = window.new_handle()
         entries = []
         for batch in window.cache:
@@ -534,7 +535,7 @@ class SharePartition:
         """The write of `handle` succeeded: complete its transitions, advance the SPSO."""
         window = self._window
         assert window is not None, "share-partition not initialized"
-        limit = self._config().delivery_count_limit
+        limit = self.settings.delivery_count_limit
         states = window.states_of_handle(handle.id)
         assert states, f"unknown or finished write {handle}"
         available = False
@@ -550,7 +551,7 @@ class SharePartition:
     def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` failed: undo its transitions (§8.5)."""
         window = self._w
-        limit = self._config().delivery_count_limit
+        limit = self.settings.delivery_count_limit
         now_ms = self._clock.monotonic_ms()
         states = window.states_of_handle(handle.id)
         assert states, f"unknown or finished write {handle}"
@@ -573,7 +574,7 @@ class SharePartition:
     def expire_locks(self, *, now_ms: int) -> ExpiryResult:
         """Fire every lock whose deadline is <= now_ms (§3.2)."""
         window = self._w
-        limit = self._config().delivery_count_limit
+        limit = self.settings.delivery_count_limit
         writes = []
         for lock in window.timers.pop_expired(now_ms):
             entry = self._expire(lock, limit)
@@ -616,7 +617,7 @@ class SharePartition:
             self._w,
             first_offset,
             last_offset,
-            limit=self._config().delivery_count_limit,
+            limit=self.settings.delivery_count_limit,
             recovered=self._dlq_recovered,
         )
         if not entries:
@@ -632,7 +633,7 @@ class SharePartition:
         written now; the next write carries the new SPSO, which also moves on across
         settled terminal records above the new log start. Returns whether it moved."""
         window = self._w
-        moved = window.move_log_start(log_start_offset, limit=self._config().delivery_count_limit)
+        moved = window.move_log_start(log_start_offset, limit=self.settings.delivery_count_limit)
         if moved:
             window.advance_start()
         self._check_boundary()

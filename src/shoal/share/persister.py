@@ -1,6 +1,8 @@
-"""Durable share-partition state: the `Persister` protocol the share-partition leader
-talks to, and `InMemoryPersister`. The values a state write carries and the merge
-rule live in `shoal.share_coordinator.state` and are re-exported here.
+"""Durable share-partition state: the `Persister` protocol through which the shell
+makes the share-partition leader's state reads and writes (server/share_service.py
+performs what `SharePartitionManager` asks for), and `InMemoryPersister`. The values
+a state write carries and the merge rule live in `shoal.share_coordinator.state` and
+are re-exported here.
 
 The semantics are those of the share coordinator's state RPCs (coordinators.md §2):
 

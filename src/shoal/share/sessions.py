@@ -38,7 +38,7 @@ opened; an expected epoch is always >= 1.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -99,9 +99,7 @@ class SessionStep:
 class ShareSessionCache:
     """Every share session of this broker. See the module docstring."""
 
-    def __init__(self, *, max_sessions: Callable[[], int]) -> None:
-        """`max_sessions` gives `group.share.max.share.sessions`, read at each open."""
-        self._max_sessions = max_sessions
+    def __init__(self) -> None:
         self._sessions: dict[SessionKey, ShareSession] = {}
         self._by_connection: dict[int, set[SessionKey]] = {}
         self._per_group: dict[str, int] = {}
@@ -127,9 +125,12 @@ class ShareSessionCache:
         partitions: Iterable[TopicIdPartition] = (),
         forgotten: Iterable[TopicIdPartition] = (),
         has_acknowledgements: bool = False,
+        max_sessions: int | None = None,
     ) -> SessionStep:
         """The session step of a ShareFetch. `partitions` are those listed in `Topics`
-        (acknowledgement-only ones included), duplicates merged by the caller or here."""
+        (acknowledgement-only ones included), duplicates merged by the caller or here.
+        `max_sessions`: `group.share.max.share.sessions`, the limit an epoch-0 request
+        opens a session under (required then; the caller reads it at each open)."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             if has_acknowledgements:
@@ -137,7 +138,8 @@ class ShareSessionCache:
             dropped = self._sessions.get(key)
             if dropped is not None:
                 self._remove(dropped)
-            if len(self._sessions) >= self._max_sessions():
+            assert max_sessions is not None, "an epoch-0 ShareFetch needs the session limit"
+            if len(self._sessions) >= max_sessions:
                 return SessionStep(error=ErrorCode.share_session_limit_reached, dropped=dropped)
             session = ShareSession(
                 group_id,

@@ -1,13 +1,17 @@
-"""The group configuration a share-partition reads on every operation.
+"""The group configuration a share-partition works under, as a value.
 
 `SharePartitionConfig` holds the effective values of the group's share configs
 (configs.md §3), each already falling back to its broker default and clamped into
-the broker's bounds. The share-partition is handed a zero-argument callable returning
-the current value and reads it per operation, so a group config change takes effect
-where the spec says: lock duration for locks armed afterwards, delivery limit at the
-next transition, in-flight limit at the next acquisition, isolation level at the next
-fetch, RENEW permission at the next acknowledgement; the Shoal extensions (redelivery
-backoff, paused delivery) at the next release or expiry and the next acquisition.
+the broker's bounds (`resolve`; the keys, their defaults and bounds are declared once,
+in config.py: each group key's `synonym` and `bounds`). The shell resolves it from the
+broker config and the group's overrides and hands it to each operation of the
+share-partition manager, which sets it on the share-partitions the operation touches,
+so a group config change takes effect where the spec says: lock duration for locks
+armed afterwards, delivery limit at the next transition, in-flight limit at the next
+acquisition, isolation level at the next fetch, RENEW permission at the next
+acknowledgement; the Shoal extensions (redelivery backoff, paused delivery) at the next
+release or expiry and the next acquisition; `share.auto.offset.reset` at the next
+load.
 
 `resolve_reset_offset` turns `share.auto.offset.reset` into the start offset of a
 share-partition whose persisted start offset is -1 (share-partition.md §10.2).
@@ -21,8 +25,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BROKER_KEYS, GROUP_KEYS, BrokerConfig
+from shoal.config.group_keys import SHARE_RANGES
 from shoal.iso_duration import parse_iso_duration_ms
+
+_SHARE_RANGES = {bounds.key.name: bounds for bounds in SHARE_RANGES}
+"""Each share group key's broker range (config/group_keys.py), by name."""
+
+AUTO_OFFSET_RESET_KEY = "share.auto.offset.reset"
+
+
+_AUTO_OFFSET_RESET_DEFAULT: str = GROUP_KEYS[AUTO_OFFSET_RESET_KEY].default
+
+
+def _broker_default(group_key: str) -> int:
+    """The default of the broker key `group_key` falls back to (its `synonym`)."""
+    synonym = GROUP_KEYS[group_key].synonym
+    assert synonym is not None, group_key
+    default: int = BROKER_KEYS[synonym].default
+    return default
 
 
 class IsolationLevel(enum.Enum):
@@ -30,25 +51,35 @@ class IsolationLevel(enum.Enum):
     READ_COMMITTED = "read_committed"
 
 
+_RENEW_DEFAULT: bool = GROUP_KEYS["share.renew.acknowledge.enable"].default
+_ISOLATION_DEFAULT = IsolationLevel(GROUP_KEYS["share.isolation.level"].default)
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionConfig:
-    """Effective share-group settings; defaults are Kafka 4.2's."""
+    """Effective share-group settings; the defaults are the keys' declared ones
+    (config.py: the broker keys the group keys fall back to), Kafka 4.2's."""
 
-    record_lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    max_record_locks: int = 2_000
-    renew_enabled: bool = True
-    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
-    redelivery_backoff_ms: int = 0
+    record_lock_duration_ms: int = _broker_default("share.record.lock.duration.ms")
+    delivery_count_limit: int = _broker_default("share.delivery.count.limit")
+    max_record_locks: int = _broker_default("share.partition.max.record.locks")
+    renew_enabled: bool = _RENEW_DEFAULT
+    isolation_level: IsolationLevel = _ISOLATION_DEFAULT
+    redelivery_backoff_ms: int = GROUP_KEYS["shoal.share.redelivery.backoff.ms"].default
     """Shoal extension: 0 = redeliver at once (Kafka)."""
-    redelivery_backoff_multiplier: float = 2.0
-    redelivery_backoff_max_ms: int = 60_000
-    delivery_paused: bool = False
+    redelivery_backoff_multiplier: float = GROUP_KEYS[
+        "shoal.share.redelivery.backoff.multiplier"
+    ].default
+    redelivery_backoff_max_ms: int = GROUP_KEYS["shoal.share.redelivery.backoff.max.ms"].default
+    delivery_paused: bool = GROUP_KEYS["shoal.share.delivery.paused"].default
     """Shoal extension: no acquisitions while true."""
-    dlq_topic: str = ""
+    dlq_topic: str = GROUP_KEYS["errors.deadletterqueue.topic.name"].default
     """KIP-1191 `errors.deadletterqueue.topic.name`; empty = no dead-letter queue."""
-    dlq_copy_record: bool = False
+    dlq_copy_record: bool = GROUP_KEYS["errors.deadletterqueue.copy.record.enable"].default
     """KIP-1191 `errors.deadletterqueue.copy.record.enable`."""
+    auto_offset_reset: str = GROUP_KEYS[AUTO_OFFSET_RESET_KEY].default
+    """`share.auto.offset.reset`: where a share-partition with no persisted start
+    offset starts (`resolve_reset_offset`)."""
 
     @property
     def dlq_enabled(self) -> bool:
@@ -82,37 +113,26 @@ class SharePartitionConfig:
         """Group overrides (None or absent = unset) over broker values, clamped into
         the broker's min/max (configs.md §3.3)."""
 
-        def pick(group_key: str, broker_key: str, low_key: str, high_key: str) -> int:
+        def pick(group_key: str) -> int:
+            bounds = _SHARE_RANGES[group_key]
+            synonym = GROUP_KEYS[group_key].synonym
+            assert synonym is not None
             value = group.get(group_key)
-            value = broker.get_int(broker_key) if value is None else int(value)
-            return min(max(value, broker.get_int(low_key)), broker.get_int(high_key))
+            value = broker.get_int(synonym) if value is None else int(value)
+            return min(max(value, broker.get(bounds.low)), broker.get(bounds.high))
 
         renew = group.get("share.renew.acknowledge.enable")
-        isolation = group.get("share.isolation.level") or IsolationLevel.READ_UNCOMMITTED.value
+        isolation = group.get("share.isolation.level")
         return cls(
-            record_lock_duration_ms=pick(
-                "share.record.lock.duration.ms",
-                "group.share.record.lock.duration.ms",
-                "group.share.min.record.lock.duration.ms",
-                "group.share.max.record.lock.duration.ms",
-            ),
-            delivery_count_limit=pick(
-                "share.delivery.count.limit",
-                "group.share.delivery.count.limit",
-                "group.share.min.delivery.count.limit",
-                "group.share.max.delivery.count.limit",
-            ),
-            max_record_locks=pick(
-                "share.partition.max.record.locks",
-                "group.share.partition.max.record.locks",
-                "group.share.min.partition.max.record.locks",
-                "group.share.max.partition.max.record.locks",
-            ),
-            renew_enabled=True if renew is None else bool(renew),
-            isolation_level=IsolationLevel(isolation),
+            record_lock_duration_ms=pick("share.record.lock.duration.ms"),
+            delivery_count_limit=pick("share.delivery.count.limit"),
+            max_record_locks=pick("share.partition.max.record.locks"),
+            renew_enabled=_RENEW_DEFAULT if renew is None else bool(renew),
+            isolation_level=_ISOLATION_DEFAULT if not isolation else IsolationLevel(isolation),
             **_extensions(group),
             dlq_topic=str(group.get("errors.deadletterqueue.topic.name") or ""),
             dlq_copy_record=bool(group.get("errors.deadletterqueue.copy.record.enable")),
+            auto_offset_reset=str(group.get(AUTO_OFFSET_RESET_KEY) or _AUTO_OFFSET_RESET_DEFAULT),
         )
 
 

@@ -50,8 +50,12 @@ class AbortedRange(Protocol):
         ...
 
 
-class StableLog(Protocol):
-    """What isolation needs of a partition log (`PartitionLog` has it)."""
+class LogPositions(Protocol):
+    """A partition log's positions, never its data: what the share-partition manager
+    sees of a log (`PartitionLog` has them)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
 
     @property
     def log_end_offset(self) -> int:
@@ -63,12 +67,16 @@ class StableLog(Protocol):
         """The first offset of the earliest open transaction, else the log end."""
         ...
 
+
+class StableLog(LogPositions, Protocol):
+    """What isolation needs of a partition log (`PartitionLog` has it)."""
+
     def aborted_transactions(self, start_offset: int, upper_offset: int) -> Sequence[AbortedRange]:
         """Aborted transactions overlapping [start_offset, upper_offset), by first offset."""
         ...
 
 
-def read_limit(level: IsolationLevel, partition_log: StableLog) -> int:
+def read_limit(level: IsolationLevel, partition_log: LogPositions) -> int:
     """Where a read for a group at `level` stops (exclusive, §7.2): the last stable
     offset under read_committed, else the high watermark."""
     if level is IsolationLevel.READ_COMMITTED:

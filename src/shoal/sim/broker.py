@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from shoal.clock import ManualClock
@@ -21,7 +22,6 @@ from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TRANSACTIONAL_MASK, encode_batch, validate_produced
-from shoal.share.manager import SharePartitionManager
 from shoal.share.persister import (
     ReadResult,
     SharePartitionKey,
@@ -35,6 +35,7 @@ from shoal.share_coordinator.records import CODEC, ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings
 from shoal.share_coordinator.shard import KeyState
 from shoal.sim.faults import Faults
+from shoal.sim.share_leader import DrivenManager
 
 TOPIC_ID = uuid.UUID("5ea1ab1e-0000-4000-8000-000000000001")
 GROUP = "sim-group"
@@ -167,12 +168,12 @@ class Broker:
         self._faults = faults
         self.coordinator = self.load_coordinator()
         self.persister = CrashingPersister(self.coordinator, faults, self._around_state_write)
-        self.manager = SharePartitionManager(
+        settings = replace(share_config, auto_offset_reset="earliest")
+        self.manager = DrivenManager(
             clock=clock,
-            persister=self.persister,
             logs=self._log_for,
-            config=lambda _group: share_config,
-            auto_offset_reset=lambda _group: "earliest",
+            persister=self.persister,
+            settings_for=lambda _: settings,
         )
         self._state_end = self.state_log.log_end_offset
         self._state_size = self.state_log.size_bytes

@@ -128,9 +128,17 @@ class Rig:
         service never performs the copies."""
         batch = AckBatch(0, 2, (AcknowledgeType.REJECT,))
         if crash_before_copy:
-            acked = self.service.partitions.acknowledge(
-                group_id="g", member_id="m", partition=self.tp, batches=[batch]
+            partitions = self.service.partitions
+            acked = partitions.acknowledge(
+                group_id="g",
+                member_id="m",
+                partition=self.tp,
+                batches=[batch],
+                settings=self.service.settings_for("g"),
             )
+            assert acked.pending is not None
+            written = self.persister.write(write=acked.pending.pending.write)
+            acked = partitions.acknowledge_written(acked.pending, written)
             assert acked.error is None and acked.effects.dlq == {self.key}
             return
         outcome = self.service.share_acknowledge(

@@ -138,8 +138,15 @@ class Rig:
             topic_id=TOPIC_ID,
             partition=0,
             clock=self.clock,
-            config=lambda: self.config,
+            settings=self.config,
         )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """A new `config` is handed to the share-partition, as its owner does with
+        the settings of each operation."""
+        object.__setattr__(self, name, value)
+        if name == "config" and "sp" in self.__dict__:
+            self.sp.settings = self.config
 
     def set(self, **changes: object) -> None:
         self.config = dataclasses.replace(self.config, **changes)  # type: ignore[arg-type]

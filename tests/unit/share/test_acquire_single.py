@@ -61,8 +61,11 @@ class Pair:
             max_bytes=max_bytes,
             acquire_mode=mode,
             rotation=0,
+            load_errors=manager.load_missing(GROUP, (tp,)),
         )
-        self.reference.effects(manager._effects())
+        reference = manager.run(reference)
+        self.reference.effects(reference.effects)
+        reference = reference.partitions
         assert fast == reference
         assert self.fast.woken == self.reference.woken
         fast_sp, reference_sp = (rig.manager.get(rig.key()) for rig in self.rigs)

@@ -24,12 +24,12 @@ from shoal.share.manager import (
     Acknowledged,
     Effects,
     ShareFetchPartition,
-    SharePartitionManager,
 )
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import RecordState
+from shoal.sim.share_leader import DrivenManager
 from tests.support.batches import values_batch
 
 T = uuid.UUID("00000000-0000-0000-0000-00000000000a")
@@ -108,15 +108,14 @@ class Rig:
     config: SharePartitionConfig = field(default_factory=SharePartitionConfig)
     reset: str = "earliest"
     woken: list[SharePartitionKey] = field(default_factory=list)
-    manager: SharePartitionManager = field(init=False)
+    manager: DrivenManager = field(init=False)
 
     def __post_init__(self) -> None:
-        self.manager = SharePartitionManager(
+        self.manager = DrivenManager(
             clock=self.clock,
-            persister=self.persister,
             logs=self.lookup,
-            config=lambda _group: self.config,
-            auto_offset_reset=lambda _group: self.reset,
+            persister=self.persister,
+            settings_for=lambda _group: replace(self.config, auto_offset_reset=self.reset),
         )
 
     def lookup(self, topic_id: uuid.UUID, partition: int) -> FakeLog | ErrorCode:

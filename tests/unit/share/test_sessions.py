@@ -8,6 +8,8 @@ Conformance items covered here (session half): 4, 5, 6, 7, 8, 9, 10 (limit), 13
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.share.sessions import (
     FINAL_EPOCH,
     INT32_MAX,
+    SessionStep,
     ShareSession,
     ShareSessionCache,
     TopicIdPartition,
@@ -27,8 +30,19 @@ P0, P1, Q0 = TopicIdPartition(T, 0), TopicIdPartition(T, 1), TopicIdPartition(U,
 GROUP = "g"
 
 
+class LimitedCache(ShareSessionCache):
+    """A session cache under `limit()`, read at each ShareFetch as the service does."""
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def share_fetch(self, **kw: Any) -> SessionStep:
+        return super().share_fetch(**kw, max_sessions=self.limit())
+
+
 def cache(limit: int = 10) -> ShareSessionCache:
-    return ShareSessionCache(max_sessions=lambda: limit)
+    return LimitedCache(lambda: limit)
 
 
 def open_session(
@@ -170,7 +184,7 @@ def test_10_the_session_limit() -> None:
 
 def test_the_limit_is_read_at_each_open() -> None:
     limit = [1]
-    c = ShareSessionCache(max_sessions=lambda: limit[0])
+    c = LimitedCache(lambda: limit[0])
     open_session(c, "a")
     assert fetch(c, 0, member="b", partitions=[P0]) == ErrorCode.share_session_limit_reached
     limit[0] = 2

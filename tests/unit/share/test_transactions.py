@@ -19,12 +19,13 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
-from shoal.share.manager import ShareFetchPartition, SharePartitionManager
+from shoal.share.manager import ShareFetchPartition
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.settings import IsolationLevel, SharePartitionConfig
 from shoal.share.states import RecordState
 from shoal.share.transactions import aborted_batches
+from shoal.sim.share_leader import DrivenManager
 from tests.support.batches import Record, build_batch, decode_records, values_batch
 from tests.unit.share.support import header
 
@@ -180,15 +181,16 @@ class Rig:
     levels: dict[str, IsolationLevel] = field(default_factory=dict)
     clock: ManualClock = field(default_factory=ManualClock)
     persister: InMemoryPersister = field(default_factory=InMemoryPersister)
-    manager: SharePartitionManager = field(init=False)
+    manager: DrivenManager = field(init=False)
 
     def __post_init__(self) -> None:
-        self.manager = SharePartitionManager(
+        self.manager = DrivenManager(
             clock=self.clock,
-            persister=self.persister,
             logs=lambda _topic, _partition: self.log,
-            config=lambda group: SharePartitionConfig(isolation_level=self.levels[group]),
-            auto_offset_reset=lambda _group: "earliest",
+            persister=self.persister,
+            settings_for=lambda group: SharePartitionConfig(
+                isolation_level=self.levels[group], auto_offset_reset="earliest"
+            ),
         )
 
     def group(self, group: str, level: IsolationLevel) -> None:
