@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 
 GroupConfigLookup = Callable[[str], Mapping[str, object]]
 """Group id -> that group's set config keys (absent or None = use the broker value)."""
@@ -50,14 +50,16 @@ class ShareGroupSettings:
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> ShareGroupSettings:
         return cls(
-            session_timeout_ms=config.get_int("group.share.session.timeout.ms"),
-            min_session_timeout_ms=config.get_int("group.share.min.session.timeout.ms"),
-            max_session_timeout_ms=config.get_int("group.share.max.session.timeout.ms"),
-            heartbeat_interval_ms=config.get_int("group.share.heartbeat.interval.ms"),
-            min_heartbeat_interval_ms=config.get_int("group.share.min.heartbeat.interval.ms"),
-            max_heartbeat_interval_ms=config.get_int("group.share.max.heartbeat.interval.ms"),
-            max_size=config.get_int("group.share.max.size"),
-            initialize_retry_interval_ms=config.get_int("group.share.initialize.retry.interval.ms"),
+            session_timeout_ms=config.get(broker_keys.GROUP_SHARE_SESSION_TIMEOUT_MS),
+            min_session_timeout_ms=config.get(broker_keys.GROUP_SHARE_MIN_SESSION_TIMEOUT_MS),
+            max_session_timeout_ms=config.get(broker_keys.GROUP_SHARE_MAX_SESSION_TIMEOUT_MS),
+            heartbeat_interval_ms=config.get(broker_keys.GROUP_SHARE_HEARTBEAT_INTERVAL_MS),
+            min_heartbeat_interval_ms=config.get(broker_keys.GROUP_SHARE_MIN_HEARTBEAT_INTERVAL_MS),
+            max_heartbeat_interval_ms=config.get(broker_keys.GROUP_SHARE_MAX_HEARTBEAT_INTERVAL_MS),
+            max_size=config.get(broker_keys.GROUP_SHARE_MAX_SIZE),
+            initialize_retry_interval_ms=config.get(
+                broker_keys.GROUP_SHARE_INITIALIZE_RETRY_INTERVAL_MS
+            ),
         )
 
 
@@ -100,15 +102,21 @@ class ConsumerGroupSettings:
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> ConsumerGroupSettings:
         return cls(
-            session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
-            heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
-            min_session_timeout_ms=config.get_int("group.consumer.min.session.timeout.ms"),
-            max_session_timeout_ms=config.get_int("group.consumer.max.session.timeout.ms"),
-            min_heartbeat_interval_ms=config.get_int("group.consumer.min.heartbeat.interval.ms"),
-            max_heartbeat_interval_ms=config.get_int("group.consumer.max.heartbeat.interval.ms"),
-            max_size=config.get_int("group.consumer.max.size"),
-            assignors=tuple(config.get_list("group.consumer.assignors")),
-            migration_policy=(config.get_str("group.consumer.migration.policy") or "").lower(),
+            session_timeout_ms=config.get(broker_keys.GROUP_CONSUMER_SESSION_TIMEOUT_MS),
+            heartbeat_interval_ms=config.get(broker_keys.GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS),
+            min_session_timeout_ms=config.get(broker_keys.GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS),
+            max_session_timeout_ms=config.get(broker_keys.GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS),
+            min_heartbeat_interval_ms=config.get(
+                broker_keys.GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS
+            ),
+            max_heartbeat_interval_ms=config.get(
+                broker_keys.GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS
+            ),
+            max_size=config.get(broker_keys.GROUP_CONSUMER_MAX_SIZE),
+            assignors=tuple(config.get(broker_keys.GROUP_CONSUMER_ASSIGNORS)),
+            migration_policy=(
+                config.get(broker_keys.GROUP_CONSUMER_MIGRATION_POLICY) or ""
+            ).lower(),
         )
 
 

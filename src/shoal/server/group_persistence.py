@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.pruning import RemovePaths
@@ -69,14 +69,14 @@ def open_group_log(logs: LogManager, config: BrokerConfig, clock: Clock) -> Grou
     partitions = ensure_internal_topic(
         logs,
         name=GROUP_METADATA_TOPIC,
-        partitions=config.get_int("offsets.topic.num.partitions"),
-        configs={"segment.bytes": config.get_int("offsets.topic.segment.bytes")},
+        partitions=config.get(broker_keys.OFFSETS_TOPIC_NUM_PARTITIONS),
+        configs={"segment.bytes": config.get(broker_keys.OFFSETS_TOPIC_SEGMENT_BYTES)},
     )
     return GroupLog(
         partitions=tuple(partitions),
         sinks=tuple(LogRecordSink(log=log, encode=CODEC.encode, clock=clock) for log in partitions),
         loader=LogLoader(
-            partitions, CODEC.decode, buffer_bytes=config.get_int("offsets.load.buffer.size")
+            partitions, CODEC.decode, buffer_bytes=config.get(broker_keys.OFFSETS_LOAD_BUFFER_SIZE)
         ),
     )
 
@@ -120,7 +120,7 @@ class GroupLogMaintenance:
             self._rearm()
 
     def _window(self) -> int:
-        return self._config().get_int("offsets.topic.rewrite.window.records")
+        return self._config().get(broker_keys.OFFSETS_TOPIC_REWRITE_WINDOW_RECORDS)
 
     def _due(self) -> bool:
         return self._grown >= max(1, self._window())
@@ -156,7 +156,7 @@ class GroupLogMaintenance:
         ]
 
     def _interval_ms(self) -> int:
-        return self._config().get_int("offsets.topic.prune.interval.ms")
+        return self._config().get(broker_keys.OFFSETS_TOPIC_PRUNE_INTERVAL_MS)
 
     def _deadline(self, now_ms: int) -> int:
         if self._next_ms is None:

@@ -69,7 +69,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.coordinator.placement import Placement
 from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
@@ -122,7 +122,7 @@ SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version
 def share_groups_enabled(config: BrokerConfig) -> bool:
     """`share.version` >= 1 (configs.md §1); at 0 the share APIs stay advertised but
     answer UNSUPPORTED_VERSION."""
-    return config.get_int("share.version") >= 1
+    return config.get(broker_keys.SHARE_VERSION) >= 1
 
 
 def topics_of(logs: LogManager) -> list[TopicMetadata]:
@@ -188,8 +188,8 @@ class GroupService:
             clock=clock,
             rearm=rearm,
             retention=lambda: (
-                config.get_int("offsets.retention.minutes") * 60_000,
-                config.get_int("offsets.retention.check.interval.ms"),
+                config.get(broker_keys.OFFSETS_RETENTION_MINUTES) * 60_000,
+                config.get(broker_keys.OFFSETS_RETENTION_CHECK_INTERVAL_MS),
             ),
         )
         """Classic consumer groups and committed offsets (server/classic_service.py)."""

@@ -55,7 +55,7 @@ from kio.static.primitive import TZAwareMicros, i8, i64
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
@@ -293,7 +293,7 @@ class DlqWriter:
         info = self.logs.topic(topic)
         assert info is not None
         max_bytes = int(
-            info.configs.get("max.message.bytes", self.config().get_int("message.max.bytes"))
+            info.configs.get("max.message.bytes", self.config().get(broker_keys.MESSAGE_MAX_BYTES))
         )
         for data in dlq_batches(records, timestamp_ms=now, max_bytes=max_bytes):
             headers = validate_produced(data, max_batch_bytes=max(max_bytes, len(data)))

@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
@@ -303,7 +303,7 @@ class ShareService:
             self.partitions.unload_written(write, self._persister.write(write=write))
 
     def _idle_unload_ms(self) -> int:
-        return self._config().get_int("shoal.share.partition.idle.unload.ms")
+        return self._config().get(broker_keys.SHOAL_SHARE_PARTITION_IDLE_UNLOAD_MS)
 
     # ---- ShareFetch
 
@@ -317,7 +317,7 @@ class ShareService:
             forgotten=call.forgotten,
             has_acknowledgements=bool(call.acknowledgements),
             max_sessions=(
-                self._config().get_int("group.share.max.share.sessions")
+                self._config().get(broker_keys.GROUP_SHARE_MAX_SHARE_SESSIONS)
                 if call.epoch == INITIAL_EPOCH
                 else None
             ),
@@ -562,7 +562,7 @@ class ShareService:
             config = self._config()
         cached = self._max_wait_cap
         if cached is None or cached[0] is not config:
-            cached = self._max_wait_cap = (config, config.get_int("shoal.fetch.max.wait.ms"))
+            cached = self._max_wait_cap = (config, config.get(broker_keys.SHOAL_FETCH_MAX_WAIT_MS))
         return max(0, min(requested_ms, cached[1]))
 
     # ---- ShareAcknowledge

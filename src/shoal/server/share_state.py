@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
@@ -81,24 +81,28 @@ class ShareStateService:
         partitions = ensure_internal_topic(
             logs,
             name=SHARE_STATE_TOPIC,
-            partitions=config.get_int("share.coordinator.state.topic.num.partitions"),
+            partitions=config.get(broker_keys.SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS),
             configs={
-                "segment.bytes": config.get_int("share.coordinator.state.topic.segment.bytes"),
+                "segment.bytes": config.get(
+                    broker_keys.SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES
+                ),
             },
         )
         settings = dataclasses.replace(
             ShareCoordinatorSettings.from_config(config), num_partitions=len(partitions)
         )
         linger = StateAppendLinger(
-            clock=clock, linger_ms=config.get_int("share.coordinator.append.linger.ms"), rearm=rearm
+            clock=clock,
+            linger_ms=config.get(broker_keys.SHARE_COORDINATOR_APPEND_LINGER_MS),
+            rearm=rearm,
         )
         sinks = linger.sinks(partitions, encode=CODEC.encode)
         loader = LogLoader(
             partitions,
             CODEC.decode,
-            buffer_bytes=config.get_int("share.coordinator.load.buffer.size"),
+            buffer_bytes=config.get(broker_keys.SHARE_COORDINATOR_LOAD_BUFFER_SIZE),
         )
-        prune_interval_ms = config.get_int("share.coordinator.state.topic.prune.interval.ms")
+        prune_interval_ms = config.get(broker_keys.SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS)
         coordinator = ShareCoordinator(
             sink_for=sinks.__getitem__,
             clock=clock,

@@ -66,7 +66,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.placement import partition_for
@@ -362,18 +362,18 @@ def _open_state(
     partitions = ensure_internal_topic(
         logs,
         name=TRANSACTION_STATE_TOPIC,
-        partitions=config.get_int("transaction.state.log.num.partitions"),
-        configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
+        partitions=config.get(broker_keys.TRANSACTION_STATE_LOG_NUM_PARTITIONS),
+        configs={"segment.bytes": config.get(broker_keys.TRANSACTION_STATE_LOG_SEGMENT_BYTES)},
     )
     sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
-    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
+    buffer_bytes = config.get(broker_keys.TRANSACTION_STATE_LOG_LOAD_BUFFER_SIZE)
     loader = LogLoader(partitions, CODEC.decode, buffer_bytes=buffer_bytes, flush_first=True)
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
         clock=clock,
-        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
-        transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+        max_timeout_ms=config.get(broker_keys.TRANSACTION_MAX_TIMEOUT_MS),
+        transactional_id_expiration_ms=config.get(broker_keys.TRANSACTIONAL_ID_EXPIRATION_MS),
         loader=loader,
     )
     load_all(coordinator.runtime, loader, clock=clock, what="transaction coordinator")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,7 +30,7 @@ class ShareCoordinatorSettings:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ShareCoordinatorSettings:
         return cls(
-            num_partitions=config.get_int("share.coordinator.state.topic.num.partitions"),
+            num_partitions=config.get(broker_keys.SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS),
             records_per_snapshot=config.get_int(
                 "share.coordinator.snapshot.update.records.per.snapshot"
             ),
