@@ -10,6 +10,7 @@ Layout of `<data_dir>`:
     topics.json            every topic (topics.py)
     producer-ids           producer-id high-water mark (producer_ids.py)
     <topic>-<partition>/   one partition log (partition.py), with partition.metadata
+    __cluster_metadata-0/  the metadata log (server/metadata_log.py): no topic, skipped
     <dir>.<hex>-delete     a deleted partition being removed (removed again on start)
     <dir>.<hex>-stray      a partition directory of another topic id, set aside
 
@@ -61,6 +62,8 @@ from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION_KEY
 from shoal.log.topic_writes import TopicWrite
 from shoal.log.topics import (
+    METADATA_LOG_DIR,
+    METADATA_TOPIC,
     TOPICS_FILE,
     UuidSource,
     collision_key,
@@ -156,6 +159,8 @@ class LogManager:
             if _DELETED_DIR.fullmatch(entry.name):
                 logger.info("removing %s, left by an unfinished topic deletion", entry)
                 _remove_tree(entry)
+            elif entry.name == METADATA_LOG_DIR:
+                continue  # the metadata log (server/metadata_log.py), no topic's
             elif entry.name not in expected and not entry.name.endswith("-stray"):
                 logger.warning("leaving alone %s: no known topic partition owns it", entry)
         progress = Progress("recovered", "partitions", len(expected), logger=logger)
@@ -256,6 +261,11 @@ class LogManager:
         """Validate a creation (the errors of `create_topic`) and return what it
         writes (log/topic_writes.py); nothing changes until `finish_topic`."""
         validate_topic_name(name)
+        if name == METADATA_TOPIC:
+            raise LogError(
+                ErrorCode.invalid_request,
+                f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
+            )
         if name in self._topics:
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         key = collision_key(name)

@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 TOPICS_FILE = "topics.json"
 META_FILE = "meta.properties"
 PARTITION_METADATA_FILE = "partition.metadata"
+METADATA_TOPIC = "__cluster_metadata"
+"""Kafka's metadata log's name: no topic may take it (Kafka's ControllerApis refuses
+its creation); the metadata log lives in `METADATA_LOG_DIR` (server/metadata_log.py)."""
+METADATA_LOG_DIR = f"{METADATA_TOPIC}-0"
 _TOPICS_VERSION = 1
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 

@@ -58,6 +58,7 @@ from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
 from shoal.server.log_cleaner import LogCleaner
+from shoal.server.metadata_log import MetadataLog
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
@@ -86,10 +87,12 @@ class Broker:
         def write_atomic(path: Path, data: bytes) -> Awaitable[None]:
             return self.disk.write_atomic(path, data)  # `disk` is made below
 
+        self.clock: Clock = clock or SystemClock()
+        self.metadata = MetadataLog.open(config, self.clock)
+        """The cluster metadata: `__cluster_metadata-0` and its shard, replayed."""
         self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config), write=write_atomic)
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
         config = self.live_config.current
-        self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
         # ---- metrics (issue 13): requests are counted only with metrics.listener set
         self.metrics = BrokerMetrics(enabled=config.metrics_listener is not None)
@@ -104,6 +107,7 @@ class Broker:
         )
         self.cluster_id = self.logs.cluster_id
         self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
+        self.metadata.flush = self.disk.flush
         """Worker threads for the logs' fsyncs and removals and the stores' durable
         writes (off the event loop); `disk.changes` runs the admin changes in turn."""
         self.group_configs = GroupConfigStore(
@@ -201,7 +205,7 @@ class Broker:
         self.live_config.listeners.append(self.group_service.reconfigure)
         self.live_config.listeners.append(self.cleaner.reconfigure)
         self._subscribe_to_log_changes()
-        self.acls = open_acl_store(config, write=self.disk.write_atomic)
+        self.acls = open_acl_store(config, self.metadata)
         # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
         self.quotas = QuotaService.open(lambda: self.config, write=self.disk.write_atomic)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
@@ -368,6 +372,7 @@ class Broker:
         self.share_state.append_linger.flush_all()
         await self.disk.close()
         try:
+            self.metadata.close()
             self.logs.close()
         except LogError as exc:  # e.g. a full disk: the next start recovers those logs
             log.error("shutdown: not every log closed cleanly (recovered on next start): %s", exc)

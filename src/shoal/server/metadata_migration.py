@@ -1,0 +1,93 @@
+"""Upgrade: the metadata files of older versions, moved into the metadata log once.
+
+Before the metadata log (server/metadata_log.py), each kind of cluster metadata was a
+file in the data directory, rewritten whole on each change. At start-up, after the
+log is replayed, each such file still present is read once (in the format that
+version wrote), written to the log as the records that make the same state (one
+durable write per file), and renamed `<name>.migrated`, so the next start skips it
+and an operator can still read it. A crash between the write and the rename is
+harmless: the next start migrates the file again, and every migration write is a
+whole-value write (the same records again, or none).
+
+An unreadable file stops the start (OSError), as it did before: silently dropping,
+say, every ACL would open the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shoal import limits
+from shoal.metadata.records import MetadataRecord
+from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
+from shoal.security.authorizer import AclBinding
+
+if TYPE_CHECKING:
+    from shoal.coordinator.result import CoordinatorResult
+    from shoal.metadata.shard import MetadataShard
+
+log = logging.getLogger(__name__)
+
+MIGRATED_SUFFIX = ".migrated"
+ACLS_FILE = "acls.json"
+
+Migration = Callable[["MetadataShard", bytes, Path], "CoordinatorResult[MetadataRecord, Any]"]
+"""What a file's bytes become: a write decided on the shard (raises OSError)."""
+
+
+def old_files(data_dir: Path) -> list[tuple[Path, Migration]]:
+    """The old metadata files present in `data_dir`, each with what it becomes, in
+    the order they are migrated (server/metadata_log.py writes and renames them)."""
+    return [(data_dir / name, m) for name, m in _MIGRATIONS if (data_dir / name).exists()]
+
+
+def _document(data: bytes, path: Path, *, bytes_max: int) -> Any:
+    """The JSON document of an old file at format version 1 (raises OSError)."""
+    if len(data) > bytes_max:
+        raise OSError(f"{path} is larger than {bytes_max} bytes")
+    try:
+        document = json.loads(data)
+        if document["version"] != 1:
+            raise ValueError(f"unsupported version {document['version']!r}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OSError(f"{path} is unreadable: {exc}") from exc
+    return document
+
+
+# ---- acls.json: {"version": 1, "acls": [[type, name, pattern, principal, host, operation,
+# permission], ...]} with Kafka's enum names
+
+
+def _acls(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[MetadataRecord, Any]:
+    document = _document(data, path, bytes_max=limits.ACL_FILE_BYTES_MAX)
+    try:
+        acls = [_acl(row) for row in document["acls"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OSError(f"{path} is unreadable: {exc}") from exc
+    for acl in acls:
+        problem = acl.problem()
+        if problem is not None:
+            raise OSError(f"{path} holds an invalid ACL {acl}: {problem}")
+    return shard.create_acls(acls, acls_max=max(limits.ACLS_MAX, len(acls)))
+
+
+def _acl(row: object) -> AclBinding:
+    if not isinstance(row, list) or len(row) != 7 or not all(isinstance(v, str) for v in row):
+        raise ValueError(f"malformed ACL row {row!r}")
+    kind, name, pattern, principal, host, operation, permission = row
+    return AclBinding(
+        ResourceType[kind],
+        name,
+        PatternType[pattern],
+        principal,
+        host,
+        AclOperation[operation],
+        PermissionType[permission],
+    )
+
+
+_MIGRATIONS: list[tuple[str, Migration]] = [(ACLS_FILE, _acls)]

@@ -1,0 +1,15 @@
+"""A metadata log in a test's directory (server/metadata_log.py), its fsyncs in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.server.metadata_log import MetadataLog
+
+
+def open_metadata(data_dir: Path, **raw: str) -> MetadataLog:
+    """Open (replaying and migrating) the metadata log of `data_dir`; close it after."""
+    config = BrokerConfig.from_raw({"log.dirs": str(data_dir), **raw})
+    return MetadataLog.open(config, ManualClock())
