@@ -7,9 +7,10 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.server.metadata_log import MetadataLog
+from shoal.server.metadata_migration import open_metadata_log
 
 
 def open_metadata(data_dir: Path, **raw: str) -> MetadataLog:
     """Open (replaying and migrating) the metadata log of `data_dir`; close it after."""
     config = BrokerConfig.from_raw({"log.dirs": str(data_dir), **raw})
-    return MetadataLog.open(config, ManualClock())
+    return open_metadata_log(config, ManualClock())

@@ -58,7 +58,7 @@ from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
 from shoal.server.log_cleaner import LogCleaner
-from shoal.server.metadata_log import MetadataLog
+from shoal.server.metadata_migration import open_metadata_log
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
@@ -88,7 +88,7 @@ class Broker:
             return self.disk.write_atomic(path, data)  # `disk` is made below
 
         self.clock: Clock = clock or SystemClock()
-        self.metadata = MetadataLog.open(config, self.clock)
+        self.metadata = open_metadata_log(config, self.clock)
         """The cluster metadata: `__cluster_metadata-0` and its shard, replayed."""
         self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config), write=write_atomic)
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
@@ -206,8 +206,8 @@ class Broker:
         self.live_config.listeners.append(self.cleaner.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config, self.metadata)
-        # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
-        self.quotas = QuotaService.open(lambda: self.config, write=self.disk.write_atomic)
+        # ---- client quotas (issue 15): the metadata log's set and the byte-rate managers
+        self.quotas = QuotaService(metadata=self.metadata, config=lambda: self.config)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(

@@ -3,8 +3,8 @@
 `MetadataLog.open` opens (creating if absent) the single-partition internal log
 `<data_dir>/__cluster_metadata-0`, fsyncs what a crash may have left unsynced, and
 rebuilds the `MetadataShard` (metadata/shard.py) by replaying the whole log through
-the coordinator runtime; then it migrates the JSON and properties files older
-versions kept the metadata in (server/metadata_migration.py). The log is no topic:
+the coordinator runtime (the broker then migrates the JSON and properties files older
+versions kept the metadata in: server/metadata_migration.py). The log is no topic:
 the log manager skips its directory and no API lists it, as Kafka's tools never list
 `__cluster_metadata`.
 
@@ -39,14 +39,12 @@ from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import CoordinatorRuntime, RecordSinkError
 from shoal.log.api import LogError
-from shoal.log.fileio import fsync_directory, read_file
 from shoal.log.flush import FlushPlan
 from shoal.log.partition import PartitionLog
 from shoal.log.topics import METADATA_LOG_DIR
 from shoal.metadata.image import MetadataImage
 from shoal.metadata.records import CODEC, MetadataRecord
 from shoal.metadata.shard import MetadataShard
-from shoal.server.metadata_migration import MIGRATED_SUFFIX, Migration, old_files
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +81,9 @@ class MetadataLog:
 
     @classmethod
     def open(cls, config: BrokerConfig, clock: Clock) -> MetadataLog:
-        """Open and replay the metadata log of `config.data_dir`, then migrate the
-        files of older versions (server/metadata_migration.py). Raises LogError if
-        the log cannot be opened or read, OSError if an old file cannot be read."""
+        """Open and replay the metadata log of `config.data_dir` (the broker then
+        migrates older versions' files: `metadata_migration.open_metadata_log`).
+        Raises LogError if the log cannot be opened or read."""
         data_dir: Path = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         settings = validate_topic_configs(
@@ -113,26 +111,7 @@ class MetadataLog:
             partition.log_start_offset,
             partition.log_end_offset,
         )
-        for path, migration in old_files(data_dir):
-            metadata._migrate(path, migration)
         return metadata
-
-    def _migrate(self, path: Path, migration: Migration) -> None:
-        """Write what the old file `path` holds, then rename it aside."""
-        data = read_file(path)
-        if data is None:
-            return
-        result = migration(self.shard, data, path)
-        self.write_now(result)
-        aside = path.with_name(path.name + MIGRATED_SUFFIX)
-        path.rename(aside)
-        fsync_directory(path.parent)
-        log.info(
-            "migrated %s into the metadata log (%d records); the old file is now %s",
-            path,
-            len(result.records),
-            aside,
-        )
 
     @property
     def shard(self) -> MetadataShard:

@@ -22,9 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shoal import limits
+from shoal.clock import Clock
+from shoal.config import BrokerConfig
+from shoal.log.fileio import fsync_directory, read_file
 from shoal.metadata.records import MetadataRecord
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding
+from shoal.security.quota import Entity
+from shoal.server.metadata_log import MetadataLog
+from shoal.server.quota_store import entity_problem, key_problem, value_problem
 
 if TYPE_CHECKING:
     from shoal.coordinator.result import CoordinatorResult
@@ -34,15 +40,37 @@ log = logging.getLogger(__name__)
 
 MIGRATED_SUFFIX = ".migrated"
 ACLS_FILE = "acls.json"
+QUOTAS_FILE = "client-quotas.json"
 
 Migration = Callable[["MetadataShard", bytes, Path], "CoordinatorResult[MetadataRecord, Any]"]
 """What a file's bytes become: a write decided on the shard (raises OSError)."""
 
 
-def old_files(data_dir: Path) -> list[tuple[Path, Migration]]:
-    """The old metadata files present in `data_dir`, each with what it becomes, in
-    the order they are migrated (server/metadata_log.py writes and renames them)."""
-    return [(data_dir / name, m) for name, m in _MIGRATIONS if (data_dir / name).exists()]
+def open_metadata_log(config: BrokerConfig, clock: Clock) -> MetadataLog:
+    """The metadata log of `config.data_dir`, replayed, with every old metadata file
+    there migrated into it. Raises LogError (the log) or OSError (an old file)."""
+    metadata = MetadataLog.open(config, clock)
+    for name, migration in _MIGRATIONS:
+        _migrate(metadata, config.data_dir / name, migration)
+    return metadata
+
+
+def _migrate(metadata: MetadataLog, path: Path, migration: Migration) -> None:
+    """Write what the old file `path` holds, then rename it aside."""
+    data = read_file(path)
+    if data is None:
+        return
+    result = migration(metadata.shard, data, path)
+    metadata.write_now(result)
+    aside = path.with_name(path.name + MIGRATED_SUFFIX)
+    path.rename(aside)
+    fsync_directory(path.parent)
+    log.info(
+        "migrated %s into the metadata log (%d records); the old file is now %s",
+        path,
+        len(result.records),
+        aside,
+    )
 
 
 def _document(data: bytes, path: Path, *, bytes_max: int) -> Any:
@@ -90,4 +118,32 @@ def _acl(row: object) -> AclBinding:
     )
 
 
-_MIGRATIONS: list[tuple[str, Migration]] = [(ACLS_FILE, _acls)]
+# ---- client-quotas.json: {"version": 1, "quotas": [{"entity": [[type, name-or-null], ...],
+# "values": {key: value}}, ...]}
+
+
+def _quotas(
+    shard: MetadataShard, data: bytes, path: Path
+) -> CoordinatorResult[MetadataRecord, Any]:
+    document = _document(data, path, bytes_max=limits.QUOTA_FILE_BYTES_MAX)
+    quotas: dict[Entity, dict[str, float]] = {}
+    try:
+        for row in document["quotas"]:
+            entity = tuple((str(kind), name) for kind, name in row["entity"])
+            values = {str(k): float(v) for k, v in row["values"].items()}
+            problem = entity_problem(entity) or next(
+                filter(
+                    None,
+                    (key_problem(entity, k) or value_problem(k, v) for k, v in values.items()),
+                ),
+                None,
+            )
+            if problem is not None:
+                raise ValueError(problem)
+            quotas[entity] = values
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OSError(f"{path} is unreadable: {exc}") from exc
+    return shard.alter_quotas(quotas)
+
+
+_MIGRATIONS: list[tuple[str, Migration]] = [(ACLS_FILE, _acls), (QUOTAS_FILE, _quotas)]
