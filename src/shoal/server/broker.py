@@ -230,7 +230,7 @@ class Broker:
             txn=self.txn,
             authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
             acls=self.acls,
-            sasl=SaslService(ScramStore(config.data_dir, write=self.disk.write_atomic)),
+            sasl=SaslService(ScramStore(self.metadata)),
             metrics=self.metrics,
             quotas=self.quotas,
         )

@@ -15,6 +15,8 @@ say, every ACL would open the cluster.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import Callable
@@ -26,9 +28,11 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.log.fileio import fsync_directory, read_file
 from shoal.metadata.records import MetadataRecord
+from shoal.metadata.shard import ScramUpsertion
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding
 from shoal.security.quota import Entity
+from shoal.security.scram import MECHANISMS, ScramCredential
 from shoal.server.metadata_log import MetadataLog
 from shoal.server.quota_store import entity_problem, key_problem, value_problem
 
@@ -41,6 +45,7 @@ log = logging.getLogger(__name__)
 MIGRATED_SUFFIX = ".migrated"
 ACLS_FILE = "acls.json"
 QUOTAS_FILE = "client-quotas.json"
+SCRAM_FILE = "scram-credentials.json"
 
 Migration = Callable[["MetadataShard", bytes, Path], "CoordinatorResult[MetadataRecord, Any]"]
 """What a file's bytes become: a write decided on the shard (raises OSError)."""
@@ -146,4 +151,35 @@ def _quotas(
     return shard.alter_quotas(quotas)
 
 
-_MIGRATIONS: list[tuple[str, Migration]] = [(ACLS_FILE, _acls), (QUOTAS_FILE, _quotas)]
+# ---- scram-credentials.json: {"version": 1, "users": {user: {mechanism: {"salt",
+# "stored_key", "server_key" (base64), "iterations"}}}}
+
+
+def _scram(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[MetadataRecord, Any]:
+    document = _document(data, path, bytes_max=limits.SCRAM_FILE_BYTES_MAX)
+    try:
+        upsertions = [
+            ScramUpsertion(
+                str(user),
+                mechanism,
+                ScramCredential(
+                    salt=base64.b64decode(c["salt"]),
+                    stored_key=base64.b64decode(c["stored_key"]),
+                    server_key=base64.b64decode(c["server_key"]),
+                    iterations=int(c["iterations"]),
+                ),
+            )
+            for user, creds in document["users"].items()
+            for mechanism, c in creds.items()
+            if mechanism in MECHANISMS
+        ]
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise OSError(f"{path} is unreadable: {exc}") from exc
+    return shard.alter_scram(upsertions=upsertions, deletions=())
+
+
+_MIGRATIONS: list[tuple[str, Migration]] = [
+    (ACLS_FILE, _acls),
+    (QUOTAS_FILE, _quotas),
+    (SCRAM_FILE, _scram),
+]

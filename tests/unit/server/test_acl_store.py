@@ -16,7 +16,7 @@ from shoal.security.authorizer import AclBinding, AclBindingFilter, StandardAuth
 from shoal.server.acl_store import AclStore, open_acl_store
 from shoal.server.metadata_log import METADATA_DIR
 from shoal.server.metadata_migration import ACLS_FILE, MIGRATED_SUFFIX
-from tests.support.metadata import open_metadata
+from tests.support.metadata import metadata_at, open_metadata
 
 READ_T = AclBinding(
     ResourceType.TOPIC,
@@ -41,15 +41,9 @@ DENY_PREFIX = AclBinding(
 def store_at(path: Path, **kw: int) -> AclStore:
     """The ACL store over the metadata log of `path` (the previous one closed: each
     call is a restart)."""
-    previous = _OPEN.pop(path, None)
-    if previous is not None:
-        previous.close()
-    metadata = _OPEN[path] = open_metadata(path)
+    metadata = metadata_at(path)
     store = AclStore.open(StandardAuthorizer(), metadata)
     return AclStore(authorizer=store.authorizer, metadata=metadata, **kw)
-
-
-_OPEN: dict[Path, object] = {}
 
 
 def old_acls_file(path: Path, rows: list[list[str]]) -> None:
@@ -88,7 +82,7 @@ def test_invalid_bindings_are_refused_alone(tmp_path: Path) -> None:
 
 def test_a_torn_log_tail_is_ignored(tmp_path: Path) -> None:
     asyncio.run(store_at(tmp_path).create([READ_T]))
-    _OPEN.pop(tmp_path).close()  # type: ignore[attr-defined]
+    store_at(tmp_path).metadata.close()
     segment = next((tmp_path / METADATA_DIR).glob("*.log"))
     with segment.open("ab") as torn:  # half a batch, as a crash mid-append leaves it
         torn.write(b"\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00")

@@ -11,7 +11,6 @@ import pytest
 
 from shoal.config import BrokerConfig
 from shoal.security.quota import entity
-from shoal.server.metadata_log import MetadataLog
 from shoal.server.metadata_migration import MIGRATED_SUFFIX, QUOTAS_FILE
 from shoal.server.quota_store import (
     MATCH_ANY,
@@ -22,21 +21,15 @@ from shoal.server.quota_store import (
     QuotaService,
     filter_problem,
 )
-from tests.support.metadata import open_metadata
-
-_OPEN: dict[Path, MetadataLog] = {}
+from tests.support.metadata import metadata_at, open_metadata
 
 P, C = "producer_byte_rate", "consumer_byte_rate"
 
 
 def service(tmp_path: Path, *extra: tuple[str, str], entities_max: int = 100) -> QuotaService:
     config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **dict(extra)})
-    previous = _OPEN.pop(tmp_path, None)
-    if previous is not None:  # each call is a restart
-        previous.close()
-    metadata = _OPEN[tmp_path] = open_metadata(tmp_path)
     return QuotaService(
-        metadata=metadata,
+        metadata=metadata_at(tmp_path),
         config=lambda: config,
         entities_max=entities_max,
     )
