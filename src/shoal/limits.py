@@ -232,6 +232,9 @@ whole quota window, so a rate of 0) are dropped, and the oldest if none is idle.
 QUOTA_FILE_BYTES_MAX: Final = 16 << 20
 """An old `client-quotas.json` larger than this is refused by the start-up migration
 (server/metadata_migration.py: corrupt or not ours)."""
+GROUP_CONFIGS_FILE_BYTES_MAX: Final = 16 << 20
+"""An old `group-configs.json` larger than this is refused by the start-up migration
+(server/metadata_migration.py)."""
 SCRAM_FILE_BYTES_MAX: Final = 16 << 20
 """An old `scram-credentials.json` larger than this is refused by the start-up
 migration (server/metadata_migration.py)."""

@@ -51,7 +51,7 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.data_dir_lock import data_dir_lock
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
-from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.http_listener import HttpListener
@@ -111,8 +111,7 @@ class Broker:
         """Worker threads for the logs' fsyncs and removals and the stores' durable
         writes (off the event loop); `disk.changes` runs the admin changes in turn."""
         self.group_configs = GroupConfigStore(
-            persistence=GroupConfigFile(config.data_dir, write=self.disk.write_atomic),
-            broker_config=lambda: self.live_config.current,
+            metadata=self.metadata, broker_config=lambda: self.live_config.current
         )
         """Share-group configs (GROUP resources), the one store the group coordinator
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""

@@ -26,18 +26,20 @@ from typing import TYPE_CHECKING, Any
 from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
+from shoal.coordinator.result import CoordinatorResult
+from shoal.group.configs import render_overrides
 from shoal.log.fileio import fsync_directory, read_file
-from shoal.metadata.records import MetadataRecord
+from shoal.metadata.records import GROUP_RESOURCE, MetadataRecord
 from shoal.metadata.shard import ScramUpsertion
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding
 from shoal.security.quota import Entity
 from shoal.security.scram import MECHANISMS, ScramCredential
+from shoal.server.group_configs import parse_stored
 from shoal.server.metadata_log import MetadataLog
 from shoal.server.quota_store import entity_problem, key_problem, value_problem
 
 if TYPE_CHECKING:
-    from shoal.coordinator.result import CoordinatorResult
     from shoal.metadata.shard import MetadataShard
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ MIGRATED_SUFFIX = ".migrated"
 ACLS_FILE = "acls.json"
 QUOTAS_FILE = "client-quotas.json"
 SCRAM_FILE = "scram-credentials.json"
+GROUP_CONFIGS_FILE = "group-configs.json"
 
 Migration = Callable[["MetadataShard", bytes, Path], "CoordinatorResult[MetadataRecord, Any]"]
 """What a file's bytes become: a write decided on the shard (raises OSError)."""
@@ -178,8 +181,30 @@ def _scram(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[M
     return shard.alter_scram(upsertions=upsertions, deletions=())
 
 
+# ---- group-configs.json: {"version": 1, "groups": {group id: {key: value as Kafka shows
+# it}}}; entries that no longer parse are skipped with a warning, as loading them was
+
+
+def _group_configs(
+    shard: MetadataShard, data: bytes, path: Path
+) -> CoordinatorResult[MetadataRecord, Any]:
+    document = _document(data, path, bytes_max=limits.GROUP_CONFIGS_FILE_BYTES_MAX)
+    groups = document.get("groups")
+    if not isinstance(groups, dict):
+        raise OSError(f"{path} is unreadable: malformed groups")
+    records: list[MetadataRecord] = []
+    for group_id, raw in groups.items():
+        if group_id:
+            typed = parse_stored(str(group_id), raw)
+            records += shard.set_configs(
+                GROUP_RESOURCE, str(group_id), render_overrides(typed)
+            ).records
+    return CoordinatorResult(tuple(records), None)
+
+
 _MIGRATIONS: list[tuple[str, Migration]] = [
     (ACLS_FILE, _acls),
     (QUOTAS_FILE, _quotas),
     (SCRAM_FILE, _scram),
+    (GROUP_CONFIGS_FILE, _group_configs),
 ]

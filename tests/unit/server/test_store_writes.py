@@ -33,7 +33,7 @@ from shoal.server.configs import ResourceType
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.disk_io import ChangeLane, ChangeLaneFull, DiskIO
-from shoal.server.group_configs import GROUP_CONFIGS_FILE
+from shoal.server.metadata_log import METADATA_DIR
 from tests.unit.server.fsync_gate import FsyncGate
 
 LOCK = "share.record.lock.duration.ms"
@@ -380,8 +380,9 @@ def test_group_configs_are_written_off_the_loop_and_concurrent_alterations_both_
     for answer in asyncio.run(scenario()):
         assert answer.responses[0].error_code == ErrorCode.none
     assert broker.group_configs.overrides("g") == {LOCK: 20_000, RESET: "earliest"}
-    written = (broker.config.data_dir / GROUP_CONFIGS_FILE).read_text()
-    assert LOCK in written and RESET in written
+    log_dir = broker.config.data_dir / METADATA_DIR
+    written = b"".join(p.read_bytes() for p in log_dir.glob("*.log"))
+    assert LOCK.encode() in written and RESET.encode() in written
 
 
 def test_a_failed_config_write_answers_kafka_storage_error_and_changes_nothing(
