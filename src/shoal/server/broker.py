@@ -34,8 +34,6 @@ import contextlib
 import logging
 import resource
 import socket
-from collections.abc import Awaitable
-from pathlib import Path
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -84,13 +82,12 @@ log = logging.getLogger(__name__)
 class Broker:
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
 
-        def write_atomic(path: Path, data: bytes) -> Awaitable[None]:
-            return self.disk.write_atomic(path, data)  # `disk` is made below
-
         self.clock: Clock = clock or SystemClock()
         self.metadata = open_metadata_log(config, self.clock)
         """The cluster metadata: `__cluster_metadata-0` and its shard, replayed."""
-        self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config), write=write_atomic)
+        self.live_config = LiveBrokerConfig(
+            DynamicBrokerConfig.load(config, self.metadata.image), metadata=self.metadata
+        )
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
         config = self.live_config.current
         self.node_id = config.node_id

@@ -25,19 +25,27 @@ from typing import TYPE_CHECKING, Any
 
 from shoal import limits
 from shoal.clock import Clock
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, ConfigError, parse_properties
 from shoal.coordinator.result import CoordinatorResult
 from shoal.group.configs import render_overrides
 from shoal.log.fileio import fsync_directory, read_file
-from shoal.metadata.records import GROUP_RESOURCE, MetadataRecord
+from shoal.metadata.records import (
+    BROKER_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
+    GROUP_RESOURCE,
+    MetadataRecord,
+)
 from shoal.metadata.shard import ScramUpsertion
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding
 from shoal.security.quota import Entity
 from shoal.security.scram import MECHANISMS, ScramCredential
+from shoal.server.client_metrics_configs import validate as validate_client_metrics
+from shoal.server.dynamic_config import DynamicLayer
 from shoal.server.group_configs import parse_stored
 from shoal.server.metadata_log import MetadataLog
 from shoal.server.quota_store import entity_problem, key_problem, value_problem
+from shoal.server.refused import Refused
 
 if TYPE_CHECKING:
     from shoal.metadata.shard import MetadataShard
@@ -49,8 +57,11 @@ ACLS_FILE = "acls.json"
 QUOTAS_FILE = "client-quotas.json"
 SCRAM_FILE = "scram-credentials.json"
 GROUP_CONFIGS_FILE = "group-configs.json"
+CLIENT_METRICS_FILE = "client-metrics-configs.json"
 
-Migration = Callable[["MetadataShard", bytes, Path], "CoordinatorResult[MetadataRecord, Any]"]
+Migration = Callable[
+    ["MetadataShard", bytes, Path, BrokerConfig], "CoordinatorResult[MetadataRecord, Any]"
+]
 """What a file's bytes become: a write decided on the shard (raises OSError)."""
 
 
@@ -59,16 +70,16 @@ def open_metadata_log(config: BrokerConfig, clock: Clock) -> MetadataLog:
     there migrated into it. Raises LogError (the log) or OSError (an old file)."""
     metadata = MetadataLog.open(config, clock)
     for name, migration in _MIGRATIONS:
-        _migrate(metadata, config.data_dir / name, migration)
+        _migrate(metadata, config.data_dir / name, migration, config)
     return metadata
 
 
-def _migrate(metadata: MetadataLog, path: Path, migration: Migration) -> None:
+def _migrate(metadata: MetadataLog, path: Path, migration: Migration, config: BrokerConfig) -> None:
     """Write what the old file `path` holds, then rename it aside."""
     data = read_file(path)
     if data is None:
         return
-    result = migration(metadata.shard, data, path)
+    result = migration(metadata.shard, data, path, config)
     metadata.write_now(result)
     aside = path.with_name(path.name + MIGRATED_SUFFIX)
     path.rename(aside)
@@ -98,7 +109,9 @@ def _document(data: bytes, path: Path, *, bytes_max: int) -> Any:
 # permission], ...]} with Kafka's enum names
 
 
-def _acls(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[MetadataRecord, Any]:
+def _acls(
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
+) -> CoordinatorResult[MetadataRecord, Any]:
     document = _document(data, path, bytes_max=limits.ACL_FILE_BYTES_MAX)
     try:
         acls = [_acl(row) for row in document["acls"]]
@@ -131,7 +144,7 @@ def _acl(row: object) -> AclBinding:
 
 
 def _quotas(
-    shard: MetadataShard, data: bytes, path: Path
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
 ) -> CoordinatorResult[MetadataRecord, Any]:
     document = _document(data, path, bytes_max=limits.QUOTA_FILE_BYTES_MAX)
     quotas: dict[Entity, dict[str, float]] = {}
@@ -158,7 +171,9 @@ def _quotas(
 # "stored_key", "server_key" (base64), "iterations"}}}}
 
 
-def _scram(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[MetadataRecord, Any]:
+def _scram(
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
+) -> CoordinatorResult[MetadataRecord, Any]:
     document = _document(data, path, bytes_max=limits.SCRAM_FILE_BYTES_MAX)
     try:
         upsertions = [
@@ -186,7 +201,7 @@ def _scram(shard: MetadataShard, data: bytes, path: Path) -> CoordinatorResult[M
 
 
 def _group_configs(
-    shard: MetadataShard, data: bytes, path: Path
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
 ) -> CoordinatorResult[MetadataRecord, Any]:
     document = _document(data, path, bytes_max=limits.GROUP_CONFIGS_FILE_BYTES_MAX)
     groups = document.get("groups")
@@ -202,9 +217,52 @@ def _group_configs(
     return CoordinatorResult(tuple(records), None)
 
 
+# ---- dynamic-broker.properties and dynamic-cluster-default.properties: the two dynamic
+# broker layers as properties (an unreadable one was ignored with a warning; still is)
+
+
+def _layer(layer: DynamicLayer) -> Migration:
+    def migration(
+        shard: MetadataShard, data: bytes, path: Path, config: BrokerConfig
+    ) -> CoordinatorResult[MetadataRecord, Any]:
+        try:
+            values = parse_properties(data.decode("utf-8"), source=str(path))
+        except (ConfigError, UnicodeDecodeError) as exc:
+            log.warning("ignoring unreadable %s: %s", path, exc)
+            values = {}
+        return shard.set_configs(BROKER_RESOURCE, layer.resource_name(config.node_id), values)
+
+    return migration
+
+
+# ---- client-metrics-configs.json: {"version": 1, "resources": {name: {key: value}}};
+# resources that no longer validate are skipped with a warning, as loading them was
+
+
+def _client_metrics(
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
+) -> CoordinatorResult[MetadataRecord, Any]:
+    document = _document(data, path, bytes_max=limits.GROUP_CONFIGS_FILE_BYTES_MAX)
+    resources = document.get("resources")
+    if not isinstance(resources, dict):
+        raise OSError(f"{path} is unreadable: malformed resources")
+    records: list[MetadataRecord] = []
+    for name, raw in resources.items():
+        try:
+            settings = validate_client_metrics(str(name), dict(raw))
+        except (Refused, TypeError, ValueError) as exc:
+            log.warning("ignoring persisted client metrics resource %r: %s", name, exc)
+            continue
+        records += shard.set_configs(CLIENT_METRICS_RESOURCE, str(name), settings).records
+    return CoordinatorResult(tuple(records), None)
+
+
 _MIGRATIONS: list[tuple[str, Migration]] = [
     (ACLS_FILE, _acls),
     (QUOTAS_FILE, _quotas),
     (SCRAM_FILE, _scram),
     (GROUP_CONFIGS_FILE, _group_configs),
+    (DynamicLayer.BROKER.value, _layer(DynamicLayer.BROKER)),
+    (DynamicLayer.CLUSTER_DEFAULT.value, _layer(DynamicLayer.CLUSTER_DEFAULT)),
+    (CLIENT_METRICS_FILE, _client_metrics),
 ]

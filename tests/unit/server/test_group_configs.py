@@ -171,7 +171,8 @@ def test_an_unreadable_file_stops_start_up(tmp_path: Path, text: str) -> None:
 
 
 def dynamic(tmp_path: Path, **static: str) -> DynamicBrokerConfig:
-    return DynamicBrokerConfig.load(BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static}))
+    config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static})
+    return DynamicBrokerConfig.load(config, metadata_at(tmp_path).image)
 
 
 def test_entries_of_a_group_that_sets_nothing(tmp_path: Path) -> None:
