@@ -201,11 +201,10 @@ class MetadataShard:
 
     # ---- topics
     def put_topic(self, topic: TopicImage) -> CoordinatorResult[MetadataRecord, None]:
-        """Create `topic`, or set its partition count (an id never changes)."""
-        current = self._topics.get(topic.name)
-        if current == topic:
+        """Create `topic`, or set its partition count (or, for a name whose topic was
+        replaced meanwhile, its id: the last record of a name wins)."""
+        if self._topics.get(topic.name) == topic:
             return CoordinatorResult((), None)
-        assert current is None or current.topic_id == topic.topic_id, (current, topic)
         value = TopicValue(
             topic_id=topic.topic_id, partitions=topic.partitions, internal=topic.internal
         )

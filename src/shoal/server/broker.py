@@ -57,6 +57,7 @@ from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
 from shoal.server.log_cleaner import LogCleaner
 from shoal.server.metadata_migration import open_metadata_log
+from shoal.server.metadata_topics import MetadataTopicCatalog
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
@@ -100,7 +101,10 @@ class Broker:
         """The HTTP listener of /metrics and the console (`metrics.listener`)."""
         self.purgatory = Purgatory()
         self.logs = LogManager.open(
-            data_dir=config.data_dir, broker_config=config, clock=self.clock
+            data_dir=config.data_dir,
+            broker_config=config,
+            clock=self.clock,
+            catalog=MetadataTopicCatalog(self.metadata),
         )
         self.cluster_id = self.logs.cluster_id
         self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)

@@ -141,17 +141,29 @@ class MetadataLog:
 
     def write_now(self, result: CoordinatorResult[MetadataRecord, R]) -> R:
         """`write` with the fsync on the caller's thread."""
+        return self.append_durably(result)()
+
+    def append_durably(self, result: CoordinatorResult[MetadataRecord, R]) -> Callable[[], R]:
+        """Append `result`'s records and fsync them on the caller's thread (any
+        thread, while no other write runs: a topic change's disk work); returns the
+        replay, which gives the response, to run on the owner. Raises
+        `MetadataWriteError`."""
         records = result.records
-        if records:
-            base = self._append(records)
-            plan = self._plan()
-            if plan is not None:
-                try:
-                    _run_flush(self.partition, plan)
-                except LogError as exc:
-                    raise self._failed(records, exc) from exc
+        if not records:
+            return lambda: result.response
+        base = self._append(records)
+        plan = self._plan()
+        if plan is not None:
+            try:
+                _run_flush(self.partition, plan)
+            except LogError as exc:
+                raise self._failed(records, exc) from exc
+
+        def replay() -> R:
             self._replay(records, base)
-        return result.response
+            return result.response
+
+        return replay
 
     def _append(self, records: tuple[MetadataRecord, ...]) -> int:
         try:

@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,12 @@ from shoal.config import BrokerConfig, ConfigError, parse_properties
 from shoal.coordinator.result import CoordinatorResult
 from shoal.group.configs import render_overrides
 from shoal.log.fileio import fsync_directory, read_file
+from shoal.metadata.image import TopicImage
 from shoal.metadata.records import (
     BROKER_RESOURCE,
     CLIENT_METRICS_RESOURCE,
     GROUP_RESOURCE,
+    TOPIC_RESOURCE,
     MetadataRecord,
 )
 from shoal.metadata.shard import ScramUpsertion
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIGRATED_SUFFIX = ".migrated"
+TOPICS_FILE = "topics.json"
 ACLS_FILE = "acls.json"
 QUOTAS_FILE = "client-quotas.json"
 SCRAM_FILE = "scram-credentials.json"
@@ -257,7 +261,37 @@ def _client_metrics(
     return CoordinatorResult(tuple(records), None)
 
 
+# ---- topics.json: {"version": 1, "topics": [{"name", "topic_id" (canonical UUID text),
+# "partitions", "configs" (overrides as the strings Kafka shows), "internal"}]}; an
+# unreadable one stops the start (KAFKA_STORAGE_ERROR before, OSError now)
+
+
+def _topics(
+    shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
+) -> CoordinatorResult[MetadataRecord, Any]:
+    try:
+        document = json.loads(data)
+        if document.get("version") != 1:
+            raise ValueError(f"unknown version {document.get('version')!r}")
+        records: list[MetadataRecord] = []
+        for entry in document["topics"]:
+            name = str(entry["name"])
+            topic = TopicImage(
+                name,
+                uuid.UUID(entry["topic_id"]),
+                int(entry["partitions"]),
+                bool(entry.get("internal", False)),
+            )
+            configs = {str(k): str(v) for k, v in entry.get("configs", {}).items() if v is not None}
+            records += shard.put_topic(topic).records
+            records += shard.set_configs(TOPIC_RESOURCE, name, configs).records
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise OSError(f"{path} is unreadable: {exc}") from exc
+    return CoordinatorResult(tuple(records), None)
+
+
 _MIGRATIONS: list[tuple[str, Migration]] = [
+    (TOPICS_FILE, _topics),
     (ACLS_FILE, _acls),
     (QUOTAS_FILE, _quotas),
     (SCRAM_FILE, _scram),

@@ -1,6 +1,7 @@
 """The durable ACL set on the metadata log: changes reach the authorizer only once on
 disk, a restart replays them, a torn log tail is ignored, the size limit holds, and an
-old acls.json is migrated (refused when corrupt or oversized)."""
+old acls.json is migrated (refused when corrupt or oversized); and an old topics.json
+migrated too."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from shoal.security.acl import AclOperation, PatternType, PermissionType, Resour
 from shoal.security.authorizer import AclBinding, AclBindingFilter, StandardAuthorizer
 from shoal.server.acl_store import AclStore, open_acl_store
 from shoal.server.metadata_log import METADATA_DIR
-from shoal.server.metadata_migration import ACLS_FILE, MIGRATED_SUFFIX
+from shoal.server.metadata_migration import ACLS_FILE, MIGRATED_SUFFIX, TOPICS_FILE
+from shoal.server.metadata_topics import MetadataTopicCatalog
 from tests.support.metadata import metadata_at, open_metadata
 
 READ_T = AclBinding(
@@ -167,3 +169,30 @@ def test_an_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.Monkey
         open_metadata(tmp_path)
     monkeypatch.setattr("shoal.limits.ACL_FILE_BYTES_MAX", size)
     assert len(store_at(tmp_path).authorizer.acls()) == 2
+
+
+def test_an_old_topics_file_is_migrated(tmp_path: Path) -> None:
+    topic_id = "6f1c1c8e-2a4b-4f0e-9a57-6d2c2c7b8a10"
+    (tmp_path / TOPICS_FILE).write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "topics": [
+                    {
+                        "name": "orders",
+                        "topic_id": topic_id,
+                        "partitions": 3,
+                        "configs": {"retention.ms": "1000"},
+                        "internal": False,
+                    }
+                ],
+            }
+        )
+    )
+    (info,) = MetadataTopicCatalog(metadata_at(tmp_path)).load()
+    assert (info.name, str(info.topic_id), info.partitions) == ("orders", topic_id, 3)
+    assert info.configs == {"retention.ms": 1000} and not info.internal
+    assert (tmp_path / (TOPICS_FILE + MIGRATED_SUFFIX)).exists()
+    (tmp_path / TOPICS_FILE).write_text("{")
+    with pytest.raises(OSError, match="unreadable"):
+        open_metadata(tmp_path)

@@ -32,6 +32,7 @@ from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService
 from shoal.server.timers import Schedule
 from shoal.share.persister import InMemoryPersister
+from tests.support.metadata import topic_catalog
 
 INTERVAL_MS = 1_000
 TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x99), name="orders", partition_count=100)
@@ -50,7 +51,12 @@ class Coordinator:
         }
         self.config = BrokerConfig.from_raw(raw)
         self.clock = clock
-        self.logs = LogManager.open(data_dir=data_dir, broker_config=self.config, clock=clock)
+        self.logs = LogManager.open(
+            data_dir=data_dir,
+            broker_config=self.config,
+            clock=clock,
+            catalog=topic_catalog(data_dir),
+        )
         sink, records = open_group_log(self.logs, self.config, clock)
         self.partitions: list[PartitionLog] = [s.log for s in sink.sinks]
         self.service = GroupService(
