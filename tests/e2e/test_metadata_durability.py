@@ -2,13 +2,16 @@
 ACLs, client quotas, SCRAM credentials, group configs, cluster-wide and client metrics
 configs), some refused, is cut by `kill -9` mid-stream. After a restart on the same data
 directory every acknowledged change is there and no refused one is; the change in
-flight when the broker died may have landed or not (it was never answered)."""
+flight when the broker died may have landed or not (it was never answered). And the
+upgrade: a data directory of the older JSON stores is migrated on first start."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -21,6 +24,7 @@ from shoal.client.requests import (
     BROKER_RESOURCE,
     CLIENT_METRICS_RESOURCE,
     GROUP_RESOURCE,
+    TOPIC_RESOURCE,
     ConfigChange,
 )
 from shoal.client.scram_requests import (
@@ -28,6 +32,7 @@ from shoal.client.scram_requests import (
     describe_user_scram_credentials,
     upsertion,
 )
+from shoal.log.topics import write_partition_metadata
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding, AclBindingFilter
 from tests.support.broker import BrokerProcess, running, wait_until
@@ -183,3 +188,63 @@ def test_acknowledged_changes_survive_sigkill_and_refused_ones_never_appear(
         expected.add(str(in_flight % 7 + 1))
     assert configs(bootstrap, BROKER_RESOURCE, "").get("num.partitions") in expected
     assert broker.wait_for_log(r"metadata log __cluster_metadata-0: \d+ records replayed")
+
+
+def test_a_data_directory_of_the_json_stores_is_migrated_on_first_start(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Upgrade: the files older versions kept the metadata in are read once, written
+    to the metadata log and renamed aside; a restart serves the same from the log."""
+    data_dir = tmp_path_factory.mktemp("metadata-upgrade") / "data"
+    data_dir.mkdir()
+    topic_id = uuid.uuid4()
+    old = {
+        "topics.json": {
+            "version": 1,
+            "topics": [
+                {
+                    "name": "t1",
+                    "topic_id": str(topic_id),
+                    "partitions": 2,
+                    "configs": {"retention.ms": "60000"},
+                    "internal": False,
+                }
+            ],
+        },
+        "acls.json": {
+            "version": 1,
+            "acls": [["TOPIC", "t1", "LITERAL", "User:u1", "*", "READ", "ALLOW"]],
+        },
+        "client-quotas.json": {
+            "version": 1,
+            "quotas": [{"entity": [["client-id", "c1"]], "values": {P: 100}}],
+        },
+        "group-configs.json": {"version": 1, "groups": {"g1": {LOCK: "20000"}}},
+        "client-metrics-configs.json": {"version": 1, "resources": {"m1": {"interval.ms": "1000"}}},
+    }
+    for name, document in old.items():
+        (data_dir / name).write_text(json.dumps(document))
+    (data_dir / "dynamic-cluster-default.properties").write_text("num.partitions=3\n")
+    partition = data_dir / "t1-0"  # the old topic's data stays its own
+    partition.mkdir()
+    write_partition_metadata(partition, topic_id)
+    broker = BrokerProcess(data_dir, overrides=[AUTHORIZER, SUPER])
+    try:
+        broker.start()
+        for _ in range(2):  # first start: migrated; after SIGKILL: replayed from the log
+            b = broker.bootstrap
+            (topic,) = call1(b, requests.metadata(["t1"])).topics
+            assert int(topic.error_code) == 0 and len(topic.partitions) == 2
+            assert topic.topic_id == topic_id
+            assert configs(b, TOPIC_RESOURCE, "t1").get("retention.ms") == "60000"
+            assert present(b, "acl", 1)
+            quotas = call1(b, describe_client_quotas([("client-id", 0, "c1")], strict=True))
+            assert [(v.key, v.value) for e in quotas.entries for v in e.values] == [(P, 100.0)]
+            assert present(b, "group", 1) and present(b, "metrics", 1)
+            assert configs(b, BROKER_RESOURCE, "").get("num.partitions") == "3"
+            assert not any((data_dir / name).exists() for name in old)
+            assert (data_dir / "acls.json.migrated").exists()
+            broker.restart()
+        assert broker.wait_for_log(r"metadata log __cluster_metadata-0: \d+ records replayed")
+    finally:
+        broker.kill()
