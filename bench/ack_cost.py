@@ -19,6 +19,9 @@ decision, the response) and the response's encoding, on a `Broker` built on a ma
 clock without a socket (tests/support/share_rig.py), one ACCEPT of a 2-record batch
 per cycle, as the peers harness's consumers send at a paced 1k-3k records/s. What
 stays out is the shell's part (frame read, request decode, socket write).
+
+Results: printed, and JSON in bench/results/ack_cost.json (either mode; the settings say
+which) with the date and the machine (`shoal_src`: the tree measured).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from kio.static.primitive import i8, i32, i64
 from tests.support.batches import values_batch
 from tests.support.share_rig import ShareRig, manual_broker
 
+from bench.produce_fetch import machine, save_result
 from shoal.clock import ManualClock
 from shoal.coordinator.log_sink import LogRecordSink
 from shoal.log.partition import PartitionLog
@@ -234,7 +238,7 @@ def _run_unsuspended(coroutine: Coroutine[Any, Any, Any]) -> Any:
     raise AssertionError("the handler waited")
 
 
-def _handler_main(repeats: int, cycles: int) -> None:
+def _handler_main(repeats: int, cycles: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         rig = HandlerRig(Path(tmp))
         for _ in range(300):  # warm
@@ -250,6 +254,7 @@ def _handler_main(repeats: int, cycles: int) -> None:
         f"(best of {repeats} x {cycles} cycles); {calls / 1000:.0f} Python calls; "
         f"load {os.getloadavg()[0]:.1f}"
     )
+    return {"handler_us": round(best / cycles * 1e6, 1), "python_calls": round(calls / 1000)}
 
 
 def main() -> None:
@@ -261,8 +266,11 @@ def main() -> None:
         "--handler", action="store_true", help="the whole ShareAcknowledge handler instead"
     )
     args = parser.parse_args()
+    settings = dict(vars(args))
     if args.handler:
-        _handler_main(args.repeats, args.cycles)
+        figures = _handler_main(args.repeats, args.cycles)
+        out = save_result("ack_cost", {"settings": settings, **figures, "machine": machine()})
+        print(f"results: {out}")
         return
     best: tuple[float, float] | None = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -287,6 +295,14 @@ def main() -> None:
         f"(best of {args.repeats} x {n} cycles); "
         f"{calls / 1000:.0f} Python calls; load {os.getloadavg()[0]:.1f}"
     )
+    result = {
+        "settings": settings,
+        "acquire_us": round(best[0] / n * 1e6, 1),
+        "acknowledge_and_state_write_us": round(best[1] / n * 1e6, 1),
+        "python_calls": round(calls / 1000),
+        "machine": machine(),
+    }
+    print(f"results: {save_result('ack_cost', result)}")
 
 
 if __name__ == "__main__":

@@ -12,20 +12,19 @@ topic; and `authorize_any` (WRITE on any topic) for a principal with and without
 (answers are remembered until the ACLs change) and its scan of the principal's ACLs.
 Each figure is the median of 5 rounds of 20k calls, in microseconds per call. The
 target (issue 12) is under 20 us for `authorize` at 10k ACLs. Prints a table and
-writes JSON to bench/results/acl_authorize-<ts>.json.
+writes JSON to bench/results/acl_authorize.json (with the date and the machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
+from bench.produce_fetch import save_result
 from shoal.security.acl import (
     AclOperation,
     Action,
@@ -112,9 +111,6 @@ def main() -> None:
     print(f"{len(authorizer)} ACLs")
     for label, us in figures.items():
         print(f"{label:<40} {us:8.2f} us/call")
-    results = Path(__file__).parent / "results"
-    results.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
     document = {
         "acls": len(authorizer),
         "us_per_call": figures,
@@ -124,7 +120,7 @@ def main() -> None:
             "loadavg": os.getloadavg(),
         },
     }
-    (results / f"acl_authorize-{stamp}.json").write_text(json.dumps(document, indent=1) + "\n")
+    print(f"results: {save_result('acl_authorize', document)}")
 
 
 if __name__ == "__main__":

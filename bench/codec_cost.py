@@ -10,6 +10,8 @@ alternately):
 Per request kind: CPU microseconds per decode (header + body, `codec.decode_header`
 and `codec.decode_body`) and per encode (`codec.encode_response`), best of 5 repeats,
 and the Python calls of each (cProfile: deterministic, comparable whatever the load).
+Results: printed, and JSON in bench/results/codec_cost.json with the date and the machine
+(`shoal_src`: the tree measured).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from tests.support.batches import build_batch
 
+from bench.produce_fetch import machine, save_result
 from bench.request_cost import frame_of
 from shoal.client import requests
 from shoal.client.share_requests import (
@@ -178,6 +181,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"codec from {codec.__file__}; load {os.getloadavg()}")
     frames, answers = request_frames(), responses()
+    kinds: dict[str, dict[str, float]] = {}
     for name, frame in frames.items():
         key, version, response = answers[name]
 
@@ -187,10 +191,19 @@ def main() -> None:
         def encode(k: int = key, v: int = version, r: Any = response) -> Any:
             return codec.encode_response(k, v, 7, r)
 
+        row = {
+            "decode_us": round(_us(decode, args.number), 2),
+            "decode_calls": _calls(decode),
+            "encode_us": round(_us(encode, args.number), 2),
+            "encode_calls": _calls(encode),
+        }
+        kinds[name] = row
         print(
-            f"{name:18} decode {_us(decode, args.number):6.2f} us {_calls(decode):5.1f} calls"
-            f"   encode {_us(encode, args.number):6.2f} us {_calls(encode):5.1f} calls"
+            f"{name:18} decode {row['decode_us']:6.2f} us {row['decode_calls']:5.1f} calls"
+            f"   encode {row['encode_us']:6.2f} us {row['encode_calls']:5.1f} calls"
         )
+    result = {"settings": {"number": args.number}, "kinds": kinds, "machine": machine()}
+    print(f"results: {save_result('codec_cost', result)}")
 
 
 if __name__ == "__main__":

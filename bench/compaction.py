@@ -39,7 +39,6 @@ back to back, never across machines.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -57,7 +56,7 @@ from tests.support.broker import BrokerProcess, wait_until
 from tests.support.clients import create_topic, watermarks
 from tests.support.metrics import METRICS_OVERRIDE, metrics_url, scrape, value
 
-from bench.produce_fetch import RESULTS_DIR, machine
+from bench.produce_fetch import machine, save_result
 from bench.share_consume import percentile
 
 SEGMENT_BYTES = 16 * 1024 * 1024
@@ -404,15 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-rate", type=int, default=500)
     parser.add_argument("--probe-seconds", type=float, default=15.0)
     parser.add_argument("--broker-config", action="append", default=[], metavar="K=V")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "compaction.json")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.keys, args.probe_seconds = 20_000, 500, 3.0
     result = run(args)
     print(table(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(f"wrote {save_result('compaction', result)}", file=sys.stderr)
     expected = args.keys + 1  # every key (tombstones included) and the seal record
     if result["records_after"] != expected or result["keys_after"] != expected:
         print(f"FAIL: want {expected} records, one per key", file=sys.stderr)

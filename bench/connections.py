@@ -11,7 +11,7 @@ opens N TCP connections that send nothing, waits for the broker to have accepted
 all (one ApiVersions on the last one answers), reads VmRSS again, and reports
 (after - before) / N. It then sends one ApiVersions on every connection (so each has
 served a request, as a real client's would) and measures again. Also reported: the
-time to open them all. Results: bench/results/connections-<ts>.json. On a shared
+time to open them all. Results: bench/results/connections.json. On a shared
 machine the times are noisy; RSS is steadier.
 """
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=10_000, help="N (default 10,000)")
     args = parser.parse_args(argv)
     result = run(args.connections)
-    out = save_result("connections", result["timestamp"], result)
+    out = save_result("connections", result)
     print(
         f"{result['connections']} idle connections opened in {result['open_s']} s; broker RSS "
         f"{result['broker_rss_kib_before']} -> {result['broker_rss_kib_idle']} KiB: "

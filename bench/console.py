@@ -25,7 +25,7 @@ two yields of the loop, i.e. what a Kafka request may wait for it; not pages, so
 outside the target).
 Figures: median, p95 and max in ms.
 
-Results: an aligned table on stdout and JSON in bench/results/console-<ts>.json with
+Results: an aligned table on stdout and JSON in bench/results/console.json with
 machine information (the load average says how shared the machine was).
 """
 
@@ -219,7 +219,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.topics, args.groups, args.requests = 100, 10, 10
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     with (
         tempfile.TemporaryDirectory(prefix="shoal-bench-console-") as tmp,
         running_in_process(
@@ -274,7 +273,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     out = save_result(
         "console",
-        stamp,
         {
             "bench": "console",
             "topics": args.topics,

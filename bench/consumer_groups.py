@@ -31,10 +31,11 @@ median, the JSON every run), for `group.protocol=classic` and `consumer` (KIP-84
   (less sensitive to a shared machine than wall time: they say whether either side
   works harder for a group's consumer).
 
-Results: an aligned table on stdout and JSON in bench/results/consumer_groups-<ts>.json
+Results: an aligned table on stdout and JSON in bench/results/consumer_groups.json
 with machine information (the load average says how shared the machine was). With
 --profile the broker runs under cProfile (SHOAL_PROFILE, see shoal.cli.serve) and the
-hottest functions of the whole run are printed and saved next to the JSON.
+hottest functions of the whole run are printed and saved in the JSON (the whole profile
+in bench/results/consumer_groups-profile.pstats).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from confluent_kafka import Consumer, TopicPartition
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import RESULTS_DIR, CpuMeter, machine, produce, save_result
+from bench.produce_fetch import CpuMeter, machine, produce, result_path, save_result
 from shoal.cli.serve import PROFILE_ENV
 
 PROTOCOLS = ("classic", "consumer")
@@ -267,7 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     load_before = os.getloadavg()[0]
     result: dict[str, Any] = {"timestamp": stamp}
-    profile_path = RESULTS_DIR / f"consumer_groups-profile-{stamp}.pstats"
+    profile_path = result_path("consumer_groups-profile.pstats")
     if args.profile:  # the broker subprocess inherits the environment
         os.environ[PROFILE_ENV] = str(profile_path)
     with tempfile.TemporaryDirectory(prefix="shoal-bench-") as tmp:
@@ -416,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.runs, args.members, args.commit_seconds, args.records = 1, 4, 1.0, 50_000
     result = run(args)
-    out = save_result("consumer_groups", result["timestamp"], result)
+    out = save_result("consumer_groups", result)
     info = result["machine"]
     print(
         f"\n{info['cores']} cores ({info['cpu']}), {info['ram_gib']} GiB RAM, "

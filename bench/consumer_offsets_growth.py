@@ -27,7 +27,7 @@ files on disk. Without the bound the retained count would track the commits; wit
 it it stays below twice the live keys + two windows.
 
 Results: an aligned table on stdout and JSON in
-bench/results/consumer_offsets_growth-<ts>.json with machine information. Figures
+bench/results/consumer_offsets_growth.json with machine information. Figures
 measured on a shared machine are noisy; the retained record count is not.
 """
 
@@ -94,7 +94,6 @@ def log_sample(probe: Consumer, data_dir: Path, partitions: int) -> tuple[int, i
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     overrides = [f"offsets.topic.segment.bytes={args.segment_bytes}"]
     if args.prune_interval_ms is not None:
         overrides.append(f"offsets.topic.prune.interval.ms={args.prune_interval_ms}")
@@ -175,7 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "samples": samples,
         "machine": machine(),
     }
-    path = save_result("consumer_offsets_growth", stamp, result)
+    path = save_result("consumer_offsets_growth", result)
     print(
         f"{acked} commits ({result['commit_rate_achieved']}/s), {written} records written, "
         f"{retained} retained at the end (max {result['max_records_retained']}); {path}"

@@ -18,7 +18,7 @@ Printed: one line per kill (moment, restart time, check time, records acknowledg
 far), the final share drain's progress every 30 s (records left, the group's lag per
 partition), then the totals: kills survived, records produced and acknowledged, lost and
 duplicated (both must be 0; any violation stops the run with the seed). JSON in
-bench/results/crash_soak-<ts>.json with every round.
+bench/results/crash_soak.json with every round.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> int:
         "machine": {**machine(), "load_average_1m_before": before.get("load_average_1m")},
         "note": "2 cores shared with other engineers' test runs: timings are noisy",
     }
-    out = save_result("crash_soak", stamp, result)
+    out = save_result("crash_soak", result)
     print()
     for name, value in summary.items():
         print(f"{name:32s} {value}")

@@ -14,6 +14,9 @@ On a shared machine two runs differ more than the change being measured, so
 interleaved, the count-checking walk of that other tree against this tree's `scan`
 (the walk is the only per-request work the unknown-tag support adds to the body; the
 header is read by kio directly unless its tag byte is non-zero).
+
+Results: printed, and JSON in bench/results/decode_cost.json with the date and the
+machine (`shoal_src`: the tree measured).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from kio.schema.produce.v11 import request as produce11
 from kio.schema.share_fetch.v1 import request as share_fetch1
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
+from bench.produce_fetch import machine, save_result
 from shoal.protocol import codec, counts
 
 TOPIC_ID = uuid.UUID("6c1f9d0c-7d1e-4b69-9d53-2b3f7a5e0c11")
@@ -92,12 +96,13 @@ def per_decode_us(frame: bytes, number: int) -> float:
     return best / number * 1e6
 
 
-def compare_walks(baseline_path: str, number: int) -> None:
+def compare_walks(baseline_path: str, number: int) -> dict[str, dict[str, float]]:
     spec = importlib.util.spec_from_file_location("baseline_counts", baseline_path)
     assert spec is not None and spec.loader is not None
     baseline = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(baseline)
     timer = time.process_time
+    walks: dict[str, dict[str, float]] = {}
     for name, frame in (("produce", produce_frame()), ("share_fetch", share_fetch_frame())):
         key, version = codec.peek_key_version(frame)
         _, offset = codec.decode_header(frame, key, version)
@@ -127,6 +132,8 @@ def compare_walks(baseline_path: str, number: int) -> None:
             )
         old_us, new_us = min(old) / number * 1e6, min(new) / number * 1e6
         print(f"{name:12} walk: baseline {old_us:5.2f} us, this tree {new_us:5.2f} us")
+        walks[name] = {"baseline_us": round(old_us, 2), "this_tree_us": round(new_us, 2)}
+    return walks
 
 
 def main() -> None:
@@ -135,15 +142,23 @@ def main() -> None:
     parser.add_argument("--baseline-counts", metavar="PATH")
     args = parser.parse_args()
     print(f"codec from {codec.__file__}; load {os.getloadavg()}")
+    result: dict[str, Any] = {"settings": vars(args), "decode_us": {}}
     for name, frame in (("produce", produce_frame()), ("share_fetch", share_fetch_frame())):
-        print(f"{name:12} {per_decode_us(frame, args.number):6.2f} us")
+        plain = per_decode_us(frame, args.number)
+        print(f"{name:12} {plain:6.2f} us")
+        row: dict[str, Any] = {"plain": round(plain, 2)}
         tagged = frame[:-1] + b"\x01\x63\x02\x00\x00"  # one unknown tag (99) in the body
         try:
-            print(f"{name:12} {per_decode_us(tagged, args.number):6.2f} us with an unknown tag")
+            row["unknown_tag"] = round(per_decode_us(tagged, args.number), 2)
+            print(f"{name:12} {row['unknown_tag']:6.2f} us with an unknown tag")
         except codec.ProtocolError as exc:
+            row["unknown_tag"] = f"refused: {exc}"
             print(f"{name:12} unknown tag refused: {exc}")
+        result["decode_us"][name] = row
     if args.baseline_counts:
-        compare_walks(args.baseline_counts, args.number)
+        result["walk"] = compare_walks(args.baseline_counts, args.number)
+    result["machine"] = machine()
+    print(f"results: {save_result('decode_cost', result)}")
 
 
 if __name__ == "__main__":

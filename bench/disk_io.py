@@ -25,7 +25,7 @@ Then small-write latencies over `--appends` appends of 1 KiB batches: an append 
 the default policy, an append with flush.messages=1 (an fsync each), and
 `write_atomic` of a 4 KiB file (producer snapshots, checkpoints, topics.json).
 
-Results: an aligned table on stdout and JSON in bench/results/disk_io-<ts>.json.
+Results: an aligned table on stdout and JSON in bench/results/disk_io.json.
 """
 
 from __future__ import annotations
@@ -174,7 +174,6 @@ def main() -> None:
     args = parser.parse_args()
     sizes = args.sizes_mib or ("1,16,64" if args.quick else "16,128,1024")
     appends = min(args.appends, 100) if args.quick else args.appends
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     root = Path(tempfile.mkdtemp(prefix="shoal-disk-io-", dir=args.dir))
     try:
         rows = [measure_size(root, int(s)) for s in sizes.split(",")]
@@ -196,7 +195,6 @@ def main() -> None:
         print(f"{name:<26} {figures['median_ms']:>8} {figures['p99_ms']:>8} {figures['max_ms']:>8}")
     out = save_result(
         "disk_io",
-        stamp,
         {"machine": machine(), "segments": rows, "small_writes": small, "appends": appends},
     )
     print(f"\nwrote {out}")

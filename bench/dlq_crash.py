@@ -8,7 +8,7 @@ Run from the repository root:
 
 The loop and its checks are tests/support/dlq_crash.py's (the default suite runs it
 with 3 kills, tests/e2e/test_share_dlq_crash.py): every offset of the source topic
-must have exactly one DLQ record. Printed and saved (bench/results/dlq_crash-<ts>.json):
+must have exactly one DLQ record. Printed and saved (bench/results/dlq_crash.json):
 kills, records, DLQ records, rejects sent (more than the records when a kill lost
 acknowledgements and the records came back), recovered copies found already written
 (`dedupe_hits`), the wall time and the machine's load.
@@ -57,7 +57,7 @@ def main() -> int:
         "note": "2 cores shared with other engineers' test runs: timings are noisy",
     }
     print(result["summary"], f"in {result['wall_s']} s", flush=True)
-    print("saved", save_result("dlq_crash", stamp, result), flush=True)
+    print("saved", save_result("dlq_crash", result), flush=True)
     return 0
 
 

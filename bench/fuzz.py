@@ -14,7 +14,8 @@ health topic. The broker's RSS is read after a warm-up round and after each roun
 
 Bugs: broker log lines with a traceback or "handler of X failed", a dead process, or
 a health record delivered and not consumed. Results: a summary on stdout and JSON in
-bench/results/fuzz-<ts>.json. The machine is shared: frames/s are indicative only.
+bench/results/fuzz.json (rewritten after every round). The machine is shared: frames/s
+are indicative only.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from tests.support import fuzz_runner
 from tests.support.broker import BrokerProcess
 
-RESULTS = Path(__file__).parent / "results"
+from bench.produce_fetch import save_result
 
 
 def main() -> None:
@@ -46,7 +47,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop early: broker killed, JSON kept
     root = Path(tempfile.mkdtemp(prefix="shoal-fuzz-"))
     broker = BrokerProcess(root / "data").start()
-    path = RESULTS / f"fuzz-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     rounds: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
@@ -65,7 +66,8 @@ def main() -> None:
             rounds.append(_round(result))
             print(json.dumps(rounds[-1]), flush=True)
             summary = _summary(args.seed, rounds, time.monotonic() - started, broker.alive)
-            _write(path, summary)  # after every round: a long run stopped early keeps its figures
+            # after every round: a long run stopped early keeps its figures
+            path = save_result("fuzz", {"timestamp": stamp, **summary})
             if result.problems:
                 break
     finally:
@@ -103,11 +105,6 @@ def _summary(
         "rounds": rounds,
         "note": "shared 2-core machine (about 7 engineers running tests): frames/s indicative",
     }
-
-
-def _write(path: Path, summary: dict[str, Any]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
 def _round(result: fuzz_runner.FuzzResult) -> dict[str, Any]:

@@ -39,7 +39,7 @@ Produce read by the broker), the broker's (-> the ShareFetch answer carrying it 
 socket) and the consumer's (-> poll returning it), for records whose fetch was already
 parked and for the others (bench/record_path.py); the broker is then stopped gracefully.
 
-Results: an aligned table on stdout and JSON in bench/results/latency-<ts>.json with
+Results: an aligned table on stdout and JSON in bench/results/latency.json with
 machine information. On a machine shared with other work the tail is noisy: compare
 runs made back to back, never across machines.
 """
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.value_bytes < STAMP.size:
         parser.error(f"--value-bytes must be at least {STAMP.size}")
     result = run(args)
-    out = save_result("latency", result["timestamp"], result)
+    out = save_result("latency", result)
     info = result["machine"]
     print(
         f"\n{info['cores']} cores ({info['cpu']}), Python {info['python']}, librdkafka "

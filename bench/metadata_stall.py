@@ -18,7 +18,7 @@ Metadata of no topic back to back the whole time (`echo_ms`: its latency during 
 admin requests, what every other client sees of a stall). The broker is stopped with
 SIGTERM, which makes the watch log its stalls; `disk_stalls` are those whose sampled
 stacks are in a file write or fsync. Results: stdout and JSON in
-bench/results/metadata_stall-<ts>.json.
+bench/results/metadata_stall.json.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def main() -> None:
         print(f"{key:18} {result[key]}")
     for stall in result["stalls"]:
         print(f"  stall at {stall['at_ms']} ms: {stall['ms']} ms: {stall['stack'][:160]}")
-    print("saved", save_result("metadata_stall", time.strftime("%Y%m%d-%H%M%S"), result))
+    print("saved", save_result("metadata_stall", result))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ The figure compared is the broker's CPU seconds per 100k records consumed (utime
 stime from /proc over the phase); the overhead is the median "on" over the median
 "off", minus one. On a shared machine the noise between rounds is often larger than
 the difference: the per-round figures and the load averages are in the JSON
-(bench/results/metrics_overhead-<ts>.json) to judge that.
+(bench/results/metrics_overhead.json) to judge that.
 
 The cost of a scrape is measured after each "on" phase, with the share-partitions
 still loaded: the broker's CPU over 20 scrapes, less its idle CPU (`scrape_cpu_ms`);
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.records % args.partitions:
         parser.error("--records must be a multiple of --partitions")
     result = run(args)
-    out = save_result("metrics_overhead", result["timestamp"], result)
+    out = save_result("metrics_overhead", result)
     medians = result["median_broker_cpu_s_per_100k"]
     overhead = result["overhead_percent"]
     print(

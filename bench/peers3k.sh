@@ -8,6 +8,8 @@
 # and this repository's .venv. Each run: 15,000 x 1 KiB records, one partition, four
 # explicit-mode ShareConsumers (`peers_bench.py one <system> 1024 15000 --phase c`).
 # One JSON line per run is appended to OUT with the load average; p50/p99 printed.
+# The current lines are kept in bench/results/peers3k.jsonl (one file, not one per run:
+# replace it with a new set rather than adding dated copies).
 out=$1; reps=$2; shift 2
 repo=$(cd "$(dirname "$0")/.." && pwd)
 harness=${PEERS_HARNESS:-$repo/../shared/bench/peers_bench.py}

@@ -13,7 +13,9 @@ Per kind (`produce`: one record in the batch; `produce6`: six; `idempotent6`: si
 from an idempotent producer, sequences advancing): CPU microseconds per request
 (`time.process_time`, the best of `--repeats` runs of `--requests`) and the Python
 function calls per request counted by `cProfile` (deterministic, so comparable across
-trees whatever the machine's load).
+trees whatever the machine's load). Results: printed, and JSON in
+bench/results/produce_cost.json with the date and the machine (`shoal_src`: the tree
+measured).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from tests.support.batches import build_batch
 
+from bench.produce_fetch import machine, save_result
 from shoal.client import requests
 from shoal.clock import SystemClock
 from shoal.config import BrokerConfig
@@ -137,13 +140,17 @@ def main() -> None:
         "--kinds", nargs="*", default=["produce", "produce6", "idempotent6"], help="kinds to run"
     )
     args = parser.parse_args()
+    kinds: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="shoal-produce-cost-") as tmp:
         for kind in args.kinds:
             cpu_us, calls = measure(Path(tmp) / kind, kind, args)
+            kinds[kind] = {"cpu_us": round(cpu_us, 1), "python_calls": round(calls)}
             print(
                 f"{kind:<12} {cpu_us:7.1f} us CPU per request (best of {args.repeats} x "
                 f"{args.requests}), {calls:.0f} Python calls; load {os.getloadavg()[0]:.1f}"
             )
+    result = {"settings": vars(args), "kinds": kinds, "machine": machine()}
+    print(f"results: {save_result('produce_cost', result)}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ acks=all topic from offset 0 with an assigned Consumer. MB/s counts value bytes 
 The broker's CPU use per phase (from /proc) tells whether a phase was broker-bound
 (~100% of one core: the broker's single event loop is saturated) or client-bound.
 
-Results: an aligned table on stdout and JSON in bench/results/produce_fetch-<ts>.json
-with machine information. With --profile, py-spy samples the broker during the
-produce phases into bench/results/profile-<ts>.svg (flame graph) and -<ts>.txt
-(collapsed stacks), and the hottest functions are printed.
+Results: an aligned table on stdout and JSON in bench/results/produce_fetch.json with
+the date and machine information. With --profile, py-spy samples the broker during the
+produce phases into bench/results/produce_fetch-profile.svg (flame graph) and
+produce_fetch-profile.txt (collapsed stacks), and the hottest functions are printed.
 """
 
 from __future__ import annotations
@@ -42,14 +42,25 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
+import shoal
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def save_result(bench: str, stamp: str, result: Any) -> Path:
-    """Write a bench's result as `bench/results/<bench>-<stamp>.json`; returns the path."""
+def result_path(name: str) -> Path:
+    """`bench/results/<name>`: a benchmark's one current file (its JSON, or an artefact
+    such as `<bench>-profile.svg`); names carry no date, a new run replaces the last."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"{bench}-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return RESULTS_DIR / name
+
+
+def save_result(bench: str, result: dict[str, Any]) -> Path:
+    """Write a bench's result as `bench/results/<bench>.json`, replacing the previous run's
+    (one current file per benchmark, not a diary); returns the path. The date and the
+    machine stay inside: a result without a "timestamp" gets one (UTC)."""
+    out = result_path(f"{bench}.json")
+    document = {"timestamp": time.strftime("%Y%m%d-%H%M%S", time.gmtime()), **result}
+    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
     return out
 
 
@@ -188,9 +199,9 @@ def fetch(bootstrap: str, topic: str, *, records: int) -> None:
 class Profiler:
     """py-spy on the broker: a flame graph and collapsed stacks of the same period."""
 
-    def __init__(self, pid: int, stamp: str) -> None:
-        self.svg = RESULTS_DIR / f"profile-{stamp}.svg"
-        self.raw = RESULTS_DIR / f"profile-{stamp}.txt"
+    def __init__(self, pid: int) -> None:
+        self.svg = result_path("produce_fetch-profile.svg")
+        self.raw = result_path("produce_fetch-profile.txt")
         common = [_py_spy(), "record", "--pid", str(pid), "--rate", "200", "--nonblocking"]
         self.processes = [
             subprocess.Popen([*common, "-o", str(self.svg)], stdout=subprocess.DEVNULL),
@@ -275,6 +286,7 @@ def machine() -> dict[str, Any]:
         "confluent_kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
         "git_commit": commit + ("+uncommitted src changes" if dirty else ""),
+        "shoal_src": str(Path(shoal.__file__).resolve().parent.parent),  # the tree measured
         "load_average_1m": os.getloadavg()[0],
     }
 
@@ -293,7 +305,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for size, _ in sizes:
                 for acks in ("1", "all"):
                     create_topic(bootstrap, f"bench-{size}-acks{acks}", partitions=PARTITIONS)
-            profiler = Profiler(broker.pid, stamp) if args.profile else None
+            profiler = Profiler(broker.pid) if args.profile else None
             for size, count in sizes:
                 for acks in ("1", "all"):
                     topic = f"bench-{size}-acks{acks}"
@@ -376,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(HEADER, flush=True)
     result = run(args)
-    out = save_result("produce_fetch", result["timestamp"], result)
+    out = save_result("produce_fetch", result)
     info = result["machine"]
     print(
         f"\n{info['cores']} cores ({info['cpu']}), {info['ram_gib']} GiB RAM, "

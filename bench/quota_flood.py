@@ -13,7 +13,7 @@ records (tests/support/quota_flood.py). After `--warmup` seconds (the window let
 first burst through) a second producer on client-id `quiet` writes 8 MiB to another
 topic. Reported: the flood's acknowledged value bytes per second over the measured
 seconds (quota = 1.00), the largest throttle time librdkafka saw, and the quiet
-producer's MiB/s and throttle. JSON goes to bench/results/quota_flood-<ts>.json with
+producer's MiB/s and throttle. JSON goes to bench/results/quota_flood.json with
 machine information and the load average (the machine may be shared).
 """
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds, args.warmup, args.window_num = 4.0, 2.0, 3
     result = run(args)
-    out = save_result("quota_flood", result["timestamp"], result)
+    out = save_result("quota_flood", result)
     print(
         f"flood {result['flood_rate_over_quota']:.2f} x quota "
         f"(throttle max {result['flood_throttle_max_ms']} ms); quiet "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import random
 import statistics
@@ -42,7 +41,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
 
-from bench.produce_fetch import RESULTS_DIR, CpuMeter, machine
+from bench.produce_fetch import CpuMeter, machine, save_result
 from shoal import limits
 from shoal.config import TOPIC_KEYS
 from shoal.log.settings import LogConfig
@@ -219,9 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "validate_cost": cost,
         "produce": broker_rows,
     }
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / ("recompression-quick.json" if args.quick else "recompression.json")
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = save_result("recompression-quick" if args.quick else "recompression", result)
     print(f"results: {out}")
     return 0
 

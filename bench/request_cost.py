@@ -19,7 +19,7 @@ requests in a closed loop (the next is sent when the previous answer is read who
 Per kind: the broker's CPU per request (utime + stime from /proc, the best of
 `--repeats`) and the mean round trip. The broker is the only busy process apart from
 this client, so the figure moves little with the machine's load; compare trees
-alternately all the same. Results: a table and JSON in bench/results/request_cost-<ts>.json.
+alternately all the same. Results: a table and JSON in bench/results/request_cost.json.
 """
 
 from __future__ import annotations
@@ -143,9 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{info['cores']} cores ({info['cpu']}), Python {info['python']}; "
         f"load average {load_before:.1f} before, {load_after:.1f} after"
     )
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     out = save_result(
-        "request_cost", stamp, {**result, "machine": info, "load": [load_before, load_after]}
+        "request_cost", {**result, "machine": info, "load": [load_before, load_after]}
     )
     print(f"results: {out}")
     return 0

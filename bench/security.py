@@ -26,7 +26,7 @@ For each protocol, on a topic of its own with one partition:
 
 records/s = R / seconds; MB/s counts value bytes. Broker CPU is from /proc, client CPU
 is this process. Results: a table on stdout and JSON in
-bench/results/security-<ts>.json with machine information and the load average
+bench/results/security.json with machine information and the load average
 before and after (the machine may be shared: compare protocols within one run).
 """
 
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records = 5_000
     result = run(args)
-    out = save_result("security", result["timestamp"], result)
+    out = save_result("security", result)
     info = result["machine"]
     before, after = info["load_average_before"], info["load_average_after"]
     print(

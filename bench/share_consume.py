@@ -41,7 +41,7 @@ first record. records/s = R / seconds; MB/s counts value bytes. Broker CPU is fr
 consumer processes are started and have imported confluent_kafka before the clock
 and the CPU meters start.
 
-Results: an aligned table on stdout and JSON in bench/results/share_consume-<ts>.json
+Results: an aligned table on stdout and JSON in bench/results/share_consume.json
 with machine information.
 """
 
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.records % p:
             parser.error(f"--records must be a multiple of every partition count ({p})")
     result = run(args)
-    out = save_result("share_consume", result["timestamp"], result)
+    out = save_result("share_consume", result)
     print(
         "\nacquisition-to-acknowledgement latency: poll() returning a record -> "
         "commit_sync() returning\n(explicit mode, ACCEPT of every record, one partition, "

@@ -25,7 +25,7 @@ alternately all the same. With `--profile PATH` the broker also runs under cProf
 (SHOAL_PROFILE, cli/serve.py) for a `woken` run of N cycles and one of 2N, and the
 Python calls per cycle (the difference over N) are printed: deterministic, so
 comparable across trees whatever the load. Results: a table
-and JSON in bench/results/share_fetch_cost-<ts>.json.
+and JSON in bench/results/share_fetch_cost.json.
 """
 
 from __future__ import annotations
@@ -240,9 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{info['cores']} cores ({info['cpu']}), Python {info['python']}; "
         f"load average {load_before:.1f} before, {load_after:.1f} after"
     )
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     out = save_result(
-        "share_fetch_cost", stamp, {**result, "machine": info, "load": [load_before, load_after]}
+        "share_fetch_cost", {**result, "machine": info, "load": [load_before, load_after]}
     )
     print(f"results: {out}")
     return 0

@@ -30,7 +30,7 @@ ShareStateService: the share coordinator on `__share_group_state`, default setti
    process that stops before loading (coarse: page granularity, allocator reuse).
    Times come from runs without tracemalloc, memory from a separate traced run.
 
-Results: an aligned table on stdout and JSON in bench/results/share_recovery-<ts>.json.
+Results: an aligned table on stdout and JSON in bench/results/share_recovery.json.
 """
 
 from __future__ import annotations
@@ -279,10 +279,8 @@ def main() -> int:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     out = save_result(
         "share_recovery",
-        stamp,
         {
             "machine": machine(),
             "args": {k: v for k, v in vars(args).items() if k != "child"},

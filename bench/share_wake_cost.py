@@ -18,7 +18,9 @@ CPU microseconds of the fetch (park, notify, woken acquisition, answer), of the
 acknowledgement and of the timer passes after them (`time.process_time`, each the best
 of `--repeats` repeats of `--cycles`: short repeats, so that the best is one the
 machine left alone) and the Python calls counted by `cProfile` over the whole cycle
-(deterministic: comparable across trees whatever the load).
+(deterministic: comparable across trees whatever the load). Results: printed, and JSON
+in bench/results/share_wake_cost.json with the date and the machine (`shoal_src`: the tree
+measured).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 from tests.support.share_rig import ShareRig, manual_broker
 from tests.unit.log.batches import append, make_batch
 
+from bench.produce_fetch import machine, save_result
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall
 from shoal.share.acknowledge import AckBatch
@@ -152,6 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{calls:.0f} Python calls per cycle; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after"
     )
+    result = {
+        "settings": vars(args),
+        "fetch_us": round(fetch_us),
+        "acknowledge_us": round(ack_us),
+        "timer_passes_us": round(timers_us),
+        "python_calls": round(calls),
+        "load": [load_before, os.getloadavg()[0]],
+        "machine": machine(),
+    }
+    print(f"results: {save_result('share_wake_cost', result)}")
     return 0
 
 

@@ -12,6 +12,8 @@ fed when the previous response is written. Per kind it prints the function calls
 request (cProfile's count, warm: after as many unprofiled requests) and, with `--top`,
 the functions with the most calls per request. The count does not depend on the
 machine's load, so it compares two trees exactly; CPU time is request_cost's job.
+Results: printed, and JSON in bench/results/shell_calls.json with the date and the
+machine (`shoal_src`: the tree measured).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from tests.support.transports import RecordingWriter, serve_in_process
 
+from bench.produce_fetch import machine, save_result
 from bench.request_cost import TOPIC, frames
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
@@ -84,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=0, help="list the N most called functions")
     parser.add_argument("--kinds", nargs="*", default=[], help="only these kinds")
     args = parser.parse_args(argv)
+    kinds: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="shoal-shell-calls-") as tmp:
         raw = {
             "log.dirs": str(Path(tmp)),
@@ -103,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                 serve(broker, frame, args.requests, profile)
                 stats = pstats.Stats(profile)
                 calls = stats.total_calls  # type: ignore[attr-defined]
+                kinds[kind] = {
+                    "calls_per_request": round(calls / args.requests, 1),
+                    "cpu_us_per_request": round(cpu_us, 1),
+                }
                 print(
                     f"{kind:<14}{calls / args.requests:>9.1f} calls/request"
                     f"{cpu_us:>9.1f} µs/request"
@@ -117,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"    {nc / args.requests:>7.2f}  {name}  ({where})")
         finally:
             broker.logs.close()
+    result = {"settings": vars(args), "kinds": kinds, "machine": machine()}
+    print(f"results: {save_result('shell_calls', result)}")
     return 0
 
 

@@ -23,7 +23,7 @@ partitions, then measures:
 
 The broker's CPU and the whole machine's CPU (over all cores, from /proc/stat) show
 what bound each phase. Results: a table on stdout and JSON in
-bench/results/spark_read-<timestamp>.json.
+bench/results/spark_read.json.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records = 100_000
     result = run(args)
-    print(f"\nresults: {save_result('spark_read', result['timestamp'], result)}")
+    print(f"\nresults: {save_result('spark_read', result)}")
     return 0
 
 

@@ -37,7 +37,7 @@ where a micro-batch's time goes (Spark's `durationMs` of the query progress:
 `latestOffset` is the source's acquiring and acknowledging on the driver, `addBatch` the
 executors reading and the sink, the rest Spark's planning and checkpoint writes).
 
-Results: a table on stdout and JSON in bench/results/spark_share-<timestamp>.json.
+Results: a table on stdout and JSON in bench/results/spark_share.json.
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records = 100_000
     result = run(args)
-    print(f"\nresults: {save_result('spark_share', result['timestamp'], result)}")
+    print(f"\nresults: {save_result('spark_share', result)}")
     return 0
 
 

@@ -19,7 +19,7 @@ touches every partition). Phases:
   Consumer from offset 0.
 
 Results: an aligned table on stdout (records/s, transactions/s, broker and client CPU)
-and JSON in bench/results/transactions-<ts>.json with machine information and load.
+and JSON in bench/results/transactions.json with machine information and load.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(HEADER, flush=True)
     result = run(args)
-    out = save_result("transactions", result["timestamp"], result)
+    out = save_result("transactions", result)
     info = result["machine"]
     print(
         f"\n{info['cores']} cores ({info['cpu']}), {info['ram_gib']} GiB RAM, "

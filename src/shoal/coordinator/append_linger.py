@@ -25,10 +25,11 @@ counted with an upper bound per record (`RECORD_OVERHEAD_BYTES_MAX`), so the bat
 built at the flush always fits.
 
 Failures: a flush whose append fails (`RecordSinkUnavailable`, the log went offline)
-loses the staged records; `on_flushed(failure)` tells the owner, which must fail the
-answers waiting for them and rebuild the shard from the log (it replayed records
-the log does not hold). A flush forced by `append` that fails raises from `append`:
-that write is refused whole (nothing of it staged or replayed).
+loses the staged records; `on_flushed(failure)` tells the owner (the coordinator
+runtime), which must fail the answers waiting for them and rebuild the shard from
+the log (it replayed records the log does not hold). A flush forced by `append`
+that fails raises from `append`: that write is refused whole (nothing of it staged
+or replayed).
 
 Sans-I/O in the layering sense: time from the injected clock, no asyncio; the owner
 calls `flush_due(now_ms)` when `deadline_ms` comes (the broker's timer driver).
@@ -42,7 +43,7 @@ from typing import Generic, TypeVar
 from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.log_sink import CoordinatorBatchTooLarge, Encode, LogRecordSink
-from shoal.coordinator.runtime import RecordSinkError
+from shoal.coordinator.sink import RecordSinkError
 from shoal.log.partition import PartitionLog
 
 R = TypeVar("R")
@@ -86,7 +87,9 @@ class LingeringRecordSink(Generic[R]):
         self._linger_ms = linger_ms
         self._batch_bytes_max = batch_bytes_max
         self._on_staged = on_staged
-        self._on_flushed = on_flushed
+        self.on_flushed = on_flushed
+        """Told of each flush's outcome (None: written). The coordinator runtime
+        hosting this sink sets it (coordinator/runtime.py)."""
         self._staged: list[Encoded] = []
         self._staged_bytes = BATCH_OVERHEAD_BYTES
         self._staged_since_ms: int | None = None
@@ -154,11 +157,11 @@ class LingeringRecordSink(Generic[R]):
         try:
             first = self._log_sink.write(self._log_sink.prepare(staged))
         except RecordSinkError as exc:
-            self._on_flushed(exc)
+            self.on_flushed(exc)
             raise
         assert first == expected, f"coordinator log written by someone else: {first} != {expected}"
         self.batches_written += 1
-        self._on_flushed(None)
+        self.on_flushed(None)
 
     def _append_alone(self, encoded: list[Encoded]) -> int:
         """A write near the bound on its own: checked exactly, then written at once

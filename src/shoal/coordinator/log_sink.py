@@ -44,7 +44,7 @@ from kio.serial.errors import SerialError
 from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.records import UnknownRecordType
-from shoal.coordinator.runtime import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
+from shoal.coordinator.sink import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, encode_batch, parse_header

@@ -25,8 +25,8 @@ Invariant: pruning at `lowest_needed_offset` never removes a record a live key's
 replay starts from, so a shard reloaded from the pruned log equals the live one.
 
 `LiveKeys` is sans-I/O bookkeeping (no clock, no I/O); `prune_log` is the one step
-that touches a `PartitionLog`, called by the shells (server/share_state.py,
-server/group_service.py).
+that touches a `PartitionLog`, called by the shells with the offsets the coordinator
+runtime reports (server/coordinator_host.py, server/group_persistence.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from shoal.coordinator.runtime import NO_OFFSET
+from shoal.coordinator.sink import NO_OFFSET
 from shoal.log.partition import PartitionLog
 
 K = TypeVar("K")

@@ -1,37 +1,79 @@
-"""The coordinator runtime: write a shard's records, replay them, then answer.
+"""The coordinator runtime: the shards of one coordinator, one per partition of its
+internal topic, and everything done to them (docs/coordinators.md, "The runtime").
 
-Theory of operation. A coordinator shard is an event-sourced state machine: its write
-operations return a result carrying `records` and a `response` and change nothing;
-only `shard.replay(record)` changes state. `CoordinatorRuntime.apply(result)`:
+Theory of operation. A coordinator (transactions on `__transaction_state`, share state
+on `__share_group_state`, groups on `__consumer_offsets`) is split into shards, one
+per partition of its topic; a key lives on the partition its `Placement` names
+(Kafka's placement, coordinator/placement.py). A shard is an event-sourced state
+machine: its operations return a `CoordinatorResult` (records, response, effects) and
+change nothing; only `shard.replay(record, offset)` changes it. The runtime hosts the
+shards and does the rest, the same way for every coordinator:
 
-1. appends the result's records to the `RecordSink` (all of them or, if the sink
-   refuses, none: `RecordSinkFull` propagates and the shard is untouched);
-2. replays them into the shard, in order;
-3. only then returns the response, so nothing a client is told is ahead of what
-   was written.
+- Loading (`load_partition`): a fresh shard from the factory replays the partition's
+  records, read by the host's loader (or handed in). Start-up and live operation
+  share `replay`, so a shard loaded from its log equals the live one.
+- Writing (`write(partition, op)`): `op(shard)` decides; the result's records are
+  appended through the partition's `RecordSink` (all or none: a refused append
+  raises a `RecordSinkError` and the shard is untouched), replayed in order at the
+  offsets the sink gave, the result's effects are handed to the host's effect
+  handler, and only then does the caller get the result back: nothing a client is
+  told is ahead of what was written. `read(partition, op)` runs a query on a shard;
+  `write_all`/`read_all` visit every hosted partition (cross-shard work such as
+  ListGroups or the cold snapshots).
+- Effects (`on_effects(handler)`): plain values a shard asks the world for (write
+  markers, initialise share state); the runtime never looks inside, it passes each
+  result's effects, after the replay, to the handler with the partition.
+- Timed writes (`add_timed`, then `next_deadline`/`fire` from the host's one timer
+  driver): an operation run on every hosted partition every interval, or when a
+  shard's own deadline comes, as an ordinary write (records, replay, effects). A
+  failed timed write is logged and tried again after `TIMED_WRITE_RETRY_MS`.
+- Append linger: a partition whose sink is a `LingeringRecordSink`
+  (coordinator/append_linger.py) stages the records of several writes and writes
+  them as one batch when its linger passes. The runtime owns the bookkeeping:
+  `appends_staged()` is the mark a request takes before it runs, `unwritten()`
+  the partitions whose staged records are not in the log yet (the host waits for
+  them before answering); `flush_deadline` and `flush_due` are the host's flush
+  timer (kept apart from the timed writes: a linger of 0 flushes at the driver's
+  next pass, after every request). A failed flush lost records the shard had replayed: the
+  runtime reloads that partition from its log and tells the host's flush
+  listener (`on_flushed`), which fails the answers that waited.
+- Maintenance and pruning: a timed write marked `then_prune` (re-writing stale keys)
+  is followed by each shard's `prune_offset`: `fire` returns, per partition, the
+  offset below which its log is no longer needed (`prunable()` asks at any time),
+  skipping partitions with staged records (their shard is ahead of the log).
+  The host deletes (coordinator/pruning.py, `prune_log`): the runtime does no I/O.
 
-`load(records)` builds a fresh shard (from the factory) and replays a record stream
-into it through the same `replay`: start-up and live operation share one code path,
-and a shard loaded from everything the sink holds equals the live one.
+Invariants: a shard only ever sees records its sink accepted, in sink order; a
+result without records touches neither; effects and the response come after the
+replay; a partition not hosted answers `PartitionNotLoaded`.
 
-Invariants: the shard only ever sees records that the sink accepted, in sink order;
-a result without records touches neither. Effects a result may carry (requests to the
-outside world) are the caller's business, after `apply` returns.
-
-The sink is a Protocol: `InMemoryRecordSink` (a bounded list) for tests, the log
-sink on an internal topic (`coordinator/log_sink.py`) in the broker, or the lingering
-sink (`coordinator/append_linger.py`), which stages the records of several writes and
-appends them as one batch later: then "written" in step 3 means staged, and whoever
-answers a client waits for the sink's flush first (server/state_linger.py), so the
-rule holds at the wire. No I/O, no clock here.
+Sans-I/O: no asyncio, no clock (times come in as arguments), no threads. A runtime
+built with one `sink` hosts partition 0 only, with `shard`, `apply` and `load_at`
+as the one-shard spelling (the group coordinator's single shard uses it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import logging
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from shoal import limits
+from shoal.coordinator.append_linger import LingeringRecordSink
+from shoal.coordinator.placement import Placement
+from shoal.coordinator.result import CoordinatorResult
+from shoal.coordinator.sink import (
+    NO_OFFSET,
+    CoordinatorUnavailable,
+    InMemoryRecordSink,
+    RecordSink,
+    RecordSinkError,
+    RecordSinkFull,
+    RecordSinkUnavailable,
+    record_offsets,
+)
+
+log = logging.getLogger(__name__)
 
 RecordT = TypeVar("RecordT")
 RecordT_co = TypeVar("RecordT_co", covariant=True)
@@ -39,16 +81,15 @@ RecordT_contra = TypeVar("RecordT_contra", contravariant=True)
 ResponseT = TypeVar("ResponseT")
 ResponseT_co = TypeVar("ResponseT_co", covariant=True)
 
-
-NO_OFFSET = -1
-"""The offset replayed records get when the sink assigns none (in-memory sinks that
-do not count, routed sinks spanning several partitions)."""
+TIMED_WRITE_RETRY_MS = 1_000
+"""After a timed write failed on a partition (its sink refused), wait at least this
+long before running it there again."""
 
 
 class Shard(Protocol[RecordT_contra]):
     """Anything whose state changes only through `replay`. `offset` is the record's
     offset in the coordinator's log (`NO_OFFSET` if the sink has none): shards that
-    prune their log (the share coordinator) remember where their snapshots are."""
+    prune their log remember where their keys' records are."""
 
     def replay(self, record: RecordT_contra, offset: int = NO_OFFSET, /) -> None: ...
 
@@ -57,7 +98,8 @@ ShardT = TypeVar("ShardT", bound=Shard[Any])
 
 
 class WriteResult(Protocol[RecordT_co, ResponseT_co]):
-    """What a shard's write operation returns (effects, if any, are not read here)."""
+    """What `apply` needs of a result: its records and its response (a
+    `CoordinatorResult`'s effects, if it has any, go to the effect handler)."""
 
     @property
     def records(self) -> Sequence[RecordT_co]: ...
@@ -66,116 +108,474 @@ class WriteResult(Protocol[RecordT_co, ResponseT_co]):
     def response(self) -> ResponseT_co: ...
 
 
-class RecordSink(Protocol[RecordT_contra]):
-    """Where a shard's records go before they are replayed."""
-
-    def append(self, records: Sequence[RecordT_contra], /) -> int | Sequence[int]:
-        """Store every record in order, or none (raise a `RecordSinkError`): a
-        partial append is never allowed. Returns the offset of the first
-        record (the i-th has that offset + i), each record's offset (a sink over
-        several partitions: each in its own partition), or `NO_OFFSET`."""
-        ...
+class PartitionNotLoaded(CoordinatorUnavailable):
+    """The partition is not hosted here (not loaded yet, or unloaded)."""
 
 
-class RecordSinkError(Exception):
-    """The sink stored none of the records; nothing was replayed, so the shard is as it
-    was. Callers answer COORDINATOR_NOT_AVAILABLE (the client retries)."""
+EffectHandler = Callable[[int, tuple[object, ...]], None]
+"""Called with a partition and the effects of a result just replayed there."""
+FlushListener = Callable[[int, RecordSinkError | None], None]
+"""Called with a partition after each flush of its lingering sink (None: written)."""
+Loader = Callable[[int], Iterable[tuple[int, Any]]]
+"""A partition's records as `(offset, record)`, from its log start to its end."""
 
 
-class RecordSinkFull(RecordSinkError):
-    """The sink refused an append because it would exceed its bound."""
+def _no_effects(_partition: int, _effects: tuple[object, ...]) -> None:
+    """The effect handler of a runtime whose host registered none."""
 
 
-class RecordSinkUnavailable(RecordSinkError):
-    """The sink's storage failed the append (for a log sink: the partition is offline
-    or closed)."""
+def _no_listener(_partition: int, _failure: RecordSinkError | None) -> None:
+    """The flush listener of a runtime whose host registered none."""
 
 
-class InMemoryRecordSink(Generic[RecordT]):
-    """A list of records bounded by `records_max` (default
-    `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`). An append that would exceed the
-    bound raises `RecordSinkFull` and stores nothing."""
+@dataclass(frozen=True, slots=True)
+class TimedWrite(Generic[ShardT]):
+    """An operation the runtime runs by itself as a write on hosted partitions.
 
-    def __init__(self, *, records_max: int = limits.COORDINATOR_RECORDS_IN_MEMORY_MAX) -> None:
-        assert records_max >= 1, records_max
-        self._records: list[RecordT] = []
-        self._records_max = records_max
+    Due either every `interval_ms()` ms (on every hosted partition; first one interval
+    after the runtime is first asked, then one interval after each run) or, per
+    partition, when `deadline_ms(shard)` (the shard's own next deadline, on the
+    host's monotonic clock; None: nothing armed) has come. `operation(shard, now_ms)`
+    returns the result to write. With `then_prune`, `fire` reports each partition's
+    prune offset after running it (the maintenance pass)."""
 
-    def append(self, records: Sequence[RecordT], /) -> int:
-        if len(self._records) + len(records) > self._records_max:
-            raise RecordSinkFull(
-                f"in-memory coordinator log holds {len(self._records)} records; "
-                f"{len(records)} more would exceed its bound of {self._records_max}"
-            )
-        first = len(self._records)
-        self._records.extend(records)
-        return first
+    name: str
+    operation: Callable[[ShardT, int], CoordinatorResult[Any, Any]]
+    interval_ms: Callable[[], int] | None = None
+    deadline_ms: Callable[[ShardT], int | None] | None = None
+    then_prune: bool = False
 
-    @property
-    def records(self) -> tuple[RecordT, ...]:
-        """Everything appended so far, in order."""
-        return tuple(self._records)
-
-    @property
-    def records_max(self) -> int:
-        return self._records_max
-
-    def __len__(self) -> int:
-        return len(self._records)
+    def __post_init__(self) -> None:
+        assert (self.interval_ms is None) != (self.deadline_ms is None), (
+            f"timed write {self.name}: an interval or a shard deadline, not both"
+        )
 
 
-def record_offsets(appended: int | Sequence[int], count: int) -> Sequence[int]:
-    """The offset of each of `count` records from what `RecordSink.append` returned."""
-    if isinstance(appended, int):
-        if appended == NO_OFFSET:
-            return [NO_OFFSET] * count
-        return range(appended, appended + count)
-    assert len(appended) == count, (len(appended), count)
-    return appended
+@dataclass(slots=True)
+class Fired:
+    """What `fire` did: the timed writes that ran, and the offsets below which
+    partitions' logs may now be deleted."""
+
+    names: list[str]
+    prune: dict[int, int]
+
+
+class _Hosted(Generic[ShardT, RecordT]):
+    """One hosted partition (Kafka's CoordinatorContext): its shard and its sink."""
+
+    __slots__ = ("lingering", "retry_at", "shard", "sink")
+
+    def __init__(self, shard: ShardT, sink: RecordSink[RecordT]) -> None:
+        self.shard = shard
+        self.sink = sink
+        self.lingering: LingeringRecordSink[Any] | None = (
+            sink if isinstance(sink, LingeringRecordSink) else None
+        )
+        self.retry_at: dict[str, int] = {}
+        """Timed write name -> monotonic ms before which it does not run again here."""
 
 
 class CoordinatorRuntime(Generic[ShardT, RecordT]):
-    """Hosts one shard: `apply` writes then replays then answers; `load` rebuilds the
-    shard from a record stream. See the module docstring."""
+    """The shards of one coordinator over the partitions of its topic. See the module
+    docstring.
 
-    def __init__(self, *, shard_factory: Callable[[], ShardT], sink: RecordSink[RecordT]) -> None:
-        self._shard_factory = shard_factory
-        self._sink = sink
-        self._shard = shard_factory()
+    `new_shard(partition)` builds a partition's empty shard (`shard_factory()` when
+    the shard does not care which); `sinks` holds one sink per partition (or `sink`
+    alone: one partition); `placement` maps keys to partitions (default: the key's
+    `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
+    `prune_offset(shard)` says below which offset a shard needs nothing. Every
+    partition is hosted from the start with an empty shard; `load_partition`
+    replaces it by one replayed from the log."""
+
+    def __init__(
+        self,
+        *,
+        new_shard: Callable[[int], ShardT] | None = None,
+        shard_factory: Callable[[], ShardT] | None = None,
+        sink: RecordSink[RecordT] | None = None,
+        sinks: Sequence[RecordSink[RecordT]] | None = None,
+        name: str = "coordinator",
+        placement: Placement[Any] | None = None,
+        loader: Loader | None = None,
+        prune_offset: Callable[[ShardT], int | None] | None = None,
+    ) -> None:
+        assert (sink is None) != (sinks is None), "one sink, or one per partition"
+        if new_shard is None:
+            assert shard_factory is not None, "a shard factory"
+            factory = shard_factory
+            new_shard = lambda _partition: factory()  # noqa: E731
+        self._new_shard: Callable[[int], ShardT] = new_shard
+        self._sinks: tuple[RecordSink[RecordT], ...] = (
+            (sink,) if sink is not None else tuple(sinks or ())
+        )
+        assert self._sinks, "a coordinator topic has at least one partition"
+        self.name = name
+        """The coordinator topic's name, for logs."""
+        self._placement: Placement[Any] = (
+            placement if placement is not None else Placement(len(self._sinks), key_text=str)
+        )
+        assert self._placement.partitions == len(self._sinks), (
+            self._placement.partitions,
+            len(self._sinks),
+        )
+        self._loader = loader
+        self._prune_offset = prune_offset
+        self._hosted: list[_Hosted[ShardT, RecordT] | None] = [
+            self._host(index, new_shard(index)) for index in range(len(self._sinks))
+        ]
+        self._effects: EffectHandler = _no_effects
+        self._flushed: FlushListener = _no_listener
+        self._timed: list[TimedWrite[ShardT]] = []
+        self._next_due: dict[str, int] = {}
+        """Interval timed write name -> the monotonic ms it is next due."""
+
+    def _host(self, index: int, shard: ShardT) -> _Hosted[ShardT, RecordT]:
+        hosted = _Hosted(shard, self._sinks[index])
+        if hosted.lingering is not None:
+            hosted.lingering.on_flushed = lambda failure: self._flush_done(index, failure)
+        return hosted
+
+    # ---- the host's hooks
+
+    def on_effects(self, handler: EffectHandler) -> None:
+        """Register the handler of every replayed result's effects (one per runtime)."""
+        self._effects = handler
+
+    def on_flushed(self, listener: FlushListener) -> None:
+        """Register the listener told of each lingering flush (one per runtime)."""
+        self._flushed = listener
+
+    def add_timed(self, *timed: TimedWrite[ShardT]) -> None:
+        """Schedule timed writes (module docstring)."""
+        names = {t.name for t in self._timed}
+        for entry in timed:
+            assert entry.name not in names, f"timed write {entry.name} added twice"
+            names.add(entry.name)
+            self._timed.append(entry)
+
+    # ---- placement and hosting
+
+    @property
+    def partitions(self) -> int:
+        """The coordinator topic's partition count."""
+        return len(self._sinks)
+
+    def partition_of(self, key: Hashable) -> int:
+        """The partition owning `key` (the coordinator's `Placement`)."""
+        return self._placement.partition_of(key)
+
+    def hosted(self, partition: int) -> bool:
+        return self._hosted[partition] is not None
+
+    def shard_at(self, partition: int) -> ShardT:
+        """The live shard of `partition`: read it freely, change it only by writes.
+        Raises `PartitionNotLoaded`."""
+        return self._context(partition).shard
+
+    def shards(self) -> Iterator[tuple[int, ShardT]]:
+        """(partition, shard) of every hosted partition, in partition order."""
+        for index, hosted in enumerate(self._hosted):
+            if hosted is not None:
+                yield index, hosted.shard
+
+    def sink_at(self, partition: int) -> RecordSink[RecordT]:
+        return self._sinks[partition]
+
+    def load_partition(
+        self, partition: int, records: Iterable[tuple[int, RecordT]] | None = None
+    ) -> ShardT:
+        """Host `partition` with a fresh shard that replayed `records` (`(offset,
+        record)` read back from its log; the loader's when None). Nothing is appended.
+        Returns the new shard."""
+        if records is None:
+            assert self._loader is not None, f"{self.name}: no loader to read partition logs"
+            records = self._loader(partition)
+        shard = self._new_shard(partition)
+        replay = shard.replay
+        for offset, record in records:
+            replay(record, offset)
+        self._hosted[partition] = self._host(partition, shard)
+        return shard
+
+    def unload(self, partition: int) -> None:
+        """Stop hosting `partition` (its writes answer `PartitionNotLoaded`)."""
+        self._hosted[partition] = None
+
+    # ---- writes and reads
+
+    def write(
+        self, partition: int, op: Callable[[ShardT], CoordinatorResult[RecordT, ResponseT]]
+    ) -> CoordinatorResult[RecordT, ResponseT]:
+        """Run `op` on the partition's shard, append its records, replay them, hand its
+        effects to the handler; then return the result. Raises `PartitionNotLoaded`
+        or the sink's `RecordSinkError` (then nothing was replayed or handled)."""
+        hosted = self._hosted[partition]
+        if hosted is None:
+            raise PartitionNotLoaded(f"{self.name}-{partition} is not loaded")
+        result = op(hosted.shard)
+        if result.records:
+            self._append_replay(partition, hosted, result.records)
+        if result.effects:
+            self._effects(partition, result.effects)
+        return result
+
+    def write_all(
+        self, op: Callable[[ShardT], CoordinatorResult[RecordT, ResponseT]]
+    ) -> list[tuple[int, CoordinatorResult[RecordT, ResponseT]]]:
+        """`write` on every hosted partition; a partition whose sink refuses is logged
+        and left out (it is tried again at the next call)."""
+        written = []
+        for index, hosted in enumerate(self._hosted):
+            if hosted is None:
+                continue
+            try:
+                written.append((index, self.write(index, op)))
+            except RecordSinkError as exc:
+                log.warning("%s-%d: write not done: %s", self.name, index, exc)
+        return written
+
+    def read(self, partition: int, op: Callable[[ShardT], ResponseT]) -> ResponseT:
+        """`op` on the partition's shard (a query: it returns no records). Raises
+        `PartitionNotLoaded`."""
+        return op(self._context(partition).shard)
+
+    def read_all(self, op: Callable[[ShardT], ResponseT]) -> list[ResponseT]:
+        """`op` on every hosted shard, in partition order (cross-shard reads)."""
+        return [op(shard) for _, shard in self.shards()]
+
+    def apply(self, result: WriteResult[RecordT, ResponseT], partition: int = 0) -> ResponseT:
+        """Write a result already computed on the partition's shard (`write` without
+        the `op`): append, replay, effects, then the response."""
+        hosted = self._context(partition)
+        records = result.records
+        if records:
+            self._append_replay(partition, hosted, records)
+        effects: tuple[object, ...] = getattr(result, "effects", ())
+        if effects:
+            self._effects(partition, effects)
+        return result.response
+
+    def _append_replay(
+        self, partition: int, hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT]
+    ) -> None:
+        """Append, then replay at the offsets the sink gave. A sink refuses with a
+        `RecordSinkError`; anything else it raises (a bug, a simulated crash)
+        propagates the same way, with nothing replayed."""
+        if type(records) is not tuple:
+            records = tuple(records)
+        appended = hosted.sink.append(records)  # a refusal raises: nothing replayed
+        replay = hosted.shard.replay
+        if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
+            for index, record in enumerate(records):
+                replay(record, appended + index)
+        else:
+            for record, offset in zip(records, record_offsets(appended, len(records)), strict=True):
+                replay(record, offset)
+
+    def _context(self, partition: int) -> _Hosted[ShardT, RecordT]:
+        hosted = self._hosted[partition]
+        if hosted is None:
+            raise PartitionNotLoaded(f"{self.name}-{partition} is not loaded")
+        return hosted
+
+    # ---- one shard (a runtime built with one `sink`)
 
     @property
     def shard(self) -> ShardT:
-        """The live shard: read it freely, change it only through `apply`."""
-        return self._shard
-
-    def apply(self, result: WriteResult[RecordT, ResponseT]) -> ResponseT:
-        """Append the result's records, replay them into the shard, then return the
-        response. Raises what the sink raises (then nothing was replayed)."""
-        records = result.records
-        if records:
-            if type(records) is not tuple:
-                records = tuple(records)
-            appended = self._sink.append(records)
-            replay = self._shard.replay
-            if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
-                for index, record in enumerate(records):
-                    replay(record, appended + index)
-            else:
-                offsets = record_offsets(appended, len(records))
-                for record, offset in zip(records, offsets, strict=True):
-                    replay(record, offset)
-        return result.response
+        """Partition 0's shard: the shard of a runtime with one."""
+        return self._context(0).shard
 
     def load(self, records: Iterable[RecordT]) -> ShardT:
-        """Replace the shard by a fresh one that replayed `records` (records already
-        in the log: they are not appended to the sink again). Returns the new shard;
-        the caller then runs the shard's own after-load step, if it has one."""
-        return self.load_at((offset, record) for offset, record in enumerate(records))
+        """`load_at` with the records' positions as their offsets."""
+        return self.load_at(enumerate(records))
 
     def load_at(self, records: Iterable[tuple[int, RecordT]]) -> ShardT:
-        """`load` from `(offset, record)` pairs read back from a log."""
-        shard = self._shard_factory()
-        for offset, record in records:
-            shard.replay(record, offset)
-        self._shard = shard
-        return shard
+        """`load_partition(0, records)`."""
+        return self.load_partition(0, records)
+
+    # ---- append linger
+
+    def appends_staged(self) -> int:
+        """Appends staged by lingering sinks so far: the mark a request takes before
+        it runs (0 without a linger)."""
+        return sum(h.lingering.appends_staged for h in self._hosted if h and h.lingering)
+
+    def unwritten(self) -> list[int]:
+        """Partitions whose staged records are not in their log yet."""
+        return [
+            index
+            for index, hosted in enumerate(self._hosted)
+            if hosted is not None
+            and (sink := hosted.lingering) is not None
+            and sink.appends_written < sink.appends_staged
+        ]
+
+    def staged(self, partition: int) -> bool:
+        hosted = self._hosted[partition]
+        sink = None if hosted is None else hosted.lingering
+        return sink is not None and sink.appends_written < sink.appends_staged
+
+    def flush_deadline(self) -> int | None:
+        """When the earliest staged batch is due (None: nothing staged)."""
+        deadlines = [
+            d
+            for h in self._hosted
+            if h and h.lingering and (d := h.lingering.deadline_ms) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def flush_due(self, now_ms: int) -> int:
+        """Write every staged batch whose linger has passed; how many were."""
+        return sum(h.lingering.flush_due(now_ms) for h in self._hosted if h and h.lingering)
+
+    def flush_all(self) -> None:
+        """Write everything staged now (a failure goes to the flush listener)."""
+        for hosted in self._hosted:
+            if hosted is not None and hosted.lingering is not None:
+                try:
+                    hosted.lingering.flush()
+                except RecordSinkError:
+                    pass  # reported through _flush_done
+
+    def _flush_done(self, partition: int, failure: RecordSinkError | None) -> None:
+        if failure is not None:
+            log.error(
+                "%s-%d: staged writes lost: %s; the partition is reloaded from its log",
+                self.name,
+                partition,
+                failure,
+            )
+            if self._loader is not None:
+                try:
+                    self.load_partition(partition)
+                except Exception:  # the log is offline: its writes fail from now on anyway
+                    log.exception("%s-%d: reload after a lost write failed", self.name, partition)
+        self._flushed(partition, failure)
+
+    # ---- timed writes, maintenance, pruning
+
+    def next_deadline(self, now_ms: int) -> int | None:
+        """The earliest monotonic ms at which a timed write is due (None: none armed)."""
+        earliest: int | None = None
+        for timed in self._timed:
+            due = self._due(timed, now_ms)
+            if due is not None and (earliest is None or due < earliest):
+                earliest = due
+        return earliest
+
+    def fire(self, now_ms: int) -> Fired:
+        """Run every timed write due at `now_ms`; returns what ran and the prune offsets
+        a maintenance pass found."""
+        fired = Fired(names=[], prune={})
+        for timed in self._timed:
+            if timed.interval_ms is not None:
+                due = self._next_due.get(timed.name)
+                if due is None or due > now_ms:
+                    continue
+                self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
+                ran = self._run(timed, now_ms, [i for i, _ in self.shards()])
+            else:
+                ran = self._run(timed, now_ms, self._due_partitions(timed, now_ms))
+            if ran:
+                fired.names.append(timed.name)
+                if timed.then_prune:
+                    fired.prune.update(self.prunable())
+        return fired
+
+    def prune_offsets(self) -> dict[int, int]:
+        """Per hosted partition, the offset below which its shard needs nothing of its
+        log (partitions that cannot say are left out)."""
+        if self._prune_offset is None:
+            return {}
+        offsets: dict[int, int] = {}
+        for index, shard in self.shards():
+            offset = self._prune_offset(shard)
+            if offset is not None:
+                offsets[index] = offset
+        return offsets
+
+    def prunable(self) -> dict[int, int]:
+        """`prune_offsets` of the partitions whose log may be deleted now: not those
+        with staged records (their shard is ahead of the log; if that batch were lost,
+        the reload needs records below the shard's offset)."""
+        return {p: offset for p, offset in self.prune_offsets().items() if not self.staged(p)}
+
+    def _due(self, timed: TimedWrite[ShardT], now_ms: int) -> int | None:
+        if timed.interval_ms is not None:
+            due = self._next_due.get(timed.name)
+            if due is None:
+                due = self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
+            return due
+        earliest: int | None = None
+        for index, shard in self.shards():
+            deadline = self._shard_deadline(timed, index, shard)
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
+
+    def _shard_deadline(self, timed: TimedWrite[ShardT], index: int, shard: ShardT) -> int | None:
+        assert timed.deadline_ms is not None
+        deadline = timed.deadline_ms(shard)
+        if deadline is None:
+            return None
+        hosted = self._hosted[index]
+        retry = None if hosted is None else hosted.retry_at.get(timed.name)
+        return deadline if retry is None else max(deadline, retry)
+
+    def _due_partitions(self, timed: TimedWrite[ShardT], now_ms: int) -> list[int]:
+        return [
+            index
+            for index, shard in self.shards()
+            if (d := self._shard_deadline(timed, index, shard)) is not None and d <= now_ms
+        ]
+
+    def _run(self, timed: TimedWrite[ShardT], now_ms: int, partitions: list[int]) -> bool:
+        """Run `timed` as a write on `partitions`; True if it ran on any."""
+        records = 0
+        for index in partitions:
+            hosted = self._hosted[index]
+            if hosted is None:
+                continue
+            try:
+                result = self.write(index, lambda shard: timed.operation(shard, now_ms))
+            except RecordSinkError as exc:
+                retry = "at its next interval"
+                if timed.deadline_ms is not None:
+                    hosted.retry_at[timed.name] = now_ms + TIMED_WRITE_RETRY_MS
+                    retry = f"in {TIMED_WRITE_RETRY_MS} ms"
+                log.warning(
+                    "%s-%d: timed write %s not done, tried again %s: %s",
+                    self.name,
+                    index,
+                    timed.name,
+                    retry,
+                    exc,
+                )
+                continue
+            hosted.retry_at.pop(timed.name, None)
+            records += len(result.records)
+        if records:
+            log.info("%s: %s wrote %d records", self.name, timed.name, records)
+        return bool(partitions)
+
+
+__all__ = [
+    "NO_OFFSET",
+    "TIMED_WRITE_RETRY_MS",
+    "CoordinatorRuntime",
+    "CoordinatorUnavailable",
+    "EffectHandler",
+    "Fired",
+    "FlushListener",
+    "InMemoryRecordSink",
+    "Loader",
+    "PartitionNotLoaded",
+    "RecordSink",
+    "RecordSinkError",
+    "RecordSinkFull",
+    "RecordSinkUnavailable",
+    "Shard",
+    "TimedWrite",
+    "WriteResult",
+    "record_offsets",
+]

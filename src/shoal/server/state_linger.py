@@ -1,120 +1,115 @@
-"""The share coordinator's append linger in the running broker
-(`share.coordinator.append.linger.ms`).
+"""A coordinator's append linger in the running broker (`share.coordinator.append.linger.ms`
+for `__share_group_state`): the sinks, the flush timer and the waiting.
 
-`StateAppendLinger` builds the sinks of `__share_group_state`'s partitions: with a
-linger of -1 (the default) the plain `LogRecordSink` (one batch per state write,
-written before the persister call returns); with a linger of 0 or more a
-`LingeringRecordSink` (coordinator/append_linger.py) per partition, whose staged
-writes go to the log as one batch when the linger has passed. It then:
+The bookkeeping is the coordinator runtime's (coordinator/runtime.py, "Append
+linger": marks, staged partitions, flush deadlines, reloading a partition whose
+batch was lost). What stays here is the asyncio side:
 
-- flushes them on the broker's one timer driver (`timer_source()`, a deadline timer
-  at the earliest staged deadline; `rearm` is called when a partition starts a new
-  batch, so a linger of 0 flushes as soon as the request in hand yields);
-- lets a request wait until the state writes it made are in the log before its
-  response leaves (`mark()` before the handler, `await written(mark)` after:
-  server/connection.py). The share-partition leader commits a write's transition
-  when the persister call returns, but nothing of it reaches a client before the
-  records are written: the coordinator rule holds at the wire. A request that
-  staged nothing (the mark unchanged) never waits;
-- on a failed flush (the partition's log went offline) fails the waiting requests
-  with the `RecordSinkError` (their connections close: the client never hears of
-  a success that was not written) and rebuilds that partition's shard from its log
-  (`reload`), since the shard had replayed the lost records;
+- `sinks()`: with a linger of -1 (the default) the plain `LogRecordSink` per
+  partition (one batch per write, written before the call returns); with 0 or more
+  a `LingeringRecordSink` (coordinator/append_linger.py), whose `on_staged` rearms
+  the broker's timer driver, so a linger of 0 flushes as soon as the request in
+  hand yields;
+- `timer_source()`: the flush timer, at the runtime's `flush_deadline`;
+- waiting: a request takes `mark()` before its handler runs and, if it staged
+  anything, awaits `written(mark)` before its response leaves
+  (server/connection.py): nothing of a write reaches a client before its records
+  are in the log. A failed flush fails the waiters with the `RecordSinkError`
+  (their connections close: the client never hears of a success that was not
+  written); the runtime has rebuilt that partition's shard from its log;
 - `flush_all()` writes what is staged (shutdown, before the logs close).
 
-A parked waiter holds one future per partition at most; futures are per partition
-and batch, so a request waits only for the partitions with staged writes.
+Futures are per partition and batch, so a request waits only for the partitions
+with staged writes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from shoal.clock import Clock
 from shoal.coordinator.append_linger import LingeringRecordSink
 from shoal.coordinator.log_sink import Encode, LogRecordSink
-from shoal.coordinator.runtime import RecordSink, RecordSinkError
+from shoal.coordinator.runtime import CoordinatorRuntime, RecordSink, RecordSinkError
 from shoal.log.partition import PartitionLog
 from shoal.server.timers import DeadlineTimer, TimerSource
-from shoal.share_coordinator.records import ShareCoordinatorRecord
 
 log = logging.getLogger(__name__)
 
+R = TypeVar("R")
+
 NO_LINGER = -1
-"""`share.coordinator.append.linger.ms` = -1: every write is its own batch, at once."""
+"""A linger of -1: every write is its own batch, at once."""
 
 
 class StateAppendLinger:
-    """Batching of share state writes (module docstring)."""
+    """A coordinator runtime's append linger, on the loop (module docstring)."""
 
     def __init__(
-        self, *, clock: Clock, linger_ms: int, rearm: Callable[[], None] = lambda: None
+        self,
+        *,
+        clock: Clock,
+        linger_ms: int,
+        rearm: Callable[[], None] = lambda: None,
+        name: str = "share-coordinator-append-linger",
     ) -> None:
         assert linger_ms >= NO_LINGER, linger_ms
         self._clock = clock
         self.linger_ms = linger_ms
         self._rearm = rearm
-        self._sinks: list[LingeringRecordSink[ShareCoordinatorRecord]] = []
+        self._name = name
+        self._runtime: CoordinatorRuntime[Any, Any] | None = None
         self._batches: dict[int, asyncio.Future[None]] = {}
         """Per partition with staged records, resolved when they are written."""
-        self.reload: Callable[[int], object] = lambda _index: None
-        """Rebuilds a partition's shard from its log (set once the coordinator exists)."""
 
     @property
     def enabled(self) -> bool:
         return self.linger_ms != NO_LINGER
 
     def sinks(
-        self, partitions: Sequence[PartitionLog], *, encode: Encode[ShareCoordinatorRecord]
-    ) -> list[RecordSink[ShareCoordinatorRecord]]:
+        self, partitions: Sequence[PartitionLog], *, encode: Encode[R]
+    ) -> list[RecordSink[R]]:
         """One sink per partition, in order (module docstring)."""
         if not self.enabled:
             return [LogRecordSink(log=p, encode=encode, clock=self._clock) for p in partitions]
-        assert not self._sinks, "sinks are built once"
-        for index, partition in enumerate(partitions):
-            self._sinks.append(
-                LingeringRecordSink(
-                    log=partition,
-                    encode=encode,
-                    clock=self._clock,
-                    linger_ms=self.linger_ms,
-                    on_staged=self._rearm,
-                    on_flushed=functools.partial(self._flushed, index),
-                )
+        return [
+            LingeringRecordSink(
+                log=partition,
+                encode=encode,
+                clock=self._clock,
+                linger_ms=self.linger_ms,
+                on_staged=self._rearm,
             )
-        return list(self._sinks)
+            for partition in partitions
+        ]
+
+    def attach(self, runtime: CoordinatorRuntime[Any, Any]) -> None:
+        """Follow `runtime`, whose partitions use `sinks()`."""
+        self._runtime = runtime
+        runtime.on_flushed(self._flushed)
 
     # ---- waiting for the log
 
     def staged(self, index: int) -> bool:
-        """True while partition `index` has records staged but not yet in its log: its
-        shard is ahead of the log, so what the shard no longer needs may still be needed
-        if that batch is lost (pruning waits)."""
-        if not self._sinks:
-            return False
-        sink = self._sinks[index]
-        return sink.appends_written < sink.appends_staged
+        """True while partition `index` has records staged but not yet in its log."""
+        return self._runtime is not None and self._runtime.staged(index)
 
     def mark(self) -> int:
         """How many appends were staged so far (compare with `written`). Called twice
-        per request: without a linger (no sinks) it is a constant 0."""
-        if not self._sinks:
+        per request: without a linger it is a constant 0."""
+        if not self.enabled or self._runtime is None:
             return 0
-        return sum(sink.appends_staged for sink in self._sinks)
+        return self._runtime.appends_staged()
 
     async def written(self, mark: int) -> None:
         """Return once every write staged so far is in the log, if any was staged
         since `mark`; raises the `RecordSinkError` of a failed flush."""
-        if not self._sinks or self.mark() == mark:
+        if self._runtime is None or self.mark() == mark:
             return
-        waits = [
-            self._batch(index)
-            for index, sink in enumerate(self._sinks)
-            if sink.appends_written < sink.appends_staged
-        ]
+        waits = [self._batch(index) for index in self._runtime.unwritten()]
         for wait in waits:
             await asyncio.shield(wait)
 
@@ -128,14 +123,6 @@ class StateAppendLinger:
 
     def _flushed(self, index: int, failure: RecordSinkError | None) -> None:
         future = self._batches.pop(index, None)
-        if failure is not None:
-            log.error(
-                "share state writes on __share_group_state-%d lost: %s; their requests "
-                "fail and the partition's state is reloaded from its log",
-                index,
-                failure,
-            )
-            self._reload(index)
         if future is None or future.done():
             return
         if failure is None:
@@ -143,35 +130,23 @@ class StateAppendLinger:
         else:
             future.set_exception(failure)
 
-    def _reload(self, index: int) -> None:
-        try:
-            self.reload(index)
-        except Exception:  # the log is offline: its shard's writes fail from now on anyway
-            log.exception("reloading __share_group_state-%d after a lost write failed", index)
-
     # ---- flushing
 
     def deadline_ms(self) -> int | None:
-        deadlines = [d for sink in self._sinks if (d := sink.deadline_ms) is not None]
-        return min(deadlines, default=None)
+        return None if self._runtime is None else self._runtime.flush_deadline()
 
     def flush_due(self, now_ms: int) -> int:
         """Write every partition whose linger has passed; returns how many."""
-        return sum(sink.flush_due(now_ms) for sink in self._sinks)
+        return 0 if self._runtime is None else self._runtime.flush_due(now_ms)
 
     def flush_all(self) -> None:
         """Write everything staged now (failures are reported as on a timer flush)."""
-        for sink in self._sinks:
-            try:
-                sink.flush()
-            except RecordSinkError:
-                pass  # reported through _flushed
+        if self._runtime is not None:
+            self._runtime.flush_all()
 
     def timer_source(self) -> TimerSource:
         return DeadlineTimer(
-            "share-coordinator-append-linger",
-            deadline=lambda _now: self.deadline_ms(),
-            action=self.flush_due,
+            self._name, deadline=lambda _now: self.deadline_ms(), action=self.flush_due
         )
 
 

@@ -29,31 +29,28 @@ never recorded. The cost is a few fsyncs per transaction (InitProducerId,
 AddPartitionsToTxn/AddOffsetsToTxn, the prepare and complete records; measured in
 bench/transactions.py, figures in the README).
 
-Markers. The coordinator returns `WriteMarkers` effects; `complete(markers)` performs
-one: for each partition of the transaction, a `__consumer_offsets` partition goes to
-the group coordinator (`complete_transaction`, which materialises or drops that
-producer's pending offsets), any other to the partition's log (`append_control`, one
-control batch). Once every partition has its marker (a partition whose topic is gone
-counts as done, as in Kafka), `markers_written` writes CompleteCommit/CompleteAbort.
-A partition that fails leaves the transaction preparing; the abort timer sends its
-markers again (markers are idempotent on the log side). WriteTxnMarkers (API 27)
-goes through the same `write_markers`.
+Markers. Writing one `WriteMarkers` effect: for each partition of the transaction, a
+`__consumer_offsets` partition goes to the group coordinator (`complete_transaction`,
+which materialises or drops that producer's pending offsets), any other to the
+partition's log (`append_control`, one control batch). Once every partition has its
+marker (a partition whose topic is gone counts as done, as in Kafka),
+`markers_written` writes CompleteCommit/CompleteAbort. A partition that fails leaves
+the transaction preparing; the abort timer sends its markers again (markers are
+idempotent on the log side). WriteTxnMarkers (API 27) goes through the same
+`write_markers`.
 
 Shoal writes the markers before it answers EndTxn (Kafka answers once the prepare
 record is written and sends markers afterwards): on one node they are local appends,
 and the producer's next transaction then does not meet CONCURRENT_TRANSACTIONS.
 
-Timers (fired by the broker's timer driver):
-- every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: ongoing
-  transactions past their timeout are aborted (epoch bumped: the producer is fenced)
-  and the markers of transactions left preparing are sent again;
-- every `transaction.remove.expired.transaction.cleanup.interval.ms`: transactional
-  ids idle for `transactional.id.expiration.ms` are removed (a tombstone);
-- every `transaction.state.log.prune.interval.ms`: ids whose latest record lies more
-  than `transaction.state.log.rewrite.window.records` below their partition's end are
-  re-written (at most `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` per partition
-  and pass), then each partition's log is deleted below the lowest latest record
-  (Kafka compacts this topic; Shoal prunes it as its other coordinator topics).
+Timers. The coordinator's timed writes (txn/coordinator.py, `schedule`: aborting
+timed-out transactions and resending stuck markers, expiring idle ids, re-writing
+stale ids and pruning) run on its runtime, hooked to the broker's timer driver as
+one source (server/coordinator_host.py), with their intervals read from the config.
+
+Effects. The runtime hands every `WriteMarkers` effect to `_on_effects`, which starts
+writing them on the loop (one task per transactional id at a time); a request that
+got effects back awaits those tasks (`complete_all`) before it answers.
 
 The marker targets are Protocols: `ControlAppender` is what `PartitionLog.append_control`
 offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` is what
@@ -63,6 +60,7 @@ offers (log/, the interface in notes/s3/txn-interfaces.md), `GroupTransactions` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from typing import Protocol
@@ -70,7 +68,7 @@ from typing import Protocol
 from shoal.clock import Clock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
-from shoal.coordinator.log_sink import LogRecordSink, read_log
+from shoal.coordinator.log_sink import LogRecordSink
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.pruning import RemovePaths
 from shoal.log import fileio
@@ -79,15 +77,24 @@ from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.log.transactions import ControlType
 from shoal.protocol.errors import ErrorCode
-from shoal.server.timers import PeriodicTimer, TimerSource
+from shoal.server.coordinator_host import LogLoader, RuntimeTimer, load_all
+from shoal.server.timers import TimerSource
 from shoal.txn import COMMIT, TransactionCoordinator, WriteMarkers
+from shoal.txn.coordinator import TRANSACTION_STATE_TOPIC, markers_of
 from shoal.txn.records import CODEC
 from shoal.txn.state import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+__all__ = [
+    "CONSUMER_OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
+    "ControlAppender",
+    "GroupTransactions",
+    "TxnService",
+]
 
 
 class ControlAppender(Protocol):
@@ -130,7 +137,7 @@ class TxnService:
         remove_paths: RemovePaths = fileio.remove_paths,
     ) -> None:
         assert (coordinator is None) != (open_state is None), "a coordinator or its opener"
-        self._coordinator = coordinator
+        self._coordinator: TransactionCoordinator | None = None
         self._open_state = open_state
         self._partitions = partitions or []
         self._remove_paths = remove_paths
@@ -140,9 +147,10 @@ class TxnService:
         self._group = group_transactions
         self.allocate_producer_id = allocate_producer_id
         self._offsets_partitions = offsets_partitions
-        self._in_flight: set[str] = set()
-        """Transactional ids whose markers are being written."""
-        self._tasks: set[asyncio.Task[bool]] = set()
+        self._tasks: dict[str, asyncio.Task[bool]] = {}
+        """The markers being written, per transactional id (one task at a time)."""
+        if coordinator is not None:
+            self._adopt(coordinator)
 
     @classmethod
     def open(
@@ -188,8 +196,29 @@ class TxnService:
         """The coordinator, opening `__transaction_state` first if it is not yet."""
         if self._coordinator is None:
             assert self._open_state is not None
-            self._coordinator, self._partitions = self._open_state()
+            coordinator, self._partitions = self._open_state()
+            self._adopt(coordinator)
+            assert self._coordinator is not None
         return self._coordinator
+
+    def _adopt(self, coordinator: TransactionCoordinator) -> None:
+        """Take `coordinator` on: its timed writes and its effects."""
+
+        def interval(key: str) -> Callable[[], int]:
+            return lambda: self._config().get_int(key)
+
+        coordinator.schedule(
+            abort_interval_ms=interval(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+            ),
+            expire_interval_ms=interval(
+                "transaction.remove.expired.transaction.cleanup.interval.ms"
+            ),
+            maintenance_interval_ms=interval("transaction.state.log.prune.interval.ms"),
+            window_records=interval("transaction.state.log.rewrite.window.records"),
+        )
+        coordinator.runtime.on_effects(self._on_effects)
+        self._coordinator = coordinator
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The `__consumer_offsets` partition of a group (AddOffsetsToTxn adds it)."""
@@ -198,24 +227,27 @@ class TxnService:
     # ---- markers
 
     async def complete_all(self, effects: tuple[WriteMarkers, ...]) -> None:
-        """Write the markers of every effect and complete their transactions."""
+        """Return once the markers of every effect are written and their transactions
+        complete (or failed: retried by the abort timer)."""
         for markers in effects:
             await self.complete(markers)
 
     async def complete(self, markers: WriteMarkers) -> bool:
-        """Write `markers`, then record the transaction complete; False if a partition
-        failed (the transaction stays preparing and is retried by the timer) or the
-        markers are being written already."""
-        if markers.transactional_id in self._in_flight:
-            return False
-        self._in_flight.add(markers.transactional_id)
-        return await self._complete_and_release(markers)
+        """Await the writing of `markers` (started now unless `_on_effects` did);
+        False if a partition failed (the transaction stays preparing)."""
+        return await asyncio.shield(self._writing(markers))
 
-    async def _complete_and_release(self, markers: WriteMarkers) -> bool:
-        try:
-            errors = await self.write_markers(markers)
-        finally:
-            self._in_flight.discard(markers.transactional_id)
+    def _writing(self, markers: WriteMarkers) -> asyncio.Task[bool]:
+        """The task writing the markers of `markers.transactional_id`: one at a time."""
+        task = self._tasks.get(markers.transactional_id)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._write_and_complete(markers))
+            self._tasks[markers.transactional_id] = task
+            task.add_done_callback(functools.partial(self._task_done, markers.transactional_id))
+        return task
+
+    async def _write_and_complete(self, markers: WriteMarkers) -> bool:
+        errors = await self.write_markers(markers)
         failed = {tp: e for tp, e in errors.items() if e not in _DONE}
         if failed:
             log.warning(
@@ -274,21 +306,27 @@ class TxnService:
             self._spawn(self.coordinator.pending_markers())
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
+        tasks = list(self._tasks.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _on_effects(self, _partition: int, effects: tuple[object, ...]) -> None:
+        """The runtime's effect handler: start writing the markers on the loop.
+        Outside a running loop (tests, tools) the caller writes those it got back."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._spawn(markers_of(effects))
 
     def _spawn(self, effects: tuple[WriteMarkers, ...]) -> None:
         for markers in effects:
-            if markers.transactional_id in self._in_flight:
-                continue
-            self._in_flight.add(markers.transactional_id)
-            task = asyncio.get_running_loop().create_task(self._complete_and_release(markers))
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
+            self._writing(markers)
 
-    def _task_done(self, task: asyncio.Task[bool]) -> None:
-        self._tasks.discard(task)
+    def _task_done(self, transactional_id: str, task: asyncio.Task[bool]) -> None:
+        if self._tasks.get(transactional_id) is task:
+            del self._tasks[transactional_id]
         if not task.cancelled() and task.exception() is not None:
             log.error(
                 "writing transaction markers failed; retried by the abort timer",
@@ -296,7 +334,8 @@ class TxnService:
             )
 
     def abort_timed_out(self) -> int:
-        """Abort timed-out transactions; resend markers of stuck preparing ones."""
+        """Abort timed-out transactions and resend the markers of stuck preparing ones
+        now (the timed write's steps at once); how many were aborted."""
         if not self.opened:
             return 0
         aborted = self.coordinator.abort_timed_out(self._clock.wall_ms())
@@ -304,47 +343,16 @@ class TxnService:
         self._spawn(self.coordinator.pending_markers())
         return len(aborted)
 
-    def expire_ids(self) -> int:
-        if not self.opened:
-            return 0
-        return self.coordinator.expire_transactional_ids(self._clock.wall_ms())
-
-    def maintain_log(self) -> int:
-        """Re-write stale ids, then prune each partition; partitions pruned."""
-        if not self.opened:
-            return 0
-        return self.coordinator.maintain_log(
-            self._partitions,
-            window_records=self._config().get_int("transaction.state.log.rewrite.window.records"),
+    def timer_sources(self) -> list[TimerSource]:
+        """The coordinator runtime's timed writes, as one source (nothing is armed
+        before `__transaction_state` is opened)."""
+        timed = RuntimeTimer(
+            "txn-coordinator",
+            runtime=lambda: self.coordinator.runtime if self.opened else None,
+            partitions=lambda: self._partitions,
             remove_paths=self._remove_paths,
         )
-
-    def timer_sources(self) -> list[TimerSource]:
-        def interval(key: str) -> Callable[[], int]:
-            return lambda: self._config().get_int(key)
-
-        return [
-            PeriodicTimer(
-                "txn-abort-timed-out",
-                interval_ms=interval("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-                action=lambda _now: self._logged(self.abort_timed_out(), "aborted (timed out)"),
-            ),
-            PeriodicTimer(
-                "txn-expire-ids",
-                interval_ms=interval("transaction.remove.expired.transaction.cleanup.interval.ms"),
-                action=lambda _now: self._logged(self.expire_ids(), "transactional ids expired"),
-            ),
-            PeriodicTimer(
-                "txn-state-log-maintenance",
-                interval_ms=interval("transaction.state.log.prune.interval.ms"),
-                action=lambda _now: self._logged(self.maintain_log(), "state partitions pruned"),
-            ),
-        ]
-
-    @staticmethod
-    def _logged(count: int, what: str) -> None:
-        if count:
-            log.info("transaction coordinator: %d %s", count, what)
+        return [timed]
 
 
 def _open_state(
@@ -358,26 +366,17 @@ def _open_state(
         configs={"segment.bytes": config.get_int("transaction.state.log.segment.bytes")},
     )
     sinks = [LogRecordSink(log=p, encode=CODEC.encode, clock=clock, sync=True) for p in partitions]
+    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
+    loader = LogLoader(partitions, CODEC.decode, buffer_bytes=buffer_bytes, flush_first=True)
     coordinator = TransactionCoordinator(
         sink_for=sinks.__getitem__,
         partitions=len(partitions),
         clock=clock,
         max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
         transactional_id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+        loader=loader,
     )
-    buffer_bytes = config.get_int("transaction.state.log.load.buffer.size")
-    records = 0
-    for index, partition in enumerate(partitions):
-        partition.flush_loaded()  # what a crash left unsynced, before acting on it
-        pairs = list(read_log(partition, CODEC.decode, buffer_bytes=buffer_bytes))
-        records += len(pairs)
-        coordinator.load_partition(index, pairs)
-    log.info(
-        "transaction coordinator loaded %d records from %d partitions of %s",
-        records,
-        len(partitions),
-        TRANSACTION_STATE_TOPIC,
-    )
+    load_all(coordinator.runtime, loader, clock=clock, what="transaction coordinator")
     return coordinator, partitions
 
 

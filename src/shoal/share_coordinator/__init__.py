@@ -8,19 +8,20 @@ Modules, bottom up:
   (Kafka's bytes) and their builders.
 - `shard`: `ShareCoordinatorShard`, one partition's event-sourced state machine.
 - `settings`: `ShareCoordinatorSettings` from the `share.coordinator.*` keys.
-- `coordinator`: `ShareCoordinator`, the durable `Persister` over one coordinator
-  runtime per partition, with cold snapshots and pruning offsets.
+- `coordinator`: `ShareCoordinator`, the durable `Persister`: the shards of every
+  partition on one coordinator runtime, with cold snapshots and pruning as its
+  timed writes.
 """
 
 from shoal.share_coordinator.coordinator import ShareCoordinator
 from shoal.share_coordinator.records import ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings
-from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
+from shoal.share_coordinator.shard import ShareCoordinatorShard, ShareResult
 
 __all__ = [
-    "ShardResult",
     "ShareCoordinator",
     "ShareCoordinatorRecord",
     "ShareCoordinatorSettings",
     "ShareCoordinatorShard",
+    "ShareResult",
 ]

@@ -3,7 +3,7 @@ partition of `__share_group_state` (Kafka's ShareCoordinatorShard).
 
 Theory of operation. The shard is event-sourced. Each operation (`initialize`,
 `read`, `write`, `delete`, `read_summary`, `cold_snapshots`) validates, decides, and
-returns a `ShardResult` of records to write plus the response, changing nothing;
+returns a `CoordinatorResult` of records to write plus the response, changing nothing;
 `replay(record, offset)` is the only mutator, run by the coordinator runtime after
 the records are in the log, and by a reload over the log. Semantics
 (coordinators.md §2.3-2.5):
@@ -53,11 +53,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.coordinator.pruning import lowest_needed_offset
-from shoal.coordinator.runtime import NO_OFFSET
+from shoal.coordinator.result import CoordinatorResult
+from shoal.coordinator.sink import NO_OFFSET
 from shoal.protocol.errors import ErrorCode
 from shoal.share_coordinator.records import (
     ShareCoordinatorRecord,
@@ -93,14 +94,8 @@ _DELIVERY_COUNT_MAX = 2**15 - 1
 ResponseT = TypeVar("ResponseT")
 
 
-@dataclass(slots=True)
-class ShardResult(Generic[ResponseT]):
-    """Records to append (then replay), and the answer to give once they are. Never
-    changed once built (not frozen: a frozen dataclass sets each field through
-    `object.__setattr__`, several times the cost, and one is built per operation)."""
-
-    records: tuple[ShareCoordinatorRecord, ...]
-    response: ResponseT
+ShareResult = CoordinatorResult[ShareCoordinatorRecord, ResponseT]
+"""What a share coordinator operation returns (the one result type, with no effects)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -189,15 +184,15 @@ class ShareCoordinatorShard:
 
     def initialize(
         self, *, key: SharePartitionKey, state_epoch: int, start_offset: int
-    ) -> ShardResult[ErrorCode | None]:
+    ) -> ShareResult[ErrorCode | None]:
         if _key_invalid(key) or state_epoch < 0 or start_offset < UNINITIALIZED_START_OFFSET:
-            return ShardResult((), ErrorCode.invalid_request)
+            return CoordinatorResult((), ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is not None:
             if state_epoch < stored.state_epoch:
-                return ShardResult((), ErrorCode.fenced_state_epoch)
+                return CoordinatorResult((), ErrorCode.fenced_state_epoch)
             if state_epoch == stored.state_epoch and start_offset == stored.start_offset:
-                return ShardResult((), None)
+                return CoordinatorResult((), None)
         now_ms = self._clock.wall_ms()
         record = snapshot_record(
             key,
@@ -210,16 +205,16 @@ class ShareCoordinatorShard:
             create_timestamp_ms=now_ms,
             write_timestamp_ms=now_ms,
         )
-        return ShardResult((record,), None)
+        return CoordinatorResult((record,), None)
 
-    def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ShardResult[ReadResult]:
+    def read(self, *, key: SharePartitionKey, leader_epoch: int) -> ShareResult[ReadResult]:
         if _key_invalid(key) or leader_epoch < 0:
-            return ShardResult((), ReadResult(ErrorCode.invalid_request))
+            return CoordinatorResult((), ReadResult(ErrorCode.invalid_request))
         stored = self._states.get(key)
         if stored is None:
-            return ShardResult((), ReadResult(ErrorCode.invalid_request))
+            return CoordinatorResult((), ReadResult(ErrorCode.invalid_request))
         if leader_epoch < stored.leader_epoch:
-            return ShardResult((), ReadResult(ErrorCode.fenced_leader_epoch))
+            return CoordinatorResult((), ReadResult(ErrorCode.fenced_leader_epoch))
         records: tuple[ShareCoordinatorRecord, ...] = ()
         if leader_epoch > stored.leader_epoch:
             update = update_record(
@@ -232,9 +227,9 @@ class ShareCoordinatorShard:
             )
             records = (update,)
         state = PersistedState(stored.state_epoch, stored.start_offset, stored.state_batches)
-        return ShardResult(records, ReadResult(None, state))
+        return CoordinatorResult(records, ReadResult(None, state))
 
-    def write(self, *, write: StateWrite) -> ShardResult[ErrorCode | None]:
+    def write(self, *, write: StateWrite) -> ShareResult[ErrorCode | None]:
         key = write.key
         if (
             key.partition < 0  # _key_invalid(key), inline: once per acknowledgement
@@ -243,17 +238,17 @@ class ShareCoordinatorShard:
             or write.leader_epoch < 0
             or write.start_offset < UNINITIALIZED_START_OFFSET
         ):
-            return ShardResult((), ErrorCode.invalid_request)
+            return CoordinatorResult((), ErrorCode.invalid_request)
         for batch in write.state_batches:
             if not 0 <= batch.delivery_count <= _DELIVERY_COUNT_MAX:
-                return ShardResult((), ErrorCode.invalid_request)
+                return CoordinatorResult((), ErrorCode.invalid_request)
         stored = self._states.get(key)
         if stored is None:
-            return ShardResult((), ErrorCode.invalid_request)
+            return CoordinatorResult((), ErrorCode.invalid_request)
         if write.leader_epoch < stored.leader_epoch:
-            return ShardResult((), ErrorCode.fenced_leader_epoch)
+            return CoordinatorResult((), ErrorCode.fenced_leader_epoch)
         if write.state_epoch < stored.state_epoch:
-            return ShardResult((), ErrorCode.fenced_state_epoch)
+            return CoordinatorResult((), ErrorCode.fenced_state_epoch)
         moves = write.start_offset >= stored.start_offset
         start_offset = write.start_offset if moves else stored.start_offset
         count = write.delivery_complete_count if moves else UNKNOWN_DELIVERY_COMPLETE_COUNT
@@ -296,24 +291,24 @@ class ShareCoordinatorShard:
                 record_key=stored.update_key,
             )
         self._written = (record, key, batches, stored, self._replays)
-        return ShardResult((record,), None)
+        return CoordinatorResult((record,), None)
 
-    def delete(self, *, key: SharePartitionKey) -> ShardResult[ErrorCode | None]:
+    def delete(self, *, key: SharePartitionKey) -> ShareResult[ErrorCode | None]:
         if _key_invalid(key):
-            return ShardResult((), ErrorCode.invalid_request)
+            return CoordinatorResult((), ErrorCode.invalid_request)
         if key not in self._states:
-            return ShardResult((), None)
-        return ShardResult((tombstone(key),), None)
+            return CoordinatorResult((), None)
+        return CoordinatorResult((tombstone(key),), None)
 
     def read_summary(
         self, *, key: SharePartitionKey, leader_epoch: int
-    ) -> ShardResult[StateSummary]:
+    ) -> ShareResult[StateSummary]:
         """Never writes (no records); the leader epoch is not checked."""
         if _key_invalid(key):
-            return ShardResult((), StateSummary(ErrorCode.invalid_request))
+            return CoordinatorResult((), StateSummary(ErrorCode.invalid_request))
         stored = self._states.get(key)
         if stored is None:
-            return ShardResult((), StateSummary(None))
+            return CoordinatorResult((), StateSummary(None))
         summary = StateSummary(
             None,
             state_epoch=stored.state_epoch,
@@ -321,9 +316,9 @@ class ShareCoordinatorShard:
             start_offset=stored.start_offset,
             delivery_complete_count=stored.delivery_complete_count,
         )
-        return ShardResult((), summary)
+        return CoordinatorResult((), summary)
 
-    def cold_snapshots(self, now_ms: int) -> ShardResult[int]:
+    def cold_snapshots(self, now_ms: int) -> ShareResult[int]:
         """A snapshot of every key whose last snapshot was written at least
         `cold_partition_snapshot_interval_ms` before `now_ms` (wall-clock ms) and that
         either has had updates since, or lies more than `records_per_snapshot` records
@@ -354,7 +349,7 @@ class ShareCoordinatorShard:
                 )
             )
         )
-        return ShardResult(records, len(records))
+        return CoordinatorResult(records, len(records))
 
     # ---- the only mutator
 

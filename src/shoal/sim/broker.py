@@ -188,7 +188,7 @@ class Broker:
             clock=self.clock,
             settings=ShareCoordinatorSettings(num_partitions=1, records_per_snapshot=8),
         )
-        coordinator.load_partition(
+        coordinator.runtime.load_partition(
             0, read_log(self.state_log, CODEC.decode, buffer_bytes=LOAD_BUFFER_BYTES)
         )
         return coordinator

@@ -175,7 +175,7 @@ class CoordBroker:
             transactional_id_expiration_ms=7 * 24 * 3_600_000,
         )
         pairs = list(read_log(self.txn_log, TXN_CODEC.decode, buffer_bytes=LOAD_BUFFER_BYTES))
-        coordinator.load_partition(0, pairs)
+        coordinator.runtime.load_partition(0, pairs)
         return coordinator
 
     def snapshot(self) -> Snapshot:

@@ -4,8 +4,9 @@ epochs, and the two-phase end of a transaction, event-sourced on `__transaction_
 `records` is the record model (Kafka's TransactionLog key and value), `state` the
 in-memory words (`TxnState`, `TxnMetadata`, `WriteMarkers`), `shard` the state machine
 of one `__transaction_state` partition, `coordinator` the shards of every partition on
-the coordinator runtime. The server shell (`server/txn_service.py`) performs the
-`WriteMarkers` effects and reports back with `markers_written`.
+one coordinator runtime (coordinator/runtime.py), with the timed writes. The server
+shell (`server/txn_service.py`) performs the `WriteMarkers` effects and reports back
+with `markers_written`.
 """
 
 from shoal.txn.coordinator import TransactionCoordinator

@@ -2,7 +2,7 @@
 (Kafka's TransactionCoordinator and TransactionStateManager, for one partition).
 
 Theory of operation. Event-sourced: every operation validates, decides and returns a
-`TxnResult` (records to write, the response, effects for the shell), changing
+`CoordinatorResult` (records to write, the response, effects for the shell), changing
 nothing; `replay(record)` is the only mutator, run by the coordinator runtime after
 the records are in the log and by a reload over the log. One record per change: the
 whole `TxnMetadata` of the transactional id (Kafka writes the same), a tombstone when
@@ -68,10 +68,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from shoal.clock import Clock
 from shoal.coordinator.pruning import LiveKeys
+from shoal.coordinator.result import CoordinatorResult
 from shoal.protocol.errors import ErrorCode
 from shoal.txn.records import TxnRecord, metadata_of, metadata_record, tombstone
 from shoal.txn.state import (
@@ -98,13 +99,9 @@ EPOCH_EXHAUSTED = PRODUCER_EPOCH_MAX - 1
 (Short.MaxValue stays free for the coordinator to fence with)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TxnResult(Generic[ResponseT]):
-    """Records to append (then replay), the answer once they are, effects after."""
-
-    records: tuple[TxnRecord, ...]
-    response: ResponseT
-    effects: tuple[WriteMarkers, ...] = ()
+TxnResult = CoordinatorResult[TxnRecord, ResponseT]
+"""What a transaction coordinator operation returns (the one result type; its
+effects are `WriteMarkers`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,14 +221,16 @@ class TxnShard:
         stored = self._txns.get(transactional_id)
         error = _producer_error(stored, producer_id, producer_epoch)
         if stored is None or error is not None:
-            return TxnResult(
+            return CoordinatorResult(
                 (), dict.fromkeys(wanted, error or ErrorCode.invalid_producer_id_mapping)
             )
         if verify_only:
             if stored.state in _PREPARING:
-                return TxnResult((), dict.fromkeys(wanted, ErrorCode.concurrent_transactions))
+                return CoordinatorResult(
+                    (), dict.fromkeys(wanted, ErrorCode.concurrent_transactions)
+                )
             ongoing = stored.state == TxnState.ONGOING
-            return TxnResult(
+            return CoordinatorResult(
                 (),
                 {
                     tp: ErrorCode.none
@@ -241,10 +240,10 @@ class TxnShard:
                 },
             )
         if stored.state not in _COMPLETE and stored.state != TxnState.ONGOING:
-            return TxnResult((), dict.fromkeys(wanted, ErrorCode.concurrent_transactions))
+            return CoordinatorResult((), dict.fromkeys(wanted, ErrorCode.concurrent_transactions))
         answer = dict.fromkeys(wanted, ErrorCode.none)
         if stored.state == TxnState.ONGOING and wanted <= stored.partitions:
-            return TxnResult((), answer)
+            return CoordinatorResult((), answer)
         now_ms = self._clock.wall_ms()
         metadata = replace(
             stored,
@@ -255,7 +254,7 @@ class TxnShard:
             start_ms=stored.start_ms if stored.state == TxnState.ONGOING else now_ms,
             client_transaction_version=client_transaction_version,
         )
-        return TxnResult((metadata_record(metadata),), answer)
+        return CoordinatorResult((metadata_record(metadata),), answer)
 
     def end_txn(
         self,
@@ -288,7 +287,7 @@ class TxnShard:
                 state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
                 last_update_ms=now_ms,
             )
-            return TxnResult(
+            return CoordinatorResult(
                 (metadata_record(metadata),),
                 ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch),
                 (_markers(metadata),),
@@ -308,7 +307,7 @@ class TxnShard:
             or stored.producer_id != producer_id
             or stored.producer_epoch != producer_epoch
         ):
-            return TxnResult((), None)
+            return CoordinatorResult((), None)
         committed = stored.state == TxnState.PREPARE_COMMIT
         metadata = replace(
             stored,
@@ -324,19 +323,19 @@ class TxnShard:
                 next_producer_id=NO_PRODUCER_ID,
                 producer_epoch=0,
             )
-        return TxnResult((metadata_record(metadata),), None)
+        return CoordinatorResult((metadata_record(metadata),), None)
 
     def abort_timed_out(self, now_ms: int) -> TxnResult[int]:
         """Abort every ongoing transaction past its timeout (`now_ms`: wall ms)."""
         records: list[TxnRecord] = []
-        effects: list[WriteMarkers] = []
+        effects: list[object] = []
         for stored in self._txns.values():
             if stored.state != TxnState.ONGOING or stored.expired_at_ms() > now_ms:
                 continue
             result = self._abort(stored, now_ms=now_ms, response=None)
             records.extend(result.records)
             effects.extend(result.effects)
-        return TxnResult(tuple(records), len(records), tuple(effects))
+        return CoordinatorResult(tuple(records), len(records), tuple(effects))
 
     def expire_transactional_ids(self, now_ms: int) -> TxnResult[int]:
         """Tombstones for ids left in a complete state for the expiration time."""
@@ -345,7 +344,7 @@ class TxnShard:
             for t in self._txns.values()
             if t.state in _COMPLETE and t.last_update_ms + self._expiration_ms <= now_ms
         )
-        return TxnResult(expired, len(expired))
+        return CoordinatorResult(expired, len(expired))
 
     def prune_offset(self) -> int | None:
         """The lowest log offset a reload still needs (None: unknown or empty)."""
@@ -355,7 +354,7 @@ class TxnShard:
         """The latest records of ids more than `window_records` below the end, again
         (at most `records_max`, oldest first)."""
         stale = self._live.stale(window_records=window_records)[:records_max]
-        return TxnResult(tuple(record for _offset, _tid, record in stale), len(stale))
+        return CoordinatorResult(tuple(record for _offset, _tid, record in stale), len(stale))
 
     def pending_markers(self) -> tuple[WriteMarkers, ...]:
         return tuple(_markers(t) for t in self._txns.values() if t.state in _PREPARING)
@@ -372,7 +371,7 @@ class TxnShard:
             state=TxnState.PREPARE_ABORT,
             last_update_ms=now_ms,
         )
-        return TxnResult((metadata_record(metadata),), response, (_markers(metadata),))
+        return CoordinatorResult((metadata_record(metadata),), response, (_markers(metadata),))
 
     def _abort_nothing(
         self, stored: TxnMetadata, *, now_ms: int, new_producer_id: Callable[[], int]
@@ -492,7 +491,7 @@ def _prepare_bumped(
         if exhausted
         else ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
     )
-    return TxnResult((metadata_record(metadata),), answer, (_markers(metadata),))
+    return CoordinatorResult((metadata_record(metadata),), answer, (_markers(metadata),))
 
 
 def _markers(metadata: TxnMetadata) -> WriteMarkers:
@@ -507,15 +506,15 @@ def _markers(metadata: TxnMetadata) -> WriteMarkers:
 
 
 def _answer(error: ErrorCode) -> TxnResult[ProducerAnswer]:
-    return TxnResult((), ProducerAnswer(error))
+    return CoordinatorResult((), ProducerAnswer(error))
 
 
 def _current(metadata: TxnMetadata) -> TxnResult[ProducerAnswer]:
-    return TxnResult(
+    return CoordinatorResult(
         (), ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
     )
 
 
 def _written(metadata: TxnMetadata) -> TxnResult[ProducerAnswer]:
     answer = ProducerAnswer(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
-    return TxnResult((metadata_record(metadata),), answer)
+    return CoordinatorResult((metadata_record(metadata),), answer)

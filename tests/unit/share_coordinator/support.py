@@ -13,7 +13,7 @@ from shoal.clock import ManualClock
 from shoal.coordinator.runtime import CoordinatorRuntime, InMemoryRecordSink
 from shoal.share_coordinator import records
 from shoal.share_coordinator.records import ShareCoordinatorRecord, snapshot_record, update_record
-from shoal.share_coordinator.shard import KeyState, ShardResult, ShareCoordinatorShard
+from shoal.share_coordinator.shard import KeyState, ShareCoordinatorShard, ShareResult
 from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWrite
 
 TOPIC = uuid.UUID(int=7)
@@ -47,7 +47,7 @@ class Rig:
     def shard(self) -> ShareCoordinatorShard:
         return self.runtime.shard
 
-    def apply(self, result: ShardResult[R]) -> R:
+    def apply(self, result: ShareResult[R]) -> R:
         return self.runtime.apply(result)
 
     def state(self, key: SharePartitionKey = KEY) -> KeyState | None:

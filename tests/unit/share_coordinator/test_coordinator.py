@@ -71,7 +71,7 @@ def test_keys_are_written_to_the_partition_kafka_places_them_on() -> None:
         assert share.initialize(key=key, state_epoch=0, start_offset=0) is None
     for key in KEYS:
         expected = partition_for(share_partition_key(key.group_id, key.topic_id, key.partition), 5)
-        assert share.partition_of(key) == expected
+        assert share.placement.partition_of(key) == expected
         holders = [
             p
             for p, sink in enumerate(sinks)
@@ -81,7 +81,7 @@ def test_keys_are_written_to_the_partition_kafka_places_them_on() -> None:
             )
         ]
         assert holders == [expected]
-    assert len({share.partition_of(key) for key in KEYS}) > 1
+    assert len({share.placement.partition_of(key) for key in KEYS}) > 1
     assert sum(len(sink) for sink in sinks) == len(KEYS)
 
 
@@ -100,9 +100,9 @@ def test_placements_kept_are_bounded_and_stay_correct_past_the_bound() -> None:
     keys = [SharePartitionKey(f"g{i}", TOPIC, i % 3) for i in range(7)] * 2
     for key in keys:
         expected = partition_for(share_partition_key(key.group_id, key.topic_id, key.partition), 5)
-        assert share.partition_of(key) == expected
-        assert len(share._placements) <= 2
-    assert list(share._placements) == [keys[-2], keys[-1]]
+        assert share.placement.partition_of(key) == expected
+        assert len(share.placement._placements) <= 2
+    assert list(share.placement._placements) == [keys[-2], keys[-1]]
 
 
 def test_a_full_sink_answers_coordinator_not_available_and_changes_nothing() -> None:
@@ -164,7 +164,7 @@ def test_a_coordinator_loaded_from_the_logs_answers_like_the_live_one() -> None:
     live.delete(key=KEYS[0])
     restarted, _ = coordinator(clock=clock, records_per_snapshot=2)
     for partition, sink in enumerate(sinks):
-        restarted.load_partition(partition, enumerate(sink.records))
+        restarted.runtime.load_partition(partition, enumerate(sink.records))
     for key in KEYS:
         assert restarted.read(key=key, leader_epoch=3) == live.read(key=key, leader_epoch=3)
         assert restarted.read_summary(key=key, leader_epoch=0) == live.read_summary(
@@ -192,7 +192,7 @@ def test_prune_offsets_per_partition() -> None:
     share, sinks = coordinator(partitions=3)
     assert share.prune_offsets() == {}
     key = KEYS[0]
-    partition = share.partition_of(key)
+    partition = share.placement.partition_of(key)
     share.initialize(key=key, state_epoch=0, start_offset=0)
     share.write(write=state_write(StateBatch(0, 0, ACK, 1), key=key))
     assert share.prune_offsets() == {partition: 0}
@@ -214,7 +214,7 @@ def test_cold_snapshots_across_partitions() -> None:
     assert share.write_cold_snapshots(clock.wall_ms()) == len(on_updates)
     assert share.write_cold_snapshots(clock.wall_ms()) == 0
     for key in on_updates:
-        state = share.shard(share.partition_of(key)).states[key]
+        state = share.shard(share.placement.partition_of(key)).states[key]
         assert (state.snapshot_epoch, state.updates_since_snapshot) == (1, 0)
     assert sum(len(s) for s in sinks) == len(KEYS) + 2 * len(on_updates)
     offsets_after = share.prune_offsets()
@@ -236,7 +236,7 @@ def test_cold_snapshots_skip_a_partition_whose_sink_fails(caplog: pytest.LogCapt
         clock=clock,
         settings=ShareCoordinatorSettings(num_partitions=2, cold_partition_snapshot_interval_ms=1),
     )
-    keys = {share.partition_of(k): k for k in KEYS}
+    keys = {share.placement.partition_of(k): k for k in KEYS}
     for key in keys.values():
         share.initialize(key=key, state_epoch=0, start_offset=0)
         share.write(write=state_write(StateBatch(0, 0, ACK, 1), key=key))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from shoal.share.persister import InMemoryPersister
 from shoal.share_coordinator.records import CODEC
-from shoal.share_coordinator.shard import ShardResult, ShareCoordinatorShard
+from shoal.share_coordinator.shard import ShareCoordinatorShard, ShareResult
 from shoal.share_coordinator.state import (
     DLQ_REASON_DELIVERY_LIMIT,
     DLQ_REASON_REJECTED,
@@ -63,13 +63,13 @@ _ops: st.SearchStrategy[Op] = st.one_of(
 
 def _run(
     op: Op, shard: ShareCoordinatorShard, model: InMemoryPersister, now_ms: int
-) -> tuple[ShardResult[Any] | None, Callable[[Any], None]]:
+) -> tuple[ShareResult[Any] | None, Callable[[Any], None]]:
     """The shard's result for `op` and a check of its (applied) answer against the model."""
     kind = op[0]
     if kind == "init":
         _, key, epoch, start = op
         expected: Any = model.initialize(key=key, state_epoch=epoch, start_offset=start)
-        result: ShardResult[Any] = shard.initialize(key=key, state_epoch=epoch, start_offset=start)
+        result: ShareResult[Any] = shard.initialize(key=key, state_epoch=epoch, start_offset=start)
     elif kind == "read":
         _, key, leader = op
         expected = model.read(key=key, leader_epoch=leader)

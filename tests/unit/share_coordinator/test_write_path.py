@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from shoal.clock import ManualClock
 from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.records import RecordCodec
+from shoal.coordinator.result import CoordinatorResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import encode_batch
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
@@ -27,7 +28,6 @@ from shoal.share_coordinator.records import (
     ShareSnapshotKey,
     ShareUpdateKey,
 )
-from shoal.share_coordinator.shard import ShardResult
 from shoal.share_coordinator.state import SharePartitionKey, StateBatch, StateWrite
 from tests.unit.share_coordinator.support import ACK, ARC, ARCHIVING, AV, KEY, TOPIC, Rig
 
@@ -113,7 +113,7 @@ def test_the_log_holds_the_reference_bytes_and_reloads_to_the_live_state(
             assert written[8:] == reference[8:]  # all but the base offset the log stamps
 
         restarted = _coordinator(RecordingSink(sink.sink), clock)
-        restarted.load_partition(0, read_log(log, CODEC.decode, buffer_bytes=1 << 16))
+        restarted.runtime.load_partition(0, read_log(log, CODEC.decode, buffer_bytes=1 << 16))
         assert restarted.shard(0).states == live.shard(0).states
         assert restarted.shard(0).end_offset == live.shard(0).end_offset == log.log_end_offset
         for key in (KEY, OTHER):
@@ -159,7 +159,7 @@ def test_replaying_the_record_write_built_equals_replaying_a_decoded_copy(
         answer = fast.apply(fast.shard.write(write=write))
         result = reference.shard.write(write=write)
         copies = tuple(CODEC.decode(*CODEC.encode(record)) for record in result.records)
-        assert reference.apply(ShardResult(copies, result.response)) == answer
+        assert reference.apply(CoordinatorResult(copies, result.response)) == answer
         assert fast.shard.states == reference.shard.states
     assert fast.shard.end_offset == reference.shard.end_offset
 
@@ -181,7 +181,7 @@ def test_a_write_built_before_another_was_replayed_looks_its_state_up_again() ->
             records = result.records
             if copy:
                 records = tuple(CODEC.decode(*CODEC.encode(record)) for record in records)
-            assert rig.apply(ShardResult(records, result.response)) is None
+            assert rig.apply(CoordinatorResult(records, result.response)) is None
     assert fast.shard.states == reference.shard.states
     state = fast.state()
     assert state is not None and (state.start_offset, state.updates_since_snapshot) == (2, 3)

@@ -42,7 +42,7 @@ class Rig:
         self.coordinator = self._new()
         for partition, sink in enumerate(self.sinks):
             pairs = [(i, CODEC.decode(*CODEC.encode(r))) for i, r in enumerate(sink.records)]
-            self.coordinator.load_partition(partition, pairs)
+            self.coordinator.runtime.load_partition(partition, pairs)
 
     def init(self, tid: str, *, timeout_ms: int = 60_000, pid: int = -1, epoch: int = -1):  # type: ignore[no-untyped-def]
         return self.coordinator.init_producer_id(

@@ -231,11 +231,11 @@ def test_pruning_keeps_each_ids_latest_record_and_rewrites_idle_ones() -> None:
     rig = Rig()
     shard_of = rig.coordinator.shard_of
     rig.init("a")
-    partition = rig.coordinator.partition_of("a")
+    partition = rig.coordinator.runtime.partition_of("a")
     same = next(
         tid
         for tid in (f"b{i}" for i in range(100))
-        if rig.coordinator.partition_of(tid) == partition
+        if rig.coordinator.runtime.partition_of(tid) == partition
     )
     for _ in range(5):
         rig.init(same)
@@ -374,7 +374,7 @@ def test_the_client_transaction_version_is_recorded() -> None:
     p, _ = rig.init("a")
 
     def recorded() -> int:
-        value = rig.sinks[rig.coordinator.partition_of("a")].records[-1].value
+        value = rig.sinks[rig.coordinator.runtime.partition_of("a")].records[-1].value
         assert value is not None
         return int(value.client_transaction_version)
 
