@@ -232,9 +232,11 @@ whole quota window, so a rate of 0) are dropped, and the oldest if none is idle.
 QUOTA_FILE_BYTES_MAX: Final = 16 << 20
 """An old `client-quotas.json` larger than this is refused by the start-up migration
 (server/metadata_migration.py: corrupt or not ours)."""
-GROUP_CONFIGS_FILE_BYTES_MAX: Final = 16 << 20
-"""An old `group-configs.json` larger than this is refused by the start-up migration
-(server/metadata_migration.py)."""
-SCRAM_FILE_BYTES_MAX: Final = 16 << 20
-"""An old `scram-credentials.json` larger than this is refused by the start-up
-migration (server/metadata_migration.py)."""
+METADATA_FILE_BYTES_MAX: Final = 16 << 20
+"""An old `scram-credentials.json`, `group-configs.json` or `client-metrics-configs.json`
+larger than this is refused by the start-up migration (server/metadata_migration.py:
+corrupt or not ours)."""
+METADATA_MIGRATION_BATCH_BYTES: Final = 512 * 1024
+"""The start-up migration writes an old file's records in appends of at most about
+this many bytes (half of `COORDINATOR_BATCH_BYTES_MAX`, so that an estimate a little
+short never makes a batch the metadata log refuses)."""

@@ -20,7 +20,7 @@ import binascii
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from shoal.metadata.image import TopicImage
 from shoal.metadata.records import (
     BROKER_RESOURCE,
     CLIENT_METRICS_RESOURCE,
+    CODEC,
     GROUP_RESOURCE,
     TOPIC_RESOURCE,
     MetadataRecord,
@@ -84,7 +85,8 @@ def _migrate(metadata: MetadataLog, path: Path, migration: Migration, config: Br
     if data is None:
         return
     result = migration(metadata.shard, data, path, config)
-    metadata.write_now(result)
+    for batch in _batches(result.records):
+        metadata.write_now(CoordinatorResult(batch, None))
     aside = path.with_name(path.name + MIGRATED_SUFFIX)
     path.rename(aside)
     fsync_directory(path.parent)
@@ -94,6 +96,30 @@ def _migrate(metadata: MetadataLog, path: Path, migration: Migration, config: Br
         len(result.records),
         aside,
     )
+
+
+def _batches(records: Sequence[MetadataRecord]) -> Iterator[tuple[MetadataRecord, ...]]:
+    """`records` in order, cut into appends of at most
+    `limits.METADATA_MIGRATION_BATCH_BYTES` encoded bytes each (an old file may hold
+    more than one record batch can: `limits.COORDINATOR_BATCH_BYTES_MAX`). A crash
+    between two of them leaves the file to migrate again, which is harmless."""
+    batch: list[MetadataRecord] = []
+    size = 0
+    for record in records:
+        key, value = CODEC.encode(record)
+        record_bytes = len(key) + len(value or b"") + _RECORD_OVERHEAD_BYTES
+        if batch and size + record_bytes > limits.METADATA_MIGRATION_BATCH_BYTES:
+            yield tuple(batch)
+            batch, size = [], 0
+        batch.append(record)
+        size += record_bytes
+    if batch:
+        yield tuple(batch)
+
+
+_RECORD_OVERHEAD_BYTES = 32
+"""A record's framing in its batch beyond its key and value (varints, attributes),
+rounded up."""
 
 
 def _document(data: bytes, path: Path, *, bytes_max: int) -> Any:
@@ -178,7 +204,7 @@ def _quotas(
 def _scram(
     shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
 ) -> CoordinatorResult[MetadataRecord, Any]:
-    document = _document(data, path, bytes_max=limits.SCRAM_FILE_BYTES_MAX)
+    document = _document(data, path, bytes_max=limits.METADATA_FILE_BYTES_MAX)
     try:
         upsertions = [
             ScramUpsertion(
@@ -207,7 +233,7 @@ def _scram(
 def _group_configs(
     shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
 ) -> CoordinatorResult[MetadataRecord, Any]:
-    document = _document(data, path, bytes_max=limits.GROUP_CONFIGS_FILE_BYTES_MAX)
+    document = _document(data, path, bytes_max=limits.METADATA_FILE_BYTES_MAX)
     groups = document.get("groups")
     if not isinstance(groups, dict):
         raise OSError(f"{path} is unreadable: malformed groups")
@@ -246,7 +272,7 @@ def _layer(layer: DynamicLayer) -> Migration:
 def _client_metrics(
     shard: MetadataShard, data: bytes, path: Path, _config: BrokerConfig
 ) -> CoordinatorResult[MetadataRecord, Any]:
-    document = _document(data, path, bytes_max=limits.GROUP_CONFIGS_FILE_BYTES_MAX)
+    document = _document(data, path, bytes_max=limits.METADATA_FILE_BYTES_MAX)
     resources = document.get("resources")
     if not isinstance(resources, dict):
         raise OSError(f"{path} is unreadable: malformed resources")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from shoal import limits
 from shoal.config import BrokerConfig
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding, AclBindingFilter, StandardAuthorizer
@@ -196,3 +197,21 @@ def test_an_old_topics_file_is_migrated(tmp_path: Path) -> None:
     (tmp_path / TOPICS_FILE).write_text("{")
     with pytest.raises(OSError, match="unreadable"):
         open_metadata(tmp_path)
+
+
+def test_an_acls_file_larger_than_one_batch_is_migrated_in_several(tmp_path: Path) -> None:
+    """25,000 ACLs make about 1.5 MB of records, above the metadata log's batch bound
+    (limits.COORDINATOR_BATCH_BYTES_MAX): the migration cuts them into appends
+    (limits.METADATA_MIGRATION_BATCH_BYTES)."""
+    rows = [
+        ["TOPIC", f"topic-{i}", "LITERAL", f"User:user-{i}", "*", "READ", "ALLOW"]
+        for i in range(25_000)
+    ]
+    old_acls_file(tmp_path, rows)
+    store = store_at(tmp_path)
+    assert len(store.authorizer.acls()) == 25_000
+    partition = store.metadata.partition
+    batches = partition.read(0, max_bytes=1 << 24).headers
+    assert len(batches) >= 3
+    assert all(h.batch_length <= limits.COORDINATOR_BATCH_BYTES_MAX for h in batches)
+    assert len(store_at(tmp_path).authorizer.acls()) == 25_000

@@ -223,3 +223,16 @@ def test_entries_show_broker_values_as_defaults_and_clamped_values(tmp_path: Pat
     clamped = {e.name: e for e in group_entries({LOCK: 60_000}, config)}
     assert (clamped[LOCK].value, clamped[LOCK].source) == ("40000", ConfigSource.GROUP)
     assert clamped[LOCK].synonyms[0].value == "60000"  # the override as set
+
+
+def test_an_oversized_old_file_stops_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / GROUP_CONFIGS_FILE).write_text(json.dumps({"version": 1, "groups": {}}))
+    size = (tmp_path / GROUP_CONFIGS_FILE).stat().st_size
+    monkeypatch.setattr("shoal.limits.METADATA_FILE_BYTES_MAX", size - 1)
+    with pytest.raises(OSError, match="larger than"):
+        make_store(tmp_path)
+    monkeypatch.setattr("shoal.limits.METADATA_FILE_BYTES_MAX", size)
+    store, _ = make_store(tmp_path)
+    assert len(store.configs) == 0
