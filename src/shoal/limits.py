@@ -236,7 +236,11 @@ METADATA_FILE_BYTES_MAX: Final = 16 << 20
 """An old `scram-credentials.json`, `group-configs.json` or `client-metrics-configs.json`
 larger than this is refused by the start-up migration (server/metadata_migration.py:
 corrupt or not ours)."""
-METADATA_MIGRATION_BATCH_BYTES: Final = 512 * 1024
-"""The start-up migration writes an old file's records in appends of at most about
-this many bytes (half of `COORDINATOR_BATCH_BYTES_MAX`, so that an estimate a little
-short never makes a batch the metadata log refuses)."""
+METADATA_STARTUP_BATCH_BYTES: Final = 512 * 1024
+"""The metadata log's start-up writes (an old file migrated, a snapshot) go in appends
+of at most about this many bytes (half of `COORDINATOR_BATCH_BYTES_MAX`, so that an
+estimate a little short never makes a batch the log refuses)."""
+METADATA_COMPACT_RECORDS_MIN: Final = 100_000
+"""The metadata log is compacted at start-up (server/metadata_log.py: the state's
+snapshot appended, the history below it deleted) once it holds at least this many
+records and more than twice as many as the snapshot."""

@@ -220,6 +220,28 @@ class MetadataShard:
         records.extend(self.set_configs(TOPIC_RESOURCE, name, {}).records)
         return CoordinatorResult(tuple(records), None)
 
+    # ---- snapshot
+    def snapshot(self) -> tuple[MetadataRecord, ...]:
+        """Records that rebuild the whole state from nothing (no tombstones), in a
+        fixed order: written after the log's history, they let the history go
+        (server/metadata_log.py, `MetadataLog.compact`). Decided on an empty shard,
+        so every key is written."""
+        empty = MetadataShard()
+        records: list[MetadataRecord] = []
+        for topic in sorted(self._topics.values(), key=lambda t: t.name):
+            records += empty.put_topic(topic).records
+        for (kind, name), values in sorted(self._configs.items()):
+            records += empty.set_configs(kind, name, values).records
+        records += empty.alter_quotas(dict(sorted(self._quotas.items(), key=repr))).records
+        upsertions = [
+            ScramUpsertion(user, mechanism, credential)
+            for user, credentials in sorted(self._scram.items())
+            for mechanism, credential in sorted(credentials.items())
+        ]
+        records += empty.alter_scram(upsertions=upsertions, deletions=()).records
+        records += empty.create_acls(sorted(self._acls), acls_max=len(self._acls)).records
+        return tuple(records)
+
     # ---- replay
     def replay(self, record: MetadataRecord, offset: int = NO_OFFSET, /) -> None:
         """Apply one durable record (the only mutator)."""

@@ -28,10 +28,11 @@ Readers take `image`, an immutable snapshot (metadata/image.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.config import BrokerConfig, effective_topic_config, validate_topic_configs
 from shoal.coordinator.internal_topics import INTERNAL_TOPIC_CONFIGS
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 METADATA_DIR = METADATA_LOG_DIR
 """The metadata log's directory in the data directory."""
 _LOAD_BUFFER_BYTES = 1 << 20
+_RECORD_OVERHEAD_BYTES = 32
+"""A record's framing in its batch beyond its key and value (varints, attributes),
+rounded up."""
 _NEVER = str(2**63 - 1)
 """flush.messages and flush.ms of the metadata log: it never fsyncs by policy, only
 through `write` (off the loop)."""
@@ -111,7 +115,35 @@ class MetadataLog:
             partition.log_start_offset,
             partition.log_end_offset,
         )
+        metadata.compact()
         return metadata
+
+    def compact(self) -> bool:
+        """At start-up: when the log holds at least `limits.METADATA_COMPACT_RECORDS_MIN`
+        records and more than twice as many as the state needs, append the state's
+        snapshot (`MetadataShard.snapshot`) and move the log start to it, so the
+        history below goes (whole segments are deleted). True if it did. A crash
+        between the two leaves the history and the snapshot: replaying both gives the
+        same state. Raises `MetadataWriteError` or the log's LogError."""
+        partition = self.partition
+        held = partition.log_end_offset - partition.log_start_offset
+        if held < limits.METADATA_COMPACT_RECORDS_MIN:
+            return False
+        snapshot = self.shard.snapshot()
+        if held <= 2 * len(snapshot):
+            return False
+        start = partition.log_end_offset
+        self.write_now_in_batches(snapshot)
+        partition.delete_records_before(start)
+        log.info(
+            "metadata log %s compacted: %d records of history replaced by a %d-record "
+            "snapshot at offset %d",
+            METADATA_DIR,
+            held,
+            len(snapshot),
+            start,
+        )
+        return True
 
     @property
     def shard(self) -> MetadataShard:
@@ -142,6 +174,26 @@ class MetadataLog:
     def write_now(self, result: CoordinatorResult[MetadataRecord, R]) -> R:
         """`write` with the fsync on the caller's thread."""
         return self.append_durably(result)()
+
+    def write_now_in_batches(self, records: Sequence[MetadataRecord]) -> None:
+        """Write `records` in order with `write_now`, cut into appends of at most
+        `limits.METADATA_STARTUP_BATCH_BYTES` encoded bytes each: for the start-up's
+        large writes (a migrated file, a snapshot), whose records may be more than
+        one batch can hold (`limits.COORDINATOR_BATCH_BYTES_MAX`). Not atomic: each
+        caller's records may be written again whole (they set values, they remove
+        nothing)."""
+        batch: list[MetadataRecord] = []
+        size = 0
+        for record in records:
+            key, value = CODEC.encode(record)
+            record_bytes = len(key) + len(value or b"") + _RECORD_OVERHEAD_BYTES
+            if batch and size + record_bytes > limits.METADATA_STARTUP_BATCH_BYTES:
+                self.write_now(CoordinatorResult(tuple(batch), None))
+                batch, size = [], 0
+            batch.append(record)
+            size += record_bytes
+        if batch:
+            self.write_now(CoordinatorResult(tuple(batch), None))
 
     def append_durably(self, result: CoordinatorResult[MetadataRecord, R]) -> Callable[[], R]:
         """Append `result`'s records and fsync them on the caller's thread (any

@@ -20,7 +20,7 @@ import binascii
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,6 @@ from shoal.metadata.image import TopicImage
 from shoal.metadata.records import (
     BROKER_RESOURCE,
     CLIENT_METRICS_RESOURCE,
-    CODEC,
     GROUP_RESOURCE,
     TOPIC_RESOURCE,
     MetadataRecord,
@@ -85,8 +84,7 @@ def _migrate(metadata: MetadataLog, path: Path, migration: Migration, config: Br
     if data is None:
         return
     result = migration(metadata.shard, data, path, config)
-    for batch in _batches(result.records):
-        metadata.write_now(CoordinatorResult(batch, None))
+    metadata.write_now_in_batches(result.records)
     aside = path.with_name(path.name + MIGRATED_SUFFIX)
     path.rename(aside)
     fsync_directory(path.parent)
@@ -96,30 +94,6 @@ def _migrate(metadata: MetadataLog, path: Path, migration: Migration, config: Br
         len(result.records),
         aside,
     )
-
-
-def _batches(records: Sequence[MetadataRecord]) -> Iterator[tuple[MetadataRecord, ...]]:
-    """`records` in order, cut into appends of at most
-    `limits.METADATA_MIGRATION_BATCH_BYTES` encoded bytes each (an old file may hold
-    more than one record batch can: `limits.COORDINATOR_BATCH_BYTES_MAX`). A crash
-    between two of them leaves the file to migrate again, which is harmless."""
-    batch: list[MetadataRecord] = []
-    size = 0
-    for record in records:
-        key, value = CODEC.encode(record)
-        record_bytes = len(key) + len(value or b"") + _RECORD_OVERHEAD_BYTES
-        if batch and size + record_bytes > limits.METADATA_MIGRATION_BATCH_BYTES:
-            yield tuple(batch)
-            batch, size = [], 0
-        batch.append(record)
-        size += record_bytes
-    if batch:
-        yield tuple(batch)
-
-
-_RECORD_OVERHEAD_BYTES = 32
-"""A record's framing in its batch beyond its key and value (varints, attributes),
-rounded up."""
 
 
 def _document(data: bytes, path: Path, *, bytes_max: int) -> Any:

@@ -202,7 +202,7 @@ def test_an_old_topics_file_is_migrated(tmp_path: Path) -> None:
 def test_an_acls_file_larger_than_one_batch_is_migrated_in_several(tmp_path: Path) -> None:
     """25,000 ACLs make about 1.5 MB of records, above the metadata log's batch bound
     (limits.COORDINATOR_BATCH_BYTES_MAX): the migration cuts them into appends
-    (limits.METADATA_MIGRATION_BATCH_BYTES)."""
+    (limits.METADATA_STARTUP_BATCH_BYTES)."""
     rows = [
         ["TOPIC", f"topic-{i}", "LITERAL", f"User:user-{i}", "*", "READ", "ALLOW"]
         for i in range(25_000)
