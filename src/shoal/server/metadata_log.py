@@ -20,7 +20,11 @@ until it is durable. A failed append or fsync raises `MetadataWriteError`, an
 OSError as the stores' file writes raised before, so the handlers answer as they did;
 nothing was replayed. (After a failed fsync the log is offline and refuses every
 later append; what reached the disk is unknown, and may be replayed at the next
-start.) `write_now` is the same on the caller's thread (start-up migration, tests).
+start.) `write_now` is the same on the caller's thread (start-up migration, tests);
+`append_durably` appends and fsyncs on the caller's thread and hands back the replay
+for the owner to run: a topic change's disk work, in a disk worker inside the change
+lane (server/metadata_topics.py). At start-up `compact` replaces a long, mostly dead
+history by the state's snapshot (docs/metadata.md, "Compaction").
 
 Readers take `image`, an immutable snapshot (metadata/image.py).
 """
@@ -52,6 +56,7 @@ log = logging.getLogger(__name__)
 METADATA_DIR = METADATA_LOG_DIR
 """The metadata log's directory in the data directory."""
 _LOAD_BUFFER_BYTES = 1 << 20
+"""Bytes read at a time when the log is replayed at start (a larger batch is read whole)."""
 _RECORD_OVERHEAD_BYTES = 32
 """A record's framing in its batch beyond its key and value (varints, attributes),
 rounded up."""
