@@ -52,6 +52,7 @@ from bench.produce_fetch import machine, save_result
 from shoal.clock import SystemClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
+from shoal.server.metadata_topics import open_topic_catalog
 from shoal.server.share_state import SHARE_STATE_TOPIC, ShareStateService
 from shoal.share.persister import SharePartitionKey, StateBatch, StateWrite
 from shoal.share.states import RecordState
@@ -86,7 +87,12 @@ def build(
 ) -> dict[str, Any]:
     config = _config(data_dir, segment_bytes)
     clock = SystemClock()
-    logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+    logs = LogManager.open(
+        data_dir=data_dir,
+        broker_config=config,
+        clock=clock,
+        catalog=open_topic_catalog(config, clock),
+    )
     service = ShareStateService.open(logs, config, clock)
     persister = service.coordinator
     assert persister.initialize(key=KEY, state_epoch=1, start_offset=0) is None
@@ -141,7 +147,12 @@ def prune(data_dir: Path, segment_bytes: int) -> dict[str, Any]:
     """Open the broker's share state as at a restart and run one prune pass."""
     config = _config(data_dir, segment_bytes)
     clock = SystemClock()
-    logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+    logs = LogManager.open(
+        data_dir=data_dir,
+        broker_config=config,
+        clock=clock,
+        catalog=open_topic_catalog(config, clock),
+    )
     service = ShareStateService.open(logs, config, clock)
     before = _state_bytes(data_dir)
     started = time.perf_counter()
@@ -161,7 +172,12 @@ def recover(data_dir: Path, segment_bytes: int, *, load: bool, trace: bool) -> d
     config = _config(data_dir, segment_bytes)
     clock = SystemClock()
     started = time.perf_counter()
-    logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+    logs = LogManager.open(
+        data_dir=data_dir,
+        broker_config=config,
+        clock=clock,
+        catalog=open_topic_catalog(config, clock),
+    )
     opened_s = time.perf_counter() - started
     result: dict[str, Any] = {"open_logs_s": opened_s}
     if load:

@@ -202,7 +202,8 @@ ACLS_MAX: Final = 100_000
 INVALID_REQUEST for the bindings beyond it (Kafka bounds ACL changes by its metadata
 record limits; Shoal bounds the set, which it rewrites whole on each change)."""
 ACL_FILE_BYTES_MAX: Final = 64 << 20
-"""An `acls.json` larger than this is refused at start (corrupt or not ours)."""
+"""An old `acls.json` larger than this is refused by the start-up migration
+(server/metadata_migration.py: corrupt or not ours)."""
 
 # SASL (frames before authentication: `sasl.server.max.receive.size`)
 SCRAM_MESSAGE_BYTES_MAX: Final = 4_096
@@ -229,4 +230,17 @@ QUOTA_SENSORS_MAX: Final = 100_000
 """Live rate sensors per quota type; past this the idle ones (no bytes within the
 whole quota window, so a rate of 0) are dropped, and the oldest if none is idle."""
 QUOTA_FILE_BYTES_MAX: Final = 16 << 20
-"""A `client-quotas.json` larger than this is refused at start (corrupt or not ours)."""
+"""An old `client-quotas.json` larger than this is refused by the start-up migration
+(server/metadata_migration.py: corrupt or not ours)."""
+METADATA_FILE_BYTES_MAX: Final = 16 << 20
+"""An old `scram-credentials.json`, `group-configs.json` or `client-metrics-configs.json`
+larger than this is refused by the start-up migration (server/metadata_migration.py:
+corrupt or not ours)."""
+METADATA_STARTUP_BATCH_BYTES: Final = 512 * 1024
+"""The metadata log's start-up writes (an old file migrated, a snapshot) go in appends
+of at most about this many bytes (half of `COORDINATOR_BATCH_BYTES_MAX`, so that an
+estimate a little short never makes a batch the log refuses)."""
+METADATA_COMPACT_RECORDS_MIN: Final = 100_000
+"""The metadata log is compacted at start-up (server/metadata_log.py: the state's
+snapshot appended, the history below it deleted) once it holds at least this many
+records and more than twice as many as the snapshot."""

@@ -20,6 +20,7 @@ from shoal.client import Client, ClientSettings
 from shoal.client.errors import ClientError
 from shoal.client.requests import metadata
 from shoal.client.security import ClientSecurity
+from shoal.server.metadata_log import METADATA_DIR
 from tests.support.broker import Brokers
 from tests.support.cli import shoal
 from tests.support.wire import open_connection
@@ -73,8 +74,9 @@ def test_configs_users_survive_a_restart_and_log_in(brokers: Brokers) -> None:
     assert "Iterations 100 is less than the minimum 4096 required for SCRAM-SHA-256" in (
         weak.stderr
     )
-    stored = (broker.data_dir / "scram-credentials.json").read_text()
-    assert PASSWORD not in stored and "x-secret" not in stored
+    stored = b"".join(p.read_bytes() for p in (broker.data_dir / METADATA_DIR).glob("*.log"))
+    assert b"alice" in stored
+    assert PASSWORD.encode() not in stored and b"x-secret" not in stored
 
     broker.stop()
     broker.overrides = list(SASL)

@@ -28,7 +28,9 @@ ALLOWED: dict[str, set[str]] = {
     "group": {"coordinator", "share", "log", "protocol"},
     "security": {"protocol"},
     "txn": {"coordinator", "log", "protocol"},
+    "metadata": {"coordinator", "log", "protocol", "security"},
     "server": {
+        "metadata",
         "group",
         "share",
         "share_coordinator",
@@ -52,6 +54,7 @@ CORES = [
     "share",
     "group",
     "txn",
+    "metadata",
     "security",
     "sim",
 ]

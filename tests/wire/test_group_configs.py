@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from shoal.config import GROUP_KEYS
 from shoal.group.configs import KAFKA_42_GROUP_KEYS
 from shoal.protocol.schema import request_schema
+from shoal.server.metadata_log import METADATA_DIR
 from tests.support.broker import BrokerProcess, running
 from tests.support.topics import topic_name
 from tests.support.wire import call1
@@ -288,7 +289,7 @@ def test_group_configs_survive_a_crash(fresh_broker: BrokerProcess) -> None:
     assert configs[RESET] == ("earliest", GROUP_CONFIG)
     assert configs[LOCK] == ("20000", GROUP_CONFIG)
     assert described(fresh_broker.bootstrap, "emptied") == DEFAULT_VIEW
-    assert (fresh_broker.data_dir / "group-configs.json").exists()
+    assert (fresh_broker.data_dir / METADATA_DIR).is_dir()
 
 
 @pytest.fixture(scope="module")

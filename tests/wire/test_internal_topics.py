@@ -22,6 +22,7 @@ from shoal.log.manager import LogManager
 from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess, running
+from tests.support.metadata import metadata_at, topic_catalog
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1, log_end_offset, produced
 
@@ -30,9 +31,15 @@ from tests.support.wire import call1, log_end_offset, produced
 def internal_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     data_dir = tmp_path_factory.mktemp("internal") / "data"
     config = BrokerConfig.from_raw({"log.dirs": str(data_dir)})
-    logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=ManualClock())
+    logs = LogManager.open(
+        data_dir=data_dir,
+        broker_config=config,
+        clock=ManualClock(),
+        catalog=topic_catalog(data_dir),
+    )
     open_group_log(logs, config, ManualClock())
     logs.close()
+    metadata_at(data_dir).close()
     yield from running(data_dir)
 
 

@@ -1,17 +1,19 @@
 """All topics and partition logs of one data directory.
 
-Owns: the data directory layout, durable topic metadata (name, topic id, partition
-count, config overrides, internal flag), the cluster id, opening and recovering every
-partition log on start, creating and deleting topics and partitions, per-topic
-effective configs, and the producer-id allocator.
+Owns: the data directory layout, the topics (name, topic id, partition count, config
+overrides, internal flag: kept durable by a `TopicCatalog`, log/topics.py; the
+metadata log in the broker), the cluster id, opening and recovering every partition
+log on start, creating and deleting topics and partitions, per-topic effective
+configs, and the producer-id allocator.
 
 Layout of `<data_dir>`:
     meta.properties        cluster.id and node.id (topics.py)
-    topics.json            every topic (topics.py)
     producer-ids           producer-id high-water mark (producer_ids.py)
     <topic>-<partition>/   one partition log (partition.py), with partition.metadata
+    __cluster_metadata-0/  the metadata log (server/metadata_log.py): no topic, skipped
     <dir>.<hex>-delete     a deleted partition being removed (removed again on start)
-    <dir>.<hex>-stray      a partition directory of another topic id, set aside
+    <dir>.<hex>-stray      a partition directory of a topic id the catalog does not
+                           hold, set aside at open
 
 Error codes (LogError.code): INVALID_TOPIC_EXCEPTION (bad or colliding name),
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (count < 1, above
@@ -21,18 +23,22 @@ UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR. The topic and partition limits 
 user topics only: the coordinators' internal topics (100 partitions by default) are
 neither counted nor refused.
 
-Durability order: creating a topic writes topics.json first (a crash leaves a topic
-whose partition directories are created on the next start). The disk work of a
+Durability order: creating a topic records it in the catalog first (a crash leaves a
+topic whose partition directories are created on the next start). The disk work of a
 creation, a growth or a config change can be done off the owner's thread: `plan_topic`,
 `plan_partitions` and `plan_topic_configs` make a `TopicWrite` (log/topic_writes.py),
-whose `run` (any thread) writes topics.json and the new partition directories durably
-and opens their logs (new objects nobody holds yet), and `finish_topic` /
-`finish_topic_change` adopt it on the owner (no other topic change may come between
-the two: the broker runs them in its change lane; one that did is repaired by writing
-topics.json again). `create_topic`, `create_partitions` and `alter_topic_configs` do
-all three in place. Deleting renames the partition directories away first, then
-rewrites topics.json, then removes them (a crash leaves at worst an empty topic, never
-old data under a new topic).
+whose `run` (any thread) records the change durably, makes the new partition
+directories durably and opens their logs (new objects nobody holds yet), and
+`finish_topic` / `finish_topic_change` adopt it on the owner (no other topic change
+may come between the two: the broker runs them in its change lane). `create_topic`,
+`create_partitions` and `alter_topic_configs` do all three in place. Deleting renames
+the partition directories away first, then records the deletion, then removes them (a
+crash leaves at worst an empty topic, never old data under a new topic).
+
+Start-up reconciles the directories with the catalog, as Kafka's log manager does
+with the metadata image: a partition directory whose recorded topic id is not the id
+the catalog holds for its name (a topic deleted, or created again, while the broker
+was down; a creation whose record never became durable) is stray and set aside.
 
 Change events (log/events.py): `events` tells its subscribers of every append and log
 start move of a partition (the partition logs emit them) and of every topic created,
@@ -67,15 +73,15 @@ from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.settings import PRODUCER_ID_EXPIRATION
 from shoal.log.topic_writes import TopicWrite
 from shoal.log.topics import (
-    TOPICS_FILE,
+    METADATA_LOG_DIR,
+    METADATA_TOPIC,
+    MemoryTopicCatalog,
+    TopicCatalog,
     UuidSource,
     collision_key,
-    encode_topics,
     load_or_create_meta,
-    load_topics,
     random_uuid,
     read_partition_metadata,
-    save_topics,
     validate_topic_name,
     write_partition_metadata,
 )
@@ -102,6 +108,7 @@ class LogManager:
         topics: dict[str, TopicInfo],
         producer_ids: ProducerIdAllocator,
         uuid_source: UuidSource,
+        catalog: TopicCatalog,
     ) -> None:
         self._data_dir = data_dir
         self._broker_config = broker_config
@@ -112,9 +119,8 @@ class LogManager:
         self._producer_ids = producer_ids
         self._uuid_source = uuid_source
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._catalog = catalog
         self._deleted_dirs: list[Path] = []
-        self._topics_version = 0
-        """Counts the topic set's changes (each write of topics.json)."""
         """Renamed partition directories of deleted topics (`defer_delete`), not taken."""
         self.events = LogEvents()
         """Subscribe here to appends, log start moves and topic changes."""
@@ -127,9 +133,13 @@ class LogManager:
         broker_config: BrokerConfig,
         clock: Clock,
         uuid_source: UuidSource = uuid.uuid4,
+        catalog: TopicCatalog | None = None,
     ) -> LogManager:
         """Open (creating if absent) the data directory and recover every partition
-        log. `uuid_source` draws topic and cluster ids (inject it for simulation)."""
+        log of the topics `catalog` holds (without one, a `MemoryTopicCatalog`: no
+        topic outlives the manager). `uuid_source` draws topic and cluster ids
+        (inject it for simulation)."""
+        catalog = catalog or MemoryTopicCatalog()
         with storage_errors(f"opening data directory {data_dir}"):
             data_dir.mkdir(parents=True, exist_ok=True)
             cluster_id = load_or_create_meta(
@@ -143,9 +153,10 @@ class LogManager:
                 broker_config=broker_config,
                 clock=clock,
                 cluster_id=cluster_id,
-                topics=load_topics(data_dir),
+                topics={info.name: info for info in catalog.load()},
                 producer_ids=ProducerIdAllocator.open(data_dir),
                 uuid_source=uuid_source,
+                catalog=catalog,
             )
             manager._open_all_partitions()
         return manager
@@ -162,8 +173,22 @@ class LogManager:
             if _DELETED_DIR.fullmatch(entry.name):
                 logger.info("removing %s, left by an unfinished topic deletion", entry)
                 _remove_tree(entry)
+            elif entry.name == METADATA_LOG_DIR:
+                continue  # the metadata log (server/metadata_log.py), no topic's
             elif entry.name not in expected and not entry.name.endswith("-stray"):
-                logger.warning("leaving alone %s: no known topic partition owns it", entry)
+                recorded = read_partition_metadata(entry)
+                if recorded is None or recorded in self._topics_by_id:
+                    logger.warning("leaving alone %s: no known topic partition owns it", entry)
+                    continue
+                aside = self._renamed(entry, "stray")
+                logger.warning(
+                    "%s belongs to topic id %s, which no topic has; moving it to %s",
+                    entry,
+                    recorded,
+                    aside,
+                )
+                entry.rename(aside)
+                fsync_directory(self._data_dir)
         progress = Progress("recovered", "partitions", len(expected), logger=logger)
         try:
             for info, index in expected.values():
@@ -262,6 +287,11 @@ class LogManager:
         """Validate a creation (the errors of `create_topic`) and return what it
         writes (log/topic_writes.py); nothing changes until `finish_topic`."""
         validate_topic_name(name)
+        if name == METADATA_TOPIC:
+            raise LogError(
+                ErrorCode.invalid_request,
+                f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
+            )
         if name in self._topics:
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         key = collision_key(name)
@@ -288,6 +318,7 @@ class LogManager:
         and announce it. Raises TOPIC_ALREADY_EXISTS if the name was taken meanwhile,
         KAFKA_STORAGE_ERROR if a partition cannot be opened."""
         info, name, partitions = creation.info, creation.info.name, creation.info.partitions
+        creation.adopt()
         if name in self._topics:
             creation.discard()
             raise LogError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
@@ -295,7 +326,6 @@ class LogManager:
         self._topics_by_id[info.topic_id] = info
         try:
             with storage_errors(creation.context):
-                self._settle_version(creation)
                 self._adopt_partitions(creation, range(partitions))
         except LogError:
             creation.discard()
@@ -324,8 +354,8 @@ class LogManager:
                     directory.rename(renamed)
                     doomed.append(renamed)
             fsync_directory(self._data_dir)
+            self._catalog.remove(info)
             self._forget_topic(info)
-            self._save_topics()
         if defer_delete:
             self._deleted_dirs.extend(doomed)
         else:
@@ -384,6 +414,7 @@ class LogManager:
         growth announced. Raises UNKNOWN_TOPIC_OR_PARTITION if the topic was deleted
         meanwhile, KAFKA_STORAGE_ERROR if a partition cannot be opened (the topic
         keeps its former count then)."""
+        change.adopt()
         info = self._topics.get(change.info.name)
         if info is None or info.topic_id != change.info.topic_id:
             change.discard()
@@ -394,7 +425,6 @@ class LogManager:
         info.partitions, info.configs = change.info.partitions, change.info.configs
         try:
             with storage_errors(change.context):
-                self._settle_version(change)
                 self._adopt_partitions(change, range(previous[0], info.partitions))
         except LogError:
             change.discard()
@@ -412,14 +442,13 @@ class LogManager:
         return info
 
     def _plan(self, info: TopicInfo, context: str, *, first_new: int) -> TopicWrite:
-        """The write of `info` (new, or replacing the topic of its name) in topics.json,
-        with its partitions from `first_new` on made."""
-        others = [topic for topic in self._topics.values() if topic.name != info.name]
+        """The write of `info` (new, or replacing the topic of its name) in the
+        catalog, with its partitions from `first_new` on made."""
         return TopicWrite(
             info=info,
             context=context,
             data_dir=self._data_dir,
-            topics_file=encode_topics([*others, info]),
+            catalog=self._catalog,
             new_partitions={
                 index: self._data_dir / partition_dir_name(info.name, index)
                 for index in range(first_new, info.partitions)
@@ -427,20 +456,7 @@ class LogManager:
             partition_config=self._partition_config(info),
             clock=self._clock,
             events=self.events,
-            version=self._topics_version,
         )
-
-    def _settle_version(self, change: TopicWrite) -> None:
-        """Count the change; if another one came between its plan and now (not from
-        the same lane), write topics.json again so that it holds both."""
-        if change.version != self._topics_version:
-            logger.warning(
-                "topics changed while %s: writing %s again",
-                change.context,
-                self._data_dir / TOPICS_FILE,
-            )
-            self._save_topics()
-        self._topics_version += 1
 
     def _adopt_partitions(self, change: TopicWrite, indexes: range) -> None:
         """Take the logs the change's run opened (and open any other) for `indexes`;
@@ -492,10 +508,6 @@ class LogManager:
     def _forget_topic(self, info: TopicInfo) -> None:
         self._topics.pop(info.name, None)
         self._topics_by_id.pop(info.topic_id, None)
-
-    def _save_topics(self) -> None:
-        save_topics(self._data_dir, self._topics.values())
-        self._topics_version += 1
 
     # -- producers, housekeeping, shutdown
 

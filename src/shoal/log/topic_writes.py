@@ -8,16 +8,19 @@ does the disk work once, on any thread (the broker runs it in a disk worker, so 
 fsyncs stay off the event loop); the manager then adopts the change on its owner
 (`finish_topic`, `finish_topic_change`).
 
-`run` writes topics.json first (a crash then leaves the change listed; partition
-directories it lacks are made on the next start), then makes each new partition
-directory durable (`topics.prepare_partition_directory`: an empty segment and
-partition.metadata), then opens their logs: new objects nobody holds until the owner
-adopts them (or `discard`s them). A directory that already existed is left alone,
-for the owner's open to decide whose it is (its stray check).
+`run` records the change in the topic catalog first (`TopicCatalog.record`: in the
+broker a durable write to the metadata log; a crash then leaves the change listed,
+and partition directories it lacks are made on the next start), then makes each new
+partition directory durable (`topics.prepare_partition_directory`: an empty segment
+and partition.metadata), then opens their logs: new objects nobody holds until the
+owner adopts them (or `discard`s them). A directory that already existed is left
+alone, for the owner's open to decide whose it is (its stray check). The catalog's
+adoption of the record (`adopt`) runs on the owner, first thing in the finish.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,16 +28,14 @@ from typing import Any
 from shoal.clock import Clock
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.events import LogEvents
-from shoal.log.fileio import fsync_directory, storage_errors, write_atomic
+from shoal.log.fileio import fsync_directory, storage_errors
 from shoal.log.partition import PartitionLog
-from shoal.log.topics import TOPICS_FILE, prepare_partition_directory
+from shoal.log.topics import TopicCatalog, prepare_partition_directory
 
 
 @dataclass(slots=True)
 class TopicWrite:
-    """One topic's creation, growth or config change (see the module docstring).
-    `version` is the manager's topics version the plan was made from: `topics_file`
-    is that version's topics with this change applied."""
+    """One topic's creation, growth or config change (see the module docstring)."""
 
     info: TopicInfo
     """The topic as the change leaves it (a new object; the manager's own is updated
@@ -42,21 +43,22 @@ class TopicWrite:
     context: str
     """What the change is, for errors: "creating topic t"."""
     data_dir: Path
-    topics_file: bytes
+    catalog: TopicCatalog
     new_partitions: dict[int, Path]
     """The partitions the change adds, by index, with their directories."""
     partition_config: dict[str, Any]
     clock: Clock
     events: LogEvents
-    version: int
     opened: dict[int, PartitionLog] = field(default_factory=dict)
     """The new partitions `run` made and opened; the finish opens any other."""
+    pending: Callable[[], None] | None = None
+    """The catalog's adoption of the recorded change, until `adopt` runs it."""
 
     def run(self) -> None:
         """The change's disk work, once, on any thread. Raises LogError
         KAFKA_STORAGE_ERROR naming the change (nothing opened is left open then)."""
         with storage_errors(self.context):
-            write_atomic(self.data_dir / TOPICS_FILE, self.topics_file)
+            self.pending = self.catalog.record(self.info)
             fresh = [
                 index
                 for index, directory in self.new_partitions.items()
@@ -75,6 +77,12 @@ class TopicWrite:
         except LogError:
             self.discard()
             raise
+
+    def adopt(self) -> None:
+        """Run the catalog's adoption of the recorded change (on the owner, once)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending()
 
     def discard(self) -> None:
         """Close the logs `run` opened that nobody adopted."""

@@ -1,12 +1,15 @@
-"""Topic names, ids, and the durable metadata files of a data directory.
+"""Topic names, ids, where the topic list is kept, and the metadata files of a data
+directory.
 
 Owns:
 - Kafka's topic-name rules (`validate_topic_name`, `collision_key`);
 - id generation as Kafka does it (`random_uuid`): never the zero id or the reserved
   metadata-topic id 1, and redrawn while its URL-safe base64 form starts with '-';
-- `topics.json`, the list of topics: {"version": 1, "topics": [{"name", "topic_id"
-  (canonical UUID text), "partitions", "configs" (overrides as the strings Kafka
-  shows; re-parsed with `validate_topic_configs` on load), "internal"}]};
+- `TopicCatalog`, where the log manager's list of topics is durable: in the broker
+  the metadata log (server/metadata_topics.py, docs/metadata.md), with a topic's
+  config overrides kept as the strings Kafka shows (`render_configs`) and re-parsed
+  on load (`parse_configs`); `MemoryTopicCatalog` for a bare log manager (tools,
+  tests), which forgets its topics when it closes;
 - `meta.properties` (Kafka's KRaft form: version=1, cluster.id, node.id);
 - `partition.metadata` in each partition directory (Kafka's form: "version: 0",
   "topic_id: <base64>"), so a directory left by another topic is never adopted;
@@ -15,21 +18,19 @@ Owns:
   log/topic_writes.py, runs it in a disk worker).
 
 Every one of these files is replaced atomically (temp file, fsync, rename, directory
-fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR rather than
-silently forgetting topics.
+fsync); an unreadable one stops start-up with KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
@@ -40,10 +41,12 @@ from shoal.protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-TOPICS_FILE = "topics.json"
 META_FILE = "meta.properties"
 PARTITION_METADATA_FILE = "partition.metadata"
-_TOPICS_VERSION = 1
+METADATA_TOPIC = "__cluster_metadata"
+"""Kafka's metadata log's name: no topic may take it (Kafka's ControllerApis refuses
+its creation); the metadata log lives in `METADATA_LOG_DIR` (server/metadata_log.py)."""
+METADATA_LOG_DIR = f"{METADATA_TOPIC}-0"
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 UuidSource = Callable[[], uuid.UUID]
@@ -94,54 +97,59 @@ def random_uuid(source: UuidSource = uuid.uuid4) -> uuid.UUID:
             return value
 
 
-# -- topics.json
+# -- the topic list
 
 
-def save_topics(data_dir: Path, topics: Iterable[TopicInfo]) -> None:
-    write_atomic(data_dir / TOPICS_FILE, encode_topics(topics))
+class TopicCatalog(Protocol):
+    """Where the topic list is durable. The log manager calls `load` once when it
+    opens, `record` in a topic change's disk work (`TopicWrite.run`, on any thread,
+    one change at a time) and then the adoption `record` returned, on its owner,
+    when it adopts the change; `remove` on its owner when it deletes a topic."""
+
+    def load(self) -> list[TopicInfo]:
+        """Every topic (new objects, the manager's from then on)."""
+        ...
+
+    def record(self, info: TopicInfo) -> Callable[[], None]:
+        """Make `info` (a new topic, or a topic's new count or overrides) durable;
+        raises OSError. Returns the adoption, to run on the owner."""
+        ...
+
+    def remove(self, info: TopicInfo) -> None:
+        """Make the deletion of `info` durable, and adopt it; raises OSError."""
+        ...
 
 
-def encode_topics(topics: Iterable[TopicInfo]) -> bytes:
-    """topics.json's content for `topics`."""
-    entries = [
-        {
-            "name": info.name,
-            "topic_id": str(info.topic_id),
-            "partitions": info.partitions,
-            "configs": {k: render(TOPIC_KEYS[k], v) for k, v in sorted(info.configs.items())},
-            "internal": info.internal,
-        }
-        for info in topics
-    ]
-    text = json.dumps({"version": _TOPICS_VERSION, "topics": entries}, indent=1)
-    return text.encode()
+class MemoryTopicCatalog:
+    """A `TopicCatalog` that keeps nothing: a bare log manager's (tools, tests)."""
+
+    def load(self) -> list[TopicInfo]:
+        return []
+
+    def record(self, info: TopicInfo) -> Callable[[], None]:
+        return _nothing
+
+    def remove(self, info: TopicInfo) -> None:
+        pass
 
 
-def load_topics(data_dir: Path) -> dict[str, TopicInfo]:
-    path = data_dir / TOPICS_FILE
-    data = read_file(path)
-    if data is None:
-        return {}
-    try:
-        document = json.loads(data)
-        if document.get("version") != _TOPICS_VERSION:
-            raise ValueError(f"unknown version {document.get('version')!r}")
-        topics = {}
-        for entry in document["topics"]:
-            info = TopicInfo(
-                name=str(entry["name"]),
-                topic_id=uuid.UUID(entry["topic_id"]),
-                partitions=int(entry["partitions"]),
-                configs=_load_configs(entry["name"], entry.get("configs", {})),
-                internal=bool(entry.get("internal", False)),
-            )
-            topics[info.name] = info
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LogError(ErrorCode.kafka_storage_error, f"{path} is unreadable: {exc}") from exc
-    return topics
+def _nothing() -> None:
+    pass
 
 
-def _load_configs(topic: str, stored: dict[str, str | None]) -> dict[str, Any]:
+def render_configs(configs: dict[str, Any]) -> dict[str, str]:
+    """A topic's typed overrides as the strings Kafka shows (how they are stored)."""
+    rendered = {}
+    for key, value in sorted(configs.items()):
+        text = render(TOPIC_KEYS[key], value)
+        if text is not None:
+            rendered[key] = text
+    return rendered
+
+
+def parse_configs(topic: str, stored: Mapping[str, str | None]) -> dict[str, Any]:
+    """A topic's stored overrides, typed; an entry that no longer validates is
+    dropped with a warning."""
     typed: dict[str, Any] = {}
     for key, value in stored.items():
         try:

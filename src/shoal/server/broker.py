@@ -34,8 +34,6 @@ import contextlib
 import logging
 import resource
 import socket
-from collections.abc import Awaitable
-from pathlib import Path
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -51,13 +49,15 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.data_dir_lock import data_dir_lock
 from shoal.server.disk_io import DiskIO
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
-from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.group_configs import GroupConfigStore
 from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
 from shoal.server.listeners import Listeners
 from shoal.server.log_cleaner import LogCleaner
+from shoal.server.metadata_migration import open_metadata_log
+from shoal.server.metadata_topics import MetadataTopicCatalog
 from shoal.server.metrics import BrokerMetrics
 from shoal.server.metrics_collectors import broker_collectors
 from shoal.server.purgatory import Purgatory
@@ -83,13 +83,14 @@ log = logging.getLogger(__name__)
 class Broker:
     def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
 
-        def write_atomic(path: Path, data: bytes) -> Awaitable[None]:
-            return self.disk.write_atomic(path, data)  # `disk` is made below
-
-        self.live_config = LiveBrokerConfig(DynamicBrokerConfig.load(config), write=write_atomic)
+        self.clock: Clock = clock or SystemClock()
+        self.metadata = open_metadata_log(config, self.clock)
+        """The cluster metadata: `__cluster_metadata-0` and its shard, replayed."""
+        self.live_config = LiveBrokerConfig(
+            DynamicBrokerConfig.load(config, self.metadata.image), metadata=self.metadata
+        )
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
         config = self.live_config.current
-        self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
         # ---- metrics (issue 13): requests are counted only with metrics.listener set
         self.metrics = BrokerMetrics(enabled=config.metrics_listener is not None)
@@ -100,15 +101,18 @@ class Broker:
         """The HTTP listener of /metrics and the console (`metrics.listener`)."""
         self.purgatory = Purgatory()
         self.logs = LogManager.open(
-            data_dir=config.data_dir, broker_config=config, clock=self.clock
+            data_dir=config.data_dir,
+            broker_config=config,
+            clock=self.clock,
+            catalog=MetadataTopicCatalog(self.metadata),
         )
         self.cluster_id = self.logs.cluster_id
         self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
+        self.metadata.flush = self.disk.flush
         """Worker threads for the logs' fsyncs and removals and the stores' durable
         writes (off the event loop); `disk.changes` runs the admin changes in turn."""
         self.group_configs = GroupConfigStore(
-            persistence=GroupConfigFile(config.data_dir, write=self.disk.write_atomic),
-            broker_config=lambda: self.live_config.current,
+            metadata=self.metadata, broker_config=lambda: self.live_config.current
         )
         """Share-group configs (GROUP resources), the one store the group coordinator
         (`group_configs=broker.group_configs.overrides`) and share-partitions read."""
@@ -202,9 +206,9 @@ class Broker:
         self.live_config.listeners.append(self.group_service.reconfigure)
         self.live_config.listeners.append(self.cleaner.reconfigure)
         self._subscribe_to_log_changes()
-        self.acls = open_acl_store(config, write=self.disk.write_atomic)
-        # ---- client quotas (issue 15): client-quotas.json and the byte-rate managers
-        self.quotas = QuotaService.open(lambda: self.config, write=self.disk.write_atomic)
+        self.acls = open_acl_store(config, self.metadata)
+        # ---- client quotas (issue 15): the metadata log's set and the byte-rate managers
+        self.quotas = QuotaService(metadata=self.metadata, config=lambda: self.config)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
             node=NodeIdentity(
@@ -227,7 +231,7 @@ class Broker:
             txn=self.txn,
             authorizer=self.acls.authorizer if self.acls is not None else ALLOW_ALL,
             acls=self.acls,
-            sasl=SaslService(ScramStore(config.data_dir, write=self.disk.write_atomic)),
+            sasl=SaslService(ScramStore(self.metadata)),
             metrics=self.metrics,
             quotas=self.quotas,
         )
@@ -369,6 +373,7 @@ class Broker:
         self.share_state.append_linger.flush_all()
         await self.disk.close()
         try:
+            self.metadata.close()
             self.logs.close()
         except LogError as exc:  # e.g. a full disk: the next start recovers those logs
             log.error("shutdown: not every log closed cleanly (recovered on next start): %s", exc)

@@ -11,29 +11,26 @@ Kafka, these are cluster-wide dynamic configs: `LiveBrokerConfig` holds the stor
   outside 100 ms .. 1 hour INVALID_REQUEST; a value of the wrong type or a bad `match`
   pattern INVALID_CONFIG. Returns the canonical strings or raises Refused.
 - `ClientMetricsConfigStore`: the current resources (name -> settings; a resource
-  with no settings does not exist) in `client-metrics-configs.json` in the data
-  directory, replaced atomically off the event loop before a change is adopted. An
-  unreadable file stops start-up (OSError), as the group configs' file does.
+  with no settings does not exist), kept in the metadata log (server/metadata_log.py)
+  as ConfigRecords of resource type CLIENT_METRICS, written durably before a change is
+  adopted. A stored resource that no longer validates is skipped with a warning.
+  (Older versions kept `client-metrics-configs.json`; the start-up migration moves it
+  into the log: server/metadata_migration.py.)
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 
 from shoal.config import CLIENT_METRICS_KEYS, ConfigError, render
-from shoal.log.fileio import read_file
+from shoal.metadata.records import CLIENT_METRICS_RESOURCE
 from shoal.protocol.errors import ErrorCode
-from shoal.server.disk_io import AtomicWrite
+from shoal.server.metadata_log import MetadataLog
 from shoal.server.refused import Refused
 
 log = logging.getLogger(__name__)
-
-FILE = "client-metrics-configs.json"
-_FORMAT_VERSION = 1
 INTERVAL_MS_MIN, INTERVAL_MS_MAX = 100, 3_600_000
 """Kafka's bounds of a subscription's push interval."""
 
@@ -62,33 +59,20 @@ def validate(name: str, proposed: Mapping[str, str]) -> dict[str, str]:
 
 
 class ClientMetricsConfigStore:
-    """The client metrics resources and their file (see the module docstring)."""
+    """The client metrics resources in the metadata log (see the module docstring)."""
 
-    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
-        self.path = data_dir / FILE
-        self._write = write
-        self._resources: Mapping[str, Mapping[str, str]] = MappingProxyType(self._load())
-
-    def _load(self) -> dict[str, Mapping[str, str]]:
-        data = read_file(self.path)
-        if data is None:
-            return {}
-        try:
-            document = json.loads(data)
-            if document["version"] != _FORMAT_VERSION or not isinstance(
-                document["resources"], dict
-            ):
-                raise ValueError("unsupported version or malformed resources")
-            loaded = {str(n): dict(v) for n, v in document["resources"].items()}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise OSError(f"{self.path} is unreadable: {exc}") from exc
+    def __init__(self, metadata: MetadataLog) -> None:
+        self._metadata = metadata
+        image = metadata.image
         resources: dict[str, Mapping[str, str]] = {}
-        for name, settings in loaded.items():
+        for name in image.config_resources(CLIENT_METRICS_RESOURCE):
             try:
-                resources[name] = MappingProxyType(validate(name, settings))
+                settings = validate(name, image.config(CLIENT_METRICS_RESOURCE, name))
             except Refused as exc:
                 log.warning("ignoring persisted client metrics resource %r: %s", name, exc.message)
-        return resources
+                continue
+            resources[name] = MappingProxyType(settings)
+        self._resources: Mapping[str, Mapping[str, str]] = MappingProxyType(resources)
 
     def names(self) -> list[str]:
         """The resources that exist (set at least one key), sorted."""
@@ -104,11 +88,10 @@ class ClientMetricsConfigStore:
         settings = validate(name, proposed)
         if validate_only or settings == dict(self.settings(name)):
             return
-        resources = {n: dict(s) for n, s in self._resources.items()}
+        shard = self._metadata.shard
+        await self._metadata.write(shard.set_configs(CLIENT_METRICS_RESOURCE, name, settings))
+        resources = dict(self._resources)
         resources.pop(name, None)
         if settings:
-            resources[name] = settings
-        document = {"version": _FORMAT_VERSION, "resources": resources}
-        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-        await self._write(self.path, text.encode("utf-8"))
-        self._resources = MappingProxyType({n: MappingProxyType(s) for n, s in resources.items()})
+            resources[name] = MappingProxyType(settings)
+        self._resources = MappingProxyType(resources)

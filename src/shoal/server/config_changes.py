@@ -11,7 +11,7 @@ change left, validated as a whole (any problem refuses the resource and nothing 
 changes), written and fsynced in a disk worker, then adopted. With validate_only
 nothing changes. Errors are raised as `Refused` with Kafka's code for the resource:
 
-- TOPIC (2): the topic's overrides through the log manager (topics.json). An unknown
+- TOPIC (2): the topic's overrides through the log manager (the metadata log). An unknown
   topic is UNKNOWN_TOPIC_OR_PARTITION, an unknown key or a bad value INVALID_CONFIG,
   a failed write KAFKA_STORAGE_ERROR (`remote.storage.enable=true` too, as on a Kafka
   broker without tiered storage: config.validate_topic_configs).
@@ -169,7 +169,7 @@ async def _alter_topic(ctx: RequestContext, name: str, edit: Edit, *, validate_o
         return
     try:
         change = services.logs.plan_topic_configs(name, typed)
-        await services.disk.run(change.run)  # topics.json, in a disk worker
+        await services.disk.run(change.run)  # the metadata log, in a disk worker
         services.logs.finish_topic_change(change)
     except LogError as exc:
         if exc.code is ErrorCode.kafka_storage_error:

@@ -73,10 +73,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-AtomicWrite = Callable[[Path, bytes], Awaitable[None]]
-"""How a store replaces its file durably: `DiskIO.write_atomic` in the broker; raises
-OSError."""
-
 
 class ChangeLaneFull(Exception):
     """`limits.ADMIN_CHANGES_PENDING_MAX` changes are pending: a new one is refused."""

@@ -12,19 +12,22 @@ command-line overrides); the highest layer that sets a key wins:
 
 Only keys in `DYNAMIC_BROKER_KEYS` may be set at run time, besides custom keys that
 are no broker key (kept, shown and never used, as Kafka keeps them). Layer values are
-kept as the canonical strings `config.render` gives. Each layer is persisted as a
-properties file in the data directory, written atomically (temporary file, fsync,
-rename) off the event loop (the broker's `DiskIO.write_atomic`), and applied again at
-start-up; an entry that no longer validates (say the static bounds changed) is
-dropped with a warning instead of stopping the broker, as Kafka skips invalid dynamic
-configs.
+kept as the canonical strings `config.render` gives. Both layers are part of the
+cluster metadata (server/metadata_log.py), as KRaft keeps them: ConfigRecords of
+resource type BROKER, named "" (cluster-wide) or the node id; a change of both is one
+durable write. They are applied again at start-up from the metadata image; an entry
+that no longer validates (say the static bounds changed) is dropped with a warning
+instead of stopping the broker, as Kafka skips invalid dynamic configs. (Older
+versions kept each layer in a properties file, `DynamicLayer.value`; the start-up
+migration moves them into the log: server/metadata_migration.py.)
 
 Invariant: `effective` is `static` with both layers applied and fully validated.
 
 `LiveBrokerConfig` is the running broker's one holder of the current layers (and of the
 client metrics resources, cluster-wide dynamic configs as well): handlers
-read `current` (the effective `BrokerConfig`) at each use; `reconfigure` persists new
-layers, adopts them and then tells its listeners (the logs, the group coordinator). It
+read `current` (the effective `BrokerConfig`) at each use; `reconfigure` writes new
+layers to the metadata log, adopts them and then tells its listeners (the logs, the
+group coordinator). It
 is called in the broker's change lane (`DiskIO.changes`), one change at a time; a
 reader meanwhile sees the config before the change.
 """
@@ -35,18 +38,13 @@ import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from shoal.config import (
-    BROKER_KEYS,
-    TOPIC_KEYS,
-    BrokerConfig,
-    ConfigError,
-    parse_properties,
-    render,
-)
+from shoal.config import BROKER_KEYS, TOPIC_KEYS, BrokerConfig, ConfigError, render
+from shoal.coordinator.result import CoordinatorResult
+from shoal.metadata.image import MetadataImage
+from shoal.metadata.records import BROKER_RESOURCE, MetadataRecord
 from shoal.server.client_metrics_configs import ClientMetricsConfigStore
-from shoal.server.disk_io import AtomicWrite
+from shoal.server.metadata_log import MetadataLog
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +72,16 @@ A key that is no broker key at all is kept as Kafka keeps it (`custom_keys`)."""
 
 
 class DynamicLayer(enum.Enum):
+    """The two dynamic layers; the value is the file older versions kept it in."""
+
     BROKER = "dynamic-broker.properties"
     """This node (resource name = node id)."""
     CLUSTER_DEFAULT = "dynamic-cluster-default.properties"
     """Every broker of the cluster (resource name "")."""
+
+    def resource_name(self, node_id: int) -> str:
+        """The BROKER config resource this layer is in the metadata log."""
+        return str(node_id) if self is DynamicLayer.BROKER else ""
 
 
 def check_dynamic_key(key: str) -> None:
@@ -128,9 +132,14 @@ class DynamicBrokerConfig:
         return cls(static, dict(broker), dict(cluster_default), effective)
 
     @classmethod
-    def load(cls, static: BrokerConfig) -> DynamicBrokerConfig:
-        """The static config with the persisted layers of its data directory applied."""
-        layers = {layer: _read_layer(static.data_dir / layer.value) for layer in DynamicLayer}
+    def load(cls, static: BrokerConfig, image: MetadataImage | None = None) -> DynamicBrokerConfig:
+        """The static config with the layers of the metadata `image` applied (none
+        without one)."""
+        image = image or MetadataImage()
+        layers = {
+            layer: dict(image.config(BROKER_RESOURCE, layer.resource_name(static.node_id)))
+            for layer in DynamicLayer
+        }
         while True:
             try:
                 loaded = cls.build(
@@ -163,10 +172,17 @@ class DynamicBrokerConfig:
             self.static, broker=broker, cluster_default=cluster_default
         )
 
-    async def save(self, write: AtomicWrite) -> None:
-        """Persist both layers, each atomically (raises OSError)."""
-        for layer in DynamicLayer:
-            await write(self.static.data_dir / layer.value, _layer_file(self.layer(layer)))
+    def written(self, metadata: MetadataLog) -> CoordinatorResult[MetadataRecord, None]:
+        """The metadata write that makes both layers these (one batch)."""
+        shard, node_id = metadata.shard, self.static.node_id
+        records = tuple(
+            record
+            for layer in DynamicLayer
+            for record in shard.set_configs(
+                BROKER_RESOURCE, layer.resource_name(node_id), self.layer(layer)
+            ).records
+        )
+        return CoordinatorResult(records, None)
 
 
 ConfigListener = Callable[[BrokerConfig], None]
@@ -175,10 +191,10 @@ ConfigListener = Callable[[BrokerConfig], None]
 class LiveBrokerConfig:
     """The broker's current dynamic config; replaced only through `reconfigure`."""
 
-    def __init__(self, dynamic: DynamicBrokerConfig, *, write: AtomicWrite) -> None:
+    def __init__(self, dynamic: DynamicBrokerConfig, *, metadata: MetadataLog) -> None:
         self._dynamic = dynamic
-        self._write = write
-        self.client_metrics = ClientMetricsConfigStore(dynamic.static.data_dir, write=write)
+        self._metadata = metadata
+        self.client_metrics = ClientMetricsConfigStore(metadata)
         """The client metrics resources: cluster-wide dynamic configs too, as Kafka keeps
         them beside the broker's (server/client_metrics_configs.py)."""
         self.listeners: list[ConfigListener] = []
@@ -196,25 +212,7 @@ class LiveBrokerConfig:
     async def reconfigure(self, dynamic: DynamicBrokerConfig) -> None:
         """Persist `dynamic` (raises OSError, changing nothing), then adopt it and
         tell the listeners."""
-        await dynamic.save(self._write)
+        await self._metadata.write(dynamic.written(self._metadata))
         self._dynamic = dynamic
         for listener in self.listeners:
             listener(dynamic.effective)
-
-
-def _read_layer(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        return parse_properties(text, source=str(path))
-    except ConfigError as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return {}
-
-
-def _layer_file(values: Mapping[str, str]) -> bytes:
-    lines = ["# Dynamic broker configs set through IncrementalAlterConfigs; managed by Shoal."]
-    lines += [f"{key}={value}" for key, value in sorted(values.items())]
-    return ("\n".join(lines) + "\n").encode("utf-8")

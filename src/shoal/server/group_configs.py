@@ -9,29 +9,26 @@ admin handlers change and the group coordinator and the share-partitions read
   a later change of broker bounds clamps values set earlier (§3.3). `alter(group_id,
   proposed)` validates a group's full proposed set, persists it, adopts it, then calls
   each listener with the group id; a refused or unpersistable change changes nothing.
-- `GroupConfigFile` is the persistence: `group-configs.json` in the data directory,
-  replaced atomically off the event loop (the broker's `DiskIO.write_atomic`). It sits
-  behind the two-method `GroupConfigPersistence` protocol so it can move onto an
-  internal topic later.
+- The persistence is the metadata log (server/metadata_log.py): a group's overrides
+  are ConfigRecords of resource type GROUP, the values as Kafka shows them; `alter`
+  writes the group's whole new set through the shard (`set_configs`), fsynced before
+  it is replayed and adopted.
 
 `alter` is called in the broker's change lane (`DiskIO.changes`), one change at a time;
 a reader meanwhile (a share-partition, DescribeConfigs) sees the configs before it.
 
-File format: {"version": 1, "groups": {"<group id>": {"<key>": "<value as Kafka shows
-it>"}}}. On load each value is re-parsed with its key's definition; an entry that no
-longer parses (a key Shoal dropped, a changed fixed bound) is skipped with a warning,
-as persisted dynamic broker configs are. Broker ranges are not re-checked on load:
-values set earlier are clamped instead. An unreadable file stops start-up (OSError)
-rather than silently reverting every group to the defaults.
+On load each value is re-parsed with its key's definition; an entry that no longer
+parses (a key Shoal dropped, a changed fixed bound) is skipped with a warning, as
+persisted dynamic broker configs are. Broker ranges are not re-checked on load: values
+set earlier are clamped instead. (Older versions kept `group-configs.json`; the
+start-up migration moves it into the log: server/metadata_migration.py.)
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from shoal.config import BrokerConfig
 from shoal.group.configs import (
@@ -41,65 +38,19 @@ from shoal.group.configs import (
     render_overrides,
     validate_overrides,
 )
-from shoal.log.fileio import read_file
-from shoal.server.disk_io import AtomicWrite
+from shoal.metadata.records import GROUP_RESOURCE
+from shoal.server.metadata_log import MetadataLog
 
 log = logging.getLogger(__name__)
-
-GROUP_CONFIGS_FILE = "group-configs.json"
-_FORMAT_VERSION = 1
 
 GroupConfigListener = Callable[[str], None]
 """Called with a group id after that group's configs changed (and were persisted)."""
 
 
-class GroupConfigPersistence(Protocol):
-    def load(self) -> GroupConfigs:
-        """The persisted configs (empty if none); raises OSError if unreadable."""
-        ...
-
-    async def save(self, configs: GroupConfigs) -> None:
-        """Persist `configs` durably and atomically; raises OSError."""
-        ...
-
-
-class GroupConfigFile:
-    """`group-configs.json` in a data directory (see the module docstring)."""
-
-    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
-        self.path = data_dir / GROUP_CONFIGS_FILE
-        self._write = write
-
-    def load(self) -> GroupConfigs:
-        data = read_file(self.path)
-        if data is None:
-            return GroupConfigs()
-        try:
-            document = json.loads(data)
-            version, groups = document["version"], document["groups"]
-            if version != _FORMAT_VERSION or not isinstance(groups, dict):
-                raise ValueError(f"unsupported version {version!r} or malformed groups")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise OSError(f"{self.path} is unreadable: {exc}") from exc
-        return GroupConfigs(
-            {
-                str(group_id): _parse_stored(str(group_id), raw)
-                for group_id, raw in groups.items()
-                if group_id
-            }
-        )
-
-    async def save(self, configs: GroupConfigs) -> None:
-        document = {
-            "version": _FORMAT_VERSION,
-            "groups": {group_id: render_overrides(o) for group_id, o in configs.items()},
-        }
-        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-        await self._write(self.path, text.encode("utf-8"))
-
-
-def _parse_stored(group_id: str, raw: object) -> dict[str, Any]:
-    if not isinstance(raw, dict):
+def parse_stored(group_id: str, raw: object) -> dict[str, Any]:
+    """The typed overrides of a group's stored strings, skipping (with a warning) the
+    entries that no longer parse."""
+    if not isinstance(raw, Mapping):
         log.warning("ignoring persisted configs of group %r: not an object", group_id)
         return {}
     typed: dict[str, Any] = {}
@@ -112,19 +63,26 @@ def _parse_stored(group_id: str, raw: object) -> dict[str, Any]:
 
 
 class GroupConfigStore:
-    """The current share-group configs, their persistence and their listeners."""
+    """The current share-group configs, kept in the metadata log, and their listeners."""
 
     def __init__(
         self,
         *,
-        persistence: GroupConfigPersistence,
+        metadata: MetadataLog,
         broker_config: Callable[[], BrokerConfig],
     ) -> None:
-        """Loads the persisted configs (raises OSError if unreadable). `broker_config`
-        gives the broker's current (dynamic) config, read at each use."""
-        self._persistence = persistence
+        """Loads the configs of the metadata image. `broker_config` gives the
+        broker's current (dynamic) config, read at each use."""
+        self._metadata = metadata
         self._broker_config = broker_config
-        self._configs = persistence.load()
+        image = metadata.image
+        self._configs = GroupConfigs(
+            {
+                group_id: parse_stored(group_id, image.config(GROUP_RESOURCE, group_id))
+                for group_id in image.config_resources(GROUP_RESOURCE)
+                if group_id
+            }
+        )
         self.listeners: list[GroupConfigListener] = []
         """Called with the group id after each change; add and remove freely."""
         if len(self._configs):
@@ -158,7 +116,10 @@ class GroupConfigStore:
         if validate_only or typed == dict(self.overrides(group_id)):
             return typed
         updated = self._configs.with_overrides(group_id, typed)
-        await self._persistence.save(updated)
+        shard = self._metadata.shard
+        await self._metadata.write(
+            shard.set_configs(GROUP_RESOURCE, group_id, render_overrides(typed))
+        )
         self._configs = updated
         self._notify(group_id)
         return typed

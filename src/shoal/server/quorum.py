@@ -1,9 +1,9 @@
 """This node as a KRaft quorum: a static quorum of one voter, itself, always its leader.
 
-Shoal keeps no metadata log (its topics live in topics.json, docs/disk-io.md), so the
-answers about the quorum (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) describe the
-quorum Kafka runs on one combined node, with what Shoal does not have left at its
-empty value:
+Shoal's metadata log (`__cluster_metadata-0`, docs/metadata.md) is no Raft log (one
+node, Shoal's own record encoding, no epochs), so the answers about the quorum
+(DescribeQuorum, AddRaftVoter, RemoveRaftVoter) describe the quorum Kafka runs on one
+combined node, with what Shoal does not have left at its empty value:
 
 - the metadata partition is `__cluster_metadata`-0, its leader this node at epoch 1
   (the one election, at start), its high watermark and the voter's log end offset 0;

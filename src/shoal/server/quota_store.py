@@ -1,16 +1,13 @@
-"""Client quotas in the broker: the durable set (`client-quotas.json` in the data
-directory) and the rate managers Produce, Fetch and ShareFetch record into.
+"""Client quotas in the broker: the set kept in the metadata log, and the rate managers
+Produce, Fetch and ShareFetch record into.
 
-Format: `{"version": 1, "quotas": [{"entity": [[type, name-or-null], ...],
-"values": {key: value}}, ...]}`, rewritten whole and atomically on each change off the
-event loop (the broker's `DiskIO.write_atomic`), as acls.json is: quota sets are small
-(at most `limits.QUOTA_ENTITIES_MAX` entities) and change rarely, so a load is the
-replay and a crash leaves the old or the new set.
-
-Invariant: the live set equals the file's: `alter` writes the new set first and adopts
-it only once the write succeeded (a failed write raises OSError, nothing changes). It
-is called in the broker's change lane (`DiskIO.changes`), one change at a time; the
-rate managers meanwhile enforce the set before the change.
+The quota set is part of the cluster metadata (server/metadata_log.py): `alter`
+validates, then writes the changed entities as ClientQuotaRecords through the metadata
+shard (`alter_quotas`); they are fsynced before they are replayed, and `quotas` (the
+image's set, at most `limits.QUOTA_ENTITIES_MAX` entities) is taken again only after.
+A failed write raises OSError and changes nothing. `alter` is called in the broker's
+change lane (`DiskIO.changes`), one change at a time; the rate managers meanwhile
+enforce the set before the change.
 
 Recording (the core is security/quota.py): `produce_throttle_ms` records a Produce
 request's record bytes against `producer_byte_rate`; `fetch_throttle_ms` records a
@@ -25,16 +22,14 @@ live config at each call; a change starts the rates again.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from shoal import limits
 from shoal.config import BrokerConfig
-from shoal.log.fileio import read_file
+from shoal.metadata.shard import normalized_entity
 from shoal.security.quota import (
     CLIENT_KEYS,
     CONNECTION_CREATION_RATE,
@@ -52,15 +47,13 @@ from shoal.security.quota import (
     resolve,
     resolve_ip,
 )
-from shoal.server.disk_io import AtomicWrite
+from shoal.server.metadata_log import MetadataLog
 
 log = logging.getLogger(__name__)
-QUOTAS_FILE = "client-quotas.json"
-_FORMAT_VERSION = 1
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 """DescribeClientQuotas' match types."""
 
-Quotas = dict[Entity, dict[str, float]]
+Quotas = Mapping[Entity, Mapping[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,50 +68,6 @@ class MatchComponent:
     entity_type: str
     match_type: int
     match: str | None
-
-
-class QuotaFile:
-    """`client-quotas.json` in a data directory."""
-
-    def __init__(self, data_dir: Path, *, write: AtomicWrite) -> None:
-        self.path = data_dir / QUOTAS_FILE
-        self._write = write
-
-    def load(self) -> Quotas:
-        data = read_file(self.path)
-        if data is None:
-            return {}
-        if len(data) > limits.QUOTA_FILE_BYTES_MAX:
-            raise OSError(f"{self.path} is larger than {limits.QUOTA_FILE_BYTES_MAX} bytes")
-        try:
-            document = json.loads(data)
-            if document["version"] != _FORMAT_VERSION:
-                raise ValueError(f"unsupported version {document['version']!r}")
-            quotas: Quotas = {}
-            for row in document["quotas"]:
-                entity = tuple((str(kind), name) for kind, name in row["entity"])
-                values = {str(k): float(v) for k, v in row["values"].items()}
-                problem = entity_problem(entity) or next(
-                    filter(
-                        None,
-                        (key_problem(entity, k) or value_problem(k, v) for k, v in values.items()),
-                    ),
-                    None,
-                )
-                if problem is not None:
-                    raise ValueError(problem)
-                quotas[entity] = values
-        except (ValueError, KeyError, TypeError) as exc:
-            raise OSError(f"{self.path} is unreadable: {exc}") from exc
-        return quotas
-
-    async def save(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
-        rows = [
-            {"entity": [list(part) for part in entity], "values": dict(sorted(values.items()))}
-            for entity, values in sorted(quotas.items(), key=lambda item: repr(item[0]))
-        ]
-        document = {"version": _FORMAT_VERSION, "quotas": rows}
-        await self._write(self.path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
 
 
 def entity_problem(entity: Entity) -> str | None:
@@ -174,24 +123,21 @@ def value_problem(key: str, value: float) -> str | None:
     return None
 
 
-def _normalized(entity: Entity) -> Entity:
-    return tuple(sorted(entity, key=lambda part: part[0]))
-
-
 class QuotaService:
     """The one owner of the quota set and the byte-rate managers."""
 
     def __init__(
         self,
         *,
-        file: QuotaFile,
+        metadata: MetadataLog,
         config: Callable[[], BrokerConfig],
         entities_max: int = limits.QUOTA_ENTITIES_MAX,
     ) -> None:
-        self.file = file
+        self.metadata = metadata
         self.config = config
         self.entities_max = entities_max
-        self.quotas: Quotas = file.load()
+        self.quotas: Quotas = metadata.image.quotas
+        """The metadata image's set (taken again after each change)."""
         num, window_ms = self._window()
         self.produce = QuotaManager(key=PRODUCER_BYTE_RATE, window_num=num, window_ms=window_ms)
         self.fetch = QuotaManager(key=CONSUMER_BYTE_RATE, window_num=num, window_ms=window_ms)
@@ -206,11 +152,7 @@ class QuotaService:
         self._throttled: set[tuple[str, str, str]] = set()
         """(kind, user, client-id) being throttled, for the start/stop log lines."""
         if self.quotas:
-            log.info("client quotas: %d entities loaded from %s", len(self.quotas), file.path)
-
-    @classmethod
-    def open(cls, config: Callable[[], BrokerConfig], *, write: AtomicWrite) -> QuotaService:
-        return cls(file=QuotaFile(config().data_dir, write=write), config=config)
+            log.info("client quotas: %d entities loaded from the metadata log", len(self.quotas))
 
     def _window(self) -> tuple[int, int]:
         config = self.config()
@@ -319,10 +261,10 @@ class QuotaService:
         """Apply each entry's ops (each entry alone: a refused one changes nothing);
         per entry None or the INVALID_REQUEST message. Raises OSError (nothing
         changed) when the new set cannot be written."""
-        new: Quotas = {entity: dict(values) for entity, values in self.quotas.items()}
+        new: dict[Entity, dict[str, float]] = {e: dict(v) for e, v in self.quotas.items()}
         problems: list[str | None] = []
         for raw_entity, ops in entries:
-            entity = _normalized(raw_entity)
+            entity = normalized_entity(raw_entity)
             problem = entity_problem(entity) or _ops_problem(entity, ops)
             values = dict(new.get(entity, {}))
             for op in ops:
@@ -340,10 +282,11 @@ class QuotaService:
             else:
                 new.pop(entity, None)
         if not validate_only and new != self.quotas:
-            await self.file.save(new)
             changed = [e for e in set(new) | set(self.quotas) if new.get(e) != self.quotas.get(e)]
-            self.quotas = new
-            self._adopt(new)
+            shard = self.metadata.shard
+            await self.metadata.write(shard.alter_quotas({e: new.get(e, {}) for e in changed}))
+            self.quotas = self.metadata.image.quotas
+            self._adopt(self.quotas)
             log.info("client quotas altered: %s", "; ".join(_describe(e, new) for e in changed))
         return problems
 

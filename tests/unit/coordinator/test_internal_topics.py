@@ -13,6 +13,7 @@ from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.coordinator.internal_topics import ensure_internal_topic
 from shoal.log.manager import LogManager
+from tests.support.metadata import topic_catalog
 
 Opener = Callable[..., LogManager]
 
@@ -26,6 +27,7 @@ def open_manager(tmp_path: Path) -> Iterator[Opener]:
             data_dir=tmp_path / "data",
             broker_config=BrokerConfig.from_raw(overrides),
             clock=ManualClock(),
+            catalog=topic_catalog(tmp_path / "data"),
         )
         opened.append(manager)
         return manager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +17,12 @@ from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.log.producer_ids import ProducerIdAllocator
 from shoal.log.topics import random_uuid, uuid_to_base64, validate_topic_name
+from shoal.metadata import TopicImage
+from shoal.metadata.records import TOPIC_RESOURCE
 from shoal.protocol.errors import ErrorCode
+from shoal.server.metadata_log import MetadataLog
+from shoal.server.metadata_topics import MetadataTopicCatalog
+from tests.support.metadata import durable_topics, metadata_at, topic_catalog
 from tests.unit.log.batches import append, make_batch, stored
 
 Opener = Callable[..., LogManager]
@@ -35,13 +39,24 @@ def open_manager(data_dir: Path, clock: ManualClock) -> Iterator[Opener]:
 
     def opener(**overrides: str) -> LogManager:
         config = BrokerConfig.from_raw(overrides)
-        manager = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+        manager = LogManager.open(
+            data_dir=data_dir,
+            broker_config=config,
+            clock=clock,
+            catalog=topic_catalog(data_dir.parent / "metadata"),  # beside the data directory
+        )
         opened.append(manager)
         return manager
 
     yield opener
     for manager in opened:
         manager.abandon()
+
+
+def metadata_of(manager: LogManager) -> MetadataLog:
+    catalog = manager._catalog
+    assert isinstance(catalog, MetadataTopicCatalog)
+    return catalog.metadata
 
 
 def _code(call: Callable[[], object]) -> str:
@@ -104,8 +119,8 @@ def test_configs_are_stored_as_strings_and_reparsed(open_manager: Opener, data_d
     manager.create_topic(
         "t", partitions=1, configs={"retention.bytes": 12345, "cleanup.policy": ["delete"]}
     )
-    stored_topics = json.loads((data_dir / "topics.json").read_text())["topics"]
-    assert stored_topics[0]["configs"] == {"cleanup.policy": "delete", "retention.bytes": "12345"}
+    stored_configs = metadata_of(manager).image.config(TOPIC_RESOURCE, "t")
+    assert stored_configs == {"cleanup.policy": "delete", "retention.bytes": "12345"}
     manager.close()
     info = open_manager().topic("t")
     assert info is not None
@@ -275,9 +290,8 @@ def test_partition_dir_of_another_topic_id_is_set_aside(
     assert log is not None
     append(log, make_batch(1))
     manager.close()
-    document = json.loads((data_dir / "topics.json").read_text())
-    document["topics"][0]["topic_id"] = str(uuid.uuid4())
-    (data_dir / "topics.json").write_text(json.dumps(document))
+    metadata = metadata_at(data_dir.parent / "metadata")  # t made again while the broker is down
+    metadata.write_now(metadata.shard.put_topic(TopicImage("t", uuid.uuid4(), 1, False)))
     reopened = open_manager()
     fresh = reopened.partition("t", 0)
     assert fresh is not None and fresh.log_end_offset == 0
@@ -338,7 +352,7 @@ def test_a_planned_creation_changes_nothing_until_finished(
     worker = threading.Thread(target=creation.run)  # as a disk worker runs it
     worker.start()
     worker.join()
-    assert '"t"' in (data_dir / "topics.json").read_text(), "durable before adopted"
+    assert "t" in durable_topics(metadata_of(manager)), "durable before adopted"
     assert manager.topic("t") is None and heard == []
     opened = dict(creation.opened)  # the worker opened the new partitions' logs
     assert sorted(opened) == [0, 1]
@@ -364,7 +378,7 @@ def test_a_name_taken_meanwhile_is_refused_and_its_logs_closed(open_manager: Ope
     assert manager.topic("t") is not None
 
 
-def test_a_topic_change_between_plan_and_finish_is_kept_in_topics_json(
+def test_a_topic_change_between_plan_and_finish_is_kept_in_the_catalog(
     open_manager: Opener, data_dir: Path
 ) -> None:
     manager = open_manager()
@@ -372,7 +386,7 @@ def test_a_topic_change_between_plan_and_finish_is_kept_in_topics_json(
     manager.create_topic("b", partitions=1, configs={})  # not from the same lane
     creation.run()
     manager.finish_topic(creation)
-    names = [t["name"] for t in json.loads((data_dir / "topics.json").read_text())["topics"]]
+    names = list(durable_topics(metadata_of(manager)))
     assert sorted(names) == ["a", "b"]
 
 
@@ -381,7 +395,7 @@ def test_a_failed_creation_write_raises_storage_error_and_opens_nothing(
 ) -> None:
     manager = open_manager()
     creation = manager.plan_topic("t", partitions=1, configs={})
-    (data_dir / "topics.json.tmp").mkdir()  # the atomic write cannot open its temp file
+    metadata_of(manager).partition.close()  # the metadata log refuses every append now
     assert _code(creation.run) == ErrorCode.kafka_storage_error
     assert creation.opened == {} and manager.topic("t") is None
     assert not (data_dir / "t-0").exists()
@@ -395,7 +409,7 @@ def test_a_planned_growth_or_config_change_waits_for_its_finish(
     growth = manager.plan_partitions("t", count=3)
     growth.run()
     assert info.partitions == 1 and manager.partition("t", 1) is None
-    assert json.loads((data_dir / "topics.json").read_text())["topics"][0]["partitions"] == 3
+    assert durable_topics(metadata_of(manager))["t"].partitions == 3
     manager.finish_topic_change(growth)
     assert info.partitions == 3 and manager.partition("t", 2) is not None
     change = manager.plan_topic_configs("t", {"retention.ms": "1000"})
@@ -415,3 +429,20 @@ def test_a_change_of_a_topic_deleted_meanwhile_is_refused(open_manager: Opener) 
         _code(lambda: manager.finish_topic_change(growth)) == ErrorCode.unknown_topic_or_partition
     )
     assert growth.opened == {} and manager.topic("t") is None
+
+
+def test_a_partition_dir_of_a_topic_the_catalog_does_not_hold_is_stray(
+    open_manager: Opener, data_dir: Path
+) -> None:
+    """As Kafka reconciles its log directories with the metadata image: a creation
+    whose directories were made but whose record is gone (here: deleted while the
+    broker was down) leaves a directory whose topic id nobody has; it is set aside."""
+    manager = open_manager()
+    manager.create_topic("t", partitions=1, configs={})
+    manager.close()
+    metadata = metadata_at(data_dir.parent / "metadata")
+    metadata.write_now(metadata.shard.remove_topic("t"))
+    reopened = open_manager()
+    assert reopened.topic("t") is None
+    names = [p.name for p in data_dir.iterdir() if p.is_dir()]
+    assert len(names) == 1 and names[0].startswith("t-0.") and names[0].endswith("-stray")

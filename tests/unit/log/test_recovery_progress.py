@@ -10,11 +10,17 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
+from tests.support.metadata import topic_catalog
 
 
 def _open(data_dir: Path) -> LogManager:
     config = BrokerConfig.from_raw({"log.dirs": str(data_dir)})
-    return LogManager.open(data_dir=data_dir, broker_config=config, clock=ManualClock())
+    return LogManager.open(
+        data_dir=data_dir,
+        broker_config=config,
+        clock=ManualClock(),
+        catalog=topic_catalog(data_dir),
+    )
 
 
 def test_recovery_logs_progress_per_tenth(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

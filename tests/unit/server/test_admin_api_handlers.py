@@ -25,7 +25,7 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.handlers.describe_topic_partitions import page
-from tests.support.writes import write_in_place
+from tests.support.metadata import metadata_at
 from tests.unit.server.authz_harness import ALICE, BOB, Harness
 
 ALICE_OPS = sum(1 << int(op) for op in (AclOperation.DESCRIBE,))
@@ -276,7 +276,8 @@ def test_share_version_zero_is_reported_and_a_return_to_one_refused(
     is refused (levels are fixed while running)."""
     raw = {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", "share.version": "0"}
     live = LiveBrokerConfig(
-        DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)), write=write_in_place
+        DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)),
+        metadata=metadata_at(tmp_path / "live"),
     )
     assert features.by_name(live.current)["share.version"].level == 0
     services = dataclasses.replace(broker.services, config=live)

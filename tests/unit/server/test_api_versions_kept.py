@@ -19,7 +19,7 @@ from shoal.server.context import RequestContext
 from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.handlers import api_versions
 from shoal.server.services import ApiRange, Services
-from tests.support.writes import write_in_place
+from tests.support.metadata import metadata_at
 
 
 def _answer(services: Services, version: int) -> Any:
@@ -51,7 +51,8 @@ def test_share_version_and_the_api_table_are_part_of_the_key(
         "share.version": "0",
     }
     live = LiveBrokerConfig(
-        DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)), write=write_in_place
+        DynamicBrokerConfig.load(BrokerConfig.from_raw(raw)),
+        metadata=metadata_at(tmp_path / "live"),
     )
     without_share = _answer(dataclasses.replace(broker.services, config=live), 4)
     finalized = {f.name for f in without_share.finalized_features}

@@ -10,6 +10,7 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.group.committed_offsets import OffsetToCommit
+from shoal.metadata.records import BROKER_RESOURCE
 from shoal.server.broker import Broker
 from shoal.server.dynamic_config import DynamicLayer
 from shoal.server.registry import api_ranges, load_all_handlers
@@ -53,7 +54,7 @@ def test_reconfigure_is_seen_by_services_and_listeners(broker: Broker, tmp_path:
     assert live.current.get_int("num.partitions") == 4
     assert broker.config is live.current
     assert heard == [4]
-    assert "num.partitions=4" in (tmp_path / DynamicLayer.CLUSTER_DEFAULT.value).read_text()
+    assert broker.metadata.image.config(BROKER_RESOURCE, "") == {"num.partitions": "4"}
 
 
 def test_node_identity_reads_the_bound_port_late(broker: Broker) -> None:

@@ -1,5 +1,6 @@
 """Client metrics subscriptions (server/client_metrics_configs.py): Kafka's checks and
-codes, canonical values, and the store's file (all or nothing, removal when empty)."""
+codes, canonical values, and the store on the metadata log (all or nothing, removal when
+empty; an old file migrated, refused when unreadable)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from shoal.protocol.errors import ErrorCode
-from shoal.server.client_metrics_configs import FILE, ClientMetricsConfigStore, validate
+from shoal.server.client_metrics_configs import ClientMetricsConfigStore, validate
+from shoal.server.metadata_migration import CLIENT_METRICS_FILE as FILE
 from shoal.server.refused import Refused
-
-
-async def _write(path: Path, data: bytes) -> None:
-    path.write_bytes(data)
+from tests.support.metadata import metadata_at
 
 
 @pytest.mark.parametrize(
@@ -45,14 +44,25 @@ def test_values_are_kept_canonical() -> None:
 
 
 def test_the_store_persists_and_forgets_empty_resources(tmp_path: Path) -> None:
-    store = ClientMetricsConfigStore(tmp_path, write=_write)
+    store = ClientMetricsConfigStore(metadata_at(tmp_path))
     asyncio.run(store.alter("s", {"metrics": "org."}, validate_only=False))
     asyncio.run(store.alter("t", {"interval.ms": "500"}, validate_only=True))
     assert store.names() == ["s"]
-    reloaded = ClientMetricsConfigStore(tmp_path, write=_write)
+    reloaded = ClientMetricsConfigStore(metadata_at(tmp_path))
     assert dict(reloaded.settings("s")) == {"metrics": "org."}
     asyncio.run(reloaded.alter("s", {}, validate_only=False))
-    assert ClientMetricsConfigStore(tmp_path, write=_write).names() == []
+    assert ClientMetricsConfigStore(metadata_at(tmp_path)).names() == []
     (tmp_path / FILE).write_text("not json")
     with pytest.raises(OSError, match="unreadable"):
-        ClientMetricsConfigStore(tmp_path, write=_write)
+        ClientMetricsConfigStore(metadata_at(tmp_path))
+
+
+def test_an_old_file_is_migrated_and_invalid_resources_skipped(tmp_path: Path) -> None:
+    (tmp_path / FILE).write_text(
+        '{"version": 1, "resources": {"s": {"metrics": "org."}, "bad": {"interval.ms": "5"}}}'
+    )
+    store = ClientMetricsConfigStore(metadata_at(tmp_path))
+    assert store.names() == ["s"] and dict(store.settings("s")) == {"metrics": "org."}
+    assert not (tmp_path / FILE).exists()
+    asyncio.run(store.alter("s", {}, validate_only=False))
+    assert ClientMetricsConfigStore(metadata_at(tmp_path)).names() == []

@@ -21,11 +21,12 @@ from shoal.server.configs import (
 )
 from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
 from shoal.server.refused import Refused
-from tests.support.writes import write_in_place
+from tests.support.metadata import metadata_at
 
 
 def dynamic(tmp_path: Path, **static: str) -> DynamicBrokerConfig:
-    return DynamicBrokerConfig.load(BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static}))
+    config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static})
+    return DynamicBrokerConfig.load(config, metadata_at(tmp_path).image)
 
 
 def topic_ops(current: dict[str, str], *ops: tuple[str, int, str | None]) -> dict[str, str]:
@@ -130,7 +131,8 @@ def test_dynamic_layers_persist_and_win(tmp_path: Path) -> None:
     config = config.with_layer(DynamicLayer.CLUSTER_DEFAULT, {"num.partitions": "3"})
     config = config.with_layer(DynamicLayer.BROKER, {"num.partitions": "4"})
     assert config.effective["num.partitions"] == 4
-    asyncio.run(config.save(write_in_place))
+    metadata = metadata_at(tmp_path)
+    asyncio.run(metadata.write(config.written(metadata)))
     reloaded = dynamic(tmp_path, **{"num.partitions": "2"})
     assert (dict(reloaded.broker), dict(reloaded.cluster_default)) == (
         {"num.partitions": "4"},

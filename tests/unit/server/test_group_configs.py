@@ -1,5 +1,6 @@
-"""The broker's share-group config store: persistence, listeners, nothing changed on a
-refusal; and the DescribeConfigs entries of a group (values, sources, synonyms)."""
+"""The broker's share-group config store: persistence (the metadata log; an old
+group-configs.json migrated), listeners, nothing changed on a refusal; and the
+DescribeConfigs entries of a group (values, sources, synonyms)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import pytest
 
 from shoal.config import BrokerConfig, ConfigType
 from shoal.group.configs import KAFKA_42_GROUP_KEYS, GroupConfigError, GroupConfigs
+from shoal.metadata.records import GROUP_RESOURCE
 from shoal.server.configs import ConfigSource, group_entries
 from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
-from shoal.server.group_configs import GROUP_CONFIGS_FILE, GroupConfigFile, GroupConfigStore
-from tests.support.writes import write_in_place
+from shoal.server.group_configs import GroupConfigStore
+from shoal.server.metadata_log import METADATA_DIR
+from shoal.server.metadata_migration import GROUP_CONFIGS_FILE, MIGRATED_SUFFIX
+from tests.support.metadata import metadata_at
 
 LOCK = "share.record.lock.duration.ms"
 RESET = "share.auto.offset.reset"
@@ -30,10 +34,7 @@ class Box:
 
 def make_store(tmp_path: Path, box: Box | None = None) -> tuple[GroupConfigStore, list[str]]:
     holder = box or Box()
-    store = GroupConfigStore(
-        persistence=GroupConfigFile(tmp_path, write=write_in_place),
-        broker_config=lambda: holder.config,
-    )
+    store = GroupConfigStore(metadata=metadata_at(tmp_path), broker_config=lambda: holder.config)
     calls: list[str] = []
     store.listeners.append(calls.append)
     return store, calls
@@ -46,9 +47,9 @@ def test_alter_persists_adopts_and_notifies(tmp_path: Path) -> None:
     assert store.overrides("g") == typed
     assert store.effective("g")[LOCK] == 20_000
     assert calls == ["g"]
-    document = json.loads((tmp_path / GROUP_CONFIGS_FILE).read_text())
-    assert document == {"version": 1, "groups": {"g": {RESET: "earliest", LOCK: "20000"}}}
-    assert [p.name for p in tmp_path.iterdir()] == [GROUP_CONFIGS_FILE]  # no temp file left
+    image = store._metadata.image
+    assert image.configs == {(GROUP_RESOURCE, "g"): {RESET: "earliest", LOCK: "20000"}}
+    assert [p.name for p in tmp_path.iterdir()] == [METADATA_DIR]  # no other file
     reloaded, _ = make_store(tmp_path)
     assert reloaded.configs == store.configs
 
@@ -56,22 +57,22 @@ def test_alter_persists_adopts_and_notifies(tmp_path: Path) -> None:
 def test_an_unchanged_set_is_neither_written_nor_announced(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
     asyncio.run(store.alter("g", {RESET: "earliest"}))
-    mtime = (tmp_path / GROUP_CONFIGS_FILE).stat().st_mtime_ns
+    end = store._metadata.partition.log_end_offset
     asyncio.run(store.alter("g", {RESET: "earliest"}))
     assert calls == ["g"]
-    assert (tmp_path / GROUP_CONFIGS_FILE).stat().st_mtime_ns == mtime
+    assert store._metadata.partition.log_end_offset == end
 
 
 def test_a_refused_set_changes_nothing(tmp_path: Path) -> None:
     store, calls = make_store(tmp_path)
     asyncio.run(store.alter("g", {RESET: "earliest"}))
-    before = (tmp_path / GROUP_CONFIGS_FILE).read_bytes()
+    before = store._metadata.partition.log_end_offset
     with pytest.raises(GroupConfigError, match=LOCK):
         asyncio.run(store.alter("g", {RESET: "latest", LOCK: "1000"}))
     with pytest.raises(GroupConfigError, match="1h"):
         asyncio.run(store.alter("g", {RESET: "by_duration:1h"}))
     assert store.overrides("g") == {RESET: "earliest"}
-    assert (tmp_path / GROUP_CONFIGS_FILE).read_bytes() == before
+    assert store._metadata.partition.log_end_offset == before
     assert calls == ["g"]
 
 
@@ -84,7 +85,7 @@ def test_validate_only_changes_nothing(tmp_path: Path) -> None:
         asyncio.run(store.alter("g", {LOCK: "5"}, validate_only=True))
     assert store.overrides("g") == {}
     assert calls == []
-    assert not (tmp_path / GROUP_CONFIGS_FILE).exists()
+    assert store._metadata.partition.log_end_offset == 0
 
 
 def test_an_empty_set_restores_every_default(tmp_path: Path) -> None:
@@ -99,16 +100,12 @@ def test_an_empty_set_restores_every_default(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
-    async def disk_full(path: Path, data: bytes) -> None:
-        raise OSError("disk full")
-
     calls: list[str] = []
-    store = GroupConfigStore(
-        persistence=GroupConfigFile(tmp_path, write=disk_full),
-        broker_config=lambda: BrokerConfig.from_raw({}),
-    )
+    metadata = metadata_at(tmp_path)
+    store = GroupConfigStore(metadata=metadata, broker_config=lambda: BrokerConfig.from_raw({}))
     store.listeners.append(calls.append)
-    with pytest.raises(OSError, match="disk full"):
+    metadata.partition.close()  # the log refuses every append now
+    with pytest.raises(OSError, match="not written"):
         asyncio.run(store.alter("g", {RESET: "earliest"}))
     assert store.overrides("g") == {}
     assert calls == []
@@ -148,6 +145,7 @@ def test_load_skips_entries_that_no_longer_parse(
     with caplog.at_level(logging.WARNING):
         store, _ = make_store(tmp_path)
     assert store.configs == GroupConfigs({"g": {RESET: "earliest"}})
+    assert (tmp_path / (GROUP_CONFIGS_FILE + MIGRATED_SUFFIX)).exists()
     assert "retired.key" in caplog.text
     assert LOCK in caplog.text
 
@@ -173,7 +171,8 @@ def test_an_unreadable_file_stops_start_up(tmp_path: Path, text: str) -> None:
 
 
 def dynamic(tmp_path: Path, **static: str) -> DynamicBrokerConfig:
-    return DynamicBrokerConfig.load(BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static}))
+    config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **static})
+    return DynamicBrokerConfig.load(config, metadata_at(tmp_path).image)
 
 
 def test_entries_of_a_group_that_sets_nothing(tmp_path: Path) -> None:
@@ -224,3 +223,16 @@ def test_entries_show_broker_values_as_defaults_and_clamped_values(tmp_path: Pat
     clamped = {e.name: e for e in group_entries({LOCK: 60_000}, config)}
     assert (clamped[LOCK].value, clamped[LOCK].source) == ("40000", ConfigSource.GROUP)
     assert clamped[LOCK].synonyms[0].value == "60000"  # the override as set
+
+
+def test_an_oversized_old_file_stops_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / GROUP_CONFIGS_FILE).write_text(json.dumps({"version": 1, "groups": {}}))
+    size = (tmp_path / GROUP_CONFIGS_FILE).stat().st_size
+    monkeypatch.setattr("shoal.limits.METADATA_FILE_BYTES_MAX", size - 1)
+    with pytest.raises(OSError, match="larger than"):
+        make_store(tmp_path)
+    monkeypatch.setattr("shoal.limits.METADATA_FILE_BYTES_MAX", size)
+    store, _ = make_store(tmp_path)
+    assert len(store.configs) == 0

@@ -34,6 +34,7 @@ from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService
 from shoal.server.timers import Schedule
 from shoal.share.persister import InMemoryPersister
+from tests.support.metadata import topic_catalog
 
 INTERVAL_MS = 1_000
 TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x99), name="orders", partition_count=100)
@@ -52,7 +53,12 @@ class Coordinator:
         }
         self.config = BrokerConfig.from_raw(raw)
         self.clock = clock
-        self.logs = LogManager.open(data_dir=data_dir, broker_config=self.config, clock=clock)
+        self.logs = LogManager.open(
+            data_dir=data_dir,
+            broker_config=self.config,
+            clock=clock,
+            catalog=topic_catalog(data_dir),
+        )
         group_log = open_group_log(self.logs, self.config, clock)
         self.partitions: list[PartitionLog] = list(group_log.partitions)
         self.service = GroupService(

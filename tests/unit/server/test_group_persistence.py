@@ -16,6 +16,7 @@ from shoal.coordinator.placement import partition_for
 from shoal.group.records import CODEC
 from shoal.log.manager import LogManager
 from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
+from tests.support.metadata import topic_catalog
 from tests.unit.group.conftest import Harness
 
 Opener = Callable[..., tuple[LogManager, BrokerConfig]]
@@ -28,7 +29,10 @@ def open_manager(tmp_path: Path) -> Iterator[Opener]:
     def opener(**overrides: str) -> tuple[LogManager, BrokerConfig]:
         config = BrokerConfig.from_raw(overrides)
         manager = LogManager.open(
-            data_dir=tmp_path / "data", broker_config=config, clock=ManualClock()
+            data_dir=tmp_path / "data",
+            broker_config=config,
+            clock=ManualClock(),
+            catalog=topic_catalog(tmp_path / "data"),
         )
         opened.append(manager)
         return manager, config

@@ -1,5 +1,6 @@
-"""The durable client quota set (client-quotas.json) and the service Produce, Fetch and
-ShareFetch record into: alter and describe semantics, durability, the limits."""
+"""The durable client quota set (on the metadata log; an old client-quotas.json is
+migrated) and the service Produce, Fetch and ShareFetch record into: alter and
+describe semantics, durability, the limits."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ import pytest
 
 from shoal.config import BrokerConfig
 from shoal.security.quota import entity
+from shoal.server.metadata_migration import MIGRATED_SUFFIX, QUOTAS_FILE
 from shoal.server.quota_store import (
     MATCH_ANY,
     MATCH_DEFAULT,
     MATCH_EXACT,
     MatchComponent,
-    QuotaFile,
     QuotaOp,
     QuotaService,
     filter_problem,
 )
-from tests.support.writes import write_in_place
+from tests.support.metadata import metadata_at, open_metadata
 
 P, C = "producer_byte_rate", "consumer_byte_rate"
 
@@ -28,7 +29,7 @@ P, C = "producer_byte_rate", "consumer_byte_rate"
 def service(tmp_path: Path, *extra: tuple[str, str], entities_max: int = 100) -> QuotaService:
     config = BrokerConfig.from_raw({"log.dirs": str(tmp_path), **dict(extra)})
     return QuotaService(
-        file=QuotaFile(tmp_path, write=write_in_place),
+        metadata=metadata_at(tmp_path),
         config=lambda: config,
         entities_max=entities_max,
     )
@@ -94,7 +95,7 @@ def test_validate_only_writes_nothing(tmp_path: Path) -> None:
     assert asyncio.run(
         quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=True)
     ) == [None]
-    assert quotas.quotas == {} and not (tmp_path / "client-quotas.json").exists()
+    assert quotas.quotas == {} and quotas.metadata.partition.log_end_offset == 0
 
 
 def test_the_entity_limit(tmp_path: Path) -> None:
@@ -114,7 +115,7 @@ def test_the_entity_limit(tmp_path: Path) -> None:
 
 def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     quotas = service(tmp_path)
-    (tmp_path / "client-quotas.json").mkdir()  # the rename onto it fails
+    quotas.metadata.partition.close()  # the log refuses every append now
     with pytest.raises(OSError):
         asyncio.run(quotas.alter([(entity(client_id="x"), [put(P, 1)])], validate_only=False))
     assert quotas.quotas == {}
@@ -123,14 +124,35 @@ def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
 def test_unreadable_and_oversized_files_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "client-quotas.json"
+    path = tmp_path / QUOTAS_FILE
     path.write_text('{"version": 1, "quotas": [{"entity": [["ip", "1.2.3"]], "values": {}}]}')
     with pytest.raises(OSError, match="unreadable"):
-        QuotaFile(tmp_path, write=write_in_place).load()
+        open_metadata(tmp_path).close()
     path.write_text('{"version": 1, "quotas": []}')
     monkeypatch.setattr("shoal.limits.QUOTA_FILE_BYTES_MAX", path.stat().st_size - 1)
     with pytest.raises(OSError, match="larger than"):
-        QuotaFile(tmp_path, write=write_in_place).load()
+        open_metadata(tmp_path).close()
+
+
+def test_an_old_quotas_file_is_migrated_once(tmp_path: Path) -> None:
+    (tmp_path / QUOTAS_FILE).write_text(
+        '{"version": 1, "quotas": [{"entity": [["client-id", "app"]], "values": {"'
+        + P
+        + '": 100}}, {"entity": [["user", "alice"], ["client-id", null]], "values": {"'
+        + C
+        + '": 5}}]}'
+    )
+    quotas = service(tmp_path)
+    assert quotas.quotas == {
+        entity(client_id="app"): {P: 100.0},
+        entity(user="alice", client_id=None): {C: 5.0},
+    }
+    assert (tmp_path / (QUOTAS_FILE + MIGRATED_SUFFIX)).exists()
+    assert not (tmp_path / QUOTAS_FILE).exists()
+    asyncio.run(
+        quotas.alter([(entity(client_id="app"), [QuotaOp(P, 0, True)])], validate_only=False)
+    )
+    assert set(service(tmp_path).quotas) == {entity(user="alice", client_id=None)}
 
 
 def test_recording_uses_the_configured_window(tmp_path: Path) -> None:

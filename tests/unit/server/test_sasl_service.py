@@ -5,6 +5,8 @@ and the SCRAM credential store's durability."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -14,9 +16,11 @@ from shoal.security.oauth import UnsecuredJwsValidator
 from shoal.security.sasl_plain import plain_token
 from shoal.security.scram import SCRAM_SHA_256, credential_from_salted, salted_password
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.metadata_log import METADATA_DIR
+from shoal.server.metadata_migration import MIGRATED_SUFFIX, SCRAM_FILE
 from shoal.server.sasl import SaslService, frame_bytes_max
 from shoal.server.scram_store import Deletion, ScramStore, Upsertion
-from tests.support.writes import write_in_place
+from tests.support.metadata import metadata_at, open_metadata
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -54,7 +58,7 @@ def test_listener_keys_are_parsed_and_looked_up_per_listener(tmp_path: Path) -> 
 
 
 def test_settings_come_from_the_listener_config(tmp_path: Path) -> None:
-    service = SaslService(ScramStore(tmp_path, write=write_in_place))
+    service = SaslService(ScramStore(metadata_at(tmp_path)))
     cfg = config(tmp_path)
     info = connection()
     session = service.session(cfg, info)
@@ -73,7 +77,7 @@ def test_frames_are_small_until_authenticated(tmp_path: Path) -> None:
     info = connection()
     assert frame_bytes_max(cfg, info) == 1000
     assert frame_bytes_max(cfg, connection("PLAINTEXT")) == 104_857_600
-    session = SaslService(ScramStore(tmp_path, write=write_in_place)).session(cfg, info)
+    session = SaslService(ScramStore(metadata_at(tmp_path))).session(cfg, info)
     assert session is not None
     session.handshake("PLAIN")
     session.authenticate(plain_token("alice", "alice-pw"), now_ms=0)
@@ -85,15 +89,40 @@ def test_scram_store_survives_a_reload_and_keeps_no_password(tmp_path: Path) -> 
     credential = credential_from_salted(
         SCRAM_SHA_256, salted_password(SCRAM_SHA_256, "pw-canary", salt, 4096), salt, 4096
     )
-    store = ScramStore(tmp_path, write=write_in_place)
+    store = ScramStore(metadata_at(tmp_path))
     asyncio.run(
         store.apply(upsertions=[Upsertion("alice", "SCRAM-SHA-256", credential)], deletions=[])
     )
-    assert (
-        ScramStore(tmp_path, write=write_in_place).credential("SCRAM-SHA-256", "alice")
-        == credential
-    )
-    assert b"pw-canary" not in (tmp_path / "scram-credentials.json").read_bytes()
+    assert ScramStore(open_metadata(tmp_path)).credential("SCRAM-SHA-256", "alice") == credential
+    stored = b"".join(p.read_bytes() for p in (tmp_path / METADATA_DIR).glob("*.log"))
+    assert b"alice" in stored and b"pw-canary" not in stored
     asyncio.run(store.apply(upsertions=[], deletions=[Deletion("alice", "SCRAM-SHA-256")]))
-    reloaded = ScramStore(tmp_path, write=write_in_place)
+    reloaded = ScramStore(open_metadata(tmp_path))
     assert reloaded.users() == [] and reloaded.credential("SCRAM-SHA-256", "alice") is None
+
+
+def test_an_old_credentials_file_is_migrated_once(tmp_path: Path) -> None:
+    salt = b"0123456789abcdef"
+    credential = credential_from_salted(
+        SCRAM_SHA_256, salted_password(SCRAM_SHA_256, "pw", salt, 4096), salt, 4096
+    )
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    old = {
+        "alice": {
+            "SCRAM-SHA-256": {
+                "salt": b64(credential.salt),
+                "stored_key": b64(credential.stored_key),
+                "server_key": b64(credential.server_key),
+                "iterations": 4096,
+            }
+        }
+    }
+    (tmp_path / SCRAM_FILE).write_text(json.dumps({"version": 1, "users": old}))
+    store = ScramStore(metadata_at(tmp_path))
+    assert store.credential("SCRAM-SHA-256", "alice") == credential
+    assert (tmp_path / (SCRAM_FILE + MIGRATED_SUFFIX)).exists()
+    asyncio.run(store.apply(upsertions=[], deletions=[Deletion("alice", "SCRAM-SHA-256")]))
+    assert ScramStore(metadata_at(tmp_path)).users() == [], "the old file is not read again"

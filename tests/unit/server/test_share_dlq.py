@@ -26,7 +26,7 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
-from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_dlq import (
     HEADER_OFFSET,
@@ -41,8 +41,8 @@ from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWri
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.states import RecordState
 from tests.support.batches import COMPRESSION_GZIP, Record, build_batch
+from tests.support.metadata import metadata_at
 from tests.support.share_rig import fetch_acquired
-from tests.support.writes import write_in_place
 from tests.unit.log.batches import append, make_batch
 
 
@@ -89,7 +89,7 @@ class Rig:
         self.persister = FlakyPersister()
         assert self.persister.initialize(key=self.key, state_epoch=1, start_offset=0) is None
         configs = GroupConfigStore(
-            persistence=GroupConfigFile(tmp_path / "data", write=write_in_place),
+            metadata=metadata_at(tmp_path / "data"),
             broker_config=lambda: self.config,
         )
         asyncio.run(

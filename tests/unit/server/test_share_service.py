@@ -16,7 +16,7 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
-from shoal.server.group_configs import GroupConfigFile, GroupConfigStore
+from shoal.server.group_configs import GroupConfigStore
 from shoal.server.purgatory import Purgatory
 from shoal.server.share_service import (
     ShareAcknowledgeCall,
@@ -29,8 +29,8 @@ from shoal.server.timers import TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
+from tests.support.metadata import metadata_at
 from tests.support.share_rig import fetch_acquired
-from tests.support.writes import write_in_place
 from tests.unit.log.batches import append, make_batch
 
 
@@ -66,7 +66,7 @@ class Rig:
             config=lambda: self.config,
             logs=self.logs,
             group_configs=GroupConfigStore(
-                persistence=GroupConfigFile(tmp_path / "data", write=write_in_place),
+                metadata=metadata_at(tmp_path / "data"),
                 broker_config=lambda: self.config,
             ),
             persister=self.persister,

@@ -13,6 +13,7 @@ from shoal.log.manager import LogManager
 from shoal.server.share_state import ShareStateService
 from shoal.share.persister import SharePartitionKey, StateBatch, StateWrite
 from shoal.share.states import RecordState
+from tests.support.metadata import topic_catalog
 
 KEY = SharePartitionKey("g", uuid.UUID("00000000-0000-4000-8000-000000000001"), 0)
 WRITES = 60
@@ -26,7 +27,9 @@ def open_service(data_dir: Path, clock: ManualClock) -> tuple[LogManager, ShareS
             "share.coordinator.snapshot.update.records.per.snapshot": PER_SNAPSHOT,
         }
     )
-    logs = LogManager.open(data_dir=data_dir, broker_config=config, clock=clock)
+    logs = LogManager.open(
+        data_dir=data_dir, broker_config=config, clock=clock, catalog=topic_catalog(data_dir)
+    )
     return logs, ShareStateService.open(logs, config, clock)
 
 

@@ -26,14 +26,14 @@ from shoal.client import requests
 from shoal.client.calls import Call
 from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
 from shoal.log.fileio import remove_paths
-from shoal.log.topics import TOPICS_FILE
 from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
 from shoal.server.configs import ResourceType
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.server.disk_io import ChangeLane, ChangeLaneFull, DiskIO
-from shoal.server.group_configs import GROUP_CONFIGS_FILE
+from shoal.server.metadata_log import METADATA_DIR
+from tests.support.metadata import durable_topics, open_metadata
 from tests.unit.server.fsync_gate import FsyncGate
 
 LOCK = "share.record.lock.duration.ms"
@@ -282,7 +282,7 @@ def test_create_topics_writes_off_the_loop_and_answers_once_durable(
     info = broker.logs.topic("fresh")
     assert info is not None and info.partitions == 3
     assert all(broker.logs.partition("fresh", index) is not None for index in range(3))
-    assert '"fresh"' in (broker.config.data_dir / TOPICS_FILE).read_text()
+    assert "fresh" in durable_topics(broker.metadata)
 
 
 def test_a_failed_topic_write_answers_kafka_storage_error_and_creates_nothing(
@@ -380,8 +380,9 @@ def test_group_configs_are_written_off_the_loop_and_concurrent_alterations_both_
     for answer in asyncio.run(scenario()):
         assert answer.responses[0].error_code == ErrorCode.none
     assert broker.group_configs.overrides("g") == {LOCK: 20_000, RESET: "earliest"}
-    written = (broker.config.data_dir / GROUP_CONFIGS_FILE).read_text()
-    assert LOCK in written and RESET in written
+    log_dir = broker.config.data_dir / METADATA_DIR
+    written = b"".join(p.read_bytes() for p in log_dir.glob("*.log"))
+    assert LOCK.encode() in written and RESET.encode() in written
 
 
 def test_a_failed_config_write_answers_kafka_storage_error_and_changes_nothing(
@@ -437,7 +438,8 @@ def test_growth_and_topic_configs_are_written_off_the_loop(broker: Broker, gate:
     info = broker.logs.topic("grows")
     assert info is not None and info.partitions == 3 and info.configs == {"retention.ms": 60_000}
     assert broker.logs.partition("grows", 2) is not None
-    assert '"retention.ms": "60000"' in (broker.config.data_dir / TOPICS_FILE).read_text()
+    reopened = open_metadata(broker.config.data_dir).image  # what is on disk
+    assert reopened.config(TOPIC_RESOURCE, "grows") == {"retention.ms": "60000"}
 
 
 def test_changes_queued_behind_a_change_find_what_the_earlier_ones_left(
@@ -488,7 +490,7 @@ def test_shutdown_finishes_a_change_whose_requester_went_away(
         await stopping
 
     asyncio.run(scenario())
-    assert '"late"' in (broker.config.data_dir / TOPICS_FILE).read_text()
+    assert "late" in open_metadata(broker.config.data_dir).image.topics
     info = broker.logs.topic("late")
     assert info is not None and info.partitions == 2
 

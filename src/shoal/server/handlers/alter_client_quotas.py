@@ -4,8 +4,8 @@ Needs ALTER_CONFIGS on the cluster (else every entry is CLUSTER_AUTHORIZATION_FA
 An entity or op Kafka refuses (an empty or duplicate entity, an unsupported entity
 type, an unknown key, a value that is not a positive whole number) gets
 INVALID_REQUEST alone; the other entries are applied. `validate_only` checks and
-changes nothing. The response is sent after the new set is on disk
-(`client-quotas.json`); a failed write answers UNKNOWN_SERVER_ERROR and changes nothing.
+changes nothing. The response is sent after the change is durable in the metadata
+log (server/metadata_log.py); a failed write answers UNKNOWN_SERVER_ERROR and changes nothing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """AlterUserScramCredentials (51) v0: add, replace or delete users' SCRAM credentials.
 
 An upsertion carries the client-salted password (Kafka's tools salt it client side);
-the broker derives StoredKey and ServerKey and keeps only those (server/scram_store.py).
+the broker derives StoredKey and ServerKey and keeps only those (server/scram_store.py,
+in the metadata log).
 One change per user and request, as Kafka 4.2's controller takes them; the response
 follows the durable write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM
 (unknown mechanism), UNACCEPTABLE_CREDENTIAL (empty user name, iterations outside

@@ -8,9 +8,10 @@ broker). The log manager enforces Shoal's partition limits (INVALID_PARTITIONS).
 ValidateOnly nothing changes.
 
 Each topic grows in the broker's change lane (`services.disk.changes`), decided on the
-count every earlier change left: topics.json and the new partition directories are
-written and fsynced in a disk worker, then the new partitions are adopted and the
-topic answered (KAFKA_STORAGE_ERROR if the write failed; the topic keeps its count).
+count every earlier change left: the metadata record (server/metadata_topics.py) and
+the new partition directories are written and fsynced in a disk worker, then the new
+partitions are adopted and the topic answered (KAFKA_STORAGE_ERROR if the write
+failed; the topic keeps its count).
 
 Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, after the duplicate
 check), as in Kafka's ControllerApis.createPartitions.
@@ -127,7 +128,7 @@ async def _grow(ctx: RequestContext, topic: Any, *, validate_only: bool) -> None
         growth = logs.plan_partitions(topic.name, count=count)
         if validate_only:
             return
-        await ctx.services.disk.run(growth.run)  # topics.json and the new directories
+        await ctx.services.disk.run(growth.run)  # the metadata record and the new directories
         logs.finish_topic_change(growth)
     except LogError as exc:
         if exc.code is ErrorCode.kafka_storage_error:

@@ -16,8 +16,8 @@ From v5 a success carries the partition count, replication factor 1 and every co
 of the topic with its source (as DescribeConfigs shows it); v7 adds the topic id.
 
 Each topic is created in the broker's change lane (`services.disk.changes`): decided
-on the topics every earlier change left, its files (topics.json, the partition
-directories) written and fsynced in a disk worker, then adopted and answered. Until
+on the topics every earlier change left, its metadata records (server/metadata_topics.py)
+and its partition directories written and fsynced in a disk worker, then adopted and answered. Until
 then other requests (Metadata, Produce) do not see it; a failed write answers
 KAFKA_STORAGE_ERROR.
 

@@ -16,15 +16,16 @@ UNKNOWN_TOPIC_OR_PARTITION now rather than at its MaxWaitMs.
 
 The deletion runs in the broker's change lane (`services.disk.changes`), in turn with
 the other topic changes (a topic deleted, or deleted and made again, meanwhile answers
-UNKNOWN_TOPIC_OR_PARTITION): the partition directories are renamed and topics.json
-written on the loop (the deletion is durable then), and the topic is answered at once,
-as Kafka answers once the deletion is committed; the renamed directories are removed
-afterwards in a disk worker thread (`services.disk`, server/disk_io.py; Kafka removes
-its renamed `-delete` directories later too, and opening the data directory removes
-leftovers). Answering only once they were gone left a window, as long as the removal,
-in which the topic was already gone from Metadata but its deleter had not heard: a
-producer's Metadata refresh then auto-created it again before the deleter's own
-CreateTopics (a Kafka client's delete-then-recreate failing with TOPIC_ALREADY_EXISTS).
+UNKNOWN_TOPIC_OR_PARTITION): the partition directories are renamed and the deletion
+written to the metadata log on the loop (the deletion is durable then), and the topic is
+answered at once, as Kafka answers once the deletion is committed; the renamed
+directories are removed afterwards in a disk worker thread (`services.disk`,
+server/disk_io.py; Kafka removes its renamed `-delete` directories later too, and
+opening the data directory removes leftovers). Answering only once they were gone left a
+window, as long as the removal, in which the topic was already gone from Metadata but
+its deleter had not heard: a producer's Metadata refresh then auto-created it again
+before the deleter's own CreateTopics (a Kafka client's delete-then-recreate failing
+with TOPIC_ALREADY_EXISTS).
 
 Authorization (Kafka's ControllerApis.deleteTopics): a topic named needs DELETE
 (TOPIC_AUTHORIZATION_FAILED, whether or not it exists); a topic given by id answers
