@@ -3,6 +3,7 @@
     python -m shoal.sim --seed 17 --verbose   # one seed, its schedule printed
     python -m shoal.sim --seeds 10000         # seeds 0..9999, figures + JSON
     python -m shoal.sim --scenario coordinators --seeds 10000
+    python -m shoal.sim --scenario shell --seeds 1000 --steps 200   # the real broker
 
 Exits 1 if any seed violated an invariant (the failing seeds are listed).
 """
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shoal.clock import SystemClock, measure_ns
-from shoal.sim.run import SCENARIOS, SHARE, STEPS_DEFAULT, Summary, run_seed
+from shoal.sim.run import SCENARIOS, SHARE, Summary, default_steps, run_seed
 
 RESULTS = Path("bench/results")
 
@@ -26,23 +27,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="simulate this one seed")
     parser.add_argument("--seeds", type=int, default=100, help="simulate seeds 0..N-1")
     parser.add_argument("--first", type=int, default=0, help="first seed of --seeds")
-    parser.add_argument("--steps", type=int, default=STEPS_DEFAULT)
+    parser.add_argument(
+        "--steps", type=int, help="operations a seed (world ticks for shell; default 60 / 40)"
+    )
     parser.add_argument("--verbose", action="store_true", help="print the schedule")
     parser.add_argument(
         "--scenario",
         choices=SCENARIOS,
         default=SHARE,
         help="share: producer, share members, share coordinator; coordinators: "
-        "consumer group and transactions (with power losses)",
+        "consumer group and transactions (with power losses); shell: the real broker "
+        "(handlers, purgatory, timers, services) on virtual time, over in-memory pipes",
     )
     parser.add_argument("--json", type=Path, help="where to write figures (default bench/results)")
     args = parser.parse_args(argv)
+    if args.steps is None:
+        args.steps = default_steps(args.scenario)
     if args.seed is not None:
         result = run_seed(args.seed, steps=args.steps, verbose=args.verbose, scenario=args.scenario)
         if result.violation is not None:
             print(f"seed {args.seed}: VIOLATED {result.violation}")
             return 1
-        print(f"seed {args.seed}: ok ({result.steps} steps, {result.crashes} crashes)")
+        virtual = f", {result.virtual_ms / 1000:.0f} s virtual" if result.virtual_ms else ""
+        print(f"seed {args.seed}: ok ({result.steps} steps, {result.crashes} crashes{virtual})")
         return 0
     summary = Summary()
     started_ns = measure_ns()
@@ -61,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds_per_s": round(summary.seeds / elapsed, 2),
         "ms_per_seed": round(1000 * elapsed / max(1, summary.seeds), 2),
         "crashes": summary.crashes,
+        "virtual_hours": round(summary.virtual_ms / 3_600_000, 2),
         "faults": dict(sorted(summary.faults.items())),
         "faults_total": sum(summary.faults.values()),
         "checks": dict(sorted(summary.checks.items())),

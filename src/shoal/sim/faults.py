@@ -52,6 +52,15 @@ class FaultRates:
     """Some of a transaction's markers written, not all, no completion record."""
     power_loss: float = 0.3
     """The share of crashes that are power losses: unflushed writes lost (sim/disk.py)."""
+    # The shell scenario (sim/shell_world.py: the real broker over in-memory pipes):
+    slow_delivery: float = 0.01
+    """A connection's bytes take tens to hundreds of ms to arrive (sim/pipes.py)."""
+    slow_disk: float = 0.02
+    """A piece of the broker's disk work takes tens to hundreds of ms (sim/shell_disk.py)."""
+    shell_crash: float = 0.08
+    """At each tick of the world, the broker process dies (no shutdown) and restarts."""
+    connection_drop: float = 0.1
+    """At each tick of the world, one client connection is reset."""
 
 
 NO_FAULTS = FaultRates(**{f.name: 0.0 for f in fields(FaultRates)})

@@ -1,0 +1,352 @@
+"""The invariants of the shell scenario, checked over the wire at every world tick,
+after every recovery and at the end.
+
+Owns the oracle of what the clients were told (the offset commits sent and
+confirmed, the transactions' acknowledged records, their confirmed outcomes and
+transactional offsets) and the checks, each asked of the broker as a client asks
+(OffsetFetch, Fetch read_committed, ListOffsets, DescribeTransactions), so that the
+broker's insides may change freely:
+
+- a committed offset was sent by a member; a confirmed commit stands and never goes
+  back (unless a commit of the same partition sent before it was confirmed was
+  still in flight: the later write of two racing members wins, as in Kafka);
+- read_committed shows each transactional record once; a transaction's records all
+  or none; none of a transaction confirmed aborted; every acknowledged record of one
+  confirmed committed, once a later transaction has begun or the run has drained;
+- the last stable offset never moves back, across crashes too;
+- transactional offsets: only ones a transaction sent, never those of a
+  transaction confirmed aborted; those of a committed one are there once settled;
+- a zombie (the producer's previous epoch) is refused, whatever it sends;
+- at the end nothing hangs: the transaction is not left preparing or ongoing, and
+  the last stable offset is the log end (no open transaction in the log);
+- no broker task fails with nobody to hear it (sim/loop.py `errors`).
+
+Reads that race with the writes they check take the oracle as it was when the read
+was sent: what was confirmed after may not be in the answer yet.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.records.readers import read_batch
+
+from shoal.client.errors import ErrorCode
+from shoal.client.requests import (
+    READ_COMMITTED,
+    FetchPosition,
+    fetch,
+    fetched_offsets,
+    list_offsets,
+    offset_fetch,
+)
+from shoal.protocol.record_batch import CONTROL_MASK, iter_headers
+from shoal.protocol.schema import request_schema
+from shoal.sim.invariants import InvariantViolated, _require
+
+if TYPE_CHECKING:
+    from shoal.sim.shell_world import ShellWorld
+
+__all__ = ["InvariantViolated", "ShellChecker"]
+
+FETCH_BYTES = 1 << 20
+CHECKS_TRIES = 40
+
+
+@dataclass(slots=True)
+class _Attempt:
+    values: dict[int, int]
+
+
+class ShellChecker:
+    """The invariants of one `ShellWorld` (module docstring)."""
+
+    def __init__(self, world: ShellWorld) -> None:
+        self.world = world
+        self.counts: Counter[str] = Counter()
+        self.topic_id = uuid.UUID(int=0)
+        self.attempted: dict[int, set[int]] = {}
+        self.confirmed: dict[int, int] = {}
+        self.in_flight: list[_Attempt] = []
+        self.may_trail: dict[tuple[int, int], set[int]] = {}
+        """(partition, confirmed value) -> values sent before it, still in flight when
+        it was confirmed (one of them may land after it)."""
+        self.acked: dict[int, set[int]] = {}
+        self.outcome: dict[int, bool] = {}
+        self.txn_sent: dict[tuple[int, int], int] = {}
+        self.txn_written: dict[int, dict[int, int]] = {}
+        self.lso = -1
+        self._connection: Any = None
+
+    # ---- what clients were told
+
+    def commit_sent(self, values: dict[int, int]) -> _Attempt:
+        for partition, value in values.items():
+            self.attempted.setdefault(partition, set()).add(value)
+        attempt = _Attempt(values)
+        self.in_flight.append(attempt)
+        return attempt
+
+    def commit_ended(self, attempt: _Attempt) -> None:
+        self.in_flight.remove(attempt)
+
+    def commit_confirmed(self, values: dict[int, int]) -> None:
+        for partition, value in values.items():
+            racing = {
+                a.values[partition]
+                for a in self.in_flight
+                if partition in a.values and a.values[partition] < value
+            }
+            if racing:
+                self.may_trail[(partition, value)] = racing
+            if value > self.confirmed.get(partition, -1):
+                self.confirmed[partition] = value
+
+    def txn_begun(self, serial: int) -> None:
+        self.acked.setdefault(serial, set())
+
+    def txn_acked(self, serial: int, values: range) -> None:
+        self.acked.setdefault(serial, set()).update(values)
+
+    def txn_abandoned(self, serial: int) -> None:
+        """The producer bumped its epoch: an unfinished transaction is aborted by the
+        coordinator, unless its commit was already prepared (outcome unknown)."""
+
+    def txn_offsets_sent(self, serial: int, values: dict[int, int]) -> None:
+        for partition, value in values.items():
+            self.txn_sent[(partition, value)] = serial
+
+    def txn_offsets_written(self, serial: int, values: dict[int, int]) -> None:
+        self.txn_written.setdefault(serial, {}).update(values)
+
+    def txn_ended(self, serial: int, committed: bool) -> None:
+        self.outcome[serial] = committed
+
+    def zombie_answered(self, what: str, error: ErrorCode) -> None:
+        self.counts["zombies fenced"] += 1
+        _require(error != ErrorCode.none, "a zombie's epoch is fenced", (what, error))
+
+    # ---- the wire
+
+    async def _call(self, call: Any) -> Any:
+        from shoal.sim.shell_world import RequestFailed, SimConnection
+
+        if self._connection is None:
+            self._connection = SimConnection(self.world, "sim-checker")
+        for _ in range(CHECKS_TRIES):
+            try:
+                return await self._connection.call(call)
+            except RequestFailed:
+                import asyncio
+
+                await asyncio.sleep(0.25)
+        raise InvariantViolated("the broker answers the checker", call)
+
+    async def describe_topic_id(self, topic: str) -> uuid.UUID:
+        from shoal.client.requests import metadata
+
+        response = await self._call(metadata([topic]))
+        (found,) = response.topics
+        return uuid.UUID(str(found.topic_id))
+
+    # ---- when
+
+    async def check_tick(self) -> None:
+        await self._check_offsets()
+        await self._check_transactions(final=False)
+
+    def before_crash(self) -> None:
+        self.counts["crashes"] += 1
+
+    async def after_recovery(self) -> None:
+        self.counts["recoveries checked"] += 1
+        await self.check_tick()
+
+    async def check_final(self) -> None:
+        import asyncio
+
+        world = self.world
+        # The transaction timeout passes: the abort timer ends what a client left open.
+        for _ in range(CHECKS_TRIES):
+            state = await self._txn_state()
+            if state not in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+                break
+            await asyncio.sleep(5)
+        state = await self._txn_state()
+        _require(
+            state not in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence", "Ongoing"),
+            "no transaction hangs (its coordinator finishes it)",
+            state,
+        )
+        await self._check_offsets()
+        end, lso = await self._ends()
+        _require(end == lso, "no transaction is left open in the log", (end, lso, state))
+        await self._check_transactions(final=True)
+        self.counts["final checks"] += 1
+        if self._connection is not None:
+            await self._connection.close()
+        _require(not world.loop.errors, "no broker task fails unobserved", world.loop.errors)
+
+    # ---- the checks
+
+    async def _fetched(self, group: str) -> dict[int, int]:
+        from shoal.sim.shell_world import TOPIC
+
+        answer = fetched_offsets(await self._call(offset_fetch(group, None)))
+        _require(answer.error_code == 0, "OffsetFetch answers", (group, answer))
+        return {p: o for (t, p), o in answer.offsets.items() if t == TOPIC and o >= 0}
+
+    async def _check_offsets(self) -> None:
+        from shoal.sim.shell_world import CONSUMER_GROUP, TXN_GROUP
+
+        confirmed = dict(self.confirmed)
+        fetched = await self._fetched(CONSUMER_GROUP)
+        for partition, value in fetched.items():
+            self.counts["committed offsets"] += 1
+            _require(
+                value in self.attempted.get(partition, set()),
+                "a committed offset was sent by a member",
+                (partition, value),
+            )
+        for partition, value in confirmed.items():
+            got = fetched.get(partition, -1)
+            trailing = self.may_trail.get((partition, value), set())
+            _require(
+                got >= value or got in trailing,
+                "a confirmed offset commit stands and never goes back",
+                (partition, got, value),
+            )
+        txn_fetched = await self._fetched(TXN_GROUP)
+        for partition, value in txn_fetched.items():
+            self.counts["transactional offsets"] += 1
+            serial = self.txn_sent.get((partition, value))
+            _require(serial is not None, "a transactional offset was sent", (partition, value))
+            _require(
+                self.outcome.get(serial or 0) is not False,
+                "an aborted transaction's offsets are never committed",
+                (serial, partition, value),
+            )
+
+    async def _ends(self) -> tuple[int, int]:
+        from shoal.sim.shell_world import DATA_TOPIC
+
+        ends = []
+        for isolation in (0, READ_COMMITTED):
+            response = await self._call(
+                list_offsets({(DATA_TOPIC, 0): -1}, isolation_level=isolation)
+            )
+            (part,) = response.topics[0].partitions
+            _require(part.error_code == 0, "ListOffsets answers", part)
+            ends.append(int(part.offset))
+        return ends[0], ends[1]
+
+    async def _txn_state(self) -> str:
+        from shoal.sim.shell_world import TXN_ID
+
+        response = await self._call(
+            request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
+        )
+        (state,) = response.transaction_states
+        if state.error_code != ErrorCode.none:
+            return ErrorCode(state.error_code).name
+        return str(state.transaction_state)
+
+    async def _read_committed(self) -> tuple[list[int], int]:
+        """The values a read_committed consumer gets from the start, and the LSO."""
+        from shoal.sim.shell_world import DATA_TOPIC
+
+        values: list[int] = []
+        offset = 0
+        lso = -1
+        while True:
+            response = await self._call(
+                fetch(
+                    {(DATA_TOPIC, 0): FetchPosition(offset, FETCH_BYTES)},
+                    max_wait_ms=0,
+                    isolation_level=READ_COMMITTED,
+                )
+            )
+            (part,) = response.responses[0].partitions
+            _require(part.error_code == 0, "Fetch answers", ErrorCode(part.error_code))
+            lso = int(part.last_stable_offset)
+            records = bytes(part.records or b"")
+            headers = iter_headers(records)
+            if not headers:
+                return values, lso
+            aborted = [
+                (int(a.producer_id), int(a.first_offset)) for a in (part.aborted_transactions or ())
+            ]
+            for header in headers:
+                if header.base_offset >= lso:
+                    return values, lso
+                offset = header.base_offset + header.last_offset_delta + 1
+                if header.attributes & CONTROL_MASK:
+                    continue
+                if _aborted(header.producer_id, header.base_offset, aborted, records, headers):
+                    continue
+                batch, _ = read_batch(records, header.position)
+                values.extend(int(r.value or b"-1") for r in batch.records)
+
+    async def _check_transactions(self, *, final: bool) -> None:
+        from shoal.sim.shell_world import VALUES_PER_TXN
+
+        outcome = dict(self.outcome)
+        acked = {serial: set(values) for serial, values in self.acked.items()}
+        current = self.world.producer.serial
+        visible, lso = await self._read_committed()
+        self.counts["read_committed scans"] += 1
+        _require(lso >= self.lso, "the LSO never moves back", (lso, self.lso))
+        self.lso = lso
+        seen: set[int] = set()
+        by_serial: dict[int, set[int]] = {}
+        for value in visible:
+            _require(value not in seen, "a transactional record is visible once", value)
+            seen.add(value)
+            by_serial.setdefault(value // VALUES_PER_TXN, set()).add(value)
+        for serial, shown in by_serial.items():
+            _require(
+                outcome.get(serial) is not False,
+                "an aborted transaction is never visible",
+                (serial, sorted(shown)),
+            )
+            _require(
+                acked.get(serial, set()) <= shown,
+                "a transaction is visible whole",
+                (serial, sorted(acked.get(serial, set()) - shown)),
+            )
+        for serial, committed in outcome.items():
+            settled = final or serial < current
+            if committed and settled:
+                self.counts["committed transactions checked"] += 1
+                _require(
+                    acked.get(serial, set()) <= by_serial.get(serial, set()),
+                    "a committed transaction is visible",
+                    (serial, sorted(acked.get(serial, set()) - by_serial.get(serial, set()))),
+                )
+
+
+def _aborted(
+    producer_id: int,
+    base_offset: int,
+    aborted: list[tuple[int, int]],
+    records: bytes,
+    headers: list[Any],
+) -> bool:
+    """Whether the batch at `base_offset` of `producer_id` is in an aborted
+    transaction: an aborted entry of that producer starts at or before it and no
+    control batch of that producer ends it in between (as a consumer decides)."""
+    for pid, first in aborted:
+        if pid != producer_id or first > base_offset:
+            continue
+        ended = any(
+            h.producer_id == producer_id
+            and h.attributes & CONTROL_MASK
+            and first <= h.base_offset < base_offset
+            for h in headers
+        )
+        if not ended:
+            return True
+    return False

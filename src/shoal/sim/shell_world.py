@@ -1,0 +1,730 @@
+"""The shell scenario: the real broker (`server.broker.Broker`: handlers, purgatory,
+timers, services, coordinators, logs on a temporary directory) on the simulator's
+loop, network and disk, driven over the Kafka wire by simulated clients.
+
+The broker is started as a process of the loop (shoal.sim.loop) with the run's
+virtual clock, the in-memory network (sim/pipes.py) as its transport and the
+simulated disk executor (sim/shell_disk.py); it is reached only through its public
+`start` and the wire. A crash kills the process (none of its tasks runs again, no
+shutdown step), abandons its files, and starts a new `Broker` on the same data
+directory, which recovers from what the logs hold.
+
+Actors, each a task with its own connection(s), all concurrent:
+
+- three KIP-848 consumer-group members (ConsumerGroupHeartbeat: join, heartbeat at
+  the interval the broker gives with the partitions they own, leave now and then;
+  OffsetCommit of owned partitions at their member epoch);
+- a transactional producer (InitProducerId, AddPartitionsToTxn, transactional
+  Produce into `sim-data-0`, AddOffsetsToTxn + TxnOffsetCommit to a group of its
+  own, EndTxn commit or abort; after a failure mid-transaction it aborts and bumps
+  its epoch with InitProducerId, as Kafka's producer recovers an abortable error);
+  its previous epoch lives on as a zombie that tries to produce and commit;
+- the world: every tick (a few virtual seconds) it may crash the broker or reset a
+  client connection, then checks the invariants (shoal.sim.shell_invariants) over
+  the wire.
+
+At the end faults stop, the producer finishes its transaction, time passes beyond
+the transaction timeout, and the final checks run. Every draw is from the run's one
+generator and the loop runs on virtual time, so a seed replays exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import random
+import shutil
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from shoal.client.aio import Connection
+from shoal.client.calls import Call
+from shoal.client.core import ClientConnection
+from shoal.client.errors import ErrorCode
+from shoal.client.requests import (
+    create_topic,
+    offset_commit,
+    produce,
+    txn_offset_commit,
+)
+from shoal.config import BrokerConfig
+from shoal.protocol.schema import request_schema
+from shoal.server.broker import Broker
+from shoal.sim.broker import produced_batch
+from shoal.sim.disk import Disk
+from shoal.sim.faults import FaultRates, Faults
+from shoal.sim.invariants import InvariantViolated
+from shoal.sim.loop import SimClock, SimLoop, seeded_entropy
+from shoal.sim.pipes import Network
+from shoal.sim.shell_disk import SimExecutor
+from shoal.sim.shell_invariants import ShellChecker
+
+T = TypeVar("T")
+
+HOST, PORT = "127.0.0.1", 9092
+TOPIC = "sim-topic"
+TOPIC_PARTITIONS = 6
+DATA_TOPIC = "sim-data"
+CONSUMER_GROUP = "sim-cg"
+TXN_GROUP = "sim-txn-group"
+TXN_ID = "sim-txn"
+OFFSETS_PARTITIONS = 2
+TXN_TIMEOUT_MS = 20_000
+MEMBERS = ("sim-member-0", "sim-member-1", "sim-member-2")
+VALUES_PER_TXN = 10_000
+REQUEST_TIMEOUT_S = 15.0
+"""A client gives up on an answer after this long (virtual) and reconnects."""
+TICK_MS = (500, 4_000)
+"""The world acts (a fault, then the checks) every this many virtual ms."""
+DOWNTIME_MS = (0, 3_000)
+"""A crashed broker comes back after this long."""
+TICKS_DEFAULT = 40
+FENCED_PRODUCER = {
+    ErrorCode.producer_fenced,
+    ErrorCode.invalid_producer_epoch,
+    ErrorCode.invalid_producer_id_mapping,
+}
+_TIMEOUT_DEFAULT = datetime.timedelta(milliseconds=-1)
+
+
+class RequestFailed(Exception):
+    """No answer: the connection broke, the broker was down or the answer was late."""
+
+
+@dataclass(slots=True)
+class Member:
+    name: str
+    member_id: str = ""
+    """The id the coordinator gave at the first join (ConsumerGroupHeartbeat v0)."""
+    epoch: int = 0
+    owned: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
+    interval_ms: int = 1_000
+
+
+@dataclass(slots=True)
+class Producer:
+    producer_id: int = -1
+    epoch: int = -1
+    serial: int = 0
+    sequence: int = 0
+    """The next batch's base sequence (per epoch, across transactions)."""
+    records: int = 0
+    """Records the current transaction has sent (its values are serial * VALUES_PER_TXN
+    + 0, 1, ...)."""
+
+
+class SimConnection:
+    """One client's connection to the broker, opened again after it broke."""
+
+    def __init__(self, world: ShellWorld, name: str) -> None:
+        self._world = world
+        self._name = name
+        self._connection: Connection | None = None
+
+    async def _open(self) -> Connection:
+        if self._connection is not None and not self._connection.closed_by_peer:
+            return self._connection
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+        try:
+            reader, writer = await self._world.network.connect(HOST, PORT)
+        except ConnectionRefusedError as exc:
+            raise RequestFailed(str(exc)) from exc
+        core = ClientConnection(
+            client_id=self._name, response_bytes_max=64 << 20, address=f"{HOST}:{PORT}"
+        )
+        connection = Connection(reader, writer, core)
+        try:
+            await connection.handshake(timeout_s=REQUEST_TIMEOUT_S)
+        except (ConnectionError, TimeoutError) as exc:
+            await connection.close()
+            raise RequestFailed(f"handshake: {exc}") from exc
+        self._connection = connection
+        return connection
+
+    async def call(self, call: Call | Any) -> Any:
+        """The answer to `call` (a client `Call`, or a kio request at its version)."""
+        connection = await self._open()
+        try:
+            if isinstance(call, Call):
+                return await connection.call(call, timeout_s=REQUEST_TIMEOUT_S)
+            return await connection.request(call, timeout_s=REQUEST_TIMEOUT_S)
+        except (ConnectionError, TimeoutError) as exc:
+            await connection.close()
+            self._connection = None
+            raise RequestFailed(f"{self._name}: {exc!r}") from exc
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+
+
+class ShellWorld:
+    """A run of `ticks` world ticks from `seed` in `directory` (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        directory: Path,
+        rates: FaultRates | None = None,
+        verbose: bool = False,
+        shuffle: bool = True,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.faults = Faults(self.rng, rates or FaultRates())
+        self.clock = SimClock()
+        self.loop = SimLoop(self.clock, self.rng, shuffle=shuffle)
+        self.network = Network(self.loop, self.rng, self.faults)
+        self.disk = SimExecutor(self.loop, self.rng, self.faults)
+        self.directory = directory
+        self.disk_model = Disk(directory)
+        """What each fsync made durable (sim/disk.py): no real fsync is made."""
+        self.entropy = random.Random(self.rng.getrandbits(64))
+        """Where the broker's random ids come from (a generator of its own, so that
+        how many ids the broker makes does not move the world's draws)."""
+        self.verbose = verbose
+        self.schedule: list[str] = []
+        self.broker: Broker | None = None
+        self.process = 0
+        self.crashes = 0
+        self.tick = 0
+        self.members = {m: Member(m) for m in MEMBERS}
+        self.producer = Producer()
+        self.zombie: tuple[int, int] | None = None
+        self.next_value = 1
+        self.running = True
+        self.flush_per_write = self.rng.random() < 0.5
+        """`log.flush.interval.messages=1` (each produce acknowledged after its fsync
+        in the disk executor) or Kafka's default (the page cache)."""
+        self.checker = ShellChecker(self)
+        self.step = 0  # for run.py's report: ticks done
+
+    # ---- notes
+
+    def note(self, text: str) -> None:
+        line = f"[{self.tick:4d} t={self.clock.monotonic_ms():>8d}] {text}"
+        self.schedule.append(line)
+        if self.verbose:
+            print(line)
+
+    # ---- the run
+
+    def run(self, ticks: int = TICKS_DEFAULT) -> None:
+        asyncio.set_event_loop(self.loop)
+        with self.disk_model.installed(), seeded_entropy(self.entropy):
+            try:
+                self.loop.run_until_complete(self._main(ticks))
+            finally:
+                self._end()
+
+    def _end(self) -> None:
+        self.running = False
+        broker = self.broker
+        if broker is not None:
+            self._kill()
+        for task in asyncio.all_tasks(self.loop):
+            if self.loop.process_of(task) == 0:
+                task.cancel()
+        try:
+            self.loop.run_until_complete(asyncio.sleep(0))
+        except Exception as exc:  # noqa: BLE001 - the run's result is already decided
+            self.note(f"tearing down: {exc!r}")
+        self.loop.bury()
+        asyncio.set_event_loop(None)
+        self.loop.close()
+
+    async def _main(self, ticks: int) -> None:
+        self.note(f"flush policy: {'fsync per write' if self.flush_per_write else 'page cache'}")
+        await self._start_broker()
+        setup = SimConnection(self, "sim-setup")
+        await self._retry(lambda: setup.call(create_topic(TOPIC, partitions=TOPIC_PARTITIONS)))
+        await self._retry(lambda: setup.call(create_topic(DATA_TOPIC, partitions=1)))
+        await setup.close()
+        self.checker.topic_id = await self.checker.describe_topic_id(TOPIC)
+        actors = [self.loop.create_task(self._member(self.members[m]), name=m) for m in MEMBERS]
+        actors.append(self.loop.create_task(self._producer(), name="producer"))
+        actors.append(self.loop.create_task(self._zombie(), name="zombie"))
+        try:
+            for _ in range(ticks):
+                self.tick += 1
+                self.step = self.tick
+                await asyncio.sleep(self.rng.randint(*TICK_MS) / 1000)
+                for actor in actors:
+                    if actor.done():
+                        actor.result()  # an actor's own failure is the world's bug
+                await self._fault()
+                await self.checker.check_tick()
+            self.faults.enabled = False
+            self.note("drain: no more faults; the transaction ends, sessions settle")
+            self.running = False
+            await asyncio.wait(actors, timeout=120)
+            for actor in actors:
+                if not actor.done():
+                    actor.cancel()
+            await asyncio.gather(*actors, return_exceptions=True)
+            await self.checker.check_final()
+        finally:
+            for actor in actors:
+                actor.cancel()
+        if self.loop.errors:
+            raise InvariantViolated("no broker task fails unobserved", repr(self.loop.errors[:3]))
+
+    async def _retry(self, attempt: Callable[[], Awaitable[T]], *, tries: int = 50) -> T:
+        for _ in range(tries):
+            try:
+                return await attempt()
+            except RequestFailed:
+                await asyncio.sleep(0.5)
+        raise InvariantViolated("the broker answers within 50 tries", repr(attempt))
+
+    # ---- the broker process
+
+    def _config(self) -> BrokerConfig:
+        return BrokerConfig.from_raw(
+            {
+                "log.dirs": str(self.directory),
+                "listeners": f"PLAINTEXT://{HOST}:{PORT}",
+                "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+                "transaction.state.log.num.partitions": "1",
+                "share.coordinator.state.topic.num.partitions": "1",
+                "log.cleaner.enable": "false",
+                "group.initial.rebalance.delay.ms": "0",
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+                "log.segment.bytes": str(64 * 1024),
+                **({"log.flush.interval.messages": "1"} if self.flush_per_write else {}),
+            }
+        )
+
+    async def _start_broker(self) -> None:
+        self.process += 1
+        process = self.process
+
+        def build() -> Broker:
+            return Broker(
+                self._config(), clock=self.clock, transport=self.network, disk_executor=self.disk
+            )
+
+        try:
+            broker: Broker = self.loop.run_in_context(process, build)
+            started: asyncio.Task[None] = self.loop.run_in_context(
+                process, lambda: self.loop.create_task(broker.start(), name=f"broker-{process}")
+            )
+            await started
+        except Exception as exc:  # any failure to start is the finding
+            raise InvariantViolated("the broker starts (and recovers)", repr(exc)) from exc
+        self.broker = broker
+        self.note(f"broker process {process} started")
+
+    def _kill(self) -> None:
+        broker = self.broker
+        assert broker is not None
+        self.loop.kill(self.process)
+        self.network.kill_process(self.process)
+        broker.logs.abandon()
+        self.broker = None
+
+    async def _fault(self) -> None:
+        if self.faults.fires("shell_crash"):
+            self.crashes += 1
+            self.note(f"CRASH of broker process {self.process}")
+            self.checker.before_crash()
+            self._kill()
+            await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
+            await self._start_broker()
+            await self.checker.after_recovery()
+        elif self.faults.fires("connection_drop") and self.network.drop_one():
+            self.note("a client connection is reset")
+
+    # ---- consumer-group members
+
+    async def _member(self, member: Member) -> None:
+        connection = SimConnection(self, member.name)
+        while self.running:
+            try:
+                if member.epoch > 0 and self.running and self.rng.random() < 0.02:
+                    await self._leave(connection, member)
+                    await asyncio.sleep(self.rng.randint(100, 5_000) / 1000)
+                    continue
+                await self._heartbeat(connection, member)
+                if member.epoch > 0 and self.running and self.rng.random() < 0.5:
+                    await self._commit(connection, member)
+            except RequestFailed as exc:
+                self.note(f"{member.name}: {exc}")
+                await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
+                continue
+            await asyncio.sleep(min(member.interval_ms, 5_000) / 1000 * self.rng.uniform(0.5, 1))
+        await connection.close()
+
+    async def _heartbeat(self, connection: SimConnection, member: Member) -> None:
+        schema = request_schema(68, 0)
+        joining = member.epoch == 0
+        owned = None
+        if not joining:
+            owned = tuple(
+                schema.make("TopicPartitions", topic_id=t, partitions=tuple(sorted(ps)))
+                for t, ps in member.owned.items()
+            )
+        request = schema.make(
+            "ConsumerGroupHeartbeatRequest",
+            group_id=CONSUMER_GROUP,
+            member_id=member.member_id,
+            member_epoch=member.epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=datetime.timedelta(seconds=10) if joining else _TIMEOUT_DEFAULT,
+            subscribed_topic_names=(TOPIC,) if joining else None,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=owned,
+        )
+        response = await connection.call(request)
+        error = response.error_code
+        if error in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
+            self.note(f"{member.name} fenced ({error.name}): joins again")
+            member.epoch, member.owned = 0, {}
+            return
+        if error != ErrorCode.none:
+            self.note(f"{member.name} heartbeat: {error.name}")
+            return
+        if joining and response.member_id:
+            member.member_id = response.member_id
+        member.epoch = response.member_epoch
+        member.interval_ms = int(response.heartbeat_interval.total_seconds() * 1000)
+        if response.assignment is not None:
+            member.owned = {
+                tp.topic_id: frozenset(tp.partitions) for tp in response.assignment.topic_partitions
+            }
+            shown = {str(t)[:4]: sorted(ps) for t, ps in member.owned.items()}
+            self.note(f"{member.name} epoch {member.epoch}: assigned {shown}")
+
+    async def _leave(self, connection: SimConnection, member: Member) -> None:
+        schema = request_schema(68, 0)
+        request = schema.make(
+            "ConsumerGroupHeartbeatRequest",
+            group_id=CONSUMER_GROUP,
+            member_id=member.member_id,
+            member_epoch=-1,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=_TIMEOUT_DEFAULT,
+            subscribed_topic_names=None,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=None,
+        )
+        member.epoch, member.owned = 0, {}  # a leaving member forgets, answered or not
+        member.member_id = ""
+        response = await connection.call(request)
+        self.note(f"{member.name} leaves: {ErrorCode(response.error_code).name}")
+
+    async def _commit(self, connection: SimConnection, member: Member) -> None:
+        partitions = sorted(member.owned.get(self.checker.topic_id, frozenset()))
+        if not partitions:
+            return
+        chosen = partitions[: self.rng.randint(1, len(partitions))]
+        values = {}
+        for partition in chosen:
+            values[partition] = self.next_value
+            self.next_value += 1
+        attempt = self.checker.commit_sent(values)
+        try:
+            response = await connection.call(
+                offset_commit(
+                    CONSUMER_GROUP,
+                    {(TOPIC, p): v for p, v in values.items()},
+                    generation=member.epoch,
+                    member_id=member.member_id,
+                )
+            )
+        finally:
+            self.checker.commit_ended(attempt)
+        ok = {
+            p.partition_index: values[p.partition_index]
+            for t in response.topics
+            for p in t.partitions
+            if p.error_code == ErrorCode.none
+        }
+        errors = {
+            p.partition_index: ErrorCode(p.error_code).name
+            for t in response.topics
+            for p in t.partitions
+            if p.error_code != ErrorCode.none
+        }
+        self.note(f"{member.name} commits {values}: ok {sorted(ok)} {errors or ''}")
+        self.checker.commit_confirmed(ok)
+
+    # ---- the transactional producer
+
+    async def _producer(self) -> None:
+        connection = SimConnection(self, "sim-producer")
+        producer = self.producer
+        while True:
+            if producer.producer_id < 0 and not await self._init(connection):
+                await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
+                continue
+            if not self.running:
+                break
+            try:
+                await self._transaction(connection)
+            except RequestFailed as exc:
+                self.note(f"producer: {exc}: aborts and bumps its epoch")
+                await self._abort_after_failure(connection)
+            except _Fenced as exc:
+                self.note(f"producer fenced ({exc}): starts again with InitProducerId")
+                producer.producer_id = -1
+            await asyncio.sleep(self.rng.randint(10, 2_000) / 1000)
+        await connection.close()
+
+    async def _init(self, connection: SimConnection) -> bool:
+        producer = self.producer
+        request = request_schema(22, 4).make(
+            "InitProducerIdRequest",
+            transactional_id=TXN_ID,
+            transaction_timeout=datetime.timedelta(milliseconds=TXN_TIMEOUT_MS),
+            producer_id=producer.producer_id,
+            producer_epoch=producer.epoch,
+        )
+        try:
+            response = await connection.call(request)
+        except RequestFailed as exc:
+            self.note(f"init producer id: {exc}")
+            return False
+        error = ErrorCode(response.error_code)
+        got = f"{response.producer_id}/{response.producer_epoch}"
+        self.note(f"init producer id: {error.name} {got}")
+        if error in (ErrorCode.invalid_producer_epoch, ErrorCode.producer_fenced):
+            producer.producer_id = producer.epoch = -1  # start afresh
+            return False
+        if error != ErrorCode.none:
+            return False
+        if producer.producer_id >= 0:
+            self.zombie = (producer.producer_id, producer.epoch)
+        self.checker.txn_abandoned(producer.serial)
+        producer.producer_id, producer.epoch = response.producer_id, response.producer_epoch
+        producer.sequence = 0
+        return True
+
+    async def _abort_after_failure(self, connection: SimConnection) -> None:
+        producer = self.producer
+        try:
+            error = await self._end_txn(connection, commit=False)
+            self.note(f"abort after failure: {error.name}")
+        except RequestFailed as exc:
+            self.note(f"abort after failure: {exc}")
+        # The epoch bump: sequences start again, and an open transaction is aborted.
+        while not await self._init(connection):
+            if producer.producer_id < 0 and not self.running:
+                return
+            await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
+
+    async def _transaction(self, connection: SimConnection) -> None:
+        producer = self.producer
+        producer.serial += 1
+        serial = producer.serial
+        producer.records = 0
+        self.checker.txn_begun(serial)
+        await self._add_partitions(connection, [(DATA_TOPIC, 0)])
+        for _ in range(self.rng.randint(1, 4)):
+            await self._produce(connection, serial)
+        if self.rng.random() < 0.5:
+            await self._txn_offsets(connection, serial)
+        commit = self.rng.random() < 0.75 or not self.running
+        while True:
+            error = await self._end_txn(connection, commit=commit)
+            self.note(f"end txn {serial} ({'commit' if commit else 'abort'}): {error.name}")
+            if error == ErrorCode.none:
+                self.checker.txn_ended(serial, commit)
+                return
+            if error in (
+                ErrorCode.concurrent_transactions,
+                ErrorCode.coordinator_load_in_progress,
+                ErrorCode.not_coordinator,
+                ErrorCode.coordinator_not_available,
+            ):
+                await asyncio.sleep(0.1)
+                continue
+            raise _Fenced(error.name)
+
+    async def _add_partitions(
+        self, connection: SimConnection, partitions: list[tuple[str, int]]
+    ) -> None:
+        producer = self.producer
+        schema = request_schema(24, 3)
+        request = schema.make(
+            "AddPartitionsToTxnRequest",
+            v3_and_below_transactional_id=TXN_ID,
+            v3_and_below_producer_id=producer.producer_id,
+            v3_and_below_producer_epoch=producer.epoch,
+            v3_and_below_topics=tuple(
+                schema.make("AddPartitionsToTxnTopic", name=t, partitions=(p,))
+                for t, p in partitions
+            ),
+        )
+        while True:
+            response = await connection.call(request)
+            errors = {
+                ErrorCode(p.partition_error_code)
+                for t in response.results_by_topic_v3_and_below
+                for p in t.results_by_partition
+            }
+            if errors == {ErrorCode.none}:
+                return
+            if errors & {
+                ErrorCode.concurrent_transactions,
+                ErrorCode.coordinator_load_in_progress,
+                ErrorCode.not_coordinator,
+                ErrorCode.coordinator_not_available,
+            }:
+                await asyncio.sleep(0.05)
+                continue
+            raise _Fenced(f"add partitions: {sorted(e.name for e in errors)}")
+
+    async def _produce(self, connection: SimConnection, serial: int) -> None:
+        producer = self.producer
+        count = self.rng.randint(1, 4)
+        first = serial * VALUES_PER_TXN + producer.records
+        producer.records += count
+        batch = produced_batch(
+            base_sequence=producer.sequence,
+            count=count,
+            first_value=first,
+            producer_epoch=producer.epoch,
+            producer_id=producer.producer_id,
+            transactional=True,
+        )
+        producer.sequence += count
+        response = await connection.call(produce({(DATA_TOPIC, 0): batch}, transactional_id=TXN_ID))
+        (part,) = response.responses[0].partition_responses
+        error = ErrorCode(part.error_code)
+        self.note(f"produce txn {serial} values {first}+{count}: {error.name}")
+        if error != ErrorCode.none:
+            raise _Fenced(f"produce: {error.name}")
+        self.checker.txn_acked(serial, range(first, first + count))
+
+    async def _txn_offsets(self, connection: SimConnection, serial: int) -> None:
+        producer = self.producer
+        schema = request_schema(25, 3)
+        while True:
+            response = await connection.call(
+                schema.make(
+                    "AddOffsetsToTxnRequest",
+                    transactional_id=TXN_ID,
+                    producer_id=producer.producer_id,
+                    producer_epoch=producer.epoch,
+                    group_id=TXN_GROUP,
+                )
+            )
+            error = ErrorCode(response.error_code)
+            if error == ErrorCode.none:
+                break
+            if error == ErrorCode.concurrent_transactions:
+                await asyncio.sleep(0.05)
+                continue
+            raise _Fenced(f"add offsets: {error.name}")
+        values = {}
+        for partition in self.rng.sample(range(TOPIC_PARTITIONS), self.rng.randint(1, 2)):
+            values[partition] = self.next_value
+            self.next_value += 1
+        self.checker.txn_offsets_sent(serial, values)
+        response = await connection.call(
+            txn_offset_commit(
+                transactional_id=TXN_ID,
+                group_id=TXN_GROUP,
+                producer_id=producer.producer_id,
+                producer_epoch=producer.epoch,
+                offsets={(TOPIC, p): v for p, v in values.items()},
+            )
+        )
+        errors = {
+            p.partition_index: ErrorCode(p.error_code)
+            for t in response.topics
+            for p in t.partitions
+        }
+        self.note(f"txn offsets {serial} {values}: {sorted(e.name for e in errors.values())}")
+        if any(e != ErrorCode.none for e in errors.values()):
+            raise _Fenced("txn offset commit refused")
+        self.checker.txn_offsets_written(serial, values)
+
+    async def _end_txn(self, connection: SimConnection, *, commit: bool) -> ErrorCode:
+        producer = self.producer
+        response = await connection.call(
+            request_schema(26, 4).make(
+                "EndTxnRequest",
+                transactional_id=TXN_ID,
+                producer_id=producer.producer_id,
+                producer_epoch=producer.epoch,
+                committed=commit,
+            )
+        )
+        return ErrorCode(response.error_code)
+
+    async def _zombie(self) -> None:
+        """The producer's previous epoch: whatever it sends is refused."""
+        connection = SimConnection(self, "sim-zombie")
+        while self.running:
+            await asyncio.sleep(self.rng.randint(1_000, 8_000) / 1000)
+            if self.zombie is None:
+                continue
+            producer_id, epoch = self.zombie
+            try:
+                if self.rng.random() < 0.5:
+                    response = await connection.call(
+                        request_schema(26, 4).make(
+                            "EndTxnRequest",
+                            transactional_id=TXN_ID,
+                            producer_id=producer_id,
+                            producer_epoch=epoch,
+                            committed=True,
+                        )
+                    )
+                    error = ErrorCode(response.error_code)
+                    what = "EndTxn"
+                else:
+                    batch = produced_batch(
+                        base_sequence=0,
+                        count=1,
+                        first_value=0,
+                        producer_epoch=epoch,
+                        producer_id=producer_id,
+                        transactional=True,
+                    )
+                    response = await connection.call(
+                        produce({(DATA_TOPIC, 0): batch}, transactional_id=TXN_ID)
+                    )
+                    (part,) = response.responses[0].partition_responses
+                    error = ErrorCode(part.error_code)
+                    what = "Produce"
+            except RequestFailed:
+                continue
+            self.note(f"zombie {producer_id}/{epoch} {what}: {error.name}")
+            self.checker.zombie_answered(what, error)
+        await connection.close()
+
+
+class _Fenced(Exception):
+    """The producer cannot go on with this transaction (the reason)."""
+
+
+def run_shell_seed(
+    seed: int, directory: Path, *, ticks: int, rates: FaultRates | None, verbose: bool
+) -> ShellWorld:
+    """Run one seed of the shell scenario in `directory` (removed by the caller)."""
+    world = ShellWorld(seed=seed, directory=directory, rates=rates, verbose=verbose)
+    quiet = logging.getLogger("shoal")
+    level = quiet.level
+    if not verbose:
+        quiet.setLevel(logging.CRITICAL)
+    try:
+        world.run(ticks)
+    finally:
+        quiet.setLevel(level)
+        shutil.rmtree(directory / "never", ignore_errors=True)
+    return world
