@@ -62,6 +62,8 @@ class _PipeEnd(asyncio.Transport):
         self._writing_paused = False
         self._reading_paused = False
         self._inbox: deque[bytes] = deque()
+        self._outbox: deque[tuple[int, bytes]] = deque()
+        """Chunks written and not yet delivered, with the ns they are due at."""
 
     # ---- asyncio.Transport
 
@@ -82,20 +84,26 @@ class _PipeEnd(asyncio.Transport):
         self._in_flight += len(chunk)
         due = max(self._loop.clock.ns + self._network.delay_ns(), self._last_due_ns)
         self._last_due_ns = due
-        self._loop.call_at(due / 1e9, self._deliver, chunk)
+        self._outbox.append((due, chunk))
+        self._loop.call_at(due / 1e9, self._deliver_due)
         if self._in_flight > self._high and not self._writing_paused:
             self._writing_paused = True
             assert isinstance(self._protocol, asyncio.Protocol)
             self._protocol.pause_writing()
 
-    def _deliver(self, chunk: bytes) -> None:
-        self._in_flight -= len(chunk)
-        if self._writing_paused and self._in_flight <= self._low and not self._lost:
-            self._writing_paused = False
-            assert isinstance(self._protocol, asyncio.Protocol)
-            self._protocol.resume_writing()
-        if self.peer is not None:
-            self.peer._receive(chunk)
+    def _deliver_due(self) -> None:
+        """Deliver, in the order written, every chunk whose time has come (timers of
+        one instant do not keep their order: the queue does)."""
+        now = self._loop.clock.ns
+        while self._outbox and self._outbox[0][0] <= now:
+            _, chunk = self._outbox.popleft()
+            self._in_flight -= len(chunk)
+            if self._writing_paused and self._in_flight <= self._low and not self._lost:
+                self._writing_paused = False
+                assert isinstance(self._protocol, asyncio.Protocol)
+                self._protocol.resume_writing()
+            if self.peer is not None:
+                self.peer._receive(chunk)
 
     def _receive(self, chunk: bytes) -> None:
         if self._lost or self._eof:
@@ -150,6 +158,7 @@ class _PipeEnd(asyncio.Transport):
         self._loop.call_at(due / 1e9, self._closed_after_writes)
 
     def _closed_after_writes(self) -> None:
+        self._deliver_due()  # what is due at this instant goes first, whatever its timer
         if self.peer is not None:
             self.peer._end_of_file()
         self._connection_lost(None)

@@ -17,6 +17,11 @@ broker's insides may change freely:
 - transactional offsets: only ones a transaction sent, never those of a
   transaction confirmed aborted; those of a committed one are there once settled;
 - a zombie (the producer's previous epoch) is refused, whatever it sends;
+- the consumer group (ConsumerGroupDescribe): no partition assigned to two members;
+  the group epoch never goes back, nor a member's epoch while it stays a member;
+- a long-polling read_committed Fetch answers within its wait (plus the network's
+  delays): the purgatory and the timers wake it; it returns records from the offset
+  asked, each value once over the consumer's whole read;
 - at the end nothing hangs: the transaction is not left preparing or ongoing, and
   the last stable offset is the log end (no open transaction in the log);
 - no broker task fails with nobody to hear it (sim/loop.py `errors`).
@@ -80,6 +85,11 @@ class ShellChecker:
         self.txn_written: dict[int, dict[int, int]] = {}
         self.lso = -1
         self._connection: Any = None
+        self.group_epoch = -1
+        self.member_epochs: dict[str, int] = {}
+        self.consumed: set[int] = set()
+        """The values the read_committed consumer got."""
+        self.fetch_waits: list[int] = []
 
     # ---- what clients were told
 
@@ -156,6 +166,7 @@ class ShellChecker:
 
     async def check_tick(self) -> None:
         await self._check_offsets()
+        await self._check_group()
         await self._check_transactions(final=False)
 
     def before_crash(self) -> None:
@@ -260,7 +271,6 @@ class ShellChecker:
 
         values: list[int] = []
         offset = 0
-        lso = -1
         while True:
             response = await self._call(
                 fetch(
@@ -269,26 +279,87 @@ class ShellChecker:
                     isolation_level=READ_COMMITTED,
                 )
             )
-            (part,) = response.responses[0].partitions
-            _require(part.error_code == 0, "Fetch answers", ErrorCode(part.error_code))
-            lso = int(part.last_stable_offset)
-            records = bytes(part.records or b"")
-            headers = iter_headers(records)
-            if not headers:
+            got, after, lso = _decoded(response, offset)
+            values.extend(got)
+            if after == offset:
                 return values, lso
-            aborted = [
-                (int(a.producer_id), int(a.first_offset)) for a in (part.aborted_transactions or ())
-            ]
-            for header in headers:
-                if header.base_offset >= lso:
-                    return values, lso
-                offset = header.base_offset + header.last_offset_delta + 1
-                if header.attributes & CONTROL_MASK:
-                    continue
-                if _aborted(header.producer_id, header.base_offset, aborted, records, headers):
-                    continue
-                batch, _ = read_batch(records, header.position)
-                values.extend(int(r.value or b"-1") for r in batch.records)
+            offset = after
+
+    async def fetch_from(
+        self, connection: Any, offset: int, *, max_wait_ms: int
+    ) -> tuple[list[int], int]:
+        """The read_committed consumer's Fetch from `offset`: its values and the next
+        offset (RequestFailed if unanswered)."""
+        from shoal.sim.shell_world import DATA_TOPIC
+
+        response = await connection.call(
+            fetch(
+                {(DATA_TOPIC, 0): FetchPosition(offset, FETCH_BYTES)},
+                max_wait_ms=max_wait_ms,
+                isolation_level=READ_COMMITTED,
+            )
+        )
+        values, after, _lso = _decoded(response, offset)
+        return values, after
+
+    def fetched(
+        self, values: list[int], offset: int, after: int, wait_ms: int, sent_ms: int
+    ) -> None:
+        """The consumer's answer to a Fetch from `offset` sent at `sent_ms`."""
+        from shoal.sim.pipes import SLOW_NS
+
+        took_ms = self.world.clock.monotonic_ms() - sent_ms
+        self.counts["long polls checked"] += 1
+        slack_ms = 4 * SLOW_NS[1] // 1_000_000 + 1_000
+        _require(
+            took_ms <= wait_ms + slack_ms,
+            "a Fetch answers within its wait",
+            (offset, wait_ms, took_ms),
+        )
+        _require(after >= offset, "a Fetch never goes back", (offset, after))
+        for value in values:
+            _require(value not in self.consumed, "a consumer gets a record once", value)
+            self.consumed.add(value)
+
+    async def _check_group(self) -> None:
+        from shoal.sim.shell_world import CONSUMER_GROUP
+
+        response = await self._call(
+            request_schema(69, 0).make(
+                "ConsumerGroupDescribeRequest",
+                group_ids=(CONSUMER_GROUP,),
+                include_authorized_operations=False,
+            )
+        )
+        (group,) = response.groups
+        if group.error_code != ErrorCode.none:
+            return
+        self.counts["group checks"] += 1
+        _require(
+            group.group_epoch >= self.group_epoch,
+            "the group epoch never goes back",
+            (group.group_epoch, self.group_epoch),
+        )
+        self.group_epoch = group.group_epoch
+        owner: dict[tuple[object, int], str] = {}
+        members = {}
+        for member in group.members:
+            members[member.member_id] = member.member_epoch
+            before = self.member_epochs.get(member.member_id, -1)
+            _require(
+                member.member_epoch >= before,
+                "a member epoch never goes back",
+                (member.member_id, member.member_epoch, before),
+            )
+            for tp in member.assignment.topic_partitions:
+                for partition in tp.partitions:
+                    other = owner.setdefault((tp.topic_id, partition), member.member_id)
+                    _require(
+                        other == member.member_id,
+                        "no partition owned by two members",
+                        (partition, other, member.member_id, group.group_epoch),
+                    )
+        self.member_epochs = members
 
     async def _check_transactions(self, *, final: bool) -> None:
         from shoal.sim.shell_world import VALUES_PER_TXN
@@ -326,6 +397,36 @@ class ShellChecker:
                     "a committed transaction is visible",
                     (serial, sorted(acked.get(serial, set()) - by_serial.get(serial, set()))),
                 )
+
+
+def _decoded(response: Any, offset: int) -> tuple[list[int], int, int]:
+    """A read_committed Fetch answer of one partition: the values it shows (control
+    batches and aborted transactions' batches dropped, as a consumer drops them), the
+    next offset to fetch, and the last stable offset."""
+    (part,) = response.responses[0].partitions
+    _require(part.error_code == 0, "Fetch answers", ErrorCode(part.error_code))
+    lso = int(part.last_stable_offset)
+    records = bytes(part.records or b"")
+    headers = iter_headers(records)
+    aborted = [(int(a.producer_id), int(a.first_offset)) for a in (part.aborted_transactions or ())]
+    values: list[int] = []
+    for header in headers:
+        _require(
+            header.base_offset + header.last_offset_delta >= offset,
+            "records from the offset asked",
+            (offset, header.base_offset),
+        )
+        _require(
+            header.base_offset < lso, "read_committed stops at the LSO", (header.base_offset, lso)
+        )
+        offset = header.base_offset + header.last_offset_delta + 1
+        if header.attributes & CONTROL_MASK:
+            continue
+        if _aborted(header.producer_id, header.base_offset, aborted, records, headers):
+            continue
+        batch, _ = read_batch(records, header.position)
+        values.extend(int(r.value or b"-1") for r in batch.records)
+    return values, offset, lso
 
 
 def _aborted(

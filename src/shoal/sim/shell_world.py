@@ -252,6 +252,7 @@ class ShellWorld:
         actors = [self.loop.create_task(self._member(self.members[m]), name=m) for m in MEMBERS]
         actors.append(self.loop.create_task(self._producer(), name="producer"))
         actors.append(self.loop.create_task(self._zombie(), name="zombie"))
+        actors.append(self.loop.create_task(self._fetcher(), name="fetcher"))
         try:
             for _ in range(ticks):
                 self.tick += 1
@@ -337,6 +338,9 @@ class ShellWorld:
             self.note(f"CRASH of broker process {self.process}")
             self.checker.before_crash()
             self._kill()
+            if self.flush_per_write and self.faults.fires("power_loss"):
+                for line in self.disk_model.power_loss(self.rng):
+                    self.note(f"  POWER LOSS: lost unflushed {line}")
             await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
             await self._start_broker()
             await self.checker.after_recovery()
@@ -706,6 +710,27 @@ class ShellWorld:
                 continue
             self.note(f"zombie {producer_id}/{epoch} {what}: {error.name}")
             self.checker.zombie_answered(what, error)
+        await connection.close()
+
+    async def _fetcher(self) -> None:
+        """A read_committed consumer of `sim-data-0` long-polling from where it got to
+        (the purgatory and the last stable offset's wake-ups); a Fetch must answer
+        within its wait, give records from its offset on, and nothing twice."""
+        connection = SimConnection(self, "sim-fetcher")
+        position = 0
+        while self.running:
+            wait_ms = self.rng.choice([0, 100, 500, 2_000, 5_000])
+            sent_ms = self.clock.monotonic_ms()
+            try:
+                values, position_after = await self.checker.fetch_from(
+                    connection, position, max_wait_ms=wait_ms
+                )
+            except RequestFailed:
+                await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
+                continue
+            self.checker.fetched(values, position, position_after, wait_ms, sent_ms)
+            position = position_after
+            await asyncio.sleep(self.rng.randint(0, 300) / 1000)
         await connection.close()
 
 

@@ -1,0 +1,248 @@
+"""The shell scenario: the real broker on the simulator's loop, network and disk
+(shoal.sim.shell_world), and the pieces under it (sim/loop.py, sim/pipes.py,
+sim/shell_disk.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from shoal.sim.faults import NO_FAULTS, FaultRates, Faults
+from shoal.sim.invariants import InvariantViolated
+from shoal.sim.loop import SimClock, SimLoop, SimStalled
+from shoal.sim.pipes import Network
+from shoal.sim.run import SHELL, run_seed
+from shoal.sim.shell_disk import SimExecutor
+from shoal.sim.shell_world import ShellWorld
+
+SEEDS = (0, 1, 2, 3, 4, 5)
+"""The default suite's seeds (a few seconds in all); `python -m shoal.sim --scenario
+shell --seeds N` runs many."""
+TICKS = 15
+
+
+def test_fixed_seeds_hold_every_invariant() -> None:
+    crashes = 0
+    checks: dict[str, int] = {}
+    for seed in SEEDS:
+        result = run_seed(seed, steps=TICKS, scenario=SHELL)
+        assert result.violation is None, (seed, result.violation, result.schedule[-20:])
+        crashes += result.crashes
+        for name, count in result.checks.items():
+            checks[name] = checks.get(name, 0) + count
+        assert result.virtual_ms > 10_000, result.virtual_ms  # virtual time passed
+    assert crashes > 0
+    for name in (
+        "committed offsets",
+        "read_committed scans",
+        "committed transactions checked",
+        "recoveries checked",
+        "group checks",
+        "long polls checked",
+        "zombies fenced",
+        "final checks",
+    ):
+        assert checks.get(name, 0) > 0, (name, checks)
+
+
+def test_a_seed_replays_exactly() -> None:
+    first = run_seed(2, steps=TICKS, scenario=SHELL)
+    again = run_seed(2, steps=TICKS, scenario=SHELL)
+    assert first.schedule == again.schedule
+    assert first.checks == again.checks
+    assert run_seed(3, steps=TICKS, scenario=SHELL).schedule != first.schedule
+
+
+def test_the_checker_catches_a_lost_commit(tmp_path: Path) -> None:
+    """A confirmed commit the broker does not hold is caught (the checker is not
+    vacuous): the oracle is told of one the members never sent."""
+
+    class Tampered(ShellWorld):
+        async def _fault(self) -> None:
+            if self.tick == 4:
+                self.checker.commit_sent({0: 10**9})
+                self.checker.commit_confirmed({0: 10**9})
+
+    world = Tampered(seed=1, directory=tmp_path, rates=NO_FAULTS)
+    with pytest.raises(InvariantViolated, match="a confirmed offset commit stands"):
+        world.run(8)
+
+
+def test_the_checker_catches_an_aborted_transaction_made_visible(tmp_path: Path) -> None:
+    class Tampered(ShellWorld):
+        async def _fault(self) -> None:
+            committed = [s for s, c in self.checker.outcome.items() if c]
+            if committed and self.tick == 6:
+                self.checker.outcome[committed[0]] = False
+
+    world = Tampered(seed=1, directory=tmp_path, rates=NO_FAULTS)
+    with pytest.raises(InvariantViolated, match="an aborted transaction"):
+        world.run(10)
+
+
+def test_a_broker_task_failing_unobserved_fails_the_run(tmp_path: Path) -> None:
+    class Tampered(ShellWorld):
+        async def _fault(self) -> None:
+            if self.tick == 2:
+
+                async def fails() -> None:
+                    raise RuntimeError("a bug in a broker task")
+
+                self.loop.run_in_context(self.process, lambda: self.loop.create_task(fails()))
+
+    world = Tampered(seed=1, directory=tmp_path, rates=NO_FAULTS)
+    with pytest.raises(InvariantViolated, match="no broker task fails unobserved"):
+        world.run(4)
+
+
+# ---- the loop
+
+
+def test_virtual_time_passes_without_waiting() -> None:
+    clock = SimClock()
+    loop = SimLoop(clock, random.Random(0))
+    started = time.monotonic()
+    loop.run_until_complete(asyncio.sleep(3_600))
+    assert time.monotonic() - started < 1.0
+    assert clock.monotonic_ms() == 3_600_000
+    assert clock.wall_ms() - clock.monotonic_ms() > 1_600_000_000_000
+    loop.close()
+
+
+def test_a_stuck_world_is_reported_not_waited_for() -> None:
+    loop = SimLoop(SimClock(), random.Random(0))
+    with pytest.raises(SimStalled):
+        loop.run_until_complete(loop.create_future())
+    loop.close()
+
+
+def test_a_killed_process_never_runs_again() -> None:
+    loop = SimLoop(SimClock(), random.Random(0))
+    ran: list[str] = []
+
+    async def process_body() -> None:
+        try:
+            while True:
+                await asyncio.sleep(1)
+                ran.append("tick")
+        finally:
+            ran.append("finally")  # a crash runs no finally block
+
+    async def world() -> None:
+        loop.run_in_context(1, lambda: loop.create_task(process_body()))
+        loop.run_in_context(1, lambda: loop.call_later(10, ran.append, "timer"))
+        await asyncio.sleep(2.5)
+        loop.kill(1)
+        await asyncio.sleep(20)
+
+    loop.run_until_complete(world())
+    assert ran == ["tick", "tick"]
+    assert len(loop.graveyard) == 1
+    loop.bury()
+    loop.close()
+
+
+def test_task_steps_run_in_a_seeded_order() -> None:
+    def order(seed: int) -> list[int]:
+        loop = SimLoop(SimClock(), random.Random(seed))
+        seen: list[int] = []
+
+        async def one(index: int) -> None:
+            await asyncio.sleep(0)
+            seen.append(index)
+
+        async def main() -> None:
+            await asyncio.gather(*(one(i) for i in range(8)))
+
+        loop.run_until_complete(main())
+        loop.close()
+        return seen
+
+    assert order(1) == order(1)
+    assert {tuple(order(seed)) for seed in range(5)} != {tuple(range(8))}
+    assert sorted(order(2)) == list(range(8))
+
+
+# ---- the network and the disk
+
+
+def _network(loop: SimLoop, rates: FaultRates = NO_FAULTS) -> Network:
+    rng = random.Random(0)
+    return Network(loop, rng, Faults(rng, rates))
+
+
+def test_pipes_carry_bytes_in_order_and_close_with_an_end_of_file() -> None:
+    loop = SimLoop(SimClock(), random.Random(0))
+    network = _network(loop, FaultRates(slow_delivery=0.5))
+    received: list[bytes] = []
+    ended: list[bool] = []
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(100):
+            received.append(data)
+            writer.write(data.upper())
+        ended.append(True)  # the client's close reached us as an end of file
+        writer.close()
+
+    sent = b"".join(b"%02d," % i for i in range(20))
+
+    async def main() -> bytes:
+        await network.serve("h", 1, echo)
+        reader, writer = await network.connect("h", 1)
+        for index in range(20):
+            writer.write(b"%02d," % index)
+        await writer.drain()
+        answer = await reader.readexactly(len(sent))
+        writer.close()
+        await asyncio.sleep(1)
+        return answer
+
+    answer = loop.run_until_complete(main())
+    loop.close()
+    assert b"".join(received) == sent
+    assert answer == sent.upper()
+    assert ended == [True]
+
+
+def test_a_dropped_connection_is_a_reset_and_nothing_serves_a_dead_address() -> None:
+    loop = SimLoop(SimClock(), random.Random(0))
+    network = _network(loop)
+
+    async def server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+
+    async def main() -> None:
+        bound = await network.serve("h", 1, server)
+        reader, _writer = await network.connect("h", 1)
+        assert network.drop_one()
+        with pytest.raises(ConnectionResetError):
+            await reader.read(100)
+        bound.close()
+        with pytest.raises(ConnectionRefusedError):
+            await network.connect("h", 1)
+
+    loop.run_until_complete(main())
+    loop.close()
+
+
+def test_disk_work_runs_later_on_the_loop_and_not_after_a_crash() -> None:
+    loop = SimLoop(SimClock(), random.Random(0))
+    rng = random.Random(0)
+    executor = SimExecutor(loop, rng, Faults(rng, NO_FAULTS))
+    done: list[str] = []
+
+    async def main() -> None:
+        first = loop.run_in_executor(executor, done.append, "first")
+        assert done == []  # not inline: the work takes virtual time
+        await first
+        loop.run_in_context(2, lambda: loop.run_in_executor(executor, done.append, "lost"))
+        loop.kill(2)
+        await asyncio.sleep(1)
+
+    loop.run_until_complete(main())
+    assert done == ["first"]
+    loop.close()
