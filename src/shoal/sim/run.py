@@ -113,9 +113,10 @@ def _run_shell_seed(
 ) -> SeedResult:
     with tempfile.TemporaryDirectory(prefix=f"shoal-sim-shell-{seed}-") as name:
         quiet = logging.getLogger("shoal")
-        level = quiet.level
-        if not verbose:
-            quiet.setLevel(logging.CRITICAL)  # the broker logs every crash it recovers
+        level, propagate = quiet.level, quiet.propagate
+        if not verbose:  # errors are still heard by the world (ShellWorld.broker_errors)
+            quiet.setLevel(logging.ERROR)
+            quiet.propagate = False
         try:
             world = ShellWorld(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
             violation = None
@@ -126,6 +127,7 @@ def _run_shell_seed(
                 world.note(f"VIOLATED {violation}")
         finally:
             quiet.setLevel(level)
+            quiet.propagate = propagate
         return SeedResult(
             seed=seed,
             steps=world.tick,

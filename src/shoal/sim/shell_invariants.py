@@ -24,7 +24,9 @@ broker's insides may change freely:
   asked, each value once over the consumer's whole read;
 - at the end nothing hangs: the transaction is not left preparing or ongoing, and
   the last stable offset is the log end (no open transaction in the log);
-- no broker task fails with nobody to hear it (sim/loop.py `errors`).
+- no broker task fails with nobody to hear it (sim/loop.py `errors`), and the broker
+  logs no error (a handler that raised closes its connection: the client would only
+  reconnect, so the log is where it shows).
 
 Reads that race with the writes they check take the oracle as it was when the read
 was sent: what was confirmed after may not be in the answer yet.
@@ -165,6 +167,11 @@ class ShellChecker:
     # ---- when
 
     async def check_tick(self) -> None:
+        _require(
+            not self.world.broker_errors,
+            "the broker logs no error (a handler that raised is one)",
+            self.world.broker_errors[:3],
+        )
         await self._check_offsets()
         await self._check_group()
         await self._check_transactions(final=False)

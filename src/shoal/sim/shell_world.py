@@ -34,7 +34,6 @@ import asyncio
 import datetime
 import logging
 import random
-import shutil
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -201,9 +200,19 @@ class ShellWorld:
         self.zombie: tuple[int, int] | None = None
         self.next_value = 1
         self.running = True
+        self.maintenance = {
+            "offsets.topic.prune.interval.ms": str(self.rng.choice([2_000, 10_000, 30_000])),
+            "offsets.topic.rewrite.window.records": str(self.rng.choice([4, 16, 64])),
+            "transaction.state.log.prune.interval.ms": str(self.rng.choice([2_000, 10_000])),
+            "transaction.state.log.rewrite.window.records": str(self.rng.choice([4, 16, 64])),
+        }
+        """The coordinators' log maintenance, run by the broker's own timers: often, with
+        small windows, so that re-writes and prunes happen within a run."""
         self.flush_per_write = self.rng.random() < 0.5
         """`log.flush.interval.messages=1` (each produce acknowledged after its fsync
         in the disk executor) or Kafka's default (the page cache)."""
+        self.broker_errors: list[str] = []
+        """What the broker logged at ERROR or above (a handler that raised is one)."""
         self.checker = ShellChecker(self)
         self.step = 0  # for run.py's report: ticks done
 
@@ -219,10 +228,13 @@ class ShellWorld:
 
     def run(self, ticks: int = TICKS_DEFAULT) -> None:
         asyncio.set_event_loop(self.loop)
+        heard = _ErrorsHeard(self.broker_errors)
+        logging.getLogger("shoal").addHandler(heard)
         with self.disk_model.installed(), seeded_entropy(self.entropy):
             try:
                 self.loop.run_until_complete(self._main(ticks))
             finally:
+                logging.getLogger("shoal").removeHandler(heard)
                 self._end()
 
     def _end(self) -> None:
@@ -300,6 +312,7 @@ class ShellWorld:
                 "group.initial.rebalance.delay.ms": "0",
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
                 "log.segment.bytes": str(64 * 1024),
+                **self.maintenance,
                 **({"log.flush.interval.messages": "1"} if self.flush_per_write else {}),
             }
         )
@@ -734,22 +747,18 @@ class ShellWorld:
         await connection.close()
 
 
+class _ErrorsHeard(logging.Handler):
+    """Keeps what the broker's modules log at ERROR or above (not the clients')."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.ERROR)
+        self._into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(("shoal.client", "shoal.sim")):
+            return
+        self._into.append(f"{record.name}: {record.getMessage()}")
+
+
 class _Fenced(Exception):
     """The producer cannot go on with this transaction (the reason)."""
-
-
-def run_shell_seed(
-    seed: int, directory: Path, *, ticks: int, rates: FaultRates | None, verbose: bool
-) -> ShellWorld:
-    """Run one seed of the shell scenario in `directory` (removed by the caller)."""
-    world = ShellWorld(seed=seed, directory=directory, rates=rates, verbose=verbose)
-    quiet = logging.getLogger("shoal")
-    level = quiet.level
-    if not verbose:
-        quiet.setLevel(logging.CRITICAL)
-    try:
-        world.run(ticks)
-    finally:
-        quiet.setLevel(level)
-        shutil.rmtree(directory / "never", ignore_errors=True)
-    return world
