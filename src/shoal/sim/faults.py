@@ -61,6 +61,12 @@ class FaultRates:
     """At each tick of the world, the broker process dies (no shutdown) and restarts."""
     connection_drop: float = 0.1
     """At each tick of the world, one client connection is reset."""
+    clean_restart: float = 0.04
+    """At each tick of the world, the broker shuts down cleanly (`Broker.shutdown`, with
+    requests in flight) and starts again."""
+    client_stall: float = 0.03
+    """A client stops for longer than its session or transaction timeout (the
+    coordinators' timers expire it) before it goes on."""
 
 
 NO_FAULTS = FaultRates(**{f.name: 0.0 for f in fields(FaultRates)})

@@ -82,6 +82,12 @@ TICK_MS = (500, 4_000)
 DOWNTIME_MS = (0, 3_000)
 """A crashed broker comes back after this long."""
 TICKS_DEFAULT = 40
+SHUTDOWN_BOUND_S = 120
+"""A clean shutdown ends within this (virtual) time: `shoal.shutdown.timeout.ms`
+(30 s by default) plus the work it waits for."""
+STALL_MS = (25_000, 60_000)
+"""A stalled client is away this long: past the transaction timeout (20 s) and,
+sometimes, the consumer group's session timeout (45 s)."""
 FENCED_PRODUCER = {
     ErrorCode.producer_fenced,
     ErrorCode.invalid_producer_epoch,
@@ -357,6 +363,25 @@ class ShellWorld:
             await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
             await self._start_broker()
             await self.checker.after_recovery()
+        elif self.faults.fires("clean_restart"):
+            broker = self.broker
+            assert broker is not None
+            self.note(f"clean shutdown of broker process {self.process}")
+            process = self.process
+            stopping = self.loop.run_in_context(
+                process, lambda: self.loop.create_task(broker.shutdown())
+            )
+            try:
+                await asyncio.wait_for(stopping, SHUTDOWN_BOUND_S)
+            except TimeoutError as exc:
+                raise InvariantViolated(
+                    "a clean shutdown ends", f"still running after {SHUTDOWN_BOUND_S} s"
+                ) from exc
+            self.loop.kill(process)  # what a process exit leaves: nothing runs
+            self.network.kill_process(process)
+            self.broker = None
+            await self._start_broker()
+            await self.checker.after_recovery()
         elif self.faults.fires("connection_drop") and self.network.drop_one():
             self.note("a client connection is reset")
 
@@ -377,7 +402,11 @@ class ShellWorld:
                 self.note(f"{member.name}: {exc}")
                 await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
                 continue
-            await asyncio.sleep(min(member.interval_ms, 5_000) / 1000 * self.rng.uniform(0.5, 1))
+            pause_s = min(member.interval_ms, 5_000) / 1000 * self.rng.uniform(0.5, 1)
+            if self.faults.fires("client_stall"):
+                pause_s = self.rng.randint(*STALL_MS) / 1000
+                self.note(f"{member.name} stalls for {pause_s:.0f} s")
+            await asyncio.sleep(pause_s)
         await connection.close()
 
     async def _heartbeat(self, connection: SimConnection, member: Member) -> None:
@@ -551,6 +580,10 @@ class ShellWorld:
         await self._add_partitions(connection, [(DATA_TOPIC, 0)])
         for _ in range(self.rng.randint(1, 4)):
             await self._produce(connection, serial)
+        if self.faults.fires("client_stall"):
+            pause_s = self.rng.randint(*STALL_MS) / 1000
+            self.note(f"producer stalls {pause_s:.0f} s inside transaction {serial}")
+            await asyncio.sleep(pause_s)
         if self.rng.random() < 0.5:
             await self._txn_offsets(connection, serial)
         commit = self.rng.random() < 0.75 or not self.running
