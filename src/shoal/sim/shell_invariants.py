@@ -30,6 +30,18 @@ broker's insides may change freely:
 
 Reads that race with the writes they check take the oracle as it was when the read
 was sent: what was confirmed after may not be in the answer yet.
+
+Power losses: under `log.flush.interval.messages=1` a power loss is a crash and every
+check holds. Under Kafka's default (the page cache) one may lose confirmed writes, each
+log on its own: after a loss that took bytes, what must survive starts again from what
+did (`after_recovery(lossy=True)`: confirmed commits that are gone are forgotten,
+transactions begun before it promise nothing, epochs may go back), while every
+consistency check still holds; after every restart no data log holds the producer at
+an epoch above its coordinator's (`__transaction_state` is fsynced at every write,
+server/txn_service.py, "Durability"). A transaction whose records a data log kept
+while it lost the marker stays open in the log (no coordinator knows it): at the end
+the world aborts it as an operator would (`shoal transactions abort`,
+WriteTxnMarkers), and the final checks follow.
 """
 
 from __future__ import annotations
@@ -86,6 +98,9 @@ class ShellChecker:
         self.txn_sent: dict[tuple[int, int], int] = {}
         self.txn_written: dict[int, dict[int, int]] = {}
         self.lso = -1
+        self.trusted_from = 1
+        """Transactions from this serial on keep every promise (module docstring)."""
+        self.lossy = False
         self._connection: Any = None
         self.group_epoch = -1
         self.member_epochs: dict[str, int] = {}
@@ -179,9 +194,86 @@ class ShellChecker:
     def before_crash(self) -> None:
         self.counts["crashes"] += 1
 
-    async def after_recovery(self) -> None:
+    async def after_recovery(self, *, lossy: bool = False) -> None:
         self.counts["recoveries checked"] += 1
+        if lossy:
+            await self._forget_lost()
+        await self._check_epoch_not_behind()
         await self.check_tick()
+
+    async def _forget_lost(self) -> None:
+        """A page-cache power loss took confirmed writes: what must survive restarts
+        from what did (module docstring)."""
+        from shoal.sim.shell_world import CONSUMER_GROUP
+
+        self.counts["lossy power losses"] += 1
+        self.lossy = True
+        fetched = await self._fetched(CONSUMER_GROUP)
+        self.confirmed = {p: v for p, v in self.confirmed.items() if fetched.get(p) == v}
+        self.may_trail.clear()
+        self.outcome = {}
+        self.trusted_from = self.world.producer.serial + 1
+        self.member_epochs.clear()
+        self.group_epoch = -1
+        self.lso = -1
+        self.consumed.clear()
+        self.world.fetch_reset = True
+
+    async def _check_epoch_not_behind(self) -> None:
+        """No data log holds the coordinator's producer id at a higher epoch: it would
+        refuse the markers, and the transaction would stay preparing for ever."""
+        from shoal.client.requests import describe_producers
+        from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
+
+        response = await self._call(
+            request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
+        )
+        (state,) = response.transaction_states
+        if state.error_code != ErrorCode.none or state.producer_id < 0:
+            return
+        self.counts["producer epochs checked after a restart"] += 1
+        for entry in await self._producers(describe_producers, DATA_TOPIC):
+            if entry.producer_id == state.producer_id:
+                _require(
+                    entry.producer_epoch <= state.producer_epoch,
+                    "no data log is ahead of the coordinator's producer epoch",
+                    (entry, state.producer_epoch),
+                )
+
+    async def _producers(self, describe: Any, topic: str) -> list[Any]:
+        response = await self._call(describe([(topic, 0)]))
+        (part,) = response.topics[0].partitions
+        _require(part.error_code == 0, "DescribeProducers answers", part)
+        return list(part.active_producers)
+
+    async def abort_hanging(self) -> None:
+        """What `shoal transactions find-hanging` / `abort` do: a transaction open in
+        the data log that its coordinator does not hold (a lossy power loss kept its
+        records and lost its marker) is ended with an ABORT marker."""
+        from shoal.client.requests import describe_producers, write_txn_markers
+        from shoal.sim.shell_world import DATA_TOPIC
+
+        if not self.lossy:
+            return
+        state = await self._txn_state()
+        if state in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+            return
+        for entry in await self._producers(describe_producers, DATA_TOPIC):
+            if entry.current_txn_start_offset < 0:
+                continue
+            self.world.note(
+                f"operator aborts the hanging transaction of {entry.producer_id} at "
+                f"{entry.current_txn_start_offset}"
+            )
+            await self._call(
+                write_txn_markers(
+                    [(DATA_TOPIC, 0)],
+                    producer_id=entry.producer_id,
+                    producer_epoch=entry.producer_epoch,
+                    coordinator_epoch=max(0, entry.coordinator_epoch),
+                    commit=False,
+                )
+            )
 
     async def check_final(self) -> None:
         import asyncio
@@ -199,6 +291,7 @@ class ShellChecker:
             "no transaction hangs (its coordinator finishes it)",
             state,
         )
+        await self.abort_hanging()
         await self._check_offsets()
         end, lso = await self._ends()
         _require(end == lso, "no transaction is left open in the log", (end, lso, state))
@@ -243,7 +336,7 @@ class ShellChecker:
             serial = self.txn_sent.get((partition, value))
             _require(serial is not None, "a transactional offset was sent", (partition, value))
             _require(
-                self.outcome.get(serial or 0) is not False,
+                self.outcome.get(serial or 0) is not False or (serial or 0) < self.trusted_from,
                 "an aborted transaction's offsets are never committed",
                 (serial, partition, value),
             )
@@ -294,9 +387,10 @@ class ShellChecker:
 
     async def fetch_from(
         self, connection: Any, offset: int, *, max_wait_ms: int
-    ) -> tuple[list[int], int]:
+    ) -> tuple[list[int], int] | None:
         """The read_committed consumer's Fetch from `offset`: its values and the next
-        offset (RequestFailed if unanswered)."""
+        offset (RequestFailed if unanswered); None when the offset is out of range
+        after a lossy power loss (the log lost what the consumer had read)."""
         from shoal.sim.shell_world import DATA_TOPIC
 
         response = await connection.call(
@@ -306,6 +400,9 @@ class ShellChecker:
                 isolation_level=READ_COMMITTED,
             )
         )
+        (part,) = response.responses[0].partitions
+        if self.lossy and part.error_code == ErrorCode.offset_out_of_range:
+            return None
         values, after, _lso = _decoded(response, offset)
         return values, after
 
@@ -385,6 +482,8 @@ class ShellChecker:
             seen.add(value)
             by_serial.setdefault(value // VALUES_PER_TXN, set()).add(value)
         for serial, shown in by_serial.items():
+            if serial < self.trusted_from:
+                continue  # begun before a lossy power loss: it promises nothing
             _require(
                 outcome.get(serial) is not False,
                 "an aborted transaction is never visible",
@@ -396,8 +495,10 @@ class ShellChecker:
                 (serial, sorted(acked.get(serial, set()) - shown)),
             )
         for serial, committed in outcome.items():
-            settled = final or serial < current
-            if committed and settled:
+            # After a lossy loss a hanging transaction may hold the LSO until the
+            # operator's abort at the end.
+            settled = final or (serial < current and not self.lossy)
+            if committed and settled and serial >= self.trusted_from:
                 self.counts["committed transactions checked"] += 1
                 _require(
                     acked.get(serial, set()) <= by_serial.get(serial, set()),

@@ -217,6 +217,8 @@ class ShellWorld:
         self.flush_per_write = self.rng.random() < 0.5
         """`log.flush.interval.messages=1` (each produce acknowledged after its fsync
         in the disk executor) or Kafka's default (the page cache)."""
+        self.fetch_reset = False
+        """Set by the checker after a lossy power loss: the consumer starts again."""
         self.broker_errors: list[str] = []
         """What the broker logged at ERROR or above (a handler that raised is one)."""
         self.checker = ShellChecker(self)
@@ -357,12 +359,15 @@ class ShellWorld:
             self.note(f"CRASH of broker process {self.process}")
             self.checker.before_crash()
             self._kill()
-            if self.flush_per_write and self.faults.fires("power_loss"):
-                for line in self.disk_model.power_loss(self.rng):
-                    self.note(f"  POWER LOSS: lost unflushed {line}")
+            lost: list[str] = []
+            if self.faults.fires("power_loss"):
+                lost = self.disk_model.power_loss(self.rng)
+                self.note(f"  POWER LOSS ({len(lost)} files lost unflushed bytes)")
+                for line in lost:
+                    self.note(f"  lost unflushed: {line}")
             await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
             await self._start_broker()
-            await self.checker.after_recovery()
+            await self.checker.after_recovery(lossy=bool(lost) and not self.flush_per_write)
         elif self.faults.fires("clean_restart"):
             broker = self.broker
             assert broker is not None
@@ -768,12 +773,18 @@ class ShellWorld:
             wait_ms = self.rng.choice([0, 100, 500, 2_000, 5_000])
             sent_ms = self.clock.monotonic_ms()
             try:
-                values, position_after = await self.checker.fetch_from(
-                    connection, position, max_wait_ms=wait_ms
-                )
+                answer = await self.checker.fetch_from(connection, position, max_wait_ms=wait_ms)
             except RequestFailed:
                 await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
                 continue
+            if self.fetch_reset or answer is None:
+                # A lossy power loss: the log may be shorter than where the consumer got
+                # to; it starts again from the beginning (auto.offset.reset=earliest).
+                self.fetch_reset = False
+                self.checker.consumed.clear()
+                position = 0
+                continue
+            values, position_after = answer
             self.checker.fetched(values, position, position_after, wait_ms, sent_ms)
             position = position_after
             await asyncio.sleep(self.rng.randint(0, 300) / 1000)
