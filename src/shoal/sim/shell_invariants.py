@@ -34,8 +34,8 @@ was sent: what was confirmed after may not be in the answer yet.
 Power losses: under `log.flush.interval.messages=1` a power loss is a crash and every
 check holds. Under Kafka's default (the page cache) one may lose confirmed writes, each
 log on its own: after a loss that took bytes, what must survive starts again from what
-did (`after_recovery(lossy=True)`: confirmed commits that are gone are forgotten,
-transactions begun before it promise nothing, epochs may go back), while every
+did (`power_lost`: commits confirmed before it and transactions begun before it
+promise nothing more, epochs may go back), while every
 consistency check still holds; after every restart no data log holds the producer at
 an epoch above its coordinator's (`__transaction_state` is fsynced at every write,
 server/txn_service.py, "Durability"). A transaction whose records a data log kept
@@ -158,7 +158,7 @@ class ShellChecker:
 
     # ---- the wire
 
-    async def _call(self, call: Any) -> Any:
+    async def call(self, call: Any) -> Any:
         from shoal.sim.shell_world import RequestFailed, SimConnection
 
         if self._connection is None:
@@ -175,7 +175,7 @@ class ShellChecker:
     async def describe_topic_id(self, topic: str) -> uuid.UUID:
         from shoal.client.requests import metadata
 
-        response = await self._call(metadata([topic]))
+        response = await self.call(metadata([topic]))
         (found,) = response.topics
         return uuid.UUID(str(found.topic_id))
 
@@ -194,22 +194,19 @@ class ShellChecker:
     def before_crash(self) -> None:
         self.counts["crashes"] += 1
 
-    async def after_recovery(self, *, lossy: bool = False) -> None:
+    async def after_recovery(self) -> None:
         self.counts["recoveries checked"] += 1
-        if lossy:
-            await self._forget_lost()
         await self._check_epoch_not_behind()
         await self.check_tick()
 
-    async def _forget_lost(self) -> None:
-        """A page-cache power loss took confirmed writes: what must survive restarts
-        from what did (module docstring)."""
-        from shoal.sim.shell_world import CONSUMER_GROUP
-
+    def power_lost(self) -> None:
+        """A page-cache power loss took bytes: what was promised before it promises
+        nothing more (module docstring). Called at the crash, before the broker is
+        back, so that no client's answer from the new broker is judged by the old
+        promises."""
         self.counts["lossy power losses"] += 1
         self.lossy = True
-        fetched = await self._fetched(CONSUMER_GROUP)
-        self.confirmed = {p: v for p, v in self.confirmed.items() if fetched.get(p) == v}
+        self.confirmed = {}
         self.may_trail.clear()
         self.outcome = {}
         self.trusted_from = self.world.producer.serial + 1
@@ -218,6 +215,7 @@ class ShellChecker:
         self.lso = -1
         self.consumed.clear()
         self.world.fetch_reset = True
+        self.world.share.forget_lost()
 
     async def _check_epoch_not_behind(self) -> None:
         """No data log holds the coordinator's producer id at a higher epoch: it would
@@ -225,7 +223,7 @@ class ShellChecker:
         from shoal.client.requests import describe_producers
         from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
 
-        response = await self._call(
+        response = await self.call(
             request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
         )
         (state,) = response.transaction_states
@@ -241,7 +239,7 @@ class ShellChecker:
                 )
 
     async def _producers(self, describe: Any, topic: str) -> list[Any]:
-        response = await self._call(describe([(topic, 0)]))
+        response = await self.call(describe([(topic, 0)]))
         (part,) = response.topics[0].partitions
         _require(part.error_code == 0, "DescribeProducers answers", part)
         return list(part.active_producers)
@@ -265,7 +263,7 @@ class ShellChecker:
                 f"operator aborts the hanging transaction of {entry.producer_id} at "
                 f"{entry.current_txn_start_offset}"
             )
-            await self._call(
+            await self.call(
                 write_txn_markers(
                     [(DATA_TOPIC, 0)],
                     producer_id=entry.producer_id,
@@ -296,6 +294,7 @@ class ShellChecker:
         end, lso = await self._ends()
         _require(end == lso, "no transaction is left open in the log", (end, lso, state))
         await self._check_transactions(final=True)
+        await self.world.share.check_final(self.world)
         self.counts["final checks"] += 1
         if self._connection is not None:
             await self._connection.close()
@@ -306,7 +305,7 @@ class ShellChecker:
     async def _fetched(self, group: str) -> dict[int, int]:
         from shoal.sim.shell_world import TOPIC
 
-        answer = fetched_offsets(await self._call(offset_fetch(group, None)))
+        answer = fetched_offsets(await self.call(offset_fetch(group, None)))
         _require(answer.error_code == 0, "OffsetFetch answers", (group, answer))
         return {p: o for (t, p), o in answer.offsets.items() if t == TOPIC and o >= 0}
 
@@ -346,7 +345,7 @@ class ShellChecker:
 
         ends = []
         for isolation in (0, READ_COMMITTED):
-            response = await self._call(
+            response = await self.call(
                 list_offsets({(DATA_TOPIC, 0): -1}, isolation_level=isolation)
             )
             (part,) = response.topics[0].partitions
@@ -357,7 +356,7 @@ class ShellChecker:
     async def _txn_state(self) -> str:
         from shoal.sim.shell_world import TXN_ID
 
-        response = await self._call(
+        response = await self.call(
             request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
         )
         (state,) = response.transaction_states
@@ -372,7 +371,7 @@ class ShellChecker:
         values: list[int] = []
         offset = 0
         while True:
-            response = await self._call(
+            response = await self.call(
                 fetch(
                     {(DATA_TOPIC, 0): FetchPosition(offset, FETCH_BYTES)},
                     max_wait_ms=0,
@@ -428,7 +427,7 @@ class ShellChecker:
     async def _check_group(self) -> None:
         from shoal.sim.shell_world import CONSUMER_GROUP
 
-        response = await self._call(
+        response = await self.call(
             request_schema(69, 0).make(
                 "ConsumerGroupDescribeRequest",
                 group_ids=(CONSUMER_GROUP,),

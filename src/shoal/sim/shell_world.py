@@ -53,6 +53,7 @@ from shoal.client.requests import (
 from shoal.config import BrokerConfig
 from shoal.protocol.schema import request_schema
 from shoal.server.broker import Broker
+from shoal.sim import shell_share
 from shoal.sim.broker import produced_batch
 from shoal.sim.disk import Disk
 from shoal.sim.faults import FaultRates, Faults
@@ -222,6 +223,7 @@ class ShellWorld:
         self.broker_errors: list[str] = []
         """What the broker logged at ERROR or above (a handler that raised is one)."""
         self.checker = ShellChecker(self)
+        self.share = shell_share.ShareOracle(self)
         self.step = 0  # for run.py's report: ticks done
 
     # ---- notes
@@ -265,14 +267,21 @@ class ShellWorld:
         self.note(f"flush policy: {'fsync per write' if self.flush_per_write else 'page cache'}")
         await self._start_broker()
         setup = SimConnection(self, "sim-setup")
-        await self._retry(lambda: setup.call(create_topic(TOPIC, partitions=TOPIC_PARTITIONS)))
-        await self._retry(lambda: setup.call(create_topic(DATA_TOPIC, partitions=1)))
+        await self.retry(lambda: setup.call(create_topic(TOPIC, partitions=TOPIC_PARTITIONS)))
+        await self.retry(lambda: setup.call(create_topic(DATA_TOPIC, partitions=1)))
+        share_topic_id = await shell_share.setup(self, setup)
         await setup.close()
         self.checker.topic_id = await self.checker.describe_topic_id(TOPIC)
         actors = [self.loop.create_task(self._member(self.members[m]), name=m) for m in MEMBERS]
         actors.append(self.loop.create_task(self._producer(), name="producer"))
         actors.append(self.loop.create_task(self._zombie(), name="zombie"))
         actors.append(self.loop.create_task(self._fetcher(), name="fetcher"))
+        actors.append(
+            self.loop.create_task(shell_share.producer(self, self.share), name="share-producer")
+        )
+        for index in range(shell_share.SHARE_MEMBERS):
+            member = shell_share.ShareMember(self, self.share, index, share_topic_id)
+            actors.append(self.loop.create_task(member.run(draining=True), name=member.name))
         try:
             for _ in range(ticks):
                 self.tick += 1
@@ -298,7 +307,7 @@ class ShellWorld:
         if self.loop.errors:
             raise InvariantViolated("no broker task fails unobserved", repr(self.loop.errors[:3]))
 
-    async def _retry(self, attempt: Callable[[], Awaitable[T]], *, tries: int = 50) -> T:
+    async def retry(self, attempt: Callable[[], Awaitable[T]], *, tries: int = 50) -> T:
         for _ in range(tries):
             try:
                 return await attempt()
@@ -365,9 +374,11 @@ class ShellWorld:
                 self.note(f"  POWER LOSS ({len(lost)} files lost unflushed bytes)")
                 for line in lost:
                     self.note(f"  lost unflushed: {line}")
+            if lost and not self.flush_per_write:
+                self.checker.power_lost()
             await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
             await self._start_broker()
-            await self.checker.after_recovery(lossy=bool(lost) and not self.flush_per_write)
+            await self.checker.after_recovery()
         elif self.faults.fires("clean_restart"):
             broker = self.broker
             assert broker is not None

@@ -44,6 +44,8 @@ def test_fixed_seeds_hold_every_invariant() -> None:
         "group checks",
         "long polls checked",
         "zombies fenced",
+        "share deliveries checked",
+        "share final checks",
         "final checks",
     ):
         assert checks.get(name, 0) > 0, (name, checks)
