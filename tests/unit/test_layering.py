@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"client", "server", "protocol", "security"},
     "spark": {"client", "protocol", "security"},
     # Deterministic simulation: a harness above the shell. It drives the cores and the
-    # log directly (world.py, coord_world.py) and runs the real server on its own loop,
+    # log directly (world.py) and runs the real server on its own loop,
     # network and disk, reached by clients over the wire (shell_world.py).
     "sim": {
         "server",

@@ -2,8 +2,7 @@
 
     python -m shoal.sim --seed 17 --verbose   # one seed, its schedule printed
     python -m shoal.sim --seeds 10000         # seeds 0..9999, figures + JSON
-    python -m shoal.sim --scenario coordinators --seeds 10000
-    python -m shoal.sim --scenario shell --seeds 1000 --steps 200   # the real broker
+    python -m shoal.sim --scenario shell --seeds 1000 --steps 60   # the real broker
 
 Exits 1 if any seed violated an invariant (the failing seeds are listed).
 """
@@ -35,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         "--scenario",
         choices=SCENARIOS,
         default=SHARE,
-        help="share: producer, share members, share coordinator; coordinators: "
-        "consumer group and transactions (with power losses); shell: the real broker "
-        "(handlers, purgatory, timers, services) on virtual time, over in-memory pipes",
+        help="share: producer, share members, share coordinator (the cores); shell: the "
+        "real broker (handlers, purgatory, timers, services, coordinators) on virtual "
+        "time over in-memory pipes, with consumer-group members, a transactional "
+        "producer and share members (docs/simulation.md)",
     )
     parser.add_argument("--json", type=Path, help="where to write figures (default bench/results)")
     args = parser.parse_args(argv)

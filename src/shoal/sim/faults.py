@@ -41,15 +41,6 @@ class FaultRates:
     lost_response: float = 0.05
     late_response: float = 0.1
     """Slow disk: the response comes back after later operations ran."""
-    # The coordinator scenario (sim/coord_world.py):
-    crash_before_write: float = 0.01
-    """Before a coordinator's records or a marker are appended."""
-    crash_after_write: float = 0.03
-    """Records appended, not yet replayed, the response not sent."""
-    append_fails: float = 0.03
-    """A coordinator or marker append fails (storage error): nothing is written."""
-    crash_between_markers: float = 0.05
-    """Some of a transaction's markers written, not all, no completion record."""
     power_loss: float = 0.3
     """The share of crashes that are power losses: unflushed writes lost (sim/disk.py)."""
     # The shell scenario (sim/shell_world.py: the real broker over in-memory pipes):

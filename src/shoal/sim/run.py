@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shoal.sim.coord_world import CoordWorld
 from shoal.sim.faults import FaultRates
 from shoal.sim.invariants import InvariantViolated
 from shoal.sim.shell_world import TICKS_DEFAULT, ShellWorld
@@ -23,14 +22,11 @@ from shoal.sim.world import World
 STEPS_DEFAULT = 60
 SHARE = "share"
 """The share scenario: a producer, share members, the share coordinator (world.py)."""
-COORDINATORS = "coordinators"
-"""Consumer-group members and a transactional producer against the group and
-transaction coordinators (coord_world.py)."""
 SHELL = "shell"
 """The real broker (handlers, purgatory, timers, services, coordinators) on the
 simulator's loop, network and disk, with consumer-group members and a transactional
 producer over the wire (shell_world.py)."""
-SCENARIOS = (SHARE, COORDINATORS, SHELL)
+SCENARIOS = (SHARE, SHELL)
 
 
 @dataclass(slots=True)
@@ -72,7 +68,7 @@ def run_seed(
     verbose: bool = False,
     scenario: str = SHARE,
 ) -> SeedResult:
-    """Simulate `seed` of `scenario` (SHARE, COORDINATORS or SHELL) for `steps`
+    """Simulate `seed` of `scenario` (SHARE or SHELL) for `steps`
     operations (world ticks for SHELL) then drain; never raises for a violated
     invariant (it is in the result), other exceptions propagate."""
     if steps is None:
@@ -85,8 +81,7 @@ def run_seed(
         if not verbose:
             quiet.setLevel(logging.ERROR)
         try:
-            kind = World if scenario == SHARE else CoordWorld
-            world = kind(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
+            world = World(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
             violation = None
             try:
                 world.run(steps)

@@ -13,7 +13,8 @@ broker's insides may change freely:
 - read_committed shows each transactional record once; a transaction's records all
   or none; none of a transaction confirmed aborted; every acknowledged record of one
   confirmed committed, once a later transaction has begun or the run has drained;
-- the last stable offset never moves back, across crashes too;
+- the last stable offset never moves back, across crashes too; no transaction is open
+  in the data log for a producer its coordinator does not know (a hanging one);
 - transactional offsets: only ones a transaction sent, never those of a
   transaction confirmed aborted; those of a committed one are there once settled;
 - a zombie (the producer's previous epoch) is refused, whatever it sends;
@@ -187,6 +188,7 @@ class ShellChecker:
             "the broker logs no error (a handler that raised is one)",
             self.world.broker_errors[:3],
         )
+        await self._check_no_foreign_transaction()
         await self._check_offsets()
         await self._check_group()
         await self._check_transactions(final=False)
@@ -236,6 +238,28 @@ class ShellChecker:
                     entry.producer_epoch <= state.producer_epoch,
                     "no data log is ahead of the coordinator's producer epoch",
                     (entry, state.producer_epoch),
+                )
+
+    async def _check_no_foreign_transaction(self) -> None:
+        """No transaction is open in the data log for a producer its coordinator does
+        not know (the LSO would stay there: a hanging transaction), unless a lossy
+        power loss left one for the operator (`abort_hanging`)."""
+        from shoal.client.requests import describe_producers
+        from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
+
+        if self.lossy:
+            return
+        response = await self.call(
+            request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
+        )
+        (state,) = response.transaction_states
+        known = state.producer_id if state.error_code == ErrorCode.none else None
+        for entry in await self._producers(describe_producers, DATA_TOPIC):
+            if entry.current_txn_start_offset >= 0:
+                _require(
+                    entry.producer_id == known,
+                    "no transaction open in the log that its coordinator does not know",
+                    (entry, known),
                 )
 
     async def _producers(self, describe: Any, topic: str) -> list[Any]:

@@ -362,6 +362,10 @@ class ShellWorld:
         broker.logs.abandon()
         self.broker = None
 
+    def while_down(self) -> None:
+        """Called after a crash, before the broker starts again (the tests change the
+        files here, as an outside hand would)."""
+
     async def _fault(self) -> None:
         if self.faults.fires("shell_crash"):
             self.crashes += 1
@@ -376,6 +380,7 @@ class ShellWorld:
                     self.note(f"  lost unflushed: {line}")
             if lost and not self.flush_per_write:
                 self.checker.power_lost()
+            self.while_down()
             await asyncio.sleep(self.rng.randint(*DOWNTIME_MS) / 1000)
             await self._start_broker()
             await self.checker.after_recovery()

@@ -1,16 +1,29 @@
 """The shell scenario: the real broker on the simulator's loop, network and disk
 (shoal.sim.shell_world), and the pieces under it (sim/loop.py, sim/pipes.py,
-sim/shell_disk.py)."""
+sim/shell_disk.py, sim/disk.py). The group and transaction checks' tests came from the
+retired core-level coordinator scenario, whose copy of the shell's steps this one
+replaced."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import random
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from shoal.client.errors import ErrorCode
+from shoal.clock import ManualClock
+from shoal.log.partition import PartitionLog
+from shoal.protocol.record_batch import validate_produced
+from shoal.sim.broker import produced_batch
+from shoal.sim.disk import Disk
 from shoal.sim.faults import NO_FAULTS, FaultRates, Faults
 from shoal.sim.invariants import InvariantViolated
 from shoal.sim.loop import SimClock, SimLoop, SimStalled
@@ -248,3 +261,131 @@ def test_disk_work_runs_later_on_the_loop_and_not_after_a_crash() -> None:
     loop.run_until_complete(main())
     assert done == ["first"]
     loop.close()
+
+
+# ---- the group and transaction checks catch what they are for (ported from the
+# retired core-level coordinator scenario)
+
+
+def _crash_at(tick: int, change: Callable[[ShellWorld], None], **rates: float) -> type[ShellWorld]:
+    """A world that crashes at `tick` (and only then) and applies `change` to the files
+    while the broker is down."""
+
+    class Changed(ShellWorld):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.flush_per_write = True
+
+        async def _fault(self) -> None:
+            self.faults.rates = dataclasses.replace(
+                NO_FAULTS, shell_crash=1.0 if self.tick == tick else 0.0, **rates
+            )
+            await super()._fault()
+
+        def while_down(self) -> None:
+            change(self)
+
+    return Changed
+
+
+def _append(world: ShellWorld, directory: str, batch: bytes) -> None:
+    log = PartitionLog.open(directory=world.directory / directory, config={}, clock=ManualClock())
+    headers = validate_produced(batch, max_batch_bytes=1 << 20)
+    log.append(batch, headers, leader_epoch=0)
+    log.close()
+
+
+def test_fsync_per_write_loses_nothing_confirmed_in_a_power_loss(tmp_path: Path) -> None:
+    """Every crash a power loss, every log fsynced per write: every durability check
+    holds (none is relaxed) and nothing is lost."""
+    rates = dataclasses.replace(FaultRates(), power_loss=1.0, shell_crash=0.3)
+    for seed in range(3):
+
+        class FsyncPerWrite(ShellWorld):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(**kwargs)
+                self.flush_per_write = True
+
+        directory = tmp_path / str(seed)
+        directory.mkdir()
+        world = FsyncPerWrite(seed=seed, directory=directory, rates=rates)
+        world.run(12)
+        assert world.crashes > 0
+        assert world.faults.injected["power_loss"] == world.crashes
+        assert world.checker.counts["lossy power losses"] == 0
+        assert world.checker.counts["recoveries checked"] >= world.crashes
+
+
+def test_losing_a_coordinator_log_is_caught(tmp_path: Path) -> None:
+    def lose_offsets(world: ShellWorld) -> None:
+        for path in world.directory.glob("__consumer_offsets-*"):
+            shutil.rmtree(path)
+
+    world = _crash_at(8, lose_offsets)(seed=1, directory=tmp_path)
+    with pytest.raises(InvariantViolated, match="a confirmed offset commit stands"):
+        world.run(12)
+
+
+def test_a_hanging_transaction_is_caught(tmp_path: Path) -> None:
+    """A transaction open in the log that no coordinator knows: the LSO stays."""
+
+    def open_a_transaction(world: ShellWorld) -> None:
+        batch = produced_batch(
+            base_sequence=0, count=1, first_value=0, producer_id=77_777, transactional=True
+        )
+        _append(world, "sim-data-0", batch)
+
+    world = _crash_at(4, open_a_transaction)(seed=1, directory=tmp_path)
+    with pytest.raises(InvariantViolated, match="does not know"):
+        world.run(6)
+
+
+def test_a_data_log_ahead_of_the_coordinators_epoch_is_caught(tmp_path: Path) -> None:
+    """What a power loss left when it took an epoch bump from `__transaction_state`
+    that the data log kept: after the restart the log would refuse the markers."""
+
+    def epoch_ahead(world: ShellWorld) -> None:
+        producer = world.producer
+        assert producer.producer_id >= 0
+        batch = produced_batch(
+            base_sequence=0,
+            count=1,
+            first_value=0,
+            producer_id=producer.producer_id,
+            producer_epoch=producer.epoch + 1,
+            transactional=True,
+        )
+        _append(world, "sim-data-0", batch)
+
+    world = _crash_at(5, epoch_ahead)(seed=1, directory=tmp_path)
+    with pytest.raises(InvariantViolated, match="ahead of the coordinator's producer epoch"):
+        world.run(8)
+
+
+def test_a_zombie_let_through_is_caught(tmp_path: Path) -> None:
+    world = ShellWorld(seed=1, directory=tmp_path)
+    world.checker.zombie_answered("EndTxn", ErrorCode.producer_fenced)
+    with pytest.raises(InvariantViolated, match="zombie"):
+        world.checker.zombie_answered("EndTxn", ErrorCode.none)
+    world.loop.close()
+
+
+def test_a_power_loss_drops_only_what_was_not_fsynced(tmp_path: Path) -> None:
+    disk = Disk(tmp_path)
+    path = tmp_path / "segment.log"
+    with disk.installed(), path.open("wb") as file:
+        file.write(b"a" * 100)
+        file.flush()
+        os.fsync(file.fileno())
+        file.write(b"b" * 50)
+    assert disk.unflushed_bytes() == 50
+    sizes = set()
+    for seed in range(30):
+        data = b"a" * 100 + b"b" * 50
+        path.write_bytes(data)
+        disk._durable = {(path.stat().st_dev, path.stat().st_ino): 100}
+        disk.power_loss(random.Random(seed))
+        kept = path.read_bytes()
+        assert data.startswith(kept) and len(kept) >= 100
+        sizes.add(len(kept))
+    assert 100 in sizes and 150 in sizes and len(sizes) > 2  # lost, kept, and cut inside
