@@ -221,10 +221,14 @@ class ShellChecker:
 
     async def _check_epoch_not_behind(self) -> None:
         """No data log holds the coordinator's producer id at a higher epoch: it would
-        refuse the markers, and the transaction would stay preparing for ever."""
+        refuse the markers, and the transaction would stay preparing for ever. The data
+        log is read first: an epoch it holds was the coordinator's (durably) before, and
+        the coordinator's epoch only grows, so a client acting between the two reads
+        cannot make the check fail (the other order could: a fence in between)."""
         from shoal.client.requests import describe_producers
         from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
 
+        held = await self._producers(describe_producers, DATA_TOPIC)
         response = await self.call(
             request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
         )
@@ -232,12 +236,12 @@ class ShellChecker:
         if state.error_code != ErrorCode.none or state.producer_id < 0:
             return
         self.counts["producer epochs checked after a restart"] += 1
-        for entry in await self._producers(describe_producers, DATA_TOPIC):
+        for entry in held:
             if entry.producer_id == state.producer_id:
                 _require(
                     entry.producer_epoch <= state.producer_epoch,
                     "no data log is ahead of the coordinator's producer epoch",
-                    (entry, state.producer_epoch),
+                    (entry, state.producer_epoch, state.transaction_state),
                 )
 
     async def _check_no_foreign_transaction(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shoal.sim.run import COORDINATORS, run_seed
+from shoal.sim.run import run_seed
 
 REGRESSION_SEEDS = {
     214: "a torn state write after a load whose read recorded a new leader epoch: the "
@@ -41,47 +41,3 @@ REGRESSION_SEEDS = {
 def test_seed_holds(seed: int) -> None:
     result = run_seed(seed)
     assert result.violation is None, (REGRESSION_SEEDS[seed], result.violation)
-
-
-COORDINATOR_SEEDS = {
-    279: "a late answer to an earlier InitProducerId took the client back an epoch, so "
-    "the simulated zombie held the current one (harness bug: stale answers are ignored)",
-    291: "a transaction begun before a lossy power loss and committed after it: its pending "
-    "offsets were lost with the page cache (checker bug: such a transaction promises "
-    "nothing for what it wrote before the loss)",
-    346: "the same",
-    659: "the same",
-    1052: "a lossy power loss took __transaction_state's epoch bumps while the data log "
-    "kept the higher epoch: the markers are refused and the transaction stays "
-    "PrepareCommit (core bug, first counted instead of failed: every __transaction_state "
-    "write is now fsynced before it is acted on, server/txn_service.py 'Durability'; the "
-    "checker requires no data log ahead of the coordinator's epoch after a restart)",
-    1338: "an abort confirmed after a lossy loss, of a transaction whose pending offsets "
-    "were written before it: a later commit of the same producer epoch materialised them "
-    "(checker bug: such a transaction promises nothing for its earlier writes)",
-    1777: "the same kind (found by the long run); also a power loss that took an epoch "
-    "bump the data log kept (found by the hunt, as 1052)",
-    214: "the same as 1052 (found by running the seeds the long runs had counted as stuck)",
-    844: "the same",
-    1531: "the same",
-    2154: "the same",
-    2183: "the same",
-    2192: "the same",
-    3455: "the same",
-    3942: "the same",
-    4112: "the same",
-    2301: "a group log maintenance pass re-wrote old keys and pruned below them, then a "
-    "power loss kept the new log start (its checkpoint is fsynced) and lost the re-written "
-    "records (page cache): the group reloaded with members but no group epoch record "
-    "(core bug: prune_log now fsyncs the log before moving its start; long run)",
-    3125: "a late AddOffsetsToTxn answer from the previous transaction made the client "
-    "think the offsets partition was in the current one (harness bug: late answers of an "
-    "earlier transaction are ignored; long run)",
-    3242: "the same",
-}
-
-
-@pytest.mark.parametrize("seed", sorted(COORDINATOR_SEEDS))
-def test_coordinator_seed_holds(seed: int) -> None:
-    result = run_seed(seed, scenario=COORDINATORS)
-    assert result.violation is None, (COORDINATOR_SEEDS[seed], result.violation)
