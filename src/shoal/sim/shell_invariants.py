@@ -218,6 +218,7 @@ class ShellChecker:
         self.consumed.clear()
         self.world.fetch_reset = True
         self.world.share.forget_lost()
+        self.world.idempotent.forget_lost()
 
     async def _check_epoch_not_behind(self) -> None:
         """No data log holds the coordinator's producer id at a higher epoch: it would
@@ -323,6 +324,7 @@ class ShellChecker:
         _require(end == lso, "no transaction is left open in the log", (end, lso, state))
         await self._check_transactions(final=True)
         await self.world.share.check_final(self.world)
+        await self.world.idempotent.check_final()
         self.counts["final checks"] += 1
         if self._connection is not None:
             await self._connection.close()

@@ -53,7 +53,7 @@ from shoal.client.requests import (
 from shoal.config import BrokerConfig
 from shoal.protocol.schema import request_schema
 from shoal.server.broker import Broker
-from shoal.sim import shell_share
+from shoal.sim import shell_produce, shell_share
 from shoal.sim.broker import produced_batch
 from shoal.sim.disk import Disk
 from shoal.sim.faults import FaultRates, Faults
@@ -224,6 +224,7 @@ class ShellWorld:
         """What the broker logged at ERROR or above (a handler that raised is one)."""
         self.checker = ShellChecker(self)
         self.share = shell_share.ShareOracle(self)
+        self.idempotent = shell_produce.IdempotentOracle(self)
         self.step = 0  # for run.py's report: ticks done
 
     # ---- notes
@@ -278,6 +279,11 @@ class ShellWorld:
         actors.append(self.loop.create_task(self._fetcher(), name="fetcher"))
         actors.append(
             self.loop.create_task(shell_share.producer(self, self.share), name="share-producer")
+        )
+        actors.append(
+            self.loop.create_task(
+                shell_produce.producer(self, self.idempotent), name="idempotent-producer"
+            )
         )
         for index in range(shell_share.SHARE_MEMBERS):
             member = shell_share.ShareMember(self, self.share, index, share_topic_id)

@@ -59,6 +59,7 @@ def test_fixed_seeds_hold_every_invariant() -> None:
         "zombies fenced",
         "share deliveries checked",
         "share final checks",
+        "idempotent records checked",
         "final checks",
     ):
         assert checks.get(name, 0) > 0, (name, checks)
