@@ -139,10 +139,6 @@ class ShellChecker:
     def txn_acked(self, serial: int, values: range) -> None:
         self.acked.setdefault(serial, set()).update(values)
 
-    def txn_abandoned(self, serial: int) -> None:
-        """The producer bumped its epoch: an unfinished transaction is aborted by the
-        coordinator, unless its commit was already prepared (outcome unknown)."""
-
     def txn_offsets_sent(self, serial: int, values: dict[int, int]) -> None:
         for partition, value in values.items():
             self.txn_sent[(partition, value)] = serial

@@ -225,7 +225,6 @@ class ShellWorld:
         self.checker = ShellChecker(self)
         self.share = shell_share.ShareOracle(self)
         self.idempotent = shell_produce.IdempotentOracle(self)
-        self.step = 0  # for run.py's report: ticks done
 
     # ---- notes
 
@@ -291,7 +290,6 @@ class ShellWorld:
         try:
             for _ in range(ticks):
                 self.tick += 1
-                self.step = self.tick
                 await asyncio.sleep(self.rng.randint(*TICK_MS) / 1000)
                 for actor in actors:
                     if actor.done():
@@ -580,7 +578,6 @@ class ShellWorld:
             return False
         if producer.producer_id >= 0:
             self.zombie = (producer.producer_id, producer.epoch)
-        self.checker.txn_abandoned(producer.serial)
         producer.producer_id, producer.epoch = response.producer_id, response.producer_epoch
         producer.sequence = 0
         return True
