@@ -19,7 +19,9 @@ broker's insides may change freely:
   transaction confirmed aborted; those of a committed one are there once settled;
 - a zombie (the producer's previous epoch) is refused, whatever it sends;
 - the consumer group (ConsumerGroupDescribe): no partition assigned to two members;
-  the group epoch never goes back, nor a member's epoch while it stays a member;
+  no member's epoch above the assignment epoch, nor that above the group epoch (holds
+  after any power loss: a group that reloads members without its epoch record fails
+  it); the group epoch never goes back, nor a member's epoch while it stays a member;
 - a long-polling read_committed Fetch answers within its wait (plus the network's
   delays): the purgatory and the timers wake it; it returns records from the offset
   asked, each value once over the consumer's whole read;
@@ -474,6 +476,11 @@ class ShellChecker:
         members = {}
         for member in group.members:
             members[member.member_id] = member.member_epoch
+            _require(
+                member.member_epoch <= group.assignment_epoch <= group.group_epoch,
+                "member epoch <= assignment epoch <= group epoch (KIP-848)",
+                (member.member_id, member.member_epoch, group.assignment_epoch, group.group_epoch),
+            )
             before = self.member_epochs.get(member.member_id, -1)
             _require(
                 member.member_epoch >= before,
