@@ -55,6 +55,10 @@ SHELL_SEEDS = {
     "epoch was current again and the zombie's Produce was accepted",
     29: "the same loss, seen as a data log holding the producer at an epoch above its "
     "coordinator's after the restart (the markers would be refused)",
+    17: "with `prune_log` moving a coordinator log's start without fsyncing the log first "
+    "(the core bug the retired coordinator scenario found as seed 2301, put back), a "
+    "page-cache power loss kept the new log start and lost the re-written records: the "
+    "group reloaded its members (epoch 4) without its epoch record (group epoch 0)",
 }
 
 
