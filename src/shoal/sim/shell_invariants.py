@@ -68,6 +68,16 @@ from shoal.client.requests import (
 from shoal.protocol.record_batch import CONTROL_MASK, iter_headers
 from shoal.protocol.schema import request_schema
 from shoal.sim.invariants import InvariantViolated, _require
+from shoal.sim.shell_connection import (
+    CONSUMER_GROUP,
+    DATA_TOPIC,
+    TOPIC,
+    TXN_GROUP,
+    TXN_ID,
+    VALUES_PER_TXN,
+    RequestFailed,
+    SimConnection,
+)
 
 if TYPE_CHECKING:
     from shoal.sim.shell_world import ShellWorld
@@ -158,7 +168,6 @@ class ShellChecker:
     # ---- the wire
 
     async def call(self, call: Any) -> Any:
-        from shoal.sim.shell_world import RequestFailed, SimConnection
 
         if self._connection is None:
             self._connection = SimConnection(self.world, "sim-checker")
@@ -225,7 +234,6 @@ class ShellChecker:
         the coordinator's epoch only grows, so a client acting between the two reads
         cannot make the check fail (the other order could: a fence in between)."""
         from shoal.client.requests import describe_producers
-        from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
 
         held = await self._producers(describe_producers, DATA_TOPIC)
         response = await self.call(
@@ -248,7 +256,6 @@ class ShellChecker:
         not know (the LSO would stay there: a hanging transaction), unless a lossy
         power loss left one for the operator (`abort_hanging`)."""
         from shoal.client.requests import describe_producers
-        from shoal.sim.shell_world import DATA_TOPIC, TXN_ID
 
         if self.lossy:
             return
@@ -276,7 +283,6 @@ class ShellChecker:
         the data log that its coordinator does not hold (a lossy power loss kept its
         records and lost its marker) is ended with an ABORT marker."""
         from shoal.client.requests import describe_producers, write_txn_markers
-        from shoal.sim.shell_world import DATA_TOPIC
 
         if not self.lossy:
             return
@@ -331,14 +337,12 @@ class ShellChecker:
     # ---- the checks
 
     async def _fetched(self, group: str) -> dict[int, int]:
-        from shoal.sim.shell_world import TOPIC
 
         answer = fetched_offsets(await self.call(offset_fetch(group, None)))
         _require(answer.error_code == 0, "OffsetFetch answers", (group, answer))
         return {p: o for (t, p), o in answer.offsets.items() if t == TOPIC and o >= 0}
 
     async def _check_offsets(self) -> None:
-        from shoal.sim.shell_world import CONSUMER_GROUP, TXN_GROUP
 
         confirmed = dict(self.confirmed)
         fetched = await self._fetched(CONSUMER_GROUP)
@@ -369,7 +373,6 @@ class ShellChecker:
             )
 
     async def _ends(self) -> tuple[int, int]:
-        from shoal.sim.shell_world import DATA_TOPIC
 
         ends = []
         for isolation in (0, READ_COMMITTED):
@@ -382,7 +385,6 @@ class ShellChecker:
         return ends[0], ends[1]
 
     async def _txn_state(self) -> str:
-        from shoal.sim.shell_world import TXN_ID
 
         response = await self.call(
             request_schema(65, 0).make("DescribeTransactionsRequest", transactional_ids=(TXN_ID,))
@@ -394,7 +396,6 @@ class ShellChecker:
 
     async def _read_committed(self) -> tuple[list[int], int]:
         """The values a read_committed consumer gets from the start, and the LSO."""
-        from shoal.sim.shell_world import DATA_TOPIC
 
         values: list[int] = []
         offset = 0
@@ -418,7 +419,6 @@ class ShellChecker:
         """The read_committed consumer's Fetch from `offset`: its values and the next
         offset (RequestFailed if unanswered); None when the offset is out of range
         after a lossy power loss (the log lost what the consumer had read)."""
-        from shoal.sim.shell_world import DATA_TOPIC
 
         response = await connection.call(
             fetch(
@@ -453,7 +453,6 @@ class ShellChecker:
             self.consumed.add(value)
 
     async def _check_group(self) -> None:
-        from shoal.sim.shell_world import CONSUMER_GROUP
 
         response = await self.call(
             request_schema(69, 0).make(
@@ -498,7 +497,6 @@ class ShellChecker:
         self.member_epochs = members
 
     async def _check_transactions(self, *, final: bool) -> None:
-        from shoal.sim.shell_world import VALUES_PER_TXN
 
         outcome = dict(self.outcome)
         acked = {serial: set(values) for serial, values in self.acked.items()}

@@ -32,6 +32,7 @@ from shoal.client.requests import FetchPosition, create_topic, fetch, produce
 from shoal.protocol.record_batch import CONTROL_MASK, encode_batch, iter_headers
 from shoal.protocol.schema import request_schema
 from shoal.sim.invariants import _require
+from shoal.sim.shell_connection import RequestFailed, SimConnection
 
 if TYPE_CHECKING:
     from shoal.sim.shell_world import ShellWorld
@@ -89,7 +90,6 @@ class IdempotentOracle:
 
 
 async def producer(world: ShellWorld, oracle: IdempotentOracle) -> None:
-    from shoal.sim.shell_world import RequestFailed, SimConnection
 
     connection = SimConnection(world, "sim-idempotent")
     await world.retry(lambda: connection.call(create_topic(IDEMPOTENT_TOPIC, partitions=1)))

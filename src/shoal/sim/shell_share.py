@@ -46,9 +46,10 @@ from shoal.client.share_requests import AckBatch, heartbeat, partitions_of, shar
 from shoal.protocol.record_batch import CONTROL_MASK, encode_batch, iter_headers
 from shoal.protocol.share import AcknowledgeType
 from shoal.sim.invariants import _require
+from shoal.sim.shell_connection import RequestFailed, SimConnection
 
 if TYPE_CHECKING:
-    from shoal.sim.shell_world import ShellWorld, SimConnection
+    from shoal.sim.shell_world import ShellWorld
 
 SHARE_TOPIC = "sim-share"
 SHARE_PARTITIONS = 2
@@ -149,7 +150,6 @@ async def setup(world: ShellWorld, connection: SimConnection) -> uuid.UUID:
 
 
 async def producer(world: ShellWorld, oracle: ShareOracle) -> None:
-    from shoal.sim.shell_world import RequestFailed, SimConnection
 
     connection = SimConnection(world, "sim-share-producer")
     next_value = FIRST_VALUE
@@ -197,7 +197,6 @@ class ShareMember:
         self.next_beat_ms = 0
 
     async def run(self, *, draining: bool = False) -> None:
-        from shoal.sim.shell_world import RequestFailed, SimConnection
 
         connection = SimConnection(self.world, self.name)
         rounds = 0
@@ -242,7 +241,6 @@ class ShareMember:
             }
 
     async def _fetch(self, connection: SimConnection, *, accept_all: bool) -> None:
-        from shoal.sim.shell_world import RequestFailed
 
         acks = {
             tp: tuple(AckBatch(o, o, (t,)) for o, _v, t in sorted(items))

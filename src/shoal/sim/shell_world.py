@@ -11,17 +11,18 @@ directory, which recovers from what the logs hold.
 
 Actors, each a task with its own connection(s), all concurrent:
 
-- three KIP-848 consumer-group members (ConsumerGroupHeartbeat: join, heartbeat at
-  the interval the broker gives with the partitions they own, leave now and then;
-  OffsetCommit of owned partitions at their member epoch);
-- a transactional producer (InitProducerId, AddPartitionsToTxn, transactional
-  Produce into `sim-data-0`, AddOffsetsToTxn + TxnOffsetCommit to a group of its
-  own, EndTxn commit or abort; after a failure mid-transaction it aborts and bumps
-  its epoch with InitProducerId, as Kafka's producer recovers an abortable error);
-  its previous epoch lives on as a zombie that tries to produce and commit;
-- the world: every tick (a few virtual seconds) it may crash the broker or reset a
-  client connection, then checks the invariants (shoal.sim.shell_invariants) over
-  the wire.
+- three KIP-848 consumer-group members (here: ConsumerGroupHeartbeat join, heartbeat
+  at the interval the broker gives with the partitions they own, leave now and then,
+  stall past the session timeout; OffsetCommit of owned partitions at their epoch);
+- a read_committed consumer long-polling `sim-data-0` (here);
+- the transactional producer and its zombie (shell_txn.py), the share members and
+  their producer (shell_share.py), the idempotent producer (shell_produce.py);
+- the world: every tick (a few virtual seconds) it may crash the broker (with a
+  power loss now and then), restart it cleanly, or reset a client connection, then
+  checks the invariants (shoal.sim.shell_invariants) over the wire.
+
+Owns the world's run: the loop, network and disk of a run, the broker process's
+start, crash and clean restart, the faults of each tick, and the drain.
 
 At the end faults stop, the producer finishes its transaction, time passes beyond
 the transaction timeout, and the final checks run. Every draw is from the run's one
@@ -38,67 +39,50 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from shoal.client.aio import Connection
-from shoal.client.calls import Call
-from shoal.client.core import ClientConnection
 from shoal.client.errors import ErrorCode
 from shoal.client.requests import (
     create_topic,
     offset_commit,
-    produce,
-    txn_offset_commit,
 )
 from shoal.config import BrokerConfig
 from shoal.protocol.schema import request_schema
 from shoal.server.broker import Broker
 from shoal.sim import shell_produce, shell_share
-from shoal.sim.broker import produced_batch
 from shoal.sim.disk import Disk
 from shoal.sim.faults import FaultRates, Faults
 from shoal.sim.invariants import InvariantViolated
 from shoal.sim.loop import SimClock, SimLoop, seeded_entropy
 from shoal.sim.pipes import Network
+from shoal.sim.shell_connection import (
+    CONSUMER_GROUP,
+    DATA_TOPIC,
+    HOST,
+    MEMBERS,
+    OFFSETS_PARTITIONS,
+    PORT,
+    STALL_MS,
+    TOPIC,
+    TOPIC_PARTITIONS,
+    RequestFailed,
+    SimConnection,
+)
 from shoal.sim.shell_disk import SimExecutor
 from shoal.sim.shell_invariants import ShellChecker
+from shoal.sim.shell_txn import Producer, TxnClients
 
 T = TypeVar("T")
 
-HOST, PORT = "127.0.0.1", 9092
-TOPIC = "sim-topic"
-TOPIC_PARTITIONS = 6
-DATA_TOPIC = "sim-data"
-CONSUMER_GROUP = "sim-cg"
-TXN_GROUP = "sim-txn-group"
-TXN_ID = "sim-txn"
-OFFSETS_PARTITIONS = 2
-TXN_TIMEOUT_MS = 20_000
-MEMBERS = ("sim-member-0", "sim-member-1", "sim-member-2")
-VALUES_PER_TXN = 10_000
-REQUEST_TIMEOUT_S = 15.0
-"""A client gives up on an answer after this long (virtual) and reconnects."""
+_TIMEOUT_DEFAULT = datetime.timedelta(milliseconds=-1)
+TICKS_DEFAULT = 40
 TICK_MS = (500, 4_000)
 """The world acts (a fault, then the checks) every this many virtual ms."""
 DOWNTIME_MS = (0, 3_000)
 """A crashed broker comes back after this long."""
-TICKS_DEFAULT = 40
 SHUTDOWN_BOUND_S = 120
 """A clean shutdown ends within this (virtual) time: `shoal.shutdown.timeout.ms`
 (30 s by default) plus the work it waits for."""
-STALL_MS = (25_000, 60_000)
-"""A stalled client is away this long: past the transaction timeout (20 s) and,
-sometimes, the consumer group's session timeout (45 s)."""
-FENCED_PRODUCER = {
-    ErrorCode.producer_fenced,
-    ErrorCode.invalid_producer_epoch,
-    ErrorCode.invalid_producer_id_mapping,
-}
-_TIMEOUT_DEFAULT = datetime.timedelta(milliseconds=-1)
-
-
-class RequestFailed(Exception):
-    """No answer: the connection broke, the broker was down or the answer was late."""
 
 
 @dataclass(slots=True)
@@ -109,66 +93,6 @@ class Member:
     epoch: int = 0
     owned: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     interval_ms: int = 1_000
-
-
-@dataclass(slots=True)
-class Producer:
-    producer_id: int = -1
-    epoch: int = -1
-    serial: int = 0
-    sequence: int = 0
-    """The next batch's base sequence (per epoch, across transactions)."""
-    records: int = 0
-    """Records the current transaction has sent (its values are serial * VALUES_PER_TXN
-    + 0, 1, ...)."""
-
-
-class SimConnection:
-    """One client's connection to the broker, opened again after it broke."""
-
-    def __init__(self, world: ShellWorld, name: str) -> None:
-        self._world = world
-        self._name = name
-        self._connection: Connection | None = None
-
-    async def _open(self) -> Connection:
-        if self._connection is not None and not self._connection.closed_by_peer:
-            return self._connection
-        if self._connection is not None:
-            await self._connection.close()
-            self._connection = None
-        try:
-            reader, writer = await self._world.network.connect(HOST, PORT)
-        except ConnectionRefusedError as exc:
-            raise RequestFailed(str(exc)) from exc
-        core = ClientConnection(
-            client_id=self._name, response_bytes_max=64 << 20, address=f"{HOST}:{PORT}"
-        )
-        connection = Connection(reader, writer, core)
-        try:
-            await connection.handshake(timeout_s=REQUEST_TIMEOUT_S)
-        except (ConnectionError, TimeoutError) as exc:
-            await connection.close()
-            raise RequestFailed(f"handshake: {exc}") from exc
-        self._connection = connection
-        return connection
-
-    async def call(self, call: Call | Any) -> Any:
-        """The answer to `call` (a client `Call`, or a kio request at its version)."""
-        connection = await self._open()
-        try:
-            if isinstance(call, Call):
-                return await connection.call(call, timeout_s=REQUEST_TIMEOUT_S)
-            return await connection.request(call, timeout_s=REQUEST_TIMEOUT_S)
-        except (ConnectionError, TimeoutError) as exc:
-            await connection.close()
-            self._connection = None
-            raise RequestFailed(f"{self._name}: {exc!r}") from exc
-
-    async def close(self) -> None:
-        if self._connection is not None:
-            await self._connection.close()
-            self._connection = None
 
 
 class ShellWorld:
@@ -273,8 +197,9 @@ class ShellWorld:
         await setup.close()
         self.checker.topic_id = await self.checker.describe_topic_id(TOPIC)
         actors = [self.loop.create_task(self._member(self.members[m]), name=m) for m in MEMBERS]
-        actors.append(self.loop.create_task(self._producer(), name="producer"))
-        actors.append(self.loop.create_task(self._zombie(), name="zombie"))
+        txn = TxnClients(self)
+        actors.append(self.loop.create_task(txn.run_producer(), name="producer"))
+        actors.append(self.loop.create_task(txn.run_zombie(), name="zombie"))
         actors.append(self.loop.create_task(self._fetcher(), name="fetcher"))
         actors.append(
             self.loop.create_task(shell_share.producer(self, self.share), name="share-producer")
@@ -534,254 +459,6 @@ class ShellWorld:
 
     # ---- the transactional producer
 
-    async def _producer(self) -> None:
-        connection = SimConnection(self, "sim-producer")
-        producer = self.producer
-        while True:
-            if producer.producer_id < 0 and not await self._init(connection):
-                await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
-                continue
-            if not self.running:
-                break
-            try:
-                await self._transaction(connection)
-            except RequestFailed as exc:
-                self.note(f"producer: {exc}: aborts and bumps its epoch")
-                await self._abort_after_failure(connection)
-            except _Fenced as exc:
-                self.note(f"producer fenced ({exc}): starts again with InitProducerId")
-                producer.producer_id = -1
-            await asyncio.sleep(self.rng.randint(10, 2_000) / 1000)
-        await connection.close()
-
-    async def _init(self, connection: SimConnection) -> bool:
-        producer = self.producer
-        request = request_schema(22, 4).make(
-            "InitProducerIdRequest",
-            transactional_id=TXN_ID,
-            transaction_timeout=datetime.timedelta(milliseconds=TXN_TIMEOUT_MS),
-            producer_id=producer.producer_id,
-            producer_epoch=producer.epoch,
-        )
-        try:
-            response = await connection.call(request)
-        except RequestFailed as exc:
-            self.note(f"init producer id: {exc}")
-            return False
-        error = ErrorCode(response.error_code)
-        got = f"{response.producer_id}/{response.producer_epoch}"
-        self.note(f"init producer id: {error.name} {got}")
-        if error in (ErrorCode.invalid_producer_epoch, ErrorCode.producer_fenced):
-            producer.producer_id = producer.epoch = -1  # start afresh
-            return False
-        if error != ErrorCode.none:
-            return False
-        if producer.producer_id >= 0:
-            self.zombie = (producer.producer_id, producer.epoch)
-        producer.producer_id, producer.epoch = response.producer_id, response.producer_epoch
-        producer.sequence = 0
-        return True
-
-    async def _abort_after_failure(self, connection: SimConnection) -> None:
-        producer = self.producer
-        try:
-            error = await self._end_txn(connection, commit=False)
-            self.note(f"abort after failure: {error.name}")
-        except RequestFailed as exc:
-            self.note(f"abort after failure: {exc}")
-        # The epoch bump: sequences start again, and an open transaction is aborted.
-        while not await self._init(connection):
-            if producer.producer_id < 0 and not self.running:
-                return
-            await asyncio.sleep(self.rng.randint(100, 1_000) / 1000)
-
-    async def _transaction(self, connection: SimConnection) -> None:
-        producer = self.producer
-        producer.serial += 1
-        serial = producer.serial
-        producer.records = 0
-        self.checker.txn_begun(serial)
-        await self._add_partitions(connection, [(DATA_TOPIC, 0)])
-        for _ in range(self.rng.randint(1, 4)):
-            await self._produce(connection, serial)
-        if self.faults.fires("client_stall"):
-            pause_s = self.rng.randint(*STALL_MS) / 1000
-            self.note(f"producer stalls {pause_s:.0f} s inside transaction {serial}")
-            await asyncio.sleep(pause_s)
-        if self.rng.random() < 0.5:
-            await self._txn_offsets(connection, serial)
-        commit = self.rng.random() < 0.75 or not self.running
-        while True:
-            error = await self._end_txn(connection, commit=commit)
-            self.note(f"end txn {serial} ({'commit' if commit else 'abort'}): {error.name}")
-            if error == ErrorCode.none:
-                self.checker.txn_ended(serial, commit)
-                return
-            if error in (
-                ErrorCode.concurrent_transactions,
-                ErrorCode.coordinator_load_in_progress,
-                ErrorCode.not_coordinator,
-                ErrorCode.coordinator_not_available,
-            ):
-                await asyncio.sleep(0.1)
-                continue
-            raise _Fenced(error.name)
-
-    async def _add_partitions(
-        self, connection: SimConnection, partitions: list[tuple[str, int]]
-    ) -> None:
-        producer = self.producer
-        schema = request_schema(24, 3)
-        request = schema.make(
-            "AddPartitionsToTxnRequest",
-            v3_and_below_transactional_id=TXN_ID,
-            v3_and_below_producer_id=producer.producer_id,
-            v3_and_below_producer_epoch=producer.epoch,
-            v3_and_below_topics=tuple(
-                schema.make("AddPartitionsToTxnTopic", name=t, partitions=(p,))
-                for t, p in partitions
-            ),
-        )
-        while True:
-            response = await connection.call(request)
-            errors = {
-                ErrorCode(p.partition_error_code)
-                for t in response.results_by_topic_v3_and_below
-                for p in t.results_by_partition
-            }
-            if errors == {ErrorCode.none}:
-                return
-            if errors & {
-                ErrorCode.concurrent_transactions,
-                ErrorCode.coordinator_load_in_progress,
-                ErrorCode.not_coordinator,
-                ErrorCode.coordinator_not_available,
-            }:
-                await asyncio.sleep(0.05)
-                continue
-            raise _Fenced(f"add partitions: {sorted(e.name for e in errors)}")
-
-    async def _produce(self, connection: SimConnection, serial: int) -> None:
-        producer = self.producer
-        count = self.rng.randint(1, 4)
-        first = serial * VALUES_PER_TXN + producer.records
-        producer.records += count
-        batch = produced_batch(
-            base_sequence=producer.sequence,
-            count=count,
-            first_value=first,
-            producer_epoch=producer.epoch,
-            producer_id=producer.producer_id,
-            transactional=True,
-        )
-        producer.sequence += count
-        response = await connection.call(produce({(DATA_TOPIC, 0): batch}, transactional_id=TXN_ID))
-        (part,) = response.responses[0].partition_responses
-        error = ErrorCode(part.error_code)
-        self.note(f"produce txn {serial} values {first}+{count}: {error.name}")
-        if error != ErrorCode.none:
-            raise _Fenced(f"produce: {error.name}")
-        self.checker.txn_acked(serial, range(first, first + count))
-
-    async def _txn_offsets(self, connection: SimConnection, serial: int) -> None:
-        producer = self.producer
-        schema = request_schema(25, 3)
-        while True:
-            response = await connection.call(
-                schema.make(
-                    "AddOffsetsToTxnRequest",
-                    transactional_id=TXN_ID,
-                    producer_id=producer.producer_id,
-                    producer_epoch=producer.epoch,
-                    group_id=TXN_GROUP,
-                )
-            )
-            error = ErrorCode(response.error_code)
-            if error == ErrorCode.none:
-                break
-            if error == ErrorCode.concurrent_transactions:
-                await asyncio.sleep(0.05)
-                continue
-            raise _Fenced(f"add offsets: {error.name}")
-        values = {}
-        for partition in self.rng.sample(range(TOPIC_PARTITIONS), self.rng.randint(1, 2)):
-            values[partition] = self.next_value
-            self.next_value += 1
-        self.checker.txn_offsets_sent(serial, values)
-        response = await connection.call(
-            txn_offset_commit(
-                transactional_id=TXN_ID,
-                group_id=TXN_GROUP,
-                producer_id=producer.producer_id,
-                producer_epoch=producer.epoch,
-                offsets={(TOPIC, p): v for p, v in values.items()},
-            )
-        )
-        errors = {
-            p.partition_index: ErrorCode(p.error_code)
-            for t in response.topics
-            for p in t.partitions
-        }
-        self.note(f"txn offsets {serial} {values}: {sorted(e.name for e in errors.values())}")
-        if any(e != ErrorCode.none for e in errors.values()):
-            raise _Fenced("txn offset commit refused")
-        self.checker.txn_offsets_written(serial, values)
-
-    async def _end_txn(self, connection: SimConnection, *, commit: bool) -> ErrorCode:
-        producer = self.producer
-        response = await connection.call(
-            request_schema(26, 4).make(
-                "EndTxnRequest",
-                transactional_id=TXN_ID,
-                producer_id=producer.producer_id,
-                producer_epoch=producer.epoch,
-                committed=commit,
-            )
-        )
-        return ErrorCode(response.error_code)
-
-    async def _zombie(self) -> None:
-        """The producer's previous epoch: whatever it sends is refused."""
-        connection = SimConnection(self, "sim-zombie")
-        while self.running:
-            await asyncio.sleep(self.rng.randint(1_000, 8_000) / 1000)
-            if self.zombie is None:
-                continue
-            producer_id, epoch = self.zombie
-            try:
-                if self.rng.random() < 0.5:
-                    response = await connection.call(
-                        request_schema(26, 4).make(
-                            "EndTxnRequest",
-                            transactional_id=TXN_ID,
-                            producer_id=producer_id,
-                            producer_epoch=epoch,
-                            committed=True,
-                        )
-                    )
-                    error = ErrorCode(response.error_code)
-                    what = "EndTxn"
-                else:
-                    batch = produced_batch(
-                        base_sequence=0,
-                        count=1,
-                        first_value=0,
-                        producer_epoch=epoch,
-                        producer_id=producer_id,
-                        transactional=True,
-                    )
-                    response = await connection.call(
-                        produce({(DATA_TOPIC, 0): batch}, transactional_id=TXN_ID)
-                    )
-                    (part,) = response.responses[0].partition_responses
-                    error = ErrorCode(part.error_code)
-                    what = "Produce"
-            except RequestFailed:
-                continue
-            self.note(f"zombie {producer_id}/{epoch} {what}: {error.name}")
-            self.checker.zombie_answered(what, error)
-        await connection.close()
-
     async def _fetcher(self) -> None:
         """A read_committed consumer of `sim-data-0` long-polling from where it got to
         (the purgatory and the last stable offset's wake-ups); a Fetch must answer
@@ -821,7 +498,3 @@ class _ErrorsHeard(logging.Handler):
         if record.name.startswith(("shoal.client", "shoal.sim")):
             return
         self._into.append(f"{record.name}: {record.getMessage()}")
-
-
-class _Fenced(Exception):
-    """The producer cannot go on with this transaction (the reason)."""
