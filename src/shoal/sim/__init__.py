@@ -23,8 +23,9 @@ dropped and slow connections and slow disks come from the seed, and the invarian
 (`shell_invariants`, `shell_share`) are asked over the wire (docs/simulation.md).
 
 Owns: `base` (the run loop of the share scenario), `world`, `broker`, `invariants`
-(the share scenario), `loop`, `pipes`, `shell_disk`, `shell_world`, `shell_share`,
-`shell_invariants` (the shell scenario), `disk` (fsyncs, power losses, torn tails),
+(the share scenario), `loop`, `pipes`, `shell_disk`, `shell_connection`,
+`shell_world`, `shell_txn`, `shell_share`, `shell_produce`, `shell_invariants` (the
+shell scenario), `disk` (fsyncs, power losses, torn tails),
 `faults` (the seeded fault plan), `run` (one seed, many seeds, figures). The share
 scenario imports the cores and `log/` only; the shell scenario is a harness above the
 server (it builds the broker as `shoal serve` does). The only randomness is the
