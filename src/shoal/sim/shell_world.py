@@ -161,7 +161,6 @@ class ShellWorld:
     # ---- the run
 
     def run(self, ticks: int = TICKS_DEFAULT) -> None:
-        asyncio.set_event_loop(self.loop)
         heard = _ErrorsHeard(self.broker_errors)
         logging.getLogger("shoal").addHandler(heard)
         with self.disk_model.installed(), seeded_entropy(self.entropy):
@@ -184,7 +183,6 @@ class ShellWorld:
         except Exception as exc:  # noqa: BLE001 - the run's result is already decided
             self.note(f"tearing down: {exc!r}")
         self.loop.bury()
-        asyncio.set_event_loop(None)
         self.loop.close()
 
     async def _main(self, ticks: int) -> None:
