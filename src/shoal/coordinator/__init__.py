@@ -28,7 +28,6 @@ from shoal.coordinator.runtime import (
     RecordSinkUnavailable,
     Shard,
     TimedWrite,
-    WriteResult,
 )
 
 __all__ = [
@@ -46,5 +45,4 @@ __all__ = [
     "RecordSinkUnavailable",
     "Shard",
     "TimedWrite",
-    "WriteResult",
 ]

@@ -47,9 +47,16 @@ Invariants: a shard only ever sees records its sink accepted, in sink order; a
 result without records touches neither; effects and the response come after the
 replay; a partition not hosted answers `PartitionNotLoaded`.
 
-Sans-I/O: no asyncio, no clock (times come in as arguments), no threads. A runtime
-built with one `sink` hosts partition 0 only, with `shard`, `apply` and `load_at`
-as the one-shard spelling (the group coordinator's single shard uses it).
+- Durability awaited elsewhere (`append`, then `replay_appended`): a host whose
+  appends must be durable before anything replays them, and which waits for that
+  off its event loop (the metadata log: append, fsync in a disk worker, replay),
+  splits a write in two. `append` appends through the partition's sink and replays
+  nothing; once the host made the records durable, `replay_appended` replays them at
+  the offsets the sink gave. The records are the result of an op the host ran on the
+  partition's shard, and no other write may come between the two halves (the host
+  serialises its writes); effects, if any, are the host's.
+
+Sans-I/O: no asyncio, no clock (times come in as arguments), no threads.
 """
 
 from __future__ import annotations
@@ -95,17 +102,6 @@ class Shard(Protocol[RecordT_contra]):
 
 
 ShardT = TypeVar("ShardT", bound=Shard[Any])
-
-
-class WriteResult(Protocol[RecordT_co, ResponseT_co]):
-    """What `apply` needs of a result: its records and its response (a
-    `CoordinatorResult`'s effects, if it has any, go to the effect handler)."""
-
-    @property
-    def records(self) -> Sequence[RecordT_co]: ...
-
-    @property
-    def response(self) -> ResponseT_co: ...
 
 
 class PartitionNotLoaded(CoordinatorUnavailable):
@@ -179,9 +175,8 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     """The shards of one coordinator over the partitions of its topic. See the module
     docstring.
 
-    `new_shard(partition)` builds a partition's empty shard (`shard_factory()` when
-    the shard does not care which); `sinks` holds one sink per partition (or `sink`
-    alone: one partition); `placement` maps keys to partitions (default: the key's
+    `new_shard(partition)` builds a partition's empty shard; `sinks` holds one sink
+    per partition; `placement` maps keys to partitions (default: the key's
     `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
     `prune_offset(shard)` says below which offset a shard needs nothing. Every
     partition is hosted from the start with an empty shard; `load_partition`
@@ -190,24 +185,15 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     def __init__(
         self,
         *,
-        new_shard: Callable[[int], ShardT] | None = None,
-        shard_factory: Callable[[], ShardT] | None = None,
-        sink: RecordSink[RecordT] | None = None,
-        sinks: Sequence[RecordSink[RecordT]] | None = None,
+        new_shard: Callable[[int], ShardT],
+        sinks: Sequence[RecordSink[RecordT]],
         name: str = "coordinator",
         placement: Placement[Any] | None = None,
         loader: Loader | None = None,
         prune_offset: Callable[[ShardT], int | None] | None = None,
     ) -> None:
-        assert (sink is None) != (sinks is None), "one sink, or one per partition"
-        if new_shard is None:
-            assert shard_factory is not None, "a shard factory"
-            factory = shard_factory
-            new_shard = lambda _partition: factory()  # noqa: E731
         self._new_shard: Callable[[int], ShardT] = new_shard
-        self._sinks: tuple[RecordSink[RecordT], ...] = (
-            (sink,) if sink is not None else tuple(sinks or ())
-        )
+        self._sinks: tuple[RecordSink[RecordT], ...] = tuple(sinks)
         assert self._sinks, "a coordinator topic has at least one partition"
         self.name = name
         """The coordinator topic's name, for logs."""
@@ -343,17 +329,21 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         """`op` on every hosted shard, in partition order (cross-shard reads)."""
         return [op(shard) for _, shard in self.shards()]
 
-    def apply(self, result: WriteResult[RecordT, ResponseT], partition: int = 0) -> ResponseT:
-        """Write a result already computed on the partition's shard (`write` without
-        the `op`): append, replay, effects, then the response."""
-        hosted = self._context(partition)
-        records = result.records
-        if records:
-            self._append_replay(partition, hosted, records)
-        effects: tuple[object, ...] = getattr(result, "effects", ())
-        if effects:
-            self._effects(partition, effects)
-        return result.response
+    def append(self, partition: int, records: Sequence[RecordT]) -> int | Sequence[int]:
+        """The first half of a write whose durability the host awaits itself (module
+        docstring): append `records` (decided on the partition's shard) through the
+        partition's sink, replay nothing; returns what the sink returned, for
+        `replay_appended`. Raises `PartitionNotLoaded` or the sink's
+        `RecordSinkError`."""
+        self._context(partition)
+        return self._sinks[partition].append(tuple(records))
+
+    def replay_appended(
+        self, partition: int, records: Sequence[RecordT], appended: int | Sequence[int]
+    ) -> None:
+        """The second half: replay `records`, appended by `append` and now durable, at
+        the offsets the sink gave (`appended`). Raises `PartitionNotLoaded`."""
+        self._replay(self._context(partition), records, appended)
 
     def _append_replay(
         self, partition: int, hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT]
@@ -364,6 +354,12 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if type(records) is not tuple:
             records = tuple(records)
         appended = hosted.sink.append(records)  # a refusal raises: nothing replayed
+        self._replay(hosted, records, appended)
+
+    @staticmethod
+    def _replay(
+        hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT], appended: int | Sequence[int]
+    ) -> None:
         replay = hosted.shard.replay
         if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
             for index, record in enumerate(records):
@@ -377,21 +373,6 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if hosted is None:
             raise PartitionNotLoaded(f"{self.name}-{partition} is not loaded")
         return hosted
-
-    # ---- one shard (a runtime built with one `sink`)
-
-    @property
-    def shard(self) -> ShardT:
-        """Partition 0's shard: the shard of a runtime with one."""
-        return self._context(0).shard
-
-    def load(self, records: Iterable[RecordT]) -> ShardT:
-        """`load_at` with the records' positions as their offsets."""
-        return self.load_at(enumerate(records))
-
-    def load_at(self, records: Iterable[tuple[int, RecordT]]) -> ShardT:
-        """`load_partition(0, records)`."""
-        return self.load_partition(0, records)
 
     # ---- append linger
 
@@ -576,6 +557,5 @@ __all__ = [
     "RecordSinkUnavailable",
     "Shard",
     "TimedWrite",
-    "WriteResult",
     "record_offsets",
 ]

@@ -66,7 +66,9 @@ def maintenance_pass(
 
 def _append(runtime: GroupRuntime, partition: int, records: Sequence[CoordinatorRecord]) -> None:
     try:
-        runtime.apply(CoordinatorResult(records=tuple(records), response=None), partition)
+        runtime.write(
+            partition, lambda _shard: CoordinatorResult(records=tuple(records), response=None)
+        )
     except CoordinatorBatchTooLarge:
         if len(records) == 1:
             raise  # written once as one record: cannot happen unless limits shrank

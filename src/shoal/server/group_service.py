@@ -159,7 +159,7 @@ class GroupService:
         sinks = list(sinks) or [InMemoryRecordSink()]
         self._loader = loader
         self.runtime: GroupRuntime = CoordinatorRuntime(
-            shard_factory=self._new_shard,
+            new_shard=lambda _partition: self._new_shard(),
             sinks=sinks,
             name=GROUP_METADATA_TOPIC,
             placement=Placement(len(sinks), key_text=str),
@@ -566,7 +566,7 @@ class GroupService:
         the effects came to."""
         self._outcomes = outcomes = Outcomes()
         try:
-            response = self.runtime.apply(result, partition)
+            response = self.runtime.write(partition, lambda _shard: result).response
         finally:
             self._rearm()
         return response, outcomes
@@ -584,12 +584,17 @@ class GroupService:
                 continue  # a `Park`: the classic shell parked the request before the write
             outcome = self._share_state.outcome(self.runtime.shard_at(partition), effect, outcomes)
             try:
-                answer = self.runtime.apply(outcome, partition)
+                answer = self.runtime.write(partition, _written(outcome)).response
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = answer.error
+
+
+def _written(result: GroupResult[R]) -> Callable[[GroupCoordinatorShard], GroupResult[R]]:
+    """The op of a write whose result was decided before (a share-state outcome)."""
+    return lambda _shard: result
 
 
 def _deadline(shard: GroupCoordinatorShard) -> int | None:

@@ -236,7 +236,14 @@ class ShareCoordinator:
             if not result.records:
                 continue
             try:
-                written += self.runtime.apply(result, partition)
+                written += self.runtime.write(partition, _decided(result)).response
             except CoordinatorUnavailable as exc:
                 log.warning("cold snapshots of %d keys not written: %s", len(result.records), exc)
         return written
+
+
+def _decided(
+    result: CoordinatorResult[ShareCoordinatorRecord, int],
+) -> Callable[[ShareCoordinatorShard], CoordinatorResult[ShareCoordinatorRecord, int]]:
+    """The op of a write whose result was decided before (it is counted first)."""
+    return lambda _shard: result

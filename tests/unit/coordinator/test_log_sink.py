@@ -211,17 +211,20 @@ def test_too_large_is_a_full_sink_so_the_runtime_replays_nothing(
         def __init__(self, *records: r.CoordinatorRecord) -> None:
             self.records = records
             self.response = "done"
+            self.effects: tuple[object, ...] = ()
 
     log = open_log()
     runtime = CoordinatorRuntime(
-        shard_factory=Replayed, sink=sink_on(log, clock, batch_bytes_max=200)
+        new_shard=lambda _p: Replayed(), sinks=[sink_on(log, clock, batch_bytes_max=200)]
     )
-    assert runtime.apply(Result(epoch("g", 1), member("g", "a"))) == "done"
-    assert runtime.shard.records == [(0, epoch("g", 1)), (1, member("g", "a"))]
+    assert (
+        runtime.write(0, lambda _shard: Result(epoch("g", 1), member("g", "a"))).response == "done"
+    )
+    assert runtime.shard_at(0).records == [(0, epoch("g", 1)), (1, member("g", "a"))]
     with pytest.raises(RecordSinkFull, match="above the bound of 200 bytes"):
-        runtime.apply(Result(*[member("g", f"m{i}") for i in range(10)]))
-    assert len(runtime.shard.records) == 2 and log.log_end_offset == 2
-    loaded = runtime.load_at(read_back(log))
+        runtime.write(0, lambda _shard: Result(*[member("g", f"m{i}") for i in range(10)]))
+    assert len(runtime.shard_at(0).records) == 2 and log.log_end_offset == 2
+    loaded = runtime.load_partition(0, read_back(log))
     assert loaded.records == [(0, epoch("g", 1)), (1, member("g", "a"))]
 
 

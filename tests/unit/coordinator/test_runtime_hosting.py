@@ -98,7 +98,7 @@ def hosting(
     journal = Journal()
     sinks = [JournalSink(journal, f"p{i}") for i in range(partitions)]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         name="toy",
         loader=lambda index: enumerate(sinks[index].records),
@@ -303,7 +303,7 @@ def test_linger_marks_flushes_and_pruning_waits_for_the_log(
     journal = Journal()
     sinks = [LingeringRecordSink(log=log, encode=encode, clock=clock, linger_ms=5) for log in logs]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         loader=lambda i: read_log(logs[i], decode, buffer_bytes=1 << 16),
         prune_offset=KeyShard.prune_offset,
@@ -332,7 +332,7 @@ def test_a_lost_batch_reloads_the_partition_from_its_log(
     journal = Journal()
     sinks = [LingeringRecordSink(log=log, encode=encode, clock=clock, linger_ms=5) for log in logs]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         loader=lambda i: read_log(logs[i], decode, buffer_bytes=1 << 16),
     )
@@ -353,15 +353,35 @@ def test_a_lost_batch_reloads_the_partition_from_its_log(
     assert runtime.shard_at(0).values == {"a": 1}, "rebuilt from what the log holds"
 
 
-def test_a_one_sink_runtime_keeps_the_one_shard_spelling() -> None:
+def test_a_one_partition_runtime_writes_and_loads_back() -> None:
     journal = Journal()
     sink: InMemoryRecordSink[Record] = InMemoryRecordSink()
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal), sink=sink
+        new_shard=lambda _p: KeyShard(journal), sinks=[sink]
     )
     assert runtime.partitions == 1
-    assert runtime.apply(runtime.shard.put("k", 3)) == "put k"
-    assert runtime.load_at(enumerate(sink.records)).values == {"k": 3}
+    assert runtime.write(0, lambda shard: shard.put("k", 3)).response == "put k"
+    assert runtime.load_partition(0, enumerate(sink.records)).values == {"k": 3}
+
+
+def test_append_then_replay_appended_splits_a_write_around_the_hosts_durability_wait() -> None:
+    journal = Journal()
+    sinks = [JournalSink(journal, f"p{i}") for i in range(2)]
+    runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
+        new_shard=lambda _p: KeyShard(journal), sinks=sinks
+    )
+    records = runtime.read(1, lambda shard: shard.put("k", 3)).records
+    appended = runtime.append(1, records)
+    assert sinks[1].records == list(records), "appended through the partition's sink"
+    assert runtime.shard_at(1).values == {}, "nothing replayed before the host says so"
+    runtime.replay_appended(1, records, appended)
+    assert runtime.shard_at(1).values == {"k": 3}
+    assert runtime.shard_at(0).values == {}
+    runtime.unload(1)
+    with pytest.raises(PartitionNotLoaded):
+        runtime.append(1, records)
+    with pytest.raises(PartitionNotLoaded):
+        runtime.replay_appended(1, records, appended)
 
 
 def test_new_shard_is_told_its_partition_at_hosting_and_at_every_load() -> None:

@@ -320,7 +320,7 @@ def _classic_txn(c: Classic, member: str, generation: int, group: str = "g") -> 
         offsets=_offsets(("t", 0, 1)),
         now_ms=c.now,
     )
-    return [p.error for p in c.runtime.apply(result)]
+    return [p.error for p in c.runtime.write(0, lambda _shard: result).response]
 
 
 def test_member_fields_are_checked_against_a_classic_group() -> None:
@@ -332,7 +332,7 @@ def test_member_fields_are_checked_against_a_classic_group() -> None:
     assert _classic_txn(c, "ghost", 1) == [ErrorCode.unknown_member_id]
     assert _classic_txn(c, "", 1, group="nope") == [ErrorCode.illegal_generation]
     assert _classic_txn(c, "", -1, group="") == [ErrorCode.invalid_group_id]
-    loaded = c.runtime.load(c.sink.records)
+    loaded = c.runtime.load_partition(0, enumerate(c.sink.records))
     assert loaded.classic.txn_offsets.snapshot() == c.classic.txn_offsets.snapshot()
 
 

@@ -297,20 +297,20 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
     log = c.partitions[0]
     small = LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)
     runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
-        shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
+        new_shard=lambda _p: GroupCoordinatorShard(clock=clock), sinks=[small]
     )
 
     def commit(group: str, partition: int) -> None:  # one commit each: every batch fits
         key = OffsetCommitKey(group_id=group, topic="t", partition=partition)
         value = OffsetCommitValue(offset=1, leader_epoch=-1, metadata="m" * 200, commit_timestamp=0)
         record = CoordinatorRecord(key=key, value=value)
-        runtime.apply(CoordinatorResult(records=(record,), response=None))
+        runtime.write(0, lambda _shard: CoordinatorResult(records=(record,), response=None))
 
     for partition in range(60):
         commit("g", partition)
     for _ in range(60):  # pushes g's 60 keys out of the window (0 + 61 live keys)
         commit("other", 0)
-    state = runtime.shard.durable_state()
+    state = runtime.shard_at(0).durable_state()
     maintenance = GroupLogMaintenance(
         runtime=runtime,
         partitions=[log],
@@ -321,8 +321,8 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
     batches = log.read(120, max_bytes=1 << 20).headers
     # halved until each part fits (60 -> 30 -> 15), not one batch per record
     assert [batch.records_count for batch in batches] == [15, 15, 15, 15]
-    assert runtime.shard.durable_state() == state
-    reloaded = runtime.load_at(read_log(log, CODEC.decode, buffer_bytes=1 << 20))
+    assert runtime.shard_at(0).durable_state() == state
+    reloaded = runtime.load_partition(0, read_log(log, CODEC.decode, buffer_bytes=1 << 20))
     assert reloaded.durable_state() == state
 
 
