@@ -55,12 +55,14 @@ def maintenance_pass(
     step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
     for start in range(0, len(records), step):
         _append(runtime, partition, records[start : start + step])
+    offset = shard.prune_offset()
     moved = 0
-    for index, offset in sorted(shard.prune_offsets().items()):
-        if index < len(partitions) and prune_log(
-            partitions[index], offset, remove_paths=remove_paths
-        ):
-            moved += 1
+    if (
+        offset is not None
+        and partitions
+        and prune_log(partitions[0], offset, remove_paths=remove_paths)
+    ):
+        moved = 1
     return len(records), moved
 
 

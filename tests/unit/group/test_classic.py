@@ -191,7 +191,7 @@ def c() -> Iterator[Classic]:
         0, lambda _shard: shard.rewrite_old_records(window_records=0, records_max=10**9)
     )
     assert shard.durable_state().classic == before
-    start = shard.prune_offsets().get(0, 0)
+    start = shard.prune_offset() or 0
     kept = harness.sink.records[start:]
     pruned = harness.runtime.load_partition(0, enumerate(kept, start))
     assert pruned.durable_state().classic == before
