@@ -27,6 +27,12 @@ shards and does the rest, the same way for every coordinator:
   driver): an operation run on every hosted partition every interval, or when a
   shard's own deadline comes, as an ordinary write (records, replay, effects). A
   failed timed write is logged and tried again after `TIMED_WRITE_RETRY_MS`.
+  `due_now(name)` makes an interval timed write due at once (the host saw a reason
+  not to wait: the group log's window of appended records); it runs at the driver's
+  next pass, and its interval starts again from there. A timed write of idempotent
+  re-writes may have its records written in several appends (`records_per_append`,
+  halved while its sink finds one too large), and a `start` hook called before each
+  run over the partitions (a budget the partitions share).
 - Append linger: a partition whose sink is a `LingeringRecordSink`
   (coordinator/append_linger.py) stages the records of several writes and writes
   them as one batch when its linger passes. The runtime owns the bookkeeping:
@@ -67,6 +73,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from shoal.coordinator.append_linger import LingeringRecordSink
+from shoal.coordinator.log_sink import CoordinatorBatchTooLarge
 from shoal.coordinator.placement import Placement
 from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.sink import (
@@ -133,18 +140,25 @@ class TimedWrite(Generic[ShardT]):
     partition, when `deadline_ms(shard)` (the shard's own next deadline, on the
     host's monotonic clock; None: nothing armed) has come. `operation(shard, now_ms)`
     returns the result to write. With `then_prune`, `fire` reports each partition's
-    prune offset after running it (the maintenance pass)."""
+    prune offset after running it (the maintenance pass). With `records_per_append`
+    (re-writes only: records that change no state, so a write cut in parts is as
+    good as whole), the result's records are written in appends of at most that
+    many, each halved while its sink refuses it as too large for one batch.
+    `start(now_ms)`, if given, is called before each run over the partitions."""
 
     name: str
     operation: Callable[[ShardT, int], CoordinatorResult[Any, Any]]
     interval_ms: Callable[[], int] | None = None
     deadline_ms: Callable[[ShardT], int | None] | None = None
     then_prune: bool = False
+    records_per_append: int | None = None
+    start: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         assert (self.interval_ms is None) != (self.deadline_ms is None), (
             f"timed write {self.name}: an interval or a shard deadline, not both"
         )
+        assert self.records_per_append is None or self.records_per_append >= 1
 
 
 @dataclass(slots=True)
@@ -214,6 +228,8 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         self._timed: list[TimedWrite[ShardT]] = []
         self._next_due: dict[str, int] = {}
         """Interval timed write name -> the monotonic ms it is next due."""
+        self._due_now: set[str] = set()
+        """Interval timed writes made due at once (`due_now`)."""
 
     def _host(self, index: int, shard: ShardT) -> _Hosted[ShardT, RecordT]:
         hosted = _Hosted(shard, self._sinks[index])
@@ -238,6 +254,14 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             assert entry.name not in names, f"timed write {entry.name} added twice"
             names.add(entry.name)
             self._timed.append(entry)
+
+    def due_now(self, name: str) -> None:
+        """Make the interval timed write `name` due at once: `next_deadline` answers
+        the time it is asked at, and the next `fire` runs it; its interval then
+        starts again from that run. A call made while it runs (its own appends may
+        be the reason) is answered by that run."""
+        assert any(t.name == name and t.interval_ms is not None for t in self._timed), name
+        self._due_now.add(name)
 
     # ---- placement and hosting
 
@@ -451,10 +475,11 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         for timed in self._timed:
             if timed.interval_ms is not None:
                 due = self._next_due.get(timed.name)
-                if due is None or due > now_ms:
+                if timed.name not in self._due_now and (due is None or due > now_ms):
                     continue
                 self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
                 ran = self._run(timed, now_ms, [i for i, _ in self.shards()])
+                self._due_now.discard(timed.name)  # asked before or during this run: done
             else:
                 ran = self._run(timed, now_ms, self._due_partitions(timed, now_ms))
             if ran:
@@ -486,7 +511,7 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             due = self._next_due.get(timed.name)
             if due is None:
                 due = self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
-            return due
+            return now_ms if timed.name in self._due_now else due
         earliest: int | None = None
         for index, shard in self.shards():
             deadline = self._shard_deadline(timed, index, shard)
@@ -512,13 +537,18 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
 
     def _run(self, timed: TimedWrite[ShardT], now_ms: int, partitions: list[int]) -> bool:
         """Run `timed` as a write on `partitions`; True if it ran on any."""
+        if timed.start is not None:
+            timed.start(now_ms)
         records = 0
         for index in partitions:
             hosted = self._hosted[index]
             if hosted is None:
                 continue
             try:
-                result = self.write(index, lambda shard: timed.operation(shard, now_ms))
+                if timed.records_per_append is None:
+                    result = self.write(index, lambda shard: timed.operation(shard, now_ms))
+                else:
+                    result = self._write_in_parts(index, hosted, timed, now_ms)
             except RecordSinkError as exc:
                 retry = "at its next interval"
                 if timed.deadline_ms is not None:
@@ -538,6 +568,38 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if records:
             log.info("%s: %s wrote %d records", self.name, timed.name, records)
         return bool(partitions)
+
+    def _write_in_parts(
+        self,
+        partition: int,
+        hosted: _Hosted[ShardT, RecordT],
+        timed: TimedWrite[ShardT],
+        now_ms: int,
+    ) -> CoordinatorResult[Any, Any]:
+        """`write` of a timed re-write in appends of `records_per_append` (TimedWrite).
+        A sink error propagates; the parts written before it stay (they change no
+        state)."""
+        assert timed.records_per_append is not None
+        result = timed.operation(hosted.shard, now_ms)
+        records = tuple(result.records)
+        step = timed.records_per_append
+        for start in range(0, len(records), step):
+            self._append_halving(partition, hosted, records[start : start + step])
+        if result.effects:
+            self._effects(partition, result.effects)
+        return result
+
+    def _append_halving(
+        self, partition: int, hosted: _Hosted[ShardT, RecordT], records: tuple[RecordT, ...]
+    ) -> None:
+        try:
+            self._append_replay(partition, hosted, records)
+        except CoordinatorBatchTooLarge:
+            if len(records) == 1:
+                raise  # one record too large for a batch: cannot happen unless limits shrank
+            half = len(records) // 2
+            self._append_halving(partition, hosted, records[:half])
+            self._append_halving(partition, hosted, records[half:])
 
 
 __all__ = [

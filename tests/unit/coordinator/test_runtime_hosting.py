@@ -25,7 +25,7 @@ from shoal.coordinator import (
     TimedWrite,
 )
 from shoal.coordinator.append_linger import LingeringRecordSink
-from shoal.coordinator.log_sink import read_log
+from shoal.coordinator.log_sink import CoordinatorBatchTooLarge, read_log
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.runtime import TIMED_WRITE_RETRY_MS
 from shoal.log.api import LogError
@@ -219,6 +219,67 @@ def test_an_interval_timed_write_runs_on_every_partition_as_a_write() -> None:
     assert [s.records for s in sinks] == [[("tick", 1_100)]] * 3
     assert handled == [(p, ("ticked 1100",)) for p in range(3)]
     assert runtime.next_deadline(1_100) == 1_200
+
+
+def test_due_now_runs_an_interval_timed_write_at_the_next_fire_then_the_interval_restarts() -> None:
+    runtime, sinks, _ = hosting(partitions=2)
+    runs: list[int] = []
+
+    def tick(shard: KeyShard, now: int) -> CoordinatorResult[Record, str]:
+        runs.append(now)
+        if len(runs) == 1:
+            runtime.due_now("tick")  # asked while it runs: answered by this run
+        return shard.put("tick", now)
+
+    runtime.add_timed(TimedWrite("tick", operation=tick, interval_ms=lambda: 100))
+    assert runtime.next_deadline(1_000) == 1_100
+    runtime.due_now("tick")
+    assert runtime.next_deadline(1_010) == 1_010, "due at once"
+    assert runtime.fire(1_010).names == ["tick"]
+    assert runs == [1_010, 1_010] and [s.records for s in sinks] == [[("tick", 1_010)]] * 2
+    assert runtime.next_deadline(1_010) == 1_110, "the interval restarts from the run"
+    assert runtime.fire(1_100).names == []
+
+
+def test_a_timed_re_write_goes_in_appends_halved_while_too_large() -> None:
+    journal = Journal()
+
+    class SmallBatches(JournalSink):
+        def append(self, records: Sequence[Record], /) -> int:
+            if len(records) > 3:
+                self.journal.seen.append(f"{self.name} too large {len(records)}")
+                raise CoordinatorBatchTooLarge("too large")
+            return super().append(records)
+
+    sink = SmallBatches(journal, "p0")
+    runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
+        new_shard=lambda _p: KeyShard(journal), sinks=[sink]
+    )
+    starts: list[int] = []
+    records = tuple((f"k{i}", 1) for i in range(10))
+    runtime.add_timed(
+        TimedWrite(
+            "rewrite",
+            operation=lambda _shard, _now: CoordinatorResult(records, len(records)),
+            interval_ms=lambda: 10,
+            records_per_append=8,
+            start=starts.append,
+        )
+    )
+    runtime.next_deadline(0)
+    assert runtime.fire(10).names == ["rewrite"] and starts == [10]
+    appends = [line for line in journal.seen if " append " in line or "too large" in line]
+    assert appends == [
+        "p0 too large 8",
+        "p0 too large 4",
+        "p0 append 2",
+        "p0 append 2",
+        "p0 too large 4",
+        "p0 append 2",
+        "p0 append 2",
+        "p0 append 2",
+    ]
+    assert sink.records == list(records) and runtime.shard_at(0).values == dict(records)
 
 
 def test_a_shard_deadline_is_a_timed_write_and_a_refusal_backs_off() -> None:
