@@ -12,17 +12,21 @@ the group. Loading replays each partition into its own shard, records carrying t
 offset in that partition (coordinator/pruning.py: the shard knows where each key's
 latest record is). A shard sees one partition, so its log bookkeeping spans one.
 
-`GroupLogMaintenance` keeps the topic bounded (Shoal has no compaction). A pass
-runs every `offsets.topic.prune.interval.ms`, and as soon as a window
+`GroupLogMaintenance` keeps the topic bounded (Shoal has no compaction). The pass is
+a timed write of the group runtime (group/log_maintenance.py), fired by the group
+service's timer like the group's other timed writes: every
+`offsets.topic.prune.interval.ms`, and as soon as a window
 (`offsets.topic.rewrite.window.records`) of records was appended since the last one
-(the log's `appended` events re-arm the timer; the pass itself runs from the timer,
-never inside an append). For each partition it writes, through the runtime, what
-that partition's shard's `rewrite_old_records` returns (live keys more than a
-window plus the live key count below the partition's end, re-appended; at most
-`limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass over all partitions, in
-appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`), then deletes the
-partition below the shard's `prune_offsets` with the shared `prune_log` step (as the
-share coordinator prunes `__share_group_state`). So a partition holds at most about
+(the log's `appended` events make it due with `runtime.due_now` and re-arm the timer;
+the pass itself runs from the timer, never inside an append). For each partition it
+writes, through the runtime, what that partition's shard's `rewrite_old_records`
+returns (live keys more than a window plus the live key count below the partition's
+end, re-appended; at most `limits.GROUP_LOG_REWRITE_RECORDS_PER_PASS_MAX` per pass
+over all partitions, in appends of `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND`);
+then (`fired`, told by the group service) it deletes each partition below the
+shard's `prune_offset` that the runtime reported, with the shared `prune_log` step
+(as the share coordinator prunes `__share_group_state`). A failed re-write is logged
+and tried again at the next pass. So a partition holds at most about
 twice its live keys plus two windows, whatever the commit rate. A re-write that
 fails leaves the old records in place (nothing is pruned past them), so a crash at
 any point loses no key.
