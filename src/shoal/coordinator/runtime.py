@@ -90,10 +90,8 @@ from shoal.coordinator.sink import (
 log = logging.getLogger(__name__)
 
 RecordT = TypeVar("RecordT")
-RecordT_co = TypeVar("RecordT_co", covariant=True)
 RecordT_contra = TypeVar("RecordT_contra", contravariant=True)
 ResponseT = TypeVar("ResponseT")
-ResponseT_co = TypeVar("ResponseT_co", covariant=True)
 
 TIMED_WRITE_RETRY_MS = 1_000
 """After a timed write failed on a partition (its sink refused), wait at least this
