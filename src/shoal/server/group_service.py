@@ -74,6 +74,7 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.coordinator.placement import Placement
+from shoal.coordinator.result import decided
 from shoal.coordinator.runtime import CoordinatorRuntime, Fired, TimedWrite
 from shoal.group import (
     DeleteShareState,
@@ -594,17 +595,12 @@ class GroupService:
                 continue  # a `Park`: the classic shell parked the request before the write
             outcome = self._share_state.outcome(self.runtime.shard_at(partition), effect, outcomes)
             try:
-                answer = self.runtime.write(partition, _written(outcome)).response
+                answer = self.runtime.write(partition, decided(outcome)).response
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue
             if isinstance(effect, DeleteShareState) and effect.for_group_deletion:
                 outcomes.deleted_groups[effect.group_id] = answer.error
-
-
-def _written(result: GroupResult[R]) -> Callable[[GroupCoordinatorShard], GroupResult[R]]:
-    """The op of a write whose result was decided before (a share-state outcome)."""
-    return lambda _shard: result
 
 
 def _deadline(shard: GroupCoordinatorShard) -> int | None:
