@@ -14,7 +14,7 @@ deleting below it).
 """
 
 from shoal.coordinator.placement import Placement
-from shoal.coordinator.result import CoordinatorResult
+from shoal.coordinator.result import CoordinatorResult, decided
 from shoal.coordinator.runtime import (
     NO_OFFSET,
     CoordinatorRuntime,
@@ -28,7 +28,6 @@ from shoal.coordinator.runtime import (
     RecordSinkUnavailable,
     Shard,
     TimedWrite,
-    WriteResult,
 )
 
 __all__ = [
@@ -46,5 +45,5 @@ __all__ = [
     "RecordSinkUnavailable",
     "Shard",
     "TimedWrite",
-    "WriteResult",
+    "decided",
 ]

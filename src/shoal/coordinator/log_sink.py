@@ -14,12 +14,6 @@ Owns the bytes a coordinator's records become in a partition log and back:
   its log after every append, before returning (so before the runtime replays the
   records or anyone answers), whatever the topic's flush policy: the transaction
   coordinator's sink is one (server/txn_service.py says why).
-- `RoutedRecordSink` spans several partitions of one topic (the single group
-  coordinator shard over every `__consumer_offsets` partition): each record goes to
-  the partition `route(record)` names, the records of one append that share a
-  partition form one batch, and every batch is built and size-checked before the
-  first is written. It returns each record's offset in its own partition (offsets
-  of different partitions do not compare: the shard knows each record's partition).
 - `read_log` reads a partition from its log start to its end and yields
   `(offset, record)` in offset order, decoding batches with kio's batch reader.
   Control batches and records below the log start offset (a start inside a batch)
@@ -44,7 +38,7 @@ from kio.serial.errors import SerialError
 from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.records import UnknownRecordType
-from shoal.coordinator.sink import NO_OFFSET, RecordSinkFull, RecordSinkUnavailable
+from shoal.coordinator.sink import RecordSinkFull, RecordSinkUnavailable
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader, encode_batch, parse_header
@@ -154,44 +148,6 @@ class LogRecordSink(Generic[R]):
             ) from exc
         assert not result.duplicate, "coordinator batches carry no producer id"
         return result.base_offset
-
-
-class RoutedRecordSink(Generic[R]):
-    """A `RecordSink` over several `LogRecordSink`s of one topic (module docstring)."""
-
-    def __init__(self, *, sinks: Sequence[LogRecordSink[R]], route: Callable[[R], int]) -> None:
-        assert sinks, "a routed sink needs at least one partition"
-        self._sinks = tuple(sinks)
-        self._route = route
-
-    @property
-    def sinks(self) -> tuple[LogRecordSink[R], ...]:
-        return self._sinks
-
-    def append(self, records: Sequence[R], /) -> list[int]:
-        """Write each partition's share of `records` as one batch there. Every batch
-        is prepared (and size-checked) before the first is written; a storage error
-        after the first write leaves the earlier partitions written and their log
-        offline. Returns each record's offset in its partition, in `records` order."""
-        by_partition: dict[int, list[int]] = {}
-        for index, record in enumerate(records):
-            partition = self._route(record)
-            assert 0 <= partition < len(self._sinks), (partition, len(self._sinks))
-            by_partition.setdefault(partition, []).append(index)
-        prepared = [
-            (
-                indexes,
-                self._sinks[partition],
-                self._sinks[partition].prepare([records[i] for i in indexes]),
-            )
-            for partition, indexes in by_partition.items()
-        ]
-        offsets = [NO_OFFSET] * len(records)
-        for indexes, sink, batch in prepared:
-            base = sink.write(batch)
-            for position, index in enumerate(indexes):
-                offsets[index] = base + position
-        return offsets
 
 
 def read_log(log: PartitionLog, decode: Decode[R], *, buffer_bytes: int) -> Iterator[tuple[int, R]]:

@@ -15,6 +15,7 @@ times the cost, and one is built per operation. It is never changed once built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -30,3 +31,12 @@ class CoordinatorResult(Generic[RecordT, ResponseT]):
     records: tuple[RecordT, ...]
     response: ResponseT
     effects: tuple[object, ...] = ()
+
+
+def decided(
+    result: CoordinatorResult[RecordT, ResponseT],
+) -> Callable[[object], CoordinatorResult[RecordT, ResponseT]]:
+    """The `op` of a runtime write whose result was decided before the write (the
+    host looked at it first: counted its records, performed a share-state call):
+    `runtime.write(partition, decided(result))`."""
+    return lambda _shard: result

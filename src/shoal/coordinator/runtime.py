@@ -27,6 +27,12 @@ shards and does the rest, the same way for every coordinator:
   driver): an operation run on every hosted partition every interval, or when a
   shard's own deadline comes, as an ordinary write (records, replay, effects). A
   failed timed write is logged and tried again after `TIMED_WRITE_RETRY_MS`.
+  `due_now(name)` makes an interval timed write due at once (the host saw a reason
+  not to wait: the group log's window of appended records); it runs at the driver's
+  next pass, and its interval starts again from there. A timed write of idempotent
+  re-writes may have its records written in several appends (`records_per_append`,
+  halved while its sink finds one too large), and a `start` hook called before each
+  run over the partitions (a budget the partitions share).
 - Append linger: a partition whose sink is a `LingeringRecordSink`
   (coordinator/append_linger.py) stages the records of several writes and writes
   them as one batch when its linger passes. The runtime owns the bookkeeping:
@@ -47,9 +53,16 @@ Invariants: a shard only ever sees records its sink accepted, in sink order; a
 result without records touches neither; effects and the response come after the
 replay; a partition not hosted answers `PartitionNotLoaded`.
 
-Sans-I/O: no asyncio, no clock (times come in as arguments), no threads. A runtime
-built with one `sink` hosts partition 0 only, with `shard`, `apply` and `load_at`
-as the one-shard spelling (the group coordinator's single shard uses it).
+- Durability awaited elsewhere (`append`, then `replay_appended`): a host whose
+  appends must be durable before anything replays them, and which waits for that
+  off its event loop (the metadata log: append, fsync in a disk worker, replay),
+  splits a write in two. `append` appends through the partition's sink and replays
+  nothing; once the host made the records durable, `replay_appended` replays them at
+  the offsets the sink gave. The records are the result of an op the host ran on the
+  partition's shard, and no other write may come between the two halves (the host
+  serialises its writes); effects, if any, are the host's.
+
+Sans-I/O: no asyncio, no clock (times come in as arguments), no threads.
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from shoal.coordinator.append_linger import LingeringRecordSink
+from shoal.coordinator.log_sink import CoordinatorBatchTooLarge
 from shoal.coordinator.placement import Placement
 from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.sink import (
@@ -76,10 +90,8 @@ from shoal.coordinator.sink import (
 log = logging.getLogger(__name__)
 
 RecordT = TypeVar("RecordT")
-RecordT_co = TypeVar("RecordT_co", covariant=True)
 RecordT_contra = TypeVar("RecordT_contra", contravariant=True)
 ResponseT = TypeVar("ResponseT")
-ResponseT_co = TypeVar("ResponseT_co", covariant=True)
 
 TIMED_WRITE_RETRY_MS = 1_000
 """After a timed write failed on a partition (its sink refused), wait at least this
@@ -95,17 +107,6 @@ class Shard(Protocol[RecordT_contra]):
 
 
 ShardT = TypeVar("ShardT", bound=Shard[Any])
-
-
-class WriteResult(Protocol[RecordT_co, ResponseT_co]):
-    """What `apply` needs of a result: its records and its response (a
-    `CoordinatorResult`'s effects, if it has any, go to the effect handler)."""
-
-    @property
-    def records(self) -> Sequence[RecordT_co]: ...
-
-    @property
-    def response(self) -> ResponseT_co: ...
 
 
 class PartitionNotLoaded(CoordinatorUnavailable):
@@ -137,18 +138,25 @@ class TimedWrite(Generic[ShardT]):
     partition, when `deadline_ms(shard)` (the shard's own next deadline, on the
     host's monotonic clock; None: nothing armed) has come. `operation(shard, now_ms)`
     returns the result to write. With `then_prune`, `fire` reports each partition's
-    prune offset after running it (the maintenance pass)."""
+    prune offset after running it (the maintenance pass). With `records_per_append`
+    (re-writes only: records that change no state, so a write cut in parts is as
+    good as whole), the result's records are written in appends of at most that
+    many, each halved while its sink refuses it as too large for one batch.
+    `start(now_ms)`, if given, is called before each run over the partitions."""
 
     name: str
     operation: Callable[[ShardT, int], CoordinatorResult[Any, Any]]
     interval_ms: Callable[[], int] | None = None
     deadline_ms: Callable[[ShardT], int | None] | None = None
     then_prune: bool = False
+    records_per_append: int | None = None
+    start: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         assert (self.interval_ms is None) != (self.deadline_ms is None), (
             f"timed write {self.name}: an interval or a shard deadline, not both"
         )
+        assert self.records_per_append is None or self.records_per_append >= 1
 
 
 @dataclass(slots=True)
@@ -179,9 +187,8 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     """The shards of one coordinator over the partitions of its topic. See the module
     docstring.
 
-    `new_shard(partition)` builds a partition's empty shard (`shard_factory()` when
-    the shard does not care which); `sinks` holds one sink per partition (or `sink`
-    alone: one partition); `placement` maps keys to partitions (default: the key's
+    `new_shard(partition)` builds a partition's empty shard; `sinks` holds one sink
+    per partition; `placement` maps keys to partitions (default: the key's
     `str`); `loader(partition)` reads a partition's `(offset, record)`s back;
     `prune_offset(shard)` says below which offset a shard needs nothing. Every
     partition is hosted from the start with an empty shard; `load_partition`
@@ -190,24 +197,15 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
     def __init__(
         self,
         *,
-        new_shard: Callable[[int], ShardT] | None = None,
-        shard_factory: Callable[[], ShardT] | None = None,
-        sink: RecordSink[RecordT] | None = None,
-        sinks: Sequence[RecordSink[RecordT]] | None = None,
+        new_shard: Callable[[int], ShardT],
+        sinks: Sequence[RecordSink[RecordT]],
         name: str = "coordinator",
         placement: Placement[Any] | None = None,
         loader: Loader | None = None,
         prune_offset: Callable[[ShardT], int | None] | None = None,
     ) -> None:
-        assert (sink is None) != (sinks is None), "one sink, or one per partition"
-        if new_shard is None:
-            assert shard_factory is not None, "a shard factory"
-            factory = shard_factory
-            new_shard = lambda _partition: factory()  # noqa: E731
         self._new_shard: Callable[[int], ShardT] = new_shard
-        self._sinks: tuple[RecordSink[RecordT], ...] = (
-            (sink,) if sink is not None else tuple(sinks or ())
-        )
+        self._sinks: tuple[RecordSink[RecordT], ...] = tuple(sinks)
         assert self._sinks, "a coordinator topic has at least one partition"
         self.name = name
         """The coordinator topic's name, for logs."""
@@ -228,6 +226,8 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         self._timed: list[TimedWrite[ShardT]] = []
         self._next_due: dict[str, int] = {}
         """Interval timed write name -> the monotonic ms it is next due."""
+        self._due_now: set[str] = set()
+        """Interval timed writes made due at once (`due_now`)."""
 
     def _host(self, index: int, shard: ShardT) -> _Hosted[ShardT, RecordT]:
         hosted = _Hosted(shard, self._sinks[index])
@@ -252,6 +252,14 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             assert entry.name not in names, f"timed write {entry.name} added twice"
             names.add(entry.name)
             self._timed.append(entry)
+
+    def due_now(self, name: str) -> None:
+        """Make the interval timed write `name` due at once: `next_deadline` answers
+        the time it is asked at, and the next `fire` runs it; its interval then
+        starts again from that run. A call made while it runs (its own appends may
+        be the reason) is answered by that run."""
+        assert any(t.name == name and t.interval_ms is not None for t in self._timed), name
+        self._due_now.add(name)
 
     # ---- placement and hosting
 
@@ -343,17 +351,21 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         """`op` on every hosted shard, in partition order (cross-shard reads)."""
         return [op(shard) for _, shard in self.shards()]
 
-    def apply(self, result: WriteResult[RecordT, ResponseT], partition: int = 0) -> ResponseT:
-        """Write a result already computed on the partition's shard (`write` without
-        the `op`): append, replay, effects, then the response."""
-        hosted = self._context(partition)
-        records = result.records
-        if records:
-            self._append_replay(partition, hosted, records)
-        effects: tuple[object, ...] = getattr(result, "effects", ())
-        if effects:
-            self._effects(partition, effects)
-        return result.response
+    def append(self, partition: int, records: Sequence[RecordT]) -> int | Sequence[int]:
+        """The first half of a write whose durability the host awaits itself (module
+        docstring): append `records` (decided on the partition's shard) through the
+        partition's sink, replay nothing; returns what the sink returned, for
+        `replay_appended`. Raises `PartitionNotLoaded` or the sink's
+        `RecordSinkError`."""
+        self._context(partition)
+        return self._sinks[partition].append(tuple(records))
+
+    def replay_appended(
+        self, partition: int, records: Sequence[RecordT], appended: int | Sequence[int]
+    ) -> None:
+        """The second half: replay `records`, appended by `append` and now durable, at
+        the offsets the sink gave (`appended`). Raises `PartitionNotLoaded`."""
+        self._replay(self._context(partition), records, appended)
 
     def _append_replay(
         self, partition: int, hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT]
@@ -364,6 +376,12 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if type(records) is not tuple:
             records = tuple(records)
         appended = hosted.sink.append(records)  # a refusal raises: nothing replayed
+        self._replay(hosted, records, appended)
+
+    @staticmethod
+    def _replay(
+        hosted: _Hosted[ShardT, RecordT], records: Sequence[RecordT], appended: int | Sequence[int]
+    ) -> None:
         replay = hosted.shard.replay
         if type(appended) is int and appended != NO_OFFSET:  # the usual: a log's offset
             for index, record in enumerate(records):
@@ -377,21 +395,6 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         if hosted is None:
             raise PartitionNotLoaded(f"{self.name}-{partition} is not loaded")
         return hosted
-
-    # ---- one shard (a runtime built with one `sink`)
-
-    @property
-    def shard(self) -> ShardT:
-        """Partition 0's shard: the shard of a runtime with one."""
-        return self._context(0).shard
-
-    def load(self, records: Iterable[RecordT]) -> ShardT:
-        """`load_at` with the records' positions as their offsets."""
-        return self.load_at(enumerate(records))
-
-    def load_at(self, records: Iterable[tuple[int, RecordT]]) -> ShardT:
-        """`load_partition(0, records)`."""
-        return self.load_partition(0, records)
 
     # ---- append linger
 
@@ -470,10 +473,11 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
         for timed in self._timed:
             if timed.interval_ms is not None:
                 due = self._next_due.get(timed.name)
-                if due is None or due > now_ms:
+                if timed.name not in self._due_now and (due is None or due > now_ms):
                     continue
                 self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
                 ran = self._run(timed, now_ms, [i for i, _ in self.shards()])
+                self._due_now.discard(timed.name)  # asked before or during this run: done
             else:
                 ran = self._run(timed, now_ms, self._due_partitions(timed, now_ms))
             if ran:
@@ -505,7 +509,7 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             due = self._next_due.get(timed.name)
             if due is None:
                 due = self._next_due[timed.name] = now_ms + max(1, timed.interval_ms())
-            return due
+            return now_ms if timed.name in self._due_now else due
         earliest: int | None = None
         for index, shard in self.shards():
             deadline = self._shard_deadline(timed, index, shard)
@@ -531,13 +535,18 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
 
     def _run(self, timed: TimedWrite[ShardT], now_ms: int, partitions: list[int]) -> bool:
         """Run `timed` as a write on `partitions`; True if it ran on any."""
+        if timed.start is not None:
+            timed.start(now_ms)
         records = 0
         for index in partitions:
             hosted = self._hosted[index]
             if hosted is None:
                 continue
             try:
-                result = self.write(index, lambda shard: timed.operation(shard, now_ms))
+                if timed.records_per_append is None:
+                    result = self.write(index, lambda shard: timed.operation(shard, now_ms))
+                else:
+                    result = self._write_in_parts(index, hosted, timed, now_ms)
             except RecordSinkError as exc:
                 retry = "at its next interval"
                 if timed.deadline_ms is not None:
@@ -558,6 +567,38 @@ class CoordinatorRuntime(Generic[ShardT, RecordT]):
             log.info("%s: %s wrote %d records", self.name, timed.name, records)
         return bool(partitions)
 
+    def _write_in_parts(
+        self,
+        partition: int,
+        hosted: _Hosted[ShardT, RecordT],
+        timed: TimedWrite[ShardT],
+        now_ms: int,
+    ) -> CoordinatorResult[Any, Any]:
+        """`write` of a timed re-write in appends of `records_per_append` (TimedWrite).
+        A sink error propagates; the parts written before it stay (they change no
+        state)."""
+        assert timed.records_per_append is not None
+        result = timed.operation(hosted.shard, now_ms)
+        records = tuple(result.records)
+        step = timed.records_per_append
+        for start in range(0, len(records), step):
+            self._append_halving(partition, hosted, records[start : start + step])
+        if result.effects:
+            self._effects(partition, result.effects)
+        return result
+
+    def _append_halving(
+        self, partition: int, hosted: _Hosted[ShardT, RecordT], records: tuple[RecordT, ...]
+    ) -> None:
+        try:
+            self._append_replay(partition, hosted, records)
+        except CoordinatorBatchTooLarge:
+            if len(records) == 1:
+                raise  # one record too large for a batch: cannot happen unless limits shrank
+            half = len(records) // 2
+            self._append_halving(partition, hosted, records[:half])
+            self._append_halving(partition, hosted, records[half:])
+
 
 __all__ = [
     "NO_OFFSET",
@@ -576,6 +617,5 @@ __all__ = [
     "RecordSinkUnavailable",
     "Shard",
     "TimedWrite",
-    "WriteResult",
     "record_offsets",
 ]

@@ -3,10 +3,10 @@
 A sink stores every record of one append, in order, or none of them (it raises a
 `RecordSinkError`: `RecordSinkFull` when a bound refuses it, `RecordSinkUnavailable`
 when storage fails). It returns the offset of the first record (the i-th has that
-offset + i), each record's offset (a sink over several partitions), or `NO_OFFSET`
-(a sink that does not count). The sinks: `InMemoryRecordSink` here (a bounded list,
-for tests and brokers without a log), `LogRecordSink`/`RoutedRecordSink` on an
-internal topic (coordinator/log_sink.py) and `LingeringRecordSink`
+offset + i), each record's offset (a sink whose offsets are not consecutive), or
+`NO_OFFSET` (a sink that does not count). The sinks: `InMemoryRecordSink` here (a
+bounded list, for tests and brokers without a log), `LogRecordSink` on an internal
+topic (coordinator/log_sink.py) and `LingeringRecordSink`
 (coordinator/append_linger.py), which stages several appends into one batch.
 
 A leaf of coordinator/: the runtime, the log sinks, the linger and pruning all

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal import limits
+from shoal.coordinator.result import CoordinatorResult
 from shoal.group import records as r
 from shoal.group.classic import (
     COMPLETING_REBALANCE,
@@ -66,10 +67,8 @@ class PartitionError:
     error: ErrorCode | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitResult:
-    records: tuple[r.CoordinatorRecord, ...]
-    response: tuple[PartitionError, ...]
+CommitResult = CoordinatorResult[r.CoordinatorRecord, tuple[PartitionError, ...]]
+"""An offset commit's or deletion's records and its per-partition answers."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -109,8 +109,7 @@ class DurableState:
 
 
 class GroupCoordinatorShard:
-    """The groups of one `__consumer_offsets` partition (`log_partitions` > 1 only
-    for a shard spanning several, the simulator's). See the module docstring."""
+    """The groups of one `__consumer_offsets` partition. See the module docstring."""
 
     def __init__(
         self,
@@ -120,12 +119,11 @@ class GroupCoordinatorShard:
         group_configs: GroupConfigSource = None,
         classic_settings: ClassicSettings | None = None,
         consumer_settings: ConsumerGroupSettings | None = None,
-        log_partitions: int = 1,
     ) -> None:
         self._clock = clock
-        self.log_keys = GroupLogKeys(partitions=log_partitions)
-        """Where each live key's latest record is, per `__consumer_offsets` partition
-        (group/log_bound.py): what pruning and re-writing read."""
+        self.log_keys = GroupLogKeys()
+        """Where each live key's latest record is in the shard's `__consumer_offsets`
+        partition (group/log_bound.py): what pruning and re-writing read."""
         self._group_configs = group_configs
         self._settings = GroupSettings(
             broker=settings or ShareGroupSettings(), group_configs=group_configs
@@ -862,32 +860,31 @@ class GroupCoordinatorShard:
 
     def rewrite_old_records(self, *, window_records: int, records_max: int) -> GroupResult[int]:
         """Re-append the latest records of groups with a live key more than
-        `window_records` below its partition's end (group/log_bound.py), so the log
+        `window_records` below the partition's end (group/log_bound.py), so the log
         below can be pruned; replaying them changes no state. Response: how many."""
         records = self.log_keys.rewrite_records(
             window_records=window_records, records_max=records_max
         )
         return CoordinatorResult(records=records, response=len(records))
 
-    def prune_offsets(self) -> dict[int, int]:
-        """`__consumer_offsets` partition -> the offset below which its log is not
-        needed to rebuild this shard: below its live keys' records and below the
-        latest offset record of each simple group left without offsets (whose replay
-        makes the group, `_simple_anchors`)."""
-        offsets = self.log_keys.prune_offsets()
-        unknown: set[int] = set()
+    def prune_offset(self) -> int | None:
+        """The offset below which the shard's `__consumer_offsets` partition is not
+        needed to rebuild it (None: unknown, keep it all): below its live keys'
+        records and below the latest offset record of each simple group left without
+        offsets (whose replay makes the group, `_simple_anchors`)."""
+        offset = self.log_keys.prune_offset()
+        unknown = False
         for group_id, anchor in list(self._simple_anchors.items()):
             if group_id not in self.classic.simple:
                 del self._simple_anchors[group_id]
                 continue
             if self.classic.offsets.count(group_id) or self.classic.txn_offsets.has_group(group_id):
                 continue  # its live offset keys hold the log
-            partition = self.log_keys.partition_of(group_id)
             if anchor == NO_OFFSET:
-                unknown.add(partition)
-            elif partition in offsets:
-                offsets[partition] = min(offsets[partition], anchor)
-        return {p: offset for p, offset in offsets.items() if p not in unknown}
+                unknown = True
+            elif offset is not None:
+                offset = min(offset, anchor)
+        return None if unknown else offset
 
     def cleanup_group_metadata(self, *, now_ms: int, retention_ms: int) -> GroupResult[None]:
         """One offsets cleanup pass, every `offsets.retention.check.interval.ms`, as
@@ -920,23 +917,12 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records=records, response=len(records))
 
     def complete_transaction(
-        self,
-        *,
-        offsets_partition: int | None = None,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
+        self, *, producer_id: int, producer_epoch: int, commit: bool
     ) -> GroupResult[int]:
-        """A transaction marker on `__consumer_offsets` partition `offsets_partition`
-        of the shard's span (None: every group of the shard, which hosts one
-        partition): `producer_id`'s pending offsets of the groups there materialised
-        (`commit`) or dropped (group/txn_offsets.py). Response: how many records."""
-        partition_of = self.log_keys.partition_of
-        assert offsets_partition is None or 0 <= offsets_partition < self.log_keys.partitions
+        """A transaction marker on the shard's `__consumer_offsets` partition:
+        `producer_id`'s pending offsets of its groups materialised (`commit`) or
+        dropped (group/txn_offsets.py). Response: how many records."""
         records = self.classic.txn_offsets.complete(
-            in_partition=lambda group_id: (
-                offsets_partition is None or partition_of(group_id) == offsets_partition
-            ),
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             commit=commit,

@@ -1,75 +1,68 @@
-"""One maintenance pass over `__consumer_offsets`: re-write old keys, then prune.
+"""The `__consumer_offsets` maintenance pass as a timed write of the group runtime.
 
-Owns the steps of a pass, shared by the broker's `GroupLogMaintenance` (server/
-group_persistence.py, which decides when a pass runs) and the deterministic
-simulation (sim/), which runs passes at seeded points between crashes:
-
-1. the shard's `rewrite_old_records` (group/log_bound.py) chooses the records to
-   re-append; they are written through the runtime in appends of
-   `limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` (a batch the sink finds too large
-   is halved; one record is never too large unless limits shrank);
-2. each partition is deleted below the shard's `prune_offsets` with the shared
-   `prune_log` step.
-
-A sink error in step 1 propagates before anything is pruned: the old records stay, so
-a crash or a failed write at any point loses no key. Sans-I/O apart from the log it
-is handed; no clock.
+Owns what one pass writes: on each partition in turn, the shard's
+`rewrite_old_records` (group/log_bound.py), at most `records_per_pass_max` records
+over all partitions together (whole groups; a partition whose turn comes after the
+budget is spent re-writes nothing). `maintenance_write` is that pass as the runtime's
+`TimedWrite` (coordinator/runtime.py): every `interval_ms()`, or at once when the
+host calls `runtime.due_now(MAINTENANCE)`; its records go in appends of
+`limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND` (a batch the sink finds too large is
+halved), and then the runtime reports each partition's prune offset (`then_prune`),
+below which the host deletes the log. A sink error leaves the old records in place
+and prunes nothing past them, so a crash or a failed write at any point loses no
+key. Sans-I/O; no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from shoal import limits
-from shoal.coordinator.log_sink import CoordinatorBatchTooLarge
-from shoal.coordinator.pruning import RemovePaths, prune_log
 from shoal.coordinator.result import CoordinatorResult
-from shoal.coordinator.runtime import CoordinatorRuntime
+from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
 from shoal.group.coordinator import GroupCoordinatorShard
 from shoal.group.records import CoordinatorRecord
-from shoal.log.partition import PartitionLog
+from shoal.group.results import GroupResult
 
 GroupRuntime = CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord]
 
-
-def maintenance_pass(
-    runtime: GroupRuntime,
-    partitions: Sequence[PartitionLog],
-    *,
-    window_records: int,
-    records_max: int,
-    remove_paths: RemovePaths,
-    partition: int = 0,
-) -> tuple[int, int]:
-    """Re-write old keys of the shard on the runtime's `partition` (at most about
-    `records_max`, whole groups; none if 0), then prune `partitions`, the logs the
-    shard's records span (the broker's shard: its one partition). Returns (records
-    re-written, partitions whose log start moved). A sink error propagates (nothing
-    pruned)."""
-    shard = runtime.shard_at(partition)
-    records: tuple[CoordinatorRecord, ...] = ()
-    if records_max > 0:  # 0: this pass's re-write budget is spent; prune only
-        records = shard.rewrite_old_records(
-            window_records=window_records, records_max=records_max
-        ).records
-    step = limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND
-    for start in range(0, len(records), step):
-        _append(runtime, partition, records[start : start + step])
-    moved = 0
-    for index, offset in sorted(shard.prune_offsets().items()):
-        if index < len(partitions) and prune_log(
-            partitions[index], offset, remove_paths=remove_paths
-        ):
-            moved += 1
-    return len(records), moved
+MAINTENANCE = "group-log-maintenance"
+"""The maintenance pass's timed write on the group runtime."""
 
 
-def _append(runtime: GroupRuntime, partition: int, records: Sequence[CoordinatorRecord]) -> None:
-    try:
-        runtime.apply(CoordinatorResult(records=tuple(records), response=None), partition)
-    except CoordinatorBatchTooLarge:
-        if len(records) == 1:
-            raise  # written once as one record: cannot happen unless limits shrank
-        half = len(records) // 2
-        _append(runtime, partition, records[:half])
-        _append(runtime, partition, records[half:])
+class MaintenancePass:
+    """A pass's shared budget and what the last pass re-wrote (module docstring)."""
+
+    def __init__(self, *, window_records: Callable[[], int], records_per_pass_max: int) -> None:
+        assert records_per_pass_max >= 1, records_per_pass_max
+        self._window_records = window_records
+        self._records_max = records_per_pass_max
+        self.rewritten = 0
+        """Records the pass in progress (or the last one) chose to re-write."""
+
+    def start(self, _now_ms: int) -> None:
+        self.rewritten = 0
+
+    def rewrite(self, shard: GroupCoordinatorShard, _now_ms: int) -> GroupResult[int]:
+        budget = self._records_max - self.rewritten
+        if budget <= 0:  # this pass's re-write budget is spent: prune only
+            return CoordinatorResult(records=(), response=0)
+        result = shard.rewrite_old_records(
+            window_records=self._window_records(), records_max=budget
+        )
+        self.rewritten += len(result.records)
+        return result
+
+
+def maintenance_write(
+    maintenance: MaintenancePass, *, interval_ms: Callable[[], int]
+) -> TimedWrite[GroupCoordinatorShard]:
+    """The pass as the group runtime's timed write (module docstring)."""
+    return TimedWrite(
+        MAINTENANCE,
+        operation=maintenance.rewrite,
+        interval_ms=interval_ms,
+        then_prune=True,
+        records_per_append=limits.COORDINATOR_REWRITE_RECORDS_PER_APPEND,
+        start=maintenance.start,
+    )

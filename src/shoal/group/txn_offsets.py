@@ -203,19 +203,18 @@ class PendingTxnOffsets:
     def complete(
         self,
         *,
-        in_partition: Callable[[str], bool],
         producer_id: int,
         producer_epoch: int,
         commit: bool,
     ) -> tuple[r.CoordinatorRecord, ...]:
-        """The records settling `producer_id`'s pending offsets of the groups
-        `in_partition` selects (one `__consumer_offsets` partition): committed
+        """The records settling `producer_id`'s pending offsets of the shard's groups
+        (its `__consumer_offsets` partition's): committed
         offsets first (commit only, newer than the group's committed record), then
         the pending records' tombstones. Nothing for a repeated or fenced marker."""
         materialised: list[r.CoordinatorRecord] = []
         tombstones: list[r.CoordinatorRecord] = []
         for (group_id, owner), partitions in sorted(self._pending.items()):
-            if owner != producer_id or not in_partition(group_id):
+            if owner != producer_id:
                 continue
             if any(p.producer_epoch > producer_epoch for p in partitions.values()):
                 continue  # a zombie's marker: the newer epoch's transaction stays pending

@@ -197,8 +197,9 @@ class Broker:
             remove_paths=self.disk.remove,
             rearm=self.timers.rearm,
         )
-        """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes)."""
-        self.timers.add(*self.group_log.timer_sources())
+        """Keeps `__consumer_offsets` bounded (re-writes old keys, prunes): a timed
+        write of the group runtime, fired by the group service's timer."""
+        self.group_service.on_fired.append(self.group_log.fired)
         self.txn = TxnService.open(
             self.logs,
             lambda: self.config,

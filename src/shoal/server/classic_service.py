@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shoal.clock import Clock
+from shoal.coordinator.result import decided
 from shoal.coordinator.runtime import TimedWrite
 from shoal.group import GroupCoordinatorShard
 from shoal.group.classic_state import (
@@ -177,7 +178,7 @@ class ClassicService:
             api_version=api_version,
             now_ms=self._clock.wall_ms(),
         )
-        return self._runtime.apply(result, partition)
+        return self._runtime.write(partition, decided(result)).response
 
     def txn_commit_offsets(
         self,
@@ -203,7 +204,7 @@ class ClassicService:
             offsets=offsets,
             now_ms=self._clock.wall_ms(),
         )
-        return self._runtime.apply(result, partition)
+        return self._runtime.write(partition, decided(result)).response
 
     def fetch_offsets(
         self,
@@ -223,7 +224,7 @@ class ClassicService:
         error, result = shard.classic.delete_offsets(group_id=group_id, partitions=partitions)
         if error is not None:
             return error, ()
-        return None, self._runtime.apply(result, partition)
+        return None, self._runtime.write(partition, decided(result)).response
 
     # ---- plumbing ---------------------------------------------------------------------
 
@@ -244,7 +245,7 @@ class ClassicService:
     def _apply(self, partition: int, result: GroupResult[R]) -> R:
         """Write `result` (its `Completion` effects answer parked requests through
         the runtime's effect handler), answer what replay abandoned, re-arm."""
-        response = self._runtime.apply(result, partition)
+        response = self._runtime.write(partition, decided(result)).response
         self.answer_abandoned(partition)
         self._rearm()
         return response

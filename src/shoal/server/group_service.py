@@ -41,7 +41,9 @@ keeps what needs the world outside the shards:
 - **Timed writes.** Each shard's `next_deadline()` (session expiry, initialisation
   retry, a scheduled regex refresh) is due to `expire_sessions`,
   `retry_initializations` and `refresh_regexes` (group/regex_refresh.py); the
-  classic ones are classic_service.py's. Every write calls `rearm`.
+  classic ones are classic_service.py's; the log maintenance pass is
+  group_persistence.py's (`on_fired` tells it what each firing did). Every write
+  calls `rearm`.
 - **Topics.** `topics_changed()` hands every shard each topic's id, name and
   partition count (at start and after CreateTopics, DeleteTopics, CreatePartitions
   and Metadata auto-creation); `topics_deleted()` tombstones every group's committed
@@ -72,7 +74,8 @@ from shoal.clock import Clock
 from shoal.config import BrokerConfig, broker_keys
 from shoal.coordinator import InMemoryRecordSink, RecordSink, RecordSinkError
 from shoal.coordinator.placement import Placement
-from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
+from shoal.coordinator.result import decided
+from shoal.coordinator.runtime import CoordinatorRuntime, Fired, TimedWrite
 from shoal.group import (
     DeleteShareState,
     GroupCoordinatorShard,
@@ -159,11 +162,12 @@ class GroupService:
         sinks = list(sinks) or [InMemoryRecordSink()]
         self._loader = loader
         self.runtime: GroupRuntime = CoordinatorRuntime(
-            shard_factory=self._new_shard,
+            new_shard=lambda _partition: self._new_shard(),
             sinks=sinks,
             name=GROUP_METADATA_TOPIC,
             placement=Placement(len(sinks), key_text=str),
             loader=loader,
+            prune_offset=GroupCoordinatorShard.prune_offset,
         )
         """A shard per `__consumer_offsets` partition (one sink each)."""
         self.runtime.on_effects(self._on_effects)
@@ -193,6 +197,10 @@ class GroupService:
             ),
         )
         """Classic consumer groups and committed offsets (server/classic_service.py)."""
+        self.on_fired: list[Callable[[Fired], object]] = []
+        """Told what each firing of the runtime's timed writes did (the log
+        maintenance deletes the logs below the offsets its pass reported:
+        server/group_persistence.py)."""
         self.on_share_state_reset: list[Callable[[str], None]] = list(share_state_listeners)
         """Called with a group id after an admin operation replaced or deleted share
         state of the group (the share service drops its cached share-partitions)."""
@@ -233,7 +241,8 @@ class GroupService:
 
     def timer_sources(self) -> list[TimerSource]:
         """The runtime's timed writes (sessions, initialisation retries, regex
-        refreshes, classic deadlines, offsets retention), for the timer driver."""
+        refreshes, classic deadlines, offsets retention, the log maintenance pass),
+        for the timer driver."""
         return [
             DeadlineTimer(
                 "group-coordinator", deadline=self.runtime.next_deadline, action=self._fire
@@ -241,9 +250,11 @@ class GroupService:
         ]
 
     def _fire(self, now_ms: int) -> None:
-        self.runtime.fire(now_ms)
+        fired = self.runtime.fire(now_ms)
         for partition in range(self.runtime.partitions):
             self.classic.answer_abandoned(partition)  # conversions a timed write made
+        for listener in self.on_fired:
+            listener(fired)
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Adopt changed `group.share.*` broker configs (IncrementalAlterConfigs)."""
@@ -566,7 +577,7 @@ class GroupService:
         the effects came to."""
         self._outcomes = outcomes = Outcomes()
         try:
-            response = self.runtime.apply(result, partition)
+            response = self.runtime.write(partition, lambda _shard: result).response
         finally:
             self._rearm()
         return response, outcomes
@@ -584,7 +595,7 @@ class GroupService:
                 continue  # a `Park`: the classic shell parked the request before the write
             outcome = self._share_state.outcome(self.runtime.shard_at(partition), effect, outcomes)
             try:
-                answer = self.runtime.apply(outcome, partition)
+                answer = self.runtime.write(partition, decided(outcome)).response
             except RecordSinkError:
                 log.exception("share group %s: outcome of %r not written", effect.group_id, effect)
                 continue

@@ -12,7 +12,8 @@ the log manager skips its directory and no API lists it, as Kafka's tools never 
 runtime's rule with the fsync taken off the event loop: the result's records are
 appended as one batch (on the loop; the log's own flush policy is switched off), the
 batch is fsynced in a disk worker (`flush`, the broker's `DiskIO.flush`), and only
-then are the records replayed into the shard and the response returned. Callers run
+then are the records replayed into the shard and the response returned (the runtime's
+write split in two: `append`, then `replay_appended`; docs/coordinators.md). Callers run
 their changes in the broker's change lane (server/disk_io.py), one at a time, so no
 change is decided while another's records wait for their fsync; a reader on the loop
 (an authorization check, Metadata, DescribeConfigs) sees the image before the change
@@ -67,6 +68,9 @@ through `write` (off the loop)."""
 Flush = Callable[[PartitionLog, FlushPlan], Awaitable[None]]
 """Runs a flush plan and finishes it on the log (`DiskIO.flush`); raises LogError."""
 
+_PARTITION = 0
+"""The metadata log's one partition, as the runtime numbers it."""
+
 R = TypeVar("R")
 
 
@@ -81,10 +85,13 @@ class MetadataLog:
         self.partition = partition
         self._sink = LogRecordSink(log=partition, encode=CODEC.encode, clock=clock)
         self.runtime: CoordinatorRuntime[MetadataShard, MetadataRecord] = CoordinatorRuntime(
-            shard_factory=MetadataShard, sink=self._sink
+            new_shard=lambda _partition: MetadataShard(),
+            sinks=[self._sink],
+            name=METADATA_DIR,
         )
-        """Hosts the shard; it loads it (`load_at`). `write` is its `apply` with the
-        fsync awaited between the append and the replay."""
+        """Hosts the shard on its one partition (0) and loads it (`load_partition`).
+        `write` is the runtime's write split in two (`append`, then
+        `replay_appended`) with the fsync awaited between."""
         self.flush: Flush = _flush_in_place
         """How `write` fsyncs; the broker sets its `DiskIO.flush`."""
 
@@ -110,8 +117,8 @@ class MetadataLog:
         )
         partition.flush_loaded()  # what a crash left unsynced, before acting on it
         metadata = cls(partition=partition, clock=clock)
-        shard = metadata.runtime.load_at(
-            read_log(partition, CODEC.decode, buffer_bytes=_LOAD_BUFFER_BYTES)
+        shard = metadata.runtime.load_partition(
+            _PARTITION, read_log(partition, CODEC.decode, buffer_bytes=_LOAD_BUFFER_BYTES)
         )
         log.info(
             "metadata log %s: %d records replayed (offsets %d..%d)",
@@ -153,12 +160,12 @@ class MetadataLog:
     @property
     def shard(self) -> MetadataShard:
         """Decide changes with it; change it only through `write`."""
-        return self.runtime.shard
+        return self.runtime.shard_at(_PARTITION)
 
     @property
     def image(self) -> MetadataImage:
         """The metadata now, as an immutable snapshot."""
-        return self.runtime.shard.image
+        return self.runtime.shard_at(_PARTITION).image
 
     async def write(self, result: CoordinatorResult[MetadataRecord, R]) -> R:
         """Append `result`'s records, fsync them off the loop, replay them, return the
@@ -222,9 +229,9 @@ class MetadataLog:
 
         return replay
 
-    def _append(self, records: tuple[MetadataRecord, ...]) -> int:
+    def _append(self, records: tuple[MetadataRecord, ...]) -> int | Sequence[int]:
         try:
-            return self._sink.append(records)
+            return self.runtime.append(_PARTITION, records)
         except RecordSinkError as exc:
             raise self._failed(records, exc) from exc
 
@@ -234,10 +241,8 @@ class MetadataLog:
         except LogError as exc:
             raise MetadataWriteError(f"metadata not written: {exc}") from exc
 
-    def _replay(self, records: tuple[MetadataRecord, ...], base: int) -> None:
-        replay = self.runtime.shard.replay
-        for index, record in enumerate(records):
-            replay(record, base + index)
+    def _replay(self, records: tuple[MetadataRecord, ...], appended: int | Sequence[int]) -> None:
+        self.runtime.replay_appended(_PARTITION, records, appended)
 
     @staticmethod
     def _failed(records: tuple[MetadataRecord, ...], exc: Exception) -> MetadataWriteError:

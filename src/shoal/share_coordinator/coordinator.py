@@ -31,7 +31,7 @@ from shoal import limits
 from shoal.clock import Clock
 from shoal.coordinator.append_linger import LingeringRecordSink
 from shoal.coordinator.placement import Placement, share_partition_key
-from shoal.coordinator.result import CoordinatorResult
+from shoal.coordinator.result import CoordinatorResult, decided
 from shoal.coordinator.runtime import (
     CoordinatorRuntime,
     CoordinatorUnavailable,
@@ -236,7 +236,7 @@ class ShareCoordinator:
             if not result.records:
                 continue
             try:
-                written += self.runtime.apply(result, partition)
+                written += self.runtime.write(partition, decided(result)).response
             except CoordinatorUnavailable as exc:
                 log.warning("cold snapshots of %d keys not written: %s", len(result.records), exc)
         return written

@@ -235,6 +235,7 @@ class Write:
     def __init__(self, records: list[Encoded]) -> None:
         self.records = records
         self.response = "ok"
+        self.effects: tuple[object, ...] = ()
 
 
 def test_the_runtime_replays_staged_records_at_the_offsets_the_log_gives_them(
@@ -242,10 +243,10 @@ def test_the_runtime_replays_staged_records_at_the_offsets_the_log_gives_them(
 ) -> None:
     sink = lingering(log, clock, Flushes())
     runtime: CoordinatorRuntime[Recorder, Encoded] = CoordinatorRuntime(
-        shard_factory=Recorder, sink=sink
+        new_shard=lambda _p: Recorder(), sinks=[sink]
     )
-    runtime.apply(Write([rec(0), rec(1)]))
-    runtime.apply(Write([rec(2)]))
+    runtime.write(0, lambda _shard: Write([rec(0), rec(1)]))
+    runtime.write(0, lambda _shard: Write([rec(2)]))
     clock.advance(5)
     sink.flush_due(clock.monotonic_ms())
-    assert runtime.shard.records == [(record, offset) for offset, record in read_back(log)]
+    assert runtime.shard_at(0).records == [(record, offset) for offset, record in read_back(log)]

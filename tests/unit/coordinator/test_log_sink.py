@@ -24,10 +24,8 @@ from shoal.coordinator.log_sink import (
     CoordinatorBatchTooLarge,
     CoordinatorLogCorrupt,
     LogRecordSink,
-    RoutedRecordSink,
     read_log,
 )
-from shoal.coordinator.placement import partition_for
 from shoal.group import records as r
 from shoal.group.membership import epoch_record
 from shoal.log.api import LogError
@@ -211,17 +209,20 @@ def test_too_large_is_a_full_sink_so_the_runtime_replays_nothing(
         def __init__(self, *records: r.CoordinatorRecord) -> None:
             self.records = records
             self.response = "done"
+            self.effects: tuple[object, ...] = ()
 
     log = open_log()
     runtime = CoordinatorRuntime(
-        shard_factory=Replayed, sink=sink_on(log, clock, batch_bytes_max=200)
+        new_shard=lambda _p: Replayed(), sinks=[sink_on(log, clock, batch_bytes_max=200)]
     )
-    assert runtime.apply(Result(epoch("g", 1), member("g", "a"))) == "done"
-    assert runtime.shard.records == [(0, epoch("g", 1)), (1, member("g", "a"))]
+    assert (
+        runtime.write(0, lambda _shard: Result(epoch("g", 1), member("g", "a"))).response == "done"
+    )
+    assert runtime.shard_at(0).records == [(0, epoch("g", 1)), (1, member("g", "a"))]
     with pytest.raises(RecordSinkFull, match="above the bound of 200 bytes"):
-        runtime.apply(Result(*[member("g", f"m{i}") for i in range(10)]))
-    assert len(runtime.shard.records) == 2 and log.log_end_offset == 2
-    loaded = runtime.load_at(read_back(log))
+        runtime.write(0, lambda _shard: Result(*[member("g", f"m{i}") for i in range(10)]))
+    assert len(runtime.shard_at(0).records) == 2 and log.log_end_offset == 2
+    loaded = runtime.load_partition(0, read_back(log))
     assert loaded.records == [(0, epoch("g", 1)), (1, member("g", "a"))]
 
 
@@ -313,56 +314,3 @@ def test_compressed_batch_is_refused_not_misread(open_log: Opener, clock: Manual
 
 def test_empty_log_reads_nothing(open_log: Opener) -> None:
     assert read_back(open_log()) == []
-
-
-# ---- RoutedRecordSink -----------------------------------------------------------------
-
-PARTITIONS = 3
-
-
-def groups_on_distinct_partitions() -> list[str]:
-    """Group ids owning partitions 0, 1 and 2 of a 3-partition topic, in that order."""
-    found: dict[int, str] = {}
-    for i in range(100):
-        found.setdefault(partition_for(f"group-{i}", PARTITIONS), f"group-{i}")
-    return [found[p] for p in range(PARTITIONS)]
-
-
-def routed(
-    logs: list[PartitionLog], clock: ManualClock, **kwargs: int
-) -> RoutedRecordSink[r.CoordinatorRecord]:
-    return RoutedRecordSink(
-        sinks=[sink_on(log, clock, **kwargs) for log in logs],
-        route=lambda record: partition_for(record.key.group_id, PARTITIONS),
-    )
-
-
-def test_routed_sink_writes_one_batch_per_partition(open_log: Opener, clock: ManualClock) -> None:
-    logs = [open_log(i) for i in range(PARTITIONS)]
-    g0, g1, g2 = groups_on_distinct_partitions()
-    sink = routed(logs, clock)
-    # each record's offset in its own partition, in the order given
-    assert sink.append([epoch(g2, 1), epoch(g0, 1), member(g2, "a"), member(g0, "b")]) == [
-        0,
-        0,
-        1,
-        1,
-    ]
-    assert sink.append([epoch(g2, 2)]) == [2]
-    assert read_back(logs[0]) == [(0, epoch(g0, 1)), (1, member(g0, "b"))]
-    assert read_back(logs[1]) == []
-    assert read_back(logs[2]) == [(0, epoch(g2, 1)), (1, member(g2, "a")), (2, epoch(g2, 2))]
-    assert [batch_count(log) for log in logs] == [1, 0, 2]
-    assert g1  # the middle partition's group was simply not written
-
-
-def test_routed_sink_checks_every_batch_before_writing_any(
-    open_log: Opener, clock: ManualClock
-) -> None:
-    logs = [open_log(i) for i in range(PARTITIONS)]
-    g0, _, g2 = groups_on_distinct_partitions()
-    sink = routed(logs, clock, batch_bytes_max=300)
-    too_many_on_g2 = [member(g2, f"m{i}") for i in range(10)]
-    with pytest.raises(CoordinatorBatchTooLarge):
-        sink.append([epoch(g0, 1), *too_many_on_g2])
-    assert [log.log_end_offset for log in logs] == [0, 0, 0]

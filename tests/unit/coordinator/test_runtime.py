@@ -60,6 +60,7 @@ class Result:
 
     records: tuple[int, ...]
     events: Events
+    effects: tuple[object, ...] = ()
 
     @property
     def response(self) -> str:
@@ -73,32 +74,32 @@ def counting_runtime(
     events = Events()
     sink = LoggingSink(events, refuse=refuse)
     runtime: CoordinatorRuntime[CountingShard, int] = CoordinatorRuntime(
-        shard_factory=lambda: CountingShard(events), sink=sink
+        new_shard=lambda _p: CountingShard(events), sinks=[sink]
     )
     return runtime, sink, events
 
 
 def test_apply_writes_then_replays_then_answers() -> None:
     runtime, sink, events = counting_runtime()
-    assert runtime.apply(Result((1, 2, 3), events)) == "ok"
+    assert runtime.write(0, lambda _shard: Result((1, 2, 3), events)).response == "ok"
     assert events.seen == ["append [1, 2, 3]", "replay 1", "replay 2", "replay 3", "response"]
-    assert runtime.shard.total == 6
+    assert runtime.shard_at(0).total == 6
     assert sink.records == [1, 2, 3]
 
 
 def test_a_result_without_records_touches_neither_sink_nor_shard() -> None:
     runtime, sink, events = counting_runtime()
-    assert runtime.apply(Result((), events)) == "ok"
+    assert runtime.write(0, lambda _shard: Result((), events)).response == "ok"
     assert events.seen == ["response"]
-    assert sink.records == [] and runtime.shard.total == 0
+    assert sink.records == [] and runtime.shard_at(0).total == 0
 
 
 def test_a_refused_append_replays_nothing_and_answers_nothing() -> None:
     runtime, _, events = counting_runtime(refuse=True)
     with pytest.raises(RecordSinkFull):
-        runtime.apply(Result((5,), events))
+        runtime.write(0, lambda _shard: Result((5,), events))
     assert events.seen == ["refused"]
-    assert runtime.shard.total == 0
+    assert runtime.shard_at(0).total == 0
 
 
 class OffsetShard:
@@ -119,19 +120,19 @@ def test_each_record_is_replayed_at_the_offset_the_sink_gave(appended: int | lis
             return appended
 
     runtime: CoordinatorRuntime[OffsetShard, int] = CoordinatorRuntime(
-        shard_factory=OffsetShard, sink=FixedSink()
+        new_shard=lambda _p: OffsetShard(), sinks=[FixedSink()]
     )
-    runtime.apply(Result((10, 11, 12), Events()))
+    runtime.write(0, lambda _shard: Result((10, 11, 12), Events()))
     expected = list(zip((10, 11, 12), record_offsets(appended, 3), strict=True))
-    assert runtime.shard.replayed == expected
+    assert runtime.shard_at(0).replayed == expected
 
 
 def test_load_replays_into_a_fresh_shard() -> None:
     runtime, sink, events = counting_runtime()
-    runtime.apply(Result((4, 5), events))
-    live = runtime.shard
-    loaded = runtime.load(sink.records)
-    assert loaded is runtime.shard and loaded is not live
+    runtime.write(0, lambda _shard: Result((4, 5), events))
+    live = runtime.shard_at(0)
+    loaded = runtime.load_partition(0, enumerate(sink.records))
+    assert loaded is runtime.shard_at(0) and loaded is not live
     assert loaded.total == live.total == 9
     assert sink.records == [4, 5], "loading appends nothing"
 
@@ -145,14 +146,14 @@ def group_runtime(
     sink: InMemoryRecordSink[CoordinatorRecord],
 ) -> CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord]:
     clock = ManualClock()
-    return CoordinatorRuntime(shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=sink)
+    return CoordinatorRuntime(new_shard=lambda _p: GroupCoordinatorShard(clock=clock), sinks=[sink])
 
 
 def join(
     runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord], member_id: str
 ) -> int:
     """Join, and complete any initialisation the join asks for, as the service does."""
-    result = runtime.shard.share_group_heartbeat(
+    result = runtime.shard_at(0).share_group_heartbeat(
         group_id="g",
         member_id=member_id,
         member_epoch=0,
@@ -161,26 +162,25 @@ def join(
         client_id="c",
         client_host="/127.0.0.1",
     )
-    response = runtime.apply(result)
+    response = runtime.write(0, lambda _shard: result).response
     assert response.error is None, response
     for effect in result.effects:
         assert isinstance(effect, InitializeShareState)
-        runtime.apply(
-            runtime.shard.complete_initialization(
-                group_id=effect.group_id,
-                topic_partitions=effect.partitions_by_topic(),
-                success=True,
-            )
+        done = runtime.shard_at(0).complete_initialization(
+            group_id=effect.group_id,
+            topic_partitions=effect.partitions_by_topic(),
+            success=True,
         )
+        runtime.write(0, lambda _shard, result=done: result)
     return response.member_epoch
 
 
 def test_group_shard_state_is_visible_when_the_response_is() -> None:
     sink: InMemoryRecordSink[CoordinatorRecord] = InMemoryRecordSink()
     runtime = group_runtime(sink)
-    runtime.apply(runtime.shard.on_topics_changed(topics=[TOPIC]))
+    runtime.write(0, lambda shard: shard.on_topics_changed(topics=[TOPIC]))
     epoch = join(runtime, "m1")
-    group = runtime.shard.share_group("g")
+    group = runtime.shard_at(0).share_group("g")
     assert group is not None and group.members["m1"].member_epoch == epoch
     assert len(sink) > 0
 
@@ -189,11 +189,11 @@ def test_load_of_the_sink_equals_the_live_group_shard() -> None:
     """Replay equivalence: a shard loaded from everything written equals the live one."""
     sink: InMemoryRecordSink[CoordinatorRecord] = InMemoryRecordSink()
     runtime = group_runtime(sink)
-    runtime.apply(runtime.shard.on_topics_changed(topics=[TOPIC]))
+    runtime.write(0, lambda shard: shard.on_topics_changed(topics=[TOPIC]))
     join(runtime, "m1")
     join(runtime, "m2")
-    assert runtime.shard.initialized_partitions("g") == {TOPIC.topic_id: (0, 1, 2)}
-    leave = runtime.shard.share_group_heartbeat(
+    assert runtime.shard_at(0).initialized_partitions("g") == {TOPIC.topic_id: (0, 1, 2)}
+    leave = runtime.shard_at(0).share_group_heartbeat(
         group_id="g",
         member_id="m1",
         member_epoch=-1,
@@ -202,9 +202,9 @@ def test_load_of_the_sink_equals_the_live_group_shard() -> None:
         client_id="c",
         client_host="/127.0.0.1",
     )
-    assert runtime.apply(leave).member_epoch == -1
-    live = runtime.shard.durable_state()
-    loaded = runtime.load(sink.records)
+    assert runtime.write(0, lambda _shard: leave).response.member_epoch == -1
+    live = runtime.shard_at(0).durable_state()
+    loaded = runtime.load_partition(0, enumerate(sink.records))
     assert loaded.durable_state() == live
 
 
@@ -224,10 +224,10 @@ def test_in_memory_sink_is_bounded() -> None:
 def test_a_full_sink_leaves_the_group_shard_unchanged() -> None:
     sink: InMemoryRecordSink[CoordinatorRecord] = InMemoryRecordSink(records_max=1)
     runtime = group_runtime(sink)
-    runtime.apply(runtime.shard.on_topics_changed(topics=[TOPIC]))  # no groups: no records
-    before = runtime.shard.durable_state()
+    runtime.write(0, lambda shard: shard.on_topics_changed(topics=[TOPIC]))  # no groups: no records
+    before = runtime.shard_at(0).durable_state()
     with pytest.raises(RecordSinkFull):
         join(runtime, "m1")
-    assert runtime.shard.durable_state() == before
-    assert runtime.shard.share_group("g") is None
+    assert runtime.shard_at(0).durable_state() == before
+    assert runtime.shard_at(0).share_group("g") is None
     assert len(sink) == 0

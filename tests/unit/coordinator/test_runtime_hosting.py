@@ -25,7 +25,7 @@ from shoal.coordinator import (
     TimedWrite,
 )
 from shoal.coordinator.append_linger import LingeringRecordSink
-from shoal.coordinator.log_sink import read_log
+from shoal.coordinator.log_sink import CoordinatorBatchTooLarge, read_log
 from shoal.coordinator.placement import partition_for
 from shoal.coordinator.runtime import TIMED_WRITE_RETRY_MS
 from shoal.log.api import LogError
@@ -98,7 +98,7 @@ def hosting(
     journal = Journal()
     sinks = [JournalSink(journal, f"p{i}") for i in range(partitions)]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         name="toy",
         loader=lambda index: enumerate(sinks[index].records),
@@ -221,6 +221,67 @@ def test_an_interval_timed_write_runs_on_every_partition_as_a_write() -> None:
     assert runtime.next_deadline(1_100) == 1_200
 
 
+def test_due_now_runs_an_interval_timed_write_at_the_next_fire_then_the_interval_restarts() -> None:
+    runtime, sinks, _ = hosting(partitions=2)
+    runs: list[int] = []
+
+    def tick(shard: KeyShard, now: int) -> CoordinatorResult[Record, str]:
+        runs.append(now)
+        if len(runs) == 1:
+            runtime.due_now("tick")  # asked while it runs: answered by this run
+        return shard.put("tick", now)
+
+    runtime.add_timed(TimedWrite("tick", operation=tick, interval_ms=lambda: 100))
+    assert runtime.next_deadline(1_000) == 1_100
+    runtime.due_now("tick")
+    assert runtime.next_deadline(1_010) == 1_010, "due at once"
+    assert runtime.fire(1_010).names == ["tick"]
+    assert runs == [1_010, 1_010] and [s.records for s in sinks] == [[("tick", 1_010)]] * 2
+    assert runtime.next_deadline(1_010) == 1_110, "the interval restarts from the run"
+    assert runtime.fire(1_100).names == []
+
+
+def test_a_timed_re_write_goes_in_appends_halved_while_too_large() -> None:
+    journal = Journal()
+
+    class SmallBatches(JournalSink):
+        def append(self, records: Sequence[Record], /) -> int:
+            if len(records) > 3:
+                self.journal.seen.append(f"{self.name} too large {len(records)}")
+                raise CoordinatorBatchTooLarge("too large")
+            return super().append(records)
+
+    sink = SmallBatches(journal, "p0")
+    runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
+        new_shard=lambda _p: KeyShard(journal), sinks=[sink]
+    )
+    starts: list[int] = []
+    records = tuple((f"k{i}", 1) for i in range(10))
+    runtime.add_timed(
+        TimedWrite(
+            "rewrite",
+            operation=lambda _shard, _now: CoordinatorResult(records, len(records)),
+            interval_ms=lambda: 10,
+            records_per_append=8,
+            start=starts.append,
+        )
+    )
+    runtime.next_deadline(0)
+    assert runtime.fire(10).names == ["rewrite"] and starts == [10]
+    appends = [line for line in journal.seen if " append " in line or "too large" in line]
+    assert appends == [
+        "p0 too large 8",
+        "p0 too large 4",
+        "p0 append 2",
+        "p0 append 2",
+        "p0 too large 4",
+        "p0 append 2",
+        "p0 append 2",
+        "p0 append 2",
+    ]
+    assert sink.records == list(records) and runtime.shard_at(0).values == dict(records)
+
+
 def test_a_shard_deadline_is_a_timed_write_and_a_refusal_backs_off() -> None:
     runtime, sinks, _ = hosting()
 
@@ -303,7 +364,7 @@ def test_linger_marks_flushes_and_pruning_waits_for_the_log(
     journal = Journal()
     sinks = [LingeringRecordSink(log=log, encode=encode, clock=clock, linger_ms=5) for log in logs]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         loader=lambda i: read_log(logs[i], decode, buffer_bytes=1 << 16),
         prune_offset=KeyShard.prune_offset,
@@ -332,7 +393,7 @@ def test_a_lost_batch_reloads_the_partition_from_its_log(
     journal = Journal()
     sinks = [LingeringRecordSink(log=log, encode=encode, clock=clock, linger_ms=5) for log in logs]
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal),
+        new_shard=lambda _p: KeyShard(journal),
         sinks=sinks,
         loader=lambda i: read_log(logs[i], decode, buffer_bytes=1 << 16),
     )
@@ -353,15 +414,35 @@ def test_a_lost_batch_reloads_the_partition_from_its_log(
     assert runtime.shard_at(0).values == {"a": 1}, "rebuilt from what the log holds"
 
 
-def test_a_one_sink_runtime_keeps_the_one_shard_spelling() -> None:
+def test_a_one_partition_runtime_writes_and_loads_back() -> None:
     journal = Journal()
     sink: InMemoryRecordSink[Record] = InMemoryRecordSink()
     runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
-        shard_factory=lambda: KeyShard(journal), sink=sink
+        new_shard=lambda _p: KeyShard(journal), sinks=[sink]
     )
     assert runtime.partitions == 1
-    assert runtime.apply(runtime.shard.put("k", 3)) == "put k"
-    assert runtime.load_at(enumerate(sink.records)).values == {"k": 3}
+    assert runtime.write(0, lambda shard: shard.put("k", 3)).response == "put k"
+    assert runtime.load_partition(0, enumerate(sink.records)).values == {"k": 3}
+
+
+def test_append_then_replay_appended_splits_a_write_around_the_hosts_durability_wait() -> None:
+    journal = Journal()
+    sinks = [JournalSink(journal, f"p{i}") for i in range(2)]
+    runtime: CoordinatorRuntime[KeyShard, Record] = CoordinatorRuntime(
+        new_shard=lambda _p: KeyShard(journal), sinks=sinks
+    )
+    records = runtime.read(1, lambda shard: shard.put("k", 3)).records
+    appended = runtime.append(1, records)
+    assert sinks[1].records == list(records), "appended through the partition's sink"
+    assert runtime.shard_at(1).values == {}, "nothing replayed before the host says so"
+    runtime.replay_appended(1, records, appended)
+    assert runtime.shard_at(1).values == {"k": 3}
+    assert runtime.shard_at(0).values == {}
+    runtime.unload(1)
+    with pytest.raises(PartitionNotLoaded):
+        runtime.append(1, records)
+    with pytest.raises(PartitionNotLoaded):
+        runtime.replay_appended(1, records, appended)
 
 
 def test_new_shard_is_told_its_partition_at_hosting_and_at_every_load() -> None:

@@ -229,11 +229,11 @@ class Harness:
         self._assert_equivalent(live)
         # Push every live key out of the window: tombstones of keys never written
         # (replay ignores them, and they are not live keys).
-        for index in range(self.shard.log_keys.live_keys(0)):
+        for index in range(self.shard.log_keys.live_keys()):
             self.write(_filler_tombstone(index))
         rewrite = self.shard.rewrite_old_records(window_records=0, records_max=10**9)
-        if 0 in self.shard.prune_offsets():  # every live key's offset is known
-            assert rewrite.response == self.shard.log_keys.live_keys(0)
+        if self.shard.prune_offset() is not None:  # every live key's offset is known
+            assert rewrite.response == self.shard.log_keys.live_keys()
         self.run(rewrite)
         assert self.shard.durable_state() == live
         self._assert_equivalent(live)
@@ -247,14 +247,14 @@ class Harness:
             self.shard.rewrite_old_records(window_records=window_records, records_max=records_max)
         )
         assert self.shard.durable_state() == live
-        start = self.shard.prune_offsets().get(0, 0)
+        start = self.shard.prune_offset() or 0
         pruned = self.new_shard()
         for offset, record in enumerate(self.log[start:], start):
             pruned.replay(record, offset)
         assert pruned.durable_state() == live
 
     def _assert_equivalent(self, live: object) -> None:
-        start = self.shard.prune_offsets().get(0, 0)
+        start = self.shard.prune_offset() or 0
         for log in (self.log, compacted(self.log), self.log[start:]):
             fresh = self.new_shard()
             for record in log:

@@ -52,7 +52,7 @@ class Classic:
         self.settings = ClassicSettings(**settings)
         self._ids = lambda client: f"{client}-{next(counter)}"
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard, r.CoordinatorRecord] = (
-            CoordinatorRuntime(shard_factory=self._shard, sink=self.sink)
+            CoordinatorRuntime(new_shard=lambda _p: self._shard(), sinks=[self.sink])
         )
         self.joins: dict[str, JoinResponse] = {}
         self.syncs: dict[str, SyncResponse] = {}
@@ -66,10 +66,10 @@ class Classic:
 
     @property
     def classic(self) -> Any:
-        return self.runtime.shard.classic
+        return self.runtime.shard_at(0).classic
 
     def apply(self, result: GroupResult[Any]) -> Any:
-        response = self.runtime.apply(result)
+        response = self.runtime.write(0, lambda _shard: result).response
         for c in completions_of(result):
             if c.join is not None:
                 self.joins[c.member_id] = c.join
@@ -169,9 +169,9 @@ def c() -> Iterator[Classic]:
     yield harness
     # Replay equals live: a shard loaded from the log stores the same groups and
     # offsets, and rebuilds a settled group with the same members and generation.
-    loaded = harness.runtime.load(harness.sink.records)
+    loaded = harness.runtime.load_partition(0, enumerate(harness.sink.records))
     loaded.on_loaded(now_ms=harness.now)
-    assert loaded.durable_state().classic == harness.runtime.shard.durable_state().classic
+    assert loaded.durable_state().classic == harness.runtime.shard_at(0).durable_state().classic
     for group_id, group in harness.classic.groups.groups.items():
         if group.state in (STABLE, EMPTY) and group_id in harness.classic.groups.stored:
             again = loaded.classic.groups.groups[group_id]
@@ -185,13 +185,15 @@ def c() -> Iterator[Classic]:
             }
     # Re-writing every live key (the log bound) changes nothing, and a shard loaded
     # from the log as pruning then leaves it stores the same groups and offsets.
-    shard = harness.runtime.shard
+    shard = harness.runtime.shard_at(0)
     before = shard.durable_state().classic
-    harness.runtime.apply(shard.rewrite_old_records(window_records=0, records_max=10**9))
+    harness.runtime.write(
+        0, lambda _shard: shard.rewrite_old_records(window_records=0, records_max=10**9)
+    )
     assert shard.durable_state().classic == before
-    start = shard.prune_offsets().get(0, 0)
+    start = shard.prune_offset() or 0
     kept = harness.sink.records[start:]
-    pruned = harness.runtime.load_at(enumerate(kept, start))
+    pruned = harness.runtime.load_partition(0, enumerate(kept, start))
     assert pruned.durable_state().classic == before
 
 
@@ -353,7 +355,7 @@ def _commit(c: Classic, member: str, generation: int, offset: int, **kw: Any) ->
         api_version=kw.get("version", 8),
         now_ms=c.now,
     )
-    return [p.error for p in c.runtime.apply(result)]
+    return [p.error for p in c.runtime.write(0, lambda _shard: result).response]
 
 
 def test_offset_commit_generation_checks_and_fetch(c: Classic) -> None:
@@ -385,7 +387,9 @@ def test_simple_commit_creates_an_empty_group(c: Classic) -> None:
 def test_offset_delete_refuses_subscribed_topics_and_group_delete(c: Classic) -> None:
     assert _commit(c, "", -1, 7, group="simple") == [None]
     error, result = c.classic.delete_offsets(group_id="simple", partitions=[("t", 0)])
-    assert error is None and [p.error for p in c.runtime.apply(result)] == [None]
+    assert error is None and [
+        p.error for p in c.runtime.write(0, lambda _shard: result).response
+    ] == [None]
     assert c.classic.fetch_offsets(group_id="simple", partitions=[("t", 0)])[1][0].offset == -1
     error, _ = c.classic.delete_offsets(group_id="unknown", partitions=[("t", 0)])
     assert error == ErrorCode.group_id_not_found

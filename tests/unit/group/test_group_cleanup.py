@@ -171,18 +171,18 @@ def test_pruning_keeps_the_last_offset_record_of_a_simple_group_without_offsets(
     _commit(harness, "other")
     _delete_offsets(harness, "simple")
     anchor = 0  # simple's commit: no live key is left to hold it
-    assert harness.shard.prune_offsets() == {0: anchor}
+    assert harness.shard.prune_offset() == anchor
     pruned = harness.new_shard()
     for offset in range(anchor, len(harness.log)):
         pruned.replay(harness.log[offset], offset)
     assert pruned.group_type("simple") == "classic"
     assert pruned.durable_state() == harness.shard.durable_state()
     _cleanup(harness)  # deletes simple: only other's commit is needed now
-    assert harness.shard.prune_offsets() == {0: 1}
+    assert harness.shard.prune_offset() == 1
     unknown = harness.new_shard()
     for record in harness.log[:3]:
         unknown.replay(record, NO_OFFSET)
-    assert unknown.prune_offsets() == {}  # offsets unknown: nothing may be pruned
+    assert unknown.prune_offset() is None  # offsets unknown: nothing may be pruned
 
 
 def test_delete_any_groups_answers_every_type_in_request_order(harness: Harness) -> None:

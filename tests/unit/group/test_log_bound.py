@@ -29,7 +29,7 @@ def replay_all(keys: GroupLogKeys, records: list[r.CoordinatorRecord]) -> None:
 
 
 def test_a_groups_suffix_from_its_oldest_old_key_is_re_written_in_log_order() -> None:
-    keys = GroupLogKeys(partitions=1)
+    keys = GroupLogKeys()
     for offset, record in [
         (0, epoch("a", 1)),  # old
         (1, commit("b", 0, 1)),  # superseded at 13
@@ -44,12 +44,12 @@ def test_a_groups_suffix_from_its_oldest_old_key_is_re_written_in_log_order() ->
         commit("a", 0, 5),
         commit("a", 1, 6),
     )
-    assert keys.prune_offsets() == {0: 0}
+    assert keys.prune_offset() == 0
     assert keys.rewrite_records(window_records=11, records_max=100) == ()
 
 
 def test_records_max_stops_between_groups_never_inside_one() -> None:
-    keys = GroupLogKeys(partitions=1)
+    keys = GroupLogKeys()
     log = [commit("a", p, 1) for p in range(3)] + [commit("b", p, 1) for p in range(3)]
     replay_all(keys, log)
     keys.replayed(epoch("c", 1), 30)  # end 31, 7 live keys
@@ -62,19 +62,18 @@ def test_records_max_stops_between_groups_never_inside_one() -> None:
 
 
 def test_tombstoned_keys_are_neither_re_written_nor_needed() -> None:
-    keys = GroupLogKeys(partitions=1)
+    keys = GroupLogKeys()
     gone = r.CoordinatorRecord(key=commit("a", 0, 0).key, value=None)
     replay_all(keys, [commit("a", 0, 1), commit("b", 0, 1), gone])
     assert keys.rewrite_records(window_records=0, records_max=100) == (commit("b", 0, 1),)
-    assert keys.prune_offsets() == {0: 1}  # (stale: below 3 - 0 - 1 live key = 2)
-    assert keys.live_keys(0) == 1
+    assert keys.prune_offset() == 1  # (stale: below 3 - 0 - 1 live key = 2)
+    assert keys.live_keys() == 1
 
 
-def test_each_group_is_tracked_on_its_own_partition() -> None:
-    keys = GroupLogKeys(partitions=50)
-    home = keys.partition_of("g")
+def test_the_partition_is_kept_whole_once_an_offset_is_unknown() -> None:
+    keys = GroupLogKeys()
     keys.replayed(commit("g", 0, 1), 7)
-    assert keys.prune_offsets() == {home: 7}
-    assert (keys.end_offset(home), keys.live_keys(home)) == (8, 1)
+    assert keys.prune_offset() == 7
+    assert (keys.end_offset(), keys.live_keys()) == (8, 1)
     keys.replayed(commit("g", 1, 1), NO_OFFSET)  # unknown offset: keep the whole partition
-    assert keys.prune_offsets() == {}
+    assert keys.prune_offset() is None

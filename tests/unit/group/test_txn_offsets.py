@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from shoal.clock import ManualClock
 from shoal.coordinator.placement import partition_for
+from shoal.coordinator.runtime import CoordinatorRuntime, InMemoryRecordSink
 from shoal.group import GroupCoordinatorShard
 from shoal.group import records as r
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
@@ -76,7 +77,6 @@ def marker(
 ) -> tuple[r.CoordinatorRecord, ...]:
     result = harness.run(
         harness.shard.complete_transaction(
-            offsets_partition=0,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             commit=commit,
@@ -264,31 +264,38 @@ def test_deleting_a_topic_or_an_offset_drops_its_pending_offsets(harness: Harnes
 
 
 def test_the_marker_settles_only_the_groups_of_its_offsets_partition() -> None:
-    shard = GroupCoordinatorShard(clock=ManualClock(), log_partitions=4)
+    sinks: list[InMemoryRecordSink[r.CoordinatorRecord]] = [InMemoryRecordSink() for _ in range(4)]
+    runtime: CoordinatorRuntime[GroupCoordinatorShard, r.CoordinatorRecord] = CoordinatorRuntime(
+        new_shard=lambda _p: GroupCoordinatorShard(clock=ManualClock()), sinks=sinks
+    )
     groups = [f"g{i}" for i in range(20)]
     by_partition = {partition_for(g, 4): g for g in groups}
     assert len(by_partition) >= 2, by_partition
     (p_a, g_a), (p_b, g_b) = sorted(by_partition.items())[:2]
     for group_id in (g_a, g_b):
-        result = shard.classic.txn_commit_offsets(
-            group_id=group_id,
-            producer_id=PID,
-            producer_epoch=EPOCH,
-            member_id="",
-            generation_id=-1,
-            group_instance_id=None,
-            offsets=_offsets(("t", 0, 7)),
-            now_ms=0,
+        runtime.write(
+            runtime.partition_of(group_id),
+            lambda shard, group_id=group_id: shard.classic.txn_commit_offsets(
+                group_id=group_id,
+                producer_id=PID,
+                producer_epoch=EPOCH,
+                member_id="",
+                generation_id=-1,
+                group_instance_id=None,
+                offsets=_offsets(("t", 0, 7)),
+                now_ms=0,
+            ),
         )
-        for record in result.records:
-            shard.replay(record)
-    written = shard.complete_transaction(
-        offsets_partition=p_a, producer_id=PID, producer_epoch=EPOCH, commit=True
+    written = runtime.write(
+        p_a,
+        lambda shard: shard.complete_transaction(
+            producer_id=PID, producer_epoch=EPOCH, commit=True
+        ),
     ).records
     assert {rec.key.group_id for rec in written} == {g_a}
-    for record in written:
-        shard.replay(record)
-    assert set(shard.classic.txn_offsets.snapshot()) == {(g_b, PID)}
+    pending = {key for _, shard in runtime.shards() for key in shard.classic.txn_offsets.snapshot()}
+    assert pending == {(g_b, PID)}
+    assert runtime.shard_at(p_b).classic.txn_offsets.snapshot().keys() == {(g_b, PID)}
     assert p_b != p_a
 
 
@@ -320,7 +327,7 @@ def _classic_txn(c: Classic, member: str, generation: int, group: str = "g") -> 
         offsets=_offsets(("t", 0, 1)),
         now_ms=c.now,
     )
-    return [p.error for p in c.runtime.apply(result)]
+    return [p.error for p in c.runtime.write(0, lambda _shard: result).response]
 
 
 def test_member_fields_are_checked_against_a_classic_group() -> None:
@@ -332,7 +339,7 @@ def test_member_fields_are_checked_against_a_classic_group() -> None:
     assert _classic_txn(c, "ghost", 1) == [ErrorCode.unknown_member_id]
     assert _classic_txn(c, "", 1, group="nope") == [ErrorCode.illegal_generation]
     assert _classic_txn(c, "", -1, group="") == [ErrorCode.invalid_group_id]
-    loaded = c.runtime.load(c.sink.records)
+    loaded = c.runtime.load_partition(0, enumerate(c.sink.records))
     assert loaded.classic.txn_offsets.snapshot() == c.classic.txn_offsets.snapshot()
 
 

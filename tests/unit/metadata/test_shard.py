@@ -44,7 +44,7 @@ def runtime() -> tuple[
     CoordinatorRuntime[MetadataShard, MetadataRecord], InMemoryRecordSink[MetadataRecord]
 ]:
     sink: InMemoryRecordSink[MetadataRecord] = InMemoryRecordSink()
-    return CoordinatorRuntime(shard_factory=MetadataShard, sink=sink), sink
+    return CoordinatorRuntime(new_shard=lambda _p: MetadataShard(), sinks=[sink]), sink
 
 
 def test_operations_change_nothing_until_replayed() -> None:
@@ -58,25 +58,32 @@ def test_operations_change_nothing_until_replayed() -> None:
 
 def test_every_kind_round_trips_and_a_reload_equals_the_live_shard() -> None:
     rt, sink = runtime()
-    rt.apply(rt.shard.create_acls([READ, WRITE], acls_max=10))
-    rt.apply(
-        rt.shard.alter_quotas(
+    rt.write(0, lambda shard: shard.create_acls([READ, WRITE], acls_max=10))
+    rt.write(
+        0,
+        lambda shard: shard.alter_quotas(
             {(("client-id", None), ("user", "alice")): {"producer_byte_rate": 1024.0}}
-        )
+        ),
     )
-    rt.apply(
-        rt.shard.alter_scram(
+    rt.write(
+        0,
+        lambda shard: shard.alter_scram(
             upsertions=[ScramUpsertion("alice", "SCRAM-SHA-256", CREDENTIAL)], deletions=[]
-        )
+        ),
     )
-    rt.apply(rt.shard.set_configs(BROKER_RESOURCE, "", {"num.partitions": "3"}))
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {"share.record.lock.duration.ms": "20000"}))
-    rt.apply(rt.shard.put_topic(TOPIC))
-    rt.apply(rt.shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1000"}))
-    live = rt.shard.image
+    rt.write(0, lambda shard: shard.set_configs(BROKER_RESOURCE, "", {"num.partitions": "3"}))
+    rt.write(
+        0,
+        lambda shard: shard.set_configs(
+            GROUP_RESOURCE, "g", {"share.record.lock.duration.ms": "20000"}
+        ),
+    )
+    rt.write(0, lambda shard: shard.put_topic(TOPIC))
+    rt.write(0, lambda shard: shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1000"}))
+    live = rt.shard_at(0).image
     decoded = [CODEC.decode(*CODEC.encode(record)) for record in sink.records]
     assert decoded == list(sink.records)
-    reloaded = rt.load(decoded).image
+    reloaded = rt.load_partition(0, enumerate(decoded)).image
     assert reloaded == live
     assert live.quotas == {(("client-id", None), ("user", "alice")): {"producer_byte_rate": 1024.0}}
     assert live.scram == {"alice": {"SCRAM-SHA-256": CREDENTIAL}}
@@ -87,38 +94,51 @@ def test_every_kind_round_trips_and_a_reload_equals_the_live_shard() -> None:
 
 def test_removals_are_tombstones_and_empty_entities_go() -> None:
     rt, sink = runtime()
-    rt.apply(rt.shard.create_acls([READ, WRITE], acls_max=10))
-    matched = rt.apply(rt.shard.delete_acls([AclBindingFilter(principal="User:a")]))
+    rt.write(0, lambda shard: shard.create_acls([READ, WRITE], acls_max=10))
+    matched = rt.write(
+        0, lambda shard: shard.delete_acls([AclBindingFilter(principal="User:a")])
+    ).response
     assert matched == [[READ]]
-    rt.apply(rt.shard.alter_quotas({USER: {"producer_byte_rate": 1.0, "consumer_byte_rate": 2.0}}))
-    rt.apply(rt.shard.alter_quotas({USER: {"consumer_byte_rate": 2.0}}))
-    assert rt.shard.image.quotas == {USER: {"consumer_byte_rate": 2.0}}
-    rt.apply(rt.shard.alter_quotas({USER: {}}))
-    rt.apply(
-        rt.shard.alter_scram(
-            upsertions=[ScramUpsertion("u", "SCRAM-SHA-512", CREDENTIAL)], deletions=[]
-        )
+    rt.write(
+        0,
+        lambda shard: shard.alter_quotas(
+            {USER: {"producer_byte_rate": 1.0, "consumer_byte_rate": 2.0}}
+        ),
     )
-    rt.apply(rt.shard.alter_scram(upsertions=[], deletions=[ScramDeletion("u", "SCRAM-SHA-512")]))
-    rt.apply(rt.shard.set_configs(BROKER_RESOURCE, "1", {"a": "1"}))
-    rt.apply(rt.shard.set_configs(BROKER_RESOURCE, "1", {}))
-    rt.apply(rt.shard.put_topic(TOPIC))
-    rt.apply(rt.shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1"}))
-    rt.apply(rt.shard.remove_topic("orders"))
-    image = rt.shard.image
+    rt.write(0, lambda shard: shard.alter_quotas({USER: {"consumer_byte_rate": 2.0}}))
+    assert rt.shard_at(0).image.quotas == {USER: {"consumer_byte_rate": 2.0}}
+    rt.write(0, lambda shard: shard.alter_quotas({USER: {}}))
+    rt.write(
+        0,
+        lambda shard: shard.alter_scram(
+            upsertions=[ScramUpsertion("u", "SCRAM-SHA-512", CREDENTIAL)], deletions=[]
+        ),
+    )
+    rt.write(
+        0,
+        lambda shard: shard.alter_scram(
+            upsertions=[], deletions=[ScramDeletion("u", "SCRAM-SHA-512")]
+        ),
+    )
+    rt.write(0, lambda shard: shard.set_configs(BROKER_RESOURCE, "1", {"a": "1"}))
+    rt.write(0, lambda shard: shard.set_configs(BROKER_RESOURCE, "1", {}))
+    rt.write(0, lambda shard: shard.put_topic(TOPIC))
+    rt.write(0, lambda shard: shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1"}))
+    rt.write(0, lambda shard: shard.remove_topic("orders"))
+    image = rt.shard_at(0).image
     assert image.acls == {WRITE}
     assert image.quotas == {} and image.scram == {} and image.configs == {} and image.topics == {}
     tombstones = [r for r in sink.records if r.value is None]
     assert len(tombstones) == 7  # ACL, 2 quota keys, credential, config, topic, topic config
-    assert rt.load(sink.records).image == image
+    assert rt.load_partition(0, enumerate(sink.records)).image == image
 
 
 def test_writes_that_change_nothing_have_no_records() -> None:
     rt, _ = runtime()
-    rt.apply(rt.shard.create_acls([READ], acls_max=10))
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
-    rt.apply(rt.shard.put_topic(TOPIC))
-    shard = rt.shard
+    rt.write(0, lambda shard: shard.create_acls([READ], acls_max=10))
+    rt.write(0, lambda shard: shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
+    rt.write(0, lambda shard: shard.put_topic(TOPIC))
+    shard = rt.shard_at(0)
     assert shard.create_acls([READ], acls_max=10).records == ()
     assert shard.delete_acls([AclBindingFilter(principal="User:nobody")]).records == ()
     assert shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}).records == ()
@@ -154,12 +174,12 @@ def test_the_acl_limit_and_invalid_bindings_are_refused_alone() -> None:
 
 def test_an_image_is_a_snapshot() -> None:
     rt, _ = runtime()
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
-    before = rt.shard.image
-    assert rt.shard.image is before, "unchanged state shares its image"
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {"k": "w"}))
+    rt.write(0, lambda shard: shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
+    before = rt.shard_at(0).image
+    assert rt.shard_at(0).image is before, "unchanged state shares its image"
+    rt.write(0, lambda shard: shard.set_configs(GROUP_RESOURCE, "g", {"k": "w"}))
     assert before.config(GROUP_RESOURCE, "g") == {"k": "v"}
-    assert rt.shard.image.config(GROUP_RESOURCE, "g") == {"k": "w"}
+    assert rt.shard_at(0).image.config(GROUP_RESOURCE, "g") == {"k": "w"}
     with pytest.raises(TypeError):
         before.configs[(GROUP_RESOURCE, "h")] = {}  # type: ignore[index]
 
@@ -176,22 +196,23 @@ def test_a_credential_of_an_unknown_mechanism_is_skipped() -> None:
 
 def test_a_snapshot_rebuilds_the_state_from_nothing() -> None:
     rt, _ = runtime()
-    rt.apply(rt.shard.create_acls([READ, WRITE], acls_max=10))
-    rt.apply(rt.shard.alter_quotas({USER: {"producer_byte_rate": 1.0}}))
-    rt.apply(
-        rt.shard.alter_scram(
+    rt.write(0, lambda shard: shard.create_acls([READ, WRITE], acls_max=10))
+    rt.write(0, lambda shard: shard.alter_quotas({USER: {"producer_byte_rate": 1.0}}))
+    rt.write(
+        0,
+        lambda shard: shard.alter_scram(
             upsertions=[ScramUpsertion("alice", "SCRAM-SHA-512", CREDENTIAL)], deletions=[]
-        )
+        ),
     )
-    rt.apply(rt.shard.put_topic(TOPIC))
-    rt.apply(rt.shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1"}))
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
-    rt.apply(rt.shard.set_configs(GROUP_RESOURCE, "g", {}))
-    snapshot = rt.shard.snapshot()
+    rt.write(0, lambda shard: shard.put_topic(TOPIC))
+    rt.write(0, lambda shard: shard.set_configs(TOPIC_RESOURCE, "orders", {"retention.ms": "1"}))
+    rt.write(0, lambda shard: shard.set_configs(GROUP_RESOURCE, "g", {"k": "v"}))
+    rt.write(0, lambda shard: shard.set_configs(GROUP_RESOURCE, "g", {}))
+    snapshot = rt.shard_at(0).snapshot()
     assert all(record.value is not None for record in snapshot)
     assert len(snapshot) == 6  # 2 ACLs, a quota, a credential, a topic and its config
     fresh = MetadataShard()
     for record in snapshot:
         fresh.replay(record)
-    assert fresh.image == rt.shard.image
-    assert rt.shard.snapshot() == snapshot, "the same state, the same records"
+    assert fresh.image == rt.shard_at(0).image
+    assert rt.shard_at(0).snapshot() == snapshot, "the same state, the same records"

@@ -80,8 +80,9 @@ class Coordinator:
             rearm=self._rearm,
         )
         self.logs.events.on_appended(self.maintenance.appended)
+        self.service.on_fired.append(self.maintenance.fired)
         self.schedule = Schedule()
-        self.schedule.add(*self.maintenance.timer_sources())
+        self.schedule.add(*self.service.timer_sources())
         self.schedule.next_deadline_ms(clock.monotonic_ms())  # arm, as the driver does
 
     def _rearm(self) -> None:
@@ -169,8 +170,8 @@ def test_fifty_thousand_commits_over_100_partitions_stay_below_the_bound(
         c.commit("busy", {p: round_ for p in range(100)})
         written += 100
         if round_ % 10 == 9:  # a pass every 1000 commits
-            assert "group-coordinator-log-maintenance" in c.tick()
-            live = c.service.shard_of("busy").log_keys.live_keys(0)
+            assert "group-coordinator" in c.tick()
+            live = c.service.shard_of("busy").log_keys.live_keys()
             # after a pass: no live key further than the window below the end, and
             # nothing below the lowest live key
             assert c.retained(busy) <= window + live, (round_, c.retained(busy))
@@ -278,7 +279,6 @@ def test_offsets_retention_is_driven_by_the_shells_timer_and_survives_a_reload(
         "offsets.retention.check.interval.ms": str(INTERVAL_MS),
     }
     c = open_coordinator(opened, tmp_path, clock, **settings)
-    c.schedule.add(*c.service.timer_sources())
     c.commit("idle", {0: 4})
     for _ in range(59):
         c.tick()
@@ -297,32 +297,34 @@ def test_a_re_write_too_big_for_one_batch_is_split_until_each_part_fits(
     log = c.partitions[0]
     small = LogRecordSink(log=log, encode=CODEC.encode, clock=clock, batch_bytes_max=4_000)
     runtime: CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord] = CoordinatorRuntime(
-        shard_factory=lambda: GroupCoordinatorShard(clock=clock), sink=small
+        new_shard=lambda _p: GroupCoordinatorShard(clock=clock),
+        sinks=[small],
+        prune_offset=GroupCoordinatorShard.prune_offset,
     )
 
     def commit(group: str, partition: int) -> None:  # one commit each: every batch fits
         key = OffsetCommitKey(group_id=group, topic="t", partition=partition)
         value = OffsetCommitValue(offset=1, leader_epoch=-1, metadata="m" * 200, commit_timestamp=0)
         record = CoordinatorRecord(key=key, value=value)
-        runtime.apply(CoordinatorResult(records=(record,), response=None))
+        runtime.write(0, lambda _shard: CoordinatorResult(records=(record,), response=None))
 
     for partition in range(60):
         commit("g", partition)
     for _ in range(60):  # pushes g's 60 keys out of the window (0 + 61 live keys)
         commit("other", 0)
-    state = runtime.shard.durable_state()
+    state = runtime.shard_at(0).durable_state()
     maintenance = GroupLogMaintenance(
         runtime=runtime,
         partitions=[log],
         config=lambda: BrokerConfig.from_raw({"offsets.topic.rewrite.window.records": "0"}),
     )
-    assert maintenance.run() == (60, 1)  # 60 x ~260 bytes: far above one 4000-byte batch
+    assert maintenance.run(0) == (60, 1)  # 60 x ~260 bytes: far above one 4000-byte batch
     assert (log.log_start_offset, log.log_end_offset) == (119, 180)  # other's, then g's
     batches = log.read(120, max_bytes=1 << 20).headers
     # halved until each part fits (60 -> 30 -> 15), not one batch per record
     assert [batch.records_count for batch in batches] == [15, 15, 15, 15]
-    assert runtime.shard.durable_state() == state
-    reloaded = runtime.load_at(read_log(log, CODEC.decode, buffer_bytes=1 << 20))
+    assert runtime.shard_at(0).durable_state() == state
+    reloaded = runtime.load_partition(0, read_log(log, CODEC.decode, buffer_bytes=1 << 20))
     assert reloaded.durable_state() == state
 
 
@@ -361,7 +363,7 @@ def test_a_window_of_appended_records_makes_the_pass_due_at_once(
     assert c.schedule.next_deadline_ms(now) == now + INTERVAL_MS  # not yet: 99 < 100
     c.commit("busy", {0: 99})
     assert c.rearms == 1 and c.schedule.next_deadline_ms(now) == now  # due now
-    assert c.schedule.fire_due(now) == ["group-coordinator-log-maintenance"]
+    assert c.schedule.fire_due(now) == ["group-coordinator"]
     assert (log.log_start_offset, log.log_end_offset) == (99, 100)
     assert c.schedule.next_deadline_ms(now) == now + INTERVAL_MS  # the count starts again
     c.tick()  # the periodic pass still runs (nothing more to prune)
@@ -383,10 +385,10 @@ def test_more_live_keys_than_the_window_are_re_written_once_not_in_a_loop(
         c.commit("busy", {0: n})
     now = clock.monotonic_ms()
     assert c.schedule.next_deadline_ms(now) == now  # 150 appended: due
-    assert c.maintenance.run() == (50, 1)  # the 50 old keys, once
+    assert c.maintenance.run(now) == (50, 1)  # the 50 old keys, once
     assert (log.log_start_offset, log.log_end_offset) == (149, 200)
     assert c.schedule.next_deadline_ms(now) > now  # its own re-writes do not count
-    assert c.maintenance.run() == (0, 0)  # and nothing is stale again right after
+    assert c.maintenance.run(now) == (0, 0)  # and nothing is stale again right after
     again = crash_and_reload(
         opened,
         tmp_path,

@@ -125,7 +125,7 @@ def test_join_reply_carries_the_partitions_its_initialisation_made() -> None:
         assert f.clock.monotonic_ms() == start
 
     run(f, body)
-    loaded = f.service.runtime.load(f.sink.records)
+    loaded = f.service.runtime.load_partition(0, enumerate(f.sink.records))
     assert loaded.durable_state().share_groups["g"].members["m1"].member_epoch == 3
 
 

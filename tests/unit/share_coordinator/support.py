@@ -34,7 +34,7 @@ class Rig:
     runtime: CoordinatorRuntime[ShareCoordinatorShard, ShareCoordinatorRecord] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.runtime = CoordinatorRuntime(shard_factory=self.new_shard, sink=self.sink)
+        self.runtime = CoordinatorRuntime(new_shard=lambda _p: self.new_shard(), sinks=[self.sink])
 
     def new_shard(self) -> ShareCoordinatorShard:
         return ShareCoordinatorShard(
@@ -45,10 +45,10 @@ class Rig:
 
     @property
     def shard(self) -> ShareCoordinatorShard:
-        return self.runtime.shard
+        return self.runtime.shard_at(0)
 
     def apply(self, result: ShareResult[R]) -> R:
-        return self.runtime.apply(result)
+        return self.runtime.write(0, lambda _shard: result).response
 
     def state(self, key: SharePartitionKey = KEY) -> KeyState | None:
         return self.shard.states.get(key)

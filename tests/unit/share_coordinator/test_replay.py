@@ -120,7 +120,9 @@ def test_reload_and_model_agree_after_random_operations(
 
     logged = rig.logged()
     full = Rig(records_per_snapshot=per_snapshot)
-    full.runtime.load_at((offset, CODEC.decode(*CODEC.encode(record))) for offset, record in logged)
+    full.runtime.load_partition(
+        0, ((offset, CODEC.decode(*CODEC.encode(record))) for offset, record in logged)
+    )
     assert full.shard.states == rig.shard.states
     assert full.shard.end_offset == rig.shard.end_offset == len(logged)
 
@@ -128,7 +130,7 @@ def test_reload_and_model_agree_after_random_operations(
     if logged:
         assert prune is not None
         pruned = Rig(records_per_snapshot=per_snapshot)
-        pruned.runtime.load_at(logged[prune:])
+        pruned.runtime.load_partition(0, logged[prune:])
         assert pruned.shard.states == rig.shard.states
     else:
         assert prune is None

@@ -283,16 +283,17 @@ def test_update_of_an_unknown_key_then_its_tombstone() -> None:
     and tombstone: the update builds a partial state, the tombstone removes it."""
     rig = Rig()
     other = SharePartitionKey("h", TOPIC, 1)
-    rig.runtime.load_at(
+    rig.runtime.load_partition(
+        0,
         [
             (40, update(other, leader_epoch=3, start=12, batches=[StateBatch(12, 13, ACK, 1)])),
             (41, snapshot(KEY, snapshot_epoch=0)),
-        ]
+        ],
     )
     partial = rig.state(other)
     assert partial is not None
     assert (partial.start_offset, partial.leader_epoch, partial.snapshot_offset) == (12, 3, 40)
-    rig.runtime.shard.replay(tombstone(other), 42)
+    rig.runtime.shard_at(0).replay(tombstone(other), 42)
     assert set(rig.shard.states) == {KEY}
     assert rig.shard.prune_offset() == 41
 
@@ -317,7 +318,7 @@ def test_prune_offset_follows_the_oldest_live_snapshot() -> None:
     rig.apply(rig.shard.delete(key=a))  # 6: tombstone a
     assert rig.shard.prune_offset() == 5
     reloaded = Rig(records_per_snapshot=1)
-    reloaded.runtime.load_at(rig.logged()[5:])
+    reloaded.runtime.load_partition(0, rig.logged()[5:])
     assert reloaded.shard.states == rig.shard.states
     rig.apply(rig.shard.delete(key=b))  # 7: tombstone b
     assert rig.shard.prune_offset() == 8
