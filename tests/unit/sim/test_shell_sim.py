@@ -300,6 +300,7 @@ def test_fsync_per_write_loses_nothing_confirmed_in_a_power_loss(tmp_path: Path)
     """Every crash a power loss, every log fsynced per write: every durability check
     holds (none is relaxed) and nothing is lost."""
     rates = dataclasses.replace(FaultRates(), power_loss=1.0, shell_crash=0.3)
+    crashes = 0
     for seed in range(3):
 
         class FsyncPerWrite(ShellWorld):
@@ -311,10 +312,12 @@ def test_fsync_per_write_loses_nothing_confirmed_in_a_power_loss(tmp_path: Path)
         directory.mkdir()
         world = FsyncPerWrite(seed=seed, directory=directory, rates=rates)
         world.run(12)
-        assert world.crashes > 0
+        crashes += world.crashes
         assert world.faults.injected["power_loss"] == world.crashes
         assert world.checker.counts["lossy power losses"] == 0
         assert world.checker.counts["recoveries checked"] >= world.crashes
+    # A seed's schedule may hold no crash in 12 ticks; the three together hold several.
+    assert crashes >= 3
 
 
 def test_losing_a_coordinator_log_is_caught(tmp_path: Path) -> None:
