@@ -58,8 +58,8 @@ from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig
 from shoal.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from shoal.share_coordinator.records import CODEC
 from shoal.share_coordinator.state import SharePartitionKey

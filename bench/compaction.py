@@ -24,7 +24,7 @@ overrides). Steps:
    /metrics shows the partition cleaned (polled every 100 ms), so it measures the
    clients while the cleaner works (from its first pass after the switch, within
    `log.cleaner.backoff.ms`). The clean's own duration is what the broker logs for
-   it (server/log_cleaner.py).
+   it (server/services/log_cleaner.py).
 4. Result: the partition's bytes before and after, the cleaner's throughput (log
    bytes and records cleaned per second of clean time, and bytes read per second as
    /metrics counts them), the broker's RSS (peak during each phase), and a check that

@@ -178,7 +178,7 @@ def _time_sample(broker: InProcessBroker) -> tuple[float, float]:
     """(the sampler's work in ms, its longest stretch without yielding the loop),
     measured in the broker's loop: the lag of every group, one group at a time,
     as `Console.sample` computes it."""
-    from shoal.server.console import views
+    from shoal.server.observability.console import views
 
     assert broker.broker is not None
     services = broker.broker.services

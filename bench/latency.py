@@ -33,7 +33,7 @@ per 5 ms instead of one per record or two. With linger 0 at 10k records/s the br
 spends a whole core on Produce requests and the tail grows (docs/latency.md has the
 figures); linger 0 gives the lowest latency at 1k-3k/s.
 
-With `--record-path` the broker records every request (server/record_path.py) and,
+With `--record-path` the broker records every request (server/observability/record_path.py) and,
 after the run, each record's latency is split into the producer's part (stamp -> its
 Produce read by the broker), the broker's (-> the ShareFetch answer carrying it in the
 socket) and the consumer's (-> poll returning it), for records whose fetch was already
@@ -65,7 +65,7 @@ from tests.support.clients import create_topic
 from bench import record_path
 from bench.produce_fetch import CpuMeter, machine, save_result
 from bench.share_consume import percentile, set_group
-from shoal.server.record_path import ENV as RECORD_PATH_ENV
+from shoal.server.observability.record_path import ENV as RECORD_PATH_ENV
 
 BROKER_OVERRIDES = (
     "group.share.min.heartbeat.interval.ms=100",
@@ -413,13 +413,14 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="keep the broker's log here (with SHOAL_LATENCY_TRACE=<s> set, it has the "
-        "per-stage timings and the loop lag: server/latency_trace.py)",
+        "per-stage timings and the loop lag: server/observability/latency_trace.py)",
     )
     parser.add_argument(
         "--record-path",
         action="store_true",
         help="split each record's latency into producer / broker / consumer parts "
-        "(the broker records every request: server/record_path.py; bench/record_path.py)",
+        "(the broker records every request: server/observability/record_path.py; "
+        "bench/record_path.py)",
     )
     args = parser.parse_args(argv)
     if args.value_bytes < STAMP.size:

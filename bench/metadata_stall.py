@@ -1,5 +1,5 @@
 """How long admin changes block the broker's event loop: the loop stalls the stall
-watch (`SHOAL_STALL_TRACE`, server/stall_watch.py) sees while topics are created and
+watch (`SHOAL_STALL_TRACE`, server/observability/stall_watch.py) sees while topics are created and
 share-group configs altered, and how late a Metadata "echo" on another connection is
 answered meanwhile. The figures behind docs/latency.md's session on metadata writes.
 

@@ -164,7 +164,7 @@ def per_request_us(samples: int = 20_000) -> float:
     from shoal.clock import ManualClock
     from shoal.config import BrokerConfig
     from shoal.server.broker import Broker
-    from shoal.server.request_metrics import SHARE_FETCH, _share_fetch
+    from shoal.server.observability.request_metrics import SHARE_FETCH, _share_fetch
 
     with tempfile.TemporaryDirectory(prefix="shoal-bench-metrics-cost-") as tmp:
         raw = {"log.dirs": tmp, "metrics.listener": "http://127.0.0.1:0"}

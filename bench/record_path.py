@@ -1,5 +1,5 @@
 """Split each record's end-to-end latency into the producer's, the broker's and the
-consumer's part, from a broker run with `SHOAL_RECORD_PATH` (server/record_path.py)
+consumer's part, from a broker run with `SHOAL_RECORD_PATH` (server/observability/record_path.py)
 and the clients' stamps. Used by `bench/latency.py --record-path`.
 
 For a record stamped (CLOCK_MONOTONIC) just before `produce()` and received when the

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="keep the broker's log here (with SHOAL_LATENCY_TRACE=<s> set, it has the "
-        "per-stage timings at stop: server/latency_trace.py)",
+        "per-stage timings at stop: server/observability/latency_trace.py)",
     )
     parser.add_argument(
         "--profile",

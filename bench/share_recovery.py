@@ -52,8 +52,8 @@ from bench.produce_fetch import machine, save_result
 from shoal.clock import SystemClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
-from shoal.server.metadata_topics import open_topic_catalog
-from shoal.server.share_state import SHARE_STATE_TOPIC, ShareStateService
+from shoal.server.metadata.topic_catalog import open_topic_catalog
+from shoal.server.services.share_state import SHARE_STATE_TOPIC, ShareStateService
 from shoal.share.persister import SharePartitionKey, StateBatch, StateWrite
 from shoal.share.states import RecordState
 

@@ -39,7 +39,7 @@ from tests.unit.log.batches import append, make_batch
 
 from bench.produce_fetch import machine, save_result
 from shoal.protocol.share import AcknowledgeType
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall
+from shoal.server.services.share_service import ShareAcknowledgeCall, ShareFetchCall
 from shoal.share.acknowledge import AckBatch
 
 ACCEPT = (int(AcknowledgeType.ACCEPT),)

@@ -44,14 +44,14 @@ CONNECTION_WRITE_BUFFER_HIGH_BYTES: Final = 256 * 1024
 client to read before it reads the client's next request (Kafka's muting), so a
 client that never reads holds at most one response plus this much."""
 ADMIN_CHANGES_PENDING_MAX: Final = 10_000
-"""Admin changes (server/disk_io.py `ChangeLane`) started and not yet ended. A change
+"""Admin changes (server/services/disk_io.py `ChangeLane`) started and not yet ended. A change
 runs to its end even when its requester goes away, so only abandoned requests can
 queue past one per connection; at this bound a new change is refused and its
 connection closed with the reason logged."""
 CONNECTION_HELD_RESPONSE_BYTES_MAX: Final = 256 * 1024
 """Responses held back per connection to leave in one write: while the next request
 of a client's pipeline is already whole in hand, a response waits for the next ones
-(server/connection.py) until their bytes reach this much."""
+(server/net/connection.py) until their bytes reach this much."""
 
 # Topics and partitions
 TOPICS_MAX_DEFAULT: Final = 10_000
@@ -97,7 +97,7 @@ see docs/disk-io.md."""
 DISK_IO_THREADS_MAX: Final = 4
 """Worker threads the broker runs the logs' blocking disk work in (fsyncs of flush
 plans, removal of deleted segments and topic directories): at most this many run at
-once, the rest wait their turn in order (server/disk_io.py)."""
+once, the rest wait their turn in order (server/services/disk_io.py)."""
 PRODUCE_RECORDS_ON_LOOP_BYTES_MAX: Final = 16 * 1024
 """A produced batch whose records must be read (recompressed for compression.type, or
 keys checked on a compacted topic: log/validation.py) is read on the event loop up to
@@ -162,7 +162,7 @@ share-partitions in use rather than every one ever touched."""
 DLQ_DEDUPE_SCAN_RECORDS_MAX: Final = 10_000
 """Offsets of a dead-letter queue partition searched at most, after a restart, for
 copies of records reloaded as ARCHIVING (a crash between a DLQ copy and its ARCHIVED
-write leaves the copy behind; server/share_dlq.py). The search goes from the DLQ
+write leaves the copy behind; server/services/share_dlq.py). The search goes from the DLQ
 partition's end backwards and stops once every such record's copy is found, so this
 bounds only a search that does not find them all. When it stops at this limit with
 older offsets unread, the copies not found are written anyway (never lost) and a
@@ -184,7 +184,7 @@ OFFSET_METADATA_BYTES_MAX: Final = 4_096
 """Kafka's `offset.metadata.max.bytes` default: longer committed metadata is refused
 with OFFSET_METADATA_TOO_LARGE for that partition (group/committed_offsets.py)."""
 
-# ---- web console (server/console/)
+# ---- web console (server/observability/console/)
 CONSOLE_INFLIGHT_ENTRIES_MAX: Final = 1_000
 """Default of `console.inflight.max.records`: in-flight entries per share-partition view."""
 CONSOLE_HISTORY_SAMPLES_MAX: Final = 720
@@ -196,14 +196,14 @@ CONSOLE_EVENT_INTERVAL_MS: Final = 1_000
 CONSOLE_EVENT_STREAMS_MAX: Final = 64
 """Open server-sent event streams at once; one more is answered 503."""
 
-# ---- authorization (security/authorizer.py, server/acl_store.py)
+# ---- authorization (security/authorizer.py, server/metadata/acl_store.py)
 ACLS_MAX: Final = 100_000
 """ACL bindings the broker keeps at most; a CreateAcls that would pass it gets
 INVALID_REQUEST for the bindings beyond it (Kafka bounds ACL changes by its metadata
 record limits; Shoal bounds the set, which it rewrites whole on each change)."""
 ACL_FILE_BYTES_MAX: Final = 64 << 20
 """An old `acls.json` larger than this is refused by the start-up migration
-(server/metadata_migration.py: corrupt or not ours)."""
+(server/metadata/migration.py: corrupt or not ours)."""
 
 # SASL (frames before authentication: `sasl.server.max.receive.size`)
 SCRAM_MESSAGE_BYTES_MAX: Final = 4_096
@@ -222,7 +222,7 @@ SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
 """Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
 this closes the connection (logged)."""
 
-# ---- client quotas (issue 15: security/quota.py, server/quota_store.py)
+# ---- client quotas (issue 15: security/quota.py, server/metadata/quota_store.py)
 QUOTA_ENTITIES_MAX: Final = 10_000
 """Quota entities (user / client-id combinations) the broker keeps at most; an
 AlterClientQuotas that would add one more gets INVALID_REQUEST for that entity."""
@@ -231,16 +231,16 @@ QUOTA_SENSORS_MAX: Final = 100_000
 whole quota window, so a rate of 0) are dropped, and the oldest if none is idle."""
 QUOTA_FILE_BYTES_MAX: Final = 16 << 20
 """An old `client-quotas.json` larger than this is refused by the start-up migration
-(server/metadata_migration.py: corrupt or not ours)."""
+(server/metadata/migration.py: corrupt or not ours)."""
 METADATA_FILE_BYTES_MAX: Final = 16 << 20
 """An old `scram-credentials.json`, `group-configs.json` or `client-metrics-configs.json`
-larger than this is refused by the start-up migration (server/metadata_migration.py:
+larger than this is refused by the start-up migration (server/metadata/migration.py:
 corrupt or not ours)."""
 METADATA_STARTUP_BATCH_BYTES: Final = 512 * 1024
 """The metadata log's start-up writes (an old file migrated, a snapshot) go in appends
 of at most about this many bytes (half of `COORDINATOR_BATCH_BYTES_MAX`, so that an
 estimate a little short never makes a batch the log refuses)."""
 METADATA_COMPACT_RECORDS_MIN: Final = 100_000
-"""The metadata log is compacted at start-up (server/metadata_log.py: the state's
+"""The metadata log is compacted at start-up (server/metadata/metadata_log.py: the state's
 snapshot appended, the history below it deleted) once it holds at least this many
 records and more than twice as many as the snapshot."""

@@ -497,7 +497,8 @@ DIFFERS_ON_PURPOSE = [
     [("metadata.version", 28, SAFE)],
     [("transaction.version", 0, UNSAFE)],
 ]
-"""Downgrades Kafka accepts; Shoal's levels are fixed while it runs (server/features.py)."""
+"""Downgrades Kafka accepts; Shoal's levels are fixed while it runs
+(server/metadata/features.py)."""
 
 
 def _update_features(bootstrap: str, cases: list[list[tuple[str, int, int]]]) -> list[Any]:

@@ -286,5 +286,5 @@ def test_java_transactional_producer(pair: Pair, program: Program) -> None:
     assert kafka.requests["TXN_OFFSET_COMMIT"] == [5], kafka.requests
     assert min(kafka.requests["PRODUCE"]) >= 12, kafka.requests
 
-    # Shoal finalizes it too (server/features.py): the same requests at the same versions
+    # Shoal finalizes it too (server/metadata/features.py): the same requests at the same versions
     assert shoal.requests == kafka.requests

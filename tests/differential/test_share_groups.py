@@ -318,7 +318,7 @@ interval (5 s) is what answering the join before the initialisation cost."""
 
 def test_formation_every_member_gets_records_at_once_on_four_partitions(pair: Pair) -> None:
     """Differs on purpose: Shoal initialises share-partition state inside the join
-    heartbeat (server/group_service.py), Kafka one heartbeat interval later (its
+    heartbeat (server/services/group_service.py), Kafka one heartbeat interval later (its
     figure is printed: both members ~5-6 s in our runs)."""
     kafka, shoal = pair.run(_formation, 4)
     print(f"first record per member, 4 partitions: Kafka {kafka}, Shoal {shoal}")

@@ -673,9 +673,9 @@ def test_reassign_verify_clears_throttles(pair: Pair, tmp_path: Path) -> None:
 def test_a_second_broker_on_a_data_directory_in_use_does_not_start(
     pair: Pair, tmp_path: Path
 ) -> None:
-    """Kafka refuses (its LogManager locks `.lock`); so does Shoal (server/data_dir_lock.py).
-    The second Kafka reaches the directory through a symlink, so that its config file
-    does not overwrite the first one's."""
+    """Kafka refuses (its LogManager locks `.lock`); so does Shoal
+    (server/services/data_dir_lock.py). The second Kafka reaches the directory through a symlink, so
+    that its config file does not overwrite the first one's."""
     alias = tmp_path / "alias"
     alias.symlink_to(pair.kafka.data_dir)
     second = kafka_reference.KafkaBroker(alias, log_path=tmp_path / "second-kafka.log")

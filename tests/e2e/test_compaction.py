@@ -1,5 +1,5 @@
 """Log compaction end to end: a real `shoal serve`, its log cleaner
-(server/log_cleaner.py over log/cleaner.py) and confluent-kafka clients.
+(server/services/log_cleaner.py over log/cleaner.py) and confluent-kafka clients.
 
 Each topic has small segments and `min.cleanable.dirty.ratio` near zero, so the
 cleaner takes it as soon as a segment is sealed; the last step of each scenario
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, Message
 
-from shoal.server.log_cleaner import KEY_MAP_ENTRY_BYTES
+from shoal.server.services.log_cleaner import KEY_MAP_ENTRY_BYTES
 from tests.support.broker import BrokerProcess, Brokers, wait_until
 from tests.support.clients import create_topic, flush_all, producer, watermarks
 from tests.support.compaction import (

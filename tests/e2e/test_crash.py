@@ -185,7 +185,7 @@ def test_with_an_fsync_per_message_acknowledged_records_survive_sigkill(
     brokers: Brokers,
 ) -> None:
     """`log.flush.interval.messages=1`: every produce waits for its fsync, which runs in
-    a disk worker thread (server/disk_io.py); acknowledgements keep coming and what was
+    a disk worker thread (server/services/disk_io.py); acknowledgements keep coming and what was
     acknowledged survives SIGKILL, exactly once."""
     broker = brokers.start("log.flush.interval.messages=1")
     produce_through_kills(broker, topic_name("crash-fsync"), kills=1)

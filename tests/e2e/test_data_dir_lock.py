@@ -1,4 +1,4 @@
-"""One broker per data directory (server/data_dir_lock.py): a second `shoal serve` on a
+"""One broker per data directory (server/services/data_dir_lock.py): a second `shoal serve` on a
 directory in use stops at start-up, before it reads or writes there; a SIGKILLed
 broker's lock goes with its process, so a restart works."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer
 
-from shoal.server.log_cleaner import KEY_MAP_ENTRY_BYTES
+from shoal.server.services.log_cleaner import KEY_MAP_ENTRY_BYTES
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.clients import create_topic as create_clients_topic
 from tests.support.compaction import (

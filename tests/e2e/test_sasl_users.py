@@ -20,7 +20,7 @@ from shoal.client import Client, ClientSettings
 from shoal.client.errors import ClientError
 from shoal.client.requests import metadata
 from shoal.client.security import ClientSecurity
-from shoal.server.metadata_log import METADATA_DIR
+from shoal.server.metadata.metadata_log import METADATA_DIR
 from tests.support.broker import Brokers
 from tests.support.cli import shoal
 from tests.support.wire import open_connection

@@ -8,7 +8,7 @@ the group Empty. Nothing is produced there; only membership is checked.
 Group formation: two ShareConsumers subscribing together to a fresh 4-partition topic
 with records both get records from their first polls, and the partitions end split
 2/2. The join that starts the share-state initialisation is answered after it, with
-the partitions (server/group_service.py; a deliberate difference from Kafka, where
+the partitions (server/services/group_service.py; a deliberate difference from Kafka, where
 they come one heartbeat interval later): the first member is briefly given all four,
 the second its two in its join reply, and the first learns it keeps two at its next
 heartbeat.

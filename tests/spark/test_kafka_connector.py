@@ -635,12 +635,12 @@ a few seconds with the module's backoff of 500 ms)."""
 
 
 def _log_cleaner_present() -> bool:
-    """Kafka has a cleaner; Shoal has one once server/log_cleaner.py exists."""
+    """Kafka has a cleaner; Shoal has one once server/services/log_cleaner.py exists."""
     if os.environ.get("SHOAL_SPARK_KAFKA_TARGET") == "kafka":
         return True
     import importlib.util
 
-    return importlib.util.find_spec("shoal.server.log_cleaner") is not None
+    return importlib.util.find_spec("shoal.server.services.log_cleaner") is not None
 
 
 def _present(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, bytes | None]]:
@@ -652,7 +652,8 @@ def _present(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, bytes 
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not _log_cleaner_present(), reason="this Shoal has no log cleaner (server/log_cleaner.py) yet"
+    not _log_cleaner_present(),
+    reason="this Shoal has no log cleaner (server/services/log_cleaner.py) yet",
 )
 def test_compacted_topic_once_cleaned(kspark: Any, broker: Broker, tmp_path: Path) -> None:
     """A stream whose checkpoint lies inside a range the cleaner has since compacted, and a

@@ -1,6 +1,6 @@
 """Call an ASGI app in process, without a socket: one HTTP request, the whole answer.
 
-For route tests of the HTTP app (server/http_app.py): Starlette's TestClient needs
+For route tests of the HTTP app (server/observability/http_app.py): Starlette's TestClient needs
 httpx2, which the venv does not have, and a request/response pair is all the tests
 need. Streaming answers (server-sent events) are tested through their generators.
 """

@@ -1,4 +1,4 @@
-"""A metadata log in a test's directory (server/metadata_log.py), its fsyncs in place."""
+"""A metadata log in a test's directory (server/metadata/metadata_log.py), its fsyncs in place."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.coordinator.log_sink import read_log
 from shoal.metadata import CODEC, MetadataShard, TopicImage
-from shoal.server.metadata_log import MetadataLog
-from shoal.server.metadata_migration import open_metadata_log
-from shoal.server.metadata_topics import MetadataTopicCatalog
+from shoal.server.metadata.metadata_log import MetadataLog
+from shoal.server.metadata.migration import open_metadata_log
+from shoal.server.metadata.topic_catalog import MetadataTopicCatalog
 
 _OPEN: dict[Path, MetadataLog] = {}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
-from shoal.server.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
+from shoal.server.services.share_service import ShareAcknowledgeCall, ShareFetchCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.topic_ids import interned

@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 from shoal.server.broker import Broker
-from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.net.connection import serve_connection
 
 
 class DrainedTransport:

@@ -20,7 +20,7 @@ from shoal.config import (
     parse_properties,
     render,
 )
-from shoal.server.dynamic_config import DYNAMIC_BROKER_KEYS, check_dynamic_key
+from shoal.server.metadata.dynamic_config import DYNAMIC_BROKER_KEYS, check_dynamic_key
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configs.md"
 

@@ -322,3 +322,118 @@ def _beyond_the_design() -> set[str]:
         for w in line.split()
         if w.startswith("`") and w.rstrip("`.,:").endswith("/")
     }
+
+
+# ---- roles inside server/ and protocols inside group/ (the shape scripts/relayout.py made)
+
+SERVER_TOP = {
+    "shoal.server",
+    "shoal.server.broker",  # the composition root: the only module that imports every role
+    "shoal.server.context",  # what a handler is given
+    "shoal.server.registry",  # the API table net dispatches through (it loads handlers/)
+    "shoal.server.refused",  # how a handler unwinds to its connection
+    "shoal.server.handler_services",  # the services bundle handlers get
+    "shoal.server.connection_info",  # a connection's state, shared by net, context, services
+}
+"""server/'s top level: the composition root and the contract between its roles."""
+
+SERVER_ROLES: dict[str, set[str]] = {
+    "net": {"services", "metadata", "observability"},
+    "handlers": {"handlers.common", "services", "metadata", "net", "observability"},
+    "handlers.common": {"services", "metadata"},
+    "services": {"metadata", "observability"},
+    "metadata": {"services"},
+    "observability": {"services"},
+}
+"""Each role in server/ with the roles it may import (besides itself and SERVER_TOP
+but the broker). Nothing imports handlers/ but the registry, so net reaches handlers only
+through it; services never call handlers or net; observability reads the services and is
+fed by the others, and never imports net, handlers or metadata (the console's opt-in
+write actions go through the group service's admin operations)."""
+
+SERVER_ROLE_ONLY: dict[tuple[str, str], set[str]] = {
+    # a handler consults the wire-level gates: byte-rate throttling and the SASL session
+    ("handlers", "net"): {"shoal.server.net.throttle", "shoal.server.net.sasl"},
+    # the metadata stores write their files through the disk workers, off the loop
+    ("metadata", "services"): {"shoal.server.services.disk_io"},
+    # services feed diagnostics, nothing else of observability
+    ("services", "observability"): {
+        "shoal.server.observability.latency_trace",
+        "shoal.server.observability.record_path",
+    },
+    ("handlers", "observability"): {"shoal.server.observability.record_path"},
+}
+"""Role edges allowed only towards the modules named (the exceptions, with why)."""
+
+ROLE_PACKAGES = {"shoal.server." + r for r in SERVER_ROLES if r != "handlers.common"} | {
+    "shoal.server.handlers.common"
+}
+"""The roles' `__init__` modules (docstrings only): `from shoal.server.net import sasl`
+imports `sasl`, which the rule judges, and the package, which it does not."""
+
+
+def _role(module: str) -> str:
+    parts = module.split(".")
+    if module in SERVER_TOP or len(parts) < 3:
+        return "top"
+    if parts[2] == "handlers":
+        return "handlers.common" if parts[3:4] == ["common"] else "handlers"
+    return parts[2]
+
+
+def _role_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(graph.items()):
+        role = _role(module)
+        for target in sorted(targets):
+            other = _role(target)
+            if role in ("top", other) or target in ROLE_PACKAGES:
+                continue
+            if other == "top":
+                ok = target != "shoal.server.broker"
+            else:
+                only = SERVER_ROLE_ONLY.get((role, other))
+                ok = other in SERVER_ROLES.get(role, set()) and (only is None or target in only)
+            if not ok:
+                bad.append(f"{module} ({role}) imports {target} ({other})")
+    return bad
+
+
+def test_server_top_level_is_the_root_and_the_contract() -> None:
+    top = {m for m in _server_graph() if len(m.split(".")) <= 3 and m not in SERVER_TOP}
+    roles = {m.split(".")[2] for m in top}
+    assert not top - {"shoal.server." + r for r in SERVER_ROLES}, (
+        f"modules at server/'s top level with no role: {sorted(top)}; move each into "
+        "net/, handlers/, services/, metadata/ or observability/"
+    )
+    assert roles == {"net", "handlers", "services", "metadata", "observability"}
+
+
+def test_server_roles_import_as_layered() -> None:
+    bad = _role_violations(_server_graph())
+    assert not bad, "role rule violated in server/:\n" + "\n".join(bad)
+
+
+def test_the_role_checker_sees_violations() -> None:
+    assert _role_violations({"shoal.server.services.x": {"shoal.server.handlers.fetch"}})
+    assert _role_violations({"shoal.server.net.connection": {"shoal.server.handlers.fetch"}})
+    assert _role_violations({"shoal.server.metadata.x": {"shoal.server.services.timers"}})
+    assert not _role_violations({"shoal.server.handlers.fetch": {"shoal.server.net.throttle"}})
+    assert _role("shoal.server.handlers.common.authorization") == "handlers.common"
+
+
+def test_share_groups_stand_apart_from_the_consumer_protocols() -> None:
+    """group/share/ uses what group/ shares, never group/classic/ or group/consumer/;
+    no protocol package imports the shard that ties them together."""
+    bad = []
+    for protocol in ("classic", "consumer", "share"):
+        for path in _modules(f"group/{protocol}"):
+            for name in _imports(path):
+                shard = name == "shoal.group.shard"
+                crossed = protocol == "share" and name.startswith(
+                    ("shoal.group.classic", "shoal.group.consumer")
+                )
+                if shard or crossed:
+                    bad.append(f"{path.relative_to(SRC)} imports {name}")
+    assert _modules("group/share"), "the share protocol package should exist"
+    assert not bad, "\n".join(bad)

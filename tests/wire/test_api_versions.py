@@ -37,7 +37,7 @@ def test_v3_lists_what_librdkafka_needs(broker: BrokerProcess) -> None:
     }
 
 
-# server/features.py: the levels Shoal runs at (0: not finalized).
+# server/metadata/features.py: the levels Shoal runs at (0: not finalized).
 FINALIZED = {
     "metadata.version": 29,
     "group.version": 1,

@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from shoal.config import BROKER_KEYS, TOPIC_KEYS, ConfigType
 from shoal.protocol.schema import request_schema
-from shoal.server.configs import LISTED_ONLY_WHEN_SET
+from shoal.server.metadata.config_resources import LISTED_ONLY_WHEN_SET
 from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1

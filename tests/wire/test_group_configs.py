@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from shoal.config import GROUP_KEYS
 from shoal.group.configs import KAFKA_42_GROUP_KEYS
 from shoal.protocol.schema import request_schema
-from shoal.server.metadata_log import METADATA_DIR
+from shoal.server.metadata.metadata_log import METADATA_DIR
 from tests.support.broker import BrokerProcess, running
 from tests.support.topics import topic_name
 from tests.support.wire import call1

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from shoal.group.subscriptions import read_assignment, write_assignment
+from shoal.group.classic.subscriptions import read_assignment, write_assignment
 from shoal.protocol.schema import request_schema
 from tests.support.broker import BrokerProcess, running
 from tests.support.classic_groups import (

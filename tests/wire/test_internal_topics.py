@@ -3,7 +3,7 @@ gets INVALID_TOPIC_EXCEPTION ("Cannot append to internal topic", as Kafka's
 ReplicaManager answers) and writes nothing, and DeleteTopics refuses to delete one.
 
 The data directory is prepared with `__consumer_offsets` exactly as the broker makes
-it (server/group_persistence.py) before the broker starts, so the test holds whether
+it (server/services/group_persistence.py) before the broker starts, so the test holds whether
 or not the broker creates the topic itself."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from shoal.client import requests
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
-from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
+from shoal.server.services.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.support.batches import build_batch
 from tests.support.broker import BrokerProcess, running
 from tests.support.metadata import metadata_at, topic_catalog

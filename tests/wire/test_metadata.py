@@ -10,7 +10,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import request_schema
-from shoal.server import authorized_operations
+from shoal.server.handlers.common import authorized_operations
 from tests.support.broker import BrokerProcess, running
 from tests.support.topics import create_topic, topic_name
 from tests.support.wire import call1

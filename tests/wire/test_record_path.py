@@ -1,5 +1,6 @@
 """A broker run with SHOAL_RECORD_PATH writes, at its stop, one event per request with
-the offsets each Produce appended and each ShareFetch acquired (server/record_path.py)."""
+the offsets each Produce appended and each ShareFetch acquired
+(server/observability/record_path.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
 from shoal.client import requests
 from shoal.client.aio import Connection
-from shoal.server import authorized_operations as ops
+from shoal.server.handlers.common import authorized_operations as ops
 from tests.support.broker import BrokerProcess
 from tests.support.share_groups import Member, describe_one, described_assignment, settle
 from tests.support.topics import create_topic, topic_name

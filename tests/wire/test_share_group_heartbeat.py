@@ -113,7 +113,7 @@ def test_56_the_join_reply_carries_the_partitions_it_initialised(
 ) -> None:
     """The join writes the partitions as initializing, the in-process persister
     initialises them (group epoch 1 -> 2), and the join is answered after that, at
-    member epoch 2 with every partition (server/group_service.py: a deliberate
+    member epoch 2 with every partition (server/services/group_service.py: a deliberate
     difference from Kafka, where they come with the next heartbeat)."""
     topic = topic_name("t")
     topic_id = create_topic(broker.bootstrap, topic, partitions=3)

@@ -5,7 +5,7 @@ Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VA
 `--host`/`--port` move the first of `listeners` (the only one by default).
 An unknown key or an out-of-range value stops start-up with a message naming the key
 and exit status 2. A data directory another process holds (its `.lock`,
-server/data_dir_lock.py) stops start-up with a message naming the directory and the
+server/services/data_dir_lock.py) stops start-up with a message naming the directory and the
 holder's PID, and exit status 1.
 
 With the environment variable SHOAL_PROFILE=PATH the broker runs under cProfile and

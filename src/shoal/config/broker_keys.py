@@ -160,7 +160,7 @@ SHOAL_SHARE_BROWSE_MAX_ENTRIES = _declare.integer(
     max=100_000,
 )
 
-# ---- broker: web console (issue 13, server/console/)
+# ---- broker: web console (issue 13, server/observability/console/)
 CONSOLE_ALLOW_WRITES = _declare.boolean(
     "console.allow.writes",
     False,
@@ -559,7 +559,7 @@ GROUP_SHARE_PERSISTER_CLASS_NAME = _declare.string(
     no_effect=NoEffect.PLUGINS,
 )
 
-# ---- broker: authorization (security/authorizer.py, server/acl_store.py)
+# ---- broker: authorization (security/authorizer.py, server/metadata/acl_store.py)
 AUTHORIZER_CLASS_NAME = _declare.string(
     "authorizer.class.name",
     "",
@@ -832,7 +832,7 @@ _declare.kafka_keys(
     minimums=KAFKA_MINIMUMS,
 )
 
-# ---- Kafka's log cleaner keys, which Shoal acts on (server/log_cleaner.py)
+# ---- Kafka's log cleaner keys, which Shoal acts on (server/services/log_cleaner.py)
 LOG_CLEANER_BACKOFF_MS = _declare.long(
     "log.cleaner.backoff.ms",
     15_000,
@@ -894,7 +894,11 @@ LOG_CLEANER_MIN_COMPACTION_LAG_MS = _declare.long(
     dynamic=True,
 )
 LOG_CLEANER_THREADS = _declare.integer(
-    "log.cleaner.threads", 1, "Cleaner threads (server/log_cleaner.py).", min=0, dynamic=True
+    "log.cleaner.threads",
+    1,
+    "Cleaner threads (server/services/log_cleaner.py).",
+    min=0,
+    dynamic=True,
 )
 
 _declare.kafka_keys(

@@ -1,6 +1,6 @@
 """The client metrics keys (resource type CLIENT_METRICS, KIP-714), each declared once:
 stored and shown as Kafka does, with no effect (NoEffect.TELEMETRY: Shoal pushes no
-subscriptions; server/client_metrics_configs.py keeps them)."""
+subscriptions; server/metadata/client_metrics_configs.py keeps them)."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ class ConfigDef:
     """Extra validation: returns an error message or None."""
     dynamic: bool = False
     """A broker key IncrementalAlterConfigs may change (besides those
-    server/dynamic_config.py lists): the Kafka keys Kafka marks dynamic."""
+    server/metadata/dynamic_config.py lists): the Kafka keys Kafka marks dynamic."""
     no_effect: NoEffect | None = None
     """Set for a Kafka key Shoal accepts and stores without acting on it."""
     kafka_words: bool = False

@@ -127,7 +127,7 @@ COMPRESSION_ZSTD_LEVEL = _declare.integer(
 
 
 # ---- Kafka 4.2's topic keys beyond Shoal's own: the cleaner's, which Shoal acts on
-# (server/log_cleaner.py), and rows of those that do nothing on one Shoal node, with
+# (server/services/log_cleaner.py), and rows of those that do nothing on one Shoal node, with
 # (name, type, Kafka's default as Kafka shows it, broker synonym, why no effect); a row
 # takes its synonym's bounds (broker_keys.KAFKA_MINIMUMS).
 DELETE_RETENTION_MS = _declare.long(

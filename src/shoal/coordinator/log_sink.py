@@ -13,7 +13,7 @@ Owns the bytes a coordinator's records become in a partition log and back:
   nothing and the caller answers COORDINATOR_NOT_AVAILABLE. A `sync` sink fsyncs
   its log after every append, before returning (so before the runtime replays the
   records or anyone answers), whatever the topic's flush policy: the transaction
-  coordinator's sink is one (server/txn_service.py says why).
+  coordinator's sink is one (server/services/txn_service.py says why).
 - `read_log` reads a partition from its log start to its end and yields
   `(offset, record)` in offset order, decoding batches with kio's batch reader.
   Control batches and records below the log start offset (a start inside a batch)

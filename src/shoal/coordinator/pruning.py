@@ -26,7 +26,7 @@ replay starts from, so a shard reloaded from the pruned log equals the live one.
 
 `LiveKeys` is sans-I/O bookkeeping (no clock, no I/O); `prune_log` is the one step
 that touches a `PartitionLog`, called by the shells with the offsets the coordinator
-runtime reports (server/coordinator_host.py, server/group_persistence.py).
+runtime reports (server/services/coordinator_host.py, server/services/group_persistence.py).
 """
 
 from __future__ import annotations

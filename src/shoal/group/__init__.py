@@ -1,29 +1,27 @@
-"""Group coordinator for KIP-932 share groups and classic consumer groups (sans-I/O,
-event-sourced).
+"""Group coordinator for share groups, classic groups and KIP-848 consumer groups
+(sans-I/O, event-sourced).
 
-Modules: `records` (the `__consumer_offsets` record types 1-3 and 10-15 as kio
-entities in the one coordinator record model, and their `CODEC`); for classic groups
-`classic` (membership), `classic_state` (its responses and live groups),
-`committed_offsets` (offset commits), `subscriptions` (topics of a consumer
-subscription) and `classic_coordinator` (all of them behind the group-id namespace);
-for share groups `share_group` (replayed state of one group), `assignor` (the simple
-assignor), `membership` (heartbeat rules), `lifecycle` (share-partition
-initialisation and deletion), `results` (responses and effects), `settings`,
-`topics`; for KIP-848 consumer groups `consumer_group` (replayed state),
-`consumer_membership` (heartbeat rules), `regex_refresh` (regex subscriptions,
-resolved after the heartbeat), `consumer_classic` and `migration`; and `coordinator`
-(the `GroupCoordinatorShard` tying them together). See `coordinator`'s docstring for
-how a caller drives the shard.
+By protocol: `classic/` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup and their
+rebalances), `consumer/` (KIP-848 heartbeats, regex subscriptions, the range
+assignor, migration from and to classic groups) and `share/` (KIP-932 share groups:
+heartbeats, state lifecycle, offsets, describe and list).
+
+What they share stays here: `records` (the `__consumer_offsets` record types and
+their `CODEC`), `results`, `settings`, `configs`, `topic_image`, `simple_assignor`
+(share groups, and consumer groups' `uniform`), `committed_offsets` and `txn_offsets`
+(offsets of classic and consumer groups), `log_bound` and `log_maintenance` (keeping
+the topic bounded), and `shard` (the `GroupCoordinatorShard` tying them together;
+its docstring says how a caller drives it).
 """
 
-from shoal.group.coordinator import DurableState, GroupCoordinatorShard
 from shoal.group.results import (
     DeleteShareState,
     GroupResult,
     InitializeShareState,
 )
 from shoal.group.settings import ShareGroupSettings
-from shoal.group.topics import TopicMetadata
+from shoal.group.shard import DurableState, GroupCoordinatorShard
+from shoal.group.topic_image import TopicMetadata
 
 __all__ = [
     "DeleteShareState",

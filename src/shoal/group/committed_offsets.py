@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from shoal import limits
 from shoal.coordinator.result import CoordinatorResult
 from shoal.group import records as r
-from shoal.group.classic import (
+from shoal.group.classic.groups import (
     COMPLETING_REBALANCE,
     ClassicGroups,
     commit_member_error,
 )
-from shoal.group.classic_state import EMPTY
+from shoal.group.classic.state import EMPTY
 from shoal.protocol.errors import ErrorCode
 
 NO_OFFSET = -1

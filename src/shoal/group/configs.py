@@ -31,7 +31,7 @@ extensions: the later Kafka's share keys within their broker ranges, and redeliv
 backoff <= its maximum. Every code is INVALID_CONFIG.
 
 Pure: no I/O. Persisting the values and telling the group coordinator and the
-share-partitions about a change belong to the server layer (server/group_configs.py).
+share-partitions about a change belong to the server layer (server/metadata/group_config_store.py).
 
 Invariant: every value a `GroupConfigs` holds passed its key's `ConfigDef.parse`; the
 broker ranges held when it was set and are enforced afterwards by clamping.
@@ -141,7 +141,7 @@ SHOAL_GROUP_EXTENSIONS: dict[str, str] = {
     "shoal.share.delivery.paused": "pause a group's deliveries (shoal share-groups --pause)",
 }
 """The group keys Shoal accepts beyond Kafka 4.2's (which refuses them as unknown):
-each is read by the share-partitions (share/settings.py); docs/configs.md lists them.
+each is read by the share-partitions (share/leader_settings.py); docs/configs.md lists them.
 DescribeConfigs shows one only when the group sets it."""
 
 

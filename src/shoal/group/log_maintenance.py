@@ -20,9 +20,9 @@ from collections.abc import Callable
 from shoal import limits
 from shoal.coordinator.result import CoordinatorResult
 from shoal.coordinator.runtime import CoordinatorRuntime, TimedWrite
-from shoal.group.coordinator import GroupCoordinatorShard
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import GroupResult
+from shoal.group.shard import GroupCoordinatorShard
 
 GroupRuntime = CoordinatorRuntime[GroupCoordinatorShard, CoordinatorRecord]
 

@@ -11,9 +11,9 @@ identical. Kafka 4.3's tagged AssignmentTimestamp of type 12 is not declared, so
 record carrying it is refused on read.
 
 Types 1 (OffsetCommit) and 2 (GroupMetadata) are classic groups' records, in the
-non-flexible version 3 values Kafka 4.2 writes (group/classic.py,
+non-flexible version 3 values Kafka 4.2 writes (group/classic/groups.py,
 group/committed_offsets.py). Types 3, 5-8 and 16 (resolved regex subscriptions) are
-consumer groups (KIP-848, group/consumer_group.py). Type 4
+consumer groups (KIP-848, group/consumer/group.py). Type 4
 (ConsumerGroupPartitionMetadata) is deprecated since Kafka 4.1 and not written; it, legacy
 type 0 commits, type 9 and streams group
 records are unknown to `CODEC`: loading logs and skips them. Type 1000
@@ -22,7 +22,8 @@ records are unknown to `CODEC`: loading logs and skips them. Type 1000
 
 Invariants: partitions inside a record are sorted ascending and topics sorted by
 topic id, so the same state always produces equal records (deterministic replay and
-comparable logs); the builders in `membership`, `share_group` and `topics` keep them.
+comparable logs); the builders in `share/`
+(`membership`, `group`) and `topic_image` keep them.
 """
 
 # No `from __future__ import annotations`: kio reads the entities' field types at

@@ -81,11 +81,11 @@ class ConsumerGroupSettings:
     """The server assignors offered; the first is the default."""
     migration_policy: str = "bidirectional"
     """`group.consumer.migration.policy` (lower case): which online conversions
-    between classic and consumer groups are allowed (group/migration.py)."""
+    between classic and consumer groups are allowed (group/consumer/migration.py)."""
     regex_refresh_interval_ms: int = 600_000
     """`group.consumer.regex.refresh.interval.ms` (Kafka's default; not yet a broker
     config key here): how often a group's regex subscriptions are re-resolved at the
-    latest (group/regex_refresh.py)."""
+    latest (group/consumer/regex_refresh.py)."""
 
     @property
     def upgrade_enabled(self) -> bool:

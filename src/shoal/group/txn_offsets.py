@@ -51,8 +51,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from shoal.group import records as r
-from shoal.group.classic import ClassicGroups, commit_member_error
-from shoal.group.classic_state import EMPTY
+from shoal.group.classic.groups import ClassicGroups, commit_member_error
+from shoal.group.classic.state import EMPTY
 from shoal.group.committed_offsets import (
     CommitResult,
     FetchedOffset,

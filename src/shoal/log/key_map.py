@@ -9,7 +9,7 @@ chance is negligible (2^-64 at a few billion keys) and Kafka accepts the same.
 The bound is in entries. `ENTRY_BYTES` (a 16-byte digest and an 8-byte offset, 24
 bytes) is Kafka's packed figure; the Python dict spends several times that per entry,
 so the broker's cleaner service counts an entry at what it really costs
-(`server/log_cleaner.KEY_MAP_ENTRY_BYTES`) when it turns `log.cleaner.dedupe.buffer.size`
+(`server/services/log_cleaner.KEY_MAP_ENTRY_BYTES`) when it turns `log.cleaner.dedupe.buffer.size`
 into `max_entries`: the buffer bounds the memory it names.
 
 Invariant: `len(map) <= max_entries`, except for the first batch a clean maps:

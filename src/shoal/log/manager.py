@@ -10,7 +10,7 @@ Layout of `<data_dir>`:
     meta.properties        cluster.id and node.id (topics.py)
     producer-ids           producer-id high-water mark (producer_ids.py)
     <topic>-<partition>/   one partition log (partition.py), with partition.metadata
-    __cluster_metadata-0/  the metadata log (server/metadata_log.py): no topic, skipped
+    __cluster_metadata-0/  the metadata log (server/metadata/metadata_log.py): no topic, skipped
     <dir>.<hex>-delete     a deleted partition being removed (removed again on start)
     <dir>.<hex>-stray      a partition directory of a topic id the catalog does not
                            hold, set aside at open
@@ -174,7 +174,7 @@ class LogManager:
                 logger.info("removing %s, left by an unfinished topic deletion", entry)
                 _remove_tree(entry)
             elif entry.name == METADATA_LOG_DIR:
-                continue  # the metadata log (server/metadata_log.py), no topic's
+                continue  # the metadata log (server/metadata/metadata_log.py), no topic's
             elif entry.name not in expected and not entry.name.endswith("-stray"):
                 recorded = read_partition_metadata(entry)
                 if recorded is None or recorded in self._topics_by_id:

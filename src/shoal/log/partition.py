@@ -858,7 +858,7 @@ class PartitionLog:
         the open: after a crash its tail may still be in the page cache only (the
         process died between a write and its fsync). For an owner that acts on what it
         loads and must not act on what a power loss could still take (the transaction
-        coordinator, server/txn_service.py)."""
+        coordinator, server/services/txn_service.py)."""
         if self._segments[-1].size_bytes > 0:
             self._unflushed.add(records=0, size_bytes=0, since_ms=self._clock.monotonic_ms())
         self.flush()

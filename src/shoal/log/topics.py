@@ -6,7 +6,7 @@ Owns:
 - id generation as Kafka does it (`random_uuid`): never the zero id or the reserved
   metadata-topic id 1, and redrawn while its URL-safe base64 form starts with '-';
 - `TopicCatalog`, where the log manager's list of topics is durable: in the broker
-  the metadata log (server/metadata_topics.py, docs/metadata.md), with a topic's
+  the metadata log (server/metadata/topic_catalog.py, docs/metadata.md), with a topic's
   config overrides kept as the strings Kafka shows (`render_configs`) and re-parsed
   on load (`parse_configs`); `MemoryTopicCatalog` for a bare log manager (tools,
   tests), which forgets its topics when it closes;
@@ -45,7 +45,7 @@ META_FILE = "meta.properties"
 PARTITION_METADATA_FILE = "partition.metadata"
 METADATA_TOPIC = "__cluster_metadata"
 """Kafka's metadata log's name: no topic may take it (Kafka's ControllerApis refuses
-its creation); the metadata log lives in `METADATA_LOG_DIR` (server/metadata_log.py)."""
+its creation); the metadata log lives in `METADATA_LOG_DIR` (server/metadata/metadata_log.py)."""
 METADATA_LOG_DIR = f"{METADATA_TOPIC}-0"
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 

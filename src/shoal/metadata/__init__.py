@@ -4,7 +4,7 @@
 encoding) and their codec; `shard.MetadataShard` decides every metadata change as
 records (a `CoordinatorResult`) and rebuilds its state only by `replay`; `image`
 is the immutable snapshot readers take. The shell that writes the records to
-`__cluster_metadata-0`, fsyncs them and only then replays is server/metadata_log.py.
+`__cluster_metadata-0`, fsyncs them and only then replays is server/metadata/metadata_log.py.
 """
 
 from shoal.metadata.image import MetadataImage, TopicImage

@@ -224,7 +224,7 @@ class MetadataShard:
     def snapshot(self) -> tuple[MetadataRecord, ...]:
         """Records that rebuild the whole state from nothing (no tombstones), in a
         fixed order: written after the log's history, they let the history go
-        (server/metadata_log.py, `MetadataLog.compact`). Decided on an empty shard,
+        (server/metadata/metadata_log.py, `MetadataLog.compact`). Decided on an empty shard,
         so every key is written."""
         empty = MetadataShard()
         records: list[MetadataRecord] = []

@@ -188,7 +188,7 @@ _BODY_PLANS: dict[tuple[int, int], tuple[walk.Walk, Reader]] = {}
 
 def prepare_decode(api_key: int, version: int) -> None:
     """Build the decode plan of a known (key, version) now (its generated walk takes
-    ~0.5-2 ms), so that its first request does not pay for it (server/warmup.py)."""
+    ~0.5-2 ms), so that its first request does not pay for it (server/net/warmup.py)."""
     if (api_key, version) not in _BODY_PLANS:
         _body_plan(api_key, version)
 

@@ -70,7 +70,7 @@ class FrameDecoder:
         """The size the int32 at `offset` of `prefix` announces, checked against the
         bounds (`ProtocolError` outside them). `next_frame` reads sizes with it, and so
         does a reader that takes a frame's prefix and body from the transport itself
-        (server/connection.py), without buffering them here."""
+        (server/net/connection.py), without buffering them here."""
         size: int = SIZE.unpack_from(prefix, offset)[0]
         if not self.min_bytes <= size <= self.max_bytes:
             raise ProtocolError(

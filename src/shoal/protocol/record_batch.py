@@ -24,7 +24,7 @@ records inside are decoded on the produce path only where a topic's settings ask
 `encode_batch` is the one writer of the batches the broker builds itself from records
 it holds as (key, value) bytes, with headers when needed, uncompressed or with a codec:
 coordinator records (coordinator/log_sink.py), transaction markers (log/transactions.py),
-dead-letter copies (server/share_dlq.py) and the simulator's produced batches
+dead-letter copies (server/services/share_dlq.py) and the simulator's produced batches
 (sim/broker.py).
 """
 

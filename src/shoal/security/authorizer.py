@@ -1,6 +1,6 @@
 """Kafka's StandardAuthorizer: ACL bindings, their filters, and the decision.
 
-Sans-I/O: the ACL set lives in memory; `server/acl_store.py` keeps it durable and calls
+Sans-I/O: the ACL set lives in memory; `server/metadata/acl_store.py` keeps it durable and calls
 `add` / `remove` only after a change is on disk.
 
 A binding is (resource type, name, pattern type, principal, host, operation,

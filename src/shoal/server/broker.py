@@ -1,25 +1,27 @@
 """The broker process: wiring, listeners, background timers and shutdown.
 
 `Broker` builds the services and hands handlers only those (`Services`,
-server/services.py, as `ctx.services`), subscribes them to the log's change events
-(log/events.py), and runs the listeners (server/listeners.py: every `listeners` entry,
+server/handler_services.py, as `ctx.services`), subscribes them to the log's change events
+(log/events.py), and runs the listeners (server/net/listeners.py: every `listeners` entry,
 TLS where the protocol says so; each connection knows its listener and principal).
-Every timer is fired by one driver on the clock (`timers`, server/timers.py):
+Every timer is fired by one driver on the clock (`timers`, server/services/timers.py):
 retention every `log.retention.check.interval.ms`, the time-based flush check every
 second, and the sources of the share service, the group service and the share
 coordinator. The logs' blocking disk work (fsyncs,
-removal of deleted segments) runs in `disk`'s worker threads (server/disk_io.py):
+removal of deleted segments) runs in `disk`'s worker threads (server/services/disk_io.py):
 the flush check and retention only start it. Compaction runs in the log cleaner's
-own threads (`cleaner`, server/log_cleaner.py), never in `disk`'s. So do the durable writes of the
-metadata and config stores (topics, dynamic and group configs, ACLs, quotas, SCRAM
+own threads (`cleaner`, server/services/log_cleaner.py), never in `disk`'s. So do the durable writes
+of the metadata and config stores (topics, dynamic and group configs, ACLs, quotas, SCRAM
 credentials), whose changes run one at a time in `disk.changes`. Dynamic
-configs (server/dynamic_config.py) are applied at start and replaced through
+configs (server/metadata/dynamic_config.py) are applied at start and replaced through
 `live_config.reconfigure`, which tells the logs and the group coordinator;
-share-group configs (server/group_configs.py) are loaded at start into `group_configs`.
+share-group configs (server/metadata/group_config_store.py) are loaded at start into
+`group_configs`.
 
-With `metrics.listener` set, requests are counted and timed (server/request_metrics.py)
-and the HTTP listener of /metrics and the console (server/http_listener.py) starts
-once the Kafka listener is bound; it stops first at shutdown.
+With `metrics.listener` set, requests are counted and timed
+(server/observability/request_metrics.py) and the HTTP listener of /metrics and the console
+(server/observability/http_listener.py) starts once the Kafka listener is bound; it stops first at
+shutdown.
 
 Shutdown (SIGTERM/SIGINT or `shutdown()`): stop accepting, wake parked requests, let
 in-flight requests finish for at most `shoal.shutdown.timeout.ms`, close connections,
@@ -43,39 +45,39 @@ from shoal.log.api import LogError
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
 from shoal.security.acl import ALLOW_ALL, KafkaPrincipal
-from shoal.server import idle
-from shoal.server.acl_store import open_acl_store
-from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
-from shoal.server.data_dir_lock import data_dir_lock
-from shoal.server.disk_io import DiskIO
-from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
-from shoal.server.group_configs import GroupConfigStore
-from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
-from shoal.server.group_service import GroupService, topics_of
-from shoal.server.http_listener import HttpListener
-from shoal.server.latency_trace import TRACE
-from shoal.server.listeners import Listeners, Transport
-from shoal.server.log_cleaner import LogCleaner
-from shoal.server.metadata_migration import open_metadata_log
-from shoal.server.metadata_topics import MetadataTopicCatalog
-from shoal.server.metrics import BrokerMetrics
-from shoal.server.metrics_collectors import broker_collectors
-from shoal.server.purgatory import Purgatory
-from shoal.server.quota_store import QuotaService
-from shoal.server.record_path import RECORD_PATH
+from shoal.server.handler_services import NodeIdentity, Services
+from shoal.server.metadata.acl_store import open_acl_store
+from shoal.server.metadata.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
+from shoal.server.metadata.group_config_store import GroupConfigStore
+from shoal.server.metadata.migration import open_metadata_log
+from shoal.server.metadata.quota_store import QuotaService
+from shoal.server.metadata.scram_store import ScramStore
+from shoal.server.metadata.topic_catalog import MetadataTopicCatalog
+from shoal.server.net import idle
+from shoal.server.net.connection import serve_connection
+from shoal.server.net.listeners import Listeners, Transport
+from shoal.server.net.sasl import SaslService
+from shoal.server.net.warmup import warm_up
+from shoal.server.observability.http_listener import HttpListener
+from shoal.server.observability.latency_trace import TRACE
+from shoal.server.observability.metrics import BrokerMetrics
+from shoal.server.observability.metrics_collectors import broker_collectors
+from shoal.server.observability.record_path import RECORD_PATH
+from shoal.server.observability.request_metrics import instrument
+from shoal.server.observability.stall_watch import WATCH
+from shoal.server.observability.timed_persister import TimedPersister
 from shoal.server.registry import ApiHandler, api_ranges, load_all_handlers
-from shoal.server.request_metrics import instrument
-from shoal.server.sasl import SaslService
-from shoal.server.scram_store import ScramStore
-from shoal.server.services import NodeIdentity, Services
-from shoal.server.share_service import ShareService
-from shoal.server.share_state import ShareStateService
-from shoal.server.stall_watch import WATCH
-from shoal.server.timed_persister import TimedPersister
-from shoal.server.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
-from shoal.server.txn_service import TxnService
-from shoal.server.warmup import warm_up
+from shoal.server.services.data_dir_lock import data_dir_lock
+from shoal.server.services.disk_io import DiskIO
+from shoal.server.services.group_persistence import GroupLogMaintenance, open_group_log
+from shoal.server.services.group_service import GroupService, topics_of
+from shoal.server.services.log_cleaner import LogCleaner
+from shoal.server.services.purgatory import Purgatory
+from shoal.server.services.share_service import ShareService
+from shoal.server.services.share_state import ShareStateService
+from shoal.server.services.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
+from shoal.server.services.txn_service import TxnService
 from shoal.share.persister import Persister
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,8 @@ class Broker:
         transport: Transport | None = None,
         disk_executor: Executor | None = None,
     ) -> None:
-        """`clock`, `transport` (how connections arrive, server/listeners.py) and
-        `disk_executor` (where the disk work runs, server/disk_io.py) are the system's
+        """`clock`, `transport` (how connections arrive, server/net/listeners.py) and
+        `disk_executor` (where the disk work runs, server/services/disk_io.py) are the system's
         unless injected: the simulator gives virtual time, in-memory pipes and a disk
         run on its loop (shoal/sim/)."""
 
@@ -144,7 +146,7 @@ class Broker:
         )
         self.cleaner = LogCleaner(logs=self.logs, config=lambda: self.config, clock=self.clock)
         """Compaction of the compacted topics, in its own worker threads
-        (server/log_cleaner.py)."""
+        (server/services/log_cleaner.py)."""
         self.share_state = ShareStateService.open(
             self.logs, config, self.clock, remove_paths=self.disk.remove, rearm=self.timers.rearm
         )
@@ -338,7 +340,7 @@ class Broker:
         address = self.config.metrics_listener
         if address is None:
             return
-        from shoal.server.http_app import build_app  # starlette only when asked for
+        from shoal.server.observability.http_app import build_app  # starlette only when asked for
 
         self.http = HttpListener(build_app(self.services), host=address[0], port=address[1])
         await self.http.start()
@@ -414,7 +416,7 @@ class Broker:
         self._refused_unlogged[kind] = 0
 
     async def _sweep_connections(self) -> None:
-        """Close connections past a deadline of server/idle.py, logging why."""
+        """Close connections past a deadline of server/net/idle.py, logging why."""
         while True:
             config = self.config
             idle_ms = config.get(broker_keys.CONNECTIONS_MAX_IDLE_MS)
@@ -511,7 +513,7 @@ class Broker:
 
 async def run_broker(config: BrokerConfig) -> None:
     """Run a broker until SIGTERM or SIGINT, then shut down gracefully. The data
-    directory's lock (server/data_dir_lock.py) is taken before anything there is read
+    directory's lock (server/services/data_dir_lock.py) is taken before anything there is read
     and held until the broker has stopped; DataDirLocked if another process holds it."""
     import signal
 

@@ -1,6 +1,6 @@
 """What a handler is given: the request's header, its connection and the services.
 
-A handler never sees the broker: `services` (server/services.py) holds the narrow
+A handler never sees the broker: `services` (server/handler_services.py) holds the narrow
 collaborators handlers use.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.server.connection_info import ConnectionInfo
-from shoal.server.services import Services
+from shoal.server.handler_services import Services
 
 
 @dataclass(slots=True)

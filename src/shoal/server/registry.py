@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shoal.server.services import ApiRange
+from shoal.server.handler_services import ApiRange
 
 if TYPE_CHECKING:
     from shoal.server.context import RequestContext

@@ -6,6 +6,6 @@ Modules, bottom up:
 - `window`: one share-partition's window and the primitives that change states.
 - `acquire`, `acknowledge`: the two request paths.
 - `persister`: what state writes carry, the `Persister` protocol, `InMemoryPersister`.
-- `settings`: the group configuration read per operation; `share.auto.offset.reset`.
+- `leader_settings`: the group configuration read per operation; `share.auto.offset.reset`.
 - `partition`: `SharePartition`, the public face.
 """

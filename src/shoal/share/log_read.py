@@ -6,7 +6,7 @@ start, high watermark, last stable offset). An acquisition names each read it ne
 `LogRead` (`AcquireRound.next_read`); the caller performs it over the partition log
 (`perform_read`, a `ShareLog`) and hands back a `LogSlice`: the batches read, or the
 read's error with the log start offset, plus the isolation inputs of the read
-(share/transactions.py: the read limit and, under read_committed, the aborted
+(share/read_committed.py: the read limit and, under read_committed, the aborted
 transactional batches). The MinBytes estimate (`available_bytes`) is measured the
 same way (`bytes_between`), and so is the start offset `share.auto.offset.reset`
 gives a share-partition with none persisted (`reset_offset`). So the manager stays
@@ -30,9 +30,9 @@ from shoal.log.api import LogError, ReadResult
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
+from shoal.share.leader_settings import IsolationLevel, resolve_reset_offset
+from shoal.share.read_committed import LogPositions, StableLog, isolation_inputs, read_limit
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import IsolationLevel, resolve_reset_offset
-from shoal.share.transactions import LogPositions, StableLog, isolation_inputs, read_limit
 
 log = logging.getLogger(__name__)
 

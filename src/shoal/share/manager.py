@@ -93,6 +93,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
 from shoal.share.acquire import AcquiredRecords
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.log_read import LogLookup, LogRead, LogSlice
 from shoal.share.partition import PendingWrite, SharePartition, StateLoadError
 from shoal.share.persister import (
@@ -104,9 +105,8 @@ from shoal.share.persister import (
     within_log,
 )
 from shoal.share.persister import ReadResult as StateRead
+from shoal.share.read_committed import LogPositions, read_limit
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig
-from shoal.share.transactions import LogPositions, read_limit
 
 log = logging.getLogger(__name__)
 

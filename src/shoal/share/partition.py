@@ -31,7 +31,7 @@ come back as values:
   dedupes copies a crash left behind).
 
 Time comes only from the injected clock (lock deadlines) and from `now_ms` passed to
-`expire_locks`. The group's settings are a value, `settings` (share/settings.py): the
+`expire_locks`. The group's settings are a value, `settings` (share/leader_settings.py): the
 owner (`SharePartitionManager`) sets the ones it was handed with each operation before
 calling in, so a config change applies from the next operation on; the in-flight
 limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
@@ -60,9 +60,9 @@ from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, 
 from shoal.share.acquire import AcquiredRecords, Acquisition
 from shoal.share.dlq import DlqCopy, finish_copies, take_copies
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
+from shoal.share.leader_settings import IsolationLevel, SharePartitionConfig
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.redelivery import Redelivery
-from shoal.share.settings import IsolationLevel, SharePartitionConfig
 from shoal.share.states import Event, RecordState, reason_of_code
 from shoal.share.window import InFlightWindow
 

@@ -1,5 +1,5 @@
 """Durable share-partition state: the `Persister` protocol through which the shell
-makes the share-partition leader's state reads and writes (server/share_service.py
+makes the share-partition leader's state reads and writes (server/services/share_service.py
 performs what `SharePartitionManager` asks for), and `InMemoryPersister`. The values
 a state write carries and the merge rule live in `shoal.share_coordinator.state` and
 are re-exported here.

@@ -22,6 +22,7 @@ from shoal.log.api import AppendResult
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TRANSACTIONAL_MASK, encode_batch, validate_produced
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.persister import (
     ReadResult,
     SharePartitionKey,
@@ -29,7 +30,6 @@ from shoal.share.persister import (
     StateWrite,
 )
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig
 from shoal.share_coordinator import ShareCoordinator
 from shoal.share_coordinator.records import CODEC, ShareCoordinatorRecord
 from shoal.share_coordinator.settings import ShareCoordinatorSettings

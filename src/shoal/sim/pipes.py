@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.server.listeners import STREAM_LIMIT_BYTES, Accepted, Bound
+from shoal.server.net.listeners import STREAM_LIMIT_BYTES, Accepted, Bound
 from shoal.sim.faults import Faults
 from shoal.sim.loop import PROCESS
 

@@ -1,7 +1,7 @@
 """`DrivenManager`: a synchronous shell around the pure `SharePartitionManager`, for
 the simulator, the core's unit tests and the in-process benches. It performs the
 manager's effects through a `Persister` as the broker's shell
-(server/share_service.py) does: loads before an operation (`to_load`, the
+(server/services/share_service.py) does: loads before an operation (`to_load`, the
 persister's read, `load`, a `StateCut` made durable with `persist_cut`), the state
 write of an acknowledgement or a release made and handed back (`acknowledge_written`,
 `write_done`), standing writes made and reported (`standing_written`), unload writes
@@ -18,6 +18,7 @@ from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcquireMode
 from shoal.share.acknowledge import AckBatch
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.log_read import ShareLog, bytes_between, perform_read, reset_offset
 from shoal.share.manager import (
     LEADER_EPOCH,
@@ -39,7 +40,6 @@ from shoal.share.persister import (
     persist_cut,
 )
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig
 
 
 class DrivenManager:

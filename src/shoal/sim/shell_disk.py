@@ -1,7 +1,7 @@
 """The simulator's disk executor: the broker's disk work run on the loop, late.
 
 The broker hands its blocking disk work (fsyncs, removals, atomic file writes,
-server/disk_io.py) to an executor. In production that is worker threads; here
+server/services/disk_io.py) to an executor. In production that is worker threads; here
 `SimExecutor` runs each piece on the simulated loop after a delay drawn from the
 run's generator (a slow disk now and then: `slow_disk`), in the context of the
 process that asked for it, so that a crash before the delay ends means the work

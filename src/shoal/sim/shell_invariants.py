@@ -41,7 +41,7 @@ did (`power_lost`: commits confirmed before it and transactions begun before it
 promise nothing more, epochs may go back), while every
 consistency check still holds; after every restart no data log holds the producer at
 an epoch above its coordinator's (`__transaction_state` is fsynced at every write,
-server/txn_service.py, "Durability"). A transaction whose records a data log kept
+server/services/txn_service.py, "Durability"). A transaction whose records a data log kept
 while it lost the marker stays open in the log (no coordinator knows it): at the end
 the world aborts it as an operator would (`shoal transactions abort`,
 WriteTxnMarkers), and the final checks follow.

@@ -8,7 +8,7 @@ connection broke, the broker died) is sent again, the same bytes, until it is
 answered, as Kafka's idempotent producer does: the broker must answer a retry of a
 batch it already wrote as a duplicate (with the original offsets) and write nothing,
 and must not acknowledge it before the original's fsync under
-`log.flush.interval.messages=1` (server/disk_io.py `flushed`). A producer id the broker
+`log.flush.interval.messages=1` (server/services/disk_io.py `flushed`). A producer id the broker
 no longer knows, or a sequence it refuses, makes the producer take a new producer id
 and resend the batch (a record then may be written twice: Kafka's idempotence holds
 per producer id, so such batches are noted and not counted as duplicates).

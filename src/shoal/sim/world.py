@@ -17,7 +17,7 @@ from pathlib import Path
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
-from shoal.share.settings import SharePartitionConfig
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.sim.base import Operation, SimWorld
 from shoal.sim.broker import GROUP, KEY, PRODUCER_ID, TP, Broker, produced_batch
 from shoal.sim.faults import FaultRates, SimCrash

@@ -5,7 +5,7 @@ epochs, and the two-phase end of a transaction, event-sourced on `__transaction_
 in-memory words (`TxnState`, `TxnMetadata`, `WriteMarkers`), `shard` the state machine
 of one `__transaction_state` partition, `coordinator` the shards of every partition on
 one coordinator runtime (coordinator/runtime.py), with the timed writes. The server
-shell (`server/txn_service.py`) performs the `WriteMarkers` effects and reports back
+shell (`server/services/txn_service.py`) performs the `WriteMarkers` effects and reports back
 with `markers_written`.
 """
 

@@ -6,7 +6,7 @@ A transactional id lives on the partition Kafka places it on (the runtime's
 Every operation is a runtime write on that partition: records appended, replayed,
 the effects (`WriteMarkers`) handed to the host's effect handler, then the response
 returned together with those effects (the request handler waits for its markers
-before answering, server/txn_service.py). A sink that fails becomes
+before answering, server/services/txn_service.py). A sink that fails becomes
 COORDINATOR_NOT_AVAILABLE (the client retries) with nothing replayed.
 
 Timed writes (`schedule`, run by the runtime's `fire` from the host's timer driver):

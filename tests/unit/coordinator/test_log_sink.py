@@ -27,7 +27,7 @@ from shoal.coordinator.log_sink import (
     read_log,
 )
 from shoal.group import records as r
-from shoal.group.membership import epoch_record
+from shoal.group.share.membership import epoch_record
 from shoal.log.api import LogError
 from shoal.log.partition import PartitionLog
 from shoal.protocol.record_batch import iter_headers

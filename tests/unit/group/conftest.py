@@ -17,7 +17,7 @@ import pytest
 
 from shoal.clock import ManualClock
 from shoal.group import GroupCoordinatorShard, ShareGroupSettings, TopicMetadata
-from shoal.group.classic import ClassicSettings
+from shoal.group.classic.groups import ClassicSettings
 from shoal.group.records import CoordinatorRecord, OffsetCommitKey, RecordKey, TopicPartitions
 from shoal.group.results import (
     DeleteShareState,

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from shoal.group import consumer_membership as cm
-from shoal.group.classic_state import (
+from shoal.group.classic.state import (
     STABLE,
     JoinRequest,
     JoinResponse,
@@ -17,9 +16,10 @@ from shoal.group.classic_state import (
     classic_result,
     completions_of,
 )
-from shoal.group.consumer_group import ConsumerGroup
+from shoal.group.classic.subscriptions import read_assignment, write_assignment
+from shoal.group.consumer import membership as cm
+from shoal.group.consumer.group import ConsumerGroup
 from shoal.group.results import GroupResult, ShareGroupHeartbeatResponse
-from shoal.group.subscriptions import read_assignment, write_assignment
 from shoal.protocol.errors import ErrorCode
 from tests.support.classic_groups import consumer_subscription
 from tests.unit.group.conftest import Harness

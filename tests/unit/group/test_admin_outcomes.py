@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import uuid
 
-from shoal.group.offsets import (
-    describe_partition,
-    with_deletion_errors,
-    with_initialization_errors,
-)
 from shoal.group.results import (
     AlterOffsetsResponse,
     AlterOffsetsTopic,
@@ -18,6 +13,11 @@ from shoal.group.results import (
     DeleteOffsetsTopic,
     DescribedOffsetsPartition,
     OffsetPartitionResult,
+)
+from shoal.group.share.offsets import (
+    describe_partition,
+    with_deletion_errors,
+    with_initialization_errors,
 )
 from shoal.protocol.errors import ErrorCode
 from shoal.share.persister import StateSummary

@@ -1,4 +1,4 @@
-"""The simple share assignor (group/assignor.py).
+"""The simple share assignor (group/simple_assignor.py).
 
 Conformance items covered: 54, 55 (at the assignor level; the shard-level versions
 are in test_heartbeat.py).
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.group.assignor import assign
-from shoal.group.topics import Assignment
+from shoal.group.simple_assignor import assign
+from shoal.group.topic_image import Assignment
 
 A = uuid.UUID(int=0xA)
 B = uuid.UUID(int=0xB)

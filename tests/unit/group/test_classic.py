@@ -13,13 +13,13 @@ import pytest
 from shoal.coordinator import CoordinatorRuntime, InMemoryRecordSink
 from shoal.group import GroupCoordinatorShard
 from shoal.group import records as r
-from shoal.group.classic import (
+from shoal.group.classic.groups import (
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,
     STABLE,
     ClassicSettings,
 )
-from shoal.group.classic_state import (
+from shoal.group.classic.state import (
     EMPTY,
     JoinRequest,
     JoinResponse,

@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Collection
 
 from shoal.coordinator import CoordinatorResult
-from shoal.group import consumer_membership as cm
 from shoal.group.committed_offsets import OffsetToCommit
-from shoal.group.consumer_group import MEMBER_STATE_STABLE, MEMBER_STATE_UNREVOKED_PARTITIONS
+from shoal.group.consumer import membership as cm
+from shoal.group.consumer.group import MEMBER_STATE_STABLE, MEMBER_STATE_UNREVOKED_PARTITIONS
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.group.settings import ConsumerGroupSettings
 from shoal.protocol.errors import ErrorCode

@@ -18,8 +18,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from shoal.group import consumer_membership as cm
-from shoal.group.consumer_group import ConsumerGroup
+from shoal.group.consumer import membership as cm
+from shoal.group.consumer.group import ConsumerGroup
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness

@@ -2,7 +2,7 @@
 GroupCoordinatorShard.cleanupGroupMetadata): a simple group (offsets only) survives
 OffsetDelete of its last offset, Empty, listed, described and deletable; the cleanup
 pass deletes it, and every Empty classic or consumer group without offsets. Replay
-of the log at any point gives the same groups (group/classic_coordinator.py)."""
+of the log at any point gives the same groups (group/classic/coordinator.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from shoal.group import ShareGroupSettings
 from shoal.group.results import DeleteShareState, InitializeShareState
-from shoal.group.share_group import ShareGroup
+from shoal.group.share.group import ShareGroup
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, assignment_of, topic_id
 

@@ -13,18 +13,18 @@ import pytest
 
 from shoal.config import BrokerConfig, ConfigError
 from shoal.group import records as r
-from shoal.group.classic import ClassicSettings
-from shoal.group.classic_state import (
+from shoal.group.classic.groups import ClassicSettings
+from shoal.group.classic.state import (
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,
     STABLE,
     JoinRequest,
     SyncResponse,
 )
+from shoal.group.classic.subscriptions import read_assignment
 from shoal.group.committed_offsets import OffsetToCommit
-from shoal.group.consumer_group import ConsumerGroup
+from shoal.group.consumer.group import ConsumerGroup
 from shoal.group.settings import ConsumerGroupSettings
-from shoal.group.subscriptions import read_assignment
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness
 from tests.unit.group.mixed_groups import DELAY_MS, REBALANCE_MS, SESSION_MS, C, Mixed

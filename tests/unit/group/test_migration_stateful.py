@@ -21,8 +21,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from shoal.group.classic.subscriptions import read_assignment
 from shoal.group.settings import ConsumerGroupSettings
-from shoal.group.subscriptions import read_assignment
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness
 from tests.unit.group.mixed_groups import Mixed

@@ -10,8 +10,8 @@ are checked for replay equivalence by the harness fixture.
 from __future__ import annotations
 
 from shoal.group import records as r
-from shoal.group.offsets import NO_OFFSETS_MESSAGE, NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 from shoal.group.results import DeleteShareState, InitializeShareState
+from shoal.group.share.offsets import NO_OFFSETS_MESSAGE, NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, topic_id
 

@@ -16,7 +16,7 @@ from shoal.config import BrokerConfig
 from shoal.group import ShareGroupSettings
 from shoal.group import records as r
 from shoal.group.settings import GroupSettings
-from shoal.group.share_group import StatePartitionMetadata, TopicState
+from shoal.group.share.group import StatePartitionMetadata, TopicState
 
 
 def snake(name: str) -> str:

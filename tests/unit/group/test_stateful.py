@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from shoal.group.results import DeleteShareState, InitializeShareState
-from shoal.group.share_group import ShareGroup
+from shoal.group.share.group import ShareGroup
 from shoal.protocol.errors import ErrorCode
 from tests.unit.group.conftest import Harness, compacted
 

@@ -20,8 +20,8 @@ from shoal.log.topics import random_uuid, uuid_to_base64, validate_topic_name
 from shoal.metadata import TopicImage
 from shoal.metadata.records import TOPIC_RESOURCE
 from shoal.protocol.errors import ErrorCode
-from shoal.server.metadata_log import MetadataLog
-from shoal.server.metadata_topics import MetadataTopicCatalog
+from shoal.server.metadata.metadata_log import MetadataLog
+from shoal.server.metadata.topic_catalog import MetadataTopicCatalog
 from tests.support.metadata import durable_topics, metadata_at, topic_catalog
 from tests.unit.log.batches import append, make_batch, stored
 

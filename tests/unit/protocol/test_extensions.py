@@ -19,8 +19,8 @@ from shoal.client.versions import api_label
 from shoal.protocol import codec, extensions
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.server.handler_services import ApiRange
 from shoal.server.registry import api_ranges, load_all_handlers
-from shoal.server.services import ApiRange
 
 KEY = extensions.SHARE_GROUP_BROWSE
 

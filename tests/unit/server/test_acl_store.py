@@ -15,10 +15,10 @@ from shoal import limits
 from shoal.config import BrokerConfig
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding, AclBindingFilter, StandardAuthorizer
-from shoal.server.acl_store import AclStore, open_acl_store
-from shoal.server.metadata_log import METADATA_DIR
-from shoal.server.metadata_migration import ACLS_FILE, MIGRATED_SUFFIX, TOPICS_FILE
-from shoal.server.metadata_topics import MetadataTopicCatalog
+from shoal.server.metadata.acl_store import AclStore, open_acl_store
+from shoal.server.metadata.metadata_log import METADATA_DIR
+from shoal.server.metadata.migration import ACLS_FILE, MIGRATED_SUFFIX, TOPICS_FILE
+from shoal.server.metadata.topic_catalog import MetadataTopicCatalog
 from tests.support.metadata import metadata_at, open_metadata
 
 READ_T = AclBinding(

@@ -19,12 +19,12 @@ from shoal.config import BrokerConfig
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import request_schema
 from shoal.security.acl import ANONYMOUS, AclOperation, KafkaPrincipal, ResourceType
-from shoal.server import features
 from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from shoal.server.handlers.describe_topic_partitions import page
+from shoal.server.metadata import features
+from shoal.server.metadata.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from tests.support.metadata import metadata_at
 from tests.unit.server.authz_harness import ALICE, BOB, Harness
 

@@ -16,9 +16,9 @@ from shoal.protocol import codec
 from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
+from shoal.server.handler_services import ApiRange, Services
 from shoal.server.handlers import api_versions
-from shoal.server.services import ApiRange, Services
+from shoal.server.metadata.dynamic_config import DynamicBrokerConfig, LiveBrokerConfig
 from tests.support.metadata import metadata_at
 
 

@@ -24,8 +24,8 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import request_schema
 from shoal.security.acl import AclOperation as Op
 from shoal.security.acl import ResourceType as RT
-from shoal.server import authorized_operations as ops
 from shoal.server.broker import Broker
+from shoal.server.handlers.common import authorized_operations as ops
 from tests.support.batches import values_batch
 from tests.unit.server.authz_harness import ALICE, BOB, Harness, send, topic_id
 

@@ -12,9 +12,9 @@ from shoal.config import BrokerConfig
 from shoal.group.committed_offsets import OffsetToCommit
 from shoal.metadata.records import BROKER_RESOURCE
 from shoal.server.broker import Broker
-from shoal.server.dynamic_config import DynamicLayer
+from shoal.server.handler_services import ApiRange
+from shoal.server.metadata.dynamic_config import DynamicLayer
 from shoal.server.registry import api_ranges, load_all_handlers
-from shoal.server.services import ApiRange
 from tests.unit.log.batches import append, make_batch
 
 API_VERSIONS_KEY = 18

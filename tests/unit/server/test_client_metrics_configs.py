@@ -1,4 +1,4 @@
-"""Client metrics subscriptions (server/client_metrics_configs.py): Kafka's checks and
+"""Client metrics subscriptions (server/metadata/client_metrics_configs.py): Kafka's checks and
 codes, canonical values, and the store on the metadata log (all or nothing, removal when
 empty; an old file migrated, refused when unreadable)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from shoal.protocol.errors import ErrorCode
-from shoal.server.client_metrics_configs import ClientMetricsConfigStore, validate
-from shoal.server.metadata_migration import CLIENT_METRICS_FILE as FILE
+from shoal.server.metadata.client_metrics_configs import ClientMetricsConfigStore, validate
+from shoal.server.metadata.migration import CLIENT_METRICS_FILE as FILE
 from shoal.server.refused import Refused
 from tests.support.metadata import metadata_at
 

@@ -9,7 +9,7 @@ import pytest
 
 from shoal.config import BROKER_KEYS, TOPIC_KEYS, BrokerConfig, ConfigError
 from shoal.protocol.errors import ErrorCode
-from shoal.server.configs import (
+from shoal.server.metadata.config_resources import (
     LISTED_ONLY_WHEN_SET,
     AlterOp,
     ConfigSource,
@@ -19,7 +19,7 @@ from shoal.server.configs import (
     broker_layer_for,
     topic_entries,
 )
-from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
+from shoal.server.metadata.dynamic_config import DynamicBrokerConfig, DynamicLayer
 from shoal.server.refused import Refused
 from tests.support.metadata import metadata_at
 

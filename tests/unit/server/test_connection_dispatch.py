@@ -1,4 +1,4 @@
-"""The connection's per-(key, version) memory of served versions (server/connection.py
+"""The connection's per-(key, version) memory of served versions (server/net/connection.py
 `_dispatch`): a connection's later requests are answered exactly as a fresh
 connection answers each of them, whatever came before on it (a served version, a
 version answered by the fallback, an unknown key that closes the connection)."""
@@ -118,7 +118,7 @@ def test_an_admin_change_past_the_lane_bound_closes_the_connection(
             release.set()
         await pending
 
-    with caplog.at_level(logging.WARNING, logger="shoal.server.connection"):
+    with caplog.at_level(logging.WARNING, logger="shoal.server.net.connection"):
         asyncio.run(main())
     assert [struct.unpack_from(">i", r, 4)[0] for r in writer.written] == [1]
     assert "ADMIN_CHANGES_PENDING_MAX" in caplog.text and "create_topics" in caplog.text

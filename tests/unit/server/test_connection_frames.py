@@ -1,4 +1,4 @@
-"""The connection's frame reader (server/connection.py `_read_frame`): whatever
+"""The connection's frame reader (server/net/connection.py `_read_frame`): whatever
 chunks the bytes arrive in (split size prefixes, several frames in one chunk, a frame
 larger than one read), it yields the frames the reference framing
 (`protocol/framing.FrameDecoder`) finds in the same bytes, and it says where the
@@ -15,9 +15,9 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.protocol import codec
 from shoal.protocol.framing import FrameDecoder
-from shoal.server import connection
-from shoal.server.connection import MIN_FRAME_BYTES, ConnectionClosed
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.net import connection
+from shoal.server.net.connection import MIN_FRAME_BYTES, ConnectionClosed
 from tests.support.wire import api_versions_request
 
 MAX_BYTES = 1 << 20

@@ -1,4 +1,4 @@
-"""Pipelined requests answered in one write (server/connection.py): while the next
+"""Pipelined requests answered in one write (server/net/connection.py): while the next
 request's frame is already whole in hand, a response is held and leaves with the next
 ones; it is written at once when the next frame is not whole, when the held bytes
 reach `limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`, and when the connection ends."""

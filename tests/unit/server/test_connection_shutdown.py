@@ -1,4 +1,4 @@
-"""A connection cancelled by shutdown (server/connection.py): one waiting for its next
+"""A connection cancelled by shutdown (server/net/connection.py): one waiting for its next
 request closes gracefully, one still busy with a request (here: its client never
 reads the answer) is aborted, so its close cannot wait forever for the client."""
 
@@ -11,8 +11,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from shoal.protocol import codec
 from shoal.server.broker import Broker
-from shoal.server.connection import serve_connection
 from shoal.server.connection_info import ConnectionInfo
+from shoal.server.net.connection import serve_connection
 
 
 class _Transport:

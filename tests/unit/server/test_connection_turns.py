@@ -1,5 +1,5 @@
 """A connection serving pipelined requests gives the loop to others every
-`limits.CONNECTION_TURN_MS` (server/connection.py), on a broker built without a
+`limits.CONNECTION_TURN_MS` (server/net/connection.py), on a broker built without a
 socket (conftest) whose manual clock a request moves on."""
 
 from __future__ import annotations

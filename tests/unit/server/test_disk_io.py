@@ -1,4 +1,4 @@
-"""The logs' blocking disk work off the event loop (server/disk_io.py) and the produce
+"""The logs' blocking disk work off the event loop (server/services/disk_io.py) and the produce
 path's ordering: a partition is answered only after its fsync finished, the loop serves
 others meanwhile, and a cancelled request still has its fsync finished.
 
@@ -29,7 +29,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.disk_io import DiskIO
+from shoal.server.services.disk_io import DiskIO
 from tests.unit.log.batches import append, make_batch
 from tests.unit.server.fsync_gate import FsyncGate
 

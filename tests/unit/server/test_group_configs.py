@@ -14,11 +14,11 @@ import pytest
 from shoal.config import BrokerConfig, ConfigType
 from shoal.group.configs import KAFKA_42_GROUP_KEYS, GroupConfigError, GroupConfigs
 from shoal.metadata.records import GROUP_RESOURCE
-from shoal.server.configs import ConfigSource, group_entries
-from shoal.server.dynamic_config import DynamicBrokerConfig, DynamicLayer
-from shoal.server.group_configs import GroupConfigStore
-from shoal.server.metadata_log import METADATA_DIR
-from shoal.server.metadata_migration import GROUP_CONFIGS_FILE, MIGRATED_SUFFIX
+from shoal.server.metadata.config_resources import ConfigSource, group_entries
+from shoal.server.metadata.dynamic_config import DynamicBrokerConfig, DynamicLayer
+from shoal.server.metadata.group_config_store import GroupConfigStore
+from shoal.server.metadata.metadata_log import METADATA_DIR
+from shoal.server.metadata.migration import GROUP_CONFIGS_FILE, MIGRATED_SUFFIX
 from tests.support.metadata import metadata_at
 
 LOCK = "share.record.lock.duration.ms"

@@ -19,20 +19,20 @@ from shoal.coordinator.log_sink import LogRecordSink, read_log
 from shoal.coordinator.runtime import CoordinatorRuntime
 from shoal.group import GroupCoordinatorShard, TopicMetadata
 from shoal.group.committed_offsets import FetchedOffset, OffsetToCommit
-from shoal.group.coordinator import DurableState
 from shoal.group.records import (
     CODEC,
     CoordinatorRecord,
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from shoal.group.shard import DurableState
 from shoal.log import fileio
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
 from shoal.protocol.errors import ErrorCode
-from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
-from shoal.server.group_service import GroupService
-from shoal.server.timers import Schedule
+from shoal.server.services.group_persistence import GroupLogMaintenance, open_group_log
+from shoal.server.services.group_service import GroupService
+from shoal.server.services.timers import Schedule
 from shoal.share.persister import InMemoryPersister
 from tests.support.metadata import topic_catalog
 

@@ -18,11 +18,11 @@ from shoal.config import BrokerConfig
 from shoal.coordinator import InMemoryRecordSink
 from shoal.coordinator.placement import partition_for
 from shoal.group import TopicMetadata
-from shoal.group.classic_state import JoinRequest
+from shoal.group.classic.state import JoinRequest
 from shoal.group.committed_offsets import OffsetToCommit
 from shoal.group.records import CoordinatorRecord
 from shoal.protocol.errors import ErrorCode
-from shoal.server.group_service import GroupService
+from shoal.server.services.group_service import GroupService
 from shoal.share.persister import InMemoryPersister
 
 PARTITIONS = 3

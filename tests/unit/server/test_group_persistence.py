@@ -15,7 +15,7 @@ from shoal.coordinator.log_sink import read_log
 from shoal.coordinator.placement import partition_for
 from shoal.group.records import CODEC
 from shoal.log.manager import LogManager
-from shoal.server.group_persistence import GROUP_METADATA_TOPIC, open_group_log
+from shoal.server.services.group_persistence import GROUP_METADATA_TOPIC, open_group_log
 from tests.support.metadata import topic_catalog
 from tests.unit.group.conftest import Harness
 

@@ -15,8 +15,8 @@ from shoal.group import TopicMetadata
 from shoal.group.records import CoordinatorRecord
 from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.protocol.errors import ErrorCode
-from shoal.server.group_service import GroupService
-from shoal.server.timers import TimerDriver
+from shoal.server.services.group_service import GroupService
+from shoal.server.services.timers import TimerDriver
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 
 TOPIC = TopicMetadata(topic_id=uuid.UUID(int=0x76), name="t", partition_count=2)
@@ -84,7 +84,7 @@ async def settle() -> None:
 
 
 def test_join_reply_carries_the_partitions_its_initialisation_made() -> None:
-    """A deliberate difference from Kafka (module docstring of server/group_service.py):
+    """A deliberate difference from Kafka (module docstring of server/services/group_service.py):
     the join that starts the initialisation is answered after it completed, with the
     member's share of the now-initialised partitions; a member joining next gets its
     fair share in its own reply, and the first member learns its smaller share at its

@@ -11,7 +11,7 @@ from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.group import TopicMetadata
 from shoal.protocol.errors import ErrorCode
-from shoal.server.group_service import GroupService
+from shoal.server.services.group_service import GroupService
 from shoal.share.persister import (
     InMemoryPersister,
     SharePartitionKey,

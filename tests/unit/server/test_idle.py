@@ -1,4 +1,4 @@
-"""Connection deadlines (server/idle.py): each closes at its limit, not before, and a
+"""Connection deadlines (server/net/idle.py): each closes at its limit, not before, and a
 connection whose request is being handled is never closed by them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import logging
 
 from shoal import limits
 from shoal.server.connection_info import ConnectionInfo
-from shoal.server.idle import expiry_reason, log_level, sweep_interval_ms
+from shoal.server.net.idle import expiry_reason, log_level, sweep_interval_ms
 
 IDLE_MS = 1_000
 READ_MS = 300

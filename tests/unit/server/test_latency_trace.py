@@ -1,4 +1,4 @@
-"""The latency trace (server/latency_trace.py): off without the environment
+"""The latency trace (server/observability/latency_trace.py): off without the environment
 variable, per-stage percentiles when on, a bounded number of samples per stage, and
 the loop-lag probe sees a loop blocked by synchronous work."""
 
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from shoal.server import latency_trace
-from shoal.server.latency_trace import LatencyTrace
+from shoal.server.observability import latency_trace
+from shoal.server.observability.latency_trace import LatencyTrace
 
 
 def test_without_the_variable_nothing_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:

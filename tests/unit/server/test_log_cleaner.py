@@ -1,4 +1,4 @@
-"""The log cleaner service's own logic (server/log_cleaner.py): which partition it
+"""The log cleaner service's own logic (server/services/log_cleaner.py): which partition it
 picks, its key map budget, its throttle, its threads, and how it lets go of a clean
 whose partition was deleted or that shutdown interrupts.
 
@@ -25,7 +25,7 @@ from shoal.config import BrokerConfig
 from shoal.log.api import LogError, TopicInfo
 from shoal.log.key_map import KeyMap
 from shoal.protocol.errors import ErrorCode
-from shoal.server.log_cleaner import (
+from shoal.server.services.log_cleaner import (
     KEY_MAP_ENTRY_BYTES,
     CleanerStopped,
     LogCleaner,

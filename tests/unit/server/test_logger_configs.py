@@ -1,4 +1,4 @@
-"""The BROKER_LOGGER resource on Python's logging (server/logger_configs.py): log4j's
+"""The BROKER_LOGGER resource on Python's logging (server/metadata/logger_configs.py): log4j's
 level names, SET and DELETE applied all or nothing, Kafka's refusals."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from shoal.protocol.errors import ErrorCode
-from shoal.server.logger_configs import TRACE, change_levels, level_name, logger_levels
+from shoal.server.metadata.logger_configs import TRACE, change_levels, level_name, logger_levels
 from shoal.server.refused import Refused
 
 NAME = "shoal.test.logger_configs"

@@ -1,4 +1,4 @@
-"""Request time for `request_percentage` (server/throttle.py): `LoopTimed` counts the
+"""Request time for `request_percentage` (server/net/throttle.py): `LoopTimed` counts the
 time a handler's steps run on the loop, not the time it waits, and passes results,
 exceptions and cancellations through."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from shoal.server.throttle import LoopTimed
+from shoal.server.net.throttle import LoopTimed
 
 
 def _run(coro: object) -> object:

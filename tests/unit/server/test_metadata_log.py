@@ -1,4 +1,4 @@
-"""The metadata log (server/metadata_log.py): writes are replayed only once durable, a
+"""The metadata log (server/metadata/metadata_log.py): writes are replayed only once durable, a
 refused append changes nothing, and the start-up compaction replaces the history by
 the state's snapshot without changing the state."""
 
@@ -15,7 +15,7 @@ from shoal.metadata.records import GROUP_RESOURCE, TOPIC_RESOURCE
 from shoal.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from shoal.security.authorizer import AclBinding
 from shoal.security.scram import ScramCredential
-from shoal.server.metadata_log import MetadataLog, MetadataWriteError
+from shoal.server.metadata.metadata_log import MetadataLog, MetadataWriteError
 from tests.support.metadata import metadata_at
 
 ACL = AclBinding(

@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig, ConfigError
 from shoal.server.broker import Broker
-from shoal.server.http_app import build_app
-from shoal.server.http_listener import HttpListener
-from shoal.server.metrics import CHART_SERIES, BrokerMetrics
+from shoal.server.observability.http_app import build_app
+from shoal.server.observability.http_listener import HttpListener
+from shoal.server.observability.metrics import CHART_SERIES, BrokerMetrics
 from tests.unit.log.batches import append, make_batch
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from shoal.server.purgatory import Purgatory
+from shoal.server.services.purgatory import Purgatory
 
 
 async def _settle() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from shoal.config import BrokerConfig
 from shoal.security.quota import entity
-from shoal.server.metadata_migration import MIGRATED_SUFFIX, QUOTAS_FILE
-from shoal.server.quota_store import (
+from shoal.server.metadata.migration import MIGRATED_SUFFIX, QUOTAS_FILE
+from shoal.server.metadata.quota_store import (
     MATCH_ANY,
     MATCH_DEFAULT,
     MATCH_EXACT,

@@ -1,4 +1,4 @@
-"""The record path diagnostic (server/record_path.py): per-request events with what
+"""The record path diagnostic (server/observability/record_path.py): per-request events with what
 each request did to records, bounded by EVENTS_MAX, written as JSON lines."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.server.record_path import RecordPath
+from shoal.server.observability.record_path import RecordPath
 
 
 async def _request(path: RecordPath, api: int, notes: list[tuple[str, str, int, int, int]]) -> None:
@@ -72,7 +72,7 @@ def test_events_past_the_limit_are_counted_not_kept(
     _serve(path, *[(0, [("produced", "t", 0, i, i)]) for i in range(5)])
     assert [e["produced"] for e in path.events] == [[["t", 0, 0, 0]], [["t", 0, 1, 1]]]
     assert path.dropped == 3
-    with caplog.at_level(logging.WARNING, logger="shoal.server.record_path"):
+    with caplog.at_level(logging.WARNING, logger="shoal.server.observability.record_path"):
         path.write()
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[-1]) == {"dropped": 3}

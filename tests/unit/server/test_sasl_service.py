@@ -16,10 +16,10 @@ from shoal.security.oauth import UnsecuredJwsValidator
 from shoal.security.sasl_plain import plain_token
 from shoal.security.scram import SCRAM_SHA_256, credential_from_salted, salted_password
 from shoal.server.connection_info import ConnectionInfo
-from shoal.server.metadata_log import METADATA_DIR
-from shoal.server.metadata_migration import MIGRATED_SUFFIX, SCRAM_FILE
-from shoal.server.sasl import SaslService, frame_bytes_max
-from shoal.server.scram_store import Deletion, ScramStore, Upsertion
+from shoal.server.metadata.metadata_log import METADATA_DIR
+from shoal.server.metadata.migration import MIGRATED_SUFFIX, SCRAM_FILE
+from shoal.server.metadata.scram_store import Deletion, ScramStore, Upsertion
+from shoal.server.net.sasl import SaslService, frame_bytes_max
 from tests.support.metadata import metadata_at, open_metadata
 
 JAAS = (

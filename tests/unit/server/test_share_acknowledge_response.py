@@ -11,10 +11,14 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.server.handler_services import NodeIdentity
 from shoal.server.handlers import share_acknowledge as handler
-from shoal.server.services import NodeIdentity
-from shoal.server.share_responses import LEADER_HINT_ERRORS, NO_LEADER_ERRORS, share_response
-from shoal.server.share_service import PartitionOutcome, ShareOutcome
+from shoal.server.handlers.common.share_responses import (
+    LEADER_HINT_ERRORS,
+    NO_LEADER_ERRORS,
+    share_response,
+)
+from shoal.server.services.share_service import PartitionOutcome, ShareOutcome
 from shoal.share.sessions import TopicIdPartition
 
 _ENDPOINTS = {None: ("plain.example", 9092), "PLAINTEXT": ("plain.example", 9092)}

@@ -1,4 +1,4 @@
-"""The DLQ shell (server/share_dlq.py) on a real log, a ShareService and an in-memory
+"""The DLQ shell (server/services/share_dlq.py) on a real log, a ShareService and an in-memory
 persister, with the crash windows forced deterministically: a copy is written once
 whether the broker dies before the copy or between the copy and the ARCHIVED write,
 and a topic that may not serve as a DLQ gets nothing."""
@@ -26,16 +26,16 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
-from shoal.server.group_configs import GroupConfigStore
-from shoal.server.purgatory import Purgatory
-from shoal.server.share_dlq import (
+from shoal.server.metadata.group_config_store import GroupConfigStore
+from shoal.server.services.purgatory import Purgatory
+from shoal.server.services.share_dlq import (
     HEADER_OFFSET,
     ScanResult,
     copied_offsets,
     dlq_batches,
     dlq_record,
 )
-from shoal.server.share_service import ShareAcknowledgeCall, ShareService
+from shoal.server.services.share_service import ShareAcknowledgeCall, ShareService
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
@@ -277,7 +277,7 @@ def test_at_the_dedupe_search_limit_unfound_copies_are_written_with_a_warning(
     assert rig.service.dlq.scan_records_max == limits.DLQ_DEDUPE_SCAN_RECORDS_MAX
     rig.service.dlq.scan_records_max = 10  # the 10 newer records only
     _crash_after_the_copies(rig, filler=10)
-    with caplog.at_level(logging.WARNING, logger="shoal.server.share_dlq"):
+    with caplog.at_level(logging.WARNING, logger="shoal.server.services.share_dlq"):
         assert rig.fetch() == 0
     assert rig.dlq_offsets()[13:] == [0, 1, 2]
     assert rig.persisted_states() == [], "archived after the copies"
@@ -285,7 +285,7 @@ def test_at_the_dedupe_search_limit_unfound_copies_are_written_with_a_warning(
     (warning,) = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "shoal.server.share_dlq" and r.levelno == logging.WARNING
+        if r.name == "shoal.server.services.share_dlq" and r.levelno == logging.WARNING
     ]
     assert warning == (
         "share group g: DLQ dedupe search of dlq.t-0 stopped at its limit of 10 offsets "

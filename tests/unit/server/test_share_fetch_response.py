@@ -15,15 +15,15 @@ import pytest
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
+from shoal.server.handler_services import NodeIdentity
 from shoal.server.handlers import share_fetch as handler
-from shoal.server.services import NodeIdentity
-from shoal.server.share_responses import (
+from shoal.server.handlers.common.share_responses import (
     LEADER_HINT_ERRORS,
     NO_LEADER_ERRORS,
     entity_class,
     share_response,
 )
-from shoal.server.share_service import PartitionOutcome, ShareOutcome
+from shoal.server.services.share_service import PartitionOutcome, ShareOutcome
 from shoal.share.acquire import AcquiredRecords
 from shoal.share.sessions import TopicIdPartition
 

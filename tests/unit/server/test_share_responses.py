@@ -8,10 +8,10 @@ import uuid
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
+from shoal.server.handler_services import NodeIdentity
+from shoal.server.handlers.common.share_responses import share_response
 from shoal.server.handlers.share_fetch import _partition
-from shoal.server.services import NodeIdentity
-from shoal.server.share_responses import share_response
-from shoal.server.share_service import PartitionOutcome
+from shoal.server.services.share_service import PartitionOutcome
 from shoal.share.sessions import TopicIdPartition
 
 _ENDPOINTS = {None: ("plain.example", 9092), "PLAINTEXT": ("plain.example", 9092)}

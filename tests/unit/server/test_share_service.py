@@ -16,16 +16,16 @@ from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType
-from shoal.server.group_configs import GroupConfigStore
-from shoal.server.purgatory import Purgatory
-from shoal.server.share_service import (
+from shoal.server.metadata.group_config_store import GroupConfigStore
+from shoal.server.services.purgatory import Purgatory
+from shoal.server.services.share_service import (
     ShareAcknowledgeCall,
     ShareFetchCall,
     ShareOutcome,
     ShareService,
     share_wait_key,
 )
-from shoal.server.timers import TimerSource
+from shoal.server.services.timers import TimerSource
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition

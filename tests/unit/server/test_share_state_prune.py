@@ -10,7 +10,7 @@ from pathlib import Path
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.log.manager import LogManager
-from shoal.server.share_state import ShareStateService
+from shoal.server.services.share_state import ShareStateService
 from shoal.share.persister import SharePartitionKey, StateBatch, StateWrite
 from shoal.share.states import RecordState
 from tests.support.metadata import topic_catalog

@@ -1,4 +1,4 @@
-"""The stall watch (server/stall_watch.py): a loop blocked past the threshold is
+"""The stall watch (server/observability/stall_watch.py): a loop blocked past the threshold is
 reported once, with its length, the stack that held the loop, and whether the main
 thread spent the time on a CPU or sleeping."""
 
@@ -8,7 +8,7 @@ import asyncio
 import time
 
 from shoal.clock import measure_ns
-from shoal.server.stall_watch import StallWatch
+from shoal.server.observability.stall_watch import StallWatch
 
 
 def _busy_for(ms: float) -> None:

@@ -1,4 +1,4 @@
-"""The metadata and config stores' durable writes off the event loop (server/disk_io.py:
+"""The metadata and config stores' durable writes off the event loop (server/services/disk_io.py:
 `write_atomic`, `run` and the change lane) and what the admin handlers answer around
 them: a creation or alteration is answered only once its files are durable, the loop
 serves others (and its timers run) meanwhile, nobody sees the change before that, two
@@ -28,11 +28,11 @@ from shoal.client.requests import GROUP_RESOURCE, TOPIC_RESOURCE, ConfigChange
 from shoal.log.fileio import remove_paths
 from shoal.protocol.errors import ErrorCode
 from shoal.server.broker import Broker
-from shoal.server.configs import ResourceType
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
-from shoal.server.disk_io import ChangeLane, ChangeLaneFull, DiskIO
-from shoal.server.metadata_log import METADATA_DIR
+from shoal.server.metadata.config_resources import ResourceType
+from shoal.server.metadata.metadata_log import METADATA_DIR
+from shoal.server.services.disk_io import ChangeLane, ChangeLaneFull, DiskIO
 from tests.support.metadata import durable_topics, open_metadata
 from tests.unit.server.fsync_gate import FsyncGate
 
@@ -510,7 +510,7 @@ def test_delete_topics_answers_before_the_files_are_removed(
         assert release.wait(30)
         remove_paths(paths)
 
-    monkeypatch.setattr("shoal.server.disk_io.remove_paths", held_removal)
+    monkeypatch.setattr("shoal.server.services.disk_io.remove_paths", held_removal)
 
     def leftovers() -> list[Path]:
         return [p for p in broker.logs.data_dir.iterdir() if p.name.endswith("-delete")]

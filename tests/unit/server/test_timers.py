@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from shoal.clock import ManualClock
-from shoal.server.timers import (
+from shoal.server.services.timers import (
     TIMER_FAILURE_BACKOFF_MS,
     DeadlineTimer,
     PeriodicTimer,

@@ -9,7 +9,7 @@ import pytest
 
 from shoal.config import BrokerConfig, ConfigError
 from shoal.security.acl import ANONYMOUS
-from shoal.server.tls import ListenerTls, subject_dn
+from shoal.server.net.tls import ListenerTls, subject_dn
 from tests.support.certs import make_pki, reissue_server
 
 

@@ -15,7 +15,7 @@ from shoal.coordinator.runtime import InMemoryRecordSink
 from shoal.log.api import LogError
 from shoal.log.manager import LogManager
 from shoal.protocol.errors import ErrorCode
-from shoal.server.txn_service import TxnService
+from shoal.server.services.txn_service import TxnService
 from shoal.sim.disk import Disk
 from shoal.txn import ABORT, COMMIT, TransactionCoordinator, TxnState
 from shoal.txn.records import TxnRecord

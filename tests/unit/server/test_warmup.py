@@ -9,14 +9,14 @@ import subprocess
 import sys
 import textwrap
 
+from shoal.server.net.warmup import HOT_APIS, newest_warmed, warm_steps, warm_up
 from shoal.server.registry import load_all_handlers
-from shoal.server.warmup import HOT_APIS, newest_warmed, warm_steps, warm_up
 
 _PROBE = textwrap.dedent(
     """
     import asyncio, gc, sys
     from shoal.server.registry import load_all_handlers
-    from shoal.server.warmup import warm_steps, warm_up
+    from shoal.server.net.warmup import warm_steps, warm_up
     from shoal.protocol import codec, fast_writer
     from shoal.protocol.schema import response_schema
 

@@ -12,6 +12,7 @@ from shoal.clock import ManualClock
 from shoal.protocol.record_batch import CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.partition import (
     AckResult,
     AcquireResult,
@@ -27,7 +28,6 @@ from shoal.share.persister import (
     StateBatch,
     StateWrite,
 )
-from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import RecordState
 
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")

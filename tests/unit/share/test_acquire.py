@@ -298,7 +298,7 @@ def test_end_offset_limit_bounds_acquisition() -> None:
 def test_aborted_batches_hook_archives_under_read_committed() -> None:
     """§9 hook: under read_committed the given aborted batches are archived after
     acquisition, counted complete, and left out of AcquiredRecords."""
-    from shoal.share.settings import IsolationLevel
+    from shoal.share.leader_settings import IsolationLevel
 
     rig = started((0, 4), (5, 9), (10, 14), isolation_level=IsolationLevel.READ_COMMITTED)
     result = rig.sp.acquire(

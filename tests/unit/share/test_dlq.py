@@ -3,8 +3,8 @@ effects, the start offset, and a reload after a crash. Manual clock throughout."
 
 from __future__ import annotations
 
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.persister import StateBatch
-from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import REASON_DELIVERY_LIMIT, REASON_REJECTED, RecordState, reason_of_code
 from shoal.share_coordinator.state import (
     DLQ_REASON_DELIVERY_LIMIT,

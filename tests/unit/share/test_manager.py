@@ -20,6 +20,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
+from shoal.share.leader_settings import SharePartitionConfig
 from shoal.share.manager import (
     Acknowledged,
     Effects,
@@ -27,7 +28,6 @@ from shoal.share.manager import (
 )
 from shoal.share.persister import InMemoryPersister, SharePartitionKey, StateWrite
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import SharePartitionConfig
 from shoal.share.states import RecordState
 from shoal.sim.share_leader import DrivenManager
 from tests.support.batches import values_batch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shoal.protocol.errors import ErrorCode
 from shoal.share.acknowledge import AckBatch
-from shoal.share.settings import SharePartitionConfig
+from shoal.share.leader_settings import SharePartitionConfig
 from tests.unit.share.support import (
     ACCEPT,
     ACK,

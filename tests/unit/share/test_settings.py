@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shoal.config import BrokerConfig
-from shoal.share.settings import IsolationLevel, SharePartitionConfig
+from shoal.share.leader_settings import IsolationLevel, SharePartitionConfig
 
 
 def test_broker_defaults_and_group_overrides() -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from shoal.share.leader_settings import resolve_reset_offset
 from shoal.share.partition import StateLoadError
 from shoal.share.persister import PersistedState, StateBatch
-from shoal.share.settings import resolve_reset_offset
 from shoal.share.states import RecordState
 from tests.unit.share.support import (
     ACK,

@@ -19,12 +19,12 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import BatchHeader, iter_headers
 from shoal.protocol.share import AcknowledgeType
 from shoal.share.acknowledge import AckBatch
+from shoal.share.leader_settings import IsolationLevel, SharePartitionConfig
 from shoal.share.manager import ShareFetchPartition
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
+from shoal.share.read_committed import aborted_batches
 from shoal.share.sessions import TopicIdPartition
-from shoal.share.settings import IsolationLevel, SharePartitionConfig
 from shoal.share.states import RecordState
-from shoal.share.transactions import aborted_batches
 from shoal.sim.share_leader import DrivenManager
 from tests.support.batches import Record, build_batch, decode_records, values_batch
 from tests.unit.share.support import header

@@ -1,6 +1,6 @@
 """AddRaftVoter (80) v0-v1: add a controller to the KRaft voter set (KIP-853).
 
-Shoal is a static quorum of one voter (server/quorum.py, kraft.version 0), so after
+Shoal is a static quorum of one voter (server/metadata/quorum.py, kraft.version 0), so after
 Kafka's checks of the request (KafkaRaftClient.handleAddVoterRequest: the cluster id,
 then a voter with a directory id and an endpoint) the answer is Kafka's at
 kraft.version 0: UNSUPPORTED_VERSION. The new voter's own id is checked like any other:
@@ -18,9 +18,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import quorum
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata import quorum
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,8 @@ An entity or op Kafka refuses (an empty or duplicate entity, an unsupported enti
 type, an unknown key, a value that is not a positive whole number) gets
 INVALID_REQUEST alone; the other entries are applied. `validate_only` checks and
 changes nothing. The response is sent after the change is durable in the metadata
-log (server/metadata_log.py); a failed write answers UNKNOWN_SERVER_ERROR and changes nothing.
+log (server/metadata/metadata_log.py); a failed write answers UNKNOWN_SERVER_ERROR and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.security.quota import Entity
-from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
-from shoal.server.quota_store import QuotaOp
+from shoal.server.handlers.common.authorization import cluster_refusal
+from shoal.server.metadata.quota_store import QuotaOp
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

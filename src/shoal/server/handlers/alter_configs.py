@@ -3,7 +3,7 @@
 Kafka's older, non-incremental API: the configs a resource is given REPLACE its own
 settings (a topic's overrides, the broker's per-broker or cluster-wide dynamic layer,
 a group's overrides); every key not given goes back to its default. Otherwise it is
-IncrementalAlterConfigs' change, through the one path of server/config_changes.py
+IncrementalAlterConfigs' change, through the one path of server/handlers/common/config_changes.py
 (validation of the whole result, durability, validate_only, Kafka's error codes per
 resource type). A null value is INVALID_REQUEST. Kafka's AlterConfigs knows no
 BROKER_LOGGER resource: that type, like any other unknown one, is INVALID_REQUEST
@@ -20,8 +20,12 @@ import datetime
 from typing import Any
 
 from shoal.protocol.schema import response_schema
-from shoal.server.config_changes import answer_resources, change_resource, replace_all
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.config_changes import (
+    answer_resources,
+    change_resource,
+    replace_all,
+)
 from shoal.server.registry import api
 
 API_KEY = 33

@@ -8,8 +8,8 @@ unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION, a cancellation (null
 replicas) NO_REASSIGNMENT_IN_PROGRESS since none is ever in progress, and a list that
 is empty, repeats a broker or names a broker that is not this node
 INVALID_REPLICA_ASSIGNMENT (the checks CreateTopics' manual assignments make,
-server/assignments.py). Partitions are answered in the request's order, a repeated
-one each time, as Kafka does.
+server/handlers/common/replica_assignments.py). Partitions are answered in the request's order, a
+repeated one each time, as Kafka does.
 
 Authorization (Kafka's ControllerApis): ALTER on the cluster, else
 CLUSTER_AUTHORIZATION_FAILED at the top and for every partition.
@@ -24,9 +24,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.assignments import replica_list_problem
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common.replica_assignments import replica_list_problem
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

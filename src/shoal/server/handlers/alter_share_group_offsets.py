@@ -1,7 +1,7 @@
 """AlterShareGroupOffsets (91) v0: set the start offsets of an empty share group.
 
-The group coordinator decides (group/offsets.py rules, run by
-server/group_service.py): the group must be empty (NON_EMPTY_GROUP) or missing (it is
+The group coordinator decides (group/share/offsets.py rules, run by
+server/services/group_service.py): the group must be empty (NON_EMPTY_GROUP) or missing (it is
 then created empty); another group type is GROUP_ID_NOT_FOUND; a topic or partition
 the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION for that partition. The rest
 are reset under a bumped group epoch: their state is re-initialised at the requested
@@ -28,15 +28,15 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkError
-from shoal.group.offsets import INVALID_GROUP_ID_MESSAGE
 from shoal.group.results import AlterOffsetsTopic
+from shoal.group.share.offsets import INVALID_GROUP_ID_MESSAGE
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 
 log = logging.getLogger(__name__)
 API_KEY = 91

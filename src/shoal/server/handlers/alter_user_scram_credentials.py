@@ -1,7 +1,7 @@
 """AlterUserScramCredentials (51) v0: add, replace or delete users' SCRAM credentials.
 
 An upsertion carries the client-salted password (Kafka's tools salt it client side);
-the broker derives StoredKey and ServerKey and keeps only those (server/scram_store.py,
+the broker derives StoredKey and ServerKey and keeps only those (server/metadata/scram_store.py,
 in the metadata log).
 One change per user and request, as Kafka 4.2's controller takes them; the response
 follows the durable write. Errors, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM
@@ -29,10 +29,10 @@ from shoal.security.scram import (
     MECHANISMS_BY_ID,
     credential_from_salted,
 )
-from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.authorization import cluster_refusal
+from shoal.server.metadata.scram_store import Deletion, ScramStore, Upsertion
 from shoal.server.registry import api
-from shoal.server.scram_store import Deletion, ScramStore, Upsertion
 
 log = logging.getLogger(__name__)
 API_KEY = 51

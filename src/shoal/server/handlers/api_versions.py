@@ -1,7 +1,7 @@
 """ApiVersions (18) v0-v4: which APIs and versions this broker serves.
 
 Built from the handler registry (`services.api_versions`), so the advertised table is
-exactly what is served. v3+ also carries the feature levels (server/features.py): each
+exactly what is served. v3+ also carries the feature levels (server/metadata/features.py): each
 feature's supported range (v0-v3 leave out those whose minimum is 0, as Kafka does: older
 clients cannot read a 0 minimum) and the finalized levels above 0, at epoch 1 (the levels
 never change while the broker runs). An unknown ApiVersions version is answered in v0 with
@@ -25,10 +25,10 @@ from kio.static.primitive import i16, i64
 from shoal.config import broker_keys
 from shoal.protocol import codec
 from shoal.protocol.codec import response_class
-from shoal.server import features
 from shoal.server.context import RequestContext
+from shoal.server.handler_services import Services
+from shoal.server.metadata import features
 from shoal.server.registry import api, unsupported_version
-from shoal.server.services import Services
 
 log = logging.getLogger(__name__)
 API_KEY = 18

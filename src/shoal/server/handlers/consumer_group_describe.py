@@ -21,14 +21,14 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from shoal.group.consumer_group import ConsumerGroup, ConsumerGroupMember
-from shoal.group.topics import Assignment
+from shoal.group.consumer.group import ConsumerGroup, ConsumerGroupMember
+from shoal.group.topic_image import Assignment
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import authorized_operations as ops
 from shoal.server.registry import api
 
 API_KEY = 69

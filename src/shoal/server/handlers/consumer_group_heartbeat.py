@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (68) v0-1: join, heartbeat and leave a consumer group (KIP-848).
 
-The group coordinator decides (group/consumer_membership.py rules, run by
-server/group_service.py); this module maps the request in and the response out. v0
+The group coordinator decides (group/consumer/membership.py rules, run by
+server/services/group_service.py); this module maps the request in and the response out. v0
 members join with an empty MemberId and the coordinator gives them one (a random
 UUID, made here: cores take no randomness); v1 members bring their own (librdkafka:
 a 22-character base64 UUID), kept verbatim. `SubscribedTopicRegex` exists from v1.
@@ -21,18 +21,18 @@ import uuid
 from typing import Any
 
 from shoal.coordinator import RecordSinkError
-from shoal.group.consumer_membership import (
+from shoal.group.consumer.membership import (
     JOIN_GROUP_MEMBER_EPOCH,
     HeartbeatRequest,
     HeartbeatResponse,
 )
 from shoal.group.records import TopicPartitions
-from shoal.group.topics import from_topic_partitions
+from shoal.group.topic_image import from_topic_partitions
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.handlers.share_group_heartbeat import client_host, heartbeat_response
 from shoal.server.registry import api
 

@@ -1,5 +1,5 @@
 """CreateDelegationToken (38) v1-v3: always refused; token authentication is off
-(server/delegation_tokens.py says which error and why).
+(server/handlers/common/delegation_tokens.py says which error and why).
 
 The owner is the request's owner (v3+) when it names one, else the caller; the answer
 names the owner and (v3+) the requester, with an empty token id and HMAC.
@@ -14,9 +14,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation, KafkaPrincipal, ResourceType
-from shoal.server import authorization as authz
-from shoal.server import delegation_tokens as tokens
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import delegation_tokens as tokens
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

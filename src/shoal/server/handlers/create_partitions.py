@@ -8,7 +8,7 @@ broker). The log manager enforces Shoal's partition limits (INVALID_PARTITIONS).
 ValidateOnly nothing changes.
 
 Each topic grows in the broker's change lane (`services.disk.changes`), decided on the
-count every earlier change left: the metadata record (server/metadata_topics.py) and
+count every earlier change left: the metadata record (server/metadata/topic_catalog.py) and
 the new partition directories are written and fsynced in a disk worker, then the new
 partitions are adopted and the topic answered (KAFKA_STORAGE_ERROR if the write
 failed; the topic keeps its count).
@@ -29,9 +29,9 @@ from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.assignments import replica_list_problem
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common.replica_assignments import replica_list_problem
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

@@ -16,7 +16,7 @@ From v5 a success carries the partition count, replication factor 1 and every co
 of the topic with its source (as DescribeConfigs shows it); v7 adds the topic id.
 
 Each topic is created in the broker's change lane (`services.disk.changes`): decided
-on the topics every earlier change left, its metadata records (server/metadata_topics.py)
+on the topics every earlier change left, its metadata records (server/metadata/topic_catalog.py)
 and its partition directories written and fsynced in a disk worker, then adopted and answered. Until
 then other requests (Metadata, Produce) do not see it; a failed write answers
 KAFKA_STORAGE_ERROR.
@@ -42,10 +42,10 @@ from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.assignments import replica_list_problem
-from shoal.server.configs import topic_entries
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common.replica_assignments import replica_list_problem
+from shoal.server.metadata.config_resources import topic_entries
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

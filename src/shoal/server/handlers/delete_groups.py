@@ -1,6 +1,6 @@
 """DeleteGroups (42) v0-v2: delete empty classic and share groups.
 
-A classic group (group/classic_coordinator.py) must be Empty (else NON_EMPTY_GROUP):
+A classic group (group/classic/coordinator.py) must be Empty (else NON_EMPTY_GROUP):
 its GroupMetadata and every committed offset are tombstoned. For share groups: an id
 that names no group (unknown, or a consumer group) is GROUP_ID_NOT_FOUND and an empty
 id INVALID_GROUP_ID; a group with members is NON_EMPTY_GROUP. An empty share group's
@@ -24,8 +24,8 @@ from shoal.coordinator import RecordSinkError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ log announces the move; the broker subscribed the share service).
 
 The log start offset moves and the whole segments below it are renamed on the loop
 (`defer_delete=True`); their files are unlinked in a disk worker thread
-(`services.disk`, server/disk_io.py) and the partition is answered once they are gone.
+(`services.disk`, server/services/disk_io.py) and the partition is answered once they are gone.
 
 Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions,
 before their existence is looked at), as in Kafka's handleDeleteRecordsRequest.
@@ -26,8 +26,8 @@ from shoal.log.api import LogError
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

@@ -1,7 +1,7 @@
 """DeleteShareGroupOffsets (92) v0: delete a share group's state of whole topics.
 
-The group coordinator decides (group/offsets.py rules, run by
-server/group_service.py): the group must exist as a share group (GROUP_ID_NOT_FOUND)
+The group coordinator decides (group/share/offsets.py rules, run by
+server/services/group_service.py): the group must exist as a share group (GROUP_ID_NOT_FOUND)
 and be empty (NON_EMPTY_GROUP); these are top-level errors with no topic rows, as in
 Kafka. Per topic, in request order and once per name: one the cluster does not have
 is UNKNOWN_TOPIC_OR_PARTITION, one the group has no state for is
@@ -24,14 +24,14 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkError
-from shoal.group.offsets import INVALID_GROUP_ID_MESSAGE
+from shoal.group.share.offsets import INVALID_GROUP_ID_MESSAGE
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 
 log = logging.getLogger(__name__)
 API_KEY = 92

@@ -1,7 +1,7 @@
 """DeleteShareGroupState (86) v0: delete share-partitions' state.
 
 Served against `services.persister` (the share coordinator's role) after the checks of
-server/state_rpc.py. A deleted key reads as uninitialised afterwards (deleting one
+server/handlers/common/state_rpc.py. A deleted key reads as uninitialised afterwards (deleting one
 without state succeeds). Every requested partition is answered.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.state_rpc import outcome, serve
 from shoal.server.registry import api
-from shoal.server.state_rpc import outcome, serve
 
 API_KEY = 86
 

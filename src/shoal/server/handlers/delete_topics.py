@@ -20,7 +20,7 @@ UNKNOWN_TOPIC_OR_PARTITION): the partition directories are renamed and the delet
 written to the metadata log on the loop (the deletion is durable then), and the topic is
 answered at once, as Kafka answers once the deletion is committed; the renamed
 directories are removed afterwards in a disk worker thread (`services.disk`,
-server/disk_io.py; Kafka removes its renamed `-delete` directories later too, and
+server/services/disk_io.py; Kafka removes its renamed `-delete` directories later too, and
 opening the data directory removes leftovers). Answering only once they were gone left a
 window, as long as the removal, in which the topic was already gone from Metadata but
 its deleter had not heard: a producer's Metadata refresh then auto-created it again
@@ -47,8 +47,8 @@ from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

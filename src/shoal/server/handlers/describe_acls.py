@@ -16,14 +16,14 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server.acl_wire import (
+from shoal.server.context import RequestContext
+from shoal.server.handlers.common.acl_wire import (
     FILTER_CODES,
     NO_AUTHORIZER_DESCRIBE_MESSAGE,
     filter_from_wire,
     unknown_elements,
 )
-from shoal.server.authorization import cluster_refusal
-from shoal.server.context import RequestContext
+from shoal.server.handlers.common.authorization import cluster_refusal
 from shoal.server.registry import api
 
 API_KEY = 29

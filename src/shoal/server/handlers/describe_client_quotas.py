@@ -15,9 +15,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
-from shoal.server.quota_store import MatchComponent, filter_problem
+from shoal.server.handlers.common.authorization import cluster_refusal
+from shoal.server.metadata.quota_store import MatchComponent, filter_problem
 from shoal.server.registry import api
 
 API_KEY = 48

@@ -1,7 +1,7 @@
 """DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of groups, with
 the keys, values, sources, flags and synonyms Kafka 4.2 shows (docs/configs.md).
 
-Resource types (see server/configs.py for values, sources and synonyms):
+Resource types (see server/metadata/config_resources.py for values, sources and synonyms):
 - TOPIC (2), name = topic: every topic key with its effective value; an unknown topic
   gets UNKNOWN_TOPIC_OR_PARTITION.
 - BROKER (4), name = this node's id: every broker key (read-only unless it can change
@@ -13,9 +13,9 @@ Resource types (see server/configs.py for values, sources and synonyms):
   group sets it, else DEFAULT_CONFIG; never read-only. An empty name is
   INVALID_REQUEST ("Group name must not be empty"), as in Kafka's ConfigHelper.
 - BROKER_LOGGER (8), name = this node's id: every logger of the process with its level
-  (server/logger_configs.py), as Kafka lists its log4j loggers.
+  (server/metadata/logger_configs.py), as Kafka lists its log4j loggers.
 - CLIENT_METRICS (16), name = subscription (it need not exist): its three keys, as
-  Kafka shows them (server/client_metrics_configs.py).
+  Kafka shows them (server/metadata/client_metrics_configs.py).
 - Other types: INVALID_REQUEST.
 
 ConfigurationKeys null or empty means every key; unknown keys are left out, as in Kafka.
@@ -36,8 +36,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.configs import (
+from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata.config_resources import (
     ConfigEntry,
     ResourceType,
     broker_entries,
@@ -48,7 +49,6 @@ from shoal.server.configs import (
     logger_entries,
     topic_entries,
 )
-from shoal.server.context import RequestContext
 from shoal.server.refused import Refused
 from shoal.server.registry import api
 

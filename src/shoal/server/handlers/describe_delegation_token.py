@@ -1,6 +1,6 @@
 """DescribeDelegationToken (41) v1-v3: no token is listed; token authentication is
-off (server/delegation_tokens.py says which error and why). Whatever owners are asked
-for, the answer is the error and no tokens.
+off (server/handlers/common/delegation_tokens.py says which error and why). Whatever owners are
+asked for, the answer is the error and no tokens.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
-from shoal.server import delegation_tokens as tokens
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import delegation_tokens as tokens
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

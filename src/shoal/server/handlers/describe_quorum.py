@@ -1,6 +1,6 @@
 """DescribeQuorum (55) v0-v2: the KRaft quorum, as `kafka-metadata-quorum describe` asks.
 
-One voter, this node, leads `__cluster_metadata`-0 (server/quorum.py: epoch 1, offsets
+One voter, this node, leads `__cluster_metadata`-0 (server/metadata/quorum.py: epoch 1, offsets
 0, no observers). v1 adds the voter's last fetch and caught-up times: now, as Kafka
 reports for the leader itself. v2 adds the voter's directory id (none: a static quorum)
 and the voters' endpoints: this node at the listener the request came in on (Shoal has
@@ -19,9 +19,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import quorum
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata import quorum
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

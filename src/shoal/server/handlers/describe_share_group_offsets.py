@@ -26,10 +26,10 @@ from shoal.group.results import DescribedOffsetsTopic
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 
 API_KEY = 90
 _ZERO = datetime.timedelta(0)

@@ -44,13 +44,13 @@ from shoal.log.topics import validate_topic_name
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
-from shoal.server.group_persistence import GROUP_METADATA_TOPIC
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import authorized_operations as ops
 from shoal.server.registry import api
-from shoal.server.share_state import SHARE_STATE_TOPIC
-from shoal.server.txn_service import TRANSACTION_STATE_TOPIC
+from shoal.server.services.group_persistence import GROUP_METADATA_TOPIC
+from shoal.server.services.share_state import SHARE_STATE_TOPIC
+from shoal.server.services.txn_service import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 API_KEY = 75

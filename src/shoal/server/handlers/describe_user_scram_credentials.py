@@ -18,8 +18,8 @@ from kio.schema.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
 from shoal.security.scram import MECHANISMS
-from shoal.server.authorization import cluster_refusal
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.authorization import cluster_refusal
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

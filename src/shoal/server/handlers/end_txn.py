@@ -2,7 +2,7 @@
 
 The coordinator writes PrepareCommit/PrepareAbort (txn/shard.py), then the markers
 are written to every partition of the transaction and CompleteCommit/CompleteAbort
-recorded (server/txn_service.py) before the answer. v5 (KIP-890, transaction
+recorded (server/services/txn_service.py) before the answer. v5 (KIP-890, transaction
 version 2) bumps the producer epoch at every end and answers the new id and epoch
 (a new producer id at epoch 0 once the epoch is exhausted, txn/shard.py).
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2 (protocol/errors.py: `for_version`).
@@ -20,8 +20,8 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode, for_version
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """ExpireDelegationToken (40) v1-v2: always refused; token authentication is off
-(server/delegation_tokens.py says which error and why). No token exists, so the HMAC
+(server/handlers/common/delegation_tokens.py says which error and why). No token exists, so the HMAC
 is not looked at; the expiry timestamp is -1 with the broker's own refusal, else 0.
 """
 
@@ -10,8 +10,8 @@ import logging
 from typing import Any
 
 from shoal.protocol.schema import response_schema
-from shoal.server import delegation_tokens as tokens
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import delegation_tokens as tokens
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -37,10 +37,10 @@ from shoal.log.transactions import AbortedTxn
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.net.throttle import fetch_bytes_max, fetch_throttle_ms
 from shoal.server.registry import api
-from shoal.server.throttle import fetch_bytes_max, fetch_throttle_ms
 
 API_KEY = 1
 _ZERO = datetime.timedelta(0)

@@ -1,9 +1,9 @@
-"""Heartbeat (12) v0-v4: a classic member says it is alive (group/classic.py).
+"""Heartbeat (12) v0-v4: a classic member says it is alive (group/classic/groups.py).
 
 REBALANCE_IN_PROGRESS tells the member to rejoin; ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID that it is no longer (or not) a member.
 A classic member of a consumer group is told to rejoin when its assignment changes
-(group/consumer_classic.py).
+(group/consumer/classic_members.py).
 
 Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
 """
@@ -16,8 +16,8 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 API_KEY = 12

@@ -1,12 +1,12 @@
 """IncrementalAlterConfigs (44) v0-v1: change topic, broker and group configs by operations.
 
 Each resource's operations (SET, DELETE, APPEND and SUBTRACT on LIST keys;
-server/configs.py `apply_ops`) are applied to its current settings, and the result
-goes through the one change path of server/config_changes.py (validation as a whole,
+server/metadata/config_resources.py `apply_ops`) are applied to its current settings, and the result
+goes through the one change path of server/handlers/common/config_changes.py (validation as a whole,
 durability, Kafka's error codes per resource type). A repeated key, a null value or an
 unknown operation is INVALID_REQUEST, an unknown key INVALID_CONFIG (a broker's custom
 keys aside). BROKER_LOGGER (8) resources change this process's log levels
-(server/logger_configs.py), as Kafka changes its log4j levels. A resource named twice
+(server/metadata/logger_configs.py), as Kafka changes its log4j levels. A resource named twice
 in one request gets INVALID_REQUEST. With ValidateOnly nothing changes.
 
 Authorization (Kafka's handleIncrementalAlterConfigsRequest), after the duplicate
@@ -21,15 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from shoal.protocol.schema import response_schema
-from shoal.server.config_changes import (
+from shoal.server.context import RequestContext
+from shoal.server.handlers.common.config_changes import (
     Edit,
     Target,
     answer_resources,
     change_loggers,
     change_resource,
 )
-from shoal.server.configs import ResourceType, apply_ops
-from shoal.server.context import RequestContext
+from shoal.server.metadata.config_resources import ResourceType, apply_ops
 from shoal.server.registry import api
 
 API_KEY = 44

@@ -1,7 +1,7 @@
 """InitializeShareGroupState (83) v0: set share-partitions' state epoch and start offset.
 
 Served against `services.persister` (the share coordinator's role) after the checks of
-server/state_rpc.py (StateEpoch must be non-negative). A StateEpoch below the stored
+server/handlers/common/state_rpc.py (StateEpoch must be non-negative). A StateEpoch below the stored
 one is FENCED_STATE_EPOCH; the same epoch and start offset is a no-op; anything else
 replaces the whole state (no in-flight batches). StartOffset -1 leaves the start to
 `share.auto.offset.reset` at the next load. Every requested partition is answered.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.state_rpc import outcome, serve
 from shoal.server.registry import api
-from shoal.server.state_rpc import outcome, serve
 
 API_KEY = 83
 

@@ -1,9 +1,9 @@
-"""JoinGroup (11) v0-v9: join a classic group (group/classic.py rules).
+"""JoinGroup (11) v0-v9: join a classic group (group/classic/groups.py rules).
 
 The answer waits until the rebalance completes (the group service parks it), except
 for errors and v4+ new members, who first get MEMBER_ID_REQUIRED with their id.
 A non-empty consumer group answers at once: the member becomes a classic member of
-it, assigned by the coordinator (group/consumer_classic.py). RebalanceTimeout is the
+it, assigned by the coordinator (group/consumer/classic_members.py). RebalanceTimeout is the
 session timeout before v1, as Kafka reads it. A share group id answers
 INCONSISTENT_GROUP_PROTOCOL; a coordinator that cannot write answers
 COORDINATOR_NOT_AVAILABLE.
@@ -18,12 +18,12 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic_state import JoinRequest, JoinResponse
+from shoal.group.classic.state import JoinRequest, JoinResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.handlers.share_group_heartbeat import client_host
 from shoal.server.registry import api
 

@@ -1,9 +1,9 @@
-"""LeaveGroup (13) v0-v5: members leave a classic group (group/classic.py).
+"""LeaveGroup (13) v0-v5: members leave a classic group (group/classic/groups.py).
 
 v0-v2 name one member (MemberId) and answer one error; v3+ name a batch of members
 (MemberId and/or GroupInstanceId) and answer one error each. The group rebalances.
 Classic members of a consumer group leave it the same way; the group may then become
-classic again (group/migration.py).
+classic again (group/consumer/migration.py).
 
 Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top level, no
 member results), as in Kafka.
@@ -16,15 +16,15 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic_state import (
+from shoal.group.classic.state import (
     LeaveResponse,
     LeavingMember,
 )
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

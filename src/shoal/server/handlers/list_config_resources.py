@@ -3,7 +3,7 @@ resources exist.
 
 As Kafka 4.2 answers on one node:
 - v0 lists client metrics resources only (resource names, no types): those that set
-  a config (server/client_metrics_configs.py).
+  a config (server/metadata/client_metrics_configs.py).
 - v1 lists, for each resource type asked (none: every type), TOPIC: every topic,
   internal ones included; BROKER and BROKER_LOGGER: this node's id; GROUP: every group
   that sets a config (group/configs.py: a group without overrides is not listed,
@@ -23,9 +23,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server.configs import ResourceType
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata.config_resources import ResourceType
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from shoal.protocol.record_batch import BatchError
 from shoal.protocol.records import first_at_or_after
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ topic silently leaves out the ones the principal may not describe; a topic asked
 name gets TOPIC_AUTHORIZATION_FAILED (with a null id, so as not to disclose whether it
 exists), by id TOPIC_AUTHORIZATION_FAILED with a null name. Auto-creation needs CREATE on
 the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise). Authorized-operations
-fields hold the principal's own operations (server/authorized_operations.py); the cluster
-field is 0 without DESCRIBE on the cluster.
+fields hold the principal's own operations (server/handlers/common/authorized_operations.py); the
+cluster field is 0 without DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from shoal.log.api import LogError, TopicInfo
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import authorized_operations as ops
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import authorized_operations as ops
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

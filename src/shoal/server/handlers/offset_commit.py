@@ -1,5 +1,5 @@
 """OffsetCommit (8) v2-v10: commit offsets of a group (group/committed_offsets.py); v10
-names topics by id (server/offset_commits.py).
+names topics by id (server/handlers/common/offset_commits.py).
 
 GenerationId -1 with no member is a simple commit (`assign()` users), accepted while
 the group has no members. CommittedLeaderEpoch (v6+) is stored; -1 before. v2-v4's
@@ -18,9 +18,9 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import offset_commits
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import offset_commits
 from shoal.server.registry import api
 
 API_KEY = 8

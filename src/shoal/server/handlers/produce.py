@@ -25,7 +25,7 @@ the same on a single node (the flush policy decides when data reaches the disk).
 
 Durability before the answer: when the flush policy (flush.messages, flush.ms) calls
 for an fsync, the append returns it as a plan (`defer_flush=True`) and the fsync runs
-in a disk worker thread (`services.disk`, server/disk_io.py) while the loop serves
+in a disk worker thread (`services.disk`, server/services/disk_io.py) while the loop serves
 others. Every partition's append is made first and their fsyncs run together; a
 partition is answered only once its plan is finished on the loop (`finish_flush`), and
 a failed fsync answers KAFKA_STORAGE_ERROR. An idempotent producer's retry answered
@@ -107,12 +107,12 @@ from shoal.protocol.record_batch import (
 )
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.record_path import RECORD_PATH
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.net.throttle import produce_throttle_ms
+from shoal.server.observability.record_path import RECORD_PATH
 from shoal.server.refused import CloseConnection
 from shoal.server.registry import api
-from shoal.server.throttle import produce_throttle_ms
 
 log = logging.getLogger(__name__)
 API_KEY = 0

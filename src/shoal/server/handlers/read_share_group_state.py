@@ -1,7 +1,7 @@
 """ReadShareGroupState (84) v0: read share-partitions' state.
 
 Served against `services.persister` (the share coordinator's role) after the checks of
-server/state_rpc.py (LeaderEpoch must be non-negative). A key never initialised is
+server/handlers/common/state_rpc.py (LeaderEpoch must be non-negative). A key never initialised is
 INVALID_REQUEST; a LeaderEpoch below the stored one is FENCED_LEADER_EPOCH, a higher
 one is recorded first. Answers StateEpoch, StartOffset (may be -1) and the merged
 state batches; a refused partition answers StateEpoch 0, StartOffset -1, no batches.
@@ -15,8 +15,8 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.state_rpc import Fields, PartitionError, persister_error, serve
 from shoal.server.registry import api
-from shoal.server.state_rpc import Fields, PartitionError, persister_error, serve
 from shoal.share.persister import PersistedState, SharePartitionKey
 
 API_KEY = 84

@@ -1,7 +1,7 @@
 """ReadShareGroupStateSummary (87) v0-v1: share-partitions' state in brief.
 
 Served against `services.persister` (the share coordinator's role) after the checks of
-server/state_rpc.py (LeaderEpoch must be non-negative). Answers StateEpoch,
+server/handlers/common/state_rpc.py (LeaderEpoch must be non-negative). Answers StateEpoch,
 LeaderEpoch, StartOffset and (v1) DeliveryCompleteCount; a key without state answers
 StartOffset -1, DeliveryCompleteCount -1, epochs 0 and no error. A refused partition
 answers the same values with its error. Every requested partition is answered.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.state_rpc import Fields, PartitionError, persister_error, serve
 from shoal.server.registry import api
-from shoal.server.state_rpc import Fields, PartitionError, persister_error, serve
 from shoal.share.persister import SharePartitionKey, StateSummary
 
 API_KEY = 87

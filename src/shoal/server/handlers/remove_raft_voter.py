@@ -1,6 +1,6 @@
 """RemoveRaftVoter (81) v0: remove a controller from the KRaft voter set (KIP-853).
 
-Shoal is a static quorum of one voter (server/quorum.py, kraft.version 0): after
+Shoal is a static quorum of one voter (server/metadata/quorum.py, kraft.version 0): after
 Kafka's checks of the request (KafkaRaftClient.handleRemoveVoterRequest: the cluster id,
 then a voter with a directory id) the answer is Kafka's at kraft.version 0:
 UNSUPPORTED_VERSION.
@@ -17,9 +17,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import quorum
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata import quorum
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ Success sets the connection's principal; v1+ carries SessionLifetimeMs (KIP-368,
 `connections.max.reauth.ms`). A failure is logged with the mechanism, the user name and
 the peer (never the password or token), answered after
 `connection.failed.authentication.delay.ms` with SASL_AUTHENTICATION_FAILED and Kafka's
-message (server/sasl.py `authenticate`), and the connection closes after it. Outside an
+message (server/net/sasl.py `authenticate`), and the connection closes after it. Outside an
 exchange (a non-SASL listener, an authenticated connection) the answer is
 ILLEGAL_SASL_STATE.
 """
@@ -20,8 +20,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from shoal.protocol.schema import response_schema
-from shoal.server import sasl
 from shoal.server.context import RequestContext
+from shoal.server.net import sasl
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

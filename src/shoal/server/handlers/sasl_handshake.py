@@ -2,7 +2,7 @@
 
 v1 is followed by SaslAuthenticate requests; after v0 the tokens come as bare
 size-prefixed frames without headers (security/sasl.py; the connection loop reads them,
-server/sasl.py `raw_token`), as Kafka serves both. On a SASL listener the connection's
+server/net/sasl.py `raw_token`), as Kafka serves both. On a SASL listener the connection's
 session (security/sasl.py) decides: an enabled mechanism starts the exchange (or, on an
 authenticated connection, a KIP-368 re-authentication with the same mechanism); any
 other gets UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection closes

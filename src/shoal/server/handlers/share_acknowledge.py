@@ -25,18 +25,18 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.handlers.share_fetch import ack_batches, refusal, with_denied_topics
-from shoal.server.registry import api
-from shoal.server.services import NodeIdentity
-from shoal.server.share_responses import (
+from shoal.server.handler_services import NodeIdentity
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common.share_responses import (
     LEADER_HINT_ERRORS,
     NO_LEADER_ERRORS,
     share_error,
     share_response,
 )
-from shoal.server.share_service import ShareAcknowledgeCall, ShareOutcome
+from shoal.server.handlers.share_fetch import ack_batches, refusal, with_denied_topics
+from shoal.server.registry import api
+from shoal.server.services.share_service import ShareAcknowledgeCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.topic_ids import interned

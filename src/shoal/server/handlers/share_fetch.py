@@ -5,7 +5,7 @@ The request is checked here (top-level INVALID_REQUEST for a null or empty Group
 a MemberId that is null or not 1-36 characters, an unknown ShareAcquireMode, or
 IsRenewAck with a non-zero MaxWaitMs, MinBytes, MaxBytes or MaxRecords), decoded
 (duplicate TopicId entries merged, wire.md §6.7) and handed to the broker's
-`ShareService` (server/share_service.py), which runs the session step, the
+`ShareService` (server/services/share_service.py), which runs the session step, the
 acknowledgements and the long-polled acquisition. Every partition that carried
 acknowledgements is answered, with its AcknowledgeErrorCode. Records are never null
 (empty bytes); CurrentLeader is this node at leader epoch 0 (-1/-1 for a partition
@@ -35,19 +35,19 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.protocol.share import AcquireMode
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
-from shoal.server.registry import api
-from shoal.server.share_responses import (
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common.share_responses import (
     LEADER_HINT_ERRORS,
     NO_LEADER_ERRORS,
     entity_class,
     share_error,
     share_response,
 )
-from shoal.server.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
-from shoal.server.throttle import fetch_throttle_ms
+from shoal.server.net.throttle import fetch_throttle_ms
+from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.services.share_service import PartitionOutcome, ShareFetchCall, ShareOutcome
 from shoal.share.acknowledge import AckBatch
 from shoal.share.sessions import TopicIdPartition
 from shoal.share.topic_ids import interned

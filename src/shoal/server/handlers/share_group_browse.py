@@ -37,10 +37,10 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.extensions import SHARE_GROUP_BROWSE
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 from shoal.share.partition import InFlightSnapshot
 from shoal.share.persister import SharePartitionKey
 

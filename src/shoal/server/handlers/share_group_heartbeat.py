@@ -1,7 +1,7 @@
 """ShareGroupHeartbeat (76) v1: join, heartbeat and leave a share group (KIP-932).
 
-The group coordinator decides (group/membership.py rules, run by
-server/group_service.py); this module maps the request in and the response out. The
+The group coordinator decides (group/share/membership.py rules, run by
+server/services/group_service.py); this module maps the request in and the response out. The
 member id is the client's own (librdkafka: a 22-character base64 UUID, `+` and `/`
 included) and is kept verbatim. ClientId comes from the request header, ClientHost is
 the peer address in Kafka's "/127.0.0.1" form. The Assignment is sent as topic ids
@@ -27,10 +27,10 @@ from shoal.group.results import ShareGroupHeartbeatResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
-from shoal.server.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
+from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
 
 log = logging.getLogger(__name__)
 API_KEY = 76

@@ -1,9 +1,9 @@
 """SyncGroup (14) v0-v5: the leader hands out assignments; everyone gets theirs.
 
 A follower's answer waits for the leader's SyncGroup (parked by the group service);
-rules in group/classic.py. ProtocolType and ProtocolName (v5) must match the
+rules in group/classic/groups.py. ProtocolType and ProtocolName (v5) must match the
 group's, else INCONSISTENT_GROUP_PROTOCOL. A classic member of a consumer group
-gets the assignment the coordinator computed, at once (group/consumer_classic.py).
+gets the assignment the coordinator computed, at once (group/consumer/classic_members.py).
 
 Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
 """
@@ -15,12 +15,12 @@ import logging
 from typing import Any
 
 from shoal.coordinator import RecordSinkFull
-from shoal.group.classic_state import SyncRequest, SyncResponse
+from shoal.group.classic.state import SyncRequest, SyncResponse
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -37,9 +37,9 @@ from shoal.config import broker_keys
 from shoal.group.committed_offsets import OffsetToCommit, PartitionError
 from shoal.protocol.errors import ErrorCode, for_version
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import offset_commits
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.handlers.common import offset_commits
 from shoal.server.registry import api
 
 API_KEY = 28

@@ -1,6 +1,6 @@
 """UpdateFeatures (57) v0-v2: change finalized feature levels (`kafka-features`).
 
-Shoal's levels are fixed while it runs (server/features.py), so an update is accepted
+Shoal's levels are fixed while it runs (server/metadata/features.py), so an update is accepted
 only when it changes nothing; every update is still checked as Kafka's
 FeatureControlManager.updateFeature checks it, in the request's order, and the first
 failure fails them all with INVALID_UPDATE_VERSION and Kafka's message:
@@ -33,9 +33,9 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import Schema, response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
-from shoal.server import features
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
+from shoal.server.metadata import features
 from shoal.server.registry import api
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """WriteShareGroupState (85) v0-v1: write share-partitions' state.
 
 Served against `services.persister` (the share coordinator's role) after the checks of
-server/state_rpc.py (StateEpoch and LeaderEpoch must be non-negative) and of each
+server/handlers/common/state_rpc.py (StateEpoch and LeaderEpoch must be non-negative) and of each
 state batch (FirstOffset <= LastOffset, both non-negative, DeliveryState 0, 2, 3 or
 4, DeliveryCount non-negative; else INVALID_REQUEST). Kafka's StateBatch has no DLQ
 reason (Shoal's share-partitions persist it in-process, share_coordinator/state.py):
@@ -18,8 +18,8 @@ from typing import Any
 
 from shoal.protocol.errors import ErrorCode
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common.state_rpc import Fields, PartitionError, outcome, serve
 from shoal.server.registry import api
-from shoal.server.state_rpc import Fields, PartitionError, outcome, serve
 from shoal.share.persister import (
     PERSISTED_DELIVERY_STATES,
     UNKNOWN_DELIVERY_COMPLETE_COUNT,

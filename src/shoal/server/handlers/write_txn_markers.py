@@ -1,6 +1,6 @@
 """WriteTxnMarkers (27) v1-v2: write COMMIT/ABORT control batches for producers (the
 coordinator's request to partition leaders; here, and for tools, served by the same
-marker writer the coordinator uses, server/txn_service.py). Each partition answers
+marker writer the coordinator uses, server/services/txn_service.py). Each partition answers
 its own error: UNKNOWN_TOPIC_OR_PARTITION for a partition this broker does not have,
 the log's fencing errors, or NONE. A principal without CLUSTER_ACTION on the cluster
 gets CLUSTER_AUTHORIZATION_FAILED on every partition, as in Kafka.
@@ -14,8 +14,8 @@ from typing import Any
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.schema import response_schema
 from shoal.security.acl import AclOperation
-from shoal.server import authorization as authz
 from shoal.server.context import RequestContext
+from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 from shoal.txn import ABORT, COMMIT, WriteMarkers
 

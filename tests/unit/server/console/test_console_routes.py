@@ -16,8 +16,8 @@ import pytest
 from shoal.group.committed_offsets import OffsetToCommit
 from shoal.protocol.share import AcknowledgeType
 from shoal.server.broker import Broker
-from shoal.server.console.routes import Console
-from shoal.server.http_app import build_app
+from shoal.server.observability.console.routes import Console
+from shoal.server.observability.http_app import build_app
 from shoal.share.acknowledge import AckBatch
 from tests.support.asgi import call, post_json
 from tests.support.share_rig import ShareRig, manual_broker

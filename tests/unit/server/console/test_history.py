@@ -9,8 +9,8 @@ import asyncio
 from starlette.applications import Starlette
 
 from shoal.server.broker import Broker
-from shoal.server.console.history import ChartHistory, Sample, run_sampler
-from shoal.server.console.routes import Console
+from shoal.server.observability.console.history import ChartHistory, Sample, run_sampler
+from shoal.server.observability.console.routes import Console
 
 
 def _sample(wall_ms: int, records_in: float) -> Sample:

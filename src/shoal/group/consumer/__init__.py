@@ -1,0 +1,4 @@
+"""KIP-848 consumer groups: replayed state, ConsumerGroupHeartbeat rules, regex
+subscriptions, the range assignor, classic-protocol members of consumer groups and
+online migration between the protocols (sans-I/O).
+"""
