@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.violation is not None:
             print(f"seed {seed}: VIOLATED {result.violation}", flush=True)
     elapsed = max(1e-9, (measure_ns() - started_ns) / 1e9)
+    now = datetime.fromtimestamp(SystemClock().wall_ms() / 1000, UTC)
     figures = {
         "scenario": args.scenario,
         "seeds": summary.seeds,
@@ -94,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         "checks_total": sum(summary.checks.values()),
         "failed_seeds": summary.failed,
         "note": "measured on a 2-core machine shared with other engineers' test runs",
+        "timestamp": f"{now:%Y-%m-%dT%H:%M:%SZ}",
     }
     print(json.dumps(figures, indent=2))
-    stamp = datetime.fromtimestamp(SystemClock().wall_ms() / 1000, UTC)
     name = "sim" if args.scenario == SHARE else f"sim-{args.scenario}"
-    path = args.json or RESULTS / f"{name}-{stamp:%Y%m%dT%H%M%S}.json"
+    path = args.json or RESULTS / f"{name}.json"  # the current run only (its date inside)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"written to {path}")
