@@ -34,6 +34,7 @@ import contextlib
 import logging
 import resource
 import socket
+from concurrent.futures import Executor
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -54,7 +55,7 @@ from shoal.server.group_persistence import GroupLogMaintenance, open_group_log
 from shoal.server.group_service import GroupService, topics_of
 from shoal.server.http_listener import HttpListener
 from shoal.server.latency_trace import TRACE
-from shoal.server.listeners import Listeners
+from shoal.server.listeners import Listeners, Transport
 from shoal.server.log_cleaner import LogCleaner
 from shoal.server.metadata_migration import open_metadata_log
 from shoal.server.metadata_topics import MetadataTopicCatalog
@@ -81,7 +82,18 @@ log = logging.getLogger(__name__)
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Clock | None = None,
+        transport: Transport | None = None,
+        disk_executor: Executor | None = None,
+    ) -> None:
+        """`clock`, `transport` (how connections arrive, server/listeners.py) and
+        `disk_executor` (where the disk work runs, server/disk_io.py) are the system's
+        unless injected: the simulator gives virtual time, in-memory pipes and a disk
+        run on its loop (shoal/sim/)."""
 
         self.clock: Clock = clock or SystemClock()
         self.metadata = open_metadata_log(config, self.clock)
@@ -107,7 +119,7 @@ class Broker:
             catalog=MetadataTopicCatalog(self.metadata),
         )
         self.cluster_id = self.logs.cluster_id
-        self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe)
+        self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe, executor=disk_executor)
         self.metadata.flush = self.disk.flush
         """Worker threads for the logs' fsyncs and removals and the stores' durable
         writes (off the event loop); `disk.changes` runs the admin changes in turn."""
@@ -199,7 +211,7 @@ class Broker:
         self.timers.add(*self.txn.timer_sources())
         self.stopping = False
         # ---- listeners and TLS (issue 12)
-        self.network = Listeners(lambda: self.config, self._accept)
+        self.network = Listeners(lambda: self.config, self._accept, transport)
         """Every `listeners` entry, bound at start; TLS contexts and their reload."""
         self.timers.add(*self.network.timer_sources())
         self.live_config.listeners.append(self.logs.update_broker_config)

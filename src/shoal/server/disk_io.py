@@ -4,7 +4,8 @@ The partition log (log/) hands its blocking work to its caller as data (log/flus
 docs/disk-io.md): a `FlushPlan` to fsync in any thread and then `finish_flush` on the
 owner, and paths a deferred deletion set aside, to remove in any thread. `DiskIO`
 owns the broker's worker threads for that work (at most `limits.DISK_IO_THREADS_MAX`
-run at once, the rest queue in order) and is the one way the server uses them:
+run at once, the rest queue in order; an injected `concurrent.futures.Executor`
+instead, as the simulator's) and is the one way the server uses them:
 
 - `flush(log, plan)` starts the plan's fsync in a worker and returns a future that
   resolves once `log.finish_flush(plan)` has run on the loop, or raises its LogError
@@ -57,7 +58,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -127,13 +128,16 @@ class DiskIO:
         *,
         threads_max: int = limits.DISK_IO_THREADS_MAX,
         observe_flush_s: Callable[[float], None] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         """`observe_flush_s` is told each fsync's duration in seconds (metrics; called
-        in the worker thread)."""
+        in the worker thread). `executor` runs the work (default: `threads_max` worker
+        threads); the simulator gives one that runs it on the loop at a time of its
+        choosing (shoal/sim/shell_disk.py)."""
         if threads_max < 1:
             raise ValueError(f"DiskIO needs at least one thread, not {threads_max}")
         self.threads_max = threads_max
-        self._executor = ThreadPoolExecutor(
+        self._executor = executor or ThreadPoolExecutor(
             max_workers=threads_max, thread_name_prefix="shoal-disk-io"
         )
         self._running: set[asyncio.Future[Any]] = set()

@@ -12,6 +12,10 @@ SSLContext (`ListenerTls`, reloaded when its files change). A handshake that fai
 untrusted certificate, a DN no mapping rule applies to, or no handshake within
 `shoal.ssl.handshake.timeout.ms`) closes that connection with a logged reason; the others
 are not touched.
+
+How plaintext connections arrive is the `Transport` given (`TcpTransport`, asyncio's
+TCP server, unless another is injected: the simulator's in-memory pipes,
+shoal/sim/pipes.py); TLS listeners need TCP sockets and so the TCP transport.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from shoal import limits
 from shoal.config import BrokerConfig, ListenerEndpoint, broker_keys
@@ -39,19 +43,75 @@ OnConnection = Callable[
     [ListenerEndpoint, asyncio.StreamReader, asyncio.StreamWriter, KafkaPrincipal],
     Awaitable[None],
 ]
+Accepted = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""What a transport calls with each new connection's streams."""
+
+
+class Bound(Protocol):
+    """A listening endpoint of a transport."""
+
+    @property
+    def port(self) -> int:
+        """The port bound (the ephemeral one chosen for port 0)."""
+        ...
+
+    def close(self) -> None:
+        """Stop accepting (connections already accepted go on)."""
+        ...
+
+
+class Transport(Protocol):
+    """How plaintext connections arrive and bytes move (module docstring)."""
+
+    async def serve(self, host: str, port: int, accepted: Accepted) -> Bound:
+        """Listen on `host`:`port`; call `accepted(reader, writer)` per connection."""
+        ...
+
+
+class _TcpBound:
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+        sockets = list(server.sockets)
+        for sock in sockets:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port: int = sockets[0].getsockname()[1] if sockets else 0
+
+    def close(self) -> None:
+        self._server.close()
+
+
+class TcpTransport:
+    """asyncio's TCP server: the production transport."""
+
+    async def serve(self, host: str, port: int, accepted: Accepted) -> Bound:
+        server = await asyncio.start_server(
+            accepted,
+            host=host,
+            port=port,
+            reuse_address=True,
+            limit=STREAM_LIMIT_BYTES,
+            backlog=limits.LISTEN_BACKLOG,  # issue 15: bursts of connects
+        )
+        return _TcpBound(server)
 
 
 class Listeners:
-    def __init__(self, config: Callable[[], BrokerConfig], on_connection: OnConnection) -> None:
+    def __init__(
+        self,
+        config: Callable[[], BrokerConfig],
+        on_connection: OnConnection,
+        transport: Transport | None = None,
+    ) -> None:
         self._config = config
         self._on_connection = on_connection
+        self._transport: Transport = transport or TcpTransport()
         self.endpoints = config().listener_endpoints()
         self.tls: dict[str, ListenerTls] = {
             e.name: ListenerTls(e.name, config) for e in self.endpoints if e.uses_tls
         }
         """Each TLS listener's context holder, by listener name."""
         self.bound_ports: dict[str, int] = {}
-        self._servers: list[asyncio.Server] = []
+        self._servers: list[Bound] = []
         self._listening: list[socket.socket] = []
         self._accept_loops: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -82,10 +142,7 @@ class Listeners:
 
     async def start(self) -> None:
         for endpoint in self.endpoints:
-            sockets = await self._bind(endpoint)
-            for sock in sockets:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            bound = sockets[0].getsockname()[1] if sockets else endpoint.port
+            bound = await self._bind(endpoint)
             self.bound_ports[endpoint.name] = bound
             host, port = self.advertised(endpoint.name)
             log.info(
@@ -98,22 +155,18 @@ class Listeners:
                 port,
             )
 
-    async def _bind(self, endpoint: ListenerEndpoint) -> list[socket.socket]:
+    async def _bind(self, endpoint: ListenerEndpoint) -> int:
+        """Listen on `endpoint`; the port bound."""
         if not endpoint.uses_tls:
 
             async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 await self._on_connection(endpoint, reader, writer, ANONYMOUS)
 
-            server = await asyncio.start_server(
-                accepted,
-                host=endpoint.host,
-                port=endpoint.port,
-                reuse_address=True,
-                limit=STREAM_LIMIT_BYTES,
-                backlog=limits.LISTEN_BACKLOG,  # issue 15: bursts of connects
-            )
+            server = await self._transport.serve(endpoint.host, endpoint.port, accepted)
             self._servers.append(server)
-            return list(server.sockets)
+            return server.port
+        if not isinstance(self._transport, TcpTransport):
+            raise ValueError(f"listener {endpoint.name}: TLS needs the TCP transport")
         # A TLS listener accepts plain sockets itself and hands each to the loop with the
         # listener's context of the moment: the handshake's outcome comes back here (to
         # be logged), and a reloaded context serves the next connection.
@@ -125,10 +178,12 @@ class Listeners:
             backlog=limits.LISTEN_BACKLOG,
         )
         listening.setblocking(False)
+        listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._listening.append(listening)
         loop = asyncio.get_running_loop()
         self._accept_loops.append(loop.create_task(self._accept_loop(endpoint, listening)))
-        return [listening]
+        port: int = listening.getsockname()[1]
+        return port
 
     def close(self) -> None:
         """Stop accepting on every listener. A handshake in progress goes on: the

@@ -1,4 +1,5 @@
-"""Deterministic simulation of the broker's sans-I/O cores (`python -m shoal.sim`).
+"""Deterministic simulation of the broker's cores and of the broker itself
+(`python -m shoal.sim`).
 
 A run is a seed. The seed drives one `random.Random` that chooses a schedule of
 operations (idempotent produce batches, share members acquiring and acknowledging
@@ -12,16 +13,21 @@ clean shutdown), may tear the last written batch, and recovery reopens the logs 
 replays them. Invariants are checked after every step and after every recovery
 (`shoal.sim.invariants`).
 
-A second scenario (`coord_world`) drives the group and transaction coordinators
-(consumer-group members, a transactional producer, `__consumer_offsets` and
-`__transaction_state` on real logs) the same way. Both may lose power: `disk` keeps
-what each fsync made durable and drops, file by file, what was written since.
+A second scenario (`shell_world`) runs the real broker, `server.broker.Broker`, with
+its handlers, purgatory, timers, services and coordinators, on the simulator's event
+loop (`loop`: virtual time, a seeded order of task steps, processes that die),
+network (`pipes`) and disk (`shell_disk`, `disk`), with consumer-group members, a
+transactional producer, a read_committed consumer and share members speaking the
+Kafka protocol through the client core; crashes, clean restarts, power losses,
+dropped and slow connections and slow disks come from the seed, and the invariants
+(`shell_invariants`, `shell_share`) are asked over the wire (docs/simulation.md).
 
-Owns: `base` (what both worlds share: the run loop, the schedule notes, the
-weighted step choice, answers in flight), `world`, `broker`, `invariants` (the share
-scenario), `coord_world`, `coord_clients`, `coord_broker`, `coord_invariants` (the
-coordinator scenario), `disk` (fsyncs, power losses, torn tails), `faults` (the
-seeded fault plan), `run` (one seed, many seeds, figures). It may import the cores
-and `log/`, never `server/`, asyncio or sockets. Time is a `ManualClock`; the only
-randomness is the seeded generators, so a failing seed replays exactly.
+Owns: `base` (the run loop of the share scenario), `world`, `broker`, `invariants`
+(the share scenario), `loop`, `pipes`, `shell_disk`, `shell_connection`,
+`shell_world`, `shell_txn`, `shell_share`, `shell_produce`, `shell_invariants` (the
+shell scenario), `disk` (fsyncs, power losses, torn tails),
+`faults` (the seeded fault plan), `run` (one seed, many seeds, figures). The share
+scenario imports the cores and `log/` only; the shell scenario is a harness above the
+server (it builds the broker as `shoal serve` does). The only randomness is the
+seeded generators, so a failing seed replays exactly.
 """

@@ -7,9 +7,9 @@ Owns: a run's generator, fault drawer, manual clock, simulated disk and schedule
 the world drains and the final checks run); `choose` (one operation drawn by weight);
 `respond` (an answer on time, late by a few steps as from a slow disk, or lost, when
 the client retries) and the idle crash. A scenario subclasses `SimWorld` with its
-clients, its broker and its checker (`world.py`: share groups; `coord_world.py`: the
-group and transaction coordinators). Nothing here draws from the generator but the
-calls a scenario makes, so a seed's schedule is the scenario's alone.
+clients, its broker and its checker (`world.py`: share groups). Nothing here draws
+from the generator but the calls a scenario makes, so a seed's schedule is the
+scenario's alone.
 """
 
 from __future__ import annotations

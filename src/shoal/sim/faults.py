@@ -41,17 +41,23 @@ class FaultRates:
     lost_response: float = 0.05
     late_response: float = 0.1
     """Slow disk: the response comes back after later operations ran."""
-    # The coordinator scenario (sim/coord_world.py):
-    crash_before_write: float = 0.01
-    """Before a coordinator's records or a marker are appended."""
-    crash_after_write: float = 0.03
-    """Records appended, not yet replayed, the response not sent."""
-    append_fails: float = 0.03
-    """A coordinator or marker append fails (storage error): nothing is written."""
-    crash_between_markers: float = 0.05
-    """Some of a transaction's markers written, not all, no completion record."""
     power_loss: float = 0.3
     """The share of crashes that are power losses: unflushed writes lost (sim/disk.py)."""
+    # The shell scenario (sim/shell_world.py: the real broker over in-memory pipes):
+    slow_delivery: float = 0.01
+    """A connection's bytes take tens to hundreds of ms to arrive (sim/pipes.py)."""
+    slow_disk: float = 0.02
+    """A piece of the broker's disk work takes tens to hundreds of ms (sim/shell_disk.py)."""
+    shell_crash: float = 0.08
+    """At each tick of the world, the broker process dies (no shutdown) and restarts."""
+    connection_drop: float = 0.1
+    """At each tick of the world, one client connection is reset."""
+    clean_restart: float = 0.04
+    """At each tick of the world, the broker shuts down cleanly (`Broker.shutdown`, with
+    requests in flight) and starts again."""
+    client_stall: float = 0.03
+    """A client stops for longer than its session or transaction timeout (the
+    coordinators' timers expire it) before it goes on."""
 
 
 NO_FAULTS = FaultRates(**{f.name: 0.0 for f in fields(FaultRates)})
