@@ -297,12 +297,12 @@ class PartitionLog:
         )
         if idempotent:
             self._producers.record(stored, timestamp_ms=wall_ms)
+        was_held = bool(self._held)  # then an in-place flush announces the release
         plan = self._apply_flush_policy(defer_flush=defer_flush, now_ms=now_ms)
         if plan is not None:  # unreadable until the plan is finished (finish_flush)
-            held = self._held
-            plan.visible_from = held[0].visible_from if held else base_offset
-            held.append(plan)
-        elif self._events is not None and not self._held:
+            plan.visible_from = base_offset
+            self._held.append(plan)
+        elif self._events is not None and not was_held:
             self._events.appended()
         last = stored[-1]
         return AppendResult(
@@ -359,9 +359,12 @@ class PartitionLog:
             timestamp_ms=self._clock.wall_ms(),
         )
         if aborted is not None:
-            self._segments[-1].aborted.append(AbortEntry(aborted, self.last_stable_offset))
+            first = self._producers.first_unstable_offset()  # the LSO, not held below an fsync
+            stable = self.log_end_offset if first is None else first
+            self._segments[-1].aborted.append(AbortEntry(aborted, stable))
+        was_held = bool(self._held)  # then an in-place flush announces the release
         self._apply_flush_policy(defer_flush=False, now_ms=now_ms)
-        if self._events is not None:
+        if self._events is not None and not was_held:
             self._events.appended()
         return stored.base_offset
 
