@@ -185,7 +185,7 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        """Next offset to assign; the high watermark on a single node."""
+        """Next offset to assign (readers see up to `high_watermark`)."""
         return self._segments[-1].next_offset
 
     @property
