@@ -2,14 +2,16 @@
 does not see the record, through the real Produce, Fetch and ListOffsets handlers (no
 socket): the fsync runs in a disk worker held by a gate, and until it is finished on
 the loop the high watermark stays below the record (log/partition.py,
-docs/disk-io.md); then the parked Fetch is woken and gets it. Nothing under test is
-mocked: the fsync is real, only held back."""
+docs/disk-io.md); then the parked Fetch is woken and gets it. A ShareFetch through the
+real ShareService acquires nothing meanwhile. Nothing under test is mocked: the fsync
+is real, only held back."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +23,10 @@ from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from tests.support.batches import decode_records
-from tests.unit.log.batches import make_batch
+from tests.unit.log.batches import headers_of, make_batch
 from tests.unit.server.fsync_gate import FsyncGate
 from tests.unit.server.test_disk_io import answer, produce
+from tests.unit.server.test_share_service import Rig
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 7
@@ -122,3 +125,20 @@ def test_a_failed_fsync_never_shows_the_record(broker: Broker, gate: FsyncGate) 
         await broker.disk.close()
 
     asyncio.run(scenario())
+
+
+def test_a_share_fetch_racing_the_fsync_acquires_nothing_until_it_is_done(
+    tmp_path: Path,
+) -> None:
+    """The share-partition leader reads below the high watermark: a record whose
+    policy fsync is pending is neither acquired nor counted (seed 5097's race)."""
+    rig = Rig(tmp_path, **{"log.flush.interval.messages": "1"})
+    partition = rig.logs.partition("t", 0)
+    assert partition is not None
+    batch = make_batch(3)
+    plan = partition.append(batch, headers_of(batch), leader_epoch=0, defer_flush=True).flush_plan
+    assert plan is not None, "the broker's flush.messages=1 reaches the topic"
+    assert rig.fetch() == 0
+    plan.run()
+    partition.finish_flush(plan)
+    assert rig.fetch(epoch=1) == 3
