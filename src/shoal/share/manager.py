@@ -343,7 +343,7 @@ class SharePartitionManager:
         if state != read.state:
             log.warning(
                 "share-partition %s: persisted state (start offset %d, %d batches) reaches "
-                "past the log end offset %d, records lost in a power loss? Loaded and "
+                "past the high watermark %d, records lost in a power loss? Loaded and "
                 "persisted again from start offset %d with %d batches",
                 describe_key(key),
                 read.state.start_offset,
