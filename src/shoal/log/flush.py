@@ -63,7 +63,7 @@ class Unflushed:
 class FlushPlan:
     """fsync of one file through a private duplicate descriptor."""
 
-    __slots__ = ("_fds", "covers", "done", "end_offset", "error", "path")
+    __slots__ = ("_fds", "covers", "done", "end_offset", "error", "path", "visible_from")
 
     def __init__(self, *, fd: int, path: Path, end_offset: int, covers: Unflushed) -> None:
         self._fds = [os.dup(fd)]
@@ -75,6 +75,9 @@ class FlushPlan:
         self.done = False
         """`run` completed (successfully or with `error`)."""
         self.error: OSError | None = None
+        self.visible_from = -1
+        """For a plan an append deferred (the flush policy called for it): the high
+        watermark while it is pending (PartitionLog.high_watermark); else -1."""
 
     def __repr__(self) -> str:
         state = "done" if self.done else ("pending" if self._fds else "claimed")

@@ -34,6 +34,15 @@ Flushing (fsync of the active segment) is either done in place (`flush`,
 thread, then `finish_flush` here; see `flush.py`. Data below a plan's end offset may
 be acknowledged only after `finish_flush` returned.
 
+The high watermark (what readers see: `read`, `high_watermark`, `last_stable_offset`)
+is the log end offset, except while an fsync the flush policy called for in an
+`append(defer_flush=True)` is pending: the appended records stay unreadable until
+that plan (or any later one, whose fsync covers them) finishes successfully, as in
+Kafka, where `UnifiedLog.append` flushes inside the append and the high watermark
+moves after it (`Partition.appendRecordsToLeader`). A failed fsync never releases them
+(the partition is offline); a plan never run keeps them held until a later flush. The
+release announces an append (log/events.py), waking parked readers. docs/disk-io.md.
+
 Costs to know (measured in docs/disk-io.md): a roll fsyncs the sealed segment, its
 indexes, a producer-state snapshot and the directory synchronously, on the caller's
 thread (once per `segment.bytes`, Kafka does this in the background); retention
@@ -121,6 +130,9 @@ class PartitionLog:
         self._read_positions: dict[int, tuple[Segment, int]] = {}
         self._deleted_paths: list[Path] = []
         self._unflushed = Unflushed()
+        self._held: list[FlushPlan] = []
+        """Plans of deferred policy flushes not yet finished, oldest first; while any is
+        pending the high watermark stays at the first one's `visible_from`."""
         self._offline_reason: str | None = None
         self._closed = False
         self._cleaner_checkpoint = cleaner_checkpoint
@@ -173,8 +185,15 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        """Next offset to assign; the high watermark on a single node."""
+        """Next offset to assign (readers see up to `high_watermark`)."""
         return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The end of what readers see: the log end offset, but below the records of a
+        deferred policy flush still pending (see the module docstring)."""
+        held = self._held
+        return self._segments[-1].next_offset if not held else held[0].visible_from
 
     @property
     def size_bytes(self) -> int:
@@ -182,9 +201,11 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, else the log end offset."""
+        """The first offset of the earliest open transaction, else the high watermark
+        (never above it, as Kafka's `UnifiedLog.lastStableOffset`)."""
         first = self._producers.first_unstable_offset()
-        return self.log_end_offset if first is None else first
+        high_watermark = self.high_watermark
+        return high_watermark if first is None or first > high_watermark else first
 
     def producers(self) -> list[ProducerEntry]:
         """The state of every producer the partition remembers, by producer id
@@ -276,8 +297,12 @@ class PartitionLog:
         )
         if idempotent:
             self._producers.record(stored, timestamp_ms=wall_ms)
+        was_held = bool(self._held)  # then an in-place flush announces the release
         plan = self._apply_flush_policy(defer_flush=defer_flush, now_ms=now_ms)
-        if self._events is not None:
+        if plan is not None:  # unreadable until the plan is finished (finish_flush)
+            plan.visible_from = base_offset
+            self._held.append(plan)
+        elif self._events is not None and not was_held:
             self._events.appended()
         last = stored[-1]
         return AppendResult(
@@ -334,9 +359,12 @@ class PartitionLog:
             timestamp_ms=self._clock.wall_ms(),
         )
         if aborted is not None:
-            self._segments[-1].aborted.append(AbortEntry(aborted, self.last_stable_offset))
+            first = self._producers.first_unstable_offset()  # the LSO, not held below an fsync
+            stable = self.log_end_offset if first is None else first
+            self._segments[-1].aborted.append(AbortEntry(aborted, stable))
+        was_held = bool(self._held)  # then an in-place flush announces the release
         self._apply_flush_policy(defer_flush=False, now_ms=now_ms)
-        if self._events is not None:
+        if self._events is not None and not was_held:
             self._events.appended()
         return stored.base_offset
 
@@ -456,7 +484,7 @@ class PartitionLog:
         first batch whole even if larger, when min_one_batch), across segments; with
         `max_offset` (read_committed: the last stable offset) only batches starting
         below it. Raises LogError OFFSET_OUT_OF_RANGE outside [log_start_offset,
-        log_end_offset]."""
+        log_end_offset]; nothing at or above the high watermark is returned."""
         if self._closed or self._offline_reason is not None:
             self._check_usable()  # raises
         log_end = self._segments[-1].next_offset  # log_end_offset, without the property call
@@ -466,6 +494,12 @@ class PartitionLog:
                 f"offset {offset} is outside {self._log_start_offset}..{log_end} "
                 f"of {self._directory.name}",
             )
+        if self._held:  # a deferred policy flush is pending: read below the high watermark
+            log_end = self._held[0].visible_from
+            if max_offset is None or max_offset > log_end:
+                max_offset = log_end
+            if offset >= log_end:
+                return ReadResult(b"", [], log_end, self._log_start_offset)
         if offset == log_end or (max_offset is not None and offset >= max_offset):
             return ReadResult(b"", [], log_end, self._log_start_offset)
         try:
@@ -905,7 +939,10 @@ class PartitionLog:
         """Take a plan back on the owner after `plan.run()`. A failed fsync takes the
         partition offline and raises LogError KAFKA_STORAGE_ERROR (what reached the
         disk is unknown). A plan that never ran is discarded and its records count as
-        unflushed again."""
+        unflushed again. A successful fsync makes readable the records of every
+        deferred policy flush it covers (its own and earlier ones) and announces them."""
+        if self._held and plan.done and plan.error is None:
+            self._release(plan.end_offset)
         if not plan.done:
             if not plan.discard():
                 logger.warning("%r is finished while still running; its outcome is lost", plan)
@@ -918,6 +955,18 @@ class PartitionLog:
             if self._offline_reason is not None:
                 raise LogError(ErrorCode.kafka_storage_error, self._offline_reason)
             raise self._storage_error(plan.error, f"flush of {plan.path.name}", fatal=True)
+
+    def _release(self, durable_end: int) -> None:
+        """Everything below `durable_end` is on disk: the held plans it covers no
+        longer hold the high watermark."""
+        held = self._held
+        released = 0
+        while released < len(held) and held[released].end_offset <= durable_end:
+            released += 1
+        if released:
+            del held[:released]
+            if self._events is not None:
+                self._events.appended()
 
     def close(self) -> None:
         """Flush, save the active segment's indexes and the producer state, and mark

@@ -213,7 +213,7 @@ def reset_offset(strategy: str, partition_log: ShareLog, *, clock: Clock) -> int
             strategy,
             clock=clock,
             log_start_offset=lambda: partition_log.log_start_offset,
-            high_watermark=lambda: partition_log.log_end_offset,
+            high_watermark=lambda: partition_log.high_watermark,
             offset_for_timestamp=by_timestamp,
         )
     except (ValueError, LogError) as exc:

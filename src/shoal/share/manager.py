@@ -339,16 +339,16 @@ class SharePartitionManager:
                 failed.name,
             )
             return error
-        state = within_log(read.state, found.log_end_offset)
+        state = within_log(read.state, found.high_watermark)
         if state != read.state:
             log.warning(
                 "share-partition %s: persisted state (start offset %d, %d batches) reaches "
-                "past the log end offset %d, records lost in a power loss? Loaded and "
+                "past the high watermark %d, records lost in a power loss? Loaded and "
                 "persisted again from start offset %d with %d batches",
                 describe_key(key),
                 read.state.start_offset,
                 len(read.state.state_batches),
-                found.log_end_offset,
+                found.high_watermark,
                 state.start_offset,
                 len(state.state_batches),
             )

@@ -58,13 +58,17 @@ class LogPositions(Protocol):
     def log_start_offset(self) -> int: ...
 
     @property
-    def log_end_offset(self) -> int:
-        """The high watermark on one node."""
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int:
+        """The end of what readers see: the log end, but below records whose fsync the
+        flush policy called for and which is still pending (log/partition.py)."""
         ...
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, else the log end."""
+        """The first offset of the earliest open transaction, else the high watermark."""
         ...
 
 
@@ -81,7 +85,7 @@ def read_limit(level: IsolationLevel, partition_log: LogPositions) -> int:
     offset under read_committed, else the high watermark."""
     if level is IsolationLevel.READ_COMMITTED:
         return partition_log.last_stable_offset
-    return partition_log.log_end_offset
+    return partition_log.high_watermark
 
 
 def isolation_inputs(

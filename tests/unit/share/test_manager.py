@@ -51,6 +51,10 @@ class FakeLog:
     def log_end_offset(self) -> int:
         return self.batches[-1][0].next_offset if self.batches else 0
 
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
     def append(self, count: int, *, timestamp_ms: int = BASE_WALL_MS) -> None:
         data = values_batch(count, base_offset=self.log_end_offset, base_timestamp=timestamp_ms)
         (header,) = iter_headers(data)

@@ -102,6 +102,10 @@ class TxnLog:
         return self.batches[-1][0].next_offset if self.batches else 0
 
     @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
     def last_stable_offset(self) -> int:
         return min(self.open.values(), default=self.log_end_offset)
 

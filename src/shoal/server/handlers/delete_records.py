@@ -92,7 +92,7 @@ async def _delete_before(ctx: RequestContext, topic: str, index: int, offset: in
         raise Refused(
             ErrorCode.invalid_topic_exception, f"Cannot delete records of internal topic {topic}"
         )
-    high_watermark = partition_log.log_end_offset
+    high_watermark = partition_log.high_watermark
     if offset == HIGH_WATERMARK:
         offset = high_watermark
     if offset < 0 or offset > high_watermark:

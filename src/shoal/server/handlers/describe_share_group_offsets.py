@@ -92,7 +92,7 @@ def _high_watermark(ctx: RequestContext, topic_id: uuid.UUID, partition: int) ->
     logs = ctx.services.logs
     info = logs.topic_by_id(topic_id)
     partition_log = None if info is None else logs.partition(info.name, partition)
-    return None if partition_log is None else partition_log.log_end_offset
+    return None if partition_log is None else partition_log.high_watermark
 
 
 def _topic(schema: Schema, topic: DescribedOffsetsTopic) -> Any:

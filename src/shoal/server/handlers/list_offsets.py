@@ -153,7 +153,7 @@ def _lookup(
     if timestamp == LATEST:
         if read_committed:
             return partition_log.last_stable_offset, -1
-        return partition_log.log_end_offset, -1
+        return partition_log.high_watermark, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return partition_log.log_start_offset, -1
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
