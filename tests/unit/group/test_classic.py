@@ -504,12 +504,12 @@ def test_offsets_retention_only_for_groups_without_members(c: Classic) -> None:
 def test_settings_are_kafkas_defaults_and_configurable() -> None:
     from shoal.config import BrokerConfig, ConfigError
 
-    defaults = ClassicSettings.from_values(BrokerConfig.from_raw({}).get_int)
+    defaults = ClassicSettings.from_config(BrokerConfig.from_raw({}))
     assert defaults == ClassicSettings()
     assert (defaults.initial_rebalance_delay_ms, defaults.min_session_timeout_ms) == (3_000, 6_000)
     assert (defaults.max_session_timeout_ms, defaults.max_size) == (1_800_000, 2**31 - 1)
     small = BrokerConfig.from_raw({"group.max.size": "2", "group.initial.rebalance.delay.ms": "0"})
-    assert ClassicSettings.from_values(small.get_int).max_size == 2
+    assert ClassicSettings.from_config(small).max_size == 2
     with pytest.raises(ConfigError, match=r"group\.max\.size"):
         BrokerConfig.from_raw({"group.max.size": "0"})
     assert BrokerConfig.from_raw({}).get_int("offsets.retention.minutes") == 7 * 24 * 60

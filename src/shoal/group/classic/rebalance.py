@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shoal.config import BrokerConfig, broker_keys
 from shoal.group import records as r
 from shoal.group.classic.state import (
     COMPLETING_REBALANCE,
@@ -35,22 +36,23 @@ from shoal.protocol.errors import ErrorCode
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClassicSettings:
-    """Broker configs of classic groups, with Kafka's defaults."""
+    """Broker configs of classic groups, with Kafka's defaults (their keys'
+    declarations, config/broker_keys.py)."""
 
-    initial_rebalance_delay_ms: int = 3_000
-    min_session_timeout_ms: int = 6_000
-    max_session_timeout_ms: int = 1_800_000
-    max_size: int = 2_147_483_647
+    initial_rebalance_delay_ms: int = broker_keys.GROUP_INITIAL_REBALANCE_DELAY_MS.default
+    min_session_timeout_ms: int = broker_keys.GROUP_MIN_SESSION_TIMEOUT_MS.default
+    max_session_timeout_ms: int = broker_keys.GROUP_MAX_SESSION_TIMEOUT_MS.default
+    max_size: int = broker_keys.GROUP_MAX_SIZE.default
 
     @classmethod
-    def from_values(cls, get_int: Callable[[str], int]) -> ClassicSettings:
+    def from_config(cls, config: BrokerConfig) -> ClassicSettings:
         """From the broker configs `group.initial.rebalance.delay.ms`,
         `group.{min,max}.session.timeout.ms` and `group.max.size`."""
         return cls(
-            initial_rebalance_delay_ms=get_int("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=get_int("group.max.session.timeout.ms"),
-            max_size=get_int("group.max.size"),
+            initial_rebalance_delay_ms=config.get(broker_keys.GROUP_INITIAL_REBALANCE_DELAY_MS),
+            min_session_timeout_ms=config.get(broker_keys.GROUP_MIN_SESSION_TIMEOUT_MS),
+            max_session_timeout_ms=config.get(broker_keys.GROUP_MAX_SESSION_TIMEOUT_MS),
+            max_size=config.get(broker_keys.GROUP_MAX_SIZE),
         )
 
 

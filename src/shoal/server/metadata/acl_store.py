@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shoal import limits
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.security.authorizer import (
     AclBinding,
     AclBindingFilter,
@@ -87,10 +87,10 @@ class AclStore:
 def open_acl_store(config: BrokerConfig, metadata: MetadataLog) -> AclStore | None:
     """The ACL store `authorizer.class.name` asks for (None when it is empty), loaded
     from the metadata log, with `super.users` and `allow.everyone.if.no.acl.found`."""
-    if not config.get_str("authorizer.class.name"):
+    if not config.get(broker_keys.AUTHORIZER_CLASS_NAME):
         return None
     authorizer = StandardAuthorizer(
-        super_users=parse_super_users(config.get_str("super.users")),
-        allow_everyone_if_no_acl_found=config.get_bool("allow.everyone.if.no.acl.found"),
+        super_users=parse_super_users(config.get(broker_keys.SUPER_USERS)),
+        allow_everyone_if_no_acl_found=config.get(broker_keys.ALLOW_EVERYONE_IF_NO_ACL_FOUND),
     )
     return AclStore.open(authorizer, metadata)

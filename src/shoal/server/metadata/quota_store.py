@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal import limits
-from shoal.config import BrokerConfig
+from shoal.config import BrokerConfig, broker_keys
 from shoal.metadata.shard import normalized_entity
 from shoal.security.quota import (
     CLIENT_KEYS,
@@ -157,8 +157,8 @@ class QuotaService:
     def _window(self) -> tuple[int, int]:
         config = self.config()
         return (
-            config.get_int("quota.window.num"),
-            config.get_int("quota.window.size.seconds") * 1000,
+            config.get(broker_keys.QUOTA_WINDOW_NUM),
+            config.get(broker_keys.QUOTA_WINDOW_SIZE_SECONDS) * 1000,
         )
 
     # ---- recording

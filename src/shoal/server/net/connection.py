@@ -62,6 +62,7 @@ from collections.abc import Callable, Mapping
 
 from shoal import limits
 from shoal.clock import Clock, measure_ns
+from shoal.config import broker_keys
 from shoal.coordinator.runtime import RecordSinkError
 from shoal.protocol import codec
 from shoal.protocol.framing import SIZE_BYTES, FrameDecoder
@@ -105,7 +106,7 @@ async def serve_connection(
     stops; `on_closed(info)` is called once the connection is done."""
     peer = f"{info.peer_host}:{info.peer_port}"
     decoder = FrameDecoder(
-        max_bytes=services.config.current.get_int("socket.request.max.bytes"),
+        max_bytes=services.config.current.get(broker_keys.SOCKET_REQUEST_MAX_BYTES),
         min_bytes=MIN_FRAME_BYTES,
     )
     metrics = services.metrics if services.metrics.enabled else None  # metrics.listener

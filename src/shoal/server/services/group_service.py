@@ -158,7 +158,7 @@ class GroupService:
         self._group_configs: GroupConfigLookup = group_configs or _no_group_configs
         self._settings = ShareGroupSettings.from_broker_config(config)
         self._consumer_settings = ConsumerGroupSettings.from_broker_config(config)
-        self._classic_settings = ClassicSettings.from_values(config.get_int)
+        self._classic_settings = ClassicSettings.from_config(config)
         sinks = list(sinks) or [InMemoryRecordSink()]
         self._loader = loader
         self.runtime: GroupRuntime = CoordinatorRuntime(
