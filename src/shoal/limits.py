@@ -14,9 +14,9 @@ CONNECTIONS_MAX_DEFAULT: Final = 1_000
 """Default for `max.connections`: accepted sockets beyond this are closed at once."""
 CONNECTION_TURN_MS: Final = 2
 """A connection serving requests already in its buffer (nothing suspends between
-them) lets the event loop run others once it has served for this long (issue 14:
+them) lets the event loop run others once it has served for this long (so
 a producer's pipelined requests no longer hold woken share fetches for 100s of ms)."""
-# issue 15: idle, slow and non-reading connections
+# idle, slow and non-reading connections
 CONNECTIONS_MAX_IDLE_MS_DEFAULT: Final = 600_000
 """Default for `connections.max.idle.ms` (Kafka's broker default): a connection with
 no request in hand and none written for this long is closed; so is one whose client
@@ -213,7 +213,7 @@ OAUTHBEARER_MESSAGE_BYTES_MAX: Final = 64 * 1024
 """An OAUTHBEARER client message (the token and its framing) longer than this fails
 the exchange before the token is parsed: security/oauth.py."""
 
-# Listeners and TLS (issue 12)
+# Listeners and TLS
 SSL_RELOAD_CHECK_INTERVAL_MS_DEFAULT: Final = 5_000
 """Default for `shoal.ssl.reload.check.interval.ms`: how often the broker looks at the
 key and trust store files' modification times; a change builds a new SSLContext for the
@@ -222,7 +222,7 @@ SSL_HANDSHAKE_TIMEOUT_MS_DEFAULT: Final = 10_000
 """Default for `shoal.ssl.handshake.timeout.ms`: a TLS handshake not finished within
 this closes the connection (logged)."""
 
-# ---- client quotas (issue 15: security/quota.py, server/metadata/quota_store.py)
+# ---- client quotas (security/quota.py, server/metadata/quota_store.py)
 QUOTA_ENTITIES_MAX: Final = 10_000
 """Quota entities (user / client-id combinations) the broker keeps at most; an
 AlterClientQuotas that would add one more gets INVALID_REQUEST for that entity."""

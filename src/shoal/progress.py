@@ -1,4 +1,4 @@
-"""Progress of long work (issue 13 item 3): a bar on a terminal, log lines otherwise.
+"""Progress of long work: a bar on a terminal, log lines otherwise.
 
 `Progress(verb, noun, total)` is told `advance(n)` as items are done and `finish()`
 at the end. On a TTY stream (a CLI's stderr) it redraws one line, `[#####.....]

@@ -34,7 +34,7 @@ from shoal.cli.kafka_options import UsageError, dest, opt, present
 
 NOUN = "share group"
 PAUSE_ACTIONS = ("pause", "resume")
-"""Shoal's own actions (paused delivery, issue 16); not in kafka-share-groups.sh."""
+"""Shoal's own actions (paused delivery); not in kafka-share-groups.sh."""
 BROWSE_ONLY = ("partition", "max")
 SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
 RESET_SCENARIOS = ("to-datetime", "to-earliest", "to-latest", "to-offset")

@@ -188,7 +188,7 @@ class BrokerConfig:
         advertised = self.get(bk.ADVERTISED_LISTENERS)
         return _host_port(advertised[0]) if advertised else self.listener
 
-    # ---- listeners and TLS (issue 12)
+    # ---- listeners and TLS
     def listener_endpoints(self) -> list[ListenerEndpoint]:
         """Every listener with its security protocol and advertised address, in the
         order of `listeners`; ConfigError for a name the protocol map lacks, a name or

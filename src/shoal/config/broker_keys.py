@@ -53,7 +53,7 @@ ADVERTISED_LISTENERS = _declare.optional_strings(
     check=check_listeners,
 )
 
-# ---- broker: metrics.listener (issue 13)
+# ---- broker: metrics.listener
 METRICS_LISTENER = _declare.optional_string(
     "metrics.listener",
     None,
@@ -88,7 +88,7 @@ MAX_CONNECTIONS = _declare.integer(
     min=1,
 )
 
-# ---- connections (issue 15): idle, slowloris and non-reading connections
+# ---- connections: idle, slowloris and non-reading connections
 CONNECTIONS_MAX_IDLE_MS = _declare.long(
     "connections.max.idle.ms",
     limits.CONNECTIONS_MAX_IDLE_MS_DEFAULT,
@@ -102,7 +102,7 @@ SHOAL_REQUEST_READ_TIMEOUT_MS = _declare.integer(
     min=1,
 )
 
-# ---- client quotas (issue 15): the rate window of producer/consumer_byte_rate
+# ---- client quotas: the rate window of producer/consumer_byte_rate
 QUOTA_WINDOW_NUM = _declare.integer(
     "quota.window.num", 11, "Samples of a client quota's rate window (Kafka's default 11).", min=1
 )
@@ -160,7 +160,7 @@ SHOAL_SHARE_BROWSE_MAX_ENTRIES = _declare.integer(
     max=100_000,
 )
 
-# ---- broker: web console (issue 13, server/observability/console/)
+# ---- broker: web console (server/observability/console/)
 CONSOLE_ALLOW_WRITES = _declare.boolean(
     "console.allow.writes",
     False,
@@ -643,7 +643,7 @@ SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS = _declare.integer(
     min=0,
 )
 
-# ---- broker: listeners and TLS (issue 12). Each `ssl.*` key may also be set
+# ---- broker: listeners and TLS. Each `ssl.*` key may also be set
 
 # for one listener as `listener.name.<lower-case listener name>.ssl.*` (`listener_value`).
 LISTENER_SECURITY_PROTOCOL_MAP = _declare.strings(

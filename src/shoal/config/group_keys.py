@@ -96,7 +96,7 @@ ERRORS_DEADLETTERQUEUE_COPY_RECORD_ENABLE = _declare.boolean(
     "KIP-1191: copy key, value and headers onto the DLQ record (else context headers only).",
 )
 
-# ---- Shoal extensions to share groups (not Kafka keys; issue 16)
+# ---- Shoal extensions to share groups (not Kafka keys)
 SHOAL_SHARE_REDELIVERY_BACKOFF_MS = _declare.integer(
     "shoal.share.redelivery.backoff.ms",
     0,

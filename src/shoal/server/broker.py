@@ -106,7 +106,7 @@ class Broker:
         """Static config plus IncrementalAlterConfigs' persisted dynamic layers."""
         config = self.live_config.current
         self.node_id = config.node_id
-        # ---- metrics (issue 13): requests are counted only with metrics.listener set
+        # ---- metrics: requests are counted only with metrics.listener set
         self.metrics = BrokerMetrics(enabled=config.metrics_listener is not None)
         self.handlers: dict[int, ApiHandler] = load_all_handlers()
         if self.metrics.enabled:
@@ -213,7 +213,7 @@ class Broker:
         """The transaction coordinator on `__transaction_state`, loaded."""
         self.timers.add(*self.txn.timer_sources())
         self.stopping = False
-        # ---- listeners and TLS (issue 12)
+        # ---- listeners and TLS
         self.network = Listeners(lambda: self.config, self._accept, transport)
         """Every `listeners` entry, bound at start; TLS contexts and their reload."""
         self.timers.add(*self.network.timer_sources())
@@ -222,7 +222,7 @@ class Broker:
         self.live_config.listeners.append(self.cleaner.reconfigure)
         self._subscribe_to_log_changes()
         self.acls = open_acl_store(config, self.metadata)
-        # ---- client quotas (issue 15): the metadata log's set and the byte-rate managers
+        # ---- client quotas: the metadata log's set and the byte-rate managers
         self.quotas = QuotaService(metadata=self.metadata, config=lambda: self.config)
         """Authorization: the ACL store behind the StandardAuthorizer, or None."""
         self.services = Services(
@@ -264,7 +264,7 @@ class Broker:
         self._next_connection_id = 0
         self._stopped = asyncio.Event()
         self._idle_sweep: asyncio.Task[None] | None = None
-        self._refused_logged_ms: dict[str, int] = {}  # refusals per reason kind (issue 15)
+        self._refused_logged_ms: dict[str, int] = {}  # refusals per reason kind
         self._refused_unlogged: dict[str, int] = {}
 
     @property
@@ -309,7 +309,7 @@ class Broker:
 
     # ---- lifecycle
     async def start(self) -> None:
-        ensure_fd_limit(self.config.get(broker_keys.MAX_CONNECTIONS))  # issue 15
+        ensure_fd_limit(self.config.get(broker_keys.MAX_CONNECTIONS))
         await self.network.start()
         host = self.network.endpoints[0].host
         await self._start_http_listener()
@@ -319,9 +319,9 @@ class Broker:
         self.cleaner.start()
         TRACE.start()
         WATCH.start()
-        # issue 15: close idle, slowloris and non-reading connections
+        # close idle, slowloris and non-reading connections
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
-        # issue 14 latency: load the hot APIs' message schemas now, then gc.freeze
+        # latency (docs/latency.md): load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(
             warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
         )

@@ -33,7 +33,7 @@ class ConnectionInfo:
     """Who is on the other end: set by TLS client authentication or SASL."""
     sasl: SaslSession | None = None
     """The SASL authentication state on SASL listeners (server/net/sasl.py), else None."""
-    # issue 15: deadlines checked by server/net/idle.py (monotonic ms)
+    # deadlines checked by server/net/idle.py (monotonic ms)
     last_active_ms: int = 0
     """When the connection was accepted, last read a whole request or wrote a response."""
     frame_started_ms: int | None = None
@@ -43,5 +43,5 @@ class ConnectionInfo:
     close_reason: str | None = None
     """Why the broker closed the connection (set by the idle sweep, already logged)."""
     mute_ms: int = 0
-    """Client quotas (issue 15): how long to read nothing more once the response in hand
+    """Client quotas: how long to read nothing more once the response in hand
     is written (a throttled request, server/net/throttle.py); the connection loop resets it."""

@@ -112,4 +112,4 @@ class Services:
     acls: AclStore | None = None
     sasl: SaslService | None = None
     quotas: QuotaService | None = None
-    """Client quotas (issue 15, server/metadata/quota_store.py); None in tests without them."""
+    """Client quotas (server/metadata/quota_store.py); None in tests without them."""

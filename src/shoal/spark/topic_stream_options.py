@@ -23,7 +23,7 @@ Spark's Kafka source's names and meanings, where it has them:
   transactions; `read_uncommitted` reads up to the high watermark, aborted records
   included. Transaction markers are never rows. Spark's Kafka source leaves this to
   the Kafka consumer's default (read_uncommitted); Shoal's stream defaults to
-  read_committed (issue 10), so it never emits records of an aborted or open
+  read_committed, so it never emits records of an aborted or open
   transaction unless asked to.
 
 `endingOffsets` is refused, as Spark's Kafka source refuses it for streams: a stream

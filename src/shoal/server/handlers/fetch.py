@@ -79,7 +79,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
     deadline_ms = services.clock.monotonic_ms() + max_wait_ms
     min_bytes = int(request.min_bytes)
-    max_bytes = fetch_bytes_max(ctx, int(request.max_bytes))  # client quotas (issue 15)
+    max_bytes = fetch_bytes_max(ctx, int(request.max_bytes))  # client quotas
     read_committed = int(request.isolation_level) == READ_COMMITTED
     denied: frozenset[str] = frozenset()
     if authz.enabled(ctx):
@@ -98,7 +98,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ):
             break
         await services.purgatory.wait(keys, timeout_ms=remaining_ms)
-    # client quotas (issue 15): a throttled fetch is answered empty, as Kafka does
+    # client quotas: a throttled fetch is answered empty, as Kafka does
     throttle_ms = fetch_throttle_ms(ctx, total_bytes, unrecord_when_throttled=True)
     if throttle_ms > 0:
         return schema.response(

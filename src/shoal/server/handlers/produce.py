@@ -195,7 +195,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 responses.append(await _durable(types, topic_data, partition))
         topics.append(types.topic(topic_data, tuple(responses)))
-    throttle_ms = produce_throttle_ms(ctx, produced_bytes)  # client quotas (issue 15)
+    throttle_ms = produce_throttle_ms(ctx, produced_bytes)  # client quotas
     if acks == 0:
         pairs = zip(request.topic_data, topics, strict=True)
         _close_if_failed(ctx, [(t, p) for t, answer in pairs for p in answer.partition_responses])

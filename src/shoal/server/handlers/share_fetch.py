@@ -215,7 +215,7 @@ def _response(schema: Schema, ctx: RequestContext, outcome: ShareOutcome) -> Any
         leader_hint=hint,
         lock_duration_ms=outcome.lock_duration_ms,
     )
-    # client quotas (issue 15): the records are acquired, so they go out even throttled
+    # client quotas: the records are acquired, so they go out even throttled
     throttle_ms = fetch_throttle_ms(ctx, fetched_bytes, unrecord_when_throttled=False)
     if throttle_ms > 0:
         response = dataclasses.replace(

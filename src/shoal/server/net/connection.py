@@ -38,7 +38,7 @@ the end of a turn, a mute), past `limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`, an
 the connection ends unless it is aborted. (The latency trace and the record path
 count a held response as written when it is held.)
 
-Deadlines (issue 15, decided in server/net/idle.py, enforced by the broker's sweep):
+Deadlines (decided in server/net/idle.py, enforced by the broker's sweep):
 the loop keeps `info.last_active_ms`, `frame_started_ms` (a frame's size has arrived,
 the rest has not) and `write_started_ms` (a response waits for the client to read it;
 the write buffer's high-water mark is `limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES`, and
@@ -113,7 +113,7 @@ async def serve_connection(
     clock = services.clock
     transport = writer.transport
     turn_started_ms = clock.monotonic_ms()
-    info.last_active_ms = turn_started_ms  # issue 15: deadlines in server/net/idle.py
+    info.last_active_ms = turn_started_ms  # deadlines in server/net/idle.py
     transport.set_write_buffer_limits(high=limits.CONNECTION_WRITE_BUFFER_HIGH_BYTES)
     sasl_listener = info.security_protocol.startswith("SASL_")
     sasl_gate = services.sasl is not None and sasl_listener
@@ -165,7 +165,7 @@ async def serve_connection(
                 await _write_held(writer, held, info, clock)  # before the loop runs others
             if info.sasl is not None and info.sasl.failed:  # close after the answer
                 raise ConnectionClosed("SASL authentication failed")
-            if info.mute_ms > 0:  # client quotas (issue 15): KIP-219 channel muting
+            if info.mute_ms > 0:  # client quotas: KIP-219 channel muting
                 mute_s, info.mute_ms = info.mute_ms / 1000, 0
                 await asyncio.sleep(mute_s)
                 turn_started_ms = now_ms = clock.monotonic_ms()

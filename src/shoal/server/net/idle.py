@@ -1,4 +1,4 @@
-"""Connection deadlines: which open connections must close, and why (issue 15).
+"""Connection deadlines: which open connections must close, and why.
 
 Three deadlines, each a named setting, decided here from a connection's
 `ConnectionInfo` timestamps (monotonic ms, kept by the connection loop) and checked by

@@ -90,7 +90,7 @@ class TcpTransport:
             port=port,
             reuse_address=True,
             limit=STREAM_LIMIT_BYTES,
-            backlog=limits.LISTEN_BACKLOG,  # issue 15: bursts of connects
+            backlog=limits.LISTEN_BACKLOG,  # bursts of connects
         )
         return _TcpBound(server)
 

@@ -18,7 +18,7 @@ from shoal.server.observability.console.routes import Console
 def build_app(services: Services) -> Starlette:
     metrics = _AsgiEndpoint(make_asgi_app(registry=services.metrics.registry))
     routes = [Route("/metrics", endpoint=metrics)]
-    console = Console(services)  # web console (issue 13): routes + chart sampler lifespan
+    console = Console(services)  # web console: routes + chart sampler lifespan
     return Starlette(routes=[*routes, *console.routes()], lifespan=console.lifespan)
 
 

@@ -1,4 +1,4 @@
-"""The broker's metrics: one prometheus-client registry per broker (issue 13).
+"""The broker's metrics: one prometheus-client registry per broker.
 
 `BrokerMetrics` owns the registry the HTTP listener exposes at `/metrics` and the
 counters and histograms the shell updates: the cores return effects and results, the

@@ -1,5 +1,5 @@
 """The web console: pages of topics, share groups (with the live in-flight window) and
-consumer groups, served on the broker's HTTP listener (issue 13). Read-only unless
+consumer groups, served on the broker's HTTP listener. Read-only unless
 `console.allow.writes=true`.
 
     routes.py   `Console`: the routes under /console, the server-sent events of a
