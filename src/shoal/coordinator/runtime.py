@@ -49,10 +49,6 @@ shards and does the rest, the same way for every coordinator:
   skipping partitions with staged records (their shard is ahead of the log).
   The host deletes (coordinator/pruning.py, `prune_log`): the runtime does no I/O.
 
-Invariants: a shard only ever sees records its sink accepted, in sink order; a
-result without records touches neither; effects and the response come after the
-replay; a partition not hosted answers `PartitionNotLoaded`.
-
 - Durability awaited elsewhere (`append`, then `replay_appended`): a host whose
   appends must be durable before anything replays them, and which waits for that
   off its event loop (the metadata log: append, fsync in a disk worker, replay),
@@ -62,7 +58,14 @@ replay; a partition not hosted answers `PartitionNotLoaded`.
   partition's shard, and no other write may come between the two halves (the host
   serialises its writes); effects, if any, are the host's.
 
+Invariants: a shard only ever sees records its sink accepted, in sink order; a
+result without records touches neither; effects and the response come after the
+replay; a partition not hosted answers `PartitionNotLoaded`.
+
 Sans-I/O: no asyncio, no clock (times come in as arguments), no threads.
+
+Past 600 lines on purpose: it is the one runtime of every coordinator, and each part
+above (hosting, writes, timed writes, linger, pruning) is what the shells no longer do.
 """
 
 from __future__ import annotations

@@ -62,6 +62,10 @@ The record sinks are given by the broker, one per `__consumer_offsets` partition
 by `limits.COORDINATOR_RECORDS_IN_MEMORY_MAX`, so one shard. A sink that refuses a
 write raises `RecordSinkError` (a batch too large is one) out of the operation,
 which the handler answers with COORDINATOR_NOT_AVAILABLE.
+
+About 620 lines because it is the one adapter of the group coordinator's shards on
+the runtime: every group type's operations, their effects and the share-state
+administration go through it (classic parked answers live in classic_service.py).
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ time-since-last-run-ms and uncleanable-partitions-count (LogCleanerManager), and
 cleaner-recopy-percent, max-buffer-utilization-percent, max-clean-time-secs,
 max-compaction-delay-secs and DeadThreadCount (LogCleaner), plus each partition's
 backlog (dirty bytes) and progress (bytes cleaned).
+
+Just past 600 lines: the cleaner's threads, its choice of log, throttle and metrics
+are one service; the cleaning itself is log/cleaner.py.
 """
 
 from __future__ import annotations
