@@ -272,6 +272,13 @@ def api_topic(bootstrap: str) -> str:
         return answers[-1] == ErrorCode.none
 
     assert wait_until(produced, timeout_s=10, interval_s=0.1), answers
+
+    def second_leads() -> bool:  # ... and partition 1 (its log made) a moment later still
+        (response,) = call(bootstrap, requests.list_offsets({(name, 1): -1}))
+        answers.append(int(response.topics[0].partitions[0].error_code))
+        return answers[-1] == ErrorCode.none
+
+    assert wait_until(second_leads, timeout_s=10, interval_s=0.1), answers
     return name
 
 
