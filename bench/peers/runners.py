@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -195,10 +196,12 @@ class ShoalRunner:
 
     name = "shoal"
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, overrides: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
         data_dir.parent.mkdir(parents=True, exist_ok=True)  # the log goes there
-        self.broker = BrokerProcess(data_dir, port=free_port(), start_timeout_s=START_TIMEOUT_S)
+        self.broker = BrokerProcess(
+            data_dir, overrides=overrides, port=free_port(), start_timeout_s=START_TIMEOUT_S
+        )
 
     @property
     def address(self) -> str:
