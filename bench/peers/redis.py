@@ -17,10 +17,10 @@ owns the server.
 - `RedisRunner(data_dir)` is the benchmark's Runner for Redis (the protocol of
   bench/peers/runners.py): `start()` spawns `redis-server` with a config file written
   beside the data directory and returns the seconds from spawn to its first answered
-  request (a PING answered PONG; Redis answers -LOADING while it replays its log, which
-  does not count), `stop()` is SIGTERM (Redis fsyncs its log and exits), `kill()`
-  SIGKILL (a crash), `rss_bytes()` and `cpu_seconds()` read /proc. It restarts on the
-  same data directory and port.
+  request, polled as runners.py's `FirstAnswer` polls (a PING answered PONG; Redis
+  answers -LOADING while it replays its log, which does not count), `stop()` is
+  SIGTERM (Redis fsyncs its log and exits), `kill()` SIGKILL (a crash), `rss_bytes()`
+  and `cpu_seconds()` read /proc. It restarts on the same data directory and port.
 
 Durability, chosen to be comparable to a broker's: the append-only file is on
 (`appendonly yes`) and fsynced once a second (`appendfsync everysec`), so a write is
@@ -48,18 +48,16 @@ from pathlib import Path
 
 from tests.support.kafka_reference import cache_root, free_port
 
+from bench.peers.runners import START_TIMEOUT_S, FirstAnswer, cpu_seconds, rss_bytes
+
 REDIS_VERSION = "7.0.15"
 """The Redis release the benchmark runs: Debian 12's (bookworm's) redis-server."""
 PACKAGES = ("redis-server", "redis-tools", "libjemalloc2", "liblzf1")
 """The Debian packages unpacked: the server (a link to redis-check-rdb, which redis-tools
 ships) and the libraries it links that a minimal system may lack."""
 INSTALL_TIMEOUT_S = 300.0
-START_TIMEOUT_S = 600.0
-"""How long a start may take to its first answered request: replaying a 1 GiB AOF after a
-crash takes tens of seconds on a loaded machine."""
-POLL_INTERVAL_S = 0.002
-"""How often `start()` knocks: Redis starts in milliseconds, so the poll must be finer."""
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ANSWER_TIMEOUT_S = 2.0
+"""How long one polling connection waits for its PING's answer before a new one."""
 _PING = b"*1\r\n$4\r\nPING\r\n"
 
 
@@ -182,8 +180,9 @@ class RedisRunner:
         return f"127.0.0.1:{self.port}"
 
     @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.alive and self.process is not None else None
+    def pid(self) -> int:
+        assert self.process is not None, "never started"
+        return self.process.pid
 
     @property
     def alive(self) -> bool:
@@ -197,6 +196,7 @@ class RedisRunner:
             self.port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(config_text(self.data_dir, self.port, self.log_path))
+        poller = FirstAnswer(self.address, answered=pong)
         spawned = time.monotonic()
         self.process = subprocess.Popen(
             [*command, str(self.config_path)],
@@ -206,12 +206,13 @@ class RedisRunner:
             stderr=subprocess.DEVNULL,
         )
         deadline = spawned + START_TIMEOUT_S
-        while not _pong(self.port):
+        while poller.at is None:
             if self.process.poll() is not None or time.monotonic() > deadline:
+                poller.cancel()
                 self.kill()
                 raise RuntimeError(f"Redis did not start; log:\n{self.log_text()[-8000:]}")
-            time.sleep(POLL_INTERVAL_S)
-        return time.monotonic() - spawned
+            time.sleep(0.01)  # the poller keeps the time of the answer
+        return poller.at - spawned
 
     def log_text(self) -> str:
         try:
@@ -237,20 +238,10 @@ class RedisRunner:
             self.process.wait(30)
 
     def rss_bytes(self) -> int:
-        pid = self.pid
-        assert pid is not None, "not running"
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError(f"no VmRSS for {pid}")
+        return rss_bytes(self.pid)
 
     def cpu_seconds(self) -> float:
-        pid = self.pid
-        assert pid is not None, "not running"
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        # the fields after the command name (which may hold spaces) in parentheses
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        return cpu_seconds(self.pid)
 
     def version(self) -> str:
         command, env = server_command(install())
@@ -260,10 +251,12 @@ class RedisRunner:
         return out.stdout.strip()
 
 
-def _pong(port: int) -> bool:
-    """Whether a server on `port` answers PING with PONG now (not -LOADING, not refused)."""
+def pong(address: str) -> bool:
+    """Whether the server at `address` answers PING with PONG now (not -LOADING, not
+    refused)."""
+    host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        with socket.create_connection((host, int(port)), timeout=ANSWER_TIMEOUT_S) as conn:
             conn.sendall(_PING)
             return conn.recv(64).startswith(b"+PONG")
     except OSError:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from array import array
 from pathlib import Path
 
 from bench.peers.ops import PeakSampler, resp_command
@@ -47,6 +46,6 @@ def test_peak_sampler_keeps_the_largest_reading() -> None:
 
 
 def test_latency_summary_in_milliseconds_nearest_rank() -> None:
-    latencies = array("q", [i * 1_000_000 for i in range(1, 1001)])  # 1..1000 ms
+    latencies = {seq: (1001 - seq) * 1_000_000 for seq in range(1, 1001)}  # 1000..1 ms
     summary = latency_summary(latencies)
     assert summary == {"p50_ms": 500.0, "p99_ms": 990.0, "p999_ms": 999.0, "max_ms": 1000.0}
