@@ -300,7 +300,11 @@ def _run(jobs: list[tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]]) -> l
         try:
             barrier.wait(START_TIMEOUT_S)
         except threading.BrokenBarrierError:
-            index, _, error = results.get(timeout=30)
+            try:
+                index, _, error = results.get(timeout=30)
+            except queue.Empty:
+                codes = [process.exitcode for process in processes]
+                raise RuntimeError(f"workload processes failed to start: {codes}") from None
             raise RuntimeError(f"workload process {index} failed:\n{error}") from None
         outs: dict[int, dict[str, Any]] = {}
         while len(outs) < len(jobs):
