@@ -79,7 +79,7 @@ MakeRunner = Callable[[Path], "Runner"]
 def startup(make_runner: MakeRunner, reps: int, *, root: Path | None = None) -> dict[str, Any]:
     """`reps` starts on fresh data directories: each one's seconds to its first answer."""
     seconds = []
-    with _scratch(root) as scratch:
+    with _Scratch(root) as scratch:
         for rep in range(reps):
             data_dir = scratch / f"startup-{rep}"
             runner = make_runner(data_dir)
@@ -147,7 +147,7 @@ def recovery(
     root: Path | None = None,
 ) -> dict[str, Any]:
     """Fill a fresh broker with `log_bytes`, kill -9 it, start it again (module docstring)."""
-    with _scratch(root) as scratch:
+    with _Scratch(root) as scratch:
         data_dir = scratch / "recovery"
         runner = make_runner(data_dir)
         protocol = _protocol(runner)
@@ -192,7 +192,7 @@ def _tree_bytes(path: Path) -> int:
     )
 
 
-class _scratch:
+class _Scratch:
     """A directory for data directories: `root` (kept), else a temporary one (removed)."""
 
     def __init__(self, root: Path | None) -> None:
