@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import math
 import os
 import shutil
@@ -97,6 +98,7 @@ class Sizes:
     paced_seconds: float  # measured records per paced rate = rate x this
     recovery_mib: int
     settle_s: float
+    first_record_groups: int | None  # new groups per partition count (None: its default)
 
 
 FULL = Sizes(
@@ -106,6 +108,7 @@ FULL = Sizes(
     paced_seconds=5.0,
     recovery_mib=1024,
     settle_s=SETTLE_S,
+    first_record_groups=None,
 )
 QUICK = Sizes(
     records=5_000,
@@ -114,6 +117,7 @@ QUICK = Sizes(
     paced_seconds=0.5,
     recovery_mib=32,
     settle_s=2.0,
+    first_record_groups=1,
 )
 PACED_RATES = (3_000, 10_000)
 
@@ -451,13 +455,21 @@ def _measure(session: Session, runner: Runner, sizes: Sizes, partitions: int, pe
                     m[f"paced_{rate}_{q}_ms"] = result[f"{q}_ms"]
     first_record = None if redis else peers.first_record
     if first_record is not None:
+        groups = {}
+        if sizes.first_record_groups is not None and "groups" in _parameters(first_record):
+            groups = {"groups": sizes.first_record_groups}
         for p in (1, 4):
             result = session.part(
-                f"first_record_p{p}", partial(first_record.first_record, address, partitions=p)
+                f"first_record_p{p}",
+                partial(first_record.first_record, address, partitions=p, **groups),
             )
             ms = _first_record_ms(result) if result is not None else None
             if ms is not None:
                 m[f"first_record_p{p}_ms"] = ms
+
+
+def _parameters(module: Any) -> Any:
+    return inspect.signature(module.first_record).parameters
 
 
 def _name(prefix: str) -> str:
@@ -474,12 +486,12 @@ def versions(peers: Peers) -> dict[str, str]:
 
     found = {
         "kafka": KAFKA_VERSION,
-        "confluent_kafka": confluent_kafka.__version__,
-        "librdkafka": confluent_kafka.libversion()[0],
+        "confluent_kafka": str(confluent_kafka.__version__),
+        "librdkafka": str(confluent_kafka.libversion()[0]),
         "python": sys.version.split()[0],
     }
     if peers.redis is not None:
-        found["redis"] = getattr(peers.redis, "REDIS_VERSION", "?")
+        found["redis"] = str(getattr(peers.redis, "REDIS_VERSION", "?"))
     return found
 
 
@@ -487,6 +499,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sizes = QUICK if args.quick else FULL
     if args.records:
         sizes = Sizes(**{**sizes.__dict__, "records": args.records})
+    if args.recovery_mib is not None:
+        sizes = Sizes(**{**sizes.__dict__, "recovery_mib": args.recovery_mib})
     peers = Peers()
     load_before = os.getloadavg()
     began = time.monotonic()
@@ -556,7 +570,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None, help="reps (default 3; --quick 1)")
     parser.add_argument("--only", nargs="+", choices=BROKERS, default=list(BROKERS))
     parser.add_argument("--partitions", type=int, default=1, help="partitions per topic")
-    parser.add_argument("--records", type=int, default=None, help="records per throughput run")
+    parser.add_argument(
+        "--records", type=int, default=None, help="records of the 1 KiB produce, consume, drain"
+    )
+    parser.add_argument(
+        "--recovery-mib", type=int, default=None, help="log filled before kill -9 (MiB)"
+    )
     args = parser.parse_args(argv)
     if args.reps is None:
         args.reps = 1 if args.quick else 3

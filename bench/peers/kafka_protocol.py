@@ -344,11 +344,12 @@ def _producer(
     send = producer.produce
     for seq in range(n):
         value = STAMP.pack(time.monotonic_ns(), seq) + padding if stamped else pool[seq & 255]
-        try:
-            send(topic, value)
-        except BufferError:  # the local queue is full: serve delivery reports, retry
-            producer.poll(0.005)
-            send(topic, value)
+        while True:
+            try:
+                send(topic, value)
+                break
+            except BufferError:  # the local queue is full: wait for deliveries, retry
+                producer.poll(0.005)
     remaining = producer.flush(RESULT_TIMEOUT_S)
     end = time.monotonic_ns()
     if remaining or failures:

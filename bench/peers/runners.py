@@ -19,11 +19,13 @@ on when the server logs that it is ready.
 - `ShoalRunner`: `shoal serve` of this interpreter's environment, default settings.
 - Redis is bench/peers/redis.py's `RedisRunner`.
 
-`rss_bytes()` and `cpu_seconds()` read the server process from /proc.
+`rss_bytes()` and `cpu_seconds()` read the server process from /proc, with any worker
+processes it runs (their VmRSS summed: pages they share count once per process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -33,7 +35,7 @@ from typing import Protocol
 from tests.support.broker import BrokerProcess
 from tests.support.kafka_reference import START_SCRIPT_JVM_OPTIONS, KafkaBroker, free_port
 
-from bench.produce_fetch import process_cpu_s
+from bench.produce_fetch import CLOCK_TICKS, process_cpu_s
 from shoal.client.bootstrap import Node
 from shoal.client.operations import Disconnected
 from shoal.client.sync import Connection
@@ -83,17 +85,44 @@ class Runner(Protocol):
         ...
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its live descendants (from /proc/<pid>/task/<tid>/children), so a
+    server that runs worker processes is measured whole."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        for children in Path(f"/proc/{tree[index]}/task").glob("*/children"):
+            with contextlib.suppress(OSError):  # the thread or process just ended
+                tree += [int(child) for child in children.read_text().split()]
+        index += 1
+    return tree
+
+
 def rss_bytes(pid: int) -> int:
-    """VmRSS of process `pid`, from /proc/<pid>/status."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    """VmRSS of process `pid` and its descendants (summed), from /proc/<pid>/status."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            status = Path(f"/proc/{member}/status").read_text()
+        except OSError:
+            if member == pid:
+                raise
+            continue  # a worker that just ended
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of process `pid`, from /proc/<pid>/stat."""
-    return process_cpu_s(pid)
+    """utime + stime of process `pid` and its live descendants, plus the CPU of the
+    children it has reaped (cutime + cstime), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    reaped = (int(fields[13]) + int(fields[14])) / CLOCK_TICKS
+    total = reaped
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):  # a worker that just ended
+            total += process_cpu_s(member)
+    return total
 
 
 def api_versions_answered(address: str, timeout_ms: int = ANSWER_TIMEOUT_MS) -> bool:
