@@ -16,7 +16,9 @@ on when the server logs that it is ready.
   it), Kafka's defaults otherwise, in the JVM of Kafka's start scripts
   (`START_SCRIPT_JVM_OPTIONS`: a 1 GiB heap and kafka-run-class.sh's G1 options).
   Share groups need nothing more on 4.2 (the differential tests use the same broker).
-- `ShoalRunner`: `shoal serve` of this interpreter's environment, default settings.
+- `ShoalRunner`: `shoal serve` of this interpreter's environment (tests/support/broker.py),
+  default settings plus the `overrides` given (bench/side_by_side.py gives one, and
+  says why).
 - Redis is bench/peers/redis.py's `RedisRunner`.
 
 `rss_bytes()` and `cpu_seconds()` read the server process from /proc, with any worker
