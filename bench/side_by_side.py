@@ -40,7 +40,8 @@ Order: reps are interleaved (rep 1: kafka, shoal, redis; rep 2: kafka, shoal, re
    Topics have `--partitions` partitions (default 1).
 5. paced latency at 3k and 10k records/s (bench/peers/paced.py; Redis:
    redis_streams.paced): p50, p99, p99.9, max of send-to-receive.
-6. first record of a new share group after its members join, on 1 and 4 partitions
+6. first record of a new share group after its members join, on 1 and 4 partitions:
+   the time until every member has had one
    (bench/peers/first_record.py; Kafka protocol only).
 7. stop (SIGTERM); then recovery (ops.py, on a broker of its own): fill `recovery_mib`
    MiB of log, kill -9, start again: seconds to the first answer and to the last
@@ -50,7 +51,7 @@ A part whose module is missing or that fails is "not run" (the error is kept in 
 JSON), never the end of the run. The table gives, per metric, the median over the reps
 of each broker, the ratios shoal/kafka and shoal/redis, and the goal:
 share drain and end-to-end >= 1.0x Kafka's rate; consume_group >= 0.9x; p99 at 3k and
-10k <= Kafka's; idle RSS <= 0.25x; start-up <= 0.1x; first record <= 100 ms;
+10k <= Kafka's; idle RSS <= 0.25x; start-up <= 0.1x; every member's first record <= 100 ms;
 share drain >= 5x Redis's. The machine (cores, RAM, CPU model, load average before
 and after) and versions are printed and saved; results go to
 bench/results/side_by_side.json (every session's raw results too).
@@ -170,8 +171,8 @@ METRICS = (
             Metric(f"paced_{rate}_max_ms", f"paced {rate // 1000}k/s max", "ms"),
         )
     ),
-    Metric("first_record_p1_ms", "first record, 1 partition", "ms", "shoal <= 100"),
-    Metric("first_record_p4_ms", "first record, 4 partitions", "ms", "shoal <= 100"),
+    Metric("first_record_p1_ms", "first record, every member, 1 partition", "ms", "shoal <= 100"),
+    Metric("first_record_p4_ms", "first record, every member, 4 partitions", "ms", "shoal <= 100"),
     Metric("recovery_answer_s", "recovery: kill -9 to first answer", "s"),
     Metric("recovery_readable_s", "recovery: kill -9 to last record readable", "s"),
 )
@@ -329,7 +330,9 @@ def _metered(runner: Runner, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]
 
 
 def _first_record_ms(result: dict[str, Any]) -> float | None:
-    for key in ("ms", "first_record_ms", "median_ms"):
+    """The time until EVERY member has had a record (the stricter figure: the first
+    record of any member hides a member left waiting a heartbeat interval)."""
+    for key in ("all_members_ms", "ms", "first_record_ms", "median_ms"):
         if isinstance(result.get(key), int | float):
             return float(result[key])
     return None
