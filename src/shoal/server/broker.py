@@ -37,6 +37,7 @@ import logging
 import resource
 import socket
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -59,7 +60,6 @@ from shoal.server.net.connection import serve_connection
 from shoal.server.net.listeners import Listeners, Transport
 from shoal.server.net.sasl import SaslService
 from shoal.server.net.warmup import warm_up
-from shoal.server.observability.http_listener import HttpListener
 from shoal.server.observability.latency_trace import TRACE
 from shoal.server.observability.metrics import BrokerMetrics
 from shoal.server.observability.metrics_collectors import broker_collectors
@@ -79,6 +79,9 @@ from shoal.server.services.share_state import ShareStateService
 from shoal.server.services.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.services.txn_service import TxnService
 from shoal.share.persister import Persister
+
+if TYPE_CHECKING:
+    from shoal.server.observability.http_listener import HttpListener
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +343,9 @@ class Broker:
         address = self.config.metrics_listener
         if address is None:
             return
-        from shoal.server.observability.http_app import build_app  # starlette only when asked for
+        # uvicorn and starlette only when asked for (docs/startup.md)
+        from shoal.server.observability.http_app import build_app
+        from shoal.server.observability.http_listener import HttpListener
 
         self.http = HttpListener(build_app(self.services), host=address[0], port=address[1])
         await self.http.start()
