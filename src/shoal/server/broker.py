@@ -36,6 +36,7 @@ import contextlib
 import logging
 import resource
 import socket
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
@@ -516,15 +517,18 @@ class Broker:
             log.info("retention freed %d bytes", freed)
 
 
-async def run_broker(config: BrokerConfig) -> None:
+async def run_broker(config: BrokerConfig, *, started: Callable[[], None] | None = None) -> None:
     """Run a broker until SIGTERM or SIGINT, then shut down gracefully. The data
     directory's lock (server/services/data_dir_lock.py) is taken before anything there is read
-    and held until the broker has stopped; DataDirLocked if another process holds it."""
+    and held until the broker has stopped; DataDirLocked if another process holds it.
+    `started` is called once the listeners are bound."""
     import signal
 
     with data_dir_lock(config.data_dir):
         broker = Broker(config)
         await broker.start()
+        if started is not None:
+            started()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
