@@ -60,7 +60,7 @@ from shoal.server.net import idle
 from shoal.server.net.connection import serve_connection
 from shoal.server.net.listeners import Listeners, Transport
 from shoal.server.net.sasl import SaslService
-from shoal.server.net.warmup import warm_up
+from shoal.server.net.warmup import WARM_START_DELAY_S, warm_up
 from shoal.server.observability.latency_trace import TRACE
 from shoal.server.observability.metrics import BrokerMetrics
 from shoal.server.observability.metrics_collectors import broker_collectors
@@ -327,7 +327,8 @@ class Broker:
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # latency (docs/latency.md): load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(
-            warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
+            warm_up(self.handlers, stopping=lambda: self.stopping, delay_s=WARM_START_DELAY_S),
+            name="shoal-warmup",
         )
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
