@@ -22,6 +22,11 @@ Invariants:
   it is checkpointed before any segment below it is deleted;
 - every segment but the active one is fsynced (data and indexes) when it is rolled,
   so recovery checks the active segment batch by batch and trusts the others' shape;
+- the directory's entries are durable before any record is: a new partition's
+  directory is not fsynced when made (log/topics.py; opened with
+  `directory_durable=False`), so its first flush fsyncs the directory first, on the
+  owner when the flush is planned (as Kafka's `LocalLog.flush` flushes the directory
+  when the flushed segments include a new one); a roll fsyncs it too;
 - a producer-state snapshot is written at every roll and at a clean close;
 - the last stable offset is the first offset of the earliest open transaction, else
   the log end offset; DeleteRecords and retention never move the log start offset
@@ -114,6 +119,7 @@ class PartitionLog:
         loaded: LoadedLog,
         events: PartitionEvents | None = None,
         cleaner_checkpoint: int | None = None,
+        directory_durable: bool = True,
     ) -> None:
         self._directory = directory
         self._events = events
@@ -130,6 +136,9 @@ class PartitionLog:
         self._read_positions: dict[int, tuple[Segment, int]] = {}
         self._deleted_paths: list[Path] = []
         self._unflushed = Unflushed()
+        self._directory_durable = directory_durable
+        """False for a partition made by `topics.prepare_partition_directory` until its
+        first flush (or a roll) fsynced the directory (see the invariants)."""
         self._held: list[FlushPlan] = []
         """Plans of deferred policy flushes not yet finished, oldest first; while any is
         pending the high watermark stays at the first one's `visible_from`."""
@@ -147,11 +156,13 @@ class PartitionLog:
         config: dict[str, Any],
         clock: Clock,
         events: PartitionEvents | None = None,
+        directory_durable: bool = True,
     ) -> PartitionLog:
         """Open (creating if absent) and recover the log in `directory`. `config` is the
         topic's effective config (shoal.config.effective_topic_config), optionally with
         the broker's `producer.id.expiration.ms`. `events` hears of appends and log
-        start moves."""
+        start moves. `directory_durable=False` for a directory whose entries were not
+        fsynced (`topics.prepare_partition_directory`): its first flush fsyncs it."""
         settings = LogConfig.from_config(config)
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
@@ -165,6 +176,7 @@ class PartitionLog:
             loaded=loaded,
             events=events,
             cleaner_checkpoint=checkpoint,
+            directory_durable=directory_durable,
         )
 
     def __repr__(self) -> str:
@@ -464,6 +476,7 @@ class PartitionLog:
             self._segments.append(segment)
             self._bases.append(new_base)
             fsync_directory(self._directory)
+            self._directory_durable = True
         except OSError as exc:
             if segment is not self._segments[-1]:
                 segment.close()
@@ -908,7 +921,8 @@ class PartitionLog:
 
     def flush_plan(self) -> FlushPlan | None:
         """A plan to fsync everything written so far (see flush.py), or None when there
-        is nothing to flush or the log is closed or offline. The unflushed count and
+        is nothing to flush or the log is closed or offline. The first plan of a new
+        partition fsyncs its directory here first. The unflushed count and
         age restart from the plan: call `finish_flush(plan)` after running it (or
         instead, if it will not run)."""
         if self._closed or self._offline_reason is not None:
@@ -916,6 +930,14 @@ class PartitionLog:
         if self._unflushed.empty:
             return None
         active = self._segments[-1]
+        if not self._directory_durable:
+            # once per new partition: its segment's entry must be on disk before the
+            # records the plan makes durable (see the invariants)
+            try:
+                fsync_directory(self._directory)
+            except OSError as exc:
+                raise self._storage_error(exc, "flush", fatal=True) from exc
+            self._directory_durable = True
         covers = self._unflushed.take()
         try:
             return FlushPlan(

@@ -11,9 +11,10 @@ fsyncs stay off the event loop); the manager then adopts the change on its owner
 `run` records the change in the topic catalog first (`TopicCatalog.record`: in the
 broker a durable write to the metadata log; a crash then leaves the change listed,
 and partition directories it lacks are made on the next start), then makes each new
-partition directory durable (`topics.prepare_partition_directory`: an empty segment
-and partition.metadata), then opens their logs: new objects nobody holds until the
-owner adopts them (or `discard`s them). A directory that already existed is left
+partition directory (`topics.prepare_partition_directory`: an empty segment and
+partition.metadata; their entries in the data directory are fsynced here, their own
+entries at each partition's first flush), then opens their logs: new objects nobody
+holds until the owner adopts them (or `discard`s them). A directory that already existed is left
 alone, for the owner's open to decide whose it is (its stray check). The catalog's
 adoption of the record (`adopt`) runs on the owner, first thing in the finish.
 """
@@ -73,6 +74,7 @@ class TopicWrite:
                     config=self.partition_config,
                     clock=self.clock,
                     events=self.events.for_partition(self.info.name, index),
+                    directory_durable=False,  # prepare_partition_directory fsynced nothing
                 )
         except LogError:
             self.discard()

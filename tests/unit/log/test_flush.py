@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from shoal.log.api import LogError
 from shoal.log.flush import FlushPlan
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.log.topics import prepare_partition_directory
 from shoal.protocol.errors import ErrorCode
-from tests.unit.log.batches import headers_of, make_batch
+from tests.unit.log.batches import append, headers_of, make_batch
 from tests.unit.log.conftest import LogOpener
 
 
@@ -187,3 +189,43 @@ def test_a_flush_is_due_once_unflushed_bytes_pass_the_limit(
     plan.run()
     log.finish_flush(plan)
     assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
+
+
+def test_a_new_partitions_first_flush_fsyncs_its_directory_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new partition's directory is not fsynced when made (log/topics.py): its first
+    # flush makes the segment's entry durable before the records, as Kafka's
+    # LocalLog.flush does for a new segment; later flushes fsync the file only.
+    directory = tmp_path / "t-0"
+    assert prepare_partition_directory(directory, uuid.uuid4())
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    segment = str(directory / "00000000000000000000.log")
+    log = PartitionLog.open(
+        directory=directory, config={}, clock=ManualClock(), directory_durable=False
+    )
+    assert synced == []  # neither making nor opening an empty partition fsyncs
+    append(log, make_batch(1))
+    plan = log.flush_plan()  # planned on the owner: the directory, once
+    assert plan is not None and synced == [str(directory)]
+    plan.run()  # on any thread: the file
+    log.finish_flush(plan)
+    assert synced == [str(directory), segment]
+    append(log, make_batch(1, seed=1))
+    log.flush()
+    assert synced[2:] == [segment]
+    log.abandon()
+    # an existing partition (the default) fsyncs the file only
+    synced.clear()
+    reopened = PartitionLog.open(directory=directory, config={}, clock=ManualClock())
+    append(reopened, make_batch(1, seed=2))
+    reopened.flush()
+    assert synced == [segment]
+    reopened.abandon()
