@@ -12,9 +12,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+SERVE = "serve"
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `shoal` parser with every subcommand; with `command="serve"`, with that one
+    only: the broker's start-up then imports none of the client tools' modules (the
+    serve subparser, its help and its errors are the same either way)."""
     # imported here, after `main`'s `_without_hypothesis`
+    from shoal.cli import serve
+    from shoal.cli.versions import add_version_option
+
+    parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
+    add_version_option(parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve.add_parser(commands)
+    if command == SERVE:
+        return parser
     from shoal.cli import (
         acls,
         configs,
@@ -22,17 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         console_producer,
         console_share_consumer,
         consumer_groups,
-        serve,
         share_groups,
         topics,
         transactions,
     )
-    from shoal.cli.versions import add_version_option
 
-    parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
-    add_version_option(parser)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve.add_parser(commands)
     console_share_consumer.add_parser(commands)
     console_producer.add_parser(commands)
     console_consumer.add_parser(commands)
@@ -47,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _without_hypothesis()
-    parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(given[0] if given else None)
     args = parser.parse_args(given)
     args.argv = given[1:]  # the tool's own arguments, as Kafka's tools quote them in errors
     result: int = args.run(args)

@@ -20,13 +20,19 @@ Invariants:
 - `run` never raises: an OSError (fsync or close) is kept in `error` for
   `PartitionLog.finish_flush` to turn into KAFKA_STORAGE_ERROR on the owner;
 - fsync covers every byte written to the file before `run` starts, through any
-  descriptor: a plan made right after an append makes that append durable.
+  descriptor: a plan made right after an append makes that append durable;
+- a plan with a `directory` fsyncs it after the file: the partition's first flush since
+  it was opened makes its directory's entries (the active segment's among them)
+  durable too, as Kafka's `LocalLog.flush` flushes the directory when the flushed
+  segments include a new one (docs/startup.md).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from shoal.log.fileio import fsync_directory
 
 
 class Unflushed:
@@ -63,11 +69,30 @@ class Unflushed:
 class FlushPlan:
     """fsync of one file through a private duplicate descriptor."""
 
-    __slots__ = ("_fds", "covers", "done", "end_offset", "error", "path", "visible_from")
+    __slots__ = (
+        "_fds",
+        "covers",
+        "directory",
+        "done",
+        "end_offset",
+        "error",
+        "path",
+        "visible_from",
+    )
 
-    def __init__(self, *, fd: int, path: Path, end_offset: int, covers: Unflushed) -> None:
+    def __init__(
+        self,
+        *,
+        fd: int,
+        path: Path,
+        end_offset: int,
+        covers: Unflushed,
+        directory: Path | None = None,
+    ) -> None:
         self._fds = [os.dup(fd)]
         self.path = path
+        self.directory = directory
+        """fsynced after the file when set (the log's directory, not yet durable)."""
         self.end_offset = end_offset
         """Every record below this offset is on disk once `run` succeeded."""
         self.covers = covers
@@ -84,13 +109,16 @@ class FlushPlan:
         return f"FlushPlan({self.path}, below offset {self.end_offset}, {state})"
 
     def run(self) -> None:
-        """fsync the file, then close the duplicate. Safe on any thread; a second call
+        """fsync the file (then the `directory`, if any), then close the duplicate. Safe
+        on any thread; a second call
         (or a call after `discard`) does nothing. Never raises: see `error`."""
         fd = self._claim()
         if fd is None:
             return
         try:
             os.fsync(fd)
+            if self.directory is not None:
+                fsync_directory(self.directory)
         except OSError as exc:
             self.error = exc
         finally:

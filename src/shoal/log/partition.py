@@ -22,6 +22,12 @@ Invariants:
   it is checkpointed before any segment below it is deleted;
 - every segment but the active one is fsynced (data and indexes) when it is rolled,
   so recovery checks the active segment batch by batch and trusts the others' shape;
+- the directory's entries are durable before any record is: the partitions of the
+  internal topics the broker makes at start are made without a directory fsync
+  (log/topics.py; opened with `directory_durable=False`), so their first flush fsyncs
+  the directory after the segment, in the same plan (as Kafka's `LocalLog.flush`
+  flushes the directory when the flushed segments include a new one); a roll fsyncs
+  it too;
 - a producer-state snapshot is written at every roll and at a clean close;
 - the last stable offset is the first offset of the earliest open transaction, else
   the log end offset; DeleteRecords and retention never move the log start offset
@@ -114,6 +120,7 @@ class PartitionLog:
         loaded: LoadedLog,
         events: PartitionEvents | None = None,
         cleaner_checkpoint: int | None = None,
+        directory_durable: bool = True,
     ) -> None:
         self._directory = directory
         self._events = events
@@ -130,6 +137,9 @@ class PartitionLog:
         self._read_positions: dict[int, tuple[Segment, int]] = {}
         self._deleted_paths: list[Path] = []
         self._unflushed = Unflushed()
+        self._directory_durable = directory_durable
+        """False for a partition made without its directory fsync until a flush (or a
+        roll) fsynced the directory (see the invariants)."""
         self._held: list[FlushPlan] = []
         """Plans of deferred policy flushes not yet finished, oldest first; while any is
         pending the high watermark stays at the first one's `visible_from`."""
@@ -147,11 +157,14 @@ class PartitionLog:
         config: dict[str, Any],
         clock: Clock,
         events: PartitionEvents | None = None,
+        directory_durable: bool = True,
     ) -> PartitionLog:
         """Open (creating if absent) and recover the log in `directory`. `config` is the
         topic's effective config (shoal.config.effective_topic_config), optionally with
         the broker's `producer.id.expiration.ms`. `events` hears of appends and log
-        start moves."""
+        start moves. `directory_durable=False` for a directory whose entries were not
+        fsynced (`topics.prepare_partition_directory(sync=False)`): its first flush
+        fsyncs it."""
         settings = LogConfig.from_config(config)
         try:
             loaded = load_log(directory, settings, now_ms=clock.monotonic_ms())
@@ -165,6 +178,7 @@ class PartitionLog:
             loaded=loaded,
             events=events,
             cleaner_checkpoint=checkpoint,
+            directory_durable=directory_durable,
         )
 
     def __repr__(self) -> str:
@@ -464,6 +478,7 @@ class PartitionLog:
             self._segments.append(segment)
             self._bases.append(new_base)
             fsync_directory(self._directory)
+            self._directory_durable = True
         except OSError as exc:
             if segment is not self._segments[-1]:
                 segment.close()
@@ -908,7 +923,9 @@ class PartitionLog:
 
     def flush_plan(self) -> FlushPlan | None:
         """A plan to fsync everything written so far (see flush.py), or None when there
-        is nothing to flush or the log is closed or offline. The unflushed count and
+        is nothing to flush or the log is closed or offline. Until a plan with the
+        directory succeeded, a partition made without its directory fsync has the plan
+        fsync the directory too. The unflushed count and
         age restart from the plan: call `finish_flush(plan)` after running it (or
         instead, if it will not run)."""
         if self._closed or self._offline_reason is not None:
@@ -919,7 +936,11 @@ class PartitionLog:
         covers = self._unflushed.take()
         try:
             return FlushPlan(
-                fd=active.fd, path=active.log_path, end_offset=self.log_end_offset, covers=covers
+                fd=active.fd,
+                path=active.log_path,
+                end_offset=self.log_end_offset,
+                covers=covers,
+                directory=None if self._directory_durable else self._directory,
             )
         except OSError as exc:  # opening or duplicating the descriptor
             raise self._storage_error(exc, "flush", fatal=True) from exc
@@ -941,8 +962,11 @@ class PartitionLog:
         disk is unknown). A plan that never ran is discarded and its records count as
         unflushed again. A successful fsync makes readable the records of every
         deferred policy flush it covers (its own and earlier ones) and announces them."""
-        if self._held and plan.done and plan.error is None:
-            self._release(plan.end_offset)
+        if plan.done and plan.error is None:
+            if plan.directory is not None:
+                self._directory_durable = True
+            if self._held:
+                self._release(plan.end_offset)
         if not plan.done:
             if not plan.discard():
                 logger.warning("%r is finished while still running; its outcome is lost", plan)

@@ -12,8 +12,10 @@ fsyncs stay off the event loop); the manager then adopts the change on its owner
 broker a durable write to the metadata log; a crash then leaves the change listed,
 and partition directories it lacks are made on the next start), then makes each new
 partition directory durable (`topics.prepare_partition_directory`: an empty segment
-and partition.metadata), then opens their logs: new objects nobody holds until the
-owner adopts them (or `discard`s them). A directory that already existed is left
+and partition.metadata; for an internal topic, made by the broker at start, the
+partitions' own directories are fsynced at each one's first flush instead:
+docs/startup.md), then opens their logs: new objects nobody holds until the owner
+adopts them (or `discard`s them). A directory that already existed is left
 alone, for the owner's open to decide whose it is (its stray check). The catalog's
 adoption of the record (`adopt`) runs on the owner, first thing in the finish.
 """
@@ -57,12 +59,13 @@ class TopicWrite:
     def run(self) -> None:
         """The change's disk work, once, on any thread. Raises LogError
         KAFKA_STORAGE_ERROR naming the change (nothing opened is left open then)."""
+        sync = not self.info.internal
         with storage_errors(self.context):
             self.pending = self.catalog.record(self.info)
             fresh = [
                 index
                 for index, directory in self.new_partitions.items()
-                if prepare_partition_directory(directory, self.info.topic_id)
+                if prepare_partition_directory(directory, self.info.topic_id, sync=sync)
             ]
             if fresh:
                 fsync_directory(self.data_dir)
@@ -73,6 +76,7 @@ class TopicWrite:
                     config=self.partition_config,
                     clock=self.clock,
                     events=self.events.for_partition(self.info.name, index),
+                    directory_durable=sync,
                 )
         except LogError:
             self.discard()

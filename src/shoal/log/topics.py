@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from shoal import limits
 from shoal.config import TOPIC_KEYS, ConfigError, parse_properties, render, validate_topic_configs
 from shoal.log.api import LogError, TopicInfo
-from shoal.log.fileio import read_file, write_atomic
+from shoal.log.fileio import fsync_directory, read_file, write_atomic, write_file
 from shoal.log.segment import Segment
 from shoal.protocol.errors import ErrorCode
 
@@ -198,9 +198,12 @@ def load_or_create_meta(
 # -- partition.metadata
 
 
+def _partition_metadata(topic_id: uuid.UUID) -> bytes:
+    return f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n".encode()
+
+
 def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
-    text = f"version: 0\ntopic_id: {uuid_to_base64(topic_id)}\n"
-    write_atomic(directory / PARTITION_METADATA_FILE, text.encode())
+    write_atomic(directory / PARTITION_METADATA_FILE, _partition_metadata(topic_id))
 
 
 def read_partition_metadata(directory: Path) -> uuid.UUID | None:
@@ -218,15 +221,25 @@ def read_partition_metadata(directory: Path) -> uuid.UUID | None:
     return None
 
 
-def prepare_partition_directory(directory: Path, topic_id: uuid.UUID) -> bool:
+def prepare_partition_directory(directory: Path, topic_id: uuid.UUID, *, sync: bool) -> bool:
     """Create `directory` as a new, empty partition: one empty segment at offset 0 and
-    its partition.metadata, durable (the parent's entry is not: fsync the parent
-    after). Returns False, touching nothing, if the directory exists: opening the
-    partition decides whose it is. Safe on any thread."""
+    its partition.metadata; with `sync`, their entries durable (the parent's entry is
+    not: fsync the parent after). Without `sync` nothing is fsynced, and the partition's
+    log must be opened with `directory_durable=False`: its first flush fsyncs the
+    directory (PartitionLog's invariants, as Kafka's `LocalLog.flush`); before any
+    record of it is durable a crash can only lose what opening makes again, the empty
+    segment and partition.metadata. The latter is never fsynced here: it repeats the
+    topic catalog (the metadata log, written durably first), and `LogManager` writes
+    it again, durably, when it is missing, empty, cut or unreadable. A fresh broker
+    makes the 100 partitions of `__consumer_offsets` and `__share_group_state` at
+    start without `sync` (docs/startup.md). Returns False, touching nothing, if the
+    directory exists: opening the partition decides whose it is. Safe on any thread."""
     try:
         directory.mkdir()
     except FileExistsError:
         return False
     Segment.create(directory, 0).close()
-    write_partition_metadata(directory, topic_id)  # fsyncs the directory too
+    write_file(directory / PARTITION_METADATA_FILE, _partition_metadata(topic_id), sync=False)
+    if sync:
+        fsync_directory(directory)
     return True

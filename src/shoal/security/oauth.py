@@ -17,6 +17,8 @@ The JWS and JWK mechanics (compact serialization, JWK parsing, signature verific
 here is Kafka's part: which claims are required and how, the time checks against the
 caller's clock (PyJWT's would read the wall clock), the principal and scope claims,
 the unsecured validator's rules, and the refusals worded for the broker's log.
+PyJWT (with `cryptography`, a tenth of the broker's imports) is imported on first use,
+not at start-up (docs/startup.md).
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
-
-import jwt
-from jwt import PyJWK
+from typing import TYPE_CHECKING, Any, cast
 
 from shoal import limits
+
+if TYPE_CHECKING:
+    from jwt import PyJWK
 
 TOKEN_BYTES_MAX = limits.OAUTHBEARER_MESSAGE_BYTES_MAX
 
@@ -73,6 +75,8 @@ def parse_client_message(raw: bytes) -> str:
 
 def _unverified(token: str) -> tuple[dict[str, Any], str]:
     """A compact JWS's header and its signature part, unverified (PyJWT's parsing)."""
+    import jwt  # on first use (module docstring)
+
     if token.count(".") != 2:
         raise TokenInvalid("token is not a compact JWS (three dot-separated parts)")
     try:
@@ -179,6 +183,8 @@ def load_jwks(document: str) -> dict[str, VerificationKey]:
     """The signature keys of a JWK set (RFC 7517) by key id, parsed by PyJWT (RSA, EC
     P-256/384/521 and Ed25519 keys). Encryption keys (`use` other than `sig`) and keys
     PyJWT cannot read are left out, as Kafka's key resolver passes over them."""
+    import jwt  # on first use (module docstring)
+
     try:
         keys = json.loads(document)["keys"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -190,7 +196,7 @@ def load_jwks(document: str) -> dict[str, VerificationKey]:
         if not isinstance(data, dict) or data.get("use", "sig") != "sig":
             continue
         try:
-            jwk = PyJWK(data)
+            jwk = jwt.PyJWK(data)
         except (jwt.PyJWTError, ValueError, TypeError):
             continue
         algorithms = (
@@ -214,6 +220,8 @@ def _claims(
 ) -> dict[str, Any]:
     """The token's claims, its signature (unless `options` say not) and its `aud` and
     `iss` checked by PyJWT; TokenInvalid in Shoal's words."""
+    import jwt  # on first use (module docstring)
+
     try:
         claims: dict[str, Any] = jwt.decode(
             token,
@@ -279,6 +287,8 @@ class JwksValidator:
 def unsecured_token(principal: str, *, issued_ms: int, lifetime_ms: int, scope: str = "") -> str:
     """A development token as librdkafka's `sasl.oauthbearer.config=principal=...` makes
     (header `{"alg":"none"}`, no signature)."""
+    import jwt  # on first use (module docstring)
+
     claims: dict[str, Any] = {
         "sub": principal,
         "iat": issued_ms / 1000,

@@ -36,7 +36,9 @@ import contextlib
 import logging
 import resource
 import socket
+from collections.abc import Callable
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 from shoal import limits
 from shoal.clock import Clock, SystemClock
@@ -58,8 +60,7 @@ from shoal.server.net import idle
 from shoal.server.net.connection import serve_connection
 from shoal.server.net.listeners import Listeners, Transport
 from shoal.server.net.sasl import SaslService
-from shoal.server.net.warmup import warm_up
-from shoal.server.observability.http_listener import HttpListener
+from shoal.server.net.warmup import WARM_START_DELAY_S, warm_up
 from shoal.server.observability.latency_trace import TRACE
 from shoal.server.observability.metrics import BrokerMetrics
 from shoal.server.observability.metrics_collectors import broker_collectors
@@ -79,6 +80,9 @@ from shoal.server.services.share_state import ShareStateService
 from shoal.server.services.timers import FLUSH_CHECK_INTERVAL_MS, PeriodicTimer, TimerDriver
 from shoal.server.services.txn_service import TxnService
 from shoal.share.persister import Persister
+
+if TYPE_CHECKING:
+    from shoal.server.observability.http_listener import HttpListener
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +327,8 @@ class Broker:
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
         # latency (docs/latency.md): load the hot APIs' message schemas now, then gc.freeze
         self._warmup = asyncio.create_task(
-            warm_up(self.handlers, stopping=lambda: self.stopping), name="shoal-warmup"
+            warm_up(self.handlers, stopping=lambda: self.stopping, delay_s=WARM_START_DELAY_S),
+            name="shoal-warmup",
         )
         log.info(
             "shoal broker %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
@@ -340,7 +345,9 @@ class Broker:
         address = self.config.metrics_listener
         if address is None:
             return
-        from shoal.server.observability.http_app import build_app  # starlette only when asked for
+        # uvicorn and starlette only when asked for (docs/startup.md)
+        from shoal.server.observability.http_app import build_app
+        from shoal.server.observability.http_listener import HttpListener
 
         self.http = HttpListener(build_app(self.services), host=address[0], port=address[1])
         await self.http.start()
@@ -511,15 +518,18 @@ class Broker:
             log.info("retention freed %d bytes", freed)
 
 
-async def run_broker(config: BrokerConfig) -> None:
+async def run_broker(config: BrokerConfig, *, started: Callable[[], None] | None = None) -> None:
     """Run a broker until SIGTERM or SIGINT, then shut down gracefully. The data
     directory's lock (server/services/data_dir_lock.py) is taken before anything there is read
-    and held until the broker has stopped; DataDirLocked if another process holds it."""
+    and held until the broker has stopped; DataDirLocked if another process holds it.
+    `started` is called once the listeners are bound."""
     import signal
 
     with data_dir_lock(config.data_dir):
         broker = Broker(config)
         await broker.start()
+        if started is not None:
+            started()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):

@@ -9,7 +9,10 @@ file drawn on its own, so one log may keep a write another lost). The model cove
 appended bytes, the log's own writing pattern (segments are appended; small files are
 replaced whole by `write_atomic`, whose temp file is fsynced before the rename); a
 write in place below a file's durable size, and directory entries, are taken as
-durable (the log fsyncs its directory after creating a segment).
+durable (the log fsyncs a directory after creating a segment in it; an internal
+topic partition's, made at start, at its first flush). A new partition's
+partition.metadata is written without an fsync, so a power loss may cut it: opening
+rewrites it.
 
 Also owns tearing: cutting the tail of a segment file, the last write of a crashed
 process half-done. No randomness here beyond the generator it is handed.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from shoal.log.api import LogError
 from shoal.log.flush import FlushPlan
 from shoal.log.manager import LogManager
 from shoal.log.partition import PartitionLog
+from shoal.log.topics import prepare_partition_directory
 from shoal.protocol.errors import ErrorCode
-from tests.unit.log.batches import headers_of, make_batch
+from tests.unit.log.batches import append, headers_of, make_batch
 from tests.unit.log.conftest import LogOpener
 
 
@@ -187,3 +189,58 @@ def test_a_flush_is_due_once_unflushed_bytes_pass_the_limit(
     plan.run()
     log.finish_flush(plan)
     assert log.flush_plan_if_due(now_ms=clock.monotonic_ms()) is None
+
+
+def test_a_partition_made_without_its_directory_fsync_has_its_first_flush_do_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An internal topic's partitions are made at start without a directory fsync
+    # (log/topics.py): their first flush makes the segment's entry durable with the
+    # records, as Kafka's LocalLog.flush does for a new segment, in the plan (off the
+    # loop); later flushes fsync the file only.
+    directory = tmp_path / "t-0"
+    assert prepare_partition_directory(directory, uuid.uuid4(), sync=False)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    segment = str(directory / "00000000000000000000.log")
+    log = PartitionLog.open(
+        directory=directory, config={}, clock=ManualClock(), directory_durable=False
+    )
+    assert synced == []  # neither making nor opening an empty partition fsyncs
+    append(log, make_batch(1))
+    plan = log.flush_plan()
+    assert plan is not None and plan.directory == directory and synced == []
+    plan.run()  # on any thread: the file, then the directory
+    log.finish_flush(plan)
+    assert synced == [segment, str(directory)]
+    append(log, make_batch(1, seed=1))
+    log.flush()
+    assert synced[2:] == [segment]
+    log.abandon()
+    # a plan that never ran leaves the directory to the next one
+    synced.clear()
+    reopened = PartitionLog.open(
+        directory=directory, config={}, clock=ManualClock(), directory_durable=False
+    )
+    append(reopened, make_batch(1, seed=2))
+    unrun = reopened.flush_plan()
+    assert unrun is not None
+    reopened.finish_flush(unrun)
+    reopened.flush()
+    assert synced == [segment, str(directory)]
+    reopened.abandon()
+    # a partition made with `sync` is opened durable: its flushes fsync the file only
+    other = tmp_path / "t-1"
+    assert prepare_partition_directory(other, uuid.uuid4(), sync=True)
+    synced.clear()
+    durable = PartitionLog.open(directory=other, config={}, clock=ManualClock())
+    append(durable, make_batch(1))
+    durable.flush()
+    assert synced[-1:] == [str(other / "00000000000000000000.log")]
+    durable.abandon()

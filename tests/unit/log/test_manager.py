@@ -446,3 +446,31 @@ def test_a_partition_dir_of_a_topic_the_catalog_does_not_hold_is_stray(
     assert reopened.topic("t") is None
     names = [p.name for p in data_dir.iterdir() if p.is_dir()]
     assert len(names) == 1 and names[0].startswith("t-0.") and names[0].endswith("-stray")
+
+
+@pytest.mark.parametrize("left", [b"", b"\0" * 40, b"version: 0\ntopic_"])
+@pytest.mark.parametrize("internal", [False, True])
+def test_a_partition_metadata_lost_in_a_crash_is_written_again_from_the_catalog(
+    open_manager: Opener, data_dir: Path, fsync_calls: list[int], left: bytes, internal: bool
+) -> None:
+    # A new partition's partition.metadata is not fsynced (it repeats the catalog, which
+    # is): a crash may leave it empty, zeroed or cut. The next open writes it again,
+    # and the partition keeps its flushed records; it is not taken for another topic's.
+    manager = open_manager()
+    before = len(fsync_calls)
+    info = manager.create_topic("t", partitions=4, configs={}, internal=internal)
+    # the catalog's write and the data directory; then each new partition's directory,
+    # except for an internal topic's (made at start: fsynced at its first flush)
+    assert len(fsync_calls) - before == 2 + (0 if internal else 4), fsync_calls[before:]
+    log = manager.partition("t", 2)
+    assert log is not None
+    append(log, make_batch(1))
+    log.flush()
+    manager.abandon()
+    (data_dir / "t-2" / "partition.metadata").write_bytes(left)
+    reopened = open_manager()
+    again = reopened.partition("t", 2)
+    assert again is not None and again.log_end_offset == 1
+    assert not any(p.name.endswith("-stray") for p in data_dir.iterdir())
+    text = (data_dir / "t-2" / "partition.metadata").read_text()
+    assert text == f"version: 0\ntopic_id: {uuid_to_base64(info.topic_id)}\n"

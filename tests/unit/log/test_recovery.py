@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from shoal.log.segment import Segment
+from shoal.protocol.record_batch import BatchHeader
 from tests.unit.log.batches import BASE_TIMESTAMP_MS, append, make_batch, stored
 from tests.unit.log.conftest import LogOpener
 
@@ -270,3 +273,39 @@ def test_a_base_offset_out_of_line_in_the_active_segment_is_cut_off(
     reopened = open_log()
     assert reopened.log_end_offset == 4
     assert reopened.read(0, max_bytes=1 << 20).records == _expected(batches[:2])
+
+
+def test_a_crash_rescans_only_the_active_segment(
+    open_log: LogOpener, log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kafka recovers only the segments past its recovery point; here every sealed
+    # segment was fsynced at its roll, so after a crash only the active one is read
+    # batch by batch (CRC) and the sealed ones only from their last index entry
+    # (docs/startup.md, "Recovery after kill -9").
+    config = {"segment_bytes": 20_000, "index_interval_bytes": 1024}
+    batches, end = _fill(open_log, 400, **config)
+    segments = _log_files(log_dir)
+    assert len(segments) >= 5
+    scanned: list[tuple[int, bool]] = []
+    walked: dict[int, int] = {}
+    real_scan, real_headers = Segment.scan, Segment.headers
+
+    def scan(self: Segment, **kwargs: Any) -> int | None:
+        scanned.append((self.base_offset, kwargs["verify_crc"]))
+        return real_scan(self, **kwargs)
+
+    def headers(self: Segment, position: int = 0, **kwargs: Any) -> Iterator[BatchHeader]:
+        walked[self.base_offset] = walked.get(self.base_offset, 0) + self.size_bytes - position
+        return real_headers(self, position, **kwargs)
+
+    monkeypatch.setattr(Segment, "scan", scan)
+    monkeypatch.setattr(Segment, "headers", headers)
+    log = open_log(**config)
+    active = Segment.open_existing(log_dir, int(segments[-1].name.removesuffix(".log")))
+    assert scanned == [(active.base_offset, True)]
+    batch_bytes = max(len(stored(b, base_offset=0)) for b in batches)
+    for path in segments[:-1]:
+        base = int(path.name.removesuffix(".log"))
+        assert walked.get(base, 0) <= 1024 + batch_bytes, (path.name, walked)
+    assert log.log_end_offset == end
+    assert log.read(0, max_bytes=1 << 30).records == _expected(batches)

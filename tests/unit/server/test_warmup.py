@@ -8,8 +8,15 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import time
 
-from shoal.server.net.warmup import HOT_APIS, newest_warmed, warm_steps, warm_up
+from shoal.server.net.warmup import (
+    HOT_APIS,
+    WARM_START_DELAY_S,
+    newest_warmed,
+    warm_steps,
+    warm_up,
+)
 from shoal.server.registry import load_all_handlers
 
 _PROBE = textwrap.dedent(
@@ -69,3 +76,25 @@ def test_a_stopping_broker_stops_the_warm_up() -> None:
     calls = iter([False, False, True])
     loaded = asyncio.run(warm_up(load_all_handlers(), stopping=lambda: next(calls)))
     assert loaded == 2
+
+
+def test_the_warm_up_begins_after_its_delay() -> None:
+    # The broker gives its first requests the loop before warming (WARM_START_DELAY_S):
+    # nothing is loaded until the delay has passed.
+    asked: list[float] = []
+
+    async def run(delay_s: float) -> tuple[float, int]:
+        began = time.monotonic()
+        asked.clear()
+        loaded = await warm_up(
+            load_all_handlers(),
+            stopping=lambda: asked.append(time.monotonic()) or True,
+            delay_s=delay_s,
+        )
+        return asked[0] - began, loaded
+
+    waited, loaded = asyncio.run(run(0.2))
+    assert waited >= 0.2 and loaded == 0
+    waited, loaded = asyncio.run(run(0.0))
+    assert waited < 0.2 and loaded == 0
+    assert WARM_START_DELAY_S > 0

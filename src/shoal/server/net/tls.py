@@ -28,8 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-
 from shoal.config import BrokerConfig, ConfigError
 from shoal.security.acl import ANONYMOUS, KafkaPrincipal
 from shoal.security.principal_mapping import PrincipalMapper
@@ -170,6 +168,8 @@ class ListenerTls:
 
 def subject_dn(der: bytes) -> str:
     """A DER certificate's subject in RFC 2253 form (as Java's X500Principal prints it)."""
+    from cryptography import x509  # on a TLS handshake only, not at start-up (docs/startup.md)
+
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 

@@ -9,10 +9,14 @@ that arrives mid-run they were the p99 (docs/latency.md).
 `warm_up` is a task started with the listener: for the APIs on the per-record path and
 a client's start-up (`HOT_APIS`), it loads their newest served versions
 (`WARM_VERSIONS`), one version per loop pass, so broker start is not delayed and a
-request arriving meanwhile waits for one step at most. Other versions and APIs
-(admin) load on first use as before: warming versions nobody uses would only add
-stalls while clients are active. A thread was tried: competing for the GIL with the
-loop it took ~5 s on the shared machine and ran into the measured window.
+request arriving meanwhile waits for one step at most. It begins `WARM_START_DELAY_S`
+after the listener is bound: a request's way through the loop (accept, read, handle,
+write) takes several passes, and with a step in each the broker's first answer (a
+client's ApiVersions, a start-up probe's) came ~20 ms later (docs/startup.md).
+Other versions and APIs (admin) load on first use as before: warming versions nobody
+uses would only add stalls while clients are active. A thread was tried: competing
+for the GIL with the loop it took ~5 s on the shared machine and ran into the
+measured window.
 
 When it is done, `gc.freeze()` moves everything alive then (configs, loaded state,
 the message modules) to the permanent generation, so the collector's full passes no
@@ -37,6 +41,9 @@ HOT_APIS = (78, 79, 0, 76, 3, 18, 10, 1, 2, 8, 9, 11, 12, 13, 14, 22, 68)
 FindCoordinator, Fetch, ListOffsets, OffsetCommit, OffsetFetch, JoinGroup, Heartbeat,
 LeaveGroup, SyncGroup, InitProducerId, ConsumerGroupHeartbeat: in this order."""
 
+
+WARM_START_DELAY_S = 0.05
+"""How long after the listener is bound the warm-up begins (its first requests first)."""
 
 WARM_VERSIONS = 2
 """Served versions warmed per hot API, the newest ones (what current clients such as
@@ -66,10 +73,15 @@ def newest_warmed(handler: ApiHandler) -> int:
 
 
 async def warm_up(
-    handlers: Mapping[int, ApiHandler], *, stopping: Callable[[], bool] = lambda: False
+    handlers: Mapping[int, ApiHandler],
+    *,
+    stopping: Callable[[], bool] = lambda: False,
+    delay_s: float = 0.0,
 ) -> int:
-    """Load `warm_steps` one per loop pass, then `gc.freeze()`. Returns the number of
-    versions loaded (fewer if the broker started stopping)."""
+    """After `delay_s`, load `warm_steps` one per loop pass, then `gc.freeze()`. Returns
+    the number of versions loaded (fewer if the broker started stopping)."""
+    if delay_s > 0:
+        await asyncio.sleep(delay_s)
     started_ns = measure_ns()
     loaded = 0
     for key, version in warm_steps(handlers):
