@@ -58,6 +58,19 @@ START_TIMEOUT_S = 90.0
 INSTALL_TIMEOUT_S = 900.0
 """Maven's first resolution of the ~90 jars (about 60 MB)."""
 HEAP = "-Xmx768m"
+# What bin/kafka-server-start.sh and kafka-run-class.sh give the broker: the options
+# to measure Kafka's performance with.
+START_SCRIPT_JVM_OPTIONS = (
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+)
 """The reference broker's JVM heap: enough for a test's topics, small beside Shoal's."""
 
 TOOLS = {
@@ -408,8 +421,12 @@ class KafkaBroker:
         port: int = 0,
         log_path: Path | None = None,
         sasl: SaslListener | None = None,
+        jvm_options: Sequence[str] = (HEAP, "-XX:TieredStopAtLevel=1"),
     ) -> None:
+        """`jvm_options`: the tests' small heap and quick-start JIT by default; the
+        benchmarks pass `START_SCRIPT_JVM_OPTIONS`."""
         self.data_dir = data_dir
+        self.jvm_options = list(jvm_options)
         self.overrides = list(overrides)
         self.port = port
         self.controller_port = 0
@@ -499,8 +516,7 @@ class KafkaBroker:
         self.process = subprocess.Popen(
             [
                 "java",
-                HEAP,
-                "-XX:TieredStopAtLevel=1",
+                *self.jvm_options,
                 f"-Dlog4j2.configurationFile={_log_config('INFO')}",
                 "-cp",
                 classpath(),
