@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -248,6 +249,33 @@ def report(broker: str, name: str, r: dict[str, float]) -> None:
     )
 
 
+def summarize(rounds: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Medians per broker and phase (records/s, rate after the first record, broker
+    us per record, client CPU s), printed with each broker's ratio to Kafka's rate."""
+    medians: dict[str, dict[str, dict[str, float]]] = {}
+    for broker in dict.fromkeys(r["broker"] for r in rounds):
+        mine = [r for r in rounds if r["broker"] == broker]
+        phases = [k for k, v in mine[0].items() if isinstance(v, dict)]
+        medians[broker] = {
+            phase: {
+                key: statistics.median(r[phase][key] for r in mine)
+                for key in ("records_per_s", "broker_us_per_record", "client_cpu_s")
+            }
+            for phase in phases
+        }
+    print(f"\nmedians of {len(rounds)} runs ({', '.join(medians)}); ratio: records/s to Kafka's")
+    for broker, phases in medians.items():
+        for phase, m in phases.items():
+            kafka = medians.get("kafka", {}).get(phase)
+            ratio = f"{m['records_per_s'] / kafka['records_per_s']:6.2f}" if kafka else "     -"
+            print(
+                f"{broker:<6} {phase:<18} {m['records_per_s']:>10,.0f}/s "
+                f"{m['broker_us_per_record']:>6.1f} us/rec broker "
+                f"{m['client_cpu_s']:>6.2f} s client  x{ratio}"
+            )
+    return medians
+
+
 def run_kafka(tmp: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     broker = kafka_reference.KafkaBroker(
         tmp / "kafka",
@@ -317,9 +345,15 @@ def main(argv: list[str] | None = None) -> int:
             args.current = name
             with tempfile.TemporaryDirectory(prefix=f"pair-{name}-") as tmp:
                 rounds.append({"broker": name, "round": index, **runners[name](Path(tmp), args)})
+    summary = summarize(rounds)
     out = save_result(
         "throughput_pair",
-        {"machine": machine(), "settings": vars(args) | {"current": None}, "rounds": rounds},
+        {
+            "machine": machine(),
+            "settings": vars(args) | {"current": None},
+            "rounds": rounds,
+            "medians": summary,
+        },
     )
     print(f"results: {out}")
     return 0
