@@ -281,6 +281,7 @@ def run_kafka(tmp: Path, args: argparse.Namespace) -> dict[str, dict[str, float]
         tmp / "kafka",
         overrides=OVERRIDES,
         jvm_options=kafka_reference.START_SCRIPT_JVM_OPTIONS,
+        test_properties=False,
     ).start()
     try:
         assert broker.process is not None

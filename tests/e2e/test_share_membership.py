@@ -157,3 +157,59 @@ def test_two_consumers_forming_a_group_split_a_fresh_topic(brokers: Brokers) -> 
     )
     assert len(assigned) == 2 and sorted(len(a) for a in assigned) == [2, 2], assigned
     assert set(assigned[0]).isdisjoint(assigned[1])
+
+
+FORMATION_BOUND_S = 2.0
+"""Every member's first record, after its subscribe, with the default 5 s share
+heartbeat interval: generous against a loaded machine, yet well short of the one
+heartbeat interval a member waited when its join was answered before the
+share-partition initialisation (the first member got nothing until its second
+heartbeat, 5 s later)."""
+
+
+def test_four_consumers_on_four_partitions_get_records_within_the_default_heartbeat(
+    brokers: Brokers,
+) -> None:
+    """Four ShareConsumers subscribe back to back to a fresh 4-partition topic with
+    records in every partition, on a broker with the default share heartbeat
+    interval (5 s): each receives records within `FORMATION_BOUND_S` of its
+    subscribe, and every partition delivers within that bound too. Each member stops
+    polling once it has a record, so that the others' records stay available."""
+    broker = brokers.start()  # the default group.share.heartbeat.interval.ms (5 s)
+    topic = topic_name("formation4")
+    create_topic(broker.bootstrap, topic, partitions=4)
+    group = share_group(broker.bootstrap, topic_name("formation4-group"))
+    for partition in range(4):
+        produce_values(
+            broker.bootstrap,
+            topic,
+            (b"%d" % i for i in range(1000)),
+            partition=partition,
+            flush_every=50,
+        )
+    consumers: list[ShareConsumer] = []
+    subscribed: list[float] = []
+    first: dict[int, float] = {}
+    partition_first: dict[int, float] = {}
+    try:
+        for _ in range(4):
+            subscribed.append(time.monotonic())
+            consumers.append(share_consumer(broker.bootstrap, group, [topic], max_poll_records=20))
+        deadline = time.monotonic() + WAIT_S
+        while (len(first) < 4 or len(partition_first) < 4) and time.monotonic() < deadline:
+            for index, consumer in enumerate(consumers):
+                if index in first and len(partition_first) == 4:
+                    continue
+                batch = consumer.poll(0.01)
+                now = time.monotonic()
+                for message in batch:
+                    assert message.error() is None, message.error()
+                    first.setdefault(index, now - subscribed[index])
+                    partition_first.setdefault(int(message.partition() or 0), now - subscribed[0])
+    finally:
+        close_all(consumers)
+    print(f"seconds to each member's first record {first}, to each partition's {partition_first}")
+    assert sorted(first) == [0, 1, 2, 3], f"members without records in {WAIT_S} s: {first}"
+    assert max(first.values()) < FORMATION_BOUND_S, f"seconds to each member's first: {first}"
+    assert sorted(partition_first) == [0, 1, 2, 3], partition_first
+    assert max(partition_first.values()) < FORMATION_BOUND_S, partition_first

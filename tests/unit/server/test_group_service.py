@@ -147,6 +147,40 @@ def test_one_partition_is_shared_by_both_members_from_their_joins() -> None:
     run(f, body)
 
 
+def test_four_members_forming_a_group_each_get_partitions_in_their_join_replies() -> None:
+    """Four members join a new group on four partitions, one after another, with no
+    clock movement: every join reply carries partitions (the first one all four, as
+    the initialisation it started completed before the answer; each later one its
+    share of the new target), and each member's next heartbeat at its epoch leaves
+    the four with one partition each. Answering the first join before the
+    initialisation left that member without partitions until its second heartbeat,
+    a heartbeat interval (5 s by default) later."""
+    f = Fixture()
+    four = TopicMetadata(topic_id=uuid.UUID(int=0x79), name="four", partition_count=4)
+    f.topics.append(four)
+    f.service.topics_changed()
+
+    def partitions(reply: ShareGroupHeartbeatResponse) -> tuple[int, ...]:
+        assert reply.error is None, reply
+        return tuple(p for tp in reply.assignment or () for p in tp.partitions)
+
+    async def body() -> None:
+        start = f.clock.monotonic_ms()
+        joins = [f.heartbeat(f"m{i}", 0, ["four"]) for i in range(4)]
+        assert partitions(joins[0]) == (0, 1, 2, 3), "the first member: every partition"
+        assert all(partitions(reply) for reply in joins), [partitions(r) for r in joins]
+        settled = [f.heartbeat(f"m{i}", joins[i].member_epoch) for i in range(4)]
+        final = [
+            partitions(r) if r.assignment is not None else partitions(j)
+            for r, j in zip(settled, joins, strict=True)
+        ]
+        assert sorted(p for share in final for p in share) == [0, 1, 2, 3], final
+        assert all(len(share) == 1 for share in final), final
+        assert f.clock.monotonic_ms() == start
+
+    run(f, body)
+
+
 def test_failed_initialisation_answers_the_join_without_partitions() -> None:
     """When the persister refuses the initialisation, the epoch does not move and
     the join is answered as before (nothing assignable), with no second pass."""

@@ -1,0 +1,51 @@
+"""The side-by-side benchmark's pure parts (bench/peers/): Redis's version and config,
+the RESP command of the recovery fill, the peak sampler, the latency summary."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+from bench.peers.ops import PeakSampler, resp_command
+from bench.peers.redis import config_text, upstream_version
+from bench.peers.redis_streams import latency_summary
+
+
+def test_upstream_version_drops_the_epoch_and_the_debian_revision() -> None:
+    assert upstream_version("5:7.0.15-1~deb12u10") == "7.0.15"
+    assert upstream_version("7.0.15-1") == "7.0.15"
+    assert upstream_version("7.0.15") == "7.0.15"
+
+
+def test_redis_config_is_durable_and_loopback_only(tmp_path: Path) -> None:
+    text = config_text(tmp_path / "data", 6390, tmp_path / "redis.log")
+    lines = dict(line.split(" ", 1) for line in text.splitlines())
+    assert lines["bind"] == "127.0.0.1"
+    assert lines["protected-mode"] == "yes"
+    assert lines["port"] == "6390"
+    assert lines["dir"] == str(tmp_path / "data")
+    assert lines["appendonly"] == "yes"
+    assert lines["appendfsync"] == "everysec"
+    assert lines["save"] == '""'
+    assert lines["auto-aof-rewrite-percentage"] == "0"
+
+
+def test_resp_command_is_an_array_of_bulk_strings() -> None:
+    assert resp_command(b"XADD", b"t", b"*", b"d", b"\r\n") == (
+        b"*5\r\n$4\r\nXADD\r\n$1\r\nt\r\n$1\r\n*\r\n$1\r\nd\r\n$2\r\n\r\n\r\n"
+    )
+
+
+def test_peak_sampler_keeps_the_largest_reading() -> None:
+    readings = itertools.chain([5, 9, 3], itertools.repeat(4))
+    with PeakSampler(lambda: next(readings), interval_s=0.001) as sampler:
+        while sampler.samples < 5:
+            time.sleep(0.001)
+    assert sampler.peak == 9
+
+
+def test_latency_summary_in_milliseconds_nearest_rank() -> None:
+    latencies = {seq: (1001 - seq) * 1_000_000 for seq in range(1, 1001)}  # 1000..1 ms
+    summary = latency_summary(latencies)
+    assert summary == {"p50_ms": 500.0, "p99_ms": 990.0, "p999_ms": 999.0, "max_ms": 1000.0}
