@@ -17,7 +17,9 @@ partition count P in the combinations it produces R records of V-byte random val
 (b) share N x P: N ShareConsumers, each in a process of its own, in one new share
     group (share.auto.offset.reset=earliest), implicit acknowledgement (each poll
     accepts the previous poll's records; a final commit_sync accepts the last), read
-    all R records with default settings (max.poll.records 500). Processes rather
+    all R records with default settings (max.poll.records 500); with --ack explicit
+    each consumer calls acknowledge(ACCEPT) per record instead, and the next poll's
+    ShareFetch carries the acknowledgements. Processes rather
     than threads: the per-record Python work (Message objects) holds the GIL, so N
     threads in one interpreter would share one core's worth of it, while the broker
     itself is one event loop on one core; on a 2-core machine, processes let the
@@ -207,16 +209,20 @@ def share_worker(
     total: Any,  # multiprocessing.Value("q")
     ready: Any,  # multiprocessing.Barrier
     results: Any,  # multiprocessing.Queue
+    explicit: bool = False,
 ) -> None:
-    """One ShareConsumer process: implicit mode until the group has `records`."""
+    """One ShareConsumer process until the group has `records`: implicit mode, or
+    with `explicit` acknowledge(ACCEPT) of each record, which the next poll carries
+    (piggybacked on its ShareFetch); commit_sync at the end accepts the last poll's."""
     ready.wait()
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "share.acknowledgement.mode": "implicit",
+            "share.acknowledgement.mode": "explicit" if explicit else "implicit",
         }
     )
+    acknowledge = consumer.acknowledge
     consumer.subscribe([topic])
     subscribed = time.monotonic()
     seen = array("q")
@@ -242,11 +248,13 @@ def share_worker(
                 seen.append(int(message.partition() or 0) << 40 | int(message.offset() or 0))
                 if message.delivery_count() != 1:
                     redelivered += 1
+                if explicit:
+                    acknowledge(message, AcknowledgeType.ACCEPT)
             with total.get_lock():
                 total.value += len(batch)
             if error:
                 break
-        consumer.commit_sync(60)  # accepts the last poll's records
+        consumer.commit_sync(60)  # acknowledges the last poll's records
     finally:
         consumer.close()
     results.put(
@@ -270,7 +278,11 @@ def share_phase(
     records: int,
     value_bytes: int,
     meter: CpuMeter,
+    explicit: bool = False,
+    produce_during: Any = None,  # Callable[[], None]
 ) -> Phase:
+    """`produce_during`: called once the consumers are started and the meter runs (an
+    end-to-end phase: the topic is written while the group drains it)."""
     context = mp.get_context("spawn")  # never fork a process with librdkafka threads
     group = f"bench-share-{consumers}x{partitions}-{time.monotonic_ns()}"
     set_group(bootstrap, group)
@@ -279,7 +291,8 @@ def share_phase(
     results = context.Queue()
     workers = [
         context.Process(
-            target=share_worker, args=(bootstrap, group, topic, records, total, ready, results)
+            target=share_worker,
+            args=(bootstrap, group, topic, records, total, ready, results, explicit),
         )
         for _ in range(consumers)
     ]
@@ -287,6 +300,8 @@ def share_phase(
         worker.start()
     ready.wait(120)  # every worker has imported confluent_kafka and is about to start
     with meter:
+        if produce_during is not None:
+            produce_during()
         outcomes = [results.get(timeout=PHASE_TIMEOUT_S) for _ in workers]
         for worker in workers:
             worker.join(60)
@@ -466,6 +481,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         records=args.records,
                         value_bytes=args.value_bytes,
                         meter=meter,
+                        explicit=args.ack == "explicit",
                     )
                 )
                 print(row(phases[-1]), flush=True)
@@ -490,7 +506,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "combos": args.combos,
             "broker_overrides": list(BROKER_OVERRIDES),
             "producer": "acks=all linger.ms=5 batch.size=1MB compression=none, no keys",
-            "share_consumers": "one process each, implicit mode, default settings",
+            "share_consumers": f"one process each, {args.ack} mode, default settings",
         },
         "phases": [
             {**asdict(p), "records_per_s": p.records_per_s, "mb_per_s": p.mb_per_s} for p in phases
@@ -512,6 +528,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--latency-records", type=int, default=20_000, help="L per variant (default 20,000)"
+    )
+    parser.add_argument(
+        "--ack",
+        choices=("implicit", "explicit"),
+        default="implicit",
+        help="share phases: implicit mode, or acknowledge(ACCEPT) of each record (explicit)",
     )
     parser.add_argument("--quick", action="store_true", help="a tiny run (5,000 records)")
     args = parser.parse_args(argv)

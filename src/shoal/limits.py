@@ -85,8 +85,9 @@ OUT_OF_ORDER_SEQUENCE_NUMBER."""
 PRODUCER_ID_BLOCK_SIZE: Final = 1_000
 """Producer ids reserved on disk at a time; a crash skips at most this many ids."""
 READ_POSITIONS_CACHED: Final = 16
-"""Per partition log: remembered (offset -> file position) ends of recent reads and
-appends, so a sequential consumer's next read needs no index lookup."""
+"""Per partition log: remembered (offset -> file position) ends of recent reads, and
+as many starts of recent appends (kept apart: appends do not push out read ends), so a
+sequential consumer's next read needs no index lookup."""
 PRODUCER_SNAPSHOTS_KEPT: Final = 2
 """Producer-state snapshot files kept per partition (older ones are deleted)."""
 LOG_UNFLUSHED_BYTES_MAX: Final = 64 * 1024 * 1024

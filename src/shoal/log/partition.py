@@ -135,6 +135,12 @@ class PartitionLog:
         self._producers = loaded.producers
         self._size_bytes = sum(s.size_bytes for s in self._segments)
         self._read_positions: dict[int, tuple[Segment, int]] = {}
+        """Offset -> (segment, position) where recent reads ended: a sequential
+        reader's next read starts there."""
+        self._append_positions: dict[int, tuple[Segment, int]] = {}
+        """The same for the starts of recent appends (a reader at the log end reads
+        from one), kept apart so that a burst of appends between a reader's two
+        reads does not push out where its last read ended."""
         self._deleted_paths: list[Path] = []
         self._unflushed = Unflushed()
         self._directory_durable = directory_durable
@@ -420,7 +426,7 @@ class PartitionLog:
             fatal = isinstance(exc, WriteNotUndone)
             raise self._storage_error(exc, operation, fatal=fatal) from exc
         self._size_bytes += size
-        self._remember_position(base_offset, active, position)
+        self._remember_position(self._append_positions, base_offset, active, position)
         self._unflushed.add(records=count, size_bytes=size, since_ms=now_ms)
         return stored
 
@@ -564,7 +570,7 @@ class PartitionLog:
         if headers:
             final = headers[-1]
             next_offset = final.base_offset + final.last_offset_delta + 1  # its next_offset
-            self._remember_position(next_offset, segment, position)
+            self._remember_position(self._read_positions, next_offset, segment, position)
         return parts, headers
 
     @staticmethod
@@ -581,7 +587,7 @@ class PartitionLog:
         [log start, log end)), or of the next batch if `offset` was lost in a gap."""
         index = bisect_right(self._bases, offset) - 1
         segment = self._segments[index]
-        cached = self._read_positions.get(offset)
+        cached = self._read_positions.get(offset) or self._append_positions.get(offset)
         if cached is not None and cached[0] is segment:
             return index, cached[1]
         position = segment.locate(offset)
@@ -592,8 +598,16 @@ class PartitionLog:
                 return later, 0
         return len(self._segments) - 1, self._segments[-1].size_bytes
 
-    def _remember_position(self, offset: int, segment: Segment, position: int) -> None:
-        positions = self._read_positions
+    def _forget_deleted_positions(self) -> None:
+        self._read_positions = {k: v for k, v in self._read_positions.items() if not v[0].deleted}
+        self._append_positions = {
+            k: v for k, v in self._append_positions.items() if not v[0].deleted
+        }
+
+    @staticmethod
+    def _remember_position(
+        positions: dict[int, tuple[Segment, int]], offset: int, segment: Segment, position: int
+    ) -> None:
         positions.pop(offset, None)
         if len(positions) >= limits.READ_POSITIONS_CACHED:
             del positions[next(iter(positions))]
@@ -746,9 +760,7 @@ class PartitionLog:
             else:
                 remove_paths(renamed)
         if segments_to_delete:
-            self._read_positions = {
-                k: v for k, v in self._read_positions.items() if not v[0].deleted
-            }
+            self._forget_deleted_positions()
         self._producers.evict_before(self._log_start_offset)
         if moved and self._events is not None:
             self._events.log_start_moved()
@@ -860,7 +872,7 @@ class PartitionLog:
         self._bases[first:end] = [s.base_offset for s in group.outputs]
         self._size_bytes += sum(s.size_bytes for s in group.outputs)
         self._size_bytes -= sum(s.size_bytes for s in group.sources)
-        self._read_positions = {k: v for k, v in self._read_positions.items() if not v[0].deleted}
+        self._forget_deleted_positions()
 
     def cleaner_progress(self) -> CleanerProgress:
         """Dirty and cleanable bytes, dirty ratio, first dirty offset, the log's bytes

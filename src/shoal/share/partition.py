@@ -47,6 +47,7 @@ modules beside it.
 from __future__ import annotations
 
 import itertools
+import operator
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -54,7 +55,7 @@ from dataclasses import dataclass
 
 from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import BatchHeader
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
 from shoal.share.acquire import AcquiredRecords, Acquisition
@@ -701,11 +702,29 @@ def _records_to_acquire(
     return min(max_records, window.end_offset - fetch_offset + 1)
 
 
+_BATCH_LENGTH = operator.attrgetter("batch_length")
+
+
 def _usable_headers(
     headers: Sequence[BatchHeader], start_offset: int, end_offset_limit: int | None, max_bytes: int
 ) -> list[BatchHeader]:
     """Headers at or above the SPSO, below `end_offset_limit`, within `max_bytes`
     (the first always goes, whatever its size: §7.10)."""
+    if not headers:
+        return []
+    first, final = headers[0], headers[-1]
+    if (
+        first.base_offset + first.last_offset_delta >= start_offset
+        and (
+            end_offset_limit is None
+            or final.base_offset + final.last_offset_delta < end_offset_limit
+        )
+        and sum(map(_BATCH_LENGTH, headers)) + LOG_OVERHEAD * len(headers) <= max_bytes
+    ):
+        # The usual read (from the next fetch offset, below the limit, within the
+        # bytes): every header is usable. Headers ascend, so the first and the last
+        # decide the offsets; only the bytes need the sum.
+        return list(headers)
     usable: list[BatchHeader] = []
     total = 0
     for header in headers:
@@ -723,11 +742,14 @@ def _usable_headers(
 def _overlapping(
     headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords]
 ) -> tuple[BatchHeader, ...]:
-    if not acquired:
+    if not acquired or not headers:
         return ()
     if len(acquired) == 1:
         first, last = acquired[0].first_offset, acquired[0].last_offset
     else:
         first = min([r.first_offset for r in acquired])
         last = max([r.last_offset for r in acquired])
+    head, tail = headers[0], headers[-1]
+    if head.base_offset + head.last_offset_delta >= first and tail.base_offset <= last:
+        return tuple(headers)  # headers ascend: all of them overlap (the usual case)
     return tuple([h for h in headers if h.last_offset >= first and h.base_offset <= last])

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from shoal.clock import ManualClock
+from shoal.limits import READ_POSITIONS_CACHED
 from shoal.log.api import LogError
+from shoal.log.segment import Segment
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import TIMESTAMP_TYPE_MASK, compute_crc, iter_headers
 from shoal.sim.disk import Disk
@@ -155,6 +157,28 @@ def test_sequential_reads_hit_the_position_cache(open_log: LogOpener) -> None:
     assert collected == b"".join(stored(b, base_offset=i) for i, b in enumerate(batches))
 
 
+def test_a_read_end_survives_a_burst_of_appends(
+    open_log: LogOpener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer at the log end reads again after more appends than the position
+    cache holds (a share group's next ShareFetch after many small Produce requests):
+    its read starts where the last one ended, without an index lookup or a scan."""
+    log = open_log(index_interval_bytes=1 << 30)  # no index entries: lookups would scan
+    batches = [make_batch(1, value_size=50, seed=i) for i in range(3 * READ_POSITIONS_CACHED)]
+    append(log, batches[0])
+    read = log.read(0, max_bytes=1 << 20)
+    offset = read.headers[-1].next_offset
+    for batch in batches[1:]:
+        append(log, batch)
+
+    def located(_segment: Segment, _offset: int) -> int | None:
+        raise AssertionError("the read's start was looked up")
+
+    monkeypatch.setattr(Segment, "locate", located)
+    read = log.read(offset, max_bytes=len(batches[1]))
+    assert read.records == stored(batches[1], base_offset=1)
+
+
 def test_reads_use_the_sparse_index(open_log: LogOpener) -> None:
     log = open_log(index_interval_bytes=300)
     batches = [make_batch(1, value_size=100, seed=i) for i in range(40)]
@@ -163,6 +187,7 @@ def test_reads_use_the_sparse_index(open_log: LogOpener) -> None:
     active = log._segments[-1]
     assert 5 < len(active.index) < 40
     log._read_positions.clear()
+    log._append_positions.clear()
     for offset in (0, 7, 23, 39):
         assert log.read(offset, max_bytes=1).records == stored(batches[offset], base_offset=offset)
 

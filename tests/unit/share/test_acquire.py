@@ -5,7 +5,13 @@ Conformance items covered here: 11, 12, 15 (core share), 30, 31, 32, 33, 34, 35,
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
+from shoal.protocol.record_batch import BatchHeader
 from shoal.protocol.share import AcquireMode
+from shoal.share.partition import _usable_headers
 from shoal.share.persister import StateBatch
 from shoal.share.states import RecordState
 from tests.unit.share.support import (
@@ -346,3 +352,81 @@ def test_acquirable_from_matches_can_acquire_and_next_fetch_offset() -> None:
     assert _check_acquirable_from(rig) is None  # 10-29 in flight: the cap again
     rig.ack("b", ack(10, 24))
     assert _check_acquirable_from(rig) == 30  # below the cap: from the log end
+
+
+def _usable_reference(
+    hs: list[BatchHeader], start: int, limit: int | None, max_bytes: int
+) -> list[BatchHeader]:
+    """What `_usable_headers` means, header by header (§7.10)."""
+    usable: list[BatchHeader] = []
+    total = 0
+    for h in hs:
+        if h.last_offset < start:
+            continue
+        if limit is not None and h.last_offset >= limit:
+            break
+        if usable and total + h.size > max_bytes:
+            break
+        total += h.size
+        usable.append(h)
+    return usable
+
+
+def test_usable_headers_at_the_boundaries_of_the_whole_read() -> None:
+    """The whole read is usable exactly when its first batch reaches the SPSO, its last
+    ends below the limit and all of it fits MaxBytes; one byte or one offset short,
+    the batch-by-batch answer."""
+    hs = headers((0, 9), (10, 19), (20, 29))
+    whole = sum(h.size for h in hs)
+    cases = [
+        (0, None, whole, 3),
+        (0, None, whole - 1, 2),  # the last batch no longer fits
+        (9, None, whole, 3),  # the SPSO inside the first batch
+        (10, None, whole, 2),  # the first batch wholly below the SPSO
+        (0, 30, whole, 3),
+        (0, 29, whole, 2),  # the last batch reaches the limit
+        (0, None, 1, 1),  # the first batch goes whatever its size
+        (30, None, whole, 0),
+    ]
+    for start, limit, max_bytes, count in cases:
+        got = _usable_headers(hs, start, limit, max_bytes)
+        assert got == _usable_reference(hs, start, limit, max_bytes)
+        assert len(got) == count, (start, limit, max_bytes)
+    assert _usable_headers([], 0, None, whole) == []
+
+
+def test_usable_headers_agree_with_the_batch_by_batch_rule() -> None:
+    rng = random.Random(7)
+    for _ in range(500):
+        ranges, first = [], rng.randrange(5)
+        for _ in range(rng.randrange(1, 8)):
+            last = first + rng.randrange(5)
+            ranges.append((first, last))
+            first = last + 1 + rng.choice((0, 0, 0, 3))  # compaction leaves holes
+        hs = headers(*ranges)
+        start = rng.randrange(first + 2)
+        limit = rng.choice((None, rng.randrange(first + 2)))
+        max_bytes = rng.randrange(1, sum(h.size for h in hs) + 50)
+        got = _usable_headers(hs, start, limit, max_bytes)
+        assert got == _usable_reference(hs, start, limit, max_bytes)
+
+
+def test_a_whole_usable_read_is_taken_without_walking_its_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The usual acquisition (all of the read usable, all of it overlapping what was
+    acquired) reads no header's `size` or `last_offset`: no Python step per log batch
+    for many small batches."""
+    rig = started(*[(i, i + 9) for i in range(0, 500, 10)])
+
+    def walked(_header: BatchHeader) -> int:
+        raise AssertionError("a header was walked")
+
+    monkeypatch.setattr(BatchHeader, "size", property(walked))
+    monkeypatch.setattr(BatchHeader, "last_offset", property(walked))
+    hs = rig.log[:]
+    assert _usable_headers(hs, 0, None, 1 << 30) == hs
+    monkeypatch.undo()
+    result = rig.fetch("a", max_records=500)
+    assert ranges(result) == [(0, 499, 1)]
+    assert len(result.batches) == 50
