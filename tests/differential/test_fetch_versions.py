@@ -7,15 +7,18 @@ order of appearance (with the CRC, which covers them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 import uuid
 from typing import Any
 
+from shoal.client import requests
 from shoal.protocol.errors import error_name
 from shoal.protocol.schema import request_schema
 from tests.differential.conftest import Pair, unique
 from tests.support.batches import HEADER, values_batch
+from tests.support.raw_wire import answer_times
 from tests.support.topics import create_led_topic, produce
 from tests.support.wire import call1
 
@@ -271,3 +274,27 @@ def test_refusals_at_every_version(pair: Pair) -> None:
     assert kafka["v12 unknown topic"] == [(0, "UNKNOWN_TOPIC_OR_PARTITION", -1, -1, -1)]
     assert kafka["v13 unknown topic"] == [(0, "UNKNOWN_TOPIC_ID", -1, -1, -1)]
     assert kafka["v13 past the end"] == [(0, "OFFSET_OUT_OF_RANGE", -1, -1, -1)]
+
+
+PIPELINE_WAIT_MS = 1500
+"""MaxWaitMs of the Fetch pipelined behind a Metadata request (an empty partition)."""
+
+
+def _pipelined_metadata_then_fetch(bootstrap: str) -> tuple[bool, bool]:
+    """A Metadata request and a long-poll Fetch sent in one write: (the Fetch parked,
+    the Metadata answer came before the Fetch's wait was half over)."""
+    topic = unique("fetch-pipelined")
+    create_led_topic(bootstrap, topic)
+    metadata = requests.metadata([topic]).build(12)
+    call1(bootstrap, metadata)  # warm (a cold broker's first answers are slow)
+    fetch = _fetch(12, topic, uuid.UUID(int=0), isolation=0)
+    fetch = dataclasses.replace(fetch, max_wait=datetime.timedelta(milliseconds=PIPELINE_WAIT_MS))
+    times = answer_times(bootstrap, metadata, fetch)
+    wait_s = PIPELINE_WAIT_MS / 1000
+    return times[2] >= wait_s * 0.9, times[1] < wait_s / 2
+
+
+def test_a_metadata_answer_does_not_wait_for_a_fetch_pipelined_after_it(pair: Pair) -> None:
+    kafka, shoal = pair.run(_pipelined_metadata_then_fetch)
+    assert kafka == (True, True)
+    assert shoal == kafka

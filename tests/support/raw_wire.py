@@ -1,6 +1,7 @@
 """A raw socket to a broker, for tests that send bytes no client would: hand-made
 frames (`frame`), kio requests at any version with any header (`request_frame`), and
-what the broker did (a response frame, or closing the connection within a bound)."""
+what the broker did (a response frame, or closing the connection within a bound);
+`answer_times` sends a pipeline of requests in one write and times each answer."""
 
 from __future__ import annotations
 
@@ -87,3 +88,26 @@ def request_frame(request: Any, *, correlation_id: int = 7, client_id: str = "ra
 def decoded(raw_frame: bytes, request: Any) -> Any:
     """The response body in `raw_frame` (a frame `Raw.read_frame` returned) to `request`."""
     return codec.decode_response(raw_frame, int(request.__api_key__), int(request.__version__))[1]
+
+
+def answer_times(bootstrap: str, *requests: Any) -> dict[int, float]:
+    """Send the kio `requests` in one write, as a client's pipeline (correlation ids 1,
+    2, ... in order), and return the seconds from that write to each answer's arrival,
+    by correlation id."""
+    raw = Raw(bootstrap)
+    try:
+        frames = b"".join(
+            request_frame(request, correlation_id=index)
+            for index, request in enumerate(requests, start=1)
+        )
+        started = time.monotonic()
+        assert raw.send(frames), "the broker closed the connection"
+        times: dict[int, float] = {}
+        for _ in requests:
+            answer = raw.read_frame()
+            assert answer is not None, f"the broker closed after answering {sorted(times)}"
+            (correlation_id,) = struct.unpack_from(">i", answer, 0)
+            times[correlation_id] = time.monotonic() - started
+        return times
+    finally:
+        raw.close()

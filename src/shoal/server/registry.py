@@ -10,6 +10,10 @@ module declared a fallback with `@unsupported_version(key)`: it is called with t
 context (the body is not decoded) and returns the version to encode its response in
 and the response. ApiVersions declares one (Kafka answers an unknown ApiVersions
 version in v0 with UNSUPPORTED_VERSION and the key list).
+
+`@api(..., parks=True)` marks an API whose handler may wait on purpose, for a timer or
+for other clients (a long poll, a rebalance): responses a connection holds for a
+pipeline are written before such a request is served (server/net/connection.py).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class ApiHandler:
     max_version: int
     handle: HandlerFn
     unsupported: UnsupportedFn | None = None
+    parks: bool = False
+    """The handler may wait on purpose (a long poll, a rebalance): see the module docstring."""
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -44,12 +50,15 @@ class ApiHandler:
 REGISTRY: dict[int, ApiHandler] = {}
 
 
-def api(api_key: int, min_version: int, max_version: int) -> Callable[[HandlerFn], HandlerFn]:
-    """Register the decorated coroutine as the handler of `api_key` for the versions."""
+def api(
+    api_key: int, min_version: int, max_version: int, *, parks: bool = False
+) -> Callable[[HandlerFn], HandlerFn]:
+    """Register the decorated coroutine as the handler of `api_key` for the versions;
+    `parks`: it may wait on purpose (module docstring)."""
 
     def register(fn: HandlerFn) -> HandlerFn:
         assert api_key not in REGISTRY, f"api {api_key} registered twice"
-        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, fn)
+        REGISTRY[api_key] = ApiHandler(api_key, min_version, max_version, fn, parks=parks)
         return fn
 
     return register

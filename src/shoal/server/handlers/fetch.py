@@ -57,7 +57,7 @@ class _Wanted:
     partition_max_bytes: int
 
 
-@api(API_KEY, 4, 18)
+@api(API_KEY, 4, 18, parks=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     schema = response_schema(API_KEY, ctx.api_version)

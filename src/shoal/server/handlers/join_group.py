@@ -36,7 +36,7 @@ def _ms(value: datetime.timedelta) -> int:
     return int(value.total_seconds() * 1000)
 
 
-@api(API_KEY, 0, 9)
+@api(API_KEY, 0, 9, parks=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     session_timeout_ms = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)

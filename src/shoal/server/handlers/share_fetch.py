@@ -58,7 +58,7 @@ _ACQUIRE_MODES = {int(m): m for m in AcquireMode}
 """ShareAcquireMode values -> their `AcquireMode` (a dict lookup: no enum call)."""
 
 
-@api(API_KEY, 1, 2)
+@api(API_KEY, 1, 2, parks=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     schema = response_schema(API_KEY, ctx.api_version)
     refused = refusal(ctx, request)

@@ -28,7 +28,7 @@ API_KEY = 14
 _ZERO = datetime.timedelta(0)
 
 
-@api(API_KEY, 0, 5)
+@api(API_KEY, 0, 5, parks=True)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not authz.allowed(ctx, AclOperation.READ, authz.GROUP, request.group_id):
         response = SyncResponse(error=ErrorCode.group_authorization_failed)

@@ -34,8 +34,12 @@ already whole in hand (it came in the same read), a response is held and leaves 
 the next ones, in order, in one `writelines` (one send for the lot instead of one
 each: a linger-0 producer that got ahead pipelines its Produce requests). Held
 responses are written before the connection can suspend (the next frame not whole,
-the end of a turn, a mute), past `limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`, and when
-the connection ends unless it is aborted. (The latency trace and the record path
+the end of a turn, a mute), before a request whose handler may wait on purpose (the
+registry's `parks`: Fetch and ShareFetch up to their max_wait, JoinGroup and SyncGroup
+until the rebalance; Kafka's processor sends each response as soon as its handler is
+done, so a Metadata answer never waits for the long poll pipelined after it), past
+`limits.CONNECTION_HELD_RESPONSE_BYTES_MAX`, and when the connection ends unless it is
+aborted. (The latency trace and the record path
 count a held response as written when it is held.)
 
 Deadlines (decided in server/net/idle.py, enforced by the broker's sweep):
@@ -145,6 +149,8 @@ async def serve_connection(
                 api_key = codec.peek_key_version(frame)[0]
                 api = codec.api_name(api_key) or f"api {api_key}"
                 trace_request_read(api, started_ns)
+            if held and _parks(handlers, frame):  # not behind a long poll: answers leave now
+                await _write_held(writer, held, info, clock)
             response = await _dispatch(services, handlers, served, info, frame, traced, sasl_gate)
             if response is not None:
                 held.append(response)
@@ -238,6 +244,13 @@ async def _write_held(
         info.write_started_ms = clock.monotonic_ms()
         await writer.drain()  # a client that never reads is closed by idle.py
         info.write_started_ms = None
+
+
+def _parks(handlers: Mapping[int, ApiHandler], frame: bytes) -> bool:
+    """The request in `frame` is of an API whose handler may wait on purpose (the
+    registry's `parks`), so answers held for the pipeline must not wait for it."""
+    handler = handlers.get(codec.KEY_AND_VERSION.unpack_from(frame, 0)[0])
+    return handler is not None and handler.parks
 
 
 def _may_hold(held: list[bytes | memoryview], received: _Received, decoder: FrameDecoder) -> bool:
