@@ -483,15 +483,13 @@ def _name(prefix: str) -> str:
 # --- the run -------------------------------------------------------------------------
 
 
-def versions(peers: Peers) -> dict[str, str]:
-    import confluent_kafka
+def versions(peers: Peers, host: dict[str, Any]) -> dict[str, str]:
+    """Kafka's and Redis's versions, and the clients' and Python's from `host` (machine())."""
     from tests.support.kafka_reference import KAFKA_VERSION
 
     found = {
         "kafka": KAFKA_VERSION,
-        "confluent_kafka": str(confluent_kafka.__version__),
-        "librdkafka": str(confluent_kafka.libversion()[0]),
-        "python": sys.version.split()[0],
+        **{key: str(host[key]) for key in ("confluent_kafka", "librdkafka", "python")},
     }
     if peers.redis is not None:
         found["redis"] = str(getattr(peers.redis, "REDIS_VERSION", "?"))
@@ -515,13 +513,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 sessions.append(run_session(broker, rep, sizes, args.partitions, peers, Path(tmp)))
     load_after = os.getloadavg()
     dicts = [s.as_dict() for s in sessions]
+    host = machine()
     return {
-        "machine": {
-            **machine(),
-            "load_average_before": load_before,
-            "load_average_after": load_after,
-        },
-        "versions": versions(peers),
+        "machine": {**host, "load_average_before": load_before, "load_average_after": load_after},
+        "versions": versions(peers, host),
         "settings": {
             "reps": args.reps,
             "brokers": list(args.only),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import confluent_kafka
+from bench.produce_fetch import machine
 from bench.side_by_side import goal_met, median_of, ratio, summarise, table
 
 
@@ -75,3 +77,10 @@ def test_table_marks_misses_and_parts_not_run() -> None:
     assert row.split()[-1] == "NO"
     assert "not run" in row  # redis
     assert len({len(line) for line in lines[:2]}) == 1  # header and rule aligned
+
+
+def test_machine_names_the_clients_whole_versions() -> None:
+    info = machine()
+    assert info["confluent_kafka"] == confluent_kafka.__version__
+    assert info["librdkafka"] == confluent_kafka.libversion()[0]
+    assert info["confluent_kafka"].count(".") >= 2
