@@ -70,7 +70,6 @@ import sys
 import tempfile
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -79,6 +78,7 @@ from types import ModuleType
 from typing import Any
 
 from bench.peers import kafka_protocol
+from bench.peers.procs import unique_name
 from bench.peers.runners import KafkaRunner, Runner, ShoalRunner
 from bench.produce_fetch import machine, save_result
 
@@ -412,16 +412,16 @@ def _measure(session: Session, runner: Runner, sizes: Sizes, partitions: int, pe
             m["idle_rss_mib"] = idle["rss_bytes"] / MIB
 
     def warm_up() -> dict[str, Any]:
-        topic = _name("warmup")
+        topic = unique_name("warmup")
         wl.produce(address, topic, WARMUP_RECORDS, 100, **kwargs)
         wl.consume_group(address, topic, WARMUP_RECORDS)
         return dict(wl.share_drain(address, topic, WARMUP_RECORDS))
 
     session.part("warm_up", warm_up)
-    big, size, n = _name("bench-1k"), 1024, sizes.records
+    big, size, n = unique_name("bench-1k"), 1024, sizes.records
     for key, topic, count, width in (
         ("produce_1k", big, n, size),
-        ("produce_100", _name("bench-100"), sizes.small_records, 100),
+        ("produce_100", unique_name("bench-100"), sizes.small_records, 100),
     ):
         work = partial(wl.produce, address, topic, count, width, **kwargs)
         result = session.part(key, partial(_metered, runner, work))
@@ -441,7 +441,9 @@ def _measure(session: Session, runner: Runner, sizes: Sizes, partitions: int, pe
         result = session.part("share_drain", drain)
         if result is not None:
             m["share_drain_rps"] = result["records_per_s"]
-    work = partial(wl.end_to_end, address, _name("bench-e2e"), sizes.e2e_records, size, **kwargs)
+    work = partial(
+        wl.end_to_end, address, unique_name("bench-e2e"), sizes.e2e_records, size, **kwargs
+    )
     result = session.part("end_to_end", partial(_metered, runner, work))
     if result is not None:
         m["e2e_rps"] = result["records_per_s"]
@@ -473,11 +475,6 @@ def _measure(session: Session, runner: Runner, sizes: Sizes, partitions: int, pe
 
 def _parameters(module: Any) -> Any:
     return inspect.signature(module.first_record).parameters
-
-
-def _name(prefix: str) -> str:
-    """A topic (stream) name no earlier part used."""
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
 # --- the run -------------------------------------------------------------------------

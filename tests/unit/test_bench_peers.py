@@ -1,15 +1,18 @@
 """The side-by-side benchmark's pure parts (bench/peers/): Redis's version and config,
-the RESP command of the recovery fill, the peak sampler, the latency summary."""
+the RESP command of the recovery fill, the peak sampler, the latency summary, what
+the consumer processes saw."""
 
 from __future__ import annotations
 
 import itertools
 import time
+from array import array
 from pathlib import Path
 
+import pytest
 from bench.peers.ops import PeakSampler, resp_command
+from bench.peers.procs import Seen, latency_summary
 from bench.peers.redis import config_text, upstream_version
-from bench.peers.redis_streams import latency_summary
 
 
 def test_upstream_version_drops_the_epoch_and_the_debian_revision() -> None:
@@ -49,3 +52,21 @@ def test_latency_summary_in_milliseconds_nearest_rank() -> None:
     latencies = {seq: (1001 - seq) * 1_000_000 for seq in range(1, 1001)}  # 1000..1 ms
     summary = latency_summary(latencies)
     assert summary == {"p50_ms": 500.0, "p99_ms": 990.0, "p999_ms": 999.0, "max_ms": 1000.0}
+
+
+def test_seen_counts_distinct_records_and_keeps_each_sequences_first_latency() -> None:
+    def out(keys: list[int], seqs: list[int], latencies: list[int]) -> dict[str, bytes]:
+        return {
+            "keys": array("q", keys).tobytes(),
+            "seqs": array("q", seqs).tobytes(),
+            "latencies": array("q", latencies).tobytes(),
+        }
+
+    seen = Seen([out([1, 2], [0, 1], [5, 7]), out([2, 3], [1, 2], [9, 4])])
+    assert (seen.unique, seen.duplicates) == (3, 1)
+    assert seen.latency_by_seq == {0: 5, 1: 7, 2: 4}
+    assert seen.counts(3) == {"received": 3, "duplicates": 1}
+    with pytest.raises(RuntimeError, match="1 of 4 records never arrived"):
+        seen.counts(4)
+    by_seq = Seen([{"seqs": array("q", [4, 4]).tobytes(), "latencies": b""}], key="seqs")
+    assert (by_seq.unique, by_seq.duplicates, by_seq.latency_by_seq) == (1, 1, {})
