@@ -23,9 +23,10 @@ process start, import or client construction is timed).
   distinct random values, made before the clock) and flushes. The producer reads its
   metadata for the topic before the barrier. Rate = n / (first produce() to flush()
   returning, i.e. the last delivery report); a failed delivery fails the workload.
-- `consume_group(address, topic, n)`: one Consumer in a new consumer group
-  (auto.offset.reset=earliest, librdkafka's defaults otherwise) subscribes to the
-  topic and reads its `n` records (already produced). Time = subscribe() to the last
+- `consume_group(address, topic, n, settings=None)`: one Consumer in a new consumer
+  group (auto.offset.reset=earliest, librdkafka's defaults otherwise, `settings` on
+  top: `NO_BACKOFF` for the run without librdkafka's fetch-queue backoff) subscribes
+  to the topic and reads its `n` records (already produced). Time = subscribe() to the last
   record received; `first_s` = subscribe() to the first (the group join included).
 - `share_drain(address, topic, n, consumers=4)`: a new share group, its
   share.auto.offset.reset=earliest set as a group config (IncrementalAlterConfigs on
@@ -85,6 +86,10 @@ IDLE_S = 60.0
 WARMUP_INTERVAL_S = 0.02
 WARMUP_TIMEOUT_S = 30.0
 TOPIC_TIMEOUT_S = 120.0
+NO_BACKOFF = {"queued.min.messages": 5_000_000, "fetch.queue.backoff.ms": 10}
+"""Consumer settings that keep librdkafka's fetch-queue backoff out of the way: it stops
+fetching for fetch.queue.backoff.ms (1 s) once more than queued.min.messages (100k)
+records wait in its queue, which can set the pace of `consume_group` (`settings`)."""
 
 
 # --- the workloads -------------------------------------------------------------------
@@ -103,9 +108,11 @@ def produce(address: str, topic: str, n: int, size: int, partitions: int = 1) ->
     }
 
 
-def consume_group(address: str, topic: str, n: int) -> dict[str, Any]:
+def consume_group(
+    address: str, topic: str, n: int, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     group = unique_name("bench-group")
-    (out,) = run_jobs([(_group_consumer, (address, topic, group, n))])
+    (out,) = run_jobs([(_group_consumer, (address, topic, group, n, settings or {}))])
     seen = Seen([out])
     seconds = (out["last"] - out["subscribed"]) / 1e9
     return {
@@ -248,9 +255,16 @@ def _producer(
     return {"start": start, "end": end, "warmup": warmed, "cpu_s": cpu_s() - cpu}
 
 
-def _group_consumer(address: str, topic: str, group: str, n: int, barrier: Any) -> dict[str, Any]:
+def _group_consumer(
+    address: str, topic: str, group: str, n: int, settings: dict[str, Any], barrier: Any
+) -> dict[str, Any]:
     consumer = Consumer(
-        {"bootstrap.servers": address, "group.id": group, "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": address,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            **settings,
+        }
     )
     keys = array("q")
     size = 0
