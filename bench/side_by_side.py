@@ -47,7 +47,9 @@ Order: reps are interleaved (rep 1: kafka, shoal, redis; rep 2: kafka, shoal, re
    1 KiB topic (four ShareConsumers, explicit ACCEPT of each record; peak RSS is
    sampled during it: "RSS under load"); end_to_end of `e2e_records` x 1 KiB (producer
    and four share consumers at once, latency from a send stamp in the value).
-   Topics have `--partitions` partitions (default 1).
+   Topics have `--partitions` partitions (default 1). `--batch-records N` sets the
+   Kafka-protocol producers' batch.num.messages: log batches of at most N records
+   (many small batches for the drain and end to end).
 5. paced latency at 3k and 10k records/s (bench/peers/paced.py; Redis:
    redis_streams.paced): p50, p99, p99.9, max of send-to-receive.
 6. first record of a new share group after its members join, on 1 and 4 partitions:
@@ -123,6 +125,7 @@ class Sizes:
     recovery_mib: int
     settle_s: float
     first_record_groups: int | None  # new groups per partition count (None: its default)
+    batch_records: int | None = None  # log batches of at most this many records (Kafka protocol)
 
 
 FULL = Sizes(
@@ -496,7 +499,9 @@ def _measure(session: Session, runner: Runner, sizes: Sizes, partitions: int, pe
     redis = session.broker == "redis"
     wl = peers.workloads(session.broker)
     address = runner.address
-    kwargs = {} if redis else {"partitions": partitions}
+    kwargs: dict[str, Any] = {} if redis else {"partitions": partitions}
+    if sizes.batch_records is not None and not redis:
+        kwargs["settings"] = {"batch.num.messages": sizes.batch_records}
     ops = peers.ops
     if ops is not None:
         idle = session.part("idle_rss", partial(ops.idle_rss, runner, settle_s=sizes.settle_s))
@@ -590,6 +595,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sizes = Sizes(**{**sizes.__dict__, "records": args.records})
     if args.recovery_mib is not None:
         sizes = Sizes(**{**sizes.__dict__, "recovery_mib": args.recovery_mib})
+    if args.batch_records is not None:
+        sizes = Sizes(**{**sizes.__dict__, "batch_records": args.batch_records})
     peers = Peers(args.old_src)
     brokers = list(args.only)
     if args.old_src is not None:  # just before this tree's Shoal
@@ -683,6 +690,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--recovery-mib", type=int, default=None, help="log filled before kill -9 (MiB)"
+    )
+    parser.add_argument(
+        "--batch-records",
+        type=int,
+        default=None,
+        help="the producers' batch.num.messages (log batches of at most this many records; "
+        "Kafka protocol only)",
     )
     parser.add_argument(
         "--old-src",

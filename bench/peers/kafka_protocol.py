@@ -11,18 +11,19 @@ forked; a process imports this module and confluent_kafka, makes its client and 
 on a barrier with the others and the parent, so timing starts after the barrier and no
 process start, import or client construction is timed).
 
-- `produce(address, topic, n, size, partitions=1)`: creates the topic (AdminClient;
-  `partitions` partitions), then one Producer with acks=all and
+- `produce(address, topic, n, size, partitions=1, settings=None)`: creates the topic
+  (AdminClient; `partitions` partitions), then one Producer with acks=all and
   enable.idempotence=true, librdkafka's defaults otherwise (linger.ms 5, no
   compression, no keys: the sticky partitioner), except that delivery reports are
   asked for failures only (`delivery.report.only.error`: client-side, nothing on the
-  wire changes). Before the barrier it reads the topic's metadata and sends one record
-  to a warm-up topic of its own (so the producer id is acquired: librdkafka's
-  idempotent producer otherwise spends up to ~0.5 s on it inside the timed part); then
-  it sends `n` values of `size` random bytes (a pool of `VALUE_POOL`
-  distinct random values, made before the clock) and flushes. The producer reads its
-  metadata for the topic before the barrier. Rate = n / (first produce() to flush()
-  returning, i.e. the last delivery report); a failed delivery fails the workload.
+  wire changes), and `settings` on top (e.g. batch.num.messages: log batches of at
+  most that many records). Before the barrier it reads the topic's metadata and sends
+  one record to a warm-up topic of its own (so the producer id is acquired:
+  librdkafka's idempotent producer otherwise spends up to ~0.5 s on it inside the
+  timed part); then it sends `n` values of `size` random bytes (a pool of
+  `VALUE_POOL` distinct random values, made before the clock) and flushes. Rate =
+  n / (first produce() to flush() returning, i.e. the last delivery report); a failed
+  delivery fails the workload.
 - `consume_group(address, topic, n, settings=None)`: one Consumer in a new consumer
   group (auto.offset.reset=earliest, librdkafka's defaults otherwise, `settings` on
   top: `NO_BACKOFF` for the run without librdkafka's fetch-queue backoff) subscribes
@@ -37,16 +38,16 @@ process start, import or client construction is timed).
   (untimed) and closes. Time = the first process's subscribe() to the last record
   received by any process. `redelivered` counts records seen with a delivery count
   above 1, `duplicates` records seen twice.
-- `end_to_end(address, topic, n, size, consumers=4, partitions=1)`: a fresh topic and
-  share group as above; the consumers subscribe first, and the producer (as in
-  `produce`) sends warm-up records every `WARMUP_INTERVAL_S` until every consumer has
-  received one (or `WARMUP_TIMEOUT_S` passed: `warmed` says how many had). Then it
-  sends `n` measured records as fast as it can, each value starting with
-  time.monotonic_ns() read just before produce() and its sequence number
-  (`STAMP`), padded with random bytes to `size`. Rate = records received / (the first
-  measured send to the last measured record received); a record's latency = the
-  consumer's clock when poll() returned it - its stamp: p50, p99, p99.9, max (ms,
-  nearest rank, first delivery of each record).
+- `end_to_end(address, topic, n, size, consumers=4, partitions=1, settings=None)`: a
+  fresh topic and share group as above; the consumers subscribe first, and the
+  producer (as in `produce`, with its `settings`) sends warm-up records every
+  `WARMUP_INTERVAL_S` until every consumer has received one (or `WARMUP_TIMEOUT_S`
+  passed: `warmed` says how many had). Then it sends `n` measured records as fast as
+  it can, each value starting with time.monotonic_ns() read just before produce() and
+  its sequence number (`STAMP`), padded with random bytes to `size`. Rate = records
+  received / (the first measured send to the last measured record received); a
+  record's latency = the consumer's clock when poll() returned it - its stamp: p50,
+  p99, p99.9, max (ms, nearest rank, first delivery of each record).
 
 Every workload checks what it received: it fails if records are missing after
 `IDLE_S` of nothing, and reports `received` (distinct records) and `duplicates`.
@@ -95,11 +96,18 @@ records wait in its queue, which can set the pace of `consume_group` (`settings`
 # --- the workloads -------------------------------------------------------------------
 
 
-def produce(address: str, topic: str, n: int, size: int, partitions: int = 1) -> dict[str, Any]:
+def produce(
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    partitions: int = 1,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     create_topic(address, topic, partitions=partitions, timeout_s=TOPIC_TIMEOUT_S)
     warmup = unique_name("bench-warmup")
     create_topic(address, warmup, timeout_s=TOPIC_TIMEOUT_S)
-    (out,) = run_jobs([(_producer, (address, topic, n, size, warmup, None))])
+    (out,) = run_jobs([(_producer, (address, topic, n, size, warmup, None, settings or {}))])
     seconds = (out["end"] - out["start"]) / 1e9
     return {
         **rates(n, size, seconds),
@@ -152,7 +160,13 @@ def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[st
 
 
 def end_to_end(
-    address: str, topic: str, n: int, size: int, consumers: int = 4, partitions: int = 1
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    consumers: int = 4,
+    partitions: int = 1,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     create_topic(address, topic, partitions=partitions, timeout_s=TOPIC_TIMEOUT_S)
     group = unique_name("bench-e2e")
@@ -171,7 +185,7 @@ def end_to_end(
 
     outs = run_jobs(
         [
-            (_producer, (address, topic, n, size, None, go)),
+            (_producer, (address, topic, n, size, None, go, settings or {})),
             *(
                 (_share_consumer, (address, topic, group, n, total, warm, i, True))
                 for i in range(consumers)
@@ -202,7 +216,14 @@ def end_to_end(
 
 
 def _producer(
-    address: str, topic: str, n: int, size: int, warmup: str | None, go: Any, barrier: Any
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    warmup: str | None,
+    go: Any,
+    settings: dict[str, Any],
+    barrier: Any,
 ) -> dict[str, Any]:
     """`n` records of `size` bytes, acks=all and idempotent. With a `warmup` topic,
     random values, after one record to that topic before the barrier (the producer id
@@ -221,6 +242,7 @@ def _producer(
             "enable.idempotence": True,
             "delivery.report.only.error": True,
             "on_delivery": failed,
+            **settings,
         }
     )
     producer.list_topics(topic, timeout=TOPIC_TIMEOUT_S)  # connected, metadata known
