@@ -71,6 +71,7 @@ from bench.peers.procs import (
     START_TIMEOUT_S,
     Seen,
     cpu_s,
+    drained,
     latency_summary,
     rates,
     run_jobs,
@@ -121,14 +122,7 @@ def consume_group(
 ) -> dict[str, Any]:
     group = unique_name("bench-group")
     (out,) = run_jobs([(_group_consumer, (address, topic, group, n, settings or {}))])
-    seen = Seen([out])
-    seconds = (out["last"] - out["subscribed"]) / 1e9
-    return {
-        **rates(n, out["bytes"] / max(1, out["count"]), seconds),
-        **seen.counts(n),
-        "first_s": (out["first"] - out["subscribed"]) / 1e9,
-        "client_cpu_s": out["cpu_s"],
-    }
+    return drained([out], n, Seen([out]), out["subscribed"])
 
 
 def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[str, Any]:
@@ -143,19 +137,9 @@ def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[st
             for i in range(consumers)
         ]
     )
-    seen = Seen(outs)
-    subscribed = min(o["subscribed"] for o in outs)
-    got = [o for o in outs if o["count"]]
-    seconds = (max(o["last"] for o in got) - subscribed) / 1e9
-    size = sum(o["bytes"] for o in outs) / max(1, sum(o["count"] for o in outs))
     return {
-        **rates(n, size, seconds),
-        **seen.counts(n),
-        "first_s": (min(o["first"] for o in got) - subscribed) / 1e9,
+        **drained(outs, n, Seen(outs), min(o["subscribed"] for o in outs)),
         "redelivered": sum(o["redelivered"] for o in outs),
-        "per_consumer": [o["count"] for o in outs],
-        "consumers": consumers,
-        "client_cpu_s": sum(o["cpu_s"] for o in outs),
     }
 
 

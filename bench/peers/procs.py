@@ -13,7 +13,8 @@ processes return. This module owns the parts that are the same for both:
 - `rates(n, size, seconds)`: the keys every workload reports (`records`, `seconds`,
   `records_per_s`, `mb_per_s` of value bytes).
 - `Seen(outs)`: what the consumer processes received: distinct records, duplicates,
-  and each stamped record's first latency; `latency_summary` of those latencies.
+  and each stamped record's first latency; `latency_summary` of those latencies;
+  `drained(outs, ...)`: the result of consumers that read records already written.
 - `unique_name(prefix)`: a topic, stream or group name no earlier workload used.
 
 Each process reads time.monotonic_ns() (CLOCK_MONOTONIC: one clock for every process
@@ -130,6 +131,25 @@ def latency_summary(latency_by_seq: dict[int, int]) -> dict[str, float]:
         "p99_ms": percentile(ordered, 99),
         "p999_ms": percentile(ordered, 99.9),
         "max_ms": ordered[-1] if ordered else float("nan"),
+    }
+
+
+def drained(outs: list[dict[str, Any]], n: int, seen: Seen, began: int) -> dict[str, Any]:
+    """The result of consumer processes that read `n` records already written, from
+    `began` (monotonic ns) to the last record any of them received (`last`): the rates,
+    what `seen` counted, `first_s` (to the first record), each one's `count`, and the
+    CPU seconds (`cpu_s`) of them all. Each result has `count`, `bytes`, `first`,
+    `last` and `cpu_s`."""
+    counts = seen.counts(n)  # fails first if records are missing
+    got = [o for o in outs if o["count"]]
+    size = sum(o["bytes"] for o in outs) / max(1, sum(o["count"] for o in outs))
+    return {
+        **rates(n, size, (max(o["last"] for o in got) - began) / 1e9),
+        **counts,
+        "first_s": (min(o["first"] for o in got) - began) / 1e9,
+        "per_consumer": [o["count"] for o in outs],
+        "consumers": len(outs),
+        "client_cpu_s": sum(o["cpu_s"] for o in outs),
     }
 
 

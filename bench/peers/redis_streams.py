@@ -71,6 +71,7 @@ from bench.peers.procs import (
     START_TIMEOUT_S,
     Seen,
     cpu_s,
+    drained,
     latency_summary,
     rates,
     run_jobs,
@@ -130,14 +131,7 @@ def consume_group(address: str, topic: str, n: int) -> dict[str, Any]:
     group = new_group(address, topic, "0")
     counter = _counter()
     (out,) = run_jobs([(_consumer, (address, topic, group, "c0", n, counter, False, False))])
-    seen = Seen([out], key="seqs")
-    seconds = (out["last"] - out["start"]) / 1e9
-    return {
-        **rates(n, out["bytes"] / max(1, out["count"]), seconds),
-        **seen.counts(n),
-        "first_s": (out["first"] - out["start"]) / 1e9,
-        "client_cpu_s": out["cpu_s"],
-    }
+    return drained([out], n, Seen([out], key="seqs"), out["start"])
 
 
 def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[str, Any]:
@@ -149,19 +143,9 @@ def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[st
             for i in range(consumers)
         ]
     )
-    seen = Seen(outs, key="seqs")
-    start = min(o["start"] for o in outs)
-    got = [o for o in outs if o["count"]]
-    seconds = (max(o["last"] for o in got) - start) / 1e9
-    size = sum(o["bytes"] for o in outs) / max(1, sum(o["count"] for o in outs))
     return {
-        **rates(n, size, seconds),
-        **seen.counts(n),
-        "first_s": (min(o["first"] for o in got) - start) / 1e9,
+        **drained(outs, n, Seen(outs, key="seqs"), min(o["start"] for o in outs)),
         "redelivered": 0,
-        "per_consumer": [o["count"] for o in outs],
-        "consumers": consumers,
-        "client_cpu_s": sum(o["cpu_s"] for o in outs),
     }
 
 

@@ -8,10 +8,11 @@ import itertools
 import time
 from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench.peers.ops import PeakSampler, resp_command
-from bench.peers.procs import Seen, latency_summary
+from bench.peers.procs import Seen, drained, latency_summary
 from bench.peers.redis import config_text, upstream_version
 
 
@@ -70,3 +71,26 @@ def test_seen_counts_distinct_records_and_keeps_each_sequences_first_latency() -
         seen.counts(4)
     by_seq = Seen([{"seqs": array("q", [4, 4]).tobytes(), "latencies": b""}], key="seqs")
     assert (by_seq.unique, by_seq.duplicates, by_seq.latency_by_seq) == (1, 1, {})
+
+
+def test_drained_times_from_the_start_to_the_last_record_of_any_consumer() -> None:
+    def out(keys: list[int], first: int, last: int, cpu_s: float) -> dict[str, Any]:
+        return {
+            "keys": array("q", keys).tobytes(),
+            "count": len(keys),
+            "bytes": 100 * len(keys),
+            "first": first,
+            "last": last,
+            "cpu_s": cpu_s,
+        }
+
+    outs = [out([1, 2, 3], 3_000_000_000, 4_000_000_000, 0.5), out([], 0, 0, 0.25)]
+    result = drained(outs, 3, Seen(outs), began=2_000_000_000)
+    assert result["seconds"] == 2.0 and result["records_per_s"] == 1.5
+    assert result["mb_per_s"] == 3 * 100 / 1e6 / 2.0
+    assert result["first_s"] == 1.0
+    assert result["per_consumer"] == [3, 0] and result["consumers"] == 2
+    assert result["client_cpu_s"] == 0.75
+    assert (result["received"], result["duplicates"]) == (3, 0)
+    with pytest.raises(RuntimeError, match="never arrived"):
+        drained(outs, 4, Seen(outs), began=0)
