@@ -174,7 +174,22 @@ class FirstAnswer:
         self._thread.join(ANSWER_TIMEOUT_MS / 1000 + 1)
 
 
-class _Spawned:
+class Measured:
+    """A runner's `rss_bytes()` and `cpu_seconds()`: of its server process `pid` and
+    that process's workers (every runner's, RedisRunner's too)."""
+
+    @property
+    def pid(self) -> int:
+        raise NotImplementedError
+
+    def rss_bytes(self) -> int:
+        return rss_bytes(self.pid)
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+
+class _Spawned(Measured):
     """What KafkaRunner and ShoalRunner share: `self.broker` (a KafkaBroker or a
     BrokerProcess) spawns the server and keeps `spawned_at`; start-up is timed by a
     `FirstAnswer` polling from before the spawn."""
@@ -184,10 +199,6 @@ class _Spawned:
     @property
     def address(self) -> str:
         return self.broker.bootstrap
-
-    @property
-    def pid(self) -> int:
-        raise NotImplementedError
 
     def start(self) -> float:
         poller = FirstAnswer(self.address)
@@ -204,12 +215,6 @@ class _Spawned:
 
     def kill(self) -> None:
         self.broker.kill()
-
-    def rss_bytes(self) -> int:
-        return rss_bytes(self.pid)
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
 
 
 class KafkaRunner(_Spawned):
