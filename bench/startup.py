@@ -1,15 +1,15 @@
 """Start-up time to the first answered request, and idle resident memory, of `shoal serve`.
 
 Shoal alone, measured as the side-by-side benchmark measures every broker (its
-start-up and idle-memory rows; bench/side_by_side.py): each run starts `shoal serve`
-with its default settings on a fresh (empty) data directory (bench/peers/runners.py
-`ShoalRunner`; a thread polls ApiVersions from the spawn on, and start-up is the
-seconds from the spawn to the first answer), reads the CPU seconds the broker used up
-to then (a figure the machine's load changes far less than the wall time), then makes
-one topic and leaves the broker idle for `--idle-s` seconds before reading its VmRSS
-(bench/peers/ops.py `idle_rss`). The medians of `--runs` runs are printed and saved
-to bench/results/startup.json with the machine's load. docs/startup.md explains the
-figures.
+start-up and idle-memory rows; bench/side_by_side.py), by bench/peers/ops.py
+`startup`: each run starts `shoal serve` with its default settings on a fresh (empty)
+data directory (bench/peers/runners.py `ShoalRunner`; a thread polls ApiVersions from
+the spawn on, and start-up is the seconds from the spawn to the first answer), reads
+the CPU seconds the broker used up to then (a figure the machine's load changes far
+less than the wall time), then makes one topic and leaves the broker idle for
+`--idle-s` seconds before reading its VmRSS (ops.py `idle_rss`). The medians of
+`--runs` runs are printed and saved to bench/results/startup.json with the machine's
+load. docs/startup.md explains the figures.
 
     PYTHONPATH=src .venv/bin/python -m bench.startup --runs 5
 """
@@ -18,31 +18,32 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from bench.peers.ops import idle_rss
+from bench.peers.ops import startup
 from bench.peers.runners import ShoalRunner
 from bench.produce_fetch import save_result
 
 MIB = 1 << 20
 
 
-def run_once(data_dir: Path, idle_s: float) -> dict[str, float]:
-    """One start on an empty `data_dir`: start-up, its CPU, and the idle RSS after."""
-    runner = ShoalRunner(data_dir)
-    startup_s = runner.start()
-    try:
-        startup_cpu_s = runner.cpu_seconds()
-        rss = idle_rss(runner, settle_s=idle_s)["rss_bytes"]
-    finally:
-        runner.stop()
-        shutil.rmtree(data_dir.parent, ignore_errors=True)
-    return {"startup_s": startup_s, "startup_cpu_s": startup_cpu_s, "idle_rss_mib": rss / MIB}
+def _figures(run: dict[str, float]) -> dict[str, float]:
+    return {
+        "startup_s": run["startup_s"],
+        "startup_cpu_s": run["startup_cpu_s"],
+        "idle_rss_mib": run["idle_rss_bytes"] / MIB,
+    }
+
+
+def _show(run: dict[str, float]) -> None:
+    shown = _figures(run)
+    print(
+        f"  start-up {shown['startup_s']:.3f} s ({shown['startup_cpu_s']:.2f} s CPU)  "
+        f"idle RSS {shown['idle_rss_mib']:.1f} MiB",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,16 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=3.0)
     args = parser.parse_args(argv)
-    runs: list[dict[str, float]] = []
     load_before = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="shoal-startup-") as tmp:
-        for n in range(args.runs):
-            runs.append(run_once(Path(tmp) / f"run-{n}" / "data", args.idle_s))
-            print(
-                f"  start-up {runs[-1]['startup_s']:.3f} s "
-                f"({runs[-1]['startup_cpu_s']:.2f} s CPU)  "
-                f"idle RSS {runs[-1]['idle_rss_mib']:.1f} MiB"
-            )
+    measured = startup(ShoalRunner, args.runs, settle_s=args.idle_s, each=_show)
+    runs = [_figures(run) for run in measured["runs"]]
     result: dict[str, Any] = {
         "runs": runs,
         "startup_s_median": statistics.median(r["startup_s"] for r in runs),
