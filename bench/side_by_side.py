@@ -63,7 +63,8 @@ For each workload of step 4 the broker's CPU seconds over it (from /proc, its wo
 processes included) and the clients' (user + system of their processes) are divided
 by its records: the table's "CPU per record" rows, in microseconds. On a 2-core
 machine the clients compete with the broker, so these move far less with the
-machine's load than the rates do.
+machine's load than the rates do. /proc counts CPU in clock ticks (10 ms), so at
+`--quick` sizes a broker's figure moves in steps of 10 ms / records (2 us at 5,000).
 
 A part whose module is missing or that fails is "not run" (the error is kept in the
 JSON), never the end of the run; `--skip` leaves parts out (`PARTS`). The table
