@@ -283,8 +283,8 @@ def machine() -> dict[str, Any]:
         "ram_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "confluent_kafka": confluent_kafka.version()[0],
-        "librdkafka": confluent_kafka.libversion()[0],
+        "confluent_kafka": str(confluent_kafka.__version__),
+        "librdkafka": str(confluent_kafka.libversion()[0]),
         "git_commit": commit + ("+uncommitted src changes" if dirty else ""),
         "shoal_src": str(Path(shoal.__file__).resolve().parent.parent),  # the tree measured
         "load_average_1m": os.getloadavg()[0],

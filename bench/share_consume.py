@@ -61,10 +61,9 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from confluent_kafka.admin import ResourceType as AdminResourceType
 from tests.support.broker import BrokerProcess
 from tests.support.clients import create_topic
+from tests.support.share_consumers import alter_group_configs
 
 from bench.produce_fetch import CpuMeter, machine, save_result
 
@@ -187,18 +186,8 @@ def fetch_phase(
 
 
 def set_group(bootstrap: str, group: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource_ = ConfigResource(
-        AdminResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(
-                "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
-            )
-        ],
-    )
-    for future in admin.incremental_alter_configs([resource_]).values():
-        future.result(timeout=30)
+    """The share group's share.auto.offset.reset=earliest (a group config)."""
+    alter_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
 
 
 def share_worker(

@@ -8,6 +8,8 @@ what it measures and how to run it). The package's parts:
 - kafka_protocol.py: the workloads on the Kafka protocol with confluent-kafka,
   identical for Kafka and Shoal (produce, consumer-group consume, share-group drain,
   end to end).
+- procs.py: what both sets of workloads share: the spawned client processes and their
+  barrier, the rates, the records seen and the latency summary.
 - redis.py and redis_streams.py: Redis (`RedisRunner`) and the same workloads on
   Redis Streams.
 - paced.py: latency percentiles at a fixed send rate.

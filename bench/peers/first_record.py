@@ -27,8 +27,9 @@ which some member or partition got nothing by the deadline counts as missing.
 
 The brokers run with their default settings (the share heartbeat interval,
 group.share.heartbeat.interval.ms, is 5 s on both), each on a fresh temporary data
-directory: Shoal through tests/support/broker.py, Kafka 4.2 through
-tests/support/kafka_reference.py (the reference broker the differential tests use).
+directory, started and stopped by the side-by-side harness's runners
+(bench/peers/runners.py: `ShoalRunner` with no overrides, `KafkaRunner`: Kafka 4.2 as
+its start scripts run it).
 
 Results: a table on stdout and bench/results/first_record.json (machine, load).
 """
@@ -219,26 +220,17 @@ def first_record(
 
 
 @contextmanager
-def _shoal(tmp: Path) -> Iterator[str]:
-    from tests.support.broker import BrokerProcess
+def _started(name: str, tmp: Path) -> Iterator[str]:
+    """Broker `name` ("kafka" or "shoal") running on a fresh data directory: its address."""
+    from bench.peers.runners import KafkaRunner, ShoalRunner
 
-    broker = BrokerProcess(tmp / "shoal-data").start()
+    data_dir = tmp / name / "data"
+    runner = KafkaRunner(data_dir) if name == "kafka" else ShoalRunner(data_dir)
+    runner.start()
     try:
-        yield broker.bootstrap
+        yield runner.address
     finally:
-        broker.stop()
-
-
-@contextmanager
-def _kafka(tmp: Path) -> Iterator[str]:
-    from tests.support.kafka_reference import KafkaBroker, install
-
-    install()
-    broker = KafkaBroker(tmp / "kafka-data").start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.stop()
+        runner.stop()
 
 
 def _cell(value: float | None) -> str:
@@ -258,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'broker':<7}{'P':>3}{'N':>3}{'first ms':>10}{'members':>10}{'parts':>10}")
     with tempfile.TemporaryDirectory(prefix="first-record-") as tmp:
         for name in brokers:
-            start = _kafka if name == "kafka" else _shoal
-            with start(Path(tmp)) as address:
+            with _started(name, Path(tmp)) as address:
                 for partitions in PARTITION_COUNTS:
                     for consumers in args.consumers:
                         row = first_record(

@@ -6,28 +6,28 @@ the broker's "127.0.0.1:port" and returns a dict with at least `records`, `secon
 (`client_cpu_s`, user + system of every client process over the timed part). Result
 keys match bench/peers/redis_streams.py's.
 
-Every client runs in a process of its own, started with multiprocessing's spawn method
-(never a fork of a process with librdkafka threads). A process imports this module
-(and so confluent_kafka), makes its client, and waits on a barrier with the others and
-the parent; timing starts after the barrier, so no process start, import or client
-construction is timed. Each process reads time.monotonic_ns() (CLOCK_MONOTONIC, one
-clock for every process on the machine) and the parent combines the timestamps.
+Every client runs in a process of its own (bench/peers/procs.py `run_jobs`: spawned, not
+forked; a process imports this module and confluent_kafka, makes its client and waits
+on a barrier with the others and the parent, so timing starts after the barrier and no
+process start, import or client construction is timed).
 
-- `produce(address, topic, n, size, partitions=1)`: creates the topic (AdminClient;
-  `partitions` partitions), then one Producer with acks=all and
+- `produce(address, topic, n, size, partitions=1, settings=None)`: creates the topic
+  (AdminClient; `partitions` partitions), then one Producer with acks=all and
   enable.idempotence=true, librdkafka's defaults otherwise (linger.ms 5, no
   compression, no keys: the sticky partitioner), except that delivery reports are
   asked for failures only (`delivery.report.only.error`: client-side, nothing on the
-  wire changes). Before the barrier it reads the topic's metadata and sends one record
-  to a warm-up topic of its own (so the producer id is acquired: librdkafka's
-  idempotent producer otherwise spends up to ~0.5 s on it inside the timed part); then
-  it sends `n` values of `size` random bytes (a pool of `VALUE_POOL`
-  distinct random values, made before the clock) and flushes. The producer reads its
-  metadata for the topic before the barrier. Rate = n / (first produce() to flush()
-  returning, i.e. the last delivery report); a failed delivery fails the workload.
-- `consume_group(address, topic, n)`: one Consumer in a new consumer group
-  (auto.offset.reset=earliest, librdkafka's defaults otherwise) subscribes to the
-  topic and reads its `n` records (already produced). Time = subscribe() to the last
+  wire changes), and `settings` on top (e.g. batch.num.messages: log batches of at
+  most that many records). Before the barrier it reads the topic's metadata and sends
+  one record to a warm-up topic of its own (so the producer id is acquired:
+  librdkafka's idempotent producer otherwise spends up to ~0.5 s on it inside the
+  timed part); then it sends `n` values of `size` random bytes (a pool of
+  `VALUE_POOL` distinct random values, made before the clock) and flushes. Rate =
+  n / (first produce() to flush() returning, i.e. the last delivery report); a failed
+  delivery fails the workload.
+- `consume_group(address, topic, n, settings=None)`: one Consumer in a new consumer
+  group (auto.offset.reset=earliest, librdkafka's defaults otherwise, `settings` on
+  top: `NO_BACKOFF` for the run without librdkafka's fetch-queue backoff) subscribes
+  to the topic and reads its `n` records (already produced). Time = subscribe() to the last
   record received; `first_s` = subscribe() to the first (the group join included).
 - `share_drain(address, topic, n, consumers=4)`: a new share group, its
   share.auto.offset.reset=earliest set as a group config (IncrementalAlterConfigs on
@@ -38,16 +38,16 @@ clock for every process on the machine) and the parent combines the timestamps.
   (untimed) and closes. Time = the first process's subscribe() to the last record
   received by any process. `redelivered` counts records seen with a delivery count
   above 1, `duplicates` records seen twice.
-- `end_to_end(address, topic, n, size, consumers=4, partitions=1)`: a fresh topic and
-  share group as above; the consumers subscribe first, and the producer (as in
-  `produce`) sends warm-up records every `WARMUP_INTERVAL_S` until every consumer has
-  received one (or `WARMUP_TIMEOUT_S` passed: `warmed` says how many had). Then it
-  sends `n` measured records as fast as it can, each value starting with
-  time.monotonic_ns() read just before produce() and its sequence number
-  (`STAMP`), padded with random bytes to `size`. Rate = records received / (the first
-  measured send to the last measured record received); a record's latency = the
-  consumer's clock when poll() returned it - its stamp: p50, p99, p99.9, max (ms,
-  nearest rank, first delivery of each record).
+- `end_to_end(address, topic, n, size, consumers=4, partitions=1, settings=None)`: a
+  fresh topic and share group as above; the consumers subscribe first, and the
+  producer (as in `produce`, with its `settings`) sends warm-up records every
+  `WARMUP_INTERVAL_S` until every consumer has received one (or `WARMUP_TIMEOUT_S`
+  passed: `warmed` says how many had). Then it sends `n` measured records as fast as
+  it can, each value starting with time.monotonic_ns() read just before produce() and
+  its sequence number (`STAMP`), padded with random bytes to `size`. Rate = records
+  received / (the first measured send to the last measured record received); a
+  record's latency = the consumer's clock when poll() returned it - its stamp: p50,
+  p99, p99.9, max (ms, nearest rank, first delivery of each record).
 
 Every workload checks what it received: it fails if records are missing after
 `IDLE_S` of nothing, and reports `received` (distinct records) and `duplicates`.
@@ -57,21 +57,27 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
-import resource
 import struct
-import threading
 import time
-import traceback
-import uuid
 from array import array
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
 from tests.support.clients import create_topic
 
-from bench.share_consume import percentile, set_group
+from bench.peers.procs import (
+    CLOSE_TIMEOUT_S,
+    RESULT_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Seen,
+    cpu_s,
+    drained,
+    latency_summary,
+    rates,
+    run_jobs,
+    unique_name,
+)
+from bench.share_consume import set_group
 
 STAMP = struct.Struct(">qq")
 """The head of an end-to-end value: send time (monotonic ns), sequence (-1: warm-up)."""
@@ -79,47 +85,44 @@ VALUE_POOL = 256
 """Distinct random values the producer cycles through (made before the clock)."""
 IDLE_S = 60.0
 """A consumer that receives nothing for this long gives up (the workload then fails)."""
-START_TIMEOUT_S = 180.0
-"""How long the processes may take to start, import and make their clients."""
-RESULT_TIMEOUT_S = 1800.0
 WARMUP_INTERVAL_S = 0.02
 WARMUP_TIMEOUT_S = 30.0
 TOPIC_TIMEOUT_S = 120.0
-CLOSE_TIMEOUT_S = 60.0
-
-
-def unique_name(prefix: str) -> str:
-    """A topic or group name no earlier workload used."""
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+NO_BACKOFF = {"queued.min.messages": 5_000_000, "fetch.queue.backoff.ms": 10}
+"""Consumer settings that keep librdkafka's fetch-queue backoff out of the way: it stops
+fetching for fetch.queue.backoff.ms (1 s) once more than queued.min.messages (100k)
+records wait in its queue, which can set the pace of `consume_group` (`settings`)."""
 
 
 # --- the workloads -------------------------------------------------------------------
 
 
-def produce(address: str, topic: str, n: int, size: int, partitions: int = 1) -> dict[str, Any]:
+def produce(
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    partitions: int = 1,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     create_topic(address, topic, partitions=partitions, timeout_s=TOPIC_TIMEOUT_S)
     warmup = unique_name("bench-warmup")
     create_topic(address, warmup, timeout_s=TOPIC_TIMEOUT_S)
-    (out,) = _run([(_producer, (address, topic, n, size, warmup, None))])
+    (out,) = run_jobs([(_producer, (address, topic, n, size, warmup, None, settings or {}))])
     seconds = (out["end"] - out["start"]) / 1e9
     return {
-        **_rates(n, size, seconds),
+        **rates(n, size, seconds),
         "partitions": partitions,
         "client_cpu_s": out["cpu_s"],
     }
 
 
-def consume_group(address: str, topic: str, n: int) -> dict[str, Any]:
+def consume_group(
+    address: str, topic: str, n: int, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     group = unique_name("bench-group")
-    (out,) = _run([(_group_consumer, (address, topic, group, n))])
-    seen = _Seen([out])
-    seconds = (out["last"] - out["subscribed"]) / 1e9
-    return {
-        **_rates(n, out["bytes"] / max(1, out["count"]), seconds),
-        **seen.counts(n),
-        "first_s": (out["first"] - out["subscribed"]) / 1e9,
-        "client_cpu_s": out["cpu_s"],
-    }
+    (out,) = run_jobs([(_group_consumer, (address, topic, group, n, settings or {}))])
+    return drained([out], n, Seen([out]), out["subscribed"])
 
 
 def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[str, Any]:
@@ -128,30 +131,26 @@ def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[st
     context = mp.get_context("spawn")
     total = context.Value("q", 0)
     warm = context.Array("b", consumers)
-    outs = _run(
+    outs = run_jobs(
         [
             (_share_consumer, (address, topic, group, n, total, warm, i, False))
             for i in range(consumers)
         ]
     )
-    seen = _Seen(outs)
-    subscribed = min(o["subscribed"] for o in outs)
-    got = [o for o in outs if o["count"]]
-    seconds = (max(o["last"] for o in got) - subscribed) / 1e9
-    size = sum(o["bytes"] for o in outs) / max(1, sum(o["count"] for o in outs))
     return {
-        **_rates(n, size, seconds),
-        **seen.counts(n),
-        "first_s": (min(o["first"] for o in got) - subscribed) / 1e9,
+        **drained(outs, n, Seen(outs), min(o["subscribed"] for o in outs)),
         "redelivered": sum(o["redelivered"] for o in outs),
-        "per_consumer": [o["count"] for o in outs],
-        "consumers": consumers,
-        "client_cpu_s": sum(o["cpu_s"] for o in outs),
     }
 
 
 def end_to_end(
-    address: str, topic: str, n: int, size: int, consumers: int = 4, partitions: int = 1
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    consumers: int = 4,
+    partitions: int = 1,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     create_topic(address, topic, partitions=partitions, timeout_s=TOPIC_TIMEOUT_S)
     group = unique_name("bench-e2e")
@@ -168,9 +167,9 @@ def end_to_end(
             time.sleep(0.01)
         go.set()
 
-    outs = _run(
+    outs = run_jobs(
         [
-            (_producer, (address, topic, n, size, None, go)),
+            (_producer, (address, topic, n, size, None, go, settings or {})),
             *(
                 (_share_consumer, (address, topic, group, n, total, warm, i, True))
                 for i in range(consumers)
@@ -179,11 +178,11 @@ def end_to_end(
         after_barrier=release,
     )
     producer, readers = outs[0], outs[1:]
-    seen = _Seen(readers)
+    seen = Seen(readers)
     got = [o for o in readers if o["count"]]
     seconds = (max(o["last"] for o in got) - producer["start"]) / 1e9
     return {
-        **_rates(seen.unique, size, seconds),
+        **rates(seen.unique, size, seconds),
         **seen.counts(n),
         **latency_summary(seen.latency_by_seq),
         "warmed": sum(o["warmed"] for o in readers),
@@ -197,114 +196,18 @@ def end_to_end(
     }
 
 
-# --- results -------------------------------------------------------------------------
-
-
-def _rates(n: int, size: float, seconds: float) -> dict[str, Any]:
-    return {
-        "records": n,
-        "seconds": seconds,
-        "records_per_s": n / seconds if seconds > 0 else float("nan"),
-        "mb_per_s": n * size / 1e6 / seconds if seconds > 0 else float("nan"),
-    }
-
-
-def latency_summary(latency_by_seq: dict[int, int]) -> dict[str, float]:
-    """p50, p99, p99.9 and the maximum of send-to-receive latencies (ns), in ms."""
-    ordered = sorted(v / 1e6 for v in latency_by_seq.values())
-    return {
-        "p50_ms": percentile(ordered, 50),
-        "p99_ms": percentile(ordered, 99),
-        "p999_ms": percentile(ordered, 99.9),
-        "max_ms": ordered[-1] if ordered else float("nan"),
-    }
-
-
-class _Seen:
-    """What the consumers received: records by (partition, offset), and for stamped
-    values each sequence's first latency."""
-
-    def __init__(self, outs: list[dict[str, Any]]) -> None:
-        keys = array("q")
-        self.latency_by_seq: dict[int, int] = {}
-        for out in outs:
-            keys.frombytes(out["keys"])
-            seqs, latencies = array("q"), array("q")
-            seqs.frombytes(out.get("seqs", b""))
-            latencies.frombytes(out.get("latencies", b""))
-            for seq, latency in zip(seqs, latencies, strict=True):
-                self.latency_by_seq.setdefault(seq, latency)
-        self.unique = len(set(keys))
-        self.duplicates = len(keys) - self.unique
-
-    def counts(self, n: int) -> dict[str, int]:
-        missing = n - self.unique
-        if missing > 0:
-            raise RuntimeError(f"{missing} of {n} records never arrived")
-        return {"received": self.unique, "duplicates": self.duplicates}
-
-
 # --- the processes -------------------------------------------------------------------
-
-Job = tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]
-
-
-def _run(jobs: list[Job], *, after_barrier: Callable[[], None] | None = None) -> list[Any]:
-    """Run each job's function in a spawned process (the shared barrier its last
-    argument); `after_barrier` runs here once every process is ready. Returns their
-    results in the jobs' order; a process's exception is raised here with its trace."""
-    context = mp.get_context("spawn")
-    barrier = context.Barrier(len(jobs) + 1)
-    results: Any = context.Queue()
-    processes = [
-        context.Process(target=_job, args=(i, fn, (*args, barrier), results), daemon=True)
-        for i, (fn, args) in enumerate(jobs)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        try:
-            barrier.wait(START_TIMEOUT_S)
-        except threading.BrokenBarrierError:
-            index, _, error = results.get(timeout=30)
-            raise RuntimeError(f"workload process {index} failed:\n{error}") from None
-        if after_barrier is not None:
-            after_barrier()
-        outs: dict[int, dict[str, Any]] = {}
-        while len(outs) < len(jobs):
-            try:
-                index, out, error = results.get(timeout=RESULT_TIMEOUT_S)
-            except queue.Empty:
-                raise RuntimeError("a workload process gave no result in time") from None
-            if out is None:
-                raise RuntimeError(f"workload process {index} failed:\n{error}")
-            outs[index] = out
-    finally:
-        for process in processes:
-            process.join(CLOSE_TIMEOUT_S)
-            if process.is_alive():
-                process.kill()
-                process.join(10)
-    return [outs[i] for i in range(len(jobs))]
-
-
-def _job(
-    index: int, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], results: Any
-) -> None:
-    try:
-        results.put((index, fn(*args), ""))
-    except Exception:  # noqa: BLE001 - the parent raises it with this traceback
-        results.put((index, None, traceback.format_exc()))
-        args[-1].abort()  # the barrier, in case the others still wait on it
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _producer(
-    address: str, topic: str, n: int, size: int, warmup: str | None, go: Any, barrier: Any
+    address: str,
+    topic: str,
+    n: int,
+    size: int,
+    warmup: str | None,
+    go: Any,
+    settings: dict[str, Any],
+    barrier: Any,
 ) -> dict[str, Any]:
     """`n` records of `size` bytes, acks=all and idempotent. With a `warmup` topic,
     random values, after one record to that topic before the barrier (the producer id
@@ -323,6 +226,7 @@ def _producer(
             "enable.idempotence": True,
             "delivery.report.only.error": True,
             "on_delivery": failed,
+            **settings,
         }
     )
     producer.list_topics(topic, timeout=TOPIC_TIMEOUT_S)  # connected, metadata known
@@ -339,7 +243,7 @@ def _producer(
             producer.produce(topic, STAMP.pack(time.monotonic_ns(), -1) + padding)
             producer.poll(0)
             warmed += 1
-    cpu = _cpu_s()
+    cpu = cpu_s()
     start = time.monotonic_ns()
     send = producer.produce
     for seq in range(n):
@@ -354,18 +258,25 @@ def _producer(
     end = time.monotonic_ns()
     if remaining or failures:
         raise RuntimeError(f"{remaining} undelivered, {len(failures)} failed: {failures[:3]}")
-    return {"start": start, "end": end, "warmup": warmed, "cpu_s": _cpu_s() - cpu}
+    return {"start": start, "end": end, "warmup": warmed, "cpu_s": cpu_s() - cpu}
 
 
-def _group_consumer(address: str, topic: str, group: str, n: int, barrier: Any) -> dict[str, Any]:
+def _group_consumer(
+    address: str, topic: str, group: str, n: int, settings: dict[str, Any], barrier: Any
+) -> dict[str, Any]:
     consumer = Consumer(
-        {"bootstrap.servers": address, "group.id": group, "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": address,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            **settings,
+        }
     )
     keys = array("q")
     size = 0
     first = last = 0
     barrier.wait(START_TIMEOUT_S)
-    cpu = _cpu_s()
+    cpu = cpu_s()
     subscribed = time.monotonic_ns()
     consumer.subscribe([topic])
     idle_since = time.monotonic()
@@ -384,7 +295,7 @@ def _group_consumer(address: str, topic: str, group: str, n: int, barrier: Any) 
                     raise RuntimeError(str(message.error()))
                 keys.append((message.partition() or 0) << 40 | (message.offset() or 0))
                 size += len(message.value() or b"")
-        cpu = _cpu_s() - cpu
+        cpu = cpu_s() - cpu
     finally:
         consumer.close()
     return {
@@ -423,7 +334,7 @@ def _share_consumer(
     size = redelivered = 0
     first = last = 0
     barrier.wait(START_TIMEOUT_S)
-    cpu = _cpu_s()
+    cpu = cpu_s()
     subscribed = time.monotonic_ns()
     consumer.subscribe([topic])
     idle_since = time.monotonic()
@@ -460,7 +371,7 @@ def _share_consumer(
                 first = first or now
                 with total.get_lock():
                     total.value += counted
-        cpu = _cpu_s() - cpu
+        cpu = cpu_s() - cpu
         consumer.commit_sync(CLOSE_TIMEOUT_S)  # the last poll's acknowledgements
     finally:
         consumer.close()

@@ -7,7 +7,9 @@ measured, and how:
 
 - `startup(make_runner, reps)`: `reps` starts, each on a fresh data directory, each
   `start()`'s seconds from spawning the process to its first answered request
-  (ApiVersions for the Kafka protocol, PING for Redis: runners.py), then a SIGTERM.
+  (ApiVersions for the Kafka protocol, PING for Redis: runners.py) and the CPU
+  seconds the broker had used then; with `settle_s`, its `idle_rss` after; then a
+  SIGTERM (bench/startup.py runs it for Shoal alone).
 - `idle_rss(runner)`: a started broker gets one topic (one partition; for Redis a
   stream, made by creating a consumer group), then `settle_s` seconds of nothing;
   its VmRSS then.
@@ -76,19 +78,35 @@ MakeRunner = Callable[[Path], "Runner"]
 # --- start-up and memory -------------------------------------------------------------
 
 
-def startup(make_runner: MakeRunner, reps: int, *, root: Path | None = None) -> dict[str, Any]:
-    """`reps` starts on fresh data directories: each one's seconds to its first answer."""
-    seconds = []
+def startup(
+    make_runner: MakeRunner,
+    reps: int,
+    *,
+    root: Path | None = None,
+    settle_s: float | None = None,
+    each: Callable[[dict[str, float]], None] | None = None,
+) -> dict[str, Any]:
+    """`reps` starts on fresh data directories: each one's seconds to its first answer
+    (`startup_s`) and the broker's CPU seconds then (`startup_cpu_s`); with `settle_s`,
+    its `idle_rss` after (`idle_rss_bytes`). `each(run)` is called after every start."""
+    runs = []
     with _Scratch(root) as scratch:
         for rep in range(reps):
-            data_dir = scratch / f"startup-{rep}"
+            data_dir = scratch / f"startup-{rep}" / "data"
             runner = make_runner(data_dir)
+            run = {"startup_s": runner.start()}
             try:
-                seconds.append(runner.start())
+                run["startup_cpu_s"] = runner.cpu_seconds()
+                if settle_s is not None:
+                    run["idle_rss_bytes"] = idle_rss(runner, settle_s=settle_s)["rss_bytes"]
             finally:
                 runner.stop()
-            shutil.rmtree(data_dir, ignore_errors=True)
-    return {"seconds": seconds, "median_s": statistics.median(seconds)}
+            shutil.rmtree(data_dir.parent, ignore_errors=True)
+            runs.append(run)
+            if each is not None:
+                each(run)
+    seconds = [run["startup_s"] for run in runs]
+    return {"seconds": seconds, "median_s": statistics.median(seconds), "runs": runs}
 
 
 def idle_rss(runner: Runner, *, settle_s: float = SETTLE_S) -> dict[str, Any]:

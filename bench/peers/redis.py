@@ -53,7 +53,7 @@ from pathlib import Path
 
 from tests.support.kafka_reference import cache_root, free_port
 
-from bench.peers.runners import START_TIMEOUT_S, FirstAnswer, cpu_seconds, rss_bytes
+from bench.peers.runners import START_TIMEOUT_S, FirstAnswer, Measured
 
 REDIS_VERSION = "7.0.15"
 """The Redis release the benchmark runs: Debian 12's (bookworm's) redis-server."""
@@ -168,7 +168,7 @@ def config_text(data_dir: Path, port: int, log_path: Path) -> str:
     return "".join(f"{key} {value}\n" for key, value in lines.items())
 
 
-class RedisRunner:
+class RedisRunner(Measured):
     """A Redis server on loopback, its data in `data_dir` (see the module's docstring)."""
 
     name = "redis"
@@ -241,12 +241,6 @@ class RedisRunner:
             assert self.process is not None
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(30)
-
-    def rss_bytes(self) -> int:
-        return rss_bytes(self.pid)
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
 
     def version(self) -> str:
         command, env = server_command(install())

@@ -15,12 +15,10 @@ of 500 and its own XACK) costs the client about 11 us of CPU here against about 
 with hiredis, so on a machine with few cores the Redis figures can be bound by the
 client rather than by the server; `client_cpu_s` shows it.
 
-Every client runs in a process of its own, started with multiprocessing's spawn method.
-It imports this module and the client, connects and PINGs, then waits on a barrier
-with the others and the parent; its clock starts when the barrier opens, so no
-process start, import or connection is timed. Each process keeps its own
-time.monotonic_ns() timestamps (one clock for the whole machine on Linux) and the
-parent combines them.
+Every client runs in a process of its own (bench/peers/procs.py `run_jobs`, as for
+the Kafka-protocol workloads): it imports this module and the client, connects and
+PINGs, then waits on a barrier with the others and the parent; its clock starts when
+the barrier opens, so no process start, import or connection is timed.
 
 - `produce(address, topic, n, size)`: one producer appends `n` entries with XADD,
   pipelined `PIPELINE` at a time; each batch's replies are awaited before the next is
@@ -60,23 +58,25 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
-import resource
 import struct
-import threading
 import time
-import traceback
-import uuid
 from array import array
-from collections.abc import Callable
-from multiprocessing.queues import Queue
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
 import redis
 
-from bench.share_consume import percentile
+from bench.peers.procs import (
+    START_TIMEOUT_S,
+    Seen,
+    cpu_s,
+    drained,
+    latency_summary,
+    rates,
+    run_jobs,
+    unique_name,
+)
 
 HEADER = struct.Struct(">qq")
 """The head of every value: its send time (monotonic ns) and its sequence number."""
@@ -88,9 +88,6 @@ BLOCK_MS = 100
 """How long one XREADGROUP waits for entries before a consumer looks at the count."""
 IDLE_S = 60.0
 """A consumer that sees no entry for this long gives up (the workload then fails)."""
-START_TIMEOUT_S = 120.0
-"""How long the spawned processes may take to import and connect (a loaded machine)."""
-RESULT_TIMEOUT_S = 1800.0
 GROUP_PREFIX = "bench"
 FIELD = b"d"
 
@@ -112,7 +109,7 @@ def _pad(size: int) -> bytes:
 
 def new_group(address: str, topic: str, start_id: str) -> str:
     """A new consumer group on `topic` (created if missing) at `start_id` ("0" or "$")."""
-    group = f"{GROUP_PREFIX}-{uuid.uuid4().hex[:12]}"
+    group = unique_name(GROUP_PREFIX)
     client = connect(address)
     try:
         client.xgroup_create(topic, group, id=start_id, mkstream=True)
@@ -125,47 +122,30 @@ def new_group(address: str, topic: str, start_id: str) -> str:
 
 
 def produce(address: str, topic: str, n: int, size: int, partitions: int = 1) -> dict[str, Any]:
-    (out,) = _run([(_producer, (address, topic, n, size, 0))])
+    (out,) = run_jobs([(_producer, (address, topic, n, size, 0))])
     seconds = (out["end"] - out["start"]) / 1e9
-    return {**_rates(n, size, seconds), "partitions": 1, "client_cpu_s": out["cpu_s"]}
+    return {**rates(n, size, seconds), "partitions": 1, "client_cpu_s": out["cpu_s"]}
 
 
 def consume_group(address: str, topic: str, n: int) -> dict[str, Any]:
     group = new_group(address, topic, "0")
     counter = _counter()
-    (out,) = _run([(_consumer, (address, topic, group, "c0", n, counter, False, False))])
-    seen = _Seen([out])
-    seconds = (out["last"] - out["start"]) / 1e9
-    return {
-        **_rates(n, out["bytes"] / max(1, out["count"]), seconds),
-        **seen.counts(n),
-        "first_s": (out["first"] - out["start"]) / 1e9,
-        "client_cpu_s": out["cpu_s"],
-    }
+    (out,) = run_jobs([(_consumer, (address, topic, group, "c0", n, counter, False, False))])
+    return drained([out], n, Seen([out], key="seqs"), out["start"])
 
 
 def share_drain(address: str, topic: str, n: int, consumers: int = 4) -> dict[str, Any]:
     group = new_group(address, topic, "0")
     counter = _counter()
-    outs = _run(
+    outs = run_jobs(
         [
             (_consumer, (address, topic, group, f"c{i}", n, counter, True, False))
             for i in range(consumers)
         ]
     )
-    seen = _Seen(outs)
-    start = min(o["start"] for o in outs)
-    got = [o for o in outs if o["count"]]
-    seconds = (max(o["last"] for o in got) - start) / 1e9
-    size = sum(o["bytes"] for o in outs) / max(1, sum(o["count"] for o in outs))
     return {
-        **_rates(n, size, seconds),
-        **seen.counts(n),
-        "first_s": (min(o["first"] for o in got) - start) / 1e9,
+        **drained(outs, n, Seen(outs, key="seqs"), min(o["start"] for o in outs)),
         "redelivered": 0,
-        "per_consumer": [o["count"] for o in outs],
-        "consumers": consumers,
-        "client_cpu_s": sum(o["cpu_s"] for o in outs),
     }
 
 
@@ -175,11 +155,11 @@ def end_to_end(
     group = new_group(address, topic, "$")
     outs = _together(address, topic, group, n, size, 0, consumers)
     producer, readers = outs[0], outs[1:]
-    seen = _Seen(readers)
+    seen = Seen(readers, key="seqs")
     got = [o for o in readers if o["count"]]
     seconds = (max(o["last"] for o in got) - producer["start"]) / 1e9
     return {
-        **_rates(seen.unique, size, seconds),
+        **rates(seen.unique, size, seconds),
         **seen.counts(n),
         **latency_summary(seen.latency_by_seq),
         "send_s": (producer["end"] - producer["start"]) / 1e9,
@@ -200,11 +180,11 @@ def paced(
     consumers: int = 4,
     topic: str | None = None,
 ) -> dict[str, Any]:
-    topic = topic or f"paced-{uuid.uuid4().hex[:12]}"
+    topic = topic or unique_name("paced")
     group = new_group(address, topic, "$")
     outs = _together(address, topic, group, n, size, rate, consumers)
     producer, readers = outs[0], outs[1:]
-    seen = _Seen(readers)
+    seen = Seen(readers, key="seqs")
     return {
         **latency_summary(seen.latency_by_seq),
         "rate": rate,
@@ -224,7 +204,7 @@ def _together(
     """The producer (paced at `rate`, or flat out if 0) and `consumers` consumers with
     latencies, started together: the producer's result first."""
     counter = _counter()
-    return _run(
+    return run_jobs(
         [
             (_producer, (address, topic, n, size, rate)),
             *(
@@ -235,117 +215,11 @@ def _together(
     )
 
 
-# --- results -------------------------------------------------------------------------
-
-
-def _rates(n: int, size: float, seconds: float) -> dict[str, Any]:
-    return {
-        "records": n,
-        "seconds": seconds,
-        "records_per_s": n / seconds if seconds > 0 else float("nan"),
-        "mb_per_s": n * size / 1e6 / seconds if seconds > 0 else float("nan"),
-    }
-
-
-def latency_summary(latency_by_seq: dict[int, int]) -> dict[str, float]:
-    """p50, p99, p99.9 and the maximum of send-to-receive latencies (ns), in ms
-    (nearest rank)."""
-    ordered = sorted(v / 1e6 for v in latency_by_seq.values())
-    return {
-        "p50_ms": percentile(ordered, 50),
-        "p99_ms": percentile(ordered, 99),
-        "p999_ms": percentile(ordered, 99.9),
-        "max_ms": ordered[-1] if ordered else float("nan"),
-    }
-
-
-class _Seen:
-    """The records the consumers saw, by sequence number, and each one's first latency."""
-
-    def __init__(self, outs: list[dict[str, Any]]) -> None:
-        seqs: array[int] = array("q")
-        self.latency_by_seq: dict[int, int] = {}
-        for out in outs:
-            mine, latencies = array("q"), array("q")
-            mine.frombytes(out["seqs"])
-            latencies.frombytes(out["latencies"])
-            seqs.extend(mine)
-            for seq, latency in zip(mine, latencies, strict=False):
-                self.latency_by_seq.setdefault(seq, latency)
-        self.unique = len(set(seqs))
-        self.duplicates = len(seqs) - self.unique
-
-    def counts(self, n: int) -> dict[str, int]:
-        missing = n - self.unique
-        if missing > 0:
-            raise RuntimeError(f"{missing} of {n} records never arrived")
-        return {"received": self.unique, "duplicates": self.duplicates}
-
-
 # --- the processes -------------------------------------------------------------------
 
 
 def _counter() -> Synchronized[int]:
     return mp.get_context("spawn").Value("q", 0)
-
-
-def _run(jobs: list[tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]]) -> list[dict[str, Any]]:
-    """Run each job's function in a spawned process (its last argument the shared
-    barrier) and return their results in the jobs' order; a process's exception is
-    raised here with its trace."""
-    context = mp.get_context("spawn")
-    barrier = context.Barrier(len(jobs) + 1)
-    results: Queue[tuple[int, dict[str, Any] | None, str]] = context.Queue()
-    processes = [
-        context.Process(target=_job, args=(i, fn, (*args, barrier), results), daemon=True)
-        for i, (fn, args) in enumerate(jobs)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        try:
-            barrier.wait(START_TIMEOUT_S)
-        except threading.BrokenBarrierError:
-            try:
-                index, _, error = results.get(timeout=30)
-            except queue.Empty:
-                codes = [process.exitcode for process in processes]
-                raise RuntimeError(f"workload processes failed to start: {codes}") from None
-            raise RuntimeError(f"workload process {index} failed:\n{error}") from None
-        outs: dict[int, dict[str, Any]] = {}
-        while len(outs) < len(jobs):
-            try:
-                index, out, error = results.get(timeout=RESULT_TIMEOUT_S)
-            except queue.Empty:
-                raise RuntimeError("a workload process gave no result in time") from None
-            if out is None:
-                raise RuntimeError(f"workload process {index} failed:\n{error}")
-            outs[index] = out
-    finally:
-        for process in processes:
-            process.join(60)
-            if process.is_alive():
-                process.kill()
-                process.join(10)
-    return [outs[i] for i in range(len(jobs))]
-
-
-def _job(
-    index: int,
-    fn: Callable[..., dict[str, Any]],
-    args: tuple[Any, ...],
-    results: Queue[tuple[int, dict[str, Any] | None, str]],
-) -> None:
-    try:
-        results.put((index, fn(*args), ""))
-    except Exception:  # noqa: BLE001 - the parent raises it with this traceback
-        results.put((index, None, traceback.format_exc()))
-        args[-1].abort()  # the barrier, in case the others still wait on it
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _producer(
@@ -357,7 +231,7 @@ def _producer(
     pad = _pad(size)
     behind_max = 0
     barrier.wait(START_TIMEOUT_S)
-    cpu = _cpu_s()
+    cpu = cpu_s()
     start = time.monotonic_ns()
     if rate:
         interval = 1e9 / rate
@@ -376,7 +250,7 @@ def _producer(
                 pipe.xadd(topic, {FIELD: value(seq, pad)})
             pipe.execute()
     end = time.monotonic_ns()
-    cpu = _cpu_s() - cpu
+    cpu = cpu_s() - cpu
     client.close()
     return {"start": start, "end": end, "sent": n, "behind_max_ns": behind_max, "cpu_s": cpu}
 
@@ -401,7 +275,7 @@ def _consumer(
     size = 0
     first = last = 0
     barrier.wait(START_TIMEOUT_S)
-    cpu = _cpu_s()
+    cpu = cpu_s()
     start = time.monotonic_ns()
     idle_since = time.monotonic()
     while counter.value < n and time.monotonic() - idle_since < IDLE_S:
@@ -431,7 +305,7 @@ def _consumer(
         idle_since = time.monotonic()
         with counter.get_lock():
             counter.value += len(ids)
-    cpu = _cpu_s() - cpu
+    cpu = cpu_s() - cpu
     client.close()
     return {
         "start": start,

@@ -18,7 +18,8 @@ on when the server logs that it is ready.
   Share groups need nothing more on 4.2 (the differential tests use the same broker).
 - `ShoalRunner`: `shoal serve` of this interpreter's environment (tests/support/broker.py),
   default settings plus the `overrides` given (bench/side_by_side.py gives one, and
-  says why).
+  says why); with `src`, the Shoal of another tree (its src directory first on the
+  server's PYTHONPATH), for a before/after pair in one run.
 - Redis is bench/peers/redis.py's `RedisRunner`.
 
 `rss_bytes()` and `cpu_seconds()` read the server process from /proc, with any worker
@@ -28,6 +29,7 @@ processes it runs (their VmRSS summed: pages they share count once per process).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -172,7 +174,50 @@ class FirstAnswer:
         self._thread.join(ANSWER_TIMEOUT_MS / 1000 + 1)
 
 
-class KafkaRunner:
+class Measured:
+    """A runner's `rss_bytes()` and `cpu_seconds()`: of its server process `pid` and
+    that process's workers (every runner's, RedisRunner's too)."""
+
+    @property
+    def pid(self) -> int:
+        raise NotImplementedError
+
+    def rss_bytes(self) -> int:
+        return rss_bytes(self.pid)
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+
+class _Spawned(Measured):
+    """What KafkaRunner and ShoalRunner share: `self.broker` (a KafkaBroker or a
+    BrokerProcess) spawns the server and keeps `spawned_at`; start-up is timed by a
+    `FirstAnswer` polling from before the spawn."""
+
+    broker: KafkaBroker | BrokerProcess
+
+    @property
+    def address(self) -> str:
+        return self.broker.bootstrap
+
+    def start(self) -> float:
+        poller = FirstAnswer(self.address)
+        try:
+            self.broker.start()
+            answered = poller.wait(START_TIMEOUT_S)
+        except BaseException:
+            poller.cancel()
+            raise
+        return answered - self.broker.spawned_at
+
+    def stop(self) -> None:
+        self.broker.stop(timeout_s=120.0)
+
+    def kill(self) -> None:
+        self.broker.kill()
+
+
+class KafkaRunner(_Spawned):
     """Apache Kafka 4.2, single-node KRaft, as its start scripts run it."""
 
     name = "kafka"
@@ -180,86 +225,51 @@ class KafkaRunner:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         data_dir.parent.mkdir(parents=True, exist_ok=True)  # the log and config go there
-        self.broker = KafkaBroker(
+        self.broker = self.kafka = KafkaBroker(
             data_dir,
             jvm_options=START_SCRIPT_JVM_OPTIONS,
             test_properties=False,
             start_timeout_s=START_TIMEOUT_S,
         )
         # Ports fixed before the first start, so the poller knows where to knock.
-        self.broker.port = free_port()
-        self.broker.controller_port = free_port()
-
-    @property
-    def address(self) -> str:
-        return self.broker.bootstrap
+        self.kafka.port = free_port()
+        self.kafka.controller_port = free_port()
 
     @property
     def pid(self) -> int:
-        assert self.broker.process is not None, "never started"
-        return self.broker.process.pid
-
-    def start(self) -> float:
-        poller = FirstAnswer(self.address)
-        try:
-            self.broker.start()
-            answered = poller.wait(START_TIMEOUT_S)
-        except BaseException:
-            poller.cancel()
-            raise
-        return answered - self.broker.spawned_at
-
-    def stop(self) -> None:
-        self.broker.stop(timeout_s=120.0)
-
-    def kill(self) -> None:
-        self.broker.kill()
-
-    def rss_bytes(self) -> int:
-        return rss_bytes(self.pid)
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
+        assert self.kafka.process is not None, "never started"
+        return self.kafka.process.pid
 
 
-class ShoalRunner:
-    """`shoal serve` with default settings."""
+class ShoalRunner(_Spawned):
+    """`shoal serve` with default settings plus `overrides`; of this interpreter's
+    environment, or with `src` (another tree's src directory) first on its PYTHONPATH,
+    as broker `name` (e.g. "shoal-old": a before/after pair in one run)."""
 
-    name = "shoal"
-
-    def __init__(self, data_dir: Path, *, overrides: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        overrides: Sequence[str] = (),
+        src: Path | None = None,
+        name: str = "shoal",
+    ) -> None:
+        self.name = name
         self.data_dir = data_dir
+        self.src = src
         data_dir.parent.mkdir(parents=True, exist_ok=True)  # the log goes there
-        self.broker = BrokerProcess(
-            data_dir, overrides=overrides, port=free_port(), start_timeout_s=START_TIMEOUT_S
+        env = {}
+        if src is not None:
+            rest = os.environ.get("PYTHONPATH", "")
+            env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), *filter(None, [rest])])
+        self.broker = self.shoal = BrokerProcess(
+            data_dir,
+            overrides=overrides,
+            port=free_port(),
+            start_timeout_s=START_TIMEOUT_S,
+            env=env,
         )
 
     @property
-    def address(self) -> str:
-        return self.broker.bootstrap
-
-    @property
     def pid(self) -> int:
-        return self.broker.pid
-
-    def start(self) -> float:
-        poller = FirstAnswer(self.address)
-        try:
-            self.broker.start()
-            answered = poller.wait(START_TIMEOUT_S)
-        except BaseException:
-            poller.cancel()
-            raise
-        return answered - self.broker.spawned_at
-
-    def stop(self) -> None:
-        self.broker.stop(timeout_s=120.0)
-
-    def kill(self) -> None:
-        self.broker.kill()
-
-    def rss_bytes(self) -> int:
-        return rss_bytes(self.pid)
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
+        return self.shoal.pid

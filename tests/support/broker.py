@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 _LISTENING = re.compile(r"listening on \S+:(\d+)")
@@ -33,8 +33,11 @@ class BrokerProcess:
         log_path: Path | None = None,
         config_file: Path | None = None,
         start_timeout_s: float = START_TIMEOUT_S,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.env = dict(env or {})
+        """Environment variables the server gets on top of this process's."""
         self.start_timeout_s = start_timeout_s
         self.overrides = list(overrides)
         self.config_file = config_file
@@ -75,7 +78,7 @@ class BrokerProcess:
             args,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
         )
         self._pump_done = threading.Event()
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()

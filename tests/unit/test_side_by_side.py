@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.side_by_side import goal_met, median_of, ratio, summarise, table
+import confluent_kafka
+from bench.produce_fetch import machine
+from bench.side_by_side import goal_met, median_of, ratio, summarise, table, workload_metrics
 
 
 def session(broker: str, rep: int, **metrics: float) -> dict[str, Any]:
@@ -75,3 +77,38 @@ def test_table_marks_misses_and_parts_not_run() -> None:
     assert row.split()[-1] == "NO"
     assert "not run" in row  # redis
     assert len({len(line) for line in lines[:2]}) == 1  # header and rule aligned
+
+
+def test_machine_names_the_clients_whole_versions() -> None:
+    info = machine()
+    assert info["confluent_kafka"] == confluent_kafka.__version__
+    assert info["librdkafka"] == confluent_kafka.libversion()[0]
+    assert info["confluent_kafka"].count(".") >= 2
+
+
+def test_shoal_of_another_tree_gets_its_column_and_ratio() -> None:
+    sessions = [
+        session("shoal-old", 1, share_drain_rps=100.0),
+        session("shoal", 1, share_drain_rps=150.0),
+    ]
+    rows = summarise(sessions)
+    drain = next(row for row in rows if row["key"] == "share_drain_rps")
+    assert drain["shoal-old"] == 100.0
+    assert math.isclose(drain["shoal/shoal-old"], 1.5)
+    lines = table(rows).splitlines()
+    assert lines[0].split()[:5] == ["metric", "kafka", "shoal-old", "shoal", "redis"]
+    assert "shoal/shoal-old" in lines[0]
+    row = next(line for line in lines if line.startswith("share drain"))
+    assert "100/s" in row and "150/s" in row and "1.50x" in row
+    assert "shoal-old" not in summarise([session("shoal", 1, share_drain_rps=1.0)])[0]
+
+
+def test_cpu_per_record_rows_from_each_workloads_cpu_seconds() -> None:
+    metrics: dict[str, float] = {}
+    result = {"records": 1000, "records_per_s": 5e4, "broker_cpu_s": 0.002, "client_cpu_s": 0.01}
+    workload_metrics(metrics, "end_to_end", result)
+    workload_metrics(metrics, "consume_group", None)  # failed or skipped: nothing
+    assert metrics == {"e2e_rps": 5e4, "end_to_end_broker_us": 2.0, "end_to_end_client_us": 10.0}
+    rows = {row["key"]: row for row in summarise([session("shoal", 1, **metrics)])}
+    assert rows["end_to_end_broker_us"]["shoal"] == 2.0
+    assert "2.00 us" in table(list(rows.values()))
