@@ -1,0 +1,430 @@
+"""Paced end-to-end latency on any Kafka-protocol broker: one producer on an absolute
+schedule, share or plain consumers, per-record latency percentiles.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.peers.paced --shoal --rate 3000
+    .venv/bin/python -m bench.peers.paced --kafka --rate 10000 --kind group
+    .venv/bin/python -m bench.peers.paced --address 127.0.0.1:9092 --rate 3000
+
+`paced(address, rate=, n=)` talks to a broker that is already running and uses only
+what every Kafka 4.2 broker offers, so it runs unchanged against Shoal and Apache
+Kafka. It creates a topic of one partition and then:
+
+- kind "share": a new share group (share.auto.offset.reset=earliest, set as a group
+  config through the AdminClient) and `consumers` ShareConsumer processes in explicit
+  acknowledgement mode, each record ACCEPTed on receipt (the acknowledgements ride the
+  consumer's next ShareFetch);
+- kind "group": a new consumer group and one plain Consumer (auto.offset.reset=earliest).
+
+One producer process (confluent-kafka, acks=all, enable.idempotence=true, linger.ms=0,
+no compression) sends `size`-byte records on an absolute schedule: record i is due at
+start + i/rate. Each payload starts with time.monotonic_ns() read just before
+`produce()` (CLOCK_MONOTONIC: one clock for every process on the machine) and its
+sequence number; a record's latency is the consumer's clock when `poll()` returned it
+minus that stamp. A producer that falls behind its schedule sends the overdue records
+back to back (the schedule is never reset); how far behind it fell is in the result
+(`behind_p99_ms`, `behind_max_ms`, `late_sends`: records sent more than 1 ms after
+their due time), so a catch-up burst is never hidden.
+
+Every process is started with multiprocessing's spawn method and imports its client
+library before it reads the clock. The consumers join first: warm-up records are sent
+at the same rate until every consumer has received at least one record and then for
+`WARMUP_S` more; only the `n` records after that are measured. Percentiles are per
+record (nearest rank) over the measured records; the run fails if a measured record
+never arrives.
+
+`python -m bench.peers.paced` prints a table and writes bench/results/paced.json
+(`--kafka` starts Apache Kafka 4.2 with its start script's JVM settings, `--shoal` a
+`shoal serve`, each on a temporary data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import struct
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+STAMP = struct.Struct(">qq")  # monotonic ns just before produce(), sequence number
+WARMUP_S = 1.0  # measured sending starts this long after every consumer has a record
+JOIN_TIMEOUT_S = 30.0  # every consumer must have received a record by then
+DRAIN_TIMEOUT_S = 60.0
+LATE_NS = 1_000_000  # a send this far behind its due time counts as late
+SLEEP_SLICE_S = 0.002  # the producer serves its delivery reports at least this often
+
+
+def _percentile(sorted_values: list[int], q: float) -> float:
+    """Nearest-rank percentile of integer nanoseconds, in milliseconds."""
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, -(-len(sorted_values) * q // 100) - 1))
+    return sorted_values[int(index)] / 1e6
+
+
+def _share_consumer(
+    address: str, group: str, topic: str, index: int, state: Any, stop: Any, out: Any
+) -> None:
+    from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
+
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([topic])
+    sequences, latencies, error = array("q"), array("q"), None
+    redelivered = 0
+    try:
+        while not stop.is_set():
+            batch = consumer.poll(0.1)
+            if not batch:
+                continue
+            now = time.monotonic_ns()
+            for message in batch:
+                if message.error() is not None:
+                    error = str(message.error())
+                    break
+                stamp, sequence = STAMP.unpack_from(message.value() or b"")
+                if message.delivery_count() != 1:
+                    redelivered += 1
+                sequences.append(sequence)
+                latencies.append(now - stamp)
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            if error:
+                break
+            state[index] += len(batch)
+    except KafkaException as exc:  # reported to the parent, which fails the run
+        error = repr(exc)
+    finally:
+        consumer.close()
+    out.put((index, sequences.tobytes(), latencies.tobytes(), redelivered, error))
+
+
+def _group_consumer(
+    address: str, group: str, topic: str, index: int, state: Any, stop: Any, out: Any
+) -> None:
+    from confluent_kafka import Consumer, KafkaException
+
+    consumer = Consumer(
+        {"bootstrap.servers": address, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    sequences, latencies, error = array("q"), array("q"), None
+    try:
+        while not stop.is_set():
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            now = time.monotonic_ns()
+            if message.error() is not None:
+                error = str(message.error())
+                break
+            stamp, sequence = STAMP.unpack_from(message.value() or b"")
+            sequences.append(sequence)
+            latencies.append(now - stamp)
+            state[index] += 1
+    except KafkaException as exc:  # reported to the parent, which fails the run
+        error = repr(exc)
+    finally:
+        consumer.close()
+    out.put((index, sequences.tobytes(), latencies.tobytes(), 0, error))
+
+
+def _producer(
+    address: str,
+    topic: str,
+    rate: int,
+    n: int,
+    size: int,
+    joined: Any,  # mp.Event: every consumer has a record
+    control: Any,  # mp.Array("q"): [first measured sequence, records sent]
+    out: Any,
+) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": address,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 2_000_000,
+            "message.timeout.ms": 120_000,
+        }
+    )
+    failures: list[str] = []
+
+    def delivered(err: Any, _message: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    padding = os.urandom(max(0, size - STAMP.size))
+    interval_ns = 1_000_000_000 // rate
+    behind = array("q")  # ns behind schedule, per measured record
+    first_measured = -1
+    stop_at = -1
+    joined_at_ns = 0
+    started = time.monotonic_ns()
+    deadline = started + int(JOIN_TIMEOUT_S * 1e9)
+    sequence = 0
+    while stop_at < 0 or sequence < stop_at:
+        due = started + sequence * interval_ns
+        now = time.monotonic_ns()
+        if now < due:
+            producer.poll(0)
+            time.sleep(min(due - now, SLEEP_SLICE_S * 1e9) / 1e9)
+            continue
+        if first_measured < 0:
+            if joined.is_set():
+                joined_at_ns = joined_at_ns or now
+                if now - joined_at_ns >= WARMUP_S * 1e9:
+                    first_measured = sequence
+                    stop_at = sequence + n
+                    control[0] = first_measured
+            elif now > deadline:
+                break
+        sent_ns = time.monotonic_ns()
+        producer.produce(topic, STAMP.pack(sent_ns, sequence) + padding, on_delivery=delivered)
+        if first_measured >= 0:
+            behind.append(sent_ns - due)
+        sequence += 1
+        control[1] = sequence
+    window_s = (time.monotonic_ns() - (started + max(first_measured, 0) * interval_ns)) / 1e9
+    remaining = producer.flush(60)
+    out.put(
+        {
+            "first_measured": first_measured,
+            "sent": sequence,
+            "behind_ns": behind.tobytes(),
+            "window_s": window_s,
+            "undelivered": remaining,
+            "failures": failures[:5],
+            "failed": len(failures),
+        }
+    )
+
+
+def _create_topic(address: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": address})
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the leader known before any client starts
+        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+        ready = meta is not None and meta.error is None and meta.partitions
+        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} has no leader after 30 s")
+
+
+def _share_group_earliest(address: str, group: str) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": address})
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(
+                "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+            )
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def paced(
+    address: str,
+    *,
+    rate: int,
+    n: int,
+    size: int = 1024,
+    kind: str = "share",
+    consumers: int = 4,
+) -> dict[str, Any]:
+    """Send `n` measured records at `rate` records/s through the broker at `address` and
+    return their latency percentiles (ms) with what was sent and received."""
+    if kind not in ("share", "group"):
+        raise ValueError(f"kind must be 'share' or 'group', not {kind!r}")
+    if kind == "group":
+        consumers = 1
+    tag = f"paced-{kind}-{rate}-{time.time_ns()}"
+    topic = group = tag
+    _create_topic(address, topic)
+    if kind == "share":
+        _share_group_earliest(address, group)
+    ctx = mp.get_context("spawn")
+    state = ctx.Array("q", consumers)  # records received per consumer
+    control = ctx.Array("q", 2)  # first measured sequence, records sent
+    control[0] = -1
+    stop, joined = ctx.Event(), ctx.Event()
+    results: Any = ctx.Queue()
+    produced: Any = ctx.Queue()
+    target = _share_consumer if kind == "share" else _group_consumer
+    workers = [
+        ctx.Process(target=target, args=(address, group, topic, i, state, stop, results))
+        for i in range(consumers)
+    ]
+    producer = ctx.Process(
+        target=_producer, args=(address, topic, rate, n, size, joined, control, produced)
+    )
+    for process in (*workers, producer):
+        process.start()
+    try:
+        deadline = time.monotonic() + JOIN_TIMEOUT_S + 60  # spawn and imports included
+        while not all(state[i] > 0 for i in range(consumers)):
+            if time.monotonic() > deadline or not producer.is_alive():
+                raise RuntimeError(f"consumers did not all receive a record: {list(state)}")
+            time.sleep(0.01)
+        joined.set()
+        produced_result = produced.get(timeout=n / rate + JOIN_TIMEOUT_S + 120)
+        sent = produced_result["sent"]
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        while sum(state) < sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+    collected = [results.get(timeout=60) for _ in workers]
+    for process in (*workers, producer):
+        process.join(30)
+        if process.is_alive():
+            process.kill()
+    first = produced_result["first_measured"]
+    if first < 0:
+        raise RuntimeError("the producer never left its warm-up")
+    latency_of: dict[int, int] = {}
+    redelivered = 0
+    errors = []
+    per_consumer = []
+    for _index, seq_bytes, lat_bytes, again, error in sorted(collected):
+        sequences, latencies = array("q"), array("q")
+        sequences.frombytes(seq_bytes)
+        latencies.frombytes(lat_bytes)
+        per_consumer.append(sum(1 for s in sequences if s >= first))
+        redelivered += again
+        if error:
+            errors.append(error)
+        for sequence, latency in zip(sequences, latencies, strict=True):
+            if sequence >= first and sequence not in latency_of:  # first delivery counts
+                latency_of[sequence] = latency
+    missing = n - len(latency_of)
+    if errors or missing:
+        raise RuntimeError(f"{missing} measured records never arrived; errors: {errors}")
+    values = sorted(latency_of.values())
+    behind = array("q")
+    behind.frombytes(produced_result["behind_ns"])
+    behind_sorted = sorted(behind)
+    return {
+        "kind": kind,
+        "rate": rate,
+        "size": size,
+        "consumers": consumers,
+        "p50_ms": round(_percentile(values, 50), 3),
+        "p99_ms": round(_percentile(values, 99), 3),
+        "p999_ms": round(_percentile(values, 99.9), 3),
+        "max_ms": round(values[-1] / 1e6, 3),
+        "sent": n,
+        "received": len(latency_of),
+        "warmup_records": first,
+        "achieved_rate": round(n / produced_result["window_s"], 1),
+        "behind_p99_ms": round(_percentile(behind_sorted, 99), 3),
+        "behind_max_ms": round(behind_sorted[-1] / 1e6, 3),
+        "late_sends": sum(1 for b in behind if b > LATE_NS),
+        "redelivered": redelivered,
+        "per_consumer": per_consumer,
+        "producer_failures": produced_result["failed"],
+    }
+
+
+def _start(which: str, root: Path) -> Any:
+    """A broker of `which` ("kafka" or "shoal") on a data directory under `root`;
+    returns an object with `.bootstrap` and `.kill()`."""
+    if which == "shoal":
+        from tests.support.broker import BrokerProcess
+
+        return BrokerProcess(root / "shoal").start()
+    from bench.peers.runners import KafkaRunner  # Kafka's start-script JVM settings
+
+    return KafkaRunner(root / "kafka").start()
+
+
+def _row(name: str, result: dict[str, Any]) -> str:
+    return (
+        f"{name:<8}{result['kind']:<7}{result['rate']:>7}{result['p50_ms']:>9.2f}"
+        f"{result['p99_ms']:>9.2f}{result['p999_ms']:>9.2f}{result['max_ms']:>9.2f}"
+        f"{result['received']:>9}{result['behind_max_ms']:>9.2f}{result['late_sends']:>7}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--kafka", action="store_true", help="start Apache Kafka 4.2")
+    where.add_argument("--shoal", action="store_true", help="start shoal serve")
+    where.add_argument("--address", help="a broker already running")
+    parser.add_argument("--rate", type=int, nargs="+", default=[3000])
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
+    parser.add_argument("--kind", choices=["share", "group", "both"], default="both")
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--consumers", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args(argv)
+    from bench.produce_fetch import machine, save_result
+
+    name = "kafka" if args.kafka else "shoal" if args.shoal else args.address
+    kinds = ["share", "group"] if args.kind == "both" else [args.kind]
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="shoal-paced-") as tmp:
+        broker = None if args.address else _start(name, Path(tmp))
+        address = args.address or broker.bootstrap
+        print(
+            f"{'broker':<8}{'kind':<7}{'rate':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}"
+            f"{'records':>9}{'behind':>9}{'late':>7}"
+        )
+        try:
+            for _ in range(args.repeats):
+                for rate in args.rate:
+                    for kind in kinds:
+                        load = os.getloadavg()[0]
+                        result = paced(
+                            address,
+                            rate=rate,
+                            n=int(rate * args.seconds),
+                            size=args.size,
+                            kind=kind,
+                            consumers=args.consumers,
+                        )
+                        result["broker"] = name
+                        result["load_before"] = round(load, 2)
+                        runs.append(result)
+                        print(_row(name, result), flush=True)
+        finally:
+            if broker is not None:
+                broker.kill()
+    out = save_result("paced", {"machine": machine(), "runs": runs})
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
