@@ -214,45 +214,6 @@ def _producer(
     )
 
 
-def _create_topic(address: str, topic: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": address})
-    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-        future.result(timeout=60)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the leader known before any client starts
-        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        ready = meta is not None and meta.error is None and meta.partitions
-        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {topic} has no leader after 30 s")
-
-
-def _share_group_earliest(address: str, group: str) -> None:
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": address})
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(
-                "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
-            )
-        ],
-    )
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=30)
-
-
 def paced(
     address: str,
     *,
@@ -270,9 +231,12 @@ def paced(
         consumers = 1
     tag = f"paced-{kind}-{rate}-{time.time_ns()}"
     topic = group = tag
-    _create_topic(address, topic)
+    from bench.share_consume import set_group  # share.auto.offset.reset=earliest
+    from tests.support.clients import create_topic
+
+    create_topic(address, topic)
     if kind == "share":
-        _share_group_earliest(address, group)
+        set_group(address, group)
     ctx = mp.get_context("spawn")
     state = ctx.Array("q", consumers)  # records received per consumer
     control = ctx.Array("q", 2)  # first measured sequence, records sent
@@ -294,13 +258,13 @@ def paced(
         deadline = time.monotonic() + JOIN_TIMEOUT_S + 60  # spawn and imports included
         while not all(state[i] > 0 for i in range(consumers)):
             if time.monotonic() > deadline or not producer.is_alive():
-                raise RuntimeError(f"consumers did not all receive a record: {list(state)}")
+                raise RuntimeError(f"consumers did not all receive a record: {state[:]}")
             time.sleep(0.01)
         joined.set()
         produced_result = produced.get(timeout=n / rate + JOIN_TIMEOUT_S + 120)
         sent = produced_result["sent"]
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        while sum(state) < sent and time.monotonic() < deadline:
+        while sum(state[:]) < sent and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         stop.set()
@@ -396,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="shoal-paced-") as tmp:
         broker = None if args.address else _start(name, Path(tmp))
-        address = args.address or broker.bootstrap
+        address = args.address or (broker.bootstrap if broker is not None else "")
         print(
             f"{'broker':<8}{'kind':<7}{'rate':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}"
             f"{'records':>9}{'behind':>9}{'late':>7}"
