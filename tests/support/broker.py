@@ -32,8 +32,10 @@ class BrokerProcess:
         port: int = 0,
         log_path: Path | None = None,
         config_file: Path | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
         self.data_dir = data_dir
+        self.start_timeout_s = start_timeout_s
         self.overrides = list(overrides)
         self.config_file = config_file
         self.port = port
@@ -42,6 +44,8 @@ class BrokerProcess:
         self._log_lines: list[str] = []
         self._ready = threading.Event()
         self._pump_done = threading.Event()
+        self.spawned_at = 0.0
+        """time.monotonic() just before the last start's process was spawned."""
 
     @property
     def bootstrap(self) -> str:
@@ -66,6 +70,7 @@ class BrokerProcess:
         for item in self.overrides:
             args += ["--override", item]
         self._ready.clear()
+        self.spawned_at = time.monotonic()
         self.process = subprocess.Popen(
             args,
             stdout=subprocess.DEVNULL,
@@ -74,7 +79,7 @@ class BrokerProcess:
         )
         self._pump_done = threading.Event()
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         while not self._ready.wait(0.05):
             exited = self.process.poll() is not None
             if exited or time.monotonic() > deadline:

@@ -12,7 +12,9 @@ run the same clients against both. This module is test support, never part of Sh
   `java_command(..., class_path=)` runs a main class on them.
 - `KafkaBroker` formats and starts a single-node KRaft broker (combined broker and
   controller) on free loopback ports, with the overrides a test gives, and stops it by
-  its PID (SIGTERM, or SIGKILL for a crash).
+  its PID (SIGTERM, or SIGKILL for a crash). Its defaults are the tests' (a small C1
+  JVM, no retention pass while a test runs); `jvm_options=START_SCRIPT_JVM_OPTIONS,
+  test_properties=False` is Kafka as its own start scripts run it (bench/peers/).
 - `KafkaBroker(..., sasl=SaslListener(...))` adds a SASL_PLAINTEXT listener (its
   address: `sasl_bootstrap`) with PLAIN users from its JAAS config, SCRAM users added
   when the storage is formatted (`kafka-storage format --add-scram`), and optionally
@@ -59,6 +61,22 @@ INSTALL_TIMEOUT_S = 900.0
 """Maven's first resolution of the ~90 jars (about 60 MB)."""
 HEAP = "-Xmx768m"
 """The reference broker's JVM heap: enough for a test's topics, small beside Shoal's."""
+TEST_JVM_OPTIONS = (HEAP, "-XX:TieredStopAtLevel=1")
+"""The tests' broker JVM: a small heap and the C1 compiler only (a faster start)."""
+START_SCRIPT_JVM_OPTIONS = (
+    # kafka-server-start.sh's KAFKA_HEAP_OPTS
+    "-Xmx1G",
+    "-Xms1G",
+    # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+)
+"""The JVM a user's `kafka-server-start.sh` runs the broker in (the benchmark's peer)."""
 
 TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
@@ -408,9 +426,17 @@ class KafkaBroker:
         port: int = 0,
         log_path: Path | None = None,
         sasl: SaslListener | None = None,
+        jvm_options: Sequence[str] = TEST_JVM_OPTIONS,
+        test_properties: bool = True,
+        start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
         self.data_dir = data_dir
         self.overrides = list(overrides)
+        self.jvm_options = list(jvm_options)
+        self.test_properties = test_properties
+        self.start_timeout_s = start_timeout_s
+        self.spawned_at = 0.0
+        """time.monotonic() just before the last start's JVM was spawned."""
         self.port = port
         self.controller_port = 0
         self.sasl = sasl
@@ -450,11 +476,12 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+        }
+        if self.test_properties:
             # No retention pass while a test runs (the first would come 30 s after
             # start): tests write batches stamped in 2023, which a pass would delete.
-            "log.initial.task.delay.ms": "3600000",
-            "log.retention.check.interval.ms": "3600000",
-        }
+            props["log.initial.task.delay.ms"] = "3600000"
+            props["log.retention.check.interval.ms"] = "3600000"
         if self.sasl is not None:
             props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
             props["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
@@ -496,11 +523,11 @@ class KafkaBroker:
             if formatted.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed:\n{formatted.stderr}")
         self._ready.clear()
+        self.spawned_at = time.monotonic()
         self.process = subprocess.Popen(
             [
                 "java",
-                HEAP,
-                "-XX:TieredStopAtLevel=1",
+                *self.jvm_options,
                 f"-Dlog4j2.configurationFile={_log_config('INFO')}",
                 "-cp",
                 classpath(),
@@ -511,7 +538,7 @@ class KafkaBroker:
             stderr=subprocess.PIPE,
         )
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         while not self._ready.wait(0.1):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
