@@ -231,8 +231,9 @@ def paced(
         consumers = 1
     tag = f"paced-{kind}-{rate}-{time.time_ns()}"
     topic = group = tag
-    from bench.share_consume import set_group  # share.auto.offset.reset=earliest
     from tests.support.clients import create_topic
+
+    from bench.share_consume import set_group  # share.auto.offset.reset=earliest
 
     create_topic(address, topic)
     if kind == "share":
@@ -321,15 +322,13 @@ def paced(
 
 
 def _start(which: str, root: Path) -> Any:
-    """A broker of `which` ("kafka" or "shoal") on a data directory under `root`;
-    returns an object with `.bootstrap` and `.kill()`."""
-    if which == "shoal":
-        from tests.support.broker import BrokerProcess
+    """A started `Runner` (bench/peers/runners.py) of `which`, "kafka" (Kafka's
+    start-script JVM settings) or "shoal", on a data directory under `root`."""
+    from bench.peers.runners import KafkaRunner, ShoalRunner
 
-        return BrokerProcess(root / "shoal").start()
-    from bench.peers.runners import KafkaRunner  # Kafka's start-script JVM settings
-
-    return KafkaRunner(root / "kafka").start()
+    runner = KafkaRunner(root / "kafka") if which == "kafka" else ShoalRunner(root / "shoal")
+    runner.start()
+    return runner
 
 
 def _row(name: str, result: dict[str, Any]) -> str:
@@ -337,6 +336,7 @@ def _row(name: str, result: dict[str, Any]) -> str:
         f"{name:<8}{result['kind']:<7}{result['rate']:>7}{result['p50_ms']:>9.2f}"
         f"{result['p99_ms']:>9.2f}{result['p999_ms']:>9.2f}{result['max_ms']:>9.2f}"
         f"{result['received']:>9}{result['behind_max_ms']:>9.2f}{result['late_sends']:>7}"
+        f"{result.get('broker_cpu_percent', float('nan')):>6.0f}{result['load_before']:>6.1f}"
     )
 
 
@@ -360,16 +360,18 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="shoal-paced-") as tmp:
         broker = None if args.address else _start(name, Path(tmp))
-        address = args.address or (broker.bootstrap if broker is not None else "")
+        address = args.address or (broker.address if broker is not None else "")
         print(
             f"{'broker':<8}{'kind':<7}{'rate':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}"
-            f"{'records':>9}{'behind':>9}{'late':>7}"
+            f"{'records':>9}{'behind':>9}{'late':>7}{'cpu%':>6}{'load':>6}"
         )
         try:
             for _ in range(args.repeats):
                 for rate in args.rate:
                     for kind in kinds:
                         load = os.getloadavg()[0]
+                        cpu_before = broker.cpu_seconds() if broker is not None else 0.0
+                        began = time.monotonic()
                         result = paced(
                             address,
                             rate=rate,
@@ -380,6 +382,12 @@ def main(argv: list[str] | None = None) -> int:
                         )
                         result["broker"] = name
                         result["load_before"] = round(load, 2)
+                        result["load_after"] = round(os.getloadavg()[0], 2)
+                        if broker is not None:  # the whole run: join, warm-up, drain
+                            cpu_s = broker.cpu_seconds() - cpu_before
+                            result["broker_cpu_percent"] = round(
+                                100 * cpu_s / (time.monotonic() - began), 1
+                            )
                         runs.append(result)
                         print(_row(name, result), flush=True)
         finally:
