@@ -36,7 +36,13 @@ never arrives.
 
 `python -m bench.peers.paced` prints a table and writes bench/results/paced.json
 (`--kafka` starts Apache Kafka 4.2 with its start script's JVM settings, `--shoal` a
-`shoal serve`, each on a temporary data directory).
+`shoal serve`, each on a temporary data directory, bench/peers/runners.py). A broker it
+started first serves one unmeasured share run (`--broker-warmup` seconds): without it
+a fresh JVM's first run measured Kafka's JIT compilation (p99 0.5-0.8 s at 3k/s in
+three of three fresh starts, against 0.01-0.1 s later on the same JVM). Each row
+also gives the broker's CPU over the run (`cpu%`, of one core: join, warm-up and
+drain included) and the load average before it: on a shared machine compare runs
+made back to back only.
 """
 
 from __future__ import annotations
@@ -352,6 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--consumers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--broker-warmup",
+        type=float,
+        default=5.0,
+        help="seconds of an unmeasured run (share, the first rate) on a newly started broker "
+        "first: Kafka's JIT compiles its hot paths, Shoal loads its lazy modules; 0: none",
+    )
     args = parser.parse_args(argv)
     from bench.produce_fetch import machine, save_result
 
@@ -366,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{'records':>9}{'behind':>9}{'late':>7}{'cpu%':>6}{'load':>6}"
         )
         try:
+            if broker is not None and args.broker_warmup > 0:
+                rate = args.rate[0]
+                paced(address, rate=rate, n=int(rate * args.broker_warmup), kind="share")
             for _ in range(args.repeats):
                 for rate in args.rate:
                     for kind in kinds:
