@@ -48,6 +48,7 @@ made back to back only.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import struct
@@ -63,6 +64,7 @@ WARMUP_S = 1.0  # measured sending starts this long after every consumer has a r
 JOIN_TIMEOUT_S = 30.0  # every consumer must have received a record by then
 DRAIN_TIMEOUT_S = 60.0
 LATE_NS = 1_000_000  # a send this far behind its due time counts as late
+STATS_INTERVAL_MS = 1000  # librdkafka's statistics of the producer
 SLEEP_SLICE_S = 0.002  # the producer serves its delivery reports at least this often
 
 
@@ -72,6 +74,37 @@ def _percentile(sorted_values: list[int], q: float) -> float:
         return float("nan")
     index = min(len(sorted_values) - 1, max(0, -(-len(sorted_values) * q // 100) - 1))
     return sorted_values[int(index)] / 1e6
+
+
+def _produce_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """What librdkafka's statistics say of the measured window: Produce requests and
+    records sent (the first interval is the baseline), so records per Produce, and the
+    producer's round-trip times to the leader (the median of the intervals' p50s, the
+    largest of their p99s, ms)."""
+    if len(stats) < 2:
+        return {}
+
+    def counts(snapshot: dict[str, Any]) -> tuple[int, int]:
+        brokers = snapshot.get("brokers", {}).values()
+        requests = sum(b.get("req", {}).get("Produce", 0) for b in brokers)
+        return requests, snapshot.get("txmsgs", 0)
+
+    first, last = counts(stats[0]), counts(stats[-1])
+    requests, records = last[0] - first[0], last[1] - first[1]
+    p50s, p99s = [], []
+    for snapshot in stats[1:]:
+        leaders = [b for b in snapshot.get("brokers", {}).values() if b.get("toppars")]
+        for broker in leaders:
+            rtt = broker.get("rtt", {})
+            if rtt.get("cnt"):
+                p50s.append(rtt["p50"] / 1000)
+                p99s.append(rtt["p99"] / 1000)
+    return {
+        "produce_requests": requests,
+        "records_per_produce": round(records / requests, 2) if requests else None,
+        "produce_rtt_p50_ms": round(sorted(p50s)[len(p50s) // 2], 3) if p50s else None,
+        "produce_rtt_p99_max_ms": round(max(p99s), 3) if p99s else None,
+    }
 
 
 def _share_consumer(
@@ -157,6 +190,7 @@ def _producer(
 ) -> None:
     from confluent_kafka import Producer
 
+    stats: list[dict[str, Any]] = []  # librdkafka's statistics, one per interval
     producer = Producer(
         {
             "bootstrap.servers": address,
@@ -166,6 +200,8 @@ def _producer(
             "compression.type": "none",
             "queue.buffering.max.messages": 2_000_000,
             "message.timeout.ms": 120_000,
+            "statistics.interval.ms": STATS_INTERVAL_MS,
+            "stats_cb": lambda raw: stats.append(json.loads(raw)),
         }
     )
     failures: list[str] = []
@@ -179,6 +215,7 @@ def _producer(
     behind = array("q")  # ns behind schedule, per measured record
     first_measured = -1
     stop_at = -1
+    stats_from = 0
     joined_at_ns = 0
     started = time.monotonic_ns()
     deadline = started + int(JOIN_TIMEOUT_S * 1e9)
@@ -196,6 +233,7 @@ def _producer(
                 if now - joined_at_ns >= WARMUP_S * 1e9:
                     first_measured = sequence
                     stop_at = sequence + n
+                    stats_from = len(stats)
                     control[0] = first_measured
             elif now > deadline:
                 break
@@ -207,6 +245,7 @@ def _producer(
         control[1] = sequence
     window_s = (time.monotonic_ns() - (started + max(first_measured, 0) * interval_ns)) / 1e9
     remaining = producer.flush(60)
+    producer.poll(STATS_INTERVAL_MS / 1000)  # the statistics up to the end
     out.put(
         {
             "first_measured": first_measured,
@@ -216,6 +255,7 @@ def _producer(
             "undelivered": remaining,
             "failures": failures[:5],
             "failed": len(failures),
+            **_produce_stats(stats[max(0, stats_from - 1) :]),
         }
     )
 
@@ -324,6 +364,7 @@ def paced(
         "redelivered": redelivered,
         "per_consumer": per_consumer,
         "producer_failures": produced_result["failed"],
+        **{k: v for k, v in produced_result.items() if k.startswith(("produce_", "records_"))},
     }
 
 
@@ -337,12 +378,29 @@ def _start(which: str, root: Path) -> Any:
     return runner
 
 
+def _schedstat(pid: int) -> tuple[int, int]:
+    """Nanoseconds the process's threads have spent on a CPU and runnable but waiting
+    for one (`/proc/<pid>/task/*/schedstat`; threads that ended are not counted)."""
+    on_cpu = waiting = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        on_cpu += int(fields[0])
+        waiting += int(fields[1])
+    return on_cpu, waiting
+
+
 def _row(name: str, result: dict[str, Any]) -> str:
     return (
         f"{name:<8}{result['kind']:<7}{result['rate']:>7}{result['p50_ms']:>9.2f}"
         f"{result['p99_ms']:>9.2f}{result['p999_ms']:>9.2f}{result['max_ms']:>9.2f}"
         f"{result['received']:>9}{result['behind_max_ms']:>9.2f}{result['late_sends']:>7}"
         f"{result.get('broker_cpu_percent', float('nan')):>6.0f}{result['load_before']:>6.1f}"
+        f"{result.get('records_per_produce') or float('nan'):>6.1f}"
+        f"{result.get('produce_rtt_p50_ms') or float('nan'):>7.2f}"
+        f"{result.get('broker_wait_per_cpu_s', float('nan')):>6.2f}"
     )
 
 
@@ -376,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         address = args.address or (broker.address if broker is not None else "")
         print(
             f"{'broker':<8}{'kind':<7}{'rate':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}"
-            f"{'records':>9}{'behind':>9}{'late':>7}{'cpu%':>6}{'load':>6}"
+            f"{'records':>9}{'behind':>9}{'late':>7}{'cpu%':>6}{'load':>6}{'rec/P':>6}{'rtt50':>7}{'wait':>6}"
         )
         try:
             if broker is not None and args.broker_warmup > 0:
@@ -387,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                     for kind in kinds:
                         load = os.getloadavg()[0]
                         cpu_before = broker.cpu_seconds() if broker is not None else 0.0
+                        sched_before = _schedstat(broker.pid) if broker is not None else (0, 0)
                         began = time.monotonic()
                         result = paced(
                             address,
@@ -403,6 +462,13 @@ def main(argv: list[str] | None = None) -> int:
                             cpu_s = broker.cpu_seconds() - cpu_before
                             result["broker_cpu_percent"] = round(
                                 100 * cpu_s / (time.monotonic() - began), 1
+                            )
+                            # time its threads were runnable but had no CPU, per CPU
+                            # second: how starved the broker was on a shared machine
+                            sched = _schedstat(broker.pid)
+                            result["broker_wait_per_cpu_s"] = round(
+                                (sched[1] - sched_before[1]) / max(1, sched[0] - sched_before[0]),
+                                2,
                             )
                         runs.append(result)
                         print(_row(name, result), flush=True)
