@@ -145,7 +145,8 @@ def _share_consumer(
         error = repr(exc)
     finally:
         consumer.close()
-    out.put((index, sequences.tobytes(), latencies.tobytes(), redelivered, error))
+    cpu_s = time.process_time()  # every thread of the process (librdkafka's too)
+    out.put((index, sequences.tobytes(), latencies.tobytes(), redelivered, error, cpu_s))
 
 
 def _group_consumer(
@@ -175,7 +176,8 @@ def _group_consumer(
         error = repr(exc)
     finally:
         consumer.close()
-    out.put((index, sequences.tobytes(), latencies.tobytes(), 0, error))
+    cpu_s = time.process_time()  # every thread of the process (librdkafka's too)
+    out.put((index, sequences.tobytes(), latencies.tobytes(), 0, error, cpu_s))
 
 
 def _producer(
@@ -248,6 +250,7 @@ def _producer(
     producer.poll(STATS_INTERVAL_MS / 1000)  # the statistics up to the end
     out.put(
         {
+            "cpu_s": time.process_time(),
             "first_measured": first_measured,
             "sent": sequence,
             "behind_ns": behind.tobytes(),
@@ -327,7 +330,9 @@ def paced(
     redelivered = 0
     errors = []
     per_consumer = []
-    for _index, seq_bytes, lat_bytes, again, error in sorted(collected):
+    consumers_cpu_s = 0.0
+    for _index, seq_bytes, lat_bytes, again, error, cpu_s in sorted(collected):
+        consumers_cpu_s += cpu_s
         sequences, latencies = array("q"), array("q")
         sequences.frombytes(seq_bytes)
         latencies.frombytes(lat_bytes)
@@ -364,6 +369,9 @@ def paced(
         "redelivered": redelivered,
         "per_consumer": per_consumer,
         "producer_failures": produced_result["failed"],
+        # the clients' CPU over their whole lives (start-up, join, warm-up, drain)
+        "producer_cpu_s": round(produced_result["cpu_s"], 2),
+        "consumers_cpu_s": round(consumers_cpu_s, 2),
         **{k: v for k, v in produced_result.items() if k.startswith(("produce_", "records_"))},
     }
 
