@@ -39,10 +39,18 @@ never arrives.
 `shoal serve`, each on a temporary data directory, bench/peers/runners.py). A broker it
 started first serves one unmeasured share run (`--broker-warmup` seconds): without it
 a fresh JVM's first run measured Kafka's JIT compilation (p99 0.5-0.8 s at 3k/s in
-three of three fresh starts, against 0.01-0.1 s later on the same JVM). Each row
-also gives the broker's CPU over the run (`cpu%`, of one core: join, warm-up and
-drain included) and the load average before it: on a shared machine compare runs
-made back to back only.
+three of three fresh starts, against 0.01-0.1 s later on the same JVM).
+
+Besides the percentiles, each row says what shaped them:
+- `cpu%`: the broker's CPU over the run, of one core (join, warm-up and drain
+  included); `wait`: the seconds its threads were runnable but had no CPU, per CPU
+  second (/proc schedstat): how starved it was on a shared machine;
+- `rec/P` and `rtt50`: records per Produce request and the producer's round trip to
+  the leader (librdkafka's statistics over the measured window): with linger.ms=0 a
+  broker that answers sooner gets more, smaller requests for the same records;
+- `load`: the load average before the run. The JSON adds the clients' CPU seconds
+  (`producer_cpu_s`, `consumers_cpu_s`, every thread of each process).
+On a shared machine compare runs made back to back only (docs/latency.md).
 """
 
 from __future__ import annotations
