@@ -56,6 +56,7 @@ import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -320,7 +321,7 @@ def share_phase(
     )
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: Sequence[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
     index = min(len(sorted_values) - 1, max(0, round(q / 100 * len(sorted_values)) - 1))

@@ -67,6 +67,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from bench.share_consume import percentile
+
 STAMP = struct.Struct(">qq")  # monotonic ns just before produce(), sequence number
 WARMUP_S = 1.0  # measured sending starts this long after every consumer has a record
 JOIN_TIMEOUT_S = 30.0  # every consumer must have received a record by then
@@ -77,11 +79,9 @@ SLEEP_SLICE_S = 0.002  # the producer serves its delivery reports at least this 
 
 
 def _percentile(sorted_values: list[int], q: float) -> float:
-    """Nearest-rank percentile of integer nanoseconds, in milliseconds."""
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, -(-len(sorted_values) * q // 100) - 1))
-    return sorted_values[int(index)] / 1e6
+    """Nearest-rank percentile of integer nanoseconds, in milliseconds (the project's
+    one percentile rule: bench/share_consume.percentile)."""
+    return percentile(sorted_values, q) / 1e6
 
 
 def _produce_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
