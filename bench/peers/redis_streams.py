@@ -9,11 +9,11 @@ entry with one field `d` holding its value: `size` bytes, a send time in
 CLOCK_MONOTONIC nanoseconds and a sequence number (`HEADER`), then random bytes.
 `address` is the server's "127.0.0.1:port" (bench/peers/redis.py's `RedisRunner`).
 
-The client is redis-py with its pure-Python reply parser (the dev extra does not
-install hiredis, its optional C parser): a drained entry (its share of an XREADGROUP
-of 500 and its own XACK) costs the client about 11 us of CPU here against about 5 us
-with hiredis, so on a machine with few cores the Redis figures can be bound by the
-client rather than by the server; `client_cpu_s` shows it.
+The client is redis-py with hiredis, its C reply parser (both in the dev extra), as
+a Redis user would run it: without hiredis a drained entry (its share of an XREADGROUP
+of 500 and its own XACK) costs the client about 11 us of CPU here against about 5 us,
+and on a machine with few cores the client rather than the server would bound the
+Redis figures; `client_cpu_s` shows what the clients spent.
 
 Every client runs in a process of its own (bench/peers/procs.py `run_jobs`, as for
 the Kafka-protocol workloads): it imports this module and the client, connects and
