@@ -54,7 +54,7 @@ indexes, a producer-state snapshot and the directory synchronously, on the calle
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
 
-Longer than 600 lines (about 970): every operation that changes a partition's files
+Longer than 600 lines (about 1,060): every operation that changes a partition's files
 (append, roll, truncate, retention, DeleteRecords, markers, flush, the cleaner's
 swap, close) moves the same offsets and segment list and keeps the one
 offline/storage-error discipline of this class; markers append through the same
