@@ -2,7 +2,7 @@
 
 Run from the repository root (on a quiet machine: other load skews every figure):
 
-    .venv/bin/python -m bench.side_by_side                 # 3 reps, ~15 min on 2 cores
+    .venv/bin/python -m bench.side_by_side                 # 3 reps, ~11 min on 2 quiet cores
     .venv/bin/python -m bench.side_by_side --quick         # tiny sizes, 1 rep, ~2-4 min
     .venv/bin/python -m bench.side_by_side --reps 5 --only kafka shoal
     .venv/bin/python -m bench.side_by_side --only shoal --old-src /tmp/old/src  # before/after
