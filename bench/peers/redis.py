@@ -44,13 +44,13 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from tests.support import processes
 from tests.support.kafka_reference import cache_root, free_port
 
 from bench.peers.runners import START_TIMEOUT_S, FirstAnswer, Measured
@@ -227,20 +227,11 @@ class RedisRunner(Measured):
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """SIGTERM: Redis fsyncs its AOF and exits."""
-        if self.alive:
-            assert self.process is not None
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        processes.stop(self.process, timeout_s)
 
     def kill(self) -> None:
         """SIGKILL: a crash; nothing is flushed."""
-        if self.alive:
-            assert self.process is not None
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(30)
+        processes.kill(self.process)
 
     def version(self) -> str:
         command, env = server_command(install())

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+
+from tests.support import processes
 
 _LISTENING = re.compile(r"listening on \S+:(\d+)")
 _BOUND = re.compile(r"listener (\w+) \(\w+\) bound to \S+:(\d+)")
@@ -142,9 +143,7 @@ class BrokerProcess:
 
     def kill(self) -> None:
         """SIGKILL: the broker gets no chance to flush or close anything."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(30)
+        processes.kill(self.process)
         self._close_pipe()
 
     def _close_pipe(self) -> None:
@@ -158,14 +157,7 @@ class BrokerProcess:
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM and wait for a graceful exit; returns the exit code."""
         assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
-                raise
+        processes.stop(self.process, timeout_s, strict=True)
         self._close_pipe()
         return int(self.process.returncode)
 

@@ -38,7 +38,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -49,6 +48,8 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support import processes
 
 _POM = Path(__file__).resolve().parent.parent / "reference" / "pom.xml"
 _VERSION = re.compile(r"<kafka\.version>([^<]+)</kafka\.version>")
@@ -565,20 +566,11 @@ class KafkaBroker:
 
     def kill(self) -> None:
         """SIGKILL: a crash."""
-        if self.alive:
-            assert self.process is not None
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(30)
+        processes.kill(self.process)
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """SIGTERM and wait for Kafka's controlled shutdown."""
-        if self.alive:
-            assert self.process is not None
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        processes.stop(self.process, timeout_s)
 
     def restart(self) -> KafkaBroker:
         self.kill()
