@@ -17,8 +17,9 @@ kio's reader raises instead. `scan` returns the edits (byte ranges and their
 replacement) that take the unknown fields out: the field itself, the section's count,
 and the size of an enclosing known tagged field. `strip` applies them, so that kio
 decodes the same request without the unknown fields. Like Kafka's readers, the walk
-accepts tags in any order and a tag twice (kio keeps the last value of a known tag,
-as Kafka does); a size past the end of the request is refused.
+accepts tags in any order and a tag twice (the earlier one is taken out, so kio keeps
+the last value, as Kafka does); a size past the end of the request, or a known tag
+whose content is not exactly its size, is refused.
 
 `codec.decode_body` runs the same checks through `protocol/walk.py`: one function
 generated per request class from these rules (its tests compare it with `scan` on
@@ -229,6 +230,10 @@ def _tags(data: memoryview, pos: int, end: int, known: dict[int, Step], edits: l
         raise CountError(f"{count} tagged fields with {end - pos} bytes left")
     first_edit = len(edits)
     unknown = 0
+    spans: dict[int, tuple[int, int]] = {}
+    """Each known tag's field: [start, end) in the frame."""
+    repeated: list[tuple[int, int]] = []
+    """Fields of known tags that came again later in the section."""
     for _ in range(count):
         field_at = pos
         tag, pos = _uvarint(data, pos, end)
@@ -242,11 +247,30 @@ def _tags(data: memoryview, pos: int, end: int, known: dict[int, Step], edits: l
             edits.append((field_at, pos + size, b""))
         else:
             inner_first = len(edits)
-            inner(data, pos, pos + size, edits)
+            if inner(data, pos, pos + size, edits) != pos + size:
+                # Kafka reads a known tagged field by its type, not its size: a size
+                # that disagrees with the content desynchronises the rest.
+                raise CountError(f"a tagged field of {size} bytes holds a different size")
             if len(edits) > inner_first:  # unknown fields inside: the size shrinks
                 removed = sum(stop - start - len(new) for start, stop, new in edits[inner_first:])
                 edits.insert(inner_first, (size_at, pos, _uvarint_bytes(size - removed)))
+            earlier = spans.get(tag)
+            if earlier is not None:
+                # A known tag twice: Kafka keeps the last value; kio refuses a repeated
+                # struct-typed tag, so the earlier one is taken out.
+                repeated.append(earlier)
+                unknown += 1
+            spans[tag] = (field_at, pos + size)
         pos += size
+    if repeated:
+        kept = [
+            edit
+            for edit in edits[first_edit:]
+            if not any(start <= edit[0] and edit[1] <= stop for start, stop in repeated)
+        ]
+        kept.extend((start, stop, b"") for start, stop in repeated)
+        kept.sort(key=lambda edit: edit[0])
+        edits[first_edit:] = kept
     if unknown:
         edits.insert(first_edit, (count_at, count_end, _uvarint_bytes(count - unknown)))
     return pos

@@ -147,6 +147,34 @@ def test_a_known_tag_twice_keeps_the_last_value_as_kafka_does() -> None:
     assert _decode(plain[:-1] + uvarint(3) + first + fields(50) + second)[1].cluster_id == "k2"
 
 
+def _replica_state(replica_id: int, epoch: int) -> bytes:
+    """Fetch's tag 1, ReplicaState: replica id, epoch, an empty tag section."""
+    content = replica_id.to_bytes(4, "big", signed=True) + epoch.to_bytes(8, "big") + b"\x00"
+    return uvarint(1) + uvarint(len(content)) + content
+
+
+def test_a_struct_typed_tag_twice_keeps_the_last_value() -> None:
+    """Found by the wire fuzzer: kio refused a repeated ReplicaState (a struct-typed
+    tag) as unknown; Kafka reads both and keeps the last."""
+    plain = request_frame(_fetch())
+    body = _decode(plain[:-1] + uvarint(2) + _replica_state(3, 7) + _replica_state(4, 9))[1]
+    assert (body.replica_state.replica_id, body.replica_state.replica_epoch) == (4, 9)
+    assert body.topics == _fetch().topics
+
+
+def test_a_known_tag_whose_size_disagrees_with_its_content_is_refused() -> None:
+    """Found by the wire fuzzer: a known tag whose size disagrees with its content made
+    kio read the rest of the section as other tags. Kafka reads a known tag by its
+    type, so the request is malformed either way; the refusal now says so."""
+    plain = request_frame(_fetch())
+    content = _replica_state(4, 9)[2:]
+    longer = uvarint(1) + uvarint(len(content) + 1) + content + b"\x00"
+    with pytest.raises(codec.ProtocolError, match="holds a different size"):
+        _decode(plain[:-1] + uvarint(1) + longer)
+    with pytest.raises(codec.ProtocolError, match="malformed fetch v15 body"):
+        _decode(plain[:-1] + uvarint(2) + uvarint(1) + uvarint(0) + _replica_state(4, 9))
+
+
 def test_produce_partition_level() -> None:
     partition = produce11.PartitionProduceData(index=i32(0), records=None)
     request = produce11.ProduceRequest(
