@@ -60,6 +60,8 @@ SHOAL_EXTENSIONS = {
     "shoal.share.redelivery.backoff.multiplier": "Shoal's delayed redelivery (README)",
     "shoal.share.redelivery.backoff.max.ms": "Shoal's delayed redelivery (README)",
     "shoal.share.delivery.paused": "`shoal share-groups --pause` (README)",
+    "shoal.share.delivery.order": "Shoal's per-key ordered delivery (docs/key-order.md)",
+    "shoal.share.delivery.delay.max.ms": "Shoal's scheduled delivery (docs/scheduled-delivery.md)",
 }
 """Group keys Kafka 4.2 refuses (`Unknown group config name`) and Shoal keeps on
 purpose: each is read by the share-partitions. DescribeConfigs lists one only once the
@@ -75,6 +77,8 @@ EXTENSION_VALUES = {
     "shoal.share.redelivery.backoff.multiplier": "1.5",
     "shoal.share.redelivery.backoff.max.ms": "1000",
     "shoal.share.delivery.paused": "true",
+    "shoal.share.delivery.order": "key",
+    "shoal.share.delivery.delay.max.ms": "60000",
 }
 
 Ops = list[tuple[str, int, str | None]]

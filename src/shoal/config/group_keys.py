@@ -136,6 +136,29 @@ SHOAL_SHARE_DELIVERY_PAUSED = _declare.boolean(
     "--pause` / `--resume`.",
 )
 
+SHOAL_SHARE_DELIVERY_ORDER = _declare.string(
+    "shoal.share.delivery.order",
+    "none",
+    "Shoal extension (not a Kafka config): key = per-key ordering. While a record with "
+    "a key is in flight (acquired, or released and waiting to be redelivered), no "
+    "later record with that key is handed out to any member, and a key's records go "
+    "out in offset order; consecutive records of one key may go to one member in one "
+    "acquisition. Records with a null key are unordered. none (the default) is "
+    "Kafka's behaviour.",
+    choices=("none", "key"),
+)
+SHOAL_SHARE_DELIVERY_DELAY_MAX_MS = _declare.integer(
+    "shoal.share.delivery.delay.max.ms",
+    0,
+    "Shoal extension (not a Kafka config): scheduled delivery. A record whose header "
+    "shoal.deliver.at holds an epoch time in milliseconds (decimal ASCII) is not "
+    "handed out before then, nor later than this long after its timestamp. 0 (the "
+    "default) turns scheduled delivery off: the header is not read and records go out "
+    "at once, as in Kafka. A malformed header delivers the record at once (counted in "
+    "a metric).",
+    min=0,
+    max=7 * _DAY_MS,
+)
 
 # ---- Kafka 4.2's streams group keys: (name, type, Kafka's default, broker synonym,
 # why no effect), with the lower bounds Kafka 4.2 checks on them

@@ -139,6 +139,8 @@ SHOAL_GROUP_EXTENSIONS: dict[str, str] = {
     "shoal.share.redelivery.backoff.multiplier": "redelivery backoff growth",
     BACKOFF_MAX_KEY: "longest redelivery backoff",
     "shoal.share.delivery.paused": "pause a group's deliveries (shoal share-groups --pause)",
+    "shoal.share.delivery.order": "per-key ordered delivery (docs/key-order.md)",
+    "shoal.share.delivery.delay.max.ms": "longest scheduled delay (docs/scheduled-delivery.md)",
 }
 """The group keys Shoal accepts beyond Kafka 4.2's (which refuses them as unknown):
 each is read by the share-partitions (share/leader_settings.py); docs/configs.md lists them.

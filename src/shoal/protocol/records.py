@@ -21,7 +21,8 @@ batch's records with another codec (broker-side compression.type).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from shoal.protocol.compression import Codec, CompressionError, compress, decompress
 from shoal.protocol.errors import ErrorCode
@@ -175,3 +176,125 @@ def keyless_records(payload: bytes, count: int) -> list[int]:
             "Incorrect declared batch size, records still remaining in file",
         )
     return keyless
+
+
+DELIVER_AT_HEADER = b"shoal.deliver.at"
+"""The record header of scheduled delivery: the earliest delivery time, epoch
+milliseconds as decimal ASCII (docs/scheduled-delivery.md)."""
+_DELIVER_AT_DIGITS_MAX = 19
+"""A deliver-at value longer than this many digits is malformed (beyond int64)."""
+
+
+@dataclass(slots=True)
+class RecordFacts:
+    """What a share-partition's acquisition reads inside the records of a log read
+    (`record_facts`), by offset from `first_offset` to `last_offset`."""
+
+    first_offset: int
+    last_offset: int
+    keys: list[bytes | None] | None
+    """Each offset's key (None: a null key, a control record or no record there), by
+    offset - first_offset; None when keys were not asked for."""
+    deliver_at: dict[int, tuple[int, int]]
+    """Offset -> (the `shoal.deliver.at` time, the record's timestamp), for the
+    records with a well-formed header (empty when not asked for)."""
+    malformed: list[int]
+    """Offsets whose `shoal.deliver.at` header did not parse (delivered at once)."""
+
+
+def record_facts(
+    buffer: bytes | memoryview,
+    headers: Sequence[BatchHeader],
+    *,
+    keys: bool,
+    deliver_at: bool,
+) -> RecordFacts:
+    """The keys and/or scheduled times of the records of the batches `headers`
+    describe in `buffer` (consecutive batches of one log read). Only what is asked
+    for is decoded; a batch whose (inflated) records do not contain the header name
+    skips the header walk. Raises BatchError on records that do not parse."""
+    assert headers
+    first = headers[0].base_offset
+    last = headers[-1].last_offset
+    found_keys: list[bytes | None] | None = [None] * (last - first + 1) if keys else None
+    found_at: dict[int, tuple[int, int]] = {}
+    malformed: list[int] = []
+    for header in headers:
+        if header.is_control or header.records_count <= 0:
+            continue
+        start = header.position + HEADER_SIZE
+        payload = bytes(buffer[start : header.position + header.size])
+        if header.compression:
+            payload = _decompressed(payload, header)
+        walk_headers = deliver_at and DELIVER_AT_HEADER in payload
+        if not keys and not walk_headers:
+            continue
+        try:
+            _walk_records(
+                payload, header, first, found_keys, found_at if walk_headers else None, malformed
+            )
+        except IndexError:
+            raise BatchError(
+                ErrorCode.corrupt_message,
+                f"records of the batch at offset {header.base_offset} are truncated",
+            ) from None
+    return RecordFacts(first, last, found_keys, found_at, malformed)
+
+
+def _walk_records(
+    payload: bytes,
+    header: BatchHeader,
+    first: int,
+    keys: list[bytes | None] | None,
+    deliver_at: dict[int, tuple[int, int]] | None,
+    malformed: list[int],
+) -> None:
+    """Fill `keys` (by offset - first) and `deliver_at` from one batch's records."""
+    base = header.base_offset
+    base_timestamp = header.base_timestamp
+    log_append_time = bool(header.attributes & TIMESTAMP_TYPE_MASK)
+    position = 0
+    size = len(payload)
+    for _ in range(header.records_count):
+        length, position = _varint(payload, position)
+        end = position + length
+        if length < 0 or end > size:
+            raise IndexError
+        timestamp_delta, cursor = _varint(payload, position + 1)  # after attributes
+        offset_delta, cursor = _varint(payload, cursor)
+        key_length, cursor = _varint(payload, cursor)
+        offset = base + offset_delta
+        if keys is not None and key_length >= 0:
+            keys[offset - first] = payload[cursor : cursor + key_length]
+        if deliver_at is not None:
+            cursor += max(0, key_length)
+            value_length, cursor = _varint(payload, cursor)
+            cursor += max(0, value_length)
+            count, cursor = _varint(payload, cursor)
+            for _ in range(count):
+                name_length, cursor = _varint(payload, cursor)
+                name = payload[cursor : cursor + name_length]
+                cursor += max(0, name_length)
+                value_length, cursor = _varint(payload, cursor)
+                if name == DELIVER_AT_HEADER:
+                    value = payload[cursor : cursor + value_length] if value_length >= 0 else b""
+                    at = _deliver_at(value)
+                    if at is None:
+                        malformed.append(offset)
+                    else:
+                        timestamp = (
+                            header.max_timestamp
+                            if log_append_time
+                            else base_timestamp + timestamp_delta
+                        )
+                        deliver_at[offset] = (at, timestamp)
+                cursor += max(0, value_length)
+        position = end
+
+
+def _deliver_at(value: bytes) -> int | None:
+    """A `shoal.deliver.at` value as epoch milliseconds, or None when malformed: not
+    1-19 ASCII digits."""
+    if not 0 < len(value) <= _DELIVER_AT_DIGITS_MAX or not value.isdigit():
+        return None
+    return int(value)

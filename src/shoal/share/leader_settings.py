@@ -73,6 +73,12 @@ class SharePartitionConfig:
     redelivery_backoff_max_ms: int = GROUP_KEYS["shoal.share.redelivery.backoff.max.ms"].default
     delivery_paused: bool = GROUP_KEYS["shoal.share.delivery.paused"].default
     """Shoal extension: no acquisitions while true."""
+    key_ordered: bool = GROUP_KEYS["shoal.share.delivery.order"].default == "key"
+    """Shoal extension `shoal.share.delivery.order=key`: per-key ordered acquisition
+    (share/key_order.py)."""
+    delivery_delay_max_ms: int = GROUP_KEYS["shoal.share.delivery.delay.max.ms"].default
+    """Shoal extension: the longest scheduled delay (header `shoal.deliver.at`); 0 =
+    scheduled delivery off (share/schedule.py)."""
     dlq_topic: str = GROUP_KEYS["errors.deadletterqueue.topic.name"].default
     """KIP-1191 `errors.deadletterqueue.topic.name`; empty = no dead-letter queue."""
     dlq_copy_record: bool = GROUP_KEYS["errors.deadletterqueue.copy.record.enable"].default
@@ -92,6 +98,7 @@ class SharePartitionConfig:
         assert self.max_record_locks > 0
         assert self.redelivery_backoff_ms >= 0 and self.redelivery_backoff_max_ms >= 0
         assert self.redelivery_backoff_multiplier >= 1.0
+        assert self.delivery_delay_max_ms >= 0
 
     def redelivery_delay_ms(self, delivery_count: int) -> int:
         """How long a record delivered `delivery_count` times waits, after a RELEASE or
@@ -143,12 +150,16 @@ def _extensions(group: Mapping[str, Any]) -> dict[str, Any]:
         "shoal.share.redelivery.backoff.multiplier": ("redelivery_backoff_multiplier", float),
         "shoal.share.redelivery.backoff.max.ms": ("redelivery_backoff_max_ms", int),
         "shoal.share.delivery.paused": ("delivery_paused", bool),
+        "shoal.share.delivery.delay.max.ms": ("delivery_delay_max_ms", int),
     }
     found: dict[str, Any] = {}
     for key, (name, kind) in fields.items():
         value = group.get(key)
         if value is not None:
             found[name] = kind(value)
+    order = group.get("shoal.share.delivery.order")
+    if order is not None:
+        found["key_ordered"] = str(order) == "key"
     return found
 
 

@@ -150,6 +150,32 @@ class RecordView:
     redelivery_due_ms: int | None = None
     """When an AVAILABLE entry held back by delayed redelivery may be acquired again
     (monotonic clock), None when it is not held back."""
+    deliver_at_ms: int | None = None
+    """When an AVAILABLE entry waiting for its `shoal.deliver.at` time comes due (epoch
+    milliseconds), None when it does not wait."""
+    key_blocked: bool = False
+    """An AVAILABLE entry held back because an earlier record of its key is in flight."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryHolds:
+    """The records a share-partition holds back by key order or by schedule (Shoal
+    extensions), for describe, the web console and the metrics."""
+
+    blocked_keys: int = 0
+    """Distinct keys with a record held back because an earlier record of the key is
+    in flight (`shoal.share.delivery.order=key`)."""
+    blocked_records: int = 0
+    """AVAILABLE records held back by their key."""
+    top_blocked_keys: tuple[tuple[bytes, int], ...] = ()
+    """The keys holding back the most records: (key, records held), most first."""
+    scheduled_records: int = 0
+    """Records waiting for their `shoal.deliver.at` time."""
+    next_due_ms: int | None = None
+    """The earliest of those times (epoch milliseconds), None when none wait."""
+    malformed_deliver_at: int = 0
+    """Records delivered at once because their `shoal.deliver.at` did not parse, since
+    the share-partition was loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +406,10 @@ class SharePartition:
                 counts.update(state.state for state in batch.offsets)
                 entries += len(batch.offsets)
         return dict(counts), entries
+
+    def delivery_holds(self, *, top: int = 5) -> DeliveryHolds:
+        """What key order and scheduled delivery hold back now (read-only)."""
+        return DeliveryHolds()
 
     def check_invariants(self) -> None:
         self._w.check_invariants()

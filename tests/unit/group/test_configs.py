@@ -67,6 +67,8 @@ def test_a_group_that_sets_nothing_gets_the_broker_values_and_key_defaults() -> 
         "shoal.share.redelivery.backoff.multiplier": 2.0,
         "shoal.share.redelivery.backoff.max.ms": 60_000,
         "shoal.share.delivery.paused": False,
+        "shoal.share.delivery.order": "none",
+        "shoal.share.delivery.delay.max.ms": 0,
         "errors.deadletterqueue.topic.name": "",
         "errors.deadletterqueue.copy.record.enable": False,
         "consumer.session.timeout.ms": 45_000,
