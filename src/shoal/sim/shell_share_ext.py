@@ -93,6 +93,7 @@ class ExtOracle(ShareOracle):
             session_timeout_ms=SESSION_TIMEOUT_MS,
             delivery_limit=DELIVERY_LIMIT,
             unseen_slack_ms=int(REQUEST_TIMEOUT_S * 1000),
+            counts=self.counts,
         )
 
     def _now(self) -> int:
@@ -204,6 +205,7 @@ async def producer(world: ExtWorld, oracle: ExtOracle) -> None:
         try:
             response = await connection.call(produce({(SHARE_TOPIC, partition): batch}))
         except RequestFailed:
+            oracle.book.produce_unanswered(partition, count)
             continue
         (part,) = response.responses[0].partition_responses
         keys = [oracle.key_of[v] for v in values]
@@ -214,6 +216,8 @@ async def producer(world: ExtWorld, oracle: ExtOracle) -> None:
         if part.error_code == ErrorCode.none:
             oracle.produced.update(values)
             oracle.produced_at(partition, part.base_offset, values, sent_ms)
+        else:
+            oracle.book.produce_unanswered(partition, count)  # refused: written or not
     oracle.producing = False
     await connection.close()
 

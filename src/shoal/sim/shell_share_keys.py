@@ -25,23 +25,23 @@ its last delivery, and it cannot have reached the delivery limit (archived): its
 last seen delivery count plus every ShareFetch of its partition that could have
 acquired it unseen (unanswered, or still in flight) stays below the limit.
 
-After a power loss that took bytes (page cache) the logs may hold other records at
-the offsets known: what is known is forgotten, and a partition's offsets are trusted
-again from its first produce acknowledged after it.
+After a power loss that took bytes (page cache) a log may have lost records its share
+state kept (acknowledged, or delivered some times), and later hold other records at
+those offsets, which the share state then speaks for: what is known is forgotten, and
+a partition's offsets are trusted again only above the highest the broker may have
+held before (the highest known, plus every record of an unanswered produce).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shoal.protocol.share import AcknowledgeType
 
 SETTLING = (int(AcknowledgeType.ACCEPT), int(AcknowledgeType.REJECT))
-UNTRUSTED = math.inf
-"""A partition's trusted offsets start here after a lossy power loss, until a produce
-is acknowledged on it."""
 
 
 @dataclass(slots=True)
@@ -101,19 +101,22 @@ class KeyOrderBook:
     unseen: dict[int, list[float]] = field(default_factory=dict)
     """Partition -> until when each unanswered ShareFetch may have acquired."""
     heartbeat_ms: dict[str, int] = field(default_factory=dict)
-    trusted_from: dict[int, float] = field(default_factory=dict)
-    lost: bool = False
-    """A power loss took bytes once: a partition's offsets are not trusted until a
-    produce on it is acknowledged."""
+    trusted_from: dict[int, int] = field(default_factory=dict)
+    """Partition -> the lowest offset whose record is known for sure (`lossy`)."""
+    highest: dict[int, int] = field(default_factory=dict)
+    """Partition -> the highest offset known to have held a record."""
+    unanswered: dict[int, int] = field(default_factory=dict)
+    """Partition -> records of unanswered produces (the log may have held them too)."""
     turbulent: bool = False
     """A clean shutdown is under way: no hold is sure."""
     acquisitions: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    """How often the checks had something to see (figures of a run)."""
 
     # ---- what the producer and the members were told
 
     def produced(self, partition: int, base_offset: int, values: list[int], sent_ms: int) -> None:
-        if self._trusted_from(partition) == UNTRUSTED:
-            self.trusted_from[partition] = base_offset
+        self._saw(partition, base_offset + len(values) - 1)
         known = self.known.setdefault(partition, {})
         for index, value in enumerate(values):
             offset = base_offset + index
@@ -184,12 +187,19 @@ class KeyOrderBook:
             for untils in self.unseen.values():
                 untils[:] = [min(until, now_ms) for until in untils]
 
+    def produce_unanswered(self, partition: int, count: int) -> None:
+        """A produce of `count` records went unanswered (written or not, somewhere)."""
+        self.unanswered[partition] = self.unanswered.get(partition, 0) + count
+
     def lossy(self) -> None:
-        """A power loss took bytes: offsets are trusted again from the next produce."""
+        """A power loss took bytes (module docstring): the share state may speak of
+        offsets the log lost and now holds other records at; offsets are trusted
+        again above any the broker may have seen before."""
         self.known.clear()
         self.holds.clear()
-        self.trusted_from.clear()
-        self.lost = True
+        for partition in set(self.highest) | set(self.unanswered):
+            floor = self.highest.get(partition, -1) + self.unanswered.get(partition, 0) + 1
+            self.trusted_from[partition] = max(self.trusted_from.get(partition, 0), floor)
 
     # ---- the checks
 
@@ -224,30 +234,49 @@ class KeyOrderBook:
         known = self.known.setdefault(partition, {})
         trusted = self._trusted_from(partition)
         taken = {offset for offset, _v, _c in records}
+        held_elsewhere = {
+            key: [h for h in held if self._surely_held(h, now_ms)]
+            for (p, key), held in self.holds.items()
+            if p == partition
+        }
+        held_elsewhere = {key: held for key, held in held_elsewhere.items() if held}
+        unsettled: dict[bytes, int] = {}
+        """Key -> its lowest offset surely not acknowledged nor archived, not taken now."""
+        later: dict[bytes, int] = {}
+        """Key -> its highest known offset not (maybe) settled."""
+        for offset, entry in known.items():
+            if entry.key is None or offset < trusted or entry.settling:
+                continue
+            later[entry.key] = max(offset, later.get(entry.key, offset))
+            if offset in taken or self._count_bound(partition, entry) >= self.delivery_limit:
+                continue
+            unsettled[entry.key] = min(offset, unsettled.get(entry.key, offset))
+        self.counts["keys surely held by another acquisition at an answer"] += len(held_elsewhere)
+        self.counts["keys surely held back by an unsettled record at an answer"] += sum(
+            1 for key, first in unsettled.items() if later[key] > first
+        )
         violations: list[tuple[str, object]] = []
         for offset, value, _count in records:
             key = self.key_of.get(value)
             if key is None:
                 continue
-            for held in self.holds.get((partition, key), []):
-                if self._surely_held(held, now_ms):
-                    violations.append(
-                        (
-                            "I1: no two acquisitions hold records of one key at once",
-                            (partition, key, (member, offset), (held.member, held.offset)),
-                        )
+            for held in held_elsewhere.get(key, []):
+                violations.append(
+                    (
+                        "I1: no two acquisitions hold records of one key at once",
+                        (partition, key, (member, offset), (held.member, held.offset)),
                     )
-            for earlier, entry in known.items():
-                if earlier >= offset or earlier < trusted or earlier in taken or entry.key != key:
-                    continue
-                if not entry.settling and self._count_bound(partition, entry) < self.delivery_limit:
-                    violations.append(
-                        (
-                            "I2: no record is handed out while an earlier record of its key "
-                            "is not acknowledged",
-                            (partition, key, (member, offset), (earlier, entry.count)),
-                        )
+                )
+            first = unsettled.get(key)
+            if first is not None and first < offset:
+                entry = known[first]
+                violations.append(
+                    (
+                        "I2: no record is handed out while an earlier record of its key "
+                        "is not acknowledged",
+                        (partition, key, (member, offset), (first, entry.count)),
                     )
+                )
         for offset, value, count in records:
             if offset < trusted:
                 continue
@@ -270,12 +299,17 @@ class KeyOrderBook:
 
     # ---- helpers
 
-    def _trusted_from(self, partition: int) -> float:
-        return self.trusted_from.get(partition, UNTRUSTED if self.lost else 0)
+    def _trusted_from(self, partition: int) -> int:
+        return self.trusted_from.get(partition, 0)
+
+    def _saw(self, partition: int, offset: int) -> None:
+        self.highest[partition] = max(offset, self.highest.get(partition, -1))
 
     def _learn(self, partition: int, seen: Mapping[int, int]) -> None:
         trusted = self._trusted_from(partition)
         known = self.known.setdefault(partition, {})
+        if seen:
+            self._saw(partition, max(seen))
         for offset, value in seen.items():
             if offset < trusted:
                 continue
