@@ -87,6 +87,11 @@ class ExtOracle(ShareOracle):
         self.key_of: dict[int, bytes | None] = {}
         self.due_ms: dict[int, int] = {}
         """Value -> the wall-clock time before which it may not be delivered."""
+        self.produced_ms: dict[int, tuple[int, int]] = {}
+        """Value -> (wall-clock time of its produce, broker restarts before it)."""
+        self.malformed: set[int] = set()
+        self.restarts_ms: list[int] = []
+        """Wall-clock times of the broker's restarts (crashes and clean ones)."""
         self.book = KeyOrderBook(
             key_of=self.key_of,
             lock_ms=LOCK_MS,
@@ -101,6 +106,8 @@ class ExtOracle(ShareOracle):
 
     def delivered(self, value: int, delivery_count: int) -> None:
         super().delivered(value, delivery_count)
+        if value in self.malformed:
+            self.counts["malformed deliver.at delivered"] += 1
         due = self.due_ms.get(value)
         if due is None:
             return
@@ -111,6 +118,19 @@ class ExtOracle(ShareOracle):
             "no scheduled record is delivered before its due time",
             (value, delivery_count, f"due {due}, delivered by {now}"),
         )
+        produced_ms, restarts = self.produced_ms[value]
+        if delivery_count == 1 and due > produced_ms:
+            self.counts["deliveries that waited for their due time"] += 1
+            if len(self.restarts_ms) > restarts and due > self.restarts_ms[restarts]:
+                self.counts["scheduled records carried across a restart"] += 1
+
+    def scheduled(self, value: int, due_ms: int | None, *, malformed: bool = False) -> None:
+        """`value` is produced now, due at `due_ms` (None: at once)."""
+        self.produced_ms[value] = (self.world.clock.wall_ms(), len(self.restarts_ms))
+        if due_ms is not None:
+            self.due_ms[value] = due_ms
+        if malformed:
+            self.malformed.add(value)
 
     def produced_at(
         self, partition: int, base_offset: int, values: list[int], sent_ms: int
@@ -150,6 +170,8 @@ class ExtOracle(ShareOracle):
 
     def disturbed(self, *, ongoing: bool = False) -> None:
         died = self.world.broker is None
+        if died:
+            self.restarts_ms.append(self.world.clock.wall_ms())
         self.book.disturbed(ongoing=ongoing, broker_died=died, now_ms=self._now())
 
     def forget_lost(self) -> None:
@@ -231,11 +253,13 @@ def _schedule(
         return []
     draw = world.rng.random()
     if draw < 0.25:
+        oracle.scheduled(value, None)
         return []  # no header: at once
     if draw < 0.35:
+        oracle.scheduled(value, None, malformed=True)
         return [(DELIVER_AT_HEADER, world.rng.choice(MALFORMED))]
     deliver_at = now + world.rng.randint(-5_000, 2 * cap)
-    oracle.due_ms[value] = min(deliver_at, timestamp + cap)
+    oracle.scheduled(value, min(deliver_at, timestamp + cap))
     return [(DELIVER_AT_HEADER, str(deliver_at).encode())]
 
 
