@@ -131,7 +131,8 @@ class ShareOracle:
         batches sent (offset -> value). Called after `delivered` of each record."""
 
     def acks_answered(self, partition: int, acks: list[tuple[int, int, int]]) -> None:
-        """The answer to acknowledgements `acks` of `partition` came (whatever its code)."""
+        """The ShareFetch carrying acknowledgements `acks` of `partition` was answered
+        (whatever its codes): the broker is done with them."""
 
     def fetch_failed(self, member: str) -> None:
         """`member`'s ShareFetch went unanswered."""
@@ -327,6 +328,8 @@ class ShareMember:
             self.oracle.unsure(v for items in sent.values() for _o, v, t in items)
             self.oracle.fetch_failed(self.name)
             raise
+        for tp, items in sent.items():
+            self.oracle.acks_answered(tp.partition, items)  # applied or not, done with
         if response.error_code != ErrorCode.none:
             self.session_epoch = 0  # a session the broker does not know: start a new one
             self.oracle.fetch_answered(self.name, {})  # refused: nothing acquired
@@ -339,7 +342,6 @@ class ShareMember:
                 shown = [(o, t) for o, _v, t in sent[tp]]
                 error = ErrorCode(part.acknowledge_error_code).name
                 self.world.note(f"{self.name} acks p{tp.partition} {shown}: {error}")
-                self.oracle.acks_answered(tp.partition, sent[tp])
             if tp in sent and part.acknowledge_error_code == ErrorCode.none:
                 self.oracle.confirmed([v for _o, v, t in sent[tp] if t != AcknowledgeType.RELEASE])
             if part.error_code != ErrorCode.none:

@@ -73,6 +73,9 @@ SESSION_TIMEOUT_MS = 45_000
 MEMBERS = 3
 MALFORMED = (b"", b"soon", b"-1000", b"12.5", b"9" * 20, b" 1764400000000")
 """`shoal.deliver.at` values that do not parse (not 1-19 ASCII digits)."""
+DRAIN_ROUNDS = 1_000
+"""ShareFetches a member makes at most once the world stops (it stops sooner when
+everything is settled; the world waits 120 s at most)."""
 DRAIN_WAITS_MS = (1_000, 5_000)
 """A draining member's ShareFetch waits (scheduled records come due meanwhile)."""
 
@@ -265,7 +268,13 @@ def _schedule(
 
 class ExtMember(ShareMember):
     """A share member that takes time over its records and misbehaves now and then
-    (module docstring)."""
+    (module docstring). It drains longer than the share scenario's members: a crashed
+    member that did not leave keeps its partitions until its session times out (45 s,
+    counted again from each broker restart), and the records there wait for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.drain_rounds = DRAIN_ROUNDS
 
     async def _after_fetch(self) -> None:
         if not self.world.running:
