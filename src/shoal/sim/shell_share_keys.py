@@ -299,6 +299,10 @@ class KeyOrderBook:
 
     # ---- helpers
 
+    def trusted(self, partition: int, offset: int) -> bool:
+        """Whether the record at `offset` is the one the share state speaks of."""
+        return offset >= self._trusted_from(partition)
+
     def _trusted_from(self, partition: int) -> int:
         return self.trusted_from.get(partition, 0)
 
