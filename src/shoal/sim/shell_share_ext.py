@@ -160,6 +160,8 @@ class ExtOracle(ShareOracle):
         for partition, (acquired, _seen) in answered.items():
             for offset, value, delivery_count in acquired:
                 self._check_due(partition, offset, value, delivery_count)
+                if delivery_count == DELIVERY_LIMIT:
+                    self.counts["deliveries at the delivery limit"] += 1
         violations = self.book.answered(member, answered, self._now())
         self.counts["key-order acquisitions checked"] += sum(1 for a, _s in answered.values() if a)
         for rule, detail in violations:

@@ -75,6 +75,8 @@ class _Known:
 
 @dataclass(slots=True)
 class _Fetch:
+    """A member's ShareFetch, from its send until its answer or failure."""
+
     partitions: list[int]
     sent_ms: int
     max_wait_ms: int
@@ -85,7 +87,7 @@ class _Fetch:
 @dataclass(slots=True)
 class KeyOrderBook:
     """What the members were told about keys, and the I1/I2 checks (module docstring).
-    `acquired` answers the violations of one answer, as (rule, detail)."""
+    `answered` gives the violations of one ShareFetch answer, as (rule, detail)."""
 
     key_of: Mapping[int, bytes | None]
     """Value -> the key its producer gave it."""
