@@ -249,7 +249,7 @@ class ShareMember:
         while self.world.running or (draining and rounds < self.drain_rounds):
             if not self.world.running:
                 rounds += 1
-                if not self.oracle.producing and self.oracle.done() and not self.pending:
+                if self._drained():
                     break
             try:
                 if self.world.clock.monotonic_ms() >= self.next_beat_ms or not self.assigned:
@@ -265,6 +265,10 @@ class ShareMember:
                 self.oracle.session_lost(self.name)
                 await asyncio.sleep(self.world.rng.randint(100, 1_000) / 1000)
         await connection.close()
+
+    def _drained(self) -> bool:
+        """The world stopped: whether this member is done (everything settled)."""
+        return not self.oracle.producing and self.oracle.done() and not self.pending
 
     async def _after_fetch(self) -> None:
         """What a member does between two ShareFetches (nothing here: it fetches again)."""

@@ -76,6 +76,9 @@ MALFORMED = (b"", b"soon", b"-1000", b"12.5", b"9" * 20, b" 1764400000000")
 DRAIN_ROUNDS = 1_000
 """ShareFetches a member makes at most once the world stops (it stops sooner when
 everything is settled; the world waits 120 s at most)."""
+QUIET_SLACK_MS = 5_000
+"""A draining member stops once everything is settled and it has heard nothing new for
+a lock's duration and this much more."""
 DRAIN_WAITS_MS = (1_000, 5_000)
 """A draining member's ShareFetch waits (scheduled records come due meanwhile)."""
 
@@ -109,6 +112,9 @@ class ExtOracle(ShareOracle):
 
     def delivered(self, value: int, delivery_count: int) -> None:
         super().delivered(value, delivery_count)
+        # Delivered again: an acknowledgement of it that went unanswered was not applied
+        # (or came to nothing); it must be settled anew.
+        self.unanswered.discard(value)
         if value in self.malformed:
             self.counts["malformed deliver.at delivered"] += 1
 
@@ -286,6 +292,24 @@ class ExtMember(ShareMember):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.drain_rounds = DRAIN_ROUNDS
+        self.news_ms = 0
+        """When this member last acquired something or lost a request."""
+
+    def _drained(self) -> bool:
+        """Done, and quiet for longer than a lock: an acknowledgement that went out
+        unanswered and was not applied leaves its record locked until then, and it
+        comes back."""
+        quiet_ms = self.world.clock.monotonic_ms() - self.news_ms
+        return super()._drained() and quiet_ms > LOCK_MS + QUIET_SLACK_MS
+
+    async def _fetch(self, connection: SimConnection, *, accept_all: bool) -> None:
+        try:
+            await super()._fetch(connection, accept_all=accept_all)
+        except RequestFailed:
+            self.news_ms = self.world.clock.monotonic_ms()
+            raise
+        if self.pending:
+            self.news_ms = self.world.clock.monotonic_ms()
 
     async def _after_fetch(self) -> None:
         if not self.world.running:
