@@ -15,6 +15,7 @@ import pytest
 
 from shoal.client.requests import GROUP_RESOURCE, ConfigChange, incremental_alter_configs
 from shoal.protocol.share import AcknowledgeType
+from shoal.sim.__main__ import main
 from shoal.sim.faults import NO_FAULTS
 from shoal.sim.invariants import InvariantViolated
 from shoal.sim.run import SHELL_DUE, SHELL_KEYS, run_seed
@@ -190,3 +191,10 @@ def test_book_after_a_lossy_power_loss_trusts_only_new_offsets() -> None:
     book.produced(0, 2, [5], sent_ms=130)
     book.produced(0, 3, [6], sent_ms=140)
     assert _fetch(book, "b", 150, 160, [(3, 6, 1)]) == ["I1", "I2"]
+
+
+def test_the_cli_runs_the_extended_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--scenario", "shell-keys", "--seed", "1", "--steps", "6"]) == 0
+    assert main(["--scenario", "shell-due", "--seed", "2", "--steps", "6", "--order", "key"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 1: ok" in out and "seed 2: ok" in out
