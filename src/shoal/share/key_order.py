@@ -58,11 +58,15 @@ _COMPACT_AT: Final = 4_096
 class RecordKeys:
     """The key of each offset from `base` on (UNKNOWN where not learned)."""
 
-    __slots__ = ("base", "keys")
+    __slots__ = ("base", "keys", "known_from", "known_to")
 
     def __init__(self, base: int) -> None:
         self.base = base
         self.keys: list[Key] = []
+        self.known_from = base
+        self.known_to = base - 1
+        """[known_from, known_to]: offsets whose keys were all learned (one run of
+        reads; a read that does not touch it starts a new run)."""
 
     def learn(self, first: int, keys: Sequence[bytes | None], *, low: int, high: int) -> None:
         """Keys of [low, high] from `keys`, indexed by offset - `first` (a read's facts)."""
@@ -74,6 +78,15 @@ class RecordKeys:
         if len(store) < end:
             store.extend([UNKNOWN] * (end - len(store)))
         store[low - self.base : end] = keys[low - first : high - first + 1]
+        if low <= self.known_to + 1 and high >= self.known_from - 1:
+            self.known_from = min(self.known_from, low)
+            self.known_to = max(self.known_to, high)
+        else:
+            self.known_from, self.known_to = low, high
+
+    def knows(self, first: int, last: int) -> bool:
+        """Whether the keys of [first, last] are all learned."""
+        return self.known_from <= first and last <= self.known_to
 
     def get(self, offset: int) -> Key:
         index = offset - self.base
@@ -98,6 +111,7 @@ class RecordKeys:
         if drop >= _COMPACT_AT:
             del self.keys[:drop]
             self.base = start
+            self.known_from = max(self.known_from, start)
 
 
 def _add(into: set[Key], keys: Sequence[Key]) -> None:

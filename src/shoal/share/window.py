@@ -87,6 +87,10 @@ class InFlightWindow:
         None until a key-ordered acquisition first reads them."""
         self.schedule = Schedule()
         """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
+        self.held: set[int] = set()
+        """New records that key order left AVAILABLE (an earlier record of their key in
+        flight), until acquired: like waiting ones, they hold no lock and take no room
+        under the in-flight limit (share/key_order.py)."""
 
     # ---- shape of the window
 
@@ -100,8 +104,15 @@ class InFlightWindow:
 
     def occupancy(self) -> int:
         """What counts towards the in-flight limit: `size()` less the records waiting
-        for their scheduled time (they hold no lock)."""
-        return self.size() - len(self.schedule)
+        for their scheduled time and the new ones held back by their key (they hold no
+        lock)."""
+        return self.size() - len(self.schedule) - len(self.held)
+
+    def prune_held(self) -> None:
+        """Forget held-back records the start offset has passed (archived meanwhile)."""
+        held = self.held
+        if held and min(held) < self.start_offset:
+            self.held = {offset for offset in held if offset >= self.start_offset}
 
     def new_records_from(self) -> int:
         """First offset no batch or hole of the window accounts for."""
@@ -166,6 +177,9 @@ class InFlightWindow:
         st.not_before_ms = 0
         if self.schedule.waiting_at:
             self.schedule.taken(first)
+        held = self.held
+        if held and first in held:  # a held-back run goes whole, or offset by offset
+            held.difference_update(range(first, last + 1))
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )

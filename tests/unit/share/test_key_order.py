@@ -111,15 +111,24 @@ def test_one_acquisition_passes_at_most_the_scan_bound_of_held_records() -> None
     assert offsets(rig.fetch("m2")) == [5]
 
 
-def test_a_hot_key_filling_the_window_stops_new_records_until_it_clears() -> None:
-    rig = keyed_rig(key_ordered=True, max_record_locks=6)
+def test_a_hot_key_holds_back_at_most_the_limit_and_then_new_records_wait() -> None:
+    """Held-back records take no room under the in-flight limit (they hold no lock),
+    but at most `key_scan_max` are kept: past that, the log keeps the rest."""
+    rig = keyed_rig(key_ordered=True, max_record_locks=3)
+    rig.key_scan_max = 5
+    rig.sp = rig.new_partition()
+    rig.load()
     rig.produce_keyed([(b"h", None)])
     assert offsets(rig.fetch("m1")) == [0]
-    rig.produce_keyed([(b"h", None)] * 5)
-    assert offsets(rig.fetch("m2")) == []  # all held back; the window is full
-    rig.produce_keyed([(b"y", None)])
-    assert offsets(rig.fetch("m2")) == []
+    rig.produce_keyed([(b"h", None)] * 5 + [(b"y", None)])
+    assert offsets(rig.fetch("m2")) == [6]  # five held back, taking no room
     assert rig.sp.delivery_holds().blocked_records == 5
+    rig.produce_keyed([(b"h", None), (b"z", None)])
+    assert offsets(rig.fetch("m3")) == []  # a sixth would pass the limit: z waits
     rig.ack("m1", ack(0, 0))
-    assert offsets(rig.fetch("m2")) == [1, 2, 3, 4, 5]  # the hot key's run, one member
-    assert offsets(rig.fetch("m3")) == [6]
+    rig.ack("m2", ack(6, 6))
+    # the hot key's run goes whole to one member (MaxRecords is checked before it)
+    assert offsets(rig.fetch("m3")) == [1, 2, 3, 4, 5]
+    assert offsets(rig.fetch("m1")) == []  # five locks held: the in-flight limit is 3
+    rig.ack("m3", ack(1, 5))
+    assert offsets(rig.fetch("m1")) == [7, 8]
