@@ -12,7 +12,9 @@ Owns:
   (`record_facts`), in a list indexed by offset - base so a batch's keys are one slice.
   An offset no read has covered yet (a share-partition loaded after a restart) is
   `UNKNOWN` until one does.
-- `in_flight_keys`: the keys of the records acquired anywhere in the window.
+- `in_flight_keys`: the keys of the records acquired anywhere in the window (counted
+  by `RecordKeys.enter`/`leave`, which the window calls as records enter and leave
+  flight).
 - `holding_keys`: those, plus the keys of the records below an offset that are not
   done (held back, waiting, delayed): what an acquisition starting there must not hand out.
 - `first_eligible`: where an acquisition can start, for the next fetch offset: the
@@ -58,11 +60,14 @@ _COMPACT_AT: Final = 4_096
 class RecordKeys:
     """The key of each offset from `base` on (UNKNOWN where not learned)."""
 
-    __slots__ = ("base", "keys", "known_from", "known_to")
+    __slots__ = ("base", "in_flight", "keys", "known_from", "known_to")
 
     def __init__(self, base: int) -> None:
         self.base = base
         self.keys: list[Key] = []
+        self.in_flight: dict[Key, int] = {}
+        """Key -> its records acquired (or with a write pending) now: kept by the
+        window as records enter and leave flight, so no scan finds them."""
         self.known_from = base
         self.known_to = base - 1
         """[known_from, known_to]: offsets whose keys were all learned (one run of
@@ -83,6 +88,22 @@ class RecordKeys:
             self.known_to = max(self.known_to, high)
         else:
             self.known_from, self.known_to = low, high
+
+    def enter(self, first: int, last: int) -> None:
+        """[first, last] were acquired."""
+        counts = self.in_flight
+        for key in self.between(first, last):
+            counts[key] = counts.get(key, 0) + 1
+
+    def leave(self, first: int, last: int) -> None:
+        """[first, last] are no longer acquired (done, released or expired)."""
+        counts = self.in_flight
+        for key in self.between(first, last):
+            left = counts.get(key, 0) - 1
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
 
     def knows(self, first: int, last: int) -> bool:
         """Whether the keys of [first, last] are all learned."""
@@ -127,22 +148,12 @@ def _is_acquired(st: InFlightState) -> bool:
     return st.pending is not None or st.state is RecordState.ACQUIRED
 
 
-def in_flight_keys(window: InFlightWindow, keys: RecordKeys) -> set[Key]:
-    """The keys of the records acquired (or with a write pending) in the window."""
-    found: set[Key] = set()
-    cache = window.cache
-    for index in range(cache.index_from(window.start_offset), len(cache)):
-        batch = cache[index]
-        whole = batch.whole
-        if whole is not None:
-            if _is_acquired(whole):
-                _add(found, keys.between(batch.first_offset, batch.last_offset))
-            continue
-        assert batch.offsets is not None
-        base = batch.first_offset
-        for position, st in enumerate(batch.offsets):
-            if _is_acquired(st):
-                found.add(keys.get(base + position))
+def in_flight_keys(keys: RecordKeys) -> set[Key]:
+    """The keys of the records acquired (or with a write pending) in the window, null
+    and unknown keys left out."""
+    found = set(keys.in_flight)
+    found.discard(None)
+    found.discard(UNKNOWN)
     return found
 
 
@@ -151,23 +162,24 @@ def holding_keys(window: InFlightWindow, keys: RecordKeys, *, upto: int) -> set[
     acquired anywhere in the window, and of those below `upto` not done. Null keys
     and UNKNOWN are left out (an unknown key below `upto` cannot be: every record below
     an acquisition's start was read by an earlier one)."""
-    found: set[Key] = set()
+    found = in_flight_keys(keys)
     cache = window.cache
     for index in range(cache.index_from(window.start_offset), len(cache)):
         batch = cache[index]
-        below = batch.first_offset < upto
+        if batch.first_offset >= upto:
+            break
         whole = batch.whole
         if whole is not None:
-            if _is_acquired(whole):
-                _add(found, keys.between(batch.first_offset, batch.last_offset))
-            elif below and _is_holding(whole):
+            if _is_holding(whole) and not _is_acquired(whole):
                 _add(found, keys.between(batch.first_offset, min(batch.last_offset, upto - 1)))
             continue
         assert batch.offsets is not None
         base = batch.first_offset
         for position, st in enumerate(batch.offsets):
             offset = base + position
-            if _is_acquired(st) or (offset < upto and _is_holding(st)):
+            if offset >= upto:
+                break
+            if _is_holding(st) and not _is_acquired(st):
                 found.add(keys.get(offset))
     found.discard(None)
     found.discard(UNKNOWN)
@@ -180,9 +192,7 @@ def first_eligible(
     """(The first AVAILABLE ready record whose key nothing holds back, or whose key is
     not known yet; None when there is none within `scan_max` held-back records) and the
     number of held-back records passed."""
-    held = in_flight_keys(window, keys)
-    held.discard(None)
-    held.discard(UNKNOWN)
+    held = in_flight_keys(keys)
     passed = 0
     cache = window.cache
     ready = window.is_ready
@@ -225,9 +235,7 @@ def first_eligible(
 def held_back(window: InFlightWindow, keys: RecordKeys) -> tuple[dict[bytes, int], set[int]]:
     """The AVAILABLE records held back by their key now: (key -> records, their
     offsets). O(window)."""
-    held = in_flight_keys(window, keys)
-    held.discard(None)
-    held.discard(UNKNOWN)
+    held = in_flight_keys(keys)
     counts: dict[bytes, int] = {}
     offsets: set[int] = set()
     start = window.start_offset

@@ -154,6 +154,8 @@ class InFlightWindow:
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
+        if st.state is RecordState.ACQUIRED and self.keys is not None:
+            self.keys.leave(first, last)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -180,6 +182,8 @@ class InFlightWindow:
         held = self.held
         if held and first in held:  # a held-back run goes whole, or offset by offset
             held.difference_update(range(first, last + 1))
+        if self.keys is not None:
+            self.keys.enter(first, last)
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -244,6 +248,8 @@ class InFlightWindow:
         if backup.lock is not None:
             self.timers.cancel(backup.lock)
         st.pending = None
+        if self.keys is not None:
+            self.keys.leave(first, last)
         if st.state is RecordState.AVAILABLE:
             if last < self.start_offset:
                 self.move(st, first, last, Event.LOG_START_PASSED, limit=limit)
@@ -545,6 +551,14 @@ class InFlightWindow:
             assert self.end_offset == start, (self.end_offset, start)
         if self.gap_start is not None:
             assert self.gap_start >= start and self.gap_start <= self.gap_end
+        if self.keys is not None:
+            counted: dict[object, int] = {}
+            for batch in self.cache:
+                for first, last, st in batch.states():
+                    if st.pending is not None or st.state is RecordState.ACQUIRED:
+                        for key in self.keys.between(first, last):
+                            counted[key] = counted.get(key, 0) + 1
+            assert counted == self.keys.in_flight, (counted, self.keys.in_flight)
 
 
 def _check_state(st: InFlightState, first: int, last: int) -> None:
