@@ -337,13 +337,14 @@ class SharePartition:
     def records_to_read(self, fetch_offset: int, max_records: int) -> int:
         """How many records a read from `fetch_offset` should cover for an acquisition
         of `max_records`: those, plus under key order or scheduled delivery the window's
-        records at or past `fetch_offset` (some are held back or waiting), so that the
-        read reaches the records it may take."""
+        records at or past `fetch_offset` (some are held back or waiting; at most
+        `key_scan_max` of them), so that the read reaches the records it may take."""
         window = self._w
         config = self.settings
         if not (config.key_ordered or config.delivery_delay_max_ms > 0):
             return max_records
-        return max_records + max(0, window.end_offset - fetch_offset + 1)
+        behind = min(max(0, window.end_offset - fetch_offset + 1), self.key_scan_max)
+        return max_records + behind
 
     def _fetch_offset(self, window: InFlightWindow) -> int:
         """`InFlightWindow.next_fetch_offset`, passing over the records held back by
