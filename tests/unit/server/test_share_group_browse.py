@@ -11,7 +11,6 @@ share-partition is driven through the share service as a consumer's requests wou
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from shoal.server.broker import Broker
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
-from shoal.share.partition import DeliveryHolds, InFlightSnapshot, SharePartition
 from shoal.share.persister import SharePartitionKey
+from tests.support.delivery_holds import DUE_MS, give_holds, mark_entries, split_blocked_and_due
 from tests.support.share_rig import ShareRig, manual_broker
 from tests.unit.server.authz_harness import ALICE, Harness, send, topic_id
 
@@ -114,21 +113,11 @@ def test_browse_shows_when_a_delayed_redelivery_is_due(broker: Broker) -> None:
     assert rig.fetch() == 1
 
 
-HOLDS = DeliveryHolds(
-    blocked_keys=2,
-    blocked_records=7,
-    top_blocked_keys=((b"k1", 5), (b"\xff", 2)),
-    scheduled_records=3,
-    next_due_ms=1_764_400_000_000,
-    malformed_deliver_at=1,
-)
-
-
 def test_browse_carries_what_key_order_and_scheduled_delivery_hold_back(
     broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The share-partition's `delivery_holds` (here a value the test gives, the core's
-    own is tested with the core) and each entry's `deliver_at_ms` and `key_blocked`
+    """The share-partition's `delivery_holds` (here values the test gives: the core's
+    own are tested with the core) and each entry's `deliver_at_ms` and `key_blocked`
     reach the answer as its tagged fields; nothing held back reads as the defaults."""
     ShareRig(broker)  # m1 holds offsets 10-14
     (plain,) = _browse(broker).partitions
@@ -136,32 +125,19 @@ def test_browse_carries_what_key_order_and_scheduled_delivery_hold_back(
     assert (plain.scheduled_records, plain.next_due_ms, plain.malformed_deliver_at) == (0, -1, 0)
     assert [(e.deliver_at_ms, e.key_blocked) for e in plain.entries] == [(-1, False)]
 
-    snapshot = SharePartition.snapshot
-
-    def marked(sp: SharePartition, *, max_entries: int) -> InFlightSnapshot:
-        snap = snapshot(sp, max_entries=max_entries)
-        (entry,) = snap.entries
-        return dataclasses.replace(
-            snap,
-            entries=(
-                dataclasses.replace(entry, last_offset=12, key_blocked=True),
-                dataclasses.replace(entry, first_offset=13, deliver_at_ms=1_764_400_000_000),
-            ),
-        )
-
-    monkeypatch.setattr(SharePartition, "snapshot", marked)
-    monkeypatch.setattr(SharePartition, "delivery_holds", lambda sp, top=5: HOLDS)
+    give_holds(monkeypatch)
+    mark_entries(monkeypatch, split_blocked_and_due)
     (held,) = _browse(broker).partitions
     assert (held.blocked_keys, held.blocked_records) == (2, 7)
     assert [(k.key, k.held_records) for k in held.top_blocked_keys] == [(b"k1", 5), (b"\xff", 2)]
     assert (held.scheduled_records, held.next_due_ms, held.malformed_deliver_at) == (
         3,
-        1_764_400_000_000,
+        DUE_MS,
         1,
     )
     assert [(e.first_offset, e.deliver_at_ms, e.key_blocked) for e in held.entries] == [
         (10, -1, True),
-        (13, 1_764_400_000_000, False),
+        (13, DUE_MS, False),
     ]
 
 

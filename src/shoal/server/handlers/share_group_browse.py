@@ -39,6 +39,7 @@ import uuid
 from typing import Any
 
 from shoal.config import broker_keys
+from shoal.limits import SHARE_BLOCKED_KEYS_SHOWN
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.extensions import SHARE_GROUP_BROWSE
 from shoal.protocol.schema import Schema, response_schema
@@ -141,7 +142,8 @@ def _partition(
     sp = ctx.services.share_service.partitions.get(SharePartitionKey(group_id, topic_id, partition))
     if sp is None or not sp.initialized:
         return _unloaded(schema, partition, ErrorCode.none, None)
-    return _window(schema, partition, sp.snapshot(max_entries=max_entries), sp.delivery_holds())
+    snap = sp.snapshot(max_entries=max_entries)
+    return _window(schema, partition, snap, sp.delivery_holds(top=SHARE_BLOCKED_KEYS_SHOWN))
 
 
 def _unloaded(schema: Schema, partition: int, code: ErrorCode, message: str | None) -> Any:
