@@ -56,12 +56,6 @@ DELAY_MAX_MS = 600_000
 QUIET_S = 1.5
 """How long a consumer is polled to see that a held-back record does not come."""
 HTTP_TIMEOUT_S = 30.0
-WAITING_FOR_CORE = pytest.mark.xfail(
-    strict=True,
-    reason="WAITING: needs the core commit 'share: key-ordered and scheduled acquisition' "
-    "(until it is merged the core neither holds records back nor reports it); remove "
-    "this mark once it is",
-)
 
 
 @dataclass(frozen=True)
@@ -185,7 +179,6 @@ def quiet(consumer: ShareConsumer) -> list[int]:
 # ---- the tests
 
 
-@WAITING_FOR_CORE
 def test_records_held_back_by_their_key_show_everywhere_until_the_key_clears(
     broker: HoldsBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -276,7 +269,6 @@ def test_records_held_back_by_their_key_show_everywhere_until_the_key_clears(
         b.close()
 
 
-@WAITING_FOR_CORE
 def test_a_record_waiting_for_its_time_shows_everywhere_until_it_comes(
     broker: HoldsBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -311,8 +303,9 @@ def test_a_record_waiting_for_its_time_shows_everywhere_until_it_comes(
         ) in out
         entries = entries_table(out)
         assert entries[1]["STATE"] == entries[2]["STATE"] == "ACKNOWLEDGED"
-        if 0 in entries:  # a waiting record may or may not sit in the window
-            assert (entries[0]["STATE"], entries[0]["DELIVER-AT"]) == ("AVAILABLE", due)
+        # The waiting record sits in the window, AVAILABLE, never delivered, due then.
+        assert (entries[0]["STATE"], entries[0]["DELIVERY-COUNT"]) == ("AVAILABLE", "0")
+        assert (entries[0]["DELIVER-AT"], entries[0]["KEY-BLOCKED"]) == (due, "-")
         assert all(entries[o]["DELIVER-AT"] == "-" for o in (1, 2))
 
         out = describe_out(capsys, broker, group)
@@ -331,6 +324,9 @@ def test_a_record_waiting_for_its_time_shows_everywhere_until_it_comes(
         assert (holds["scheduled_records"], holds["next_due_ms"]) == (1, due_ms)
         assert holds["malformed_deliver_at"] == 1
         assert 0 < holds["next_due_in_ms"] <= DUE_IN_MS
+        (waiting,) = [e for e in partition["inflight"] if e["deliver_at_ms"] is not None]
+        assert (waiting["first_offset"], waiting["last_offset"]) == (0, 0)
+        assert (waiting["state"], waiting["deliver_at_ms"]) == ("available", due_ms)
         assert gauges(broker, group, topic) == (0, 0, 1, 1)
         assert time.time() * 1000 < due_ms, "the reads came too late to see the record wait"
 
