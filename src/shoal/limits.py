@@ -192,6 +192,10 @@ ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for
 rest is flagged truncated."""
 SHARE_BROWSE_ENTRIES_DEFAULT: Final = 100
 """`shoal share-groups --browse`'s `--max` default: entries asked for per partition."""
+SHARE_BLOCKED_KEYS_SHOWN: Final = 5
+"""Keys holding back the most records that ShareGroupBrowse (so `shoal share-groups
+--describe` and `--browse`) and the web console show per key-ordered share-partition
+(`SharePartition.delivery_holds(top=...)`); the counts cover every key."""
 
 # Classic groups
 OFFSET_METADATA_BYTES_MAX: Final = 4_096
