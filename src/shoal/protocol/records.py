@@ -1,13 +1,15 @@
 """The records inside a v2 batch, for the few places that must look inside. Sans-I/O.
 
-The hot paths (Produce, Fetch, ShareFetch) do not decode records, with two exceptions
-on Produce that a topic's settings ask for (log/validation.py): recompression to the
-topic's compression.type (`recompressed`) and the key check of compacted topics
-(`keyless_records`). Kafka's timestamp lookups (ListOffsets) answer a record's exact
-offset, so they decode the one batch the log's batch-granular index points at. Only
-what each use needs is decoded: each record's offset and timestamp (CreateTime
-batches; a LogAppendTime batch gives every record the batch's max timestamp, as Kafka
-does), or whether it has a key.
+The hot paths (Produce, Fetch, ShareFetch) do not decode records, with exceptions that
+a topic's or a share group's settings ask for: on Produce (log/validation.py),
+recompression to the topic's compression.type (`recompressed`) and the key check of
+compacted topics (`keyless_records`); on ShareFetch, the keys and scheduled times of
+key-ordered and scheduled share groups (`record_facts`, below). Kafka's timestamp
+lookups (ListOffsets) answer a record's exact offset, so they decode the one batch the
+log's batch-granular index points at. Only what each use needs is decoded: each
+record's offset and timestamp (CreateTime batches; a LogAppendTime batch gives every
+record the batch's max timestamp, as Kafka does), whether it has a key, its key, its
+`shoal.deliver.at` header.
 
 A record (after the batch header, possibly compressed):
 
@@ -18,10 +20,10 @@ Compression codecs (attributes & 7) are shoal.protocol.compression's; data that 
 inflate raises BatchError(ErrorCode.corrupt_message). `recompressed` re-encodes a whole
 batch's records with another codec (broker-side compression.type).
 
-Share groups with key order or scheduled delivery (shoal.share.delivery.order and
-shoal.share.delivery.delay.max.ms, docs/configs.md) read each record's key and
-`shoal.deliver.at` header on every acquisition: `record_facts`, the one reader here on
-a hot path, written for CPython's cost model (lookup tables, varints read inline).
+Share groups with key order or scheduled delivery (docs/key-order.md,
+docs/scheduled-delivery.md) read the key and `shoal.deliver.at` header of the records
+an acquisition reads for the first time: `record_facts`, written for CPython's cost
+model (lookup tables, varints read inline; bench/record_facts_cost.py).
 """
 
 from __future__ import annotations
