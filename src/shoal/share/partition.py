@@ -602,24 +602,34 @@ class SharePartition:
                 first_unknown = index
                 break
         facts = RecordFacts(usable[-1].last_offset + 1, usable[-1].last_offset, None, {}, [])
+        learned: list[tuple[int, Sequence[bytes | None]]] = []
         if first_unknown < len(usable):
             assert records, "a key-ordered or scheduled acquisition needs the read's records"
-            parsed = usable[first_unknown:]
-            try:
-                facts = record_facts(records, parsed, keys=ordered, deliver_at=scheduled)
-            except BatchError as exc:  # the log's own batches: validated when produced
-                log.warning(
-                    "share-partition %s: records at %d-%d not read (%s); delivered "
-                    "unordered and unscheduled",
-                    self.key,
-                    parsed[0].base_offset,
-                    parsed[-1].last_offset,
-                    exc,
-                )
-                count = parsed[-1].last_offset - parsed[0].base_offset + 1
-                facts = RecordFacts(
-                    parsed[0].base_offset, parsed[-1].last_offset, [None] * count, {}, []
-                )
+            facts = RecordFacts(
+                usable[first_unknown].base_offset, usable[-1].last_offset, None, {}, []
+            )
+            for header in usable[first_unknown:]:  # one batch at a time: holes take no room
+                try:
+                    found = record_facts(records, (header,), keys=ordered, deliver_at=scheduled)
+                except BatchError as exc:  # the log's own batches: validated when produced
+                    log.warning(
+                        "share-partition %s: records of the batch at %d not read (%s); "
+                        "delivered unordered and unscheduled",
+                        self.key,
+                        header.base_offset,
+                        exc,
+                    )
+                    found = RecordFacts(
+                        header.base_offset,
+                        header.last_offset,
+                        [None] * (header.last_offset - header.base_offset + 1),
+                        {},
+                        [],
+                    )
+                if found.keys is not None:
+                    learned.append((found.first_offset, found.keys))
+                facts.deliver_at.update(found.deliver_at)
+                facts.malformed.extend(found.malformed)
         holds = Holds(
             facts,
             max_delay_ms=config.delivery_delay_max_ms,
@@ -628,13 +638,7 @@ class SharePartition:
             scheduled_max=self.scheduled_max,
         )
         if ordered and keys is not None:
-            if facts.keys is not None:
-                keys.learn(
-                    facts.first_offset,
-                    facts.keys,
-                    low=window.start_offset,
-                    high=facts.last_offset,
-                )
+            keys.learn(learned, high=usable[-1].last_offset)
             holds.keys = keys
             holds.held = holding_keys(window, keys, upto=walk_from)
             holds.scan_max = self.key_scan_max

@@ -557,7 +557,8 @@ class InFlightWindow:
                 for first, last, st in batch.states():
                     if st.pending is not None or st.state is RecordState.ACQUIRED:
                         for key in self.keys.between(first, last):
-                            counted[key] = counted.get(key, 0) + 1
+                            if key is not None:
+                                counted[key] = counted.get(key, 0) + 1
             assert counted == self.keys.in_flight, (counted, self.keys.in_flight)
 
 
