@@ -1,72 +1,76 @@
-"""Key-ordered and scheduled share delivery (Shoal extensions): what they cost, how the
-in-flight window behaves behind a hot key, and how late scheduled records arrive.
+"""Key-ordered and scheduled share delivery (Shoal extensions): what ordering costs a
+drain, how the in-flight window behaves behind a hot key, how late scheduled records
+arrive.
 
 Run from the repository root (on a quiet machine: other load skews every rate):
 
-    .venv/bin/python -m bench.key_order                 # 200k x 100 B, 3 reps
-    .venv/bin/python -m bench.key_order --quick         # tiny sizes, 1 rep, to try it
-    .venv/bin/python -m bench.key_order --skip scheduled --reps 5
+    .venv/bin/python -m bench.key_order                 # 200k x 100 B, 3 reps, ~5 min
+    .venv/bin/python -m bench.key_order --quick         # tiny sizes, 1 rep, ~1 min
+    .venv/bin/python -m bench.key_order --skip window scheduled --reps 5
+    .venv/bin/python -m bench.key_order --batch-records 500   # smaller log batches
 
-One `shoal serve` (bench/peers/runners.py `ShoalRunner`, default settings, its metrics
-listener on a loopback port so the window can be sampled) on a temporary data
-directory serves the whole run. The semantics measured are those of
-`shoal.share.delivery.order=key` and `shoal.share.delivery.delay.max.ms` (group
-configs, set with IncrementalAlterConfigs on the GROUP resource).
+The semantics measured are those of the share-group configs
+`shoal.share.delivery.order=key` and `shoal.share.delivery.delay.max.ms` (set with
+IncrementalAlterConfigs on the GROUP resource before the group's first member). Each
+drained topic has one partition and `records` values of `value_bytes` random bytes,
+written untimed by one confluent-kafka Producer (acks=all, idempotent, librdkafka's
+defaults otherwise, so log batches of up to 10,000 records / 1 MB; `--batch-records`
+caps them), each with an 8-byte big-endian key drawn (seeded) uniformly from 10,000
+keys ("uniform, 10,000 keys"), from 10 keys, or with `hot_share` (50%) of the records
+on one hot key and the rest uniform over 10,000 keys ("hot key"). A drain is a new
+share group read by four ShareConsumer processes (spawned; bench/peers/procs.py
+`run_jobs`, clocks start after the barrier) in explicit mode, each ACCEPTing every
+record as it is seen (the next poll carries the acknowledgements), as
+bench/side_by_side.py's share drain does, until the group has had every record; each
+then commits once and closes. records/s = records / (the first subscribe() to the
+last record received by any consumer), the group join included.
 
-1. Drains, key-ordered against unordered. Three topics of one partition are written
-   first (untimed; one confluent-kafka Producer, acks=all, idempotent, linger.ms 5):
-   `records` values of `value_bytes` random bytes, each with an 8-byte big-endian key
-   drawn (seeded) uniformly from 10,000 keys ("uniform 10k"), from 10 keys
-   ("uniform 10"), and with `hot_share` (50%) of the records on one hot key and the
-   rest uniform over 10,000 keys ("hot key"). Then, for each rep, each topic is
-   drained by a new share group with order=none and with order=key (which goes first
-   alternates between reps): four ShareConsumer processes (spawned; bench/peers/procs.py
-   `run_jobs`, clocks start after the barrier) in explicit mode ACCEPT every record
-   as it is seen (the next poll carries the acknowledgements), as bench/side_by_side.py's
-   share drain does, until the group has had every record; each then commits once and
-   closes. records/s = records / (first subscribe() to the last record received by
-   any consumer), the group join included. The table gives the median over the reps
-   and the ratio key/none; the goal is key/none >= 0.8 on "uniform 10k".
+1. "drain": on a `shoal serve` with default settings (bench/peers/runners.py
+   ShoalRunner), each topic drained with order=none and with order=key, `reps`
+   interleaved reps (which order goes first alternates). The table gives the medians,
+   key/none (the goal: >= 0.8 on 10,000 keys) and the broker's CPU per record (/proc,
+   less sensitive to the machine's load than a rate).
 
-   Checked on every drain (a drain that fails a check is reported, never hidden):
-   every record arrived (`Seen`), none twice (`duplicates`, `redelivered`), no
-   acknowledgement failed (the acknowledgement-commit callback and the final
-   commit_sync), and the broker's share-partition start offset reached the end of
-   the log (every record ACKNOWLEDGED). Per-key order (`order_violations`): for each
-   key, its records' first deliveries taken in offset order must have been received
-   in that order: by one consumer, at increasing positions in what it received; by
-   two consumers, at increasing times (CLOCK_MONOTONIC, poll() returning). A
-   consumer acknowledges a record only after poll() returned it, and the broker hands
+   Checked on every drain (a drain that fails a check is listed, never hidden): every
+   record arrived (procs.Seen), none twice nor redelivered, no acknowledgement failed
+   (the acknowledgement-commit callback, the final commit_sync), and the group's start
+   offset (DescribeShareGroupOffsets) reached the log's end: every record ACKNOWLEDGED.
+   Per-key order (`order_violations`): each key's first deliveries, in offset order,
+   must have been received in that order: by one consumer at increasing positions of
+   what it received, by two at increasing times (CLOCK_MONOTONIC when poll() returned).
+   A consumer acknowledges a record only after poll() returned it and the broker hands
    out the key's next record only after that acknowledgement, so under order=key a
-   later record can never reach another consumer first. Under order=none the same
-   count is printed as a reference (it is not zero when the check has teeth).
+   later record cannot reach another consumer first. Under order=none the count is
+   printed too: it shows the check can fail.
 
-2. The window. While each drain runs, a thread here reads the broker's /metrics every
-   `sample_interval_s` and keeps the share group's samples (in-flight records, by
-   state, the share-partition's start and end offsets, and any other sample labelled
-   with the group, e.g. held-back records). Per drain: the in-flight count's median
-   and maximum, ACQUIRED and AVAILABLE medians, the share of samples with the window
-   full (in-flight >= 90% of share.partition.max.record.locks, 2000 by default), and
-   the longest time the start offset (the oldest unacknowledged record) and the end
-   offset (acquisition of new records) stood still before the end of the log. The
-   hot-key topic against uniform 10k shows what a hot key does to the window: its
-   held-back records stay AVAILABLE in it and count towards the locks limit.
+2. "window": on a second `shoal serve` with its metrics listener on (which also turns
+   on per-request metrics, so part 1 runs without it), one drain per order of the
+   10,000-key topic and the hot-key topic while a thread here reads /metrics every
+   `sample_interval_s` and keeps the group's samples (the share-partition's in-flight
+   records by state, its start and end offsets, the records held back by their key and
+   the keys holding them). Per drain, over the samples between its first and last
+   record: in-flight median and max, ACQUIRED, AVAILABLE and held-back medians, the
+   share of samples with the window full (in-flight >= 90% of
+   share.partition.max.record.locks, 2000 by default) and the longest time the start
+   offset (the oldest unfinished record) and the end offset (acquisition of new
+   records) stood still. The scrapes cost the broker CPU: these drains' rates are not
+   part 1's.
 
-3. Scheduled delivery. A new topic and share group with
-   shoal.share.delivery.delay.max.ms = `delay_max_ms` (60 s); four ShareConsumers join
-   first (warm-up records without the header until each has one, as bench/peers/
-   kafka_protocol.end_to_end); then one producer process sends `sched_rate` records/s
-   on an absolute schedule for `sched_seconds`, each with header shoal.deliver.at =
-   its send wall time (epoch ms) + a delay drawn uniformly from 0..`delay_ms` ms; the
-   due time is also in the value. Lateness = the consumer's wall clock when poll()
-   returned the record - its due time (first delivery). Reported: the share of
-   records within 100 ms of their due time, p50/p99/max lateness, and how many came
-   early by more than `EARLY_TOLERANCE_MS`; the same for the records that waited at
-   least `PARKED_MS` (their delay is longer than the path to the broker: the
-   scheduler's precision alone).
+3. "scheduled": on the second broker, a new topic and share group with
+   shoal.share.delivery.delay.max.ms = `delay_max_ms` (60 s). Four ShareConsumers join
+   first (warm-up records without the header until each has one, as
+   bench/peers/kafka_protocol.end_to_end does); then one producer process sends
+   `sched_rate` records/s on an absolute schedule for `sched_seconds`, each with header
+   shoal.deliver.at = its wall send time (epoch ms) + a delay drawn uniformly from
+   0..`delay_ms` ms, the due time repeated in the value. Lateness = the consumer's wall
+   clock when poll() returned the record - its due time (first delivery). Reported:
+   the share within 100 ms of due, p50/p99/max/min lateness and the records early by
+   more than `EARLY_TOLERANCE_MS`; the same for the records whose delay was at least
+   `PARKED_MS` (they waited at the broker: the scheduler's precision alone); the
+   records waiting at the broker (sampled; limits.SHARE_SCHEDULED_RECORDS_MAX).
 
-Results: the tables on stdout and bench/results/key_order.json (every drain's raw
-figures and window samples' summary, the machine and its load before and after).
+Results: the tables on stdout and bench/results/key_order.json (every drain's figures,
+checks and window summary, the machine and its load average before and after).
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ from bench.peers.procs import (
 from bench.peers.runners import ShoalRunner
 from bench.produce_fetch import machine, save_result
 from bench.share_consume import percentile
+from shoal.limits import SHARE_SCHEDULED_RECORDS_MAX
 
 KEY = struct.Struct(">q")
 """A record key: the key's number, 8 bytes big-endian."""
@@ -140,11 +145,18 @@ WARMUP_TIMEOUT_S = 60.0
 SETTLE_TIMEOUT_S = 30.0
 """How long after a drain the start offset may take to reach the log's end."""
 SEED = 932
-PARTS = ("drain", "hot", "scheduled")
+PARTS = ("drain", "window", "scheduled")
 IN_FLIGHT = "kafka_server_sharepartitionmetrics_inflightmessagecount"
 START = "shoal_share_partition_start_offset"
 END = "shoal_share_partition_end_offset"
 BY_STATE = "shoal_share_partition_records"
+HELD = {
+    "key_blocked": "shoal_share_partition_key_blocked_records",
+    "blocked_keys": "shoal_share_partition_blocked_keys",
+    "scheduled": "shoal_share_partition_scheduled_records",
+}
+"""The share-partition's DeliveryHolds as /metrics gives them: records held back by
+their key, keys holding records back, records waiting for their shoal.deliver.at."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +184,7 @@ FULL = Sizes(
     sched_seconds=20.0,
     delay_ms=2000,
     delay_max_ms=60_000,
-    sample_interval_s=0.25,
+    sample_interval_s=0.05,
 )
 QUICK = replace(
     FULL,
@@ -180,7 +192,7 @@ QUICK = replace(
     reps=1,
     sched_rate=1_000,
     sched_seconds=3.0,
-    sample_interval_s=0.1,
+    sample_interval_s=0.02,
     batch_records=250,  # 20 log batches: a few acquisitions, not one
 )
 
@@ -202,15 +214,20 @@ class Workload:
         return f"uniform, {self.keys:,} keys"
 
 
-def workloads(sizes: Sizes, parts: Iterable[str]) -> list[Workload]:
-    """The drained topics of the parts run: each key count ("drain"), the hot key ("hot")."""
-    chosen = set(parts)
-    out = []
-    if "drain" in chosen:
-        out += [Workload(f"uniform-{k}", k) for k in sizes.key_counts]
-    if "hot" in chosen:
-        out.append(Workload("hot", sizes.key_counts[0], sizes.hot_share))
-    return out
+def drain_workloads(sizes: Sizes) -> list[Workload]:
+    """The timed drains' topics: uniform over each key count, then the hot key."""
+    return [
+        *(Workload(f"uniform-{k}", k) for k in sizes.key_counts),
+        Workload("hot", sizes.key_counts[0], sizes.hot_share),
+    ]
+
+
+def window_workloads(sizes: Sizes) -> list[Workload]:
+    """The sampled drains' topics: uniform over the first key count, and the hot key."""
+    return [
+        Workload(f"uniform-{sizes.key_counts[0]}", sizes.key_counts[0]),
+        drain_workloads(sizes)[-1],
+    ]
 
 
 def key_sequence(n: int, keys: int, *, hot_share: float = 0.0, seed: int = SEED) -> array[int]:
@@ -321,8 +338,8 @@ def window_summary(
     """What the window did during a drain, from the samples (t seconds, group_samples)
     taken while the share-partition was loaded: in-flight median and max, ACQUIRED and
     AVAILABLE medians, the share of samples with the window full, the longest stand-
-    stills of the start and end offsets before the log's end (`records`), and every
-    other sample's median and max."""
+    stills of the start and end offsets before the log's end (`records`), the held
+    records' (HELD) medians and maxima, and every other sample's median and max."""
     loaded = [(t, s) for t, s in samples if IN_FLIGHT in s]
     if not loaded:
         return {"samples": 0}
@@ -344,7 +361,12 @@ def window_summary(
     for state in ("acquired", "available"):
         values = series(f"{BY_STATE}{{state={state}}}")
         out[f"{state}_median"] = statistics.median(values) if values else None
-    others = sorted({name for _, s in loaded for name in s} - {IN_FLIGHT, START, END})
+    for field, name in HELD.items():
+        values = series(name)
+        out[f"{field}_median"] = statistics.median(values) if values else None
+        out[f"{field}_max"] = max(values) if values else None
+    named = {IN_FLIGHT, START, END, *HELD.values()}
+    others = sorted({name for _, s in loaded for name in s} - named)
     out["other"] = {
         name: {"median": statistics.median(values), "max": max(values)}
         for name in others
@@ -400,6 +422,7 @@ def summarise(
                 default=None,
             )
             row[f"{order}_failed"] = sum(1 for d in runs if d.get("error") or d.get("problems"))
+            row[f"{order}_broker_us"] = median_of(d.get("broker_us_per_record") for d in runs)
         key, none = row["key"], row["none"]
         row["key/none"] = key / none if key is not None and none else None
         row["goal"] = f"key/none >= {GOAL_RATIO}" if name == goal_workload else ""
@@ -434,7 +457,18 @@ def _aligned(lines: list[list[str]]) -> list[str]:
 
 def drain_table(rows: Sequence[dict[str, Any]]) -> str:
     """Records/s of each workload's drains, key/none, the goal, the order violations."""
-    lines = [["workload", "order=none", "order=key", "key/none", "goal", "met?", "out of order"]]
+    lines = [
+        [
+            "workload",
+            "order=none",
+            "order=key",
+            "key/none",
+            "goal",
+            "met?",
+            "out of order",
+            "broker CPU/rec",
+        ]
+    ]
     for row in rows:
         lines.append(
             [
@@ -445,6 +479,8 @@ def drain_table(rows: Sequence[dict[str, Any]]) -> str:
                 row["goal"] or "-",
                 {True: "yes", False: "NO", None: "-" if not row["goal"] else "?"}[row["met"]],
                 f"{_cell(row['none_violations'], '{:,}')} / {_cell(row['key_violations'], '{:,}')}",
+                f"{_cell(row.get('none_broker_us'), '{:.1f}')} / "
+                f"{_cell(row.get('key_broker_us'), '{:.1f}')} us",
             ]
         )
     return "\n".join(_aligned(lines))
@@ -458,7 +494,7 @@ def window_rows(drains: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     keys = dict.fromkeys((d["workload"], d["order"]) for d in drains)
     for workload, order in keys:
         runs = [d for d in drains if (d["workload"], d["order"]) == (workload, order)]
-        windows = [d["window"] for d in runs if d.get("window", {}).get("samples")]
+        windows = [d["window"] for d in runs if (d.get("window") or {}).get("samples")]
 
         def med(name: str, windows: list[dict[str, Any]] = windows) -> float | None:
             return median_of(w.get(name) for w in windows)
@@ -477,6 +513,9 @@ def window_rows(drains: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "in_flight_max": top("in_flight_max"),
                 "acquired_median": med("acquired_median"),
                 "available_median": med("available_median"),
+                "key_blocked_median": med("key_blocked_median"),
+                "key_blocked_max": top("key_blocked_max"),
+                "blocked_keys_median": med("blocked_keys_median"),
                 "full_share": med("full_share"),
                 "start_flat_max_s": top("start_flat_max_s"),
                 "end_flat_max_s": top("end_flat_max_s"),
@@ -492,9 +531,12 @@ def window_table(rows: Sequence[dict[str, Any]]) -> str:
             "workload, order",
             "records/s",
             "in-flight p50",
-            "max",
+            "in-flight max",
             "acquired p50",
             "available p50",
+            "held back p50",
+            "held back max",
+            "keys p50",
             "full",
             "start still",
             "end still",
@@ -510,6 +552,9 @@ def window_table(rows: Sequence[dict[str, Any]]) -> str:
                 _cell(row["in_flight_max"], "{:,.0f}"),
                 _cell(row["acquired_median"], "{:,.0f}"),
                 _cell(row["available_median"], "{:,.0f}"),
+                _cell(row["key_blocked_median"], "{:,.0f}"),
+                _cell(row["key_blocked_max"], "{:,.0f}"),
+                _cell(row["blocked_keys_median"], "{:,.0f}"),
                 _cell(row["full_share"], "{:.0%}"),
                 _cell(row["start_flat_max_s"], "{:.2f} s"),
                 _cell(row["end_flat_max_s"], "{:.2f} s"),
@@ -823,7 +868,7 @@ def _settled(address: str, group: str, topic: str, records: int) -> tuple[int, i
 
 def drain(
     runner: ShoalRunner,
-    url: str,
+    url: str | None,
     topic: str,
     workload: Workload,
     order: str,
@@ -831,7 +876,8 @@ def drain(
     records: int,
 ) -> dict[str, Any]:
     """One drain of `topic` (`records` records) by a new share group with
-    shoal.share.delivery.order=`order` (the module docstring's parts 1 and 2)."""
+    shoal.share.delivery.order=`order` (the module docstring's parts 1 and 2); with
+    `url` (a metrics listener's), the window sampled while it runs."""
     address = runner.address
     group = unique_name(f"key-order-{workload.name}-{order}")
     alter_group_configs(
@@ -842,7 +888,7 @@ def drain(
     context = mp.get_context("spawn")
     total = context.Value("q", 0)
     warm = context.Array("b", CONSUMERS)
-    sampler = WindowSampler(url, group, sizes.sample_interval_s)
+    sampler = None if url is None else WindowSampler(url, group, sizes.sample_interval_s)
     broker_cpu = runner.cpu_seconds()
     try:
         outs = run_jobs(
@@ -850,14 +896,20 @@ def drain(
                 (_reader, (address, topic, group, records, total, warm, i, False))
                 for i in range(CONSUMERS)
             ],
-            after_barrier=sampler.start,
+            after_barrier=None if sampler is None else sampler.start,
         )
     finally:
-        sampler.stop()
+        if sampler is not None:
+            sampler.stop()
     broker_cpu = runner.cpu_seconds() - broker_cpu
     began = min(o["subscribed"] for o in outs)
     result = drained(outs, records, Seen(outs), began)
-    window = window_summary(sampler.samples, records=records)
+    result["last_ns"] = max(o["last"] for o in outs)
+    span = (min(o["first"] for o in outs if o["count"]) / 1e9, result["last_ns"] / 1e9)
+    window = None
+    if sampler is not None:
+        during = [(t, found) for t, found in sampler.samples if span[0] <= t <= span[1]]
+        window = window_summary(during, records=records)
     settled = _settled(address, group, topic, records)
     checks = order_violations(first_deliveries(outs))
     ack_failures = [f for o in outs for f in o["ack_failures"]]
@@ -881,8 +933,8 @@ def drain(
         "ack_failures": len(ack_failures),
         "order_check": checks,
         "window": window,
-        "sampler_failures": sampler.failures,
-        "sampler_first_failure": sampler.first_failure,
+        "sampler_failures": None if sampler is None else sampler.failures,
+        "sampler_first_failure": None if sampler is None else sampler.first_failure,
         "problems": problems,
     }
 
@@ -1005,70 +1057,116 @@ def _attempt(what: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 WARMUP_RECORDS = 500
 
 
+class Broker:
+    """A started `shoal serve` (ShoalRunner, default settings plus `overrides`) on a data
+    directory under `root`, warmed up untimed (a small topic drained once with each
+    order: the broker's lazy paths loaded, as on a broker that has served groups);
+    with `metrics`, its listener's URL. Stopped and removed on exit."""
+
+    def __init__(self, root: Path, sizes: Sizes, *, metrics: bool) -> None:
+        self.sizes = sizes
+        overrides = (METRICS_OVERRIDE,) if metrics else ()
+        self.runner = ShoalRunner(root / "data", overrides=overrides)
+        self.metrics = metrics
+        self.url: str | None = None
+
+    def __enter__(self) -> Broker:
+        self.runner.start()
+        try:
+            if self.metrics:
+                self.url = metrics_url(self.runner.shoal)
+            topic = self.topic(Workload("warmup", 10), WARMUP_RECORDS)
+            for order in ("none", "key"):
+                drain(
+                    self.runner,
+                    None,
+                    topic,
+                    Workload("warmup", 10),
+                    order,
+                    self.sizes,
+                    WARMUP_RECORDS,
+                )
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.runner.stop()
+        shutil.rmtree(self.runner.data_dir, ignore_errors=True)
+
+    def topic(self, workload: Workload, records: int) -> str:
+        """A new topic of `records` records keyed as `workload` says."""
+        topic = unique_name(f"key-order-{workload.name}")
+        keys = key_sequence(records, workload.keys, hot_share=workload.hot_share)
+        produce_keyed(
+            self.runner.address, topic, keys, self.sizes.value_bytes, self.sizes.batch_records
+        )
+        return topic
+
+    def drains(
+        self, chosen: Sequence[Workload], reps: int, *, sampled: bool
+    ) -> list[dict[str, Any]]:
+        """`reps` interleaved reps of a drain of each workload's topic with each order
+        (which order goes first alternates between reps); sampled: with the window
+        sampler (this broker's metrics listener)."""
+        topics = {w.name: self.topic(w, self.sizes.records) for w in chosen}
+        url = self.url if sampled else None
+        out = []
+        for rep in range(1, reps + 1):
+            orders = ("none", "key") if rep % 2 else ("key", "none")
+            for workload in chosen:
+                for order in orders:
+                    what = f"{'window' if sampled else 'drain'} rep {rep}: "
+                    result = _attempt(
+                        f"{what}{workload.label()}, order={order}",
+                        partial(
+                            drain,
+                            self.runner,
+                            url,
+                            topics[workload.name],
+                            workload,
+                            order,
+                            self.sizes,
+                            self.sizes.records,
+                        ),
+                    )
+                    out.append(
+                        {
+                            "workload": workload.name,
+                            "label": workload.label(),
+                            "order": order,
+                            "rep": rep,
+                            **result,
+                        }
+                    )
+        return out
+
+
 def run(sizes: Sizes, skip: Sequence[str] = ()) -> dict[str, Any]:
+    """The parts not in `skip` (module docstring): the timed drains on a broker with
+    default settings; the sampled drains and the scheduled records on a second one with
+    its metrics listener on (which turns on per-request metrics too: not in the rates
+    of part 1)."""
     parts = [p for p in PARTS if p not in skip]
     load_before = os.getloadavg()
     began = time.monotonic()
     drains: list[dict[str, Any]] = []
+    windows: list[dict[str, Any]] = []
     sched: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="key-order-") as tmp:
-        runner = ShoalRunner(Path(tmp) / "data", overrides=(METRICS_OVERRIDE,))
-        runner.start()
-        try:
-            url = metrics_url(runner.shoal)
-            address = runner.address
-            # untimed: the broker's lazy paths loaded, as on a broker that has served groups
-            warmup = Workload("warmup", 10)
-            topic = unique_name("key-order-warmup")
-            produce_keyed(
-                address,
-                topic,
-                key_sequence(WARMUP_RECORDS, 10),
-                sizes.value_bytes,
-                sizes.batch_records,
-            )
-            for order in ("none", "key"):
-                drain(runner, url, topic, warmup, order, sizes, WARMUP_RECORDS)
-            chosen = workloads(sizes, parts)
-            topics = {}
-            for workload in chosen:
-                topics[workload.name] = unique_name(f"key-order-{workload.name}")
-                keys = key_sequence(sizes.records, workload.keys, hot_share=workload.hot_share)
-                produce_keyed(
-                    address, topics[workload.name], keys, sizes.value_bytes, sizes.batch_records
-                )
-            for rep in range(1, sizes.reps + 1):
-                orders = ("none", "key") if rep % 2 else ("key", "none")
-                for workload in chosen:
-                    for order in orders:
-                        what = f"rep {rep}: {workload.label()}, order={order}"
-                        result = _attempt(
-                            what,
-                            partial(
-                                drain,
-                                runner,
-                                url,
-                                topics[workload.name],
-                                workload,
-                                order,
-                                sizes,
-                                sizes.records,
-                            ),
-                        )
-                        drains.append(
-                            {
-                                "workload": workload.name,
-                                "label": workload.label(),
-                                "order": order,
-                                "rep": rep,
-                                **result,
-                            }
-                        )
-            if "scheduled" in parts:
-                sched = _attempt("scheduled delivery", partial(scheduled, runner, url, sizes))
-        finally:
-            runner.stop()
-            shutil.rmtree(runner.data_dir, ignore_errors=True)
+        if "drain" in parts:
+            with Broker(Path(tmp) / "plain", sizes, metrics=False) as broker:
+                drains = broker.drains(drain_workloads(sizes), sizes.reps, sampled=False)
+        if "window" in parts or "scheduled" in parts:
+            with Broker(Path(tmp) / "metrics", sizes, metrics=True) as broker:
+                if "window" in parts:
+                    windows = broker.drains(window_workloads(sizes), 1, sampled=True)
+                if "scheduled" in parts:
+                    assert broker.url is not None
+                    sched = _attempt(
+                        "scheduled delivery", partial(scheduled, broker.runner, broker.url, sizes)
+                    )
     host = machine()
     return {
         "machine": {
@@ -1083,12 +1181,13 @@ def run(sizes: Sizes, skip: Sequence[str] = ()) -> dict[str, Any]:
             "max_record_locks": MAX_RECORD_LOCKS,
             "hot_key": HOT_KEY,
             "seed": SEED,
-            "broker_overrides": [METRICS_OVERRIDE],
+            "window_broker_overrides": [METRICS_OVERRIDE],
         },
         "seconds": time.monotonic() - began,
         "rows": summarise(drains),
-        "window_rows": window_rows(drains),
+        "window_rows": window_rows(windows),
         "drains": drains,
+        "windows": windows,
         "scheduled": sched,
     }
 
@@ -1097,17 +1196,23 @@ def report(result: dict[str, Any]) -> str:
     settings = result["settings"]
     info = result["machine"]
     lines = []
+    batches = settings["batch_records"] or "librdkafka's default (10,000 / 1 MB)"
     if result["rows"]:
         lines += [
             f"drain: {settings['records']:,} records x {settings['value_bytes']} B, one partition, "
-            f"{settings['consumers']} ShareConsumers ACCEPTing each record "
-            f"(records/s, median of {settings['reps']}; out of order: most in a rep, none / key)",
+            f"log batches of at most {batches} records, {settings['consumers']} ShareConsumers "
+            f"ACCEPTing each record (records/s, median of {settings['reps']} interleaved reps; "
+            "out of order: most pairs in one rep, none / key; broker CPU per record, medians)",
             drain_table(result["rows"]),
+        ]
+    if result["window_rows"]:
+        lines += [
             "",
-            f"window: share.partition.max.record.locks {settings['max_record_locks']}, "
-            f"sampled every {settings['sample_interval_s']} s; p50 = median of the reps' medians; "
-            f"full = samples >= {FULL_WINDOW:.0%} of it; still = longest time the start / end "
-            "offset stood still",
+            f"window: a second broker with its metrics listener, one sampled drain each, every "
+            f"{settings['sample_interval_s']} s; share.partition.max.record.locks "
+            f"{settings['max_record_locks']}; p50 over the drain's samples; full = samples >= "
+            f"{FULL_WINDOW:.0%} of it; held back = AVAILABLE records held by their key, keys = "
+            "keys holding them; still = longest time the start / end offset stood still",
             window_table(result["window_rows"]),
         ]
     sched = result.get("scheduled")
@@ -1122,10 +1227,14 @@ def report(result: dict[str, Any]) -> str:
                 f"{sched['behind_max_ms']:.0f} ms behind), delays 0..{sched['delay_ms']} ms, "
                 f"delay.max.ms {sched['delay_max_ms']}; lateness = receipt - due",
                 scheduled_table(sched),
+                "records waiting for their time (sampled): median "
+                f"{_cell(sched['window'].get('scheduled_median'), '{:,.0f}')}, max "
+                f"{_cell(sched['window'].get('scheduled_max'), '{:,.0f}')} "
+                f"(limit {SHARE_SCHEDULED_RECORDS_MAX:,})",
             ]
     problems = [
         f"  {d['label']}, order={d['order']}, rep {d['rep']}: {d.get('error') or d['problems']}"
-        for d in result["drains"]
+        for d in [*result["drains"], *result["windows"]]
         if d.get("error") or d.get("problems")
     ]
     if sched is not None and sched.get("problems"):
@@ -1156,6 +1265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sched-rate", type=int, default=None, help="scheduled records/s")
     parser.add_argument("--sched-seconds", type=float, default=None)
     parser.add_argument(
+        "--sample-interval", type=float, default=None, help="seconds between window samples"
+    )
+    parser.add_argument(
         "--batch-records",
         type=int,
         default=None,
@@ -1166,6 +1278,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "records", "sched_rate", "sched_seconds", "batch_records"):
         if getattr(args, name) is not None:
             sizes = replace(sizes, **{name: getattr(args, name)})
+    if args.sample_interval is not None:
+        sizes = replace(sizes, sample_interval_s=args.sample_interval)
     result = run(sizes, args.skip)
     out = save_result("key_order", result)
     print(report(result))

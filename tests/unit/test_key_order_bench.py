@@ -17,6 +17,7 @@ from bench.key_order import (
     START,
     Workload,
     drain_table,
+    drain_workloads,
     first_deliveries,
     group_samples,
     key_sequence,
@@ -24,7 +25,7 @@ from bench.key_order import (
     order_violations,
     summarise,
     window_summary,
-    workloads,
+    window_workloads,
 )
 
 
@@ -39,11 +40,10 @@ def test_key_draws_are_seeded_uniform_and_hot() -> None:
     assert all(0 <= k < 10_000 for k in hot if k != HOT_KEY)
 
 
-def test_quick_runs_every_workload_and_the_goal_one_first() -> None:
-    chosen = workloads(QUICK, ["drain", "hot", "scheduled"])
-    assert [w.name for w in chosen] == ["uniform-10000", "uniform-10", "hot"]
-    assert chosen[2] == Workload("hot", 10_000, 0.5)
-    assert workloads(QUICK, ["scheduled"]) == []
+def test_drains_cover_each_key_count_and_the_hot_key_windows_two() -> None:
+    assert [w.name for w in drain_workloads(QUICK)] == ["uniform-10000", "uniform-10", "hot"]
+    assert drain_workloads(QUICK)[2] == Workload("hot", 10_000, 0.5)
+    assert window_workloads(QUICK) == [Workload("uniform-10000", 10_000), drain_workloads(QUICK)[2]]
 
 
 def out(offsets: list[int], keys: list[int], times: list[int]) -> dict[str, Any]:
