@@ -40,10 +40,14 @@ def test_key_draws_are_seeded_uniform_and_hot() -> None:
     assert all(0 <= k < 10_000 for k in hot if k != HOT_KEY)
 
 
-def test_drains_cover_each_key_count_and_the_hot_key_windows_two() -> None:
-    assert [w.name for w in drain_workloads(QUICK)] == ["uniform-10000", "uniform-10", "hot"]
-    assert drain_workloads(QUICK)[2] == Workload("hot", 10_000, 0.5)
-    assert window_workloads(QUICK) == [Workload("uniform-10000", 10_000), drain_workloads(QUICK)[2]]
+def test_drains_cover_each_key_count_the_hot_key_and_small_batches() -> None:
+    drains = drain_workloads(QUICK)
+    assert [w.name for w in drains] == ["uniform-10000", "uniform-10", "hot", "uniform-10000-b100"]
+    assert drains[2] == Workload("hot", 10_000, 0.5)
+    assert drains[3].label() == "uniform, 10,000 keys, 100/batch"
+    windows = window_workloads(QUICK)
+    assert windows == [drains[3], Workload("hot-b100", 10_000, 0.5, batch_records=100)]
+    assert windows[1].label() == "hot key 50% + 10,000 keys, 100/batch"
 
 
 def out(offsets: list[int], keys: list[int], times: list[int]) -> dict[str, Any]:
@@ -182,11 +186,14 @@ def test_summary_medians_ratio_goal_and_failures() -> None:
         drain("uniform-10000", "key", 260.0),
         drain("uniform-10000", "none", 200.0),
         drain("uniform-10000", "key", 170.0),
+        drain("uniform-10000-b200", "none", 100.0),
+        drain("uniform-10000-b200", "key", 50.0),
         drain("uniform-10", "none", 100.0),
         drain("uniform-10", "key", 20.0, violations=1, problems=["1 key-order violations"]),
         {"workload": "uniform-10", "label": "uniform-10", "order": "key", "error": "boom"},
     ]
-    first, second = summarise(drains)
+    first, small, second = summarise(drains)
+    assert small["goal"] and small["met"] is False  # 10,000 keys in small batches too
     assert (first["none"], first["key"]) == (200.0, 170.0)
     assert math.isclose(first["key/none"], 0.85)
     assert first["met"] is True and first["none_violations"] == 40
