@@ -1163,7 +1163,7 @@ class Broker:
         return out
 
 
-def run(sizes: Sizes, skip: Sequence[str] = ()) -> dict[str, Any]:
+def run(sizes: Sizes, skip: Sequence[str] = (), *, quick: bool = False) -> dict[str, Any]:
     """The parts not in `skip` (module docstring): the timed drains on a broker with
     default settings; the sampled drains and the scheduled records on a second one with
     its metrics listener on (which turns on per-request metrics too: not in the rates
@@ -1196,6 +1196,7 @@ def run(sizes: Sizes, skip: Sequence[str] = ()) -> dict[str, Any]:
         },
         "settings": {
             **asdict(sizes),
+            "quick": quick,
             "consumers": CONSUMERS,
             "parts": parts,
             "max_record_locks": MAX_RECORD_LOCKS,
@@ -1300,7 +1301,7 @@ def main(argv: list[str] | None = None) -> int:
             sizes = replace(sizes, **{name: getattr(args, name)})
     if args.sample_interval is not None:
         sizes = replace(sizes, sample_interval_s=args.sample_interval)
-    result = run(sizes, args.skip)
+    result = run(sizes, args.skip, quick=args.quick)
     out = save_result("key_order", result)
     print(report(result))
     print(f"\nresults: {out}")
