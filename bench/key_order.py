@@ -391,6 +391,35 @@ def window_summary(
     return out
 
 
+SERIES = (
+    IN_FLIGHT,
+    f"{BY_STATE}{{state=acquired}}",
+    f"{BY_STATE}{{state=available}}",
+    HELD["key_blocked"],
+    HELD["blocked_keys"],
+    START,
+    END,
+)
+SERIES_COLUMNS = (
+    "t_s",
+    "in_flight",
+    "acquired",
+    "available",
+    "key_blocked",
+    "blocked_keys",
+    "start_offset",
+    "end_offset",
+)
+
+
+def window_series(
+    samples: Sequence[tuple[float, dict[str, float]]], *, since: float
+) -> list[list[float | None]]:
+    """The samples as rows of SERIES_COLUMNS (seconds from `since`; None: not sampled),
+    for the JSON: how the window moved during one drain."""
+    return [[round(t - since, 3), *(found.get(name) for name in SERIES)] for t, found in samples]
+
+
 def lateness_summary(
     lateness_ns: Sequence[int],
     *,
@@ -925,7 +954,10 @@ def drain(
     window = None
     if sampler is not None:
         during = [(t, found) for t, found in sampler.samples if span[0] <= t <= span[1]]
-        window = window_summary(during, records=records)
+        window = {
+            **window_summary(during, records=records),
+            "series": window_series(during, since=span[0]),
+        }
     settled = _settled(address, group, topic, records)
     checks = order_violations(first_deliveries(outs))
     ack_failures = [f for o in outs for f in o["ack_failures"]]
@@ -1203,6 +1235,7 @@ def run(sizes: Sizes, skip: Sequence[str] = (), *, quick: bool = False) -> dict[
             "hot_key": HOT_KEY,
             "seed": SEED,
             "window_broker_overrides": [METRICS_OVERRIDE],
+            "window_series_columns": list(SERIES_COLUMNS),
         },
         "seconds": time.monotonic() - began,
         "rows": summarise(drains),

@@ -14,6 +14,7 @@ from bench.key_order import (
     HOT_KEY,
     IN_FLIGHT,
     QUICK,
+    SERIES_COLUMNS,
     START,
     Workload,
     drain_table,
@@ -24,6 +25,7 @@ from bench.key_order import (
     lateness_summary,
     order_violations,
     summarise,
+    window_series,
     window_summary,
     window_workloads,
 )
@@ -143,6 +145,14 @@ def test_window_summary_of_a_window_stalled_behind_a_hot_key() -> None:
     assert summary["available_median"] == 1942.5
     assert summary["other"] == {}  # states are not repeated there
     assert window_summary([(0.0, {})], records=1) == {"samples": 0}
+
+
+def test_window_series_rows_follow_the_columns() -> None:
+    rows = window_series(
+        [(10.5, sample(7, 1, 8, acquired=5, available=2)), (10.75, {})], since=10.0
+    )
+    assert SERIES_COLUMNS[:4] == ("t_s", "in_flight", "acquired", "available")
+    assert rows == [[0.5, 7, 5, 2, None, None, 1, 8], [0.75, *[None] * 7]]
 
 
 def test_window_summary_keeps_other_samples_of_the_group() -> None:
