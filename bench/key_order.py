@@ -5,7 +5,7 @@ arrive.
 Run from the repository root (on a quiet machine: other load skews every rate):
 
     .venv/bin/python -m bench.key_order                 # 200k x 100 B, 3 reps, ~5 min
-    .venv/bin/python -m bench.key_order --quick         # tiny sizes, 1 rep, ~1 min
+    .venv/bin/python -m bench.key_order --quick         # tiny sizes, 1 rep, ~1.5 min
     .venv/bin/python -m bench.key_order --skip window scheduled --reps 5
     .venv/bin/python -m bench.key_order --batch-records 500   # smaller log batches
 
@@ -451,9 +451,8 @@ def median_of(values: Iterable[float | None]) -> float | None:
 def summarise(drains: Sequence[dict[str, Any]], *, goal_keys: int = 10_000) -> list[dict[str, Any]]:
     """One row per workload (in first-run order): each order's median records/s over
     its reps (failed drains left out), key/none, the goal (on uniform `goal_keys` keys,
-    whatever the batches) and its
-    verdict, and per order the most order violations of a rep and the drains that
-    failed a check."""
+    whatever the batches) and its verdict, and per order the most order violations of
+    a rep, the drains that failed a check and the broker's CPU per record (median)."""
     rows = []
     for name in dict.fromkeys(d["workload"] for d in drains):
         mine = [d for d in drains if d["workload"] == name]
