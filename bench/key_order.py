@@ -1318,6 +1318,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sched-rate", type=int, default=None, help="scheduled records/s")
     parser.add_argument("--sched-seconds", type=float, default=None)
     parser.add_argument(
+        "--delay-ms",
+        type=int,
+        default=None,
+        help="scheduled delays drawn from 0..this (0: due when sent, the path's own latency)",
+    )
+    parser.add_argument(
         "--sample-interval", type=float, default=None, help="seconds between window samples"
     )
     parser.add_argument(
@@ -1328,7 +1334,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    for name in ("reps", "records", "sched_rate", "sched_seconds", "batch_records"):
+    for name in ("reps", "records", "sched_rate", "sched_seconds", "delay_ms", "batch_records"):
         if getattr(args, name) is not None:
             sizes = replace(sizes, **{name: getattr(args, name)})
     if args.sample_interval is not None:
