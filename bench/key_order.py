@@ -395,7 +395,9 @@ SERIES = (
     IN_FLIGHT,
     f"{BY_STATE}{{state=acquired}}",
     f"{BY_STATE}{{state=available}}",
+    f"{BY_STATE}{{state=acknowledged}}",
     HELD["key_blocked"],
+    HELD["scheduled"],
     HELD["blocked_keys"],
     START,
     END,
@@ -405,7 +407,9 @@ SERIES_COLUMNS = (
     "in_flight",
     "acquired",
     "available",
+    "acknowledged",
     "key_blocked",
+    "scheduled",
     "blocked_keys",
     "start_offset",
     "end_offset",
@@ -1075,7 +1079,11 @@ def scheduled(runner: ShoalRunner, url: str, sizes: Sizes) -> dict[str, Any]:
         "all": everything,
         "parked": parked,
         "broker_cpu_s": broker_cpu,
-        "window": window_summary(sampler.samples, records=1 << 62),
+        # the log's end: the warm-up records and then the measured ones
+        "window": {
+            **window_summary(sampler.samples, records=producer["warmups"] + n),
+            "series": window_series(sampler.samples, since=producer["start"] / 1e9),
+        },
         "problems": problems,
     }
 
@@ -1283,7 +1291,12 @@ def report(result: dict[str, Any]) -> str:
                 "records waiting for their time (sampled): median "
                 f"{_cell(sched['window'].get('scheduled_median'), '{:,.0f}')}, max "
                 f"{_cell(sched['window'].get('scheduled_max'), '{:,.0f}')} "
-                f"(limit {SHARE_SCHEDULED_RECORDS_MAX:,})",
+                f"(limit {SHARE_SCHEDULED_RECORDS_MAX:,}); the window (in-flight, "
+                f"acknowledged records behind a waiting one included) "
+                f"{_cell(sched['window'].get('full_share'), '{:.0%}')} of the samples "
+                f">= {FULL_WINDOW:.0%} of {MAX_RECORD_LOCKS}, in-flight median "
+                f"{_cell(sched['window'].get('in_flight_median'), '{:,.0f}')}; the end offset "
+                f"stood still up to {_cell(sched['window'].get('end_flat_max_s'), '{:.2f}')} s",
             ]
     problems = [
         f"  {d['label']}, order={d['order']}, rep {d['rep']}: {d.get('error') or d['problems']}"

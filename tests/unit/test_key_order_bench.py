@@ -152,7 +152,8 @@ def test_window_series_rows_follow_the_columns() -> None:
         [(10.5, sample(7, 1, 8, acquired=5, available=2)), (10.75, {})], since=10.0
     )
     assert SERIES_COLUMNS[:4] == ("t_s", "in_flight", "acquired", "available")
-    assert rows == [[0.5, 7, 5, 2, None, None, 1, 8], [0.75, *[None] * 7]]
+    assert rows == [[0.5, 7, 5, 2, None, None, None, None, 1, 8], [0.75, *[None] * 9]]
+    assert len(SERIES_COLUMNS) == len(rows[0])
 
 
 def test_window_summary_keeps_other_samples_of_the_group() -> None:
