@@ -984,6 +984,7 @@ class AcquireRound:
         "_manager",
         "_member_id",
         "_mode",
+        "_partial",
         "_partitions",
         "_ready",
         "_remaining",
@@ -1026,6 +1027,9 @@ class AcquireRound:
         self._index = 0
         self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
         """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self._partial: tuple[list[bytes], list[AcquiredRecords], int] | None = None
+        """The current partition's first read, when a second one follows (key order or
+        scheduled delivery: records, acquired ranges, count)."""
         self.load = load
 
     def next_read(self) -> LogRead | None:
@@ -1054,6 +1058,9 @@ class AcquireRound:
         assert current is not None, "feed without a read"
         tp, sp, offset, reread = current
         error = got.error
+        if error is not None and self._partial is not None:
+            self._finish_partial(tp, b"", (), 0)  # the second read failed: the first stands
+            return
         if error is not None:
             if (
                 reread
@@ -1073,7 +1080,10 @@ class AcquireRound:
         read = got.read
         assert read is not None
         if not read.headers:
-            self._finish(ShareFetchPartition(tp), 0)
+            if self._partial is not None:
+                self._finish_partial(tp, b"", (), 0)
+            else:
+                self._finish(ShareFetchPartition(tp), 0)
             return
         result = sp.acquire(
             member_id=self._member_id,
@@ -1097,11 +1107,41 @@ class AcquireRound:
                 if len(spans) > 1
                 else (read.records[spans[0][0] : spans[0][1]] if spans else b"")
             )
+            if self._partial is not None:
+                self._finish_partial(tp, records, result.acquired, result.count)
+                return
+            beyond = sp.new_records_offset(got.read_limit)
+            if beyond is not None and result.count < self._remaining:
+                # The read ended inside the window (records waiting or held back):
+                # read the new records too, as a second read of this partition.
+                self._partial = ([records], list(result.acquired), result.count)
+                self._current = (tp, sp, beyond, True)
+                return
         else:
             span = result.byte_range
             records = b"" if span is None else read.records[span[0] : span[1]]
         self._finish(
             ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
+        )
+
+    def _finish_partial(
+        self,
+        tp: TopicIdPartition,
+        records: bytes,
+        acquired: Sequence[AcquiredRecords],
+        count: int,
+    ) -> None:
+        """The second read of a partition is done: its entry joins both reads."""
+        partial = self._partial
+        assert partial is not None
+        self._partial = None
+        pieces, ranges, first_count = partial
+        if records:
+            pieces.append(records)
+        ranges.extend(acquired)
+        joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self._finish(
+            ShareFetchPartition(tp, records=joined, acquired=tuple(ranges)), first_count + count
         )
 
     def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
