@@ -1085,6 +1085,7 @@ class AcquireRound:
             max_bytes=self._share_bytes,
             end_offset_limit=got.end_offset_limit,
             aborted=got.aborted,
+            records=read.records,
         )
         if result.write is not None:
             self._manager._writes.append(result.write)

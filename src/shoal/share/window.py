@@ -36,8 +36,10 @@ from shoal.share.inflight import (
     LockTimers,
     Pending,
 )
+from shoal.share.key_order import RecordKeys
 from shoal.share.persister import StateBatch
 from shoal.share.redelivery import Redelivery
+from shoal.share.schedule import Schedule
 from shoal.share.states import (
     DLQ_CHOICE_EVENTS,
     TERMINAL_STATES,
@@ -80,6 +82,11 @@ class InFlightWindow:
         """Lower bound of the offsets that may be AVAILABLE without a pending write."""
         self._next_handle = 1
         self.pending_writes: dict[int, list[Span]] = {}
+        self.keys: RecordKeys | None = None
+        """Record keys of the window under key-ordered delivery (share/key_order.py);
+        None until a key-ordered acquisition first reads them."""
+        self.schedule = Schedule()
+        """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
 
     # ---- shape of the window
 
@@ -90,6 +97,11 @@ class InFlightWindow:
     def size(self) -> int:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
         return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
+
+    def occupancy(self) -> int:
+        """What counts towards the in-flight limit: `size()` less the records waiting
+        for their scheduled time (they hold no lock)."""
+        return self.size() - len(self.schedule)
 
     def new_records_from(self) -> int:
         """First offset no batch or hole of the window accounts for."""
@@ -152,6 +164,8 @@ class InFlightWindow:
         st.delivery_count = next_delivery_count(st.delivery_count, Event.ACQUIRE)
         st.member_id = member_id
         st.not_before_ms = 0
+        if self.schedule.waiting_at:
+            self.schedule.taken(first)
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -414,6 +428,8 @@ class InFlightWindow:
             self.mark_scanned(new_start)
         if self._available_from is not None and self._available_from < new_start:
             self._available_from = new_start
+        if self.keys is not None:
+            self.keys.drop_below(new_start)
 
     # ---- where to fetch next
 
