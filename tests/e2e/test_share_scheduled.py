@@ -151,6 +151,7 @@ def check_due(record: Received, due_ms: float) -> None:
     assert record.at_ms <= due_ms + LATE_S * 1000, (
         f"{record.value} received {record.at_ms - due_ms:.0f} ms after it was due"
     )
+    print(f"{record.value}: received {record.at_ms - due_ms:.0f} ms after it was due")
 
 
 def test_records_wait_for_their_time_and_the_rest_go_at_once(share_broker: BrokerProcess) -> None:

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,6 +262,22 @@ def deliveries_of(batches: Iterable[Batch]) -> list[Delivery]:
     return sorted((d for b in batches for d in b.deliveries), key=lambda d: (d.recv, d.offset))
 
 
+def summary(batches: Sequence[Batch], *, broker_kills: Sequence[float] = ()) -> str:
+    """Figures of a run, for the test's output."""
+    deliveries = deliveries_of(batches)
+    per_consumer = Counter(d.consumer for d in deliveries)
+    first_kill = min(broker_kills, default=float("inf"))
+    return (
+        f"{len(deliveries)} deliveries in {len(batches)} polls "
+        f"(per consumer {dict(sorted(per_consumer.items()))}), "
+        f"{sum(d.count > 1 for d in deliveries)} redeliveries, "
+        f"{sum(not b.ok for b in batches)} polls unconfirmed, "
+        f"{sum(stale(b, broker_kills) for b in batches)} not judged (acquired before a "
+        f"broker kill), {sum(d.recv > first_kill for d in deliveries)} deliveries after a "
+        "broker kill"
+    )
+
+
 # ---- producing
 
 
@@ -351,8 +367,11 @@ def order_violations(
     - first deliveries of a key out of offset order;
     - a record delivered while an earlier record of its key was neither finished (its
       ACCEPT sent, or its delivery at the limit over) nor in the same poll;
-    - an earlier record of a key delivered after a later one (in another poll), unless
-      the later one came again afterwards (its delivery was undone).
+    - an earlier record of a key delivered after a later one, unless the later one
+      came again afterwards (its delivery was undone) or the earlier one was in the
+      later one's poll (a consumer that RELEASEs a record and ACCEPTs the later ones
+      of its poll gets it back after them: the order it was handed is the consumer's
+      to keep).
     """
     killed = killed or {}
     judged = [b for b in batches if not stale(b, broker_kills)]
@@ -396,7 +415,7 @@ def order_violations(
                         f"(finished at {finished.get(earlier)})"
                     )
             for e in deliveries:
-                if e.offset < d.offset and e.recv > d.recv and e.batch != d.batch:
+                if e.offset < d.offset and e.recv > d.recv and e.offset not in same_poll:
                     again = any(x.offset == d.offset and x.recv >= e.recv for x in deliveries)
                     if not again:
                         found.append(
