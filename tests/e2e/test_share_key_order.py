@@ -22,10 +22,11 @@ a poison record RELEASEd until the delivery limit archives it.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,9 @@ batch_optimized mode), so one big batch would go to one member."""
 LOCK_MS = 15_000
 """Far longer than any hold, so no lock runs out under a live consumer."""
 DELIVERY_LIMIT = 3
+REDELIVERY_BACKOFF_MS = 100
+"""Released records wait this long before going out again (shoal.share.redelivery.*):
+a record that is AVAILABLE but not ready must still hold its key back."""
 DONE_TIMEOUT_S = 90.0
 
 
@@ -86,6 +90,7 @@ def start(
     fate: Callable[[int], str] = lambda offset: "a",
     victim_hold_ms: int | None = None,
     seed: int = 932,
+    configs: Mapping[str, object] | None = None,
 ) -> Run:
     """Topic, group configs, four consumers in the group, then the records."""
     topic = topic_name("key-order")
@@ -99,6 +104,7 @@ def start(
             "share.auto.offset.reset": "earliest",
             "share.record.lock.duration.ms": LOCK_MS,
             "share.delivery.count.limit": DELIVERY_LIMIT,
+            **(configs or {}),
         },
     )
     consumers = Consumers(root, broker.bootstrap, group, topic)
@@ -225,7 +231,8 @@ def test_without_key_order_consumers_share_keys(
 def test_released_and_poison_records_hold_back_their_keys(
     share_broker: BrokerProcess, tmp_path: Path
 ) -> None:
-    """(c) a record RELEASEd once goes out again before any later record of its key;
+    """(c) a record RELEASEd once goes out again before any later record of its key,
+    though it waits out a redelivery backoff first (the later records wait too);
     (d) a poison record RELEASEd every time is archived at the delivery limit and its
     key then carries on."""
     poison = {100, 900}
@@ -235,7 +242,13 @@ def test_released_and_poison_records_hold_back_their_keys(
             return "p"
         return "r" if offset % 37 == 5 else "a"
 
-    run = start(share_broker, tmp_path, order="key", fate=fate)
+    run = start(
+        share_broker,
+        tmp_path,
+        order="key",
+        fate=fate,
+        configs={"shoal.share.redelivery.backoff.ms": REDELIVERY_BACKOFF_MS},
+    )
     try:
         batches = wait_until_done(run)
     finally:
@@ -251,6 +264,10 @@ def test_released_and_poison_records_hold_back_their_keys(
     for offset, ds in by_offset.items():
         want = {"p": DELIVERY_LIMIT, "r": 2, "a": 1}[run.fates[offset]]
         assert [d.count for d in ds] == list(range(1, want + 1)), (offset, ds)
+    for ds in by_offset.values():
+        for released, again in itertools.pairwise(ds):
+            assert released.sent is not None
+            assert again.recv - released.sent >= REDELIVERY_BACKOFF_MS / 1000, (released, again)
     assert overlaps(batches) == []
     assert order_violations(batches, delivery_limit=DELIVERY_LIMIT) == []
     # The same, spelled out: a later record of a released or poison record's key went
