@@ -89,8 +89,10 @@ def start(
     order: str,
     fate: Callable[[int], str] = lambda offset: "a",
     victim_hold_ms: int | None = None,
+    victim_stall: tuple[int, int] | None = None,
     seed: int = 932,
     configs: Mapping[str, object] | None = None,
+    lock_ms: int = LOCK_MS,
 ) -> Run:
     """Topic, group configs, four consumers in the group, then the records."""
     topic = topic_name("key-order")
@@ -102,7 +104,7 @@ def start(
         {
             "shoal.share.delivery.order": order,
             "share.auto.offset.reset": "earliest",
-            "share.record.lock.duration.ms": LOCK_MS,
+            "share.record.lock.duration.ms": lock_ms,
             "share.delivery.count.limit": DELIVERY_LIMIT,
             **(configs or {}),
         },
@@ -110,7 +112,13 @@ def start(
     consumers = Consumers(root, broker.bootstrap, group, topic)
     for index in range(CONSUMERS):
         hold = victim_hold_ms if index == 0 and victim_hold_ms is not None else HOLD_MS
-        consumers.spawn(hold_ms=hold, max_poll_records=MAX_POLL_RECORDS)
+        stall_poll, stall_ms = victim_stall if index == 0 and victim_stall else (-1, 0)
+        consumers.spawn(
+            hold_ms=hold,
+            max_poll_records=MAX_POLL_RECORDS,
+            stall_poll=stall_poll,
+            stall_ms=stall_ms,
+        )
     consumers.wait_for_members(CONSUMERS)
     rng = random.Random(seed)
     keys = [f"k{rng.randrange(KEYS):02d}" for _ in range(RECORDS)]
@@ -331,6 +339,52 @@ def test_a_killed_consumers_keys_wait_for_its_session_to_end(
     killed = run.consumers.killed()
     assert overlaps(batches, killed=killed) == []
     assert order_violations(batches, delivery_limit=DELIVERY_LIMIT, killed=killed) == []
+    assert len(consumers_with_records(batches)) >= 3
+
+
+@pytest.mark.timeout(180)
+def test_a_stalled_consumers_keys_move_on_when_its_lock_expires(
+    share_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """Lock expiry: with 1 s locks, consumer 0 holds its fourth poll 3 s. Its records
+    go to the others once the lock runs out (delivery count 2), before its late ACCEPT;
+    later records of their keys wait for them; no overlap while the lock was live."""
+    lock_ms, stall_ms = 1_000, 3_000
+    run = start(share_broker, tmp_path, order="key", victim_stall=(3, stall_ms), lock_ms=lock_ms)
+    try:
+        wait_until_done(run)
+
+        def victim_answered(batches: list[Batch]) -> bool:
+            mine = [b for b in batches if b.consumer == 0]
+            return len(mine) > 3 and mine[3].answered is not None
+
+        batches = wait_until_done(run, enough=victim_answered, timeout_s=30)
+    finally:
+        run.consumers.stop()
+    check_payloads(run, batches)
+    print(summary(batches))
+    victim = [b for b in batches if b.consumer == 0]
+    stalled = victim[3]
+    assert stalled.sent is not None and stalled.sent - stalled.recv >= stall_ms / 1000
+    # Its late ACCEPT finds the records accepted by others (Shoal answers success for
+    # records wholly below the start offset, as Kafka skips them); either way nothing
+    # is delivered again.
+    assert all(b.ok for b in batches if b is not stalled), [b.errors for b in batches if not b.ok]
+    by_offset = defaultdict(list)
+    for d in deliveries_of(batches):
+        by_offset[d.offset].append(d)
+    assert sorted(by_offset) == list(range(RECORDS)), "records lost"
+    for d in stalled.deliveries:
+        again = by_offset[d.offset][1:]
+        assert [a.count for a in again] == [d.count + 1], (d, again)
+        assert again[0].consumer != 0 and again[0].confirmed, again
+        assert stalled.recv < again[0].recv
+    assert any(by_offset[d.offset][1].recv < stalled.sent for d in stalled.deliveries), (
+        "the stalled records only came back after the late ACCEPT, not at lock expiry"
+    )
+    lock_s = lock_ms / 1000
+    assert overlaps(batches, lock_s=lock_s) == []
+    assert order_violations(batches, delivery_limit=DELIVERY_LIMIT, lock_s=lock_s) == []
     assert len(consumers_with_records(batches)) >= 3
 
 

@@ -347,3 +347,45 @@ def test_a_waiting_record_holds_back_its_key(share_broker: BrokerProcess) -> Non
     check_due(by_value["k0"], due)
     check_due(by_value["k1"], due)
     assert by_value["k1"].at_ms >= by_value["k0"].at_ms
+
+
+def test_a_waiting_record_holds_back_its_key_across_a_broker_sigkill(
+    share_broker: BrokerProcess,
+) -> None:
+    """Key order and scheduling, and the broker SIGKILLed while k@0 waits (k@1 held
+    back behind it, j@2 and j@3 accepted, so the group's state has offsets after the
+    waiting ones): after the restart the keys and the due time are read again, and
+    k@1 still waits for k@0."""
+    broker = share_broker
+    topic, _, consumer = setup(
+        broker,
+        "sched-key-crash",
+        {"shoal.share.delivery.delay.max.ms": DELAY_MAX_MS, "shoal.share.delivery.order": "key"},
+    )
+    try:
+        due = now_ms() + 6_000
+        produce_keyed(
+            broker.bootstrap,
+            topic,
+            [
+                ("k", "k0", {HEADER: str(due).encode()}),
+                ("k", "k1", None),
+                ("j", "j2", None),
+                ("j", "j3", None),
+            ],
+        )
+        got = receive(consumer, 2, timeout_s=10)
+        assert sorted(r.value for r in got) == ["j2", "j3"]
+        quiet_until = time.monotonic() + 1.0
+        while time.monotonic() < quiet_until:
+            assert records_of(consumer.poll(0.1)) == [], "k@0 or k@1 went early"
+        broker.kill()
+        broker.start()
+        assert now_ms() < due, "the restart took too long for this test to mean anything"
+        receive(consumer, 4, timeout_s=40, into=got, tolerate_errors=True)
+    finally:
+        consumer.close()
+    by_value = {r.value: r for r in got}
+    check_due(by_value["k0"], due)
+    check_due(by_value["k1"], due)
+    assert by_value["k1"].at_ms >= by_value["k0"].at_ms

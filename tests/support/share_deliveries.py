@@ -102,7 +102,14 @@ class Consumers:
         self.stop_file = root / f"stop-{group}"
         self.children: list[Child] = []
 
-    def spawn(self, *, hold_ms: int = 0, max_poll_records: int = 500) -> Child:
+    def spawn(
+        self,
+        *,
+        hold_ms: int = 0,
+        max_poll_records: int = 500,
+        stall_poll: int = -1,
+        stall_ms: int = 0,
+    ) -> Child:
         index = len(self.children)
         log = self.root / f"{self.group}-{index}.jsonl"
         args = [
@@ -125,6 +132,10 @@ class Consumers:
             str(hold_ms),
             "--max-poll-records",
             str(max_poll_records),
+            "--stall-poll",
+            str(stall_poll),
+            "--stall-ms",
+            str(stall_ms),
         ]
         python_path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
         with open(log.with_suffix(".stderr"), "ab") as stderr:
@@ -314,9 +325,19 @@ def stale(batch: Batch, broker_kills: Sequence[float]) -> bool:
     return not batch.ok and any(kill <= batch.recv for kill in broker_kills)
 
 
-def held_until(batch: Batch, killed: Mapping[int, float], broker_kills: Sequence[float]) -> float:
-    """When the consumer's hold of `batch` ended at the latest."""
+def held_until(
+    batch: Batch,
+    killed: Mapping[int, float],
+    broker_kills: Sequence[float],
+    lock_s: float | None = None,
+) -> float:
+    """When the consumer's hold of `batch` ended at the latest. With `lock_s`, a hold
+    counts for half the lock at most: the lock ran from the acquisition, before the
+    poll returned, and a consumer that outstays it holds nothing any more (the half
+    covers the time from acquisition to poll's return)."""
     ends = [batch.sent if batch.sent is not None else float("inf")]
+    if lock_s is not None:
+        ends.append(batch.recv + lock_s / 2)
     if batch.consumer in killed:
         ends.append(killed[batch.consumer])
     ends += [kill for kill in broker_kills if kill >= batch.recv]
@@ -328,6 +349,7 @@ def overlaps(
     *,
     killed: Mapping[int, float] | None = None,
     broker_kills: Sequence[float] = (),
+    lock_s: float | None = None,
 ) -> list[str]:
     """Times two consumers held records of one key at once (invariant I1)."""
     killed = killed or {}
@@ -335,7 +357,7 @@ def overlaps(
     for batch in batches:
         if stale(batch, broker_kills):
             continue
-        end = held_until(batch, killed, broker_kills)
+        end = held_until(batch, killed, broker_kills, lock_s)
         for key in {d.key for d in batch.deliveries if d.key is not None}:
             held[key].append((batch.recv, end, batch.consumer, batch.index))
     found = []
@@ -361,6 +383,7 @@ def order_violations(
     delivery_limit: int,
     killed: Mapping[int, float] | None = None,
     broker_kills: Sequence[float] = (),
+    lock_s: float | None = None,
 ) -> list[str]:
     """Deliveries that break per-key order (invariant I2):
 
@@ -390,7 +413,7 @@ def order_violations(
             if d.ack in FINAL and d.sent is not None:
                 end = d.sent
             elif d.count >= delivery_limit:
-                end = held_until(batch_of[d.batch], killed, broker_kills)
+                end = held_until(batch_of[d.batch], killed, broker_kills, lock_s)
             if end is not None:
                 finished[d.offset] = min(finished.get(d.offset, end), end)
         offsets = sorted(first)

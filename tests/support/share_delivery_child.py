@@ -9,11 +9,13 @@ first delivery then ACCEPT, `p` RELEASE every time; anything else ACCEPT), write
 `send` line, calls commit_sync and writes an `ans` line with the outcome. Lines are
 JSON, flushed one by one, so a SIGKILL loses at most a half-written last line. Times
 are CLOCK_MONOTONIC (`t`, shared by every process of the machine) and, for `recv`,
-the wall clock in epoch milliseconds (`wall_ms`). It exits, closing the consumer,
-once the `--stop` file exists.
+the wall clock in epoch milliseconds (`wall_ms`). Its `--stall-poll`-th non-empty poll
+(from 0) is held `--stall-ms` instead (past a lock, say). It exits, closing the
+consumer, once the `--stop` file exists.
 
     python -m tests.support.share_delivery_child --bootstrap HOST:PORT --group G \
-        --topic T --id N --log PATH --stop PATH [--hold-ms MS] [--max-poll-records N]
+        --topic T --id N --log PATH --stop PATH [--hold-ms MS] [--max-poll-records N] \
+        [--stall-poll N --stall-ms MS]
 """
 
 from __future__ import annotations
@@ -73,7 +75,10 @@ def main() -> int:
     parser.add_argument("--stop", type=Path, required=True)
     parser.add_argument("--hold-ms", type=int, default=0)
     parser.add_argument("--max-poll-records", type=int, default=500)
+    parser.add_argument("--stall-poll", type=int, default=-1)
+    parser.add_argument("--stall-ms", type=int, default=0)
     args = parser.parse_args()
+    polls = 0
     consumer = ShareConsumer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -110,8 +115,10 @@ def main() -> int:
                 wall_ms=time.time() * 1000,
                 recs=[record(m) for m in messages],
             )
-            if args.hold_ms:
-                time.sleep(args.hold_ms / 1000)
+            hold_ms = args.stall_ms if polls == args.stall_poll else args.hold_ms
+            polls += 1
+            if hold_ms:
+                time.sleep(hold_ms / 1000)
             acks = []
             for message in messages:
                 fate = fate_of(message)
