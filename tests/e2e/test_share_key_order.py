@@ -346,10 +346,10 @@ def test_a_killed_consumers_keys_wait_for_its_session_to_end(
 def test_a_stalled_consumers_keys_move_on_when_its_lock_expires(
     share_broker: BrokerProcess, tmp_path: Path
 ) -> None:
-    """Lock expiry: with 1 s locks, consumer 0 holds its fourth poll 3 s. Its records
+    """Lock expiry: with 2 s locks, consumer 0 holds its fourth poll 5 s. Its records
     go to the others once the lock runs out (delivery count 2), before its late ACCEPT;
     later records of their keys wait for them; no overlap while the lock was live."""
-    lock_ms, stall_ms = 1_000, 3_000
+    lock_ms, stall_ms = 2_000, 5_000
     run = start(share_broker, tmp_path, order="key", victim_stall=(3, stall_ms), lock_ms=lock_ms)
     try:
         wait_until_done(run)
