@@ -389,3 +389,35 @@ def test_a_waiting_record_holds_back_its_key_across_a_broker_sigkill(
     check_due(by_value["k0"], due)
     check_due(by_value["k1"], due)
     assert by_value["k1"].at_ms >= by_value["k0"].at_ms
+
+
+def test_waiting_records_take_no_room_in_the_window(share_broker: BrokerProcess) -> None:
+    """The group's window is 100 records (share.partition.max.record.locks); 150
+    records wait 3 s and 50 plain ones follow them in the log. The plain ones go at
+    once (waiting records hold no lock and take no room); the waiting ones come at
+    their time."""
+    topic, _, consumer = setup(
+        share_broker,
+        "sched-room",
+        {
+            "shoal.share.delivery.delay.max.ms": DELAY_MAX_MS,
+            "share.partition.max.record.locks": 100,
+        },
+    )
+    try:
+        due = now_ms() + 3_000
+        waiting = [(None, f"w{i}", {HEADER: str(due).encode()}) for i in range(150)]
+        plain: list[tuple[str | None, str, Mapping[str, bytes] | None]] = [
+            (None, f"p{i}", None) for i in range(50)
+        ]
+        produce_keyed(share_broker.bootstrap, topic, [*waiting, *plain], batch_records=10)
+        got = receive(consumer, 200, timeout_s=30)
+    finally:
+        consumer.close()
+    plain_got = [r for r in got if r.value.startswith("p")]
+    assert len(plain_got) == 50
+    assert all(r.at_ms < due for r in plain_got), "plain records waited behind waiting ones"
+    waited = [r for r in got if r.value.startswith("w")]
+    assert len(waited) == 150 and all(r.count == 1 for r in waited)
+    check_due(min(waited, key=lambda r: r.at_ms), due)
+    check_due(max(waited, key=lambda r: r.at_ms), due)
