@@ -47,6 +47,8 @@ LATE_S = 8.0
 """How late after its due time (or after being produced, for a record that goes at
 once) a record may be received on a loaded machine."""
 DELAY_MAX_MS = 60_000
+WOKEN_WITHIN_MS = 1_500
+"""A due record reaches a consumer whose fetch is parked (for up to 5 s) within this."""
 
 
 @pytest.fixture(scope="module")
@@ -421,3 +423,24 @@ def test_waiting_records_take_no_room_in_the_window(share_broker: BrokerProcess)
     assert len(waited) == 150 and all(r.count == 1 for r in waited)
     check_due(min(waited, key=lambda r: r.at_ms), due)
     check_due(max(waited, key=lambda r: r.at_ms), due)
+
+
+def test_a_parked_fetch_is_woken_when_a_record_comes_due(share_broker: BrokerProcess) -> None:
+    """The consumer's ShareFetch waits up to 5 s at the broker (fetch.wait.max.ms);
+    a record due 2 s after it is produced comes within a second of its time, not when
+    the fetch would have run out: the broker wakes the parked fetch when it comes due."""
+    topic, group = configure(
+        share_broker, "sched-wake", {"shoal.share.delivery.delay.max.ms": DELAY_MAX_MS}
+    )
+    consumer = share_consumer(
+        share_broker.bootstrap, group, [topic], explicit=True, fetch_wait_max_ms=5_000
+    )
+    try:
+        wait_for_members(share_broker.bootstrap, group, [consumer], topic, partitions=1)
+        due = now_ms() + 2_000
+        produce_keyed(share_broker.bootstrap, topic, [(None, "due", {HEADER: str(due).encode()})])
+        (record,) = receive(consumer, 1, timeout_s=30)
+    finally:
+        consumer.close()
+    check_due(record, due)
+    assert record.at_ms - due < WOKEN_WITHIN_MS, "the parked fetch was not woken"
