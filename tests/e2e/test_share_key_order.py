@@ -31,10 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka import AcknowledgeType, Message
 
 from tests.support.broker import BrokerProcess, running
 from tests.support.share_admin import describe_offsets
-from tests.support.share_consumers import SHARE_TEST_BROKER_OVERRIDES, alter_group_configs
+from tests.support.share_consumers import (
+    SHARE_TEST_BROKER_OVERRIDES,
+    alter_group_configs,
+    close_all,
+    first_batch,
+    poll_until,
+    records_of,
+    share_consumer,
+    wait_for_members,
+)
 from tests.support.share_deliveries import (
     Batch,
     Consumers,
@@ -432,3 +442,73 @@ def test_key_order_survives_a_broker_sigkill(share_broker: BrokerProcess, tmp_pa
     assert overlaps(batches, broker_kills=kills) == []
     assert order_violations(batches, delivery_limit=DELIVERY_LIMIT, broker_kills=kills) == []
     assert len(consumers_with_records(batches)) >= 3
+
+
+@pytest.mark.timeout(120)
+def test_a_hot_key_that_fills_the_window_stops_new_records_until_it_clears(
+    share_broker: BrokerProcess,
+) -> None:
+    """Held-back records count towards share.partition.max.record.locks (100 here).
+    Consumer A holds h@0-9 of a hot key h with 150 records, followed by 30 records
+    of other keys. B's acquisitions hold h@10-99 back, the window is full, and the
+    other keys (past the window) wait too: B gets nothing while A holds. Once A
+    accepts, everything drains, h in offset order, each record once."""
+    bootstrap = share_broker.bootstrap
+    topic = topic_name("hot-key")
+    create_topic(bootstrap, topic)
+    group = topic_name("hot-key")
+    alter_group_configs(
+        bootstrap,
+        group,
+        {
+            "shoal.share.delivery.order": "key",
+            "share.auto.offset.reset": "earliest",
+            "share.record.lock.duration.ms": LOCK_MS,
+            "share.partition.max.record.locks": 100,
+        },
+    )
+    a = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=10)
+    consumers = [a]
+    try:
+        wait_for_members(bootstrap, group, [a], topic, partitions=1)
+        records: list[tuple[str | None, str, None]] = [("h", f"{i}:a", None) for i in range(150)]
+        records += [(f"o{i % 10}", f"{i // 10}:a", None) for i in range(30)]
+        produce_keyed(bootstrap, topic, records, batch_records=10)
+        held = first_batch(a)
+        assert [(m.key(), m.offset()) for m in held] == [(b"h", o) for o in range(10)]
+        b = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=50)
+        consumers.append(b)
+        early: list[int] = []
+
+        def too_early(_: int, message: Message) -> None:
+            early.append(int(message.offset() or 0))
+            b.acknowledge(message, AcknowledgeType.ACCEPT)
+
+        wait_for_members(
+            bootstrap, group, [b], topic, partitions=1, members=2, on_message=too_early
+        )
+        quiet_until = time.monotonic() + 2.0
+        while time.monotonic() < quiet_until:
+            for message in records_of(b.poll(0.2)):
+                too_early(1, message)
+        assert early == [], f"B got {early} while the hot key filled the window"
+        for message in held:
+            a.acknowledge(message, AcknowledgeType.ACCEPT)
+        assert list(a.commit_sync(30).values()) == [None]
+        got: list[tuple[bytes | None, int]] = [(m.key(), int(m.offset() or 0)) for m in held]
+
+        def on_message(index: int, message: Message) -> None:
+            got.append((message.key(), int(message.offset() or 0)))
+            consumers[index].acknowledge(message, AcknowledgeType.ACCEPT)
+
+        def drained() -> bool:
+            for consumer in consumers:
+                assert all(e is None for e in consumer.commit_sync(30).values())
+            return len(got) >= len(records)
+
+        poll_until(consumers, drained, on_message=on_message, timeout_s=60, what="the rest")
+    finally:
+        close_all(consumers)
+    assert sorted(offset for _, offset in got) == list(range(len(records)))
+    hot = [offset for key, offset in got if key == b"h"]
+    assert hot == sorted(hot)
