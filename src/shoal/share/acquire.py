@@ -365,8 +365,9 @@ class Acquisition:
         """`_take_new` for a group with key order or scheduled delivery on: the new
         records go into the window; those held back by their key or not yet due stay
         AVAILABLE (one batch per run of held ones, one per waiting record), the others
-        are acquired in runs. Waiting records take no room in the window, so the walk
-        goes on past them while the budget and the room last."""
+        are acquired in runs. Records left take no part of MaxRecords (waiting ones no
+        room in the window either), so the walk goes on past them while the budget and
+        the room last."""
         headers = self.headers
         while True:
             allowed = self.remaining
@@ -409,11 +410,12 @@ class Acquisition:
             if end >= last:
                 self._done_through(last)
                 return
-            waited = sum(1 for due in special.values() if due != HELD)
-            if not waited:
+            if self.remaining <= 0 or not special:
                 self._stop(end + 1)  # out of budget: the rest is not examined
                 return
+            # held-back and waiting records took part of the budget's range: go on
             if beyond_end:
+                waited = sum(1 for due in special.values() if due != HELD)
                 self.window_room -= end - first + 1 - waited
             first = end + 1
 
@@ -445,15 +447,15 @@ class Acquisition:
             window.schedule.malformed += sum(1 for o in facts.malformed if first <= o <= end)
         special: dict[int, int] = {}
         held = holds.held
-        keys = facts.keys
-        if held is None or keys is None:
+        if held is None or holds.keys is None:
             special.update(waiting)
             return special, end
-        base = facts.first_offset
-        if not waiting and held.isdisjoint(keys[first - base : end - base + 1]):
+        keys = holds.keys.between(first, end)
+        if not waiting and held.isdisjoint(keys):
             return special, end
+        room = holds.scan_max - len(window.held)
         for offset in range(first, end + 1):
-            key = keys[offset - base]
+            key = keys[offset - first]
             waits = waiting.get(offset)
             if waits is not None:
                 special[offset] = waits
@@ -461,7 +463,8 @@ class Acquisition:
                     held.add(key)
             elif key is not None and key in held:
                 holds.passed += 1
-                if holds.passed > holds.scan_max:
+                room -= 1
+                if holds.passed > holds.scan_max or room < 0:  # the rest stays in the log
                     return special, offset - 1
                 special[offset] = HELD
         return special, end
@@ -500,6 +503,7 @@ class Acquisition:
                     index += 1
                     run_last += 1
                 self._available(offset, run_last, 0)
+                window.held.update(range(offset, run_last + 1))
                 position = run_last + 1
             else:
                 mono = holds.now_mono_ms + (due - holds.now_wall_ms)

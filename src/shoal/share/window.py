@@ -87,6 +87,10 @@ class InFlightWindow:
         None until a key-ordered acquisition first reads them."""
         self.schedule = Schedule()
         """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
+        self.held: set[int] = set()
+        """New records that key order left AVAILABLE (an earlier record of their key in
+        flight), until acquired: like waiting ones, they hold no lock and take no room
+        under the in-flight limit (share/key_order.py)."""
 
     # ---- shape of the window
 
@@ -100,8 +104,15 @@ class InFlightWindow:
 
     def occupancy(self) -> int:
         """What counts towards the in-flight limit: `size()` less the records waiting
-        for their scheduled time (they hold no lock)."""
-        return self.size() - len(self.schedule)
+        for their scheduled time and the new ones held back by their key (they hold no
+        lock)."""
+        return self.size() - len(self.schedule) - len(self.held)
+
+    def prune_held(self) -> None:
+        """Forget held-back records the start offset has passed (archived meanwhile)."""
+        held = self.held
+        if held and min(held) < self.start_offset:
+            self.held = {offset for offset in held if offset >= self.start_offset}
 
     def new_records_from(self) -> int:
         """First offset no batch or hole of the window accounts for."""
@@ -143,6 +154,8 @@ class InFlightWindow:
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
+        if st.state is RecordState.ACQUIRED and self.keys is not None:
+            self.keys.leave(first, last)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -166,6 +179,11 @@ class InFlightWindow:
         st.not_before_ms = 0
         if self.schedule.waiting_at:
             self.schedule.taken(first)
+        held = self.held
+        if held and first in held:  # a held-back run goes whole, or offset by offset
+            held.difference_update(range(first, last + 1))
+        if self.keys is not None:
+            self.keys.enter(first, last)
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -230,6 +248,8 @@ class InFlightWindow:
         if backup.lock is not None:
             self.timers.cancel(backup.lock)
         st.pending = None
+        if self.keys is not None:
+            self.keys.leave(first, last)
         if st.state is RecordState.AVAILABLE:
             if last < self.start_offset:
                 self.move(st, first, last, Event.LOG_START_PASSED, limit=limit)
@@ -531,6 +551,15 @@ class InFlightWindow:
             assert self.end_offset == start, (self.end_offset, start)
         if self.gap_start is not None:
             assert self.gap_start >= start and self.gap_start <= self.gap_end
+        if self.keys is not None:
+            counted: dict[object, int] = {}
+            for batch in self.cache:
+                for first, last, st in batch.states():
+                    if st.pending is not None or st.state is RecordState.ACQUIRED:
+                        for key in self.keys.between(first, last):
+                            if key is not None:
+                                counted[key] = counted.get(key, 0) + 1
+            assert counted == self.keys.in_flight, (counted, self.keys.in_flight)
 
 
 def _check_state(st: InFlightState, first: int, last: int) -> None:
