@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Message
 
+from shoal.limits import SHARE_KEY_ORDER_SCAN_MAX_RECORDS
 from tests.support.broker import BrokerProcess, running
 from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import (
@@ -444,58 +445,67 @@ def test_key_order_survives_a_broker_sigkill(share_broker: BrokerProcess, tmp_pa
     assert len(consumers_with_records(batches)) >= 3
 
 
-@pytest.mark.timeout(120)
-def test_a_hot_key_that_fills_the_window_stops_new_records_until_it_clears(
-    share_broker: BrokerProcess,
-) -> None:
-    """Held-back records count towards share.partition.max.record.locks (100 here).
-    Consumer A holds h@0-9 of a hot key h with 150 records, followed by 30 records
-    of other keys. B's acquisitions hold h@10-99 back, the window is full, and the
-    other keys (past the window) wait too: B gets nothing while A holds. Once A
-    accepts, everything drains, h in offset order, each record once."""
-    bootstrap = share_broker.bootstrap
+def hot_key_run(
+    broker: BrokerProcess,
+    hot: int,
+    others: int,
+    *,
+    hold_s: float = 2.0,
+    b_max_poll_records: int = 500,
+    max_record_locks: int | None = None,
+) -> tuple[list[int], list[int]]:
+    """A one-partition topic: `hot` records of key h, then `others` records of ten
+    other keys, in log batches of 10 (the group's share.partition.max.record.locks
+    `max_record_locks`, else the broker's 2000). Consumer A takes h@0-9 and holds
+    them; B polls until it has the other keys' records or `hold_s` passed (accepting
+    what it gets); then A accepts and both drain the rest.
+    Returns (offsets B got while A held h@0-9, the order h's offsets were delivered
+    in); checks that every record was delivered once."""
+    bootstrap = broker.bootstrap
     topic = topic_name("hot-key")
     create_topic(bootstrap, topic)
     group = topic_name("hot-key")
-    alter_group_configs(
-        bootstrap,
-        group,
-        {
-            "shoal.share.delivery.order": "key",
-            "share.auto.offset.reset": "earliest",
-            "share.record.lock.duration.ms": LOCK_MS,
-            "share.partition.max.record.locks": 100,
-        },
-    )
+    configs: dict[str, object] = {
+        "shoal.share.delivery.order": "key",
+        "share.auto.offset.reset": "earliest",
+        "share.record.lock.duration.ms": LOCK_MS,
+    }
+    if max_record_locks is not None:
+        configs["share.partition.max.record.locks"] = max_record_locks
+    alter_group_configs(bootstrap, group, configs)
+    records: list[tuple[str | None, str, None]] = [("h", f"{i}:a", None) for i in range(hot)]
+    records += [(f"o{i % 10}", f"{i // 10}:a", None) for i in range(others)]
     a = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=10)
     consumers = [a]
+    got: list[tuple[bytes | None, int]] = []
+    early: list[int] = []
     try:
         wait_for_members(bootstrap, group, [a], topic, partitions=1)
-        records: list[tuple[str | None, str, None]] = [("h", f"{i}:a", None) for i in range(150)]
-        records += [(f"o{i % 10}", f"{i // 10}:a", None) for i in range(30)]
         produce_keyed(bootstrap, topic, records, batch_records=10)
         held = first_batch(a)
         assert [(m.key(), m.offset()) for m in held] == [(b"h", o) for o in range(10)]
-        b = share_consumer(bootstrap, group, [topic], explicit=True, max_poll_records=50)
+        got += [(m.key(), int(m.offset() or 0)) for m in held]
+        b = share_consumer(
+            bootstrap, group, [topic], explicit=True, max_poll_records=b_max_poll_records
+        )
         consumers.append(b)
-        early: list[int] = []
 
-        def too_early(_: int, message: Message) -> None:
+        def while_held(_: int, message: Message) -> None:
             early.append(int(message.offset() or 0))
+            got.append((message.key(), int(message.offset() or 0)))
             b.acknowledge(message, AcknowledgeType.ACCEPT)
 
         wait_for_members(
-            bootstrap, group, [b], topic, partitions=1, members=2, on_message=too_early
+            bootstrap, group, [b], topic, partitions=1, members=2, on_message=while_held
         )
-        quiet_until = time.monotonic() + 2.0
-        while time.monotonic() < quiet_until:
+        quiet_until = time.monotonic() + hold_s
+        while time.monotonic() < quiet_until and len(early) < others:
             for message in records_of(b.poll(0.2)):
-                too_early(1, message)
-        assert early == [], f"B got {early} while the hot key filled the window"
+                while_held(1, message)
+            b.commit_sync(30)
         for message in held:
             a.acknowledge(message, AcknowledgeType.ACCEPT)
         assert list(a.commit_sync(30).values()) == [None]
-        got: list[tuple[bytes | None, int]] = [(m.key(), int(m.offset() or 0)) for m in held]
 
         def on_message(index: int, message: Message) -> None:
             got.append((message.key(), int(message.offset() or 0)))
@@ -509,6 +519,38 @@ def test_a_hot_key_that_fills_the_window_stops_new_records_until_it_clears(
         poll_until(consumers, drained, on_message=on_message, timeout_s=60, what="the rest")
     finally:
         close_all(consumers)
-    assert sorted(offset for _, offset in got) == list(range(len(records)))
-    hot = [offset for key, offset in got if key == b"h"]
+    counts = Counter(offset for _, offset in got)
+    duplicated = {offset: n for offset, n in counts.items() if n > 1}
+    missing = sorted(set(range(len(records))) - set(counts))
+    assert not duplicated and not missing, (
+        f"duplicated {list(duplicated.items())[:10]}, missing {missing[:10]} of {len(records)}"
+    )
+    return early, [offset for key, offset in got if key == b"h"]
+
+
+@pytest.mark.timeout(120)
+def test_a_hot_key_holds_back_only_itself(share_broker: BrokerProcess) -> None:
+    """Held-back records hold no lock and do not count towards
+    share.partition.max.record.locks (docs/key-order.md): 140 held-back records of
+    a hot key, more than a 100-record window, do not stop the 30 records of other
+    keys after them, which B gets while A holds h@0-9; h then drains in order."""
+    early, hot = hot_key_run(share_broker, 150, 30, hold_s=20, max_record_locks=100)
+    assert sorted(early) == list(range(150, 180)), early
     assert hot == sorted(hot)
+
+
+@pytest.mark.timeout(180)
+def test_a_hot_key_past_the_scan_limit_stops_the_partition_until_it_clears(
+    share_broker: BrokerProcess,
+) -> None:
+    """limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS: 200 held-back records short of it, B
+    reaches the other keys behind them while A holds h@0-9; 200 past it, acquisition
+    takes nothing past the held-back records and B gets nothing in 3 s. Nothing is
+    lost once A accepts, and h drains in offset order."""
+    below, order = hot_key_run(share_broker, SHARE_KEY_ORDER_SCAN_MAX_RECORDS - 200, 30, hold_s=20)
+    assert len(below) == 30, f"B got {len(below)} of the other keys' 30 records"
+    assert order == sorted(order)
+    hot = SHARE_KEY_ORDER_SCAN_MAX_RECORDS + 200
+    early, order = hot_key_run(share_broker, hot, 30, hold_s=3)
+    assert early == [], f"B got {early[:10]}... past {hot - 10} held-back records"
+    assert order == sorted(order)
