@@ -34,7 +34,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, Message
 
 from shoal.limits import SHARE_KEY_ORDER_SCAN_MAX_RECORDS
-from tests.support.broker import BrokerProcess, running
+from tests.support.broker import BrokerProcess, Brokers, running
 from tests.support.share_admin import describe_offsets
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -554,3 +554,106 @@ def test_a_hot_key_past_the_scan_limit_stops_the_partition_until_it_clears(
     early, order = hot_key_run(share_broker, hot, 30, hold_s=3)
     assert early == [], f"B got {early[:10]}... past {hot - 10} held-back records"
     assert order == sorted(order)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_key_order_soak_with_kills_stalls_and_schedules(brokers: Brokers, tmp_path: Path) -> None:
+    """Everything at once, for the slow suite: 6000 records over 30 keys (5% null
+    keys, 3% RELEASEd once, 10% scheduled up to 6 s ahead), 2 s locks, four consumers
+    with random holds, poll sizes and one 3 s stall each, eight random SIGKILLs of a
+    consumer (replaced at once) or of the broker (restarted). The same judges: no
+    overlap, order per key, nothing delivered after a confirmed ACCEPT, none lost, no
+    scheduled record before its time."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    records_total, keys_total, lock_s, delay_max_ms = 6_000, 30, 2.0, 60_000
+    broker = brokers.start(*SHARE_TEST_BROKER_OVERRIDES)
+    topic = topic_name("soak")
+    create_topic(broker.bootstrap, topic)
+    group = topic_name("soak")
+    alter_group_configs(
+        broker.bootstrap,
+        group,
+        {
+            "shoal.share.delivery.order": "key",
+            "share.auto.offset.reset": "earliest",
+            "share.record.lock.duration.ms": int(lock_s * 1000),
+            "share.delivery.count.limit": 5,
+            "shoal.share.redelivery.backoff.ms": 50,
+            "shoal.share.delivery.delay.max.ms": delay_max_ms,
+        },
+    )
+    consumers = Consumers(tmp_path, broker.bootstrap, group, topic)
+
+    def spawn() -> None:
+        consumers.spawn(
+            hold_ms=rng.choice([10, 20, 40]),
+            max_poll_records=rng.choice([5, 10, 20]),
+            stall_poll=rng.choice([2, 5, 10, -1]),
+            stall_ms=int(lock_s * 1500),
+        )
+
+    for _ in range(CONSUMERS):
+        spawn()
+    broker_kills: list[float] = []
+    try:
+        consumers.wait_for_members(CONSUMERS)
+        seqs: Counter[str | None] = Counter()
+        records: list[tuple[str | None, str, Mapping[str, bytes] | None]] = []
+        for _ in range(records_total):
+            key = None if rng.random() < 0.05 else f"k{rng.randrange(keys_total):02d}"
+            fate = "r" if rng.random() < 0.03 else "a"
+            headers = None
+            if rng.random() < 0.1:
+                at = int(time.time() * 1000) + rng.randrange(6_000)
+                headers = {"shoal.deliver.at": str(at).encode()}
+            records.append((key, f"{seqs[key]}:{fate}", headers))
+            seqs[key] += 1
+        produce_keyed(broker.bootstrap, topic, records, batch_records=rng.choice([3, 5, 8]))
+        for _ in range(8):
+            time.sleep(rng.uniform(0.2, 0.6))
+            if rng.random() < 0.3:
+                broker_kills.append(time.monotonic())
+                broker.kill()
+                broker.start()
+            else:
+                alive = [c for c in consumers.children if c.killed_at is None]
+                consumers.kill(rng.choice(alive))
+                spawn()
+        deadline = time.monotonic() + 240
+        while True:
+            batches = consumers.batches()
+            sent = {d.offset for b in batches for d in b.deliveries if d.ack == "accept"}
+            if len(sent) == records_total:
+                offsets = describe_offsets(broker.bootstrap, group, {topic: [0]})
+                if offsets[topic][0][2] == 0:
+                    break
+            assert time.monotonic() < deadline, (
+                f"seed {seed}: {len(sent)} of {records_total} accepted"
+            )
+            time.sleep(0.5)
+    finally:
+        consumers.stop()
+    batches = consumers.batches()
+    print(f"seed {seed}: {summary(batches, broker_kills=broker_kills)}")
+    killed = consumers.killed()
+    assert overlaps(batches, killed=killed, broker_kills=broker_kills, lock_s=lock_s) == [], seed
+    assert (
+        order_violations(
+            batches, delivery_limit=5, killed=killed, broker_kills=broker_kills, lock_s=lock_s
+        )
+        == []
+    ), seed
+    deliveries = deliveries_of(batches)
+    confirmed_at: dict[int, float] = {}
+    for d in deliveries:
+        if d.confirmed and d.ack == "accept" and d.answered is not None:
+            confirmed_at.setdefault(d.offset, d.answered)
+    again = [d for d in deliveries if d.offset in confirmed_at and d.recv > confirmed_at[d.offset]]
+    assert again == [], f"seed {seed}: delivered after a confirmed ACCEPT: {again[:3]}"
+    assert {d.offset for d in deliveries} == set(range(records_total)), f"seed {seed}"
+    for d in deliveries:
+        if d.deliver_at is not None:
+            due = min(int(d.deliver_at), d.timestamp_ms + delay_max_ms)
+            assert d.wall_ms >= due - 20, f"seed {seed}: {d} came {due - d.wall_ms:.0f} ms early"

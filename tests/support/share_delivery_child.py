@@ -25,7 +25,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from confluent_kafka import AcknowledgeType, KafkaException, Message, ShareConsumer
 
@@ -52,7 +52,8 @@ def record(message: Message) -> list[Any]:
     key = message.key()
     value = message.value()
     deliver_at = None
-    for name, header in message.headers() or []:
+    headers = cast("list[tuple[str, bytes | None]]", message.headers() or [])
+    for name, header in headers:
         if name == "shoal.deliver.at" and header is not None:
             deliver_at = header.decode("ascii", "replace")
     return [
