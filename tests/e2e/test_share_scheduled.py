@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
-from tests.support import processes
+from tests.support import metrics, processes
 from tests.support.broker import BrokerProcess, running, wait_until
 from tests.support.share_consumers import (
     SHARE_TEST_BROKER_OVERRIDES,
@@ -54,7 +54,9 @@ WOKEN_WITHIN_MS = 1_500
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     yield from running(
-        tmp_path_factory.mktemp("share-scheduled") / "data", *SHARE_TEST_BROKER_OVERRIDES
+        tmp_path_factory.mktemp("share-scheduled") / "data",
+        *SHARE_TEST_BROKER_OVERRIDES,
+        metrics.METRICS_OVERRIDE,
     )
 
 
@@ -157,9 +159,13 @@ def check_due(record: Received, due_ms: float) -> None:
 
 
 def test_records_wait_for_their_time_and_the_rest_go_at_once(share_broker: BrokerProcess) -> None:
-    topic, _, consumer = setup(
+    """Two records scheduled 2.5 s and 4 s ahead wait (the share-partition's
+    scheduled-records gauge shows 2 meanwhile); a plain record, one scheduled in the
+    past and five with malformed headers go at once (the malformed ones counted)."""
+    topic, group, consumer = setup(
         share_broker, "sched", {"shoal.share.delivery.delay.max.ms": DELAY_MAX_MS}
     )
+    labels = {"group": group, "topic": topic, "partition": "0"}
     try:
         base = now_ms()
         later, latest = base + 2_500, base + 4_000
@@ -173,9 +179,19 @@ def test_records_wait_for_their_time_and_the_rest_go_at_once(share_broker: Broke
         records += [(None, f"bad-{i}", {HEADER: raw}) for i, raw in enumerate(malformed)]
         produce_keyed(share_broker.bootstrap, topic, records)
         produced = now_ms()
-        got = receive(consumer, len(records), timeout_s=30)
+        got = receive(consumer, len(records) - 2, timeout_s=30)
+        samples = metrics.scrape(metrics.metrics_url(share_broker))
+        assert now_ms() < later, "too slow for the waiting records to be seen waiting"
+        assert metrics.value(samples, "shoal_share_partition_scheduled_records", labels) == 2
+        receive(consumer, len(records), timeout_s=30, into=got)
+        samples = metrics.scrape(metrics.metrics_url(share_broker))
     finally:
         consumer.close()
+    assert metrics.value(samples, "shoal_share_partition_scheduled_records", labels) == 0
+    malformed_total = metrics.value(
+        samples, "shoal_share_partition_malformed_deliver_at_total", labels
+    )
+    assert malformed_total == len(malformed)
     by_value = {r.value: r for r in got}
     assert sorted(by_value) == sorted(v for _, v, _ in records)
     assert all(r.count == 1 for r in got)
