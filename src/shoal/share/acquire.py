@@ -505,7 +505,8 @@ class Acquisition:
                 window.held.update(range(offset, run_last + 1))
                 position = run_last + 1
             else:
-                mono = holds.now_mono_ms + (due - holds.now_wall_ms)
+                # +1: the two clocks are read in whole ms; never a millisecond early
+                mono = holds.now_mono_ms + (due - holds.now_wall_ms) + 1
                 self._available(offset, offset, mono)
                 window.redelivery.hold_until(mono)
                 window.schedule.wait(offset, due)

@@ -224,12 +224,15 @@ class SharePartition:
         leader_epoch: int = 0,
         key_scan_max: int = limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS,
         scheduled_max: int = limits.SHARE_SCHEDULED_RECORDS_MAX,
+        window_span_max: int = limits.SHARE_WINDOW_SPAN_MAX_OFFSETS,
     ) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
         self.key_scan_max = key_scan_max
         """Key order: held-back records one acquisition passes (a limit; smaller in tests)."""
         self.scheduled_max = scheduled_max
         """Scheduled delivery: records the window may hold waiting (a limit)."""
+        self.window_span_max = window_span_max
+        """Key order or scheduled delivery: the widest window, in offsets (a limit)."""
         self._clock = clock
         self.settings = settings
         """The group's settings for the operation in progress (set by the owner)."""
@@ -370,9 +373,19 @@ class SharePartition:
         if config.delivery_paused:
             return None
         offset = self._fetch_offset(window)
-        if offset != window.end_offset + 1 or window.occupancy() < config.max_record_locks:
+        if offset != window.end_offset + 1 or self._room(window) > 0:
             return offset
         return None
+
+    def _room(self, window: InFlightWindow) -> int:
+        """Records the in-flight limit lets new acquisitions add (`occupancy`); under
+        key order or scheduled delivery also within `window_span_max` offsets of the
+        start offset."""
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return config.max_record_locks - window.occupancy()
+        room = config.max_record_locks - window.occupancy(extended=True)
+        return min(room, self.window_span_max - window.size())
 
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
@@ -520,7 +533,7 @@ class SharePartition:
         if window.schedule.waiting_at:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
         window.prune_held()
-        room = config.max_record_locks - window.occupancy()
+        room = self._room(window)
         budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)

@@ -102,11 +102,17 @@ class InFlightWindow:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
         return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
 
-    def occupancy(self) -> int:
-        """What counts towards the in-flight limit: `size()` less the records waiting
-        for their scheduled time and the new ones held back by their key (they hold no
-        lock)."""
-        return self.size() - len(self.schedule) - len(self.held)
+    def occupancy(self, *, extended: bool = False) -> int:
+        """What counts towards the in-flight limit: `size()`, as in Kafka. `extended`
+        (key order or scheduled delivery on): the records not yet done, less those
+        waiting for their scheduled time and the new ones held back by their key. A
+        waiting or held-back record pins the start offset, so the records done
+        behind it must not count, or one long wait would stop the share-partition
+        (docs/scheduled-delivery.md; `limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` bounds the
+        span instead)."""
+        if not extended:
+            return self.size()
+        return self.size() - self.delivery_complete_count - len(self.schedule) - len(self.held)
 
     def prune_held(self) -> None:
         """Forget held-back records the start offset has passed (archived meanwhile)."""
