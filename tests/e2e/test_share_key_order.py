@@ -659,12 +659,6 @@ def test_key_order_soak_with_kills_stalls_and_schedules(brokers: Brokers, tmp_pa
             assert d.wall_ms >= due - 20, f"seed {seed}: {d} came {due - d.wall_ms:.0f} ms early"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="held-back records enter the window without counting and are then acquired "
-    "as in-window records, past share.partition.max.record.locks (a poll of 180 with "
-    "a cap of 100)",
-)
 @pytest.mark.timeout(120)
 def test_a_cleared_hot_key_is_acquired_within_the_lock_limit(share_broker: BrokerProcess) -> None:
     """docs/key-order.md: share.partition.max.record.locks bounds what members hold.

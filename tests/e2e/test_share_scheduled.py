@@ -462,12 +462,6 @@ def test_a_parked_fetch_is_woken_when_a_record_comes_due(share_broker: BrokerPro
     assert record.at_ms - due < WOKEN_WITHIN_MS, "the parked fetch was not woken"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="waiting records enter the window without counting and, once due, are "
-    "acquired as in-window records past share.partition.max.record.locks (a poll of "
-    "600 with a cap of 100)",
-)
 def test_due_records_are_acquired_within_the_lock_limit(share_broker: BrokerProcess) -> None:
     """Waiting records hold no lock, but once due they are held like any other:
     share.partition.max.record.locks (100) must bound a poll of 600 records that all

@@ -384,9 +384,17 @@ class SharePartition:
         if config.delivery_paused:
             return None
         offset = self._fetch_offset(window)
+        if self._extended and window.acquired_records >= config.max_record_locks:
+            return None  # members hold all the limit allows
         if offset != window.end_offset + 1 or self._room(window) > 0:
             return offset
         return None
+
+    @property
+    def _extended(self) -> bool:
+        """Key order or scheduled delivery is on."""
+        config = self.settings
+        return config.key_ordered or config.delivery_delay_max_ms > 0
 
     def _room(self, window: InFlightWindow) -> int:
         """Records the in-flight limit lets new acquisitions add (`occupancy`); under
@@ -545,7 +553,16 @@ class SharePartition:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
         window.prune_held()
         room = self._room(window)
-        budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
+        if self._extended:
+            # Held-back and waiting records entered the window without room: whatever
+            # comes due, members hold at most the limit.
+            budget = min(max_records, config.max_record_locks - window.acquired_records)
+            if room <= 0:
+                budget = min(
+                    budget, _records_to_acquire(window, fetch_offset, max_records=budget, room=room)
+                )
+        else:
+            budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset
