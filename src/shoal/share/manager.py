@@ -206,6 +206,10 @@ class ShareFetched:
     load: tuple[SharePartitionKey, ...] = ()
     """Share-partitions to load first (`load`); nothing was acquired: acquire again
     with `load_errors` naming those that could not be loaded."""
+    deadlines_earlier: bool = False
+    """A redelivery deadline may have come earlier: records waiting for their
+    scheduled time entered a window (the timers need asking again, before the fetch
+    parks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -979,6 +983,7 @@ class AcquireRound:
         "_batch_size",
         "_config",
         "_current",
+        "_earlier",
         "_first",
         "_index",
         "_manager",
@@ -1027,6 +1032,8 @@ class AcquireRound:
         self._index = 0
         self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
         """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self._earlier = False
+        """A scheduled record entered a window: its wake-up may come before the others."""
         self._partial: tuple[list[bytes], list[AcquiredRecords], int] | None = None
         """The current partition's first read, when a second one follows (key order or
         scheduled delivery: records, acquired ranges, count)."""
@@ -1085,6 +1092,8 @@ class AcquireRound:
             else:
                 self._finish(ShareFetchPartition(tp), 0)
             return
+        scheduled = sp.settings.delivery_delay_max_ms > 0
+        before = sp.deadlines() if scheduled else None
         result = sp.acquire(
             member_id=self._member_id,
             fetch_offset=offset,
@@ -1100,7 +1109,9 @@ class AcquireRound:
         if result.write is not None:
             self._manager._writes.append(result.write)
             self._manager._woken.add(sp.key)
-        if sp.settings.key_ordered or sp.settings.delivery_delay_max_ms > 0:
+        if before is not None and not self._earlier:
+            self._earlier = _earlier(before, sp)
+        if sp.settings.key_ordered or scheduled:
             spans = result.byte_ranges()  # acquisitions with holes: only their batches
             records = (
                 b"".join([read.records[a:b] for a, b in spans])
@@ -1160,10 +1171,12 @@ class AcquireRound:
         """One entry per partition, in the order given, and the effects."""
         assert self._current is None, "a read is still to be fed"
         results = self._results
+        earlier = self._earlier
         if results is None:
             assert self._single is not None
-            return ShareFetched([self._single], self._manager._effects())
-        return ShareFetched([results[tp] for tp in self._partitions], self._manager._effects())
+            return ShareFetched([self._single], self._manager._effects(), deadlines_earlier=earlier)
+        entries = [results[tp] for tp in self._partitions]
+        return ShareFetched(entries, self._manager._effects(), deadlines_earlier=earlier)
 
 
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:
