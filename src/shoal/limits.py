@@ -174,10 +174,25 @@ records took 1.3 s at load 10-12 on the 2-core machine (100,000 took 12 s), and
 finding copies in the newest chunk about 0.1-0.2 s."""
 
 SHARE_KEY_ORDER_SCAN_MAX_RECORDS: Final = 5_000
-"""Key-ordered share groups (`shoal.share.delivery.order=key`): one acquisition passes
-over at most this many records held back by their key (an earlier record of the key
-in flight) before it stops with what it took; the records past them wait for the
-next acquisition (docs/key-order.md). Bounds the work of a fetch behind a hot key."""
+"""Key-ordered share groups (`shoal.share.delivery.order=key`): a share-partition holds
+back at most this many new records by their key (an earlier record of the key in
+flight). They hold no lock and do not count towards `share.partition.max.record.locks`;
+at the limit, acquisition takes no new records from the log until some go (a hot key
+whose in-flight record is slow stops there). One acquisition also passes over at most
+this many held-back records before it stops with what it took (docs/key-order.md)."""
+SHARE_WINDOW_SPAN_MAX_OFFSETS: Final = 1_000_000
+"""Key order or scheduled delivery on: a share-partition's window (start offset to end
+offset) spans at most this many offsets. A record waiting for its time, or held back,
+pins the start offset while the records behind it are done; the in-flight limit then
+counts only the records not done, and this bounds the rest (the done records' state is
+kept in memory and in the share-group state). At the limit no new record is taken from
+the log until the start offset moves (docs/scheduled-delivery.md)."""
+SHARE_FETCH_READS_MAX: Final = 4
+"""Key order or scheduled delivery on: one ShareFetch reads a share-partition's log at
+most this many times. A read that ends among records waiting for their time or held
+back by their key is followed by one from the next record that may be taken (records
+that came due lie scattered through the window), then by one of the new records past
+the window; each read is sized by the records still wanted."""
 SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 """Scheduled delivery (`shoal.deliver.at`): a share-partition holds at most this many
 records waiting for their time. They hold no lock and do not count towards
@@ -190,6 +205,10 @@ ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for
 rest is flagged truncated."""
 SHARE_BROWSE_ENTRIES_DEFAULT: Final = 100
 """`shoal share-groups --browse`'s `--max` default: entries asked for per partition."""
+SHARE_BLOCKED_KEYS_SHOWN: Final = 5
+"""Keys holding back the most records that ShareGroupBrowse (so `shoal share-groups
+--describe` and `--browse`) and the web console show per key-ordered share-partition
+(`SharePartition.delivery_holds(top=...)`); the counts cover every key."""
 
 # Classic groups
 OFFSET_METADATA_BYTES_MAX: Final = 4_096

@@ -128,6 +128,7 @@ class Acquisition:
         self.member_id = member_id
         self.headers = headers
         self._bases = [h.base_offset for h in headers]
+        self._base_set = frozenset(self._bases)
         self.batch_size = max(1, batch_size)
         self.mode = mode
         self.limit = limit
@@ -150,6 +151,9 @@ class Acquisition:
         window = self.window
         new_from = window.new_records_from()
         cache = window.cache
+        ready = window.is_ready
+        holds = self.holds
+        unordered = holds is None or holds.held is None  # nothing to note of what is left
         position = first_offset
         index = cache.index_from(position)
         self.scanned_to = first_offset
@@ -165,6 +169,15 @@ class Acquisition:
                 self._take_hole(position, hole_last)
                 position = hole_last + 1
                 index = cache.index_from(position)  # the hole may have gained batches
+                continue
+            whole = batch.whole
+            if whole is not None and (not whole.is_acquirable or (unordered and not ready(whole))):
+                # acquired, written or done, or (no key order) not ready: nothing to take
+                # (the usual entries of a window that waiting or held-back records keep
+                # wide; keys in flight are counted)
+                position = batch.last_offset + 1
+                self.scanned_to = max(self.scanned_to, position)
+                index += 1
                 continue
             self._take_cached(batch, position, min(last_offset, batch.last_offset))
             position = batch.last_offset + 1
@@ -365,8 +378,9 @@ class Acquisition:
         """`_take_new` for a group with key order or scheduled delivery on: the new
         records go into the window; those held back by their key or not yet due stay
         AVAILABLE (one batch per run of held ones, one per waiting record), the others
-        are acquired in runs. Waiting records take no room in the window, so the walk
-        goes on past them while the budget and the room last."""
+        are acquired in runs. Records left take no part of MaxRecords (waiting ones no
+        room in the window either), so the walk goes on past them while the budget and
+        the room last."""
         headers = self.headers
         while True:
             allowed = self.remaining
@@ -409,12 +423,12 @@ class Acquisition:
             if end >= last:
                 self._done_through(last)
                 return
-            waited = sum(1 for due in special.values() if due != HELD)
-            if not waited:
+            if self.remaining <= 0 or not special:
                 self._stop(end + 1)  # out of budget: the rest is not examined
                 return
-            if beyond_end:
-                self.window_room -= end - first + 1 - waited
+            # held-back and waiting records took part of the budget's range: go on
+            if beyond_end:  # they take no room under the in-flight limit either
+                self.window_room -= end - first + 1 - len(special)
             first = end + 1
 
     def _specials(self, first: int, end: int) -> tuple[dict[int, int], int]:
@@ -445,15 +459,15 @@ class Acquisition:
             window.schedule.malformed += sum(1 for o in facts.malformed if first <= o <= end)
         special: dict[int, int] = {}
         held = holds.held
-        keys = facts.keys
-        if held is None or keys is None:
+        if held is None or holds.keys is None:
             special.update(waiting)
             return special, end
-        base = facts.first_offset
-        if not waiting and held.isdisjoint(keys[first - base : end - base + 1]):
+        keys = holds.keys.between(first, end)
+        if not waiting and held.isdisjoint(keys):
             return special, end
+        room = holds.scan_max - len(window.held)
         for offset in range(first, end + 1):
-            key = keys[offset - base]
+            key = keys[offset - first]
             waits = waiting.get(offset)
             if waits is not None:
                 special[offset] = waits
@@ -461,7 +475,8 @@ class Acquisition:
                     held.add(key)
             elif key is not None and key in held:
                 holds.passed += 1
-                if holds.passed > holds.scan_max:
+                room -= 1
+                if holds.passed > holds.scan_max or room < 0:  # the rest stays in the log
                     return special, offset - 1
                 special[offset] = HELD
         return special, end
@@ -493,16 +508,20 @@ class Acquisition:
             offset = marks[index]
             due = special[offset]
             if due == HELD:
+                # a run of held-back records in one log batch is one cache entry (so
+                # taking it later oversteps MaxRecords by at most a log batch)
                 run_last = offset
                 while index + 1 < len(marks) and marks[index + 1] == run_last + 1:
-                    if special[marks[index + 1]] != HELD:
+                    if special[marks[index + 1]] != HELD or run_last + 1 in self._base_set:
                         break
                     index += 1
                     run_last += 1
                 self._available(offset, run_last, 0)
+                window.held.update(range(offset, run_last + 1))
                 position = run_last + 1
             else:
-                mono = holds.now_mono_ms + (due - holds.now_wall_ms)
+                # +1: the two clocks are read in whole ms; never a millisecond early
+                mono = holds.now_mono_ms + (due - holds.now_wall_ms) + 1
                 self._available(offset, offset, mono)
                 window.redelivery.hold_until(mono)
                 window.schedule.wait(offset, due)

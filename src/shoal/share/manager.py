@@ -84,11 +84,13 @@ lives in partition.py, acquire.py and acknowledge.py.)
 from __future__ import annotations
 
 import logging
+import operator
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
+from shoal.limits import SHARE_FETCH_READS_MAX
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
@@ -206,6 +208,10 @@ class ShareFetched:
     load: tuple[SharePartitionKey, ...] = ()
     """Share-partitions to load first (`load`); nothing was acquired: acquire again
     with `load_errors` naming those that could not be loaded."""
+    deadlines_earlier: bool = False
+    """A redelivery deadline may have come earlier: records waiting for their
+    scheduled time entered a window (the timers need asking again, before the fetch
+    parks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -979,15 +985,19 @@ class AcquireRound:
         "_batch_size",
         "_config",
         "_current",
+        "_earlier",
         "_first",
         "_index",
         "_manager",
         "_member_id",
         "_mode",
+        "_partial",
         "_partitions",
+        "_reads",
         "_ready",
         "_remaining",
         "_results",
+        "_resume",
         "_share_bytes",
         "_single",
         "load",
@@ -1026,6 +1036,16 @@ class AcquireRound:
         self._index = 0
         self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
         """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self._earlier = False
+        """A scheduled record entered a window: its wake-up may come before the others."""
+        self._partial: tuple[dict[int, bytes], list[AcquiredRecords], int] | None = None
+        """The current partition's reads so far, when another follows (key order or
+        scheduled delivery: records, acquired ranges, count)."""
+        self._reads = 0
+        """Reads made of the current partition (`limits.SHARE_FETCH_READS_MAX`)."""
+        self._resume: int | None = None
+        """Where the current partition's first read ended, while its new records are
+        read (`_following`)."""
         self.load = load
 
     def next_read(self) -> LogRead | None:
@@ -1043,7 +1063,7 @@ class AcquireRound:
             current[0],
             current[2],
             self._share_bytes,
-            self._remaining,
+            current[1].records_to_read(current[2], self._remaining),
             self._first,
             self._config.isolation_level,
         )
@@ -1054,6 +1074,9 @@ class AcquireRound:
         assert current is not None, "feed without a read"
         tp, sp, offset, reread = current
         error = got.error
+        if error is not None and self._partial is not None:
+            self._finish_partial(tp)  # a later read failed: the earlier ones stand
+            return
         if error is not None:
             if (
                 reread
@@ -1073,13 +1096,19 @@ class AcquireRound:
         read = got.read
         assert read is not None
         if not read.headers:
-            self._finish(ShareFetchPartition(tp), 0)
+            if self._partial is not None:
+                self._finish_partial(tp)
+            else:
+                self._finish(ShareFetchPartition(tp), 0)
             return
+        scheduled = sp.settings.delivery_delay_max_ms > 0
+        before = sp.deadlines() if scheduled else None
+        taken = 0 if self._partial is None else self._partial[2]
         result = sp.acquire(
             member_id=self._member_id,
             fetch_offset=offset,
             headers=read.headers,
-            max_records=self._remaining,
+            max_records=self._remaining - taken,
             batch_size=self._batch_size,
             acquire_mode=self._mode,
             max_bytes=self._share_bytes,
@@ -1090,11 +1119,64 @@ class AcquireRound:
         if result.write is not None:
             self._manager._writes.append(result.write)
             self._manager._woken.add(sp.key)
-        span = result.byte_range
-        records = b"" if span is None else read.records[span[0] : span[1]]
+        if before is not None and not self._earlier:
+            self._earlier = _earlier(before, sp)
+        if sp.settings.key_ordered or scheduled:
+            # acquisitions with holes, over several reads: only the batches of acquired
+            # records, each once, in offset order at the end (`_finish_partial`)
+            pieces, ranges, _ = self._partial or ({}, [], 0)
+            for base_offset, batch in result.batch_bytes(read.records):
+                pieces.setdefault(base_offset, batch)
+            ranges.extend(result.acquired)
+            self._partial = (pieces, ranges, taken + result.count)
+            self._reads += 1
+            following = None
+            if taken + result.count < self._remaining and self._reads < SHARE_FETCH_READS_MAX:
+                following = self._following(sp, read.headers[-1].last_offset + 1, got.read_limit)
+            if following is not None:
+                # The read ended among waiting or held-back records: read on from the
+                # next record that may be taken (or the new records past the window).
+                self._current = (tp, sp, following, True)
+                return
+            self._finish_partial(tp)
+            return
+        else:
+            span = result.byte_range
+            records = b"" if span is None else read.records[span[0] : span[1]]
         self._finish(
             ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
         )
+
+    def _following(self, sp: SharePartition, after: int, read_limit: int) -> int | None:
+        """Where the next read of the current partition starts (key order, scheduled
+        delivery), the last one having ended before `after`: after the first read, the
+        new records past the window (so the window keeps up with the log), coming back
+        after them to where the first read ended; then on from there to the next record
+        that may be taken inside the window."""
+        if self._reads == 1:
+            beyond = sp.new_records_offset(read_limit)
+            if beyond is not None and beyond >= after:
+                self._resume = after if beyond > after else None
+                return beyond
+        elif self._resume is not None:
+            after, self._resume = self._resume, None
+        return sp.next_ready_offset(after)
+
+    def _finish_partial(self, tp: TopicIdPartition) -> None:
+        """The reads of a partition under key order or scheduled delivery are done: its
+        entry joins them."""
+        partial = self._partial
+        assert partial is not None
+        self._partial = None
+        self._reads = 0
+        self._resume = None
+        pieces, ranges, count = partial
+        if len(pieces) == 1:
+            joined = next(iter(pieces.values()))
+        else:
+            joined = b"".join([pieces[first] for first in sorted(pieces)])
+        ranges.sort(key=_FIRST_OFFSET)
+        self._finish(ShareFetchPartition(tp, records=joined, acquired=tuple(ranges)), count)
 
     def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
         """`fetched` is the partition's entry; it acquired `count` records."""
@@ -1112,10 +1194,15 @@ class AcquireRound:
         """One entry per partition, in the order given, and the effects."""
         assert self._current is None, "a read is still to be fed"
         results = self._results
+        earlier = self._earlier
         if results is None:
             assert self._single is not None
-            return ShareFetched([self._single], self._manager._effects())
-        return ShareFetched([results[tp] for tp in self._partitions], self._manager._effects())
+            return ShareFetched([self._single], self._manager._effects(), deadlines_earlier=earlier)
+        entries = [results[tp] for tp in self._partitions]
+        return ShareFetched(entries, self._manager._effects(), deadlines_earlier=earlier)
+
+
+_FIRST_OFFSET = operator.attrgetter("first_offset")
 
 
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:

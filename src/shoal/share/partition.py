@@ -113,6 +113,25 @@ class AcquireResult:
         last = self.batches[-1]
         return self.batches[0].position, last.position + last.size
 
+    def batch_bytes(self, buffer: bytes) -> list[tuple[int, bytes]]:
+        """(base offset, bytes) of each of `batches` in `buffer` (the read's records)."""
+        return [
+            (header.base_offset, buffer[header.position : header.position + header.size])
+            for header in self.batches
+        ]
+
+    def byte_ranges(self) -> list[tuple[int, int]]:
+        """[start, end) of each run of adjacent `batches` (one unless some batches
+        between acquired ones were left out)."""
+        spans: list[tuple[int, int]] = []
+        for header in self.batches:
+            end = header.position + header.size
+            if spans and spans[-1][1] == header.position:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((header.position, end))
+        return spans
+
 
 @dataclass(frozen=True, slots=True)
 class AckResult:
@@ -212,12 +231,15 @@ class SharePartition:
         leader_epoch: int = 0,
         key_scan_max: int = limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS,
         scheduled_max: int = limits.SHARE_SCHEDULED_RECORDS_MAX,
+        window_span_max: int = limits.SHARE_WINDOW_SPAN_MAX_OFFSETS,
     ) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
         self.key_scan_max = key_scan_max
         """Key order: held-back records one acquisition passes (a limit; smaller in tests)."""
         self.scheduled_max = scheduled_max
         """Scheduled delivery: records the window may hold waiting (a limit)."""
+        self.window_span_max = window_span_max
+        """Key order or scheduled delivery: the widest window, in offsets (a limit)."""
         self._clock = clock
         self.settings = settings
         """The group's settings for the operation in progress (set by the owner)."""
@@ -322,11 +344,64 @@ class SharePartition:
         """Where the caller reads the log from for the next `acquire`."""
         return self._fetch_offset(self._w)
 
+    def records_to_read(self, fetch_offset: int, max_records: int) -> int:
+        """How many records a read from `fetch_offset` should cover for an acquisition
+        of `max_records`: those, plus under scheduled delivery the window's records past
+        `fetch_offset` (at most `key_scan_max`): the records that came due lie scattered
+        among waiting and done ones, which the walk passes over cheaply."""
+        window = self._w
+        if self.settings.delivery_delay_max_ms <= 0 or not window.schedule.waiting_at:
+            return max_records
+        behind = min(max(0, window.end_offset - fetch_offset + 1), self.key_scan_max)
+        return max_records + behind
+
+    def next_ready_offset(self, after: int) -> int | None:
+        """Under scheduled delivery, the next record of the window at or past `after`
+        that may be taken now (records that came due lie scattered among waiting and
+        done ones), looking at most `key_scan_max` entries; None if none."""
+        window = self._w
+        if self.settings.delivery_delay_max_ms <= 0 or after > window.end_offset:
+            return None
+        cache = window.cache
+        ready = window.is_ready
+        first = cache.index_from(after)
+        for index in range(first, min(len(cache), first + self.key_scan_max)):
+            batch = cache[index]
+            whole = batch.whole
+            if whole is not None:
+                if ready(whole):
+                    return max(after, batch.first_offset)
+                continue
+            assert batch.offsets is not None
+            base = batch.first_offset
+            for position in range(max(0, after - base), batch.size):
+                if ready(batch.offsets[position]):
+                    return base + position
+        return None
+
+    def new_records_offset(self, read_limit: int) -> int | None:
+        """Under key order or scheduled delivery, after an acquisition whose read ended
+        inside the window or short of the log's end (records waiting or held back took
+        part of it): where a second read for the new records starts (the end offset
+        + 1), if there are records below `read_limit` there and the in-flight limit
+        leaves room; else None."""
+        config = self.settings
+        window = self._w
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return None
+        if config.delivery_paused or window.gap_start is not None:
+            return None
+        beyond = window.end_offset + 1
+        if beyond >= read_limit or not window.has_inflight() or self._room(window) <= 0:
+            return None
+        return beyond
+
     def _fetch_offset(self, window: InFlightWindow) -> int:
         """`InFlightWindow.next_fetch_offset`, passing over the records held back by
         their key when the group orders by key (share/key_order.py)."""
         if window.schedule.waiting_at:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
+        window.prune_held()
         keys = window.keys
         if not self.settings.key_ordered or keys is None or not window.has_inflight():
             return window.next_fetch_offset()
@@ -345,9 +420,27 @@ class SharePartition:
         if config.delivery_paused:
             return None
         offset = self._fetch_offset(window)
-        if offset != window.end_offset + 1 or window.occupancy() < config.max_record_locks:
+        if self._extended and window.acquired_records >= config.max_record_locks:
+            return None  # members hold all the limit allows
+        if offset != window.end_offset + 1 or self._room(window) > 0:
             return offset
         return None
+
+    @property
+    def _extended(self) -> bool:
+        """Key order or scheduled delivery is on."""
+        config = self.settings
+        return config.key_ordered or config.delivery_delay_max_ms > 0
+
+    def _room(self, window: InFlightWindow) -> int:
+        """Records the in-flight limit lets new acquisitions add (`occupancy`); under
+        key order or scheduled delivery also within `window_span_max` offsets of the
+        start offset."""
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return config.max_record_locks - window.occupancy()
+        room = config.max_record_locks - window.occupancy(extended=True)
+        return min(room, self.window_span_max - window.size())
 
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
@@ -494,8 +587,18 @@ class SharePartition:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         if window.schedule.waiting_at:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
-        room = config.max_record_locks - window.occupancy()
-        budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
+        window.prune_held()
+        room = self._room(window)
+        if self._extended:
+            # Held-back and waiting records entered the window without room: whatever
+            # comes due, members hold at most the limit.
+            budget = min(max_records, config.max_record_locks - window.acquired_records)
+            if room <= 0:
+                budget = min(
+                    budget, _records_to_acquire(window, fetch_offset, max_records=budget, room=room)
+                )
+        else:
+            budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset
@@ -540,7 +643,7 @@ class SharePartition:
         return AcquireResult(
             acquired,
             count,
-            _overlapping(usable, acquired),
+            _overlapping(usable, acquired, sparse=holds is not None),
             write,
             config.record_lock_duration_ms,
         )
@@ -552,27 +655,58 @@ class SharePartition:
         records: bytes | memoryview,
         walk_from: int,
     ) -> Holds | None:
-        """What the acquisition walking from `walk_from` holds back: the read's keys
-        (key order) and scheduled times (scheduled delivery), from its records."""
+        """What the acquisition walking from `walk_from` holds back: the keys (key
+        order) and scheduled times (scheduled delivery) of the read's records. Only the
+        batches with something not yet known are decoded: under key order those with
+        keys not learned, under scheduled delivery those with records new to the window."""
         config = self.settings
-        assert records, "a key-ordered or scheduled acquisition needs the read's records"
-        try:
-            facts = record_facts(
-                records,
-                usable,
-                keys=config.key_ordered,
-                deliver_at=config.delivery_delay_max_ms > 0,
+        ordered = config.key_ordered
+        scheduled = config.delivery_delay_max_ms > 0
+        keys = window.keys
+        if ordered and keys is None:
+            keys = window.keys = RecordKeys(window.start_offset)
+        new_from = window.new_records_from()
+        gap = window.gap_start
+        if gap is not None:
+            new_from = min(new_from, gap)
+        first_unknown = len(usable)
+        for index, header in enumerate(usable):
+            if (scheduled and header.last_offset >= new_from) or (
+                keys is not None
+                and ordered
+                and not keys.knows(header.base_offset, header.last_offset)
+            ):
+                first_unknown = index
+                break
+        facts = RecordFacts(usable[-1].last_offset + 1, usable[-1].last_offset, None, {}, [])
+        learned: list[tuple[int, Sequence[bytes | None]]] = []
+        if first_unknown < len(usable):
+            assert records, "a key-ordered or scheduled acquisition needs the read's records"
+            facts = RecordFacts(
+                usable[first_unknown].base_offset, usable[-1].last_offset, None, {}, []
             )
-        except BatchError as exc:  # the log's own batches: validated when produced
-            log.warning(
-                "share-partition %s: records at %d-%d not read (%s); delivered unordered "
-                "and unscheduled",
-                self.key,
-                usable[0].base_offset,
-                usable[-1].last_offset,
-                exc,
-            )
-            facts = RecordFacts(usable[0].base_offset, usable[-1].last_offset, None, {}, [])
+            for header in usable[first_unknown:]:  # one batch at a time: holes take no room
+                try:
+                    found = record_facts(records, (header,), keys=ordered, deliver_at=scheduled)
+                except BatchError as exc:  # the log's own batches: validated when produced
+                    log.warning(
+                        "share-partition %s: records of the batch at %d not read (%s); "
+                        "delivered unordered and unscheduled",
+                        self.key,
+                        header.base_offset,
+                        exc,
+                    )
+                    found = RecordFacts(
+                        header.base_offset,
+                        header.last_offset,
+                        [None] * (header.last_offset - header.base_offset + 1),
+                        {},
+                        [],
+                    )
+                if found.keys is not None:
+                    learned.append((found.first_offset, found.keys))
+                facts.deliver_at.update(found.deliver_at)
+                facts.malformed.extend(found.malformed)
         holds = Holds(
             facts,
             max_delay_ms=config.delivery_delay_max_ms,
@@ -580,16 +714,8 @@ class SharePartition:
             now_mono_ms=self._clock.monotonic_ms(),
             scheduled_max=self.scheduled_max,
         )
-        if config.key_ordered and facts.keys is not None:
-            keys = window.keys
-            if keys is None:
-                keys = window.keys = RecordKeys(window.start_offset)
-            keys.learn(
-                facts.first_offset,
-                facts.keys,
-                low=window.start_offset,
-                high=facts.last_offset,
-            )
+        if ordered and keys is not None:
+            keys.learn(learned, high=usable[-1].last_offset)
             holds.keys = keys
             holds.held = holding_keys(window, keys, upto=walk_from)
             holds.scan_max = self.key_scan_max
@@ -677,7 +803,9 @@ class SharePartition:
         carried = self._carried.pop(handle.id)
         writes = () if window.start_offset <= carried else (self._state_write(()),)
         self._check_boundary()
-        return WriteCompletion(moved, moved or available, writes)
+        # under key order, a record done may let the later records of its key go
+        unblocked = self.settings.key_ordered and window.keys is not None
+        return WriteCompletion(moved, moved or available or unblocked, writes)
 
     def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` failed: undo its transitions (§8.5)."""
@@ -870,10 +998,24 @@ def _usable_headers(
 
 
 def _overlapping(
-    headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords]
+    headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords], *, sparse: bool = False
 ) -> tuple[BatchHeader, ...]:
+    """The log batches to send with `acquired`: those from the first acquired offset to
+    the last (§7.8); `sparse` (key order, scheduled delivery: acquisitions with holes)
+    leaves out the batches no acquired range touches."""
     if not acquired or not headers:
         return ()
+    if sparse and len(acquired) > 1:
+        spans = sorted((r.first_offset, r.last_offset) for r in acquired)
+        kept = []
+        index = 0
+        for header in headers:
+            first, last = header.base_offset, header.last_offset
+            while index < len(spans) and spans[index][1] < first:
+                index += 1
+            if index < len(spans) and spans[index][0] <= last:
+                kept.append(header)
+        return tuple(kept)
     if len(acquired) == 1:
         first, last = acquired[0].first_offset, acquired[0].last_offset
     else:

@@ -87,6 +87,12 @@ class InFlightWindow:
         None until a key-ordered acquisition first reads them."""
         self.schedule = Schedule()
         """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
+        self.acquired_records = 0
+        """Records acquired now (a write pending included): what members hold."""
+        self.held: set[int] = set()
+        """New records that key order left AVAILABLE (an earlier record of their key in
+        flight), until acquired: like waiting ones, they hold no lock and take no room
+        under the in-flight limit (share/key_order.py)."""
 
     # ---- shape of the window
 
@@ -98,10 +104,23 @@ class InFlightWindow:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
         return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
 
-    def occupancy(self) -> int:
-        """What counts towards the in-flight limit: `size()` less the records waiting
-        for their scheduled time (they hold no lock)."""
-        return self.size() - len(self.schedule)
+    def occupancy(self, *, extended: bool = False) -> int:
+        """What counts towards the in-flight limit: `size()`, as in Kafka. `extended`
+        (key order or scheduled delivery on): the records not yet done, less those
+        waiting for their scheduled time and the new ones held back by their key. A
+        waiting or held-back record pins the start offset, so the records done
+        behind it must not count, or one long wait would stop the share-partition
+        (docs/scheduled-delivery.md; `limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` bounds the
+        span instead)."""
+        if not extended:
+            return self.size()
+        return self.size() - self.delivery_complete_count - len(self.schedule) - len(self.held)
+
+    def prune_held(self) -> None:
+        """Forget held-back records the start offset has passed (archived meanwhile)."""
+        held = self.held
+        if held and min(held) < self.start_offset:
+            self.held = {offset for offset in held if offset >= self.start_offset}
 
     def new_records_from(self) -> int:
         """First offset no batch or hole of the window accounts for."""
@@ -143,6 +162,10 @@ class InFlightWindow:
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
+        if st.state is RecordState.ACQUIRED:
+            self.acquired_records -= last - first + 1
+            if self.keys is not None:
+                self.keys.leave(first, last)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -166,6 +189,12 @@ class InFlightWindow:
         st.not_before_ms = 0
         if self.schedule.waiting_at:
             self.schedule.taken(first)
+        held = self.held
+        if held and first in held:  # a held-back run goes whole, or offset by offset
+            held.difference_update(range(first, last + 1))
+        self.acquired_records += last - first + 1
+        if self.keys is not None:
+            self.keys.enter(first, last)
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -230,6 +259,9 @@ class InFlightWindow:
         if backup.lock is not None:
             self.timers.cancel(backup.lock)
         st.pending = None
+        self.acquired_records -= last - first + 1
+        if self.keys is not None:
+            self.keys.leave(first, last)
         if st.state is RecordState.AVAILABLE:
             if last < self.start_offset:
                 self.move(st, first, last, Event.LOG_START_PASSED, limit=limit)
@@ -531,6 +563,22 @@ class InFlightWindow:
             assert self.end_offset == start, (self.end_offset, start)
         if self.gap_start is not None:
             assert self.gap_start >= start and self.gap_start <= self.gap_end
+        acquired = sum(
+            last - first + 1
+            for batch in self.cache
+            for first, last, st in batch.states()
+            if st.pending is not None or st.state is RecordState.ACQUIRED
+        )
+        assert acquired == self.acquired_records, (acquired, self.acquired_records)
+        if self.keys is not None:
+            counted: dict[object, int] = {}
+            for batch in self.cache:
+                for first, last, st in batch.states():
+                    if st.pending is not None or st.state is RecordState.ACQUIRED:
+                        for key in self.keys.between(first, last):
+                            if key is not None:
+                                counted[key] = counted.get(key, 0) + 1
+            assert counted == self.keys.in_flight, (counted, self.keys.in_flight)
 
 
 def _check_state(st: InFlightState, first: int, last: int) -> None:

@@ -52,8 +52,17 @@ class KeyedRig(Rig):
         self.log = iter_headers(self.buffer)
         return base
 
-    def read(self, offset: int) -> list:  # type: ignore[type-arg]
-        return [h for h in self.log if h.last_offset >= offset]
+    def read(self, offset: int, *, records: int = 2**31) -> list:  # type: ignore[type-arg]
+        """The batches from `offset` covering at least `records` records past it, as
+        the broker's reads are sized by the fetch's MaxRecords."""
+        found = []
+        for h in self.log:
+            if h.last_offset < offset:
+                continue
+            found.append(h)
+            if h.last_offset - offset + 1 >= records:
+                break
+        return found
 
     def fetch(  # type: ignore[override]
         self,
@@ -66,7 +75,7 @@ class KeyedRig(Rig):
         persist: bool = True,
     ) -> AcquireResult:
         offset = self.sp.next_fetch_offset()
-        found = self.read(offset)
+        found = self.read(offset, records=self.sp.records_to_read(offset, max_records))
         if not found:
             return AcquireResult((), 0, (), None, self.config.record_lock_duration_ms)
         result = self.sp.acquire(

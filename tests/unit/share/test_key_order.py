@@ -5,6 +5,7 @@ state machine is in test_key_order_stateful.py."""
 
 from __future__ import annotations
 
+from shoal.share.key_order import UNKNOWN, RecordKeys
 from tests.unit.share.keyed import keyed_rig, offsets
 from tests.unit.share.support import RELEASE, ack
 
@@ -111,15 +112,43 @@ def test_one_acquisition_passes_at_most_the_scan_bound_of_held_records() -> None
     assert offsets(rig.fetch("m2")) == [5]
 
 
-def test_a_hot_key_filling_the_window_stops_new_records_until_it_clears() -> None:
-    rig = keyed_rig(key_ordered=True, max_record_locks=6)
+def test_a_hot_key_holds_back_at_most_the_limit_and_then_new_records_wait() -> None:
+    """Held-back records take no room under the in-flight limit (they hold no lock),
+    but at most `key_scan_max` are kept: past that, the log keeps the rest."""
+    rig = keyed_rig(key_ordered=True, max_record_locks=3)
+    rig.key_scan_max = 5
+    rig.sp = rig.new_partition()
+    rig.load()
     rig.produce_keyed([(b"h", None)])
     assert offsets(rig.fetch("m1")) == [0]
-    rig.produce_keyed([(b"h", None)] * 5)
-    assert offsets(rig.fetch("m2")) == []  # all held back; the window is full
-    rig.produce_keyed([(b"y", None)])
-    assert offsets(rig.fetch("m2")) == []
+    rig.produce_keyed([(b"h", None)] * 5 + [(b"y", None)])
+    assert offsets(rig.fetch("m2")) == [6]  # five held back, taking no room
     assert rig.sp.delivery_holds().blocked_records == 5
+    rig.produce_keyed([(b"h", None), (b"z", None)])
+    assert offsets(rig.fetch("m3")) == []  # a sixth would pass the limit: z waits
     rig.ack("m1", ack(0, 0))
-    assert offsets(rig.fetch("m2")) == [1, 2, 3, 4, 5]  # the hot key's run, one member
-    assert offsets(rig.fetch("m3")) == [6]
+    rig.ack("m2", ack(6, 6))
+    # the hot key's run goes whole to one member (MaxRecords is checked before it)
+    assert offsets(rig.fetch("m3")) == [1, 2, 3, 4, 5]
+    assert offsets(rig.fetch("m1")) == []  # five locks held: the in-flight limit is 3
+    rig.ack("m3", ack(1, 5))
+    assert offsets(rig.fetch("m1")) == [7, 8]
+
+
+def test_keys_are_kept_per_log_batch_so_compacted_holes_take_no_room() -> None:
+    """Two batches 10 million offsets apart (a compacted log): learning them keeps two
+    short lists, and the hole between reads as no record (None), not UNKNOWN."""
+    keys = RecordKeys(0)
+    keys.learn([(0, [b"a", None]), (10_000_000, [b"b"])], high=10_000_000)
+    assert sum(len(batch) for batch in keys._keys) == 3
+    assert keys.between(0, 1) == [b"a", None]
+    assert keys.between(1, 3) == [None, None, None]
+    assert keys.get(10_000_000) == b"b"
+    assert keys.get(10_000_001) is UNKNOWN
+    assert keys.between(9_999_999, 10_000_001) == [None, b"b", UNKNOWN]
+    assert keys.knows(0, 10_000_000) and not keys.knows(0, 10_000_001)
+    keys.enter(0, 1)
+    keys.enter(10_000_000, 10_000_000)
+    assert keys.in_flight == {b"a": 1, b"b": 1}
+    keys.leave(0, 1)
+    assert keys.in_flight == {b"b": 1}
