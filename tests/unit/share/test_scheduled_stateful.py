@@ -1,0 +1,338 @@
+"""Scheduled delivery (`shoal.share.delivery.delay.max.ms` > 0 and the record header
+`shoal.deliver.at`, docs/scheduled-delivery.md) under a randomised state machine, and
+its bounds in plain tests.
+
+The machine is the key-order machine of test_key_order_stateful.py (itself the
+share-partition machine of test_stateful.py), its log's records carrying
+`shoal.deliver.at` headers: none, due now, later, in the past, beyond the delay cap,
+malformed; batches stamped now or a while ago; key order on or off; a test value of
+the waiting-records limit; the clock moved to a record's due time or just short of it.
+On top of the key-order checks (with key order on), after every acquisition and step:
+- no record goes out for the first time before its due time, min(deliver.at, record
+  timestamp + delay.max.ms), by the wall clock, reloads included (delays survive a
+  restart);
+- malformed values and past times are delivered at once: a fetch with room takes
+  something whenever such a record (or a due one) is waiting to be taken, and waiting
+  records take no room under share.partition.max.record.locks;
+- at most `scheduled_max` records wait, and no record past more than that many
+  waiting ones is taken (nothing skipped past the limit);
+- the DeliveryHolds view agrees (scheduled records, next due time, malformed count);
+- nothing lost: the drain (the clock moved past every due time) delivers every record.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
+from shoal.protocol.share import AcknowledgeType, AcquireMode
+from shoal.share.acknowledge import AckBatch
+from shoal.share.partition import AcquireResult
+from tests.unit.share.keyed_rig import KeyedRig, core_present, due_ms, is_malformed, offsets_of
+from tests.unit.share.test_key_order_stateful import KeyOrderMachine
+
+pytestmark = pytest.mark.skipif(
+    not core_present(), reason="scheduled acquisition is not in this tree yet"
+)
+
+MALFORMED = (b"", b"soon", b"12a4", b"-5", b"1" * 20, b" 1700000000000", "\u0661".encode())
+"""Not 1-19 ASCII digits: empty, letters, a sign, 20 digits, a space, an Arabic-Indic
+digit."""
+
+WHEN = st.one_of(
+    st.none(),
+    st.tuples(st.just("in"), st.sampled_from([0, 1, 500, 5_000, 30_000, 120_000])),
+    st.tuples(st.just("past"), st.sampled_from([1, 10_000])),
+    st.tuples(st.just("beyond"), st.just(0)),
+    st.tuples(st.just("malformed"), st.sampled_from(range(len(MALFORMED)))),
+)
+"""A record's `shoal.deliver.at`: none, in some ms, some ms ago, beyond the delay cap,
+or malformed."""
+
+KEYS = (b"a", b"b", None)
+RECORD = st.tuples(st.sampled_from(KEYS), WHEN)
+BATCH = st.tuples(
+    st.sampled_from([0, 0, 0, 1]),  # a hole before the batch
+    st.lists(RECORD, min_size=1, max_size=5),
+    st.sampled_from([0, 0, 0, 45_000]),  # the batch's timestamp is this much old
+)
+
+Batch = tuple[int, list[tuple[bytes | None, object]], int]
+
+
+class ScheduledMachine(KeyOrderMachine):
+    @initialize(
+        batches=st.lists(BATCH, min_size=2, max_size=10),
+        cap=st.sampled_from([1_000, 60_000, 3_600_000]),
+        ordered=st.booleans(),
+        limit=st.integers(2, 5),
+        locks=st.sampled_from([4, 10, 2000]),
+        scheduled_max=st.sampled_from([2, 5, 1_000]),
+    )
+    def start(  # type: ignore[override]
+        self,
+        batches: list[Batch],
+        cap: int,
+        ordered: bool,
+        limit: int,
+        locks: int,
+        scheduled_max: int,
+    ) -> None:
+        self.rig = KeyedRig(options={"scheduled_max": scheduled_max})
+        self.rig.set(
+            key_ordered=ordered,
+            delivery_delay_max_ms=cap,
+            delivery_count_limit=limit,
+            max_record_locks=locks,
+        )
+        self._append_scheduled(batches)
+        self.rig.start(reset_offset=0)
+        self.spso = self.rig.sp.start_offset
+
+    def _append_scheduled(self, batches: list[Batch]) -> None:
+        rig = self.rig
+        now = rig.clock.wall_ms()
+        cap = rig.config.delivery_delay_max_ms
+        for hole, records, age in batches:
+            encoded = []
+            for key, when in records:
+                at: bytes | None = None
+                if isinstance(when, tuple):
+                    kind, amount = when
+                    if kind == "in":
+                        at = b"%d" % (now + amount)
+                    elif kind == "past":
+                        at = b"%d" % (now - amount)
+                    elif kind == "beyond":
+                        at = b"%d" % (now + 10 * cap)
+                    else:
+                        at = MALFORMED[amount]
+                encoded.append((key, at))
+            self.record_offsets.update(rig.append(encoded, hole=hole, timestamp_ms=now - age))
+
+    @rule(batches=st.lists(BATCH, min_size=1, max_size=3))
+    def produce(self, batches: list[Batch]) -> None:  # type: ignore[override]
+        self._append_scheduled(batches)
+
+    # ---- time
+
+    def _due(self, offset: int) -> int | None:
+        record = self.rig.records.get(offset)
+        if record is None:
+            return None
+        return due_ms(record, delay_max_ms=self.rig.config.delivery_delay_max_ms)
+
+    def _waiting(self, offset: int) -> bool:
+        """Not due yet by the wall clock, and never delivered."""
+        due = self._due(offset)
+        return (
+            due is not None
+            and due > self.rig.clock.wall_ms()
+            and offset not in self.ever_delivered
+            and offset not in self.terminal
+        )
+
+    def _floor(self) -> int:
+        return max(self.rig.log_start_offset, self.rig.sp.start_offset)
+
+    def _waiting_between(self, first: int, last: int) -> int:
+        return sum(1 for o in self.rig.records if first <= o <= last and self._waiting(o))
+
+    @rule(data=st.data(), short=st.booleans())
+    def advance_to_due(self, data: st.DataObject, short: bool) -> None:
+        """Move the clock (wall and monotonic together) to a waiting record's due
+        time, or 1 ms short of it."""
+        floor = self._floor()
+        waiting = sorted(
+            {d for o in self.rig.records if o >= floor and self._waiting(o) if (d := self._due(o))}
+        )
+        if not waiting:
+            return
+        due = data.draw(st.sampled_from(waiting[:3]))
+        step = due - self.rig.clock.wall_ms() - (1 if short else 0)
+        if step > 0:
+            self.rig.clock.advance(step)
+
+    # ---- checks at each acquisition
+
+    def _check_acquired(self, member: str, result: AcquireResult, limit: int) -> None:
+        try:
+            self._check_schedule(result)
+        except AssertionError:
+            self.broken = True
+            raise
+        super()._check_acquired(member, result, limit)
+
+    def _check_schedule(self, result: AcquireResult) -> None:
+        now = self.rig.clock.wall_ms()
+        floor = self._floor()
+        for offset in offsets_of(result):
+            if offset in self.ever_delivered:
+                continue  # only the first delivery waits
+            due = self._due(offset)
+            assert due is None or now >= due, (
+                f"{offset} delivered at {now}, due at {due} ({self.rig.records[offset]})"
+            )
+            before = self._waiting_between(floor, offset - 1)
+            assert before <= self.rig.scheduled_max, (
+                f"{offset} taken past {before} waiting records (limit {self.rig.scheduled_max})"
+            )
+
+    def _reachable(self, offset: int, *, end: int, room: int) -> bool:
+        """Past the end: the waiting records on the way take no room, but at most
+        `scheduled_max` may be passed over."""
+        floor = self._floor()
+        if self._waiting_between(floor, offset - 1) >= self.rig.scheduled_max:
+            return False
+        return offset - end - self._waiting_between(end + 1, offset - 1) <= room
+
+    @invariant()
+    def holds_agree(self) -> None:
+        holds = self.rig.sp.delivery_holds()
+        floor = self._floor()
+        waiting = [o for o in self.rig.records if o >= floor and self._waiting(o)]
+        assert holds.scheduled_records <= self.rig.scheduled_max, holds
+        if holds.scheduled_records:
+            # a record may stay counted until an acquisition passes it after its time
+            dues = {self._due(o) for o in self.rig.records if o >= floor}
+            assert holds.next_due_ms in dues, (holds, sorted(d for d in dues if d))
+        else:
+            assert holds.next_due_ms is None, holds
+        assert holds.scheduled_records <= len(waiting) + sum(
+            1
+            for o in self.rig.records
+            if o >= floor and self._due(o) is not None and o not in self.ever_delivered
+        )
+        malformed = sum(1 for r in self.rig.records.values() if is_malformed(r))
+        assert holds.malformed_deliver_at <= malformed, (holds, malformed)
+
+    def teardown(self) -> None:
+        if not self.rig.sp.initialized or self.broken:
+            return
+        dues = [d for o in self.rig.records if (d := self._due(o)) is not None]
+        if dues:
+            step = max(dues) - self.rig.clock.wall_ms()
+            if step > 0:
+                self.rig.clock.advance(step)
+        super().teardown()
+
+
+ScheduledMachine.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestScheduledMachine = ScheduledMachine.TestCase
+
+
+# ---- the bounds, one by one
+
+CAP = 60_000
+ACCEPT = (int(AcknowledgeType.ACCEPT),)
+RELEASE = (int(AcknowledgeType.RELEASE),)
+
+
+def _rig(**options: int) -> KeyedRig:
+    rig = KeyedRig(options=dict(options))
+    rig.set(delivery_delay_max_ms=CAP)
+    return rig
+
+
+def _at(rig: KeyedRig, ms: int) -> bytes:
+    return b"%d" % (rig.clock.wall_ms() + ms)
+
+
+def test_waiting_records_take_no_room_under_the_lock_limit() -> None:
+    rig = _rig()
+    rig.set(max_record_locks=3)
+    later = _at(rig, 30_000)
+    rig.append([(None, later)] * 4)
+    rig.append([(None, None), (None, None)])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == [4, 5]
+    assert rig.sp.delivery_holds().scheduled_records == 4
+    assert rig.sp.delivery_holds().next_due_ms == rig.clock.wall_ms() + 30_000
+
+
+def test_at_the_waiting_limit_nothing_further_is_taken_or_skipped() -> None:
+    rig = _rig(scheduled_max=2)
+    assert rig.scheduled_max == 2, "the core takes no `scheduled_max`"
+    for ms in (10_000, 20_000, 30_000):
+        rig.append([(None, _at(rig, ms))])
+    rig.append([(None, None)])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == []
+    assert rig.sp.delivery_holds().scheduled_records == 2
+    rig.clock.advance(10_000)
+    # the first came due; the third takes its place: still at the limit
+    assert offsets_of(rig.fetch("m0")) == [0]
+    assert offsets_of(rig.fetch("m1")) == []
+    rig.clock.advance(10_000)
+    # the second came due: one waits, and the fourth goes out
+    assert offsets_of(rig.fetch("m1")) == [1, 3]
+    rig.clock.advance(10_000)
+    assert offsets_of(rig.fetch("m2")) == [2]
+
+
+def test_malformed_and_past_times_go_at_once_and_are_counted() -> None:
+    rig = _rig()
+    past = _at(rig, -5_000)
+    rig.append([(None, value) for value in MALFORMED] + [(None, past)])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == list(range(len(MALFORMED) + 1))
+    assert rig.sp.delivery_holds().malformed_deliver_at == len(MALFORMED)
+
+
+def test_the_delay_is_capped_from_the_record_timestamp() -> None:
+    rig = _rig()
+    rig.append([(None, _at(rig, 10 * 3_600_000))], timestamp_ms=rig.clock.wall_ms() - 1_000)
+    rig.start(reset_offset=0)
+    rig.clock.advance(CAP - 1_000 - 1)
+    assert offsets_of(rig.fetch("m0")) == []
+    rig.clock.advance(1)
+    assert offsets_of(rig.fetch("m0")) == [0]
+
+
+def test_only_the_first_delivery_waits() -> None:
+    rig = _rig()
+    rig.append([(None, _at(rig, 5_000))])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == []
+    rig.clock.advance(5_000)
+    assert offsets_of(rig.fetch("m0")) == [0]
+    rig.ack("m0", AckBatch(0, 0, RELEASE))
+    assert offsets_of(rig.fetch("m1")) == [0]
+
+
+def test_a_restart_keeps_the_delay() -> None:
+    rig = _rig()
+    rig.append([(None, _at(rig, 5_000)), (None, None)])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == [1]
+    rig.ack("m0", AckBatch(1, 1, ACCEPT))
+    rig.load(reset_offset=0)
+    rig.clock.advance(4_999)
+    assert offsets_of(rig.fetch("m1")) == []
+    rig.clock.advance(1)
+    assert offsets_of(rig.fetch("m1")) == [0]
+
+
+def test_off_by_default_the_header_is_not_read() -> None:
+    rig = KeyedRig()
+    rig.append([(None, b"%d" % (rig.clock.wall_ms() + 60_000)), (None, b"junk")])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == [0, 1]
+    assert rig.sp.delivery_holds().malformed_deliver_at == 0
+
+
+def test_a_waiting_record_holds_back_its_key() -> None:
+    rig = _rig()
+    rig.set(key_ordered=True)
+    rig.append([(b"k", _at(rig, 5_000)), (b"k", None), (b"j", None)])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0", mode=AcquireMode.BATCH_OPTIMIZED)) == [2]
+    rig.clock.advance(5_000)
+    assert offsets_of(rig.fetch("m1")) == [0, 1]
