@@ -174,10 +174,12 @@ records took 1.3 s at load 10-12 on the 2-core machine (100,000 took 12 s), and
 finding copies in the newest chunk about 0.1-0.2 s."""
 
 SHARE_KEY_ORDER_SCAN_MAX_RECORDS: Final = 5_000
-"""Key-ordered share groups (`shoal.share.delivery.order=key`): one acquisition passes
-over at most this many records held back by their key (an earlier record of the key
-in flight) before it stops with what it took; the records past them wait for the
-next acquisition (docs/key-order.md). Bounds the work of a fetch behind a hot key."""
+"""Key-ordered share groups (`shoal.share.delivery.order=key`): a share-partition holds
+back at most this many new records by their key (an earlier record of the key in
+flight). They hold no lock and do not count towards `share.partition.max.record.locks`;
+at the limit, acquisition takes no new records from the log until some go (a hot key
+whose in-flight record is slow stops there). One acquisition also passes over at most
+this many held-back records before it stops with what it took (docs/key-order.md)."""
 SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 """Scheduled delivery (`shoal.deliver.at`): a share-partition holds at most this many
 records waiting for their time. They hold no lock and do not count towards

@@ -40,11 +40,59 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shoal.protocol.record_batch import BatchHeader
+from shoal.protocol.records import RecordFacts
 from shoal.protocol.share import AcquireMode
 from shoal.share.inflight import InFlightBatch, InFlightState
+from shoal.share.key_order import Key, RecordKeys
 from shoal.share.persister import StateBatch
+from shoal.share.schedule import due_ms
 from shoal.share.states import Event, RecordState, throttle_threshold
 from shoal.share.window import InFlightWindow
+
+
+@dataclass(slots=True)
+class Holds:
+    """What one acquisition holds back (Shoal's extensions; None fields = off):
+    records whose key an earlier record holds (`held`: the keys it must not hand out,
+    share/key_order.py), and new records not yet due (share/schedule.py)."""
+
+    facts: RecordFacts
+    """The keys and scheduled times of the read's records."""
+    held: set[Key] | None = None
+    """Key order: the keys not to hand out; grows as the walk passes records it leaves."""
+    keys: RecordKeys | None = None
+    scan_max: int = 0
+    """Key order: held-back records the walk may pass before it stops."""
+    max_delay_ms: int = 0
+    """Scheduled delivery: `shoal.share.delivery.delay.max.ms` (0 = off)."""
+    now_wall_ms: int = 0
+    now_mono_ms: int = 0
+    scheduled_max: int = 0
+    """Scheduled delivery: how many records the window may hold waiting."""
+    passed: int = 0
+    """Held-back records passed so far."""
+
+    def key_of(self, offset: int) -> Key:
+        keys = self.keys
+        return None if keys is None else keys.get(offset)
+
+    def hold(self, first: int, last: int) -> None:
+        """The walk leaves [first, last] AVAILABLE: their keys hold back later records."""
+        held = self.held
+        keys = self.keys
+        if held is None or keys is None:
+            return
+        for key in keys.between(first, last):
+            if key is not None:
+                held.add(key)
+
+    def blocks(self, first: int, last: int) -> bool:
+        """Whether a key of [first, last] is held (the batch cannot go whole)."""
+        held = self.held
+        keys = self.keys
+        if not held or keys is None:
+            return False
+        return not held.isdisjoint(keys.between(first, last))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +121,7 @@ class Acquisition:
         limit: int,
         deadline_ms: int,
         window_room: int,
+        holds: Holds | None = None,
     ) -> None:
         assert headers and max_records > 0
         self.window = window
@@ -92,6 +141,8 @@ class Acquisition:
         self.stopped = False
         self.scanned_to = -1
         """Every offset below this was examined (acquired, skipped or found empty)."""
+        self.holds = holds
+        """Key order and scheduled delivery, when the group has either on."""
 
     # ---- the walk
 
@@ -133,8 +184,11 @@ class Acquisition:
             self._stop(first)
             return
         whole = batch.whole
+        holds = self.holds
         if whole is not None:
             if not self.window.is_ready(whole):
+                if holds is not None and whole.is_acquirable:  # waiting or delayed
+                    holds.hold(first, last)
                 self._done_through(last)
                 return
             if whole.delivery_count >= self.limit:
@@ -147,7 +201,8 @@ class Acquisition:
                 return
             full = first == batch.first_offset and last == batch.last_offset
             too_big = self.mode is AcquireMode.RECORD_LIMIT and batch.size > self.remaining
-            if full and not throttled and not too_big:
+            blocked = holds is not None and holds.blocks(batch.first_offset, batch.last_offset)
+            if full and not throttled and not too_big and not blocked:
                 self.window.acquire(
                     whole,
                     batch.first_offset,
@@ -177,10 +232,24 @@ class Acquisition:
         cap: int | None = None
         taken = 0
         run: list[int] = []  # [first, last, count] of the current range
+        holds = self.holds
+        held = None if holds is None else holds.held
         for offset in range(first, last + 1):
             st = offsets[offset - base]
             if not ready(st):
+                if held is not None and st.is_acquirable:  # waiting or delayed
+                    assert holds is not None
+                    holds.hold(offset, offset)
                 continue
+            if held is not None:
+                assert holds is not None
+                key = holds.key_of(offset)
+                if key is not None and key in held:
+                    holds.passed += 1
+                    if holds.passed > holds.scan_max:
+                        self._stop(offset)
+                        break
+                    continue
             count = st.delivery_count
             if count >= self.limit:
                 self._archive(st, offset, offset, Event.OVER_LIMIT)
@@ -228,6 +297,9 @@ class Acquisition:
         self._take_new(max(first, gap), last, beyond_end=False)
 
     def _take_new(self, first: int, last: int, *, beyond_end: bool) -> None:
+        if self.holds is not None:
+            self._take_new_holding(first, last, beyond_end=beyond_end)
+            return
         allowed = self.remaining
         if beyond_end:
             allowed = min(allowed, self.window_room)
@@ -288,6 +360,168 @@ class Acquisition:
         window.note_available(first + acquire_count)
         self._add(first, first + acquire_count - 1, 1)
         self._stop(first + acquire_count)
+
+    def _take_new_holding(self, first: int, last: int, *, beyond_end: bool) -> None:
+        """`_take_new` for a group with key order or scheduled delivery on: the new
+        records go into the window; those held back by their key or not yet due stay
+        AVAILABLE (one batch per run of held ones, one per waiting record), the others
+        are acquired in runs. Records left take no part of MaxRecords (waiting ones no
+        room in the window either), so the walk goes on past them while the budget and
+        the room last."""
+        headers = self.headers
+        while True:
+            allowed = self.remaining
+            if beyond_end:
+                allowed = min(allowed, self.window_room)
+            if allowed <= 0:
+                self._stop(first)
+                return
+            index = self._header_index_from(first)
+            if index == len(headers) or headers[index].base_offset > last:
+                self._done_through(last)
+                return
+            first = max(first, headers[index].base_offset)
+            end = last
+            target = first + allowed - 1
+            if target < last:
+                containing = bisect_right(self._bases, target) - 1
+                header_last = headers[containing].last_offset
+                end = min(last, header_last if header_last >= target else target)
+            special, cut = self._specials(first, end)
+            if cut < first:
+                self._stop(first)
+                return
+            if self.mode is AcquireMode.RECORD_LIMIT:
+                self._pieces(first, cut, special, limited=True)
+            else:
+                start = first
+                for header in headers[index + 1 :]:
+                    if header.base_offset > cut:
+                        break
+                    if header.base_offset - start >= self.batch_size:
+                        self._pieces(start, header.base_offset - 1, special, limited=False)
+                        start = header.base_offset
+                self._pieces(start, cut, special, limited=False)
+            if self.stopped:
+                return
+            if cut < end:  # the scan bound or the waiting limit
+                self._stop(cut + 1)
+                return
+            if end >= last:
+                self._done_through(last)
+                return
+            if self.remaining <= 0 or not special:
+                self._stop(end + 1)  # out of budget: the rest is not examined
+                return
+            # held-back and waiting records took part of the budget's range: go on
+            if beyond_end:
+                waited = sum(1 for due in special.values() if due != HELD)
+                self.window_room -= end - first + 1 - waited
+            first = end + 1
+
+    def _specials(self, first: int, end: int) -> tuple[dict[int, int], int]:
+        """The new records of [first, end] to leave AVAILABLE: offset -> HELD, or the
+        monotonic time a waiting one is due; and where the range ends (cut short by
+        the scan bound or the waiting limit)."""
+        holds = self.holds
+        assert holds is not None
+        facts = holds.facts
+        window = self.window
+        waiting: dict[int, int] = {}
+        if holds.max_delay_ms > 0 and (facts.deliver_at or facts.malformed):
+            room = holds.scheduled_max - len(window.schedule)
+            for offset in sorted(facts.deliver_at):
+                if offset < first:
+                    continue
+                if offset > end:
+                    break
+                at, timestamp = facts.deliver_at[offset]
+                due = due_ms(at, timestamp, max_delay_ms=holds.max_delay_ms)
+                if due <= holds.now_wall_ms:
+                    continue
+                if room <= 0:  # the waiting limit: the rest stays in the log
+                    end = offset - 1
+                    break
+                room -= 1
+                waiting[offset] = due
+            window.schedule.malformed += sum(1 for o in facts.malformed if first <= o <= end)
+        special: dict[int, int] = {}
+        held = holds.held
+        if held is None or holds.keys is None:
+            special.update(waiting)
+            return special, end
+        keys = holds.keys.between(first, end)
+        if not waiting and held.isdisjoint(keys):
+            return special, end
+        room = holds.scan_max - len(window.held)
+        for offset in range(first, end + 1):
+            key = keys[offset - first]
+            waits = waiting.get(offset)
+            if waits is not None:
+                special[offset] = waits
+                if key is not None:
+                    held.add(key)
+            elif key is not None and key in held:
+                holds.passed += 1
+                room -= 1
+                if holds.passed > holds.scan_max or room < 0:  # the rest stays in the log
+                    return special, offset - 1
+                special[offset] = HELD
+        return special, end
+
+    def _pieces(self, first: int, last: int, special: dict[int, int], *, limited: bool) -> None:
+        """Put [first, last] into the window: runs between the special offsets are
+        acquired (`limited`, record-limit mode: within the records left to take; the
+        rest stays AVAILABLE), a run of held offsets becomes one AVAILABLE batch, a
+        waiting one a batch of its own."""
+        window = self.window
+        holds = self.holds
+        assert holds is not None
+        marks = sorted(o for o in special if first <= o <= last) if special else []
+        position = first
+        index = 0
+        while position <= last:
+            run_end = marks[index] - 1 if index < len(marks) else last
+            if position <= run_end:
+                take = run_end - position + 1
+                if limited:
+                    take = max(0, min(take, self.remaining))
+                if take > 0:
+                    self._new_range(position, position + take - 1)
+                if position + take <= run_end:
+                    self._available(position + take, run_end, 0)
+                    self._stop(position + take)
+                position = run_end + 1
+                continue
+            offset = marks[index]
+            due = special[offset]
+            if due == HELD:
+                run_last = offset
+                while index + 1 < len(marks) and marks[index + 1] == run_last + 1:
+                    if special[marks[index + 1]] != HELD:
+                        break
+                    index += 1
+                    run_last += 1
+                self._available(offset, run_last, 0)
+                window.held.update(range(offset, run_last + 1))
+                position = run_last + 1
+            else:
+                mono = holds.now_mono_ms + (due - holds.now_wall_ms)
+                self._available(offset, offset, mono)
+                window.redelivery.hold_until(mono)
+                window.schedule.wait(offset, due)
+                position = offset + 1
+            index += 1
+        if limited and self.remaining <= 0:
+            self._stop(last + 1)
+
+    def _available(self, first: int, last: int, not_before_ms: int) -> None:
+        """New records [first, last] enter the window AVAILABLE, not acquired."""
+        window = self.window
+        state = InFlightState(RecordState.AVAILABLE, 0, not_before_ms=not_before_ms)
+        window.cache.add(InFlightBatch(first, last, state))
+        window.end_offset = max(window.end_offset, last)
+        window.note_available(first)
 
     def _header_index_from(self, offset: int) -> int:
         index = bisect_right(self._bases, offset) - 1
@@ -360,6 +594,9 @@ class Acquisition:
                     self._archive(st, lo, hi, event)
             index += 1
 
+
+HELD = -1
+"""A new record held back by its key (`Acquisition._specials`)."""
 
 _ARCHIVABLE = {
     (RecordState.AVAILABLE, Event.COMPACTED),

@@ -1043,7 +1043,7 @@ class AcquireRound:
             current[0],
             current[2],
             self._share_bytes,
-            self._remaining,
+            current[1].records_to_read(current[2], self._remaining),
             self._first,
             self._config.isolation_level,
         )
@@ -1085,12 +1085,21 @@ class AcquireRound:
             max_bytes=self._share_bytes,
             end_offset_limit=got.end_offset_limit,
             aborted=got.aborted,
+            records=read.records,
         )
         if result.write is not None:
             self._manager._writes.append(result.write)
             self._manager._woken.add(sp.key)
-        span = result.byte_range
-        records = b"" if span is None else read.records[span[0] : span[1]]
+        if sp.settings.key_ordered or sp.settings.delivery_delay_max_ms > 0:
+            spans = result.byte_ranges()  # acquisitions with holes: only their batches
+            records = (
+                b"".join([read.records[a:b] for a, b in spans])
+                if len(spans) > 1
+                else (read.records[spans[0][0] : spans[0][1]] if spans else b"")
+            )
+        else:
+            span = result.byte_range
+            records = b"" if span is None else read.records[span[0] : span[1]]
         self._finish(
             ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
         )

@@ -47,20 +47,24 @@ modules beside it.
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from shoal import limits
 from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchError, BatchHeader
+from shoal.protocol.records import RecordFacts, record_facts
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
-from shoal.share.acquire import AcquiredRecords, Acquisition
+from shoal.share.acquire import AcquiredRecords, Acquisition, Holds
 from shoal.share.dlq import DlqCopy, finish_copies, take_copies
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
+from shoal.share.key_order import RecordKeys, first_eligible, held_back, holding_keys
 from shoal.share.leader_settings import IsolationLevel, SharePartitionConfig
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.redelivery import Redelivery
@@ -68,6 +72,8 @@ from shoal.share.states import Event, RecordState, reason_of_code
 from shoal.share.window import InFlightWindow
 
 INT32_MAX = 2**31 - 1
+
+log = logging.getLogger(__name__)
 
 
 class StateLoadError(ValueError):
@@ -106,6 +112,18 @@ class AcquireResult:
             return None
         last = self.batches[-1]
         return self.batches[0].position, last.position + last.size
+
+    def byte_ranges(self) -> list[tuple[int, int]]:
+        """[start, end) of each run of adjacent `batches` (one unless some batches
+        between acquired ones were left out)."""
+        spans: list[tuple[int, int]] = []
+        for header in self.batches:
+            end = header.position + header.size
+            if spans and spans[-1][1] == header.position:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((header.position, end))
+        return spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +222,14 @@ class SharePartition:
         clock: Clock,
         settings: SharePartitionConfig,
         leader_epoch: int = 0,
+        key_scan_max: int = limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS,
+        scheduled_max: int = limits.SHARE_SCHEDULED_RECORDS_MAX,
     ) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
+        self.key_scan_max = key_scan_max
+        """Key order: held-back records one acquisition passes (a limit; smaller in tests)."""
+        self.scheduled_max = scheduled_max
+        """Scheduled delivery: records the window may hold waiting (a limit)."""
         self._clock = clock
         self.settings = settings
         """The group's settings for the operation in progress (set by the owner)."""
@@ -308,7 +332,33 @@ class SharePartition:
 
     def next_fetch_offset(self) -> int:
         """Where the caller reads the log from for the next `acquire`."""
-        return self._w.next_fetch_offset()
+        return self._fetch_offset(self._w)
+
+    def records_to_read(self, fetch_offset: int, max_records: int) -> int:
+        """How many records a read from `fetch_offset` should cover for an acquisition
+        of `max_records`: those, plus under key order or scheduled delivery the window's
+        records at or past `fetch_offset` (some are held back or waiting), so that the
+        read reaches the records it may take."""
+        window = self._w
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return max_records
+        return max_records + max(0, window.end_offset - fetch_offset + 1)
+
+    def _fetch_offset(self, window: InFlightWindow) -> int:
+        """`InFlightWindow.next_fetch_offset`, passing over the records held back by
+        their key when the group orders by key (share/key_order.py)."""
+        if window.schedule.waiting_at:
+            window.schedule.prune(self._clock.wall_ms(), window.start_offset)
+        window.prune_held()
+        keys = window.keys
+        if not self.settings.key_ordered or keys is None or not window.has_inflight():
+            return window.next_fetch_offset()
+        offset, _ = first_eligible(window, keys, scan_max=self.key_scan_max)
+        gap = window.first_gap_offset()
+        if offset is None:
+            return window.end_offset + 1 if gap is None else gap
+        return offset if gap is None else min(offset, gap)
 
     def acquirable_from(self) -> int | None:
         """`next_fetch_offset()` when `can_acquire()`, else None (one pass over the
@@ -318,21 +368,15 @@ class SharePartition:
         config = self.settings
         if config.delivery_paused:
             return None
-        offset = window.next_fetch_offset()
-        if offset != window.end_offset + 1 or window.size() < config.max_record_locks:
+        offset = self._fetch_offset(window)
+        if offset != window.end_offset + 1 or window.occupancy() < config.max_record_locks:
             return offset
         return None
 
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
         window is below the in-flight limit; never while the group's delivery is paused."""
-        window = self._w
-        config = self.settings
-        if config.delivery_paused:
-            return False
-        if window.next_fetch_offset() != window.end_offset + 1:
-            return True
-        return window.size() < config.max_record_locks
+        return self.acquirable_from() is not None
 
     def next_lock_deadline(self) -> int | None:
         """Monotonic time at which `expire_locks` has work, or None."""
@@ -359,9 +403,15 @@ class SharePartition:
 
     def _views(self) -> Iterator[RecordView]:
         window = self._w
+        waiting = window.schedule.waiting_at
+        blocked: set[int] = set()
+        if self.settings.key_ordered and window.keys is not None:
+            _, blocked = held_back(window, window.keys)
         for batch in window.cache:
             for first, last, st in batch.states():
                 lock = st.lock
+                not_due = not window.redelivery.is_due(st.not_before_ms)
+                deliver_at = waiting.get(first) if not_due and waiting else None
                 yield RecordView(
                     first,
                     last,
@@ -370,7 +420,9 @@ class SharePartition:
                     st.member_id,
                     st.pending is not None,
                     None if lock is None else lock.deadline_ms,
-                    None if window.redelivery.is_due(st.not_before_ms) else st.not_before_ms,
+                    st.not_before_ms if not_due and deliver_at is None else None,
+                    deliver_at,
+                    bool(blocked) and first in blocked,
                 )
 
     def snapshot(self, *, max_entries: int) -> InFlightSnapshot:
@@ -408,8 +460,23 @@ class SharePartition:
         return dict(counts), entries
 
     def delivery_holds(self, *, top: int = 5) -> DeliveryHolds:
-        """What key order and scheduled delivery hold back now (read-only)."""
-        return DeliveryHolds()
+        """What key order and scheduled delivery hold back now. O(window)."""
+        window = self._w
+        schedule = window.schedule
+        if schedule.waiting_at:
+            schedule.prune(self._clock.wall_ms(), window.start_offset)
+        counts: dict[bytes, int] = {}
+        if self.settings.key_ordered and window.keys is not None:
+            counts, _ = held_back(window, window.keys)
+        most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+        return DeliveryHolds(
+            blocked_keys=len(counts),
+            blocked_records=sum(counts.values()),
+            top_blocked_keys=tuple(most),
+            scheduled_records=len(schedule),
+            next_due_ms=schedule.next_due_ms(),
+            malformed_deliver_at=schedule.malformed,
+        )
 
     def check_invariants(self) -> None:
         self._w.check_invariants()
@@ -428,9 +495,12 @@ class SharePartition:
         max_bytes: int = INT32_MAX,
         end_offset_limit: int | None = None,
         aborted: Sequence[tuple[int, int]] = (),
+        records: bytes | memoryview = b"",
     ) -> AcquireResult:
         """Acquire records for `member_id` from `headers`, the batch headers of a log
-        read starting at `fetch_offset` (normally `next_fetch_offset()`).
+        read starting at `fetch_offset` (normally `next_fetch_offset()`); `records`
+        is the read's buffer (the headers' positions refer to it), looked into only
+        when the group orders by key or schedules delivery (`record_facts`).
 
         `end_offset_limit` (exclusive) bounds what may be acquired: the high watermark
         by default (the read already stops there), the last stable offset under
@@ -446,11 +516,18 @@ class SharePartition:
         usable = _usable_headers(headers, window.start_offset, end_offset_limit, max_bytes)
         if not usable:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
-        room = config.max_record_locks - window.size()
+        if window.schedule.waiting_at:
+            window.schedule.prune(self._clock.wall_ms(), window.start_offset)
+        window.prune_held()
+        room = config.max_record_locks - window.occupancy()
         budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset
+        walk_from = max(usable[0].base_offset, window.start_offset)
+        holds = None
+        if config.key_ordered or config.delivery_delay_max_ms > 0:
+            holds = self._holds(window, usable, records, walk_from)
         acquisition = Acquisition(
             window,
             member_id=member_id,
@@ -461,15 +538,13 @@ class SharePartition:
             limit=config.delivery_count_limit,
             deadline_ms=self._clock.monotonic_ms() + config.record_lock_duration_ms,
             window_room=room,
+            holds=holds,
         )
         acquisition.archive_compacted(
             fetch_offset=fetch_offset, first_base_offset=usable[0].base_offset
         )
         gap = window.first_gap_offset()
-        acquisition.run(
-            first_offset=max(usable[0].base_offset, window.start_offset),
-            last_offset=usable[-1].last_offset,
-        )
+        acquisition.run(first_offset=walk_from, last_offset=usable[-1].last_offset)
         if config.isolation_level is IsolationLevel.READ_COMMITTED:
             acquisition.archive_aborted(aborted)
         gap_closed = False
@@ -485,15 +560,84 @@ class SharePartition:
         assert window.start_offset >= start_before
         self._check_boundary()
         count = 0  # a loop, not sum() over a generator: one call per range less
-        for records in acquired:
-            count += records.last_offset - records.first_offset + 1
+        for taken in acquired:
+            count += taken.last_offset - taken.first_offset + 1
         return AcquireResult(
             acquired,
             count,
-            _overlapping(usable, acquired),
+            _overlapping(usable, acquired, sparse=holds is not None),
             write,
             config.record_lock_duration_ms,
         )
+
+    def _holds(
+        self,
+        window: InFlightWindow,
+        usable: Sequence[BatchHeader],
+        records: bytes | memoryview,
+        walk_from: int,
+    ) -> Holds | None:
+        """What the acquisition walking from `walk_from` holds back: the keys (key
+        order) and scheduled times (scheduled delivery) of the read's records. Only the
+        batches with something not yet known are decoded: under key order those with
+        keys not learned, under scheduled delivery those with records new to the window."""
+        config = self.settings
+        ordered = config.key_ordered
+        scheduled = config.delivery_delay_max_ms > 0
+        keys = window.keys
+        if ordered and keys is None:
+            keys = window.keys = RecordKeys(window.start_offset)
+        new_from = window.new_records_from()
+        gap = window.gap_start
+        if gap is not None:
+            new_from = min(new_from, gap)
+        first_unknown = len(usable)
+        for index, header in enumerate(usable):
+            if (scheduled and header.last_offset >= new_from) or (
+                keys is not None
+                and ordered
+                and not keys.knows(header.base_offset, header.last_offset)
+            ):
+                first_unknown = index
+                break
+        facts = RecordFacts(usable[-1].last_offset + 1, usable[-1].last_offset, None, {}, [])
+        if first_unknown < len(usable):
+            assert records, "a key-ordered or scheduled acquisition needs the read's records"
+            parsed = usable[first_unknown:]
+            try:
+                facts = record_facts(records, parsed, keys=ordered, deliver_at=scheduled)
+            except BatchError as exc:  # the log's own batches: validated when produced
+                log.warning(
+                    "share-partition %s: records at %d-%d not read (%s); delivered "
+                    "unordered and unscheduled",
+                    self.key,
+                    parsed[0].base_offset,
+                    parsed[-1].last_offset,
+                    exc,
+                )
+                count = parsed[-1].last_offset - parsed[0].base_offset + 1
+                facts = RecordFacts(
+                    parsed[0].base_offset, parsed[-1].last_offset, [None] * count, {}, []
+                )
+        holds = Holds(
+            facts,
+            max_delay_ms=config.delivery_delay_max_ms,
+            now_wall_ms=self._clock.wall_ms(),
+            now_mono_ms=self._clock.monotonic_ms(),
+            scheduled_max=self.scheduled_max,
+        )
+        if ordered and keys is not None:
+            if facts.keys is not None:
+                keys.learn(
+                    facts.first_offset,
+                    facts.keys,
+                    low=window.start_offset,
+                    high=facts.last_offset,
+                )
+            holds.keys = keys
+            holds.held = holding_keys(window, keys, upto=walk_from)
+            holds.scan_max = self.key_scan_max
+        return holds
 
     # ---- acknowledgement
 
@@ -577,7 +721,9 @@ class SharePartition:
         carried = self._carried.pop(handle.id)
         writes = () if window.start_offset <= carried else (self._state_write(()),)
         self._check_boundary()
-        return WriteCompletion(moved, moved or available, writes)
+        # under key order, a record done may let the later records of its key go
+        unblocked = self.settings.key_ordered and window.keys is not None
+        return WriteCompletion(moved, moved or available or unblocked, writes)
 
     def rollback_write(self, *, handle: WriteHandle) -> WriteCompletion:
         """The write of `handle` failed: undo its transitions (§8.5)."""
@@ -770,10 +916,24 @@ def _usable_headers(
 
 
 def _overlapping(
-    headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords]
+    headers: Sequence[BatchHeader], acquired: Sequence[AcquiredRecords], *, sparse: bool = False
 ) -> tuple[BatchHeader, ...]:
+    """The log batches to send with `acquired`: those from the first acquired offset to
+    the last (§7.8); `sparse` (key order, scheduled delivery: acquisitions with holes)
+    leaves out the batches no acquired range touches."""
     if not acquired or not headers:
         return ()
+    if sparse and len(acquired) > 1:
+        spans = sorted((r.first_offset, r.last_offset) for r in acquired)
+        kept = []
+        index = 0
+        for header in headers:
+            first, last = header.base_offset, header.last_offset
+            while index < len(spans) and spans[index][1] < first:
+                index += 1
+            if index < len(spans) and spans[index][0] <= last:
+                kept.append(header)
+        return tuple(kept)
     if len(acquired) == 1:
         first, last = acquired[0].first_offset, acquired[0].last_offset
     else:

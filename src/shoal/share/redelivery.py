@@ -70,6 +70,11 @@ class Redelivery:
             heapq.heappush(self._due, at)
         return at
 
+    def hold_until(self, at_ms: int) -> None:
+        """A record waits until `at_ms` (monotonic) for another reason (a scheduled
+        delivery time, share/schedule.py): wake the parked fetches then too."""
+        heapq.heappush(self._due, at_ms)
+
     def is_due(self, not_before_ms: int) -> bool:
         return not_before_ms == 0 or not_before_ms <= self._now_ms()
 

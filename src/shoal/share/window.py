@@ -36,8 +36,10 @@ from shoal.share.inflight import (
     LockTimers,
     Pending,
 )
+from shoal.share.key_order import RecordKeys
 from shoal.share.persister import StateBatch
 from shoal.share.redelivery import Redelivery
+from shoal.share.schedule import Schedule
 from shoal.share.states import (
     DLQ_CHOICE_EVENTS,
     TERMINAL_STATES,
@@ -80,6 +82,15 @@ class InFlightWindow:
         """Lower bound of the offsets that may be AVAILABLE without a pending write."""
         self._next_handle = 1
         self.pending_writes: dict[int, list[Span]] = {}
+        self.keys: RecordKeys | None = None
+        """Record keys of the window under key-ordered delivery (share/key_order.py);
+        None until a key-ordered acquisition first reads them."""
+        self.schedule = Schedule()
+        """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
+        self.held: set[int] = set()
+        """New records that key order left AVAILABLE (an earlier record of their key in
+        flight), until acquired: like waiting ones, they hold no lock and take no room
+        under the in-flight limit (share/key_order.py)."""
 
     # ---- shape of the window
 
@@ -90,6 +101,18 @@ class InFlightWindow:
     def size(self) -> int:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
         return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
+
+    def occupancy(self) -> int:
+        """What counts towards the in-flight limit: `size()` less the records waiting
+        for their scheduled time and the new ones held back by their key (they hold no
+        lock)."""
+        return self.size() - len(self.schedule) - len(self.held)
+
+    def prune_held(self) -> None:
+        """Forget held-back records the start offset has passed (archived meanwhile)."""
+        held = self.held
+        if held and min(held) < self.start_offset:
+            self.held = {offset for offset in held if offset >= self.start_offset}
 
     def new_records_from(self) -> int:
         """First offset no batch or hole of the window accounts for."""
@@ -152,6 +175,11 @@ class InFlightWindow:
         st.delivery_count = next_delivery_count(st.delivery_count, Event.ACQUIRE)
         st.member_id = member_id
         st.not_before_ms = 0
+        if self.schedule.waiting_at:
+            self.schedule.taken(first)
+        held = self.held
+        if held and first in held:  # a held-back run goes whole, or offset by offset
+            held.difference_update(range(first, last + 1))
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -414,6 +442,8 @@ class InFlightWindow:
             self.mark_scanned(new_start)
         if self._available_from is not None and self._available_from < new_start:
             self._available_from = new_start
+        if self.keys is not None:
+            self.keys.drop_below(new_start)
 
     # ---- where to fetch next
 

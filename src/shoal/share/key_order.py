@@ -1,0 +1,247 @@
+"""Per-key ordered acquisition (a Shoal extension, `shoal.share.delivery.order=key`):
+which records of a share-partition's window hold back the later records of their key.
+
+The rule (docs/key-order.md): an acquisition hands out a record of key K only if no
+record of K is ACQUIRED outside it (a write pending counts as acquired), and every
+record of K below it in the window is done (ACKNOWLEDGED, ARCHIVING or ARCHIVED) or
+handed out by the same acquisition. A null key is unordered. So all acquired records of
+a key belong to one acquisition, and a key's records go out in offset order.
+
+Owns:
+- `RecordKeys`: the key of each offset of the window, learned from the log reads
+  (`record_facts`), in a list indexed by offset - base so a batch's keys are one slice.
+  An offset no read has covered yet (a share-partition loaded after a restart) is
+  `UNKNOWN` until one does.
+- `in_flight_keys`: the keys of the records acquired anywhere in the window.
+- `holding_keys`: those, plus the keys of the records below an offset that are not
+  done (held back, waiting, delayed): what an acquisition starting there must not hand out.
+- `first_eligible`: where an acquisition can start, for the next fetch offset: the
+  first AVAILABLE record, ready, whose key nothing holds (or not yet known). It passes
+  over at most `scan_max` held-back records (limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS).
+- `held_back`: the AVAILABLE records held back by their key, by key, for the views.
+
+Everything is per batch where it can be: a whole batch's keys are one slice, and a set
+test against it runs in C. Deterministic; no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from shoal.share.inflight import InFlightState
+from shoal.share.states import RecordState
+
+if TYPE_CHECKING:
+    from shoal.share.window import InFlightWindow
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Final = _Unknown()
+"""The key of an offset no log read has covered yet."""
+
+Key = bytes | None | _Unknown
+
+_DONE: Final = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVING, RecordState.ARCHIVED})
+"""States that hold nothing back (a record never handed out again)."""
+
+_COMPACT_AT: Final = 4_096
+"""`RecordKeys` drops the keys below the start offset once this many have gathered."""
+
+
+class RecordKeys:
+    """The key of each offset from `base` on (UNKNOWN where not learned)."""
+
+    __slots__ = ("base", "keys", "known_from", "known_to")
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.keys: list[Key] = []
+        self.known_from = base
+        self.known_to = base - 1
+        """[known_from, known_to]: offsets whose keys were all learned (one run of
+        reads; a read that does not touch it starts a new run)."""
+
+    def learn(self, first: int, keys: Sequence[bytes | None], *, low: int, high: int) -> None:
+        """Keys of [low, high] from `keys`, indexed by offset - `first` (a read's facts)."""
+        low = max(low, self.base, first)
+        if high < low:
+            return
+        store = self.keys
+        end = high - self.base + 1
+        if len(store) < end:
+            store.extend([UNKNOWN] * (end - len(store)))
+        store[low - self.base : end] = keys[low - first : high - first + 1]
+        if low <= self.known_to + 1 and high >= self.known_from - 1:
+            self.known_from = min(self.known_from, low)
+            self.known_to = max(self.known_to, high)
+        else:
+            self.known_from, self.known_to = low, high
+
+    def knows(self, first: int, last: int) -> bool:
+        """Whether the keys of [first, last] are all learned."""
+        return self.known_from <= first and last <= self.known_to
+
+    def get(self, offset: int) -> Key:
+        index = offset - self.base
+        if 0 <= index < len(self.keys):
+            return self.keys[index]
+        return UNKNOWN
+
+    def between(self, first: int, last: int) -> list[Key]:
+        """Keys of [first, last] (UNKNOWN past what was learned)."""
+        base = self.base
+        low = first - base
+        assert low >= 0, (first, base)
+        found = self.keys[low : last - base + 1]
+        missing = last - first + 1 - len(found)
+        if missing > 0:
+            found.extend([UNKNOWN] * missing)
+        return found
+
+    def drop_below(self, start: int) -> None:
+        """Forget the keys below `start` (the window's start offset) now and then."""
+        drop = start - self.base
+        if drop >= _COMPACT_AT:
+            del self.keys[:drop]
+            self.base = start
+            self.known_from = max(self.known_from, start)
+
+
+def _add(into: set[Key], keys: Sequence[Key]) -> None:
+    into.update(keys)
+
+
+def _is_holding(st: InFlightState) -> bool:
+    """Not done: acquired, written, waiting, held back or delayed."""
+    return st.pending is not None or st.state not in _DONE
+
+
+def _is_acquired(st: InFlightState) -> bool:
+    return st.pending is not None or st.state is RecordState.ACQUIRED
+
+
+def in_flight_keys(window: InFlightWindow, keys: RecordKeys) -> set[Key]:
+    """The keys of the records acquired (or with a write pending) in the window."""
+    found: set[Key] = set()
+    cache = window.cache
+    for index in range(cache.index_from(window.start_offset), len(cache)):
+        batch = cache[index]
+        whole = batch.whole
+        if whole is not None:
+            if _is_acquired(whole):
+                _add(found, keys.between(batch.first_offset, batch.last_offset))
+            continue
+        assert batch.offsets is not None
+        base = batch.first_offset
+        for position, st in enumerate(batch.offsets):
+            if _is_acquired(st):
+                found.add(keys.get(base + position))
+    return found
+
+
+def holding_keys(window: InFlightWindow, keys: RecordKeys, *, upto: int) -> set[Key]:
+    """What an acquisition starting at `upto` must not hand out: the keys of the records
+    acquired anywhere in the window, and of those below `upto` not done. Null keys
+    and UNKNOWN are left out (an unknown key below `upto` cannot be: every record below
+    an acquisition's start was read by an earlier one)."""
+    found: set[Key] = set()
+    cache = window.cache
+    for index in range(cache.index_from(window.start_offset), len(cache)):
+        batch = cache[index]
+        below = batch.first_offset < upto
+        whole = batch.whole
+        if whole is not None:
+            if _is_acquired(whole):
+                _add(found, keys.between(batch.first_offset, batch.last_offset))
+            elif below and _is_holding(whole):
+                _add(found, keys.between(batch.first_offset, min(batch.last_offset, upto - 1)))
+            continue
+        assert batch.offsets is not None
+        base = batch.first_offset
+        for position, st in enumerate(batch.offsets):
+            offset = base + position
+            if _is_acquired(st) or (offset < upto and _is_holding(st)):
+                found.add(keys.get(offset))
+    found.discard(None)
+    found.discard(UNKNOWN)
+    return found
+
+
+def first_eligible(
+    window: InFlightWindow, keys: RecordKeys, *, scan_max: int
+) -> tuple[int | None, int]:
+    """(The first AVAILABLE ready record whose key nothing holds back, or whose key is
+    not known yet; None when there is none within `scan_max` held-back records) and the
+    number of held-back records passed."""
+    held = in_flight_keys(window, keys)
+    held.discard(None)
+    held.discard(UNKNOWN)
+    passed = 0
+    cache = window.cache
+    ready = window.is_ready
+    for index in range(cache.index_from(window.start_offset), len(cache)):
+        batch = cache[index]
+        whole = batch.whole
+        if whole is not None:
+            if not _is_holding(whole) or _is_acquired(whole):
+                continue
+            batch_keys = keys.between(batch.first_offset, batch.last_offset)
+            if not ready(whole):
+                _add(held, batch_keys)
+                continue
+            if held.isdisjoint(batch_keys):
+                return batch.first_offset, passed
+            for position, key in enumerate(batch_keys):
+                if key is None or key is UNKNOWN or key not in held:
+                    return batch.first_offset + position, passed
+                passed += 1
+            if passed > scan_max:
+                return None, passed
+            continue
+        assert batch.offsets is not None
+        base = batch.first_offset
+        for position, st in enumerate(batch.offsets):
+            if not _is_holding(st) or _is_acquired(st):
+                continue
+            key = keys.get(base + position)
+            if not ready(st):
+                held.add(key)
+                continue
+            if key is None or key is UNKNOWN or key not in held:
+                return base + position, passed
+            passed += 1
+            if passed > scan_max:
+                return None, passed
+    return None, passed
+
+
+def held_back(window: InFlightWindow, keys: RecordKeys) -> tuple[dict[bytes, int], set[int]]:
+    """The AVAILABLE records held back by their key now: (key -> records, their
+    offsets). O(window)."""
+    held = in_flight_keys(window, keys)
+    held.discard(None)
+    held.discard(UNKNOWN)
+    counts: dict[bytes, int] = {}
+    offsets: set[int] = set()
+    start = window.start_offset
+    for batch in window.cache:
+        for first, last, st in batch.states():
+            if last < start or not _is_holding(st) or _is_acquired(st):
+                continue
+            ready = window.is_ready(st)
+            for offset in range(max(first, start), last + 1):
+                key = keys.get(offset)
+                if not isinstance(key, bytes):
+                    continue
+                if ready and key in held:
+                    counts[key] = counts.get(key, 0) + 1
+                    offsets.add(offset)
+                held.add(key)
+    return counts, offsets
