@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
+from shoal import limits
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.partition import AcquireResult
@@ -117,11 +118,26 @@ class KeyOrderMachine(SharePartitionMachine):
         return None if record is None else record.key
 
     def _held(self) -> set[int]:
-        """Offsets held now per the model: ACQUIRED, or in a pending write."""
+        """Offsets of the window held now per the model: ACQUIRED, or in a pending
+        write. Records below the start offset (the log start passed them) are out of
+        the window: they hold their key back no longer."""
         held = set(self.live)
         for _member, written in self.pending_offsets.values():
             held.update(written)
-        return held
+        floor = max(self.rig.log_start_offset, self.rig.sp.start_offset)
+        return {o for o in held if o >= floor}
+
+    def _check_batches(self, result: AcquireResult, previous_last: int) -> None:
+        """With holes in an acquisition (records held back or waiting between its
+        ranges), the batches sent are exactly those an acquired range touches."""
+        spans = [(r.first_offset, r.last_offset) for r in result.acquired]
+        expected = [
+            (h.base_offset, h.last_offset)
+            for h in self.rig.log
+            if h.last_offset >= self.rig.log_start_offset
+            and any(first <= h.last_offset and h.base_offset <= last for first, last in spans)
+        ]
+        assert [(h.base_offset, h.last_offset) for h in result.batches] == expected, spans
 
     def _check_acquired(self, member: str, result: AcquireResult, limit: int) -> None:
         taken = offsets_of(result)
@@ -179,8 +195,11 @@ class KeyOrderMachine(SharePartitionMachine):
         return False
 
     def _reachable(self, offset: int, *, end: int, room: int) -> bool:
-        """A record past the window's end can be reached by the next acquisition."""
-        return offset - end <= room
+        """A record the window has no entry for (a hole, or past its end) can be
+        reached by the next acquisition: inside the window, or within the room the
+        in-flight limit leaves (`room`: at most what the core leaves; within one
+        acquisition, the records held back on the way use it up)."""
+        return offset <= end or offset - end <= room
 
     def _may_take(self) -> list[int]:
         """Offsets the model knows a fetch could take now (or archive, at a lowered
@@ -191,9 +210,13 @@ class KeyOrderMachine(SharePartitionMachine):
         start = sp.start_offset
         floor = max(rig.log_start_offset, start)
         views: dict[int, tuple[RecordState, bool, bool]] = {}
+        waiting_inside = 0
+        now = rig.clock.wall_ms()
         for v in sp.in_flight():
             for offset in range(v.first_offset, v.last_offset + 1):
                 views[offset] = (v.state, v.pending, v.redelivery_due_ms is not None)
+            if v.deliver_at_ms is not None and v.deliver_at_ms > now and v.last_offset >= start:
+                waiting_inside += v.last_offset - max(start, v.first_offset) + 1
         held = self._held()
         held_keys = {self._key(o) for o in held} - {None}
         end = sp.end_offset
@@ -201,7 +224,8 @@ class KeyOrderMachine(SharePartitionMachine):
         size = end - start + 1 if in_flight else 0
         if not in_flight:
             end = start - 1
-        waiting_inside = sum(1 for o in self.rig.records if floor <= o <= end and self._waiting(o))
+        # what the core counts less than its size: its waiting records (the views say
+        # which; held-back ones are left in, so `room` is at most the core's)
         room = rig.config.max_record_locks - (size - waiting_inside)
         found = []
         for offset in sorted(o for o in rig.records if o >= floor):
@@ -213,7 +237,7 @@ class KeyOrderMachine(SharePartitionMachine):
                 continue
             if self._waiting(offset):
                 continue
-            if offset > end and not self._reachable(offset, end=end, room=room):
+            if offset not in views and not self._reachable(offset, end=end, room=room):
                 continue
             key = self._key(offset)
             if (
@@ -254,10 +278,11 @@ class KeyOrderMachine(SharePartitionMachine):
             if offset not in held:
                 del self.acquisition_of[offset]
         by_key: dict[bytes, set[int]] = defaultdict(set)
+        floor = max(self.rig.log_start_offset, self.rig.sp.start_offset)
         for v in self.rig.sp.in_flight():
             if v.state is not RecordState.ACQUIRED:
                 continue
-            for offset in range(v.first_offset, v.last_offset + 1):
+            for offset in range(max(floor, v.first_offset), v.last_offset + 1):
                 held.add(offset)
         for offset in held:
             key = self._key(offset)
@@ -335,63 +360,71 @@ def test_consecutive_records_of_a_key_go_out_together() -> None:
     assert offsets_of(rig.fetch("m0", max_records=500)) == [0, 1, 2, 3]
 
 
-def test_a_hot_key_filling_the_window_stops_new_records() -> None:
-    """Held-back records stay in the window and count towards
-    share.partition.max.record.locks: behind a hot key whose first record is held,
-    a record of another key further on is not reached until the key clears."""
-    rig = _rig(max_record_locks=4)
-    for _ in range(6):
+def _hot_rig(*, hot: int = 6, **options: int) -> KeyedRig:
+    """`hot` records of one key, each in its own batch, then one of another key; the
+    first hot record held by m0."""
+    rig = KeyedRig(options=dict(options))
+    rig.set(key_ordered=True)
+    for _ in range(hot):
         rig.append([(b"hot", None)])
     rig.append([(b"cold", None)])
-    rig.start(reset_offset=0)
-    assert offsets_of(rig.fetch("m0", max_records=1, mode=AcquireMode.RECORD_LIMIT)) == [0]
-    assert rig.fetch("m1", max_records=500).acquired == ()
-    assert rig.fetch("m1", max_records=500).acquired == ()
-    # the key clears one record at a time; the cold record comes once the window has room
-    taken: list[int] = []
-    holder = "m0"
-    held = [0]
-    for _ in range(10):
-        rig.ack(holder, *(AckBatch(o, o, ACCEPT) for o in held))
-        result = rig.fetch("m1", max_records=1, mode=AcquireMode.RECORD_LIMIT)
-        holder, held = "m1", offsets_of(result)
-        taken += held
-        if 6 in taken:
-            break
-    assert taken == [1, 2, 3, 4, 5, 6]
-    # without the limit, the cold record is taken at once
-    roomy = _rig()
-    for _ in range(6):
-        roomy.append([(b"hot", None)])
-    roomy.append([(b"cold", None)])
-    roomy.start(reset_offset=0)
-    assert offsets_of(roomy.fetch("m0", max_records=1, mode=AcquireMode.RECORD_LIMIT)) == [0]
-    assert offsets_of(roomy.fetch("m1", max_records=500)) == [6]
-
-
-def _scan_rig(scan_max: int) -> KeyedRig:
-    rig = KeyedRig(options={"key_scan_max": scan_max})
-    rig.set(key_ordered=True)
-    for _ in range(6):
-        rig.append([(b"hot", None)])
-    rig.append([(b"other", None)])
     rig.start(reset_offset=0)
     assert offsets_of(rig.fetch("m0", max_records=1, mode=AcquireMode.RECORD_LIMIT)) == [0]
     return rig
 
 
-def test_one_acquisition_passes_over_at_most_the_scan_bound() -> None:
-    """limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS, at a test value: behind 5 held-back
-    records, a bound of 3 stops the acquisition before the record of another key; a
-    bound of 6 reaches it."""
-    rig = _scan_rig(3)
-    assert rig.key_scan_max == 3, "the core takes no `key_scan_max`"
-    assert offsets_of(rig.fetch("m1", max_records=500)) == []
-    reached = _scan_rig(6)
-    assert offsets_of(reached.fetch("m1", max_records=500)) == [6]
-    # what the bound stopped is taken once the key clears
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: within one acquisition the held-back records still use up the room "
+    "under the lock limit (Acquisition._take_new_holding lowers window_room by them): "
+    "the fetch takes nothing, the next identical one takes the record",
+)
+def test_held_back_records_take_no_room_in_the_fetch_that_holds_them() -> None:
+    """Held-back records hold no lock: behind a hot key whose first record is held, 5
+    records held back do not keep a record of another key out of a window of 4 locks,
+    in the very fetch that holds them back."""
+    rig = _hot_rig()
+    rig.set(max_record_locks=4)
+    assert offsets_of(rig.fetch("m1", max_records=500)) == [6]
+
+
+def test_held_back_records_take_no_room_under_the_lock_limit() -> None:
+    """Held-back records hold no lock: 5 records held back do not keep a record of
+    another key out of a window of 4 locks; once taken, they count like any acquired
+    record."""
+    rig = _hot_rig()
+    rig.set(max_record_locks=4)
+    rig.fetch("m1", max_records=500)  # see the xfail above: may take nothing
+    taken = offsets_of(rig.fetch("m1", max_records=500))
+    assert taken == [6], taken
     rig.ack("m0", AckBatch(0, 0, ACCEPT))
-    assert offsets_of(rig.fetch("m1", max_records=500)) == [1, 2, 3, 4, 5, 6]
+    # the key is free: its held records can go, 3 of them, as 6 holds the fourth lock
+    assert offsets_of(rig.fetch("m2", max_records=500)) == [1, 2, 3]
+    rig.append([(b"new", None)])
+    assert rig.fetch("m0", max_records=500).acquired == ()
+    rig.ack("m2", AckBatch(1, 3, ACCEPT))
+    rig.ack("m1", AckBatch(6, 6, ACCEPT))
+    # the start offset moved to 4: 4 and 5 (held back, no locks) and the new record
+    assert offsets_of(rig.fetch("m0", max_records=500)) == [4, 5, 7]
+
+
+def test_a_hot_key_stops_new_records_at_the_scan_bound() -> None:
+    """limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS, at a test value: an acquisition passes
+    over at most that many held-back records, and the window holds at most that many
+    new ones held back; past 5 held-back records, a bound of 4 stops before the record
+    of another key and a bound of 5 reaches it. Nothing is skipped: what the bound
+    stopped is taken once the key clears."""
+    stopped = _hot_rig(key_scan_max=4)
+    assert stopped.key_scan_max == 4, "the core takes no `key_scan_max`"
+    assert offsets_of(stopped.fetch("m1", max_records=500)) == []
+    assert offsets_of(stopped.fetch("m2", max_records=500)) == []
+    assert offsets_of(_hot_rig(key_scan_max=5).fetch("m1", max_records=500)) == [6]
+    stopped.ack("m0", AckBatch(0, 0, ACCEPT))
+    assert offsets_of(stopped.fetch("m1", max_records=500)) == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_default_scan_bound_is_the_named_limit() -> None:
+    assert KeyedRig().sp.key_scan_max == limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS
 
 
 def test_a_reload_reads_keys_again() -> None:
