@@ -9,11 +9,9 @@ log; `LogRecord` is what the tests' models know of each record."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from shoal import limits
 from shoal.protocol.record_batch import (
     CONTROL_MASK,
     STAMPED_PREFIX_SIZE,
@@ -28,16 +26,6 @@ from shoal.protocol.records import DELIVER_AT_HEADER
 from shoal.protocol.share import AcquireMode
 from shoal.share.partition import AcquireResult, SharePartition
 from tests.unit.share.support import GROUP, TOPIC_ID, Rig
-
-_ACQUIRE_READS_RECORDS = "records" in inspect.signature(SharePartition.acquire).parameters
-"""The acquisition takes the read's bytes (the core of key order and scheduling)."""
-
-_PARTITION_OPTIONS = set(inspect.signature(SharePartition.__init__).parameters)
-
-
-def core_present() -> bool:
-    """Key-ordered and scheduled acquisition exist in this tree."""
-    return _ACQUIRE_READS_RECORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,27 +83,22 @@ class KeyedRig(Rig):
     each new SharePartition when it takes them."""
 
     def new_partition(self) -> SharePartition:
-        options = {k: v for k, v in self.options.items() if k in _PARTITION_OPTIONS}
         return SharePartition(
             group_id=GROUP,
             topic_id=TOPIC_ID,
             partition=0,
             clock=self.clock,
             settings=self.config,
-            **options,  # type: ignore[arg-type]
+            **self.options,
         )
 
     @property
     def scheduled_max(self) -> int:
-        if "scheduled_max" in _PARTITION_OPTIONS:
-            return self.options.get("scheduled_max", limits.SHARE_SCHEDULED_RECORDS_MAX)
-        return limits.SHARE_SCHEDULED_RECORDS_MAX
+        return self.sp.scheduled_max
 
     @property
     def key_scan_max(self) -> int:
-        if "key_scan_max" in _PARTITION_OPTIONS:
-            return self.options.get("key_scan_max", limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS)
-        return limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS
+        return self.sp.key_scan_max
 
     def append(
         self,
@@ -182,7 +165,6 @@ class KeyedRig(Rig):
     ) -> AcquireResult:
         offset = self.sp.next_fetch_offset()
         buffer, headers = self.read_bytes(offset)
-        extra = {"records": memoryview(buffer)} if _ACQUIRE_READS_RECORDS else {}
         result = self.sp.acquire(
             member_id=member,
             fetch_offset=offset,
@@ -191,7 +173,7 @@ class KeyedRig(Rig):
             batch_size=max_records if batch_size is None else batch_size,
             acquire_mode=mode,
             max_bytes=max_bytes,
-            **extra,  # type: ignore[arg-type]
+            records=memoryview(buffer),
         )
         if persist and result.write is not None:
             assert self.persister.write(write=result.write) is None

@@ -34,12 +34,8 @@ from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.partition import AcquireResult
 from shoal.share.states import RecordState
-from tests.unit.share.keyed_rig import KeyedRig, core_present, offsets_of
+from tests.unit.share.keyed_rig import KeyedRig, offsets_of
 from tests.unit.share.test_stateful import MEMBERS, TERMINAL, SharePartitionMachine
-
-pytestmark = pytest.mark.skipif(
-    not core_present(), reason="key-ordered acquisition is not in this tree yet"
-)
 
 KEYS = (b"a", b"b", b"c", None)
 """Few keys, so records of one key meet often; None = a null key."""

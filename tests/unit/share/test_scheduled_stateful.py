@@ -22,7 +22,6 @@ On top of the key-order checks (with key order on), after every acquisition and 
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
@@ -31,12 +30,8 @@ from shoal import limits
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch
 from shoal.share.partition import AcquireResult
-from tests.unit.share.keyed_rig import KeyedRig, core_present, due_ms, is_malformed, offsets_of
+from tests.unit.share.keyed_rig import KeyedRig, due_ms, is_malformed, offsets_of
 from tests.unit.share.test_key_order_stateful import KeyOrderMachine
-
-pytestmark = pytest.mark.skipif(
-    not core_present(), reason="scheduled acquisition is not in this tree yet"
-)
 
 MALFORMED = (b"", b"soon", b"12a4", b"-5", b"1" * 20, b" 1700000000000", "\u0661".encode())
 """Not 1-19 ASCII digits: empty, letters, a sign, 20 digits, a space, an Arabic-Indic
