@@ -311,6 +311,35 @@ class KeyOrderMachine(SharePartitionMachine):
         for key, acquisitions in by_key.items():
             assert len(acquisitions) == 1, f"key {key!r} held by acquisitions {acquisitions}"
 
+    @invariant()
+    def key_holds_agree(self) -> None:
+        """A record the views show held back by its key is AVAILABLE, has a key, and
+        that key is held, or an earlier record of it is not done; DeliveryHolds counts
+        such records by key."""
+        sp = self.rig.sp
+        holds = sp.delivery_holds()
+        if not self.rig.config.key_ordered:
+            assert (holds.blocked_keys, holds.blocked_records) == (0, 0), holds
+            return
+        assert holds.blocked_keys <= holds.blocked_records, holds
+        assert sum(n for _, n in holds.top_blocked_keys) <= holds.blocked_records, holds
+        floor = max(self.rig.log_start_offset, sp.start_offset)
+        held_keys = {self._key(o) for o in self._held(below_start=True)}
+        for v in sp.in_flight():
+            if not v.key_blocked:
+                continue
+            assert v.state is RecordState.AVAILABLE and not v.pending, v
+            key = self._key(v.first_offset)
+            assert key is not None, v
+            assert key in held_keys or any(
+                self._key(e) == key and e not in self.terminal for e in range(floor, v.first_offset)
+            ), (v, key)
+        for key, count in holds.top_blocked_keys:
+            assert count > 0 and (
+                key in held_keys
+                or any(self._key(o) == key and o not in self.terminal for o in self.rig.records)
+            ), (key, count)
+
     def teardown(self) -> None:
         if not self.rig.sp.initialized or self.broken:
             return
@@ -324,8 +353,8 @@ class KeyOrderMachine(SharePartitionMachine):
 
 
 KeyOrderMachine.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=40,
+    # max_examples from the Hypothesis profile (tests/conftest.py: 100 in CI, more at night)
+    stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

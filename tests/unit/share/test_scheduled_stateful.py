@@ -186,7 +186,7 @@ class ScheduledMachine(KeyOrderMachine):
         return offset - end - self._waiting_between(end + 1, offset - 1) <= room
 
     @invariant()
-    def holds_agree(self) -> None:
+    def schedule_holds_agree(self) -> None:
         """The DeliveryHolds view and the record views against the model."""
         holds = self.rig.sp.delivery_holds()
         assert holds.scheduled_records <= self.rig.scheduled_max, holds
@@ -220,8 +220,8 @@ class ScheduledMachine(KeyOrderMachine):
 
 
 ScheduledMachine.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=40,
+    # max_examples from the Hypothesis profile (tests/conftest.py: 100 in CI, more at night)
+    stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
