@@ -180,6 +180,13 @@ flight). They hold no lock and do not count towards `share.partition.max.record.
 at the limit, acquisition takes no new records from the log until some go (a hot key
 whose in-flight record is slow stops there). One acquisition also passes over at most
 this many held-back records before it stops with what it took (docs/key-order.md)."""
+SHARE_WINDOW_SPAN_MAX_OFFSETS: Final = 1_000_000
+"""Key order or scheduled delivery on: a share-partition's window (start offset to end
+offset) spans at most this many offsets. A record waiting for its time, or held back,
+pins the start offset while the records behind it are done; the in-flight limit then
+counts only the records not done, and this bounds the rest (the done records' state is
+kept in memory and in the share-group state). At the limit no new record is taken from
+the log until the start offset moves (docs/scheduled-delivery.md)."""
 SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 """Scheduled delivery (`shoal.deliver.at`): a share-partition holds at most this many
 records waiting for their time. They hold no lock and do not count towards
@@ -192,6 +199,10 @@ ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for
 rest is flagged truncated."""
 SHARE_BROWSE_ENTRIES_DEFAULT: Final = 100
 """`shoal share-groups --browse`'s `--max` default: entries asked for per partition."""
+SHARE_BLOCKED_KEYS_SHOWN: Final = 5
+"""Keys holding back the most records that ShareGroupBrowse (so `shoal share-groups
+--describe` and `--browse`) and the web console show per key-ordered share-partition
+(`SharePartition.delivery_holds(top=...)`); the counts cover every key."""
 
 # Classic groups
 OFFSET_METADATA_BYTES_MAX: Final = 4_096

@@ -205,10 +205,16 @@ def delete_group(client: Client, group_id: str) -> KafkaError | None:
     return None if result.error_code == ErrorCode.none else KafkaError(result.error_code)
 
 
-# ---- paused delivery (a Shoal extension: the group config `shoal.share.delivery.paused`)
+# ---- delivery extensions (Shoal's: the group configs `shoal.share.delivery.paused`,
+# `.order` and `.delay.max.ms`)
 
 PAUSED_KEY = group_keys.SHOAL_SHARE_DELIVERY_PAUSED.name
 """Group config behind `--pause` / `--resume` (KIP-1249 is not accepted)."""
+ORDER_KEY = group_keys.SHOAL_SHARE_DELIVERY_ORDER.name
+"""Group config of key-ordered delivery (`key`; `none` by default)."""
+DELAY_MAX_KEY = group_keys.SHOAL_SHARE_DELIVERY_DELAY_MAX_MS.name
+"""Group config of scheduled delivery (0, the default, is off)."""
+_DELIVERY_KEYS = (PAUSED_KEY, ORDER_KEY, DELAY_MAX_KEY)
 
 
 def set_paused(client: Client, group_id: str, paused: bool) -> None:
@@ -226,14 +232,33 @@ def set_paused(client: Client, group_id: str, paused: bool) -> None:
     check(result.error_code, result.error_message, context=f"share group '{group_id}'")
 
 
-def is_paused(client: Client, group_id: str) -> bool | None:
-    """Whether the group's delivery is paused; None when its configs cannot be read
-    (no DESCRIBE_CONFIGS on the group, say: `--describe` itself needs only DESCRIBE).
-    A broker that does not know the key (Apache Kafka) lists no value: not paused."""
+@dataclass(frozen=True, slots=True)
+class DeliverySettings:
+    """A share group's delivery extensions, as its group configs say (Shoal's own)."""
+
+    paused: bool = False
+    """`shoal.share.delivery.paused`."""
+    key_order: bool = False
+    """`shoal.share.delivery.order=key`."""
+    delay_max_ms: int = 0
+    """`shoal.share.delivery.delay.max.ms`; 0 is scheduled delivery off."""
+
+
+def delivery_settings(client: Client, group_id: str) -> DeliverySettings | None:
+    """The group's delivery extensions, in one DescribeConfigs; None when its configs
+    cannot be read (no DESCRIBE_CONFIGS on the group, say: `--describe` itself needs
+    only DESCRIBE). A broker that does not know the keys (Apache Kafka) lists no
+    values: all off."""
     response = client.call(
-        requests.describe_configs(requests.GROUP_RESOURCE, [group_id], keys=[PAUSED_KEY])
+        requests.describe_configs(requests.GROUP_RESOURCE, [group_id], keys=list(_DELIVERY_KEYS))
     )
     (result,) = response.results
     if result.error_code != ErrorCode.none:
         return None
-    return any(c.name == PAUSED_KEY and c.value == "true" for c in result.configs)
+    values = {str(c.name): c.value for c in result.configs if c.name in _DELIVERY_KEYS}
+    delay = values.get(DELAY_MAX_KEY)
+    return DeliverySettings(
+        paused=values.get(PAUSED_KEY) == "true",
+        key_order=values.get(ORDER_KEY) == "key",
+        delay_max_ms=int(delay) if delay is not None and delay.isdigit() else 0,
+    )

@@ -18,10 +18,16 @@ Mirrors Kafka's kafka-share-groups.sh (options, messages, columns):
   --delete-offsets --group G --topic T ...      TOPIC STATUS
   --browse --group G --topic T [--partition P] [--max N]   (Shoal's own: no Kafka tool has it)
       TOPIC PARTITION FIRST-OFFSET LAST-OFFSET STATE DELIVERY-COUNT HOLDER LOCK-EXPIRES-MS
-      the in-flight records with their state and lock holder, read without acquiring
-      anything (cli/share_group_browse.py)
+      REDELIVERY-IN-MS KEY-BLOCKED DELIVER-AT: the in-flight records with their state,
+      lock holder and what holds them back, read without acquiring anything
+      (cli/share_group_browse.py)
   --pause --group G ... / --resume --group G ...   (Shoal's own: stop and restart
       delivery; the group config shoal.share.delivery.paused; --describe notes it)
+
+--describe also notes Shoal's key-ordered delivery (shoal.share.delivery.order=key)
+and scheduled delivery (shoal.share.delivery.delay.max.ms > 0) when the group has them
+on, and its offsets view then adds, per share-partition, the keys blocked, the records
+they hold back and the records waiting for their time (cli/share_group_holds.py).
 
 A reset plans the new start offsets with ListOffsets (--to-offset is clamped to the
 log's range, --to-datetime falls back to the log end where no record is that new)
@@ -63,14 +69,15 @@ from shoal.cli.share_group_admin import (
     alter_offsets,
     delete_group,
     delete_offsets,
+    delivery_settings,
     describe_group,
     describe_offsets,
-    is_paused,
     list_share_groups,
     set_paused,
 )
 from shoal.cli.share_group_browse import run_browse
 from shoal.cli.share_group_dlq import dlq_summary
+from shoal.cli.share_group_holds import extensions_on, notes, print_holds
 from shoal.cli.share_groups_options import validate
 from shoal.cli.tables import NAME_WIDTH_MIN, assignment_text, cell, format_table, print_table
 from shoal.client import Client, KafkaError
@@ -172,15 +179,23 @@ def _describe(client: Client, args: argparse.Namespace, out: IO[str]) -> int:
             report_group_state(KIND, group_id, "Dead")
             status = 1
             continue
+        offsets = None
         if args.members:
             ok = _print_members(description, args.verbose, out)
         elif args.state is not None:
             ok = _print_state(description, args.verbose, out)
         else:
-            ok = _print_offsets(description, describe_offsets(client, group_id), args.verbose, out)
+            offsets = describe_offsets(client, group_id)
+            ok = _print_offsets(description, offsets, args.verbose, out)
             _print_dlq(client, group_id, out)
-        if is_paused(client, group_id):
+        settings = delivery_settings(client, group_id)
+        if settings is not None and settings.paused:
             print(f"\nShare group '{group_id}' is paused: no records are delivered.", file=out)
+        if settings is not None and extensions_on(settings):
+            for line in notes(group_id, settings):
+                print(f"\n{line}", file=out)
+            if offsets:
+                print_holds(client, group_id, offsets, out)
         status = status if ok else 1
     return status
 

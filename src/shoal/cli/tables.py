@@ -13,6 +13,7 @@ than its minimum widens the column instead of pushing the rest of its row out of
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import IO
 
@@ -77,3 +78,32 @@ def assignment_text(assignment: dict[str, tuple[int, ...]]) -> str:
 def cell(value: int | None) -> str:
     """A number's cell, or MISSING when it is unknown."""
     return MISSING if value is None else str(value)
+
+
+KEY_CELL_CHARS_MAX = 40
+"""A record key's cell is cut to this many characters ("…" ends a cut one)."""
+
+
+def time_cell(epoch_ms: int | None) -> str:
+    """An epoch time in milliseconds as UTC ISO 8601 with milliseconds
+    (2026-11-29T10:00:00.000Z), or MISSING."""
+    if epoch_ms is None:
+        return MISSING
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+def key_cell(key: bytes) -> str:
+    """A record key: its text when it is printable UTF-8, "" when empty, else 0x and
+    its hex; cut to `KEY_CELL_CHARS_MAX` characters."""
+    if not key:
+        return '""'
+    try:
+        text = key.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if not text or not text.isprintable():
+        text = "0x" + key.hex()
+    if len(text) > KEY_CELL_CHARS_MAX:
+        text = text[: KEY_CELL_CHARS_MAX - 1] + "…"
+    return text

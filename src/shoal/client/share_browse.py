@@ -2,7 +2,9 @@
 extension API (protocol/extensions/): the records of each share-partition's in-flight
 window with their state, delivery count, lock holder, lock expiry and redelivery due
 time (delayed redelivery), read from the
-share-partition leader's memory without acquiring anything.
+share-partition leader's memory without acquiring anything; and what Shoal's key-ordered
+and scheduled delivery hold back (`BrowsedHolds`, `BrowsedEntry.deliver_at_ms` and
+`key_blocked`: tagged fields, read as "nothing held" from a broker without them).
 
 `browse` sends one request per partition leader (`Client.to_leaders`, which follows
 moved leaders), then returns the partitions in order. A top-level error (authorization,
@@ -42,6 +44,33 @@ class BrowsedEntry:
     redelivery_due_in_ms: int | None = None
     """Time left before a record held back by delayed redelivery may be acquired
     again; None when it is not held back (or the broker predates the field)."""
+    deliver_at_ms: int | None = None
+    """When a record waiting for its `shoal.deliver.at` comes due (epoch ms of the
+    broker's clock); None when it does not wait."""
+    key_blocked: bool = False
+    """Held back because an earlier record of its key is still in flight."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrowsedHolds:
+    """What key-ordered and scheduled delivery hold back in one share-partition."""
+
+    blocked_keys: int = 0
+    blocked_records: int = 0
+    """AVAILABLE records held back behind an earlier record of their key."""
+    top_blocked_keys: tuple[tuple[bytes, int], ...] = ()
+    """(key, records held back), most first."""
+    scheduled_records: int = 0
+    """Records waiting for their `shoal.deliver.at` time."""
+    next_due_ms: int | None = None
+    """The earliest of those times (epoch ms), None when none wait."""
+    malformed_deliver_at: int = 0
+    """Records delivered at once because their `shoal.deliver.at` did not parse."""
+
+    @property
+    def anything(self) -> bool:
+        """Whether anything is held back (or a malformed header was seen)."""
+        return bool(self.blocked_records or self.scheduled_records or self.malformed_deliver_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +84,7 @@ class BrowsedPartition:
     end_offset: int | None
     truncated: bool
     entries: tuple[BrowsedEntry, ...]
+    holds: BrowsedHolds = BrowsedHolds()
 
 
 def share_group_browse(
@@ -125,7 +155,17 @@ def _partition(topic: str, p: Any) -> BrowsedPartition:
                 redelivery_due_in_ms=None
                 if e.redelivery_due_in_ms < 0
                 else int(e.redelivery_due_in_ms),
+                deliver_at_ms=None if e.deliver_at_ms < 0 else int(e.deliver_at_ms),
+                key_blocked=bool(e.key_blocked),
             )
             for e in p.entries
+        ),
+        holds=BrowsedHolds(
+            blocked_keys=int(p.blocked_keys),
+            blocked_records=int(p.blocked_records),
+            top_blocked_keys=tuple((bytes(k.key), int(k.held_records)) for k in p.top_blocked_keys),
+            scheduled_records=int(p.scheduled_records),
+            next_due_ms=None if p.next_due_ms < 0 else int(p.next_due_ms),
+            malformed_deliver_at=int(p.malformed_deliver_at),
         ),
     )

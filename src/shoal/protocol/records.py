@@ -1,13 +1,15 @@
 """The records inside a v2 batch, for the few places that must look inside. Sans-I/O.
 
-The hot paths (Produce, Fetch, ShareFetch) do not decode records, with two exceptions
-on Produce that a topic's settings ask for (log/validation.py): recompression to the
-topic's compression.type (`recompressed`) and the key check of compacted topics
-(`keyless_records`). Kafka's timestamp lookups (ListOffsets) answer a record's exact
-offset, so they decode the one batch the log's batch-granular index points at. Only
-what each use needs is decoded: each record's offset and timestamp (CreateTime
-batches; a LogAppendTime batch gives every record the batch's max timestamp, as Kafka
-does), or whether it has a key.
+The hot paths (Produce, Fetch, ShareFetch) do not decode records, with exceptions that
+a topic's or a share group's settings ask for: on Produce (log/validation.py),
+recompression to the topic's compression.type (`recompressed`) and the key check of
+compacted topics (`keyless_records`); on ShareFetch, the keys and scheduled times of
+key-ordered and scheduled share groups (`record_facts`, below). Kafka's timestamp
+lookups (ListOffsets) answer a record's exact offset, so they decode the one batch the
+log's batch-granular index points at. Only what each use needs is decoded: each
+record's offset and timestamp (CreateTime batches; a LogAppendTime batch gives every
+record the batch's max timestamp, as Kafka does), whether it has a key, its key, its
+`shoal.deliver.at` header.
 
 A record (after the batch header, possibly compressed):
 
@@ -17,6 +19,11 @@ A record (after the batch header, possibly compressed):
 Compression codecs (attributes & 7) are shoal.protocol.compression's; data that does not
 inflate raises BatchError(ErrorCode.corrupt_message). `recompressed` re-encodes a whole
 batch's records with another codec (broker-side compression.type).
+
+Share groups with key order or scheduled delivery (docs/key-order.md,
+docs/scheduled-delivery.md) read the key and `shoal.deliver.at` header of the records
+an acquisition reads for the first time: `record_facts`, written for CPython's cost
+model (lookup tables, varints read inline; bench/record_facts_cost.py).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from shoal.protocol.compression import Codec, CompressionError, compress, decomp
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import (
     COMPRESSION_MASK,
+    CONTROL_MASK,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchError,
     BatchHeader,
@@ -62,7 +71,7 @@ def record_timestamps(buffer: bytes | memoryview, header: BatchHeader) -> Iterat
         ) from None
 
 
-def _decompressed(payload: bytes, header: BatchHeader) -> bytes:
+def _decompressed(payload: bytes | memoryview, header: BatchHeader) -> bytes:
     try:
         return decompress(payload, header.compression)
     except CompressionError as exc:
@@ -183,6 +192,24 @@ DELIVER_AT_HEADER = b"shoal.deliver.at"
 milliseconds as decimal ASCII (docs/scheduled-delivery.md)."""
 _DELIVER_AT_DIGITS_MAX = 19
 """A deliver-at value longer than this many digits is malformed (beyond int64)."""
+_DELIVER_AT_MAX = 2**63 - 1
+"""A deliver-at value above this (a Java long's maximum) is malformed too."""
+_NAME_LENGTH = len(DELIVER_AT_HEADER)
+
+_MORE = -(2**40)
+"""Below every value a varint of one or two bytes holds: the tables' mark of "longer"."""
+_ZIGZAG: tuple[int, ...] = tuple((b >> 1) ^ -(b & 1) if b < 0x80 else _MORE for b in range(256))
+"""A varint's first byte -> its zigzag value when it is the varint's only byte, or
+`_MORE` when its continuation bit is set (a tuple subscript by an int is one of
+CPython's specialised instructions, cheaper than decoding with shifts)."""
+_LOW: tuple[int, ...] = tuple((b & 0x7F) >> 1 if not b & 1 else _MORE for b in range(256))
+"""The first byte of a two-byte varint -> its share of the zigzag value (bits 1..6), or
+`_MORE` when the value is negative (the zigzag sign bit, bit 0, set)."""
+_HIGH: tuple[int, ...] = tuple(b << 6 if b < 0x80 else _MORE for b in range(256))
+"""The second byte of a two-byte varint -> its share of the zigzag value, or `_MORE`
+when the varint goes on (a third byte). `_LOW[b0] + _HIGH[b1]` is the value of a
+non-negative two-byte varint (up to 8191: record lengths and offset deltas), or
+negative when the varint is negative or longer: then `_varint` reads it."""
 
 
 @dataclass(slots=True)
@@ -199,7 +226,8 @@ class RecordFacts:
     """Offset -> (the `shoal.deliver.at` time, the record's timestamp), for the
     records with a well-formed header (empty when not asked for)."""
     malformed: list[int]
-    """Offsets whose `shoal.deliver.at` header did not parse (delivered at once)."""
+    """Offsets whose `shoal.deliver.at` header did not parse (delivered at once), in
+    offset order."""
 
 
 def record_facts(
@@ -210,91 +238,275 @@ def record_facts(
     deliver_at: bool,
 ) -> RecordFacts:
     """The keys and/or scheduled times of the records of the batches `headers`
-    describe in `buffer` (consecutive batches of one log read). Only what is asked
-    for is decoded; a batch whose (inflated) records do not contain the header name
-    skips the header walk. Raises BatchError on records that do not parse."""
+    describe in `buffer` (consecutive batches of one log read; each header's position
+    indexes `buffer`). Control batches and empty batches are skipped. Runs on every
+    acquisition of a key-ordered or scheduled share group: see `_walk_keys` for how
+    it stays cheap, bench/record_facts_cost.py for what it costs.
+
+    Only what is asked for is read. Keys: every record's length, offset delta and
+    key; a record's offset is base offset + offset delta, so the holes a compacted
+    batch has stay None. Deliver-at: a record's headers are walked only when the
+    header name's bytes start inside the record (`bytes.find` over the batch's
+    records); a batch without them is not walked at all, a batch with them is walked
+    to its end. A record with several `shoal.deliver.at` headers: the last one wins,
+    as for Kafka's `Headers.lastHeader`. A value is well-formed when it is 1..19 ASCII
+    digits of at most 2**63 - 1; any other value (null included) puts the offset in
+    `malformed`. The record's timestamp is the batch's max timestamp in a
+    LogAppendTime batch (Kafka gives every record of one that time), its base
+    timestamp + timestamp delta otherwise.
+
+    Raises BatchError(ErrorCode.corrupt_message) when what it reads does not parse:
+    a batch that does not inflate, a record running past its batch, records that do
+    not fill it, a field running past its record, an offset delta outside the batch,
+    a batch outside the read's offsets, a null header name, a negative header count."""
     assert headers
     first = headers[0].base_offset
     last = headers[-1].last_offset
     found_keys: list[bytes | None] | None = [None] * (last - first + 1) if keys else None
     found_at: dict[int, tuple[int, int]] = {}
     malformed: list[int] = []
+    facts = RecordFacts(first, last, found_keys, found_at, malformed)
+    if not keys and not deliver_at:
+        return facts
+    if isinstance(buffer, bytes):
+        data, rebase = buffer, 0
+    else:  # one copy of the read (bytes.find and bytes slices for keys)
+        rebase = headers[0].position
+        data = bytes(buffer[rebase : headers[-1].position + headers[-1].size])
     for header in headers:
-        if header.is_control or header.records_count <= 0:
+        count = header.records_count
+        attributes = header.attributes
+        if count <= 0 or attributes & CONTROL_MASK:
             continue
-        start = header.position + HEADER_SIZE
-        payload = bytes(buffer[start : header.position + header.size])
-        if header.compression:
-            payload = _decompressed(payload, header)
-        walk_headers = deliver_at and DELIVER_AT_HEADER in payload
-        if not keys and not walk_headers:
-            continue
+        start = header.position - rebase + HEADER_SIZE
+        limit = start + header.batch_length - (HEADER_SIZE - LOG_OVERHEAD)
+        payload = data
+        if attributes & COMPRESSION_MASK:
+            payload = _decompressed(memoryview(data)[start:limit], header)
+            start, limit = 0, len(payload)
+        hit = payload.find(DELIVER_AT_HEADER, start, limit) if deliver_at else -1
+        if hit < 0:
+            if not keys:
+                continue
+            hit = limit
+        shift = header.base_offset - first
         try:
-            _walk_records(
-                payload, header, first, found_keys, found_at if walk_headers else None, malformed
-            )
+            if found_keys is None:
+                _walk_scheduled(payload, start, limit, count, hit, header, found_at, malformed)
+            elif shift < 0 or shift + header.last_offset_delta >= len(found_keys):
+                raise IndexError  # a batch outside the offsets of the read
+            else:
+                _walk_keys(
+                    payload,
+                    start,
+                    limit,
+                    count,
+                    hit,
+                    header,
+                    found_keys,
+                    shift,
+                    found_at,
+                    malformed,
+                )
         except IndexError:
             raise BatchError(
                 ErrorCode.corrupt_message,
-                f"records of the batch at offset {header.base_offset} are truncated",
+                f"records of the batch at offset {header.base_offset} do not parse",
             ) from None
-    return RecordFacts(first, last, found_keys, found_at, malformed)
+    return facts
 
 
-def _walk_records(
+def _walk_keys(
     payload: bytes,
+    position: int,
+    limit: int,
+    count: int,
+    hit: int,
     header: BatchHeader,
-    first: int,
-    keys: list[bytes | None] | None,
-    deliver_at: dict[int, tuple[int, int]] | None,
+    keys: list[bytes | None],
+    shift: int,
+    found_at: dict[int, tuple[int, int]],
     malformed: list[int],
 ) -> None:
-    """Fill `keys` (by offset - first) and `deliver_at` from one batch's records."""
-    base = header.base_offset
-    base_timestamp = header.base_timestamp
-    log_append_time = bool(header.attributes & TIMESTAMP_TYPE_MASK)
-    position = 0
-    size = len(payload)
-    for _ in range(header.records_count):
-        length, position = _varint(payload, position)
+    """Put the keys of the `count` records of `payload[position:limit]` in `keys` (at
+    offset delta + `shift`); read the deliver-at header of each record in which a hit
+    of its name starts (`hit`: the first one, `limit` when none). IndexError when the
+    records do not parse.
+
+    The varints are read inline, from `_ZIGZAG` (one byte) and `_LOW` + `_HIGH` (two
+    bytes: a record up to 8 KiB, an offset delta up to 8191), `_varint` for the rest:
+    a call and a tuple per field cost twice the whole record's reading."""
+    zigzag, low, high = _ZIGZAG, _LOW, _HIGH
+    last_delta = header.last_offset_delta
+    for _ in range(count):
+        byte = payload[position]
+        if byte < 0x80:
+            length = zigzag[byte]
+            position += 1
+        else:
+            length = low[byte] + high[payload[position + 1]]
+            position += 2
+            if length < 0:
+                length, position = _varint(payload, position - 2)
         end = position + length
-        if length < 0 or end > size:
+        if not position < end <= limit:
             raise IndexError
-        timestamp_delta, cursor = _varint(payload, position + 1)  # after attributes
-        offset_delta, cursor = _varint(payload, cursor)
-        key_length, cursor = _varint(payload, cursor)
-        offset = base + offset_delta
-        if keys is not None and key_length >= 0:
-            keys[offset - first] = payload[cursor : cursor + key_length]
-        if deliver_at is not None:
-            cursor += max(0, key_length)
-            value_length, cursor = _varint(payload, cursor)
-            cursor += max(0, value_length)
-            count, cursor = _varint(payload, cursor)
-            for _ in range(count):
-                name_length, cursor = _varint(payload, cursor)
-                name = payload[cursor : cursor + name_length]
-                cursor += max(0, name_length)
-                value_length, cursor = _varint(payload, cursor)
-                if name == DELIVER_AT_HEADER:
-                    value = payload[cursor : cursor + value_length] if value_length >= 0 else b""
-                    at = _deliver_at(value)
-                    if at is None:
-                        malformed.append(offset)
-                    else:
-                        timestamp = (
-                            header.max_timestamp
-                            if log_append_time
-                            else base_timestamp + timestamp_delta
-                        )
-                        deliver_at[offset] = (at, timestamp)
-                cursor += max(0, value_length)
+        cursor = position + 1  # after the attributes; the timestamp delta is skipped
+        while payload[cursor] > 0x7F:
+            cursor += 1
+        byte = payload[cursor + 1]
+        if byte < 0x80:
+            delta = zigzag[byte]
+            cursor += 2
+        else:
+            delta = low[byte] + high[payload[cursor + 2]]
+            cursor += 3
+            if delta < 0:
+                delta, cursor = _varint(payload, cursor - 2)
+        if not 0 <= delta <= last_delta:
+            raise IndexError
+        key_length = zigzag[payload[cursor]]
+        cursor += 1
+        if key_length < -64:
+            key_length, cursor = _varint(payload, cursor - 1)
+        if key_length >= 0:
+            cursor += key_length
+            keys[shift + delta] = payload[cursor - key_length : cursor]
+        if cursor >= end:  # the value's length is still to come
+            raise IndexError
+        if hit < end:
+            _read_deliver_at(payload, position, end, header, found_at, malformed)
+            hit = payload.find(DELIVER_AT_HEADER, end, limit)
+            if hit < 0:
+                hit = limit
         position = end
+    if position != limit:
+        raise IndexError
 
 
-def _deliver_at(value: bytes) -> int | None:
-    """A `shoal.deliver.at` value as epoch milliseconds, or None when malformed: not
-    1-19 ASCII digits."""
-    if not 0 < len(value) <= _DELIVER_AT_DIGITS_MAX or not value.isdigit():
+def _walk_scheduled(
+    payload: bytes,
+    position: int,
+    limit: int,
+    count: int,
+    hit: int,
+    header: BatchHeader,
+    found_at: dict[int, tuple[int, int]],
+    malformed: list[int],
+) -> None:
+    """`_walk_keys` without keys: of the records without a hit, only the length is
+    read (the walk still goes to the batch's end: truncated records are refused
+    whichever facts are asked for)."""
+    zigzag, low, high = _ZIGZAG, _LOW, _HIGH
+    for _ in range(count):
+        byte = payload[position]
+        if byte < 0x80:
+            length = zigzag[byte]
+            position += 1
+        else:
+            length = low[byte] + high[payload[position + 1]]
+            position += 2
+            if length < 0:
+                length, position = _varint(payload, position - 2)
+        end = position + length
+        if not position < end <= limit:
+            raise IndexError
+        if hit < end:
+            _read_deliver_at(payload, position, end, header, found_at, malformed)
+            hit = payload.find(DELIVER_AT_HEADER, end, limit)
+            if hit < 0:
+                hit = limit
+        position = end
+    if position != limit:
+        raise IndexError
+
+
+def _read_deliver_at(
+    payload: bytes,
+    position: int,
+    end: int,
+    header: BatchHeader,
+    found_at: dict[int, tuple[int, int]],
+    malformed: list[int],
+) -> None:
+    """Read the record of `payload[position:end]` (after its length) whole and note
+    its last `shoal.deliver.at` header, if it has one, in `found_at` or `malformed`.
+    IndexError when the record does not parse exactly to `end`. Varints inline as in
+    `_walk_keys`."""
+    zigzag, low, high = _ZIGZAG, _LOW, _HIGH
+    cursor = position + 1  # after the attributes
+    timestamp_delta = zigzag[payload[cursor]]
+    cursor += 1
+    if timestamp_delta < -64:
+        timestamp_delta, cursor = _varint(payload, cursor - 1)
+    byte = payload[cursor]
+    if byte < 0x80:
+        delta = zigzag[byte]
+        cursor += 1
+    else:
+        delta = low[byte] + high[payload[cursor + 1]]
+        cursor += 2
+        if delta < 0:
+            delta, cursor = _varint(payload, cursor - 2)
+    if not 0 <= delta <= header.last_offset_delta:
+        raise IndexError
+    for _ in range(2):  # the key, the value: skipped
+        byte = payload[cursor]
+        if byte < 0x80:
+            cursor += 1 + (byte >> 1 if not byte & 1 else 0)  # a negative length: null
+        else:
+            length = low[byte] + high[payload[cursor + 1]]
+            cursor += 2
+            if length < 0:
+                length, cursor = _varint(payload, cursor - 2)
+            if length > 0:
+                cursor += length
+    count = zigzag[payload[cursor]]
+    cursor += 1
+    if count < -64:
+        count, cursor = _varint(payload, cursor - 1)
+    if count < 0:
+        raise IndexError  # Kafka refuses a negative header count
+    value: bytes | None = None
+    found = False
+    for _ in range(count):
+        if cursor >= end:  # each header takes two bytes at least: the loop ends
+            raise IndexError
+        name_length = zigzag[payload[cursor]]
+        cursor += 1
+        if name_length < -64:
+            name_length, cursor = _varint(payload, cursor - 1)
+        if name_length < 0:
+            raise IndexError  # a null header name: Kafka refuses the record
+        name = cursor
+        cursor += name_length
+        value_length = zigzag[payload[cursor]]
+        cursor += 1
+        if value_length < -64:
+            value_length, cursor = _varint(payload, cursor - 1)
+        if name_length == _NAME_LENGTH and payload.startswith(DELIVER_AT_HEADER, name):
+            found = True  # a later one overrides it
+            value = payload[cursor : cursor + value_length] if value_length >= 0 else None
+        if value_length > 0:
+            cursor += value_length
+    if cursor != end:
+        raise IndexError
+    if not found:
+        return
+    offset = header.base_offset + delta
+    at = _deliver_at(value)
+    if at is None:
+        malformed.append(offset)
+    elif header.attributes & TIMESTAMP_TYPE_MASK:
+        found_at[offset] = (at, header.max_timestamp)
+    else:
+        found_at[offset] = (at, header.base_timestamp + timestamp_delta)
+
+
+def _deliver_at(value: bytes | None) -> int | None:
+    """A `shoal.deliver.at` value as epoch milliseconds, or None when malformed: null,
+    not 1-19 ASCII digits, or above 2**63 - 1."""
+    if value is None or not 0 < len(value) <= _DELIVER_AT_DIGITS_MAX or not value.isdigit():
         return None
-    return int(value)
+    at = int(value)
+    return at if at <= _DELIVER_AT_MAX else None

@@ -414,9 +414,8 @@ class Acquisition:
                 self._stop(end + 1)  # out of budget: the rest is not examined
                 return
             # held-back and waiting records took part of the budget's range: go on
-            if beyond_end:
-                waited = sum(1 for due in special.values() if due != HELD)
-                self.window_room -= end - first + 1 - waited
+            if beyond_end:  # they take no room under the in-flight limit either
+                self.window_room -= end - first + 1 - len(special)
             first = end + 1
 
     def _specials(self, first: int, end: int) -> tuple[dict[int, int], int]:
@@ -506,7 +505,8 @@ class Acquisition:
                 window.held.update(range(offset, run_last + 1))
                 position = run_last + 1
             else:
-                mono = holds.now_mono_ms + (due - holds.now_wall_ms)
+                # +1: the two clocks are read in whole ms; never a millisecond early
+                mono = holds.now_mono_ms + (due - holds.now_wall_ms) + 1
                 self._available(offset, offset, mono)
                 window.redelivery.hold_until(mono)
                 window.schedule.wait(offset, due)

@@ -9,10 +9,12 @@ a key belong to one acquisition, and a key's records go out in offset order.
 
 Owns:
 - `RecordKeys`: the key of each offset of the window, learned from the log reads
-  (`record_facts`), in a list indexed by offset - base so a batch's keys are one slice.
+  (`record_facts`), a list per log batch so a batch's keys are one slice.
   An offset no read has covered yet (a share-partition loaded after a restart) is
   `UNKNOWN` until one does.
-- `in_flight_keys`: the keys of the records acquired anywhere in the window.
+- `in_flight_keys`: the keys of the records acquired anywhere in the window (counted
+  by `RecordKeys.enter`/`leave`, which the window calls as records enter and leave
+  flight).
 - `holding_keys`: those, plus the keys of the records below an offset that are not
   done (held back, waiting, delayed): what an acquisition starting there must not hand out.
 - `first_eligible`: where an acquisition can start, for the next fetch offset: the
@@ -26,6 +28,7 @@ test against it runs in C. Deterministic; no clock.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -51,66 +54,121 @@ Key = bytes | None | _Unknown
 _DONE: Final = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVING, RecordState.ARCHIVED})
 """States that hold nothing back (a record never handed out again)."""
 
-_COMPACT_AT: Final = 4_096
-"""`RecordKeys` drops the keys below the start offset once this many have gathered."""
+_COMPACT_AT: Final = 64
+"""`RecordKeys` drops the batches below the start offset once this many have gathered."""
 
 
 class RecordKeys:
-    """The key of each offset from `base` on (UNKNOWN where not learned)."""
+    """The key of each record of the window, learned a log batch at a time (a batch's
+    keys are one list by offset - its base offset, so a batch's keys are one slice,
+    and offsets between batches, a compacted log's holes, take no room). An offset no
+    read has covered is UNKNOWN."""
 
-    __slots__ = ("base", "keys", "known_from", "known_to")
+    __slots__ = ("_firsts", "_keys", "_lasts", "in_flight", "known_from", "known_to")
 
     def __init__(self, base: int) -> None:
-        self.base = base
-        self.keys: list[Key] = []
+        self._firsts: list[int] = []
+        self._lasts: list[int] = []
+        self._keys: list[Sequence[bytes | None]] = []
+        self.in_flight: dict[Key, int] = {}
+        """Key -> its records acquired (or with a write pending) now: kept by the
+        window as records enter and leave flight, so no scan finds them."""
         self.known_from = base
         self.known_to = base - 1
         """[known_from, known_to]: offsets whose keys were all learned (one run of
-        reads; a read that does not touch it starts a new run)."""
+        reads; a read that does not touch it starts a new run). An offset in there
+        that no batch holds has no record (None)."""
 
-    def learn(self, first: int, keys: Sequence[bytes | None], *, low: int, high: int) -> None:
-        """Keys of [low, high] from `keys`, indexed by offset - `first` (a read's facts)."""
-        low = max(low, self.base, first)
-        if high < low:
+    def learn(self, batches: Sequence[tuple[int, Sequence[bytes | None]]], *, high: int) -> None:
+        """The keys of a read: (base offset, keys by offset - base) per log batch, in
+        order, the read covering everything up to `high`."""
+        if not batches:
             return
-        store = self.keys
-        end = high - self.base + 1
-        if len(store) < end:
-            store.extend([UNKNOWN] * (end - len(store)))
-        store[low - self.base : end] = keys[low - first : high - first + 1]
+        firsts, lasts, store = self._firsts, self._lasts, self._keys
+        for first, keys in batches:
+            last = first + len(keys) - 1
+            index = bisect_left(firsts, first)
+            if index < len(firsts) and firsts[index] == first and lasts[index] == last:
+                continue  # the same batch again
+            stop = index
+            while stop < len(firsts) and firsts[stop] <= last:
+                stop += 1
+            if index > 0 and lasts[index - 1] >= first:
+                index -= 1
+            firsts[index:stop] = [first]
+            lasts[index:stop] = [last]
+            store[index:stop] = [keys]
+        low = batches[0][0]
         if low <= self.known_to + 1 and high >= self.known_from - 1:
             self.known_from = min(self.known_from, low)
             self.known_to = max(self.known_to, high)
         else:
             self.known_from, self.known_to = low, high
 
+    def enter(self, first: int, last: int) -> None:
+        """[first, last] were acquired."""
+        counts = self.in_flight
+        for key in self.between(first, last):
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+
+    def leave(self, first: int, last: int) -> None:
+        """[first, last] are no longer acquired (done, released or expired)."""
+        counts = self.in_flight
+        for key in self.between(first, last):
+            if key is None:
+                continue
+            left = counts.get(key, 0) - 1
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+
     def knows(self, first: int, last: int) -> bool:
         """Whether the keys of [first, last] are all learned."""
         return self.known_from <= first and last <= self.known_to
 
     def get(self, offset: int) -> Key:
-        index = offset - self.base
-        if 0 <= index < len(self.keys):
-            return self.keys[index]
-        return UNKNOWN
+        index = bisect_right(self._firsts, offset) - 1
+        if index >= 0 and offset <= self._lasts[index]:
+            return self._keys[index][offset - self._firsts[index]]
+        return None if self.known_from <= offset <= self.known_to else UNKNOWN
 
     def between(self, first: int, last: int) -> list[Key]:
-        """Keys of [first, last] (UNKNOWN past what was learned)."""
-        base = self.base
-        low = first - base
-        assert low >= 0, (first, base)
-        found = self.keys[low : last - base + 1]
-        missing = last - first + 1 - len(found)
-        if missing > 0:
-            found.extend([UNKNOWN] * missing)
+        """The key of each offset of [first, last], in order (None where no record is,
+        UNKNOWN where nothing was learned)."""
+        firsts, lasts, store = self._firsts, self._lasts, self._keys
+        index = bisect_right(firsts, first) - 1
+        if index >= 0 and lasts[index] >= last and firsts[index] <= first:
+            base = firsts[index]  # within one batch: the usual case
+            return list(store[index][first - base : last - base + 1])
+        if index < 0 or lasts[index] < first:
+            index += 1
+        found: list[Key] = []
+        position = first
+        while position <= last:
+            if index < len(firsts) and firsts[index] <= position:
+                base = firsts[index]
+                end = min(last, lasts[index])
+                found.extend(store[index][position - base : end - base + 1])
+                position = end + 1
+                index += 1
+                continue
+            gap_end = last if index >= len(firsts) else min(last, firsts[index] - 1)
+            known = self.known_from <= position and gap_end <= self.known_to
+            found.extend([None if known else UNKNOWN] * (gap_end - position + 1))
+            position = gap_end + 1
         return found
 
     def drop_below(self, start: int) -> None:
-        """Forget the keys below `start` (the window's start offset) now and then."""
-        drop = start - self.base
+        """Forget the batches wholly below `start` (the window's start offset) now and
+        then."""
+        lasts = self._lasts
+        drop = bisect_left(lasts, start)
         if drop >= _COMPACT_AT:
-            del self.keys[:drop]
-            self.base = start
+            del self._firsts[:drop]
+            del lasts[:drop]
+            del self._keys[:drop]
             self.known_from = max(self.known_from, start)
 
 
@@ -127,22 +185,12 @@ def _is_acquired(st: InFlightState) -> bool:
     return st.pending is not None or st.state is RecordState.ACQUIRED
 
 
-def in_flight_keys(window: InFlightWindow, keys: RecordKeys) -> set[Key]:
-    """The keys of the records acquired (or with a write pending) in the window."""
-    found: set[Key] = set()
-    cache = window.cache
-    for index in range(cache.index_from(window.start_offset), len(cache)):
-        batch = cache[index]
-        whole = batch.whole
-        if whole is not None:
-            if _is_acquired(whole):
-                _add(found, keys.between(batch.first_offset, batch.last_offset))
-            continue
-        assert batch.offsets is not None
-        base = batch.first_offset
-        for position, st in enumerate(batch.offsets):
-            if _is_acquired(st):
-                found.add(keys.get(base + position))
+def in_flight_keys(keys: RecordKeys) -> set[Key]:
+    """The keys of the records acquired (or with a write pending) in the window, null
+    and unknown keys left out."""
+    found = set(keys.in_flight)
+    found.discard(None)
+    found.discard(UNKNOWN)
     return found
 
 
@@ -151,23 +199,24 @@ def holding_keys(window: InFlightWindow, keys: RecordKeys, *, upto: int) -> set[
     acquired anywhere in the window, and of those below `upto` not done. Null keys
     and UNKNOWN are left out (an unknown key below `upto` cannot be: every record below
     an acquisition's start was read by an earlier one)."""
-    found: set[Key] = set()
+    found = in_flight_keys(keys)
     cache = window.cache
     for index in range(cache.index_from(window.start_offset), len(cache)):
         batch = cache[index]
-        below = batch.first_offset < upto
+        if batch.first_offset >= upto:
+            break
         whole = batch.whole
         if whole is not None:
-            if _is_acquired(whole):
-                _add(found, keys.between(batch.first_offset, batch.last_offset))
-            elif below and _is_holding(whole):
+            if _is_holding(whole) and not _is_acquired(whole):
                 _add(found, keys.between(batch.first_offset, min(batch.last_offset, upto - 1)))
             continue
         assert batch.offsets is not None
         base = batch.first_offset
         for position, st in enumerate(batch.offsets):
             offset = base + position
-            if _is_acquired(st) or (offset < upto and _is_holding(st)):
+            if offset >= upto:
+                break
+            if _is_holding(st) and not _is_acquired(st):
                 found.add(keys.get(offset))
     found.discard(None)
     found.discard(UNKNOWN)
@@ -180,9 +229,7 @@ def first_eligible(
     """(The first AVAILABLE ready record whose key nothing holds back, or whose key is
     not known yet; None when there is none within `scan_max` held-back records) and the
     number of held-back records passed."""
-    held = in_flight_keys(window, keys)
-    held.discard(None)
-    held.discard(UNKNOWN)
+    held = in_flight_keys(keys)
     passed = 0
     cache = window.cache
     ready = window.is_ready
@@ -225,9 +272,7 @@ def first_eligible(
 def held_back(window: InFlightWindow, keys: RecordKeys) -> tuple[dict[bytes, int], set[int]]:
     """The AVAILABLE records held back by their key now: (key -> records, their
     offsets). O(window)."""
-    held = in_flight_keys(window, keys)
-    held.discard(None)
-    held.discard(UNKNOWN)
+    held = in_flight_keys(keys)
     counts: dict[bytes, int] = {}
     offsets: set[int] = set()
     start = window.start_offset

@@ -224,12 +224,15 @@ class SharePartition:
         leader_epoch: int = 0,
         key_scan_max: int = limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS,
         scheduled_max: int = limits.SHARE_SCHEDULED_RECORDS_MAX,
+        window_span_max: int = limits.SHARE_WINDOW_SPAN_MAX_OFFSETS,
     ) -> None:
         self.key = SharePartitionKey(group_id, topic_id, partition)
         self.key_scan_max = key_scan_max
         """Key order: held-back records one acquisition passes (a limit; smaller in tests)."""
         self.scheduled_max = scheduled_max
         """Scheduled delivery: records the window may hold waiting (a limit)."""
+        self.window_span_max = window_span_max
+        """Key order or scheduled delivery: the widest window, in offsets (a limit)."""
         self._clock = clock
         self.settings = settings
         """The group's settings for the operation in progress (set by the owner)."""
@@ -337,13 +340,14 @@ class SharePartition:
     def records_to_read(self, fetch_offset: int, max_records: int) -> int:
         """How many records a read from `fetch_offset` should cover for an acquisition
         of `max_records`: those, plus under key order or scheduled delivery the window's
-        records at or past `fetch_offset` (some are held back or waiting), so that the
-        read reaches the records it may take."""
+        records at or past `fetch_offset` (some are held back or waiting; at most
+        `key_scan_max` of them), so that the read reaches the records it may take."""
         window = self._w
         config = self.settings
         if not (config.key_ordered or config.delivery_delay_max_ms > 0):
             return max_records
-        return max_records + max(0, window.end_offset - fetch_offset + 1)
+        behind = min(max(0, window.end_offset - fetch_offset + 1), self.key_scan_max)
+        return max_records + behind
 
     def _fetch_offset(self, window: InFlightWindow) -> int:
         """`InFlightWindow.next_fetch_offset`, passing over the records held back by
@@ -369,9 +373,19 @@ class SharePartition:
         if config.delivery_paused:
             return None
         offset = self._fetch_offset(window)
-        if offset != window.end_offset + 1 or window.occupancy() < config.max_record_locks:
+        if offset != window.end_offset + 1 or self._room(window) > 0:
             return offset
         return None
+
+    def _room(self, window: InFlightWindow) -> int:
+        """Records the in-flight limit lets new acquisitions add (`occupancy`); under
+        key order or scheduled delivery also within `window_span_max` offsets of the
+        start offset."""
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return config.max_record_locks - window.occupancy()
+        room = config.max_record_locks - window.occupancy(extended=True)
+        return min(room, self.window_span_max - window.size())
 
     def can_acquire(self) -> bool:
         """Worth reading the log: something cached or in a gap is acquirable, or the
@@ -519,7 +533,7 @@ class SharePartition:
         if window.schedule.waiting_at:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
         window.prune_held()
-        room = config.max_record_locks - window.occupancy()
+        room = self._room(window)
         budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
@@ -601,24 +615,34 @@ class SharePartition:
                 first_unknown = index
                 break
         facts = RecordFacts(usable[-1].last_offset + 1, usable[-1].last_offset, None, {}, [])
+        learned: list[tuple[int, Sequence[bytes | None]]] = []
         if first_unknown < len(usable):
             assert records, "a key-ordered or scheduled acquisition needs the read's records"
-            parsed = usable[first_unknown:]
-            try:
-                facts = record_facts(records, parsed, keys=ordered, deliver_at=scheduled)
-            except BatchError as exc:  # the log's own batches: validated when produced
-                log.warning(
-                    "share-partition %s: records at %d-%d not read (%s); delivered "
-                    "unordered and unscheduled",
-                    self.key,
-                    parsed[0].base_offset,
-                    parsed[-1].last_offset,
-                    exc,
-                )
-                count = parsed[-1].last_offset - parsed[0].base_offset + 1
-                facts = RecordFacts(
-                    parsed[0].base_offset, parsed[-1].last_offset, [None] * count, {}, []
-                )
+            facts = RecordFacts(
+                usable[first_unknown].base_offset, usable[-1].last_offset, None, {}, []
+            )
+            for header in usable[first_unknown:]:  # one batch at a time: holes take no room
+                try:
+                    found = record_facts(records, (header,), keys=ordered, deliver_at=scheduled)
+                except BatchError as exc:  # the log's own batches: validated when produced
+                    log.warning(
+                        "share-partition %s: records of the batch at %d not read (%s); "
+                        "delivered unordered and unscheduled",
+                        self.key,
+                        header.base_offset,
+                        exc,
+                    )
+                    found = RecordFacts(
+                        header.base_offset,
+                        header.last_offset,
+                        [None] * (header.last_offset - header.base_offset + 1),
+                        {},
+                        [],
+                    )
+                if found.keys is not None:
+                    learned.append((found.first_offset, found.keys))
+                facts.deliver_at.update(found.deliver_at)
+                facts.malformed.extend(found.malformed)
         holds = Holds(
             facts,
             max_delay_ms=config.delivery_delay_max_ms,
@@ -627,13 +651,7 @@ class SharePartition:
             scheduled_max=self.scheduled_max,
         )
         if ordered and keys is not None:
-            if facts.keys is not None:
-                keys.learn(
-                    facts.first_offset,
-                    facts.keys,
-                    low=window.start_offset,
-                    high=facts.last_offset,
-                )
+            keys.learn(learned, high=usable[-1].last_offset)
             holds.keys = keys
             holds.held = holding_keys(window, keys, upto=walk_from)
             holds.scan_max = self.key_scan_max

@@ -102,11 +102,17 @@ class InFlightWindow:
         """end - SPSO + 1 (acknowledged, archived and gap offsets included)."""
         return self.end_offset - self.start_offset + 1 if self.has_inflight() else 0
 
-    def occupancy(self) -> int:
-        """What counts towards the in-flight limit: `size()` less the records waiting
-        for their scheduled time and the new ones held back by their key (they hold no
-        lock)."""
-        return self.size() - len(self.schedule) - len(self.held)
+    def occupancy(self, *, extended: bool = False) -> int:
+        """What counts towards the in-flight limit: `size()`, as in Kafka. `extended`
+        (key order or scheduled delivery on): the records not yet done, less those
+        waiting for their scheduled time and the new ones held back by their key. A
+        waiting or held-back record pins the start offset, so the records done
+        behind it must not count, or one long wait would stop the share-partition
+        (docs/scheduled-delivery.md; `limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` bounds the
+        span instead)."""
+        if not extended:
+            return self.size()
+        return self.size() - self.delivery_complete_count - len(self.schedule) - len(self.held)
 
     def prune_held(self) -> None:
         """Forget held-back records the start offset has passed (archived meanwhile)."""
@@ -154,6 +160,8 @@ class InFlightWindow:
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
+        if st.state is RecordState.ACQUIRED and self.keys is not None:
+            self.keys.leave(first, last)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -180,6 +188,8 @@ class InFlightWindow:
         held = self.held
         if held and first in held:  # a held-back run goes whole, or offset by offset
             held.difference_update(range(first, last + 1))
+        if self.keys is not None:
+            self.keys.enter(first, last)
         st.lock = self.timers.arm(
             member_id=member_id, first_offset=first, last_offset=last, deadline_ms=deadline_ms
         )
@@ -244,6 +254,8 @@ class InFlightWindow:
         if backup.lock is not None:
             self.timers.cancel(backup.lock)
         st.pending = None
+        if self.keys is not None:
+            self.keys.leave(first, last)
         if st.state is RecordState.AVAILABLE:
             if last < self.start_offset:
                 self.move(st, first, last, Event.LOG_START_PASSED, limit=limit)
@@ -545,6 +557,15 @@ class InFlightWindow:
             assert self.end_offset == start, (self.end_offset, start)
         if self.gap_start is not None:
             assert self.gap_start >= start and self.gap_start <= self.gap_end
+        if self.keys is not None:
+            counted: dict[object, int] = {}
+            for batch in self.cache:
+                for first, last, st in batch.states():
+                    if st.pending is not None or st.state is RecordState.ACQUIRED:
+                        for key in self.keys.between(first, last):
+                            if key is not None:
+                                counted[key] = counted.get(key, 0) + 1
+            assert counted == self.keys.in_flight, (counted, self.keys.in_flight)
 
 
 def _check_state(st: InFlightState, first: int, last: int) -> None:

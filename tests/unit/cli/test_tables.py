@@ -3,7 +3,14 @@ space apart, the last column unpadded; and the test reader gives the cells back.
 
 from __future__ import annotations
 
-from shoal.cli.tables import NAME_WIDTH_MIN, format_table
+from shoal.cli.tables import (
+    KEY_CELL_CHARS_MAX,
+    MISSING,
+    NAME_WIDTH_MIN,
+    format_table,
+    key_cell,
+    time_cell,
+)
 from tests.support.cli import rows, tables
 
 
@@ -91,3 +98,19 @@ def test_end_follows_the_padded_last_column() -> None:
     )
     assert lines == ["GROUP           #PARTITIONS     ", "g               3               "]
     assert tables("\n".join(lines)) == [[{"GROUP": "g", "#PARTITIONS": "3"}]]
+
+
+def test_time_cells_are_utc_iso_with_milliseconds() -> None:
+    assert time_cell(1_764_400_000_123) == "2025-11-29T07:06:40.123Z"
+    assert time_cell(0) == "1970-01-01T00:00:00.000Z"
+    assert time_cell(None) == MISSING
+
+
+def test_key_cells_are_text_when_printable_else_hex_and_cut() -> None:
+    assert key_cell(b"order-7") == "order-7"
+    assert key_cell(b"caf\xc3\xa9") == "café"
+    assert key_cell(b"\xff\x00") == "0xff00"
+    assert key_cell(b"a\nb") == "0x610a62"
+    assert key_cell(b"") == '""'
+    long = key_cell(b"k" * 100)
+    assert len(long) == KEY_CELL_CHARS_MAX and long.endswith("…")

@@ -114,5 +114,66 @@ def test_the_redelivery_due_time_is_a_tagged_field_left_out_when_unset() -> None
     assert entity_reader(type(held))(encoded(held), 0)[0] == held
 
 
+def _encoded(entity: object) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+def test_delivery_holds_are_tagged_fields_left_out_when_nothing_is_held() -> None:
+    """Key order and scheduled delivery (tags 1-2 of InFlightEntry, 0-5 of
+    BrowsedPartition, among them an array of BlockedKey) are written only when set:
+    a partition and an entry with nothing held back have the bytes they had before
+    the fields existed, and set ones read back through kio's own reader."""
+    schema = response_schema(KEY, 0)
+    entry_fields = {
+        "first_offset": 5,
+        "last_offset": 5,
+        "state": 0,
+        "state_name": "AVAILABLE",
+        "delivery_count": 0,
+        "lock_expires_in_ms": -1,
+        "pending_write": False,
+    }
+    plain_entry = schema.make("InFlightEntry", **entry_fields)
+    assert (plain_entry.deliver_at_ms, plain_entry.key_blocked) == (-1, False)
+    assert _encoded(plain_entry).endswith(b"\x00")
+    waiting = schema.make("InFlightEntry", **entry_fields, deliver_at_ms=1_764_400_000_000)
+    blocked = schema.make("InFlightEntry", **entry_fields, key_blocked=True)
+    # one tagged field: count 1, tag 1, size 8, the epoch ms; tag 2, size 1, true
+    assert _encoded(waiting) == _encoded(plain_entry)[:-1] + bytes.fromhex("0101080000019ace6f6c00")
+    assert _encoded(blocked) == _encoded(plain_entry)[:-1] + bytes.fromhex("01020101")
+    for entry in (waiting, blocked):
+        assert entity_reader(type(entry))(_encoded(entry), 0)[0] == entry
+
+    partition_fields = {
+        "partition_index": 0,
+        "error_code": ErrorCode.none,
+        "loaded": True,
+        "start_offset": 5,
+        "end_offset": 9,
+        "delivery_complete_count": 0,
+        "truncated": False,
+        "entries": (plain_entry,),
+    }
+    plain = schema.make("BrowsedPartition", **partition_fields)
+    assert _encoded(plain).endswith(b"\x00\x00")  # the entry's and the partition's tags
+    held = schema.make(
+        "BrowsedPartition",
+        **partition_fields,
+        blocked_keys=2,
+        blocked_records=7,
+        top_blocked_keys=(
+            schema.make("BlockedKey", key=b"k1", held_records=5),
+            schema.make("BlockedKey", key=b"\xff", held_records=2),
+        ),
+        scheduled_records=3,
+        next_due_ms=1_764_400_000_000,
+        malformed_deliver_at=1,
+    )
+    assert _encoded(held).startswith(_encoded(plain)[:-1] + b"\x06")  # six tagged fields
+    assert entity_reader(type(held))(_encoded(held), 0)[0] == held
+
+
 def test_the_broker_serves_and_advertises_the_extension() -> None:
     assert ApiRange(KEY, 0, 0) in api_ranges(load_all_handlers())

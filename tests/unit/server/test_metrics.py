@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from shoal.clock import ManualClock
@@ -18,6 +19,8 @@ from shoal.server.broker import Broker
 from shoal.server.observability.http_app import build_app
 from shoal.server.observability.http_listener import HttpListener
 from shoal.server.observability.metrics import CHART_SERIES, BrokerMetrics
+from tests.support.delivery_holds import give_holds
+from tests.support.share_rig import ShareRig
 from tests.unit.log.batches import append, make_batch
 
 
@@ -187,3 +190,32 @@ def test_the_listener_serves_metrics_and_stops(tmp_path: Path) -> None:
     assert "kafka_log_log_size" in names
     with pytest.raises(OSError):
         asyncio.run(asyncio.open_connection("127.0.0.1", port))
+
+
+HOLD_GAUGES = (
+    "shoal_share_partition_blocked_keys",
+    "shoal_share_partition_key_blocked_records",
+    "shoal_share_partition_scheduled_records",
+    "shoal_share_partition_malformed_deliver_at_total",
+)
+
+
+def test_share_partition_delivery_holds_are_gauges_and_a_counter(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per loaded share-partition, as its records by state: what key-ordered and
+    scheduled delivery hold back (`delivery_holds`; values the test gives in place of
+    the core's) and the malformed `shoal.deliver.at` count; zeros when nothing is held."""
+    ShareRig(broker)
+    labels = {"group": "g", "topic": "t", "partition": "0"}
+    assert [_sample(broker, name, labels) for name in HOLD_GAUGES] == [0, 0, 0, 0]
+    assert _sample(broker, "shoal_share_partition_records", {**labels, "state": "acquired"}) == 5
+    give_holds(monkeypatch)
+    assert [_sample(broker, name, labels) for name in HOLD_GAUGES] == [2, 7, 3, 1]
+    families = {
+        f.name: f.type
+        for f in text_string_to_metric_families(generate_latest(broker.metrics.registry).decode())
+    }
+    assert families["shoal_share_partition_blocked_keys"] == "gauge"
+    assert families["shoal_share_partition_scheduled_records"] == "gauge"
+    assert families["shoal_share_partition_malformed_deliver_at"] == "counter"

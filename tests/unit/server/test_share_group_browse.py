@@ -14,6 +14,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shoal.client.share_browse import share_group_browse
 from shoal.client.share_requests import heartbeat, share_fetch
 from shoal.protocol.errors import ErrorCode
@@ -26,6 +28,7 @@ from shoal.server.connection_info import ConnectionInfo
 from shoal.server.context import RequestContext
 from shoal.share.acknowledge import AckBatch
 from shoal.share.persister import SharePartitionKey
+from tests.support.delivery_holds import DUE_MS, give_holds, mark_entries, split_blocked_and_due
 from tests.support.share_rig import ShareRig, manual_broker
 from tests.unit.server.authz_harness import ALICE, Harness, send, topic_id
 
@@ -108,6 +111,34 @@ def test_browse_shows_when_a_delayed_redelivery_is_due(broker: Broker) -> None:
     rig.clock.advance(500)
     assert due()[2] == (12, "AVAILABLE", -1)
     assert rig.fetch() == 1
+
+
+def test_browse_carries_what_key_order_and_scheduled_delivery_hold_back(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The share-partition's `delivery_holds` (here values the test gives: the core's
+    own are tested with the core) and each entry's `deliver_at_ms` and `key_blocked`
+    reach the answer as its tagged fields; nothing held back reads as the defaults."""
+    ShareRig(broker)  # m1 holds offsets 10-14
+    (plain,) = _browse(broker).partitions
+    assert (plain.blocked_keys, plain.blocked_records, plain.top_blocked_keys) == (0, 0, ())
+    assert (plain.scheduled_records, plain.next_due_ms, plain.malformed_deliver_at) == (0, -1, 0)
+    assert [(e.deliver_at_ms, e.key_blocked) for e in plain.entries] == [(-1, False)]
+
+    give_holds(monkeypatch)
+    mark_entries(monkeypatch, split_blocked_and_due)
+    (held,) = _browse(broker).partitions
+    assert (held.blocked_keys, held.blocked_records) == (2, 7)
+    assert [(k.key, k.held_records) for k in held.top_blocked_keys] == [(b"k1", 5), (b"\xff", 2)]
+    assert (held.scheduled_records, held.next_due_ms, held.malformed_deliver_at) == (
+        3,
+        DUE_MS,
+        1,
+    )
+    assert [(e.first_offset, e.deliver_at_ms, e.key_blocked) for e in held.entries] == [
+        (10, -1, True),
+        (13, DUE_MS, False),
+    ]
 
 
 def test_browse_acquires_nothing(broker: Broker) -> None:

@@ -5,6 +5,7 @@ state machine is in test_key_order_stateful.py."""
 
 from __future__ import annotations
 
+from shoal.share.key_order import UNKNOWN, RecordKeys
 from tests.unit.share.keyed import keyed_rig, offsets
 from tests.unit.share.support import RELEASE, ack
 
@@ -132,3 +133,22 @@ def test_a_hot_key_holds_back_at_most_the_limit_and_then_new_records_wait() -> N
     assert offsets(rig.fetch("m1")) == []  # five locks held: the in-flight limit is 3
     rig.ack("m3", ack(1, 5))
     assert offsets(rig.fetch("m1")) == [7, 8]
+
+
+def test_keys_are_kept_per_log_batch_so_compacted_holes_take_no_room() -> None:
+    """Two batches 10 million offsets apart (a compacted log): learning them keeps two
+    short lists, and the hole between reads as no record (None), not UNKNOWN."""
+    keys = RecordKeys(0)
+    keys.learn([(0, [b"a", None]), (10_000_000, [b"b"])], high=10_000_000)
+    assert sum(len(batch) for batch in keys._keys) == 3
+    assert keys.between(0, 1) == [b"a", None]
+    assert keys.between(1, 3) == [None, None, None]
+    assert keys.get(10_000_000) == b"b"
+    assert keys.get(10_000_001) is UNKNOWN
+    assert keys.between(9_999_999, 10_000_001) == [None, b"b", UNKNOWN]
+    assert keys.knows(0, 10_000_000) and not keys.knows(0, 10_000_001)
+    keys.enter(0, 1)
+    keys.enter(10_000_000, 10_000_000)
+    assert keys.in_flight == {b"a": 1, b"b": 1}
+    keys.leave(0, 1)
+    assert keys.in_flight == {b"b": 1}

@@ -1,6 +1,10 @@
 """Scheduled delivery (header `shoal.deliver.at`, group config
 `shoal.share.delivery.delay.max.ms`; share/schedule.py): a record is not handed out
-before min(its time, its timestamp + the cap). Examples on the manual clock."""
+before min(its time, its timestamp + the cap). Examples on the manual clock.
+
+The wait ends on the monotonic clock one millisecond after the due time (the wall and
+monotonic clocks are read in whole milliseconds: never early, at most 1 ms late), so
+the tests step 1 ms past it."""
 
 from __future__ import annotations
 
@@ -22,8 +26,8 @@ def test_a_record_waits_for_its_time_and_the_others_go_at_once() -> None:
     assert (holds.scheduled_records, holds.next_due_ms) == (1, rig.clock.wall_ms() + 1_000)
     waiting = [v for v in rig.sp.in_flight() if v.deliver_at_ms is not None]
     assert [(v.first_offset, v.deliver_at_ms) for v in waiting] == [(1, holds.next_due_ms)]
-    assert rig.sp.next_redelivery_ms() == rig.clock.monotonic_ms() + 1_000  # the wake-up
-    rig.clock.advance(999)
+    assert rig.sp.next_redelivery_ms() == rig.clock.monotonic_ms() + 1_001  # the wake-up
+    rig.clock.advance(1_000)
     assert offsets(rig.fetch("m2")) == []
     rig.clock.advance(1)
     assert rig.sp.redeliveries_due(now_ms=rig.clock.monotonic_ms())
@@ -36,7 +40,7 @@ def test_the_cap_counts_from_the_record_timestamp() -> None:
     rig.produce_keyed([(None, at(rig, 10**9))], timestamp_ms=rig.clock.wall_ms() - 500)
     assert offsets(rig.fetch("m1")) == []
     assert rig.sp.delivery_holds().next_due_ms == rig.clock.wall_ms() + 1_500
-    rig.clock.advance(1_500)
+    rig.clock.advance(1_501)
     assert offsets(rig.fetch("m1")) == [0]
 
 
@@ -75,7 +79,7 @@ def test_past_the_waiting_limit_new_records_stay_in_the_log_and_none_is_lost() -
     rig.produce_keyed([(None, at(rig, 1_000))] * 5 + [(None, None)])
     assert offsets(rig.fetch("m1")) == []  # the limit stops the walk at the 4th
     assert rig.sp.delivery_holds().scheduled_records == 3
-    rig.clock.advance(1_000)
+    rig.clock.advance(1_001)
     got = offsets(rig.fetch("m1"))
     got += offsets(rig.fetch("m1"))
     assert got == [0, 1, 2, 3, 4, 5]
@@ -89,7 +93,7 @@ def test_a_restart_keeps_the_wait() -> None:
     rig.load()
     assert offsets(rig.fetch("m2")) == []
     assert rig.sp.delivery_holds().scheduled_records == 1
-    rig.clock.advance(1_000)
+    rig.clock.advance(1_001)
     assert offsets(rig.fetch("m2")) == [1]
 
 
@@ -106,5 +110,32 @@ def test_with_key_order_a_waiting_record_holds_back_its_key() -> None:
     rig = keyed_rig(delivery_delay_max_ms=CAP, key_ordered=True)
     rig.produce_keyed([(b"a", at(rig, 1_000)), (b"a", None), (b"b", None)])
     assert offsets(rig.fetch("m1")) == [2]
-    rig.clock.advance(1_000)
+    rig.clock.advance(1_001)
     assert offsets(rig.fetch("m1")) == [0, 1]
+
+
+def test_records_done_behind_a_waiting_one_take_no_room() -> None:
+    """A waiting record pins the start offset; the records done behind it do not count
+    towards the in-flight limit (else one long wait would stop the share-partition)."""
+    rig = keyed_rig(delivery_delay_max_ms=CAP, max_record_locks=3)
+    rig.produce_keyed([(None, at(rig, 10_000))])
+    for first in (1, 4, 7):
+        rig.produce_keyed([(None, None)] * 3)
+        assert offsets(rig.fetch("m1")) == [first, first + 1, first + 2]
+        rig.ack("m1", ack(first, first + 2))
+    assert rig.sp.start_offset == 0
+
+
+def test_the_window_spans_at_most_the_limit_and_then_waits_for_the_start() -> None:
+    rig = keyed_rig(delivery_delay_max_ms=CAP)
+    rig.sp.window_span_max = 4
+    rig.produce_keyed([(None, at(rig, 1_000))])
+    rig.produce_keyed([(None, None)] * 3)
+    assert offsets(rig.fetch("m1")) == [1, 2, 3]
+    rig.ack("m1", ack(1, 3))
+    rig.produce_keyed([(None, None)])
+    assert offsets(rig.fetch("m1")) == []  # offsets 0-3 span the limit
+    rig.clock.advance(1_001)
+    assert offsets(rig.fetch("m1")) == [0]  # inside the window only
+    rig.ack("m1", ack(0, 0))
+    assert offsets(rig.fetch("m1")) == [4]

@@ -13,7 +13,9 @@ know. The index below has kio's shapes (`kio.schema.index.api_key_map` and
 
 - ShareGroupBrowse (30000) v0: the in-flight records of share-partitions with their
   state, delivery count, lock holder and lock expiry, read without acquiring
-  (server/handlers/share_group_browse.py).
+  (server/handlers/share_group_browse.py); tagged fields added since: a record's
+  redelivery due time, its `shoal.deliver.at` due time and whether its key holds it
+  back, and per partition what key-ordered and scheduled delivery hold back.
 """
 
 from __future__ import annotations

@@ -13,7 +13,13 @@ Per requested partition, in request order: the loaded share-partition's
 carries its state's code and name, delivery count, holder (member id, null when none),
 the time left on its lock (-1 without one), whether a state write is pending, and
 the time left before a record held back by delayed redelivery
-(`shoal.share.redelivery.backoff.*`) may be acquired again (-1 when not held back). A
+(`shoal.share.redelivery.backoff.*`) may be acquired again (-1 when not held back),
+the epoch-ms time a record waiting for its `shoal.deliver.at` comes due (-1 when it
+does not wait) and whether its key holds it back. The partition carries what key
+order and scheduled delivery hold back (`SharePartition.delivery_holds`: blocked keys,
+the records they hold and the keys holding the most, records waiting for their time
+and the earliest due, malformed `shoal.deliver.at` headers seen); all of these are
+tagged fields, absent when nothing is held (protocol/extensions/). A
 share-partition not in memory answers `loaded` false: nothing of it is acquired, and
 its persisted state is what DescribeShareGroupOffsets reports. Nothing is loaded,
 touched or woken: a browse changes no state, delivery count or idle time.
@@ -33,6 +39,7 @@ import uuid
 from typing import Any
 
 from shoal.config import broker_keys
+from shoal.limits import SHARE_BLOCKED_KEYS_SHOWN
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.extensions import SHARE_GROUP_BROWSE
 from shoal.protocol.schema import Schema, response_schema
@@ -41,7 +48,7 @@ from shoal.server.context import RequestContext
 from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
-from shoal.share.partition import InFlightSnapshot
+from shoal.share.partition import DeliveryHolds, InFlightSnapshot
 from shoal.share.persister import SharePartitionKey
 
 API_KEY = SHARE_GROUP_BROWSE
@@ -49,6 +56,8 @@ _ZERO = datetime.timedelta(0)
 _NO_TOPIC = uuid.UUID(int=0)
 NO_LOCK = -1
 NO_DELAY = -1
+NOT_DUE = -1
+"""DeliverAtMs / NextDueMs of a record (a partition) with nothing waiting."""
 log = logging.getLogger(__name__)
 
 
@@ -133,7 +142,8 @@ def _partition(
     sp = ctx.services.share_service.partitions.get(SharePartitionKey(group_id, topic_id, partition))
     if sp is None or not sp.initialized:
         return _unloaded(schema, partition, ErrorCode.none, None)
-    return _window(schema, partition, sp.snapshot(max_entries=max_entries))
+    snap = sp.snapshot(max_entries=max_entries)
+    return _window(schema, partition, snap, sp.delivery_holds(top=SHARE_BLOCKED_KEYS_SHOWN))
 
 
 def _unloaded(schema: Schema, partition: int, code: ErrorCode, message: str | None) -> Any:
@@ -151,7 +161,7 @@ def _unloaded(schema: Schema, partition: int, code: ErrorCode, message: str | No
     )
 
 
-def _window(schema: Schema, partition: int, snap: InFlightSnapshot) -> Any:
+def _window(schema: Schema, partition: int, snap: InFlightSnapshot, holds: DeliveryHolds) -> Any:
     return schema.make(
         "BrowsedPartition",
         partition_index=partition,
@@ -178,7 +188,18 @@ def _window(schema: Schema, partition: int, snap: InFlightSnapshot) -> Any:
                 redelivery_due_in_ms=NO_DELAY
                 if e.redelivery_due_ms is None
                 else max(0, e.redelivery_due_ms - snap.taken_at_ms),
+                deliver_at_ms=NOT_DUE if e.deliver_at_ms is None else e.deliver_at_ms,
+                key_blocked=e.key_blocked,
             )
             for e in snap.entries
         ),
+        blocked_keys=holds.blocked_keys,
+        blocked_records=holds.blocked_records,
+        top_blocked_keys=tuple(
+            schema.make("BlockedKey", key=key, held_records=held)
+            for key, held in holds.top_blocked_keys
+        ),
+        scheduled_records=holds.scheduled_records,
+        next_due_ms=NOT_DUE if holds.next_due_ms is None else holds.next_due_ms,
+        malformed_deliver_at=holds.malformed_deliver_at,
     )

@@ -9,7 +9,10 @@ listener runs there), so nothing is counted on the request path:
     PurgatoryCollector     requests parked in long polls
     SharePartitionCollector per loaded share-partition: in-flight records and batches
                            (Kafka's SharePartitionMetrics), records by state (archived
-                           among them), start and end offset
+                           among them), start and end offset, and what Shoal's
+                           key-ordered and scheduled delivery hold back (blocked keys,
+                           records held by key, records waiting for their time,
+                           malformed `shoal.deliver.at` headers)
     GroupCollector         groups by protocol, share and consumer groups by state, and
                            share-group rebalances (group epoch increases seen)
     TransactionCollector   transactional ids by transaction state
@@ -113,6 +116,28 @@ class SharePartitionCollector(Collector):
         end = GaugeMetricFamily(
             "shoal_share_partition_end_offset", "Share-partition end offset (SPEO).", labels=labels
         )
+        blocked_keys = GaugeMetricFamily(
+            "shoal_share_partition_blocked_keys",
+            "Keys with a record held back behind an earlier record of the key in flight "
+            "(shoal.share.delivery.order=key).",
+            labels=labels,
+        )
+        key_blocked = GaugeMetricFamily(
+            "shoal_share_partition_key_blocked_records",
+            "AVAILABLE records held back by their key (shoal.share.delivery.order=key).",
+            labels=labels,
+        )
+        scheduled = GaugeMetricFamily(
+            "shoal_share_partition_scheduled_records",
+            "Records waiting for their shoal.deliver.at time (scheduled delivery).",
+            labels=labels,
+        )
+        malformed = CounterMetricFamily(
+            "shoal_share_partition_malformed_deliver_at",
+            "Records delivered at once because their shoal.deliver.at header did not "
+            "parse, since the share-partition was loaded.",
+            labels=labels,
+        )
         manager = self._share.partitions
         for key in list(manager.keys()):
             sp = manager.get(key)
@@ -133,7 +158,13 @@ class SharePartitionCollector(Collector):
                 by_state.add_metric([*values, state.name.lower()], counts.get(state, 0))
             start.add_metric(values, sp.start_offset)
             end.add_metric(values, sp.end_offset)
+            holds = sp.delivery_holds(top=0)
+            blocked_keys.add_metric(values, holds.blocked_keys)
+            key_blocked.add_metric(values, holds.blocked_records)
+            scheduled.add_metric(values, holds.scheduled_records)
+            malformed.add_metric(values, holds.malformed_deliver_at)
         yield from (messages, batches, by_state, start, end)
+        yield from (blocked_keys, key_blocked, scheduled, malformed)
 
 
 class GroupCollector(Collector):

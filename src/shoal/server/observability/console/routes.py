@@ -6,7 +6,8 @@
 - `GET /console/api/...` JSON views (views.py): `overview`, `topics`, `share-groups`,
   `share-groups/{id}`, `consumer-groups`, `consumer-groups/{id}`, `charts`;
 - `GET /console/api/share-groups/{id}/events` server-sent events: the group's view
-  (members, SPSO/SPEO, the in-flight window) pushed each
+  (members, SPSO/SPEO, the in-flight window, what key-ordered and scheduled delivery
+  hold back) pushed each
   `limits.CONSOLE_EVENT_INTERVAL_MS` when it changed, a keep-alive comment otherwise;
   at most `limits.CONSOLE_EVENT_STREAMS_MAX` streams at once (503 beyond);
 - `POST /console/api/{share,consumer}-groups/{id}/reset-offsets` and

@@ -8,13 +8,19 @@ Read-only: every function here only reads. Sources, one each:
   `describe_offsets`: state, members, assignments, the persisted SPSO and lag) and, for
   share-partitions loaded in this broker, `SharePartition.snapshot` (the in-flight
   window: the live SPSO and SPEO, each entry's state, delivery count, holder and lock
-  expiry, capped at `console.inflight.max.records` entries); the lag of a loaded
-  share-partition is Kafka's formula on the live window;
+  expiry, capped at `console.inflight.max.records` entries) and
+  `SharePartition.delivery_holds` (what key-ordered and scheduled delivery, Shoal's
+  extensions, hold back: blocked keys and the records they hold, the keys holding
+  the most, records waiting for their `shoal.deliver.at` time and the next due); the
+  group's delivery extensions are its effective settings (`ShareService.settings_for`);
+  the lag of a loaded share-partition is Kafka's formula on the live window;
 - consumer groups: ListGroups and the committed offsets (`ClassicService.fetch_offsets`)
   against each partition's log end.
 
 Lock deadlines are on the monotonic clock; a view gives the time left
-(`lock_expires_in_ms`) and the wall-clock expiry (`lock_expires_at_ms`).
+(`lock_expires_in_ms`) and the wall-clock expiry (`lock_expires_at_ms`). Scheduled
+delivery's due times are epoch milliseconds already (`deliver_at_ms`, `next_due_ms`);
+a view adds the time left on the broker's wall clock (`next_due_in_ms`).
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from shoal import limits
 from shoal.config import broker_keys, effective_topic_config, topic_keys, topic_value
 from shoal.group.results import DescribedGroup, DescribedOffsetsTopic
 from shoal.server.handler_services import Services
 from shoal.server.services.group_service import share_groups_enabled
-from shoal.share.partition import InFlightSnapshot
+from shoal.share.partition import DeliveryHolds, InFlightSnapshot
 from shoal.share.persister import SharePartitionKey
 
 Json = dict[str, Any]
@@ -90,8 +97,9 @@ def share_groups(services: Services) -> Json:
 
 
 def share_group(services: Services, group_id: str) -> Json | None:
-    """One share group: state, members and their assignments, and per share-partition
-    SPSO, SPEO, lag and the in-flight window. None if there is no such share group."""
+    """One share group: state, members and their assignments, its delivery extensions,
+    and per share-partition SPSO, SPEO, lag, the in-flight window and what the
+    extensions hold back. None if there is no such share group."""
     (described,) = services.group_service.describe([group_id])
     if described.error is not None:
         return None
@@ -104,6 +112,7 @@ def share_group(services: Services, group_id: str) -> Json | None:
         "group_epoch": described.group_epoch,
         "assignment_epoch": described.assignment_epoch,
         "members": _members(described),
+        "delivery": _delivery(services, group_id),
         "partitions": _share_partitions(
             services,
             group_id,
@@ -111,6 +120,16 @@ def share_group(services: Services, group_id: str) -> Json | None:
             max_entries=services.config.current.get(broker_keys.CONSOLE_INFLIGHT_MAX_RECORDS),
         ),
         "allow_writes": services.config.current.get(broker_keys.CONSOLE_ALLOW_WRITES),
+    }
+
+
+def _delivery(services: Services, group_id: str) -> Json:
+    """The group's delivery extensions (Shoal's), from its effective settings."""
+    settings = services.share_service.settings_for(group_id)
+    return {
+        "paused": settings.delivery_paused,
+        "key_order": settings.key_ordered,
+        "delay_max_ms": settings.delivery_delay_max_ms,
     }
 
 
@@ -131,8 +150,15 @@ def _members(described: DescribedGroup) -> list[Json]:
 
 
 def _share_partitions(
-    services: Services, group_id: str, offsets: list[DescribedOffsetsTopic], *, max_entries: int
+    services: Services,
+    group_id: str,
+    offsets: list[DescribedOffsetsTopic],
+    *,
+    max_entries: int,
+    holds: bool = True,
 ) -> list[Json]:
+    """A row per share-partition with state; with `holds` (not for the lag alone) what
+    the delivery extensions hold back in each loaded one."""
     rows = []
     for topic in offsets:
         for p in topic.partitions:
@@ -151,6 +177,10 @@ def _share_partitions(
                 sp = services.share_service.partitions.get(key)
                 if sp is not None and sp.initialized:
                     row |= _window(services, sp.snapshot(max_entries=max_entries))
+                    if holds:
+                        row["holds"] = _holds(
+                            services, sp.delivery_holds(top=limits.SHARE_BLOCKED_KEYS_SHOWN)
+                        )
                     row["persisted_start_offset"] = p.start_offset
                     row["lag"] = _live_lag(row)
             rows.append(row)
@@ -182,6 +212,8 @@ def _window(services: Services, snap: InFlightSnapshot) -> Json:
                 "pending_write": e.pending,
                 "lock_expires_in_ms": left_ms,
                 "lock_expires_at_ms": None if left_ms is None else wall_now_ms + left_ms,
+                "deliver_at_ms": e.deliver_at_ms,
+                "key_blocked": e.key_blocked,
             }
         )
     return {
@@ -191,6 +223,24 @@ def _window(services: Services, snap: InFlightSnapshot) -> Json:
         "delivery_complete_count": snap.delivery_complete_count,
         "inflight": entries,
         "inflight_truncated": snap.truncated,
+    }
+
+
+def _holds(services: Services, holds: DeliveryHolds) -> Json:
+    """What key order and scheduled delivery hold back in a loaded share-partition.
+    A key is shown as text (undecodable bytes replaced) and as hex."""
+    due = holds.next_due_ms
+    return {
+        "blocked_keys": holds.blocked_keys,
+        "blocked_records": holds.blocked_records,
+        "top_blocked_keys": [
+            {"key": key.decode("utf-8", "replace"), "key_hex": key.hex(), "held_records": held}
+            for key, held in holds.top_blocked_keys
+        ],
+        "scheduled_records": holds.scheduled_records,
+        "next_due_ms": due,
+        "next_due_in_ms": None if due is None else max(0, due - services.clock.wall_ms()),
+        "malformed_deliver_at": holds.malformed_deliver_at,
     }
 
 
@@ -267,7 +317,7 @@ def share_group_lag(services: Services, group_id: str) -> int:
         topics=None,
         high_watermark=lambda tid, p: _log_end(services, tid, p),
     )
-    rows = _share_partitions(services, group_id, offsets, max_entries=0)
+    rows = _share_partitions(services, group_id, offsets, max_entries=0, holds=False)
     return sum(max(0, row["lag"]) for row in rows)
 
 

@@ -109,24 +109,69 @@ function showShareGroup(groupId) {
   };
 }
 
+function utc(ms) {
+  return ms == null ? "" : new Date(ms).toISOString().replace(".000Z", "Z");
+}
+
+// Shoal's delivery extensions of the group (key order, scheduled delivery, pause).
+function renderDelivery(d) {
+  if (!d) return "";
+  const on = [];
+  if (d.paused) on.push('<span class="badge ext" data-ext="paused">paused</span>');
+  if (d.key_order) on.push('<span class="badge ext" data-ext="key-order">key order</span>');
+  if (d.delay_max_ms > 0) on.push(`<span class="badge ext" data-ext="scheduled">scheduled delivery (≤ ${duration(d.delay_max_ms)})</span>`);
+  return on.length ? `<span>Delivery ${on.join(" ")}</span>` : "";
+}
+
+// What key order and scheduled delivery hold back in one share-partition.
+function renderHolds(p, d) {
+  const h = p.holds;
+  if (!h) return "";
+  const keyOrder = (d && d.key_order) || h.blocked_records > 0;
+  const scheduled = (d && d.delay_max_ms > 0) || h.scheduled_records > 0 || h.malformed_deliver_at > 0;
+  if (!keyOrder && !scheduled) return "";
+  const parts = [];
+  if (keyOrder) {
+    parts.push(`<span>Blocked keys <b class="blocked-keys">${h.blocked_keys}</b></span>
+      <span>Held by key <b class="blocked-records">${h.blocked_records}</b></span>`);
+  }
+  if (scheduled) {
+    const due = h.next_due_ms == null ? "–"
+      : `<span class="due" data-due="${Date.now() + h.next_due_in_ms}" title="${esc(utc(h.next_due_ms))}">${duration(h.next_due_in_ms)}</span>`;
+    parts.push(`<span>Waiting for their time <b class="scheduled-records">${h.scheduled_records}</b></span>
+      <span>Next due <b class="next-due">${due}</b></span>`);
+    if (h.malformed_deliver_at > 0) parts.push(`<span>Malformed deliver.at <b class="malformed">${h.malformed_deliver_at}</b></span>`);
+  }
+  const keys = h.top_blocked_keys.map((k) => `<tr class="blocked-key"><td title="0x${esc(k.key_hex)}">${esc(k.key)}</td><td class="num">${k.held_records}</td></tr>`);
+  const top = keys.length ? table([{ label: "Blocked key" }, { label: "Records held", num: 1 }], keys) : "";
+  return `<div class="kv holds">${parts.join("")}</div>${top}`;
+}
+
+function heldText(e) {
+  const held = [];
+  if (e.key_blocked) held.push("by key");
+  if (e.deliver_at_ms != null) held.push(`until ${utc(e.deliver_at_ms)}`);
+  return held.join(", ");
+}
+
 function renderShareGroup(g) {
   const members = g.members.map((m) => `
     <tr><td title="${esc(m.member_id)}">${esc(m.member_id.slice(0, 12))}…</td><td>${esc(m.client_id)}</td>
     <td class="hide-narrow">${esc(m.client_host)}</td><td class="num">${m.member_epoch}</td>
     <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(",")}`).join("; ")}</td></tr>`);
-  const partitions = g.partitions.map(renderSharePartition).join("") || '<p class="muted">No share-partition state yet.</p>';
+  const partitions = g.partitions.map((p) => renderSharePartition(p, g.delivery)).join("") || '<p class="muted">No share-partition state yet.</p>';
   return `
     <div class="kv"><span>State <b class="badge ${esc(g.state)}" id="group-state">${esc(g.state)}</b></span>
-      <span>Group epoch <b>${g.group_epoch}</b></span><span>Assignment epoch <b>${g.assignment_epoch}</b></span></div>
+      <span>Group epoch <b>${g.group_epoch}</b></span><span>Assignment epoch <b>${g.assignment_epoch}</b></span>${renderDelivery(g.delivery)}</div>
     ${actionsHtml(g.allow_writes)}
     <h2>Members (${g.members.length})</h2>
     <div class="card">${table([{ label: "Member" }, { label: "Client" }, { label: "Host", narrow: 1 }, { label: "Epoch", num: 1 }, { label: "Assignment" }], members)}</div>
     <h2>Share-partitions</h2>
-    <div class="legend">${STATES.map((s) => `<span><i style="background: var(--${s})"></i>${s}</span>`).join("")}<span><i style="outline: 2px solid var(--pending)"></i>write pending</span></div>
+    <div class="legend">${STATES.map((s) => `<span><i style="background: var(--${s})"></i>${s}</span>`).join("")}<span><i style="outline: 2px solid var(--pending)"></i>write pending</span><span><i class="held-key"></i>held by key</span><span><i class="held-time"></i>waiting for its time</span></div>
     ${partitions}`;
 }
 
-function renderSharePartition(p) {
+function renderSharePartition(p, delivery) {
   const id = `${p.topic}-${p.partition}`;
   const head = `<div class="kv"><span><b>${esc(id)}</b></span>
     <span>SPSO <b class="spso">${p.start_offset}</b></span>
@@ -139,8 +184,9 @@ function renderSharePartition(p) {
   const cells = p.inflight.map((e) => {
     const count = e.last_offset - e.first_offset + 1;
     const label = e.first_offset === e.last_offset ? e.first_offset : `${e.first_offset}–${e.last_offset}`;
-    const title = `${label}: ${e.state}, delivery ${e.delivery_count}${e.holder ? `, held by ${e.holder}` : ""}`;
-    return `<span class="cell ${e.pending_write ? "pending" : ""}" style="flex-grow: ${Math.min(count, 20)}"
+    const held = heldText(e);
+    const title = `${label}: ${e.state}, delivery ${e.delivery_count}${e.holder ? `, held by ${e.holder}` : ""}${held ? `, held back ${held}` : ""}`;
+    return `<span class="cell ${e.pending_write ? "pending" : ""} ${e.key_blocked ? "held-key" : ""} ${e.deliver_at_ms != null ? "held-time" : ""}" style="flex-grow: ${Math.min(count, 20)}"
       data-state="${e.state}" data-first="${e.first_offset}" data-last="${e.last_offset}"
       data-dc="${e.delivery_count}" data-holder="${esc(e.holder ?? "")}" title="${esc(title)}">${label}${e.delivery_count > 1 ? ` ×${e.delivery_count}` : ""}</span>`;
   }).join("");
@@ -149,19 +195,24 @@ function renderSharePartition(p) {
     <tr class="entry" data-state="${e.state}"><td>${e.first_offset === e.last_offset ? e.first_offset : `${e.first_offset}–${e.last_offset}`}</td>
     <td>${e.state}${e.pending_write ? " (write pending)" : ""}</td><td class="num">${e.delivery_count}</td>
     <td title="${esc(e.holder ?? "")}">${e.holder ? esc(e.holder.slice(0, 12)) + "…" : ""}</td>
-    <td class="num lock" data-expires="${e.lock_expires_in_ms == null ? "" : now + e.lock_expires_in_ms}">${e.lock_expires_in_ms == null ? "" : duration(Math.max(0, e.lock_expires_in_ms))}</td></tr>`);
+    <td class="num lock" data-expires="${e.lock_expires_in_ms == null ? "" : now + e.lock_expires_in_ms}">${e.lock_expires_in_ms == null ? "" : duration(Math.max(0, e.lock_expires_in_ms))}</td>
+    <td class="held">${esc(heldText(e))}</td></tr>`);
   return `<div class="card sp" data-sp="${esc(id)}">${head}
+    ${renderHolds(p, delivery)}
     <div class="strip">${cells || '<span class="muted">Nothing in flight.</span>'}</div>
     ${p.inflight_truncated ? `<p class="muted">Showing the first ${p.inflight.length} entries (console.inflight.max.records).</p>` : ""}
     <details data-records="${esc(id)}" ${openRecords.has(id) ? "open" : ""}><summary>Records (${p.inflight.length} entries, ${p.delivery_complete_count} complete)</summary>
-    ${table([{ label: "Offsets" }, { label: "State" }, { label: "Deliveries", num: 1 }, { label: "Holder" }, { label: "Lock expires in", num: 1 }], rows)}</details></div>`;
+    ${table([{ label: "Offsets" }, { label: "State" }, { label: "Deliveries", num: 1 }, { label: "Holder" }, { label: "Lock expires in", num: 1 }, { label: "Held back" }], rows)}</details></div>`;
 }
 
-// Lock countdowns tick between events.
+// Lock and due-time countdowns tick between events.
 setInterval(() => {
   const now = Date.now();
   document.querySelectorAll("td.lock[data-expires]").forEach((td) => {
     if (td.dataset.expires) td.textContent = duration(Math.max(0, Number(td.dataset.expires) - now));
+  });
+  document.querySelectorAll("span.due[data-due]").forEach((span) => {
+    span.textContent = duration(Math.max(0, Number(span.dataset.due) - now));
   });
 }, 500);
 
