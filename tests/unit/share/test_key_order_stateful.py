@@ -24,7 +24,6 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
@@ -116,19 +115,14 @@ class KeyOrderMachine(SharePartitionMachine):
         record = self.rig.records.get(offset)
         return None if record is None else record.key
 
-    def _held(self, *, below_start: bool = False) -> set[int]:
-        """Offsets of the window held now per the model: ACQUIRED, or in a pending
-        write. Records below the start offset (the log start passed them) are out of
-        the window: they hold their key back no longer (`below_start`: count them too;
-        the core does or not depending on how its cache entries were split, see
-        test_held_records_below_the_start_offset_hold_their_key_either_way)."""
+    def _held(self) -> set[int]:
+        """Offsets held now per the model: ACQUIRED, or in a pending write; below the
+        start offset too (the log start passed them, but the member still holds them:
+        test_held_records_below_the_start_offset_still_hold_their_key)."""
         held = set(self.live)
         for _member, written in self.pending_offsets.values():
             held.update(written)
-        if below_start:
-            return held
-        floor = max(self.rig.log_start_offset, self.rig.sp.start_offset)
-        return {o for o in held if o >= floor}
+        return held
 
     def _check_batches(self, result: AcquireResult, previous_last: int) -> None:
         """With holes in an acquisition (records held back or waiting between its
@@ -221,7 +215,7 @@ class KeyOrderMachine(SharePartitionMachine):
             if v.deliver_at_ms is not None and v.deliver_at_ms > now and v.last_offset >= start:
                 waiting_inside += v.last_offset - max(start, v.first_offset) + 1
         held = self._held()
-        held_keys = {self._key(o) for o in self._held(below_start=True)} - {None}
+        held_keys = {self._key(o) for o in self._held()} - {None}
         end = sp.end_offset
         in_flight = any(o >= start for o in views)
         size = end - start + 1 if in_flight else 0
@@ -295,11 +289,10 @@ class KeyOrderMachine(SharePartitionMachine):
             if offset not in held:
                 del self.acquisition_of[offset]
         by_key: dict[bytes, set[int]] = defaultdict(set)
-        floor = max(self.rig.log_start_offset, self.rig.sp.start_offset)
         for v in self.rig.sp.in_flight():
             if v.state is not RecordState.ACQUIRED:
                 continue
-            for offset in range(max(floor, v.first_offset), v.last_offset + 1):
+            for offset in range(v.first_offset, v.last_offset + 1):
                 held.add(offset)
         for offset in held:
             key = self._key(offset)
@@ -324,7 +317,7 @@ class KeyOrderMachine(SharePartitionMachine):
         assert holds.blocked_keys <= holds.blocked_records, holds
         assert sum(n for _, n in holds.top_blocked_keys) <= holds.blocked_records, holds
         floor = max(self.rig.log_start_offset, sp.start_offset)
-        held_keys = {self._key(o) for o in self._held(below_start=True)}
+        held_keys = {self._key(o) for o in self._held()}
         for v in sp.in_flight():
             if not v.key_blocked:
                 continue
@@ -419,12 +412,6 @@ def _hot_rig(*, hot: int = 6, **options: int) -> KeyedRig:
     return rig
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: within one acquisition the held-back records still use up the room "
-    "under the lock limit (Acquisition._take_new_holding lowers window_room by them): "
-    "the fetch takes nothing, the next identical one takes the record",
-)
 def test_held_back_records_take_no_room_in_the_fetch_that_holds_them() -> None:
     """Held-back records hold no lock: behind a hot key whose first record is held, 5
     records held back do not keep a record of another key out of a window of 4 locks,
@@ -440,9 +427,7 @@ def test_held_back_records_take_no_room_under_the_lock_limit() -> None:
     record."""
     rig = _hot_rig()
     rig.set(max_record_locks=4)
-    rig.fetch("m1", max_records=500)  # see the xfail above: may take nothing
-    taken = offsets_of(rig.fetch("m1", max_records=500))
-    assert taken == [6], taken
+    assert offsets_of(rig.fetch("m1", max_records=500)) == [6]
     rig.ack("m0", AckBatch(0, 0, ACCEPT))
     # the key is free: its held records can go, 3 of them, as 6 holds the fourth lock
     assert offsets_of(rig.fetch("m2", max_records=500)) == [1, 2, 3]
@@ -473,15 +458,10 @@ def test_the_default_scan_bound_is_the_named_limit() -> None:
     assert KeyedRig().sp.key_scan_max == limits.SHARE_KEY_ORDER_SCAN_MAX_RECORDS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: key_order.in_flight_keys starts at the cache entry holding the start "
-    "offset, so acquired records below the start offset hold their key back when they "
-    "share a cache entry with it, and not otherwise",
-)
-def test_held_records_below_the_start_offset_hold_their_key_either_way() -> None:
-    """m0 holds 0, 1 (key a) and 2 (key b); the log start moves to 2. Whether 3 (key a)
-    goes to m1 must not depend on whether m0 took the three in one fetch or two."""
+def test_held_records_below_the_start_offset_still_hold_their_key() -> None:
+    """m0 holds 0, 1 (key a) and 2 (key b); the log start moves to 2. 0 and 1 are
+    still ACQUIRED by m0: 3 (key a) waits, whether m0 took the three in one fetch or
+    two (the answer once depended on how the cache entries were split)."""
     answers = []
     for fetches in ((3,), (2, 1)):
         rig = _rig()
@@ -493,7 +473,7 @@ def test_held_records_below_the_start_offset_hold_their_key_either_way() -> None
         rig.log_start_offset = 2
         rig.sp.on_log_start_offset(log_start_offset=2)
         answers.append(offsets_of(rig.fetch("m1", max_records=500)))
-    assert answers[0] == answers[1], answers
+    assert answers == [[], []]
 
 
 def test_a_reload_reads_keys_again() -> None:

@@ -231,6 +231,9 @@ TestScheduledMachine = ScheduledMachine.TestCase
 # ---- the bounds, one by one
 
 CAP = 60_000
+LATE = 1
+"""A record comes due at most this many ms after its time: the core rounds up, as
+its two clocks are read in whole milliseconds (never early; acquire.py)."""
 ACCEPT = (int(AcknowledgeType.ACCEPT),)
 RELEASE = (int(AcknowledgeType.RELEASE),)
 
@@ -268,7 +271,7 @@ def test_at_the_waiting_limit_nothing_further_is_taken_or_skipped() -> None:
     rig.start(reset_offset=0)
     assert offsets_of(rig.fetch("m0")) == []
     assert rig.sp.delivery_holds().scheduled_records == 2
-    rig.clock.advance(10_000)
+    rig.clock.advance(10_000 + LATE)
     # the first came due; the third takes its place, and the fourth (due) goes out
     assert offsets_of(rig.fetch("m0")) == [0, 3]
     assert rig.sp.delivery_holds().scheduled_records == 2
@@ -298,7 +301,7 @@ def test_the_delay_is_capped_from_the_record_timestamp() -> None:
     rig.start(reset_offset=0)
     rig.clock.advance(CAP - 1_000 - 1)
     assert offsets_of(rig.fetch("m0")) == []
-    rig.clock.advance(1)
+    rig.clock.advance(1 + LATE)
     assert offsets_of(rig.fetch("m0")) == [0]
 
 
@@ -307,7 +310,7 @@ def test_only_the_first_delivery_waits() -> None:
     rig.append([(None, _at(rig, 5_000))])
     rig.start(reset_offset=0)
     assert offsets_of(rig.fetch("m0")) == []
-    rig.clock.advance(5_000)
+    rig.clock.advance(5_000 + LATE)
     assert offsets_of(rig.fetch("m0")) == [0]
     rig.ack("m0", AckBatch(0, 0, RELEASE))
     assert offsets_of(rig.fetch("m1")) == [0]
@@ -322,7 +325,7 @@ def test_a_restart_keeps_the_delay() -> None:
     rig.load(reset_offset=0)
     rig.clock.advance(4_999)
     assert offsets_of(rig.fetch("m1")) == []
-    rig.clock.advance(1)
+    rig.clock.advance(1 + LATE)
     assert offsets_of(rig.fetch("m1")) == [0]
 
 
@@ -340,5 +343,5 @@ def test_a_waiting_record_holds_back_its_key() -> None:
     rig.append([(b"k", _at(rig, 5_000)), (b"k", None), (b"j", None)])
     rig.start(reset_offset=0)
     assert offsets_of(rig.fetch("m0", mode=AcquireMode.BATCH_OPTIMIZED)) == [2]
-    rig.clock.advance(5_000)
+    rig.clock.advance(5_000 + LATE)
     assert offsets_of(rig.fetch("m1")) == [0, 1]
