@@ -128,6 +128,7 @@ class Acquisition:
         self.member_id = member_id
         self.headers = headers
         self._bases = [h.base_offset for h in headers]
+        self._base_set = frozenset(self._bases)
         self.batch_size = max(1, batch_size)
         self.mode = mode
         self.limit = limit
@@ -495,9 +496,11 @@ class Acquisition:
             offset = marks[index]
             due = special[offset]
             if due == HELD:
+                # a run of held-back records in one log batch is one cache entry (so
+                # taking it later oversteps MaxRecords by at most a log batch)
                 run_last = offset
                 while index + 1 < len(marks) and marks[index + 1] == run_last + 1:
-                    if special[marks[index + 1]] != HELD:
+                    if special[marks[index + 1]] != HELD or run_last + 1 in self._base_set:
                         break
                     index += 1
                     run_last += 1

@@ -206,6 +206,10 @@ class ShareFetched:
     load: tuple[SharePartitionKey, ...] = ()
     """Share-partitions to load first (`load`); nothing was acquired: acquire again
     with `load_errors` naming those that could not be loaded."""
+    deadlines_earlier: bool = False
+    """A redelivery deadline may have come earlier: records waiting for their
+    scheduled time entered a window (the timers need asking again, before the fetch
+    parks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -979,11 +983,13 @@ class AcquireRound:
         "_batch_size",
         "_config",
         "_current",
+        "_earlier",
         "_first",
         "_index",
         "_manager",
         "_member_id",
         "_mode",
+        "_partial",
         "_partitions",
         "_ready",
         "_remaining",
@@ -1026,6 +1032,11 @@ class AcquireRound:
         self._index = 0
         self._current: tuple[TopicIdPartition, SharePartition, int, bool] | None = None
         """(partition, share-partition, fetch offset, whether this is the re-read)."""
+        self._earlier = False
+        """A scheduled record entered a window: its wake-up may come before the others."""
+        self._partial: tuple[list[bytes], list[AcquiredRecords], int] | None = None
+        """The current partition's first read, when a second one follows (key order or
+        scheduled delivery: records, acquired ranges, count)."""
         self.load = load
 
     def next_read(self) -> LogRead | None:
@@ -1054,6 +1065,9 @@ class AcquireRound:
         assert current is not None, "feed without a read"
         tp, sp, offset, reread = current
         error = got.error
+        if error is not None and self._partial is not None:
+            self._finish_partial(tp, b"", (), 0)  # the second read failed: the first stands
+            return
         if error is not None:
             if (
                 reread
@@ -1073,8 +1087,13 @@ class AcquireRound:
         read = got.read
         assert read is not None
         if not read.headers:
-            self._finish(ShareFetchPartition(tp), 0)
+            if self._partial is not None:
+                self._finish_partial(tp, b"", (), 0)
+            else:
+                self._finish(ShareFetchPartition(tp), 0)
             return
+        scheduled = sp.settings.delivery_delay_max_ms > 0
+        before = sp.deadlines() if scheduled else None
         result = sp.acquire(
             member_id=self._member_id,
             fetch_offset=offset,
@@ -1090,18 +1109,50 @@ class AcquireRound:
         if result.write is not None:
             self._manager._writes.append(result.write)
             self._manager._woken.add(sp.key)
-        if sp.settings.key_ordered or sp.settings.delivery_delay_max_ms > 0:
+        if before is not None and not self._earlier:
+            self._earlier = _earlier(before, sp)
+        if sp.settings.key_ordered or scheduled:
             spans = result.byte_ranges()  # acquisitions with holes: only their batches
             records = (
                 b"".join([read.records[a:b] for a, b in spans])
                 if len(spans) > 1
                 else (read.records[spans[0][0] : spans[0][1]] if spans else b"")
             )
+            if self._partial is not None:
+                self._finish_partial(tp, records, result.acquired, result.count)
+                return
+            beyond = sp.new_records_offset(got.read_limit)
+            if beyond is not None and result.count < self._remaining:
+                # The read ended inside the window (records waiting or held back):
+                # read the new records too, as a second read of this partition.
+                self._partial = ([records], list(result.acquired), result.count)
+                self._current = (tp, sp, beyond, True)
+                return
         else:
             span = result.byte_range
             records = b"" if span is None else read.records[span[0] : span[1]]
         self._finish(
             ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
+        )
+
+    def _finish_partial(
+        self,
+        tp: TopicIdPartition,
+        records: bytes,
+        acquired: Sequence[AcquiredRecords],
+        count: int,
+    ) -> None:
+        """The second read of a partition is done: its entry joins both reads."""
+        partial = self._partial
+        assert partial is not None
+        self._partial = None
+        pieces, ranges, first_count = partial
+        if records:
+            pieces.append(records)
+        ranges.extend(acquired)
+        joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self._finish(
+            ShareFetchPartition(tp, records=joined, acquired=tuple(ranges)), first_count + count
         )
 
     def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
@@ -1120,10 +1171,12 @@ class AcquireRound:
         """One entry per partition, in the order given, and the effects."""
         assert self._current is None, "a read is still to be fed"
         results = self._results
+        earlier = self._earlier
         if results is None:
             assert self._single is not None
-            return ShareFetched([self._single], self._manager._effects())
-        return ShareFetched([results[tp] for tp in self._partitions], self._manager._effects())
+            return ShareFetched([self._single], self._manager._effects(), deadlines_earlier=earlier)
+        entries = [results[tp] for tp in self._partitions]
+        return ShareFetched(entries, self._manager._effects(), deadlines_earlier=earlier)
 
 
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:

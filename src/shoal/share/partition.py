@@ -339,15 +339,26 @@ class SharePartition:
 
     def records_to_read(self, fetch_offset: int, max_records: int) -> int:
         """How many records a read from `fetch_offset` should cover for an acquisition
-        of `max_records`: those, plus under key order or scheduled delivery the window's
-        records at or past `fetch_offset` (some are held back or waiting; at most
-        `key_scan_max` of them), so that the read reaches the records it may take."""
-        window = self._w
+        of `max_records` (`max_records`; a method so that the share-partition may say
+        otherwise)."""
+        return max_records
+
+    def new_records_offset(self, read_limit: int) -> int | None:
+        """Under key order or scheduled delivery, after an acquisition whose read ended
+        inside the window or short of the log's end (records waiting or held back took
+        part of it): where a second read for the new records starts (the end offset
+        + 1), if there are records below `read_limit` there and the in-flight limit
+        leaves room; else None."""
         config = self.settings
+        window = self._w
         if not (config.key_ordered or config.delivery_delay_max_ms > 0):
-            return max_records
-        behind = min(max(0, window.end_offset - fetch_offset + 1), self.key_scan_max)
-        return max_records + behind
+            return None
+        if config.delivery_paused or window.gap_start is not None:
+            return None
+        beyond = window.end_offset + 1
+        if beyond >= read_limit or not window.has_inflight() or self._room(window) <= 0:
+            return None
+        return beyond
 
     def _fetch_offset(self, window: InFlightWindow) -> int:
         """`InFlightWindow.next_fetch_offset`, passing over the records held back by
@@ -373,9 +384,17 @@ class SharePartition:
         if config.delivery_paused:
             return None
         offset = self._fetch_offset(window)
+        if self._extended and window.acquired_records >= config.max_record_locks:
+            return None  # members hold all the limit allows
         if offset != window.end_offset + 1 or self._room(window) > 0:
             return offset
         return None
+
+    @property
+    def _extended(self) -> bool:
+        """Key order or scheduled delivery is on."""
+        config = self.settings
+        return config.key_ordered or config.delivery_delay_max_ms > 0
 
     def _room(self, window: InFlightWindow) -> int:
         """Records the in-flight limit lets new acquisitions add (`occupancy`); under
@@ -534,7 +553,16 @@ class SharePartition:
             window.schedule.prune(self._clock.wall_ms(), window.start_offset)
         window.prune_held()
         room = self._room(window)
-        budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
+        if self._extended:
+            # Held-back and waiting records entered the window without room: whatever
+            # comes due, members hold at most the limit.
+            budget = min(max_records, config.max_record_locks - window.acquired_records)
+            if room <= 0:
+                budget = min(
+                    budget, _records_to_acquire(window, fetch_offset, max_records=budget, room=room)
+                )
+        else:
+            budget = _records_to_acquire(window, fetch_offset, max_records=max_records, room=room)
         if budget <= 0:
             return AcquireResult((), 0, (), None, config.record_lock_duration_ms)
         start_before = window.start_offset

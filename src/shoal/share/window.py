@@ -87,6 +87,8 @@ class InFlightWindow:
         None until a key-ordered acquisition first reads them."""
         self.schedule = Schedule()
         """Records waiting for their `shoal.deliver.at` time (share/schedule.py)."""
+        self.acquired_records = 0
+        """Records acquired now (a write pending included): what members hold."""
         self.held: set[int] = set()
         """New records that key order left AVAILABLE (an earlier record of their key in
         flight), until acquired: like waiting ones, they hold no lock and take no room
@@ -160,8 +162,10 @@ class InFlightWindow:
         )
         self._retally(st.state, new, first, last)
         self._note_archiving(st.state, new, first, last, event)
-        if st.state is RecordState.ACQUIRED and self.keys is not None:
-            self.keys.leave(first, last)
+        if st.state is RecordState.ACQUIRED:
+            self.acquired_records -= last - first + 1
+            if self.keys is not None:
+                self.keys.leave(first, last)
         st.state = new
         st.delivery_count = next_delivery_count(st.delivery_count, event)
         if st.lock is not None:
@@ -188,6 +192,7 @@ class InFlightWindow:
         held = self.held
         if held and first in held:  # a held-back run goes whole, or offset by offset
             held.difference_update(range(first, last + 1))
+        self.acquired_records += last - first + 1
         if self.keys is not None:
             self.keys.enter(first, last)
         st.lock = self.timers.arm(
@@ -254,6 +259,7 @@ class InFlightWindow:
         if backup.lock is not None:
             self.timers.cancel(backup.lock)
         st.pending = None
+        self.acquired_records -= last - first + 1
         if self.keys is not None:
             self.keys.leave(first, last)
         if st.state is RecordState.AVAILABLE:
@@ -557,6 +563,13 @@ class InFlightWindow:
             assert self.end_offset == start, (self.end_offset, start)
         if self.gap_start is not None:
             assert self.gap_start >= start and self.gap_start <= self.gap_end
+        acquired = sum(
+            last - first + 1
+            for batch in self.cache
+            for first, last, st in batch.states()
+            if st.pending is not None or st.state is RecordState.ACQUIRED
+        )
+        assert acquired == self.acquired_records, (acquired, self.acquired_records)
         if self.keys is not None:
             counted: dict[object, int] = {}
             for batch in self.cache:

@@ -519,6 +519,8 @@ class ShareService:
         acquired = round_.done()
         if acquired.effects is not NO_EFFECTS:
             self._perform(acquired.effects)
+        if acquired.deadlines_earlier:
+            self._rearm()  # a scheduled record's wake-up, before this fetch parks
         return acquired.partitions
 
     def _acquirable(

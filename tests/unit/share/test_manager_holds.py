@@ -1,0 +1,111 @@
+"""The manager's acquisition round under scheduled delivery: when the read of a
+share-partition ends inside its window (records waiting there took its place), a second
+read takes the new records past the window's end, and the answer joins both."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+
+from shoal.clock import ManualClock
+from shoal.log.api import LogError, ReadResult
+from shoal.protocol.errors import ErrorCode
+from shoal.protocol.record_batch import encode_batch, iter_headers, parse_header, stamp_prefix
+from shoal.protocol.records import DELIVER_AT_HEADER
+from shoal.share.leader_settings import SharePartitionConfig
+from shoal.share.persister import InMemoryPersister, SharePartitionKey
+from shoal.share.sessions import TopicIdPartition
+from shoal.sim.share_leader import DrivenManager
+
+T = uuid.UUID("00000000-0000-0000-0000-00000000000c")
+P0 = TopicIdPartition(T, 0)
+GROUP = "g"
+WALL_MS = 1_700_000_000_000
+VALUE = b"x" * 10_000
+"""Big records: the read's 64 KiB probe covers six of them."""
+
+
+class BytesLog:
+    """A partition log of real batches with headers, read as the broker reads."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.log_start_offset = 0
+        self.reads: list[int] = []
+
+    @property
+    def high_watermark(self) -> int:
+        headers = iter_headers(self.buffer)
+        return headers[-1].next_offset if headers else 0
+
+    log_end_offset = high_watermark
+
+    def append(self, deliver_at: bytes | None) -> None:
+        batch = encode_batch(
+            [(None, VALUE)],
+            timestamp_ms=WALL_MS,
+            headers=[[] if deliver_at is None else [(DELIVER_AT_HEADER, deliver_at)]],
+        )
+        header = parse_header(batch)
+        base = self.high_watermark
+        self.buffer += stamp_prefix(header, base_offset=base, leader_epoch=0) + batch[17:]
+
+    def read(self, offset: int, *, max_bytes: int, min_one_batch: bool = True) -> ReadResult:
+        if not 0 <= offset <= self.high_watermark:
+            raise LogError(ErrorCode.offset_out_of_range, f"{offset} outside the log")
+        self.reads.append(offset)
+        parts = []
+        total = 0
+        for header in iter_headers(self.buffer):
+            if header.last_offset < offset:
+                continue
+            if total + header.size > max_bytes and (parts or not min_one_batch):
+                break
+            parts.append(self.buffer[header.position : header.position + header.size])
+            total += header.size
+        records = b"".join(parts)
+        return ReadResult(records, iter_headers(records), self.high_watermark, 0)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        return None
+
+
+def test_a_read_ending_among_waiting_records_is_followed_by_one_of_the_new_ones() -> None:
+    clock = ManualClock(wall_offset_ms=WALL_MS)
+    log = BytesLog()
+    persister = InMemoryPersister()
+    config = SharePartitionConfig(delivery_delay_max_ms=60_000)
+    manager = DrivenManager(
+        clock=clock,
+        logs=lambda topic_id, partition: log,
+        persister=persister,
+        settings_for=lambda _group: replace(config, auto_offset_reset="earliest"),
+    )
+    key = SharePartitionKey(GROUP, T, 0)
+    assert persister.initialize(key=key, state_epoch=0, start_offset=-1) is None
+    later = str(WALL_MS + 1_000).encode()
+    log.append(None)
+    for _ in range(9):
+        log.append(later)
+    for _ in range(3):
+        log.append(None)
+
+    def fetch() -> list[tuple[int, int]]:
+        fetched = manager.acquire(
+            group_id=GROUP,
+            member_id="m1",
+            partitions=(P0,),
+            max_records=4,
+            batch_size=4,
+            max_bytes=2**31 - 1,
+        )
+        (entry,) = fetched.partitions
+        acquired = [(r.first_offset, r.last_offset) for r in entry.acquired]
+        sent = [h.base_offset for h in iter_headers(entry.records)]
+        assert sent == [o for first, last in acquired for o in range(first, last + 1)]
+        return acquired
+
+    assert fetch() == [(0, 0), (10, 11)]
+    assert log.reads == [0, 6]  # the probe from 0 ended at offset 5, among waiting records
+    clock.advance(1_001)
+    assert fetch() == [(offset, offset) for offset in range(1, 5)]
