@@ -79,6 +79,8 @@ class KeyedRig(Rig):
     stored: dict[int, bytes] = field(default_factory=dict)
     records: dict[int, LogRecord] = field(default_factory=dict)
     options: dict[str, int] = field(default_factory=dict)
+    before_fetch: tuple[int, int] = (0, 0)
+    """(start offset, end offset) before the last `fetch`."""
     """Test values of the core's bounds (`key_scan_max`, `scheduled_max`), passed to
     each new SharePartition when it takes them."""
 
@@ -164,6 +166,7 @@ class KeyedRig(Rig):
         persist: bool = True,
     ) -> AcquireResult:
         offset = self.sp.next_fetch_offset()
+        self.before_fetch = (self.sp.start_offset, self.sp.end_offset)
         buffer, headers = self.read_bytes(offset)
         result = self.sp.acquire(
             member_id=member,

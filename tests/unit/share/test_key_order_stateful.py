@@ -213,7 +213,12 @@ class KeyOrderMachine(SharePartitionMachine):
             if v.deliver_at_ms is not None and v.deliver_at_ms > now and v.last_offset >= start:
                 waiting_inside += v.last_offset - max(start, v.first_offset) + 1
         held = self._held()
-        held_keys = {self._key(o) for o in self._held()} - {None}
+        config = rig.config
+        if (config.key_ordered or config.delivery_delay_max_ms > 0) and len(
+            held
+        ) >= config.max_record_locks:
+            return []  # members hold all share.partition.max.record.locks allows
+        held_keys = {self._key(o) for o in held} - {None}
         end = sp.end_offset
         in_flight = any(o >= start for o in views)
         size = end - start + 1 if in_flight else 0
@@ -273,9 +278,22 @@ class KeyOrderMachine(SharePartitionMachine):
         if result.write is not None:
             self._written(result.write)
         if expected:
-            assert result.acquired or result.write is not None, (
-                f"nothing taken although {expected} may be"
-            )
+            assert result.acquired or result.write is not None, self._stalled(expected)
+
+    def _stalled(self, expected: list[int]) -> str:
+        sp = self.rig.sp
+        views = [
+            (v.first_offset, v.last_offset, v.state.name, v.pending, v.key_blocked)
+            for v in sp.in_flight()
+        ]
+        keys = {o: self._key(o) for o in range(sp.start_offset, max(expected) + 1)}
+        return (
+            f"nothing taken although {expected} may be: start {sp.start_offset}, end "
+            f"{sp.end_offset}, next fetch {sp.next_fetch_offset()}, log start "
+            f"{self.rig.log_start_offset}, held {sorted(self._held())}, terminal "
+            f"{sorted(self.terminal)}, views {views}, keys {keys}, holds "
+            f"{sp.delivery_holds()}"
+        )
 
     # ---- invariants
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
@@ -58,10 +59,6 @@ BATCH = st.tuples(
 )
 
 Batch = tuple[int, list[tuple[bytes | None, object]], int]
-
-SPAN_SLACK = 5
-"""How far past the widest span a window may reach: the rest of the log batch its last
-acquisition took whole (batches here hold at most 5 records)."""
 
 
 class ScheduledMachine(KeyOrderMachine):
@@ -163,6 +160,7 @@ class ScheduledMachine(KeyOrderMachine):
 
     def _check_acquired(self, member: str, result: AcquireResult, limit: int) -> None:
         self._check_schedule(result)
+        self._check_span(result)
         super()._check_acquired(member, result, limit)
 
     def _check_schedule(self, result: AcquireResult) -> None:
@@ -193,14 +191,15 @@ class ScheduledMachine(KeyOrderMachine):
             and offset - sp.start_offset < sp.window_span_max
         )
 
-    @invariant()
-    def span_bounded(self) -> None:
-        """limits.SHARE_WINDOW_SPAN_MAX_OFFSETS (a test value): the window spans at
-        most that many offsets, give or take the rest of the last log batch taken."""
-        sp = self.rig.sp
-        if sp.end_offset >= sp.start_offset:
-            span = sp.end_offset - sp.start_offset + 1
-            assert span <= sp.window_span_max + SPAN_SLACK, (span, sp.window_span_max)
+    def _check_span(self, result: AcquireResult) -> None:
+        """limits.SHARE_WINDOW_SPAN_MAX_OFFSETS (a test value): a window spanning that
+        many offsets or more takes no new record from the log until its start offset
+        moves. (A walk may still overshoot the span past waiting or held-back records:
+        test_the_window_span_bounds_one_walk_too.)"""
+        start, end = self.rig.before_fetch
+        if end - start + 1 >= self.rig.sp.window_span_max:
+            taken = offsets_of(result)
+            assert not taken or max(taken) <= end, (start, end, taken)
 
     @invariant()
     def schedule_holds_agree(self) -> None:
@@ -362,3 +361,31 @@ def test_a_waiting_record_holds_back_its_key() -> None:
     assert offsets_of(rig.fetch("m0", mode=AcquireMode.BATCH_OPTIMIZED)) == [2]
     rig.clock.advance(5_000 + LATE)
     assert offsets_of(rig.fetch("m1")) == [0, 1]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: Acquisition._take_new_holding passes waiting and held-back records "
+    "without counting them against SharePartition.window_span_max",
+)
+@pytest.mark.parametrize("hold", ["waiting", "held back"])
+def test_the_window_span_bounds_one_walk_too(hold: str) -> None:
+    """limits.SHARE_WINDOW_SPAN_MAX_OFFSETS, at a test value of 10: one acquisition
+    passing 15 records that wait (or are held back by their key) does not stretch the
+    window to 20 offsets."""
+    rig = KeyedRig(options={"window_span_max": 10})
+    if hold == "waiting":
+        rig.set(delivery_delay_max_ms=CAP)
+        for _ in range(3):
+            rig.append([(None, _at(rig, 30_000))] * 5)
+    else:
+        rig.set(key_ordered=True)
+        for _ in range(3):
+            rig.append([(b"k", None)] * 5)
+    rig.append([(None, None)] * 5)
+    rig.start(reset_offset=0)
+    if hold != "waiting":
+        assert offsets_of(rig.fetch("m0", max_records=1, mode=AcquireMode.RECORD_LIMIT)) == [0]
+    rig.fetch("m1")
+    span = rig.sp.end_offset - rig.sp.start_offset + 1
+    assert span <= 10, span
