@@ -174,11 +174,12 @@ class Sizes:
     reps: int
     sched_rate: int
     sched_seconds: float
-    delay_ms: int  # header delays drawn from 0..delay_ms
+    delay_ms: int  # header delays drawn from 0..delay_ms (or all delay_ms: fixed_delay)
     delay_max_ms: int  # the group's shoal.share.delivery.delay.max.ms
     sample_interval_s: float
     batch_records: int | None = None  # the producer's batch.num.messages (None: librdkafka's)
     small_batch_records: int = 200  # the small-batch topics: batches well under the window
+    fixed_delay: bool = False  # every record delayed delay_ms ("retry in N s")
 
 
 FULL = Sizes(
@@ -1006,7 +1007,10 @@ def scheduled(runner: ShoalRunner, url: str, sizes: Sizes) -> dict[str, Any]:
     )
     n = max(1, int(sizes.sched_rate * sizes.sched_seconds))
     draw = random.Random(SEED)
-    delays: array[int] = array("q", (draw.randint(0, sizes.delay_ms) for _ in range(n)))
+    if sizes.fixed_delay:
+        delays: array[int] = array("q", [sizes.delay_ms]) * n
+    else:
+        delays = array("q", (draw.randint(0, sizes.delay_ms) for _ in range(n)))
     context = mp.get_context("spawn")
     total = context.Value("q", 0)
     warm = context.Array("b", CONSUMERS)
@@ -1070,6 +1074,7 @@ def scheduled(runner: ShoalRunner, url: str, sizes: Sizes) -> dict[str, Any]:
         "achieved_rate": n / send_s if send_s > 0 else None,
         "behind_max_ms": producer["behind_max_ms"],
         "delay_ms": sizes.delay_ms,
+        "fixed_delay": sizes.fixed_delay,
         "delay_max_ms": sizes.delay_max_ms,
         "warmed": bool(warmed and warmed[0]),
         "warmup_records": producer["warmups"],
@@ -1213,6 +1218,7 @@ def run(sizes: Sizes, skip: Sequence[str] = (), *, quick: bool = False) -> dict[
     drains: list[dict[str, Any]] = []
     windows: list[dict[str, Any]] = []
     sched: dict[str, Any] | None = None
+    sched_fixed: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="key-order-") as tmp:
         if "drain" in parts:
             with Broker(Path(tmp) / "plain", sizes, metrics=False) as broker:
@@ -1225,6 +1231,11 @@ def run(sizes: Sizes, skip: Sequence[str] = (), *, quick: bool = False) -> dict[
                     assert broker.url is not None
                     sched = _attempt(
                         "scheduled delivery", partial(scheduled, broker.runner, broker.url, sizes)
+                    )
+                    fixed = replace(sizes, fixed_delay=True)
+                    sched_fixed = _attempt(
+                        "scheduled delivery, fixed delay",
+                        partial(scheduled, broker.runner, broker.url, fixed),
                     )
     host = machine()
     return {
@@ -1250,6 +1261,7 @@ def run(sizes: Sizes, skip: Sequence[str] = (), *, quick: bool = False) -> dict[
         "drains": drains,
         "windows": windows,
         "scheduled": sched,
+        "scheduled_fixed": sched_fixed,
     }
 
 
@@ -1276,35 +1288,17 @@ def report(result: dict[str, Any]) -> str:
             "keys holding them; still = longest time the start / end offset stood still",
             window_table(result["window_rows"]),
         ]
-    sched = result.get("scheduled")
-    if sched is not None:
-        lines.append("")
-        if "error" in sched:
-            lines.append(f"scheduled delivery: failed: {sched['error']}")
-        else:
-            lines += [
-                f"scheduled delivery: {sched['records']:,} records at {sched['rate']:,}/s "
-                f"(achieved {sched['achieved_rate']:,.0f}/s, producer at most "
-                f"{sched['behind_max_ms']:.0f} ms behind), delays 0..{sched['delay_ms']} ms, "
-                f"delay.max.ms {sched['delay_max_ms']}; lateness = receipt - due",
-                scheduled_table(sched),
-                "records waiting for their time (sampled): median "
-                f"{_cell(sched['window'].get('scheduled_median'), '{:,.0f}')}, max "
-                f"{_cell(sched['window'].get('scheduled_max'), '{:,.0f}')} "
-                f"(limit {SHARE_SCHEDULED_RECORDS_MAX:,}); the window (in-flight, "
-                f"acknowledged records behind a waiting one included) "
-                f"{_cell(sched['window'].get('full_share'), '{:.0%}')} of the samples "
-                f">= {FULL_WINDOW:.0%} of {MAX_RECORD_LOCKS}, in-flight median "
-                f"{_cell(sched['window'].get('in_flight_median'), '{:,.0f}')}; the end offset "
-                f"stood still up to {_cell(sched['window'].get('end_flat_max_s'), '{:.2f}')} s",
-            ]
+    for key in ("scheduled", "scheduled_fixed"):
+        lines += _scheduled_report(result.get(key))
     problems = [
         f"  {d['label']}, order={d['order']}, rep {d['rep']}: {d.get('error') or d['problems']}"
         for d in [*result["drains"], *result["windows"]]
         if d.get("error") or d.get("problems")
     ]
-    if sched is not None and sched.get("problems"):
-        problems.append(f"  scheduled delivery: {sched['problems']}")
+    for key in ("scheduled", "scheduled_fixed"):
+        sched = result.get(key)
+        if sched is not None and sched.get("problems"):
+            problems.append(f"  {key}: {sched['problems']}")
     if problems:
         lines += ["", "checks failed:", *problems]
     before = " ".join(f"{v:.1f}" for v in info["load_average_before"])
@@ -1316,6 +1310,37 @@ def report(result: dict[str, Any]) -> str:
         f"confluent-kafka {info['confluent_kafka']} (librdkafka {info['librdkafka']})",
     ]
     return "\n".join(lines)
+
+
+def _scheduled_report(sched: dict[str, Any] | None) -> list[str]:
+    """The lines of one scheduled part (delays uniform, or all equal)."""
+    if sched is None:
+        return []
+    if "error" in sched:
+        return ["", f"scheduled delivery: failed: {sched['error']}"]
+    delays = (
+        f"every delay {sched['delay_ms']} ms"
+        if sched.get("fixed_delay")
+        else f"delays 0..{sched['delay_ms']} ms"
+    )
+    window = sched["window"]
+    return [
+        "",
+        f"scheduled delivery: {sched['records']:,} records at {sched['rate']:,}/s "
+        f"(achieved {sched['achieved_rate']:,.0f}/s, producer at most "
+        f"{sched['behind_max_ms']:.0f} ms behind), {delays}, "
+        f"delay.max.ms {sched['delay_max_ms']}; lateness = receipt - due",
+        scheduled_table(sched),
+        "records waiting for their time (sampled): median "
+        f"{_cell(window.get('scheduled_median'), '{:,.0f}')}, max "
+        f"{_cell(window.get('scheduled_max'), '{:,.0f}')} "
+        f"(limit {SHARE_SCHEDULED_RECORDS_MAX:,}); the window (in-flight, "
+        f"acknowledged records behind a waiting one included) "
+        f"{_cell(window.get('full_share'), '{:.0%}')} of the samples "
+        f">= {FULL_WINDOW:.0%} of {MAX_RECORD_LOCKS}, in-flight median "
+        f"{_cell(window.get('in_flight_median'), '{:,.0f}')}; the end offset "
+        f"stood still up to {_cell(window.get('end_flat_max_s'), '{:.2f}')} s",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,6 +187,12 @@ pins the start offset while the records behind it are done; the in-flight limit 
 counts only the records not done, and this bounds the rest (the done records' state is
 kept in memory and in the share-group state). At the limit no new record is taken from
 the log until the start offset moves (docs/scheduled-delivery.md)."""
+SHARE_FETCH_READS_MAX: Final = 4
+"""Key order or scheduled delivery on: one ShareFetch reads a share-partition's log at
+most this many times. A read that ends among records waiting for their time or held
+back by their key is followed by one from the next record that may be taken (records
+that came due lie scattered through the window), then by one of the new records past
+the window; each read is sized by the records still wanted."""
 SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 """Scheduled delivery (`shoal.deliver.at`): a share-partition holds at most this many
 records waiting for their time. They hold no lock and do not count towards

@@ -151,6 +151,9 @@ class Acquisition:
         window = self.window
         new_from = window.new_records_from()
         cache = window.cache
+        ready = window.is_ready
+        holds = self.holds
+        unordered = holds is None or holds.held is None  # nothing to note of what is left
         position = first_offset
         index = cache.index_from(position)
         self.scanned_to = first_offset
@@ -166,6 +169,15 @@ class Acquisition:
                 self._take_hole(position, hole_last)
                 position = hole_last + 1
                 index = cache.index_from(position)  # the hole may have gained batches
+                continue
+            whole = batch.whole
+            if whole is not None and (not whole.is_acquirable or (unordered and not ready(whole))):
+                # acquired, written or done, or (no key order) not ready: nothing to take
+                # (the usual entries of a window that waiting or held-back records keep
+                # wide; keys in flight are counted)
+                position = batch.last_offset + 1
+                self.scanned_to = max(self.scanned_to, position)
+                index += 1
                 continue
             self._take_cached(batch, position, min(last_offset, batch.last_offset))
             position = batch.last_offset + 1

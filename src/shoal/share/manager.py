@@ -84,11 +84,13 @@ lives in partition.py, acquire.py and acknowledge.py.)
 from __future__ import annotations
 
 import logging
+import operator
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.clock import Clock
+from shoal.limits import SHARE_FETCH_READS_MAX
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, validate_batches
@@ -989,11 +991,14 @@ class AcquireRound:
         "_manager",
         "_member_id",
         "_mode",
+        "_new_read",
         "_partial",
         "_partitions",
+        "_reads",
         "_ready",
         "_remaining",
         "_results",
+        "_resume",
         "_share_bytes",
         "_single",
         "load",
@@ -1034,9 +1039,16 @@ class AcquireRound:
         """(partition, share-partition, fetch offset, whether this is the re-read)."""
         self._earlier = False
         """A scheduled record entered a window: its wake-up may come before the others."""
-        self._partial: tuple[list[bytes], list[AcquiredRecords], int] | None = None
-        """The current partition's first read, when a second one follows (key order or
+        self._partial: tuple[dict[int, bytes], list[AcquiredRecords], int] | None = None
+        """The current partition's reads so far, when another follows (key order or
         scheduled delivery: records, acquired ranges, count)."""
+        self._reads = 0
+        """Reads made of the current partition (`limits.SHARE_FETCH_READS_MAX`)."""
+        self._new_read = False
+        """The current partition's new records were read (`_following`)."""
+        self._resume: int | None = None
+        """Where the current partition's first read ended, while its new records are
+        read (`_following`)."""
         self.load = load
 
     def next_read(self) -> LogRead | None:
@@ -1066,7 +1078,7 @@ class AcquireRound:
         tp, sp, offset, reread = current
         error = got.error
         if error is not None and self._partial is not None:
-            self._finish_partial(tp, b"", (), 0)  # the second read failed: the first stands
+            self._finish_partial(tp)  # a later read failed: the earlier ones stand
             return
         if error is not None:
             if (
@@ -1088,17 +1100,18 @@ class AcquireRound:
         assert read is not None
         if not read.headers:
             if self._partial is not None:
-                self._finish_partial(tp, b"", (), 0)
+                self._finish_partial(tp)
             else:
                 self._finish(ShareFetchPartition(tp), 0)
             return
         scheduled = sp.settings.delivery_delay_max_ms > 0
         before = sp.deadlines() if scheduled else None
+        taken = 0 if self._partial is None else self._partial[2]
         result = sp.acquire(
             member_id=self._member_id,
             fetch_offset=offset,
             headers=read.headers,
-            max_records=self._remaining,
+            max_records=self._remaining - taken,
             batch_size=self._batch_size,
             acquire_mode=self._mode,
             max_bytes=self._share_bytes,
@@ -1112,22 +1125,24 @@ class AcquireRound:
         if before is not None and not self._earlier:
             self._earlier = _earlier(before, sp)
         if sp.settings.key_ordered or scheduled:
-            spans = result.byte_ranges()  # acquisitions with holes: only their batches
-            records = (
-                b"".join([read.records[a:b] for a, b in spans])
-                if len(spans) > 1
-                else (read.records[spans[0][0] : spans[0][1]] if spans else b"")
-            )
-            if self._partial is not None:
-                self._finish_partial(tp, records, result.acquired, result.count)
+            # acquisitions with holes, over several reads: only the batches of acquired
+            # records, each once, in offset order at the end (`_finish_partial`)
+            pieces, ranges, _ = self._partial or ({}, [], 0)
+            for base_offset, batch in result.batch_bytes(read.records):
+                pieces.setdefault(base_offset, batch)
+            ranges.extend(result.acquired)
+            self._partial = (pieces, ranges, taken + result.count)
+            self._reads += 1
+            following = None
+            if taken + result.count < self._remaining and self._reads < SHARE_FETCH_READS_MAX:
+                following = self._following(sp, read.headers[-1].last_offset + 1, got.read_limit)
+            if following is not None:
+                # The read ended among waiting or held-back records: read on from the
+                # next record that may be taken (or the new records past the window).
+                self._current = (tp, sp, following, True)
                 return
-            beyond = sp.new_records_offset(got.read_limit)
-            if beyond is not None and result.count < self._remaining:
-                # The read ended inside the window (records waiting or held back):
-                # read the new records too, as a second read of this partition.
-                self._partial = ([records], list(result.acquired), result.count)
-                self._current = (tp, sp, beyond, True)
-                return
+            self._finish_partial(tp)
+            return
         else:
             span = result.byte_range
             records = b"" if span is None else read.records[span[0] : span[1]]
@@ -1135,25 +1150,48 @@ class AcquireRound:
             ShareFetchPartition(tp, records=records, acquired=result.acquired), result.count
         )
 
-    def _finish_partial(
-        self,
-        tp: TopicIdPartition,
-        records: bytes,
-        acquired: Sequence[AcquiredRecords],
-        count: int,
-    ) -> None:
-        """The second read of a partition is done: its entry joins both reads."""
+    def _following(self, sp: SharePartition, after: int, read_limit: int) -> int | None:
+        """Where the next read of the current partition starts (key order, scheduled
+        delivery), the last one having ended before `after`.
+
+        Scheduled delivery: after the first read, the new records past the window (so
+        the window keeps up with the log), coming back after them to where the first
+        read ended, then on to the next record that came due. Key order: on to the next
+        record that may be taken inside the window first (held-back records whose key
+        cleared; taking new records first would hold back ever more), the new records
+        last."""
+        if self._reads == 1 and not sp.settings.key_ordered:
+            beyond = sp.new_records_offset(read_limit)
+            if beyond is not None and beyond >= after:
+                self._resume = after if beyond > after else None
+                self._new_read = True
+                return beyond
+        elif self._resume is not None:
+            after, self._resume = self._resume, None
+        following = sp.next_ready_offset(after)
+        if following is None and not self._new_read:
+            following = sp.new_records_offset(read_limit)
+            if following is not None and following < after:
+                following = None  # the last read reached past the window already
+            self._new_read = following is not None
+        return following
+
+    def _finish_partial(self, tp: TopicIdPartition) -> None:
+        """The reads of a partition under key order or scheduled delivery are done: its
+        entry joins them."""
         partial = self._partial
         assert partial is not None
         self._partial = None
-        pieces, ranges, first_count = partial
-        if records:
-            pieces.append(records)
-        ranges.extend(acquired)
-        joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self._finish(
-            ShareFetchPartition(tp, records=joined, acquired=tuple(ranges)), first_count + count
-        )
+        self._reads = 0
+        self._resume = None
+        self._new_read = False
+        pieces, ranges, count = partial
+        if len(pieces) == 1:
+            joined = next(iter(pieces.values()))
+        else:
+            joined = b"".join([pieces[first] for first in sorted(pieces)])
+        ranges.sort(key=_FIRST_OFFSET)
+        self._finish(ShareFetchPartition(tp, records=joined, acquired=tuple(ranges)), count)
 
     def _finish(self, fetched: ShareFetchPartition, count: int) -> None:
         """`fetched` is the partition's entry; it acquired `count` records."""
@@ -1177,6 +1215,9 @@ class AcquireRound:
             return ShareFetched([self._single], self._manager._effects(), deadlines_earlier=earlier)
         entries = [results[tp] for tp in self._partitions]
         return ShareFetched(entries, self._manager._effects(), deadlines_earlier=earlier)
+
+
+_FIRST_OFFSET = operator.attrgetter("first_offset")
 
 
 def _earlier(before: tuple[int | None, int | None], sp: SharePartition) -> bool:

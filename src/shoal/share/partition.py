@@ -113,6 +113,13 @@ class AcquireResult:
         last = self.batches[-1]
         return self.batches[0].position, last.position + last.size
 
+    def batch_bytes(self, buffer: bytes) -> list[tuple[int, bytes]]:
+        """(base offset, bytes) of each of `batches` in `buffer` (the read's records)."""
+        return [
+            (header.base_offset, buffer[header.position : header.position + header.size])
+            for header in self.batches
+        ]
+
     def byte_ranges(self) -> list[tuple[int, int]]:
         """[start, end) of each run of adjacent `batches` (one unless some batches
         between acquired ones were left out)."""
@@ -339,9 +346,49 @@ class SharePartition:
 
     def records_to_read(self, fetch_offset: int, max_records: int) -> int:
         """How many records a read from `fetch_offset` should cover for an acquisition
-        of `max_records` (`max_records`; a method so that the share-partition may say
-        otherwise)."""
-        return max_records
+        of `max_records`: those, plus under scheduled delivery the window's records past
+        `fetch_offset` (at most `key_scan_max`): the records that came due lie scattered
+        among waiting and done ones, which the walk passes over cheaply."""
+        window = self._w
+        if self.settings.delivery_delay_max_ms <= 0 or not window.schedule.waiting_at:
+            return max_records
+        behind = min(max(0, window.end_offset - fetch_offset + 1), self.key_scan_max)
+        return max_records + behind
+
+    def next_ready_offset(self, after: int) -> int | None:
+        """Under key order or scheduled delivery, the next record of the window at or
+        past `after` that may be taken now: one that came due (they lie scattered among
+        waiting and done ones), or under key order one whose key is not in flight (a
+        held-back record whose key cleared); at most `key_scan_max` entries are looked
+        at. None if none."""
+        window = self._w
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
+            return None
+        if after > window.end_offset:
+            return None
+        keys = window.keys if config.key_ordered else None
+        in_flight = keys.in_flight if keys is not None else None
+        cache = window.cache
+        ready = window.is_ready
+        first = cache.index_from(after)
+        for index in range(first, min(len(cache), first + self.key_scan_max)):
+            batch = cache[index]
+            whole = batch.whole
+            if whole is not None:
+                if ready(whole):
+                    offset = max(after, batch.first_offset)
+                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
+                        return offset
+                continue
+            assert batch.offsets is not None
+            base = batch.first_offset
+            for position in range(max(0, after - base), batch.size):
+                if ready(batch.offsets[position]):
+                    offset = base + position
+                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
+                        return offset
+        return None
 
     def new_records_offset(self, read_limit: int) -> int | None:
         """Under key order or scheduled delivery, after an acquisition whose read ended
