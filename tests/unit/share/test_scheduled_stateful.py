@@ -389,3 +389,26 @@ def test_the_window_span_bounds_one_walk_too(hold: str) -> None:
     rig.fetch("m1")
     span = rig.sp.end_offset - rig.sp.start_offset + 1
     assert span <= 10, span
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: Schedule.prune forgets records below the start offset only from the "
+    "top of its heap (earliest due first): one due later stays counted against the "
+    "waiting limit",
+)
+def test_records_below_the_start_offset_stop_waiting() -> None:
+    """At a waiting limit of 2: 0 (due in 30 s) and 1 (due in 10 s) wait; the log start
+    moves to 1. 0 left the window, so 2 (due in 20 s) can wait in its place, and 3 (no
+    header) goes out."""
+    rig = _rig(scheduled_max=2)
+    rig.append([(None, _at(rig, 30_000))])
+    rig.append([(None, _at(rig, 10_000))])
+    rig.start(reset_offset=0)
+    assert offsets_of(rig.fetch("m0")) == []
+    rig.log_start_offset = 1
+    rig.sp.on_log_start_offset(log_start_offset=1)
+    rig.append([(None, _at(rig, 20_000))])
+    rig.append([(None, None)])
+    assert offsets_of(rig.fetch("m0")) == [3]
+    assert rig.sp.delivery_holds().scheduled_records == 2
