@@ -86,13 +86,18 @@ class Holds:
             if key is not None:
                 held.add(key)
 
-    def blocks(self, first: int, last: int) -> bool:
-        """Whether a key of [first, last] is held (the batch cannot go whole)."""
+    def blocks(self, first: int, last: int) -> int:
+        """How much of [first, last] its keys hold back: 0 none (the batch may go
+        whole), 1 some (it goes offset by offset), 2 all (every record has a held key:
+        the walk passes it whole)."""
         held = self.held
         keys = self.keys
         if not held or keys is None:
-            return False
-        return not held.isdisjoint(keys.between(first, last))
+            return 0
+        found = keys.between(first, last)
+        if held.isdisjoint(found):
+            return 0
+        return 2 if None not in found and held.issuperset(found) else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +219,15 @@ class Acquisition:
                 return
             full = first == batch.first_offset and last == batch.last_offset
             too_big = self.mode is AcquireMode.RECORD_LIMIT and batch.size > self.remaining
-            blocked = holds is not None and holds.blocks(batch.first_offset, batch.last_offset)
+            blocked = 0 if holds is None else holds.blocks(batch.first_offset, batch.last_offset)
+            if blocked == 2 and full:  # every key held: passed whole, not split
+                assert holds is not None
+                holds.passed += batch.size
+                if holds.passed > holds.scan_max:
+                    self._stop(first)
+                    return
+                self._done_through(last)
+                return
             if full and not throttled and not too_big and not blocked:
                 self.window.acquire(
                     whole,
