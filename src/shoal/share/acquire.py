@@ -71,6 +71,9 @@ class Holds:
     """Scheduled delivery: how many records the window may hold waiting."""
     passed: int = 0
     """Held-back records passed so far."""
+    span_last: int | None = None
+    """Scheduled delivery: the last offset the window may reach
+    (`limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` from its start)."""
 
     def key_of(self, offset: int) -> Key:
         keys = self.keys
@@ -395,6 +398,14 @@ class Acquisition:
         room in the window either), so the walk goes on past them while the budget and
         the room last."""
         headers = self.headers
+        holds = self.holds
+        assert holds is not None
+        whole_last = last
+        if holds.span_last is not None and last > holds.span_last:
+            last = holds.span_last  # the window's widest span (scheduled delivery)
+            if first > last:
+                self._stop(first)
+                return
         while True:
             allowed = self.remaining
             if beyond_end:
@@ -404,7 +415,10 @@ class Acquisition:
                 return
             index = self._header_index_from(first)
             if index == len(headers) or headers[index].base_offset > last:
-                self._done_through(last)
+                if last < whole_last:
+                    self._stop(last + 1)
+                else:
+                    self._done_through(last)
                 return
             first = max(first, headers[index].base_offset)
             end = last
@@ -434,7 +448,10 @@ class Acquisition:
                 self._stop(cut + 1)
                 return
             if end >= last:
-                self._done_through(last)
+                if last < whole_last:
+                    self._stop(last + 1)
+                else:
+                    self._done_through(last)
                 return
             if self.remaining <= 0 or not special:
                 self._stop(end + 1)  # out of budget: the rest is not examined
