@@ -724,6 +724,7 @@ class SharePartition:
             now_wall_ms=self._clock.wall_ms(),
             now_mono_ms=self._clock.monotonic_ms(),
             scheduled_max=self.scheduled_max,
+            span_last=window.start_offset + self.window_span_max - 1,
         )
         if ordered and keys is not None:
             keys.learn(learned, high=usable[-1].last_offset)

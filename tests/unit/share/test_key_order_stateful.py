@@ -25,7 +25,6 @@ import itertools
 import sys
 from collections import defaultdict
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
@@ -496,12 +495,6 @@ def test_held_records_below_the_start_offset_still_hold_their_key() -> None:
     assert answers == [[], []]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: RecordKeys.get answers None for an offset with no record inside the "
-    "known run and UNKNOWN outside it, so a hole acquired in a range changes key when a "
-    "later read starts a new run, and the in-flight key counts no longer match",
-)
 def test_a_hole_in_an_acquired_range_keeps_its_key() -> None:
     """0 (key a), no record at 1, 2 (key b): m0 takes 0-2; 5 (key c) comes after a gap
     of two offsets; taking it must leave the window's invariants intact."""

@@ -363,11 +363,6 @@ def test_a_waiting_record_holds_back_its_key() -> None:
     assert offsets_of(rig.fetch("m1")) == [0, 1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: Acquisition._take_new_holding passes waiting and held-back records "
-    "without counting them against SharePartition.window_span_max",
-)
 @pytest.mark.parametrize("hold", ["waiting", "held back"])
 def test_the_window_span_bounds_one_walk_too(hold: str) -> None:
     """limits.SHARE_WINDOW_SPAN_MAX_OFFSETS, at a test value of 10: one acquisition
