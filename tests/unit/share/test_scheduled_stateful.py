@@ -394,12 +394,6 @@ def test_the_window_span_bounds_one_walk_too(hold: str) -> None:
     assert span <= 10, span
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: Schedule.prune forgets records below the start offset only from the "
-    "top of its heap (earliest due first): one due later stays counted against the "
-    "waiting limit",
-)
 def test_records_below_the_start_offset_stop_waiting() -> None:
     """At a waiting limit of 2: 0 (due in 30 s) and 1 (due in 10 s) wait; the log start
     moves to 1. 0 left the window, so 2 (due in 20 s) can wait in its place, and 3 (no
