@@ -21,11 +21,14 @@ transactional producer, a read_committed consumer and share members speaking the
 Kafka protocol through the client core; crashes, clean restarts, power losses,
 dropped and slow connections and slow disks come from the seed, and the invariants
 (`shell_invariants`, `shell_share`) are asked over the wire (docs/simulation.md).
+Two variants of it (`shell_share_ext`) give the share group Shoal's key-ordered or
+scheduled delivery and check them as the members see them (`shell_share_keys`).
 
 Owns: `base` (the run loop of the share scenario), `world`, `broker`, `invariants`
 (the share scenario), `loop`, `pipes`, `shell_disk`, `shell_connection`,
 `shell_world`, `shell_txn`, `shell_share`, `shell_produce`, `shell_invariants` (the
-shell scenario), `disk` (fsyncs, power losses, torn tails),
+shell scenario), `shell_share_ext`, `shell_share_keys` (its key-order and scheduled
+variants), `disk` (fsyncs, power losses, torn tails),
 `faults` (the seeded fault plan), `run` (one seed, many seeds, figures). The share
 scenario imports the cores and `log/` only; the shell scenario is a harness above the
 server (it builds the broker as `shoal serve` does). The only randomness is the

@@ -4,6 +4,9 @@
     python -m shoal.sim --seeds 10000         # seeds 0..9999, figures + JSON
     python -m shoal.sim --scenario shell --seeds 1000 --steps 60   # the real broker
     python -m shoal.sim --scenario shell --seeds 500 --rate power_loss=1 --rate shell_crash=0.15
+    python -m shoal.sim --scenario shell-keys --seeds 200   # key-ordered share delivery
+    python -m shoal.sim --scenario shell-due --seeds 200    # scheduled share delivery
+    python -m shoal.sim --scenario shell-keys --order none --seeds 20   # violations counted
 
 Exits 1 if any seed violated an invariant (the failing seeds are listed).
 """
@@ -40,7 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         help="share: producer, share members, share coordinator (the cores); shell: the "
         "real broker (handlers, purgatory, timers, services, coordinators) on virtual "
         "time over in-memory pipes, with consumer-group members, a transactional "
-        "producer and share members (docs/simulation.md)",
+        "producer and share members (docs/simulation.md); shell-keys, shell-due: the same "
+        "world with a key-ordered or a scheduled share group and their checks",
+    )
+    parser.add_argument(
+        "--order",
+        choices=("key", "none"),
+        help="shell-keys / shell-due: the share group's shoal.share.delivery.order (default: "
+        "key; shell-due: key on odd seeds); under none the key-order checks count "
+        "violations instead of failing",
     )
     parser.add_argument("--json", type=Path, help="where to write figures (default bench/results)")
     parser.add_argument(
@@ -59,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         args.steps = default_steps(args.scenario)
     if args.seed is not None:
         result = run_seed(
-            args.seed, steps=args.steps, verbose=args.verbose, scenario=args.scenario, rates=rates
+            args.seed,
+            steps=args.steps,
+            verbose=args.verbose,
+            scenario=args.scenario,
+            rates=rates,
+            order=args.order,
         )
         if result.violation is not None:
             print(f"seed {args.seed}: VIOLATED {result.violation}")
@@ -71,7 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     started_ns = measure_ns()
     for seed in range(args.first, args.first + args.seeds):
         result = run_seed(
-            seed, steps=args.steps, verbose=args.verbose, scenario=args.scenario, rates=rates
+            seed,
+            steps=args.steps,
+            verbose=args.verbose,
+            scenario=args.scenario,
+            rates=rates,
+            order=args.order,
         )
         summary.add(result)
         if result.violation is not None:
@@ -84,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "first_seed": args.first,
         "steps_per_seed": args.steps,
         "rates_overridden": dict(item.split("=", 1) for item in args.rate),
+        "order": args.order,
         "elapsed_s": round(elapsed, 2),
         "seeds_per_s": round(summary.seeds / elapsed, 2),
         "ms_per_seed": round(1000 * elapsed / max(1, summary.seeds), 2),

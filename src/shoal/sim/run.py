@@ -8,14 +8,17 @@ written as JSON by `python -m shoal.sim`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shoal.sim.faults import FaultRates
 from shoal.sim.invariants import InvariantViolated
+from shoal.sim.shell_share_ext import ExtWorld
 from shoal.sim.shell_world import TICKS_DEFAULT, ShellWorld
 from shoal.sim.world import World
 
@@ -26,7 +29,16 @@ SHELL = "shell"
 """The real broker (handlers, purgatory, timers, services, coordinators) on the
 simulator's loop, network and disk, with consumer-group members and a transactional
 producer over the wire (shell_world.py)."""
-SCENARIOS = (SHARE, SHELL)
+SHELL_KEYS = "shell-keys"
+"""The shell world with a key-ordered share group (shoal.share.delivery.order=key) and
+the key-order checks (shell_share_ext.py)."""
+SHELL_DUE = "shell-due"
+"""The shell world with scheduled delivery (shoal.share.delivery.delay.max.ms, a cap
+drawn from the seed; key order on odd seeds) and the due-time checks."""
+SCENARIOS = (SHARE, SHELL, SHELL_KEYS, SHELL_DUE)
+SHELL_SCENARIOS = (SHELL, SHELL_KEYS, SHELL_DUE)
+DELAY_CAPS_MS = (5_000, 15_000, 30_000)
+"""The scheduled scenario's `shoal.share.delivery.delay.max.ms`, by seed."""
 
 
 @dataclass(slots=True)
@@ -67,14 +79,18 @@ def run_seed(
     rates: FaultRates | None = None,
     verbose: bool = False,
     scenario: str = SHARE,
+    order: str | None = None,
 ) -> SeedResult:
-    """Simulate `seed` of `scenario` (SHARE or SHELL) for `steps`
-    operations (world ticks for SHELL) then drain; never raises for a violated
-    invariant (it is in the result), other exceptions propagate."""
+    """Simulate `seed` of `scenario` (one of SCENARIOS) for `steps` operations (world
+    ticks for the shell scenarios) then drain; never raises for a violated invariant
+    (it is in the result), other exceptions propagate. `order` sets the share group's
+    `shoal.share.delivery.order` of SHELL_KEYS and SHELL_DUE (None: the scenario's
+    own); the key-order checks fail the run only under `key`, else they count."""
     if steps is None:
         steps = default_steps(scenario)
-    if scenario == SHELL:
-        return _run_shell_seed(seed, ticks=steps, rates=rates, verbose=verbose)
+    if scenario in SHELL_SCENARIOS:
+        make = _shell_world(seed, scenario, order)
+        return _run_shell_seed(seed, ticks=steps, rates=rates, verbose=verbose, make=make)
     with tempfile.TemporaryDirectory(prefix=f"shoal-sim-{seed}-") as name:
         quiet = logging.getLogger("shoal")
         level = quiet.level
@@ -103,8 +119,25 @@ def run_seed(
         )
 
 
+def _shell_world(seed: int, scenario: str, order: str | None) -> Callable[..., ShellWorld]:
+    """The world class of a shell scenario, with its share settings."""
+    if scenario == SHELL_KEYS:
+        return functools.partial(ExtWorld, order=order or "key")
+    if scenario == SHELL_DUE:
+        chosen = order or ("key" if seed % 2 else "none")
+        return functools.partial(
+            ExtWorld, order=chosen, delay_max_ms=DELAY_CAPS_MS[seed % len(DELAY_CAPS_MS)]
+        )
+    return ShellWorld
+
+
 def _run_shell_seed(
-    seed: int, *, ticks: int, rates: FaultRates | None, verbose: bool
+    seed: int,
+    *,
+    ticks: int,
+    rates: FaultRates | None,
+    verbose: bool,
+    make: Callable[..., ShellWorld] = ShellWorld,
 ) -> SeedResult:
     with tempfile.TemporaryDirectory(prefix=f"shoal-sim-shell-{seed}-") as name:
         quiet = logging.getLogger("shoal")
@@ -113,7 +146,7 @@ def _run_shell_seed(
             quiet.setLevel(logging.ERROR)
             quiet.propagate = False
         try:
-            world = ShellWorld(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
+            world = make(seed=seed, directory=Path(name), rates=rates, verbose=verbose)
             violation = None
             try:
                 world.run(ticks)
@@ -136,5 +169,5 @@ def _run_shell_seed(
 
 
 def default_steps(scenario: str) -> int:
-    """Steps of a seed by default: operations, or world ticks for SHELL."""
-    return TICKS_DEFAULT if scenario == SHELL else STEPS_DEFAULT
+    """Steps of a seed by default: operations, or world ticks for the shell scenarios."""
+    return TICKS_DEFAULT if scenario in SHELL_SCENARIOS else STEPS_DEFAULT

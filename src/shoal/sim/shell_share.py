@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kio.records.readers import read_batch
@@ -61,6 +61,11 @@ DELIVERY_LIMIT = 5
 """`group.share.delivery.count.limit` (Kafka's default)."""
 MAX_RECORDS = 8
 DRAIN_ROUNDS = 120
+
+
+Answered = tuple[list[tuple[int, int, int]], dict[int, int]]
+"""A partition's part of a ShareFetch answer: what was acquired, as (offset, value,
+delivery count), and offset -> value of every data record in the batches sent."""
 
 
 class ShareOracle:
@@ -102,6 +107,45 @@ class ShareOracle:
     def unsure(self, values: Iterable[int]) -> None:
         """Acknowledgements sent whose answer never came (applied or not)."""
         self.unanswered.update(values)
+
+    # ---- hooks for the extended share scenarios (sim/shell_share_ext.py); no-ops here
+
+    def produced_at(
+        self, partition: int, base_offset: int, values: list[int], sent_ms: int
+    ) -> None:
+        """A produce of `values` sent at `sent_ms` was acknowledged at `base_offset`."""
+
+    def fetch_sent(
+        self,
+        member: str,
+        partitions: list[int],
+        max_wait_ms: int,
+        acks: Mapping[int, list[tuple[int, int, int]]],
+    ) -> None:
+        """`member` sends a ShareFetch for `partitions` carrying `acks` (partition ->
+        (offset, value, type))."""
+
+    def fetch_answered(self, member: str, answered: Mapping[int, Answered]) -> None:
+        """`member`'s ShareFetch was answered: by partition (without an error), what
+        it acquired, as (offset, value, delivery count), and every data record of the
+        batches sent (offset -> value). Called after `delivered` of each record."""
+
+    def acks_answered(self, partition: int, acks: list[tuple[int, int, int]]) -> None:
+        """The ShareFetch carrying acknowledgements `acks` of `partition` was answered
+        (whatever its codes): the broker is done with them."""
+
+    def fetch_failed(self, member: str) -> None:
+        """`member`'s ShareFetch went unanswered."""
+
+    def session_lost(self, member: str) -> None:
+        """`member`'s session may have ended (its records released) from now on."""
+
+    def heartbeat_ok(self, member: str, sent_ms: int) -> None:
+        """A heartbeat of `member` sent at `sent_ms` was answered without error."""
+
+    def disturbed(self, *, ongoing: bool = False) -> None:
+        """The broker died, was shut down or reset a connection: any record may have
+        been released. `ongoing`: until the next call (a clean shutdown is under way)."""
 
     def done(self) -> bool:
         """Every acknowledged produce settled, or delivered its last allowed time."""
@@ -195,39 +239,56 @@ class ShareMember:
         self.pending: dict[TopicIdPartition, list[tuple[int, int, int]]] = {}
         """Acknowledgements to send: partition -> (offset, value, type)."""
         self.next_beat_ms = 0
+        self.drain_rounds = DRAIN_ROUNDS
+        self.connection: SimConnection | None = None
 
     async def run(self, *, draining: bool = False) -> None:
 
-        connection = SimConnection(self.world, self.name)
+        self.connection = connection = SimConnection(self.world, self.name)
         rounds = 0
-        while self.world.running or (draining and rounds < DRAIN_ROUNDS):
+        while self.world.running or (draining and rounds < self.drain_rounds):
             if not self.world.running:
                 rounds += 1
-                if not self.oracle.producing and self.oracle.done() and not self.pending:
+                if self._drained():
                     break
             try:
                 if self.world.clock.monotonic_ms() >= self.next_beat_ms or not self.assigned:
                     await self._heartbeat(connection)
                 if self.assigned:
                     await self._fetch(connection, accept_all=not self.world.running)
+                    await self._after_fetch()
                 else:
                     await asyncio.sleep(0.5)
             except RequestFailed:
                 self.session_epoch = 0
                 self.pending.clear()  # unsent: the locks expire and the records come back
+                self.oracle.session_lost(self.name)
                 await asyncio.sleep(self.world.rng.randint(100, 1_000) / 1000)
         await connection.close()
 
+    def _drained(self) -> bool:
+        """The world stopped: whether this member is done (everything settled)."""
+        return not self.oracle.producing and self.oracle.done() and not self.pending
+
+    async def _after_fetch(self) -> None:
+        """What a member does between two ShareFetches (nothing here: it fetches again)."""
+
+    def _max_wait_ms(self) -> int:
+        return self.world.rng.choice([0, 200, 1_000])
+
     async def _heartbeat(self, connection: SimConnection) -> None:
         subscribed = [SHARE_TOPIC] if self.epoch == 0 else None
+        sent_ms = self.world.clock.monotonic_ms()
         response = await connection.call(
             heartbeat(SHARE_GROUP, self.member_id, self.epoch, subscribed)
         )
         if response.error_code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
             self.epoch, self.assigned = 0, set()
+            self.oracle.session_lost(self.name)
             return
         if response.error_code != ErrorCode.none:
             return
+        self.oracle.heartbeat_ok(self.name, sent_ms)
         self.epoch = response.member_epoch
         self.next_beat_ms = self.world.clock.monotonic_ms() + int(
             response.heartbeat_interval.total_seconds() * 1000
@@ -248,25 +309,38 @@ class ShareMember:
         }
         sent, self.pending = self.pending, {}
         listed = [(self.topic_id, p) for p in sorted(self.assigned)]
+        max_wait_ms = self._max_wait_ms()
         call = share_fetch(
             group_id=SHARE_GROUP,
             member_id=self.member_id,
             session_epoch=self.session_epoch,
             partitions=listed,
             acks=acks,
-            max_wait_ms=self.world.rng.choice([0, 200, 1_000]),
+            max_wait_ms=max_wait_ms,
             max_records=MAX_RECORDS,
+        )
+        self.oracle.fetch_sent(
+            self.name,
+            sorted(self.assigned),
+            max_wait_ms,
+            {tp.partition: items for tp, items in sent.items()},
         )
         try:
             response = await connection.call(call)
         except RequestFailed:
             # The acknowledgements went out unanswered: applied or not, nobody knows.
             self.oracle.unsure(v for items in sent.values() for _o, v, t in items)
+            self.oracle.fetch_failed(self.name)
             raise
+        for tp, items in sent.items():
+            self.oracle.acks_answered(tp.partition, items)  # applied or not, done with
         if response.error_code != ErrorCode.none:
             self.session_epoch = 0  # a session the broker does not know: start a new one
+            self.oracle.fetch_answered(self.name, {})  # refused: nothing acquired
+            self.oracle.session_lost(self.name)
             return
         self.session_epoch += 1
+        answered: dict[int, Answered] = {}
         for tp, part in partitions_of(response).items():
             if tp in sent:
                 shown = [(o, t) for o, _v, t in sent[tp]]
@@ -282,15 +356,19 @@ class ShareMember:
                 ]
                 self.world.note(f"{self.name} acquired p{tp.partition} {spans}")
             values = _values_at(bytes(part.records or b""))
+            delivered: list[tuple[int, int, int]] = []
             for acquired in part.acquired_records:
                 for offset in range(acquired.first_offset, acquired.last_offset + 1):
                     value = values.get(offset)
                     if value is None:
                         continue  # a control record or a gap
                     self.oracle.delivered(value, acquired.delivery_count)
+                    delivered.append((offset, value, acquired.delivery_count))
                     self.pending.setdefault(tp, []).append(
                         (offset, value, self._ack_type(accept_all))
                     )
+            answered[tp.partition] = (delivered, values)
+        self.oracle.fetch_answered(self.name, answered)
 
     def _ack_type(self, accept_all: bool) -> int:
         if accept_all:

@@ -36,10 +36,10 @@ import datetime
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from shoal.client.errors import ErrorCode
 from shoal.client.requests import (
@@ -147,7 +147,7 @@ class ShellWorld:
         self.broker_errors: list[str] = []
         """What the broker logged at ERROR or above (a handler that raised is one)."""
         self.checker = ShellChecker(self)
-        self.share = shell_share.ShareOracle(self)
+        self.share = self._share_oracle()
         self.idempotent = shell_produce.IdempotentOracle(self)
 
     # ---- notes
@@ -191,7 +191,7 @@ class ShellWorld:
         setup = SimConnection(self, "sim-setup")
         await self.retry(lambda: setup.call(create_topic(TOPIC, partitions=TOPIC_PARTITIONS)))
         await self.retry(lambda: setup.call(create_topic(DATA_TOPIC, partitions=1)))
-        share_topic_id = await shell_share.setup(self, setup)
+        share_topic_id = await self._share_setup(setup)
         await setup.close()
         self.checker.topic_id = await self.checker.describe_topic_id(TOPIC)
         actors = [self.loop.create_task(self._member(self.members[m]), name=m) for m in MEMBERS]
@@ -199,16 +199,13 @@ class ShellWorld:
         actors.append(self.loop.create_task(txn.run_producer(), name="producer"))
         actors.append(self.loop.create_task(txn.run_zombie(), name="zombie"))
         actors.append(self.loop.create_task(self._fetcher(), name="fetcher"))
-        actors.append(
-            self.loop.create_task(shell_share.producer(self, self.share), name="share-producer")
-        )
+        actors.append(self.loop.create_task(self._share_producer(), name="share-producer"))
         actors.append(
             self.loop.create_task(
                 shell_produce.producer(self, self.idempotent), name="idempotent-producer"
             )
         )
-        for index in range(shell_share.SHARE_MEMBERS):
-            member = shell_share.ShareMember(self, self.share, index, share_topic_id)
+        for member in self._share_members(share_topic_id):
             actors.append(self.loop.create_task(member.run(draining=True), name=member.name))
         try:
             for _ in range(ticks):
@@ -233,6 +230,23 @@ class ShellWorld:
                 actor.cancel()
         if self.loop.errors:
             raise InvariantViolated("no broker task fails unobserved", repr(self.loop.errors[:3]))
+
+    # ---- the share scenario (shell_share.py; sim/shell_share_ext.py overrides these)
+
+    def _share_oracle(self) -> shell_share.ShareOracle:
+        return shell_share.ShareOracle(self)
+
+    async def _share_setup(self, connection: SimConnection) -> uuid.UUID:
+        return await shell_share.setup(self, connection)
+
+    def _share_producer(self) -> Coroutine[Any, Any, None]:
+        return shell_share.producer(self, self.share)
+
+    def _share_members(self, topic_id: uuid.UUID) -> list[shell_share.ShareMember]:
+        return [
+            shell_share.ShareMember(self, self.share, index, topic_id)
+            for index in range(shell_share.SHARE_MEMBERS)
+        ]
 
     async def retry(self, attempt: Callable[[], Awaitable[T]], *, tries: int = 50) -> T:
         for _ in range(tries):
@@ -299,6 +313,7 @@ class ShellWorld:
             self.note(f"CRASH of broker process {self.process}")
             self.checker.before_crash()
             self._kill()
+            self.share.disturbed()
             lost: list[str] = []
             if self.faults.fires("power_loss"):
                 lost = self.disk_model.power_loss(self.rng)
@@ -315,6 +330,7 @@ class ShellWorld:
             broker = self.broker
             assert broker is not None
             self.note(f"clean shutdown of broker process {self.process}")
+            self.share.disturbed(ongoing=True)
             process = self.process
             stopping = self.loop.run_in_context(
                 process, lambda: self.loop.create_task(broker.shutdown())
@@ -328,9 +344,11 @@ class ShellWorld:
             self.loop.kill(process)  # what a process exit leaves: nothing runs
             self.network.kill_process(process)
             self.broker = None
+            self.share.disturbed()
             await self._start_broker()
             await self.checker.after_recovery()
         elif self.faults.fires("connection_drop") and self.network.drop_one():
+            self.share.disturbed()
             self.note("a client connection is reset")
 
     # ---- consumer-group members
