@@ -196,9 +196,9 @@ the window; each read is sized by the records still wanted."""
 SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 """Scheduled delivery (`shoal.deliver.at`): a share-partition holds at most this many
 records waiting for their time. They hold no lock and do not count towards
-`share.partition.max.record.locks`; at the limit, acquisition takes no new records
-from the log until some come due (nothing is skipped or lost: the log keeps them;
-docs/scheduled-delivery.md)."""
+`share.partition.max.record.locks`; at the limit, acquisition stops at the first new
+record that would wait, which with those behind it stays in the log until some come
+due (nothing is skipped or lost; docs/scheduled-delivery.md)."""
 SHARE_BROWSE_ENTRIES_MAX: Final = 1_000
 """Default of `shoal.share.browse.max.entries`: in-flight entries per share-partition one
 ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for; the

@@ -71,6 +71,9 @@ class Holds:
     """Scheduled delivery: how many records the window may hold waiting."""
     passed: int = 0
     """Held-back records passed so far."""
+    span_last: int | None = None
+    """Scheduled delivery: the last offset the window may reach
+    (`limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` from its start)."""
 
     def key_of(self, offset: int) -> Key:
         keys = self.keys
@@ -86,13 +89,18 @@ class Holds:
             if key is not None:
                 held.add(key)
 
-    def blocks(self, first: int, last: int) -> bool:
-        """Whether a key of [first, last] is held (the batch cannot go whole)."""
+    def blocks(self, first: int, last: int) -> int:
+        """How much of [first, last] its keys hold back: 0 none (the batch may go
+        whole), 1 some (it goes offset by offset), 2 all (every record has a held key:
+        the walk passes it whole)."""
         held = self.held
         keys = self.keys
         if not held or keys is None:
-            return False
-        return not held.isdisjoint(keys.between(first, last))
+            return 0
+        found = keys.between(first, last)
+        if held.isdisjoint(found):
+            return 0
+        return 2 if None not in found and held.issuperset(found) else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +222,15 @@ class Acquisition:
                 return
             full = first == batch.first_offset and last == batch.last_offset
             too_big = self.mode is AcquireMode.RECORD_LIMIT and batch.size > self.remaining
-            blocked = holds is not None and holds.blocks(batch.first_offset, batch.last_offset)
+            blocked = 0 if holds is None else holds.blocks(batch.first_offset, batch.last_offset)
+            if blocked == 2 and full:  # every key held: passed whole, not split
+                assert holds is not None
+                holds.passed += batch.size
+                if holds.passed > holds.scan_max:
+                    self._stop(first)
+                    return
+                self._done_through(last)
+                return
             if full and not throttled and not too_big and not blocked:
                 self.window.acquire(
                     whole,
@@ -382,6 +398,14 @@ class Acquisition:
         room in the window either), so the walk goes on past them while the budget and
         the room last."""
         headers = self.headers
+        holds = self.holds
+        assert holds is not None
+        whole_last = last
+        if holds.span_last is not None and last > holds.span_last:
+            last = holds.span_last  # the window's widest span (scheduled delivery)
+            if first > last:
+                self._stop(first)
+                return
         while True:
             allowed = self.remaining
             if beyond_end:
@@ -391,7 +415,10 @@ class Acquisition:
                 return
             index = self._header_index_from(first)
             if index == len(headers) or headers[index].base_offset > last:
-                self._done_through(last)
+                if last < whole_last:
+                    self._stop(last + 1)
+                else:
+                    self._done_through(last)
                 return
             first = max(first, headers[index].base_offset)
             end = last
@@ -421,7 +448,10 @@ class Acquisition:
                 self._stop(cut + 1)
                 return
             if end >= last:
-                self._done_through(last)
+                if last < whole_last:
+                    self._stop(last + 1)
+                else:
+                    self._done_through(last)
                 return
             if self.remaining <= 0 or not special:
                 self._stop(end + 1)  # out of budget: the rest is not examined

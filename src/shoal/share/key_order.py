@@ -64,7 +64,7 @@ class RecordKeys:
     and offsets between batches, a compacted log's holes, take no room). An offset no
     read has covered is UNKNOWN."""
 
-    __slots__ = ("_firsts", "_keys", "_lasts", "in_flight", "known_from", "known_to")
+    __slots__ = ("_firsts", "_keys", "_known", "_lasts", "in_flight")
 
     def __init__(self, base: int) -> None:
         self._firsts: list[int] = []
@@ -73,11 +73,10 @@ class RecordKeys:
         self.in_flight: dict[Key, int] = {}
         """Key -> its records acquired (or with a write pending) now: kept by the
         window as records enter and leave flight, so no scan finds them."""
-        self.known_from = base
-        self.known_to = base - 1
-        """[known_from, known_to]: offsets whose keys were all learned (one run of
-        reads; a read that does not touch it starts a new run). An offset in there
-        that no batch holds has no record (None)."""
+        self._known: list[list[int]] = []
+        """Disjoint [first, last] runs of offsets whose keys were all learned (each read
+        covers one; adjacent or overlapping ones merge). An offset in a run that no
+        batch holds has no record (None); outside every run a key is UNKNOWN."""
 
     def learn(self, batches: Sequence[tuple[int, Sequence[bytes | None]]], *, high: int) -> None:
         """The keys of a read: (base offset, keys by offset - base) per log batch, in
@@ -98,12 +97,27 @@ class RecordKeys:
             firsts[index:stop] = [first]
             lasts[index:stop] = [last]
             store[index:stop] = [keys]
-        low = batches[0][0]
-        if low <= self.known_to + 1 and high >= self.known_from - 1:
-            self.known_from = min(self.known_from, low)
-            self.known_to = max(self.known_to, high)
-        else:
-            self.known_from, self.known_to = low, high
+        self._know(batches[0][0], high)
+
+    def _know(self, low: int, high: int) -> None:
+        known = self._known
+        index = bisect_left(known, [low])
+        if index > 0 and known[index - 1][1] >= low - 1:
+            index -= 1
+        stop = index
+        while stop < len(known) and known[stop][0] <= high + 1:
+            low = min(low, known[stop][0])
+            high = max(high, known[stop][1])
+            stop += 1
+        known[index:stop] = [[low, high]]
+
+    def _run_of(self, offset: int) -> list[int] | None:
+        """The known run holding `offset`, or None."""
+        known = self._known
+        index = bisect_right(known, [offset, 2**63]) - 1
+        if index >= 0 and known[index][1] >= offset:
+            return known[index]
+        return None
 
     def enter(self, first: int, last: int) -> None:
         """[first, last] were acquired."""
@@ -126,13 +140,14 @@ class RecordKeys:
 
     def knows(self, first: int, last: int) -> bool:
         """Whether the keys of [first, last] are all learned."""
-        return self.known_from <= first and last <= self.known_to
+        run = self._run_of(first)
+        return run is not None and last <= run[1]
 
     def get(self, offset: int) -> Key:
         index = bisect_right(self._firsts, offset) - 1
         if index >= 0 and offset <= self._lasts[index]:
             return self._keys[index][offset - self._firsts[index]]
-        return None if self.known_from <= offset <= self.known_to else UNKNOWN
+        return None if self._run_of(offset) is not None else UNKNOWN
 
     def between(self, first: int, last: int) -> list[Key]:
         """The key of each offset of [first, last], in order (None where no record is,
@@ -155,9 +170,18 @@ class RecordKeys:
                 index += 1
                 continue
             gap_end = last if index >= len(firsts) else min(last, firsts[index] - 1)
-            known = self.known_from <= position and gap_end <= self.known_to
-            found.extend([None if known else UNKNOWN] * (gap_end - position + 1))
-            position = gap_end + 1
+            while position <= gap_end:  # no batch: no record where known, else UNKNOWN
+                run = self._run_of(position)
+                if run is not None:
+                    stop = min(gap_end, run[1])
+                    found.extend([None] * (stop - position + 1))
+                else:
+                    following = bisect_right(self._known, [position, 2**63])
+                    stop = gap_end
+                    if following < len(self._known):
+                        stop = min(gap_end, self._known[following][0] - 1)
+                    found.extend([UNKNOWN] * (stop - position + 1))
+                position = stop + 1
         return found
 
     def drop_below(self, start: int) -> None:
@@ -169,7 +193,9 @@ class RecordKeys:
             del self._firsts[:drop]
             del lasts[:drop]
             del self._keys[:drop]
-            self.known_from = max(self.known_from, start)
+            known = self._known
+            while known and known[0][1] < start:
+                del known[0]
 
 
 def _add(into: set[Key], keys: Sequence[Key]) -> None:

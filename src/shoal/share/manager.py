@@ -991,6 +991,7 @@ class AcquireRound:
         "_manager",
         "_member_id",
         "_mode",
+        "_new_read",
         "_partial",
         "_partitions",
         "_reads",
@@ -1043,6 +1044,8 @@ class AcquireRound:
         scheduled delivery: records, acquired ranges, count)."""
         self._reads = 0
         """Reads made of the current partition (`limits.SHARE_FETCH_READS_MAX`)."""
+        self._new_read = False
+        """The current partition's new records were read (`_following`)."""
         self._resume: int | None = None
         """Where the current partition's first read ended, while its new records are
         read (`_following`)."""
@@ -1149,18 +1152,29 @@ class AcquireRound:
 
     def _following(self, sp: SharePartition, after: int, read_limit: int) -> int | None:
         """Where the next read of the current partition starts (key order, scheduled
-        delivery), the last one having ended before `after`: after the first read, the
-        new records past the window (so the window keeps up with the log), coming back
-        after them to where the first read ended; then on from there to the next record
-        that may be taken inside the window."""
-        if self._reads == 1:
+        delivery), the last one having ended before `after`.
+
+        Scheduled delivery: after the first read, the new records past the window (so
+        the window keeps up with the log), coming back after them to where the first
+        read ended, then on to the next record that came due. Key order: on to the next
+        record that may be taken inside the window first (held-back records whose key
+        cleared; taking new records first would hold back ever more), the new records
+        last."""
+        if self._reads == 1 and not sp.settings.key_ordered:
             beyond = sp.new_records_offset(read_limit)
             if beyond is not None and beyond >= after:
                 self._resume = after if beyond > after else None
+                self._new_read = True
                 return beyond
         elif self._resume is not None:
             after, self._resume = self._resume, None
-        return sp.next_ready_offset(after)
+        following = sp.next_ready_offset(after)
+        if following is None and not self._new_read:
+            following = sp.new_records_offset(read_limit)
+            if following is not None and following < after:
+                following = None  # the last read reached past the window already
+            self._new_read = following is not None
+        return following
 
     def _finish_partial(self, tp: TopicIdPartition) -> None:
         """The reads of a partition under key order or scheduled delivery are done: its
@@ -1170,6 +1184,7 @@ class AcquireRound:
         self._partial = None
         self._reads = 0
         self._resume = None
+        self._new_read = False
         pieces, ranges, count = partial
         if len(pieces) == 1:
             joined = next(iter(pieces.values()))

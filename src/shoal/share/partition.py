@@ -356,12 +356,19 @@ class SharePartition:
         return max_records + behind
 
     def next_ready_offset(self, after: int) -> int | None:
-        """Under scheduled delivery, the next record of the window at or past `after`
-        that may be taken now (records that came due lie scattered among waiting and
-        done ones), looking at most `key_scan_max` entries; None if none."""
+        """Under key order or scheduled delivery, the next record of the window at or
+        past `after` that may be taken now: one that came due (they lie scattered among
+        waiting and done ones), or under key order one whose key is not in flight (a
+        held-back record whose key cleared); at most `key_scan_max` entries are looked
+        at. None if none."""
         window = self._w
-        if self.settings.delivery_delay_max_ms <= 0 or after > window.end_offset:
+        config = self.settings
+        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
             return None
+        if after > window.end_offset:
+            return None
+        keys = window.keys if config.key_ordered else None
+        in_flight = keys.in_flight if keys is not None else None
         cache = window.cache
         ready = window.is_ready
         first = cache.index_from(after)
@@ -370,13 +377,17 @@ class SharePartition:
             whole = batch.whole
             if whole is not None:
                 if ready(whole):
-                    return max(after, batch.first_offset)
+                    offset = max(after, batch.first_offset)
+                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
+                        return offset
                 continue
             assert batch.offsets is not None
             base = batch.first_offset
             for position in range(max(0, after - base), batch.size):
                 if ready(batch.offsets[position]):
-                    return base + position
+                    offset = base + position
+                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
+                        return offset
         return None
 
     def new_records_offset(self, read_limit: int) -> int | None:
@@ -713,6 +724,7 @@ class SharePartition:
             now_wall_ms=self._clock.wall_ms(),
             now_mono_ms=self._clock.monotonic_ms(),
             scheduled_max=self.scheduled_max,
+            span_last=window.start_offset + self.window_span_max - 1,
         )
         if ordered and keys is not None:
             keys.learn(learned, high=usable[-1].last_offset)

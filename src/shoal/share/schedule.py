@@ -35,12 +35,15 @@ def due_ms(deliver_at_ms: int, timestamp_ms: int, *, max_delay_ms: int) -> int:
 class Schedule:
     """The records of one window waiting for their time."""
 
-    __slots__ = ("_heap", "malformed", "waiting_at")
+    __slots__ = ("_heap", "_offsets", "malformed", "waiting_at")
 
     def __init__(self) -> None:
         self.waiting_at: dict[int, int] = {}
         """Offset -> due time (epoch ms) of each record waiting."""
         self._heap: list[tuple[int, int]] = []
+        self._offsets: list[int] = []
+        """The waiting offsets as a heap: those the start offset passes (archived when
+        the log start moved) leave the list however far their time is."""
         self.malformed = 0
         """Records taken at once because their header did not parse (since loading)."""
 
@@ -50,6 +53,7 @@ class Schedule:
     def wait(self, offset: int, due_at_ms: int) -> None:
         self.waiting_at[offset] = due_at_ms
         heapq.heappush(self._heap, (due_at_ms, offset))
+        heapq.heappush(self._offsets, offset)
 
     def taken(self, offset: int) -> None:
         """The record at `offset` left the list before its time (acquired: it was
@@ -60,13 +64,19 @@ class Schedule:
         """Forget the records whose time has come, and those below the start offset."""
         heap = self._heap
         waiting = self.waiting_at
-        while heap and (heap[0][0] <= now_wall_ms or heap[0][1] < start_offset):
+        while heap and heap[0][0] <= now_wall_ms:
             due, offset = heapq.heappop(heap)
             if waiting.get(offset) == due:
                 del waiting[offset]
+        offsets = self._offsets
+        while offsets and offsets[0] < start_offset:
+            waiting.pop(heapq.heappop(offsets), None)
         if len(heap) > 64 and len(heap) > 4 * len(waiting):
             self._heap = [(due, offset) for offset, due in waiting.items()]
             heapq.heapify(self._heap)
+        if len(offsets) > 64 and len(offsets) > 4 * len(waiting):
+            self._offsets = list(waiting)
+            heapq.heapify(self._offsets)
 
     def next_due_ms(self) -> int | None:
         """The earliest due time still waiting (epoch ms), None when none wait."""

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import replace
 
 from shoal.clock import ManualClock
+from shoal.limits import SHARE_FETCH_READS_MAX
 from shoal.log.api import LogError, ReadResult
 from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import encode_batch, iter_headers, parse_header, stamp_prefix
@@ -109,3 +110,46 @@ def test_a_read_ending_among_waiting_records_is_followed_by_one_of_the_new_ones(
     assert log.reads == [0, 6]  # the probe from 0 ended at offset 5, among waiting records
     clock.advance(1_001)
     assert fetch() == [(offset, offset) for offset in range(1, 5)]
+
+
+def test_one_fetch_reads_a_partition_at_most_share_fetch_reads_max_times() -> None:
+    """Records due now scattered among waiting ones through a wide window: one fetch
+    reads on from each read's end to the next due record, at most SHARE_FETCH_READS_MAX
+    times; the next fetch takes the rest."""
+    clock = ManualClock(wall_offset_ms=WALL_MS)
+    log = BytesLog()
+    persister = InMemoryPersister()
+    config = SharePartitionConfig(delivery_delay_max_ms=60_000)
+    manager = DrivenManager(
+        clock=clock,
+        logs=lambda topic_id, partition: log,
+        persister=persister,
+        settings_for=lambda _group: replace(config, auto_offset_reset="earliest"),
+    )
+    assert (
+        persister.initialize(key=SharePartitionKey(GROUP, T, 0), state_epoch=0, start_offset=-1)
+        is None
+    )
+    soon, later = str(WALL_MS + 1_000).encode(), str(WALL_MS + 60_000).encode()
+    for offset in range(60):  # every tenth comes due first; reads cover about six
+        log.append(soon if offset % 10 == 0 else later)
+
+    def fetch(max_bytes: int = 2**31 - 1) -> list[int]:
+        fetched = manager.acquire(
+            group_id=GROUP,
+            member_id="m1",
+            partitions=(P0,),
+            max_records=500,
+            batch_size=500,
+            max_bytes=max_bytes,
+        )
+        (entry,) = fetched.partitions
+        return [o for r in entry.acquired for o in range(r.first_offset, r.last_offset + 1)]
+
+    assert fetch() == []  # every record waits
+    clock.advance(1_001)
+    log.reads.clear()
+    first = fetch(max_bytes=3 * len(VALUE))  # each read covers about three records
+    assert len(set(log.reads)) == SHARE_FETCH_READS_MAX
+    assert first == [0, 10, 20, 30]
+    assert fetch() == [40, 50]

@@ -162,8 +162,11 @@ class SharePartitionMachine(RuleBasedStateMachine):
                 assert records.delivery_count == delivered, (offset, records, delivered)
                 self.deliveries[offset] = delivered
                 self.live[offset] = member
-        # The log batches overlapping the acquired span (none when compaction removed
-        # every record of a re-acquired cached batch: the client GAP-acks it).
+        self._check_batches(result, previous_last)
+
+    def _check_batches(self, result: AcquireResult, previous_last: int) -> None:
+        """The log batches overlapping the acquired span (none when compaction removed
+        every record of a re-acquired cached batch: the client GAP-acks it)."""
         if result.acquired:
             first = result.acquired[0].first_offset
             assert all(
