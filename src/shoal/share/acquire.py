@@ -341,12 +341,7 @@ class Acquisition:
             self._done_through(last)
             return
         first = max(first, headers[index].base_offset)
-        end = last
-        target = first + allowed - 1
-        if target < last:
-            containing = bisect_right(self._bases, target) - 1
-            header_last = headers[containing].last_offset
-            end = min(last, header_last if header_last >= target else target)
+        end = self._budget_end(first, last, allowed)
         if self.mode is AcquireMode.RECORD_LIMIT:
             self._new_range(first, end, acquire_count=min(allowed, end - first + 1))
         else:
@@ -362,6 +357,15 @@ class Acquisition:
             self._stop(end + 1)  # out of budget: the rest is not examined
         else:
             self._done_through(last)
+
+    def _budget_end(self, first: int, last: int, allowed: int) -> int:
+        """The last offset of new records [first, last] within `allowed` records,
+        stretched to the end of the log batch that holds the last one (§7.4)."""
+        target = first + allowed - 1
+        if target >= last:
+            return last
+        header_last = self.headers[bisect_right(self._bases, target) - 1].last_offset
+        return min(last, header_last if header_last >= target else target)
 
     def _new_range(self, first: int, last: int, *, acquire_count: int | None = None) -> None:
         batch = InFlightBatch(first, last, InFlightState(RecordState.AVAILABLE, 0))
@@ -421,12 +425,7 @@ class Acquisition:
                     self._done_through(last)
                 return
             first = max(first, headers[index].base_offset)
-            end = last
-            target = first + allowed - 1
-            if target < last:
-                containing = bisect_right(self._bases, target) - 1
-                header_last = headers[containing].last_offset
-                end = min(last, header_last if header_last >= target else target)
+            end = self._budget_end(first, last, allowed)
             special, cut = self._specials(first, end)
             if cut < first:
                 self._stop(first)

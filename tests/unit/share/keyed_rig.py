@@ -186,3 +186,12 @@ class KeyedRig(Rig):
 
 def offsets_of(result: AcquireResult) -> list[int]:
     return [o for r in result.acquired for o in range(r.first_offset, r.last_offset + 1)]
+
+
+def started_keyed(**config: object) -> KeyedRig:
+    """A `KeyedRig` under the group settings `config`, its share-partition started at
+    offset 0 (`support.started`, over real batches)."""
+    rig = KeyedRig()
+    rig.set(**config)
+    rig.start(reset_offset=0)
+    return rig
