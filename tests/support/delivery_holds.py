@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import pytest
 
-from shoal.share.partition import DeliveryHolds, InFlightSnapshot, RecordView, SharePartition
+from shoal.share.holding import DeliveryHolds
+from shoal.share.partition import InFlightSnapshot, RecordView, SharePartition
 
 DUE_MS = 1_700_000_090_000
 """A due time 90 s past the manual clock's wall start (`ManualClock`'s default offset)."""

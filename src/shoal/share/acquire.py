@@ -31,6 +31,12 @@ Read_committed (§9): `archive_aborted` archives acquired offsets of aborted
 transactions and removes them from the result. Which batches are aborted is decided
 by `transactions.aborted_batches` from the log's aborted-transaction index, which the
 manager asks for.
+
+Key order and scheduled delivery (`Holds`, share/holding.py builds it): the walk notes the
+keys of the records it leaves, passes held-back records (at most the scan bound), and
+puts new records into the window with `_take_new_holding` (held-back runs and waiting
+records stay AVAILABLE). About 650 lines: that variant shares the walk's state and
+budgets, so it lives in the same class.
 """
 
 from __future__ import annotations

@@ -38,10 +38,12 @@ limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
 See share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
-About 710 lines on purpose: one class is the whole public face of the state machine
-(acquire, acknowledge, renew, expire, the state-write completions, the DLQ hand-out
-and the read-only views); the mechanics live in `window.py`, `dlq.py` and the batch
-modules beside it.
+About 920 lines on purpose: one class is the whole public face of the state machine
+(acquire, acknowledge, renew, expire, the state-write completions, the DLQ hand-out,
+the read-only views, and the entry points of key-ordered and scheduled delivery: the
+fetch offset past held-back records, the room they leave, the reads that gather them);
+the mechanics live in `window.py`, `dlq.py`, `key_order.py`, `schedule.py`,
+`holding.py` and the batch modules beside them.
 """
 
 from __future__ import annotations
@@ -57,14 +59,14 @@ from dataclasses import dataclass
 from shoal import limits
 from shoal.clock import Clock
 from shoal.protocol.errors import ErrorCode
-from shoal.protocol.record_batch import LOG_OVERHEAD, BatchError, BatchHeader
-from shoal.protocol.records import RecordFacts, record_facts
+from shoal.protocol.record_batch import LOG_OVERHEAD, BatchHeader
 from shoal.protocol.share import AcknowledgeType, AcquireMode
 from shoal.share.acknowledge import AckBatch, apply_plan, plan_acknowledgement, validate_batches
-from shoal.share.acquire import AcquiredRecords, Acquisition, Holds
+from shoal.share.acquire import AcquiredRecords, Acquisition
 from shoal.share.dlq import DlqCopy, finish_copies, take_copies
+from shoal.share.holding import DeliveryHolds, delivery_holds, next_ready_offset, read_holds
 from shoal.share.inflight import InFlightBatch, InFlightState, Lock
-from shoal.share.key_order import RecordKeys, first_eligible, held_back, holding_keys
+from shoal.share.key_order import first_eligible, held_back
 from shoal.share.leader_settings import IsolationLevel, SharePartitionConfig
 from shoal.share.persister import PersistedState, SharePartitionKey, StateBatch, StateWrite
 from shoal.share.redelivery import Redelivery
@@ -180,27 +182,6 @@ class RecordView:
     milliseconds), None when it does not wait."""
     key_blocked: bool = False
     """An AVAILABLE entry held back because an earlier record of its key is in flight."""
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryHolds:
-    """The records a share-partition holds back by key order or by schedule (Shoal
-    extensions), for describe, the web console and the metrics."""
-
-    blocked_keys: int = 0
-    """Distinct keys with a record held back because an earlier record of the key is
-    in flight (`shoal.share.delivery.order=key`)."""
-    blocked_records: int = 0
-    """AVAILABLE records held back by their key."""
-    top_blocked_keys: tuple[tuple[bytes, int], ...] = ()
-    """The keys holding back the most records: (key, records held), most first."""
-    scheduled_records: int = 0
-    """Records waiting for their `shoal.deliver.at` time."""
-    next_due_ms: int | None = None
-    """The earliest of those times (epoch milliseconds), None when none wait."""
-    malformed_deliver_at: int = 0
-    """Records delivered at once because their `shoal.deliver.at` did not parse, since
-    the share-partition was loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,39 +337,16 @@ class SharePartition:
         return max_records + behind
 
     def next_ready_offset(self, after: int) -> int | None:
-        """Under key order or scheduled delivery, the next record of the window at or
-        past `after` that may be taken now: one that came due (they lie scattered among
-        waiting and done ones), or under key order one whose key is not in flight (a
-        held-back record whose key cleared); at most `key_scan_max` entries are looked
-        at. None if none."""
-        window = self._w
+        """Under key order or scheduled delivery, the next record at or past `after`
+        that may be taken now (`holding.next_ready_offset`); None if none."""
         config = self.settings
-        if not (config.key_ordered or config.delivery_delay_max_ms > 0):
-            return None
-        if after > window.end_offset:
-            return None
-        keys = window.keys if config.key_ordered else None
-        in_flight = keys.in_flight if keys is not None else None
-        cache = window.cache
-        ready = window.is_ready
-        first = cache.index_from(after)
-        for index in range(first, min(len(cache), first + self.key_scan_max)):
-            batch = cache[index]
-            whole = batch.whole
-            if whole is not None:
-                if ready(whole):
-                    offset = max(after, batch.first_offset)
-                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
-                        return offset
-                continue
-            assert batch.offsets is not None
-            base = batch.first_offset
-            for position in range(max(0, after - base), batch.size):
-                if ready(batch.offsets[position]):
-                    offset = base + position
-                    if in_flight is None or keys is None or keys.get(offset) not in in_flight:
-                        return offset
-        return None
+        return next_ready_offset(
+            self._w,
+            after,
+            key_ordered=config.key_ordered,
+            scheduled=config.delivery_delay_max_ms > 0,
+            scan_max=self.key_scan_max,
+        )
 
     def new_records_offset(self, read_limit: int) -> int | None:
         """Under key order or scheduled delivery, after an acquisition whose read ended
@@ -541,21 +499,11 @@ class SharePartition:
 
     def delivery_holds(self, *, top: int = 5) -> DeliveryHolds:
         """What key order and scheduled delivery hold back now. O(window)."""
-        window = self._w
-        schedule = window.schedule
-        if schedule.waiting_at:
-            schedule.prune(self._clock.wall_ms(), window.start_offset)
-        counts: dict[bytes, int] = {}
-        if self.settings.key_ordered and window.keys is not None:
-            counts, _ = held_back(window, window.keys)
-        most = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
-        return DeliveryHolds(
-            blocked_keys=len(counts),
-            blocked_records=sum(counts.values()),
-            top_blocked_keys=tuple(most),
-            scheduled_records=len(schedule),
-            next_due_ms=schedule.next_due_ms(),
-            malformed_deliver_at=schedule.malformed,
+        return delivery_holds(
+            self._w,
+            key_ordered=self.settings.key_ordered,
+            now_wall_ms=self._clock.wall_ms(),
+            top=top,
         )
 
     def check_invariants(self) -> None:
@@ -616,7 +564,16 @@ class SharePartition:
         walk_from = max(usable[0].base_offset, window.start_offset)
         holds = None
         if config.key_ordered or config.delivery_delay_max_ms > 0:
-            holds = self._holds(window, usable, records, walk_from)
+            holds = read_holds(
+                window,
+                usable,
+                records,
+                walk_from=walk_from,
+                settings=config,
+                clock=self._clock,
+                bounds=(self.key_scan_max, self.scheduled_max, self.window_span_max),
+                where=self.key,
+            )
         acquisition = Acquisition(
             window,
             member_id=member_id,
@@ -658,80 +615,6 @@ class SharePartition:
             write,
             config.record_lock_duration_ms,
         )
-
-    def _holds(
-        self,
-        window: InFlightWindow,
-        usable: Sequence[BatchHeader],
-        records: bytes | memoryview,
-        walk_from: int,
-    ) -> Holds | None:
-        """What the acquisition walking from `walk_from` holds back: the keys (key
-        order) and scheduled times (scheduled delivery) of the read's records. Only the
-        batches with something not yet known are decoded: under key order those with
-        keys not learned, under scheduled delivery those with records new to the window."""
-        config = self.settings
-        ordered = config.key_ordered
-        scheduled = config.delivery_delay_max_ms > 0
-        keys = window.keys
-        if ordered and keys is None:
-            keys = window.keys = RecordKeys(window.start_offset)
-        new_from = window.new_records_from()
-        gap = window.gap_start
-        if gap is not None:
-            new_from = min(new_from, gap)
-        first_unknown = len(usable)
-        for index, header in enumerate(usable):
-            if (scheduled and header.last_offset >= new_from) or (
-                keys is not None
-                and ordered
-                and not keys.knows(header.base_offset, header.last_offset)
-            ):
-                first_unknown = index
-                break
-        facts = RecordFacts(usable[-1].last_offset + 1, usable[-1].last_offset, None, {}, [])
-        learned: list[tuple[int, Sequence[bytes | None]]] = []
-        if first_unknown < len(usable):
-            assert records, "a key-ordered or scheduled acquisition needs the read's records"
-            facts = RecordFacts(
-                usable[first_unknown].base_offset, usable[-1].last_offset, None, {}, []
-            )
-            for header in usable[first_unknown:]:  # one batch at a time: holes take no room
-                try:
-                    found = record_facts(records, (header,), keys=ordered, deliver_at=scheduled)
-                except BatchError as exc:  # the log's own batches: validated when produced
-                    log.warning(
-                        "share-partition %s: records of the batch at %d not read (%s); "
-                        "delivered unordered and unscheduled",
-                        self.key,
-                        header.base_offset,
-                        exc,
-                    )
-                    found = RecordFacts(
-                        header.base_offset,
-                        header.last_offset,
-                        [None] * (header.last_offset - header.base_offset + 1),
-                        {},
-                        [],
-                    )
-                if found.keys is not None:
-                    learned.append((found.first_offset, found.keys))
-                facts.deliver_at.update(found.deliver_at)
-                facts.malformed.extend(found.malformed)
-        holds = Holds(
-            facts,
-            max_delay_ms=config.delivery_delay_max_ms,
-            now_wall_ms=self._clock.wall_ms(),
-            now_mono_ms=self._clock.monotonic_ms(),
-            scheduled_max=self.scheduled_max,
-            span_last=window.start_offset + self.window_span_max - 1,
-        )
-        if ordered and keys is not None:
-            keys.learn(learned, high=usable[-1].last_offset)
-            holds.keys = keys
-            holds.held = holding_keys(window, keys, upto=walk_from)
-            holds.scan_max = self.key_scan_max
-        return holds
 
     # ---- acknowledgement
 

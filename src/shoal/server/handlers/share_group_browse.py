@@ -48,7 +48,8 @@ from shoal.server.context import RequestContext
 from shoal.server.handlers.common import authorization as authz
 from shoal.server.registry import api
 from shoal.server.services.group_service import SHARE_GROUPS_DISABLED, share_groups_enabled
-from shoal.share.partition import DeliveryHolds, InFlightSnapshot
+from shoal.share.holding import DeliveryHolds
+from shoal.share.partition import InFlightSnapshot
 from shoal.share.persister import SharePartitionKey
 
 API_KEY = SHARE_GROUP_BROWSE

@@ -33,7 +33,8 @@ from shoal.config import broker_keys, effective_topic_config, topic_keys, topic_
 from shoal.group.results import DescribedGroup, DescribedOffsetsTopic
 from shoal.server.handler_services import Services
 from shoal.server.services.group_service import share_groups_enabled
-from shoal.share.partition import DeliveryHolds, InFlightSnapshot
+from shoal.share.holding import DeliveryHolds
+from shoal.share.partition import InFlightSnapshot
 from shoal.share.persister import SharePartitionKey
 
 Json = dict[str, Any]
