@@ -14,6 +14,7 @@ from shoal.protocol.errors import ErrorCode
 from shoal.protocol.record_batch import encode_batch, iter_headers, parse_header, stamp_prefix
 from shoal.protocol.records import DELIVER_AT_HEADER
 from shoal.share.leader_settings import SharePartitionConfig
+from shoal.share.manager import ShareFetchPartition
 from shoal.share.persister import InMemoryPersister, SharePartitionKey
 from shoal.share.sessions import TopicIdPartition
 from shoal.sim.share_leader import DrivenManager
@@ -71,19 +72,40 @@ class BytesLog:
         return None
 
 
+class Leader:
+    """A share-partition leader (`DrivenManager`) of group GROUP with scheduled delivery
+    on, over one `BytesLog`, on the manual clock."""
+
+    def __init__(self) -> None:
+        self.clock = ManualClock(wall_offset_ms=WALL_MS)
+        self.log = BytesLog()
+        persister = InMemoryPersister()
+        config = SharePartitionConfig(delivery_delay_max_ms=60_000)
+        self.manager = DrivenManager(
+            clock=self.clock,
+            logs=lambda topic_id, partition: self.log,
+            persister=persister,
+            settings_for=lambda _group: replace(config, auto_offset_reset="earliest"),
+        )
+        key = SharePartitionKey(GROUP, T, 0)
+        assert persister.initialize(key=key, state_epoch=0, start_offset=-1) is None
+
+    def fetch(self, *, max_records: int, max_bytes: int = 2**31 - 1) -> ShareFetchPartition:
+        fetched = self.manager.acquire(
+            group_id=GROUP,
+            member_id="m1",
+            partitions=(P0,),
+            max_records=max_records,
+            batch_size=max_records,
+            max_bytes=max_bytes,
+        )
+        (entry,) = fetched.partitions
+        return entry
+
+
 def test_a_read_ending_among_waiting_records_is_followed_by_one_of_the_new_ones() -> None:
-    clock = ManualClock(wall_offset_ms=WALL_MS)
-    log = BytesLog()
-    persister = InMemoryPersister()
-    config = SharePartitionConfig(delivery_delay_max_ms=60_000)
-    manager = DrivenManager(
-        clock=clock,
-        logs=lambda topic_id, partition: log,
-        persister=persister,
-        settings_for=lambda _group: replace(config, auto_offset_reset="earliest"),
-    )
-    key = SharePartitionKey(GROUP, T, 0)
-    assert persister.initialize(key=key, state_epoch=0, start_offset=-1) is None
+    leader = Leader()
+    clock, log = leader.clock, leader.log
     later = str(WALL_MS + 1_000).encode()
     log.append(None)
     for _ in range(9):
@@ -92,15 +114,7 @@ def test_a_read_ending_among_waiting_records_is_followed_by_one_of_the_new_ones(
         log.append(None)
 
     def fetch() -> list[tuple[int, int]]:
-        fetched = manager.acquire(
-            group_id=GROUP,
-            member_id="m1",
-            partitions=(P0,),
-            max_records=4,
-            batch_size=4,
-            max_bytes=2**31 - 1,
-        )
-        (entry,) = fetched.partitions
+        entry = leader.fetch(max_records=4)
         acquired = [(r.first_offset, r.last_offset) for r in entry.acquired]
         sent = [h.base_offset for h in iter_headers(entry.records)]
         assert sent == [o for first, last in acquired for o in range(first, last + 1)]
@@ -116,34 +130,14 @@ def test_one_fetch_reads_a_partition_at_most_share_fetch_reads_max_times() -> No
     """Records due now scattered among waiting ones through a wide window: one fetch
     reads on from each read's end to the next due record, at most SHARE_FETCH_READS_MAX
     times; the next fetch takes the rest."""
-    clock = ManualClock(wall_offset_ms=WALL_MS)
-    log = BytesLog()
-    persister = InMemoryPersister()
-    config = SharePartitionConfig(delivery_delay_max_ms=60_000)
-    manager = DrivenManager(
-        clock=clock,
-        logs=lambda topic_id, partition: log,
-        persister=persister,
-        settings_for=lambda _group: replace(config, auto_offset_reset="earliest"),
-    )
-    assert (
-        persister.initialize(key=SharePartitionKey(GROUP, T, 0), state_epoch=0, start_offset=-1)
-        is None
-    )
+    leader = Leader()
+    clock, log = leader.clock, leader.log
     soon, later = str(WALL_MS + 1_000).encode(), str(WALL_MS + 60_000).encode()
     for offset in range(60):  # every tenth comes due first; reads cover about six
         log.append(soon if offset % 10 == 0 else later)
 
     def fetch(max_bytes: int = 2**31 - 1) -> list[int]:
-        fetched = manager.acquire(
-            group_id=GROUP,
-            member_id="m1",
-            partitions=(P0,),
-            max_records=500,
-            batch_size=500,
-            max_bytes=max_bytes,
-        )
-        (entry,) = fetched.partitions
+        entry = leader.fetch(max_records=500, max_bytes=max_bytes)
         return [o for r in entry.acquired for o in range(r.first_offset, r.last_offset + 1)]
 
     assert fetch() == []  # every record waits
