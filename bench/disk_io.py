@@ -1,5 +1,5 @@
 """How long the log's blocking disk operations take on this machine: the figures behind
-docs/disk-io.md (how long the event loop would stall if each ran on it).
+docs/design/disk-io.md (how long the event loop would stall if each ran on it).
 
 Run from the repository root:
 

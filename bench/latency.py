@@ -30,7 +30,7 @@ The producer's linger decides most of the result. The bench uses librdkafka's ow
 default, linger.ms=5 (queue.buffering.max.ms): a record waits up to 5 ms before it is
 sent, which is most of the p50 at low rates, but the broker sees one Produce request
 per 5 ms instead of one per record or two. With linger 0 at 10k records/s the broker
-spends a whole core on Produce requests and the tail grows (docs/latency.md has the
+spends a whole core on Produce requests and the tail grows (docs/performance/latency.md has the
 figures); linger 0 gives the lowest latency at 1k-3k/s.
 
 With `--record-path` the broker records every request (server/observability/record_path.py) and,

@@ -9,7 +9,7 @@ the CPU seconds the broker used up to then (a figure the machine's load changes 
 less than the wall time), then makes one topic and leaves the broker idle for
 `--idle-s` seconds before reading its VmRSS (ops.py `idle_rss`). The medians of
 `--runs` runs are printed and saved to bench/results/startup.json with the machine's
-load. docs/startup.md explains the figures.
+load. docs/performance/startup.md explains the figures.
 
     PYTHONPATH=src .venv/bin/python -m bench.startup --runs 5
 """

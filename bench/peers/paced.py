@@ -50,7 +50,7 @@ Besides the percentiles, each row says what shaped them:
   broker that answers sooner gets more, smaller requests for the same records;
 - `load`: the load average before the run. The JSON adds the clients' CPU seconds
   (`producer_cpu_s`, `consumers_cpu_s`, every thread of each process).
-On a shared machine compare runs made back to back only (docs/latency.md).
+On a shared machine compare runs made back to back only (docs/performance/latency.md).
 """
 
 from __future__ import annotations

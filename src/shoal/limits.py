@@ -94,7 +94,7 @@ LOG_UNFLUSHED_BYTES_MAX: Final = 64 * 1024 * 1024
 """Per partition log: bytes appended since the last fsync beyond which a flush is due
 whatever flush.ms says. The flusher runs it off the event loop, so a segment roll
 (which fsyncs the sealed segment on the appending thread) finds little left to write;
-see docs/disk-io.md."""
+see docs/design/disk-io.md."""
 DISK_IO_THREADS_MAX: Final = 4
 """Worker threads the broker runs the logs' blocking disk work in (fsyncs of flush
 plans, removal of deleted segments and topic directories): at most this many run at
@@ -104,7 +104,7 @@ PRODUCE_RECORDS_ON_LOOP_BYTES_MAX: Final = 16 * 1024
 keys checked on a compacted topic: log/validation.py) is read on the event loop up to
 this size, in a worker thread beyond it (server/handlers/produce.py). At this size the
 dearest work, gzip, holds the loop about half a millisecond; the thread hop costs
-tens of microseconds (figures in docs/compression.md)."""
+tens of microseconds (figures in docs/design/compression.md)."""
 
 # Share fetch
 SHARE_FETCH_PROBE_BYTES: Final = 64 * 1024
@@ -179,14 +179,14 @@ back at most this many new records by their key (an earlier record of the key in
 flight). They hold no lock and do not count towards `share.partition.max.record.locks`;
 at the limit, acquisition takes no new records from the log until some go (a hot key
 whose in-flight record is slow stops there). One acquisition also passes over at most
-this many held-back records before it stops with what it took (docs/key-order.md)."""
+this many held-back records before it stops with what it took (docs/design/key-order.md)."""
 SHARE_WINDOW_SPAN_MAX_OFFSETS: Final = 1_000_000
 """Key order or scheduled delivery on: a share-partition's window (start offset to end
 offset) spans at most this many offsets. A record waiting for its time, or held back,
 pins the start offset while the records behind it are done; the in-flight limit then
 counts only the records not done, and this bounds the rest (the done records' state is
 kept in memory and in the share-group state). At the limit no new record is taken from
-the log until the start offset moves (docs/scheduled-delivery.md)."""
+the log until the start offset moves (docs/design/scheduled-delivery.md)."""
 SHARE_FETCH_READS_MAX: Final = 4
 """Key order or scheduled delivery on: one ShareFetch reads a share-partition's log at
 most this many times. A read that ends among records waiting for their time or held
@@ -198,7 +198,7 @@ SHARE_SCHEDULED_RECORDS_MAX: Final = 20_000
 records waiting for their time. They hold no lock and do not count towards
 `share.partition.max.record.locks`; at the limit, acquisition stops at the first new
 record that would wait, which with those behind it stays in the log until some come
-due (nothing is skipped or lost; docs/scheduled-delivery.md)."""
+due (nothing is skipped or lost; docs/design/scheduled-delivery.md)."""
 SHARE_BROWSE_ENTRIES_MAX: Final = 1_000
 """Default of `shoal.share.browse.max.entries`: in-flight entries per share-partition one
 ShareGroupBrowse (the Shoal extension API) answers at most, whatever it asks for; the

@@ -1,4 +1,4 @@
-"""Differential fixtures: Apache Kafka 4.2 and Shoal side by side (docs/differential.md).
+"""Differential fixtures: Apache Kafka 4.2 and Shoal side by side (docs/design/differential.md).
 
 A differential test runs one scenario, with real clients, against both brokers and
 compares what a user can observe. `kafka` and `shoal` are one broker each per test

@@ -1,5 +1,5 @@
 """The cleaner's configs refused as Kafka 4.2 refuses them (server/services/log_cleaner.py,
-docs/configs.md): a dirty ratio outside [0, 1], negative lags and retention, a
+docs/reference/configs.md): a dirty ratio outside [0, 1], negative lags and retention, a
 minimum lag above the maximum, a negative thread count or backoff; on CreateTopics,
 IncrementalAlterConfigs of a topic and of the broker, with Kafka's error code (and
 its message where Shoal words it as Kafka)."""

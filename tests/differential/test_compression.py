@@ -1,5 +1,5 @@
 """Broker-side compression and compacted topics' key check, Kafka 4.2 and Shoal side by
-side (docs/compression.md):
+side (docs/design/compression.md):
 
 - compression.type and the level keys: accepted and refused alike, in Kafka's words
   (topic: INVALID_CONFIG, broker: INVALID_REQUEST; CreateTopics too);

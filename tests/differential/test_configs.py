@@ -1,5 +1,5 @@
 """Config APIs against Kafka 4.2: DescribeConfigs (32), AlterConfigs (33),
-IncrementalAlterConfigs (44) and ListConfigResources (74) (docs/configs.md).
+IncrementalAlterConfigs (44) and ListConfigResources (74) (docs/reference/configs.md).
 
 Shoal is started with the static configuration the reference broker runs with (every
 key of Kafka's server.properties but its listeners and data directory), so that both

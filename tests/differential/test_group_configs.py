@@ -1,5 +1,5 @@
 """Group configs (resource type GROUP) against Kafka 4.2: which keys each broker takes,
-how it validates them, and what it describes (docs/configs.md, "Group configs").
+how it validates them, and what it describes (docs/reference/configs.md, "Group configs").
 
 Both brokers run with the same lowered `group.share.*`, `group.consumer.*` and
 `group.streams.*` minimums (`BOUNDS`), so that Kafka's session > heartbeat rule is
@@ -60,8 +60,10 @@ SHOAL_EXTENSIONS = {
     "shoal.share.redelivery.backoff.multiplier": "Shoal's delayed redelivery (README)",
     "shoal.share.redelivery.backoff.max.ms": "Shoal's delayed redelivery (README)",
     "shoal.share.delivery.paused": "`shoal share-groups --pause` (README)",
-    "shoal.share.delivery.order": "Shoal's per-key ordered delivery (docs/key-order.md)",
-    "shoal.share.delivery.delay.max.ms": "Shoal's scheduled delivery (docs/scheduled-delivery.md)",
+    "shoal.share.delivery.order": "Shoal's per-key ordered delivery (docs/design/key-order.md)",
+    "shoal.share.delivery.delay.max.ms": (
+        "Shoal's scheduled delivery (docs/design/scheduled-delivery.md)"
+    ),
 }
 """Group keys Kafka 4.2 refuses (`Unknown group config name`) and Shoal keeps on
 purpose: each is read by the share-partitions. DescribeConfigs lists one only once the

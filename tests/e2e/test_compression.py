@@ -2,7 +2,7 @@
 it decodes every codec and level shoal.protocol.compression writes; on a topic whose
 compression.type names a codec, what it produces is stored in that codec and read back
 record for record (idempotent and transactional producers too); a compacted topic
-refuses its keyless records (docs/compression.md)."""
+refuses its keyless records (docs/design/compression.md)."""
 
 from __future__ import annotations
 

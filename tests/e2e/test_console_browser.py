@@ -4,7 +4,7 @@ no reload, as a confluent-kafka ShareConsumer acquires, releases and accepts the
 
 A real `shoal` broker process serves the console on its HTTP listener
 (`metrics.listener`). Screenshots of the page go to the test's tmp dir, and with
-SHOAL_CONSOLE_SCREENSHOTS=bench/results also there (console-acquired.png,
+SHOAL_CONSOLE_SCREENSHOTS=docs/assets also there (console-acquired.png,
 console-released.png, console-phone.png; overwritten by each run). Skipped, saying
 why, where chromium or chromedriver is missing (scripts/setup installs them as root).
 """

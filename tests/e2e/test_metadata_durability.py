@@ -1,4 +1,4 @@
-"""The metadata log across SIGKILL (docs/metadata.md): a stream of admin changes (topics,
+"""The metadata log across SIGKILL (docs/design/metadata-log.md): a stream of admin changes (topics,
 ACLs, client quotas, SCRAM credentials, group configs, cluster-wide and client metrics
 configs), some refused, is cut by `kill -9` mid-stream. After a restart on the same data
 directory every acknowledged change is there and no refused one is; the change in

@@ -1,4 +1,4 @@
-"""Key-ordered share delivery (`shoal.share.delivery.order=key`, docs/key-order.md)
+"""Key-ordered share delivery (`shoal.share.delivery.order=key`, docs/design/key-order.md)
 with four unmodified confluent-kafka ShareConsumers, each a child process
 (tests/support/share_delivery_child.py) that logs when it received each record and
 when it handed its acknowledgement to commit_sync.
@@ -531,7 +531,7 @@ def hot_key_run(
 @pytest.mark.timeout(120)
 def test_a_hot_key_holds_back_only_itself(share_broker: BrokerProcess) -> None:
     """Held-back records hold no lock and do not count towards
-    share.partition.max.record.locks (docs/key-order.md): 140 held-back records of
+    share.partition.max.record.locks (docs/design/key-order.md): 140 held-back records of
     a hot key, more than a 100-record window, do not stop the 30 records of other
     keys after them, which B gets while A holds h@0-9; h then drains in order."""
     early, hot = hot_key_run(share_broker, 150, 30, hold_s=20, max_record_locks=100)
@@ -661,7 +661,7 @@ def test_key_order_soak_with_kills_stalls_and_schedules(brokers: Brokers, tmp_pa
 
 @pytest.mark.timeout(120)
 def test_a_cleared_hot_key_is_acquired_within_the_lock_limit(share_broker: BrokerProcess) -> None:
-    """docs/key-order.md: share.partition.max.record.locks bounds what members hold.
+    """docs/design/key-order.md: share.partition.max.record.locks bounds what members hold.
     A holds h@0-9 of 1000 records of one key (the rest held back) with a cap of 100;
     once A accepts, B (MaxRecords 1000) must still hold at most 100 at once."""
     bootstrap = share_broker.bootstrap

@@ -1,5 +1,5 @@
 """Scheduled share delivery (`shoal.share.delivery.delay.max.ms` > 0, header
-`shoal.deliver.at`, docs/scheduled-delivery.md) with unmodified confluent-kafka
+`shoal.deliver.at`, docs/design/scheduled-delivery.md) with unmodified confluent-kafka
 ShareConsumers and a real broker process.
 
 A record's due time is min(deliver.at, its timestamp + delay.max.ms); it must not be

@@ -1,4 +1,4 @@
-"""A restarted broker answers nothing before it is ready (docs/startup.md): its listener
+"""A restarted broker answers nothing before it is ready (docs/performance/startup.md): its listener
 is bound only after every log is recovered and every coordinator loaded, so the first
 request answered after a kill -9 already sees every topic, partition and record."""
 

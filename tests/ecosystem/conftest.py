@@ -40,7 +40,7 @@ def on_kafka() -> bool:
 def settled_start_offset(reported: int | str, settled: int) -> bool:
     """Whether a share-partition's reported start offset is right once every record
     before `settled` is acknowledged. Shoal reports `settled` at once; Kafka moves it
-    only at the share-partition's next state write (docs/differential.md, share
+    only at the share-partition's next state write (docs/design/differential.md, share
     groups' worked example), so on the reference any offset up to it passes."""
     if on_kafka():
         return 0 <= int(reported) <= settled

@@ -323,7 +323,7 @@ def test_admin_client_survey(broker: Broker, jvm: JavaSession) -> None:
         return seen[step]["error"], seen[step]["message"]
 
     # Kafka also finalizes kraft.version and streams.version (Shoal has neither: on
-    # purpose, docs/differential.md)
+    # purpose, docs/design/differential.md)
     assert {"group.version", "metadata.version", "share.version", "transaction.version"} <= set(
         result("describeFeatures").strip("[]").split(", ")
     )

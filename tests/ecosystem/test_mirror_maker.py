@@ -24,7 +24,7 @@ What is checked:
 A topic that may serve as a share group's dead-letter queue on Shoal has
 `errors.deadletterqueue.group.enable=true` (KIP-1191, from a later Kafka), a config
 Kafka 4.2 rejects: MM2 could neither create its copy nor sync its configs. The MM2
-config adds that name to `config.properties.exclude` (docs/ecosystem.md), and
+config adds that name to `config.properties.exclude` (docs/reference/ecosystem.md), and
 `dlq.orders` checks it (without the exclusion MM2 cannot create its copy: the one
 Kafka auto-creates on the first write never gets the source's retention.ms).
 """
@@ -479,7 +479,7 @@ def test_identity_replication_policy_keeps_names(
             aliases=("edge", "main"),
             topics="ledger",
             groups="ledger-readers",
-            replication_factor=-1,  # as docs/ecosystem.md shows it
+            replication_factor=-1,  # as docs/reference/ecosystem.md shows it
             extra="replication.policy.class = "
             "org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n",
         ),

@@ -215,7 +215,7 @@ def test_read_uncommitted_keeps_every_data_record_but_no_marker() -> None:
 
 def _emptied(batch: bytes) -> bytes:
     """`batch` as the log cleaner leaves a producer's last batch whose records all went
-    (docs/compaction.md): the same offsets and producer fields, no record."""
+    (docs/design/compaction.md): the same offsets and producer fields, no record."""
     (header,) = iter_headers(batch)
     return rebuild(header, batch[HEADER_SIZE:], [], horizon_ms=None)
 

@@ -49,7 +49,7 @@ GROUP_SETTINGS = {
     "share.auto.offset.reset": "earliest",
     # a killed driver's member leaves the group 2 s after its last heartbeat; the
     # interval must be set too: Kafka's check assumes 5000 ms for an unset one
-    # (docs/configs.md, "Group configs")
+    # (docs/reference/configs.md, "Group configs")
     "share.session.timeout.ms": "2000",
     "share.heartbeat.interval.ms": "500",
 }

@@ -1,6 +1,6 @@
 """Apache Kafka 4.2 as the reference broker: installed from Maven Central, run on loopback.
 
-Kafka is the judge of Shoal's behaviour (docs/differential.md): the differential tests
+Kafka is the judge of Shoal's behaviour (docs/design/differential.md): the differential tests
 run the same clients against both. This module is test support, never part of Shoal.
 
 - `install()` resolves the broker, its tools and Java clients (`tests/reference/pom.xml`)

@@ -1,6 +1,6 @@
 """Share consumers as child processes that log every delivery
 (tests/support/share_delivery_child.py), and the judges of key-ordered delivery
-(`shoal.share.delivery.order=key`, docs/key-order.md) over what they logged.
+(`shoal.share.delivery.order=key`, docs/design/key-order.md) over what they logged.
 
 A record is *held* by a consumer from the moment its poll returned it to the moment
 its acknowledgement was handed to commit_sync (or the consumer was SIGKILLed, or the

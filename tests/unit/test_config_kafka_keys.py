@@ -1,4 +1,4 @@
-"""Kafka 4.2's keys in Shoal's config table (docs/configs.md): accepted in a properties
+"""Kafka 4.2's keys in Shoal's config table (docs/reference/configs.md): accepted in a properties
 file with Kafka's types and defaults, the dynamic ones changeable at run time, every
 key without effect documented, DOUBLE values shown as Java shows them."""
 
@@ -22,7 +22,7 @@ from shoal.config import (
 )
 from shoal.server.metadata.dynamic_config import DYNAMIC_BROKER_KEYS, check_dynamic_key
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "configs.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "configs.md"
 
 KAFKA_PROPERTIES = """
 process.roles=broker,controller

@@ -1,5 +1,5 @@
 """AlterConfigs (33) v0-v2 and ListConfigResources (74) v0-v1 on the wire
-(docs/configs.md): AlterConfigs replaces a resource's own configs (topic overrides, the
+(docs/reference/configs.md): AlterConfigs replaces a resource's own configs (topic overrides, the
 broker's dynamic layer, a group's overrides, a client metrics subscription) through
 IncrementalAlterConfigs' change path, durably; ListConfigResources lists topics, this
 broker, client metrics subscriptions and configured groups."""

@@ -6,7 +6,7 @@ Kafka's kafka-topics prints wherever Kafka is the broker. So the figures are not
 into any Kafka answer (no invented config entry, no tagged field); they are read
 from a Shoal broker's own HTTP listener, the `/metrics` page it already serves
 (`shoal_log_cleaner_dirty_bytes`, `shoal_log_cleaner_cleaned_bytes_total`,
-`shoal_log_cleaner_cleans_total`, docs/metrics.md), which a Shoal broker names in its
+`shoal_log_cleaner_cleans_total`, docs/reference/metrics.md), which a Shoal broker names in its
 read-only `metrics.listener` config. The tool asks the partition leader for that one
 key with DescribeConfigs (a Kafka broker has no such key and answers without it);
 when the key is unset, names an ephemeral port (0, unknown to anyone but the broker's

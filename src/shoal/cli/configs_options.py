@@ -5,7 +5,7 @@ topics --entity-name T`), the pairing of entity types with names, the checks in 
 order Kafka's ConfigCommandOptions.checkArgs makes them with its messages, and the
 parsing of `--add-config` / `--add-config-file` / `--delete-config`. A failed check
 is `ConfigArgError`: Kafka prints its message on stderr and exits 1, and so does
-Shoal (docs/cli.md).
+Shoal (docs/reference/cli.md).
 
 Names: an `--entity-name` or `--entity-default` (the empty name) in the order given,
 then the shorthands' names (`--topic`, `--client`, `--user`, `--broker`,

@@ -78,7 +78,7 @@ def _collect_again() -> None:
     objects, all but ~1,500 of them alive: the cycles the imports left) is first moved
     to the permanent generation, as the warm-up's `gc.freeze` would move it later:
     otherwise the first collection would walk all of it at once, a pause of tens of
-    milliseconds just when the first requests arrive (docs/startup.md)."""
+    milliseconds just when the first requests arrive (docs/performance/startup.md)."""
     gc.freeze()
     gc.enable()
 

@@ -4,7 +4,7 @@ Kafka version whose protocol and tools Shoal follows.
 
 Kafka's tools print only Kafka's version (`4.2.2`); Shoal's print
 `shoal 0.1.0 (Apache Kafka 4.2 protocol and tools)` and exit 0, so a script can tell
-which tool answered and what it speaks (docs/cli.md).
+which tool answered and what it speaks (docs/reference/cli.md).
 """
 
 from __future__ import annotations

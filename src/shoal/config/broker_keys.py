@@ -3,7 +3,7 @@
 Shoal's own keys and the Kafka keys it acts on are `Key`s, read through them
 (`BrokerConfig.get(NUM_PARTITIONS) -> int`); Kafka 4.2's other broker keys, which one
 Shoal node accepts, stores and shows without acting on them, are rows of a table with
-the reason (`NoEffect`; docs/configs.md). The table of every key (table.py) is built
+the reason (`NoEffect`; docs/reference/configs.md). The table of every key (table.py) is built
 from `DEFINITIONS`, in declaration order, which is the order DescribeConfigs lists
 them in.
 
@@ -261,7 +261,7 @@ COMPRESSION_TYPE = _declare.string(
     "compression.type",
     "producer",
     "Codec of the stored batches: producer keeps each batch's own; another value "
-    "recompresses batches of another codec (docs/compression.md).",
+    "recompresses batches of another codec (docs/design/compression.md).",
     choices=COMPRESSION_TYPES,
     kafka_words=True,
 )
@@ -718,7 +718,7 @@ SHOAL_SSL_RELOAD_CHECK_INTERVAL_MS = _declare.integer(
 )
 
 
-# ---- Kafka 4.2's broker keys that do nothing on one Shoal node (docs/configs.md). Each
+# ---- Kafka 4.2's broker keys that do nothing on one Shoal node (docs/reference/configs.md). Each
 # is accepted in a properties file and by the admin APIs (dynamically where Kafka allows
 # it), stored and shown as Kafka shows it, with its Kafka type, default and bounds.
 

@@ -56,7 +56,7 @@ class Scope(enum.Enum):
 
 class NoEffect(enum.Enum):
     """Why a Kafka key is accepted and stored but changes nothing on one Shoal node.
-    Every such key carries one of these (`ConfigDef.no_effect`); docs/configs.md lists
+    Every such key carries one of these (`ConfigDef.no_effect`); docs/reference/configs.md lists
     them all. Kafka validates and shows them as it does; Shoal only keeps the value."""
 
     KRAFT = "no KRaft controller quorum or metadata log: one process is the whole cluster"

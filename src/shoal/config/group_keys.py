@@ -4,7 +4,7 @@ each declared once; a group that does not set one falls back to its broker key
 `CONSUMER_RANGES`; group/configs.py applies them).
 
 Shoal's own keys are `Key`s; Kafka 4.2's streams group keys, which do nothing here
-(no Kafka Streams groups), are rows of a table (`NoEffect`; docs/configs.md).
+(no Kafka Streams groups), are rows of a table (`NoEffect`; docs/reference/configs.md).
 """
 
 from __future__ import annotations

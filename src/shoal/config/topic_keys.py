@@ -4,7 +4,7 @@ a broker key (`synonym`) when a topic does not set them (`effective_topic_config
 Shoal's own keys and the Kafka keys it acts on are `Key`s, read from a topic's
 resolved config through them (`topic_value(configs, RETENTION_MS) -> int`); Kafka
 4.2's other topic keys are rows of a table with the reason they have no effect here
-(`NoEffect`; docs/configs.md).
+(`NoEffect`; docs/reference/configs.md).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ COMPRESSION_TYPE = _declare.string(
     "compression.type",
     "producer",
     "Codec of the stored batches: producer keeps each batch's own; another value "
-    "recompresses batches of another codec (docs/compression.md).",
+    "recompresses batches of another codec (docs/design/compression.md).",
     choices=COMPRESSION_TYPES,
     synonym=broker_keys.COMPRESSION_TYPE,
     kafka_words=True,

@@ -6,7 +6,7 @@ IsInternal; clients may not produce to it, delete it or delete its records) and 
 never refused by the broker's topic and partition limits. Its settings are fixed
 here, as Kafka fixes them when it creates one: cleanup `delete` with infinite time
 and size retention (coordinators prune their own logs rather than rely on the
-cleaner: docs/compaction.md, "Internal topics"), `compression.type=producer` whatever
+cleaner: docs/design/compaction.md, "Internal topics"), `compression.type=producer` whatever
 the broker's default (batches are stored as the coordinator writes them,
 uncompressed), and the segment size the caller passes from its config.
 

@@ -3,7 +3,7 @@
 A shard's operation changes nothing: it returns `CoordinatorResult(records, response,
 effects)`. The runtime (coordinator/runtime.py) appends `records`, replays them into
 the shard, performs `effects` through the shell that hosts the shard, and only then
-hands `response` to whoever answers the client (docs/coordinators.md).
+hands `response` to whoever answers the client (docs/design/coordinators.md).
 
 `effects` are plain values (requests to the world outside the shard: write markers,
 initialise share state, wake a parked request); the runtime passes each to the

@@ -1,5 +1,5 @@
 """The coordinator runtime: the shards of one coordinator, one per partition of its
-internal topic, and everything done to them (docs/coordinators.md, "The runtime").
+internal topic, and everything done to them (docs/design/coordinators.md, "The runtime").
 
 Theory of operation. A coordinator (transactions on `__transaction_state`, share state
 on `__share_group_state`, groups on `__consumer_offsets`) is split into shards, one

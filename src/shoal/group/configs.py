@@ -1,5 +1,5 @@
 """Group configs (resource type GROUP = 32): each group's overrides of the group keys
-(share, consumer and streams keys; docs/configs.md).
+(share, consumer and streams keys; docs/reference/configs.md).
 
 Owns (configs.md §3):
 
@@ -139,11 +139,14 @@ SHOAL_GROUP_EXTENSIONS: dict[str, str] = {
     "shoal.share.redelivery.backoff.multiplier": "redelivery backoff growth",
     BACKOFF_MAX_KEY: "longest redelivery backoff",
     "shoal.share.delivery.paused": "pause a group's deliveries (shoal share-groups --pause)",
-    "shoal.share.delivery.order": "per-key ordered delivery (docs/key-order.md)",
-    "shoal.share.delivery.delay.max.ms": "longest scheduled delay (docs/scheduled-delivery.md)",
+    "shoal.share.delivery.order": "per-key ordered delivery (docs/design/key-order.md)",
+    "shoal.share.delivery.delay.max.ms": (
+        "longest scheduled delay (docs/design/scheduled-delivery.md)"
+    ),
 }
 """The group keys Shoal accepts beyond Kafka 4.2's (which refuses them as unknown):
-each is read by the share-partitions (share/leader_settings.py); docs/configs.md lists them.
+each is read by the share-partitions (share/leader_settings.py);
+docs/reference/configs.md lists them.
 DescribeConfigs shows one only when the group sets it."""
 
 

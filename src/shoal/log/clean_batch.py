@@ -7,7 +7,7 @@ without copying their bytes, the delete horizon of a batch (KIP-534: attribute b
 `rebuild`: the batch with the kept records, the same base offset, last offset delta,
 producer id, epoch and base sequence, compressed again with the batch's own codec at
 its default level (as Kafka's cleaner does), so offsets and sequence numbers survive
-cleaning (Kafka's MemoryRecords.filterTo; docs/compaction.md, "Rewriting a batch").
+cleaning (Kafka's MemoryRecords.filterTo; docs/design/compaction.md, "Rewriting a batch").
 
 A record's bytes are copied as they are when the base timestamp does not change
 (its offset and timestamp deltas stay right); when the delete horizon is set the

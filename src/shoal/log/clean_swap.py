@@ -4,7 +4,7 @@ checkpoint.
 Owns: the file steps that replace source segments with the `.cleaned` segments a
 clean wrote (Kafka's UnifiedLog.replaceSegments), what opening a directory does with
 whatever a crash left of them (`complete_swaps`, run first by recovery), and the
-per-partition cleaner checkpoint file. docs/compaction.md, "The swap", walks through
+per-partition cleaner checkpoint file. docs/design/compaction.md, "The swap", walks through
 every step and every leftover.
 
 The steps of one group (the sources, oldest first, and their outputs):

@@ -6,7 +6,7 @@ offset, clean and dirty bytes, the dirty ratio), whether max.compaction.lag.ms i
 overdue, and the values handed to the cleaner service: `CleanStats` (one clean) and
 `CleanerProgress` (a log's state). Pure functions of the segment list and config;
 the only I/O is reading a sealed segment's first batch header once (cached on it).
-docs/compaction.md, "What is cleanable, and when".
+docs/design/compaction.md, "What is cleanable, and when".
 """
 
 from __future__ import annotations

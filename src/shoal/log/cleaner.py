@@ -5,7 +5,7 @@ segments it names on any thread (Kafka's Cleaner: the key map over the dirty ran
 then the log rewritten from its start into `.cleaned` segments) and its
 `CleanResult`. What is cleanable and when, and the stats, are log/cleanable.py's; the
 swap of the result into the log is log/clean_swap.py's, its bookkeeping
-PartitionLog's (`finish_clean`). The design, in our words: docs/compaction.md.
+PartitionLog's (`finish_clean`). The design, in our words: docs/design/compaction.md.
 
     plan = log.clean_plan(now_wall_ms)          # owner: cheap; None if nothing due
     if plan is not None:
@@ -19,7 +19,7 @@ Invariants:
   clock reads: its "now" is the plan's `now_wall_ms`;
 - a record is kept if the latest offset of its key in the map is at or below its
   offset, or it lies past the mapped range; keyless records are removed; see
-  docs/compaction.md for tombstones, transactions and producers' last batches;
+  docs/design/compaction.md for tombstones, transactions and producers' last batches;
 - offsets never change: a rebuilt batch keeps its base offset, last offset delta and
   sequences; cleaning leaves gaps and never moves the log start offset.
 """

@@ -24,7 +24,7 @@ Invariants:
 - a plan with a `directory` fsyncs it after the file: the partition's first flush since
   it was opened makes its directory's entries (the active segment's among them)
   durable too, as Kafka's `LocalLog.flush` flushes the directory when the flushed
-  segments include a new one (docs/startup.md).
+  segments include a new one (docs/performance/startup.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The cleaner's bounded map from record key to the latest offset seen for it.
 
 Owns `KeyMap`: the one data structure of a clean that grows with the data
-(docs/compaction.md, "The key map"). Keys are not kept: each is reduced to a fixed
+(docs/design/compaction.md, "The key map"). Keys are not kept: each is reduced to a fixed
 16-byte MD5 digest, as Kafka's SkimpyOffsetMap does, so an entry costs the same
 whatever the key's length. Two keys with the same digest count as one key; the
 chance is negligible (2^-64 at a few billion keys) and Kafka accepts the same.
@@ -17,7 +17,7 @@ Invariant: `len(map) <= max_entries`, except for the first batch a clean maps:
 the caller ends the mapped range before the batch that did not fit; but a batch
 with more distinct keys than the whole map would then never be cleaned, so the
 cleaner maps the first batch of its dirty range whole (`overflow=True`), exceeding
-the bound by at most one batch's keys (docs/compaction.md, "The key map").
+the bound by at most one batch's keys (docs/design/compaction.md, "The key map").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ set its timestamp and CRC). Appends and reads are per batch; no record is decode
 
 Invariants:
 - offsets increase within a segment (contiguous as appended; the cleaner leaves gaps,
-  docs/compaction.md); segments are ordered by base offset and the active segment is
+  docs/design/compaction.md); segments are ordered by base offset and the active segment is
   never deleted or cleaned, so `log_end_offset` never decreases;
 - `log_start_offset` lies in [first segment's base, log_end_offset] and only grows;
   it is checkpointed before any segment below it is deleted;
@@ -47,9 +47,9 @@ that plan (or any later one, whose fsync covers them) finishes successfully, as 
 Kafka, where `UnifiedLog.append` flushes inside the append and the high watermark
 moves after it (`Partition.appendRecordsToLeader`). A failed fsync never releases them
 (the partition is offline); a plan never run keeps them held until a later flush. The
-release announces an append (log/events.py), waking parked readers. docs/disk-io.md.
+release announces an append (log/events.py), waking parked readers. docs/design/disk-io.md.
 
-Costs to know (measured in docs/disk-io.md): a roll fsyncs the sealed segment, its
+Costs to know (measured in docs/design/disk-io.md): a roll fsyncs the sealed segment, its
 indexes, a producer-state snapshot and the directory synchronously, on the caller's
 thread (once per `segment.bytes`, Kafka does this in the background); retention
 unlinks whole segments on the caller's thread.
@@ -772,7 +772,7 @@ class PartitionLog:
         paths, self._deleted_paths = self._deleted_paths, []
         return paths
 
-    # -- compaction (log/cleaner.py, log/clean_swap.py, docs/compaction.md)
+    # -- compaction (log/cleaner.py, log/clean_swap.py, docs/design/compaction.md)
 
     def _cleanable(self, now_wall_ms: int) -> CleanableRange:
         return cleanable_range(

@@ -234,7 +234,7 @@ class ProducerStateTable:
     def last_records(self) -> dict[int, tuple[int | None, int]]:
         """Producer id -> (last offset of its last remembered data batch, or None if
         it has none (its last entry is a marker), its epoch): the batches the cleaner
-        keeps (Kafka's lastRecordsOfActiveProducers, docs/compaction.md)."""
+        keeps (Kafka's lastRecordsOfActiveProducers, docs/design/compaction.md)."""
         return {
             pid: (entry.batches[-1].last_offset if entry.batches else None, entry.epoch)
             for pid, entry in self._producers.items()

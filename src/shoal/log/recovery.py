@@ -5,7 +5,7 @@ Owns: the partition directory's small durable files besides segments and snapsho
 procedure that turns whatever a crash left into a consistent log:
 
 0. What a crash left of a cleaner's swap is completed or undone
-   (log/clean_swap.py `complete_swaps`, docs/compaction.md).
+   (log/clean_swap.py `complete_swaps`, docs/design/compaction.md).
 1. Leftovers are removed: temp files, segment files set aside for deletion
    (`.deleted`), index files without a `.log`, segments wholly below the
    checkpointed log start offset (a crash between checkpoint and unlink).
@@ -218,7 +218,7 @@ def _load_active(segment: Segment, config: LogConfig, *, clean: bool) -> None:
 def _check_continuity(segments: list[Segment], config: LogConfig) -> None:
     for earlier, later in pairwise(segments):
         if earlier.next_offset < later.base_offset:
-            # a compacted log has gaps the cleaner left (docs/compaction.md, "Gaps")
+            # a compacted log has gaps the cleaner left (docs/design/compaction.md, "Gaps")
             log = logger.debug if config.compact_policy else logger.warning
             log(
                 "offsets %d..%d are missing between %s and %s (cleaned away, or data lost "

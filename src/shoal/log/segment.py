@@ -10,7 +10,7 @@ truncation during recovery, and setting its files aside for deletion (`retire`).
 
 Invariants: the `.log` file holds whole batches back to back from position 0, with
 increasing offsets from `base_offset` on: contiguous as appended, with gaps once the
-cleaner has removed records (docs/compaction.md, "Gaps"); the first batch may start
+cleaner has removed records (docs/design/compaction.md, "Gaps"); the first batch may start
 above `base_offset`; `size_bytes` is the file's size; every
 offset-index entry points at the start of the batch with that base offset, and
 `Segment.locate` checks that before trusting it (a damaged index is rebuilt, never
@@ -18,7 +18,7 @@ followed). Index files are written when the segment is sealed (rolled) and at a 
 close; while a segment is active its indexes live in memory only.
 
 A segment the cleaner writes has a `suffix` on every file name (`.cleaned`, then
-`.swap`) until it is swapped in (log/clean_swap.py, docs/compaction.md).
+`.swap`) until it is swapped in (log/clean_swap.py, docs/design/compaction.md).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def walk_batches(
     offset below `first_offset` for the first batch (other than `first_offset` with
     `exact_first`: an index entry names the batch it points at) or below the previous
     batch's next offset. Offsets increase but may leave gaps: the cleaner removes
-    records and keeps the offsets of the others (docs/compaction.md, "Gaps"); with
+    records and keeps the offsets of the others (docs/design/compaction.md, "Gaps"); with
     `contiguous` (a segment the cleaner never rewrote: the active one) a gap stops the
     walk too. The caller compares the end of the last batch it saw with `end` to
     learn whether the walk went all the way.

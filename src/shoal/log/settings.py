@@ -47,7 +47,7 @@ class LogConfig:
     """A dirty segment whose first batch is older than this is cleaned whatever the ratio."""
     delete_retention_ms: int = 86_400_000
     """How long tombstones and transaction markers survive the cleaning that first
-    saw them (their batch's delete horizon, docs/compaction.md)."""
+    saw them (their batch's delete horizon, docs/design/compaction.md)."""
     compression: Codec | None = None
     """The codec compression.type asks batches to be stored with; None: `producer`
     (each batch keeps its own)."""

@@ -14,7 +14,7 @@ and partition directories it lacks are made on the next start), then makes each 
 partition directory durable (`topics.prepare_partition_directory`: an empty segment
 and partition.metadata; for an internal topic, made by the broker at start, the
 partitions' own directories are fsynced at each one's first flush instead:
-docs/startup.md), then opens their logs: new objects nobody holds until the owner
+docs/performance/startup.md), then opens their logs: new objects nobody holds until the owner
 adopts them (or `discard`s them). A directory that already existed is left
 alone, for the owner's open to decide whose it is (its stray check). The catalog's
 adoption of the record (`adopt`) runs on the owner, first thing in the finish.

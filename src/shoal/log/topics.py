@@ -6,7 +6,7 @@ Owns:
 - id generation as Kafka does it (`random_uuid`): never the zero id or the reserved
   metadata-topic id 1, and redrawn while its URL-safe base64 form starts with '-';
 - `TopicCatalog`, where the log manager's list of topics is durable: in the broker
-  the metadata log (server/metadata/topic_catalog.py, docs/metadata.md), with a topic's
+  the metadata log (server/metadata/topic_catalog.py, docs/design/metadata-log.md), with a topic's
   config overrides kept as the strings Kafka shows (`render_configs`) and re-parsed
   on load (`parse_configs`); `MemoryTopicCatalog` for a bare log manager (tools,
   tests), which forgets its topics when it closes;
@@ -232,7 +232,7 @@ def prepare_partition_directory(directory: Path, topic_id: uuid.UUID, *, sync: b
     topic catalog (the metadata log, written durably first), and `LogManager` writes
     it again, durably, when it is missing, empty, cut or unreadable. A fresh broker
     makes the 100 partitions of `__consumer_offsets` and `__share_group_state` at
-    start without `sync` (docs/startup.md). Returns False, touching nothing, if the
+    start without `sync` (docs/performance/startup.md). Returns False, touching nothing, if the
     directory exists: opening the partition decides whose it is. Safe on any thread."""
     try:
         directory.mkdir()

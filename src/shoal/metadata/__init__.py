@@ -1,4 +1,4 @@
-"""The cluster metadata as one event-sourced log (docs/metadata.md), sans-I/O.
+"""The cluster metadata as one event-sourced log (docs/design/metadata-log.md), sans-I/O.
 
 `records` defines the metadata records (KRaft's record kinds, Shoal's key/value
 encoding) and their codec; `shard.MetadataShard` decides every metadata change as

@@ -1,6 +1,6 @@
 """`MetadataShard`: the cluster metadata as one event-sourced state machine.
 
-Theory of operation (docs/metadata.md). Each write operation reads the current state,
+Theory of operation (docs/design/metadata-log.md). Each write operation reads the current state,
 decides, and returns a `CoordinatorResult` of metadata records (metadata/records.py)
 and the response, changing nothing; `replay(record)` is the only mutator, run by the
 coordinator runtime once the records are durable in `__cluster_metadata-0`, and by a

@@ -4,7 +4,7 @@ built from kio's own schema metadata and primitive writers, for the per-request 
 kio's generic writer pays, for every entity written, a fresh `BytesIO` for its tagged
 fields, a phantom-type check for each varint length and a per-field comparison of
 every tagged field with its default. At one Produce or ShareFetch response per record
-that was as much broker CPU as the handler itself (docs/latency.md). This module
+that was as much broker CPU as the handler itself (docs/performance/latency.md). This module
 composes, once per entity class:
 
 - one function per class, generated as source from kio's field list (`_compose`),

@@ -20,8 +20,8 @@ Compression codecs (attributes & 7) are shoal.protocol.compression's; data that 
 inflate raises BatchError(ErrorCode.corrupt_message). `recompressed` re-encodes a whole
 batch's records with another codec (broker-side compression.type).
 
-Share groups with key order or scheduled delivery (docs/key-order.md,
-docs/scheduled-delivery.md) read the key and `shoal.deliver.at` header of the records
+Share groups with key order or scheduled delivery (docs/design/key-order.md,
+docs/design/scheduled-delivery.md) read the key and `shoal.deliver.at` header of the records
 an acquisition reads for the first time: `record_facts`, written for CPython's cost
 model (lookup tables, varints read inline; bench/record_facts_cost.py).
 """
@@ -189,7 +189,7 @@ def keyless_records(payload: bytes, count: int) -> list[int]:
 
 DELIVER_AT_HEADER = b"shoal.deliver.at"
 """The record header of scheduled delivery: the earliest delivery time, epoch
-milliseconds as decimal ASCII (docs/scheduled-delivery.md)."""
+milliseconds as decimal ASCII (docs/design/scheduled-delivery.md)."""
 _DELIVER_AT_DIGITS_MAX = 19
 """A deliver-at value longer than this many digits is malformed (beyond int64)."""
 _DELIVER_AT_MAX = 2**63 - 1

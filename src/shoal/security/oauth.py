@@ -18,7 +18,7 @@ here is Kafka's part: which claims are required and how, the time checks against
 caller's clock (PyJWT's would read the wall clock), the principal and scope claims,
 the unsecured validator's rules, and the refusals worded for the broker's log.
 PyJWT (with `cryptography`, a tenth of the broker's imports) is imported on first use,
-not at start-up (docs/startup.md).
+not at start-up (docs/performance/startup.md).
 """
 
 from __future__ import annotations

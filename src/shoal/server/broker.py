@@ -325,7 +325,8 @@ class Broker:
         WATCH.start()
         # close idle, slowloris and non-reading connections
         self._idle_sweep = asyncio.create_task(self._sweep_connections(), name="shoal-idle-sweep")
-        # latency (docs/latency.md): load the hot APIs' message schemas now, then gc.freeze
+        # latency (docs/performance/latency.md): load the hot APIs' message schemas now,
+        # then gc.freeze
         self._warmup = asyncio.create_task(
             warm_up(self.handlers, stopping=lambda: self.stopping, delay_s=WARM_START_DELAY_S),
             name="shoal-warmup",
@@ -345,7 +346,7 @@ class Broker:
         address = self.config.metrics_listener
         if address is None:
             return
-        # uvicorn and starlette only when asked for (docs/startup.md)
+        # uvicorn and starlette only when asked for (docs/performance/startup.md)
         from shoal.server.observability.http_app import build_app
         from shoal.server.observability.http_listener import HttpListener
 

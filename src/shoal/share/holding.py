@@ -9,7 +9,7 @@ Owns:
   only for the batches with something not yet known (keys not learned; records new to
   the window), and the keys the walk must not hand out.
 - `next_ready_offset`: where a ShareFetch's next read of the partition starts, inside
-  the window (docs/scheduled-delivery.md, "Gathering due records").
+  the window (docs/design/scheduled-delivery.md, "Gathering due records").
 - `DeliveryHolds` and `delivery_holds`: the view for describe, the console and the
   metrics.
 

@@ -1,7 +1,7 @@
 """Per-key ordered acquisition (a Shoal extension, `shoal.share.delivery.order=key`):
 which records of a share-partition's window hold back the later records of their key.
 
-The rule (docs/key-order.md): an acquisition hands out a record of key K only if no
+The rule (docs/design/key-order.md): an acquisition hands out a record of key K only if no
 record of K is ACQUIRED outside it (a write pending counts as acquired), and every
 record of K below it in the window is done (ACKNOWLEDGED, ARCHIVING or ARCHIVED) or
 handed out by the same acquisition. A null key is unordered. So all acquired records of

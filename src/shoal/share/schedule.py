@@ -15,7 +15,7 @@ and `waiting` counts those still to come. Waiting records hold no lock and do no
 towards `share.partition.max.record.locks`; at most `limits.SHARE_SCHEDULED_RECORDS_MAX`
 wait in one share-partition (acquisition takes no new record from the log beyond
 that). Nothing is persisted: after a restart the records are read again and their
-header gives the same due time (docs/scheduled-delivery.md).
+header gives the same due time (docs/design/scheduled-delivery.md).
 
 Deterministic: times come from the caller.
 """

@@ -110,7 +110,7 @@ class InFlightWindow:
         waiting for their scheduled time and the new ones held back by their key. A
         waiting or held-back record pins the start offset, so the records done
         behind it must not count, or one long wait would stop the share-partition
-        (docs/scheduled-delivery.md; `limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` bounds the
+        (docs/design/scheduled-delivery.md; `limits.SHARE_WINDOW_SPAN_MAX_OFFSETS` bounds the
         span instead)."""
         if not extended:
             return self.size()

@@ -20,7 +20,7 @@ network (`pipes`) and disk (`shell_disk`, `disk`), with consumer-group members, 
 transactional producer, a read_committed consumer and share members speaking the
 Kafka protocol through the client core; crashes, clean restarts, power losses,
 dropped and slow connections and slow disks come from the seed, and the invariants
-(`shell_invariants`, `shell_share`) are asked over the wire (docs/simulation.md).
+(`shell_invariants`, `shell_share`) are asked over the wire (docs/design/simulation.md).
 Two variants of it (`shell_share_ext`) give the share group Shoal's key-ordered or
 scheduled delivery and check them as the members see them (`shell_share_keys`).
 

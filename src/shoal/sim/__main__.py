@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         help="share: producer, share members, share coordinator (the cores); shell: the "
         "real broker (handlers, purgatory, timers, services, coordinators) on virtual "
         "time over in-memory pipes, with consumer-group members, a transactional "
-        "producer and share members (docs/simulation.md); shell-keys, shell-due: the same "
+        "producer and share members (docs/design/simulation.md); shell-keys, shell-due: the same "
         "world with a key-ordered or a scheduled share group and their checks",
     )
     parser.add_argument(

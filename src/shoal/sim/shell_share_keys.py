@@ -2,7 +2,7 @@
 of the extended share scenario (sim/shell_share_ext.py). Pure: every method is told
 the simulated time (ms) of its event.
 
-The semantics are those of `shoal.share.delivery.order=key` (docs/simulation.md,
+The semantics are those of `shoal.share.delivery.order=key` (docs/design/simulation.md,
 "Key order and scheduled delivery"). The broker's states are not read; what the
 clients saw is enough, judged conservatively: a check fails only when the broker
 surely broke the rule, whatever the moments its own steps took inside the windows

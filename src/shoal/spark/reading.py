@@ -251,7 +251,7 @@ def _kept_batches(
                 f"CRC-32C mismatch in the batch at offset {header.base_offset}",
             )
         if header.records_count == 0 or (aborted is None and header.is_control):
-            continue  # no record: a batch the log cleaner emptied (docs/compaction.md)
+            continue  # no record: a batch the log cleaner emptied (docs/design/compaction.md)
         body = records[header.position + HEADER_SIZE : header.position + header.size]
         payload = decompressed(body, header) if header.compression else body
         if aborted is not None and aborted.skips(header, payload):

@@ -1,4 +1,4 @@
-"""What `shoal serve` imports before its broker answers (docs/startup.md): none of the
+"""What `shoal serve` imports before its broker answers (docs/performance/startup.md): none of the
 client tools, and no library that only TLS handshakes, SASL/OAUTHBEARER tokens or the
 metrics listener use. A fresh interpreter, since the test process has them all."""
 

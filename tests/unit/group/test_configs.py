@@ -242,8 +242,8 @@ def test_every_range_is_checked_even_of_keys_the_group_does_not_set() -> None:
 
 
 def test_docs_list_every_group_key_with_its_status() -> None:
-    """docs/configs.md's group-config table names every key, extensions as such."""
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "configs.md").read_text()
+    """docs/reference/configs.md's group-config table names every key, extensions as such."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "configs.md").read_text()
     table = doc[doc.index("## Group configs") : doc.index("Validation is Kafka 4.2's")]
     rows = {line for line in table.splitlines() if line.startswith("| `")}
     for key in GROUP_KEYS:

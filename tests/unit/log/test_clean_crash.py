@@ -1,5 +1,5 @@
 """A clean killed at every one of its steps loses nothing and duplicates nothing
-(docs/compaction.md, "The swap"): tests/support/clean_crash.py runs the clean in a
+(docs/design/compaction.md, "The swap"): tests/support/clean_crash.py runs the clean in a
 forked child process that os._exit()s at step N, for every N; the log reopened here must hold,
 at each offset, the original record or nothing (what the clean removed), the same log
 end offset, the latest value of every key, the same producer state, no leftover

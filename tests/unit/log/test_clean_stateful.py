@@ -1,4 +1,4 @@
-"""A stateful property test of the cleaner (docs/compaction.md): keyed appends (values,
+"""A stateful property test of the cleaner (docs/design/compaction.md): keyed appends (values,
 tombstones, keyless records, idempotent and transactional producers with commits and
 aborts), cleans with key maps of random size, the clock moving past delete horizons,
 DeleteRecords, and restarts, in random order.

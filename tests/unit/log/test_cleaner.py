@@ -1,4 +1,4 @@
-"""The log cleaner (log/cleaner.py, log/clean_swap.py, docs/compaction.md): when a
+"""The log cleaner (log/cleaner.py, log/clean_swap.py, docs/design/compaction.md): when a
 compacted log is cleaned, what a clean keeps, and the log after it (gaps, reads,
 timestamps, recovery). Each rule is Kafka's LogCleaner's; the clock is manual."""
 

@@ -1,5 +1,5 @@
 """Records whose fsync the flush policy called for are unreadable until it is done
-(log/partition.py, docs/disk-io.md): the high watermark stays below a deferred
+(log/partition.py, docs/design/disk-io.md): the high watermark stays below a deferred
 policy flush until `finish_flush`, as Kafka's does below the flush inside
 `UnifiedLog.append`."""
 

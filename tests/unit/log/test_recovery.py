@@ -261,7 +261,7 @@ def test_a_base_offset_out_of_line_in_the_active_segment_is_cut_off(
     open_log: LogOpener, log_dir: Path, jump: int
 ) -> None:
     """The base offset lies outside the CRC: the active segment (which the cleaner never
-    rewrites, docs/compaction.md) must hold contiguous offsets, so a batch that does not
+    rewrites, docs/design/compaction.md) must hold contiguous offsets, so a batch that does not
     continue the one before it is damage, cut off with what follows."""
     batches, _ = _fill(open_log, 4)
     active = _log_files(log_dir)[-1]
@@ -281,7 +281,7 @@ def test_a_crash_rescans_only_the_active_segment(
     # Kafka recovers only the segments past its recovery point; here every sealed
     # segment was fsynced at its roll, so after a crash only the active one is read
     # batch by batch (CRC) and the sealed ones only from their last index entry
-    # (docs/startup.md, "Recovery after kill -9").
+    # (docs/performance/startup.md, "Recovery after kill -9").
     config = {"segment_bytes": 20_000, "index_interval_bytes": 1024}
     batches, end = _fill(open_log, 400, **config)
     segments = _log_files(log_dir)

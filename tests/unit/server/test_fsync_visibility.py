@@ -2,7 +2,7 @@
 does not see the record, through the real Produce, Fetch and ListOffsets handlers (no
 socket): the fsync runs in a disk worker held by a gate, and until it is finished on
 the loop the high watermark stays below the record (log/partition.py,
-docs/disk-io.md); then the parked Fetch is woken and gets it. A ShareFetch through the
+docs/design/disk-io.md); then the parked Fetch is woken and gets it. A ShareFetch through the
 real ShareService acquires nothing meanwhile. Nothing under test is mocked: the fsync
 is real, only held back."""
 

@@ -1,6 +1,6 @@
 """A share-partition over a log of real record batches (keys, values, the
 `shoal.deliver.at` header), for the tests of key-ordered and scheduled acquisition
-(docs/key-order.md, docs/scheduled-delivery.md): those acquisitions read the records'
+(docs/design/key-order.md, docs/design/scheduled-delivery.md): those acquisitions read the records'
 bytes, so the log read hands the share-partition a buffer whose positions the headers
 refer to, as a real log read does.
 

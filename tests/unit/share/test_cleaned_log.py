@@ -1,4 +1,4 @@
-"""A share-partition over a log the cleaner compacted (docs/compaction.md, "Gaps"):
+"""A share-partition over a log the cleaner compacted (docs/design/compaction.md, "Gaps"):
 records it released before the clean that the log no longer holds are archived as
 compaction holes (§4.5) and never acquired again; an acquisition across the cleaned
 range delivers the kept records only, and the removed offsets inside its span are

@@ -1,4 +1,4 @@
-"""The share-partition manager performs no I/O (docs/share-leader.md): a state write
+"""The share-partition manager performs no I/O (docs/design/share-leader.md): a state write
 is made only by its caller and decides the outcome it is handed back, and an
 acquisition names each log read it needs and goes on from the result it is fed."""
 

@@ -1,4 +1,4 @@
-"""Key-ordered acquisition (`shoal.share.delivery.order=key`, docs/key-order.md) under
+"""Key-ordered acquisition (`shoal.share.delivery.order=key`, docs/design/key-order.md) under
 a randomised state machine, and the bounds of key order in plain tests.
 
 The machine is the share-partition machine of test_stateful.py (its rules, model and

@@ -1,5 +1,5 @@
 """Scheduled delivery (`shoal.share.delivery.delay.max.ms` > 0 and the record header
-`shoal.deliver.at`, docs/scheduled-delivery.md) under a randomised state machine, and
+`shoal.deliver.at`, docs/design/scheduled-delivery.md) under a randomised state machine, and
 its bounds in plain tests.
 
 The machine is the key-order machine of test_key_order_stateful.py (itself the

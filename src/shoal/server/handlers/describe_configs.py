@@ -1,5 +1,5 @@
 """DescribeConfigs (32) v1-v4: the configs of topics, of the broker and of groups, with
-the keys, values, sources, flags and synonyms Kafka 4.2 shows (docs/configs.md).
+the keys, values, sources, flags and synonyms Kafka 4.2 shows (docs/reference/configs.md).
 
 Resource types (see server/metadata/config_resources.py for values, sources and synonyms):
 - TOPIC (2), name = topic: every topic key with its effective value; an unknown topic

@@ -16,7 +16,7 @@ Per partition: validate the batches' headers (magic 2, CRC-32C, sizes), then wha
 topic's settings ask (log/validation.py: one batch per partition, recompression to
 the topic's compression.type, keys on compacted topics; records are read only for
 those two, in a worker thread for a batch above
-`limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX`: docs/compression.md), append them
+`limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX`: docs/design/compression.md), append them
 (offsets assigned by re-stamping the header; idempotent producers' sequences
 checked); the log announces the append, which wakes parked fetches of that partition.
 Acks 0 gets no response, and if a partition failed the connection is closed (Kafka's
@@ -361,7 +361,7 @@ def reads_off_loop(size: int, headers: list[BatchHeader], settings: LogConfig) -
     """Whether the batch's records are read (recompressed, or keys checked) in a
     worker thread: the work grows with the batch (about 40 ms per MB for gzip), the
     codecs release the GIL, and a small batch costs less than the thread hop
-    (docs/compression.md has the figures)."""
+    (docs/design/compression.md has the figures)."""
     return size > limits.PRODUCE_RECORDS_ON_LOOP_BYTES_MAX and reads_records(headers, settings)
 
 

@@ -2,7 +2,7 @@
 subscriptions of `interval.ms`, `metrics` and `match`, kept as Kafka keeps them.
 
 Shoal serves no client telemetry (GetTelemetrySubscriptions / PushTelemetry), so a
-subscription changes nothing (docs/configs.md, NoEffect.TELEMETRY); it is stored,
+subscription changes nothing (docs/reference/configs.md, NoEffect.TELEMETRY); it is stored,
 described and listed (ListConfigResources) so that tools that manage them work. As in
 Kafka, these are cluster-wide dynamic configs: `LiveBrokerConfig` holds the store.
 

@@ -63,7 +63,7 @@ SHOAL_DYNAMIC_KEYS: frozenset[str] = frozenset(
     | {key for key in BROKER_KEYS if key.startswith("group.share.")}
 )
 """Broker keys Shoal, unlike Kafka 4.2, also changes at run time (topic auto-creation
-and the share-group settings; docs/configs.md)."""
+and the share-group settings; docs/reference/configs.md)."""
 DYNAMIC_BROKER_KEYS: frozenset[str] = KAFKA_DYNAMIC_KEYS | SHOAL_DYNAMIC_KEYS
 """Every broker key IncrementalAlterConfigs and AlterConfigs may change. Everything else
 needs a restart (e.g. log.retention.check.interval.ms or log.retention.hours, which

@@ -1,6 +1,6 @@
 """The broker's group configs (share, consumer and streams keys): the one store the
 admin handlers change and the group coordinator and the share-partitions read
-(docs/configs.md).
+(docs/reference/configs.md).
 
 - `GroupConfigStore` holds the current `GroupConfigs` (group/configs.py, pure) and the
   change listeners. `overrides(group_id)` is the lookup the group coordinator takes as

@@ -13,7 +13,7 @@ runtime's rule with the fsync taken off the event loop: the result's records are
 appended as one batch (on the loop; the log's own flush policy is switched off), the
 batch is fsynced in a disk worker (`flush`, the broker's `DiskIO.flush`), and only
 then are the records replayed into the shard and the response returned (the runtime's
-write split in two: `append`, then `replay_appended`; docs/coordinators.md). Callers run
+write split in two: `append`, then `replay_appended`; docs/design/coordinators.md). Callers run
 their changes in the broker's change lane (server/services/disk_io.py), one at a time, so no
 change is decided while another's records wait for their fsync; a reader on the loop
 (an authorization check, Metadata, DescribeConfigs) sees the image before the change
@@ -25,7 +25,7 @@ start.) `write_now` is the same on the caller's thread (start-up migration, test
 `append_durably` appends and fsyncs on the caller's thread and hands back the replay
 for the owner to run: a topic change's disk work, in a disk worker inside the change
 lane (server/metadata/topic_catalog.py). At start-up `compact` replaces a long, mostly dead
-history by the state's snapshot (docs/metadata.md, "Compaction").
+history by the state's snapshot (docs/design/metadata-log.md, "Compaction").
 
 Readers take `image`, an immutable snapshot (metadata/image.py).
 """

@@ -1,6 +1,6 @@
 """This node as a KRaft quorum: a static quorum of one voter, itself, always its leader.
 
-Shoal's metadata log (`__cluster_metadata-0`, docs/metadata.md) is no Raft log (one
+Shoal's metadata log (`__cluster_metadata-0`, docs/design/metadata-log.md) is no Raft log (one
 node, Shoal's own record encoding, no epochs), so the answers about the quorum
 (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) describe the quorum Kafka runs on one
 combined node, with what Shoal does not have left at its empty value:

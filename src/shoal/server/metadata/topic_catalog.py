@@ -7,7 +7,7 @@ batch, durably, in the topic change's disk work (`TopicWrite.run`, in a disk wor
 the broker's change lane runs one change at a time, so no other write meets it); the
 replay waits for the log manager's finish, on the loop. `remove` writes a deletion's
 records and replays them at once (DeleteTopics renames the partition directories on
-the loop too). docs/metadata.md.
+the loop too). docs/design/metadata-log.md.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ without suspending yields one loop pass. A turn starts after that pass, and at a
 frame the connection waited for (`_read_frame`): a connection whose requests come
 one at a time, with the loop run between them, never needs the extra pass. (Yielding
 after every request, Kafka's one request per connection per poll, was tried and made
-polls small: docs/latency.md.)
+polls small: docs/performance/latency.md.)
 
 Pipelined requests are answered in one write: while the next request's frame is
 already whole in hand (it came in the same read), a response is held and leaves with

@@ -168,7 +168,8 @@ class ListenerTls:
 
 def subject_dn(der: bytes) -> str:
     """A DER certificate's subject in RFC 2253 form (as Java's X500Principal prints it)."""
-    from cryptography import x509  # on a TLS handshake only, not at start-up (docs/startup.md)
+    # on a TLS handshake only, not at start-up (docs/performance/startup.md)
+    from cryptography import x509
 
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 

@@ -4,7 +4,7 @@ kio imports a message's module the first time a (key, version) is used, and Shoa
 builds its decoders, composed writers and field-name sets lazily. Each such first use
 costs ~5-20 ms of the loop; a client's first ShareFetch, ShareAcknowledge or Produce
 took several at once (~0.5 s of broker CPU in one harness run), and on a paced stream
-that arrives mid-run they were the p99 (docs/latency.md).
+that arrives mid-run they were the p99 (docs/performance/latency.md).
 
 `warm_up` is a task started with the listener: for the APIs on the per-record path and
 a client's start-up (`HOT_APIS`), it loads their newest served versions
@@ -12,7 +12,7 @@ a client's start-up (`HOT_APIS`), it loads their newest served versions
 request arriving meanwhile waits for one step at most. It begins `WARM_START_DELAY_S`
 after the listener is bound: a request's way through the loop (accept, read, handle,
 write) takes several passes, and with a step in each the broker's first answer (a
-client's ApiVersions, a start-up probe's) came ~20 ms later (docs/startup.md).
+client's ApiVersions, a start-up probe's) came ~20 ms later (docs/performance/startup.md).
 Other versions and APIs (admin) load on first use as before: warming versions nobody
 uses would only add stalls while clients are active. A thread was tried: competing
 for the GIL with the loop it took ~5 s on the shared machine and ran into the

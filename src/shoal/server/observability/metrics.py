@@ -8,7 +8,7 @@ them. Gauges that read state at scrape time are custom collectors
 (server/observability/metrics_collectors.py), registered by the broker once its services exist.
 
 Names follow Kafka's MBeans translated the way the Prometheus JMX exporter's common
-Kafka configs do (docs/metrics.md has the rule and the full list); metrics Kafka does
+Kafka configs do (docs/reference/metrics.md has the rule and the full list); metrics Kafka does
 not have start with `shoal_`.
 
 Cost: the request path's counters and histograms are loop-owned families

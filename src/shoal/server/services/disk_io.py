@@ -1,7 +1,7 @@
 """The broker's blocking disk work, run in worker threads; its outcome taken back on the loop.
 
 The partition log (log/) hands its blocking work to its caller as data (log/flush.py,
-docs/disk-io.md): a `FlushPlan` to fsync in any thread and then `finish_flush` on the
+docs/design/disk-io.md): a `FlushPlan` to fsync in any thread and then `finish_flush` on the
 owner, and paths a deferred deletion set aside, to remove in any thread. `DiskIO`
 owns the broker's worker threads for that work (at most `limits.DISK_IO_THREADS_MAX`
 run at once, the rest queue in order; an injected `concurrent.futures.Executor`
