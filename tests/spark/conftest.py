@@ -2,7 +2,7 @@
 
 A Spark session costs seconds to start and its first query about ten more, so every
 Spark test shares `spark` (session scope) and `spark_broker`; tests keep apart by
-using their own topic names. Per spark.md §5: the UI is off, shuffles use two
+using their own topic names. Per docs/design/spark-connector.md §5: the UI is off, shuffles use two
 partitions, workers run this interpreter (PYSPARK_PYTHON; otherwise a system python3
 without pyarrow) and Spark binds to 127.0.0.1. Without pyspark or java the fixtures
 skip, so the rest of the suite runs on a machine without the `spark` extra.

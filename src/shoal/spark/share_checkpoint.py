@@ -1,8 +1,8 @@
 """What the `shoal-share` source keeps with the query's checkpoint directory:
 
 - which batches of the query Spark has committed (read), so that the source can ACCEPT
-  a committed batch when the query stops before the next trigger would have (spark.md
-  §3 rules 2 and 5);
+  a committed batch when the query stops before the next trigger would have
+  (docs/design/spark-connector.md §3 rules 2 and 5);
 - the member id of the source's share-group member (written once, read at every start),
   so that a restarted query rejoins its group as the member it was: a query killed
   without leaving (SIGKILL, a lost driver) leaves no ghost member holding a share of

@@ -2,7 +2,7 @@
 prepareForTriggerAvailableNow and stop do, over a `ShareGroupMember` (I/O) and a
 `ShareLedger` (bookkeeping). It lives in Spark's long-lived source runner process.
 
-At least once (spark.md §6):
+At least once (docs/design/spark-connector.md §6):
 
 - `latest_offset(start)`: first ACCEPT the batch ending at `start` if this process
   planned (or replayed) it: Spark calls latestOffset(start=end of N) only once commits/N

@@ -8,17 +8,18 @@ Spark has durably committed the batch (share_driver.py has the rules). Columns: 
 of the batch source (`key`, `value`, `topic`, `partition`, `offset`, `timestamp`,
 `timestampType`, `headers`) plus `delivery_count`.
 
-Where things run (spark.md §2): `ShareSourceDataSource` and `schema()` in short-lived
-planner workers (options are checked and the broker probed there, so mistakes fail
-`load()`); `streamReader()` both in a planner worker (whose reader is pickled to the
-executors for `read()`) and in the query's long-lived source runner, which alone calls
-the offset methods. The reader therefore starts its `ShareDriver` lazily, at its first
-offset call, and never pickles it. That first call also installs a SIGTERM handler
-raising SystemExit, so that the runner's `finally: reader.stop()` runs when Spark ends
-the runner (query stop, end of AvailableNow); `stop()` is idempotent. Given the
-query's checkpoint as the `checkpointLocation` option, the member joins with the member
-id kept there (a restarted query rejoins as the member it was) and `stop()` also
-ACCEPTs the batches Spark committed after the last trigger (share_checkpoint.py).
+Where things run (docs/design/spark-connector.md §2): `ShareSourceDataSource` and
+`schema()` in short-lived planner workers (options are checked and the broker probed
+there, so mistakes fail `load()`); `streamReader()` both in a planner worker (whose
+reader is pickled to the executors for `read()`) and in the query's long-lived source
+runner, which alone calls the offset methods. The reader therefore starts its
+`ShareDriver` lazily, at its first offset call, and never pickles it. That first call
+also installs a SIGTERM handler raising SystemExit, so that the runner's `finally:
+reader.stop()` runs when Spark ends the runner (query stop, end of AvailableNow);
+`stop()` is idempotent. Given the query's checkpoint as the `checkpointLocation`
+option, the member joins with the member id kept there (a restarted query rejoins as
+the member it was) and `stop()` also ACCEPTs the batches Spark committed after the last
+trigger (share_checkpoint.py).
 
 How many records the group archived after they kept failing: `arch` in every offset
 JSON (durable, visible as the source's `endOffset` in the query progress) and

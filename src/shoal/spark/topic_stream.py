@@ -8,9 +8,9 @@ the offsets alone, so a batch Spark replays after a crash reads the same records
 a sink that is idempotent through the query's checkpoint (Parquet, Delta, ...) gets
 each record exactly once.
 
-Where things run (spark.md §2): `streamReader()` in a planner worker (its reader is
-pickled to the executors for `read()`) and in the query's long-lived source runner,
-which alone calls the offset methods:
+Where things run (docs/design/spark-connector.md §2): `streamReader()` in a planner
+worker (its reader is pickled to the executors for `read()`) and in the query's
+long-lived source runner, which alone calls the offset methods:
 
 - `initialOffset()`: `startingOffsets` resolved with ListOffsets, once per runner (a
   stream that starts at `latest` must not skip what arrives between two idle
@@ -36,10 +36,11 @@ which alone calls the offset methods:
 Kafka lag monitor show the query's lag. When the group's offsets advance:
 
 1. at `latestOffset(start)`: Spark calls it with `start` = the end of batch N only once
-   batch N is durably committed in the checkpoint (spark.md §3 rule 3), so `start` is
-   committed to the group first. This is the reliable "batch N done" signal, and it
-   comes at every trigger: with AvailableNow the last call (which returns `start` and
-   ends the run) commits the final batch, so the lag reads 0 when the query finishes.
+   batch N is durably committed in the checkpoint (docs/design/spark-connector.md §3
+   rule 3), so `start` is committed to the group first. This is the reliable "batch N
+   done" signal, and it comes at every trigger: with AvailableNow the last call (which
+   returns `start` and ends the run) commits the final batch, so the lag reads 0 when
+   the query finishes.
 2. at `commit(end)`, which Spark calls when it plans batch N+1; it always follows the
    call of rule 1 for the same offsets, so it commits only if that one failed.
 
