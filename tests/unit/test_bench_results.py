@@ -9,6 +9,8 @@ its file (docs/performance/index.md says which figures each one backs).
 The `<!-- shoal:chart ... -->` blocks of docs/**/*.md (the docs site draws them as bar
 charts at build time) name a results file and, per bar, a dotted path into it; every
 such file must exist and every path must lead to a number, or the site build fails.
+The performance pages that code and docs cite (`docs/performance/<page>.md, "Section"`)
+exist, with the sections they name.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CHART_START = "<!-- shoal:chart"
 CHART_END = "-->"
 CHART_KEYS = {"title", "source", "unit", "bars", "scale", "note"}
 PATH_PART = re.compile(r"^([^\[\]]*)((?:\[\d+\])*)$")
+PERFORMANCE_CITATION = re.compile(r'docs/performance/([\w-]+\.md)(?:,\s*"([^"]+)")?')
 
 
 def _saved_names(call: ast.Call, script: Path) -> list[str]:
@@ -206,3 +209,28 @@ def test_every_chart_block_reads_numbers_from_a_results_file() -> None:
             assert isinstance(value, int | float) and not isinstance(value, bool), (
                 f"{where}: bar {label!r}: {path} is {value!r}, not a number"
             )
+
+
+def test_cited_performance_pages_and_sections_exist() -> None:
+    cited = 0
+    for tree in ("src", "tests", "bench", "docs"):
+        for path in sorted((ROOT / tree).rglob("*")):
+            if path.suffix not in {".py", ".md"} or not path.is_file():
+                continue
+            for match in PERFORMANCE_CITATION.finditer(path.read_text()):
+                page, section = match.groups()
+                target = DOCS / "performance" / page
+                where = f"{path.relative_to(ROOT)}: docs/performance/{page}"
+                assert target.is_file(), f"{where}: no such page"
+                cited += 1
+                if section is None:
+                    continue
+                headings = [
+                    line.lstrip("#").strip()
+                    for line in target.read_text().splitlines()
+                    if line.startswith("#")
+                ]
+                assert any(heading.startswith(section) for heading in headings), (
+                    f"{where}: no section {section!r}"
+                )
+    assert cited, "no citation of docs/performance/ found"
