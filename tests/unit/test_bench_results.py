@@ -166,6 +166,7 @@ def chart_blocks() -> list[tuple[str, dict[str, Any]]]:
                 if in_bars and body.startswith((" ", "\t")):
                     label, sep, path = body.strip().rpartition(":")
                     assert sep and label and path.strip(), f"{where}: bar {body!r}"
+                    assert ":" not in label, f"{where}: a colon in the bar label {label!r}"
                     assert label not in block["bars"], f"{where}: two bars {label!r}"
                     block["bars"][label.strip()] = path.strip()
                     continue
