@@ -1,7 +1,7 @@
 """CPU of one share consumer cycle's core work, in-process: acquire the records of one
 produced batch, then acknowledge them (ACCEPT) with the state write to a real
 `__share_group_state` log, as a ShareFetch + ShareAcknowledge pair does at a paced
-3k records/s (docs/performance/latency.md, 2026-11-27 session 5).
+3k records/s (docs/performance/latency.md, "The changes that mattered").
 
 Run from the repository root (PYTHONPATH picks the tree to measure, so two trees can
 be compared on the same machine, alternately):

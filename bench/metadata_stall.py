@@ -1,7 +1,7 @@
 """How long admin changes block the broker's event loop: the loop stalls the stall
 watch (`SHOAL_STALL_TRACE`, server/observability/stall_watch.py) sees while topics are created and
 share-group configs altered, and how late a Metadata "echo" on another connection is
-answered meanwhile. The figures behind docs/performance/latency.md's session on metadata writes.
+answered meanwhile. The figures behind docs/performance/latency.md, "Metadata writes off the loop".
 
 Run from the repository root (`--src` picks the sources the broker runs, e.g. the
 main worktree's to compare):

@@ -27,6 +27,12 @@ from shoal.sim.run import SCENARIOS, SHARE, Summary, default_steps, run_seed
 RESULTS = Path("bench/results")
 
 
+def result_name(scenario: str) -> str:
+    """The results file's name (without `.json`) of a run of `scenario`: `sim` for the
+    share scenario, `sim-<scenario>` for the others; one current file per scenario."""
+    return "sim" if scenario == SHARE else f"sim-{scenario}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m shoal.sim", description=__doc__)
     parser.add_argument("--seed", type=int, help="simulate this one seed")
@@ -120,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         "timestamp": f"{now:%Y-%m-%dT%H:%M:%SZ}",
     }
     print(json.dumps(figures, indent=2))
-    name = "sim" if args.scenario == SHARE else f"sim-{args.scenario}"
-    path = args.json or RESULTS / f"{name}.json"  # the current run only (its date inside)
+    # The current run only (its date inside), replacing the scenario's last one.
+    path = args.json or RESULTS / f"{result_name(args.scenario)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"written to {path}")
