@@ -47,8 +47,11 @@ from tests.support.topics import create_topic, topic_name
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "shoal"
 SOURCE_FILES = ("pyproject.toml", "README.md")
-"""What the build reads besides src/ (pyproject's `readme`); no setup.py, MANIFEST.in
-or license file exists."""
+"""What the build reads besides src/ (pyproject's `readme`); there is no setup.py or
+MANIFEST.in."""
+LICENSE_GLOBS = ("LICEN[CS]E*", "NOTICE*", "COPYING*", "AUTHORS*")
+"""Files setuptools puts in the wheel's metadata by default (`license-files`), when the
+checkout has them."""
 PIP_TIMEOUT_S = 600.0
 """A cold pip cache downloads cryptography, uvloop and the rest: minutes on a slow link."""
 START_TIMEOUT_S = 120.0
@@ -108,6 +111,9 @@ def _source_copy(into: Path) -> Path:
     """The files the build reads, copied (without bytecode or old build metadata)."""
     for name in SOURCE_FILES:
         shutil.copy2(ROOT / name, into / name)
+    for pattern in LICENSE_GLOBS:
+        for path in ROOT.glob(pattern):
+            shutil.copy2(path, into / path.name)
     shutil.copytree(
         ROOT / "src", into / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
     )
@@ -164,6 +170,9 @@ def test_the_wheel_holds_every_file_of_the_package(installed: Installed) -> None
     )
     assert [name for name in data if name not in names] == [], "package data left out"
     assert [name for name in python if name not in names] == [], "modules left out"
+    licenses = sorted(path.name for pattern in LICENSE_GLOBS for path in ROOT.glob(pattern))
+    shipped = {name.rsplit("/", 1)[-1] for name in names if ".dist-info/" in name}
+    assert [name for name in licenses if name not in shipped] == [], "license files left out"
 
 
 def test_the_installed_program_comes_from_the_venv(installed: Installed) -> None:
