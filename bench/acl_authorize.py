@@ -11,7 +11,7 @@ PREFIXED, for 50 principals, ALLOW and DENY mixed, plus a `*` wildcard. Measured
 topic; and `authorize_any` (WRITE on any topic) for a principal with and without ACLs
 (answers are remembered until the ACLs change) and its scan of the principal's ACLs.
 Each figure is the median of 5 rounds of 20k calls, in microseconds per call. The
-target (issue 12) is under 20 us for `authorize` at 10k ACLs. Prints a table and
+target is under 20 us for `authorize` at 10k ACLs. Prints a table and
 writes JSON to bench/results/acl_authorize.json (with the date and the machine).
 """
 

@@ -1,4 +1,4 @@
-"""What an idle connection costs the broker (issue 15): broker RSS per idle connection.
+"""What an idle connection costs the broker: broker RSS per idle connection.
 
 Run from the repository root:
 

@@ -1,5 +1,5 @@
 """Answer times of the web console's pages on a broker with 1,000 topics and 100
-share groups (issue 13: < 100 ms each).
+share groups (the goal: < 100 ms each).
 
 Run from the repository root:
 

@@ -1,9 +1,10 @@
-"""Size of `__consumer_offsets` under steady offset commits (issue 9 item 4).
+"""Size of `__consumer_offsets` under steady offset commits (it must stay
+bounded: the group coordinator prunes it).
 
 Run from the repository root:
 
     .venv/bin/python -m bench.consumer_offsets_growth                 # 60 s at 1k commits/s
-    .venv/bin/python -m bench.consumer_offsets_growth --seconds 3600  # the issue's hour
+    .venv/bin/python -m bench.consumer_offsets_growth --seconds 3600  # an hour
     .venv/bin/python -m bench.consumer_offsets_growth --seconds 20 --prune-interval-ms 2000
 
 The script starts its own broker (tests/support/broker.py) on a temporary data
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=60.0, help="3600: the issue's hour")
+    parser.add_argument("--seconds", type=float, default=60.0, help="3600: an hour")
     parser.add_argument("--rate", type=float, default=1000.0, help="commits per second")
     parser.add_argument("--groups", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=100, help="of the committed topic")

@@ -1,5 +1,5 @@
 """Dead-letter queue copies under SIGKILLs, long: a `shoal serve` broker SIGKILLed
-`--kills` times (default 20, issue 16's figure) while a ShareConsumer REJECTs every
+`--kills` times (default 20) while a ShareConsumer REJECTs every
 record of a topic whose group has a DLQ topic (KIP-1191).
 
 Run from the repository root:

@@ -1,5 +1,5 @@
 """What the metrics cost: broker CPU of share consumption with `metrics.listener` on
-and off (issue 13: the metrics must add < 2% to share-consume CPU at full load).
+and off (the goal: the metrics must add < 2% to share-consume CPU at full load).
 
 Run from the repository root:
 

@@ -1,4 +1,4 @@
-"""Progress of long CLI work (issue 13 item 3), with stderr piped: a line per tenth.
+"""Progress of long CLI work (shoal/progress.py), with stderr piped: a line per tenth.
 
 `shoal topics --delete` of more topics than one DeleteTopics request carries, and
 `shoal share-groups --reset-offsets --execute` over more partitions than one

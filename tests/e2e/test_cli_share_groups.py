@@ -275,7 +275,7 @@ def test_describe_offsets_shows_start_offset_and_lag(share_broker: BrokerProcess
 def test_everything_accepted_shows_the_log_end_as_start_offset(
     share_broker: BrokerProcess,
 ) -> None:
-    """Issue 14's pipeline symptom: once every record is accepted (batches confirmed
+    """A pipelined consumer's view: once every record is accepted (batches confirmed
     with commit_sync), START-OFFSET is the log end offset of each partition and LAG 0:
     the last acceptance's write carries the start offset it moves to."""
     topic = topic_name("cli-drained")

@@ -1,4 +1,4 @@
-"""Connections at their limits (issue 15): `max.connections` refuses the one too many,
+"""Connections at their limits: `max.connections` refuses the one too many,
 `connections.max.idle.ms` closes an idle connection and one whose client never reads
 its responses, `shoal.request.read.timeout.ms` closes a slowloris client, and 10k idle
 connections are held. Each close is logged with its reason, and a well-behaved client

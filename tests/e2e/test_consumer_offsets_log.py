@@ -1,6 +1,6 @@
 """`__consumer_offsets` with real clients: it stays bounded under steady commits and a
 broker killed after pruning comes back with exactly the committed offsets; deleting a
-topic deletes every group's committed offsets of it, for good (issue 9 item 4).
+topic deletes every group's committed offsets of it, for good.
 Offsets retention (`offsets.retention.minutes`, at least a minute) is tested on the
 manual clock: tests/unit/server/test_group_log_maintenance.py drives it through the
 broker's timers and a reload, tests/unit/group/ the rules (idle classic groups only,

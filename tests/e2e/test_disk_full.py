@@ -1,4 +1,4 @@
-"""A full disk (issue 15): the broker's data directory is on a small tmpfs the test
+"""A full disk (docs/design/disk-io.md): the broker's data directory is on a small tmpfs the test
 mounts (root only; skipped otherwise). A produce that does not fit gets
 KAFKA_STORAGE_ERROR and leaves nothing half-written; a share acknowledgement whose
 state write does not fit fails with an error and stays unacknowledged; once space

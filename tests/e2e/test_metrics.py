@@ -1,4 +1,5 @@
-"""`/metrics` while real clients work (issue 13): the counters move as the traffic says.
+"""`/metrics` while real clients work (docs/reference/metrics.md): the counters move as
+the traffic says.
 
 One broker with `metrics.listener` on an ephemeral loopback port; confluent-kafka's
 Producer and ShareConsumer make the traffic; each test scrapes before and after and

@@ -1,4 +1,4 @@
-"""Issue 12 end to end: a SASL_SSL listener with the StandardAuthorizer on.
+"""Security end to end (TLS, SASL, ACLs): a SASL_SSL listener with the StandardAuthorizer on.
 
 One broker for the module: one SASL_SSL listener (certificates from tests/support/certs),
 PLAIN users from the listener's JAAS config, a SCRAM-SHA-512 user created with

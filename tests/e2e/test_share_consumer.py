@@ -1,5 +1,5 @@
 """Share groups end to end with confluent-kafka 2.16.1's ShareConsumer (librdkafka 2.16):
-delivery and acknowledgement semantics (conformance.md section F, and 15).
+delivery and acknowledgement semantics (docs/design/conformance.md section F, and 15).
 
 One broker for the module (short locks allowed, 500 ms heartbeats); every test has
 its own topic and group, configured through IncrementalAlterConfigs on the GROUP

@@ -1,4 +1,4 @@
-"""Record content and volume through real ShareConsumers (conformance.md 86, 87, 90).
+"""Record content and volume through real ShareConsumers (docs/design/conformance.md 86, 87, 90).
 
 - 100 headers, null and empty keys, values and header values, and every
   compression codec arrive intact through ShareFetch.

@@ -1,8 +1,8 @@
-"""Acquisition locks with real ShareConsumers (conformance.md 84, 85).
+"""Acquisition locks with real ShareConsumers (docs/design/conformance.md 84, 85).
 
 A member that stops acknowledging loses its records to another member once the
 group's `share.record.lock.duration.ms` passes; a member whose process dies loses
-them as soon as the broker sees its connection close (share-partition.md section 11:
+them as soon as the broker sees its connection close (docs/design/share-partition.md section 11:
 a share session belongs to its connection); a member acknowledging after its lock
 expired and another member took the records gets INVALID_RECORD_STATE for the
 partition, and none of its acknowledgements apply.
@@ -230,12 +230,13 @@ def test_ack_after_lock_expiry_fails_for_the_whole_partition(
 def test_group_record_lock_cap_bounds_a_poll_and_changes_live(
     share_broker: BrokerProcess,
 ) -> None:
-    """Issue 14 item 0: the group config `share.partition.max.record.locks` = 100 on
+    """The group config `share.partition.max.record.locks` = 100 on
     a one-partition topic with 200 records (log batches of 10): a poll with
     max.poll.records=200 gets 100; while they are held another member gets nothing;
     raising the cap to 200 (IncrementalAlterConfigs on the group) lets it take the
     other 100 without any record being acknowledged. (A single 200-record log batch
-    would go out whole, as Kafka acquires whole batches: share-partition.md section 5.)"""
+    would go out whole, as Kafka acquires whole batches:
+    docs/design/share-partition.md section 5.)"""
     bootstrap = share_broker.bootstrap
     topic, group = setup(share_broker, "cap", lock_ms=30_000)
     alter_group_configs(bootstrap, group, {"share.partition.max.record.locks": 100})

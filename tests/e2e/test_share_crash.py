@@ -1,4 +1,4 @@
-"""Share-group state survives broker crashes (issue 4's crash test).
+"""Share-group state survives broker crashes (docs/design/coordinators.md).
 
 A producer streams sequence-numbered records into a 3-partition topic while three
 confluent-kafka ShareConsumers (explicit mode) acknowledge them: most ACCEPT, some

@@ -1,4 +1,4 @@
-"""Dead-letter queue copies survive SIGKILLs exactly once (issue 16, KIP-1191): the
+"""Dead-letter queue copies survive SIGKILLs exactly once (dead-letter topics, KIP-1191): the
 crash loop of tests/support/dlq_crash.py with 3 kills. The 20-kill run is
 bench/dlq_crash.py (figures in bench/results/dlq_crash.json)."""
 

@@ -1,4 +1,4 @@
-"""Delayed redelivery and paused delivery (Shoal extensions, issue 16) end to end:
+"""Delayed redelivery and paused delivery (Shoal's share-group extensions) end to end:
 a real broker process, unmodified confluent-kafka ShareConsumers, and `shoal
 share-groups --pause/--resume/--describe` as a subprocess.
 

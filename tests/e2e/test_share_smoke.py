@@ -1,7 +1,7 @@
 """A quick real-client check of ShareFetch/ShareAcknowledge: confluent-kafka 2.16.1's
 ShareConsumer (librdkafka 2.16) consumes 10 records from a Shoal broker.
 
-Conformance (shared/spec/conformance.md): F79 in short (implicit mode: every record
+Conformance (docs/design/conformance.md): F79 in short (implicit mode: every record
 delivered once with delivery_count 1; after the acceptance a second consumer of the
 same group gets nothing).
 """

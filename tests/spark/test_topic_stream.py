@@ -7,7 +7,7 @@ what came since, a new partition from its start; `commitToGroup` leaves the grou
 at 0 (`shoal consumer-groups --describe`) after each run; `startingOffsets` (JSON and
 latest) and `includeHeaders`; records deleted before the stream read them fail the
 query (`failOnDataLoss`, default) or are skipped; option mistakes are named; and the
-issue's kill test: a query killed (SIGKILL) in the middle of a batch and restarted from
+kill test: a query killed (SIGKILL) in the middle of a batch and restarted from
 its checkpoint writes every record exactly once, and the group's lag reads 0.
 """
 

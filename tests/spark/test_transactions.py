@@ -1,5 +1,5 @@
-"""Spark and transactions (issue 10 item 5), against a real broker with confluent-kafka
-transactional producers and read_committed readers.
+"""Spark and transactions, against a real broker with confluent-kafka transactional
+producers and read_committed readers.
 
 Sources: `kafka.isolation.level` on the batch source (read_uncommitted by default) and
 the topic stream (read_committed by default): read_committed stops at the last stable
@@ -124,7 +124,7 @@ def _stream(spark: Any, bootstrap: str, topic: str, tmp: Path, **options: str) -
 
 def test_isolation_level_option_defaults_aliases_and_mistakes() -> None:
     base = {"bootstrap.servers": "127.0.0.1:9092", "subscribe": "t"}
-    assert parse_stream_options(base).isolation_level == 1  # read_committed, as the issue asks
+    assert parse_stream_options(base).isolation_level == 1  # read_committed by default
     assert parse_stream_options({**base, "kafka.isolation.level": "read_uncommitted"}) == (
         parse_stream_options({**base, "isolation.level": "READ_UNCOMMITTED"})
     )

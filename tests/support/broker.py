@@ -4,6 +4,11 @@ The broker is started with `--port 0`; the port it bound is read from its start-
 line. Restarts reuse that port, so clients reconnect to the same bootstrap address.
 `kill()` sends SIGKILL (a crash), `stop()` SIGTERM (graceful shutdown). `running` is
 the body of a broker fixture.
+
+By default the broker is `python -m shoal.cli.main` of this interpreter (the checkout,
+through PYTHONPATH or the editable install); `command` runs another one, such as an
+installed wheel's `shoal` script (tests/e2e/test_wheel_install.py), with `cwd` and
+`env_removed` keeping the checkout out of its reach.
 """
 
 from __future__ import annotations
@@ -35,10 +40,18 @@ class BrokerProcess:
         config_file: Path | None = None,
         start_timeout_s: float = START_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
+        command: Sequence[str] = (),
+        cwd: Path | None = None,
+        env_removed: Sequence[str] = (),
     ) -> None:
         self.data_dir = data_dir
         self.env = dict(env or {})
         """Environment variables the server gets on top of this process's."""
+        self.env_removed = tuple(env_removed)
+        """Variables of this process's environment the server does not get."""
+        self.command = list(command) or [sys.executable, "-m", "shoal.cli.main"]
+        """The `shoal` program: what precedes `serve` on the command line."""
+        self.cwd = cwd
         self.start_timeout_s = start_timeout_s
         self.overrides = list(overrides)
         self.config_file = config_file
@@ -58,9 +71,7 @@ class BrokerProcess:
     def start(self) -> BrokerProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         args = [
-            sys.executable,
-            "-m",
-            "shoal.cli.main",
+            *self.command,
             "serve",
             "--host",
             "127.0.0.1",
@@ -79,7 +90,8 @@ class BrokerProcess:
             args,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
+            env={**self._inherited_env(), **self.env, "PYTHONUNBUFFERED": "1"},
+            cwd=self.cwd,
         )
         self._pump_done = threading.Event()
         threading.Thread(target=self._pump, args=(self.process,), daemon=True).start()
@@ -94,6 +106,9 @@ class BrokerProcess:
                     f"log:\n{self.log_text()}"
                 )
         return self
+
+    def _inherited_env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k not in self.env_removed}
 
     def _pump(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stderr is not None

@@ -1,4 +1,4 @@
-"""The crash soak (issue 15): a broker SIGKILLed again and again under a mixed load,
+"""The crash soak: a broker SIGKILLed again and again under a mixed load,
 with what the clients were told checked after every restart.
 
 The load, each part on its own thread, against one `shoal serve` process:

@@ -1,4 +1,4 @@
-"""The DLQ crash loop (issue 16, KIP-1191), shared by tests/e2e/test_share_dlq_crash.py
+"""The DLQ crash loop (dead-letter topics, KIP-1191), shared by tests/e2e/test_share_dlq_crash.py
 (3 kills) and bench/dlq_crash.py (20 kills).
 
 A ShareConsumer (explicit mode) REJECTs every record of a topic while the broker is

@@ -1,4 +1,4 @@
-"""Scraping a broker's `/metrics` (issue 13) in tests and benchmarks.
+"""Scraping a broker's `/metrics` (docs/reference/metrics.md) in tests and benchmarks.
 
 `metrics_url(broker)` finds the HTTP listener's address in the broker's log (it is
 started with `metrics.listener=http://127.0.0.1:0`); `scrape(url)` returns the samples

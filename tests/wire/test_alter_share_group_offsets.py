@@ -1,6 +1,6 @@
 """AlterShareGroupOffsets (91) v0 against a broker process.
 
-Conformance (shared/spec/conformance.md): 74 (a group with a member -> NON_EMPTY_GROUP;
+Conformance (docs/design/conformance.md): 74 (a group with a member -> NON_EMPTY_GROUP;
 an empty group reset to 0 -> group epoch + 1, the next member reads from 0 with
 delivery count 1); a missing group is created empty; unknown topics and partitions
 are UNKNOWN_TOPIC_OR_PARTITION per partition; a reset discards in-flight state (lag

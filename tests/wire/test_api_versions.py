@@ -16,7 +16,7 @@ from shoal.protocol.codec import SIZE
 from tests.support.broker import BrokerProcess
 from tests.support.wire import call1
 
-# What librdkafka 2.16 needs to see (wire.md §6), as (key, min, max) lower bounds.
+# What librdkafka 2.16 needs to see (what it requires of a broker), as (key, min, max) lower bounds.
 REQUIRED = {0: (3, 10), 1: (4, 16), 3: (0, 13), 10: (0, 6), 18: (0, 4)}
 
 

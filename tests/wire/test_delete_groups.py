@@ -1,6 +1,6 @@
 """DeleteGroups (42) v0-v2 against a broker process.
 
-Conformance (shared/spec/conformance.md): 76 (a group with members ->
+Conformance (docs/design/conformance.md): 76 (a group with members ->
 NON_EMPTY_GROUP; an empty group -> the group and its share state are gone and the
 same name starts afresh); unknown ids -> GROUP_ID_NOT_FOUND, an empty id ->
 INVALID_GROUP_ID, each id answered once; every version served.

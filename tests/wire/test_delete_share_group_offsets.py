@@ -1,6 +1,6 @@
 """DeleteShareGroupOffsets (92) v0 against a broker process.
 
-Conformance (shared/spec/conformance.md): 75 (the topic is gone from
+Conformance (docs/design/conformance.md): 75 (the topic is gone from
 DescribeShareGroupOffsets; a topic without state is UNKNOWN_TOPIC_OR_PARTITION,
 "There is no offset information to delete."); group-level refusals (unknown group,
 another type, a member, an empty id, `share.version`=0) are top-level errors with no

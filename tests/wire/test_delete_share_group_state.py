@@ -1,6 +1,6 @@
 """DeleteShareGroupState (86) v0 against a broker process.
 
-coordinators.md §2.3 items 4 and 6: a deleted key reads as uninitialised (Read ->
+docs/design/coordinators.md §2.3 items 4 and 6: a deleted key reads as uninitialised (Read ->
 INVALID_REQUEST, summary StartOffset -1); deleting a key without state succeeds;
 negative partition, null topic id -> INVALID_REQUEST; unknown topic ->
 UNKNOWN_TOPIC_OR_PARTITION.

@@ -1,6 +1,6 @@
 """DescribeShareGroupOffsets (90) v0-v1 against a broker process.
 
-Conformance (shared/spec/conformance.md): 72 (an empty partition polled once is
+Conformance (docs/design/conformance.md): 72 (an empty partition polled once is
 described with StartOffset -1), 73 (Lag = high watermark - SPSO -
 DeliveryCompleteCount, moving with ACCEPT, REJECT and RELEASE), 57 (describe half: a
 partition added to a subscribed topic is initialised at 0); absences are no errors
@@ -218,7 +218,7 @@ def test_share_version_zero_answers_unsupported_version(disabled_broker: BrokerP
 
 
 def test_worked_example_start_offsets(broker: BrokerProcess) -> None:
-    """share-partition.md §12 on the wire (issue 14 item 1): DescribeShareGroupOffsets
+    """docs/design/share-partition.md §12 on the wire: DescribeShareGroupOffsets
     answers StartOffset 110 after "C1 accepts 100-109" (step 2), 111 after "C1 accepts
     110" (step 10) and 120 after "C3 accepts 111-112" (step 11): the write that
     completes records at the start of the window carries the start offset it moves to.

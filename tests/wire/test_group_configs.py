@@ -294,7 +294,7 @@ def test_group_configs_survive_a_crash(fresh_broker: BrokerProcess) -> None:
 
 @pytest.fixture(scope="module")
 def short_lock_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """A broker whose group lock minimum is lowered to 1000 ms (configs.md §2)."""
+    """A broker whose group lock minimum is lowered to 1000 ms (docs/reference/configs.md)."""
     yield from running(
         tmp_path_factory.mktemp("short-lock") / "data",
         "group.share.min.record.lock.duration.ms=1000",

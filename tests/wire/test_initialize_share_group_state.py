@@ -1,7 +1,7 @@
 """InitializeShareGroupState (83) v0 against a broker process.
 
-Conformance (shared/spec/conformance.md): 67 (wire half: the same epoch and start
-offset is a no-op, a new start offset replaces the state), coordinators.md §2.3 items
+Conformance (docs/design/conformance.md): 67 (wire half: the same epoch and start
+offset is a no-op, a new start offset replaces the state), docs/design/coordinators.md §2.3 items
 1 and 6 (a lower StateEpoch is FENCED_STATE_EPOCH; empty group id, null topic id,
 negative partition or epoch -> INVALID_REQUEST; unknown topic id or partition ->
 UNKNOWN_TOPIC_OR_PARTITION), every requested partition answered; `share.version`=0

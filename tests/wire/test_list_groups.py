@@ -1,6 +1,6 @@
 """ListGroups (16) v0-v5 against a broker process.
 
-Conformance (shared/spec/conformance.md): 60 (v5 TypesFilter ["Share"] -> share groups
+Conformance (docs/design/conformance.md): 60 (v5 TypesFilter ["Share"] -> share groups
 with type "share"; filters case-insensitive), with StatesFilter (v4+) and the fields
 of each version (ProtocolType "share", GroupState "Empty"/"Stable", GroupType "share").
 """

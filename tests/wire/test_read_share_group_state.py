@@ -1,6 +1,6 @@
 """ReadShareGroupState (84) v0 against a broker process.
 
-Conformance (shared/spec/conformance.md): 63 (read of an uninitialised key ->
+Conformance (docs/design/conformance.md): 63 (read of an uninitialised key ->
 INVALID_REQUEST), 69 (a higher leader epoch is recorded: a later lower one is
 FENCED_LEADER_EPOCH); negative partition or leader epoch -> INVALID_REQUEST, unknown
 topic -> UNKNOWN_TOPIC_OR_PARTITION, refused partitions answer StartOffset -1; the

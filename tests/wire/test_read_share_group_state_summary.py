@@ -1,6 +1,6 @@
 """ReadShareGroupStateSummary (87) v0-v1 against a broker process.
 
-Conformance (shared/spec/conformance.md): 70 (an unknown key -> StartOffset -1,
+Conformance (docs/design/conformance.md): 70 (an unknown key -> StartOffset -1,
 DeliveryCompleteCount -1, epochs 0, no error); v0 has no DeliveryCompleteCount; the
 summary of a share group reset with AlterShareGroupOffsets shows the new state epoch
 and start offset; negative partition or leader epoch -> INVALID_REQUEST, unknown

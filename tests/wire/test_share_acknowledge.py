@@ -1,10 +1,10 @@
 """ShareAcknowledge (79) v1-v2, and acknowledgements piggy-backed on ShareFetch, against
 a broker process.
 
-Conformance (shared/spec/conformance.md): A5, A8, A14 (ShareFetch and ShareAcknowledge
+Conformance (docs/design/conformance.md): A5, A8, A14 (ShareFetch and ShareAcknowledge
 at epoch -1), A21 (ack batch validation, both APIs); RENEW (v2) and
-`share.renew.acknowledge.enable=false`; wire.md §6.18 (a final ShareAcknowledge after
-the leave heartbeat is accepted); unknown topic ids answered per partition.
+`share.renew.acknowledge.enable=false`; librdkafka's closing sequence (a final
+ShareAcknowledge after the leave heartbeat is accepted); unknown topic ids answered per partition.
 A16 for ShareAcknowledge is in test_share_fetch.py.
 """
 
@@ -205,8 +205,8 @@ def test_a14_a_final_request_applies_its_acks_and_releases_the_rest(
 
 
 def test_a_final_acknowledge_after_the_leave_heartbeat(broker: BrokerProcess) -> None:
-    """wire.md §6.18: the ShareAcknowledge(-1) of a closing consumer often lands after
-    its leave heartbeat; it is accepted without a membership check."""
+    """librdkafka's closing sequence: the ShareAcknowledge(-1) of a closing consumer often
+    lands after its leave heartbeat; it is accepted without a membership check."""
     _topic, topic_id, group, member = setup(broker)
     tp = (topic_id, 0)
 

@@ -1,6 +1,6 @@
 """ShareFetch (78) v1-v2 against a broker process.
 
-Conformance (shared/spec/conformance.md): A4, A6, A7, A9, A10, A11, A12, A13, A15, A16
+Conformance (docs/design/conformance.md): A4, A6, A7, A9, A10, A11, A12, A13, A15, A16
 (ShareFetch and ShareAcknowledge), A17, A18, A19, A20, A22; v2 record-limit mode (A34
 on the wire) and renew-only fetches; MinBytes above 1; a closed connection releasing
 its records;
@@ -12,7 +12,7 @@ A5, A8, A14, A21 and RENEW through ShareAcknowledge are in test_share_acknowledg
 Each test uses its own topic and group; the group's `share.auto.offset.reset` is set
 to earliest and a member joins (initialising the share state) before any ShareFetch.
 The module broker lowers `group.share.min.record.lock.duration.ms` to 1000 so tests
-can set 1 s locks (configs.md §2).
+can set 1 s locks (docs/reference/configs.md).
 
 (Past 600 lines: one test per conformance item of ShareFetch, sharing three module
 brokers; the ShareAcknowledge items are already in their own file.)

@@ -1,6 +1,6 @@
 """ShareGroupDescribe (77) v1 against a broker process.
 
-Conformance (shared/spec/conformance.md): 59 (unknown -> GROUP_ID_NOT_FOUND; a live
+Conformance (docs/design/conformance.md): 59 (unknown -> GROUP_ID_NOT_FOUND; a live
 group's state, epochs, assignor "simple" and members with topic names), 62 (describe
 half: Empty after every member left, epochs kept). A16's describe half is in
 test_share_group_heartbeat.py (the `share.version`=0 broker).

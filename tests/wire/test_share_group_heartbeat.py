@@ -1,11 +1,11 @@
 """ShareGroupHeartbeat (76) v1 against a broker process.
 
-Conformance (shared/spec/conformance.md): 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56,
+Conformance (docs/design/conformance.md): 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56,
 57 (wire half: the grown partition is assigned), 58 (with a classic group),
 61, 62 (membership half: state kept, no re-initialisation; delivery needs ShareFetch),
-A16 (`share.version`=0, with ShareGroupDescribe). wire.md §6: 13 (heartbeats on any
-connection), 16 (member ids verbatim), 17 (error codes), 18 (leave; a closed
-connection alone removes nothing). configs.md §3: HeartbeatIntervalMs follows the
+A16 (`share.version`=0, with ShareGroupDescribe). What librdkafka 2.16 relies on:
+heartbeats on any connection, member ids kept verbatim, its error codes, and leave (a
+closed connection alone removes nothing). HeartbeatIntervalMs follows the
 group's `share.heartbeat.interval.ms`. GROUP_MAX_SIZE_REACHED with
 `group.share.max.size=2` (51).
 """
@@ -33,7 +33,8 @@ from tests.support.topics import create_topic, topic_name
 from tests.support.wire import api_versions_request, call1, with_connection
 
 TIMEOUT = datetime.timedelta(seconds=30)
-# Short sessions for expiry (conformance 53): bounds lowered first, as configs.md says.
+# Short sessions for expiry (conformance 53): the broker's bounds lowered first (the group
+# value must lie within them).
 SHORT_SESSION_OVERRIDES = (
     "group.share.min.session.timeout.ms=1000",
     "group.share.session.timeout.ms=2000",

@@ -1,7 +1,7 @@
 """WriteShareGroupState (85) v0-v1 against a broker process (read back with
 ReadShareGroupState and ReadShareGroupStateSummary).
 
-Conformance (shared/spec/conformance.md): 63 (write of an uninitialised key ->
+Conformance (docs/design/conformance.md): 63 (write of an uninitialised key ->
 INVALID_REQUEST), 64 (lower leader or state epoch -> FENCED_*), 65 (a start offset
 below the stored one keeps the stored one), 68 (the merge: 0-20 AVAILABLE dc1 +
 11-20 ARCHIVED dc1 at start 5 -> 5-10 AVAILABLE, 11-20 ARCHIVED); v1's

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from shoal.cli.versions import add_version_option
 from shoal.config import BrokerConfig, ConfigError, broker_keys
 
 log = logging.getLogger("shoal")
@@ -32,6 +33,8 @@ PROFILE_ENV = "SHOAL_PROFILE"
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser("serve", help="run the broker", description=__doc__)
+    # Kafka's kafka-server-start.sh takes --version too (kafka.Kafka's getPropsFromArgs).
+    add_version_option(parser)
     parser.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="listen port (default 9092)")
     parser.add_argument("--data-dir", default=None, help="data directory (default ./shoal-data)")

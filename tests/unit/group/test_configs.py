@@ -355,7 +355,7 @@ def test_render_overrides_gives_the_strings_kafka_shows() -> None:
 
 
 def test_the_shoal_extension_keys_are_validated_with_invalid_config() -> None:
-    """Delayed redelivery and paused delivery (issue 16): typed, bounded, finite, and
+    """Delayed redelivery and paused delivery (Shoal's extensions): typed, bounded, finite, and
     the backoff no larger than its maximum (either side from its default)."""
     backoff = "shoal.share.redelivery.backoff.ms"
     multiplier = "shoal.share.redelivery.backoff.multiplier"

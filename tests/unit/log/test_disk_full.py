@@ -1,7 +1,7 @@
 """A full disk (ENOSPC) fails the append with KAFKA_STORAGE_ERROR and nothing else:
 no partial batch stays in the segment, a segment roll that cannot create its files
 leaves the active segment usable, and once there is space appends succeed again, in
-the same process and after a reopen (issue 15)."""
+the same process and after a reopen (docs/design/disk-io.md)."""
 
 from __future__ import annotations
 

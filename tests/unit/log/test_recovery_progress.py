@@ -1,4 +1,5 @@
-"""Opening the data directory logs `recovered N of M partitions` (issue 13 item 3)."""
+"""Opening the data directory logs `recovered N of M partitions` (progress of long
+work in the log, as shoal/progress.py reports it)."""
 
 from __future__ import annotations
 

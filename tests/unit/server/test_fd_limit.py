@@ -1,4 +1,5 @@
-"""The broker raises its soft open-file limit to cover `max.connections` (issue 15)."""
+"""The broker raises its soft open-file limit to cover `max.connections`
+(a broker at its connection limit must not run out of file descriptors first)."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def test_load_skips_entries_that_no_longer_parse(
 
 def test_load_keeps_values_outside_todays_broker_bounds(tmp_path: Path) -> None:
     """Broker ranges are enforced when a value is set and by clamping later, never by
-    dropping a stored value (configs.md §3.3)."""
+    dropping a stored value (docs/reference/configs.md, Group configs)."""
     stored = {"version": 1, "groups": {"g": {LOCK: "1000"}}}
     (tmp_path / GROUP_CONFIGS_FILE).write_text(json.dumps(stored))
     store, _ = make_store(tmp_path)

@@ -1,4 +1,4 @@
-"""`__consumer_offsets` stays bounded (issue 9 item 4): the group coordinator re-writes
+"""`__consumer_offsets` stays bounded under steady commits: the group coordinator re-writes
 keys that would pin its log and prunes what no live key needs, on the manual clock's
 timer, and a coordinator reloaded from the pruned log (after a crash) has exactly the
 same groups and offsets. Deleted topics lose their committed offsets."""

@@ -1,4 +1,4 @@
-"""Acknowledgement (share-partition.md §8).
+"""Acknowledgement (docs/design/share-partition.md §8).
 
 Conformance items covered here: 23, 24, 26, 27, 41, 43 (the acknowledgement half).
 """

@@ -1,4 +1,4 @@
-"""Acquisition (share-partition.md §5, §7).
+"""Acquisition (docs/design/share-partition.md §5, §7).
 
 Conformance items covered here: 11, 12, 15 (core share), 30, 31, 32, 33, 34, 35, 45.
 """
@@ -123,7 +123,7 @@ def test_in_flight_limit_overshoots_by_a_whole_batch() -> None:
 
 
 def test_group_record_lock_cap_bounds_every_fetch_and_applies_live() -> None:
-    """Issue 14 item 0: `share.partition.max.record.locks` = 100 (the group's value,
+    """The group config `share.partition.max.record.locks` = 100 (the group's value,
     read at every acquisition) on 200 records in log batches of 10: a fetch for 200
     takes 100, then nothing until the cap is raised (live) or records leave the
     window; lowering it stops new acquisitions without touching held records."""

@@ -1,4 +1,4 @@
-"""Acquisition locks, expiry and session release (share-partition.md §3, §2, §8.5).
+"""Acquisition locks, expiry and session release (docs/design/share-partition.md §3, §2, §8.5).
 
 Conformance items covered here: 25, 28, 36, 43 (the expiry half).
 """
@@ -141,7 +141,8 @@ def test_split_offsets_keep_the_remaining_lock_time() -> None:
 
 
 def test_lock_duration_is_read_when_a_lock_is_armed() -> None:
-    """configs.md §3: a changed lock duration applies to locks armed afterwards."""
+    """A changed lock duration (the group config `share.record.lock.duration.ms`,
+    docs/reference/configs.md) applies to locks armed afterwards."""
     rig = started((0, 4), (5, 9))
     rig.fetch("a", max_records=1)
     rig.set(record_lock_duration_ms=5_000)

@@ -1,4 +1,4 @@
-"""SharePartitionManager (share-partition.md §7.1, §8, §10, §11): loading with each
+"""SharePartitionManager (docs/design/share-partition.md §7.1, §8, §10, §11): loading with each
 `share.auto.offset.reset`, acquisition across a session (round-robin, MaxBytes split,
 one MaxRecords budget, record slices), acknowledgements persisted or rolled back,
 release on session end, lock expiry, log start moves, dropping.

@@ -1,4 +1,4 @@
-"""The share coordinator's state RPC semantics (coordinators.md §2), checked against
+"""The share coordinator's state RPC semantics (docs/design/coordinators.md §2), checked against
 both `Persister`s: `InMemoryPersister` and the durable `ShareCoordinator` (over
 in-memory record sinks, with a snapshot every 2 updates so both record kinds occur).
 

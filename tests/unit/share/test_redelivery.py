@@ -1,4 +1,4 @@
-"""Delayed redelivery and paused delivery, the Shoal extensions of issue 16, in the
+"""Delayed redelivery and paused delivery, Shoal's share-group extensions, in the
 share-partition core on the manual clock (share/redelivery.py, settings.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Share sessions (share-partition.md §11): epochs, limits, partition sets, response
+"""Share sessions (docs/design/share-partition.md §11): epochs, limits, partition sets, response
 listing.
 
 Conformance items covered here (session half): 4, 5, 6, 7, 8, 9, 10 (limit), 13

@@ -1,4 +1,5 @@
-"""Group configuration as the share-partition reads it (configs.md §3)."""
+"""Group configuration as the share-partition reads it (docs/reference/configs.md, Group
+configs)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def test_broker_defaults_and_group_overrides() -> None:
 
 
 def test_overrides_are_clamped_into_broker_bounds() -> None:
-    """configs.md §3.3: effective values are clamped when broker bounds change later."""
+    """Effective values are clamped when broker bounds change later (docs/reference/configs.md,
+    Group configs)."""
     broker = BrokerConfig.from_raw({})
     resolved = SharePartitionConfig.resolve(
         broker=broker,

@@ -1,5 +1,5 @@
 """Start offset, end offset, loading, log start moves, and the delivery limit
-(share-partition.md §2, §4, §8.7, §10).
+(docs/design/share-partition.md §2, §4, §8.7, §10).
 
 Conformance items covered here: 29, 37, 38, 39, 40, 44, 57 (core share), 71 and 72
 (core share).
@@ -381,9 +381,10 @@ def test_ack_straddling_the_start_offset_with_nothing_cached_below() -> None:
 
 
 def test_a_write_carries_the_start_offset_its_commit_gives() -> None:
-    """Issue 14 item 1: the write that completes records at the start of the window
-    carries the new SPSO (computed on the tentative state); if it fails, neither the
-    durable nor the in-memory SPSO moves, and the retried ack moves both."""
+    """As the KIP-932 design documents' table has it: the write that completes records at
+    the start of the window carries the new SPSO (computed on the tentative state); if it
+    fails, neither the durable nor the in-memory SPSO moves, and the retried ack moves
+    both."""
     rig = started((0, 4), (5, 9))
     rig.fetch("a", max_records=1)
     rig.fetch("b", max_records=1)

@@ -1,4 +1,4 @@
-"""The transition table (share-partition.md §2)."""
+"""The transition table (docs/design/share-partition.md §2)."""
 
 from __future__ import annotations
 

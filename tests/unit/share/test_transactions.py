@@ -1,4 +1,4 @@
-"""Share groups and transactions (share-partition.md §9; conformance G91-G95), on the
+"""Share groups and transactions (docs/design/share-partition.md §9; conformance G91-G95), on the
 manual clock: `transactions.aborted_batches` over constructed headers, and the
 manager acquiring from a log of real v2 batches (transactional data, COMMIT/ABORT
 control batches, producer ids) whose last stable offset and aborted index the test

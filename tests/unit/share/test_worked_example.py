@@ -1,9 +1,9 @@
-"""share-partition.md §12, the worked example (offsets 100-121, consumers C1-C3), step
+"""docs/design/share-partition.md §12, the worked example (offsets 100-121, consumers C1-C3), step
 by step: in-memory states, SPSO, SPEO (exclusive), every WriteShareGroupState, and the
 share coordinator's merged durable state after it. Then recovery from the final
 durable state.
 
-A write carries the SPSO its own commit gives (issue 14 item 1), as the design
+A write carries the SPSO its own commit gives, as the KIP-932 design
 documents' table does: StartOffset 110 at step 2, 111 at step 10, 120 at step 11
 (Kafka 4.2 sends the SPSO from before the acknowledgement, one write behind). The
 DeliveryCompleteCount sent with it counts terminal offsets at or above that SPSO."""

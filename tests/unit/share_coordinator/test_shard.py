@@ -1,7 +1,7 @@
 """ShareCoordinatorShard in the coordinator-runtime shape: call an operation, check the
 records and the response, apply them (append + replay), check the state.
 
-Conformance items covered: 63-70 (coordinators.md §2.3-2.5).
+Conformance items covered: 63-70 (docs/design/coordinators.md §2.3-2.5).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ REGRESSION_SEEDS = {
     299: "the same, with the torn write in the first step after a crash",
     741: "a lock expiry archived records at the delivery limit, its state write failed "
     "(the transition stands) and the SPSO passed them in memory; the member's late "
-    "ACCEPT of them succeeded silently (below the SPSO, share-partition.md §8) and the "
+    "ACCEPT of them succeeded silently (below the SPSO, docs/design/share-partition.md §8) and the "
     "checker took it for a promise (checker bug: acks below the SPSO promise nothing)",
     798: "the same (found by the 10,000-seed run, as were the next ones)",
     2204: "the same",
