@@ -46,8 +46,9 @@ class AckBatch:
 
 
 def validate_batches(batches: Sequence[AckBatch]) -> ErrorCode | None:
-    """INVALID_REQUEST for a malformed request (wire.md §3), else None. Whether RENEW
-    is allowed by the request version and IsRenewAck is the handler's check."""
+    """INVALID_REQUEST for a malformed request (docs/design/wire.md §3), else None.
+    Whether RENEW is allowed by the request version and IsRenewAck is the handler's
+    check."""
     previous_last: int | None = None
     for batch in batches:
         if batch.first_offset < 0 or batch.first_offset > batch.last_offset:
