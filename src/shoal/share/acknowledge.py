@@ -1,7 +1,7 @@
 """Acknowledgements: validation and atomic application (share-partition.md §8).
 
 An acknowledgement request for one partition is checked in two phases so that a
-failure changes nothing at all (§8.3, conformance 27):
+failure changes nothing at all (§8.3; docs/design/conformance.md, B27):
 
 1. `validate_batches`: the shape of the request (first <= last, ascending and
    non-overlapping, one type or one per offset, types 0-4) -> INVALID_REQUEST.
