@@ -1,5 +1,5 @@
 """The layering rule, checked: imports point down only, and core packages never touch
-asyncio, sockets or the wall clock (see shared/design/architecture.md)."""
+asyncio, sockets or the wall clock (docs/design/architecture.md, "The layers")."""
 
 from __future__ import annotations
 
@@ -250,10 +250,43 @@ def test_the_cycle_finder_sees_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
-# ---- the documented layers match the code
+# ---- the documented layers match the code (docs/design/architecture.md)
 
-README = SRC.parents[1] / "README.md"
-ARCHITECTURE = SRC.parents[2] / "shared" / "design" / "architecture.md"
+ARCHITECTURE = SRC.parents[1] / "docs" / "design" / "architecture.md"
+
+
+def _doc_section(title: str) -> str:
+    """The text of architecture.md's `## title` section, up to the next `## ` heading."""
+    text = ARCHITECTURE.read_text()
+    assert f"\n## {title}\n" in text, f"architecture.md has no '## {title}' section"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _doc_table(section: str, first_header: str) -> list[list[str]]:
+    """The body rows (as stripped cells) of the markdown table in `section` whose header
+    row starts with the cell `first_header`."""
+    rows: list[list[str]] = []
+    inside = False
+    for raw in section.splitlines():
+        line = raw.strip()
+        if not line.startswith("|"):
+            if inside:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not inside:
+            inside = cells[0] == first_header
+            continue
+        if set(cells[0]) <= {"-", ":"}:
+            continue  # the separator row
+        rows.append(cells)
+    assert rows, f"architecture.md has no table headed '{first_header}'"
+    return rows
+
+
+def _names(cell: str) -> set[str]:
+    """The backticked names of a table cell: `` `log`, `protocol` `` -> {"log", "protocol"}."""
+    return {c.strip().strip("`/") for c in cell.split(",") if c.strip() not in {"", "—"}}
 
 
 def _packages() -> set[str]:
@@ -266,62 +299,84 @@ def _packages() -> set[str]:
     }
 
 
-def _readme_layers() -> dict[str, set[str]]:
-    """The README's "Layers" table: one row per package, `| pkg/ | may import |`."""
-    text = README.read_text()
-    section = text.split("### Layers", 1)[1].split("\n## ", 1)[0]
-    table: dict[str, set[str]] = {}
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 2 or not cells[0].startswith("`"):
-            continue
-        package = cells[0].strip("`/")
-        imports = {c.strip().strip("`/") for c in cells[1].split(",") if c.strip() not in {"", "—"}}
-        table[package] = imports
-    return table
+def _doc_layers() -> dict[str, set[str]]:
+    """The "may import" table of "The layers": one row per package, `| pkg/ | may import |`."""
+    section = _doc_section("The layers").split("### ", 1)[0]
+    return {cells[0].strip("`/"): _names(cells[1]) for cells in _doc_table(section, "package")}
+
+
+def _doc_roles() -> tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]:
+    """The roles table of "Roles inside server/": each role with the roles it may import,
+    and the edges allowed only towards the modules named (`net`: `throttle`, `sasl`)."""
+    section = _doc_section("The layers").split("### Roles inside server/", 1)[1]
+    roles: dict[str, set[str]] = {}
+    only: dict[tuple[str, str], set[str]] = {}
+    for cells in _doc_table(section, "role"):
+        role = cells[0].strip("`/")
+        roles[role] = _names(cells[1])
+        for part in filter(None, (p.strip() for p in cells[2].split(";"))):
+            other, modules = part.split(":", 1)
+            target = other.strip().strip("`")
+            only[(role, target)] = {f"shoal.server.{target}.{m}" for m in _names(modules)}
+    return roles, only
 
 
 def test_every_package_is_in_the_layer_table() -> None:
-    assert _packages() == set(ALLOWED), "a new package needs its row in ALLOWED and the README"
+    assert _packages() == set(ALLOWED), "a new package needs its row in ALLOWED and the doc"
 
 
-def test_the_readme_layer_table_is_the_checked_one() -> None:
-    """README.md's Layers table is exactly ALLOWED: an edge added to the code fails
-    test_imports_point_down until it is in ALLOWED, and this test until the README says it."""
-    assert _readme_layers() == ALLOWED
+def test_the_layer_table_is_the_checked_one() -> None:
+    """architecture.md's layer table is exactly ALLOWED: an edge added to the code fails
+    test_imports_point_down until it is in ALLOWED, and this test until the doc says it."""
+    assert _doc_layers() == ALLOWED
 
 
-def test_the_readme_layout_names_every_package() -> None:
-    layout = README.read_text().split("## Layout", 1)[1].split("```", 2)[1]
-    listed = {
-        line.split()[0].rstrip("/")
-        for line in layout.splitlines()[2:]
-        if line.startswith("  ") and line.split()[0].endswith("/")
-    }
-    assert listed == _packages()
+def test_the_roles_table_is_the_checked_one() -> None:
+    """architecture.md's roles table inside server/ is exactly SERVER_ROLES and
+    SERVER_ROLE_ONLY (the same rule as the layer table, one level down)."""
+    roles, only = _doc_roles()
+    assert roles == SERVER_ROLES
+    assert only == SERVER_ROLE_ONLY
 
 
-@pytest.mark.skipif(not ARCHITECTURE.exists(), reason="../shared is not beside this checkout")
+def _layout() -> tuple[set[str], set[str]]:
+    """The packages (`name/`) and modules (`name.py`) the Layout tree lists under
+    `src/shoal/`: the first word of each line indented by two spaces."""
+    block = _doc_section("Layout").split("```", 2)[1]
+    tree = block.split("src/shoal/\n", 1)[1]
+    lines = tree.splitlines()
+    words = [line.split()[0] for line in lines if line.startswith("  ") and line[2] != " "]
+    packages = {w.rstrip("/") for w in words if w.endswith("/")}
+    return packages, {w for w in words if w.endswith(".py")}
+
+
+def test_the_layout_names_every_package_and_module() -> None:
+    packages, modules = _layout()
+    on_disk = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == on_disk
+    assert modules == {p.name for p in SRC.glob("*.py") if p.name != "__init__.py"}
+
+
 def test_the_architecture_names_every_package() -> None:
-    text = ARCHITECTURE.read_text().split("## The layers", 1)[1].split("\n## ", 1)[0]
-    named = {word.rstrip("/") for word in text.split() if word.endswith("/") and word[0].isalpha()}
-    missing = _packages() - named - _beyond_the_design()
-    assert not missing, (
-        f"architecture.md's layer list lacks {sorted(missing)}: add them there, or name them "
-        "in the README's 'Beyond the design's layer list' line with their place"
-    )
-
-
-def _beyond_the_design() -> set[str]:
-    """Packages the README says the shared design does not list yet (that document is
-    not ours to edit here): the backticked `pkg/` names of its one 'Beyond' line."""
-    section = README.read_text().split("### Layers", 1)[1]
-    line = section.split("Beyond the design's layer list", 1)[1].split("\n\n", 1)[0]
-    return {
-        w.strip("`/.,:")
-        for w in line.split()
-        if w.startswith("`") and w.rstrip("`.,:").endswith("/")
+    """Every package appears, as `pkg/`, in the text of "The layers" (its diagram and
+    its prose), not only in the table."""
+    text = _doc_section("The layers")
+    named = {
+        word.rstrip("/")
+        for word in (w.strip("`.,:;()") for w in text.split())
+        if word.endswith("/") and word[:1].isalpha()
     }
+    missing = _packages() - named
+    assert not missing, f"architecture.md's layer list lacks {sorted(missing)}"
+
+
+def test_the_doc_checkers_see_a_disagreement() -> None:
+    """Guard against checks that pass vacuously: a table parsed from a sample page."""
+    section = "| package | may import |\n|---|---|\n| `log/` | `protocol` |\n| `protocol/` | — |\n"
+    parsed = {r[0].strip("`/"): _names(r[1]) for r in _doc_table(section, "package")}
+    assert parsed == {"log": {"protocol"}, "protocol": set()}
+    assert _doc_layers() != {**ALLOWED, "extra": set()}
+    assert _doc_roles()[0], "the roles table should parse"
 
 
 # ---- roles inside server/ and protocols inside group/ (the shape scripts/relayout.py made)

@@ -1,7 +1,7 @@
 """The ShareGroupHeartbeat side of a share-group member, for `ShareMember`
 (share_member.py): member epoch, heartbeat schedule, assignment, rejoin and leave.
 
-Rules (wire.md §3, §6.16-18):
+Rules (docs/design/wire.md §3, §6.16-18):
 
 - join at epoch 0 with the subscription, then heartbeat at the epoch the coordinator
   gave with a null subscription (unchanged), every HeartbeatIntervalMs (sooner while

@@ -2,7 +2,7 @@
 ShareFetch (78, v1-2) and ShareAcknowledge (79, v1-2), as `Call`s whose `build(version)`
 makes the kio request of the version the client picked, plus readers of the responses.
 
-Version rules (wire.md §3):
+Version rules (docs/design/wire.md §3):
 
 - ShareAcquireMode and IsRenewAck exist from v2 on. `Schema.make` drops them at v1, so
   a v1 ShareFetch acquires in batch-optimized mode (MaxRecords may then be exceeded to

@@ -3,7 +3,7 @@ some of its partitions), for `ShareMember` (share_member.py).
 
 A session owns its epoch, the partitions the broker has in it, the records acquired
 through it and not yet acknowledged (`held`), and the FIFO of operations waiting to go
-out on it. Invariants (wire.md §6.10-12):
+out on it. Invariants (docs/design/wire.md §6.10-12):
 
 - at most one request in flight, so epochs go out in order;
 - the first request is a ShareFetch at epoch 0 that opens the session; every reply

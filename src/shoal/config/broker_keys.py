@@ -583,7 +583,7 @@ ALLOW_EVERYONE_IF_NO_ACL_FOUND = _declare.boolean(
     read_only=True,
 )
 
-# ---- broker: SASL authentication (see README "### SASL")
+# ---- broker: SASL authentication (docs/reference/security.md, "SASL")
 SASL_ENABLED_MECHANISMS = _declare.strings(
     "sasl.enabled.mechanisms",
     ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],

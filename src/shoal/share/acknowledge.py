@@ -1,7 +1,7 @@
 """Acknowledgements: validation and atomic application (share-partition.md §8).
 
 An acknowledgement request for one partition is checked in two phases so that a
-failure changes nothing at all (§8.3, conformance 27):
+failure changes nothing at all (§8.3; docs/design/conformance.md, B27):
 
 1. `validate_batches`: the shape of the request (first <= last, ascending and
    non-overlapping, one type or one per offset, types 0-4) -> INVALID_REQUEST.
@@ -46,8 +46,9 @@ class AckBatch:
 
 
 def validate_batches(batches: Sequence[AckBatch]) -> ErrorCode | None:
-    """INVALID_REQUEST for a malformed request (wire.md §3), else None. Whether RENEW
-    is allowed by the request version and IsRenewAck is the handler's check."""
+    """INVALID_REQUEST for a malformed request (docs/design/wire.md §3), else None.
+    Whether RENEW is allowed by the request version and IsRenewAck is the handler's
+    check."""
     previous_last: int | None = None
     for batch in batches:
         if batch.first_offset < 0 or batch.first_offset > batch.last_offset:

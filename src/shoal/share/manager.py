@@ -46,9 +46,9 @@ the operations across groups) and answers with what the caller is to perform:
   transactional batches of the read (`transactions.aborted_batches` over the log's
   aborted index) are archived right after acquisition; read_uncommitted reads to the
   high watermark. Control batches are acquired either way and GAP-acknowledged.
-- **Acknowledgements** are checked for shape (wire.md §3: INVALID_REQUEST, RENEW only
-  with IsRenewAck), applied atomically per partition, then persisted by the caller:
-  a successful write commits, a failed one rolls back and answers the mapped error
+- **Acknowledgements** are checked for shape (docs/design/wire.md §3: INVALID_REQUEST,
+  RENEW only with IsRenewAck), applied atomically per partition, then persisted by the
+  caller: a successful write commits, a failed one rolls back and answers the mapped error
   (fenced -> NOT_LEADER_OR_FOLLOWER, and the share-partition is dropped to reload).
   The acknowledged share-partition is woken only when something there is
   acquirable now.
@@ -241,8 +241,8 @@ class LocksExpired:
 def validate_acknowledgements(
     batches: Sequence[AckBatch], *, renew_allowed: bool
 ) -> ErrorCode | None:
-    """wire.md §3 ack batch validation: INVALID_REQUEST or None. RENEW (4) only in a
-    request with IsRenewAck."""
+    """docs/design/wire.md §3 ack batch validation: INVALID_REQUEST or None. RENEW (4)
+    only in a request with IsRenewAck."""
     error = validate_batches(batches)
     if error is not None:
         return error

@@ -4,7 +4,7 @@ acknowledgements, through its share session (KIP-932).
 The request is checked here (top-level INVALID_REQUEST for a null or empty GroupId,
 a MemberId that is null or not 1-36 characters, an unknown ShareAcquireMode, or
 IsRenewAck with a non-zero MaxWaitMs, MinBytes, MaxBytes or MaxRecords), decoded
-(duplicate TopicId entries merged, wire.md §6.7) and handed to the broker's
+(duplicate TopicId entries merged, docs/design/wire.md §6.7) and handed to the broker's
 `ShareService` (server/services/share_service.py), which runs the session step, the
 acknowledgements and the long-polled acquisition. Every partition that carried
 acknowledgements is answered, with its AcknowledgeErrorCode. Records are never null

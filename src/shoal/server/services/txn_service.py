@@ -27,7 +27,7 @@ The other fix considered, reconciling on load with the data logs' producer state
 (the producer id unknown to the coordinator) and would issue epochs the coordinator
 never recorded. The cost is a few fsyncs per transaction (InitProducerId,
 AddPartitionsToTxn/AddOffsetsToTxn, the prepare and complete records; measured in
-bench/transactions.py, figures in the README).
+bench/transactions.py, its latest run in bench/results/transactions.json).
 
 Markers. Writing one `WriteMarkers` effect: for each partition of the transaction, a
 `__consumer_offsets` partition goes to the group coordinator (`complete_transaction`,

@@ -7,7 +7,8 @@ the helpers answer without calling anything, and `enabled(ctx)` lets hot paths
 stay byte-identical to a broker without authorization.
 
 Which operation each API needs follows Kafka 4.2's KafkaApis / AuthHelper and the group
-and share coordinators' request handling; the README's "What each API needs" lists them.
+and share coordinators' request handling; docs/reference/security.md ("What each API
+needs") lists them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The top-level response both share RPCs end with (ShareFetch 78, ShareAcknowledge 79):
 partitions grouped by topic id, the acquisition lock duration, and the node endpoint
-librdkafka needs when a partition carries a leader hint (wire.md §6.21): the endpoint of
-the listener the request came in on, as Metadata answers. `share_error` is the answer
-to a request refused as a whole (no partitions, lock duration 0).
+librdkafka needs when a partition carries a leader hint (docs/design/wire.md §6.21):
+the endpoint of the listener the request came in on, as Metadata answers.
+`share_error` is the answer to a request refused as a whole (no partitions, lock
+duration 0).
 
 `entity_class` gives the kio class a handler may call directly instead of
 `Schema.make` (a response is built per request: make's lookup and subset check are
