@@ -402,7 +402,7 @@ GROUP_CONSUMER_MIGRATION_POLICY = _declare.string(
     check=check_migration_policy,
 )
 
-# ---- broker: share groups (see configs.md)
+# ---- broker: share groups (see docs/reference/configs.md, "Group configs")
 SHARE_VERSION = _declare.integer("share.version", 1, "0 disables share groups.", min=0, max=1)
 GROUP_SHARE_SESSION_TIMEOUT_MS = _declare.integer(
     "group.share.session.timeout.ms", 45_000, "Member expiry.", min=1

@@ -3,7 +3,7 @@
 Kafka places a group id (on `__consumer_offsets`) and a share-partition key
 `groupId:topicId:partition` (on `__share_group_state`) with Java's `String.hashCode`
 made non-negative the Kafka way (`Utils.abs`: Integer.MIN_VALUE -> 0, else the
-absolute value) modulo the topic's partition count (coordinators.md §2.1).
+absolute value) modulo the topic's partition count (docs/design/coordinators.md §2.1).
 `Placement` is that rule for one topic, over a coordinator's own key type; the
 coordinator runtime asks it (coordinator/runtime.py, `partition_of`).
 """

@@ -1,7 +1,7 @@
 """Group configs (resource type GROUP = 32): each group's overrides of the group keys
 (share, consumer and streams keys; docs/reference/configs.md).
 
-Owns (configs.md §3):
+Owns (docs/reference/configs.md, "Group configs"):
 
 - `GroupConfigs`, an immutable value: group id -> that group's typed overrides of
   `config.GROUP_KEYS` (only the keys the group sets; a group that sets none is absent).

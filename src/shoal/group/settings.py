@@ -6,7 +6,7 @@ or `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (consumer
 groups) (resource type GROUP, stored by the config layer and handed in as a lookup)
 override them. An override is
 clamped into the broker's current min/max, so a later change of the broker bounds
-applies to values set earlier (configs.md §3 item 3).
+applies to values set earlier (docs/reference/configs.md, "Group configs").
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ CONSUMER_HEARTBEAT_INTERVAL_KEY = "consumer.heartbeat.interval.ms"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShareGroupSettings:
-    """Broker-level share-group settings the coordinator uses (configs.md §2)."""
+    """Broker-level share-group settings the coordinator uses (docs/reference/configs.md,
+    "Group configs")."""
 
     session_timeout_ms: int = 45_000
     min_session_timeout_ms: int = 45_000

@@ -1,4 +1,4 @@
-"""Acknowledgements: validation and atomic application (share-partition.md §8).
+"""Acknowledgements: validation and atomic application (docs/design/share-partition.md §8).
 
 An acknowledgement request for one partition is checked in two phases so that a
 failure changes nothing at all (§8.3; docs/design/conformance.md, B27):

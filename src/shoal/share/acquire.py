@@ -1,7 +1,7 @@
 """Acquisition: turning a log read (batch headers only) into AcquiredRecords ranges.
 
 One `Acquisition` serves one ShareFetch on one share-partition. It walks the offsets
-the read covers, in order, through three kinds of territory (share-partition.md §7):
+the read covers, in order, through three kinds of territory (docs/design/share-partition.md §7):
 
 1. cached batches inside the window: AVAILABLE ones without a pending write are
    re-acquired, a whole unsplit batch at once, otherwise per offset (§7.3); those

@@ -1,7 +1,8 @@
 """The group configuration a share-partition works under, as a value.
 
 `SharePartitionConfig` holds the effective values of the group's share configs
-(configs.md §3), each already falling back to its broker default and clamped into
+(docs/reference/configs.md, "Group configs"), each already falling back to its broker
+default and clamped into
 the broker's bounds (`resolve`; the keys, their defaults and bounds are declared once,
 in config.py: each group key's `synonym` and `bounds`). The shell resolves it from the
 broker config and the group's overrides and hands it to each operation of the
@@ -14,7 +15,7 @@ release or expiry and the next acquisition; `share.auto.offset.reset` at the nex
 load.
 
 `resolve_reset_offset` turns `share.auto.offset.reset` into the start offset of a
-share-partition whose persisted start offset is -1 (share-partition.md §10.2).
+share-partition whose persisted start offset is -1 (docs/design/share-partition.md §10.2).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class SharePartitionConfig:
     @classmethod
     def resolve(cls, *, broker: BrokerConfig, group: Mapping[str, Any]) -> SharePartitionConfig:
         """Group overrides (None or absent = unset) over broker values, clamped into
-        the broker's min/max (configs.md §3.3)."""
+        the broker's min/max (docs/reference/configs.md, "Group configs")."""
 
         def pick(group_key: str) -> int:
             bounds = _SHARE_RANGES[group_key]

@@ -25,7 +25,7 @@ the operations across groups) and answers with what the caller is to perform:
   share-partitions whose parked share fetches the caller must wake, and those with
   dead-letter copies to make.
 
-- **Loading** (share-partition.md §10): the first fetch or acknowledgement of a
+- **Loading** (docs/design/share-partition.md §10): the first fetch or acknowledgement of a
   (group, topic id, partition) loads the persisted state the caller read; StartOffset -1 means the
   group's `share.auto.offset.reset` (latest = high watermark, earliest = log start,
   by_duration = first batch with a timestamp >= now - duration). A failed load caches

@@ -35,7 +35,7 @@ Time comes only from the injected clock (lock deadlines) and from `now_ms` passe
 owner (`SharePartitionManager`) sets the ones it was handed with each operation before
 calling in, so a config change applies from the next operation on; the in-flight
 limit bounds each acquisition as Kafka's does (`_records_to_acquire`).
-See share-partition.md for the semantics; the window's invariants are listed in
+See docs/design/share-partition.md for the semantics; the window's invariants are listed in
 `window.py` and checked by `check_invariants`.
 
 About 920 lines on purpose: one class is the whole public face of the state machine

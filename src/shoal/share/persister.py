@@ -4,7 +4,7 @@ performs what `SharePartitionManager` asks for), and `InMemoryPersister`. The va
 a state write carries and the merge rule live in `shoal.share_coordinator.state` and
 are re-exported here.
 
-The semantics are those of the share coordinator's state RPCs (coordinators.md §2):
+The semantics are those of the share coordinator's state RPCs (docs/design/coordinators.md §2):
 
 - initialize: a state epoch below the stored one is FENCED_STATE_EPOCH; the same
   epoch and start offset is a no-op; anything else replaces the whole state (new
@@ -229,7 +229,8 @@ _PARTITION_ERRORS = {
 
 def partition_error(state_error: ErrorCode) -> ErrorCode:
     """The error a share-partition reports to clients when a state RPC failed with
-    `state_error` (share-partition.md §8.5; Kafka's SharePartition.fetchPersisterError)."""
+    `state_error` (docs/design/share-partition.md §8.5; Kafka's
+    SharePartition.fetchPersisterError)."""
     return _PARTITION_ERRORS.get(state_error, ErrorCode.unknown_server_error)
 
 

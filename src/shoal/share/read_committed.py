@@ -2,7 +2,7 @@
 
 A share-partition whose group has `share.isolation.level=read_committed` reads the
 log only up to the last stable offset (LSO) and, after acquiring, archives the
-records of aborted transactions (share-partition.md §9; Kafka's
+records of aborted transactions (docs/design/share-partition.md §9; Kafka's
 `SharePartition.filterAbortedTransactionalAcquiredRecords`). The shell passes both as
 data: the LSO, and the aborted transactions the log's aborted index lists for the
 read's range (`PartitionLog.aborted_transactions(start, upper)`), each with its

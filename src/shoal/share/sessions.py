@@ -1,4 +1,4 @@
-"""Share sessions (share-partition.md §11): which partitions a member fetches from this
+"""Share sessions (docs/design/share-partition.md §11): which partitions a member fetches from this
 broker, and the epoch its next ShareFetch or ShareAcknowledge must carry.
 
 A session is keyed by (group id, member id) and belongs to the connection that opened

@@ -214,5 +214,5 @@ def next_delivery_count(delivery_count: int, event: Event) -> int:
 
 def throttle_threshold(limit: int) -> int:
     """Delivery count from which an AVAILABLE run is delivered on its own and cut:
-    max(2, ceil(limit / 2)) (share-partition.md §7, poison-record throttling)."""
+    max(2, ceil(limit / 2)) (docs/design/share-partition.md §7, poison-record throttling)."""
     return max(2, -(-limit // 2))

@@ -17,7 +17,7 @@ Invariants (checked by `check_invariants`, which tests call after every operatio
 - the gap window, when open, starts at or after the SPSO;
 - every ARCHIVING offset without a pending write has a reason in `dlq_reasons`.
 
-The gap window (share-partition.md §10.4): after loading persisted state with holes
+The gap window (docs/design/share-partition.md §10.4): after loading persisted state with holes
 between the SPSO and the last persisted offset, offsets >= `gap_start` that no batch
 covers may still hold records nobody acquired; they are fetched and acquired like new
 ones. Holes below `gap_start`, and all holes once the window closes, are natural (no

@@ -6,7 +6,7 @@ Theory of operation. The shard is event-sourced. Each operation (`initialize`,
 returns a `CoordinatorResult` of records to write plus the response, changing nothing;
 `replay(record, offset)` is the only mutator, run by the coordinator runtime after
 the records are in the log, and by a reload over the log. Semantics
-(coordinators.md §2.3-2.5):
+(docs/design/coordinators.md §2.3-2.5):
 
 - initialize: state epoch below the stored one -> FENCED_STATE_EPOCH; same state
   epoch and start offset -> success, no record; else a ShareSnapshot replacing all

@@ -148,7 +148,7 @@ _CURRENT: Final = 1
 def merge_state_batches(
     current: Iterable[StateBatch], incoming: Iterable[StateBatch], *, start_offset: int
 ) -> list[StateBatch]:
-    """The share coordinator's merge (coordinators.md §2.4, Kafka's
+    """The share coordinator's merge (docs/design/coordinators.md §2.4, Kafka's
     PersisterStateBatchCombiner): drop batches below `start_offset` and clip those
     straddling it; where ranges overlap the higher delivery count wins, then the higher
     delivery state, then the newer batch (incoming over current, later over earlier in

@@ -187,7 +187,7 @@ class World(SimWorld):
         self._send_ack(name, batches)
 
     def _send_ack(self, name: str, batches: list[AckBatch]) -> None:
-        # Acks below the SPSO succeed silently (share-partition.md §8): nothing is
+        # Acks below the SPSO succeed silently (docs/design/share-partition.md §8): nothing is
         # promised for those offsets, so only the ones at or above it are confirmed.
         loaded = self.broker.manager.load(KEY)
         spso = None if isinstance(loaded, ErrorCode) else loaded.start_offset

@@ -10,7 +10,7 @@
 | `acquireMaxWaitMs` | 500 | how long one acquisition waits for records |
 | `lockRenewIntervalMs` | half the lock | how often held records are RENEWed |
 | `checkpointLocation` | none | the query's checkpoint directory (see below) |
-| `share.*` group configs | broker's | SET on the group before joining (configs.md §3) |
+| `share.*` group configs | broker's | SET on the group before joining (docs/reference/configs.md) |
 
 `checkpointLocation` is the same local directory as the query's own: reading which
 batches Spark committed there lets the source ACCEPT, when the query stops, a batch

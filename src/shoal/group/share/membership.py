@@ -3,7 +3,7 @@
 Pure functions from a group's replayed state (never changed here) plus a request
 to the records that express the change and the response the member gets once
 those records are written. The shard owns the group-id namespace, timers and
-replay; this module owns the heartbeat rules (coordinators.md §1):
+replay; this module owns the heartbeat rules (docs/design/coordinators.md §1):
 
 - validation (INVALID_REQUEST), then epoch 0 = join or rejoin (a known member id
   keeps its epoch and assignment), epoch > 0 = heartbeat (unknown group / member,

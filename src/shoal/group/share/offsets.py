@@ -5,7 +5,7 @@ Pure functions from a share group's replayed state (never changed here), the top
 image and a request to the records, effects and response of the operation, like
 `membership` for heartbeats. The shard checks the group-id namespace first (another
 group type, or a missing group for a delete, is GROUP_ID_NOT_FOUND); these rules
-follow (coordinators.md §3, Kafka 4.2 where the spec is silent):
+follow (docs/design/coordinators.md §3, Kafka 4.2 where the spec is silent):
 
 - Both need an empty group (NON_EMPTY_GROUP, "The group is not empty.").
 - **Alter.** A topic the cluster does not have, or a partition outside it, is
@@ -252,7 +252,7 @@ def describe_partition(
     """One partition of DescribeShareGroupOffsets (90) from the share coordinator's
     summary and the partition's high watermark (None = no log): the lag is the high
     watermark minus the start offset minus the delivery-complete count, -1 unless
-    both are known (coordinators.md §3). A summary error answers StartOffset -1."""
+    both are known (docs/design/coordinators.md §3). A summary error answers StartOffset -1."""
     if summary.error is not None:
         return DescribedOffsetsPartition(partition=partition)
     described = DescribedOffsetsPartition(

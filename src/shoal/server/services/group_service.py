@@ -127,8 +127,8 @@ SHARE_GROUPS_DISABLED = "Share groups are disabled on this broker (share.version
 
 
 def share_groups_enabled(config: BrokerConfig) -> bool:
-    """`share.version` >= 1 (configs.md §1); at 0 the share APIs stay advertised but
-    answer UNSUPPORTED_VERSION."""
+    """`share.version` >= 1 (the `share.version` feature, docs/reference/configs.md); at 0
+    the share APIs stay advertised but answer UNSUPPORTED_VERSION."""
     return config.get(broker_keys.SHARE_VERSION) >= 1
 
 

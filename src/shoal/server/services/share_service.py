@@ -6,7 +6,7 @@ long-poll and lock timers.
 
 - **Requests.** `share_fetch` and `share_acknowledge` take a decoded request
   (`ShareFetchCall`, `ShareAcknowledgeCall`) and return a `ShareOutcome` the handlers
-  encode. Order (share-partition.md §11.2): session update, acknowledgements, fetch.
+  encode. Order (docs/design/share-partition.md §11.2): session update, acknowledgements, fetch.
   A final request (epoch -1) applies its acknowledgements, fetches nothing, closes
   the session and releases the member's records in the session's partitions; a
   renew-only ShareFetch (IsRenewAck) fetches nothing.
@@ -825,7 +825,7 @@ class ShareService:
     def _load(
         self, key: SharePartitionKey, settings: SharePartitionConfig
     ) -> SharePartition | ErrorCode:
-        """Read `key`'s persisted state and load it (share-partition.md §10); a state
+        """Read `key`'s persisted state and load it (docs/design/share-partition.md §10); a state
         reaching past the log end is cut and made durable first (`persist_cut`)."""
         read = self._persister.read(key=key, leader_epoch=LEADER_EPOCH)
         reset = None

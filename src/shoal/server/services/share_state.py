@@ -1,7 +1,7 @@
 """The share coordinator in the running broker: `__share_group_state`, its sinks, and
 the hook-up to the timer driver.
 
-`ShareStateService.open` ensures the state topic (coordinators.md §2.6:
+`ShareStateService.open` ensures the state topic (docs/design/coordinators.md §2.6:
 `share.coordinator.state.topic.num.partitions` partitions, infinite retention, no
 compression; an existing topic keeps its partition count), builds the
 `ShareCoordinator` (share_coordinator/: its shards on one coordinator runtime) with

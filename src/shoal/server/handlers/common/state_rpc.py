@@ -4,7 +4,7 @@ error mapping of one requested share-partition.
 Each of InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState,
 DeleteShareGroupState and ReadShareGroupStateSummary answers every requested
 partition. Before `services.persister` (the `Persister` protocol: the in-process or the
-durable share coordinator) sees a partition, it is checked here (coordinators.md §2.3
+durable share coordinator) sees a partition, it is checked here (docs/design/coordinators.md §2.3
 item 6): an empty group id, a null topic id, a negative partition or a negative epoch
 is INVALID_REQUEST; a topic id the log manager does not know, or a partition beyond
 the topic's, is UNKNOWN_TOPIC_OR_PARTITION. The persister's own errors (fencing,

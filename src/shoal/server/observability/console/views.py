@@ -190,7 +190,7 @@ def _share_partitions(
 
 def _live_lag(row: Json) -> int:
     """DescribeShareGroupOffsets' lag (log end - SPSO - delivery-complete count,
-    coordinators.md §3) from the live window instead of the persisted summary."""
+    docs/design/coordinators.md §3) from the live window instead of the persisted summary."""
     end = row["log_end_offset"]
     if end is None:
         return -1
