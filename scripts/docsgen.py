@@ -150,11 +150,12 @@ def _configs(scope_name: str) -> str:
     }[scope_name]
 
     def default(d: cd.ConfigDef) -> str:
+        broker = f"the broker's [`{d.synonym}`](#{config_anchor('broker', d.synonym)})"
         if d.default is None and d.synonym:
-            return f"the broker's `{d.synonym}`"
+            return broker
         shown = cd.render(d, d.default)
         text = "null" if shown is None else "(empty)" if shown == "" else _code(shown)
-        return f"{text} (the broker's `{d.synonym}`)" if d.synonym else text
+        return f"{text} ({broker})" if d.synonym else text
 
     def valid(d: cd.ConfigDef) -> str:
         def num(value: float) -> str:
@@ -213,7 +214,7 @@ def _configs(scope_name: str) -> str:
                 ("Key", "Type", "Default", "Valid values", "Update", "Description"),
                 (
                     (
-                        _code(d.name),
+                        f'<a id="{config_anchor(scope_name, d.name)}"></a>{_code(d.name)}',
                         d.type.name.lower(),
                         default(d),
                         valid(d),
@@ -233,10 +234,26 @@ def _configs(scope_name: str) -> str:
         parts.append(
             _table(
                 ("Key", "Type", "Kafka's default", "Update", "Why no effect"),
-                ((_code(d.name), d.type.name.lower(), default(d), update(d), why(d)) for d in idle),
+                (
+                    (
+                        f'<a id="{config_anchor(scope_name, d.name)}"></a>{_code(d.name)}',
+                        d.type.name.lower(),
+                        default(d),
+                        update(d),
+                        why(d),
+                    )
+                    for d in idle
+                ),
             )
         )
     return "\n\n".join(parts) + "\n"
+
+
+def config_anchor(scope: str, key: str | None) -> str:
+    """The anchor of a key's row in docs/reference/configs.md (`#broker-log.retention.ms`,
+    `#group-share.record.lock.duration.ms`): pages link a key as
+    `configs.md#<scope>-<key>`, and strict builds check the anchor exists."""
+    return f"{scope}-{key}"
 
 
 # ---- cli
@@ -249,7 +266,7 @@ def _cli() -> str:
     out: list[str] = []
     for path, sub in _walk_parsers(parser, ("shoal",)):
         if len(path) > 1:
-            out.append(f"### `{' '.join(path)}`\n")
+            out.append(f"### `{' '.join(path)}` {{ #{command_anchor(path)} }}\n")
         help_text = _subcommand_help(parser, path)
         if help_text:
             out.append(f"{_cell(help_text)[0].upper()}{_cell(help_text)[1:]}.\n")
@@ -258,6 +275,12 @@ def _cli() -> str:
         if rows:
             out.append(_table(("Option", "Argument", "Default", "Description"), rows) + "\n")
     return "\n".join(out)
+
+
+def command_anchor(path: tuple[str, ...]) -> str:
+    """The anchor of a subcommand's section in docs/reference/cli.md
+    (`#command-shoal-share-groups`, `#command-shoal-transactions-list`)."""
+    return "command-" + "-".join(path)
 
 
 def _walk_parsers(
@@ -575,7 +598,8 @@ def render_chart(
     e = html.escape
     parts = [
         f'<svg class="shoal-chart" role="img" viewBox="0 0 {width} {height}" '
-        f'width="100%" style="max-width:{width}px" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" style="max-width:100%;height:auto" '
+        'xmlns="http://www.w3.org/2000/svg" '
         f'font-size="13" font-family="inherit">',
         f"<title>{e(title)}</title>",
     ]

@@ -42,6 +42,22 @@ def test_every_config_key_is_in_its_scope_table(name: str) -> None:
         assert row[1] == definition.type.name.lower()
 
 
+def test_each_key_has_an_anchor_and_synonyms_link_to_broker_rows() -> None:
+    """Pages link a key as configs.md#<scope>-<key>; a topic or group key's default
+    links its broker synonym's row."""
+    anchors = set()
+    links = set()
+    for name in SCOPES:
+        generated = docsgen().generate(name)
+        for row in table_rows(generated):
+            scope = name.removeprefix("configs-")
+            assert row[0].startswith(f'<a id="{scope}-{code_names(row[0])[0]}"></a>'), row[0]
+        anchors |= set(re.findall(r'<a id="([^"]+)"></a>', generated))
+        links |= set(re.findall(r"\]\(#([^)]+)\)", generated))
+    assert links and links <= anchors
+    assert "broker-log.cleanup.policy" in links
+
+
 def test_config_defaults_bounds_and_read_only_are_shown() -> None:
     rows = {code_names(r[0])[0]: r for r in table_rows(docsgen().generate("configs-broker"))}
     assert rows["node.id"][2] == "`1`" and rows["node.id"][3] == "≥ 0"
@@ -63,7 +79,8 @@ def test_shoal_extensions_are_marked() -> None:
 def _sections(markdown: str) -> dict[str, str]:
     """The generated CLI reference by command: `shoal` (before the first heading) and
     each `### `shoal ...`` section."""
-    parts = re.split(r"^### `([^`]+)`$", markdown, flags=re.MULTILINE)
+    heading = r"^### `([^`]+)` \{ #command-[\w-]+ \}$"
+    parts = re.split(heading, markdown, flags=re.MULTILINE)
     sections = {"shoal": parts[0]}
     sections.update(zip(parts[1::2], parts[2::2], strict=True))
     return sections
