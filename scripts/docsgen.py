@@ -270,11 +270,23 @@ def _cli() -> str:
         help_text = _subcommand_help(parser, path)
         if help_text:
             out.append(f"{_cell(help_text)[0].upper()}{_cell(help_text)[1:]}.\n")
-        out.append("```text\n" + sub.format_usage().strip() + "\n```\n")
+        out.append("```text\n" + usage(sub) + "\n```\n")
         rows = [_option_row(sub, action) for action in sub._actions if _shown(action)]
         if rows:
             out.append(_table(("Option", "Argument", "Default", "Description"), rows) + "\n")
     return "\n".join(out)
+
+
+USAGE_WIDTH = 88
+"""Columns the usage lines are wrapped at (argparse would take the terminal's)."""
+
+
+def usage(parser: argparse.ArgumentParser) -> str:
+    """`parser`'s usage line as `--help` prints it, wrapped at `USAGE_WIDTH` whatever
+    the terminal the site is built in."""
+    formatter = argparse.HelpFormatter(prog=parser.prog, width=USAGE_WIDTH)
+    formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
+    return formatter.format_help().strip()
 
 
 def command_anchor(path: tuple[str, ...]) -> str:
