@@ -425,7 +425,7 @@ def _apis() -> str:
             origin = "**Shoal extension**"
         rows.append((str(key), request_name(key), shoal_range, schema, origin))
     table = _table(
-        ("Key", "API", "Shoal serves", f"Schema versions (kio {kio_version})", "Origin"),
+        ("Key", "API", "Shoal (ApiVersions)", f"Schema versions (kio {kio_version})", "Origin"),
         rows,
     )
     unserved = sorted(set(api_key_map) - set(handlers))
