@@ -115,14 +115,24 @@ def generate(name: str) -> str:
     return generator()
 
 
+_CODE_SPAN = re.compile(r"(`[^`]*`)")
+_MARKUP = re.compile(r"([*_\\\[\]])")
+
+
 def _cell(text: object) -> str:
-    """Text safe in one markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Prose (a doc, a help text) as one markdown table cell: on one line, its bars
+    escaped and, outside its `code spans`, what markdown would read as markup (`*`,
+    `_`, brackets, a `<` starting a tag) shown as written."""
+    parts = _CODE_SPAN.split(" ".join(str(text).split()))
+    for index in range(0, len(parts), 2):  # the even parts lie outside code spans
+        parts[index] = _MARKUP.sub(r"\\\1", parts[index]).replace("<", "&lt;")
+    return "".join(parts).replace("|", "\\|")
 
 
 def _code(text: object) -> str:
-    """Inline code in a table cell (`` `` `` with a space pad when the text has backticks)."""
-    value = _cell(text)
+    """A value as inline code in a table cell (`` `` `` with a space pad when the text
+    has backticks)."""
+    value = " ".join(str(text).split()).replace("|", "\\|")
     return f"`` {value} ``" if "`" in value else f"`{value}`"
 
 
@@ -194,8 +204,11 @@ def _configs(scope_name: str) -> str:
 
     def describe(d: cd.ConfigDef) -> str:
         marked = extension(d)
-        text = d.doc if marked is None else f"**Shoal extension**: {marked}. {d.doc}"
-        return _cell(text)
+        return (
+            _cell(d.doc)
+            if marked is None
+            else f"**Shoal extension**: {_cell(marked)}. {_cell(d.doc)}"
+        )
 
     def why(d: cd.ConfigDef) -> str:
         reason = d.no_effect

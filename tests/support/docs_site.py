@@ -28,7 +28,8 @@ def docsgen() -> ModuleType:
 
 def table_rows(markdown: str) -> list[list[str]]:
     """The cells of every body row of the markdown tables in `markdown` (header and
-    delimiter rows left out), with `\\|` kept as a literal bar inside a cell."""
+    delimiter rows left out), as the page shows them: `\\|`, `\\*`, `\\_` and `&lt;`
+    read back as the characters they escape."""
     rows = []
     lines = markdown.splitlines()
     for index, line in enumerate(lines):
@@ -37,7 +38,7 @@ def table_rows(markdown: str) -> list[list[str]]:
         if index + 1 < len(lines) and re.fullmatch(r"\|(---\|)+", lines[index + 1]):
             continue  # a header row
         cells = re.split(r"(?<!\\) \| ", line[2:-2])
-        rows.append([cell.replace("\\|", "|") for cell in cells])
+        rows.append([re.sub(r"\\([|*_\[\]\\])", r"\1", c).replace("&lt;", "<") for c in cells])
     return rows
 
 
