@@ -545,7 +545,10 @@ def chart(body: str, *, root: Path = ROOT) -> str:
         raise DocsGenError(f"shoal:chart: source {spec['source']} not found ({source})") from None
     except json.JSONDecodeError as error:
         raise DocsGenError(f"shoal:chart: source {spec['source']} is not JSON: {error}") from None
-    scale = float(spec.get("scale", 1))
+    try:
+        scale = float(spec.get("scale", 1))
+    except (TypeError, ValueError):
+        raise DocsGenError(f"shoal:chart: scale {spec['scale']!r} is not a number") from None
     values = [
         (str(label), lookup(data, str(path), spec["source"]) * scale)
         for label, path in bars.items()

@@ -264,3 +264,12 @@ def test_prose_in_a_cell_is_shown_as_written() -> None:
     code spans are left as they are."""
     cell = docsgen()._cell("names (ssl.*, sasl.*) <key>=v, a|b\n `x_*<y>` _z_")
     assert cell == r"names (ssl.\*, sasl.\*) &lt;key>=v, a\|b `x_*<y>` \_z\_"
+
+
+def test_a_chart_scale_is_a_number(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"a": 2000}))
+    gen = docsgen()
+    page = _chart_page("r.json", {"x": "a"}, scale="1e-3")  # YAML reads 1e-3 as text
+    assert ">2 records/s<" in gen.expand(page, root=tmp_path)
+    with pytest.raises(gen.DocsGenError, match="scale 'fast' is not a number"):
+        gen.expand(_chart_page("r.json", {"x": "a"}, scale="fast"), root=tmp_path)
