@@ -358,7 +358,7 @@ def _option_row(parser: argparse.ArgumentParser, action: argparse.Action) -> tup
         if value not in (None, argparse.SUPPRESS, [], ()):
             shown_default = _code(value)
     help_text = formatter._expand_help(action) if action.help else ""
-    if action.choices and not isinstance(action, argparse._SubParsersAction):
+    if action.choices and "{" not in argument:  # a metavar hides the choices
         help_text += f" (one of {', '.join(str(c) for c in action.choices)})"
     if action.required and action.option_strings:
         help_text += " Required."
