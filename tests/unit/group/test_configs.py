@@ -19,6 +19,7 @@ from shoal.group.configs import (
     validate_overrides,
 )
 from shoal.protocol.errors import ErrorCode
+from tests.support.docs_site import code_names, docsgen, table_rows
 
 DEFAULT_BROKER = BrokerConfig.from_raw({})
 LOCK = "share.record.lock.duration.ms"
@@ -242,14 +243,17 @@ def test_every_range_is_checked_even_of_keys_the_group_does_not_set() -> None:
 
 
 def test_docs_list_every_group_key_with_its_status() -> None:
-    """docs/reference/configs.md's group-config table names every key, extensions as such."""
+    """docs/reference/configs.md's generated group-key table (scripts/docsgen.py) names
+    every key, the extensions (and only they) marked as such with their reason."""
     doc = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "configs.md").read_text()
-    table = doc[doc.index("## Group configs") : doc.index("Validation is Kafka 4.2's")]
-    rows = {line for line in table.splitlines() if line.startswith("| `")}
-    for key in GROUP_KEYS:
-        (row,) = [r for r in rows if f"`{key}`" in r]
-        status = "Shoal extension" if key in SHOAL_GROUP_EXTENSIONS else "Kafka 4.2"
-        assert row.split("|")[2].strip().startswith(status), key
+    assert "<!-- shoal:generate configs-group -->" in doc
+    rows = {code_names(r[0])[0]: r for r in table_rows(docsgen().generate("configs-group"))}
+    assert sorted(rows) == sorted(GROUP_KEYS)
+    for key, row in rows.items():
+        marked = row[-1].startswith("**Shoal extension**")
+        assert marked == (key in SHOAL_GROUP_EXTENSIONS), key
+        if marked:
+            assert SHOAL_GROUP_EXTENSIONS[key] in row[-1]
 
 
 def test_the_keys_kafka_refuses_are_gone_or_shoal_extensions() -> None:

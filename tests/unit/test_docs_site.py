@@ -1,0 +1,275 @@
+"""The docs site's generated reference pages and charts (scripts/docsgen.py, the build
+hook mkdocs.yml names): every config key, CLI option, metric family, served API and
+named limit is in its generated table; bad placeholders and chart sources stop the
+build; a chart draws the JSON's values."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml  # type: ignore[import-untyped]
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+import shoal.limits
+from shoal.cli.main import build_parser
+from shoal.clock import ManualClock
+from shoal.config import BrokerConfig
+from shoal.config.table import BROKER_KEYS, CLIENT_METRICS_KEYS, GROUP_KEYS, TOPIC_KEYS
+from shoal.server.broker import Broker
+from shoal.server.registry import api_ranges, load_all_handlers
+from tests.support.docs_site import DOCS, ROOT, code_names, docsgen, table_rows
+
+SCOPES = {
+    "configs-broker": BROKER_KEYS,
+    "configs-topic": TOPIC_KEYS,
+    "configs-group": GROUP_KEYS,
+    "configs-client-metrics": CLIENT_METRICS_KEYS,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCOPES))
+def test_every_config_key_is_in_its_scope_table(name: str) -> None:
+    rows = table_rows(docsgen().generate(name))
+    listed = [code_names(row[0])[0] for row in rows]
+    assert sorted(listed) == sorted(SCOPES[name])
+    for row in rows:
+        definition = SCOPES[name][code_names(row[0])[0]]
+        assert row[1] == definition.type.name.lower()
+
+
+def test_each_key_has_an_anchor_and_synonyms_link_to_broker_rows() -> None:
+    """Pages link a key as configs.md#<scope>-<key>; a topic or group key's default
+    links its broker synonym's row."""
+    anchors = set()
+    links = set()
+    for name in SCOPES:
+        generated = docsgen().generate(name)
+        for row in table_rows(generated):
+            scope = name.removeprefix("configs-")
+            assert row[0].startswith(f'<a id="{scope}-{code_names(row[0])[0]}"></a>'), row[0]
+        anchors |= set(re.findall(r'<a id="([^"]+)"></a>', generated))
+        links |= set(re.findall(r"\]\(#([^)]+)\)", generated))
+    assert links and links <= anchors
+    assert "broker-log.cleanup.policy" in links
+
+
+def test_config_defaults_bounds_and_read_only_are_shown() -> None:
+    rows = {code_names(r[0])[0]: r for r in table_rows(docsgen().generate("configs-broker"))}
+    assert rows["node.id"][2] == "`1`" and rows["node.id"][3] == "≥ 0"
+    assert rows["node.id"][4] == "read-only"
+    assert rows["log.cleaner.io.max.bytes.per.second"][2] == "`1.7976931348623157E308`"
+    assert rows["auto.create.topics.enable"][4].startswith("dynamic (Shoal")
+    assert rows["log.retention.check.interval.ms"][4] == "static"
+
+
+def test_shoal_extensions_are_marked() -> None:
+    rows = {code_names(r[0])[0]: r for r in table_rows(docsgen().generate("configs-broker"))}
+    shoal_own = [key for key in BROKER_KEYS if key.startswith("shoal.")]
+    assert shoal_own
+    for key in shoal_own:
+        assert "**Shoal extension**" in rows[key][-1], key
+    assert "Shoal extension" not in rows["num.partitions"][-1]
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """The generated CLI reference by command: `shoal` (before the first heading) and
+    each `### `shoal ...`` section."""
+    heading = r"^### `([^`]+)` \{ #command-[\w-]+ \}$"
+    parts = re.split(heading, markdown, flags=re.MULTILINE)
+    sections = {"shoal": parts[0]}
+    sections.update(zip(parts[1::2], parts[2::2], strict=True))
+    return sections
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...]
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(" ".join(path), parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands(sub, (*path, name))
+    return found
+
+
+def test_every_cli_command_and_option_is_in_the_cli_reference() -> None:
+    sections = _sections(docsgen().generate("cli"))
+    commands = _commands(build_parser(), ("shoal",))
+    assert len(commands) > 10
+    assert sorted(sections) == sorted(name for name, _ in commands)
+    for name, parser in commands:
+        options = {name for row in table_rows(sections[name]) for name in code_names(row[0])}
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS:
+                continue
+            for option in action.option_strings:
+                assert option in options, f"{name} {option}"
+        assert docsgen().usage(parser) in sections[name]
+        assert f"usage: {name} " in sections[name]
+
+
+def test_every_metric_family_a_scrape_shows_is_listed(tmp_path: Path) -> None:
+    raw = {
+        "log.dirs": str(tmp_path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.num.partitions": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
+    }
+    broker = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+    try:
+        exposition = generate_latest(broker.metrics.registry).decode()
+    finally:
+        broker.logs.close()
+    scraped = {
+        family.name + ("_total" if family.type == "counter" else ""): family.type
+        for family in text_string_to_metric_families(exposition)
+        if not family.name.endswith("_created")  # a counter's or histogram's start time
+    }
+    rows = table_rows(docsgen().generate("metrics"))
+    listed = {code_names(row[0])[0]: row[1] for row in rows}
+    assert len(scraped) > 40
+    assert listed == scraped
+    labels = {code_names(row[0])[0]: code_names(row[2]) for row in rows}
+    assert labels["kafka_network_requestmetrics_requests_total"] == ["request", "version"]
+    assert labels["shoal_share_partition_records"] == ["group", "topic", "partition", "state"]
+
+
+def test_every_served_api_is_listed_with_its_versions() -> None:
+    rows = table_rows(docsgen().generate("apis"))
+    listed = {int(row[0]): row for row in rows}
+    served = api_ranges(load_all_handlers())
+    assert len(served) > 60
+    assert sorted(listed) == sorted(r.api_key for r in served)
+    for served_range in served:
+        row = listed[served_range.api_key]
+        assert row[2] == f"{served_range.min_version}-{served_range.max_version}"
+    assert listed[78][1] == "ShareFetch"
+    assert "Shoal extension" in listed[30000][4] and listed[0][4] == "Kafka"
+
+
+def test_every_named_limit_is_listed_with_its_value_and_doc() -> None:
+    generated = docsgen().generate("limits")
+    rows = {code_names(row[0])[0]: row for row in table_rows(generated)}
+    constants = {
+        name: value
+        for name, value in vars(shoal.limits).items()
+        if name.isupper() and isinstance(value, int | float)
+    }
+    assert len(constants) > 50
+    assert sorted(rows) == sorted(constants)
+    for name, value in constants.items():
+        assert rows[name][1].split(" (")[0] == f"{value:,}", name
+        assert rows[name][2], f"{name} has no docstring"
+    assert rows["CONNECTION_WRITE_BUFFER_HIGH_BYTES"][1] == "262,144 (`256 * 1024`)"
+    assert (
+        rows["TOPIC_NAME_LENGTH_MAX"][2] == "Kafka's limit on a topic name's length "
+        "(INVALID_TOPIC_EXCEPTION beyond)."
+    )
+    assert "**Topics and partitions**" in generated
+
+
+def test_an_unknown_name_stops_the_build() -> None:
+    gen = docsgen()
+    with pytest.raises(gen.DocsGenError, match="unknown shoal:generate NAME 'configs-brokers'"):
+        gen.expand("# T\n\n<!-- shoal:generate configs-brokers -->\n")
+    with pytest.raises(gen.DocsGenError, match="malformed"):
+        gen.expand("<!-- shoal:generate limits --> and more\n")
+
+
+def test_placeholders_in_code_blocks_are_left_alone() -> None:
+    text = "```markdown\n<!-- shoal:generate nothing -->\n```\n"
+    assert docsgen().expand(text) == text
+
+
+def _chart_page(source: str, bars: dict[str, str], **extra: object) -> str:
+    spec = {"title": "Drain", "source": source, "unit": "records/s", "bars": bars, **extra}
+    body = str(yaml.safe_dump(spec, sort_keys=False))
+    return "Before.\n\n<!-- shoal:chart\n" + body + "-->\n"
+
+
+def test_a_chart_draws_one_bar_per_label_with_the_jsons_values(tmp_path: Path) -> None:
+    results = {"kafka": {"runs": [{"rate": 41000.5}]}, "shoal": [[1, 2], {"rate": 26500}]}
+    (tmp_path / "r.json").write_text(json.dumps(results))
+    page = _chart_page(
+        "r.json",
+        {"Kafka 4.2": "kafka.runs[0].rate", "Shoal": "shoal.1.rate", "Second": "shoal[0][1]"},
+        scale=2,
+        note="two cores",
+    )
+    out = docsgen().expand(page, root=tmp_path)
+    assert out.startswith("Before.\n\n<figure")
+    assert "shoal:chart" not in out and "\n\n" not in out.split("<figure", 1)[1]
+    bars = re.findall(r'<rect class="bar" data-label="([^"]+)" data-value="([^"]+)"', out)
+    assert bars == [("Kafka 4.2", "82001.0"), ("Shoal", "53000.0"), ("Second", "4.0")]
+    widths = [float(w) for w in re.findall(r'<rect class="bar"[^>]* width="([\d.]+)"', out)]
+    assert widths[0] > widths[1] > widths[2] > 0  # the smallest is still seen
+    assert widths[1] / widths[0] == pytest.approx(53000 / 82001, rel=1e-2)
+    for text in ("82,001 records/s", "53,000 records/s", "4 records/s", "two cores"):
+        assert f">{text}<" in out
+    assert 'fill="currentColor"' in out
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "error"),
+    [
+        ("missing.json", "a", "missing.json not found"),
+        ("r.json", "a.c", "has no key 'c'"),
+        ("r.json", "a.b[3]", "has no item 3"),
+        ("r.json", "a.b", "not a number"),
+    ],
+)
+def test_a_bad_chart_source_or_path_stops_the_build(
+    tmp_path: Path, source: str, path: str, error: str
+) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"a": {"b": [1, 2]}}))
+    gen = docsgen()
+    with pytest.raises(gen.DocsGenError, match=re.escape(error)):
+        gen.expand(_chart_page(source, {"x": path}), root=tmp_path)
+
+
+def test_a_chart_block_with_an_unknown_key_stops_the_build(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"a": 1}))
+    gen = docsgen()
+    with pytest.raises(gen.DocsGenError, match="unknown keys"):
+        gen.expand(_chart_page("r.json", {"x": "a"}, colour="red"), root=tmp_path)
+
+
+def test_every_page_expands_and_the_reference_pages_use_the_generators() -> None:
+    """What the build does to each page, without mkdocs: no page has a placeholder or
+    chart that fails, and each generated table has its page."""
+    gen = docsgen()
+    used: set[str] = set()
+    for page in sorted(DOCS.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        used |= set(re.findall(r"^<!-- shoal:generate ([\w-]+) -->$", text, re.MULTILINE))
+        gen.expand(text, root=ROOT)
+    assert used == set(gen.GENERATORS)
+
+
+def test_mkdocs_runs_the_hook_and_checks_links() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["hooks"] == ["scripts/docsgen.py"]
+    assert config["strict"] is True
+    assert set(config["validation"]["links"].values()) == {"warn"}
+    assert config["theme"]["font"] is False
+
+
+def test_prose_in_a_cell_is_shown_as_written() -> None:
+    """A help text's `ssl.*, sasl.*` or `<key>` is not read as emphasis or a tag;
+    code spans are left as they are."""
+    cell = docsgen()._cell("names (ssl.*, sasl.*) <key>=v, a|b\n `x_*<y>` _z_")
+    assert cell == r"names (ssl.\*, sasl.\*) &lt;key>=v, a\|b `x_*<y>` \_z\_"
+
+
+def test_a_chart_scale_is_a_number(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"a": 2000}))
+    gen = docsgen()
+    page = _chart_page("r.json", {"x": "a"}, scale="1e-3")  # YAML reads 1e-3 as text
+    assert ">2 records/s<" in gen.expand(page, root=tmp_path)
+    with pytest.raises(gen.DocsGenError, match="scale 'fast' is not a number"):
+        gen.expand(_chart_page("r.json", {"x": "a"}, scale="fast"), root=tmp_path)
