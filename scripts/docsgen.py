@@ -12,7 +12,12 @@ Two conventions, for any page under docs/ (outside fenced code blocks):
   (title, source, unit, bars, optional scale and note) and is replaced by an inline SVG
   horizontal bar chart of values read from the JSON file `source` (relative to the
   repository root); `bars` maps each label to a dotted path into that JSON (list
-  indices as `name[0]` or `.0.`).
+  indices as `name[0]` or `.0.`, or the item whose field has a value as
+  `name[key=share_drain_rps]`, which survives a benchmark reordering its rows).
+- A line `<!-- shoal:include FILE -->` is replaced by the repository-root markdown file
+  FILE (CONTRIBUTING.md, CHANGELOG.md), its links rewritten for the site: `docs/X` to
+  `X`, the root files to their pages (`INCLUDED_PAGES`); any other relative link in it
+  fails the build, so a root file only links what the site has.
 
 An unknown NAME, a malformed block, a missing file or a path that leads nowhere fails
 the build (`DocsGenError`, raised as mkdocs' PluginError) with the page and the reason.
@@ -52,6 +57,14 @@ class DocsGenError(Exception):
 
 _GENERATE = re.compile(r"^<!-- shoal:generate ([A-Za-z0-9_-]+) -->[ \t]*$")
 _CHART_OPEN = re.compile(r"^<!-- shoal:chart[ \t]*$")
+_INCLUDE = re.compile(r"^<!-- shoal:include ([A-Za-z0-9_.-]+\.md) -->[ \t]*$")
+INCLUDED_PAGES = {
+    "README.md": "index.md",
+    "CONTRIBUTING.md": "contributing.md",
+    "CHANGELOG.md": "changelog.md",
+}
+"""The repository-root files the site shows, and the page (under docs/) that shows each."""
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 _ANY_MARK = re.compile(r"<!--\s*shoal:")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 
@@ -75,6 +88,8 @@ def expand(markdown: str, *, root: Path = ROOT) -> str:
             out.append(line)
         elif match := _GENERATE.match(line.strip()):
             out.append(generate(match.group(1)))
+        elif match := _INCLUDE.match(line.strip()):
+            out.append(include(match.group(1), root=root))
         elif _CHART_OPEN.match(line.strip()):
             end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "-->"), None)
             if end is None:
@@ -91,6 +106,31 @@ def expand(markdown: str, *, root: Path = ROOT) -> str:
             out.append(line)
         i += 1
     return "\n".join(out)
+
+
+def include(name: str, *, root: Path = ROOT) -> str:
+    """The root file `name`, its links pointed at the site's pages (see the module doc)."""
+    if name not in INCLUDED_PAGES:
+        raise DocsGenError(f"shoal:include: {name} is not one of {sorted(INCLUDED_PAGES)}")
+    text = (root / name).read_text(encoding="utf-8")
+
+    def relink(match: re.Match[str]) -> str:
+        target = match.group(2)
+        path, hash_, anchor = target.partition("#")
+        if not path or "://" in path or path.startswith("mailto:"):
+            return match.group(0)
+        if path.startswith("docs/"):
+            path = path.removeprefix("docs/")
+        elif path in INCLUDED_PAGES:
+            path = INCLUDED_PAGES[path]
+        else:
+            raise DocsGenError(
+                f"shoal:include: {name} links {target!r}, which the site does not have: "
+                "link a docs/ page, or write the path as code"
+            )
+        return f"{match.group(1)}{path}{hash_}{anchor}{match.group(3)}"
+
+    return _LINK.sub(relink, text)
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
@@ -517,7 +557,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
 # ---------------------------------------------------------------- charts
 
 _CHART_KEYS = {"title", "source", "unit", "bars", "scale", "note"}
-_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]|\[([A-Za-z_]\w*)=([^\]]+)\]")
 
 
 def chart(body: str, *, root: Path = ROOT) -> str:
@@ -559,17 +599,37 @@ def chart(body: str, *, root: Path = ROOT) -> str:
 
 
 def lookup(data: Any, path: str, source: str = "the JSON") -> float:
-    """The number at `path` (`a.b[0].c` or `a.b.0.c`) in `data`."""
-    steps: list[str | int] = []
+    """The number at `path` (`a.b[0].c`, `a.b.0.c` or `a.b[key=x].c`) in `data`."""
+    steps: list[str | int | tuple[str, str]] = []
     for part in path.split("."):
         matches = list(_STEP.finditer(part))
         if not part or "".join(m.group(0) for m in matches) != part:
             raise DocsGenError(f"shoal:chart: bad path {path!r}")
         for match in matches:
-            steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
+            if match.group(1) is not None:
+                steps.append(match.group(1))
+            elif match.group(2) is not None:
+                steps.append(int(match.group(2)))
+            else:
+                steps.append((match.group(3), match.group(4)))
     node = data
     walked = ""
     for step in steps:
+        if isinstance(step, tuple):
+            field, wanted = step
+            chosen = [
+                item
+                for item in (node if isinstance(node, list) else [])
+                if isinstance(item, dict) and str(item.get(field)) == wanted
+            ]
+            if len(chosen) != 1:
+                raise DocsGenError(
+                    f"shoal:chart: {source}: {walked or 'the top'} has {len(chosen)} items "
+                    f"with {field} = {wanted!r}, not one (path {path!r})"
+                )
+            node = chosen[0]
+            walked += f"[{field}={wanted}]"
+            continue
         if isinstance(node, list):
             try:
                 node = node[int(step)]

@@ -6,10 +6,9 @@ source, nothing is run), or a scenario's file of `python -m shoal.sim`
 (`shoal.sim.__main__.result_name`). No benchmark has two files there: a new run replaces
 its file (docs/performance/index.md says which figures each one backs).
 
-The `<!-- shoal:chart ... -->` blocks of docs/**/*.md (the docs site draws them as bar
-charts at build time) name a results file and, per bar, a dotted path into it; every
-such file must exist and every path must lead to a number, or the site build fails.
-The performance pages that code and docs cite (`docs/performance/<page>.md, "Section"`)
+The docs' charts read these files through the site's build hook, whose own tests
+(tests/unit/test_docs_site.py) expand every page. The performance pages that code and
+docs cite (`docs/performance/<page>.md, "Section"`)
 exist, with the sections they name.
 """
 
@@ -20,9 +19,6 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from shoal.sim.__main__ import result_name
 from shoal.sim.run import SCENARIOS
@@ -32,10 +28,6 @@ BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 DOCS = ROOT / "docs"
 
-CHART_START = "<!-- shoal:chart"
-CHART_END = "-->"
-CHART_KEYS = {"title", "source", "unit", "bars", "scale", "note"}
-PATH_PART = re.compile(r"^([^\[\]]*)((?:\[\d+\])*)$")
 PERFORMANCE_CITATION = re.compile(r'docs/performance/([\w-]+\.md)(?:,\s*"([^"]+)")?')
 
 
@@ -119,97 +111,6 @@ def test_every_results_file_is_json_named_after_its_benchmark() -> None:
         by_benchmark.setdefault(writers[path.stem], []).append(path.name)
     doubled = {bench: names for bench, names in by_benchmark.items() if len(names) > 1}
     assert not doubled, f"benchmarks with more than one results file: {doubled}"
-
-
-# The chart blocks.
-
-
-def resolve(document: Any, path: str) -> Any:
-    """The value at a dotted path: `rows[7].kafka`, `rows.7.kafka`, `a.b[0][1]`."""
-    value = document
-    for part in path.split("."):
-        match = PATH_PART.match(part)
-        if match is None:
-            raise KeyError(f"{path}: bad part {part!r}")
-        key, indexes = match.groups()
-        steps: list[str | int] = []
-        if key:
-            steps.append(int(key) if key.isdigit() else key)
-        steps.extend(int(index) for index in re.findall(r"\[(\d+)\]", indexes))
-        for step in steps:
-            if isinstance(step, int) and isinstance(value, list):
-                if step >= len(value):
-                    raise KeyError(f"{path}: index {step} past a list of {len(value)}")
-                value = value[step]
-            elif isinstance(value, dict) and str(step) in value:
-                value = value[str(step)]
-            else:
-                raise KeyError(f"{path}: no {step!r} in a {type(value).__name__}")
-    return value
-
-
-def chart_blocks() -> list[tuple[str, dict[str, Any]]]:
-    """Every chart block of docs/**/*.md: (where, {key: value, "bars": {label: path}})."""
-    blocks = []
-    for page in sorted(DOCS.rglob("*.md")):
-        lines = page.read_text().splitlines()
-        for number, line in enumerate(lines):
-            if line.strip() != CHART_START:
-                continue
-            where = f"{page.relative_to(ROOT)}:{number + 1}"
-            block: dict[str, Any] = {"bars": {}}
-            in_bars = False
-            for body in lines[number + 1 :]:
-                if body.strip() == CHART_END:
-                    break
-                assert body.strip(), f"{where}: blank line inside a chart block"
-                if in_bars and body.startswith((" ", "\t")):
-                    label, sep, path = body.strip().rpartition(":")
-                    assert sep and label and path.strip(), f"{where}: bar {body!r}"
-                    assert ":" not in label, f"{where}: a colon in the bar label {label!r}"
-                    assert label not in block["bars"], f"{where}: two bars {label!r}"
-                    block["bars"][label.strip()] = path.strip()
-                    continue
-                key, sep, value = body.partition(":")
-                assert sep and key in CHART_KEYS, f"{where}: unknown line {body!r}"
-                in_bars = key == "bars"
-                if not in_bars:
-                    block[key] = value.strip()
-            else:
-                raise AssertionError(f"{where}: chart block without its closing -->")
-            blocks.append((where, block))
-    return blocks
-
-
-def test_resolve_reads_paths_and_refuses_wrong_ones() -> None:
-    document = {"rows": [{"kafka": 1.5}, {"a": {"b": [[0, 7]]}}]}
-    assert resolve(document, "rows[0].kafka") == 1.5
-    assert resolve(document, "rows.0.kafka") == 1.5
-    assert resolve(document, "rows[1].a.b[0][1]") == 7
-    for wrong in ("rows[2].kafka", "rows[0].shoal", "rows.kafka", "rows[0].kafka.x"):
-        with pytest.raises(KeyError):
-            resolve(document, wrong)
-
-
-def test_every_chart_block_reads_numbers_from_a_results_file() -> None:
-    blocks = chart_blocks()
-    assert blocks, "no chart block in docs/ (docs/performance/index.md has several)"
-    for where, block in blocks:
-        assert block.get("title"), f"{where}: no title"
-        assert block["bars"], f"{where}: no bars"
-        source = ROOT / block.get("source", "")
-        assert source.is_file(), f"{where}: source {block.get('source')!r} is not a file"
-        if "scale" in block:
-            float(block["scale"])
-        document = json.loads(source.read_text())
-        for label, path in block["bars"].items():
-            try:
-                value = resolve(document, path)
-            except KeyError as error:
-                raise AssertionError(f"{where}: bar {label!r}: {error}") from error
-            assert isinstance(value, int | float) and not isinstance(value, bool), (
-                f"{where}: bar {label!r}: {path} is {value!r}, not a number"
-            )
 
 
 def test_cited_performance_pages_and_sections_exist() -> None:

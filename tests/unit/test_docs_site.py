@@ -232,6 +232,38 @@ def test_a_bad_chart_source_or_path_stops_the_build(
         gen.expand(_chart_page(source, {"x": path}), root=tmp_path)
 
 
+def test_a_chart_path_may_pick_a_row_by_its_key(tmp_path: Path) -> None:
+    """`rows[key=x]` names a row by a field, so a benchmark reordering its rows moves
+    nothing; no such row, or two, stops the build."""
+    rows = [{"key": "drain", "shoal": 800}, {"key": "paced", "shoal": 2}, {"key": "twice"}]
+    rows.append({"key": "twice"})
+    (tmp_path / "r.json").write_text(json.dumps({"rows": rows}))
+    gen = docsgen()
+    out = gen.expand(_chart_page("r.json", {"Shoal": "rows[key=drain].shoal"}), root=tmp_path)
+    assert re.findall(r'data-label="([^"]+)" data-value="([^"]+)"', out) == [("Shoal", "800.0")]
+    for path, error in (("rows[key=nope].shoal", "0 items"), ("rows[key=twice].x", "2 items")):
+        with pytest.raises(gen.DocsGenError, match=error):
+            gen.expand(_chart_page("r.json", {"x": path}), root=tmp_path)
+
+
+def test_an_included_root_file_gets_the_sites_links(tmp_path: Path) -> None:
+    gen = docsgen()
+    (tmp_path / "CONTRIBUTING.md").write_text(
+        "See [the layers](docs/design/architecture.md#the-layers), [changes](CHANGELOG.md),"
+        " [Kafka](https://kafka.apache.org) and [below](#set-up).\n"
+    )
+    out = gen.expand("# Contributing\n<!-- shoal:include CONTRIBUTING.md -->", root=tmp_path)
+    assert out == (
+        "# Contributing\nSee [the layers](design/architecture.md#the-layers), "
+        "[changes](changelog.md), [Kafka](https://kafka.apache.org) and [below](#set-up).\n"
+    )
+    (tmp_path / "CONTRIBUTING.md").write_text("[code](src/shoal/limits.py)\n")
+    with pytest.raises(gen.DocsGenError, match="which the site does not have"):
+        gen.expand("<!-- shoal:include CONTRIBUTING.md -->", root=tmp_path)
+    with pytest.raises(gen.DocsGenError, match="is not one of"):
+        gen.expand("<!-- shoal:include NOTES.md -->", root=tmp_path)
+
+
 def test_a_chart_block_with_an_unknown_key_stops_the_build(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(json.dumps({"a": 1}))
     gen = docsgen()
