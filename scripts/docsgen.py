@@ -33,6 +33,7 @@ import ast
 import functools
 import html
 import importlib.metadata
+import itertools
 import json
 import re
 import sys
@@ -486,6 +487,101 @@ def _apis() -> str:
     return f"{table}\n\nKafka APIs Shoal does not serve: {missing}.\n"
 
 
+# ---- extension APIs' message layouts
+
+
+def _extensions() -> str:
+    """Each Shoal extension API's request and response, field by field, read from the
+    dataclasses kio encodes them with (`shoal.protocol.extensions`): a nested field is
+    named by its path (`Partitions[].Entries[].State`), a tagged one shows its tag."""
+    import dataclasses
+    import importlib
+    import typing
+
+    from kio.static.constants import EntityType
+
+    from shoal.protocol.extensions import API_KEYS, SCHEMAS
+
+    out: list[str] = []
+    for key, name in sorted(API_KEYS.items()):
+        for version, kinds in sorted(SCHEMAS[name].items()):
+            for kind in (EntityType.request, EntityType.response):
+                module_name, _, class_name = kinds[kind].partition(":")
+                module = importlib.import_module(module_name)
+                message = getattr(module, class_name)
+                docs = _field_docs(Path(str(module.__file__)).read_text(encoding="utf-8"))
+                rows: list[tuple[str, ...]] = []
+                _message_rows(message, "", docs, rows, dataclasses, typing)
+                title = f"{class_name} (key {key}, v{version})"
+                header = ("Field", "Type", "Tag", "Default", "Meaning")
+                out.append(f"### {title}\n\n{_table(header, rows)}")
+    return "\n\n".join(out) + "\n"
+
+
+def _field_docs(source: str) -> dict[tuple[str, str], str]:
+    """(class, field) -> the docstring written under the field in `source`."""
+    docs: dict[tuple[str, str], str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        body = node.body
+        for stmt, after in itertools.pairwise(body):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[(node.name, stmt.target.id)] = " ".join(after.value.value.split())
+    return docs
+
+
+def _message_rows(
+    message: type,
+    prefix: str,
+    docs: dict[tuple[str, str], str],
+    rows: list[tuple[str, ...]],
+    dataclasses: Any,
+    typing: Any,
+) -> None:
+    hints = typing.get_type_hints(message)
+    for f in dataclasses.fields(message):
+        wire_name = "".join(part.capitalize() for part in f.name.split("_"))
+        hint = hints[f.name]
+        nested = _nested_struct(hint, dataclasses, typing)
+        kafka_type = f.metadata.get("kafka_type", "")
+        is_array = typing.get_origin(hint) is tuple
+        shown = f"[]{nested.__name__}" if nested else f"[]{kafka_type}" if is_array else kafka_type
+        if not nested and "None" in str(hint):
+            shown = f"nullable {shown}"
+        tag = f.metadata.get("tag")
+        default = "" if f.default is dataclasses.MISSING else repr(f.default)
+        if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            default = repr(f.default_factory())
+        meaning = docs.get((message.__name__, f.name), "")
+        rows.append(
+            (
+                _code(prefix + wire_name),
+                _cell(shown),
+                "" if tag is None else str(tag),
+                _cell(default),
+                _cell(meaning),
+            )
+        )
+        if nested:
+            _message_rows(nested, f"{prefix}{wire_name}[].", docs, rows, dataclasses, typing)
+
+
+def _nested_struct(hint: Any, dataclasses: Any, typing: Any) -> type | None:
+    """The struct type of an array-of-structs field, else None."""
+    if typing.get_origin(hint) is tuple:
+        (item, *_rest) = typing.get_args(hint)
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            return item
+    return None
+
+
 # ---- limits
 
 
@@ -549,6 +645,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "cli": _cli,
     "metrics": _metrics,
     "apis": _apis,
+    "extensions": _extensions,
     "limits": _limits,
 }
 """Every NAME of `<!-- shoal:generate NAME -->`."""

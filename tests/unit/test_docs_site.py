@@ -152,6 +152,26 @@ def test_every_served_api_is_listed_with_its_versions() -> None:
     assert "Shoal extension" in listed[30000][4] and listed[0][4] == "Kafka"
 
 
+def test_every_extension_field_is_in_its_layout() -> None:
+    """Each field of each extension message, nested ones by path, with its tag."""
+    import dataclasses
+
+    from shoal.protocol.extensions.share_group_browse.v0 import response
+
+    out = docsgen().generate("extensions")
+    rows = {row[0].strip("`"): row for row in table_rows(out)}
+    for struct, path in (
+        (response.ShareGroupBrowseResponse, ""),
+        (response.BrowsedPartition, "Partitions[]."),
+        (response.InFlightEntry, "Partitions[].Entries[]."),
+    ):
+        for f in dataclasses.fields(struct):
+            name = path + "".join(part.capitalize() for part in f.name.split("_"))
+            assert name in rows, name
+            assert rows[name][2] == str(f.metadata.get("tag", "")), name
+    assert "### ShareGroupBrowseRequest (key 30000, v0)" in out
+
+
 def test_every_named_limit_is_listed_with_its_value_and_doc() -> None:
     generated = docsgen().generate("limits")
     rows = {code_names(row[0])[0]: row for row in table_rows(generated)}
