@@ -79,7 +79,14 @@ def _messages(stderr: str) -> tuple[str, ...]:
     )
 
 
-@pytest.fixture(scope="module", params=["kafka", "shoal"])
+@pytest.fixture(
+    scope="module",
+    # Both tools against Shoal is the slow half (`scripts/test -m slow`): Kafka's tools
+    # on Shoal are compared with Kafka's own answers in tests/ecosystem/test_kafka_tools.py
+    # and the other differential modules; Shoal's CLI on Kafka is what only this module
+    # checks, so it stays in the default run.
+    params=["kafka", pytest.param("shoal", marks=pytest.mark.slow)],
+)
 def names(request: pytest.FixtureRequest) -> Names:
     """On the broker of the param (both tools run against each): a three-partition
     topic; a consumer group with committed offsets on two of its partitions and no
