@@ -27,7 +27,7 @@ def files(data_dir: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def second_serve(data_dir: Path) -> subprocess.CompletedProcess[str]:
+def second_serve(data_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -40,6 +40,7 @@ def second_serve(data_dir: Path) -> subprocess.CompletedProcess[str]:
             "0",
             "--data-dir",
             str(data_dir),
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -89,3 +90,26 @@ def test_restart_after_sigkill_takes_the_lock_again(brokers: Brokers) -> None:
     refused = second_serve(broker.data_dir)
     assert refused.returncode == 1
     assert f"process {broker.pid} holds its lock" in refused.stderr
+
+
+def test_another_nodes_data_directory_is_refused_in_one_line(brokers: Brokers) -> None:
+    """A data directory whose meta.properties names another node.id stops start-up with
+    the reason and exit status 1, not a traceback, and leaves the directory as it was."""
+    first = brokers.start()
+    topic = topic_name("other-node")
+    create_topic(first.bootstrap, topic)
+    assert first.stop() == 0
+    before = files(first.data_dir)
+
+    refused = second_serve(first.data_dir, "--node-id", "7")
+
+    assert refused.returncode == 1, refused.stderr
+    assert "cannot start: node.id 7 is configured but" in refused.stderr, refused.stderr
+    assert "holds node.id 1" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
+    assert "listening on" not in refused.stderr
+    # It took the directory's lock (and wrote its PID there), then opened nothing.
+    after = files(first.data_dir)
+    assert {k: v for k, v in after.items() if k != ".lock"} == {
+        k: v for k, v in before.items() if k != ".lock"
+    }, "the refused process wrote to the directory"

@@ -6,7 +6,8 @@ Precedence, lowest first: built-in defaults, `--config FILE`, `--override KEY=VA
 An unknown key or an out-of-range value stops start-up with a message naming the key
 and exit status 2. A data directory another process holds (its `.lock`,
 server/services/data_dir_lock.py) stops start-up with a message naming the directory and the
-holder's PID, and exit status 1.
+holder's PID, and exit status 1; so does a data directory of another node or cluster
+(its `meta.properties`), without a traceback.
 
 With the environment variable SHOAL_PROFILE=PATH the broker runs under cProfile and
 writes its statistics to PATH when it stops (for benchmarks; cProfile slows it down).
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     # add live objects, and the passes over them were a tenth of the start-up's CPU.
     # Collection resumes once the listeners are bound (`_collect_again`).
     gc.disable()
-    from shoal.server.broker import run_broker
+    from shoal.server.broker import CannotStart, run_broker
 
     try:
         import uvloop
@@ -132,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # e.g. a TLS key store that does not load
         log.error("cannot start: invalid configuration: %s", exc)
         return 2
+    except CannotStart as exc:
+        log.error("cannot start: %s", exc)
+        return 1
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1

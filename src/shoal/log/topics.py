@@ -167,13 +167,23 @@ def load_or_create_meta(
 ) -> str:
     """The data directory's cluster id: the stored one, else the configured one, else
     a new random one. Raises if the stored identity disagrees with the config."""
+    stored = stored_cluster_id(data_dir, cluster_id=cluster_id, node_id=node_id)
+    if stored is not None:
+        return stored
+    chosen = cluster_id or uuid_to_base64(random_uuid(uuid_source))
+    text = f"version=1\ncluster.id={chosen}\nnode.id={node_id}\n"
+    write_atomic(data_dir / META_FILE, text.encode())
+    return chosen
+
+
+def stored_cluster_id(data_dir: Path, *, cluster_id: str | None, node_id: int) -> str | None:
+    """The cluster id the data directory's meta.properties holds, or None without one;
+    reads only. Raises if the stored identity disagrees with the config, so a broker
+    checks it before it opens anything there."""
     path = data_dir / META_FILE
     data = read_file(path)
     if data is None:
-        chosen = cluster_id or uuid_to_base64(random_uuid(uuid_source))
-        text = f"version=1\ncluster.id={chosen}\nnode.id={node_id}\n"
-        write_atomic(path, text.encode())
-        return chosen
+        return None
     try:
         properties = parse_properties(data.decode(), source=str(path))
     except (ConfigError, UnicodeDecodeError) as exc:

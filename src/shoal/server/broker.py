@@ -46,6 +46,7 @@ from shoal.config import BrokerConfig, ListenerEndpoint, broker_keys
 from shoal.log.api import LogError
 from shoal.log.events import TopicsChanged
 from shoal.log.manager import LogManager
+from shoal.log.topics import stored_cluster_id
 from shoal.security.acl import ALLOW_ALL, KafkaPrincipal
 from shoal.server.connection_info import ConnectionInfo
 from shoal.server.handler_services import NodeIdentity, Services
@@ -87,6 +88,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class CannotStart(Exception):
+    """The data directory cannot be served as configured (another node's or cluster's
+    `meta.properties`, an unreadable one); `shoal serve` prints the reason and exits 1."""
+
+
 class Broker:
     def __init__(
         self,
@@ -102,6 +108,14 @@ class Broker:
         run on its loop (shoal/sim/)."""
 
         self.clock: Clock = clock or SystemClock()
+        try:  # another node's or cluster's directory: refused before anything opens
+            stored_cluster_id(
+                config.data_dir,
+                cluster_id=config.get(broker_keys.CLUSTER_ID),
+                node_id=config.node_id,
+            )
+        except LogError as exc:
+            raise CannotStart(str(exc)) from exc
         self.metadata = open_metadata_log(config, self.clock)
         """The cluster metadata: `__cluster_metadata-0` and its shard, replayed."""
         self.live_config = LiveBrokerConfig(
@@ -118,12 +132,15 @@ class Broker:
         self.http: HttpListener | None = None
         """The HTTP listener of /metrics and the console (`metrics.listener`)."""
         self.purgatory = Purgatory()
-        self.logs = LogManager.open(
-            data_dir=config.data_dir,
-            broker_config=config,
-            clock=self.clock,
-            catalog=MetadataTopicCatalog(self.metadata),
-        )
+        try:
+            self.logs = LogManager.open(
+                data_dir=config.data_dir,
+                broker_config=config,
+                clock=self.clock,
+                catalog=MetadataTopicCatalog(self.metadata),
+            )
+        except LogError as exc:  # e.g. meta.properties of another node or cluster
+            raise CannotStart(str(exc)) from exc
         self.cluster_id = self.logs.cluster_id
         self.disk = DiskIO(observe_flush_s=self.metrics.log_flush.observe, executor=disk_executor)
         self.metadata.flush = self.disk.flush
