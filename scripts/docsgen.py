@@ -582,6 +582,72 @@ def _nested_struct(hint: Any, dataclasses: Any, typing: Any) -> type | None:
     return None
 
 
+# ---- bench/results/side_by_side.json as a table
+
+SIDE_BY_SIDE = "bench/results/side_by_side.json"
+_UNITS = {"rate": ("/s", 1.0), "ms": (" ms", 1.0), "s": (" s", 1.0), "MiB": (" MiB", 1.0)}
+
+
+def _side_by_side() -> str:
+    """Every figure of the side-by-side run, as the results file holds it: the
+    metric, each broker's median, Shoal's ratio to Kafka and the harness's goal."""
+    data = json.loads((ROOT / SIDE_BY_SIDE).read_text(encoding="utf-8"))
+    rows = []
+    for row in data["rows"]:
+        unit = row["unit"]
+
+        def shown(value: object, unit: str = unit) -> str:
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                return "—"
+            if unit == "rate":
+                return _rate(float(value))
+            if unit == "us":
+                return f"{format_value(float(value))} µs"
+            suffix, _ = _UNITS.get(unit, (f" {unit}", 1.0))
+            return f"{format_value(float(value))}{suffix}"
+
+        ratio = row.get("shoal/kafka")
+        met = {True: "met", False: "**not met**"}.get(row.get("met"), "")
+        goal = f"{_cell(row['goal'])}: {met}" if row.get("goal") else ""
+        rows.append(
+            (
+                _cell(row["metric"]),
+                shown(row.get("kafka")),
+                shown(row.get("shoal")),
+                shown(row.get("redis")),
+                f"{ratio:.2f}x" if isinstance(ratio, int | float) else "—",
+                goal,
+            )
+        )
+    machine = data.get("machine", {})
+    versions = data.get("versions", {})
+    before = machine.get("load_average_before") or [None]
+    after = machine.get("load_average_after") or [None]
+    caption = (
+        f"Run {data.get('timestamp', '?')} at Shoal {machine.get('git_commit', '?')}: "
+        f"{machine.get('cores', '?')} cores ({machine.get('cpu', '?')}), "
+        f"{machine.get('ram_gib', '?')} GiB, Kafka {versions.get('kafka', '?')}, "
+        f"Redis {versions.get('redis', '?')}, confluent-kafka "
+        f"{versions.get('confluent_kafka', '?')}; medians of "
+        f"{data.get('settings', {}).get('reps', '?')} reps; load average (1 min) "
+        f"{_load(before[0])} before, {_load(after[0])} after."
+    )
+    header = ("Metric", "Kafka 4.2", "Shoal", "Redis Streams", "Shoal / Kafka", "Goal")
+    return f"{_table(header, rows)}\n\n{caption}\n"
+
+
+def _rate(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} M/s"
+    if value >= 1e3:
+        return f"{value / 1e3:.0f} k/s"
+    return f"{value:.0f}/s"
+
+
+def _load(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "?"
+
+
 # ---- limits
 
 
@@ -646,6 +712,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "metrics": _metrics,
     "apis": _apis,
     "extensions": _extensions,
+    "side-by-side": _side_by_side,
     "limits": _limits,
 }
 """Every NAME of `<!-- shoal:generate NAME -->`."""

@@ -172,6 +172,23 @@ def test_every_extension_field_is_in_its_layout() -> None:
     assert "### ShareGroupBrowseRequest (key 30000, v0)" in out
 
 
+def test_the_side_by_side_table_is_the_results_file() -> None:
+    """One row per row of bench/results/side_by_side.json, in its order, with Shoal's
+    ratio to Kafka and whether each goal was met; the run's machine in the caption."""
+    gen = docsgen()
+    data = json.loads((ROOT / gen.SIDE_BY_SIDE).read_text())
+    out = gen.generate("side-by-side")
+    rows = table_rows(out)
+    assert [row[0] for row in rows] == [row["metric"] for row in data["rows"]]
+    for row, source in zip(rows, data["rows"], strict=True):
+        ratio = source["shoal/kafka"]
+        assert row[4] == (f"{ratio:.2f}x" if ratio is not None else "—")
+        if source["met"] is not None:
+            assert row[5].rstrip("*").endswith("met"), row
+            assert ("not met" in row[5]) is (source["met"] is False), row
+    assert f"at Shoal {data['machine']['git_commit']}" in out
+
+
 def test_every_named_limit_is_listed_with_its_value_and_doc() -> None:
     generated = docsgen().generate("limits")
     rows = {code_names(row[0])[0]: row for row in table_rows(generated)}
