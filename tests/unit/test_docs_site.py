@@ -17,12 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import shoal.limits
 from shoal.cli.main import build_parser
-from shoal.clock import ManualClock
-from shoal.config import BrokerConfig
 from shoal.config.table import BROKER_KEYS, CLIENT_METRICS_KEYS, GROUP_KEYS, TOPIC_KEYS
-from shoal.server.broker import Broker
 from shoal.server.registry import api_ranges, load_all_handlers
 from tests.support.docs_site import DOCS, ROOT, code_names, docsgen, table_rows
+from tests.support.unstarted_broker import unstarted_broker
 
 SCOPES = {
     "configs-broker": BROKER_KEYS,
@@ -114,13 +112,7 @@ def test_every_cli_command_and_option_is_in_the_cli_reference() -> None:
 
 
 def test_every_metric_family_a_scrape_shows_is_listed(tmp_path: Path) -> None:
-    raw = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-    }
-    broker = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+    broker = unstarted_broker(tmp_path)
     try:
         exposition = generate_latest(broker.metrics.registry).decode()
     finally:

@@ -11,6 +11,7 @@ import pytest
 from shoal.clock import ManualClock
 from shoal.config import BrokerConfig
 from shoal.server.broker import Broker
+from tests.support.unstarted_broker import unstarted_broker
 from tests.unit.server.authz_harness import Harness
 
 
@@ -18,13 +19,7 @@ from tests.unit.server.authz_harness import Harness
 def broker(tmp_path: Path) -> Iterator[Broker]:
     """A broker wired on a manual clock and never started (no listener, no timers),
     with one partition per internal topic; its logs are closed afterwards."""
-    raw = {
-        "log.dirs": str(tmp_path),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "offsets.topic.num.partitions": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-    }
-    built = Broker(BrokerConfig.from_raw(raw), clock=ManualClock())
+    built = unstarted_broker(tmp_path)
     yield built
     built.logs.close()
 
