@@ -1,9 +1,9 @@
-"""The docs site's build hook (scripts/docsgen.py), loaded by path for tests, and the
+"""The docs site's build hook (the package scripts/docsgen/), imported for tests, and the
 rows of the markdown tables it generates."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import re
 import sys
 from functools import cache
@@ -12,18 +12,15 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-HOOK = ROOT / "scripts" / "docsgen.py"
+SCRIPTS = ROOT / "scripts"
 
 
 @cache
 def docsgen() -> ModuleType:
-    """scripts/docsgen.py as a module (it is a build hook, not a package module)."""
-    spec = importlib.util.spec_from_file_location("shoal_docsgen", HOOK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and typing look modules up by name
-    spec.loader.exec_module(module)
-    return module
+    """The build hook's package, scripts/docsgen/ (scripts/ is not a package path)."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("docsgen")
 
 
 def table_rows(markdown: str) -> list[list[str]]:

@@ -103,7 +103,7 @@ def test_the_group_keys_of_kafka_42_exist() -> None:
 
 
 def test_every_key_without_effect_is_documented_with_its_reason() -> None:
-    """docs/reference/configs.md's generated tables (scripts/docsgen.py) give every key
+    """docs/reference/configs.md's generated tables (scripts/docsgen/) give every key
     without effect its `NoEffect` reason, and the page has every scope's table."""
     text = DOC.read_text(encoding="utf-8")
     documented: dict[tuple[str, str], str] = {}

@@ -314,7 +314,7 @@ def test_every_page_expands_and_the_reference_pages_use_the_generators() -> None
 
 def test_mkdocs_runs_the_hook_and_checks_links() -> None:
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
-    assert config["hooks"] == ["scripts/docsgen.py"]
+    assert config["hooks"] == ["scripts/docs_hook.py"]
     assert config["strict"] is True
     assert set(config["validation"]["links"].values()) == {"warn"}
     assert config["theme"]["font"] is False
@@ -323,7 +323,7 @@ def test_mkdocs_runs_the_hook_and_checks_links() -> None:
 def test_prose_in_a_cell_is_shown_as_written() -> None:
     """A help text's `ssl.*, sasl.*` or `<key>` is not read as emphasis or a tag;
     code spans are left as they are."""
-    cell = docsgen()._cell("names (ssl.*, sasl.*) <key>=v, a|b\n `x_*<y>` _z_")
+    cell = docsgen().cell("names (ssl.*, sasl.*) <key>=v, a|b\n `x_*<y>` _z_")
     assert cell == r"names (ssl.\*, sasl.\*) &lt;key>=v, a\|b `x_*<y>` \_z\_"
 
 

@@ -243,7 +243,7 @@ def test_every_range_is_checked_even_of_keys_the_group_does_not_set() -> None:
 
 
 def test_docs_list_every_group_key_with_its_status() -> None:
-    """docs/reference/configs.md's generated group-key table (scripts/docsgen.py) names
+    """docs/reference/configs.md's generated group-key table (scripts/docsgen/) names
     every key, the extensions (and only they) marked as such with their reason."""
     doc = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "configs.md").read_text()
     assert "<!-- shoal:generate configs-group -->" in doc
