@@ -334,3 +334,18 @@ def test_a_chart_scale_is_a_number(tmp_path: Path) -> None:
     assert ">2 records/s<" in gen.expand(page, root=tmp_path)
     with pytest.raises(gen.DocsGenError, match="scale 'fast' is not a number"):
         gen.expand(_chart_page("r.json", {"x": "a"}, scale="fast"), root=tmp_path)
+
+
+def test_the_root_files_link_only_to_what_the_repository_has() -> None:
+    """README.md (read on the forge, not built by the site), CONTRIBUTING.md and
+    CHANGELOG.md: every relative link names a file or folder that exists."""
+    checked = 0
+    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            path = target.split("#", 1)[0]
+            if not path or "://" in path or path.startswith("mailto:"):
+                continue
+            assert (ROOT / path).exists(), f"{name} links {target!r}, which does not exist"
+            checked += 1
+    assert checked >= 20, f"only {checked} relative links found: is the pattern still right?"
