@@ -19,9 +19,8 @@ The broker gets the `--override KEY=VALUE` settings the page's own `shoal serve`
 commands give (so a tutorial that lowers a lock floor runs against a broker that did),
 except those naming a fixed host port (DROPPED_OVERRIDES: the page's HTTP listener).
 
-Every tutorial must have marked blocks, except those in NOT_RUN (each with its
-reason); README.md without one is skipped (its examples are marked as they are made
-runnable). A marker that is not directly above a fence of a runnable language fails
+README.md and every tutorial must have marked blocks, except the tutorials in NOT_RUN
+(each with its reason). A marker that is not directly above a fence of a runnable language fails
 the test: it would otherwise silently test nothing.
 """
 
@@ -47,8 +46,8 @@ NOT_RUN = {
     "docs/tutorials/securing.md": "its broker runs from a TLS config file and new certificates",
     "docs/tutorials/outgrowing.md": "it needs a Kafka cluster and MirrorMaker 2",
 }
-"""Tutorials whose examples this test does not run, and why; every other tutorial must
-have marked blocks (README.md's are marked as they are made runnable)."""
+"""Tutorials whose examples this test does not run, and why; every other page must have
+marked blocks."""
 DOCUMENTED_ADDRESSES = ("localhost:9092", "127.0.0.1:9092")
 DROPPED_OVERRIDES = frozenset({"metrics.listener"})
 BLOCK_TIMEOUT_S = 60.0
@@ -157,9 +156,7 @@ def test_marked_examples_run(page: str, brokers: Brokers, tmp_path: Path) -> Non
     if page in NOT_RUN:
         assert not blocks, f"{page} has {MARKER} blocks but is in NOT_RUN"
         pytest.skip(f"{page} is not run: {NOT_RUN[page]}")
-    if not blocks:
-        assert page == "README.md", f"{page} has no {MARKER} block"
-        pytest.skip(f"{page} has no {MARKER} block yet")
+    assert blocks, f"{page} has no {MARKER} block"
     broker = brokers.start(*serve_overrides(text))
     workdir = tmp_path / "work"
     workdir.mkdir()
