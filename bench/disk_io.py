@@ -23,7 +23,7 @@ under it; `--dir` picks another). Per segment size S:
 
 Then small-write latencies over `--appends` appends of 1 KiB batches: an append with
 the default policy, an append with flush.messages=1 (an fsync each), and
-`write_atomic` of a 4 KiB file (producer snapshots, checkpoints, topics.json).
+`write_atomic` of a 4 KiB file (producer snapshots, checkpoints).
 
 Results: an aligned table on stdout and JSON in bench/results/disk_io.json.
 """

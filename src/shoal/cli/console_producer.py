@@ -207,7 +207,15 @@ def add_parser(commands: Any) -> None:
         help="line reader property: parse.key, key.separator, parse.headers, "
         "headers.delimiter, headers.separator, headers.key.separator, null.marker, ignore.error",
     )
-    parser.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--command-property",
+        "--producer-property",
+        dest="producer_property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="producer property (Kafka 4.2's name; --producer-property is the older one)",
+    )
     parser.add_argument("--command-config", "--producer.config", metavar="FILE")
     parser.add_argument(
         "--request-required-acks", default="-1", metavar="ACKS", help="acks (default -1)"

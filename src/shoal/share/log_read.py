@@ -1,7 +1,7 @@
 """The log reads of a share-partition leader, as values: what the pure
 `SharePartitionManager` asks of a partition log, and how its caller performs it.
 
-The manager only looks at a log's positions (`transactions.LogPositions`: log
+The manager only looks at a log's positions (`read_committed.LogPositions`: log
 start, high watermark, last stable offset). An acquisition names each read it needs as a
 `LogRead` (`AcquireRound.next_read`); the caller performs it over the partition log
 (`perform_read`, a `ShareLog`) and hands back a `LogSlice`: the batches read, or the

@@ -120,3 +120,16 @@ def test_the_last_field_ends_the_line_and_separators_are_taken_as_typed() -> Non
     assert formatter_from({"key.separator": "\\t"}, escapes=True).key_separator == b"\t"
     with pytest.raises(FormatError, match="unknown --property"):
         formatter_from({"key.deserializer": "x"})
+
+
+@pytest.mark.parametrize("flag", ["--command-property", "--producer-property"])
+def test_the_producers_properties_take_kafka_4_2s_name_and_the_older_one(flag: str) -> None:
+    """Kafka 4.2's kafka-console-producer.sh names it --command-property (KIP-1147) and
+    still takes --producer-property; both reach the producer's settings."""
+    from shoal.cli.console_producer import _settings
+    from shoal.cli.main import build_parser
+
+    args = build_parser().parse_args(
+        ["console-producer", "--bootstrap-server", "b:9092", "--topic", "t", flag, "linger.ms=7"]
+    )
+    assert _settings(args)["linger.ms"] == "7"

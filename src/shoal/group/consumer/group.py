@@ -8,7 +8,7 @@ resolved to (16: resolved asynchronously, group/consumer/regex_refresh.py). `app
 record)` is the only writer of types 5-8 and 16; type 3 creates and removes groups
 in the shard.
 
-Replay is lenient as a compacted log requires (see share_group.py): a value creates
+Replay is lenient as a compacted log requires (see group/share/group.py): a value creates
 what it refers to and a tombstone of something absent is a no-op.
 
 Member states are Kafka's `MemberState` ids: STABLE (owns its target),

@@ -1,9 +1,10 @@
-"""DeleteGroups (42) v0-v2: delete empty classic and share groups.
+"""DeleteGroups (42) v0-v2: delete empty groups of every type
+(`GroupCoordinatorShard.delete_any_groups`).
 
-A classic group (group/classic/coordinator.py) must be Empty (else NON_EMPTY_GROUP):
-its GroupMetadata and every committed offset are tombstoned. For share groups: an id
-that names no group (unknown, or a consumer group) is GROUP_ID_NOT_FOUND and an empty
-id INVALID_GROUP_ID; a group with members is NON_EMPTY_GROUP. An empty share group's
+A classic group (group/classic/coordinator.py) or a consumer-protocol group must be
+Empty (else NON_EMPTY_GROUP): its records and every committed offset are tombstoned.
+An id that names no group is GROUP_ID_NOT_FOUND and an empty id INVALID_GROUP_ID; a
+share group with members is NON_EMPTY_GROUP. An empty share group's
 share-partition state is deleted first, then every record of the group is tombstoned
 (ShareGroupMetadata last), and the share service drops its cached share-partitions:
 the same id then starts afresh.

@@ -57,7 +57,7 @@ KAFKA_DYNAMIC_KEYS: frozenset[str] = frozenset(
 """Broker keys Kafka 4.2 lets IncrementalAlterConfigs change that Shoal keeps dynamic
 too: the log defaults behind topic configs (Kafka's DynamicLogConfig), max.connections,
 producer.id.expiration.ms (the logs re-read it), and the Kafka keys Shoal only stores
-(`ConfigDef.dynamic`, config.py)."""
+(`ConfigDef.dynamic`, config/definition.py)."""
 SHOAL_DYNAMIC_KEYS: frozenset[str] = frozenset(
     {"num.partitions", "auto.create.topics.enable"}
     | {key for key in BROKER_KEYS if key.startswith("group.share.")}

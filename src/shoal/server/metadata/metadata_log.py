@@ -98,7 +98,7 @@ class MetadataLog:
     @classmethod
     def open(cls, config: BrokerConfig, clock: Clock) -> MetadataLog:
         """Open and replay the metadata log of `config.data_dir` (the broker then
-        migrates older versions' files: `metadata_migration.open_metadata_log`).
+        migrates older versions' files: `open_metadata_log` in server/metadata/migration.py).
         Raises LogError if the log cannot be opened or read."""
         data_dir: Path = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
