@@ -754,23 +754,10 @@ def _paced_producer(
     per delay at `rate` records/s on an absolute schedule (overdue ones back to back),
     each with shoal.deliver.at = its wall send time (ms) + its delay, the same due
     time and its sequence in the value (STAMP)."""
-    from confluent_kafka import Producer
+    from bench.peers.kafka_protocol import idempotent_producer
 
     failures: list[str] = []
-
-    def failed(error: Any, _message: Any) -> None:
-        failures.append(str(error))
-
-    producer = Producer(
-        {
-            "bootstrap.servers": address,
-            "acks": "all",
-            "enable.idempotence": True,
-            "delivery.report.only.error": True,
-            "on_delivery": failed,
-        }
-    )
-    producer.list_topics(topic, timeout=START_TIMEOUT_S)
+    producer = idempotent_producer(address, topic, failures, START_TIMEOUT_S)
     wanted: array[int] = array("q")
     wanted.frombytes(delays)
     padding = os.urandom(max(0, size - STAMP.size))
@@ -865,25 +852,12 @@ def produce_keyed(
     librdkafka's defaults otherwise (linger.ms 5, 1 MB batches of at most 10,000
     records) as bench/peers/kafka_protocol.produce, or log batches of at most
     `batch_records`. Untimed."""
-    from confluent_kafka import Producer
+    from bench.peers.kafka_protocol import idempotent_producer
 
     create_topic(address, topic, partitions=1, timeout_s=120.0)
     failures: list[str] = []
-
-    def failed(error: Any, _message: Any) -> None:
-        failures.append(str(error))
-
     batching = {} if batch_records is None else {"batch.num.messages": batch_records}
-    producer = Producer(
-        {
-            "bootstrap.servers": address,
-            "acks": "all",
-            "enable.idempotence": True,
-            "delivery.report.only.error": True,
-            "on_delivery": failed,
-            **batching,
-        }
-    )
+    producer = idempotent_producer(address, topic, failures, 120.0, **batching)
     pool = [os.urandom(value_bytes) for _ in range(256)]
     pack = KEY.pack
     for i, key in enumerate(keys):

@@ -97,6 +97,30 @@ records wait in its queue, which can set the pace of `consume_group` (`settings`
 # --- the workloads -------------------------------------------------------------------
 
 
+def idempotent_producer(
+    address: str, topic: str, failures: list[str], timeout_s: float, **settings: Any
+) -> Producer:
+    """An acks=all idempotent Producer that reports only failed deliveries, appending
+    each to `failures`, already connected with `topic`'s metadata known (so the first
+    timed record does not pay for either)."""
+
+    def failed(err: Any, _message: Any) -> None:
+        failures.append(str(err))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": address,
+            "acks": "all",
+            "enable.idempotence": True,
+            "delivery.report.only.error": True,
+            "on_delivery": failed,
+            **settings,
+        }
+    )
+    producer.list_topics(topic, timeout=timeout_s)
+    return producer
+
+
 def produce(
     address: str,
     topic: str,
@@ -215,21 +239,7 @@ def _producer(
     warm-up records to `topic` until `go` is set."""
     stamped = warmup is None
     failures: list[str] = []
-
-    def failed(err: Any, _message: Any) -> None:
-        failures.append(str(err))
-
-    producer = Producer(
-        {
-            "bootstrap.servers": address,
-            "acks": "all",
-            "enable.idempotence": True,
-            "delivery.report.only.error": True,
-            "on_delivery": failed,
-            **settings,
-        }
-    )
-    producer.list_topics(topic, timeout=TOPIC_TIMEOUT_S)  # connected, metadata known
+    producer = idempotent_producer(address, topic, failures, TOPIC_TIMEOUT_S, **settings)
     pool = [os.urandom(size) for _ in range(VALUE_POOL)]
     padding = os.urandom(max(0, size - STAMP.size))
     warmed = 0
